@@ -1,0 +1,55 @@
+// The one module shared by the CDK app (lib/) and the Lambda runtime (lambda/): plain constants only, no imports.
+
+/** Names of the environment variables the handlers read. The stack sets them; the handlers read them. */
+export const EnvVar = {
+  JOB_NAME: 'JOB_NAME',
+  QUEUE_URL: 'QUEUE_URL',
+  DLQ_URL: 'DLQ_URL',
+  IDEMPOTENCY_TABLE_NAME: 'IDEMPOTENCY_TABLE_NAME',
+  LEDGER_TABLE_NAME: 'LEDGER_TABLE_NAME',
+  LIMITER_TABLE_NAME: 'LIMITER_TABLE_NAME',
+  /** JSON of the job's own settings (JobRuntimeSettings): page size, pacing, business-date rule, target names. */
+  JOB_SETTINGS: 'JOB_SETTINGS',
+  IDEMPOTENCY_TTL_SECONDS: 'IDEMPOTENCY_TTL_SECONDS',
+  MAX_MESSAGE_BYTES: 'MAX_MESSAGE_BYTES',
+  POWERTOOLS_SERVICE_NAME: 'POWERTOOLS_SERVICE_NAME',
+  POWERTOOLS_METRICS_NAMESPACE: 'POWERTOOLS_METRICS_NAMESPACE',
+} as const;
+
+/** The message contract version the producer writes and the consumer accepts. */
+export const MESSAGE_VERSION = 1;
+
+/** SQS's hard ceiling for one message body. */
+export const SQS_MAX_MESSAGE_BYTES = 256 * 1024;
+
+/** SQS's hard ceiling for DelaySeconds. */
+export const SQS_MAX_DELAY_SECONDS = 900;
+
+/** Lambda's hard ceiling for one invocation. */
+export const LAMBDA_MAX_TIMEOUT_SECONDS = 900;
+
+/** Metric namespace every handler writes to. */
+export const METRICS_NAMESPACE = 'PacedJobs';
+
+/**
+ * What the stack hands each job's functions in the JOB_SETTINGS variable (as JSON). Names only: never a secret value.
+ * Validated on the Lambda side by lambda/core/settings.ts.
+ */
+export interface JobRuntimeSettings {
+  jobName: string;
+  pageSize: number;
+  maxPagesPerRun: number;
+  maxMessageBytes: number;
+  businessDateOffsetDays: number;
+  timeZone: string;
+  /** Effective pacing: the allowance after headroom. */
+  rateLimit: { startsPerInterval: number; intervalSeconds: number; burst: number };
+  concurrency: number;
+  /** Table names by the alias the job's code uses. */
+  tables: Record<string, string>;
+  /** Bucket names by alias. */
+  buckets: Record<string, string>;
+  /** Secret ARNs or names by alias; the value is fetched at run time. */
+  secrets: Record<string, string>;
+  settings: Record<string, string | number | boolean>;
+}

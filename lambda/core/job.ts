@@ -1,0 +1,61 @@
+// The job plug-in contract: how a job discovers one bounded page of work, and how it applies one operation.
+import type { z } from 'zod';
+import type { JobRuntimeSettings } from './constants';
+
+export interface DiscoverRequest {
+  businessDate: string;
+  /** Opaque cursor from the previous page; absent on the first page. */
+  cursor?: string;
+  pageSize: number;
+  /** The run's clock, so discovery is reproducible in tests. */
+  now: Date;
+}
+
+export interface DiscoveredOperation<R> {
+  /** Stable across re-runs of the same business date. */
+  operationId: string;
+  resource: R;
+}
+
+export interface DiscoverPage<R> {
+  operations: DiscoveredOperation<R>[];
+  /** Present when more work remains. */
+  nextCursor?: string;
+}
+
+export interface ApplyRequest<R> {
+  operationId: string;
+  batchId: string;
+  businessDate: string;
+  resource: R;
+  /** Milliseconds left in this invocation. */
+  remainingTimeMs: () => number;
+}
+
+/** What apply records as the operation's result (persisted by idempotency and replayed to duplicates). */
+export interface ApplyResult {
+  /** 'applied': this call made the change; 'already-done': the target was already in the desired state. */
+  outcome: 'applied' | 'already-done';
+  detail?: Record<string, string | number | boolean>;
+}
+
+/**
+ * One job. `D` is whatever the job needs at run time (clients, table names), built once per container by
+ * `createDeps` from the settings the stack provided.
+ */
+export interface JobDefinition<R extends Record<string, string | number | boolean>, D> {
+  name: string;
+  resourceSchema: z.ZodType<R>;
+  createDeps(settings: JobRuntimeSettings): D;
+  discover(deps: D, request: DiscoverRequest): Promise<DiscoverPage<R>>;
+  apply(deps: D, request: ApplyRequest<R>): Promise<ApplyResult>;
+}
+
+/** A job whose resource and dependency types are erased, as the runtime holds it. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyJob = JobDefinition<any, any>;
+
+/** Declares a job with its types checked; the identity function keeps call sites typed. */
+export function defineJob<R extends Record<string, string | number | boolean>, D>(job: JobDefinition<R, D>): JobDefinition<R, D> {
+  return job;
+}

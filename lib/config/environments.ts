@@ -1,0 +1,89 @@
+// The per-environment configuration values; schema.ts holds the defaults and the rules.
+import { EnvironmentInput } from './schema';
+
+/** The application's tables and bucket, shaped as the jobs expect them; names differ per environment. */
+const appResources = (suffix: string, create: boolean): EnvironmentInput['appResources'] => ({
+  create,
+  tables: {
+    payments: {
+      tableName: `payments-${suffix}`,
+      partitionKey: { name: 'paymentId' },
+      // Sparse index: a payment carries unsettledDate only until it is reconciled.
+      globalSecondaryIndexes: [
+        { indexName: 'unsettled-by-date', partitionKey: { name: 'unsettledDate' }, sortKey: { name: 'paymentId' } },
+      ],
+    },
+    uploads: {
+      tableName: `uploads-${suffix}`,
+      partitionKey: { name: 'uploadId' },
+      // Sparse index: an upload carries retentionState until its object and record are deleted.
+      globalSecondaryIndexes: [
+        { indexName: 'by-deadline', partitionKey: { name: 'retentionState' }, sortKey: { name: 'deleteAfter' } },
+      ],
+    },
+    tenants: {
+      tableName: `tenants-${suffix}`,
+      partitionKey: { name: 'tenantId' },
+    },
+    sessions: {
+      tableName: `sessions-${suffix}`,
+      partitionKey: { name: 'tenantId' },
+      sortKey: { name: 'sessionId' },
+      globalSecondaryIndexes: [
+        { indexName: 'by-last-seen', partitionKey: { name: 'tenantId' }, sortKey: { name: 'lastSeenAt' } },
+      ],
+    },
+  },
+  buckets: { uploads: { bucketName: `paced-jobs-uploads-${suffix}` } },
+  secrets: { providerApiKey: { secretName: `paced-jobs/${suffix}/provider-api-key` } },
+});
+
+const jobs = (providerBaseUrl: string): EnvironmentInput['jobs'] => ({
+  'payment-reconciliation': {
+    schedule: { cron: '0 2 * * ? *', timeZone: 'Europe/London' },
+    rateLimit: { starts: 100, intervalSeconds: 60 },
+    concurrency: 10,
+    uses: {
+      tables: { payments: { ref: 'payments', access: 'readwrite' } },
+      secrets: { apiKey: { ref: 'providerApiKey' } },
+    },
+    settings: { provider: 'acme', providerBaseUrl },
+  },
+  'stale-upload-cleanup': {
+    schedule: { cron: '30 3 * * ? *', timeZone: 'UTC' },
+    rateLimit: { starts: 3000, intervalSeconds: 60 },
+    uses: {
+      tables: { uploads: { ref: 'uploads', access: 'readwrite' } },
+      buckets: { uploads: { ref: 'uploads', access: 'readwrite' } },
+    },
+  },
+  'expired-session-cleanup': {
+    schedule: { cron: '15 1 * * ? *', timeZone: 'UTC' },
+    rateLimit: { starts: 600, intervalSeconds: 60 },
+    uses: {
+      tables: {
+        tenants: { ref: 'tenants', access: 'read' },
+        sessions: { ref: 'sessions', access: 'readwrite' },
+      },
+    },
+    settings: { sessionMaxAgeDays: 30, deleteChunkSize: 25 },
+  },
+});
+
+export const environments: Record<string, EnvironmentInput> = {
+  dev: {
+    appResources: appResources('dev', true),
+    jobs: jobs('https://sandbox.payments.example.com'),
+  },
+  staging: {
+    retainData: true,
+    appResources: appResources('staging', false),
+    jobs: jobs('https://sandbox.payments.example.com'),
+  },
+  prod: {
+    retainData: true,
+    logRetentionDays: 90,
+    appResources: appResources('prod', false),
+    jobs: jobs('https://api.payments.example.com'),
+  },
+};

@@ -1,0 +1,58 @@
+// Picks and validates one environment's configuration before anything is built; every problem in one message.
+import { z } from 'zod';
+import { EnvironmentConfig, EnvironmentInput, environmentSchema } from './schema';
+import { environments } from './environments';
+
+export class ConfigError extends Error {
+  public readonly problems: string[];
+  constructor(message: string, problems: string[] = [], options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+const formatPath = (path: PropertyKey[]): string => (path.length === 0 ? '(root)' : path.map(String).join('.'));
+
+/** One line per issue, naming the key; union and record issues are flattened to their leaves. */
+export function describeIssues(error: z.ZodError): string[] {
+  return error.issues.map((issue) => {
+    // A bad record key carries the key's own problem one level down; report that instead of zod's generic line.
+    const message = issue.code === 'invalid_key' && issue.issues.length > 0 ? issue.issues[0].message : issue.message;
+    return `${formatPath(issue.path)}: ${message}`;
+  });
+}
+
+/**
+ * Validates a raw environment configuration.
+ * @throws ConfigError naming every bad key.
+ */
+export function parseEnvironment(name: string, input: unknown): EnvironmentConfig {
+  const result = environmentSchema.safeParse(input);
+  if (!result.success) {
+    const problems = describeIssues(result.error);
+    throw new ConfigError(
+      `Invalid configuration for environment "${name}":\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+      problems,
+    );
+  }
+  return result.data;
+}
+
+/**
+ * Chooses an environment by name and validates it.
+ * @throws ConfigError when the name is missing or unknown, or the configuration is invalid.
+ */
+export function loadEnvironment(
+  name: string | undefined,
+  available: Record<string, EnvironmentInput> = environments,
+): EnvironmentConfig {
+  const valid = Object.keys(available).join(', ');
+  if (name === undefined || name === '') {
+    throw new ConfigError(`No environment chosen. Pass -c env=<name>; valid environments: ${valid}.`);
+  }
+  if (!Object.prototype.hasOwnProperty.call(available, name)) {
+    throw new ConfigError(`Unknown environment "${name}". Valid environments: ${valid}.`);
+  }
+  return parseEnvironment(name, available[name]);
+}

@@ -1,0 +1,181 @@
+// Configuration contract for one environment: every default is written once here (and pinned by test/lib/config).
+import { z } from 'zod';
+import { LAMBDA_MAX_TIMEOUT_SECONDS, SQS_MAX_MESSAGE_BYTES } from '../../lambda/core/constants';
+
+/** DLQ retention is fixed at the SQS maximum so a failed message outlives its source queue's retention. */
+export const DLQ_RETENTION_DAYS = 14;
+/** The queue's visibility timeout is this multiple of the consumer timeout (AWS guidance for SQS event sources). */
+export const VISIBILITY_TIMEOUT_FACTOR = 6;
+
+const NAME = /^[a-z][a-z0-9-]{1,30}[a-z0-9]$/;
+
+/** EventBridge Scheduler's six-field cron body: minutes hours day-of-month month day-of-week year. */
+export const cronSchema = z.string().refine(
+  (v) => {
+    const f = v.trim().split(/\s+/);
+    return f.length === 6 && (f[2] === '?') !== (f[4] === '?');
+  },
+  { message: 'must be an EventBridge Scheduler cron body with 6 fields and "?" in exactly one of day-of-month and day-of-week, e.g. "0 2 * * ? *"' },
+);
+
+export const timeZoneSchema = z.string().refine(
+  (v) => {
+    try {
+      new Intl.DateTimeFormat('en-US', { timeZone: v });
+      return v.includes('/') || v === 'UTC';
+    } catch {
+      return false;
+    }
+  },
+  { message: 'must be an IANA time zone such as "Europe/London" or "UTC"' },
+);
+
+const keySchema = z.object({
+  name: z.string().min(1),
+  type: z.enum(['S', 'N']).default('S'),
+});
+
+/** A table the jobs read or write. It belongs to the team's application; an environment may create it itself. */
+export const appTableSchema = z.object({
+  tableName: z.string().regex(/^[A-Za-z0-9_.-]{3,255}$/, 'must be a valid DynamoDB table name'),
+  partitionKey: keySchema,
+  sortKey: keySchema.optional(),
+  globalSecondaryIndexes: z
+    .array(z.object({ indexName: z.string().min(3), partitionKey: keySchema, sortKey: keySchema.optional() }))
+    .default([]),
+});
+
+export const appBucketSchema = z.object({
+  bucketName: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid S3 bucket name'),
+});
+
+export const appSecretSchema = z.object({
+  secretName: z.string().regex(/^[A-Za-z0-9/_+=.@-]{1,512}$/, 'must be a valid Secrets Manager secret name'),
+});
+
+/** The application's own resources, by logical key. */
+export const appResourcesSchema = z.object({
+  /** Create the tables, buckets and secrets below in this stack (a self-contained environment). @default false */
+  create: z.boolean().default(false),
+  tables: z.record(z.string(), appTableSchema).default({}),
+  buckets: z.record(z.string(), appBucketSchema).default({}),
+  secrets: z.record(z.string(), appSecretSchema).default({}),
+});
+
+const accessSchema = z.enum(['read', 'write', 'readwrite']);
+
+/** What one job may touch: references to app resources by logical key, under the alias the job's code uses. */
+export const jobUsesSchema = z.object({
+  tables: z.record(z.string(), z.object({ ref: z.string(), access: accessSchema })).default({}),
+  buckets: z.record(z.string(), z.object({ ref: z.string(), access: accessSchema })).default({}),
+  secrets: z.record(z.string(), z.object({ ref: z.string() })).default({}),
+});
+
+export const rateLimitSchema = z.object({
+  /** The downstream's documented quota: starts allowed per interval. */
+  starts: z.number().int().positive(),
+  /** @default 60 */
+  intervalSeconds: z.number().int().min(1).max(3600).default(60),
+  /** Fraction of the documented quota we allow ourselves. @default 0.8 */
+  headroom: z.number().gt(0).max(1).default(0.8),
+  /** Starts allowed back to back after an idle period; defaults to the effective per-interval allowance. */
+  burst: z.number().int().positive().optional(),
+});
+
+export const scheduleSchema = z.object({
+  /** EventBridge Scheduler cron body (6 fields). */
+  cron: cronSchema,
+  /** IANA time zone the cron is evaluated in. */
+  timeZone: timeZoneSchema,
+  /** Business date = the scheduled date in the time zone plus this many days. @default -1 (yesterday) */
+  businessDateOffsetDays: z.number().int().min(-31).max(0).default(-1),
+  /** Scheduler retry attempts for a failed producer invocation. @default 3 */
+  retryAttempts: z.number().int().min(0).max(185).default(3),
+  /** Scheduler gives up on an invocation older than this. @default 3600 */
+  maxEventAgeSeconds: z.number().int().min(60).max(86400).default(3600),
+  /** Whether the schedule starts enabled. @default true */
+  enabled: z.boolean().default(true),
+});
+
+export const jobSchema = z.object({
+  schedule: scheduleSchema,
+  /** Records discovered per producer page. @default 500 */
+  pageSize: z.number().int().min(1).max(10000).default(500),
+  /** Pages one scheduled run may chain through continuations before it stops and reports. @default 200 */
+  maxPagesPerRun: z.number().int().min(1).max(10000).default(200),
+  rateLimit: rateLimitSchema,
+  /** Concurrency cap: the consumer's reserved concurrency and its event source's maximum concurrency. @default 5 */
+  concurrency: z.number().int().min(2).max(1000).default(5),
+  /** @default 10 */
+  batchSize: z.number().int().min(1).max(10000).default(10),
+  /** @default 5 */
+  batchingWindowSeconds: z.number().int().min(0).max(300).default(5),
+  /** @default 60 */
+  consumerTimeoutSeconds: z.number().int().min(1).max(LAMBDA_MAX_TIMEOUT_SECONDS).default(60),
+  /** @default 512 */
+  consumerMemoryMb: z.number().int().min(128).max(10240).default(512),
+  /** @default 300 */
+  producerTimeoutSeconds: z.number().int().min(10).max(LAMBDA_MAX_TIMEOUT_SECONDS).default(300),
+  /** @default 512 */
+  producerMemoryMb: z.number().int().min(128).max(10240).default(512),
+  /** Receives before SQS moves a message to the DLQ. @default 5 */
+  maxReceiveCount: z.number().int().min(1).max(1000).default(5),
+  /** Alarm when the oldest queued message is older than this. @default 3600 */
+  oldestMessageAgeSloSeconds: z.number().int().min(60).default(3600),
+  /** Source queue retention. @default 4 */
+  queueRetentionDays: z.number().int().min(1).max(14).default(4),
+  /** Idempotency record lifetime; must cover queue plus DLQ retention so a late redrive stays a no-op. @default 30 */
+  idempotencyRecordDays: z.number().int().min(1).max(365).default(30),
+  /** Cap on one message body. @default 262144 (256 KiB, the SQS maximum) */
+  maxMessageBytes: z.number().int().min(1024).max(SQS_MAX_MESSAGE_BYTES).default(SQS_MAX_MESSAGE_BYTES),
+  uses: jobUsesSchema.default({ tables: {}, buckets: {}, secrets: {} }),
+  /** Job-specific plain settings handed to the job's code (e.g. the provider's base URL). */
+  settings: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
+});
+
+export const environmentSchema = z.object({
+  /** AWS account; omit for an environment-agnostic synth. */
+  account: z.string().regex(/^\d{12}$/, 'must be a 12-digit AWS account ID').optional(),
+  /** @default "us-east-1" */
+  region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'must be an AWS region such as "eu-west-1"').default('us-east-1'),
+  /** Keep stateful resources (RETAIN) and turn on point-in-time recovery. @default false */
+  retainData: z.boolean().default(false),
+  /** CloudWatch Logs retention for every function. @default 30 */
+  logRetentionDays: z.number().int().min(1).default(30),
+  /** Optional email subscribed to the alarm topic. */
+  alarmEmail: z.email().optional(),
+  appResources: appResourcesSchema.default({ create: false, tables: {}, buckets: {}, secrets: {} }),
+  jobs: z.record(z.string().regex(NAME, 'job names are kebab-case, 3 to 32 characters'), jobSchema),
+}).superRefine((env, ctx) => {
+  if (Object.keys(env.jobs).length === 0) {
+    ctx.addIssue({ code: 'custom', path: ['jobs'], message: 'at least one job is required' });
+  }
+  for (const [name, job] of Object.entries(env.jobs)) {
+    const at = (...rest: (string | number)[]) => ['jobs', name, ...rest];
+    const minDays = job.queueRetentionDays + DLQ_RETENTION_DAYS;
+    if (job.idempotencyRecordDays < minDays) {
+      ctx.addIssue({
+        code: 'custom',
+        path: at('idempotencyRecordDays'),
+        message: `must be at least queueRetentionDays + ${DLQ_RETENTION_DAYS} (DLQ retention) = ${minDays}, so a redrive never repeats an effect`,
+      });
+    }
+    if (job.batchSize > 10 && job.batchingWindowSeconds < 1) {
+      ctx.addIssue({ code: 'custom', path: at('batchingWindowSeconds'), message: 'must be at least 1 when batchSize is over 10 (an SQS event source rule)' });
+    }
+    const kinds = ['tables', 'buckets', 'secrets'] as const;
+    for (const kind of kinds) {
+      for (const [alias, use] of Object.entries(job.uses[kind])) {
+        if (!(use.ref in env.appResources[kind])) {
+          const known = Object.keys(env.appResources[kind]).join(', ') || 'none';
+          ctx.addIssue({ code: 'custom', path: at('uses', kind, alias, 'ref'), message: `"${use.ref}" is not in appResources.${kind} (known: ${known})` });
+        }
+      }
+    }
+  }
+});
+
+export type EnvironmentInput = z.input<typeof environmentSchema>;
+export type EnvironmentConfig = z.output<typeof environmentSchema>;
+export type JobConfig = z.output<typeof jobSchema>;
+export type AppTableConfig = z.output<typeof appTableSchema>;

@@ -1,0 +1,42 @@
+// AWS SDK clients, one per container. Endpoints come from the standard AWS_ENDPOINT_URL_* variables, so the same
+// code talks to AWS or to the local AWS-protocol servers.
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import { S3Client } from '@aws-sdk/client-s3';
+import { SQSClient } from '@aws-sdk/client-sqs';
+
+let dynamo: DynamoDBClient | undefined;
+let documents: DynamoDBDocumentClient | undefined;
+let sqs: SQSClient | undefined;
+let s3: S3Client | undefined;
+let lambda: LambdaClient | undefined;
+
+export function dynamoClient(): DynamoDBClient {
+  return (dynamo ??= new DynamoDBClient({}));
+}
+
+export function documentClient(): DynamoDBDocumentClient {
+  return (documents ??= DynamoDBDocumentClient.from(dynamoClient(), {
+    marshallOptions: { removeUndefinedValues: true },
+  }));
+}
+
+export function sqsClient(): SQSClient {
+  return (sqs ??= new SQSClient({}));
+}
+
+export function s3Client(): S3Client {
+  // Path-style addressing works with both S3 and local emulators that cannot serve virtual-hosted buckets.
+  return (s3 ??= new S3Client({ forcePathStyle: process.env.AWS_ENDPOINT_URL_S3 !== undefined }));
+}
+
+export function lambdaClient(): LambdaClient {
+  return (lambda ??= new LambdaClient({}));
+}
+
+/** Drops cached clients; tests call it after pointing the endpoint variables somewhere new. */
+export function resetClients(): void {
+  for (const c of [documents, dynamo, sqs, s3, lambda]) c?.destroy();
+  dynamo = documents = sqs = s3 = lambda = undefined;
+}

@@ -1,0 +1,138 @@
+// The run ledger's write side: per-batch counters (producer and consumer) and rejected messages kept for review.
+import { PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { documentClient } from './clients';
+
+/** Counters a batch accumulates; each is added atomically, so any number of writers may count at once. */
+export interface BatchCounters {
+  discovered?: number;
+  published?: number;
+  completed?: number;
+  duplicates?: number;
+  rejected?: number;
+  deferred?: number;
+  deadLettered?: number;
+}
+
+/** Facts about a batch. `startedAt` and the run identity are written once; `finishedAt` by the last producer page. */
+export interface BatchInfo {
+  businessDate?: string;
+  scheduledTime?: string;
+  startedAt?: string;
+  finishedAt?: string;
+}
+
+export interface Rejection {
+  job: string;
+  messageId: string;
+  reasons: string[];
+  body: string;
+  /** Present when the body was JSON enough to hold them. */
+  batchId?: string;
+  operationId?: string;
+}
+
+/** What the handlers depend on; issue 5 extends it (reads, reconciliation). */
+export interface Ledger {
+  addToBatch(job: string, batchId: string, counters: BatchCounters, info?: BatchInfo): Promise<void>;
+  recordRejection(rejection: Rejection): Promise<void>;
+}
+
+export interface DynamoLedgerOptions {
+  tableName: string;
+  /** @default the container's shared document client, resolved on first use */
+  client?: Pick<DynamoDBDocumentClient, 'send'>;
+  /** How long ledger items live before DynamoDB's TTL removes them. @default 90 */
+  retentionDays?: number;
+  /** @default () => new Date() */
+  now?: () => Date;
+}
+
+/** Longest rejected body kept; enough to diagnose, and far below DynamoDB's 400 KB item limit. */
+export const MAX_REJECTED_BODY_BYTES = 4096;
+
+export const ledgerKeys = {
+  batch: (job: string, batchId: string) => ({ pk: `BATCH#${job}`, sk: batchId }),
+  rejection: (job: string, at: Date, messageId: string) => ({ pk: `REJECTED#${job}`, sk: `${at.toISOString()}#${messageId}` }),
+};
+
+const COUNTERS: (keyof BatchCounters)[] = ['discovered', 'published', 'completed', 'duplicates', 'rejected', 'deferred', 'deadLettered'];
+const WRITE_ONCE: (keyof BatchInfo)[] = ['businessDate', 'scheduledTime', 'startedAt'];
+
+export class DynamoLedger implements Ledger {
+  private readonly retentionSeconds: number;
+  private readonly now: () => Date;
+
+  constructor(private readonly options: DynamoLedgerOptions) {
+    this.retentionSeconds = (options.retentionDays ?? 90) * 86_400;
+    this.now = options.now ?? (() => new Date());
+  }
+
+  async addToBatch(job: string, batchId: string, counters: BatchCounters, info: BatchInfo = {}): Promise<void> {
+    const names: Record<string, string> = { '#expiresAt': 'expiresAt', '#job': 'job' };
+    const values: Record<string, unknown> = { ':expiresAt': this.expiresAt(), ':job': job };
+    const set = ['#expiresAt = if_not_exists(#expiresAt, :expiresAt)', '#job = if_not_exists(#job, :job)'];
+    const add: string[] = [];
+    for (const key of COUNTERS) {
+      const value = counters[key];
+      if (value === undefined) continue;
+      names[`#${key}`] = key;
+      values[`:${key}`] = value;
+      add.push(`#${key} :${key}`);
+    }
+    for (const key of Object.keys(info) as (keyof BatchInfo)[]) {
+      if (info[key] === undefined) continue;
+      names[`#${key}`] = key;
+      values[`:${key}`] = info[key];
+      set.push(WRITE_ONCE.includes(key) ? `#${key} = if_not_exists(#${key}, :${key})` : `#${key} = :${key}`);
+    }
+    await this.client().send(
+      new UpdateCommand({
+        TableName: this.options.tableName,
+        Key: ledgerKeys.batch(job, batchId),
+        UpdateExpression: `SET ${set.join(', ')}${add.length ? ` ADD ${add.join(', ')}` : ''}`,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      }),
+    );
+  }
+
+  async recordRejection(rejection: Rejection): Promise<void> {
+    const at = this.now();
+    const { text, truncated } = truncateUtf8(rejection.body, MAX_REJECTED_BODY_BYTES);
+    await this.client().send(
+      new PutCommand({
+        TableName: this.options.tableName,
+        Item: {
+          ...ledgerKeys.rejection(rejection.job, at, rejection.messageId),
+          job: rejection.job,
+          messageId: rejection.messageId,
+          reasons: rejection.reasons,
+          body: text,
+          bodyBytes: Buffer.byteLength(rejection.body, 'utf8'),
+          truncated,
+          batchId: rejection.batchId,
+          operationId: rejection.operationId,
+          rejectedAt: at.toISOString(),
+          expiresAt: this.expiresAt(),
+        },
+      }),
+    );
+  }
+
+  private client() {
+    return this.options.client ?? documentClient();
+  }
+
+  private expiresAt(): number {
+    return Math.floor(this.now().getTime() / 1000) + this.retentionSeconds;
+  }
+}
+
+/** Cuts at a character boundary so the stored text stays valid UTF-8 and within `maxBytes`. */
+export function truncateUtf8(text: string, maxBytes: number): { text: string; truncated: boolean } {
+  if (Buffer.byteLength(text, 'utf8') <= maxBytes) return { text, truncated: false };
+  let out = Buffer.from(text, 'utf8').subarray(0, maxBytes).toString('utf8');
+  // A cut through a multi-byte character decodes to U+FFFD (3 bytes); drop characters until it fits.
+  while (Buffer.byteLength(out, 'utf8') > maxBytes || out.endsWith('\uFFFD')) out = out.slice(0, -1);
+  return { text: out, truncated: true };
+}

@@ -1,0 +1,33 @@
+// The object-storage edge: deleting one S3 object, with S3's answers mapped onto the outcome rules.
+import { DeleteObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { PermanentError, RetryableError, ThrottledError } from '../core/errors';
+import { s3Client } from './clients';
+
+/** The slice of object storage the jobs use. */
+export interface ObjectStore {
+  /** Deletes one object; an object that is already absent counts as deleted. */
+  deleteObject(bucket: string, key: string): Promise<void>;
+}
+
+export class S3ObjectStore implements ObjectStore {
+  constructor(private readonly client: S3Client = s3Client()) {}
+
+  async deleteObject(bucket: string, key: string): Promise<void> {
+    try {
+      // S3 answers 204 for a missing key already; the 404 branch below covers stores that do not.
+      await this.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+    } catch (error) {
+      const code = (error as { name?: string }).name ?? 'Error';
+      const status = error instanceof S3ServiceException ? error.$metadata.httpStatusCode : undefined;
+      if (code === 'NoSuchKey' || (status === 404 && code !== 'NoSuchBucket')) return;
+      const where = `s3://${bucket}/${key}`;
+      if (status === 503 || code === 'SlowDown') {
+        throw new ThrottledError(`S3 asked to slow down deleting ${where}`, undefined, { cause: error });
+      }
+      if (status !== undefined && status >= 400 && status < 500) {
+        throw new PermanentError(`S3 refused to delete ${where}: ${code} (${status})`, { bucket, key, code, status }, { cause: error });
+      }
+      throw new RetryableError(`deleting ${where} failed: ${code}${status ? ` (${status})` : ''}`, { cause: error });
+    }
+  }
+}

@@ -1,0 +1,154 @@
+// Job plug-in stale-upload-cleanup: discovers uploads whose retention deadline has passed, deletes each object from
+// S3 (absent counts as deleted), then deletes the upload's record conditionally.
+//
+// Table `uploads` (alias tables.uploads), item shape in items.ts; bucket alias buckets.uploads.
+// Choices:
+// - Discovery cutoff: deadlines up to the end of the business date (UTC), but never later than the run's clock, so
+//   a re-run of a date finds the same uploads and nothing is ever deleted before its deadline.
+// - Operation ID `stale-upload:<uploadId>:<deleteAfter>`: stable across dates and re-runs; a moved deadline is a new
+//   operation (see lambda/core/operationIds.ts for why).
+// - Apply re-reads the record before touching S3 and skips it when its deadline moved or it left the pending state,
+//   because an object cannot be undeleted; only then deletes the object, then the record on the condition that its
+//   deadline is still the one we acted on. The remaining race (retention extended between the re-read and the record
+//   delete) is a PermanentError for review, since the object is already gone.
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { DeleteCommand, DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
+import { documentClient } from '../../adapters/clients';
+import { ObjectStore, S3ObjectStore } from '../../adapters/s3Objects';
+import type { JobRuntimeSettings } from '../../core/constants';
+import { PermanentError } from '../../core/errors';
+import { ApplyResult, defineJob } from '../../core/job';
+import { JobSettingsReader } from '../../core/jobSettings';
+import { InvalidOperationIdError, assertOperationId, idPartSchema, staleUploadOperationId } from '../../core/operationIds';
+import { decodeCursor, encodeCursor } from '../../core/pageCursor';
+import { PENDING_DELETION, UploadItem } from './items';
+
+export const JOB_NAME = 'stale-upload-cleanup';
+export const DEADLINE_INDEX = 'by-deadline';
+const DAY_MS = 86_400_000;
+
+export const resourceSchema = z.strictObject({
+  uploadId: idPartSchema,
+  objectKey: z.string().min(1).max(1024),
+  deleteAfter: z.iso.datetime({ precision: 3, message: 'must be a UTC timestamp with milliseconds' }),
+});
+export type UploadResource = z.infer<typeof resourceSchema>;
+
+export interface StaleUploadDeps {
+  documents: DynamoDBDocumentClient;
+  uploadsTable: string;
+  bucket: string;
+  objects: ObjectStore;
+  /** Apply's clock: a message is never acted on before its deadline. */
+  now: () => Date;
+}
+
+/** A record in the index that cannot become a valid message: the run stops on it instead of skipping it silently. */
+export class InvalidUploadRecordError extends Error {
+  constructor(message: string, public readonly uploadId: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'InvalidUploadRecordError';
+  }
+}
+
+export function createDeps(settings: JobRuntimeSettings): StaleUploadDeps {
+  const read = new JobSettingsReader(settings);
+  const uploadsTable = read.name('tables', 'uploads');
+  const bucket = read.name('buckets', 'uploads');
+  read.done();
+  return { documents: documentClient(), uploadsTable, bucket, objects: new S3ObjectStore(), now: () => new Date() };
+}
+
+/** The latest deadline a run for `businessDate` deletes: the end of that date (UTC), or `now` if earlier. */
+export function discoveryCutoff(businessDate: string, now: Date): string {
+  const endOfDate = Date.parse(`${businessDate}T00:00:00.000Z`) + DAY_MS - 1;
+  return new Date(Math.min(endOfDate, now.getTime())).toISOString();
+}
+
+const readUpload = async (deps: StaleUploadDeps, uploadId: string): Promise<UploadItem | undefined> => {
+  const got = await deps.documents.send(new GetCommand({ TableName: deps.uploadsTable, Key: { uploadId }, ConsistentRead: true }));
+  return got.Item as UploadItem | undefined;
+};
+
+export const job = defineJob<UploadResource, StaleUploadDeps>({
+  name: JOB_NAME,
+  resourceSchema,
+  createDeps,
+
+  async discover(deps, { businessDate, cursor, pageSize, now }) {
+    const startKey = cursor === undefined
+      ? undefined
+      : decodeCursor(cursor, ['retentionState', 'deleteAfter', 'uploadId'], { retentionState: PENDING_DELETION });
+    const page = await deps.documents.send(
+      new QueryCommand({
+        TableName: deps.uploadsTable,
+        IndexName: DEADLINE_INDEX,
+        KeyConditionExpression: 'retentionState = :pending AND deleteAfter <= :cutoff',
+        ExpressionAttributeValues: { ':pending': PENDING_DELETION, ':cutoff': discoveryCutoff(businessDate, now) },
+        ProjectionExpression: 'uploadId, objectKey, deleteAfter',
+        Limit: pageSize,
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    const operations = (page.Items ?? []).map((item) => {
+      const parsed = resourceSchema.safeParse({ uploadId: item.uploadId, objectKey: item.objectKey, deleteAfter: item.deleteAfter });
+      if (!parsed.success) {
+        const id = String(item.uploadId);
+        throw new InvalidUploadRecordError(
+          `upload ${id} cannot be cleaned up: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+          id,
+        );
+      }
+      return { operationId: staleUploadOperationId(parsed.data), resource: parsed.data };
+    });
+    return { operations, nextCursor: encodeCursor(page.LastEvaluatedKey) };
+  },
+
+  async apply(deps, { operationId, resource }): Promise<ApplyResult> {
+    const { uploadId, objectKey, deleteAfter } = resource;
+    try {
+      assertOperationId(operationId, () => staleUploadOperationId({ uploadId, deleteAfter }));
+    } catch (error) {
+      if (error instanceof InvalidOperationIdError) throw new PermanentError(error.message, { operationId, uploadId }, { cause: error });
+      throw error;
+    }
+    const now = deps.now();
+    if (Date.parse(deleteAfter) > now.getTime()) {
+      throw new PermanentError(`upload ${uploadId} is not due for deletion until ${deleteAfter}`, { uploadId, deleteAfter, now: now.toISOString() });
+    }
+
+    const record = await readUpload(deps, uploadId);
+    if (record === undefined) return { outcome: 'already-done', detail: { skipped: 'record-gone' } };
+    if (record.deleteAfter !== deleteAfter || record.retentionState !== PENDING_DELETION) {
+      return { outcome: 'already-done', detail: { skipped: 'retention-changed' } };
+    }
+    if (record.objectKey !== objectKey) {
+      throw new PermanentError(`upload ${uploadId} now points at another object than the one discovered`, { uploadId, objectKey, recordObjectKey: String(record.objectKey) });
+    }
+
+    await deps.objects.deleteObject(deps.bucket, objectKey);
+
+    try {
+      await deps.documents.send(
+        new DeleteCommand({
+          TableName: deps.uploadsTable,
+          Key: { uploadId },
+          ConditionExpression: 'attribute_exists(uploadId) AND deleteAfter = :deleteAfter AND retentionState = :pending',
+          ExpressionAttributeValues: { ':deleteAfter': deleteAfter, ':pending': PENDING_DELETION },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const after = await readUpload(deps, uploadId);
+      // A duplicate delivery finished first: the record is gone, as we wanted.
+      if (after === undefined) return { outcome: 'already-done', detail: { objectKey } };
+      throw new PermanentError(
+        `upload ${uploadId}: retention changed while its object was being deleted; the object ${objectKey} is gone but the record was kept`,
+        { uploadId, objectKey, deleteAfter, recordDeleteAfter: after.deleteAfter, recordRetentionState: after.retentionState },
+        { cause: error },
+      );
+    }
+    return { outcome: 'applied', detail: { objectKey } };
+  },
+});

@@ -1,0 +1,104 @@
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { documentClient, resetClients } from '../../../lambda/adapters/clients';
+import { DynamoLedger, MAX_REJECTED_BODY_BYTES, truncateUtf8 } from '../../../lambda/adapters/ledger';
+import { startLocalAws, type LocalAws } from '../../support/aws';
+import { createLedgerTable } from '../handlers/harness';
+
+const TABLE = 'ledger-adapter';
+const NOW = new Date('2026-11-29T02:00:00.000Z');
+const EPOCH = Math.floor(NOW.getTime() / 1000);
+
+describe('Class: DynamoLedger', () => {
+  let aws: LocalAws;
+  let ledger: DynamoLedger;
+
+  beforeAll(async () => {
+    aws = await startLocalAws();
+    resetClients();
+    await createLedgerTable(TABLE);
+    ledger = new DynamoLedger({ tableName: TABLE, now: () => NOW, retentionDays: 30 });
+  });
+
+  afterAll(async () => {
+    resetClients();
+    await aws.stop();
+  });
+
+  const batch = async (batchId: string) =>
+    (await documentClient().send(new GetCommand({ TableName: TABLE, Key: { pk: 'BATCH#fake-job', sk: batchId } }))).Item;
+
+  describe('Method: addToBatch', () => {
+    it('adds counters atomically across concurrent writers', async () => {
+      await Promise.all(Array.from({ length: 20 }, () => ledger.addToBatch('fake-job', 'b-concurrent', { completed: 1, duplicates: 1 })));
+      await ledger.addToBatch('fake-job', 'b-concurrent', { rejected: 2, deferred: 1, deadLettered: 1 });
+      expect(await batch('b-concurrent')).toEqual({
+        pk: 'BATCH#fake-job',
+        sk: 'b-concurrent',
+        job: 'fake-job',
+        completed: 20,
+        duplicates: 20,
+        rejected: 2,
+        deferred: 1,
+        deadLettered: 1,
+        expiresAt: EPOCH + 30 * 86_400,
+      });
+    });
+
+    it('writes the run identity and start once, and the finish time last', async () => {
+      await ledger.addToBatch('fake-job', 'b-info', {}, { businessDate: '2026-11-28', scheduledTime: '2026-11-29T01:00:00Z', startedAt: 'first' });
+      await ledger.addToBatch('fake-job', 'b-info', { discovered: 5, published: 5 }, { startedAt: 'second', finishedAt: 'early' });
+      await ledger.addToBatch('fake-job', 'b-info', { discovered: 2, published: 2 }, { finishedAt: 'late' });
+      expect(await batch('b-info')).toMatchObject({
+        businessDate: '2026-11-28',
+        scheduledTime: '2026-11-29T01:00:00Z',
+        startedAt: 'first',
+        finishedAt: 'late',
+        discovered: 7,
+        published: 7,
+      });
+    });
+  });
+
+  describe('Method: recordRejection', () => {
+    it('keeps the reasons, the IDs and a body truncated to 4 KB under REJECTED#<job>', async () => {
+      const body = `{"x":"${'é'.repeat(3000)}"}`;
+      await ledger.recordRejection({ job: 'fake-job', messageId: 'm-1', reasons: ['a', 'b'], body, batchId: 'b-1', operationId: 'op:1' });
+
+      const { Items = [] } = await documentClient().send(
+        new QueryCommand({ TableName: TABLE, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': 'REJECTED#fake-job' } }),
+      );
+      expect(Items).toHaveLength(1);
+      const item = Items[0];
+      expect(item).toMatchObject({
+        sk: '2026-11-29T02:00:00.000Z#m-1',
+        job: 'fake-job',
+        messageId: 'm-1',
+        reasons: ['a', 'b'],
+        batchId: 'b-1',
+        operationId: 'op:1',
+        bodyBytes: Buffer.byteLength(body),
+        truncated: true,
+        rejectedAt: NOW.toISOString(),
+        expiresAt: EPOCH + 30 * 86_400,
+      });
+      expect(Buffer.byteLength(item.body)).toBeLessThanOrEqual(MAX_REJECTED_BODY_BYTES);
+      expect(body.startsWith(item.body)).toBe(true);
+    });
+
+    it('surfaces a write failure to the caller', async () => {
+      await expect(
+        new DynamoLedger({ tableName: 'missing-table' }).recordRejection({ job: 'fake-job', messageId: 'm', reasons: [], body: '' }),
+      ).rejects.toThrow('Requested resource not found');
+    });
+  });
+});
+
+describe('Function: truncateUtf8', () => {
+  it('leaves a short text alone', () => {
+    expect(truncateUtf8('abc', 3)).toEqual({ text: 'abc', truncated: false });
+  });
+
+  it('never cuts through a multi-byte character', () => {
+    expect(truncateUtf8('aéé', 4)).toEqual({ text: 'aé', truncated: true });
+  });
+});

@@ -1,0 +1,78 @@
+// Benchmark plumbing: the quota provider in its own process, so a stall in the instances' event loop cannot delay the
+// provider's arrival log (a real provider logs on its own machine). Parent side and child entry point in one file.
+import { ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { QuotaProviderOptions, startQuotaProvider } from './quotaProvider';
+
+export interface ProviderLog {
+  arrivals: number[];
+  accepted: number[];
+  throttled: number;
+}
+
+export interface RemoteQuotaProvider {
+  url: string;
+  warmUpUrl: string;
+  /** Stops the provider and returns its log. */
+  finish(): Promise<ProviderLog>;
+}
+
+type ChildMessage = { type: 'ready'; url: string; warmUpUrl: string } | ({ type: 'log' } & ProviderLog);
+
+/** Starts the provider in a child Node process (TypeScript through tsx, a dev dependency). */
+export function startQuotaProviderProcess(options: QuotaProviderOptions): Promise<RemoteQuotaProvider> {
+  const root = path.resolve(__dirname, '..');
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'quotaProviderProcess.ts'), JSON.stringify(options)], {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  const next = (type: ChildMessage['type']): Promise<ChildMessage> =>
+    new Promise((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`quota provider process exited (code ${code}) while waiting for "${type}"`));
+      const onMessage = (message: ChildMessage) => {
+        if (message.type !== type) return;
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        resolve(message);
+      };
+      child.once('exit', onExit);
+      child.once('error', reject);
+      child.on('message', onMessage);
+    });
+  return next('ready').then((ready) => {
+    if (ready.type !== 'ready') throw new Error('unreachable');
+    return {
+      url: ready.url,
+      warmUpUrl: ready.warmUpUrl,
+      async finish() {
+        const log = next('log');
+        child.send({ type: 'finish' });
+        const message = await log;
+        if (message.type !== 'log') throw new Error('unreachable');
+        child.disconnect();
+        return { arrivals: message.arrivals, accepted: message.accepted, throttled: message.throttled };
+      },
+    };
+  });
+}
+
+/** Child side: serve until the parent asks for the log, then close and hand it over. */
+async function child(): Promise<void> {
+  const options = JSON.parse(process.argv[2]) as QuotaProviderOptions;
+  const provider = await startQuotaProvider(options);
+  process.on('message', (message: { type: string }) => {
+    if (message.type !== 'finish') return;
+    void provider.close().then(() => {
+      process.send?.({ type: 'log', arrivals: provider.arrivals, accepted: provider.accepted, throttled: provider.throttled() });
+    });
+  });
+  process.on('disconnect', () => process.exit(0));
+  process.send?.({ type: 'ready', url: provider.url, warmUpUrl: provider.warmUpUrl });
+}
+
+if (require.main === module) {
+  child().catch((error: unknown) => {
+    process.stderr.write(`quota provider failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,217 @@
+// Fleet-wide pacing edge: each downstream key's GCRA state is one DynamoDB item, advanced by compare-and-set writes.
+//
+// Hand-written on purpose: Powertools has no rate limiter, and the pacing rule itself is the pure core's
+// (lambda/core/pacing/gcra.ts). This file only moves that state in and out of DynamoDB without locks:
+//   - the hot path is one conditional UpdateItem against the TAT this container last saw (no read first);
+//   - a lost race (ConditionalCheckFailed) reads the winner's value back and decides again. DynamoDB can return the
+//     old item with the failure (ReturnValuesOnConditionCheckFailure); dynalite does not, so a consistent read
+//     follows when the failure carries no item;
+//   - a key idle past its TAT is the same as a key never used, so a write that finds it idle needs no exact match.
+//
+// Ceiling: one item takes about 1,000 writes per second, and contention costs extra writes (each lost race repeats
+// one). A block of n tokens is one write, so tokens per second can exceed writes per second; past roughly 500
+// acquisitions per second on one key, use `shards`: N items, each with 1/N of the allowance, picked at random per
+// call. The sum of the shards' guarantees is the key's guarantee.
+import {
+  AttributeValue,
+  ConditionalCheckFailedException,
+  DynamoDBClient,
+  GetItemCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { EnvVar } from '../core/constants';
+import { backoffMs, RandomSource } from '../core/pacing/backoff';
+import { GcraLimits, gcraLimits, GcraState, RateLimitSpec, reserve } from '../core/pacing/gcra';
+import { PacingConfigError } from '../core/pacing/errors';
+import { sleep } from '../core/pacing/sleep';
+import { requireEnv } from '../core/settings';
+import { dynamoClient } from './clients';
+
+export interface AcquireOptions {
+  /** Longest wait accepted for a token's start; 0 takes only tokens that may start now. @default 0 */
+  maxWaitMs?: number;
+}
+
+export interface Acquisition {
+  /** Tokens granted, 0..count: the first `granted` operations may run, each at its start time. */
+  granted: number;
+  /**
+   * For each granted token, the epoch millisecond at which it may start, ascending. Start no earlier (sleepUntil); the
+   * fleet-wide guarantee ("at most R starts in any window") is about these times. A slot not used is simply lost.
+   */
+  startAtMs: number[];
+  /** When granted < count: ms until the next token could start if asked for now (a hint for deferral); else 0. */
+  waitMs: number;
+}
+
+/** The port the consumer depends on; DynamoDbRateLimiter is the adapter, tests and the benchmark may supply others. */
+export interface RateLimiter {
+  /**
+   * Reserves up to `count` starts on `key` (one downstream), never more than the allowance in any sliding window.
+   * @throws LimiterContentionError when every attempt lost a race; RateLimiterError when DynamoDB fails
+   */
+  acquire(key: string, count: number, options?: AcquireOptions): Promise<Acquisition>;
+}
+
+export interface DynamoDbRateLimiterOptions {
+  /** The allowance for every key this limiter paces (after headroom), and the burst and jitter margin. */
+  limits: RateLimitSpec;
+  /** Table with partition key `pk` (S) and TTL attribute `expiresAt`. @default process.env.LIMITER_TABLE_NAME */
+  tableName?: string;
+  /** Items the allowance is split across, for keys busier than one item can take. @default 1 */
+  shards?: number;
+  /** Conditional writes tried per acquire before giving up. @default 8 */
+  maxAttempts?: number;
+  /** Backoff between lost races after the first immediate retry. @default { baseMs: 5, capMs: 100 } */
+  contentionBackoff?: { baseMs: number; capMs: number };
+  /** An item idle this long after its TAT may be deleted by TTL (harmless: an expired key is an idle key). @default 86400 */
+  idleTtlSeconds?: number;
+  /**
+   * Reserve no slot earlier than this long after the decision: roughly the write's round trip, so a token granted on an
+   * idle key is not already late (see waitForSlot) by the time the write returns. Costs nothing under load, when slots
+   * are in the future anyway. @default 0
+   */
+  leadMs?: number;
+  /** @default dynamoClient() */
+  client?: DynamoDBClient;
+  /** Epoch milliseconds. @default Date.now */
+  clock?: () => number;
+  /** Shard choice and contention jitter. @default Math.random */
+  random?: RandomSource;
+}
+
+/** A limiter call failed for a reason other than pacing; `key` is the item, with its shard suffix. */
+export class RateLimiterError extends Error {
+  constructor(message: string, public readonly key: string, public readonly tableName: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'RateLimiterError';
+  }
+}
+
+/** Every conditional write lost to another writer: the item is hotter than this many attempts can get through. */
+export class LimiterContentionError extends RateLimiterError {
+  constructor(key: string, tableName: string, public readonly attempts: number, options?: ErrorOptions) {
+    super(`rate limiter item "${key}" in table "${tableName}": gave up after ${attempts} conflicting writes; raise maxAttempts or shards`, key, tableName, options);
+    this.name = 'LimiterContentionError';
+  }
+}
+
+const US_PER_MS = 1000;
+
+export class DynamoDbRateLimiter implements RateLimiter {
+  public readonly tableName: string;
+  public readonly shards: number;
+  /** Per shard: each holds its share of the allowance. */
+  private readonly shardLimits: GcraLimits[];
+  private readonly maxAttempts: number;
+  private readonly contentionBackoff: { baseMs: number; capMs: number };
+  private readonly idleTtlSeconds: number;
+  private readonly leadMs: number;
+  private readonly client: DynamoDBClient;
+  private readonly clock: () => number;
+  private readonly random: RandomSource;
+  /** Last TAT this container saw per item: the expected value of the next conditional write. */
+  private readonly known = new Map<string, GcraState | undefined>();
+
+  /** @throws PacingConfigError on bad limits or shard count; SettingsError when no table name is given or set */
+  constructor(options: DynamoDbRateLimiterOptions) {
+    this.shards = options.shards ?? 1;
+    const r = options.limits.startsPerInterval;
+    if (!Number.isSafeInteger(this.shards) || this.shards < 1 || this.shards > r) {
+      throw new PacingConfigError(`invalid rate limiter: shards must be an integer from 1 to startsPerInterval (${r}) (got ${this.shards})`);
+    }
+    // Shard i gets floor(R/N), the first R mod N one more: the shares sum to R, so the shards' windows sum to R too.
+    this.shardLimits = Array.from({ length: this.shards }, (_, i) => {
+      const share = Math.floor(r / this.shards) + (i < r % this.shards ? 1 : 0);
+      return gcraLimits({ ...options.limits, startsPerInterval: share, burst: Math.min(options.limits.burst ?? 1, share) });
+    });
+    this.tableName = options.tableName ?? requireEnv(EnvVar.LIMITER_TABLE_NAME);
+    this.maxAttempts = options.maxAttempts ?? 8;
+    this.contentionBackoff = options.contentionBackoff ?? { baseMs: 5, capMs: 100 };
+    this.idleTtlSeconds = options.idleTtlSeconds ?? 86_400;
+    this.leadMs = options.leadMs ?? 0;
+    if (!Number.isSafeInteger(this.leadMs) || this.leadMs < 0) {
+      throw new PacingConfigError(`invalid rate limiter: leadMs must be zero or a positive integer (got ${this.leadMs})`);
+    }
+    this.client = options.client ?? dynamoClient();
+    this.clock = options.clock ?? Date.now;
+    this.random = options.random ?? Math.random;
+  }
+
+  async acquire(key: string, count: number, options: AcquireOptions = {}): Promise<Acquisition> {
+    const shard = this.shards === 1 ? 0 : Math.floor(this.random() * this.shards);
+    const itemKey = this.shards === 1 ? key : `${key}#${shard}`;
+    const limits = this.shardLimits[shard];
+
+    for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
+      if (attempt > 1) await sleep(backoffMs(attempt - 2, this.contentionBackoff, this.random));
+      const known = this.known.get(itemKey);
+      // The decision's "now" is the earliest moment the caller could start: the clock plus the expected write time.
+      const nowMs = Math.floor(this.clock()) + this.leadMs;
+      const decision = reserve(known, { nowMs, count, maxWaitMs: options.maxWaitMs ?? 0 }, limits);
+      // Nothing fits: no write. A stale known TAT is only ever lower than the stored one, so the refusal stands.
+      if (decision.granted === 0 || decision.state === undefined) {
+        return { granted: 0, startAtMs: [], waitMs: decision.waitMs };
+      }
+      const fresh = await this.write(itemKey, known, nowMs, decision.state);
+      if (fresh === 'written') {
+        this.known.set(itemKey, decision.state);
+        return { granted: decision.granted, startAtMs: decision.startAtMs, waitMs: decision.waitMs };
+      }
+      this.known.set(itemKey, fresh);
+    }
+    throw new LimiterContentionError(itemKey, this.tableName, this.maxAttempts);
+  }
+
+  /** One compare-and-set. Returns 'written', or the state that beat us. */
+  private async write(
+    itemKey: string,
+    known: GcraState | undefined,
+    nowMs: number,
+    next: GcraState,
+  ): Promise<'written' | GcraState | undefined> {
+    const nowUs = nowMs * US_PER_MS;
+    // A decision made on an idle key (known TAT absent or not after now) is the same for ANY stored TAT up to now, so
+    // the condition only asks for that; otherwise the stored TAT must still be exactly the one we decided on.
+    const idle = known === undefined || known.tatUs <= nowUs;
+    const values: Record<string, AttributeValue> = {
+      ':next': { N: String(next.tatUs) },
+      ':expires': { N: String(Math.ceil(next.tatUs / 1_000_000) + this.idleTtlSeconds) },
+      ':expected': { N: String(idle ? nowUs : known.tatUs) },
+    };
+    try {
+      await this.client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: { S: itemKey } },
+          UpdateExpression: 'SET tat = :next, expiresAt = :expires',
+          ConditionExpression: idle ? 'attribute_not_exists(tat) OR tat <= :expected' : 'tat = :expected',
+          ExpressionAttributeValues: values,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return 'written';
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) {
+        throw new RateLimiterError(`rate limiter item "${itemKey}" in table "${this.tableName}": write failed: ${(error as Error).message}`, itemKey, this.tableName, { cause: error });
+      }
+      return error.Item ? stateOf(error.Item) : this.read(itemKey);
+    }
+  }
+
+  private async read(itemKey: string): Promise<GcraState | undefined> {
+    try {
+      const { Item } = await this.client.send(
+        new GetItemCommand({ TableName: this.tableName, Key: { pk: { S: itemKey } }, ConsistentRead: true, ProjectionExpression: 'tat' }),
+      );
+      return Item ? stateOf(Item) : undefined;
+    } catch (error) {
+      throw new RateLimiterError(`rate limiter item "${itemKey}" in table "${this.tableName}": read failed: ${(error as Error).message}`, itemKey, this.tableName, { cause: error });
+    }
+  }
+}
+
+function stateOf(item: Record<string, AttributeValue>): GcraState | undefined {
+  const n = item.tat?.N;
+  return n === undefined ? undefined : { tatUs: Number(n) };
+}

@@ -1,0 +1,197 @@
+import { ConditionalCheckFailedException, CreateTableCommand, DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { resetClients } from '../../../lambda/adapters/clients';
+import { DynamoDbRateLimiter, LimiterContentionError, RateLimiterError } from '../../../lambda/adapters/rateLimiter';
+import { maxInAnyWindow } from '../../../lambda/core/pacing/slidingWindow';
+import { sleep } from '../../../lambda/core/pacing/sleep';
+import { LocalAws, startLocalAws } from '../../support/aws';
+
+const TABLE = 'limiter-test';
+const limits = { startsPerInterval: 20, intervalMs: 1000 };
+
+/** Callers that keep asking until served, as consumers would; returns every start time granted. */
+async function demand(limiters: DynamoDbRateLimiter[], key: string, wants: number[], maxWaitMs: number): Promise<{ starts: number[]; served: number[] }> {
+  const starts: number[] = [];
+  const served = wants.map(() => 0);
+  await Promise.all(
+    wants.map(async (want, i) => {
+      const limiter = limiters[i % limiters.length];
+      while (served[i] < want) {
+        const got = await limiter.acquire(key, want - served[i], { maxWaitMs });
+        served[i] += got.granted;
+        starts.push(...got.startAtMs);
+        // Not served in full: come back when the next slot opens (never a tight loop: waitMs > maxWaitMs >= 0).
+        if (served[i] < want) await sleep(got.granted > 0 ? got.startAtMs[got.granted - 1] - Date.now() : got.waitMs);
+      }
+    }),
+  );
+  return { starts, served };
+}
+
+describe('Class: DynamoDbRateLimiter', () => {
+  let aws: LocalAws;
+  let ddb: DynamoDBClient;
+
+  beforeAll(async () => {
+    aws = await startLocalAws();
+    resetClients();
+    ddb = new DynamoDBClient({});
+    await ddb.send(
+      new CreateTableCommand({
+        TableName: TABLE,
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    ddb.destroy();
+    resetClients();
+    await aws.stop();
+  });
+
+  describe('Method: constructor', () => {
+    const saved = process.env.LIMITER_TABLE_NAME;
+    afterEach(() => {
+      if (saved === undefined) delete process.env.LIMITER_TABLE_NAME;
+      else process.env.LIMITER_TABLE_NAME = saved;
+    });
+
+    it('reads the table name from LIMITER_TABLE_NAME', () => {
+      process.env.LIMITER_TABLE_NAME = 'from-env';
+      expect(new DynamoDbRateLimiter({ limits }).tableName).toBe('from-env');
+    });
+
+    it('throws when no table name is given or set', () => {
+      delete process.env.LIMITER_TABLE_NAME;
+      expect(() => new DynamoDbRateLimiter({ limits })).toThrow('environment variable LIMITER_TABLE_NAME is not set');
+    });
+
+    it('throws when there are more shards than starts to share', () => {
+      expect(() => new DynamoDbRateLimiter({ limits: { startsPerInterval: 3, intervalMs: 1000 }, tableName: TABLE, shards: 4 })).toThrow(
+        'invalid rate limiter: shards must be an integer from 1 to startsPerInterval (3) (got 4)',
+      );
+    });
+
+    it('throws on a negative lead', () => {
+      expect(() => new DynamoDbRateLimiter({ limits, tableName: TABLE, leadMs: -1 })).toThrow(
+        'invalid rate limiter: leadMs must be zero or a positive integer (got -1)',
+      );
+    });
+
+    it('throws on a bad allowance before touching DynamoDB', () => {
+      expect(() => new DynamoDbRateLimiter({ limits: { startsPerInterval: 5, intervalMs: 0 }, tableName: TABLE })).toThrow(
+        'invalid rate limit: intervalMs must be a positive number (got 0)',
+      );
+    });
+  });
+
+  describe('Method: acquire', () => {
+    it('grants a fresh key at once and stores its TAT with a TTL', async () => {
+      const limiter = new DynamoDbRateLimiter({ limits, tableName: TABLE });
+      const before = Date.now();
+      const got = await limiter.acquire('fresh', 1);
+      expect(got.granted).toBe(1);
+      expect(got.waitMs).toBe(0);
+      expect(got.startAtMs[0]).toBeGreaterThanOrEqual(before);
+      const { Item } = await ddb.send(new GetItemCommand({ TableName: TABLE, Key: { pk: { S: 'fresh' } }, ConsistentRead: true }));
+      const tatUs = Number(Item?.tat?.N);
+      expect(tatUs).toBe(got.startAtMs[0] * 1000 + 50_000);
+      expect(Number(Item?.expiresAt?.N)).toBe(Math.ceil(tatUs / 1e6) + 86_400);
+    });
+
+    it('spreads a block over consecutive slots and defers what does not fit the wait', async () => {
+      const limiter = new DynamoDbRateLimiter({ limits, tableName: TABLE });
+      const got = await limiter.acquire('block', 10, { maxWaitMs: 200 });
+      expect(got.granted).toBe(5);
+      const t0 = got.startAtMs[0];
+      expect(got.startAtMs).toEqual([t0, t0 + 50, t0 + 100, t0 + 150, t0 + 200]);
+      expect(got.waitMs).toBeGreaterThan(200);
+    });
+
+    it('lets a new container learn the stored TAT from a lost race and queue behind it', async () => {
+      const warm = new DynamoDbRateLimiter({ limits, tableName: TABLE });
+      const first = await warm.acquire('shared', 5, { maxWaitMs: 1000 });
+      const cold = new DynamoDbRateLimiter({ limits, tableName: TABLE });
+      const refused = await cold.acquire('shared', 1);
+      expect(refused.granted).toBe(0);
+      expect(refused.waitMs).toBeGreaterThan(0);
+      const queued = await cold.acquire('shared', 1, { maxWaitMs: 1000 });
+      expect(queued.startAtMs).toEqual([first.startAtMs[4] + 50]);
+    });
+
+    it('never lets more than R starts into any 1 s window across concurrent containers, and serves every caller', async () => {
+      const containers = Array.from({ length: 6 }, () => new DynamoDbRateLimiter({ limits, tableName: TABLE, maxAttempts: 50 }));
+      const wants = Array.from({ length: 24 }, (_, i) => 1 + (i % 4)); // 60 tokens: about 3 s at 20 per second
+      const began = Date.now();
+      const { starts, served } = await demand(containers, 'concurrent', wants, 400);
+      expect(served).toEqual(wants);
+      expect(starts).toHaveLength(60);
+      expect(maxInAnyWindow(starts, 1000)).toBeLessThanOrEqual(20);
+      // Nobody starved: all 60 started within the time the allowance needs for them, plus one window of slack.
+      expect(Math.max(...starts) - began).toBeLessThan(60 * 50 + 1000);
+    });
+
+    it('splits the allowance across shards so their sum still holds the limit', async () => {
+      const containers = Array.from({ length: 4 }, () => new DynamoDbRateLimiter({ limits, tableName: TABLE, shards: 2, maxAttempts: 50 }));
+      const { starts } = await demand(containers, 'sharded', Array.from({ length: 16 }, () => 2), 300);
+      expect(starts).toHaveLength(32);
+      expect(maxInAnyWindow(starts, 1000)).toBeLessThanOrEqual(20);
+      for (const shard of ['sharded#0', 'sharded#1']) {
+        const { Item } = await ddb.send(new GetItemCommand({ TableName: TABLE, Key: { pk: { S: shard } }, ConsistentRead: true }));
+        expect(Item?.tat?.N).toBeDefined();
+      }
+    });
+
+    it('wraps a DynamoDB failure with the item and table', async () => {
+      const limiter = new DynamoDbRateLimiter({ limits, tableName: 'no-such-table' });
+      const error = await limiter.acquire('k', 1).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RateLimiterError);
+      expect((error as RateLimiterError).message).toBe(
+        'rate limiter item "k" in table "no-such-table": write failed: Requested resource not found',
+      );
+      expect((error as RateLimiterError).cause).toBeDefined();
+    });
+  });
+
+  describe('Method: acquire (stubbed client)', () => {
+    const conflict = (tatUs?: number) =>
+      new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {}, Item: tatUs === undefined ? undefined : { tat: { N: String(tatUs) } } });
+
+    it('uses the old item returned with a failed condition instead of reading it', async () => {
+      const now = 1_700_000_000_000;
+      const send = jest.fn().mockRejectedValueOnce(conflict((now + 100) * 1000)).mockResolvedValueOnce({});
+      const limiter = new DynamoDbRateLimiter({ limits, tableName: TABLE, client: { send } as unknown as DynamoDBClient, clock: () => now });
+      const got = await limiter.acquire('k', 1, { maxWaitMs: 1000 });
+      expect(got.startAtMs).toEqual([now + 100]);
+      expect(send).toHaveBeenCalledTimes(2);
+      expect(send.mock.calls[1][0].input.ConditionExpression).toBe('tat = :expected');
+      expect(send.mock.calls[1][0].input.ExpressionAttributeValues[':expected']).toEqual({ N: String((now + 100) * 1000) });
+    });
+
+    it('reserves an idle key no earlier than leadMs ahead', async () => {
+      const now = 1_700_000_000_000;
+      const send = jest.fn().mockResolvedValue({});
+      const limiter = new DynamoDbRateLimiter({ limits, tableName: TABLE, client: { send } as unknown as DynamoDBClient, clock: () => now, leadMs: 15 });
+      expect(await limiter.acquire('k', 2, { maxWaitMs: 100 })).toEqual({ granted: 2, startAtMs: [now + 15, now + 65], waitMs: 0 });
+      expect(send.mock.calls[0][0].input.ConditionExpression).toBe('attribute_not_exists(tat) OR tat <= :expected');
+      expect(send.mock.calls[0][0].input.ExpressionAttributeValues[':expected']).toEqual({ N: String((now + 15) * 1000) });
+    });
+
+    it('gives up with a contention error after maxAttempts lost races', async () => {
+      const send = jest.fn().mockImplementation(() => Promise.reject(conflict(1)));
+      const limiter = new DynamoDbRateLimiter({
+        limits,
+        tableName: TABLE,
+        client: { send } as unknown as DynamoDBClient,
+        maxAttempts: 4,
+        random: () => 0,
+      });
+      const error = await limiter.acquire('hot', 1).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LimiterContentionError);
+      expect((error as Error).message).toBe('rate limiter item "hot" in table "limiter-test": gave up after 4 conflicting writes; raise maxAttempts or shards');
+      expect(send).toHaveBeenCalledTimes(4);
+    });
+  });
+});

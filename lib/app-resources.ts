@@ -1,0 +1,161 @@
+// The application's own tables, buckets and secrets that jobs read and write: created here (a self-contained
+// environment such as dev) or imported by name (they belong to the team's application in a real account).
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import { Construct } from 'constructs';
+import type { EnvironmentConfig } from './config/schema';
+import { acknowledge } from './nag';
+import { pascalCase } from './outputs';
+import { assertNoProblems } from './props-error';
+
+export interface AppResourcesProps {
+  /** `appResources` from the environment's configuration. */
+  readonly config: EnvironmentConfig['appResources'];
+  /** Keep created resources when the stack is deleted. */
+  readonly retainData: boolean;
+  /** Days created buckets' server access logs are kept. @default 90 */
+  readonly accessLogExpirationDays?: number;
+}
+
+const duplicates = (names: string[]): string[] => [...new Set(names.filter((n, i) => names.indexOf(n) !== i))];
+
+/**
+ * Every table, bucket and secret in `appResources`, by its logical key, as the interfaces grants need. Imported
+ * resources are referenced by name only; nothing is looked up at synth time, so synthesis works offline.
+ */
+export class AppResources extends Construct {
+  public readonly tables: Readonly<Record<string, dynamodb.ITable>>;
+  public readonly buckets: Readonly<Record<string, s3.IBucket>>;
+  public readonly secrets: Readonly<Record<string, secretsmanager.ISecret>>;
+  /**
+   * Physical names by logical key, as plain strings from config (never tokens), so each job's JOB_SETTINGS stays a
+   * literal a reader can check; secrets by name, which Secrets Manager resolves like an ARN.
+   */
+  public readonly names: Readonly<Record<'tables' | 'buckets' | 'secrets', Readonly<Record<string, string>>>>;
+  /** The bucket receiving created buckets' server access logs; absent when no bucket is created. */
+  public readonly accessLogsBucket?: s3.Bucket;
+
+  constructor(scope: Construct, id: string, props: AppResourcesProps) {
+    const { config } = props;
+    const accessLogExpirationDays = props.accessLogExpirationDays ?? 90;
+    const problems: string[] = [];
+    const tableNames = Object.values(config.tables).map((t) => t.tableName);
+    for (const name of duplicates(tableNames)) problems.push(`tables: the table name "${name}" is used by more than one key`);
+    const bucketNames = Object.values(config.buckets).map((b) => b.bucketName);
+    for (const name of duplicates(bucketNames)) problems.push(`buckets: the bucket name "${name}" is used by more than one key`);
+    const secretNames = Object.values(config.secrets).map((s) => s.secretName);
+    for (const name of duplicates(secretNames)) problems.push(`secrets: the secret name "${name}" is used by more than one key`);
+    if (!Number.isInteger(accessLogExpirationDays) || accessLogExpirationDays < 1) {
+      problems.push(`accessLogExpirationDays must be a positive integer (got ${accessLogExpirationDays})`);
+    }
+    assertNoProblems(`AppResources ${scope.node.path}/${id}`, problems);
+    super(scope, id);
+    // Log delivery authorised by a bucket policy rather than the legacy LogDeliveryWrite ACL, so every bucket here
+    // can keep ACLs disabled (BucketOwnerEnforced). Set on this construct so it holds whatever the app's cdk.json says.
+    this.node.setContext('@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy', true);
+
+    const removalPolicy = props.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    const tables: Record<string, dynamodb.ITable> = {};
+    const buckets: Record<string, s3.IBucket> = {};
+    const secrets: Record<string, secretsmanager.ISecret> = {};
+
+    for (const [key, table] of Object.entries(config.tables)) {
+      const tableId = `Table${pascalCase(key)}`;
+      if (!config.create) {
+        tables[key] = dynamodb.Table.fromTableAttributes(this, tableId, {
+          tableName: table.tableName,
+          // Naming the indexes makes grants cover `<table>/index/*`, which the jobs' discovery queries need.
+          globalIndexes: table.globalSecondaryIndexes.map((i) => i.indexName),
+        });
+        continue;
+      }
+      const attr = (k: { name: string; type: 'S' | 'N' }): dynamodb.Attribute => ({
+        name: k.name,
+        type: k.type === 'N' ? dynamodb.AttributeType.NUMBER : dynamodb.AttributeType.STRING,
+      });
+      const created = new dynamodb.Table(this, tableId, {
+        tableName: table.tableName,
+        partitionKey: attr(table.partitionKey),
+        sortKey: table.sortKey ? attr(table.sortKey) : undefined,
+        billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+        encryption: dynamodb.TableEncryption.AWS_MANAGED,
+        pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+        removalPolicy,
+      });
+      for (const index of table.globalSecondaryIndexes) {
+        created.addGlobalSecondaryIndex({
+          indexName: index.indexName,
+          partitionKey: attr(index.partitionKey),
+          sortKey: index.sortKey ? attr(index.sortKey) : undefined,
+          projectionType: dynamodb.ProjectionType.ALL,
+        });
+      }
+      tables[key] = created;
+    }
+
+    const createdBuckets = config.create ? Object.entries(config.buckets) : [];
+    if (createdBuckets.length > 0) {
+      this.accessLogsBucket = new s3.Bucket(this, 'AccessLogs', {
+        // Server access log delivery writes with SSE-S3 only.
+        encryption: s3.BucketEncryption.S3_MANAGED,
+        enforceSSL: true,
+        blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+        objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+        lifecycleRules: [{ expiration: Duration.days(accessLogExpirationDays) }],
+        removalPolicy,
+      });
+      acknowledge(this.accessLogsBucket, 'AwsSolutions-S1',
+        'This is the server access log bucket itself; logging its own access would log the log deliveries in a loop.');
+    }
+    for (const [key, bucket] of Object.entries(config.buckets)) {
+      const bucketId = `Bucket${pascalCase(key)}`;
+      if (!config.create) {
+        buckets[key] = s3.Bucket.fromBucketName(this, bucketId, bucket.bucketName);
+        continue;
+      }
+      buckets[key] = new s3.Bucket(this, bucketId, {
+        bucketName: bucket.bucketName,
+        encryption: s3.BucketEncryption.S3_MANAGED,
+        enforceSSL: true,
+        blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+        objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+        // Off on purpose: stale-upload-cleanup deletes objects to honour retention; versioning would keep every
+        // deleted upload as a noncurrent version, defeating the deletion it exists to perform.
+        versioned: false,
+        serverAccessLogsBucket: this.accessLogsBucket,
+        serverAccessLogsPrefix: `${bucket.bucketName}/`,
+        // No autoDeleteObjects: it adds a custom-resource Lambda to the stack; a non-empty dev bucket blocks deletion
+        // instead, which is the safer failure.
+        removalPolicy,
+      });
+    }
+
+    for (const [key, secret] of Object.entries(config.secrets)) {
+      const secretId = `Secret${pascalCase(key)}`;
+      if (!config.create) {
+        secrets[key] = secretsmanager.Secret.fromSecretNameV2(this, secretId, secret.secretName);
+        continue;
+      }
+      const created = new secretsmanager.Secret(this, secretId, {
+        secretName: secret.secretName,
+        description: 'Demo value for a self-contained environment; replace it with the real credential after deploying.',
+        generateSecretString: { passwordLength: 40, excludePunctuation: true },
+        removalPolicy,
+      });
+      acknowledge(created, 'AwsSolutions-SMG4',
+        "A third party's API key: the provider issues and rotates it, so there is no rotation Lambda that could create a new valid value; it is replaced by hand when the provider rotates it.");
+      secrets[key] = created;
+    }
+
+    this.tables = tables;
+    this.names = {
+      tables: Object.fromEntries(Object.entries(config.tables).map(([k, t]) => [k, t.tableName])),
+      buckets: Object.fromEntries(Object.entries(config.buckets).map(([k, b]) => [k, b.bucketName])),
+      secrets: Object.fromEntries(Object.entries(config.secrets).map(([k, s]) => [k, s.secretName])),
+    };
+    this.buckets = buckets;
+    this.secrets = secrets;
+  }
+}

@@ -1,0 +1,165 @@
+// Compute building block: the one place the shared Lambda settings live (runtime, architecture, bundling, logs, role).
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { LAMBDA_MAX_TIMEOUT_SECONDS } from '../lambda/core/constants';
+import { acknowledge } from './nag';
+import { assertNoProblems } from './props-error';
+
+/**
+ * The runtime every function uses. Node.js 22 is the project's chosen LTS line (the handlers and their tests target
+ * it); moving to a newer line is a deliberate, tested change made here, once.
+ */
+export const LAMBDA_RUNTIME = lambda.Runtime.NODEJS_22_X;
+/** esbuild's target, kept in step with LAMBDA_RUNTIME. */
+export const BUNDLE_TARGET = 'node22';
+/** Lambda's limit on a function name. */
+export const MAX_FUNCTION_NAME_LENGTH = 64;
+
+/** The retention periods CloudWatch Logs accepts (excluding "never expire", which we do not allow). */
+export const VALID_LOG_RETENTION_DAYS: readonly number[] = Object.values(logs.RetentionDays)
+  .filter((v): v is number => typeof v === 'number' && v !== logs.RetentionDays.INFINITE)
+  .sort((a, b) => a - b);
+
+export interface PacedFunctionProps {
+  /** Absolute path of the handler's TypeScript entry file (exports `handler`). */
+  readonly entry: string;
+  /** What the function is for, shown in the console. */
+  readonly description: string;
+  /** An explicit name, needed when the function must be granted access to itself; at most 64 characters. */
+  readonly functionName?: string;
+  readonly timeoutSeconds: number;
+  readonly memoryMb: number;
+  /** Retention of the function's own log group; one of VALID_LOG_RETENTION_DAYS. */
+  readonly logRetentionDays: number;
+  /** Keep the log group when the stack is deleted. */
+  readonly retainLogs: boolean;
+  readonly environment: Record<string, string>;
+  /** Where asynchronous invocations that fail every retry are sent. */
+  readonly deadLetterQueue?: sqs.IQueue;
+  readonly reservedConcurrentExecutions?: number;
+}
+
+/** Checks props against the limits Lambda and CloudWatch Logs enforce, before anything is built. */
+export function validatePacedFunctionProps(props: PacedFunctionProps): string[] {
+  const problems: string[] = [];
+  if (props.functionName !== undefined) {
+    if (props.functionName.length > MAX_FUNCTION_NAME_LENGTH) {
+      problems.push(`functionName "${props.functionName}" is ${props.functionName.length} characters; Lambda allows at most ${MAX_FUNCTION_NAME_LENGTH}`);
+    }
+    if (!/^[A-Za-z0-9_-]+$/.test(props.functionName)) {
+      problems.push(`functionName "${props.functionName}" may hold only letters, digits, hyphens and underscores`);
+    }
+  }
+  if (!Number.isInteger(props.timeoutSeconds) || props.timeoutSeconds < 1 || props.timeoutSeconds > LAMBDA_MAX_TIMEOUT_SECONDS) {
+    problems.push(`timeoutSeconds must be an integer from 1 to ${LAMBDA_MAX_TIMEOUT_SECONDS} (got ${props.timeoutSeconds})`);
+  }
+  if (!Number.isInteger(props.memoryMb) || props.memoryMb < 128 || props.memoryMb > 10240) {
+    problems.push(`memoryMb must be an integer from 128 to 10240 (got ${props.memoryMb})`);
+  }
+  if (!VALID_LOG_RETENTION_DAYS.includes(props.logRetentionDays)) {
+    problems.push(`logRetentionDays must be one of ${VALID_LOG_RETENTION_DAYS.join(', ')} (got ${props.logRetentionDays})`);
+  }
+  if (props.reservedConcurrentExecutions !== undefined && (!Number.isInteger(props.reservedConcurrentExecutions) || props.reservedConcurrentExecutions < 1)) {
+    problems.push(`reservedConcurrentExecutions must be a positive integer (got ${props.reservedConcurrentExecutions})`);
+  }
+  return problems;
+}
+
+/** esbuild cannot run locally; NodejsFunction would otherwise fall back to Docker, which this project never uses. */
+export class LocalBundlingError extends Error {
+  constructor(public readonly construct: string, options?: ErrorOptions) {
+    super(`${construct}: esbuild is not installed; run "npm ci" (bundling is local only, never in Docker)`, options);
+    this.name = 'LocalBundlingError';
+  }
+}
+
+function assertLocalEsbuild(path: string): void {
+  try {
+    require.resolve('esbuild');
+  } catch (error) {
+    throw new LocalBundlingError(path, { cause: error });
+  }
+}
+
+/**
+ * A NodejsFunction with the project's shared settings: Node.js 22 on arm64, bundled locally by esbuild (minified,
+ * with source maps, the AWS SDK left to the runtime), active tracing, an explicit log group with a set retention,
+ * and its own role that starts with nothing but the right to write that log group.
+ */
+export class PacedFunction extends NodejsFunction {
+  /** The function's own execution role; grant through it. */
+  public readonly executionRole: iam.Role;
+  /** The explicit log group (also reachable as `logGroup`, typed there as ILogGroup). */
+  public readonly functionLogGroup: logs.LogGroup;
+
+  constructor(scope: Construct, id: string, props: PacedFunctionProps) {
+    const path = `${scope.node.path}/${id}`;
+    assertNoProblems(`PacedFunction ${path}`, validatePacedFunctionProps(props));
+    assertLocalEsbuild(path);
+
+    // Built in the parent scope because `this` does not exist before super(); the ids keep them beside the function.
+    const role = new iam.Role(scope, `${id}Role`, {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `Execution role of ${path}`,
+    });
+    const logGroup = new logs.LogGroup(scope, `${id}Logs`, {
+      retention: props.logRetentionDays as logs.RetentionDays,
+      removalPolicy: props.retainLogs ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
+
+    super(scope, id, {
+      entry: props.entry,
+      handler: 'handler',
+      description: props.description,
+      functionName: props.functionName,
+      runtime: LAMBDA_RUNTIME,
+      architecture: lambda.Architecture.ARM_64,
+      timeout: Duration.seconds(props.timeoutSeconds),
+      memorySize: props.memoryMb,
+      role,
+      logGroup,
+      tracing: lambda.Tracing.ACTIVE,
+      deadLetterQueue: props.deadLetterQueue,
+      reservedConcurrentExecutions: props.reservedConcurrentExecutions,
+      // Both handlers re-enter themselves on purpose and bound it: the producer through continuations (maxPagesPerRun),
+      // the consumer through deferral re-publishes (the message's attempt counter). Lambda's loop detection would
+      // otherwise drop a legitimately deferred message after about 16 hops.
+      recursiveLoop: lambda.RecursiveLoop.ALLOW,
+      environment: {
+        ...props.environment,
+        // Source maps are emitted below; Node applies them to stack traces only with this flag.
+        NODE_OPTIONS: '--enable-source-maps',
+      },
+      bundling: {
+        minify: true,
+        sourceMap: true,
+        sourcesContent: false,
+        target: BUNDLE_TARGET,
+        format: OutputFormat.CJS,
+        // The Node.js 22 runtime ships AWS SDK v3; bundling it would only grow the package.
+        externalModules: ['@aws-sdk/*'],
+        forceDockerBundling: false,
+        logLevel: LogLevel.ERROR,
+      },
+    });
+    this.executionRole = role;
+    this.functionLogGroup = logGroup;
+    logGroup.grantWrite(role);
+
+    const runtimeReason =
+      `${LAMBDA_RUNTIME.name} is pinned on purpose: a supported Lambda runtime (Node.js 22 LTS, maintained until April 2027) ` +
+      'that the handlers are built and tested for; moving to a newer line is a deliberate one-line change in LAMBDA_RUNTIME, ' +
+      'made with the handlers re-tested, never a silent bump on a CDK upgrade.';
+    acknowledge(this, 'AwsSolutions-L1', runtimeReason);
+    acknowledge(this, 'Serverless-LambdaLatestVersion', runtimeReason);
+    acknowledge(role, 'AwsSolutions-IAM5[Resource::*]',
+      'Active tracing: X-Ray PutTraceSegments and PutTelemetryRecords do not support resource-level permissions, so Lambda grants them on "*".');
+    acknowledge(role, 'Serverless-LambdaStarPermissions',
+      'The only wildcards on this role are acknowledged one by one under AwsSolutions-IAM5, each with its reason (X-Ray, or a grant scoped to one table, bucket or function).');
+  }
+}

@@ -1,0 +1,283 @@
+// One job end to end: schedule -> producer -> queue (+ DLQ) -> consumer, with each function's least-privilege grants.
+import * as path from 'node:path';
+import { Aws, Duration, Stack, TimeZone, Token } from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import * as scheduler from 'aws-cdk-lib/aws-scheduler';
+import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { EnvVar, JobRuntimeSettings, METRICS_NAMESPACE } from '../lambda/core/constants';
+import type { AppResources } from './app-resources';
+import { DLQ_RETENTION_DAYS, JobConfig, VISIBILITY_TIMEOUT_FACTOR } from './config/schema';
+import { acknowledge, acknowledgeGrantWildcards, acknowledgeResourceWildcard } from './nag';
+import { MAX_FUNCTION_NAME_LENGTH, PacedFunction } from './paced-function';
+import { assertNoProblems } from './props-error';
+import type { StateTables } from './state-tables';
+
+/** SQS's ceiling for a queue's visibility timeout (12 hours). */
+export const SQS_MAX_VISIBILITY_TIMEOUT_SECONDS = 43200;
+/**
+ * Budget for JOB_SETTINGS: Lambda allows 4 KB for all of a function's variables together, and the others (names,
+ * URLs once deployed) need about 1 KB.
+ */
+export const MAX_JOB_SETTINGS_BYTES = 3072;
+/** Where the two generic handlers live; the job is picked at run time by JOB_NAME. */
+export const HANDLERS_DIR = path.join(__dirname, '..', 'lambda', 'handlers');
+
+export interface PacedJobProps {
+  /** The job's kebab-case name, as in config; the handlers load `lambda/jobs/<jobName>`. */
+  readonly jobName: string;
+  /** The job's validated configuration. */
+  readonly job: JobConfig;
+  /** The application's tables, buckets and secrets; the job reaches only those its `uses` names. */
+  readonly appResources: AppResources;
+  readonly stateTables: StateTables;
+  /** Retention of both functions' log groups. */
+  readonly logRetentionDays: number;
+  /** Keep log groups when the stack is deleted. */
+  readonly retainData: boolean;
+  /** Folder holding producer.ts and consumer.ts. @default HANDLERS_DIR */
+  readonly handlersDir?: string;
+}
+
+/** The pacing the consumer enforces: the documented quota less headroom; burst defaults to that allowance. */
+export function effectiveRateLimit(rateLimit: JobConfig['rateLimit']): JobRuntimeSettings['rateLimit'] {
+  // The epsilon undoes binary floating point (100 x 0.29 is 28.999999999999996), so a whole product is not rounded down.
+  const startsPerInterval = Math.floor(rateLimit.starts * rateLimit.headroom + 1e-9);
+  return { startsPerInterval, intervalSeconds: rateLimit.intervalSeconds, burst: rateLimit.burst ?? startsPerInterval };
+}
+
+/** `<stackName>-<jobName>-producer`: explicit, so the producer can be granted invoke on itself without a cycle. */
+export function producerFunctionName(stackName: string, jobName: string): string {
+  return `${stackName}-${jobName}-producer`;
+}
+
+const ACCESS_READS = new Set(['read', 'readwrite']);
+const ACCESS_WRITES = new Set(['write', 'readwrite']);
+
+export class PacedJob extends Construct {
+  /** The settings both functions receive as JOB_SETTINGS. */
+  public readonly runtimeSettings: JobRuntimeSettings;
+  public readonly queue: sqs.Queue;
+  /** The work queue's dead-letter queue. */
+  public readonly dlq: sqs.Queue;
+  /** Failed producer invocations: the schedule's DLQ and the producer's asynchronous-invocation DLQ. */
+  public readonly producerDlq: sqs.Queue;
+  public readonly producer: PacedFunction;
+  public readonly consumer: PacedFunction;
+  public readonly eventSource: SqsEventSource;
+  public readonly schedule: scheduler.Schedule;
+  public readonly producerFunctionName: string;
+
+  constructor(scope: Construct, id: string, props: PacedJobProps) {
+    const { job, jobName, appResources } = props;
+    const stackName = Stack.of(scope).stackName;
+    const functionName = producerFunctionName(stackName, jobName);
+    const rateLimit = effectiveRateLimit(job.rateLimit);
+
+    const problems: string[] = [];
+    if (Token.isUnresolved(stackName)) problems.push('the stack name must be a literal: it is part of the producer function name');
+    if (functionName.length > MAX_FUNCTION_NAME_LENGTH) {
+      problems.push(`producer function name "${functionName}" is ${functionName.length} characters; Lambda allows at most ${MAX_FUNCTION_NAME_LENGTH} (shorten the stack or job name)`);
+    }
+    if (rateLimit.startsPerInterval < 1) {
+      problems.push(`rateLimit: starts (${job.rateLimit.starts}) x headroom (${job.rateLimit.headroom}) rounds down to 0 starts per interval`);
+    }
+    const visibilitySeconds = job.consumerTimeoutSeconds * VISIBILITY_TIMEOUT_FACTOR;
+    if (visibilitySeconds > SQS_MAX_VISIBILITY_TIMEOUT_SECONDS) {
+      problems.push(`consumerTimeoutSeconds ${job.consumerTimeoutSeconds} x ${VISIBILITY_TIMEOUT_FACTOR} = ${visibilitySeconds}s exceeds the SQS visibility timeout limit of ${SQS_MAX_VISIBILITY_TIMEOUT_SECONDS}s`);
+    }
+    // SQS keeps a message's original enqueue time when it moves to the DLQ, so the DLQ must retain it longer.
+    if (job.queueRetentionDays >= DLQ_RETENTION_DAYS) {
+      problems.push(`queueRetentionDays (${job.queueRetentionDays}) must be less than the DLQ's ${DLQ_RETENTION_DAYS} days, or a redriven message expires on arrival`);
+    }
+    for (const kind of ['tables', 'buckets', 'secrets'] as const) {
+      for (const [alias, use] of Object.entries(job.uses[kind])) {
+        if (!Object.prototype.hasOwnProperty.call(appResources[kind], use.ref)) problems.push(`uses.${kind}.${alias}: "${use.ref}" is not an app resource`);
+      }
+    }
+    const runtimeSettings: JobRuntimeSettings = {
+      jobName,
+      pageSize: job.pageSize,
+      maxPagesPerRun: job.maxPagesPerRun,
+      maxMessageBytes: job.maxMessageBytes,
+      businessDateOffsetDays: job.schedule.businessDateOffsetDays,
+      timeZone: job.schedule.timeZone,
+      rateLimit,
+      concurrency: job.concurrency,
+      tables: Object.fromEntries(Object.entries(job.uses.tables).map(([alias, u]) => [alias, appResources.names.tables[u.ref]])),
+      buckets: Object.fromEntries(Object.entries(job.uses.buckets).map(([alias, u]) => [alias, appResources.names.buckets[u.ref]])),
+      secrets: Object.fromEntries(Object.entries(job.uses.secrets).map(([alias, u]) => [alias, appResources.names.secrets[u.ref]])),
+      settings: job.settings,
+    };
+    const settingsBytes = Buffer.byteLength(JSON.stringify(runtimeSettings), 'utf8');
+    if (settingsBytes > MAX_JOB_SETTINGS_BYTES) {
+      problems.push(`${EnvVar.JOB_SETTINGS} would be ${settingsBytes} bytes; keep it within ${MAX_JOB_SETTINGS_BYTES} so all variables fit Lambda's 4 KB`);
+    }
+    assertNoProblems(`PacedJob ${scope.node.path}/${id}`, problems);
+    super(scope, id);
+    this.producerFunctionName = functionName;
+
+    this.runtimeSettings = runtimeSettings;
+
+    // Queues: SSE with SQS-owned keys (no KMS key policy for Scheduler or Lambda to get wrong), HTTPS only.
+    const dlqRetention = Duration.days(DLQ_RETENTION_DAYS);
+    this.dlq = new sqs.Queue(this, 'Dlq', {
+      retentionPeriod: dlqRetention,
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
+    this.producerDlq = new sqs.Queue(this, 'ProducerDlq', {
+      retentionPeriod: dlqRetention,
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
+    this.queue = new sqs.Queue(this, 'Queue', {
+      retentionPeriod: Duration.days(job.queueRetentionDays),
+      // AWS guidance for SQS event sources: at least six times the function timeout, so a batch retried by the
+      // poller is not redelivered while still in flight.
+      visibilityTimeout: Duration.seconds(visibilitySeconds),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      deadLetterQueue: { queue: this.dlq, maxReceiveCount: job.maxReceiveCount },
+    });
+    for (const dlq of [this.dlq, this.producerDlq]) {
+      acknowledge(dlq, 'Serverless-SQSRedrivePolicy',
+        'This queue is itself a dead-letter queue; a redrive policy here would only move failed messages one queue further from the operator who reviews them.');
+    }
+
+    const common: Record<string, string> = {
+      [EnvVar.JOB_NAME]: jobName,
+      [EnvVar.JOB_SETTINGS]: JSON.stringify(this.runtimeSettings),
+      [EnvVar.QUEUE_URL]: this.queue.queueUrl,
+      [EnvVar.DLQ_URL]: this.dlq.queueUrl,
+      [EnvVar.LEDGER_TABLE_NAME]: props.stateTables.ledgerTable.tableName,
+      [EnvVar.POWERTOOLS_SERVICE_NAME]: jobName,
+      [EnvVar.POWERTOOLS_METRICS_NAMESPACE]: METRICS_NAMESPACE,
+    };
+    const handlersDir = props.handlersDir ?? HANDLERS_DIR;
+
+    this.producer = new PacedFunction(this, 'Producer', {
+      entry: path.join(handlersDir, 'producer.ts'),
+      description: `${jobName}: discovers one bounded page per invocation and publishes it to the job queue`,
+      functionName,
+      timeoutSeconds: job.producerTimeoutSeconds,
+      memoryMb: job.producerMemoryMb,
+      logRetentionDays: props.logRetentionDays,
+      retainLogs: props.retainData,
+      environment: common,
+      deadLetterQueue: this.producerDlq,
+    });
+
+    this.consumer = new PacedFunction(this, 'Consumer', {
+      entry: path.join(handlersDir, 'consumer.ts'),
+      description: `${jobName}: applies each operation once, paced, from the job queue`,
+      timeoutSeconds: job.consumerTimeoutSeconds,
+      memoryMb: job.consumerMemoryMb,
+      logRetentionDays: props.logRetentionDays,
+      retainLogs: props.retainData,
+      reservedConcurrentExecutions: job.concurrency,
+      environment: {
+        ...common,
+        [EnvVar.IDEMPOTENCY_TABLE_NAME]: props.stateTables.idempotencyTable.tableName,
+        [EnvVar.LIMITER_TABLE_NAME]: props.stateTables.limiterTable.tableName,
+        [EnvVar.IDEMPOTENCY_TTL_SECONDS]: String(job.idempotencyRecordDays * 86400),
+        [EnvVar.MAX_MESSAGE_BYTES]: String(job.maxMessageBytes),
+      },
+    });
+    acknowledge(this.consumer, 'Serverless-LambdaDLQ',
+      "Invoked synchronously by its SQS event source mapping, and a function's dead-letter queue receives only asynchronous invocations; failed messages reach the job DLQ through the queue's redrive policy.");
+
+    this.eventSource = new SqsEventSource(this.queue, {
+      batchSize: job.batchSize,
+      maxBatchingWindow: Duration.seconds(job.batchingWindowSeconds),
+      // Equal to the reserved concurrency: the poller never scales past what the function may run, so the
+      // reservation never throttles it into spending healthy messages' receive counts.
+      maxConcurrency: job.concurrency,
+      reportBatchItemFailures: true,
+    });
+    this.consumer.addEventSource(this.eventSource);
+    acknowledge(this.consumer, 'Serverless-LambdaEventSourceMappingDestination',
+      "SQS event source mappings do not support an on-failure destination; the queue's redrive policy to the job DLQ (maxReceiveCount) serves.");
+
+    // Our own role rather than the target's shared one, so its one wildcard can be acknowledged precisely here.
+    const scheduleRole = new iam.Role(this, 'ScheduleRole', {
+      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: { StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID } },
+      }),
+      description: `EventBridge Scheduler: invokes the ${jobName} producer`,
+    });
+    acknowledgeResourceWildcard(scheduleRole, `${this.producer.functionArn}:*`,
+      "The schedule invokes only this job's producer; the target's grant adds ':*' for that same function's versions and aliases.");
+    this.schedule = new scheduler.Schedule(this, 'Schedule', {
+      description: `${jobName}: starts one producer run`,
+      schedule: scheduler.ScheduleExpression.expression(`cron(${job.schedule.cron})`, TimeZone.of(job.schedule.timeZone)),
+      enabled: job.schedule.enabled,
+      target: new LambdaInvoke(this.producer, {
+        role: scheduleRole,
+        input: scheduler.ScheduleTargetInput.fromObject({ scheduledTime: scheduler.ContextAttribute.scheduledTime }),
+        retryAttempts: job.schedule.retryAttempts,
+        maxEventAge: Duration.seconds(job.schedule.maxEventAgeSeconds),
+        deadLetterQueue: this.producerDlq,
+      }),
+    });
+
+    this.grantProducer(props);
+    this.grantConsumer(props);
+  }
+
+  /** Discovery reads, publishing to its own queue, the ledger, and invoking itself for continuations. */
+  private grantProducer(props: PacedJobProps): void {
+    const role = this.producer.executionRole;
+    for (const use of Object.values(props.job.uses.tables)) {
+      const grant = props.appResources.tables[use.ref].grantReadData(role);
+      acknowledgeIndexes(role, grant);
+    }
+    this.queue.grantSendMessages(role);
+    props.stateTables.ledgerTable.grantReadWriteData(role);
+    const self = lambda.Function.fromFunctionName(this, 'ProducerSelf', this.producerFunctionName);
+    acknowledgeGrantWildcards(role, self.grantInvoke(role),
+      "Continuations: the producer re-invokes only itself; grantInvoke adds ':*' for that same function's versions and aliases.");
+  }
+
+  /** Its own queue (consume, re-publish deferrals), its own DLQ, the runtime's tables, and exactly the job's uses. */
+  private grantConsumer(props: PacedJobProps): void {
+    const role = this.consumer.executionRole;
+    this.queue.grantSendMessages(role);
+    this.dlq.grantSendMessages(role);
+    const { idempotencyTable, ledgerTable, limiterTable } = props.stateTables;
+    for (const table of [idempotencyTable, ledgerTable, limiterTable]) table.grantReadWriteData(role);
+
+    for (const use of Object.values(props.job.uses.tables)) {
+      const table = props.appResources.tables[use.ref];
+      acknowledgeIndexes(role, grantTable(table, use.access, role));
+    }
+    for (const use of Object.values(props.job.uses.buckets)) {
+      const bucket = props.appResources.buckets[use.ref];
+      const grants = [];
+      if (ACCESS_READS.has(use.access)) grants.push(bucket.grantRead(role));
+      if (ACCESS_WRITES.has(use.access)) grants.push(bucket.grantWrite(role));
+      for (const grant of grants) {
+        acknowledgeGrantWildcards(role, grant,
+          `The job's declared "${use.access}" access to the "${use.ref}" bucket: the grant's action groups (GetObject*, List*, DeleteObject*, ...) and "<bucket>/*" reach objects of that one bucket only, whose keys are data.`);
+      }
+    }
+    for (const use of Object.values(props.job.uses.secrets)) {
+      props.appResources.secrets[use.ref].grantRead(role);
+    }
+  }
+}
+
+function grantTable(table: dynamodb.ITable, access: string, role: PacedFunction['executionRole']) {
+  if (access === 'read') return table.grantReadData(role);
+  if (access === 'write') return table.grantWriteData(role);
+  return table.grantReadWriteData(role);
+}
+
+function acknowledgeIndexes(role: PacedFunction['executionRole'], grant: ReturnType<dynamodb.ITable['grantReadData']>): void {
+  acknowledgeGrantWildcards(role, grant,
+    "Discovery queries the table's secondary indexes; '<table>/index/*' reaches only that one table's indexes.");
+}

@@ -1,0 +1,112 @@
+// Environment selection and validation: one readable message naming every bad key, and the valid environments.
+import { ConfigError, loadEnvironment, parseEnvironment } from '../../../lib/config/load';
+import { environments } from '../../../lib/config/environments';
+
+const goodJob = { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } };
+
+function captureConfigError(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('Function: loadEnvironment', () => {
+  it('fails with the valid environments when none is chosen', () => {
+    expect(() => loadEnvironment(undefined)).toThrow(
+      new ConfigError('No environment chosen. Pass -c env=<name>; valid environments: dev, staging, prod.'),
+    );
+    expect(() => loadEnvironment('')).toThrow('No environment chosen. Pass -c env=<name>; valid environments: dev, staging, prod.');
+  });
+
+  it('fails with the valid environments for an unknown name', () => {
+    const error = captureConfigError(() => loadEnvironment('nope'));
+    expect(error.name).toBe('ConfigError');
+    expect(error.message).toBe('Unknown environment "nope". Valid environments: dev, staging, prod.');
+  });
+
+  it('does not treat inherited object keys as environments', () => {
+    expect(() => loadEnvironment('toString')).toThrow('Unknown environment "toString". Valid environments: dev, staging, prod.');
+  });
+
+  it.each(Object.keys(environments))('accepts the shipped %s configuration with all three jobs', (name) => {
+    const config = loadEnvironment(name);
+    expect(Object.keys(config.jobs)).toEqual(['payment-reconciliation', 'stale-upload-cleanup', 'expired-session-cleanup']);
+  });
+
+  it('keeps data and turns on longer log retention where the shipped config says so', () => {
+    expect([loadEnvironment('dev').retainData, loadEnvironment('staging').retainData, loadEnvironment('prod').retainData]).toEqual([false, true, true]);
+    expect(loadEnvironment('prod').logRetentionDays).toBe(90);
+    expect(loadEnvironment('dev').appResources.create).toBe(true);
+    expect(loadEnvironment('prod').appResources.create).toBe(false);
+  });
+});
+
+describe('Function: parseEnvironment', () => {
+  it('names every bad key in one message', () => {
+    const error = captureConfigError(() =>
+      parseEnvironment('bad', {
+        account: '12',
+        region: 'mars',
+        logRetentionDays: 0,
+        jobs: {
+          Bad_Name: goodJob,
+          'ok-job': {
+            schedule: { cron: '0 2 * * *', timeZone: 'Mars/Base' },
+            rateLimit: { starts: 0, headroom: 2 },
+            concurrency: 1,
+            batchSize: 0,
+          },
+        },
+      }),
+    );
+    expect(error.message).toBe(
+      [
+        'Invalid configuration for environment "bad":',
+        '  - account: must be a 12-digit AWS account ID',
+        '  - region: must be an AWS region such as "eu-west-1"',
+        '  - logRetentionDays: Too small: expected number to be >=1',
+        '  - jobs.Bad_Name: job names are kebab-case, 3 to 32 characters',
+        '  - jobs.ok-job.schedule.cron: must be an EventBridge Scheduler cron body with 6 fields and "?" in exactly one of day-of-month and day-of-week, e.g. "0 2 * * ? *"',
+        '  - jobs.ok-job.schedule.timeZone: must be an IANA time zone such as "Europe/London" or "UTC"',
+        '  - jobs.ok-job.rateLimit.starts: Too small: expected number to be >0',
+        '  - jobs.ok-job.rateLimit.headroom: Too big: expected number to be <=1',
+        '  - jobs.ok-job.concurrency: Too small: expected number to be >=2',
+        '  - jobs.ok-job.batchSize: Too small: expected number to be >=1',
+      ].join('\n'),
+    );
+    expect(error.problems).toHaveLength(10);
+  });
+
+  it('names every cross-field problem in one message', () => {
+    const error = captureConfigError(() =>
+      parseEnvironment('bad', {
+        jobs: {
+          'ok-job': {
+            ...goodJob,
+            idempotencyRecordDays: 10,
+            batchSize: 100,
+            batchingWindowSeconds: 0,
+            uses: { tables: { t: { ref: 'nope', access: 'read' } }, secrets: { s: { ref: 'gone' } } },
+          },
+        },
+      }),
+    );
+    expect(error.message).toBe(
+      [
+        'Invalid configuration for environment "bad":',
+        '  - jobs.ok-job.idempotencyRecordDays: must be at least queueRetentionDays + 14 (DLQ retention) = 18, so a redrive never repeats an effect',
+        '  - jobs.ok-job.batchingWindowSeconds: must be at least 1 when batchSize is over 10 (an SQS event source rule)',
+        '  - jobs.ok-job.uses.tables.t.ref: "nope" is not in appResources.tables (known: none)',
+        '  - jobs.ok-job.uses.secrets.s.ref: "gone" is not in appResources.secrets (known: none)',
+      ].join('\n'),
+    );
+  });
+
+  it('requires at least one job', () => {
+    expect(() => parseEnvironment('empty', { jobs: {} })).toThrow('Invalid configuration for environment "empty":\n  - jobs: at least one job is required');
+  });
+});

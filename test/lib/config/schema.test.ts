@@ -1,0 +1,100 @@
+// Pins every default in lib/config/schema.ts, so the documented defaults and the code cannot drift apart.
+import { environmentSchema, jobSchema, rateLimitSchema, scheduleSchema } from '../../../lib/config/schema';
+
+const minimalJob = { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 100 } };
+
+const jobDefaults = {
+  schedule: {
+    cron: '0 2 * * ? *',
+    timeZone: 'UTC',
+    businessDateOffsetDays: -1,
+    retryAttempts: 3,
+    maxEventAgeSeconds: 3600,
+    enabled: true,
+  },
+  pageSize: 500,
+  maxPagesPerRun: 200,
+  rateLimit: { starts: 100, intervalSeconds: 60, headroom: 0.8 },
+  concurrency: 5,
+  batchSize: 10,
+  batchingWindowSeconds: 5,
+  consumerTimeoutSeconds: 60,
+  consumerMemoryMb: 512,
+  producerTimeoutSeconds: 300,
+  producerMemoryMb: 512,
+  maxReceiveCount: 5,
+  oldestMessageAgeSloSeconds: 3600,
+  queueRetentionDays: 4,
+  idempotencyRecordDays: 30,
+  maxMessageBytes: 262144,
+  uses: { tables: {}, buckets: {}, secrets: {} },
+  settings: {},
+};
+
+describe('Schema: jobSchema', () => {
+  describe('Method: parse', () => {
+    it('fills every default of a minimal job', () => {
+      expect(jobSchema.parse(minimalJob)).toStrictEqual(jobDefaults);
+    });
+
+    it('leaves burst unset so the stack derives it from the effective allowance', () => {
+      expect(rateLimitSchema.parse({ starts: 10 })).toStrictEqual({ starts: 10, intervalSeconds: 60, headroom: 0.8 });
+    });
+
+    it('keeps maxReceiveCount at least 5 by default', () => {
+      expect(jobSchema.parse(minimalJob).maxReceiveCount).toBeGreaterThanOrEqual(5);
+    });
+
+    it('keeps the default idempotency lifetime longer than queue plus DLQ retention', () => {
+      const job = jobSchema.parse(minimalJob);
+      expect(job.idempotencyRecordDays).toBeGreaterThanOrEqual(job.queueRetentionDays + 14);
+    });
+  });
+});
+
+describe('Schema: scheduleSchema', () => {
+  describe('Method: safeParse', () => {
+    it.each([
+      ['five fields', '0 2 * * ?'],
+      ['no "?"', '0 2 * * * *'],
+      ['"?" in both day fields', '0 2 ? * ? *'],
+    ])('rejects a cron body with %s', (_label, cron) => {
+      const result = scheduleSchema.safeParse({ cron, timeZone: 'UTC' });
+      expect(result.success).toBe(false);
+      expect(result.error?.issues.map((i) => i.message)).toEqual([
+        'must be an EventBridge Scheduler cron body with 6 fields and "?" in exactly one of day-of-month and day-of-week, e.g. "0 2 * * ? *"',
+      ]);
+    });
+
+    it.each(['Mars/Base', 'GMT', 'not a zone'])('rejects the time zone %s', (timeZone) => {
+      const result = scheduleSchema.safeParse({ cron: '0 2 * * ? *', timeZone });
+      expect(result.error?.issues.map((i) => i.message)).toEqual(['must be an IANA time zone such as "Europe/London" or "UTC"']);
+    });
+  });
+});
+
+describe('Schema: environmentSchema', () => {
+  describe('Method: parse', () => {
+    it('fills every environment-level default and leaves account and alarmEmail unset', () => {
+      expect(environmentSchema.parse({ jobs: { 'a-job': minimalJob } })).toStrictEqual({
+        region: 'us-east-1',
+        retainData: false,
+        logRetentionDays: 30,
+        appResources: { create: false, tables: {}, buckets: {}, secrets: {} },
+        jobs: { 'a-job': jobDefaults },
+      });
+    });
+
+    it('defaults a table to string keys and no secondary indexes', () => {
+      const parsed = environmentSchema.parse({
+        appResources: { tables: { t: { tableName: 'things', partitionKey: { name: 'id' } } } },
+        jobs: { 'a-job': minimalJob },
+      });
+      expect(parsed.appResources.tables.t).toStrictEqual({
+        tableName: 'things',
+        partitionKey: { name: 'id', type: 'S' },
+        globalSecondaryIndexes: [],
+      });
+    });
+  });
+});

@@ -1,0 +1,234 @@
+// PacedJob: its props validation (every problem in one message) and how a non-default job config reaches the template.
+import * as path from 'node:path';
+import { App, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { AppResources } from '../../lib/app-resources';
+import { environmentSchema, JobConfig, jobSchema } from '../../lib/config/schema';
+import { effectiveRateLimit, PacedJob, producerFunctionName } from '../../lib/paced-job';
+import { InvalidPropsError } from '../../lib/props-error';
+import { StateTables } from '../../lib/state-tables';
+import { cdkJsonContext } from './cdkContext';
+import { actionsOn, importedArn, logicalId, statementsOfRole } from './templateHelpers';
+
+const FIXTURE_HANDLERS = path.join(__dirname, 'fixtures', 'handlers');
+
+const appResourcesConfig = environmentSchema.parse({
+  appResources: {
+    tables: { orders: { tableName: 'orders-test', partitionKey: { name: 'orderId' } } },
+    buckets: { files: { bucketName: 'files-test' } },
+    secrets: { token: { secretName: 'test/token' } },
+  },
+  jobs: { 'x-job': { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } } },
+}).appResources;
+
+function job(overrides: Record<string, unknown> = {}): JobConfig {
+  return jobSchema.parse({ schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 }, ...overrides });
+}
+
+function scaffold(stackName = 'PacedJobs-test') {
+  const app = new App({ context: cdkJsonContext() });
+  const stack = new Stack(app, stackName);
+  const appResources = new AppResources(stack, 'AppResources', { config: appResourcesConfig, retainData: false });
+  const stateTables = new StateTables(stack, 'State', { retainData: false });
+  return { stack, appResources, stateTables };
+}
+
+function capture(fn: () => unknown): InvalidPropsError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof InvalidPropsError) return error;
+    throw error;
+  }
+  throw new Error('expected an InvalidPropsError');
+}
+
+
+describe('Function: effectiveRateLimit', () => {
+  it('allows the documented quota less headroom, rounded down, and bursts that allowance by default', () => {
+    expect(effectiveRateLimit({ starts: 99, intervalSeconds: 60, headroom: 0.8 })).toEqual({ startsPerInterval: 79, intervalSeconds: 60, burst: 79 });
+  });
+
+  it('does not lose a start to floating point when the product is whole', () => {
+    expect(effectiveRateLimit({ starts: 100, intervalSeconds: 60, headroom: 0.29 }).startsPerInterval).toBe(29);
+    expect(effectiveRateLimit({ starts: 100, intervalSeconds: 60, headroom: 0.57 }).startsPerInterval).toBe(57);
+  });
+
+  it('keeps an explicit burst', () => {
+    expect(effectiveRateLimit({ starts: 100, intervalSeconds: 1, headroom: 0.5, burst: 7 })).toEqual({ startsPerInterval: 50, intervalSeconds: 1, burst: 7 });
+  });
+});
+
+describe('Function: producerFunctionName', () => {
+  it('joins the stack and job names', () => {
+    expect(producerFunctionName('PacedJobs-prod', 'payment-reconciliation')).toBe('PacedJobs-prod-payment-reconciliation-producer');
+  });
+});
+
+describe('Class: PacedJob', () => {
+  describe('Method: constructor (validation)', () => {
+    it('names every problem in one message before building anything', () => {
+      const { stack, appResources, stateTables } = scaffold('PacedJobs-a-rather-long-environment-name');
+      const error = capture(
+        () =>
+          new PacedJob(stack, 'Bad', {
+            jobName: 'an-exceptionally-long-job-name-xx',
+            job: {
+              ...job({ rateLimit: { starts: 1 }, queueRetentionDays: 14, idempotencyRecordDays: 60 }),
+              consumerTimeoutSeconds: 8000,
+              uses: { tables: { t: { ref: 'missing', access: 'read' } }, buckets: { b: { ref: 'toString', access: 'read' } }, secrets: { s: { ref: 'absent' } } },
+            },
+            appResources,
+            stateTables,
+            logRetentionDays: 30,
+            retainData: false,
+          }),
+      );
+      expect(error.message).toBe(
+        [
+          'Invalid props for PacedJob PacedJobs-a-rather-long-environment-name/Bad:',
+          '  - producer function name "PacedJobs-a-rather-long-environment-name-an-exceptionally-long-job-name-xx-producer" is 83 characters; Lambda allows at most 64 (shorten the stack or job name)',
+          '  - rateLimit: starts (1) x headroom (0.8) rounds down to 0 starts per interval',
+          '  - consumerTimeoutSeconds 8000 x 6 = 48000s exceeds the SQS visibility timeout limit of 43200s',
+          "  - queueRetentionDays (14) must be less than the DLQ's 14 days, or a redriven message expires on arrival",
+          '  - uses.tables.t: "missing" is not an app resource',
+          '  - uses.buckets.b: "toString" is not an app resource',
+          '  - uses.secrets.s: "absent" is not an app resource',
+        ].join('\n'),
+      );
+      expect(stack.node.tryFindChild('Bad')).toBeUndefined();
+    });
+    it("refuses job settings too large for Lambda's 4 KB of variables", () => {
+      const { stack, appResources, stateTables } = scaffold();
+      const error = capture(
+        () =>
+          new PacedJob(stack, 'Big', {
+            jobName: 'big-job',
+            job: job({ settings: { blob: 'x'.repeat(3000) } }),
+            appResources,
+            stateTables,
+            logRetentionDays: 30,
+            retainData: false,
+          }),
+      );
+      expect(error.problems).toEqual([
+        // 3000 bytes of settings plus 271 bytes of the settings' other fields.
+        "JOB_SETTINGS would be 3271 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
+      ]);
+    });
+  });
+
+  describe('Method: constructor (configuration)', () => {
+    let template: Template;
+    let pacedJob: PacedJob;
+
+    beforeAll(() => {
+      const { stack, appResources, stateTables } = scaffold();
+      pacedJob = new PacedJob(stack, 'Custom', {
+        jobName: 'custom-job',
+        job: job({
+          schedule: { cron: '5 4 ? * MON-FRI *', timeZone: 'America/New_York', enabled: false, retryAttempts: 0, maxEventAgeSeconds: 120 },
+          rateLimit: { starts: 50, intervalSeconds: 10, headroom: 0.5, burst: 3 },
+          concurrency: 3,
+          batchSize: 50,
+          batchingWindowSeconds: 2,
+          consumerTimeoutSeconds: 120,
+          consumerMemoryMb: 1024,
+          producerTimeoutSeconds: 600,
+          producerMemoryMb: 256,
+          maxReceiveCount: 7,
+          queueRetentionDays: 2,
+          idempotencyRecordDays: 20,
+          maxMessageBytes: 4096,
+          uses: {
+            tables: { orders: { ref: 'orders', access: 'write' } },
+            buckets: { files: { ref: 'files', access: 'read' } },
+            secrets: { token: { ref: 'token' } },
+          },
+          settings: { mode: 'strict', limit: 3, dryRun: true },
+        }),
+        appResources,
+        stateTables,
+        logRetentionDays: 14,
+        retainData: false,
+        handlersDir: FIXTURE_HANDLERS,
+      });
+      template = Template.fromStack(stack);
+    });
+
+    it('schedules with the configured cron, zone, state and retry policy', () => {
+      template.hasResourceProperties('AWS::Scheduler::Schedule', {
+        ScheduleExpression: 'cron(5 4 ? * MON-FRI *)',
+        ScheduleExpressionTimezone: 'America/New_York',
+        State: 'DISABLED',
+        Target: { RetryPolicy: { MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 120 } },
+      });
+    });
+
+    it('sizes the queue from the consumer timeout and the configured retention and receive count', () => {
+      template.hasResourceProperties('AWS::SQS::Queue', {
+        VisibilityTimeout: 720,
+        MessageRetentionPeriod: 2 * 86400,
+        RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': [logicalId(pacedJob.dlq), 'Arn'] }, maxReceiveCount: 7 },
+      });
+    });
+
+    it('maps the queue with the configured batch, window and concurrency', () => {
+      template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+        BatchSize: 50,
+        MaximumBatchingWindowInSeconds: 2,
+        ScalingConfig: { MaximumConcurrency: 3 },
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+      });
+      template.hasResourceProperties('AWS::Lambda::Function', { ReservedConcurrentExecutions: 3, Timeout: 120, MemorySize: 1024 });
+      template.hasResourceProperties('AWS::Lambda::Function', { FunctionName: 'PacedJobs-test-custom-job-producer', Timeout: 600, MemorySize: 256 });
+    });
+
+    it('hands the functions the effective pacing, the names by alias and the plain settings', () => {
+      expect(pacedJob.runtimeSettings).toEqual({
+        jobName: 'custom-job',
+        pageSize: 500,
+        maxPagesPerRun: 200,
+        maxMessageBytes: 4096,
+        businessDateOffsetDays: -1,
+        timeZone: 'America/New_York',
+        rateLimit: { startsPerInterval: 25, intervalSeconds: 10, burst: 3 },
+        concurrency: 3,
+        tables: { orders: 'orders-test' },
+        buckets: { files: 'files-test' },
+        secrets: { token: 'test/token' },
+        settings: { mode: 'strict', limit: 3, dryRun: true },
+      });
+      const consumer = template.toJSON().Resources[logicalId(pacedJob.consumer)];
+      expect(consumer.Properties.Environment.Variables).toMatchObject({
+        JOB_SETTINGS: JSON.stringify(pacedJob.runtimeSettings),
+        IDEMPOTENCY_TTL_SECONDS: '1728000',
+        MAX_MESSAGE_BYTES: '4096',
+      });
+    });
+
+    it('accepts a zero batching window for batches of up to 10', () => {
+      const { stack, appResources, stateTables } = scaffold();
+      new PacedJob(stack, 'NoWindow', {
+        jobName: 'no-window',
+        job: job({ batchingWindowSeconds: 0, batchSize: 10 }),
+        appResources,
+        stateTables,
+        logRetentionDays: 30,
+        retainData: false,
+        handlersDir: FIXTURE_HANDLERS,
+      });
+      Template.fromStack(stack).hasResourceProperties('AWS::Lambda::EventSourceMapping', { BatchSize: 10, MaximumBatchingWindowInSeconds: 0 });
+    });
+
+    it('grants a write-only table use without read actions and a read-only bucket use without write actions', () => {
+      const statements = statementsOfRole(template, pacedJob.consumer.executionRole);
+      expect(actionsOn(statements, importedArn('dynamodb', ':table/orders-test'))).toEqual([
+        'dynamodb:BatchWriteItem', 'dynamodb:DeleteItem', 'dynamodb:DescribeTable', 'dynamodb:PutItem', 'dynamodb:UpdateItem',
+      ]);
+      expect(actionsOn(statements, { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::files-test/*']] })).toEqual([
+        's3:GetBucket*', 's3:GetObject*', 's3:List*',
+      ]);
+    });
+  });
+});

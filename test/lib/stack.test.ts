@@ -1,0 +1,471 @@
+// Fine-grained template assertions on the dev (creates app resources) and prod (imports them, retains data) stacks.
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { App } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import type { IConstruct } from 'constructs';
+import { loadEnvironment } from '../../lib/config/load';
+import { PacedJobsStack } from '../../lib/stack';
+import { PacedJob } from '../../lib/paced-job';
+import { cdkJsonContext } from './cdkContext';
+import {
+  actionsOf, actionsOn, arnOf, importedArn, logicalId, mentions, refOf, resourceOf, resourcesOf, Statement, statementsOfRole,
+} from './templateHelpers';
+
+interface Built {
+  app: App;
+  stack: PacedJobsStack;
+  template: Template;
+}
+
+function build(environmentName: string): Built {
+  const app = new App({ context: cdkJsonContext() });
+  const stack = new PacedJobsStack(app, `PacedJobs-${environmentName}`, {
+    environmentName,
+    config: loadEnvironment(environmentName),
+  });
+  return { app, stack, template: Template.fromStack(stack) };
+}
+
+/** Every Allow statement of a job function's role. */
+function statementsOf(template: Template, job: PacedJob, which: 'producer' | 'consumer'): Statement[] {
+  return statementsOfRole(template, job[which].executionRole);
+}
+
+function variablesOf(template: Template, fn: IConstruct): Record<string, unknown> {
+  const resource = template.toJSON().Resources[logicalId(fn)];
+  return resource.Properties.Environment.Variables;
+}
+
+let dev: Built;
+let prod: Built;
+
+beforeAll(() => {
+  dev = build('dev');
+  prod = build('prod');
+});
+
+describe('Class: PacedJobsStack', () => {
+  describe('Method: constructor (schedules)', () => {
+    it('schedules the producer with the cron in its time zone, the retry policy and the producer DLQ', () => {
+      const job = prod.stack.jobs['payment-reconciliation'];
+      prod.template.hasResourceProperties('AWS::Scheduler::Schedule', {
+        ScheduleExpression: 'cron(0 2 * * ? *)',
+        ScheduleExpressionTimezone: 'Europe/London',
+        State: 'ENABLED',
+        FlexibleTimeWindow: { Mode: 'OFF' },
+        Target: {
+          Arn: arnOf(job.producer),
+          Input: '{"scheduledTime":"<aws.scheduler.scheduled-time>"}',
+          RetryPolicy: { MaximumRetryAttempts: 3, MaximumEventAgeInSeconds: 3600 },
+          DeadLetterConfig: { Arn: arnOf(job.producerDlq) },
+          RoleArn: arnOf(job.node.findChild('ScheduleRole')),
+        },
+      });
+      prod.template.hasResourceProperties('AWS::Scheduler::Schedule', {
+        ScheduleExpression: 'cron(30 3 * * ? *)',
+        ScheduleExpressionTimezone: 'UTC',
+        Target: { Arn: arnOf(prod.stack.jobs['stale-upload-cleanup'].producer) },
+      });
+    });
+
+    it('lets the schedule role invoke only its own producer and write only its own producer DLQ', () => {
+      const job = prod.stack.jobs['expired-session-cleanup'];
+      const role = job.node.findChild('ScheduleRole');
+      prod.template.hasResourceProperties('AWS::IAM::Policy', {
+        Roles: [{ Ref: logicalId(role) }],
+        PolicyDocument: {
+          Statement: [
+            {
+              Action: 'lambda:InvokeFunction',
+              Effect: 'Allow',
+              Resource: [arnOf(job.producer), { 'Fn::Join': ['', [arnOf(job.producer), ':*']] }],
+            },
+            { Action: 'sqs:SendMessage', Effect: 'Allow', Resource: arnOf(job.producerDlq) },
+          ],
+        },
+      });
+    });
+  });
+
+  describe('Method: constructor (queues)', () => {
+    it('gives the job queue a visibility timeout of 6x the consumer timeout, its retention, SSE and a redrive to its DLQ', () => {
+      const job = prod.stack.jobs['payment-reconciliation'];
+      expect(resourceOf(prod.template, job.queue)).toMatchObject({
+        Type: 'AWS::SQS::Queue',
+        Properties: {
+          VisibilityTimeout: 360,
+          MessageRetentionPeriod: 4 * 86400,
+          SqsManagedSseEnabled: true,
+          RedrivePolicy: { deadLetterTargetArn: arnOf(job.dlq), maxReceiveCount: 5 },
+        },
+      });
+    });
+
+    it('keeps both dead-letter queues for 14 days, encrypted, with no redrive of their own', () => {
+      for (const queue of [prod.stack.jobs['payment-reconciliation'].dlq, prod.stack.jobs['payment-reconciliation'].producerDlq]) {
+        const props = prod.template.toJSON().Resources[logicalId(queue)].Properties;
+        expect(props).toEqual({ MessageRetentionPeriod: 1209600, SqsManagedSseEnabled: true, Tags: expect.any(Array) });
+      }
+    });
+
+    it('denies every non-TLS request on each queue', () => {
+      const job = prod.stack.jobs['stale-upload-cleanup'];
+      for (const queue of [job.queue, job.dlq, job.producerDlq]) {
+        prod.template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+          Queues: [refOf(queue)],
+          PolicyDocument: {
+            Statement: [
+              {
+                Action: 'sqs:*',
+                Effect: 'Deny',
+                Principal: { AWS: '*' },
+                Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+                Resource: arnOf(queue),
+              },
+            ],
+          },
+        });
+      }
+    });
+  });
+
+  describe('Method: constructor (consumers)', () => {
+    it.each(['payment-reconciliation', 'stale-upload-cleanup', 'expired-session-cleanup'])(
+      'maps the %s queue to its consumer with the batch settings, maxConcurrency equal to the reservation, and partial failures',
+      (jobName) => {
+        const job = prod.stack.jobs[jobName];
+        const concurrency = loadEnvironment('prod').jobs[jobName].concurrency;
+        prod.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+          EventSourceArn: arnOf(job.queue),
+          FunctionName: refOf(job.consumer),
+          BatchSize: 10,
+          MaximumBatchingWindowInSeconds: 5,
+          ScalingConfig: { MaximumConcurrency: concurrency },
+          FunctionResponseTypes: ['ReportBatchItemFailures'],
+        });
+        prod.template.hasResourceProperties('AWS::Lambda::Function', {
+          FunctionName: Match.absent(),
+          ReservedConcurrentExecutions: concurrency,
+          Timeout: 60,
+          MemorySize: 512,
+          Runtime: 'nodejs22.x',
+          Architectures: ['arm64'],
+          TracingConfig: { Mode: 'Active' },
+          LoggingConfig: { LogGroup: refOf(job.consumer.functionLogGroup) },
+          Description: `${jobName}: applies each operation once, paced, from the job queue`,
+        });
+      },
+    );
+
+    it('never lets the event source scale past the consumer reservation', () => {
+      const resources = prod.template.toJSON().Resources;
+      for (const job of Object.values(prod.stack.jobs)) {
+        const reserved = resources[logicalId(job.consumer)].Properties.ReservedConcurrentExecutions;
+        const mapping = Object.values(resources).find(
+          (r) => (r as { Type: string }).Type === 'AWS::Lambda::EventSourceMapping' && JSON.stringify(r).includes(logicalId(job.consumer)),
+        ) as { Properties: { ScalingConfig: { MaximumConcurrency: number } } };
+        expect(mapping.Properties.ScalingConfig.MaximumConcurrency).toBeLessThanOrEqual(reserved);
+      }
+    });
+
+    it('hands the consumer exactly its variables: names and settings, never a secret value', () => {
+      const job = prod.stack.jobs['payment-reconciliation'];
+      const { idempotencyTable, ledgerTable, limiterTable } = prod.stack.stateTables;
+      expect(variablesOf(prod.template, job.consumer)).toEqual({
+        JOB_NAME: 'payment-reconciliation',
+        JOB_SETTINGS: JSON.stringify({
+          jobName: 'payment-reconciliation',
+          pageSize: 500,
+          maxPagesPerRun: 200,
+          maxMessageBytes: 262144,
+          businessDateOffsetDays: -1,
+          timeZone: 'Europe/London',
+          rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 80 },
+          concurrency: 10,
+          tables: { payments: 'payments-prod' },
+          buckets: {},
+          secrets: { apiKey: 'paced-jobs/prod/provider-api-key' },
+          settings: { provider: 'acme', providerBaseUrl: 'https://api.payments.example.com' },
+        }),
+        QUEUE_URL: refOf(job.queue),
+        DLQ_URL: refOf(job.dlq),
+        LEDGER_TABLE_NAME: refOf(ledgerTable),
+        IDEMPOTENCY_TABLE_NAME: refOf(idempotencyTable),
+        LIMITER_TABLE_NAME: refOf(limiterTable),
+        IDEMPOTENCY_TTL_SECONDS: String(30 * 86400),
+        MAX_MESSAGE_BYTES: '262144',
+        POWERTOOLS_SERVICE_NAME: 'payment-reconciliation',
+        POWERTOOLS_METRICS_NAMESPACE: 'PacedJobs',
+        NODE_OPTIONS: '--enable-source-maps',
+      });
+    });
+
+    it('puts no secret value or secret reference in any function environment, even where the stack creates the secret', () => {
+      const secret = dev.stack.appResources.secrets.providerApiKey;
+      const functions = dev.template.findResources('AWS::Lambda::Function');
+      const environments = JSON.stringify(Object.values(functions).map((f) => (f as { Properties: { Environment: unknown } }).Properties.Environment));
+      expect(environments).not.toContain('resolve:secretsmanager');
+      expect(environments).not.toContain(logicalId(secret));
+      expect(environments).not.toContain('SecretString');
+    });
+  });
+
+  describe('Method: constructor (producers)', () => {
+    it('names the producer <stack>-<job>-producer and gives it the shared variables only', () => {
+      const job = prod.stack.jobs['stale-upload-cleanup'];
+      prod.template.hasResourceProperties('AWS::Lambda::Function', {
+        FunctionName: 'PacedJobs-prod-stale-upload-cleanup-producer',
+        Timeout: 300,
+        MemorySize: 512,
+        Runtime: 'nodejs22.x',
+        Architectures: ['arm64'],
+        ReservedConcurrentExecutions: Match.absent(),
+        DeadLetterConfig: { TargetArn: arnOf(job.producerDlq) },
+        TracingConfig: { Mode: 'Active' },
+      });
+      const variables = variablesOf(prod.template, job.producer);
+      expect(Object.keys(variables).sort()).toEqual([
+        'DLQ_URL', 'JOB_NAME', 'JOB_SETTINGS', 'LEDGER_TABLE_NAME', 'NODE_OPTIONS', 'POWERTOOLS_METRICS_NAMESPACE', 'POWERTOOLS_SERVICE_NAME', 'QUEUE_URL',
+      ]);
+      expect(JSON.parse(variables.JOB_SETTINGS as string)).toMatchObject({
+        rateLimit: { startsPerInterval: 2400, intervalSeconds: 60, burst: 2400 },
+        tables: { uploads: 'uploads-prod' },
+        buckets: { uploads: 'paced-jobs-uploads-prod' },
+      });
+    });
+
+    it('keeps each function log group for the configured retention', () => {
+      const job = prod.stack.jobs['stale-upload-cleanup'];
+      expect(resourceOf(prod.template, job.producer.functionLogGroup)).toMatchObject({
+        Type: 'AWS::Logs::LogGroup',
+        Properties: { RetentionInDays: 90 },
+        DeletionPolicy: 'Retain',
+      });
+      expect(resourceOf(dev.template, dev.stack.jobs['stale-upload-cleanup'].consumer.functionLogGroup)).toMatchObject({
+        Properties: { RetentionInDays: 30 },
+        DeletionPolicy: 'Delete',
+      });
+    });
+  });
+
+  describe('Method: constructor (bundles)', () => {
+    it.each(['producer', 'consumer'] as const)('bundles every configured job into the %s, so JOB_NAME can pick any of them', (which) => {
+      const fn = prod.stack.jobs['payment-reconciliation'][which];
+      const s3Key = resourceOf(prod.template, fn).Properties.Code.S3Key as string;
+      const map = JSON.parse(readFileSync(path.join(prod.app.outdir, `asset.${s3Key.replace(/\.zip$/, '')}`, 'index.js.map'), 'utf8')) as { sources: string[] };
+      for (const jobName of Object.keys(prod.stack.jobs)) {
+        expect(map.sources.some((source) => source.endsWith(`lambda/jobs/${jobName}/index.ts`))).toBe(true);
+      }
+      expect(map.sources.some((source) => source.includes('@aws-sdk/'))).toBe(false);
+    });
+  });
+
+  describe('Method: constructor (least privilege)', () => {
+    it('lets the producer invoke only itself, read only its job tables, and send only to its own queue', () => {
+      const job = prod.stack.jobs['expired-session-cleanup'];
+      const statements = statementsOf(prod.template, job, 'producer');
+      const invoke = statements.filter((s) => actionsOf(s).includes('lambda:InvokeFunction'));
+      expect(invoke).toHaveLength(1);
+      expect(resourcesOf(invoke[0])).toEqual([
+        importedArn('lambda', ':function:PacedJobs-prod-expired-session-cleanup-producer'),
+        importedArn('lambda', ':function:PacedJobs-prod-expired-session-cleanup-producer:*'),
+      ]);
+      expect(actionsOn(statements, arnOf(job.queue))).toEqual(['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage']);
+      // Its own asynchronous-invocation DLQ (Lambda writes failed continuations there with the function's role).
+      expect(actionsOn(statements, arnOf(job.producerDlq))).toEqual(['sqs:SendMessage']);
+      const sendTargets = statements.filter((s) => actionsOf(s).includes('sqs:SendMessage')).flatMap(resourcesOf);
+      expect(sendTargets).toHaveLength(2);
+      const writeTargets = statements.filter((s) => actionsOf(s).includes('dynamodb:PutItem')).flatMap(resourcesOf);
+      expect(writeTargets).toEqual([arnOf(prod.stack.stateTables.ledgerTable)]);
+      expect(JSON.stringify(statements)).toContain(':table/tenants-prod"');
+      expect(JSON.stringify(statements)).toContain(':table/sessions-prod"');
+      expect(mentions(statements, arnOf(prod.stack.stateTables.idempotencyTable))).toBe(false);
+      expect(statements.some((s) => actionsOf(s).some((a) => a.startsWith('s3:') || a.startsWith('secretsmanager:')))).toBe(false);
+    });
+
+    it("keeps one job's consumer away from another job's queues, tables, bucket and secret", () => {
+      const payments = prod.stack.jobs['payment-reconciliation'];
+      const uploads = prod.stack.jobs['stale-upload-cleanup'];
+      const paymentsConsumer = statementsOf(prod.template, payments, 'consumer');
+      const uploadsConsumer = statementsOf(prod.template, uploads, 'consumer');
+
+      for (const queue of [uploads.queue, uploads.dlq, uploads.producerDlq]) expect(mentions(paymentsConsumer, arnOf(queue))).toBe(false);
+      for (const queue of [payments.queue, payments.dlq, payments.producerDlq]) expect(mentions(uploadsConsumer, arnOf(queue))).toBe(false);
+      expect(JSON.stringify(paymentsConsumer)).not.toContain('uploads-prod');
+      expect(JSON.stringify(uploadsConsumer)).not.toContain('payments-prod');
+      expect(uploadsConsumer.some((s) => actionsOf(s).some((a) => a.startsWith('secretsmanager:')))).toBe(false);
+      expect(paymentsConsumer.some((s) => actionsOf(s).some((a) => a.startsWith('s3:')))).toBe(false);
+    });
+
+    it('gives the consumer its queue, its DLQ, the state tables and exactly the declared access to its uses', () => {
+      const job = prod.stack.jobs['payment-reconciliation'];
+      const statements = statementsOf(prod.template, job, 'consumer');
+      expect(actionsOn(statements, arnOf(job.queue))).toEqual([
+        'sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage', 'sqs:SendMessage',
+      ]);
+      expect(actionsOn(statements, arnOf(job.dlq))).toEqual(['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage']);
+      const readWrite = [
+        'dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem', 'dynamodb:DeleteItem', 'dynamodb:DescribeTable',
+        'dynamodb:GetItem', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:Scan', 'dynamodb:UpdateItem',
+      ];
+      const { idempotencyTable, ledgerTable, limiterTable } = prod.stack.stateTables;
+      for (const table of [idempotencyTable, ledgerTable, limiterTable]) expect(actionsOn(statements, arnOf(table))).toEqual(readWrite);
+      const payments = importedArn('dynamodb', ':table/payments-prod');
+      const paymentIndexes = importedArn('dynamodb', ':table/payments-prod/index/*');
+      expect(actionsOn(statements, payments)).toEqual(readWrite);
+      expect(actionsOn(statements, paymentIndexes)).toEqual(readWrite);
+      const secret = statements.filter((s) => JSON.stringify(resourcesOf(s)).includes(':secret:paced-jobs/prod/provider-api-key-??????'));
+      expect(secret.flatMap(actionsOf).sort()).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
+    });
+
+    it('grants a read-only use without any write action', () => {
+      const job = prod.stack.jobs['expired-session-cleanup'];
+      const statements = statementsOf(prod.template, job, 'consumer');
+      const tenants = importedArn('dynamodb', ':table/tenants-prod');
+      expect(actionsOn(statements, tenants)).toEqual([
+        'dynamodb:BatchGetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:DescribeTable', 'dynamodb:GetItem', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator',
+        'dynamodb:Query', 'dynamodb:Scan',
+      ]);
+    });
+
+    it("grants the bucket's declared readwrite access on that bucket and its objects only", () => {
+      const job = prod.stack.jobs['stale-upload-cleanup'];
+      const statements = statementsOf(prod.template, job, 'consumer');
+      const objects = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::paced-jobs-uploads-prod/*']] };
+      expect(actionsOn(statements, objects)).toEqual(expect.arrayContaining(['s3:DeleteObject*', 's3:GetObject*', 's3:PutObject']));
+      const s3Resources = statements.filter((s) => actionsOf(s).some((a) => a.startsWith('s3:'))).flatMap(resourcesOf);
+      expect(JSON.stringify(s3Resources).match(/s3:::[^"]*/g)?.sort()).toEqual(['s3:::paced-jobs-uploads-prod', 's3:::paced-jobs-uploads-prod/*']);
+    });
+  });
+
+  describe('Method: constructor (state tables)', () => {
+    it.each([
+      ['dev', 'Delete'],
+      ['prod', 'Retain'],
+    ])('builds the idempotency table in %s: key id, TTL expiration, on-demand, PITR, encrypted, %s', (env, policy) => {
+      const { stack, template } = env === 'dev' ? dev : prod;
+      expect(resourceOf(template, stack.stateTables.idempotencyTable)).toMatchObject({
+        Properties: {
+          KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+          AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+          TimeToLiveSpecification: { AttributeName: 'expiration', Enabled: true },
+          BillingMode: 'PAY_PER_REQUEST',
+          PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+          SSESpecification: { SSEEnabled: true },
+        },
+        DeletionPolicy: policy,
+        UpdateReplacePolicy: policy,
+      });
+    });
+
+    it('builds the ledger (pk, sk, TTL expiresAt) and the limiter (pk, TTL expiresAt), retained in prod', () => {
+      const { ledgerTable, limiterTable } = prod.stack.stateTables;
+      expect(resourceOf(prod.template, ledgerTable)).toMatchObject({
+        Properties: {
+          KeySchema: [
+            { AttributeName: 'pk', KeyType: 'HASH' },
+            { AttributeName: 'sk', KeyType: 'RANGE' },
+          ],
+          TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+          BillingMode: 'PAY_PER_REQUEST',
+          SSESpecification: { SSEEnabled: true },
+        },
+        DeletionPolicy: 'Retain',
+      });
+      expect(resourceOf(prod.template, limiterTable)).toMatchObject({
+        Properties: {
+          KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+          TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+          BillingMode: 'PAY_PER_REQUEST',
+          SSESpecification: { SSEEnabled: true },
+        },
+        DeletionPolicy: 'Retain',
+      });
+    });
+  });
+
+  describe('Method: constructor (app resources)', () => {
+    it('creates the configured tables in dev, with their indexes', () => {
+      dev.template.hasResourceProperties('AWS::DynamoDB::Table', {
+        TableName: 'payments-dev',
+        KeySchema: [{ AttributeName: 'paymentId', KeyType: 'HASH' }],
+        BillingMode: 'PAY_PER_REQUEST',
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        SSESpecification: { SSEEnabled: true },
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: 'unsettled-by-date',
+            KeySchema: [
+              { AttributeName: 'unsettledDate', KeyType: 'HASH' },
+              { AttributeName: 'paymentId', KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'ALL' },
+          },
+        ],
+      });
+    });
+
+    it('creates the uploads bucket in dev: private, TLS only, encrypted, access-logged', () => {
+      const logs = dev.stack.appResources.accessLogsBucket!;
+      dev.template.hasResourceProperties('AWS::S3::Bucket', {
+        BucketName: 'paced-jobs-uploads-dev',
+        PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+        BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
+        LoggingConfiguration: { DestinationBucketName: refOf(logs), LogFilePrefix: 'paced-jobs-uploads-dev/' },
+        VersioningConfiguration: Match.absent(),
+      });
+      dev.template.hasResourceProperties('AWS::S3::BucketPolicy', {
+        Bucket: refOf(dev.stack.appResources.buckets.uploads),
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            Match.objectLike({ Effect: 'Deny', Action: 's3:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+          ]),
+        },
+      });
+    });
+
+    it('creates a generated demo secret in dev and only references secrets, tables and buckets by name in prod', () => {
+      dev.template.hasResourceProperties('AWS::SecretsManager::Secret', {
+        Name: 'paced-jobs/dev/provider-api-key',
+        GenerateSecretString: { PasswordLength: 40, ExcludePunctuation: true },
+      });
+      prod.template.resourcePropertiesCountIs('AWS::SecretsManager::Secret', {}, 0);
+      prod.template.resourcePropertiesCountIs('AWS::S3::Bucket', {}, 0);
+      expect(Object.values(prod.template.findResources('AWS::DynamoDB::Table')).map((t) => (t as { Properties: { TableName?: string } }).Properties.TableName)).toEqual([
+        undefined,
+        undefined,
+        undefined,
+      ]);
+    });
+  });
+
+  describe('Method: constructor (outputs)', () => {
+    it('exports each job resource under its documented output name', () => {
+      const job = prod.stack.jobs['payment-reconciliation'];
+      const outputs = prod.template.toJSON().Outputs;
+      expect(outputs.PaymentReconciliationQueueUrl.Value).toEqual(refOf(job.queue));
+      expect(outputs.PaymentReconciliationQueueArn.Value).toEqual(arnOf(job.queue));
+      expect(outputs.PaymentReconciliationDlqUrl.Value).toEqual(refOf(job.dlq));
+      expect(outputs.PaymentReconciliationDlqArn.Value).toEqual(arnOf(job.dlq));
+      expect(outputs.PaymentReconciliationProducerDlqUrl.Value).toEqual(refOf(job.producerDlq));
+      expect(outputs.PaymentReconciliationProducerDlqArn.Value).toEqual(arnOf(job.producerDlq));
+      expect(outputs.PaymentReconciliationProducerFunctionName.Value).toEqual(refOf(job.producer));
+      expect(outputs.PaymentReconciliationConsumerFunctionName.Value).toEqual(refOf(job.consumer));
+      expect(outputs.PaymentReconciliationScheduleName.Value).toEqual(refOf(job.schedule));
+      expect(outputs.PaymentReconciliationEventSourceMappingUuid.Value).toEqual({
+        Ref: logicalId(job.consumer.node.children.find((c) => c.node.id.startsWith('SqsEventSource'))!),
+      });
+      expect(outputs.IdempotencyTableName.Value).toEqual(refOf(prod.stack.stateTables.idempotencyTable));
+      expect(outputs.LedgerTableName.Value).toEqual(refOf(prod.stack.stateTables.ledgerTable));
+      expect(outputs.LimiterTableName.Value).toEqual(refOf(prod.stack.stateTables.limiterTable));
+      expect(outputs.PaymentReconciliationEventSourceMappingUuid.Description).toBe('payment-reconciliation: EventSourceMappingUuid');
+      expect(outputs.StaleUploadCleanupQueueUrl.Description).toBe('stale-upload-cleanup: QueueUrl');
+      expect(Object.keys(outputs).filter((k) => k.startsWith('StaleUploadCleanup')).sort()).toEqual([
+        'StaleUploadCleanupConsumerFunctionName', 'StaleUploadCleanupDlqArn', 'StaleUploadCleanupDlqUrl', 'StaleUploadCleanupEventSourceMappingUuid',
+        'StaleUploadCleanupProducerDlqArn', 'StaleUploadCleanupProducerDlqUrl', 'StaleUploadCleanupProducerFunctionName', 'StaleUploadCleanupQueueArn',
+        'StaleUploadCleanupQueueUrl', 'StaleUploadCleanupScheduleName',
+      ]);
+    });
+  });
+});

@@ -1,0 +1,144 @@
+// `ops pause` and `ops resume`: stop admitting new work without losing any, and start again. Pause disables the
+// schedules first (no new batches), then the consumers' event source mappings (no new receives); messages stay queued
+// for inspection. Resume reverses the order, so consumers are running before new batches arrive.
+import { GetScheduleCommand, type GetScheduleCommandOutput, UpdateScheduleCommand } from '@aws-sdk/client-scheduler';
+import { GetEventSourceMappingCommand, UpdateEventSourceMappingCommand } from '@aws-sdk/client-lambda';
+import { type ChangeOptions, type CommandContext, selectJobs } from '../context';
+import { MappingStateError } from '../errors';
+import { confirm, renderTable } from '../io';
+
+export type AdmissionCommand = 'pause' | 'resume';
+
+export interface AdmissionOptions extends ChangeOptions {
+  job?: string;
+  /** How long to wait for a mapping to settle in its new state. @default 120000 */
+  mappingTimeoutMs?: number;
+  /** @default 2000 */
+  mappingPollMs?: number;
+}
+
+export interface AdmissionStep {
+  job: string;
+  kind: 'schedule' | 'event-source-mapping';
+  /** Schedule name or mapping UUID. */
+  target: string;
+  before: string;
+  /** The state this step sets. */
+  desired: string;
+  /** The state differs from the desired one. */
+  needed: boolean;
+  /** The change was made (never in a dry run). */
+  applied: boolean;
+}
+
+export interface AdmissionResult {
+  ok: true;
+  command: AdmissionCommand;
+  dryRun: boolean;
+  steps: AdmissionStep[];
+}
+
+const SCHEDULE = { pause: 'DISABLED', resume: 'ENABLED' } as const;
+const MAPPING = { pause: 'Disabled', resume: 'Enabled' } as const;
+
+/** UpdateSchedule replaces the whole definition, so every field GetSchedule returned is sent back with the new state. */
+function withState(current: GetScheduleCommandOutput, state: 'ENABLED' | 'DISABLED') {
+  return new UpdateScheduleCommand({
+    Name: current.Name,
+    GroupName: current.GroupName,
+    ScheduleExpression: current.ScheduleExpression,
+    ScheduleExpressionTimezone: current.ScheduleExpressionTimezone,
+    StartDate: current.StartDate,
+    EndDate: current.EndDate,
+    Description: current.Description,
+    KmsKeyArn: current.KmsKeyArn,
+    Target: current.Target,
+    FlexibleTimeWindow: current.FlexibleTimeWindow,
+    ActionAfterCompletion: current.ActionAfterCompletion,
+    State: state,
+  });
+}
+
+export async function admission(ctx: CommandContext, command: AdmissionCommand, options: AdmissionOptions = {}): Promise<AdmissionResult> {
+  const jobs = selectJobs(ctx.resources, options.job);
+  const { scheduler, lambda } = ctx.clients;
+  const schedules = await Promise.all(jobs.map((j) => scheduler.send(new GetScheduleCommand({ Name: j.scheduleName }))));
+  const mappings = await Promise.all(jobs.map((j) => lambda.send(new GetEventSourceMappingCommand({ UUID: j.eventSourceMappingUuid }))));
+
+  const scheduleSteps: AdmissionStep[] = jobs.map((j, i) => ({
+    job: j.job,
+    kind: 'schedule',
+    target: j.scheduleName,
+    before: schedules[i].State ?? 'UNKNOWN',
+    desired: SCHEDULE[command],
+    needed: schedules[i].State !== SCHEDULE[command],
+    applied: false,
+  }));
+  const mappingSteps: AdmissionStep[] = jobs.map((j, i) => ({
+    job: j.job,
+    kind: 'event-source-mapping',
+    target: j.eventSourceMappingUuid,
+    before: mappings[i].State ?? 'UNKNOWN',
+    desired: MAPPING[command],
+    needed: mappings[i].State !== MAPPING[command],
+    applied: false,
+  }));
+  // Across all selected jobs: every schedule stops before any consumer does (pause), every consumer runs before any
+  // schedule fires again (resume).
+  const steps = command === 'pause' ? [...scheduleSteps, ...mappingSteps] : [...mappingSteps, ...scheduleSteps];
+  const result: AdmissionResult = { ok: true, command, dryRun: Boolean(options.dryRun), steps };
+  const todo = steps.filter((s) => s.needed);
+  if (options.dryRun || todo.length === 0) return result;
+
+  const names = [...new Set(todo.map((s) => s.job))];
+  await confirm(ctx.io, { action: `${command} ${names.join(', ')} (${todo.length} change${todo.length === 1 ? '' : 's'})`, yes: Boolean(options.yes) });
+  for (const step of todo) {
+    if (step.kind === 'schedule') {
+      const current = schedules[jobs.findIndex((j) => j.job === step.job)];
+      await scheduler.send(withState(current, SCHEDULE[command]));
+    } else {
+      await lambda.send(new UpdateEventSourceMappingCommand({ UUID: step.target, Enabled: command === 'resume' }));
+      await waitForMapping(ctx, step.target, MAPPING[command], options);
+    }
+    step.applied = true;
+    ctx.io.stderr(`${command}: ${step.job} ${step.kind} ${step.target} ${step.before} -> ${step.desired}`);
+  }
+  return result;
+}
+
+/**
+ * UpdateEventSourceMapping answers while the mapping is still Disabling/Enabling; pause is only done when pollers have
+ * stopped, so the next step (or the operator) can rely on it.
+ * @throws MappingStateError when the mapping has not settled within the timeout.
+ */
+async function waitForMapping(ctx: CommandContext, uuid: string, desired: string, options: AdmissionOptions): Promise<void> {
+  const timeoutMs = options.mappingTimeoutMs ?? 120_000;
+  const pollMs = options.mappingPollMs ?? 2_000;
+  const deadline = ctx.io.now().getTime() + timeoutMs;
+  let state: string | undefined;
+  for (;;) {
+    state = (await ctx.clients.lambda.send(new GetEventSourceMappingCommand({ UUID: uuid }))).State;
+    if (state === desired) return;
+    if (ctx.io.now().getTime() >= deadline) {
+      throw new MappingStateError(`event source mapping ${uuid} is still ${state} after ${timeoutMs} ms (wanted ${desired}); check it and re-run`, uuid, state);
+    }
+    await ctx.io.sleep(pollMs);
+  }
+}
+
+export function renderAdmission(result: AdmissionResult): string {
+  const head = result.dryRun ? `${result.command} (dry run: nothing changed)` : result.command;
+  const table = renderTable(
+    ['step', 'job', 'what', 'target', 'before', 'after'],
+    result.steps.map((s, i) => [
+      i + 1,
+      s.job,
+      s.kind,
+      s.target,
+      s.before,
+      !s.needed ? `${s.before} (unchanged)` : s.applied ? s.desired : `${s.desired} (would change)`,
+    ]),
+  );
+  const footer = result.command === 'pause' ? '\nmessages stay queued; `ops resume` restarts consumers, then schedules' : '';
+  return `${head}\n${table}${footer}`;
+}

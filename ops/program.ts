@@ -1,0 +1,218 @@
+// Operator CLI: the commander program. Finds the stack (deployed or local), builds its clients, runs one command and
+// prints its result as a table, or as exactly one JSON document on stdout with --json.
+import { Command, CommanderError, Option } from 'commander';
+import { createClients, type OpsClients } from './clients';
+import type { CommandContext } from './context';
+import { OpsError, UsageError } from './errors';
+import { type OpsIo, processIo } from './io';
+import { CloudFormationSource, type ClientSettings, LocalEndpointsSource, type ResourceSource } from './resources';
+import { admission, type AdmissionCommand, renderAdmission } from './commands/admission';
+import { catchUp, renderCatchUp } from './commands/catchUp';
+import { dlqPeek, renderDlqPeek } from './commands/dlqPeek';
+import { operation, renderOperation } from './commands/op';
+import { redrive, redriveCancel, redriveStatus, renderRedrive, renderRedriveCancel, renderRedriveStatus } from './commands/redrive';
+import { renderStatus, status } from './commands/status';
+
+/** Where `npm start -- --serve` writes its endpoints. @default ".local/endpoints.json" */
+export const DEFAULT_ENDPOINTS_FILE = '.local/endpoints.json';
+/** Most batches `status` shows per job. */
+export const MAX_STATUS_BATCHES = 50;
+
+export interface GlobalOptions {
+  env?: string;
+  local?: boolean;
+  endpoints: string;
+  json?: boolean;
+}
+
+export interface OpsDependencies {
+  io?: OpsIo;
+  /** @default CloudFormationSource for --env, LocalEndpointsSource for --local */
+  source?: (options: GlobalOptions) => ResourceSource;
+  /** @default createClients */
+  clients?: (settings: ClientSettings) => OpsClients;
+  /** Passed to pause/resume: how long and how often to wait for a mapping to settle. */
+  mappingWait?: { timeoutMs: number; pollMs: number };
+}
+
+/** A command's outcome: the JSON document, and the table shown without --json. */
+interface Printable {
+  result: object;
+  text: string;
+}
+
+export function defaultSource(options: GlobalOptions): ResourceSource {
+  if (options.local) return new LocalEndpointsSource(options.endpoints);
+  if (options.env) return new CloudFormationSource({ environment: options.env });
+  throw new UsageError('say which stack: --env <name> for a deployed stack (PacedJobs-<name>), or --local for the one `npm start -- --serve` runs');
+}
+
+function positiveInt(flag: string, value: string | undefined, fallback: number, max: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > max) throw new UsageError(`${flag} must be a whole number from 1 to ${max}, got "${value}"`);
+  return n;
+}
+
+/** Serializes an error for the JSON document: name, message and the context its class carries. */
+function errorDocument(error: Error): object {
+  const context = Object.fromEntries(Object.entries(error).filter(([k]) => k !== 'stack' && k !== 'cause'));
+  return { ok: false, error: { ...context, name: error.name, message: error.message } };
+}
+
+/** Runs the CLI on `argv` (without the node and script entries) and returns the exit code; never calls process.exit. */
+export async function runOps(argv: string[], deps: OpsDependencies = {}): Promise<number> {
+  const io = deps.io ?? processIo();
+  const wantsJson = argv.includes('--json');
+  let exitCode = 0;
+
+  const program = new Command('ops')
+    .description('Operate the paced jobs: status, pause/resume, redrive, catch-up, DLQ and operation lookups')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
+    .showHelpAfterError()
+    .addOption(new Option('--env <env>', 'a deployed environment: reads the outputs of stack PacedJobs-<env>').conflicts('local'))
+    .addOption(new Option('--local', 'the local stack of `npm start -- --serve`'))
+    .option('--endpoints <file>', 'the local endpoints file (with --local)', DEFAULT_ENDPOINTS_FILE)
+    .option('--json', 'print exactly one JSON document on stdout', false);
+
+  /** Loads the stack, runs the command with its clients, and prints the outcome. */
+  const execute = (cmd: Command, run: (ctx: CommandContext) => Promise<Printable>) => async () => {
+    const globals = cmd.optsWithGlobals() as GlobalOptions;
+    const resources = await (deps.source ?? defaultSource)(globals).load();
+    const clients = (deps.clients ?? createClients)(resources.clients);
+    try {
+      const { result, text } = await run({ resources, clients, io });
+      io.stdout(globals.json ? JSON.stringify(result, null, 2) : text);
+    } finally {
+      clients.destroy();
+    }
+  };
+
+  const change = (cmd: Command) =>
+    cmd.option('--yes', 'change without asking (required when stdin is not a terminal)', false).option('--dry-run', 'print what would change and change nothing', false);
+
+  const statusCmd = program
+    .command('status')
+    .description('per job: queue depth, in flight, oldest work, DLQ depth, and the latest batches with whether each reconciles')
+    .option('--job <job>', 'one job only')
+    .option('--batches <n>', 'batches shown per job', '5');
+  statusCmd.action(
+    execute(statusCmd, async (ctx) => {
+      const o = statusCmd.opts<{ job?: string; batches: string }>();
+      const result = await status(ctx, { job: o.job, batches: positiveInt('--batches', o.batches, 5, MAX_STATUS_BATCHES) });
+      return { result, text: renderStatus(result) };
+    }),
+  );
+
+  for (const name of ['pause', 'resume'] as AdmissionCommand[]) {
+    const cmd = change(
+      program
+        .command(name)
+        .description(
+          name === 'pause'
+            ? 'disable the schedules first, then the consumers\' event source mappings; messages stay queued'
+            : 're-enable the consumers\' event source mappings first, then the schedules',
+        )
+        .option('--job <job>', 'one job only (default: every job)'),
+    );
+    cmd.action(
+      execute(cmd, async (ctx) => {
+        const o = cmd.opts<{ job?: string; yes: boolean; dryRun: boolean }>();
+        const result = await admission(ctx, name, {
+          ...o,
+          mappingTimeoutMs: deps.mappingWait?.timeoutMs,
+          mappingPollMs: deps.mappingWait?.pollMs,
+        });
+        return { result, text: renderAdmission(result) };
+      }),
+    );
+  }
+
+  // `redrive` is a group whose default subcommand starts the move, so `redrive --job J` and `redrive cancel --job J`
+  // each own their options (a parent command with options would consume its subcommands' `--job`).
+  const redriveGroup = program.command('redrive').description('DLQ redrive: start (the default), status, cancel');
+  const redriveCmd = change(
+    redriveGroup
+      .command('start', { isDefault: true })
+      .description('move DLQ messages back to the work queue at a capped rate (StartMessageMoveTask)')
+      .option('--job <job>', 'one job only (default: every job with DLQ messages)')
+      .option('--rate <n>', 'messages per second, 1 to 500 (default 10)'),
+  );
+  redriveCmd.action(
+    execute(redriveCmd, async (ctx) => {
+      const result = await redrive(ctx, redriveCmd.opts<{ job?: string; rate?: string; yes: boolean; dryRun: boolean }>());
+      return { result, text: renderRedrive(result) };
+    }),
+  );
+  const redriveStatusCmd = redriveGroup.command('status').description('the DLQs\' message move tasks').option('--job <job>', 'one job only');
+  redriveStatusCmd.action(
+    execute(redriveStatusCmd, async (ctx) => {
+      const result = await redriveStatus(ctx, redriveStatusCmd.opts<{ job?: string }>());
+      return { result, text: renderRedriveStatus(result) };
+    }),
+  );
+  const redriveCancelCmd = change(redriveGroup.command('cancel').description('cancel running message move tasks').option('--job <job>', 'one job only'));
+  redriveCancelCmd.action(
+    execute(redriveCancelCmd, async (ctx) => {
+      const result = await redriveCancel(ctx, redriveCancelCmd.opts<{ job?: string; yes: boolean; dryRun: boolean }>());
+      return { result, text: renderRedriveCancel(result) };
+    }),
+  );
+
+  const catchUpCmd = change(
+    program
+      .command('catch-up')
+      .description('invoke the producer once per missed business date, oldest first, each with a new batch ID (synchronously)')
+      .requiredOption('--job <job>', 'the job to catch up')
+      .requiredOption('--from <date>', 'first business date, YYYY-MM-DD')
+      .requiredOption('--to <date>', 'last business date, YYYY-MM-DD (inclusive)'),
+  );
+  catchUpCmd.action(
+    execute(catchUpCmd, async (ctx) => {
+      const result = await catchUp(ctx, catchUpCmd.opts<{ job: string; from: string; to: string; yes: boolean; dryRun: boolean }>());
+      return { result, text: renderCatchUp(result) };
+    }),
+  );
+
+  const dlq = program.command('dlq').description('dead-letter queue tools');
+  const peekCmd = dlq
+    .command('peek')
+    .description('show DLQ messages and their failure reasons (viewing counts as a receive)')
+    .option('--job <job>', 'one job only')
+    .option('--max <n>', 'messages per job, 1 to 100 (default 10)');
+  peekCmd.action(
+    execute(peekCmd, async (ctx) => {
+      const result = await dlqPeek(ctx, peekCmd.opts<{ job?: string; max?: string }>());
+      return { result, text: renderDlqPeek(result) };
+    }),
+  );
+
+  const opCmd = program
+    .command('op')
+    .description('one operation: its idempotency record (status, expiry, stored result) and its ledger entries')
+    .argument('<operationId>', 'the operation ID from a message body or a log line')
+    .option('--job <job>', 'one job only (default: every job)');
+  opCmd.action(async (operationId: string) => {
+    await execute(opCmd, async (ctx) => {
+      const result = await operation(ctx, operationId, opCmd.opts<{ job?: string }>());
+      return { result, text: renderOperation(result) };
+    })();
+  });
+
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // --help and --version end through here with code 0; usage errors were already printed by commander.
+      if (error.exitCode === 0) return 0;
+      if (wantsJson) io.stdout(JSON.stringify({ ok: false, error: { name: 'UsageError', code: error.code, message: error.message } }, null, 2));
+      return 2;
+    }
+    const err = error instanceof Error ? error : new Error(String(error));
+    io.stderr(`error: ${err instanceof OpsError ? err.message : `${err.name}: ${err.message}`}`);
+    if (wantsJson) io.stdout(JSON.stringify(errorDocument(err), null, 2));
+    exitCode = err instanceof OpsError ? err.exitCode : 1;
+  }
+  return exitCode;
+}

@@ -1,0 +1,194 @@
+// Operator CLI: finds the stack's resources (queues, functions, schedules, tables) from the deployed stack's outputs or
+// from the local runtime's `.local/endpoints.json`; every command works from the StackResources this returns.
+import { readFile } from 'node:fs/promises';
+import { CloudFormationClient, DescribeStacksCommand, type Output } from '@aws-sdk/client-cloudformation';
+import { z } from 'zod';
+import { JobOutput, type JobOutputKind, jobOutputName, StackOutput, stackName } from '../lib/outputs';
+import { ResourceDiscoveryError } from './errors';
+
+/** What the CLI needs to operate one job. */
+export interface JobResources {
+  job: string;
+  queueUrl: string;
+  queueArn: string;
+  dlqUrl: string;
+  dlqArn: string;
+  producerFunctionName: string;
+  consumerFunctionName: string;
+  scheduleName: string;
+  eventSourceMappingUuid: string;
+}
+
+export type AwsService = 'sqs' | 'dynamodb' | 'lambda' | 'scheduler';
+
+/** How to build an SDK client for the stack: the AWS defaults for a deployed stack, explicit endpoints for a local one. */
+export interface ClientSettings {
+  region?: string;
+  endpoints?: Partial<Record<AwsService, string>>;
+  credentials?: { accessKeyId: string; secretAccessKey: string };
+}
+
+export interface StackResources {
+  source: 'cloudformation' | 'local';
+  stackName: string;
+  region?: string;
+  tables: { idempotency: string; ledger: string };
+  /** Sorted by job name. */
+  jobs: JobResources[];
+  clients: ClientSettings;
+}
+
+/** One way of finding the stack; the commands do not know which. */
+export interface ResourceSource {
+  /** For messages: `stack PacedJobs-prod` or `.local/endpoints.json`. */
+  readonly description: string;
+  load(): Promise<StackResources>;
+}
+
+const JOB_FIELDS: Record<Exclude<keyof JobResources, 'job'>, JobOutputKind> = {
+  queueUrl: 'QueueUrl',
+  queueArn: 'QueueArn',
+  dlqUrl: 'DlqUrl',
+  dlqArn: 'DlqArn',
+  producerFunctionName: 'ProducerFunctionName',
+  consumerFunctionName: 'ConsumerFunctionName',
+  scheduleName: 'ScheduleName',
+  eventSourceMappingUuid: 'EventSourceMappingUuid',
+};
+
+/**
+ * Builds the resources from the stack outputs lib/outputs.ts names. Every missing output is named in one error, so an
+ * operator running against an older stack sees at once what it lacks.
+ * @throws ResourceDiscoveryError when an output is missing or no job is found.
+ */
+export function resourcesFromOutputs(
+  source: string,
+  jobNames: string[],
+  outputs: Record<string, string | undefined>,
+): Pick<StackResources, 'tables' | 'jobs'> {
+  const missing: string[] = [];
+  const need = (key: string): string => {
+    const value = outputs[key];
+    if (value === undefined || value === '') missing.push(key);
+    return value ?? '';
+  };
+  if (jobNames.length === 0) throw new ResourceDiscoveryError(`${source} describes no jobs`, source);
+  const tables = { idempotency: need(StackOutput.IdempotencyTableName), ledger: need(StackOutput.LedgerTableName) };
+  const jobs = [...jobNames].sort().map((job) => {
+    const fields = Object.fromEntries(Object.entries(JOB_FIELDS).map(([field, kind]) => [field, need(jobOutputName(job, kind))]));
+    return { job, ...fields } as JobResources;
+  });
+  if (missing.length > 0) throw new ResourceDiscoveryError(`${source} lacks the outputs ${missing.join(', ')}`, source);
+  return { tables, jobs };
+}
+
+/**
+ * The job names a deployed stack holds. The stack gives each per-job output the description `<job>: <Kind>`; a name
+ * counts only when the output key agrees with it, so an unrelated output cannot invent a job.
+ */
+export function jobNamesFromOutputs(outputs: Output[]): string[] {
+  const names = new Set<string>();
+  for (const output of outputs) {
+    const match = /^(.+): (\w+)$/.exec(output.Description ?? '');
+    if (!match || !(match[2] in JobOutput)) continue;
+    if (output.OutputKey === jobOutputName(match[1], match[2] as JobOutputKind)) names.add(match[1]);
+  }
+  return [...names];
+}
+
+export interface CloudFormationSourceOptions {
+  environment: string;
+  /** @default a CloudFormationClient with the SDK's default region and credentials */
+  client?: Pick<CloudFormationClient, 'send'>;
+}
+
+/** The deployed stack `PacedJobs-<env>`, read with DescribeStacks in the SDK's default region and credentials. */
+export class CloudFormationSource implements ResourceSource {
+  public readonly description: string;
+  private readonly stackName: string;
+
+  constructor(private readonly options: CloudFormationSourceOptions) {
+    this.stackName = stackName(options.environment);
+    this.description = `stack ${this.stackName}`;
+  }
+
+  async load(): Promise<StackResources> {
+    const client = this.options.client ?? new CloudFormationClient({});
+    let outputs: Output[];
+    try {
+      const response = await client.send(new DescribeStacksCommand({ StackName: this.stackName }));
+      outputs = response.Stacks?.[0]?.Outputs ?? [];
+    } catch (error) {
+      const detail = (error as Error).message;
+      throw new ResourceDiscoveryError(
+        `cannot read ${this.description}: ${detail} (is it deployed in this account and region? use --local for the local stack)`,
+        this.description,
+        { cause: error },
+      );
+    }
+    const values = Object.fromEntries(outputs.map((o) => [o.OutputKey ?? '', o.OutputValue]));
+    const region = await (client as CloudFormationClient).config?.region?.();
+    return {
+      source: 'cloudformation',
+      stackName: this.stackName,
+      region,
+      ...resourcesFromOutputs(this.description, jobNamesFromOutputs(outputs), values),
+      clients: { region },
+    };
+  }
+}
+
+/** The part of `.local/endpoints.json` (written by `npm start -- --serve`, see local/run.ts) the CLI reads. */
+const endpointsFileSchema = z.object({
+  stackName: z.string().min(1),
+  region: z.string().min(1),
+  credentials: z.object({ accessKeyId: z.string(), secretAccessKey: z.string() }),
+  endpoints: z.object({ dynamodb: z.url(), sqs: z.url(), lambda: z.url(), scheduler: z.url() }),
+  jobs: z.record(z.string(), z.unknown()),
+  outputs: z.record(z.string(), z.string()),
+});
+
+/** The local stack `npm start -- --serve` runs; its endpoints file also points every SDK client at it. */
+export class LocalEndpointsSource implements ResourceSource {
+  public readonly description: string;
+
+  constructor(private readonly file: string) {
+    this.description = file;
+  }
+
+  async load(): Promise<StackResources> {
+    let text: string;
+    try {
+      text = await readFile(this.file, 'utf8');
+    } catch (error) {
+      throw new ResourceDiscoveryError(
+        `cannot read ${this.file}: ${(error as Error).message} (start the local stack with \`npm start -- --serve\` first)`,
+        this.file,
+        { cause: error },
+      );
+    }
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch (error) {
+      throw new ResourceDiscoveryError(`${this.file} is not JSON: ${(error as Error).message}`, this.file, { cause: error });
+    }
+    const parsed = endpointsFileSchema.safeParse(raw);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+      throw new ResourceDiscoveryError(`${this.file} is not a local endpoints file: ${problems.join('; ')}`, this.file);
+    }
+    const doc = parsed.data;
+    return {
+      source: 'local',
+      stackName: doc.stackName,
+      region: doc.region,
+      ...resourcesFromOutputs(this.file, Object.keys(doc.jobs), doc.outputs),
+      clients: {
+        region: doc.region,
+        credentials: doc.credentials,
+        endpoints: { dynamodb: doc.endpoints.dynamodb, sqs: doc.endpoints.sqs, lambda: doc.endpoints.lambda, scheduler: doc.endpoints.scheduler },
+      },
+    };
+  }
+}

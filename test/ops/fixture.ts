@@ -1,0 +1,264 @@
+// Test fixture for the operator CLI: a small local stack on embedded servers (dynalite, local-aws-sqs, and the local
+// runtime's Lambda and Scheduler API emulators over stub functions), described by an endpoints file as
+// `npm start -- --serve` writes it, and a runner that captures what the CLI prints.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { jobOutputName, StackOutput } from '../../lib/outputs';
+import { FunctionError, FunctionNotFoundError, type LambdaRuntime } from '../../local/lambdaRuntime';
+import { startLambdaApi } from '../../local/lambdaApi';
+import { SqsEventSourceMapping } from '../../local/eventSourceMapping';
+import { LocalScheduler } from '../../local/scheduler';
+import { startSchedulerApi } from '../../local/schedulerApi';
+import type { RunningServer } from '../../local/servers';
+import { LocalAws, startLocalAws } from '../support/aws';
+import type { OpsIo } from '../../ops/io';
+import { runOps } from '../../ops/program';
+
+export const REGION = 'us-east-1';
+export const ACCOUNT = '000000000000';
+export const CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+
+export interface FixtureJob {
+  name: string;
+  queueUrl: string;
+  queueArn: string;
+  dlqUrl: string;
+  dlqArn: string;
+  producer: string;
+  consumer: string;
+  schedule: string;
+  mapping: SqsEventSourceMapping;
+}
+
+export interface CapturedRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed as one JSON document (throws if it is not exactly one). */
+  json<T = Record<string, unknown>>(): T;
+}
+
+export interface RunOptions {
+  /** Whether stdin is a terminal. @default false */
+  interactive?: boolean;
+  /** Answers to prompts, in order. */
+  answers?: string[];
+}
+
+/** What the stub producer returns and records: one entry per invocation, in the order they arrived. */
+export type ProducerCall = { functionName: string; event: Record<string, unknown> };
+
+export interface OpsFixture {
+  aws: LocalAws;
+  dir: string;
+  endpointsFile: string;
+  tables: { idempotency: string; ledger: string };
+  jobs: Record<string, FixtureJob>;
+  scheduler: LocalScheduler;
+  sqs: SQSClient;
+  dynamo: DynamoDBDocumentClient;
+  producerCalls: ProducerCall[];
+  /** Makes the next producer invocations fail with this message (undefined: succeed). */
+  failProducerWith?: string;
+  prompts: string[];
+  run(argv: string[], options?: RunOptions): Promise<CapturedRun>;
+  depth(url: string): Promise<{ visible: number; inFlight: number }>;
+  stop(): Promise<void>;
+}
+
+export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): Promise<OpsFixture> {
+  const aws = await startLocalAws();
+  const clientConfig = (endpoint: string) => ({ endpoint, region: REGION, credentials: CREDENTIALS });
+  const sqs = new SQSClient(clientConfig(aws.sqs.endpoint));
+  const ddb = new DynamoDBClient(clientConfig(aws.dynamodb.endpoint));
+  const dynamo = DynamoDBDocumentClient.from(ddb);
+  const tables = { idempotency: 'ops-test-idempotency', ledger: 'ops-test-ledger' };
+  await ddb.send(
+    new CreateTableCommand({
+      TableName: tables.idempotency,
+      KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+      BillingMode: 'PAY_PER_REQUEST',
+    }),
+  );
+  await ddb.send(
+    new CreateTableCommand({
+      TableName: tables.ledger,
+      KeySchema: [
+        { AttributeName: 'pk', KeyType: 'HASH' },
+        { AttributeName: 'sk', KeyType: 'RANGE' },
+      ],
+      AttributeDefinitions: [
+        { AttributeName: 'pk', AttributeType: 'S' },
+        { AttributeName: 'sk', AttributeType: 'S' },
+      ],
+      BillingMode: 'PAY_PER_REQUEST',
+    }),
+  );
+
+  const scheduler = new LocalScheduler({ deliver: async () => undefined, deadLetter: async () => undefined });
+  const jobs: Record<string, FixtureJob> = {};
+  const arn = (service: string, resource: string) => `arn:aws:${service}:${REGION}:${ACCOUNT}:${resource}`;
+  for (const name of jobNames) {
+    const dlq = await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq` }));
+    const dlqArn = arn('sqs', `${name}-dlq`);
+    const queue = await sqs.send(
+      new CreateQueueCommand({
+        QueueName: `${name}-queue`,
+        Attributes: { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 3 }) },
+      }),
+    );
+    const producer = `${name}-producer`;
+    const consumer = `${name}-consumer`;
+    const schedule = `${name}-schedule`;
+    scheduler.add({
+      logicalId: `${name}Schedule`,
+      name: schedule,
+      arn: arn('scheduler', `schedule/default/${schedule}`),
+      group: 'default',
+      expression: 'cron(0 2 * * ? *)',
+      timeZone: 'Europe/Berlin',
+      enabled: true,
+      targetArn: arn('lambda', `function:${producer}`),
+      input: '{"scheduledTime":"<aws.scheduler.scheduled-time>"}',
+      maximumRetryAttempts: 3,
+      maximumEventAgeSeconds: 3600,
+    });
+    const mapping = new SqsEventSourceMapping(
+      { uuid: `local-${name}Mapping`, functionName: consumer, queueUrl: queue.QueueUrl!, queueArn: arn('sqs', `${name}-queue`), region: REGION },
+      // The stub consumer acknowledges everything; the tests stop the mapping before they leave it running.
+      { sqs, invoke: async () => ({ batchItemFailures: [] }), functionConcurrency: 1 },
+    );
+    jobs[name] = { name, queueUrl: queue.QueueUrl!, queueArn: arn('sqs', `${name}-queue`), dlqUrl: dlq.QueueUrl!, dlqArn, producer, consumer, schedule, mapping };
+  }
+
+  const producerCalls: ProducerCall[] = [];
+  const fixture = {} as OpsFixture;
+  type StubFunction = { spec: { name: string; arn: string }; invoke: (event: Record<string, unknown>) => Promise<unknown>; invokeAsync: () => void };
+  const functions = new Map<string, StubFunction>(
+    Object.values(jobs).flatMap((j): [string, StubFunction][] => [
+      [
+        j.producer,
+        {
+          spec: { name: j.producer, arn: arn('lambda', `function:${j.producer}`) },
+          invoke: async (event: Record<string, unknown>) => {
+            producerCalls.push({ functionName: j.producer, event });
+            if (fixture.failProducerWith) {
+              throw new FunctionError(fixture.failProducerWith, j.producer, 'ProducerEventError');
+            }
+            return { batchId: event.batchId, businessDate: event.businessDate, pages: 1, discovered: 2, published: 2, continued: false, stoppedAtPageLimit: false };
+          },
+          invokeAsync: () => undefined,
+        },
+      ],
+      [j.consumer, { spec: { name: j.consumer, arn: arn('lambda', `function:${j.consumer}`) }, invoke: async () => null, invokeAsync: () => undefined }],
+    ]),
+  );
+  // The Lambda API emulator over stub functions: the CLI's Invoke and event source mapping calls are the real protocol.
+  const runtime = {
+    get(nameOrArn: string) {
+      const name = nameOrArn.replace(/^arn:.*:function:/, '');
+      const fn = functions.get(name);
+      if (!fn) throw new FunctionNotFoundError(nameOrArn);
+      return fn;
+    },
+  } as unknown as LambdaRuntime;
+  const servers: RunningServer[] = [];
+  const lambda = await startLambdaApi({ runtime, mappings: () => Object.values(jobs).map((j) => j.mapping), functionArn: (n) => arn('lambda', `function:${n}`) });
+  servers.push(lambda);
+  const schedulerApi = await startSchedulerApi(scheduler);
+  servers.push(schedulerApi);
+
+  const dir = mkdtempSync(join(tmpdir(), 'ops-test-'));
+  const endpointsFile = join(dir, 'endpoints.json');
+  const outputs: Record<string, string> = {
+    [StackOutput.IdempotencyTableName]: tables.idempotency,
+    [StackOutput.LedgerTableName]: tables.ledger,
+    [StackOutput.LimiterTableName]: 'ops-test-limiter',
+  };
+  for (const j of Object.values(jobs)) {
+    Object.assign(outputs, {
+      [jobOutputName(j.name, 'QueueUrl')]: j.queueUrl,
+      [jobOutputName(j.name, 'QueueArn')]: j.queueArn,
+      [jobOutputName(j.name, 'DlqUrl')]: j.dlqUrl,
+      [jobOutputName(j.name, 'DlqArn')]: j.dlqArn,
+      [jobOutputName(j.name, 'ProducerFunctionName')]: j.producer,
+      [jobOutputName(j.name, 'ConsumerFunctionName')]: j.consumer,
+      [jobOutputName(j.name, 'ScheduleName')]: j.schedule,
+      [jobOutputName(j.name, 'EventSourceMappingUuid')]: j.mapping.uuid,
+    });
+  }
+  // The shape local/run.ts writes (writeEndpoints), trimmed to what this stack has.
+  const doc = {
+    stackName: 'PacedJobs-test',
+    region: REGION,
+    accountId: ACCOUNT,
+    credentials: CREDENTIALS,
+    endpoints: { dynamodb: aws.dynamodb.endpoint, sqs: aws.sqs.endpoint, lambda: lambda.endpoint, scheduler: schedulerApi.endpoint },
+    tables: { IdempotencyTable: tables.idempotency, LedgerTable: tables.ledger },
+    jobs: Object.fromEntries(
+      Object.values(jobs).map((j) => [
+        j.name,
+        { producer: j.producer, consumer: j.consumer, queueUrl: j.queueUrl, queueArn: j.queueArn, dlqUrl: j.dlqUrl, dlqArn: j.dlqArn, schedule: j.schedule, eventSourceMapping: j.mapping.uuid },
+      ]),
+    ),
+    outputs,
+  };
+  writeFileSync(endpointsFile, JSON.stringify(doc, null, 2));
+
+  const prompts: string[] = [];
+  Object.assign(fixture, {
+    aws,
+    dir,
+    endpointsFile,
+    tables,
+    jobs,
+    scheduler,
+    sqs,
+    dynamo,
+    producerCalls,
+    prompts,
+    async run(argv: string[], options: RunOptions = {}): Promise<CapturedRun> {
+      let stdout = '';
+      let stderr = '';
+      const answers = [...(options.answers ?? [])];
+      const io: OpsIo = {
+        stdout: (t) => {
+          stdout += t.endsWith('\n') ? t : `${t}\n`;
+        },
+        stderr: (t) => {
+          stderr += t.endsWith('\n') ? t : `${t}\n`;
+        },
+        interactive: options.interactive ?? false,
+        ask: async (q) => {
+          prompts.push(q);
+          return answers.shift() ?? '';
+        },
+        now: () => new Date(),
+        sleep: async () => undefined,
+      };
+      const code = await runOps([...argv, '--local', '--endpoints', endpointsFile], { io });
+      return { code, stdout, stderr, json: <T>() => JSON.parse(stdout) as T };
+    },
+    async depth(url: string) {
+      const { Attributes: a = {} } = await sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
+      );
+      return { visible: Number(a.ApproximateNumberOfMessages), inFlight: Number(a.ApproximateNumberOfMessagesNotVisible) };
+    },
+    async stop() {
+      await Promise.all(Object.values(jobs).map((j) => j.mapping.stop()));
+      await scheduler.stop();
+      await Promise.all(servers.map((s) => s.close()));
+      sqs.destroy();
+      ddb.destroy();
+      await aws.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  });
+  return fixture;
+}

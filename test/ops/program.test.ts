@@ -1,0 +1,97 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import type { OpsIo } from '../../ops/io';
+import { runOps } from '../../ops/program';
+import { OpsFixture, startOpsFixture } from './fixture';
+
+function capture(): OpsIo & { out: string[]; err: string[] } {
+  const out: string[] = [];
+  const err: string[] = [];
+  return {
+    out,
+    err,
+    stdout: (t) => out.push(t),
+    stderr: (t) => err.push(t),
+    interactive: false,
+    ask: async () => '',
+    now: () => new Date(),
+    sleep: async () => undefined,
+  };
+}
+
+describe('Function: runOps', () => {
+  it('asks which stack when neither --env nor --local is given', async () => {
+    const io = capture();
+
+    const code = await runOps(['status', '--json'], { io });
+
+    expect(code).toBe(2);
+    const message = 'say which stack: --env <name> for a deployed stack (PacedJobs-<name>), or --local for the one `npm start -- --serve` runs';
+    expect(io.err).toEqual([`error: ${message}`]);
+    expect(io.out.map((o) => JSON.parse(o))).toEqual([{ ok: false, error: { name: 'UsageError', message, exitCode: 2 } }]);
+  });
+
+  it('refuses --env together with --local', async () => {
+    const io = capture();
+
+    const code = await runOps(['status', '--env', 'prod', '--local'], { io });
+
+    expect(code).toBe(2);
+    expect(io.err[0]).toBe("error: option '--env <env>' cannot be used with option '--local'\n");
+    expect(io.out).toEqual([]);
+  });
+
+  it('prints help on stdout and exits 0', async () => {
+    const io = capture();
+
+    const code = await runOps(['--help'], { io });
+
+    expect(code).toBe(0);
+    expect(io.out.join('')).toContain('Usage: ops [options] [command]');
+  });
+});
+
+// The real entry point, as `npm run ops` runs it: a separate process whose stdin is a pipe, not a terminal.
+describe('Script: ops/cli.ts', () => {
+  let f: OpsFixture;
+  const root = join(__dirname, '..', '..');
+  // Asynchronous: the servers the child talks to run in this process and must keep answering while it runs.
+  const cli = (args: string[]) =>
+    new Promise<{ status: number; stdout: string; stderr: string }>((resolve) => {
+      const child = execFile(
+        process.execPath,
+        [join(root, 'node_modules/tsx/dist/cli.mjs'), join(root, 'ops/cli.ts'), ...args, '--local', '--endpoints', f.endpointsFile],
+        { cwd: root, encoding: 'utf8', timeout: 30_000, env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } },
+        (error, stdout, stderr) => resolve({ status: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+      );
+      // stdin is a pipe closed at once: no terminal, nobody to answer a prompt.
+      child.stdin?.end();
+    });
+
+  beforeAll(async () => {
+    f = await startOpsFixture(['alpha']);
+    f.jobs.alpha.mapping.start();
+  });
+  afterAll(async () => {
+    await f.stop();
+  });
+
+  it('prints exactly one JSON document on stdout with --json', async () => {
+    const run = await cli(['status', '--json']);
+
+    expect(run.status).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ ok: true, command: 'status', jobs: [{ job: 'alpha' }] });
+  });
+
+  it('refuses a change without --yes when stdin is not a TTY, and changes nothing', async () => {
+    const run = await cli(['pause']);
+
+    expect(run.status).toBe(1);
+    expect(run.stderr).toBe(
+      'error: refusing to pause alpha (2 changes) without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview\n',
+    );
+    expect(run.stdout).toBe('');
+    expect(f.scheduler.list()[0].state).toBe('ENABLED');
+    expect(f.jobs.alpha.mapping.state).toBe('Enabled');
+  });
+});

@@ -19,6 +19,8 @@ export const StackOutput = {
   IdempotencyTableName: 'IdempotencyTableName',
   LedgerTableName: 'LedgerTableName',
   LimiterTableName: 'LimiterTableName',
+  /** The SNS topic every alarm notifies; subscribe pagers or chat to it. */
+  AlarmTopicArn: 'AlarmTopicArn',
 } as const;
 
 /** Per-job outputs; the full name is `<JobPascal><suffix>`, see jobOutputName. */

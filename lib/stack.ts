@@ -3,6 +3,7 @@ import { CfnOutput, Stack, StackProps, Tags } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
 import { AppResources } from './app-resources';
 import type { EnvironmentConfig } from './config/schema';
+import { Monitoring } from './monitoring';
 import { jobOutputDescription, JobOutputKind, jobOutputName, pascalCase, StackOutput } from './outputs';
 import { PacedJob } from './paced-job';
 import { StateTables } from './state-tables';
@@ -21,6 +22,8 @@ export class PacedJobsStack extends Stack {
   public readonly stateTables: StateTables;
   /** One per configured job, by job name. */
   public readonly jobs: Readonly<Record<string, PacedJob>>;
+  /** The alarms, their SNS topic and the dashboard. */
+  public readonly monitoring: Monitoring;
 
   constructor(scope: Construct, id: string, props: PacedJobsStackProps) {
     const { environmentName, config, handlersDir, ...stackProps } = props;
@@ -64,6 +67,14 @@ export class PacedJobsStack extends Stack {
       }
     }
     this.jobs = jobs;
+
+    this.monitoring = new Monitoring(this, 'Monitoring', {
+      environmentName,
+      jobs: Object.entries(jobs).map(([jobName, pacedJob]) => ({ jobName, pacedJob, config: config.jobs[jobName] })),
+      alarmEmail: config.alarmEmail,
+      retainData: config.retainData,
+    });
+    new CfnOutput(this, StackOutput.AlarmTopicArn, { value: this.monitoring.topic.topicArn });
 
     new CfnOutput(this, StackOutput.IdempotencyTableName, { value: this.stateTables.idempotencyTable.tableName });
     new CfnOutput(this, StackOutput.LedgerTableName, { value: this.stateTables.ledgerTable.tableName });

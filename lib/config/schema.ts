@@ -97,6 +97,16 @@ export const scheduleSchema = z.object({
   enabled: z.boolean().default(true),
 });
 
+/** Per-job alarm thresholds beyond the age SLO (lib/monitoring.ts turns them into CloudWatch alarms). */
+export const jobAlarmsSchema = z.object({
+  /** The provider's throttling responses (429/503) per minute that count as being throttled. @default 10 */
+  throttledPerMinute: z.number().int().min(0).default(10),
+  /** Consecutive minutes above throttledPerMinute before the throttling alarm fires. @default 5 */
+  throttledMinutes: z.number().int().min(1).max(60).default(5),
+  /** Alarm when the producer's longest run in 5 minutes exceeds this fraction of its timeout. @default 0.8 */
+  producerDurationFraction: z.number().gt(0).max(1).default(0.8),
+});
+
 export const jobSchema = z.object({
   schedule: scheduleSchema,
   /** Records discovered per producer page. @default 500 */
@@ -129,6 +139,8 @@ export const jobSchema = z.object({
   /** Cap on one message body. @default 262144 (256 KiB, the SQS maximum) */
   maxMessageBytes: z.number().int().min(1024).max(SQS_MAX_MESSAGE_BYTES).default(SQS_MAX_MESSAGE_BYTES),
   uses: jobUsesSchema.default({ tables: {}, buckets: {}, secrets: {} }),
+  /** Alarm thresholds; prefault parses `{}` through jobAlarmsSchema, so each default stays written once, there. */
+  alarms: jobAlarmsSchema.prefault({}),
   /** Job-specific plain settings handed to the job's code (e.g. the provider's base URL). */
   settings: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
 });
@@ -178,4 +190,5 @@ export const environmentSchema = z.object({
 export type EnvironmentInput = z.input<typeof environmentSchema>;
 export type EnvironmentConfig = z.output<typeof environmentSchema>;
 export type JobConfig = z.output<typeof jobSchema>;
+export type JobAlarmsConfig = z.output<typeof jobAlarmsSchema>;
 export type AppTableConfig = z.output<typeof appTableSchema>;

@@ -28,6 +28,7 @@ const jobDefaults = {
   idempotencyRecordDays: 30,
   maxMessageBytes: 262144,
   uses: { tables: {}, buckets: {}, secrets: {} },
+  alarms: { throttledPerMinute: 10, throttledMinutes: 5, producerDurationFraction: 0.8 },
   settings: {},
 };
 
@@ -43,6 +44,21 @@ describe('Schema: jobSchema', () => {
 
     it('keeps maxReceiveCount at least 5 by default', () => {
       expect(jobSchema.parse(minimalJob).maxReceiveCount).toBeGreaterThanOrEqual(5);
+    });
+
+    it('fills the alarm defaults under a partly given alarms object', () => {
+      expect(jobSchema.parse({ ...minimalJob, alarms: { throttledPerMinute: 2 } }).alarms).toStrictEqual({
+        throttledPerMinute: 2,
+        throttledMinutes: 5,
+        producerDurationFraction: 0.8,
+      });
+    });
+
+    it('rejects a producer duration fraction above 1', () => {
+      const result = jobSchema.safeParse({ ...minimalJob, alarms: { producerDurationFraction: 1.5 } });
+      expect(result.error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toEqual([
+        'alarms.producerDurationFraction: Too big: expected number to be <=1',
+      ]);
     });
 
     it('keeps the default idempotency lifetime longer than queue plus DLQ retention', () => {

@@ -1,0 +1,484 @@
+// Watching the flow end to end: alarms on every stage (schedule -> producer -> queue -> consumer -> provider), the one
+// SNS topic that pages the operator, and the environment's dashboard.
+//
+// Hand-written with the aws-cloudwatch L2 rather than cdk-monitoring-constructs: every alarm here needs our exact name
+// (`<stack>-<job>-<what>`, which the runbook and the topic policy's SourceArn rely on), a runbook description, its own
+// treatMissingData and a threshold derived from config (e.g. a fraction of the producer timeout, a custom metric with
+// Powertools' exact dimensions). That library composes names from prefixes plus its own suffixes and writes its own
+// descriptions, so overriding each of those per alarm would leave little of it in use, while the L2's metric helpers
+// (queue.metricApproximateAgeOfOldestMessage, fn.metricErrors, ...) already make each alarm a few lines.
+import { ArnFormat, Aws, Duration, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import { Construct } from 'constructs';
+import { METRICS_NAMESPACE } from '../lambda/core/constants';
+import type { JobConfig } from './config/schema';
+import { pascalCase } from './outputs';
+import type { PacedJob } from './paced-job';
+import { assertNoProblems } from './props-error';
+
+/** CloudWatch's limit on an alarm name. */
+export const MAX_ALARM_NAME_LENGTH = 255;
+/** CloudWatch's limit on an alarm description; ours stay well within it because they never list the jobs. */
+export const MAX_ALARM_DESCRIPTION_LENGTH = 1024;
+/** The group EventBridge Scheduler puts a schedule in when none is given. */
+export const DEFAULT_SCHEDULE_GROUP = 'default';
+
+/** The per-job alarms, by the `<what>` part of their names. */
+export const JobAlarm = {
+  /** The work queue's oldest message is older than the job's SLO. */
+  OldestMessageAge: 'oldest-message-age',
+  /** The work queue's DLQ holds messages. */
+  DlqDepth: 'dlq-depth',
+  /** The producer DLQ (the schedule's and the producer's asynchronous-invocation DLQ) holds messages. */
+  ProducerDlqDepth: 'producer-dlq-depth',
+  ConsumerErrors: 'consumer-errors',
+  ConsumerThrottles: 'consumer-throttles',
+  ProducerErrors: 'producer-errors',
+  /** The producer's longest run came close to its timeout. */
+  ProducerDuration: 'producer-duration',
+  /** The provider answered 429/503 more often than the job's threshold, minute after minute. */
+  ProviderThrottled: 'provider-throttled',
+} as const;
+export type JobAlarmKind = keyof typeof JobAlarm;
+
+/** The alarms per schedule group: Scheduler publishes its metrics per group, never per schedule. */
+export const SchedulerAlarm = {
+  TargetErrors: 'target-errors',
+  /** Invocations dropped after the retry policy, or that could not even reach the schedule's DLQ: lost runs. */
+  FailedInvocations: 'failed-invocations',
+} as const;
+export type SchedulerAlarmKind = keyof typeof SchedulerAlarm;
+
+/**
+ * The custom metrics the handlers emit (lambda/adapters/observability.ts MetricName, plus `Throttled`: 429/503 answers
+ * from the downstream). Repeated here because lib may import only lambda/core/constants.ts from the Lambda side;
+ * test/lib/monitoring.test.ts checks the names against the handlers' own list.
+ */
+export const CustomMetric = {
+  Published: 'Published',
+  Applied: 'Applied',
+  DuplicatesSuppressed: 'DuplicatesSuppressed',
+  Deferred: 'Deferred',
+  Throttled: 'Throttled',
+  Rejected: 'Rejected',
+  DeadLettered: 'DeadLettered',
+  AgeSinceFirstEnqueue: 'AgeSinceFirstEnqueue',
+} as const;
+export type CustomMetricName = (typeof CustomMetric)[keyof typeof CustomMetric];
+
+/** `<stack>-<subject>-<what>`, e.g. `PacedJobs-prod-payment-reconciliation-dlq-depth`. */
+export function alarmName(stackName: string, subject: string, what: string): string {
+  return `${stackName}-${subject}-${what}`;
+}
+
+/** The subject of a schedule group's alarms, e.g. `schedule-group-default`. */
+export function scheduleGroupSubject(groupName: string): string {
+  return `schedule-group-${groupName}`;
+}
+
+/**
+ * One of the job's custom metrics exactly as Powertools Metrics writes it: namespace PacedJobs and the one dimension set
+ * Powertools emits, its `service` default dimension (POWERTOOLS_SERVICE_NAME, which PacedJob sets to the job name)
+ * together with the `job` default dimension bindJob adds. CloudWatch matches a metric on all its dimensions, so both.
+ */
+export function jobMetric(jobName: string, metricName: CustomMetricName, props: cloudwatch.MetricOptions = {}): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: METRICS_NAMESPACE,
+    metricName,
+    dimensionsMap: { service: jobName, job: jobName },
+    statistic: cloudwatch.Stats.SUM,
+    period: Duration.minutes(5),
+    ...props,
+  });
+}
+
+export interface MonitoredJob {
+  /** The job's kebab-case name, as in config. */
+  readonly jobName: string;
+  readonly pacedJob: PacedJob;
+  /** The job's validated configuration: thresholds come from `alarms`, `oldestMessageAgeSloSeconds` and the timeouts. */
+  readonly config: JobConfig;
+}
+
+export interface MonitoringProps {
+  /** The environment's name, used in the topic's display name and in the runbook commands of each description. */
+  readonly environmentName: string;
+  readonly jobs: readonly MonitoredJob[];
+  /** Subscribed to the alarm topic when given. */
+  readonly alarmEmail?: string;
+  /** Keep the topic's KMS key when the stack is deleted (messages already sent stay readable). */
+  readonly retainData: boolean;
+}
+
+const GREATER = cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD;
+
+interface AlarmSpec {
+  readonly what: string;
+  readonly description: string;
+  readonly metric: cloudwatch.IMetric;
+  readonly threshold: number;
+  /** @default 1 */
+  readonly evaluationPeriods?: number;
+  readonly treatMissingData: cloudwatch.TreatMissingData;
+}
+
+export class Monitoring extends Construct {
+  /** Takes every alarm's ALARM and OK actions; subscribe pagers and chat here. */
+  public readonly topic: sns.Topic;
+  /** The topic's customer-managed key (CloudWatch cannot publish to a topic encrypted with the AWS-managed SNS key). */
+  public readonly topicKey: kms.Key;
+  public readonly dashboard: cloudwatch.Dashboard;
+  /** Per job name, its alarms by kind. */
+  public readonly jobAlarms: Readonly<Record<string, Readonly<Record<JobAlarmKind, cloudwatch.Alarm>>>>;
+  /** Per schedule group name, its alarms by kind. */
+  public readonly schedulerAlarms: Readonly<Record<string, Readonly<Record<SchedulerAlarmKind, cloudwatch.Alarm>>>>;
+
+  private readonly stackName: string;
+  private readonly action: SnsAction;
+
+  constructor(scope: Construct, id: string, props: MonitoringProps) {
+    const stackName = Stack.of(scope).stackName;
+    const groups = [...new Set(props.jobs.map((j) => scheduleGroupOf(j.pacedJob)))];
+    const problems: string[] = [];
+    if (Token.isUnresolved(stackName)) problems.push('the stack name must be a literal: it starts every alarm name');
+    if (props.jobs.length === 0) problems.push('jobs: at least one job is required');
+    const names = [
+      ...props.jobs.flatMap((j) => Object.values(JobAlarm).map((what) => alarmName(stackName, j.jobName, what))),
+      ...groups.flatMap((g) => Object.values(SchedulerAlarm).map((what) => alarmName(stackName, scheduleGroupSubject(g), what))),
+    ];
+    const seen = new Set<string>();
+    for (const name of names) {
+      if (seen.has(name)) problems.push(`alarm name "${name}" is used twice (a job name repeats, or clashes with a schedule group's alarms)`);
+      seen.add(name);
+      if (name.length > MAX_ALARM_NAME_LENGTH) problems.push(`alarm name "${name}" is ${name.length} characters; CloudWatch allows at most ${MAX_ALARM_NAME_LENGTH}`);
+    }
+    assertNoProblems(`Monitoring ${scope.node.path}/${id}`, problems);
+    super(scope, id);
+    this.stackName = stackName;
+
+    this.topicKey = new kms.Key(this, 'AlarmTopicKey', {
+      description: `Encrypts the ${stackName} alarm topic`,
+      enableKeyRotation: true,
+      removalPolicy: props.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
+    this.topic = new sns.Topic(this, 'AlarmTopic', {
+      displayName: `Paced jobs ${props.environmentName} alarms`,
+      masterKey: this.topicKey,
+      enforceSSL: true,
+    });
+    // The topic policy replaces SNS's default one, so CloudWatch must be allowed to publish, and only for this stack's
+    // alarms (every alarm name starts with the stack name).
+    const cloudwatchPrincipal = new iam.ServicePrincipal('cloudwatch.amazonaws.com');
+    this.topic.addToResourcePolicy(new iam.PolicyStatement({
+      sid: 'AllowThisStacksAlarmsToPublish',
+      principals: [cloudwatchPrincipal],
+      actions: ['sns:Publish'],
+      resources: [this.topic.topicArn],
+      conditions: {
+        StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID },
+        ArnLike: {
+          'aws:SourceArn': Stack.of(this).formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: `${stackName}-*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
+        },
+      },
+    }));
+    // SNS encrypts with the publisher's access to the key; the key policy is the only place CloudWatch can get it.
+    this.topicKey.grant(cloudwatchPrincipal, 'kms:Decrypt', 'kms:GenerateDataKey*');
+    if (props.alarmEmail !== undefined) this.topic.addSubscription(new EmailSubscription(props.alarmEmail));
+    this.action = new SnsAction(this.topic);
+
+    this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
+      dashboardName: stackName,
+      defaultInterval: Duration.days(1),
+    });
+
+    const jobAlarms: Record<string, Record<JobAlarmKind, cloudwatch.Alarm>> = {};
+    for (const job of props.jobs) {
+      jobAlarms[job.jobName] = this.monitorJob(job, props.environmentName);
+    }
+    this.jobAlarms = jobAlarms;
+
+    const schedulerAlarms: Record<string, Record<SchedulerAlarmKind, cloudwatch.Alarm>> = {};
+    for (const group of groups) {
+      const jobNames = props.jobs.filter((j) => scheduleGroupOf(j.pacedJob) === group).map((j) => j.jobName);
+      schedulerAlarms[group] = this.monitorScheduleGroup(group, jobNames, props.environmentName);
+    }
+    this.schedulerAlarms = schedulerAlarms;
+  }
+
+  private alarm(scope: Construct, subject: string, spec: AlarmSpec): cloudwatch.Alarm {
+    const alarm = new cloudwatch.Alarm(scope, pascalCase(spec.what), {
+      alarmName: alarmName(this.stackName, subject, spec.what),
+      alarmDescription: spec.description,
+      metric: spec.metric,
+      threshold: spec.threshold,
+      comparisonOperator: GREATER,
+      evaluationPeriods: spec.evaluationPeriods ?? 1,
+      datapointsToAlarm: spec.evaluationPeriods ?? 1,
+      treatMissingData: spec.treatMissingData,
+    });
+    alarm.addAlarmAction(this.action);
+    // Recovery is news at 02:00 too: it tells the operator a retry or redrive worked.
+    alarm.addOkAction(this.action);
+    return alarm;
+  }
+
+  private monitorJob(job: MonitoredJob, env: string): Record<JobAlarmKind, cloudwatch.Alarm> {
+    const { jobName, pacedJob, config } = job;
+    const scope = new Construct(this, pascalCase(jobName));
+    const five = Duration.minutes(5);
+    const status = `npm run ops -- status --env ${env} --job ${jobName}`;
+    const runbook = 'See the README operator runbook, "Reading an alarm".';
+    const producerThresholdMs = Math.round(config.producerTimeoutSeconds * 1000 * config.alarms.producerDurationFraction);
+    const notBreaching = cloudwatch.TreatMissingData.NOT_BREACHING;
+
+    const specs: Record<JobAlarmKind, AlarmSpec> = {
+      OldestMessageAge: {
+        what: JobAlarm.OldestMessageAge,
+        description:
+          `${jobName}: the oldest message in the work queue is older than the ${config.oldestMessageAgeSloSeconds}s SLO, so work is late. ` +
+          `Likely the consumer is paused, failing or throttled by the provider. First run \`${status}\` (depth, in flight, DLQ), ` +
+          `then check the consumer-errors and provider-throttled alarms. Never purge the queue. ${runbook}`,
+        metric: pacedJob.queue.metricApproximateAgeOfOldestMessage({ statistic: cloudwatch.Stats.MAXIMUM, period: five }),
+        threshold: config.oldestMessageAgeSloSeconds,
+        // SQS stops sending queue metrics only for an inactive queue: empty and untouched for hours. Nothing is late then.
+        treatMissingData: notBreaching,
+      },
+      DlqDepth: {
+        what: JobAlarm.DlqDepth,
+        description:
+          `${jobName}: operations failed every attempt (or were rejected as bad) and wait in the job DLQ; they were not applied. ` +
+          `First run \`npm run ops -- dlq peek --env ${env} --job ${jobName}\` to see why (viewing counts as a receive), fix the cause, ` +
+          `then \`npm run ops -- redrive --env ${env} --job ${jobName}\`: idempotency makes already applied operations no-ops. ${runbook}`,
+        metric: pacedJob.dlq.metricApproximateNumberOfMessagesVisible({ statistic: cloudwatch.Stats.MAXIMUM, period: Duration.minutes(1) }),
+        threshold: 0,
+        // A queue holding messages stays active and keeps reporting, so missing data means an empty, idle DLQ.
+        treatMissingData: notBreaching,
+      },
+      ProducerDlqDepth: {
+        what: JobAlarm.ProducerDlqDepth,
+        description:
+          `${jobName}: a scheduled run or a producer continuation failed every retry and sits in the producer DLQ, so that ` +
+          `business date may not have been discovered in full. First run \`${status}\` and read the producer's logs; ` +
+          `then run \`npm run ops -- catch-up --env ${env} --job ${jobName} --from <date> --to <date>\` for the missed dates. ${runbook}`,
+        metric: pacedJob.producerDlq.metricApproximateNumberOfMessagesVisible({ statistic: cloudwatch.Stats.MAXIMUM, period: Duration.minutes(1) }),
+        threshold: 0,
+        treatMissingData: notBreaching,
+      },
+      ConsumerErrors: {
+        what: JobAlarm.ConsumerErrors,
+        description:
+          `${jobName}: the consumer function failed whole invocations (a crash or timeout, not a per-record failure), so each ` +
+          `message of those batches will be retried and may reach the DLQ. First read the consumer's logs for the error, then ` +
+          `run \`${status}\`. If it persists, \`npm run ops -- pause --env ${env} --job ${jobName}\` keeps messages queued. ${runbook}`,
+        metric: pacedJob.consumer.metricErrors({ statistic: cloudwatch.Stats.SUM, period: five }),
+        threshold: 0,
+        // No invocations, no errors: Lambda sends no datapoint for an idle function.
+        treatMissingData: notBreaching,
+      },
+      ConsumerThrottles: {
+        what: JobAlarm.ConsumerThrottles,
+        description:
+          `${jobName}: Lambda throttled the consumer although its event source never asks for more than the reserved concurrency ` +
+          `(${config.concurrency}); the reservation was likely changed outside the stack. Throttled batches return to the queue and ` +
+          `spend receive counts. First compare the function's reserved concurrency with config, then run \`${status}\`. ${runbook}`,
+        metric: pacedJob.consumer.metricThrottles({ statistic: cloudwatch.Stats.SUM, period: five }),
+        threshold: 0,
+        treatMissingData: notBreaching,
+      },
+      ProducerErrors: {
+        what: JobAlarm.ProducerErrors,
+        description:
+          `${jobName}: a producer invocation failed; Lambda retries it and then sends it to the producer DLQ, so discovery for ` +
+          `that run may be incomplete. First read the producer's logs, then run \`${status}\` and check the producer-dlq-depth alarm. ${runbook}`,
+        metric: pacedJob.producer.metricErrors({ statistic: cloudwatch.Stats.SUM, period: five }),
+        threshold: 0,
+        treatMissingData: notBreaching,
+      },
+      ProducerDuration: {
+        what: JobAlarm.ProducerDuration,
+        description:
+          `${jobName}: a producer run took over ${Math.round(config.alarms.producerDurationFraction * 100)}% of its ` +
+          `${config.producerTimeoutSeconds}s timeout; the next one may time out mid-page. Not urgent at night: first run \`${status}\` ` +
+          `and check the run completed, then lower pageSize or raise producerTimeoutSeconds in config. ${runbook}`,
+        metric: pacedJob.producer.metricDuration({ statistic: cloudwatch.Stats.MAXIMUM, period: five }),
+        threshold: producerThresholdMs,
+        treatMissingData: notBreaching,
+      },
+      ProviderThrottled: {
+        what: JobAlarm.ProviderThrottled,
+        description:
+          `${jobName}: the provider answered 429/503 more than ${config.alarms.throttledPerMinute} times a minute for ` +
+          `${config.alarms.throttledMinutes} minutes. Operations are deferred, not lost, but the backlog grows. First run \`${status}\`; ` +
+          `if the provider's quota dropped, lower rateLimit.starts or headroom in config, or pause the job until it recovers. ${runbook}`,
+        metric: jobMetric(jobName, CustomMetric.Throttled, { period: Duration.minutes(1) }),
+        threshold: config.alarms.throttledPerMinute,
+        evaluationPeriods: config.alarms.throttledMinutes,
+        // The consumer writes Throttled only when a 429/503 happens; a minute without one is a good minute.
+        treatMissingData: notBreaching,
+      },
+    };
+    const alarms = Object.fromEntries(
+      Object.entries(specs).map(([kind, spec]) => [kind, this.alarm(scope, jobName, spec)]),
+    ) as Record<JobAlarmKind, cloudwatch.Alarm>;
+    this.addJobRow(job, alarms, producerThresholdMs, env);
+    return alarms;
+  }
+
+  private monitorScheduleGroup(group: string, jobNames: string[], env: string): Record<SchedulerAlarmKind, cloudwatch.Alarm> {
+    const scope = new Construct(this, `ScheduleGroup${pascalCase(group)}`);
+    const subject = scheduleGroupSubject(group);
+    const five = Duration.minutes(5);
+    const metric = (metricName: string, label?: string) => new cloudwatch.Metric({
+      namespace: 'AWS/Scheduler', metricName, dimensionsMap: { ScheduleGroup: group }, statistic: cloudwatch.Stats.SUM, period: five, label,
+    });
+    // Scheduler reports per group only; the default group is shared with every other schedule in the account and region.
+    const shared = group === DEFAULT_SCHEDULE_GROUP ? ' The default group may also hold schedules of other applications.' : '';
+    const jobs = jobNames.join(', ');
+    const runbook = 'See the README operator runbook, "Reading an alarm".';
+    const specs: Record<SchedulerAlarmKind, AlarmSpec> = {
+      TargetErrors: {
+        what: SchedulerAlarm.TargetErrors,
+        description:
+          `Schedule group "${group}": EventBridge Scheduler could not invoke one of this stack's producers (throttled, permissions, ` +
+          `or the function is missing); it retries, then sends the run to that job's producer DLQ.${shared} First run ` +
+          `\`npm run ops -- status --env ${env}\` and check each job's producer-dlq-depth alarm. ${runbook}`,
+        // No label: a labelled metric would synthesize as a one-entry metric query instead of a plain metric alarm.
+        metric: metric('TargetErrorCount'),
+        threshold: 0,
+        // Scheduler sends these counts only when something happens.
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      },
+      FailedInvocations: {
+        what: SchedulerAlarm.FailedInvocations,
+        description:
+          `Schedule group "${group}": scheduled producer runs were dropped after every retry, or could not be written to ` +
+          `the producer DLQ, so they are lost and no DLQ holds them.${shared} Find the missed business dates with ` +
+          `\`npm run ops -- status --env ${env}\` and run \`npm run ops -- catch-up --env ${env} --job <job> --from <date> --to <date>\`. ${runbook}`,
+        metric: new cloudwatch.MathExpression({
+          expression: 'FILL(dropped, 0) + FILL(undeliverable, 0)',
+          usingMetrics: {
+            dropped: metric('InvocationDroppedCount', 'Dropped'),
+            undeliverable: metric('InvocationsFailedToBeSentToDeadLetterCount', 'Failed to reach the DLQ'),
+          },
+          label: 'Lost scheduled runs',
+          period: five,
+        }),
+        threshold: 0,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      },
+    };
+    const alarms = Object.fromEntries(
+      Object.entries(specs).map(([kind, spec]) => [kind, this.alarm(scope, subject, spec)]),
+    ) as Record<SchedulerAlarmKind, cloudwatch.Alarm>;
+
+    this.dashboard.addWidgets(new cloudwatch.TextWidget({
+      markdown: `## Schedule group ${group}\nEventBridge Scheduler reports per group. Jobs: ${jobs}.${shared}`,
+      width: 24,
+      height: 2,
+    }));
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: `Schedule group ${group}: invocations`,
+        left: [
+          metric('InvocationAttemptCount', 'Attempts'),
+          metric('TargetErrorCount', 'Target errors'),
+          metric('InvocationDroppedCount', 'Dropped'),
+          metric('InvocationsSentToDeadLetterCount', 'Sent to DLQ'),
+          metric('InvocationsFailedToBeSentToDeadLetterCount', 'Failed to reach the DLQ'),
+        ],
+        width: 16,
+      }),
+      new cloudwatch.AlarmStatusWidget({ title: `Schedule group ${group}: alarms`, alarms: Object.values(alarms), width: 8 }),
+    );
+    return alarms;
+  }
+
+  private addJobRow(job: MonitoredJob, alarms: Record<JobAlarmKind, cloudwatch.Alarm>, producerThresholdMs: number, env: string): void {
+    const { jobName, pacedJob, config } = job;
+    const { queue, dlq, producerDlq, producer, consumer } = pacedJob;
+    const five = Duration.minutes(5);
+    const sum = { statistic: cloudwatch.Stats.SUM, period: five };
+    const max = { statistic: cloudwatch.Stats.MAXIMUM, period: five };
+    const custom = (name: CustomMetricName) => jobMetric(jobName, name, { label: name });
+
+    this.dashboard.addWidgets(new cloudwatch.TextWidget({
+      markdown:
+        `## ${jobName}\nSchedule \`cron(${config.schedule.cron})\` in ${config.schedule.timeZone}; age SLO ${config.oldestMessageAgeSloSeconds}s; ` +
+        `concurrency ${config.concurrency}. First step on any alarm: \`npm run ops -- status --env ${env} --job ${jobName}\`.`,
+      width: 24,
+      height: 2,
+    }));
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: `${jobName}: work queue`,
+        left: [
+          queue.metricApproximateNumberOfMessagesVisible({ ...max, label: 'Visible' }),
+          queue.metricApproximateNumberOfMessagesNotVisible({ ...max, label: 'In flight' }),
+        ],
+        right: [queue.metricApproximateAgeOfOldestMessage({ ...max, label: 'Oldest message age (s)' })],
+        rightAnnotations: [{ value: config.oldestMessageAgeSloSeconds, label: 'Age SLO' }],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: `${jobName}: dead-letter queues`,
+        left: [
+          dlq.metricApproximateNumberOfMessagesVisible({ ...max, label: 'Job DLQ' }),
+          producerDlq.metricApproximateNumberOfMessagesVisible({ ...max, label: 'Producer DLQ' }),
+        ],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: `${jobName}: producer`,
+        left: [
+          producer.metricInvocations({ ...sum, label: 'Invocations' }),
+          producer.metricErrors({ ...sum, label: 'Errors' }),
+          custom(CustomMetric.Published),
+        ],
+        right: [producer.metricDuration({ ...max, label: 'Duration max (ms)' })],
+        rightAnnotations: [{ value: producerThresholdMs, label: 'Duration alarm' }],
+        width: 8,
+      }),
+    );
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: `${jobName}: consumer`,
+        left: [
+          consumer.metricInvocations({ ...sum, label: 'Invocations' }),
+          consumer.metricErrors({ ...sum, label: 'Errors' }),
+          consumer.metricThrottles({ ...sum, label: 'Throttles' }),
+        ],
+        right: [consumer.metric('ConcurrentExecutions', { ...max, label: 'Concurrency max' })],
+        rightAnnotations: [{ value: config.concurrency, label: 'Reserved concurrency' }],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: `${jobName}: outcomes`,
+        left: [
+          custom(CustomMetric.Applied),
+          custom(CustomMetric.DuplicatesSuppressed),
+          custom(CustomMetric.Deferred),
+          custom(CustomMetric.Throttled),
+          custom(CustomMetric.Rejected),
+          custom(CustomMetric.DeadLettered),
+        ],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: `${jobName}: age since first enqueue`,
+        left: [jobMetric(jobName, CustomMetric.AgeSinceFirstEnqueue, { statistic: cloudwatch.Stats.p(99), label: 'p99 (ms)' })],
+        leftAnnotations: [{ value: config.oldestMessageAgeSloSeconds * 1000, label: 'Age SLO' }],
+        width: 8,
+      }),
+    );
+    this.dashboard.addWidgets(new cloudwatch.AlarmStatusWidget({ title: `${jobName}: alarms`, alarms: Object.values(alarms), width: 24, height: 3 }));
+  }
+}
+
+function scheduleGroupOf(job: PacedJob): string {
+  return job.schedule.scheduleGroup?.scheduleGroupName ?? DEFAULT_SCHEDULE_GROUP;
+}

@@ -1,0 +1,375 @@
+// Monitoring: the prod template's per-job alarms (names, thresholds, actions), the alarm topic, the dashboard, and
+// config reaching the thresholds and the email subscription.
+import * as path from 'node:path';
+import { App } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { MetricName } from '../../lambda/adapters/observability';
+import { loadEnvironment } from '../../lib/config/load';
+import { environmentSchema } from '../../lib/config/schema';
+import { alarmName, CustomMetric, MAX_ALARM_DESCRIPTION_LENGTH, Monitoring } from '../../lib/monitoring';
+import { InvalidPropsError } from '../../lib/props-error';
+import { PacedJobsStack } from '../../lib/stack';
+import { cdkJsonContext } from './cdkContext';
+import { arnOf, logicalId, refOf, resourceOf } from './templateHelpers';
+
+const FIXTURE_HANDLERS = path.join(__dirname, 'fixtures', 'handlers');
+const PROD_JOBS = ['payment-reconciliation', 'stale-upload-cleanup', 'expired-session-cleanup'];
+
+interface Built {
+  stack: PacedJobsStack;
+  template: Template;
+}
+
+function buildProd(): Built {
+  const app = new App({ context: cdkJsonContext() });
+  const stack = new PacedJobsStack(app, 'PacedJobs-prod', { environmentName: 'prod', config: loadEnvironment('prod') });
+  return { stack, template: Template.fromStack(stack) };
+}
+
+/** One job with non-default thresholds and an alarm email, on the fixture handlers (fast to bundle). */
+function buildCustom(): Built {
+  const config = environmentSchema.parse({
+    alarmEmail: 'oncall@example.com',
+    jobs: {
+      'a-job': {
+        schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' },
+        rateLimit: { starts: 10 },
+        oldestMessageAgeSloSeconds: 900,
+        producerTimeoutSeconds: 60,
+        alarms: { throttledPerMinute: 3, throttledMinutes: 2, producerDurationFraction: 0.5 },
+      },
+    },
+  });
+  const app = new App({ context: cdkJsonContext() });
+  const stack = new PacedJobsStack(app, 'PacedJobs-custom', { environmentName: 'custom', config, handlersDir: FIXTURE_HANDLERS });
+  return { stack, template: Template.fromStack(stack) };
+}
+
+/** The dashboard body as JSON, with every CloudFormation token inside it replaced by "<token>". */
+function dashboardBody(template: Template): { widgets: { type: string; properties: Record<string, any> }[] } {
+  const [dashboard] = Object.values(template.findResources('AWS::CloudWatch::Dashboard')) as { Properties: { DashboardBody: unknown } }[];
+  const body = dashboard.Properties.DashboardBody as { 'Fn::Join': [string, unknown[]] };
+  const text = body['Fn::Join'][1].map((part) => (typeof part === 'string' ? part : '<token>')).join('');
+  return JSON.parse(text);
+}
+
+let prod: Built;
+let custom: Built;
+
+beforeAll(() => {
+  prod = buildProd();
+  custom = buildCustom();
+});
+
+describe('Class: Monitoring', () => {
+  describe('Method: constructor (per-job alarms in prod)', () => {
+    it.each(PROD_JOBS)('alarms when the oldest message of %s is older than its SLO, notifying the topic', (jobName) => {
+      const job = prod.stack.jobs[jobName];
+      const topic = refOf(prod.stack.monitoring.topic);
+      prod.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: `PacedJobs-prod-${jobName}-oldest-message-age`,
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateAgeOfOldestMessage',
+        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(job.queue), 'QueueName'] } }],
+        Statistic: 'Maximum',
+        Period: 300,
+        ComparisonOperator: 'GreaterThanThreshold',
+        Threshold: 3600,
+        EvaluationPeriods: 1,
+        TreatMissingData: 'notBreaching',
+        AlarmActions: [topic],
+        OKActions: [topic],
+        AlarmDescription: Match.stringLikeRegexp(`npm run ops -- status --env prod --job ${jobName}`),
+      });
+    });
+
+    it.each(PROD_JOBS)('alarms on any message in the job DLQ and in the producer DLQ of %s', (jobName) => {
+      const job = prod.stack.jobs[jobName];
+      const topic = refOf(prod.stack.monitoring.topic);
+      for (const [what, queue] of [['dlq-depth', job.dlq], ['producer-dlq-depth', job.producerDlq]] as const) {
+        prod.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+          AlarmName: `PacedJobs-prod-${jobName}-${what}`,
+          Namespace: 'AWS/SQS',
+          MetricName: 'ApproximateNumberOfMessagesVisible',
+          Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(queue), 'QueueName'] } }],
+          Statistic: 'Maximum',
+          Period: 60,
+          ComparisonOperator: 'GreaterThanThreshold',
+          Threshold: 0,
+          TreatMissingData: 'notBreaching',
+          AlarmActions: [topic],
+        });
+      }
+    });
+
+    it('alarms on consumer errors and throttles and on producer errors, each above zero in 5 minutes', () => {
+      const job = prod.stack.jobs['stale-upload-cleanup'];
+      const cases = [
+        ['consumer-errors', job.consumer, 'Errors'],
+        ['consumer-throttles', job.consumer, 'Throttles'],
+        ['producer-errors', job.producer, 'Errors'],
+      ] as const;
+      for (const [what, fn, metricName] of cases) {
+        prod.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+          AlarmName: `PacedJobs-prod-stale-upload-cleanup-${what}`,
+          Namespace: 'AWS/Lambda',
+          MetricName: metricName,
+          Dimensions: [{ Name: 'FunctionName', Value: refOf(fn) }],
+          Statistic: 'Sum',
+          Period: 300,
+          Threshold: 0,
+          ComparisonOperator: 'GreaterThanThreshold',
+          TreatMissingData: 'notBreaching',
+          AlarmActions: [refOf(prod.stack.monitoring.topic)],
+        });
+      }
+    });
+
+    it('alarms when the producer runs longer than 80% of its 300 s timeout', () => {
+      prod.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: 'PacedJobs-prod-payment-reconciliation-producer-duration',
+        Namespace: 'AWS/Lambda',
+        MetricName: 'Duration',
+        Dimensions: [{ Name: 'FunctionName', Value: refOf(prod.stack.jobs['payment-reconciliation'].producer) }],
+        Statistic: 'Maximum',
+        Period: 300,
+        Threshold: 240000,
+        ComparisonOperator: 'GreaterThanThreshold',
+      });
+    });
+
+    it("alarms on the provider's throttling metric with the exact dimensions Powertools emits", () => {
+      prod.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: 'PacedJobs-prod-expired-session-cleanup-provider-throttled',
+        Namespace: 'PacedJobs',
+        MetricName: 'Throttled',
+        Dimensions: [
+          { Name: 'job', Value: 'expired-session-cleanup' },
+          { Name: 'service', Value: 'expired-session-cleanup' },
+        ],
+        Statistic: 'Sum',
+        Period: 60,
+        Threshold: 10,
+        EvaluationPeriods: 5,
+        DatapointsToAlarm: 5,
+        TreatMissingData: 'notBreaching',
+      });
+    });
+
+    it("uses as the metric's service dimension the service name the consumer is given", () => {
+      const job = prod.stack.jobs['payment-reconciliation'];
+      const variables = resourceOf(prod.template, job.consumer).Properties.Environment.Variables;
+      const alarm = resourceOf(prod.template, prod.stack.monitoring.jobAlarms['payment-reconciliation'].ProviderThrottled);
+      expect(alarm.Properties.Dimensions).toContainEqual({ Name: 'service', Value: variables.POWERTOOLS_SERVICE_NAME });
+      expect(variables.POWERTOOLS_METRICS_NAMESPACE).toBe(alarm.Properties.Namespace);
+    });
+  });
+
+  describe('Method: constructor (schedule group alarms)', () => {
+    it("alarms on the default schedule group's target errors", () => {
+      prod.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: 'PacedJobs-prod-schedule-group-default-target-errors',
+        Namespace: 'AWS/Scheduler',
+        MetricName: 'TargetErrorCount',
+        Dimensions: [{ Name: 'ScheduleGroup', Value: 'default' }],
+        Statistic: 'Sum',
+        Period: 300,
+        Threshold: 0,
+        TreatMissingData: 'notBreaching',
+        AlarmActions: [refOf(prod.stack.monitoring.topic)],
+      });
+    });
+
+    it('alarms on scheduled runs that were dropped or could not reach the DLQ', () => {
+      const stat = (metricName: string) => ({
+        Metric: { Dimensions: [{ Name: 'ScheduleGroup', Value: 'default' }], MetricName: metricName, Namespace: 'AWS/Scheduler' },
+        Period: 300,
+        Stat: 'Sum',
+      });
+      prod.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: 'PacedJobs-prod-schedule-group-default-failed-invocations',
+        Metrics: [
+          { Expression: 'FILL(dropped, 0) + FILL(undeliverable, 0)', Id: 'expr_1', Label: 'Lost scheduled runs', ReturnData: true },
+          { Id: 'dropped', Label: 'Dropped', MetricStat: stat('InvocationDroppedCount'), ReturnData: false },
+          { Id: 'undeliverable', Label: 'Failed to reach the DLQ', MetricStat: stat('InvocationsFailedToBeSentToDeadLetterCount'), ReturnData: false },
+        ],
+        Threshold: 0,
+        ComparisonOperator: 'GreaterThanThreshold',
+        TreatMissingData: 'notBreaching',
+        AlarmActions: [refOf(prod.stack.monitoring.topic)],
+      });
+    });
+
+    it('names every alarm after the stack, so the topic policy can admit exactly these', () => {
+      const names = Object.values(prod.template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties.AlarmName as string);
+      expect(names.filter((n) => !n.startsWith('PacedJobs-prod-'))).toEqual([]);
+      expect(names).toHaveLength(PROD_JOBS.length * 8 + 2);
+    });
+
+    it('keeps every description within CloudWatch\'s 1024 characters and points to the runbook', () => {
+      const descriptions = Object.values(prod.template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties.AlarmDescription as string);
+      expect(descriptions.filter((d) => d.length > MAX_ALARM_DESCRIPTION_LENGTH)).toEqual([]);
+      expect(descriptions.filter((d) => !d.endsWith('See the README operator runbook, "Reading an alarm".'))).toEqual([]);
+    });
+  });
+
+  describe('Method: constructor (topic)', () => {
+    it('encrypts the topic with its own rotating key, retained in prod', () => {
+      const { topic, topicKey } = prod.stack.monitoring;
+      prod.template.hasResourceProperties('AWS::SNS::Topic', { DisplayName: 'Paced jobs prod alarms', KmsMasterKeyId: arnOf(topicKey) });
+      expect(resourceOf(prod.template, topicKey)).toMatchObject({ DeletionPolicy: 'Retain', Properties: { EnableKeyRotation: true } });
+      expect(resourceOf(prod.template, topic).Properties.KmsMasterKeyId).toEqual(arnOf(topicKey));
+    });
+
+    it("lets CloudWatch use the key, since SNS encrypts with the publisher's access", () => {
+      prod.template.hasResourceProperties('AWS::KMS::Key', {
+        KeyPolicy: {
+          Statement: Match.arrayWith([
+            { Action: ['kms:Decrypt', 'kms:GenerateDataKey*'], Effect: 'Allow', Principal: { Service: 'cloudwatch.amazonaws.com' }, Resource: '*' },
+          ]),
+        },
+      });
+    });
+
+    it("denies publishing without TLS and admits CloudWatch only for this stack's alarms", () => {
+      const topic = refOf(prod.stack.monitoring.topic);
+      prod.template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+        Topics: [topic],
+        PolicyDocument: {
+          Statement: [
+            {
+              Sid: 'AllowPublishThroughSSLOnly',
+              Effect: 'Deny',
+              Principal: '*',
+              Action: 'sns:Publish',
+              Resource: topic,
+              Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+            },
+            {
+              Sid: 'AllowThisStacksAlarmsToPublish',
+              Effect: 'Allow',
+              Principal: { Service: 'cloudwatch.amazonaws.com' },
+              Action: 'sns:Publish',
+              Resource: topic,
+              Condition: {
+                StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+                ArnLike: {
+                  'aws:SourceArn': {
+                    'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':cloudwatch:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':alarm:PacedJobs-prod-*']],
+                  },
+                },
+              },
+            },
+          ],
+        },
+      });
+    });
+
+    it('subscribes no one when alarmEmail is not configured', () => {
+      expect(prod.template.findResources('AWS::SNS::Subscription')).toEqual({});
+    });
+
+    it('subscribes the configured alarmEmail to the topic', () => {
+      custom.template.hasResourceProperties('AWS::SNS::Subscription', {
+        Protocol: 'email',
+        Endpoint: 'oncall@example.com',
+        TopicArn: refOf(custom.stack.monitoring.topic),
+      });
+    });
+
+    it('outputs the topic ARN as AlarmTopicArn', () => {
+      prod.template.hasOutput('AlarmTopicArn', { Value: refOf(prod.stack.monitoring.topic) });
+    });
+  });
+
+  describe('Method: constructor (thresholds from config)', () => {
+    it("uses the job's SLO, throttling threshold and producer duration fraction", () => {
+      const at = (what: string) => ({ AlarmName: alarmName('PacedJobs-custom', 'a-job', what) });
+      custom.template.hasResourceProperties('AWS::CloudWatch::Alarm', { ...at('oldest-message-age'), Threshold: 900 });
+      custom.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        ...at('provider-throttled'),
+        Threshold: 3,
+        EvaluationPeriods: 2,
+        DatapointsToAlarm: 2,
+      });
+      custom.template.hasResourceProperties('AWS::CloudWatch::Alarm', { ...at('producer-duration'), Threshold: 30000 });
+    });
+
+    it('destroys the topic key with a stack that keeps no data (retainData false)', () => {
+      expect(resourceOf(custom.template, custom.stack.monitoring.topicKey).DeletionPolicy).toBe('Delete');
+    });
+  });
+
+  describe('Method: constructor (dashboard)', () => {
+    it('names the dashboard after the stack and gives every job a titled section', () => {
+      prod.template.hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: 'PacedJobs-prod' });
+      const headings = dashboardBody(prod.template).widgets
+        .filter((w) => w.type === 'text')
+        .map((w) => (w.properties.markdown as string).split('\n')[0]);
+      expect(headings).toEqual([...PROD_JOBS.map((j) => `## ${j}`), '## Schedule group default']);
+    });
+
+    it("graphs each job's outcome metrics and its p99 age since first enqueue, with Powertools' dimensions", () => {
+      const widgets = dashboardBody(prod.template).widgets;
+      const byTitle = (title: string) => widgets.find((w) => w.properties.title === title)?.properties;
+      const dims = ['job', 'payment-reconciliation', 'service', 'payment-reconciliation'];
+      expect(byTitle('payment-reconciliation: outcomes')?.metrics).toEqual(
+        ['Applied', 'DuplicatesSuppressed', 'Deferred', 'Throttled', 'Rejected', 'DeadLettered'].map((name) => [
+          'PacedJobs', name, ...dims, { label: name, stat: 'Sum' },
+        ]),
+      );
+      expect(byTitle('payment-reconciliation: age since first enqueue')?.metrics).toEqual([
+        ['PacedJobs', 'AgeSinceFirstEnqueue', ...dims, { label: 'p99 (ms)', stat: 'p99' }],
+      ]);
+    });
+
+    it("graphs each job's queue, DLQs and consumer, and shows its alarms", () => {
+      const titles = dashboardBody(prod.template).widgets.map((w) => w.properties.title).filter((t) => typeof t === 'string');
+      for (const job of PROD_JOBS) {
+        expect(titles).toEqual(expect.arrayContaining(
+          ['work queue', 'dead-letter queues', 'producer', 'consumer', 'alarms'].map((what) => `${job}: ${what}`),
+        ));
+      }
+    });
+  });
+
+  describe('Method: constructor (validation)', () => {
+    it('refuses alarm names that would repeat, before building anything', () => {
+      const job = { jobName: 'a-job', pacedJob: custom.stack.jobs['a-job'], config: loadJob() };
+      let error: unknown;
+      try {
+        new Monitoring(custom.stack, 'Again', { environmentName: 'custom', jobs: [job, job], retainData: false });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(InvalidPropsError);
+      expect((error as Error).message).toBe([
+        'Invalid props for Monitoring PacedJobs-custom/Again:',
+        ...['oldest-message-age', 'dlq-depth', 'producer-dlq-depth', 'consumer-errors', 'consumer-throttles', 'producer-errors', 'producer-duration', 'provider-throttled']
+          .map((what) => `  - alarm name "PacedJobs-custom-a-job-${what}" is used twice (a job name repeats, or clashes with a schedule group's alarms)`),
+      ].join('\n'));
+      expect(custom.stack.node.tryFindChild('Again')).toBeUndefined();
+    });
+
+    it('refuses an empty job list', () => {
+      expect(() => new Monitoring(custom.stack, 'Empty', { environmentName: 'custom', jobs: [], retainData: false }))
+        .toThrow('Invalid props for Monitoring PacedJobs-custom/Empty:\n  - jobs: at least one job is required');
+    });
+  });
+});
+
+describe('Constant: CustomMetric', () => {
+  it('names only metrics the handlers emit', () => {
+    const emitted: string[] = Object.values(MetricName);
+    // `Throttled` (the downstream's 429/503 answers) is agreed by name with the handlers' owner and joins MetricName in
+    // that change (issue 5); once it is there, this allowance can go.
+    const agreed = ['Throttled'];
+    expect(Object.values(CustomMetric).filter((name) => !emitted.includes(name) && !agreed.includes(name))).toEqual([]);
+  });
+});
+
+function loadJob() {
+  return environmentSchema.parse({
+    jobs: { 'a-job': { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } } },
+  }).jobs['a-job'];
+}

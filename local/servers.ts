@@ -37,6 +37,8 @@ export interface DynaliteOptions {
   port?: number;
   /** LevelDB folder that keeps data across runs; in memory when absent. */
   path?: string;
+  /** Sees every request (for the run report). */
+  onRequest?: RequestObserver;
 }
 
 export async function startDynamoDb(options: DynaliteOptions = {}): Promise<RunningServer> {
@@ -44,6 +46,7 @@ export async function startDynamoDb(options: DynaliteOptions = {}): Promise<Runn
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const dynalite = require('dynalite') as (opts: Record<string, unknown>) => Server;
   const server = dynalite({ path: options.path, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  if (options.onRequest) observeRequests(server, options.onRequest);
   const port = await listen(server, options.port ?? 0);
   return { endpoint: `http://${LOOPBACK}:${port}`, port, close: () => closeServer(server) };
 }
@@ -55,9 +58,12 @@ export interface SqsOptions {
   region?: string;
   /** @default "000000000000" */
   accountId?: string;
+  /** Sees every request (for the run report). */
+  onRequest?: RequestObserver;
 }
 
 export async function startSqs(options: SqsOptions = {}): Promise<RunningServer> {
+  if (options.port) await ensurePortFree(options.port, 'SQS');
   const { createSqsServer } = await import('local-aws-sqs');
   // local-aws-sqs listens itself; asking for port 0 and reading the address back gives a free port.
   const server = (await createSqsServer({
@@ -68,5 +74,117 @@ export async function startSqs(options: SqsOptions = {}): Promise<RunningServer>
     emulateQueueCreationLifecycle: false,
   })) as unknown as Server;
   const port = (server.address() as AddressInfo).port;
+  if (options.onRequest) observeRequests(server, options.onRequest);
   return { endpoint: `http://${LOOPBACK}:${port}`, port, close: () => closeServer(server) };
+}
+
+/** One request seen by an embedded server, for the run report (who wrote what, and when). */
+export interface ObservedRequest {
+  at: number;
+  method: string;
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  /** The status the server answered with. */
+  status: number;
+}
+
+export type RequestObserver = (request: ObservedRequest) => void;
+
+/**
+ * Lets the runtime see the requests an embedded server receives, and its answers, without changing them. The listener
+ * is prepended and only reads a copy of the body chunks; the server's own handler, attached after it, still gets them.
+ */
+export function observeRequests(server: Server, observer: RequestObserver): void {
+  server.prependListener('request', (req, res) => {
+    const at = Date.now();
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    res.on('finish', () =>
+      observer({ at, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), status: res.statusCode }),
+    );
+  });
+}
+
+export interface S3Options {
+  /** 0 picks a free port. @default 0 */
+  port?: number;
+  /** Folder for objects; a fresh temporary folder when absent (removed on close). */
+  directory?: string;
+  /** Buckets to create at start. @default [] */
+  buckets?: string[];
+}
+
+/** Credentials s3rver accepts; every local client uses them (dynalite and local-aws-sqs accept anything). */
+export const LOCAL_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const;
+
+export interface RunningS3 extends RunningServer {
+  server: Server;
+}
+
+/**
+ * S3 via @20minutes/s3rver 4 (5 needs Node 24). PutObject, HeadObject and DeleteObject work with the current SDK; its
+ * signature check disagrees with the current SDK's signer, so signatures are not checked (allowMismatchedSignatures);
+ * the access key must still be S3RVER.
+ */
+export async function startS3(options: S3Options = {}): Promise<RunningS3> {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  // s3rver ships no types.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const S3rver = require('@20minutes/s3rver') as new (opts: Record<string, unknown>) => {
+    run(): Promise<AddressInfo>;
+    close(): Promise<void>;
+    httpServer: Server;
+  };
+  if (options.port) await ensurePortFree(options.port, 'S3');
+  const temporary = options.directory === undefined;
+  const directory = options.directory ?? mkdtempSync(join(tmpdir(), 'paced-jobs-s3-'));
+  const s3rver = new S3rver({
+    port: options.port ?? 0,
+    address: LOOPBACK,
+    silent: true,
+    directory,
+    allowMismatchedSignatures: true,
+    configureBuckets: (options.buckets ?? []).map((name) => ({ name, configs: [] })),
+  });
+  let address: AddressInfo;
+  try {
+    address = await s3rver.run();
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    throw e.code === 'EADDRINUSE' ? new Error(`port ${options.port} on ${LOOPBACK} is already in use`, { cause: e }) : e;
+  }
+  return {
+    endpoint: `http://${LOOPBACK}:${address.port}`,
+    port: address.port,
+    server: s3rver.httpServer,
+    async close() {
+      s3rver.httpServer.closeAllConnections?.();
+      await s3rver.close();
+      if (temporary) rmSync(directory, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Starts an http.Server on loopback (port 0 = free port), failing clearly when the port is taken. */
+export async function listenOnLoopback(server: Server, port = 0): Promise<RunningServer> {
+  const bound = await listen(server, port);
+  return { endpoint: `http://${LOOPBACK}:${bound}`, port: bound, close: () => closeServer(server) };
+}
+
+/**
+ * Fails clearly when a chosen port is taken. local-aws-sqs and s3rver listen themselves and leave an EADDRINUSE as an
+ * unhandled 'error' event that kills the process, so the port is tried first.
+ */
+export async function ensurePortFree(port: number, service: string): Promise<void> {
+  const { createServer } = await import('node:net');
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new Error(`port ${port} on ${LOOPBACK} is already in use (${service})`, { cause: err }) : err),
+    );
+    probe.listen(port, LOOPBACK, () => probe.close(() => resolve()));
+  });
 }

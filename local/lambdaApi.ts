@@ -1,0 +1,111 @@
+// The Lambda control and data plane the stack's code calls: Invoke (the producer continues itself with an Event
+// invocation) and the event source mapping calls an operator uses to pause and resume consumers.
+import { createServer, IncomingMessage, ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { listenOnLoopback, RunningServer } from './servers';
+import { FunctionError, FunctionNotFoundError, LambdaRuntime, ThrottledInvocationError } from './lambdaRuntime';
+import type { SqsEventSourceMapping } from './eventSourceMapping';
+
+export interface LambdaApiOptions {
+  runtime: LambdaRuntime;
+  /** The mappings that exist now (read at every request). */
+  mappings: () => SqsEventSourceMapping[];
+  functionArn: (name: string) => string;
+}
+
+const INVOKE = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/;
+const MAPPINGS = /^\/2015-03-31\/event-source-mappings\/?$/;
+const MAPPING = /^\/2015-03-31\/event-source-mappings\/([^/?]+)$/;
+
+export function describeMapping(m: SqsEventSourceMapping, functionArn: string): Record<string, unknown> {
+  return {
+    UUID: m.uuid,
+    EventSourceArn: m.config.queueArn,
+    FunctionArn: functionArn,
+    BatchSize: m.config.batchSize,
+    MaximumBatchingWindowInSeconds: m.config.maximumBatchingWindowSeconds,
+    ScalingConfig: m.config.maximumConcurrency ? { MaximumConcurrency: m.config.maximumConcurrency } : undefined,
+    FunctionResponseTypes: m.config.reportBatchItemFailures ? ['ReportBatchItemFailures'] : [],
+    State: m.state,
+    LastModified: Math.floor(Date.now() / 1000),
+  };
+}
+
+export async function startLambdaApi(options: LambdaApiOptions, port = 0): Promise<RunningServer> {
+  const server = createServer((req, res) => {
+    handle(options, req, res).catch((error: Error) => reply(res, 500, { Type: 'Service', message: error.message }, 'ServiceException'));
+  });
+  return listenOnLoopback(server, port);
+}
+
+async function handle(options: LambdaApiOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  let raw = '';
+  for await (const chunk of req) raw += chunk;
+  const url = new URL(req.url ?? '/', 'http://local');
+  const invoke = INVOKE.exec(url.pathname);
+  if (invoke && req.method === 'POST') {
+    const name = decodeURIComponent(invoke[1]);
+    let fn;
+    try {
+      fn = options.runtime.get(name);
+    } catch (error) {
+      if (error instanceof FunctionNotFoundError) return reply(res, 404, { Type: 'User', message: error.message }, 'ResourceNotFoundException');
+      throw error;
+    }
+    let event: unknown;
+    try {
+      event = raw === '' ? {} : JSON.parse(raw);
+    } catch {
+      return reply(res, 400, { Type: 'User', message: 'Could not parse request body into json' }, 'InvalidRequestContentException');
+    }
+    const type = String(req.headers['x-amz-invocation-type'] ?? 'RequestResponse');
+    if (type === 'DryRun') return reply(res, 204, undefined);
+    if (type === 'Event') {
+      fn.invokeAsync(event);
+      return reply(res, 202, undefined);
+    }
+    try {
+      const value = await fn.invoke(event);
+      return reply(res, 200, value ?? null, undefined, { 'x-amz-executed-version': '$LATEST' });
+    } catch (error) {
+      if (error instanceof ThrottledInvocationError) return reply(res, 429, { Type: 'User', message: error.message, Reason: 'ReservedFunctionConcurrentInvocationLimitExceeded' }, 'TooManyRequestsException');
+      if (error instanceof FunctionError) {
+        return reply(res, 200, { errorType: error.errorType, errorMessage: error.message }, undefined, { 'x-amz-function-error': 'Unhandled', 'x-amz-executed-version': '$LATEST' });
+      }
+      throw error;
+    }
+  }
+  if (MAPPINGS.test(url.pathname) && req.method === 'GET') {
+    const fnFilter = url.searchParams.get('FunctionName');
+    const arnFilter = url.searchParams.get('EventSourceArn');
+    const list = options
+      .mappings()
+      .filter((m) => !fnFilter || m.config.functionName === fnFilter || options.functionArn(m.config.functionName) === fnFilter)
+      .filter((m) => !arnFilter || m.config.queueArn === arnFilter)
+      .map((m) => describeMapping(m, options.functionArn(m.config.functionName)));
+    return reply(res, 200, { EventSourceMappings: list });
+  }
+  const one = MAPPING.exec(url.pathname);
+  if (one) {
+    const mapping = options.mappings().find((m) => m.uuid === decodeURIComponent(one[1]));
+    if (!mapping) return reply(res, 404, { Type: 'User', message: `The resource you requested does not exist. (Service: Lambda, UUID: ${one[1]})` }, 'ResourceNotFoundException');
+    if (req.method === 'PUT') {
+      const body = raw ? (JSON.parse(raw) as { Enabled?: boolean; BatchSize?: number }) : {};
+      if (body.Enabled === true) mapping.start();
+      if (body.Enabled === false) await mapping.stop();
+      return reply(res, 202, describeMapping(mapping, options.functionArn(mapping.config.functionName)));
+    }
+    if (req.method === 'GET') return reply(res, 200, describeMapping(mapping, options.functionArn(mapping.config.functionName)));
+  }
+  return reply(res, 404, { Type: 'User', message: `${req.method} ${url.pathname} is not emulated locally` }, 'ResourceNotFoundException');
+}
+
+function reply(res: ServerResponse, status: number, body: unknown, errorType?: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'x-amzn-requestid': randomUUID(),
+    ...(errorType ? { 'x-amzn-errortype': errorType } : {}),
+    ...headers,
+  });
+  res.end(body === undefined ? '' : JSON.stringify(body));
+}

@@ -1,0 +1,160 @@
+// The end of a local run: per-job numbers and the three checks (nothing lost, one effect per operation, pacing held),
+// as a table for people and one JSON document for machines. Pure: the run hands in what it observed.
+import { maxInAnyWindow } from './provider';
+
+/** What the run observed for one job. */
+export interface JobObservation {
+  /** From the run ledger, summed over this run's batches. */
+  discovered: number;
+  published: number;
+  completed: number;
+  rejected: number;
+  duplicates: number;
+  deferred: number;
+  /** Messages in the job's DLQ at the end. */
+  dlq: number;
+  /** Downstream effects per operation key (payment, object, tenant). */
+  effectsByOperation: Map<string, number>;
+  /** Downstream effects per item where an operation touches several (sessions); each should be exactly one. */
+  effectsByItem?: Map<string, number>;
+  /** Effects on targets the run did not seed for this job (a wrong target changed); should be none. */
+  unexpectedEffects?: string[];
+  /** Times the downstream saw an operation start. */
+  starts: number[];
+  /** 429s from the downstream (the provider), or deferrals when the downstream is AWS itself. */
+  throttled: number;
+  rateLimit: { startsPerInterval: number; intervalSeconds: number };
+  /**
+   * Data was kept from earlier runs (--data-dir): an operation an earlier run completed is suppressed as a duplicate
+   * and counts as done. In a fresh run a duplicate is a redelivery of an operation already counted as completed.
+   */
+  keptData?: boolean;
+}
+
+export interface JobReport {
+  discovered: number;
+  completed: number;
+  rejected: number;
+  dlq: number;
+  effects: number;
+  duplicatesSuppressed: number;
+  throttled: number;
+  maxStartsPerWindow: number;
+  rateLimitPerWindow: number;
+  windowSeconds: number;
+  /** Items changed, where one operation changes several (sessions deleted per tenant). */
+  itemEffects?: number;
+}
+
+export interface Check {
+  job: string;
+  name: 'nothing-lost' | 'one-effect-per-operation' | 'rate-respected';
+  ok: boolean;
+  detail: string;
+}
+
+export interface RunReport {
+  ok: boolean;
+  env: string;
+  businessDate: string;
+  settled: boolean;
+  durationMs: number;
+  jobs: Record<string, JobReport>;
+  checks: Check[];
+}
+
+export function buildJobReport(job: string, o: JobObservation): { report: JobReport; checks: Check[] } {
+  const windowMs = o.rateLimit.intervalSeconds * 1000;
+  const effects = [...o.effectsByOperation.values()].reduce((a, b) => a + b, 0);
+  const report: JobReport = {
+    discovered: o.discovered,
+    completed: o.completed,
+    rejected: o.rejected,
+    dlq: o.dlq,
+    effects,
+    duplicatesSuppressed: o.duplicates,
+    throttled: o.throttled,
+    maxStartsPerWindow: maxInAnyWindow(o.starts, windowMs),
+    rateLimitPerWindow: o.rateLimit.startsPerInterval,
+    windowSeconds: o.rateLimit.intervalSeconds,
+    ...(o.effectsByItem ? { itemEffects: [...o.effectsByItem.values()].reduce((a, b) => a + b, 0) } : {}),
+  };
+  const earlier = o.keptData ? o.duplicates : 0;
+  const accounted = o.completed + earlier + o.rejected + o.dlq;
+  const repeated = [...(o.effectsByItem ?? o.effectsByOperation).entries()].filter(([, n]) => n !== 1);
+  const effectedOperations = o.effectsByOperation.size;
+  const unexpected = o.unexpectedEffects ?? [];
+  const checks: Check[] = [
+    {
+      job,
+      name: 'nothing-lost',
+      ok: accounted === o.discovered,
+      detail: `completed ${o.completed}${o.keptData ? ` + done by earlier runs ${earlier}` : ''} + rejected ${o.rejected} + dlq ${o.dlq} = ${accounted}, discovered ${o.discovered}`,
+    },
+    {
+      job,
+      name: 'one-effect-per-operation',
+      // Every completed operation changed the downstream once; nothing changed twice. (A completed operation that
+      // found its target already done makes no effect; a fresh demo run has none.)
+      ok: repeated.length === 0 && unexpected.length === 0 && effectedOperations === o.completed,
+      detail:
+        repeated.length > 0
+          ? `${repeated.length} targets changed other than once, e.g. ${repeated.slice(0, 3).map(([k, n]) => `${k} x${n}`).join(', ')}`
+          : unexpected.length > 0
+            ? `${unexpected.length} targets changed that were not due, e.g. ${unexpected.slice(0, 3).join(', ')}`
+            : `${effectedOperations} operations with one effect each, ${o.completed} completed`,
+    },
+    {
+      job,
+      name: 'rate-respected',
+      ok: report.maxStartsPerWindow <= o.rateLimit.startsPerInterval,
+      detail: `at most ${report.maxStartsPerWindow} starts in any ${o.rateLimit.intervalSeconds}s window, limit ${o.rateLimit.startsPerInterval}`,
+    },
+  ];
+  return { report, checks };
+}
+
+export function buildRunReport(input: { env: string; businessDate: string; settled: boolean; durationMs: number; jobs: Map<string, JobObservation> }): RunReport {
+  const jobs: Record<string, JobReport> = {};
+  const checks: Check[] = [];
+  for (const [name, observation] of [...input.jobs.entries()].sort(([a], [b]) => a.localeCompare(b))) {
+    const built = buildJobReport(name, observation);
+    jobs[name] = built.report;
+    checks.push(...built.checks);
+  }
+  return {
+    ok: input.settled && checks.every((c) => c.ok),
+    env: input.env,
+    businessDate: input.businessDate,
+    settled: input.settled,
+    durationMs: input.durationMs,
+    jobs,
+    checks,
+  };
+}
+
+/** Fixed-width text table. */
+export function formatTable(headers: string[], rows: (string | number)[][]): string {
+  const cells = [headers, ...rows.map((r) => r.map(String))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => r[i].length)));
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  return [line(cells[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
+}
+
+export function formatReport(report: RunReport): string {
+  const rows = Object.entries(report.jobs).map(([name, j]) => [
+    name,
+    j.discovered,
+    j.completed,
+    j.rejected,
+    j.dlq,
+    j.effects,
+    j.duplicatesSuppressed,
+    j.throttled,
+    `${j.maxStartsPerWindow}/${j.rateLimitPerWindow} per ${j.windowSeconds}s`,
+  ]);
+  const table = formatTable(['job', 'discovered', 'completed', 'rejected', 'dlq', 'effects', 'duplicates', 'throttled', 'max starts'], rows);
+  const checks = report.checks.map((c) => `${c.ok ? 'PASS' : 'FAIL'}  ${c.job}  ${c.name}: ${c.detail}`);
+  const head = report.settled ? `settled in ${(report.durationMs / 1000).toFixed(1)} s` : `did NOT settle within ${(report.durationMs / 1000).toFixed(1)} s`;
+  return [`Local run, env ${report.env}, business date ${report.businessDate}: ${head}`, '', table, '', ...checks, '', report.ok ? 'OK' : 'FAILED'].join('\n');
+}

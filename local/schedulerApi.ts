@@ -1,0 +1,107 @@
+// The EventBridge Scheduler API over the local schedules (GetSchedule, ListSchedules, UpdateSchedule), so an operator
+// tool can pause a schedule (State DISABLED) and resume it against the local stack as it would against AWS.
+import { createServer, IncomingMessage, ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { listenOnLoopback, RunningServer } from './servers';
+import { LocalScheduler, ScheduleError } from './scheduler';
+import type { PlannedSchedule } from './plan';
+
+const ONE = /^\/schedules\/([^/]+)$/;
+
+function describe(schedule: PlannedSchedule, state: string, created: number): Record<string, unknown> {
+  return {
+    Arn: schedule.arn,
+    Name: schedule.name,
+    GroupName: schedule.group,
+    State: state,
+    ScheduleExpression: schedule.expression,
+    ScheduleExpressionTimezone: schedule.timeZone,
+    FlexibleTimeWindow: { Mode: 'OFF' },
+    Target: {
+      Arn: schedule.targetArn,
+      RoleArn: `arn:aws:iam::000000000000:role/local-scheduler`,
+      Input: schedule.input,
+      RetryPolicy: { MaximumRetryAttempts: schedule.maximumRetryAttempts, MaximumEventAgeInSeconds: schedule.maximumEventAgeSeconds },
+      ...(schedule.deadLetterArn ? { DeadLetterConfig: { Arn: schedule.deadLetterArn } } : {}),
+    },
+    CreationDate: created,
+    LastModificationDate: created,
+  };
+}
+
+interface UpdateBody {
+  GroupName?: string;
+  State?: string;
+  ScheduleExpression?: string;
+  ScheduleExpressionTimezone?: string;
+  Target?: { Arn?: string; Input?: string; RetryPolicy?: { MaximumRetryAttempts?: number; MaximumEventAgeInSeconds?: number }; DeadLetterConfig?: { Arn?: string } };
+}
+
+export async function startSchedulerApi(scheduler: LocalScheduler, port = 0): Promise<RunningServer> {
+  const created = Math.floor(Date.now() / 1000);
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: Error) => reply(res, 500, { Message: error.message }, 'InternalServerException'));
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    const url = new URL(req.url ?? '/', 'http://local');
+    if (url.pathname === '/schedules' && req.method === 'GET') {
+      const prefix = url.searchParams.get('NamePrefix') ?? '';
+      const state = url.searchParams.get('State');
+      const schedules = scheduler
+        .list()
+        .filter((s) => s.schedule.name.startsWith(prefix) && (!state || s.state === state))
+        .map((s) => {
+          const d = describe(s.schedule, s.state, created);
+          return { Arn: d.Arn, Name: d.Name, GroupName: d.GroupName, State: d.State, Target: { Arn: s.schedule.targetArn }, CreationDate: created, LastModificationDate: created };
+        });
+      return reply(res, 200, { Schedules: schedules });
+    }
+    const one = ONE.exec(url.pathname);
+    if (!one) return reply(res, 404, { Message: `${req.method} ${url.pathname} is not emulated locally` }, 'ResourceNotFoundException');
+    const name = decodeURIComponent(one[1]);
+    let current: PlannedSchedule;
+    try {
+      current = scheduler.get(name);
+    } catch (error) {
+      if (error instanceof ScheduleError) return reply(res, 404, { Message: error.message }, 'ResourceNotFoundException');
+      throw error;
+    }
+    if (req.method === 'GET') {
+      const state = scheduler.list().find((s) => s.schedule.name === name)!.state;
+      return reply(res, 200, describe(current, state, created));
+    }
+    if (req.method === 'PUT') {
+      const body = (raw ? JSON.parse(raw) : {}) as UpdateBody;
+      // UpdateSchedule replaces the whole definition; absent optional fields take their defaults, as on AWS.
+      const next: PlannedSchedule = {
+        ...current,
+        expression: body.ScheduleExpression ?? current.expression,
+        timeZone: body.ScheduleExpressionTimezone ?? 'UTC',
+        enabled: (body.State ?? 'ENABLED') === 'ENABLED',
+        targetArn: body.Target?.Arn ?? current.targetArn,
+        input: body.Target?.Input,
+        maximumRetryAttempts: body.Target?.RetryPolicy?.MaximumRetryAttempts ?? 185,
+        maximumEventAgeSeconds: body.Target?.RetryPolicy?.MaximumEventAgeInSeconds ?? 86400,
+        deadLetterArn: body.Target?.DeadLetterConfig?.Arn,
+      };
+      try {
+        scheduler.update(name, next);
+      } catch (error) {
+        if (error instanceof ScheduleError) return reply(res, 400, { Message: error.message }, 'ValidationException');
+        throw error;
+      }
+      return reply(res, 200, { ScheduleArn: current.arn });
+    }
+    return reply(res, 405, { Message: `${req.method} is not emulated for a schedule` }, 'ValidationException');
+  }
+
+  return listenOnLoopback(server, port);
+}
+
+function reply(res: ServerResponse, status: number, body: unknown, errorType?: string): void {
+  res.writeHead(status, { 'content-type': 'application/json', 'x-amzn-requestid': randomUUID(), ...(errorType ? { 'x-amzn-errortype': errorType } : {}) });
+  res.end(JSON.stringify(body));
+}

@@ -1,0 +1,392 @@
+// Deploy parity, part three: starts the embedded services and deploys a planned template onto them (queues, tables,
+// buckets, secrets, functions from their bundled assets, event source mappings, schedules). The whole local stack.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { CreateQueueCommand, SendMessageCommand, SetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateTableCommand,
+  CreateTableCommandInput,
+  DynamoDBClient,
+  ResourceInUseException,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { LOCAL_CREDENTIALS, ObservedRequest, observeRequests, RunningS3, RunningServer, startDynamoDb, startS3, startSqs } from './servers';
+import { LocalSecretsManager } from './secretsManager';
+import { LambdaRuntime } from './lambdaRuntime';
+import { startLambdaApi } from './lambdaApi';
+import { SqsEventSourceMapping } from './eventSourceMapping';
+import { LocalScheduler } from './scheduler';
+import { startSchedulerApi } from './schedulerApi';
+import { PlannedFunction, PlannedSecret, PlannedTable, planStack, StackPlan } from './plan';
+import type { CloudFormationTemplate } from './template';
+
+export class ProvisioningError extends Error {
+  constructor(message: string, public readonly logicalId: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ProvisioningError';
+  }
+}
+
+export interface Ports {
+  dynamodb?: number;
+  sqs?: number;
+  s3?: number;
+  secretsManager?: number;
+  lambda?: number;
+  scheduler?: number;
+}
+
+export interface LocalStackOptions {
+  template: CloudFormationTemplate;
+  stackName: string;
+  /** The cloud assembly folder holding asset.<hash>/ folders. */
+  assemblyDir: string;
+  /** @default "us-east-1" */
+  region?: string;
+  /** @default "000000000000" */
+  accountId?: string;
+  /** Keeps DynamoDB data (dynalite LevelDB) here; in memory when absent. */
+  dataDir?: string;
+  ports?: Ports;
+  /** Function output and runtime notes. */
+  log: (source: string, line: string) => void;
+  /** Lets the caller change a function's environment before it starts (e.g. point a job at the local provider). */
+  environmentOverride?: (fn: PlannedFunction, env: Record<string, string>) => Record<string, string>;
+  /** Sees every request the DynamoDB, SQS and S3 servers receive. */
+  onRequest?: (service: 'dynamodb' | 'sqs' | 's3', request: ObservedRequest) => void;
+  /** Fixes generated secret values (tests); random otherwise. */
+  secretValue?: (secret: PlannedSecret) => string;
+  /** Local retry delays for asynchronous invocations. @default [1000, 2000] */
+  asyncRetryDelaysMs?: number[];
+}
+
+export interface Endpoints {
+  dynamodb: string;
+  sqs: string;
+  s3: string;
+  secretsManager: string;
+  lambda: string;
+  scheduler: string;
+}
+
+/** Finds a function's bundled code in the cloud assembly, the way `cdk deploy` finds what to upload. */
+export function assetDirectory(assemblyDir: string, fn: PlannedFunction): string {
+  const candidates: string[] = [];
+  if (fn.assetPath) candidates.push(join(assemblyDir, fn.assetPath));
+  const hash = fn.s3Key?.replace(/\.zip$/, '');
+  if (hash) {
+    candidates.push(join(assemblyDir, `asset.${hash}`));
+    for (const file of existsSync(assemblyDir) ? readdirSync(assemblyDir).filter((f) => f.endsWith('.assets.json')) : []) {
+      const manifest = JSON.parse(readFileSync(join(assemblyDir, file), 'utf8')) as { files?: Record<string, { source?: { path?: string } }> };
+      const path = manifest.files?.[hash]?.source?.path;
+      if (path) candidates.push(join(assemblyDir, path));
+    }
+  }
+  const found = candidates.find((c) => existsSync(c));
+  if (!found) {
+    throw new ProvisioningError(
+      `function ${fn.logicalId} (${fn.name}): bundled asset not found in ${assemblyDir} (looked for ${candidates.join(', ') || 'aws:asset:path metadata or Code.S3Key'}); run \`npx cdk synth\``,
+      fn.logicalId,
+    );
+  }
+  return found;
+}
+
+/** The CreateTable request for a planned table (Table or GlobalTable shape). */
+export function createTableInput(table: PlannedTable): CreateTableCommandInput {
+  const p = table.properties as {
+    KeySchema: CreateTableCommandInput['KeySchema'];
+    AttributeDefinitions: CreateTableCommandInput['AttributeDefinitions'];
+    BillingMode?: string;
+    ProvisionedThroughput?: { ReadCapacityUnits: number; WriteCapacityUnits: number };
+    GlobalSecondaryIndexes?: { IndexName: string; KeySchema: unknown; Projection: unknown; ProvisionedThroughput?: unknown }[];
+    LocalSecondaryIndexes?: CreateTableCommandInput['LocalSecondaryIndexes'];
+  };
+  const provisioned = p.BillingMode === 'PROVISIONED' || (p.BillingMode === undefined && p.ProvisionedThroughput !== undefined);
+  const throughput = (t: unknown) => (provisioned ? ((t ?? { ReadCapacityUnits: 5, WriteCapacityUnits: 5 }) as { ReadCapacityUnits: number; WriteCapacityUnits: number }) : undefined);
+  return {
+    TableName: table.name,
+    KeySchema: p.KeySchema,
+    AttributeDefinitions: p.AttributeDefinitions,
+    BillingMode: provisioned ? 'PROVISIONED' : 'PAY_PER_REQUEST',
+    ProvisionedThroughput: throughput(p.ProvisionedThroughput),
+    GlobalSecondaryIndexes: p.GlobalSecondaryIndexes?.map((g) => ({
+      IndexName: g.IndexName,
+      KeySchema: g.KeySchema as CreateTableCommandInput['KeySchema'],
+      Projection: g.Projection as { ProjectionType: 'ALL' },
+      ProvisionedThroughput: throughput(g.ProvisionedThroughput),
+    })),
+    LocalSecondaryIndexes: p.LocalSecondaryIndexes,
+  };
+}
+
+/** A secret's value as Secrets Manager would create it: the literal, or generated per GenerateSecretString. */
+export function generateSecretValue(props: Record<string, unknown>): string {
+  if (typeof props.SecretString === 'string') return props.SecretString;
+  const g = (props.GenerateSecretString ?? {}) as {
+    PasswordLength?: number;
+    ExcludeCharacters?: string;
+    ExcludePunctuation?: boolean;
+    SecretStringTemplate?: string;
+    GenerateStringKey?: string;
+  };
+  let alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+  if (!g.ExcludePunctuation) alphabet += '!#$%&()*+,-.:;<=>?@[]^_{|}~';
+  alphabet = [...alphabet].filter((c) => !(g.ExcludeCharacters ?? '').includes(c)).join('');
+  const length = g.PasswordLength ?? 32;
+  const value = [...randomBytes(length)].map((b) => alphabet[b % alphabet.length]).join('');
+  if (g.SecretStringTemplate && g.GenerateStringKey) {
+    return JSON.stringify({ ...(JSON.parse(g.SecretStringTemplate) as object), [g.GenerateStringKey]: value });
+  }
+  return value;
+}
+
+export class LocalStack {
+  public readonly runtime: LambdaRuntime;
+  public readonly scheduler: LocalScheduler;
+  public readonly secrets = new LocalSecretsManager();
+  public readonly mappings: SqsEventSourceMapping[] = [];
+  public readonly region: string;
+  public plan!: StackPlan;
+  public endpoints!: Endpoints;
+  private readonly servers: RunningServer[] = [];
+  private sqsClient!: SQSClient;
+  private started = false;
+
+  constructor(private readonly options: LocalStackOptions) {
+    this.region = options.region ?? 'us-east-1';
+    this.runtime = new LambdaRuntime({
+      log: (fn, line) => options.log(fn, line),
+      asyncRetryDelaysMs: options.asyncRetryDelaysMs,
+      onAsyncFailure: (fn, _event, error) => options.log('lambda', `${fn}: asynchronous invocation failed after all retries: ${error.message}`),
+    });
+    this.scheduler = new LocalScheduler({
+      log: (line) => options.log('scheduler', line),
+      deliver: async (targetArn, input) => {
+        // Scheduler invokes a Lambda target asynchronously: delivery succeeds once Lambda has accepted the event.
+        this.runtime.get(targetArn).invokeAsync(JSON.parse(input));
+      },
+      deadLetter: async (queueArn, body, attributes) => {
+        await this.sqs().send(
+          new SendMessageCommand({
+            QueueUrl: this.queueUrl(queueArn),
+            MessageBody: body,
+            MessageAttributes: Object.fromEntries(Object.entries(attributes).map(([k, v]) => [k, { DataType: 'String', StringValue: v }])),
+          }),
+        );
+      },
+    });
+  }
+
+  /** AWS SDK client settings for the local services (credentials that s3rver accepts, the region). */
+  clientConfig(service: keyof Endpoints): { endpoint: string; region: string; credentials: typeof LOCAL_CREDENTIALS; forcePathStyle?: boolean } {
+    return { endpoint: this.endpoints[service], region: this.region, credentials: LOCAL_CREDENTIALS, ...(service === 's3' ? { forcePathStyle: true } : {}) };
+  }
+
+  sqs(): SQSClient {
+    return (this.sqsClient ??= new SQSClient(this.clientConfig('sqs')));
+  }
+
+  /** @throws ProvisioningError for an ARN that is not a queue of this stack. */
+  queueUrl(arn: string): string {
+    const q = this.plan.queues.find((x) => x.arn === arn);
+    if (!q) throw new ProvisioningError(`no queue with ARN ${arn} in the local stack`, arn);
+    return q.url;
+  }
+
+  /** The environment every function gets on top of its template variables. */
+  baseEnvironment(fn: PlannedFunction): Record<string, string> {
+    return {
+      AWS_REGION: this.region,
+      AWS_DEFAULT_REGION: this.region,
+      AWS_ACCESS_KEY_ID: LOCAL_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: LOCAL_CREDENTIALS.secretAccessKey,
+      AWS_ENDPOINT_URL_DYNAMODB: this.endpoints.dynamodb,
+      AWS_ENDPOINT_URL_SQS: this.endpoints.sqs,
+      AWS_ENDPOINT_URL_S3: this.endpoints.s3,
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: this.endpoints.secretsManager,
+      AWS_ENDPOINT_URL_LAMBDA: this.endpoints.lambda,
+      AWS_ENDPOINT_URL_SCHEDULER: this.endpoints.scheduler,
+      AWS_LAMBDA_FUNCTION_NAME: fn.name,
+      AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
+      AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(fn.memoryMb),
+      AWS_LAMBDA_LOG_GROUP_NAME: `/aws/lambda/${fn.name}`,
+      AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs20.x',
+      LAMBDA_TASK_ROOT: '/var/task',
+      TZ: 'UTC',
+      // The SDK's notice about Node 20 support would otherwise print in every worker.
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    };
+  }
+
+  /** Starts the services and deploys the template. */
+  async start(): Promise<void> {
+    const o = this.options;
+    const ports = o.ports ?? {};
+    const observe = (service: 'dynamodb' | 'sqs' | 's3') => (o.onRequest ? (r: ObservedRequest) => o.onRequest!(service, r) : undefined);
+    try {
+      const [dynamodb, sqs, s3] = await Promise.all([
+        startDynamoDb({ port: ports.dynamodb, path: o.dataDir, onRequest: observe('dynamodb') }),
+        startSqs({ port: ports.sqs, region: this.region, accountId: o.accountId ?? '000000000000', onRequest: observe('sqs') }),
+        startS3({ port: ports.s3 }).then((s: RunningS3) => {
+          const hook = observe('s3');
+          if (hook) {
+            // s3rver's server exists only after run(); observe from here on.
+            observeRequests(s.server, hook);
+          }
+          return s;
+        }),
+      ]);
+      this.servers.push(dynamodb, sqs, s3);
+      const secrets = await this.secrets.start(ports.secretsManager);
+      this.servers.push(secrets);
+      const lambda = await startLambdaApi(
+        { runtime: this.runtime, mappings: () => this.mappings, functionArn: (name) => this.runtime.get(name).spec.arn },
+        ports.lambda,
+      );
+      this.servers.push(lambda);
+      const scheduler = await startSchedulerApi(this.scheduler, ports.scheduler);
+      this.servers.push(scheduler);
+      this.endpoints = {
+        dynamodb: dynamodb.endpoint,
+        sqs: sqs.endpoint,
+        s3: s3.endpoint,
+        secretsManager: secrets.endpoint,
+        lambda: lambda.endpoint,
+        scheduler: scheduler.endpoint,
+      };
+      this.started = true;
+      this.plan = planStack(o.template, { stackName: o.stackName, region: this.region, accountId: o.accountId ?? '000000000000', sqsEndpoint: sqs.endpoint });
+      await this.provision();
+    } catch (error) {
+      await this.stop();
+      throw error;
+    }
+  }
+
+  private async provision(): Promise<void> {
+    const plan = this.plan;
+    const sqs = this.sqs();
+    // Every queue first, then the redrive policies: a policy may name a DLQ declared later in the template.
+    for (const q of plan.queues) {
+      const attributes = Object.fromEntries(Object.entries(q.attributes).filter(([k]) => k !== 'RedrivePolicy'));
+      await sqs.send(new CreateQueueCommand({ QueueName: q.name, Attributes: attributes }));
+    }
+    for (const q of plan.queues.filter((x) => x.attributes.RedrivePolicy)) {
+      if (!plan.queues.some((x) => x.arn === q.deadLetterTargetArn)) {
+        throw new ProvisioningError(`queue ${q.logicalId}: its DLQ ${q.deadLetterTargetArn} is not in the template`, q.logicalId);
+      }
+      await sqs.send(new SetQueueAttributesCommand({ QueueUrl: q.url, Attributes: { RedrivePolicy: q.attributes.RedrivePolicy } }));
+    }
+
+    const ddb = new DynamoDBClient(this.clientConfig('dynamodb'));
+    for (const t of plan.tables) {
+      try {
+        await ddb.send(new CreateTableCommand(createTableInput(t)));
+      } catch (error) {
+        // With --data-dir the table survives from an earlier run; its data is the point.
+        if (!(error instanceof ResourceInUseException)) {
+          throw new ProvisioningError(`table ${t.logicalId} (${t.name}): ${(error as Error).message}`, t.logicalId, { cause: error });
+        }
+      }
+      const ttl = t.properties.TimeToLiveSpecification as { AttributeName?: string; Enabled?: boolean } | undefined;
+      if (ttl?.Enabled && ttl.AttributeName) {
+        try {
+          await ddb.send(new UpdateTimeToLiveCommand({ TableName: t.name, TimeToLiveSpecification: { AttributeName: ttl.AttributeName, Enabled: true } }));
+        } catch (error) {
+          // dynalite has no UpdateTimeToLive and never expires items; say so rather than pretend.
+          this.options.log('provision', `table ${t.name}: TTL on ${ttl.AttributeName} not applied locally (dynalite does not emulate TTL: ${(error as Error).name})`);
+        }
+      }
+    }
+    ddb.destroy();
+
+    const s3 = new S3Client(this.clientConfig('s3'));
+    for (const b of plan.buckets) await s3.send(new CreateBucketCommand({ Bucket: b.name }));
+    s3.destroy();
+
+    for (const s of plan.secrets) {
+      this.secrets.add({ name: s.name, arn: s.arn, value: this.options.secretValue?.(s) ?? generateSecretValue(s.properties) });
+    }
+
+    for (const fn of plan.functions) {
+      const codeDir = assetDirectory(this.options.assemblyDir, fn);
+      let environment = { ...fn.environment, ...this.baseEnvironment(fn) };
+      if (this.options.environmentOverride) environment = this.options.environmentOverride(fn, environment);
+      this.runtime.add({
+        name: fn.name,
+        arn: fn.arn,
+        handler: fn.handler,
+        codeDir,
+        environment,
+        timeoutSeconds: fn.timeoutSeconds,
+        memoryMb: fn.memoryMb,
+        reservedConcurrency: fn.reservedConcurrency,
+      });
+    }
+
+    for (const m of plan.mappings) {
+      const fn = this.runtime.get(m.functionName);
+      const queue = plan.queues.find((q) => q.arn === m.eventSourceArn);
+      if (!queue) throw new ProvisioningError(`event source mapping ${m.logicalId}: queue ${m.eventSourceArn} is not in the template`, m.logicalId);
+      this.mappings.push(
+        new SqsEventSourceMapping(
+          {
+            uuid: `local-${m.logicalId}`,
+            functionName: fn.spec.name,
+            queueUrl: queue.url,
+            queueArn: queue.arn,
+            batchSize: m.batchSize,
+            maximumBatchingWindowSeconds: m.maximumBatchingWindowSeconds,
+            maximumConcurrency: m.maximumConcurrency,
+            reportBatchItemFailures: m.reportBatchItemFailures,
+            enabled: m.enabled,
+            region: this.region,
+          },
+          {
+            sqs,
+            invoke: (event) => fn.invoke(event),
+            functionConcurrency: fn.concurrencyLimit,
+            log: (line) => this.options.log('esm', line),
+          },
+        ),
+      );
+    }
+
+    for (const s of plan.schedules) {
+      if (!/^arn:aws:lambda:/.test(s.targetArn)) {
+        throw new ProvisioningError(`schedule ${s.logicalId}: target ${s.targetArn} is not a Lambda function; only Lambda targets are emulated`, s.logicalId);
+      }
+      this.runtime.get(s.targetArn);
+      this.scheduler.add(s);
+    }
+  }
+
+  /** Loads every consumer's code up to its effective concurrency, and one execution environment per producer. */
+  async prewarm(): Promise<void> {
+    const counts = new Map<string, number>();
+    for (const m of this.mappings) counts.set(m.config.functionName, m.concurrency);
+    for (const s of this.plan.schedules) {
+      const name = this.runtime.get(s.targetArn).spec.name;
+      counts.set(name, Math.max(1, counts.get(name) ?? 0));
+    }
+    await this.runtime.prewarm(counts);
+  }
+
+  /** Starts the event source mappings that are enabled in the template. */
+  startConsumers(): void {
+    for (const m of this.mappings) if (m.config.enabled) m.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.scheduler.stop();
+    await Promise.all(this.mappings.map((m) => m.stop()));
+    await this.runtime.close();
+    this.sqsClient?.destroy();
+    if (this.started || this.servers.length) {
+      await Promise.allSettled(this.servers.splice(0).map((s) => s.close()));
+    }
+  }
+}

@@ -1,0 +1,97 @@
+import { spawn, ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ListEventSourceMappingsCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+
+const ROOT = join(__dirname, '..', '..');
+const TSX = join(ROOT, 'node_modules', '.bin', 'tsx');
+const CLI = join(ROOT, 'local', 'cli.ts');
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function start(args: string[]): { child: ChildProcess; done: Promise<Result> } {
+  const child = spawn(TSX, [CLI, ...args], { cwd: ROOT, env: { ...process.env, FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (c) => (stdout += c));
+  child.stderr!.on('data', (c) => (stderr += c));
+  const done = new Promise<Result>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  return { child, done };
+}
+
+describe('Command: npm start', () => {
+  let localDir: string;
+  beforeEach(() => {
+    localDir = mkdtempSync(join(tmpdir(), 'paced-jobs-local-'));
+  });
+  afterEach(() => {
+    rmSync(localDir, { recursive: true, force: true });
+  });
+
+  it('runs one cycle of every job on small data and reports ok with the three checks', async () => {
+    const { done } = start(['--json', '--payments', '3', '--uploads', '3', '--tenants', '2', '--local-dir', localDir, '--timeout', '90']);
+    const result = await done;
+    expect(result.stderr).toContain('fired');
+    const report = JSON.parse(result.stdout);
+    expect(result.code).toBe(0);
+    expect(report.ok).toBe(true);
+    expect(report.jobs).toEqual({
+      'expired-session-cleanup': expect.objectContaining({ discovered: 2, completed: 2, rejected: 0, dlq: 0, effects: 2, itemEffects: 6, duplicatesSuppressed: 0, rateLimitPerWindow: expect.any(Number) }),
+      'payment-reconciliation': expect.objectContaining({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, duplicatesSuppressed: 0, throttled: 0, maxStartsPerWindow: 3 }),
+      'stale-upload-cleanup': expect.objectContaining({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, maxStartsPerWindow: 3 }),
+    });
+    expect(report.checks).toHaveLength(9);
+    expect(report.checks.every((c: { ok: boolean }) => c.ok)).toBe(true);
+    expect(existsSync(join(localDir, 'logs'))).toBe(true);
+  }, 300_000); // includes a cdk synth on a fresh clone (no cdk.out yet)
+
+  it('serves a stack that the AWS SDK can use from another process, and stops cleanly on SIGINT', async () => {
+    const { child, done } = start(['--serve', '--local-dir', localDir]);
+    const file = join(localDir, 'endpoints.json');
+    for (let i = 0; i < 300 && !existsSync(file); i++) await new Promise((r) => setTimeout(r, 100));
+    const doc = JSON.parse(readFileSync(file, 'utf8'));
+    const config = (endpoint: string) => ({ endpoint, region: doc.region, credentials: doc.credentials });
+    const job = doc.jobs['payment-reconciliation'];
+    const sqs = new SQSClient(config(doc.endpoints.sqs));
+    const attrs = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: job.queueUrl, AttributeNames: ['RedrivePolicy'] }));
+    expect(JSON.parse(attrs.Attributes!.RedrivePolicy!).deadLetterTargetArn).toBe(job.dlqArn);
+    const ddb = new DynamoDBClient(config(doc.endpoints.dynamodb));
+    expect((await ddb.send(new ListTablesCommand({}))).TableNames).toContain(doc.outputs.LedgerTableName);
+    const lambda = new LambdaClient(config(doc.endpoints.lambda));
+    const mappings = await lambda.send(new ListEventSourceMappingsCommand({ FunctionName: job.consumer }));
+    expect(mappings.EventSourceMappings!.map((m) => m.UUID)).toEqual([job.eventSourceMapping]);
+    expect(doc.outputs.PaymentReconciliationEventSourceMappingUuid).toBe(job.eventSourceMapping);
+    [sqs, ddb, lambda].forEach((c) => c.destroy());
+    child.kill('SIGINT');
+    const result = await done;
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('stopping');
+  }, 60_000);
+
+  it('rejects a bad flag with a clear message', async () => {
+    const result = await start(['--payments', 'abc']).done;
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`error: option '--payments <n>' argument 'abc' is invalid. --payments must be a whole number, got "abc"`);
+  }, 30_000);
+
+  it('fails clearly when a chosen port is in use', async () => {
+    const blocker: Server = createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const result = await start(['--sqs-port', String(port), '--local-dir', localDir]).done;
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(`npm start failed: Error: port ${port} on 127.0.0.1 is already in use (SQS)`);
+    } finally {
+      blocker.close();
+    }
+  }, 30_000);
+});

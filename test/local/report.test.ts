@@ -1,0 +1,69 @@
+import { buildJobReport, buildRunReport, formatReport, JobObservation } from '../../local/report';
+
+const observation = (overrides: Partial<JobObservation> = {}): JobObservation => ({
+  discovered: 3,
+  published: 3,
+  completed: 3,
+  rejected: 0,
+  duplicates: 0,
+  deferred: 0,
+  dlq: 0,
+  effectsByOperation: new Map([['a', 1], ['b', 1], ['c', 1]]),
+  starts: [0, 10, 20],
+  throttled: 0,
+  rateLimit: { startsPerInterval: 2, intervalSeconds: 1 },
+  ...overrides,
+});
+
+describe('Function: buildJobReport', () => {
+  it('passes the three checks when every operation is accounted for, changed once, and paced', () => {
+    const { report, checks } = buildJobReport('job', observation({ starts: [0, 500, 1000, 1500] }));
+    expect(report).toEqual({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, duplicatesSuppressed: 0, throttled: 0, maxStartsPerWindow: 2, rateLimitPerWindow: 2, windowSeconds: 1 });
+    expect(checks).toEqual([
+      { job: 'job', name: 'nothing-lost', ok: true, detail: 'completed 3 + rejected 0 + dlq 0 = 3, discovered 3' },
+      { job: 'job', name: 'one-effect-per-operation', ok: true, detail: '3 operations with one effect each, 3 completed' },
+      { job: 'job', name: 'rate-respected', ok: true, detail: 'at most 2 starts in any 1s window, limit 2' },
+    ]);
+  });
+
+  it('fails nothing-lost when an operation is unaccounted for', () => {
+    const { checks } = buildJobReport('job', observation({ completed: 1, dlq: 1 }));
+    expect(checks[0]).toEqual({ job: 'job', name: 'nothing-lost', ok: false, detail: 'completed 1 + rejected 0 + dlq 1 = 2, discovered 3' });
+  });
+
+  it('counts operations done by earlier runs only when data was kept', () => {
+    const kept = buildJobReport('job', observation({ completed: 1, duplicates: 2, keptData: true, effectsByOperation: new Map([['a', 1]]) }));
+    expect(kept.checks[0]).toEqual({ job: 'job', name: 'nothing-lost', ok: true, detail: 'completed 1 + done by earlier runs 2 + rejected 0 + dlq 0 = 3, discovered 3' });
+    const fresh = buildJobReport('job', observation({ completed: 1, duplicates: 2, effectsByOperation: new Map([['a', 1]]) }));
+    expect(fresh.checks[0].ok).toBe(false);
+  });
+
+  it('fails one-effect-per-operation when a target changed twice', () => {
+    const { checks } = buildJobReport('job', observation({ effectsByOperation: new Map([['a', 2], ['b', 1], ['c', 1]]) }));
+    expect(checks[1]).toEqual({ job: 'job', name: 'one-effect-per-operation', ok: false, detail: '1 targets changed other than once, e.g. a x2' });
+  });
+
+  it('fails one-effect-per-operation when a target that was not due changed', () => {
+    const { checks } = buildJobReport('job', observation({ unexpectedEffects: ['sessions/t/s-new-0001'] }));
+    expect(checks[1]).toEqual({ job: 'job', name: 'one-effect-per-operation', ok: false, detail: '1 targets changed that were not due, e.g. sessions/t/s-new-0001' });
+  });
+
+  it('checks per item when one operation changes several items', () => {
+    const { report, checks } = buildJobReport('job', observation({ effectsByItem: new Map([['t/s1', 1], ['t/s2', 2]]) }));
+    expect(report.itemEffects).toBe(3);
+    expect(checks[1].detail).toBe('1 targets changed other than once, e.g. t/s2 x2');
+  });
+
+  it('fails rate-respected when any sliding window holds more starts than the limit', () => {
+    const { checks } = buildJobReport('job', observation({ starts: [0, 900, 950, 2000] }));
+    expect(checks[2]).toEqual({ job: 'job', name: 'rate-respected', ok: false, detail: 'at most 3 starts in any 1s window, limit 2' });
+  });
+});
+
+describe('Function: buildRunReport', () => {
+  it('is not ok when the run did not settle, even if every check passed', () => {
+    const report = buildRunReport({ env: 'dev', businessDate: '2026-11-28', settled: false, durationMs: 1000, jobs: new Map([['job', observation()]]) });
+    expect(report.ok).toBe(false);
+    expect(formatReport(report)).toContain('did NOT settle within 1.0 s');
+  });
+});

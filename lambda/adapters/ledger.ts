@@ -9,7 +9,10 @@ export interface BatchCounters {
   completed?: number;
   duplicates?: number;
   rejected?: number;
+  /** Re-publishes with a delay, whatever the cause (no rate-limit slot soon enough, or a throttled downstream). */
   deferred?: number;
+  /** 429/503 answers from the downstream; each is also deferred (or dead-lettered once the deferral budget is spent). */
+  throttled?: number;
   deadLettered?: number;
 }
 
@@ -55,7 +58,7 @@ export const ledgerKeys = {
   rejection: (job: string, at: Date, messageId: string) => ({ pk: `REJECTED#${job}`, sk: `${at.toISOString()}#${messageId}` }),
 };
 
-const COUNTERS: (keyof BatchCounters)[] = ['discovered', 'published', 'completed', 'duplicates', 'rejected', 'deferred', 'deadLettered'];
+const COUNTERS: (keyof BatchCounters)[] = ['discovered', 'published', 'completed', 'duplicates', 'rejected', 'deferred', 'throttled', 'deadLettered'];
 const WRITE_ONCE: (keyof BatchInfo)[] = ['businessDate', 'scheduledTime', 'startedAt'];
 
 export class DynamoLedger implements Ledger {
@@ -135,4 +138,26 @@ export function truncateUtf8(text: string, maxBytes: number): { text: string; tr
   // A cut through a multi-byte character decodes to U+FFFD (3 bytes); drop characters until it fits.
   while (Buffer.byteLength(out, 'utf8') > maxBytes || out.endsWith('\uFFFD')) out = out.slice(0, -1);
   return { text: out, truncated: true };
+}
+
+/**
+ * Counters gathered over one consumer invocation, to be flushed as one `addToBatch` per batch ID at its end: one ledger
+ * write per batch of records instead of one per record, which keeps the pipeline's writes per operation within budget.
+ */
+export class BatchTally {
+  private readonly byBatch = new Map<string, BatchCounters>();
+
+  add(batchId: string, counters: BatchCounters): void {
+    const sum = this.byBatch.get(batchId) ?? {};
+    for (const key of Object.keys(counters) as (keyof BatchCounters)[]) {
+      const value = counters[key];
+      if (value !== undefined) sum[key] = (sum[key] ?? 0) + value;
+    }
+    this.byBatch.set(batchId, sum);
+  }
+
+  /** Each batch ID with its summed counters, in first-seen order. */
+  entries(): [string, BatchCounters][] {
+    return [...this.byBatch.entries()];
+  }
 }

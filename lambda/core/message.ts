@@ -35,6 +35,11 @@ export const messageSchema = z.strictObject({
   firstEnqueuedAt: isoTimestamp.optional(),
   /** Deferrals so far (throttling), not SQS receives. @default 0 */
   attempt: z.number().int().min(0).max(10000).optional(),
+  /**
+   * Not to run before this time. SQS delays a message by at most 900 s, so a longer deferral is a chain of re-publishes
+   * carrying this field; the consumer defers again, without claiming, until it has passed.
+   */
+  notBefore: isoTimestamp.optional(),
 });
 
 export type JobMessage = z.infer<typeof messageSchema>;

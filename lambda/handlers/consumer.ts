@@ -1,4 +1,5 @@
-// The consumer Lambda: one SQS batch in, each record validated, claimed by operation ID, applied once, acknowledged.
+// The consumer Lambda: one SQS batch in; every record validated, one block of rate-limit slots taken for the valid ones,
+// each granted record claimed by operation ID, applied once at its slot and acknowledged; the rest deferred unclaimed.
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
@@ -9,14 +10,43 @@ import { idempotencyKeyPrefix } from '../core/idempotencyKey';
 import { PermanentError, ThrottledError } from '../core/errors';
 import type { AnyJob, ApplyResult } from '../core/job';
 import { idSchema, parseMessage, serializeMessage, type JobMessage } from '../core/message';
+import { gcraLimits } from '../core/pacing/gcra';
+import { waitForSlot } from '../core/pacing/sleep';
 import { requireEnv } from '../core/settings';
 import { dynamoClient } from '../adapters/clients';
-import { DynamoLedger, type BatchCounters, type Ledger } from '../adapters/ledger';
+import { BatchTally, DynamoLedger, type Ledger } from '../adapters/ledger';
 import { bindJob, count, flushMetrics, logger, MetricName, milliseconds, withLogKeys } from '../adapters/observability';
-import { SqsPublisher, type Publisher } from '../adapters/sqsPublisher';
-import { defaultDeferralPolicy, type DeferralPolicy } from './deferral';
+import { AdaptiveDynamoDbRateLimiter, type RateFeedback } from '../adapters/adaptiveRateLimiter';
+import type { RateLimiter } from '../adapters/rateLimiter';
+import { PublishError, SqsPublisher, type OutgoingMessage, type Publisher } from '../adapters/sqsPublisher';
+import { createDeferralPolicy, defaultDeferralPolicy, type DeferralCause, type DeferralPolicy } from './deferral';
 import type { JobModuleLoader } from './jobLoader';
-import { loadJobRuntime, requirePositiveInt } from './runtime';
+import { loadJobRuntime, pacingSettings, requirePositiveInt } from './runtime';
+
+/** How the consumer spends its time on the shared limiter. */
+export interface ConsumerPacingOptions {
+  /** The limiter item starts are counted on (one per downstream). @default the job name */
+  key?: string;
+  /** Longest wait for a slot spent inside the function; records whose slot would be later are deferred. @default 10000 */
+  shortWaitMs?: number;
+  /**
+   * Time kept back from the invocation's remaining time for the last record's apply and the acknowledgement: no slot is
+   * taken later than remaining time minus this. @default 5000
+   */
+  reserveMs?: number;
+  /**
+   * How late a record may start after its slot before the slot is given up and the record deferred (waitForSlot).
+   * Keep it below the limiter's safetyMarginMs. @default 0
+   */
+  lateToleranceMs?: number;
+  /**
+   * The expected spacing between starts on the key (the limiter's emission interval). Records beyond the grant are
+   * deferred by the limiter's hint plus their position times this, so they do not all come back together. @default 0
+   */
+  spacingMs?: number;
+  /** The clock the limiter's start times are on, epoch ms. @default Date.now */
+  clock?: () => number;
+}
 
 export interface ConsumerOptions {
   job: AnyJob;
@@ -30,6 +60,14 @@ export interface ConsumerOptions {
   idempotencyTtlSeconds: number;
   maxMessageBytes: number;
   ledger: Ledger;
+  /** The fleet-wide limiter; one block of slots per invocation. */
+  limiter: RateLimiter;
+  /**
+   * Told once per invocation whether the downstream throttled (any 429/503) or not (some success), so a shared
+   * adaptive rate can follow the provider's real tolerance. @default none: the rate stays as configured
+   */
+  rateFeedback?: RateFeedback;
+  pacing?: ConsumerPacingOptions;
   /** @default an SqsPublisher on the shared client */
   publisher?: Publisher;
   /** @default DynamoDBPersistenceLayer on `idempotencyTableName` */
@@ -83,12 +121,43 @@ function salvageIds(body: string): { batchId?: string; operationId?: string } {
   }
 }
 
+/** What the pre-pass decided for one record, before any record is claimed. */
+type Plan =
+  | { kind: 'reject'; reasons: string[] }
+  | { kind: 'defer'; message: JobMessage; cause: DeferralCause }
+  /** The limiter could not be asked (DynamoDB failed): the record fails and SQS redelivers it, unclaimed. */
+  | { kind: 'fail'; message: JobMessage; error: Error }
+  | { kind: 'run'; message: JobMessage; resource: Record<string, unknown>; startAtMs: number };
+
+/** A deferral decided but not yet sent: where it goes, and the accounting to run once it is there. */
+interface PreparedDeferral {
+  queueUrl: string;
+  outgoing: OutgoingMessage;
+  settle: () => RecordOutcome;
+}
+
+/** What one invocation tells the adaptive rate. */
+interface Signals {
+  throttles: number;
+  successes: number;
+}
+
+const logKeys = (record: SQSRecord, message: JobMessage) => ({ operationId: message.operationId, batchId: message.batchId, messageId: record.messageId });
+
 export function createConsumer(options: ConsumerOptions): (event: SQSEvent, context: Context) => Promise<SQSBatchResponse> {
-  const { job, jobDeps, ledger } = options;
+  const { job, jobDeps, ledger, limiter } = options;
   bindJob(job.name);
   const publisher = options.publisher ?? new SqsPublisher();
   const deferralPolicy = options.deferralPolicy ?? defaultDeferralPolicy;
   const now = options.now ?? (() => new Date());
+  const pacing = {
+    key: options.pacing?.key ?? job.name,
+    shortWaitMs: options.pacing?.shortWaitMs ?? 10_000,
+    reserveMs: options.pacing?.reserveMs ?? 5_000,
+    lateToleranceMs: options.pacing?.lateToleranceMs ?? 0,
+    spacingMs: options.pacing?.spacingMs ?? 0,
+    clock: options.pacing?.clock ?? Date.now,
+  };
   const processor = new BatchProcessor(EventType.SQS);
 
   const config = new IdempotencyConfig({
@@ -125,115 +194,283 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     keyPrefix: idempotencyKeyPrefix(job.name),
   }) as (message: JobMessage, resource: Record<string, unknown>, context: Context) => Promise<IdempotentResult>;
 
-  /** Counters are accounting, not the operation: a failed write is logged and metered, and the record stays settled. */
-  const countBatch = async (batchId: string, counters: BatchCounters) => {
-    try {
-      await ledger.addToBatch(job.name, batchId, counters);
-    } catch (error) {
-      count(MetricName.LedgerWriteFailed);
-      logger.error('ledger counter write failed; the record itself is settled', { counters, error: error as Error });
-    }
+  /**
+   * Counters are accounting, not the operation: gathered per invocation and written once per batch ID at its end
+   * (one write per batch of records, not per record). A failed write is logged and metered; the records stay settled.
+   * A crash before the flush loses that invocation's counts, never an operation.
+   */
+  const flushCounters = async (tally: BatchTally) => {
+    await Promise.all(
+      tally.entries().map(async ([batchId, counters]) => {
+        try {
+          await ledger.addToBatch(job.name, batchId, counters);
+        } catch (error) {
+          count(MetricName.LedgerWriteFailed);
+          logger.error('ledger counter write failed; the records themselves are settled', { batchId, counters, error: error as Error });
+        }
+      }),
+    );
   };
 
-  const reject = async (record: SQSRecord, reasons: string[]): Promise<RecordOutcome> => {
+  const reject = async (record: SQSRecord, reasons: string[], tally: BatchTally): Promise<RecordOutcome> => {
     const ids = salvageIds(record.body);
     // Not caught: without the review record the message would vanish, so a failed write retries the message instead.
     await ledger.recordRejection({ job: job.name, messageId: record.messageId, reasons, body: record.body, ...ids });
     count(MetricName.Rejected);
     logger.warn('message rejected and kept for review', { reasons, ...ids });
-    if (ids.batchId) await countBatch(ids.batchId, { rejected: 1 });
+    if (ids.batchId) tally.add(ids.batchId, { rejected: 1 });
     return 'rejected';
   };
 
-  const deadLetter = async (record: SQSRecord, message: JobMessage, reason: string, detail: Record<string, unknown> = {}): Promise<RecordOutcome> => {
-    await publisher.publish(options.dlqUrl, [
-      {
-        operationId: message.operationId,
-        body: record.body,
-        attributes: {
-          failureReason: reason.slice(0, MAX_REASON_CHARS),
-          operationId: message.operationId,
-          jobType: message.jobType,
-          batchId: message.batchId,
-          failedAt: now().toISOString(),
-        },
-      },
-    ]);
+  const toDlq = (message: JobMessage, reason: string, body: string): OutgoingMessage => ({
+    operationId: message.operationId,
+    body,
+    attributes: {
+      failureReason: reason.slice(0, MAX_REASON_CHARS),
+      operationId: message.operationId,
+      jobType: message.jobType,
+      batchId: message.batchId,
+      failedAt: now().toISOString(),
+    },
+  });
+
+  /** The accounting after a message reached the DLQ. */
+  const deadLettered = (message: JobMessage, reason: string, detail: Record<string, unknown>, tally: BatchTally): RecordOutcome => {
     count(MetricName.DeadLettered);
     logger.error('permanent failure: message sent to the DLQ', { reason, detail });
-    await countBatch(message.batchId, { deadLettered: 1 });
+    tally.add(message.batchId, { deadLettered: 1 });
     return 'dead-lettered';
   };
 
-  const defer = async (record: SQSRecord, message: JobMessage, error: ThrottledError): Promise<RecordOutcome> => {
-    const attempt = message.attempt ?? 0;
-    const decision = deferralPolicy({ error, attempt });
-    if (decision.action === 'dead-letter') return deadLetter(record, message, decision.reason);
-    const body = serializeMessage(
-      {
-        ...message,
-        enqueuedAt: now().toISOString(),
-        // The first enqueue survives every deferral, so AgeSinceFirstEnqueue measures the operation's true age.
-        firstEnqueuedAt: message.firstEnqueuedAt ?? message.enqueuedAt,
-        attempt: attempt + 1,
-      },
-      options.maxMessageBytes,
-    );
-    // Re-publishing instead of failing the record keeps ApproximateReceiveCount, and so the DLQ, out of throttling.
-    await publisher.publish(options.queueUrl, [{ operationId: message.operationId, body, delaySeconds: decision.delaySeconds }]);
-    count(MetricName.Deferred);
-    logger.info('throttled: message deferred', { delaySeconds: decision.delaySeconds, attempt: attempt + 1, retryAfterMs: error.retryAfterMs });
-    await countBatch(message.batchId, { deferred: 1 });
-    return 'deferred';
+  const deadLetter = async (record: SQSRecord, message: JobMessage, reason: string, tally: BatchTally, detail: Record<string, unknown> = {}): Promise<RecordOutcome> => {
+    await publisher.publish(options.dlqUrl, [toDlq(message, reason, record.body)]);
+    return deadLettered(message, reason, detail, tally);
   };
 
-  const handleRecord = async (record: SQSRecord, context: Context): Promise<RecordOutcome> => {
-    const validated = validateRecord(record.body, job, options.maxMessageBytes);
-    if (!validated.ok) return withLogKeys({ messageId: record.messageId }, () => reject(record, validated.reasons));
-    const { message, resource } = validated;
-    return withLogKeys({ operationId: message.operationId, batchId: message.batchId, messageId: record.messageId }, async () => {
-      let result: IdempotentResult;
+  /**
+   * Decides a deferral (or, past the budget, a dead-letter) without sending it: where the message goes, and the
+   * accounting to run once it is there. Re-publishing instead of failing the record keeps ApproximateReceiveCount, and
+   * so the DLQ, out of pacing and throttling; a duplicate from the re-publish (the original redelivered after all) is
+   * absorbed by idempotency, as the operation ID is unchanged.
+   * @throws InvalidMessageError when the re-published message would no longer fit maxMessageBytes
+   */
+  const prepareDeferral = (message: JobMessage, cause: DeferralCause, tally: BatchTally): PreparedDeferral => {
+    const attempt = message.attempt ?? 0;
+    // The first enqueue survives every deferral, so AgeSinceFirstEnqueue and the age budget see the operation's true age.
+    const firstEnqueuedAt = message.firstEnqueuedAt ?? message.enqueuedAt;
+    const decision = deferralPolicy({ cause, attempt, firstEnqueuedAtMs: Date.parse(firstEnqueuedAt), nowMs: now().getTime() });
+    const { notBefore: _previous, ...rest } = message;
+    if (decision.action === 'dead-letter') {
+      // The count starts again at 0 in the DLQ copy, so an operator's redrive gets a fresh deferral budget.
+      const rearmed = serializeMessage({ ...rest, firstEnqueuedAt, attempt: 0 }, options.maxMessageBytes);
+      return {
+        queueUrl: options.dlqUrl,
+        outgoing: toDlq(message, decision.reason, rearmed),
+        settle: () => deadLettered(message, decision.reason, { cause: cause.kind, attempt }, tally),
+      };
+    }
+    const next: JobMessage = {
+      ...rest,
+      enqueuedAt: now().toISOString(),
+      firstEnqueuedAt,
+      // A chain's continuation is the same deferral, not a new one.
+      attempt: cause.kind === 'not-before' ? attempt : attempt + 1,
+      ...(decision.notBeforeMs !== undefined ? { notBefore: new Date(decision.notBeforeMs).toISOString() } : {}),
+    };
+    return {
+      queueUrl: options.queueUrl,
+      outgoing: { operationId: message.operationId, body: serializeMessage(next, options.maxMessageBytes), delaySeconds: decision.delaySeconds },
+      settle: () => {
+        count(MetricName.Deferred);
+        logger.info('message deferred', { cause: cause.kind, delaySeconds: decision.delaySeconds, attempt: next.attempt, notBefore: next.notBefore });
+        tally.add(message.batchId, { deferred: 1 });
+        return 'deferred';
+      },
+    };
+  };
+
+  /** One deferral decided while its record ran (a throttle, a missed slot). */
+  const defer = async (message: JobMessage, cause: DeferralCause, tally: BatchTally): Promise<RecordOutcome> => {
+    const prepared = prepareDeferral(message, cause, tally);
+    await publisher.publish(prepared.queueUrl, [prepared.outgoing]);
+    return prepared.settle();
+  };
+
+  /**
+   * Every deferral decided before any record ran (no slot, notBefore ahead), sent together: one SendMessageBatch per
+   * ten records rather than one each. A record whose message SQS did not take fails, and SQS redelivers it.
+   * @returns each record's outcome, or the error its handler must throw
+   */
+  const deferBlock = async (items: { record: SQSRecord; message: JobMessage; cause: DeferralCause }[], tally: BatchTally) => {
+    const results = new Map<string, RecordOutcome | Error>();
+    const byQueue = new Map<string, { record: SQSRecord; message: JobMessage; prepared: PreparedDeferral }[]>();
+    for (const { record, message, cause } of items) {
       try {
-        result = await applyIdempotent(message, resource, context);
+        const prepared = prepareDeferral(message, cause, tally);
+        byQueue.set(prepared.queueUrl, [...(byQueue.get(prepared.queueUrl) ?? []), { record, message, prepared }]);
       } catch (error) {
-        if (error instanceof PermanentError) return deadLetter(record, message, error.message, error.detail);
-        if (error instanceof ThrottledError) return defer(record, message, error);
-        // Retryable, in progress elsewhere, or unknown: SQS redelivers it after the visibility timeout.
-        count(MetricName.Failed);
-        const inProgress = (error as Error).name === 'IdempotencyAlreadyInProgressError';
-        logger[inProgress ? 'warn' : 'error'](
-          inProgress ? 'operation is in progress in another invocation; will retry' : 'apply failed; will retry',
-          error as Error,
-        );
-        throw error;
+        results.set(record.messageId, error as Error);
       }
-      if (result[REPLAYED]) {
-        count(MetricName.DuplicatesSuppressed);
-        logger.info('duplicate suppressed: operation already completed', { outcome: result.outcome });
-        await countBatch(message.batchId, { duplicates: 1 });
-        return 'duplicate';
+    }
+    for (const [queueUrl, group] of byQueue) {
+      let failed: (operationId: string) => Error | undefined = () => undefined;
+      try {
+        await publisher.publish(queueUrl, group.map((g) => g.prepared.outgoing));
+      } catch (error) {
+        const ids = error instanceof PublishError ? new Set(error.failedOperationIds) : undefined;
+        failed = (operationId) => (ids === undefined || ids.has(operationId) ? (error as Error) : undefined);
       }
-      count(result.outcome === 'applied' ? MetricName.Applied : MetricName.AlreadyDone);
-      milliseconds(MetricName.AgeSinceFirstEnqueue, Math.max(0, now().getTime() - Date.parse(message.firstEnqueuedAt ?? message.enqueuedAt)));
-      logger.info('operation completed', { outcome: result.outcome });
-      await countBatch(message.batchId, { completed: 1 });
-      return result.outcome;
+      for (const { record, message, prepared } of group) {
+        const error = failed(message.operationId);
+        results.set(record.messageId, error ?? (await withLogKeys(logKeys(record, message), async () => prepared.settle())));
+      }
+    }
+    return results;
+  };
+
+  const feedBack = async (signals: Signals) => {
+    if (!options.rateFeedback || (signals.throttles === 0 && signals.successes === 0)) return;
+    try {
+      if (signals.throttles > 0) await options.rateFeedback.throttled(pacing.key);
+      else await options.rateFeedback.succeeded(pacing.key);
+    } catch (error) {
+      // Tuning, not the operation: the records are settled, and the next invocation reports again.
+      logger.error('adaptive rate update failed; the rate stays as it was', { key: pacing.key, signals, error: error as Error });
+    }
+  };
+
+  const run = async (record: SQSRecord, plan: Extract<Plan, { kind: 'run' }>, context: Context, tally: BatchTally, signals: Signals): Promise<RecordOutcome> => {
+    const { message, resource } = plan;
+    // Short waits only (the block was bounded by shortWaitMs and the remaining time); each wait is one timer, no loop.
+    if (!(await waitForSlot(plan.startAtMs, pacing.lateToleranceMs, pacing.clock))) {
+      // Starting now would bunch this start with the slots after it: give the slot up, unclaimed.
+      logger.warn('woke too late for the rate-limit slot; deferring', { startAtMs: plan.startAtMs, lateByMs: pacing.clock() - plan.startAtMs });
+      return defer(message, { kind: 'paced', waitMs: 0 }, tally);
+    }
+    let result: IdempotentResult;
+    try {
+      result = await applyIdempotent(message, resource, context);
+    } catch (error) {
+      if (error instanceof PermanentError) return deadLetter(record, message, error.message, tally, error.detail);
+      if (error instanceof ThrottledError) {
+        // Powertools released the claim when apply threw, so the re-published message runs apply again.
+        tally.add(message.batchId, { throttled: 1 });
+        signals.throttles++;
+        return defer(message, { kind: 'throttled', error }, tally);
+      }
+      // Retryable, in progress elsewhere, or unknown: SQS redelivers it after the visibility timeout.
+      count(MetricName.Failed);
+      const inProgress = (error as Error).name === 'IdempotencyAlreadyInProgressError';
+      logger[inProgress ? 'warn' : 'error'](
+        inProgress ? 'operation is in progress in another invocation; will retry' : 'apply failed; will retry',
+        error as Error,
+      );
+      throw error;
+    }
+    if (result[REPLAYED]) {
+      count(MetricName.DuplicatesSuppressed);
+      logger.info('duplicate suppressed: operation already completed', { outcome: result.outcome });
+      tally.add(message.batchId, { duplicates: 1 });
+      return 'duplicate';
+    }
+    signals.successes++;
+    count(result.outcome === 'applied' ? MetricName.Applied : MetricName.AlreadyDone);
+    milliseconds(MetricName.AgeSinceFirstEnqueue, Math.max(0, now().getTime() - Date.parse(message.firstEnqueuedAt ?? message.enqueuedAt)));
+    logger.info('operation completed', { outcome: result.outcome });
+    tally.add(message.batchId, { completed: 1 });
+    return result.outcome;
+  };
+
+  /**
+   * Validates every record, then takes ONE block of slots for all the valid ones that are due: one limiter write per
+   * invocation however many records, and no record is claimed before it holds a slot.
+   */
+  const plan = async (records: SQSRecord[], context: Context): Promise<Map<string, Plan>> => {
+    const plans = new Map<string, Plan>();
+    const due: { record: SQSRecord; message: JobMessage; resource: Record<string, unknown> }[] = [];
+    const nowMs = now().getTime();
+    for (const record of records) {
+      const validated = validateRecord(record.body, job, options.maxMessageBytes);
+      if (!validated.ok) {
+        plans.set(record.messageId, { kind: 'reject', reasons: validated.reasons });
+        continue;
+      }
+      const { message, resource } = validated;
+      const notBeforeMs = message.notBefore === undefined ? undefined : Date.parse(message.notBefore);
+      if (notBeforeMs !== undefined && notBeforeMs > nowMs) {
+        plans.set(record.messageId, { kind: 'defer', message, cause: { kind: 'not-before', notBeforeMs } });
+        continue;
+      }
+      due.push({ record, message, resource });
+    }
+    if (due.length === 0) return plans;
+
+    const maxWaitMs = Math.max(0, Math.min(pacing.shortWaitMs, context.getRemainingTimeInMillis() - pacing.reserveMs));
+    let acquired;
+    try {
+      acquired = await limiter.acquire(pacing.key, due.length, { maxWaitMs });
+    } catch (error) {
+      logger.error('rate limiter unavailable; the due records will be retried by SQS, unclaimed', { key: pacing.key, error: error as Error });
+      for (const { record, message } of due) plans.set(record.messageId, { kind: 'fail', message, error: error as Error });
+      return plans;
+    }
+    due.forEach(({ record, message, resource }, i) => {
+      if (i < acquired.granted) {
+        plans.set(record.messageId, { kind: 'run', message, resource, startAtMs: acquired.startAtMs[i] });
+      } else {
+        const waitMs = acquired.waitMs + (i - acquired.granted) * pacing.spacingMs;
+        plans.set(record.messageId, { kind: 'defer', message, cause: { kind: 'paced', waitMs } });
+      }
     });
+    return plans;
   };
 
   return async (event, context) => {
     config.registerLambdaContext(context);
     logger.addContext(context);
+    const tally = new BatchTally();
+    const signals: Signals = { throttles: 0, successes: 0 };
     try {
+      const plans = await plan(event.Records, context);
+      const early = event.Records.flatMap((record) => {
+        const p = plans.get(record.messageId);
+        return p?.kind === 'defer' ? [{ record, message: p.message, cause: p.cause }] : [];
+      });
+      const deferred = early.length > 0 ? await deferBlock(early, tally) : new Map<string, RecordOutcome | Error>();
+      const handleRecord = async (record: SQSRecord): Promise<RecordOutcome> => {
+        // plan() decided every record of the event.
+        const planned = plans.get(record.messageId) as Plan;
+        if (planned.kind === 'reject') return withLogKeys({ messageId: record.messageId }, () => reject(record, planned.reasons, tally));
+        return withLogKeys(logKeys(record, planned.message), async () => {
+          switch (planned.kind) {
+            case 'defer': {
+              // deferBlock settled every record it was given.
+              const outcome = deferred.get(record.messageId) as RecordOutcome | Error;
+              if (outcome instanceof Error) {
+                count(MetricName.Failed);
+                logger.error('deferral could not be sent; SQS will redeliver the message', outcome);
+                throw outcome;
+              }
+              return outcome;
+            }
+            case 'fail':
+              count(MetricName.Failed);
+              throw planned.error;
+            case 'run':
+              return run(record, planned, context, tally, signals);
+          }
+        });
+      };
       return await processPartialResponse(event, handleRecord, processor, {
         context,
-        // One record at a time: the concurrency cap (reserved concurrency) then bounds calls to the downstream, and
-        // the shared logger's per-record keys cannot bleed between records.
+        // One record at a time, each at its slot: the concurrency cap (reserved concurrency) then bounds calls to the
+        // downstream, and the shared logger's per-record keys cannot bleed between records.
         processInParallel: false,
         // A fully failed batch is reported item by item like any other, leaving Lambda's Errors metric to real crashes.
         throwOnFullBatchFailure: false,
       });
     } finally {
+      await Promise.all([flushCounters(tally), feedBack(signals)]);
       flushMetrics();
     }
   };
@@ -242,6 +479,8 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
 /** Builds the consumer from the variables the stack sets. */
 export function consumerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loadModule?: JobModuleLoader): ConsumerOptions {
   const { job, jobDeps, settings } = loadJobRuntime(env, loadModule);
+  const paced = pacingSettings(settings);
+  const limiter = new AdaptiveDynamoDbRateLimiter({ tableName: requireEnv(EnvVar.LIMITER_TABLE_NAME, env), limits: paced.limits, leadMs: paced.leadMs });
   return {
     job,
     jobDeps,
@@ -251,6 +490,15 @@ export function consumerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loa
     idempotencyTtlSeconds: requirePositiveInt(EnvVar.IDEMPOTENCY_TTL_SECONDS, env),
     maxMessageBytes: env[EnvVar.MAX_MESSAGE_BYTES] ? requirePositiveInt(EnvVar.MAX_MESSAGE_BYTES, env) : settings.maxMessageBytes,
     ledger: new DynamoLedger({ tableName: requireEnv(EnvVar.LEDGER_TABLE_NAME, env) }),
+    limiter,
+    rateFeedback: paced.adaptiveRate ? limiter : undefined,
+    pacing: {
+      key: paced.limiterKey,
+      shortWaitMs: paced.shortWaitMs,
+      lateToleranceMs: paced.lateToleranceMs,
+      spacingMs: gcraLimits(paced.limits).emissionIntervalUs / 1000,
+    },
+    deferralPolicy: createDeferralPolicy({ maxDeferrals: paced.maxDeferrals, maxAgeSeconds: paced.maxDeferralAgeSeconds }),
   };
 }
 

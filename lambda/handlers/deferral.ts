@@ -1,44 +1,138 @@
-// The consumer's answer to a throttled apply: how long to defer the message, or when to stop deferring it.
-// A placeholder policy behind one function type; the pacing work (issue 4) swaps in the shared limiter's backoff.
+// The consumer's answer to "not now": how long to defer a message, or when to stop deferring it (the deferral budget).
+//
+// Deferral re-publishes the message with DelaySeconds instead of failing it, so throttling never raises SQS's receive
+// count and never reaches the DLQ through maxReceiveCount. The budget below is what stops an operation from being
+// deferred for ever: past it, the message goes to the DLQ with a reason that says which limit it hit.
+//
+// The budget is a count of deferrals. Each deferral waits at most 900 s and the backoff grows with the count, so the
+// count also bounds the time: the default 100 covers about a day of throttling. An age limit (since firstEnqueuedAt)
+// is available but off by default, because a redriven message keeps its first enqueue time and would be dead-lettered
+// again at its first deferral.
 import { SQS_MAX_DELAY_SECONDS } from '../core/constants';
 import type { ThrottledError } from '../core/errors';
+import { backoffMs, type RandomSource } from '../core/pacing/backoff';
 
-export type DeferralDecision = { action: 'defer'; delaySeconds: number } | { action: 'dead-letter'; reason: string };
+/** Why a record is not run now. */
+export type DeferralCause =
+  /** The downstream answered 429/503; `retryAfterMs` on the error is its own hint, when it gave a usable one. */
+  | { kind: 'throttled'; error: ThrottledError }
+  /** The shared limiter had no slot soon enough (or the slot was missed); `waitMs` is its hint for the next one. */
+  | { kind: 'paced'; waitMs: number }
+  /** A chained deferral not yet due: the message's `notBefore` is still ahead. Not a new deferral, so no attempt. */
+  | { kind: 'not-before'; notBeforeMs: number };
 
 export interface DeferralInput {
-  error: ThrottledError;
+  cause: DeferralCause;
   /** Deferrals this operation has already had (the message's `attempt`). */
   attempt: number;
+  /** When the operation was first published (epoch ms): the age budget is measured from it. */
+  firstEnqueuedAtMs: number;
+  /** Epoch ms. */
+  nowMs: number;
 }
+
+export type DeferralDecision =
+  | {
+      action: 'defer';
+      /** 0..900, never shorter than the wait it covers (rounded up), unless the wait is longer than 900 s. */
+      delaySeconds: number;
+      /** Set when the wait is longer than one SQS delay: carry it as the message's `notBefore` to chain the rest. */
+      notBeforeMs?: number;
+    }
+  | { action: 'dead-letter'; reason: string };
 
 export type DeferralPolicy = (input: DeferralInput) => DeferralDecision;
 
 export interface DeferralPolicyOptions {
-  /** Deferrals before a throttled operation is dead-lettered as a terminal failure. @default 100 */
+  /** Deferrals (all causes) before the operation is dead-lettered as a terminal failure. At most 10000. @default 100 */
   maxDeferrals?: number;
-  /** Backoff ceiling for the first deferral without a Retry-After hint; doubles per deferral. @default 5 */
-  baseDelaySeconds?: number;
+  /**
+   * Age since first enqueue past which the operation is dead-lettered instead of deferred again. Applies to redriven
+   * messages too (they keep their first enqueue time). @default none: only the deferral count limits
+   */
+  maxAgeSeconds?: number;
+  /** Full-jitter backoff for a throttle without a usable Retry-After; also spreads paced deferrals. @default { baseMs: 2000, capMs: 900000 } */
+  backoff?: { baseMs: number; capMs: number };
+  /** Shortest delay for a throttled or paced deferral, so a zero hint cannot make a hot loop through SQS. @default 1 */
+  minDelaySeconds?: number;
   /** @default Math.random */
-  random?: () => number;
+  random?: RandomSource;
+}
+
+export const DEFAULT_MAX_DEFERRALS = 100;
+export const DEFAULT_DEFERRAL_BACKOFF = { baseMs: 2000, capMs: SQS_MAX_DELAY_SECONDS * 1000 };
+
+/** Thrown at construction for options that could never defer sensibly. */
+export class DeferralPolicyError extends Error {
+  constructor(message: string, public readonly problems: string[], options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'DeferralPolicyError';
+  }
+}
+
+function describe(cause: DeferralCause): string {
+  switch (cause.kind) {
+    case 'throttled':
+      return `throttled: ${cause.error.message}`;
+    case 'paced':
+      return `no rate-limit slot within the short wait (next in ${cause.waitMs} ms)`;
+    case 'not-before':
+      return `chained deferral until ${new Date(cause.notBeforeMs).toISOString()}`;
+  }
 }
 
 /**
- * Honours the downstream's retry-after hint when it gave one; otherwise capped exponential backoff with full jitter.
- * SQS cannot delay longer than 900 s, so a longer hint is served by a chain of deferrals.
+ * - throttled: the downstream's Retry-After when it gave one, else exponential backoff with full jitter, capped;
+ * - paced: the limiter's hint plus full-jitter backoff on the attempt, so a backlog waiting on a busy key spreads out
+ *   and each operation is deferred a few times (logarithmic in its wait) rather than once per hint;
+ * - not-before: the rest of the chained wait.
+ * A wait longer than 900 s is served by a chain: the decision carries `notBeforeMs` for the message.
+ * @throws DeferralPolicyError naming every bad option
  */
 export function createDeferralPolicy(options: DeferralPolicyOptions = {}): DeferralPolicy {
-  const maxDeferrals = options.maxDeferrals ?? 100;
-  const base = options.baseDelaySeconds ?? 5;
+  const maxDeferrals = options.maxDeferrals ?? DEFAULT_MAX_DEFERRALS;
+  const maxAgeSeconds = options.maxAgeSeconds;
+  const backoff = options.backoff ?? DEFAULT_DEFERRAL_BACKOFF;
+  const minDelaySeconds = options.minDelaySeconds ?? 1;
   const random = options.random ?? Math.random;
-  return ({ error, attempt }) => {
-    if (attempt >= maxDeferrals) {
-      return { action: 'dead-letter', reason: `throttled after ${attempt} deferrals: ${error.message}` };
+  const problems: string[] = [];
+  // The message schema caps `attempt` at 10000, so a larger budget could only end in an unpublishable message.
+  if (!Number.isSafeInteger(maxDeferrals) || maxDeferrals < 0 || maxDeferrals > 10_000) problems.push(`maxDeferrals must be an integer from 0 to 10000 (got ${maxDeferrals})`);
+  if (maxAgeSeconds !== undefined && !(maxAgeSeconds > 0)) problems.push(`maxAgeSeconds must be positive (got ${maxAgeSeconds})`);
+  if (!Number.isSafeInteger(minDelaySeconds) || minDelaySeconds < 0 || minDelaySeconds > SQS_MAX_DELAY_SECONDS) {
+    problems.push(`minDelaySeconds must be an integer from 0 to ${SQS_MAX_DELAY_SECONDS} (got ${minDelaySeconds})`);
+  }
+  if (problems.length > 0) throw new DeferralPolicyError(`invalid deferral policy: ${problems.join('; ')}`, problems);
+  // Validates the backoff options once, here, rather than on the first throttle.
+  backoffMs(0, backoff, () => 0);
+
+  return ({ cause, attempt, firstEnqueuedAtMs, nowMs }) => {
+    const ageMs = nowMs - firstEnqueuedAtMs;
+    if (maxAgeSeconds !== undefined && ageMs > maxAgeSeconds * 1000) {
+      return {
+        action: 'dead-letter',
+        reason: `deferral budget exhausted: first enqueued ${Math.floor(ageMs / 1000)} s ago, over the ${maxAgeSeconds} s limit (${describe(cause)})`,
+      };
     }
-    const seconds =
-      error.retryAfterMs !== undefined
-        ? Math.ceil(error.retryAfterMs / 1000)
-        : Math.ceil(random() * Math.min(SQS_MAX_DELAY_SECONDS, base * 2 ** Math.min(attempt, 20)));
-    return { action: 'defer', delaySeconds: Math.min(SQS_MAX_DELAY_SECONDS, Math.max(1, seconds)) };
+    if (cause.kind !== 'not-before' && attempt >= maxDeferrals) {
+      return { action: 'dead-letter', reason: `deferral budget exhausted: ${attempt} deferrals, the limit is ${maxDeferrals} (${describe(cause)})` };
+    }
+    let waitMs: number;
+    let floorSeconds = minDelaySeconds;
+    if (cause.kind === 'not-before') {
+      waitMs = cause.notBeforeMs - nowMs;
+      floorSeconds = 0;
+    } else if (cause.kind === 'throttled' && cause.error.retryAfterMs !== undefined) {
+      waitMs = cause.error.retryAfterMs;
+    } else {
+      const hint = cause.kind === 'paced' ? Math.max(0, cause.waitMs) : 0;
+      waitMs = hint + backoffMs(attempt, backoff, random);
+    }
+    const seconds = Math.max(floorSeconds, Math.ceil(Math.max(0, waitMs) / 1000));
+    if (seconds <= SQS_MAX_DELAY_SECONDS) return { action: 'defer', delaySeconds: seconds };
+    // A continuation keeps its original target; a new wait is dated from now, rounded up so it never ends early.
+    const notBeforeMs = cause.kind === 'not-before' ? cause.notBeforeMs : nowMs + Math.ceil(waitMs);
+    return { action: 'defer', delaySeconds: SQS_MAX_DELAY_SECONDS, notBeforeMs };
   };
 }
 

@@ -4,19 +4,27 @@ import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSEvent } from 'aws-lambda';
 import { documentClient, resetClients } from '../../../lambda/adapters/clients';
 import { DynamoLedger } from '../../../lambda/adapters/ledger';
+import { AdaptiveDynamoDbRateLimiter } from '../../../lambda/adapters/adaptiveRateLimiter';
+import { HttpProviderClient } from '../../../lambda/adapters/providerClient';
+import { DynamoDbRateLimiter, type RateLimiter } from '../../../lambda/adapters/rateLimiter';
 import { logger, metrics } from '../../../lambda/adapters/observability';
-import { SqsPublisher } from '../../../lambda/adapters/sqsPublisher';
+import { PublishError, SqsPublisher, type Publisher } from '../../../lambda/adapters/sqsPublisher';
 import { idempotencyRecordId } from '../../../lambda/core/idempotencyKey';
-import type { ApplyResult } from '../../../lambda/core/job';
+import { ThrottledError } from '../../../lambda/core/errors';
+import type { AnyJob, ApplyRequest, ApplyResult } from '../../../lambda/core/job';
+import { sleep } from '../../../lambda/core/pacing/sleep';
 import type { JobMessage } from '../../../lambda/core/message';
 import { consumerOptionsFromEnv, createConsumer, handler, type ConsumerOptions } from '../../../lambda/handlers/consumer';
+import { createDeferralPolicy } from '../../../lambda/handlers/deferral';
 import { fakeJobCalls, job as fakeJob } from '../../fixtures/jobs/fake-job';
 import { startLocalAws, type LocalAws } from '../../support/aws';
+import { startHttpStub, type HttpStub } from '../../support/httpStub';
 import { lambdaContext, sqsEvent, sqsRecord } from '../../support/lambdaEvents';
-import { createIdempotencyTable, createLedgerTable, createQueue, drainQueue } from './harness';
+import { acknowledge, countDynamoCalls, createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue, receiveEvent, sendBodies } from './harness';
 
 const IDEMPOTENCY_TABLE = 'idempotency';
 const LEDGER_TABLE = 'ledger';
+const LIMITER_TABLE = 'limiter';
 const BATCH = 'fake-job:2026-11-28:20261129T020000Z';
 
 let aws: LocalAws;
@@ -50,6 +58,10 @@ function consumer(overrides: Partial<ConsumerOptions> = {}) {
     idempotencyTtlSeconds: 30 * 86_400,
     maxMessageBytes: 2048,
     ledger: new DynamoLedger({ tableName: LEDGER_TABLE, now: () => NOW }),
+    // Fast enough that the limiter never makes these tests wait or defer; the pacing tests below use slower ones.
+    limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 1000, intervalMs: 1000 } }),
+    // Lateness only matters to a limiter near its allowance; this one never is, so a slow dynalite call cannot defer.
+    pacing: { lateToleranceMs: 60_000 },
     publisher: new SqsPublisher({ sleep: async () => undefined }),
     now: () => NOW,
     ...overrides,
@@ -63,11 +75,21 @@ async function batchItem(batchId = BATCH) {
   return Item;
 }
 
+let queueSeq = 0;
+/** A queue of its own, for tests that leave delayed messages behind (drainQueue cannot see them to clean up). */
+const freshQueue = () => createQueue(`fake-job-paced-${++queueSeq}`);
+
+/** The operation's idempotency record; undefined when it was never claimed. */
+async function idempotencyItem(operationId: string) {
+  const { Item } = await documentClient().send(new GetCommand({ TableName: IDEMPOTENCY_TABLE, Key: { id: idempotencyRecordId('fake-job', operationId) } }));
+  return Item;
+}
+
 describe('Function: createConsumer', () => {
   beforeAll(async () => {
     aws = await startLocalAws();
     resetClients();
-    await Promise.all([createIdempotencyTable(IDEMPOTENCY_TABLE), createLedgerTable(LEDGER_TABLE)]);
+    await Promise.all([createIdempotencyTable(IDEMPOTENCY_TABLE), createLedgerTable(LEDGER_TABLE), createLimiterTable(LIMITER_TABLE)]);
     [queueUrl, dlqUrl] = await Promise.all([createQueue('fake-job'), createQueue('fake-job-dlq')]);
     logger.setLogLevel('SILENT');
   });
@@ -312,7 +334,7 @@ describe('Function: createConsumer', () => {
       sqs.destroy();
       expect(Attributes?.ApproximateNumberOfMessagesDelayed).toBe('1');
       expect(metricTotal('Deferred')).toBe(1);
-      expect(await batchItem(batchId)).toMatchObject({ deferred: 1 });
+      expect(await batchItem(batchId)).toMatchObject({ deferred: 1, throttled: 1 });
       expect(await drainQueue(dlqUrl)).toEqual([]);
     });
 
@@ -323,6 +345,339 @@ describe('Function: createConsumer', () => {
       expect(dead.map((m) => m.MessageAttributes?.failureReason?.StringValue)).toEqual(['throttled after 7 deferrals']);
     });
   });
+  describe('Method: handler (cost per operation)', () => {
+    it('takes one block of slots per invocation and writes the ledger once per batch ID: 2.2 writes per operation', async () => {
+      const [batchA, batchB] = ['fake-job:2026-11-28:cost-a', 'fake-job:2026-11-28:cost-b'];
+      const records = Array.from({ length: 10 }, (_, i) => sqsRecord(body(`cost-${i}`, undefined, { batchId: i < 6 ? batchA : batchB })));
+      const counter = countDynamoCalls();
+      let response;
+      try {
+        response = await consumer({ pacing: { key: 'cost', lateToleranceMs: 60_000 } })(sqsEvent(...records), lambdaContext());
+      } finally {
+        counter.stop();
+      }
+
+      expect(response).toEqual({ batchItemFailures: [] });
+      expect(fakeJobCalls.apply).toHaveLength(10);
+      const byTable = (table: string) => counter.calls.filter((c) => c.table === table).map((c) => c.command).sort();
+      expect(byTable(LIMITER_TABLE)).toEqual(['UpdateItemCommand']);
+      expect(byTable(LEDGER_TABLE)).toEqual(['UpdateItemCommand', 'UpdateItemCommand']);
+      // Powertools' own cost: claim (PutItem) and persist (UpdateItem) per operation.
+      expect(byTable(IDEMPOTENCY_TABLE)).toEqual([...Array(10).fill('PutItemCommand'), ...Array(10).fill('UpdateItemCommand')]);
+      expect(counter.calls).toHaveLength(23);
+      expect(await batchItem(batchA)).toMatchObject({ completed: 6 });
+      expect(await batchItem(batchB)).toMatchObject({ completed: 4 });
+      // At batch size 10 with one batch ID: 10 claims + 10 persists + 1 limiter + 1 ledger = 22 writes, 2.2 each.
+    });
+  });
+
+  describe('Method: handler (pacing)', () => {
+    /** A limiter allowing `starts` per `intervalMs` on its own key, with no lead or margin so its hints are exact. */
+    const slowLimiter = (starts: number, intervalMs: number) => new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: starts, intervalMs } });
+
+    it('defers the records beyond the grant unclaimed, spread by their position, with the operation ID and first enqueue kept', async () => {
+      const batchId = 'fake-job:2026-11-28:beyond';
+      const queueUrl = await freshQueue();
+      const publisher = new SqsPublisher();
+      const publish = jest.spyOn(publisher, 'publish');
+      const handle = consumer({
+        queueUrl,
+        limiter: slowLimiter(1, 60_000),
+        publisher,
+        pacing: { key: 'beyond', shortWaitMs: 0, lateToleranceMs: 60_000, spacingMs: 60_000 },
+        deferralPolicy: createDeferralPolicy({ random: () => 0 }),
+      });
+      const response = await handle(sqsEvent(...['b-0', 'b-1', 'b-2'].map((k) => sqsRecord(body(k, undefined, { batchId })))), lambdaContext());
+
+      expect(response).toEqual({ batchItemFailures: [] });
+      expect(fakeJobCalls.apply.map((r) => r.operationId)).toEqual(['fake:b-0:2026-11-28']);
+      expect(await idempotencyItem('fake:b-0:2026-11-28')).toMatchObject({ status: 'COMPLETED' });
+      expect(await idempotencyItem('fake:b-1:2026-11-28')).toBeUndefined();
+      expect(await idempotencyItem('fake:b-2:2026-11-28')).toBeUndefined();
+      // One publish for both (one SendMessageBatch). The limiter's hint is one emission interval (60 s) for the first
+      // refused record, one more for the next.
+      expect(publish).toHaveBeenCalledTimes(1);
+      const [url, entries] = publish.mock.calls[0];
+      const sent = entries.map((m) => ({ url, delaySeconds: m.delaySeconds, message: JSON.parse(m.body) }));
+      expect(sent).toEqual([
+        { url: queueUrl, delaySeconds: 60, message: { ...JSON.parse(body('b-1', undefined, { batchId })), enqueuedAt: NOW.toISOString(), firstEnqueuedAt: '2026-11-29T02:00:00.000Z', attempt: 1 } },
+        { url: queueUrl, delaySeconds: 120, message: { ...JSON.parse(body('b-2', undefined, { batchId })), enqueuedAt: NOW.toISOString(), firstEnqueuedAt: '2026-11-29T02:00:00.000Z', attempt: 1 } },
+      ]);
+      expect(metricTotal('Deferred')).toBe(2);
+      expect(await batchItem(batchId)).toMatchObject({ completed: 1, deferred: 2 });
+      expect(await batchItem(batchId)).not.toHaveProperty('throttled');
+    });
+
+    it('fails only the records whose deferral SQS did not take', async () => {
+      const publisher: Publisher = {
+        publish: async (url, messages) => {
+          throw new PublishError('failed to publish 1 of 2 messages', url, { [messages[1].operationId]: 'InternalError: try again' }, 1);
+        },
+      };
+      const limiter: RateLimiter = { acquire: async () => ({ granted: 0, startAtMs: [], waitMs: 5000 }) };
+      const response = await consumer({ limiter, publisher })(
+        sqsEvent(sqsRecord(body('sent'), { messageId: 'm-sent' }), sqsRecord(body('unsent'), { messageId: 'm-unsent' })),
+        lambdaContext(),
+      );
+      expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-unsent' }] });
+      expect(metricTotal('Deferred')).toBe(1);
+      expect(metricTotal('Failed')).toBe(1);
+    });
+
+    it('re-publishes a deferred record as a new message whose receive count starts again at 1, and applies it later', async () => {
+      const batchId = 'fake-job:2026-11-28:republish';
+      const queueUrl = await freshQueue();
+      await sendBodies(queueUrl, [body('r-0', undefined, { batchId }), body('r-1', undefined, { batchId })]);
+      const event = await receiveEvent(queueUrl);
+      expect(event.Records).toHaveLength(2);
+      const handle = consumer({
+        queueUrl,
+        limiter: slowLimiter(1, 1000),
+        pacing: { key: 'republish', shortWaitMs: 0, lateToleranceMs: 60_000 },
+        deferralPolicy: createDeferralPolicy({ random: () => 0 }),
+      });
+      const response = await handle(event, lambdaContext());
+      await acknowledge(queueUrl, event, response);
+      expect(response).toEqual({ batchItemFailures: [] });
+      const [applied, deferred] = fakeJobCalls.apply.length === 1 && fakeJobCalls.apply[0].operationId === JSON.parse(event.Records[0].body).operationId
+        ? event.Records
+        : [...event.Records].reverse();
+      expect(fakeJobCalls.apply.map((r) => r.operationId)).toEqual([JSON.parse(applied.body).operationId]);
+
+      // Delayed by the 1 s hint: nothing visible at once, then a NEW message with a fresh receive count.
+      expect((await receiveEvent(queueUrl)).Records).toEqual([]);
+      await sleep(1200);
+      const again = await receiveEvent(queueUrl);
+      expect(again.Records).toHaveLength(1);
+      const [redelivered] = again.Records;
+      expect(redelivered.messageId).not.toBe(deferred.messageId);
+      expect(redelivered.attributes.ApproximateReceiveCount).toBe('1');
+      expect(JSON.parse(redelivered.body)).toMatchObject({ operationId: JSON.parse(deferred.body).operationId, attempt: 1, firstEnqueuedAt: '2026-11-29T02:00:00.000Z' });
+
+      const later = await handle(again, lambdaContext());
+      await acknowledge(queueUrl, again, later);
+      expect(later).toEqual({ batchItemFailures: [] });
+      expect(fakeJobCalls.apply.map((r) => r.operationId).sort()).toEqual(['fake:r-0:2026-11-28', 'fake:r-1:2026-11-28']);
+      expect(await batchItem(batchId)).toMatchObject({ completed: 2, deferred: 1 });
+      expect(await drainQueue(queueUrl)).toEqual([]);
+    });
+
+    it('gives up a slot it woke too late for, and defers the record unclaimed', async () => {
+      const clock = () => Date.parse('2026-11-29T03:00:00.000Z');
+      const limiter: RateLimiter = { acquire: async () => ({ granted: 1, startAtMs: [clock() - 500], waitMs: 0 }) };
+      const publisher = new SqsPublisher();
+      const publish = jest.spyOn(publisher, 'publish');
+      const response = await consumer({ queueUrl: await freshQueue(), limiter, publisher, pacing: { lateToleranceMs: 100, clock } })(sqsEvent(sqsRecord(body('late'))), lambdaContext());
+
+      expect(response).toEqual({ batchItemFailures: [] });
+      expect(fakeJobCalls.apply).toEqual([]);
+      expect(await idempotencyItem('fake:late:2026-11-28')).toBeUndefined();
+      expect(publish).toHaveBeenCalledTimes(1);
+      expect(JSON.parse(publish.mock.calls[0][1][0].body)).toMatchObject({ operationId: 'fake:late:2026-11-28', attempt: 1 });
+    });
+
+    it('bounds the block by the short wait and by the time the invocation has left', async () => {
+      const acquire = jest.fn(async (_key: string, count: number) => ({ granted: count, startAtMs: Array(count).fill(0), waitMs: 0 }));
+      const handle = consumer({ limiter: { acquire }, pacing: { key: 'provider-x', shortWaitMs: 8000, reserveMs: 5000, lateToleranceMs: Number.MAX_SAFE_INTEGER } });
+      await handle(sqsEvent(sqsRecord(body('bound-1')), sqsRecord(body('bound-2')), sqsRecord('not json')), lambdaContext(() => 60_000));
+      await handle(sqsEvent(sqsRecord(body('bound-3'))), lambdaContext(() => 9_000));
+      await handle(sqsEvent(sqsRecord(body('bound-4'))), lambdaContext(() => 3_000));
+      expect(acquire.mock.calls).toEqual([
+        ['provider-x', 2, { maxWaitMs: 8000 }],
+        ['provider-x', 1, { maxWaitMs: 4000 }],
+        ['provider-x', 1, { maxWaitMs: 0 }],
+      ]);
+    });
+
+    it('fails the due records unclaimed when the limiter cannot be asked, and still records the rejections', async () => {
+      const limiter = new DynamoDbRateLimiter({ tableName: 'no-such-limiter', limits: { startsPerInterval: 10, intervalMs: 1000 } });
+      const response = await consumer({ limiter })(
+        sqsEvent(sqsRecord(body('no-limiter'), { messageId: 'm-due' }), sqsRecord('{bad', { messageId: 'm-bad-json' })),
+        lambdaContext(),
+      );
+      expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-due' }] });
+      expect(fakeJobCalls.apply).toEqual([]);
+      expect(await idempotencyItem('fake:no-limiter:2026-11-28')).toBeUndefined();
+      expect(metricTotal('Failed')).toBe(1);
+      expect(metricTotal('Rejected')).toBe(1);
+    });
+
+    it('re-defers a message whose notBefore is ahead without claiming it or taking a slot, and runs it once it has passed', async () => {
+      const publisher = new SqsPublisher();
+      const publish = jest.spyOn(publisher, 'publish');
+      const acquire = jest.fn(async (_key: string, count: number) => ({ granted: count, startAtMs: Array(count).fill(0), waitMs: 0 }));
+      const handle = consumer({ queueUrl: await freshQueue(), limiter: { acquire }, publisher, pacing: { lateToleranceMs: Number.MAX_SAFE_INTEGER } });
+      const notBefore = new Date(NOW.getTime() + 2_000_000).toISOString();
+      const chained = body('chained', undefined, { attempt: 2, firstEnqueuedAt: '2026-11-29T01:50:00.000Z', notBefore });
+
+      expect(await handle(sqsEvent(sqsRecord(chained)), lambdaContext())).toEqual({ batchItemFailures: [] });
+      expect(acquire).not.toHaveBeenCalled();
+      expect(fakeJobCalls.apply).toEqual([]);
+      expect(await idempotencyItem('fake:chained:2026-11-28')).toBeUndefined();
+      const [, [sent]] = publish.mock.calls[0];
+      expect(sent.delaySeconds).toBe(900);
+      // Same target, same attempt (a continuation is not a new deferral), same first enqueue.
+      expect(JSON.parse(sent.body)).toEqual({ ...JSON.parse(chained), enqueuedAt: NOW.toISOString() });
+
+      const last = body('chained', undefined, { attempt: 2, firstEnqueuedAt: '2026-11-29T01:50:00.000Z', notBefore: new Date(NOW.getTime() + 12_300).toISOString() });
+      await handle(sqsEvent(sqsRecord(last)), lambdaContext());
+      const [, [final]] = publish.mock.calls[1];
+      expect(final.delaySeconds).toBe(13);
+      expect(JSON.parse(final.body)).not.toHaveProperty('notBefore');
+
+      const due = body('chained', undefined, { attempt: 2, firstEnqueuedAt: '2026-11-29T01:50:00.000Z', notBefore: '2026-11-29T02:00:04.000Z' });
+      expect(await handle(sqsEvent(sqsRecord(due)), lambdaContext())).toEqual({ batchItemFailures: [] });
+      expect(acquire).toHaveBeenCalledTimes(1);
+      expect(fakeJobCalls.apply.map((r) => r.operationId)).toEqual(['fake:chained:2026-11-28']);
+    });
+  });
+
+  describe('Method: handler (throttling)', () => {
+    let stub: HttpStub;
+    beforeAll(async () => {
+      stub = await startHttpStub();
+    });
+    afterAll(async () => {
+      await stub.close();
+    });
+
+    /** A job that calls the provider through the real HTTP client, so Retry-After is parsed as in production. */
+    const providerJob = (): AnyJob => {
+      const client = new HttpProviderClient({ baseUrl: stub.url, apiKey: async () => 'test-key', now: () => NOW.getTime() });
+      return {
+        ...fakeJob,
+        apply: async (_deps: unknown, request: ApplyRequest<{ id: string }>) => {
+          fakeJobCalls.apply.push(request as never);
+          await client.reconcile({ paymentId: request.resource.id, businessDate: request.businessDate, idempotencyKey: request.operationId, timeoutMs: 2000 });
+          return { outcome: 'applied' as const };
+        },
+      };
+    };
+
+    it('defers a 429 with Retry-After: 7 by exactly 7 s, counting it as throttled and deferred, never failed', async () => {
+      stub.reply(429, { error: 'slow down' }, { 'retry-after': '7' });
+      const batchId = 'fake-job:2026-11-28:retry-after';
+      const queueUrl = await freshQueue();
+      const publisher = new SqsPublisher();
+      const publish = jest.spyOn(publisher, 'publish');
+      const response = await consumer({ queueUrl, job: providerJob(), publisher })(sqsEvent(sqsRecord(body('ra-7', undefined, { batchId }))), lambdaContext());
+
+      expect(response).toEqual({ batchItemFailures: [] });
+      expect(publish.mock.calls.map(([url, [m]]) => [url, m.delaySeconds, JSON.parse(m.body).attempt])).toEqual([[queueUrl, 7, 1]]);
+      const sqs = new SQSClient({});
+      const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessagesDelayed'] }));
+      sqs.destroy();
+      expect(Attributes?.ApproximateNumberOfMessagesDelayed).toBe('1');
+      expect(await idempotencyItem('fake:ra-7:2026-11-28')).toBeUndefined();
+      expect(await batchItem(batchId)).toMatchObject({ throttled: 1, deferred: 1 });
+      expect(metricTotal('Failed')).toBe(0);
+    });
+
+    it('backs off within the full-jitter bounds when Retry-After is junk', async () => {
+      stub.reply(503, 'maintenance', { 'retry-after': 'soon-ish' });
+      const delays: number[] = [];
+      const queueUrl = await freshQueue();
+      for (const r of [0, 0.5, 0.999]) {
+        const publisher = new SqsPublisher();
+        const publish = jest.spyOn(publisher, 'publish');
+        const deferralPolicy = createDeferralPolicy({ random: () => r, backoff: { baseMs: 2000, capMs: 900_000 } });
+        await consumer({ queueUrl, job: providerJob(), publisher, deferralPolicy })(sqsEvent(sqsRecord(body(`junk-${String(r).replace('.', '')}`, undefined, { attempt: 2 }))), lambdaContext());
+        delays.push(publish.mock.calls[0][1][0].delaySeconds as number);
+      }
+      // Attempt 2: a uniform wait in [0, 8000) ms, rounded up to whole seconds, at least 1 s.
+      expect(delays).toEqual([1, 4, 8]);
+    });
+
+    it('dead-letters an operation whose deferral budget is spent, with the reason', async () => {
+      stub.reply(429, { error: 'slow down' }, { 'retry-after': '7' });
+      const batchId = 'fake-job:2026-11-28:budget';
+      const tired = body('tired', undefined, { batchId, attempt: 100 });
+      const old = body('old', undefined, { batchId, firstEnqueuedAt: '2026-11-27T02:00:00.000Z', attempt: 3 });
+      const deferralPolicy = createDeferralPolicy({ maxAgeSeconds: 86_400 });
+      const response = await consumer({ job: providerJob(), deferralPolicy })(sqsEvent(sqsRecord(tired), sqsRecord(old)), lambdaContext());
+
+      expect(response).toEqual({ batchItemFailures: [] });
+      const dead = await drainQueue(dlqUrl);
+      const reason = (operationId: string) => dead.find((m) => m.MessageAttributes?.operationId?.StringValue === operationId)?.MessageAttributes?.failureReason?.StringValue;
+      const provider = `throttled: reconcile call for payment %s: provider answered 429 (retry after 7000 ms)`;
+      expect(reason('fake:tired:2026-11-28')).toBe(`deferral budget exhausted: 100 deferrals, the limit is 100 (${provider.replace('%s', 'tired')})`);
+      expect(reason('fake:old:2026-11-28')).toBe(`deferral budget exhausted: first enqueued 172805 s ago, over the 86400 s limit (${provider.replace('%s', 'old')})`);
+      // Re-armed for a redrive: the deferral count starts again, the first enqueue is kept for the true age.
+      const bodies = Object.fromEntries(dead.map((m) => [JSON.parse(m.Body as string).operationId, JSON.parse(m.Body as string)]));
+      expect(bodies['fake:tired:2026-11-28']).toEqual({ ...JSON.parse(tired), firstEnqueuedAt: '2026-11-29T02:00:00.000Z', attempt: 0 });
+      expect(bodies['fake:old:2026-11-28']).toEqual({ ...JSON.parse(old), attempt: 0 });
+      expect(await drainQueue(queueUrl)).toEqual([]);
+      expect(await batchItem(batchId)).toMatchObject({ throttled: 2, deadLettered: 2 });
+    });
+
+    it('tells the adaptive rate once per invocation: a cut after any 429, a recovery step after successes only', async () => {
+      stub.reply(429, { error: 'slow down' }, { 'retry-after': '7' });
+      const limiter = new AdaptiveDynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 1000, intervalMs: 1000 }, refreshMs: 0 });
+      const throttled = jest.spyOn(limiter, 'throttled');
+      const succeeded = jest.spyOn(limiter, 'succeeded');
+      const options = { queueUrl: await freshQueue(), limiter, rateFeedback: limiter, pacing: { key: 'adaptive', lateToleranceMs: 60_000 } };
+
+      const response = await consumer({ ...options, job: providerJob() })(sqsEvent(sqsRecord(body('ad-1')), sqsRecord(body('ad-2'))), lambdaContext());
+      expect(response).toEqual({ batchItemFailures: [] });
+      expect(throttled.mock.calls).toEqual([['adaptive']]);
+      expect(succeeded).not.toHaveBeenCalled();
+      // Shared through the limiter table: any container building its own limiter now paces at half the rate.
+      const other = new AdaptiveDynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 1000, intervalMs: 1000 } });
+      expect(await other.currentRate('adaptive')).toBe(500);
+
+      await consumer(options)(sqsEvent(sqsRecord(body('ad-3'))), lambdaContext());
+      expect(succeeded.mock.calls).toEqual([['adaptive']]);
+      expect(throttled).toHaveBeenCalledTimes(1);
+    });
+
+    it('keeps the records settled when the adaptive rate cannot be updated', async () => {
+      const rateFeedback = { throttled: jest.fn(), succeeded: jest.fn(async () => Promise.reject(new Error('table gone'))) };
+      const response = await consumer({ rateFeedback })(sqsEvent(sqsRecord(body('feedback-down'))), lambdaContext());
+      expect(response).toEqual({ batchItemFailures: [] });
+      expect(rateFeedback.succeeded).toHaveBeenCalledTimes(1);
+      expect(await idempotencyItem('fake:feedback-down:2026-11-28')).toMatchObject({ status: 'COMPLETED' });
+    });
+
+    it('ends a 429 storm with every operation applied exactly once, receive counts at 1 and nothing in the DLQ', async () => {
+      const THROTTLES = 3;
+      const batchId = 'fake-job:2026-11-28:storm';
+      const queueUrl = await freshQueue();
+      const calls = new Map<string, number>();
+      const effects: string[] = [];
+      const stormJob: AnyJob = {
+        ...fakeJob,
+        apply: async (_deps: unknown, request: ApplyRequest<{ id: string }>) => {
+          const n = (calls.get(request.operationId) ?? 0) + 1;
+          calls.set(request.operationId, n);
+          if (n <= THROTTLES) throw new ThrottledError(`provider answered 429 for ${request.resource.id}`, 0);
+          effects.push(request.operationId);
+          return { outcome: 'applied' as const };
+        },
+      };
+      const handle = consumer({ queueUrl, job: stormJob, deferralPolicy: createDeferralPolicy({ minDelaySeconds: 0 }) });
+      const ids = Array.from({ length: 5 }, (_, i) => `storm-${i}`);
+      await sendBodies(queueUrl, ids.map((id) => body(id, undefined, { batchId })));
+
+      const receiveCounts = new Set<string>();
+      for (let round = 0; round < 20 && effects.length < ids.length; round++) {
+        const event = await receiveEvent(queueUrl);
+        if (event.Records.length === 0) continue;
+        for (const r of event.Records) receiveCounts.add(r.attributes.ApproximateReceiveCount);
+        const response = await handle(event, lambdaContext());
+        expect(response).toEqual({ batchItemFailures: [] });
+        await acknowledge(queueUrl, event, response);
+      }
+
+      expect(effects.sort()).toEqual(ids.map((id) => `fake:${id}:2026-11-28`).sort());
+      expect([...calls.values()]).toEqual(Array(5).fill(THROTTLES + 1));
+      expect([...receiveCounts]).toEqual(['1']);
+      expect(await drainQueue(dlqUrl)).toEqual([]);
+      expect(await drainQueue(queueUrl)).toEqual([]);
+      expect(await batchItem(batchId)).toMatchObject({ completed: 5, throttled: 15, deferred: 15 });
+      expect(metricTotal('DeadLettered')).toBe(0);
+    });
+  });
+
 });
 
 describe('Function: handler', () => {
@@ -348,6 +703,7 @@ describe('Function: consumerOptionsFromEnv', () => {
     DLQ_URL: 'http://dlq',
     IDEMPOTENCY_TABLE_NAME: 'idem',
     LEDGER_TABLE_NAME: 'ledger',
+    LIMITER_TABLE_NAME: 'limiter',
     IDEMPOTENCY_TTL_SECONDS: '2592000',
   };
   const loadFixture = () => ({ job: fakeJob });
@@ -363,6 +719,30 @@ describe('Function: consumerOptionsFromEnv', () => {
       idempotencyTtlSeconds: 2_592_000,
       maxMessageBytes: 4096,
     });
+  });
+
+  it('paces on the shared limiter table with the allowance from JOB_SETTINGS and the downstream key', () => {
+    const settings = JSON.parse(env.JOB_SETTINGS);
+    const options = consumerOptionsFromEnv(
+      { ...env, JOB_SETTINGS: JSON.stringify({ ...settings, rateLimit: { startsPerInterval: 10, intervalSeconds: 60, burst: 1 }, settings: { items: 3, downstreamKey: 'provider' } }) },
+      loadFixture,
+    );
+    expect(options.limiter).toBeInstanceOf(AdaptiveDynamoDbRateLimiter);
+    expect((options.limiter as AdaptiveDynamoDbRateLimiter).tableName).toBe('limiter');
+    expect(options.rateFeedback).toBe(options.limiter);
+    // One start every (60 s + the 250 ms margin) / 10.
+    expect(options.pacing).toEqual({ key: 'provider', shortWaitMs: 10_000, lateToleranceMs: 125, spacingMs: 6025 });
+  });
+
+  it('keeps the rate as configured when adaptiveRate is false', () => {
+    const settings = JSON.parse(env.JOB_SETTINGS);
+    const options = consumerOptionsFromEnv({ ...env, JOB_SETTINGS: JSON.stringify({ ...settings, settings: { items: 3, adaptiveRate: false } }) }, loadFixture);
+    expect(options.rateFeedback).toBeUndefined();
+  });
+
+  it('names a missing limiter table', () => {
+    const { LIMITER_TABLE_NAME: _omitted, ...rest } = env;
+    expect(() => consumerOptionsFromEnv(rest, loadFixture)).toThrow('environment variable LIMITER_TABLE_NAME is not set');
   });
 
   it('names a missing variable', () => {

@@ -1,6 +1,8 @@
 // Shared setup for the handler and adapter tests: the tables and queues the stack would create, on the local servers.
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand, SendMessageBatchCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { dynamoClient } from '../../../lambda/adapters/clients';
 import type { JobRuntimeSettings } from '../../../lambda/core/constants';
 import { job as fakeJob } from '../../fixtures/jobs/fake-job';
 
@@ -82,5 +84,101 @@ export function fakeSettings(overrides: Partial<JobRuntimeSettings> = {}): JobRu
     secrets: {},
     settings: { items: 0 },
     ...overrides,
+  };
+}
+
+/** The limiter table the stack creates: partition key `pk`, one item per downstream key. */
+export async function createLimiterTable(name: string): Promise<void> {
+  const ddb = new DynamoDBClient({});
+  await ddb.send(
+    new CreateTableCommand({
+      TableName: name,
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      BillingMode: 'PAY_PER_REQUEST',
+    }),
+  );
+  ddb.destroy();
+}
+
+/**
+ * Records every request made through the container's shared DynamoDB client (which the ledger's document client, the
+ * limiter and the idempotency layer all use), by operation and table. `stop()` removes the middleware.
+ */
+export function countDynamoCalls(): { calls: { command: string; table: string }[]; stop(): void } {
+  const calls: { command: string; table: string }[] = [];
+  const name = 'test-dynamo-call-counter';
+  const stack = dynamoClient().middlewareStack;
+  stack.add(
+    (next, context) => async (args) => {
+      calls.push({ command: context.commandName as string, table: (args.input as { TableName?: string }).TableName ?? '' });
+      return next(args);
+    },
+    { step: 'initialize', name },
+  );
+  return { calls, stop: () => void stack.remove(name) };
+}
+
+/** Sends bodies to a queue as the producer would (delay 0). */
+export async function sendBodies(queueUrl: string, bodies: string[]): Promise<void> {
+  const sqs = new SQSClient({});
+  try {
+    for (let i = 0; i < bodies.length; i += 10) {
+      await sqs.send(
+        new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: bodies.slice(i, i + 10).map((MessageBody, j) => ({ Id: String(j), MessageBody })) }),
+      );
+    }
+  } finally {
+    sqs.destroy();
+  }
+}
+
+/**
+ * Receives what is visible, as Lambda's event source would hand it over: SQS records with their system attributes
+ * (ApproximateReceiveCount among them). WaitTimeSeconds 0 and de-duplicated, for local-aws-sqs's quirks.
+ */
+export async function receiveEvent(queueUrl: string, max = 10): Promise<SQSEvent> {
+  const sqs = new SQSClient({});
+  try {
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: max, WaitTimeSeconds: 0, AttributeNames: ['All'], MessageSystemAttributeNames: ['All'] }),
+    );
+    const unique = [...new Map(Messages.map((m) => [m.MessageId as string, m])).values()];
+    return { Records: unique.map((m) => toRecord(queueUrl, m)) };
+  } finally {
+    sqs.destroy();
+  }
+}
+
+/** Deletes the records the handler acknowledged (not listed as failures), as the event source does. */
+export async function acknowledge(queueUrl: string, event: SQSEvent, response: SQSBatchResponse): Promise<void> {
+  const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+  const sqs = new SQSClient({});
+  try {
+    for (const r of event.Records) {
+      if (!failed.has(r.messageId)) await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: r.receiptHandle }));
+    }
+  } finally {
+    sqs.destroy();
+  }
+}
+
+function toRecord(queueUrl: string, m: Message): SQSRecord {
+  const a = m.Attributes ?? {};
+  return {
+    messageId: m.MessageId as string,
+    receiptHandle: m.ReceiptHandle as string,
+    body: m.Body as string,
+    attributes: {
+      ApproximateReceiveCount: a.ApproximateReceiveCount as string,
+      SentTimestamp: a.SentTimestamp as string,
+      SenderId: a.SenderId ?? 'local',
+      ApproximateFirstReceiveTimestamp: a.ApproximateFirstReceiveTimestamp as string,
+    },
+    messageAttributes: {},
+    md5OfBody: m.MD5OfBody as string,
+    eventSource: 'aws:sqs',
+    eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${queueUrl.split('/').pop()}`,
+    awsRegion: 'us-east-1',
   };
 }

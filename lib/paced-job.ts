@@ -43,11 +43,11 @@ export interface PacedJobProps {
   readonly handlersDir?: string;
 }
 
-/** The pacing the consumer enforces: the documented quota less headroom; burst defaults to that allowance. */
+/** The pacing the consumer enforces: the documented quota less headroom, and the configured burst. */
 export function effectiveRateLimit(rateLimit: JobConfig['rateLimit']): JobRuntimeSettings['rateLimit'] {
   // The epsilon undoes binary floating point (100 x 0.29 is 28.999999999999996), so a whole product is not rounded down.
   const startsPerInterval = Math.floor(rateLimit.starts * rateLimit.headroom + 1e-9);
-  return { startsPerInterval, intervalSeconds: rateLimit.intervalSeconds, burst: rateLimit.burst ?? startsPerInterval };
+  return { startsPerInterval, intervalSeconds: rateLimit.intervalSeconds, burst: rateLimit.burst };
 }
 
 /** `<stackName>-<jobName>-producer`: explicit, so the producer can be granted invoke on itself without a cycle. */

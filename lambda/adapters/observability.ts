@@ -20,6 +20,8 @@ export const MetricName = {
   Rejected: 'Rejected',
   Failed: 'Failed',
   Deferred: 'Deferred',
+  /** The downstream answered 429 or 503: the provider's throttling rate, which the throttling alarm watches. */
+  Throttled: 'Throttled',
   DeadLettered: 'DeadLettered',
   /** Milliseconds from the operation's first enqueue to its completion: the true job age, across deferrals. */
   AgeSinceFirstEnqueue: 'AgeSinceFirstEnqueue',

@@ -355,6 +355,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
       if (error instanceof ThrottledError) {
         // Powertools released the claim when apply threw, so the re-published message runs apply again.
         tally.add(message.batchId, { throttled: 1 });
+        count(MetricName.Throttled);
         signals.throttles++;
         return defer(message, { kind: 'throttled', error }, tally);
       }

@@ -78,8 +78,11 @@ export const rateLimitSchema = z.object({
   intervalSeconds: z.number().int().min(1).max(3600).default(60),
   /** Fraction of the documented quota we allow ourselves. @default 0.8 */
   headroom: z.number().gt(0).max(1).default(0.8),
-  /** Starts allowed back to back after an idle period; defaults to the effective per-interval allowance. */
-  burst: z.number().int().positive().optional(),
+  /**
+   * Starts allowed back to back after an idle period. The limiter guarantees at most the allowance in ANY sliding
+   * window, so each unit of burst above 1 costs one start per window of sustained rate. @default 1
+   */
+  burst: z.number().int().positive().default(1),
 });
 
 export const scheduleSchema = z.object({

@@ -45,13 +45,13 @@ function capture(fn: () => unknown): InvalidPropsError {
 
 
 describe('Function: effectiveRateLimit', () => {
-  it('allows the documented quota less headroom, rounded down, and bursts that allowance by default', () => {
-    expect(effectiveRateLimit({ starts: 99, intervalSeconds: 60, headroom: 0.8 })).toEqual({ startsPerInterval: 79, intervalSeconds: 60, burst: 79 });
+  it('allows the documented quota less headroom, rounded down, with the configured burst', () => {
+    expect(effectiveRateLimit({ starts: 99, intervalSeconds: 60, headroom: 0.8, burst: 1 })).toEqual({ startsPerInterval: 79, intervalSeconds: 60, burst: 1 });
   });
 
   it('does not lose a start to floating point when the product is whole', () => {
-    expect(effectiveRateLimit({ starts: 100, intervalSeconds: 60, headroom: 0.29 }).startsPerInterval).toBe(29);
-    expect(effectiveRateLimit({ starts: 100, intervalSeconds: 60, headroom: 0.57 }).startsPerInterval).toBe(57);
+    expect(effectiveRateLimit({ starts: 100, intervalSeconds: 60, headroom: 0.29, burst: 1 }).startsPerInterval).toBe(29);
+    expect(effectiveRateLimit({ starts: 100, intervalSeconds: 60, headroom: 0.57, burst: 1 }).startsPerInterval).toBe(57);
   });
 
   it('keeps an explicit burst', () => {

@@ -181,7 +181,7 @@ describe('Class: PacedJobsStack', () => {
           maxMessageBytes: 262144,
           businessDateOffsetDays: -1,
           timeZone: 'Europe/London',
-          rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 80 },
+          rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1 },
           concurrency: 10,
           tables: { payments: 'payments-prod' },
           buckets: {},
@@ -229,7 +229,7 @@ describe('Class: PacedJobsStack', () => {
         'DLQ_URL', 'JOB_NAME', 'JOB_SETTINGS', 'LEDGER_TABLE_NAME', 'NODE_OPTIONS', 'POWERTOOLS_METRICS_NAMESPACE', 'POWERTOOLS_SERVICE_NAME', 'QUEUE_URL',
       ]);
       expect(JSON.parse(variables.JOB_SETTINGS as string)).toMatchObject({
-        rateLimit: { startsPerInterval: 2400, intervalSeconds: 60, burst: 2400 },
+        rateLimit: { startsPerInterval: 2400, intervalSeconds: 60, burst: 1 },
         tables: { uploads: 'uploads-prod' },
         buckets: { uploads: 'paced-jobs-uploads-prod' },
       });

@@ -335,6 +335,7 @@ describe('Function: createConsumer', () => {
       expect(Attributes?.ApproximateNumberOfMessagesDelayed).toBe('1');
       expect(metricTotal('Deferred')).toBe(1);
       expect(await batchItem(batchId)).toMatchObject({ deferred: 1, throttled: 1 });
+      expect(metricTotal('Throttled')).toBe(1);
       expect(await drainQueue(dlqUrl)).toEqual([]);
     });
 

@@ -14,7 +14,7 @@ const jobDefaults = {
   },
   pageSize: 500,
   maxPagesPerRun: 200,
-  rateLimit: { starts: 100, intervalSeconds: 60, headroom: 0.8 },
+  rateLimit: { starts: 100, intervalSeconds: 60, headroom: 0.8, burst: 1 },
   concurrency: 5,
   batchSize: 10,
   batchingWindowSeconds: 5,
@@ -38,8 +38,8 @@ describe('Schema: jobSchema', () => {
       expect(jobSchema.parse(minimalJob)).toStrictEqual(jobDefaults);
     });
 
-    it('leaves burst unset so the stack derives it from the effective allowance', () => {
-      expect(rateLimitSchema.parse({ starts: 10 })).toStrictEqual({ starts: 10, intervalSeconds: 60, headroom: 0.8 });
+    it('defaults burst to 1 so the sliding-window guarantee keeps the full sustained rate', () => {
+      expect(rateLimitSchema.parse({ starts: 10 })).toStrictEqual({ starts: 10, intervalSeconds: 60, headroom: 0.8, burst: 1 });
     });
 
     it('keeps maxReceiveCount at least 5 by default', () => {

@@ -8,7 +8,6 @@ import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 
 const ROOT = join(__dirname, '..', '..');
-const TSX = join(ROOT, 'node_modules', '.bin', 'tsx');
 const CLI = join(ROOT, 'local', 'cli.ts');
 
 interface Result {
@@ -18,7 +17,8 @@ interface Result {
 }
 
 function start(args: string[]): { child: ChildProcess; done: Promise<Result> } {
-  const child = spawn(TSX, [CLI, ...args], { cwd: ROOT, env: { ...process.env, FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Node itself loads tsx, so SIGINT reaches the CLI directly rather than through tsx's relaying wrapper process.
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, env: { ...process.env, FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (c) => (stdout += c));

@@ -24,6 +24,8 @@ export interface JobObservation {
   /** 429s from the downstream (the provider), or deferrals when the downstream is AWS itself. */
   throttled: number;
   rateLimit: { startsPerInterval: number; intervalSeconds: number };
+  /** The oldest operation's age at completion since its FIRST enqueue (deferrals re-publish and reset SQS's own age). */
+  maxJobAgeMs?: number;
   /**
    * Data was kept from earlier runs (--data-dir): an operation an earlier run completed is suppressed as a duplicate
    * and counts as done. In a fresh run a duplicate is a redelivery of an operation already counted as completed.
@@ -44,6 +46,8 @@ export interface JobReport {
   windowSeconds: number;
   /** Items changed, where one operation changes several (sessions deleted per tenant). */
   itemEffects?: number;
+  /** The true job age: the oldest completed operation's age since first enqueue, across deferrals; null if none. */
+  maxJobAgeSeconds: number | null;
 }
 
 export interface Check {
@@ -77,6 +81,7 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
     maxStartsPerWindow: maxInAnyWindow(o.starts, windowMs),
     rateLimitPerWindow: o.rateLimit.startsPerInterval,
     windowSeconds: o.rateLimit.intervalSeconds,
+    maxJobAgeSeconds: o.maxJobAgeMs === undefined ? null : Math.round(o.maxJobAgeMs / 100) / 10,
     ...(o.effectsByItem ? { itemEffects: [...o.effectsByItem.values()].reduce((a, b) => a + b, 0) } : {}),
   };
   const earlier = o.keptData ? o.duplicates : 0;
@@ -152,8 +157,9 @@ export function formatReport(report: RunReport): string {
     j.duplicatesSuppressed,
     j.throttled,
     `${j.maxStartsPerWindow}/${j.rateLimitPerWindow} per ${j.windowSeconds}s`,
+    j.maxJobAgeSeconds === null ? '-' : `${j.maxJobAgeSeconds}s`,
   ]);
-  const table = formatTable(['job', 'discovered', 'completed', 'rejected', 'dlq', 'effects', 'duplicates', 'throttled', 'max starts'], rows);
+  const table = formatTable(['job', 'discovered', 'completed', 'rejected', 'dlq', 'effects', 'duplicates', 'throttled', 'max starts', 'max job age'], rows);
   const checks = report.checks.map((c) => `${c.ok ? 'PASS' : 'FAIL'}  ${c.job}  ${c.name}: ${c.detail}`);
   const head = report.settled ? `settled in ${(report.durationMs / 1000).toFixed(1)} s` : `did NOT settle within ${(report.durationMs / 1000).toFixed(1)} s`;
   return [`Local run, env ${report.env}, business date ${report.businessDate}: ${head}`, '', table, '', ...checks, '', report.ok ? 'OK' : 'FAILED'].join('\n');

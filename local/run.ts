@@ -1,5 +1,6 @@
 // What `npm start` does: deploys the synthesized stack locally, then either runs one demo cycle of every job (seed,
 // fire, wait until settled, report) or serves the stack with its schedules live until Ctrl-C.
+import { MetricsTap } from './metricsTap';
 import { createWriteStream, mkdirSync, renameSync, WriteStream, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -179,6 +180,7 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
   const logDir = join(localDir, 'logs');
   mkdirSync(logDir, { recursive: true });
   const logFiles = new Map<string, WriteStream>();
+  const metricsTap = new MetricsTap();
   const log = (source: string, line: string) => {
     let file = logFiles.get(source);
     if (!file) {
@@ -186,6 +188,7 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
       logFiles.set(source, file);
     }
     file.write(`${new Date().toISOString()} ${line}\n`);
+    metricsTap.observe(line);
     if (options.verbose || source === 'provision') say(`[${source}] ${line}`);
   };
 
@@ -251,7 +254,7 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
 
     const { businessDate, seeded } = await seedAndFire(stack, jobs, options, say, () => stack.startConsumers());
     const settled = await waitUntilSettled(stack, jobs, provider, options, io, sinceIso);
-    const report = await collectReport(stack, jobs, provider, recorder, seeded, { env: options.env, businessDate, settled, started, sinceIso, keptData: options.dataDir !== undefined });
+    const report = await collectReport(stack, jobs, provider, recorder, seeded, metricsTap, { env: options.env, businessDate, settled, started, sinceIso, keptData: options.dataDir !== undefined });
     if (options.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else io.stdout.write(`${formatReport(report)}\n`);
     exitCode = report.ok ? 0 : 1;
@@ -381,6 +384,7 @@ async function collectReport(
   provider: PaymentProvider | undefined,
   recorder: EffectRecorder,
   seeded: SeedResult,
+  metricsTap: MetricsTap,
   run: { env: string; businessDate: string; settled: boolean; started: number; sinceIso: string; keptData: boolean },
 ): Promise<RunReport> {
   const documents = DynamoDBDocumentClient.from(new DynamoDBClient(stack.clientConfig('dynamodb')));
@@ -399,6 +403,7 @@ async function collectReport(
         starts,
         throttled,
         rateLimit: job.settings.rateLimit,
+        maxJobAgeMs: metricsTap.maxJobAgeMs(job.name),
         keptData: run.keptData,
       });
     }

@@ -18,12 +18,16 @@ const observation = (overrides: Partial<JobObservation> = {}): JobObservation =>
 describe('Function: buildJobReport', () => {
   it('passes the three checks when every operation is accounted for, changed once, and paced', () => {
     const { report, checks } = buildJobReport('job', observation({ starts: [0, 500, 1000, 1500] }));
-    expect(report).toEqual({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, duplicatesSuppressed: 0, throttled: 0, maxStartsPerWindow: 2, rateLimitPerWindow: 2, windowSeconds: 1 });
+    expect(report).toEqual({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, duplicatesSuppressed: 0, throttled: 0, maxStartsPerWindow: 2, rateLimitPerWindow: 2, windowSeconds: 1, maxJobAgeSeconds: null });
     expect(checks).toEqual([
       { job: 'job', name: 'nothing-lost', ok: true, detail: 'completed 3 + rejected 0 + dlq 0 = 3, discovered 3' },
       { job: 'job', name: 'one-effect-per-operation', ok: true, detail: '3 operations with one effect each, 3 completed' },
       { job: 'job', name: 'rate-respected', ok: true, detail: 'at most 2 starts in any 1s window, limit 2' },
     ]);
+  });
+
+  it('reports the true job age since first enqueue in seconds', () => {
+    expect(buildJobReport('job', observation({ maxJobAgeMs: 61_449 })).report.maxJobAgeSeconds).toBe(61.4);
   });
 
   it('fails nothing-lost when an operation is unaccounted for', () => {

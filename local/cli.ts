@@ -38,6 +38,7 @@ export function buildProgram(run: (options: RunOptions) => Promise<number>): Com
     .option('--synth', 're-run cdk synth even when the cloud assembly already holds the stack', false)
     .option('--timeout <seconds>', 'give up waiting for the run to settle after this long', positiveInt('--timeout'), 180)
     .option('--provider-quota <n>', 'local payment provider: starts allowed per window (default: the job\'s configured rate)', positiveInt('--provider-quota'))
+    .option('--provider-window <seconds>', 'local payment provider: the quota\'s window (default: the job\'s rate-limit interval)', positiveInt('--provider-window'))
     .option('--provider-concurrency <n>', 'local payment provider: concurrent requests allowed (default: the job\'s concurrency)', positiveInt('--provider-concurrency'))
     .option('--verbose', 'also print function logs on stderr (they always go to .local/logs)', false)
     .addOption(new Option('--dynamodb-port <port>', 'DynamoDB port (default: a free one)').argParser(port))
@@ -63,7 +64,7 @@ export function buildProgram(run: (options: RunOptions) => Promise<number>): Com
         dataDir: flags.dataDir,
         timeoutSeconds: flags.timeout,
         verbose: flags.verbose,
-        provider: { startsPerWindow: flags.providerQuota, maxConcurrent: flags.providerConcurrency },
+        provider: { startsPerWindow: flags.providerQuota, windowSeconds: flags.providerWindow, maxConcurrent: flags.providerConcurrency },
         ports: {
           dynamodb: flags.dynamodbPort,
           sqs: flags.sqsPort,

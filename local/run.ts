@@ -43,7 +43,7 @@ export interface RunOptions {
   /** Print function logs to stderr as well as to .local/logs. @default false */
   verbose?: boolean;
   /** The local provider's quota; defaults to the payment job's configured (effective) rate and concurrency. */
-  provider?: { startsPerWindow?: number; maxConcurrent?: number };
+  provider?: { startsPerWindow?: number; windowSeconds?: number; maxConcurrent?: number };
 }
 
 export interface RunIo {
@@ -201,7 +201,7 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
   const provider = paymentJob
     ? new PaymentProvider({
         startsPerWindow: options.provider?.startsPerWindow ?? paymentJob.settings.rateLimit.startsPerInterval,
-        windowSeconds: paymentJob.settings.rateLimit.intervalSeconds,
+        windowSeconds: options.provider?.windowSeconds ?? paymentJob.settings.rateLimit.intervalSeconds,
         maxConcurrent: options.provider?.maxConcurrent ?? paymentJob.settings.concurrency,
         port: options.ports.provider,
       })

@@ -76,6 +76,20 @@ describe('Command: npm start', () => {
     expect(result.stderr).toContain('stopping');
   }, 60_000);
 
+  it('defers a 429 storm from the provider and ends with every payment applied once and nothing in the DLQ', async () => {
+    // A provider quota far below the job's own rate: most first attempts get 429 with Retry-After.
+    const args = ['--json', '--payments', '12', '--uploads', '1', '--tenants', '1', '--provider-quota', '2', '--provider-window', '3'];
+    const result = await start([...args, '--local-dir', localDir, '--timeout', '120']).done;
+    const report = JSON.parse(result.stdout);
+    expect(result.code).toBe(0);
+    expect(report.jobs['payment-reconciliation']).toEqual(
+      expect.objectContaining({ discovered: 12, completed: 12, dlq: 0, effects: 12, rejected: 0 }),
+    );
+    expect(report.jobs['payment-reconciliation'].throttled).toBeGreaterThan(0);
+    expect(report.jobs['payment-reconciliation'].maxJobAgeSeconds).toBeGreaterThan(0);
+    expect(report.ok).toBe(true);
+  }, 180_000);
+
   it('rejects a bad flag with a clear message', async () => {
     const result = await start(['--payments', 'abc']).done;
     expect(result.code).toBe(1);

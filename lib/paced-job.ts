@@ -104,6 +104,7 @@ export class PacedJob extends Construct {
       pageSize: job.pageSize,
       maxPagesPerRun: job.maxPagesPerRun,
       maxMessageBytes: job.maxMessageBytes,
+      maxReceiveCount: job.maxReceiveCount,
       businessDateOffsetDays: job.schedule.businessDateOffsetDays,
       timeZone: job.schedule.timeZone,
       rateLimit,

@@ -1,4 +1,5 @@
 // The run ledger's write side: per-batch counters (producer and consumer) and rejected messages kept for review.
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { documentClient } from './clients';
 
@@ -6,6 +7,8 @@ import { documentClient } from './clients';
 export interface BatchCounters {
   discovered?: number;
   published?: number;
+  /** Valid records the consumers received (a redelivery or a deferred message counts again). */
+  consumed?: number;
   completed?: number;
   duplicates?: number;
   rejected?: number;
@@ -22,6 +25,11 @@ export interface BatchInfo {
   scheduledTime?: string;
   startedAt?: string;
   finishedAt?: string;
+  /**
+   * The oldest message's age at consumption, since its first enqueue (ms). Kept as a maximum: a smaller value never
+   * overwrites a larger one.
+   */
+  oldestMessageAgeMs?: number;
 }
 
 export interface Rejection {
@@ -58,7 +66,7 @@ export const ledgerKeys = {
   rejection: (job: string, at: Date, messageId: string) => ({ pk: `REJECTED#${job}`, sk: `${at.toISOString()}#${messageId}` }),
 };
 
-const COUNTERS: (keyof BatchCounters)[] = ['discovered', 'published', 'completed', 'duplicates', 'rejected', 'deferred', 'throttled', 'deadLettered'];
+const COUNTERS: (keyof BatchCounters)[] = ['discovered', 'published', 'consumed', 'completed', 'duplicates', 'rejected', 'deferred', 'throttled', 'deadLettered'];
 const WRITE_ONCE: (keyof BatchInfo)[] = ['businessDate', 'scheduledTime', 'startedAt'];
 
 export class DynamoLedger implements Ledger {
@@ -82,21 +90,36 @@ export class DynamoLedger implements Ledger {
       values[`:${key}`] = value;
       add.push(`#${key} :${key}`);
     }
-    for (const key of Object.keys(info) as (keyof BatchInfo)[]) {
-      if (info[key] === undefined) continue;
+    const { oldestMessageAgeMs, ...facts } = info;
+    for (const key of Object.keys(facts) as (keyof typeof facts)[]) {
+      if (facts[key] === undefined) continue;
       names[`#${key}`] = key;
-      values[`:${key}`] = info[key];
+      values[`:${key}`] = facts[key];
       set.push(WRITE_ONCE.includes(key) ? `#${key} = if_not_exists(#${key}, :${key})` : `#${key} = :${key}`);
     }
-    await this.client().send(
-      new UpdateCommand({
+    const update = (withAge: boolean) => {
+      const expression = `SET ${[...set, ...(withAge ? ['#oldest = :oldest'] : [])].join(', ')}${add.length ? ` ADD ${add.join(', ')}` : ''}`;
+      return new UpdateCommand({
         TableName: this.options.tableName,
         Key: ledgerKeys.batch(job, batchId),
-        UpdateExpression: `SET ${set.join(', ')}${add.length ? ` ADD ${add.join(', ')}` : ''}`,
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-      }),
-    );
+        UpdateExpression: expression,
+        // A running maximum in the same write as the counters: the age grows as a batch drains, so the condition
+        // nearly always holds; when it does not, the counters are written alone.
+        ...(withAge ? { ConditionExpression: 'attribute_not_exists(#oldest) OR #oldest < :oldest' } : {}),
+        ExpressionAttributeNames: withAge ? { ...names, '#oldest': 'oldestMessageAgeMs' } : names,
+        ExpressionAttributeValues: withAge ? { ...values, ':oldest': oldestMessageAgeMs } : values,
+      });
+    };
+    if (oldestMessageAgeMs === undefined) {
+      await this.client().send(update(false));
+      return;
+    }
+    try {
+      await this.client().send(update(true));
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException) && (error as Error).name !== 'ConditionalCheckFailedException') throw error;
+      await this.client().send(update(false));
+    }
   }
 
   async recordRejection(rejection: Rejection): Promise<void> {
@@ -146,6 +169,18 @@ export function truncateUtf8(text: string, maxBytes: number): { text: string; tr
  */
 export class BatchTally {
   private readonly byBatch = new Map<string, BatchCounters>();
+  private readonly oldest = new Map<string, number>();
+
+  /** Notes one message's age since first enqueue; the batch keeps the largest. */
+  age(batchId: string, ageMs: number): void {
+    this.oldest.set(batchId, Math.max(this.oldest.get(batchId) ?? 0, Math.round(ageMs)));
+    if (!this.byBatch.has(batchId)) this.byBatch.set(batchId, {});
+  }
+
+  /** The largest age noted for the batch, if any. */
+  oldestAgeMs(batchId: string): number | undefined {
+    return this.oldest.get(batchId);
+  }
 
   add(batchId: string, counters: BatchCounters): void {
     const sum = this.byBatch.get(batchId) ?? {};

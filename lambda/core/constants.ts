@@ -40,6 +40,8 @@ export interface JobRuntimeSettings {
   pageSize: number;
   maxPagesPerRun: number;
   maxMessageBytes: number;
+  /** Receives before SQS moves a message to the DLQ: the consumer counts a failed last receive as dead-lettered. */
+  maxReceiveCount?: number;
   businessDateOffsetDays: number;
   timeZone: string;
   /** Effective pacing: the allowance after headroom. */

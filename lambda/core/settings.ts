@@ -9,6 +9,7 @@ export const jobRuntimeSettingsSchema = z.object({
   pageSize: z.number().int().positive(),
   maxPagesPerRun: z.number().int().positive(),
   maxMessageBytes: z.number().int().positive(),
+  maxReceiveCount: z.number().int().positive().optional(),
   businessDateOffsetDays: z.number().int(),
   timeZone: z.string().min(1),
   rateLimit: z.object({

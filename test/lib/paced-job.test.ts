@@ -112,8 +112,8 @@ describe('Class: PacedJob', () => {
           }),
       );
       expect(error.problems).toEqual([
-        // 3000 bytes of settings plus 271 bytes of the settings' other fields.
-        "JOB_SETTINGS would be 3271 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
+        // 3000 bytes of settings plus 291 bytes of the settings' other fields.
+        "JOB_SETTINGS would be 3291 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
       ]);
     });
   });
@@ -190,6 +190,7 @@ describe('Class: PacedJob', () => {
         pageSize: 500,
         maxPagesPerRun: 200,
         maxMessageBytes: 4096,
+        maxReceiveCount: 7,
         businessDateOffsetDays: -1,
         timeZone: 'America/New_York',
         rateLimit: { startsPerInterval: 25, intervalSeconds: 10, burst: 3 },

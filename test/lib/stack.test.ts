@@ -179,6 +179,7 @@ describe('Class: PacedJobsStack', () => {
           pageSize: 500,
           maxPagesPerRun: 200,
           maxMessageBytes: 262144,
+          maxReceiveCount: 5,
           businessDateOffsetDays: -1,
           timeZone: 'Europe/London',
           rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1 },

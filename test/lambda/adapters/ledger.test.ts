@@ -57,6 +57,13 @@ describe('Class: DynamoLedger', () => {
         published: 7,
       });
     });
+
+    it('keeps the oldest message age as a running maximum while the counters always add', async () => {
+      await ledger.addToBatch('fake-job', 'b-age', { consumed: 2, completed: 2 }, { oldestMessageAgeMs: 5_000 });
+      await ledger.addToBatch('fake-job', 'b-age', { consumed: 1, completed: 1 }, { oldestMessageAgeMs: 1_200 });
+      await ledger.addToBatch('fake-job', 'b-age', { consumed: 1, completed: 1 }, { oldestMessageAgeMs: 9_000 });
+      expect(await batch('b-age')).toMatchObject({ consumed: 4, completed: 4, oldestMessageAgeMs: 9_000 });
+    });
   });
 
   describe('Method: recordRejection', () => {

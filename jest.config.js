@@ -7,4 +7,5 @@ module.exports = {
     '^.+\\.tsx?$': ['ts-jest', { isolatedModules: true }],
   },
   testTimeout: 60000,
+  setupFiles: ['<rootDir>/test/support/setupEnv.ts'],
 };

@@ -29,7 +29,10 @@ export const messageSchema = z.strictObject({
   operationId: idSchema,
   batchId: idSchema,
   businessDate: businessDateSchema,
-  resource: z.record(z.string().max(64), z.union([z.string().max(1024), z.number(), z.boolean()])),
+  resource: z.record(
+    z.string().max(64),
+    z.union([z.string().max(1024), z.number(), z.boolean()], { message: 'must be a string, a number or a boolean' }),
+  ),
   enqueuedAt: isoTimestamp,
   /** When the operation was first published; unchanged by deferrals, so the true job age survives re-publishing. */
   firstEnqueuedAt: isoTimestamp.optional(),
@@ -51,7 +54,33 @@ export type ParseResult =
 const byteLength = (s: string): number => Buffer.byteLength(s, 'utf8');
 
 /**
- * Parses one SQS body: size cap, JSON, envelope. Never throws; the reasons name every problem found.
+ * Most problems one rejection lists. A body under the size cap can still hold thousands of bad keys, one problem each,
+ * and the review record that carries the reasons must stay well inside DynamoDB's 400 KB item limit, or the rejection
+ * itself fails and the message is retried instead of being set aside.
+ */
+export const MAX_REASONS = 20;
+/** Longest single reason kept; zod names every unrecognized key in one message. */
+export const MAX_REASON_CHARS = 500;
+
+/**
+ * Characters a reason must not carry raw: zod quotes offending key names from the body, and JSON log lines escape C0
+ * controls but not bidirectional overrides, zero-width characters or line separators, which can make a log line or a
+ * review record read differently from what it holds.
+ */
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff]/g;
+
+/** Each reason with unprintable characters written as \uXXXX; the first MAX_REASONS, each cut to MAX_REASON_CHARS, and a count of the rest. */
+export function boundReasons(reasons: string[]): string[] {
+  const escape = (r: string) => r.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const cut = (r: string) => (r.length > MAX_REASON_CHARS ? `${r.slice(0, MAX_REASON_CHARS)}... (${r.length} characters in all)` : r);
+  const kept = reasons.slice(0, MAX_REASONS).map((r) => cut(escape(r)));
+  if (reasons.length > MAX_REASONS) kept.push(`... and ${reasons.length - MAX_REASONS} more problems`);
+  return kept;
+}
+
+/**
+ * Parses one SQS body: size cap, JSON, envelope. Never throws; the reasons name the problems found (bounded by
+ * boundReasons).
  */
 export function parseMessage(body: string, maxBytes: number): ParseResult {
   const size = byteLength(body);
@@ -62,13 +91,14 @@ export function parseMessage(body: string, maxBytes: number): ParseResult {
   try {
     raw = JSON.parse(body);
   } catch (error) {
-    return { ok: false, reasons: [`body is not valid JSON (${(error as Error).message})`] };
+    // V8's message quotes a snippet of the body, so it is escaped like any reason.
+    return { ok: false, reasons: boundReasons([`body is not valid JSON (${(error as Error).message})`]) };
   }
   const result = messageSchema.safeParse(raw);
   if (!result.success) {
     return {
       ok: false,
-      reasons: result.error.issues.map((i) => `${i.path.length ? i.path.join('.') : 'body'}: ${i.message}`),
+      reasons: boundReasons(result.error.issues.map((i) => `${i.path.length ? i.path.join('.') : 'body'}: ${i.message}`)),
     };
   }
   return { ok: true, message: result.data };

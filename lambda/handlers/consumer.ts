@@ -9,7 +9,7 @@ import { EnvVar } from '../core/constants';
 import { idempotencyKeyPrefix } from '../core/idempotencyKey';
 import { PermanentError, ThrottledError } from '../core/errors';
 import type { AnyJob, ApplyResult } from '../core/job';
-import { idSchema, parseMessage, serializeMessage, type JobMessage } from '../core/message';
+import { boundReasons, idSchema, parseMessage, serializeMessage, type JobMessage } from '../core/message';
 import { gcraLimits } from '../core/pacing/gcra';
 import { waitForSlot } from '../core/pacing/sleep';
 import { requireEnv } from '../core/settings';
@@ -107,7 +107,7 @@ export function validateRecord(body: string, job: AnyJob, maxBytes: number): Val
   if (!resource.success) {
     reasons.push(...resource.error.issues.map((i) => `resource${i.path.length ? `.${i.path.join('.')}` : ''}: ${i.message}`));
   }
-  return reasons.length > 0 ? { ok: false, reasons } : { ok: true, message: parsed.message, resource: resource.data };
+  return reasons.length > 0 ? { ok: false, reasons: boundReasons(reasons) } : { ok: true, message: parsed.message, resource: resource.data };
 }
 
 /** The IDs a rejected body still carries, for the review record; only values that are valid IDs. */

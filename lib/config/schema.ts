@@ -145,7 +145,9 @@ export const jobSchema = z.object({
   /** Alarm thresholds; prefault parses `{}` through jobAlarmsSchema, so each default stays written once, there. */
   alarms: jobAlarmsSchema.prefault({}),
   /** Job-specific plain settings handed to the job's code (e.g. the provider's base URL). */
-  settings: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
+  settings: z
+    .record(z.string(), z.union([z.string(), z.number(), z.boolean()], { message: 'must be a string, a number or a boolean' }))
+    .default({}),
 });
 
 export const environmentSchema = z.object({

@@ -58,6 +58,11 @@ export interface ConsumerOptions {
   idempotencyTableName: string;
   /** How long a completed operation stays claimed; must outlive queue plus DLQ retention so a redrive is a no-op. */
   idempotencyTtlSeconds: number;
+  /**
+   * The queue's maxReceiveCount: a record that fails on its last allowed receive is counted as dead-lettered in the
+   * ledger (SQS, not the consumer, moves it), so every batch still reconciles. Unset: such records are not counted.
+   */
+  maxReceiveCount?: number;
   maxMessageBytes: number;
   ledger: Ledger;
   /** The fleet-wide limiter; one block of slots per invocation. */
@@ -203,7 +208,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     await Promise.all(
       tally.entries().map(async ([batchId, counters]) => {
         try {
-          await ledger.addToBatch(job.name, batchId, counters);
+          await ledger.addToBatch(job.name, batchId, counters, { oldestMessageAgeMs: tally.oldestAgeMs(batchId) });
         } catch (error) {
           count(MetricName.LedgerWriteFailed);
           logger.error('ledger counter write failed; the records themselves are settled', { batchId, counters, error: error as Error });
@@ -339,6 +344,21 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     }
   };
 
+  /**
+   * Fails the record so SQS redelivers it. On its last allowed receive SQS moves it to the DLQ instead; the ledger counts
+   * that here, since nothing else sees the move.
+   */
+  const fail = (record: SQSRecord, message: JobMessage, error: unknown, tally: BatchTally): never => {
+    count(MetricName.Failed);
+    const receives = Number(record.attributes?.ApproximateReceiveCount ?? 0);
+    if (options.maxReceiveCount !== undefined && receives >= options.maxReceiveCount) {
+      tally.add(message.batchId, { deadLettered: 1 });
+      count(MetricName.DeadLettered);
+      logger.error('failed on its last allowed receive: SQS moves the message to the DLQ', { receives, maxReceiveCount: options.maxReceiveCount });
+    }
+    throw error;
+  };
+
   const run = async (record: SQSRecord, plan: Extract<Plan, { kind: 'run' }>, context: Context, tally: BatchTally, signals: Signals): Promise<RecordOutcome> => {
     const { message, resource } = plan;
     // Short waits only (the block was bounded by shortWaitMs and the remaining time); each wait is one timer, no loop.
@@ -360,13 +380,12 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
         return defer(message, { kind: 'throttled', error }, tally);
       }
       // Retryable, in progress elsewhere, or unknown: SQS redelivers it after the visibility timeout.
-      count(MetricName.Failed);
       const inProgress = (error as Error).name === 'IdempotencyAlreadyInProgressError';
       logger[inProgress ? 'warn' : 'error'](
         inProgress ? 'operation is in progress in another invocation; will retry' : 'apply failed; will retry',
         error as Error,
       );
-      throw error;
+      return fail(record, message, error, tally);
     }
     if (result[REPLAYED]) {
       count(MetricName.DuplicatesSuppressed);
@@ -376,7 +395,9 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     }
     signals.successes++;
     count(result.outcome === 'applied' ? MetricName.Applied : MetricName.AlreadyDone);
-    milliseconds(MetricName.AgeSinceFirstEnqueue, Math.max(0, now().getTime() - Date.parse(message.firstEnqueuedAt ?? message.enqueuedAt)));
+    const ageMs = Math.max(0, now().getTime() - Date.parse(message.firstEnqueuedAt ?? message.enqueuedAt));
+    milliseconds(MetricName.AgeSinceFirstEnqueue, ageMs);
+    tally.age(message.batchId, ageMs);
     logger.info('operation completed', { outcome: result.outcome });
     tally.add(message.batchId, { completed: 1 });
     return result.outcome;
@@ -442,21 +463,20 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
         // plan() decided every record of the event.
         const planned = plans.get(record.messageId) as Plan;
         if (planned.kind === 'reject') return withLogKeys({ messageId: record.messageId }, () => reject(record, planned.reasons, tally));
+        tally.add(planned.message.batchId, { consumed: 1 });
         return withLogKeys(logKeys(record, planned.message), async () => {
           switch (planned.kind) {
             case 'defer': {
               // deferBlock settled every record it was given.
               const outcome = deferred.get(record.messageId) as RecordOutcome | Error;
               if (outcome instanceof Error) {
-                count(MetricName.Failed);
                 logger.error('deferral could not be sent; SQS will redeliver the message', outcome);
-                throw outcome;
+                return fail(record, planned.message, outcome, tally);
               }
               return outcome;
             }
             case 'fail':
-              count(MetricName.Failed);
-              throw planned.error;
+              return fail(record, planned.message, planned.error, tally);
             case 'run':
               return run(record, planned, context, tally, signals);
           }
@@ -489,6 +509,7 @@ export function consumerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loa
     dlqUrl: requireEnv(EnvVar.DLQ_URL, env),
     idempotencyTableName: requireEnv(EnvVar.IDEMPOTENCY_TABLE_NAME, env),
     idempotencyTtlSeconds: requirePositiveInt(EnvVar.IDEMPOTENCY_TTL_SECONDS, env),
+    maxReceiveCount: settings.maxReceiveCount,
     maxMessageBytes: env[EnvVar.MAX_MESSAGE_BYTES] ? requirePositiveInt(EnvVar.MAX_MESSAGE_BYTES, env) : settings.maxMessageBytes,
     ledger: new DynamoLedger({ tableName: requireEnv(EnvVar.LEDGER_TABLE_NAME, env) }),
     limiter,

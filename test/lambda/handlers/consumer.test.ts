@@ -281,6 +281,35 @@ describe('Function: createConsumer', () => {
       expect(metricTotal('Applied')).toBe(2);
     });
 
+    it('counts a failure on the last allowed receive as dead-lettered, and an earlier one not', async () => {
+      const batchId = 'fake-job:2026-11-28:last-receive';
+      const handle = consumer({ maxReceiveCount: 3 });
+      const attempt = (receives: number) =>
+        handle(
+          sqsEvent(sqsRecord(body('doomed', 'retryable', { batchId }), { messageId: `m-${receives}`, attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: String(receives) } })),
+          lambdaContext(),
+        );
+      expect(await attempt(2)).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-2' }] });
+      expect(await batchItem(batchId)).toMatchObject({ consumed: 1 });
+      expect((await batchItem(batchId))?.deadLettered).toBeUndefined();
+      expect(await attempt(3)).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-3' }] });
+      expect(await batchItem(batchId)).toMatchObject({ consumed: 2, deadLettered: 1 });
+      expect(metricTotal('DeadLettered')).toBe(1);
+    });
+
+    it('records consumed records and the oldest message age in the batch ledger', async () => {
+      const batchId = 'fake-job:2026-11-28:ages';
+      const handle = consumer({ now: () => new Date('2026-11-29T02:00:10.000Z') });
+      await handle(
+        sqsEvent(
+          sqsRecord(body('age-young', undefined, { batchId, enqueuedAt: '2026-11-29T02:00:08.000Z' })),
+          sqsRecord(body('age-old', undefined, { batchId, enqueuedAt: '2026-11-29T02:00:09.000Z', firstEnqueuedAt: '2026-11-29T02:00:01.000Z' })),
+        ),
+        lambdaContext(),
+      );
+      expect(await batchItem(batchId)).toMatchObject({ consumed: 2, completed: 2, oldestMessageAgeMs: 9_000 });
+    });
+
     it('reports a handler that throws an unexpected error as a batch item failure', async () => {
       const response = await consumer()(sqsEvent(sqsRecord(body('boom', 'crash'), { messageId: 'm-boom' })), lambdaContext());
       expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-boom' }] });

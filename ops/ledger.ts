@@ -12,11 +12,15 @@ export interface BatchView {
   finishedAt?: string;
   discovered: number;
   published: number;
+  consumed: number;
   completed: number;
   duplicates: number;
   rejected: number;
   deferred: number;
+  throttled: number;
   deadLettered: number;
+  /** The oldest message's age when consumed, since its first enqueue (deferrals do not reset it); null if none yet. */
+  oldestMessageAgeSeconds: number | null;
   /** discovered - (completed + rejected + deadLettered): still queued, in flight or lost. */
   outstanding: number;
   /** Every discovered operation is accounted for. */
@@ -51,11 +55,14 @@ export function toBatchView(item: Record<string, unknown>): BatchView {
     finishedAt: s(item.finishedAt),
     discovered,
     published: n(item.published),
+    consumed: n(item.consumed),
     completed: n(item.completed),
     duplicates: n(item.duplicates),
     rejected: n(item.rejected),
     deferred: n(item.deferred),
+    throttled: n(item.throttled),
     deadLettered: n(item.deadLettered),
+    oldestMessageAgeSeconds: typeof item.oldestMessageAgeMs === 'number' ? Math.round(item.oldestMessageAgeMs / 1000) : null,
     outstanding: discovered - settled,
     reconciles: discovered === settled,
   };

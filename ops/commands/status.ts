@@ -117,9 +117,12 @@ export function renderStatus(result: StatusResult): string {
     ]),
   );
   const batches = renderTable(
-    ['job', 'batch', 'discovered', 'completed', 'rejected', 'DLQ', 'dupes', 'deferred', 'outstanding', 'reconciles'],
+    ['job', 'batch', 'discovered', 'completed', 'rejected', 'DLQ', 'dupes', 'deferred', '429s', 'oldest (s)', 'outstanding', 'reconciles'],
     result.jobs.flatMap((j) =>
-      j.batches.map((b) => [j.job, b.batchId, b.discovered, b.completed, b.rejected, b.deadLettered, b.duplicates, b.deferred, b.outstanding, b.reconciles ? 'yes' : 'NO']),
+      j.batches.map((b) => [
+        j.job, b.batchId, b.discovered, b.completed, b.rejected, b.deadLettered, b.duplicates, b.deferred, b.throttled,
+        b.oldestMessageAgeSeconds ?? '-', b.outstanding, b.reconciles ? 'yes' : 'NO',
+      ]),
     ),
   );
   return `${result.stackName} (${result.source}) at ${result.at}\n${queues}\n\nLatest batches\n${batches}\n\nnote: ${result.notes.join('\nnote: ')}`;

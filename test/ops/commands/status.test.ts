@@ -31,7 +31,7 @@ describe('Function: status (ops status)', () => {
     // Written by the runtime's own ledger adapter, so the CLI's reading is pinned to what the handlers write.
     const ledger = new DynamoLedger({ tableName: f.tables.ledger, client: f.dynamo });
     await ledger.addToBatch('alpha', 'alpha:2026-11-01:20261101T010000Z', { discovered: 5, published: 5 }, { businessDate: '2026-11-01', startedAt: '2026-11-01T01:00:05.000Z' });
-    await ledger.addToBatch('alpha', 'alpha:2026-11-01:20261101T010000Z', { completed: 3, rejected: 1, deadLettered: 1, duplicates: 2 }, { finishedAt: '2026-11-01T01:00:09.000Z' });
+    await ledger.addToBatch('alpha', 'alpha:2026-11-01:20261101T010000Z', { consumed: 6, completed: 3, rejected: 1, deadLettered: 1, duplicates: 2, throttled: 2 }, { finishedAt: '2026-11-01T01:00:09.000Z', oldestMessageAgeMs: 61_400 });
     await ledger.addToBatch('alpha', 'alpha:2026-11-02:20261102T010000Z', { discovered: 4, published: 4, completed: 1 }, { businessDate: '2026-11-02', startedAt: '2026-11-02T01:00:05.000Z' });
     for (const body of ['{"operationId":"a"}', '{"operationId":"b"}']) await f.sqs.send(new SendMessageCommand({ QueueUrl: f.jobs.alpha.queueUrl, MessageBody: body }));
     await f.sqs.send(new SendMessageCommand({ QueueUrl: f.jobs.alpha.dlqUrl, MessageBody: '{"operationId":"c"}' }));
@@ -59,11 +59,14 @@ describe('Function: status (ops status)', () => {
         startedAt: '2026-11-02T01:00:05.000Z',
         discovered: 4,
         published: 4,
+        consumed: 0,
         completed: 1,
         duplicates: 0,
         rejected: 0,
         deferred: 0,
+        throttled: 0,
         deadLettered: 0,
+        oldestMessageAgeSeconds: null,
         outstanding: 3,
         reconciles: false,
       },
@@ -74,11 +77,14 @@ describe('Function: status (ops status)', () => {
         finishedAt: '2026-11-01T01:00:09.000Z',
         discovered: 5,
         published: 5,
+        consumed: 6,
         completed: 3,
         duplicates: 2,
         rejected: 1,
         deferred: 0,
+        throttled: 2,
         deadLettered: 1,
+        oldestMessageAgeSeconds: 61,
         outstanding: 0,
         reconciles: true,
       },
@@ -100,7 +106,7 @@ describe('Function: status (ops status)', () => {
     expect(out.code).toBe(0);
     expect(out.stdout).toMatch(/^PacedJobs-test \(local\) at /);
     const row = out.stdout.split('\n').find((l) => l.includes('alpha:2026-11-02:20261102T010000Z'));
-    expect(row?.replace(/\s+/g, ' ')).toBe('│ alpha │ alpha:2026-11-02:20261102T010000Z │ 4 │ 1 │ 0 │ 0 │ 0 │ 0 │ 3 │ NO │');
+    expect(row?.replace(/\s+/g, ' ')).toBe('│ alpha │ alpha:2026-11-02:20261102T010000Z │ 4 │ 1 │ 0 │ 0 │ 0 │ 0 │ 0 │ - │ 3 │ NO │');
     expect(out.stdout).toContain(`note: ${OLDEST_WORK_NOTE}`);
   });
 

@@ -1,0 +1,201 @@
+// End to end: the operator CLI against a real `npm start -- --serve` stack (the synthesized dev stack's bundled
+// functions on embedded servers), each as its own process, talking only through AWS APIs and .local/endpoints.json.
+import { spawn, ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { unsettledPayment } from '../../lambda/jobs/payment-reconciliation/items';
+
+const ROOT = join(__dirname, '..', '..');
+const JOB = 'payment-reconciliation';
+const DATES = ['2026-10-01', '2026-10-02', '2026-10-03'];
+const PAYMENTS_PER_DATE = 2;
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a TypeScript entry point as its own Node process (tsx loaded by Node itself, so signals reach it directly). */
+function node(entry: string, args: string[]): { child: ChildProcess; done: Promise<Result> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry), ...args], { cwd: ROOT, env: { ...process.env, FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (c) => (stdout += c));
+  child.stderr!.on('data', (c) => (stderr += c));
+  return { child, done: new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr }))) };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(500);
+  }
+}
+
+interface BatchRow {
+  batchId: string;
+  businessDate?: string;
+  discovered: number;
+  completed: number;
+  duplicates: number;
+  reconciles: boolean;
+}
+
+describe('Command: npm run ops, against npm start -- --serve', () => {
+  let dir: string;
+  let serve: { child: ChildProcess; done: Promise<Result> };
+  let endpointsFile: string;
+  let doc: {
+    region: string;
+    credentials: { accessKeyId: string; secretAccessKey: string };
+    endpoints: Record<string, string>;
+    jobs: Record<string, { queueUrl: string; dlqUrl: string }>;
+    outputs: Record<string, string>;
+  };
+  let documents: DynamoDBDocumentClient;
+  let sqs: SQSClient;
+
+  /** One CLI run in its own process, against the serving stack; stdout must be exactly one JSON document. */
+  const ops = async (...args: string[]) => {
+    const result = await node('ops/cli.ts', [...args, '--local', '--endpoints', endpointsFile, '--json']).done;
+    let json: Record<string, unknown>;
+    try {
+      json = JSON.parse(result.stdout);
+    } catch {
+      throw new Error(`ops ${args.join(' ')} printed no single JSON document (exit ${result.code}):\n${result.stdout}\n${result.stderr}`);
+    }
+    return { code: result.code, json, stderr: result.stderr };
+  };
+
+  const batches = async (): Promise<BatchRow[]> => {
+    const { json } = await ops('status', '--job', JOB, '--batches', '20');
+    return (json.jobs as { batches: BatchRow[] }[])[0].batches;
+  };
+
+  const queued = async (url: string) => {
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] }),
+    );
+    return Number(Attributes!.ApproximateNumberOfMessages) + Number(Attributes!.ApproximateNumberOfMessagesNotVisible) + Number(Attributes!.ApproximateNumberOfMessagesDelayed);
+  };
+
+  const message = (paymentId: string, businessDate: string, batchId: string) =>
+    JSON.stringify({
+      version: 1,
+      jobType: JOB,
+      operationId: `reconcile:acme:${paymentId}:${businessDate}`,
+      batchId,
+      businessDate,
+      resource: { paymentId },
+      enqueuedAt: new Date().toISOString(),
+    });
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'paced-jobs-ops-e2e-'));
+    endpointsFile = join(dir, 'endpoints.json');
+    serve = node('local/cli.ts', ['--serve', '--local-dir', dir]);
+    await until('the serving stack to write its endpoints', async () => (existsSync(endpointsFile) ? true : undefined), 240_000);
+    doc = JSON.parse(readFileSync(endpointsFile, 'utf8'));
+    const config = (endpoint: string) => ({ endpoint, region: doc.region, credentials: doc.credentials });
+    documents = DynamoDBDocumentClient.from(new DynamoDBClient(config(doc.endpoints.dynamodb)));
+    sqs = new SQSClient(config(doc.endpoints.sqs));
+    for (const date of DATES) {
+      for (let i = 1; i <= PAYMENTS_PER_DATE; i++) {
+        await documents.send(new PutCommand({ TableName: 'payments-dev', Item: unsettledPayment({ paymentId: `pay-e2e-${date}-${i}`, businessDate: date }) }));
+      }
+    }
+  }, 300_000);
+
+  afterAll(async () => {
+    documents?.destroy();
+    sqs?.destroy();
+    serve?.child.kill('SIGINT');
+    await serve?.done;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reports every job in status', async () => {
+    const { code, json } = await ops('status');
+    expect(code).toBe(0);
+    expect((json.jobs as { job: string }[]).map((j) => j.job).sort()).toEqual(['expired-session-cleanup', JOB, 'stale-upload-cleanup']);
+  });
+
+  it('pauses admission, catches up three dates while nothing is consumed, and resumes into three reconciled batches', async () => {
+    const paused = await ops('pause', '--job', JOB, '--yes');
+    expect(paused.code).toBe(0);
+
+    const caughtUp = await ops('catch-up', '--job', JOB, '--from', DATES[0], '--to', DATES[2], '--yes');
+    expect(caughtUp.code).toBe(0);
+    // The producer published every payment; the paused consumer took none of them.
+    await sleep(3000);
+    expect(await queued(doc.jobs[JOB].queueUrl)).toBe(DATES.length * PAYMENTS_PER_DATE);
+    const whilePaused = (await batches()).filter((b) => DATES.includes(b.businessDate ?? ''));
+    expect(whilePaused.map((b) => [b.businessDate, b.discovered, b.completed])).toEqual(
+      [...DATES].reverse().map((d) => [d, PAYMENTS_PER_DATE, 0]),
+    );
+
+    const resumed = await ops('resume', '--job', JOB, '--yes');
+    expect(resumed.code).toBe(0);
+    const settled = await until('the three catch-up batches to reconcile', async () => {
+      const rows = (await batches()).filter((b) => DATES.includes(b.businessDate ?? ''));
+      return rows.length === DATES.length && rows.every((b) => b.reconciles && b.completed === PAYMENTS_PER_DATE) ? rows : undefined;
+    });
+    expect(new Set(settled.map((b) => b.batchId)).size).toBe(DATES.length);
+    expect(await queued(doc.jobs[JOB].queueUrl)).toBe(0);
+  }, 180_000);
+
+  it('redrives the DLQ back to the queue, applying a new operation once and suppressing one already applied', async () => {
+    const batchId = `${JOB}:2026-10-04:redrive-e2e`;
+    await documents.send(new PutCommand({ TableName: 'payments-dev', Item: unsettledPayment({ paymentId: 'pay-e2e-redrive', businessDate: '2026-10-04' }) }));
+    const dlq = doc.jobs[JOB].dlqUrl;
+    await sqs.send(new SendMessageCommand({ QueueUrl: dlq, MessageBody: message('pay-e2e-redrive', '2026-10-04', batchId) }));
+    await sqs.send(new SendMessageCommand({ QueueUrl: dlq, MessageBody: message(`pay-e2e-${DATES[0]}-1`, DATES[0], batchId) }));
+
+    const started = await ops('redrive', '--job', JOB, '--rate', '5', '--yes');
+    expect(started.code).toBe(0);
+    const ledger = await until('the redriven batch to settle', async () => {
+      const row = (await batches()).find((b) => b.batchId === batchId);
+      return row && row.completed + row.duplicates === 2 ? row : undefined;
+    });
+    expect(ledger).toMatchObject({ completed: 1, duplicates: 1 });
+    const payment = await documents.send(new GetCommand({ TableName: 'payments-dev', Key: { paymentId: 'pay-e2e-redrive' } }));
+    expect(payment.Item).toMatchObject({ reconciledBy: 'reconcile:acme:pay-e2e-redrive:2026-10-04' });
+    expect(payment.Item!.unsettledDate).toBeUndefined();
+    expect(await queued(dlq)).toBe(0);
+  }, 120_000);
+
+  it('peeks at the DLQ with each message\'s failure reason, warning that viewing is a receive', async () => {
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: doc.jobs[JOB].dlqUrl,
+        MessageBody: message('pay-e2e-peek', '2026-10-05', `${JOB}:2026-10-05:peek-e2e`),
+        MessageAttributes: { failureReason: { DataType: 'String', StringValue: 'provider answered 404: no such payment' } },
+      }),
+    );
+    const { code, json } = await ops('dlq', 'peek', '--job', JOB);
+    expect(code).toBe(0);
+    expect(json.warning).toEqual(expect.stringContaining('receive'));
+    const messages = (json.jobs as { messages: { failureReason?: string; operationId?: string }[] }[])[0].messages;
+    expect(messages.map((m) => m.failureReason)).toEqual(['provider answered 404: no such payment']);
+  });
+
+  it('shows one operation\'s idempotency record and ledger batches', async () => {
+    const operationId = `reconcile:acme:pay-e2e-${DATES[1]}-2:${DATES[1]}`;
+    const { code, json } = await ops('op', operationId);
+    expect(code).toBe(0);
+    expect(json.found).toBe(true);
+    const view = (json.jobs as { job: string; idempotencyRecord: { status: string } | null; batches: BatchRow[] }[]).find((j) => j.job === JOB)!;
+    expect(view.idempotencyRecord).toMatchObject({ status: 'COMPLETED' });
+    expect(view.batches.some((b) => b.businessDate === DATES[1] && b.reconciles)).toBe(true);
+  });
+});

@@ -8,4 +8,5 @@ module.exports = {
   },
   testTimeout: 60000,
   setupFiles: ['<rootDir>/test/support/setupEnv.ts'],
+  globalSetup: '<rootDir>/test/support/globalSetup.ts',
 };

@@ -136,15 +136,8 @@ class EffectRecorder {
   }
 }
 
-interface LedgerTotals {
-  discovered: number;
-  published: number;
-  completed: number;
-  rejected: number;
-  duplicates: number;
-  deferred: number;
-  /** The downstream asked to slow down (the consumer's own count). */
-  throttled: number;
+/** The run's batches summed from the ledger; `throttled` is the consumer's own count of 429/503 answers. */
+interface LedgerTotals extends Pick<JobObservation, 'discovered' | 'published' | 'completed' | 'rejected' | 'duplicates' | 'deferred' | 'throttled'> {
   batches: number;
   finished: number;
 }

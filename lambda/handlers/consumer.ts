@@ -145,6 +145,12 @@ interface PreparedDeferral {
 interface Signals {
   throttles: number;
   successes: number;
+  /** Granted records not yet started. */
+  runLeft: number;
+  /** Slots from a re-acquisition, not yet used, earliest first. */
+  spareSlots: number[];
+  /** How long the last apply took: how far behind its slot each later record of a block starts. */
+  lastApplyMs: number;
 }
 
 const logKeys = (record: SQSRecord, message: JobMessage) => ({ operationId: message.operationId, batchId: message.batchId, messageId: record.messageId });
@@ -359,18 +365,51 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     throw error;
   };
 
+  /**
+   * The slot a record starts at. Records run one after another, so when applying takes longer than the slot spacing,
+   * later slots of the block pass before their records reach them. Starting late is not allowed (it would bunch starts
+   * across the fleet), and deferring would churn the queue; instead a passed slot is replaced by a fresh one, taken in
+   * a block sized to what the measured apply time lets start on time. Undefined: no slot soon, defer.
+   */
+  const slotFor = async (plannedMs: number, context: Context, signals: Signals): Promise<number | undefined> => {
+    const usable = (ms: number) => pacing.clock() - ms <= pacing.lateToleranceMs;
+    if (usable(plannedMs)) return plannedMs;
+    while (signals.spareSlots.length > 0) {
+      const spare = signals.spareSlots.shift() as number;
+      if (usable(spare)) return spare;
+    }
+    const lag = Math.max(1, signals.lastApplyMs - pacing.spacingMs);
+    const count = Math.max(1, Math.min(signals.runLeft + 1, 1 + Math.floor(pacing.lateToleranceMs / lag)));
+    const maxWaitMs = Math.max(0, Math.min(pacing.shortWaitMs, context.getRemainingTimeInMillis() - pacing.reserveMs));
+    try {
+      const acquired = await limiter.acquire(pacing.key, count, { maxWaitMs });
+      if (acquired.granted === 0) return undefined;
+      signals.spareSlots.push(...acquired.startAtMs.slice(1, acquired.granted));
+      return acquired.startAtMs[0];
+    } catch (error) {
+      logger.warn('rate limiter unavailable for a fresh slot; deferring', { key: pacing.key, error: error as Error });
+      return undefined;
+    }
+  };
+
   const run = async (record: SQSRecord, plan: Extract<Plan, { kind: 'run' }>, context: Context, tally: BatchTally, signals: Signals): Promise<RecordOutcome> => {
     const { message, resource } = plan;
+    signals.runLeft--;
+    const startAtMs = await slotFor(plan.startAtMs, context, signals);
+    if (startAtMs === undefined) return defer(message, { kind: 'paced', waitMs: pacing.spacingMs }, tally);
     // Short waits only (the block was bounded by shortWaitMs and the remaining time); each wait is one timer, no loop.
-    if (!(await waitForSlot(plan.startAtMs, pacing.lateToleranceMs, pacing.clock))) {
+    if (!(await waitForSlot(startAtMs, pacing.lateToleranceMs, pacing.clock))) {
       // Starting now would bunch this start with the slots after it: give the slot up, unclaimed.
-      logger.warn('woke too late for the rate-limit slot; deferring', { startAtMs: plan.startAtMs, lateByMs: pacing.clock() - plan.startAtMs });
+      logger.warn('woke too late for the rate-limit slot; deferring', { startAtMs, lateByMs: pacing.clock() - startAtMs });
       return defer(message, { kind: 'paced', waitMs: 0 }, tally);
     }
     let result: IdempotentResult;
+    const applyStartedMs = pacing.clock();
     try {
       result = await applyIdempotent(message, resource, context);
+      signals.lastApplyMs = pacing.clock() - applyStartedMs;
     } catch (error) {
+      signals.lastApplyMs = pacing.clock() - applyStartedMs;
       if (error instanceof PermanentError) return deadLetter(record, message, error.message, tally, error.detail);
       if (error instanceof ThrottledError) {
         // Powertools released the claim when apply threw, so the re-published message runs apply again.
@@ -451,9 +490,10 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     config.registerLambdaContext(context);
     logger.addContext(context);
     const tally = new BatchTally();
-    const signals: Signals = { throttles: 0, successes: 0 };
+    const signals: Signals = { throttles: 0, successes: 0, runLeft: 0, spareSlots: [], lastApplyMs: 0 };
     try {
       const plans = await plan(event.Records, context);
+      signals.runLeft = [...plans.values()].filter((p) => p.kind === 'run').length;
       const early = event.Records.flatMap((record) => {
         const p = plans.get(record.messageId);
         return p?.kind === 'defer' ? [{ record, message: p.message, cause: p.cause }] : [];

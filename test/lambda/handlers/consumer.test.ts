@@ -506,6 +506,40 @@ describe('Function: createConsumer', () => {
       expect(JSON.parse(publish.mock.calls[0][1][0].body)).toMatchObject({ operationId: 'fake:late:2026-11-28', attempt: 1 });
     });
 
+    it('replaces slots that passed while earlier records were applying, instead of deferring their records', async () => {
+      // Slots 30 ms apart, applies that take 100 ms: without replacement every record after the first would be late.
+      const granted: { count: number; slots: number[] }[] = [];
+      const limiter: RateLimiter = {
+        acquire: async (_key, count) => {
+          const slots = Array.from({ length: count }, (_, i) => Date.now() + i * 30);
+          granted.push({ count, slots });
+          return { granted: count, startAtMs: slots, waitMs: 0 };
+        },
+      };
+      const starts: number[] = [];
+      const slowJob = {
+        ...fakeJob,
+        apply: async (deps: unknown, request: Parameters<typeof fakeJob.apply>[1]) => {
+          starts.push(Date.now());
+          await new Promise((r) => setTimeout(r, 100));
+          return fakeJob.apply(deps as Parameters<typeof fakeJob.apply>[0], request);
+        },
+      };
+      const publisher = new SqsPublisher();
+      const publish = jest.spyOn(publisher, 'publish');
+      const records = ['slow-1', 'slow-2', 'slow-3', 'slow-4'].map((k) => sqsRecord(body(k)));
+      const response = await consumer({ job: slowJob, queueUrl: await freshQueue(), limiter, publisher, pacing: { key: 'slow', lateToleranceMs: 20 } })(sqsEvent(...records), lambdaContext());
+
+      expect(response).toEqual({ batchItemFailures: [] });
+      expect(publish).not.toHaveBeenCalled();
+      expect(metricTotal('Applied')).toBe(4);
+      // One block for the batch, then one fresh slot for each record whose planned slot had passed.
+      expect(granted.map((g) => g.count)).toEqual([4, 1, 1, 1]);
+      // Every start is at (or within the tolerance after) a slot the limiter granted.
+      const allSlots = granted.flatMap((g) => g.slots);
+      for (const start of starts) expect(allSlots.some((slot) => start >= slot - 5 && start - slot <= 20 + 15)).toBe(true);
+    });
+
     it('bounds the block by the short wait and by the time the invocation has left', async () => {
       const acquire = jest.fn(async (_key: string, count: number) => ({ granted: count, startAtMs: Array(count).fill(0), waitMs: 0 }));
       const handle = consumer({ limiter: { acquire }, pacing: { key: 'provider-x', shortWaitMs: 8000, reserveMs: 5000, lateToleranceMs: Number.MAX_SAFE_INTEGER } });

@@ -1,0 +1,146 @@
+// Benchmark (`npm run bench`), cold start: each handler bundle's minified size as `cdk deploy` uploads it (from the
+// cloud assembly), and the module-init time of a fresh `node` process loading it, against the same handler compiled
+// file by file (esbuild, no bundling) so only module resolution and loading differ, not TypeScript transpilation.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { loadTemplate } from '../local/template';
+import { findStack } from '../local/assembly';
+
+/** Handler bundles above this size miss the goal. */
+export const BUNDLE_BYTES_GOAL = 250 * 1024;
+/** Module init above this misses the goal ("well under 100 ms"). */
+export const INIT_MS_GOAL = 100;
+
+export interface BundleFigures {
+  /** The asset's index.js, minified, without its source map. */
+  bytes: number;
+  initMsMedian: number;
+  unbundledInitMsMedian: number;
+  /** unbundled / bundled init time. */
+  unbundledRatio: number;
+  /** The external @aws-sdk/* packages the bundle requires, loaded alone: the part of init the bundle does not own. */
+  sdkInitMsMedian: number;
+  sdkPackages: string[];
+  functions: string[];
+  asset: string;
+}
+
+export interface ColdStartOptions {
+  cwd: string;
+  /** @default "cdk.out" */
+  assemblyDir?: string;
+  /** @default "dev" */
+  env?: string;
+  /** Fresh processes per measurement; the median is reported. @default 7 */
+  runs?: number;
+  progress?: (line: string) => void;
+}
+
+export class ColdStartError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ColdStartError';
+  }
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/**
+ * Milliseconds a fresh process spends in `require(file)`. NODE_PATH makes the project's @aws-sdk/* resolvable the way
+ * the Lambda runtime provides it to a bundle that leaves the SDK external.
+ */
+export function measureInitMs(file: string, cwd: string, runs: number): number {
+  const script = `const t=process.hrtime.bigint();require(${JSON.stringify(file)});process.stdout.write(String(Number(process.hrtime.bigint()-t)/1e6))`;
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const out = execFileSync(process.execPath, ['-e', script], {
+      cwd,
+      env: { PATH: process.env.PATH, NODE_PATH: resolve(cwd, 'node_modules'), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+      encoding: 'utf8',
+    });
+    times.push(Number(out));
+  }
+  return median(times);
+}
+
+/** Handler kind by the environment the stack gives it: consumers have an idempotency table, producers do not. */
+function handlerKind(environment: Record<string, unknown>): 'producer' | 'consumer' {
+  return environment.IDEMPOTENCY_TABLE_NAME !== undefined ? 'consumer' : 'producer';
+}
+
+/** Compiles lambda/ file by file to CommonJS in a temporary folder (no bundling), for the unbundled comparison. */
+function compileUnbundled(cwd: string): string {
+  // esbuild is the bundler the stack already uses (a devDependency); required lazily so the import stays cheap.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const esbuild = require('esbuild') as typeof import('esbuild');
+  const out = mkdtempSync(join(tmpdir(), 'paced-jobs-unbundled-'));
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) files.push(path);
+    }
+  };
+  walk(join(cwd, 'lambda'));
+  esbuild.buildSync({ entryPoints: files, outdir: join(out, 'lambda'), outbase: join(cwd, 'lambda'), format: 'cjs', platform: 'node', target: 'node20', bundle: false, logLevel: 'error' });
+  return out;
+}
+
+export function runColdStartBench(options: ColdStartOptions): Record<'producer' | 'consumer', BundleFigures> {
+  const cwd = options.cwd;
+  const runs = options.runs ?? 7;
+  const progress = options.progress ?? (() => undefined);
+  const assemblyDir = resolve(cwd, options.assemblyDir ?? 'cdk.out');
+  const artifact = findStack(assemblyDir, options.env ?? 'dev');
+  if (!artifact) throw new ColdStartError(`no stack for env ${options.env ?? 'dev'} in ${assemblyDir}; run \`npx cdk synth\``);
+  const template = loadTemplate(artifact.templateFile);
+  const byKind = new Map<'producer' | 'consumer', { asset: string; functions: string[] }>();
+  for (const [logicalId, resource] of Object.entries(template.Resources)) {
+    if (resource.Type !== 'AWS::Lambda::Function') continue;
+    const assetPath = (resource.Metadata as Record<string, unknown> | undefined)?.['aws:asset:path'];
+    const environment = ((resource.Properties as { Environment?: { Variables?: Record<string, unknown> } }).Environment?.Variables ?? {}) as Record<string, unknown>;
+    if (typeof assetPath !== 'string' || environment.JOB_NAME === undefined) continue;
+    const kind = handlerKind(environment);
+    const entry = byKind.get(kind) ?? { asset: join(assemblyDir, assetPath), functions: [] };
+    if (entry.asset !== join(assemblyDir, assetPath)) {
+      throw new ColdStartError(`${kind} functions use different bundles (${relative(cwd, entry.asset)}, ${assetPath}); the bench expects one per handler`);
+    }
+    entry.functions.push(logicalId);
+    byKind.set(kind, entry);
+  }
+  const unbundledDir = compileUnbundled(cwd);
+  try {
+    const result = {} as Record<'producer' | 'consumer', BundleFigures>;
+    for (const kind of ['producer', 'consumer'] as const) {
+      const entry = byKind.get(kind);
+      if (!entry) throw new ColdStartError(`no ${kind} function in the template`);
+      const bundle = join(entry.asset, 'index.js');
+      progress(`cold start: ${kind} bundle ${relative(cwd, bundle)}, ${runs} fresh processes each, bundled and unbundled`);
+      const initMsMedian = measureInitMs(bundle, cwd, runs);
+      const unbundledInitMsMedian = measureInitMs(join(unbundledDir, 'lambda', 'handlers', `${kind}.js`), cwd, runs);
+      const sdkPackages = [...new Set([...readFileSync(bundle, 'utf8').matchAll(/require\("(@aws-sdk\/[a-z0-9-]+)"\)/g)].map((m) => m[1]))].sort();
+      const sdkOnly = join(unbundledDir, `${kind}-sdk-only.js`);
+      writeFileSync(sdkOnly, sdkPackages.map((p) => `require(${JSON.stringify(p)});`).join('\n'));
+      const sdkInitMsMedian = measureInitMs(sdkOnly, cwd, runs);
+      result[kind] = {
+        bytes: statSync(bundle).size,
+        initMsMedian,
+        unbundledInitMsMedian,
+        unbundledRatio: unbundledInitMsMedian / initMsMedian,
+        sdkInitMsMedian,
+        sdkPackages,
+        functions: entry.functions,
+        asset: relative(cwd, entry.asset),
+      };
+    }
+    return result;
+  } finally {
+    rmSync(unbundledDir, { recursive: true, force: true });
+  }
+}

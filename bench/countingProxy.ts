@@ -1,0 +1,126 @@
+// Benchmark (`npm run bench`), request counting: an HTTP proxy in front of an embedded AWS-protocol server that the
+// functions (worker threads, out of reach of SDK middleware in this process) are pointed at. It counts every request by
+// action and table, and asks DynamoDB for the capacity each one consumed.
+//
+// Hand-written: a proxy that only forwards and reads is a few dozen lines, and it must rewrite one request field
+// (ReturnConsumedCapacity) that general-purpose proxies do not know about. Responses pass through byte for byte, so the
+// SDK's CRC32 check on DynamoDB answers still holds. dynalite does not check signatures, so the rewritten body is
+// accepted.
+import { createServer, request as httpRequest, Agent, type IncomingMessage, type ServerResponse } from 'node:http';
+import { listenOnLoopback, type RunningServer } from '../local/servers';
+
+/** One request the proxy forwarded, and what its answer said. */
+export interface CountedRequest {
+  service: 'dynamodb' | 'sqs';
+  /** e.g. PutItem, SendMessageBatch. */
+  action: string;
+  status: number;
+  /** DynamoDB: the table named in the request (TableName, or the first of RequestItems). */
+  table?: string;
+  /** DynamoDB: capacity units the server reported as consumed (writes and reads are told apart by action). */
+  capacityUnits?: number;
+  /** SQS ReceiveMessage: messages returned. SendMessageBatch: entries sent. */
+  messages?: number;
+}
+
+export const DYNAMO_WRITE_ACTIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems']);
+export const DYNAMO_READ_ACTIONS = new Set(['GetItem', 'Query', 'Scan', 'BatchGetItem', 'TransactGetItems']);
+
+export interface CountingProxy extends RunningServer {
+  readonly requests: CountedRequest[];
+}
+
+/** The action of a JSON-protocol (X-Amz-Target) or query-protocol (Action=) AWS request. */
+export function actionOf(headers: IncomingMessage['headers'], url: string, body: string): string {
+  const target = String(headers['x-amz-target'] ?? '');
+  if (target) return target.slice(target.lastIndexOf('.') + 1);
+  const fromQuery = new URL(url, 'http://local').searchParams.get('Action') ?? new URLSearchParams(body).get('Action');
+  return fromQuery ?? 'Unknown';
+}
+
+function tableOf(json: Record<string, unknown>): string | undefined {
+  if (typeof json.TableName === 'string') return json.TableName;
+  const items = (json.RequestItems ?? undefined) as Record<string, unknown> | undefined;
+  return items ? Object.keys(items)[0] : undefined;
+}
+
+function capacityOf(json: { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[] }): number | undefined {
+  const c = json.ConsumedCapacity;
+  if (c === undefined) return undefined;
+  return (Array.isArray(c) ? c : [c]).reduce((sum, x) => sum + (x.CapacityUnits ?? 0), 0);
+}
+
+/**
+ * Starts a counting proxy on a free loopback port forwarding to `target` (e.g. http://127.0.0.1:4566). The target may
+ * be given late (a function), as the local stack picks its servers' ports while it deploys the functions.
+ */
+export async function startCountingProxy(service: 'dynamodb' | 'sqs', target: string | (() => string)): Promise<CountingProxy> {
+  const targetOf = typeof target === 'string' ? () => target : target;
+  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+  const requests: CountedRequest[] = [];
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      let body = Buffer.concat(chunks);
+      const text = body.toString('utf8');
+      const action = actionOf(req.headers, req.url ?? '/', text);
+      let json: Record<string, unknown> = {};
+      try {
+        json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+      } catch {
+        // A query-protocol body is form-encoded; it carries nothing this proxy rewrites.
+      }
+      if (service === 'dynamodb' && (DYNAMO_WRITE_ACTIONS.has(action) || DYNAMO_READ_ACTIONS.has(action)) && json.ReturnConsumedCapacity === undefined) {
+        body = Buffer.from(JSON.stringify({ ...json, ReturnConsumedCapacity: 'TOTAL' }), 'utf8');
+      }
+      const upstream = new URL(targetOf());
+      const headers = { ...req.headers, host: upstream.host, 'content-length': String(body.length) };
+      const forward = httpRequest(
+        { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers, agent },
+        (answer) => {
+          const out: Buffer[] = [];
+          answer.on('data', (c: Buffer) => out.push(c));
+          answer.on('end', () => {
+            const raw = Buffer.concat(out);
+            const counted: CountedRequest = { service, action, status: answer.statusCode ?? 0 };
+            if (service === 'dynamodb') {
+              counted.table = tableOf(json);
+              try {
+                counted.capacityUnits = capacityOf(JSON.parse(raw.toString('utf8')));
+              } catch {
+                // Not JSON (should not happen with dynalite): the request is still counted, without capacity.
+              }
+            } else if (action === 'ReceiveMessage') {
+              try {
+                counted.messages = ((JSON.parse(raw.toString('utf8')) as { Messages?: unknown[] }).Messages ?? []).length;
+              } catch {
+                counted.messages = (raw.toString('utf8').match(/<Message>/g) ?? []).length;
+              }
+            } else if (action === 'SendMessageBatch') {
+              counted.messages = Array.isArray(json.Entries) ? json.Entries.length : undefined;
+            }
+            requests.push(counted);
+            res.writeHead(answer.statusCode ?? 502, answer.headers);
+            res.end(raw);
+          });
+        },
+      );
+      forward.on('error', (error) => {
+        requests.push({ service, action, status: 502 });
+        res.writeHead(502, { 'content-type': 'text/plain' });
+        res.end(`bench proxy could not reach ${targetOf()}: ${error.message}`);
+      });
+      forward.end(body);
+    });
+  });
+  const running = await listenOnLoopback(server);
+  return {
+    ...running,
+    requests,
+    close: async () => {
+      agent.destroy();
+      await running.close();
+    },
+  };
+}

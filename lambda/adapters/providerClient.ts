@@ -1,5 +1,5 @@
 // The payment provider's HTTP edge: one reconcile call, with the provider's answers mapped onto the outcome rules.
-import { z } from 'zod';
+import * as z from 'zod';
 import { PermanentError, RetryableError, ThrottledError } from '../core/errors';
 import { parseRetryAfter } from '../core/retryAfter';
 import type { SecretGetter } from './secrets';

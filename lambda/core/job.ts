@@ -1,5 +1,5 @@
 // The job plug-in contract: how a job discovers one bounded page of work, and how it applies one operation.
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { JobRuntimeSettings } from './constants';
 
 export interface DiscoverRequest {

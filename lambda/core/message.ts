@@ -1,5 +1,6 @@
 // The message contract between producer and consumer: one compact, versioned, validated SQS body per operation.
-import { z } from 'zod';
+// A namespace import lets esbuild keep only what is used (the named `z` export drags in every locale, ~360 KB).
+import * as z from 'zod';
 import { MESSAGE_VERSION } from './constants';
 
 /** Longest operation or batch ID we accept; DynamoDB keys allow more, but nothing legitimate needs it. */

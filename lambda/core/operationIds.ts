@@ -1,5 +1,5 @@
 // Operation IDs, the idempotency keys of the whole flow: built by discovery, re-checked by apply, stable across re-runs.
-import { z } from 'zod';
+import * as z from 'zod';
 import { businessDateSchema, MAX_ID_LENGTH } from './message';
 
 /**

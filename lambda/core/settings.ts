@@ -1,5 +1,5 @@
 // Reads and validates the job's runtime settings (JOB_SETTINGS) once, so a bad deployment fails loudly at init.
-import { z } from 'zod';
+import * as z from 'zod';
 import { EnvVar, JobRuntimeSettings } from './constants';
 
 const names = z.record(z.string(), z.string().min(1));

@@ -2,7 +2,7 @@
 // continuing itself through an async re-invocation when its time budget runs low. It never waits for consumers.
 import { InvokeCommand } from '@aws-sdk/client-lambda';
 import type { Context } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import { EnvVar, MESSAGE_VERSION, type JobRuntimeSettings } from '../core/constants';
 import { businessDateFor, makeBatchId } from '../core/businessDate';
 import type { AnyJob } from '../core/job';

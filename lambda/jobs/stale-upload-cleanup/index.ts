@@ -13,7 +13,7 @@
 //   delete) is a PermanentError for review, since the object is already gone.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { z } from 'zod';
+import * as z from 'zod';
 import { documentClient } from '../../adapters/clients';
 import { ObjectStore, S3ObjectStore } from '../../adapters/s3Objects';
 import type { JobRuntimeSettings } from '../../core/constants';

@@ -2,8 +2,8 @@
 // code talks to AWS or to the local AWS-protocol servers.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { LambdaClient } from '@aws-sdk/client-lambda';
-import { S3Client } from '@aws-sdk/client-s3';
+import type { LambdaClient } from '@aws-sdk/client-lambda';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 
 let dynamo: DynamoDBClient | undefined;
@@ -26,14 +26,20 @@ export function sqsClient(): SQSClient {
   return (sqs ??= new SQSClient({}));
 }
 
+// The S3 and Lambda SDKs are loaded on first use, not at init: only some jobs delete objects and only the producer
+// continues itself, and each SDK package adds tens of milliseconds to every cold start that loads it.
+/* eslint-disable @typescript-eslint/no-require-imports */
 export function s3Client(): S3Client {
+  const { S3Client: Client } = require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3');
   // Path-style addressing works with both S3 and local emulators that cannot serve virtual-hosted buckets.
-  return (s3 ??= new S3Client({ forcePathStyle: process.env.AWS_ENDPOINT_URL_S3 !== undefined }));
+  return (s3 ??= new Client({ forcePathStyle: process.env.AWS_ENDPOINT_URL_S3 !== undefined }));
 }
 
 export function lambdaClient(): LambdaClient {
-  return (lambda ??= new LambdaClient({}));
+  const { LambdaClient: Client } = require('@aws-sdk/client-lambda') as typeof import('@aws-sdk/client-lambda');
+  return (lambda ??= new Client({}));
 }
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 /** Drops cached clients; tests call it after pointing the endpoint variables somewhere new. */
 export function resetClients(): void {

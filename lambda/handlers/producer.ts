@@ -1,6 +1,5 @@
 // The producer Lambda: a scheduled run discovers bounded pages of work and publishes one message per operation,
 // continuing itself through an async re-invocation when its time budget runs low. It never waits for consumers.
-import { InvokeCommand } from '@aws-sdk/client-lambda';
 import type { Context } from 'aws-lambda';
 import * as z from 'zod';
 import { EnvVar, MESSAGE_VERSION, type JobRuntimeSettings } from '../core/constants';
@@ -79,6 +78,9 @@ export class ContinuationError extends Error {
 export function selfInvoke(functionName = process.env.AWS_LAMBDA_FUNCTION_NAME): (event: ContinuationEvent) => Promise<void> {
   return async (event) => {
     if (!functionName) throw new ContinuationError('cannot continue the run: AWS_LAMBDA_FUNCTION_NAME is not set', event);
+    // Loaded on first continuation, not at init (see lambdaClient): most runs never continue.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { InvokeCommand } = require('@aws-sdk/client-lambda') as typeof import('@aws-sdk/client-lambda');
     const response = await lambdaClient().send(
       new InvokeCommand({ FunctionName: functionName, InvocationType: 'Event', Payload: Buffer.from(JSON.stringify(event)) }),
     );

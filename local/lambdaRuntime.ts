@@ -36,6 +36,11 @@ export interface RuntimeOptions {
   asyncRetryDelaysMs?: number[];
   /** Called when an asynchronous invocation failed on every attempt (AWS would send it to the on-failure destination). */
   onAsyncFailure?: (functionName: string, event: unknown, error: Error) => void;
+  /**
+   * Fault injection (the chaos harness): asked once per invocation; a number stops the execution environment that
+   * many milliseconds into the invocation, as a crash would, wherever the handler is. Absent: never.
+   */
+  killAfterMs?: (functionName: string) => number | undefined;
 }
 
 export class FunctionError extends Error {
@@ -306,6 +311,7 @@ export class LocalFunction {
     return new Promise((resolve, reject) => {
       const cleanup = () => {
         clearTimeout(timer);
+        clearTimeout(killer);
         worker.off('message', onMessage);
         worker.off('error', onError);
         worker.off('exit', onExit);
@@ -327,6 +333,15 @@ export class LocalFunction {
         cleanup();
         reject(new FunctionError(`${this.spec.name}: Runtime.ExitError: exited with code ${code}`, this.spec.name, 'Runtime.ExitError'));
       };
+      const killMs = this.options.killAfterMs?.(this.spec.name);
+      const killer =
+        killMs === undefined
+          ? undefined
+          : setTimeout(() => {
+              cleanup();
+              void worker.terminate();
+              reject(new FunctionError(`${this.spec.name}: Runtime.ExitError: execution environment killed ${killMs} ms into the invocation (fault injection)`, this.spec.name, 'Runtime.ExitError'));
+            }, killMs);
       const timer = setTimeout(() => {
         cleanup();
         // The hard stop: the execution environment is destroyed mid-flight, whatever the handler was doing.

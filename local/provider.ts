@@ -17,13 +17,34 @@ export interface ProviderOptions {
   latencyMs?: number;
   /** 0 picks a free port. @default 0 */
   port?: number;
+  /** Fault injection (the chaos harness): asked once per request that passed auth; absent means no faults. */
+  faults?: ProviderFaultPolicy;
 }
+
+/**
+ * What the provider does wrong with one request. `throttle` answers 429 and `error` 500, both before the effect;
+ * `slow` adds latency before the effect; `hangAfterEffect` applies the effect and then holds the answer back (the
+ * caller times out: the documented window between effect and completion record); `dropBeforeEffect` holds the
+ * request then closes the connection without any effect.
+ */
+export type ProviderFault =
+  | { kind: 'throttle'; retryAfterSeconds: number }
+  | { kind: 'error'; status: 500 | 502 | 503 }
+  | { kind: 'slow'; delayMs: number }
+  | { kind: 'hangAfterEffect'; delayMs: number }
+  | { kind: 'dropBeforeEffect'; delayMs: number };
+
+export type ProviderFaultPolicy = (request: { paymentId: string; idempotencyKey: string; at: number }) => ProviderFault | undefined;
 
 export interface ProviderArrival {
   at: number;
   paymentId: string;
   idempotencyKey?: string;
   status: number;
+  /** Answered from the Idempotency-Key store (no new effect). */
+  replayed?: boolean;
+  /** The fault injected into this request, if any. */
+  fault?: ProviderFault['kind'];
 }
 
 export interface ProviderEffect {
@@ -133,7 +154,7 @@ export class PaymentProvider {
     const now = Date.now();
     const key = req.headers['idempotency-key'];
     const idempotencyKey = typeof key === 'string' && key !== '' ? key : undefined;
-    const record = (status: number) => this.arrivals.push({ at: now, paymentId, idempotencyKey, status });
+    const record = (status: number, extra: Pick<ProviderArrival, 'replayed' | 'fault'> = {}) => this.arrivals.push({ at: now, paymentId, idempotencyKey, status, ...extra });
 
     const auth = req.headers.authorization ?? '';
     const token = auth.startsWith('Bearer ') ? auth.slice(7) : '';
@@ -161,26 +182,48 @@ export class PaymentProvider {
       record(409);
       return this.send(res, 409, { message: `a request with Idempotency-Key ${idempotencyKey} is in progress` });
     }
+    const fault = this.options.faults?.({ paymentId, idempotencyKey, at: now });
+    if (fault?.kind === 'throttle') {
+      record(429, { fault: fault.kind });
+      return this.send(res, 429, { message: 'injected throttle' }, { 'retry-after': String(fault.retryAfterSeconds) });
+    }
     this.starts.push(now);
     const stored = this.results.get(idempotencyKey);
     if (stored) {
-      record(stored.status);
+      record(stored.status, { replayed: true });
       this.replays++;
       return this.send(res, stored.status, stored.body, { 'idempotent-replayed': 'true' });
     }
-    record(200);
+    if (fault?.kind === 'error') {
+      record(fault.status, { fault: fault.kind });
+      return this.send(res, fault.status, { message: `injected ${fault.status}` });
+    }
+    record(fault?.kind === 'dropBeforeEffect' ? 0 : 200, fault ? { fault: fault.kind } : {});
     this.concurrent++;
     this.inProgress.add(idempotencyKey);
+    let holdAfterEffectMs = 0;
     try {
-      await new Promise((r) => setTimeout(r, this.options.latencyMs ?? 20));
+      const extra = fault?.kind === 'slow' || fault?.kind === 'dropBeforeEffect' ? fault.delayMs : 0;
+      await new Promise((r) => setTimeout(r, (this.options.latencyMs ?? 20) + extra));
+      if (fault?.kind === 'dropBeforeEffect') {
+        res.socket?.destroy();
+        return;
+      }
       const providerReference = `prov_${randomUUID()}`;
       const body = { paymentId, status: 'settled', providerReference };
       this.effects.push({ at: Date.now(), paymentId, idempotencyKey, providerReference });
       this.results.set(idempotencyKey, { status: 200, body });
-      this.send(res, 200, body);
+      if (fault?.kind === 'hangAfterEffect') holdAfterEffectMs = fault.delayMs;
+      else this.send(res, 200, body);
     } finally {
       this.concurrent--;
       this.inProgress.delete(idempotencyKey);
+    }
+    if (holdAfterEffectMs > 0) {
+      // The effect is stored, so a retry is replayed; this caller only hears back (if still listening) much later.
+      await new Promise((r) => setTimeout(r, holdAfterEffectMs));
+      const stored = this.results.get(idempotencyKey)!;
+      if (!res.destroyed) this.send(res, stored.status, stored.body);
     }
   }
 }

@@ -60,6 +60,8 @@ export interface LocalStackOptions {
   secretValue?: (secret: PlannedSecret) => string;
   /** Local retry delays for asynchronous invocations. @default [1000, 2000] */
   asyncRetryDelaysMs?: number[];
+  /** Fault injection in the function runtime (the chaos harness); see RuntimeOptions.killAfterMs. */
+  killAfterMs?: (functionName: string) => number | undefined;
 }
 
 export interface Endpoints {
@@ -160,6 +162,7 @@ export class LocalStack {
     this.runtime = new LambdaRuntime({
       log: (fn, line) => options.log(fn, line),
       asyncRetryDelaysMs: options.asyncRetryDelaysMs,
+      killAfterMs: options.killAfterMs,
       onAsyncFailure: (fn, _event, error) => options.log('lambda', `${fn}: asynchronous invocation failed after all retries: ${error.message}`),
     });
     this.scheduler = new LocalScheduler({

@@ -1,0 +1,83 @@
+// Chaos harness: a fault-injecting HTTP proxy in front of dynalite. The functions' AWS_ENDPOINT_URL_DYNAMODB points
+// here; some requests are answered with DynamoDB's own JSON errors (throttling, internal errors) instead of forwarded.
+// Hand-written: an HTTP forwarder of a few lines; a proxy library would add a dependency for no gain.
+import { createServer, request, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type DynamoFault = 'ProvisionedThroughputExceededException' | 'ThrottlingException' | 'InternalServerError';
+
+export interface DynamoProxyOptions {
+  /** Where dynalite listens; resolved per request (the proxy starts before the stack knows its endpoints). */
+  target: () => string;
+  /** Asked per request with its X-Amz-Target operation; a fault answers instead of dynalite. */
+  decide: (operation: string) => DynamoFault | undefined;
+}
+
+const STATUS: Record<DynamoFault, number> = { ProvisionedThroughputExceededException: 400, ThrottlingException: 400, InternalServerError: 500 };
+
+/** The body DynamoDB answers an error with (AWS JSON 1.0): the SDK maps `__type` to its exception class. */
+export function dynamoErrorBody(fault: DynamoFault): string {
+  const message =
+    fault === 'InternalServerError' ? 'Internal server error (injected)' : 'The level of configured provisioned throughput for the table was exceeded (injected)';
+  return JSON.stringify({ __type: `com.amazonaws.dynamodb.v20120810#${fault}`, message });
+}
+
+export class DynamoFaultProxy {
+  /** Faults answered, by kind and operation. */
+  public readonly injected: { fault: DynamoFault; operation: string }[] = [];
+  public forwarded = 0;
+  private server?: Server;
+
+  constructor(private readonly options: DynamoProxyOptions) {}
+
+  get endpoint(): string {
+    if (!this.server) throw new Error('the DynamoDB fault proxy is not started');
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  async start(): Promise<string> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const operation = String(req.headers['x-amz-target'] ?? '').split('.').pop() ?? '';
+        const fault = this.options.decide(operation);
+        if (fault) {
+          this.injected.push({ fault, operation });
+          res.writeHead(STATUS[fault], { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': `chaos-${this.injected.length}` });
+          res.end(dynamoErrorBody(fault));
+          return;
+        }
+        this.forwarded++;
+        const target = new URL(this.options.target());
+        const upstream = request(
+          { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+          (answer) => {
+            res.writeHead(answer.statusCode ?? 502, answer.headers);
+            answer.pipe(res);
+          },
+        );
+        upstream.on('error', (error) => {
+          // dynalite gone (shutdown): answer as an unreachable service would, so the caller's SDK retries or fails.
+          if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
+          res.end(`proxy: ${error.message}`);
+        });
+        upstream.end(Buffer.concat(chunks));
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once('error', reject);
+      this.server!.listen(0, '127.0.0.1', () => resolve());
+    });
+    return this.endpoint;
+  }
+
+  async close(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  }
+}

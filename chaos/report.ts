@@ -1,0 +1,37 @@
+// Chaos harness, the summary: a run's verdict as text for the terminal and as markdown for `--report FILE`.
+import type { ChaosResult } from './run';
+
+const figures = (inv: Record<string, unknown>): string =>
+  Object.entries(inv)
+    .filter(([k, v]) => k !== 'ok' && k !== 'batches' && !(Array.isArray(v) && v.length === 0))
+    .map(([k, v]) => `${k} ${Array.isArray(v) ? v.join(', ') : String(v)}`)
+    .join('; ');
+
+export function formatText(r: ChaosResult): string {
+  const lines = [`chaos run: ${r.ops} operations, seed ${r.seed}, ${(r.durationMs / 1000).toFixed(1)} s, ${r.settled ? 'settled' : 'did NOT settle'}`];
+  lines.push(`faults injected: ${Object.entries(r.faultsInjected).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  for (const [name, inv] of Object.entries(r.invariants)) lines.push(`${inv.ok ? 'PASS' : 'FAIL'}  ${name}: ${figures(inv)}`);
+  lines.push(r.ok ? 'OK' : 'FAILED');
+  return lines.join('\n');
+}
+
+export function formatMarkdown(r: ChaosResult): string {
+  return [
+    `# Chaos run: ${r.ok ? 'every invariant held' : 'FAILED'}`,
+    '',
+    `${r.ops} operations, seed ${r.seed}, ${(r.durationMs / 1000).toFixed(1)} s, ${r.settled ? 'settled' : 'did not settle'}.`,
+    '',
+    '## Faults injected',
+    '',
+    '| fault | count |',
+    '| --- | ---: |',
+    ...Object.entries(r.faultsInjected).map(([k, v]) => `| ${k} | ${v} |`),
+    '',
+    '## Invariants',
+    '',
+    '| invariant | held | figures |',
+    '| --- | --- | --- |',
+    ...Object.entries(r.invariants).map(([name, inv]) => `| ${name} | ${inv.ok ? 'yes' : 'NO'} | ${figures(inv).replace(/\|/g, '\\|')} |`),
+    '',
+  ].join('\n');
+}

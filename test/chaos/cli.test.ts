@@ -1,0 +1,62 @@
+import { resolve } from 'node:path';
+import { buildProgram } from '../../chaos/cli';
+import type { ChaosOptions } from '../../chaos/run';
+
+async function parse(args: string[]): Promise<{ options?: ChaosOptions; flags?: { json: boolean; report?: string }; error?: string }> {
+  const out: { options?: ChaosOptions; flags?: { json: boolean; report?: string }; error?: string } = {};
+  const program = buildProgram(async (options, flags) => {
+    out.options = options;
+    out.flags = flags;
+    return 0;
+  })
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => (out.error = s.trim()), writeOut: () => undefined });
+  try {
+    await program.parseAsync(['node', 'chaos', ...args]);
+  } catch {
+    // exitOverride throws after writeErr captured the message.
+  }
+  return out;
+}
+
+describe('Function: buildProgram', () => {
+  it('applies the documented defaults', async () => {
+    const { options, flags } = await parse(['--ops', '50', '--seed', '7']);
+    expect(flags).toEqual({ json: false, report: undefined });
+    expect(options).toEqual({
+      ops: 50,
+      seed: 7,
+      cwd: resolve(__dirname, '..', '..'),
+      ratePerMinute: 1200,
+      consumerTimeoutSeconds: 10,
+      duplicateRate: 0.05,
+      producerReruns: 1,
+      killRate: 0.03,
+      providerErrorRate: 0.03,
+      slowRate: 0.05,
+      hangAfterEffectRate: 0.02,
+      dropBeforeEffectRate: 0.01,
+      stormShare: 0.1,
+      dynamoFaultRate: 0.02,
+      poisonRate: 0.01,
+      timeoutSeconds: 900,
+    });
+  });
+
+  it('passes --json, --report and the fault rates through', async () => {
+    const { options, flags } = await parse(['--ops', '5', '--seed', '0', '--json', '--report', 'out.md', '--kill-rate', '0', '--storm-share', '0.5']);
+    expect(flags).toEqual({ json: true, report: 'out.md' });
+    expect(options).toMatchObject({ killRate: 0, stormShare: 0.5 });
+  });
+
+  it('rejects a rate outside [0, 1] with a message naming the flag', async () => {
+    const { error, options } = await parse(['--ops', '5', '--seed', '1', '--kill-rate', '2']);
+    expect(options).toBeUndefined();
+    expect(error).toBe('error: option \'--kill-rate <p>\' argument \'2\' is invalid. --kill-rate must be a probability between 0 and 1, got "2"');
+  });
+
+  it('requires --ops and --seed', async () => {
+    expect((await parse(['--seed', '1'])).error).toBe("error: required option '--ops <n>' not specified");
+    expect((await parse(['--ops', '0', '--seed', '1'])).error).toBe('error: option \'--ops <n>\' argument \'0\' is invalid. --ops must be an integer >= 1, got "0"');
+  });
+});

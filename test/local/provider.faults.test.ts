@@ -1,0 +1,70 @@
+import { PaymentProvider, type ProviderFault } from '../../local/provider';
+
+const post = (endpoint: string, paymentId: string, key: string) =>
+  fetch(`${endpoint}/v1/payments/${paymentId}/reconcile`, { method: 'POST', headers: { authorization: 'Bearer k1', 'idempotency-key': key }, body: '{}' });
+
+describe('Class: PaymentProvider', () => {
+  let provider: PaymentProvider;
+  let next: ProviderFault | undefined;
+  beforeEach(async () => {
+    next = undefined;
+    provider = new PaymentProvider({ startsPerWindow: 100, maxConcurrent: 5, apiKeys: ['k1'], latencyMs: 1, faults: () => next });
+    await provider.start();
+  });
+  afterEach(async () => {
+    await provider.close();
+  });
+
+  describe('Method: start (fault injection)', () => {
+    it('answers an injected throttle with 429 and Retry-After, without a start or an effect', async () => {
+      next = { kind: 'throttle', retryAfterSeconds: 2 };
+      const res = await post(provider.endpoint, 'p1', 'op-1');
+      expect(res.status).toBe(429);
+      expect(res.headers.get('retry-after')).toBe('2');
+      expect(await res.json()).toEqual({ message: 'injected throttle' });
+      expect(provider.effects).toHaveLength(0);
+      expect(provider.arrivals).toEqual([expect.objectContaining({ paymentId: 'p1', status: 429, fault: 'throttle' })]);
+    });
+
+    it('answers an injected 5xx before the effect, so a retry applies once', async () => {
+      next = { kind: 'error', status: 502 };
+      expect((await post(provider.endpoint, 'p1', 'op-1')).status).toBe(502);
+      next = undefined;
+      expect((await post(provider.endpoint, 'p1', 'op-1')).status).toBe(200);
+      expect(provider.effects).toHaveLength(1);
+      expect(provider.replays).toBe(0);
+    });
+
+    it('applies the effect then holds the answer, and replays it to a retry meanwhile', async () => {
+      next = { kind: 'hangAfterEffect', delayMs: 5000 };
+      const abort = new AbortController();
+      const first = post(provider.endpoint, 'p1', 'op-1');
+      void first.catch(() => undefined);
+      const hung = fetch(`${provider.endpoint}/v1/payments/p1/reconcile`, { method: 'POST', headers: { authorization: 'Bearer k1', 'idempotency-key': 'op-2' }, signal: abort.signal }).catch((e: Error) => e.name);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(provider.effects.map((e) => e.idempotencyKey).sort()).toEqual(['op-1', 'op-2']);
+      abort.abort();
+      expect(await hung).toBe('AbortError');
+      next = undefined;
+      const retry = await post(provider.endpoint, 'p1', 'op-2');
+      expect(retry.headers.get('idempotent-replayed')).toBe('true');
+      expect(provider.effects).toHaveLength(2);
+      expect(provider.arrivals.filter((a) => a.replayed)).toHaveLength(1);
+    });
+
+    it('drops a request before the effect by closing the connection', async () => {
+      next = { kind: 'dropBeforeEffect', delayMs: 10 };
+      await expect(post(provider.endpoint, 'p1', 'op-1')).rejects.toThrow('fetch failed');
+      expect(provider.effects).toHaveLength(0);
+      expect(provider.arrivals).toEqual([expect.objectContaining({ status: 0, fault: 'dropBeforeEffect' })]);
+    });
+
+    it('adds latency before the effect for a slow answer', async () => {
+      next = { kind: 'slow', delayMs: 200 };
+      const started = Date.now();
+      expect((await post(provider.endpoint, 'p1', 'op-1')).status).toBe(200);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(195);
+      expect(provider.effects).toHaveLength(1);
+    });
+  });
+});

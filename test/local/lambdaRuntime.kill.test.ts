@@ -15,7 +15,8 @@ describe('Class: LocalFunction', () => {
         await expect(fn.invoke({ Records: [{ body: 'sleep:3000', messageId: 'm' }] })).rejects.toThrow(
           new FunctionError('victim: Runtime.ExitError: execution environment killed 100 ms into the invocation (fault injection)', 'victim', 'Runtime.ExitError'),
         );
-        expect(Date.now() - started).toBeLessThan(1500);
+        // Well short of the 3 s the handler would sleep: the kill, not the handler, ended it (a generous bound for a busy machine).
+        expect(Date.now() - started).toBeLessThan(2800);
         expect(fn.inFlight).toBe(0);
         kill = undefined;
         expect(await fn.invoke({ Records: [{ body: 'ok', messageId: 'm2' }] })).toEqual({ batchItemFailures: [] });

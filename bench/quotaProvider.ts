@@ -2,6 +2,7 @@
 import { createServer, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { closeServer } from '../local/servers';
 
 export interface QuotaProviderOptions {
   /** Requests accepted in any sliding window of `windowMs`; the rest get 429. */
@@ -70,10 +71,6 @@ export async function startQuotaProvider(options: QuotaProviderOptions): Promise
     arrivals,
     accepted,
     throttled: () => throttled,
-    close: () =>
-      new Promise((resolve, reject) => {
-        server.close((err) => (err ? reject(err) : resolve()));
-        server.closeAllConnections();
-      }),
+    close: () => closeServer(server),
   };
 }

@@ -3,6 +3,7 @@
 // Hand-written: an HTTP forwarder of a few lines; a proxy library would add a dependency for no gain.
 import { createServer, request, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { closeServer } from '../local/servers';
 
 export type DynamoFault = 'ProvisionedThroughputExceededException' | 'ThrottlingException' | 'InternalServerError';
 
@@ -73,11 +74,6 @@ export class DynamoFaultProxy {
   }
 
   async close(): Promise<void> {
-    const server = this.server;
-    if (!server) return;
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+    if (this.server) await closeServer(this.server);
   }
 }

@@ -3,6 +3,7 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
+import { closeServer } from './servers';
 
 export interface ProviderOptions {
   /** Starts allowed in any window of `windowSeconds`. */
@@ -133,12 +134,7 @@ export class PaymentProvider {
   }
 
   async close(): Promise<void> {
-    const server = this.server;
-    if (!server) return;
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+    if (this.server) await closeServer(this.server);
   }
 
   private send(res: ServerResponse, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): void {

@@ -11,10 +11,10 @@ export interface RunningServer {
 
 const LOOPBACK = '127.0.0.1';
 
-function closeServer(server: Server): Promise<void> {
+/** Closes an http.Server, dropping idle keep-alive sockets that would otherwise hold close() open. */
+export function closeServer(server: Server): Promise<void> {
   return new Promise((resolve, reject) => {
     server.close((err) => (err ? reject(err) : resolve()));
-    // Idle keep-alive sockets would otherwise hold close() open.
     server.closeAllConnections?.();
   });
 }

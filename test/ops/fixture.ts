@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { jobOutputName, StackOutput } from '../../lib/outputs';
@@ -15,6 +15,7 @@ import { LocalScheduler } from '../../local/scheduler';
 import { startSchedulerApi } from '../../local/schedulerApi';
 import type { RunningServer } from '../../local/servers';
 import { LocalAws, startLocalAws } from '../support/aws';
+import { createIdempotencyTable, createLedgerTable } from '../lambda/handlers/harness';
 import type { OpsIo } from '../../ops/io';
 import { runOps } from '../../ops/program';
 
@@ -77,28 +78,8 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): P
   const ddb = new DynamoDBClient(clientConfig(aws.dynamodb.endpoint));
   const dynamo = DynamoDBDocumentClient.from(ddb);
   const tables = { idempotency: 'ops-test-idempotency', ledger: 'ops-test-ledger' };
-  await ddb.send(
-    new CreateTableCommand({
-      TableName: tables.idempotency,
-      KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
-      AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
-  await ddb.send(
-    new CreateTableCommand({
-      TableName: tables.ledger,
-      KeySchema: [
-        { AttributeName: 'pk', KeyType: 'HASH' },
-        { AttributeName: 'sk', KeyType: 'RANGE' },
-      ],
-      AttributeDefinitions: [
-        { AttributeName: 'pk', AttributeType: 'S' },
-        { AttributeName: 'sk', AttributeType: 'S' },
-      ],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
+  // The runtime's own table shapes, as the handler tests create them.
+  await Promise.all([createIdempotencyTable(tables.idempotency), createLedgerTable(tables.ledger)]);
 
   const scheduler = new LocalScheduler({ deliver: async () => undefined, deadLetter: async () => undefined });
   const jobs: Record<string, FixtureJob> = {};

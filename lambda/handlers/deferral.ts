@@ -4,8 +4,10 @@
 // count and never reaches the DLQ through maxReceiveCount. The budget below is what stops an operation from being
 // deferred for ever: past it, the message goes to the DLQ with a reason that says which limit it hit.
 //
-// The budget is a count of deferrals. Each deferral waits at most 900 s and the backoff grows with the count, so the
-// count also bounds the time: the default 100 covers about a day of throttling. An age limit (since firstEnqueuedAt)
+// The budget is a count of deferrals. A throttle's backoff grows with the count (up to 900 s per deferral), so for a
+// downstream that keeps refusing, the default 100 covers about a day. A paced deferral's does not grow past the limiter's
+// own wait plus a bounded spread: pacing is the fleet waiting its turn, not a failure, and a delay that grew with the
+// count would leave a backlog asleep while slots go unused. An age limit (since firstEnqueuedAt)
 // is available but off by default, because a redriven message keeps its first enqueue time and would be dead-lettered
 // again at its first deferral.
 import { SQS_MAX_DELAY_SECONDS } from '../core/constants';
@@ -51,8 +53,14 @@ export interface DeferralPolicyOptions {
    * messages too (they keep their first enqueue time). @default none: only the deferral count limits
    */
   maxAgeSeconds?: number;
-  /** Full-jitter backoff for a throttle without a usable Retry-After; also spreads paced deferrals. @default { baseMs: 2000, capMs: 900000 } */
+  /** Full-jitter backoff for a throttle without a usable Retry-After. @default { baseMs: 2000, capMs: 900000 } */
   backoff?: { baseMs: number; capMs: number };
+  /**
+   * A paced deferral waits the limiter's hint plus a full-jitter spread that grows with the attempt up to this cap, so
+   * the records of a backlog refused together do not come back together, and a long backlog is not re-read every few
+   * seconds. @default 60000
+   */
+  pacedSpreadCapMs?: number;
   /** Shortest delay for a throttled or paced deferral, so a zero hint cannot make a hot loop through SQS. @default 1 */
   minDelaySeconds?: number;
   /** @default Math.random */
@@ -61,6 +69,7 @@ export interface DeferralPolicyOptions {
 
 export const DEFAULT_MAX_DEFERRALS = 100;
 export const DEFAULT_DEFERRAL_BACKOFF = { baseMs: 2000, capMs: SQS_MAX_DELAY_SECONDS * 1000 };
+export const DEFAULT_PACED_SPREAD_CAP_MS = 60_000;
 
 /** Thrown at construction for options that could never defer sensibly. */
 export class DeferralPolicyError extends Error {
@@ -83,8 +92,8 @@ function describe(cause: DeferralCause): string {
 
 /**
  * - throttled: the downstream's Retry-After when it gave one, else exponential backoff with full jitter, capped;
- * - paced: the limiter's hint plus full-jitter backoff on the attempt, so a backlog waiting on a busy key spreads out
- *   and each operation is deferred a few times (logarithmic in its wait) rather than once per hint;
+ * - paced: the limiter's hint plus a full-jitter spread on the attempt, capped at `pacedSpreadCapMs`: the delay follows
+ *   the limiter's wait, never an ever-growing backoff;
  * - not-before: the rest of the chained wait.
  * A wait longer than 900 s is served by a chain: the decision carries `notBeforeMs` for the message.
  * @throws DeferralPolicyError naming every bad option
@@ -95,12 +104,16 @@ export function createDeferralPolicy(options: DeferralPolicyOptions = {}): Defer
   const backoff = options.backoff ?? DEFAULT_DEFERRAL_BACKOFF;
   const minDelaySeconds = options.minDelaySeconds ?? 1;
   const random = options.random ?? Math.random;
+  const pacedSpreadCapMs = options.pacedSpreadCapMs ?? DEFAULT_PACED_SPREAD_CAP_MS;
   const problems: string[] = [];
   // The message schema caps `attempt` at 10000, so a larger budget could only end in an unpublishable message.
   if (!Number.isSafeInteger(maxDeferrals) || maxDeferrals < 0 || maxDeferrals > 10_000) problems.push(`maxDeferrals must be an integer from 0 to 10000 (got ${maxDeferrals})`);
   if (maxAgeSeconds !== undefined && !(maxAgeSeconds > 0)) problems.push(`maxAgeSeconds must be positive (got ${maxAgeSeconds})`);
   if (!Number.isSafeInteger(minDelaySeconds) || minDelaySeconds < 0 || minDelaySeconds > SQS_MAX_DELAY_SECONDS) {
     problems.push(`minDelaySeconds must be an integer from 0 to ${SQS_MAX_DELAY_SECONDS} (got ${minDelaySeconds})`);
+  }
+  if (!Number.isFinite(pacedSpreadCapMs) || pacedSpreadCapMs < backoff.baseMs) {
+    problems.push(`pacedSpreadCapMs must be at least the backoff's baseMs, ${backoff.baseMs} (got ${pacedSpreadCapMs})`);
   }
   if (problems.length > 0) throw new DeferralPolicyError(`invalid deferral policy: ${problems.join('; ')}`, problems);
   // Validates the backoff options once, here, rather than on the first throttle.
@@ -124,9 +137,10 @@ export function createDeferralPolicy(options: DeferralPolicyOptions = {}): Defer
       floorSeconds = 0;
     } else if (cause.kind === 'throttled' && cause.error.retryAfterMs !== undefined) {
       waitMs = cause.error.retryAfterMs;
+    } else if (cause.kind === 'paced') {
+      waitMs = Math.max(0, cause.waitMs) + backoffMs(attempt, { baseMs: backoff.baseMs, capMs: pacedSpreadCapMs }, random);
     } else {
-      const hint = cause.kind === 'paced' ? Math.max(0, cause.waitMs) : 0;
-      waitMs = hint + backoffMs(attempt, backoff, random);
+      waitMs = backoffMs(attempt, backoff, random);
     }
     const seconds = Math.max(floorSeconds, Math.ceil(Math.max(0, waitMs) / 1000));
     if (seconds <= SQS_MAX_DELAY_SECONDS) return { action: 'defer', delaySeconds: seconds };

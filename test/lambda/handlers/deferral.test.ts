@@ -49,6 +49,15 @@ describe('Function: createDeferralPolicy', () => {
       expect(policy(input({ kind: 'paced', waitMs: 3200 }))).toEqual({ action: 'defer', delaySeconds: 5 });
       expect(policy(input({ kind: 'paced', waitMs: 3200 }, 2))).toEqual({ action: 'defer', delaySeconds: 8 });
     });
+
+    it('follows the limiter hint however many deferrals came before: the spread stops growing at its cap', () => {
+      const policy = createDeferralPolicy({ random: () => 0.999, backoff });
+      // A throttle at attempt 12 may wait up to 900 s; a paced deferral waits its hint plus under 60 s.
+      expect(policy(input({ kind: 'throttled', error: new ThrottledError('503') }, 12))).toEqual({ action: 'defer', delaySeconds: 900 });
+      expect(policy(input({ kind: 'paced', waitMs: 4000 }, 12))).toEqual({ action: 'defer', delaySeconds: 64 });
+      const tight = createDeferralPolicy({ random: () => 0.999, backoff, pacedSpreadCapMs: 5000 });
+      expect(tight(input({ kind: 'paced', waitMs: 4000 }, 12))).toEqual({ action: 'defer', delaySeconds: 9 });
+    });
   });
 
   describe('Method: policy (not-before)', () => {
@@ -90,7 +99,7 @@ describe('Function: createDeferralPolicy', () => {
   describe('Method: policy (default budget)', () => {
     it('limits by the deferral count only, not by age', () => {
       const policy = createDeferralPolicy({ random: () => 0.5, backoff });
-      expect(policy(input({ kind: 'paced', waitMs: 0 }, 99, 30 * 86_400_000))).toEqual({ action: 'defer', delaySeconds: 450 });
+      expect(policy(input({ kind: 'paced', waitMs: 0 }, 99, 30 * 86_400_000))).toEqual({ action: 'defer', delaySeconds: 30 });
       expect(policy(input({ kind: 'paced', waitMs: 0 }, 100))).toEqual({
         action: 'dead-letter',
         reason: 'deferral budget exhausted: 100 deferrals, the limit is 100 (no rate-limit slot within the short wait (next in 0 ms))',
@@ -100,9 +109,9 @@ describe('Function: createDeferralPolicy', () => {
 
   describe('Method: createDeferralPolicy', () => {
     it('names every bad option', () => {
-      expect(() => createDeferralPolicy({ maxDeferrals: 10_001, maxAgeSeconds: 0, minDelaySeconds: 901 })).toThrow(
+      expect(() => createDeferralPolicy({ maxDeferrals: 10_001, maxAgeSeconds: 0, minDelaySeconds: 901, pacedSpreadCapMs: 10 })).toThrow(
         new DeferralPolicyError(
-          'invalid deferral policy: maxDeferrals must be an integer from 0 to 10000 (got 10001); maxAgeSeconds must be positive (got 0); minDelaySeconds must be an integer from 0 to 900 (got 901)',
+          'invalid deferral policy: maxDeferrals must be an integer from 0 to 10000 (got 10001); maxAgeSeconds must be positive (got 0); minDelaySeconds must be an integer from 0 to 900 (got 901); pacedSpreadCapMs must be at least the backoff\'s baseMs, 2000 (got 10)',
           [],
         ),
       );

@@ -17,12 +17,18 @@ import type { RateLimitSpec } from '../core/pacing/gcra';
 import { dynamoClient } from './clients';
 import { DynamoDbRateLimiter, RateLimiterError, type AcquireOptions, type Acquisition, type RateLimiter } from './rateLimiter';
 
+/** A change this call made to the shared rate; undefined when it made none (another instance may have). */
+export interface RateChange {
+  from: number;
+  to: number;
+}
+
 /** What the consumer reports back after an invocation, so the shared rate can adapt. */
 export interface RateFeedback {
   /** The downstream answered 429/503 on `key`: cut the shared rate (at most once per cooldown). */
-  throttled(key: string): Promise<void>;
+  throttled(key: string): Promise<RateChange | undefined>;
   /** Starts on `key` succeeded without a throttle: take a recovery step when one is due. */
-  succeeded(key: string): Promise<void>;
+  succeeded(key: string): Promise<RateChange | undefined>;
 }
 
 export interface AdaptiveDynamoDbRateLimiterOptions {
@@ -31,8 +37,14 @@ export interface AdaptiveDynamoDbRateLimiterOptions {
   /** The limiter table: GCRA items under `key`, rate items under `key#rate`. */
   tableName: string;
   /**
-   * The AIMD rule's tuning. @default { floor: 1, decreaseFactor: 0.5, increaseStep: 5% of the ceiling (at least 1),
-   * recoverEveryMs: the window length }
+   * The AIMD rule's tuning. @default { floor: 1, decreaseFactor: 0.5, decreaseCooldownMs: the window length,
+   * increaseStep: 10% of the ceiling (at least 1), recoverEveryMs: a sixth of the window }
+   *
+   * Why recovery is quicker than the cooldown: one window's 429s describe one event, so cuts are at most one per window;
+   * but a cut undone at 5% per window (the textbook additive step) takes ten windows, and under recurring transient 429
+   * storms (the provider's, not ours) the rate then settles near a tenth of the allowance: halved once a window,
+   * regaining 5%. At 10% every sixth of a window a cut is undone within the next window, so the rate sits at the
+   * allowance between storms, while a provider whose real tolerance is lower still gets cut back once per window.
    */
   adaptive?: Partial<Omit<AdaptiveRateOptions, 'ceiling'>>;
   /** How long a container trusts the rate it last read. Bounds how fast a cut reaches the fleet. @default 5000 */
@@ -78,8 +90,9 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
     const ceiling = options.limits.startsPerInterval;
     this.rule = {
       ceiling,
-      recoverEveryMs: options.limits.intervalMs,
-      increaseStep: Math.max(1, Math.round(ceiling * 0.05)),
+      recoverEveryMs: Math.max(1, Math.round(options.limits.intervalMs / 6)),
+      decreaseCooldownMs: options.limits.intervalMs,
+      increaseStep: Math.max(1, Math.round(ceiling * 0.1)),
       ...options.adaptive,
     };
     initialRate(this.rule); // validates the rule once, here
@@ -102,15 +115,15 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
     return (await this.current(key)).state.rate;
   }
 
-  async throttled(key: string): Promise<void> {
-    await this.change(key, (state, nowMs) => onThrottled(state, nowMs, this.rule));
+  async throttled(key: string): Promise<RateChange | undefined> {
+    return this.change(key, (state, nowMs) => onThrottled(state, nowMs, this.rule));
   }
 
-  async succeeded(key: string): Promise<void> {
+  async succeeded(key: string): Promise<RateChange | undefined> {
     const { state } = await this.current(key);
     // The common case, at the ceiling, costs nothing.
-    if (state.rate >= this.rule.ceiling) return;
-    await this.change(key, (s, nowMs) => onSucceeded(s, nowMs, this.rule));
+    if (state.rate >= this.rule.ceiling) return undefined;
+    return this.change(key, (s, nowMs) => onSucceeded(s, nowMs, this.rule));
   }
 
   private limiterFor(rate: number): DynamoDbRateLimiter {
@@ -131,15 +144,15 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
   }
 
   /** Applies `step` with compare-and-set on the version; a lost race re-reads and decides again. */
-  private async change(key: string, step: (state: AdaptiveRateState, nowMs: number) => AdaptiveRateState): Promise<void> {
+  private async change(key: string, step: (state: AdaptiveRateState, nowMs: number) => AdaptiveRateState): Promise<RateChange | undefined> {
     let known = await this.current(key);
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
       const nowMs = Math.floor(this.clock());
       const next = step(known.state, nowMs);
-      if (next === known.state || (next.rate === known.state.rate && next.changedAtMs === known.state.changedAtMs)) return;
+      if (next === known.state || (next.rate === known.state.rate && next.changedAtMs === known.state.changedAtMs)) return undefined;
       if (await this.write(key, known.version, next)) {
         this.cached.set(key, { state: next, version: known.version + 1, readAtMs: this.clock() });
-        return;
+        return next.rate === known.state.rate ? undefined : { from: known.state.rate, to: next.rate };
       }
       known = await this.read(key, true);
     }

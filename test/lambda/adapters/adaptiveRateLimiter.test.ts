@@ -46,13 +46,17 @@ describe('Class: AdaptiveDynamoDbRateLimiter', () => {
       const [a, b] = [instance(), instance()];
       expect(await b.currentRate('cut')).toBe(10);
       const counter = countDynamoCalls();
+      let change;
       try {
-        await a.throttled('cut');
+        change = await a.throttled('cut');
       } finally {
         counter.stop();
       }
+      expect(change).toEqual({ from: 10, to: 5 });
       expect(counter.calls.filter((c) => c.command === 'UpdateItemCommand')).toHaveLength(1);
       expect(await b.currentRate('cut')).toBe(5);
+      // Inside the cooldown: no change, and nothing to report.
+      expect(await b.throttled('cut')).toBeUndefined();
       const { Item } = await dynamoClient().send(new GetItemCommand({ TableName: TABLE, Key: { pk: { S: rateItemKey('cut') } }, ConsistentRead: true }));
       expect(Item).toMatchObject({ rate: { N: '5' }, changedAtMs: { N: String(T0) }, decreasedAtMs: { N: String(T0) }, version: { N: '1' } });
     });
@@ -83,17 +87,17 @@ describe('Class: AdaptiveDynamoDbRateLimiter', () => {
       expect(counter.calls).toEqual([]);
     });
 
-    it('recovers one step per window after a cut, never past the ceiling', async () => {
+    it('recovers one step per sixth of a window after a cut, never past the ceiling', async () => {
       const limiter = instance({ adaptive: { increaseStep: 2 } });
       await limiter.throttled('recover');
       const rates: number[] = [];
       for (let i = 0; i < 8; i++) {
-        now += 400;
+        now += 100;
         await limiter.succeeded('recover');
         rates.push(await limiter.currentRate('recover'));
       }
-      // A step at most every 1000 ms: 5 -> 7 at 1200 ms, 9 at 2400 ms, 10 (the ceiling) at 3600 ms.
-      expect(rates).toEqual([5, 5, 7, 7, 7, 9, 9, 9]);
+      // A step at most every 167 ms (a sixth of the 1000 ms window): 5 -> 7 at 200 ms, 9 at 400 ms, 10 at 600 ms.
+      expect(rates).toEqual([5, 7, 7, 9, 9, 10, 10, 10]);
       now += 1200;
       await limiter.succeeded('recover');
       now += 1200;

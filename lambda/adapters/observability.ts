@@ -25,6 +25,12 @@ export const MetricName = {
   DeadLettered: 'DeadLettered',
   /** Milliseconds from the operation's first enqueue to its completion: the true job age, across deferrals. */
   AgeSinceFirstEnqueue: 'AgeSinceFirstEnqueue',
+  /**
+   * Rate-limit slots an invocation was granted but did not start a downstream call on (passed while an earlier record
+   * ran, freed by a duplicate, left at the end): allowance the fleet lost. A steady share of the starts means the blocks
+   * are too large for the apply time, or the invocations end early.
+   */
+  SlotsUnused: 'SlotsUnused',
   /** A ledger counter could not be written; the operation itself succeeded. */
   LedgerWriteFailed: 'LedgerWriteFailed',
 } as const;

@@ -132,7 +132,8 @@ type Plan =
   | { kind: 'defer'; message: JobMessage; cause: DeferralCause }
   /** The limiter could not be asked (DynamoDB failed): the record fails and SQS redelivers it, unclaimed. */
   | { kind: 'fail'; message: JobMessage; error: Error }
-  | { kind: 'run'; message: JobMessage; resource: Record<string, unknown>; startAtMs: number };
+  /** `startAtMs` undefined: the record takes its slot when it is reached (see usableBlock). */
+  | { kind: 'run'; message: JobMessage; resource: Record<string, unknown>; startAtMs: number | undefined };
 
 /** A deferral decided but not yet sent: where it goes, and the accounting to run once it is there. */
 interface PreparedDeferral {
@@ -145,13 +146,30 @@ interface PreparedDeferral {
 interface Signals {
   throttles: number;
   successes: number;
-  /** Granted records not yet started. */
+  /** Records planned to run and not yet started. */
   runLeft: number;
-  /** Slots from a re-acquisition, not yet used, earliest first. */
+  /** Granted slots not used by the record they were planned for (a re-acquisition's rest, a duplicate's), ascending. */
   spareSlots: number[];
-  /** How long the last apply took: how far behind its slot each later record of a block starts. */
-  lastApplyMs: number;
+  /** Slots granted to this invocation, and those a downstream call started on: the difference is lost allowance. */
+  slotsGranted: number;
+  slotsUsed: number;
 }
+
+/** Adds a slot to an ascending list. */
+function insertSlot(slots: number[], ms: number): void {
+  const at = slots.findIndex((s) => s > ms);
+  if (at < 0) slots.push(ms);
+  else slots.splice(at, 0, ms);
+}
+
+/** A slot whose record made no downstream call (answered at the claim): free again for the next record. */
+function giveBack(signals: Signals, startAtMs: number): void {
+  signals.slotsUsed--;
+  insertSlot(signals.spareSlots, startAtMs);
+}
+
+/** Weight of the newest apply duration in the container's running estimate. */
+const APPLY_ESTIMATE_WEIGHT = 0.3;
 
 const logKeys = (record: SQSRecord, message: JobMessage) => ({ operationId: message.operationId, batchId: message.batchId, messageId: record.messageId });
 
@@ -170,6 +188,21 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     clock: options.pacing?.clock ?? Date.now,
   };
   const processor = new BatchProcessor(EventType.SQS);
+  /** This container's running estimate of one apply's duration (0 until the first): how fast it reaches its slots. */
+  let applyEstimateMs = 0;
+  const measureApply = (ms: number) => {
+    applyEstimateMs = applyEstimateMs === 0 ? ms : (1 - APPLY_ESTIMATE_WEIGHT) * applyEstimateMs + APPLY_ESTIMATE_WEIGHT * ms;
+  };
+  /**
+   * Slots this container can start on time in one block. Records run one after another, so when an apply takes longer
+   * than the slot spacing, each later slot of a block is reached that much later; a slot reached past the late
+   * tolerance is lost to the whole fleet (the limiter counted it). Taking only what can be used keeps the fleet's
+   * starts at the allowance instead of at the allowance minus the missed slots.
+   */
+  const usableBlock = (): number => {
+    const lag = applyEstimateMs - pacing.spacingMs;
+    return lag <= 0 ? Number.POSITIVE_INFINITY : 1 + Math.floor(pacing.lateToleranceMs / lag);
+  };
 
   const config = new IdempotencyConfig({
     // The operation ID in the body, never the SQS message ID: a DLQ redrive gives the message a new one.
@@ -342,8 +375,9 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
   const feedBack = async (signals: Signals) => {
     if (!options.rateFeedback || (signals.throttles === 0 && signals.successes === 0)) return;
     try {
-      if (signals.throttles > 0) await options.rateFeedback.throttled(pacing.key);
-      else await options.rateFeedback.succeeded(pacing.key);
+      const change = signals.throttles > 0 ? await options.rateFeedback.throttled(pacing.key) : await options.rateFeedback.succeeded(pacing.key);
+      // Once per change fleet-wide (the instance whose write made it): the rate's history, for the operator.
+      if (change) logger.info(change.to < change.from ? 'adaptive rate lowered after a throttle' : 'adaptive rate raised after quiet starts', { key: pacing.key, ...change });
     } catch (error) {
       // Tuning, not the operation: the records are settled, and the next invocation reports again.
       logger.error('adaptive rate update failed; the rate stays as it was', { key: pacing.key, signals, error: error as Error });
@@ -366,37 +400,37 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
   };
 
   /**
-   * The slot a record starts at. Records run one after another, so when applying takes longer than the slot spacing,
-   * later slots of the block pass before their records reach them. Starting late is not allowed (it would bunch starts
-   * across the fleet), and deferring would churn the queue; instead a passed slot is replaced by a fresh one, taken in
-   * a block sized to what the measured apply time lets start on time. Undefined: no slot soon, defer.
+   * The slot a record starts at: the earliest granted slot still usable, its own or a spare. A slot can pass before its
+   * record is reached (an earlier apply was slow); starting late is not allowed (it would bunch starts across the
+   * fleet), and deferring would churn the queue, so a passed slot is replaced by a fresh one, taken in a block of what
+   * this container can start on time. A record planned without a slot takes one the same way. `waitMs`: no slot within
+   * the short wait, defer by the limiter's hint.
    */
-  const slotFor = async (plannedMs: number, context: Context, signals: Signals): Promise<number | undefined> => {
+  const slotFor = async (plannedMs: number | undefined, context: Context, signals: Signals): Promise<{ startAtMs: number } | { waitMs: number }> => {
     const usable = (ms: number) => pacing.clock() - ms <= pacing.lateToleranceMs;
-    if (usable(plannedMs)) return plannedMs;
-    while (signals.spareSlots.length > 0) {
-      const spare = signals.spareSlots.shift() as number;
-      if (usable(spare)) return spare;
-    }
-    const lag = Math.max(1, signals.lastApplyMs - pacing.spacingMs);
-    const count = Math.max(1, Math.min(signals.runLeft + 1, 1 + Math.floor(pacing.lateToleranceMs / lag)));
+    if (plannedMs !== undefined) insertSlot(signals.spareSlots, plannedMs);
+    while (signals.spareSlots.length > 0 && !usable(signals.spareSlots[0])) signals.spareSlots.shift();
+    if (signals.spareSlots.length > 0) return { startAtMs: signals.spareSlots.shift() as number };
+    const count = Math.max(1, Math.min(signals.runLeft + 1, usableBlock()));
     const maxWaitMs = Math.max(0, Math.min(pacing.shortWaitMs, context.getRemainingTimeInMillis() - pacing.reserveMs));
     try {
       const acquired = await limiter.acquire(pacing.key, count, { maxWaitMs });
-      if (acquired.granted === 0) return undefined;
+      if (acquired.granted === 0) return { waitMs: acquired.waitMs };
+      signals.slotsGranted += acquired.granted;
       signals.spareSlots.push(...acquired.startAtMs.slice(1, acquired.granted));
-      return acquired.startAtMs[0];
+      return { startAtMs: acquired.startAtMs[0] };
     } catch (error) {
       logger.warn('rate limiter unavailable for a fresh slot; deferring', { key: pacing.key, error: error as Error });
-      return undefined;
+      return { waitMs: pacing.spacingMs };
     }
   };
 
   const run = async (record: SQSRecord, plan: Extract<Plan, { kind: 'run' }>, context: Context, tally: BatchTally, signals: Signals): Promise<RecordOutcome> => {
     const { message, resource } = plan;
     signals.runLeft--;
-    const startAtMs = await slotFor(plan.startAtMs, context, signals);
-    if (startAtMs === undefined) return defer(message, { kind: 'paced', waitMs: pacing.spacingMs }, tally);
+    const slot = await slotFor(plan.startAtMs, context, signals);
+    if (!('startAtMs' in slot)) return defer(message, { kind: 'paced', waitMs: slot.waitMs }, tally);
+    const { startAtMs } = slot;
     // Short waits only (the block was bounded by shortWaitMs and the remaining time); each wait is one timer, no loop.
     if (!(await waitForSlot(startAtMs, pacing.lateToleranceMs, pacing.clock))) {
       // Starting now would bunch this start with the slots after it: give the slot up, unclaimed.
@@ -404,12 +438,15 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
       return defer(message, { kind: 'paced', waitMs: 0 }, tally);
     }
     let result: IdempotentResult;
+    signals.slotsUsed++;
     const applyStartedMs = pacing.clock();
     try {
       result = await applyIdempotent(message, resource, context);
-      signals.lastApplyMs = pacing.clock() - applyStartedMs;
     } catch (error) {
-      signals.lastApplyMs = pacing.clock() - applyStartedMs;
+      const inProgress = (error as Error).name === 'IdempotencyAlreadyInProgressError';
+      // Refused at the claim: no downstream call was made, so the slot is still free for the next record.
+      if (inProgress) giveBack(signals, startAtMs);
+      else measureApply(pacing.clock() - applyStartedMs);
       if (error instanceof PermanentError) return deadLetter(record, message, error.message, tally, error.detail);
       if (error instanceof ThrottledError) {
         // Powertools released the claim when apply threw, so the re-published message runs apply again.
@@ -419,7 +456,6 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
         return defer(message, { kind: 'throttled', error }, tally);
       }
       // Retryable, in progress elsewhere, or unknown: SQS redelivers it after the visibility timeout.
-      const inProgress = (error as Error).name === 'IdempotencyAlreadyInProgressError';
       logger[inProgress ? 'warn' : 'error'](
         inProgress ? 'operation is in progress in another invocation; will retry' : 'apply failed; will retry',
         error as Error,
@@ -427,11 +463,14 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
       return fail(record, message, error, tally);
     }
     if (result[REPLAYED]) {
+      // Answered from the idempotency store: no downstream call was made, so the slot is still free for the next record.
+      giveBack(signals, startAtMs);
       count(MetricName.DuplicatesSuppressed);
       logger.info('duplicate suppressed: operation already completed', { outcome: result.outcome });
       tally.add(message.batchId, { duplicates: 1 });
       return 'duplicate';
     }
+    measureApply(pacing.clock() - applyStartedMs);
     signals.successes++;
     count(result.outcome === 'applied' ? MetricName.Applied : MetricName.AlreadyDone);
     const ageMs = Math.max(0, now().getTime() - Date.parse(message.firstEnqueuedAt ?? message.enqueuedAt));
@@ -443,10 +482,11 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
   };
 
   /**
-   * Validates every record, then takes ONE block of slots for all the valid ones that are due: one limiter write per
-   * invocation however many records, and no record is claimed before it holds a slot.
+   * Validates every record, then takes ONE block of slots for the valid ones that are due (as many as this container
+   * can start on time, see usableBlock): one limiter write per invocation while applies are quicker than the slot
+   * spacing, and no record is claimed before it holds a slot.
    */
-  const plan = async (records: SQSRecord[], context: Context): Promise<Map<string, Plan>> => {
+  const plan = async (records: SQSRecord[], context: Context, signals: Signals): Promise<Map<string, Plan>> => {
     const plans = new Map<string, Plan>();
     const due: { record: SQSRecord; message: JobMessage; resource: Record<string, unknown> }[] = [];
     const nowMs = now().getTime();
@@ -467,16 +507,21 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     if (due.length === 0) return plans;
 
     const maxWaitMs = Math.max(0, Math.min(pacing.shortWaitMs, context.getRemainingTimeInMillis() - pacing.reserveMs));
+    const block = Math.min(due.length, usableBlock());
     let acquired;
     try {
-      acquired = await limiter.acquire(pacing.key, due.length, { maxWaitMs });
+      acquired = await limiter.acquire(pacing.key, block, { maxWaitMs });
     } catch (error) {
       logger.error('rate limiter unavailable; the due records will be retried by SQS, unclaimed', { key: pacing.key, error: error as Error });
       for (const { record, message } of due) plans.set(record.messageId, { kind: 'fail', message, error: error as Error });
       return plans;
     }
+    // The whole block granted: the key has room, and the records past it take their slots when they are reached. Less:
+    // the key is busy, and the rest are deferred now, together, rather than each waiting for a refusal.
+    const runAll = acquired.granted === block;
+    signals.slotsGranted += acquired.granted;
     due.forEach(({ record, message, resource }, i) => {
-      if (i < acquired.granted) {
+      if (i < acquired.granted || runAll) {
         plans.set(record.messageId, { kind: 'run', message, resource, startAtMs: acquired.startAtMs[i] });
       } else {
         const waitMs = acquired.waitMs + (i - acquired.granted) * pacing.spacingMs;
@@ -490,9 +535,9 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     config.registerLambdaContext(context);
     logger.addContext(context);
     const tally = new BatchTally();
-    const signals: Signals = { throttles: 0, successes: 0, runLeft: 0, spareSlots: [], lastApplyMs: 0 };
+    const signals: Signals = { throttles: 0, successes: 0, runLeft: 0, spareSlots: [], slotsGranted: 0, slotsUsed: 0 };
     try {
-      const plans = await plan(event.Records, context);
+      const plans = await plan(event.Records, context, signals);
       signals.runLeft = [...plans.values()].filter((p) => p.kind === 'run').length;
       const early = event.Records.flatMap((record) => {
         const p = plans.get(record.messageId);
@@ -531,6 +576,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
         throwOnFullBatchFailure: false,
       });
     } finally {
+      if (signals.slotsGranted > signals.slotsUsed) count(MetricName.SlotsUnused, signals.slotsGranted - signals.slotsUsed);
       await Promise.all([flushCounters(tally), feedBack(signals)]);
       flushMetrics();
     }

@@ -535,9 +535,68 @@ describe('Function: createConsumer', () => {
       expect(metricTotal('Applied')).toBe(4);
       // One block for the batch, then one fresh slot for each record whose planned slot had passed.
       expect(granted.map((g) => g.count)).toEqual([4, 1, 1, 1]);
+      // The three passed slots are allowance the fleet lost, and the metric says so.
+      expect(metricTotal('SlotsUnused')).toBe(3);
       // Every start is at (or within the tolerance after) a slot the limiter granted.
       const allSlots = granted.flatMap((g) => g.slots);
       for (const start of starts) expect(allSlots.some((slot) => start >= slot - 5 && start - slot <= 20 + 15)).toBe(true);
+    });
+
+    it('takes only the slots this container can start on time once it has measured its applies, the rest when reached', async () => {
+      // Slots 10 ms apart, applies of about 60 ms, 30 ms tolerance: one slot per block is all that can be started on time.
+      const granted: number[] = [];
+      const limiter: RateLimiter = {
+        acquire: async (_key, count) => {
+          granted.push(count);
+          return { granted: count, startAtMs: Array.from({ length: count }, (_, i) => Date.now() + i * 10), waitMs: 0 };
+        },
+      };
+      const slowJob = {
+        ...fakeJob,
+        apply: async (deps: unknown, request: Parameters<typeof fakeJob.apply>[1]) => {
+          await new Promise((r) => setTimeout(r, 60));
+          return fakeJob.apply(deps as Parameters<typeof fakeJob.apply>[0], request);
+        },
+      };
+      const publisher = new SqsPublisher();
+      const publish = jest.spyOn(publisher, 'publish');
+      const handle = consumer({ job: slowJob, queueUrl: await freshQueue(), limiter, publisher, pacing: { key: 'measured', lateToleranceMs: 30, spacingMs: 10 } });
+      await handle(sqsEvent(sqsRecord(body('measure-0'))), lambdaContext());
+      expect(granted).toEqual([1]);
+      const response = await handle(sqsEvent(...['measure-1', 'measure-2', 'measure-3'].map((k) => sqsRecord(body(k)))), lambdaContext());
+
+      expect(response).toEqual({ batchItemFailures: [] });
+      expect(publish).not.toHaveBeenCalled();
+      expect(metricTotal('Applied')).toBe(4);
+      // Without the measure, the batch would take a block of 3 and lose 2 of its slots to lateness.
+      expect(granted).toEqual([1, 1, 1, 1]);
+      expect(metricTotal('SlotsUnused')).toBe(0);
+    });
+
+    it('gives a duplicate\'s slot to the next record, since no downstream call used it', async () => {
+      const handle = (acquire: RateLimiter['acquire'], job = fakeJob) => consumer({ job, limiter: { acquire }, pacing: { key: 'dup-slot', lateToleranceMs: 60_000 } });
+      const now = async (_key: string, count: number) => ({ granted: count, startAtMs: Array(count).fill(Date.now()), waitMs: 0 });
+      await handle(now)(sqsEvent(sqsRecord(body('dup-slot-done'))), lambdaContext());
+
+      // The duplicate's slot is now, the new record's own is 30 s later: it starts on the duplicate's instead of waiting.
+      let ownSlot = 0;
+      const spaced = async (_key: string, count: number) => {
+        ownSlot = Date.now() + 30_000;
+        return { granted: count, startAtMs: [Date.now(), ownSlot], waitMs: 0 };
+      };
+      const starts: Record<string, number> = {};
+      const timedJob = {
+        ...fakeJob,
+        apply: async (deps: unknown, request: Parameters<typeof fakeJob.apply>[1]) => {
+          starts[request.operationId] = Date.now();
+          return fakeJob.apply(deps as Parameters<typeof fakeJob.apply>[0], request);
+        },
+      };
+      const response = await handle(spaced, timedJob)(sqsEvent(sqsRecord(body('dup-slot-done')), sqsRecord(body('dup-slot-new'))), lambdaContext());
+      expect(response).toEqual({ batchItemFailures: [] });
+      expect(metricTotal('DuplicatesSuppressed')).toBe(1);
+      expect(Object.keys(starts)).toEqual(['fake:dup-slot-new:2026-11-28']);
+      expect(starts['fake:dup-slot-new:2026-11-28']).toBeLessThan(ownSlot);
     });
 
     it('bounds the block by the short wait and by the time the invocation has left', async () => {
@@ -681,9 +740,24 @@ describe('Function: createConsumer', () => {
       const succeeded = jest.spyOn(limiter, 'succeeded');
       const options = { queueUrl: await freshQueue(), limiter, rateFeedback: limiter, pacing: { key: 'adaptive', lateToleranceMs: 60_000 } };
 
-      const response = await consumer({ ...options, job: providerJob() })(sqsEvent(sqsRecord(body('ad-1')), sqsRecord(body('ad-2'))), lambdaContext());
+      const lines: Record<string, unknown>[] = [];
+      jest.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+        for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
+        return true;
+      });
+      logger.setLogLevel('INFO');
+      let response;
+      try {
+        response = await consumer({ ...options, job: providerJob() })(sqsEvent(sqsRecord(body('ad-1')), sqsRecord(body('ad-2'))), lambdaContext());
+      } finally {
+        logger.setLogLevel('SILENT');
+      }
       expect(response).toEqual({ batchItemFailures: [] });
       expect(throttled.mock.calls).toEqual([['adaptive']]);
+      // The operator sees the change once, from the instance that made it.
+      expect(lines.filter((l) => String(l.message).startsWith('adaptive rate'))).toEqual([
+        expect.objectContaining({ message: 'adaptive rate lowered after a throttle', key: 'adaptive', from: 1000, to: 500 }),
+      ]);
       expect(succeeded).not.toHaveBeenCalled();
       // Shared through the limiter table: any container building its own limiter now paces at half the rate.
       const other = new AdaptiveDynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 1000, intervalMs: 1000 } });

@@ -65,8 +65,11 @@ export interface ConsumerOptions {
   maxReceiveCount?: number;
   maxMessageBytes: number;
   ledger: Ledger;
-  /** The fleet-wide limiter; one block of slots per invocation. */
-  limiter: RateLimiter;
+  /**
+   * The fleet-wide limiter; one block of slots per invocation. Undefined: pacing is off (the job's `pacing: false`), no
+   * limiter I/O, and only the concurrency cap bounds the downstream.
+   */
+  limiter: RateLimiter | undefined;
   /**
    * Told once per invocation whether the downstream throttled (any 429/503) or not (some success), so a shared
    * adaptive rate can follow the provider's real tolerance. @default none: the rate stays as configured
@@ -132,8 +135,8 @@ type Plan =
   | { kind: 'defer'; message: JobMessage; cause: DeferralCause }
   /** The limiter could not be asked (DynamoDB failed): the record fails and SQS redelivers it, unclaimed. */
   | { kind: 'fail'; message: JobMessage; error: Error }
-  /** `startAtMs` undefined: the record takes its slot when it is reached (see usableBlock). */
-  | { kind: 'run'; message: JobMessage; resource: Record<string, unknown>; startAtMs: number | undefined };
+  /** The record takes the earliest usable slot of the invocation's pool when it is reached (see slotFor). */
+  | { kind: 'run'; message: JobMessage; resource: Record<string, unknown> };
 
 /** A deferral decided but not yet sent: where it goes, and the accounting to run once it is there. */
 interface PreparedDeferral {
@@ -148,8 +151,8 @@ interface Signals {
   successes: number;
   /** Records planned to run and not yet started. */
   runLeft: number;
-  /** Granted slots not used by the record they were planned for (a re-acquisition's rest, a duplicate's), ascending. */
-  spareSlots: number[];
+  /** The invocation's granted slots not yet used (a block's, a re-acquisition's, a duplicate's given back), ascending. */
+  slots: number[];
   /** Slots granted to this invocation, and those a downstream call started on: the difference is lost allowance. */
   slotsGranted: number;
   slotsUsed: number;
@@ -165,7 +168,7 @@ function insertSlot(slots: number[], ms: number): void {
 /** A slot whose record made no downstream call (answered at the claim): free again for the next record. */
 function giveBack(signals: Signals, startAtMs: number): void {
   signals.slotsUsed--;
-  insertSlot(signals.spareSlots, startAtMs);
+  insertSlot(signals.slots, startAtMs);
 }
 
 /** Weight of the newest apply duration in the container's running estimate. */
@@ -400,24 +403,23 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
   };
 
   /**
-   * The slot a record starts at: the earliest granted slot still usable, its own or a spare. A slot can pass before its
-   * record is reached (an earlier apply was slow); starting late is not allowed (it would bunch starts across the
-   * fleet), and deferring would churn the queue, so a passed slot is replaced by a fresh one, taken in a block of what
-   * this container can start on time. A record planned without a slot takes one the same way. `waitMs`: no slot within
-   * the short wait, defer by the limiter's hint.
+   * The slot a record starts at: the earliest slot of the invocation's pool still usable. Slots are not tied to records:
+   * when an apply runs long, only the slots that passed meanwhile are lost (starting late is not allowed, it would bunch
+   * starts across the fleet), and the next record takes the next slot. An empty pool is refilled with a fresh block of
+   * what this container can start on time. `waitMs`: no slot within the short wait, defer by the limiter's hint.
    */
-  const slotFor = async (plannedMs: number | undefined, context: Context, signals: Signals): Promise<{ startAtMs: number } | { waitMs: number }> => {
+  const slotFor = async (context: Context, signals: Signals): Promise<{ startAtMs: number } | { waitMs: number }> => {
+    if (limiter === undefined) return { startAtMs: pacing.clock() };
     const usable = (ms: number) => pacing.clock() - ms <= pacing.lateToleranceMs;
-    if (plannedMs !== undefined) insertSlot(signals.spareSlots, plannedMs);
-    while (signals.spareSlots.length > 0 && !usable(signals.spareSlots[0])) signals.spareSlots.shift();
-    if (signals.spareSlots.length > 0) return { startAtMs: signals.spareSlots.shift() as number };
+    while (signals.slots.length > 0 && !usable(signals.slots[0])) signals.slots.shift();
+    if (signals.slots.length > 0) return { startAtMs: signals.slots.shift() as number };
     const count = Math.max(1, Math.min(signals.runLeft + 1, usableBlock()));
     const maxWaitMs = Math.max(0, Math.min(pacing.shortWaitMs, context.getRemainingTimeInMillis() - pacing.reserveMs));
     try {
       const acquired = await limiter.acquire(pacing.key, count, { maxWaitMs });
       if (acquired.granted === 0) return { waitMs: acquired.waitMs };
       signals.slotsGranted += acquired.granted;
-      signals.spareSlots.push(...acquired.startAtMs.slice(1, acquired.granted));
+      signals.slots.push(...acquired.startAtMs.slice(1, acquired.granted));
       return { startAtMs: acquired.startAtMs[0] };
     } catch (error) {
       logger.warn('rate limiter unavailable for a fresh slot; deferring', { key: pacing.key, error: error as Error });
@@ -428,7 +430,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
   const run = async (record: SQSRecord, plan: Extract<Plan, { kind: 'run' }>, context: Context, tally: BatchTally, signals: Signals): Promise<RecordOutcome> => {
     const { message, resource } = plan;
     signals.runLeft--;
-    const slot = await slotFor(plan.startAtMs, context, signals);
+    const slot = await slotFor(context, signals);
     if (!('startAtMs' in slot)) return defer(message, { kind: 'paced', waitMs: slot.waitMs }, tally);
     const { startAtMs } = slot;
     // Short waits only (the block was bounded by shortWaitMs and the remaining time); each wait is one timer, no loop.
@@ -505,6 +507,10 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
       due.push({ record, message, resource });
     }
     if (due.length === 0) return plans;
+    if (limiter === undefined) {
+      for (const { record, message, resource } of due) plans.set(record.messageId, { kind: 'run', message, resource });
+      return plans;
+    }
 
     const maxWaitMs = Math.max(0, Math.min(pacing.shortWaitMs, context.getRemainingTimeInMillis() - pacing.reserveMs));
     const block = Math.min(due.length, usableBlock());
@@ -520,9 +526,10 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     // the key is busy, and the rest are deferred now, together, rather than each waiting for a refusal.
     const runAll = acquired.granted === block;
     signals.slotsGranted += acquired.granted;
+    signals.slots.push(...acquired.startAtMs.slice(0, acquired.granted));
     due.forEach(({ record, message, resource }, i) => {
       if (i < acquired.granted || runAll) {
-        plans.set(record.messageId, { kind: 'run', message, resource, startAtMs: acquired.startAtMs[i] });
+        plans.set(record.messageId, { kind: 'run', message, resource });
       } else {
         const waitMs = acquired.waitMs + (i - acquired.granted) * pacing.spacingMs;
         plans.set(record.messageId, { kind: 'defer', message, cause: { kind: 'paced', waitMs } });
@@ -535,7 +542,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     config.registerLambdaContext(context);
     logger.addContext(context);
     const tally = new BatchTally();
-    const signals: Signals = { throttles: 0, successes: 0, runLeft: 0, spareSlots: [], slotsGranted: 0, slotsUsed: 0 };
+    const signals: Signals = { throttles: 0, successes: 0, runLeft: 0, slots: [], slotsGranted: 0, slotsUsed: 0 };
     try {
       const plans = await plan(event.Records, context, signals);
       signals.runLeft = [...plans.values()].filter((p) => p.kind === 'run').length;
@@ -587,7 +594,8 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
 export function consumerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loadModule?: JobModuleLoader): ConsumerOptions {
   const { job, jobDeps, settings } = loadJobRuntime(env, loadModule);
   const paced = pacingSettings(settings);
-  const limiter = new AdaptiveDynamoDbRateLimiter({ tableName: requireEnv(EnvVar.LIMITER_TABLE_NAME, env), limits: paced.limits, leadMs: paced.leadMs });
+  const limiterTable = requireEnv(EnvVar.LIMITER_TABLE_NAME, env);
+  const limiter = paced.enabled ? new AdaptiveDynamoDbRateLimiter({ tableName: limiterTable, limits: paced.limits, leadMs: paced.leadMs }) : undefined;
   return {
     job,
     jobDeps,

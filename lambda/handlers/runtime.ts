@@ -37,7 +37,10 @@ export function requirePositiveInt(name: string, env: NodeJS.ProcessEnv = proces
  * - `maxDeferrals` (integer): deferrals before the operation is dead-lettered. @default 100
  * - `maxDeferralAgeSeconds` (integer): age since first enqueue past which it is dead-lettered. @default none
  * - `shortWaitMs` (integer): the longest wait for a rate-limit slot spent inside the function. @default 10000
- * - `adaptiveRate` (boolean): lower the shared rate on 429s and recover it slowly up to the allowance. @default true
+ * - `adaptiveRate` (boolean): lower the shared rate on 429s and recover it up to the allowance. @default true
+ * - `pacing` (boolean): false runs the consumer without the shared limiter (no limiter reads or writes): only the
+ *   concurrency cap bounds the downstream. For downstreams with no start quota worth pacing (the job's own bucket or
+ *   table), and for measuring the pipeline's own cost. @default true
  */
 export const PacingSettingKey = {
   downstreamKey: 'downstreamKey',
@@ -45,6 +48,7 @@ export const PacingSettingKey = {
   maxDeferralAgeSeconds: 'maxDeferralAgeSeconds',
   shortWaitMs: 'shortWaitMs',
   adaptiveRate: 'adaptiveRate',
+  pacing: 'pacing',
 } as const;
 
 export interface PacingSettings {
@@ -60,6 +64,8 @@ export interface PacingSettings {
   maxDeferrals?: number;
   maxDeferralAgeSeconds?: number;
   adaptiveRate: boolean;
+  /** False: no shared limiter, only the concurrency cap (the `pacing` setting). */
+  enabled: boolean;
 }
 
 /** The leadMs every consumer uses: a DynamoDB write's round trip in-region, with room. */
@@ -97,6 +103,10 @@ export function pacingSettings(settings: JobRuntimeSettings): PacingSettings {
   if (adaptiveRate !== undefined && typeof adaptiveRate !== 'boolean') {
     problems.push(`settings.${PacingSettingKey.adaptiveRate} must be true or false, got ${JSON.stringify(adaptiveRate)}`);
   }
+  const enabled = plain[PacingSettingKey.pacing];
+  if (enabled !== undefined && typeof enabled !== 'boolean') {
+    problems.push(`settings.${PacingSettingKey.pacing} must be true or false, got ${JSON.stringify(enabled)}`);
+  }
   if (problems.length > 0) throw new SettingsError(`${EnvVar.JOB_SETTINGS} is invalid for pacing: ${problems.join('; ')}`);
   const intervalMs = settings.rateLimit.intervalSeconds * 1000;
   const margin = safetyMarginMs(intervalMs);
@@ -109,5 +119,6 @@ export function pacingSettings(settings: JobRuntimeSettings): PacingSettings {
     maxDeferrals,
     maxDeferralAgeSeconds,
     adaptiveRate: adaptiveRate !== false,
+    enabled: enabled !== false,
   };
 }

@@ -18,18 +18,19 @@ describe('Function: pacingSettings', () => {
       maxDeferrals: undefined,
       maxDeferralAgeSeconds: undefined,
       adaptiveRate: true,
+      enabled: true,
     });
   });
 
   it('reads the shared downstream key and the deferral budget from the job settings', () => {
-    const settings = fakeSettings({ settings: { downstreamKey: 'payments-provider', maxDeferrals: 40, maxDeferralAgeSeconds: 7200, shortWaitMs: 3000, adaptiveRate: false } });
-    expect(pacingSettings(settings)).toMatchObject({ limiterKey: 'payments-provider', maxDeferrals: 40, maxDeferralAgeSeconds: 7200, shortWaitMs: 3000, adaptiveRate: false });
+    const settings = fakeSettings({ settings: { downstreamKey: 'payments-provider', maxDeferrals: 40, maxDeferralAgeSeconds: 7200, shortWaitMs: 3000, adaptiveRate: false, pacing: false } });
+    expect(pacingSettings(settings)).toMatchObject({ limiterKey: 'payments-provider', maxDeferrals: 40, maxDeferralAgeSeconds: 7200, shortWaitMs: 3000, adaptiveRate: false, enabled: false });
   });
 
   it('names every pacing setting of the wrong type', () => {
-    const settings = fakeSettings({ settings: { downstreamKey: '', maxDeferrals: 2.5, maxDeferralAgeSeconds: '1d', shortWaitMs: -1, adaptiveRate: 'yes' } });
+    const settings = fakeSettings({ settings: { downstreamKey: '', maxDeferrals: 2.5, maxDeferralAgeSeconds: '1d', shortWaitMs: -1, adaptiveRate: 'yes', pacing: 'off' } });
     expect(() => pacingSettings(settings)).toThrow(
-      'JOB_SETTINGS is invalid for pacing: settings.downstreamKey must be a non-empty string, got ""; settings.maxDeferrals must be a positive integer, got 2.5; settings.maxDeferralAgeSeconds must be a positive integer, got "1d"; settings.shortWaitMs must be a positive integer, got -1; settings.adaptiveRate must be true or false, got "yes"',
+      'JOB_SETTINGS is invalid for pacing: settings.downstreamKey must be a non-empty string, got ""; settings.maxDeferrals must be a positive integer, got 2.5; settings.maxDeferralAgeSeconds must be a positive integer, got "1d"; settings.shortWaitMs must be a positive integer, got -1; settings.adaptiveRate must be true or false, got "yes"; settings.pacing must be true or false, got "off"',
     );
   });
 });

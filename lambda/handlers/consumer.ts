@@ -171,8 +171,8 @@ function giveBack(signals: Signals, startAtMs: number): void {
   insertSlot(signals.slots, startAtMs);
 }
 
-/** Weight of the newest apply duration in the container's running estimate. */
-const APPLY_ESTIMATE_WEIGHT = 0.3;
+/** Apply durations the container remembers for sizing its blocks. */
+const APPLY_SAMPLES = 20;
 
 const logKeys = (record: SQSRecord, message: JobMessage) => ({ operationId: message.operationId, batchId: message.batchId, messageId: record.messageId });
 
@@ -191,10 +191,20 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     clock: options.pacing?.clock ?? Date.now,
   };
   const processor = new BatchProcessor(EventType.SQS);
-  /** This container's running estimate of one apply's duration (0 until the first): how fast it reaches its slots. */
-  let applyEstimateMs = 0;
+  /** This container's last apply durations: how fast it reaches its slots. */
+  const applySamples: number[] = [];
   const measureApply = (ms: number) => {
-    applyEstimateMs = applyEstimateMs === 0 ? ms : (1 - APPLY_ESTIMATE_WEIGHT) * applyEstimateMs + APPLY_ESTIMATE_WEIGHT * ms;
+    applySamples.push(ms);
+    if (applySamples.length > APPLY_SAMPLES) applySamples.shift();
+  };
+  /**
+   * The 90th percentile of the recent applies (0 before the first), not the mean: one slow apply in a block loses every
+   * slot that passes during it, so blocks are sized for the slow tail (a provider's latency spikes, SDK retries).
+   */
+  const applyEstimateMs = (): number => {
+    if (applySamples.length === 0) return 0;
+    const sorted = [...applySamples].sort((a, b) => a - b);
+    return sorted[Math.ceil(0.9 * sorted.length) - 1];
   };
   /**
    * Slots this container can start on time in one block. Records run one after another, so when an apply takes longer
@@ -203,7 +213,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
    * starts at the allowance instead of at the allowance minus the missed slots.
    */
   const usableBlock = (): number => {
-    const lag = applyEstimateMs - pacing.spacingMs;
+    const lag = applyEstimateMs() - pacing.spacingMs;
     return lag <= 0 ? Number.POSITIVE_INFINITY : 1 + Math.floor(pacing.lateToleranceMs / lag);
   };
 

@@ -15,6 +15,7 @@ import { waitForSlot } from '../core/pacing/sleep';
 import { requireEnv } from '../core/settings';
 import { dynamoClient } from '../adapters/clients';
 import { BatchTally, DynamoLedger, type Ledger } from '../adapters/ledger';
+import { DynamoCompletedLookup, type CompletedLookup } from '../adapters/completedOperations';
 import { bindJob, count, flushMetrics, logger, MetricName, milliseconds, withLogKeys } from '../adapters/observability';
 import { AdaptiveDynamoDbRateLimiter, type RateFeedback } from '../adapters/adaptiveRateLimiter';
 import type { RateLimiter } from '../adapters/rateLimiter';
@@ -82,6 +83,11 @@ export interface ConsumerOptions {
   persistenceStore?: BasePersistenceLayer;
   /** @default defaultDeferralPolicy */
   deferralPolicy?: DeferralPolicy;
+  /**
+   * Asked for the due records before they take slots: an operation already COMPLETED is a duplicate that needs no slot.
+   * @default a DynamoCompletedLookup on `idempotencyTableName`
+   */
+  completedLookup?: CompletedLookup;
   /** @default () => new Date() */
   now?: () => Date;
 }
@@ -135,6 +141,8 @@ type Plan =
   | { kind: 'defer'; message: JobMessage; cause: DeferralCause }
   /** The limiter could not be asked (DynamoDB failed): the record fails and SQS redelivers it, unclaimed. */
   | { kind: 'fail'; message: JobMessage; error: Error }
+  /** Already COMPLETED (the pre-check): a duplicate, settled without a slot or a claim. */
+  | { kind: 'done'; message: JobMessage }
   /** The record takes the earliest usable slot of the invocation's pool when it is reached (see slotFor). */
   | { kind: 'run'; message: JobMessage; resource: Record<string, unknown> };
 
@@ -180,6 +188,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
   const { job, jobDeps, ledger, limiter } = options;
   bindJob(job.name);
   const publisher = options.publisher ?? new SqsPublisher();
+  const completedLookup = options.completedLookup ?? new DynamoCompletedLookup({ tableName: options.idempotencyTableName });
   const deferralPolicy = options.deferralPolicy ?? defaultDeferralPolicy;
   const now = options.now ?? (() => new Date());
   const pacing = {
@@ -267,6 +276,13 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
         }
       }),
     );
+  };
+
+  const duplicate = (message: JobMessage, tally: BatchTally, outcome?: ApplyResult['outcome']): RecordOutcome => {
+    count(MetricName.DuplicatesSuppressed);
+    logger.info('duplicate suppressed: operation already completed', { outcome });
+    tally.add(message.batchId, { duplicates: 1 });
+    return 'duplicate';
   };
 
   const reject = async (record: SQSRecord, reasons: string[], tally: BatchTally): Promise<RecordOutcome> => {
@@ -477,10 +493,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     if (result[REPLAYED]) {
       // Answered from the idempotency store: no downstream call was made, so the slot is still free for the next record.
       giveBack(signals, startAtMs);
-      count(MetricName.DuplicatesSuppressed);
-      logger.info('duplicate suppressed: operation already completed', { outcome: result.outcome });
-      tally.add(message.batchId, { duplicates: 1 });
-      return 'duplicate';
+      return duplicate(message, tally, result.outcome);
     }
     measureApply(pacing.clock() - applyStartedMs);
     signals.successes++;
@@ -500,7 +513,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
    */
   const plan = async (records: SQSRecord[], context: Context, signals: Signals): Promise<Map<string, Plan>> => {
     const plans = new Map<string, Plan>();
-    const due: { record: SQSRecord; message: JobMessage; resource: Record<string, unknown> }[] = [];
+    let due: { record: SQSRecord; message: JobMessage; resource: Record<string, unknown> }[] = [];
     const nowMs = now().getTime();
     for (const record of records) {
       const validated = validateRecord(record.body, job, options.maxMessageBytes);
@@ -517,6 +530,17 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
       due.push({ record, message, resource });
     }
     if (due.length === 0) return plans;
+    // Duplicates first, so they take no slot: one read per invocation, and a failed read only skips the shortcut.
+    try {
+      const done = await completedLookup.completed(job.name, due.map((d) => d.message.operationId));
+      if (done.size > 0) {
+        for (const { record, message } of due) if (done.has(message.operationId)) plans.set(record.messageId, { kind: 'done', message });
+        due = due.filter((d) => !done.has(d.message.operationId));
+        if (due.length === 0) return plans;
+      }
+    } catch (error) {
+      logger.warn('completed-operation pre-check failed; every due record takes a slot and the claim decides', { error: error as Error });
+    }
     if (limiter === undefined) {
       for (const { record, message, resource } of due) plans.set(record.messageId, { kind: 'run', message, resource });
       return plans;
@@ -579,6 +603,8 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
             }
             case 'fail':
               return fail(record, planned.message, planned.error, tally);
+            case 'done':
+              return duplicate(planned.message, tally);
             case 'run':
               return run(record, planned, context, tally, signals);
           }

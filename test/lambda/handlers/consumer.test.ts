@@ -164,7 +164,8 @@ describe('Function: createConsumer', () => {
     it('replays a completed operation from dynalite without applying it again, falling back to a read', async () => {
       const persistenceStore = new DynamoDBPersistenceLayer({ tableName: IDEMPOTENCY_TABLE });
       const getRecord = jest.spyOn(persistenceStore, 'getRecord');
-      const handle = consumer({ persistenceStore });
+      // The pre-check reports nothing here, as when the first delivery completes between the pre-check and the claim.
+      const handle = consumer({ persistenceStore, completedLookup: { completed: async () => new Set() } });
       const batchId = 'fake-job:2026-11-28:dupes';
 
       await handle(sqsEvent(sqsRecord(body('dup', undefined, { batchId }))), lambdaContext());
@@ -189,6 +190,34 @@ describe('Function: createConsumer', () => {
       );
       expect(Item).toMatchObject({ status: 'COMPLETED', data: { outcome: 'applied', detail: { id: 'dup' } } });
       expect(Math.abs(Item?.expiration - (Math.round(Date.now() / 1000) + 30 * 86_400))).toBeLessThanOrEqual(5);
+    });
+
+    it('settles an operation already completed before it takes a slot or a claim', async () => {
+      const acquire = jest.fn(async (_key: string, count: number) => ({ granted: count, startAtMs: Array(count).fill(Date.now()), waitMs: 0 }));
+      const persistenceStore = new DynamoDBPersistenceLayer({ tableName: IDEMPOTENCY_TABLE });
+      const handle = consumer({ limiter: { acquire }, persistenceStore, pacing: { key: 'precheck', lateToleranceMs: 60_000 } });
+      const batchId = 'fake-job:2026-11-28:precheck';
+      await handle(sqsEvent(sqsRecord(body('pre-done', undefined, { batchId }))), lambdaContext());
+      expect(acquire.mock.calls.map(([, count]) => count)).toEqual([1]);
+      const save = jest.spyOn(persistenceStore, 'saveInProgress');
+
+      const response = await handle(sqsEvent(sqsRecord(body('pre-done', undefined, { batchId })), sqsRecord(body('pre-new', undefined, { batchId }))), lambdaContext());
+      expect(response).toEqual({ batchItemFailures: [] });
+      // One slot for the new operation only; the completed one was never claimed again.
+      expect(acquire.mock.calls.map(([, count]) => count)).toEqual([1, 1]);
+      expect(save).toHaveBeenCalledTimes(1);
+      expect(fakeJobCalls.apply.map((r) => r.operationId)).toEqual(['fake:pre-done:2026-11-28', 'fake:pre-new:2026-11-28']);
+      expect(metricTotal('DuplicatesSuppressed')).toBe(1);
+      expect(await batchItem(batchId)).toMatchObject({ completed: 2, duplicates: 1, consumed: 3 });
+    });
+
+    it('falls back to the claim when the pre-check cannot be read', async () => {
+      const handle = consumer({ completedLookup: { completed: async () => Promise.reject(new Error('throttled')) } });
+      await handle(sqsEvent(sqsRecord(body('pre-down'))), lambdaContext());
+      const response = await handle(sqsEvent(sqsRecord(body('pre-down'))), lambdaContext());
+      expect(response).toEqual({ batchItemFailures: [] });
+      expect(fakeJobCalls.apply).toHaveLength(1);
+      expect(metricTotal('DuplicatesSuppressed')).toBe(1);
     });
 
     it('suppresses a duplicate within the same batch', async () => {
@@ -392,9 +421,10 @@ describe('Function: createConsumer', () => {
       const byTable = (table: string) => counter.calls.filter((c) => c.table === table).map((c) => c.command).sort();
       expect(byTable(LIMITER_TABLE)).toEqual(['UpdateItemCommand']);
       expect(byTable(LEDGER_TABLE)).toEqual(['UpdateItemCommand', 'UpdateItemCommand']);
-      // Powertools' own cost: claim (PutItem) and persist (UpdateItem) per operation.
-      expect(byTable(IDEMPOTENCY_TABLE)).toEqual([...Array(10).fill('PutItemCommand'), ...Array(10).fill('UpdateItemCommand')]);
-      expect(counter.calls).toHaveLength(23);
+      // One read for the batch (the completed-operation pre-check), then Powertools' own cost: claim (PutItem) and
+      // persist (UpdateItem) per operation.
+      expect(byTable(IDEMPOTENCY_TABLE)).toEqual(['BatchGetItemCommand', ...Array(10).fill('PutItemCommand'), ...Array(10).fill('UpdateItemCommand')]);
+      expect(counter.calls).toHaveLength(24);
       expect(await batchItem(batchA)).toMatchObject({ completed: 6 });
       expect(await batchItem(batchB)).toMatchObject({ completed: 4 });
       // At batch size 10 with one batch ID: 10 claims + 10 persists + 1 limiter + 1 ledger = 22 writes, 2.2 each.
@@ -413,7 +443,7 @@ describe('Function: createConsumer', () => {
       expect(fakeJobCalls.apply).toHaveLength(10);
       const byTable = (table: string) => counter.calls.filter((c) => c.table === table).map((c) => c.command).sort();
       expect(byTable(LIMITER_TABLE)).toEqual([]);
-      expect(byTable(IDEMPOTENCY_TABLE)).toEqual([...Array(10).fill('PutItemCommand'), ...Array(10).fill('UpdateItemCommand')]);
+      expect(byTable(IDEMPOTENCY_TABLE)).toEqual(['BatchGetItemCommand', ...Array(10).fill('PutItemCommand'), ...Array(10).fill('UpdateItemCommand')]);
       expect(await batchItem('fake-job:2026-11-28:unpaced')).toMatchObject({ completed: 10 });
       expect(metricTotal('SlotsUnused')).toBe(0);
     });

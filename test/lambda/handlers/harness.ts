@@ -111,7 +111,8 @@ export function countDynamoCalls(): { calls: { command: string; table: string }[
   const stack = dynamoClient().middlewareStack;
   stack.add(
     (next, context) => async (args) => {
-      calls.push({ command: context.commandName as string, table: (args.input as { TableName?: string }).TableName ?? '' });
+      const input = args.input as { TableName?: string; RequestItems?: Record<string, unknown> };
+      calls.push({ command: context.commandName as string, table: input.TableName ?? Object.keys(input.RequestItems ?? {})[0] ?? '' });
       return next(args);
     },
     { step: 'initialize', name },

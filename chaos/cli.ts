@@ -1,7 +1,7 @@
 // `npm run chaos`: the fault-injection harness's command line; prints the verdict (JSON or text), writes the markdown
-// report on request, and exits 0 only when every invariant held.
-import { writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+// report on request (of this run, or of the last one with `--report` alone), and exits 0 only when every invariant held.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { runChaos, type ChaosOptions, type ChaosResult } from './run';
 import { formatMarkdown, formatText } from './report';
@@ -17,13 +17,21 @@ const rate = (flag: string) => (value: string): number => {
   return n;
 };
 
-export function buildProgram(run: (options: ChaosOptions, flags: { json: boolean; report?: string }) => Promise<number>): Command {
+/** Where every run's result is kept, for `--report` alone. */
+export const LAST_RUN_FILE = resolve(__dirname, '..', '.local', 'chaos', 'last-run.json');
+/** The markdown summary's file when `--report` names none. */
+export const DEFAULT_REPORT_FILE = 'chaos-report.md';
+
+/**
+ * `options` undefined: no run, only the report of the last one (`--report` without `--ops` and `--seed`).
+ */
+export function buildProgram(run: (options: ChaosOptions | undefined, flags: { json: boolean; report?: string }) => Promise<number>): Command {
   return new Command('chaos')
     .description('fault-injection run of the payment job on the local runtime; exits 0 iff every invariant holds')
-    .requiredOption('--ops <n>', 'operations (payments) to seed and process', integer('--ops', 1))
-    .requiredOption('--seed <n>', 'seed of every injection decision', integer('--seed', 0))
+    .option('--ops <n>', 'operations (payments) to seed and process (required to run)', integer('--ops', 1))
+    .option('--seed <n>', 'seed of every injection decision (required to run)', integer('--seed', 0))
     .option('--json', 'print one JSON document on stdout', false)
-    .option('--report <file>', 'write a markdown summary of the run here')
+    .option('--report [file]', `write a markdown summary of the run (default ${DEFAULT_REPORT_FILE}); alone, of the last run`)
     .option('--rate <n>', 'the payment job\'s starts per minute for this run', integer('--rate', 1), 1200)
     .option('--consumer-timeout <s>', 'the consumer\'s Lambda timeout locally, seconds', integer('--consumer-timeout', 3), 10)
     .option('--duplicate-rate <p>', 'per published message: re-send 1-3 copies', rate('--duplicate-rate'), 0.05)
@@ -37,7 +45,15 @@ export function buildProgram(run: (options: ChaosOptions, flags: { json: boolean
     .option('--dynamo-fault-rate <p>', 'per DynamoDB request from the functions: throttling or internal error', rate('--dynamo-fault-rate'), 0.02)
     .option('--poison-rate <p>', 'poison messages per operation (at least one)', rate('--poison-rate'), 0.01)
     .option('--timeout <s>', 'give up waiting for the run to settle after this long', integer('--timeout', 10), 900)
-    .action(async (f) => {
+    .action(async function (this: Command, f) {
+      const report = f.report === true ? DEFAULT_REPORT_FILE : (f.report as string | undefined);
+      if (f.ops === undefined && f.seed === undefined && report !== undefined) {
+        process.exitCode = await run(undefined, { json: f.json, report });
+        return;
+      }
+      if (f.ops === undefined || f.seed === undefined) {
+        this.error(`error: ${f.ops === undefined ? '--ops' : '--seed'} is required to run (--ops N --seed S); --report alone writes the last run's summary`);
+      }
       process.exitCode = await run(
         {
           ops: f.ops,
@@ -57,7 +73,7 @@ export function buildProgram(run: (options: ChaosOptions, flags: { json: boolean
           poisonRate: f.poisonRate,
           timeoutSeconds: f.timeout,
         },
-        { json: f.json, report: f.report },
+        { json: f.json, report },
       );
     });
 }
@@ -65,9 +81,20 @@ export function buildProgram(run: (options: ChaosOptions, flags: { json: boolean
 export async function main(argv: string[]): Promise<number> {
   let code = 1;
   await buildProgram(async (options, flags) => {
-    const result: ChaosResult = await runChaos({ ...options, log: (line) => process.stderr.write(`chaos: ${line}\n`) });
+    let result: ChaosResult;
+    if (options === undefined) {
+      if (!existsSync(LAST_RUN_FILE)) throw new Error(`no chaos run on record (${LAST_RUN_FILE}); run npm run chaos -- --ops N --seed S first`);
+      result = JSON.parse(readFileSync(LAST_RUN_FILE, 'utf8')) as ChaosResult;
+    } else {
+      result = await runChaos({ ...options, log: (line) => process.stderr.write(`chaos: ${line}\n`) });
+      mkdirSync(dirname(LAST_RUN_FILE), { recursive: true });
+      writeFileSync(LAST_RUN_FILE, `${JSON.stringify(result, null, 2)}\n`);
+    }
     process.stdout.write(flags.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatText(result)}\n`);
-    if (flags.report) writeFileSync(flags.report, formatMarkdown(result));
+    if (flags.report) {
+      writeFileSync(flags.report, formatMarkdown(result));
+      process.stderr.write(`chaos: report of the run (${result.ops} operations, seed ${result.seed}) written to ${resolve(flags.report)}\n`);
+    }
     code = result.ok ? 0 : 1;
     return code;
   }).parseAsync(argv);

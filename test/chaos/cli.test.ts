@@ -2,8 +2,8 @@ import { resolve } from 'node:path';
 import { buildProgram } from '../../chaos/cli';
 import type { ChaosOptions } from '../../chaos/run';
 
-async function parse(args: string[]): Promise<{ options?: ChaosOptions; flags?: { json: boolean; report?: string }; error?: string }> {
-  const out: { options?: ChaosOptions; flags?: { json: boolean; report?: string }; error?: string } = {};
+async function parse(args: string[]): Promise<{ options?: ChaosOptions | undefined; flags?: { json: boolean; report?: string }; error?: string }> {
+  const out: { options?: ChaosOptions | undefined; flags?: { json: boolean; report?: string }; error?: string } = {};
   const program = buildProgram(async (options, flags) => {
     out.options = options;
     out.flags = flags;
@@ -55,8 +55,21 @@ describe('Function: buildProgram', () => {
     expect(error).toBe('error: option \'--kill-rate <p>\' argument \'2\' is invalid. --kill-rate must be a probability between 0 and 1, got "2"');
   });
 
-  it('requires --ops and --seed', async () => {
-    expect((await parse(['--seed', '1'])).error).toBe("error: required option '--ops <n>' not specified");
+  it('writes the default report file when --report names none', async () => {
+    expect((await parse(['--ops', '5', '--seed', '0', '--report'])).flags).toEqual({ json: false, report: 'chaos-report.md' });
+  });
+
+  it('asks for no run with --report alone: the summary of the last run', async () => {
+    const out = await parse(['--report', 'last.md']);
+    expect(out.error).toBeUndefined();
+    expect(out.flags).toEqual({ json: false, report: 'last.md' });
+    expect(out.options).toBeUndefined();
+    expect('options' in out).toBe(true);
+  });
+
+  it('requires --ops and --seed to run', async () => {
+    expect((await parse(['--seed', '1'])).error).toBe("error: --ops is required to run (--ops N --seed S); --report alone writes the last run's summary");
+    expect((await parse(['--ops', '3'])).error).toBe("error: --seed is required to run (--ops N --seed S); --report alone writes the last run's summary");
     expect((await parse(['--ops', '0', '--seed', '1'])).error).toBe('error: option \'--ops <n>\' argument \'0\' is invalid. --ops must be an integer >= 1, got "0"');
   });
 });

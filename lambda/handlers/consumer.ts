@@ -32,7 +32,8 @@ export interface ConsumerPacingOptions {
   shortWaitMs?: number;
   /**
    * Time kept back from the invocation's remaining time for the last record's apply and the acknowledgement: no slot is
-   * taken later than remaining time minus this. @default 5000
+   * taken later than remaining time minus this. @default 5000, or a quarter of the invocation's time when that is less
+   * (a short timeout would otherwise spend half its time on the reserve and defer what it could have waited for)
    */
   reserveMs?: number;
   /**
@@ -164,6 +165,8 @@ interface Signals {
   /** Slots granted to this invocation, and those a downstream call started on: the difference is lost allowance. */
   slotsGranted: number;
   slotsUsed: number;
+  /** The invocation's reserve (ConsumerPacingOptions.reserveMs). */
+  reserveMs: number;
 }
 
 /** Adds a slot to an ascending list. */
@@ -178,6 +181,8 @@ function giveBack(signals: Signals, startAtMs: number): void {
   signals.slotsUsed--;
   insertSlot(signals.slots, startAtMs);
 }
+
+const DEFAULT_RESERVE_MS = 5_000;
 
 /** Apply durations the container remembers for sizing its blocks. */
 const APPLY_SAMPLES = 20;
@@ -194,7 +199,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
   const pacing = {
     key: options.pacing?.key ?? job.name,
     shortWaitMs: options.pacing?.shortWaitMs ?? 10_000,
-    reserveMs: options.pacing?.reserveMs ?? 5_000,
+    reserveMs: options.pacing?.reserveMs,
     lateToleranceMs: options.pacing?.lateToleranceMs ?? 0,
     spacingMs: options.pacing?.spacingMs ?? 0,
     clock: options.pacing?.clock ?? Date.now,
@@ -440,7 +445,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     while (signals.slots.length > 0 && !usable(signals.slots[0])) signals.slots.shift();
     if (signals.slots.length > 0) return { startAtMs: signals.slots.shift() as number };
     const count = Math.max(1, Math.min(signals.runLeft + 1, usableBlock()));
-    const maxWaitMs = Math.max(0, Math.min(pacing.shortWaitMs, context.getRemainingTimeInMillis() - pacing.reserveMs));
+    const maxWaitMs = Math.max(0, Math.min(pacing.shortWaitMs, context.getRemainingTimeInMillis() - signals.reserveMs));
     try {
       const acquired = await limiter.acquire(pacing.key, count, { maxWaitMs });
       if (acquired.granted === 0) return { waitMs: acquired.waitMs };
@@ -546,7 +551,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
       return plans;
     }
 
-    const maxWaitMs = Math.max(0, Math.min(pacing.shortWaitMs, context.getRemainingTimeInMillis() - pacing.reserveMs));
+    const maxWaitMs = Math.max(0, Math.min(pacing.shortWaitMs, context.getRemainingTimeInMillis() - signals.reserveMs));
     const block = Math.min(due.length, usableBlock());
     let acquired;
     try {
@@ -576,7 +581,8 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     config.registerLambdaContext(context);
     logger.addContext(context);
     const tally = new BatchTally();
-    const signals: Signals = { throttles: 0, successes: 0, runLeft: 0, slots: [], slotsGranted: 0, slotsUsed: 0 };
+    const reserveMs = pacing.reserveMs ?? Math.min(DEFAULT_RESERVE_MS, Math.floor(context.getRemainingTimeInMillis() / 4));
+    const signals: Signals = { throttles: 0, successes: 0, runLeft: 0, slots: [], slotsGranted: 0, slotsUsed: 0, reserveMs };
     try {
       const plans = await plan(event.Records, context, signals);
       signals.runLeft = [...plans.values()].filter((p) => p.kind === 'run').length;

@@ -651,6 +651,14 @@ describe('Function: createConsumer', () => {
       expect(starts['fake:dup-slot-new:2026-11-28']).toBeLessThan(ownSlot);
     });
 
+    it('keeps back 5 s of the invocation for the last apply, or a quarter of a short invocation', async () => {
+      const acquire = jest.fn(async (_key: string, count: number) => ({ granted: count, startAtMs: Array(count).fill(0), waitMs: 0 }));
+      const handle = consumer({ limiter: { acquire }, pacing: { key: 'reserve', shortWaitMs: 60_000, lateToleranceMs: Number.MAX_SAFE_INTEGER } });
+      await handle(sqsEvent(sqsRecord(body('reserve-1'))), lambdaContext(() => 60_000));
+      await handle(sqsEvent(sqsRecord(body('reserve-2'))), lambdaContext(() => 10_000));
+      expect(acquire.mock.calls.map(([, , o]) => o)).toEqual([{ maxWaitMs: 55_000 }, { maxWaitMs: 7_500 }]);
+    });
+
     it('bounds the block by the short wait and by the time the invocation has left', async () => {
       const acquire = jest.fn(async (_key: string, count: number) => ({ granted: count, startAtMs: Array(count).fill(0), waitMs: 0 }));
       const handle = consumer({ limiter: { acquire }, pacing: { key: 'provider-x', shortWaitMs: 8000, reserveMs: 5000, lateToleranceMs: Number.MAX_SAFE_INTEGER } });

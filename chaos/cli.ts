@@ -33,7 +33,7 @@ export function buildProgram(run: (options: ChaosOptions | undefined, flags: { j
     .option('--json', 'print one JSON document on stdout', false)
     .option('--report [file]', `write a markdown summary of the run (default ${DEFAULT_REPORT_FILE}); alone, of the last run`)
     .option('--rate <n>', 'the payment job\'s starts per minute for this run', integer('--rate', 1), 1200)
-    .option('--consumer-timeout <s>', 'the consumer\'s Lambda timeout locally, seconds', integer('--consumer-timeout', 3), 10)
+    .option('--consumer-timeout <s>', 'the consumer\'s Lambda timeout locally, seconds', integer('--consumer-timeout', 3), 20)
     .option('--duplicate-rate <p>', 'per published message: re-send 1-3 copies', rate('--duplicate-rate'), 0.05)
     .option('--producer-reruns <n>', 'producer re-runs of the same business date', integer('--producer-reruns', 0), 1)
     .option('--kill-rate <p>', 'per consumer invocation: kill the worker at a random point', rate('--kill-rate'), 0.03)
@@ -44,7 +44,7 @@ export function buildProgram(run: (options: ChaosOptions | undefined, flags: { j
     .option('--storm-share <p>', 'share of the fault phase spent in 429 storms', rate('--storm-share'), 0.1)
     .option('--dynamo-fault-rate <p>', 'per DynamoDB request from the functions: throttling or internal error', rate('--dynamo-fault-rate'), 0.02)
     .option('--poison-rate <p>', 'poison messages per operation (at least one)', rate('--poison-rate'), 0.01)
-    .option('--timeout <s>', 'give up waiting for the run to settle after this long', integer('--timeout', 10), 900)
+    .option('--timeout <s>', 'give up waiting for the run to settle after this long (default: 900 s, or 4x the paced minimum, ops / rate, if longer)', integer('--timeout', 10))
     .action(async function (this: Command, f) {
       const report = f.report === true ? DEFAULT_REPORT_FILE : (f.report as string | undefined);
       if (f.ops === undefined && f.seed === undefined && report !== undefined) {

@@ -32,7 +32,7 @@ export interface ChaosOptions {
   businessDate?: string;
   /** The payment job's start rate per minute for this run (the limiter and the provider's quota). @default 1200 */
   ratePerMinute?: number;
-  /** The consumer's Lambda timeout locally, seconds (the queue's visibility timeout follows it). @default 10 */
+  /** The consumer's Lambda timeout locally, seconds (the queue's visibility timeout follows it). @default 20 */
   consumerTimeoutSeconds?: number;
   /** Per published message: re-send copies. @default 0.05 */
   duplicateRate?: number;
@@ -54,7 +54,7 @@ export interface ChaosOptions {
   dynamoFaultRate?: number;
   /** Poison messages per operation. @default 0.01 (at least 1) */
   poisonRate?: number;
-  /** Give up waiting for each phase to settle after this long. @default 900 */
+  /** Give up waiting for each phase to settle after this long. @default defaultTimeoutSeconds(ops, ratePerMinute) */
   timeoutSeconds?: number;
   /** Progress lines. */
   log?: (line: string) => void;
@@ -108,6 +108,14 @@ export function retimeTemplate(template: CloudFormationTemplate, o: { consumerTi
   return copy;
 }
 
+/**
+ * The default settle timeout: 900 s, or four times the least time the limiter lets `ops` operations start in (plus the
+ * faults, the re-runs and the redrive), whichever is longer. It only stops a run that would never settle.
+ */
+export function defaultTimeoutSeconds(ops: number, ratePerMinute: number): number {
+  return Math.max(900, Math.ceil((4 * ops * 60) / ratePerMinute));
+}
+
 export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const started = Date.now();
   const say = options.log ?? (() => undefined);
@@ -116,7 +124,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     env: options.env ?? 'dev',
     businessDate: options.businessDate ?? '2026-01-15',
     ratePerMinute: options.ratePerMinute ?? 1200,
-    consumerTimeoutSeconds: options.consumerTimeoutSeconds ?? 10,
+    consumerTimeoutSeconds: options.consumerTimeoutSeconds ?? 20,
     duplicateRate: options.duplicateRate ?? 0.05,
     producerReruns: options.producerReruns ?? 1,
     killRate: options.killRate ?? 0.03,
@@ -127,7 +135,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     stormShare: options.stormShare ?? 0.1,
     dynamoFaultRate: options.dynamoFaultRate ?? 0.02,
     poisonRate: options.poisonRate ?? 0.01,
-    timeoutSeconds: options.timeoutSeconds ?? 900,
+    timeoutSeconds: options.timeoutSeconds ?? defaultTimeoutSeconds(options.ops, options.ratePerMinute ?? 1200),
   };
   const dice = new Prng(options.seed);
   const dupDice = dice.fork('duplicates');

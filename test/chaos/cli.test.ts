@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { buildProgram } from '../../chaos/cli';
-import type { ChaosOptions } from '../../chaos/run';
+import { defaultTimeoutSeconds, type ChaosOptions } from '../../chaos/run';
 
 async function parse(args: string[]): Promise<{ options?: ChaosOptions | undefined; flags?: { json: boolean; report?: string }; error?: string }> {
   const out: { options?: ChaosOptions | undefined; flags?: { json: boolean; report?: string }; error?: string } = {};
@@ -28,7 +28,7 @@ describe('Function: buildProgram', () => {
       seed: 7,
       cwd: resolve(__dirname, '..', '..'),
       ratePerMinute: 1200,
-      consumerTimeoutSeconds: 10,
+      consumerTimeoutSeconds: 20,
       duplicateRate: 0.05,
       producerReruns: 1,
       killRate: 0.03,
@@ -39,7 +39,7 @@ describe('Function: buildProgram', () => {
       stormShare: 0.1,
       dynamoFaultRate: 0.02,
       poisonRate: 0.01,
-      timeoutSeconds: 900,
+      timeoutSeconds: undefined,
     });
   });
 
@@ -53,6 +53,12 @@ describe('Function: buildProgram', () => {
     const { error, options } = await parse(['--ops', '5', '--seed', '1', '--kill-rate', '2']);
     expect(options).toBeUndefined();
     expect(error).toBe('error: option \'--kill-rate <p>\' argument \'2\' is invalid. --kill-rate must be a probability between 0 and 1, got "2"');
+  });
+
+  it('scales the default settle timeout with the operations: 900 s, or 4x the paced minimum when longer', () => {
+    expect(defaultTimeoutSeconds(300, 1200)).toBe(900);
+    expect(defaultTimeoutSeconds(5000, 1200)).toBe(1000);
+    expect(defaultTimeoutSeconds(5000, 600)).toBe(2000);
   });
 
   it('writes the default report file when --report names none', async () => {

@@ -135,11 +135,11 @@ describe('Class: PacedJobsStack', () => {
       'maps the %s queue to its consumer with the batch settings, maxConcurrency equal to the reservation, and partial failures',
       (jobName) => {
         const job = prod.stack.jobs[jobName];
-        const concurrency = loadEnvironment('prod').jobs[jobName].concurrency;
+        const { concurrency, batchSize } = loadEnvironment('prod').jobs[jobName];
         prod.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
           EventSourceArn: arnOf(job.queue),
           FunctionName: refOf(job.consumer),
-          BatchSize: 10,
+          BatchSize: batchSize,
           MaximumBatchingWindowInSeconds: 5,
           ScalingConfig: { MaximumConcurrency: concurrency },
           FunctionResponseTypes: ['ReportBatchItemFailures'],

@@ -652,7 +652,7 @@ describe('Function: createConsumer', () => {
     });
 
     it('keeps back 5 s of the invocation for the last apply, or a quarter of a short invocation', async () => {
-      const acquire = jest.fn(async (_key: string, count: number) => ({ granted: count, startAtMs: Array(count).fill(0), waitMs: 0 }));
+      const acquire = jest.fn(async (_key: string, count: number, _options?: { maxWaitMs?: number }) => ({ granted: count, startAtMs: Array(count).fill(0), waitMs: 0 }));
       const handle = consumer({ limiter: { acquire }, pacing: { key: 'reserve', shortWaitMs: 60_000, lateToleranceMs: Number.MAX_SAFE_INTEGER } });
       await handle(sqsEvent(sqsRecord(body('reserve-1'))), lambdaContext(() => 60_000));
       await handle(sqsEvent(sqsRecord(body('reserve-2'))), lambdaContext(() => 10_000));

@@ -38,6 +38,9 @@ const appResources = (suffix: string, create: boolean): EnvironmentInput['appRes
   secrets: { providerApiKey: { secretName: `paced-jobs/${suffix}/provider-api-key` } },
 });
 
+// Batch sizes: a batch should start within the consumer's short wait for slots (10 s) at the job's rate, so one
+// invocation takes one block and defers nothing: 10 at 80 starts/min, 50 at 2400/min, 25 at 480/min. Larger batches
+// mean fewer invocations and SQS receives per job.
 const jobs = (providerBaseUrl: string): EnvironmentInput['jobs'] => ({
   'payment-reconciliation': {
     schedule: { cron: '0 2 * * ? *', timeZone: 'Europe/London' },
@@ -52,6 +55,7 @@ const jobs = (providerBaseUrl: string): EnvironmentInput['jobs'] => ({
   'stale-upload-cleanup': {
     schedule: { cron: '30 3 * * ? *', timeZone: 'UTC' },
     rateLimit: { starts: 3000, intervalSeconds: 60 },
+    batchSize: 50,
     uses: {
       tables: { uploads: { ref: 'uploads', access: 'readwrite' } },
       buckets: { uploads: { ref: 'uploads', access: 'readwrite' } },
@@ -60,6 +64,7 @@ const jobs = (providerBaseUrl: string): EnvironmentInput['jobs'] => ({
   'expired-session-cleanup': {
     schedule: { cron: '15 1 * * ? *', timeZone: 'UTC' },
     rateLimit: { starts: 600, intervalSeconds: 60 },
+    batchSize: 25,
     uses: {
       tables: {
         tenants: { ref: 'tenants', access: 'read' },

@@ -27,15 +27,11 @@ import type { RunCounts } from './perJob';
 import type { Architecture } from './prices';
 
 /**
- * The consumer applies a batch's records one after another, each at its rate-limit slot, and defers a record that
- * starts more than lateToleranceMs (at most 125 ms) after its slot. With slots packed closer than a record's apply time
- * (a huge rate: "pacing off" literally), record i of a batch starts i * applyTime after its slot, so most of every batch
- * is deferred and re-published: the run measures deferral churn, not the pipeline. Locally an apply takes ~40-100 ms
- * (dynalite, s3rver and the workers sharing 2 cores), so the bench paces each job at a spacing above that instead
- * (200 ms, burst 1, two consumer executions per job): no record misses its slot, and the counts are the pipeline's.
- * The local jobs/s is then bound by this pace, not by the emulators.
+ * Pacing is off by default: every job runs with `pacing: false` (no shared limiter, only the concurrency cap), so the
+ * counts are the pipeline's own and the local jobs/s is bound by the emulators, not by a quota. `--rate` paces every
+ * job at that many starts per minute instead, to see what the limiter adds.
  */
-export const DEFAULT_BENCH_RATE_PER_MINUTE = 300;
+export const DEFAULT_BENCH_RATE_PER_MINUTE: number | undefined = undefined;
 /** Consumer executions per job in the bench run (the template's MaximumConcurrency is 5 to 10). */
 export const DEFAULT_BENCH_CONSUMER_CONCURRENCY = 2;
 
@@ -54,7 +50,7 @@ export interface E2eOptions {
   env?: string;
   /** Demo data per job. */
   counts: SeedCounts;
-  /** Starts per minute per job key for the run (see DEFAULT_BENCH_RATE_PER_MINUTE). @default 300 */
+  /** Starts per minute per job key for the run; undefined runs with pacing off. @default undefined */
   ratePerMinute?: number;
   /** Event source MaximumConcurrency per job, overriding the template's (fewer workers contend less for 2 cores). @default 2 */
   consumerConcurrency?: number;
@@ -67,7 +63,8 @@ export interface E2eOptions {
 
 export interface E2eResult {
   counts: RunCounts;
-  ratePerMinute: number;
+  /** Undefined: pacing was off. */
+  ratePerMinute: number | undefined;
   consumerConcurrency: number;
   seconds: number;
   jobsPerSec: number;
@@ -101,7 +98,7 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
       resource.Properties.ScalingConfig = { MaximumConcurrency: consumerConcurrency };
     }
   }
-  const rate = { startsPerInterval: options.ratePerMinute ?? DEFAULT_BENCH_RATE_PER_MINUTE, intervalSeconds: 60, burst: 1 };
+  const ratePerMinute = options.ratePerMinute ?? DEFAULT_BENCH_RATE_PER_MINUTE;
 
   // The downstream answers at once and never throttles: the run measures the pipeline, not the provider's quota.
   const provider = new PaymentProvider({ startsPerWindow: 1_000_000_000, windowSeconds: 60, maxConcurrent: 10_000, latencyMs: 1 });
@@ -127,12 +124,13 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
         const next = { ...vars, AWS_ENDPOINT_URL_DYNAMODB: dynamoProxy.endpoint };
         if (!vars.JOB_SETTINGS) return next;
         const settings = JSON.parse(vars.JOB_SETTINGS) as JobRuntimeSettings;
-        settings.rateLimit = { ...rate };
+        if (ratePerMinute === undefined) settings.settings.pacing = false;
+        else settings.rateLimit = { startsPerInterval: ratePerMinute, intervalSeconds: 60, burst: 1 };
         if (settings.settings.providerBaseUrl !== undefined) settings.settings.providerBaseUrl = provider.endpoint;
         return { ...next, JOB_SETTINGS: JSON.stringify(settings) };
       },
     });
-    progress(`e2e: starting the local stack (each job paced at ${rate.startsPerInterval}/min, burst 1)`);
+    progress(`e2e: starting the local stack (${ratePerMinute === undefined ? 'pacing off' : `each job paced at ${ratePerMinute}/min, burst 1`})`);
     await stack.start();
     const started = stack;
     const jobs = jobViews(started.plan, started.mappings);
@@ -317,7 +315,7 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
       },
       scheduledRuns,
     };
-    return { counts, ratePerMinute: rate.startsPerInterval, consumerConcurrency, seconds, jobsPerSec: operations / Math.max(seconds, 1e-3), failedMessages, perJobName, dynamoRequests };
+    return { counts, ratePerMinute, consumerConcurrency, seconds, jobsPerSec: operations / Math.max(seconds, 1e-3), failedMessages, perJobName, dynamoRequests };
   } finally {
     await stack?.stop();
     await dynamoProxy.close();

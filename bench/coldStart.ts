@@ -2,9 +2,9 @@
 // cloud assembly), and the module-init time of a fresh `node` process loading it, against the same handler compiled
 // file by file (esbuild, no bundling) so only module resolution and loading differ, not TypeScript transpilation.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { delimiter, join, relative, resolve } from 'node:path';
 import { loadTemplate } from '../local/template';
 import { findStack } from '../local/assembly';
 
@@ -20,8 +20,13 @@ export interface BundleFigures {
   unbundledInitMsMedian: number;
   /** unbundled / bundled init time. */
   unbundledRatio: number;
-  /** The external @aws-sdk/* packages the bundle requires, loaded alone: the part of init the bundle does not own. */
+  /**
+   * The external modules the bundle requires (the runtime's @aws-sdk/* packages and the sdk-slim layer), loaded alone:
+   * the part of init the bundle itself does not own.
+   */
   sdkInitMsMedian: number;
+  /** The minified size of the layers' modules the function loads (sdk-slim), deployed once per stack. */
+  layerBytes: number;
   sdkPackages: string[];
   functions: string[];
   asset: string;
@@ -51,16 +56,17 @@ const median = (xs: number[]): number => {
 };
 
 /**
- * Milliseconds a fresh process spends in `require(file)`. NODE_PATH makes the project's @aws-sdk/* resolvable the way
- * the Lambda runtime provides it to a bundle that leaves the SDK external.
+ * Milliseconds a fresh process spends in `require(file)`. NODE_PATH makes the function's layers (their nodejs/node_modules,
+ * as Lambda mounts them under /opt) and then the project's @aws-sdk/* resolvable, the way the Lambda runtime provides them
+ * to a bundle that leaves them external.
  */
-export function measureInitMs(file: string, cwd: string, runs: number): number {
+export function measureInitMs(file: string, cwd: string, runs: number, layerModulePaths: string[] = []): number {
   const script = `const t=process.hrtime.bigint();require(${JSON.stringify(file)});process.stdout.write(String(Number(process.hrtime.bigint()-t)/1e6))`;
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
     const out = execFileSync(process.execPath, ['-e', script], {
       cwd,
-      env: { PATH: process.env.PATH, NODE_PATH: resolve(cwd, 'node_modules'), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+      env: { PATH: process.env.PATH, NODE_PATH: [...layerModulePaths, resolve(cwd, 'node_modules')].join(delimiter), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
       encoding: 'utf8',
     });
     times.push(Number(out));
@@ -100,14 +106,20 @@ export function runColdStartBench(options: ColdStartOptions): Record<'producer' 
   const artifact = findStack(assemblyDir, options.env ?? 'dev');
   if (!artifact) throw new ColdStartError(`no stack for env ${options.env ?? 'dev'} in ${assemblyDir}; run \`npx cdk synth\``);
   const template = loadTemplate(artifact.templateFile);
-  const byKind = new Map<'producer' | 'consumer', { asset: string; functions: string[] }>();
+  const byKind = new Map<'producer' | 'consumer', { asset: string; functions: string[]; layers: string[] }>();
+  /** A layer's nodejs/node_modules inside the assembly, from the function's Layers: [{ Ref }]. */
+  const layerModules = (layers: unknown): string[] =>
+    ((layers as { Ref?: string }[] | undefined) ?? []).flatMap((l) => {
+      const path = (template.Resources[l.Ref ?? '']?.Metadata as Record<string, unknown> | undefined)?.['aws:asset:path'];
+      return typeof path === 'string' ? [join(assemblyDir, path, 'nodejs', 'node_modules')] : [];
+    });
   for (const [logicalId, resource] of Object.entries(template.Resources)) {
     if (resource.Type !== 'AWS::Lambda::Function') continue;
     const assetPath = (resource.Metadata as Record<string, unknown> | undefined)?.['aws:asset:path'];
     const environment = ((resource.Properties as { Environment?: { Variables?: Record<string, unknown> } }).Environment?.Variables ?? {}) as Record<string, unknown>;
     if (typeof assetPath !== 'string' || environment.JOB_NAME === undefined) continue;
     const kind = handlerKind(environment);
-    const entry = byKind.get(kind) ?? { asset: join(assemblyDir, assetPath), functions: [] };
+    const entry = byKind.get(kind) ?? { asset: join(assemblyDir, assetPath), functions: [], layers: layerModules((resource.Properties as { Layers?: unknown }).Layers) };
     if (entry.asset !== join(assemblyDir, assetPath)) {
       throw new ColdStartError(`${kind} functions use different bundles (${relative(cwd, entry.asset)}, ${assetPath}); the bench expects one per handler`);
     }
@@ -122,18 +134,23 @@ export function runColdStartBench(options: ColdStartOptions): Record<'producer' 
       if (!entry) throw new ColdStartError(`no ${kind} function in the template`);
       const bundle = join(entry.asset, 'index.js');
       progress(`cold start: ${kind} bundle ${relative(cwd, bundle)}, ${runs} fresh processes each, bundled and unbundled`);
-      const initMsMedian = measureInitMs(bundle, cwd, runs);
+      const initMsMedian = measureInitMs(bundle, cwd, runs, entry.layers);
       const unbundledInitMsMedian = measureInitMs(join(unbundledDir, 'lambda', 'handlers', `${kind}.js`), cwd, runs);
-      const sdkPackages = [...new Set([...readFileSync(bundle, 'utf8').matchAll(/require\("(@aws-sdk\/[a-z0-9-]+)"\)/g)].map((m) => m[1]))].sort();
+      const sdkPackages = [...new Set([...readFileSync(bundle, 'utf8').matchAll(/require\("(@aws-sdk\/[a-z0-9-]+|sdk-slim)"\)/g)].map((m) => m[1]))].sort();
       const sdkOnly = join(unbundledDir, `${kind}-sdk-only.js`);
       writeFileSync(sdkOnly, sdkPackages.map((p) => `require(${JSON.stringify(p)});`).join('\n'));
-      const sdkInitMsMedian = measureInitMs(sdkOnly, cwd, runs);
+      const sdkInitMsMedian = measureInitMs(sdkOnly, cwd, runs, entry.layers);
+      const layerBytes = entry.layers
+        .flatMap((dir) => (existsSync(dir) ? readdirSync(dir).map((m) => join(dir, m, 'index.js')) : []))
+        .filter((f) => existsSync(f))
+        .reduce((n, f) => n + statSync(f).size, 0);
       result[kind] = {
         bytes: statSync(bundle).size,
         initMsMedian,
         unbundledInitMsMedian,
         unbundledRatio: unbundledInitMsMedian / initMsMedian,
         sdkInitMsMedian,
+        layerBytes,
         sdkPackages,
         functions: entry.functions,
         asset: relative(cwd, entry.asset),

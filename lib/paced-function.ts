@@ -8,6 +8,7 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { LAMBDA_MAX_TIMEOUT_SECONDS } from '../lambda/core/constants';
 import { acknowledge } from './nag';
+import { SDK_SLIM_MODULE, SDK_SLIM_PACKAGES, sdkSlimLayer } from './sdk-layer';
 import { assertNoProblems } from './props-error';
 
 /**
@@ -88,8 +89,9 @@ function assertLocalEsbuild(path: string): void {
 
 /**
  * A NodejsFunction with the project's shared settings: Node.js 22 on arm64, bundled locally by esbuild (minified,
- * with source maps, the AWS SDK left to the runtime), active tracing, an explicit log group with a set retention,
- * and its own role that starts with nothing but the right to write that log group.
+ * with source maps; the DynamoDB and SQS clients from the stack's sdk-slim layer, the rest of the AWS SDK left to the
+ * runtime), active tracing, an explicit log group with a set retention, and its own role that starts with nothing but
+ * the right to write that log group.
  */
 export class PacedFunction extends NodejsFunction {
   /** The function's own execution role; grant through it. */
@@ -130,6 +132,7 @@ export class PacedFunction extends NodejsFunction {
       // the consumer through deferral re-publishes (the message's attempt counter). Lambda's loop detection would
       // otherwise drop a legitimately deferred message after about 16 hops.
       recursiveLoop: lambda.RecursiveLoop.ALLOW,
+      layers: [sdkSlimLayer(scope, LAMBDA_RUNTIME, BUNDLE_TARGET)],
       environment: {
         ...props.environment,
         // Source maps are emitted below; Node applies them to stack traces only with this flag.
@@ -141,8 +144,10 @@ export class PacedFunction extends NodejsFunction {
         sourcesContent: false,
         target: BUNDLE_TARGET,
         format: OutputFormat.CJS,
-        // The Node.js 22 runtime ships AWS SDK v3; bundling it would only grow the package.
-        externalModules: ['@aws-sdk/*'],
+        // The Node.js 22 runtime ships AWS SDK v3; bundling it would only grow the package. The hot-path clients come
+        // from the sdk-slim layer instead (lib/sdk-layer.ts).
+        externalModules: ['@aws-sdk/*', SDK_SLIM_MODULE],
+        esbuildArgs: Object.fromEntries(SDK_SLIM_PACKAGES.map((p) => [`--alias:${p}`, SDK_SLIM_MODULE])),
         forceDockerBundling: false,
         logLevel: LogLevel.ERROR,
       },

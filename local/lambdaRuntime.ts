@@ -1,7 +1,7 @@
 // Compute emulation: runs a function's bundled asset (what `cdk deploy` uploads) in worker threads, one warm worker per
 // concurrent execution, with the function's environment, a Lambda-shaped context, its timeout and its concurrency cap.
 import { randomUUID } from 'node:crypto';
-import { dirname, resolve as resolvePath } from 'node:path';
+import { delimiter, dirname, join, resolve as resolvePath } from 'node:path';
 import { existsSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { createInterface } from 'node:readline';
@@ -13,6 +13,8 @@ export interface FunctionSpec {
   handler: string;
   /** Folder of the bundled asset (cdk.out/asset.<hash>). */
   codeDir: string;
+  /** Layer content folders (Lambda's /opt): each one's nodejs/node_modules joins the module path, first to last. */
+  layerDirs?: string[];
   environment: Record<string, string>;
   timeoutSeconds: number;
   /** Reserved concurrency; absent means the function shares the local unreserved cap. */
@@ -290,7 +292,7 @@ export class LocalFunction {
         functionName: this.spec.name,
         functionArn: this.spec.arn,
         memoryMb: this.spec.memoryMb ?? 128,
-        runtimeNodePath: RUNTIME_NODE_PATH,
+        runtimeNodePath: [...(this.spec.layerDirs ?? []).map((d) => join(d, 'nodejs', 'node_modules')), RUNTIME_NODE_PATH].join(delimiter),
       },
       resourceLimits: this.spec.memoryMb ? { maxOldGenerationSizeMb: Math.max(64, this.spec.memoryMb) } : undefined,
     });

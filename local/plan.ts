@@ -11,6 +11,7 @@ export const EMULATED_TYPES = [
   'AWS::SecretsManager::Secret',
   'AWS::Lambda::Function',
   'AWS::Lambda::EventSourceMapping',
+  'AWS::Lambda::LayerVersion',
   'AWS::Scheduler::Schedule',
   'AWS::Scheduler::ScheduleGroup',
 ] as const;
@@ -105,6 +106,15 @@ export interface PlannedFunction {
   timeoutSeconds: number;
   memoryMb: number;
   reservedConcurrency?: number;
+  /** The layers' ARNs, in the template's order (plan.layers has their assets); absent: none. */
+  layerArns?: string[];
+}
+
+/** A Lambda layer: its content's asset folder inside the cloud assembly. */
+export interface PlannedLayer {
+  logicalId: string;
+  arn: string;
+  assetPath?: string;
 }
 
 export interface PlannedMapping {
@@ -142,6 +152,7 @@ export interface StackPlan {
   buckets: PlannedBucket[];
   secrets: PlannedSecret[];
   functions: PlannedFunction[];
+  layers: PlannedLayer[];
   mappings: PlannedMapping[];
   schedules: PlannedSchedule[];
   /** Logical IDs skipped on purpose, with the reason. */
@@ -267,6 +278,11 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
         const name = str(prop(r, 'FunctionName', id)) ?? generatedName(stackName, id, 64);
         return { ref: name, attrs: { Arn: arn('lambda', `function:${name}`) } };
       }
+      case 'AWS::Lambda::LayerVersion': {
+        const name = str(prop(r, 'LayerName', id)) ?? generatedName(stackName, id, 64);
+        const layerArn = arn('lambda', `layer:${name}:1`);
+        return { ref: layerArn, attrs: { LayerVersionArn: layerArn } };
+      }
       case 'AWS::Lambda::EventSourceMapping':
         // Ref is the mapping's UUID; the local one is derived from the logical ID so it is stable across runs.
         return { ref: `local-${id}`, attrs: { Id: `local-${id}`, EventSourceMappingArn: arn('lambda', `event-source-mapping:local-${id}`) } };
@@ -303,7 +319,7 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
   ctx.conditions = evaluateConditions(template, ctx);
   const included = Object.entries(resources).filter(([, r]) => !r.Condition || ctx.conditions![r.Condition]);
 
-  const plan: StackPlan = { stackName, region, accountId, queues: [], tables: [], buckets: [], secrets: [], functions: [], mappings: [], schedules: [], ignored: [], outputs: {} };
+  const plan: StackPlan = { stackName, region, accountId, queues: [], tables: [], buckets: [], secrets: [], functions: [], layers: [], mappings: [], schedules: [], ignored: [], outputs: {} };
 
   for (const [id, r] of included) {
     if (r.Type in IGNORED_TYPES) {
@@ -357,9 +373,13 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
           timeoutSeconds: Number(props.Timeout ?? 3),
           memoryMb: Number(props.MemorySize ?? 128),
           reservedConcurrency: props.ReservedConcurrentExecutions === undefined ? undefined : Number(props.ReservedConcurrentExecutions),
+          layerArns: ((props.Layers as unknown[] | undefined) ?? []).map((l) => String(l)),
         });
         break;
       }
+      case 'AWS::Lambda::LayerVersion':
+        plan.layers.push({ logicalId: id, arn: me.ref, assetPath: str(r.Metadata?.['aws:asset:path']) });
+        break;
       case 'AWS::Lambda::EventSourceMapping': {
         const arnText = str(props.EventSourceArn) ?? '';
         if (!arnText.startsWith('arn:aws:sqs:')) {

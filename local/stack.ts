@@ -19,7 +19,7 @@ import { startLambdaApi } from './lambdaApi';
 import { SqsEventSourceMapping } from './eventSourceMapping';
 import { LocalScheduler } from './scheduler';
 import { startSchedulerApi } from './schedulerApi';
-import { PlannedFunction, PlannedSecret, PlannedTable, planStack, StackPlan } from './plan';
+import { PlannedFunction, PlannedLayer, PlannedSecret, PlannedTable, planStack, StackPlan } from './plan';
 import type { CloudFormationTemplate } from './template';
 
 export class ProvisioningError extends Error {
@@ -74,6 +74,23 @@ export interface Endpoints {
 }
 
 /** Finds a function's bundled code in the cloud assembly, the way `cdk deploy` finds what to upload. */
+/**
+ * A layer's content folder inside the cloud assembly, as Lambda mounts it at /opt: its `nodejs/node_modules` is on the
+ * function's module path.
+ * @throws ProvisioningError when the template has no such layer or its asset is missing
+ */
+export function layerDirectory(assemblyDir: string, layers: PlannedLayer[], arn: string, fn: PlannedFunction): string {
+  const layer = layers.find((l) => l.arn === arn);
+  const dir = layer?.assetPath ? join(assemblyDir, layer.assetPath) : undefined;
+  if (!dir || !existsSync(dir)) {
+    throw new ProvisioningError(
+      `function ${fn.logicalId} (${fn.name}): layer ${arn} ${layer ? `has no asset in ${assemblyDir}` : 'is not in the template'}; run \`npx cdk synth\``,
+      layer?.logicalId ?? fn.logicalId,
+    );
+  }
+  return dir;
+}
+
 export function assetDirectory(assemblyDir: string, fn: PlannedFunction): string {
   const candidates: string[] = [];
   if (fn.assetPath) candidates.push(join(assemblyDir, fn.assetPath));
@@ -316,6 +333,7 @@ export class LocalStack {
 
     for (const fn of plan.functions) {
       const codeDir = assetDirectory(this.options.assemblyDir, fn);
+      const layerDirs = (fn.layerArns ?? []).map((arn) => layerDirectory(this.options.assemblyDir, plan.layers, arn, fn));
       let environment = { ...fn.environment, ...this.baseEnvironment(fn) };
       if (this.options.environmentOverride) environment = this.options.environmentOverride(fn, environment);
       this.runtime.add({
@@ -323,6 +341,7 @@ export class LocalStack {
         arn: fn.arn,
         handler: fn.handler,
         codeDir,
+        layerDirs,
         environment,
         timeoutSeconds: fn.timeoutSeconds,
         memoryMb: fn.memoryMb,

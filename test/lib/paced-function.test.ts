@@ -113,15 +113,26 @@ describe('Class: PacedFunction', () => {
         });
       });
 
-      it('bundles locally with esbuild: minified, with a source map, and the AWS SDK left to the runtime', () => {
+      it('bundles locally with esbuild: minified, with a source map, the SQS client taken from the sdk-slim layer', () => {
         // The staged asset folder is named after the hash CDK puts in the S3 key.
         const s3Key = resourceOf(template, fn).Properties.Code.S3Key as string;
         const dir = path.join(app.outdir, `asset.${s3Key.replace(/\.zip$/, '')}`);
         expect(existsSync(path.join(dir, 'index.js.map'))).toBe(true);
         const code = readFileSync(path.join(dir, 'index.js'), 'utf8');
-        expect(code).toContain('require("@aws-sdk/client-sqs")');
+        expect(code).toContain('require("sdk-slim")');
+        expect(code).not.toContain('@aws-sdk/client-sqs');
         expect(code.split('\n').length).toBeLessThan(5);
         expect(code.length).toBeLessThan(5000);
+      });
+
+      it('attaches the stack\'s one sdk-slim layer, whose module is the tree-shaken client', () => {
+        template.resourceCountIs('AWS::Lambda::LayerVersion', 1);
+        const [layerId, layer] = Object.entries(template.findResources('AWS::Lambda::LayerVersion'))[0];
+        expect(resourceOf(template, fn).Properties.Layers).toEqual([{ Ref: layerId }]);
+        const dir = path.join(app.outdir, `asset.${(layer.Properties.Content.S3Key as string).replace(/\.zip$/, '')}`);
+        const built = require(path.join(dir, 'nodejs', 'node_modules', 'sdk-slim')) as Record<string, unknown>;
+        expect(typeof built.SQSClient).toBe('function');
+        expect(typeof built.DynamoDBClient).toBe('function');
       });
     });
   });

@@ -84,6 +84,16 @@ describe('Function: planStack', () => {
     expect(plan.outputs).toEqual({ QueueUrl: 'http://127.0.0.1:9/000000000000/Fixture-WorkQueue', TableName: 'items-Fixture' });
   });
 
+  it('plans a layer with its asset and gives each function the ARNs of the layers it lists', () => {
+    const withLayer = JSON.parse(JSON.stringify(template)) as typeof template;
+    withLayer.Resources.Slim = { Type: 'AWS::Lambda::LayerVersion', Properties: { Content: { S3Key: 'abc.zip' } }, Metadata: { 'aws:asset:path': 'asset.abc' } };
+    const consumer = withLayer.Resources.Consumer as { Properties: Record<string, unknown> };
+    consumer.Properties.Layers = [{ Ref: 'Slim' }];
+    const plan = planStack(withLayer, options);
+    expect(plan.layers).toEqual([{ logicalId: 'Slim', arn: 'arn:aws:lambda:eu-west-1:000000000000:layer:Fixture-Slim:1', assetPath: 'asset.abc' }]);
+    expect(plan.functions.find((f) => f.logicalId === 'Consumer')!.layerArns).toEqual(['arn:aws:lambda:eu-west-1:000000000000:layer:Fixture-Slim:1']);
+  });
+
   it('lists ignored resources without resolving their properties', () => {
     const plan = planStack(template, options);
     expect(plan.ignored.map((i) => `${i.logicalId}:${i.type}`).sort()).toEqual(['Alarm:AWS::CloudWatch::Alarm', 'ConsumerPolicy:AWS::IAM::Policy', 'ConsumerRole:AWS::IAM::Role']);

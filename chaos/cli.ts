@@ -43,6 +43,7 @@ export function buildProgram(run: (options: ChaosOptions | undefined, flags: { j
     .option('--drop-rate <p>', 'per provider request: held, then dropped without effect', rate('--drop-rate'), 0.01)
     .option('--storm-share <p>', 'share of the fault phase spent in 429 storms', rate('--storm-share'), 0.1)
     .option('--dynamo-fault-rate <p>', 'per DynamoDB request from the functions: throttling or internal error', rate('--dynamo-fault-rate'), 0.02)
+    .option('--dynamo-stall-rate <p>', 'per consumer claim or pre-check: the DynamoDB request stalls until the Lambda timeout', rate('--dynamo-stall-rate'), 0.002)
     .option('--poison-rate <p>', 'poison messages per operation (at least one)', rate('--poison-rate'), 0.01)
     .option('--timeout <s>', 'give up waiting for the run to settle after this long (default: 900 s, or 4x the paced minimum, ops / rate, if longer)', integer('--timeout', 10))
     .action(async function (this: Command, f) {
@@ -70,6 +71,7 @@ export function buildProgram(run: (options: ChaosOptions | undefined, flags: { j
           dropBeforeEffectRate: f.dropRate,
           stormShare: f.stormShare,
           dynamoFaultRate: f.dynamoFaultRate,
+          dynamoStallRate: f.dynamoStallRate,
           poisonRate: f.poisonRate,
           timeoutSeconds: f.timeout,
         },

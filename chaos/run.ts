@@ -52,6 +52,11 @@ export interface ChaosOptions {
   stormShare?: number;
   /** Per DynamoDB request from the functions: a throttling or internal error. @default 0.02 */
   dynamoFaultRate?: number;
+  /**
+   * Per consumer claim (PutItem) or pre-check (BatchGetItem): the request stalls, never answered, so the invocation
+   * runs into its Lambda timeout. @default 0.002
+   */
+  dynamoStallRate?: number;
   /** Poison messages per operation. @default 0.01 (at least 1) */
   poisonRate?: number;
   /** Give up waiting for each phase to settle after this long. @default defaultTimeoutSeconds(ops, ratePerMinute) */
@@ -134,6 +139,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     dropBeforeEffectRate: options.dropBeforeEffectRate ?? 0.01,
     stormShare: options.stormShare ?? 0.1,
     dynamoFaultRate: options.dynamoFaultRate ?? 0.02,
+    dynamoStallRate: options.dynamoStallRate ?? 0.002,
     poisonRate: options.poisonRate ?? 0.01,
     timeoutSeconds: options.timeoutSeconds ?? defaultTimeoutSeconds(options.ops, options.ratePerMinute ?? 1200),
   };
@@ -141,6 +147,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const dupDice = dice.fork('duplicates');
   const killDice = dice.fork('kills');
   const ddbDice = dice.fork('dynamodb');
+  const stallDice = dice.fork('stalls');
   const planDice = dice.fork('plan');
   const faults: Record<string, number> = {
     duplicatedMessages: 0,
@@ -154,6 +161,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     providerDropsBeforeEffect: 0,
     dynamoThrottles: 0,
     dynamoErrors: 0,
+    dynamoStalls: 0,
+    lambdaTimeouts: 0,
     poisonMessages: 0,
     dlqBeforeRedrive: 0,
     redriven: 0,
@@ -209,7 +218,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   let stack: LocalStack | undefined;
   const proxy = new DynamoFaultProxy({
     target: () => stack!.endpoints.dynamodb,
-    decide: (): DynamoFault | undefined => {
+    decide: (operation): DynamoFault | undefined => {
+      // Only the consumer claims (PutItem) and pre-checks (BatchGetItem): a stall there times out a consumer invocation,
+      // never the producer.
+      if (faultsOn && (operation === 'PutItem' || operation === 'BatchGetItem') && stallDice.chance(o.dynamoStallRate)) {
+        faults.dynamoStalls++;
+        return 'Stall';
+      }
       if (!faultsOn || !ddbDice.chance(o.dynamoFaultRate)) return undefined;
       const fault = ddbDice.pick(['ProvisionedThroughputExceededException', 'ThrottlingException', 'InternalServerError'] as const);
       if (fault === 'InternalServerError') faults.dynamoErrors++;
@@ -357,6 +372,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       dlqOperations: dlq.flatMap((m) => paymentIdOf(m.body) ?? []),
     });
     faults.dynamoRequestsForwarded = proxy.forwarded;
+    faults.lambdaTimeouts = stack.runtime.get(job.consumer.name).timeoutCount;
     return { ok: verdict.ok && settled, ops: options.ops, seed: options.seed, settled, durationMs: Date.now() - started, invariants: verdict.invariants, faultsInjected: faults };
   } finally {
     await stack.stop();

@@ -153,6 +153,7 @@ export class LocalFunction {
   private warming = 0;
   private peak = 0;
   private invocations = 0;
+  private timeouts = 0;
   private readonly asyncQueue: PendingAsync[] = [];
   private asyncScheduled = 0;
   private closed = false;
@@ -185,6 +186,11 @@ export class LocalFunction {
 
   get invocationCount(): number {
     return this.invocations;
+  }
+
+  /** Invocations stopped at their timeout. */
+  get timeoutCount(): number {
+    return this.timeouts;
   }
 
   /** Asynchronous events accepted but not yet finished (queued, running or waiting for a retry). */
@@ -347,6 +353,7 @@ export class LocalFunction {
       const timer = setTimeout(() => {
         cleanup();
         // The hard stop: the execution environment is destroyed mid-flight, whatever the handler was doing.
+        this.timeouts++;
         void worker.terminate();
         reject(new FunctionTimeoutError(this.spec.name, this.spec.timeoutSeconds));
       }, timeoutMs);

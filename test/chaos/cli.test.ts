@@ -38,6 +38,7 @@ describe('Function: buildProgram', () => {
       dropBeforeEffectRate: 0.01,
       stormShare: 0.1,
       dynamoFaultRate: 0.02,
+      dynamoStallRate: 0.002,
       poisonRate: 0.01,
       timeoutSeconds: undefined,
     });

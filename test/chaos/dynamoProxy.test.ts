@@ -44,6 +44,20 @@ describe('Class: DynamoFaultProxy', () => {
         { fault: 'InternalServerError', operation: 'ListTables' },
       ]);
     });
+
+    it('stalls a request: no answer at all, until the caller gives up (a Lambda timeout, in a run)', async () => {
+      next = 'Stall';
+      const abort = new AbortController();
+      let settled = false;
+      const pending = client.send(new ListTablesCommand({}), { abortSignal: abort.signal }).finally(() => (settled = true));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(settled).toBe(false);
+      abort.abort();
+      await expect(pending).rejects.toThrow(/abort/i);
+      expect(proxy.injected.at(-1)).toEqual({ fault: 'Stall', operation: 'ListTables' });
+      next = undefined;
+      expect((await client.send(new ListTablesCommand({}))).TableNames).toEqual([]);
+    });
   });
 });
 

@@ -465,7 +465,8 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     if (!('startAtMs' in slot)) return defer(message, { kind: 'paced', waitMs: slot.waitMs }, tally);
     const { startAtMs } = slot;
     // Short waits only (the block was bounded by shortWaitMs and the remaining time); each wait is one timer, no loop.
-    if (!(await waitForSlot(startAtMs, pacing.lateToleranceMs, pacing.clock))) {
+    // Pacing off: "now" is not a slot to be late for.
+    if (limiter !== undefined && !(await waitForSlot(startAtMs, pacing.lateToleranceMs, pacing.clock))) {
       // Starting now would bunch this start with the slots after it: give the slot up, unclaimed.
       logger.warn('woke too late for the rate-limit slot; deferring', { startAtMs, lateByMs: pacing.clock() - startAtMs });
       return defer(message, { kind: 'paced', waitMs: 0 }, tally);

@@ -435,7 +435,9 @@ describe('Function: createConsumer', () => {
       const counter = countDynamoCalls();
       let response;
       try {
-        response = await consumer({ limiter: undefined, pacing: { key: 'unpaced' } })(sqsEvent(...records), lambdaContext());
+        // A clock that moves 5 ms per read: with a slot to be late for, every record would be deferred as too late.
+        let t = Date.now();
+        response = await consumer({ limiter: undefined, pacing: { key: 'unpaced', clock: () => (t += 5) } })(sqsEvent(...records), lambdaContext());
       } finally {
         counter.stop();
       }
@@ -446,6 +448,7 @@ describe('Function: createConsumer', () => {
       expect(byTable(IDEMPOTENCY_TABLE)).toEqual(['BatchGetItemCommand', ...Array(10).fill('PutItemCommand'), ...Array(10).fill('UpdateItemCommand')]);
       expect(await batchItem('fake-job:2026-11-28:unpaced')).toMatchObject({ completed: 10 });
       expect(metricTotal('SlotsUnused')).toBe(0);
+      expect(metricTotal('Deferred')).toBe(0);
     });
   });
 

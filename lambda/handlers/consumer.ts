@@ -154,7 +154,7 @@ interface PreparedDeferral {
   settle: () => RecordOutcome;
 }
 
-/** What one invocation tells the adaptive rate. */
+/** One invocation's pacing state: its slots, and what it tells the adaptive rate. */
 interface Signals {
   throttles: number;
   successes: number;
@@ -220,6 +220,9 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     const sorted = [...applySamples].sort((a, b) => a - b);
     return sorted[Math.ceil(0.9 * sorted.length) - 1];
   };
+  /** The longest wait for a slot now: the short wait, bounded by the invocation's time left less its reserve. */
+  const maxWaitFor = (context: Context, signals: Signals): number =>
+    Math.max(0, Math.min(pacing.shortWaitMs, context.getRemainingTimeInMillis() - signals.reserveMs));
   /**
    * Slots this container can start on time in one block. Records run one after another, so when an apply takes longer
    * than the slot spacing, each later slot of a block is reached that much later; a slot reached past the late
@@ -445,7 +448,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     while (signals.slots.length > 0 && !usable(signals.slots[0])) signals.slots.shift();
     if (signals.slots.length > 0) return { startAtMs: signals.slots.shift() as number };
     const count = Math.max(1, Math.min(signals.runLeft + 1, usableBlock()));
-    const maxWaitMs = Math.max(0, Math.min(pacing.shortWaitMs, context.getRemainingTimeInMillis() - signals.reserveMs));
+    const maxWaitMs = maxWaitFor(context, signals);
     try {
       const acquired = await limiter.acquire(pacing.key, count, { maxWaitMs });
       if (acquired.granted === 0) return { waitMs: acquired.waitMs };
@@ -552,7 +555,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
       return plans;
     }
 
-    const maxWaitMs = Math.max(0, Math.min(pacing.shortWaitMs, context.getRemainingTimeInMillis() - signals.reserveMs));
+    const maxWaitMs = maxWaitFor(context, signals);
     const block = Math.min(due.length, usableBlock());
     let acquired;
     try {

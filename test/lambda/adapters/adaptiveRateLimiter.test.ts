@@ -1,10 +1,10 @@
-import { CreateTableCommand, DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { dynamoClient, resetClients } from '../../../lambda/adapters/clients';
 import { AdaptiveDynamoDbRateLimiter, rateItemKey } from '../../../lambda/adapters/adaptiveRateLimiter';
 import { RateLimiterError } from '../../../lambda/adapters/rateLimiter';
 import { maxInAnyWindow } from '../../../lambda/core/pacing/slidingWindow';
 import { LocalAws, startLocalAws } from '../../support/aws';
-import { countDynamoCalls } from '../handlers/harness';
+import { countDynamoCalls, createLimiterTable } from '../handlers/harness';
 
 const TABLE = 'adaptive-limiter-test';
 const T0 = 1_800_000_000_000;
@@ -20,16 +20,7 @@ describe('Class: AdaptiveDynamoDbRateLimiter', () => {
   beforeAll(async () => {
     aws = await startLocalAws();
     resetClients();
-    const ddb = new DynamoDBClient({});
-    await ddb.send(
-      new CreateTableCommand({
-        TableName: TABLE,
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-        BillingMode: 'PAY_PER_REQUEST',
-      }),
-    );
-    ddb.destroy();
+    await createLimiterTable(TABLE);
   });
 
   afterAll(async () => {

@@ -1,9 +1,10 @@
-import { ConditionalCheckFailedException, CreateTableCommand, DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { resetClients } from '../../../lambda/adapters/clients';
 import { DynamoDbRateLimiter, LimiterContentionError, RateLimiterError } from '../../../lambda/adapters/rateLimiter';
 import { maxInAnyWindow } from '../../../lambda/core/pacing/slidingWindow';
 import { sleep } from '../../../lambda/core/pacing/sleep';
 import { LocalAws, startLocalAws } from '../../support/aws';
+import { createLimiterTable } from '../handlers/harness';
 
 const TABLE = 'limiter-test';
 const limits = { startsPerInterval: 20, intervalMs: 1000 };
@@ -34,15 +35,8 @@ describe('Class: DynamoDbRateLimiter', () => {
   beforeAll(async () => {
     aws = await startLocalAws();
     resetClients();
+    await createLimiterTable(TABLE);
     ddb = new DynamoDBClient({});
-    await ddb.send(
-      new CreateTableCommand({
-        TableName: TABLE,
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-        BillingMode: 'PAY_PER_REQUEST',
-      }),
-    );
   });
 
   afterAll(async () => {

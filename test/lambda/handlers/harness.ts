@@ -6,37 +6,24 @@ import { dynamoClient } from '../../../lambda/adapters/clients';
 import type { JobRuntimeSettings } from '../../../lambda/core/constants';
 import { job as fakeJob } from '../../fixtures/jobs/fake-job';
 
-export async function createIdempotencyTable(name: string): Promise<void> {
+/** A PAY_PER_REQUEST table keyed as the stack keys it: a partition key and, when given, a sort key (both strings). */
+async function createTable(name: string, partitionKey: string, sortKey?: string): Promise<void> {
+  const keys = [{ name: partitionKey, type: 'HASH' as const }, ...(sortKey ? [{ name: sortKey, type: 'RANGE' as const }] : [])];
   const ddb = new DynamoDBClient({});
   await ddb.send(
     new CreateTableCommand({
       TableName: name,
-      AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
-      KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+      AttributeDefinitions: keys.map((k) => ({ AttributeName: k.name, AttributeType: 'S' })),
+      KeySchema: keys.map((k) => ({ AttributeName: k.name, KeyType: k.type })),
       BillingMode: 'PAY_PER_REQUEST',
     }),
   );
   ddb.destroy();
 }
 
-export async function createLedgerTable(name: string): Promise<void> {
-  const ddb = new DynamoDBClient({});
-  await ddb.send(
-    new CreateTableCommand({
-      TableName: name,
-      AttributeDefinitions: [
-        { AttributeName: 'pk', AttributeType: 'S' },
-        { AttributeName: 'sk', AttributeType: 'S' },
-      ],
-      KeySchema: [
-        { AttributeName: 'pk', KeyType: 'HASH' },
-        { AttributeName: 'sk', KeyType: 'RANGE' },
-      ],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
-  ddb.destroy();
-}
+export const createIdempotencyTable = (name: string): Promise<void> => createTable(name, 'id');
+
+export const createLedgerTable = (name: string): Promise<void> => createTable(name, 'pk', 'sk');
 
 export async function createQueue(name: string): Promise<string> {
   const sqs = new SQSClient({});
@@ -88,18 +75,7 @@ export function fakeSettings(overrides: Partial<JobRuntimeSettings> = {}): JobRu
 }
 
 /** The limiter table the stack creates: partition key `pk`, one item per downstream key. */
-export async function createLimiterTable(name: string): Promise<void> {
-  const ddb = new DynamoDBClient({});
-  await ddb.send(
-    new CreateTableCommand({
-      TableName: name,
-      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
-  ddb.destroy();
-}
+export const createLimiterTable = (name: string): Promise<void> => createTable(name, 'pk');
 
 /**
  * Records every request made through the container's shared DynamoDB client (which the ledger's document client, the

@@ -56,22 +56,22 @@ const median = (xs: number[]): number => {
 };
 
 /**
- * Milliseconds a fresh process spends in `require(file)`. NODE_PATH makes the function's layers (their nodejs/node_modules,
- * as Lambda mounts them under /opt) and then the project's @aws-sdk/* resolvable, the way the Lambda runtime provides them
- * to a bundle that leaves them external.
+ * Runs `script` in a fresh node process and returns its stdout. NODE_PATH makes the function's layers (their
+ * nodejs/node_modules, as Lambda mounts them under /opt) and then the project's @aws-sdk/* resolvable, the way the Lambda
+ * runtime provides them to a bundle that leaves them external.
  */
+function runFresh(script: string, cwd: string, layerModulePaths: string[]): string {
+  return execFileSync(process.execPath, ['-e', script], {
+    cwd,
+    env: { PATH: process.env.PATH, NODE_PATH: [...layerModulePaths, resolve(cwd, 'node_modules')].join(delimiter), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    encoding: 'utf8',
+  });
+}
+
+/** Milliseconds a fresh process spends in `require(file)`, median of `runs` processes. */
 export function measureInitMs(file: string, cwd: string, runs: number, layerModulePaths: string[] = []): number {
   const script = `const t=process.hrtime.bigint();require(${JSON.stringify(file)});process.stdout.write(String(Number(process.hrtime.bigint()-t)/1e6))`;
-  const times: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const out = execFileSync(process.execPath, ['-e', script], {
-      cwd,
-      env: { PATH: process.env.PATH, NODE_PATH: [...layerModulePaths, resolve(cwd, 'node_modules')].join(delimiter), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-      encoding: 'utf8',
-    });
-    times.push(Number(out));
-  }
-  return median(times);
+  return median(Array.from({ length: runs }, () => Number(runFresh(script, cwd, layerModulePaths))));
 }
 
 /** The external packages (sdk-slim, @aws-sdk/*) that requiring `file` in a fresh process loads, read off its module cache. */
@@ -81,12 +81,7 @@ export function externalsLoadedAtInit(file: string, cwd: string, layerModulePath
     "for(const k of Object.keys(require.cache)){const p=k.split(require('path').sep);const i=p.lastIndexOf('node_modules');" +
     "if(i<0)continue;if(p[i+1]==='sdk-slim')names.add('sdk-slim');else if(p[i+1]==='@aws-sdk')names.add('@aws-sdk/'+p[i+2]);}" +
     'process.stdout.write(JSON.stringify([...names]))';
-  const out = execFileSync(process.execPath, ['-e', script], {
-    cwd,
-    env: { PATH: process.env.PATH, NODE_PATH: [...layerModulePaths, resolve(cwd, 'node_modules')].join(delimiter), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-    encoding: 'utf8',
-  });
-  return JSON.parse(out) as string[];
+  return JSON.parse(runFresh(script, cwd, layerModulePaths)) as string[];
 }
 
 /** Handler kind by the environment the stack gives it: consumers have an idempotency table, producers do not. */

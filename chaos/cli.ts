@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { runChaos, type ChaosOptions, type ChaosResult } from './run';
+import { CHAOS_DEFAULTS, runChaos, type ChaosOptions, type ChaosResult } from './run';
 import { formatMarkdown, formatText } from './report';
 
 const integer = (flag: string, min: number) => (value: string): number => {
@@ -32,19 +32,19 @@ export function buildProgram(run: (options: ChaosOptions | undefined, flags: { j
     .option('--seed <n>', 'seed of every injection decision (required to run)', integer('--seed', 0))
     .option('--json', 'print one JSON document on stdout', false)
     .option('--report [file]', `write a markdown summary of the run (default ${DEFAULT_REPORT_FILE}); alone, of the last run`)
-    .option('--rate <n>', 'the payment job\'s starts per minute for this run', integer('--rate', 1), 1200)
-    .option('--consumer-timeout <s>', 'the consumer\'s Lambda timeout locally, seconds', integer('--consumer-timeout', 3), 20)
-    .option('--duplicate-rate <p>', 'per published message: re-send 1-3 copies', rate('--duplicate-rate'), 0.05)
-    .option('--producer-reruns <n>', 'producer re-runs of the same business date', integer('--producer-reruns', 0), 1)
-    .option('--kill-rate <p>', 'per consumer invocation: kill the worker at a random point', rate('--kill-rate'), 0.03)
-    .option('--provider-error-rate <p>', 'per provider request: 5xx before the effect', rate('--provider-error-rate'), 0.03)
-    .option('--slow-rate <p>', 'per provider request: 100-800 ms extra latency', rate('--slow-rate'), 0.05)
-    .option('--hang-rate <p>', 'per provider request: effect applied, answer held past the caller\'s timeout', rate('--hang-rate'), 0.02)
-    .option('--drop-rate <p>', 'per provider request: held, then dropped without effect', rate('--drop-rate'), 0.01)
-    .option('--storm-share <p>', 'share of the fault phase spent in 429 storms', rate('--storm-share'), 0.1)
-    .option('--dynamo-fault-rate <p>', 'per DynamoDB request from the functions: throttling or internal error', rate('--dynamo-fault-rate'), 0.02)
-    .option('--dynamo-stall-rate <p>', 'per consumer claim or pre-check: the DynamoDB request stalls until the Lambda timeout', rate('--dynamo-stall-rate'), 0.002)
-    .option('--poison-rate <p>', 'poison messages per operation (at least one)', rate('--poison-rate'), 0.01)
+    .option('--rate <n>', 'the payment job\'s starts per minute for this run', integer('--rate', 1), CHAOS_DEFAULTS.ratePerMinute)
+    .option('--consumer-timeout <s>', 'the consumer\'s Lambda timeout locally, seconds', integer('--consumer-timeout', 3), CHAOS_DEFAULTS.consumerTimeoutSeconds)
+    .option('--duplicate-rate <p>', 'per published message: re-send 1-3 copies', rate('--duplicate-rate'), CHAOS_DEFAULTS.duplicateRate)
+    .option('--producer-reruns <n>', 'producer re-runs of the same business date', integer('--producer-reruns', 0), CHAOS_DEFAULTS.producerReruns)
+    .option('--kill-rate <p>', 'per consumer invocation: kill the worker at a random point', rate('--kill-rate'), CHAOS_DEFAULTS.killRate)
+    .option('--provider-error-rate <p>', 'per provider request: 5xx before the effect', rate('--provider-error-rate'), CHAOS_DEFAULTS.providerErrorRate)
+    .option('--slow-rate <p>', 'per provider request: 100-800 ms extra latency', rate('--slow-rate'), CHAOS_DEFAULTS.slowRate)
+    .option('--hang-rate <p>', 'per provider request: effect applied, answer held past the caller\'s timeout', rate('--hang-rate'), CHAOS_DEFAULTS.hangAfterEffectRate)
+    .option('--drop-rate <p>', 'per provider request: held, then dropped without effect', rate('--drop-rate'), CHAOS_DEFAULTS.dropBeforeEffectRate)
+    .option('--storm-share <p>', 'share of the fault phase spent in 429 storms', rate('--storm-share'), CHAOS_DEFAULTS.stormShare)
+    .option('--dynamo-fault-rate <p>', 'per DynamoDB request from the functions: throttling or internal error', rate('--dynamo-fault-rate'), CHAOS_DEFAULTS.dynamoFaultRate)
+    .option('--dynamo-stall-rate <p>', 'per consumer claim or pre-check: the DynamoDB request stalls until the Lambda timeout', rate('--dynamo-stall-rate'), CHAOS_DEFAULTS.dynamoStallRate)
+    .option('--poison-rate <p>', 'poison messages per operation (at least one)', rate('--poison-rate'), CHAOS_DEFAULTS.poisonRate)
     .option('--timeout <s>', 'give up waiting for the run to settle after this long (default: 900 s, or 4x the paced minimum, ops / rate, if longer)', integer('--timeout', 10))
     .action(async function (this: Command, f) {
       const report = f.report === true ? DEFAULT_REPORT_FILE : (f.report as string | undefined);

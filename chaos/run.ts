@@ -113,6 +113,32 @@ export function retimeTemplate(template: CloudFormationTemplate, o: { consumerTi
   return copy;
 }
 
+/** Every default of ChaosOptions but the settle timeout (which depends on the run): the CLI shows these too. */
+export const CHAOS_DEFAULTS = {
+  env: 'dev',
+  businessDate: '2026-01-15',
+  ratePerMinute: 1200,
+  consumerTimeoutSeconds: 20,
+  duplicateRate: 0.05,
+  producerReruns: 1,
+  killRate: 0.03,
+  providerErrorRate: 0.03,
+  slowRate: 0.05,
+  hangAfterEffectRate: 0.02,
+  dropBeforeEffectRate: 0.01,
+  stormShare: 0.1,
+  dynamoFaultRate: 0.02,
+  dynamoStallRate: 0.002,
+  poisonRate: 0.01,
+};
+
+/** `defaults`, with every value `given` sets (undefined leaves the default). */
+function withDefaults<T extends object>(defaults: T, given: Partial<T>): T {
+  const out = { ...defaults };
+  for (const key of Object.keys(defaults) as (keyof T)[]) if (given[key] !== undefined) out[key] = given[key] as T[keyof T];
+  return out;
+}
+
 /**
  * The default settle timeout: 900 s, or four times the least time the limiter lets `ops` operations start in (plus the
  * faults, the re-runs and the redrive), whichever is longer. It only stops a run that would never settle.
@@ -126,22 +152,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const say = options.log ?? (() => undefined);
   const cwd = resolve(options.cwd);
   const o = {
-    env: options.env ?? 'dev',
-    businessDate: options.businessDate ?? '2026-01-15',
-    ratePerMinute: options.ratePerMinute ?? 1200,
-    consumerTimeoutSeconds: options.consumerTimeoutSeconds ?? 20,
-    duplicateRate: options.duplicateRate ?? 0.05,
-    producerReruns: options.producerReruns ?? 1,
-    killRate: options.killRate ?? 0.03,
-    providerErrorRate: options.providerErrorRate ?? 0.03,
-    slowRate: options.slowRate ?? 0.05,
-    hangAfterEffectRate: options.hangAfterEffectRate ?? 0.02,
-    dropBeforeEffectRate: options.dropBeforeEffectRate ?? 0.01,
-    stormShare: options.stormShare ?? 0.1,
-    dynamoFaultRate: options.dynamoFaultRate ?? 0.02,
-    dynamoStallRate: options.dynamoStallRate ?? 0.002,
-    poisonRate: options.poisonRate ?? 0.01,
-    timeoutSeconds: options.timeoutSeconds ?? defaultTimeoutSeconds(options.ops, options.ratePerMinute ?? 1200),
+    ...withDefaults(CHAOS_DEFAULTS, options),
+    timeoutSeconds: options.timeoutSeconds ?? defaultTimeoutSeconds(options.ops, options.ratePerMinute ?? CHAOS_DEFAULTS.ratePerMinute),
   };
   const dice = new Prng(options.seed);
   const dupDice = dice.fork('duplicates');

@@ -65,24 +65,17 @@ export async function admission(ctx: CommandContext, command: AdmissionCommand, 
   const schedules = await Promise.all(jobs.map((j) => scheduler.send(new GetScheduleCommand({ Name: j.scheduleName }))));
   const mappings = await Promise.all(jobs.map((j) => lambda.send(new GetEventSourceMappingCommand({ UUID: j.eventSourceMappingUuid }))));
 
-  const scheduleSteps: AdmissionStep[] = jobs.map((j, i) => ({
-    job: j.job,
-    kind: 'schedule',
-    target: j.scheduleName,
-    before: schedules[i].State ?? 'UNKNOWN',
-    desired: SCHEDULE[command],
-    needed: schedules[i].State !== SCHEDULE[command],
+  const step = (job: string, kind: AdmissionStep['kind'], target: string, state: string | undefined, desired: string): AdmissionStep => ({
+    job,
+    kind,
+    target,
+    before: state ?? 'UNKNOWN',
+    desired,
+    needed: state !== desired,
     applied: false,
-  }));
-  const mappingSteps: AdmissionStep[] = jobs.map((j, i) => ({
-    job: j.job,
-    kind: 'event-source-mapping',
-    target: j.eventSourceMappingUuid,
-    before: mappings[i].State ?? 'UNKNOWN',
-    desired: MAPPING[command],
-    needed: mappings[i].State !== MAPPING[command],
-    applied: false,
-  }));
+  });
+  const scheduleSteps = jobs.map((j, i) => step(j.job, 'schedule', j.scheduleName, schedules[i].State, SCHEDULE[command]));
+  const mappingSteps = jobs.map((j, i) => step(j.job, 'event-source-mapping', j.eventSourceMappingUuid, mappings[i].State, MAPPING[command]));
   // Across all selected jobs: every schedule stops before any consumer does (pause), every consumer runs before any
   // schedule fires again (resume).
   const steps = command === 'pause' ? [...scheduleSteps, ...mappingSteps] : [...mappingSteps, ...scheduleSteps];

@@ -26,12 +26,6 @@ import { actionOf, DYNAMO_READ_ACTIONS, DYNAMO_WRITE_ACTIONS, startCountingProxy
 import type { RunCounts } from './perJob';
 import type { Architecture } from './prices';
 
-/**
- * Pacing is off by default: every job runs with `pacing: false` (no shared limiter, only the concurrency cap), so the
- * counts are the pipeline's own and the local jobs/s is bound by the emulators, not by a quota. `--rate` paces every
- * job at that many starts per minute instead, to see what the limiter adds.
- */
-export const DEFAULT_BENCH_RATE_PER_MINUTE: number | undefined = undefined;
 /** Consumer executions per job in the bench run (the template's MaximumConcurrency is 5 to 10). */
 export const DEFAULT_BENCH_CONSUMER_CONCURRENCY = 2;
 
@@ -50,7 +44,11 @@ export interface E2eOptions {
   env?: string;
   /** Demo data per job. */
   counts: SeedCounts;
-  /** Starts per minute per job key for the run; undefined runs with pacing off. @default undefined */
+  /**
+   * Starts per minute per job key for the run, to see what the limiter adds. Undefined (the default): every job runs
+   * with `pacing: false` (no shared limiter, only the concurrency cap), so the counts are the pipeline's own and the
+   * local jobs/s is bound by the emulators, not by a quota.
+   */
   ratePerMinute?: number;
   /** Event source MaximumConcurrency per job, overriding the template's (fewer workers contend less for 2 cores). @default 2 */
   consumerConcurrency?: number;
@@ -98,7 +96,7 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
       resource.Properties.ScalingConfig = { MaximumConcurrency: consumerConcurrency };
     }
   }
-  const ratePerMinute = options.ratePerMinute ?? DEFAULT_BENCH_RATE_PER_MINUTE;
+  const { ratePerMinute } = options;
 
   // The downstream answers at once and never throttles: the run measures the pipeline, not the provider's quota.
   const provider = new PaymentProvider({ startsPerWindow: 1_000_000_000, windowSeconds: 60, maxConcurrent: 10_000, latencyMs: 1 });

@@ -4,7 +4,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { formatTable } from '../local/report';
 import { runColdStartBench, BUNDLE_BYTES_GOAL, INIT_MS_GOAL, type BundleFigures } from './coldStart';
-import { DEFAULT_BENCH_CONSUMER_CONCURRENCY, DEFAULT_BENCH_RATE_PER_MINUTE, measureEmulatorCeiling, runE2eBench, type EmulatorCeiling, type E2eResult } from './e2e';
+import { DEFAULT_BENCH_CONSUMER_CONCURRENCY, measureEmulatorCeiling, runE2eBench, type EmulatorCeiling, type E2eResult } from './e2e';
 import { batchedFigures, checkGoals, naiveFigures, type DesignFigures, type GoalCheck } from './perJob';
 import { US_EAST_1_PRICES } from './prices';
 import { runProducerBench, type ProducerBenchResult } from './producer';
@@ -22,7 +22,7 @@ export interface BenchOptions {
   initRuns: number;
   ceilingMessages: number;
   timeoutSeconds: number;
-  /** @default DEFAULT_BENCH_RATE_PER_MINUTE */
+  /** Pace every job at this rate; undefined (the default): pacing off. */
   ratePerMinute?: number;
   /** @default DEFAULT_BENCH_CONSUMER_CONCURRENCY */
   consumerConcurrency?: number;
@@ -171,7 +171,7 @@ export function buildProgram(): Command {
     .option('--payments <n>', 'payments seeded for the local run', positiveInt('--payments'), 400)
     .option('--uploads <n>', 'uploads seeded for the local run', positiveInt('--uploads'), 400)
     .option('--tenants <n>', 'tenants seeded for the local run (3 expired sessions each)', positiveInt('--tenants'), 150)
-    .option('--rate <perMinute>', 'pace every job at this many starts per minute in the local run (default: pacing off)', positiveInt('--rate'), DEFAULT_BENCH_RATE_PER_MINUTE)
+    .option('--rate <perMinute>', 'pace every job at this many starts per minute in the local run (default: pacing off)', positiveInt('--rate'))
     .option('--consumer-concurrency <n>', 'consumer executions per job in the local run', positiveInt('--consumer-concurrency'), DEFAULT_BENCH_CONSUMER_CONCURRENCY)
     .option('--init-runs <n>', 'fresh processes per cold-init median', positiveInt('--init-runs'), 7)
     .option('--ceiling-messages <n>', 'messages and writes for the emulator ceiling', positiveInt('--ceiling-messages'), 5000)

@@ -37,8 +37,10 @@ export const messageSchema = z.strictObject({
   enqueuedAt: isoTimestamp,
   /** When the operation was first published; unchanged by deferrals, so the true job age survives re-publishing. */
   firstEnqueuedAt: isoTimestamp.optional(),
-  /** Deferrals so far (throttling), not SQS receives. @default 0 */
+  /** Failure-driven deferrals so far (the downstream throttled), not SQS receives: what the deferral budget counts. @default 0 */
   attempt: z.number().int().min(0).max(10000).optional(),
+  /** Deferrals while waiting for a rate-limit slot: the fleet waiting its turn, never counted against the budget. @default 0 */
+  pacedDeferrals: z.number().int().min(0).max(1_000_000).optional(),
   /**
    * Not to run before this time. SQS delays a message by at most 900 s, so a longer deferral is a chain of re-publishes
    * carrying this field; the consumer defers again, without claiming, until it has passed.

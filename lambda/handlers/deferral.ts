@@ -4,10 +4,12 @@
 // count and never reaches the DLQ through maxReceiveCount. The budget below is what stops an operation from being
 // deferred for ever: past it, the message goes to the DLQ with a reason that says which limit it hit.
 //
-// The budget is a count of deferrals. A throttle's backoff grows with the count (up to 900 s per deferral), so for a
-// downstream that keeps refusing, the default 100 covers about a day. A paced deferral's does not grow past the limiter's
-// own wait plus a bounded spread: pacing is the fleet waiting its turn, not a failure, and a delay that grew with the
-// count would leave a backlog asleep while slots go unused. An age limit (since firstEnqueuedAt)
+// The budget is a count of failure-driven deferrals: the downstream answered 429/503. A throttle's backoff grows with
+// the count (up to 900 s per deferral), so for a downstream that keeps refusing, the default 100 covers about a day. A
+// paced deferral (no rate-limit slot soon enough) never spends the budget: pacing is the fleet waiting its turn, not a
+// failure, and a backlog of hours would otherwise exhaust any budget by waiting alone. Its delay does not grow past the
+// limiter's own wait plus a bounded spread, since a delay that grew with the count would leave a backlog asleep while
+// slots go unused. An age limit (since firstEnqueuedAt)
 // is available but off by default, because a redriven message keeps its first enqueue time and would be dead-lettered
 // again at its first deferral.
 import { SQS_MAX_DELAY_SECONDS } from '../core/constants';
@@ -25,8 +27,10 @@ export type DeferralCause =
 
 export interface DeferralInput {
   cause: DeferralCause;
-  /** Deferrals this operation has already had (the message's `attempt`). */
+  /** Failure-driven deferrals this operation has already had (the message's `attempt`): what the budget counts. */
   attempt: number;
+  /** Paced deferrals it has already had (the message's `pacedDeferrals`): they only spread the next paced delay. @default 0 */
+  pacedDeferrals?: number;
   /** When the operation was first published (epoch ms): the age budget is measured from it. */
   firstEnqueuedAtMs: number;
   /** Epoch ms. */
@@ -46,7 +50,10 @@ export type DeferralDecision =
 export type DeferralPolicy = (input: DeferralInput) => DeferralDecision;
 
 export interface DeferralPolicyOptions {
-  /** Deferrals (all causes) before the operation is dead-lettered as a terminal failure. At most 10000. @default 100 */
+  /**
+   * Failure-driven deferrals (throttled) before the operation is dead-lettered as a terminal failure; paced deferrals
+   * do not count. At most 10000. @default 100
+   */
   maxDeferrals?: number;
   /**
    * Age since first enqueue past which the operation is dead-lettered instead of deferred again. Applies to redriven
@@ -56,7 +63,7 @@ export interface DeferralPolicyOptions {
   /** Full-jitter backoff for a throttle without a usable Retry-After. @default { baseMs: 2000, capMs: 900000 } */
   backoff?: { baseMs: number; capMs: number };
   /**
-   * A paced deferral waits the limiter's hint plus a full-jitter spread that grows with the attempt up to this cap, so
+   * A paced deferral waits the limiter's hint plus a full-jitter spread that grows with its paced deferrals up to this cap, so
    * the records of a backlog refused together do not come back together, and a long backlog is not re-read every few
    * seconds. @default 60000
    */
@@ -119,7 +126,7 @@ export function createDeferralPolicy(options: DeferralPolicyOptions = {}): Defer
   // Validates the backoff options once, here, rather than on the first throttle.
   backoffMs(0, backoff, () => 0);
 
-  return ({ cause, attempt, firstEnqueuedAtMs, nowMs }) => {
+  return ({ cause, attempt, pacedDeferrals = 0, firstEnqueuedAtMs, nowMs }) => {
     const ageMs = nowMs - firstEnqueuedAtMs;
     if (maxAgeSeconds !== undefined && ageMs > maxAgeSeconds * 1000) {
       return {
@@ -127,7 +134,7 @@ export function createDeferralPolicy(options: DeferralPolicyOptions = {}): Defer
         reason: `deferral budget exhausted: first enqueued ${Math.floor(ageMs / 1000)} s ago, over the ${maxAgeSeconds} s limit (${describe(cause)})`,
       };
     }
-    if (cause.kind !== 'not-before' && attempt >= maxDeferrals) {
+    if (cause.kind === 'throttled' && attempt >= maxDeferrals) {
       return { action: 'dead-letter', reason: `deferral budget exhausted: ${attempt} deferrals, the limit is ${maxDeferrals} (${describe(cause)})` };
     }
     let waitMs: number;
@@ -138,7 +145,7 @@ export function createDeferralPolicy(options: DeferralPolicyOptions = {}): Defer
     } else if (cause.kind === 'throttled' && cause.error.retryAfterMs !== undefined) {
       waitMs = cause.error.retryAfterMs;
     } else if (cause.kind === 'paced') {
-      waitMs = Math.max(0, cause.waitMs) + backoffMs(attempt, { baseMs: backoff.baseMs, capMs: pacedSpreadCapMs }, random);
+      waitMs = Math.max(0, cause.waitMs) + backoffMs(pacedDeferrals, { baseMs: backoff.baseMs, capMs: pacedSpreadCapMs }, random);
     } else {
       waitMs = backoffMs(attempt, backoff, random);
     }

@@ -4,8 +4,8 @@ import { createDeferralPolicy, DeferralPolicyError, type DeferralInput } from '.
 const NOW = Date.parse('2026-11-29T02:00:00.000Z');
 
 /** A fresh operation (first enqueued a minute ago) at the given attempt. */
-function input(cause: DeferralInput['cause'], attempt = 0, ageMs = 60_000): DeferralInput {
-  return { cause, attempt, firstEnqueuedAtMs: NOW - ageMs, nowMs: NOW };
+function input(cause: DeferralInput['cause'], attempt = 0, ageMs = 60_000, pacedDeferrals = 0): DeferralInput {
+  return { cause, attempt, pacedDeferrals, firstEnqueuedAtMs: NOW - ageMs, nowMs: NOW };
 }
 
 describe('Function: createDeferralPolicy', () => {
@@ -43,20 +43,22 @@ describe('Function: createDeferralPolicy', () => {
   });
 
   describe('Method: policy (paced)', () => {
-    it('waits for the limiter hint plus jittered backoff on the attempt', () => {
+    it('waits for the limiter hint plus jittered backoff on its paced deferrals', () => {
       const policy = createDeferralPolicy({ random: () => 0.5, backoff });
-      // 3200 ms hint + 0.5 * 2000 ms = 4200 ms -> 5 s; at attempt 2: 3200 + 0.5 * 8000 = 7200 ms -> 8 s.
+      // 3200 ms hint + 0.5 * 2000 ms = 4200 ms -> 5 s; after 2 paced deferrals: 3200 + 0.5 * 8000 = 7200 ms -> 8 s.
       expect(policy(input({ kind: 'paced', waitMs: 3200 }))).toEqual({ action: 'defer', delaySeconds: 5 });
-      expect(policy(input({ kind: 'paced', waitMs: 3200 }, 2))).toEqual({ action: 'defer', delaySeconds: 8 });
+      expect(policy(input({ kind: 'paced', waitMs: 3200 }, 0, 60_000, 2))).toEqual({ action: 'defer', delaySeconds: 8 });
+      // Failure-driven attempts do not spread a paced wait.
+      expect(policy(input({ kind: 'paced', waitMs: 3200 }, 2))).toEqual({ action: 'defer', delaySeconds: 5 });
     });
 
     it('follows the limiter hint however many deferrals came before: the spread stops growing at its cap', () => {
       const policy = createDeferralPolicy({ random: () => 0.999, backoff });
       // A throttle at attempt 12 may wait up to 900 s; a paced deferral waits its hint plus under 60 s.
       expect(policy(input({ kind: 'throttled', error: new ThrottledError('503') }, 12))).toEqual({ action: 'defer', delaySeconds: 900 });
-      expect(policy(input({ kind: 'paced', waitMs: 4000 }, 12))).toEqual({ action: 'defer', delaySeconds: 64 });
+      expect(policy(input({ kind: 'paced', waitMs: 4000 }, 0, 60_000, 12))).toEqual({ action: 'defer', delaySeconds: 64 });
       const tight = createDeferralPolicy({ random: () => 0.999, backoff, pacedSpreadCapMs: 5000 });
-      expect(tight(input({ kind: 'paced', waitMs: 4000 }, 12))).toEqual({ action: 'defer', delaySeconds: 9 });
+      expect(tight(input({ kind: 'paced', waitMs: 4000 }, 0, 60_000, 12))).toEqual({ action: 'defer', delaySeconds: 9 });
     });
   });
 
@@ -81,10 +83,14 @@ describe('Function: createDeferralPolicy', () => {
         action: 'dead-letter',
         reason: 'deferral budget exhausted: 3 deferrals, the limit is 3 (throttled: downstream throttled)',
       });
-      expect(policy(input({ kind: 'paced', waitMs: 1500 }, 3))).toEqual({
-        action: 'dead-letter',
-        reason: 'deferral budget exhausted: 3 deferrals, the limit is 3 (no rate-limit slot within the short wait (next in 1500 ms))',
-      });
+    });
+
+    it('never spends the budget on a slot deferral: waiting for the fleet\'s turn is not a failure', () => {
+      // 3 failure-driven deferrals already spent the budget of 3, yet a slot deferral still defers, however many came before.
+      expect(policy(input({ kind: 'paced', waitMs: 1500 }, 3))).toEqual({ action: 'defer', delaySeconds: 3 });
+      expect(policy(input({ kind: 'paced', waitMs: 1500 }, 0, 60_000, 5000)).action).toBe('defer');
+      // ... while the next throttle is dead-lettered.
+      expect(policy(input({ kind: 'throttled', error: new ThrottledError('429') }, 3)).action).toBe('dead-letter');
     });
 
     it('dead-letters an operation older than the age limit, chained or not', () => {
@@ -97,12 +103,13 @@ describe('Function: createDeferralPolicy', () => {
   });
 
   describe('Method: policy (default budget)', () => {
-    it('limits by the deferral count only, not by age', () => {
-      const policy = createDeferralPolicy({ random: () => 0.5, backoff });
-      expect(policy(input({ kind: 'paced', waitMs: 0 }, 99, 30 * 86_400_000))).toEqual({ action: 'defer', delaySeconds: 30 });
-      expect(policy(input({ kind: 'paced', waitMs: 0 }, 100))).toEqual({
+    it('limits by the failure-driven deferral count only, not by age', () => {
+      const policy = createDeferralPolicy({ random: () => 0.5, backoff: { baseMs: 1000, capMs: 900_000 } });
+      const throttle = { kind: 'throttled' as const, error: new ThrottledError('429') };
+      expect(policy(input(throttle, 99, 30 * 86_400_000)).action).toBe('defer');
+      expect(policy(input(throttle, 100))).toEqual({
         action: 'dead-letter',
-        reason: 'deferral budget exhausted: 100 deferrals, the limit is 100 (no rate-limit slot within the short wait (next in 0 ms))',
+        reason: 'deferral budget exhausted: 100 deferrals, the limit is 100 (throttled: 429)',
       });
     });
   });

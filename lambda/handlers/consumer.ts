@@ -339,11 +339,12 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     const attempt = message.attempt ?? 0;
     // The first enqueue survives every deferral, so AgeSinceFirstEnqueue and the age budget see the operation's true age.
     const firstEnqueuedAt = message.firstEnqueuedAt ?? message.enqueuedAt;
-    const decision = deferralPolicy({ cause, attempt, firstEnqueuedAtMs: Date.parse(firstEnqueuedAt), nowMs: now().getTime() });
+    const pacedDeferrals = message.pacedDeferrals ?? 0;
+    const decision = deferralPolicy({ cause, attempt, pacedDeferrals, firstEnqueuedAtMs: Date.parse(firstEnqueuedAt), nowMs: now().getTime() });
     const { notBefore: _previous, ...rest } = message;
     if (decision.action === 'dead-letter') {
       // The count starts again at 0 in the DLQ copy, so an operator's redrive gets a fresh deferral budget.
-      const rearmed = serializeMessage({ ...rest, firstEnqueuedAt, attempt: 0 }, options.maxMessageBytes);
+      const rearmed = serializeMessage({ ...rest, firstEnqueuedAt, attempt: 0, pacedDeferrals: 0 }, options.maxMessageBytes);
       return {
         queueUrl: options.dlqUrl,
         outgoing: toDlq(message, decision.reason, rearmed),
@@ -354,8 +355,10 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
       ...rest,
       enqueuedAt: now().toISOString(),
       firstEnqueuedAt,
-      // A chain's continuation is the same deferral, not a new one.
-      attempt: cause.kind === 'not-before' ? attempt : attempt + 1,
+      // Only a throttle spends the deferral budget; waiting for a slot is counted apart, and a chain's continuation is
+      // the same deferral, not a new one.
+      attempt: cause.kind === 'throttled' ? attempt + 1 : attempt,
+      ...(cause.kind === 'paced' ? { pacedDeferrals: pacedDeferrals + 1 } : {}),
       ...(decision.notBeforeMs !== undefined ? { notBefore: new Date(decision.notBeforeMs).toISOString() } : {}),
     };
     return {
@@ -363,7 +366,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
       outgoing: { operationId: message.operationId, body: serializeMessage(next, options.maxMessageBytes), delaySeconds: decision.delaySeconds },
       settle: () => {
         count(MetricName.Deferred);
-        logger.info('message deferred', { cause: cause.kind, delaySeconds: decision.delaySeconds, attempt: next.attempt, notBefore: next.notBefore });
+        logger.info('message deferred', { cause: cause.kind, delaySeconds: decision.delaySeconds, attempt: next.attempt, pacedDeferrals: next.pacedDeferrals, notBefore: next.notBefore });
         tally.add(message.batchId, { deferred: 1 });
         return 'deferred';
       },

@@ -39,6 +39,11 @@ export const JobOutput = {
   ScheduleName: 'ScheduleName',
   /** UUID of the consumer's SQS event source mapping (to pause or resume consumption). */
   EventSourceMappingUuid: 'EventSourceMappingUuid',
+  /** The producer's admission queue (its next steps, delayed until due). */
+  AdmissionQueueUrl: 'AdmissionQueueUrl',
+  AdmissionQueueArn: 'AdmissionQueueArn',
+  /** UUID of the producer's event source mapping on the admission queue (pause stops admission with it). */
+  AdmissionMappingUuid: 'AdmissionMappingUuid',
 } as const;
 
 export type JobOutputKind = keyof typeof JobOutput;

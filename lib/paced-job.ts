@@ -3,7 +3,6 @@ import * as path from 'node:path';
 import { Aws, Duration, Stack, TimeZone, Token } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
@@ -26,6 +25,10 @@ export const SQS_MAX_VISIBILITY_TIMEOUT_SECONDS = 43200;
 export const MAX_JOB_SETTINGS_BYTES = 3072;
 /** Where the two generic handlers live; the job is picked at run time by JOB_NAME. */
 export const HANDLERS_DIR = path.join(__dirname, '..', 'lambda', 'handlers');
+/** The admission queue's visibility timeout is the producer's timeout plus this. */
+export const ADMISSION_VISIBILITY_MARGIN_SECONDS = 60;
+/** Receives of one admission step before it is dead-lettered to the producer DLQ (and the alarm fires). */
+export const ADMISSION_MAX_RECEIVE_COUNT = 5;
 
 export interface PacedJobProps {
   /** The job's kebab-case name, as in config; the handlers load `lambda/jobs/<jobName>`. */
@@ -64,8 +67,15 @@ export class PacedJob extends Construct {
   public readonly queue: sqs.Queue;
   /** The work queue's dead-letter queue. */
   public readonly dlq: sqs.Queue;
-  /** Failed producer invocations: the schedule's DLQ and the producer's asynchronous-invocation DLQ. */
+  /**
+   * Failed producer invocations: the schedule's DLQ, the producer's asynchronous-invocation DLQ, and the admission
+   * queue's DLQ (a step that failed maxReceiveCount times: the run's admission has stopped).
+   */
   public readonly producerDlq: sqs.Queue;
+  /** The producer's admission steps, each delayed until it is due; the producer consumes it. */
+  public readonly admissionQueue: sqs.Queue;
+  /** The producer's event source on the admission queue (pause disables it, so admission stops too). */
+  public readonly admissionEventSource: SqsEventSource;
   public readonly producer: PacedFunction;
   public readonly consumer: PacedFunction;
   public readonly eventSource: SqsEventSource;
@@ -109,6 +119,7 @@ export class PacedJob extends Construct {
       timeZone: job.schedule.timeZone,
       rateLimit,
       concurrency: job.concurrency,
+      ...(job.admission.enabled ? { admission: { horizonSeconds: job.admission.horizonSeconds, batchSize: job.batchSize } } : {}),
       tables: Object.fromEntries(Object.entries(job.uses.tables).map(([alias, u]) => [alias, appResources.names.tables[u.ref]])),
       buckets: Object.fromEntries(Object.entries(job.uses.buckets).map(([alias, u]) => [alias, appResources.names.buckets[u.ref]])),
       secrets: Object.fromEntries(Object.entries(job.uses.secrets).map(([alias, u]) => [alias, appResources.names.secrets[u.ref]])),
@@ -145,6 +156,17 @@ export class PacedJob extends Construct {
       enforceSSL: true,
       deadLetterQueue: { queue: this.dlq, maxReceiveCount: job.maxReceiveCount },
     });
+    this.admissionQueue = new sqs.Queue(this, 'AdmissionQueue', {
+      // A paused run's next step waits here for the whole pause.
+      retentionPeriod: dlqRetention,
+      // The function's timeout plus a minute, not the six times AWS suggests for event sources: a step is one short
+      // invocation of a batch of one, and a crashed step's work (the night's admission) waits one visibility timeout
+      // before it is taken over. Throttled deliveries are covered by the receive count below.
+      visibilityTimeout: Duration.seconds(job.producerTimeoutSeconds + ADMISSION_VISIBILITY_MARGIN_SECONDS),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      deadLetterQueue: { queue: this.producerDlq, maxReceiveCount: ADMISSION_MAX_RECEIVE_COUNT },
+    });
     for (const dlq of [this.dlq, this.producerDlq]) {
       acknowledge(dlq, 'Serverless-SQSRedrivePolicy',
         'This queue is itself a dead-letter queue; a redrive policy here would only move failed messages one queue further from the operator who reviews them.');
@@ -155,6 +177,7 @@ export class PacedJob extends Construct {
       [EnvVar.JOB_SETTINGS]: JSON.stringify(this.runtimeSettings),
       [EnvVar.QUEUE_URL]: this.queue.queueUrl,
       [EnvVar.DLQ_URL]: this.dlq.queueUrl,
+      [EnvVar.ADMISSION_QUEUE_URL]: this.admissionQueue.queueUrl,
       [EnvVar.LEDGER_TABLE_NAME]: props.stateTables.ledgerTable.tableName,
       [EnvVar.POWERTOOLS_SERVICE_NAME]: jobName,
       [EnvVar.POWERTOOLS_METRICS_NAMESPACE]: METRICS_NAMESPACE,
@@ -163,7 +186,7 @@ export class PacedJob extends Construct {
 
     this.producer = new PacedFunction(this, 'Producer', {
       entry: path.join(handlersDir, 'producer.ts'),
-      description: `${jobName}: discovers one bounded page per invocation and publishes it to the job queue`,
+      description: `${jobName}: admits discovered work into the job queue at the pace the consumers can start it`,
       functionName,
       timeoutSeconds: job.producerTimeoutSeconds,
       memoryMb: job.producerMemoryMb,
@@ -172,6 +195,16 @@ export class PacedJob extends Construct {
       environment: common,
       deadLetterQueue: this.producerDlq,
     });
+
+    this.admissionEventSource = new SqsEventSource(this.admissionQueue, {
+      batchSize: 1,
+      // The smallest the event source allows; one run has one step in flight at a time.
+      maxConcurrency: 2,
+      reportBatchItemFailures: true,
+    });
+    this.producer.addEventSource(this.admissionEventSource);
+    acknowledge(this.producer, 'Serverless-LambdaEventSourceMappingDestination',
+      "SQS event source mappings do not support an on-failure destination; the admission queue's redrive policy to the producer DLQ serves.");
 
     this.consumer = new PacedFunction(this, 'Consumer', {
       entry: path.join(handlersDir, 'consumer.ts'),
@@ -230,7 +263,7 @@ export class PacedJob extends Construct {
     this.grantConsumer(props);
   }
 
-  /** Discovery reads, publishing to its own queue, the ledger, and invoking itself for continuations. */
+  /** Discovery reads, publishing to its own queue and reading its depth, the ledger, and sending its next steps. */
   private grantProducer(props: PacedJobProps): void {
     const role = this.producer.executionRole;
     for (const use of Object.values(props.job.uses.tables)) {
@@ -238,10 +271,9 @@ export class PacedJob extends Construct {
       acknowledgeIndexes(role, grant);
     }
     this.queue.grantSendMessages(role);
+    this.queue.grant(role, 'sqs:GetQueueAttributes');
+    this.admissionQueue.grantSendMessages(role);
     props.stateTables.ledgerTable.grantReadWriteData(role);
-    const self = lambda.Function.fromFunctionName(this, 'ProducerSelf', this.producerFunctionName);
-    acknowledgeGrantWildcards(role, self.grantInvoke(role),
-      "Continuations: the producer re-invokes only itself; grantInvoke adds ':*' for that same function's versions and aliases.");
   }
 
   /** Its own queue (consume, re-publish deferrals), its own DLQ, the runtime's tables, and exactly the job's uses. */

@@ -60,6 +60,9 @@ export class PacedJobsStack extends Stack {
         ConsumerFunctionName: pacedJob.consumer.functionName,
         ScheduleName: pacedJob.schedule.scheduleName,
         EventSourceMappingUuid: pacedJob.eventSource.eventSourceMappingId,
+        AdmissionQueueUrl: pacedJob.admissionQueue.queueUrl,
+        AdmissionQueueArn: pacedJob.admissionQueue.queueArn,
+        AdmissionMappingUuid: pacedJob.admissionEventSource.eventSourceMappingId,
       };
       for (const [kind, value] of Object.entries(values) as [JobOutputKind, string][]) {
         // Created at stack level so the output's logical ID is exactly the documented name.

@@ -65,6 +65,9 @@ export interface JobView {
   dlqArn?: string;
   scheduleName?: string;
   mapping?: SqsEventSourceMapping;
+  /** The producer's admission queue and its mapping (admission steps, delayed until due). */
+  admissionQueueUrl?: string;
+  admissionMapping?: SqsEventSourceMapping;
 }
 
 export class RunError extends Error {
@@ -84,7 +87,10 @@ function jobSettingsOf(fn: PlannedFunction): JobRuntimeSettings | undefined {
   }
 }
 
-/** Groups the planned resources by job (functions carry JOB_NAME; the mapping names the consumer's queue). */
+/**
+ * Groups the planned resources by job (functions carry JOB_NAME). The producer is the schedule's target, and its
+ * mapping reads the admission queue; the consumer is the other function with a mapping, on the work queue.
+ */
 export function jobViews(plan: StackPlan, mappings: SqsEventSourceMapping[] = []): Map<string, JobView> {
   const jobs = new Map<string, JobView>();
   for (const fn of plan.functions) {
@@ -94,7 +100,11 @@ export function jobViews(plan: StackPlan, mappings: SqsEventSourceMapping[] = []
     const view = jobs.get(name) ?? { name, settings };
     jobs.set(name, view);
     const mapping = plan.mappings.find((m) => m.functionName === fn.name);
-    if (mapping) {
+    const isProducer = plan.schedules.some((s) => s.targetArn === fn.arn);
+    if (mapping && isProducer) {
+      view.admissionQueueUrl = plan.queues.find((q) => q.arn === mapping.eventSourceArn)?.url;
+      view.admissionMapping = mappings.find((m) => m.config.functionName === fn.name);
+    } else if (mapping) {
       view.consumer = fn;
       const queue = plan.queues.find((q) => q.arn === mapping.eventSourceArn);
       view.queueUrl = queue?.url;
@@ -327,12 +337,15 @@ async function waitUntilSettled(
       const rows: (string | number)[][] = [];
       let busy = !stack.runtime.isIdle() || stack.scheduler.pending > 0;
       for (const job of jobs.values()) {
-        const [depth, dlq, ledger] = await Promise.all([
+        const [depth, dlq, ledger, steps] = await Promise.all([
           queueDepth(stack, job.queueUrl),
           queueDepth(stack, job.dlqUrl),
           ledgerTotals(documents, job.consumer?.environment.LEDGER_TABLE_NAME ?? job.producer?.environment.LEDGER_TABLE_NAME, job.name, sinceIso),
+          queueDepth(stack, job.admissionQueueUrl),
         ]);
-        if (depth.visible + depth.inFlight + depth.delayed > 0) busy = true;
+        // A run still admitting has its next step waiting in the admission queue, or the work queue is not yet empty.
+        if (depth.visible + depth.inFlight + depth.delayed > 0 || steps.visible + steps.inFlight + steps.delayed > 0) busy = true;
+        if (ledger.batches > ledger.finished) busy = true;
         if (job.producer && ledger.batches === 0) busy = true;
         const stats = job.mapping?.statistics;
         const oldest = stats?.oldestSentTimestamp && depth.visible + depth.inFlight > 0 ? `${Math.round((Date.now() - stats.oldestSentTimestamp) / 1000)}s` : '-';
@@ -501,6 +514,8 @@ function writeEndpoints(localDir: string, stack: LocalStack, jobs: Map<string, J
           dlqArn: j.dlqArn,
           schedule: j.scheduleName,
           eventSourceMapping: j.mapping?.uuid,
+          admissionQueueUrl: j.admissionQueueUrl,
+          admissionMapping: j.admissionMapping?.uuid,
         },
       ]),
     ),

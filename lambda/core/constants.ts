@@ -4,6 +4,8 @@
 export const EnvVar = {
   JOB_NAME: 'JOB_NAME',
   QUEUE_URL: 'QUEUE_URL',
+  /** The producer's own queue of admission steps (continuations, each delayed until it is due). */
+  ADMISSION_QUEUE_URL: 'ADMISSION_QUEUE_URL',
   DLQ_URL: 'DLQ_URL',
   IDEMPOTENCY_TABLE_NAME: 'IDEMPOTENCY_TABLE_NAME',
   LEDGER_TABLE_NAME: 'LEDGER_TABLE_NAME',
@@ -47,6 +49,11 @@ export interface JobRuntimeSettings {
   /** Effective pacing: the allowance after headroom. */
   rateLimit: { startsPerInterval: number; intervalSeconds: number; burst: number };
   concurrency: number;
+  /**
+   * Admission: the producer lets at most `horizonSeconds` of work (at the rate) into the queue, in groups of the event
+   * source's `batchSize`, and admits the rest step by step as it drains. Absent: everything is admitted at once.
+   */
+  admission?: { horizonSeconds: number; batchSize: number };
   /** Table names by the alias the job's code uses. */
   tables: Record<string, string>;
   /** Bucket names by alias. */

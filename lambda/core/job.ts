@@ -48,6 +48,12 @@ export interface JobDefinition<R extends Record<string, string | number | boolea
   resourceSchema: z.ZodType<R>;
   createDeps(settings: JobRuntimeSettings): D;
   discover(deps: D, request: DiscoverRequest): Promise<DiscoverPage<R>>;
+  /**
+   * Optional: how many records are eligible for the business date, counted once when a run starts, so the operator
+   * sees what is discovered but not yet admitted and when the run should finish. A job that cannot count cheaply
+   * leaves it out.
+   */
+  countEligible?(deps: D, request: Omit<DiscoverRequest, 'cursor' | 'pageSize'>): Promise<number>;
   apply(deps: D, request: ApplyRequest<R>): Promise<ApplyResult>;
 }
 

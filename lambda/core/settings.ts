@@ -18,6 +18,7 @@ export const jobRuntimeSettingsSchema = z.object({
     burst: z.number().int().positive(),
   }),
   concurrency: z.number().int().positive(),
+  admission: z.object({ horizonSeconds: z.number().int().positive(), batchSize: z.number().int().positive() }).optional(),
   tables: names,
   buckets: names,
   secrets: names,

@@ -1,57 +1,85 @@
-// The producer Lambda: a scheduled run discovers bounded pages of work and publishes one message per operation,
-// continuing itself through an async re-invocation when its time budget runs low. It never waits for consumers.
-import type { Context } from 'aws-lambda';
+// The producer Lambda: admits a run's work into the job queue step by step, at the pace the consumers can start it.
+// A scheduled (or manual, or catch-up) invocation starts a run and takes its first step; each step publishes what the
+// queue has room for (at most `admission.horizonSeconds` of work at the job's rate), each message delayed to about its
+// rate-limit slot, and sends the next step to the producer's admission queue, delayed until the queue has drained to
+// half the horizon. The backlog waits in the application's tables, where discovery finds it. It never waits for
+// consumers and never runs near the 900 s ceiling.
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as z from 'zod';
-import { EnvVar, MESSAGE_VERSION, type JobRuntimeSettings } from '../core/constants';
+import { EnvVar, MESSAGE_VERSION, SQS_MAX_DELAY_SECONDS, type JobRuntimeSettings } from '../core/constants';
+import { admissionGroupSize, delaySecondsUntil, nextStepDelaySeconds, planAdmission, visibleAtMs } from '../core/admission';
 import { businessDateFor, makeBatchId } from '../core/businessDate';
 import type { AnyJob } from '../core/job';
 import { businessDateSchema, idSchema, serializeMessage } from '../core/message';
 import { requireEnv } from '../core/settings';
-import { lambdaClient } from '../adapters/clients';
-import { DynamoLedger, type Ledger } from '../adapters/ledger';
+import { AdmissionStatus, DynamoRunStateStore, type RunState, type RunStateStore } from '../adapters/admissionState';
 import { bindJob, count, flushMetrics, logger, MetricName, withLogKeys } from '../adapters/observability';
-import { PublishError, SqsPublisher, type Publisher } from '../adapters/sqsPublisher';
+import { sqsQueueDepth, type QueueDepth } from '../adapters/queueDepth';
+import { SqsPublisher, type Publisher } from '../adapters/sqsPublisher';
 import type { JobModuleLoader } from './jobLoader';
-import { loadJobRuntime, requirePositiveInt } from './runtime';
+import { loadJobRuntime, pacingSettings, requirePositiveInt } from './runtime';
 
-/** The Scheduler's input (`scheduledTime` from `<aws.scheduler.scheduled-time>`), a manual run, or a continuation. */
+/** The Scheduler's input (`scheduledTime` from `<aws.scheduler.scheduled-time>`), a manual run, or a catch-up. */
 export const producerEventSchema = z.object({
   scheduledTime: z.iso.datetime({ offset: true, message: 'must be an ISO-8601 timestamp' }).optional(),
   businessDate: businessDateSchema.optional(),
   batchId: idSchema.optional(),
-  cursor: z.string().min(1).max(4096).optional(),
-  /** Pages already published by earlier invocations of this run. @default 0 */
-  page: z.number().int().min(0).optional(),
 });
 export type ProducerEvent = z.infer<typeof producerEventSchema>;
+
+/** One admission step, as the admission queue carries it. */
+export const admissionStepSchema = z.strictObject({
+  kind: z.literal('admission-step'),
+  batchId: idSchema,
+  businessDate: businessDateSchema,
+  step: z.number().int().min(0),
+  scheduledTime: z.iso.datetime({ offset: true }).optional(),
+});
+export type AdmissionStep = z.infer<typeof admissionStepSchema>;
 
 export interface ProducerSummary {
   batchId: string;
   businessDate: string;
-  /** Pages published by this invocation. */
+  step: number;
+  /** What this step did: admitted pages, nothing (the step was already taken, or is being taken), or finished. */
+  outcome: 'admitted' | 'stale' | 'in-progress' | 'lease-lost';
+  /** Pages published by this step. */
   pages: number;
   discovered: number;
   published: number;
-  /** A continuation was started to publish the rest. */
+  /** A next step was sent to the admission queue. */
   continued: boolean;
+  /** Seconds until the next step, when one was sent. */
+  nextStepInSeconds?: number;
+  /** Discovery is finished: the whole run is admitted. */
+  finished: boolean;
   /** Work remained but the run hit maxPagesPerRun. */
   stoppedAtPageLimit: boolean;
 }
 
-/** The continuation's event: everything the next invocation needs to pick up where this one stopped. */
-export type ContinuationEvent = Required<Pick<ProducerEvent, 'businessDate' | 'batchId' | 'cursor' | 'page'>> & Pick<ProducerEvent, 'scheduledTime'>;
+export interface ProducerAdmissionOptions {
+  /** Starts per second the consumers may make; undefined admits everything at once (pacing or admission off). */
+  ratePerSecond: number | undefined;
+  /** Work (in time at the rate) the queue may hold. */
+  horizonMs: number;
+  /** Messages made visible together: one event-source batch, within the consumer's short wait. */
+  groupSize: number;
+}
 
 export interface ProducerOptions {
   job: AnyJob;
   jobDeps: unknown;
   settings: JobRuntimeSettings;
   queueUrl: string;
+  /** Where the next admission steps go. */
+  admissionQueueUrl: string;
   maxMessageBytes: number;
-  ledger: Ledger;
+  runState: RunStateStore;
+  admission: ProducerAdmissionOptions;
+  /** @default GetQueueAttributes on the shared SQS client */
+  queueDepth?: QueueDepth;
   /** @default an SqsPublisher on the shared client */
   publisher?: Publisher;
-  /** @default an async self-invoke of AWS_LAMBDA_FUNCTION_NAME */
-  continueRun?: (event: ContinuationEvent) => Promise<void>;
   /** Stop starting pages when less than this share of the invocation's budget is left. @default 0.3 */
   reserveFraction?: number;
   /** ... or less than this many milliseconds. @default 20000 */
@@ -67,116 +95,260 @@ export class ProducerEventError extends Error {
   }
 }
 
-export class ContinuationError extends Error {
-  constructor(message: string, public readonly continuation: ContinuationEvent, options?: ErrorOptions) {
+/** A step that cannot go on: its run has no state (expired, deleted) or is behind the step. */
+export class AdmissionStateError extends Error {
+  constructor(message: string, public readonly batchId: string, public readonly step: number, options?: ErrorOptions) {
     super(message, options);
-    this.name = 'ContinuationError';
+    this.name = 'AdmissionStateError';
   }
 }
 
-/** An async (Event) invocation of this same function: returns at once, and Lambda retries it on failure. */
-export function selfInvoke(functionName = process.env.AWS_LAMBDA_FUNCTION_NAME): (event: ContinuationEvent) => Promise<void> {
-  return async (event) => {
-    if (!functionName) throw new ContinuationError('cannot continue the run: AWS_LAMBDA_FUNCTION_NAME is not set', event);
-    // Loaded on first continuation, not at init (see lambdaClient): most runs never continue.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { InvokeCommand } = require('@aws-sdk/client-lambda') as typeof import('@aws-sdk/client-lambda');
-    const response = await lambdaClient().send(
-      new InvokeCommand({ FunctionName: functionName, InvocationType: 'Event', Payload: Buffer.from(JSON.stringify(event)) }),
-    );
-    if (response.StatusCode !== 202) {
-      throw new ContinuationError(`continuation of ${event.batchId} was not accepted (status ${response.StatusCode})`, event);
-    }
-  };
-}
+const reasonsOf = (error: z.ZodError) => error.issues.map((i) => `${i.path.length ? i.path.join('.') : 'event'}: ${i.message}`);
 
-export function createProducer(options: ProducerOptions): (event: unknown, context: Context) => Promise<ProducerSummary> {
-  const { job, jobDeps, settings, ledger } = options;
+const isSqsEvent = (event: unknown): event is SQSEvent =>
+  typeof event === 'object' && event !== null && Array.isArray((event as SQSEvent).Records) && (event as SQSEvent).Records.every((r) => r?.eventSource === 'aws:sqs');
+
+export function createProducer(options: ProducerOptions): (event: unknown, context: Context) => Promise<ProducerSummary | SQSBatchResponse> {
+  const { job, jobDeps, settings, runState, admission } = options;
   bindJob(job.name);
   const publisher = options.publisher ?? new SqsPublisher();
-  const continueRun = options.continueRun ?? selfInvoke();
+  const queueDepth = options.queueDepth ?? sqsQueueDepth();
   const now = options.now ?? (() => new Date());
   const reserveFraction = options.reserveFraction ?? 0.3;
   const reserveMs = options.reserveMs ?? 20_000;
+  const rate = admission.ratePerSecond;
 
-  const run = async (event: ProducerEvent, context: Context, businessDate: string, batchId: string): Promise<ProducerSummary> => {
-    const summary: ProducerSummary = { batchId, businessDate, pages: 0, discovered: 0, published: 0, continued: false, stoppedAtPageLimit: false };
-    // The budget is what this invocation had when it started, so the reserve scales with the configured timeout.
-    const reserve = Math.max(reserveMs, reserveFraction * context.getRemainingTimeInMillis());
-    let cursor = event.cursor;
-    let page = event.page ?? 0;
-    if (page === 0 && cursor === undefined) {
-      await ledger.addToBatch(job.name, batchId, {}, { businessDate, scheduledTime: event.scheduledTime, startedAt: now().toISOString() });
+  const sendStep = async (step: AdmissionStep, delaySeconds: number) => {
+    await publisher.publish(options.admissionQueueUrl, [
+      { operationId: `admission:${step.batchId}:${step.step}`, body: JSON.stringify(step), delaySeconds: Math.min(SQS_MAX_DELAY_SECONDS, Math.max(0, delaySeconds)) },
+    ]);
+    await runState.markContinuation(job.name, step.batchId, step.step);
+  };
+
+  /**
+   * A step that the run is already past. If it is the step just before the run's current one and that step's
+   * continuation was never marked sent, the step that ended crashed before sending it: send it now.
+   */
+  const stale = async (step: AdmissionStep, state: RunState, summary: ProducerSummary): Promise<ProducerSummary> => {
+    if (state.status === AdmissionStatus.admitting && state.step === step.step + 1 && state.continuationSent < state.step) {
+      const dueMs = state.nextStepAt ? Date.parse(state.nextStepAt) : now().getTime();
+      const delay = Math.ceil(Math.max(0, dueMs - now().getTime()) / 1000);
+      await sendStep({ ...step, step: state.step }, delay);
+      logger.warn('recovered a continuation that a crashed step never sent', { step: state.step, delaySeconds: delay });
+      return { ...summary, continued: true, nextStepInSeconds: delay };
     }
-    for (;;) {
-      const result = await job.discover(jobDeps, { businessDate, cursor, pageSize: settings.pageSize, now: now() });
-      const enqueuedAt = now().toISOString();
-      const messages = result.operations.map(({ operationId, resource }) => ({
-        operationId,
-        body: serializeMessage(
-          { version: MESSAGE_VERSION, jobType: job.name, operationId, batchId, businessDate, resource, enqueuedAt, firstEnqueuedAt: enqueuedAt },
-          options.maxMessageBytes,
-        ),
-      }));
-      let published: number;
-      try {
-        published = (await publisher.publish(options.queueUrl, messages)).published;
-      } catch (error) {
-        // Count what did go out, then fail the invocation: the Scheduler (or Lambda's async retry, for a continuation)
-        // re-runs it, and idempotency absorbs the messages published twice.
-        const partial = error instanceof PublishError ? error.published : 0;
-        await ledger.addToBatch(job.name, batchId, { discovered: messages.length, published: partial });
-        count(MetricName.Published, partial);
-        throw error;
+    logger.info('admission step already taken; nothing to do', { step: step.step, runStep: state.step, status: state.status });
+    return summary;
+  };
+
+  const runStep = async (step: AdmissionStep, context: Context, direct: boolean): Promise<ProducerSummary> => {
+    const summary: ProducerSummary = {
+      batchId: step.batchId, businessDate: step.businessDate, step: step.step, outcome: 'stale',
+      pages: 0, discovered: 0, published: 0, continued: false, finished: false, stoppedAtPageLimit: false,
+    };
+    // The budget is what this invocation had when it started, so the reserve scales with the configured timeout.
+    const startedMs = now().getTime();
+    const budgetMs = context.getRemainingTimeInMillis();
+    const reserve = Math.max(reserveMs, reserveFraction * budgetMs);
+    let state = await runState.read(job.name, step.batchId);
+    if (!state) throw new AdmissionStateError(`admission step ${step.step} of ${step.batchId} has no run state in the ledger (expired or deleted); catch up the date`, step.batchId, step.step);
+    if (state.step > step.step || state.status !== AdmissionStatus.admitting) return stale(step, state, summary);
+    if (state.step < step.step) throw new AdmissionStateError(`admission step ${step.step} of ${step.batchId} arrived before step ${state.step} ended`, step.batchId, step.step);
+
+    const owner = context.awsRequestId;
+    // The lease lasts as long as this invocation can: a crashed holder's step is taken over once it has expired.
+    if (!(await runState.lease(job.name, step.batchId, step.step, owner, startedMs, startedMs + budgetMs))) {
+      state = (await runState.read(job.name, step.batchId)) as RunState;
+      if (state.step > step.step || state.status !== AdmissionStatus.admitting) return stale(step, state, summary);
+      summary.outcome = 'in-progress';
+      if (direct) {
+        // A direct invocation has no queue message to come back: leave one that takes the step over if the holder died.
+        const delay = Math.ceil(Math.max(0, (state.leaseUntilMs ?? startedMs) - startedMs) / 1000) + 1;
+        await publisher.publish(options.admissionQueueUrl, [{ operationId: `admission:${step.batchId}:${step.step}`, body: JSON.stringify(step), delaySeconds: Math.min(SQS_MAX_DELAY_SECONDS, delay) }]);
+        summary.continued = true;
+        summary.nextStepInSeconds = delay;
       }
-      page++;
+      logger.info('admission step is held by another invocation', { step: step.step, leaseOwner: state.leaseOwner, leaseUntilMs: state.leaseUntilMs });
+      return summary;
+    }
+    summary.outcome = 'admitted';
+
+    const depth = rate === undefined ? 0 : await queueDepth(options.queueUrl);
+    const plan = planAdmission({ nowMs: startedMs, queueDepth: depth, ratePerSecond: rate, horizonMs: admission.horizonMs, plannedUntilMs: state.plannedUntilMs });
+    let cursor = state.cursor;
+    let pages = state.pages;
+    let plannedUntilMs = state.plannedUntilMs;
+    let admitted = 0;
+    let finished = false;
+    let timeLow = false;
+    logger.info('admission step', { step: step.step, queueDepth: depth, admit: Number.isFinite(plan.admit) ? plan.admit : 'all', firstVisibleAt: new Date(plan.firstVisibleMs).toISOString() });
+    while (admitted < plan.admit) {
+      if (pages >= settings.maxPagesPerRun) {
+        summary.stoppedAtPageLimit = true;
+        logger.warn('stopped at maxPagesPerRun with work remaining; raise it or the page size, or catch up', { maxPagesPerRun: settings.maxPagesPerRun, cursor });
+        break;
+      }
+      if (context.getRemainingTimeInMillis() < reserve) {
+        timeLow = true;
+        break;
+      }
+      const pageSize = Math.min(settings.pageSize, plan.admit - admitted);
+      const result = await job.discover(jobDeps, { businessDate: step.businessDate, cursor, pageSize, now: now() });
+      const sentAtMs = now().getTime();
+      const enqueuedAt = new Date(sentAtMs).toISOString();
+      let lastVisibleMs = plannedUntilMs;
+      const messages = result.operations.map(({ operationId, resource }, i) => {
+        const visible = visibleAtMs(admitted + i, plan, rate, admission.groupSize);
+        lastVisibleMs = visible;
+        return {
+          operationId,
+          delaySeconds: delaySecondsUntil(visible, sentAtMs),
+          body: serializeMessage(
+            { version: MESSAGE_VERSION, jobType: job.name, operationId, batchId: step.batchId, businessDate: step.businessDate, resource, enqueuedAt, firstEnqueuedAt: enqueuedAt },
+            options.maxMessageBytes,
+          ),
+        };
+      });
+      // A failure here fails the step before its commit: the step runs again from the same cursor, and idempotency
+      // absorbs the messages that went out twice. Nothing is counted until the commit.
+      const { published } = await publisher.publish(options.queueUrl, messages);
+      cursor = result.nextCursor;
+      finished = cursor === undefined;
+      const committed = await runState.commitPage(job.name, step.batchId, step.step, owner, {
+        cursor,
+        discovered: messages.length,
+        published,
+        plannedUntilMs: rate === undefined ? undefined : lastVisibleMs,
+        finishedAt: finished ? now().toISOString() : undefined,
+      });
+      if (!committed) {
+        // Only an expired lease is taken over: this invocation ran past its own deadline's estimate. The new holder
+        // re-publishes this page from the last committed cursor.
+        logger.warn('lost the admission lease while publishing; the step continues in the invocation that took it', { step: step.step });
+        return { ...summary, outcome: 'lease-lost' };
+      }
+      pages++;
+      admitted += messages.length;
+      plannedUntilMs = rate === undefined ? undefined : lastVisibleMs;
       summary.pages++;
       summary.discovered += messages.length;
       summary.published += published;
       count(MetricName.Published, published);
-      cursor = result.nextCursor;
-      const finished = cursor === undefined;
-      await ledger.addToBatch(job.name, batchId, { discovered: messages.length, published }, finished ? { finishedAt: now().toISOString() } : {});
-      logger.info('page published', { page, published, more: !finished });
+      logger.info('page published', { page: pages, published, more: !finished });
       if (finished) break;
-      if (page >= settings.maxPagesPerRun) {
-        summary.stoppedAtPageLimit = true;
-        logger.warn('stopped at maxPagesPerRun with work remaining; raise it or the page size, or catch up', {
-          maxPagesPerRun: settings.maxPagesPerRun,
-          cursor,
-        });
-        break;
+    }
+
+    const status = finished ? AdmissionStatus.complete : summary.stoppedAtPageLimit ? AdmissionStatus.pageLimit : AdmissionStatus.admitting;
+    summary.finished = finished;
+    if (status !== AdmissionStatus.admitting) {
+      await runState.endStep(job.name, step.batchId, step.step, owner, { status, plannedUntilMs });
+      return summary;
+    }
+    // Out of time: go on at once. Otherwise when the queue has drained to half the horizon: after this step's last
+    // message, or after what the queue already holds when this step could admit nothing.
+    const spacingMs = rate === undefined ? 0 : 1000 / rate;
+    const drainedUntilMs = Math.max(plannedUntilMs ?? startedMs, plan.firstVisibleMs - spacingMs);
+    const delay = timeLow ? 0 : nextStepDelaySeconds({ nowMs: now().getTime(), plannedUntilMs: drainedUntilMs, horizonMs: admission.horizonMs, ratePerSecond: rate, minSeconds: 5 });
+    const next: AdmissionStep = { ...step, step: step.step + 1 };
+    const nextStepAt = new Date(now().getTime() + delay * 1000).toISOString();
+    if (!(await runState.endStep(job.name, step.batchId, step.step, owner, { status, nextStepAt, plannedUntilMs }))) {
+      logger.warn('lost the admission lease at the end of the step; the invocation that took it goes on', { step: step.step });
+      return { ...summary, outcome: 'lease-lost' };
+    }
+    await sendStep(next, delay);
+    summary.continued = true;
+    summary.nextStepInSeconds = delay;
+    logger.info('next admission step sent', { step: next.step, delaySeconds: delay, timeLow });
+    return summary;
+  };
+
+  /** Starts the run (its state and start facts, once) and takes its first step. */
+  const start = async (event: ProducerEvent, context: Context): Promise<ProducerSummary> => {
+    const scheduled = event.scheduledTime ? new Date(event.scheduledTime) : undefined;
+    const businessDate = event.businessDate ?? businessDateFor(scheduled ?? now(), settings.timeZone, settings.businessDateOffsetDays);
+    const batchId = event.batchId ?? makeBatchId(job.name, businessDate, scheduled);
+    return withLogKeys({ batchId, businessDate }, async () => {
+      const existing = await runState.read(job.name, batchId);
+      let eligible: number | undefined;
+      if (!existing && job.countEligible) {
+        try {
+          eligible = await job.countEligible(jobDeps, { businessDate, now: now() });
+        } catch (error) {
+          // A figure for the operator, not the run: admission goes on without it.
+          logger.warn('could not count the eligible records; ops status will not project the finish', { error: error as Error });
+        }
       }
-      if (context.getRemainingTimeInMillis() < reserve) {
-        await continueRun({ businessDate, batchId, cursor: cursor as string, page, scheduledTime: event.scheduledTime });
-        summary.continued = true;
-        logger.info('time budget low: run continues in a new invocation', { page, cursor });
-        break;
+      await runState.ensure(job.name, batchId, {
+        businessDate,
+        scheduledTime: event.scheduledTime,
+        startedAt: now().toISOString(),
+        admissionRatePerMinute: rate === undefined ? undefined : Math.round(rate * 60 * 1000) / 1000,
+        eligible,
+      });
+      const summary = await runStep({ kind: 'admission-step', batchId, businessDate, step: 0, ...(event.scheduledTime ? { scheduledTime: event.scheduledTime } : {}) }, context, true);
+      logger.info('producer step finished', { ...summary });
+      return summary;
+    });
+  };
+
+  /** Steps from the admission queue, one record at a time; a failed step is retried by SQS, then dead-lettered. */
+  const fromQueue = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
+    const failures: SQSBatchResponse['batchItemFailures'] = [];
+    for (const record of event.Records) {
+      try {
+        await runRecord(record, context);
+      } catch (error) {
+        logger.error('admission step failed; SQS retries it, then moves it to the producer DLQ', { messageId: record.messageId, error: error as Error });
+        failures.push({ itemIdentifier: record.messageId });
       }
     }
-    return summary;
+    return { batchItemFailures: failures };
+  };
+
+  const runRecord = async (record: SQSRecord, context: Context) => {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(record.body);
+    } catch (error) {
+      throw new ProducerEventError(`admission step ${record.messageId} is not JSON`, ['body: not JSON'], { cause: error });
+    }
+    const parsed = admissionStepSchema.safeParse(raw);
+    if (!parsed.success) {
+      const reasons = reasonsOf(parsed.error);
+      throw new ProducerEventError(`invalid admission step: ${reasons.join('; ')}`, reasons);
+    }
+    const step = parsed.data;
+    await withLogKeys({ batchId: step.batchId, businessDate: step.businessDate }, async () => {
+      const summary = await runStep(step, context, false);
+      logger.info('producer step finished', { ...summary });
+    });
   };
 
   return async (rawEvent, context) => {
     logger.addContext(context);
-    const parsed = producerEventSchema.safeParse(rawEvent ?? {});
-    if (!parsed.success) {
-      const reasons = parsed.error.issues.map((i) => `${i.path.length ? i.path.join('.') : 'event'}: ${i.message}`);
-      throw new ProducerEventError(`invalid producer event: ${reasons.join('; ')}`, reasons);
-    }
-    const event = parsed.data;
-    const scheduled = event.scheduledTime ? new Date(event.scheduledTime) : undefined;
-    const businessDate = event.businessDate ?? businessDateFor(scheduled ?? now(), settings.timeZone, settings.businessDateOffsetDays);
-    const batchId = event.batchId ?? makeBatchId(job.name, businessDate, scheduled);
     try {
-      return await withLogKeys({ batchId, businessDate }, async () => {
-        const summary = await run(event, context, businessDate, batchId);
-        logger.info('producer run finished', { ...summary });
-        return summary;
-      });
+      if (isSqsEvent(rawEvent)) return await fromQueue(rawEvent, context);
+      const parsed = producerEventSchema.safeParse(rawEvent ?? {});
+      if (!parsed.success) {
+        const reasons = reasonsOf(parsed.error);
+        throw new ProducerEventError(`invalid producer event: ${reasons.join('; ')}`, reasons);
+      }
+      return await start(parsed.data, context);
     } finally {
       flushMetrics();
     }
+  };
+}
+
+/** The admission the job's settings ask for: its rate when pacing and admission are on, unlimited otherwise. */
+export function admissionOptions(settings: JobRuntimeSettings): ProducerAdmissionOptions {
+  const paced = pacingSettings(settings);
+  if (!paced.enabled || settings.admission === undefined) return { ratePerSecond: undefined, horizonMs: 0, groupSize: settings.admission?.batchSize ?? 1 };
+  const ratePerSecond = settings.rateLimit.startsPerInterval / settings.rateLimit.intervalSeconds;
+  return {
+    ratePerSecond,
+    horizonMs: settings.admission.horizonSeconds * 1000,
+    groupSize: admissionGroupSize(settings.admission.batchSize, ratePerSecond, paced.shortWaitMs),
   };
 }
 
@@ -188,13 +360,15 @@ export function producerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loa
     jobDeps,
     settings,
     queueUrl: requireEnv(EnvVar.QUEUE_URL, env),
+    admissionQueueUrl: requireEnv(EnvVar.ADMISSION_QUEUE_URL, env),
     maxMessageBytes: env[EnvVar.MAX_MESSAGE_BYTES] ? requirePositiveInt(EnvVar.MAX_MESSAGE_BYTES, env) : settings.maxMessageBytes,
-    ledger: new DynamoLedger({ tableName: requireEnv(EnvVar.LEDGER_TABLE_NAME, env) }),
+    runState: new DynamoRunStateStore({ tableName: requireEnv(EnvVar.LEDGER_TABLE_NAME, env) }),
+    admission: admissionOptions(settings),
   };
 }
 
 let producer: ReturnType<typeof createProducer> | undefined;
 
 /** The Lambda entry point; built on the first invocation so configuration errors surface with their message. */
-export const handler = async (event: unknown, context: Context): Promise<ProducerSummary> =>
+export const handler = async (event: unknown, context: Context): Promise<ProducerSummary | SQSBatchResponse> =>
   (producer ??= createProducer(producerOptionsFromEnv()))(event, context);

@@ -20,4 +20,4 @@ export {
 } from '@aws-sdk/client-dynamodb';
 export { DeleteCommand, DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 export { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-export { SQSClient, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+export { GetQueueAttributesCommand, SQSClient, SendMessageBatchCommand } from '@aws-sdk/client-sqs';

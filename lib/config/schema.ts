@@ -110,6 +110,21 @@ export const jobAlarmsSchema = z.object({
   producerDurationFraction: z.number().gt(0).max(1).default(0.8),
 });
 
+/**
+ * Admission: how much work the producer lets into the queue at once. The rest of a night's backlog waits in the
+ * application's tables and is admitted step by step as the queue drains, so a backlog of hours is received about once
+ * per operation instead of being deferred all night.
+ */
+export const admissionSchema = z.object({
+  /** Admit at the job's rate (false: publish every page at once, as a job without pacing does). @default true */
+  enabled: z.boolean().default(true),
+  /**
+   * Work the queue may hold, in seconds at the job's rate; also the longest any admitted message is delayed, so at most
+   * 840 (SQS delays a message by at most 900 s). @default 300
+   */
+  horizonSeconds: z.number().int().min(30).max(840).default(300),
+});
+
 export const jobSchema = z.object({
   schedule: scheduleSchema,
   /** Records discovered per producer page. @default 500 */
@@ -142,6 +157,8 @@ export const jobSchema = z.object({
   /** Cap on one message body. @default 262144 (256 KiB, the SQS maximum) */
   maxMessageBytes: z.number().int().min(1024).max(SQS_MAX_MESSAGE_BYTES).default(SQS_MAX_MESSAGE_BYTES),
   uses: jobUsesSchema.default({ tables: {}, buckets: {}, secrets: {} }),
+  /** Admission at the producer; prefault parses `{}` through admissionSchema, so each default stays written once. */
+  admission: admissionSchema.prefault({}),
   /** Alarm thresholds; prefault parses `{}` through jobAlarmsSchema, so each default stays written once, there. */
   alarms: jobAlarmsSchema.prefault({}),
   /** Job-specific plain settings handed to the job's code (e.g. the provider's base URL). */

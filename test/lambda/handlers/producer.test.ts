@@ -1,34 +1,64 @@
-import { LambdaClient } from '@aws-sdk/client-lambda';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { Context, SQSBatchResponse } from 'aws-lambda';
+import { DynamoRunStateStore } from '../../../lambda/adapters/admissionState';
 import { documentClient, resetClients } from '../../../lambda/adapters/clients';
-import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { logger, metrics } from '../../../lambda/adapters/observability';
-import { PublishError, SqsPublisher, type Publisher } from '../../../lambda/adapters/sqsPublisher';
+import { PublishError, SqsPublisher, type OutgoingMessage, type Publisher } from '../../../lambda/adapters/sqsPublisher';
 import { parseMessage } from '../../../lambda/core/message';
 import {
-  ContinuationError,
+  admissionOptions,
   createProducer,
   handler,
   ProducerEventError,
   producerOptionsFromEnv,
-  selfInvoke,
-  type ContinuationEvent,
+  type AdmissionStep,
   type ProducerOptions,
+  type ProducerSummary,
 } from '../../../lambda/handlers/producer';
 import { fakeJobCalls, job as fakeJob } from '../../fixtures/jobs/fake-job';
 import { startLocalAws, type LocalAws } from '../../support/aws';
-import { lambdaContext } from '../../support/lambdaEvents';
+import { lambdaContext, sqsEvent, sqsRecord } from '../../support/lambdaEvents';
 import { createLedgerTable, createQueue, drainQueue, fakeSettings } from './harness';
 
 const LEDGER_TABLE = 'ledger';
 const NOW = new Date('2026-11-29T01:00:03.000Z');
+const NOW_MS = NOW.getTime();
 // 02:00 in Berlin on the 29th; the fake settings cover the previous day.
 const SCHEDULED = '2026-11-29T01:00:00Z';
 const BATCH = 'fake-job:2026-11-28:20261129T010000Z';
+const ADMISSION_QUEUE = 'http://admission-queue';
 
 let aws: LocalAws;
 let queueUrl: string;
-let continuations: ContinuationEvent[];
+
+/** Records what was sent where (with each message's delay); forwards the work queue's messages to real SQS. */
+class RecordingPublisher implements Publisher {
+  readonly sent: { queueUrl: string; message: OutgoingMessage }[] = [];
+  private readonly real = new SqsPublisher({ sleep: async () => undefined });
+  failNextWorkPublish = false;
+
+  async publish(url: string, messages: OutgoingMessage[]) {
+    if (url === queueUrl && this.failNextWorkPublish) {
+      this.failNextWorkPublish = false;
+      // Two of the page's messages went out before the failure, as a partial SendMessageBatch would leave them.
+      await this.real.publish(url, messages.slice(0, 2));
+      throw new PublishError(`failed to publish ${messages.length - 2} of ${messages.length} messages`, url, {}, 2);
+    }
+    for (const message of messages) this.sent.push({ queueUrl: url, message });
+    if (url === queueUrl) return this.real.publish(url, messages.map((m) => ({ ...m, delaySeconds: 0 })));
+    return { published: messages.length, calls: 1, retried: 0 };
+  }
+
+  steps(): { step: AdmissionStep; delaySeconds: number }[] {
+    return this.sent.filter((s) => s.queueUrl === ADMISSION_QUEUE).map((s) => ({ step: JSON.parse(s.message.body) as AdmissionStep, delaySeconds: s.message.delaySeconds ?? 0 }));
+  }
+
+  workDelays(): number[] {
+    return this.sent.filter((s) => s.queueUrl === queueUrl).map((s) => s.message.delaySeconds ?? 0);
+  }
+}
+
+let publisher: RecordingPublisher;
 
 function producer(items: number, overrides: Partial<ProducerOptions> = {}) {
   return createProducer({
@@ -36,16 +66,23 @@ function producer(items: number, overrides: Partial<ProducerOptions> = {}) {
     jobDeps: { items },
     settings: fakeSettings(),
     queueUrl,
+    admissionQueueUrl: ADMISSION_QUEUE,
     maxMessageBytes: 4096,
-    ledger: new DynamoLedger({ tableName: LEDGER_TABLE, now: () => NOW }),
-    publisher: new SqsPublisher({ sleep: async () => undefined }),
-    continueRun: async (event) => {
-      continuations.push(event);
-    },
+    runState: new DynamoRunStateStore({ tableName: LEDGER_TABLE }),
+    admission: { ratePerSecond: undefined, horizonMs: 0, groupSize: 10 },
+    publisher,
+    queueDepth: async () => 0,
     now: () => NOW,
     ...overrides,
   });
 }
+
+/** 1 start per second, a 30 s horizon, groups of 10: step 0 admits 30 messages, visible at +0, +10 and +20 s. */
+const paced = { ratePerSecond: 1, horizonMs: 30_000, groupSize: 10 };
+
+const direct = async (handle: ReturnType<typeof producer>, event: unknown, context: Context = lambdaContext()) => (await handle(event, context)) as ProducerSummary;
+const fromQueue = async (handle: ReturnType<typeof producer>, step: AdmissionStep, context: Context = lambdaContext()) =>
+  (await handle(sqsEvent(sqsRecord(JSON.stringify(step))), context)) as SQSBatchResponse;
 
 async function batchItem(batchId: string) {
   const { Item } = await documentClient().send(new GetCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: batchId } }));
@@ -72,17 +109,17 @@ describe('Function: createProducer', () => {
 
   beforeEach(async () => {
     fakeJobCalls.reset();
-    continuations = [];
+    publisher = new RecordingPublisher();
     jest.restoreAllMocks();
     jest.spyOn(metrics, 'addMetric').mockImplementation(() => metrics);
     await drainQueue(queueUrl);
   });
 
-  describe('Method: handler', () => {
-    it('publishes one validated message per operation and records the batch', async () => {
-      const summary = await producer(3)({ scheduledTime: SCHEDULED }, lambdaContext());
+  describe('Method: handler (unlimited admission)', () => {
+    it('publishes one validated message per operation and records the run in the ledger', async () => {
+      const summary = await direct(producer(3), { scheduledTime: SCHEDULED });
 
-      expect(summary).toEqual({ batchId: BATCH, businessDate: '2026-11-28', pages: 1, discovered: 3, published: 3, continued: false, stoppedAtPageLimit: false });
+      expect(summary).toEqual({ batchId: BATCH, businessDate: '2026-11-28', step: 0, outcome: 'admitted', pages: 1, discovered: 3, published: 3, continued: false, finished: true, stoppedAtPageLimit: false });
       const bodies = (await drainQueue(queueUrl)).map((m) => m.Body as string);
       expect(bodies).toHaveLength(3);
       const messages = bodies.map((b) => parseMessage(b, 4096)).map((p) => (p.ok ? p.message : p.reasons));
@@ -104,69 +141,82 @@ describe('Function: createProducer', () => {
         scheduledTime: SCHEDULED,
         startedAt: NOW.toISOString(),
         finishedAt: NOW.toISOString(),
+        admission: 'complete',
+        step: 1,
+        pages: 1,
       });
+      expect(await batchItem(BATCH)).not.toHaveProperty('leaseOwner');
+      expect(publisher.steps()).toEqual([]);
       expect(metrics.addMetric).toHaveBeenCalledWith('Published', 'Count', 3);
     });
 
-    it('walks every page from the cursor while time remains', async () => {
-      const summary = await producer(55)({ scheduledTime: SCHEDULED, batchId: 'fake-job:2026-11-28:pages' }, lambdaContext());
+    it('walks every page from the cursor while time remains, with no delay', async () => {
+      const summary = await direct(producer(55), { scheduledTime: SCHEDULED, batchId: 'fake-job:2026-11-28:pages' });
 
-      expect(summary).toMatchObject({ pages: 3, discovered: 55, published: 55, continued: false });
+      expect(summary).toMatchObject({ pages: 3, discovered: 55, published: 55, continued: false, finished: true });
       expect(fakeJobCalls.discover).toEqual([
         { businessDate: '2026-11-28', cursor: undefined, pageSize: 25 },
         { businessDate: '2026-11-28', cursor: '25', pageSize: 25 },
         { businessDate: '2026-11-28', cursor: '50', pageSize: 25 },
       ]);
       expect(await publishedOperationIds()).toHaveLength(55);
-      expect(continuations).toEqual([]);
+      expect(new Set(publisher.workDelays())).toEqual(new Set([0]));
     });
 
-    it('continues through a new invocation when the time budget runs low, and the continuation finishes the run', async () => {
+    it('continues through the admission queue at once when the time budget runs low, and the next step finishes the run', async () => {
       const batchId = 'fake-job:2026-11-28:continued';
       // 100 s at the start; 25 s after the first page, under the 30 s reserve (30% of the budget).
-      const remaining = [100_000, 25_000];
+      const remaining = [100_000, 100_000, 25_000];
       const context = lambdaContext(() => remaining.shift() ?? 25_000);
+      const handle = producer(55);
 
-      const first = await producer(55)({ scheduledTime: SCHEDULED, batchId }, context);
-
-      expect(first).toMatchObject({ pages: 1, discovered: 25, continued: true });
-      expect(continuations).toEqual([{ businessDate: '2026-11-28', batchId, cursor: '25', page: 1, scheduledTime: SCHEDULED }]);
+      expect(await direct(handle, { scheduledTime: SCHEDULED, batchId }, context)).toMatchObject({ pages: 1, discovered: 25, continued: true, nextStepInSeconds: 0, finished: false });
+      expect(publisher.steps()).toEqual([{ step: { kind: 'admission-step', batchId, businessDate: '2026-11-28', step: 1, scheduledTime: SCHEDULED }, delaySeconds: 0 }]);
+      expect(await batchItem(batchId)).toMatchObject({ step: 1, cursor: '25', admission: 'admitting', continuationSent: 1 });
       expect(await batchItem(batchId)).not.toHaveProperty('finishedAt');
 
-      const second = await producer(55)(continuations[0], lambdaContext());
-      expect(second).toMatchObject({ batchId, businessDate: '2026-11-28', pages: 2, discovered: 30, continued: false });
+      expect(await fromQueue(handle, publisher.steps()[0].step)).toEqual({ batchItemFailures: [] });
       expect(await publishedOperationIds()).toHaveLength(55);
-      expect(await batchItem(batchId)).toMatchObject({ discovered: 55, published: 55, startedAt: NOW.toISOString(), finishedAt: NOW.toISOString() });
+      expect(await batchItem(batchId)).toMatchObject({ step: 2, discovered: 55, published: 55, pages: 3, admission: 'complete', startedAt: NOW.toISOString(), finishedAt: NOW.toISOString() });
     });
 
-    it('yields the same batch and operation IDs when the same scheduled run is repeated', async () => {
-      const a = await producer(12)({ scheduledTime: SCHEDULED }, lambdaContext());
+    it('does nothing when the same scheduled run is delivered again after it finished', async () => {
+      const handle = producer(12);
+      const a = await direct(handle, { scheduledTime: SCHEDULED, batchId: 'fake-job:2026-11-28:again' });
       const firstIds = await publishedOperationIds();
-      const b = await producer(12)({ scheduledTime: SCHEDULED }, lambdaContext());
-      expect(b.batchId).toBe(a.batchId);
-      expect(await publishedOperationIds()).toEqual(firstIds);
-      expect(firstIds[0]).toBe('fake:item-0:2026-11-28');
+      const b = await direct(handle, { scheduledTime: SCHEDULED, batchId: 'fake-job:2026-11-28:again' });
+      expect(b).toMatchObject({ batchId: a.batchId, outcome: 'stale', published: 0 });
+      expect(await publishedOperationIds()).toEqual([]);
+      expect(firstIds).toHaveLength(12);
+      expect(await batchItem(a.batchId)).toMatchObject({ discovered: 12, published: 12 });
+    });
+
+    it('names the batch by its scheduled time, so a repeated schedule has the same batch and operation IDs', async () => {
+      const a = await direct(producer(2), { scheduledTime: '2026-11-30T01:00:00Z' });
+      expect(a.batchId).toBe('fake-job:2026-11-29:20261130T010000Z');
+      expect(await publishedOperationIds()).toEqual(['fake:item-0:2026-11-29', 'fake:item-1:2026-11-29']);
     });
 
     it('honours an explicit business date, and names a run without a scheduled time as a new manual batch', async () => {
-      const summary = await producer(1)({ businessDate: '2026-10-01' }, lambdaContext());
+      const summary = await direct(producer(1), { businessDate: '2026-10-01' });
       expect(summary.businessDate).toBe('2026-10-01');
       expect(summary.batchId).toMatch(/^fake-job:2026-10-01:manual-[0-9a-f]{8}$/);
       expect(await publishedOperationIds()).toEqual(['fake:item-0:2026-10-01']);
     });
 
     it('derives the business date from the current time when the event is empty', async () => {
-      const summary = await producer(0)(undefined, lambdaContext());
-      expect(summary).toMatchObject({ businessDate: '2026-11-28', pages: 1, discovered: 0, published: 0 });
+      const summary = await direct(producer(0), undefined);
+      expect(summary).toMatchObject({ businessDate: '2026-11-28', pages: 1, discovered: 0, published: 0, finished: true });
     });
 
     it('stops at maxPagesPerRun with a warning and no continuation', async () => {
       const warn = jest.spyOn(logger, 'warn');
       const handle = producer(100, { settings: fakeSettings({ pageSize: 10, maxPagesPerRun: 2 }) });
-      const summary = await handle({ scheduledTime: SCHEDULED, batchId: 'fake-job:2026-11-28:capped' }, lambdaContext());
+      const summary = await direct(handle, { scheduledTime: SCHEDULED, batchId: 'fake-job:2026-11-28:capped' });
 
       expect(summary).toMatchObject({ pages: 2, published: 20, continued: false, stoppedAtPageLimit: true });
-      expect(continuations).toEqual([]);
+      expect(publisher.steps()).toEqual([]);
+      expect(await batchItem('fake-job:2026-11-28:capped')).toMatchObject({ admission: 'page-limit', cursor: '20' });
       expect(warn).toHaveBeenCalledWith('stopped at maxPagesPerRun with work remaining; raise it or the page size, or catch up', {
         maxPagesPerRun: 2,
         cursor: '20',
@@ -174,53 +224,166 @@ describe('Function: createProducer', () => {
     });
 
     it('rejects an invalid event, naming every problem', async () => {
-      await expect(producer(1)({ businessDate: '2026-02-30', page: -1 }, lambdaContext())).rejects.toThrow(
-        new ProducerEventError('invalid producer event: businessDate: must be a real calendar date; page: Too small: expected number to be >=0', []),
+      await expect(producer(1)({ businessDate: '2026-02-30', batchId: 'has space' }, lambdaContext())).rejects.toThrow(
+        new ProducerEventError(
+          'invalid producer event: businessDate: must be a real calendar date; batchId: may hold only letters, digits and : _ . @ # / + = - (no spaces or control characters)',
+          [],
+        ),
       );
     });
 
-    it('records what was published, then fails the invocation, when publishing fails', async () => {
-      const failing: Publisher = {
-        publish: async (url) => {
-          throw new PublishError('failed to publish 1 of 3 messages', url, { 'fake:item-2:2026-11-28': 'InternalError: boom' }, 2);
-        },
-      };
+    it('counts nothing for a page whose publishing failed, and the retried step publishes it again from the same cursor', async () => {
       const batchId = 'fake-job:2026-11-28:failing';
-      await expect(producer(3, { publisher: failing })({ scheduledTime: SCHEDULED, batchId }, lambdaContext())).rejects.toThrow(
-        'failed to publish 1 of 3 messages',
-      );
-      expect(await batchItem(batchId)).toMatchObject({ discovered: 3, published: 2 });
-      expect(await batchItem(batchId)).not.toHaveProperty('finishedAt');
+      const handle = producer(3);
+      publisher.failNextWorkPublish = true;
+      await expect(direct(handle, { scheduledTime: SCHEDULED, batchId })).rejects.toThrow('failed to publish 1 of 3 messages');
+      expect(await batchItem(batchId)).toMatchObject({ step: 0, pages: 0, admission: 'admitting' });
+      expect(await batchItem(batchId)).not.toHaveProperty('discovered');
+
+      // The same invocation's retry (its lease is its own request ID) re-publishes the page; the ledger counts it once.
+      const context = lambdaContext();
+      await direct(producer(3), { scheduledTime: SCHEDULED, batchId }, { ...context, awsRequestId: (await batchItem(batchId))?.leaseOwner as string });
+      expect(await batchItem(batchId)).toMatchObject({ discovered: 3, published: 3, admission: 'complete' });
+      // Two copies went out before the failure: idempotency absorbs them, the ledger never counted them.
+      expect(await publishedOperationIds()).toEqual(['fake:item-0:2026-11-28', 'fake:item-0:2026-11-28', 'fake:item-1:2026-11-28', 'fake:item-1:2026-11-28', 'fake:item-2:2026-11-28']);
     });
   });
-});
 
-describe('Function: selfInvoke', () => {
-  const event: ContinuationEvent = { businessDate: '2026-11-28', batchId: BATCH, cursor: '25', page: 1 };
+  describe('Method: handler (paced admission)', () => {
+    it('admits one horizon of work, each group of one batch delayed to its first slot, and sends the next step for half a horizon later', async () => {
+      const batchId = 'fake-job:2026-11-28:paced';
+      const summary = await direct(producer(100, { admission: paced }), { scheduledTime: SCHEDULED, batchId });
 
-  afterEach(() => {
-    jest.restoreAllMocks();
-    resetClients();
+      expect(summary).toMatchObject({ pages: 2, discovered: 30, published: 30, continued: true, nextStepInSeconds: 5, finished: false });
+      // Pages of 25 then 5: never more than the horizon's 30.
+      expect(fakeJobCalls.discover.map((d) => d.pageSize)).toEqual([25, 5]);
+      expect(publisher.workDelays()).toEqual([...Array(10).fill(0), ...Array(10).fill(10), ...Array(10).fill(20)]);
+      expect(publisher.steps()).toEqual([{ step: { kind: 'admission-step', batchId, businessDate: '2026-11-28', step: 1, scheduledTime: SCHEDULED }, delaySeconds: 5 }]);
+      expect(await batchItem(batchId)).toMatchObject({
+        step: 1,
+        cursor: '30',
+        admission: 'admitting',
+        plannedUntilMs: NOW_MS + 20_000,
+        nextStepAt: new Date(NOW_MS + 5_000).toISOString(),
+        admissionRatePerMinute: 60,
+        discovered: 30,
+      });
+    });
+
+    it('admits after what the queue already holds, and only what fits the horizon', async () => {
+      const batchId = 'fake-job:2026-11-28:queued';
+      const depth = [0, 20];
+      const handle = producer(100, { admission: paced, queueDepth: async () => depth.shift() ?? 0 });
+      await direct(handle, { scheduledTime: SCHEDULED, batchId });
+      publisher.sent.length = 0;
+
+      // 20 messages still queued take 20 s; the run's own last message was planned at +20 s: the next starts at +21 s.
+      await fromQueue(handle, { kind: 'admission-step', batchId, businessDate: '2026-11-28', step: 1 });
+      expect(publisher.workDelays()).toEqual(Array(9).fill(21));
+      expect(await batchItem(batchId)).toMatchObject({ step: 2, discovered: 39, cursor: '39', plannedUntilMs: NOW_MS + 21_000 });
+    });
+
+    it('admits nothing while the queue holds a horizon of work, and comes back when it has drained, not at once', async () => {
+      const batchId = 'fake-job:2026-11-28:full';
+      const handle = producer(100, { admission: paced, queueDepth: async () => 90 });
+      const summary = await direct(handle, { scheduledTime: SCHEDULED, batchId });
+      expect(summary).toMatchObject({ pages: 0, published: 0, continued: true });
+      // 90 queued messages drain in 90 s; the next step comes when 15 s of work (half the horizon) is left: after 74 s.
+      expect(publisher.steps()).toEqual([expect.objectContaining({ delaySeconds: 74 })]);
+      expect(await batchItem(batchId)).toMatchObject({ step: 1, pages: 0, admission: 'admitting' });
+    });
+
+    it('reads the rate, horizon and group from the job settings, and admits without limit when pacing or admission is off', () => {
+      const settings = fakeSettings({ rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1 }, admission: { horizonSeconds: 300, batchSize: 10 } });
+      expect(admissionOptions(settings)).toEqual({ ratePerSecond: 80 / 60, horizonMs: 300_000, groupSize: 10 });
+      // A batch of 50 at 80/min spans 37 s, past the 10 s short wait: groups of 13 (10 s of slots).
+      expect(admissionOptions({ ...settings, admission: { horizonSeconds: 300, batchSize: 50 } }).groupSize).toBe(13);
+      expect(admissionOptions({ ...settings, admission: undefined }).ratePerSecond).toBeUndefined();
+      expect(admissionOptions({ ...settings, settings: { pacing: false } }).ratePerSecond).toBeUndefined();
+    });
   });
 
-  it('invokes this function asynchronously with the continuation event', async () => {
-    const send = jest.spyOn(LambdaClient.prototype, 'send').mockImplementation(async () => ({ StatusCode: 202 }));
-    await selfInvoke('fake-job-producer')(event);
-    const input = (send.mock.calls[0][0] as { input: { FunctionName: string; InvocationType: string; Payload: Uint8Array } }).input;
-    expect(input.FunctionName).toBe('fake-job-producer');
-    expect(input.InvocationType).toBe('Event');
-    expect(JSON.parse(Buffer.from(input.Payload).toString('utf8'))).toEqual(event);
-  });
+  describe('Method: handler (faults)', () => {
+    // A fresh run per test.
+    let runs = 0;
+    let batchId: string;
+    let step1: AdmissionStep;
 
-  it('throws when Lambda does not accept the invocation', async () => {
-    jest.spyOn(LambdaClient.prototype, 'send').mockImplementation(async () => ({ StatusCode: 500 }));
-    await expect(selfInvoke('fake-job-producer')(event)).rejects.toThrow(
-      new ContinuationError(`continuation of ${BATCH} was not accepted (status 500)`, event),
-    );
-  });
+    beforeEach(() => {
+      batchId = `fake-job:2026-11-28:faults-${++runs}`;
+      step1 = { kind: 'admission-step', batchId, businessDate: '2026-11-28', step: 1 };
+    });
 
-  it('throws when the function name is unknown', async () => {
-    await expect(selfInvoke('')(event)).rejects.toThrow('cannot continue the run: AWS_LAMBDA_FUNCTION_NAME is not set');
+    it('ignores a step the run is already past', async () => {
+      const handle = producer(100, { admission: paced });
+      await direct(handle, { batchId, businessDate: '2026-11-28' });
+      await fromQueue(handle, step1);
+      publisher.sent.length = 0;
+
+      // Step 1 delivered a second time, after it ended: nothing is published and no second chain starts.
+      expect(await fromQueue(handle, step1)).toEqual({ batchItemFailures: [] });
+      expect(publisher.sent).toEqual([]);
+      expect(await batchItem(batchId)).toMatchObject({ step: 2 });
+    });
+
+    it('re-sends the next step when the step that ended crashed before sending it', async () => {
+      const handle = producer(100, { admission: paced });
+      await direct(handle, { batchId, businessDate: '2026-11-28' });
+      // As if step 0 ended but died before its continuation went out (or was marked sent).
+      await documentClient().send(
+        new UpdateCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: batchId }, UpdateExpression: 'SET continuationSent = :n', ExpressionAttributeValues: { ':n': 0 } }),
+      );
+      publisher.sent.length = 0;
+
+      // Lambda retries the crashed step 0: it is past, but its continuation was never sent.
+      await direct(handle, { batchId, businessDate: '2026-11-28' });
+      expect(publisher.steps()).toEqual([{ step: expect.objectContaining({ step: 1 }), delaySeconds: 5 }]);
+      expect(publisher.workDelays()).toEqual([]);
+      expect(await batchItem(batchId)).toMatchObject({ continuationSent: 1 });
+    });
+
+    it('leaves a held step to its holder: a duplicate from the queue does nothing, a direct one leaves a takeover step for when the lease ends', async () => {
+      const handle = producer(100, { admission: paced });
+      // A first delivery of the schedule holds step 0's lease for 40 s (it is still publishing, or it died).
+      await new DynamoRunStateStore({ tableName: LEDGER_TABLE }).ensure('fake-job', batchId, { businessDate: '2026-11-28', startedAt: NOW.toISOString() });
+      await documentClient().send(
+        new UpdateCommand({
+          TableName: LEDGER_TABLE,
+          Key: { pk: 'BATCH#fake-job', sk: batchId },
+          UpdateExpression: 'SET leaseOwner = :o, leaseUntilMs = :u',
+          ExpressionAttributeValues: { ':o': 'first-delivery', ':u': NOW_MS + 40_000 },
+        }),
+      );
+
+      expect(await fromQueue(handle, { ...step1, step: 0 })).toEqual({ batchItemFailures: [] });
+      expect(publisher.sent).toEqual([]);
+
+      const second = await direct(handle, { batchId, businessDate: '2026-11-28' });
+      expect(second).toMatchObject({ outcome: 'in-progress', published: 0, continued: true, nextStepInSeconds: 41 });
+      expect(publisher.steps()).toEqual([{ step: { kind: 'admission-step', batchId, businessDate: '2026-11-28', step: 0 }, delaySeconds: 41 }]);
+
+      // The takeover step, once the lease has expired, admits the run as if nothing had happened.
+      const later = producer(100, { admission: paced, now: () => new Date(NOW_MS + 41_000) });
+      publisher.sent.length = 0;
+      await fromQueue(later, publisher.steps()[0]?.step ?? { ...step1, step: 0 });
+      expect(await batchItem(batchId)).toMatchObject({ step: 1, discovered: 30 });
+      expect(await batchItem(batchId)).not.toHaveProperty('leaseOwner');
+    });
+
+    it('fails an invalid step record so SQS retries it and then dead-letters it, naming the problem', async () => {
+      const error = jest.spyOn(logger, 'error');
+      const response = await producer(1)(sqsEvent(sqsRecord('{"kind":"admission-step","batchId":"b","step":-1}', { messageId: 'm-1' })), lambdaContext());
+      expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-1' }] });
+      expect(error).toHaveBeenCalledWith('admission step failed; SQS retries it, then moves it to the producer DLQ', {
+        messageId: 'm-1',
+        error: new ProducerEventError('invalid admission step: businessDate: Invalid input: expected string, received undefined; step: Too small: expected number to be >=0', []),
+      });
+    });
+
+    it('fails a step whose run has no state, so the gap is dead-lettered and alarmed rather than lost', async () => {
+      const response = (await producer(1)(sqsEvent(sqsRecord(JSON.stringify({ ...step1, batchId: 'fake-job:2026-11-28:unknown' }), { messageId: 'm-2' })), lambdaContext())) as SQSBatchResponse;
+      expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-2' }] });
+    });
   });
 });
 
@@ -237,14 +400,15 @@ describe('Function: handler', () => {
 });
 
 describe('Function: producerOptionsFromEnv', () => {
+  const base = { JOB_NAME: 'fake-job', JOB_SETTINGS: JSON.stringify(fakeSettings({ settings: { items: 4 } })), QUEUE_URL: 'http://queue', ADMISSION_QUEUE_URL: 'http://admission', LEDGER_TABLE_NAME: 'ledger' };
+
   it('builds the producer options from the environment and the job', () => {
-    const env = { JOB_NAME: 'fake-job', JOB_SETTINGS: JSON.stringify(fakeSettings({ settings: { items: 4 } })), QUEUE_URL: 'http://queue', LEDGER_TABLE_NAME: 'ledger', MAX_MESSAGE_BYTES: '2048' };
-    const options = producerOptionsFromEnv(env, () => ({ job: fakeJob }));
-    expect(options).toMatchObject({ job: fakeJob, jobDeps: { items: 4 }, queueUrl: 'http://queue', maxMessageBytes: 2048, settings: { pageSize: 25 } });
+    const options = producerOptionsFromEnv({ ...base, MAX_MESSAGE_BYTES: '2048' }, () => ({ job: fakeJob }));
+    expect(options).toMatchObject({ job: fakeJob, jobDeps: { items: 4 }, queueUrl: 'http://queue', admissionQueueUrl: 'http://admission', maxMessageBytes: 2048, settings: { pageSize: 25 } });
   });
 
-  it('names the missing queue', () => {
-    const env = { JOB_NAME: 'fake-job', JOB_SETTINGS: JSON.stringify(fakeSettings()), LEDGER_TABLE_NAME: 'ledger' };
-    expect(() => producerOptionsFromEnv(env, () => ({ job: fakeJob }))).toThrow('environment variable QUEUE_URL is not set');
+  it('names the missing admission queue', () => {
+    const { ADMISSION_QUEUE_URL: _omit, ...env } = base;
+    expect(() => producerOptionsFromEnv(env, () => ({ job: fakeJob }))).toThrow('environment variable ADMISSION_QUEUE_URL is not set');
   });
 });

@@ -1,0 +1,271 @@
+// A run's admission state, kept on its run-ledger item (BATCH#<job> / <batchId>): the discovery cursor, the admission
+// step the chain is at, and a lease, so that a run admitted over a whole night by a chain of producer steps survives a
+// killed step, a step delivered twice and a schedule delivered twice, without forking the chain or counting a page twice.
+//
+// Every change is one conditional UpdateItem. The producer holds a step's lease while it publishes; each published page
+// moves the cursor and its counters in one write (so a re-published page is never counted again); the step's end moves
+// the step number and releases the lease; the continuation's sending is marked, so a step retried after a crash between
+// its end and the send knows to send it.
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { documentClient } from './clients';
+import { ledgerKeys } from './ledger';
+
+export const AdmissionStatus = {
+  /** Steps are still admitting pages. */
+  admitting: 'admitting',
+  /** Discovery returned its last page: everything of the run is admitted. */
+  complete: 'complete',
+  /** The run stopped at maxPagesPerRun with work remaining. */
+  pageLimit: 'page-limit',
+} as const;
+export type AdmissionStatus = (typeof AdmissionStatus)[keyof typeof AdmissionStatus];
+
+/** What the ledger item holds about admission (the counters beside it are the ledger's). */
+export interface RunState {
+  /** The step the chain expects next (0 before the first step finished). */
+  step: number;
+  status: AdmissionStatus;
+  /** Discovery's cursor for the next page; absent at the start and once complete. */
+  cursor?: string;
+  /** Pages admitted so far. */
+  pages: number;
+  discovered: number;
+  published: number;
+  /** The last step for which a continuation was sent (-1: none). */
+  continuationSent: number;
+  /** When the run's last admitted message was planned to become visible (epoch ms). */
+  plannedUntilMs?: number;
+  /** When the next step is due (ISO), while admitting. */
+  nextStepAt?: string;
+  /** Starts per minute admission planned with; absent when admission is unlimited. */
+  admissionRatePerMinute?: number;
+  /** The job's count of eligible records at the run's start, when the job can count them. */
+  eligible?: number;
+  leaseOwner?: string;
+  leaseUntilMs?: number;
+  startedAt?: string;
+  finishedAt?: string;
+}
+
+export interface RunStart {
+  businessDate: string;
+  scheduledTime?: string;
+  startedAt: string;
+  admissionRatePerMinute?: number;
+  eligible?: number;
+}
+
+export interface PageCommit {
+  /** The cursor after this page; undefined when discovery is finished. */
+  cursor: string | undefined;
+  discovered: number;
+  published: number;
+  plannedUntilMs?: number;
+  finishedAt?: string;
+}
+
+export interface StepEnd {
+  status: AdmissionStatus;
+  nextStepAt?: string;
+  plannedUntilMs?: number;
+}
+
+/** What the producer depends on; tests may substitute it. */
+export interface RunStateStore {
+  /** Creates the run's admission state if absent (writing its start facts once) and returns it. */
+  ensure(job: string, batchId: string, start: RunStart): Promise<RunState>;
+  read(job: string, batchId: string): Promise<RunState | undefined>;
+  /** Takes step `step`'s lease until `untilMs`, unless another owner holds it or the run is past that step. */
+  lease(job: string, batchId: string, step: number, owner: string, nowMs: number, untilMs: number): Promise<boolean>;
+  /** Records one published page; false when the lease was lost (another owner took the step over). */
+  commitPage(job: string, batchId: string, step: number, owner: string, page: PageCommit): Promise<boolean>;
+  /** Moves the run to step + 1 and releases the lease; false when the lease was lost. */
+  endStep(job: string, batchId: string, step: number, owner: string, end: StepEnd): Promise<boolean>;
+  /** Notes that step `step`'s continuation was sent. */
+  markContinuation(job: string, batchId: string, step: number): Promise<void>;
+}
+
+export interface DynamoRunStateStoreOptions {
+  tableName: string;
+  /** @default the container's shared document client */
+  client?: Pick<DynamoDBDocumentClient, 'send'>;
+  /** Ledger item lifetime (as the ledger's). @default 90 */
+  retentionDays?: number;
+}
+
+const isConditionFailure = (error: unknown) =>
+  error instanceof ConditionalCheckFailedException || (error as Error)?.name === 'ConditionalCheckFailedException';
+
+function toState(item: Record<string, unknown>): RunState {
+  const num = (k: string) => (typeof item[k] === 'number' ? (item[k] as number) : undefined);
+  const str = (k: string) => (typeof item[k] === 'string' ? (item[k] as string) : undefined);
+  return {
+    step: num('step') ?? 0,
+    status: (str('admission') as AdmissionStatus | undefined) ?? AdmissionStatus.admitting,
+    cursor: str('cursor'),
+    pages: num('pages') ?? 0,
+    discovered: num('discovered') ?? 0,
+    published: num('published') ?? 0,
+    continuationSent: num('continuationSent') ?? -1,
+    plannedUntilMs: num('plannedUntilMs'),
+    nextStepAt: str('nextStepAt'),
+    admissionRatePerMinute: num('admissionRatePerMinute'),
+    eligible: num('eligible'),
+    leaseOwner: str('leaseOwner'),
+    leaseUntilMs: num('leaseUntilMs'),
+    startedAt: str('startedAt'),
+    finishedAt: str('finishedAt'),
+  };
+}
+
+export class DynamoRunStateStore implements RunStateStore {
+  private readonly retentionSeconds: number;
+
+  constructor(private readonly options: DynamoRunStateStoreOptions) {
+    this.retentionSeconds = (options.retentionDays ?? 90) * 86_400;
+  }
+
+  async ensure(job: string, batchId: string, start: RunStart): Promise<RunState> {
+    const values: Record<string, unknown> = {
+      ':zero': 0,
+      ':none': -1,
+      ':admitting': AdmissionStatus.admitting,
+      ':job': job,
+      ':expiresAt': Math.floor(Date.parse(start.startedAt) / 1000) + this.retentionSeconds,
+      ':businessDate': start.businessDate,
+      ':startedAt': start.startedAt,
+    };
+    const set = [
+      '#step = if_not_exists(#step, :zero)',
+      '#pages = if_not_exists(#pages, :zero)',
+      '#admission = if_not_exists(#admission, :admitting)',
+      '#continuationSent = if_not_exists(#continuationSent, :none)',
+      '#job = if_not_exists(#job, :job)',
+      '#expiresAt = if_not_exists(#expiresAt, :expiresAt)',
+      '#businessDate = if_not_exists(#businessDate, :businessDate)',
+      '#startedAt = if_not_exists(#startedAt, :startedAt)',
+    ];
+    const names: Record<string, string> = {
+      '#step': 'step',
+      '#pages': 'pages',
+      '#admission': 'admission',
+      '#continuationSent': 'continuationSent',
+      '#job': 'job',
+      '#expiresAt': 'expiresAt',
+      '#businessDate': 'businessDate',
+      '#startedAt': 'startedAt',
+    };
+    for (const key of ['scheduledTime', 'admissionRatePerMinute', 'eligible'] as const) {
+      if (start[key] === undefined) continue;
+      names[`#${key}`] = key;
+      values[`:${key}`] = start[key];
+      set.push(`#${key} = if_not_exists(#${key}, :${key})`);
+    }
+    const out = await this.client().send(
+      new UpdateCommand({
+        TableName: this.options.tableName,
+        Key: ledgerKeys.batch(job, batchId),
+        UpdateExpression: `SET ${set.join(', ')}`,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return toState(out.Attributes ?? {});
+  }
+
+  async read(job: string, batchId: string): Promise<RunState | undefined> {
+    const out = await this.client().send(new GetCommand({ TableName: this.options.tableName, Key: ledgerKeys.batch(job, batchId), ConsistentRead: true }));
+    return out.Item && typeof out.Item.step === 'number' ? toState(out.Item) : undefined;
+  }
+
+  async lease(job: string, batchId: string, step: number, owner: string, nowMs: number, untilMs: number): Promise<boolean> {
+    return this.conditional({
+      Key: ledgerKeys.batch(job, batchId),
+      UpdateExpression: 'SET #leaseOwner = :owner, #leaseUntilMs = :until',
+      ConditionExpression: '#step = :step AND #admission = :admitting AND (attribute_not_exists(#leaseUntilMs) OR #leaseUntilMs < :now OR #leaseOwner = :owner)',
+      ExpressionAttributeNames: { '#leaseOwner': 'leaseOwner', '#leaseUntilMs': 'leaseUntilMs', '#step': 'step', '#admission': 'admission' },
+      ExpressionAttributeValues: { ':owner': owner, ':until': untilMs, ':step': step, ':now': nowMs, ':admitting': AdmissionStatus.admitting },
+    });
+  }
+
+  async commitPage(job: string, batchId: string, step: number, owner: string, page: PageCommit): Promise<boolean> {
+    const names: Record<string, string> = { '#step': 'step', '#leaseOwner': 'leaseOwner', '#pages': 'pages', '#discovered': 'discovered', '#published': 'published', '#cursor': 'cursor' };
+    const values: Record<string, unknown> = { ':step': step, ':owner': owner, ':one': 1, ':discovered': page.discovered, ':published': page.published };
+    const set: string[] = [];
+    if (page.cursor !== undefined) {
+      set.push('#cursor = :cursor');
+      values[':cursor'] = page.cursor;
+    }
+    if (page.plannedUntilMs !== undefined) {
+      set.push('#plannedUntilMs = :plannedUntilMs');
+      names['#plannedUntilMs'] = 'plannedUntilMs';
+      values[':plannedUntilMs'] = page.plannedUntilMs;
+    }
+    if (page.finishedAt !== undefined) {
+      set.push('#finishedAt = :finishedAt');
+      names['#finishedAt'] = 'finishedAt';
+      values[':finishedAt'] = page.finishedAt;
+    }
+    const expression = [
+      set.length ? `SET ${set.join(', ')}` : '',
+      'ADD #pages :one, #discovered :discovered, #published :published',
+      page.cursor === undefined ? 'REMOVE #cursor' : '',
+    ].filter(Boolean).join(' ');
+    return this.conditional({
+      Key: ledgerKeys.batch(job, batchId),
+      UpdateExpression: expression,
+      ConditionExpression: '#step = :step AND #leaseOwner = :owner',
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    });
+  }
+
+  async endStep(job: string, batchId: string, step: number, owner: string, end: StepEnd): Promise<boolean> {
+    const names: Record<string, string> = { '#step': 'step', '#leaseOwner': 'leaseOwner', '#leaseUntilMs': 'leaseUntilMs', '#admission': 'admission', '#nextStepAt': 'nextStepAt' };
+    const values: Record<string, unknown> = { ':step': step, ':next': step + 1, ':owner': owner, ':status': end.status };
+    const set = ['#step = :next', '#admission = :status'];
+    if (end.nextStepAt !== undefined) {
+      set.push('#nextStepAt = :nextStepAt');
+      values[':nextStepAt'] = end.nextStepAt;
+    }
+    if (end.plannedUntilMs !== undefined) {
+      set.push('#plannedUntilMs = :plannedUntilMs');
+      names['#plannedUntilMs'] = 'plannedUntilMs';
+      values[':plannedUntilMs'] = end.plannedUntilMs;
+    }
+    return this.conditional({
+      Key: ledgerKeys.batch(job, batchId),
+      UpdateExpression: `SET ${set.join(', ')} REMOVE #leaseOwner, #leaseUntilMs${end.nextStepAt === undefined ? ', #nextStepAt' : ''}`,
+      ConditionExpression: '#step = :step AND #leaseOwner = :owner',
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    });
+  }
+
+  async markContinuation(job: string, batchId: string, step: number): Promise<void> {
+    await this.conditional({
+      Key: ledgerKeys.batch(job, batchId),
+      UpdateExpression: 'SET #continuationSent = :step',
+      ConditionExpression: 'attribute_not_exists(#continuationSent) OR #continuationSent < :step',
+      ExpressionAttributeNames: { '#continuationSent': 'continuationSent' },
+      ExpressionAttributeValues: { ':step': step },
+    });
+  }
+
+  /** One conditional update; false when its condition did not hold (dynalite returns no old item, so none is asked for). */
+  private async conditional(input: Omit<ConstructorParameters<typeof UpdateCommand>[0], 'TableName'>): Promise<boolean> {
+    try {
+      await this.client().send(new UpdateCommand({ TableName: this.options.tableName, ...input }));
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  private client() {
+    return this.options.client ?? documentClient();
+  }
+}

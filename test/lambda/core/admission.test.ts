@@ -1,0 +1,76 @@
+import { AdmissionError, admissionGroupSize, delaySecondsUntil, nextStepDelaySeconds, planAdmission, visibleAtMs } from '../../../lambda/core/admission';
+
+const NOW = 1_000_000;
+
+describe('Function: planAdmission', () => {
+  it('admits one horizon of work at the rate into an empty queue, starting now', () => {
+    // 80 starts a minute for 5 minutes: 400.
+    expect(planAdmission({ nowMs: NOW, queueDepth: 0, ratePerSecond: 80 / 60, horizonMs: 300_000 })).toEqual({ admit: 400, firstVisibleMs: NOW });
+  });
+
+  it('starts after what the queue holds and admits only the rest of the horizon', () => {
+    // 200 queued at 80/min take 150 s; 150 s of the horizon are left: 200 more.
+    expect(planAdmission({ nowMs: NOW, queueDepth: 200, ratePerSecond: 80 / 60, horizonMs: 300_000 })).toEqual({ admit: 200, firstVisibleMs: NOW + 150_000 });
+  });
+
+  it('starts after the run\'s own last planned message when that is later than the queue says', () => {
+    const plan = planAdmission({ nowMs: NOW, queueDepth: 0, ratePerSecond: 1, horizonMs: 30_000, plannedUntilMs: NOW + 10_000 });
+    expect(plan).toEqual({ admit: 19, firstVisibleMs: NOW + 11_000 });
+  });
+
+  it('admits nothing while the queue holds a horizon or more', () => {
+    expect(planAdmission({ nowMs: NOW, queueDepth: 500, ratePerSecond: 80 / 60, horizonMs: 300_000 }).admit).toBe(0);
+  });
+
+  it('admits everything at once without a rate', () => {
+    expect(planAdmission({ nowMs: NOW, queueDepth: 10_000, ratePerSecond: undefined, horizonMs: 0 })).toEqual({ admit: Number.POSITIVE_INFINITY, firstVisibleMs: NOW });
+  });
+
+  it('names a rate or horizon no plan can come from', () => {
+    expect(() => planAdmission({ nowMs: NOW, queueDepth: 0, ratePerSecond: 0, horizonMs: 1000 })).toThrow(new AdmissionError('ratePerSecond must be a positive number (got 0)'));
+    expect(() => planAdmission({ nowMs: NOW, queueDepth: 0, ratePerSecond: 1, horizonMs: 0 })).toThrow(new AdmissionError('horizonMs must be positive (got 0)'));
+  });
+});
+
+describe('Function: visibleAtMs', () => {
+  const plan = { admit: 30, firstVisibleMs: NOW };
+
+  it('makes each group of one batch visible at its first slot', () => {
+    // 2 starts a second, groups of 10: a group every 5 s.
+    expect([0, 9, 10, 19, 20].map((i) => visibleAtMs(i, plan, 2, 10) - NOW)).toEqual([0, 0, 5000, 5000, 10_000]);
+  });
+
+  it('makes everything visible at once without a rate', () => {
+    expect(visibleAtMs(29, plan, undefined, 10)).toBe(NOW);
+  });
+});
+
+describe('Function: delaySecondsUntil', () => {
+  it('rounds to whole seconds within what SQS allows', () => {
+    expect([-5000, 0, 1499, 1500, 899_999, 2_000_000].map((ms) => delaySecondsUntil(NOW + ms, NOW))).toEqual([0, 0, 1, 2, 900, 900]);
+  });
+});
+
+describe('Function: nextStepDelaySeconds', () => {
+  it('comes back when the queue has drained to half the horizon', () => {
+    expect(nextStepDelaySeconds({ nowMs: NOW, plannedUntilMs: NOW + 300_000, horizonMs: 300_000, ratePerSecond: 1 })).toBe(150);
+  });
+
+  it('never comes back sooner than the minimum, nor later than SQS can delay', () => {
+    expect(nextStepDelaySeconds({ nowMs: NOW, plannedUntilMs: NOW, horizonMs: 300_000, ratePerSecond: 1, minSeconds: 5 })).toBe(5);
+    expect(nextStepDelaySeconds({ nowMs: NOW, plannedUntilMs: NOW + 5_000_000, horizonMs: 300_000, ratePerSecond: 1 })).toBe(900);
+  });
+
+  it('continues at once without a rate', () => {
+    expect(nextStepDelaySeconds({ nowMs: NOW, plannedUntilMs: NOW + 300_000, horizonMs: 300_000, ratePerSecond: undefined })).toBe(0);
+  });
+});
+
+describe('Function: admissionGroupSize', () => {
+  it('is one event-source batch, cut to the slots that fit the consumer\'s short wait', () => {
+    expect(admissionGroupSize(10, 80 / 60, 10_000)).toBe(10);
+    expect(admissionGroupSize(50, 80 / 60, 10_000)).toBe(13);
+    expect(admissionGroupSize(50, 40, 10_000)).toBe(50);
+    expect(admissionGroupSize(10, 0.01, 10_000)).toBe(1);
+  });
+});

@@ -1,4 +1,5 @@
-// The end of a local run: per-job numbers and the three checks (nothing lost, one effect per operation, pacing held),
+// The end of a local run: per-job numbers and the four checks (nothing lost, no dead letter that no fault explains, one
+// effect per operation, pacing held),
 // as a table for people and one JSON document for machines. Pure: the run hands in what it observed.
 import { maxInAnyWindow } from './provider';
 
@@ -13,6 +14,13 @@ export interface JobObservation {
   deferred: number;
   /** Messages in the job's DLQ at the end. */
   dlq: number;
+  /** The `failureReason` of (some of) those messages, as the consumer set it; for the report. */
+  dlqReasons?: string[];
+  /**
+   * Dead letters the run caused on purpose (an injected fault). @default 0: a local demo injects none, so any dead
+   * letter is a bug, even when nothing is lost.
+   */
+  expectedDeadLetters?: number;
   /** Downstream effects per operation key (payment, object, tenant). */
   effectsByOperation: Map<string, number>;
   /** Downstream effects per item where an operation touches several (sessions); each should be exactly one. */
@@ -40,6 +48,8 @@ export interface JobReport {
   dlq: number;
   effects: number;
   duplicatesSuppressed: number;
+  /** Re-publishes with a delay (no slot soon enough, or throttled): each is one more delivery of an operation. */
+  deferred: number;
   throttled: number;
   maxStartsPerWindow: number;
   rateLimitPerWindow: number;
@@ -52,7 +62,7 @@ export interface JobReport {
 
 export interface Check {
   job: string;
-  name: 'nothing-lost' | 'one-effect-per-operation' | 'rate-respected';
+  name: 'nothing-lost' | 'no-unexplained-dead-letters' | 'one-effect-per-operation' | 'rate-respected';
   ok: boolean;
   detail: string;
 }
@@ -77,6 +87,7 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
     dlq: o.dlq,
     effects,
     duplicatesSuppressed: o.duplicates,
+    deferred: o.deferred,
     throttled: o.throttled,
     maxStartsPerWindow: maxInAnyWindow(o.starts, windowMs),
     rateLimitPerWindow: o.rateLimit.startsPerInterval,
@@ -114,6 +125,18 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
       name: 'rate-respected',
       ok: report.maxStartsPerWindow <= o.rateLimit.startsPerInterval,
       detail: `at most ${report.maxStartsPerWindow} starts in any ${o.rateLimit.intervalSeconds}s window, limit ${o.rateLimit.startsPerInterval}`,
+    },
+    {
+      job,
+      name: 'no-unexplained-dead-letters',
+      // "Nothing lost" counts a dead letter as accounted for; but with no fault injected, no operation should end there.
+      ok: o.dlq <= (o.expectedDeadLetters ?? 0),
+      detail:
+        o.dlq <= (o.expectedDeadLetters ?? 0)
+          ? `${o.dlq} in the DLQ${o.expectedDeadLetters ? `, ${o.expectedDeadLetters} expected from injected faults` : ''}`
+          : `${o.dlq} operations in the DLQ, ${o.expectedDeadLetters ?? 0} expected: a dead letter with no injected fault is a bug${
+              o.dlqReasons?.length ? ` (reasons: ${[...new Set(o.dlqReasons)].slice(0, 3).join('; ')})` : ''
+            }`,
     },
   ];
   return { report, checks };
@@ -155,11 +178,12 @@ export function formatReport(report: RunReport): string {
     j.dlq,
     j.effects,
     j.duplicatesSuppressed,
+    j.deferred,
     j.throttled,
     `${j.maxStartsPerWindow}/${j.rateLimitPerWindow} per ${j.windowSeconds}s`,
     j.maxJobAgeSeconds === null ? '-' : `${j.maxJobAgeSeconds}s`,
   ]);
-  const table = formatTable(['job', 'discovered', 'completed', 'rejected', 'dlq', 'effects', 'duplicates', 'throttled', 'max starts', 'max job age'], rows);
+  const table = formatTable(['job', 'discovered', 'completed', 'rejected', 'dlq', 'effects', 'duplicates', 'deferred', 'throttled', 'max starts', 'max job age'], rows);
   const checks = report.checks.map((c) => `${c.ok ? 'PASS' : 'FAIL'}  ${c.job}  ${c.name}: ${c.detail}`);
   const head = report.settled ? `settled in ${(report.durationMs / 1000).toFixed(1)} s` : `did NOT settle within ${(report.durationMs / 1000).toFixed(1)} s`;
   return [`Local run, env ${report.env}, business date ${report.businessDate}: ${head}`, '', table, '', ...checks, '', report.ok ? 'OK' : 'FAILED'].join('\n');

@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
-import { GetQueueAttributesCommand, QueueAttributeName } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, QueueAttributeName, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { ensureStack } from './assembly';
 import { loadTemplate } from './template';
 import { planStack, PlannedFunction, StackPlan } from './plan';
@@ -399,10 +399,12 @@ async function collectReport(
     for (const job of jobs.values()) {
       const ledger = await ledgerTotals(documents, job.consumer?.environment.LEDGER_TABLE_NAME ?? job.producer?.environment.LEDGER_TABLE_NAME, job.name, run.sinceIso);
       const dlq = await queueDepth(stack, job.dlqUrl);
+      const dlqCount = dlq.visible + dlq.inFlight + dlq.delayed;
       const { effectsByOperation, effectsByItem, starts, throttled, unexpectedEffects } = downstreamOf(job, provider, recorder, seeded, ledger.throttled);
       observations.set(job.name, {
         ...ledger,
-        dlq: dlq.visible + dlq.inFlight + dlq.delayed,
+        dlq: dlqCount,
+        dlqReasons: dlqCount > 0 ? await dlqReasons(stack, job.dlqUrl) : [],
         effectsByOperation,
         effectsByItem,
         unexpectedEffects,
@@ -417,6 +419,13 @@ async function collectReport(
     documents.destroy();
   }
   return buildRunReport({ env: run.env, businessDate: run.businessDate, settled: run.settled, durationMs: Date.now() - run.started, jobs: observations });
+}
+
+/** Why the dead-lettered messages failed (a look at up to 10; the run is over, so a receive changes nothing that matters). */
+async function dlqReasons(stack: LocalStack, url: string | undefined): Promise<string[]> {
+  if (!url) return [];
+  const got = await stack.sqs().send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, MessageAttributeNames: ['failureReason'] }));
+  return (got.Messages ?? []).map((m) => m.MessageAttributes?.failureReason?.StringValue ?? 'no failureReason: moved by SQS after maxReceiveCount receives');
 }
 
 const count = (keys: string[]): Map<string, number> => {

@@ -36,7 +36,7 @@ describe('Command: npm start', () => {
     rmSync(localDir, { recursive: true, force: true });
   });
 
-  it('runs one cycle of every job on small data and reports ok with the three checks', async () => {
+  it('runs one cycle of every job on small data and reports ok with the four checks', async () => {
     const { done } = start(['--json', '--payments', '3', '--uploads', '3', '--tenants', '2', '--local-dir', localDir, '--timeout', '90']);
     const result = await done;
     expect(result.stderr).toContain('fired');
@@ -48,7 +48,7 @@ describe('Command: npm start', () => {
       'payment-reconciliation': expect.objectContaining({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, duplicatesSuppressed: 0, throttled: 0, maxStartsPerWindow: 3 }),
       'stale-upload-cleanup': expect.objectContaining({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, maxStartsPerWindow: 3 }),
     });
-    expect(report.checks).toHaveLength(9);
+    expect(report.checks).toHaveLength(12);
     expect(report.checks.every((c: { ok: boolean }) => c.ok)).toBe(true);
     expect(existsSync(join(localDir, 'logs'))).toBe(true);
   }, 300_000); // includes a cdk synth on a fresh clone (no cdk.out yet)

@@ -16,13 +16,14 @@ const observation = (overrides: Partial<JobObservation> = {}): JobObservation =>
 });
 
 describe('Function: buildJobReport', () => {
-  it('passes the three checks when every operation is accounted for, changed once, and paced', () => {
+  it('passes the four checks when every operation is accounted for, changed once, paced, and none dead-lettered', () => {
     const { report, checks } = buildJobReport('job', observation({ starts: [0, 500, 1000, 1500] }));
-    expect(report).toEqual({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, duplicatesSuppressed: 0, throttled: 0, maxStartsPerWindow: 2, rateLimitPerWindow: 2, windowSeconds: 1, maxJobAgeSeconds: null });
+    expect(report).toEqual({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, duplicatesSuppressed: 0, deferred: 0, throttled: 0, maxStartsPerWindow: 2, rateLimitPerWindow: 2, windowSeconds: 1, maxJobAgeSeconds: null });
     expect(checks).toEqual([
       { job: 'job', name: 'nothing-lost', ok: true, detail: 'completed 3 + rejected 0 + dlq 0 = 3, discovered 3' },
       { job: 'job', name: 'one-effect-per-operation', ok: true, detail: '3 operations with one effect each, 3 completed' },
       { job: 'job', name: 'rate-respected', ok: true, detail: 'at most 2 starts in any 1s window, limit 2' },
+      { job: 'job', name: 'no-unexplained-dead-letters', ok: true, detail: '0 in the DLQ' },
     ]);
   });
 
@@ -56,6 +57,25 @@ describe('Function: buildJobReport', () => {
     const { report, checks } = buildJobReport('job', observation({ effectsByItem: new Map([['t/s1', 1], ['t/s2', 2]]) }));
     expect(report.itemEffects).toBe(3);
     expect(checks[1].detail).toBe('1 targets changed other than once, e.g. t/s2 x2');
+  });
+
+  it('fails on a dead letter no injected fault explains, even when nothing is lost', () => {
+    const { checks } = buildJobReport('job', observation({ completed: 2, dlq: 1, dlqReasons: ['deferral budget exhausted: 5 deferrals, the limit is 5 (throttled: 429)'] }));
+    expect(checks[0].ok).toBe(true);
+    expect(checks[3]).toEqual({
+      job: 'job',
+      name: 'no-unexplained-dead-letters',
+      ok: false,
+      detail: '1 operations in the DLQ, 0 expected: a dead letter with no injected fault is a bug (reasons: deferral budget exhausted: 5 deferrals, the limit is 5 (throttled: 429))',
+    });
+    const run = buildRunReport({ env: 'dev', businessDate: '2026-11-28', settled: true, durationMs: 1000, jobs: new Map([['job', observation({ completed: 2, dlq: 1 })]]) });
+    expect(run.ok).toBe(false);
+    expect(formatReport(run)).toContain('FAIL  job  no-unexplained-dead-letters');
+  });
+
+  it('accepts the dead letters a run injected on purpose', () => {
+    const { checks } = buildJobReport('job', observation({ completed: 2, dlq: 1, expectedDeadLetters: 1 }));
+    expect(checks[3]).toEqual({ job: 'job', name: 'no-unexplained-dead-letters', ok: true, detail: '1 in the DLQ, 1 expected from injected faults' });
   });
 
   it('fails rate-respected when any sliding window holds more starts than the limit', () => {

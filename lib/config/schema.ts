@@ -194,6 +194,15 @@ export const environmentSchema = z.object({
         message: `must be at least queueRetentionDays + ${DLQ_RETENTION_DAYS} (DLQ retention) = ${minDays}, so a redrive never repeats an effect`,
       });
     }
+    // An admitted message may be planned up to a horizon ahead; the age alarm must watch late work, not planned work.
+    // (Only for an SLO that is itself valid: an SLO under a minute is already reported on its own key.)
+    if (job.admission.enabled && job.oldestMessageAgeSloSeconds >= 60 && job.admission.horizonSeconds >= job.oldestMessageAgeSloSeconds) {
+      ctx.addIssue({
+        code: 'custom',
+        path: at('admission', 'horizonSeconds'),
+        message: `must be less than oldestMessageAgeSloSeconds (${job.oldestMessageAgeSloSeconds}): admitted work waits up to the horizon by plan, and the age alarm would fire on it`,
+      });
+    }
     if (job.batchSize > 10 && job.batchingWindowSeconds < 1) {
       ctx.addIssue({ code: 'custom', path: at('batchingWindowSeconds'), message: 'must be at least 1 when batchSize is over 10 (an SQS event source rule)' });
     }

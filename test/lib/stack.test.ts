@@ -184,6 +184,7 @@ describe('Class: PacedJobsStack', () => {
           timeZone: 'Europe/London',
           rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1 },
           concurrency: 10,
+          admission: { horizonSeconds: 300, batchSize: 10 },
           tables: { payments: 'payments-prod' },
           buckets: {},
           secrets: { apiKey: 'paced-jobs/prod/provider-api-key' },
@@ -191,6 +192,7 @@ describe('Class: PacedJobsStack', () => {
         }),
         QUEUE_URL: refOf(job.queue),
         DLQ_URL: refOf(job.dlq),
+        ADMISSION_QUEUE_URL: refOf(job.admissionQueue),
         LEDGER_TABLE_NAME: refOf(ledgerTable),
         IDEMPOTENCY_TABLE_NAME: refOf(idempotencyTable),
         LIMITER_TABLE_NAME: refOf(limiterTable),
@@ -227,7 +229,7 @@ describe('Class: PacedJobsStack', () => {
       });
       const variables = variablesOf(prod.template, job.producer);
       expect(Object.keys(variables).sort()).toEqual([
-        'DLQ_URL', 'JOB_NAME', 'JOB_SETTINGS', 'LEDGER_TABLE_NAME', 'NODE_OPTIONS', 'POWERTOOLS_METRICS_NAMESPACE', 'POWERTOOLS_SERVICE_NAME', 'QUEUE_URL',
+        'ADMISSION_QUEUE_URL', 'DLQ_URL', 'JOB_NAME', 'JOB_SETTINGS', 'LEDGER_TABLE_NAME', 'NODE_OPTIONS', 'POWERTOOLS_METRICS_NAMESPACE', 'POWERTOOLS_SERVICE_NAME', 'QUEUE_URL',
       ]);
       expect(JSON.parse(variables.JOB_SETTINGS as string)).toMatchObject({
         rateLimit: { startsPerInterval: 2400, intervalSeconds: 60, burst: 1 },
@@ -263,20 +265,20 @@ describe('Class: PacedJobsStack', () => {
   });
 
   describe('Method: constructor (least privilege)', () => {
-    it('lets the producer invoke only itself, read only its job tables, and send only to its own queue', () => {
+    it('lets the producer invoke nothing, read only its job tables, and send only to its own queues', () => {
       const job = prod.stack.jobs['expired-session-cleanup'];
       const statements = statementsOf(prod.template, job, 'producer');
-      const invoke = statements.filter((s) => actionsOf(s).includes('lambda:InvokeFunction'));
-      expect(invoke).toHaveLength(1);
-      expect(resourcesOf(invoke[0])).toEqual([
-        importedArn('lambda', ':function:PacedJobs-prod-expired-session-cleanup-producer'),
-        importedArn('lambda', ':function:PacedJobs-prod-expired-session-cleanup-producer:*'),
-      ]);
+      // Continuations go through the admission queue: the producer never invokes a function.
+      expect(statements.filter((s) => actionsOf(s).some((a) => a.startsWith('lambda:Invoke')))).toEqual([]);
       expect(actionsOn(statements, arnOf(job.queue))).toEqual(['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage']);
-      // Its own asynchronous-invocation DLQ (Lambda writes failed continuations there with the function's role).
+      // Its admission queue: it sends its next steps there, and its event source mapping consumes them.
+      expect(actionsOn(statements, arnOf(job.admissionQueue))).toEqual([
+        'sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage', 'sqs:SendMessage',
+      ]);
+      // Its own asynchronous-invocation DLQ (Lambda writes failed scheduled invocations there with the function's role).
       expect(actionsOn(statements, arnOf(job.producerDlq))).toEqual(['sqs:SendMessage']);
       const sendTargets = statements.filter((s) => actionsOf(s).includes('sqs:SendMessage')).flatMap(resourcesOf);
-      expect(sendTargets).toHaveLength(2);
+      expect(sendTargets).toHaveLength(3);
       const writeTargets = statements.filter((s) => actionsOf(s).includes('dynamodb:PutItem')).flatMap(resourcesOf);
       expect(writeTargets).toEqual([arnOf(prod.stack.stateTables.ledgerTable)]);
       expect(JSON.stringify(statements)).toContain(':table/tenants-prod"');
@@ -463,6 +465,7 @@ describe('Class: PacedJobsStack', () => {
       expect(outputs.PaymentReconciliationEventSourceMappingUuid.Description).toBe('payment-reconciliation: EventSourceMappingUuid');
       expect(outputs.StaleUploadCleanupQueueUrl.Description).toBe('stale-upload-cleanup: QueueUrl');
       expect(Object.keys(outputs).filter((k) => k.startsWith('StaleUploadCleanup')).sort()).toEqual([
+        'StaleUploadCleanupAdmissionMappingUuid', 'StaleUploadCleanupAdmissionQueueArn', 'StaleUploadCleanupAdmissionQueueUrl',
         'StaleUploadCleanupConsumerFunctionName', 'StaleUploadCleanupDlqArn', 'StaleUploadCleanupDlqUrl', 'StaleUploadCleanupEventSourceMappingUuid',
         'StaleUploadCleanupProducerDlqArn', 'StaleUploadCleanupProducerDlqUrl', 'StaleUploadCleanupProducerFunctionName', 'StaleUploadCleanupQueueArn',
         'StaleUploadCleanupQueueUrl', 'StaleUploadCleanupScheduleName',

@@ -227,7 +227,8 @@ describe.each(['dev', 'prod'])('Class: PacedJobsStack (environment %s)', (name) 
   describe('Method: constructor (encryption at rest and TLS only)', () => {
     it('encrypts every queue and every table', () => {
       const queues = byType(b(), 'AWS::SQS::Queue');
-      expect(queues.length).toBe(3 * Object.keys(b().stack.jobs).length);
+      // Per job: the work queue, its DLQ, the admission queue and the producer DLQ.
+      expect(queues.length).toBe(4 * Object.keys(b().stack.jobs).length);
       expect(queues.filter(([, q]) => q.Properties?.SqsManagedSseEnabled !== true && q.Properties?.KmsMasterKeyId === undefined).map(([id]) => id)).toEqual([]);
       const tables = byType(b(), 'AWS::DynamoDB::Table');
       expect(tables.length).toBe(name === 'dev' ? 7 : 3);

@@ -481,8 +481,8 @@ describe('Function: createConsumer', () => {
       const [url, entries] = publish.mock.calls[0];
       const sent = entries.map((m) => ({ url, delaySeconds: m.delaySeconds, message: JSON.parse(m.body) }));
       expect(sent).toEqual([
-        { url: queueUrl, delaySeconds: 60, message: { ...JSON.parse(body('b-1', undefined, { batchId })), enqueuedAt: NOW.toISOString(), firstEnqueuedAt: '2026-11-29T02:00:00.000Z', attempt: 1 } },
-        { url: queueUrl, delaySeconds: 120, message: { ...JSON.parse(body('b-2', undefined, { batchId })), enqueuedAt: NOW.toISOString(), firstEnqueuedAt: '2026-11-29T02:00:00.000Z', attempt: 1 } },
+        { url: queueUrl, delaySeconds: 60, message: { ...JSON.parse(body('b-1', undefined, { batchId })), enqueuedAt: NOW.toISOString(), firstEnqueuedAt: '2026-11-29T02:00:00.000Z', attempt: 0, pacedDeferrals: 1 } },
+        { url: queueUrl, delaySeconds: 120, message: { ...JSON.parse(body('b-2', undefined, { batchId })), enqueuedAt: NOW.toISOString(), firstEnqueuedAt: '2026-11-29T02:00:00.000Z', attempt: 0, pacedDeferrals: 1 } },
       ]);
       expect(metricTotal('Deferred')).toBe(2);
       expect(await batchItem(batchId)).toMatchObject({ completed: 1, deferred: 2 });
@@ -533,7 +533,7 @@ describe('Function: createConsumer', () => {
       const [redelivered] = again.Records;
       expect(redelivered.messageId).not.toBe(deferred.messageId);
       expect(redelivered.attributes.ApproximateReceiveCount).toBe('1');
-      expect(JSON.parse(redelivered.body)).toMatchObject({ operationId: JSON.parse(deferred.body).operationId, attempt: 1, firstEnqueuedAt: '2026-11-29T02:00:00.000Z' });
+      expect(JSON.parse(redelivered.body)).toMatchObject({ operationId: JSON.parse(deferred.body).operationId, attempt: 0, pacedDeferrals: 1, firstEnqueuedAt: '2026-11-29T02:00:00.000Z' });
 
       const later = await handle(again, lambdaContext());
       await acknowledge(queueUrl, again, later);
@@ -554,7 +554,8 @@ describe('Function: createConsumer', () => {
       expect(fakeJobCalls.apply).toEqual([]);
       expect(await idempotencyItem('fake:late:2026-11-28')).toBeUndefined();
       expect(publish).toHaveBeenCalledTimes(1);
-      expect(JSON.parse(publish.mock.calls[0][1][0].body)).toMatchObject({ operationId: 'fake:late:2026-11-28', attempt: 1 });
+      // A slot deferral: counted apart, never against the deferral budget.
+      expect(JSON.parse(publish.mock.calls[0][1][0].body)).toMatchObject({ operationId: 'fake:late:2026-11-28', attempt: 0, pacedDeferrals: 1 });
     });
 
     it('replaces slots that passed while earlier records were applying, instead of deferring their records', async () => {
@@ -791,8 +792,8 @@ describe('Function: createConsumer', () => {
       expect(reason('fake:old:2026-11-28')).toBe(`deferral budget exhausted: first enqueued 172805 s ago, over the 86400 s limit (${provider.replace('%s', 'old')})`);
       // Re-armed for a redrive: the deferral count starts again, the first enqueue is kept for the true age.
       const bodies = Object.fromEntries(dead.map((m) => [JSON.parse(m.Body as string).operationId, JSON.parse(m.Body as string)]));
-      expect(bodies['fake:tired:2026-11-28']).toEqual({ ...JSON.parse(tired), firstEnqueuedAt: '2026-11-29T02:00:00.000Z', attempt: 0 });
-      expect(bodies['fake:old:2026-11-28']).toEqual({ ...JSON.parse(old), attempt: 0 });
+      expect(bodies['fake:tired:2026-11-28']).toEqual({ ...JSON.parse(tired), firstEnqueuedAt: '2026-11-29T02:00:00.000Z', attempt: 0, pacedDeferrals: 0 });
+      expect(bodies['fake:old:2026-11-28']).toEqual({ ...JSON.parse(old), attempt: 0, pacedDeferrals: 0 });
       expect(await drainQueue(queueUrl)).toEqual([]);
       expect(await batchItem(batchId)).toMatchObject({ throttled: 2, deadLettered: 2 });
     });

@@ -28,6 +28,7 @@ const jobDefaults = {
   idempotencyRecordDays: 30,
   maxMessageBytes: 262144,
   uses: { tables: {}, buckets: {}, secrets: {} },
+  admission: { enabled: true, horizonSeconds: 300 },
   alarms: { throttledPerMinute: 10, throttledMinutes: 5, producerDurationFraction: 0.8 },
   settings: {},
 };

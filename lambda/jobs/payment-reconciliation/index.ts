@@ -7,6 +7,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { documentClient } from '../../adapters/clients';
+import { countQuery } from '../../adapters/countQuery';
 import { HttpProviderClient, ProviderClient } from '../../adapters/providerClient';
 import { secretStringGetter } from '../../adapters/secrets';
 import type { JobRuntimeSettings } from '../../core/constants';
@@ -92,6 +93,17 @@ export const job = defineJob<PaymentResource, PaymentReconciliationDeps>({
       return { operationId: reconcileOperationId({ provider: deps.provider, paymentId, businessDate }), resource: { paymentId } };
     });
     return { operations, nextCursor: encodeCursor(page.LastEvaluatedKey) };
+  },
+
+  /** The same sparse index, counted: what the run will discover in all (a lower bound past MAX_COUNT_PAGES pages). */
+  async countEligible(deps, { businessDate }) {
+    const { count } = await countQuery(deps.documents, {
+      TableName: deps.paymentsTable,
+      IndexName: UNSETTLED_INDEX,
+      KeyConditionExpression: 'unsettledDate = :date',
+      ExpressionAttributeValues: { ':date': businessDate },
+    });
+    return count;
   },
 
   async apply(deps, { operationId, businessDate, resource, remainingTimeMs }) {

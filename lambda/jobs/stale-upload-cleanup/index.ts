@@ -14,6 +14,7 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
+import { countQuery } from '../../adapters/countQuery';
 import { documentClient } from '../../adapters/clients';
 import { ObjectStore, S3ObjectStore } from '../../adapters/s3Objects';
 import type { JobRuntimeSettings } from '../../core/constants';
@@ -103,6 +104,17 @@ export const job = defineJob<UploadResource, StaleUploadDeps>({
       return { operationId: staleUploadOperationId(parsed.data), resource: parsed.data };
     });
     return { operations, nextCursor: encodeCursor(page.LastEvaluatedKey) };
+  },
+
+  /** The same index and cutoff, counted: what the run will discover in all (a lower bound past MAX_COUNT_PAGES pages). */
+  async countEligible(deps, { businessDate, now }) {
+    const { count } = await countQuery(deps.documents, {
+      TableName: deps.uploadsTable,
+      IndexName: DEADLINE_INDEX,
+      KeyConditionExpression: 'retentionState = :pending AND deleteAfter <= :cutoff',
+      ExpressionAttributeValues: { ':pending': PENDING_DELETION, ':cutoff': discoveryCutoff(businessDate, now) },
+    });
+    return count;
   },
 
   async apply(deps, { operationId, resource }): Promise<ApplyResult> {

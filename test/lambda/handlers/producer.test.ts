@@ -267,6 +267,8 @@ describe('Function: createProducer', () => {
         nextStepAt: new Date(NOW_MS + 5_000).toISOString(),
         admissionRatePerMinute: 60,
         discovered: 30,
+        // The job's own count, taken once at the start: what is not yet admitted is eligible - discovered.
+        eligible: 100,
       });
     });
 

@@ -137,6 +137,15 @@ describe('Job: payment-reconciliation', () => {
     });
   });
 
+  describe('Method: countEligible', () => {
+    it('counts what discovery will find for the date, and nothing for a date without unsettled payments', async () => {
+      const { operations } = await discoverAll(job, deps, { businessDate: DATE, pageSize: 3, now: NOW });
+      await expect(job.countEligible!(deps, { businessDate: DATE, now: NOW })).resolves.toBe(operations.length);
+      expect(operations.length).toBe(7);
+      await expect(job.countEligible!(deps, { businessDate: '2020-01-01', now: NOW })).resolves.toBe(0);
+    });
+  });
+
   describe('Method: apply', () => {
     it('reconciles with the provider and records the outcome on the payment', async () => {
       const { paymentId } = await freshPayment();

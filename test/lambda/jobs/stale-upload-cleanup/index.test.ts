@@ -103,6 +103,13 @@ describe('Job: stale-upload-cleanup', () => {
       expect(Math.max(...pageSizes)).toBeLessThanOrEqual(3);
     });
 
+    it('counts exactly what discovery finds, with the same cutoff', async () => {
+      for (const now of [NOW, new Date('2026-11-28T08:00:00.000Z')]) {
+        const { operations } = await discoverAll(job, discoverDeps, { businessDate: DATE, pageSize: 50, now });
+        await expect(job.countEligible!(discoverDeps, { businessDate: DATE, now })).resolves.toBe(operations.length);
+      }
+    });
+
     it('never finds an upload whose deadline is after the run\'s clock', async () => {
       const early = new Date('2026-11-28T08:00:00.000Z');
       const { operations } = await discoverAll(job, discoverDeps, { businessDate: DATE, pageSize: 50, now: early });

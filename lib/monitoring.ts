@@ -262,9 +262,11 @@ export class Monitoring extends Construct {
       ProducerDlqDepth: {
         what: JobAlarm.ProducerDlqDepth,
         description:
-          `${jobName}: a scheduled run or a producer continuation failed every retry and sits in the producer DLQ, so that ` +
-          `business date may not have been discovered in full. First run \`${status}\` and read the producer's logs; ` +
-          `then run \`npm run ops -- catch-up --env ${env} --job ${jobName} --from <date> --to <date>\` for the missed dates. ${runbook}`,
+          `${jobName}: a scheduled run or an admission step failed every retry and sits in the producer DLQ, so that ` +
+          `business date's admission has stopped (the rest waits in the application's tables, nothing is lost). First run ` +
+          `\`${status}\`: a batch shown as "admission stalled" continues with ` +
+          `\`npm run ops -- continue --env ${env} --job ${jobName} --batch <batchId>\` once the producer's logs show the cause is fixed; ` +
+          `a date never started needs \`npm run ops -- catch-up --env ${env} --job ${jobName} --from <date> --to <date>\`. ${runbook}`,
         metric: pacedJob.producerDlq.metricApproximateNumberOfMessagesVisible({ statistic: cloudwatch.Stats.MAXIMUM, period: Duration.minutes(1) }),
         threshold: 0,
         treatMissingData: notBreaching,
@@ -400,7 +402,7 @@ export class Monitoring extends Construct {
 
   private addJobRow(job: MonitoredJob, alarms: Record<JobAlarmKind, cloudwatch.Alarm>, producerThresholdMs: number, env: string): void {
     const { jobName, pacedJob, config } = job;
-    const { queue, dlq, producerDlq, producer, consumer } = pacedJob;
+    const { queue, dlq, producerDlq, admissionQueue, producer, consumer } = pacedJob;
     const five = Duration.minutes(5);
     const sum = { statistic: cloudwatch.Stats.SUM, period: five };
     const max = { statistic: cloudwatch.Stats.MAXIMUM, period: five };
@@ -419,6 +421,10 @@ export class Monitoring extends Construct {
         left: [
           queue.metricApproximateNumberOfMessagesVisible({ ...max, label: 'Visible' }),
           queue.metricApproximateNumberOfMessagesNotVisible({ ...max, label: 'In flight' }),
+          // Admitted but not yet due: each admitted message waits for its slot by plan.
+          queue.metric('ApproximateNumberOfMessagesDelayed', { ...max, label: 'Delayed (admitted, not yet due)' }),
+          // A run still admitting has its next step waiting here; none while a run is admitting is a stalled chain.
+          admissionQueue.metric('ApproximateNumberOfMessagesDelayed', { ...max, label: 'Admission steps waiting' }),
         ],
         right: [queue.metricApproximateAgeOfOldestMessage({ ...max, label: 'Oldest message age (s)' })],
         rightAnnotations: [{ value: config.oldestMessageAgeSloSeconds, label: 'Age SLO' }],

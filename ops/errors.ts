@@ -59,3 +59,18 @@ export class ProducerInvocationError extends OpsError {
     this.name = 'ProducerInvocationError';
   }
 }
+
+/** A batch is not in a state the command can act on (absent from the ledger, or its admission is not running). */
+export class BatchStateError extends OpsError {
+  constructor(
+    message: string,
+    public readonly job: string,
+    public readonly batchId: string,
+    /** The batch's admission as the ledger holds it; undefined when the batch or its admission state is absent. */
+    public readonly admission: string | undefined,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'BatchStateError';
+  }
+}

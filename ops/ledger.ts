@@ -1,6 +1,7 @@
-// Operator CLI: the run ledger's read side (lambda/adapters/ledger.ts writes it): batches per job and rejections, each
-// batch checked against discovered = completed + rejected + deadLettered.
-import { QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+// Operator CLI: the run ledger's read side (lambda/adapters/ledger.ts writes the counters, admissionState.ts the run's
+// admission state): batches per job and rejections, each batch checked against discovered = completed + rejected +
+// deadLettered.
+import { GetCommand, QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { OpsClients } from './clients';
 
 /** One batch as the operator sees it. Counters absent from the item are 0. */
@@ -21,6 +22,24 @@ export interface BatchView {
   deadLettered: number;
   /** The oldest message's age when consumed, since its first enqueue (deferrals do not reset it); null if none yet. */
   oldestMessageAgeSeconds: number | null;
+  /**
+   * Where the run's admission is: `admitting`, `complete` or `page-limit` (AdmissionStatus in
+   * lambda/adapters/admissionState.ts); absent on a batch that has no admission state (written before
+   * admission existed). A value this CLI does not know is kept as written, so a newer producer's state is shown.
+   */
+  admission?: string;
+  /** The admission step the chain expects next. */
+  step?: number;
+  /** Pages admitted so far. */
+  pages: number;
+  /** The job's count of eligible records at the run's start, when the job can count them. */
+  eligible?: number;
+  /** Starts per minute admission planned with; absent when admission is unlimited. */
+  admissionRatePerMinute?: number;
+  /** When the next admission step is due (ISO), while admitting. */
+  nextStepAt?: string;
+  /** While a step is being taken: until when its lease holds (ISO). */
+  leaseUntil?: string;
   /** discovered - (completed + rejected + deadLettered): still queued, in flight or lost. */
   outstanding: number;
   /** Every discovered operation is accounted for. */
@@ -43,6 +62,7 @@ const rejectionPk = (job: string) => `REJECTED#${job}`;
 
 const n = (v: unknown): number => (typeof v === 'number' ? v : 0);
 const s = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+const optionalN = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 
 export function toBatchView(item: Record<string, unknown>): BatchView {
   const discovered = n(item.discovered);
@@ -62,9 +82,17 @@ export function toBatchView(item: Record<string, unknown>): BatchView {
     deferred: n(item.deferred),
     throttled: n(item.throttled),
     deadLettered: n(item.deadLettered),
+    admission: s(item.admission),
+    step: optionalN(item.step),
+    pages: n(item.pages),
+    eligible: optionalN(item.eligible),
+    admissionRatePerMinute: optionalN(item.admissionRatePerMinute),
+    nextStepAt: s(item.nextStepAt),
+    leaseUntil: typeof item.leaseUntilMs === 'number' ? new Date(item.leaseUntilMs).toISOString() : undefined,
     oldestMessageAgeSeconds: typeof item.oldestMessageAgeMs === 'number' ? Math.round(item.oldestMessageAgeMs / 1000) : null,
     outstanding: discovered - settled,
-    reconciles: discovered === settled,
+    // A batch still admitting has work the ledger has not discovered yet: it cannot reconcile before admission ends.
+    reconciles: discovered === settled && item.admission !== 'admitting',
   };
 }
 
@@ -83,6 +111,15 @@ export async function latestBatches(clients: OpsClients, table: string, job: str
     }),
   );
   return (response.Items ?? []).map(toBatchView);
+}
+
+/**
+ * One batch, read consistently (a recovery decides on it), or undefined when the ledger has no such batch. Its
+ * businessDate and scheduledTime are the start facts every admission step of the run carries.
+ */
+export async function readBatch(clients: OpsClients, table: string, job: string, batchId: string): Promise<BatchView | undefined> {
+  const response = await clients.dynamo.send(new GetCommand({ TableName: table, Key: { pk: batchPk(job), sk: batchId }, ConsistentRead: true }));
+  return response.Item ? toBatchView(response.Item) : undefined;
 }
 
 /** Every batch of a job whose batch ID starts with `prefix` (e.g. the batches of one business date). */

@@ -8,15 +8,18 @@ import { type OpsIo, processIo } from './io';
 import { CloudFormationSource, type ClientSettings, LocalEndpointsSource, type ResourceSource } from './resources';
 import { admission, type AdmissionCommand, renderAdmission } from './commands/admission';
 import { catchUp, renderCatchUp } from './commands/catchUp';
+import { continueAdmission, renderContinue } from './commands/continue';
 import { dlqPeek, renderDlqPeek } from './commands/dlqPeek';
 import { operation, renderOperation } from './commands/op';
 import { redrive, redriveCancel, redriveStatus, renderRedrive, renderRedriveCancel, renderRedriveStatus } from './commands/redrive';
-import { renderStatus, status } from './commands/status';
+import { DEFAULT_STALL_MINUTES, renderStatus, status } from './commands/status';
 
 /** Where `npm start -- --serve` writes its endpoints. @default ".local/endpoints.json" */
 export const DEFAULT_ENDPOINTS_FILE = '.local/endpoints.json';
 /** Most batches `status` shows per job. */
 export const MAX_STATUS_BATCHES = 50;
+/** Longest stall grace period `status --stall-minutes` takes: a day. */
+export const MAX_STALL_MINUTES = 1440;
 
 export interface GlobalOptions {
   env?: string;
@@ -67,7 +70,7 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
   let exitCode = 0;
 
   const program = new Command('ops')
-    .description('Operate the paced jobs: status, pause/resume, redrive, catch-up, DLQ and operation lookups')
+    .description('Operate the paced jobs: status, pause/resume, continue, redrive, catch-up, DLQ and operation lookups')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
     .showHelpAfterError()
@@ -94,13 +97,21 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
 
   const statusCmd = program
     .command('status')
-    .description('per job: queue depth, in flight, oldest work, DLQ depth, and the latest batches with whether each reconciles')
+    .description(
+      'per job: queue, DLQ and admission queue depths, oldest work, and the latest batches with whether each reconciles, ' +
+        'its admission, projected finish, and stalled admission',
+    )
     .option('--job <job>', 'one job only')
-    .option('--batches <n>', 'batches shown per job', '5');
+    .option('--batches <n>', 'batches shown per job', '5')
+    .option('--stall-minutes <n>', 'report an admitting batch as stalled when its next step is this many minutes overdue', String(DEFAULT_STALL_MINUTES));
   statusCmd.action(
     execute(statusCmd, async (ctx) => {
-      const o = statusCmd.opts<{ job?: string; batches: string }>();
-      const result = await status(ctx, { job: o.job, batches: positiveInt('--batches', o.batches, 5, MAX_STATUS_BATCHES) });
+      const o = statusCmd.opts<{ job?: string; batches: string; stallMinutes: string }>();
+      const result = await status(ctx, {
+        job: o.job,
+        batches: positiveInt('--batches', o.batches, 5, MAX_STATUS_BATCHES),
+        stallMinutes: positiveInt('--stall-minutes', o.stallMinutes, DEFAULT_STALL_MINUTES, MAX_STALL_MINUTES),
+      });
       return { result, text: renderStatus(result) };
     }),
   );
@@ -111,8 +122,9 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
         .command(name)
         .description(
           name === 'pause'
-            ? 'disable the schedules first, then the consumers\' event source mappings; messages stay queued'
-            : 're-enable the consumers\' event source mappings first, then the schedules',
+            ? 'disable the schedules first, then the producers\' admission mappings, then the consumers\' event source mappings; ' +
+                'messages and each run\'s next step stay queued'
+            : 're-enable the consumers\' event source mappings first, then the admission mappings, then the schedules',
         )
         .option('--job <job>', 'one job only (default: every job)'),
     );
@@ -172,6 +184,23 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
     execute(catchUpCmd, async (ctx) => {
       const result = await catchUp(ctx, catchUpCmd.opts<{ job: string; from: string; to: string; yes: boolean; dryRun: boolean }>());
       return { result, text: renderCatchUp(result) };
+    }),
+  );
+
+  const continueCmd = change(
+    program
+      .command('continue')
+      .description(
+        'restart a run whose admission stalled: send its current step (from the ledger) to the job\'s admission queue; ' +
+          'safe to repeat, since the producer skips a step already taken',
+      )
+      .requiredOption('--job <job>', 'the job of the batch')
+      .requiredOption('--batch <batchId>', 'the batch ID, as `ops status` shows it'),
+  );
+  continueCmd.action(
+    execute(continueCmd, async (ctx) => {
+      const result = await continueAdmission(ctx, continueCmd.opts<{ job: string; batch: string; yes: boolean; dryRun: boolean }>());
+      return { result, text: renderContinue(result) };
     }),
   );
 

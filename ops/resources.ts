@@ -16,7 +16,13 @@ export interface JobResources {
   producerFunctionName: string;
   consumerFunctionName: string;
   scheduleName: string;
+  /** The consumer's event source mapping, on the work queue. */
   eventSourceMappingUuid: string;
+  /** The producer's admission queue: each run's next step waits there, delayed until due. */
+  admissionQueueUrl: string;
+  admissionQueueArn: string;
+  /** The producer's event source mapping on the admission queue; disabling it stops admission. */
+  admissionMappingUuid: string;
 }
 
 export type AwsService = 'sqs' | 'dynamodb' | 'lambda' | 'scheduler';
@@ -54,6 +60,9 @@ const JOB_FIELDS: Record<Exclude<keyof JobResources, 'job'>, JobOutputKind> = {
   consumerFunctionName: 'ConsumerFunctionName',
   scheduleName: 'ScheduleName',
   eventSourceMappingUuid: 'EventSourceMappingUuid',
+  admissionQueueUrl: 'AdmissionQueueUrl',
+  admissionQueueArn: 'AdmissionQueueArn',
+  admissionMappingUuid: 'AdmissionMappingUuid',
 };
 
 /**

@@ -1,6 +1,7 @@
 // `ops pause` and `ops resume`: stop admitting new work without losing any, and start again. Pause disables the
-// schedules first (no new batches), then the consumers' event source mappings (no new receives); messages stay queued
-// for inspection. Resume reverses the order, so consumers are running before new batches arrive.
+// schedules first (no new runs), then the producers' admission mappings (no run takes its next step), then the
+// consumers' event source mappings (no new receives); messages, and each run's next step, stay queued for inspection.
+// Resume reverses the order, so consumers are running before admission publishes more, and both before a run starts.
 import { GetScheduleCommand, type GetScheduleCommandOutput, UpdateScheduleCommand } from '@aws-sdk/client-scheduler';
 import { GetEventSourceMappingCommand, UpdateEventSourceMappingCommand } from '@aws-sdk/client-lambda';
 import { type ChangeOptions, type CommandContext, selectJobs } from '../context';
@@ -19,7 +20,8 @@ export interface AdmissionOptions extends ChangeOptions {
 
 export interface AdmissionStep {
   job: string;
-  kind: 'schedule' | 'event-source-mapping';
+  /** `admission-mapping` is the producer's mapping on the admission queue; `event-source-mapping` the consumer's. */
+  kind: 'schedule' | 'admission-mapping' | 'event-source-mapping';
   /** Schedule name or mapping UUID. */
   target: string;
   before: string;
@@ -62,8 +64,10 @@ function withState(current: GetScheduleCommandOutput, state: 'ENABLED' | 'DISABL
 export async function admission(ctx: CommandContext, command: AdmissionCommand, options: AdmissionOptions = {}): Promise<AdmissionResult> {
   const jobs = selectJobs(ctx.resources, options.job);
   const { scheduler, lambda } = ctx.clients;
+  const mappingState = async (uuid: string) => (await lambda.send(new GetEventSourceMappingCommand({ UUID: uuid }))).State;
   const schedules = await Promise.all(jobs.map((j) => scheduler.send(new GetScheduleCommand({ Name: j.scheduleName }))));
-  const mappings = await Promise.all(jobs.map((j) => lambda.send(new GetEventSourceMappingCommand({ UUID: j.eventSourceMappingUuid }))));
+  const admissionMappings = await Promise.all(jobs.map((j) => mappingState(j.admissionMappingUuid)));
+  const consumerMappings = await Promise.all(jobs.map((j) => mappingState(j.eventSourceMappingUuid)));
 
   const step = (job: string, kind: AdmissionStep['kind'], target: string, state: string | undefined, desired: string): AdmissionStep => ({
     job,
@@ -75,10 +79,12 @@ export async function admission(ctx: CommandContext, command: AdmissionCommand, 
     applied: false,
   });
   const scheduleSteps = jobs.map((j, i) => step(j.job, 'schedule', j.scheduleName, schedules[i].State, SCHEDULE[command]));
-  const mappingSteps = jobs.map((j, i) => step(j.job, 'event-source-mapping', j.eventSourceMappingUuid, mappings[i].State, MAPPING[command]));
-  // Across all selected jobs: every schedule stops before any consumer does (pause), every consumer runs before any
-  // schedule fires again (resume).
-  const steps = command === 'pause' ? [...scheduleSteps, ...mappingSteps] : [...mappingSteps, ...scheduleSteps];
+  const admissionSteps = jobs.map((j, i) => step(j.job, 'admission-mapping', j.admissionMappingUuid, admissionMappings[i], MAPPING[command]));
+  const consumerSteps = jobs.map((j, i) => step(j.job, 'event-source-mapping', j.eventSourceMappingUuid, consumerMappings[i], MAPPING[command]));
+  // Across all selected jobs, upstream first on pause: every schedule stops before any admission does, and admission
+  // before any consumer, so nothing new reaches a stage already stopped. Resume starts downstream first, so each stage
+  // runs before the one that feeds it.
+  const steps = command === 'pause' ? [...scheduleSteps, ...admissionSteps, ...consumerSteps] : [...consumerSteps, ...admissionSteps, ...scheduleSteps];
   const result: AdmissionResult = { ok: true, command, dryRun: Boolean(options.dryRun), steps };
   const todo = steps.filter((s) => s.needed);
   if (options.dryRun || todo.length === 0) return result;
@@ -132,6 +138,9 @@ export function renderAdmission(result: AdmissionResult): string {
       !s.needed ? `${s.before} (unchanged)` : s.applied ? s.desired : `${s.desired} (would change)`,
     ]),
   );
-  const footer = result.command === 'pause' ? '\nmessages stay queued; `ops resume` restarts consumers, then schedules' : '';
+  const footer =
+    result.command === 'pause'
+      ? "\nmessages and each run's next admission step stay queued; `ops resume` restarts consumers, then admission, then schedules"
+      : '\neach run admitting goes on from the cursor in its ledger item when its next step comes due (see `ops status`)';
   return `${head}\n${table}${footer}`;
 }

@@ -1,5 +1,6 @@
-// `ops status`: per job, the queue and DLQ depths, how old the oldest work is, and the latest batches from the run
-// ledger with whether each reconciles. Reads only: it never receives a message.
+// `ops status`: per job, the work, DLQ and admission queue depths, how old the oldest work is, and the latest batches
+// from the run ledger with whether each reconciles, how far its admission is, when it should finish, and whether its
+// admission chain has stalled. Reads only: it never receives a message.
 import { GetQueueAttributesCommand, type QueueAttributeName } from '@aws-sdk/client-sqs';
 import { type CommandContext, selectJobs } from '../context';
 import { renderTable } from '../io';
@@ -9,7 +10,17 @@ export interface StatusOptions {
   job?: string;
   /** Batches shown per job. @default 5 */
   batches?: number;
+  /** Minutes an admitting run's next step may be overdue before it is reported stalled. @default DEFAULT_STALL_MINUTES */
+  stallMinutes?: number;
 }
+
+/**
+ * No step runs longer than Lambda's 900 s ceiling, so a run still waiting 15 minutes after its step fell due, with no
+ * lease held, has a step that failed or was lost. SQS may still retry it (five receives, one visibility timeout apart)
+ * before it is dead-lettered; `ops continue` is harmless either way, since the producer takes each step once.
+ * @default 15
+ */
+export const DEFAULT_STALL_MINUTES = 15;
 
 export interface QueueDepth {
   url: string;
@@ -33,12 +44,41 @@ export interface OldestWork {
   batchId?: string;
 }
 
+/** A named gap: a batch whose admission stopped and will not go on by itself. */
+export interface AdmissionStall {
+  name: 'admission stalled';
+  /** When its next step was due (nextStepAt; startedAt if its first step never ended). */
+  since: string;
+  overdueMinutes: number;
+  /** The first step of the fix, as a command to run. */
+  fix: string;
+  message: string;
+}
+
+/** A batch as the ledger holds it, with what status derives from it at `at`. */
+export interface BatchStatus extends BatchView {
+  /** eligible - discovered, while admission may still go on; null when the job does not count eligible records. */
+  notYetAdmitted: number | null;
+  /**
+   * Operations still to settle: (eligible ?? discovered) - completed - rejected - deadLettered while admitting, and
+   * discovered - settled once admission ended (nothing more will be admitted). Never below 0.
+   */
+  workLeft: number;
+  /** `discovered` while admitting means work left is a lower bound: the job does not count eligible records. */
+  workLeftBasis: 'eligible' | 'discovered';
+  /** now + workLeft / admissionRatePerMinute; null when no rate is known or the batch is finished. */
+  projectedFinish: string | null;
+  stalled: AdmissionStall | null;
+}
+
 export interface JobStatus {
   job: string;
   queue: QueueDepth;
   dlq: QueueDepth;
+  /** The producer's admission queue: visible = steps due and waiting, delayed = steps not yet due. */
+  admissionQueue: QueueDepth;
   oldestWork: OldestWork;
-  batches: BatchView[];
+  batches: BatchStatus[];
 }
 
 export interface StatusResult {
@@ -47,6 +87,8 @@ export interface StatusResult {
   stackName: string;
   source: 'cloudformation' | 'local';
   at: string;
+  /** The stall grace period status used. */
+  stallMinutes: number;
   jobs: JobStatus[];
   notes: string[];
 }
@@ -54,6 +96,10 @@ export interface StatusResult {
 export const OLDEST_WORK_NOTE =
   'oldestWork is an upper bound from the run ledger (the oldest unsettled batch among those shown); SQS publishes ' +
   'ApproximateAgeOfOldestMessage only to CloudWatch, and reading it from the queue would count as a receive';
+
+export const PROJECTION_NOTE =
+  'projected finish = now + work left / admission rate; work left and the finish marked + are lower bounds (the job ' +
+  'does not count its eligible records, so only what admission has discovered so far is known)';
 
 const ATTRIBUTES: QueueAttributeName[] = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'];
 
@@ -79,18 +125,79 @@ export function oldestWork(queue: QueueDepth, batches: BatchView[], now: Date): 
   };
 }
 
+export interface ProgressOptions {
+  job: string;
+  now: Date;
+  /** @default DEFAULT_STALL_MINUTES */
+  stallMinutes?: number;
+}
+
+/** What a batch's ledger item says about its admission, measured at `now`. */
+export function batchStatus(batch: BatchView, options: ProgressOptions): BatchStatus {
+  const nowMs = options.now.getTime();
+  const admitting = batch.admission === 'admitting';
+  const settled = batch.completed + batch.rejected + batch.deadLettered;
+  const notYetAdmitted =
+    batch.admission === 'complete' ? 0 : batch.admission !== undefined && batch.eligible !== undefined ? Math.max(0, batch.eligible - batch.discovered) : null;
+  // Records can appear after the count at the start, so admission may discover more than `eligible`.
+  const total = admitting ? Math.max(batch.eligible ?? batch.discovered, batch.discovered) : batch.discovered;
+  const workLeft = Math.max(0, total - settled);
+  const rate = batch.admissionRatePerMinute;
+  const finished = !admitting && workLeft === 0;
+  const projectedFinish =
+    rate !== undefined && rate > 0 && !finished ? new Date(Math.ceil((nowMs + (workLeft / rate) * 60_000) / 1000) * 1000).toISOString() : null;
+  return {
+    ...batch,
+    notYetAdmitted,
+    workLeft,
+    workLeftBasis: admitting && batch.eligible !== undefined ? 'eligible' : 'discovered',
+    projectedFinish,
+    stalled: admitting ? stall(batch, options) : null,
+  };
+}
+
+function stall(batch: BatchView, options: ProgressOptions): AdmissionStall | null {
+  const nowMs = options.now.getTime();
+  // A step holding its lease is being taken right now, however late it started.
+  if (batch.leaseUntil && Date.parse(batch.leaseUntil) > nowMs) return null;
+  const since = batch.nextStepAt ?? batch.startedAt;
+  if (!since || Number.isNaN(Date.parse(since))) return null;
+  const overdueMs = nowMs - Date.parse(since);
+  if (overdueMs <= (options.stallMinutes ?? DEFAULT_STALL_MINUTES) * 60_000) return null;
+  const overdueMinutes = Math.floor(overdueMs / 60_000);
+  const fix = `ops continue --job ${options.job} --batch ${batch.batchId}`;
+  return {
+    name: 'admission stalled',
+    since,
+    overdueMinutes,
+    fix,
+    message:
+      `admission stalled since ${since} (${overdueMinutes} min overdue): step ${batch.step ?? 0} is probably in the producer DLQ; ` +
+      `first step of the fix: ${fix}`,
+  };
+}
+
 export async function status(ctx: CommandContext, options: StatusOptions = {}): Promise<StatusResult> {
   const jobs = selectJobs(ctx.resources, options.job);
   const limit = options.batches ?? 5;
+  const stallMinutes = options.stallMinutes ?? DEFAULT_STALL_MINUTES;
   const now = ctx.io.now();
   const result = await Promise.all(
     jobs.map(async (j): Promise<JobStatus> => {
-      const [queue, dlq, batches] = await Promise.all([
+      const [queue, dlq, admissionQueue, batches] = await Promise.all([
         depth(ctx, j.queueUrl),
         depth(ctx, j.dlqUrl),
+        depth(ctx, j.admissionQueueUrl),
         latestBatches(ctx.clients, ctx.resources.tables.ledger, j.job, limit),
       ]);
-      return { job: j.job, queue, dlq, oldestWork: oldestWork(queue, batches, now), batches };
+      return {
+        job: j.job,
+        queue,
+        dlq,
+        admissionQueue,
+        oldestWork: oldestWork(queue, batches, now),
+        batches: batches.map((b) => batchStatus(b, { job: j.job, now, stallMinutes })),
+      };
     }),
   );
   return {
@@ -99,14 +206,15 @@ export async function status(ctx: CommandContext, options: StatusOptions = {}): 
     stackName: ctx.resources.stackName,
     source: ctx.resources.source,
     at: now.toISOString(),
+    stallMinutes,
     jobs: result,
-    notes: [OLDEST_WORK_NOTE],
+    notes: [OLDEST_WORK_NOTE, PROJECTION_NOTE],
   };
 }
 
 export function renderStatus(result: StatusResult): string {
   const queues = renderTable(
-    ['job', 'queued', 'in flight', 'delayed', 'oldest work (s)', 'DLQ'],
+    ['job', 'queued', 'in flight', 'delayed', 'oldest work (s)', 'DLQ', 'steps queued', 'steps delayed'],
     result.jobs.map((j) => [
       j.job,
       j.queue.visible,
@@ -114,6 +222,8 @@ export function renderStatus(result: StatusResult): string {
       j.queue.delayed,
       j.oldestWork.ageSeconds === null ? 'unknown' : j.oldestWork.ageSeconds,
       j.dlq.visible + j.dlq.inFlight,
+      j.admissionQueue.visible,
+      j.admissionQueue.delayed,
     ]),
   );
   const batches = renderTable(
@@ -125,5 +235,23 @@ export function renderStatus(result: StatusResult): string {
       ]),
     ),
   );
-  return `${result.stackName} (${result.source}) at ${result.at}\n${queues}\n\nLatest batches\n${batches}\n\nnote: ${result.notes.join('\nnote: ')}`;
+  const admission = renderTable(
+    ['job', 'batch', 'admission', 'step', 'pages', 'eligible', 'discovered', 'published', 'not admitted', 'rate/min', 'next step at', 'work left', 'projected finish'],
+    result.jobs.flatMap((j) =>
+      j.batches.map((b) => {
+        const bound = b.admission === 'admitting' && b.workLeftBasis === 'discovered' ? '+' : '';
+        return [
+          j.job, b.batchId, b.admission ?? 'none', b.step, b.pages, b.eligible, b.discovered, b.published,
+          b.notYetAdmitted ?? 'unknown', b.admissionRatePerMinute ?? 'unlimited', b.nextStepAt,
+          `${b.workLeft}${bound}`, b.projectedFinish === null ? '-' : `${b.projectedFinish}${bound}`,
+        ];
+      }),
+    ),
+  );
+  const stalls = result.jobs.flatMap((j) => j.batches.filter((b) => b.stalled).map((b) => `${j.job} ${b.batchId}: ${b.stalled!.message}`));
+  const gaps = stalls.length ? `Gaps\n${stalls.join('\n')}` : `Gaps: none (no admitting batch is more than ${result.stallMinutes} min past its next step)`;
+  return (
+    `${result.stackName} (${result.source}) at ${result.at}\n${queues}\n\nLatest batches\n${batches}\n\nAdmission\n${admission}\n\n${gaps}\n\n` +
+    `note: ${result.notes.join('\nnote: ')}`
+  );
 }

@@ -32,7 +32,12 @@ export interface FixtureJob {
   producer: string;
   consumer: string;
   schedule: string;
+  /** The consumer's mapping on the work queue. */
   mapping: SqsEventSourceMapping;
+  /** The producer's admission queue and its mapping (the run's next steps). */
+  admissionQueueUrl: string;
+  admissionQueueArn: string;
+  admissionMapping: SqsEventSourceMapping;
 }
 
 export interface CapturedRun {
@@ -48,10 +53,14 @@ export interface RunOptions {
   interactive?: boolean;
   /** Answers to prompts, in order. */
   answers?: string[];
+  /** The CLI's clock. @default the real time */
+  now?: Date;
 }
 
 /** What the stub producer returns and records: one entry per invocation, in the order they arrived. */
 export type ProducerCall = { functionName: string; event: Record<string, unknown> };
+/** An admission step the producer's admission mapping delivered (its body, parsed). */
+export type AdmissionDelivery = { job: string; body: Record<string, unknown> };
 
 export interface OpsFixture {
   aws: LocalAws;
@@ -63,6 +72,7 @@ export interface OpsFixture {
   sqs: SQSClient;
   dynamo: DynamoDBDocumentClient;
   producerCalls: ProducerCall[];
+  admissionDeliveries: AdmissionDelivery[];
   /** Makes the next producer invocations fail with this message (undefined: succeed). */
   failProducerWith?: string;
   prompts: string[];
@@ -114,10 +124,45 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): P
       // The stub consumer acknowledges everything; the tests stop the mapping before they leave it running.
       { sqs, invoke: async () => ({ batchItemFailures: [] }), functionConcurrency: 1 },
     );
-    jobs[name] = { name, queueUrl: queue.QueueUrl!, queueArn: arn('sqs', `${name}-queue`), dlqUrl: dlq.QueueUrl!, dlqArn, producer, consumer, schedule, mapping };
+    const producerDlqArn = arn('sqs', `${name}-producer-dlq`);
+    await sqs.send(new CreateQueueCommand({ QueueName: `${name}-producer-dlq` }));
+    const admissionQueue = await sqs.send(
+      new CreateQueueCommand({
+        QueueName: `${name}-admission`,
+        Attributes: { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: producerDlqArn, maxReceiveCount: 5 }) },
+      }),
+    );
+    const admissionQueueArn = arn('sqs', `${name}-admission`);
+    const admissionMapping = new SqsEventSourceMapping(
+      { uuid: `local-${name}AdmissionMapping`, functionName: producer, queueUrl: admissionQueue.QueueUrl!, queueArn: admissionQueueArn, batchSize: 1, region: REGION },
+      // The stub producer records each step it is handed and acknowledges it.
+      {
+        sqs,
+        invoke: async (event) => {
+          for (const r of event.Records) admissionDeliveries.push({ job: name, body: JSON.parse(r.body) as Record<string, unknown> });
+          return { batchItemFailures: [] };
+        },
+        functionConcurrency: 1,
+      },
+    );
+    jobs[name] = {
+      name,
+      queueUrl: queue.QueueUrl!,
+      queueArn: arn('sqs', `${name}-queue`),
+      dlqUrl: dlq.QueueUrl!,
+      dlqArn,
+      producer,
+      consumer,
+      schedule,
+      mapping,
+      admissionQueueUrl: admissionQueue.QueueUrl!,
+      admissionQueueArn,
+      admissionMapping,
+    };
   }
 
   const producerCalls: ProducerCall[] = [];
+  const admissionDeliveries: AdmissionDelivery[] = [];
   const fixture = {} as OpsFixture;
   type StubFunction = { spec: { name: string; arn: string }; invoke: (event: Record<string, unknown>) => Promise<unknown>; invokeAsync: () => void };
   const functions = new Map<string, StubFunction>(
@@ -149,7 +194,7 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): P
     },
   } as unknown as LambdaRuntime;
   const servers: RunningServer[] = [];
-  const lambda = await startLambdaApi({ runtime, mappings: () => Object.values(jobs).map((j) => j.mapping), functionArn: (n) => arn('lambda', `function:${n}`) });
+  const lambda = await startLambdaApi({ runtime, mappings: () => Object.values(jobs).flatMap((j) => [j.mapping, j.admissionMapping]), functionArn: (n) => arn('lambda', `function:${n}`) });
   servers.push(lambda);
   const schedulerApi = await startSchedulerApi(scheduler);
   servers.push(schedulerApi);
@@ -171,6 +216,9 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): P
       [jobOutputName(j.name, 'ConsumerFunctionName')]: j.consumer,
       [jobOutputName(j.name, 'ScheduleName')]: j.schedule,
       [jobOutputName(j.name, 'EventSourceMappingUuid')]: j.mapping.uuid,
+      [jobOutputName(j.name, 'AdmissionQueueUrl')]: j.admissionQueueUrl,
+      [jobOutputName(j.name, 'AdmissionQueueArn')]: j.admissionQueueArn,
+      [jobOutputName(j.name, 'AdmissionMappingUuid')]: j.admissionMapping.uuid,
     });
   }
   // The shape local/run.ts writes (writeEndpoints), trimmed to what this stack has.
@@ -184,7 +232,18 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): P
     jobs: Object.fromEntries(
       Object.values(jobs).map((j) => [
         j.name,
-        { producer: j.producer, consumer: j.consumer, queueUrl: j.queueUrl, queueArn: j.queueArn, dlqUrl: j.dlqUrl, dlqArn: j.dlqArn, schedule: j.schedule, eventSourceMapping: j.mapping.uuid },
+        {
+          producer: j.producer,
+          consumer: j.consumer,
+          queueUrl: j.queueUrl,
+          queueArn: j.queueArn,
+          dlqUrl: j.dlqUrl,
+          dlqArn: j.dlqArn,
+          schedule: j.schedule,
+          eventSourceMapping: j.mapping.uuid,
+          admissionQueueUrl: j.admissionQueueUrl,
+          admissionMapping: j.admissionMapping.uuid,
+        },
       ]),
     ),
     outputs,
@@ -202,6 +261,7 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): P
     sqs,
     dynamo,
     producerCalls,
+    admissionDeliveries,
     prompts,
     async run(argv: string[], options: RunOptions = {}): Promise<CapturedRun> {
       let stdout = '';
@@ -219,7 +279,7 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): P
           prompts.push(q);
           return answers.shift() ?? '';
         },
-        now: () => new Date(),
+        now: () => (options.now ? new Date(options.now) : new Date()),
         sleep: async () => undefined,
       };
       const code = await runOps([...argv, '--local', '--endpoints', endpointsFile], { io });
@@ -232,7 +292,7 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): P
       return { visible: Number(a.ApproximateNumberOfMessages), inFlight: Number(a.ApproximateNumberOfMessagesNotVisible) };
     },
     async stop() {
-      await Promise.all(Object.values(jobs).map((j) => j.mapping.stop()));
+      await Promise.all(Object.values(jobs).flatMap((j) => [j.mapping.stop(), j.admissionMapping.stop()]));
       await scheduler.stop();
       await Promise.all(servers.map((s) => s.close()));
       sqs.destroy();

@@ -71,6 +71,7 @@ describe('Script: ops/cli.ts', () => {
   beforeAll(async () => {
     f = await startOpsFixture(['alpha']);
     f.jobs.alpha.mapping.start();
+    f.jobs.alpha.admissionMapping.start();
   });
   afterAll(async () => {
     await f.stop();
@@ -88,10 +89,11 @@ describe('Script: ops/cli.ts', () => {
 
     expect(run.status).toBe(1);
     expect(run.stderr).toBe(
-      'error: refusing to pause alpha (2 changes) without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview\n',
+      'error: refusing to pause alpha (3 changes) without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview\n',
     );
     expect(run.stdout).toBe('');
     expect(f.scheduler.list()[0].state).toBe('ENABLED');
+    expect(f.jobs.alpha.admissionMapping.state).toBe('Enabled');
     expect(f.jobs.alpha.mapping.state).toBe('Enabled');
   });
 });

@@ -42,6 +42,17 @@ describe('Function: resourcesFromOutputs', () => {
     );
   });
 
+  it('names the admission outputs a stack from before admission lacks', () => {
+    const before = new Set<JobOutputKind>(['AdmissionQueueUrl', 'AdmissionQueueArn', 'AdmissionMappingUuid']);
+    const outputs = Object.fromEntries(
+      [...jobOutputs('alpha').filter((o) => !before.has(o.Description!.slice('alpha: '.length) as JobOutputKind)), ...tableOutputs].map((o) => [o.OutputKey!, o.OutputValue]),
+    );
+
+    expect(() => resourcesFromOutputs('stack PacedJobs-x', ['alpha'], outputs)).toThrow(
+      new ResourceDiscoveryError('stack PacedJobs-x lacks the outputs AlphaAdmissionQueueUrl, AlphaAdmissionQueueArn, AlphaAdmissionMappingUuid', 'stack PacedJobs-x'),
+    );
+  });
+
   it('throws when there is no job', () => {
     expect(() => resourcesFromOutputs('f.json', [], {})).toThrow('f.json describes no jobs');
   });
@@ -67,6 +78,9 @@ describe('Class: CloudFormationSource', () => {
         consumerFunctionName: 'alpha-ConsumerFunctionName',
         scheduleName: 'alpha-ScheduleName',
         eventSourceMappingUuid: 'alpha-EventSourceMappingUuid',
+        admissionQueueUrl: 'alpha-AdmissionQueueUrl',
+        admissionQueueArn: 'alpha-AdmissionQueueArn',
+        admissionMappingUuid: 'alpha-AdmissionMappingUuid',
       });
     });
 

@@ -49,6 +49,9 @@ interface BatchRow {
   completed: number;
   duplicates: number;
   reconciles: boolean;
+  admission?: string;
+  step?: number;
+  stalled: unknown;
 }
 
 describe('Command: npm run ops, against npm start -- --serve', () => {
@@ -124,15 +127,23 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('reports every job in status', async () => {
+  it('reports every job in status, with its admission queue', async () => {
     const { code, json } = await ops('status');
     expect(code).toBe(0);
-    expect((json.jobs as { job: string }[]).map((j) => j.job).sort()).toEqual(['expired-session-cleanup', JOB, 'stale-upload-cleanup']);
+    const jobs = json.jobs as { job: string; admissionQueue: { url: string; visible: number; delayed: number } }[];
+    expect(jobs.map((j) => j.job).sort()).toEqual(['expired-session-cleanup', JOB, 'stale-upload-cleanup']);
+    expect(jobs.find((j) => j.job === JOB)!.admissionQueue).toMatchObject({ url: doc.outputs.PaymentReconciliationAdmissionQueueUrl, visible: expect.any(Number), delayed: expect.any(Number) });
   });
 
   it('pauses admission, catches up three dates while nothing is consumed, and resumes into three reconciled batches', async () => {
     const paused = await ops('pause', '--job', JOB, '--yes');
     expect(paused.code).toBe(0);
+    // Upstream first: the schedule, then the producer's admission mapping, then the consumer's mapping.
+    expect((paused.json.steps as { kind: string; desired: string }[]).map((s) => [s.kind, s.desired])).toEqual([
+      ['schedule', 'DISABLED'],
+      ['admission-mapping', 'Disabled'],
+      ['event-source-mapping', 'Disabled'],
+    ]);
 
     const caughtUp = await ops('catch-up', '--job', JOB, '--from', DATES[0], '--to', DATES[2], '--yes');
     expect(caughtUp.code).toBe(0);
@@ -143,9 +154,18 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     expect(whilePaused.map((b) => [b.businessDate, b.discovered, b.completed])).toEqual(
       [...DATES].reverse().map((d) => [d, PAYMENTS_PER_DATE, 0]),
     );
+    // Two payments fit in one admission step: each run's admission is complete, and there is no step to continue.
+    expect(whilePaused.map((b) => [b.admission, b.stalled])).toEqual(DATES.map(() => ['complete', null]));
+    const refused = await ops('continue', '--job', JOB, '--batch', whilePaused[0].batchId, '--yes');
+    expect(refused.code).toBe(1);
+    expect(refused.json.error).toMatchObject({
+      name: 'BatchStateError',
+      message: `batch ${whilePaused[0].batchId} of ${JOB} is not admitting: its admission is complete; everything of the run is admitted, so there is no step to continue`,
+    });
 
     const resumed = await ops('resume', '--job', JOB, '--yes');
     expect(resumed.code).toBe(0);
+    expect((resumed.json.steps as { kind: string }[]).map((s) => s.kind)).toEqual(['event-source-mapping', 'admission-mapping', 'schedule']);
     const settled = await until('the three catch-up batches to reconcile', async () => {
       const rows = (await batches()).filter((b) => DATES.includes(b.businessDate ?? ''));
       return rows.length === DATES.length && rows.every((b) => b.reconciles && b.completed === PAYMENTS_PER_DATE) ? rows : undefined;

@@ -6,13 +6,27 @@ import type { OpsIo } from '../../../ops/io';
 import type { StackResources } from '../../../ops/resources';
 import { OpsFixture, startOpsFixture } from '../fixture';
 
+/** A run's next step, as the producer sends it to the admission queue. */
+const keptStep = { kind: 'admission-step', batchId: 'alpha:2026-11-01:20261101T010000Z', businessDate: '2026-11-01', step: 3, scheduledTime: '2026-11-01T01:00:00Z' };
+
+async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 describe('Function: admission (ops pause / ops resume)', () => {
   let f: OpsFixture;
   const scheduleState = (name: string) => f.scheduler.list().find((s) => s.schedule.name === name)!.state;
 
   beforeAll(async () => {
     f = await startOpsFixture(['alpha', 'beta']);
-    for (const j of Object.values(f.jobs)) j.mapping.start();
+    for (const j of Object.values(f.jobs)) {
+      j.mapping.start();
+      j.admissionMapping.start();
+    }
   });
   afterAll(async () => {
     await f.stop();
@@ -28,13 +42,16 @@ describe('Function: admission (ops pause / ops resume)', () => {
       expect(out.code).toBe(0);
       const result = out.json<AdmissionResult>();
       expect(result).toMatchObject({ ok: true, command: 'pause', dryRun: true });
-      expect(result.steps.map((s) => [s.job, s.kind, s.before, s.desired, s.needed, s.applied])).toEqual([
-        ['alpha', 'schedule', 'ENABLED', 'DISABLED', true, false],
-        ['beta', 'schedule', 'ENABLED', 'DISABLED', true, false],
-        ['alpha', 'event-source-mapping', 'Enabled', 'Disabled', true, false],
-        ['beta', 'event-source-mapping', 'Enabled', 'Disabled', true, false],
+      expect(result.steps.map((s) => [s.job, s.kind, s.target, s.before, s.desired, s.needed, s.applied])).toEqual([
+        ['alpha', 'schedule', 'alpha-schedule', 'ENABLED', 'DISABLED', true, false],
+        ['beta', 'schedule', 'beta-schedule', 'ENABLED', 'DISABLED', true, false],
+        ['alpha', 'admission-mapping', 'local-alphaAdmissionMapping', 'Enabled', 'Disabled', true, false],
+        ['beta', 'admission-mapping', 'local-betaAdmissionMapping', 'Enabled', 'Disabled', true, false],
+        ['alpha', 'event-source-mapping', 'local-alphaMapping', 'Enabled', 'Disabled', true, false],
+        ['beta', 'event-source-mapping', 'local-betaMapping', 'Enabled', 'Disabled', true, false],
       ]);
       expect(scheduleState('alpha-schedule')).toBe('ENABLED');
+      expect(f.jobs.alpha.admissionMapping.state).toBe('Enabled');
       expect(f.jobs.alpha.mapping.state).toBe('Enabled');
     });
 
@@ -43,14 +60,14 @@ describe('Function: admission (ops pause / ops resume)', () => {
 
       expect(out.code).toBe(1);
       expect(out.stderr).toBe(
-        'error: refusing to pause alpha (2 changes) without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview\n',
+        'error: refusing to pause alpha (3 changes) without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview\n',
       );
       expect(out.json()).toEqual({
         ok: false,
         error: {
           name: 'ConfirmationError',
-          message: 'refusing to pause alpha (2 changes) without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview',
-          action: 'pause alpha (2 changes)',
+          message: 'refusing to pause alpha (3 changes) without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview',
+          action: 'pause alpha (3 changes)',
           exitCode: 1,
         },
       });
@@ -62,29 +79,41 @@ describe('Function: admission (ops pause / ops resume)', () => {
       const out = await f.run(['pause', '--job', 'alpha'], { interactive: true, answers: ['n'] });
 
       expect(out.code).toBe(1);
-      expect(f.prompts.at(-1)).toBe('pause alpha (2 changes)? [y/N] ');
-      expect(out.stderr).toBe('error: not confirmed: did not pause alpha (2 changes); nothing was changed\n');
+      expect(f.prompts.at(-1)).toBe('pause alpha (3 changes)? [y/N] ');
+      expect(out.stderr).toBe('error: not confirmed: did not pause alpha (3 changes); nothing was changed\n');
       expect(scheduleState('alpha-schedule')).toBe('ENABLED');
     });
 
-    it('disables the schedule before the event source mapping, and leaves the messages queued', async () => {
+    it('disables the schedule, then the admission mapping, then the consumer mapping', async () => {
       const update = jest.spyOn(f.scheduler, 'update');
-      const stop = jest.spyOn(f.jobs.alpha.mapping, 'stop');
+      const stopAdmission = jest.spyOn(f.jobs.alpha.admissionMapping, 'stop');
+      const stopConsumer = jest.spyOn(f.jobs.alpha.mapping, 'stop');
 
       const out = await f.run(['pause', '--job', 'alpha', '--json'], { interactive: true, answers: ['y'] });
 
       expect(out.code).toBe(0);
       expect(out.json<AdmissionResult>().steps.map((s) => [s.kind, s.applied])).toEqual([
         ['schedule', true],
+        ['admission-mapping', true],
         ['event-source-mapping', true],
       ]);
-      expect(update).toHaveBeenCalledTimes(1);
-      expect(stop).toHaveBeenCalledTimes(1);
-      expect(update.mock.invocationCallOrder[0]).toBeLessThan(stop.mock.invocationCallOrder[0]);
+      expect(out.stderr).toBe(
+        [
+          'pause: alpha schedule alpha-schedule ENABLED -> DISABLED',
+          'pause: alpha admission-mapping local-alphaAdmissionMapping Enabled -> Disabled',
+          'pause: alpha event-source-mapping local-alphaMapping Enabled -> Disabled',
+          '',
+        ].join('\n'),
+      );
+      expect([update, stopAdmission, stopConsumer].map((m) => m.mock.calls.length)).toEqual([1, 1, 1]);
+      expect(update.mock.invocationCallOrder[0]).toBeLessThan(stopAdmission.mock.invocationCallOrder[0]);
+      expect(stopAdmission.mock.invocationCallOrder[0]).toBeLessThan(stopConsumer.mock.invocationCallOrder[0]);
       expect(scheduleState('alpha-schedule')).toBe('DISABLED');
+      expect(f.jobs.alpha.admissionMapping.state).toBe('Disabled');
       expect(f.jobs.alpha.mapping.state).toBe('Disabled');
       // The other job is untouched.
       expect(scheduleState('beta-schedule')).toBe('ENABLED');
+      expect(f.jobs.beta.admissionMapping.state).toBe('Enabled');
       expect(f.jobs.beta.mapping.state).toBe('Enabled');
       // UpdateSchedule replaces the definition: the rest of it survives the state change.
       const schedule = f.scheduler.get('alpha-schedule');
@@ -96,12 +125,15 @@ describe('Function: admission (ops pause / ops resume)', () => {
       ]);
     });
 
-    it('keeps messages queued while paused', async () => {
+    it('keeps messages and the next admission step queued while paused', async () => {
       await f.sqs.send(new SendMessageCommand({ QueueUrl: f.jobs.alpha.queueUrl, MessageBody: '{"operationId":"kept"}' }));
-      // Longer than the mapping's idle poll interval: a running poller would have taken it.
+      await f.sqs.send(new SendMessageCommand({ QueueUrl: f.jobs.alpha.admissionQueueUrl, MessageBody: JSON.stringify(keptStep) }));
+      // Longer than the mappings' idle poll interval: a running poller would have taken them.
       await new Promise((r) => setTimeout(r, 700));
 
       expect(await f.depth(f.jobs.alpha.queueUrl)).toEqual({ visible: 1, inFlight: 0 });
+      expect(await f.depth(f.jobs.alpha.admissionQueueUrl)).toEqual({ visible: 1, inFlight: 0 });
+      expect(f.admissionDeliveries).toEqual([]);
     });
 
     it('reports every step as unchanged when the job is already paused', async () => {
@@ -111,25 +143,33 @@ describe('Function: admission (ops pause / ops resume)', () => {
       expect(out.json<AdmissionResult>().steps.map((s) => [s.before, s.needed, s.applied])).toEqual([
         ['DISABLED', false, false],
         ['Disabled', false, false],
+        ['Disabled', false, false],
       ]);
     });
   });
 
   describe('Method: resume', () => {
-    it('enables the event source mapping before the schedule', async () => {
+    it('enables the consumer mapping, then the admission mapping, then the schedule, and the queued step goes on', async () => {
       const update = jest.spyOn(f.scheduler, 'update');
-      const start = jest.spyOn(f.jobs.alpha.mapping, 'start');
+      const startConsumer = jest.spyOn(f.jobs.alpha.mapping, 'start');
+      const startAdmission = jest.spyOn(f.jobs.alpha.admissionMapping, 'start');
 
       const out = await f.run(['resume', '--job', 'alpha', '--yes', '--json']);
 
       expect(out.code).toBe(0);
       expect(out.json<AdmissionResult>().steps.map((s) => [s.kind, s.before, s.desired, s.applied])).toEqual([
         ['event-source-mapping', 'Disabled', 'Enabled', true],
+        ['admission-mapping', 'Disabled', 'Enabled', true],
         ['schedule', 'DISABLED', 'ENABLED', true],
       ]);
-      expect(start.mock.invocationCallOrder[0]).toBeLessThan(update.mock.invocationCallOrder[0]);
+      expect(startConsumer.mock.invocationCallOrder[0]).toBeLessThan(startAdmission.mock.invocationCallOrder[0]);
+      expect(startAdmission.mock.invocationCallOrder[0]).toBeLessThan(update.mock.invocationCallOrder[0]);
       expect(scheduleState('alpha-schedule')).toBe('ENABLED');
+      expect(f.jobs.alpha.admissionMapping.state).toBe('Enabled');
       expect(f.jobs.alpha.mapping.state).toBe('Enabled');
+      // The step that waited through the pause reaches the producer, which goes on from the run's ledger cursor.
+      await until(async () => f.admissionDeliveries.length > 0);
+      expect(f.admissionDeliveries).toEqual([{ job: 'alpha', body: keptStep }]);
     });
 
     it('prints a table of the steps without --json', async () => {
@@ -138,9 +178,19 @@ describe('Function: admission (ops pause / ops resume)', () => {
 
       expect(out.code).toBe(0);
       expect(out.stdout).toMatch(/^resume\n/);
-      expect(out.stdout).toContain('event-source-mapping');
-      expect(out.stdout).toContain('local-betaMapping');
+      const rows = out.stdout.split('\n').filter((l) => l.startsWith('│ ')).map((l) => l.replace(/\s+/g, ' '));
+      expect(rows).toEqual([
+        '│ step │ job │ what │ target │ before │ after │',
+        '│ 1 │ alpha │ event-source-mapping │ local-alphaMapping │ Disabled │ Enabled │',
+        '│ 2 │ beta │ event-source-mapping │ local-betaMapping │ Disabled │ Enabled │',
+        '│ 3 │ alpha │ admission-mapping │ local-alphaAdmissionMapping │ Disabled │ Enabled │',
+        '│ 4 │ beta │ admission-mapping │ local-betaAdmissionMapping │ Disabled │ Enabled │',
+        '│ 5 │ alpha │ schedule │ alpha-schedule │ DISABLED │ ENABLED │',
+        '│ 6 │ beta │ schedule │ beta-schedule │ DISABLED │ ENABLED │',
+      ]);
+      expect(out.stdout).toMatch(/\neach run admitting goes on from the cursor in its ledger item when its next step comes due \(see `ops status`\)\n$/);
       expect(scheduleState('beta-schedule')).toBe('ENABLED');
+      expect(f.jobs.beta.admissionMapping.state).toBe('Enabled');
       expect(f.jobs.beta.mapping.state).toBe('Enabled');
     });
 
@@ -153,7 +203,7 @@ describe('Function: admission (ops pause / ops resume)', () => {
   });
 });
 
-// AWS answers UpdateEventSourceMapping while the mapping is still changing state; pause waits for it to settle.
+// AWS answers UpdateEventSourceMapping while the mapping is still changing state; pause waits for each to settle.
 describe('Function: admission against transitional mapping states', () => {
   const resources: StackResources = {
     source: 'cloudformation',
@@ -169,22 +219,29 @@ describe('Function: admission against transitional mapping states', () => {
         producerFunctionName: 'p',
         consumerFunctionName: 'c',
         scheduleName: 'alpha-schedule',
-        eventSourceMappingUuid: 'uuid-1',
+        eventSourceMappingUuid: 'consumer-uuid',
+        admissionQueueUrl: 'aq',
+        admissionQueueArn: 'aqa',
+        admissionMappingUuid: 'admission-uuid',
       },
     ],
     clients: {},
   };
 
-  function context(mappingStates: string[]) {
+  /** Each mapping answers GetEventSourceMapping with its states in turn, then keeps the last. */
+  function context(mappingStates: Record<string, string[]>) {
     const sent: string[] = [];
-    const states = [...mappingStates];
-    const send = jest.fn(async (command: { constructor: { name: string } }) => {
-      sent.push(command.constructor.name);
-      switch (command.constructor.name) {
+    const states = Object.fromEntries(Object.entries(mappingStates).map(([uuid, list]) => [uuid, [...list]]));
+    const send = jest.fn(async (command: { constructor: { name: string }; input: { UUID?: string } }) => {
+      const name = command.constructor.name;
+      sent.push(command.input.UUID ? `${name} ${command.input.UUID}` : name);
+      switch (name) {
         case 'GetScheduleCommand':
           return { Name: 'alpha-schedule', State: 'ENABLED', ScheduleExpression: 'cron(0 2 * * ? *)', FlexibleTimeWindow: { Mode: 'OFF' }, Target: { Arn: 'a', RoleArn: 'r' } };
-        case 'GetEventSourceMappingCommand':
-          return { UUID: 'uuid-1', State: states.length > 1 ? states.shift() : states[0] };
+        case 'GetEventSourceMappingCommand': {
+          const list = states[command.input.UUID!];
+          return { UUID: command.input.UUID, State: list.length > 1 ? list.shift() : list[0] };
+        }
         default:
           return {};
       }
@@ -204,28 +261,37 @@ describe('Function: admission against transitional mapping states', () => {
     return { ctx: { resources, clients, io }, sent };
   }
 
-  it('waits until the mapping reports Disabled', async () => {
-    const { ctx, sent } = context(['Enabled', 'Disabling', 'Disabling', 'Disabled']);
+  it('waits until each mapping reports Disabled before the next step', async () => {
+    const { ctx, sent } = context({ 'admission-uuid': ['Enabled', 'Disabling', 'Disabled'], 'consumer-uuid': ['Enabled', 'Disabling', 'Disabling', 'Disabled'] });
 
     const result = await admission(ctx, 'pause', { yes: true, mappingPollMs: 1000, mappingTimeoutMs: 10_000 });
 
-    expect(result.steps.map((s) => s.applied)).toEqual([true, true]);
+    expect(result.steps.map((s) => [s.kind, s.applied])).toEqual([
+      ['schedule', true],
+      ['admission-mapping', true],
+      ['event-source-mapping', true],
+    ]);
     expect(sent).toEqual([
       'GetScheduleCommand',
-      'GetEventSourceMappingCommand',
+      'GetEventSourceMappingCommand admission-uuid',
+      'GetEventSourceMappingCommand consumer-uuid',
       'UpdateScheduleCommand',
-      'UpdateEventSourceMappingCommand',
-      'GetEventSourceMappingCommand',
-      'GetEventSourceMappingCommand',
-      'GetEventSourceMappingCommand',
+      'UpdateEventSourceMappingCommand admission-uuid',
+      'GetEventSourceMappingCommand admission-uuid',
+      'GetEventSourceMappingCommand admission-uuid',
+      'UpdateEventSourceMappingCommand consumer-uuid',
+      'GetEventSourceMappingCommand consumer-uuid',
+      'GetEventSourceMappingCommand consumer-uuid',
+      'GetEventSourceMappingCommand consumer-uuid',
     ]);
   });
 
-  it('throws when the mapping does not settle in time', async () => {
-    const { ctx } = context(['Enabled', 'Disabling']);
+  it('throws when the admission mapping does not settle in time, before touching the consumer', async () => {
+    const { ctx, sent } = context({ 'admission-uuid': ['Enabled', 'Disabling'], 'consumer-uuid': ['Enabled'] });
 
     await expect(admission(ctx, 'pause', { yes: true, mappingPollMs: 1000, mappingTimeoutMs: 3000 })).rejects.toThrow(
-      new MappingStateError('event source mapping uuid-1 is still Disabling after 3000 ms (wanted Disabled); check it and re-run', 'uuid-1', 'Disabling'),
+      new MappingStateError('event source mapping admission-uuid is still Disabling after 3000 ms (wanted Disabled); check it and re-run', 'admission-uuid', 'Disabling'),
     );
+    expect(sent).not.toContain('UpdateEventSourceMappingCommand consumer-uuid');
   });
 });

@@ -1,8 +1,100 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { DynamoRunStateStore } from '../../../lambda/adapters/admissionState';
 import { DynamoLedger } from '../../../lambda/adapters/ledger';
-import { OLDEST_WORK_NOTE, oldestWork, type StatusResult } from '../../../ops/commands/status';
+import { batchStatus, OLDEST_WORK_NOTE, oldestWork, PROJECTION_NOTE, type StatusResult } from '../../../ops/commands/status';
 import type { BatchView } from '../../../ops/ledger';
 import { OpsFixture, startOpsFixture } from '../fixture';
+
+describe('Function: batchStatus', () => {
+  const now = new Date('2026-11-03T03:00:00.000Z');
+  const base: BatchView = {
+    batchId: 'alpha:2026-11-03:20261103T010000Z',
+    businessDate: '2026-11-03',
+    startedAt: '2026-11-03T01:00:02.000Z',
+    discovered: 200,
+    published: 200,
+    consumed: 160,
+    completed: 150,
+    duplicates: 0,
+    rejected: 2,
+    deferred: 0,
+    throttled: 0,
+    deadLettered: 1,
+    admission: 'admitting',
+    step: 2,
+    pages: 2,
+    eligible: 1000,
+    admissionRatePerMinute: 30,
+    nextStepAt: '2026-11-03T02:55:00.000Z',
+    oldestMessageAgeSeconds: null,
+    outstanding: 47,
+    reconciles: false,
+  };
+  const derived = (batch: Partial<BatchView>, stallMinutes?: number) => {
+    const { notYetAdmitted, workLeft, workLeftBasis, projectedFinish, stalled } = batchStatus({ ...base, ...batch }, { job: 'alpha', now, stallMinutes });
+    return { notYetAdmitted, workLeft, workLeftBasis, projectedFinish, stalled };
+  };
+
+  it('projects an admitting batch from its eligible count and admission rate', () => {
+    // 1000 eligible - 153 settled = 847 left; at 30 a minute that is 28 min 14 s.
+    expect(derived({})).toEqual({ notYetAdmitted: 800, workLeft: 847, workLeftBasis: 'eligible', projectedFinish: '2026-11-03T03:28:14.000Z', stalled: null });
+  });
+
+  it('says not-yet-admitted is unknown, and projects from what is discovered, when the job does not count eligible records', () => {
+    expect(derived({ eligible: undefined })).toEqual({ notYetAdmitted: null, workLeft: 47, workLeftBasis: 'discovered', projectedFinish: '2026-11-03T03:01:34.000Z', stalled: null });
+  });
+
+  it('never counts less work left than is discovered and unsettled', () => {
+    // Records appeared after the count at the run's start.
+    expect(derived({ eligible: 150 })).toMatchObject({ notYetAdmitted: 0, workLeft: 47 });
+  });
+
+  it('projects from what is discovered once admission is complete, and not at all once everything settled', () => {
+    expect(derived({ admission: 'complete', nextStepAt: undefined })).toEqual({ notYetAdmitted: 0, workLeft: 47, workLeftBasis: 'discovered', projectedFinish: '2026-11-03T03:01:34.000Z', stalled: null });
+    expect(derived({ admission: 'complete', nextStepAt: undefined, completed: 197 })).toMatchObject({ workLeft: 0, projectedFinish: null });
+  });
+
+  it('keeps the un-admitted rest of a run that stopped at the page limit out of its work left', () => {
+    expect(derived({ admission: 'page-limit', nextStepAt: undefined })).toMatchObject({ notYetAdmitted: 800, workLeft: 47 });
+  });
+
+  it('has no projection without an admission rate (unlimited admission)', () => {
+    expect(derived({ admissionRatePerMinute: undefined })).toMatchObject({ workLeft: 847, projectedFinish: null });
+  });
+
+  it('knows nothing of admission for a batch without admission state', () => {
+    expect(derived({ admission: undefined, step: undefined, eligible: undefined, admissionRatePerMinute: undefined, nextStepAt: undefined })).toEqual({
+      notYetAdmitted: null,
+      workLeft: 47,
+      workLeftBasis: 'discovered',
+      projectedFinish: null,
+      stalled: null,
+    });
+  });
+
+  it('names a stall when the next step is more than the grace period overdue', () => {
+    expect(derived({ nextStepAt: '2026-11-03T02:44:30.000Z' }).stalled).toEqual({
+      name: 'admission stalled',
+      since: '2026-11-03T02:44:30.000Z',
+      overdueMinutes: 15,
+      fix: 'ops continue --job alpha --batch alpha:2026-11-03:20261103T010000Z',
+      message:
+        'admission stalled since 2026-11-03T02:44:30.000Z (15 min overdue): step 2 is probably in the producer DLQ; ' +
+        'first step of the fix: ops continue --job alpha --batch alpha:2026-11-03:20261103T010000Z',
+    });
+  });
+
+  it('does not name a stall within the grace period, nor while a step holds its lease, nor once admission ended', () => {
+    expect(derived({ nextStepAt: '2026-11-03T02:45:00.000Z' }).stalled).toBeNull();
+    expect(derived({ nextStepAt: '2026-11-03T02:00:00.000Z' }, 61).stalled).toBeNull();
+    expect(derived({ nextStepAt: '2026-11-03T02:00:00.000Z', leaseUntil: '2026-11-03T03:05:00.000Z' }).stalled).toBeNull();
+    expect(derived({ nextStepAt: '2026-11-03T02:00:00.000Z', admission: 'complete' }).stalled).toBeNull();
+  });
+
+  it('measures a run whose first step never ended from its start', () => {
+    expect(derived({ nextStepAt: undefined, step: 0 }).stalled).toMatchObject({ since: '2026-11-03T01:00:02.000Z', overdueMinutes: 119 });
+  });
+});
 
 describe('Function: oldestWork', () => {
   const batch = (batchId: string, startedAt: string | undefined, outstanding: number) => ({ batchId, startedAt, outstanding }) as BatchView;
@@ -25,6 +117,9 @@ describe('Function: oldestWork', () => {
 
 describe('Function: status (ops status)', () => {
   let f: OpsFixture;
+  const STALLED = 'beta:2026-11-03:20261103T010000Z';
+  const COMPLETE = 'beta:2026-11-02:manual-1';
+  const NOW = new Date('2026-11-03T03:00:00.000Z');
 
   beforeAll(async () => {
     f = await startOpsFixture(['alpha', 'beta']);
@@ -35,6 +130,24 @@ describe('Function: status (ops status)', () => {
     await ledger.addToBatch('alpha', 'alpha:2026-11-02:20261102T010000Z', { discovered: 4, published: 4, completed: 1 }, { businessDate: '2026-11-02', startedAt: '2026-11-02T01:00:05.000Z' });
     for (const body of ['{"operationId":"a"}', '{"operationId":"b"}']) await f.sqs.send(new SendMessageCommand({ QueueUrl: f.jobs.alpha.queueUrl, MessageBody: body }));
     await f.sqs.send(new SendMessageCommand({ QueueUrl: f.jobs.alpha.dlqUrl, MessageBody: '{"operationId":"c"}' }));
+
+    // beta's runs are admitted: their state is written by the producer's own run-state adapter, step by step.
+    const runs = new DynamoRunStateStore({ tableName: f.tables.ledger, client: f.dynamo });
+    const at = (iso: string) => Date.parse(iso);
+    await runs.ensure('beta', STALLED, { businessDate: '2026-11-03', scheduledTime: '2026-11-03T01:00:00Z', startedAt: '2026-11-03T01:00:02.000Z', admissionRatePerMinute: 30, eligible: 1000 });
+    for (const [step, nextStepAt] of [[0, '2026-11-03T01:05:00.000Z'], [1, '2026-11-03T02:40:00.000Z']] as const) {
+      await runs.lease('beta', STALLED, step, `owner-${step}`, at('2026-11-03T01:00:03.000Z'), at('2026-11-03T01:15:00.000Z'));
+      await runs.commitPage('beta', STALLED, step, `owner-${step}`, { cursor: `page-${step + 1}`, discovered: 100, published: 100, plannedUntilMs: at(nextStepAt) });
+      await runs.endStep('beta', STALLED, step, `owner-${step}`, { status: 'admitting', nextStepAt, plannedUntilMs: at(nextStepAt) });
+    }
+    await ledger.addToBatch('beta', STALLED, { consumed: 160, completed: 150, rejected: 2, deadLettered: 1 }, {});
+    await runs.ensure('beta', COMPLETE, { businessDate: '2026-11-02', startedAt: '2026-11-02T01:00:02.000Z', admissionRatePerMinute: 30 });
+    await runs.lease('beta', COMPLETE, 0, 'owner-0', at('2026-11-02T01:00:03.000Z'), at('2026-11-02T01:15:00.000Z'));
+    await runs.commitPage('beta', COMPLETE, 0, 'owner-0', { cursor: undefined, discovered: 3, published: 3, finishedAt: '2026-11-02T01:00:04.000Z' });
+    await runs.endStep('beta', COMPLETE, 0, 'owner-0', { status: 'complete' });
+    await ledger.addToBatch('beta', COMPLETE, { consumed: 3, completed: 3 }, {});
+    // The stalled run's lost step is not here; another run's next step waits, delayed until due.
+    await f.sqs.send(new SendMessageCommand({ QueueUrl: f.jobs.beta.admissionQueueUrl, MessageBody: '{"kind":"admission-step"}', DelaySeconds: 600 }));
   });
   afterAll(async () => {
     await f.stop();
@@ -45,11 +158,12 @@ describe('Function: status (ops status)', () => {
 
     expect(out.code).toBe(0);
     const result = out.json<StatusResult>();
-    expect(result).toMatchObject({ ok: true, command: 'status', stackName: 'PacedJobs-test', source: 'local', notes: [OLDEST_WORK_NOTE] });
+    expect(result).toMatchObject({ ok: true, command: 'status', stackName: 'PacedJobs-test', source: 'local', stallMinutes: 15, notes: [OLDEST_WORK_NOTE, PROJECTION_NOTE] });
     expect(result.jobs.map((j) => j.job)).toEqual(['alpha', 'beta']);
     const [alpha, beta] = result.jobs;
     expect(alpha.queue).toEqual({ url: f.jobs.alpha.queueUrl, visible: 2, inFlight: 0, delayed: 0 });
     expect(alpha.dlq).toEqual({ url: f.jobs.alpha.dlqUrl, visible: 1, inFlight: 0, delayed: 0 });
+    expect(alpha.admissionQueue).toEqual({ url: f.jobs.alpha.admissionQueueUrl, visible: 0, inFlight: 0, delayed: 0 });
     expect(alpha.oldestWork).toMatchObject({ source: 'ledger-oldest-unsettled-batch', batchId: 'alpha:2026-11-02:20261102T010000Z' });
     expect(alpha.oldestWork.ageSeconds).toBeGreaterThan(0);
     expect(alpha.batches).toEqual([
@@ -66,9 +180,15 @@ describe('Function: status (ops status)', () => {
         deferred: 0,
         throttled: 0,
         deadLettered: 0,
+        pages: 0,
         oldestMessageAgeSeconds: null,
         outstanding: 3,
         reconciles: false,
+        notYetAdmitted: null,
+        workLeft: 3,
+        workLeftBasis: 'discovered',
+        projectedFinish: null,
+        stalled: null,
       },
       {
         batchId: 'alpha:2026-11-01:20261101T010000Z',
@@ -84,13 +204,107 @@ describe('Function: status (ops status)', () => {
         deferred: 0,
         throttled: 2,
         deadLettered: 1,
+        pages: 0,
         oldestMessageAgeSeconds: 61,
         outstanding: 0,
         reconciles: true,
+        notYetAdmitted: null,
+        workLeft: 0,
+        workLeftBasis: 'discovered',
+        projectedFinish: null,
+        stalled: null,
       },
     ]);
-    expect(beta).toMatchObject({ job: 'beta', oldestWork: { ageSeconds: 0, source: 'queue-empty' }, batches: [] });
+    expect(beta).toMatchObject({ job: 'beta', oldestWork: { ageSeconds: 0, source: 'queue-empty' } });
     expect(beta.queue.visible + beta.dlq.visible).toBe(0);
+    expect(beta.batches.map((b) => b.batchId)).toEqual([STALLED, COMPLETE]);
+  });
+
+  it('reports each batch\'s admission from its ledger item, with the admission queue depth, projection and stall', async () => {
+    const out = await f.run(['status', '--job', 'beta', '--json'], { now: NOW });
+
+    expect(out.code).toBe(0);
+    const [beta] = out.json<StatusResult>().jobs;
+    expect(beta.admissionQueue).toEqual({ url: f.jobs.beta.admissionQueueUrl, visible: 0, inFlight: 0, delayed: 1 });
+    const [stalled, complete] = beta.batches;
+    expect(stalled).toMatchObject({
+      batchId: STALLED,
+      businessDate: '2026-11-03',
+      scheduledTime: '2026-11-03T01:00:00Z',
+      admission: 'admitting',
+      step: 2,
+      pages: 2,
+      eligible: 1000,
+      discovered: 200,
+      published: 200,
+      completed: 150,
+      admissionRatePerMinute: 30,
+      nextStepAt: '2026-11-03T02:40:00.000Z',
+      notYetAdmitted: 800,
+      workLeft: 847,
+      workLeftBasis: 'eligible',
+      projectedFinish: '2026-11-03T03:28:14.000Z',
+      stalled: {
+        name: 'admission stalled',
+        since: '2026-11-03T02:40:00.000Z',
+        overdueMinutes: 20,
+        fix: `ops continue --job beta --batch ${STALLED}`,
+        message: `admission stalled since 2026-11-03T02:40:00.000Z (20 min overdue): step 2 is probably in the producer DLQ; first step of the fix: ops continue --job beta --batch ${STALLED}`,
+      },
+    });
+    expect(stalled.leaseUntil).toBeUndefined();
+    expect(complete).toMatchObject({
+      batchId: COMPLETE,
+      admission: 'complete',
+      step: 1,
+      pages: 1,
+      discovered: 3,
+      completed: 3,
+      finishedAt: '2026-11-02T01:00:04.000Z',
+      notYetAdmitted: 0,
+      workLeft: 0,
+      projectedFinish: null,
+      stalled: null,
+      reconciles: true,
+    });
+    expect(complete.eligible).toBeUndefined();
+    expect(complete.nextStepAt).toBeUndefined();
+  });
+
+  it('prints the admission table and names the stall in the text output', async () => {
+    const out = await f.run(['status', '--job', 'beta'], { now: NOW });
+
+    expect(out.code).toBe(0);
+    const rows = out.stdout.split('\n').map((l) => l.replace(/\s+/g, ' '));
+    const queues = rows.indexOf('│ job │ queued │ in flight │ delayed │ oldest work (s) │ DLQ │ steps queued │ steps delayed │');
+    expect(rows[queues + 2]).toBe('│ beta │ 0 │ 0 │ 0 │ 0 │ 0 │ 0 │ 1 │');
+    const admission = rows.indexOf('Admission');
+    expect(rows[admission + 2]).toBe(
+      '│ job │ batch │ admission │ step │ pages │ eligible │ discovered │ published │ not admitted │ rate/min │ next step at │ work left │ projected finish │',
+    );
+    expect(rows[admission + 4]).toBe(`│ beta │ ${STALLED} │ admitting │ 2 │ 2 │ 1000 │ 200 │ 200 │ 800 │ 30 │ 2026-11-03T02:40:00.000Z │ 847 │ 2026-11-03T03:28:14.000Z │`);
+    expect(rows[admission + 6]).toBe(`│ beta │ ${COMPLETE} │ complete │ 1 │ 1 │ - │ 3 │ 3 │ 0 │ 30 │ - │ 0 │ - │`);
+    expect(out.stdout).toContain(
+      `\nGaps\nbeta ${STALLED}: admission stalled since 2026-11-03T02:40:00.000Z (20 min overdue): step 2 is probably in the producer DLQ; ` +
+        `first step of the fix: ops continue --job beta --batch ${STALLED}\n\nnote: `,
+    );
+    expect(out.stdout).toContain(`note: ${PROJECTION_NOTE}`);
+  });
+
+  it('takes a longer grace period with --stall-minutes', async () => {
+    const json = await f.run(['status', '--job', 'beta', '--stall-minutes', '30', '--json'], { now: NOW });
+    const text = await f.run(['status', '--job', 'beta', '--stall-minutes', '30'], { now: NOW });
+
+    expect(json.json<StatusResult>()).toMatchObject({ stallMinutes: 30 });
+    expect(json.json<StatusResult>().jobs[0].batches.map((b) => b.stalled)).toEqual([null, null]);
+    expect(text.stdout).toContain('\nGaps: none (no admitting batch is more than 30 min past its next step)\n');
+  });
+
+  it('rejects a --stall-minutes outside 1..1440', async () => {
+    const out = await f.run(['status', '--stall-minutes', '0']);
+
+    expect(out.code).toBe(2);
+    expect(out.stderr).toBe('error: --stall-minutes must be a whole number from 1 to 1440, got "0"\n');
   });
 
   it('limits the batches with --batches and the jobs with --job', async () => {

@@ -94,6 +94,21 @@ export interface DynamoRunStateStoreOptions {
   retentionDays?: number;
 }
 
+/** An UpdateExpression's SET clauses with their names and values, built one attribute at a time. */
+class Assignments {
+  readonly set: string[] = [];
+  constructor(readonly names: Record<string, string>, readonly values: Record<string, unknown>) {}
+
+  /** `#key = :key` (or `if_not_exists`, to write once), skipped when the value is undefined. */
+  assign(key: string, value: unknown, once = false): this {
+    if (value === undefined) return this;
+    this.names[`#${key}`] = key;
+    this.values[`:${key}`] = value;
+    this.set.push(once ? `#${key} = if_not_exists(#${key}, :${key})` : `#${key} = :${key}`);
+    return this;
+  }
+}
+
 const isConditionFailure = (error: unknown) =>
   error instanceof ConditionalCheckFailedException || (error as Error)?.name === 'ConditionalCheckFailedException';
 
@@ -156,12 +171,9 @@ export class DynamoRunStateStore implements RunStateStore {
       '#businessDate': 'businessDate',
       '#startedAt': 'startedAt',
     };
-    for (const key of ['scheduledTime', 'admissionRatePerMinute', 'eligible'] as const) {
-      if (start[key] === undefined) continue;
-      names[`#${key}`] = key;
-      values[`:${key}`] = start[key];
-      set.push(`#${key} = if_not_exists(#${key}, :${key})`);
-    }
+    const optional = new Assignments(names, values);
+    for (const key of ['scheduledTime', 'admissionRatePerMinute', 'eligible'] as const) optional.assign(key, start[key], true);
+    set.push(...optional.set);
     const out = await this.client().send(
       new UpdateCommand({
         TableName: this.options.tableName,
@@ -191,23 +203,13 @@ export class DynamoRunStateStore implements RunStateStore {
   }
 
   async commitPage(job: string, batchId: string, step: number, owner: string, page: PageCommit): Promise<boolean> {
-    const names: Record<string, string> = { '#step': 'step', '#leaseOwner': 'leaseOwner', '#pages': 'pages', '#discovered': 'discovered', '#published': 'published', '#cursor': 'cursor' };
-    const values: Record<string, unknown> = { ':step': step, ':owner': owner, ':one': 1, ':discovered': page.discovered, ':published': page.published };
-    const set: string[] = [];
-    if (page.cursor !== undefined) {
-      set.push('#cursor = :cursor');
-      values[':cursor'] = page.cursor;
-    }
-    if (page.plannedUntilMs !== undefined) {
-      set.push('#plannedUntilMs = :plannedUntilMs');
-      names['#plannedUntilMs'] = 'plannedUntilMs';
-      values[':plannedUntilMs'] = page.plannedUntilMs;
-    }
-    if (page.finishedAt !== undefined) {
-      set.push('#finishedAt = :finishedAt');
-      names['#finishedAt'] = 'finishedAt';
-      values[':finishedAt'] = page.finishedAt;
-    }
+    const { set, names, values } = new Assignments(
+      { '#step': 'step', '#leaseOwner': 'leaseOwner', '#pages': 'pages', '#discovered': 'discovered', '#published': 'published', '#cursor': 'cursor' },
+      { ':step': step, ':owner': owner, ':one': 1, ':discovered': page.discovered, ':published': page.published },
+    )
+      .assign('cursor', page.cursor)
+      .assign('plannedUntilMs', page.plannedUntilMs)
+      .assign('finishedAt', page.finishedAt);
     const expression = [
       set.length ? `SET ${set.join(', ')}` : '',
       'ADD #pages :one, #discovered :discovered, #published :published',
@@ -223,18 +225,15 @@ export class DynamoRunStateStore implements RunStateStore {
   }
 
   async endStep(job: string, batchId: string, step: number, owner: string, end: StepEnd): Promise<boolean> {
-    const names: Record<string, string> = { '#step': 'step', '#leaseOwner': 'leaseOwner', '#leaseUntilMs': 'leaseUntilMs', '#admission': 'admission', '#nextStepAt': 'nextStepAt' };
-    const values: Record<string, unknown> = { ':step': step, ':next': step + 1, ':owner': owner, ':status': end.status };
-    const set = ['#step = :next', '#admission = :status'];
-    if (end.nextStepAt !== undefined) {
-      set.push('#nextStepAt = :nextStepAt');
-      values[':nextStepAt'] = end.nextStepAt;
-    }
-    if (end.plannedUntilMs !== undefined) {
-      set.push('#plannedUntilMs = :plannedUntilMs');
-      names['#plannedUntilMs'] = 'plannedUntilMs';
-      values[':plannedUntilMs'] = end.plannedUntilMs;
-    }
+    const assignments = new Assignments(
+      { '#step': 'step', '#leaseOwner': 'leaseOwner', '#leaseUntilMs': 'leaseUntilMs', '#nextStepAt': 'nextStepAt' },
+      { ':step': step, ':next': step + 1, ':owner': owner },
+    )
+      .assign('admission', end.status)
+      .assign('nextStepAt', end.nextStepAt)
+      .assign('plannedUntilMs', end.plannedUntilMs);
+    const { names, values } = assignments;
+    const set = ['#step = :next', ...assignments.set];
     return this.conditional({
       Key: ledgerKeys.batch(job, batchId),
       UpdateExpression: `SET ${set.join(', ')} REMOVE #leaseOwner, #leaseUntilMs${end.nextStepAt === undefined ? ', #nextStepAt' : ''}`,

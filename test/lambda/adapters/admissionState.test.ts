@@ -1,0 +1,91 @@
+import { resetClients } from '../../../lambda/adapters/clients';
+import { DynamoLedger } from '../../../lambda/adapters/ledger';
+import { AdmissionStatus, DynamoRunStateStore } from '../../../lambda/adapters/admissionState';
+import { startLocalAws, type LocalAws } from '../../support/aws';
+import { createLedgerTable } from '../handlers/harness';
+
+const TABLE = 'run-state-adapter';
+const NOW = Date.parse('2026-11-29T02:00:00.000Z');
+const start = { businessDate: '2026-11-28', startedAt: new Date(NOW).toISOString(), admissionRatePerMinute: 80 };
+
+describe('Class: DynamoRunStateStore', () => {
+  let aws: LocalAws;
+  let store: DynamoRunStateStore;
+  let runs = 0;
+  let batchId: string;
+
+  beforeAll(async () => {
+    aws = await startLocalAws();
+    resetClients();
+    await createLedgerTable(TABLE);
+    store = new DynamoRunStateStore({ tableName: TABLE });
+  });
+
+  afterAll(async () => {
+    resetClients();
+    await aws.stop();
+  });
+
+  beforeEach(() => {
+    batchId = `fake-job:2026-11-28:run-${++runs}`;
+  });
+
+  describe('Method: ensure', () => {
+    it('creates the run at step 0 once, keeping its start facts and the counters the consumers add beside it', async () => {
+      expect(await store.ensure('fake-job', batchId, start)).toMatchObject({ step: 0, status: 'admitting', pages: 0, continuationSent: -1, admissionRatePerMinute: 80 });
+      await new DynamoLedger({ tableName: TABLE }).addToBatch('fake-job', batchId, { completed: 2 });
+      const again = await store.ensure('fake-job', batchId, { ...start, startedAt: new Date(NOW + 60_000).toISOString(), admissionRatePerMinute: 40 });
+      expect(again).toMatchObject({ step: 0, startedAt: start.startedAt, admissionRatePerMinute: 80 });
+      expect(await store.read('fake-job', batchId)).toMatchObject({ step: 0 });
+    });
+
+    it('reads nothing for a batch without admission state', async () => {
+      await new DynamoLedger({ tableName: TABLE }).addToBatch('fake-job', batchId, { completed: 1 });
+      expect(await store.read('fake-job', batchId)).toBeUndefined();
+    });
+  });
+
+  describe('Method: lease', () => {
+    it('lets one owner hold a step until its lease expires, and no one take a step the run is not at', async () => {
+      await store.ensure('fake-job', batchId, start);
+      expect(await store.lease('fake-job', batchId, 0, 'a', NOW, NOW + 10_000)).toBe(true);
+      expect(await store.lease('fake-job', batchId, 0, 'b', NOW + 5_000, NOW + 15_000)).toBe(false);
+      // The holder may renew its own lease; after it expires another owner takes the step over.
+      expect(await store.lease('fake-job', batchId, 0, 'a', NOW + 5_000, NOW + 12_000)).toBe(true);
+      expect(await store.lease('fake-job', batchId, 0, 'b', NOW + 12_001, NOW + 20_000)).toBe(true);
+      expect(await store.lease('fake-job', batchId, 1, 'c', NOW, NOW + 1)).toBe(false);
+    });
+  });
+
+  describe('Method: commitPage and endStep', () => {
+    it('counts each page once, for the lease holder only, and moves the run to its next step', async () => {
+      await store.ensure('fake-job', batchId, start);
+      await store.lease('fake-job', batchId, 0, 'a', NOW, NOW + 10_000);
+      expect(await store.commitPage('fake-job', batchId, 0, 'a', { cursor: 'c1', discovered: 25, published: 25, plannedUntilMs: NOW + 20_000 })).toBe(true);
+      // A duplicate that never held the lease cannot count its copy of the page.
+      expect(await store.commitPage('fake-job', batchId, 0, 'b', { cursor: 'c1', discovered: 25, published: 25 })).toBe(false);
+      expect(await store.endStep('fake-job', batchId, 0, 'b', { status: AdmissionStatus.admitting })).toBe(false);
+      expect(await store.endStep('fake-job', batchId, 0, 'a', { status: AdmissionStatus.admitting, nextStepAt: '2026-11-29T02:02:30.000Z', plannedUntilMs: NOW + 20_000 })).toBe(true);
+      const state = await store.read('fake-job', batchId);
+      expect(state).toMatchObject({ step: 1, cursor: 'c1', pages: 1, discovered: 25, published: 25, plannedUntilMs: NOW + 20_000, nextStepAt: '2026-11-29T02:02:30.000Z' });
+      expect(state?.leaseOwner).toBeUndefined();
+
+      // The last page removes the cursor and finishes the run.
+      await store.lease('fake-job', batchId, 1, 'c', NOW, NOW + 10_000);
+      await store.commitPage('fake-job', batchId, 1, 'c', { cursor: undefined, discovered: 5, published: 5, finishedAt: '2026-11-29T02:03:00.000Z' });
+      await store.endStep('fake-job', batchId, 1, 'c', { status: AdmissionStatus.complete });
+      expect(await store.read('fake-job', batchId)).toEqual(expect.objectContaining({ step: 2, status: 'complete', cursor: undefined, nextStepAt: undefined, discovered: 30, finishedAt: '2026-11-29T02:03:00.000Z' }));
+      // A finished run lends no lease.
+      expect(await store.lease('fake-job', batchId, 2, 'd', NOW, NOW + 1)).toBe(false);
+    });
+  });
+
+  describe('Method: markContinuation', () => {
+    it('only moves forward', async () => {
+      await store.ensure('fake-job', batchId, start);
+      await store.markContinuation('fake-job', batchId, 2);
+      await store.markContinuation('fake-job', batchId, 1);
+      expect(await store.read('fake-job', batchId)).toMatchObject({ continuationSent: 2 });
+    });
+  });
+});

@@ -1,0 +1,266 @@
+// Pause during admission, on the synthesized dev stack run locally: the operator's pause (schedule, then the producer's
+// admission mapping, then the consumer's) admits nothing more and loses nothing; resume goes on from the ledger's cursor.
+import { join } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { S3Client } from '@aws-sdk/client-s3';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { LambdaClient, UpdateEventSourceMappingCommand } from '@aws-sdk/client-lambda';
+import { GetScheduleCommand, SchedulerClient, UpdateScheduleCommand } from '@aws-sdk/client-scheduler';
+import { findStack } from '../../local/assembly';
+import { loadTemplate } from '../../local/template';
+import { LocalStack } from '../../local/stack';
+import { PaymentProvider } from '../../local/provider';
+import { jobViews, type JobView } from '../../local/run';
+import { seedDemoData, type SeedResult } from '../../local/seed';
+import type { JobRuntimeSettings } from '../../lambda/core/constants';
+
+const ROOT = join(__dirname, '..', '..');
+const JOB = 'payment-reconciliation';
+const PAYMENTS = 150;
+const BUSINESS_DATE = '2026-03-10';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The run-ledger attributes this test reads (see the admission contract). */
+interface LedgerItem {
+  sk: string;
+  step: number;
+  admission: string;
+  cursor?: string;
+  pages: number;
+  discovered?: number;
+  published?: number;
+  completed?: number;
+  duplicates?: number;
+  nextStepAt?: string;
+}
+
+class WaitTimeoutError extends Error {
+  constructor(what: string, timeoutMs: number, last: unknown) {
+    super(`timed out after ${timeoutMs} ms waiting for ${what}; last seen: ${JSON.stringify(last)}`);
+    this.name = 'WaitTimeoutError';
+  }
+}
+
+/** Polls until `probe` returns a value; bounded, so a producer that never resumes fails the test instead of hanging it. */
+async function until<T>(what: string, probe: () => Promise<{ done: T } | { last: unknown }>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    const got = await probe();
+    if ('done' in got) return got.done;
+    last = got.last;
+    if (Date.now() > deadline) throw new WaitTimeoutError(what, timeoutMs, last);
+    await sleep(200);
+  }
+}
+
+describe('Admission: pause and resume during a run (local dev stack)', () => {
+  let stack: LocalStack;
+  let provider: PaymentProvider;
+  let documents: DynamoDBDocumentClient;
+  let lambda: LambdaClient;
+  let scheduler: SchedulerClient;
+  let job: JobView;
+  const logs: string[] = [];
+  /** Every message the producer put on the work queue (read off the wire): payment IDs, in order. */
+  const producerPublications: { at: number; paymentId: string }[] = [];
+  let workQueueUrl = '';
+
+  beforeAll(async () => {
+    const artifact = findStack(join(ROOT, 'cdk.out'), 'dev');
+    if (!artifact) throw new Error('cdk.out has no synthesized dev stack; jest globalSetup should have synthesized it');
+    // A quota above the job's rate: the provider is not the subject here, so it should not throttle.
+    provider = new PaymentProvider({ startsPerWindow: 20, windowSeconds: 1, maxConcurrent: 10 });
+    await provider.start();
+    stack = new LocalStack({
+      template: loadTemplate(artifact.templateFile),
+      stackName: artifact.stackName,
+      assemblyDir: artifact.assemblyDir,
+      log: (source, line) => {
+        logs.push(`${source}: ${line}`);
+        if (logs.length > 400) logs.shift();
+      },
+      onRequest: (service, r) => {
+        if (service !== 'sqs' || r.status >= 300 || !String(r.headers['x-amz-target'] ?? '').endsWith('.SendMessageBatch')) return;
+        const request = JSON.parse(r.body) as { QueueUrl?: string; Entries?: { MessageBody: string }[] };
+        if (request.QueueUrl !== workQueueUrl) return;
+        for (const entry of request.Entries ?? []) {
+          const body = JSON.parse(entry.MessageBody) as { attempt?: number; resource: { paymentId: string } };
+          // The consumer's deferral re-publishes always carry `attempt`; the producer's first publication never does.
+          if (body.attempt === undefined) producerPublications.push({ at: Date.now(), paymentId: body.resource.paymentId });
+        }
+      },
+      environmentOverride: (_fn, env) => {
+        if (!env.JOB_SETTINGS) return env;
+        const settings = JSON.parse(env.JOB_SETTINGS) as JobRuntimeSettings;
+        if (settings.jobName !== JOB) return env;
+        // Seconds instead of minutes: 10 starts/s, 3 s of work per step, so 150 payments take five steps ~5 s apart.
+        settings.rateLimit = { startsPerInterval: 10, intervalSeconds: 1, burst: 1 };
+        settings.admission = { horizonSeconds: 3, batchSize: 10 };
+        settings.settings.providerBaseUrl = provider.endpoint;
+        return { ...env, JOB_SETTINGS: JSON.stringify(settings) };
+      },
+    });
+    await stack.start();
+    const found = jobViews(stack.plan, stack.mappings).get(JOB);
+    if (!found?.producer || !found.consumer || !found.mapping || !found.admissionMapping || !found.admissionQueueUrl || !found.queueUrl || !found.dlqUrl || !found.scheduleName) {
+      throw new Error(`the dev stack has no complete ${JOB} job (schedule, producer, admission queue and mapping, queue, DLQ, consumer)`);
+    }
+    job = found;
+    workQueueUrl = found.queueUrl;
+    for (const alias of Object.values(job.settings.secrets)) {
+      const secret = stack.secrets.find(alias);
+      if (secret) provider.allowApiKey(secret.value);
+    }
+    documents = DynamoDBDocumentClient.from(new DynamoDBClient(stack.clientConfig('dynamodb')));
+    lambda = new LambdaClient(stack.clientConfig('lambda'));
+    scheduler = new SchedulerClient(stack.clientConfig('scheduler'));
+    await stack.runtime.prewarm(new Map([[found.producer.name, 1], [found.consumer.name, 2]]));
+  }, 90_000);
+
+  afterAll(async () => {
+    documents?.destroy();
+    lambda?.destroy();
+    scheduler?.destroy();
+    await stack?.stop();
+    await provider?.close();
+  });
+
+  const ledgerTable = () => job.producer!.environment.LEDGER_TABLE_NAME;
+
+  /** The job's only batch in the ledger (the stack is fresh), or undefined before the producer has created it. */
+  const batch = async (): Promise<LedgerItem | undefined> => {
+    const out = await documents.send(
+      new QueryCommand({ TableName: ledgerTable(), KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `BATCH#${JOB}` }, ConsistentRead: true }),
+    );
+    const items = (out.Items ?? []) as LedgerItem[];
+    if (items.length > 1) throw new Error(`expected one ${JOB} batch in ${ledgerTable()}, found ${items.map((i) => i.sk).join(', ')}`);
+    return items[0];
+  };
+
+  const depth = async (url: string) => {
+    const { Attributes: a } = await stack.sqs().send(
+      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] }),
+    );
+    return { visible: Number(a!.ApproximateNumberOfMessages), inFlight: Number(a!.ApproximateNumberOfMessagesNotVisible), delayed: Number(a!.ApproximateNumberOfMessagesDelayed) };
+  };
+  const total = (d: { visible: number; inFlight: number; delayed: number }) => d.visible + d.inFlight + d.delayed;
+
+  /** UpdateSchedule replaces the whole definition: send back what GetSchedule returned, with the new state (as `ops` does). */
+  const setSchedule = async (state: 'ENABLED' | 'DISABLED') => {
+    const current = await scheduler.send(new GetScheduleCommand({ Name: job.scheduleName }));
+    await scheduler.send(
+      new UpdateScheduleCommand({
+        Name: current.Name,
+        GroupName: current.GroupName,
+        ScheduleExpression: current.ScheduleExpression,
+        ScheduleExpressionTimezone: current.ScheduleExpressionTimezone,
+        Target: current.Target,
+        FlexibleTimeWindow: current.FlexibleTimeWindow ?? { Mode: 'OFF' },
+        State: state,
+      }),
+    );
+  };
+  // The local Lambda API answers a disable only once the mapping's pollers have stopped and its invocations finished.
+  const setMapping = (uuid: string, enabled: boolean) => lambda.send(new UpdateEventSourceMappingCommand({ UUID: uuid, Enabled: enabled }));
+
+  it('admits nothing while paused, keeps the next step queued, and resumes from the cursor to exactly-once effects', async () => {
+    const dynamodb = new DynamoDBClient(stack.clientConfig('dynamodb'));
+    const s3 = new S3Client(stack.clientConfig('s3'));
+    let seeded: SeedResult;
+    try {
+      seeded = await seedDemoData({ dynamodb, s3, businessDate: BUSINESS_DATE, jobs: new Map([[JOB, job.settings]]) }, { payments: PAYMENTS, uploads: 0, tenants: 0 });
+    } finally {
+      dynamodb.destroy();
+      s3.destroy();
+    }
+    expect(seeded.paymentIds).toHaveLength(PAYMENTS);
+
+    job.mapping!.start();
+    job.admissionMapping!.start();
+    const fired = await stack.scheduler.fire(job.scheduleName!, { scheduledTime: new Date(), businessDate: BUSINESS_DATE });
+    expect(fired.delivered).toBe(true);
+
+    // Mid-admission: at least step 0 taken, the run still admitting, part of the backlog still in the payments table.
+    await until<LedgerItem>('the run to be admitting after its first step', async () => {
+      const item = await batch();
+      return item && item.step >= 1 && item.admission === 'admitting' && (item.discovered ?? 0) < PAYMENTS ? { done: item } : { last: item };
+    });
+
+    // Pause, upstream first, as `ops pause` does.
+    await setSchedule('DISABLED');
+    await setMapping(job.admissionMapping!.uuid, false);
+    await setMapping(job.mapping!.uuid, false);
+    expect(stack.scheduler.list().find((s) => s.schedule.name === job.scheduleName)!.state).toBe('DISABLED');
+    expect([job.admissionMapping!.state, job.mapping!.state]).toEqual(['Disabled', 'Disabled']);
+
+    // Read after the mappings have stopped: a step in progress at the pause has committed by now.
+    const atPause = (await batch())!;
+    expect(atPause.admission).toBe('admitting');
+    expect(atPause.discovered).toBeLessThan(PAYMENTS);
+    expect(atPause.cursor).toEqual(expect.any(String));
+    const publishedAtPause = producerPublications.length;
+    const producerInvocationsAtPause = job.admissionMapping!.statistics.invocations;
+    expect(publishedAtPause).toBe(atPause.discovered);
+
+    // Well past the moment the next step was due.
+    const dueMs = Date.parse(atPause.nextStepAt!);
+    expect(Number.isFinite(dueMs)).toBe(true);
+    await sleep(Math.min(20_000, Math.max(0, dueMs - Date.now()) + 4_000));
+    const whilePaused = (await batch())!;
+    expect({ step: whilePaused.step, pages: whilePaused.pages, discovered: whilePaused.discovered, published: whilePaused.published, cursor: whilePaused.cursor }).toEqual({
+      step: atPause.step,
+      pages: atPause.pages,
+      discovered: atPause.discovered,
+      published: atPause.published,
+      cursor: atPause.cursor,
+    });
+    expect(producerPublications.length).toBe(publishedAtPause);
+    expect(job.admissionMapping!.statistics.invocations).toBe(producerInvocationsAtPause);
+    // Nothing lost: the run's next step still waits in the admission queue (not received, not dead-lettered) ...
+    const admissionQueue = await depth(job.admissionQueueUrl!);
+    expect({ waiting: admissionQueue.visible + admissionQueue.delayed, inFlight: admissionQueue.inFlight }).toEqual({ waiting: 1, inFlight: 0 });
+    // ... and every admitted payment is either done or still on the work queue.
+    const workQueue = await depth(job.queueUrl!);
+    expect(total(workQueue) + (whilePaused.completed ?? 0)).toBe(whilePaused.discovered);
+
+    // Resume, downstream first, as `ops resume` does.
+    await setMapping(job.mapping!.uuid, true);
+    await setMapping(job.admissionMapping!.uuid, true);
+    await setSchedule('ENABLED');
+
+    const final = await until<LedgerItem>('the run to complete with every payment applied', async () => {
+      const item = await batch();
+      const effects = provider.effectsByPayment();
+      if (item?.admission === 'complete' && (item.completed ?? 0) >= PAYMENTS && effects.size >= PAYMENTS && total(await depth(job.queueUrl!)) === 0) return { done: item };
+      return { last: { item, effects: effects.size } };
+    });
+
+    // The producer went on from the cursor: every payment published once, the pages after the pause new ones.
+    expect({ admission: final.admission, discovered: final.discovered, published: final.published, completed: final.completed, duplicates: final.duplicates ?? 0 }).toEqual({
+      admission: 'complete',
+      discovered: PAYMENTS,
+      published: PAYMENTS,
+      completed: PAYMENTS,
+      duplicates: 0,
+    });
+    expect(final.pages).toBeGreaterThan(atPause.pages);
+    const publishedIds = producerPublications.map((p) => p.paymentId);
+    expect(publishedIds).toHaveLength(PAYMENTS);
+    expect(new Set(publishedIds).size).toBe(PAYMENTS);
+    const beforePause = new Set(publishedIds.slice(0, publishedAtPause));
+    expect(publishedIds.slice(publishedAtPause).filter((id) => beforePause.has(id))).toEqual([]);
+
+    // Exactly one provider effect per seeded payment, and nothing dead-lettered anywhere.
+    const effects = provider.effectsByPayment();
+    expect([...effects.keys()].sort()).toEqual([...seeded.paymentIds].sort());
+    expect([...effects.values()].filter((n) => n !== 1)).toEqual([]);
+    const producerDlqArn = stack.plan.queues.find((q) => q.url === job.admissionQueueUrl)!.deadLetterTargetArn!;
+    expect({ jobDlq: total(await depth(job.dlqUrl!)), producerDlq: total(await depth(stack.queueUrl(producerDlqArn))), admissionQueue: total(await depth(job.admissionQueueUrl!)) }).toEqual({
+      jobDlq: 0,
+      producerDlq: 0,
+      admissionQueue: 0,
+    });
+  }, 120_000);
+});

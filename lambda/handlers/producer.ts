@@ -82,7 +82,10 @@ export interface ProducerOptions {
   publisher?: Publisher;
   /** Stop starting pages when less than this share of the invocation's budget is left. @default 0.3 */
   reserveFraction?: number;
-  /** ... or less than this many milliseconds. @default 20000 */
+  /**
+   * ... or less than this many milliseconds, but never more than half the budget (a short timeout would otherwise
+   * reserve all of it). A step always publishes its first page, so a chain makes progress at any timeout. @default 20000
+   */
   reserveMs?: number;
   /** @default () => new Date() */
   now?: () => Date;
@@ -149,7 +152,7 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
     // The budget is what this invocation had when it started, so the reserve scales with the configured timeout.
     const startedMs = now().getTime();
     const budgetMs = context.getRemainingTimeInMillis();
-    const reserve = Math.max(reserveMs, reserveFraction * budgetMs);
+    const reserve = Math.max(reserveFraction * budgetMs, Math.min(reserveMs, budgetMs / 2));
     let state = await runState.read(job.name, step.batchId);
     if (!state) throw new AdmissionStateError(`admission step ${step.step} of ${step.batchId} has no run state in the ledger (expired or deleted); catch up the date`, step.batchId, step.step);
     if (state.step > step.step || state.status !== AdmissionStatus.admitting) return stale(step, state, summary);
@@ -188,7 +191,8 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
         logger.warn('stopped at maxPagesPerRun with work remaining; raise it or the page size, or catch up', { maxPagesPerRun: settings.maxPagesPerRun, cursor });
         break;
       }
-      if (context.getRemainingTimeInMillis() < reserve) {
+      // Only after a first page: a step that yielded before publishing anything would chain for ever without progress.
+      if (summary.pages > 0 && context.getRemainingTimeInMillis() < reserve) {
         timeLow = true;
         break;
       }

@@ -166,7 +166,7 @@ describe('Function: createProducer', () => {
     it('continues through the admission queue at once when the time budget runs low, and the next step finishes the run', async () => {
       const batchId = 'fake-job:2026-11-28:continued';
       // 100 s at the start; 25 s after the first page, under the 30 s reserve (30% of the budget).
-      const remaining = [100_000, 100_000, 25_000];
+      const remaining = [100_000, 25_000];
       const context = lambdaContext(() => remaining.shift() ?? 25_000);
       const handle = producer(55);
 
@@ -178,6 +178,17 @@ describe('Function: createProducer', () => {
       expect(await fromQueue(handle, publisher.steps()[0].step)).toEqual({ batchItemFailures: [] });
       expect(await publishedOperationIds()).toHaveLength(55);
       expect(await batchItem(batchId)).toMatchObject({ step: 2, discovered: 55, published: 55, pages: 3, admission: 'complete', startedAt: NOW.toISOString(), finishedAt: NOW.toISOString() });
+    });
+
+    it('publishes at least one page per step however short the timeout, so the chain always makes progress', async () => {
+      const batchId = 'fake-job:2026-11-28:short-timeout';
+      // A 15 s function whose first page already took nearly all of it.
+      const remaining = [15_000, 1_000];
+      const summary = await direct(producer(55), { scheduledTime: SCHEDULED, batchId }, lambdaContext(() => remaining.shift() ?? 1_000));
+      expect(summary).toMatchObject({ pages: 1, discovered: 25, continued: true, nextStepInSeconds: 0 });
+      // A 15 s function is not all reserve: half of it at most, so one with time to spare walks on.
+      const roomy = await direct(producer(55), { scheduledTime: SCHEDULED, batchId: `${batchId}-roomy` }, lambdaContext(() => 15_000));
+      expect(roomy).toMatchObject({ pages: 3, discovered: 55, continued: false, finished: true });
     });
 
     it('does nothing when the same scheduled run is delivered again after it finished', async () => {

@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { CHAOS_DEFAULTS, runChaos, type ChaosOptions, type ChaosResult } from './run';
+import { CHAOS_DEFAULTS, MIN_PRODUCER_TIMEOUT_SECONDS, runChaos, type ChaosOptions, type ChaosResult } from './run';
 import { formatMarkdown, formatText } from './report';
 
 const integer = (flag: string, min: number) => (value: string): number => {
@@ -45,7 +45,14 @@ export function buildProgram(run: (options: ChaosOptions | undefined, flags: { j
     .option('--dynamo-fault-rate <p>', 'per DynamoDB request from the functions: throttling or internal error', rate('--dynamo-fault-rate'), CHAOS_DEFAULTS.dynamoFaultRate)
     .option('--dynamo-stall-rate <p>', 'per consumer claim or pre-check: the DynamoDB request stalls until the Lambda timeout', rate('--dynamo-stall-rate'), CHAOS_DEFAULTS.dynamoStallRate)
     .option('--poison-rate <p>', 'poison messages per operation (at least one)', rate('--poison-rate'), CHAOS_DEFAULTS.poisonRate)
-    .option('--timeout <s>', 'give up waiting for the run to settle after this long (default: 900 s, or 4x the paced minimum, ops / rate, if longer)', integer('--timeout', 10))
+    .option('--producer-kill-rate <p>', 'per producer invocation (direct step 0 or admission step): kill it mid-page, before its commit', rate('--producer-kill-rate'), CHAOS_DEFAULTS.producerKillRate)
+    .option('--producer-dead-letters <n>', 'admission steps failed on every receive until SQS dead-letters them (the harness then recovers the chain)', integer('--producer-dead-letters', 0), CHAOS_DEFAULTS.producerDeadLetters)
+    .option('--duplicate-schedules <n>', 'schedule deliveries fired twice for the same scheduled time (the same batch)', integer('--duplicate-schedules', 0), CHAOS_DEFAULTS.duplicateSchedules)
+    .option('--producer-timeout <s>', 'the producer\'s Lambda timeout locally, seconds (a killed step\'s lease lasts this long)', integer('--producer-timeout', MIN_PRODUCER_TIMEOUT_SECONDS), CHAOS_DEFAULTS.producerTimeoutSeconds)
+    .option('--admission-horizon <s>', 'the admission horizon locally, seconds (default: a quarter of ops / rate, 2 to 300)', integer('--admission-horizon', 1))
+    .option('--admission-visibility <s>', 'the admission queue\'s visibility timeout, seconds (default: producer timeout + the stack\'s 60 s margin)', integer('--admission-visibility', 2))
+    .option('--admission-max-receives <n>', 'receives of an admission step before the producer DLQ (default: the stack\'s, 5)', integer('--admission-max-receives', 1))
+    .option('--timeout <s>', 'give up waiting for the run to settle after this long (default: 900 s, or 4x the paced minimum, ops / rate, if longer; plus (receives + 2) x the step visibility)', integer('--timeout', 10))
     .action(async function (this: Command, f) {
       const report = f.report === true ? DEFAULT_REPORT_FILE : (f.report as string | undefined);
       if (f.ops === undefined && f.seed === undefined && report !== undefined) {
@@ -73,6 +80,13 @@ export function buildProgram(run: (options: ChaosOptions | undefined, flags: { j
           dynamoFaultRate: f.dynamoFaultRate,
           dynamoStallRate: f.dynamoStallRate,
           poisonRate: f.poisonRate,
+          producerKillRate: f.producerKillRate,
+          producerDeadLetters: f.producerDeadLetters,
+          duplicateSchedules: f.duplicateSchedules,
+          producerTimeoutSeconds: f.producerTimeout,
+          admissionHorizonSeconds: f.admissionHorizon,
+          admissionVisibilitySeconds: f.admissionVisibility,
+          admissionMaxReceiveCount: f.admissionMaxReceives,
           timeoutSeconds: f.timeout,
         },
         { json: f.json, report },

@@ -10,6 +10,8 @@ export interface LedgerBatch {
   duplicates: number;
   rejected: number;
   deadLettered: number;
+  /** The run's admission state (`complete` once discovery finished); undefined when the item has none. */
+  admission?: string;
 }
 
 export interface DlqMessage {
@@ -83,17 +85,22 @@ export function checkInvariants(o: Observations): Verdict {
     duplicates: b.duplicates,
     rejected: b.rejected,
     deadLettered: b.deadLettered,
+    admission: b.admission,
     exact: b.discovered === b.completed + b.rejected + b.deadLettered,
     reconciles: b.discovered <= b.completed + b.duplicates + b.rejected + b.deadLettered,
   }));
+  // A run whose chain stopped leaves its tail in the tables, unpublished: lost work even when another run of the same
+  // date (a re-run) happened to publish those operations, so every run must have finished its admission.
+  const unadmitted = o.batches.filter((b) => b.admission !== 'complete').map((b) => `${b.batchId} (${b.admission ?? 'no admission state'})`);
   const nothingLost: Invariant = {
-    ok: missing.length === 0 && o.queueLeft === 0 && batches.length > 0 && batches.every((b) => b.reconciles),
+    ok: missing.length === 0 && o.queueLeft === 0 && batches.length > 0 && batches.every((b) => b.reconciles) && unadmitted.length === 0,
     operations: o.expectedOperations.length,
     withEffect: o.expectedOperations.filter((id) => effectsPer.has(id)).length,
     terminalInDlq: o.expectedOperations.filter((id) => !effectsPer.has(id) && inDlq.has(id)).length,
     missing: missing.length,
     missingExamples: missing.slice(0, 5),
     queueLeft: o.queueLeft,
+    runsNotFullyAdmitted: unadmitted.slice(0, 5),
     batchesExact: batches.filter((b) => b.exact).length,
     // A re-run's batch and the original share operations (each completes in whichever batch's message came first), so
     // the job-wide sum is the exact figure to compare with the operations; kills before a flush can only lower it.

@@ -7,25 +7,41 @@ const figures = (inv: Record<string, unknown>): string =>
     .map(([k, v]) => `${k} ${Array.isArray(v) ? v.join(', ') : String(v)}`)
     .join('; ');
 
+const pairs = (counts: Record<string, number>): string => Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ');
+
+/** The admission timing behind the producer's recovery times, in one phrase. */
+const timing = (r: ChaosResult): string | undefined =>
+  r.admission &&
+  `producer timeout ${r.admission.producerTimeoutSeconds} s, admission horizon ${r.admission.horizonSeconds} s, step visibility ${r.admission.visibilitySeconds} s, ${r.admission.maxReceiveCount} receives before the producer DLQ`;
+
 export function formatText(r: ChaosResult): string {
   const lines = [`chaos run: ${r.ops} operations, seed ${r.seed}, ${(r.durationMs / 1000).toFixed(1)} s, ${r.settled ? 'settled' : 'did NOT settle'}`];
-  lines.push(`faults injected: ${Object.entries(r.faultsInjected).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  lines.push(`faults injected: ${pairs(r.faultsInjected)}`);
+  // A result recorded before the producer's faults existed has neither.
+  if (r.producerFaults) lines.push(`producer faults: ${pairs({ ...r.producerFaults })}`);
+  const t = timing(r);
+  if (t) lines.push(`admission: ${t}`);
   for (const [name, inv] of Object.entries(r.invariants)) lines.push(`${inv.ok ? 'PASS' : 'FAIL'}  ${name}: ${figures(inv)}`);
   lines.push(r.ok ? 'OK' : 'FAILED');
   return lines.join('\n');
 }
 
 export function formatMarkdown(r: ChaosResult): string {
+  const t = timing(r);
   return [
     `# Chaos run: ${r.ok ? 'every invariant held' : 'FAILED'}`,
     '',
     `${r.ops} operations, seed ${r.seed}, ${(r.durationMs / 1000).toFixed(1)} s, ${r.settled ? 'settled' : 'did not settle'}.`,
+    ...(t ? ['', `Admission: ${t}.`] : []),
     '',
     '## Faults injected',
     '',
     '| fault | count |',
     '| --- | ---: |',
     ...Object.entries(r.faultsInjected).map(([k, v]) => `| ${k} | ${v} |`),
+    ...(r.producerFaults
+      ? ['', '## Producer faults', '', '| fault | count |', '| --- | ---: |', ...Object.entries(r.producerFaults).map(([k, v]) => `| ${k} | ${v} |`)]
+      : []),
     '',
     '## Invariants',
     '',

@@ -43,6 +43,19 @@ export interface RuntimeOptions {
    * many milliseconds into the invocation, as a crash would, wherever the handler is. Absent: never.
    */
   killAfterMs?: (functionName: string) => number | undefined;
+  /**
+   * Fault injection at a moment the caller picks (the chaos harness kills a producer between the requests of a page):
+   * called as each invocation starts, with its event and a handle that can kill it later. Absent: never.
+   */
+  onInvoke?: (functionName: string, event: unknown, invocation: InvocationHandle) => void;
+}
+
+/** One running invocation, as the onInvoke fault hook sees it. */
+export interface InvocationHandle {
+  /** Stops the execution environment now, as a crash would, wherever the handler is; false when it had already ended. */
+  kill(): boolean;
+  /** The invocation has ended (answered, failed, timed out or killed). */
+  readonly ended: boolean;
 }
 
 export class FunctionError extends Error {
@@ -317,7 +330,9 @@ export class LocalFunction {
     const timeoutMs = this.spec.timeoutSeconds * 1000;
     const deadline = Date.now() + timeoutMs;
     return new Promise((resolve, reject) => {
+      let ended = false;
       const cleanup = () => {
+        ended = true;
         clearTimeout(timer);
         clearTimeout(killer);
         worker.off('message', onMessage);
@@ -360,7 +375,20 @@ export class LocalFunction {
       worker.on('message', onMessage);
       worker.once('error', onError);
       worker.once('exit', onExit);
-      worker.postMessage({ id, event, deadline, requestId: randomUUID() });
+      this.options.onInvoke?.(this.spec.name, event, {
+        kill: () => {
+          if (ended) return false;
+          cleanup();
+          void worker.terminate();
+          reject(new FunctionError(`${this.spec.name}: Runtime.ExitError: execution environment killed by fault injection`, this.spec.name, 'Runtime.ExitError'));
+          return true;
+        },
+        get ended() {
+          return ended;
+        },
+      });
+      // Killed as it started: the handler never sees the event, as when an environment dies before its init completes.
+      if (!ended) worker.postMessage({ id, event, deadline, requestId: randomUUID() });
     });
   }
 

@@ -14,7 +14,7 @@ import {
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { LOCAL_CREDENTIALS, ObservedRequest, observeRequests, RunningS3, RunningServer, startDynamoDb, startS3, startSqs } from './servers';
 import { LocalSecretsManager } from './secretsManager';
-import { LambdaRuntime } from './lambdaRuntime';
+import { LambdaRuntime, type RuntimeOptions } from './lambdaRuntime';
 import { startLambdaApi } from './lambdaApi';
 import { SqsEventSourceMapping } from './eventSourceMapping';
 import { LocalScheduler } from './scheduler';
@@ -62,6 +62,8 @@ export interface LocalStackOptions {
   asyncRetryDelaysMs?: number[];
   /** Fault injection in the function runtime (the chaos harness); see RuntimeOptions.killAfterMs. */
   killAfterMs?: (functionName: string) => number | undefined;
+  /** Fault injection in the function runtime at the caller's moment; see RuntimeOptions.onInvoke. */
+  onInvoke?: RuntimeOptions['onInvoke'];
 }
 
 export interface Endpoints {
@@ -180,6 +182,7 @@ export class LocalStack {
       log: (fn, line) => options.log(fn, line),
       asyncRetryDelaysMs: options.asyncRetryDelaysMs,
       killAfterMs: options.killAfterMs,
+      onInvoke: options.onInvoke,
       onAsyncFailure: (fn, _event, error) => options.log('lambda', `${fn}: asynchronous invocation failed after all retries: ${error.message}`),
     });
     this.scheduler = new LocalScheduler({

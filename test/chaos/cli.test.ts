@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { buildProgram } from '../../chaos/cli';
-import { defaultTimeoutSeconds, type ChaosOptions } from '../../chaos/run';
+import { defaultHorizonSeconds, defaultTimeoutSeconds, type ChaosOptions } from '../../chaos/run';
 
 async function parse(args: string[]): Promise<{ options?: ChaosOptions | undefined; flags?: { json: boolean; report?: string }; error?: string }> {
   const out: { options?: ChaosOptions | undefined; flags?: { json: boolean; report?: string }; error?: string } = {};
@@ -40,6 +40,13 @@ describe('Function: buildProgram', () => {
       dynamoFaultRate: 0.02,
       dynamoStallRate: 0.002,
       poisonRate: 0.01,
+      producerKillRate: 0.2,
+      producerDeadLetters: 1,
+      duplicateSchedules: 1,
+      producerTimeoutSeconds: 30,
+      admissionHorizonSeconds: undefined,
+      admissionVisibilitySeconds: undefined,
+      admissionMaxReceiveCount: undefined,
       timeoutSeconds: undefined,
     });
   });
@@ -50,16 +57,47 @@ describe('Function: buildProgram', () => {
     expect(options).toMatchObject({ killRate: 0, stormShare: 0.5 });
   });
 
+  it('passes the producer faults and the admission timing through', async () => {
+    const { options } = await parse([
+      '--ops', '5', '--seed', '0', '--producer-kill-rate', '0.5', '--producer-dead-letters', '2', '--duplicate-schedules', '0',
+      '--producer-timeout', '25', '--admission-horizon', '3', '--admission-visibility', '28', '--admission-max-receives', '2',
+    ]);
+    expect(options).toMatchObject({
+      producerKillRate: 0.5,
+      producerDeadLetters: 2,
+      duplicateSchedules: 0,
+      producerTimeoutSeconds: 25,
+      admissionHorizonSeconds: 3,
+      admissionVisibilitySeconds: 28,
+      admissionMaxReceiveCount: 2,
+    });
+  });
+
+  it('rejects a producer timeout under which the producer would publish nothing', async () => {
+    const { error, options } = await parse(['--ops', '5', '--seed', '1', '--producer-timeout', '20']);
+    expect(options).toBeUndefined();
+    expect(error).toBe('error: option \'--producer-timeout <s>\' argument \'20\' is invalid. --producer-timeout must be an integer >= 25, got "20"');
+  });
+
   it('rejects a rate outside [0, 1] with a message naming the flag', async () => {
     const { error, options } = await parse(['--ops', '5', '--seed', '1', '--kill-rate', '2']);
     expect(options).toBeUndefined();
     expect(error).toBe('error: option \'--kill-rate <p>\' argument \'2\' is invalid. --kill-rate must be a probability between 0 and 1, got "2"');
   });
 
-  it('scales the default settle timeout with the operations: 900 s, or 4x the paced minimum when longer', () => {
-    expect(defaultTimeoutSeconds(300, 1200)).toBe(900);
-    expect(defaultTimeoutSeconds(5000, 1200)).toBe(1000);
-    expect(defaultTimeoutSeconds(5000, 600)).toBe(2000);
+  it('scales the default settle timeout with the operations (900 s, or 4x the paced minimum) and the step receives', () => {
+    const stack = { visibilitySeconds: 90, maxReceiveCount: 5 };
+    expect(defaultTimeoutSeconds(300, 1200, stack)).toBe(900 + 7 * 90);
+    expect(defaultTimeoutSeconds(5000, 1200, stack)).toBe(1000 + 7 * 90);
+    expect(defaultTimeoutSeconds(5000, 600, stack)).toBe(2000 + 7 * 90);
+    expect(defaultTimeoutSeconds(300, 1200, { visibilitySeconds: 28, maxReceiveCount: 2 })).toBe(900 + 4 * 28);
+  });
+
+  it('sizes the default admission horizon to a quarter of the paced minimum, 2 to 300 s', () => {
+    expect(defaultHorizonSeconds(300, 1200)).toBe(4);
+    expect(defaultHorizonSeconds(5000, 1200)).toBe(63);
+    expect(defaultHorizonSeconds(60, 3000)).toBe(2);
+    expect(defaultHorizonSeconds(100_000, 600)).toBe(300);
   });
 
   it('writes the default report file when --report names none', async () => {

@@ -14,7 +14,7 @@ const base = (): Observations => ({
   ],
   replays: 1,
   rateLimit: { startsPerInterval: 2, intervalSeconds: 60 },
-  batches: [{ batchId: 'b1', discovered: 2, published: 2, completed: 1, duplicates: 1, rejected: 0, deadLettered: 0 }],
+  batches: [{ batchId: 'b1', discovered: 2, published: 2, completed: 1, duplicates: 1, rejected: 0, deadLettered: 0, admission: 'complete' }],
   rejectedMessageIds: ['m9', 'm9'],
   poisonInjected: 1,
   queueLeft: 0,
@@ -56,6 +56,13 @@ describe('Function: checkInvariants', () => {
     const left = base();
     left.queueLeft = 1;
     expect(checkInvariants(left).invariants.nothingLost.ok).toBe(false);
+  });
+
+  it('fails when a run did not finish its admission, even if another run published its operations', () => {
+    const o = base();
+    o.batches.push({ batchId: 'b2', discovered: 0, published: 0, completed: 0, duplicates: 0, rejected: 0, deadLettered: 0, admission: 'admitting' });
+    o.batches.push({ batchId: 'b3', discovered: 0, published: 0, completed: 0, duplicates: 0, rejected: 0, deadLettered: 0 });
+    expect(checkInvariants(o).invariants.nothingLost).toMatchObject({ ok: false, missing: 0, runsNotFullyAdmitted: ['b2 (admitting)', 'b3 (no admission state)'] });
   });
 
   it('fails when more non-replayed starts than the limit fall in one window', () => {

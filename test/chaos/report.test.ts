@@ -8,6 +8,19 @@ const result: ChaosResult = {
   settled: true,
   durationMs: 12_345,
   faultsInjected: { workerKillsArmed: 2, poisonMessages: 1 },
+  producerFaults: {
+    killsArmed: 2,
+    killsMidPublish: 1,
+    killsMidPublishDirect: 0,
+    stepsDoomed: 1,
+    doomedReceivesKilled: 5,
+    stepsDeadLettered: 1,
+    recoveredChains: 1,
+    duplicateSchedules: 1,
+    republishedMessages: 3,
+    admissionStepsDelivered: 9,
+  },
+  admission: { producerTimeoutSeconds: 30, horizonSeconds: 4, visibilitySeconds: 90, maxReceiveCount: 5 },
   invariants: {
     effectsEqualUniqueOperations: { ok: true, effects: 10, uniqueOperations: 10, repeatedOperations: [] },
     nothingLost: { ok: true, missing: 0, batches: [{ batchId: 'b' }] },
@@ -21,6 +34,8 @@ describe('Function: formatText', () => {
     expect(formatText(result).split('\n')).toEqual([
       'chaos run: 10 operations, seed 3, 12.3 s, settled',
       'faults injected: workerKillsArmed 2, poisonMessages 1',
+      'producer faults: killsArmed 2, killsMidPublish 1, killsMidPublishDirect 0, stepsDoomed 1, doomedReceivesKilled 5, stepsDeadLettered 1, recoveredChains 1, duplicateSchedules 1, republishedMessages 3, admissionStepsDelivered 9',
+      'admission: producer timeout 30 s, admission horizon 4 s, step visibility 90 s, 5 receives before the producer DLQ',
       'PASS  effectsEqualUniqueOperations: effects 10; uniqueOperations 10',
       'PASS  nothingLost: missing 0',
       'FAIL  rateRespected: maxStartsInAnyWindow 11; limit 10',
@@ -30,11 +45,26 @@ describe('Function: formatText', () => {
   });
 });
 
+describe('Function: formatText (a run recorded before the producer faults)', () => {
+  it('leaves out the producer lines', () => {
+    const { producerFaults: _p, admission: _a, ...old } = result;
+    expect(formatText(old).split('\n').slice(0, 3)).toEqual([
+      'chaos run: 10 operations, seed 3, 12.3 s, settled',
+      'faults injected: workerKillsArmed 2, poisonMessages 1',
+      'PASS  effectsEqualUniqueOperations: effects 10; uniqueOperations 10',
+    ]);
+    expect(formatMarkdown(old)).not.toContain('Producer faults');
+  });
+});
+
 describe('Function: formatMarkdown', () => {
   it('writes tables of the faults and of the invariants, escaping pipes', () => {
     const md = formatMarkdown(result);
     expect(md).toContain('# Chaos run: FAILED');
     expect(md).toContain('| workerKillsArmed | 2 |');
+    expect(md).toContain('## Producer faults\n\n| fault | count |\n| --- | ---: |\n| killsArmed | 2 |\n| killsMidPublish | 1 |');
+    expect(md).toContain('| recoveredChains | 1 |');
+    expect(md).toContain('Admission: producer timeout 30 s, admission horizon 4 s, step visibility 90 s, 5 receives before the producer DLQ.');
     expect(md).toContain('| rateRespected | NO | maxStartsInAnyWindow 11; limit 10 |');
     expect(md).toContain('| onlyTerminalFailuresInDlq | yes | reasons a\\|b |');
   });

@@ -1,13 +1,18 @@
 // Benchmark (`npm run bench [-- --json]`), outside the deployed system: producer throughput, AWS requests and cost per
-// job, bundle size and cold init, local end-to-end throughput. A table on stdout, or one JSON document with --json;
-// progress always on stderr.
+// job (each job paced at its configured rate, time-scaled where needed), bundle size and cold init, local end-to-end
+// throughput, and a backlog of many times the payment job's rate with and without admission. A table on stdout, or one
+// JSON document with --json; progress always on stderr.
 import { Command, InvalidArgumentError } from 'commander';
 import { formatTable } from '../local/report';
+import { BACKLOG_JOB, DEFAULT_BACKLOG_MULTIPLE, DEFAULT_BACKLOG_SHORT_MULTIPLE, runBacklogBench, type BacklogDesignFigures, type BacklogReport } from './backlog';
 import { runColdStartBench, BUNDLE_BYTES_GOAL, INIT_MS_GOAL, type BundleFigures } from './coldStart';
-import { DEFAULT_BENCH_CONSUMER_CONCURRENCY, measureEmulatorCeiling, runE2eBench, type EmulatorCeiling, type E2eResult } from './e2e';
-import { batchedFigures, checkGoals, naiveFigures, type DesignFigures, type GoalCheck } from './perJob';
+import { DEFAULT_BENCH_CONSUMER_CONCURRENCY, describePacing, describeScale, measureEmulatorCeiling, runE2eBench, type EmulatorCeiling, type E2eResult } from './e2e';
+import { batchedFigures, checkGoals, naiveFigures, PER_JOB_GOALS, type DesignFigures, type GoalCheck } from './perJob';
 import { US_EAST_1_PRICES } from './prices';
 import { runProducerBench, type ProducerBenchResult } from './producer';
+
+/** A default local run should take a few minutes: a job slower than this at its configured rate runs time-scaled. */
+export const DEFAULT_MAX_PACED_SECONDS = 120;
 
 export interface BenchOptions {
   cwd: string;
@@ -15,6 +20,8 @@ export interface BenchOptions {
   requests: boolean;
   coldStart: boolean;
   e2e: boolean;
+  /** @default false */
+  backlog?: boolean;
   ops: number;
   payments: number;
   uploads: number;
@@ -22,24 +29,58 @@ export interface BenchOptions {
   initRuns: number;
   ceilingMessages: number;
   timeoutSeconds: number;
-  /** Pace every job at this rate; undefined (the default): pacing off. */
+  /** False: every job's `pacing: false`, the pipeline alone (reported as such). @default true */
+  pacing?: boolean;
+  /** Pace every job at this fixed rate instead of its configured one (unscaled). */
   ratePerMinute?: number;
+  /** @default DEFAULT_MAX_PACED_SECONDS */
+  maxPacedSeconds?: number;
   /** @default DEFAULT_BENCH_CONSUMER_CONCURRENCY */
   consumerConcurrency?: number;
+  /** @default DEFAULT_BACKLOG_MULTIPLE */
+  backlogMultiple?: number;
+  /** @default DEFAULT_BACKLOG_SHORT_MULTIPLE */
+  backlogShortMultiple?: number;
+  /** @default the shortest faithful interval (see bench/backlog.ts) */
+  backlogIntervalSeconds?: number;
   progress?: (line: string) => void;
 }
 
 export interface BenchReport {
   producer?: ProducerBenchResult;
-  perJob?: DesignFigures['perJob'] & { goals: GoalCheck[]; naive: DesignFigures['perJob'] };
-  costPerMillionUsd?: { batched: number; naive: number; breakdown: { batched: DesignFigures['costPerMillionUsd']; naive: DesignFigures['costPerMillionUsd'] }; prices: typeof US_EAST_1_PRICES; architecture: string };
+  perJob?: DesignFigures['perJob'] & {
+    goals: GoalCheck[];
+    naive: DesignFigures['perJob'];
+    /** GB-seconds per job at the configured rates (the measured ones where the run was not time-scaled). */
+    lambdaGbSecondsAtRealRate?: number;
+  };
+  costPerMillionUsd?: {
+    batched: number;
+    naive: number;
+    /** With the GB-seconds at the configured rates; undefined when a scaled job's waits could not be estimated. */
+    batchedAtRealRate?: number;
+    breakdown: { batched: DesignFigures['costPerMillionUsd']; naive: DesignFigures['costPerMillionUsd']; batchedAtRealRate?: DesignFigures['costPerMillionUsd'] };
+    prices: typeof US_EAST_1_PRICES;
+    architecture: string;
+  };
   bundles?: Record<string, BundleFigures & { meetsSizeGoal: boolean; meetsInitGoal: boolean }>;
   /** DynamoDB requests of the local run by "role action status" (see E2eResult). */
   dynamoRequests?: E2eResult['dynamoRequests'];
+  /** SQS requests of the local run by action. */
+  sqsRequests?: E2eResult['sqsRequests'];
   e2e?: { jobsPerSec: number; emulatorCeilingPerSec: number; seconds: number; jobs: number; deliveries: number; ceiling: EmulatorCeiling; byJob: E2eResult['perJobName'] };
   counts?: E2eResult['counts'];
-  /** How the local run was paced (see bench/e2e.ts). */
-  localRun?: { ratePerMinute: number | undefined; consumerConcurrency: number };
+  /** How the local run was paced (see bench/e2e.ts), and each job's figures with its time scale. */
+  localRun?: {
+    pacing: E2eResult['pacing'];
+    ratePerMinute: number | undefined;
+    consumerConcurrency: number;
+    /** Configured pacing: jobs slower than this at their rate ran time-scaled. */
+    maxPacedSeconds: number | undefined;
+    deadLettered: number;
+    jobs: E2eResult['perJobName'];
+  };
+  backlog?: BacklogReport;
 }
 
 export async function runBench(o: BenchOptions): Promise<BenchReport> {
@@ -55,18 +96,32 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
     );
   }
   if (o.requests || o.e2e) {
-    const run = await runE2eBench({ cwd: o.cwd, counts: { payments: o.payments, uploads: o.uploads, tenants: o.tenants }, timeoutSeconds: o.timeoutSeconds, ratePerMinute: o.ratePerMinute, consumerConcurrency: o.consumerConcurrency, progress });
+    const pacing = o.pacing ?? true;
+    const maxPacedSeconds = pacing && o.ratePerMinute === undefined ? (o.maxPacedSeconds ?? DEFAULT_MAX_PACED_SECONDS) : undefined;
+    const run = await runE2eBench({
+      cwd: o.cwd,
+      counts: { payments: o.payments, uploads: o.uploads, tenants: o.tenants },
+      timeoutSeconds: o.timeoutSeconds,
+      pacing: pacing ? 'configured' : 'off',
+      ratePerMinute: pacing ? o.ratePerMinute : undefined,
+      maxPacedSeconds,
+      consumerConcurrency: o.consumerConcurrency,
+      progress,
+    });
     report.counts = run.counts;
     report.dynamoRequests = run.dynamoRequests;
-    report.localRun = { ratePerMinute: run.ratePerMinute, consumerConcurrency: run.consumerConcurrency };
+    report.sqsRequests = run.sqsRequests;
+    report.localRun = { pacing: run.pacing, ratePerMinute: run.ratePerMinute, consumerConcurrency: run.consumerConcurrency, maxPacedSeconds, deadLettered: run.deadLettered, jobs: run.perJobName };
     if (o.requests) {
       const batched = batchedFigures(run.counts);
       const naive = naiveFigures(run.counts);
-      report.perJob = { ...batched.perJob, goals: checkGoals(batched.perJob), naive: naive.perJob };
+      const real = run.counts.lambda.gbSecondsAtRealRate === undefined ? undefined : batchedFigures(run.counts, { atRealRate: true });
+      report.perJob = { ...batched.perJob, goals: checkGoals(batched.perJob), naive: naive.perJob, lambdaGbSecondsAtRealRate: real?.perJob.lambdaGbSeconds };
       report.costPerMillionUsd = {
         batched: batched.costPerMillionUsd.total,
         naive: naive.costPerMillionUsd.total,
-        breakdown: { batched: batched.costPerMillionUsd, naive: naive.costPerMillionUsd },
+        batchedAtRealRate: real?.costPerMillionUsd.total,
+        breakdown: { batched: batched.costPerMillionUsd, naive: naive.costPerMillionUsd, batchedAtRealRate: real?.costPerMillionUsd },
         prices: US_EAST_1_PRICES,
         architecture: run.counts.lambda.architecture,
       };
@@ -86,10 +141,26 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
       };
     }
   }
+  if (o.backlog) {
+    report.backlog = await runBacklogBench({
+      cwd: o.cwd,
+      multiple: o.backlogMultiple,
+      shortMultiple: o.backlogShortMultiple,
+      intervalSeconds: o.backlogIntervalSeconds,
+      consumerConcurrency: o.consumerConcurrency,
+      timeoutSeconds: o.timeoutSeconds,
+      progress,
+    });
+  }
   return report;
 }
 
-const pacingNote = (ratePerMinute: number | undefined) => (ratePerMinute === undefined ? 'pacing off' : `each job paced at ${ratePerMinute}/min, burst 1`);
+const pacingNote = (r: BenchReport) => {
+  const l = r.localRun;
+  if (!l) return '';
+  const scaled = l.pacing === 'configured' && Object.values(l.jobs).some((j) => j.pacing && j.pacing.timeScale !== 1) ? `, time-scaled where a job would take over ${l.maxPacedSeconds} s` : '';
+  return `${describePacing(l.pacing, l.ratePerMinute)}${scaled}`;
+};
 const f = (n: number, digits = 2) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 /** The report as Markdown-friendly tables (what the README's Performance section shows). */
@@ -115,22 +186,48 @@ export function formatBench(r: BenchReport): string {
   if (r.perJob && r.costPerMillionUsd) {
     const b = r.perJob;
     const n = b.naive;
+    const c = r.costPerMillionUsd;
     const goal = (m: string) => {
       const g = b.goals.find((x) => x.metric === m);
       return g ? `<= ${g.goal}: ${g.met ? 'met' : 'NOT met'}` : '';
     };
-    out.push(`AWS requests per job (local run of every job, ${r.counts?.jobs ?? 0} jobs, ${pacingNote(r.localRun?.ratePerMinute)})`);
+    const realRate = b.lambdaGbSecondsAtRealRate !== undefined && Math.abs(b.lambdaGbSecondsAtRealRate - b.lambdaGbSeconds) > 1e-9;
+    out.push(`AWS requests per job (local run of every job, ${r.counts?.jobs ?? 0} jobs, ${pacingNote(r)})`);
     out.push(formatTable(['per job', 'batched', 'naive', 'goal'], [
-      ['SQS requests (send + receive + delete)', f(b.sqsRequests, 3), f(n.sqsRequests, 3), goal('sqsRequests')],
+      ['SQS requests (send + receive + delete + depth)', f(b.sqsRequests, 3), f(n.sqsRequests, 3), goal('sqsRequests')],
       ['  idle polls, apart', f(b.sqsIdlePolls, 3), '', ''],
       ['DynamoDB write units (overhead)', f(b.dynamoWriteUnits, 3), f(n.dynamoWriteUnits, 3), goal('dynamoWriteUnits')],
       ['DynamoDB read units (overhead)', f(b.dynamoReadUnits, 3), f(n.dynamoReadUnits, 3), ''],
       ['  business write / read units, apart', `${f(b.businessWriteUnits, 3)} / ${f(b.businessReadUnits, 3)}`, '', ''],
       ['Lambda invocations', f(b.lambdaInvocations, 3), f(n.lambdaInvocations, 3), goal('lambdaInvocations')],
-      ['Lambda GB-s', f(b.lambdaGbSeconds, 4), f(n.lambdaGbSeconds, 4), ''],
+      ['Lambda GB-s (as run)', f(b.lambdaGbSeconds, 4), f(n.lambdaGbSeconds, 4), ''],
+      ...(realRate ? [['Lambda GB-s at the configured rates (est.)', f(b.lambdaGbSecondsAtRealRate!, 4), '', '']] : []),
       ['deliveries (1 = no deferral)', f(b.deliveries, 3), '', ''],
-      [`cost per 1M jobs, USD (us-east-1, ${r.costPerMillionUsd.architecture})`, f(r.costPerMillionUsd.batched), f(r.costPerMillionUsd.naive), ''],
+      [`cost per 1M jobs, USD (us-east-1, ${c.architecture}, GB-s as run)`, f(c.batched), f(c.naive), ''],
+      ...(realRate && c.batchedAtRealRate !== undefined ? [['cost per 1M jobs, USD, GB-s at the configured rates (est.)', f(c.batchedAtRealRate), '', '']] : []),
     ]));
+    out.push('');
+  }
+  if (r.localRun) {
+    const l = r.localRun;
+    out.push(`Local run per job (${pacingNote(r)})`);
+    out.push(formatTable(['job', 'rate, starts/interval', 'run at', 'time scale', 'jobs', 'deliveries/job', 'invocations/job', 'GB-s/job as run', 'GB-s/job at its rate (est.)', 'DLQ', 'seconds'], Object.entries(l.jobs).map(([name, j]) => {
+      const per = (x: number) => x / Math.max(1, j.operations);
+      return [
+        name,
+        j.pacing ? `${j.pacing.startsPerInterval}/${j.pacing.configuredIntervalSeconds} s` : 'pacing off',
+        j.pacing ? `${j.pacing.startsPerInterval}/${j.pacing.runIntervalSeconds} s` : '-',
+        j.pacing ? `x${f(j.pacing.timeScale, 2)}` : '-',
+        j.operations,
+        f(per(j.deliveries), 3),
+        f(per(j.invocations.producer + j.invocations.consumer), 3),
+        f(per(j.gbSeconds), 4),
+        j.gbSecondsAtRealRate === undefined ? 'not estimated' : f(per(j.gbSecondsAtRealRate), 4),
+        j.deadLettered,
+        f(j.seconds, 1),
+      ];
+    })));
+    for (const [name, j] of Object.entries(l.jobs)) if (j.pacing && j.pacing.timeScale !== 1) out.push(`${name}: ${describeScale(j.pacing)}`);
     out.push('');
   }
   if (r.bundles) {
@@ -142,14 +239,52 @@ export function formatBench(r: BenchReport): string {
   }
   if (r.e2e) {
     const e = r.e2e;
-    out.push(`Local end-to-end (${pacingNote(r.localRun?.ratePerMinute)}) vs the emulators measured directly`);
+    out.push(`Local end-to-end (${pacingNote(r)}) vs the emulators measured directly`);
     out.push(formatTable(['measure', 'per second'], [
       [`pipeline jobs/s (${e.jobs} jobs, ${e.deliveries} deliveries, ${f(e.seconds, 1)} s)`, f(e.jobsPerSec, 1)],
       ['emulator ceiling (jobs/s bound)', f(e.emulatorCeilingPerSec, 1)],
       ['  SQS receive + delete, messages/s', f(e.ceiling.sqsReceiveDeletePerSec, 0)],
       ['  DynamoDB conditional writes/s', f(e.ceiling.dynamoConditionalWritesPerSec, 0)],
     ]));
+    out.push('');
   }
+  if (r.backlog) out.push(formatBacklog(r.backlog));
+  return out.join('\n');
+}
+
+/** The backlog part: the design at two lengths and the design before admission, per job. */
+export function formatBacklog(k: BacklogReport): string {
+  const out: string[] = [];
+  out.push(`Backlog: ${k.job}, ${k.jobs.toLocaleString('en-US')} jobs = ${k.multiple}x its ${k.ratePerMinute} starts/min (after headroom), run time-scaled`);
+  out.push(`  ${k.note}`);
+  const columns: [string, BacklogDesignFigures][] = [
+    [`admission, ${k.multiple}x`, k],
+    [`all at once (before admission), ${k.baseline.multiple}x`, k.baseline],
+    [`admission, ${k.short.multiple}x`, k.short],
+  ];
+  const goalOf = (m: keyof typeof PER_JOB_GOALS) => `<= ${PER_JOB_GOALS[m]}`;
+  const row = (label: string, value: (d: BacklogDesignFigures) => string, goal = ''): string[] => [label, ...columns.map(([, d]) => value(d)), goal];
+  const opt = (x: number | undefined, digits: number) => (x === undefined ? 'not estimated' : f(x, digits));
+  out.push(formatTable(['per job', ...columns.map(([h]) => h), 'goal'], [
+    row('deliveries (receives of job messages / jobs)', (d) => f(d.deliveriesPerJob, 3), '<= 1.2'),
+    row('SQS requests', (d) => f(d.sqsRequestsPerJob, 3), goalOf('sqsRequests')),
+    row('DynamoDB write units (overhead)', (d) => f(d.dynamoWriteUnitsPerJob, 3), goalOf('dynamoWriteUnits')),
+    row('DynamoDB read units (overhead)', (d) => f(d.dynamoReadUnitsPerJob, 3)),
+    row('Lambda invocations', (d) => f(d.lambdaInvocationsPerJob, 3), goalOf('lambdaInvocations')),
+    row('Lambda GB-s (as run, scaled time)', (d) => f(d.lambdaGbSecondsPerJob, 4)),
+    row(`Lambda GB-s at ${k.ratePerMinute}/min (est.)`, (d) => opt(d.lambdaGbSecondsPerJobAtRealRate, 4)),
+    row('cost per 1M jobs, USD (GB-s as run)', (d) => f(d.costPerMillionUsd)),
+    row(`cost per 1M jobs, USD (GB-s at ${k.ratePerMinute}/min, est.)`, (d) => opt(d.costPerMillionUsdAtRealRate, 2)),
+    row('dead-lettered (messages)', (d) => String(d.deadLettered), '0'),
+    row('operations applied exactly once', (d) => (d.effects ? `${d.effects.exactlyOnce} of ${d.effects.expected}` : '-')),
+    row(`most starts in any ${k.pacing.runIntervalSeconds} s (allowed)`, (d) => `${d.maxStartsInAnyInterval ?? '-'} (${d.allowedPerInterval})`),
+    row('run, seconds (scaled time)', (d) => f(d.seconds, 1)),
+  ]));
+  const v = k.flat;
+  out.push(
+    `Deliveries per job ${f(v.short.deliveriesPerJob, 3)} (${v.short.multiple}x) -> ${f(v.long.deliveriesPerJob, 3)} (${v.long.multiple}x); ` +
+      `cost per 1M jobs $${f(v.short.costPerMillionUsd)} -> $${f(v.long.costPerMillionUsd)}: ${v.flat ? 'flat' : 'GROWS'} with the backlog's length (tolerance ${Math.round(v.tolerance * 100)}%)`,
+  );
   return out.join('\n');
 }
 
@@ -161,17 +296,27 @@ const positiveInt = (name: string) => (value: string): number => {
 
 export function buildProgram(): Command {
   return new Command('npm run bench --')
-    .description('Producer throughput, AWS requests and cost per job, bundle size and cold init, local end-to-end throughput. Runs every part unless some are named.')
+    .description(
+      'Producer throughput, AWS requests and cost per job (each job paced at its configured rate), bundle size and cold init, local end-to-end throughput, ' +
+        `and a backlog of ${DEFAULT_BACKLOG_MULTIPLE}x the ${BACKLOG_JOB} job's rate with and without admission. Runs every part unless some are named.`,
+    )
     .option('--json', 'one JSON document on stdout (progress on stderr)', false)
     .option('--producer', 'run the producer throughput part', false)
     .option('--requests', 'run the requests-per-job and cost part (a local run of every job)', false)
     .option('--cold-start', 'run the bundle size and cold init part', false)
     .option('--e2e', 'run the local end-to-end throughput part (shares its local run with --requests)', false)
+    .option('--backlog', 'run the backlog part (three time-scaled runs of the payment job)')
+    .option('--no-backlog', 'skip the backlog part when running every part')
     .option('--ops <n>', 'operations the producer part publishes each way', positiveInt('--ops'), 100_000)
     .option('--payments <n>', 'payments seeded for the local run', positiveInt('--payments'), 400)
     .option('--uploads <n>', 'uploads seeded for the local run', positiveInt('--uploads'), 400)
     .option('--tenants <n>', 'tenants seeded for the local run (3 expired sessions each)', positiveInt('--tenants'), 150)
-    .option('--rate <perMinute>', 'pace every job at this many starts per minute in the local run (default: pacing off)', positiveInt('--rate'))
+    .option('--no-pacing', 'run the local run with pacing off (every job\'s pacing: false): the pipeline alone, reported as such')
+    .option('--rate <perMinute>', 'pace every job at this many starts per minute in the local run instead of its configured rate, unscaled', positiveInt('--rate'))
+    .option('--paced-seconds <n>', 'a job whose seeded count would take longer than this at its configured rate runs time-scaled to about this long', positiveInt('--paced-seconds'), DEFAULT_MAX_PACED_SECONDS)
+    .option('--backlog-multiple <n>', `the backlog, in multiples of the payment job's per-minute starts`, positiveInt('--backlog-multiple'), DEFAULT_BACKLOG_MULTIPLE)
+    .option('--backlog-short-multiple <n>', 'the shorter backlog the design also runs at, to check the cost per job stays flat', positiveInt('--backlog-short-multiple'), DEFAULT_BACKLOG_SHORT_MULTIPLE)
+    .option('--backlog-interval <seconds>', 'the rate-limit interval the backlog runs use instead of the configured one (time scale = configured / this; default: the shortest that still measures the design, 8 s for the payment job)', positiveInt('--backlog-interval'))
     .option('--consumer-concurrency <n>', 'consumer executions per job in the local run', positiveInt('--consumer-concurrency'), DEFAULT_BENCH_CONSUMER_CONCURRENCY)
     .option('--init-runs <n>', 'fresh processes per cold-init median', positiveInt('--init-runs'), 7)
     .option('--ceiling-messages <n>', 'messages and writes for the emulator ceiling', positiveInt('--ceiling-messages'), 5000)
@@ -183,7 +328,8 @@ async function main(): Promise<void> {
   const program = buildProgram();
   program.parse(process.argv);
   const flags = program.opts();
-  const any = flags.producer || flags.requests || flags.coldStart || flags.e2e;
+  // --backlog names the part; --no-backlog leaves it out of "every part"; neither: undefined.
+  const any = flags.producer || flags.requests || flags.coldStart || flags.e2e || flags.backlog === true;
   try {
     const report = await runBench({
       cwd: process.cwd(),
@@ -191,6 +337,7 @@ async function main(): Promise<void> {
       requests: !any || flags.requests,
       coldStart: !any || flags.coldStart,
       e2e: !any || flags.e2e,
+      backlog: flags.backlog === true || (!any && flags.backlog !== false),
       ops: flags.ops,
       payments: flags.payments,
       uploads: flags.uploads,
@@ -198,8 +345,13 @@ async function main(): Promise<void> {
       initRuns: flags.initRuns,
       ceilingMessages: flags.ceilingMessages,
       timeoutSeconds: flags.timeout,
+      pacing: flags.pacing,
       ratePerMinute: flags.rate,
+      maxPacedSeconds: flags.pacedSeconds,
       consumerConcurrency: flags.consumerConcurrency,
+      backlogMultiple: flags.backlogMultiple,
+      backlogShortMultiple: flags.backlogShortMultiple,
+      backlogIntervalSeconds: flags.backlogInterval,
       progress: (line) => process.stderr.write(`${line}\n`),
     });
     process.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatBench(report)}\n`);

@@ -5,7 +5,7 @@ import { costFor, type Architecture, type CostBreakdown, type PerJobUsage } from
 /** Goals per job (issue 7). */
 export const PER_JOB_GOALS = { sqsRequests: 0.35, dynamoWriteUnits: 2.2, lambdaInvocations: 0.1 } as const;
 
-/** Everything counted during one local run of every job, pacing off. */
+/** Everything counted during one local run of the jobs. */
 export interface RunCounts {
   /** Operations seeded and discovered (one job = one operation, however many deliveries it took). */
   jobs: number;
@@ -18,6 +18,8 @@ export interface RunCounts {
     /** ReceiveMessage calls that returned nothing (idle polls and batching-window top-ups). */
     emptyReceiveCalls: number;
     deleteCalls: number;
+    /** GetQueueAttributes by the functions (the producer reads its queue's depth once per admission step). @default 0 */
+    attributeCalls?: number;
   };
   /** Write / read units on the pipeline's own tables, by table role. */
   dynamo: {
@@ -30,9 +32,13 @@ export interface RunCounts {
   lambda: {
     producerInvocations: number;
     consumerInvocations: number;
-    /** Sum of consumer invocation durations, ms. */
-    consumerDurationMs: number;
-    memoryMb: number;
+    /** Every invocation's duration (s) times its function's memory (GB), producers' admission steps included. */
+    gbSeconds: number;
+    /**
+     * The same at the jobs' configured rates when the run was time-scaled: the slot waits inside the consumer grow by
+     * the time scale, the work does not. Undefined: not estimated (a scaled job whose starts are not observed).
+     */
+    gbSecondsAtRealRate?: number;
     architecture: Architecture;
   };
   /** Scheduled producer runs (one Scheduler invocation each). */
@@ -54,13 +60,16 @@ export interface DesignFigures {
   costPerMillionUsd: CostBreakdown;
 }
 
-/** The measured (batched) design per job. */
-export function batchedFigures(c: RunCounts): DesignFigures {
+/**
+ * The measured (batched) design per job. `atRealRate`: with the GB-seconds the run's waits would take at the configured
+ * rates (falls back to the measured ones when the run was not scaled or could not be estimated).
+ */
+export function batchedFigures(c: RunCounts, options: { atRealRate?: boolean } = {}): DesignFigures {
   const n = Math.max(1, c.jobs);
   const d = c.dynamo;
-  const gbSeconds = (c.lambda.consumerDurationMs / 1000) * (c.lambda.memoryMb / 1024);
+  const gbSeconds = options.atRealRate ? (c.lambda.gbSecondsAtRealRate ?? c.lambda.gbSeconds) : c.lambda.gbSeconds;
   const perJob: PerJobFigures = {
-    sqsRequests: (c.sqs.sendCalls + c.sqs.receiveCalls + c.sqs.deleteCalls) / n,
+    sqsRequests: (c.sqs.sendCalls + c.sqs.receiveCalls + c.sqs.deleteCalls + (c.sqs.attributeCalls ?? 0)) / n,
     dynamoWriteUnits: (d.idempotency.write + d.ledger.write + d.limiter.write) / n,
     dynamoReadUnits: (d.idempotency.read + d.ledger.read + d.limiter.read) / n,
     lambdaInvocations: (c.lambda.producerInvocations + c.lambda.consumerInvocations) / n,
@@ -116,4 +125,49 @@ export function checkGoals(perJob: PerJobUsage): GoalCheck[] {
     // A hair of float noise (2.2000000001) is not a miss.
     met: perJob[metric] <= PER_JOB_GOALS[metric] + 1e-9,
   }));
+}
+
+/** One timed invocation: when it ran, its function's memory, and the keys (payment IDs) of the records it carried. */
+export interface TimedInvocation {
+  startMs: number;
+  endMs: number;
+  memoryMb: number;
+  keys: string[];
+}
+
+/**
+ * GB-seconds the consumer spent waiting for rate-limit slots, estimated from the downstream's arrival log (its starts):
+ * in each invocation, the time from its start to its last record's start, less one record's work per record started
+ * (the work is the median time from an invocation's last start to its end: an apply and the writes after it). What is
+ * left is sleeping until slots, the part that a slower (real) rate stretches and that a time-scaled run shrinks.
+ */
+export function slotWaitGbSeconds(invocations: TimedInvocation[], startsOf: (key: string) => number[]): number {
+  const spans: { n: number; toLast: number; tail: number; memoryMb: number }[] = [];
+  for (const inv of invocations) {
+    const starts = inv.keys.flatMap((k) => {
+      const at = startsOf(k).find((t) => t >= inv.startMs && t <= inv.endMs);
+      return at === undefined ? [] : [at];
+    });
+    if (starts.length === 0) continue;
+    const last = Math.max(...starts);
+    spans.push({ n: starts.length, toLast: last - inv.startMs, tail: inv.endMs - last, memoryMb: inv.memoryMb });
+  }
+  if (spans.length === 0) return 0;
+  const tails = spans.map((s) => s.tail).sort((a, b) => a - b);
+  const workMs = tails[Math.floor(tails.length / 2)];
+  return spans.reduce((sum, s) => sum + (Math.max(0, s.toLast - s.n * workMs) / 1000) * (s.memoryMb / 1024), 0);
+}
+
+export interface FlatVerdict {
+  /** True when neither figure grew by more than the tolerance from the shorter backlog to the longer one. */
+  flat: boolean;
+  tolerance: number;
+  short: { multiple: number; deliveriesPerJob: number; costPerMillionUsd: number };
+  long: { multiple: number; deliveriesPerJob: number; costPerMillionUsd: number };
+}
+
+/** Growth above `tolerance` (a fraction: 0.1 = 10%) counts; less is run-to-run noise on a shared machine. */
+export function flatVerdict(short: FlatVerdict['short'], long: FlatVerdict['long'], tolerance = 0.1): FlatVerdict {
+  const grew = (a: number, b: number) => b > a * (1 + tolerance) + 1e-9;
+  return { flat: !grew(short.deliveriesPerJob, long.deliveriesPerJob) && !grew(short.costPerMillionUsd, long.costPerMillionUsd), tolerance, short, long };
 }

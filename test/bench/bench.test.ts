@@ -1,6 +1,6 @@
 // The benchmark suite end to end at tiny sizes: every part runs and the JSON report has every documented field.
 // No timing assertions: this keeps `npm run bench` working, it does not benchmark.
-import { runBench, formatBench, type BenchReport } from '../../bench/index';
+import { buildProgram, runBench, formatBench, type BenchReport } from '../../bench/index';
 
 describe('Function: runBench', () => {
   let report: BenchReport;
@@ -20,8 +20,28 @@ describe('Function: runBench', () => {
       initRuns: 1,
       ceilingMessages: 100,
       timeoutSeconds: 60,
+      // 12 payments at 80/min take 9 s: over this, so the payment job runs time-scaled, and the others do not.
+      maxPacedSeconds: 5,
     });
   }, 120_000);
+
+  it('paces every job at its configured rate by default, time-scaling only the job that would run too long', () => {
+    expect(report.localRun).toEqual(expect.objectContaining({ pacing: 'configured', maxPacedSeconds: 5 }));
+    const jobs = report.localRun!.jobs;
+    // 9 s at 80 per 60 s; 5 s asks for 33 s intervals, above the 8 s floor.
+    expect(jobs['payment-reconciliation'].pacing).toEqual(expect.objectContaining({ startsPerInterval: 80, configuredIntervalSeconds: 60, runIntervalSeconds: 33, timeScale: 60 / 33 }));
+    expect(jobs['stale-upload-cleanup'].pacing).toEqual(expect.objectContaining({ startsPerInterval: 2400, runIntervalSeconds: 60, timeScale: 1 }));
+    expect(jobs['expired-session-cleanup'].pacing).toEqual(expect.objectContaining({ startsPerInterval: 480, runIntervalSeconds: 60, timeScale: 1 }));
+    for (const job of Object.values(jobs)) {
+      expect(job.deadLettered).toBe(0);
+      expect(job.acknowledged).toBeGreaterThanOrEqual(job.operations);
+      expect(job.gbSeconds).toBeGreaterThan(0);
+    }
+    // The scaled job's waits are estimated at its real rate: more GB-seconds than as run. The unscaled ones are as run.
+    expect(jobs['payment-reconciliation'].gbSecondsAtRealRate).toBeGreaterThan(jobs['payment-reconciliation'].gbSeconds);
+    expect(jobs['stale-upload-cleanup'].gbSecondsAtRealRate).toBe(jobs['stale-upload-cleanup'].gbSeconds);
+    expect(jobs['payment-reconciliation'].effects).toEqual({ expected: 12, exactlyOnce: 12, missing: 0, repeated: 0, unexpected: 0 });
+  });
 
   it('reports producer throughput both ways and their ratio', () => {
     expect(report.producer).toEqual(
@@ -44,8 +64,14 @@ describe('Function: runBench', () => {
     expect(report.perJob!.dynamoWriteUnits).toBeGreaterThanOrEqual(2);
     expect(report.counts?.jobs).toBe(28);
     expect(report.perJob?.naive.sqsRequests).toBe(3);
-    expect(report.costPerMillionUsd).toEqual(expect.objectContaining({ batched: expect.any(Number), naive: expect.any(Number) }));
+    expect(report.costPerMillionUsd).toEqual(expect.objectContaining({ batched: expect.any(Number), naive: expect.any(Number), batchedAtRealRate: expect.any(Number) }));
     expect(report.costPerMillionUsd!.naive).toBeGreaterThan(report.costPerMillionUsd!.batched);
+    // GB-seconds are in the cost, and the real-rate figure adds the payment job's longer waits.
+    expect(report.costPerMillionUsd!.breakdown.batched.lambdaDuration).toBeGreaterThan(0);
+    expect(report.perJob!.lambdaGbSecondsAtRealRate).toBeGreaterThan(report.perJob!.lambdaGbSeconds);
+    expect(report.costPerMillionUsd!.batchedAtRealRate).toBeGreaterThan(report.costPerMillionUsd!.batched);
+    // Pacing on: the limiter's writes are part of the overhead.
+    expect(report.counts!.dynamo.limiter.write).toBeGreaterThan(0);
   });
 
   it('reports each handler bundle size and init time', () => {
@@ -60,8 +86,79 @@ describe('Function: runBench', () => {
     expect(report.e2e!.jobsPerSec).toBeGreaterThan(0);
   });
 
-  it('formats every part as a table', () => {
+  it('formats every part as a table, saying how the run was paced and scaled', () => {
     const text = formatBench(report);
-    for (const title of ['Producer throughput', 'AWS requests per job', 'Cold start', 'Local end-to-end']) expect(text).toContain(title);
+    for (const title of ['Producer throughput', 'AWS requests per job', 'Local run per job', 'Cold start', 'Local end-to-end']) expect(text).toContain(title);
+    expect(text).toContain('pacing on, each job at its configured rate, time-scaled where a job would take over 5 s');
+    expect(text).toContain('payment-reconciliation: interval scaled 60 s -> 33 s (x1.82), admission horizon 300 s -> 165 s, short wait 10000 ms -> 5500 ms, batching window 5 s -> 3 s');
+  });
+});
+
+describe('Function: runBench, backlog part', () => {
+  let report: BenchReport;
+
+  beforeAll(async () => {
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+    // Tiny and fast: 2x and 1x the rate at a 3 s interval, below the faithful 8 s (the figures are not the point here).
+    report = await runBench({
+      cwd: process.cwd(),
+      producer: false,
+      requests: false,
+      coldStart: false,
+      e2e: false,
+      backlog: true,
+      backlogMultiple: 2,
+      backlogShortMultiple: 1,
+      backlogIntervalSeconds: 3,
+      ops: 1,
+      payments: 1,
+      uploads: 1,
+      tenants: 1,
+      initRuns: 1,
+      ceilingMessages: 1,
+      timeoutSeconds: 60,
+    });
+  }, 240_000);
+
+  it('reports the design and the design before admission per job, and the shorter backlog with the flat verdict', () => {
+    const b = report.backlog!;
+    expect(b).toEqual(expect.objectContaining({ job: 'payment-reconciliation', multiple: 2, jobs: 160, ratePerMinute: 80, admission: true, shortestFaithfulIntervalSeconds: 8 }));
+    for (const design of [b, b.baseline, b.short]) {
+      for (const field of ['deliveriesPerJob', 'sqsRequestsPerJob', 'dynamoWriteUnitsPerJob', 'lambdaInvocationsPerJob', 'lambdaGbSecondsPerJob', 'costPerMillionUsd', 'deadLettered', 'seconds'] as const) {
+        expect(typeof design[field]).toBe('number');
+      }
+      expect(design.deliveriesPerJob).toBeGreaterThanOrEqual(1);
+      expect(design.deadLettered).toBe(0);
+    }
+    expect(b.baseline).toEqual(expect.objectContaining({ multiple: 2, jobs: 160, admission: false }));
+    expect(b.short).toEqual(expect.objectContaining({ multiple: 1, jobs: 80, admission: true }));
+    expect(b.flat).toEqual(expect.objectContaining({ short: expect.objectContaining({ multiple: 1 }), long: expect.objectContaining({ multiple: 2 }), flat: expect.any(Boolean) }));
+    expect(b.pacing).toEqual(expect.objectContaining({ configuredIntervalSeconds: 60, runIntervalSeconds: 3, timeScale: 20 }));
+  });
+
+  it('formats the backlog, saying how far time was scaled and that 3 s is below the faithful interval', () => {
+    const text = formatBench(report);
+    expect(text).toContain('Backlog: payment-reconciliation, 160 jobs = 2x its 80 starts/min (after headroom), run time-scaled');
+    expect(text).toContain('interval scaled 60 s -> 3 s (x20)');
+    expect(text).toContain('BELOW the shortest faithful interval (8 s)');
+  });
+});
+
+describe('Function: buildProgram', () => {
+  const parse = (...args: string[]) => buildProgram().exitOverride().parse(['node', 'bench', ...args]).opts();
+
+  it('paces by default, runs the backlog at 50x and 10x, and leaves the backlog interval to the bench', () => {
+    expect(parse()).toEqual(expect.objectContaining({ pacing: true, pacedSeconds: 120, backlogMultiple: 50, backlogShortMultiple: 10 }));
+    expect(parse().backlog).toBeUndefined();
+    expect(parse().backlogInterval).toBeUndefined();
+  });
+
+  it('takes --no-pacing, --backlog, --no-backlog and the backlog settings', () => {
+    expect(parse('--no-pacing').pacing).toBe(false);
+    expect(parse('--backlog').backlog).toBe(true);
+    expect(parse('--no-backlog').backlog).toBe(false);
+    expect(parse('--backlog-multiple', '60', '--backlog-short-multiple', '5', '--backlog-interval', '12')).toEqual(
+      expect.objectContaining({ backlogMultiple: 60, backlogShortMultiple: 5, backlogInterval: 12 }),
+    );
   });
 });

@@ -1,0 +1,185 @@
+// Benchmark (`npm run bench`), the backlog part: the payment job with a backlog of many times its per-minute rate, run
+// time-scaled (this machine cannot afford the hour a 50x backlog takes at the real rate), with admission (the design)
+// and without it (every page published at once, as before admission), and the design again at a shorter backlog, to
+// show that deliveries and cost per job do not grow with the backlog's length.
+import { resolve } from 'node:path';
+import { findStack } from '../local/assembly';
+import { planStack } from '../local/plan';
+import { jobViews } from '../local/run';
+import { loadTemplate } from '../local/template';
+import { describeScale, E2eBenchError, runE2eBench, scaleJobSettings, shortestFaithfulIntervalSeconds, type E2eResult, type JobPacing, type JobRunFigures } from './e2e';
+import { batchedFigures, checkGoals, flatVerdict, type FlatVerdict, type GoalCheck } from './perJob';
+
+/** The job the backlog part runs: the one with a real downstream quota. */
+export const BACKLOG_JOB = 'payment-reconciliation';
+/** Backlog as a multiple of the job's per-minute starts. @default 50 */
+export const DEFAULT_BACKLOG_MULTIPLE = 50;
+/** The shorter backlog the design also runs at, for the flat check. @default 10 */
+export const DEFAULT_BACKLOG_SHORT_MULTIPLE = 10;
+/** Growth from the short to the long backlog below this fraction is noise, not growth. */
+export const FLAT_TOLERANCE = 0.1;
+
+export interface BacklogOptions {
+  cwd: string;
+  /** @default "cdk.out" */
+  assemblyDir?: string;
+  /** @default DEFAULT_BACKLOG_MULTIPLE */
+  multiple?: number;
+  /** @default DEFAULT_BACKLOG_SHORT_MULTIPLE */
+  shortMultiple?: number;
+  /**
+   * The rate-limit interval the runs use instead of the configured one. @default the shortest faithful one
+   * (shortestFaithfulIntervalSeconds: 8 s for 80 starts per 60 s in batches of 10)
+   */
+  intervalSeconds?: number;
+  consumerConcurrency?: number;
+  /** Floor for each run's settle timeout; each run also gets three times its paced length plus two minutes. @default 300 */
+  timeoutSeconds?: number;
+  progress?: (line: string) => void;
+}
+
+/** One backlog run, per job. */
+export interface BacklogDesignFigures {
+  multiple: number;
+  jobs: number;
+  admission: boolean;
+  deliveriesPerJob: number;
+  sqsRequestsPerJob: number;
+  dynamoWriteUnitsPerJob: number;
+  dynamoReadUnitsPerJob: number;
+  lambdaInvocationsPerJob: number;
+  /** As run, at the scaled time. */
+  lambdaGbSecondsPerJob: number;
+  /** At the configured rate: the slot waits grown by the time scale (estimated from the provider's arrival log). */
+  lambdaGbSecondsPerJobAtRealRate: number | undefined;
+  /** Every request and GB-second as run. */
+  costPerMillionUsd: number;
+  costPerMillionUsdAtRealRate: number | undefined;
+  goals: GoalCheck[];
+  deadLettered: number;
+  /** First publish to last acknowledgement, at the scaled time. */
+  seconds: number;
+  effects: JobRunFigures['effects'];
+  /** The provider's most starts in any run interval, against the allowance per interval. */
+  maxStartsInAnyInterval: number | undefined;
+  allowedPerInterval: number;
+  /** What the requests were, to see which dominate. */
+  sqsRequests: E2eResult['sqsRequests'];
+  dynamoRequests: E2eResult['dynamoRequests'];
+}
+
+export interface BacklogReport extends BacklogDesignFigures {
+  job: string;
+  /** Effective starts per minute at the configured rate (after headroom). */
+  ratePerMinute: number;
+  pacing: JobPacing;
+  /** The shortest interval the job can be scaled to and still measure the design (see shortestFaithfulIntervalSeconds). */
+  shortestFaithfulIntervalSeconds: number;
+  /** e.g. "interval scaled 60 s -> 3 s (x20), ...": what was scaled, and what could not be. */
+  note: string;
+  /** The design before admission: `admission` removed from JOB_SETTINGS, every page published at once. */
+  baseline: BacklogDesignFigures;
+  /** The design at the shorter backlog. */
+  short: BacklogDesignFigures;
+  flat: FlatVerdict;
+}
+
+/** A run's figures per job, from its counts. */
+export function backlogFigures(run: E2eResult, job: string, multiple: number): BacklogDesignFigures {
+  const figures = run.perJobName[job];
+  if (!figures?.pacing) throw new E2eBenchError(`the backlog run has no paced figures for ${job}`);
+  const asRun = batchedFigures(run.counts);
+  const real = run.counts.lambda.gbSecondsAtRealRate === undefined ? undefined : batchedFigures(run.counts, { atRealRate: true });
+  return {
+    multiple,
+    jobs: run.counts.jobs,
+    admission: run.admission,
+    deliveriesPerJob: asRun.perJob.deliveries,
+    sqsRequestsPerJob: asRun.perJob.sqsRequests,
+    dynamoWriteUnitsPerJob: asRun.perJob.dynamoWriteUnits,
+    dynamoReadUnitsPerJob: asRun.perJob.dynamoReadUnits,
+    lambdaInvocationsPerJob: asRun.perJob.lambdaInvocations,
+    lambdaGbSecondsPerJob: asRun.perJob.lambdaGbSeconds,
+    lambdaGbSecondsPerJobAtRealRate: real?.perJob.lambdaGbSeconds,
+    costPerMillionUsd: asRun.costPerMillionUsd.total,
+    costPerMillionUsdAtRealRate: real?.costPerMillionUsd.total,
+    goals: checkGoals(asRun.perJob),
+    deadLettered: run.deadLettered,
+    seconds: run.seconds,
+    effects: figures.effects,
+    maxStartsInAnyInterval: figures.maxStartsInAnyInterval,
+    allowedPerInterval: figures.pacing.startsPerInterval,
+    sqsRequests: run.sqsRequests,
+    dynamoRequests: run.dynamoRequests,
+  };
+}
+
+/** The backlog's operations: `multiple` times the job's effective starts per minute. */
+export function backlogOperations(rate: { startsPerInterval: number; intervalSeconds: number }, multiple: number): number {
+  return Math.round((multiple * rate.startsPerInterval * 60) / rate.intervalSeconds);
+}
+
+export async function runBacklogBench(options: BacklogOptions): Promise<BacklogReport> {
+  const progress = options.progress ?? (() => undefined);
+  const multiple = options.multiple ?? DEFAULT_BACKLOG_MULTIPLE;
+  const shortMultiple = options.shortMultiple ?? DEFAULT_BACKLOG_SHORT_MULTIPLE;
+  if (shortMultiple >= multiple) throw new E2eBenchError(`the short backlog multiple (${shortMultiple}) must be below the backlog multiple (${multiple})`);
+  const assemblyDir = resolve(options.cwd, options.assemblyDir ?? 'cdk.out');
+  const artifact = findStack(assemblyDir, 'dev');
+  if (!artifact) throw new E2eBenchError(`no stack for env dev in ${assemblyDir}; run \`npx cdk synth\``);
+  // The job's configured rate, from the template, before any server exists: it sizes the backlog.
+  const plan = planStack(loadTemplate(artifact.templateFile), { stackName: artifact.stackName, region: 'us-east-1', accountId: '000000000000', sqsEndpoint: 'http://preview' });
+  const preview = jobViews(plan);
+  const settings = preview.get(BACKLOG_JOB)?.settings;
+  if (!settings) throw new E2eBenchError(`the stack has no job ${BACKLOG_JOB}`);
+  const rate = settings.rateLimit;
+  const faithful = shortestFaithfulIntervalSeconds(settings);
+  const intervalSeconds = options.intervalSeconds ?? faithful;
+  const perSecondAsRun = rate.startsPerInterval / intervalSeconds;
+
+  const run = async (times: number, admission: boolean): Promise<BacklogDesignFigures> => {
+    const payments = backlogOperations(rate, times);
+    const pacedSeconds = payments / perSecondAsRun;
+    progress(`backlog: ${BACKLOG_JOB}, ${payments} payments (${times}x ${(rate.startsPerInterval * 60) / rate.intervalSeconds}/min), ${admission ? 'admission' : 'admission off'}, about ${Math.round(pacedSeconds)} s at the scaled rate`);
+    const result = await runE2eBench({
+      cwd: options.cwd,
+      assemblyDir: options.assemblyDir,
+      counts: { payments, uploads: 0, tenants: 0 },
+      jobs: [BACKLOG_JOB],
+      intervalSeconds: { [BACKLOG_JOB]: intervalSeconds },
+      admission,
+      consumerConcurrency: options.consumerConcurrency,
+      timeoutSeconds: Math.max(options.timeoutSeconds ?? 300, Math.ceil(3 * pacedSeconds) + 120),
+      progress,
+    });
+    return backlogFigures(result, BACKLOG_JOB, times);
+  };
+
+  const design = await run(multiple, true);
+  const baseline = await run(multiple, false);
+  const short = await run(shortMultiple, true);
+  // The scaling the runs used (runE2eBench applies the same function), stated once for the report.
+  const consumer = preview.get(BACKLOG_JOB)?.consumer;
+  const window = plan.mappings.find((m) => m.functionName === consumer?.name)?.maximumBatchingWindowSeconds ?? 0;
+  const pacing = scaleJobSettings(settings, intervalSeconds, window).pacing;
+  const note =
+    `${describeScale(pacing)}; not scaled: SQS delays (whole seconds), the deferral backoff, the limiter's safety margin. ` +
+    (intervalSeconds < faithful
+      ? `BELOW the shortest faithful interval (${faithful} s): admission's groups bunch in SQS's whole-second delays, and the figures show that, not the design`
+      : `${faithful} s is the shortest interval at which one batch's slots still span SQS's 1 s delay resolution`);
+  return {
+    ...design,
+    job: BACKLOG_JOB,
+    ratePerMinute: (rate.startsPerInterval * 60) / rate.intervalSeconds,
+    pacing,
+    shortestFaithfulIntervalSeconds: faithful,
+    note,
+    baseline,
+    short,
+    flat: flatVerdict(
+      { multiple: shortMultiple, deliveriesPerJob: short.deliveriesPerJob, costPerMillionUsd: short.costPerMillionUsd },
+      { multiple, deliveriesPerJob: design.deliveriesPerJob, costPerMillionUsd: design.costPerMillionUsd },
+      FLAT_TOLERANCE,
+    ),
+  };
+}

@@ -69,9 +69,19 @@ export const ledgerKeys = {
 const COUNTERS: (keyof BatchCounters)[] = ['discovered', 'published', 'consumed', 'completed', 'duplicates', 'rejected', 'deferred', 'throttled', 'deadLettered'];
 const WRITE_ONCE: (keyof BatchInfo)[] = ['businessDate', 'scheduledTime', 'startedAt'];
 
+/** Batches whose stored oldest age a container remembers; past this, it forgets them all and learns again. */
+const KNOWN_OLDEST_LIMIT = 1000;
+
 export class DynamoLedger implements Ledger {
   private readonly retentionSeconds: number;
   private readonly now: () => Date;
+  /**
+   * Per batch, an age this container knows the stored maximum to be at least (it wrote it, or a write of it lost to a
+   * larger one). An age not above it cannot raise the maximum, so it is not sent: with admission, ages hover near the
+   * horizon instead of growing as a batch drains, and nearly every conditional write of the maximum would fail (each
+   * failure billed, then the counters written again).
+   */
+  private readonly knownOldest = new Map<string, number>();
 
   constructor(private readonly options: DynamoLedgerOptions) {
     this.retentionSeconds = (options.retentionDays ?? 90) * 86_400;
@@ -110,16 +120,21 @@ export class DynamoLedger implements Ledger {
         ExpressionAttributeValues: withAge ? { ...values, ':oldest': oldestMessageAgeMs } : values,
       });
     };
-    if (oldestMessageAgeMs === undefined) {
+    const batchKey = `${job}\u0000${batchId}`;
+    const known = this.knownOldest.get(batchKey);
+    if (oldestMessageAgeMs === undefined || (known !== undefined && oldestMessageAgeMs <= known)) {
       await this.client().send(update(false));
       return;
     }
+    if (this.knownOldest.size >= KNOWN_OLDEST_LIMIT) this.knownOldest.clear();
     try {
       await this.client().send(update(true));
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException) && (error as Error).name !== 'ConditionalCheckFailedException') throw error;
       await this.client().send(update(false));
     }
+    // Written, or beaten by a larger stored value: either way the maximum is now at least this.
+    this.knownOldest.set(batchKey, oldestMessageAgeMs);
   }
 
   async recordRejection(rejection: Rejection): Promise<void> {

@@ -2,7 +2,7 @@ import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { documentClient, resetClients } from '../../../lambda/adapters/clients';
 import { DynamoLedger, MAX_REJECTED_BODY_BYTES, truncateUtf8 } from '../../../lambda/adapters/ledger';
 import { startLocalAws, type LocalAws } from '../../support/aws';
-import { createLedgerTable } from '../handlers/harness';
+import { countDynamoCalls, createLedgerTable } from '../handlers/harness';
 
 const TABLE = 'ledger-adapter';
 const NOW = new Date('2026-11-29T02:00:00.000Z');
@@ -63,6 +63,23 @@ describe('Class: DynamoLedger', () => {
       await ledger.addToBatch('fake-job', 'b-age', { consumed: 1, completed: 1 }, { oldestMessageAgeMs: 1_200 });
       await ledger.addToBatch('fake-job', 'b-age', { consumed: 1, completed: 1 }, { oldestMessageAgeMs: 9_000 });
       expect(await batch('b-age')).toMatchObject({ consumed: 4, completed: 4, oldestMessageAgeMs: 9_000 });
+    });
+
+    it('sends an age only when it may raise the maximum, so a smaller age costs no failed conditional write', async () => {
+      const calls = countDynamoCalls();
+      try {
+        await ledger.addToBatch('fake-job', 'b-age-known', { completed: 1 }, { oldestMessageAgeMs: 9_000 });
+        // Another container raised the maximum meanwhile: this one's larger age loses its conditional write once...
+        await new DynamoLedger({ tableName: TABLE, now: () => NOW }).addToBatch('fake-job', 'b-age-known', {}, { oldestMessageAgeMs: 20_000 });
+        await ledger.addToBatch('fake-job', 'b-age-known', { completed: 1 }, { oldestMessageAgeMs: 15_000 });
+        // ... and then knows better: ages up to 15 s go with the counters alone, one write each.
+        const before = calls.calls.length;
+        for (const age of [3_000, 14_000, 15_000]) await ledger.addToBatch('fake-job', 'b-age-known', { completed: 1 }, { oldestMessageAgeMs: age });
+        expect(calls.calls.length - before).toBe(3);
+      } finally {
+        calls.stop();
+      }
+      expect(await batch('b-age-known')).toMatchObject({ completed: 5, oldestMessageAgeMs: 20_000 });
     });
   });
 

@@ -2,7 +2,9 @@
 //
 // Hand-written on purpose: Powertools has no rate limiter, and the pacing rule itself is the pure core's
 // (lambda/core/pacing/gcra.ts). This file only moves that state in and out of DynamoDB without locks:
-//   - the hot path is one conditional UpdateItem against the TAT this container last saw (no read first);
+//   - the hot path is one conditional UpdateItem against the TAT this container last saw; when that view is older than
+//     one emission interval (another container has likely taken slots since, as when admitted batches go to whichever
+//     container is free), a consistent read comes first: a read unit costs a fifth of the write a lost race bills;
 //   - a lost race (ConditionalCheckFailed) reads the winner's value back and decides again. DynamoDB can return the
 //     old item with the failure (ReturnValuesOnConditionCheckFailure); dynalite does not, so a consistent read
 //     follows when the failure carries no item;
@@ -112,6 +114,8 @@ export class DynamoDbRateLimiter implements RateLimiter {
   private readonly random: RandomSource;
   /** Last TAT this container saw per item: the expected value of the next conditional write. */
   private readonly known = new Map<string, GcraState | undefined>();
+  /** When (epoch ms) each item's known TAT was last confirmed, by a write of ours or a read. */
+  private readonly knownAtMs = new Map<string, number>();
 
   /** @throws PacingConfigError on bad limits or shard count; SettingsError when no table name is given or set */
   constructor(options: DynamoDbRateLimiterOptions) {
@@ -142,6 +146,12 @@ export class DynamoDbRateLimiter implements RateLimiter {
     const shard = this.shards === 1 ? 0 : Math.floor(this.random() * this.shards);
     const itemKey = this.shards === 1 ? key : `${key}#${shard}`;
     const limits = this.shardLimits[shard];
+    const seenAt = this.knownAtMs.get(itemKey);
+    // A container's first call writes at once (most keys are idle when a container starts, and a lost race reads anyway).
+    if (seenAt !== undefined && this.clock() - seenAt >= limits.emissionIntervalUs / US_PER_MS) {
+      this.known.set(itemKey, await this.read(itemKey));
+      this.knownAtMs.set(itemKey, this.clock());
+    }
 
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
       if (attempt > 1) await sleep(backoffMs(attempt - 2, this.contentionBackoff, this.random));
@@ -156,9 +166,11 @@ export class DynamoDbRateLimiter implements RateLimiter {
       const fresh = await this.write(itemKey, known, nowMs, decision.state);
       if (fresh === 'written') {
         this.known.set(itemKey, decision.state);
+        this.knownAtMs.set(itemKey, this.clock());
         return { granted: decision.granted, startAtMs: decision.startAtMs, waitMs: decision.waitMs };
       }
       this.known.set(itemKey, fresh);
+      this.knownAtMs.set(itemKey, this.clock());
     }
     throw new LimiterContentionError(itemKey, this.tableName, this.maxAttempts);
   }

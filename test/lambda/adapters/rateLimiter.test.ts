@@ -1,3 +1,4 @@
+import { gcraLimits } from '../../../lambda/core/pacing/gcra';
 import { ConditionalCheckFailedException, DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { resetClients } from '../../../lambda/adapters/clients';
 import { DynamoDbRateLimiter, LimiterContentionError, RateLimiterError } from '../../../lambda/adapters/rateLimiter';
@@ -171,6 +172,27 @@ describe('Class: DynamoDbRateLimiter', () => {
       expect(await limiter.acquire('k', 2, { maxWaitMs: 100 })).toEqual({ granted: 2, startAtMs: [now + 15, now + 65], waitMs: 0 });
       expect(send.mock.calls[0][0].input.ConditionExpression).toBe('attribute_not_exists(tat) OR tat <= :expected');
       expect(send.mock.calls[0][0].input.ExpressionAttributeValues[':expected']).toEqual({ N: String((now + 15) * 1000) });
+    });
+
+    it('reads the item first when its view of it is older than one emission interval, instead of losing a race', async () => {
+      let now = 1_700_000_000_000;
+      const interval = gcraLimits(limits).emissionIntervalUs / 1000;
+      // Another container took slots meanwhile: the stored TAT is ahead of what this one last wrote.
+      const send = jest.fn().mockImplementation(async (command: { constructor: { name: string } }) =>
+        command.constructor.name === 'GetItemCommand' ? { Item: { tat: { N: String((now + 300) * 1000) } } } : {},
+      );
+      const limiter = new DynamoDbRateLimiter({ limits, tableName: TABLE, client: { send } as unknown as DynamoDBClient, clock: () => now });
+      await limiter.acquire('k', 1, { maxWaitMs: 1000 });
+      now += interval / 2;
+      await limiter.acquire('k', 1, { maxWaitMs: 1000 });
+      // Within one interval of its own write: the view is fresh, one write.
+      expect(send.mock.calls.map((c) => c[0].constructor.name)).toEqual(['UpdateItemCommand', 'UpdateItemCommand']);
+      now += 10 * interval;
+      const got = await limiter.acquire('k', 1, { maxWaitMs: 1000 });
+      expect(send.mock.calls.slice(2).map((c) => c[0].constructor.name)).toEqual(['GetItemCommand', 'UpdateItemCommand']);
+      expect(send.mock.calls[2][0].input.ConsistentRead).toBe(true);
+      expect(send.mock.calls[3][0].input.ConditionExpression).toBe('tat = :expected');
+      expect(got.startAtMs).toEqual([now + 300]);
     });
 
     it('gives up with a contention error after maxAttempts lost races', async () => {

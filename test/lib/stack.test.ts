@@ -135,12 +135,12 @@ describe('Class: PacedJobsStack', () => {
       'maps the %s queue to its consumer with the batch settings, maxConcurrency equal to the reservation, and partial failures',
       (jobName) => {
         const job = prod.stack.jobs[jobName];
-        const { concurrency, batchSize } = loadEnvironment('prod').jobs[jobName];
+        const { concurrency, batchSize, batchingWindowSeconds } = loadEnvironment('prod').jobs[jobName];
         prod.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
           EventSourceArn: arnOf(job.queue),
           FunctionName: refOf(job.consumer),
           BatchSize: batchSize,
-          MaximumBatchingWindowInSeconds: 5,
+          MaximumBatchingWindowInSeconds: batchingWindowSeconds,
           ScalingConfig: { MaximumConcurrency: concurrency },
           FunctionResponseTypes: ['ReportBatchItemFailures'],
         });
@@ -184,11 +184,11 @@ describe('Class: PacedJobsStack', () => {
           timeZone: 'Europe/London',
           rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1 },
           concurrency: 10,
-          admission: { horizonSeconds: 300, batchSize: 10 },
+          admission: { horizonSeconds: 300, batchSize: 20 },
           tables: { payments: 'payments-prod' },
           buckets: {},
           secrets: { apiKey: 'paced-jobs/prod/provider-api-key' },
-          settings: { provider: 'acme', providerBaseUrl: 'https://api.payments.example.com' },
+          settings: { provider: 'acme', providerBaseUrl: 'https://api.payments.example.com', shortWaitMs: 16_000 },
         }),
         QUEUE_URL: refOf(job.queue),
         DLQ_URL: refOf(job.dlq),

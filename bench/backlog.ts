@@ -33,6 +33,11 @@ export interface BacklogOptions {
    */
   intervalSeconds?: number;
   consumerConcurrency?: number;
+  /**
+   * Also run the design before admission at the same backlog. @default true; off for a long backlog that only needs
+   * the design's figures (every page at once takes as long again, and longer)
+   */
+  baseline?: boolean;
   /** Floor for each run's settle timeout; each run also gets three times its paced length plus two minutes. @default 300 */
   timeoutSeconds?: number;
   progress?: (line: string) => void;
@@ -77,8 +82,8 @@ export interface BacklogReport extends BacklogDesignFigures {
   shortestFaithfulIntervalSeconds: number;
   /** e.g. "interval scaled 60 s -> 3 s (x20), ...": what was scaled, and what could not be. */
   note: string;
-  /** The design before admission: `admission` removed from JOB_SETTINGS, every page published at once. */
-  baseline: BacklogDesignFigures;
+  /** The design before admission: `admission` removed from JOB_SETTINGS, every page published at once (unless skipped). */
+  baseline?: BacklogDesignFigures;
   /** The design at the shorter backlog. */
   short: BacklogDesignFigures;
   flat: FlatVerdict;
@@ -156,7 +161,7 @@ export async function runBacklogBench(options: BacklogOptions): Promise<BacklogR
   };
 
   const design = await run(multiple, true);
-  const baseline = await run(multiple, false);
+  const baseline = options.baseline === false ? undefined : await run(multiple, false);
   const short = await run(shortMultiple, true);
   // The scaling the runs used (runE2eBench applies the same function), stated once for the report.
   const consumer = preview.get(BACKLOG_JOB)?.consumer;

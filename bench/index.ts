@@ -43,6 +43,8 @@ export interface BenchOptions {
   backlogShortMultiple?: number;
   /** @default the shortest faithful interval (see bench/backlog.ts) */
   backlogIntervalSeconds?: number;
+  /** Run the design before admission too. @default true */
+  backlogBaseline?: boolean;
   progress?: (line: string) => void;
 }
 
@@ -147,6 +149,7 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
       multiple: o.backlogMultiple,
       shortMultiple: o.backlogShortMultiple,
       intervalSeconds: o.backlogIntervalSeconds,
+      baseline: o.backlogBaseline,
       consumerConcurrency: o.consumerConcurrency,
       timeoutSeconds: o.timeoutSeconds,
       progress,
@@ -259,7 +262,7 @@ export function formatBacklog(k: BacklogReport): string {
   out.push(`  ${k.note}`);
   const columns: [string, BacklogDesignFigures][] = [
     [`admission, ${k.multiple}x`, k],
-    [`all at once (before admission), ${k.baseline.multiple}x`, k.baseline],
+    ...(k.baseline ? [[`all at once (before admission), ${k.baseline.multiple}x`, k.baseline] as [string, BacklogDesignFigures]] : []),
     [`admission, ${k.short.multiple}x`, k.short],
   ];
   const goalOf = (m: keyof typeof PER_JOB_GOALS) => `<= ${PER_JOB_GOALS[m]}`;
@@ -316,6 +319,7 @@ export function buildProgram(): Command {
     .option('--paced-seconds <n>', 'a job whose seeded count would take longer than this at its configured rate runs time-scaled to about this long', positiveInt('--paced-seconds'), DEFAULT_MAX_PACED_SECONDS)
     .option('--backlog-multiple <n>', `the backlog, in multiples of the payment job's per-minute starts`, positiveInt('--backlog-multiple'), DEFAULT_BACKLOG_MULTIPLE)
     .option('--backlog-short-multiple <n>', 'the shorter backlog the design also runs at, to check the cost per job stays flat', positiveInt('--backlog-short-multiple'), DEFAULT_BACKLOG_SHORT_MULTIPLE)
+    .option('--no-backlog-baseline', 'in the backlog part, skip the run of the design before admission (for a long backlog)')
     .option('--backlog-interval <seconds>', 'the rate-limit interval the backlog runs use instead of the configured one (time scale = configured / this; default: the shortest that still measures the design, 8 s for the payment job)', positiveInt('--backlog-interval'))
     .option('--consumer-concurrency <n>', 'consumer executions per job in the local run', positiveInt('--consumer-concurrency'), DEFAULT_BENCH_CONSUMER_CONCURRENCY)
     .option('--init-runs <n>', 'fresh processes per cold-init median', positiveInt('--init-runs'), 7)
@@ -352,6 +356,7 @@ async function main(): Promise<void> {
       backlogMultiple: flags.backlogMultiple,
       backlogShortMultiple: flags.backlogShortMultiple,
       backlogIntervalSeconds: flags.backlogInterval,
+      backlogBaseline: flags.backlogBaseline,
       progress: (line) => process.stderr.write(`${line}\n`),
     });
     process.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatBench(report)}\n`);

@@ -119,7 +119,9 @@ export class PacedJob extends Construct {
       timeZone: job.schedule.timeZone,
       rateLimit,
       concurrency: job.concurrency,
-      ...(job.admission.enabled ? { admission: { horizonSeconds: job.admission.horizonSeconds, batchSize: job.batchSize } } : {}),
+      ...(job.admission.enabled
+        ? { admission: { horizonSeconds: job.admission.horizonSeconds, batchSize: job.batchSize, batchingWindowSeconds: job.batchingWindowSeconds } }
+        : {}),
       tables: Object.fromEntries(Object.entries(job.uses.tables).map(([alias, u]) => [alias, appResources.names.tables[u.ref]])),
       buckets: Object.fromEntries(Object.entries(job.uses.buckets).map(([alias, u]) => [alias, appResources.names.buckets[u.ref]])),
       secrets: Object.fromEntries(Object.entries(job.uses.secrets).map(([alias, u]) => [alias, appResources.names.secrets[u.ref]])),

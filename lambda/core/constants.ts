@@ -53,7 +53,7 @@ export interface JobRuntimeSettings {
    * Admission: the producer lets at most `horizonSeconds` of work (at the rate) into the queue, in groups of the event
    * source's `batchSize`, and admits the rest step by step as it drains. Absent: everything is admitted at once.
    */
-  admission?: { horizonSeconds: number; batchSize: number };
+  admission?: { horizonSeconds: number; batchSize: number; batchingWindowSeconds?: number };
   /** Table names by the alias the job's code uses. */
   tables: Record<string, string>;
   /** Bucket names by alias. */

@@ -18,7 +18,9 @@ export const jobRuntimeSettingsSchema = z.object({
     burst: z.number().int().positive(),
   }),
   concurrency: z.number().int().positive(),
-  admission: z.object({ horizonSeconds: z.number().int().positive(), batchSize: z.number().int().positive() }).optional(),
+  admission: z
+    .object({ horizonSeconds: z.number().int().positive(), batchSize: z.number().int().positive(), batchingWindowSeconds: z.number().int().min(0).optional() })
+    .optional(),
   tables: names,
   buckets: names,
   secrets: names,

@@ -64,6 +64,12 @@ export interface ProducerAdmissionOptions {
   horizonMs: number;
   /** Messages made visible together: one event-source batch, within the consumer's short wait. */
   groupSize: number;
+  /**
+   * How much earlier than its first slot a group becomes visible. A group smaller than the event source's batch waits
+   * out the batching window before it is delivered, so it is shown that much earlier and still starts at its slot; a
+   * full batch is delivered at once. @default 0
+   */
+  leadMs?: number;
 }
 
 export interface ProducerOptions {
@@ -202,11 +208,12 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
       const enqueuedAt = new Date(sentAtMs).toISOString();
       let lastVisibleMs = plannedUntilMs;
       const messages = result.operations.map(({ operationId, resource }, i) => {
-        const visible = visibleAtMs(admitted + i, plan, rate, admission.groupSize);
-        lastVisibleMs = visible;
+        // The plan is in slots; only the delay is shown the lead earlier, so the next step plans from the slots.
+        const slotMs = visibleAtMs(admitted + i, plan, rate, admission.groupSize);
+        lastVisibleMs = slotMs;
         return {
           operationId,
-          delaySeconds: delaySecondsUntil(visible, sentAtMs),
+          delaySeconds: delaySecondsUntil(slotMs - (admission.leadMs ?? 0), sentAtMs),
           body: serializeMessage(
             { version: MESSAGE_VERSION, jobType: job.name, operationId, batchId: step.batchId, businessDate: step.businessDate, resource, enqueuedAt, firstEnqueuedAt: enqueuedAt },
             options.maxMessageBytes,
@@ -349,10 +356,12 @@ export function admissionOptions(settings: JobRuntimeSettings): ProducerAdmissio
   const paced = pacingSettings(settings);
   if (!paced.enabled || settings.admission === undefined) return { ratePerSecond: undefined, horizonMs: 0, groupSize: settings.admission?.batchSize ?? 1 };
   const ratePerSecond = settings.rateLimit.startsPerInterval / settings.rateLimit.intervalSeconds;
+  const groupSize = admissionGroupSize(settings.admission.batchSize, ratePerSecond, paced.shortWaitMs);
   return {
     ratePerSecond,
     horizonMs: settings.admission.horizonSeconds * 1000,
-    groupSize: admissionGroupSize(settings.admission.batchSize, ratePerSecond, paced.shortWaitMs),
+    groupSize,
+    leadMs: groupSize < settings.admission.batchSize ? (settings.admission.batchingWindowSeconds ?? 0) * 1000 : 0,
   };
 }
 

@@ -90,7 +90,7 @@ describe('Function: runBench', () => {
     const text = formatBench(report);
     for (const title of ['Producer throughput', 'AWS requests per job', 'Local run per job', 'Cold start', 'Local end-to-end']) expect(text).toContain(title);
     expect(text).toContain('pacing on, each job at its configured rate, time-scaled where a job would take over 5 s');
-    expect(text).toContain('payment-reconciliation: interval scaled 60 s -> 33 s (x1.82), admission horizon 300 s -> 165 s, short wait 10000 ms -> 5500 ms, batching window 5 s -> 3 s');
+    expect(text).toContain('payment-reconciliation: interval scaled 60 s -> 33 s (x1.82), admission horizon 300 s -> 165 s, short wait 16000 ms -> 8800 ms, batching window 1 s -> 1 s');
   });
 });
 
@@ -122,8 +122,8 @@ describe('Function: runBench, backlog part', () => {
 
   it('reports the design and the design before admission per job, and the shorter backlog with the flat verdict', () => {
     const b = report.backlog!;
-    expect(b).toEqual(expect.objectContaining({ job: 'payment-reconciliation', multiple: 2, jobs: 160, ratePerMinute: 80, admission: true, shortestFaithfulIntervalSeconds: 8 }));
-    for (const design of [b, b.baseline, b.short]) {
+    expect(b).toEqual(expect.objectContaining({ job: 'payment-reconciliation', multiple: 2, jobs: 160, ratePerMinute: 80, admission: true, shortestFaithfulIntervalSeconds: 4 }));
+    for (const design of [b, b.baseline, b.short].filter((d) => d !== undefined)) {
       for (const field of ['deliveriesPerJob', 'sqsRequestsPerJob', 'dynamoWriteUnitsPerJob', 'lambdaInvocationsPerJob', 'lambdaGbSecondsPerJob', 'costPerMillionUsd', 'deadLettered', 'seconds'] as const) {
         expect(typeof design[field]).toBe('number');
       }
@@ -140,7 +140,7 @@ describe('Function: runBench, backlog part', () => {
     const text = formatBench(report);
     expect(text).toContain('Backlog: payment-reconciliation, 160 jobs = 2x its 80 starts/min (after headroom), run time-scaled');
     expect(text).toContain('interval scaled 60 s -> 3 s (x20)');
-    expect(text).toContain('BELOW the shortest faithful interval (8 s)');
+    expect(text).toContain('BELOW the shortest faithful interval (4 s)');
   });
 });
 
@@ -157,6 +157,8 @@ describe('Function: buildProgram', () => {
     expect(parse('--no-pacing').pacing).toBe(false);
     expect(parse('--backlog').backlog).toBe(true);
     expect(parse('--no-backlog').backlog).toBe(false);
+    expect(parse().backlogBaseline).toBe(true);
+    expect(parse('--no-backlog-baseline').backlogBaseline).toBe(false);
     expect(parse('--backlog-multiple', '60', '--backlog-short-multiple', '5', '--backlog-interval', '12')).toEqual(
       expect.objectContaining({ backlogMultiple: 60, backlogShortMultiple: 5, backlogInterval: 12 }),
     );

@@ -184,7 +184,7 @@ describe('Class: PacedJobsStack', () => {
           timeZone: 'Europe/London',
           rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1 },
           concurrency: 10,
-          admission: { horizonSeconds: 300, batchSize: 20 },
+          admission: { horizonSeconds: 300, batchSize: 20, batchingWindowSeconds: 1 },
           tables: { payments: 'payments-prod' },
           buckets: {},
           secrets: { apiKey: 'paced-jobs/prod/provider-api-key' },

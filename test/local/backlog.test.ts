@@ -4,11 +4,11 @@
 import { runE2eBench, type E2eResult } from '../../bench/e2e';
 
 const JOB = 'payment-reconciliation';
-// The job as if configured at 30 starts per 30 s (1/s: one event-source batch of 10 spans 10 s), run ten times faster
-// (interval 3 s, and the admission horizon, short wait and batching window alike): 10 starts/s, the fastest at which a
-// batch's slots still span SQS's 1 s delay resolution. A backlog of 20 intervals' starts is two admission horizons.
-const RATE = { startsPerInterval: 30, intervalSeconds: 30 };
-const BACKLOG = 20 * RATE.startsPerInterval;
+// The payment job at its own rate (80 starts per 60 s after headroom, in batches of 20 that span 15 s of slots), run ten
+// times faster (interval 6 s, and the admission horizon, short wait and batching window alike, as far as SQS's whole
+// seconds allow): 13.3 starts/s, a batch's slots span 1.5 s. A backlog of 10 intervals' starts is two admission horizons.
+const RATE = { startsPerInterval: 80, intervalSeconds: 60 };
+const BACKLOG = 10 * RATE.startsPerInterval;
 const DELIVERIES_PER_JOB_BOUND = 1.2;
 
 describe('Backlog: many times the rate, admitted step by step', () => {
@@ -20,20 +20,20 @@ describe('Backlog: many times the rate, admitted step by step', () => {
       counts: { payments: BACKLOG, uploads: 0, tenants: 0 },
       jobs: [JOB],
       rateLimits: { [JOB]: RATE },
-      intervalSeconds: { [JOB]: 3 },
+      intervalSeconds: { [JOB]: 6 },
       timeoutSeconds: 150,
     });
   }, 180_000);
 
   it('ran time-scaled as asked, horizon and short wait alike', () => {
     expect(result.perJobName[JOB].pacing).toEqual({
-      startsPerInterval: 30,
-      configuredIntervalSeconds: 30,
-      runIntervalSeconds: 3,
+      startsPerInterval: 80,
+      configuredIntervalSeconds: 60,
+      runIntervalSeconds: 6,
       timeScale: 10,
       horizonSeconds: { configured: 300, run: 30 },
-      shortWaitMs: { configured: 10_000, run: 1000 },
-      batchingWindowSeconds: { configured: 5, run: 1 },
+      shortWaitMs: { configured: 16_000, run: 1600 },
+      batchingWindowSeconds: { configured: 1, run: 1 },
     });
   });
 

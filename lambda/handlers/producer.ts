@@ -65,9 +65,10 @@ export interface ProducerAdmissionOptions {
   /** Messages made visible together: one event-source batch, within the consumer's short wait. */
   groupSize: number;
   /**
-   * How much earlier than its first slot a group becomes visible. A group smaller than the event source's batch waits
-   * out the batching window before it is delivered, so it is shown that much earlier and still starts at its slot; a
-   * full batch is delivered at once. @default 0
+   * How much earlier than its first slot a group becomes visible: the event source's batching window. A batch the
+   * event source cannot fill waits out the window before it is delivered, and so does a group that several pollers
+   * split between them; shown that much earlier, it still starts at its slot (a whole group delivered at once waits
+   * that long in the function instead). @default 0
    */
   leadMs?: number;
 }
@@ -361,7 +362,8 @@ export function admissionOptions(settings: JobRuntimeSettings): ProducerAdmissio
     ratePerSecond,
     horizonMs: settings.admission.horizonSeconds * 1000,
     groupSize,
-    leadMs: groupSize < settings.admission.batchSize ? (settings.admission.batchingWindowSeconds ?? 0) * 1000 : 0,
+    // No earlier than the consumer's short wait allows: a group's last slot must stay within it from delivery.
+    leadMs: Math.min((settings.admission.batchingWindowSeconds ?? 0) * 1000, Math.max(0, paced.shortWaitMs - ((groupSize - 1) * 1000) / ratePerSecond)),
   };
 }
 

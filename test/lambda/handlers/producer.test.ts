@@ -283,7 +283,7 @@ describe('Function: createProducer', () => {
       });
     });
 
-    it('shows a group smaller than the batch one batching window before its first slot, and plans from the slots', async () => {
+    it('shows each group one batching window before its first slot, and plans from the slots', async () => {
       const batchId = 'fake-job:2026-11-28:lead';
       await direct(producer(100, { admission: { ...paced, leadMs: 3000 } }), { scheduledTime: SCHEDULED, batchId });
       expect(publisher.workDelays()).toEqual([...Array(10).fill(0), ...Array(10).fill(7), ...Array(10).fill(17)]);
@@ -316,9 +316,11 @@ describe('Function: createProducer', () => {
     it('reads the rate, horizon and group from the job settings, and admits without limit when pacing or admission is off', () => {
       const settings = fakeSettings({ rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1 }, admission: { horizonSeconds: 300, batchSize: 10 } });
       expect(admissionOptions(settings)).toEqual({ ratePerSecond: 80 / 60, horizonMs: 300_000, groupSize: 10, leadMs: 0 });
-      // A batch of 50 at 80/min spans 37 s, past the 10 s short wait: groups of 13 (10 s of slots), each shown one
-      // batching window early, since the event source waits that long for a batch it cannot fill.
-      expect(admissionOptions({ ...settings, admission: { horizonSeconds: 300, batchSize: 50, batchingWindowSeconds: 2 } })).toMatchObject({ groupSize: 13, leadMs: 2000 });
+      // A batch of 50 at 80/min spans 37 s, past the 10 s short wait: groups of 13 (10 s of slots). A group is shown
+      // one batching window early (the event source waits that long for a batch it cannot fill, or that its pollers
+      // split), but never so early that its last slot falls past the short wait: 13 slots span 9 s of the 10.
+      expect(admissionOptions({ ...settings, admission: { horizonSeconds: 300, batchSize: 50, batchingWindowSeconds: 2 } })).toMatchObject({ groupSize: 13, leadMs: 1000 });
+      expect(admissionOptions({ ...settings, admission: { horizonSeconds: 300, batchSize: 10, batchingWindowSeconds: 1 } })).toMatchObject({ groupSize: 10, leadMs: 1000 });
       expect(admissionOptions({ ...settings, admission: undefined }).ratePerSecond).toBeUndefined();
       expect(admissionOptions({ ...settings, settings: { pacing: false } }).ratePerSecond).toBeUndefined();
     });

@@ -4,6 +4,7 @@
 // kill handles the local runtime passes in.
 import type { InvocationHandle } from '../local/lambdaRuntime';
 import { makeBatchId } from '../lambda/core/businessDate';
+import { admissionStep, admissionStepSchema } from '../lambda/core/admissionStep';
 import type { Prng } from './prng';
 
 /** A ledger item the harness cannot build a recovery step from. */
@@ -58,13 +59,15 @@ export type ProducerInvocation =
 
 /** The batch and step of an admission-step message body; undefined for any other body. */
 export function admissionStepOf(body: string): { batchId: string; step: number } | undefined {
+  let raw: unknown;
   try {
-    const m = JSON.parse(body) as { kind?: unknown; batchId?: unknown; step?: unknown };
-    return m.kind === 'admission-step' && typeof m.batchId === 'string' && typeof m.step === 'number' ? { batchId: m.batchId, step: m.step } : undefined;
+    raw = JSON.parse(body);
   } catch {
     // Not JSON: the producer fails it as invalid; nothing for the harness to aim at.
     return undefined;
   }
+  const parsed = admissionStepSchema.safeParse(raw);
+  return parsed.success ? { batchId: parsed.data.batchId, step: parsed.data.step } : undefined;
 }
 
 /**
@@ -117,13 +120,7 @@ export function recoveryStepBody(item: RunLedgerItem): string {
   if (typeof item.step !== 'number' || !item.businessDate) {
     throw new ChainRecoveryError(`ledger item ${item.sk} has no admission step or business date to recover the chain from`, item.sk);
   }
-  return JSON.stringify({
-    kind: 'admission-step',
-    batchId: item.sk,
-    businessDate: item.businessDate,
-    step: item.step,
-    ...(item.scheduledTime ? { scheduledTime: item.scheduledTime } : {}),
-  });
+  return JSON.stringify(admissionStep({ batchId: item.sk, businessDate: item.businessDate, step: item.step, scheduledTime: item.scheduledTime }));
 }
 
 export interface ProducerFaultOptions {

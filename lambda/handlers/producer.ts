@@ -7,6 +7,7 @@
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as z from 'zod';
 import { EnvVar, MESSAGE_VERSION, SQS_MAX_DELAY_SECONDS, type JobRuntimeSettings } from '../core/constants';
+import { admissionStep, admissionStepSchema, type AdmissionStep } from '../core/admissionStep';
 import { admissionGroupSize, delaySecondsUntil, nextStepDelaySeconds, planAdmission, visibleAtMs } from '../core/admission';
 import { businessDateFor, makeBatchId } from '../core/businessDate';
 import type { AnyJob } from '../core/job';
@@ -26,16 +27,6 @@ export const producerEventSchema = z.object({
   batchId: idSchema.optional(),
 });
 export type ProducerEvent = z.infer<typeof producerEventSchema>;
-
-/** One admission step, as the admission queue carries it. */
-export const admissionStepSchema = z.strictObject({
-  kind: z.literal('admission-step'),
-  batchId: idSchema,
-  businessDate: businessDateSchema,
-  step: z.number().int().min(0),
-  scheduledTime: z.iso.datetime({ offset: true }).optional(),
-});
-export type AdmissionStep = z.infer<typeof admissionStepSchema>;
 
 export interface ProducerSummary {
   batchId: string;
@@ -297,7 +288,7 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
         admissionRatePerMinute: rate === undefined ? undefined : Math.round(rate * 60 * 1000) / 1000,
         eligible,
       });
-      const summary = await runStep({ kind: 'admission-step', batchId, businessDate, step: 0, ...(event.scheduledTime ? { scheduledTime: event.scheduledTime } : {}) }, context, true);
+      const summary = await runStep(admissionStep({ batchId, businessDate, step: 0, scheduledTime: event.scheduledTime }), context, true);
       logger.info('producer step finished', { ...summary });
       return summary;
     });

@@ -4,6 +4,7 @@
 // safe to repeat and safe while the old step message still exists.
 import { GetEventSourceMappingCommand } from '@aws-sdk/client-lambda';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { admissionStep, type AdmissionStep } from '../../lambda/core/admissionStep';
 import { businessDateSchema } from '../../lambda/core/message';
 import { type ChangeOptions, type CommandContext, selectJobs } from '../context';
 import { BatchStateError } from '../errors';
@@ -13,15 +14,6 @@ import { readBatch } from '../ledger';
 export interface ContinueOptions extends ChangeOptions {
   job: string;
   batch: string;
-}
-
-/** The admission step message, as the producer's admissionStepSchema (lambda/handlers/producer.ts) reads it. */
-export interface AdmissionStepMessage {
-  kind: 'admission-step';
-  batchId: string;
-  businessDate: string;
-  step: number;
-  scheduledTime?: string;
 }
 
 export interface ContinueResult {
@@ -35,7 +27,7 @@ export interface ContinueResult {
   admissionMappingState: string;
   /** When the step was due (nextStepAt); absent if the run's first step never ended. */
   nextStepAt?: string;
-  message: AdmissionStepMessage;
+  message: AdmissionStep;
   sent: boolean;
   /** SendMessage's message ID, once sent. */
   messageId?: string;
@@ -88,13 +80,7 @@ export async function continueAdmission(ctx: CommandContext, options: ContinueOp
   }
 
   const mappingState = (await ctx.clients.lambda.send(new GetEventSourceMappingCommand({ UUID: job.admissionMappingUuid }))).State ?? 'UNKNOWN';
-  const message: AdmissionStepMessage = {
-    kind: 'admission-step',
-    batchId,
-    businessDate: batch.businessDate,
-    step: batch.step,
-    ...(batch.scheduledTime ? { scheduledTime: batch.scheduledTime } : {}),
-  };
+  const message = admissionStep({ batchId, businessDate: batch.businessDate, step: batch.step, scheduledTime: batch.scheduledTime });
   const result: ContinueResult = {
     ok: true,
     command: 'continue',

@@ -1,6 +1,7 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse } from 'aws-lambda';
 import { DynamoRunStateStore } from '../../../lambda/adapters/admissionState';
+import type { AdmissionStep } from '../../../lambda/core/admissionStep';
 import { documentClient, resetClients } from '../../../lambda/adapters/clients';
 import { logger, metrics } from '../../../lambda/adapters/observability';
 import { PublishError, SqsPublisher, type OutgoingMessage, type Publisher } from '../../../lambda/adapters/sqsPublisher';
@@ -11,7 +12,6 @@ import {
   handler,
   ProducerEventError,
   producerOptionsFromEnv,
-  type AdmissionStep,
   type ProducerOptions,
   type ProducerSummary,
 } from '../../../lambda/handlers/producer';

@@ -1,7 +1,7 @@
 import { DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoRunStateStore } from '../../../lambda/adapters/admissionState';
 import { DynamoLedger } from '../../../lambda/adapters/ledger';
-import { admissionStepSchema } from '../../../lambda/handlers/producer';
+import { admissionStepSchema } from '../../../lambda/core/admissionStep';
 import type { ContinueResult } from '../../../ops/commands/continue';
 import { OpsFixture, startOpsFixture } from '../fixture';
 

@@ -1,0 +1,25 @@
+// The admission step message: what the producer sends to its admission queue to continue a run, and what an operator
+// (`ops continue`) or the chaos harness sends to restart a lost chain. One contract, read by the producer and written
+// by all three.
+import * as z from 'zod';
+import { businessDateSchema, idSchema } from './message';
+
+export const admissionStepSchema = z.strictObject({
+  kind: z.literal('admission-step'),
+  batchId: idSchema,
+  businessDate: businessDateSchema,
+  step: z.number().int().min(0),
+  scheduledTime: z.iso.datetime({ offset: true }).optional(),
+});
+export type AdmissionStep = z.infer<typeof admissionStepSchema>;
+
+/** Step `step` of a run; `scheduledTime` is carried only when the run has one. */
+export function admissionStep(run: { batchId: string; businessDate: string; step: number; scheduledTime?: string }): AdmissionStep {
+  return {
+    kind: 'admission-step',
+    batchId: run.batchId,
+    businessDate: run.businessDate,
+    step: run.step,
+    ...(run.scheduledTime ? { scheduledTime: run.scheduledTime } : {}),
+  };
+}

@@ -4,6 +4,7 @@
 // kill handles the local runtime passes in.
 import type { InvocationHandle } from '../local/lambdaRuntime';
 import { makeBatchId } from '../lambda/core/businessDate';
+import { stalledSince } from '../lambda/core/admission';
 import { admissionStep, admissionStepSchema } from '../lambda/core/admissionStep';
 import type { Prng } from './prng';
 
@@ -107,12 +108,7 @@ export interface RunLedgerItem {
  * holds nothing and no producer runs: then nothing will ever take that step.
  */
 export function stoppedChains(items: RunLedgerItem[], nowMs: number, graceMs: number): RunLedgerItem[] {
-  return items.filter((i) => {
-    if (i.admission !== 'admitting' || typeof i.step !== 'number') return false;
-    const due = Date.parse(i.nextStepAt ?? i.startedAt ?? '');
-    const leased = typeof i.leaseUntilMs === 'number' && i.leaseUntilMs >= nowMs;
-    return Number.isFinite(due) && due + graceMs < nowMs && !leased;
-  });
+  return items.filter((i) => typeof i.step === 'number' && stalledSince(i, nowMs, graceMs) !== undefined);
 }
 
 /** The recovery the contract names for a lost chain: a step message for the run's current step. */

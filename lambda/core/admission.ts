@@ -88,3 +88,17 @@ export function admissionGroupSize(batchSize: number, ratePerSecond: number | un
   if (ratePerSecond === undefined) return Math.max(1, batchSize);
   return Math.max(1, Math.min(batchSize, Math.floor((shortWaitMs / 1000) * ratePerSecond)));
 }
+
+/**
+ * When a run's admission chain stopped, if it did: still admitting, its next step due (`nextStepAt`, or the start for a
+ * first step that never ended) more than `graceMs` ago, and no step holding a live lease. Read by `ops status` (the
+ * named gap) and the chaos harness (which then continues the chain, as an operator would).
+ * @returns the ISO time the step was due, or undefined
+ */
+export function stalledSince(run: { admission?: string; nextStepAt?: string; startedAt?: string; leaseUntilMs?: number }, nowMs: number, graceMs: number): string | undefined {
+  if (run.admission !== 'admitting') return undefined;
+  if (run.leaseUntilMs !== undefined && run.leaseUntilMs > nowMs) return undefined;
+  const since = run.nextStepAt ?? run.startedAt;
+  const due = since === undefined ? Number.NaN : Date.parse(since);
+  return Number.isFinite(due) && nowMs - due > graceMs ? since : undefined;
+}

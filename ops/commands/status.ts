@@ -2,6 +2,7 @@
 // from the run ledger with whether each reconciles, how far its admission is, when it should finish, and whether its
 // admission chain has stalled. Reads only: it never receives a message.
 import { GetQueueAttributesCommand, type QueueAttributeName } from '@aws-sdk/client-sqs';
+import { stalledSince } from '../../lambda/core/admission';
 import { type CommandContext, selectJobs } from '../context';
 import { renderTable } from '../io';
 import { type BatchView, latestBatches } from '../ledger';
@@ -159,11 +160,13 @@ export function batchStatus(batch: BatchView, options: ProgressOptions): BatchSt
 function stall(batch: BatchView, options: ProgressOptions): AdmissionStall | null {
   const nowMs = options.now.getTime();
   // A step holding its lease is being taken right now, however late it started.
-  if (batch.leaseUntil && Date.parse(batch.leaseUntil) > nowMs) return null;
-  const since = batch.nextStepAt ?? batch.startedAt;
-  if (!since || Number.isNaN(Date.parse(since))) return null;
+  const since = stalledSince(
+    { ...batch, leaseUntilMs: batch.leaseUntil ? Date.parse(batch.leaseUntil) : undefined },
+    nowMs,
+    (options.stallMinutes ?? DEFAULT_STALL_MINUTES) * 60_000,
+  );
+  if (since === undefined) return null;
   const overdueMs = nowMs - Date.parse(since);
-  if (overdueMs <= (options.stallMinutes ?? DEFAULT_STALL_MINUTES) * 60_000) return null;
   const overdueMinutes = Math.floor(overdueMs / 60_000);
   const fix = `ops continue --job ${options.job} --batch ${batch.batchId}`;
   return {

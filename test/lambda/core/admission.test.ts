@@ -1,4 +1,4 @@
-import { AdmissionError, admissionGroupSize, delaySecondsUntil, nextStepDelaySeconds, planAdmission, visibleAtMs } from '../../../lambda/core/admission';
+import { AdmissionError, admissionGroupSize, delaySecondsUntil, nextStepDelaySeconds, planAdmission, stalledSince, visibleAtMs } from '../../../lambda/core/admission';
 
 const NOW = 1_000_000;
 
@@ -72,5 +72,23 @@ describe('Function: admissionGroupSize', () => {
     expect(admissionGroupSize(50, 80 / 60, 10_000)).toBe(13);
     expect(admissionGroupSize(50, 40, 10_000)).toBe(50);
     expect(admissionGroupSize(10, 0.01, 10_000)).toBe(1);
+  });
+});
+
+describe('Function: stalledSince', () => {
+  const due = new Date(NOW - 120_000).toISOString();
+
+  it('names when the step of an admitting run was due, once it is overdue past the grace', () => {
+    expect(stalledSince({ admission: 'admitting', nextStepAt: due }, NOW, 60_000)).toBe(due);
+    expect(stalledSince({ admission: 'admitting', nextStepAt: due }, NOW, 180_000)).toBeUndefined();
+    // A first step that never ended has no nextStepAt: it counts from the start.
+    expect(stalledSince({ admission: 'admitting', startedAt: due }, NOW, 60_000)).toBe(due);
+  });
+
+  it('never calls a finished run, or one whose step holds a live lease, stalled', () => {
+    expect(stalledSince({ admission: 'complete', nextStepAt: due }, NOW, 0)).toBeUndefined();
+    expect(stalledSince({ admission: 'admitting', nextStepAt: due, leaseUntilMs: NOW + 1 }, NOW, 0)).toBeUndefined();
+    expect(stalledSince({ admission: 'admitting', nextStepAt: due, leaseUntilMs: NOW - 1 }, NOW, 0)).toBe(due);
+    expect(stalledSince({ admission: 'admitting' }, NOW, 0)).toBeUndefined();
   });
 });

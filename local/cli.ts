@@ -1,5 +1,9 @@
-// `npm start`: the command line of the local runtime (flags, validation, exit codes); run.ts does the work.
+// `npm start`: the command line of the local runtime (flags, validation, exit codes); run.ts does the work. It names
+// no job: demo sizes are `--count <job>=<n>`, and each job's fixture unit is a flag of its own (`--<unit> <n>`).
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { FixtureError, loadFixture } from './fixture';
 import { runLocal, RunOptions } from './run';
 
 const positiveInt = (name: string) => (value: string): number => {
@@ -21,25 +25,72 @@ const isoDate = (value: string): string => {
   return value;
 };
 
-export function buildProgram(run: (options: RunOptions) => Promise<number>): Command {
-  return new Command('npm start --')
+/** The jobs the project has: the folders of lambda/jobs with an index.ts (what the handlers load by name). */
+export function jobFolders(cwd: string): string[] {
+  const root = join(cwd, 'lambda', 'jobs');
+  if (!existsSync(root)) return [];
+  return readdirSync(root, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && existsSync(join(root, d.name, 'index.ts')))
+    .map((d) => d.name)
+    .sort();
+}
+
+/** `--<unit> <n>` stands for `--count <job>=<n>`, for the job whose fixture calls its demo records <unit>. */
+export interface UnitFlag {
+  unit: string;
+  job: string;
+  defaultCount: number;
+}
+
+/** A unit that can be a long flag of its own. */
+const FLAG_NAME = /^[a-z][a-z0-9-]*$/;
+
+/**
+ * One flag per fixture unit. A unit two fixtures share, or one that is not a flag name, gets none (`--count` still
+ * works). A fixture that fails to load gets none either: the run loads it again and fails with the fixture's own error.
+ */
+export function unitFlags(cwd: string, jobs: string[]): UnitFlag[] {
+  const flags: UnitFlag[] = [];
+  for (const job of jobs) {
+    let fixture;
+    try {
+      fixture = loadFixture(cwd, job);
+    } catch (error) {
+      if (error instanceof FixtureError) continue;
+      throw error;
+    }
+    if (fixture && FLAG_NAME.test(fixture.unit)) flags.push({ unit: fixture.unit, job, defaultCount: fixture.defaultCount });
+  }
+  return flags.filter((f) => flags.filter((g) => g.unit === f.unit).length === 1);
+}
+
+/** `<job>=<n>`, repeatable: one value per job, the job one of the project's. */
+const perJob = (flag: string, jobs: string[], parse: (value: string) => number) => (value: string, previous: Record<string, number> | undefined): Record<string, number> => {
+  const at = value.lastIndexOf('=');
+  if (at <= 0) throw new InvalidArgumentError(`${flag} takes <job>=<n>, got "${value}"`);
+  const job = value.slice(0, at);
+  if (!jobs.includes(job)) throw new InvalidArgumentError(`${flag}: no job "${job}" (lambda/jobs has: ${jobs.join(', ') || 'none'})`);
+  return { ...previous, [job]: parse(value.slice(at + 1)) };
+};
+
+export function buildProgram(run: (options: RunOptions) => Promise<number>, cwd = process.cwd()): Command {
+  const jobs = jobFolders(cwd);
+  const program = new Command('npm start --')
     .description('Run the synthesized PacedJobs stack on embedded AWS-protocol servers: one demo cycle of every job, or --serve.')
     .option('--env <name>', 'environment whose synthesized template to run', 'dev')
     .option('--serve', 'keep running: fire schedules on their crons and write .local/endpoints.json until Ctrl-C', false)
     .option('--now', 'fire every schedule once at start (always done in a demo run; with --serve also seeds demo data)', false)
     .option('--date <YYYY-MM-DD>', 'business date for the fired cycle (default: what each schedule would compute now)', isoDate)
     .option('--json', 'print the report as one JSON document on stdout (progress and logs go to stderr)', false)
-    .option('--payments <n>', 'demo payments to seed', positiveInt('--payments'), 40)
-    .option('--uploads <n>', 'demo uploads to seed', positiveInt('--uploads'), 40)
-    .option('--tenants <n>', 'demo tenants to seed (3 expired and 2 active sessions each)', positiveInt('--tenants'), 10)
+    .option('--count <job>=<n>', "demo records to seed for a job (repeatable; default: the job's fixture's defaultCount)", perJob('--count', jobs, positiveInt('--count')))
     .option('--data-dir <dir>', 'keep DynamoDB data (dynalite LevelDB) in this folder across runs')
     .option('--cdk-out <dir>', 'cloud assembly folder', 'cdk.out')
     .option('--local-dir <dir>', 'where endpoints.json and logs/ are written', '.local')
     .option('--synth', 're-run cdk synth even when the cloud assembly already holds the stack', false)
     .option('--timeout <seconds>', 'give up waiting for the run to settle after this long', positiveInt('--timeout'), 180)
-    .option('--provider-quota <n>', 'local payment provider: starts allowed per window (default: the job\'s configured rate)', positiveInt('--provider-quota'))
-    .option('--provider-window <seconds>', 'local payment provider: the quota\'s window (default: the job\'s rate-limit interval)', positiveInt('--provider-window'))
-    .option('--provider-concurrency <n>', 'local payment provider: concurrent requests allowed (default: the job\'s concurrency)', positiveInt('--provider-concurrency'))
+    .option('--downstream-quota <n>', "every fake downstream: starts allowed per window (default: its job's configured rate)", positiveInt('--downstream-quota'))
+    .option('--downstream-window <seconds>', "every fake downstream: the quota's window (default: its job's rate-limit interval)", positiveInt('--downstream-window'))
+    .option('--downstream-concurrency <n>', "every fake downstream: concurrent requests allowed (default: its job's concurrency)", positiveInt('--downstream-concurrency'))
     .option('--verbose', 'also print function logs on stderr (they always go to .local/logs)', false)
     .addOption(new Option('--dynamodb-port <port>', 'DynamoDB port (default: a free one)').argParser(port))
     .addOption(new Option('--sqs-port <port>', 'SQS port (default: a free one)').argParser(port))
@@ -47,36 +98,47 @@ export function buildProgram(run: (options: RunOptions) => Promise<number>): Com
     .addOption(new Option('--lambda-port <port>', 'Lambda API port (default: a free one)').argParser(port))
     .addOption(new Option('--scheduler-port <port>', 'EventBridge Scheduler API port (default: a free one)').argParser(port))
     .addOption(new Option('--secrets-port <port>', 'Secrets Manager port (default: a free one)').argParser(port))
-    .addOption(new Option('--provider-port <port>', 'payment provider port (default: a free one)').argParser(port))
-    .showHelpAfterError()
-    .action(async (flags) => {
-      process.exitCode = await run({
-        env: flags.env,
-        cwd: process.cwd(),
-        assemblyDir: flags.cdkOut,
-        localDir: flags.localDir,
-        synth: flags.synth,
-        serve: flags.serve,
-        now: flags.now,
-        date: flags.date,
-        json: flags.json,
-        counts: { payments: flags.payments, uploads: flags.uploads, tenants: flags.tenants },
-        dataDir: flags.dataDir,
-        timeoutSeconds: flags.timeout,
-        verbose: flags.verbose,
-        provider: { startsPerWindow: flags.providerQuota, windowSeconds: flags.providerWindow, maxConcurrent: flags.providerConcurrency },
-        ports: {
-          dynamodb: flags.dynamodbPort,
-          sqs: flags.sqsPort,
-          s3: flags.s3Port,
-          lambda: flags.lambdaPort,
-          secretsManager: flags.secretsPort,
-          scheduler: flags.schedulerPort,
-          provider: flags.providerPort,
-        },
-      });
+    .option('--downstream-port <job>=<port>', "a job's fake downstream port (repeatable; default: a free one)", perJob('--downstream-port', jobs, port))
+    .showHelpAfterError();
+  const units = unitFlags(cwd, jobs).filter((u) => !program.options.some((o) => o.long === `--${u.unit}`));
+  for (const u of units) program.option(`--${u.unit} <n>`, `demo ${u.unit} to seed: --count ${u.job}=<n> (default ${u.defaultCount})`, positiveInt(`--${u.unit}`));
+  return program.action(async (flags) => {
+    const counts: Record<string, number> = {};
+    for (const u of units) if (flags[camel(u.unit)] !== undefined) counts[u.job] = flags[camel(u.unit)];
+    // --count is the flag the aliases stand for: it wins where both name one job.
+    Object.assign(counts, flags.count);
+    process.exitCode = await run({
+      env: flags.env,
+      cwd,
+      assemblyDir: flags.cdkOut,
+      localDir: flags.localDir,
+      synth: flags.synth,
+      serve: flags.serve,
+      now: flags.now,
+      date: flags.date,
+      json: flags.json,
+      counts,
+      dataDir: flags.dataDir,
+      timeoutSeconds: flags.timeout,
+      verbose: flags.verbose,
+      downstream: {
+        quota: { startsPerWindow: flags.downstreamQuota, windowSeconds: flags.downstreamWindow, maxConcurrent: flags.downstreamConcurrency },
+        ports: flags.downstreamPort,
+      },
+      ports: {
+        dynamodb: flags.dynamodbPort,
+        sqs: flags.sqsPort,
+        s3: flags.s3Port,
+        lambda: flags.lambdaPort,
+        secretsManager: flags.secretsPort,
+        scheduler: flags.schedulerPort,
+      },
     });
+  });
 }
+
+/** Commander's attribute name for a long flag: `--max-items` is `maxItems`. */
+const camel = (flag: string) => flag.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
 async function main(): Promise<void> {
   // The SDK's Node 20 notice is not this tool's to show, and it would break the --json contract's clean stderr story.

@@ -1,17 +1,18 @@
 // The end of a local run: per-job numbers and the four checks (nothing lost, no dead letter that no fault explains, one
-// effect per operation, pacing held),
-// as a table for people and one JSON document for machines. Pure: the run hands in what it observed.
-import { maxInAnyWindow } from './provider';
+// effect per operation, pacing held), as a table for people and one JSON document for machines. Pure: the run hands
+// in what it observed. A job with a local fixture is judged on its downstream's effects; a job without one on the
+// pipeline's own record, and the report says which.
+import { fixturePath, maxInAnyWindow } from './fixture';
+import type { LedgerTotals } from './session';
 
-/** What the run observed for one job. */
-export interface JobObservation {
-  /** From the run ledger, summed over this run's batches. */
-  discovered: number;
-  published: number;
-  completed: number;
-  rejected: number;
-  duplicates: number;
-  deferred: number;
+/**
+ * Whose counts a job's effects are: `fixture`, the downstream's as the job's local fixture reads them; `pipeline`, the
+ * pipeline's own (completed idempotency records and the consumer's logs), for a job without a fixture.
+ */
+export type EffectsSource = 'fixture' | 'pipeline';
+
+/** What the run observed for one job; the counts from the run ledger, summed over this run's batches. */
+export interface JobObservation extends Pick<LedgerTotals, 'discovered' | 'published' | 'completed' | 'rejected' | 'duplicates' | 'deferred'> {
   /** Messages in the job's DLQ at the end. */
   dlq: number;
   /** The `failureReason` of (some of) those messages, as the consumer set it; for the report. */
@@ -21,15 +22,17 @@ export interface JobObservation {
    * letter is a bug, even when nothing is lost.
    */
   expectedDeadLetters?: number;
-  /** Downstream effects per operation key (payment, object, tenant). */
+  /** Effects per operation key: the downstream's (fixture) or the consumer's completed applies (pipeline). */
   effectsByOperation: Map<string, number>;
-  /** Downstream effects per item where an operation touches several (sessions); each should be exactly one. */
+  /** Whose counts `effectsByOperation` and `starts` are. @default 'fixture' */
+  effectsSource?: EffectsSource;
+  /** Downstream effects per item where an operation touches several; each should be exactly one. */
   effectsByItem?: Map<string, number>;
   /** Effects on targets the run did not seed for this job (a wrong target changed); should be none. */
   unexpectedEffects?: string[];
-  /** Times the downstream saw an operation start. */
+  /** Times the downstream saw an operation start (pipeline: the consumer's apply starts). */
   starts: number[];
-  /** 429s from the downstream (the provider), or deferrals when the downstream is AWS itself. */
+  /** Throttles the downstream answered, or the consumer's own count when the downstream cannot tell. */
   throttled: number;
   rateLimit: { startsPerInterval: number; intervalSeconds: number };
   /** The oldest operation's age at completion since its FIRST enqueue (deferrals re-publish and reset SQS's own age). */
@@ -54,10 +57,14 @@ export interface JobReport {
   maxStartsPerWindow: number;
   rateLimitPerWindow: number;
   windowSeconds: number;
-  /** Items changed, where one operation changes several (sessions deleted per tenant). */
+  /** Items changed, where one operation changes several (a fixture that reads effects per item). */
   itemEffects?: number;
   /** The true job age: the oldest completed operation's age since first enqueue, across deferrals; null if none. */
   maxJobAgeSeconds: number | null;
+  /** Whose counts `effects` and `maxStartsPerWindow` are. */
+  effectsSource: EffectsSource;
+  /** For a job judged on the pipeline's own counts: what that does not prove, and how to prove it. */
+  note?: string;
 }
 
 export interface Check {
@@ -77,9 +84,15 @@ export interface RunReport {
   checks: Check[];
 }
 
+/** What a report says of a job without a fixture: its counts prove the pipeline, not the downstream. */
+export function pipelineNote(job: string): string {
+  return `counts are the pipeline's own (idempotency store and consumer logs), not the downstream's: add ${fixturePath('', job)} to check the downstream`;
+}
+
 export function buildJobReport(job: string, o: JobObservation): { report: JobReport; checks: Check[] } {
   const windowMs = o.rateLimit.intervalSeconds * 1000;
   const effects = [...o.effectsByOperation.values()].reduce((a, b) => a + b, 0);
+  const source = o.effectsSource ?? 'fixture';
   const report: JobReport = {
     discovered: o.discovered,
     completed: o.completed,
@@ -94,6 +107,8 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
     windowSeconds: o.rateLimit.intervalSeconds,
     maxJobAgeSeconds: o.maxJobAgeMs === undefined ? null : Math.round(o.maxJobAgeMs / 100) / 10,
     ...(o.effectsByItem ? { itemEffects: [...o.effectsByItem.values()].reduce((a, b) => a + b, 0) } : {}),
+    effectsSource: source,
+    ...(source === 'pipeline' ? { note: pipelineNote(job) } : {}),
   };
   const earlier = o.keptData ? o.duplicates : 0;
   const accounted = o.completed + earlier + o.rejected + o.dlq;
@@ -118,13 +133,15 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
           ? `${repeated.length} targets changed other than once, e.g. ${repeated.slice(0, 3).map(([k, n]) => `${k} x${n}`).join(', ')}`
           : unexpected.length > 0
             ? `${unexpected.length} targets changed that were not due, e.g. ${unexpected.slice(0, 3).join(', ')}`
-            : `${effectedOperations} operations with one effect each, ${o.completed} completed`,
+            : source === 'pipeline'
+              ? `${effectedOperations} operations completed once each in the pipeline's own record, ${o.completed} completed in the ledger (no fixture: the downstream's effects are not seen)`
+              : `${effectedOperations} operations with one effect each, ${o.completed} completed`,
     },
     {
       job,
       name: 'rate-respected',
       ok: report.maxStartsPerWindow <= o.rateLimit.startsPerInterval,
-      detail: `at most ${report.maxStartsPerWindow} starts in any ${o.rateLimit.intervalSeconds}s window, limit ${o.rateLimit.startsPerInterval}`,
+      detail: `at most ${report.maxStartsPerWindow} ${source === 'pipeline' ? 'apply starts (the consumer\'s)' : 'starts'} in any ${o.rateLimit.intervalSeconds}s window, limit ${o.rateLimit.startsPerInterval}`,
     },
     {
       job,
@@ -185,6 +202,7 @@ export function formatReport(report: RunReport): string {
   ]);
   const table = formatTable(['job', 'discovered', 'completed', 'rejected', 'dlq', 'effects', 'duplicates', 'deferred', 'throttled', 'max starts', 'max job age'], rows);
   const checks = report.checks.map((c) => `${c.ok ? 'PASS' : 'FAIL'}  ${c.job}  ${c.name}: ${c.detail}`);
+  const notes = Object.entries(report.jobs).flatMap(([name, j]) => (j.note ? [`NOTE  ${name}: ${j.note}`] : []));
   const head = report.settled ? `settled in ${(report.durationMs / 1000).toFixed(1)} s` : `did NOT settle within ${(report.durationMs / 1000).toFixed(1)} s`;
-  return [`Local run, env ${report.env}, business date ${report.businessDate}: ${head}`, '', table, '', ...checks, '', report.ok ? 'OK' : 'FAILED'].join('\n');
+  return [`Local run, env ${report.env}, business date ${report.businessDate}: ${head}`, '', table, '', ...(notes.length > 0 ? [...notes, ''] : []), ...checks, '', report.ok ? 'OK' : 'FAILED'].join('\n');
 }

@@ -64,18 +64,66 @@ export interface SqsOptions {
 
 export async function startSqs(options: SqsOptions = {}): Promise<RunningServer> {
   if (options.port) await ensurePortFree(options.port, 'SQS');
-  const { createSqsServer } = await import('local-aws-sqs');
-  // local-aws-sqs listens itself; asking for port 0 and reading the address back gives a free port.
-  const server = (await createSqsServer({
+  const { createRequestHandler } = await import('local-aws-sqs');
+  const { createServer } = await import('node:http');
+  const { service, requestHandler } = createRequestHandler({
     port: options.port ?? 0,
     hostname: LOOPBACK,
     region: options.region ?? 'us-east-1',
     accountId: options.accountId ?? '000000000000',
     emulateQueueCreationLifecycle: false,
-  })) as unknown as Server;
-  const port = (server.address() as AddressInfo).port;
+  });
+  const server = createServer((req, res) => {
+    // Every queue exists before a request can name it (CreateQueue answered earlier), so each is patched in time.
+    for (const queue of service.Queues) answerDepthLikeAws(queue as unknown as LocalSqsQueue);
+    void requestHandler(req, res);
+  });
   if (options.onRequest) observeRequests(server, options.onRequest);
+  const port = await listen(server, options.port ?? 0);
+  // What createSqsServer does once listening: queue URLs carry the port actually bound.
+  service.PORT = port;
   return { endpoint: `http://${LOOPBACK}:${port}`, port, close: () => closeServer(server) };
+}
+
+/** The part of local-aws-sqs's queue that answers GetQueueAttributes and starts a message move task. */
+interface LocalSqsQueue {
+  getAttributes(names: string[]): Record<string, string> | undefined;
+  startMessageMoveTask(...args: unknown[]): unknown;
+  [AWS_DEPTH]?: true;
+}
+
+const AWS_DEPTH = Symbol('answers depth like AWS');
+
+/**
+ * local-aws-sqs counts a message in flight in ApproximateNumberOfMessages as well as in ...NotVisible; AWS counts it
+ * only in the latter (ApproximateNumberOfMessages is the messages available to receive). Patched per queue so every
+ * client (the session, `ops status`, the producer's admission) reads AWS's figures. A message is delayed only until it
+ * is first received, so "not delayed, minus not visible" is exactly the visible ones. The library's own move task
+ * (StartMessageMoveTask) computes what to move as ApproximateNumberOfMessages - ...NotVisible, from its own figures:
+ * it keeps them while it starts.
+ */
+function answerDepthLikeAws(queue: LocalSqsQueue): void {
+  if (queue[AWS_DEPTH]) return;
+  queue[AWS_DEPTH] = true;
+  const ownAttributes = queue.getAttributes.bind(queue);
+  const ownMoveTask = queue.startMessageMoveTask.bind(queue);
+  let starting = false;
+  queue.getAttributes = (names) => {
+    const answer = ownAttributes(names);
+    if (starting || answer?.ApproximateNumberOfMessages === undefined) return answer;
+    const counts = ownAttributes(['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'])!;
+    const visible = Number(counts.ApproximateNumberOfMessages) - Number(counts.ApproximateNumberOfMessagesNotVisible);
+    return { ...answer, ApproximateNumberOfMessages: String(Math.max(0, visible)) };
+  };
+  queue.startMessageMoveTask = (...args) => {
+    // The task reads the queue's depth synchronously in its constructor, inside this call.
+    starting = true;
+    try {
+      return ownMoveTask(...args);
+    } finally {
+      starting = false;
+    }
+  };
 }
 
 /** One request seen by an embedded server, for the run report (who wrote what, and when). */

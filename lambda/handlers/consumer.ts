@@ -498,7 +498,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
       // Retryable, in progress elsewhere, or unknown: SQS redelivers it after the visibility timeout.
       logger[inProgress ? 'warn' : 'error'](
         inProgress ? 'operation is in progress in another invocation; will retry' : 'apply failed; will retry',
-        error as Error,
+        { error: error as Error, ...(inProgress ? {} : { applyStartedAt: applyStartedMs }) },
       );
       return fail(record, message, error, tally);
     }
@@ -513,7 +513,8 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     const ageMs = Math.max(0, now().getTime() - Date.parse(message.firstEnqueuedAt ?? message.enqueuedAt));
     milliseconds(MetricName.AgeSinceFirstEnqueue, ageMs);
     tally.age(message.batchId, ageMs);
-    logger.info('operation completed', { outcome: result.outcome });
+    // applyStartedAt: when the downstream call began, so a job's starts can be read from the logs alone.
+    logger.info('operation completed', { outcome: result.outcome, applyStartedAt: applyStartedMs });
     tally.add(message.batchId, { completed: 1 });
     return result.outcome;
   };

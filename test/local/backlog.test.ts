@@ -17,7 +17,7 @@ describe('Backlog: many times the rate, admitted step by step', () => {
   beforeAll(async () => {
     result = await runE2eBench({
       cwd: process.cwd(),
-      counts: { payments: BACKLOG, uploads: 0, tenants: 0 },
+      counts: { [JOB]: BACKLOG },
       jobs: [JOB],
       rateLimits: { [JOB]: RATE },
       intervalSeconds: { [JOB]: 6 },

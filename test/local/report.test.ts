@@ -18,7 +18,7 @@ const observation = (overrides: Partial<JobObservation> = {}): JobObservation =>
 describe('Function: buildJobReport', () => {
   it('passes the four checks when every operation is accounted for, changed once, paced, and none dead-lettered', () => {
     const { report, checks } = buildJobReport('job', observation({ starts: [0, 500, 1000, 1500] }));
-    expect(report).toEqual({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, duplicatesSuppressed: 0, deferred: 0, throttled: 0, maxStartsPerWindow: 2, rateLimitPerWindow: 2, windowSeconds: 1, maxJobAgeSeconds: null });
+    expect(report).toEqual({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, duplicatesSuppressed: 0, deferred: 0, throttled: 0, maxStartsPerWindow: 2, rateLimitPerWindow: 2, windowSeconds: 1, maxJobAgeSeconds: null, effectsSource: 'fixture' });
     expect(checks).toEqual([
       { job: 'job', name: 'nothing-lost', ok: true, detail: 'completed 3 + rejected 0 + dlq 0 = 3, discovered 3' },
       { job: 'job', name: 'one-effect-per-operation', ok: true, detail: '3 operations with one effect each, 3 completed' },
@@ -81,6 +81,51 @@ describe('Function: buildJobReport', () => {
   it('fails rate-respected when any sliding window holds more starts than the limit', () => {
     const { checks } = buildJobReport('job', observation({ starts: [0, 900, 950, 2000] }));
     expect(checks[2]).toEqual({ job: 'job', name: 'rate-respected', ok: false, detail: 'at most 3 starts in any 1s window, limit 2' });
+  });
+});
+
+describe('Function: buildJobReport, a job without a fixture (source: pipeline)', () => {
+  const pipeline = (overrides: Partial<JobObservation> = {}) => observation({ effectsSource: 'pipeline', throttled: 0, starts: [0, 500, 1000], ...overrides });
+  const NOTE =
+    "counts are the pipeline's own (idempotency store and consumer logs), not the downstream's: add lambda/jobs/own-job/local.ts to check the downstream";
+
+  it('passes when every operation completed once in the pipeline\'s own record, and says whose counts they are', () => {
+    const { report, checks } = buildJobReport('own-job', pipeline());
+    expect(report).toMatchObject({ effects: 3, completed: 3, effectsSource: 'pipeline', note: NOTE, maxStartsPerWindow: 2 });
+    expect(checks.map((c) => [c.name, c.ok])).toEqual([
+      ['nothing-lost', true],
+      ['one-effect-per-operation', true],
+      ['rate-respected', true],
+      ['no-unexplained-dead-letters', true],
+    ]);
+    expect(checks[1].detail).toBe("3 operations completed once each in the pipeline's own record, 3 completed in the ledger (no fixture: the downstream's effects are not seen)");
+    expect(checks[2].detail).toBe("at most 2 apply starts (the consumer's) in any 1s window, limit 2");
+  });
+
+  it('fails one-effect-per-operation when the consumer completed one operation twice', () => {
+    const { checks } = buildJobReport('own-job', pipeline({ effectsByOperation: new Map([['a', 2], ['b', 1], ['c', 1]]) }));
+    expect(checks[1]).toEqual({ job: 'own-job', name: 'one-effect-per-operation', ok: false, detail: '1 targets changed other than once, e.g. a x2' });
+  });
+
+  it('fails one-effect-per-operation when the pipeline\'s record and the ledger disagree on how many completed', () => {
+    const { checks } = buildJobReport('own-job', pipeline({ effectsByOperation: new Map([['a', 1], ['b', 1]]) }));
+    expect(checks[1].ok).toBe(false);
+  });
+
+  it('fails rate-respected on the consumer\'s apply starts', () => {
+    const { checks } = buildJobReport('own-job', pipeline({ starts: [0, 100, 200] }));
+    expect(checks[2]).toEqual({ job: 'own-job', name: 'rate-respected', ok: false, detail: "at most 3 apply starts (the consumer's) in any 1s window, limit 2" });
+  });
+
+  it('says so in the text report, and a fixture job gets no note', () => {
+    const run = buildRunReport({ env: 'dev', businessDate: '2026-11-28', settled: true, durationMs: 1000, jobs: new Map([['own-job', pipeline()], ['job', observation({ starts: [0, 500, 1000, 1500] })]]) });
+    expect(run.ok).toBe(true);
+    expect(run.jobs.job).not.toHaveProperty('note');
+    expect(run.jobs.job.effectsSource).toBe('fixture');
+    const text = formatReport(run);
+    expect(text).toContain(`NOTE  own-job: ${NOTE}`);
+    expect(text).not.toContain('NOTE  job:');
+    expect(text.trimEnd().endsWith('OK')).toBe(true);
   });
 });
 

@@ -1,21 +1,38 @@
-import { PaymentProvider, type ProviderFault } from '../../local/provider';
+import type { DownstreamFault } from '../../../../local/fixture';
+import { waitFor } from '../../../../local/waitFor';
+import { PaymentProvider } from '../../../../lambda/jobs/payment-reconciliation/localProvider';
 
-const post = (endpoint: string, paymentId: string, key: string) =>
-  fetch(`${endpoint}/v1/payments/${paymentId}/reconcile`, { method: 'POST', headers: { authorization: 'Bearer k1', 'idempotency-key': key }, body: '{}' });
+const post = (endpoint: string, paymentId: string, key: string, signal?: AbortSignal) =>
+  fetch(`${endpoint}/v1/payments/${paymentId}/reconcile`, { method: 'POST', headers: { authorization: 'Bearer k1', 'idempotency-key': key }, body: '{}', signal });
 
 describe('Class: PaymentProvider', () => {
   let provider: PaymentProvider;
-  let next: ProviderFault | undefined;
+  let next: DownstreamFault | undefined;
+  const asked: { operationKey: string; idempotencyKey: string }[] = [];
   beforeEach(async () => {
     next = undefined;
-    provider = new PaymentProvider({ startsPerWindow: 100, maxConcurrent: 5, apiKeys: ['k1'], latencyMs: 1, faults: () => next });
+    asked.length = 0;
+    provider = new PaymentProvider({ startsPerWindow: 100, maxConcurrent: 5, apiKeys: ['k1'], latencyMs: 1 });
+    provider.setFaults(({ operationKey, idempotencyKey }) => {
+      asked.push({ operationKey, idempotencyKey });
+      return next;
+    });
     await provider.start();
   });
   afterEach(async () => {
     await provider.close();
   });
 
-  describe('Method: start (fault injection)', () => {
+  describe('Method: setFaults', () => {
+    it('asks the policy once per request with the payment ID as operation key, and stops asking when cleared', async () => {
+      expect((await post(provider.endpoint, 'p1', 'op-1')).status).toBe(200);
+      expect(asked).toEqual([{ operationKey: 'p1', idempotencyKey: 'op-1' }]);
+      next = { kind: 'error', status: 503 };
+      provider.setFaults(undefined);
+      expect((await post(provider.endpoint, 'p2', 'op-2')).status).toBe(200);
+      expect(asked).toHaveLength(1);
+    });
+
     it('answers an injected throttle with 429 and Retry-After, without a start or an effect', async () => {
       next = { kind: 'throttle', retryAfterSeconds: 2 };
       const res = await post(provider.endpoint, 'p1', 'op-1');
@@ -23,7 +40,8 @@ describe('Class: PaymentProvider', () => {
       expect(res.headers.get('retry-after')).toBe('2');
       expect(await res.json()).toEqual({ message: 'injected throttle' });
       expect(provider.effects).toHaveLength(0);
-      expect(provider.arrivals).toEqual([expect.objectContaining({ paymentId: 'p1', status: 429, fault: 'throttle' })]);
+      expect(provider.throttled).toBe(1);
+      expect(provider.arrivals).toEqual([expect.objectContaining({ operationKey: 'p1', status: 429, fault: 'throttle' })]);
     });
 
     it('answers an injected 5xx before the effect, so a retry applies once', async () => {
@@ -40,8 +58,8 @@ describe('Class: PaymentProvider', () => {
       const abort = new AbortController();
       const first = post(provider.endpoint, 'p1', 'op-1');
       void first.catch(() => undefined);
-      const hung = fetch(`${provider.endpoint}/v1/payments/p1/reconcile`, { method: 'POST', headers: { authorization: 'Bearer k1', 'idempotency-key': 'op-2' }, signal: abort.signal }).catch((e: Error) => e.name);
-      await new Promise((r) => setTimeout(r, 100));
+      const hung = post(provider.endpoint, 'p1', 'op-2', abort.signal).catch((e: Error) => e.name);
+      await waitFor('both effects applied', () => provider.effects.length === 2, { timeoutMs: 2_000, intervalMs: 5 });
       expect(provider.effects.map((e) => e.idempotencyKey).sort()).toEqual(['op-1', 'op-2']);
       abort.abort();
       expect(await hung).toBe('AbortError');

@@ -1,57 +1,32 @@
-// Downstream stand-in: a local payment provider with a quota (R starts per window, C concurrent), Idempotency-Key
-// dedup, and a record of every arrival and effect, so a run can prove pacing and exactly-once effects.
+// The payment provider's local stand-in (the job's fake downstream, see local/fixture.ts): a quota (R starts per
+// window, C concurrent), Idempotency-Key dedup, injectable faults, and a record of every arrival and effect, so a local
+// run can prove pacing and exactly-once effects. Local tooling only: nothing under lambda/handlers imports it.
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { closeServer } from './servers';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { JobRuntimeSettings } from '../../core/constants';
+import { maxInAnyWindow } from '../../../local/fixture';
+import type { DownstreamArrival, DownstreamEffect, DownstreamFaultPolicy, FakeDownstream } from '../../../local/fixture';
+import { closeServer } from '../../../local/servers';
 
-export interface ProviderOptions {
+export interface PaymentProviderOptions {
   /** Starts allowed in any window of `windowSeconds`. */
   startsPerWindow: number;
   /** @default 60 */
   windowSeconds?: number;
   /** Requests allowed in progress at once. */
   maxConcurrent: number;
-  /** Bearer tokens accepted; empty accepts any non-empty token. @default [] */
+  /** Bearer tokens accepted; empty accepts any non-empty token. More are added with allowSecret. @default [] */
   apiKeys?: string[];
   /** Simulated processing time per request. @default 20 */
   latencyMs?: number;
   /** 0 picks a free port. @default 0 */
   port?: number;
-  /** Fault injection (the chaos harness): asked once per request that passed auth; absent means no faults. */
-  faults?: ProviderFaultPolicy;
 }
 
-/**
- * What the provider does wrong with one request. `throttle` answers 429 and `error` 500, both before the effect;
- * `slow` adds latency before the effect; `hangAfterEffect` applies the effect and then holds the answer back (the
- * caller times out: the documented window between effect and completion record); `dropBeforeEffect` holds the
- * request then closes the connection without any effect.
- */
-export type ProviderFault =
-  | { kind: 'throttle'; retryAfterSeconds: number }
-  | { kind: 'error'; status: 500 | 502 | 503 }
-  | { kind: 'slow'; delayMs: number }
-  | { kind: 'hangAfterEffect'; delayMs: number }
-  | { kind: 'dropBeforeEffect'; delayMs: number };
-
-export type ProviderFaultPolicy = (request: { paymentId: string; idempotencyKey: string; at: number }) => ProviderFault | undefined;
-
-export interface ProviderArrival {
-  at: number;
-  paymentId: string;
-  idempotencyKey?: string;
-  status: number;
-  /** Answered from the Idempotency-Key store (no new effect). */
-  replayed?: boolean;
-  /** The fault injected into this request, if any. */
-  fault?: ProviderFault['kind'];
-}
-
-export interface ProviderEffect {
-  at: number;
-  paymentId: string;
-  idempotencyKey: string;
+/** One settlement, as the provider applied it. `operationKey` is the payment ID. */
+export interface PaymentEffect extends DownstreamEffect {
   providerReference: string;
 }
 
@@ -62,26 +37,12 @@ interface StoredResult {
 
 const PATH = /^\/v1\/payments\/([^/]+)\/reconcile$/;
 
-/**
- * The largest number of timestamps that fall in any half-open window [t, t + windowMs).
- * Used for arrivals here and for every job's starts in the run report.
- */
-export function maxInAnyWindow(timestamps: number[], windowMs: number): number {
-  const sorted = [...timestamps].sort((a, b) => a - b);
-  let best = 0;
-  let lo = 0;
-  for (let hi = 0; hi < sorted.length; hi++) {
-    while (sorted[hi] - sorted[lo] >= windowMs) lo++;
-    best = Math.max(best, hi - lo + 1);
-  }
-  return best;
-}
-
-export class PaymentProvider {
-  public readonly arrivals: ProviderArrival[] = [];
-  public readonly effects: ProviderEffect[] = [];
-  /** Requests answered from the Idempotency-Key store instead of being applied again. */
-  public replays = 0;
+export class PaymentProvider implements FakeDownstream {
+  /** Every request that reached a route, with its answer; `operationKey` is the payment ID. */
+  public readonly arrivals: DownstreamArrival[] = [];
+  public readonly effects: PaymentEffect[] = [];
+  private replayCount = 0;
+  private readonly apiKeys: string[];
   private readonly results = new Map<string, StoredResult>();
   /** Keys whose first request is still in progress: a concurrent retry must not apply twice. */
   private readonly inProgress = new Set<string>();
@@ -89,9 +50,13 @@ export class PaymentProvider {
   private concurrent = 0;
   private server?: Server;
   private readonly windowMs: number;
+  private faults?: DownstreamFaultPolicy;
+  /** Ends answers held back after their effect, so close() does not wait out (or leave behind) their timers. */
+  private readonly closing = new AbortController();
 
-  constructor(private readonly options: ProviderOptions) {
+  constructor(private readonly options: PaymentProviderOptions) {
     this.windowMs = (options.windowSeconds ?? 60) * 1000;
+    this.apiKeys = [...(options.apiKeys ?? [])];
   }
 
   get endpoint(): string {
@@ -99,41 +64,52 @@ export class PaymentProvider {
     return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
 
-  /** Adds a bearer token (the stack's generated secret is known only after provisioning). */
-  allowApiKey(key: string): void {
-    (this.options.apiKeys ??= []).push(key);
+  /** Requests answered from the Idempotency-Key store instead of being applied again. */
+  get replays(): number {
+    return this.replayCount;
   }
 
-  /** Starts whose requests reached the quota check (accepted, replayed or refused). */
-  maxStartsInAnyWindow(): number {
-    return maxInAnyWindow(this.arrivals.map((a) => a.at), this.windowMs);
-  }
-
-  /** Effects per payment: exactly one each is the goal. */
-  effectsByPayment(): Map<string, number> {
-    const out = new Map<string, number>();
-    for (const e of this.effects) out.set(e.paymentId, (out.get(e.paymentId) ?? 0) + 1);
-    return out;
-  }
-
+  /** Requests answered 429, by the quota or by an injected throttle. */
   get throttled(): number {
     return this.arrivals.filter((a) => a.status === 429).length;
   }
 
-  async start(): Promise<string> {
-    this.server = createServer((req, res) => {
+  /** Adds an accepted bearer token (the stack's generated secret is known only after provisioning). */
+  allowSecret(value: string): void {
+    this.apiKeys.push(value);
+  }
+
+  setFaults(policy: DownstreamFaultPolicy | undefined): void {
+    this.faults = policy;
+  }
+
+  /** The job's settings with the provider URL pointed here; the settings handed in are left as they were. */
+  configure(settings: JobRuntimeSettings): JobRuntimeSettings {
+    const copy = structuredClone(settings);
+    copy.settings.providerBaseUrl = this.endpoint;
+    return copy;
+  }
+
+  /** The most requests that reached the quota check (accepted, replayed or refused) in any window. */
+  maxStartsInAnyWindow(): number {
+    return maxInAnyWindow(this.arrivals.map((a) => a.at), this.windowMs);
+  }
+
+  async start(): Promise<void> {
+    const server = createServer((req, res) => {
       this.handle(req, res).catch((error: Error) => this.send(res, 500, { message: error.message }));
     });
     await new Promise<void>((resolve, reject) => {
-      this.server!.once('error', (err: NodeJS.ErrnoException) =>
+      server.once('error', (err: NodeJS.ErrnoException) =>
         reject(err.code === 'EADDRINUSE' ? new Error(`port ${this.options.port} on 127.0.0.1 is already in use (payment provider)`, { cause: err }) : err),
       );
-      this.server!.listen(this.options.port ?? 0, '127.0.0.1', () => resolve());
+      server.listen(this.options.port ?? 0, '127.0.0.1', () => resolve());
     });
-    return this.endpoint;
+    this.server = server;
   }
 
   async close(): Promise<void> {
+    this.closing.abort();
     if (this.server) await closeServer(this.server);
   }
 
@@ -150,12 +126,12 @@ export class PaymentProvider {
     const now = Date.now();
     const key = req.headers['idempotency-key'];
     const idempotencyKey = typeof key === 'string' && key !== '' ? key : undefined;
-    const record = (status: number, extra: Pick<ProviderArrival, 'replayed' | 'fault'> = {}) => this.arrivals.push({ at: now, paymentId, idempotencyKey, status, ...extra });
+    const record = (status: number, extra: Pick<DownstreamArrival, 'replayed' | 'fault'> = {}) =>
+      this.arrivals.push({ at: now, operationKey: paymentId, idempotencyKey, status, ...extra });
 
     const auth = req.headers.authorization ?? '';
     const token = auth.startsWith('Bearer ') ? auth.slice(7) : '';
-    const keys = this.options.apiKeys ?? [];
-    if (token === '' || (keys.length > 0 && !keys.includes(token))) {
+    if (token === '' || (this.apiKeys.length > 0 && !this.apiKeys.includes(token))) {
       record(401);
       return this.send(res, 401, { message: 'missing or invalid bearer token' });
     }
@@ -178,7 +154,7 @@ export class PaymentProvider {
       record(409);
       return this.send(res, 409, { message: `a request with Idempotency-Key ${idempotencyKey} is in progress` });
     }
-    const fault = this.options.faults?.({ paymentId, idempotencyKey, at: now });
+    const fault = this.faults?.({ operationKey: paymentId, idempotencyKey, at: now });
     if (fault?.kind === 'throttle') {
       record(429, { fault: fault.kind });
       return this.send(res, 429, { message: 'injected throttle' }, { 'retry-after': String(fault.retryAfterSeconds) });
@@ -187,7 +163,7 @@ export class PaymentProvider {
     const stored = this.results.get(idempotencyKey);
     if (stored) {
       record(stored.status, { replayed: true });
-      this.replays++;
+      this.replayCount++;
       return this.send(res, stored.status, stored.body, { 'idempotent-replayed': 'true' });
     }
     if (fault?.kind === 'error') {
@@ -207,7 +183,7 @@ export class PaymentProvider {
       }
       const providerReference = `prov_${randomUUID()}`;
       const body = { paymentId, status: 'settled', providerReference };
-      this.effects.push({ at: Date.now(), paymentId, idempotencyKey, providerReference });
+      this.effects.push({ at: Date.now(), operationKey: paymentId, idempotencyKey, providerReference });
       this.results.set(idempotencyKey, { status: 200, body });
       if (fault?.kind === 'hangAfterEffect') holdAfterEffectMs = fault.delayMs;
       else this.send(res, 200, body);
@@ -217,7 +193,11 @@ export class PaymentProvider {
     }
     if (holdAfterEffectMs > 0) {
       // The effect is stored, so a retry is replayed; this caller only hears back (if still listening) much later.
-      await new Promise((r) => setTimeout(r, holdAfterEffectMs));
+      const held = await delay(holdAfterEffectMs, true, { signal: this.closing.signal }).catch((error: Error) => {
+        if (error.name === 'AbortError') return false; // closed meanwhile: nobody is left to answer
+        throw error;
+      });
+      if (!held) return;
       const stored = this.results.get(idempotencyKey)!;
       if (!res.destroyed) this.send(res, stored.status, stored.body);
     }

@@ -1,0 +1,49 @@
+// The job's local fixture (contract: local/fixture.ts): seeds unsettled payments for the business date and reads the
+// job's effects off its fake payment provider (localProvider.ts). Local tooling only, never bundled into a function.
+import type { JobRuntimeSettings } from '../../core/constants';
+import { FixtureError, putItems, resourceName, tally } from '../../../local/fixture';
+import type { DownstreamOptions, EffectReading, EffectsInput, FixtureContext, JobFixture, SeededDemo } from '../../../local/fixture';
+import { resourceSchema } from './index';
+import { demoPayments } from './items';
+import { PaymentProvider } from './localProvider';
+
+export const fixture: JobFixture = {
+  unit: 'payments',
+  defaultCount: 40,
+
+  async seed(ctx: FixtureContext, count: number): Promise<SeededDemo> {
+    const table = resourceName(ctx.settings, 'tables', 'payments');
+    const items = demoPayments(ctx.businessDate, count);
+    await putItems(ctx.documents, ctx.jobName, table, items);
+    return { expectedOperations: items.map((p) => p.paymentId), summary: `${items.length} payments` };
+  },
+
+  /** Settlements per payment as the provider applied them; every request it saw is a start. */
+  effects({ settings, seeded, downstream }: EffectsInput): EffectReading {
+    if (!downstream) throw new FixtureError(`job ${settings.jobName}: its effects are read off its fake payment provider, and none was handed in`, settings.jobName);
+    const effectsByOperation = tally(downstream.effects.map((e) => e.operationKey));
+    const expected = new Set(seeded.expectedOperations);
+    return {
+      effectsByOperation,
+      starts: downstream.arrivals.map((a) => a.at),
+      throttled: downstream.throttled,
+      unexpectedEffects: [...effectsByOperation.keys()].filter((id) => !expected.has(id)),
+    };
+  },
+
+  operationKeyOf(resource: Record<string, unknown>): string | undefined {
+    const parsed = resourceSchema.safeParse(resource);
+    return parsed.success ? parsed.data.paymentId : undefined;
+  },
+
+  /** A provider with the job's own effective quota, unless the run names another. */
+  downstream(settings: JobRuntimeSettings, options: DownstreamOptions): PaymentProvider {
+    return new PaymentProvider({
+      startsPerWindow: options.quota?.startsPerWindow ?? settings.rateLimit.startsPerInterval,
+      windowSeconds: options.quota?.windowSeconds ?? settings.rateLimit.intervalSeconds,
+      maxConcurrent: options.quota?.maxConcurrent ?? settings.concurrency,
+      latencyMs: options.latencyMs,
+      port: options.port,
+    });
+  },
+};

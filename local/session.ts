@@ -1,0 +1,491 @@
+// One local session: the synthesized stack deployed on the local AWS-protocol servers, every job with its fixture and
+// fake downstream, and the questions the local tools ask of it (seed, fire, how deep is a queue, what does the ledger
+// say, has the run settled, what did the job do). `npm start` (local/run.ts), `npm run chaos` (chaos/run.ts) and
+// `npm run bench` (bench/e2e.ts) all run on it, so a behaviour of the local stack lives here once. It names no job.
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { S3Client } from '@aws-sdk/client-s3';
+import { GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient, type QueueAttributeName } from '@aws-sdk/client-sqs';
+import { resolve } from 'node:path';
+import { ensureStack, type StackArtifact } from './assembly';
+import { zonedDate } from './cron';
+import { loadFixture, type DownstreamArrival, type DownstreamEffect, type DownstreamOptions, type EffectReading, type FakeDownstream, type JobFixture, type ObservedWrite, type SeededDemo } from './fixture';
+import { PipelineLog } from './pipelineEffects';
+import { planStack, type PlannedFunction } from './plan';
+import { LocalStack, type LocalStackOptions, type Ports } from './stack';
+import { loadTemplate, type CloudFormationTemplate } from './template';
+import { jobViews, type JobView } from './jobs';
+import type { ObservedRequest } from './servers';
+import type { JobRuntimeSettings } from '../lambda/core/constants';
+
+export class SessionError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'SessionError';
+  }
+}
+
+export interface SessionOptions {
+  /** Project root (cdk.json, lambda/jobs/<name>/local.ts). */
+  cwd: string;
+  /** @default "dev" */
+  env?: string;
+  /** @default "cdk.out" */
+  assemblyDir?: string;
+  /** Re-synthesize even when the assembly has the stack. */
+  synth?: boolean;
+  /** Changes the template before anything is planned (the chaos harness retimes it, the bench caps concurrency). */
+  template?: (template: CloudFormationTemplate) => CloudFormationTemplate;
+  /** Changes a job's JOB_SETTINGS for the run (the bench scales rates); the producer and consumer get the same. */
+  jobSettings?: (settings: JobRuntimeSettings) => JobRuntimeSettings;
+  /** Options of each job's fake downstream (quota, latency, port); undefined: the fixture's defaults. */
+  downstream?: (job: string, settings: JobRuntimeSettings) => DownstreamOptions | undefined;
+  /** A function's environment after the session's own changes (e.g. a DynamoDB fault or counting proxy). */
+  environment?: (fn: PlannedFunction, env: Record<string, string>) => Record<string, string>;
+  dataDir?: string;
+  ports?: Ports;
+  /** Function output and runtime notes, by source. */
+  log: (source: string, line: string) => void;
+  /** Sees every request the local DynamoDB, SQS and S3 servers receive, after the session has. */
+  onRequest?: LocalStackOptions['onRequest'];
+  onInvoke?: LocalStackOptions['onInvoke'];
+  killAfterMs?: LocalStackOptions['killAfterMs'];
+  asyncRetryDelaysMs?: number[];
+  /** Warm this many execution environments per function before the run. @default each function's concurrency */
+  prewarm?: boolean;
+}
+
+/** A job as deployed locally, with its fixture (if it has one) and the fake downstream the fixture offers. */
+export interface SessionJob extends JobView {
+  fixture?: JobFixture;
+  downstream?: FakeDownstream;
+}
+
+export interface QueueDepth {
+  visible: number;
+  inFlight: number;
+  delayed: number;
+  /** Everything the queue holds. */
+  total: number;
+}
+
+/** One run's batches summed from the ledger. */
+export interface LedgerTotals {
+  discovered: number;
+  published: number;
+  completed: number;
+  rejected: number;
+  duplicates: number;
+  deferred: number;
+  throttled: number;
+  deadLettered: number;
+  batches: number;
+  finished: number;
+  /** Batches whose admission has not completed. */
+  admitting: number;
+}
+
+export interface DlqMessage {
+  messageId: string;
+  body: string;
+  /** The consumer's message attributes (failureReason, operationId, ...); none when SQS moved it after maxReceiveCount. */
+  attributes: Record<string, string>;
+}
+
+/** The job's effects, and whose counts they are. */
+export interface JobEffects extends EffectReading {
+  /**
+   * `fixture`: the downstream's own effects, as the job's fixture sees them. `pipeline`: the pipeline's own record
+   * (completed idempotency records and the consumer's logs), for a job without a fixture.
+   */
+  source: 'fixture' | 'pipeline';
+}
+
+export interface SettleOptions {
+  /** Epoch ms to give up at. */
+  deadline: number;
+  /** Only these jobs. @default every job */
+  jobs?: string[];
+  /** Only ledger batches started since (ISO). @default the session's start */
+  since?: string;
+  /** Called on every poll with each job's state (progress displays). */
+  onPoll?: (state: Map<string, JobState>) => void | Promise<void>;
+  /** Something else still pending (e.g. injected sends); the run has not settled while it returns true. */
+  pending?: () => boolean;
+  /** Stops waiting early (Ctrl-C). */
+  interrupted?: () => boolean;
+  /** Between polls. @default 500 */
+  intervalMs?: number;
+}
+
+export interface JobState {
+  queue: QueueDepth;
+  dlq: QueueDepth;
+  admissionQueue: QueueDepth;
+  ledger: LedgerTotals;
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const EMPTY_DEPTH: QueueDepth = { visible: 0, inFlight: 0, delayed: 0, total: 0 };
+/** Set on the session's own SQS client, so a caller counting requests on the wire can leave the session's out. */
+export const SESSION_USER_AGENT = 'paced-jobs-local-session';
+
+export class LocalSession {
+  readonly writes: ObservedWrite[] = [];
+  /** The consumers' own record of their applies, kept for the consumers in `logWatched`. */
+  readonly pipelineLog = new PipelineLog();
+  /** Consumers whose log lines feed `pipelineLog`: those of jobs without a fixture, and any `watchApplies` names. */
+  private readonly logWatched = new Set<string>();
+  readonly startedAt = new Date();
+  readonly jobs = new Map<string, SessionJob>();
+  private readonly clients: { dynamodb: DynamoDBClient; documents: DynamoDBDocumentClient; s3: S3Client; sqs: SQSClient };
+
+  private constructor(
+    readonly stack: LocalStack,
+    readonly artifact: StackArtifact,
+    readonly template: CloudFormationTemplate,
+    private readonly downstreams: FakeDownstream[],
+  ) {
+    const dynamodb = new DynamoDBClient(stack.clientConfig('dynamodb'));
+    this.clients = {
+      dynamodb,
+      documents: DynamoDBDocumentClient.from(dynamodb, { marshallOptions: { removeUndefinedValues: true } }),
+      s3: new S3Client(stack.clientConfig('s3')),
+      sqs: new SQSClient({ ...stack.clientConfig('sqs'), customUserAgent: SESSION_USER_AGENT }),
+    };
+  }
+
+  /**
+   * Synthesizes (if needed) and deploys the stack locally: plans it, loads each job's fixture, starts the fake
+   * downstreams and the local servers, points the jobs at their downstreams, and warms the functions.
+   */
+  static async open(options: SessionOptions): Promise<LocalSession> {
+    const cwd = resolve(options.cwd);
+    const env = options.env ?? 'dev';
+    const artifact = ensureStack({ env, assemblyDir: options.assemblyDir ?? 'cdk.out', cwd, log: (line) => options.log('provision', line), synth: options.synth });
+    const loaded = loadTemplate(artifact.templateFile);
+    const template = options.template ? options.template(loaded) : loaded;
+    // A first plan before any server exists: each job's settings decide its fixture's downstream (quota, secrets).
+    const preview = jobViews(planStack(template, { stackName: artifact.stackName, region: 'us-east-1', accountId: '000000000000', sqsEndpoint: 'http://preview' }));
+    const runSettings = new Map<string, JobRuntimeSettings>();
+    const fixtures = new Map<string, JobFixture | undefined>();
+    const downstreams = new Map<string, FakeDownstream>();
+    for (const job of preview.values()) {
+      const settings = options.jobSettings ? options.jobSettings(structuredClone(job.settings)) : job.settings;
+      runSettings.set(job.name, settings);
+      const fixture = loadFixture(cwd, job.name);
+      fixtures.set(job.name, fixture);
+      if (fixture?.downstream) downstreams.set(job.name, fixture.downstream(settings, options.downstream?.(job.name, settings) ?? {}));
+    }
+    let session: LocalSession | undefined;
+    const stack = new LocalStack({
+      template,
+      stackName: artifact.stackName,
+      assemblyDir: artifact.assemblyDir,
+      dataDir: options.dataDir ? resolve(cwd, options.dataDir) : undefined,
+      ports: options.ports,
+      asyncRetryDelaysMs: options.asyncRetryDelaysMs,
+      killAfterMs: options.killAfterMs,
+      onInvoke: options.onInvoke,
+      log: (source, line) => {
+        // Parsed only for the consumers that need it: the main thread also runs the servers and the event sources.
+        if (session?.logWatched.has(source)) session.pipelineLog.observe(source, line);
+        options.log(source, line);
+      },
+      onRequest: (service, r) => {
+        const write = observedWrite(service, r);
+        if (write) session?.writes.push(write);
+        options.onRequest?.(service, r);
+      },
+      environmentOverride: (fn, vars) => {
+        let next = vars;
+        if (vars.JOB_SETTINGS) {
+          const synthesized = JSON.parse(vars.JOB_SETTINGS) as JobRuntimeSettings;
+          let settings = runSettings.get(synthesized.jobName) ?? synthesized;
+          const downstream = downstreams.get(synthesized.jobName);
+          if (downstream) settings = downstream.configure(settings);
+          next = { ...vars, JOB_SETTINGS: JSON.stringify(settings) };
+        }
+        return options.environment ? options.environment(fn, next) : next;
+      },
+    });
+    const started: FakeDownstream[] = [];
+    try {
+      for (const d of downstreams.values()) {
+        await d.start();
+        started.push(d);
+      }
+      await stack.start();
+    } catch (error) {
+      await stack.stop().catch(() => undefined);
+      for (const d of started) await d.close().catch(() => undefined);
+      throw error;
+    }
+    session = new LocalSession(stack, artifact, template, [...downstreams.values()]);
+    for (const view of jobViews(stack.plan, stack.mappings).values()) {
+      const downstream = downstreams.get(view.name);
+      // The job's settings as its functions see them (scaled, pointed at the downstream): what a fixture seeds against.
+      let settings = runSettings.get(view.name) ?? view.settings;
+      if (downstream) {
+        settings = downstream.configure(settings);
+        for (const alias of Object.values(view.settings.secrets)) {
+          const secret = stack.secrets.find(alias);
+          if (secret) downstream.allowSecret(secret.value);
+        }
+      }
+      session.jobs.set(view.name, { ...view, settings, fixture: fixtures.get(view.name), downstream });
+      if (!fixtures.get(view.name)) session.watchApplies(view.name);
+    }
+    if (options.prewarm !== false) await stack.prewarm();
+    return session;
+  }
+
+  /** Also keeps the job's apply starts from its consumer's logs (`pipelineLog.startsByOperation`). */
+  watchApplies(name: string): void {
+    const consumer = this.job(name).consumer?.name;
+    if (consumer) this.logWatched.add(consumer);
+  }
+
+  /** The job by name; an unknown name is an error listing the stack's jobs. */
+  job(name: string): SessionJob {
+    const job = this.jobs.get(name);
+    if (!job) throw new SessionError(`the stack has no job "${name}" (jobs: ${[...this.jobs.keys()].join(', ') || 'none'})`);
+    return job;
+  }
+
+  /** The business date a job's schedule would compute at `now`. */
+  businessDateFor(name: string, now = new Date()): string {
+    const { settings } = this.job(name);
+    return zonedDate(now, settings.timeZone, settings.businessDateOffsetDays);
+  }
+
+  /** SQS client for the local server (the session's own user agent). */
+  sqs(): SQSClient {
+    return this.clients.sqs;
+  }
+
+  documents(): DynamoDBDocumentClient {
+    return this.clients.documents;
+  }
+
+  /**
+   * Seeds `count` demo records of the job through its fixture. A job without a fixture seeds nothing (it discovers
+   * whatever its own resources hold) and says so.
+   */
+  async seed(name: string, count: number, businessDate: string): Promise<SeededDemo> {
+    const job = this.job(name);
+    if (!job.fixture) return { expectedOperations: [], summary: 'no fixture (lambda/jobs/<name>/local.ts): nothing seeded' };
+    if (count <= 0) return { expectedOperations: [], summary: `0 ${job.fixture.unit}` };
+    return job.fixture.seed(
+      { jobName: name, settings: job.settings, businessDate, dynamodb: this.clients.dynamodb, documents: this.clients.documents, s3: this.clients.s3 },
+      count,
+    );
+  }
+
+  /** Fires the job's schedule once, as EventBridge Scheduler would at `scheduledTime`. */
+  async fire(name: string, input: { scheduledTime: Date; businessDate?: string }): Promise<void> {
+    const job = this.job(name);
+    if (!job.scheduleName) throw new SessionError(`job ${name} has no schedule to fire`);
+    const result = await this.stack.scheduler.fire(job.scheduleName, input);
+    if (!result.delivered) throw new SessionError(`schedule ${job.scheduleName} could not deliver to its producer: ${result.error}`);
+  }
+
+  /** Starts every event source mapping (work queues and admission queues). */
+  startConsumers(): void {
+    this.stack.startConsumers();
+  }
+
+  /** A queue's depth, as AWS reports it (local/servers.ts makes local-aws-sqs count a message in flight once). */
+  async depth(url: string | undefined): Promise<QueueDepth> {
+    if (!url) return EMPTY_DEPTH;
+    const a = await this.clients.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] }),
+    );
+    const n = (k: QueueAttributeName) => Number(a.Attributes?.[k] ?? 0);
+    const [visible, inFlight, delayed] = [n('ApproximateNumberOfMessages'), n('ApproximateNumberOfMessagesNotVisible'), n('ApproximateNumberOfMessagesDelayed')];
+    return { visible, inFlight, delayed, total: visible + inFlight + delayed };
+  }
+
+  /** The job's run-ledger items of one kind (`BATCH`, `REJECTED`, ...). */
+  async ledgerItems(name: string, kind = 'BATCH'): Promise<Record<string, unknown>[]> {
+    const table = this.ledgerTable(name);
+    if (!table) return [];
+    const items: Record<string, unknown>[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.clients.documents.send(
+        new QueryCommand({ TableName: table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `${kind}#${name}` }, ExclusiveStartKey: start, ConsistentRead: true }),
+      );
+      items.push(...(page.Items ?? []));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return items;
+  }
+
+  /** The job's batches started since `since` (ISO; a kept data directory holds earlier ones), summed. */
+  async ledgerTotals(name: string, since = this.sinceIso()): Promise<LedgerTotals> {
+    const totals: LedgerTotals = { discovered: 0, published: 0, completed: 0, rejected: 0, duplicates: 0, deferred: 0, throttled: 0, deadLettered: 0, batches: 0, finished: 0, admitting: 0 };
+    for (const item of await this.ledgerItems(name)) {
+      if (typeof item.startedAt === 'string' && item.startedAt < since) continue;
+      totals.batches++;
+      if (item.finishedAt) totals.finished++;
+      if (item.admission === 'admitting') totals.admitting++;
+      for (const key of ['discovered', 'published', 'completed', 'rejected', 'duplicates', 'deferred', 'throttled', 'deadLettered'] as const) totals[key] += Number(item[key] ?? 0);
+    }
+    return totals;
+  }
+
+  /**
+   * Reads every message of a queue (a DLQ, after the run), each hidden for `hideSeconds` so a page never repeats one,
+   * deduplicated by ID. A receive raises the receive count: only for queues the run is done with.
+   */
+  async readQueue(url: string | undefined, hideSeconds = 60, max = Number.POSITIVE_INFINITY): Promise<DlqMessage[]> {
+    if (!url) return [];
+    const seen = new Map<string, DlqMessage>();
+    for (let empty = 0; empty < 2 && seen.size < max; ) {
+      const page = await this.clients.sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: hideSeconds, MessageAttributeNames: ['All'] }),
+      );
+      const fresh = (page.Messages ?? []).filter((m) => !seen.has(m.MessageId!));
+      for (const m of fresh) {
+        seen.set(m.MessageId!, {
+          messageId: m.MessageId!,
+          body: m.Body ?? '',
+          attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ''])),
+        });
+      }
+      empty = fresh.length === 0 ? empty + 1 : 0;
+    }
+    return [...seen.values()].slice(0, max === Number.POSITIVE_INFINITY ? undefined : max);
+  }
+
+  /** One look at a job: its queues and its ledger. */
+  async state(name: string, since = this.sinceIso()): Promise<JobState> {
+    const job = this.job(name);
+    const [queue, dlq, admissionQueue, ledger] = await Promise.all([this.depth(job.queueUrl), this.depth(job.dlqUrl), this.depth(job.admissionQueueUrl), this.ledgerTotals(name, since)]);
+    return { queue, dlq, admissionQueue, ledger };
+  }
+
+  /**
+   * Waits until the run has settled: for every job, nothing queued, in flight or delayed in its work queue or its
+   * admission queue (where a run's next step waits), every batch finished and admitted, a scheduled job has a batch
+   * at all; nothing running or pending in the runtime or the scheduler; twice in a row (a continuation or a deferral's
+   * re-publish may land between two looks). Returns false at the deadline or when interrupted.
+   */
+  async settle(options: SettleOptions): Promise<boolean> {
+    const names = options.jobs ?? [...this.jobs.keys()];
+    const since = options.since ?? this.sinceIso();
+    let quiet = 0;
+    while (Date.now() < options.deadline && !options.interrupted?.()) {
+      await pause(options.intervalMs ?? 500);
+      let busy = !this.stack.runtime.isIdle() || this.stack.scheduler.pending > 0 || options.pending?.() === true;
+      const states = new Map<string, JobState>();
+      for (const name of names) {
+        const s = await this.state(name, since);
+        states.set(name, s);
+        if (s.queue.total > 0 || s.admissionQueue.total > 0) busy = true;
+        if (s.ledger.batches > s.ledger.finished || s.ledger.admitting > 0) busy = true;
+        if (this.job(name).producer && s.ledger.batches === 0) busy = true;
+      }
+      await options.onPoll?.(states);
+      quiet = busy ? 0 : quiet + 1;
+      if (quiet >= 2) return true;
+    }
+    return false;
+  }
+
+  /**
+   * What the job did: its fixture's reading of the downstream, or, for a job without a fixture, the pipeline's own
+   * record (operations completed in the idempotency store and the consumer's logs of each apply).
+   */
+  async effects(name: string, seeded: SeededDemo, options: { since?: number } = {}): Promise<JobEffects> {
+    const job = this.job(name);
+    const since = options.since ?? 0;
+    if (job.fixture) {
+      // Only what happened from `since` on (the bench's measured cycle after a warm-up on the same session).
+      const writes = since > 0 ? this.writes.filter((w) => w.at >= since) : this.writes;
+      const downstream = job.downstream && since > 0 ? downstreamSince(job.downstream, since) : job.downstream;
+      return { ...job.fixture.effects({ settings: job.settings, seeded, writes, downstream }), source: 'fixture' };
+    }
+    const reading = await this.pipelineLog.effects(job.consumer?.name, { documents: this.clients.documents, jobName: name, idempotencyTable: job.consumer?.environment.IDEMPOTENCY_TABLE_NAME }, since);
+    return { ...reading, source: 'pipeline' };
+  }
+
+  /** Stops the servers, the functions and the fake downstreams. */
+  async close(): Promise<void> {
+    this.clients.sqs.destroy();
+    this.clients.s3.destroy();
+    this.clients.dynamodb.destroy();
+    try {
+      await this.stack.stop();
+    } finally {
+      for (const d of this.downstreams) await d.close().catch(() => undefined);
+    }
+  }
+
+  private ledgerTable(name: string): string | undefined {
+    const job = this.job(name);
+    return job.consumer?.environment.LEDGER_TABLE_NAME ?? job.producer?.environment.LEDGER_TABLE_NAME;
+  }
+
+  private sinceIso(): string {
+    return new Date(this.startedAt.getTime() - 1000).toISOString();
+  }
+}
+
+const S3_WRITES: Record<string, ObservedWrite['action']> = { PUT: 'PutObject', DELETE: 'DeleteObject' };
+const DYNAMO_WRITES = new Set<ObservedWrite['action']>(['PutItem', 'UpdateItem', 'DeleteItem']);
+
+/** A successful write on the wire, as a fixture reads it; undefined for reads, failures and other services. */
+export function observedWrite(service: 'dynamodb' | 'sqs' | 's3', r: ObservedRequest): ObservedWrite | undefined {
+  // Only answered successes changed anything: a refused conditional write (400) or a failed call is not an effect.
+  if (r.status >= 300) return undefined;
+  if (service === 's3') {
+    const action = S3_WRITES[r.method];
+    if (!action) return undefined;
+    const url = new URL(r.url, 'http://local');
+    // A multi-object, tagging or multipart request has a query of its own; an object write has a bucket and a key,
+    // and at most the SDK's own `x-id` (the operation's name, which it adds to every request).
+    if ([...url.searchParams.keys()].some((k) => k !== 'x-id')) return undefined;
+    const [bucket, ...key] = decodeURIComponent(url.pathname).slice(1).split('/');
+    return key.length > 0 && key.join('/') !== '' ? { at: r.at, service, action, resource: bucket, key: { key: key.join('/') } } : undefined;
+  }
+  if (service !== 'dynamodb') return undefined;
+  const action = String(r.headers['x-amz-target'] ?? '').split('.').pop() as ObservedWrite['action'];
+  if (!DYNAMO_WRITES.has(action)) return undefined;
+  try {
+    const body = JSON.parse(r.body) as { TableName: string; Key?: Record<string, AttributeText>; Item?: Record<string, AttributeText> };
+    const key = body.Key ?? keyOfItem(body.Item);
+    return { at: r.at, service, action, resource: body.TableName, key: Object.fromEntries(Object.entries(key).map(([k, v]) => [k, v.S ?? v.N ?? ''])) };
+  } catch {
+    // A body that is not JSON is dynalite's to reject; it made no effect to count.
+    return undefined;
+  }
+}
+
+type AttributeText = { S?: string; N?: string };
+
+/** A PutItem carries the whole item, not its key: keep the string and number attributes (the key is among them). */
+function keyOfItem(item: Record<string, AttributeText> | undefined): Record<string, AttributeText> {
+  return Object.fromEntries(Object.entries(item ?? {}).filter(([, v]) => v.S !== undefined || v.N !== undefined));
+}
+
+/** A downstream as it was from `since` on (epoch ms): arrivals and effects before it are left out, and so are their counts. */
+export function downstreamSince(downstream: FakeDownstream, since: number): FakeDownstream {
+  const arrivals: readonly DownstreamArrival[] = downstream.arrivals.filter((a) => a.at >= since);
+  const effects: readonly DownstreamEffect[] = downstream.effects.filter((e) => e.at >= since);
+  return {
+    get endpoint() {
+      return downstream.endpoint;
+    },
+    start: () => downstream.start(),
+    close: () => downstream.close(),
+    configure: (settings) => downstream.configure(settings),
+    allowSecret: (value) => downstream.allowSecret(value),
+    setFaults: (policy) => downstream.setFaults(policy),
+    arrivals,
+    effects,
+    replays: arrivals.filter((a) => a.replayed).length,
+    throttled: arrivals.filter((a) => a.status === 429).length,
+  };
+}

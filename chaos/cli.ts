@@ -27,23 +27,25 @@ export const DEFAULT_REPORT_FILE = 'chaos-report.md';
  */
 export function buildProgram(run: (options: ChaosOptions | undefined, flags: { json: boolean; report?: string }) => Promise<number>): Command {
   return new Command('chaos')
-    .description('fault-injection run of the payment job on the local runtime; exits 0 iff every invariant holds')
-    .option('--ops <n>', 'operations (payments) to seed and process (required to run)', integer('--ops', 1))
+    .description('fault-injection run of one job (it needs a local fixture, lambda/jobs/<name>/local.ts) on the local runtime; exits 0 iff every invariant holds')
+    .option('--job <name>', 'the job to drive (default: the first job whose fixture offers a fake downstream, else the first with a fixture)')
+    .option('--ops <n>', 'operations (the fixture\'s demo records) to seed and process (required to run)', integer('--ops', 1))
     .option('--seed <n>', 'seed of every injection decision (required to run)', integer('--seed', 0))
     .option('--json', 'print one JSON document on stdout', false)
     .option('--report [file]', `write a markdown summary of the run (default ${DEFAULT_REPORT_FILE}); alone, of the last run`)
-    .option('--rate <n>', 'the payment job\'s starts per minute for this run', integer('--rate', 1), CHAOS_DEFAULTS.ratePerMinute)
+    .option('--rate <n>', 'the job\'s starts per minute for this run (its limiter and its fake downstream\'s quota)', integer('--rate', 1), CHAOS_DEFAULTS.ratePerMinute)
     .option('--consumer-timeout <s>', 'the consumer\'s Lambda timeout locally, seconds', integer('--consumer-timeout', 3), CHAOS_DEFAULTS.consumerTimeoutSeconds)
     .option('--duplicate-rate <p>', 'per published message: re-send 1-3 copies', rate('--duplicate-rate'), CHAOS_DEFAULTS.duplicateRate)
     .option('--producer-reruns <n>', 'producer re-runs of the same business date', integer('--producer-reruns', 0), CHAOS_DEFAULTS.producerReruns)
     .option('--kill-rate <p>', 'per consumer invocation: kill the worker at a random point', rate('--kill-rate'), CHAOS_DEFAULTS.killRate)
-    .option('--provider-error-rate <p>', 'per provider request: 5xx before the effect', rate('--provider-error-rate'), CHAOS_DEFAULTS.providerErrorRate)
-    .option('--slow-rate <p>', 'per provider request: 100-800 ms extra latency', rate('--slow-rate'), CHAOS_DEFAULTS.slowRate)
-    .option('--hang-rate <p>', 'per provider request: effect applied, answer held past the caller\'s timeout', rate('--hang-rate'), CHAOS_DEFAULTS.hangAfterEffectRate)
-    .option('--drop-rate <p>', 'per provider request: held, then dropped without effect', rate('--drop-rate'), CHAOS_DEFAULTS.dropBeforeEffectRate)
-    .option('--storm-share <p>', 'share of the fault phase spent in 429 storms', rate('--storm-share'), CHAOS_DEFAULTS.stormShare)
-    .option('--dynamo-fault-rate <p>', 'per DynamoDB request from the functions: throttling or internal error', rate('--dynamo-fault-rate'), CHAOS_DEFAULTS.dynamoFaultRate)
+    .option('--downstream-error-rate <p>', 'per request at the job\'s fake downstream: 5xx before the effect', rate('--downstream-error-rate'), CHAOS_DEFAULTS.downstreamErrorRate)
+    .option('--slow-rate <p>', 'per request at the job\'s fake downstream: 100-800 ms extra latency', rate('--slow-rate'), CHAOS_DEFAULTS.slowRate)
+    .option('--hang-rate <p>', 'per request at the job\'s fake downstream: effect applied, answer held past the caller\'s timeout', rate('--hang-rate'), CHAOS_DEFAULTS.hangAfterEffectRate)
+    .option('--drop-rate <p>', 'per request at the job\'s fake downstream: held, then dropped without effect', rate('--drop-rate'), CHAOS_DEFAULTS.dropBeforeEffectRate)
+    .option('--storm-share <p>', 'share of the fault phase the job\'s fake downstream spends in 429 storms', rate('--storm-share'), CHAOS_DEFAULTS.stormShare)
+    .option('--dynamo-fault-rate <p>', 'per DynamoDB request from the job\'s functions: throttling or internal error', rate('--dynamo-fault-rate'), CHAOS_DEFAULTS.dynamoFaultRate)
     .option('--dynamo-stall-rate <p>', 'per consumer claim or pre-check: the DynamoDB request stalls until the Lambda timeout', rate('--dynamo-stall-rate'), CHAOS_DEFAULTS.dynamoStallRate)
+    .option('--s3-fault-rate <p>', 'per object the job\'s functions write or delete in S3: its first call fails (503 SlowDown or 500 InternalError)', rate('--s3-fault-rate'), CHAOS_DEFAULTS.s3FaultRate)
     .option('--poison-rate <p>', 'poison messages per operation (at least one)', rate('--poison-rate'), CHAOS_DEFAULTS.poisonRate)
     .option('--producer-kill-rate <p>', 'per producer invocation (direct step 0 or admission step): kill it mid-page, before its commit', rate('--producer-kill-rate'), CHAOS_DEFAULTS.producerKillRate)
     .option('--producer-dead-letters <n>', 'admission steps failed on every receive until SQS dead-letters them (the harness then recovers the chain)', integer('--producer-dead-letters', 0), CHAOS_DEFAULTS.producerDeadLetters)
@@ -67,18 +69,20 @@ export function buildProgram(run: (options: ChaosOptions | undefined, flags: { j
           ops: f.ops,
           seed: f.seed,
           cwd: resolve(__dirname, '..'),
+          job: f.job,
           ratePerMinute: f.rate,
           consumerTimeoutSeconds: f.consumerTimeout,
           duplicateRate: f.duplicateRate,
           producerReruns: f.producerReruns,
           killRate: f.killRate,
-          providerErrorRate: f.providerErrorRate,
+          downstreamErrorRate: f.downstreamErrorRate,
           slowRate: f.slowRate,
           hangAfterEffectRate: f.hangRate,
           dropBeforeEffectRate: f.dropRate,
           stormShare: f.stormShare,
           dynamoFaultRate: f.dynamoFaultRate,
           dynamoStallRate: f.dynamoStallRate,
+          s3FaultRate: f.s3FaultRate,
           poisonRate: f.poisonRate,
           producerKillRate: f.producerKillRate,
           producerDeadLetters: f.producerDeadLetters,
@@ -109,7 +113,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(flags.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatText(result)}\n`);
     if (flags.report) {
       writeFileSync(flags.report, formatMarkdown(result));
-      process.stderr.write(`chaos: report of the run (${result.ops} operations, seed ${result.seed}) written to ${resolve(flags.report)}\n`);
+      process.stderr.write(`chaos: report of the run (${result.job ? `${result.job}, ` : ''}${result.ops} operations, seed ${result.seed}) written to ${resolve(flags.report)}\n`);
     }
     code = result.ok ? 0 : 1;
     return code;

@@ -1,11 +1,11 @@
 // Chaos harness: a fault-injecting HTTP proxy in front of dynalite. The functions' AWS_ENDPOINT_URL_DYNAMODB points
 // here; some requests are answered with DynamoDB's own JSON errors (throttling, internal errors) instead of forwarded,
 // and some are stalled: never answered, like a stuck connection, which the SDK (no request timeout by default) waits on
-// until the Lambda timeout stops the invocation.
-// Hand-written: an HTTP forwarder of a few lines; a proxy library would add a dependency for no gain.
-import { createServer, request, Server } from 'node:http';
+// until the Lambda timeout stops the invocation. What it lets through is forwarded as it came (./forward.ts).
+import { createServer, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { closeServer } from '../local/servers';
+import { forward } from './forward';
 
 export type DynamoFault = 'ProvisionedThroughputExceededException' | 'ThrottlingException' | 'InternalServerError' | 'Stall';
 
@@ -69,20 +69,7 @@ export class DynamoFaultProxy {
           return;
         }
         this.forwarded++;
-        const target = new URL(this.options.target());
-        const upstream = request(
-          { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
-          (answer) => {
-            res.writeHead(answer.statusCode ?? 502, answer.headers);
-            answer.pipe(res);
-          },
-        );
-        upstream.on('error', (error) => {
-          // dynalite gone (shutdown): answer as an unreachable service would, so the caller's SDK retries or fails.
-          if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
-          res.end(`proxy: ${error.message}`);
-        });
-        upstream.end(Buffer.concat(chunks));
+        forward(this.options.target, req, Buffer.concat(chunks), res);
       });
     });
     await new Promise<void>((resolve, reject) => {

@@ -1,6 +1,7 @@
 // Chaos harness, the verdict: the four invariants checked at the end of a run, each with the figures behind it.
-// Pure: the run hands in what it observed (provider logs, ledger items, DLQ contents).
-import { maxInAnyWindow, type ProviderArrival, type ProviderEffect } from '../local/provider';
+// Pure: the run hands in what it observed (the job's effects as its fixture read them, its fake downstream's record if
+// it has one, ledger items, DLQ contents). It names no job: operations and items are the fixture's keys.
+import { maxInAnyWindow, type DownstreamArrival, type DownstreamEffect, type EffectReading } from '../local/fixture';
 
 export interface LedgerBatch {
   batchId: string;
@@ -20,13 +21,24 @@ export interface DlqMessage {
   attributes: Record<string, string>;
 }
 
-export interface Observations {
-  /** Operations the run created (seeded payments): each must end with exactly one effect or a terminal DLQ entry. */
-  expectedOperations: string[];
-  effects: ProviderEffect[];
-  arrivals: ProviderArrival[];
-  /** Requests the provider answered from its Idempotency-Key store. */
+/** A fake downstream's own record (local/fixture.ts FakeDownstream): every request, every effect, the replays. */
+export interface DownstreamRecord {
+  arrivals: readonly DownstreamArrival[];
+  effects: readonly DownstreamEffect[];
+  /** Requests answered from its idempotency store. */
   replays: number;
+}
+
+export interface Observations {
+  /** Operations the run created (the fixture's seeded keys): each must end with exactly one effect or a terminal DLQ entry. */
+  expectedOperations: string[];
+  /** The job's effects as its fixture read them (session.effects). */
+  effects: Pick<EffectReading, 'effectsByOperation' | 'effectsByItem' | 'starts' | 'unexpectedEffects'>;
+  /**
+   * The job's fake downstream, when its fixture offers one: its arrivals are the rate's starts (those not replayed),
+   * and its replays of applied keys show where its idempotency store was the only guard. Absent: the fixture's `starts`.
+   */
+  downstream?: DownstreamRecord;
   rateLimit: { startsPerInterval: number; intervalSeconds: number };
   batches: LedgerBatch[];
   /** Distinct SQS message IDs the consumer rejected and kept for review (REJECTED# items). */
@@ -36,7 +48,7 @@ export interface Observations {
   queueLeft: number;
   /** The DLQ's contents at the end, after the redrive. */
   dlq: DlqMessage[];
-  /** Payment IDs named by DLQ messages at the end. */
+  /** Operation keys named by DLQ messages at the end (the fixture's operationKeyOf of each message's resource). */
   dlqOperations: string[];
 }
 
@@ -50,32 +62,36 @@ export interface Verdict {
   invariants: Record<'effectsEqualUniqueOperations' | 'nothingLost' | 'rateRespected' | 'onlyTerminalFailuresInDlq', Invariant>;
 }
 
-/** Arrivals that started work at the provider: passed the quota, and were not answered from the Idempotency-Key store. */
-export function isNonReplayedStart(a: ProviderArrival): boolean {
+/** Arrivals that started work at the downstream: passed the quota, and were not answered from its idempotency store. */
+export function isNonReplayedStart(a: DownstreamArrival): boolean {
   return !a.replayed && a.status !== 429 && a.status !== 409 && a.status !== 401 && a.status !== 400;
 }
 
+const sum = (m: ReadonlyMap<string, number>): number => [...m.values()].reduce((n, v) => n + v, 0);
+const over = (m: ReadonlyMap<string, number> | undefined, limit: number): string[] =>
+  [...(m ?? new Map<string, number>()).entries()].filter(([, n]) => n > limit).map(([id, n]) => `${id} x${n}`);
+
 export function checkInvariants(o: Observations): Verdict {
   const expected = new Set(o.expectedOperations);
-  const effectsPer = new Map<string, number>();
-  for (const e of o.effects) effectsPer.set(e.paymentId, (effectsPer.get(e.paymentId) ?? 0) + 1);
-  const repeated = [...effectsPer.entries()].filter(([, n]) => n > 1);
-  const unexpected = [...effectsPer.keys()].filter((id) => !expected.has(id));
-  // Replays for keys whose effect was already made: each was a second effect that only the provider's dedup prevented.
-  const effectKeys = new Set(o.effects.map((e) => e.idempotencyKey));
-  const replaysOfAppliedKeys = o.arrivals.filter((a) => a.replayed && a.idempotencyKey !== undefined && effectKeys.has(a.idempotencyKey)).length;
+  const effectsPer = o.effects.effectsByOperation;
+  const hasEffect = (id: string) => (effectsPer.get(id) ?? 0) > 0;
+  const repeated = over(effectsPer, 1);
+  // Where one operation touches several items, each item must be touched once: a second delete of one item is a
+  // second effect even though the operation's own count says 1.
+  const repeatedItems = over(o.effects.effectsByItem, 1);
+  const unexpected = [...new Set([...[...effectsPer.keys()].filter((id) => !expected.has(id)), ...o.effects.unexpectedEffects])];
   const effectsEqualUniqueOperations: Invariant = {
-    ok: repeated.length === 0 && unexpected.length === 0 && o.effects.length === effectsPer.size,
-    effects: o.effects.length,
-    uniqueOperations: effectsPer.size,
-    repeatedOperations: repeated.slice(0, 5).map(([id, n]) => `${id} x${n}`),
-    unexpectedOperations: unexpected.slice(0, 5),
-    providerReplays: o.replays,
-    dedupOnlyGuard: replaysOfAppliedKeys,
+    ok: repeated.length === 0 && repeatedItems.length === 0 && unexpected.length === 0,
+    effects: sum(effectsPer),
+    uniqueOperations: [...effectsPer.values()].filter((n) => n > 0).length,
+    repeatedOperations: repeated.slice(0, 5),
+    unexpectedEffects: unexpected.slice(0, 5),
+    ...(o.effects.effectsByItem ? { itemEffects: sum(o.effects.effectsByItem), uniqueItems: o.effects.effectsByItem.size, repeatedItems: repeatedItems.slice(0, 5) } : {}),
+    ...(o.downstream ? dedupFigures(o.downstream) : {}),
   };
 
   const inDlq = new Set(o.dlqOperations);
-  const missing = o.expectedOperations.filter((id) => !effectsPer.has(id) && !inDlq.has(id));
+  const missing = o.expectedOperations.filter((id) => !hasEffect(id) && !inDlq.has(id));
   // The ledger's exact equation can lose the counts of an invocation killed before its flush (those records come back
   // as duplicates), so the batch check counts suppressed duplicates as done; the exact figures are reported too.
   const batches = o.batches.map((b) => ({
@@ -95,8 +111,8 @@ export function checkInvariants(o: Observations): Verdict {
   const nothingLost: Invariant = {
     ok: missing.length === 0 && o.queueLeft === 0 && batches.length > 0 && batches.every((b) => b.reconciles) && unadmitted.length === 0,
     operations: o.expectedOperations.length,
-    withEffect: o.expectedOperations.filter((id) => effectsPer.has(id)).length,
-    terminalInDlq: o.expectedOperations.filter((id) => !effectsPer.has(id) && inDlq.has(id)).length,
+    withEffect: o.expectedOperations.filter(hasEffect).length,
+    terminalInDlq: o.expectedOperations.filter((id) => !hasEffect(id) && inDlq.has(id)).length,
     missing: missing.length,
     missingExamples: missing.slice(0, 5),
     queueLeft: o.queueLeft,
@@ -109,17 +125,18 @@ export function checkInvariants(o: Observations): Verdict {
   };
 
   const windowMs = o.rateLimit.intervalSeconds * 1000;
-  const starts = o.arrivals.filter(isNonReplayedStart).map((a) => a.at);
+  // A fake downstream sees every attempt, failed ones too; without one, the fixture's starts are what the servers saw.
+  const starts = o.downstream ? o.downstream.arrivals.filter(isNonReplayedStart).map((a) => a.at) : o.effects.starts;
   const maxStarts = maxInAnyWindow(starts, windowMs);
   const rateRespected: Invariant = {
     ok: maxStarts <= o.rateLimit.startsPerInterval,
     maxStartsInAnyWindow: maxStarts,
     limit: o.rateLimit.startsPerInterval,
     windowSeconds: o.rateLimit.intervalSeconds,
-    nonReplayedStarts: starts.length,
+    [o.downstream ? 'nonReplayedStarts' : 'starts']: starts.length,
   };
 
-  // Terminal = the consumer dead-lettered it on purpose, with a failureReason (a permanent provider answer, or the
+  // Terminal = the consumer dead-lettered it on purpose, with a failureReason (a permanent downstream answer, or the
   // deferral budget spent). Poison is rejected into the ledger, never dead-lettered; a message SQS moved after
   // maxReceiveCount (no failureReason: retryable failures exhausted) must be gone after the redrive.
   const withoutReason = o.dlq.filter((m) => !m.attributes.failureReason);
@@ -136,4 +153,14 @@ export function checkInvariants(o: Observations): Verdict {
 
   const invariants = { effectsEqualUniqueOperations, nothingLost, rateRespected, onlyTerminalFailuresInDlq };
   return { ok: Object.values(invariants).every((i) => i.ok), invariants };
+}
+
+/**
+ * The downstream's replays, and those for keys whose effect was already made: each of the latter was a second effect
+ * that only the downstream's idempotency store prevented (the window between effect and completion record).
+ */
+function dedupFigures(d: DownstreamRecord): Record<string, number> {
+  const effectKeys = new Set(d.effects.map((e) => e.idempotencyKey));
+  const dedupOnlyGuard = d.arrivals.filter((a) => a.replayed && a.idempotencyKey !== undefined && effectKeys.has(a.idempotencyKey)).length;
+  return { downstreamReplays: d.replays, dedupOnlyGuard };
 }

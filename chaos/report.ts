@@ -14,8 +14,12 @@ const timing = (r: ChaosResult): string | undefined =>
   r.admission &&
   `producer timeout ${r.admission.producerTimeoutSeconds} s, admission horizon ${r.admission.horizonSeconds} s, step visibility ${r.admission.visibilitySeconds} s, ${r.admission.maxReceiveCount} receives before the producer DLQ`;
 
+/** The job, as far as the result records it (a result from before runs chose their job has none). */
+const of = (r: ChaosResult): string => (r.job ? ` of ${r.job}` : '');
+
 export function formatText(r: ChaosResult): string {
-  const lines = [`chaos run: ${r.ops} operations, seed ${r.seed}, ${(r.durationMs / 1000).toFixed(1)} s, ${r.settled ? 'settled' : 'did NOT settle'}`];
+  const lines = [`chaos run${of(r)}: ${r.ops} operations, seed ${r.seed}, ${(r.durationMs / 1000).toFixed(1)} s, ${r.settled ? 'settled' : 'did NOT settle'}`];
+  if (r.seeded) lines.push(`seeded: ${r.seeded}`);
   lines.push(`faults injected: ${pairs(r.faultsInjected)}`);
   // A result recorded before the producer's faults existed has neither.
   if (r.producerFaults) lines.push(`producer faults: ${pairs({ ...r.producerFaults })}`);
@@ -29,9 +33,9 @@ export function formatText(r: ChaosResult): string {
 export function formatMarkdown(r: ChaosResult): string {
   const t = timing(r);
   return [
-    `# Chaos run: ${r.ok ? 'every invariant held' : 'FAILED'}`,
+    `# Chaos run${of(r)}: ${r.ok ? 'every invariant held' : 'FAILED'}`,
     '',
-    `${r.ops} operations, seed ${r.seed}, ${(r.durationMs / 1000).toFixed(1)} s, ${r.settled ? 'settled' : 'did not settle'}.`,
+    `${r.ops} operations${r.seeded ? ` (seeded: ${r.seeded})` : ''}, seed ${r.seed}, ${(r.durationMs / 1000).toFixed(1)} s, ${r.settled ? 'settled' : 'did not settle'}.`,
     ...(t ? ['', `Admission: ${t}.`] : []),
     '',
     '## Faults injected',

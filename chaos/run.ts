@@ -1,39 +1,40 @@
-// Chaos harness, the run: deploys the synthesized dev stack on the local runtime (bundled functions, embedded AWS
-// servers), drives the payment job through one business date while injecting seeded faults (at the consumer, the
-// provider, DynamoDB, and the producer's chain of admission steps), recovers a stopped chain as an operator would,
-// switches the faults off, redrives the DLQ, waits to settle and checks the invariants. Everything random comes from
-// one seed.
+// Chaos harness, the run: deploys the synthesized dev stack on the local session (bundled functions, embedded AWS
+// servers, every job's fixture and fake downstream), drives one job through one business date while injecting seeded
+// faults (at the consumer, the job's downstream, DynamoDB, S3, and the producer's chain of admission steps), recovers a
+// stopped chain as an operator would, switches the faults off, redrives the DLQ, waits to settle and checks the
+// invariants on what the job's fixture saw. Everything random comes from one seed. It names no job: the job is chosen
+// by `job`, or found by what its fixture offers.
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { S3Client } from '@aws-sdk/client-s3';
-import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, StartMessageMoveTaskCommand } from '@aws-sdk/client-sqs';
-import { ensureStack } from '../local/assembly';
-import { loadTemplate, type CloudFormationTemplate } from '../local/template';
-import { LocalStack } from '../local/stack';
-import { PaymentProvider, type ProviderFault } from '../local/provider';
-import { seedDemoData } from '../local/seed';
-import { jobViews } from '../local/run';
-import type { JobRuntimeSettings } from '../lambda/core/constants';
+import { SendMessageCommand, StartMessageMoveTaskCommand } from '@aws-sdk/client-sqs';
+import { LocalSession, type JobState, type SessionJob } from '../local/session';
+import { waitFor, WaitTimeoutError } from '../local/waitFor';
+import { fixturePath, loadFixture, type DownstreamFault, type DownstreamFaultPolicy, type JobFixture } from '../local/fixture';
+import type { CloudFormationTemplate } from '../local/template';
+import { SQS_MAX_MESSAGE_BYTES, type JobRuntimeSettings } from '../lambda/core/constants';
+import { parseMessage } from '../lambda/core/message';
 import { Prng, keyedDraw } from './prng';
 import { DynamoFaultProxy, type DynamoFault } from './dynamoProxy';
-import { checkInvariants, type DlqMessage, type LedgerBatch, type Verdict } from './invariants';
+import { S3FaultProxy, type S3Fault } from './s3Proxy';
+import { checkInvariants, type LedgerBatch, type Verdict } from './invariants';
 import { admissionStepOf, ProducerFaultInjector, producerMessagesByBatch, recoveryStepBody, stoppedChains, type ProducerFaultCounts, type RunLedgerItem } from './producerFaults';
-
-export const CHAOS_JOB = 'payment-reconciliation';
 
 /** Fault rates (probabilities per opportunity) and the local timing the run uses. */
 export interface ChaosOptions {
   ops: number;
   seed: number;
-  /** Project root (cdk.json). */
+  /** Project root (cdk.json, lambda/jobs/<name>/local.ts). */
   cwd: string;
+  /**
+   * The job to drive; it needs a local fixture. @default the first job (in the stack's order) whose fixture offers a
+   * fake downstream, else the first with a fixture
+   */
+  job?: string;
   /** @default "dev" */
   env?: string;
   /** Business date of the run; fixed so a seed reproduces the same operations. @default "2026-01-15" */
   businessDate?: string;
-  /** The payment job's start rate per minute for this run (the limiter and the provider's quota). @default 1200 */
+  /** The job's start rate per minute for this run (its limiter, and its fake downstream's quota). @default 1200 */
   ratePerMinute?: number;
   /** The consumer's Lambda timeout locally, seconds (the queue's visibility timeout follows it). @default 20 */
   consumerTimeoutSeconds?: number;
@@ -43,23 +44,28 @@ export interface ChaosOptions {
   producerReruns?: number;
   /** Per consumer invocation: kill the execution environment at a random point. @default 0.03 */
   killRate?: number;
-  /** Per provider request: 5xx before the effect. @default 0.03 */
-  providerErrorRate?: number;
-  /** Per provider request: extra latency before the effect. @default 0.05 */
+  /** Per request at the job's fake downstream: 5xx before the effect. @default 0.03 */
+  downstreamErrorRate?: number;
+  /** Per request at the job's fake downstream: extra latency before the effect. @default 0.05 */
   slowRate?: number;
-  /** Per provider request: effect applied, answer held past the caller's remaining time. @default 0.02 */
+  /** Per request at the job's fake downstream: effect applied, answer held past the caller's remaining time. @default 0.02 */
   hangAfterEffectRate?: number;
-  /** Per provider request: held, then the connection dropped without an effect. @default 0.01 */
+  /** Per request at the job's fake downstream: held, then the connection dropped without an effect. @default 0.01 */
   dropBeforeEffectRate?: number;
-  /** Share of the fault phase spent in 429 storms. @default 0.1 */
+  /** Share of the fault phase the job's fake downstream spends in 429 storms. @default 0.1 */
   stormShare?: number;
-  /** Per DynamoDB request from the functions: a throttling or internal error. @default 0.02 */
+  /** Per DynamoDB request from the job's functions: a throttling or internal error. @default 0.02 */
   dynamoFaultRate?: number;
   /**
    * Per consumer claim (PutItem) or pre-check (BatchGetItem): the request stalls, never answered, so the invocation
    * runs into its Lambda timeout. @default 0.002
    */
   dynamoStallRate?: number;
+  /**
+   * Per object the job's functions write or delete in S3 (a job with buckets): its first call fails, every attempt
+   * the SDK makes (its standard 3) answered 503 SlowDown or 500 InternalError. @default 0.05
+   */
+  s3FaultRate?: number;
   /** Poison messages per operation. @default 0.01 (at least 1) */
   poisonRate?: number;
   /**
@@ -76,7 +82,7 @@ export interface ChaosOptions {
   /** Schedule deliveries fired a second time for the same scheduled time (the same batch). @default 1 */
   duplicateSchedules?: number;
   /**
-   * The payment job's producer timeout locally, seconds: the lease of a killed step lasts this long. At least
+   * The job's producer timeout locally, seconds: the lease of a killed step lasts this long. At least
    * MIN_PRODUCER_TIMEOUT_SECONDS (the producer stops publishing with 20 s left). @default 30
    */
   producerTimeoutSeconds?: number;
@@ -96,6 +102,10 @@ export interface ChaosOptions {
 }
 
 export interface ChaosResult extends Verdict {
+  /** The job the run drove; absent in a result recorded before runs chose their job. */
+  job?: string;
+  /** What the job's fixture seeded, in its words (its SeededDemo.summary). */
+  seeded?: string;
   ops: number;
   seed: number;
   settled: boolean;
@@ -118,6 +128,9 @@ export interface AdmissionTiming {
 /** The producer reserves 20 s of its budget (reserveMs) before each page: below this, steps would publish nothing. */
 export const MIN_PRODUCER_TIMEOUT_SECONDS = 25;
 
+/** Requests of one S3 call a faulted object fails: the SDK's standard retry mode makes 3 attempts. */
+export const S3_FAULTED_ATTEMPTS = 3;
+
 export class ChaosError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
@@ -125,62 +138,88 @@ export class ChaosError extends Error {
   }
 }
 
-/** Bodies the consumer must reject and keep for review: not JSON, wrong shape, wrong version, hostile IDs. */
-export const POISON_BODIES: readonly string[] = [
-  'not json at all',
-  '{}',
-  '{"v":99,"jobType":"payment-reconciliation"}',
-  JSON.stringify({ v: 1, jobType: 'payment-reconciliation', operationId: 'x'.repeat(5000) }),
-  JSON.stringify({ v: 1, jobType: 'no-such-job', operationId: 'op-1', batchId: 'b-1' }),
-  JSON.stringify({ v: 1, jobType: 'payment-reconciliation', operationId: "'; DROP TABLE payments; --", batchId: '\u0000\u0007' }),
-  '[1,2,3]',
-];
+/** Bodies the consumer of `jobName` must reject and keep for review: not JSON, wrong shape, wrong version, hostile IDs. */
+export function poisonBodies(jobName: string): string[] {
+  return [
+    'not json at all',
+    '{}',
+    JSON.stringify({ v: 99, jobType: jobName }),
+    JSON.stringify({ v: 1, jobType: jobName, operationId: 'x'.repeat(5000) }),
+    JSON.stringify({ v: 1, jobType: 'no-such-job', operationId: 'op-1', batchId: 'b-1' }),
+    JSON.stringify({ v: 1, jobType: jobName, operationId: "'; DROP TABLE items; --", batchId: '\u0000\u0007' }),
+    '[1,2,3]',
+  ];
+}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type TemplateResource = { Type: string; Properties: Record<string, any> };
 
-/** The chaos job's resources in the template, found through its functions' environment (JOB_NAME, the queue Refs). */
-export function chaosJobResources(template: CloudFormationTemplate): { producer: TemplateResource; consumer: TemplateResource; queue: TemplateResource; admissionQueue: TemplateResource } {
+const functionsOf = (template: CloudFormationTemplate): TemplateResource[] =>
+  Object.values(template.Resources as Record<string, TemplateResource>).filter((r) => r.Type === 'AWS::Lambda::Function');
+
+/** The jobs of a template, in its order (the stack's): the JOB_NAME its functions carry, each once. */
+export function templateJobs(template: CloudFormationTemplate): string[] {
+  const names = functionsOf(template).map((r) => r.Properties?.Environment?.Variables?.JOB_NAME);
+  return [...new Set(names.filter((n): n is string => typeof n === 'string'))];
+}
+
+/**
+ * The job a run drives: the one `named`, or the first of `jobs` (the stack's order) whose fixture offers a fake
+ * downstream (its faults reach the most places), else the first with a fixture. A job without one can be neither
+ * seeded nor seen: an error, as is a name the stack does not have.
+ */
+export function chooseJob(jobs: readonly string[], fixtureOf: (job: string) => JobFixture | undefined, named?: string): { name: string; fixture: JobFixture } {
+  const needs = (name: string) => `chaos needs ${join('lambda', 'jobs', name, 'local.ts')} to seed and see effects`;
+  if (named !== undefined) {
+    if (!jobs.includes(named)) throw new ChaosError(`the stack has no job "${named}" (jobs: ${jobs.join(', ') || 'none'})`);
+    const fixture = fixtureOf(named);
+    if (!fixture) throw new ChaosError(`job ${named} has no local fixture: ${needs(named)}`);
+    return { name: named, fixture };
+  }
+  const withFixture = jobs.flatMap((name) => {
+    const fixture = fixtureOf(name);
+    return fixture ? [{ name, fixture }] : [];
+  });
+  const chosen = withFixture.find((j) => typeof j.fixture.downstream === 'function') ?? withFixture[0];
+  if (!chosen) throw new ChaosError(`no job of the stack has a local fixture: ${needs('<name>')} (jobs: ${jobs.join(', ') || 'none'})`);
+  return chosen;
+}
+
+/** A job's resources in the template, found through its functions' environment (JOB_NAME, the queue Refs). */
+export function chaosJobResources(
+  template: CloudFormationTemplate,
+  jobName: string,
+): { producer: TemplateResource; consumer: TemplateResource; queue: TemplateResource; admissionQueue: TemplateResource; settings: JobRuntimeSettings } {
   const resources = template.Resources as Record<string, TemplateResource>;
-  const functions = Object.values(resources).filter((r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.Environment?.Variables?.JOB_NAME === CHAOS_JOB);
+  const functions = functionsOf(template).filter((r) => r.Properties?.Environment?.Variables?.JOB_NAME === jobName);
   const consumer = functions.find((r) => r.Properties.Environment.Variables.IDEMPOTENCY_TABLE_NAME);
   const producer = functions.find((r) => !r.Properties.Environment.Variables.IDEMPOTENCY_TABLE_NAME);
   const ref = (fn: TemplateResource | undefined, name: string) => resources[(fn?.Properties.Environment.Variables[name] as { Ref?: string } | undefined)?.Ref ?? ''];
   const queue = ref(consumer, 'QUEUE_URL');
   const admissionQueue = ref(producer, 'ADMISSION_QUEUE_URL');
-  if (!producer || !consumer || queue?.Type !== 'AWS::SQS::Queue' || admissionQueue?.Type !== 'AWS::SQS::Queue') {
-    throw new ChaosError(`the template has no complete ${CHAOS_JOB} job (producer, consumer, their QUEUE_URL and ADMISSION_QUEUE_URL queues)`);
+  const raw = consumer?.Properties.Environment.Variables.JOB_SETTINGS;
+  if (!producer || !consumer || queue?.Type !== 'AWS::SQS::Queue' || admissionQueue?.Type !== 'AWS::SQS::Queue' || typeof raw !== 'string') {
+    throw new ChaosError(`the template has no complete ${jobName} job (producer, consumer with JOB_SETTINGS, their QUEUE_URL and ADMISSION_QUEUE_URL queues)`);
   }
-  return { producer, consumer, queue, admissionQueue };
+  return { producer, consumer, queue, admissionQueue, settings: JSON.parse(raw) as JobRuntimeSettings };
 }
 
-/** What the stack gives the admission queue: its visibility margin over the producer's timeout, and its receives. */
-export function templateAdmission(template: CloudFormationTemplate): { visibilityMarginSeconds: number; maxReceiveCount: number } {
-  const { producer, admissionQueue } = chaosJobResources(template);
+/** What the stack gives a job's admission queue: its visibility margin over the producer's timeout, and its receives. */
+export function templateAdmission(template: CloudFormationTemplate, jobName: string): { visibilityMarginSeconds: number; maxReceiveCount: number } {
+  const { producer, admissionQueue } = chaosJobResources(template, jobName);
   const policy = admissionQueue.Properties.RedrivePolicy as { maxReceiveCount?: number } | undefined;
   return { visibilityMarginSeconds: Number(admissionQueue.Properties.VisibilityTimeout) - Number(producer.Properties.Timeout), maxReceiveCount: Number(policy?.maxReceiveCount) };
 }
 
 /**
- * The dev stack, retimed for a local chaos run: a short consumer timeout (and its queue's visibility), a short producer
- * timeout with the admission queue's visibility and receives to match, a small admission horizon, no batching wait,
- * the rate.
+ * The dev stack, retimed for a local chaos run of `job`: a short consumer timeout (and its queue's visibility), a short
+ * producer timeout with the admission queue's visibility and receives to match, no batching wait. The rate and the
+ * horizon are the job's settings (retimeSettings).
  */
-export function retimeTemplate(
-  template: CloudFormationTemplate,
-  o: { consumerTimeoutSeconds: number; ratePerMinute: number; admission: AdmissionTiming },
-): CloudFormationTemplate {
-  const copy = JSON.parse(JSON.stringify(template)) as CloudFormationTemplate;
-  const job = chaosJobResources(copy);
-  for (const r of [job.producer, job.consumer]) {
-    const vars = r.Properties.Environment.Variables as Record<string, unknown>;
-    if (typeof vars.JOB_SETTINGS !== 'string') continue;
-    const settings = JSON.parse(vars.JOB_SETTINGS) as JobRuntimeSettings;
-    settings.rateLimit = { ...settings.rateLimit, startsPerInterval: o.ratePerMinute, intervalSeconds: 60 };
-    if (settings.admission) settings.admission = { ...settings.admission, horizonSeconds: o.admission.horizonSeconds };
-    vars.JOB_SETTINGS = JSON.stringify(settings);
-  }
+export function retimeTemplate(template: CloudFormationTemplate, o: { job: string; consumerTimeoutSeconds: number; admission: AdmissionTiming }): CloudFormationTemplate {
+  const copy = structuredClone(template);
+  const job = chaosJobResources(copy, o.job);
   job.consumer.Properties.Timeout = o.consumerTimeoutSeconds;
   job.queue.Properties.VisibilityTimeout = o.consumerTimeoutSeconds + 2;
   job.producer.Properties.Timeout = o.admission.producerTimeoutSeconds;
@@ -192,7 +231,16 @@ export function retimeTemplate(
   return copy;
 }
 
-/** Every default of ChaosOptions but the settle timeout (which depends on the run): the CLI shows these too. */
+/** The job's JOB_SETTINGS for the run: the rate, per minute, and the admission horizon (its producer and consumer get the same). */
+export function retimeSettings(settings: JobRuntimeSettings, o: { ratePerMinute: number; horizonSeconds: number }): JobRuntimeSettings {
+  return {
+    ...settings,
+    rateLimit: { ...settings.rateLimit, startsPerInterval: o.ratePerMinute, intervalSeconds: 60 },
+    ...(settings.admission ? { admission: { ...settings.admission, horizonSeconds: o.horizonSeconds } } : {}),
+  };
+}
+
+/** Every default of ChaosOptions but the job and the settle timeout (which depend on the run): the CLI shows these too. */
 export const CHAOS_DEFAULTS = {
   env: 'dev',
   businessDate: '2026-01-15',
@@ -201,13 +249,14 @@ export const CHAOS_DEFAULTS = {
   duplicateRate: 0.05,
   producerReruns: 1,
   killRate: 0.03,
-  providerErrorRate: 0.03,
+  downstreamErrorRate: 0.03,
   slowRate: 0.05,
   hangAfterEffectRate: 0.02,
   dropBeforeEffectRate: 0.01,
   stormShare: 0.1,
   dynamoFaultRate: 0.02,
   dynamoStallRate: 0.002,
+  s3FaultRate: 0.05,
   poisonRate: 0.01,
   producerKillRate: 0.2,
   producerDeadLetters: 1,
@@ -240,109 +289,138 @@ export function defaultHorizonSeconds(ops: number, ratePerMinute: number): numbe
   return Math.min(300, Math.max(2, Math.round((ops * 60) / ratePerMinute / 4)));
 }
 
+/** The operation a DLQ message stands for, as the job's fixture keys it; undefined for a body that is not a job message. */
+export function dlqOperationOf(fixture: Pick<JobFixture, 'operationKeyOf'>, body: string): string | undefined {
+  const parsed = parseMessage(body, SQS_MAX_MESSAGE_BYTES);
+  return parsed.ok ? fixture.operationKeyOf(parsed.message.resource) : undefined;
+}
+
+/** The fault counters of a run, in the report's order: the downstream's only for a job with one, S3's for one with buckets. */
+function faultCounters(job: { downstream: boolean; buckets: boolean }): Record<string, number> {
+  return {
+    duplicatedMessages: 0,
+    duplicateCopies: 0,
+    producerReruns: 0,
+    workerKillsArmed: 0,
+    ...(job.downstream ? { downstreamStormThrottles: 0, downstreamErrors: 0, downstreamSlow: 0, downstreamHangsAfterEffect: 0, downstreamDropsBeforeEffect: 0 } : {}),
+    dynamoThrottles: 0,
+    dynamoErrors: 0,
+    dynamoStalls: 0,
+    ...(job.buckets ? { s3SlowDowns: 0, s3Errors: 0 } : {}),
+    lambdaTimeouts: 0,
+    poisonMessages: 0,
+    dlqBeforeRedrive: 0,
+    redriven: 0,
+  };
+}
+
+/** What the template callback decides: the job, its fixture, and the timing the run uses. */
+interface RunPlan {
+  job: string;
+  fixture: JobFixture;
+  admission: AdmissionTiming;
+  buckets: boolean;
+  timeoutSeconds: number;
+}
+
 export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const started = Date.now();
   const say = options.log ?? (() => undefined);
   const cwd = resolve(options.cwd);
-  const base = withDefaults(CHAOS_DEFAULTS, options);
-  if (base.producerTimeoutSeconds < MIN_PRODUCER_TIMEOUT_SECONDS) {
-    throw new ChaosError(`producerTimeoutSeconds ${base.producerTimeoutSeconds} is below ${MIN_PRODUCER_TIMEOUT_SECONDS}: the producer keeps 20 s in reserve before each page, so its steps would publish nothing`);
+  const o = withDefaults(CHAOS_DEFAULTS, options);
+  if (o.producerTimeoutSeconds < MIN_PRODUCER_TIMEOUT_SECONDS) {
+    throw new ChaosError(`producerTimeoutSeconds ${o.producerTimeoutSeconds} is below ${MIN_PRODUCER_TIMEOUT_SECONDS}: the producer keeps 20 s in reserve before each page, so its steps would publish nothing`);
   }
-  const artifact = ensureStack({ env: base.env, assemblyDir: 'cdk.out', cwd, log: say, synth: false });
-  const deployed = loadTemplate(artifact.templateFile);
-  const stackAdmission = templateAdmission(deployed);
-  const admission: AdmissionTiming = {
-    producerTimeoutSeconds: base.producerTimeoutSeconds,
-    horizonSeconds: options.admissionHorizonSeconds ?? defaultHorizonSeconds(options.ops, base.ratePerMinute),
-    visibilitySeconds: options.admissionVisibilitySeconds ?? base.producerTimeoutSeconds + stackAdmission.visibilityMarginSeconds,
-    maxReceiveCount: options.admissionMaxReceiveCount ?? stackAdmission.maxReceiveCount,
+
+  /** Chooses the job in the synthesized template and times the run after it; the session then deploys the result. */
+  let plan: RunPlan | undefined;
+  const prepare = (deployed: CloudFormationTemplate): CloudFormationTemplate => {
+    const { name, fixture } = chooseJob(templateJobs(deployed), (job) => loadFixture(cwd, job), options.job);
+    const stackAdmission = templateAdmission(deployed, name);
+    const admission: AdmissionTiming = {
+      producerTimeoutSeconds: o.producerTimeoutSeconds,
+      horizonSeconds: options.admissionHorizonSeconds ?? defaultHorizonSeconds(options.ops, o.ratePerMinute),
+      visibilitySeconds: options.admissionVisibilitySeconds ?? o.producerTimeoutSeconds + stackAdmission.visibilityMarginSeconds,
+      maxReceiveCount: options.admissionMaxReceiveCount ?? stackAdmission.maxReceiveCount,
+    };
+    // A step redelivered while its killed holder's lease still runs is turned away as in progress, and its chain stops.
+    if (admission.visibilitySeconds <= admission.producerTimeoutSeconds) {
+      throw new ChaosError(`admissionVisibilitySeconds ${admission.visibilitySeconds} must exceed producerTimeoutSeconds ${admission.producerTimeoutSeconds}, or a killed step's redelivery finds its lease still held`);
+    }
+    plan = {
+      job: name,
+      fixture,
+      admission,
+      buckets: Object.keys(chaosJobResources(deployed, name).settings.buckets ?? {}).length > 0,
+      timeoutSeconds: options.timeoutSeconds ?? defaultTimeoutSeconds(options.ops, o.ratePerMinute, admission),
+    };
+    say(`job ${name} (fixture ${fixturePath(cwd, name)}${fixture.downstream ? ', with a fake downstream' : ''})`);
+    return retimeTemplate(deployed, { job: name, consumerTimeoutSeconds: o.consumerTimeoutSeconds, admission });
   };
-  // A step redelivered while its killed holder's lease still runs is turned away as in progress, and its chain stops.
-  if (admission.visibilitySeconds <= admission.producerTimeoutSeconds) {
-    throw new ChaosError(`admissionVisibilitySeconds ${admission.visibilitySeconds} must exceed producerTimeoutSeconds ${admission.producerTimeoutSeconds}, or a killed step's redelivery finds its lease still held`);
-  }
-  const o = { ...base, timeoutSeconds: options.timeoutSeconds ?? defaultTimeoutSeconds(options.ops, base.ratePerMinute, admission) };
+
   const dice = new Prng(options.seed);
   const dupDice = dice.fork('duplicates');
   const killDice = dice.fork('kills');
   const ddbDice = dice.fork('dynamodb');
   const stallDice = dice.fork('stalls');
   const planDice = dice.fork('plan');
-  const producerFaults = new ProducerFaultInjector({
-    jobName: CHAOS_JOB,
-    killRate: o.producerKillRate,
-    deadLetters: o.producerDeadLetters,
-    dice: dice.fork('producer'),
-    isOn: () => faultsOn,
-  });
-  const faults: Record<string, number> = {
-    duplicatedMessages: 0,
-    duplicateCopies: 0,
-    producerReruns: 0,
-    workerKillsArmed: 0,
-    providerStormThrottles: 0,
-    providerErrors: 0,
-    providerSlow: 0,
-    providerHangsAfterEffect: 0,
-    providerDropsBeforeEffect: 0,
-    dynamoThrottles: 0,
-    dynamoErrors: 0,
-    dynamoStalls: 0,
-    lambdaTimeouts: 0,
-    poisonMessages: 0,
-    dlqBeforeRedrive: 0,
-    redriven: 0,
-  };
+  const producerDice = dice.fork('producer');
+  let producerFaults: ProducerFaultInjector | undefined;
+  let faults: Record<string, number> = faultCounters({ downstream: false, buckets: false });
   let faultsOn = true;
 
   const localDir = join(cwd, '.local', 'chaos');
   mkdirSync(localDir, { recursive: true });
   const logFile = createWriteStream(join(localDir, `run-${options.seed}.log`), { flags: 'w' });
-  const log = (source: string, line: string) => logFile.write(`${source} ${line}\n`);
+  const log = (source: string, line: string) => {
+    logFile.write(`${source} ${line}\n`);
+    // The assembly's own notes (a synth, a template older than the sources) are the user's to see.
+    if (source === 'provision') say(line);
+  };
 
-  const template = retimeTemplate(deployed, { ...o, admission });
-
-  // 429 storms: windows in the fault phase's timeline (relative ms), planned from the seed up front.
+  // 429 storms at the downstream: windows in the fault phase's timeline (relative ms), planned from the seed up front.
   const storms: [number, number][] = [];
   for (let t = planDice.int(500, 3000); t < 3_600_000; t += planDice.int(4000, 12000)) {
     const length = Math.round(planDice.int(500, 2000) * (o.stormShare / 0.1));
     storms.push([t, t + length]);
   }
   const attemptsPerKey = new Map<string, number>();
-  const providerFault = (r: { idempotencyKey: string; at: number }): ProviderFault | undefined => {
-    if (!faultsOn) return undefined;
+  const downstreamFault: DownstreamFaultPolicy = (r): DownstreamFault | undefined => {
     const rel = r.at - started;
     if (o.stormShare > 0 && storms.some(([a, b]) => rel >= a && rel < b)) {
-      faults.providerStormThrottles++;
+      faults.downstreamStormThrottles++;
       return { kind: 'throttle', retryAfterSeconds: 1 };
     }
     const attempt = (attemptsPerKey.get(r.idempotencyKey) ?? 0) + 1;
     attemptsPerKey.set(r.idempotencyKey, attempt);
     // Keyed on the operation and its attempt: the same request meets the same fault whatever the interleaving.
     let u = keyedDraw(options.seed, `${r.idempotencyKey}#${attempt}`);
-    if ((u -= o.providerErrorRate) < 0) {
-      faults.providerErrors++;
+    if ((u -= o.downstreamErrorRate) < 0) {
+      faults.downstreamErrors++;
       return { kind: 'error', status: ([500, 502, 503] as const)[attempt % 3] };
     }
     if ((u -= o.slowRate) < 0) {
-      faults.providerSlow++;
+      faults.downstreamSlow++;
       return { kind: 'slow', delayMs: 100 + Math.round(keyedDraw(options.seed, `${r.idempotencyKey}#${attempt}#slow`) * 700) };
     }
     if ((u -= o.hangAfterEffectRate) < 0) {
-      faults.providerHangsAfterEffect++;
+      faults.downstreamHangsAfterEffect++;
       return { kind: 'hangAfterEffect', delayMs: (o.consumerTimeoutSeconds + 2) * 1000 };
     }
     if ((u -= o.dropBeforeEffectRate) < 0) {
-      faults.providerDropsBeforeEffect++;
+      faults.downstreamDropsBeforeEffect++;
       return { kind: 'dropBeforeEffect', delayMs: 300 };
     }
     return undefined;
   };
 
-  const provider = new PaymentProvider({ startsPerWindow: o.ratePerMinute, windowSeconds: 60, maxConcurrent: 10, faults: providerFault });
-  let stack: LocalStack | undefined;
-  const proxy = new DynamoFaultProxy({
-    target: () => stack!.endpoints.dynamodb,
+  let session: LocalSession | undefined;
+  const endpointOf = (service: 'dynamodb' | 's3') => {
+    if (!session) throw new ChaosError(`no local ${service} server yet`);
+    return session.stack.endpoints[service];
+  };
+  const dynamoProxy = new DynamoFaultProxy({
+    target: () => endpointOf('dynamodb'),
     decide: (operation): DynamoFault | undefined => {
       // Only the consumer claims (PutItem) and pre-checks (BatchGetItem): a stall there times out a consumer invocation,
       // never the producer.
@@ -354,6 +432,24 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       const fault = ddbDice.pick(['ProvisionedThroughputExceededException', 'ThrottlingException', 'InternalServerError'] as const);
       if (fault === 'InternalServerError') faults.dynamoErrors++;
       else faults.dynamoThrottles++;
+      return fault;
+    },
+  });
+  // Per object, decided once from the seed and its key: its first call fails whole (every SDK attempt), so the consumer
+  // meets S3's throttle (it defers) or an internal error (SQS redelivers), not a blip the SDK retries away.
+  const s3Requests = new Map<string, number>();
+  const s3Proxy = new S3FaultProxy({
+    target: () => endpointOf('s3'),
+    decide: ({ bucket, key }): S3Fault | undefined => {
+      if (!faultsOn) return undefined;
+      const object = `${bucket}/${key}`;
+      const n = (s3Requests.get(object) ?? 0) + 1;
+      s3Requests.set(object, n);
+      const u = keyedDraw(options.seed, `s3#${object}`);
+      if (n > S3_FAULTED_ATTEMPTS || u >= o.s3FaultRate) return undefined;
+      const fault: S3Fault = u < o.s3FaultRate / 3 ? 'InternalError' : 'SlowDown';
+      if (fault === 'SlowDown') faults.s3SlowDowns++;
+      else faults.s3Errors++;
       return fault;
     },
   });
@@ -372,7 +468,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const considered = new Set<string>();
   const duplicate = (body: string) => {
     const operationId = operationIdOf(body);
-    if (!faultsOn || operationId === undefined || considered.has(operationId)) return;
+    if (!faultsOn || !session || operationId === undefined || considered.has(operationId)) return;
     considered.add(operationId);
     if (!dupDice.chance(o.duplicateRate)) return;
     faults.duplicatedMessages++;
@@ -380,83 +476,72 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     for (let i = 0; i < copies; i++) {
       faults.duplicateCopies++;
       const delay = dupDice.int(0, 3);
-      track(stack!.sqs().send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, DelaySeconds: delay })).catch((e: Error) => sendErrors.push(e)));
+      track(session.sqs().send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, DelaySeconds: delay })).catch((e: Error) => sendErrors.push(e)));
     }
   };
 
-  stack = new LocalStack({
-    template,
-    stackName: artifact.stackName,
-    assemblyDir: artifact.assemblyDir,
-    log,
-    killAfterMs: (fn) => {
-      if (!faultsOn || fn !== consumerName || !killDice.chance(o.killRate)) return undefined;
-      faults.workerKillsArmed++;
-      return killDice.int(0, 1500);
-    },
-    onInvoke: (fn, event, invocation) => {
-      if (fn === producerName) producerFaults.onInvoke(event, invocation);
-    },
-    onRequest: (service, r) => {
-      // Published messages, read off the wire as SQS received them: the copies are the very same bodies.
-      if (service !== 'sqs' || r.status >= 300 || !String(r.headers['x-amz-target'] ?? '').endsWith('.SendMessageBatch')) return;
-      try {
-        const req = JSON.parse(r.body) as { QueueUrl?: string; Entries?: { MessageBody: string }[] };
-        if (req.QueueUrl !== queueUrl) return;
-        // The producer's own pages: where its armed kills strike, and how re-published pages are counted.
-        for (const [batchId, operationIds] of producerMessagesByBatch(req.Entries ?? [])) producerFaults.onPublish(batchId, operationIds);
-        for (const e of req.Entries ?? []) duplicate(e.MessageBody);
-      } catch (error) {
-        sendErrors.push(new ChaosError(`could not read a SendMessageBatch request: ${(error as Error).message}`, { cause: error }));
-      }
-    },
-    environmentOverride: (_fn, env) => {
-      const out = { ...env, AWS_ENDPOINT_URL_DYNAMODB: proxy.endpoint };
-      if (!env.JOB_SETTINGS) return out;
-      const settings = JSON.parse(env.JOB_SETTINGS) as JobRuntimeSettings;
-      if (settings.settings.providerBaseUrl === undefined) return out;
-      settings.settings.providerBaseUrl = provider.endpoint;
-      return { ...out, JOB_SETTINGS: JSON.stringify(settings) };
-    },
-  });
-
-  let docs: DynamoDBDocumentClient | undefined;
   try {
-    await provider.start();
-    await proxy.start();
-    await stack.start();
-    docs = DynamoDBDocumentClient.from(new DynamoDBClient(stack.clientConfig('dynamodb')));
-    const job = jobViews(stack.plan, stack.mappings).get(CHAOS_JOB);
-    if (!job?.queueUrl || !job.dlqUrl || !job.queueArn || !job.dlqArn || !job.scheduleName || !job.consumer || !job.producer || !job.admissionQueueUrl || !job.admissionMapping) {
-      throw new ChaosError(`the ${o.env} stack has no complete ${CHAOS_JOB} job (schedule, producer, admission queue and mapping, queue, DLQ, consumer)`);
-    }
+    await dynamoProxy.start();
+    await s3Proxy.start();
+    session = await LocalSession.open({
+      cwd,
+      env: o.env,
+      template: prepare,
+      jobSettings: (settings) => (settings.jobName === plan?.job ? retimeSettings(settings, { ratePerMinute: o.ratePerMinute, horizonSeconds: plan.admission.horizonSeconds }) : settings),
+      // The job's fake downstream enforces the rate the job runs at, not the one it is configured with.
+      downstream: (name, settings) => (name === plan?.job ? { quota: { startsPerWindow: settings.rateLimit.startsPerInterval, windowSeconds: settings.rateLimit.intervalSeconds } } : undefined),
+      // Only the chaos job's functions go through the fault proxies (S3's only for a job with buckets).
+      environment: (fn, env) =>
+        (env.JOB_NAME ?? fn.environment.JOB_NAME) !== plan?.job
+          ? env
+          : { ...env, AWS_ENDPOINT_URL_DYNAMODB: dynamoProxy.endpoint, ...(plan.buckets ? { AWS_ENDPOINT_URL_S3: s3Proxy.endpoint } : {}) },
+      log,
+      // Warmed below: the chaos job's functions only, and fewer than the session's default.
+      prewarm: false,
+      killAfterMs: (fn) => {
+        if (!faultsOn || fn !== consumerName || !killDice.chance(o.killRate)) return undefined;
+        faults.workerKillsArmed++;
+        return killDice.int(0, 1500);
+      },
+      onInvoke: (fn, event, invocation) => {
+        if (fn === producerName) producerFaults?.onInvoke(event, invocation);
+      },
+      onRequest: (service, r) => {
+        // Published messages, read off the wire as SQS received them: the copies are the very same bodies.
+        if (service !== 'sqs' || r.status >= 300 || !String(r.headers['x-amz-target'] ?? '').endsWith('.SendMessageBatch')) return;
+        try {
+          const req = JSON.parse(r.body) as { QueueUrl?: string; Entries?: { MessageBody: string }[] };
+          if (req.QueueUrl !== queueUrl) return;
+          // The producer's own pages: where its armed kills strike, and how re-published pages are counted.
+          for (const [batchId, operationIds] of producerMessagesByBatch(req.Entries ?? [])) producerFaults?.onPublish(batchId, operationIds);
+          for (const e of req.Entries ?? []) duplicate(e.MessageBody);
+        } catch (error) {
+          sendErrors.push(new ChaosError(`could not read a SendMessageBatch request: ${(error as Error).message}`, { cause: error }));
+        }
+      },
+    });
+    if (!plan) throw new ChaosError('the session deployed a template the run never saw');
+    const run = plan;
+    const job = completeJob(session.job(run.job), o.env);
     queueUrl = job.queueUrl;
     consumerName = job.consumer.name;
-    producerName = stack.runtime.get(job.producer.arn).spec.name;
-    const admissionQueue = stack.plan.queues.find((q) => q.url === job.admissionQueueUrl);
-    if (!admissionQueue?.deadLetterTargetArn) throw new ChaosError(`the ${CHAOS_JOB} admission queue has no producer DLQ (RedrivePolicy)`);
-    const producerDlqUrl = stack.queueUrl(admissionQueue.deadLetterTargetArn);
-    for (const alias of Object.values(job.settings.secrets)) {
-      const secret = stack.secrets.find(alias);
-      if (secret) provider.allowApiKey(secret.value);
-    }
-    await stack.runtime.prewarm(new Map([[job.consumer.name, 4], [producerName, 2]]));
-    const ddb = new DynamoDBClient(stack.clientConfig('dynamodb'));
-    const s3 = new S3Client(stack.clientConfig('s3'));
-    const seeded = await seedDemoData({ dynamodb: ddb, s3, businessDate: o.businessDate, jobs: new Map([[CHAOS_JOB, job.settings]]) }, { payments: options.ops, uploads: 0, tenants: 0 });
-    ddb.destroy();
-    s3.destroy();
-    say(`seeded ${seeded.paymentIds.length} payments for ${o.businessDate}; faults on`);
-    const mapping = stack.mappings.find((m) => m.config.functionName === job.consumer!.name)!;
-    mapping.start();
+    producerName = session.stack.runtime.get(job.producer.arn).spec.name;
+    const admissionQueue = session.stack.plan.queues.find((q) => q.url === job.admissionQueueUrl);
+    if (!admissionQueue?.deadLetterTargetArn) throw new ChaosError(`the ${run.job} admission queue has no producer DLQ (RedrivePolicy)`);
+    const producerDlqUrl = session.stack.queueUrl(admissionQueue.deadLetterTargetArn);
+    faults = faultCounters({ downstream: job.downstream !== undefined, buckets: run.buckets });
+    producerFaults = new ProducerFaultInjector({ jobName: run.job, killRate: o.producerKillRate, deadLetters: o.producerDeadLetters, dice: producerDice, isOn: () => faultsOn });
+    job.downstream?.setFaults(downstreamFault);
+    await session.stack.runtime.prewarm(new Map([[consumerName, 4], [producerName, 2]]));
+    const seeded = await session.seed(run.job, options.ops, o.businessDate);
+    if (seeded.expectedOperations.length === 0) throw new ChaosError(`the ${run.job} fixture seeded no operations for ${options.ops} (${seeded.summary})`);
+    say(`seeded ${seeded.summary} for ${o.businessDate}; faults on`);
+    job.mapping.start();
     job.admissionMapping.start();
 
-    const fire = async (scheduledTime: Date) => {
-      const result = await stack!.scheduler.fire(job.scheduleName!, { scheduledTime, businessDate: o.businessDate });
-      if (!result.delivered) throw new ChaosError(`schedule ${job.scheduleName} could not deliver to its producer: ${result.error}`);
-    };
     // Whole seconds, as the Scheduler's times are: the batch ID keeps only seconds.
     const scheduledTime = new Date(Math.floor(Date.now() / 1000) * 1000);
+    const fire = (at: Date) => session!.fire(run.job, { scheduledTime: at, businessDate: o.businessDate });
     await fire(scheduledTime);
     for (let i = 0; i < o.duplicateSchedules; i++) {
       // At once, while step 0 holds the lease (the copy leaves a takeover step), or after it (the copy finds the run
@@ -471,46 +556,48 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       await fire(new Date(Math.max(Math.floor(Date.now() / 1000) * 1000, scheduledTime.getTime() + (i + 1) * 1000)));
       faults.producerReruns++;
     }
-    const poison = Math.max(1, Math.round(options.ops * o.poisonRate));
-    for (let i = 0; i < poison; i++) {
-      await stack.sqs().send(new SendMessageCommand({ QueueUrl: job.queueUrl, MessageBody: POISON_BODIES[i % POISON_BODIES.length] }));
+    const poison = poisonBodies(run.job);
+    const poisonCount = Math.max(1, Math.round(options.ops * o.poisonRate));
+    for (let i = 0; i < poisonCount; i++) {
+      await session.sqs().send(new SendMessageCommand({ QueueUrl: job.queueUrl, MessageBody: poison[i % poison.length] }));
       faults.poisonMessages++;
     }
 
-    const deadline = started + o.timeoutSeconds * 1000;
-    const ledgerTable = job.consumer.environment.LEDGER_TABLE_NAME;
     const waiting: SettleContext = {
-      stack,
-      queueUrl: job.queueUrl,
-      admissionQueueUrl: job.admissionQueueUrl,
+      session,
+      job: run.job,
       producerName,
       pending: pendingSends,
-      deadline,
+      deadline: started + run.timeoutSeconds * 1000,
       say,
-      runs: async () => (await queryAll(docs!, ledgerTable, `BATCH#${CHAOS_JOB}`)) as unknown as RunLedgerItem[],
       recover: async (item) => {
-        const sent = await stack!.sqs().send(new SendMessageCommand({ QueueUrl: job.admissionQueueUrl, MessageBody: recoveryStepBody(item) }));
-        producerFaults.exemptMessage(sent.MessageId!);
-        producerFaults.counts.recoveredChains++;
+        const sent = await session!.sqs().send(new SendMessageCommand({ QueueUrl: job.admissionQueueUrl, MessageBody: recoveryStepBody(item) }));
+        producerFaults!.exemptMessage(sent.MessageId!);
+        producerFaults!.counts.recoveredChains++;
         say(`run ${item.sk} stopped at admission step ${item.step} (due ${item.nextStepAt ?? item.startedAt}, nothing in the admission queue); sent a step ${item.step} message, as an operator would`);
       },
     };
     let settled = await settle(waiting);
     faultsOn = false;
-    const before = await depth(stack, job.dlqUrl);
+    job.downstream?.setFaults(undefined);
+    const before = (await session.depth(job.dlqUrl)).total;
     faults.dlqBeforeRedrive = before;
     say(`faults off; ${before} messages in the DLQ; redriving`);
     if (before > 0) {
-      await stack.sqs().send(new StartMessageMoveTaskCommand({ SourceArn: job.dlqArn, DestinationArn: job.queueArn }));
+      await session.sqs().send(new StartMessageMoveTaskCommand({ SourceArn: job.dlqArn, DestinationArn: job.queueArn }));
       faults.redriven = before;
-      for (let i = 0; i < 40 && (await depth(stack, job.dlqUrl)) > 0; i++) await sleep(250);
+      // A move task that leaves messages behind is the verdict's to judge (they stay in the DLQ), not a broken run.
+      await waitFor('the DLQ redrive to move every message', async () => (await session!.depth(job.dlqUrl)).total === 0, { timeoutMs: 10_000, intervalMs: 250 }).catch(
+        (error: unknown) => {
+          if (!(error instanceof WaitTimeoutError)) throw error;
+          say(error.message);
+        },
+      );
       settled = (await settle(waiting)) && settled;
     }
     if (sendErrors.length > 0) throw new ChaosError(`${sendErrors.length} injected sends failed: ${sendErrors[0].message}`, { cause: sendErrors[0] });
 
-    const batchItems = await queryAll(docs, ledgerTable, `BATCH#${CHAOS_JOB}`);
-    const rejections = await queryAll(docs, ledgerTable, `REJECTED#${CHAOS_JOB}`);
-    const batches: LedgerBatch[] = batchItems.map((i) => ({
+    const batches: LedgerBatch[] = (await session.ledgerItems(run.job, 'BATCH')).map((i) => ({
       batchId: String(i.sk),
       discovered: Number(i.discovered ?? 0),
       published: Number(i.published ?? 0),
@@ -520,27 +607,30 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       deadLettered: Number(i.deadLettered ?? 0),
       admission: typeof i.admission === 'string' ? i.admission : undefined,
     }));
-    const dlq = await readDlq(stack, job.dlqUrl, 60);
+    const rejections = await session.ledgerItems(run.job, 'REJECTED');
+    const dlq = await session.readQueue(job.dlqUrl, 60);
     const verdict = checkInvariants({
-      expectedOperations: seeded.paymentIds,
-      effects: provider.effects,
-      arrivals: provider.arrivals,
-      replays: provider.replays,
-      rateLimit: { startsPerInterval: o.ratePerMinute, intervalSeconds: 60 },
+      expectedOperations: seeded.expectedOperations,
+      effects: await session.effects(run.job, seeded),
+      downstream: job.downstream,
+      rateLimit: { startsPerInterval: job.settings.rateLimit.startsPerInterval, intervalSeconds: job.settings.rateLimit.intervalSeconds },
       batches,
       rejectedMessageIds: rejections.map((r) => String(r.messageId)),
       poisonInjected: faults.poisonMessages,
-      queueLeft: await depth(stack, job.queueUrl),
+      queueLeft: (await session.depth(job.queueUrl)).total,
       dlq,
-      dlqOperations: dlq.flatMap((m) => paymentIdOf(m.body) ?? []),
+      dlqOperations: dlq.flatMap((m) => dlqOperationOf(run.fixture, m.body) ?? []),
     });
-    faults.dynamoRequestsForwarded = proxy.forwarded;
-    faults.lambdaTimeouts = stack.runtime.get(job.consumer.name).timeoutCount;
+    faults.dynamoRequestsForwarded = dynamoProxy.forwarded;
+    if (run.buckets) faults.s3RequestsForwarded = s3Proxy.forwarded;
+    faults.lambdaTimeouts = session.stack.runtime.get(consumerName).timeoutCount;
     // What SQS moved: the doomed steps' messages, left in the producer DLQ (the alarm an operator answered). The
     // schedule dead-letters there too; only admission steps count.
-    producerFaults.counts.stepsDeadLettered = (await readDlq(stack, producerDlqUrl, 60)).filter((m) => admissionStepOf(m.body)).length;
+    producerFaults.counts.stepsDeadLettered = (await session.readQueue(producerDlqUrl, 60)).filter((m) => admissionStepOf(m.body)).length;
     return {
       ok: verdict.ok && settled,
+      job: run.job,
+      seeded: seeded.summary,
       ops: options.ops,
       seed: options.seed,
       settled,
@@ -548,15 +638,24 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       invariants: verdict.invariants,
       faultsInjected: faults,
       producerFaults: { ...producerFaults.counts },
-      admission,
+      admission: run.admission,
     };
   } finally {
-    docs?.destroy();
-    await stack.stop();
-    await proxy.close();
-    await provider.close();
+    await session?.close();
+    await dynamoProxy.close();
+    await s3Proxy.close();
     await new Promise((r) => logFile.end(r));
   }
+}
+
+type CompleteJob = SessionJob & Required<Pick<SessionJob, 'queueUrl' | 'queueArn' | 'dlqUrl' | 'dlqArn' | 'scheduleName' | 'consumer' | 'producer' | 'mapping' | 'admissionQueueUrl' | 'admissionMapping'>>;
+
+/** The job as deployed, with every part a chaos run drives; a job missing one cannot be run. */
+function completeJob(job: SessionJob, env: string): CompleteJob {
+  const parts = ['queueUrl', 'queueArn', 'dlqUrl', 'dlqArn', 'scheduleName', 'consumer', 'producer', 'mapping', 'admissionQueueUrl', 'admissionMapping'] as const;
+  const missing = parts.filter((p) => job[p] === undefined);
+  if (missing.length > 0) throw new ChaosError(`the ${env} stack's job ${job.name} is not complete for a chaos run (missing: ${missing.join(', ')})`);
+  return job as CompleteJob;
 }
 
 function operationIdOf(body: string): string | undefined {
@@ -569,87 +668,32 @@ function operationIdOf(body: string): string | undefined {
   }
 }
 
-function paymentIdOf(body: string): string | undefined {
-  try {
-    const m = JSON.parse(body) as { resource?: { paymentId?: unknown } };
-    const id = m.resource?.paymentId;
-    return typeof id === 'string' ? id : undefined;
-  } catch {
-    // Not JSON: no payment to name; the DLQ invariant still sees the message itself.
-    return undefined;
-  }
-}
-
-async function queryAll(docs: DynamoDBDocumentClient, table: string | undefined, pk: string): Promise<Record<string, unknown>[]> {
-  if (!table) throw new ChaosError('the consumer has no LEDGER_TABLE_NAME');
-  const items: Record<string, unknown>[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await docs.send(new QueryCommand({ TableName: table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ExclusiveStartKey: start }));
-    items.push(...(page.Items ?? []));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return items;
-}
-
-async function depth(stack: LocalStack, url: string): Promise<number> {
-  const a = await stack.sqs().send(
-    new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] }),
-  );
-  // local-aws-sqs counts in-flight messages in ApproximateNumberOfMessages too (see local/run.ts).
-  return Number(a.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(a.Attributes?.ApproximateNumberOfMessagesDelayed ?? 0);
-}
-
-/** Reads every DLQ message (each hidden for `hideSeconds`, so a page never repeats one), deduplicated by ID. */
-async function readDlq(stack: LocalStack, url: string, hideSeconds: number): Promise<DlqMessage[]> {
-  const seen = new Map<string, DlqMessage>();
-  for (let empty = 0; empty < 2; ) {
-    const page = await stack.sqs().send(
-      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: hideSeconds, MessageAttributeNames: ['All'] }),
-    );
-    const fresh = (page.Messages ?? []).filter((m) => !seen.has(m.MessageId!));
-    for (const m of fresh) {
-      seen.set(m.MessageId!, {
-        body: m.Body ?? '',
-        attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ''])),
-      });
-    }
-    empty = fresh.length === 0 ? empty + 1 : 0;
-  }
-  return [...seen.values()];
-}
-
 /** What settle watches, and how it recovers a stopped chain. */
 interface SettleContext {
-  stack: LocalStack;
-  queueUrl: string;
-  admissionQueueUrl: string;
+  session: LocalSession;
+  job: string;
   producerName: string;
   pending: Set<Promise<unknown>>;
   deadline: number;
   say: (line: string) => void;
-  /** The chaos job's run-ledger items. */
-  runs: () => Promise<RunLedgerItem[]>;
   /** Sends the step message that takes a stopped chain on. */
   recover: (item: RunLedgerItem) => Promise<void>;
 }
 
 /**
- * Waits until the work queue and the admission queue are empty, no run is still admitting, nothing runs and no
- * injected send is pending, twice in a row. A run whose chain has stopped (its next step lost to the producer DLQ: due,
- * unleased, nothing in the admission queue, no producer running) is seen on two polls in a row, then recovered.
+ * The session's wait (queues empty, every run finished and admitted, nothing running, no injected send pending), with
+ * what only a chaos run needs on each poll: a run whose chain has stopped (its next step lost to the producer DLQ:
+ * due, unleased, nothing in the admission queue, no producer running) is seen on two polls in a row, then recovered.
  */
 async function settle(c: SettleContext): Promise<boolean> {
-  let quiet = 0;
   let lastSay = 0;
   const stoppedSeen = new Map<string, number>();
-  while (Date.now() < c.deadline) {
-    await sleep(500);
-    const [left, steps, runs] = await Promise.all([depth(c.stack, c.queueUrl), depth(c.stack, c.admissionQueueUrl), c.runs()]);
-    const admitting = runs.filter((r) => r.admission === 'admitting').length;
-    const producer = c.stack.runtime.get(c.producerName);
-    const producerIdle = producer.inFlight === 0 && producer.pendingAsync === 0 && c.stack.scheduler.pending === 0;
-    const stopped = steps === 0 && producerIdle ? stoppedChains(runs, Date.now(), 1000) : [];
+  const onPoll = async (states: Map<string, JobState>): Promise<void> => {
+    const state = states.get(c.job)!;
+    const producer = c.session.stack.runtime.get(c.producerName);
+    const producerIdle = producer.inFlight === 0 && producer.pendingAsync === 0 && c.session.stack.scheduler.pending === 0;
+    const look = state.admissionQueue.total === 0 && producerIdle && state.ledger.admitting > 0;
+    const stopped = look ? stoppedChains((await c.session.ledgerItems(c.job)) as unknown as RunLedgerItem[], Date.now(), 1000) : [];
     for (const id of [...stoppedSeen.keys()]) if (!stopped.some((r) => r.sk === id)) stoppedSeen.delete(id);
     for (const run of stopped) {
       const seen = (stoppedSeen.get(run.sk) ?? 0) + 1;
@@ -658,13 +702,11 @@ async function settle(c: SettleContext): Promise<boolean> {
       stoppedSeen.delete(run.sk);
       await c.recover(run);
     }
-    const busy = left > 0 || steps > 0 || admitting > 0 || !c.stack.runtime.isIdle() || c.stack.scheduler.pending > 0 || c.pending.size > 0;
     if (Date.now() - lastSay > 5000) {
       lastSay = Date.now();
-      c.say(`queue ${left}, admission steps ${steps}, runs admitting ${admitting}, running ${c.stack.runtime.list().reduce((n, f) => n + f.inFlight, 0)}`);
+      const running = c.session.stack.runtime.list().reduce((n, f) => n + f.inFlight, 0);
+      c.say(`queue ${state.queue.total}, admission steps ${state.admissionQueue.total}, runs admitting ${state.ledger.admitting}, running ${running}`);
     }
-    quiet = busy ? 0 : quiet + 1;
-    if (quiet >= 2) return true;
-  }
-  return false;
+  };
+  return c.session.settle({ deadline: c.deadline, jobs: [c.job], pending: () => c.pending.size > 0, onPoll });
 }

@@ -1,39 +1,44 @@
 import { resolve } from 'node:path';
-import { runChaos } from '../../chaos/run';
+import { runChaos, type ChaosOptions } from '../../chaos/run';
 
-// The CI chaos run: the real local runtime (synthesized dev stack, bundled functions) with every fault on, a fixed seed
-// and few operations. The producer's faults need a chain of admission steps, so the rate is low and the horizon 2 s
-// (about 20 operations a step); the producer timeout is short, and the admission queue's visibility (28 s, the
-// producer's 25 s and a 3 s margin instead of the stack's 60 s) and its receives (2 instead of 5) are cut so that a
-// step dead-lettered on purpose reaches the producer DLQ within a minute. About 70 s on two cores.
+// The CI chaos runs: the real local runtime (synthesized dev stack, bundled functions, the jobs' fixtures) with every
+// fault on, a fixed seed and few operations. The producer's faults need a chain of admission steps, so the rate is low
+// and the horizon 2 s (about 20 operations a step); the producer timeout is short, and the admission queue's
+// visibility (28 s, the producer's 25 s and a 3 s margin instead of the stack's 60 s) and its receives (2 instead of 5)
+// are cut so that a step dead-lettered on purpose reaches the producer DLQ within a minute. About 70 s each on two
+// cores, one after the other.
+const timing: Omit<ChaosOptions, 'ops' | 'seed'> = {
+  cwd: resolve(__dirname, '..', '..'),
+  ratePerMinute: 600,
+  consumerTimeoutSeconds: 8,
+  poisonRate: 0.05,
+  producerKillRate: 0.5,
+  producerTimeoutSeconds: 25,
+  admissionHorizonSeconds: 2,
+  admissionVisibilitySeconds: 28,
+  admissionMaxReceiveCount: 2,
+  timeoutSeconds: 200,
+};
+
 describe('Function: runChaos', () => {
-  it('keeps every invariant under the default fault mix, the producer\'s faults included (60 operations, seed 42)', async () => {
-    const result = await runChaos({
-      ops: 60,
-      seed: 42,
-      cwd: resolve(__dirname, '..', '..'),
-      ratePerMinute: 600,
-      consumerTimeoutSeconds: 8,
-      poisonRate: 0.05,
-      producerKillRate: 0.5,
-      producerTimeoutSeconds: 25,
-      admissionHorizonSeconds: 2,
-      admissionVisibilitySeconds: 28,
-      admissionMaxReceiveCount: 2,
-      timeoutSeconds: 200,
-    });
+  it('drives the job with a fake downstream by default, and keeps every invariant under the default fault mix, the downstream\'s and the producer\'s faults included (60 operations, seed 42)', async () => {
+    const result = await runChaos({ ...timing, ops: 60, seed: 42 });
+    expect(result.job).toBe('payment-reconciliation');
     expect(result.settled).toBe(true);
     expect(result.invariants.effectsEqualUniqueOperations).toMatchObject({ ok: true, effects: 60, uniqueOperations: 60 });
     expect(result.invariants.nothingLost).toMatchObject({ ok: true, operations: 60, missing: 0, queueLeft: 0, runsNotFullyAdmitted: [] });
     expect(result.invariants.rateRespected).toMatchObject({ ok: true, limit: 600 });
     expect(result.invariants.onlyTerminalFailuresInDlq).toMatchObject({ ok: true, withoutFailureReason: 0, poisonInjected: 3, poisonRejected: 3 });
     expect(result.ok).toBe(true);
-    // The run did inject: duplicates, a producer re-run, poison, and faults at the provider and DynamoDB.
-    expect(result.faultsInjected.duplicateCopies).toBeGreaterThan(0);
-    expect(result.faultsInjected.producerReruns).toBe(1);
-    expect(result.faultsInjected.poisonMessages).toBe(3);
-    expect(result.faultsInjected.dynamoThrottles + result.faultsInjected.dynamoErrors).toBeGreaterThan(0);
-    expect(result.faultsInjected.providerStormThrottles + result.faultsInjected.providerErrors + result.faultsInjected.providerSlow).toBeGreaterThan(0);
+    // The run did inject: duplicates, a producer re-run, poison, and faults at the downstream and DynamoDB.
+    const f = result.faultsInjected;
+    expect(f.duplicateCopies).toBeGreaterThan(0);
+    expect(f.producerReruns).toBe(1);
+    expect(f.poisonMessages).toBe(3);
+    expect(f.dynamoThrottles + f.dynamoErrors).toBeGreaterThan(0);
+    expect(f.downstreamStormThrottles + f.downstreamErrors + f.downstreamSlow).toBeGreaterThan(0);
+    // A job whose effects are not on S3 has no S3 faults to count.
+    expect(f.s3SlowDowns).toBeUndefined();
     // And at the producer: a page's publishing killed before its commit, a step failed on each of its two receives
     // until SQS dead-letters it (the chain then recovered by the harness), and the schedule delivered twice.
     const producer = result.producerFaults!;
@@ -44,5 +49,34 @@ describe('Function: runChaos', () => {
     expect(producer.recoveredChains).toBeGreaterThanOrEqual(1);
     expect(producer.duplicateSchedules).toBe(1);
     expect(result.admission).toEqual({ producerTimeoutSeconds: 25, horizonSeconds: 2, visibilitySeconds: 28, maxReceiveCount: 2 });
+  }, 260_000);
+
+  it('drives a job whose effects land on AWS (S3 and DynamoDB), with S3 faults, and keeps every invariant (40 operations, seed 3)', async () => {
+    const result = await runChaos({ ...timing, job: 'stale-upload-cleanup', ops: 40, seed: 3 });
+    expect(result.job).toBe('stale-upload-cleanup');
+    expect(result.seeded).toBe('40 uploads');
+    expect(result.settled).toBe(true);
+    // Read off the S3 deletes the local server answered: one per seeded object, none of anything else.
+    expect(result.invariants.effectsEqualUniqueOperations).toMatchObject({ ok: true, effects: 40, uniqueOperations: 40, unexpectedEffects: [] });
+    expect(result.invariants.nothingLost).toMatchObject({ ok: true, operations: 40, missing: 0, queueLeft: 0, runsNotFullyAdmitted: [] });
+    // Without a downstream of its own, the rate is checked on the effects' times.
+    expect(result.invariants.rateRespected).toMatchObject({ ok: true, limit: 600, starts: 40 });
+    expect(result.invariants.onlyTerminalFailuresInDlq).toMatchObject({ ok: true, withoutFailureReason: 0, poisonInjected: 2, poisonRejected: 2 });
+    expect(result.ok).toBe(true);
+    const f = result.faultsInjected;
+    expect(f.duplicateCopies).toBeGreaterThan(0);
+    expect(f.producerReruns).toBe(1);
+    expect(f.poisonMessages).toBe(2);
+    expect(f.dynamoThrottles + f.dynamoErrors).toBeGreaterThan(0);
+    // Whole calls failed at S3, every attempt of each: the consumer met the throttle (and deferred) or the error.
+    expect(f.s3SlowDowns + f.s3Errors).toBeGreaterThanOrEqual(3);
+    expect((f.s3SlowDowns + f.s3Errors) % 3).toBe(0);
+    // No fake downstream, so none of its faults.
+    expect(f.downstreamErrors).toBeUndefined();
+    const producer = result.producerFaults!;
+    expect(producer.stepsDoomed).toBe(1);
+    expect(producer.doomedReceivesKilled).toBe(2);
+    expect(producer.stepsDeadLettered).toBe(1);
+    expect(producer.duplicateSchedules).toBe(1);
   }, 260_000);
 });

@@ -27,18 +27,20 @@ describe('Function: buildProgram', () => {
       ops: 50,
       seed: 7,
       cwd: resolve(__dirname, '..', '..'),
+      job: undefined,
       ratePerMinute: 1200,
       consumerTimeoutSeconds: 20,
       duplicateRate: 0.05,
       producerReruns: 1,
       killRate: 0.03,
-      providerErrorRate: 0.03,
+      downstreamErrorRate: 0.03,
       slowRate: 0.05,
       hangAfterEffectRate: 0.02,
       dropBeforeEffectRate: 0.01,
       stormShare: 0.1,
       dynamoFaultRate: 0.02,
       dynamoStallRate: 0.002,
+      s3FaultRate: 0.05,
       poisonRate: 0.01,
       producerKillRate: 0.2,
       producerDeadLetters: 1,
@@ -52,9 +54,15 @@ describe('Function: buildProgram', () => {
   });
 
   it('passes --json, --report and the fault rates through', async () => {
-    const { options, flags } = await parse(['--ops', '5', '--seed', '0', '--json', '--report', 'out.md', '--kill-rate', '0', '--storm-share', '0.5']);
+    const { options, flags } = await parse([
+      '--ops', '5', '--seed', '0', '--json', '--report', 'out.md', '--kill-rate', '0', '--storm-share', '0.5', '--downstream-error-rate', '0.2', '--s3-fault-rate', '0.5',
+    ]);
     expect(flags).toEqual({ json: true, report: 'out.md' });
-    expect(options).toMatchObject({ killRate: 0, stormShare: 0.5 });
+    expect(options).toMatchObject({ killRate: 0, stormShare: 0.5, downstreamErrorRate: 0.2, s3FaultRate: 0.5 });
+  });
+
+  it('passes --job through as named: the run checks it against the stack', async () => {
+    expect((await parse(['--ops', '5', '--seed', '0', '--job', 'some-job'])).options).toMatchObject({ job: 'some-job', ops: 5 });
   });
 
   it('passes the producer faults and the admission timing through', async () => {

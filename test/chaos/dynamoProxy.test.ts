@@ -1,6 +1,7 @@
 import { DynamoDBClient, InternalServerError, ListTablesCommand, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { dynamoErrorBody, DynamoFaultProxy, type DynamoFault } from '../../chaos/dynamoProxy';
 import { startDynamoDb, type RunningServer } from '../../local/servers';
+import { holdsFor } from '../../local/waitFor';
 
 describe('Class: DynamoFaultProxy', () => {
   let dynalite: RunningServer;
@@ -50,7 +51,8 @@ describe('Class: DynamoFaultProxy', () => {
       const abort = new AbortController();
       let settled = false;
       const pending = client.send(new ListTablesCommand({}), { abortSignal: abort.signal }).finally(() => (settled = true));
-      await new Promise((r) => setTimeout(r, 300));
+      // The wait is the claim: a stalled request stays unanswered, however long the caller waits.
+      await holdsFor('the stalled request to stay unanswered', () => !settled, { forMs: 300 });
       expect(settled).toBe(false);
       abort.abort();
       await expect(pending).rejects.toThrow(/abort/i);

@@ -3,6 +3,8 @@ import type { ChaosResult } from '../../chaos/run';
 
 const result: ChaosResult = {
   ok: false,
+  job: 'some-job',
+  seeded: '10 widgets',
   ops: 10,
   seed: 3,
   settled: true,
@@ -32,7 +34,8 @@ const result: ChaosResult = {
 describe('Function: formatText', () => {
   it('prints the faults, one line per invariant with its figures, and the verdict', () => {
     expect(formatText(result).split('\n')).toEqual([
-      'chaos run: 10 operations, seed 3, 12.3 s, settled',
+      'chaos run of some-job: 10 operations, seed 3, 12.3 s, settled',
+      'seeded: 10 widgets',
       'faults injected: workerKillsArmed 2, poisonMessages 1',
       'producer faults: killsArmed 2, killsMidPublish 1, killsMidPublishDirect 0, stepsDoomed 1, doomedReceivesKilled 5, stepsDeadLettered 1, recoveredChains 1, duplicateSchedules 1, republishedMessages 3, admissionStepsDelivered 9',
       'admission: producer timeout 30 s, admission horizon 4 s, step visibility 90 s, 5 receives before the producer DLQ',
@@ -45,22 +48,24 @@ describe('Function: formatText', () => {
   });
 });
 
-describe('Function: formatText (a run recorded before the producer faults)', () => {
-  it('leaves out the producer lines', () => {
-    const { producerFaults: _p, admission: _a, ...old } = result;
+describe('Function: formatText (a run recorded before the producer faults, and before runs chose their job)', () => {
+  it('leaves out the producer lines and the job', () => {
+    const { producerFaults: _p, admission: _a, job: _j, seeded: _s, ...old } = result;
     expect(formatText(old).split('\n').slice(0, 3)).toEqual([
       'chaos run: 10 operations, seed 3, 12.3 s, settled',
       'faults injected: workerKillsArmed 2, poisonMessages 1',
       'PASS  effectsEqualUniqueOperations: effects 10; uniqueOperations 10',
     ]);
     expect(formatMarkdown(old)).not.toContain('Producer faults');
+    expect(formatMarkdown(old)).toContain('# Chaos run: FAILED\n\n10 operations, seed 3');
   });
 });
 
 describe('Function: formatMarkdown', () => {
   it('writes tables of the faults and of the invariants, escaping pipes', () => {
     const md = formatMarkdown(result);
-    expect(md).toContain('# Chaos run: FAILED');
+    expect(md).toContain('# Chaos run of some-job: FAILED');
+    expect(md).toContain('10 operations (seeded: 10 widgets), seed 3, 12.3 s, settled.');
     expect(md).toContain('| workerKillsArmed | 2 |');
     expect(md).toContain('## Producer faults\n\n| fault | count |\n| --- | ---: |\n| killsArmed | 2 |\n| killsMidPublish | 1 |');
     expect(md).toContain('| recoveredChains | 1 |');

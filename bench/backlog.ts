@@ -1,17 +1,17 @@
-// Benchmark (`npm run bench`), the backlog part: the payment job with a backlog of many times its per-minute rate, run
-// time-scaled (this machine cannot afford the hour a 50x backlog takes at the real rate), with admission (the design)
-// and without it (every page published at once, as before admission), and the design again at a shorter backlog, to
-// show that deliveries and cost per job do not grow with the backlog's length.
+// Benchmark (`npm run bench`), the backlog part: one job (`--backlog-job`, by default the first whose fixture offers a
+// fake downstream, a real quota) with a backlog of many times its per-minute rate, run time-scaled (this machine cannot
+// afford the hour a 50x backlog takes at the real rate), with admission (the design) and without it (every page
+// published at once, as before admission), and the design again at a shorter backlog, to show that deliveries and cost
+// per job do not grow with the backlog's length. It names no job.
 import { resolve } from 'node:path';
 import { findStack } from '../local/assembly';
+import { loadFixture, type JobFixture } from '../local/fixture';
+import { jobViews } from '../local/jobs';
 import { planStack } from '../local/plan';
-import { jobViews } from '../local/run';
 import { loadTemplate } from '../local/template';
 import { describeScale, E2eBenchError, runE2eBench, scaleJobSettings, shortestFaithfulIntervalSeconds, type E2eResult, type JobPacing, type JobRunFigures } from './e2e';
 import { batchedFigures, checkGoals, flatVerdict, type FlatVerdict, type GoalCheck } from './perJob';
 
-/** The job the backlog part runs: the one with a real downstream quota. */
-export const BACKLOG_JOB = 'payment-reconciliation';
 /** Backlog as a multiple of the job's per-minute starts. @default 50 */
 export const DEFAULT_BACKLOG_MULTIPLE = 50;
 /** The shorter backlog the design also runs at, for the flat check. @default 10 */
@@ -21,6 +21,8 @@ export const FLAT_TOLERANCE = 0.1;
 
 export interface BacklogOptions {
   cwd: string;
+  /** The job to run. @default the first job of the stack whose fixture offers a fake downstream (a real quota) */
+  job?: string;
   /** @default "cdk.out" */
   assemblyDir?: string;
   /** @default DEFAULT_BACKLOG_MULTIPLE */
@@ -29,7 +31,7 @@ export interface BacklogOptions {
   shortMultiple?: number;
   /**
    * The rate-limit interval the runs use instead of the configured one. @default the shortest faithful one
-   * (shortestFaithfulIntervalSeconds: 8 s for 80 starts per 60 s in batches of 10)
+   * (shortestFaithfulIntervalSeconds: e.g. 8 s for 80 starts per 60 s in batches of 10)
    */
   intervalSeconds?: number;
   consumerConcurrency?: number;
@@ -55,7 +57,7 @@ export interface BacklogDesignFigures {
   lambdaInvocationsPerJob: number;
   /** As run, at the scaled time. */
   lambdaGbSecondsPerJob: number;
-  /** At the configured rate: the slot waits grown by the time scale (estimated from the provider's arrival log). */
+  /** At the configured rate: the slot waits grown by the time scale (estimated from the job's observed starts). */
   lambdaGbSecondsPerJobAtRealRate: number | undefined;
   /** Every request and GB-second as run. */
   costPerMillionUsd: number;
@@ -65,7 +67,7 @@ export interface BacklogDesignFigures {
   /** First publish to last acknowledgement, at the scaled time. */
   seconds: number;
   effects: JobRunFigures['effects'];
-  /** The provider's most starts in any run interval, against the allowance per interval. */
+  /** The job's most starts in any run interval (its fixture's reading), against the allowance per interval. */
   maxStartsInAnyInterval: number | undefined;
   allowedPerInterval: number;
   /** What the requests were, to see which dominate. */
@@ -75,6 +77,8 @@ export interface BacklogDesignFigures {
 
 export interface BacklogReport extends BacklogDesignFigures {
   job: string;
+  /** What one of the job's records is called (its fixture's unit). */
+  unit: string;
   /** Effective starts per minute at the configured rate (after headroom). */
   ratePerMinute: number;
   pacing: JobPacing;
@@ -124,6 +128,21 @@ export function backlogOperations(rate: { startsPerInterval: number; intervalSec
   return Math.round((multiple * rate.startsPerInterval * 60) / rate.intervalSeconds);
 }
 
+/**
+ * The job the backlog part runs: the one named, or the first of the stack's jobs whose fixture offers a fake downstream
+ * (a quota of its own to hold, which the run's starts are checked against). A job must have a fixture to seed with.
+ */
+export function backlogJobOf(jobs: readonly string[], fixtureOf: (job: string) => Pick<JobFixture, 'downstream'> | undefined, named?: string): string {
+  if (named !== undefined) {
+    if (!jobs.includes(named)) throw new E2eBenchError(`--backlog-job ${named}: the stack has no such job (jobs: ${jobs.join(', ') || 'none'})`);
+    if (!fixtureOf(named)) throw new E2eBenchError(`--backlog-job ${named}: the job has no local fixture (lambda/jobs/${named}/local.ts) to seed its backlog with`);
+    return named;
+  }
+  const job = jobs.find((j) => fixtureOf(j)?.downstream !== undefined);
+  if (!job) throw new E2eBenchError(`no job of the stack has a fixture with a fake downstream (a real quota) for the backlog part; name one with --backlog-job (jobs: ${jobs.join(', ') || 'none'})`);
+  return job;
+}
+
 export async function runBacklogBench(options: BacklogOptions): Promise<BacklogReport> {
   const progress = options.progress ?? (() => undefined);
   const multiple = options.multiple ?? DEFAULT_BACKLOG_MULTIPLE;
@@ -135,36 +154,38 @@ export async function runBacklogBench(options: BacklogOptions): Promise<BacklogR
   // The job's configured rate, from the template, before any server exists: it sizes the backlog.
   const plan = planStack(loadTemplate(artifact.templateFile), { stackName: artifact.stackName, region: 'us-east-1', accountId: '000000000000', sqsEndpoint: 'http://preview' });
   const preview = jobViews(plan);
-  const settings = preview.get(BACKLOG_JOB)?.settings;
-  if (!settings) throw new E2eBenchError(`the stack has no job ${BACKLOG_JOB}`);
+  const fixtures = new Map([...preview.keys()].map((name) => [name, loadFixture(resolve(options.cwd), name)]));
+  const job = backlogJobOf([...preview.keys()], (name) => fixtures.get(name), options.job);
+  const unit = fixtures.get(job)!.unit;
+  const settings = preview.get(job)!.settings;
   const rate = settings.rateLimit;
   const faithful = shortestFaithfulIntervalSeconds(settings);
   const intervalSeconds = options.intervalSeconds ?? faithful;
   const perSecondAsRun = rate.startsPerInterval / intervalSeconds;
 
   const run = async (times: number, admission: boolean): Promise<BacklogDesignFigures> => {
-    const payments = backlogOperations(rate, times);
-    const pacedSeconds = payments / perSecondAsRun;
-    progress(`backlog: ${BACKLOG_JOB}, ${payments} payments (${times}x ${(rate.startsPerInterval * 60) / rate.intervalSeconds}/min), ${admission ? 'admission' : 'admission off'}, about ${Math.round(pacedSeconds)} s at the scaled rate`);
+    const operations = backlogOperations(rate, times);
+    const pacedSeconds = operations / perSecondAsRun;
+    progress(`backlog: ${job}, ${operations} ${unit} (${times}x ${(rate.startsPerInterval * 60) / rate.intervalSeconds}/min), ${admission ? 'admission' : 'admission off'}, about ${Math.round(pacedSeconds)} s at the scaled rate`);
     const result = await runE2eBench({
       cwd: options.cwd,
       assemblyDir: options.assemblyDir,
-      counts: { payments, uploads: 0, tenants: 0 },
-      jobs: [BACKLOG_JOB],
-      intervalSeconds: { [BACKLOG_JOB]: intervalSeconds },
+      counts: { [job]: operations },
+      jobs: [job],
+      intervalSeconds: { [job]: intervalSeconds },
       admission,
       consumerConcurrency: options.consumerConcurrency,
       timeoutSeconds: Math.max(options.timeoutSeconds ?? 300, Math.ceil(3 * pacedSeconds) + 120),
       progress,
     });
-    return backlogFigures(result, BACKLOG_JOB, times);
+    return backlogFigures(result, job, times);
   };
 
   const design = await run(multiple, true);
   const baseline = options.baseline === false ? undefined : await run(multiple, false);
   const short = await run(shortMultiple, true);
   // The scaling the runs used (runE2eBench applies the same function), stated once for the report.
-  const consumer = preview.get(BACKLOG_JOB)?.consumer;
+  const consumer = preview.get(job)?.consumer;
   const window = plan.mappings.find((m) => m.functionName === consumer?.name)?.maximumBatchingWindowSeconds ?? 0;
   const pacing = scaleJobSettings(settings, intervalSeconds, window).pacing;
   const note =
@@ -174,7 +195,8 @@ export async function runBacklogBench(options: BacklogOptions): Promise<BacklogR
       : `${faithful} s is the shortest interval at which one batch's slots still span SQS's 1 s delay resolution`);
   return {
     ...design,
-    job: BACKLOG_JOB,
+    job,
+    unit,
     ratePerMinute: (rate.startsPerInterval * 60) / rate.intervalSeconds,
     pacing,
     shortestFaithfulIntervalSeconds: faithful,

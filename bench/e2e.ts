@@ -1,47 +1,38 @@
-// Benchmark (`npm run bench`), the whole pipeline: deploys the synthesized stack on the embedded servers (local/), runs
-// one cycle of the jobs (each paced at its configured rate, time-scaled where that would take too long; or pacing off)
-// and counts every AWS request the pipeline makes per job; then measures the emulators' own ceiling (receive + delete,
-// conditional writes) in the same process, to read the jobs/s against.
+// Benchmark (`npm run bench`), the whole pipeline: opens a LocalSession (local/session.ts: the synthesized stack on the
+// embedded servers, every job with its fixture and fake downstream), runs one cycle of every job (each paced at its
+// configured rate, time-scaled where that would take too long; or pacing off) with the demo records its fixture seeds,
+// and counts every AWS request the pipeline makes, per job and in all; then measures the emulators' own ceiling
+// (receive + delete, conditional writes) in the same process, to read the jobs/s against. It names no job.
 import { performance } from 'node:perf_hooks';
 import { resolve } from 'node:path';
 import { CreateTableCommand, DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import {
-  CreateQueueCommand,
-  DeleteMessageBatchCommand,
-  GetQueueAttributesCommand,
-  ReceiveMessageCommand,
-  SendMessageBatchCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
-import { findStack } from '../local/assembly';
-import { zonedDate } from '../local/cron';
-import { maxInAnyWindow, PaymentProvider } from '../local/provider';
+import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { ensureStack } from '../local/assembly';
+import { loadFixture, maxInAnyWindow, type DownstreamOptions, type JobFixture, type SeededDemo } from '../local/fixture';
+import { jobViews } from '../local/jobs';
 import { planStack } from '../local/plan';
-import { jobViews } from '../local/run';
-import { seedDemoData, type SeedCounts } from '../local/seed';
 import { LOCAL_CREDENTIALS, startDynamoDb, startSqs, type ObservedRequest } from '../local/servers';
-import { LocalStack } from '../local/stack';
+import { LocalSession, SESSION_USER_AGENT, type SessionJob } from '../local/session';
 import { loadTemplate } from '../local/template';
 import { mapBounded } from '../lambda/adapters/sqsPublisher';
 import { admissionGroupSize } from '../lambda/core/admission';
 import type { JobRuntimeSettings } from '../lambda/core/constants';
+import { parseMessage } from '../lambda/core/message';
 import { pacingSettings, PacingSettingKey } from '../lambda/handlers/runtime';
-import { actionOf, DYNAMO_READ_ACTIONS, DYNAMO_WRITE_ACTIONS, startCountingProxy, type CountedRequest } from './countingProxy';
-import { slotWaitGbSeconds, type RunCounts, type TimedInvocation } from './perJob';
+import { actionOf, DYNAMO_READ_ACTIONS, DYNAMO_WRITE_ACTIONS, startCountingProxy, type CountedRequest, type CountingProxy } from './countingProxy';
+import { defaultCountOf, warmUpCountOf } from './counts';
+import { batchedFigures, checkGoals, slotWaitGbSeconds, type GoalCheck, type PerJobFigures, type RunCounts, type TimedInvocation } from './perJob';
 import type { Architecture } from './prices';
+import { effectFigures, effectsSince, itemEffectFigures, type EffectFigures, type ItemEffectFigures } from './runEffects';
 
 /** Consumer executions per job in the bench run (the template's MaximumConcurrency is 5 to 10). */
 export const DEFAULT_BENCH_CONSUMER_CONCURRENCY = 2;
 
-/** The bench's own SQS client says so in its user agent, so its depth polls are not counted as the pipeline's. */
-const BENCH_USER_AGENT = 'paced-jobs-bench';
-
-/** Which seeded count feeds which job (local/seed.ts seeds by job name; tenants: one operation per tenant). */
-const SEEDED_COUNT_OF: Record<string, 'payments' | 'uploads' | 'tenants'> = {
-  'payment-reconciliation': 'payments',
-  'stale-upload-cleanup': 'uploads',
-  'expired-session-cleanup': 'tenants',
-};
+/**
+ * Every fake downstream in the bench answers at once and never throttles: the run measures the pipeline, not a
+ * provider's quota (the pacing is the job's own, from its settings).
+ */
+export const BENCH_DOWNSTREAM: DownstreamOptions = { quota: { startsPerWindow: 1_000_000_000, windowSeconds: 60, maxConcurrent: 10_000 }, latencyMs: 1 };
 
 export class E2eBenchError extends Error {
   constructor(message: string, options?: ErrorOptions) {
@@ -56,8 +47,12 @@ export interface E2eOptions {
   assemblyDir?: string;
   /** @default "dev" */
   env?: string;
-  /** Demo data per job. */
-  counts: SeedCounts;
+  /**
+   * Demo records per job, by job name (its fixture seeds them); 0 leaves the job out of the run. @default for a job
+   * not named: DEFAULT_COUNT_MULTIPLE times its fixture's defaultCount (bench/counts.ts); a job without a fixture seeds
+   * nothing and runs on what its own resources hold
+   */
+  counts?: Record<string, number>;
   /**
    * `configured`: every job paced at its own configured rate (JOB_SETTINGS as synthesized), time-scaled per
    * `maxPacedSeconds` and `intervalSeconds`. `off`: every job's `pacing: false` (no shared limiter, no admission, only
@@ -79,7 +74,7 @@ export interface E2eOptions {
   rateLimits?: Record<string, { startsPerInterval: number; intervalSeconds: number }>;
   /** False removes `admission` from every job's JOB_SETTINGS: the producer publishes every page at once. @default true */
   admission?: boolean;
-  /** Fire only these jobs' schedules (seed only theirs). @default every job */
+  /** Run only these jobs (seed and fire only theirs). @default every job */
   jobs?: string[];
   /** Event source MaximumConcurrency per job, overriding the template's (fewer workers contend less for 2 cores). @default 2 */
   consumerConcurrency?: number;
@@ -108,6 +103,8 @@ export interface JobPacing {
 }
 
 export interface JobRunFigures {
+  /** What one of the job's demo records is called (its fixture's unit); absent for a job without a fixture. */
+  unit?: string;
   operations: number;
   acknowledged: number;
   failed: number;
@@ -117,20 +114,31 @@ export interface JobRunFigures {
   /** Producer and consumer duration times memory, as measured in this run (at its time scale). */
   gbSeconds: number;
   /**
-   * The GB-seconds at the configured rate: the measured ones plus the slot waits (estimated from the downstream's
-   * arrival log) grown by the time scale. Equal to gbSeconds when unscaled; undefined when scaled but the job's starts
-   * are not observed (only the payment provider logs them).
+   * The GB-seconds at the configured rate: the measured ones plus the slot waits (estimated from the job's starts:
+   * its fake downstream's arrivals, or the consumer's logged apply starts) grown by the time scale. Equal to gbSeconds
+   * when unscaled; undefined when scaled but no start of the job was observed.
    */
   gbSecondsAtRealRate?: number;
   /** Undefined: pacing off. */
   pacing?: JobPacing;
   /** Messages in the job's DLQ once the run settled. */
   deadLettered: number;
-  /** First operation published to the last acknowledgement. */
+  /** First operation published to the job's last acknowledgement. */
   seconds: number;
-  /** The payment job: effects at the provider per seeded payment (exactly once is the goal). */
-  effects?: { expected: number; exactlyOnce: number; missing: number; repeated: number; unexpected: number };
-  /** The payment job: the provider's most starts in any window of the run interval, next to the allowance. */
+  /** What this job's requests came to: SQS by the job's queues, DynamoDB by the job's functions, its invocations. */
+  counts: RunCounts;
+  /** This job's requests per operation, and the per-job goals checked on them. */
+  perJob: PerJobFigures;
+  goals: GoalCheck[];
+  /** Effects per seeded operation in the measured cycle (exactly once is the goal). */
+  effects: EffectFigures;
+  /** Whose reading the effects are: the job's fixture (the downstream's own) or the pipeline's record (no fixture). */
+  effectsSource: 'fixture' | 'pipeline';
+  /** Where one operation touches several items (the fixture says which): each item touched once is the goal. */
+  itemEffects?: ItemEffectFigures;
+  /** Requests the job's fake downstream answered 429; absent when it cannot tell (effects on AWS). */
+  throttled?: number;
+  /** Paced: the job's most starts in any window of the run interval, next to the allowance (`pacing.startsPerInterval`). */
   maxStartsInAnyInterval?: number;
 }
 
@@ -150,11 +158,9 @@ export interface E2eResult {
   perJobName: Record<string, JobRunFigures>;
   /** DynamoDB requests by "role action status": how many, and the units they consumed (what dominates the overhead). */
   dynamoRequests: Record<string, { requests: number; units: number }>;
-  /** SQS requests the functions and event sources made, by action (the bench's own depth polls left out). */
+  /** SQS requests the functions and event sources made, by action (the session's own depth polls left out). */
   sqsRequests: Record<string, number>;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type TableRole = 'idempotency' | 'ledger' | 'limiter' | 'business';
 
@@ -226,36 +232,84 @@ export function scaleJobSettings(settings: JobRuntimeSettings, runIntervalSecond
   };
 }
 
+/** Requests counted for one job, or under UNATTRIBUTED for no job (a queue or a function no job owns). */
+interface Tally {
+  /** SQS requests on the job's queues, by action. */
+  sqs: Record<string, number>;
+  /** The event sources' receives on the job's queues. */
+  receives: { withMessages: number; empty: number };
+}
+
+const UNATTRIBUTED = '';
+
+/** One seeded, fired and settled cycle. */
+interface Cycle {
+  /** Epoch ms the cycle began (before seeding): its effects are the ones from here on. */
+  since: number;
+  /** Just before the first schedule fired: the ledger batches of the cycle started after it. */
+  sinceIso: string;
+  /** performance.now() just before the first schedule fired. */
+  t0: number;
+  /** performance.now() of each job's last acknowledgement. */
+  lastAckAt: Map<string, number>;
+  seeded: Map<string, SeededDemo>;
+  fired: Set<string>;
+}
+
+/** The queue a request names (JSON protocol QueueUrl, a query-protocol form field, or the request path), by its name. */
+function queueNameOf(r: ObservedRequest): string | undefined {
+  let url: string | undefined;
+  try {
+    const json = JSON.parse(r.body) as { QueueUrl?: unknown };
+    if (typeof json.QueueUrl === 'string') url = json.QueueUrl;
+  } catch {
+    // A query-protocol body is form-encoded.
+    url = new URLSearchParams(r.body).get('QueueUrl') ?? undefined;
+  }
+  return lastSegment(url ?? r.url);
+}
+
+const lastSegment = (url: string | undefined): string | undefined => url?.split('?')[0].split('/').filter(Boolean).pop();
+
 export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
   const progress = options.progress ?? (() => undefined);
-  const assemblyDir = resolve(options.cwd, options.assemblyDir ?? 'cdk.out');
+  const cwd = resolve(options.cwd);
   const env = options.env ?? 'dev';
-  const artifact = findStack(assemblyDir, env);
-  if (!artifact) throw new E2eBenchError(`no stack for env ${env} in ${assemblyDir}; run \`npx cdk synth\``);
+  const assemblyDir = options.assemblyDir ?? 'cdk.out';
+  const timeoutSeconds = options.timeoutSeconds ?? 300;
+  // The session would synthesize a missing assembly too; the bench reads the template first to plan the run.
+  const artifact = ensureStack({ env, assemblyDir, cwd, log: (line) => progress(`e2e: ${line}`) });
   const template = loadTemplate(artifact.templateFile);
   const consumerConcurrency = options.consumerConcurrency ?? DEFAULT_BENCH_CONSUMER_CONCURRENCY;
-  {
-    for (const resource of Object.values(template.Resources)) {
-      if (resource.Type !== 'AWS::Lambda::EventSourceMapping' || !resource.Properties) continue;
-      resource.Properties.ScalingConfig = { MaximumConcurrency: consumerConcurrency };
-    }
+  for (const resource of Object.values(template.Resources)) {
+    if (resource.Type !== 'AWS::Lambda::EventSourceMapping' || !resource.Properties) continue;
+    resource.Properties.ScalingConfig = { MaximumConcurrency: consumerConcurrency };
   }
   const { ratePerMinute } = options;
   const mode: E2eResult['pacing'] = ratePerMinute !== undefined ? 'fixed' : (options.pacing ?? 'configured');
   const admission = options.admission ?? true;
-  const selected = (job: string) => options.jobs === undefined || options.jobs.includes(job);
-  const operationsOf = (job: string) => (SEEDED_COUNT_OF[job] && selected(job) ? options.counts[SEEDED_COUNT_OF[job]] : 0);
-  const counts: SeedCounts = {
-    ...options.counts,
-    payments: operationsOf('payment-reconciliation'),
-    uploads: operationsOf('stale-upload-cleanup'),
-    tenants: operationsOf('expired-session-cleanup'),
-  };
 
-  // Each job's settings for the run, decided once from a plan of the template before any server exists; the producer
-  // and the consumer of a job get the same.
+  // Each job's settings for the run, decided once from a plan of the template before any server exists (the session
+  // plans the same template alike); the producer and the consumer of a job get the same.
   const previewPlan = planStack(template, { stackName: artifact.stackName, region: 'us-east-1', accountId: '000000000000', sqsEndpoint: 'http://preview' });
   const preview = jobViews(previewPlan);
+  const names = [...preview.keys()];
+  const fixtures = new Map<string, JobFixture | undefined>(names.map((name) => [name, loadFixture(cwd, name)]));
+  for (const [what, given] of [['counts', Object.keys(options.counts ?? {})], ['jobs', options.jobs ?? []]] as const) {
+    const unknown = given.filter((n) => !preview.has(n));
+    if (unknown.length > 0) throw new E2eBenchError(`${what} name ${unknown.join(', ')}, not a job of the stack (jobs: ${names.join(', ') || 'none'})`);
+  }
+  for (const [name, n] of Object.entries(options.counts ?? {})) {
+    if (n > 0 && !fixtures.get(name)) throw new E2eBenchError(`job ${name} has no local fixture (lambda/jobs/${name}/local.ts) to seed ${n} records with`);
+  }
+  const countOf = (name: string) => options.counts?.[name] ?? defaultCountOf(fixtures.get(name));
+  // A job with a fixture runs when it seeds something; one without runs on what its resources hold, unless given 0.
+  const selectedNames = names.filter(
+    (name) => (options.jobs === undefined || options.jobs.includes(name)) && (fixtures.get(name) ? countOf(name) > 0 : options.counts?.[name] !== 0),
+  );
+  if (selectedNames.length === 0) throw new E2eBenchError(`nothing to run: every job was left out or given 0 (jobs: ${names.join(', ') || 'none'})`);
+  const operationsOf = (name: string) => (selectedNames.includes(name) ? countOf(name) : 0);
+
   const runSettings = new Map<string, JobRuntimeSettings>();
   const pacingByJob = new Map<string, JobPacing>();
   for (const job of preview.values()) {
@@ -284,59 +338,70 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
     if (mapping?.Properties && scaled.pacing.batchingWindowSeconds) mapping.Properties.MaximumBatchingWindowInSeconds = scaled.pacing.batchingWindowSeconds.run;
   }
 
-  // The downstream answers at once and never throttles: the run measures the pipeline, not the provider's quota.
-  const provider = new PaymentProvider({ startsPerWindow: 1_000_000_000, windowSeconds: 60, maxConcurrent: 10_000, latencyMs: 1 });
-  await provider.start();
-  let stack: LocalStack | undefined;
-  const dynamoProxy = await startCountingProxy('dynamodb', () => stack!.endpoints.dynamodb);
-  const sqsRequests: { action: string; status: number }[] = [];
+  // DynamoDB requests are counted by a proxy per job that its functions are pointed at (they run in worker threads, out
+  // of reach of SDK middleware here), so each job's units are its own though the state tables are shared.
+  let dynamoEndpoint: string | undefined;
+  const proxies = new Map<string, CountingProxy>();
+  const baselines = new Map<string, number>();
+  const tallies = new Map<string, Tally>();
+  const tallyOf = (job: string | undefined): Tally => {
+    const key = job ?? UNATTRIBUTED;
+    let t = tallies.get(key);
+    if (!t) tallies.set(key, (t = { sqs: {}, receives: { withMessages: 0, empty: 0 } }));
+    return t;
+  };
   let counting = false;
-  // The event sources' receives, counted by SDK middleware on their client (below).
-  const receives = { withMessages: 0, empty: 0 };
-  /** Every function's invocations while counting: duration and memory, and (paced jobs with a provider) what they ran. */
+  const jobOfQueue = new Map<string, string>();
+  /** Every function's invocations while counting: duration and memory, and (time-scaled jobs) the operations they ran. */
   const timed = new Map<string, TimedInvocation[]>();
+  let session: LocalSession | undefined;
   try {
-    stack = new LocalStack({
-      template,
-      stackName: artifact.stackName,
-      assemblyDir: artifact.assemblyDir,
-      log: (source, line) => options.log?.(source, line),
-      // Every SQS request reaches the server, the functions' and the event sources' alike: count them there.
-      onRequest: (service, r: ObservedRequest) => {
-        if (service !== 'sqs' || !counting) return;
-        if (String(r.headers['user-agent'] ?? '').includes(BENCH_USER_AGENT)) return;
-        sqsRequests.push({ action: actionOf(r.headers, r.url, r.body), status: r.status });
+    for (const name of [...names, UNATTRIBUTED]) proxies.set(name, await startCountingProxy('dynamodb', () => dynamoEndpoint ?? 'http://127.0.0.1:1'));
+    progress(`e2e: starting the local stack (${describePacing(mode, ratePerMinute)}${admission ? '' : ', admission off'})`);
+    session = await LocalSession.open({
+      cwd,
+      env,
+      assemblyDir,
+      template: () => template,
+      jobSettings: (settings) => structuredClone(runSettings.get(settings.jobName) ?? settings),
+      downstream: () => BENCH_DOWNSTREAM,
+      environment: (_fn, vars) => {
+        dynamoEndpoint ??= vars.AWS_ENDPOINT_URL_DYNAMODB;
+        const proxy = proxies.get(vars.JOB_NAME ?? UNATTRIBUTED) ?? proxies.get(UNATTRIBUTED)!;
+        return { ...vars, AWS_ENDPOINT_URL_DYNAMODB: proxy.endpoint };
       },
-      environmentOverride: (_fn, vars) => {
-        const next = { ...vars, AWS_ENDPOINT_URL_DYNAMODB: dynamoProxy.endpoint };
-        if (!vars.JOB_SETTINGS) return next;
-        const synthesized = JSON.parse(vars.JOB_SETTINGS) as JobRuntimeSettings;
-        const settings = structuredClone(runSettings.get(synthesized.jobName) ?? synthesized);
-        if (settings.settings.providerBaseUrl !== undefined) settings.settings.providerBaseUrl = provider.endpoint;
-        return { ...next, JOB_SETTINGS: JSON.stringify(settings) };
+      // Only the lines the run reads are parsed here: the main thread also runs the servers and the event sources.
+      log: (source, line) => {
+        options.log?.(source, line);
+      },
+      // Every SQS request reaches the server, the functions' and the event sources' alike: count them there, by the
+      // queue they name, leaving out the session's own (its depth polls while settling).
+      onRequest: (service, r) => {
+        if (service !== 'sqs' || !counting) return;
+        if (`${r.headers['user-agent'] ?? ''} ${r.headers['x-amz-user-agent'] ?? ''}`.includes(SESSION_USER_AGENT)) return;
+        const action = actionOf(r.headers, r.url, r.body);
+        const tally = tallyOf(jobOfQueue.get(queueNameOf(r) ?? ''));
+        tally.sqs[action] = (tally.sqs[action] ?? 0) + 1;
       },
     });
-    progress(`e2e: starting the local stack (${describePacing(mode, ratePerMinute)}${admission ? '' : ', admission off'})`);
-    await stack.start();
-    const started = stack;
-    const jobs = jobViews(started.plan, started.mappings);
-    for (const job of jobs.values()) {
-      const pacing = pacingByJob.get(job.name);
-      if (pacing && pacing.timeScale !== 1) progress(`e2e: ${job.name}: ${describeScale(pacing)}`);
-      for (const alias of Object.values(job.settings.secrets)) {
-        const secret = started.secrets.find(alias);
-        if (secret) provider.allowApiKey(secret.value);
+    const s = session;
+    for (const job of s.jobs.values()) {
+      for (const url of [job.queueUrl, job.admissionQueueUrl, job.dlqUrl]) {
+        const name = lastSegment(url);
+        if (name) jobOfQueue.set(name, job.name);
       }
+      const pacing = pacingByJob.get(job.name);
+      if (pacing && pacing.timeScale !== 1 && selectedNames.includes(job.name)) progress(`e2e: ${job.name}: ${describeScale(pacing)}`);
     }
-    await started.prewarm();
 
     // The event sources' receives: SDK middleware on their client sees how many messages each one returned.
-    started.sqs().middlewareStack.add(
+    s.stack.sqs().middlewareStack.add(
       (next, context) => async (args) => {
         const out = await next(args);
         if (counting && context.commandName === 'ReceiveMessageCommand') {
-          if (((out.output as { Messages?: unknown[] }).Messages ?? []).length > 0) receives.withMessages++;
-          else receives.empty++;
+          const tally = tallyOf(jobOfQueue.get(lastSegment((args.input as { QueueUrl?: string }).QueueUrl) ?? ''));
+          if (((out.output as { Messages?: unknown[] }).Messages ?? []).length > 0) tally.receives.withMessages++;
+          else tally.receives.empty++;
         }
         return out;
       },
@@ -344,275 +409,283 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
     );
 
     // Durations, for GB-seconds: the mappings and the scheduler's asynchronous invocations both go through fn.invoke,
-    // so timing it there sees every invocation. A paced job with a provider also keeps which payments each consumer
-    // invocation carried, to tell its slot waits (which grow with the time scale) from its work.
-    const consumerNames = new Set([...jobs.values()].flatMap((j) => (j.consumer ? [j.consumer.name] : [])));
-    const providerConsumers = new Set([...jobs.values()].filter((j) => j.settings.settings.providerBaseUrl !== undefined && j.consumer).map((j) => j.consumer!.name));
-    for (const fn of started.runtime.list()) {
+    // so timing it there sees every invocation. The consumer of a time-scaled job also keeps which operations each
+    // invocation carried, to tell its slot waits (which grow with the time scale) from its work: the operation key its
+    // fixture gives the message's resource where its fake downstream logs starts by that key, else the operation ID
+    // (the consumer logs when each operation's apply began).
+    const keyed = new Map<string, { maxBytes: number; keyOf: (message: { operationId: string; resource: Record<string, unknown> }) => string | undefined }>();
+    for (const job of s.jobs.values()) {
+      if (!job.consumer || (pacingByJob.get(job.name)?.timeScale ?? 1) === 1) continue;
+      const { fixture, downstream } = job;
+      // Apply starts read off the consumer's logs: a time-scaled job without a fake downstream to log them.
+      if (!(fixture && downstream)) s.watchApplies(job.name);
+      keyed.set(job.consumer.name, { maxBytes: job.settings.maxMessageBytes, keyOf: fixture && downstream ? (m) => fixture.operationKeyOf(m.resource) : (m) => m.operationId });
+    }
+    for (const fn of s.stack.runtime.list()) {
       const invoke = fn.invoke.bind(fn);
       const memoryMb = fn.spec.memoryMb ?? 128;
+      const keys = keyed.get(fn.spec.name);
       fn.invoke = async (event: unknown) => {
         const startMs = Date.now();
         try {
           return await invoke(event);
         } finally {
           if (counting) {
-            const keys = providerConsumers.has(fn.spec.name) ? paymentIdsOf(event) : [];
             const list = timed.get(fn.spec.name) ?? [];
-            list.push({ startMs, endMs: Date.now(), memoryMb, keys });
+            list.push({ startMs, endMs: Date.now(), memoryMb, keys: keys ? operationKeysOf(event, keys.maxBytes, keys.keyOf) : [] });
             timed.set(fn.spec.name, list);
           }
         }
       };
     }
 
-    const first = [...jobs.values()][0];
-    const dateFor = (at: Date) => (first ? zonedDate(at, first.settings.timeZone, first.settings.businessDateOffsetDays) : zonedDate(at, 'UTC', -1));
-    const { S3Client } = await import('@aws-sdk/client-s3');
-    const depthClient = new SQSClient({ ...started.clientConfig('sqs'), customUserAgent: BENCH_USER_AGENT });
-    const depthOf = async (url: string | undefined): Promise<number> => {
-      if (!url) return 0;
-      const a = await depthClient.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesDelayed'] }));
-      // local-aws-sqs counts in-flight messages in ApproximateNumberOfMessages too: total + delayed is everything held.
-      return Number(a.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(a.Attributes?.ApproximateNumberOfMessagesDelayed ?? 0);
-    };
-    const acknowledged = () => started.mappings.reduce((s, m) => s + m.statistics.acknowledged, 0);
-    const lastAckAt = new Map<string, number>();
-
-    /** Seeds one business date, fires the selected schedules for it and waits until the pipeline is idle. */
-    const cycle = async (at: Date, seedCounts: SeedCounts, beforeFire: () => void): Promise<{ operations: number; t0: number; lastAckAt: number; scheduledRuns: number; paymentIds: string[] }> => {
-      const businessDate = dateFor(at);
-      const dynamodb = new DynamoDBClient(started.clientConfig('dynamodb'));
-      const s3 = new S3Client(started.clientConfig('s3'));
-      let operations = 0;
-      let paymentIds: string[] = [];
-      try {
-        const seeded = await seedDemoData({ dynamodb, s3, businessDate, jobs: new Map([...jobs.values()].map((j) => [j.name, j.settings])) }, seedCounts);
-        operations = seeded.paymentIds.length + seeded.uploadKeys.length + seedCounts.tenants;
-        paymentIds = seeded.paymentIds;
-        progress(`e2e: seeded ${businessDate}: ${seeded.paymentIds.length} payments, ${seeded.uploadKeys.length} uploads, ${seedCounts.tenants} tenants`);
-      } finally {
-        dynamodb.destroy();
-        s3.destroy();
+    const acknowledgedOf = (name: string) => s.job(name).mapping?.statistics.acknowledged ?? 0;
+    /** Seeds each selected job for the business date `at` gives it, fires their schedules and waits until the run settled. */
+    const cycle = async (at: Date, countFor: (name: string) => number, beforeFire: () => void): Promise<Cycle> => {
+      const since = Date.now();
+      const seeded = new Map<string, SeededDemo>();
+      for (const name of selectedNames) {
+        const businessDate = s.businessDateFor(name, at);
+        const demo = await s.seed(name, countFor(name), businessDate);
+        seeded.set(name, demo);
+        progress(`e2e: ${name}: seeded ${businessDate}: ${demo.summary}`);
       }
       beforeFire();
+      const sinceIso = new Date().toISOString();
       const t0 = performance.now();
-      let scheduledRuns = 0;
-      for (const job of jobs.values()) {
-        if (!job.scheduleName || !selected(job.name)) continue;
-        const result = await started.scheduler.fire(job.scheduleName, { scheduledTime: at, businessDate });
-        if (!result.delivered) throw new E2eBenchError(`schedule ${job.scheduleName} could not deliver to its producer: ${result.error}`);
-        scheduledRuns++;
+      const fired = new Set<string>();
+      for (const name of selectedNames) {
+        if (!s.job(name).scheduleName) continue;
+        await s.fire(name, { scheduledTime: at, businessDate: s.businessDateFor(name, at) });
+        fired.add(name);
       }
-      // Settled: nothing running, queued, delayed or in flight (the work queues, and the admission queues where a run's
-      // next step waits), twice in a row. The clock stops at the last acknowledgement.
-      const deadline = Date.now() + (options.timeoutSeconds ?? 300) * 1000;
-      const ackedBefore = acknowledged();
-      const jobAcks = new Map([...jobs.values()].map((j) => [j.name, j.mapping?.statistics.acknowledged ?? 0]));
-      let lastAck = ackedBefore;
-      let lastAt = t0;
-      let quiet = 0;
+      // The clock stops at each job's last acknowledgement, not when the run is seen to have settled.
+      const lastAckAt = new Map<string, number>();
+      const acks = new Map(selectedNames.map((n) => [n, acknowledgedOf(n)]));
+      const ackedBefore = [...acks.values()].reduce((a, b) => a + b, 0);
+      const track = () => {
+        for (const n of selectedNames) {
+          const a = acknowledgedOf(n);
+          if (a === acks.get(n)) continue;
+          acks.set(n, a);
+          lastAckAt.set(n, performance.now());
+        }
+      };
+      const acknowledged = () => selectedNames.reduce((sum, n) => sum + acknowledgedOf(n), 0) - ackedBefore;
+      const timer = setInterval(track, 50);
       let lastProgress = Date.now();
-      while (quiet < 2) {
-        if (Date.now() > deadline) throw new E2eBenchError(`the run did not settle within ${options.timeoutSeconds ?? 300} s (${acknowledged() - ackedBefore} messages acknowledged)`);
-        await sleep(200);
-        const acks = acknowledged();
-        if (acks !== lastAck) {
-          lastAck = acks;
-          lastAt = performance.now();
-        }
-        let busy = !started.runtime.isIdle() || started.scheduler.pending > 0 || acks === ackedBefore;
-        for (const job of jobs.values()) {
-          const jobAck = job.mapping?.statistics.acknowledged ?? 0;
-          if (jobAck !== jobAcks.get(job.name)) {
-            jobAcks.set(job.name, jobAck);
-            lastAckAt.set(job.name, performance.now());
-          }
-          if ((await depthOf(job.queueUrl)) + (await depthOf(job.admissionQueueUrl)) > 0) busy = true;
-        }
-        quiet = busy ? 0 : quiet + 1;
-        if (Date.now() - lastProgress > 5000) {
-          lastProgress = Date.now();
-          progress(`e2e: ${acks - ackedBefore} messages acknowledged`);
-        }
+      let settled: boolean;
+      try {
+        settled = await s.settle({
+          deadline: Date.now() + timeoutSeconds * 1000,
+          jobs: selectedNames,
+          since: sinceIso,
+          onPoll: () => {
+            if (Date.now() - lastProgress < 5000) return;
+            lastProgress = Date.now();
+            progress(`e2e: ${acknowledged()} messages acknowledged`);
+          },
+        });
+      } finally {
+        clearInterval(timer);
       }
-      return { operations, t0, lastAckAt: lastAt, scheduledRuns, paymentIds };
+      track();
+      if (!settled) throw new E2eBenchError(`the run did not settle within ${timeoutSeconds} s (${acknowledged()} messages acknowledged)`);
+      return { since, sinceIso, t0, lastAckAt, seeded, fired };
     };
 
-    try {
-      // A small warm-up cycle on the day before first: each execution environment's first invocation builds its
-      // clients and fetches its secrets, which is cold-start cost (measured apart), not cost per job.
-      const now = new Date();
-      const warmUp: SeedCounts = { payments: counts.payments > 0 ? 10 : 0, uploads: counts.uploads > 0 ? 10 : 0, tenants: counts.tenants > 0 ? 3 : 0 };
-      await cycle(new Date(now.getTime() - 86_400_000), warmUp, () => started.startConsumers());
-      const invocationsBefore = new Map(started.runtime.list().map((fn) => [fn.spec.name, fn.invocationCount]));
-      const statsBefore = new Map(started.mappings.map((m) => [m.config.functionName, m.statistics]));
-      const arrivalsBefore = provider.arrivals.length;
-      const effectsBefore = provider.effects.length;
-      let baseline = 0;
-      const run = await cycle(now, counts, () => {
-        baseline = dynamoProxy.requests.length;
-        sqsRequests.length = 0;
-        receives.withMessages = 0;
-        receives.empty = 0;
-        timed.clear();
-        lastAckAt.clear();
-        counting = true;
-      });
-      counting = false;
-      const seconds = (run.lastAckAt - run.t0) / 1000;
+    // A small warm-up cycle on the day before first: each execution environment's first invocation builds its clients
+    // and fetches its secrets, which is cold-start cost (measured apart), not cost per job.
+    const now = new Date();
+    await cycle(new Date(now.getTime() - 86_400_000), (name) => warmUpCountOf(fixtures.get(name), countOf(name)), () => s.startConsumers());
+    const invocationsBefore = new Map(s.stack.runtime.list().map((fn) => [fn.spec.name, fn.invocationCount]));
+    const statsBefore = new Map(s.stack.mappings.map((m) => [m.config.functionName, m.statistics]));
+    const run = await cycle(now, countOf, () => {
+      for (const [name, proxy] of proxies) baselines.set(name, proxy.requests.length);
+      tallies.clear();
+      timed.clear();
+      counting = true;
+    });
+    counting = false;
+    const runEnd = Math.max(run.t0, ...run.lastAckAt.values());
+    const seconds = (runEnd - run.t0) / 1000;
 
-      const roles = new Map<string, TableRole>();
-      for (const fn of started.plan.functions) {
-        if (fn.environment.IDEMPOTENCY_TABLE_NAME) roles.set(fn.environment.IDEMPOTENCY_TABLE_NAME, 'idempotency');
-        if (fn.environment.LEDGER_TABLE_NAME) roles.set(fn.environment.LEDGER_TABLE_NAME, 'ledger');
-        if (fn.environment.LIMITER_TABLE_NAME) roles.set(fn.environment.LIMITER_TABLE_NAME, 'limiter');
-      }
-      const dynamo: RunCounts['dynamo'] = {
-        idempotency: { write: 0, read: 0 },
-        ledger: { write: 0, read: 0 },
-        limiter: { write: 0, read: 0 },
-        business: { write: 0, read: 0 },
-      };
-      const dynamoRequests: E2eResult['dynamoRequests'] = {};
-      for (const r of dynamoProxy.requests.slice(baseline)) {
-        const role = roles.get(r.table ?? '') ?? 'business';
-        const key = `${role} ${r.action} ${r.status}`;
-        dynamoRequests[key] = { requests: (dynamoRequests[key]?.requests ?? 0) + 1, units: (dynamoRequests[key]?.units ?? 0) + unitsOf(r) };
-        if (DYNAMO_WRITE_ACTIONS.has(r.action)) dynamo[role].write += unitsOf(r);
-        else if (DYNAMO_READ_ACTIONS.has(r.action)) dynamo[role].read += unitsOf(r);
-      }
-      const sqsByAction: Record<string, number> = {};
-      for (const r of sqsRequests) sqsByAction[r.action] = (sqsByAction[r.action] ?? 0) + 1;
-      const actionCount = (...actions: string[]) => actions.reduce((s, a) => s + (sqsByAction[a] ?? 0), 0);
-
-      const arrivals = provider.arrivals.slice(arrivalsBefore);
-      const startsByPayment = new Map<string, number[]>();
-      for (const a of arrivals) startsByPayment.set(a.paymentId, [...(startsByPayment.get(a.paymentId) ?? []), a.at]);
-      const gbSecondsOf = (list: TimedInvocation[] | undefined) => (list ?? []).reduce((s, i) => s + ((i.endMs - i.startMs) / 1000) * (i.memoryMb / 1024), 0);
-
-      const perJobName: E2eResult['perJobName'] = {};
-      let deliveries = 0;
-      let failedMessages = 0;
-      let deadLettered = 0;
-      let producerInvocations = 0;
-      let consumerInvocations = 0;
-      let gbSeconds = 0;
-      let gbSecondsAtRealRate: number | undefined = 0;
-      const invocationsOf = (name: string | undefined) => (name ? started.runtime.get(name).invocationCount - (invocationsBefore.get(name) ?? 0) : 0);
-      for (const job of jobs.values()) {
-        if (!selected(job.name)) continue;
-        const stats = job.mapping?.statistics;
-        const before = statsBefore.get(job.consumer?.name ?? '');
-        const acked = (stats?.acknowledged ?? 0) - (before?.acknowledged ?? 0);
-        const failed = (stats?.failed ?? 0) - (before?.failed ?? 0);
-        const producer = invocationsOf(job.producer?.name);
-        const consumer = invocationsOf(job.consumer?.name);
-        const jobGbSeconds = gbSecondsOf(timed.get(job.producer?.name ?? '')) + gbSecondsOf(timed.get(job.consumer?.name ?? ''));
-        const pacing = pacingByJob.get(job.name);
-        const observed = job.consumer !== undefined && providerConsumers.has(job.consumer.name);
-        let atRealRate: number | undefined = jobGbSeconds;
-        if (pacing && pacing.timeScale !== 1) {
-          atRealRate = observed
-            ? jobGbSeconds + (pacing.timeScale - 1) * slotWaitGbSeconds(timed.get(job.consumer!.name) ?? [], (id) => startsByPayment.get(id) ?? [])
-            : undefined;
-        }
-        const jobDlq = await depthOf(job.dlqUrl);
-        const figures: JobRunFigures = {
-          operations: operationsOf(job.name),
-          acknowledged: acked,
-          failed,
-          deliveries: acked + failed,
-          invocations: { producer, consumer },
-          gbSeconds: jobGbSeconds,
-          gbSecondsAtRealRate: atRealRate,
-          pacing,
-          deadLettered: jobDlq,
-          seconds: ((lastAckAt.get(job.name) ?? run.t0) - run.t0) / 1000,
-        };
-        if (observed) {
-          const effects = new Map<string, number>();
-          for (const e of provider.effects.slice(effectsBefore)) effects.set(e.paymentId, (effects.get(e.paymentId) ?? 0) + 1);
-          const expected = new Set(run.paymentIds);
-          const ofSeeded = run.paymentIds.map((id) => effects.get(id) ?? 0);
-          figures.effects = {
-            expected: expected.size,
-            exactlyOnce: ofSeeded.filter((n) => n === 1).length,
-            missing: ofSeeded.filter((n) => n === 0).length,
-            repeated: ofSeeded.filter((n) => n > 1).length,
-            unexpected: [...effects.keys()].filter((id) => !expected.has(id)).length,
-          };
-          if (pacing) figures.maxStartsInAnyInterval = maxInAnyWindow(arrivals.map((a) => a.at), pacing.runIntervalSeconds * 1000);
-        }
-        perJobName[job.name] = figures;
-        deliveries += figures.deliveries;
-        failedMessages += failed;
-        deadLettered += jobDlq;
-        producerInvocations += producer;
-        consumerInvocations += consumer;
-        gbSeconds += jobGbSeconds;
-        gbSecondsAtRealRate = atRealRate === undefined || gbSecondsAtRealRate === undefined ? undefined : gbSecondsAtRealRate + atRealRate;
-      }
-      const consumerFn = started.plan.functions.find((f) => consumerNames.has(f.name));
-      const architectures = (template.Resources[consumerFn?.logicalId ?? '']?.Properties?.Architectures ?? []) as string[];
-      const runCounts: RunCounts = {
-        jobs: run.operations,
-        deliveries,
-        sqs: {
-          sendCalls: actionCount('SendMessage', 'SendMessageBatch'),
-          receiveCalls: receives.withMessages,
-          emptyReceiveCalls: receives.empty,
-          deleteCalls: actionCount('DeleteMessage', 'DeleteMessageBatch'),
-          // The producer reads its queue's depth once per admission step: a billed request like any other.
-          attributeCalls: actionCount('GetQueueAttributes'),
-        },
-        dynamo,
-        lambda: {
-          producerInvocations,
-          consumerInvocations,
-          gbSeconds,
-          gbSecondsAtRealRate,
-          architecture: (architectures[0] === 'arm64' ? 'arm64' : 'x86_64') as Architecture,
-        },
-        scheduledRuns: run.scheduledRuns,
-      };
-      return {
-        counts: runCounts,
-        pacing: mode,
-        ratePerMinute,
-        admission,
-        consumerConcurrency,
-        seconds,
-        jobsPerSec: run.operations / Math.max(seconds, 1e-3),
-        failedMessages,
-        deadLettered,
-        perJobName,
-        dynamoRequests,
-        sqsRequests: sqsByAction,
-      };
-    } finally {
-      depthClient.destroy();
+    const roles = new Map<string, TableRole>();
+    for (const fn of s.stack.plan.functions) {
+      if (fn.environment.IDEMPOTENCY_TABLE_NAME) roles.set(fn.environment.IDEMPOTENCY_TABLE_NAME, 'idempotency');
+      if (fn.environment.LEDGER_TABLE_NAME) roles.set(fn.environment.LEDGER_TABLE_NAME, 'ledger');
+      if (fn.environment.LIMITER_TABLE_NAME) roles.set(fn.environment.LIMITER_TABLE_NAME, 'limiter');
     }
+    const dynamoOf = (name: string) => proxies.get(name)!.requests.slice(baselines.get(name) ?? 0);
+    const roleOf = (r: CountedRequest) => roles.get(r.table ?? '') ?? 'business';
+    const architectureOf = (fn: { logicalId: string } | undefined): Architecture =>
+      ((template.Resources[fn?.logicalId ?? '']?.Properties?.Architectures ?? []) as string[])[0] === 'arm64' ? 'arm64' : 'x86_64';
+    const gbSecondsOf = (list: TimedInvocation[] | undefined) => (list ?? []).reduce((sum, i) => sum + ((i.endMs - i.startMs) / 1000) * (i.memoryMb / 1024), 0);
+    const invocationsOf = (name: string | undefined) => (name ? s.stack.runtime.get(name).invocationCount - (invocationsBefore.get(name) ?? 0) : 0);
+
+    const perJobName: E2eResult['perJobName'] = {};
+    const totals = { operations: 0, deliveries: 0, failed: 0, deadLettered: 0, producer: 0, consumer: 0, gbSeconds: 0, gbSecondsAtRealRate: 0 as number | undefined };
+    for (const name of selectedNames) {
+      const job = s.job(name);
+      const stats = job.mapping?.statistics;
+      const before = statsBefore.get(job.consumer?.name ?? '');
+      const acked = (stats?.acknowledged ?? 0) - (before?.acknowledged ?? 0);
+      const failed = (stats?.failed ?? 0) - (before?.failed ?? 0);
+      const producer = invocationsOf(job.producer?.name);
+      const consumer = invocationsOf(job.consumer?.name);
+      const jobGbSeconds = gbSecondsOf(timed.get(job.producer?.name ?? '')) + gbSecondsOf(timed.get(job.consumer?.name ?? ''));
+      const seeded = run.seeded.get(name)!;
+      const reading = await effectsSince(s, name, seeded, run.since);
+      const operations = job.fixture ? seeded.expectedOperations.length : (await s.ledgerTotals(name, run.sinceIso)).discovered;
+      const pacing = pacingByJob.get(name);
+      let atRealRate: number | undefined = jobGbSeconds;
+      if (pacing && pacing.timeScale !== 1) {
+        const starts = startsByKey(s, job, run.since);
+        atRealRate = starts.size === 0 ? undefined : jobGbSeconds + (pacing.timeScale - 1) * slotWaitGbSeconds(timed.get(job.consumer?.name ?? '') ?? [], (key) => starts.get(key) ?? []);
+      }
+      const deadLettered = (await s.depth(job.dlqUrl)).total;
+      const counts = runCountsOf({
+        jobs: operations,
+        deliveries: acked + failed,
+        tallies: [tallyOf(name)],
+        dynamo: dynamoOf(name),
+        roleOf,
+        lambda: { producerInvocations: producer, consumerInvocations: consumer, gbSeconds: jobGbSeconds, gbSecondsAtRealRate: atRealRate, architecture: architectureOf(job.consumer) },
+        scheduledRuns: run.fired.has(name) ? 1 : 0,
+      });
+      const perJob = batchedFigures(counts).perJob;
+      perJobName[name] = {
+        unit: job.fixture?.unit,
+        operations,
+        acknowledged: acked,
+        failed,
+        deliveries: acked + failed,
+        invocations: { producer, consumer },
+        gbSeconds: jobGbSeconds,
+        gbSecondsAtRealRate: atRealRate,
+        pacing,
+        deadLettered,
+        seconds: ((run.lastAckAt.get(name) ?? run.t0) - run.t0) / 1000,
+        counts,
+        perJob,
+        goals: checkGoals(perJob),
+        effects: effectFigures(reading, seeded, operations),
+        effectsSource: reading.source,
+        itemEffects: itemEffectFigures(reading),
+        throttled: reading.throttled,
+        maxStartsInAnyInterval: pacing ? maxInAnyWindow(reading.starts, pacing.runIntervalSeconds * 1000) : undefined,
+      };
+      totals.operations += operations;
+      totals.deliveries += acked + failed;
+      totals.failed += failed;
+      totals.deadLettered += deadLettered;
+      totals.producer += producer;
+      totals.consumer += consumer;
+      totals.gbSeconds += jobGbSeconds;
+      totals.gbSecondsAtRealRate = atRealRate === undefined || totals.gbSecondsAtRealRate === undefined ? undefined : totals.gbSecondsAtRealRate + atRealRate;
+    }
+
+    const allDynamo = [...proxies.keys()].flatMap(dynamoOf);
+    const dynamoRequests: E2eResult['dynamoRequests'] = {};
+    for (const r of allDynamo) {
+      const key = `${roleOf(r)} ${r.action} ${r.status}`;
+      dynamoRequests[key] = { requests: (dynamoRequests[key]?.requests ?? 0) + 1, units: (dynamoRequests[key]?.units ?? 0) + unitsOf(r) };
+    }
+    const allTallies = [...tallies.values()];
+    const sqsRequests: Record<string, number> = {};
+    for (const t of allTallies) for (const [action, n] of Object.entries(t.sqs)) sqsRequests[action] = (sqsRequests[action] ?? 0) + n;
+    const firstConsumer = selectedNames.map((n) => s.job(n).consumer).find((c) => c !== undefined);
+    const runCounts = runCountsOf({
+      jobs: totals.operations,
+      deliveries: totals.deliveries,
+      tallies: allTallies,
+      dynamo: allDynamo,
+      roleOf,
+      lambda: {
+        producerInvocations: totals.producer,
+        consumerInvocations: totals.consumer,
+        gbSeconds: totals.gbSeconds,
+        gbSecondsAtRealRate: totals.gbSecondsAtRealRate,
+        architecture: architectureOf(firstConsumer),
+      },
+      scheduledRuns: run.fired.size,
+    });
+    return {
+      counts: runCounts,
+      pacing: mode,
+      ratePerMinute,
+      admission,
+      consumerConcurrency,
+      seconds,
+      jobsPerSec: totals.operations / Math.max(seconds, 1e-3),
+      failedMessages: totals.failed,
+      deadLettered: totals.deadLettered,
+      perJobName,
+      dynamoRequests,
+      sqsRequests,
+    };
   } finally {
-    await stack?.stop();
-    await dynamoProxy.close();
-    await provider.close();
+    await session?.close();
+    await Promise.all([...proxies.values()].map((p) => p.close()));
   }
 }
 
-/** The payment IDs an SQS event carries (the payment job's resource), for matching its invocations to the provider's log. */
-function paymentIdsOf(event: unknown): string[] {
-  const records = (event as { Records?: { body?: string }[] } | undefined)?.Records ?? [];
-  const ids: string[] = [];
-  for (const r of records) {
-    try {
-      const id = (JSON.parse(r.body ?? '') as { resource?: { paymentId?: unknown } }).resource?.paymentId;
-      if (typeof id === 'string') ids.push(id);
-    } catch {
-      // Not a job message (an admission step): nothing to match.
-    }
+/** RunCounts from counted requests: SQS by action and receives, DynamoDB units by table role. */
+function runCountsOf(input: {
+  jobs: number;
+  deliveries: number;
+  tallies: Tally[];
+  dynamo: CountedRequest[];
+  roleOf: (r: CountedRequest) => TableRole;
+  lambda: RunCounts['lambda'];
+  scheduledRuns: number;
+}): RunCounts {
+  const action = (...actions: string[]) => input.tallies.reduce((sum, t) => sum + actions.reduce((s, a) => s + (t.sqs[a] ?? 0), 0), 0);
+  const dynamo: RunCounts['dynamo'] = { idempotency: { write: 0, read: 0 }, ledger: { write: 0, read: 0 }, limiter: { write: 0, read: 0 }, business: { write: 0, read: 0 } };
+  for (const r of input.dynamo) {
+    if (DYNAMO_WRITE_ACTIONS.has(r.action)) dynamo[input.roleOf(r)].write += unitsOf(r);
+    else if (DYNAMO_READ_ACTIONS.has(r.action)) dynamo[input.roleOf(r)].read += unitsOf(r);
   }
-  return ids;
+  return {
+    jobs: input.jobs,
+    deliveries: input.deliveries,
+    sqs: {
+      sendCalls: action('SendMessage', 'SendMessageBatch'),
+      receiveCalls: input.tallies.reduce((sum, t) => sum + t.receives.withMessages, 0),
+      emptyReceiveCalls: input.tallies.reduce((sum, t) => sum + t.receives.empty, 0),
+      deleteCalls: action('DeleteMessage', 'DeleteMessageBatch'),
+      // The producer reads its queue's depth once per admission step: a billed request like any other.
+      attributeCalls: action('GetQueueAttributes'),
+    },
+    dynamo,
+    lambda: input.lambda,
+    scheduledRuns: input.scheduledRuns,
+  };
+}
+
+/** The keys of the operations an SQS event carries (job messages only: an admission step has none). */
+function operationKeysOf(event: unknown, maxBytes: number, keyOf: (message: { operationId: string; resource: Record<string, unknown> }) => string | undefined): string[] {
+  const records = (event as { Records?: { body?: string }[] } | undefined)?.Records ?? [];
+  const keys: string[] = [];
+  for (const r of records) {
+    const parsed = parseMessage(r.body ?? '', maxBytes);
+    const key = parsed.ok ? keyOf(parsed.message) : undefined;
+    if (key !== undefined) keys.push(key);
+  }
+  return keys;
+}
+
+/**
+ * When each of the job's operations started, by the key its consumer's invocations carry: the fake downstream's
+ * arrivals by operation key, or the consumer's logged apply starts by operation ID.
+ */
+function startsByKey(session: LocalSession, job: SessionJob, since: number): ReadonlyMap<string, number[]> {
+  if (job.fixture && job.downstream) {
+    const starts = new Map<string, number[]>();
+    for (const a of job.downstream.arrivals) if (a.at >= since) starts.set(a.operationKey, [...(starts.get(a.operationKey) ?? []), a.at]);
+    return starts;
+  }
+  return session.pipelineLog.startsByOperation(job.consumer?.name, since);
 }
 
 export function describePacing(mode: E2eResult['pacing'], ratePerMinute?: number): string {

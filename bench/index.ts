@@ -1,12 +1,14 @@
 // Benchmark (`npm run bench [-- --json]`), outside the deployed system: producer throughput, AWS requests and cost per
-// job (each job paced at its configured rate, time-scaled where needed), bundle size and cold init, local end-to-end
-// throughput, and a backlog of many times the payment job's rate with and without admission. A table on stdout, or one
-// JSON document with --json; progress always on stderr.
-import { Command, InvalidArgumentError } from 'commander';
+// job (every job of the stack with its fixture's demo records, each paced at its configured rate, time-scaled where
+// needed), bundle size and cold init, local end-to-end throughput, and a backlog of many times one job's rate with and
+// without admission. A table on stdout, or one JSON document with --json; progress always on stderr. Names no job: the
+// jobs, and the units `--<unit> n` counts in, come from the stack and the jobs' fixtures.
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { formatTable } from '../local/report';
-import { BACKLOG_JOB, DEFAULT_BACKLOG_MULTIPLE, DEFAULT_BACKLOG_SHORT_MULTIPLE, runBacklogBench, type BacklogDesignFigures, type BacklogReport } from './backlog';
+import { collectCount, DEFAULT_COUNT_MULTIPLE, fixtureUnits, resolveCounts, unitOptionName } from './counts';
+import { DEFAULT_BACKLOG_MULTIPLE, DEFAULT_BACKLOG_SHORT_MULTIPLE, runBacklogBench, type BacklogDesignFigures, type BacklogReport } from './backlog';
 import { runColdStartBench, BUNDLE_BYTES_GOAL, INIT_MS_GOAL, type BundleFigures } from './coldStart';
-import { DEFAULT_BENCH_CONSUMER_CONCURRENCY, describePacing, describeScale, measureEmulatorCeiling, runE2eBench, type EmulatorCeiling, type E2eResult } from './e2e';
+import { DEFAULT_BENCH_CONSUMER_CONCURRENCY, describePacing, describeScale, measureEmulatorCeiling, runE2eBench, type EmulatorCeiling, type E2eResult, type JobRunFigures } from './e2e';
 import { batchedFigures, checkGoals, naiveFigures, PER_JOB_GOALS, type DesignFigures, type GoalCheck } from './perJob';
 import { US_EAST_1_PRICES } from './prices';
 import { runProducerBench, type ProducerBenchResult } from './producer';
@@ -23,9 +25,11 @@ export interface BenchOptions {
   /** @default false */
   backlog?: boolean;
   ops: number;
-  payments: number;
-  uploads: number;
-  tenants: number;
+  /**
+   * Demo records per job of the local run, by job name; 0 leaves a job out. @default for a job not named:
+   * DEFAULT_COUNT_MULTIPLE times its fixture's defaultCount
+   */
+  counts?: Record<string, number>;
   initRuns: number;
   ceilingMessages: number;
   timeoutSeconds: number;
@@ -45,6 +49,8 @@ export interface BenchOptions {
   backlogIntervalSeconds?: number;
   /** Run the design before admission too. @default true */
   backlogBaseline?: boolean;
+  /** The job the backlog part runs. @default the first job whose fixture offers a fake downstream */
+  backlogJob?: string;
   progress?: (line: string) => void;
 }
 
@@ -102,7 +108,7 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
     const maxPacedSeconds = pacing && o.ratePerMinute === undefined ? (o.maxPacedSeconds ?? DEFAULT_MAX_PACED_SECONDS) : undefined;
     const run = await runE2eBench({
       cwd: o.cwd,
-      counts: { payments: o.payments, uploads: o.uploads, tenants: o.tenants },
+      counts: o.counts,
       timeoutSeconds: o.timeoutSeconds,
       pacing: pacing ? 'configured' : 'off',
       ratePerMinute: pacing ? o.ratePerMinute : undefined,
@@ -146,6 +152,7 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
   if (o.backlog) {
     report.backlog = await runBacklogBench({
       cwd: o.cwd,
+      job: o.backlogJob,
       multiple: o.backlogMultiple,
       shortMultiple: o.backlogShortMultiple,
       intervalSeconds: o.backlogIntervalSeconds,
@@ -232,6 +239,25 @@ export function formatBench(r: BenchReport): string {
     })));
     for (const [name, j] of Object.entries(l.jobs)) if (j.pacing && j.pacing.timeScale !== 1) out.push(`${name}: ${describeScale(j.pacing)}`);
     out.push('');
+    out.push('Requests and effects per job, by job (each job\'s own queues, functions and DynamoDB requests; effects as its fixture reads them)');
+    const goal = (j: JobRunFigures, m: keyof typeof PER_JOB_GOALS, digits: number) => {
+      const g = j.goals.find((x) => x.metric === m);
+      return `${f(j.perJob[m], digits)}${g && !g.met ? ' (NOT met)' : ''}`;
+    };
+    out.push(formatTable(
+      ['job', `SQS requests (<= ${PER_JOB_GOALS.sqsRequests})`, `write units (<= ${PER_JOB_GOALS.dynamoWriteUnits})`, `invocations (<= ${PER_JOB_GOALS.lambdaInvocations})`, 'deliveries', 'applied exactly once', 'missing / repeated / unexpected', 'most starts in any interval (allowed)'],
+      Object.entries(l.jobs).map(([name, j]) => [
+        name,
+        goal(j, 'sqsRequests', 3),
+        goal(j, 'dynamoWriteUnits', 3),
+        goal(j, 'lambdaInvocations', 3),
+        f(j.perJob.deliveries, 3),
+        `${j.effects.exactlyOnce} of ${j.effects.expected}${j.unit ? ` ${j.unit}` : ''}${j.effectsSource === 'pipeline' ? ' (pipeline\'s record)' : ''}`,
+        `${j.effects.missing} / ${j.effects.repeated} / ${j.effects.unexpected}`,
+        j.maxStartsInAnyInterval === undefined || !j.pacing ? '-' : `${j.maxStartsInAnyInterval} (${j.pacing.startsPerInterval}) per ${j.pacing.runIntervalSeconds} s`,
+      ]),
+    ));
+    out.push('');
   }
   if (r.bundles) {
     out.push('Cold start (bundles from the cloud assembly; fresh node process, median)');
@@ -297,39 +323,90 @@ const positiveInt = (name: string) => (value: string): number => {
   return n;
 };
 
-export function buildProgram(): Command {
+/** Whole numbers from 0 (a count of 0 leaves a job out of the run). */
+const wholeNumber = (name: string) => (value: string): number => {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`${name} must be a whole number, got "${value}"`);
+  return Number(value);
+};
+
+/** The bench's own options, before the unit aliases the fixtures bring. */
+function baseProgram(): Command {
   return new Command('npm run bench --')
     .description(
-      'Producer throughput, AWS requests and cost per job (each job paced at its configured rate), bundle size and cold init, local end-to-end throughput, ' +
-        `and a backlog of ${DEFAULT_BACKLOG_MULTIPLE}x the ${BACKLOG_JOB} job's rate with and without admission. Runs every part unless some are named.`,
+      'Producer throughput, AWS requests and cost per job (every job of the stack, each paced at its configured rate), bundle size and cold init, local end-to-end throughput, ' +
+        `and a backlog of ${DEFAULT_BACKLOG_MULTIPLE}x one job's rate with and without admission. Runs every part unless some are named.`,
     )
     .option('--json', 'one JSON document on stdout (progress on stderr)', false)
     .option('--producer', 'run the producer throughput part', false)
     .option('--requests', 'run the requests-per-job and cost part (a local run of every job)', false)
     .option('--cold-start', 'run the bundle size and cold init part', false)
     .option('--e2e', 'run the local end-to-end throughput part (shares its local run with --requests)', false)
-    .option('--backlog', 'run the backlog part (three time-scaled runs of the payment job)')
+    .option('--backlog', 'run the backlog part (three time-scaled runs of the backlog job)')
     .option('--no-backlog', 'skip the backlog part when running every part')
     .option('--ops <n>', 'operations the producer part publishes each way', positiveInt('--ops'), 100_000)
-    .option('--payments <n>', 'payments seeded for the local run', positiveInt('--payments'), 400)
-    .option('--uploads <n>', 'uploads seeded for the local run', positiveInt('--uploads'), 400)
-    .option('--tenants <n>', 'tenants seeded for the local run (3 expired sessions each)', positiveInt('--tenants'), 150)
+    .option(
+      '--count <job=n>',
+      `demo records one job seeds for the local run (repeatable; 0 leaves the job out); a job not named seeds ${DEFAULT_COUNT_MULTIPLE}x its fixture's defaultCount`,
+      collectCount,
+    )
     .option('--no-pacing', 'run the local run with pacing off (every job\'s pacing: false): the pipeline alone, reported as such')
     .option('--rate <perMinute>', 'pace every job at this many starts per minute in the local run instead of its configured rate, unscaled', positiveInt('--rate'))
     .option('--paced-seconds <n>', 'a job whose seeded count would take longer than this at its configured rate runs time-scaled to about this long', positiveInt('--paced-seconds'), DEFAULT_MAX_PACED_SECONDS)
-    .option('--backlog-multiple <n>', `the backlog, in multiples of the payment job's per-minute starts`, positiveInt('--backlog-multiple'), DEFAULT_BACKLOG_MULTIPLE)
+    .option('--backlog-job <name>', 'the job the backlog part runs (default: the first job whose fixture offers a fake downstream, a real quota)')
+    .option('--backlog-multiple <n>', `the backlog, in multiples of the backlog job's per-minute starts`, positiveInt('--backlog-multiple'), DEFAULT_BACKLOG_MULTIPLE)
     .option('--backlog-short-multiple <n>', 'the shorter backlog the design also runs at, to check the cost per job stays flat', positiveInt('--backlog-short-multiple'), DEFAULT_BACKLOG_SHORT_MULTIPLE)
     .option('--no-backlog-baseline', 'in the backlog part, skip the run of the design before admission (for a long backlog)')
-    .option('--backlog-interval <seconds>', 'the rate-limit interval the backlog runs use instead of the configured one (time scale = configured / this; default: the shortest that still measures the design, 8 s for the payment job)', positiveInt('--backlog-interval'))
+    .option('--backlog-interval <seconds>', 'the rate-limit interval the backlog runs use instead of the configured one (time scale = configured / this; default: the shortest that still measures the design)', positiveInt('--backlog-interval'))
     .option('--consumer-concurrency <n>', 'consumer executions per job in the local run', positiveInt('--consumer-concurrency'), DEFAULT_BENCH_CONSUMER_CONCURRENCY)
     .option('--init-runs <n>', 'fresh processes per cold-init median', positiveInt('--init-runs'), 7)
     .option('--ceiling-messages <n>', 'messages and writes for the emulator ceiling', positiveInt('--ceiling-messages'), 5000)
     .option('--timeout <seconds>', 'give up when the local run has not settled by then', positiveInt('--timeout'), 300);
 }
 
+/** `--<unit> <n>`: an alias of `--count <job>=<n>` for the job whose fixture counts in that unit. */
+export interface UnitAlias {
+  unit: string;
+  /** Where commander keeps its value in `opts()`. */
+  attribute: string;
+}
+
+/** The aliases the units give: each unit that is a usable option name and not one of the bench's own. */
+export function unitAliases(units: Iterable<string>): UnitAlias[] {
+  const reserved = new Set(baseProgram().options.flatMap((o) => [o.name(), o.name().replace(/^no-/, '')]));
+  return [...new Set(units)].flatMap((unit) => {
+    const name = unitOptionName(unit, reserved);
+    return name === undefined ? [] : [{ unit, attribute: new Option(`--${name} <n>`).attributeName() }];
+  });
+}
+
+/** The CLI, with `--<unit> <n>` for each unit of the jobs' fixtures (unit -> jobs, as fixtureUnits finds them). */
+export function buildProgram(units: ReadonlyMap<string, readonly string[]> = new Map()): Command {
+  const program = baseProgram();
+  for (const { unit } of unitAliases(units.keys())) {
+    const jobs = units.get(unit) ?? [];
+    program.addOption(new Option(`--${unit} <n>`, `alias of --count ${jobs.join('|')}=<n> (its fixture counts in ${unit})`).argParser(wholeNumber(`--${unit}`)));
+  }
+  return program;
+}
+
+/** The counts by job name the parsed flags give: every --count, and each unit alias resolved to its job. */
+export function countsFromFlags(flags: Record<string, unknown>, units: ReadonlyMap<string, readonly string[]>): Record<string, number> {
+  const byUnit: Record<string, number> = {};
+  for (const { unit, attribute } of unitAliases(units.keys())) if (typeof flags[attribute] === 'number') byUnit[unit] = flags[attribute];
+  return resolveCounts((flags.count as Record<string, number> | undefined) ?? {}, byUnit, units);
+}
+
 async function main(): Promise<void> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-  const program = buildProgram();
+  let units: Map<string, string[]>;
+  try {
+    units = fixtureUnits(process.cwd());
+  } catch (error) {
+    const e = error as Error;
+    process.stderr.write(`npm run bench failed: ${e.name}: ${e.message}\n`);
+    process.exit(1);
+  }
+  const program = buildProgram(units);
   program.parse(process.argv);
   const flags = program.opts();
   // --backlog names the part; --no-backlog leaves it out of "every part"; neither: undefined.
@@ -343,9 +420,7 @@ async function main(): Promise<void> {
       e2e: !any || flags.e2e,
       backlog: flags.backlog === true || (!any && flags.backlog !== false),
       ops: flags.ops,
-      payments: flags.payments,
-      uploads: flags.uploads,
-      tenants: flags.tenants,
+      counts: countsFromFlags(flags, units),
       initRuns: flags.initRuns,
       ceilingMessages: flags.ceilingMessages,
       timeoutSeconds: flags.timeout,
@@ -357,6 +432,7 @@ async function main(): Promise<void> {
       backlogShortMultiple: flags.backlogShortMultiple,
       backlogIntervalSeconds: flags.backlogInterval,
       backlogBaseline: flags.backlogBaseline,
+      backlogJob: flags.backlogJob,
       progress: (line) => process.stderr.write(`${line}\n`),
     });
     process.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatBench(report)}\n`);

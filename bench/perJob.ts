@@ -127,7 +127,7 @@ export function checkGoals(perJob: PerJobUsage): GoalCheck[] {
   }));
 }
 
-/** One timed invocation: when it ran, its function's memory, and the keys (payment IDs) of the records it carried. */
+/** One timed invocation: when it ran, its function's memory, and the operation keys of the records it carried (matched to the starts). */
 export interface TimedInvocation {
   startMs: number;
   endMs: number;

@@ -5,7 +5,6 @@ import { performance } from 'node:perf_hooks';
 import { CreateQueueCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { MESSAGE_VERSION } from '../lambda/core/constants';
 import { serializeMessage } from '../lambda/core/message';
-import { reconcileOperationId } from '../lambda/core/operationIds';
 import { mapBounded, SqsPublisher, type OutgoingMessage } from '../lambda/adapters/sqsPublisher';
 import { LOCAL_CREDENTIALS, startSqs } from '../local/servers';
 
@@ -64,19 +63,25 @@ export interface ProducerBenchResult {
   };
 }
 
-/** A realistic message body: the payment job's envelope, as the producer serializes it. */
+/** The job type the producer part's messages name: no job of the stack (the part publishes to a queue of its own). */
+const BENCH_JOB_TYPE = 'bench-job';
+
+/**
+ * A realistic message body: the envelope every job shares, as the producer serializes it, with a resource and an
+ * operation ID of an example job's size (an ID, a provider name, the business date).
+ */
 function operation(i: number, businessDate: string): OutgoingMessage {
-  const paymentId = `pay-${String(i).padStart(8, '0')}`;
-  const operationId = reconcileOperationId({ provider: 'demo', paymentId, businessDate });
+  const recordId = `rec-${String(i).padStart(8, '0')}`;
+  const operationId = `operation:demo:${recordId}:${businessDate}`;
   const enqueuedAt = new Date().toISOString();
   const body = serializeMessage(
     {
       version: MESSAGE_VERSION,
-      jobType: 'payment-reconciliation',
+      jobType: BENCH_JOB_TYPE,
       operationId,
-      batchId: `payment-reconciliation#${businessDate}#bench`,
+      batchId: `${BENCH_JOB_TYPE}#${businessDate}#bench`,
       businessDate,
-      resource: { paymentId, provider: 'demo' },
+      resource: { recordId, provider: 'demo' },
       enqueuedAt,
       firstEnqueuedAt: enqueuedAt,
     },

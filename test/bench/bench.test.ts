@@ -14,9 +14,7 @@ describe('Function: runBench', () => {
       coldStart: true,
       e2e: true,
       ops: 200,
-      payments: 12,
-      uploads: 12,
-      tenants: 4,
+      counts: { 'payment-reconciliation': 12, 'stale-upload-cleanup': 12, 'expired-session-cleanup': 4 },
       initRuns: 1,
       ceilingMessages: 100,
       timeoutSeconds: 60,
@@ -40,7 +38,40 @@ describe('Function: runBench', () => {
     // The scaled job's waits are estimated at its real rate: more GB-seconds than as run. The unscaled ones are as run.
     expect(jobs['payment-reconciliation'].gbSecondsAtRealRate).toBeGreaterThan(jobs['payment-reconciliation'].gbSeconds);
     expect(jobs['stale-upload-cleanup'].gbSecondsAtRealRate).toBe(jobs['stale-upload-cleanup'].gbSeconds);
+  });
+
+  it("reads every job's effects through its fixture: each seeded operation applied exactly once, nothing else touched", () => {
+    const jobs = report.localRun!.jobs;
+    expect(Object.keys(jobs).sort()).toEqual(['expired-session-cleanup', 'payment-reconciliation', 'stale-upload-cleanup']);
+    expect(jobs['payment-reconciliation']).toEqual(expect.objectContaining({ unit: 'payments', effectsSource: 'fixture', throttled: 0 }));
     expect(jobs['payment-reconciliation'].effects).toEqual({ expected: 12, exactlyOnce: 12, missing: 0, repeated: 0, unexpected: 0 });
+    expect(jobs['stale-upload-cleanup'].effects).toEqual({ expected: 12, exactlyOnce: 12, missing: 0, repeated: 0, unexpected: 0 });
+    expect(jobs['expired-session-cleanup'].effects).toEqual({ expected: 4, exactlyOnce: 4, missing: 0, repeated: 0, unexpected: 0 });
+    // Three expired sessions per tenant, each deleted once (the warm-up's deletes of the same keys are not the run's).
+    expect(jobs['expired-session-cleanup'].itemEffects).toEqual({ touched: 12, repeated: 0 });
+    // Every paced job's starts are checked against its allowance per run interval.
+    for (const job of Object.values(jobs)) expect(job.maxStartsInAnyInterval).toBeLessThanOrEqual(job.pacing!.startsPerInterval);
+    expect(jobs['payment-reconciliation'].maxStartsInAnyInterval).toBe(12);
+  });
+
+  it("counts each job's own requests, which add up to the whole run's", () => {
+    const jobs = Object.values(report.localRun!.jobs);
+    const sum = (f: (c: (typeof jobs)[number]['counts']) => number) => jobs.reduce((s, j) => s + f(j.counts), 0);
+    const c = report.counts!;
+    expect(sum((x) => x.jobs)).toBe(c.jobs);
+    expect(sum((x) => x.sqs.sendCalls + x.sqs.receiveCalls + x.sqs.deleteCalls + (x.sqs.attributeCalls ?? 0))).toBe(
+      c.sqs.sendCalls + c.sqs.receiveCalls + c.sqs.deleteCalls + (c.sqs.attributeCalls ?? 0),
+    );
+    expect(sum((x) => x.dynamo.idempotency.write + x.dynamo.ledger.write + x.dynamo.limiter.write)).toBeCloseTo(
+      c.dynamo.idempotency.write + c.dynamo.ledger.write + c.dynamo.limiter.write,
+      6,
+    );
+    for (const job of jobs) {
+      // Each operation was claimed and completed in the idempotency store: at least 2 write units per operation.
+      expect(job.perJob.dynamoWriteUnits).toBeGreaterThanOrEqual(2);
+      expect(job.perJob.sqsRequests).toBeGreaterThan(0);
+      expect(job.goals.map((g) => g.metric)).toEqual(['sqsRequests', 'dynamoWriteUnits', 'lambdaInvocations']);
+    }
   });
 
   it('reports producer throughput both ways and their ratio', () => {
@@ -88,7 +119,9 @@ describe('Function: runBench', () => {
 
   it('formats every part as a table, saying how the run was paced and scaled', () => {
     const text = formatBench(report);
-    for (const title of ['Producer throughput', 'AWS requests per job', 'Local run per job', 'Cold start', 'Local end-to-end']) expect(text).toContain(title);
+    for (const title of ['Producer throughput', 'AWS requests per job', 'Local run per job', 'Requests and effects per job, by job', 'Cold start', 'Local end-to-end']) expect(text).toContain(title);
+    expect(text).toContain('12 of 12 payments');
+    expect(text).toContain('4 of 4 tenants');
     expect(text).toContain('pacing on, each job at its configured rate, time-scaled where a job would take over 5 s');
     expect(text).toContain('payment-reconciliation: interval scaled 60 s -> 33 s (x1.82), admission horizon 300 s -> 165 s, short wait 16000 ms -> 8800 ms, batching window 1 s -> 1 s');
   });
@@ -111,9 +144,6 @@ describe('Function: runBench, backlog part', () => {
       backlogShortMultiple: 1,
       backlogIntervalSeconds: 3,
       ops: 1,
-      payments: 1,
-      uploads: 1,
-      tenants: 1,
       initRuns: 1,
       ceilingMessages: 1,
       timeoutSeconds: 60,
@@ -122,13 +152,15 @@ describe('Function: runBench, backlog part', () => {
 
   it('reports the design and the design before admission per job, and the shorter backlog with the flat verdict', () => {
     const b = report.backlog!;
-    expect(b).toEqual(expect.objectContaining({ job: 'payment-reconciliation', multiple: 2, jobs: 160, ratePerMinute: 80, admission: true, shortestFaithfulIntervalSeconds: 4 }));
+    // No --backlog-job: the first job whose fixture offers a fake downstream.
+    expect(b).toEqual(expect.objectContaining({ job: 'payment-reconciliation', unit: 'payments', multiple: 2, jobs: 160, ratePerMinute: 80, admission: true, shortestFaithfulIntervalSeconds: 4 }));
     for (const design of [b, b.baseline, b.short].filter((d) => d !== undefined)) {
       for (const field of ['deliveriesPerJob', 'sqsRequestsPerJob', 'dynamoWriteUnitsPerJob', 'lambdaInvocationsPerJob', 'lambdaGbSecondsPerJob', 'costPerMillionUsd', 'deadLettered', 'seconds'] as const) {
         expect(typeof design[field]).toBe('number');
       }
       expect(design.deliveriesPerJob).toBeGreaterThanOrEqual(1);
       expect(design.deadLettered).toBe(0);
+      expect(design.effects).toEqual({ expected: design.jobs, exactlyOnce: design.jobs, missing: 0, repeated: 0, unexpected: 0 });
     }
     expect(b.baseline).toEqual(expect.objectContaining({ multiple: 2, jobs: 160, admission: false }));
     expect(b.short).toEqual(expect.objectContaining({ multiple: 1, jobs: 80, admission: true }));
@@ -147,10 +179,16 @@ describe('Function: runBench, backlog part', () => {
 describe('Function: buildProgram', () => {
   const parse = (...args: string[]) => buildProgram().exitOverride().parse(['node', 'bench', ...args]).opts();
 
-  it('paces by default, runs the backlog at 50x and 10x, and leaves the backlog interval to the bench', () => {
+  it('paces by default, runs the backlog at 50x and 10x, and leaves the backlog interval and job to the bench', () => {
     expect(parse()).toEqual(expect.objectContaining({ pacing: true, pacedSeconds: 120, backlogMultiple: 50, backlogShortMultiple: 10 }));
     expect(parse().backlog).toBeUndefined();
     expect(parse().backlogInterval).toBeUndefined();
+    expect(parse().backlogJob).toBeUndefined();
+    expect(parse().count).toBeUndefined();
+  });
+
+  it('takes --backlog-job', () => {
+    expect(parse('--backlog-job', 'stale-upload-cleanup').backlogJob).toBe('stale-upload-cleanup');
   });
 
   it('takes --no-pacing, --backlog, --no-backlog and the backlog settings', () => {

@@ -33,6 +33,7 @@ const appResources = (suffix: string, create: boolean): EnvironmentInput['appRes
         { indexName: 'by-last-seen', partitionKey: { name: 'tenantId' }, sortKey: { name: 'lastSeenAt' } },
       ],
     },
+    // new-job: tables above (`npm run new-job -- <name>` inserts the new job's table here, in every environment)
   },
   buckets: { uploads: { bucketName: `paced-jobs-uploads-${suffix}` } },
   secrets: { providerApiKey: { secretName: `paced-jobs/${suffix}/provider-api-key` } },
@@ -78,6 +79,7 @@ const jobs = (providerBaseUrl: string): EnvironmentInput['jobs'] => ({
     },
     settings: { sessionMaxAgeDays: 30, deleteChunkSize: 25 },
   },
+  // new-job: jobs above (`npm run new-job -- <name>` inserts the new job's configuration here, in every environment)
 });
 
 export const environments: Record<string, EnvironmentInput> = {

@@ -1,12 +1,103 @@
-/** @type {import('jest').Config} */
-module.exports = {
-  testEnvironment: 'node',
+// The suite in three tiers, as jest projects: `npx jest` (npm test) runs all three; `jest --selectProjects unit` (or
+// integration, e2e) runs one.
+//
+// Which tier a test file is in follows from its path alone, so a new test lands by where it is and how it is named:
+//   e2e          a name ending in .e2e.test.ts, anything under test/scaffold/, and the whole local runs named in E2E
+//                below (each starts a full `npm start`, a chaos run or a bench run; renamed to *.e2e.test.ts, its
+//                line here can go);
+//   integration  a name ending in .integration.test.ts; but for the pure tests that a folder's `except` list below
+//                names: everything under test/local/ (the local runtime: its servers, worker-thread functions and
+//                stack), test/ops/ (the operator CLI against a local stack) and test/bin/ (the CDK app run as a child
+//                process), and the test files directly in test/lib/ (the constructs synthesized, every handler
+//                bundled by esbuild, seconds a file; bundles.test.ts reads the synthesized cdk.out); and
+//                test/security/template.test.ts (synthesizes every environment);
+//   unit         every other *.test.ts: pure and in-process tests (test/lib/config/ among them), and the handler and
+//                adapter tests on an in-process dynalite or local-aws-sqs (a second or two each).
+// So a new test under test/local/, test/ops/ or directly in test/lib/ is an integration test unless it is added to its
+// folder's `except`; one elsewhere that starts the local runtime or a child process should be *.integration.test.ts.
+// e2e wins over integration, and integration over unit: every file is in exactly one tier (test/support/tiers.test.ts
+// checks it).
+//
+// Only integration and e2e run test/support/globalSetup.ts (it re-synthesizes cdk.out when the sources are newer):
+// jest runs a project's globalSetup only when a test of that project is selected, and once for both, since it is
+// the same file. No unit test reads cdk.out.
+const { join } = require('node:path');
+
+const ROOT = __dirname;
+const TEST = '\\.test\\.ts$';
+const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const at = (relative) => escape(join(ROOT, relative));
+/** The test file at this path, relative to the project. */
+const file = (relative) => `^${at(relative)}$`;
+/** Every test file under this folder (directly in it, when `shallow`), but the ones directly in it that `except` names. */
+const folder = (relative, { except = [], shallow = false } = {}) =>
+  `^${at(relative)}/${except.length ? `(?!(?:${except.map(escape).join('|')})$)` : ''}${shallow ? '[^/]*' : '.*'}${TEST}`;
+
+const E2E = [
+  `\\.e2e${TEST}`,
+  folder('test/scaffold'),
+  file('test/local/backlog.test.ts'),
+  file('test/local/admissionPause.test.ts'),
+  file('test/local/cli.test.ts'),
+  file('test/chaos/chaos.test.ts'),
+  file('test/bench/bench.test.ts'),
+];
+
+const INTEGRATION = [
+  `\\.integration${TEST}`,
+  folder('test/local', { except: ['assembly.test.ts', 'cron.test.ts', 'metricsTap.test.ts', 'report.test.ts', 'scheduler.test.ts', 'template.test.ts', 'waitFor.test.ts'] }),
+  folder('test/ops', { except: ['io.test.ts', 'resources.test.ts'] }),
+  folder('test/bin'),
+  folder('test/lib', { shallow: true, except: ['outputs.test.ts', 'props-error.test.ts'] }),
+  file('test/security/template.test.ts'),
+];
+
+/** What every tier shares: a project takes none of its own options from the top level of this file. */
+const shared = {
+  rootDir: ROOT,
   roots: ['<rootDir>/test'],
-  testMatch: ['**/*.test.ts'],
+  testEnvironment: 'node',
   transform: {
     '^.+\\.tsx?$': ['ts-jest', { isolatedModules: true }],
   },
-  testTimeout: 60000,
   setupFiles: ['<rootDir>/test/support/setupEnv.ts'],
-  globalSetup: '<rootDir>/test/support/globalSetup.ts',
+};
+
+const globalSetup = '<rootDir>/test/support/globalSetup.ts';
+
+/** @type {import('jest').Config} */
+const projects = [
+    {
+      ...shared,
+      displayName: 'unit',
+      testRegex: [`^${at('test')}/.*${TEST}`],
+      testPathIgnorePatterns: ['/node_modules/', ...INTEGRATION, ...E2E],
+    },
+    {
+      ...shared,
+      displayName: 'integration',
+      testRegex: INTEGRATION,
+      testPathIgnorePatterns: ['/node_modules/', ...E2E],
+      globalSetup,
+    },
+    {
+      ...shared,
+      displayName: 'e2e',
+      testRegex: E2E,
+      testPathIgnorePatterns: ['/node_modules/'],
+      globalSetup,
+    },
+];
+
+// `npm run test:unit` sets JEST_TIER rather than passing --selectProjects: that flag takes every argument after it as a
+// project name, so `npm run test:unit -- test/some/path --watch` would silently run the whole tier.
+const tier = process.env.JEST_TIER;
+if (tier !== undefined && !projects.some((p) => p.displayName === tier)) {
+  throw new Error(`JEST_TIER=${tier} names no test tier (tiers: ${projects.map((p) => p.displayName).join(', ')})`);
+}
+
+module.exports = {
+  // Here, not in `shared`: jest (30) reads the test timeout from the top level only and ignores a project's.
+  testTimeout: 60000,
+  projects: tier === undefined ? projects : projects.filter((p) => p.displayName === tier),
 };

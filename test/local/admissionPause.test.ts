@@ -10,16 +10,18 @@ import { GetScheduleCommand, SchedulerClient, UpdateScheduleCommand } from '@aws
 import { findStack } from '../../local/assembly';
 import { loadTemplate } from '../../local/template';
 import { LocalStack } from '../../local/stack';
-import { PaymentProvider } from '../../local/provider';
+import { holdsFor, waitUntil } from '../../local/waitFor';
+import { PaymentProvider } from '../../lambda/jobs/payment-reconciliation/localProvider';
+import { tally } from '../../local/fixture';
 import { jobViews, type JobView } from '../../local/run';
-import { seedDemoData, type SeedResult } from '../../local/seed';
+import { fixture as paymentFixture } from '../../lambda/jobs/payment-reconciliation/local';
+import type { SeededDemo } from '../../local/fixture';
 import type { JobRuntimeSettings } from '../../lambda/core/constants';
 
 const ROOT = join(__dirname, '..', '..');
 const JOB = 'payment-reconciliation';
 const PAYMENTS = 150;
 const BUSINESS_DATE = '2026-03-10';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The run-ledger attributes this test reads (see the admission contract). */
 interface LedgerItem {
@@ -35,25 +37,8 @@ interface LedgerItem {
   nextStepAt?: string;
 }
 
-class WaitTimeoutError extends Error {
-  constructor(what: string, timeoutMs: number, last: unknown) {
-    super(`timed out after ${timeoutMs} ms waiting for ${what}; last seen: ${JSON.stringify(last)}`);
-    this.name = 'WaitTimeoutError';
-  }
-}
-
-/** Polls until `probe` returns a value; bounded, so a producer that never resumes fails the test instead of hanging it. */
-async function until<T>(what: string, probe: () => Promise<{ done: T } | { last: unknown }>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    const got = await probe();
-    if ('done' in got) return got.done;
-    last = got.last;
-    if (Date.now() > deadline) throw new WaitTimeoutError(what, timeoutMs, last);
-    await sleep(200);
-  }
-}
+/** Bounded, so a producer that never resumes fails the test instead of hanging it. */
+const POLL = { timeoutMs: 60_000, intervalMs: 200 };
 
 describe('Admission: pause and resume during a run (local dev stack)', () => {
   let stack: LocalStack;
@@ -111,7 +96,7 @@ describe('Admission: pause and resume during a run (local dev stack)', () => {
     workQueueUrl = found.queueUrl;
     for (const alias of Object.values(job.settings.secrets)) {
       const secret = stack.secrets.find(alias);
-      if (secret) provider.allowApiKey(secret.value);
+      if (secret) provider.allowSecret(secret.value);
     }
     documents = DynamoDBDocumentClient.from(new DynamoDBClient(stack.clientConfig('dynamodb')));
     lambda = new LambdaClient(stack.clientConfig('lambda'));
@@ -168,14 +153,14 @@ describe('Admission: pause and resume during a run (local dev stack)', () => {
   it('admits nothing while paused, keeps the next step queued, and resumes from the cursor to exactly-once effects', async () => {
     const dynamodb = new DynamoDBClient(stack.clientConfig('dynamodb'));
     const s3 = new S3Client(stack.clientConfig('s3'));
-    let seeded: SeedResult;
+    let seeded: SeededDemo;
     try {
-      seeded = await seedDemoData({ dynamodb, s3, businessDate: BUSINESS_DATE, jobs: new Map([[JOB, job.settings]]) }, { payments: PAYMENTS, uploads: 0, tenants: 0 });
+      seeded = await paymentFixture.seed({ jobName: JOB, settings: job.settings, businessDate: BUSINESS_DATE, dynamodb, documents: DynamoDBDocumentClient.from(dynamodb), s3 }, PAYMENTS);
     } finally {
       dynamodb.destroy();
       s3.destroy();
     }
-    expect(seeded.paymentIds).toHaveLength(PAYMENTS);
+    expect(seeded.expectedOperations).toHaveLength(PAYMENTS);
 
     job.mapping!.start();
     job.admissionMapping!.start();
@@ -183,10 +168,14 @@ describe('Admission: pause and resume during a run (local dev stack)', () => {
     expect(fired.delivered).toBe(true);
 
     // Mid-admission: at least step 0 taken, the run still admitting, part of the backlog still in the payments table.
-    await until<LedgerItem>('the run to be admitting after its first step', async () => {
-      const item = await batch();
-      return item && item.step >= 1 && item.admission === 'admitting' && (item.discovered ?? 0) < PAYMENTS ? { done: item } : { last: item };
-    });
+    await waitUntil<LedgerItem>(
+      'the run to be admitting after its first step',
+      async () => {
+        const item = await batch();
+        return item && item.step >= 1 && item.admission === 'admitting' && (item.discovered ?? 0) < PAYMENTS ? { done: item } : { last: item };
+      },
+      POLL,
+    );
 
     // Pause, upstream first, as `ops pause` does.
     await setSchedule('DISABLED');
@@ -204,10 +193,15 @@ describe('Admission: pause and resume during a run (local dev stack)', () => {
     const producerInvocationsAtPause = job.admissionMapping!.statistics.invocations;
     expect(publishedAtPause).toBe(atPause.discovered);
 
-    // Well past the moment the next step was due.
+    // Well past the moment the next step was due, nothing more is published and the producer is not invoked: the wait
+    // is the claim, checked all along.
     const dueMs = Date.parse(atPause.nextStepAt!);
     expect(Number.isFinite(dueMs)).toBe(true);
-    await sleep(Math.min(20_000, Math.max(0, dueMs - Date.now()) + 4_000));
+    await holdsFor(
+      'the paused run to admit nothing',
+      () => producerPublications.length === publishedAtPause && job.admissionMapping!.statistics.invocations === producerInvocationsAtPause,
+      { forMs: Math.min(20_000, Math.max(0, dueMs - Date.now()) + 4_000), intervalMs: 200 },
+    );
     const whilePaused = (await batch())!;
     expect({ step: whilePaused.step, pages: whilePaused.pages, discovered: whilePaused.discovered, published: whilePaused.published, cursor: whilePaused.cursor }).toEqual({
       step: atPause.step,
@@ -230,12 +224,16 @@ describe('Admission: pause and resume during a run (local dev stack)', () => {
     await setMapping(job.admissionMapping!.uuid, true);
     await setSchedule('ENABLED');
 
-    const final = await until<LedgerItem>('the run to complete with every payment applied', async () => {
-      const item = await batch();
-      const effects = provider.effectsByPayment();
-      if (item?.admission === 'complete' && (item.completed ?? 0) >= PAYMENTS && effects.size >= PAYMENTS && total(await depth(job.queueUrl!)) === 0) return { done: item };
-      return { last: { item, effects: effects.size } };
-    });
+    const final = await waitUntil<LedgerItem>(
+      'the run to complete with every payment applied',
+      async () => {
+        const item = await batch();
+        const effects = tally(provider.effects.map((e) => e.operationKey));
+        if (item?.admission === 'complete' && (item.completed ?? 0) >= PAYMENTS && effects.size >= PAYMENTS && total(await depth(job.queueUrl!)) === 0) return { done: item };
+        return { last: { item, effects: effects.size } };
+      },
+      POLL,
+    );
 
     // The producer went on from the cursor: every payment published once, the pages after the pause new ones.
     expect({ admission: final.admission, discovered: final.discovered, published: final.published, completed: final.completed, duplicates: final.duplicates ?? 0 }).toEqual({
@@ -253,8 +251,8 @@ describe('Admission: pause and resume during a run (local dev stack)', () => {
     expect(publishedIds.slice(publishedAtPause).filter((id) => beforePause.has(id))).toEqual([]);
 
     // Exactly one provider effect per seeded payment, and nothing dead-lettered anywhere.
-    const effects = provider.effectsByPayment();
-    expect([...effects.keys()].sort()).toEqual([...seeded.paymentIds].sort());
+    const effects = tally(provider.effects.map((e) => e.operationKey));
+    expect([...effects.keys()].sort()).toEqual([...seeded.expectedOperations].sort());
     expect([...effects.values()].filter((n) => n !== 1)).toEqual([]);
     const producerDlqArn = stack.plan.queues.find((q) => q.url === job.admissionQueueUrl)!.deadLetterTargetArn!;
     expect({ jobDlq: total(await depth(job.dlqUrl!)), producerDlq: total(await depth(stack.queueUrl(producerDlqArn))), admissionQueue: total(await depth(job.admissionQueueUrl!)) }).toEqual({

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { ListEventSourceMappingsCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { waitFor } from '../../local/waitFor';
 
 const ROOT = join(__dirname, '..', '..');
 const CLI = join(ROOT, 'local', 'cli.ts');
@@ -56,7 +57,7 @@ describe('Command: npm start', () => {
   it('serves a stack that the AWS SDK can use from another process, and stops cleanly on SIGINT', async () => {
     const { child, done } = start(['--serve', '--local-dir', localDir]);
     const file = join(localDir, 'endpoints.json');
-    for (let i = 0; i < 300 && !existsSync(file); i++) await new Promise((r) => setTimeout(r, 100));
+    await waitFor('the serving stack to write its endpoints', () => existsSync(file), { timeoutMs: 30_000, intervalMs: 100 });
     const doc = JSON.parse(readFileSync(file, 'utf8'));
     const config = (endpoint: string) => ({ endpoint, region: doc.region, credentials: doc.credentials });
     const job = doc.jobs['payment-reconciliation'];
@@ -78,7 +79,7 @@ describe('Command: npm start', () => {
 
   it('defers a 429 storm from the provider and ends with every payment applied once and nothing in the DLQ', async () => {
     // A provider quota far below the job's own rate: most first attempts get 429 with Retry-After.
-    const args = ['--json', '--payments', '12', '--uploads', '1', '--tenants', '1', '--provider-quota', '2', '--provider-window', '3'];
+    const args = ['--json', '--payments', '12', '--uploads', '1', '--tenants', '1', '--downstream-quota', '2', '--downstream-window', '3'];
     const result = await start([...args, '--local-dir', localDir, '--timeout', '120']).done;
     const report = JSON.parse(result.stdout);
     expect(result.code).toBe(0);

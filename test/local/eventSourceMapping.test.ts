@@ -3,17 +3,9 @@ import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, S
 import { failedMessageIds, SqsEventSourceMapping } from '../../local/eventSourceMapping';
 import { LocalFunction } from '../../local/lambdaRuntime';
 import { RunningServer, startSqs } from '../../local/servers';
+import { waitFor } from '../../local/waitFor';
 
 const CODE = join(__dirname, 'fixtures', 'assembly', 'asset.0123abcd');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await sleep(100);
-  }
-}
 
 describe('Function: failedMessageIds', () => {
   const batch = ['a', 'b', 'c'];
@@ -103,7 +95,7 @@ describe('Class: SqsEventSourceMapping', () => {
       const t = await setup({ maxReceiveCount: 2, visibility: 1 });
       await t.send(['ok', 'fail', 'ok']);
       t.mapping.start();
-      await until(async () => (await t.depth(t.queueUrl)) === 0 && (await t.depth(t.dlqUrl)) === 1, 10_000);
+      await waitFor('the successes deleted and the failure in the DLQ', async () => (await t.depth(t.queueUrl)) === 0 && (await t.depth(t.dlqUrl)) === 1, { timeoutMs: 10_000, intervalMs: 100 });
       expect(await t.dlqBodies()).toEqual(['fail']);
       const stats = t.mapping.statistics;
       expect(stats.acknowledged).toBe(2);
@@ -115,7 +107,7 @@ describe('Class: SqsEventSourceMapping', () => {
       const t = await setup({ maxReceiveCount: 1, visibility: 1 });
       await t.send(['ok', 'throw']);
       t.mapping.start();
-      await until(async () => (await t.depth(t.dlqUrl)) === 2, 10_000);
+      await waitFor('the whole batch in the DLQ', async () => (await t.depth(t.dlqUrl)) === 2, { timeoutMs: 10_000, intervalMs: 100 });
       expect(await t.dlqBodies()).toEqual(['ok', 'throw']);
       expect(t.mapping.statistics).toMatchObject({ acknowledged: 0, invocationErrors: 1 });
       expect(logs.some((l) => l.includes('fixture handler threw on purpose'))).toBe(true);
@@ -128,7 +120,10 @@ describe('Class: SqsEventSourceMapping', () => {
       t.mapping.start();
       // The move to the DLQ happens on the third receive, which can come before the second invocation's timeout is
       // counted (visibility and timeout are both 1 s), so wait for both.
-      await until(async () => (await t.depth(t.dlqUrl)) === 1 && t.mapping.statistics.invocationErrors === 2, 10_000);
+      await waitFor('the message in the DLQ after two timed-out invocations', async () => (await t.depth(t.dlqUrl)) === 1 && t.mapping.statistics.invocationErrors === 2, {
+        timeoutMs: 10_000,
+        intervalMs: 100,
+      });
       // Two receives, each cut at 1 s: far less than the 10 s the two invocations would have slept.
       expect(Date.now() - started).toBeLessThan(9000);
       expect(t.mapping.statistics.invocationErrors).toBe(2);
@@ -139,7 +134,7 @@ describe('Class: SqsEventSourceMapping', () => {
       const t = await setup({ maxReceiveCount: 5, visibility: 30, reserved: 5, maximumConcurrency: 2, batchSize: 1 });
       for (let i = 0; i < 2; i++) await t.send(Array.from({ length: 6 }, () => 'hold:200'));
       t.mapping.start();
-      await until(async () => (await t.depth(t.queueUrl)) === 0, 15_000);
+      await waitFor('the queue drained', async () => (await t.depth(t.queueUrl)) === 0, { timeoutMs: 15_000, intervalMs: 100 });
       expect(t.mapping.concurrency).toBe(2);
       expect(t.fn.peakConcurrency).toBe(2);
       expect(t.mapping.statistics.acknowledged).toBe(12);
@@ -150,7 +145,7 @@ describe('Class: SqsEventSourceMapping', () => {
       await t.send(Array.from({ length: 10 }, () => 'ok'));
       await t.send(Array.from({ length: 5 }, () => 'ok'));
       t.mapping.start();
-      await until(async () => (await t.depth(t.queueUrl)) === 0, 10_000);
+      await waitFor('the queue drained', async () => (await t.depth(t.queueUrl)) === 0, { timeoutMs: 10_000, intervalMs: 100 });
       expect(t.mapping.statistics).toMatchObject({ invocations: 1, acknowledged: 15 });
     });
   });
@@ -175,7 +170,7 @@ describe('Class: SqsEventSourceMapping (receive quirks)', () => {
         { sqs, invoke: async (event) => void batches.push(event.Records.length), functionConcurrency: 1, idlePollMs: [10, 20] },
       );
       mapping.start();
-      await until(async () => deleted.length > 0, 2000);
+      await waitFor('the message deleted', () => deleted.length > 0, { timeoutMs: 2000 });
       await mapping.stop();
       expect(batches).toEqual([1]);
       expect(deleted).toEqual(['r1']);

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { FunctionError, LocalFunction } from '../../local/lambdaRuntime';
+import { holdsFor } from '../../local/waitFor';
 
 const CODE = join(__dirname, 'fixtures', 'assembly', 'asset.0123abcd');
 const spec = { name: 'victim', arn: 'arn:aws:lambda:us-east-1:000000000000:function:victim', handler: 'index.handler', codeDir: CODE, environment: {}, timeoutSeconds: 5 };
@@ -30,8 +31,9 @@ describe('Class: LocalFunction', () => {
       const fn = new LocalFunction(spec, { log: () => undefined, killAfterMs: () => 2000 });
       try {
         expect(await fn.invoke({ Records: [{ body: 'fail', messageId: 'm' }] })).toEqual({ batchItemFailures: [{ itemIdentifier: 'm' }] });
-        // The kill timer was cleared with the invocation: the warm worker serves the next one.
-        await new Promise((r) => setTimeout(r, 2100));
+        // The kill timer was cleared with the invocation: the warm worker outlives the kill time (the wait past it is
+        // the claim) and serves the next one.
+        await holdsFor('the warm worker to stay up past the kill time', () => fn.warmCount === 1, { forMs: 2100 });
         expect(fn.warmCount).toBe(1);
       } finally {
         await fn.close();

@@ -2,16 +2,9 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FunctionTimeoutError, LocalFunction } from '../../local/lambdaRuntime';
+import { waitFor } from '../../local/waitFor';
 
 const CODE = join(__dirname, 'fixtures', 'assembly', 'asset.0123abcd');
-
-async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('Class: LocalFunction', () => {
   describe('Method: invoke', () => {
@@ -23,7 +16,7 @@ describe('Class: LocalFunction', () => {
       );
       try {
         expect(await fn.invoke({ Records: [] })).toEqual({ batchItemFailures: [] });
-        await until(async () => lines.length > 0, 2000);
+        await waitFor('the handler\'s log line', () => lines.length > 0, { timeoutMs: 2000 });
         const remaining = Number(/remaining=(\d+)/.exec(lines[0])![1]);
         expect(remaining).toBeGreaterThan(2000);
         expect(remaining).toBeLessThanOrEqual(3000);
@@ -113,7 +106,7 @@ describe('Class: LocalFunction', () => {
       try {
         fn.invokeAsync({ Records: [{ body: 'throw', messageId: 'm' }] });
         expect(fn.pendingAsync).toBe(1);
-        await until(async () => failures.length > 0, 5000);
+        await waitFor('the event handed to onAsyncFailure', () => failures.length > 0, { timeoutMs: 5000 });
         expect(fn.invocationCount).toBe(3);
         expect(failures).toEqual(['async: async: Error: fixture handler threw on purpose']);
         expect(fn.pendingAsync).toBe(0);

@@ -8,9 +8,9 @@ import { GetScheduleCommand, ListSchedulesCommand, SchedulerClient, UpdateSchedu
 import { SendMessageCommand, StartMessageMoveTaskCommand } from '@aws-sdk/client-sqs';
 import { loadTemplate } from '../../local/template';
 import { assetDirectory, generateSecretValue, LocalStack, ProvisioningError } from '../../local/stack';
+import { waitFor } from '../../local/waitFor';
 
 const FIXTURES = join(__dirname, 'fixtures');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('Class: LocalStack', () => {
   let stack: LocalStack;
@@ -70,7 +70,7 @@ describe('Class: LocalStack', () => {
       const result = await stack.scheduler.fire('Fixture-Nightly', { scheduledTime: new Date('2026-11-29T02:00:00Z'), businessDate: '2026-11-28' });
       expect(result.delivered).toBe(true);
       const mapping = stack.mappings[0];
-      for (let i = 0; i < 50 && mapping.statistics.acknowledged < 1; i++) await sleep(100);
+      await waitFor('the consumer to acknowledge the produced message', () => mapping.statistics.acknowledged >= 1, { timeoutMs: 5000 });
       expect(mapping.statistics).toMatchObject({ invocations: 1, acknowledged: 1, failed: 0 });
       expect(stack.runtime.isIdle()).toBe(true);
     });
@@ -87,7 +87,7 @@ describe('Class: LocalStack', () => {
       const before = stack.mappings[0].statistics.acknowledged;
       const event = await lambda.send(new InvokeCommand({ FunctionName: 'fixture-producer', InvocationType: 'Event', Payload: Buffer.from('{"page":2}') }));
       expect(event.StatusCode).toBe(202);
-      for (let i = 0; i < 50 && stack.mappings[0].statistics.acknowledged === before; i++) await sleep(100);
+      await waitFor('the consumer to acknowledge the continuation\'s message', () => stack.mappings[0].statistics.acknowledged !== before, { timeoutMs: 5000 });
       expect(stack.mappings[0].statistics.acknowledged).toBe(before + 1);
       const list = await lambda.send(new ListEventSourceMappingsCommand({ FunctionName: 'Fixture-Consumer' }));
       expect(list.EventSourceMappings!.map((m) => [m.UUID, m.State, m.BatchSize])).toEqual([['local-ConsumerMapping', 'Enabled', 5]]);
@@ -126,21 +126,17 @@ describe('Class: LocalStack', () => {
       const dlq = stack.plan.queues.find((q) => q.logicalId === 'WorkDlq')!;
       const work = stack.plan.queues.find((q) => q.logicalId === 'WorkQueue')!;
       await Promise.all(stack.mappings.map((m) => m.stop()));
+      /** The bodies one receive returns (undefined when it returns none), leaving them visible again at once. */
+      const receive = async (url: string, visibilityTimeout?: number) => {
+        const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, WaitTimeSeconds: 0, VisibilityTimeout: visibilityTimeout }));
+        return Messages.length > 0 ? Messages.map((m) => m.Body!) : undefined;
+      };
       // A real dead-letter: received maxReceiveCount (2) times without being deleted.
       await sqs.send(new SendMessageCommand({ QueueUrl: work.url, MessageBody: 'redriven' }));
-      for (let i = 0; i < 2; i++) {
-        await sqs.send(new ReceiveMessageCommand({ QueueUrl: work.url, WaitTimeSeconds: 0, VisibilityTimeout: 0 }));
-        await sleep(50);
-      }
-      expect((await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlq.url, WaitTimeSeconds: 0, VisibilityTimeout: 0 }))).Messages![0].Body).toBe('redriven');
+      for (let i = 1; i <= 2; i++) await waitFor(`receive ${i} of the message`, () => receive(work.url, 0), { timeoutMs: 3000 });
+      expect(await waitFor('the message in the DLQ', () => receive(dlq.url, 0), { timeoutMs: 3000 })).toEqual(['redriven']);
       await sqs.send(new StartMessageMoveTaskCommand({ SourceArn: dlq.arn, MaxNumberOfMessagesPerSecond: 10 }));
-      let bodies: string[] = [];
-      for (let i = 0; i < 30 && bodies.length === 0; i++) {
-        await sleep(100);
-        const got = await sqs.send(new ReceiveMessageCommand({ QueueUrl: work.url, WaitTimeSeconds: 0 }));
-        bodies = (got.Messages ?? []).map((m) => m.Body!);
-      }
-      expect(bodies).toEqual(['redriven']);
+      expect(await waitFor('the message moved back to the work queue', () => receive(work.url), { timeoutMs: 3000, intervalMs: 100 })).toEqual(['redriven']);
       sqs.destroy();
     });
 

@@ -8,6 +8,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { unsettledPayment } from '../../lambda/jobs/payment-reconciliation/items';
+import { holdsFor, waitFor } from '../../local/waitFor';
 
 const ROOT = join(__dirname, '..', '..');
 const JOB = 'payment-reconciliation';
@@ -28,18 +29,6 @@ function node(entry: string, args: string[]): { child: ChildProcess; done: Promi
   child.stdout!.on('data', (c) => (stdout += c));
   child.stderr!.on('data', (c) => (stderr += c));
   return { child, done: new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr }))) };
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(500);
-  }
 }
 
 interface BatchRow {
@@ -107,7 +96,7 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     dir = mkdtempSync(join(tmpdir(), 'paced-jobs-ops-e2e-'));
     endpointsFile = join(dir, 'endpoints.json');
     serve = node('local/cli.ts', ['--serve', '--local-dir', dir]);
-    await until('the serving stack to write its endpoints', async () => (existsSync(endpointsFile) ? true : undefined), 240_000);
+    await waitFor('the serving stack to write its endpoints', () => existsSync(endpointsFile), { timeoutMs: 240_000, intervalMs: 500 });
     doc = JSON.parse(readFileSync(endpointsFile, 'utf8'));
     const config = (endpoint: string) => ({ endpoint, region: doc.region, credentials: doc.credentials });
     documents = DynamoDBDocumentClient.from(new DynamoDBClient(config(doc.endpoints.dynamodb)));
@@ -147,9 +136,12 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
 
     const caughtUp = await ops('catch-up', '--job', JOB, '--from', DATES[0], '--to', DATES[2], '--yes');
     expect(caughtUp.code).toBe(0);
-    // The producer published every payment; the paused consumer took none of them.
-    await sleep(3000);
-    expect(await queued(doc.jobs[JOB].queueUrl)).toBe(DATES.length * PAYMENTS_PER_DATE);
+    // The producer published every payment; the paused consumer took none of them. The wait is the claim: a running
+    // consumer would have taken them within it.
+    const published = DATES.length * PAYMENTS_PER_DATE;
+    await waitFor('the caught-up payments on the work queue', async () => (await queued(doc.jobs[JOB].queueUrl)) === published, { timeoutMs: 30_000, intervalMs: 250 });
+    await holdsFor('the paused consumer to leave every payment queued', async () => (await queued(doc.jobs[JOB].queueUrl)) === published, { forMs: 3000, intervalMs: 250 });
+    expect(await queued(doc.jobs[JOB].queueUrl)).toBe(published);
     const whilePaused = (await batches()).filter((b) => DATES.includes(b.businessDate ?? ''));
     expect(whilePaused.map((b) => [b.businessDate, b.discovered, b.completed])).toEqual(
       [...DATES].reverse().map((d) => [d, PAYMENTS_PER_DATE, 0]),
@@ -166,10 +158,14 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     const resumed = await ops('resume', '--job', JOB, '--yes');
     expect(resumed.code).toBe(0);
     expect((resumed.json.steps as { kind: string }[]).map((s) => s.kind)).toEqual(['event-source-mapping', 'admission-mapping', 'schedule']);
-    const settled = await until('the three catch-up batches to reconcile', async () => {
-      const rows = (await batches()).filter((b) => DATES.includes(b.businessDate ?? ''));
-      return rows.length === DATES.length && rows.every((b) => b.reconciles && b.completed === PAYMENTS_PER_DATE) ? rows : undefined;
-    });
+    const settled = await waitFor(
+      'the three catch-up batches to reconcile',
+      async () => {
+        const rows = (await batches()).filter((b) => DATES.includes(b.businessDate ?? ''));
+        return rows.length === DATES.length && rows.every((b) => b.reconciles && b.completed === PAYMENTS_PER_DATE) ? rows : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
     expect(new Set(settled.map((b) => b.batchId)).size).toBe(DATES.length);
     expect(await queued(doc.jobs[JOB].queueUrl)).toBe(0);
   }, 180_000);
@@ -183,10 +179,14 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
 
     const started = await ops('redrive', '--job', JOB, '--rate', '5', '--yes');
     expect(started.code).toBe(0);
-    const ledger = await until('the redriven batch to settle', async () => {
-      const row = (await batches()).find((b) => b.batchId === batchId);
-      return row && row.completed + row.duplicates === 2 ? row : undefined;
-    });
+    const ledger = await waitFor(
+      'the redriven batch to settle',
+      async () => {
+        const row = (await batches()).find((b) => b.batchId === batchId);
+        return row && row.completed + row.duplicates === 2 ? row : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
     expect(ledger).toMatchObject({ completed: 1, duplicates: 1 });
     const payment = await documents.send(new GetCommand({ TableName: 'payments-dev', Key: { paymentId: 'pay-e2e-redrive' } }));
     expect(payment.Item).toMatchObject({ reconciledBy: 'reconcile:acme:pay-e2e-redrive:2026-10-04' });

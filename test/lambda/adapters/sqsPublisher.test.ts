@@ -45,6 +45,7 @@ describe('Class: SqsPublisher', () => {
       let peak = 0;
       const { client } = stubClient(async (entries) => {
         peak = Math.max(peak, ++inFlight);
+        // Not a wait: a call that takes a moment, so calls sent together overlap and peak counts them.
         await new Promise((r) => setTimeout(r, 5));
         inFlight--;
         return { Successful: ok(entries) } as never;

@@ -12,7 +12,7 @@ import { PublishError, SqsPublisher, type Publisher } from '../../../lambda/adap
 import { idempotencyRecordId } from '../../../lambda/core/idempotencyKey';
 import { ThrottledError } from '../../../lambda/core/errors';
 import type { AnyJob, ApplyRequest, ApplyResult } from '../../../lambda/core/job';
-import { sleep } from '../../../lambda/core/pacing/sleep';
+import { waitFor } from '../../../local/waitFor';
 import type { JobMessage } from '../../../lambda/core/message';
 import { consumerOptionsFromEnv, createConsumer, handler, type ConsumerOptions } from '../../../lambda/handlers/consumer';
 import { createDeferralPolicy } from '../../../lambda/handlers/deferral';
@@ -527,8 +527,14 @@ describe('Function: createConsumer', () => {
 
       // Delayed by the 1 s hint: nothing visible at once, then a NEW message with a fresh receive count.
       expect((await receiveEvent(queueUrl)).Records).toEqual([]);
-      await sleep(1200);
-      const again = await receiveEvent(queueUrl);
+      const again = await waitFor(
+        'the deferred record delivered again',
+        async () => {
+          const event = await receiveEvent(queueUrl);
+          return event.Records.length > 0 ? event : undefined;
+        },
+        { timeoutMs: 5000, intervalMs: 100 },
+      );
       expect(again.Records).toHaveLength(1);
       const [redelivered] = again.Records;
       expect(redelivered.messageId).not.toBe(deferred.messageId);

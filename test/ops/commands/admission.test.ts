@@ -4,18 +4,11 @@ import type { OpsClients } from '../../../ops/clients';
 import { MappingStateError } from '../../../ops/errors';
 import type { OpsIo } from '../../../ops/io';
 import type { StackResources } from '../../../ops/resources';
+import { holdsFor, waitFor } from '../../../local/waitFor';
 import { OpsFixture, startOpsFixture } from '../fixture';
 
 /** A run's next step, as the producer sends it to the admission queue. */
 const keptStep = { kind: 'admission-step', batchId: 'alpha:2026-11-01:20261101T010000Z', businessDate: '2026-11-01', step: 3, scheduledTime: '2026-11-01T01:00:00Z' };
-
-async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('Function: admission (ops pause / ops resume)', () => {
   let f: OpsFixture;
@@ -128,8 +121,14 @@ describe('Function: admission (ops pause / ops resume)', () => {
     it('keeps messages and the next admission step queued while paused', async () => {
       await f.sqs.send(new SendMessageCommand({ QueueUrl: f.jobs.alpha.queueUrl, MessageBody: '{"operationId":"kept"}' }));
       await f.sqs.send(new SendMessageCommand({ QueueUrl: f.jobs.alpha.admissionQueueUrl, MessageBody: JSON.stringify(keptStep) }));
-      // Longer than the mappings' idle poll interval: a running poller would have taken them.
-      await new Promise((r) => setTimeout(r, 700));
+      // The wait is the claim: for longer than the mappings' idle poll interval, where a running poller would have
+      // taken them, both stay queued and nothing reaches the producer.
+      await holdsFor(
+        "alpha's work and admission queues to keep their messages while paused",
+        async () =>
+          (await f.depth(f.jobs.alpha.queueUrl)).visible === 1 && (await f.depth(f.jobs.alpha.admissionQueueUrl)).visible === 1 && f.admissionDeliveries.length === 0,
+        { forMs: 700 },
+      );
 
       expect(await f.depth(f.jobs.alpha.queueUrl)).toEqual({ visible: 1, inFlight: 0 });
       expect(await f.depth(f.jobs.alpha.admissionQueueUrl)).toEqual({ visible: 1, inFlight: 0 });
@@ -168,7 +167,7 @@ describe('Function: admission (ops pause / ops resume)', () => {
       expect(f.jobs.alpha.admissionMapping.state).toBe('Enabled');
       expect(f.jobs.alpha.mapping.state).toBe('Enabled');
       // The step that waited through the pause reaches the producer, which goes on from the run's ledger cursor.
-      await until(async () => f.admissionDeliveries.length > 0);
+      await waitFor('the kept step delivered to the producer', () => f.admissionDeliveries.length > 0, { timeoutMs: 10_000 });
       expect(f.admissionDeliveries).toEqual([{ job: 'alpha', body: keptStep }]);
     });
 

@@ -3,6 +3,7 @@ import { DynamoRunStateStore } from '../../../lambda/adapters/admissionState';
 import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { admissionStepSchema } from '../../../lambda/core/admissionStep';
 import type { ContinueResult } from '../../../ops/commands/continue';
+import { waitFor } from '../../../local/waitFor';
 import { OpsFixture, startOpsFixture } from '../fixture';
 
 const STALLED = 'alpha:2026-11-03:20261103T010000Z';
@@ -11,14 +12,6 @@ const COMPLETE = 'alpha:2026-11-02:20261102T010000Z';
 const PAGE_LIMIT = 'alpha:2026-11-01:20261101T010000Z';
 const LEGACY = 'alpha:2026-10-31:20261031T010000Z';
 const NOW = new Date('2026-11-03T03:00:00.000Z');
-
-async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('Function: continueAdmission (ops continue)', () => {
   let f: OpsFixture;
@@ -120,7 +113,7 @@ describe('Function: continueAdmission (ops continue)', () => {
 
     expect(out.code).toBe(0);
     expect(out.stderr.split('\n')[0]).toBe('continue: step 1 of alpha:2026-10-30:manual-9f3c is not due until 2026-11-03T03:04:00.000Z; sending it now takes it early');
-    await until(async () => f.admissionDeliveries.length > 0);
+    await waitFor('the step delivered to the producer', () => f.admissionDeliveries.length > 0, { timeoutMs: 10_000 });
     // A catch-up run has no scheduled time, so its step carries none.
     expect(f.admissionDeliveries).toEqual([{ job: 'alpha', body: { kind: 'admission-step', batchId: CAUGHT_UP, businessDate: '2026-10-30', step: 1 } }]);
     const lines = out.stdout.split('\n').map((l) => l.replace(/\s+/g, ' '));

@@ -1,5 +1,6 @@
 import { ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { RedriveCancelResult, RedriveResult, RedriveStatusResult } from '../../../ops/commands/redrive';
+import { waitFor } from '../../../local/waitFor';
 import { OpsFixture, startOpsFixture } from '../fixture';
 
 /** Dead-letters messages the way the consumer does: the original body plus failureReason and the IDs as attributes. */
@@ -19,14 +20,6 @@ async function deadLetter(f: OpsFixture, dlqUrl: string, operationIds: string[])
       })),
     }),
   );
-}
-
-async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe('Function: redrive (ops redrive, redrive status, redrive cancel)', () => {
@@ -82,7 +75,7 @@ describe('Function: redrive (ops redrive, redrive status, redrive cancel)', () =
       const [job] = out.json<RedriveResult>().jobs;
       expect(job).toMatchObject({ job: 'alpha', action: 'started', dlqMessages: 3, task: { status: 'RUNNING', maxNumberOfMessagesPerSecond: 50 } });
       expect(job.task?.taskHandle).toEqual(expect.any(String));
-      await until(async () => (await f.depth(f.jobs.alpha.queueUrl)).visible === 3);
+      await waitFor('the three messages back on the work queue', async () => (await f.depth(f.jobs.alpha.queueUrl)).visible === 3, { timeoutMs: 10_000, intervalMs: 100 });
       expect(await f.depth(f.jobs.alpha.dlqUrl)).toEqual({ visible: 0, inFlight: 0 });
       const { Messages = [] } = await f.sqs.send(new ReceiveMessageCommand({ QueueUrl: f.jobs.alpha.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 0 }));
       expect(new Set(Messages.map((m) => (JSON.parse(m.Body!) as { operationId: string }).operationId))).toEqual(new Set(['op-1', 'op-2', 'op-3']));

@@ -102,6 +102,7 @@ describe('Job: expired-session-cleanup', () => {
           if (command instanceof DeleteCommand) {
             inFlight += 1;
             maxInFlight = Math.max(maxInFlight, inFlight);
+            // Not a wait: a delete that takes a moment, so deletes sent together overlap and maxInFlight counts them.
             await new Promise((r) => setTimeout(r, 1));
             inFlight -= 1;
           }

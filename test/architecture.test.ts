@@ -1,0 +1,78 @@
+// The dependency rules of ARCHITECTURE.md, checked on the source: which layer may import which, and that the local
+// tools name no job (each job brings its own fixture).
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative, resolve, dirname } from 'node:path';
+
+const ROOT = resolve(__dirname, '..');
+
+function sources(dir: string): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(join(ROOT, dir))) {
+    const path = join(dir, entry);
+    if (statSync(join(ROOT, path)).isDirectory()) out.push(...sources(path));
+    else if (/\.ts$/.test(entry) && !entry.endsWith('.d.ts')) out.push(path);
+  }
+  return out;
+}
+
+/** Every module a file imports (static imports, re-exports, require), resolved to a project path when relative. */
+function importsOf(file: string): string[] {
+  const text = readFileSync(join(ROOT, file), 'utf8');
+  const specifiers = [...text.matchAll(/(?:^|\n)\s*(?:import|export)[^'"`;]*?from\s+['"]([^'"]+)['"]|require\(\s*['"]([^'"]+)['"]\s*\)|import\(\s*['"]([^'"]+)['"]\s*\)/g)].map(
+    (m) => m[1] ?? m[2] ?? m[3],
+  );
+  return specifiers.map((s) => (s.startsWith('.') ? relative(ROOT, resolve(ROOT, dirname(file), s)) : s));
+}
+
+const jobNames = readdirSync(join(ROOT, 'lambda/jobs')).filter((n) => statSync(join(ROOT, 'lambda/jobs', n)).isDirectory());
+
+describe('dependency rules', () => {
+  it('finds the example jobs (the checks below are not vacuous)', () => {
+    expect(jobNames.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('lambda/core imports nothing from the other layers and no AWS SDK', () => {
+    const offending = sources('lambda/core').flatMap((f) =>
+      importsOf(f)
+        .filter((i) => /^(lambda\/(adapters|handlers|jobs)|local|ops|chaos|bench|lib)(\/|$)/.test(i) || i.startsWith('@aws-sdk/'))
+        .map((i) => `${f} -> ${i}`),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it('a job imports core, adapters and the SDK, never the handlers, another job or the local tools (its fixture excepted)', () => {
+    const offending: string[] = [];
+    for (const job of jobNames) {
+      for (const file of sources(join('lambda/jobs', job))) {
+        const fixtureSide = /\/local[A-Za-z]*\.ts$/.test(file);
+        for (const i of importsOf(file)) {
+          if (i.startsWith('lambda/handlers')) offending.push(`${file} -> ${i}`);
+          if (i.startsWith('lambda/jobs/') && !i.startsWith(`lambda/jobs/${job}/`)) offending.push(`${file} -> ${i}`);
+          // Only the fixture side (local.ts and its helpers) may use the local tools' contract.
+          if (/^(local|ops|chaos|bench)\//.test(i) && !fixtureSide) offending.push(`${file} -> ${i}`);
+        }
+      }
+    }
+    expect(offending).toEqual([]);
+  });
+
+  it('the handlers never import a job fixture (it is never bundled into a function)', () => {
+    const offending = sources('lambda/handlers').flatMap((f) => importsOf(f).filter((i) => /lambda\/jobs\/.+\/local/.test(i) || /^local\//.test(i)).map((i) => `${f} -> ${i}`));
+    expect(offending).toEqual([]);
+  });
+
+  it('local/ and ops/ never import handlers or adapters', () => {
+    const offending = [...sources('local'), ...sources('ops')].flatMap((f) => importsOf(f).filter((i) => /^lambda\/(handlers|adapters)(\/|$)/.test(i)).map((i) => `${f} -> ${i}`));
+    expect(offending).toEqual([]);
+  });
+
+  it('local/, chaos/ and bench/ name no job and import no job code', () => {
+    const offending: string[] = [];
+    for (const file of [...sources('local'), ...sources('chaos'), ...sources('bench')]) {
+      const text = readFileSync(join(ROOT, file), 'utf8');
+      for (const job of jobNames) if (text.includes(job)) offending.push(`${file} names ${job}`);
+      for (const i of importsOf(file)) if (i.startsWith('lambda/jobs/')) offending.push(`${file} -> ${i}`);
+    }
+    expect(offending).toEqual([]);
+  });
+});

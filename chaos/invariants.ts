@@ -33,7 +33,7 @@ export interface Observations {
   /** Operations the run created (the fixture's seeded keys): each must end with exactly one effect or a terminal DLQ entry. */
   expectedOperations: string[];
   /** The job's effects as its fixture read them (session.effects). */
-  effects: Pick<EffectReading, 'effectsByOperation' | 'effectsByItem' | 'starts' | 'unexpectedEffects'>;
+  effects: Pick<EffectReading, 'effectsByOperation' | 'effectsByItem' | 'expectedItems' | 'starts' | 'unexpectedEffects'>;
   /**
    * The job's fake downstream, when its fixture offers one: its arrivals are the rate's starts (those not replayed),
    * and its replays of applied keys show where its idempotency store was the only guard. Absent: the fixture's `starts`.
@@ -92,6 +92,10 @@ export function checkInvariants(o: Observations): Verdict {
 
   const inDlq = new Set(o.dlqOperations);
   const missing = o.expectedOperations.filter((id) => !hasEffect(id) && !inDlq.has(id));
+  // An operation that touches several items is whole only when each of its items was touched (or it is in the DLQ).
+  const missingItems = [...(o.effects.expectedItems ?? new Map<string, string>()).entries()]
+    .filter(([item, operation]) => (o.effects.effectsByItem?.get(item) ?? 0) === 0 && !inDlq.has(operation))
+    .map(([item]) => item);
   // The ledger's exact equation can lose the counts of an invocation killed before its flush (those records come back
   // as duplicates), so the batch check counts suppressed duplicates as done; the exact figures are reported too.
   const batches = o.batches.map((b) => ({
@@ -109,12 +113,13 @@ export function checkInvariants(o: Observations): Verdict {
   // date (a re-run) happened to publish those operations, so every run must have finished its admission.
   const unadmitted = o.batches.filter((b) => b.admission !== 'complete').map((b) => `${b.batchId} (${b.admission ?? 'no admission state'})`);
   const nothingLost: Invariant = {
-    ok: missing.length === 0 && o.queueLeft === 0 && batches.length > 0 && batches.every((b) => b.reconciles) && unadmitted.length === 0,
+    ok: missing.length === 0 && missingItems.length === 0 && o.queueLeft === 0 && batches.length > 0 && batches.every((b) => b.reconciles) && unadmitted.length === 0,
     operations: o.expectedOperations.length,
     withEffect: o.expectedOperations.filter(hasEffect).length,
     terminalInDlq: o.expectedOperations.filter((id) => !hasEffect(id) && inDlq.has(id)).length,
     missing: missing.length,
     missingExamples: missing.slice(0, 5),
+    ...(o.effects.expectedItems ? { items: o.effects.expectedItems.size, missingItems: missingItems.length, missingItemExamples: missingItems.slice(0, 5) } : {}),
     queueLeft: o.queueLeft,
     runsNotFullyAdmitted: unadmitted.slice(0, 5),
     batchesExact: batches.filter((b) => b.exact).length,

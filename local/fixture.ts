@@ -47,6 +47,11 @@ export interface EffectReading {
   effectsByOperation: Map<string, number>;
   /** Effects per item, where one operation touches several items (each must be touched once). */
   effectsByItem?: Map<string, number>;
+  /**
+   * The items the run must touch, each once, with the operation key each belongs to (keys as `effectsByItem` names
+   * them): an operation with one effect can still have left some of its items untouched.
+   */
+  expectedItems?: Map<string, string>;
   /** Epoch ms of every attempt's start at the downstream (the rate check counts these in any interval). */
   starts: number[];
   /** Throttles the downstream answered; undefined when it cannot tell (the report then uses the consumer's own count). */

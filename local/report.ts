@@ -28,6 +28,8 @@ export interface JobObservation extends Pick<LedgerTotals, 'discovered' | 'publi
   effectsSource?: EffectsSource;
   /** Downstream effects per item where an operation touches several; each should be exactly one. */
   effectsByItem?: Map<string, number>;
+  /** Items that must each be touched once (item -> operation key), where the fixture names them. */
+  expectedItems?: Map<string, string>;
   /** Effects on targets the run did not seed for this job (a wrong target changed); should be none. */
   unexpectedEffects?: string[];
   /** Times the downstream saw an operation start (pipeline: the consumer's apply starts). */
@@ -113,6 +115,8 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
   const earlier = o.keptData ? o.duplicates : 0;
   const accounted = o.completed + earlier + o.rejected + o.dlq;
   const repeated = [...(o.effectsByItem ?? o.effectsByOperation).entries()].filter(([, n]) => n !== 1);
+  // An expected item never touched: its operation counted one effect, but left part of its work undone.
+  const untouched = [...(o.expectedItems?.keys() ?? [])].filter((item) => (o.effectsByItem?.get(item) ?? 0) === 0);
   const effectedOperations = o.effectsByOperation.size;
   const unexpected = o.unexpectedEffects ?? [];
   const checks: Check[] = [
@@ -127,9 +131,11 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
       name: 'one-effect-per-operation',
       // Every completed operation changed the downstream once; nothing changed twice. (A completed operation that
       // found its target already done makes no effect; a fresh demo run has none.)
-      ok: repeated.length === 0 && unexpected.length === 0 && effectedOperations === o.completed,
+      ok: repeated.length === 0 && unexpected.length === 0 && untouched.length === 0 && effectedOperations === o.completed,
       detail:
-        repeated.length > 0
+        untouched.length > 0
+          ? `${untouched.length} items due were never changed, e.g. ${untouched.slice(0, 3).join(', ')}`
+          : repeated.length > 0
           ? `${repeated.length} targets changed other than once, e.g. ${repeated.slice(0, 3).map(([k, n]) => `${k} x${n}`).join(', ')}`
           : unexpected.length > 0
             ? `${unexpected.length} targets changed that were not due, e.g. ${unexpected.slice(0, 3).join(', ')}`

@@ -235,6 +235,7 @@ async function collectReport(
       dlqReasons,
       effectsByOperation: effects.effectsByOperation,
       effectsByItem: effects.effectsByItem,
+      expectedItems: effects.expectedItems,
       unexpectedEffects: effects.unexpectedEffects,
       effectsSource: effects.source,
       starts: effects.starts,

@@ -83,6 +83,14 @@ describe('Function: checkInvariants', () => {
     expect(checkInvariants(o).invariants.effectsEqualUniqueOperations).toMatchObject({ ok: false, repeatedOperations: [], repeatedItems: ['sessions/t1/s2 x2'] });
   });
 
+  it('fails when an expected item was never touched, unless its operation is in the DLQ', () => {
+    const o = onAws();
+    o.effects.expectedItems = new Map([['sessions/t1/s1', 't1'], ['sessions/t1/s2', 't1'], ['sessions/t2/s1', 't2'], ['sessions/t2/s2', 't2']]);
+    expect(checkInvariants(o).invariants.nothingLost).toMatchObject({ ok: false, items: 4, missingItems: 1, missingItemExamples: ['sessions/t2/s2'] });
+    o.dlqOperations = ['t2'];
+    expect(checkInvariants(o).invariants.nothingLost).toMatchObject({ missingItems: 0 });
+  });
+
   it('fails on an effect the fixture calls unexpected, and on one for an operation never seeded', () => {
     const o = onAws();
     o.effects.unexpectedEffects = ['sessions/t1/active-1'];

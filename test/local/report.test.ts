@@ -59,6 +59,14 @@ describe('Function: buildJobReport', () => {
     expect(checks[1].detail).toBe('1 targets changed other than once, e.g. t/s2 x2');
   });
 
+  it('fails one-effect-per-operation when an item due was never changed, though its operation counts one effect', () => {
+    const { checks } = buildJobReport(
+      'job',
+      observation({ effectsByItem: new Map([['t/s1', 1]]), expectedItems: new Map([['t/s1', 't'], ['t/s2', 't']]) }),
+    );
+    expect(checks[1]).toMatchObject({ ok: false, detail: '1 items due were never changed, e.g. t/s2' });
+  });
+
   it('fails on a dead letter no injected fault explains, even when nothing is lost', () => {
     const { checks } = buildJobReport('job', observation({ completed: 2, dlq: 1, dlqReasons: ['deferral budget exhausted: 5 deferrals, the limit is 5 (throttled: 429)'] }));
     expect(checks[0].ok).toBe(true);

@@ -65,6 +65,8 @@ export const fixture: JobFixture = {
     return {
       effectsByOperation: new Map([...firstByOperation.keys()].map((k) => [k, 1])),
       effectsByItem,
+      // Every expired session must go, as `${table}/${tenantId}/${sessionId}`, each belonging to its tenant's operation.
+      expectedItems: new Map(state.expiredSessions.map((s) => [`${sessionsTable}/${s}`, s.split('/')[0]])),
       starts: [...firstByOperation.values()],
       throttled: undefined,
       unexpectedEffects: deletes.filter((d) => d.resource !== sessionsTable || !expired.has(sessionOf(d))).map(itemOf),

@@ -129,6 +129,10 @@ describe('Fixture: expired-session-cleanup', () => {
       expect(reading.starts).toEqual([10, 20]);
       expect(reading.throttled).toBeUndefined();
       expect(reading.unexpectedEffects).toEqual([]);
+      // Every session seeded as expired is an item the run must touch, with the tenant it belongs to.
+      const { expiredSessions } = seeded.state as SeededSessions;
+      expect(reading.expectedItems?.size).toBe(expiredSessions.length);
+      for (const s of expiredSessions) expect(reading.expectedItems?.get(`${SESSIONS}/${s}`)).toBe(s.split('/')[0]);
     });
 
     it('flags a delete of a session not seeded as expired, and of an item in a table the job only reads', () => {

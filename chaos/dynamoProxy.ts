@@ -2,10 +2,10 @@
 // here; some requests are answered with DynamoDB's own JSON errors (throttling, internal errors) instead of forwarded,
 // and some are stalled: never answered, like a stuck connection, which the SDK (no request timeout by default) waits on
 // until the Lambda timeout stops the invocation. What it lets through is forwarded as it came (./forward.ts).
-import { createServer, Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { closeServer } from '../local/servers';
-import { forward } from './forward';
+import { forward, serveProxy } from './forward';
 
 export type DynamoFault = 'ProvisionedThroughputExceededException' | 'ThrottlingException' | 'InternalServerError' | 'Stall';
 
@@ -42,39 +42,31 @@ export class DynamoFaultProxy {
   }
 
   async start(): Promise<string> {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const operation = String(req.headers['x-amz-target'] ?? '').split('.').pop() ?? '';
-        const fault = this.options.decide(operation);
-        if (fault === 'Stall') {
-          this.injected.push({ fault, operation });
-          // Never answered while the caller waits; dropped after stallMs so a closing proxy has nothing left open.
-          const timer = setTimeout(() => {
-            this.stalled.delete(timer);
-            res.destroy();
-          }, this.options.stallMs ?? 120_000);
-          this.stalled.add(timer);
-          res.on('close', () => {
-            clearTimeout(timer);
-            this.stalled.delete(timer);
-          });
-          return;
-        }
-        if (fault) {
-          this.injected.push({ fault, operation });
-          res.writeHead(STATUS[fault], { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': `chaos-${this.injected.length}` });
-          res.end(dynamoErrorBody(fault));
-          return;
-        }
-        this.forwarded++;
-        forward(this.options.target, req, Buffer.concat(chunks), res);
-      });
-    });
-    await new Promise<void>((resolve, reject) => {
-      this.server!.once('error', reject);
-      this.server!.listen(0, '127.0.0.1', () => resolve());
+    this.server = await serveProxy((req, body, res) => {
+      const operation = String(req.headers['x-amz-target'] ?? '').split('.').pop() ?? '';
+      const fault = this.options.decide(operation);
+      if (fault === 'Stall') {
+        this.injected.push({ fault, operation });
+        // Never answered while the caller waits; dropped after stallMs so a closing proxy has nothing left open.
+        const timer = setTimeout(() => {
+          this.stalled.delete(timer);
+          res.destroy();
+        }, this.options.stallMs ?? 120_000);
+        this.stalled.add(timer);
+        res.on('close', () => {
+          clearTimeout(timer);
+          this.stalled.delete(timer);
+        });
+        return;
+      }
+      if (fault) {
+        this.injected.push({ fault, operation });
+        res.writeHead(STATUS[fault], { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': `chaos-${this.injected.length}` });
+        res.end(dynamoErrorBody(fault));
+        return;
+      }
+      this.forwarded++;
+      forward(this.options.target, req, body, res);
     });
     return this.endpoint;
   }

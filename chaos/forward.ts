@@ -1,7 +1,7 @@
 // Chaos harness: the forwarding half of its fault proxies (DynamoDB, S3). A request the proxy lets through goes to the
 // local server as it came, and the answer comes back as the server gave it.
 // Hand-written: an HTTP forwarder of a few lines; a proxy library would add a dependency for no gain.
-import { request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 
 /**
  * Sends `req` (its body already read) to the server `target` names (resolved now: the proxies start before the stack
@@ -27,4 +27,21 @@ export function forward(target: () => string, req: IncomingMessage, body: Buffer
     res.end(`proxy: ${error.message}`);
   });
   upstream.end(body);
+}
+
+/**
+ * Starts a fault proxy's HTTP server on a free loopback port: each request's body is read whole, then `handle` answers
+ * it (a fault) or forwards it. Resolves once listening.
+ */
+export async function serveProxy(handle: (req: IncomingMessage, body: Buffer, res: ServerResponse) => void): Promise<Server> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => handle(req, Buffer.concat(chunks), res));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  return server;
 }

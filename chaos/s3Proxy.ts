@@ -2,10 +2,10 @@
 // functions' AWS_ENDPOINT_URL_S3 points here; a share of object writes and deletes is answered with S3's own XML error
 // (503 SlowDown, the throttle S3 answers under load; 500 InternalError) instead of forwarded, so the request has no
 // effect. Everything else is forwarded as it came (./forward.ts).
-import { createServer, Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { closeServer } from '../local/servers';
-import { forward } from './forward';
+import { forward, serveProxy } from './forward';
 
 export type S3Fault = 'SlowDown' | 'InternalError';
 
@@ -59,26 +59,18 @@ export class S3FaultProxy {
   }
 
   async start(): Promise<string> {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const object = objectRequestOf(req.method, req.url);
-        const fault = object && this.options.decide(object);
-        if (object && fault) {
-          this.injected.push({ fault, ...object });
-          const requestId = `chaos-${this.injected.length}`;
-          res.writeHead(STATUS[fault], { 'content-type': 'application/xml', 'x-amz-request-id': requestId });
-          res.end(s3ErrorBody(fault, requestId));
-          return;
-        }
-        this.forwarded++;
-        forward(this.options.target, req, Buffer.concat(chunks), res);
-      });
-    });
-    await new Promise<void>((resolve, reject) => {
-      this.server!.once('error', reject);
-      this.server!.listen(0, '127.0.0.1', () => resolve());
+    this.server = await serveProxy((req, body, res) => {
+      const object = objectRequestOf(req.method, req.url);
+      const fault = object && this.options.decide(object);
+      if (object && fault) {
+        this.injected.push({ fault, ...object });
+        const requestId = `chaos-${this.injected.length}`;
+        res.writeHead(STATUS[fault], { 'content-type': 'application/xml', 'x-amz-request-id': requestId });
+        res.end(s3ErrorBody(fault, requestId));
+        return;
+      }
+      this.forwarded++;
+      forward(this.options.target, req, body, res);
     });
     return this.endpoint;
   }

@@ -13,7 +13,10 @@ import { cdkJsonContext } from './cdkContext';
 import { arnOf, logicalId, refOf, resourceOf } from './templateHelpers';
 
 const FIXTURE_HANDLERS = path.join(__dirname, 'fixtures', 'handlers');
+/** The example jobs, checked one by one below. */
 const PROD_JOBS = ['payment-reconciliation', 'stale-upload-cleanup', 'expired-session-cleanup'];
+/** Every job prod configures, in config order: the examples and any a user added (npm run new-job). */
+const ALL_PROD_JOBS = Object.keys(loadEnvironment('prod').jobs);
 
 interface Built {
   stack: PacedJobsStack;
@@ -203,7 +206,7 @@ describe('Class: Monitoring', () => {
     it('names every alarm after the stack, so the topic policy can admit exactly these', () => {
       const names = Object.values(prod.template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties.AlarmName as string);
       expect(names.filter((n) => !n.startsWith('PacedJobs-prod-'))).toEqual([]);
-      expect(names).toHaveLength(PROD_JOBS.length * 8 + 2);
+      expect(names).toHaveLength(ALL_PROD_JOBS.length * 8 + 2);
     });
 
     it('keeps every description within CloudWatch\'s 1024 characters and points to the runbook', () => {
@@ -306,7 +309,7 @@ describe('Class: Monitoring', () => {
       const headings = dashboardBody(prod.template).widgets
         .filter((w) => w.type === 'text')
         .map((w) => (w.properties.markdown as string).split('\n')[0]);
-      expect(headings).toEqual([...PROD_JOBS.map((j) => `## ${j}`), '## Schedule group default']);
+      expect(headings).toEqual([...ALL_PROD_JOBS.map((j) => `## ${j}`), '## Schedule group default']);
     });
 
     it("graphs each job's outcome metrics and its p99 age since first enqueue, with Powertools' dimensions", () => {

@@ -120,7 +120,9 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     const { code, json } = await ops('status');
     expect(code).toBe(0);
     const jobs = json.jobs as { job: string; admissionQueue: { url: string; visible: number; delayed: number } }[];
-    expect(jobs.map((j) => j.job).sort()).toEqual(['expired-session-cleanup', JOB, 'stale-upload-cleanup']);
+    // Every job the served stack has (the examples, and any a user added).
+    expect(jobs.map((j) => j.job).sort()).toEqual(Object.keys(doc.jobs).sort());
+    expect(jobs.map((j) => j.job)).toEqual(expect.arrayContaining(['expired-session-cleanup', JOB, 'stale-upload-cleanup']));
     expect(jobs.find((j) => j.job === JOB)!.admissionQueue).toMatchObject({ url: doc.outputs.PaymentReconciliationAdmissionQueueUrl, visible: expect.any(Number), delayed: expect.any(Number) });
   });
 

@@ -4,6 +4,11 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand, DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { JobRuntimeSettings } from '../../../lambda/core/constants';
 import type { DiscoveredOperation, JobDefinition } from '../../../lambda/core/job';
+import { S3Client } from '@aws-sdk/client-s3';
+import { resetClients } from '../../../lambda/adapters/clients';
+import type { FixtureContext } from '../../../local/fixture';
+import { LOCAL_CREDENTIALS, startS3, type RunningS3 } from '../../../local/servers';
+import { startLocalAws, type LocalAws } from '../../support/aws';
 
 interface TableSpec {
   name: string;
@@ -89,4 +94,45 @@ export async function discoverAll<R extends Record<string, string | number | boo
     cursor = page.nextCursor;
   } while (cursor !== undefined);
   return { operations, pageSizes };
+}
+
+/** What a fixture test works with: a FixtureContext builder on local servers, and the clients behind it. */
+export interface FixtureServers {
+  context(over?: Partial<FixtureContext>): FixtureContext;
+  dynamodb(): DynamoDBClient;
+  documents(): DynamoDBDocumentClient;
+  s3(): S3Client;
+}
+
+/**
+ * Registers beforeAll/afterAll that start local DynamoDB (and S3 with `buckets`), create `tables`, and build the
+ * clients a fixture's seed gets; without buckets, S3 points nowhere (the job's data is in DynamoDB only).
+ */
+export function useFixtureServers(base: { jobName: string; settings: () => JobRuntimeSettings; businessDate: string; tables: TableSpec[]; buckets?: string[] }): FixtureServers {
+  let aws: LocalAws;
+  let s3Server: RunningS3 | undefined;
+  let dynamodb: DynamoDBClient;
+  let documents: DynamoDBDocumentClient;
+  let s3: S3Client;
+  beforeAll(async () => {
+    aws = await startLocalAws();
+    if (base.buckets) s3Server = await startS3({ buckets: base.buckets });
+    resetClients();
+    dynamodb = new DynamoDBClient({});
+    documents = DynamoDBDocumentClient.from(dynamodb);
+    s3 = new S3Client({ endpoint: s3Server?.endpoint ?? 'http://127.0.0.1:9', region: 'us-east-1', credentials: LOCAL_CREDENTIALS, forcePathStyle: true });
+    for (const table of base.tables) await createTable(dynamodb, table);
+  });
+  afterAll(async () => {
+    s3.destroy();
+    dynamodb.destroy();
+    resetClients();
+    await Promise.all([aws.stop(), s3Server?.close()]);
+  });
+  return {
+    context: (over = {}) => ({ jobName: base.jobName, settings: base.settings(), businessDate: base.businessDate, dynamodb, documents, s3, ...over }),
+    dynamodb: () => dynamodb,
+    documents: () => documents,
+    s3: () => s3,
+  };
 }

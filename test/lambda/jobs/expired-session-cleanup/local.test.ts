@@ -1,12 +1,7 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { S3Client } from '@aws-sdk/client-s3';
-import { resetClients } from '../../../../lambda/adapters/clients';
 import { createDeps, job } from '../../../../lambda/jobs/expired-session-cleanup';
 import { fixture, type SeededSessions } from '../../../../lambda/jobs/expired-session-cleanup/local';
-import { FixtureError, loadFixture, type FixtureContext, type ObservedWrite, type SeededDemo } from '../../../../local/fixture';
-import { LocalAws, startLocalAws } from '../../../support/aws';
-import { TABLES, createTable, discoverAll, runtimeSettings, scanAll } from '../support';
+import { FixtureError, loadFixture, type ObservedWrite, type SeededDemo } from '../../../../local/fixture';
+import { TABLES, discoverAll, runtimeSettings, scanAll, useFixtureServers } from '../support';
 
 const DATE = '2026-11-28';
 /** The business date's start minus 30 days. */
@@ -30,36 +25,8 @@ const del = (at: number, tenantId: string, sessionId: string, resource = SESSION
 });
 
 describe('Fixture: expired-session-cleanup', () => {
-  let aws: LocalAws;
-  let dynamodb: DynamoDBClient;
-  let documents: DynamoDBDocumentClient;
-  let s3: S3Client;
-  const context = (over: Partial<FixtureContext> = {}): FixtureContext => ({
-    jobName: 'expired-session-cleanup',
-    settings: settings(),
-    businessDate: DATE,
-    dynamodb,
-    documents,
-    s3,
-    ...over,
-  });
-
-  beforeAll(async () => {
-    aws = await startLocalAws();
-    resetClients();
-    dynamodb = new DynamoDBClient({});
-    documents = DynamoDBDocumentClient.from(dynamodb);
-    // Never called: sessions live in DynamoDB only.
-    s3 = new S3Client({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9', forcePathStyle: true });
-    await createTable(dynamodb, TABLES.tenants);
-    await createTable(dynamodb, TABLES.sessions);
-  });
-  afterAll(async () => {
-    s3.destroy();
-    dynamodb.destroy();
-    resetClients();
-    await aws.stop();
-  });
+  const servers = useFixtureServers({ jobName: 'expired-session-cleanup', settings: () => settings(), businessDate: DATE, tables: [TABLES.tenants, TABLES.sessions] });
+  const context = servers.context;
 
   it('loads through the local tools\' loader by the job\'s folder name', () => {
     expect(loadFixture(process.cwd(), 'expired-session-cleanup')).toBe(fixture);
@@ -77,8 +44,8 @@ describe('Fixture: expired-session-cleanup', () => {
       expect(state.activeSessions).toHaveLength(12);
       expect(state.expiredSessions.filter((s) => s.startsWith('tenant-001/')).sort()).toEqual(['tenant-001/s-old-0001', 'tenant-001/s-old-0002', 'tenant-001/s-old-0003']);
 
-      expect((await scanAll(documents, TENANTS)).map((t) => t.tenantId).sort()).toEqual(seeded.expectedOperations);
-      const sessions = await scanAll(documents, SESSIONS);
+      expect((await scanAll(servers.documents(), TENANTS)).map((t) => t.tenantId).sort()).toEqual(seeded.expectedOperations);
+      const sessions = await scanAll(servers.documents(), SESSIONS);
       const byKey = new Map(sessions.map((s) => [`${s.tenantId}/${s.sessionId}`, String(s.lastSeenAt)]));
       expect([...byKey.keys()].sort()).toEqual([...state.expiredSessions, ...state.activeSessions].sort());
       expect(state.expiredSessions.every((k) => byKey.get(k)! < CUTOFF)).toBe(true);

@@ -1,13 +1,9 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { BatchWriteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { S3Client } from '@aws-sdk/client-s3';
-import { resetClients } from '../../../../lambda/adapters/clients';
+import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDeps, job } from '../../../../lambda/jobs/payment-reconciliation';
 import { fixture } from '../../../../lambda/jobs/payment-reconciliation/local';
-import { FixtureError, loadFixture, type FakeDownstream, type FixtureContext } from '../../../../local/fixture';
+import { FixtureError, loadFixture, type FakeDownstream } from '../../../../local/fixture';
 import { waitFor } from '../../../../local/waitFor';
-import { LocalAws, startLocalAws } from '../../../support/aws';
-import { TABLES, createTable, discoverAll, runtimeSettings, scanAll } from '../support';
+import { TABLES, discoverAll, runtimeSettings, scanAll, useFixtureServers } from '../support';
 
 const DATE = '2026-11-28';
 const TABLE = TABLES.payments.name;
@@ -24,35 +20,8 @@ const post = (endpoint: string, paymentId: string, key: string) =>
   fetch(`${endpoint}/v1/payments/${paymentId}/reconcile`, { method: 'POST', headers: { authorization: 'Bearer k1', 'idempotency-key': key }, body: '{}' });
 
 describe('Fixture: payment-reconciliation', () => {
-  let aws: LocalAws;
-  let dynamodb: DynamoDBClient;
-  let documents: DynamoDBDocumentClient;
-  let s3: S3Client;
-  const context = (over: Partial<FixtureContext> = {}): FixtureContext => ({
-    jobName: 'payment-reconciliation',
-    settings: settings(),
-    businessDate: DATE,
-    dynamodb,
-    documents,
-    s3,
-    ...over,
-  });
-
-  beforeAll(async () => {
-    aws = await startLocalAws();
-    resetClients();
-    dynamodb = new DynamoDBClient({});
-    documents = DynamoDBDocumentClient.from(dynamodb);
-    // Never called: payments live in DynamoDB only.
-    s3 = new S3Client({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9', forcePathStyle: true });
-    await createTable(dynamodb, TABLES.payments);
-  });
-  afterAll(async () => {
-    s3.destroy();
-    dynamodb.destroy();
-    resetClients();
-    await aws.stop();
-  });
+  const servers = useFixtureServers({ jobName: 'payment-reconciliation', settings: () => settings(), businessDate: DATE, tables: [TABLES.payments] });
+  const context = servers.context;
 
   it('loads through the local tools\' loader by the job\'s folder name', () => {
     expect(loadFixture(process.cwd(), 'payment-reconciliation')).toBe(fixture);
@@ -65,7 +34,7 @@ describe('Fixture: payment-reconciliation', () => {
       expect(seeded.summary).toBe('60 payments');
       expect(seeded.expectedOperations).toHaveLength(60);
       expect(new Set(seeded.expectedOperations).size).toBe(60);
-      const items = await scanAll(documents, TABLE);
+      const items = await scanAll(servers.documents(), TABLE);
       expect(items.map((i) => i.paymentId).sort()).toEqual([...seeded.expectedOperations].sort());
       expect(items.every((i) => i.unsettledDate === DATE)).toBe(true);
       const { operations } = await discoverAll(job, createDeps(settings()), { businessDate: DATE, pageSize: 25, now: new Date('2026-11-29T02:00:00.000Z') });

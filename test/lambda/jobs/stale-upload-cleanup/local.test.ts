@@ -1,13 +1,8 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { resetClients } from '../../../../lambda/adapters/clients';
+import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { createDeps, job } from '../../../../lambda/jobs/stale-upload-cleanup';
 import { fixture } from '../../../../lambda/jobs/stale-upload-cleanup/local';
-import { FixtureError, loadFixture, type FixtureContext, type ObservedWrite } from '../../../../local/fixture';
-import { LOCAL_CREDENTIALS, RunningS3, startS3 } from '../../../../local/servers';
-import { LocalAws, startLocalAws } from '../../../support/aws';
-import { TABLES, createTable, discoverAll, runtimeSettings, scanAll } from '../support';
+import { FixtureError, loadFixture, type ObservedWrite } from '../../../../local/fixture';
+import { TABLES, discoverAll, runtimeSettings, scanAll, useFixtureServers } from '../support';
 
 const DATE = '2026-11-28';
 const BUCKET = 'uploads-bucket-test';
@@ -19,36 +14,8 @@ const settings = (over: Parameters<typeof runtimeSettings>[0] = {}) =>
 const write = (over: Partial<ObservedWrite>): ObservedWrite => ({ at: 0, service: 's3', action: 'DeleteObject', resource: BUCKET, key: { key: 'k' }, ...over });
 
 describe('Fixture: stale-upload-cleanup', () => {
-  let aws: LocalAws;
-  let s3Server: RunningS3;
-  let dynamodb: DynamoDBClient;
-  let documents: DynamoDBDocumentClient;
-  let s3: S3Client;
-  const context = (over: Partial<FixtureContext> = {}): FixtureContext => ({
-    jobName: 'stale-upload-cleanup',
-    settings: settings(),
-    businessDate: DATE,
-    dynamodb,
-    documents,
-    s3,
-    ...over,
-  });
-
-  beforeAll(async () => {
-    aws = await startLocalAws();
-    s3Server = await startS3({ buckets: [BUCKET] });
-    resetClients();
-    dynamodb = new DynamoDBClient({});
-    documents = DynamoDBDocumentClient.from(dynamodb);
-    s3 = new S3Client({ endpoint: s3Server.endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS, forcePathStyle: true });
-    await createTable(dynamodb, TABLES.uploads);
-  });
-  afterAll(async () => {
-    s3.destroy();
-    dynamodb.destroy();
-    resetClients();
-    await Promise.all([aws.stop(), s3Server.close()]);
-  });
+  const servers = useFixtureServers({ jobName: 'stale-upload-cleanup', settings: () => settings(), businessDate: DATE, tables: [TABLES.uploads], buckets: [BUCKET] });
+  const context = servers.context;
 
   it('loads through the local tools\' loader by the job\'s folder name', () => {
     expect(loadFixture(process.cwd(), 'stale-upload-cleanup')).toBe(fixture);
@@ -62,11 +29,11 @@ describe('Fixture: stale-upload-cleanup', () => {
       expect(seeded.summary).toBe('30 uploads');
       expect(seeded.expectedOperations).toHaveLength(30);
       expect(new Set(seeded.expectedOperations).size).toBe(30);
-      const listed = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET }));
+      const listed = await servers.s3().send(new ListObjectsV2Command({ Bucket: BUCKET }));
       expect((listed.Contents ?? []).map((o) => o.Key).sort()).toEqual([...seeded.expectedOperations].sort());
-      const body = await (await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: seeded.expectedOperations[0] }))).Body!.transformToString();
+      const body = await (await servers.s3().send(new GetObjectCommand({ Bucket: BUCKET, Key: seeded.expectedOperations[0] }))).Body!.transformToString();
       expect(body).toBe(`demo upload upl-${DATE}-0001`);
-      const records = await scanAll(documents, TABLE);
+      const records = await scanAll(servers.documents(), TABLE);
       expect(records.map((r) => r.objectKey).sort()).toEqual([...seeded.expectedOperations].sort());
 
       const deps = createDeps(settings());

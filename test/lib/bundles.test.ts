@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { findStack } from '../../local/assembly';
 import { loadTemplate } from '../../local/template';
+import { loadEnvironment } from '../../lib/config/load';
 
 // The synthesized dev assembly (test/support/globalSetup.ts keeps it current) holds what `cdk deploy` would upload.
 const ROOT = join(__dirname, '..', '..');
@@ -19,8 +20,9 @@ describe('Bundles: the handlers in the cloud assembly', () => {
       : [];
   });
 
-  it('finds a bundle for every job function (producer and consumer of three jobs)', () => {
-    expect(bundles.length).toBe(6);
+  it('finds a bundle for every job function (a producer and a consumer per job)', () => {
+    expect(bundles.length).toBe(2 * Object.keys(loadEnvironment('dev').jobs).length);
+    expect(bundles.length).toBeGreaterThanOrEqual(6);
   });
 
   it.each(bundles.map((b) => [b.logicalId, b.file]))('keeps %s under 250 KB minified', (_id, file) => {

@@ -44,12 +44,14 @@ describe('Command: npm start', () => {
     const report = JSON.parse(result.stdout);
     expect(result.code).toBe(0);
     expect(report.ok).toBe(true);
-    expect(report.jobs).toEqual({
+    // The example jobs at the sizes asked; any other job of the project (one a user added) runs at its fixture's default.
+    expect(report.jobs).toMatchObject({
       'expired-session-cleanup': expect.objectContaining({ discovered: 2, completed: 2, rejected: 0, dlq: 0, effects: 2, itemEffects: 6, duplicatesSuppressed: 0, rateLimitPerWindow: expect.any(Number) }),
       'payment-reconciliation': expect.objectContaining({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, duplicatesSuppressed: 0, throttled: 0, maxStartsPerWindow: 3 }),
       'stale-upload-cleanup': expect.objectContaining({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, maxStartsPerWindow: 3 }),
     });
-    expect(report.checks).toHaveLength(12);
+    expect(Object.keys(report.jobs)).toEqual(expect.arrayContaining(['expired-session-cleanup', 'payment-reconciliation', 'stale-upload-cleanup']));
+    expect(report.checks).toHaveLength(4 * Object.keys(report.jobs).length);
     expect(report.checks.every((c: { ok: boolean }) => c.ok)).toBe(true);
     expect(existsSync(join(localDir, 'logs'))).toBe(true);
   }, 300_000); // includes a cdk synth on a fresh clone (no cdk.out yet)

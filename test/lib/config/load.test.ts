@@ -32,9 +32,10 @@ describe('Function: loadEnvironment', () => {
     expect(() => loadEnvironment('toString')).toThrow('Unknown environment "toString". Valid environments: dev, staging, prod.');
   });
 
-  it.each(Object.keys(environments))('accepts the shipped %s configuration with all three jobs', (name) => {
+  it.each(Object.keys(environments))('accepts the shipped %s configuration with the three example jobs first', (name) => {
     const config = loadEnvironment(name);
-    expect(Object.keys(config.jobs)).toEqual(['payment-reconciliation', 'stale-upload-cleanup', 'expired-session-cleanup']);
+    // Any job a user adds (npm run new-job) comes after them.
+    expect(Object.keys(config.jobs).slice(0, 3)).toEqual(['payment-reconciliation', 'stale-upload-cleanup', 'expired-session-cleanup']);
   });
 
   it('keeps data and turns on longer log retention where the shipped config says so', () => {

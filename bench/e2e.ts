@@ -206,7 +206,12 @@ export function scaleJobSettings(settings: JobRuntimeSettings, runIntervalSecond
   const configured = settings.rateLimit.intervalSeconds;
   const timeScale = configured / runIntervalSeconds;
   const shortWait = pacingSettings(settings).shortWaitMs;
-  const runShortWait = Math.max(1, Math.round(shortWait / timeScale));
+  // The short wait covers one batch's slots plus slack for what takes real time whatever the scale (the batching
+  // window, the event source's polls, an invocation): the slots shrink with the scale, the slack does not, or a
+  // compressed run would leave a batch a tenth of its lead and defer what the real rate starts on time.
+  const batchSpanMs = settings.admission ? ((settings.admission.batchSize - 1) * configured * 1000) / settings.rateLimit.startsPerInterval : shortWait;
+  const slackMs = Math.max(0, shortWait - batchSpanMs);
+  const runShortWait = Math.min(shortWait, Math.max(1, Math.round(Math.min(batchSpanMs, shortWait) / timeScale + slackMs)));
   const next: JobRuntimeSettings = {
     ...settings,
     rateLimit: { ...settings.rateLimit, intervalSeconds: runIntervalSeconds },

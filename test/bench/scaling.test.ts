@@ -48,20 +48,26 @@ describe('Function: shortestFaithfulIntervalSeconds', () => {
 });
 
 describe('Function: scaleJobSettings', () => {
-  it('scales the interval, and by the same factor the horizon, the short wait and the batching window', () => {
+  it('scales the interval, and by the same factor the horizon, the batching window and the short wait\'s slots, not its slack', () => {
     const { settings, pacing } = scaleJobSettings(payment, 8, 5);
     expect(settings.rateLimit).toEqual({ startsPerInterval: 80, intervalSeconds: 8, burst: 1 });
     expect(settings.admission).toEqual({ horizonSeconds: 40, batchSize: 10 });
-    expect(settings.settings).toEqual({ provider: 'acme', shortWaitMs: 1333 });
+    // A batch of 10 at 80/min spans 6.75 s of slots (scaled to 0.9 s); the 3.25 s over it stays: 4.15 s.
+    expect(settings.settings).toEqual({ provider: 'acme', shortWaitMs: 4150 });
     expect(pacing).toEqual({
       startsPerInterval: 80,
       configuredIntervalSeconds: 60,
       runIntervalSeconds: 8,
       timeScale: 7.5,
       horizonSeconds: { configured: 300, run: 40 },
-      shortWaitMs: { configured: 10_000, run: 1333 },
+      shortWaitMs: { configured: 10_000, run: 4150 },
       batchingWindowSeconds: { configured: 5, run: 1 },
     });
+  });
+
+  it('scales the whole short wait of a job without admission (no batch to span)', () => {
+    const { admission: _, ...withoutAdmission } = payment;
+    expect(scaleJobSettings(withoutAdmission, 8).settings.settings).toEqual({ provider: 'acme', shortWaitMs: 1333 });
   });
 
   it('changes nothing at the configured interval', () => {

@@ -5,8 +5,8 @@ import { runE2eBench, type E2eResult } from '../../bench/e2e';
 
 const JOB = 'payment-reconciliation';
 // The payment job at its own rate (80 starts per 60 s after headroom, in batches of 20 that span 15 s of slots), run ten
-// times faster (interval 6 s, and the admission horizon, short wait and batching window alike, as far as SQS's whole
-// seconds allow): 13.3 starts/s, a batch's slots span 1.5 s. A backlog of 10 intervals' starts is two admission horizons.
+// times faster (interval 6 s, and the admission horizon, the short wait's slots and the batching window alike, as far
+// as SQS's whole seconds allow): 13.3 starts/s, a batch's slots span 1.5 s. A backlog of 10 intervals' starts is two admission horizons.
 const RATE = { startsPerInterval: 80, intervalSeconds: 60 };
 const BACKLOG = 10 * RATE.startsPerInterval;
 const DELIVERIES_PER_JOB_BOUND = 1.2;
@@ -32,7 +32,8 @@ describe('Backlog: many times the rate, admitted step by step', () => {
       runIntervalSeconds: 6,
       timeScale: 10,
       horizonSeconds: { configured: 300, run: 30 },
-      shortWaitMs: { configured: 16_000, run: 1600 },
+      // 20 slots at 80/min span 14.25 s, scaled to 1.425 s; the 1.75 s of slack over them is not scaled.
+      shortWaitMs: { configured: 16_000, run: 3175 },
       batchingWindowSeconds: { configured: 1, run: 1 },
     });
   });

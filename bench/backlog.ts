@@ -6,8 +6,7 @@
 import { resolve } from 'node:path';
 import { findStack } from '../local/assembly';
 import { loadFixture, type JobFixture } from '../local/fixture';
-import { jobViews } from '../local/jobs';
-import { planStack } from '../local/plan';
+import { jobViews, previewPlan } from '../local/jobs';
 import { loadTemplate } from '../local/template';
 import { describeScale, E2eBenchError, runE2eBench, scaleJobSettings, shortestFaithfulIntervalSeconds, type E2eResult, type JobPacing, type JobRunFigures } from './e2e';
 import { batchedFigures, checkGoals, flatVerdict, type FlatVerdict, type GoalCheck } from './perJob';
@@ -152,7 +151,7 @@ export async function runBacklogBench(options: BacklogOptions): Promise<BacklogR
   const artifact = findStack(assemblyDir, 'dev');
   if (!artifact) throw new E2eBenchError(`no stack for env dev in ${assemblyDir}; run \`npx cdk synth\``);
   // The job's configured rate, from the template, before any server exists: it sizes the backlog.
-  const plan = planStack(loadTemplate(artifact.templateFile), { stackName: artifact.stackName, region: 'us-east-1', accountId: '000000000000', sqsEndpoint: 'http://preview' });
+  const plan = previewPlan(loadTemplate(artifact.templateFile), artifact.stackName);
   const preview = jobViews(plan);
   const fixtures = new Map([...preview.keys()].map((name) => [name, loadFixture(resolve(options.cwd), name)]));
   const job = backlogJobOf([...preview.keys()], (name) => fixtures.get(name), options.job);

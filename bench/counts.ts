@@ -1,10 +1,9 @@
 // Benchmark (`npm run bench`), how many demo records each job's run seeds: `--count <job>=<n>` per job, `--<unit> <n>`
 // as an alias resolved through the job fixtures' `unit` (local/fixture.ts), and the default for a job the run names no
 // count for. Names no job: the jobs and their units come from the fixtures found in the project.
-import { existsSync, readdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { InvalidArgumentError } from 'commander';
-import { fixturePath, loadFixture, type JobFixture } from '../local/fixture';
+import { jobFolders, loadFixture, type JobFixture } from '../local/fixture';
 
 /**
  * A job the run names no count for seeds this many times its fixture's `defaultCount` (the demo size of `npm start`):
@@ -50,12 +49,9 @@ export function unitOptionName(unit: string, reserved: ReadonlySet<string>): str
 export function fixtureUnits(cwd: string): Map<string, string[]> {
   const units = new Map<string, string[]>();
   const root = resolve(cwd);
-  const jobsDir = join(root, 'lambda', 'jobs');
-  if (!existsSync(jobsDir)) return units;
-  for (const entry of readdirSync(jobsDir, { withFileTypes: true })) {
-    if (!entry.isDirectory() || !existsSync(fixturePath(root, entry.name))) continue;
-    const fixture = loadFixture(root, entry.name);
-    if (fixture) units.set(fixture.unit, [...(units.get(fixture.unit) ?? []), entry.name]);
+  for (const job of jobFolders(root)) {
+    const fixture = loadFixture(root, job);
+    if (fixture) units.set(fixture.unit, [...(units.get(fixture.unit) ?? []), job]);
   }
   return units;
 }

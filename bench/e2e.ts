@@ -9,8 +9,7 @@ import { CreateTableCommand, DynamoDBClient, PutItemCommand } from '@aws-sdk/cli
 import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { ensureStack } from '../local/assembly';
 import { loadFixture, maxInAnyWindow, type DownstreamOptions, type JobFixture, type SeededDemo } from '../local/fixture';
-import { jobViews } from '../local/jobs';
-import { planStack } from '../local/plan';
+import { jobViews, previewPlan } from '../local/jobs';
 import { LOCAL_CREDENTIALS, startDynamoDb, startSqs, type ObservedRequest } from '../local/servers';
 import { LocalSession, SESSION_USER_AGENT, type SessionJob } from '../local/session';
 import { loadTemplate } from '../local/template';
@@ -23,7 +22,7 @@ import { actionOf, DYNAMO_READ_ACTIONS, DYNAMO_WRITE_ACTIONS, startCountingProxy
 import { defaultCountOf, warmUpCountOf } from './counts';
 import { batchedFigures, checkGoals, slotWaitGbSeconds, type GoalCheck, type PerJobFigures, type RunCounts, type TimedInvocation } from './perJob';
 import type { Architecture } from './prices';
-import { effectFigures, effectsSince, itemEffectFigures, type EffectFigures, type ItemEffectFigures } from './runEffects';
+import { effectFigures, itemEffectFigures, type EffectFigures, type ItemEffectFigures } from './runEffects';
 
 /** Consumer executions per job in the bench run (the template's MaximumConcurrency is 5 to 10). */
 export const DEFAULT_BENCH_CONSUMER_CONCURRENCY = 2;
@@ -296,8 +295,8 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
 
   // Each job's settings for the run, decided once from a plan of the template before any server exists (the session
   // plans the same template alike); the producer and the consumer of a job get the same.
-  const previewPlan = planStack(template, { stackName: artifact.stackName, region: 'us-east-1', accountId: '000000000000', sqsEndpoint: 'http://preview' });
-  const preview = jobViews(previewPlan);
+  const planned = previewPlan(template, artifact.stackName);
+  const preview = jobViews(planned);
   const names = [...preview.keys()];
   const fixtures = new Map<string, JobFixture | undefined>(names.map((name) => [name, loadFixture(cwd, name)]));
   for (const [what, given] of [['counts', Object.keys(options.counts ?? {})], ['jobs', options.jobs ?? []]] as const) {
@@ -334,7 +333,7 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
       (mode === 'configured' && options.maxPacedSeconds !== undefined
         ? scaledIntervalSeconds(next.rateLimit, operationsOf(job.name), options.maxPacedSeconds, shortestFaithfulIntervalSeconds({ ...job.settings, rateLimit: next.rateLimit }))
         : next.rateLimit.intervalSeconds);
-    const mappingId = previewPlan.mappings.find((m) => m.functionName === job.consumer?.name)?.logicalId;
+    const mappingId = planned.mappings.find((m) => m.functionName === job.consumer?.name)?.logicalId;
     const mapping = mappingId === undefined ? undefined : template.Resources[mappingId];
     const scaled = scaleJobSettings(next, runInterval, Number(mapping?.Properties?.MaximumBatchingWindowInSeconds ?? 0));
     runSettings.set(job.name, scaled.settings);
@@ -540,7 +539,7 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
       const consumer = invocationsOf(job.consumer?.name);
       const jobGbSeconds = gbSecondsOf(timed.get(job.producer?.name ?? '')) + gbSecondsOf(timed.get(job.consumer?.name ?? ''));
       const seeded = run.seeded.get(name)!;
-      const reading = await effectsSince(s, name, seeded, run.since);
+      const reading = await s.effects(name, seeded, { since: run.since });
       const operations = job.fixture ? seeded.expectedOperations.length : (await s.ledgerTotals(name, run.sinceIso)).discovered;
       const pacing = pacingByJob.get(name);
       let atRealRate: number | undefined = jobGbSeconds;

@@ -1,18 +1,7 @@
-// Benchmark (`npm run bench`), what each job did in the measured cycle: its fixture's reading of the effects (or the
-// pipeline's own record, for a job without a fixture) limited to the cycle, the figures the report gives (exactly once,
-// missing, repeated, unexpected), and when each operation's apply began, for the slot-wait estimate.
-//
-// Why not LocalSession.effects alone: the bench runs a warm-up cycle first on the same session, and the session's
-// reading covers every write and downstream arrival since it opened. A warm-up effect would show as unexpected (an
-// operation the measured cycle did not seed) and its starts would crowd the first rate window. So the bench hands the
-// fixture only what arrived since the cycle began.
+// Benchmark (`npm run bench`), what each job did in the measured cycle, as figures the report gives: exactly once,
+// missing, repeated, unexpected. The reading itself is the session's from the cycle's start on
+// (`LocalSession.effects(name, seeded, { since })`): a warm-up cycle runs first on the same session.
 import type { EffectReading, SeededDemo } from '../local/fixture';
-import type { JobEffects, LocalSession } from '../local/session';
-
-/** The job's effects in the measured cycle: the session's reading from `since` on (a warm-up cycle ran before it). */
-export function effectsSince(session: LocalSession, name: string, seeded: SeededDemo, since: number): Promise<JobEffects> {
-  return session.effects(name, seeded, { since });
-}
 
 /** Effects per seeded operation: exactly once is the goal. */
 export interface EffectFigures {

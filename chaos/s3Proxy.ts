@@ -4,17 +4,10 @@
 // effect. Everything else is forwarded as it came (./forward.ts).
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { closeServer } from '../local/servers';
+import { closeServer, objectRequestOf, type S3ObjectRequest } from '../local/servers';
 import { forward, serveProxy } from './forward';
 
 export type S3Fault = 'SlowDown' | 'InternalError';
-
-/** An object write or delete, as the proxy offers it to `decide`. */
-export interface S3ObjectRequest {
-  operation: 'PutObject' | 'DeleteObject';
-  bucket: string;
-  key: string;
-}
 
 export interface S3ProxyOptions {
   /** Where the S3 server listens; resolved per request (the proxy starts before the stack knows its endpoints). */
@@ -25,24 +18,10 @@ export interface S3ProxyOptions {
 
 const STATUS: Record<S3Fault, number> = { SlowDown: 503, InternalError: 500 };
 const MESSAGE: Record<S3Fault, string> = { SlowDown: 'Please reduce your request rate. (injected)', InternalError: 'We encountered an internal error. Please try again. (injected)' };
-const OPERATIONS: Record<string, S3ObjectRequest['operation']> = { PUT: 'PutObject', DELETE: 'DeleteObject' };
 
 /** The body S3 answers an error with: the SDK reads the error's name from `Code`. */
 export function s3ErrorBody(fault: S3Fault, requestId: string): string {
   return `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${fault}</Code><Message>${MESSAGE[fault]}</Message><RequestId>${requestId}</RequestId></Error>`;
-}
-
-/**
- * The object write or delete a path-style request is, or undefined for anything else (bucket requests, multi-object
- * deletes, tagging, ACLs, multipart parts: any query but the SDK's own `x-id` naming the operation).
- */
-export function objectRequestOf(method: string | undefined, url: string | undefined): S3ObjectRequest | undefined {
-  const operation = OPERATIONS[method ?? ''];
-  if (!operation) return undefined;
-  const parsed = new URL(url ?? '/', 'http://local');
-  if ([...parsed.searchParams.keys()].some((k) => k !== 'x-id')) return undefined;
-  const [bucket, ...key] = decodeURIComponent(parsed.pathname).slice(1).split('/');
-  return bucket && key.join('/') !== '' ? { operation, bucket, key: key.join('/') } : undefined;
 }
 
 export class S3FaultProxy {

@@ -1,9 +1,7 @@
 // `npm start`: the command line of the local runtime (flags, validation, exit codes); run.ts does the work. It names
 // no job: demo sizes are `--count <job>=<n>`, and each job's fixture unit is a flag of its own (`--<unit> <n>`).
-import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { FixtureError, loadFixture } from './fixture';
+import { FixtureError, jobFolders, loadFixture } from './fixture';
 import { runLocal, RunOptions } from './run';
 
 const positiveInt = (name: string) => (value: string): number => {
@@ -24,16 +22,6 @@ const isoDate = (value: string): string => {
   }
   return value;
 };
-
-/** The jobs the project has: the folders of lambda/jobs with an index.ts (what the handlers load by name). */
-export function jobFolders(cwd: string): string[] {
-  const root = join(cwd, 'lambda', 'jobs');
-  if (!existsSync(root)) return [];
-  return readdirSync(root, { withFileTypes: true })
-    .filter((d) => d.isDirectory() && existsSync(join(root, d.name, 'index.ts')))
-    .map((d) => d.name)
-    .sort();
-}
 
 /** `--<unit> <n>` stands for `--count <job>=<n>`, for the job whose fixture calls its demo records <unit>. */
 export interface UnitFlag {

@@ -2,7 +2,7 @@
 // `lambda/jobs/<name>/local.ts`: how to seed the job's demo records and how to see its effects at its downstream. The
 // local tools name no job: they load each job's fixture by its folder, and a job without one still runs, judged on
 // the pipeline's own counts (see local/pipelineEffects.ts).
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -162,6 +162,16 @@ export class FixtureError extends Error {
     super(message, options);
     this.name = 'FixtureError';
   }
+}
+
+/** The jobs the project has: the folders of lambda/jobs with an index.ts (what the handlers load by name). */
+export function jobFolders(cwd: string): string[] {
+  const root = join(cwd, 'lambda', 'jobs');
+  if (!existsSync(root)) return [];
+  return readdirSync(root, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && existsSync(join(root, d.name, 'index.ts')))
+    .map((d) => d.name)
+    .sort();
 }
 
 /** Where a job's fixture lives, by convention next to its code. */

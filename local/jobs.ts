@@ -1,6 +1,7 @@
 // The jobs of a planned stack: which functions, queues, schedule and mappings belong to each job (the functions carry
 // JOB_NAME and JOB_SETTINGS). Every local tool sees the stack's jobs through this one grouping.
-import type { PlannedFunction, StackPlan } from './plan';
+import { planStack, type PlannedFunction, type StackPlan } from './plan';
+import type { CloudFormationTemplate } from './template';
 import type { JobRuntimeSettings } from '../lambda/core/constants';
 import type { SqsEventSourceMapping } from './eventSourceMapping';
 
@@ -72,4 +73,12 @@ export function jobViews(plan: StackPlan, mappings: SqsEventSourceMapping[] = []
     }
   }
   return jobs;
+}
+
+/**
+ * The stack planned before any server exists, on placeholder region, account and endpoint: enough to read each job's
+ * settings and resources (a tool sizes its run, or picks its job, from them before it deploys).
+ */
+export function previewPlan(template: CloudFormationTemplate, stackName: string): StackPlan {
+  return planStack(template, { stackName, region: 'us-east-1', accountId: '000000000000', sqsEndpoint: 'http://preview' });
 }

@@ -9,10 +9,6 @@ import type { DownstreamQuota, SeededDemo } from './fixture';
 import { LocalSession, type JobState } from './session';
 import type { Ports } from './stack';
 import { buildRunReport, formatReport, formatTable, JobObservation, RunReport } from './report';
-import { jobViews, type JobView } from './jobs';
-
-// Moved to local/jobs.ts; re-exported while other tools still import them from here.
-export { jobViews, type JobView };
 
 export interface RunOptions {
   env: string;

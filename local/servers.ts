@@ -236,3 +236,25 @@ export async function ensurePortFree(port: number, service: string): Promise<voi
     probe.listen(port, LOOPBACK, () => probe.close(() => resolve()));
   });
 }
+
+/** An object write or delete, read off a path-style S3 request. */
+export interface S3ObjectRequest {
+  operation: 'PutObject' | 'DeleteObject';
+  bucket: string;
+  key: string;
+}
+
+const S3_OBJECT_OPERATIONS: Record<string, S3ObjectRequest['operation']> = { PUT: 'PutObject', DELETE: 'DeleteObject' };
+
+/**
+ * The object write or delete a path-style request is, or undefined for anything else (bucket requests, multi-object
+ * deletes, tagging, ACLs, multipart parts: any query but the SDK's own `x-id` naming the operation).
+ */
+export function objectRequestOf(method: string | undefined, url: string | undefined): S3ObjectRequest | undefined {
+  const operation = S3_OBJECT_OPERATIONS[method ?? ''];
+  if (!operation) return undefined;
+  const parsed = new URL(url ?? '/', 'http://local');
+  if ([...parsed.searchParams.keys()].some((k) => k !== 'x-id')) return undefined;
+  const [bucket, ...key] = decodeURIComponent(parsed.pathname).slice(1).split('/');
+  return bucket && key.join('/') !== '' ? { operation, bucket, key: key.join('/') } : undefined;
+}

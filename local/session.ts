@@ -11,11 +11,11 @@ import { ensureStack, type StackArtifact } from './assembly';
 import { zonedDate } from './cron';
 import { loadFixture, type DownstreamArrival, type DownstreamEffect, type DownstreamOptions, type EffectReading, type FakeDownstream, type JobFixture, type ObservedWrite, type SeededDemo } from './fixture';
 import { PipelineLog } from './pipelineEffects';
-import { planStack, type PlannedFunction } from './plan';
+import type { PlannedFunction } from './plan';
 import { LocalStack, type LocalStackOptions, type Ports } from './stack';
 import { loadTemplate, type CloudFormationTemplate } from './template';
-import { jobViews, type JobView } from './jobs';
-import type { ObservedRequest } from './servers';
+import { jobViews, previewPlan, type JobView } from './jobs';
+import { objectRequestOf, type ObservedRequest } from './servers';
 import type { JobRuntimeSettings } from '../lambda/core/constants';
 
 export class SessionError extends Error {
@@ -166,7 +166,7 @@ export class LocalSession {
     const loaded = loadTemplate(artifact.templateFile);
     const template = options.template ? options.template(loaded) : loaded;
     // A first plan before any server exists: each job's settings decide its fixture's downstream (quota, secrets).
-    const preview = jobViews(planStack(template, { stackName: artifact.stackName, region: 'us-east-1', accountId: '000000000000', sqsEndpoint: 'http://preview' }));
+    const preview = jobViews(previewPlan(template, artifact.stackName));
     const runSettings = new Map<string, JobRuntimeSettings>();
     const fixtures = new Map<string, JobFixture | undefined>();
     const downstreams = new Map<string, FakeDownstream>();
@@ -433,7 +433,6 @@ export class LocalSession {
   }
 }
 
-const S3_WRITES: Record<string, ObservedWrite['action']> = { PUT: 'PutObject', DELETE: 'DeleteObject' };
 const DYNAMO_WRITES = new Set<ObservedWrite['action']>(['PutItem', 'UpdateItem', 'DeleteItem']);
 
 /** A successful write on the wire, as a fixture reads it; undefined for reads, failures and other services. */
@@ -441,14 +440,8 @@ export function observedWrite(service: 'dynamodb' | 'sqs' | 's3', r: ObservedReq
   // Only answered successes changed anything: a refused conditional write (400) or a failed call is not an effect.
   if (r.status >= 300) return undefined;
   if (service === 's3') {
-    const action = S3_WRITES[r.method];
-    if (!action) return undefined;
-    const url = new URL(r.url, 'http://local');
-    // A multi-object, tagging or multipart request has a query of its own; an object write has a bucket and a key,
-    // and at most the SDK's own `x-id` (the operation's name, which it adds to every request).
-    if ([...url.searchParams.keys()].some((k) => k !== 'x-id')) return undefined;
-    const [bucket, ...key] = decodeURIComponent(url.pathname).slice(1).split('/');
-    return key.length > 0 && key.join('/') !== '' ? { at: r.at, service, action, resource: bucket, key: { key: key.join('/') } } : undefined;
+    const object = objectRequestOf(r.method, r.url);
+    return object ? { at: r.at, service, action: object.operation, resource: object.bucket, key: { key: object.key } } : undefined;
   }
   if (service !== 'dynamodb') return undefined;
   const action = String(r.headers['x-amz-target'] ?? '').split('.').pop() as ObservedWrite['action'];

@@ -1,7 +1,7 @@
 // The benchmark suite end to end at tiny sizes: every part runs and the JSON report has every documented field.
 // No timing assertions: this keeps `npm run bench` working, it does not benchmark.
 import { buildProgram, runBench, formatBench, type BenchReport } from '../../bench/index';
-import { jobFolders } from '../../local/cli';
+import { jobFolders } from '../../local/fixture';
 
 describe('Function: runBench', () => {
   let report: BenchReport;

@@ -1,5 +1,6 @@
 import { DeleteObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
-import { objectRequestOf, s3ErrorBody, S3FaultProxy, type S3Fault, type S3ObjectRequest } from '../../chaos/s3Proxy';
+import { s3ErrorBody, S3FaultProxy, type S3Fault } from '../../chaos/s3Proxy';
+import { objectRequestOf, type S3ObjectRequest } from '../../local/servers';
 import { LOCAL_CREDENTIALS, startS3, type RunningS3 } from '../../local/servers';
 
 describe('Class: S3FaultProxy', () => {

@@ -13,7 +13,7 @@ import { LocalStack } from '../../local/stack';
 import { holdsFor, waitUntil } from '../../local/waitFor';
 import { PaymentProvider } from '../../lambda/jobs/payment-reconciliation/localProvider';
 import { tally } from '../../local/fixture';
-import { jobViews, type JobView } from '../../local/run';
+import { jobViews, type JobView } from '../../local/jobs';
 import { fixture as paymentFixture } from '../../lambda/jobs/payment-reconciliation/local';
 import type { SeededDemo } from '../../local/fixture';
 import type { JobRuntimeSettings } from '../../lambda/core/constants';

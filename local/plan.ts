@@ -2,51 +2,71 @@
 // fully resolved properties per resource), before anything is created. Pure: no servers, no AWS calls.
 import { CloudFormationTemplate, evaluateConditions, ResolveContext, resolveValue, TemplateError, TemplateResource } from './template';
 
-/** Resource types the local runtime creates and runs. */
-export const EMULATED_TYPES = [
-  'AWS::SQS::Queue',
-  'AWS::DynamoDB::Table',
-  'AWS::DynamoDB::GlobalTable',
-  'AWS::S3::Bucket',
-  'AWS::SecretsManager::Secret',
-  'AWS::Lambda::Function',
-  'AWS::Lambda::EventSourceMapping',
-  'AWS::Lambda::LayerVersion',
-  'AWS::Scheduler::Schedule',
-  'AWS::Scheduler::ScheduleGroup',
-] as const;
+/** What the local runtime does with a resource type: creates and runs it, enforces it (IAM), or skips it. */
+export type LocalTreatment = 'emulated' | 'enforced' | 'ignored';
 
 /**
- * Resource types deliberately not emulated, with the reason. Permissions, logging, monitoring and deploy-time
- * housekeeping change nothing about how data flows; everything else unknown stops provisioning with its name.
+ * The one table of resource types the local runtime knows (the README's local-runtime section shows it, and a test
+ * keeps the two equal). `emulated`: created and run locally. `enforced`: not created, but every request is authorized
+ * against it as AWS would. `ignored`: skipped, with the reason and what that means before a deploy. Any other type
+ * stops provisioning with its name.
  */
-export const IGNORED_TYPES: Record<string, string> = {
-  'AWS::IAM::Role': 'permissions are not enforced locally',
-  'AWS::IAM::Policy': 'permissions are not enforced locally',
-  'AWS::IAM::ManagedPolicy': 'permissions are not enforced locally',
-  'AWS::SQS::QueuePolicy': 'permissions are not enforced locally',
-  'AWS::S3::BucketPolicy': 'permissions are not enforced locally',
-  'AWS::Lambda::Permission': 'permissions are not enforced locally',
-  'AWS::KMS::Key': 'local data is not encrypted',
-  'AWS::KMS::Alias': 'local data is not encrypted',
-  'AWS::Logs::LogGroup': 'function logs go to the local log sink',
-  'AWS::CloudWatch::Alarm': 'monitoring only',
-  'AWS::CloudWatch::CompositeAlarm': 'monitoring only',
-  'AWS::CloudWatch::Dashboard': 'monitoring only',
-  'AWS::SNS::Topic': 'alarm notifications only',
-  'AWS::SNS::Subscription': 'alarm notifications only',
-  'AWS::SNS::TopicPolicy': 'alarm notifications only',
-  'AWS::CDK::Metadata': 'CDK bookkeeping',
-  'Custom::S3AutoDeleteObjects': 'deploy-time housekeeping (empties the bucket on stack deletion)',
-  'Custom::LogRetention': 'deploy-time housekeeping (log retention)',
-  'Custom::CDKBucketDeployment': 'deploy-time housekeeping',
+export const RESOURCE_TYPES: Record<string, { treatment: LocalTreatment; note: string }> = {
+  'AWS::SQS::Queue': { treatment: 'emulated', note: 'local-aws-sqs: visibility, delays, redrive to the DLQ, message move tasks' },
+  'AWS::DynamoDB::Table': { treatment: 'emulated', note: 'dynalite: conditional writes, indexes, transactions; TTL is not applied' },
+  'AWS::DynamoDB::GlobalTable': { treatment: 'emulated', note: 'as one local table (no replicas)' },
+  'AWS::S3::Bucket': { treatment: 'emulated', note: 's3rver: objects only (no lifecycle, versioning or replication)' },
+  'AWS::SecretsManager::Secret': { treatment: 'emulated', note: 'value generated per GenerateSecretString' },
+  'AWS::Lambda::Function': { treatment: 'emulated', note: "the bundled asset, in a child process on the template's Node major, outside the repo" },
+  'AWS::Lambda::LayerVersion': { treatment: 'emulated', note: "mounted as the function's /opt" },
+  'AWS::Lambda::EventSourceMapping': { treatment: 'emulated', note: "SQS only: AWS's poller ramp, batching window, partial batch responses, 6 MB payload cap" },
+  'AWS::Lambda::EventInvokeConfig': { treatment: 'emulated', note: 'retry attempts, event age and on-failure destination of asynchronous invocations' },
+  'AWS::Scheduler::Schedule': { treatment: 'emulated', note: 'cron and rate expressions in their time zone; Lambda targets only' },
+  'AWS::Scheduler::ScheduleGroup': { treatment: 'emulated', note: 'a name only' },
+  'AWS::IAM::Role': { treatment: 'enforced', note: "each function, mapping and schedule acts with its role's own credentials" },
+  'AWS::IAM::Policy': { treatment: 'enforced', note: 'identity policies, evaluated on every request' },
+  'AWS::IAM::ManagedPolicy': { treatment: 'enforced', note: "the template's own; AWS managed policies are not known locally" },
+  'AWS::SQS::QueuePolicy': { treatment: 'enforced', note: 'resource policy of its queues' },
+  'AWS::S3::BucketPolicy': { treatment: 'enforced', note: 'resource policy of its bucket' },
+  'AWS::Lambda::Permission': { treatment: 'enforced', note: "resource policy of its function (who may invoke it)" },
+  'AWS::KMS::Key': { treatment: 'enforced', note: 'its key policy is enforced for SQS queues encrypted with it; local data is not encrypted' },
+  'AWS::KMS::Alias': { treatment: 'ignored', note: 'local data is not encrypted' },
+  'AWS::Logs::LogGroup': { treatment: 'ignored', note: 'function logs go to .local/logs' },
+  'AWS::CloudWatch::Alarm': { treatment: 'ignored', note: 'monitoring only: an alarm is never evaluated locally' },
+  'AWS::CloudWatch::CompositeAlarm': { treatment: 'ignored', note: 'monitoring only' },
+  'AWS::CloudWatch::Dashboard': { treatment: 'ignored', note: 'monitoring only' },
+  'AWS::SNS::Topic': { treatment: 'ignored', note: 'alarm notifications only: nobody is paged locally' },
+  'AWS::SNS::Subscription': { treatment: 'ignored', note: 'alarm notifications only' },
+  'AWS::SNS::TopicPolicy': { treatment: 'ignored', note: 'alarm notifications only' },
+  'AWS::CDK::Metadata': { treatment: 'ignored', note: 'CDK bookkeeping' },
+  'Custom::S3AutoDeleteObjects': { treatment: 'ignored', note: 'deploy-time housekeeping (empties the bucket on stack deletion)' },
+  'Custom::LogRetention': { treatment: 'ignored', note: 'deploy-time housekeeping (log retention)' },
+  'Custom::CDKBucketDeployment': { treatment: 'ignored', note: 'deploy-time housekeeping' },
 };
+
+const typesTreated = (treatment: LocalTreatment) => Object.keys(RESOURCE_TYPES).filter((t) => RESOURCE_TYPES[t].treatment === treatment);
+
+/** Resource types the local runtime creates and runs. */
+export const EMULATED_TYPES: readonly string[] = typesTreated('emulated');
+
+/** Resource types not created locally (enforced or ignored), with what happens to them instead. */
+export const IGNORED_TYPES: Record<string, string> = Object.fromEntries(
+  Object.entries(RESOURCE_TYPES)
+    .filter(([, t]) => t.treatment !== 'emulated')
+    .map(([type, t]) => [type, t.treatment === 'enforced' ? `not created; enforced: ${t.note}` : t.note]),
+);
+
+/** The table as Markdown, for the README. */
+export function resourceTypesMarkdown(): string {
+  const rows = Object.entries(RESOURCE_TYPES).map(([type, t]) => `| \`${type}\` | ${t.treatment} | ${t.note} |`);
+  return ['| resource type | locally | what that means |', '| --- | --- | --- |', ...rows].join('\n');
+}
 
 export class UnsupportedResourceError extends TemplateError {
   constructor(public readonly resources: { logicalId: string; type: string }[]) {
     super(
       `the local runtime cannot emulate ${resources.map((r) => `${r.logicalId} (${r.type})`).join(', ')}; ` +
-        `emulated types: ${EMULATED_TYPES.join(', ')}; ignored types: ${Object.keys(IGNORED_TYPES).join(', ')}`,
+        `emulated types: ${EMULATED_TYPES.join(', ')}; enforced or ignored types: ${Object.keys(IGNORED_TYPES).join(', ')}`,
       resources.map((r) => r.logicalId).join(','),
     );
     this.name = 'UnsupportedResourceError';
@@ -63,6 +83,8 @@ export interface PlanOptions {
 
 export interface PlannedQueue {
   logicalId: string;
+  /** KmsMasterKeyId resolved to the key's ARN when the queue is encrypted with a KMS key (SQS-managed SSE has none). */
+  kmsKeyArn?: string;
   name: string;
   url: string;
   arn: string;
@@ -108,6 +130,14 @@ export interface PlannedFunction {
   reservedConcurrency?: number;
   /** The layers' ARNs, in the template's order (plan.layers has their assets); absent: none. */
   layerArns?: string[];
+  /** The template's Runtime, e.g. nodejs22.x. */
+  runtime: string;
+  /** The execution role's ARN (Role). */
+  roleArn?: string;
+  /** DeadLetterConfig.TargetArn: where a failed asynchronous event goes. */
+  deadLetterArn?: string;
+  /** From an AWS::Lambda::EventInvokeConfig for the function, when the template has one. */
+  asyncInvokeConfig?: { maximumRetryAttempts?: number; maximumEventAgeSeconds?: number; onFailureArn?: string; onSuccessArn?: string };
 }
 
 /** A Lambda layer: its content's asset folder inside the cloud assembly. */
@@ -141,6 +171,47 @@ export interface PlannedSchedule {
   maximumRetryAttempts: number;
   maximumEventAgeSeconds: number;
   deadLetterArn?: string;
+  /** Target.RoleArn: the role Scheduler assumes to invoke the target and write the DLQ. */
+  roleArn?: string;
+}
+
+/** An IAM policy document as the template has it, every intrinsic resolved to local names and ARNs. */
+export interface PolicyDocument {
+  Version?: string;
+  Statement: PolicyStatement | PolicyStatement[];
+}
+
+export type PolicyStatement = Record<string, unknown>;
+
+/** An IAM role of the template: its trust policy and every identity policy attached to it (inline, AWS::IAM::Policy). */
+export interface PlannedRole {
+  logicalId: string;
+  name: string;
+  arn: string;
+  trustPolicy?: PolicyDocument;
+  /** Inline Policies of the role and every AWS::IAM::Policy / ManagedPolicy naming it, resolved. */
+  policies: { name: string; document: PolicyDocument }[];
+  /** ManagedPolicyArns that are not the template's own (AWS managed policies): not known locally. */
+  externalManagedPolicyArns: string[];
+}
+
+/**
+ * A resource-based policy: a queue policy, a bucket policy, a function's permissions (AWS::Lambda::Permission, turned
+ * into the statements Lambda keeps in the function's policy) or a KMS key policy. One per resource; several template
+ * resources naming one resource are merged.
+ */
+export interface PlannedResourcePolicy {
+  /** The template resources it came from. */
+  logicalIds: string[];
+  service: 'sqs' | 's3' | 'lambda' | 'kms';
+  resourceArn: string;
+  document: PolicyDocument;
+}
+
+/** Everything IAM decides with: roles with their identity policies, and resource policies. */
+export interface PlannedIam {
+  roles: PlannedRole[];
+  resourcePolicies: PlannedResourcePolicy[];
 }
 
 export interface StackPlan {
@@ -155,6 +226,7 @@ export interface StackPlan {
   layers: PlannedLayer[];
   mappings: PlannedMapping[];
   schedules: PlannedSchedule[];
+  iam: PlannedIam;
   /** Logical IDs skipped on purpose, with the reason. */
   ignored: { logicalId: string; type: string; reason: string }[];
   outputs: Record<string, string>;
@@ -183,7 +255,7 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
   const resources = template.Resources;
 
   const unsupported = Object.entries(resources)
-    .filter(([, r]) => !(EMULATED_TYPES as readonly string[]).includes(r.Type) && !(r.Type in IGNORED_TYPES))
+    .filter(([, r]) => !(r.Type in RESOURCE_TYPES))
     .map(([logicalId, r]) => ({ logicalId, type: r.Type }));
   if (unsupported.length > 0) throw new UnsupportedResourceError(unsupported);
 
@@ -304,6 +376,11 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
         const topicArn = arn('sns', name);
         return { ref: topicArn, attrs: { TopicArn: topicArn, TopicName: name } };
       }
+      case 'AWS::IAM::ManagedPolicy': {
+        const name = str(prop(r, 'ManagedPolicyName', id)) ?? generatedName(stackName, id, 128);
+        const policyArn = `arn:aws:iam::${accountId}:policy/${name}`;
+        return { ref: policyArn, attrs: { PolicyArn: policyArn } };
+      }
       case 'AWS::KMS::Key':
         return { ref: `local-${id}`, attrs: { Arn: arn('kms', `key/local-${id}`), KeyId: `local-${id}` } };
       case 'AWS::Logs::LogGroup': {
@@ -316,14 +393,51 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
     }
   }
 
+  /**
+   * For policy documents only: an attribute the local runtime has no value for (say, an alarm's ARN in a policy) gets
+   * a placeholder ARN instead of stopping the run, since no local request can name it anyway. An unknown resource is
+   * still an error: CloudFormation refuses it too.
+   */
+  const policyCtx: ResolveContext = {
+    ...ctx,
+    getAtt: (id, attr) => {
+      const value = identity(id).attrs[attr];
+      return value ?? `arn:aws:local:${region}:${accountId}:${id}/${attr}`;
+    },
+  };
+  const kmsKeyArn = (keyId: string | undefined): string | undefined => {
+    if (!keyId) return undefined;
+    if (keyId.startsWith('arn:')) return keyId;
+    return `arn:aws:kms:${region}:${accountId}:${keyId.startsWith('alias/') ? keyId : `key/${keyId}`}`;
+  };
+
   ctx.conditions = evaluateConditions(template, ctx);
+  policyCtx.conditions = ctx.conditions;
   const included = Object.entries(resources).filter(([, r]) => !r.Condition || ctx.conditions![r.Condition]);
 
-  const plan: StackPlan = { stackName, region, accountId, queues: [], tables: [], buckets: [], secrets: [], functions: [], layers: [], mappings: [], schedules: [], ignored: [], outputs: {} };
+  const plan: StackPlan = {
+    stackName,
+    region,
+    accountId,
+    queues: [],
+    tables: [],
+    buckets: [],
+    secrets: [],
+    functions: [],
+    layers: [],
+    mappings: [],
+    schedules: [],
+    iam: { roles: [], resourcePolicies: [] },
+    ignored: [],
+    outputs: {},
+  };
+  refuseNameCollisions(included, (id, key) => str(prop(resources[id], key, id)));
+  const invokeConfigs: { functionName: string; config: NonNullable<PlannedFunction['asyncInvokeConfig']> }[] = [];
 
   for (const [id, r] of included) {
     if (r.Type in IGNORED_TYPES) {
-      // Never resolved: their properties (policies, alarms) may name attributes nothing local has.
+      // Not resolved here: alarms and dashboards may name attributes nothing local has. Policies are resolved below,
+      // leniently, for the IAM authorizer.
       plan.ignored.push({ logicalId: id, type: r.Type, reason: IGNORED_TYPES[r.Type] });
       continue;
     }
@@ -346,6 +460,7 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
           attributes,
           deadLetterTargetArn: policy?.deadLetterTargetArn,
           maxReceiveCount: policy ? Number(policy.maxReceiveCount) : undefined,
+          kmsKeyArn: kmsKeyArn(str(props.KmsMasterKeyId)),
         });
         break;
       }
@@ -374,6 +489,22 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
           memoryMb: Number(props.MemorySize ?? 128),
           reservedConcurrency: props.ReservedConcurrentExecutions === undefined ? undefined : Number(props.ReservedConcurrentExecutions),
           layerArns: ((props.Layers as unknown[] | undefined) ?? []).map((l) => String(l)),
+          runtime: str(props.Runtime, 'nodejs22.x')!,
+          roleArn: str(props.Role),
+          deadLetterArn: str((props.DeadLetterConfig as { TargetArn?: string } | undefined)?.TargetArn),
+        });
+        break;
+      }
+      case 'AWS::Lambda::EventInvokeConfig': {
+        const destinations = (props.DestinationConfig ?? {}) as { OnFailure?: { Destination?: string }; OnSuccess?: { Destination?: string } };
+        invokeConfigs.push({
+          functionName: lambdaName(str(props.FunctionName)!),
+          config: {
+            maximumRetryAttempts: props.MaximumRetryAttempts === undefined ? undefined : Number(props.MaximumRetryAttempts),
+            maximumEventAgeSeconds: props.MaximumEventAgeInSeconds === undefined ? undefined : Number(props.MaximumEventAgeInSeconds),
+            onFailureArn: str(destinations.OnFailure?.Destination),
+            onSuccessArn: str(destinations.OnSuccess?.Destination),
+          },
         });
         break;
       }
@@ -388,7 +519,7 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
         const fnRef = str(props.FunctionName)!;
         plan.mappings.push({
           logicalId: id,
-          functionName: fnRef.replace(/^arn:[^:]+:lambda:[^:]+:\d+:function:([^:]+).*$/, '$1'),
+          functionName: lambdaName(fnRef),
           eventSourceArn: arnText,
           batchSize: Number(props.BatchSize ?? 10),
           maximumBatchingWindowSeconds: Number(props.MaximumBatchingWindowInSeconds ?? 0),
@@ -404,6 +535,7 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
           Input?: string;
           RetryPolicy?: { MaximumRetryAttempts?: number; MaximumEventAgeInSeconds?: number };
           DeadLetterConfig?: { Arn?: string };
+          RoleArn?: string;
         };
         plan.schedules.push({
           logicalId: id,
@@ -419,6 +551,7 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
           maximumRetryAttempts: Number(target.RetryPolicy?.MaximumRetryAttempts ?? 185),
           maximumEventAgeSeconds: Number(target.RetryPolicy?.MaximumEventAgeInSeconds ?? 86400),
           deadLetterArn: target.DeadLetterConfig?.Arn,
+          roleArn: str(target.RoleArn),
         });
         break;
       }
@@ -428,8 +561,185 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
     }
   }
 
+  for (const { functionName, config } of invokeConfigs) {
+    const fn = plan.functions.find((f) => f.name === functionName);
+    if (!fn) throw new TemplateError(`AWS::Lambda::EventInvokeConfig for ${functionName}: no such function in the template`, functionName);
+    fn.asyncInvokeConfig = config;
+  }
+  plan.iam = planIam(included, policyCtx, identity, { region, accountId });
+
   for (const [name, output] of Object.entries(template.Outputs ?? {})) {
     plan.outputs[name] = String(resolveValue(output.Value, ctx, `Outputs.${name}.Value`));
   }
   return plan;
+}
+
+/** A function's name from a name, a full ARN or a qualified ARN, as FunctionName properties may give it. */
+function lambdaName(ref: string): string {
+  return ref.replace(/^arn:[^:]+:lambda:[^:]+:\d+:function:([^:]+).*$/, '$1');
+}
+
+/** The property that holds a type's physical name, and what makes it unique (its scope on AWS). */
+const PHYSICAL_NAMES: Record<string, { key: string; scope: string }> = {
+  'AWS::SQS::Queue': { key: 'QueueName', scope: 'account and region' },
+  'AWS::DynamoDB::Table': { key: 'TableName', scope: 'account and region' },
+  'AWS::DynamoDB::GlobalTable': { key: 'TableName', scope: 'account and region' },
+  'AWS::S3::Bucket': { key: 'BucketName', scope: 'all of AWS' },
+  'AWS::SecretsManager::Secret': { key: 'Name', scope: 'account and region' },
+  'AWS::Lambda::Function': { key: 'FunctionName', scope: 'account and region' },
+  'AWS::Scheduler::Schedule': { key: 'Name', scope: 'schedule group' },
+  'AWS::Scheduler::ScheduleGroup': { key: 'Name', scope: 'account and region' },
+  'AWS::IAM::Role': { key: 'RoleName', scope: 'account' },
+  'AWS::IAM::ManagedPolicy': { key: 'ManagedPolicyName', scope: 'account' },
+  'AWS::Logs::LogGroup': { key: 'LogGroupName', scope: 'account and region' },
+  'AWS::SNS::Topic': { key: 'TopicName', scope: 'account and region' },
+};
+
+/**
+ * CloudFormation creates resources one by one and the second of two with one physical name fails with AlreadyExists,
+ * rolling the whole stack back; refuse it before anything is created, with CloudFormation's own words.
+ * @throws TemplateError naming both resources
+ */
+function refuseNameCollisions(resources: [string, TemplateResource][], nameOf: (id: string, key: string) => string | undefined): void {
+  const seen = new Map<string, string>();
+  for (const [id, r] of resources) {
+    const rule = PHYSICAL_NAMES[r.Type];
+    if (!rule) continue;
+    const name = nameOf(id, rule.key);
+    if (name === undefined) continue;
+    const group = r.Type === 'AWS::Scheduler::Schedule' ? `${nameOf(id, 'GroupName') ?? 'default'}/` : '';
+    const key = `${r.Type === 'AWS::DynamoDB::GlobalTable' ? 'AWS::DynamoDB::Table' : r.Type} ${group}${name}`;
+    const other = seen.get(key);
+    if (other) {
+      throw new TemplateError(
+        `${id}: Resource of type '${r.Type}' with identifier '${name}' already exists. (${other} in the same stack has that ${rule.key}; names are unique per ${rule.scope})`,
+        id,
+      );
+    }
+    seen.set(key, id);
+  }
+}
+
+const statementsOf = (doc: PolicyDocument | undefined): PolicyStatement[] =>
+  doc === undefined ? [] : Array.isArray(doc.Statement) ? doc.Statement : [doc.Statement];
+
+/**
+ * The IAM side of the template, resolved: every role with its identity policies (inline, AWS::IAM::Policy and the
+ * template's managed policies), and every resource policy (queue, bucket, function permissions, key policies).
+ */
+function planIam(
+  included: [string, TemplateResource][],
+  ctx: ResolveContext,
+  identity: (id: string) => { ref: string; attrs: Record<string, string> },
+  where: { region: string; accountId: string },
+): PlannedIam {
+  const resolve = (value: unknown, path: string) => resolveValue(value, ctx, path);
+  const roles = new Map<string, PlannedRole>();
+  const roleByName = new Map<string, PlannedRole>();
+  const managedArnsOf = new Map<string, string[]>();
+  const managed = new Map<string, { name: string; document: PolicyDocument; roles: string[] }>();
+  const resourcePolicies = new Map<string, PlannedResourcePolicy>();
+  const addResourcePolicy = (service: PlannedResourcePolicy['service'], resourceArn: string, logicalId: string, statements: PolicyStatement[]) => {
+    const known = resourcePolicies.get(resourceArn);
+    if (known) {
+      known.logicalIds.push(logicalId);
+      known.document = { Version: '2012-10-17', Statement: [...statementsOf(known.document), ...statements] };
+    } else {
+      resourcePolicies.set(resourceArn, { logicalIds: [logicalId], service, resourceArn, document: { Version: '2012-10-17', Statement: statements } });
+    }
+  };
+  const props = (id: string, r: TemplateResource) => (resolve(r.Properties ?? {}, `${id}.Properties`) ?? {}) as Record<string, unknown>;
+
+  for (const [id, r] of included) {
+    if (r.Type !== 'AWS::IAM::Role') continue;
+    const p = props(id, r);
+    const me = identity(id);
+    const role: PlannedRole = {
+      logicalId: id,
+      name: me.ref,
+      arn: me.attrs.Arn,
+      trustPolicy: p.AssumeRolePolicyDocument as PolicyDocument | undefined,
+      policies: ((p.Policies as { PolicyName: string; PolicyDocument: PolicyDocument }[] | undefined) ?? []).map((x) => ({ name: String(x.PolicyName), document: x.PolicyDocument })),
+      externalManagedPolicyArns: [],
+    };
+    // Resolved once every managed policy of the template is known.
+    managedArnsOf.set(role.arn, ((p.ManagedPolicyArns as unknown[] | undefined) ?? []).map(String));
+    roles.set(role.arn, role);
+    roleByName.set(role.name, role);
+  }
+  const roleNamed = (name: string) => roleByName.get(name) ?? roleByName.get(name.replace(/^arn:aws:iam::\d+:role\/(?:.*\/)?/, ''));
+
+  for (const [id, r] of included) {
+    switch (r.Type) {
+      case 'AWS::IAM::Policy': {
+        const p = props(id, r);
+        for (const name of ((p.Roles as unknown[] | undefined) ?? []).map(String)) {
+          roleNamed(name)?.policies.push({ name: String(p.PolicyName ?? id), document: p.PolicyDocument as PolicyDocument });
+        }
+        break;
+      }
+      case 'AWS::IAM::ManagedPolicy': {
+        const p = props(id, r);
+        managed.set(identity(id).ref, { name: id, document: p.PolicyDocument as PolicyDocument, roles: ((p.Roles as unknown[] | undefined) ?? []).map(String) });
+        break;
+      }
+      case 'AWS::SQS::QueuePolicy': {
+        const p = props(id, r);
+        for (const url of ((p.Queues as unknown[] | undefined) ?? []).map(String)) {
+          const name = url.split('/').pop()!;
+          addResourcePolicy('sqs', `arn:aws:sqs:${where.region}:${where.accountId}:${name}`, id, statementsOf(p.PolicyDocument as PolicyDocument));
+        }
+        break;
+      }
+      case 'AWS::S3::BucketPolicy': {
+        const p = props(id, r);
+        addResourcePolicy('s3', `arn:aws:s3:::${String(p.Bucket)}`, id, statementsOf(p.PolicyDocument as PolicyDocument));
+        break;
+      }
+      case 'AWS::KMS::Key': {
+        const p = props(id, r);
+        addResourcePolicy('kms', identity(id).attrs.Arn, id, statementsOf(p.KeyPolicy as PolicyDocument | undefined));
+        break;
+      }
+      case 'AWS::Lambda::Permission': {
+        // Lambda keeps each AddPermission as one statement of the function's resource policy, in this shape.
+        const p = props(id, r);
+        const fnName = lambdaName(String(p.FunctionName));
+        const fnArn = `arn:aws:lambda:${where.region}:${where.accountId}:function:${fnName}`;
+        const principal = String(p.Principal);
+        const condition: Record<string, Record<string, string>> = {};
+        if (p.SourceArn !== undefined) condition.ArnLike = { 'AWS:SourceArn': String(p.SourceArn) };
+        if (p.SourceAccount !== undefined) condition.StringEquals = { 'AWS:SourceAccount': String(p.SourceAccount) };
+        if (p.PrincipalOrgID !== undefined) condition.StringEquals = { ...condition.StringEquals, 'aws:PrincipalOrgID': String(p.PrincipalOrgID) };
+        addResourcePolicy('lambda', fnArn, id, [
+          {
+            Sid: id,
+            Effect: 'Allow',
+            Principal: principal.endsWith('.amazonaws.com') ? { Service: principal } : { AWS: /^\d{12}$/.test(principal) ? `arn:aws:iam::${principal}:root` : principal },
+            Action: String(p.Action),
+            Resource: fnArn,
+            ...(Object.keys(condition).length > 0 ? { Condition: condition } : {}),
+          },
+        ]);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  for (const role of roles.values()) {
+    for (const arn of managedArnsOf.get(role.arn) ?? []) {
+      const own = managed.get(arn);
+      if (own) role.policies.push({ name: own.name, document: own.document });
+      else role.externalManagedPolicyArns.push(arn);
+    }
+  }
+  for (const policy of managed.values()) {
+    for (const name of policy.roles) {
+      const role = roleNamed(name);
+      if (role && !role.policies.some((p) => p.document === policy.document)) role.policies.push({ name: policy.name, document: policy.document });
+    }
+  }
+  return { roles: [...roles.values()], resourcePolicies: [...resourcePolicies.values()] };
 }

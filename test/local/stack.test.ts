@@ -155,13 +155,13 @@ describe('Class: LocalStack', () => {
 
 describe('Function: assetDirectory', () => {
   it('finds the asset by its S3 key when metadata is absent', () => {
-    expect(assetDirectory(join(FIXTURES, 'assembly'), { logicalId: 'P', name: 'p', arn: '', handler: 'index.handler', s3Key: 'producer01.zip', environment: {}, timeoutSeconds: 3, memoryMb: 128 })).toBe(
+    expect(assetDirectory(join(FIXTURES, 'assembly'), { logicalId: 'P', name: 'p', arn: '', handler: 'index.handler', s3Key: 'producer01.zip', environment: {}, timeoutSeconds: 3, memoryMb: 128, runtime: 'nodejs22.x' })).toBe(
       join(FIXTURES, 'assembly', 'asset.producer01'),
     );
   });
 
   it('throws naming the function when the asset is missing', () => {
-    expect(() => assetDirectory('/nonexistent', { logicalId: 'P', name: 'p', arn: '', handler: 'index.handler', s3Key: 'ff.zip', environment: {}, timeoutSeconds: 3, memoryMb: 128 })).toThrow(
+    expect(() => assetDirectory('/nonexistent', { logicalId: 'P', name: 'p', arn: '', handler: 'index.handler', s3Key: 'ff.zip', environment: {}, timeoutSeconds: 3, memoryMb: 128, runtime: 'nodejs22.x' })).toThrow(
       new ProvisioningError('function P (p): bundled asset not found in /nonexistent (looked for /nonexistent/asset.ff); run `npx cdk synth`', 'P'),
     );
   });

@@ -11,6 +11,7 @@ import { LocalSession, type JobState, type SessionJob } from '../local/session';
 import { waitFor, WaitTimeoutError } from '../local/waitFor';
 import { fixturePath, loadFixture, type DownstreamFault, type DownstreamFaultPolicy, type JobFixture } from '../local/fixture';
 import type { CloudFormationTemplate } from '../local/template';
+import { jobViews, previewPlan } from '../local/jobs';
 import { SQS_MAX_MESSAGE_BYTES, type JobRuntimeSettings } from '../lambda/core/constants';
 import { parseMessage } from '../lambda/core/message';
 import { Prng, keyedDraw } from './prng';
@@ -199,10 +200,13 @@ export function chaosJobResources(
   const queue = ref(consumer, 'QUEUE_URL');
   const admissionQueue = ref(producer, 'ADMISSION_QUEUE_URL');
   const raw = consumer?.Properties.Environment.Variables.JOB_SETTINGS;
-  if (!producer || !consumer || queue?.Type !== 'AWS::SQS::Queue' || admissionQueue?.Type !== 'AWS::SQS::Queue' || typeof raw !== 'string') {
+  if (!producer || !consumer || queue?.Type !== 'AWS::SQS::Queue' || admissionQueue?.Type !== 'AWS::SQS::Queue' || raw === undefined) {
     throw new ChaosError(`the template has no complete ${jobName} job (producer, consumer with JOB_SETTINGS, their QUEUE_URL and ADMISSION_QUEUE_URL queues)`);
   }
-  return { producer, consumer, queue, admissionQueue, settings: JSON.parse(raw) as JobRuntimeSettings };
+  // JOB_SETTINGS is a string, or a Fn::Join where it names a resource the stack creates (a bucket's Ref): the preview
+  // plan resolves it as the local deployment will.
+  const settings = typeof raw === 'string' ? (JSON.parse(raw) as JobRuntimeSettings) : jobViews(previewPlan(template, 'Chaos')).get(jobName)!.settings;
+  return { producer, consumer, queue, admissionQueue, settings };
 }
 
 /** What the stack gives a job's admission queue: its visibility margin over the producer's timeout, and its receives. */

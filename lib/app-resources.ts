@@ -30,8 +30,10 @@ export class AppResources extends Construct {
   public readonly buckets: Readonly<Record<string, s3.IBucket>>;
   public readonly secrets: Readonly<Record<string, secretsmanager.ISecret>>;
   /**
-   * Physical names by logical key, as plain strings from config (never tokens), so each job's JOB_SETTINGS stays a
-   * literal a reader can check; secrets by name, which Secrets Manager resolves like an ARN.
+   * Physical names by logical key, the ones each job's JOB_SETTINGS carries. Tables and secrets: plain strings from
+   * config (secrets by name, which Secrets Manager resolves like an ARN). Buckets: the construct's own `bucketName`, the
+   * configured literal for an imported bucket and a token resolving to `{ Ref: <bucket> }` for a created one (its name
+   * may be CloudFormation's), so no consumer assumes a name the stack did not give.
    */
   public readonly names: Readonly<Record<'tables' | 'buckets' | 'secrets', Readonly<Record<string, string>>>>;
   /** The bucket receiving created buckets' server access logs; absent when no bucket is created. */
@@ -43,8 +45,13 @@ export class AppResources extends Construct {
     const problems: string[] = [];
     const tableNames = Object.values(config.tables).map((t) => t.tableName);
     for (const name of duplicates(tableNames)) problems.push(`tables: the table name "${name}" is used by more than one key`);
-    const bucketNames = Object.values(config.buckets).map((b) => b.bucketName);
+    const bucketNames = Object.values(config.buckets).flatMap((b) => (b.bucketName === undefined ? [] : [b.bucketName]));
     for (const name of duplicates(bucketNames)) problems.push(`buckets: the bucket name "${name}" is used by more than one key`);
+    if (!config.create) {
+      for (const [key, bucket] of Object.entries(config.buckets)) {
+        if (bucket.bucketName === undefined) problems.push(`buckets.${key}: an imported bucket (create false) needs its bucketName`);
+      }
+    }
     const secretNames = Object.values(config.secrets).map((s) => s.secretName);
     for (const name of duplicates(secretNames)) problems.push(`secrets: the secret name "${name}" is used by more than one key`);
     if (!Number.isInteger(accessLogExpirationDays) || accessLogExpirationDays < 1) {
@@ -112,10 +119,15 @@ export class AppResources extends Construct {
     for (const [key, bucket] of Object.entries(config.buckets)) {
       const bucketId = `Bucket${pascalCase(key)}`;
       if (!config.create) {
-        buckets[key] = s3.Bucket.fromBucketName(this, bucketId, bucket.bucketName);
+        // Checked above: an imported bucket always has its name.
+        buckets[key] = s3.Bucket.fromBucketName(this, bucketId, bucket.bucketName as string);
         continue;
       }
       buckets[key] = new s3.Bucket(this, bucketId, {
+        // Unnamed unless the config opts in. S3 names are global, so a fixed name can belong to another account and
+        // fail the first deploy there; CloudFormation's generated name (stack, logical ID, random suffix) is unique
+        // even for two stacks in one account and cannot be claimed in advance, which a name derived from the account
+        // and region could (account IDs are not secret). Consumers take it from the construct (a Ref).
         bucketName: bucket.bucketName,
         encryption: s3.BucketEncryption.S3_MANAGED,
         enforceSSL: true,
@@ -125,7 +137,9 @@ export class AppResources extends Construct {
         // deleted upload as a noncurrent version, defeating the deletion it exists to perform.
         versioned: false,
         serverAccessLogsBucket: this.accessLogsBucket,
-        serverAccessLogsPrefix: `${bucket.bucketName}/`,
+        // One prefix per bucket in the shared log bucket, by logical key rather than by the bucket's name, which may be
+        // CloudFormation's and known only after deploy; the key also stays the same if the bucket is ever replaced.
+        serverAccessLogsPrefix: `${key}/`,
         // No autoDeleteObjects: it adds a custom-resource Lambda to the stack; a non-empty dev bucket blocks deletion
         // instead, which is the safer failure.
         removalPolicy,
@@ -152,7 +166,7 @@ export class AppResources extends Construct {
     this.tables = tables;
     this.names = {
       tables: Object.fromEntries(Object.entries(config.tables).map(([k, t]) => [k, t.tableName])),
-      buckets: Object.fromEntries(Object.entries(config.buckets).map(([k, b]) => [k, b.bucketName])),
+      buckets: Object.fromEntries(Object.entries(buckets).map(([k, b]) => [k, b.bucketName])),
       secrets: Object.fromEntries(Object.entries(config.secrets).map(([k, s]) => [k, s.secretName])),
     };
     this.buckets = buckets;

@@ -61,6 +61,19 @@ export function jobOutputDescription(jobName: string, kind: JobOutputKind): stri
   return `${jobName}: ${kind}`;
 }
 
+/**
+ * The output holding the name of the application bucket under logical key `key`, `<KeyPascal>BucketName` (e.g.
+ * `UploadsBucketName`): a bucket the stack creates is named by CloudFormation, so this is where its name is found.
+ */
+export function bucketOutputName(key: string): string {
+  return `${pascalCase(key)}BucketName`;
+}
+
+/** The description of a bucket output; it does not have the `<job>: <Kind>` shape, so no tool takes it for a job. */
+export function bucketOutputDescription(key: string): string {
+  return `Name of the application bucket appResources.buckets.${key}`;
+}
+
 /** The stack name for an environment: `PacedJobs-<env>`. */
 export function stackName(environmentName: string): string {
   return `PacedJobs-${environmentName}`;

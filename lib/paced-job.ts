@@ -23,6 +23,8 @@ export const SQS_MAX_VISIBILITY_TIMEOUT_SECONDS = 43200;
  * URLs once deployed) need about 1 KB.
  */
 export const MAX_JOB_SETTINGS_BYTES = 3072;
+/** S3's longest bucket name: what a CloudFormation-named bucket's name (a token at synth time) may grow to. */
+export const MAX_BUCKET_NAME_LENGTH = 63;
 /** Where the two generic handlers live; the job is picked at run time by JOB_NAME. */
 export const HANDLERS_DIR = path.join(__dirname, '..', 'lambda', 'handlers');
 /** The admission queue's visibility timeout is the producer's timeout plus this. */
@@ -62,7 +64,7 @@ const ACCESS_READS = new Set(['read', 'readwrite']);
 const ACCESS_WRITES = new Set(['write', 'readwrite']);
 
 export class PacedJob extends Construct {
-  /** The settings both functions receive as JOB_SETTINGS. */
+  /** The settings both functions receive as JOB_SETTINGS (a created bucket's name is a token, its Ref once synthesized). */
   public readonly runtimeSettings: JobRuntimeSettings;
   public readonly queue: sqs.Queue;
   /** The work queue's dead-letter queue. */
@@ -127,7 +129,10 @@ export class PacedJob extends Construct {
       secrets: Object.fromEntries(Object.entries(job.uses.secrets).map(([alias, u]) => [alias, appResources.names.secrets[u.ref]])),
       settings: job.settings,
     };
-    const settingsBytes = Buffer.byteLength(JSON.stringify(runtimeSettings), 'utf8');
+    // Measured at the deployed size: the only tokens here are created buckets' names, at most 63 characters once known.
+    const deployedSize = JSON.stringify(runtimeSettings, (_key, value: unknown) =>
+      typeof value === 'string' && Token.isUnresolved(value) ? 'x'.repeat(MAX_BUCKET_NAME_LENGTH) : value);
+    const settingsBytes = Buffer.byteLength(deployedSize, 'utf8');
     if (settingsBytes > MAX_JOB_SETTINGS_BYTES) {
       problems.push(`${EnvVar.JOB_SETTINGS} would be ${settingsBytes} bytes; keep it within ${MAX_JOB_SETTINGS_BYTES} so all variables fit Lambda's 4 KB`);
     }
@@ -176,7 +181,9 @@ export class PacedJob extends Construct {
 
     const common: Record<string, string> = {
       [EnvVar.JOB_NAME]: jobName,
-      [EnvVar.JOB_SETTINGS]: JSON.stringify(this.runtimeSettings),
+      // toJsonString, not JSON.stringify: a bucket CloudFormation names is a token here, and the variable becomes an
+      // Fn::Join around its Ref (a literal string when every name is known).
+      [EnvVar.JOB_SETTINGS]: Stack.of(this).toJsonString(this.runtimeSettings),
       [EnvVar.QUEUE_URL]: this.queue.queueUrl,
       [EnvVar.DLQ_URL]: this.dlq.queueUrl,
       [EnvVar.ADMISSION_QUEUE_URL]: this.admissionQueue.queueUrl,

@@ -4,7 +4,7 @@ import { Construct } from 'constructs';
 import { AppResources } from './app-resources';
 import type { EnvironmentConfig } from './config/schema';
 import { Monitoring } from './monitoring';
-import { jobOutputDescription, JobOutputKind, jobOutputName, pascalCase, StackOutput } from './outputs';
+import { bucketOutputDescription, bucketOutputName, jobOutputDescription, JobOutputKind, jobOutputName, pascalCase, StackOutput } from './outputs';
 import { PacedJob } from './paced-job';
 import { StateTables } from './state-tables';
 
@@ -36,6 +36,10 @@ export class PacedJobsStack extends Stack {
 
     this.appResources = new AppResources(this, 'AppResources', { config: config.appResources, retainData: config.retainData });
     this.stateTables = new StateTables(this, 'State', { retainData: config.retainData });
+    for (const [key, bucket] of Object.entries(this.appResources.buckets)) {
+      // A created bucket's name is CloudFormation's: the output is how an operator (or a tool) learns it.
+      new CfnOutput(this, bucketOutputName(key), { value: bucket.bucketName, description: bucketOutputDescription(key) });
+    }
 
     const jobs: Record<string, PacedJob> = {};
     for (const [jobName, job] of Object.entries(config.jobs)) {

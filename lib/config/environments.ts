@@ -35,7 +35,9 @@ const appResources = (suffix: string, create: boolean): EnvironmentInput['appRes
     },
     // new-job: tables above (`npm run new-job -- <name>` inserts the new job's table here, in every environment)
   },
-  buckets: { uploads: { bucketName: `paced-jobs-uploads-${suffix}` } },
+  // S3 names are global across accounts: a bucket this stack creates gets its name from CloudFormation (a fixed name
+  // may already belong to another account, and the first deploy would fail); an imported one is the team's, by name.
+  buckets: { uploads: create ? {} : { bucketName: `paced-jobs-uploads-${suffix}` } },
   secrets: { providerApiKey: { secretName: `paced-jobs/${suffix}/provider-api-key` } },
 });
 

@@ -45,8 +45,16 @@ export const appTableSchema = z.object({
     .default([]),
 });
 
+/**
+ * A bucket the jobs read or write. S3 bucket names are global across every AWS account, so a bucket the stack creates
+ * is best left unnamed: CloudFormation then gives it a unique name and the stack hands that name to its consumers.
+ */
 export const appBucketSchema = z.object({
-  bucketName: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid S3 bucket name'),
+  /**
+   * Required for an imported bucket (`appResources.create` false): the existing bucket's name. For a created bucket, an
+   * explicit opt-in that must be free in every account of the partition. @default none (CloudFormation names it)
+   */
+  bucketName: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid S3 bucket name').optional(),
 });
 
 export const appSecretSchema = z.object({
@@ -60,6 +68,18 @@ export const appResourcesSchema = z.object({
   tables: z.record(z.string(), appTableSchema).default({}),
   buckets: z.record(z.string(), appBucketSchema).default({}),
   secrets: z.record(z.string(), appSecretSchema).default({}),
+}).superRefine((resources, ctx) => {
+  // Only an imported bucket needs its name: the stack references it by name and nothing else identifies it.
+  if (resources.create) return;
+  for (const [key, bucket] of Object.entries(resources.buckets)) {
+    if (bucket.bucketName === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['buckets', key, 'bucketName'],
+        message: 'is required when appResources.create is false: the stack imports the existing bucket by its name',
+      });
+    }
+  }
 });
 
 const accessSchema = z.enum(['read', 'write', 'readwrite']);

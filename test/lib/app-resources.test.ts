@@ -1,11 +1,11 @@
 // AppResources: created (self-contained environment) versus imported by name, and its props validation.
 import { App, CfnResource, Stack } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
+import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AppResources } from '../../lib/app-resources';
 import { appResourcesSchema } from '../../lib/config/schema';
 import { InvalidPropsError } from '../../lib/props-error';
 import { cdkJsonContext } from './cdkContext';
-import { refOf, resourceOf } from './templateHelpers';
+import { arnOf, logicalId, refOf, resourceOf } from './templateHelpers';
 
 const config = (create: boolean) =>
   appResourcesSchema.parse({
@@ -18,7 +18,8 @@ const config = (create: boolean) =>
         globalSecondaryIndexes: [{ indexName: 'by-owner', partitionKey: { name: 'owner' } }],
       },
     },
-    buckets: { blobs: { bucketName: 'blobs-t' } },
+    // Created: `blobs` is named by CloudFormation, `named` opts into an explicit name. Imported: both by name.
+    buckets: create ? { blobs: {}, named: { bucketName: 'named-t' } } : { blobs: { bucketName: 'blobs-t' }, named: { bucketName: 'named-t' } },
     secrets: { key: { secretName: 'app/key' } },
   });
 
@@ -45,6 +46,26 @@ describe('Class: AppResources', () => {
           'accessLogExpirationDays must be a positive integer (got 0)',
         ]),
       );
+    });
+
+    it('refuses an imported bucket without a name, which nothing else could identify', () => {
+      const stack = new Stack(new App(), 'S');
+      // The schema refuses this too; the construct checks on its own for props built without it.
+      const unnamed = { ...appResourcesSchema.parse({ create: true, buckets: { a: {}, b: { bucketName: 'bucket-b' } } }), create: false };
+      expect(() => new AppResources(stack, 'App', { config: unnamed, retainData: false })).toThrow(
+        new InvalidPropsError('AppResources S/App', ['buckets.a: an imported bucket (create false) needs its bucketName']),
+      );
+    });
+
+    it('lets several created buckets go unnamed: only explicit names can collide', () => {
+      const stack = new Stack(new App({ context: cdkJsonContext() }), 'S');
+      const resources = new AppResources(stack, 'App', {
+        config: appResourcesSchema.parse({ create: true, buckets: { a: {}, b: {} } }),
+        retainData: false,
+      });
+      const buckets = Template.fromStack(stack).findResources('AWS::S3::Bucket');
+      expect(Object.keys(buckets).sort()).toEqual([logicalId(resources.accessLogsBucket!), logicalId(resources.buckets.a), logicalId(resources.buckets.b)].sort());
+      expect(Object.values(buckets).map((b) => (b as { Properties: { BucketName?: string } }).Properties.BucketName)).toEqual([undefined, undefined, undefined]);
     });
   });
 
@@ -77,35 +98,58 @@ describe('Class: AppResources', () => {
       });
     });
 
-    it('creates a private, TLS-only, encrypted bucket that logs to the access-log bucket', () => {
+    it('creates a private, TLS-only, encrypted bucket, named by CloudFormation, that logs to the access-log bucket under its key', () => {
       const logs = built.resources.accessLogsBucket!;
-      expect(resourceOf(built.template, built.resources.buckets.blobs)).toMatchObject({
+      const blobs = resourceOf(built.template, built.resources.buckets.blobs);
+      expect(blobs).toMatchObject({
         Properties: {
-          BucketName: 'blobs-t',
-          LoggingConfiguration: { DestinationBucketName: refOf(logs), LogFilePrefix: 'blobs-t/' },
+          LoggingConfiguration: { DestinationBucketName: refOf(logs), LogFilePrefix: 'blobs/' },
           OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] },
         },
         DeletionPolicy: 'Retain',
       });
+      // S3 names are global: no fixed name that another account could already own.
+      expect(blobs.Properties).not.toHaveProperty('BucketName');
       expect(resourceOf(built.template, logs)).toMatchObject({
         Properties: {
           BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
           LifecycleConfiguration: { Rules: [{ ExpirationInDays: 90, Status: 'Enabled' }] },
         },
       });
-      // Log delivery is authorised by the log bucket's policy, not by an ACL.
+      // Log delivery is authorised by the log bucket's policy, not by an ACL, for each source bucket by its ARN
+      // (a GetAtt, the name being CloudFormation's) into that bucket's own prefix.
       built.template.hasResourceProperties('AWS::S3::BucketPolicy', {
         Bucket: refOf(logs),
-        PolicyDocument: { Statement: [{}, { Action: 's3:PutObject', Effect: 'Allow', Principal: { Service: 'logging.s3.amazonaws.com' } }] },
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            {
+              Action: 's3:PutObject',
+              Effect: 'Allow',
+              Principal: { Service: 'logging.s3.amazonaws.com' },
+              Condition: { ArnLike: { 'aws:SourceArn': arnOf(built.resources.buckets.blobs) }, StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } },
+              Resource: { 'Fn::Join': ['', [arnOf(logs), '/blobs/*']] },
+            },
+          ]),
+        },
       });
     });
 
-    it('creates a secret with a generated value and reports names, not tokens', () => {
+    it('keeps an explicitly configured name on a created bucket, with its log prefix still by key', () => {
+      expect(resourceOf(built.template, built.resources.buckets.named).Properties).toMatchObject({
+        BucketName: 'named-t',
+        LoggingConfiguration: { LogFilePrefix: 'named/' },
+      });
+    });
+
+    it('creates a secret with a generated value and reports its configured names, and buckets by what the construct names them', () => {
       built.template.hasResourceProperties('AWS::SecretsManager::Secret', {
         Name: 'app/key',
         GenerateSecretString: { PasswordLength: 40, ExcludePunctuation: true },
       });
-      expect(built.resources.names).toEqual({ tables: { items: 'items-t' }, buckets: { blobs: 'blobs-t' }, secrets: { key: 'app/key' } });
+      const { names } = built.resources;
+      expect({ tables: names.tables, secrets: names.secrets }).toEqual({ tables: { items: 'items-t' }, secrets: { key: 'app/key' } });
+      // Every created bucket is known by its Ref, named or not: consumers then also wait for the bucket to exist.
+      expect(built.stack.resolve(names.buckets)).toEqual({ blobs: refOf(built.resources.buckets.blobs), named: refOf(built.resources.buckets.named) });
     });
   });
 
@@ -117,7 +161,7 @@ describe('Class: AppResources', () => {
       expect(stack.resolve(resources.buckets.blobs.bucketName)).toBe('blobs-t');
       expect(stack.resolve(resources.secrets.key.secretName)).toBe('app/key');
       expect(resources.accessLogsBucket).toBeUndefined();
-      expect(resources.names.tables).toEqual({ items: 'items-t' });
+      expect(resources.names).toEqual({ tables: { items: 'items-t' }, buckets: { blobs: 'blobs-t', named: 'named-t' }, secrets: { key: 'app/key' } });
     });
   });
 });

@@ -1,5 +1,5 @@
 // The output-name contract the local runtime and the operator CLI rely on.
-import { jobOutputDescription, jobOutputName, pascalCase, stackName } from '../../lib/outputs';
+import { bucketOutputDescription, bucketOutputName, jobOutputDescription, jobOutputName, pascalCase, stackName } from '../../lib/outputs';
 
 describe('Function: pascalCase', () => {
   it.each([
@@ -27,5 +27,19 @@ describe('Function: stackName', () => {
 describe('Function: jobOutputDescription', () => {
   it('is "<job>: <Kind>", which the operator CLI parses to find the jobs', () => {
     expect(jobOutputDescription('payment-reconciliation', 'DlqUrl')).toBe('payment-reconciliation: DlqUrl');
+  });
+});
+
+describe('Function: bucketOutputName', () => {
+  it('is <KeyPascal>BucketName, apart from every per-job output name', () => {
+    expect(bucketOutputName('uploads')).toBe('UploadsBucketName');
+    expect(bucketOutputName('raw-files')).toBe('RawFilesBucketName');
+  });
+});
+
+describe('Function: bucketOutputDescription', () => {
+  it('names the config key and does not read as "<job>: <Kind>", so the operator CLI never takes it for a job', () => {
+    expect(bucketOutputDescription('uploads')).toBe('Name of the application bucket appResources.buckets.uploads');
+    expect(bucketOutputDescription('uploads')).not.toMatch(/^(.+): (\w+)$/);
   });
 });

@@ -4,18 +4,21 @@ import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AppResources } from '../../lib/app-resources';
 import { environmentSchema, JobConfig, jobSchema } from '../../lib/config/schema';
-import { effectiveRateLimit, PacedJob, producerFunctionName } from '../../lib/paced-job';
+import { effectiveRateLimit, MAX_BUCKET_NAME_LENGTH, MAX_JOB_SETTINGS_BYTES, PacedJob, producerFunctionName } from '../../lib/paced-job';
 import { InvalidPropsError } from '../../lib/props-error';
 import { StateTables } from '../../lib/state-tables';
 import { cdkJsonContext } from './cdkContext';
-import { actionsOn, importedArn, logicalId, statementsOfRole } from './templateHelpers';
+import type { IConstruct } from 'constructs';
+import { actionsOf, actionsOn, arnOf, importedArn, logicalId, refOf, resourcesOf, statementsOfRole } from './templateHelpers';
 
 const FIXTURE_HANDLERS = path.join(__dirname, 'fixtures', 'handlers');
 
-const appResourcesConfig = environmentSchema.parse({
+/** Imported resources, by name; with `create`, the same resources created, the bucket named by CloudFormation. */
+const appResourcesConfig = (create = false) => environmentSchema.parse({
   appResources: {
+    create,
     tables: { orders: { tableName: 'orders-test', partitionKey: { name: 'orderId' } } },
-    buckets: { files: { bucketName: 'files-test' } },
+    buckets: { files: create ? {} : { bucketName: 'files-test' } },
     secrets: { token: { secretName: 'test/token' } },
   },
   jobs: { 'x-job': { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } } },
@@ -25,10 +28,10 @@ function job(overrides: Record<string, unknown> = {}): JobConfig {
   return jobSchema.parse({ schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 }, ...overrides });
 }
 
-function scaffold(stackName = 'PacedJobs-test') {
+function scaffold(stackName = 'PacedJobs-test', create = false) {
   const app = new App({ context: cdkJsonContext() });
   const stack = new Stack(app, stackName);
-  const appResources = new AppResources(stack, 'AppResources', { config: appResourcesConfig, retainData: false });
+  const appResources = new AppResources(stack, 'AppResources', { config: appResourcesConfig(create), retainData: false });
   const stateTables = new StateTables(stack, 'State', { retainData: false });
   return { stack, appResources, stateTables };
 }
@@ -115,6 +118,27 @@ describe('Class: PacedJob', () => {
         // 3000 bytes of settings plus 367 bytes of the settings' other fields.
         "JOB_SETTINGS would be 3367 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
       ]);
+    });
+
+    it("measures a created bucket's name at S3's 63-character maximum, not at the length of its token", () => {
+      const { stack, appResources, stateTables } = scaffold('PacedJobs-test', true);
+      const error = capture(
+        () =>
+          new PacedJob(stack, 'Near', {
+            jobName: 'near-job',
+            job: job({ uses: { buckets: { files: { ref: 'files', access: 'read' } } }, settings: { blob: 'x'.repeat(2650) } }),
+            appResources,
+            stateTables,
+            logRetentionDays: 30,
+            retainData: false,
+          }),
+      );
+      // 2650 bytes of settings, 63 of the bucket's name once CloudFormation gives it, 378 of the other fields.
+      expect(error.problems).toEqual([
+        "JOB_SETTINGS would be 3091 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
+      ]);
+      // Measured with the token's own text in place of the name, the same settings would have passed.
+      expect(3091 - MAX_BUCKET_NAME_LENGTH + appResources.names.buckets.files.length).toBeLessThanOrEqual(MAX_JOB_SETTINGS_BYTES);
     });
   });
 
@@ -231,6 +255,46 @@ describe('Class: PacedJob', () => {
       expect(actionsOn(statements, { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::files-test/*']] })).toEqual([
         's3:GetBucket*', 's3:GetObject*', 's3:List*',
       ]);
+    });
+  });
+
+  describe('Method: constructor (a bucket the stack creates, named by CloudFormation)', () => {
+    let template: Template;
+    let pacedJob: PacedJob;
+    let bucket: IConstruct;
+
+    beforeAll(() => {
+      const { stack, appResources, stateTables } = scaffold('PacedJobs-test', true);
+      bucket = appResources.buckets.files;
+      pacedJob = new PacedJob(stack, 'Files', {
+        jobName: 'files-job',
+        job: job({ uses: { buckets: { files: { ref: 'files', access: 'readwrite' } } } }),
+        appResources,
+        stateTables,
+        logRetentionDays: 30,
+        retainData: false,
+        handlersDir: FIXTURE_HANDLERS,
+      });
+      template = Template.fromStack(stack);
+    });
+
+    it.each(['producer', 'consumer'] as const)("hands the %s the bucket's name as its Ref inside JOB_SETTINGS", (which) => {
+      const value = template.toJSON().Resources[logicalId(pacedJob[which])].Properties.Environment.Variables.JOB_SETTINGS;
+      // The one reference in the variable is the bucket's Ref: the name is whatever CloudFormation gave it.
+      expect(value['Fn::Join'][0]).toBe('');
+      const parts = value['Fn::Join'][1] as unknown[];
+      expect(parts.filter((p) => typeof p !== 'string')).toEqual([refOf(bucket)]);
+      const deployed = JSON.parse(parts.map((p) => (typeof p === 'string' ? p : 'cfn-generated-name')).join(''));
+      expect(deployed.buckets).toEqual({ files: 'cfn-generated-name' });
+      expect(deployed.tables).toEqual({});
+    });
+
+    it("grants on the bucket's ARN attribute and its objects, never on an ARN built from a name", () => {
+      const statements = statementsOfRole(template, pacedJob.consumer.executionRole);
+      const s3Resources = statements.filter((s) => actionsOf(s).some((a) => a.startsWith('s3:'))).flatMap(resourcesOf);
+      expect(s3Resources).toEqual(expect.arrayContaining([arnOf(bucket), { 'Fn::Join': ['', [arnOf(bucket), '/*']] }]));
+      expect(JSON.stringify(s3Resources)).not.toContain('s3:::');
+      expect(actionsOn(statements, { 'Fn::Join': ['', [arnOf(bucket), '/*']] })).toEqual(expect.arrayContaining(['s3:DeleteObject*', 's3:GetObject*', 's3:PutObject']));
     });
   });
 });

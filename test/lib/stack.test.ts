@@ -332,6 +332,24 @@ describe('Class: PacedJobsStack', () => {
       ]);
     });
 
+    it("hands dev's stale-upload-cleanup functions the created bucket's Ref, and grants on its ARN attribute", () => {
+      const job = dev.stack.jobs['stale-upload-cleanup'];
+      const bucket = dev.stack.appResources.buckets.uploads;
+      for (const fn of [job.producer, job.consumer]) {
+        const parts = (variablesOf(dev.template, fn).JOB_SETTINGS as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
+        expect(parts.filter((p) => typeof p !== 'string')).toEqual([refOf(bucket)]);
+        expect(JSON.parse(parts.map((p) => (typeof p === 'string' ? p : '<bucket>')).join(''))).toMatchObject({
+          tables: { uploads: 'uploads-dev' },
+          buckets: { uploads: '<bucket>' },
+        });
+      }
+      const statements = statementsOf(dev.template, job, 'consumer');
+      const objects = { 'Fn::Join': ['', [arnOf(bucket), '/*']] };
+      expect(actionsOn(statements, objects)).toEqual(expect.arrayContaining(['s3:DeleteObject*', 's3:GetObject*', 's3:PutObject']));
+      const s3Resources = statements.filter((s) => actionsOf(s).some((a) => a.startsWith('s3:'))).flatMap(resourcesOf);
+      expect(s3Resources.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual([arnOf(bucket), objects]);
+    });
+
     it("grants the bucket's declared readwrite access on that bucket and its objects only", () => {
       const job = prod.stack.jobs['stale-upload-cleanup'];
       const statements = statementsOf(prod.template, job, 'consumer');
@@ -409,15 +427,16 @@ describe('Class: PacedJobsStack', () => {
       });
     });
 
-    it('creates the uploads bucket in dev: private, TLS only, encrypted, access-logged', () => {
+    it('creates the uploads bucket in dev: named by CloudFormation, private, TLS only, encrypted, access-logged', () => {
       const logs = dev.stack.appResources.accessLogsBucket!;
-      dev.template.hasResourceProperties('AWS::S3::Bucket', {
-        BucketName: 'paced-jobs-uploads-dev',
+      expect(resourceOf(dev.template, dev.stack.appResources.buckets.uploads).Properties).toMatchObject({
         PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
         BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
-        LoggingConfiguration: { DestinationBucketName: refOf(logs), LogFilePrefix: 'paced-jobs-uploads-dev/' },
-        VersioningConfiguration: Match.absent(),
+        LoggingConfiguration: { DestinationBucketName: refOf(logs), LogFilePrefix: 'uploads/' },
       });
+      // S3 names are global: a fixed name could belong to another account and fail a first deploy there.
+      dev.template.resourcePropertiesCountIs('AWS::S3::Bucket', { BucketName: Match.anyValue() }, 0);
+      dev.template.hasResourceProperties('AWS::S3::Bucket', { LoggingConfiguration: Match.anyValue(), VersioningConfiguration: Match.absent() });
       dev.template.hasResourceProperties('AWS::S3::BucketPolicy', {
         Bucket: refOf(dev.stack.appResources.buckets.uploads),
         PolicyDocument: {
@@ -470,6 +489,16 @@ describe('Class: PacedJobsStack', () => {
         'StaleUploadCleanupProducerDlqArn', 'StaleUploadCleanupProducerDlqUrl', 'StaleUploadCleanupProducerFunctionName', 'StaleUploadCleanupQueueArn',
         'StaleUploadCleanupQueueUrl', 'StaleUploadCleanupScheduleName',
       ]);
+    });
+
+    it("publishes each app bucket's name: CloudFormation's (a Ref) where the stack creates it, the configured one where it imports it", () => {
+      expect(dev.template.toJSON().Outputs.UploadsBucketName).toEqual({
+        Value: refOf(dev.stack.appResources.buckets.uploads),
+        Description: 'Name of the application bucket appResources.buckets.uploads',
+      });
+      expect(prod.template.toJSON().Outputs.UploadsBucketName.Value).toBe('paced-jobs-uploads-prod');
+      // Not in the `<job>: <Kind>` shape the operator CLI reads job names from.
+      expect(prod.template.toJSON().Outputs.UploadsBucketName.Description).not.toMatch(/^(.+): (\w+)$/);
     });
   });
 });

@@ -95,7 +95,8 @@ function allowedFor(b: Built, jobName: string): { ids: Set<string>; importedArnP
     add(stack.appResources.tables[use.ref], new RegExp(`^arn:<AWS::Partition>:dynamodb:<AWS::Region>:<AWS::AccountId>:table/${escape(name)}(/index/\\*)?$`));
   }
   for (const use of Object.values(config.uses.buckets)) {
-    const name = stack.appResources.buckets[use.ref].bucketName;
+    // An imported bucket's ARN is built from its configured name; a created one is reached by its own ARN attribute.
+    const name = stack.appResources.names.buckets[use.ref];
     add(stack.appResources.buckets[use.ref], new RegExp(`^arn:<AWS::Partition>:s3:::${escape(name)}(/\\*)?$`));
   }
   for (const use of Object.values(config.uses.secrets)) {
@@ -235,6 +236,19 @@ describe.each(['dev', 'prod'])('Class: PacedJobsStack (environment %s)', (name) 
       const appTables = loadEnvironment(name).appResources;
       expect(tables.length).toBe(3 + (appTables.create ? Object.keys(appTables.tables).length : 0));
       expect(tables.filter(([, t]) => t.Properties?.SSESpecification?.SSEEnabled !== true).map(([id]) => id)).toEqual([]);
+    });
+
+    it('names no bucket it creates, since S3 names are global, and passes each job its bucket by reference or by the imported name', () => {
+      expect(byType(b(), 'AWS::S3::Bucket').filter(([, r]) => r.Properties?.BucketName !== undefined).map(([id]) => id)).toEqual([]);
+      const { appResources } = loadEnvironment(name);
+      for (const [jobName, job] of Object.entries(b().stack.jobs)) {
+        const variable = b().resources[logicalId(job.consumer)].Properties?.Environment.Variables[EnvVar.JOB_SETTINGS] as unknown;
+        // Each reference in JOB_SETTINGS is one of the job's created buckets; everything else is literal text.
+        const uses = Object.values(loadEnvironment(name).jobs[jobName].uses.buckets);
+        const created = appResources.create ? uses.map((use) => logicalId(b().stack.appResources.buckets[use.ref])) : [];
+        expect([...referencedIds(variable)].sort()).toEqual([...new Set(created)].sort());
+        for (const id of created) expect(b().resources[id].Type).toBe('AWS::S3::Bucket');
+      }
     });
 
     it('encrypts every bucket and the alarm topic', () => {

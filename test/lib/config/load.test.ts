@@ -44,6 +44,13 @@ describe('Function: loadEnvironment', () => {
     expect(loadEnvironment('dev').appResources.create).toBe(true);
     expect(loadEnvironment('prod').appResources.create).toBe(false);
   });
+
+  it.each(Object.keys(environments))('names no bucket the shipped %s configuration creates, and every bucket it imports', (name) => {
+    const { create, buckets } = loadEnvironment(name).appResources;
+    // S3 names are global: a name the stack creates could already be another account's.
+    for (const bucket of Object.values(buckets)) expect(bucket.bucketName === undefined).toBe(create);
+    expect(Object.keys(buckets).length).toBeGreaterThan(0);
+  });
 });
 
 describe('Function: parseEnvironment', () => {
@@ -104,6 +111,16 @@ describe('Function: parseEnvironment', () => {
         '  - jobs.ok-job.uses.tables.t.ref: "nope" is not in appResources.tables (known: none)',
         '  - jobs.ok-job.uses.secrets.s.ref: "gone" is not in appResources.secrets (known: none)',
       ].join('\n'),
+    );
+  });
+
+  it("names an imported bucket without its name in the environment's one message", () => {
+    const staging = environments.staging;
+    const input = { ...staging, appResources: { ...staging.appResources, buckets: { uploads: {} } } };
+    expect(() => parseEnvironment('staging', input)).toThrow(
+      new ConfigError(
+        'Invalid configuration for environment "staging":\n  - appResources.buckets.uploads.bucketName: is required when appResources.create is false: the stack imports the existing bucket by its name',
+      ),
     );
   });
 

@@ -1,5 +1,5 @@
 // Pins every default in lib/config/schema.ts, so the documented defaults and the code cannot drift apart.
-import { environmentSchema, jobSchema, rateLimitSchema, scheduleSchema } from '../../../lib/config/schema';
+import { appResourcesSchema, environmentSchema, jobSchema, rateLimitSchema, scheduleSchema } from '../../../lib/config/schema';
 
 const minimalJob = { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 100 } };
 
@@ -112,6 +112,32 @@ describe('Schema: environmentSchema', () => {
         partitionKey: { name: 'id', type: 'S' },
         globalSecondaryIndexes: [],
       });
+    });
+  });
+});
+
+describe('Schema: appResourcesSchema', () => {
+  describe('Method: safeParse', () => {
+    it('leaves a created bucket unnamed by default, so CloudFormation names it', () => {
+      expect(appResourcesSchema.parse({ create: true, buckets: { files: {} } }).buckets).toStrictEqual({ files: {} });
+    });
+
+    it("keeps a created bucket's explicit name, still validated", () => {
+      expect(appResourcesSchema.parse({ create: true, buckets: { files: { bucketName: 'my-files' } } }).buckets).toStrictEqual({ files: { bucketName: 'my-files' } });
+      const bad = appResourcesSchema.safeParse({ create: true, buckets: { files: { bucketName: 'My_Files' } } });
+      expect(bad.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([['buckets.files.bucketName', 'must be a valid S3 bucket name']]);
+    });
+
+    it.each([
+      ['create false', { create: false }],
+      ['create left at its default', {}],
+    ])('requires the name of an imported bucket (%s), one issue per unnamed bucket', (_label, create) => {
+      const result = appResourcesSchema.safeParse({ ...create, buckets: { files: {}, named: { bucketName: 'named' }, more: {} } });
+      const message = 'is required when appResources.create is false: the stack imports the existing bucket by its name';
+      expect(result.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
+        ['buckets.files.bucketName', message],
+        ['buckets.more.bucketName', message],
+      ]);
     });
   });
 });

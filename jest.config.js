@@ -6,7 +6,7 @@
 //                below (each starts a full `npm start`, a chaos run or a bench run; renamed to *.e2e.test.ts, its
 //                line here can go);
 //   integration  a name ending in .integration.test.ts; but for the pure tests that a folder's `except` list below
-//                names: everything under test/local/ (the local runtime: its servers, worker-thread functions and
+//                names: everything under test/local/ (the local runtime: its servers, child-process functions and
 //                stack), test/ops/ (the operator CLI against a local stack) and test/bin/ (the CDK app run as a child
 //                process), and the test files directly in test/lib/ (the constructs synthesized, every handler
 //                bundled by esbuild, seconds a file; bundles.test.ts reads the synthesized cdk.out); and
@@ -45,7 +45,7 @@ const E2E = [
 
 const INTEGRATION = [
   `\\.integration${TEST}`,
-  folder('test/local', { except: ['assembly.test.ts', 'cron.test.ts', 'metricsTap.test.ts', 'report.test.ts', 'scheduler.test.ts', 'template.test.ts', 'waitFor.test.ts'] }),
+  folder('test/local', { except: ['assembly.test.ts', 'cron.test.ts', 'lambdaRules.test.ts', 'metricsTap.test.ts', 'report.test.ts', 'scheduler.test.ts', 'template.test.ts', 'waitFor.test.ts'] }),
   folder('test/ops', { except: ['io.test.ts', 'resources.test.ts'] }),
   folder('test/bin'),
   folder('test/lib', { shallow: true, except: ['outputs.test.ts', 'props-error.test.ts'] }),

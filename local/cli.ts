@@ -16,6 +16,12 @@ const port = (value: string): number => {
   return n;
 };
 
+const share = (value: string): number => {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError(`--async-duplicate-rate must be a share between 0 and 1, got "${value}"`);
+  return n;
+};
+
 const isoDate = (value: string): string => {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(value) || !new Date(`${value}T00:00:00Z`).toISOString().startsWith(value)) {
     throw new InvalidArgumentError(`expected a calendar date YYYY-MM-DD, got "${value}"`);
@@ -80,6 +86,8 @@ export function buildProgram(run: (options: RunOptions) => Promise<number>, cwd 
     .option('--downstream-window <seconds>', "every fake downstream: the quota's window (default: its job's rate-limit interval)", positiveInt('--downstream-window'))
     .option('--downstream-concurrency <n>', "every fake downstream: concurrent requests allowed (default: its job's concurrency)", positiveInt('--downstream-concurrency'))
     .option('--verbose', 'also print function logs on stderr (they always go to .local/logs)', false)
+    .option('--no-iam', "do not enforce IAM (every report then warns; denials are listed as what AWS would refuse)")
+    .option('--async-duplicate-rate <share>', 'share of asynchronous events Lambda delivers twice (0 to 1)', share, 0.01)
     .addOption(new Option('--dynamodb-port <port>', 'DynamoDB port (default: a free one)').argParser(port))
     .addOption(new Option('--sqs-port <port>', 'SQS port (default: a free one)').argParser(port))
     .addOption(new Option('--s3-port <port>', 'S3 port (default: a free one)').argParser(port))
@@ -109,6 +117,8 @@ export function buildProgram(run: (options: RunOptions) => Promise<number>, cwd 
       dataDir: flags.dataDir,
       timeoutSeconds: flags.timeout,
       verbose: flags.verbose,
+      iam: flags.iam,
+      asyncDuplicateRate: flags.asyncDuplicateRate,
       downstream: {
         quota: { startsPerWindow: flags.downstreamQuota, windowSeconds: flags.downstreamWindow, maxConcurrent: flags.downstreamConcurrency },
         ports: flags.downstreamPort,

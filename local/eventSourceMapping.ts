@@ -1,10 +1,22 @@
-// Queue -> consumer: emulates Lambda's SQS event source mapping (pollers, batching window, maximum concurrency, partial
-// batch responses). Visibility, receive counts and the DLQ move after maxReceiveCount are SQS's job: local-aws-sqs
-// performs the redrive itself when a message's visibility times out at its maxReceiveCount-th receive, so the mapping,
-// like Lambda's, never deletes a failed message or touches its visibility; it simply leaves it.
+// Queue -> consumer: emulates Lambda's SQS event source mapping (pollers that scale as AWS's do, batching window,
+// maximum concurrency, the 6 MB payload cap, partial batch responses). Visibility, receive counts and the DLQ move
+// after maxReceiveCount are SQS's job: local-aws-sqs performs the redrive itself when a message's visibility times out
+// at its maxReceiveCount-th receive, so the mapping, like Lambda's, never deletes a failed message or touches its
+// visibility; it simply leaves it. The one visibility change it makes is Lambda's own: records received beyond the
+// payload cap are released at once for a later batch.
 import { randomUUID } from 'node:crypto';
-import { DeleteMessageBatchCommand, Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
+
+/** A synchronous invocation's request payload is at most 6 MB (Lambda quotas); a batch never exceeds it. */
+export const SYNC_INVOCATION_PAYLOAD_LIMIT_BYTES = 6_291_456;
+
+/**
+ * How Lambda scales an SQS event source (services-sqs-scaling): five concurrent batches when messages arrive, up to
+ * 300 more per minute while messages are still available, at most 1,000 at once; back to five when traffic is low,
+ * and as few as two when the mapping sets no maximum concurrency.
+ */
+export const SQS_SCALING = { initialBatches: 5, scaleUpPerMinute: 300, floorBatches: 2, maximumBatches: 1000 } as const;
 
 export interface EventSourceMappingConfig {
   uuid?: string;
@@ -15,7 +27,7 @@ export interface EventSourceMappingConfig {
   batchSize?: number;
   /** @default 0 */
   maximumBatchingWindowSeconds?: number;
-  /** ScalingConfig.MaximumConcurrency; absent means only the function's own concurrency bounds the pollers. */
+  /** ScalingConfig.MaximumConcurrency; absent means 1,000 batches, and the function's own concurrency, bound the pollers. */
   maximumConcurrency?: number;
   /** FunctionResponseTypes includes ReportBatchItemFailures. @default false */
   reportBatchItemFailures?: boolean;
@@ -37,9 +49,24 @@ export interface EventSourceMappingStats {
   invocationErrors: number;
   /** Same message returned twice in one receive response (a local-aws-sqs quirk), dropped. */
   duplicatesDropped: number;
+  /** Records received that did not fit the batch's payload cap, released back to the queue for a later batch. */
+  releasedOverPayloadCap: number;
+  /** Most invocations running at once. */
   peakConcurrency: number;
+  /** Most batch pollers running at once (the scaling's high point; at most `concurrency`). */
+  peakPollers: number;
   /** SentTimestamp (ms) of the oldest message in the latest batch: how far behind the consumer runs. */
   oldestSentTimestamp?: number;
+}
+
+/** The ramp's constants; each defaults to AWS's (SQS_SCALING). Tests speed them up; the product keeps AWS's. */
+export interface EventSourceScaling {
+  /** Concurrent batches when messages are available, and the level traffic falls back to. @default 5 */
+  initialBatches?: number;
+  /** Pollers added per minute while messages are still available. @default 300 */
+  scaleUpPerMinute?: number;
+  /** Lowest level when the queue stays empty; only without maximumConcurrency (AWS keeps five with it). @default 2 */
+  floorBatches?: number;
 }
 
 export interface EventSourceMappingOptions {
@@ -50,6 +77,12 @@ export interface EventSourceMappingOptions {
   log?: (line: string) => void;
   /** Idle poll backoff bounds. @default [50, 500] */
   idlePollMs?: [number, number];
+  /** @default AWS's: SQS_SCALING */
+  scaling?: EventSourceScaling;
+  /** Largest serialized event handed to the function. @default SYNC_INVOCATION_PAYLOAD_LIMIT_BYTES */
+  maxPayloadBytes?: number;
+  /** Called each time the number of pollers changes, with the new number (for reports and tests). */
+  onPollersChanged?: (pollers: number) => void;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -102,13 +135,76 @@ export function failedMessageIds(outcome: { ok: true; value: unknown } | { ok: f
   return ids;
 }
 
+/** `{"Records":[]}`: the event's bytes around its records. */
+const EVENT_ENVELOPE_BYTES = Buffer.byteLength(JSON.stringify({ Records: [] }));
+
+/** A batch being gathered: its records and the size of the event they make, kept under the payload cap. */
+class Batch {
+  readonly messages: Message[] = [];
+  readonly records: SQSRecord[] = [];
+  /** Received but over the cap: to be released. */
+  readonly overflow: Message[] = [];
+  private bytes = EVENT_ENVELOPE_BYTES;
+
+  constructor(private readonly capBytes: number, private readonly queueArn: string, private readonly region: string) {}
+
+  get length(): number {
+    return this.records.length;
+  }
+
+  /** Whether the cap stopped the batch: nothing more is gathered once a record did not fit. */
+  get capped(): boolean {
+    return this.overflow.length > 0;
+  }
+
+  /** Adds in order while the event stays within the cap; the first record that does not fit, and all after it, overflow. */
+  add(messages: Message[]): void {
+    for (const m of messages) {
+      if (this.capped) {
+        this.overflow.push(m);
+        continue;
+      }
+      const record = toSqsRecord(m, this.queueArn, this.region);
+      const size = Buffer.byteLength(JSON.stringify(record)) + (this.records.length > 0 ? 1 : 0);
+      // A batch always takes its first record: SQS caps a message far below the payload cap, so this only matters
+      // with a lowered cap, and an empty batch would never drain the queue.
+      if (this.records.length > 0 && this.bytes + size > this.capBytes) {
+        this.overflow.push(m);
+        continue;
+      }
+      this.bytes += size;
+      this.messages.push(m);
+      this.records.push(record);
+    }
+  }
+}
+
 export class SqsEventSourceMapping {
   public readonly uuid: string;
   public readonly config: Required<Omit<EventSourceMappingConfig, 'maximumConcurrency' | 'uuid'>> & { maximumConcurrency?: number };
   private running = false;
-  private pollers: Promise<void>[] = [];
+  private readonly pollers = new Set<Promise<void>>();
+  private live = 0;
   private active = 0;
-  private readonly stats: EventSourceMappingStats = { invocations: 0, acknowledged: 0, failed: 0, invocationErrors: 0, duplicatesDropped: 0, peakConcurrency: 0 };
+  /**
+   * Whether messages are still available, as the latest receive saw it: it returned all it asked for (or more than
+   * fit the payload cap). That answer comes with every receive, so the scaler costs no SQS request of its own; a
+   * GetQueueAttributes per decision would add one, and its counts are approximate anyway. A receive that returns
+   * fewer than asked (the visible messages ran out) clears it.
+   */
+  private backlog = false;
+  private scaler?: NodeJS.Timeout;
+  private readonly scaling: Required<EventSourceScaling>;
+  private readonly stats: EventSourceMappingStats = {
+    invocations: 0,
+    acknowledged: 0,
+    failed: 0,
+    invocationErrors: 0,
+    duplicatesDropped: 0,
+    releasedOverPayloadCap: 0,
+    peakConcurrency: 0,
+    peakPollers: 0,
+  };
 
   constructor(config: EventSourceMappingConfig, private readonly options: EventSourceMappingOptions) {
     this.uuid = config.uuid ?? randomUUID();
@@ -123,11 +219,25 @@ export class SqsEventSourceMapping {
       enabled: config.enabled ?? true,
       region: config.region,
     };
+    this.scaling = {
+      initialBatches: options.scaling?.initialBatches ?? SQS_SCALING.initialBatches,
+      scaleUpPerMinute: options.scaling?.scaleUpPerMinute ?? SQS_SCALING.scaleUpPerMinute,
+      floorBatches: options.scaling?.floorBatches ?? SQS_SCALING.floorBatches,
+    };
   }
 
-  /** Pollers allowed at once: the lower of the mapping's maximum concurrency and the function's concurrency. */
+  /**
+   * The most pollers (concurrent batches) the mapping can reach: the lowest of its maximum concurrency, the 1,000
+   * batches an event source mapping processes at most, and the function's concurrency. The pollers start lower and
+   * ramp up to it (activePollers).
+   */
   get concurrency(): number {
-    return Math.min(this.config.maximumConcurrency ?? Number.POSITIVE_INFINITY, this.options.functionConcurrency);
+    return Math.min(this.config.maximumConcurrency ?? SQS_SCALING.maximumBatches, SQS_SCALING.maximumBatches, this.options.functionConcurrency);
+  }
+
+  /** Batch pollers running now: between the floor and `concurrency`, following the queue. */
+  get activePollers(): number {
+    return this.live;
   }
 
   get statistics(): EventSourceMappingStats {
@@ -143,26 +253,69 @@ export class SqsEventSourceMapping {
     return this.running ? 'Enabled' : 'Disabled';
   }
 
+  /** The level pollers start at and traffic falls back to. */
+  private get lowTraffic(): number {
+    return Math.min(this.scaling.initialBatches, this.concurrency);
+  }
+
+  /** The fewest pollers kept while the queue stays empty: AWS's cost optimization does not apply with a maximum concurrency. */
+  private get floor(): number {
+    return this.config.maximumConcurrency === undefined ? Math.min(this.scaling.floorBatches, this.lowTraffic) : this.lowTraffic;
+  }
+
   start(): void {
     if (this.running) return;
     this.running = true;
     this.config.enabled = true;
-    this.pollers = Array.from({ length: this.concurrency }, () => this.poll());
+    this.backlog = false;
+    for (let i = 0; i < this.lowTraffic; i++) this.spawn();
+    if (this.scaling.scaleUpPerMinute > 0) {
+      // One poller per tick: 300 a minute is one every 200 ms, never a burst.
+      this.scaler = setInterval(() => {
+        if (this.running && this.backlog && this.live < this.concurrency) this.spawn();
+      }, 60_000 / this.scaling.scaleUpPerMinute);
+      // The pollers keep the process alive while running; the ramp's timer alone should not.
+      this.scaler.unref();
+    }
   }
 
   /** Stops polling; invocations in flight finish and acknowledge. */
   async stop(): Promise<void> {
     this.running = false;
     this.config.enabled = false;
-    await Promise.all(this.pollers);
-    this.pollers = [];
+    clearInterval(this.scaler);
+    this.scaler = undefined;
+    await Promise.all([...this.pollers]);
+  }
+
+  private spawn(): void {
+    this.live++;
+    this.stats.peakPollers = Math.max(this.stats.peakPollers, this.live);
+    this.options.onPollersChanged?.(this.live);
+    const poller: Promise<void> = this.poll().finally(() => this.pollers.delete(poller));
+    this.pollers.add(poller);
+  }
+
+  /** Messages arrived while fewer than the low-traffic level poll (after a quiet spell at the floor): back to it at once. */
+  private topUp(): void {
+    while (this.running && this.live < this.lowTraffic) this.spawn();
+  }
+
+  /**
+   * Whether a poller that just found the queue empty retires: at once above the low-traffic level; below it, down to
+   * the floor, only once it has polled empty long enough for its backoff to reach the maximum.
+   */
+  private retires(idleMs: number, maxIdleMs: number): boolean {
+    if (this.live > this.lowTraffic) return true;
+    return this.live > this.floor && idleMs >= maxIdleMs;
   }
 
   private async receive(max: number, seen: Set<string>): Promise<Message[]> {
+    const asked = Math.min(10, max);
     const got = await this.options.sqs.send(
       new ReceiveMessageCommand({
         QueueUrl: this.config.queueUrl,
-        MaxNumberOfMessages: Math.min(10, max),
+        MaxNumberOfMessages: asked,
         // local-aws-sqs holds a long poll for its full duration; short polls plus the backoff below are equivalent.
         WaitTimeSeconds: 0,
         AttributeNames: ['All'],
@@ -170,8 +323,10 @@ export class SqsEventSourceMapping {
         MessageAttributeNames: ['All'],
       }),
     );
+    const messages = got.Messages ?? [];
+    this.backlog = messages.length >= asked;
     const fresh: Message[] = [];
-    for (const m of got.Messages ?? []) {
+    for (const m of messages) {
       if (seen.has(m.MessageId!)) {
         this.stats.duplicatesDropped++;
         continue;
@@ -182,38 +337,67 @@ export class SqsEventSourceMapping {
     return fresh;
   }
 
-  /** One poller: gathers a batch (size or window, whichever first), invokes, acknowledges. */
+  /** One poller: gathers a batch (size, window or payload cap, whichever first), invokes, acknowledges. */
   private async poll(): Promise<void> {
     const [minIdle, maxIdle] = this.options.idlePollMs ?? [50, 500];
+    const cap = this.options.maxPayloadBytes ?? SYNC_INVOCATION_PAYLOAD_LIMIT_BYTES;
     let idle = minIdle;
-    while (this.running) {
-      try {
-        const seen = new Set<string>();
-        const batch = await this.receive(this.config.batchSize, seen);
-        if (batch.length === 0) {
-          await sleep(idle);
-          idle = Math.min(maxIdle, idle * 2);
-          continue;
+    try {
+      while (this.running) {
+        try {
+          const seen = new Set<string>();
+          const batch = new Batch(cap, this.config.queueArn, this.config.region);
+          batch.add(await this.receive(this.config.batchSize, seen));
+          if (batch.length === 0) {
+            if (this.retires(idle, maxIdle)) return;
+            await sleep(idle);
+            idle = Math.min(maxIdle, idle * 2);
+            continue;
+          }
+          idle = minIdle;
+          this.topUp();
+          const windowEnds = Date.now() + this.config.maximumBatchingWindowSeconds * 1000;
+          while (this.running && !batch.capped && batch.length < this.config.batchSize && Date.now() < windowEnds) {
+            const more = await this.receive(this.config.batchSize - batch.length, seen);
+            batch.add(more);
+            if (more.length === 0) await sleep(Math.min(minIdle * 2, Math.max(0, windowEnds - Date.now())));
+          }
+          if (batch.capped) await this.release(batch.overflow);
+          await this.deliver(batch);
+        } catch (error) {
+          this.options.log?.(`event source mapping ${this.uuid} (${this.config.functionName}): ${(error as Error).message}`);
+          await sleep(maxIdle);
         }
-        idle = minIdle;
-        const windowEnds = Date.now() + this.config.maximumBatchingWindowSeconds * 1000;
-        while (this.running && batch.length < this.config.batchSize && Date.now() < windowEnds) {
-          const more = await this.receive(this.config.batchSize - batch.length, seen);
-          batch.push(...more);
-          if (more.length === 0) await sleep(Math.min(minIdle * 2, Math.max(0, windowEnds - Date.now())));
-        }
-        await this.deliver(batch);
-      } catch (error) {
-        this.options.log?.(`event source mapping ${this.uuid} (${this.config.functionName}): ${(error as Error).message}`);
-        await sleep(maxIdle);
       }
+    } finally {
+      // Synchronous with the decision to leave, so the next poller's retires() already counts this one gone.
+      this.live--;
+      this.options.onPollersChanged?.(this.live);
     }
   }
 
-  private async deliver(batch: Message[]): Promise<void> {
-    const event: SQSEvent = { Records: batch.map((m) => toSqsRecord(m, this.config.queueArn, this.config.region)) };
-    const ids = batch.map((m) => m.MessageId!);
-    this.stats.oldestSentTimestamp = Math.min(...batch.map((m) => Number(m.Attributes?.SentTimestamp ?? Date.now())));
+  /** Makes records that did not fit the payload cap visible again at once, for a later batch (as Lambda does). */
+  private async release(messages: Message[]): Promise<void> {
+    // They were received, so more is waiting than one batch carries.
+    this.backlog = true;
+    for (let i = 0; i < messages.length; i += 10) {
+      const chunk = messages.slice(i, i + 10);
+      const result = await this.options.sqs.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: this.config.queueUrl,
+          Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })),
+        }),
+      );
+      this.stats.releasedOverPayloadCap += result.Successful?.length ?? 0;
+      // Not released: it stays invisible until its visibility timeout, then comes back; slower, never lost.
+      for (const f of result.Failed ?? []) this.options.log?.(`event source mapping ${this.uuid}: release over the payload cap failed: ${f.Code} ${f.Message}`);
+    }
+  }
+
+  private async deliver(batch: Batch): Promise<void> {
+    const event: SQSEvent = { Records: batch.records };
+    const ids = batch.messages.map((m) => m.MessageId!);
+    this.stats.oldestSentTimestamp = Math.min(...batch.messages.map((m) => Number(m.Attributes?.SentTimestamp ?? Date.now())));
     this.active++;
     this.stats.peakConcurrency = Math.max(this.stats.peakConcurrency, this.active);
     this.stats.invocations++;
@@ -222,13 +406,13 @@ export class SqsEventSourceMapping {
       outcome = { ok: true, value: await this.options.invoke(event) };
     } catch (error) {
       this.stats.invocationErrors++;
-      this.options.log?.(`event source mapping ${this.uuid}: ${this.config.functionName} failed a batch of ${batch.length}: ${(error as Error).message}`);
+      this.options.log?.(`event source mapping ${this.uuid}: ${this.config.functionName} failed a batch of ${ids.length}: ${(error as Error).message}`);
       outcome = { ok: false };
     } finally {
       this.active--;
     }
     const failed = failedMessageIds(outcome, ids, this.config.reportBatchItemFailures);
-    const done = batch.filter((m) => !failed.has(m.MessageId!));
+    const done = batch.messages.filter((m) => !failed.has(m.MessageId!));
     this.stats.failed += failed.size;
     for (let i = 0; i < done.length; i += 10) {
       const chunk = done.slice(i, i + 10);

@@ -1,25 +1,58 @@
-// Compute emulation: runs a function's bundled asset (what `cdk deploy` uploads) in worker threads, one warm worker per
-// concurrent execution, with the function's environment, a Lambda-shaped context, its timeout and its concurrency cap.
+// Compute emulation: runs a function's bundled asset (what `cdk deploy` uploads) as Lambda would: each execution
+// environment a child process on the template's Node major, from a Lambda-shaped folder outside the repo (see
+// sandbox.ts), with only the function's environment, a Lambda-shaped context, its timeout and its concurrency cap.
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { delimiter, dirname, join, resolve as resolvePath } from 'node:path';
-import { existsSync } from 'node:fs';
-import { Worker } from 'node:worker_threads';
+import { delimiter, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { hostRuntime, type ResolvedNode, resolveNodeFor } from './nodeRuntimes';
+import { LambdaSandbox, type SandboxEnvironment } from './sandbox';
 
 export interface FunctionSpec {
   name: string;
   arn: string;
-  /** "file.export", as in the template; the file is resolved inside codeDir. */
+  /** "file.export", as in the template; the file is resolved inside the asset. */
   handler: string;
-  /** Folder of the bundled asset (cdk.out/asset.<hash>). */
+  /** Folder of the bundled asset (cdk.out/asset.<hash>); copied into the sandbox as Lambda's /var/task. */
   codeDir: string;
-  /** Layer content folders (Lambda's /opt): each one's nodejs/node_modules joins the module path, first to last. */
+  /** Layer content folders: extracted in order into the sandbox's /opt, so each one's nodejs/node_modules is on NODE_PATH. */
   layerDirs?: string[];
+  /** The function's environment variables: with the runtime's own (NODE_PATH, TZ, ...) the process's whole environment. */
   environment: Record<string, string>;
   timeoutSeconds: number;
   /** Reserved concurrency; absent means the function shares the local unreserved cap. */
   reservedConcurrency?: number;
+  /** The Node heap limit (--max-old-space-size) of each execution environment. Absent: Node's default. */
   memoryMb?: number;
+  /**
+   * The template's Runtime ("nodejs22.x"): the Node major the execution environments run on.
+   * @default the host's major (hostRuntime())
+   */
+  runtime?: string;
+  /** The template's architecture ("arm64" or "x86_64"): reported when it is not the host's, never emulated. */
+  architecture?: string;
+  /**
+   * Retries of a failed asynchronous invocation (an EventInvokeConfig's MaximumRetryAttempts), 0 to 2.
+   * @default 2
+   */
+  maximumRetryAttempts?: number;
+  /**
+   * How long an asynchronous event may wait to be delivered (MaximumEventAgeInSeconds), in wall-clock seconds. AWS
+   * accepts 60 to 21600; locally any positive number is taken, since the retry delays are scaled down to seconds.
+   * @default 21600
+   */
+  maximumEventAgeSeconds?: number;
+}
+
+/** Why an asynchronous event was given up on, as Lambda's on-failure destination record says. */
+export type AsyncFailureCondition = 'RetriesExhausted' | 'EventAgeExceeded';
+
+export interface AsyncFailureInfo {
+  /** The request ID the event was accepted under (every attempt and duplicate delivery of it shares it). */
+  requestId: string;
+  /** Attempts made (0 when the event expired before its first). */
+  attempts: number;
+  condition: AsyncFailureCondition;
 }
 
 export interface RuntimeOptions {
@@ -31,13 +64,28 @@ export interface RuntimeOptions {
    */
   unreservedConcurrency?: number;
   /**
-   * Delays before the two retries of a failed asynchronous invocation. AWS waits about 1 and 2 minutes; the local
-   * runtime scales that down so a demo settles in seconds.
+   * Delays before the retries of a failed asynchronous invocation (the last one repeats when a function allows more
+   * retries than listed). AWS waits about 1 and 2 minutes; the local runtime scales that down so a demo settles in
+   * seconds.
    * @default [1000, 2000]
    */
   asyncRetryDelaysMs?: number[];
-  /** Called when an asynchronous invocation failed on every attempt (AWS would send it to the on-failure destination). */
-  onAsyncFailure?: (functionName: string, event: unknown, error: Error) => void;
+  /**
+   * Called when an asynchronous event is given up on: every allowed attempt failed, or it grew older than the
+   * function's maximum event age. The caller sends it to the function's DLQ or on-failure destination.
+   */
+  onAsyncFailure?: (functionName: string, event: unknown, error: Error, info: AsyncFailureInfo) => void;
+  /**
+   * Lambda's asynchronous queue delivers an event at least once, not exactly once: the probability (0 to 1) that an
+   * accepted event is delivered a second time.
+   * @default 0
+   */
+  asyncDuplicateRate?: number;
+  /**
+   * The random source of asyncDuplicateRate (a test fixes it).
+   * @default Math.random
+   */
+  random?: () => number;
   /**
    * Fault injection (the chaos harness): asked once per invocation; a number stops the execution environment that
    * many milliseconds into the invocation, as a crash would, wherever the handler is. Absent: never.
@@ -56,6 +104,16 @@ export interface InvocationHandle {
   kill(): boolean;
   /** The invocation has ended (answered, failed, timed out or killed). */
   readonly ended: boolean;
+}
+
+/** One kind of error a function produced, for the run report. */
+export interface FunctionErrorSummary {
+  errorType: string;
+  /** The first line of the error message, shortened. */
+  message: string;
+  count: number;
+  /** The first few full messages (at most three). */
+  examples: string[];
 }
 
 export class FunctionError extends Error {
@@ -87,99 +145,104 @@ export class FunctionNotFoundError extends Error {
   }
 }
 
-/*
- * The worker's code, as a string evaluated in each thread: a worker starts without the TypeScript loader, and the
- * bundle it loads is plain CommonJS anyway. It loads the handler once (a warm container) and answers invoke messages.
- */
-const WORKER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-// The Lambda Node.js runtime provides AWS SDK v3, so CDK bundles leave @aws-sdk/* out. The same role falls to the
-// project's installed SDK: it joins the global module paths (NODE_PATH) of this thread only.
-if (workerData.runtimeNodePath) {
-  process.env.NODE_PATH = workerData.runtimeNodePath;
-  require('node:module')._initPaths();
+/** A FunctionSpec or RuntimeOptions value outside what Lambda (or this runtime) accepts. */
+export class FunctionConfigError extends Error {
+  constructor(public readonly functionName: string, problems: string[]) {
+    super(`${functionName}: invalid function configuration: ${problems.join('; ')}`);
+    this.name = 'FunctionConfigError';
+  }
 }
-let handler;
-function load() {
-  if (handler) return handler;
-  const mod = require(workerData.modulePath);
-  handler = mod[workerData.exportName];
-  if (typeof handler !== 'function') {
-    const e = new Error('Handler ' + workerData.exportName + ' is not a function in ' + workerData.modulePath);
-    e.name = 'Runtime.HandlerNotFound';
-    throw e;
-  }
-  return handler;
-}
-const serializeError = (e) => ({ errorType: (e && e.name) || 'Error', errorMessage: (e && e.message) || String(e), stack: e && e.stack });
-parentPort.on('message', async (msg) => {
-  if (msg.type === 'load') {
-    try { load(); parentPort.postMessage({ id: msg.id, ok: true, value: null }); }
-    catch (e) { parentPort.postMessage({ id: msg.id, ok: false, error: serializeError(e) }); }
-    return;
-  }
-  const context = {
-    functionName: workerData.functionName,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: workerData.functionArn,
-    memoryLimitInMB: String(workerData.memoryMb),
-    awsRequestId: msg.requestId,
-    logGroupName: '/aws/lambda/' + workerData.functionName,
-    logStreamName: 'local/' + workerData.functionName,
-    callbackWaitsForEmptyEventLoop: true,
-    getRemainingTimeInMillis: () => Math.max(0, msg.deadline - Date.now()),
-    done() {}, fail() {}, succeed() {},
-  };
-  try {
-    const fn = load();
-    const value = fn.length >= 3
-      ? await new Promise((resolve, reject) => { const r = fn(msg.event, context, (err, v) => (err ? reject(err) : resolve(v))); if (r && typeof r.then === 'function') r.then(resolve, reject); })
-      : await fn(msg.event, context);
-    parentPort.postMessage({ id: msg.id, ok: true, value: value === undefined ? null : JSON.parse(JSON.stringify(value)) });
-  } catch (e) {
-    parentPort.postMessage({ id: msg.id, ok: false, error: serializeError(e) });
-  }
-});
-`;
 
-/** The node_modules folder that holds the AWS SDK v3 packages this project installs (the runtime's provided SDK). */
-const RUNTIME_NODE_PATH = resolvePath(dirname(require.resolve('@aws-sdk/client-sqs/package.json')), '..', '..');
-
-interface WorkerReply {
+/** What the bootstrap (sandbox.ts) answers over the IPC channel. */
+interface BootstrapReply {
   id: string;
-  ok: boolean;
+  type?: 'crash';
+  ok?: boolean;
+  /** The failure happened while loading the handler (Lambda's init phase). */
+  init?: boolean;
   value?: unknown;
-  error?: { errorType: string; errorMessage: string; stack?: string };
+  crashType?: string;
+  error?: { errorType: string; errorMessage: string; stack?: string[] };
 }
 
 interface PendingAsync {
   event: unknown;
-  attempt: number;
+  requestId: string;
+  /** Attempts made so far (a throttled one does not count). */
+  attempts: number;
+  acceptedAt: number;
+  lastError?: Error;
 }
 
-/** One function: a pool of warm workers bounded by its concurrency. */
+/** One execution environment: a child process running the bootstrap. */
+interface Environment {
+  child: ChildProcess;
+  exited: Promise<void>;
+}
+
+/** Lambda's limit on the init phase of an on-demand execution environment. */
+const INIT_TIMEOUT_MS = 10_000;
+const MAX_EXAMPLES = 3;
+
+const firstLine = (message: string): string => {
+  const line = message.split('\n')[0];
+  return line.length > 160 ? `${line.slice(0, 157)}...` : line;
+};
+
+/** One function: a pool of warm execution environments bounded by its concurrency. */
 export class LocalFunction {
   public readonly concurrencyLimit: number;
-  private readonly idle: Worker[] = [];
-  private readonly all = new Set<Worker>();
+  /** The Node binary its environments run on, and how it differs from the template's runtime. */
+  public readonly node: ResolvedNode;
+  private readonly idle: Environment[] = [];
+  private readonly all = new Set<Environment>();
   private busy = 0;
   private warming = 0;
   private peak = 0;
   private invocations = 0;
   private timeouts = 0;
+  private duplicates = 0;
+  private readonly errors = new Map<string, FunctionErrorSummary>();
   private readonly asyncQueue: PendingAsync[] = [];
   private asyncScheduled = 0;
   private closed = false;
-  private readonly modulePath: string;
-  private readonly exportName: string;
+  private readonly sandbox: LambdaSandbox;
+  private readonly ownsSandbox: boolean;
+  private readonly paths: SandboxEnvironment;
+  private readonly maximumRetryAttempts: number;
+  private readonly maximumEventAgeMs: number;
 
-  constructor(public readonly spec: FunctionSpec, private readonly options: RuntimeOptions) {
+  /**
+   * @param sandbox the runtime's sandbox folder, shared by its functions (LambdaRuntime passes it); absent, the
+   * function lays out one of its own and removes it on close().
+   * @throws FunctionConfigError for an out-of-range retry count, event age or duplicate rate; SandboxError when the
+   * asset or a layer folder is missing.
+   */
+  constructor(public readonly spec: FunctionSpec, private readonly options: RuntimeOptions, sandbox?: LambdaSandbox) {
+    const problems: string[] = [];
+    const retries = spec.maximumRetryAttempts ?? 2;
+    if (!Number.isInteger(retries) || retries < 0 || retries > 2) problems.push(`maximumRetryAttempts must be an integer from 0 to 2, not ${retries}`);
+    const age = spec.maximumEventAgeSeconds ?? 21600;
+    if (!(age > 0 && age <= 21600)) problems.push(`maximumEventAgeSeconds must be more than 0 and at most 21600, not ${age}`);
+    const rate = options.asyncDuplicateRate ?? 0;
+    if (!(rate >= 0 && rate <= 1)) problems.push(`asyncDuplicateRate must be from 0 to 1, not ${rate}`);
+    if (problems.length) throw new FunctionConfigError(spec.name, problems);
+    this.maximumRetryAttempts = retries;
+    this.maximumEventAgeMs = age * 1000;
     this.concurrencyLimit = spec.reservedConcurrency ?? options.unreservedConcurrency ?? 10;
-    const dot = spec.handler.lastIndexOf('.');
-    const file = spec.handler.slice(0, dot);
-    this.exportName = spec.handler.slice(dot + 1);
-    const base = resolvePath(spec.codeDir, file);
-    this.modulePath = ['.js', '.cjs', '.mjs', ''].map((ext) => base + ext).find((p) => existsSync(p)) ?? `${base}.js`;
+    this.node = resolveNodeFor(spec.runtime ?? hostRuntime(), spec.architecture);
+    this.ownsSandbox = !sandbox;
+    this.sandbox = sandbox ?? new LambdaSandbox();
+    try {
+      const major = Number(/^v(\d+)/.exec(this.node.version)![1]);
+      this.paths = this.sandbox.prepare(spec.name, spec.codeDir, spec.layerDirs ?? [], major);
+    } catch (error) {
+      if (this.ownsSandbox) this.sandbox.close();
+      throw error;
+    }
+    if (this.ownsSandbox && this.sandbox.leaks.length) {
+      options.log(spec.name, `sandbox: Node would also look in ${this.sandbox.leaks.join(', ')}, which Lambda has no counterpart of`);
+    }
   }
 
   /** Executions running now. */
@@ -192,7 +255,7 @@ export class LocalFunction {
     return this.peak;
   }
 
-  /** Idle warm workers. */
+  /** Idle warm execution environments. */
   get warmCount(): number {
     return this.idle.length;
   }
@@ -211,52 +274,120 @@ export class LocalFunction {
     return this.asyncQueue.length + this.asyncScheduled;
   }
 
+  /** Asynchronous events delivered a second time on purpose (asyncDuplicateRate). */
+  get duplicateAsyncDeliveries(): number {
+    return this.duplicates;
+  }
+
+  /**
+   * The errors its invocations ended with, one entry per error type and first message line, most frequent first:
+   * init failures (Runtime.ImportModuleError, Runtime.HandlerNotFound, ...), handler errors, timeouts
+   * (Sandbox.Timedout) and crashes (Runtime.ExitError). Throttles are not function errors and are not counted; a
+   * module that fails at prewarm is counted when an invocation meets it.
+   */
+  errorSummary(): FunctionErrorSummary[] {
+    return [...this.errors.values()].map((e) => ({ ...e, examples: [...e.examples] })).sort((a, b) => b.count - a.count);
+  }
+
+  private recordError(error: FunctionError): void {
+    // The message without the "<function>: <type>: " prefix the FunctionError message carries.
+    let message = error.message.startsWith(`${this.spec.name}: `) ? error.message.slice(this.spec.name.length + 2) : error.message;
+    if (message.startsWith(`${error.errorType}: `)) message = message.slice(error.errorType.length + 2);
+    const short = firstLine(message);
+    const key = `${error.errorType}\u0000${short}`;
+    const entry = this.errors.get(key) ?? { errorType: error.errorType, message: short, count: 0, examples: [] };
+    entry.count++;
+    if (entry.examples.length < MAX_EXAMPLES) entry.examples.push(error.message);
+    this.errors.set(key, entry);
+  }
+
   /**
    * A synchronous (RequestResponse) invocation.
-   * @throws ThrottledInvocationError when every allowed execution is busy; FunctionError when the handler threw;
-   * FunctionTimeoutError when it ran past its timeout (the execution is stopped).
+   * @throws ThrottledInvocationError when every allowed execution is busy; FunctionError when the handler threw, its
+   * module failed to load or its environment crashed; FunctionTimeoutError when it ran past its timeout (the
+   * execution environment is destroyed).
    */
-  async invoke(event: unknown): Promise<unknown> {
+  invoke(event: unknown): Promise<unknown> {
+    return this.invokeAs(event, randomUUID());
+  }
+
+  private async invokeAs(event: unknown, requestId: string): Promise<unknown> {
     if (this.closed) throw new FunctionError(`${this.spec.name}: the local runtime is stopping`, this.spec.name, 'ServiceException');
     if (this.busy >= this.concurrencyLimit) throw new ThrottledInvocationError(this.spec.name, this.concurrencyLimit);
     this.busy++;
     this.peak = Math.max(this.peak, this.busy);
     this.invocations++;
     try {
-      return await this.run(event);
+      return await this.run(event, requestId);
+    } catch (error) {
+      if (error instanceof FunctionError && !this.closed) this.recordError(error);
+      throw error;
     } finally {
       this.busy--;
       this.drainAsync();
     }
   }
 
-  /** An asynchronous (Event) invocation: accepted at once, run when a slot frees, retried twice on error. */
-  invokeAsync(event: unknown): void {
-    this.asyncQueue.push({ event, attempt: 0 });
+  /**
+   * An asynchronous (Event) invocation: accepted at once, run when a slot frees, retried on error up to the function's
+   * maximumRetryAttempts; with asyncDuplicateRate, sometimes delivered twice.
+   * @returns the request ID the event was accepted under.
+   */
+  invokeAsync(event: unknown): string {
+    const item: PendingAsync = { event, requestId: randomUUID(), attempts: 0, acceptedAt: Date.now() };
+    this.asyncQueue.push(item);
+    const rate = this.options.asyncDuplicateRate ?? 0;
+    if (rate > 0 && (this.options.random ?? Math.random)() < rate) {
+      // A second, independent delivery of the same event (same request ID), with retries of its own.
+      this.duplicates++;
+      this.asyncQueue.push({ ...item });
+    }
     this.drainAsync();
+    return item.requestId;
+  }
+
+  private giveUp(item: PendingAsync, condition: AsyncFailureCondition, error: Error): void {
+    this.options.onAsyncFailure?.(this.spec.name, item.event, error, { requestId: item.requestId, attempts: item.attempts, condition });
   }
 
   private drainAsync(): void {
     while (!this.closed && this.asyncQueue.length > 0 && this.busy < this.concurrencyLimit) {
       const item = this.asyncQueue.shift()!;
+      const ageMs = Date.now() - item.acceptedAt;
+      if (ageMs > this.maximumEventAgeMs) {
+        const expired = new FunctionError(
+          `${this.spec.name}: EventAgeExceeded: the event waited ${(ageMs / 1000).toFixed(2)} s, longer than the maximum event age of ${this.maximumEventAgeMs / 1000} s`,
+          this.spec.name,
+          'EventAgeExceeded',
+          item.lastError ? { cause: item.lastError } : undefined,
+        );
+        this.options.log(this.spec.name, `async event ${item.requestId} dropped: ${expired.message}`);
+        this.giveUp(item, 'EventAgeExceeded', item.lastError ?? expired);
+        continue;
+      }
       this.asyncScheduled++;
-      this.invoke(item.event)
+      this.invokeAs(item.event, item.requestId)
         .catch((error: Error) => {
           if (this.closed) return;
-          const delays = this.options.asyncRetryDelaysMs ?? [1000, 2000];
           if (error instanceof ThrottledInvocationError) {
             // Throttled events go back to the queue without spending a retry, as Lambda's async queue does.
             this.asyncQueue.unshift(item);
-          } else if (item.attempt < delays.length) {
-            this.options.log(this.spec.name, `async invocation failed (${error.message}); retry ${item.attempt + 1} of ${delays.length}`);
+            return;
+          }
+          item.attempts++;
+          item.lastError = error;
+          if (item.attempts <= this.maximumRetryAttempts) {
+            const delays = this.options.asyncRetryDelaysMs ?? [1000, 2000];
+            const delay = delays[Math.min(item.attempts - 1, delays.length - 1)] ?? 0;
+            this.options.log(this.spec.name, `async invocation failed (${error.message}); retry ${item.attempts} of ${this.maximumRetryAttempts}`);
             this.asyncScheduled++;
             setTimeout(() => {
               this.asyncScheduled--;
-              this.asyncQueue.push({ event: item.event, attempt: item.attempt + 1 });
+              this.asyncQueue.push(item);
               this.drainAsync();
-            }, delays[item.attempt]).unref();
+            }, delay).unref();
           } else {
-            this.options.onAsyncFailure?.(this.spec.name, item.event, error);
+            this.giveUp(item, 'RetriesExhausted', error);
           }
         })
         .finally(() => {
@@ -267,120 +398,199 @@ export class LocalFunction {
   }
 
   /**
-   * Starts workers and loads the code until `count` are warm. Ten cold starts at once on a two-core machine stall each
-   * other (and every running timer) for seconds, which AWS, giving each execution environment its own CPU share,
-   * never does; loading up front, two at a time, keeps local timing close to AWS's. A module that fails to load is
-   * left for the first invocation to report, as Lambda's init phase would.
+   * Starts execution environments and loads the code until `count` are warm. Ten cold starts at once on a two-core
+   * machine stall each other (and every running timer) for seconds, which AWS, giving each execution environment its
+   * own CPU share, never does; loading up front, two at a time, keeps local timing close to AWS's. A module that fails
+   * to load is left for the first invocation to report, as Lambda's init phase would.
    */
   async prewarm(count: number): Promise<void> {
     const wanted = Math.min(count, this.concurrencyLimit) - this.idle.length - this.busy - this.warming;
     for (let i = 0; i < wanted && !this.closed; i++) {
       this.warming++;
-      const worker = this.spawn();
+      const env = this.start();
       const id = randomUUID();
-      const reply = await new Promise<WorkerReply>((resolve) => {
-        const onMessage = (r: WorkerReply) => {
-          if (r.id !== id) return;
-          worker.off('message', onMessage);
+      const reply = await new Promise<BootstrapReply>((resolve) => {
+        const settle = (r: BootstrapReply) => {
+          clearTimeout(timer);
+          env.child.off('message', onMessage);
+          env.child.off('exit', onExit);
+          env.child.channel?.unref();
           resolve(r);
         };
-        worker.on('message', onMessage);
-        worker.once('error', (error) => resolve({ id, ok: false, error: { errorType: 'Runtime.ExitError', errorMessage: error.message } }));
-        worker.postMessage({ type: 'load', id });
+        const onMessage = (r: BootstrapReply) => {
+          if (r.id === id && r.type !== 'crash') settle(r);
+        };
+        const onExit = (code: number | null, signal: string | null) =>
+          settle({ id, ok: false, error: { errorType: 'Runtime.ExitError', errorMessage: `Runtime exited ${signal ? `on signal ${signal}` : `with error: exit status ${code}`} during init` } });
+        const timer = setTimeout(
+          () => settle({ id, ok: false, error: { errorType: 'Sandbox.Timedout', errorMessage: `init did not finish within ${INIT_TIMEOUT_MS / 1000} seconds` } }),
+          INIT_TIMEOUT_MS,
+        );
+        env.child.on('message', onMessage);
+        env.child.once('exit', onExit);
+        env.child.channel?.ref();
+        this.send(env, { type: 'load', id });
       });
       this.warming--;
       if (!reply.ok) {
         this.options.log(this.spec.name, `prewarm: ${reply.error!.errorType}: ${reply.error!.errorMessage}`);
-        await worker.terminate();
+        await this.destroy(env);
         return;
       }
-      if (this.closed) await worker.terminate();
-      else this.idle.push(worker);
+      if (this.closed) await this.destroy(env);
+      else this.idle.push(env);
     }
   }
 
-  private spawn(): Worker {
-    const worker = new Worker(WORKER_SOURCE, {
-      eval: true,
-      env: { ...this.spec.environment },
-      stdout: true,
-      stderr: true,
-      workerData: {
-        modulePath: this.modulePath,
-        exportName: this.exportName,
-        functionName: this.spec.name,
-        functionArn: this.spec.arn,
-        memoryMb: this.spec.memoryMb ?? 128,
-        runtimeNodePath: [...(this.spec.layerDirs ?? []).map((d) => join(d, 'nodejs', 'node_modules')), RUNTIME_NODE_PATH].join(delimiter),
-      },
-      resourceLimits: this.spec.memoryMb ? { maxOldGenerationSizeMb: Math.max(64, this.spec.memoryMb) } : undefined,
+  /** The whole environment of an execution environment: Lambda's runtime variables, then the function's own. */
+  private processEnvironment(): Record<string, string> {
+    const p = this.paths;
+    return {
+      // Defaults of Lambda's runtime that a function may override (Lambda's bootstrap sets NODE_PATH only when unset).
+      PATH: [dirname(this.node.execPath), '/usr/local/bin', '/usr/bin', '/bin', join(p.optDir, 'bin')].join(delimiter),
+      LANG: 'en_US.UTF-8',
+      TZ: ':UTC',
+      NODE_PATH: p.nodePath,
+      AWS_LAMBDA_FUNCTION_NAME: this.spec.name,
+      AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
+      AWS_LAMBDA_LOG_GROUP_NAME: `/aws/lambda/${this.spec.name}`,
+      ...(this.spec.memoryMb ? { AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(this.spec.memoryMb) } : {}),
+      ...this.spec.environment,
+      // Reserved: Lambda sets these whatever the function says, and here they must name the sandbox's real folders.
+      LAMBDA_TASK_ROOT: p.taskDir,
+      LAMBDA_RUNTIME_DIR: p.runtimeDir,
+      _HANDLER: this.spec.handler,
+      AWS_EXECUTION_ENV: `AWS_Lambda_${this.spec.runtime ?? hostRuntime()}`,
+    };
+  }
+
+  private start(): Environment {
+    // Lambda's bootstrap gives the heap the function's memory (less a margin); memoryMb is the limit here.
+    const execArgv = this.spec.memoryMb ? [`--max-old-space-size=${Math.max(64, this.spec.memoryMb)}`] : [];
+    // The host's process.env is not inherited: Lambda's environment is the runtime's variables and the function's.
+    const child = spawn(this.node.execPath, [...execArgv, this.paths.bootstrapPath], {
+      cwd: this.paths.taskDir,
+      env: this.processEnvironment(),
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      serialization: 'json',
     });
-    for (const stream of [worker.stdout, worker.stderr]) {
+    for (const stream of [child.stdout!, child.stderr!]) {
       createInterface({ input: stream }).on('line', (line) => this.options.log(this.spec.name, line));
     }
-    worker.unref();
-    this.all.add(worker);
-    worker.once('exit', () => this.all.delete(worker));
-    return worker;
+    // Idle environments must not keep the host process alive; an invocation holds it with its timer and the channel.
+    child.unref();
+    child.channel?.unref();
+    for (const stream of [child.stdout, child.stderr] as unknown as { unref?: () => void }[]) stream.unref?.();
+    const env: Environment = {
+      child,
+      exited: new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        // A binary that cannot start emits 'error' and maybe no 'exit'; the listener also keeps it from throwing.
+        child.once('error', (error) => {
+          this.options.log(this.spec.name, `execution environment failed to start: ${error.message}`);
+          child.emit('exit', null, null);
+        });
+      }),
+    };
+    child.once('exit', () => {
+      this.all.delete(env);
+      const i = this.idle.indexOf(env);
+      if (i >= 0) this.idle.splice(i, 1);
+    });
+    this.all.add(env);
+    return env;
   }
 
-  private run(event: unknown): Promise<unknown> {
-    const worker = this.idle.pop() ?? this.spawn();
+  private send(env: Environment, message: object): void {
+    try {
+      env.child.send(message, (error) => error && env.child.kill('SIGKILL'));
+    } catch {
+      // The channel is already closed: the 'exit' listener reports the crash.
+      env.child.kill('SIGKILL');
+    }
+  }
+
+  /** Destroys an execution environment at once (SIGKILL: whatever the handler was doing stops). */
+  private destroy(env: Environment): Promise<void> {
+    const i = this.idle.indexOf(env);
+    if (i >= 0) this.idle.splice(i, 1);
+    if (env.child.exitCode === null && env.child.signalCode === null) {
+      // Referenced again so that the host waits for the exit it awaits (close() before the host ends, for one).
+      env.child.ref();
+      env.child.kill('SIGKILL');
+    }
+    return env.exited;
+  }
+
+  private run(event: unknown, requestId: string): Promise<unknown> {
+    const env = this.idle.pop() ?? this.start();
+    const child = env.child;
     const id = randomUUID();
     const timeoutMs = this.spec.timeoutSeconds * 1000;
     const deadline = Date.now() + timeoutMs;
+    const name = this.spec.name;
     return new Promise((resolve, reject) => {
       let ended = false;
+      let crash: BootstrapReply | undefined;
       const cleanup = () => {
         ended = true;
         clearTimeout(timer);
         clearTimeout(killer);
-        worker.off('message', onMessage);
-        worker.off('error', onError);
-        worker.off('exit', onExit);
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        child.channel?.unref();
       };
-      const onMessage = (reply: WorkerReply) => {
+      const stop = (error: FunctionError) => {
+        cleanup();
+        void this.destroy(env);
+        reject(error);
+      };
+      const onMessage = (reply: BootstrapReply) => {
         if (reply.id !== id) return;
+        if (reply.type === 'crash') {
+          // The bootstrap is about to exit; the 'exit' listener reports it with this cause.
+          crash = reply;
+          return;
+        }
+        const error = reply.error && new FunctionError(`${name}: ${reply.error.errorType}: ${reply.error.errorMessage}`, name, reply.error.errorType);
+        if (reply.init) {
+          // An init failure leaves no usable environment: Lambda starts the next invocation with a fresh one.
+          stop(error!);
+          return;
+        }
         cleanup();
-        if (!this.closed) this.idle.push(worker);
-        if (reply.ok) resolve(reply.value);
-        else reject(new FunctionError(`${this.spec.name}: ${reply.error!.errorType}: ${reply.error!.errorMessage}`, this.spec.name, reply.error!.errorType));
+        if (this.closed) void this.destroy(env);
+        else this.idle.push(env);
+        if (reply.ok) resolve(reply.value ?? null);
+        else reject(error);
       };
-      const onError = (error: Error) => {
-        // An uncaught error kills the execution environment, as in Lambda; the next invocation starts cold.
+      const onExit = (code: number | null, signal: string | null) => {
+        // A crash (uncaught error, process.exit) ends the execution environment; the next invocation starts cold.
         cleanup();
-        void worker.terminate();
-        reject(new FunctionError(`${this.spec.name}: Runtime.ExitError: ${error.message}`, this.spec.name, 'Runtime.ExitError', { cause: error }));
+        const status = signal ? `signal: ${signal}` : `exit status ${code}`;
+        const cause = crash?.error ? ` (${crash.crashType}: ${crash.error.errorType}: ${crash.error.errorMessage})` : '';
+        reject(new FunctionError(`${name}: Runtime.ExitError: Runtime exited with error: ${status}${cause}`, name, 'Runtime.ExitError'));
       };
-      const onExit = (code: number) => {
-        cleanup();
-        reject(new FunctionError(`${this.spec.name}: Runtime.ExitError: exited with code ${code}`, this.spec.name, 'Runtime.ExitError'));
-      };
-      const killMs = this.options.killAfterMs?.(this.spec.name);
+      const killMs = this.options.killAfterMs?.(name);
       const killer =
         killMs === undefined
           ? undefined
-          : setTimeout(() => {
-              cleanup();
-              void worker.terminate();
-              reject(new FunctionError(`${this.spec.name}: Runtime.ExitError: execution environment killed ${killMs} ms into the invocation (fault injection)`, this.spec.name, 'Runtime.ExitError'));
-            }, killMs);
+          : setTimeout(
+              () => stop(new FunctionError(`${name}: Runtime.ExitError: execution environment killed ${killMs} ms into the invocation (fault injection)`, name, 'Runtime.ExitError')),
+              killMs,
+            );
       const timer = setTimeout(() => {
-        cleanup();
         // The hard stop: the execution environment is destroyed mid-flight, whatever the handler was doing.
         this.timeouts++;
-        void worker.terminate();
-        reject(new FunctionTimeoutError(this.spec.name, this.spec.timeoutSeconds));
+        stop(new FunctionTimeoutError(name, this.spec.timeoutSeconds));
       }, timeoutMs);
-      worker.on('message', onMessage);
-      worker.once('error', onError);
-      worker.once('exit', onExit);
-      this.options.onInvoke?.(this.spec.name, event, {
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+      child.channel?.ref();
+      this.options.onInvoke?.(name, event, {
         kill: () => {
           if (ended) return false;
-          cleanup();
-          void worker.terminate();
-          reject(new FunctionError(`${this.spec.name}: Runtime.ExitError: execution environment killed by fault injection`, this.spec.name, 'Runtime.ExitError'));
+          stop(new FunctionError(`${name}: Runtime.ExitError: execution environment killed by fault injection`, name, 'Runtime.ExitError'));
           return true;
         },
         get ended() {
@@ -388,26 +598,33 @@ export class LocalFunction {
         },
       });
       // Killed as it started: the handler never sees the event, as when an environment dies before its init completes.
-      if (!ended) worker.postMessage({ id, event, deadline, requestId: randomUUID() });
+      if (!ended) this.send(env, { type: 'invoke', id, event, deadline, requestId, functionName: name, functionArn: this.spec.arn, memoryMb: this.spec.memoryMb ?? 128 });
     });
   }
 
   async close(): Promise<void> {
     this.closed = true;
     this.asyncQueue.length = 0;
-    await Promise.all([...this.all].map((w) => w.terminate()));
+    await Promise.all([...this.all].map((env) => this.destroy(env)));
     this.idle.length = 0;
+    if (this.ownsSandbox) this.sandbox.close();
   }
 }
 
-/** All functions of the local stack, addressable by name or ARN. */
+/** All functions of the local stack, addressable by name or ARN, sharing one sandbox folder. */
 export class LambdaRuntime {
   private readonly functions = new Map<string, LocalFunction>();
+  private sandbox?: LambdaSandbox;
 
   constructor(private readonly options: RuntimeOptions) {}
 
+  /** @throws FunctionConfigError, SandboxError (see LocalFunction) */
   add(spec: FunctionSpec): LocalFunction {
-    const fn = new LocalFunction(spec, this.options);
+    if (!this.sandbox) {
+      this.sandbox = new LambdaSandbox();
+      if (this.sandbox.leaks.length) this.options.log('lambda', `sandbox: Node would also look in ${this.sandbox.leaks.join(', ')}, which Lambda has no counterpart of`);
+    }
+    const fn = new LocalFunction(spec, this.options, this.sandbox);
     this.functions.set(spec.name, fn);
     return fn;
   }
@@ -425,16 +642,37 @@ export class LambdaRuntime {
     return [...this.functions.values()];
   }
 
+  /** Which Node each function runs on, against what its template asked for (the report prints the inexact ones). */
+  nodeReport(): { functionName: string; wanted: string; running: string; exact: boolean; note?: string }[] {
+    return this.list().map((f) => ({
+      functionName: f.spec.name,
+      wanted: f.node.wanted,
+      running: f.node.version,
+      exact: f.node.exact,
+      ...(f.node.note ? { note: f.node.note } : {}),
+    }));
+  }
+
+  /** Asynchronous events delivered twice on purpose, over all functions. */
+  get duplicateAsyncDeliveries(): number {
+    return this.list().reduce((n, f) => n + f.duplicateAsyncDeliveries, 0);
+  }
+
   /**
-   * Warms each function up to its given worker count, two loads at a time (the machine's cores, not AWS's limits, are
-   * the constraint here).
+   * Warms each function up to its given environment count, two loads at a time (the machine's cores, not AWS's
+   * limits, are the constraint here).
    */
   async prewarm(counts: Map<string, number>): Promise<void> {
     const queue = [...counts.entries()].flatMap(([name, n]) => Array.from({ length: n }, () => name));
+    // Each load asks for one more than the function had when prewarm began plus the loads already asked for: counting
+    // from warmCount alone, two lanes loading the same function at once would both ask for the same one.
+    const base = new Map([...counts.keys()].map((name) => [name, this.get(name).inFlight + this.get(name).warmCount]));
+    const asked = new Map<string, number>();
     const lane = async () => {
       for (let name = queue.shift(); name !== undefined; name = queue.shift()) {
-        const fn = this.get(name);
-        await fn.prewarm(fn.inFlight + fn.warmCount + 1);
+        const n = (asked.get(name) ?? 0) + 1;
+        asked.set(name, n);
+        await this.get(name).prewarm(base.get(name)! + n);
       }
     };
     await Promise.all([lane(), lane()]);
@@ -447,5 +685,7 @@ export class LambdaRuntime {
 
   async close(): Promise<void> {
     await Promise.all(this.list().map((f) => f.close()));
+    this.sandbox?.close();
+    this.sandbox = undefined;
   }
 }

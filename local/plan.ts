@@ -132,6 +132,8 @@ export interface PlannedFunction {
   layerArns?: string[];
   /** The template's Runtime, e.g. nodejs22.x. */
   runtime: string;
+  /** The template's Architectures (x86_64 when absent). */
+  architectures?: string[];
   /** The execution role's ARN (Role). */
   roleArn?: string;
   /** DeadLetterConfig.TargetArn: where a failed asynchronous event goes. */
@@ -490,6 +492,7 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
           reservedConcurrency: props.ReservedConcurrentExecutions === undefined ? undefined : Number(props.ReservedConcurrentExecutions),
           layerArns: ((props.Layers as unknown[] | undefined) ?? []).map((l) => String(l)),
           runtime: str(props.Runtime, 'nodejs22.x')!,
+          architectures: (props.Architectures as string[] | undefined)?.map(String),
           roleArn: str(props.Role),
           deadLetterArn: str((props.DeadLetterConfig as { TargetArn?: string } | undefined)?.TargetArn),
         });

@@ -44,6 +44,32 @@ export interface JobObservation extends Pick<LedgerTotals, 'discovered' | 'publi
    * and counts as done. In a fresh run a duplicate is a redelivery of an operation already counted as completed.
    */
   keptData?: boolean;
+  /** Requests of this job's functions, event sources and schedule that IAM denied (or, with --no-iam, would have). */
+  denials?: DenialSummary[];
+  /** Whether denials were enforced (false: --no-iam, they are only what AWS would have denied). @default true */
+  iamEnforced?: boolean;
+  /** Errors the job's functions raised (init, handler, timeout, crash), by kind. */
+  functionErrors?: FunctionErrorSummary[];
+}
+
+/** One kind of denial: action, resource and role, how often, and AWS's message. */
+export interface DenialSummary {
+  action: string;
+  resource: string;
+  role: string;
+  /** Whose request: a function name, or the service acting with the role (the event source, Scheduler). */
+  caller: string;
+  count: number;
+  message: string;
+}
+
+/** One kind of function error: the function, the error type and message, how often, and the first few in full. */
+export interface FunctionErrorSummary {
+  functionName: string;
+  errorType: string;
+  message: string;
+  count: number;
+  examples: string[];
 }
 
 export interface JobReport {
@@ -67,11 +93,15 @@ export interface JobReport {
   effectsSource: EffectsSource;
   /** For a job judged on the pipeline's own counts: what that does not prove, and how to prove it. */
   note?: string;
+  /** Requests IAM denied, by action, resource and role (empty when none). */
+  denials: DenialSummary[];
+  /** Errors the job's functions raised, by kind (empty when none). */
+  functionErrors: FunctionErrorSummary[];
 }
 
 export interface Check {
   job: string;
-  name: 'nothing-lost' | 'no-unexplained-dead-letters' | 'one-effect-per-operation' | 'rate-respected';
+  name: 'nothing-lost' | 'no-unexplained-dead-letters' | 'one-effect-per-operation' | 'rate-respected' | 'iam-allowed';
   ok: boolean;
   detail: string;
 }
@@ -84,6 +114,8 @@ export interface RunReport {
   durationMs: number;
   jobs: Record<string, JobReport>;
   checks: Check[];
+  /** What makes this run differ from AWS (IAM off, another Node major than the template's): printed on every report. */
+  warnings: string[];
 }
 
 /** What a report says of a job without a fixture: its counts prove the pipeline, not the downstream. */
@@ -111,7 +143,11 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
     ...(o.effectsByItem ? { itemEffects: [...o.effectsByItem.values()].reduce((a, b) => a + b, 0) } : {}),
     effectsSource: source,
     ...(source === 'pipeline' ? { note: pipelineNote(job) } : {}),
+    denials: o.denials ?? [],
+    functionErrors: o.functionErrors ?? [],
   };
+  const denied = o.denials ?? [];
+  const enforced = o.iamEnforced !== false;
   const earlier = o.keptData ? o.duplicates : 0;
   const accounted = o.completed + earlier + o.rejected + o.dlq;
   const repeated = [...(o.effectsByItem ?? o.effectsByOperation).entries()].filter(([, n]) => n !== 1);
@@ -161,11 +197,31 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
               o.dlqReasons?.length ? ` (reasons: ${[...new Set(o.dlqReasons)].slice(0, 3).join('; ')})` : ''
             }`,
     },
+    {
+      job,
+      name: 'iam-allowed',
+      // A denial fails the run even with --no-iam: on AWS the same request would fail.
+      ok: denied.length === 0,
+      detail:
+        denied.length === 0
+          ? `every request allowed by the template's IAM${enforced ? '' : ' (not enforced: --no-iam)'}`
+          : `${denied.reduce((n, d) => n + d.count, 0)} requests ${enforced ? 'denied' : 'AWS would deny (--no-iam)'}: ${denied
+              .slice(0, 3)
+              .map((d) => `${d.action} on ${d.resource} by ${d.role}`)
+              .join('; ')}`,
+    },
   ];
   return { report, checks };
 }
 
-export function buildRunReport(input: { env: string; businessDate: string; settled: boolean; durationMs: number; jobs: Map<string, JobObservation> }): RunReport {
+export function buildRunReport(input: {
+  env: string;
+  businessDate: string;
+  settled: boolean;
+  durationMs: number;
+  jobs: Map<string, JobObservation>;
+  warnings?: string[];
+}): RunReport {
   const jobs: Record<string, JobReport> = {};
   const checks: Check[] = [];
   for (const [name, observation] of [...input.jobs.entries()].sort(([a], [b]) => a.localeCompare(b))) {
@@ -181,6 +237,7 @@ export function buildRunReport(input: { env: string; businessDate: string; settl
     durationMs: input.durationMs,
     jobs,
     checks,
+    warnings: input.warnings ?? [],
   };
 }
 
@@ -209,6 +266,24 @@ export function formatReport(report: RunReport): string {
   const table = formatTable(['job', 'discovered', 'completed', 'rejected', 'dlq', 'effects', 'duplicates', 'deferred', 'throttled', 'max starts', 'max job age'], rows);
   const checks = report.checks.map((c) => `${c.ok ? 'PASS' : 'FAIL'}  ${c.job}  ${c.name}: ${c.detail}`);
   const notes = Object.entries(report.jobs).flatMap(([name, j]) => (j.note ? [`NOTE  ${name}: ${j.note}`] : []));
+  const problems = Object.entries(report.jobs).flatMap(([name, j]) => [
+    ...j.denials.map((d) => `DENIED  ${name}  ${d.action} on ${d.resource} by ${d.role} (${d.caller}) x${d.count}: ${d.message}`),
+    ...j.functionErrors.map(
+      (e) => `ERROR  ${name}  ${e.functionName}: ${e.errorType}: ${e.message} x${e.count}${e.examples[0] && e.examples[0] !== e.message ? ` (first: ${e.examples[0].slice(0, 300)})` : ''}`,
+    ),
+  ]);
+  const warnings = report.warnings.map((w) => `WARNING  ${w}`);
   const head = report.settled ? `settled in ${(report.durationMs / 1000).toFixed(1)} s` : `did NOT settle within ${(report.durationMs / 1000).toFixed(1)} s`;
-  return [`Local run, env ${report.env}, business date ${report.businessDate}: ${head}`, '', table, '', ...(notes.length > 0 ? [...notes, ''] : []), ...checks, '', report.ok ? 'OK' : 'FAILED'].join('\n');
+  return [
+    `Local run, env ${report.env}, business date ${report.businessDate}: ${head}`,
+    ...(warnings.length > 0 ? ['', ...warnings] : []),
+    '',
+    table,
+    '',
+    ...(notes.length > 0 ? [...notes, ''] : []),
+    ...(problems.length > 0 ? [...problems, ''] : []),
+    ...checks,
+    '',
+    report.ok ? 'OK' : 'FAILED',
+  ].join('\n');
 }

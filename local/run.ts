@@ -34,6 +34,10 @@ export interface RunOptions {
   timeoutSeconds?: number;
   /** Print function logs to stderr as well as to .local/logs. @default false */
   verbose?: boolean;
+  /** Enforce IAM from the template; false (`--no-iam`) warns on every report. @default true */
+  iam?: boolean;
+  /** The share of asynchronous events delivered twice, as Lambda's at-least-once async queue may. */
+  asyncDuplicateRate?: number;
   /** Every job's fake downstream: its quota (default: the job's effective rate and concurrency) and port by job. */
   downstream?: { quota?: Partial<DownstreamQuota>; ports?: Record<string, number> };
 }
@@ -87,6 +91,8 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
       synth: options.synth,
       dataDir: options.dataDir,
       ports: options.ports,
+      iam: options.iam,
+      asyncDuplicateRate: options.asyncDuplicateRate,
       log,
       downstream: (job) => ({ quota: options.downstream?.quota, port: options.downstream?.ports?.[job] }),
       // Warmed below, to say how long loading the code took.
@@ -240,9 +246,20 @@ async function collectReport(
       rateLimit: job.settings.rateLimit,
       maxJobAgeMs: metricsTap.maxJobAgeMs(job.name),
       keptData: run.keptData,
+      denials: session.denials(job.name),
+      iamEnforced: session.stack.iam.enforced,
+      functionErrors: session.functionErrors(job.name),
     });
   }
-  return buildRunReport({ env: run.env, businessDate: run.businessDate, settled: run.settled, durationMs: Date.now() - run.started, jobs: observations });
+  const duplicates = session.stack.runtime.duplicateAsyncDeliveries;
+  return buildRunReport({
+    env: run.env,
+    businessDate: run.businessDate,
+    settled: run.settled,
+    durationMs: Date.now() - run.started,
+    jobs: observations,
+    warnings: [...session.warnings(), ...(duplicates > 0 ? [`Lambda delivered ${duplicates} asynchronous event(s) twice, as its at-least-once queue may on AWS`] : [])],
+  });
 }
 
 /** `.local/endpoints.json`: everything a client (the AWS CLI, the ops CLI, a script) needs to use the local stack. */

@@ -12,10 +12,10 @@ export class ScheduleError extends Error {
 }
 
 /** Hands the rendered Input to the target (for a Lambda target: an asynchronous Invoke). Throws when delivery fails. */
-export type Deliver = (targetArn: string, input: string) => Promise<void>;
+export type Deliver = (targetArn: string, input: string, schedule: PlannedSchedule) => Promise<void>;
 
 /** Sends an undeliverable event to the schedule's dead-letter queue, with Scheduler's error attributes. */
-export type DeadLetter = (queueArn: string, body: string, attributes: Record<string, string>) => Promise<void>;
+export type DeadLetter = (queueArn: string, body: string, attributes: Record<string, string>, schedule: PlannedSchedule) => Promise<void>;
 
 export interface SchedulerOptions {
   deliver: Deliver;
@@ -183,7 +183,7 @@ export class LocalScheduler {
       input = renderInput(schedule.input, { scheduledTime, scheduleArn: schedule.arn, executionId, attempt: attempt + 1 });
       if (businessDate !== undefined) input = withBusinessDate(input, businessDate, schedule.name);
       try {
-        await this.options.deliver(schedule.targetArn, input);
+        await this.options.deliver(schedule.targetArn, input, schedule);
         this.options.log?.(`schedule ${schedule.name}: delivered to ${schedule.targetArn} (attempt ${attempt + 1})`);
         return { delivered: true, attempts: attempt + 1, input };
       } catch (error) {
@@ -203,7 +203,7 @@ export class LocalScheduler {
         RETRY_ATTEMPTS: String(attempts - 1),
         SCHEDULE_ARN: schedule.arn,
         TARGET_ARN: schedule.targetArn,
-      });
+      }, schedule);
     }
     return { delivered: false, attempts, input, error: lastError };
   }

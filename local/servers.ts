@@ -62,7 +62,16 @@ export interface SqsOptions {
   onRequest?: RequestObserver;
 }
 
-export async function startSqs(options: SqsOptions = {}): Promise<RunningServer> {
+export interface RunningSqs extends RunningServer {
+  /**
+   * Makes the queue URLs the server hands out (CreateQueue, GetQueueUrl, ListQueues) name this port: the IAM gateway's,
+   * when one stands in front. The SDK sends a request to its QueueUrl's host, so a URL naming the server's own port
+   * would go around the gateway.
+   */
+  advertise(port: number): void;
+}
+
+export async function startSqs(options: SqsOptions = {}): Promise<RunningSqs> {
   if (options.port) await ensurePortFree(options.port, 'SQS');
   const { createRequestHandler } = await import('local-aws-sqs');
   const { createServer } = await import('node:http');
@@ -82,7 +91,14 @@ export async function startSqs(options: SqsOptions = {}): Promise<RunningServer>
   const port = await listen(server, options.port ?? 0);
   // What createSqsServer does once listening: queue URLs carry the port actually bound.
   service.PORT = port;
-  return { endpoint: `http://${LOOPBACK}:${port}`, port, close: () => closeServer(server) };
+  return {
+    endpoint: `http://${LOOPBACK}:${port}`,
+    port,
+    close: () => closeServer(server),
+    advertise: (advertised) => {
+      service.PORT = advertised;
+    },
+  };
 }
 
 /** The part of local-aws-sqs's queue that answers GetQueueAttributes and starts a message move task. */

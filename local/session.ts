@@ -17,6 +17,7 @@ import { loadTemplate, type CloudFormationTemplate } from './template';
 import { jobViews, previewPlan, type JobView } from './jobs';
 import { objectRequestOf, type ObservedRequest } from './servers';
 import type { JobRuntimeSettings } from '../lambda/core/constants';
+import type { DenialSummary, FunctionErrorSummary } from './report';
 
 export class SessionError extends Error {
   constructor(message: string, options?: ErrorOptions) {
@@ -51,6 +52,10 @@ export interface SessionOptions {
   onInvoke?: LocalStackOptions['onInvoke'];
   killAfterMs?: LocalStackOptions['killAfterMs'];
   asyncRetryDelaysMs?: number[];
+  /** Enforce IAM from the template (false: `--no-iam`). @default true */
+  iam?: boolean;
+  /** The share of asynchronous events delivered twice. @default LocalStack's */
+  asyncDuplicateRate?: number;
   /** Warm this many execution environments per function before the run. @default each function's concurrency */
   prewarm?: boolean;
 }
@@ -185,6 +190,8 @@ export class LocalSession {
       dataDir: options.dataDir ? resolve(cwd, options.dataDir) : undefined,
       ports: options.ports,
       asyncRetryDelaysMs: options.asyncRetryDelaysMs,
+      iam: options.iam,
+      asyncDuplicateRate: options.asyncDuplicateRate,
       killAfterMs: options.killAfterMs,
       onInvoke: options.onInvoke,
       log: (source, line) => {
@@ -238,6 +245,43 @@ export class LocalSession {
     }
     if (options.prewarm !== false) await stack.prewarm();
     return session;
+  }
+
+  /**
+   * The requests of a job that IAM denied (or, with --no-iam, would have): its functions' own, and those AWS makes for
+   * it with its roles (the event sources with the functions' roles, Scheduler with the schedule's), by action,
+   * resource and role.
+   */
+  denials(name: string): DenialSummary[] {
+    const job = this.job(name);
+    const callers = new Set([job.producer?.name, job.consumer?.name, job.scheduleName].filter((c): c is string => c !== undefined));
+    const byKind = new Map<string, DenialSummary>();
+    for (const d of this.stack.denials()) {
+      if (!callers.has(d.sessionName ?? '')) continue;
+      const key = `${d.action} ${d.resource} ${d.roleArn} ${d.sessionName}`;
+      const known = byKind.get(key);
+      if (known) known.count++;
+      else byKind.set(key, { action: d.action, resource: d.resource, role: d.roleArn ?? 'none', caller: d.sessionName ?? '', count: 1, message: d.message });
+    }
+    return [...byKind.values()];
+  }
+
+  /** The errors a job's functions raised (init failures, handler errors, timeouts, crashes), by kind. */
+  functionErrors(name: string): FunctionErrorSummary[] {
+    const job = this.job(name);
+    return [job.producer, job.consumer]
+      .filter((f): f is PlannedFunction => f !== undefined)
+      .flatMap((f) => this.stack.runtime.get(f.name).errorSummary().map((e) => ({ functionName: f.name, ...e })));
+  }
+
+  /** What makes this session differ from AWS, for every report: IAM off, a function on another Node major. */
+  warnings(): string[] {
+    const warnings: string[] = [];
+    if (!this.stack.iam.enforced) warnings.push('IAM is not enforced (--no-iam): a request the template does not allow passes here and fails on AWS; denials listed are what AWS would refuse');
+    for (const n of this.stack.runtime.nodeReport()) {
+      if (!n.exact) warnings.push(`${n.functionName}: the template asks for ${n.wanted}, which is not available here; it runs on Node ${n.running}${n.note ? ` (${n.note})` : ''}`);
+    }
+    return warnings;
   }
 
   /** Also keeps the job's apply starts from its consumer's logs (`pipelineLog.startsByOperation`). */

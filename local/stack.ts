@@ -13,6 +13,8 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { LOCAL_CREDENTIALS, ObservedRequest, observeRequests, RunningS3, RunningServer, startDynamoDb, startS3, startSqs } from './servers';
+import { StackIam, type IamDenial } from './iamWiring';
+import { checkEnvironment, checkFunctionSettings, checkQueueVisibility, LambdaRuleError } from './lambdaRules';
 import { LocalSecretsManager } from './secretsManager';
 import { LambdaRuntime, type RuntimeOptions } from './lambdaRuntime';
 import { startLambdaApi } from './lambdaApi';
@@ -64,6 +66,13 @@ export interface LocalStackOptions {
   killAfterMs?: (functionName: string) => number | undefined;
   /** Fault injection in the function runtime at the caller's moment; see RuntimeOptions.onInvoke. */
   onInvoke?: RuntimeOptions['onInvoke'];
+  /**
+   * Authorize every request as AWS would, from the template's IAM (`--no-iam` turns it off; denials are then only
+   * recorded as what AWS would have denied). @default true
+   */
+  iam?: boolean;
+  /** The share of accepted asynchronous events Lambda delivers twice (its queue is at-least-once). @default 0.01 */
+  asyncDuplicateRate?: number;
 }
 
 export interface Endpoints {
@@ -164,6 +173,21 @@ export function generateSecretValue(props: Record<string, unknown>): string {
   return value;
 }
 
+/** Runs a Lambda API rule; its refusal stops provisioning as a ProvisioningError naming the resource. */
+function refuseAsLambda(logicalId: string, check: () => void): void {
+  try {
+    check();
+  } catch (error) {
+    if (error instanceof LambdaRuleError) throw new ProvisioningError(error.message, logicalId, { cause: error });
+    throw error;
+  }
+}
+
+/** A function's variables with local queue URLs written as AWS's (https://sqs.<region>.amazonaws.com/...): as long. */
+function awsShapedEnvironment(variables: Record<string, string>, sqsEndpoint: string, region: string): Record<string, string> {
+  return Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, v.split(`${sqsEndpoint}/`).join(`https://sqs.${region}.amazonaws.com/`)]));
+}
+
 export class LocalStack {
   public readonly runtime: LambdaRuntime;
   public readonly scheduler: LocalScheduler;
@@ -174,25 +198,34 @@ export class LocalStack {
   public endpoints!: Endpoints;
   private readonly servers: RunningServer[] = [];
   private sqsClient!: SQSClient;
+  private readonly roleClients = new Map<string, SQSClient>();
   private started = false;
+  /** IAM as the stack enforces it: per-role credentials, the gateways in front of the servers, the decisions. */
+  public iam!: StackIam;
 
   constructor(private readonly options: LocalStackOptions) {
     this.region = options.region ?? 'us-east-1';
     this.runtime = new LambdaRuntime({
       log: (fn, line) => options.log(fn, line),
       asyncRetryDelaysMs: options.asyncRetryDelaysMs,
+      asyncDuplicateRate: options.asyncDuplicateRate ?? 0.01,
       killAfterMs: options.killAfterMs,
       onInvoke: options.onInvoke,
-      onAsyncFailure: (fn, _event, error) => options.log('lambda', `${fn}: asynchronous invocation failed after all retries: ${error.message}`),
+      onAsyncFailure: (fn, event, error, info) => {
+        options.log('lambda', `${fn}: asynchronous invocation failed after ${info.attempts} attempts (${info.condition}): ${error.message}`);
+        this.asyncFailed(fn, event, error, info).catch((e: Error) => options.log('lambda', `${fn}: could not hand the failed event on: ${e.message}`));
+      },
     });
     this.scheduler = new LocalScheduler({
       log: (line) => options.log('scheduler', line),
-      deliver: async (targetArn, input) => {
-        // Scheduler invokes a Lambda target asynchronously: delivery succeeds once Lambda has accepted the event.
+      deliver: async (targetArn, input, schedule) => {
+        // Scheduler assumes the schedule's role and invokes a Lambda target asynchronously: delivery succeeds once
+        // Lambda has accepted the event, and fails (then retries, then the DLQ) when the role may not invoke it.
+        await this.iam.require({ roleArn: schedule.roleArn, sessionName: schedule.name, action: 'lambda:InvokeFunction', resource: this.runtime.get(targetArn).spec.arn, sourceArn: schedule.arn });
         this.runtime.get(targetArn).invokeAsync(JSON.parse(input));
       },
-      deadLetter: async (queueArn, body, attributes) => {
-        await this.sqs().send(
+      deadLetter: async (queueArn, body, attributes, schedule) => {
+        await this.sqsAs(schedule.roleArn, schedule.name).send(
           new SendMessageCommand({
             QueueUrl: this.queueUrl(queueArn),
             MessageBody: body,
@@ -212,6 +245,68 @@ export class LocalStack {
     return (this.sqsClient ??= new SQSClient(this.clientConfig('sqs')));
   }
 
+  /** An SQS client acting with a role, as AWS's own services do for the stack (the event source, Scheduler, a DLQ). */
+  sqsAs(roleArn: string | undefined, sessionName: string): SQSClient {
+    const key = `${roleArn}/${sessionName}`;
+    let client = this.roleClients.get(key);
+    if (!client) {
+      client = new SQSClient({ ...this.clientConfig('sqs'), credentials: this.iam.credentialsFor(roleArn, sessionName) });
+      this.roleClients.set(key, client);
+    }
+    return client;
+  }
+
+  /**
+   * Where Lambda sends an asynchronous event that failed every attempt: the function's DLQ (DeadLetterConfig) and its
+   * on-failure destination (EventInvokeConfig), each written with the function's own role, as Lambda does.
+   */
+  private async asyncFailed(name: string, event: unknown, error: Error, info: { requestId: string; attempts: number; condition: string }): Promise<void> {
+    const fn = this.plan.functions.find((f) => f.name === name);
+    if (!fn) return;
+    const sqs = this.sqsAs(fn.roleArn, fn.name);
+    const errorType = (error as { errorType?: string }).errorType ?? error.name;
+    if (fn.deadLetterArn) {
+      if (!fn.deadLetterArn.startsWith('arn:aws:sqs:')) {
+        this.options.log('lambda', `${name}: dead-letter target ${fn.deadLetterArn} is not an SQS queue; only SQS targets are emulated`);
+      } else {
+        // Lambda's DLQ message: the event as the body, the request ID and the error as message attributes.
+        await sqs.send(
+          new SendMessageCommand({
+            QueueUrl: this.queueUrl(fn.deadLetterArn),
+            MessageBody: JSON.stringify(event),
+            MessageAttributes: {
+              RequestID: { DataType: 'String', StringValue: info.requestId },
+              ErrorCode: { DataType: 'Number', StringValue: '200' },
+              ErrorMessage: { DataType: 'String', StringValue: `${errorType}: ${error.message}`.slice(0, 1024) },
+            },
+          }),
+        );
+      }
+    }
+    const destination = fn.asyncInvokeConfig?.onFailureArn;
+    if (destination) {
+      if (!destination.startsWith('arn:aws:sqs:')) {
+        this.options.log('lambda', `${name}: on-failure destination ${destination} is not an SQS queue; only SQS destinations are emulated`);
+        return;
+      }
+      // The invocation record Lambda sends to a destination.
+      const record = {
+        version: '1.0',
+        timestamp: new Date().toISOString(),
+        requestContext: { requestId: info.requestId, functionArn: `${fn.arn}:$LATEST`, condition: info.condition, approximateInvokeCount: info.attempts },
+        requestPayload: event,
+        responseContext: { statusCode: 200, executedVersion: '$LATEST', functionError: 'Unhandled' },
+        responsePayload: { errorType, errorMessage: error.message },
+      };
+      await sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl(destination), MessageBody: JSON.stringify(record) }));
+    }
+  }
+
+  /** Requests AWS would have denied (with --no-iam: would have), in order. */
+  denials(): IamDenial[] {
+    return this.iam?.denials() ?? [];
+  }
+
   /** @throws ProvisioningError for an ARN that is not a queue of this stack. */
   queueUrl(arn: string): string {
     const q = this.plan.queues.find((x) => x.arn === arn);
@@ -221,11 +316,14 @@ export class LocalStack {
 
   /** The environment every function gets on top of its template variables. */
   baseEnvironment(fn: PlannedFunction): Record<string, string> {
+    // The function's own role session: every request it makes is authorized against its execution role.
+    const credentials = this.iam.credentialsFor(fn.roleArn, fn.name);
     return {
       AWS_REGION: this.region,
       AWS_DEFAULT_REGION: this.region,
-      AWS_ACCESS_KEY_ID: LOCAL_CREDENTIALS.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: LOCAL_CREDENTIALS.secretAccessKey,
+      AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+      ...(credentials.sessionToken ? { AWS_SESSION_TOKEN: credentials.sessionToken } : {}),
       AWS_ENDPOINT_URL_DYNAMODB: this.endpoints.dynamodb,
       AWS_ENDPOINT_URL_SQS: this.endpoints.sqs,
       AWS_ENDPOINT_URL_S3: this.endpoints.s3,
@@ -236,10 +334,9 @@ export class LocalStack {
       AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
       AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(fn.memoryMb),
       AWS_LAMBDA_LOG_GROUP_NAME: `/aws/lambda/${fn.name}`,
-      AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs20.x',
       LAMBDA_TASK_ROOT: '/var/task',
       TZ: 'UTC',
-      // The SDK's notice about Node 20 support would otherwise print in every worker.
+      // The SDK's notice about Node 20 support would otherwise print in every execution environment.
       AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
     };
   }
@@ -250,10 +347,12 @@ export class LocalStack {
     const ports = o.ports ?? {};
     const observe = (service: 'dynamodb' | 'sqs' | 's3') => (o.onRequest ? (r: ObservedRequest) => o.onRequest!(service, r) : undefined);
     try {
+      // The servers listen on free ports; the IAM gateways in front of them take the ports asked for, and are the
+      // endpoints every client gets.
       const [dynamodb, sqs, s3] = await Promise.all([
-        startDynamoDb({ port: ports.dynamodb, path: o.dataDir, onRequest: observe('dynamodb') }),
-        startSqs({ port: ports.sqs, region: this.region, accountId: o.accountId ?? '000000000000', onRequest: observe('sqs') }),
-        startS3({ port: ports.s3 }).then((s: RunningS3) => {
+        startDynamoDb({ path: o.dataDir, onRequest: observe('dynamodb') }),
+        startSqs({ region: this.region, accountId: o.accountId ?? '000000000000', onRequest: observe('sqs') }),
+        startS3({}).then((s: RunningS3) => {
           const hook = observe('s3');
           if (hook) {
             // s3rver's server exists only after run(); observe from here on.
@@ -263,25 +362,31 @@ export class LocalStack {
         }),
       ]);
       this.servers.push(dynamodb, sqs, s3);
-      const secrets = await this.secrets.start(ports.secretsManager);
+      const secrets = await this.secrets.start(0);
       this.servers.push(secrets);
-      const lambda = await startLambdaApi(
-        { runtime: this.runtime, mappings: () => this.mappings, functionArn: (name) => this.runtime.get(name).spec.arn },
-        ports.lambda,
-      );
+      const lambda = await startLambdaApi({ runtime: this.runtime, mappings: () => this.mappings, functionArn: (name) => this.runtime.get(name).spec.arn }, 0);
       this.servers.push(lambda);
-      const scheduler = await startSchedulerApi(this.scheduler, ports.scheduler);
+      const scheduler = await startSchedulerApi(this.scheduler, 0);
       this.servers.push(scheduler);
+      const accountId = o.accountId ?? '000000000000';
+      this.iam = new StackIam({ accountId, region: this.region, enforce: o.iam !== false, log: (line) => o.log('iam', line) });
+      const gateways = await this.iam.startGateways(
+        { dynamodb: dynamodb.endpoint, sqs: sqs.endpoint, s3: s3.endpoint, secretsManager: secrets.endpoint, lambda: lambda.endpoint, scheduler: scheduler.endpoint },
+        ports,
+      );
+      this.servers.push(...Object.values(gateways));
+      sqs.advertise(gateways.sqs.port);
       this.endpoints = {
-        dynamodb: dynamodb.endpoint,
-        sqs: sqs.endpoint,
-        s3: s3.endpoint,
-        secretsManager: secrets.endpoint,
-        lambda: lambda.endpoint,
-        scheduler: scheduler.endpoint,
+        dynamodb: gateways.dynamodb.endpoint,
+        sqs: gateways.sqs.endpoint,
+        s3: gateways.s3.endpoint,
+        secretsManager: gateways.secretsManager.endpoint,
+        lambda: gateways.lambda.endpoint,
+        scheduler: gateways.scheduler.endpoint,
       };
       this.started = true;
-      this.plan = planStack(o.template, { stackName: o.stackName, region: this.region, accountId: o.accountId ?? '000000000000', sqsEndpoint: sqs.endpoint });
+      this.plan = planStack(o.template, { stackName: o.stackName, region: this.region, accountId, sqsEndpoint: this.endpoints.sqs });
+      this.iam.usePlan(this.plan);
       await this.provision();
     } catch (error) {
       await this.stop();
@@ -335,6 +440,13 @@ export class LocalStack {
     }
 
     for (const fn of plan.functions) {
+      // What Lambda's CreateFunction refuses, with its words: the template's own variables (before the runtime's), with
+      // queue URLs as long as AWS's, since the 4 KB limit is measured on what AWS resolves.
+      refuseAsLambda(fn.logicalId, () => {
+        const label = `function ${fn.logicalId} (${fn.name})`;
+        checkFunctionSettings(label, { timeoutSeconds: fn.timeoutSeconds, memorySize: fn.memoryMb, reservedConcurrency: fn.reservedConcurrency, handler: fn.handler });
+        checkEnvironment(label, awsShapedEnvironment(fn.environment, this.endpoints.sqs, this.region));
+      });
       const codeDir = assetDirectory(this.options.assemblyDir, fn);
       const layerDirs = (fn.layerArns ?? []).map((arn) => layerDirectory(this.options.assemblyDir, plan.layers, arn, fn));
       let environment = { ...fn.environment, ...this.baseEnvironment(fn) };
@@ -349,6 +461,10 @@ export class LocalStack {
         timeoutSeconds: fn.timeoutSeconds,
         memoryMb: fn.memoryMb,
         reservedConcurrency: fn.reservedConcurrency,
+        runtime: fn.runtime,
+        architecture: fn.architectures?.[0],
+        maximumRetryAttempts: fn.asyncInvokeConfig?.maximumRetryAttempts,
+        maximumEventAgeSeconds: fn.asyncInvokeConfig?.maximumEventAgeSeconds,
       });
     }
 
@@ -356,6 +472,15 @@ export class LocalStack {
       const fn = this.runtime.get(m.functionName);
       const queue = plan.queues.find((q) => q.arn === m.eventSourceArn);
       if (!queue) throw new ProvisioningError(`event source mapping ${m.logicalId}: queue ${m.eventSourceArn} is not in the template`, m.logicalId);
+      // CreateEventSourceMapping refuses a function that may outlive its message's visibility (SQS's default is 30 s).
+      refuseAsLambda(m.logicalId, () =>
+        checkQueueVisibility(
+          `event source mapping ${m.logicalId} (${queue.name} -> ${fn.spec.name})`,
+          queue.attributes.VisibilityTimeout === undefined ? undefined : Number(queue.attributes.VisibilityTimeout),
+          fn.spec.timeoutSeconds,
+        ),
+      );
+      const role = plan.functions.find((f) => f.name === fn.spec.name)?.roleArn;
       this.mappings.push(
         new SqsEventSourceMapping(
           {
@@ -371,7 +496,8 @@ export class LocalStack {
             region: this.region,
           },
           {
-            sqs,
+            // The event source polls, deletes and releases with the function's execution role, as on AWS.
+            sqs: this.sqsAs(role, fn.spec.name),
             invoke: (event) => fn.invoke(event),
             functionConcurrency: fn.concurrencyLimit,
             log: (line) => this.options.log('esm', line),
@@ -410,6 +536,7 @@ export class LocalStack {
     await Promise.all(this.mappings.map((m) => m.stop()));
     await this.runtime.close();
     this.sqsClient?.destroy();
+    for (const client of this.roleClients.values()) client.destroy();
     if (this.started || this.servers.length) {
       await Promise.allSettled(this.servers.splice(0).map((s) => s.close()));
     }

@@ -1,9 +1,10 @@
 import { join } from 'node:path';
-import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { failedMessageIds, SqsEventSourceMapping } from '../../local/eventSourceMapping';
+import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSEvent } from 'aws-lambda';
+import { failedMessageIds, SQS_SCALING, SqsEventSourceMapping, SYNC_INVOCATION_PAYLOAD_LIMIT_BYTES } from '../../local/eventSourceMapping';
 import { LocalFunction } from '../../local/lambdaRuntime';
 import { RunningServer, startSqs } from '../../local/servers';
-import { waitFor } from '../../local/waitFor';
+import { holdsFor, waitFor } from '../../local/waitFor';
 
 const CODE = join(__dirname, 'fixtures', 'assembly', 'asset.0123abcd');
 
@@ -175,6 +176,233 @@ describe('Class: SqsEventSourceMapping (receive quirks)', () => {
       expect(batches).toEqual([1]);
       expect(deleted).toEqual(['r1']);
       expect(mapping.statistics).toMatchObject({ duplicatesDropped: 1, acknowledged: 1 });
+    });
+  });
+});
+
+describe('Constants: AWS limits of the SQS event source', () => {
+  it("keeps AWS's scaling and the synchronous payload cap", () => {
+    expect(SQS_SCALING).toEqual({ initialBatches: 5, scaleUpPerMinute: 300, floorBatches: 2, maximumBatches: 1000 });
+    expect(SYNC_INVOCATION_PAYLOAD_LIMIT_BYTES).toBe(6 * 1024 * 1024);
+  });
+});
+
+describe('Class: SqsEventSourceMapping (scaling, on an empty queue)', () => {
+  // Every receive comes back empty: only the pollers' own decisions move their number.
+  const emptySqs = { send: async () => ({ Messages: [] }) } as unknown as SQSClient;
+  const mappings: SqsEventSourceMapping[] = [];
+  afterEach(async () => {
+    await Promise.all(mappings.splice(0).map((m) => m.stop()));
+  });
+  const make = (maximumConcurrency: number | undefined, functionConcurrency: number) => {
+    const mapping = new SqsEventSourceMapping(
+      { functionName: 'f', queueUrl: 'http://q', queueArn: 'arn:aws:sqs:us-east-1:000000000000:q', region: 'us-east-1', maximumConcurrency },
+      { sqs: emptySqs, invoke: async () => undefined, functionConcurrency, idlePollMs: [5, 20] },
+    );
+    mappings.push(mapping);
+    return mapping;
+  };
+
+  describe('Method: start', () => {
+    it('starts five pollers, not the upper bound, and optimizes down to two without a maximum concurrency', async () => {
+      const mapping = make(undefined, 50);
+      mapping.start();
+      expect(mapping.concurrency).toBe(50);
+      expect(mapping.activePollers).toBe(5);
+      await waitFor('the pollers down to two', () => mapping.activePollers === 2, { timeoutMs: 2000, intervalMs: 5 });
+      await holdsFor('two pollers on the empty queue', () => mapping.activePollers === 2, { forMs: 200, intervalMs: 10 });
+      expect(mapping.statistics.peakPollers).toBe(5);
+    });
+
+    it('keeps five pollers with a maximum concurrency (the optimization to two is not available)', async () => {
+      const mapping = make(8, 50);
+      mapping.start();
+      expect(mapping.concurrency).toBe(8);
+      await holdsFor('five pollers on the empty queue', () => mapping.activePollers === 5, { forMs: 300, intervalMs: 10 });
+    });
+
+    it('starts no more pollers than the function concurrency or the maximum concurrency allows', async () => {
+      const byFunction = make(undefined, 3);
+      const byMaximum = make(2, 50);
+      byFunction.start();
+      byMaximum.start();
+      expect([byFunction.activePollers, byMaximum.activePollers]).toEqual([3, 2]);
+      // Without MaximumConcurrency the 1,000 batches an event source mapping processes at most still bound it.
+      expect(make(undefined, 5000).concurrency).toBe(1000);
+    });
+
+    it('ends every poller on stop', async () => {
+      const mapping = make(undefined, 10);
+      mapping.start();
+      await mapping.stop();
+      expect(mapping.activePollers).toBe(0);
+      expect(mapping.state).toBe('Disabled');
+    });
+  });
+});
+
+describe('Class: SqsEventSourceMapping (scaling and payload, on local SQS)', () => {
+  let server: RunningServer;
+  let sqs: SQSClient;
+  let queueCount = 0;
+  const mappings: SqsEventSourceMapping[] = [];
+
+  beforeAll(async () => {
+    server = await startSqs();
+    sqs = new SQSClient({ endpoint: server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  });
+  afterEach(async () => {
+    await Promise.all(mappings.splice(0).map((m) => m.stop()));
+  });
+  afterAll(async () => {
+    sqs.destroy();
+    await server.close();
+  });
+
+  async function queue() {
+    const name = `scale-${++queueCount}`;
+    const created = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '30' } }));
+    const url = created.QueueUrl!;
+    const sendMany = async (count: number, body: (i: number) => string) => {
+      for (let i = 0; i < count; i += 10) {
+        const n = Math.min(10, count - i);
+        await sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: Array.from({ length: n }, (_, j) => ({ Id: String(j), MessageBody: body(i + j) })) }));
+      }
+    };
+    const depth = async () => {
+      const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
+      return Number(a.Attributes!.ApproximateNumberOfMessages) + Number(a.Attributes!.ApproximateNumberOfMessagesNotVisible);
+    };
+    return { url, arn: `arn:aws:sqs:us-east-1:000000000000:${name}`, sendMany, depth };
+  }
+
+  /** An invoker that holds each batch, and records how many batches ran at once when each began. */
+  function holdingInvoker(holdMs: number) {
+    let running = 0;
+    const atStart: { at: number; running: number }[] = [];
+    const records: string[] = [];
+    const invoke = async (event: SQSEvent) => {
+      running++;
+      atStart.push({ at: Date.now(), running });
+      records.push(...event.Records.map((r) => r.messageId));
+      await new Promise((r) => setTimeout(r, holdMs));
+      running--;
+    };
+    return { invoke, atStart, records };
+  }
+
+  describe('Method: start', () => {
+    it('raises the concurrent batches over time while a backlog lasts, never above the maximum concurrency, then falls back', async () => {
+      const q = await queue();
+      await q.sendMany(200, (i) => `m${i}`);
+      const fn = holdingInvoker(100);
+      const pollers: { at: number; pollers: number }[] = [];
+      const mapping = new SqsEventSourceMapping(
+        { functionName: 'f', queueUrl: q.url, queueArn: q.arn, region: 'us-east-1', batchSize: 1, maximumConcurrency: 10 },
+        {
+          sqs,
+          invoke: fn.invoke,
+          functionConcurrency: 50,
+          idlePollMs: [20, 100],
+          // AWS's ramp sped up: 2 to start, one more every 100 ms.
+          scaling: { initialBatches: 2, scaleUpPerMinute: 600 },
+          onPollersChanged: (n) => pollers.push({ at: Date.now(), pollers: n }),
+        },
+      );
+      mappings.push(mapping);
+      const started = Date.now();
+      mapping.start();
+      await waitFor('the backlog processed', async () => mapping.statistics.acknowledged === 200 && (await q.depth()) === 0, { timeoutMs: 15_000, intervalMs: 50 });
+
+      // At first only the initial batches run, however deep the backlog.
+      const first = fn.atStart[0].at;
+      expect(Math.max(...fn.atStart.filter((s) => s.at < first + 80).map((s) => s.running))).toBeLessThanOrEqual(2);
+      // Later, more: the ramp reached the maximum concurrency, one poller per tick, and never passed it.
+      expect(Math.max(...fn.atStart.map((s) => s.running))).toBe(10);
+      expect(Math.max(...pollers.map((p) => p.pollers))).toBe(10);
+      expect(mapping.statistics).toMatchObject({ peakPollers: 10, acknowledged: 200 });
+      expect(mapping.statistics.peakConcurrency).toBeLessThanOrEqual(10);
+      const reachedTen = pollers.find((p) => p.pollers === 10)!.at - started;
+      // Eight ticks of 100 ms from 2 to 10 (timers may fire a little early or late; a burst would take ~0 ms).
+      expect(reachedTen).toBeGreaterThanOrEqual(8 * 100 - 50);
+      const rising = pollers.filter((p, i) => i > 0 && p.pollers > pollers[i - 1].pollers && p.pollers > 2);
+      for (let i = 1; i < rising.length; i++) expect(rising[i].at - rising[i - 1].at).toBeGreaterThanOrEqual(60);
+      // Every message once.
+      expect(new Set(fn.records).size).toBe(200);
+      expect(fn.records).toHaveLength(200);
+
+      // The queue drained: back to the initial level, which a maximum concurrency keeps (no optimization to fewer).
+      await waitFor('the pollers back to the initial batches', () => mapping.activePollers === 2, { timeoutMs: 5000, intervalMs: 20 });
+      await holdsFor('the pollers staying at the initial batches', () => mapping.activePollers === 2, { forMs: 400, intervalMs: 20 });
+    });
+
+    it('scales to the function concurrency without a maximum concurrency, falls to the floor when idle, and returns to the initial batches when messages arrive', async () => {
+      const q = await queue();
+      await q.sendMany(60, (i) => `m${i}`);
+      const fn = holdingInvoker(50);
+      const mapping = new SqsEventSourceMapping(
+        { functionName: 'f', queueUrl: q.url, queueArn: q.arn, region: 'us-east-1', batchSize: 1 },
+        { sqs, invoke: fn.invoke, functionConcurrency: 6, idlePollMs: [10, 40], scaling: { initialBatches: 3, scaleUpPerMinute: 1200, floorBatches: 1 } },
+      );
+      mappings.push(mapping);
+      mapping.start();
+      expect(mapping.activePollers).toBe(3);
+      await waitFor('the backlog processed', async () => mapping.statistics.acknowledged === 60 && (await q.depth()) === 0, { timeoutMs: 10_000, intervalMs: 50 });
+      expect(mapping.statistics.peakPollers).toBe(6);
+      expect(Math.max(...fn.atStart.map((s) => s.running))).toBeLessThanOrEqual(6);
+      await waitFor('the pollers at the floor', () => mapping.activePollers === 1, { timeoutMs: 5000, intervalMs: 10 });
+      await holdsFor('one poller on the empty queue', () => mapping.activePollers === 1, { forMs: 300, intervalMs: 10 });
+
+      await q.sendMany(20, (i) => `again${i}`);
+      await waitFor('the initial batches polling again', () => mapping.activePollers >= 3, { timeoutMs: 3000, intervalMs: 5 });
+      await waitFor('the new messages processed', () => mapping.statistics.acknowledged === 80, { timeoutMs: 10_000, intervalMs: 50 });
+      expect(new Set(fn.records).size).toBe(80);
+    });
+
+    it('splits a batch whose event would exceed the payload cap, and delivers the released records later, each once', async () => {
+      const q = await queue();
+      // 200 KB each: four fit under a 1 MB cap, five do not. One at a time: a send batch is capped at 1 MiB.
+      for (let i = 0; i < 10; i++) await sqs.send(new SendMessageCommand({ QueueUrl: q.url, MessageBody: `${i}`.padEnd(200_000, 'x') }));
+      const cap = 1_000_000;
+      const events: { ids: string[]; bytes: number }[] = [];
+      const mapping = new SqsEventSourceMapping(
+        { functionName: 'f', queueUrl: q.url, queueArn: q.arn, region: 'us-east-1', batchSize: 10 },
+        {
+          sqs,
+          invoke: async (event) => void events.push({ ids: event.Records.map((r) => r.messageId), bytes: Buffer.byteLength(JSON.stringify(event)) }),
+          // One poller: the first receive takes all ten, so the split is the cap's alone.
+          functionConcurrency: 1,
+          idlePollMs: [10, 50],
+          maxPayloadBytes: cap,
+        },
+      );
+      mappings.push(mapping);
+      mapping.start();
+      await waitFor('all ten acknowledged', async () => mapping.statistics.acknowledged === 10 && (await q.depth()) === 0, { timeoutMs: 10_000, intervalMs: 50 });
+      expect(events.map((e) => e.ids.length)).toEqual([4, 4, 2]);
+      for (const e of events) expect(e.bytes).toBeLessThanOrEqual(cap);
+      const ids = events.flatMap((e) => e.ids);
+      expect(new Set(ids).size).toBe(10);
+      expect(ids).toHaveLength(10);
+      // Six released after the first receive, two after the second.
+      expect(mapping.statistics).toMatchObject({ invocations: 3, acknowledged: 10, releasedOverPayloadCap: 8, failed: 0 });
+    });
+
+    it("keeps each event under Lambda's 6 MB cap by default", async () => {
+      const q = await queue();
+      // 900 KB each (SQS allows 1 MiB): six make 5.4 MB, seven would pass 6 MB. One at a time: a send batch is capped at 1 MiB.
+      for (let i = 0; i < 10; i++) await sqs.send(new SendMessageCommand({ QueueUrl: q.url, MessageBody: `${i}`.padEnd(900_000, 'x') }));
+      const events: { count: number; bytes: number }[] = [];
+      const mapping = new SqsEventSourceMapping(
+        { functionName: 'f', queueUrl: q.url, queueArn: q.arn, region: 'us-east-1', batchSize: 10 },
+        { sqs, invoke: async (event) => void events.push({ count: event.Records.length, bytes: Buffer.byteLength(JSON.stringify(event)) }), functionConcurrency: 1, idlePollMs: [10, 50] },
+      );
+      mappings.push(mapping);
+      mapping.start();
+      await waitFor('all ten acknowledged', async () => mapping.statistics.acknowledged === 10 && (await q.depth()) === 0, { timeoutMs: 15_000, intervalMs: 50 });
+      expect(events.map((e) => e.count)).toEqual([6, 4]);
+      for (const e of events) expect(e.bytes).toBeLessThanOrEqual(SYNC_INVOCATION_PAYLOAD_LIMIT_BYTES);
+      expect(mapping.statistics.releasedOverPayloadCap).toBe(4);
     });
   });
 });

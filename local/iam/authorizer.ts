@@ -1,0 +1,249 @@
+// IAM enforcement, step three: the decision. Evaluates one (principal, action, resource) against the template's
+// identity policies and the resource's own policy, with the context keys AWS would set, using @cloud-copilot/iam-simulate
+// (identity and resource policies, same-account rules, explicit deny, every condition operator, KMS key-policy trust).
+//
+// What it leaves to us, handled here: it sets no context keys itself (aws:SecureTransport, aws:PrincipalArn, aws:userid,
+// ... are filled in below), and it knows nothing of the template, so the role's policies and the resource's policy are
+// looked up here. Not handled: kms:EncryptionContext:<key> conditions (the simulator drops such keys as unknown for the
+// action, so a key policy conditioned on them denies) and aws:PrincipalTag/* (PlannedRole carries no tags); the
+// template uses neither.
+import { runSimulation, type RequestAnalysis, type RunSimulationResults, type Simulation } from '@cloud-copilot/iam-simulate';
+import type { PlannedIam, PlannedRole, PolicyDocument } from '../plan';
+import type { Principal } from './credentials';
+
+export interface AuthorizerOptions {
+  iam: PlannedIam;
+  accountId: string;
+  region: string;
+  /** false: allow everything, but still record (and report) what AWS would deny. @default true */
+  enforce?: boolean;
+  /** Called with every denial (also the would-be denials when not enforcing). */
+  onDenial?: (denial: Denial) => void;
+  /** How many denials `denials` keeps (the most recent); `denialCount` counts them all. @default 1000 */
+  maxDenials?: number;
+  /** Distinct decisions kept in the cache. @default 20000 */
+  maxCachedDecisions?: number;
+  /** The clock for aws:CurrentTime and for `Denial.at`. @default () => new Date() */
+  now?: () => Date;
+}
+
+export interface AuthorizationRequest {
+  principal: Principal;
+  action: string;
+  resource: string;
+  /** Context keys the caller knows (aws:SourceArn, aws:SourceAccount, kms:ViaService, ...). */
+  context?: Record<string, string | string[]>;
+  /** false for a request that came over plain HTTP (aws:SecureTransport). A call from a function is TLS on AWS. @default true */
+  secureTransport?: boolean;
+}
+
+/**
+ * Why AWS denies: nothing allows it (`no-identity-allow`; `no-resource-allow` where the service wants the resource's
+ * policy to allow, as a KMS key policy must), an explicit deny, or a request the evaluator could not evaluate.
+ */
+export type DenialReason = 'no-identity-allow' | 'no-resource-allow' | 'explicit-deny-identity' | 'explicit-deny-resource' | 'not-evaluable';
+
+export interface Decision {
+  /** Whether the request may go on (always true when not enforcing). */
+  allowed: boolean;
+  /** AWS would deny it (when not enforcing, `allowed` is still true). */
+  wouldDeny: boolean;
+  reason?: DenialReason;
+  /** AWS's own wording: "User: <arn> is not authorized to perform: <action> on resource: <arn> because ...". */
+  message?: string;
+  /** What the local evaluation could not know (e.g. AWS managed policies of the role). */
+  note?: string;
+}
+
+export interface Denial {
+  at: number;
+  /** The assumed-role ARN (or the service) that was denied. */
+  principalArn: string;
+  roleArn?: string;
+  sessionName?: string;
+  action: string;
+  resource: string;
+  reason: DenialReason;
+  message: string;
+  note?: string;
+  /** false: recorded while not enforcing (the request went through). */
+  enforced: boolean;
+}
+
+interface Evaluated {
+  allowed: boolean;
+  reason?: DenialReason;
+  message?: string;
+  note?: string;
+}
+
+const TIME_KEYS = /aws:(CurrentTime|EpochTime)/i;
+
+const documentOf = (doc: PolicyDocument) => ({ Version: doc.Version ?? '2012-10-17', Statement: doc.Statement });
+
+/** The account of an ARN (S3 ARNs have none: a bucket belongs to the stack's account here). */
+function accountOf(arn: string, fallback: string): string {
+  const account = arn.split(':')[4];
+  return account && /^\d{12}$/.test(account) ? account : fallback;
+}
+
+/** The ARN a resource policy is kept under: objects under their bucket, qualified functions and indexes under their own. */
+function policyOwner(resource: string): string {
+  if (resource.startsWith('arn:aws:s3:::')) return resource.replace(/^(arn:aws:s3:::[^/]+).*$/, '$1');
+  if (resource.includes(':lambda:') && resource.includes(':function:')) return resource.replace(/^(arn:[^:]+:lambda:[^:]+:\d+:function:[^:]+).*$/, '$1');
+  if (resource.includes(':dynamodb:')) return resource.replace(/^(arn:[^:]+:dynamodb:[^:]+:\d+:table\/[^/]+).*$/, '$1');
+  return resource;
+}
+
+export class Authorizer {
+  /** The most recent denials (see maxDenials), oldest first. */
+  readonly denials: Denial[] = [];
+  /** Every denial so far. */
+  denialCount = 0;
+
+  private readonly roles = new Map<string, PlannedRole>();
+  private readonly resourcePolicies = new Map<string, PolicyDocument>();
+  private readonly cache = new Map<string, Promise<Evaluated>>();
+  private readonly enforce: boolean;
+  private readonly maxDenials: number;
+  private readonly maxCached: number;
+  private readonly now: () => Date;
+  // A policy that compares the clock must see the time of each request, so its decisions are not cached.
+  private readonly timeSensitive: boolean;
+
+  constructor(private readonly options: AuthorizerOptions) {
+    for (const role of options.iam.roles) this.roles.set(role.arn, role);
+    for (const policy of options.iam.resourcePolicies) this.resourcePolicies.set(policy.resourceArn, policy.document);
+    this.enforce = options.enforce ?? true;
+    this.maxDenials = options.maxDenials ?? 1000;
+    this.maxCached = options.maxCachedDecisions ?? 20000;
+    this.now = options.now ?? (() => new Date());
+    this.timeSensitive = TIME_KEYS.test(JSON.stringify(options.iam));
+  }
+
+  get enforcing(): boolean {
+    return this.enforce;
+  }
+
+  async authorize(request: AuthorizationRequest): Promise<Decision> {
+    const { principal } = request;
+    if (principal.kind === 'admin') return { allowed: true, wouldDeny: false };
+    const evaluated = await this.evaluate(request);
+    if (evaluated.allowed) return { allowed: true, wouldDeny: false };
+    const denial: Denial = {
+      at: this.now().getTime(),
+      principalArn: principal.kind === 'role' ? principal.assumedRoleArn : principal.service,
+      ...(principal.kind === 'role' ? { roleArn: principal.roleArn, sessionName: principal.sessionName } : {}),
+      action: request.action,
+      resource: request.resource,
+      reason: evaluated.reason!,
+      message: evaluated.message!,
+      ...(evaluated.note ? { note: evaluated.note } : {}),
+      enforced: this.enforce,
+    };
+    this.denialCount++;
+    this.denials.push(denial);
+    if (this.denials.length > this.maxDenials) this.denials.shift();
+    this.options.onDenial?.(denial);
+    return { allowed: !this.enforce, wouldDeny: true, reason: evaluated.reason, message: evaluated.message, ...(evaluated.note ? { note: evaluated.note } : {}) };
+  }
+
+  private evaluate(request: AuthorizationRequest): Promise<Evaluated> {
+    if (this.timeSensitive) return this.simulate(request);
+    const p = request.principal;
+    const who = p.kind === 'role' ? `${p.roleArn}\n${p.sessionName}` : p.kind === 'service' ? p.service : '';
+    const context = request.context ? JSON.stringify(Object.entries(request.context).sort(([a], [b]) => (a < b ? -1 : 1))) : '';
+    const key = `${who}\n${request.action}\n${request.resource}\n${request.secureTransport === false ? 0 : 1}\n${context}`;
+    let decided = this.cache.get(key);
+    if (!decided) {
+      decided = this.simulate(request);
+      // Decisions for one stack are few (roles x actions x resources), but S3 object keys are unbounded.
+      if (this.cache.size >= this.maxCached) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(key, decided);
+      decided.catch(() => this.cache.delete(key));
+    }
+    return decided;
+  }
+
+  private async simulate(request: AuthorizationRequest): Promise<Evaluated> {
+    const { principal, action, resource } = request;
+    if (principal.kind === 'admin') return { allowed: true };
+    const { accountId, region } = this.options;
+    const now = this.now();
+    const role = principal.kind === 'role' ? this.roles.get(principal.roleArn) : undefined;
+    const callerArn = principal.kind === 'role' ? principal.assumedRoleArn : principal.service;
+
+    const context: Record<string, string | string[]> = {
+      'aws:SecureTransport': request.secureTransport === false ? 'false' : 'true',
+      'aws:CurrentTime': now.toISOString(),
+      'aws:EpochTime': String(Math.floor(now.getTime() / 1000)),
+      'aws:RequestedRegion': region,
+      'aws:ViaAWSService': 'false',
+    };
+    if (principal.kind === 'role') {
+      const roleAccount = accountOf(principal.roleArn, accountId);
+      // The role's unique ID: local/plan.ts gives a template role the RoleId `LOCAL<logicalId>` (Fn::GetAtt RoleId).
+      const roleId = role ? `LOCAL${role.logicalId}` : `LOCAL${principal.roleArn.split('/').pop()}`;
+      Object.assign(context, {
+        'aws:PrincipalArn': principal.roleArn,
+        'aws:PrincipalAccount': roleAccount,
+        'aws:PrincipalType': 'AssumedRole',
+        'aws:userid': `${roleId}:${principal.sessionName}`,
+        'aws:PrincipalIsAWSService': 'false',
+      });
+    } else {
+      Object.assign(context, { 'aws:PrincipalServiceName': principal.service, 'aws:PrincipalIsAWSService': 'true' });
+    }
+    Object.assign(context, request.context);
+
+    // A role's trust policy is the resource policy of sts:AssumeRole on it.
+    const resourcePolicy =
+      action.toLowerCase() === 'sts:assumerole' ? this.roles.get(resource)?.trustPolicy : this.resourcePolicies.get(policyOwner(resource));
+    const simulation: Simulation = {
+      request: {
+        principal: callerArn,
+        action,
+        resource: { resource, accountId: accountOf(resource, principal.kind === 'role' ? accountOf(principal.roleArn, accountId) : accountId) },
+        contextVariables: context,
+      },
+      identityPolicies: (role?.policies ?? []).map((p) => ({ name: p.name, policy: documentOf(p.document) })),
+      serviceControlPolicies: [],
+      resourceControlPolicies: [],
+      ...(resourcePolicy ? { resourcePolicy: documentOf(resourcePolicy) } : {}),
+    };
+    const note = role && role.externalManagedPolicyArns.length > 0 ? `the role's AWS managed policies (${role.externalManagedPolicyArns.join(', ')}) are not known locally and grant nothing here` : undefined;
+    const result = await runSimulation(simulation, {});
+    return { ...judge(result, callerArn, action, resource), ...(note ? { note } : {}) };
+  }
+}
+
+function judge(result: RunSimulationResults, caller: string, action: string, resource: string): Evaluated {
+  const prefix = `User: ${caller} is not authorized to perform: ${action} on resource: ${resource}`;
+  if (result.resultType === 'error') {
+    return { allowed: false, reason: 'not-evaluable', message: `${prefix} because the local IAM evaluator could not evaluate the request: ${describeErrors(result.errors)}` };
+  }
+  if (result.overallResult === 'Allowed') return { allowed: true };
+  const analyses: RequestAnalysis[] = result.resultType === 'single' ? [result.result.analysis] : result.results.map((r) => r.analysis);
+  if (result.overallResult === 'ExplicitlyDenied') {
+    const inIdentity = analyses.some((a) => a.identityAnalysis?.result === 'ExplicitlyDenied');
+    return inIdentity
+      ? { allowed: false, reason: 'explicit-deny-identity', message: `${prefix} with an explicit deny in an identity-based policy` }
+      : { allowed: false, reason: 'explicit-deny-resource', message: `${prefix} with an explicit deny in a resource-based policy` };
+  }
+  // Allowed by the identity policies and still denied: the service wants the resource's own policy to allow it (a
+  // KMS key policy that does not trust the account, a service principal).
+  const identityAllowed = analyses.some((a) => a.identityAnalysis?.result === 'Allowed');
+  const servicePrincipal = caller.endsWith('.amazonaws.com');
+  return identityAllowed || servicePrincipal
+    ? { allowed: false, reason: 'no-resource-allow', message: `${prefix} because no resource-based policy allows the ${action} action` }
+    : { allowed: false, reason: 'no-identity-allow', message: `${prefix} because no identity-based policy allows the ${action} action` };
+}
+
+function describeErrors(errors: Extract<RunSimulationResults, { resultType: 'error' }>['errors']): string {
+  const parts: string[] = [errors.message];
+  const named = { ...errors.identityPolicyErrors, ...(errors.resourcePolicyErrors ? { 'resource policy': errors.resourcePolicyErrors } : {}) };
+  for (const [name, list] of Object.entries(named)) {
+    parts.push(`${name}: ${list.map((e) => `${e.path} ${e.message}`).join('; ')}`);
+  }
+  return parts.join('; ');
+}

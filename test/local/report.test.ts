@@ -16,15 +16,41 @@ const observation = (overrides: Partial<JobObservation> = {}): JobObservation =>
 });
 
 describe('Function: buildJobReport', () => {
-  it('passes the four checks when every operation is accounted for, changed once, paced, and none dead-lettered', () => {
+  it('passes the five checks when every operation is accounted for, changed once, paced, none dead-lettered and nothing denied', () => {
     const { report, checks } = buildJobReport('job', observation({ starts: [0, 500, 1000, 1500] }));
-    expect(report).toEqual({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, duplicatesSuppressed: 0, deferred: 0, throttled: 0, maxStartsPerWindow: 2, rateLimitPerWindow: 2, windowSeconds: 1, maxJobAgeSeconds: null, effectsSource: 'fixture' });
+    expect(report).toEqual({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, duplicatesSuppressed: 0, deferred: 0, throttled: 0, maxStartsPerWindow: 2, rateLimitPerWindow: 2, windowSeconds: 1, maxJobAgeSeconds: null, effectsSource: 'fixture', denials: [], functionErrors: [] });
     expect(checks).toEqual([
       { job: 'job', name: 'nothing-lost', ok: true, detail: 'completed 3 + rejected 0 + dlq 0 = 3, discovered 3' },
       { job: 'job', name: 'one-effect-per-operation', ok: true, detail: '3 operations with one effect each, 3 completed' },
       { job: 'job', name: 'rate-respected', ok: true, detail: 'at most 2 starts in any 1s window, limit 2' },
       { job: 'job', name: 'no-unexplained-dead-letters', ok: true, detail: '0 in the DLQ' },
+      { job: 'job', name: 'iam-allowed', ok: true, detail: "every request allowed by the template's IAM" },
     ]);
+  });
+
+  const denial = {
+    action: 'dynamodb:PutItem',
+    resource: 'arn:aws:dynamodb:us-east-1:000000000000:table/payments-dev',
+    role: 'arn:aws:iam::000000000000:role/Consumer',
+    caller: 'consumer-fn',
+    count: 3,
+    message: 'User: arn:aws:sts::000000000000:assumed-role/Consumer/consumer-fn is not authorized to perform: dynamodb:PutItem on resource: arn:aws:dynamodb:us-east-1:000000000000:table/payments-dev because no identity-based policy allows the dynamodb:PutItem action',
+  };
+
+  it('fails iam-allowed naming action, resource and role when a request was denied, and lists the denial', () => {
+    const { report, checks } = buildJobReport('job', observation({ starts: [0], denials: [denial] }));
+    expect(report.denials).toEqual([denial]);
+    expect(checks.find((c) => c.name === 'iam-allowed')).toEqual({
+      job: 'job',
+      name: 'iam-allowed',
+      ok: false,
+      detail: '3 requests denied: dynamodb:PutItem on arn:aws:dynamodb:us-east-1:000000000000:table/payments-dev by arn:aws:iam::000000000000:role/Consumer',
+    });
+  });
+
+  it('still fails iam-allowed with --no-iam, saying AWS would deny what passed here', () => {
+    const { checks } = buildJobReport('job', observation({ starts: [0], denials: [denial], iamEnforced: false }));
+    expect(checks.find((c) => c.name === 'iam-allowed')).toMatchObject({ ok: false, detail: expect.stringMatching(/^3 requests AWS would deny \(--no-iam\): dynamodb:PutItem/) });
   });
 
   it('reports the true job age since first enqueue in seconds', () => {
@@ -105,6 +131,7 @@ describe('Function: buildJobReport, a job without a fixture (source: pipeline)',
       ['one-effect-per-operation', true],
       ['rate-respected', true],
       ['no-unexplained-dead-letters', true],
+      ['iam-allowed', true],
     ]);
     expect(checks[1].detail).toBe("3 operations completed once each in the pipeline's own record, 3 completed in the ledger (no fixture: the downstream's effects are not seen)");
     expect(checks[2].detail).toBe("at most 2 apply starts (the consumer's) in any 1s window, limit 2");
@@ -142,5 +169,26 @@ describe('Function: buildRunReport', () => {
     const report = buildRunReport({ env: 'dev', businessDate: '2026-11-28', settled: false, durationMs: 1000, jobs: new Map([['job', observation()]]) });
     expect(report.ok).toBe(false);
     expect(formatReport(report)).toContain('did NOT settle within 1.0 s');
+  });
+});
+
+describe('Function: formatReport, denials, function errors and warnings', () => {
+  it('prints each denial and each kind of function error under its job, and every warning at the top', () => {
+    const jobs = new Map([
+      [
+        'job',
+        observation({
+          starts: [0],
+          denials: [{ action: 'sqs:SendMessage', resource: 'arn:aws:sqs:us-east-1:000000000000:q', role: 'arn:aws:iam::000000000000:role/R', caller: 'fn', count: 1, message: 'User: x is not authorized' }],
+          functionErrors: [{ functionName: 'fn', errorType: 'Runtime.ImportModuleError', message: "Error: Cannot find module 'left-pad'", count: 2, examples: ["Error: Cannot find module 'left-pad'\nRequire stack: ..."] }],
+        }),
+      ],
+    ]);
+    const text = formatReport(buildRunReport({ env: 'dev', businessDate: '2026-11-30', settled: true, durationMs: 1000, jobs, warnings: ['IAM is not enforced (--no-iam)'] }));
+    expect(text).toContain('WARNING  IAM is not enforced (--no-iam)');
+    expect(text).toContain('DENIED  job  sqs:SendMessage on arn:aws:sqs:us-east-1:000000000000:q by arn:aws:iam::000000000000:role/R (fn) x1: User: x is not authorized');
+    expect(text).toContain("ERROR  job  fn: Runtime.ImportModuleError: Error: Cannot find module 'left-pad' x2");
+    expect(text.split('\n').indexOf('WARNING  IAM is not enforced (--no-iam)')).toBeLessThan(text.indexOf('DENIED'));
+    expect(text.trimEnd().endsWith('FAILED')).toBe(true);
   });
 });

@@ -120,6 +120,22 @@ export class StackIam {
     if (!decision.allowed) throw new AccessDeniedError(decision.message ?? `${request.action} on ${request.resource} denied`);
   }
 
+  /**
+   * A service assuming a role (Scheduler assuming a schedule's role): the role's trust policy decides, with the
+   * source the service names, as STS does.
+   * @throws AccessDeniedError with AWS's message when the trust policy does not let it
+   */
+  async requireAssume(request: { service: string; roleArn: string | undefined; sourceArn: string }): Promise<void> {
+    if (!this.authorizer || !request.roleArn) return;
+    const decision = await this.authorizer.authorize({
+      principal: { kind: 'service', service: request.service },
+      action: 'sts:AssumeRole',
+      resource: request.roleArn,
+      context: { 'aws:SourceArn': request.sourceArn, 'aws:SourceAccount': this.options.accountId },
+    });
+    if (!decision.allowed) throw new AccessDeniedError(decision.message ?? `${request.service} may not assume ${request.roleArn}`);
+  }
+
   /** Every request denied (or, not enforcing, that AWS would deny), oldest first. */
   denials(): IamDenial[] {
     return this.authorizer?.denials ?? [];

@@ -255,13 +255,17 @@ export class LocalSession {
   denials(name: string): DenialSummary[] {
     const job = this.job(name);
     const callers = new Set([job.producer?.name, job.consumer?.name, job.scheduleName].filter((c): c is string => c !== undefined));
+    const scheduleRole = this.stack.plan.schedules.find((s) => s.name === job.scheduleName)?.roleArn;
+    const roles = new Set([job.producer?.roleArn, job.consumer?.roleArn, scheduleRole].filter((r): r is string => r !== undefined));
     const byKind = new Map<string, DenialSummary>();
     for (const d of this.stack.denials()) {
-      if (!callers.has(d.sessionName ?? '')) continue;
+      // A role session's request, or a service refused the job's role (Scheduler assuming the schedule's role).
+      const mine = callers.has(d.sessionName ?? '') || (d.action === 'sts:AssumeRole' && roles.has(d.resource));
+      if (!mine) continue;
       const key = `${d.action} ${d.resource} ${d.roleArn} ${d.sessionName}`;
       const known = byKind.get(key);
       if (known) known.count++;
-      else byKind.set(key, { action: d.action, resource: d.resource, role: d.roleArn ?? 'none', caller: d.sessionName ?? '', count: 1, message: d.message });
+      else byKind.set(key, { action: d.action, resource: d.resource, role: d.roleArn ?? d.resource, caller: d.sessionName ?? d.principalArn, count: 1, message: d.message });
     }
     return [...byKind.values()];
   }
@@ -278,6 +282,9 @@ export class LocalSession {
   warnings(): string[] {
     const warnings: string[] = [];
     if (!this.stack.iam.enforced) warnings.push('IAM is not enforced (--no-iam): a request the template does not allow passes here and fails on AWS; denials listed are what AWS would refuse');
+    for (const role of this.stack.plan.iam.roles.filter((r) => r.externalManagedPolicyArns.length > 0)) {
+      warnings.push(`${role.name} attaches ${role.externalManagedPolicyArns.join(', ')}: AWS managed policies are not known locally, so they grant nothing here`);
+    }
     for (const n of this.stack.runtime.nodeReport()) {
       if (!n.exact) warnings.push(`${n.functionName}: the template asks for ${n.wanted}, which is not available here; it runs on Node ${n.running}${n.note ? ` (${n.note})` : ''}`);
     }

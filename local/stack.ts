@@ -221,6 +221,7 @@ export class LocalStack {
       deliver: async (targetArn, input, schedule) => {
         // Scheduler assumes the schedule's role and invokes a Lambda target asynchronously: delivery succeeds once
         // Lambda has accepted the event, and fails (then retries, then the DLQ) when the role may not invoke it.
+        await this.iam.requireAssume({ service: 'scheduler.amazonaws.com', roleArn: schedule.roleArn, sourceArn: schedule.arn });
         await this.iam.require({ roleArn: schedule.roleArn, sessionName: schedule.name, action: 'lambda:InvokeFunction', resource: this.runtime.get(targetArn).spec.arn, sourceArn: schedule.arn });
         this.runtime.get(targetArn).invokeAsync(JSON.parse(input));
       },

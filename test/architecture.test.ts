@@ -66,6 +66,15 @@ describe('dependency rules', () => {
     expect(offending).toEqual([]);
   });
 
+  it('local/iam imports only the plan, the servers\' helpers and itself; the stack reaches it through local/iamWiring.ts alone', () => {
+    const inside = sources('local/iam').flatMap((f) => importsOf(f).filter((i) => i.startsWith('local/') && !/^local\/(plan|servers|iam\/.*)$/.test(i)).map((i) => `${f} -> ${i}`));
+    const outside = [...sources('local'), ...sources('chaos'), ...sources('bench'), ...sources('ops')]
+      .filter((f) => !f.startsWith('local/iam/') && f !== 'local/iamWiring.ts')
+      .flatMap((f) => importsOf(f).filter((i) => /^local\/iam(\/|$)/.test(i)).map((i) => `${f} -> ${i}`));
+    expect([...inside, ...outside]).toEqual([]);
+    expect(importsOf('local/iamWiring.ts')).toContain('local/iam');
+  });
+
   it('local/, chaos/ and bench/ name no job and import no job code', () => {
     const offending: string[] = [];
     for (const file of [...sources('local'), ...sources('chaos'), ...sources('bench')]) {

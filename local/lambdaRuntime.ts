@@ -117,6 +117,9 @@ export interface FunctionErrorSummary {
 }
 
 export class FunctionError extends Error {
+  /** The handler's own error message, without the runtime's prefixes: what Lambda hands a DLQ or a destination. */
+  public errorMessage?: string;
+
   constructor(message: string, public readonly functionName: string, public readonly errorType: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'FunctionError';
@@ -553,6 +556,7 @@ export class LocalFunction {
           return;
         }
         const error = reply.error && new FunctionError(`${name}: ${reply.error.errorType}: ${reply.error.errorMessage}`, name, reply.error.errorType);
+        if (error) error.errorMessage = reply.error!.errorMessage;
         if (reply.init) {
           // An init failure leaves no usable environment: Lambda starts the next invocation with a fresh one.
           stop(error!);

@@ -256,6 +256,7 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
   const { stackName, region, accountId } = options;
   const resources = template.Resources;
 
+  refuseUnresolvable(template);
   const unsupported = Object.entries(resources)
     .filter(([, r]) => !(r.Type in RESOURCE_TYPES))
     .map(([logicalId, r]) => ({ logicalId, type: r.Type }));
@@ -290,7 +291,8 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
     const p = template.Parameters?.[id];
     if (!p) return undefined;
     if (p.Default === undefined) {
-      throw new TemplateError(`parameter ${id} has no default; the local runtime deploys without parameter overrides`, id);
+      // Unreachable after refuseUnresolvable (every parameter needs a value up front); kept as the local reason.
+      throw new TemplateError(`Parameters: [${id}] must have values (the local runtime deploys without parameter overrides)`, id);
     }
     return String(p.Default);
   };
@@ -303,7 +305,7 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
     const param = parameterValue(id);
     if (param !== undefined) return { ref: param, attrs: {} };
     const r = resources[id];
-    if (!r) throw new TemplateError(`Ref to ${id}, which is neither a resource nor a parameter`, id);
+    if (!r) throw new TemplateError(`Template format error: Unresolved resource dependencies [${id}] in the Resources block of the template`, id);
     if (resolving.has(id)) throw new TemplateError(`circular reference through ${id}`, id);
     resolving.add(id);
     try {
@@ -745,4 +747,65 @@ function planIam(
     }
   }
   return { roles: [...roles.values()], resourcePolicies: [...resourcePolicies.values()] };
+}
+
+/** Every resource or parameter a value names: Ref, Fn::GetAtt and the ${Name} and ${Name.Attr} of Fn::Sub. */
+function referencesIn(value: unknown, out: Set<string>, subVariables: Set<string> = new Set()): void {
+  if (Array.isArray(value)) {
+    for (const v of value) referencesIn(v, out, subVariables);
+    return;
+  }
+  if (value === null || typeof value !== 'object') return;
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length === 1) {
+    const [fn, arg] = entries[0];
+    if (fn === 'Ref' && typeof arg === 'string') {
+      if (!arg.startsWith('AWS::') && !subVariables.has(arg)) out.add(arg);
+      return;
+    }
+    if (fn === 'Fn::GetAtt') {
+      const target = Array.isArray(arg) ? arg[0] : typeof arg === 'string' ? arg.split('.')[0] : undefined;
+      if (typeof target === 'string') out.add(target);
+      if (Array.isArray(arg)) referencesIn(arg.slice(1), out, subVariables);
+      return;
+    }
+    if (fn === 'Fn::Sub') {
+      const [text, map] = Array.isArray(arg) ? [arg[0], arg[1] as Record<string, unknown> | undefined] : [arg, undefined];
+      const local = new Set([...subVariables, ...Object.keys(map ?? {})]);
+      if (typeof text === 'string') {
+        for (const m of text.matchAll(/\$\{([^!}][^}]*)\}/g)) {
+          const name = m[1].split('.')[0];
+          if (!name.startsWith('AWS::') && !local.has(name)) out.add(name);
+        }
+      }
+      if (map) referencesIn(map, out, subVariables);
+      return;
+    }
+  }
+  for (const [, v] of entries) referencesIn(v, out, subVariables);
+}
+
+/**
+ * What CloudFormation refuses before it creates anything, in its words: a parameter without a value (the local
+ * runtime takes no overrides, so every parameter needs a Default), and a Ref, GetAtt, Sub or DependsOn naming nothing
+ * the template has, in any resource (the ignored ones too: CloudFormation checks them all) or output.
+ * @throws TemplateError
+ */
+function refuseUnresolvable(template: CloudFormationTemplate): void {
+  const missingValues = Object.entries(template.Parameters ?? {}).filter(([, p]) => p.Default === undefined).map(([id]) => id);
+  if (missingValues.length > 0) {
+    throw new TemplateError(`Parameters: [${missingValues.join(', ')}] must have values (the local runtime deploys without parameter overrides: give each a Default)`, missingValues.join(','));
+  }
+  const named = new Set<string>();
+  for (const r of Object.values(template.Resources)) {
+    referencesIn(r.Properties, named);
+    for (const d of r.DependsOn === undefined ? [] : Array.isArray(r.DependsOn) ? r.DependsOn : [r.DependsOn]) named.add(String(d));
+  }
+  referencesIn(template.Outputs, named);
+  referencesIn(template.Conditions, named);
+  const known = new Set([...Object.keys(template.Resources), ...Object.keys(template.Parameters ?? {})]);
+  const unresolved = [...named].filter((n) => !known.has(n)).sort();
+  if (unresolved.length > 0) {
+    throw new TemplateError(`Template format error: Unresolved resource dependencies [${unresolved.join(', ')}] in the Resources block of the template`, unresolved.join(','));
+  }
 }

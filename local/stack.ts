@@ -266,6 +266,8 @@ export class LocalStack {
     if (!fn) return;
     const sqs = this.sqsAs(fn.roleArn, fn.name);
     const errorType = (error as { errorType?: string }).errorType ?? error.name;
+    // Lambda hands on the handler's own message, not the local runtime's prefixed one.
+    const errorMessage = (error as { errorMessage?: string }).errorMessage ?? error.message;
     if (fn.deadLetterArn) {
       if (!fn.deadLetterArn.startsWith('arn:aws:sqs:')) {
         this.options.log('lambda', `${name}: dead-letter target ${fn.deadLetterArn} is not an SQS queue; only SQS targets are emulated`);
@@ -278,7 +280,7 @@ export class LocalStack {
             MessageAttributes: {
               RequestID: { DataType: 'String', StringValue: info.requestId },
               ErrorCode: { DataType: 'Number', StringValue: '200' },
-              ErrorMessage: { DataType: 'String', StringValue: `${errorType}: ${error.message}`.slice(0, 1024) },
+              ErrorMessage: { DataType: 'String', StringValue: errorMessage.slice(0, 1024) },
             },
           }),
         );
@@ -297,7 +299,7 @@ export class LocalStack {
         requestContext: { requestId: info.requestId, functionArn: `${fn.arn}:$LATEST`, condition: info.condition, approximateInvokeCount: info.attempts },
         requestPayload: event,
         responseContext: { statusCode: 200, executedVersion: '$LATEST', functionError: 'Unhandled' },
-        responsePayload: { errorType, errorMessage: error.message },
+        responsePayload: { errorType, errorMessage },
       };
       await sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl(destination), MessageBody: JSON.stringify(record) }));
     }

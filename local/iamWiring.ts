@@ -3,7 +3,7 @@
 // in-process (Scheduler invoking its target), and keeps the denials for the run report.
 import { Authorizer, CredentialDirectory, rolePrincipal, startAuthGateway, type AwsService, type Denial, type SessionCredentials } from './iam';
 import type { StackPlan } from './plan';
-import { LOCAL_CREDENTIALS, type RunningServer } from './servers';
+import { ensurePortFree, LOCAL_CREDENTIALS, type RunningServer } from './servers';
 
 /** The local services, as the stack's endpoints name them. */
 export type GatewayService = 'dynamodb' | 'sqs' | 's3' | 'secretsManager' | 'lambda' | 'scheduler';
@@ -16,6 +16,9 @@ const SERVICE_OF: Record<GatewayService, AwsService> = {
   lambda: 'lambda',
   scheduler: 'scheduler',
 };
+
+/** How the port-in-use message names each service. */
+const LABEL: Record<GatewayService, string> = { dynamodb: 'DynamoDB', sqs: 'SQS', s3: 'S3', secretsManager: 'Secrets Manager', lambda: 'Lambda', scheduler: 'Scheduler' };
 
 export type IamDenial = Denial;
 
@@ -80,6 +83,8 @@ export class StackIam {
           authorizer: undefined as unknown as Authorizer,
         };
         this.gatewayOptions.push(options);
+        // A port the user chose is the service's port (the gateway is what clients reach): name the service if taken.
+        if (ports[name]) await ensurePortFree(ports[name]!, LABEL[name]);
         started[name] = await startAuthGateway(options);
       }
     } catch (error) {

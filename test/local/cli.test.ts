@@ -51,7 +51,9 @@ describe('Command: npm start', () => {
       'stale-upload-cleanup': expect.objectContaining({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, maxStartsPerWindow: 3 }),
     });
     expect(Object.keys(report.jobs)).toEqual(expect.arrayContaining(['expired-session-cleanup', 'payment-reconciliation', 'stale-upload-cleanup']));
-    expect(report.checks).toHaveLength(4 * Object.keys(report.jobs).length);
+    // Five checks a job: nothing lost, one effect per operation, rate, no unexplained dead letters, IAM allowed.
+    expect(report.checks).toHaveLength(5 * Object.keys(report.jobs).length);
+    expect(report.warnings.filter((w: string) => w.includes('IAM'))).toEqual([]);
     expect(report.checks.every((c: { ok: boolean }) => c.ok)).toBe(true);
     expect(existsSync(join(localDir, 'logs'))).toBe(true);
   }, 300_000); // includes a cdk synth on a fresh clone (no cdk.out yet)

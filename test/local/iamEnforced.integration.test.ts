@@ -1,0 +1,333 @@
+// IAM enforced on the local stack, end to end on the synthesized dev template: a grant taken out of a role makes the
+// first request that needs it fail by name, the work that needed it retries and dead-letters as it would on AWS, and
+// the run report fails naming action, resource and role. The unchanged template needs no grant it lacks; and with
+// `iam: false` the same missing grant is only reported, as what AWS would deny.
+import { chaosJobResources } from '../../chaos/run';
+import type { SeededDemo } from '../../local/fixture';
+import { buildRunReport, formatReport, type JobObservation, type RunReport } from '../../local/report';
+import { LocalSession, SessionError } from '../../local/session';
+import type { CloudFormationTemplate } from '../../local/template';
+import { waitFor } from '../../local/waitFor';
+import type { JobRuntimeSettings } from '../../lambda/core/constants';
+import { SESSIONS_PER_TENANT } from '../../lambda/jobs/expired-session-cleanup/local';
+
+/** Its consumer deletes each tenant's expired sessions (one DeleteItem per session): every record needs the grant. */
+const JOB = 'expired-session-cleanup';
+const TENANTS = 3;
+const REMOVED = 'dynamodb:DeleteItem';
+/** Seconds, not minutes: a failed record is received again after CONSUMER_TIMEOUT and dead-lettered after RECEIVES. */
+const CONSUMER_TIMEOUT = 8;
+const RECEIVES = 2;
+
+type Resource = { Type: string; Properties: Record<string, any> };
+type Statement = { Effect: string; Action: string | string[]; Resource: unknown };
+
+const resourcesOf = (t: CloudFormationTemplate) => t.Resources as unknown as Record<string, Resource>;
+const list = <T>(v: T | T[]): T[] => (Array.isArray(v) ? v : [v]);
+const getAttOf = (v: unknown): string | undefined => (v as { 'Fn::GetAtt'?: [string, string] })?.['Fn::GetAtt']?.[0];
+
+/** The AWS::IAM::Policy resources attached to a role (by its logical ID). */
+function policiesOfRole(t: CloudFormationTemplate, roleId: string): Resource[] {
+  const policies = Object.values(resourcesOf(t)).filter(
+    (r) => r.Type === 'AWS::IAM::Policy' && list(r.Properties.Roles ?? []).some((ref: { Ref?: string }) => ref?.Ref === roleId),
+  );
+  if (policies.length === 0) throw new Error(`the template attaches no AWS::IAM::Policy to role ${roleId}`);
+  return policies;
+}
+
+/** The logical ID of the table named `tableName`. */
+function tableId(t: CloudFormationTemplate, tableName: string): string {
+  const found = Object.entries(resourcesOf(t)).find(([, r]) => /^AWS::DynamoDB::(Global)?Table$/.test(r.Type) && r.Properties?.TableName === tableName);
+  if (!found) throw new Error(`the template has no table ${tableName}`);
+  return found[0];
+}
+
+/**
+ * The job's consumer and queues retimed so a failing record reaches the DLQ in seconds: a short consumer timeout (and
+ * visibility to match), RECEIVES receives, no batching wait.
+ */
+function retime(t: CloudFormationTemplate): void {
+  const job = chaosJobResources(t, JOB);
+  job.consumer.Properties.Timeout = CONSUMER_TIMEOUT;
+  job.queue.Properties.VisibilityTimeout = CONSUMER_TIMEOUT;
+  job.queue.Properties.RedrivePolicy = { ...job.queue.Properties.RedrivePolicy, maxReceiveCount: RECEIVES };
+  for (const r of Object.values(resourcesOf(t))) if (r.Type === 'AWS::Lambda::EventSourceMapping') r.Properties.MaximumBatchingWindowInSeconds = 0;
+}
+
+/** The consumer counts a record failing on its last allowed receive as dead-lettered: it must know the new count. */
+const retimedSettings = (s: JobRuntimeSettings): JobRuntimeSettings => (s.jobName === JOB ? { ...s, maxReceiveCount: RECEIVES } : s);
+
+/**
+ * One grant out of the consumer's identity policy: `action` on the job's `alias` table (and its indexes). The table's
+ * ARN leaves the statements that grant the action; a statement of its own grants the table everything else they did.
+ */
+function withoutConsumerGrant(t: CloudFormationTemplate, alias: string, action: string): CloudFormationTemplate {
+  const copy = structuredClone(t);
+  const job = chaosJobResources(copy, JOB);
+  const roleId = getAttOf(job.consumer.Properties.Role);
+  if (!roleId) throw new Error(`the ${JOB} consumer's Role is not a Fn::GetAtt of a template role`);
+  const table = tableId(copy, job.settings.tables[alias]);
+  const onTable = (r: unknown) => JSON.stringify(r).includes(`"${table}"`);
+  let removed = 0;
+  for (const policy of policiesOfRole(copy, roleId)) {
+    const statements = list(policy.Properties.PolicyDocument.Statement as Statement | Statement[]);
+    const next: Statement[] = [];
+    for (const s of statements) {
+      const actions = list(s.Action);
+      const resources = list(s.Resource);
+      if (s.Effect !== 'Allow' || !actions.includes(action) || !resources.some(onTable)) {
+        next.push(s);
+        continue;
+      }
+      removed++;
+      const others = resources.filter((r) => !onTable(r));
+      if (others.length > 0) next.push({ ...s, Resource: others });
+      const kept = actions.filter((a) => a !== action);
+      if (kept.length > 0) next.push({ ...s, Action: kept, Resource: resources.filter(onTable) });
+    }
+    policy.Properties.PolicyDocument.Statement = next;
+  }
+  if (removed === 0) throw new Error(`no statement of the ${JOB} consumer's policies grants ${action} on ${table}`);
+  return copy;
+}
+
+/** The schedule's role loses its lambda:InvokeFunction statement; Scheduler retries once, then dead-letters. */
+function withoutScheduleInvoke(t: CloudFormationTemplate): CloudFormationTemplate {
+  const copy = structuredClone(t);
+  const job = chaosJobResources(copy, JOB);
+  const producerId = Object.entries(resourcesOf(copy)).find(([, r]) => r === job.producer)![0];
+  const schedule = Object.values(resourcesOf(copy)).find((r) => r.Type === 'AWS::Scheduler::Schedule' && getAttOf(r.Properties.Target?.Arn) === producerId);
+  if (!schedule) throw new Error(`the template has no schedule targeting the ${JOB} producer`);
+  schedule.Properties.Target.RetryPolicy = { ...schedule.Properties.Target.RetryPolicy, MaximumRetryAttempts: 1 };
+  const roleId = getAttOf(schedule.Properties.Target.RoleArn);
+  if (!roleId) throw new Error(`the ${JOB} schedule's Target.RoleArn is not a Fn::GetAtt of a template role`);
+  let removed = 0;
+  for (const policy of policiesOfRole(copy, roleId)) {
+    const statements = list(policy.Properties.PolicyDocument.Statement as Statement | Statement[]);
+    const next = statements.filter((s) => !list(s.Action).includes('lambda:InvokeFunction'));
+    removed += statements.length - next.length;
+    policy.Properties.PolicyDocument.Statement = next;
+  }
+  if (removed === 0) throw new Error(`the ${JOB} schedule's role has no lambda:InvokeFunction statement`);
+  return copy;
+}
+
+/** What `npm start` observes of the job at the end of its run (local/run.ts collectReport), as a run report. */
+async function runReport(session: LocalSession, seeded: SeededDemo, settled: boolean): Promise<RunReport> {
+  const job = session.job(JOB);
+  const ledger = await session.ledgerTotals(JOB);
+  const dlq = await session.depth(job.dlqUrl);
+  const effects = await session.effects(JOB, seeded);
+  const observation: JobObservation = {
+    ...ledger,
+    dlq: dlq.total,
+    effectsByOperation: effects.effectsByOperation,
+    effectsByItem: effects.effectsByItem,
+    expectedItems: effects.expectedItems,
+    unexpectedEffects: effects.unexpectedEffects,
+    effectsSource: effects.source,
+    starts: effects.starts,
+    throttled: effects.throttled ?? ledger.throttled,
+    rateLimit: job.settings.rateLimit,
+    denials: session.denials(JOB),
+    iamEnforced: session.stack.iam.enforced,
+    functionErrors: session.functionErrors(JOB),
+  };
+  return buildRunReport({ env: 'dev', businessDate: session.businessDateFor(JOB), settled, durationMs: 0, jobs: new Map([[JOB, observation]]), warnings: session.warnings() });
+}
+
+/** The job's ARN of the table behind `alias`, as the local plan names it (what a denial's resource is). */
+function tableArn(session: LocalSession, alias: string): string {
+  const name = session.job(JOB).settings.tables[alias];
+  const table = session.stack.plan.tables.find((t) => t.name === name);
+  if (!table) throw new Error(`the local plan has no table ${name}`);
+  return table.arn;
+}
+
+const logs: string[] = [];
+const log = (source: string, line: string) => {
+  logs.push(`[${source}] ${line}`);
+  if (logs.length > 5000) logs.shift();
+};
+
+describe('IAM enforced: the consumer role without dynamodb:DeleteItem on the sessions table', () => {
+  let session: LocalSession;
+  let seeded: SeededDemo;
+
+  beforeAll(async () => {
+    session = await LocalSession.open({
+      cwd: process.cwd(),
+      log,
+      template: (t) => {
+        const changed = withoutConsumerGrant(t, 'sessions', REMOVED);
+        retime(changed);
+        return changed;
+      },
+      jobSettings: retimedSettings,
+    });
+    const businessDate = session.businessDateFor(JOB);
+    seeded = await session.seed(JOB, TENANTS, businessDate);
+    session.startConsumers();
+    await session.fire(JOB, { scheduledTime: new Date(), businessDate });
+    await waitFor('every seeded tenant in the DLQ', async () => {
+      const dlq = await session.depth(session.job(JOB).dlqUrl);
+      return dlq.total >= TENANTS ? dlq : false;
+    }, { timeoutMs: 90_000, intervalMs: 250 });
+  }, 150_000);
+
+  afterAll(async () => {
+    await session?.close();
+  });
+
+  it('denies the first call that needs the grant, by name: the action removed, on the table, by the consumer\'s role', () => {
+    const job = session.job(JOB);
+    const denials = session.denials(JOB);
+    expect(denials.length).toBeGreaterThan(0);
+    expect(denials[0]).toMatchObject({ action: REMOVED, resource: tableArn(session, 'sessions'), role: job.consumer!.roleArn, caller: job.consumer!.name });
+    expect(denials[0].message).toContain(`is not authorized to perform: ${REMOVED} on resource: ${tableArn(session, 'sessions')}`);
+    // Nothing else the job does is denied: the one grant removed is the one missing.
+    expect(denials.map((d) => `${d.action} ${d.resource}`)).toEqual([`${REMOVED} ${tableArn(session, 'sessions')}`]);
+    // Every receive of every record tried the delete (3 expired sessions a tenant, in parallel): at least one each.
+    expect(denials[0].count).toBeGreaterThanOrEqual(TENANTS * RECEIVES);
+    const raw = session.stack.denials().filter((d) => d.sessionName === job.consumer!.name);
+    expect(raw[0]).toMatchObject({ action: REMOVED, enforced: true, roleArn: job.consumer!.roleArn });
+  });
+
+  it('sends every seeded record through retry to the DLQ, and deletes nothing', async () => {
+    const job = session.job(JOB);
+    const dlq = await session.readQueue(job.dlqUrl);
+    expect(dlq).toHaveLength(TENANTS);
+    const tenants = dlq.map((m) => (JSON.parse(m.body) as { resource: { tenantId: string } }).resource.tenantId).sort();
+    expect(tenants).toEqual([...seeded.expectedOperations].sort());
+    // Failed on each receive (SQS moved them after RECEIVES), never rejected as invalid or dead-lettered by the consumer.
+    expect(job.mapping!.statistics.failed).toBeGreaterThanOrEqual(TENANTS * RECEIVES);
+    for (const m of dlq) expect(m.attributes.failureReason).toBeUndefined();
+    const ledger = await session.ledgerTotals(JOB);
+    expect(ledger).toMatchObject({ discovered: TENANTS, published: TENANTS, completed: 0, rejected: 0, deadLettered: TENANTS });
+    expect(session.writes.filter((w) => w.action === 'DeleteItem' && w.resource === job.settings.tables.sessions)).toEqual([]);
+    expect((await session.depth(job.queueUrl)).total).toBe(0);
+  });
+
+  it('fails the run report\'s iam-allowed check, naming action, resource and role', async () => {
+    const job = session.job(JOB);
+    const report = await runReport(session, seeded, true);
+    expect(report.ok).toBe(false);
+    const check = report.checks.find((c) => c.job === JOB && c.name === 'iam-allowed');
+    expect(check?.ok).toBe(false);
+    expect(check?.detail).toContain(`${REMOVED} on ${tableArn(session, 'sessions')} by ${job.consumer!.roleArn}`);
+    expect(check?.detail).toMatch(/^\d+ requests denied: /);
+    expect(report.jobs[JOB].denials).toEqual(session.denials(JOB));
+    expect(formatReport(report)).toContain(`DENIED  ${JOB}  ${REMOVED} on ${tableArn(session, 'sessions')} by ${job.consumer!.roleArn} (${job.consumer!.name})`);
+  });
+});
+
+describe('IAM enforced: the schedule role without lambda:InvokeFunction', () => {
+  let session: LocalSession;
+
+  beforeAll(async () => {
+    session = await LocalSession.open({ cwd: process.cwd(), log, template: withoutScheduleInvoke });
+  }, 120_000);
+
+  afterAll(async () => {
+    await session?.close();
+  });
+
+  it('denies the invoke on the producer by the schedule\'s role, retries, and dead-letters the event to the schedule\'s DLQ', async () => {
+    const job = session.job(JOB);
+    const schedule = session.stack.scheduler.get(job.scheduleName!);
+    expect(schedule.maximumRetryAttempts).toBe(1);
+    expect(schedule.deadLetterArn).toBeDefined();
+    const scheduleDlq = session.stack.queueUrl(schedule.deadLetterArn!);
+    const before = (await session.depth(scheduleDlq)).total;
+
+    // session.fire throws on a failed delivery, with the scheduler's last error.
+    const fired = session.fire(JOB, { scheduledTime: new Date(), businessDate: session.businessDateFor(JOB) });
+    await expect(fired).rejects.toThrow(SessionError);
+    await expect(fired).rejects.toThrow(new RegExp(`schedule ${job.scheduleName} could not deliver to its producer: .*is not authorized to perform: lambda:InvokeFunction on resource: ${job.producer!.arn}`));
+
+    const denials = session.denials(JOB);
+    expect(denials).toEqual([
+      expect.objectContaining({ action: 'lambda:InvokeFunction', resource: job.producer!.arn, role: schedule.roleArn, caller: job.scheduleName, count: schedule.maximumRetryAttempts + 1 }),
+    ]);
+
+    // The event Scheduler could not deliver, in the DLQ with Scheduler's attributes; the producer never ran.
+    await waitFor('the event in the schedule\'s DLQ', async () => (await session.depth(scheduleDlq)).total > before || false, { timeoutMs: 10_000 });
+    const [dead] = await session.readQueue(scheduleDlq);
+    expect(dead.attributes).toMatchObject({ ERROR_CODE: 'TargetDeliveryFailed', RETRY_ATTEMPTS: '1', TARGET_ARN: job.producer!.arn, SCHEDULE_ARN: schedule.arn });
+    expect(dead.attributes.ERROR_MESSAGE).toContain('lambda:InvokeFunction');
+    expect(JSON.parse(dead.body)).toMatchObject({ businessDate: session.businessDateFor(JOB) });
+    expect((await session.ledgerTotals(JOB)).batches).toBe(0);
+  }, 60_000);
+});
+
+describe('IAM enforced: the unchanged template', () => {
+  let session: LocalSession;
+
+  beforeAll(async () => {
+    session = await LocalSession.open({ cwd: process.cwd(), log });
+  }, 120_000);
+
+  afterAll(async () => {
+    await session?.close();
+  });
+
+  it('runs one job to completion with no request denied', async () => {
+    const businessDate = session.businessDateFor(JOB);
+    const seeded = await session.seed(JOB, TENANTS, businessDate);
+    session.startConsumers();
+    await session.fire(JOB, { scheduledTime: new Date(), businessDate });
+    const settled = await session.settle({ deadline: Date.now() + 90_000, jobs: [JOB] });
+    expect(settled).toBe(true);
+    expect(await session.ledgerTotals(JOB)).toMatchObject({ discovered: TENANTS, completed: TENANTS, rejected: 0, deadLettered: 0 });
+    expect(session.stack.iam.enforced).toBe(true);
+    expect(session.denials(JOB)).toEqual([]);
+    expect(session.stack.denials()).toEqual([]);
+    const report = await runReport(session, seeded, settled);
+    expect(report.checks.find((c) => c.name === 'iam-allowed')).toEqual({ job: JOB, name: 'iam-allowed', ok: true, detail: "every request allowed by the template's IAM" });
+    expect(report.ok).toBe(true);
+  }, 120_000);
+});
+
+describe('IAM not enforced (iam: false) with the grant removed', () => {
+  let session: LocalSession;
+
+  beforeAll(async () => {
+    session = await LocalSession.open({ cwd: process.cwd(), log, iam: false, template: (t) => withoutConsumerGrant(t, 'sessions', REMOVED) });
+  }, 120_000);
+
+  afterAll(async () => {
+    await session?.close();
+  });
+
+  it('completes the records, lists what AWS would deny (not enforced), and warns that IAM is off', async () => {
+    const job = session.job(JOB);
+    const businessDate = session.businessDateFor(JOB);
+    const seeded = await session.seed(JOB, TENANTS, businessDate);
+    session.startConsumers();
+    await session.fire(JOB, { scheduledTime: new Date(), businessDate });
+    expect(await session.settle({ deadline: Date.now() + 90_000, jobs: [JOB] })).toBe(true);
+    expect(await session.ledgerTotals(JOB)).toMatchObject({ discovered: TENANTS, completed: TENANTS, rejected: 0, deadLettered: 0 });
+    expect((await session.depth(job.dlqUrl)).total).toBe(0);
+    const effects = await session.effects(JOB, seeded);
+    expect([...effects.effectsByOperation.keys()].sort()).toEqual([...seeded.expectedOperations].sort());
+
+    const denials = session.denials(JOB);
+    expect(denials).toEqual([expect.objectContaining({ action: REMOVED, resource: tableArn(session, 'sessions'), role: job.consumer!.roleArn, caller: job.consumer!.name })]);
+    // Every expired session deleted once: each delete is one request AWS would deny.
+    const deletes = [...(effects.effectsByItem?.values() ?? [])].reduce((a, b) => a + b, 0);
+    expect(deletes).toBe(TENANTS * SESSIONS_PER_TENANT.expired);
+    expect(denials[0].count).toBe(deletes);
+    const raw = session.stack.denials();
+    expect(raw.length).toBeGreaterThan(0);
+    expect(raw.every((d) => d.enforced === false)).toBe(true);
+    expect(session.stack.iam.enforced).toBe(false);
+    expect(session.warnings()).toEqual(expect.arrayContaining([expect.stringMatching(/^IAM is not enforced \(--no-iam\)/)]));
+
+    // The report still fails: on AWS the same request would be refused.
+    const report = await runReport(session, seeded, true);
+    const check = report.checks.find((c) => c.name === 'iam-allowed')!;
+    expect(check.ok).toBe(false);
+    expect(check.detail).toContain(`requests AWS would deny (--no-iam): ${REMOVED} on ${tableArn(session, 'sessions')} by ${job.consumer!.roleArn}`);
+    expect(report.warnings).toEqual(session.warnings());
+  }, 120_000);
+});

@@ -239,6 +239,11 @@ interface Identity {
   attrs: Record<string, string>;
 }
 
+/** A plan with nothing in it yet: where planStack starts, and what a test builds on. */
+export function emptyPlan(where: Pick<StackPlan, 'stackName' | 'region' | 'accountId'>): StackPlan {
+  return { ...where, queues: [], tables: [], buckets: [], secrets: [], functions: [], layers: [], mappings: [], schedules: [], iam: { roles: [], resourcePolicies: [] }, ignored: [], outputs: {} };
+}
+
 /** Keeps a generated name within a service's character set and length, as CloudFormation's generated names do. */
 function generatedName(stackName: string, logicalId: string, max: number, lower = false): string {
   let name = `${stackName}-${logicalId}`.replace(/[^A-Za-z0-9-]/g, '-');
@@ -419,22 +424,7 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
   policyCtx.conditions = ctx.conditions;
   const included = Object.entries(resources).filter(([, r]) => !r.Condition || ctx.conditions![r.Condition]);
 
-  const plan: StackPlan = {
-    stackName,
-    region,
-    accountId,
-    queues: [],
-    tables: [],
-    buckets: [],
-    secrets: [],
-    functions: [],
-    layers: [],
-    mappings: [],
-    schedules: [],
-    iam: { roles: [], resourcePolicies: [] },
-    ignored: [],
-    outputs: {},
-  };
+  const plan = emptyPlan({ stackName, region, accountId });
   refuseNameCollisions(included, (id, key) => str(prop(resources[id], key, id)));
   const invokeConfigs: { functionName: string; config: NonNullable<PlannedFunction['asyncInvokeConfig']> }[] = [];
 

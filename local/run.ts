@@ -213,6 +213,54 @@ function progressRow(session: LocalSession, name: string, s: JobState): (string 
   ];
 }
 
+/**
+ * What a run observed of one job at its end, for the report: the ledger's counts, the DLQ (and a look at why), the
+ * effects its fixture (or the pipeline's own record) saw, IAM's denials and the functions' errors.
+ */
+export async function observeJob(
+  session: LocalSession,
+  name: string,
+  seeded: SeededDemo | undefined,
+  extra: { maxJobAgeMs?: number; keptData?: boolean } = {},
+): Promise<JobObservation> {
+  const job = session.job(name);
+  const ledger = await session.ledgerTotals(name);
+  const dlq = await session.depth(job.dlqUrl);
+  // A look at up to 10 dead letters; the run is over, so a receive changes nothing that matters.
+  const dlqReasons = dlq.total > 0 ? (await session.readQueue(job.dlqUrl, 60, DLQ_REASONS_READ)).map((m) => m.attributes.failureReason ?? MOVED_BY_SQS) : [];
+  const effects = await session.effects(name, seeded ?? { expectedOperations: [], summary: 'not seeded' });
+  return {
+    discovered: ledger.discovered,
+    published: ledger.published,
+    completed: ledger.completed,
+    rejected: ledger.rejected,
+    duplicates: ledger.duplicates,
+    deferred: ledger.deferred,
+    dlq: dlq.total,
+    dlqReasons,
+    effectsByOperation: effects.effectsByOperation,
+    effectsByItem: effects.effectsByItem,
+    expectedItems: effects.expectedItems,
+    unexpectedEffects: effects.unexpectedEffects,
+    effectsSource: effects.source,
+    starts: effects.starts,
+    // A downstream that cannot tell (AWS itself) leaves throttles to the consumer's own count.
+    throttled: effects.throttled ?? ledger.throttled,
+    rateLimit: job.settings.rateLimit,
+    maxJobAgeMs: extra.maxJobAgeMs,
+    keptData: extra.keptData,
+    denials: session.denials(name),
+    iamEnforced: session.stack.iam.enforced,
+    functionErrors: session.functionErrors(name),
+  };
+}
+
+/** What every report of the session warns of: how it differs from AWS, and what Lambda's async queue did twice. */
+export function sessionWarnings(session: LocalSession): string[] {
+  const duplicates = session.stack.runtime.duplicateAsyncDeliveries;
+  return [...session.warnings(), ...(duplicates > 0 ? [`Lambda delivered ${duplicates} asynchronous event(s) twice, as its at-least-once queue may on AWS`] : [])];
+}
+
 async function collectReport(
   session: LocalSession,
   seeded: Map<string, SeededDemo>,
@@ -221,44 +269,15 @@ async function collectReport(
 ): Promise<RunReport> {
   const observations = new Map<string, JobObservation>();
   for (const job of session.jobs.values()) {
-    const ledger = await session.ledgerTotals(job.name);
-    const dlq = await session.depth(job.dlqUrl);
-    // A look at up to 10 dead letters; the run is over, so a receive changes nothing that matters.
-    const dlqReasons = dlq.total > 0 ? (await session.readQueue(job.dlqUrl, 60, DLQ_REASONS_READ)).map((m) => m.attributes.failureReason ?? MOVED_BY_SQS) : [];
-    const effects = await session.effects(job.name, seeded.get(job.name) ?? { expectedOperations: [], summary: 'not seeded' });
-    observations.set(job.name, {
-      discovered: ledger.discovered,
-      published: ledger.published,
-      completed: ledger.completed,
-      rejected: ledger.rejected,
-      duplicates: ledger.duplicates,
-      deferred: ledger.deferred,
-      dlq: dlq.total,
-      dlqReasons,
-      effectsByOperation: effects.effectsByOperation,
-      effectsByItem: effects.effectsByItem,
-      expectedItems: effects.expectedItems,
-      unexpectedEffects: effects.unexpectedEffects,
-      effectsSource: effects.source,
-      starts: effects.starts,
-      // A downstream that cannot tell (AWS itself) leaves throttles to the consumer's own count.
-      throttled: effects.throttled ?? ledger.throttled,
-      rateLimit: job.settings.rateLimit,
-      maxJobAgeMs: metricsTap.maxJobAgeMs(job.name),
-      keptData: run.keptData,
-      denials: session.denials(job.name),
-      iamEnforced: session.stack.iam.enforced,
-      functionErrors: session.functionErrors(job.name),
-    });
+    observations.set(job.name, await observeJob(session, job.name, seeded.get(job.name), { maxJobAgeMs: metricsTap.maxJobAgeMs(job.name), keptData: run.keptData }));
   }
-  const duplicates = session.stack.runtime.duplicateAsyncDeliveries;
   return buildRunReport({
     env: run.env,
     businessDate: run.businessDate,
     settled: run.settled,
     durationMs: Date.now() - run.started,
     jobs: observations,
-    warnings: [...session.warnings(), ...(duplicates > 0 ? [`Lambda delivered ${duplicates} asynchronous event(s) twice, as its at-least-once queue may on AWS`] : [])],
+    warnings: sessionWarnings(session),
   });
 }
 

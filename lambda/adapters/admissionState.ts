@@ -4,8 +4,12 @@
 //
 // Every change is one conditional UpdateItem. The producer holds a step's lease while it publishes; each published page
 // moves the cursor and its counters in one write (so a re-published page is never counted again); the step's end moves
-// the step number and releases the lease; the continuation's sending is marked, so a step retried after a crash between
-// its end and the send knows to send it.
+// the step number and releases the lease; a step that fails releases it too, so its retry takes the step at once; the
+// continuation's sending is marked, so a step retried after a crash between its end and the send knows to send it.
+//
+// A lease's owner is one invocation, never a Lambda request ID: Lambda delivers an asynchronous event at least once, and
+// a duplicated delivery (possibly concurrent) and a retry both keep the request ID, so two copies owning the step by it
+// would both publish and both count every page.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { documentClient } from './clients';
@@ -76,8 +80,16 @@ export interface RunStateStore {
   /** Creates the run's admission state if absent (writing its start facts once) and returns it. */
   ensure(job: string, batchId: string, start: RunStart): Promise<RunState>;
   read(job: string, batchId: string): Promise<RunState | undefined>;
-  /** Takes step `step`'s lease until `untilMs`, unless another owner holds it or the run is past that step. */
+  /**
+   * Takes step `step`'s lease until `untilMs`, unless another owner holds it (unexpired) or the run is not at that step.
+   * `owner` must be unique to one invocation: the same owner renews its lease.
+   */
   lease(job: string, batchId: string, step: number, owner: string, nowMs: number, untilMs: number): Promise<boolean>;
+  /**
+   * Gives step `step`'s lease up if `owner` still holds it (a failed step, so its retry need not wait for the lease to
+   * expire); false when it did not (the step ended, or another owner took it over).
+   */
+  release(job: string, batchId: string, step: number, owner: string): Promise<boolean>;
   /** Records one published page; false when the lease was lost (another owner took the step over). */
   commitPage(job: string, batchId: string, step: number, owner: string, page: PageCommit): Promise<boolean>;
   /** Moves the run to step + 1 and releases the lease; false when the lease was lost. */
@@ -199,6 +211,16 @@ export class DynamoRunStateStore implements RunStateStore {
       ConditionExpression: '#step = :step AND #admission = :admitting AND (attribute_not_exists(#leaseUntilMs) OR #leaseUntilMs < :now OR #leaseOwner = :owner)',
       ExpressionAttributeNames: { '#leaseOwner': 'leaseOwner', '#leaseUntilMs': 'leaseUntilMs', '#step': 'step', '#admission': 'admission' },
       ExpressionAttributeValues: { ':owner': owner, ':until': untilMs, ':step': step, ':now': nowMs, ':admitting': AdmissionStatus.admitting },
+    });
+  }
+
+  async release(job: string, batchId: string, step: number, owner: string): Promise<boolean> {
+    return this.conditional({
+      Key: ledgerKeys.batch(job, batchId),
+      UpdateExpression: 'REMOVE #leaseOwner, #leaseUntilMs',
+      ConditionExpression: '#step = :step AND #leaseOwner = :owner',
+      ExpressionAttributeNames: { '#leaseOwner': 'leaseOwner', '#leaseUntilMs': 'leaseUntilMs', '#step': 'step' },
+      ExpressionAttributeValues: { ':step': step, ':owner': owner },
     });
   }
 

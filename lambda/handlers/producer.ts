@@ -4,6 +4,7 @@
 // rate-limit slot, and sends the next step to the producer's admission queue, delayed until the queue has drained to
 // half the horizon. The backlog waits in the application's tables, where discovery finds it. It never waits for
 // consumers and never runs near the 900 s ceiling.
+import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as z from 'zod';
 import { EnvVar, MESSAGE_VERSION, SQS_MAX_DELAY_SECONDS, type JobRuntimeSettings } from '../core/constants';
@@ -156,7 +157,11 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
     if (state.step > step.step || state.status !== AdmissionStatus.admitting) return stale(step, state, summary);
     if (state.step < step.step) throw new AdmissionStateError(`admission step ${step.step} of ${step.batchId} arrived before step ${state.step} ended`, step.batchId, step.step);
 
-    const owner = context.awsRequestId;
+    // The lease is this invocation's alone, not its request ID's: Lambda delivers an asynchronous event at least once,
+    // and a duplicated delivery (possibly concurrent with the first) keeps the request ID, as Lambda's retries do. Owned
+    // by the request ID, both copies would hold the step, and both publish and count every page. The request ID stays
+    // in the owner for the logs.
+    const owner = `${context.awsRequestId}/${randomUUID()}`;
     // The lease lasts as long as this invocation can: a crashed holder's step is taken over once it has expired.
     if (!(await runState.lease(job.name, step.batchId, step.step, owner, startedMs, startedMs + budgetMs))) {
       state = (await runState.read(job.name, step.batchId)) as RunState;
@@ -173,7 +178,28 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
       return summary;
     }
     summary.outcome = 'admitted';
+    try {
+      return await admit(step, context, state, owner, summary, startedMs, reserve);
+    } catch (error) {
+      // A step that fails (a publish, a ledger write) gives its lease up, so its retry (Lambda's, with the same request
+      // ID, or SQS's) takes the step at once, from the last committed cursor. A crashed or timed-out invocation cannot:
+      // its lease expires at its deadline, and the retry or the takeover step takes the step over then.
+      await release(step, owner);
+      throw error;
+    }
+  };
 
+  /** Best effort: a lease that cannot be released expires at its holder's deadline. */
+  const release = async (step: AdmissionStep, owner: string) => {
+    try {
+      await runState.release(job.name, step.batchId, step.step, owner);
+    } catch (error) {
+      logger.warn('could not release the admission lease of a failed step; it expires at the deadline', { step: step.step, error: error as Error });
+    }
+  };
+
+  /** The step's work, under its lease: admits pages while the plan and time allow, then ends the step. */
+  const admit = async (step: AdmissionStep, context: Context, state: RunState, owner: string, summary: ProducerSummary, startedMs: number, reserve: number): Promise<ProducerSummary> => {
     const depth = rate === undefined ? 0 : await queueDepth(options.queueUrl);
     const plan = planAdmission({ nowMs: startedMs, queueDepth: depth, ratePerSecond: rate, horizonMs: admission.horizonMs, plannedUntilMs: state.plannedUntilMs });
     let cursor = state.cursor;

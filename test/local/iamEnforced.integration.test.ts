@@ -4,7 +4,8 @@
 // `iam: false` the same missing grant is only reported, as what AWS would deny.
 import { chaosJobResources } from '../../chaos/run';
 import type { SeededDemo } from '../../local/fixture';
-import { buildRunReport, formatReport, type JobObservation, type RunReport } from '../../local/report';
+import { buildRunReport, formatReport, type RunReport } from '../../local/report';
+import { observeJob, sessionWarnings } from '../../local/run';
 import { LocalSession, SessionError } from '../../local/session';
 import type { CloudFormationTemplate } from '../../local/template';
 import { waitFor } from '../../local/waitFor';
@@ -114,26 +115,8 @@ function withoutScheduleInvoke(t: CloudFormationTemplate): CloudFormationTemplat
 
 /** What `npm start` observes of the job at the end of its run (local/run.ts collectReport), as a run report. */
 async function runReport(session: LocalSession, seeded: SeededDemo, settled: boolean): Promise<RunReport> {
-  const job = session.job(JOB);
-  const ledger = await session.ledgerTotals(JOB);
-  const dlq = await session.depth(job.dlqUrl);
-  const effects = await session.effects(JOB, seeded);
-  const observation: JobObservation = {
-    ...ledger,
-    dlq: dlq.total,
-    effectsByOperation: effects.effectsByOperation,
-    effectsByItem: effects.effectsByItem,
-    expectedItems: effects.expectedItems,
-    unexpectedEffects: effects.unexpectedEffects,
-    effectsSource: effects.source,
-    starts: effects.starts,
-    throttled: effects.throttled ?? ledger.throttled,
-    rateLimit: job.settings.rateLimit,
-    denials: session.denials(JOB),
-    iamEnforced: session.stack.iam.enforced,
-    functionErrors: session.functionErrors(JOB),
-  };
-  return buildRunReport({ env: 'dev', businessDate: session.businessDateFor(JOB), settled, durationMs: 0, jobs: new Map([[JOB, observation]]), warnings: session.warnings() });
+  const observation = await observeJob(session, JOB, seeded);
+  return buildRunReport({ env: 'dev', businessDate: session.businessDateFor(JOB), settled, durationMs: 0, jobs: new Map([[JOB, observation]]), warnings: sessionWarnings(session) });
 }
 
 /** The job's ARN of the table behind `alias`, as the local plan names it (what a denial's resource is). */

@@ -57,6 +57,34 @@ describe('Class: DynamoRunStateStore', () => {
     });
   });
 
+  describe('Method: release', () => {
+    it('gives the lease up only for its holder at that step, so another owner takes the step at once', async () => {
+      await store.ensure('fake-job', batchId, start);
+      expect(await store.lease('fake-job', batchId, 0, 'req-1/a', NOW, NOW + 10_000)).toBe(true);
+      // Not the holder (another invocation of the same request ID), or not the step: the lease stays.
+      expect(await store.release('fake-job', batchId, 0, 'req-1/b')).toBe(false);
+      expect(await store.release('fake-job', batchId, 1, 'req-1/a')).toBe(false);
+      expect(await store.read('fake-job', batchId)).toMatchObject({ leaseOwner: 'req-1/a', leaseUntilMs: NOW + 10_000 });
+
+      expect(await store.release('fake-job', batchId, 0, 'req-1/a')).toBe(true);
+      const state = await store.read('fake-job', batchId);
+      expect(state?.leaseOwner).toBeUndefined();
+      expect(state?.leaseUntilMs).toBeUndefined();
+      expect(await store.lease('fake-job', batchId, 0, 'req-1/b', NOW + 1, NOW + 10_000)).toBe(true);
+      // A lease taken over cannot be released by its former holder.
+      expect(await store.release('fake-job', batchId, 0, 'req-1/a')).toBe(false);
+      expect(await store.read('fake-job', batchId)).toMatchObject({ leaseOwner: 'req-1/b' });
+    });
+
+    it('does nothing once the step has ended', async () => {
+      await store.ensure('fake-job', batchId, start);
+      await store.lease('fake-job', batchId, 0, 'a', NOW, NOW + 10_000);
+      await store.endStep('fake-job', batchId, 0, 'a', { status: AdmissionStatus.admitting, nextStepAt: '2026-11-29T02:02:30.000Z' });
+      expect(await store.release('fake-job', batchId, 0, 'a')).toBe(false);
+      expect(await store.read('fake-job', batchId)).toMatchObject({ step: 1, nextStepAt: '2026-11-29T02:02:30.000Z' });
+    });
+  });
+
   describe('Method: commitPage and endStep', () => {
     it('counts each page once, for the lease holder only, and moves the run to its next step', async () => {
       await store.ensure('fake-job', batchId, start);

@@ -246,15 +246,19 @@ describe('Function: createProducer', () => {
     it('counts nothing for a page whose publishing failed, and the retried step publishes it again from the same cursor', async () => {
       const batchId = 'fake-job:2026-11-28:failing';
       const handle = producer(3);
+      const context = lambdaContext();
       publisher.failNextWorkPublish = true;
-      await expect(direct(handle, { scheduledTime: SCHEDULED, batchId })).rejects.toThrow('failed to publish 1 of 3 messages');
+      await expect(direct(handle, { scheduledTime: SCHEDULED, batchId }, context)).rejects.toThrow('failed to publish 1 of 3 messages');
       expect(await batchItem(batchId)).toMatchObject({ step: 0, pages: 0, admission: 'admitting' });
       expect(await batchItem(batchId)).not.toHaveProperty('discovered');
+      // The failed invocation gave its lease up before failing ...
+      expect(await batchItem(batchId)).not.toHaveProperty('leaseOwner');
+      expect(await batchItem(batchId)).not.toHaveProperty('leaseUntilMs');
 
-      // The same invocation's retry (its lease is its own request ID) re-publishes the page; the ledger counts it once.
-      const context = lambdaContext();
-      await direct(producer(3), { scheduledTime: SCHEDULED, batchId }, { ...context, awsRequestId: (await batchItem(batchId))?.leaseOwner as string });
-      expect(await batchItem(batchId)).toMatchObject({ discovered: 3, published: 3, admission: 'complete' });
+      // ... so Lambda's retry (the same event, the same request ID) takes the step at once and re-publishes the page
+      // from the same cursor; the ledger counts it once.
+      expect(await direct(producer(3), { scheduledTime: SCHEDULED, batchId }, context)).toMatchObject({ outcome: 'admitted', discovered: 3, published: 3, finished: true });
+      expect(await batchItem(batchId)).toMatchObject({ discovered: 3, published: 3, pages: 1, admission: 'complete' });
       // Two copies went out before the failure: idempotency absorbs them, the ledger never counted them.
       expect(await publishedOperationIds()).toEqual(['fake:item-0:2026-11-28', 'fake:item-0:2026-11-28', 'fake:item-1:2026-11-28', 'fake:item-1:2026-11-28', 'fake:item-2:2026-11-28']);
     });
@@ -391,6 +395,87 @@ describe('Function: createProducer', () => {
       await fromQueue(later, publisher.steps()[0]?.step ?? { ...step1, step: 0 });
       expect(await batchItem(batchId)).toMatchObject({ step: 1, discovered: 30 });
       expect(await batchItem(batchId)).not.toHaveProperty('leaseOwner');
+    });
+
+    it('admits a schedule delivered twice at once with the same request ID only once', async () => {
+      // Lambda delivers an async event at least once: a duplicate keeps the payload and the request ID, and may run
+      // concurrently with the first copy. The lease is each invocation's own, so only one copy holds step 0.
+      const handle = producer(55);
+      const event = { scheduledTime: SCHEDULED, batchId };
+      const requestId = lambdaContext().awsRequestId;
+      const summaries = await Promise.all([direct(handle, event, { ...lambdaContext(), awsRequestId: requestId }), direct(handle, event, { ...lambdaContext(), awsRequestId: requestId })]);
+
+      const admitted = summaries.filter((s) => s.outcome === 'admitted');
+      expect(admitted).toEqual([expect.objectContaining({ pages: 3, discovered: 55, published: 55, finished: true })]);
+      const other = summaries.find((s) => s.outcome !== 'admitted');
+      expect(['in-progress', 'stale']).toContain(other?.outcome);
+      expect(other).toMatchObject({ pages: 0, discovered: 0, published: 0 });
+      // Each record published once, by the copy that admitted; the ledger counts each once.
+      const ids = await publishedOperationIds();
+      expect(ids).toHaveLength(55);
+      expect(new Set(ids).size).toBe(55);
+      expect(fakeJobCalls.discover).toHaveLength(3);
+      expect(await batchItem(batchId)).toMatchObject({ step: 1, pages: 3, discovered: 55, published: 55, admission: 'complete' });
+      expect(await batchItem(batchId)).not.toHaveProperty('leaseOwner');
+
+      // A takeover step the other copy left finds the run past step 0 and does nothing.
+      const takeover = publisher.steps().filter((s) => s.step.step === 0);
+      expect(takeover).toHaveLength(other?.outcome === 'in-progress' ? 1 : 0);
+      publisher.sent.length = 0;
+      for (const { step } of takeover) expect(await fromQueue(handle, step)).toEqual({ batchItemFailures: [] });
+      expect(publisher.sent).toEqual([]);
+    });
+
+    it('releases the lease of a step from the queue that failed, so its redelivery takes the step at once', async () => {
+      const handle = producer(100, { admission: paced });
+      await direct(handle, { batchId, businessDate: '2026-11-28' });
+      await drainQueue(queueUrl);
+      publisher.failNextWorkPublish = true;
+      expect(await fromQueue(handle, step1)).toEqual({ batchItemFailures: [{ itemIdentifier: expect.any(String) }] });
+      expect(await batchItem(batchId)).toMatchObject({ step: 1, pages: 2, discovered: 30 });
+      expect(await batchItem(batchId)).not.toHaveProperty('leaseOwner');
+
+      // SQS's redelivery of the same record admits the step from the committed cursor.
+      expect(await fromQueue(handle, step1)).toEqual({ batchItemFailures: [] });
+      expect(await batchItem(batchId)).toMatchObject({ step: 2, discovered: 39, cursor: '39' });
+    });
+
+    it('fails the step with its own error when the lease cannot be released, leaving the lease to expire', async () => {
+      const runState = new DynamoRunStateStore({ tableName: LEDGER_TABLE });
+      jest.spyOn(runState, 'release').mockRejectedValue(new Error('ledger unavailable'));
+      const warn = jest.spyOn(logger, 'warn');
+      publisher.failNextWorkPublish = true;
+      await expect(direct(producer(3, { runState }), { batchId, businessDate: '2026-11-28' })).rejects.toThrow('failed to publish 1 of 3 messages');
+      expect(warn).toHaveBeenCalledWith('could not release the admission lease of a failed step; it expires at the deadline', { step: 0, error: new Error('ledger unavailable') });
+      expect(await batchItem(batchId)).toMatchObject({ leaseUntilMs: NOW_MS + 60_000 });
+    });
+
+    it.each([
+      ['this invocation\'s form', (requestId: string) => `${requestId}/7d1c8f5e-0b7a-4a47-9a43-3f8f6d0c2b11`],
+      ['the request ID alone, as an earlier producer wrote it', (requestId: string) => requestId],
+    ])('leaves a step leased by a crashed invocation (owner in %s) to expire, even for the retry with its request ID', async (_form, ownerOf) => {
+      // The first delivery of the schedule took step 0 and died (killed, timed out) without releasing it.
+      const context = lambdaContext();
+      await new DynamoRunStateStore({ tableName: LEDGER_TABLE }).ensure('fake-job', batchId, { businessDate: '2026-11-28', startedAt: NOW.toISOString() });
+      await documentClient().send(
+        new UpdateCommand({
+          TableName: LEDGER_TABLE,
+          Key: { pk: 'BATCH#fake-job', sk: batchId },
+          UpdateExpression: 'SET leaseOwner = :o, leaseUntilMs = :u',
+          ExpressionAttributeValues: { ':o': ownerOf(context.awsRequestId), ':u': NOW_MS + 40_000 },
+        }),
+      );
+
+      // Lambda's retry, with the same request ID, cannot tell it from a live duplicate: it leaves a takeover step.
+      const retry = await direct(producer(100, { admission: paced }), { batchId, businessDate: '2026-11-28' }, context);
+      expect(retry).toMatchObject({ outcome: 'in-progress', published: 0, continued: true, nextStepInSeconds: 41 });
+      expect(publisher.workDelays()).toEqual([]);
+      expect(await batchItem(batchId)).toMatchObject({ leaseOwner: ownerOf(context.awsRequestId), leaseUntilMs: NOW_MS + 40_000, pages: 0 });
+
+      // Once the lease has expired, the same request ID takes the step over.
+      const later = producer(100, { admission: paced, now: () => new Date(NOW_MS + 40_001) });
+      expect(await direct(later, { batchId, businessDate: '2026-11-28' }, context)).toMatchObject({ outcome: 'admitted', discovered: 30 });
+      expect(await batchItem(batchId)).toMatchObject({ step: 1, discovered: 30 });
     });
 
     it('fails an invalid step record so SQS retries it and then dead-letters it, naming the problem', async () => {

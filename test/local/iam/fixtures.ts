@@ -1,6 +1,6 @@
 // Small hand-written plans for the IAM tests: roles with identity policies and resource policies, as local/plan.ts
 // plans them from a template (every ARN resolved).
-import type { PlannedIam, PlannedRole, PolicyStatement, StackPlan } from '../../../local/plan';
+import { emptyPlan, type PlannedIam, type PlannedRole, type PolicyStatement, type StackPlan } from '../../../local/plan';
 
 export const ACCOUNT = '000000000000';
 export const REGION = 'us-east-1';
@@ -28,21 +28,5 @@ export function enforceSsl(service: 'sqs' | 's3', resource: string | string[]): 
 }
 
 export function plan(iam: PlannedIam, extra: Partial<StackPlan> = {}): StackPlan {
-  return {
-    stackName: 'Test',
-    region: REGION,
-    accountId: ACCOUNT,
-    queues: [],
-    tables: [],
-    buckets: [],
-    secrets: [],
-    functions: [],
-    layers: [],
-    mappings: [],
-    schedules: [],
-    iam,
-    ignored: [],
-    outputs: {},
-    ...extra,
-  };
+  return { ...emptyPlan({ stackName: 'Test', region: REGION, accountId: ACCOUNT }), iam, ...extra };
 }

@@ -434,7 +434,10 @@ export class LocalSession {
       for (const name of names) {
         const s = await this.state(name, since);
         states.set(name, s);
-        if (s.queue.total > 0 || s.admissionQueue.total > 0) busy = true;
+        if (s.queue.total > 0) busy = true;
+        // The admission queue matters while a batch is still admitting (the ledger says so). Once every batch is done, a
+        // message left there is a takeover step for a step already past (a duplicated delivery that found the lease
+        // held leaves one, delayed until the lease ends): stale when it comes, as on AWS.
         if (s.ledger.batches > s.ledger.finished || s.ledger.admitting > 0) busy = true;
         if (this.job(name).producer && s.ledger.batches === 0) busy = true;
       }

@@ -91,6 +91,8 @@ describe('npm start with a job added as the README says, without a fixture', () 
       ['one-effect-per-operation', true],
       ['rate-respected', true],
       ['no-unexplained-dead-letters', true],
+      // IAM is enforced: the scaffolded job's grants cover what it does.
+      ['iam-allowed', true],
     ]);
   });
 

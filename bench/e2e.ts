@@ -398,8 +398,9 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
       if (pacing && pacing.timeScale !== 1 && selectedNames.includes(job.name)) progress(`e2e: ${job.name}: ${describeScale(pacing)}`);
     }
 
-    // The event sources' receives: SDK middleware on their client sees how many messages each one returned.
-    s.stack.sqs().middlewareStack.add(
+    // The event sources' receives: SDK middleware on their clients (each polls with its function's role) sees how many
+    // messages each one returned.
+    for (const client of new Set(s.stack.mappings.map((m) => m.client))) client.middlewareStack.add(
       (next, context) => async (args) => {
         const out = await next(args);
         if (counting && context.commandName === 'ReceiveMessageCommand') {

@@ -240,6 +240,11 @@ export class SqsEventSourceMapping {
     return this.live;
   }
 
+  /** The SQS client the mapping polls with (its function's role, on the local stack): for request counting. */
+  get client(): SQSClient {
+    return this.options.sqs;
+  }
+
   get statistics(): EventSourceMappingStats {
     return { ...this.stats };
   }

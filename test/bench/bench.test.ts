@@ -61,6 +61,8 @@ describe('Function: runBench', () => {
     const sum = (f: (c: (typeof jobs)[number]['counts']) => number) => jobs.reduce((s, j) => s + f(j.counts), 0);
     const c = report.counts!;
     expect(sum((x) => x.jobs)).toBe(c.jobs);
+    // Every job's messages were received by its event source: the receives are counted on the mappings' own clients.
+    for (const job of jobs) expect(job.counts.sqs.receiveCalls).toBeGreaterThan(0);
     expect(sum((x) => x.sqs.sendCalls + x.sqs.receiveCalls + x.sqs.deleteCalls + (x.sqs.attributeCalls ?? 0))).toBe(
       c.sqs.sendCalls + c.sqs.receiveCalls + c.sqs.deleteCalls + (c.sqs.attributeCalls ?? 0),
     );

@@ -4,6 +4,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { copyProject, describeResult, type CommandResult, type ProjectCopy } from '../support/projectCopy';
+import type { JobReport, RunReport } from '../../local/report';
 
 const JOB = 'expired-session-cleanup';
 const TENANTS = 3;
@@ -12,21 +13,8 @@ const WRITES = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'
 const READWRITE = "sessions: { ref: 'sessions', access: 'readwrite' }";
 const READ = "sessions: { ref: 'sessions', access: 'read' }";
 
-interface Denial {
-  action: string;
-  resource: string;
-  role: string;
-  caller: string;
-  count: number;
-  message: string;
-}
-
-interface Report {
-  ok: boolean;
-  settled: boolean;
-  jobs: Record<string, { discovered: number; completed: number; dlq: number; denials: Denial[] }>;
-  checks: { job: string; name: string; ok: boolean; detail: string }[];
-}
+/** The part of npm start's --json report this test reads. */
+type Report = Pick<RunReport, 'ok' | 'settled' | 'checks'> & { jobs: Record<string, Pick<JobReport, 'discovered' | 'completed' | 'dlq' | 'denials'>> };
 
 describe('npm start with a job whose config declares read on a table it writes', () => {
   let copy: ProjectCopy;

@@ -1,6 +1,7 @@
 // Chaos harness, the verdict: the four invariants checked at the end of a run, each with the figures behind it.
 // Pure: the run hands in what it observed (the job's effects as its fixture read them, its fake downstream's record if
 // it has one, ledger items, DLQ contents). It names no job: operations and items are the fixture's keys.
+import { AdmissionStatus, batchAccountedWithDuplicates, batchExact } from '../lambda/core/ledgerContract';
 import { maxInAnyWindow, type DownstreamArrival, type DownstreamEffect, type EffectReading } from '../local/fixture';
 
 export interface LedgerBatch {
@@ -97,7 +98,8 @@ export function checkInvariants(o: Observations): Verdict {
     .filter(([item, operation]) => (o.effects.effectsByItem?.get(item) ?? 0) === 0 && !inDlq.has(operation))
     .map(([item]) => item);
   // The ledger's exact equation can lose the counts of an invocation killed before its flush (those records come back
-  // as duplicates), so the batch check counts suppressed duplicates as done; the exact figures are reported too.
+  // as duplicates), so the batch check counts suppressed duplicates as done (batchAccountedWithDuplicates); the exact
+  // figures are reported too (batchExact). Both are lambda/core/ledgerContract.ts's, as ops status's are.
   const batches = o.batches.map((b) => ({
     batchId: b.batchId,
     discovered: b.discovered,
@@ -106,12 +108,12 @@ export function checkInvariants(o: Observations): Verdict {
     rejected: b.rejected,
     deadLettered: b.deadLettered,
     admission: b.admission,
-    exact: b.discovered === b.completed + b.rejected + b.deadLettered,
-    reconciles: b.discovered <= b.completed + b.duplicates + b.rejected + b.deadLettered,
+    exact: batchExact(b),
+    reconciles: batchAccountedWithDuplicates(b),
   }));
   // A run whose chain stopped leaves its tail in the tables, unpublished: lost work even when another run of the same
   // date (a re-run) happened to publish those operations, so every run must have finished its admission.
-  const unadmitted = o.batches.filter((b) => b.admission !== 'complete').map((b) => `${b.batchId} (${b.admission ?? 'no admission state'})`);
+  const unadmitted = o.batches.filter((b) => b.admission !== AdmissionStatus.complete).map((b) => `${b.batchId} (${b.admission ?? 'no admission state'})`);
   const nothingLost: Invariant = {
     ok: missing.length === 0 && missingItems.length === 0 && o.queueLeft === 0 && batches.length > 0 && batches.every((b) => b.reconciles) && unadmitted.length === 0,
     operations: o.expectedOperations.length,

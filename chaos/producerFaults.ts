@@ -6,6 +6,7 @@ import type { InvocationHandle } from '../local/lambdaRuntime';
 import { makeBatchId } from '../lambda/core/businessDate';
 import { stalledSince } from '../lambda/core/admission';
 import { admissionStep, admissionStepSchema } from '../lambda/core/admissionStep';
+import { batchIdOf } from '../lambda/core/ledgerContract';
 import type { Prng } from './prng';
 
 /** A ledger item the harness cannot build a recovery step from. */
@@ -90,8 +91,12 @@ export function producerInvocationOf(event: unknown, jobName: string): ProducerI
   return undefined;
 }
 
-/** A run-ledger item's admission facts (BATCH#<job> / <batchId>), as DynamoDB returns them. */
+/**
+ * A run-ledger item's admission facts (a batch item, ledgerKeys.batch in lambda/core/ledgerContract.ts), as DynamoDB
+ * returns them.
+ */
 export interface RunLedgerItem {
+  /** The batch ID (the item's sort key): read it with batchIdOf. */
   sk: string;
   admission?: string;
   step?: number;
@@ -114,9 +119,9 @@ export function stoppedChains(items: RunLedgerItem[], nowMs: number, graceMs: nu
 /** The recovery the contract names for a lost chain: a step message for the run's current step. */
 export function recoveryStepBody(item: RunLedgerItem): string {
   if (typeof item.step !== 'number' || !item.businessDate) {
-    throw new ChainRecoveryError(`ledger item ${item.sk} has no admission step or business date to recover the chain from`, item.sk);
+    throw new ChainRecoveryError(`ledger item ${batchIdOf(item)} has no admission step or business date to recover the chain from`, batchIdOf(item));
   }
-  return JSON.stringify(admissionStep({ batchId: item.sk, businessDate: item.businessDate, step: item.step, scheduledTime: item.scheduledTime }));
+  return JSON.stringify(admissionStep({ batchId: batchIdOf(item), businessDate: item.businessDate, step: item.step, scheduledTime: item.scheduledTime }));
 }
 
 export interface ProducerFaultOptions {

@@ -14,6 +14,7 @@ import type { CloudFormationTemplate } from '../local/template';
 import { jobViews, previewPlan } from '../local/jobs';
 import { SQS_MAX_MESSAGE_BYTES, type JobRuntimeSettings } from '../lambda/core/constants';
 import { parseMessage } from '../lambda/core/message';
+import { batchCountersOf, batchIdOf, LedgerItemKind } from '../lambda/core/ledgerContract';
 import { Prng, keyedDraw } from './prng';
 import { DynamoFaultProxy, type DynamoFault } from './dynamoProxy';
 import { S3FaultProxy, type S3Fault } from './s3Proxy';
@@ -578,7 +579,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         const sent = await session!.sqs().send(new SendMessageCommand({ QueueUrl: job.admissionQueueUrl, MessageBody: recoveryStepBody(item) }));
         producerFaults!.exemptMessage(sent.MessageId!);
         producerFaults!.counts.recoveredChains++;
-        say(`run ${item.sk} stopped at admission step ${item.step} (due ${item.nextStepAt ?? item.startedAt}, nothing in the admission queue); sent a step ${item.step} message, as an operator would`);
+        say(`run ${batchIdOf(item)} stopped at admission step ${item.step} (due ${item.nextStepAt ?? item.startedAt}, nothing in the admission queue); sent a step ${item.step} message, as an operator would`);
       },
     };
     let settled = await settle(waiting);
@@ -601,17 +602,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     }
     if (sendErrors.length > 0) throw new ChaosError(`${sendErrors.length} injected sends failed: ${sendErrors[0].message}`, { cause: sendErrors[0] });
 
-    const batches: LedgerBatch[] = (await session.ledgerItems(run.job, 'BATCH')).map((i) => ({
-      batchId: String(i.sk),
-      discovered: Number(i.discovered ?? 0),
-      published: Number(i.published ?? 0),
-      completed: Number(i.completed ?? 0),
-      duplicates: Number(i.duplicates ?? 0),
-      rejected: Number(i.rejected ?? 0),
-      deadLettered: Number(i.deadLettered ?? 0),
-      admission: typeof i.admission === 'string' ? i.admission : undefined,
-    }));
-    const rejections = await session.ledgerItems(run.job, 'REJECTED');
+    const batches: LedgerBatch[] = (await session.ledgerItems(run.job, LedgerItemKind.batch)).map((i) => {
+      const c = batchCountersOf(i);
+      return {
+        batchId: batchIdOf(i),
+        discovered: c.discovered,
+        published: c.published,
+        completed: c.completed,
+        duplicates: c.duplicates,
+        rejected: c.rejected,
+        deadLettered: c.deadLettered,
+        admission: typeof i.admission === 'string' ? i.admission : undefined,
+      };
+    });
+    const rejections = await session.ledgerItems(run.job, LedgerItemKind.rejection);
     const dlq = await session.readQueue(job.dlqUrl, 60);
     const verdict = checkInvariants({
       expectedOperations: seeded.expectedOperations,
@@ -697,13 +701,13 @@ async function settle(c: SettleContext): Promise<boolean> {
     const producer = c.session.stack.runtime.get(c.producerName);
     const producerIdle = producer.inFlight === 0 && producer.pendingAsync === 0 && c.session.stack.scheduler.pending === 0;
     const look = state.admissionQueue.total === 0 && producerIdle && state.ledger.admitting > 0;
-    const stopped = look ? stoppedChains((await c.session.ledgerItems(c.job)) as unknown as RunLedgerItem[], Date.now(), 1000) : [];
-    for (const id of [...stoppedSeen.keys()]) if (!stopped.some((r) => r.sk === id)) stoppedSeen.delete(id);
+    const stopped = look ? stoppedChains((await c.session.ledgerItems(c.job, LedgerItemKind.batch)) as unknown as RunLedgerItem[], Date.now(), 1000) : [];
+    for (const id of [...stoppedSeen.keys()]) if (!stopped.some((r) => batchIdOf(r) === id)) stoppedSeen.delete(id);
     for (const run of stopped) {
-      const seen = (stoppedSeen.get(run.sk) ?? 0) + 1;
-      stoppedSeen.set(run.sk, seen);
+      const seen = (stoppedSeen.get(batchIdOf(run)) ?? 0) + 1;
+      stoppedSeen.set(batchIdOf(run), seen);
       if (seen < 2) continue;
-      stoppedSeen.delete(run.sk);
+      stoppedSeen.delete(batchIdOf(run));
       await c.recover(run);
     }
     if (Date.now() - lastSay > 5000) {

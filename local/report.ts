@@ -2,6 +2,7 @@
 // effect per operation, pacing held), as a table for people and one JSON document for machines. Pure: the run hands
 // in what it observed. A job with a local fixture is judged on its downstream's effects; a job without one on the
 // pipeline's own record, and the report says which.
+import { batchExact, batchSettledCount } from '../lambda/core/ledgerContract';
 import { fixturePath, maxInAnyWindow } from './fixture';
 import type { LedgerTotals } from './session';
 
@@ -149,7 +150,10 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
   const denied = o.denials ?? [];
   const enforced = o.iamEnforced !== false;
   const earlier = o.keptData ? o.duplicates : 0;
-  const accounted = o.completed + earlier + o.rejected + o.dlq;
+  // The ledger's exact equation (lambda/core/ledgerContract.ts) over this run's totals: the DLQ's depth is the
+  // dead-lettered figure, and with kept data a suppressed duplicate was completed by an earlier run.
+  const totals = { discovered: o.discovered, completed: o.completed + earlier, rejected: o.rejected, deadLettered: o.dlq };
+  const accounted = batchSettledCount(totals);
   const repeated = [...(o.effectsByItem ?? o.effectsByOperation).entries()].filter(([, n]) => n !== 1);
   // An expected item never touched: its operation counted one effect, but left part of its work undone.
   const untouched = [...(o.expectedItems?.keys() ?? [])].filter((item) => (o.effectsByItem?.get(item) ?? 0) === 0);
@@ -159,7 +163,7 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
     {
       job,
       name: 'nothing-lost',
-      ok: accounted === o.discovered,
+      ok: batchExact(totals),
       detail: `completed ${o.completed}${o.keptData ? ` + done by earlier runs ${earlier}` : ''} + rejected ${o.rejected} + dlq ${o.dlq} = ${accounted}, discovered ${o.discovered}`,
     },
     {

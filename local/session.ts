@@ -17,6 +17,7 @@ import { loadTemplate, type CloudFormationTemplate } from './template';
 import { jobViews, previewPlan, type JobView } from './jobs';
 import { objectRequestOf, type ObservedRequest } from './servers';
 import type { JobRuntimeSettings } from '../lambda/core/constants';
+import { LedgerItemKind, ledgerPartition } from '../lambda/core/ledgerContract';
 import type { DenialSummary, FunctionErrorSummary } from './report';
 
 export class SessionError extends Error {
@@ -357,15 +358,15 @@ export class LocalSession {
     return { visible, inFlight, delayed, total: visible + inFlight + delayed };
   }
 
-  /** The job's run-ledger items of one kind (`BATCH`, `REJECTED`, ...). */
-  async ledgerItems(name: string, kind = 'BATCH'): Promise<Record<string, unknown>[]> {
+  /** The job's run-ledger items of one kind (`BATCH`, `REJECTED`: lambda/core/ledgerContract.ts). */
+  async ledgerItems(name: string, kind: LedgerItemKind = LedgerItemKind.batch): Promise<Record<string, unknown>[]> {
     const table = this.ledgerTable(name);
     if (!table) return [];
     const items: Record<string, unknown>[] = [];
     let start: Record<string, unknown> | undefined;
     do {
       const page = await this.clients.documents.send(
-        new QueryCommand({ TableName: table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `${kind}#${name}` }, ExclusiveStartKey: start, ConsistentRead: true }),
+        new QueryCommand({ TableName: table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': ledgerPartition(kind, name) }, ExclusiveStartKey: start, ConsistentRead: true }),
       );
       items.push(...(page.Items ?? []));
       start = page.LastEvaluatedKey;

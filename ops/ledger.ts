@@ -1,7 +1,8 @@
 // Operator CLI: the run ledger's read side (lambda/adapters/ledger.ts writes the counters, admissionState.ts the run's
 // admission state): batches per job and rejections, each batch checked against discovered = completed + rejected +
-// deadLettered.
+// deadLettered (batchReconciles; the key layout and the rule are lambda/core/ledgerContract.ts).
 import { GetCommand, QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import { batchCountersOf, batchIdOf, batchOutstanding, batchReconciles, ledgerKeys } from '../lambda/core/ledgerContract';
 import type { OpsClients } from './clients';
 
 /** One batch as the operator sees it. Counters absent from the item are 0. */
@@ -24,7 +25,7 @@ export interface BatchView {
   oldestMessageAgeSeconds: number | null;
   /**
    * Where the run's admission is: `admitting`, `complete` or `page-limit` (AdmissionStatus in
-   * lambda/adapters/admissionState.ts); absent on a batch that has no admission state (written before
+   * lambda/core/ledgerContract.ts); absent on a batch that has no admission state (written before
    * admission existed). A value this CLI does not know is kept as written, so a newer producer's state is shown.
    */
   admission?: string;
@@ -40,9 +41,9 @@ export interface BatchView {
   nextStepAt?: string;
   /** While a step is being taken: until when its lease holds (ISO). */
   leaseUntil?: string;
-  /** discovered - (completed + rejected + deadLettered): still queued, in flight or lost. */
+  /** discovered - (completed + rejected + deadLettered): still queued, in flight or lost (batchOutstanding). */
   outstanding: number;
-  /** Every discovered operation is accounted for. */
+  /** Every discovered operation is accounted for, and admission has ended (batchReconciles). */
   reconciles: boolean;
 }
 
@@ -56,33 +57,29 @@ export interface RejectionView {
   truncated?: boolean;
 }
 
-// The ledger's key layout; mirrors ledgerKeys in lambda/adapters/ledger.ts, which the CLI reads as any client would.
-const batchPk = (job: string) => `BATCH#${job}`;
-const rejectionPk = (job: string) => `REJECTED#${job}`;
-
 const n = (v: unknown): number => (typeof v === 'number' ? v : 0);
 const s = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 const optionalN = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 
 export function toBatchView(item: Record<string, unknown>): BatchView {
-  const discovered = n(item.discovered);
-  const settled = n(item.completed) + n(item.rejected) + n(item.deadLettered);
+  const counters = batchCountersOf(item);
+  const admission = s(item.admission);
   return {
-    batchId: String(item.sk),
+    batchId: batchIdOf(item),
     businessDate: s(item.businessDate),
     scheduledTime: s(item.scheduledTime),
     startedAt: s(item.startedAt),
     finishedAt: s(item.finishedAt),
-    discovered,
-    published: n(item.published),
-    consumed: n(item.consumed),
-    completed: n(item.completed),
-    duplicates: n(item.duplicates),
-    rejected: n(item.rejected),
-    deferred: n(item.deferred),
-    throttled: n(item.throttled),
-    deadLettered: n(item.deadLettered),
-    admission: s(item.admission),
+    discovered: counters.discovered,
+    published: counters.published,
+    consumed: counters.consumed,
+    completed: counters.completed,
+    duplicates: counters.duplicates,
+    rejected: counters.rejected,
+    deferred: counters.deferred,
+    throttled: counters.throttled,
+    deadLettered: counters.deadLettered,
+    admission,
     step: optionalN(item.step),
     pages: n(item.pages),
     eligible: optionalN(item.eligible),
@@ -90,9 +87,9 @@ export function toBatchView(item: Record<string, unknown>): BatchView {
     nextStepAt: s(item.nextStepAt),
     leaseUntil: typeof item.leaseUntilMs === 'number' ? new Date(item.leaseUntilMs).toISOString() : undefined,
     oldestMessageAgeSeconds: typeof item.oldestMessageAgeMs === 'number' ? Math.round(item.oldestMessageAgeMs / 1000) : null,
-    outstanding: discovered - settled,
+    outstanding: batchOutstanding(counters),
     // A batch still admitting has work the ledger has not discovered yet: it cannot reconcile before admission ends.
-    reconciles: discovered === settled && item.admission !== 'admitting',
+    reconciles: batchReconciles({ ...counters, admission }),
   };
 }
 
@@ -105,7 +102,7 @@ export async function latestBatches(clients: OpsClients, table: string, job: str
     new QueryCommand({
       TableName: table,
       KeyConditionExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': batchPk(job) },
+      ExpressionAttributeValues: { ':pk': ledgerKeys.batchPartition(job) },
       ScanIndexForward: false,
       Limit: limit,
     }),
@@ -118,7 +115,7 @@ export async function latestBatches(clients: OpsClients, table: string, job: str
  * businessDate and scheduledTime are the start facts every admission step of the run carries.
  */
 export async function readBatch(clients: OpsClients, table: string, job: string, batchId: string): Promise<BatchView | undefined> {
-  const response = await clients.dynamo.send(new GetCommand({ TableName: table, Key: { pk: batchPk(job), sk: batchId }, ConsistentRead: true }));
+  const response = await clients.dynamo.send(new GetCommand({ TableName: table, Key: ledgerKeys.batch(job, batchId), ConsistentRead: true }));
   return response.Item ? toBatchView(response.Item) : undefined;
 }
 
@@ -127,7 +124,7 @@ export async function batchesWithPrefix(clients: OpsClients, table: string, job:
   const items = await queryAll(clients, {
     TableName: table,
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-    ExpressionAttributeValues: { ':pk': batchPk(job), ':prefix': prefix },
+    ExpressionAttributeValues: { ':pk': ledgerKeys.batchPartition(job), ':prefix': prefix },
   });
   return items.map(toBatchView);
 }
@@ -138,7 +135,7 @@ export async function rejectionsOf(clients: OpsClients, table: string, job: stri
     TableName: table,
     KeyConditionExpression: 'pk = :pk',
     FilterExpression: 'operationId = :op',
-    ExpressionAttributeValues: { ':pk': rejectionPk(job), ':op': operationId },
+    ExpressionAttributeValues: { ':pk': ledgerKeys.rejectionPartition(job), ':op': operationId },
   });
   return items.map((item) => ({
     rejectedAt: s(item.rejectedAt),

@@ -12,18 +12,11 @@
 // would both publish and both count every page.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { AdmissionStatus, ledgerKeys } from '../core/ledgerContract';
 import { documentClient } from './clients';
-import { ledgerKeys } from './ledger';
 
-export const AdmissionStatus = {
-  /** Steps are still admitting pages. */
-  admitting: 'admitting',
-  /** Discovery returned its last page: everything of the run is admitted. */
-  complete: 'complete',
-  /** The run stopped at maxPagesPerRun with work remaining. */
-  pageLimit: 'page-limit',
-} as const;
-export type AdmissionStatus = (typeof AdmissionStatus)[keyof typeof AdmissionStatus];
+// Admission's states are part of the ledger's contract (the reconciliation rule reads them); re-exported for the producer.
+export { AdmissionStatus } from '../core/ledgerContract';
 
 /** What the ledger item holds about admission (the counters beside it are the ledger's). */
 export interface RunState {

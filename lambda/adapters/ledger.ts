@@ -1,23 +1,11 @@
 // The run ledger's write side: per-batch counters (producer and consumer) and rejected messages kept for review.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BATCH_COUNTERS, ledgerKeys, type BatchCounters } from '../core/ledgerContract';
 import { documentClient } from './clients';
 
-/** Counters a batch accumulates; each is added atomically, so any number of writers may count at once. */
-export interface BatchCounters {
-  discovered?: number;
-  published?: number;
-  /** Valid records the consumers received (a redelivery or a deferred message counts again). */
-  consumed?: number;
-  completed?: number;
-  duplicates?: number;
-  rejected?: number;
-  /** Re-publishes with a delay, whatever the cause (no rate-limit slot soon enough, or a throttled downstream). */
-  deferred?: number;
-  /** 429/503 answers from the downstream; each is also deferred (or dead-lettered once the deferral budget is spent). */
-  throttled?: number;
-  deadLettered?: number;
-}
+// The counters, the key layout and the reconciliation rule are the ledger's contract (lambda/core/ledgerContract.ts).
+export type { BatchCounters } from '../core/ledgerContract';
 
 /** Facts about a batch. `startedAt` and the run identity are written once; `finishedAt` by the last producer page. */
 export interface BatchInfo {
@@ -61,12 +49,6 @@ export interface DynamoLedgerOptions {
 /** Longest rejected body kept; enough to diagnose, and far below DynamoDB's 400 KB item limit. */
 export const MAX_REJECTED_BODY_BYTES = 4096;
 
-export const ledgerKeys = {
-  batch: (job: string, batchId: string) => ({ pk: `BATCH#${job}`, sk: batchId }),
-  rejection: (job: string, at: Date, messageId: string) => ({ pk: `REJECTED#${job}`, sk: `${at.toISOString()}#${messageId}` }),
-};
-
-const COUNTERS: (keyof BatchCounters)[] = ['discovered', 'published', 'consumed', 'completed', 'duplicates', 'rejected', 'deferred', 'throttled', 'deadLettered'];
 const WRITE_ONCE: (keyof BatchInfo)[] = ['businessDate', 'scheduledTime', 'startedAt'];
 
 /** Batches whose stored oldest age a container remembers; past this, it forgets them all and learns again. */
@@ -93,7 +75,7 @@ export class DynamoLedger implements Ledger {
     const values: Record<string, unknown> = { ':expiresAt': this.expiresAt(), ':job': job };
     const set = ['#expiresAt = if_not_exists(#expiresAt, :expiresAt)', '#job = if_not_exists(#job, :job)'];
     const add: string[] = [];
-    for (const key of COUNTERS) {
+    for (const key of BATCH_COUNTERS) {
       const value = counters[key];
       if (value === undefined) continue;
       names[`#${key}`] = key;

@@ -17,6 +17,8 @@ export interface BatchView {
   consumed: number;
   completed: number;
   duplicates: number;
+  /** Records handed back to SQS for a retryable failure (each redelivery of one record counts again). */
+  retries: number;
   rejected: number;
   deferred: number;
   throttled: number;
@@ -75,6 +77,7 @@ export function toBatchView(item: Record<string, unknown>): BatchView {
     consumed: counters.consumed,
     completed: counters.completed,
     duplicates: counters.duplicates,
+    retries: counters.retries,
     rejected: counters.rejected,
     deferred: counters.deferred,
     throttled: counters.throttled,

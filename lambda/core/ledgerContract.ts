@@ -46,6 +46,12 @@ export interface BatchCounters {
   consumed?: number;
   completed?: number;
   duplicates?: number;
+  /**
+   * Records handed back to SQS for a retryable failure (batchItemFailures; redelivered after the visibility timeout).
+   * Not part of any equation: a retried record is counted again when it ends (completed, rejected or dead-lettered).
+   * A failure on the last allowed receive is dead-lettered, not retried.
+   */
+  retries?: number;
   rejected?: number;
   /** Re-publishes with a delay, whatever the cause (no rate-limit slot soon enough, or a throttled downstream). */
   deferred?: number;
@@ -61,6 +67,7 @@ export const BATCH_COUNTERS = [
   'consumed',
   'completed',
   'duplicates',
+  'retries',
   'rejected',
   'deferred',
   'throttled',

@@ -425,8 +425,9 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
   };
 
   /**
-   * Fails the record so SQS redelivers it. On its last allowed receive SQS moves it to the DLQ instead; the ledger counts
-   * that here, since nothing else sees the move.
+   * Fails the record so SQS redelivers it: every valid record handed back (batchItemFailures) passes here once, and the
+   * batch counts it as a retry, in the invocation's one flush. On its last allowed receive SQS moves it to the DLQ
+   * instead; the ledger counts that here as dead-lettered (not a retry), since nothing else sees the move.
    */
   const fail = (record: SQSRecord, message: JobMessage, error: unknown, tally: BatchTally): never => {
     count(MetricName.Failed);
@@ -435,6 +436,8 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
       tally.add(message.batchId, { deadLettered: 1 });
       count(MetricName.DeadLettered);
       logger.error('failed on its last allowed receive: SQS moves the message to the DLQ', { receives, maxReceiveCount: options.maxReceiveCount });
+    } else {
+      tally.add(message.batchId, { retries: 1 });
     }
     throw error;
   };
@@ -500,7 +503,8 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
         inProgress ? 'operation is in progress in another invocation; will retry' : 'apply failed; will retry',
         { error: error as Error, ...(inProgress ? {} : { applyStartedAt: applyStartedMs }) },
       );
-      return fail(record, message, error, tally);
+      // handleRecord hands it back to SQS (fail): counted there as a retry, or as dead-lettered on its last receive.
+      throw error;
     }
     if (result[REPLAYED]) {
       // Answered from the idempotency store: no downstream call was made, so the slot is still free for the next record.
@@ -605,22 +609,28 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
         if (planned.kind === 'reject') return withLogKeys({ messageId: record.messageId }, () => reject(record, planned.reasons, tally));
         tally.add(planned.message.batchId, { consumed: 1 });
         return withLogKeys(logKeys(record, planned.message), async () => {
-          switch (planned.kind) {
-            case 'defer': {
-              // deferBlock settled every record it was given.
-              const outcome = deferred.get(record.messageId) as RecordOutcome | Error;
-              if (outcome instanceof Error) {
-                logger.error('deferral could not be sent; SQS will redeliver the message', outcome);
-                return fail(record, planned.message, outcome, tally);
+          // Whatever throws below hands the record back to SQS: fail counts it (a retry, or dead-lettered on its last receive).
+          try {
+            switch (planned.kind) {
+              case 'defer': {
+                // deferBlock settled every record it was given.
+                const outcome = deferred.get(record.messageId) as RecordOutcome | Error;
+                if (outcome instanceof Error) {
+                  logger.error('deferral could not be sent; SQS will redeliver the message', outcome);
+                  throw outcome;
+                }
+                return outcome;
               }
-              return outcome;
+              case 'fail':
+                throw planned.error;
+              case 'done':
+                return duplicate(planned.message, tally);
+              case 'run':
+                // Awaited, so a rejected run is caught here.
+                return await run(record, planned, context, tally, signals);
             }
-            case 'fail':
-              return fail(record, planned.message, planned.error, tally);
-            case 'done':
-              return duplicate(planned.message, tally);
-            case 'run':
-              return run(record, planned, context, tally, signals);
+          } catch (error) {
+            return fail(record, planned.message, error, tally);
           }
         });
       };

@@ -230,10 +230,10 @@ export function renderStatus(result: StatusResult): string {
     ]),
   );
   const batches = renderTable(
-    ['job', 'batch', 'discovered', 'completed', 'rejected', 'DLQ', 'dupes', 'deferred', '429s', 'oldest (s)', 'outstanding', 'reconciles'],
+    ['job', 'batch', 'discovered', 'completed', 'rejected', 'DLQ', 'dupes', 'retries', 'deferred', '429s', 'oldest (s)', 'outstanding', 'reconciles'],
     result.jobs.flatMap((j) =>
       j.batches.map((b) => [
-        j.job, b.batchId, b.discovered, b.completed, b.rejected, b.deadLettered, b.duplicates, b.deferred, b.throttled,
+        j.job, b.batchId, b.discovered, b.completed, b.rejected, b.deadLettered, b.duplicates, b.retries, b.deferred, b.throttled,
         b.oldestMessageAgeSeconds ?? '-', b.outstanding, b.reconciles ? 'yes' : 'NO',
       ]),
     ),

@@ -39,7 +39,7 @@ describe('the ledger key layout', () => {
 
 describe('the batch counters', () => {
   it('lists every counter the ledger adds, in its write order', () => {
-    expect(BATCH_COUNTERS).toEqual(['discovered', 'published', 'consumed', 'completed', 'duplicates', 'rejected', 'deferred', 'throttled', 'deadLettered']);
+    expect(BATCH_COUNTERS).toEqual(['discovered', 'published', 'consumed', 'completed', 'duplicates', 'retries', 'rejected', 'deferred', 'throttled', 'deadLettered']);
   });
 
   it('reads a stored item\'s counters, an absent or non-numeric one as 0, and nothing else', () => {
@@ -49,6 +49,7 @@ describe('the batch counters', () => {
       consumed: 0,
       completed: 3,
       duplicates: 0,
+      retries: 0,
       rejected: 0,
       deferred: 0,
       throttled: 0,

@@ -310,6 +310,34 @@ describe('Function: createConsumer', () => {
       expect(metricTotal('Applied')).toBe(2);
     });
 
+    it('counts each retryable failure handed back to SQS as a retry of its batch, in the one ledger write per invocation', async () => {
+      const batchId = 'fake-job:2026-11-28:retries';
+      const handle = consumer({ maxReceiveCount: 5 });
+      const deliver = (behaviour: string | undefined, receives: number) =>
+        handle(
+          sqsEvent(sqsRecord(body('twice-flaky', behaviour, { batchId }), { messageId: `m-retry-${receives}`, attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: String(receives) } })),
+          lambdaContext(),
+        );
+      const counter = countDynamoCalls();
+      const ledgerWrites = () => counter.calls.filter((c) => c.table === LEDGER_TABLE && c.command === 'UpdateItemCommand').length;
+      try {
+        expect(await deliver('retryable', 1)).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-retry-1' }] });
+        expect(await batchItem(batchId)).toMatchObject({ consumed: 1, retries: 1 });
+        expect(await deliver('retryable', 2)).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-retry-2' }] });
+        expect(await deliver(undefined, 3)).toEqual({ batchItemFailures: [] });
+      } finally {
+        counter.stop();
+      }
+
+      const item = await batchItem(batchId);
+      expect(item).toMatchObject({ consumed: 3, retries: 2, completed: 1 });
+      expect(item?.deadLettered).toBeUndefined();
+      expect(item?.duplicates).toBeUndefined();
+      // One ledger write per invocation, retried or not: no write per retry.
+      expect(ledgerWrites()).toBe(3);
+      expect(metricTotal('Failed')).toBe(2);
+    });
+
     it('counts a failure on the last allowed receive as dead-lettered, and an earlier one not', async () => {
       const batchId = 'fake-job:2026-11-28:last-receive';
       const handle = consumer({ maxReceiveCount: 3 });
@@ -319,10 +347,11 @@ describe('Function: createConsumer', () => {
           lambdaContext(),
         );
       expect(await attempt(2)).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-2' }] });
-      expect(await batchItem(batchId)).toMatchObject({ consumed: 1 });
+      expect(await batchItem(batchId)).toMatchObject({ consumed: 1, retries: 1 });
       expect((await batchItem(batchId))?.deadLettered).toBeUndefined();
       expect(await attempt(3)).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-3' }] });
-      expect(await batchItem(batchId)).toMatchObject({ consumed: 2, deadLettered: 1 });
+      // SQS moves it to the DLQ: dead-lettered, not a retry.
+      expect(await batchItem(batchId)).toMatchObject({ consumed: 2, retries: 1, deadLettered: 1 });
       expect(metricTotal('DeadLettered')).toBe(1);
     });
 

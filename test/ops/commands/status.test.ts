@@ -16,6 +16,7 @@ describe('Function: batchStatus', () => {
     consumed: 160,
     completed: 150,
     duplicates: 0,
+    retries: 0,
     rejected: 2,
     deferred: 0,
     throttled: 0,
@@ -126,7 +127,7 @@ describe('Function: status (ops status)', () => {
     // Written by the runtime's own ledger adapter, so the CLI's reading is pinned to what the handlers write.
     const ledger = new DynamoLedger({ tableName: f.tables.ledger, client: f.dynamo });
     await ledger.addToBatch('alpha', 'alpha:2026-11-01:20261101T010000Z', { discovered: 5, published: 5 }, { businessDate: '2026-11-01', startedAt: '2026-11-01T01:00:05.000Z' });
-    await ledger.addToBatch('alpha', 'alpha:2026-11-01:20261101T010000Z', { consumed: 6, completed: 3, rejected: 1, deadLettered: 1, duplicates: 2, throttled: 2 }, { finishedAt: '2026-11-01T01:00:09.000Z', oldestMessageAgeMs: 61_400 });
+    await ledger.addToBatch('alpha', 'alpha:2026-11-01:20261101T010000Z', { consumed: 6, completed: 3, rejected: 1, deadLettered: 1, duplicates: 2, retries: 3, throttled: 2 }, { finishedAt: '2026-11-01T01:00:09.000Z', oldestMessageAgeMs: 61_400 });
     await ledger.addToBatch('alpha', 'alpha:2026-11-02:20261102T010000Z', { discovered: 4, published: 4, completed: 1 }, { businessDate: '2026-11-02', startedAt: '2026-11-02T01:00:05.000Z' });
     for (const body of ['{"operationId":"a"}', '{"operationId":"b"}']) await f.sqs.send(new SendMessageCommand({ QueueUrl: f.jobs.alpha.queueUrl, MessageBody: body }));
     await f.sqs.send(new SendMessageCommand({ QueueUrl: f.jobs.alpha.dlqUrl, MessageBody: '{"operationId":"c"}' }));
@@ -176,6 +177,7 @@ describe('Function: status (ops status)', () => {
         consumed: 0,
         completed: 1,
         duplicates: 0,
+        retries: 0,
         rejected: 0,
         deferred: 0,
         throttled: 0,
@@ -200,6 +202,7 @@ describe('Function: status (ops status)', () => {
         consumed: 6,
         completed: 3,
         duplicates: 2,
+        retries: 3,
         rejected: 1,
         deferred: 0,
         throttled: 2,
@@ -320,7 +323,11 @@ describe('Function: status (ops status)', () => {
     expect(out.code).toBe(0);
     expect(out.stdout).toMatch(/^PacedJobs-test \(local\) at /);
     const row = out.stdout.split('\n').find((l) => l.includes('alpha:2026-11-02:20261102T010000Z'));
-    expect(row?.replace(/\s+/g, ' ')).toBe('│ alpha │ alpha:2026-11-02:20261102T010000Z │ 4 │ 1 │ 0 │ 0 │ 0 │ 0 │ 0 │ - │ 3 │ NO │');
+    const lines = out.stdout.split('\n').map((l) => l.replace(/\s+/g, ' '));
+    expect(lines).toContain('│ job │ batch │ discovered │ completed │ rejected │ DLQ │ dupes │ retries │ deferred │ 429s │ oldest (s) │ outstanding │ reconciles │');
+    expect(row?.replace(/\s+/g, ' ')).toBe('│ alpha │ alpha:2026-11-02:20261102T010000Z │ 4 │ 1 │ 0 │ 0 │ 0 │ 0 │ 0 │ 0 │ - │ 3 │ NO │');
+    // Retries sit between the duplicates and the deferrals.
+    expect(lines).toContain('│ alpha │ alpha:2026-11-01:20261101T010000Z │ 5 │ 3 │ 1 │ 1 │ 2 │ 3 │ 0 │ 2 │ 61 │ 0 │ yes │');
     expect(out.stdout).toContain(`note: ${OLDEST_WORK_NOTE}`);
   });
 

@@ -230,11 +230,11 @@ export function renderStatus(result: StatusResult): string {
     ]),
   );
   const batches = renderTable(
-    ['job', 'batch', 'discovered', 'completed', 'rejected', 'DLQ', 'dupes', 'retries', 'deferred', '429s', 'oldest (s)', 'outstanding', 'reconciles'],
+    ['job', 'batch', 'discovered', 'consumed', 'completed', 'rejected', 'DLQ', 'dupes', 'retries', 'deferred', '429s', 'oldest (s)', 'outstanding', 'reconciles', 'started', 'finished'],
     result.jobs.flatMap((j) =>
       j.batches.map((b) => [
-        j.job, b.batchId, b.discovered, b.completed, b.rejected, b.deadLettered, b.duplicates, b.retries, b.deferred, b.throttled,
-        b.oldestMessageAgeSeconds ?? '-', b.outstanding, b.reconciles ? 'yes' : 'NO',
+        j.job, b.batchId, b.discovered, b.consumed, b.completed, b.rejected, b.deadLettered, b.duplicates, b.retries, b.deferred, b.throttled,
+        b.oldestMessageAgeSeconds ?? '-', b.outstanding, b.reconciles ? 'yes' : 'NO', shortTime(b.startedAt), shortTime(b.finishedAt),
       ]),
     ),
   );
@@ -257,4 +257,9 @@ export function renderStatus(result: StatusResult): string {
     `${result.stackName} (${result.source}) at ${result.at}\n${queues}\n\nLatest batches\n${batches}\n\nAdmission\n${admission}\n\n${gaps}\n\n` +
     `note: ${result.notes.join('\nnote: ')}`
   );
+}
+
+/** A ledger time as the table shows it: to the second, or '-' when the batch has none yet. */
+function shortTime(iso: string | undefined): string {
+  return iso ? iso.replace(/\.\d{3}Z$/, 'Z') : '-';
 }

@@ -324,10 +324,11 @@ describe('Function: status (ops status)', () => {
     expect(out.stdout).toMatch(/^PacedJobs-test \(local\) at /);
     const row = out.stdout.split('\n').find((l) => l.includes('alpha:2026-11-02:20261102T010000Z'));
     const lines = out.stdout.split('\n').map((l) => l.replace(/\s+/g, ' '));
-    expect(lines).toContain('│ job │ batch │ discovered │ completed │ rejected │ DLQ │ dupes │ retries │ deferred │ 429s │ oldest (s) │ outstanding │ reconciles │');
-    expect(row?.replace(/\s+/g, ' ')).toBe('│ alpha │ alpha:2026-11-02:20261102T010000Z │ 4 │ 1 │ 0 │ 0 │ 0 │ 0 │ 0 │ 0 │ - │ 3 │ NO │');
-    // Retries sit between the duplicates and the deferrals.
-    expect(lines).toContain('│ alpha │ alpha:2026-11-01:20261101T010000Z │ 5 │ 3 │ 1 │ 1 │ 2 │ 3 │ 0 │ 2 │ 61 │ 0 │ yes │');
+    expect(lines).toContain('│ job │ batch │ discovered │ consumed │ completed │ rejected │ DLQ │ dupes │ retries │ deferred │ 429s │ oldest (s) │ outstanding │ reconciles │ started │ finished │');
+    // An unfinished batch: its start, no finish yet.
+    expect(row?.replace(/\s+/g, ' ')).toBe('│ alpha │ alpha:2026-11-02:20261102T010000Z │ 4 │ 0 │ 1 │ 0 │ 0 │ 0 │ 0 │ 0 │ 0 │ - │ 3 │ NO │ 2026-11-02T01:00:05Z │ - │');
+    // Consumed beside discovered, retries between the duplicates and the deferrals, then started and finished.
+    expect(lines).toContain('│ alpha │ alpha:2026-11-01:20261101T010000Z │ 5 │ 6 │ 3 │ 1 │ 1 │ 2 │ 3 │ 0 │ 2 │ 61 │ 0 │ yes │ 2026-11-01T01:00:05Z │ 2026-11-01T01:00:09Z │');
     expect(out.stdout).toContain(`note: ${OLDEST_WORK_NOTE}`);
   });
 

@@ -1,7 +1,7 @@
 // IAM on the local stack: one place where the stack meets local/iam. It issues each role session its credentials,
 // puts an auth gateway in front of every local server, decides the requests AWS's own services make for the stack
 // in-process (Scheduler invoking its target), and keeps the denials for the run report.
-import { Authorizer, CredentialDirectory, rolePrincipal, startAuthGateway, type AwsService, type Denial, type SessionCredentials } from './iam';
+import { Authorizer, CredentialDirectory, rolePrincipal, startAuthGateway, type AwsService, type Denial, type Principal, type SessionCredentials } from './iam';
 import type { StackPlan } from './plan';
 import { ensurePortFree, LOCAL_CREDENTIALS, type RunningServer } from './servers';
 
@@ -115,14 +115,8 @@ export class StackIam {
    * @throws AccessDeniedError with AWS's message when the role may not
    */
   async require(request: { roleArn: string | undefined; sessionName: string; action: string; resource: string; sourceArn?: string }): Promise<void> {
-    if (!this.authorizer || !request.roleArn) return;
-    const decision = await this.authorizer.authorize({
-      principal: rolePrincipal(request.roleArn, stsSessionName(request.sessionName)),
-      action: request.action,
-      resource: request.resource,
-      context: request.sourceArn ? { 'aws:SourceArn': request.sourceArn, 'aws:SourceAccount': this.options.accountId } : undefined,
-    });
-    if (!decision.allowed) throw new AccessDeniedError(decision.message ?? `${request.action} on ${request.resource} denied`);
+    if (!request.roleArn) return;
+    await this.decide(rolePrincipal(request.roleArn, stsSessionName(request.sessionName)), request.action, request.resource, request.sourceArn);
   }
 
   /**
@@ -131,14 +125,20 @@ export class StackIam {
    * @throws AccessDeniedError with AWS's message when the trust policy does not let it
    */
   async requireAssume(request: { service: string; roleArn: string | undefined; sourceArn: string }): Promise<void> {
-    if (!this.authorizer || !request.roleArn) return;
+    if (!request.roleArn) return;
+    await this.decide({ kind: 'service', service: request.service }, 'sts:AssumeRole', request.roleArn, request.sourceArn);
+  }
+
+  /** One in-process decision, with the source context a service sets. @throws AccessDeniedError when denied */
+  private async decide(principal: Principal, action: string, resource: string, sourceArn: string | undefined): Promise<void> {
+    if (!this.authorizer) return;
     const decision = await this.authorizer.authorize({
-      principal: { kind: 'service', service: request.service },
-      action: 'sts:AssumeRole',
-      resource: request.roleArn,
-      context: { 'aws:SourceArn': request.sourceArn, 'aws:SourceAccount': this.options.accountId },
+      principal,
+      action,
+      resource,
+      context: sourceArn ? { 'aws:SourceArn': sourceArn, 'aws:SourceAccount': this.options.accountId } : undefined,
     });
-    if (!decision.allowed) throw new AccessDeniedError(decision.message ?? `${request.service} may not assume ${request.roleArn}`);
+    if (!decision.allowed) throw new AccessDeniedError(decision.message ?? `${action} on ${resource} denied`);
   }
 
   /** Every request denied (or, not enforcing, that AWS would deny), oldest first. */

@@ -294,12 +294,8 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
 
   const parameterValue = (id: string): string | undefined => {
     const p = template.Parameters?.[id];
-    if (!p) return undefined;
-    if (p.Default === undefined) {
-      // Unreachable after refuseUnresolvable (every parameter needs a value up front); kept as the local reason.
-      throw new TemplateError(`Parameters: [${id}] must have values (the local runtime deploys without parameter overrides)`, id);
-    }
-    return String(p.Default);
+    // refuseUnresolvable has made sure every parameter has a Default.
+    return p ? String(p.Default) : undefined;
   };
 
   const prop = (r: TemplateResource, key: string, id: string): unknown => resolveValue(r.Properties?.[key], ctx, `${id}.Properties.${key}`);

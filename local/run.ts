@@ -255,12 +255,6 @@ export async function observeJob(
   };
 }
 
-/** What every report of the session warns of: how it differs from AWS, and what Lambda's async queue did twice. */
-export function sessionWarnings(session: LocalSession): string[] {
-  const duplicates = session.stack.runtime.duplicateAsyncDeliveries;
-  return [...session.warnings(), ...(duplicates > 0 ? [`Lambda delivered ${duplicates} asynchronous event(s) twice, as its at-least-once queue may on AWS`] : [])];
-}
-
 async function collectReport(
   session: LocalSession,
   seeded: Map<string, SeededDemo>,
@@ -277,7 +271,7 @@ async function collectReport(
     settled: run.settled,
     durationMs: Date.now() - run.started,
     jobs: observations,
-    warnings: sessionWarnings(session),
+    warnings: session.warnings(),
   });
 }
 

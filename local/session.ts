@@ -279,7 +279,10 @@ export class LocalSession {
       .flatMap((f) => this.stack.runtime.get(f.name).errorSummary().map((e) => ({ functionName: f.name, ...e })));
   }
 
-  /** What makes this session differ from AWS, for every report: IAM off, a function on another Node major. */
+  /**
+   * What makes this session differ from AWS, and what Lambda did that AWS rarely does, for every report: IAM off, AWS
+   * managed policies, a function on another Node major, asynchronous events delivered twice.
+   */
   warnings(): string[] {
     const warnings: string[] = [];
     if (!this.stack.iam.enforced) warnings.push('IAM is not enforced (--no-iam): a request the template does not allow passes here and fails on AWS; denials listed are what AWS would refuse');
@@ -289,6 +292,8 @@ export class LocalSession {
     for (const n of this.stack.runtime.nodeReport()) {
       if (!n.exact) warnings.push(`${n.functionName}: the template asks for ${n.wanted}, which is not available here; it runs on Node ${n.running}${n.note ? ` (${n.note})` : ''}`);
     }
+    const duplicates = this.stack.runtime.duplicateAsyncDeliveries;
+    if (duplicates > 0) warnings.push(`Lambda delivered ${duplicates} asynchronous event(s) twice, as its at-least-once queue may on AWS`);
     return warnings;
   }
 

@@ -3,7 +3,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { CreateQueueCommand, SendMessageCommand, SetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, SendMessageCommand, SetQueueAttributesCommand, SQSClient, type SendMessageCommandInput } from '@aws-sdk/client-sqs';
 import {
   CreateTableCommand,
   CreateTableCommandInput,
@@ -272,30 +272,27 @@ export class LocalStack {
     const errorType = (error as { errorType?: string }).errorType ?? error.name;
     // Lambda hands on the handler's own message, not the local runtime's prefixed one.
     const errorMessage = (error as { errorMessage?: string }).errorMessage ?? error.message;
-    if (fn.deadLetterArn) {
-      if (!fn.deadLetterArn.startsWith('arn:aws:sqs:')) {
-        this.options.log('lambda', `${name}: dead-letter target ${fn.deadLetterArn} is not an SQS queue; only SQS targets are emulated`);
-      } else {
-        // Lambda's DLQ message: the event as the body, the request ID and the error as message attributes.
-        await sqs.send(
-          new SendMessageCommand({
-            QueueUrl: this.queueUrl(fn.deadLetterArn),
-            MessageBody: JSON.stringify(event),
-            MessageAttributes: {
-              RequestID: { DataType: 'String', StringValue: info.requestId },
-              ErrorCode: { DataType: 'Number', StringValue: '200' },
-              ErrorMessage: { DataType: 'String', StringValue: errorMessage.slice(0, 1024) },
-            },
-          }),
-        );
+    /** Sends to an SQS target; any other kind of target is not emulated, and the log says so. */
+    const toQueue = async (what: string, arn: string, message: Omit<SendMessageCommandInput, 'QueueUrl'>) => {
+      if (!arn.startsWith('arn:aws:sqs:')) {
+        this.options.log('lambda', `${name}: ${what} ${arn} is not an SQS queue; only SQS targets are emulated`);
+        return;
       }
+      await sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl(arn), ...message }));
+    };
+    if (fn.deadLetterArn) {
+      // Lambda's DLQ message: the event as the body, the request ID and the error as message attributes.
+      await toQueue('dead-letter target', fn.deadLetterArn, {
+        MessageBody: JSON.stringify(event),
+        MessageAttributes: {
+          RequestID: { DataType: 'String', StringValue: info.requestId },
+          ErrorCode: { DataType: 'Number', StringValue: '200' },
+          ErrorMessage: { DataType: 'String', StringValue: errorMessage.slice(0, 1024) },
+        },
+      });
     }
     const destination = fn.asyncInvokeConfig?.onFailureArn;
     if (destination) {
-      if (!destination.startsWith('arn:aws:sqs:')) {
-        this.options.log('lambda', `${name}: on-failure destination ${destination} is not an SQS queue; only SQS destinations are emulated`);
-        return;
-      }
       // The invocation record Lambda sends to a destination.
       const record = {
         version: '1.0',
@@ -305,7 +302,7 @@ export class LocalStack {
         responseContext: { statusCode: 200, executedVersion: '$LATEST', functionError: 'Unhandled' },
         responsePayload: { errorType, errorMessage },
       };
-      await sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl(destination), MessageBody: JSON.stringify(record) }));
+      await toQueue('on-failure destination', destination, { MessageBody: JSON.stringify(record) });
     }
   }
 

@@ -5,7 +5,7 @@
 import { chaosJobResources } from '../../chaos/run';
 import type { SeededDemo } from '../../local/fixture';
 import { buildRunReport, formatReport, type RunReport } from '../../local/report';
-import { observeJob, sessionWarnings } from '../../local/run';
+import { observeJob } from '../../local/run';
 import { LocalSession, SessionError } from '../../local/session';
 import type { CloudFormationTemplate } from '../../local/template';
 import { waitFor } from '../../local/waitFor';
@@ -116,7 +116,7 @@ function withoutScheduleInvoke(t: CloudFormationTemplate): CloudFormationTemplat
 /** What `npm start` observes of the job at the end of its run (local/run.ts collectReport), as a run report. */
 async function runReport(session: LocalSession, seeded: SeededDemo, settled: boolean): Promise<RunReport> {
   const observation = await observeJob(session, JOB, seeded);
-  return buildRunReport({ env: 'dev', businessDate: session.businessDateFor(JOB), settled, durationMs: 0, jobs: new Map([[JOB, observation]]), warnings: sessionWarnings(session) });
+  return buildRunReport({ env: 'dev', businessDate: session.businessDateFor(JOB), settled, durationMs: 0, jobs: new Map([[JOB, observation]]), warnings: session.warnings() });
 }
 
 /** The job's ARN of the table behind `alias`, as the local plan names it (what a denial's resource is). */

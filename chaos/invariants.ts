@@ -1,4 +1,4 @@
-// Chaos harness, the verdict: the four invariants checked at the end of a run, each with the figures behind it.
+// Chaos harness, the verdict: the five invariants checked at the end of a run, each with the figures behind it.
 // Pure: the run hands in what it observed (the job's effects as its fixture read them, its fake downstream's record if
 // it has one, ledger items, DLQ contents). It names no job: operations and items are the fixture's keys.
 import { AdmissionStatus, batchAccountedWithDuplicates, batchExact } from '../lambda/core/ledgerContract';
@@ -9,7 +9,12 @@ export interface LedgerBatch {
   discovered: number;
   published: number;
   completed: number;
+  /** Operations of the batch another batch completed first (resolveBatch); 0 when not given. */
+  completedElsewhere?: number;
+  /** Completions recovered from invocations killed before their ledger write; included in `completed`. */
+  adopted?: number;
   duplicates: number;
+  retries?: number;
   rejected: number;
   deadLettered: number;
   /** The run's admission state (`complete` once discovery finished); undefined when the item has none. */
@@ -60,7 +65,7 @@ export interface Invariant {
 
 export interface Verdict {
   ok: boolean;
-  invariants: Record<'effectsEqualUniqueOperations' | 'nothingLost' | 'rateRespected' | 'onlyTerminalFailuresInDlq', Invariant>;
+  invariants: Record<'effectsEqualUniqueOperations' | 'nothingLost' | 'rateRespected' | 'onlyTerminalFailuresInDlq' | 'ledgerExact', Invariant>;
 }
 
 /** Arrivals that started work at the downstream: passed the quota, and were not answered from its idempotency store. */
@@ -104,7 +109,10 @@ export function checkInvariants(o: Observations): Verdict {
     batchId: b.batchId,
     discovered: b.discovered,
     completed: b.completed,
+    completedElsewhere: b.completedElsewhere ?? 0,
+    adopted: b.adopted ?? 0,
     duplicates: b.duplicates,
+    retries: b.retries ?? 0,
     rejected: b.rejected,
     deadLettered: b.deadLettered,
     admission: b.admission,
@@ -158,7 +166,25 @@ export function checkInvariants(o: Observations): Verdict {
     poisonRejected,
   };
 
-  const invariants = { effectsEqualUniqueOperations, nothingLost, rateRespected, onlyTerminalFailuresInDlq };
+  // The audit trail is exact: every batch's discovered = completed + completedElsewhere + rejected + deadLettered, and
+  // the completions of all batches together are the operations that completed, each once (an invocation killed before
+  // its ledger write had its completions adopted; none was counted twice).
+  const completedOperations = o.expectedOperations.filter(hasEffect).length;
+  const ledgerCompleted = o.batches.reduce((n, b) => n + b.completed, 0);
+  const inexact = batches.filter((b) => !b.exact);
+  const ledgerExact: Invariant = {
+    ok: batches.length > 0 && inexact.length === 0 && ledgerCompleted === completedOperations,
+    batches: batches.length,
+    batchesExact: batches.length - inexact.length,
+    inexactBatches: inexact.slice(0, 5).map((b) => `${b.batchId}: discovered ${b.discovered} != completed ${b.completed} + elsewhere ${b.completedElsewhere} + rejected ${b.rejected} + DLQ ${b.deadLettered}`),
+    ledgerCompleted,
+    completedOperations,
+    adopted: o.batches.reduce((n, b) => n + (b.adopted ?? 0), 0),
+    completedElsewhere: o.batches.reduce((n, b) => n + (b.completedElsewhere ?? 0), 0),
+    retries: o.batches.reduce((n, b) => n + (b.retries ?? 0), 0),
+  };
+
+  const invariants = { effectsEqualUniqueOperations, nothingLost, rateRespected, onlyTerminalFailuresInDlq, ledgerExact };
   return { ok: Object.values(invariants).every((i) => i.ok), invariants };
 }
 

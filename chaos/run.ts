@@ -14,7 +14,7 @@ import type { CloudFormationTemplate } from '../local/template';
 import { jobViews, previewPlan } from '../local/jobs';
 import { SQS_MAX_MESSAGE_BYTES, type JobRuntimeSettings } from '../lambda/core/constants';
 import { parseMessage } from '../lambda/core/message';
-import { batchCountersOf, batchIdOf, LedgerItemKind } from '../lambda/core/ledgerContract';
+import { batchIdOf, LedgerItemKind } from '../lambda/core/ledgerContract';
 import { Prng, keyedDraw } from './prng';
 import { DynamoFaultProxy, type DynamoFault } from './dynamoProxy';
 import { S3FaultProxy, type S3Fault } from './s3Proxy';
@@ -602,19 +602,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     }
     if (sendErrors.length > 0) throw new ChaosError(`${sendErrors.length} injected sends failed: ${sendErrors[0].message}`, { cause: sendErrors[0] });
 
-    const batches: LedgerBatch[] = (await session.ledgerItems(run.job, LedgerItemKind.batch)).map((i) => {
-      const c = batchCountersOf(i);
-      return {
-        batchId: batchIdOf(i),
-        discovered: c.discovered,
-        published: c.published,
-        completed: c.completed,
-        duplicates: c.duplicates,
-        rejected: c.rejected,
-        deadLettered: c.deadLettered,
-        admission: typeof i.admission === 'string' ? i.admission : undefined,
-      };
-    });
+    // Every batch of the job, resolved exactly as ops status resolves it (ops/ledger.ts batchFigures).
+    const batches: LedgerBatch[] = (await session.ledgerBatches(run.job, undefined)).map(({ batchId, item, figures: f }) => ({
+      batchId,
+      discovered: f.discovered,
+      published: f.published,
+      completed: f.completed,
+      completedElsewhere: f.completedElsewhere,
+      adopted: f.adopted,
+      duplicates: f.duplicates,
+      retries: f.retries,
+      rejected: f.rejected,
+      deadLettered: f.deadLettered,
+      admission: typeof item.admission === 'string' ? item.admission : undefined,
+    }));
     const rejections = await session.ledgerItems(run.job, LedgerItemKind.rejection);
     const dlq = await session.readQueue(job.dlqUrl, 60);
     const verdict = checkInvariants({

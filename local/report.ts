@@ -13,7 +13,7 @@ import type { LedgerTotals } from './session';
 export type EffectsSource = 'fixture' | 'pipeline';
 
 /** What the run observed for one job; the counts from the run ledger, summed over this run's batches. */
-export interface JobObservation extends Pick<LedgerTotals, 'discovered' | 'published' | 'completed' | 'rejected' | 'duplicates' | 'deferred'> {
+export interface JobObservation extends Pick<LedgerTotals, 'discovered' | 'published' | 'completed' | 'rejected' | 'duplicates' | 'deferred'>, Partial<Pick<LedgerTotals, 'completedElsewhere'>> {
   /** Messages in the job's DLQ at the end. */
   dlq: number;
   /** The `failureReason` of (some of) those messages, as the consumer set it; for the report. */
@@ -149,10 +149,10 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
   };
   const denied = o.denials ?? [];
   const enforced = o.iamEnforced !== false;
-  const earlier = o.keptData ? o.duplicates : 0;
+  const earlier = o.completedElsewhere ?? 0;
   // The ledger's exact equation (lambda/core/ledgerContract.ts) over this run's totals: the DLQ's depth is the
-  // dead-lettered figure, and with kept data a suppressed duplicate was completed by an earlier run.
-  const totals = { discovered: o.discovered, completed: o.completed + earlier, rejected: o.rejected, deadLettered: o.dlq };
+  // dead-lettered figure, and with kept data an operation an earlier run completed is completedElsewhere.
+  const totals = { discovered: o.discovered, completed: o.completed, completedElsewhere: earlier, rejected: o.rejected, deadLettered: o.dlq };
   const accounted = batchSettledCount(totals);
   const repeated = [...(o.effectsByItem ?? o.effectsByOperation).entries()].filter(([, n]) => n !== 1);
   // An expected item never touched: its operation counted one effect, but left part of its work undone.
@@ -164,7 +164,7 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
       job,
       name: 'nothing-lost',
       ok: batchExact(totals),
-      detail: `completed ${o.completed}${o.keptData ? ` + done by earlier runs ${earlier}` : ''} + rejected ${o.rejected} + dlq ${o.dlq} = ${accounted}, discovered ${o.discovered}`,
+      detail: `completed ${o.completed}${o.keptData || earlier > 0 ? ` + done by earlier runs ${earlier}` : ''} + rejected ${o.rejected} + dlq ${o.dlq} = ${accounted}, discovered ${o.discovered}`,
     },
     {
       job,

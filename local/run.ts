@@ -233,6 +233,7 @@ export async function observeJob(
     discovered: ledger.discovered,
     published: ledger.published,
     completed: ledger.completed,
+    completedElsewhere: ledger.completedElsewhere,
     rejected: ledger.rejected,
     duplicates: ledger.duplicates,
     deferred: ledger.deferred,

@@ -17,7 +17,8 @@ import { loadTemplate, type CloudFormationTemplate } from './template';
 import { jobViews, previewPlan, type JobView } from './jobs';
 import { objectRequestOf, type ObservedRequest } from './servers';
 import type { JobRuntimeSettings } from '../lambda/core/constants';
-import { LedgerItemKind, ledgerPartition } from '../lambda/core/ledgerContract';
+import { batchIdOf, LedgerItemKind, ledgerPartition, type BatchFigures } from '../lambda/core/ledgerContract';
+import { batchFigures } from '../ops/ledger';
 import type { DenialSummary, FunctionErrorSummary } from './report';
 
 export class SessionError extends Error {
@@ -80,6 +81,7 @@ export interface LedgerTotals {
   discovered: number;
   published: number;
   completed: number;
+  completedElsewhere: number;
   rejected: number;
   duplicates: number;
   deferred: number;
@@ -379,15 +381,25 @@ export class LocalSession {
     return items;
   }
 
+  /**
+   * The job's batches started since `since` (ISO; a kept data directory holds earlier ones; undefined: every batch),
+   * each item with its exact figures, read as the operator CLI reads them (ops/ledger.ts batchFigures).
+   */
+  async ledgerBatches(name: string, since: string | undefined = this.sinceIso()): Promise<{ batchId: string; item: Record<string, unknown>; figures: BatchFigures }[]> {
+    const job = this.job(name);
+    const tables = { ledger: this.ledgerTable(name) ?? '', idempotency: job.consumer?.environment.IDEMPOTENCY_TABLE_NAME ?? '' };
+    const items = (await this.ledgerItems(name)).filter((item) => since === undefined || typeof item.startedAt !== 'string' || item.startedAt >= since);
+    return Promise.all(items.map(async (item) => ({ batchId: batchIdOf(item), item, figures: await batchFigures(this.clients.documents, tables, name, item) })));
+  }
+
   /** The job's batches started since `since` (ISO; a kept data directory holds earlier ones), summed. */
   async ledgerTotals(name: string, since = this.sinceIso()): Promise<LedgerTotals> {
-    const totals: LedgerTotals = { discovered: 0, published: 0, completed: 0, rejected: 0, duplicates: 0, deferred: 0, throttled: 0, deadLettered: 0, batches: 0, finished: 0, admitting: 0 };
-    for (const item of await this.ledgerItems(name)) {
-      if (typeof item.startedAt === 'string' && item.startedAt < since) continue;
+    const totals: LedgerTotals = { discovered: 0, published: 0, completed: 0, completedElsewhere: 0, rejected: 0, duplicates: 0, deferred: 0, throttled: 0, deadLettered: 0, batches: 0, finished: 0, admitting: 0 };
+    for (const { item, figures } of await this.ledgerBatches(name, since)) {
       totals.batches++;
       if (item.finishedAt) totals.finished++;
       if (item.admission === 'admitting') totals.admitting++;
-      for (const key of ['discovered', 'published', 'completed', 'rejected', 'duplicates', 'deferred', 'throttled', 'deadLettered'] as const) totals[key] += Number(item[key] ?? 0);
+      for (const key of ['discovered', 'published', 'completed', 'completedElsewhere', 'rejected', 'duplicates', 'deferred', 'throttled', 'deadLettered'] as const) totals[key] += figures[key];
     }
     return totals;
   }

@@ -1,9 +1,31 @@
-// Operator CLI: the run ledger's read side (lambda/adapters/ledger.ts writes the counters, admissionState.ts the run's
-// admission state): batches per job and rejections, each batch checked against discovered = completed + rejected +
-// deadLettered (batchReconciles; the key layout and the rule are lambda/core/ledgerContract.ts).
-import { GetCommand, QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
-import { batchCountersOf, batchIdOf, batchOutstanding, batchReconciles, ledgerKeys } from '../lambda/core/ledgerContract';
+// Operator CLI: the run ledger's read side (lambda/adapters/ledger.ts writes the consumers' invocation items,
+// admissionState.ts the run's admission state): batches per job and rejections, each batch resolved exactly from its
+// batch item, its invocation items and the completion records of its dead-lettered operations, and checked against
+// discovered = completed + completedElsewhere + rejected + deadLettered (resolveBatch, batchReconciles; the key layout
+// and the rules are lambda/core/ledgerContract.ts). The local tools read the ledger through here too.
+import { BatchGetCommand, GetCommand, QueryCommand, type DynamoDBDocumentClient, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import { PERSISTENCE_ATTRIBUTE_KEY_MAPPINGS as ATTR } from '@aws-lambda-powertools/idempotency';
+import { idempotencyRecordId } from '../lambda/core/idempotencyKey';
+import {
+  batchIdOf,
+  batchOutstanding,
+  batchReconciles,
+  completedByOf,
+  deadLetteredOperationsOf,
+  ledgerKeys,
+  resolveBatch,
+  type BatchFigures,
+  type CompletedBy,
+} from '../lambda/core/ledgerContract';
 import type { OpsClients } from './clients';
+
+/** The two tables a batch's figures are read from. */
+export interface LedgerTables {
+  ledger: string;
+  idempotency: string;
+}
+
+type Dynamo = Pick<DynamoDBDocumentClient, 'send'>;
 
 /** One batch as the operator sees it. Counters absent from the item are 0. */
 export interface BatchView {
@@ -16,6 +38,10 @@ export interface BatchView {
   published: number;
   consumed: number;
   completed: number;
+  /** Operations of this batch another batch of the date completed first (each once). */
+  completedElsewhere: number;
+  /** Completions recovered from invocations that never wrote their counts; included in `completed`. */
+  adopted: number;
   duplicates: number;
   /** Records handed back to SQS for a retryable failure (each redelivery of one record counts again). */
   retries: number;
@@ -43,7 +69,9 @@ export interface BatchView {
   nextStepAt?: string;
   /** While a step is being taken: until when its lease holds (ISO). */
   leaseUntil?: string;
-  /** discovered - (completed + rejected + deadLettered): still queued, in flight or lost (batchOutstanding). */
+  /** Consumer invocations that wrote counts for the batch. */
+  invocations: number;
+  /** discovered - (completed + completedElsewhere + rejected + deadLettered): still queued, in flight or lost (batchOutstanding). */
   outstanding: number;
   /** Every discovered operation is accounted for, and admission has ended (batchReconciles). */
   reconciles: boolean;
@@ -63,8 +91,9 @@ const n = (v: unknown): number => (typeof v === 'number' ? v : 0);
 const s = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 const optionalN = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 
-export function toBatchView(item: Record<string, unknown>): BatchView {
-  const counters = batchCountersOf(item);
+/** A batch as the operator sees it: its item's facts and admission state, and its resolved figures. */
+export function toBatchView(item: Record<string, unknown>, figures: BatchFigures = resolveBatch(batchIdOf(item), item, [])): BatchView {
+  const counters = figures;
   const admission = s(item.admission);
   return {
     batchId: batchIdOf(item),
@@ -76,6 +105,8 @@ export function toBatchView(item: Record<string, unknown>): BatchView {
     published: counters.published,
     consumed: counters.consumed,
     completed: counters.completed,
+    completedElsewhere: counters.completedElsewhere,
+    adopted: figures.adopted,
     duplicates: counters.duplicates,
     retries: counters.retries,
     rejected: counters.rejected,
@@ -89,7 +120,8 @@ export function toBatchView(item: Record<string, unknown>): BatchView {
     admissionRatePerMinute: optionalN(item.admissionRatePerMinute),
     nextStepAt: s(item.nextStepAt),
     leaseUntil: typeof item.leaseUntilMs === 'number' ? new Date(item.leaseUntilMs).toISOString() : undefined,
-    oldestMessageAgeSeconds: typeof item.oldestMessageAgeMs === 'number' ? Math.round(item.oldestMessageAgeMs / 1000) : null,
+    oldestMessageAgeSeconds: figures.oldestMessageAgeMs === undefined ? null : Math.round(figures.oldestMessageAgeMs / 1000),
+    invocations: figures.invocations,
     outstanding: batchOutstanding(counters),
     // A batch still admitting has work the ledger has not discovered yet: it cannot reconcile before admission ends.
     reconciles: batchReconciles({ ...counters, admission }),
@@ -100,41 +132,85 @@ export function toBatchView(item: Record<string, unknown>): BatchView {
  * The latest `limit` batches of a job, newest first. Batch IDs start `<job>:<businessDate>:`, so the sort key orders
  * them by business date; within one date, manual (catch-up) runs sort after scheduled ones.
  */
-export async function latestBatches(clients: OpsClients, table: string, job: string, limit: number): Promise<BatchView[]> {
+export async function latestBatches(clients: OpsClients, tables: LedgerTables, job: string, limit: number): Promise<BatchView[]> {
   const response = await clients.dynamo.send(
     new QueryCommand({
-      TableName: table,
+      TableName: tables.ledger,
       KeyConditionExpression: 'pk = :pk',
       ExpressionAttributeValues: { ':pk': ledgerKeys.batchPartition(job) },
       ScanIndexForward: false,
       Limit: limit,
     }),
   );
-  return (response.Items ?? []).map(toBatchView);
+  return Promise.all((response.Items ?? []).map(async (item) => toBatchView(item, await batchFigures(clients.dynamo, tables, job, item))));
 }
 
 /**
  * One batch, read consistently (a recovery decides on it), or undefined when the ledger has no such batch. Its
  * businessDate and scheduledTime are the start facts every admission step of the run carries.
  */
-export async function readBatch(clients: OpsClients, table: string, job: string, batchId: string): Promise<BatchView | undefined> {
-  const response = await clients.dynamo.send(new GetCommand({ TableName: table, Key: ledgerKeys.batch(job, batchId), ConsistentRead: true }));
-  return response.Item ? toBatchView(response.Item) : undefined;
+export async function readBatch(clients: OpsClients, tables: LedgerTables, job: string, batchId: string): Promise<BatchView | undefined> {
+  const response = await clients.dynamo.send(new GetCommand({ TableName: tables.ledger, Key: ledgerKeys.batch(job, batchId), ConsistentRead: true }));
+  return response.Item ? toBatchView(response.Item, await batchFigures(clients.dynamo, tables, job, response.Item)) : undefined;
 }
 
 /** Every batch of a job whose batch ID starts with `prefix` (e.g. the batches of one business date). */
-export async function batchesWithPrefix(clients: OpsClients, table: string, job: string, prefix: string): Promise<BatchView[]> {
-  const items = await queryAll(clients, {
-    TableName: table,
+export async function batchesWithPrefix(clients: OpsClients, tables: LedgerTables, job: string, prefix: string): Promise<BatchView[]> {
+  const items = await queryAll(clients.dynamo, {
+    TableName: tables.ledger,
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
     ExpressionAttributeValues: { ':pk': ledgerKeys.batchPartition(job), ':prefix': prefix },
   });
-  return items.map(toBatchView);
+  return Promise.all(items.map(async (item) => toBatchView(item, await batchFigures(clients.dynamo, tables, job, item))));
+}
+
+/** The consumer invocation items of one batch (INVOCATIONS#<job>#<batchId>), read consistently. */
+export function invocationItems(dynamo: Dynamo, ledgerTable: string, job: string, batchId: string): Promise<Record<string, unknown>[]> {
+  return queryAll(dynamo, {
+    TableName: ledgerTable,
+    KeyConditionExpression: 'pk = :pk',
+    ExpressionAttributeValues: { ':pk': ledgerKeys.invocationPartition(job, batchId) },
+    ConsistentRead: true,
+  });
+}
+
+/** BatchGetItem's limit of keys per request. */
+const KEYS_PER_REQUEST = 100;
+
+/**
+ * The completion of each of `operationIds` that has one (its idempotency record is COMPLETED): who completed it, or
+ * undefined for a completion written before completions named their batch. Read consistently, 100 keys a request.
+ */
+export async function completionsOf(dynamo: Dynamo, idempotencyTable: string, job: string, operationIds: readonly string[]): Promise<Map<string, CompletedBy | undefined>> {
+  const byId = new Map([...new Set(operationIds)].map((op) => [idempotencyRecordId(job, op), op]));
+  const out = new Map<string, CompletedBy | undefined>();
+  let keys = [...byId.keys()].map((id) => ({ id }));
+  while (keys.length > 0) {
+    const chunk = keys.slice(0, KEYS_PER_REQUEST);
+    keys = keys.slice(KEYS_PER_REQUEST);
+    const response = await dynamo.send(new BatchGetCommand({ RequestItems: { [idempotencyTable]: { Keys: chunk, ConsistentRead: true } } }));
+    for (const item of response.Responses?.[idempotencyTable] ?? []) {
+      const op = byId.get(String(item.id));
+      if (op !== undefined && item[ATTR.statusAttr] === 'COMPLETED') out.set(op, completedByOf(item[ATTR.dataAttr]));
+    }
+    // Keys DynamoDB did not get to are asked again.
+    keys.push(...((response.UnprocessedKeys?.[idempotencyTable]?.Keys ?? []) as { id: string }[]));
+  }
+  return out;
+}
+
+/** One batch's exact figures: its item, its invocation items, and the completions of its dead-lettered operations. */
+export async function batchFigures(dynamo: Dynamo, tables: LedgerTables, job: string, batchItem: Record<string, unknown>): Promise<BatchFigures> {
+  const batchId = batchIdOf(batchItem);
+  const invocations = await invocationItems(dynamo, tables.ledger, job, batchId);
+  const deadLettered = deadLetteredOperationsOf(invocations);
+  const completions = deadLettered.length > 0 ? await completionsOf(dynamo, tables.idempotency, job, deadLettered) : new Map();
+  return resolveBatch(batchId, batchItem, invocations, completions);
 }
 
 /** The rejections of a job that carry this operation ID (the partition is read page by page, filtered server-side). */
 export async function rejectionsOf(clients: OpsClients, table: string, job: string, operationId: string): Promise<RejectionView[]> {
-  const items = await queryAll(clients, {
+  const items = await queryAll(clients.dynamo, {
     TableName: table,
     KeyConditionExpression: 'pk = :pk',
     FilterExpression: 'operationId = :op',
@@ -151,11 +227,11 @@ export async function rejectionsOf(clients: OpsClients, table: string, job: stri
   }));
 }
 
-async function queryAll(clients: OpsClients, input: QueryCommandInput): Promise<Record<string, unknown>[]> {
+export async function queryAll(dynamo: Dynamo, input: QueryCommandInput): Promise<Record<string, unknown>[]> {
   const items: Record<string, unknown>[] = [];
   let start: Record<string, unknown> | undefined;
   do {
-    const page = await clients.dynamo.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
+    const page = await dynamo.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
     items.push(...(page.Items ?? []));
     start = page.LastEvaluatedKey;
   } while (start);

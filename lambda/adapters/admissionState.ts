@@ -11,8 +11,8 @@
 // a duplicated delivery (possibly concurrent) and a retry both keep the request ID, so two copies owning the step by it
 // would both publish and both count every page.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AdmissionStatus, ledgerKeys } from '../core/ledgerContract';
+import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { AdmissionStatus, encodePageOperations, ledgerKeys } from '../core/ledgerContract';
 import { documentClient } from './clients';
 
 // Admission's states are part of the ledger's contract (the reconciliation rule reads them); re-exported for the producer.
@@ -83,6 +83,11 @@ export interface RunStateStore {
    * expire); false when it did not (the step ended, or another owner took it over).
    */
   release(job: string, batchId: string, step: number, owner: string): Promise<boolean>;
+  /**
+   * Keeps the operation IDs of page `page` (1-based, the run's count of pages) of the run, before its commit: a page
+   * taken again after a kill writes the same item again, so the run's pages are its committed pages, each once.
+   */
+  recordPage(job: string, batchId: string, page: number, operationIds: readonly string[]): Promise<void>;
   /** Records one published page; false when the lease was lost (another owner took the step over). */
   commitPage(job: string, batchId: string, step: number, owner: string, page: PageCommit): Promise<boolean>;
   /** Moves the run to step + 1 and releases the lease; false when the lease was lost. */
@@ -215,6 +220,22 @@ export class DynamoRunStateStore implements RunStateStore {
       ExpressionAttributeNames: { '#leaseOwner': 'leaseOwner', '#leaseUntilMs': 'leaseUntilMs', '#step': 'step' },
       ExpressionAttributeValues: { ':step': step, ':owner': owner },
     });
+  }
+
+  async recordPage(job: string, batchId: string, page: number, operationIds: readonly string[]): Promise<void> {
+    await this.client().send(
+      new PutCommand({
+        TableName: this.options.tableName,
+        Item: {
+          ...ledgerKeys.page(job, batchId, page),
+          job,
+          batchId,
+          count: operationIds.length,
+          operations: encodePageOperations(operationIds),
+          expiresAt: Math.floor(Date.now() / 1000) + this.retentionSeconds,
+        },
+      }),
+    );
   }
 
   async commitPage(job: string, batchId: string, step: number, owner: string, page: PageCommit): Promise<boolean> {

@@ -7,21 +7,25 @@
 // BatchGetItem per 100 operations, eventually consistent (half a read unit each). It only ever skips work: an
 // operation it does not report (not found, in progress, expired, unprocessed, or the read failed) takes the normal
 // path, where the claim decides.
-import { BatchGetItemCommand, DynamoDBClient, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { BatchGetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { idempotencyRecordId } from '../core/idempotencyKey';
-import { dynamoClient } from './clients';
+import { COMPLETED_BY_FIELD, completedByOf, type CompletedBy } from '../core/ledgerContract';
+import { documentClient } from './clients';
 
 /** The port the consumer depends on. */
 export interface CompletedLookup {
-  /** The subset of `operationIds` whose idempotency record is COMPLETED and not expired. */
-  completed(jobName: string, operationIds: string[]): Promise<Set<string>>;
+  /**
+   * The operations of `operationIds` whose idempotency record is COMPLETED and not expired, each with who completed it
+   * (undefined for a record written before completions named their batch).
+   */
+  completed(jobName: string, operationIds: string[]): Promise<ReadonlyMap<string, CompletedBy | undefined>>;
 }
 
 export interface DynamoCompletedLookupOptions {
   /** Powertools' idempotency table (partition key `id`). */
   tableName: string;
-  /** @default dynamoClient() */
-  client?: DynamoDBClient;
+  /** @default documentClient() */
+  client?: Pick<DynamoDBDocumentClient, 'send'>;
   /** Epoch ms, for the records' `expiration` (epoch s). @default Date.now */
   clock?: () => number;
 }
@@ -36,39 +40,39 @@ export class DynamoCompletedLookup implements CompletedLookup {
     this.clock = options.clock ?? Date.now;
   }
 
-  async completed(jobName: string, operationIds: string[]): Promise<Set<string>> {
+  async completed(jobName: string, operationIds: string[]): Promise<Map<string, CompletedBy | undefined>> {
     const byRecordId = new Map([...new Set(operationIds)].map((op) => [idempotencyRecordId(jobName, op), op]));
     const ids = [...byRecordId.keys()];
-    const done = new Set<string>();
+    const done = new Map<string, CompletedBy | undefined>();
     const nowSeconds = this.clock() / 1000;
     for (let i = 0; i < ids.length; i += KEYS_PER_REQUEST) {
       const { Responses } = await this.client().send(
-        new BatchGetItemCommand({
+        new BatchGetCommand({
           RequestItems: {
             [this.options.tableName]: {
-              Keys: ids.slice(i, i + KEYS_PER_REQUEST).map((id) => ({ id: { S: id } })),
-              // Powertools' attribute names (DynamoDBPersistenceLayer defaults).
-              ProjectionExpression: '#id, #status, #expiration',
-              ExpressionAttributeNames: { '#id': 'id', '#status': 'status', '#expiration': 'expiration' },
+              Keys: ids.slice(i, i + KEYS_PER_REQUEST).map((id) => ({ id })),
+              // Powertools' attribute names (DynamoDBPersistenceLayer defaults); `data` is the stored result.
+              ProjectionExpression: '#id, #status, #expiration, #data.#by',
+              ExpressionAttributeNames: { '#id': 'id', '#status': 'status', '#expiration': 'expiration', '#data': 'data', '#by': COMPLETED_BY_FIELD },
             },
           },
         }),
       );
       // Unprocessed keys are simply not reported: those operations take the normal path.
       for (const item of Responses?.[this.options.tableName] ?? []) {
-        const operationId = byRecordId.get(item.id?.S ?? '');
-        if (operationId !== undefined && isCompleted(item, nowSeconds)) done.add(operationId);
+        const operationId = byRecordId.get(String(item.id ?? ''));
+        if (operationId !== undefined && isCompleted(item, nowSeconds)) done.set(operationId, completedByOf(item.data));
       }
     }
     return done;
   }
 
-  private client(): DynamoDBClient {
-    return this.options.client ?? dynamoClient();
+  private client(): Pick<DynamoDBDocumentClient, 'send'> {
+    return this.options.client ?? documentClient();
   }
 }
 
-function isCompleted(item: Record<string, AttributeValue>, nowSeconds: number): boolean {
-  const expiration = item.expiration?.N === undefined ? undefined : Number(item.expiration.N);
-  return item.status?.S === 'COMPLETED' && (expiration === undefined || expiration > nowSeconds);
+function isCompleted(item: Record<string, unknown>, nowSeconds: number): boolean {
+  const expiration = typeof item.expiration === 'number' ? item.expiration : undefined;
+  return item.status === 'COMPLETED' && (expiration === undefined || expiration > nowSeconds);
 }

@@ -1,7 +1,7 @@
 // The run ledger's write side: per-batch counters (producer and consumer) and rejected messages kept for review.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { BATCH_COUNTERS, ledgerKeys, type BatchCounters } from '../core/ledgerContract';
+import { BATCH_COUNTERS, INVOCATION_COUNTERS, ledgerKeys, type BatchCounters, type InvocationRecord } from '../core/ledgerContract';
 import { documentClient } from './clients';
 
 // The counters, the key layout and the reconciliation rule are the ledger's contract (lambda/core/ledgerContract.ts).
@@ -30,9 +30,13 @@ export interface Rejection {
   operationId?: string;
 }
 
-/** What the handlers depend on; issue 5 extends it (reads, reconciliation). */
+/** What the consumer depends on. */
 export interface Ledger {
-  addToBatch(job: string, batchId: string, counters: BatchCounters, info?: BatchInfo): Promise<void>;
+  /**
+   * One consumer invocation's counts for one batch, written once at its end under its invocation ID: a retried write
+   * replaces itself instead of counting twice, and a batch's readers know which invocations wrote (resolveBatch).
+   */
+  recordInvocation(job: string, batchId: string, invocationId: string, record: InvocationRecord): Promise<void>;
   recordRejection(rejection: Rejection): Promise<void>;
 }
 
@@ -70,6 +74,18 @@ export class DynamoLedger implements Ledger {
     this.now = options.now ?? (() => new Date());
   }
 
+  async recordInvocation(job: string, batchId: string, invocationId: string, record: InvocationRecord): Promise<void> {
+    const item: Record<string, unknown> = { ...ledgerKeys.invocation(job, batchId, invocationId), job, batchId, at: this.now().toISOString(), expiresAt: this.expiresAt() };
+    for (const key of INVOCATION_COUNTERS) if (record[key]) item[key] = record[key];
+    if (record.oldestMessageAgeMs !== undefined) item.oldestMessageAgeMs = record.oldestMessageAgeMs;
+    for (const key of ['replays', 'elsewhere', 'deadLetteredOperations', 'rejectedMessages'] as const) if (record[key]?.length) item[key] = record[key];
+    await this.client().send(new PutCommand({ TableName: this.options.tableName, Item: item }));
+  }
+
+  /**
+   * Adds counters and facts to the batch item itself. The consumer writes invocation items instead (recordInvocation);
+   * batch items written this way, by consumers before them, are still read (resolveBatch adds their counters).
+   */
   async addToBatch(job: string, batchId: string, counters: BatchCounters, info: BatchInfo = {}): Promise<void> {
     const names: Record<string, string> = { '#expiresAt': 'expiresAt', '#job': 'job' };
     const values: Record<string, unknown> = { ':expiresAt': this.expiresAt(), ':job': job };
@@ -161,35 +177,45 @@ export function truncateUtf8(text: string, maxBytes: number): { text: string; tr
 }
 
 /**
- * Counters gathered over one consumer invocation, to be flushed as one `addToBatch` per batch ID at its end: one ledger
+ * What one consumer invocation saw, per batch ID, flushed as one `recordInvocation` per batch at its end: one ledger
  * write per batch of records instead of one per record, which keeps the pipeline's writes per operation within budget.
  */
 export class BatchTally {
-  private readonly byBatch = new Map<string, BatchCounters>();
-  private readonly oldest = new Map<string, number>();
+  private readonly byBatch = new Map<string, InvocationRecord>();
+
+  private of(batchId: string): InvocationRecord {
+    let record = this.byBatch.get(batchId);
+    if (record === undefined) this.byBatch.set(batchId, (record = {}));
+    return record;
+  }
 
   /** Notes one message's age since first enqueue; the batch keeps the largest. */
   age(batchId: string, ageMs: number): void {
-    this.oldest.set(batchId, Math.max(this.oldest.get(batchId) ?? 0, Math.round(ageMs)));
-    if (!this.byBatch.has(batchId)) this.byBatch.set(batchId, {});
+    const record = this.of(batchId);
+    record.oldestMessageAgeMs = Math.max(record.oldestMessageAgeMs ?? 0, Math.round(ageMs));
   }
 
   /** The largest age noted for the batch, if any. */
   oldestAgeMs(batchId: string): number | undefined {
-    return this.oldest.get(batchId);
+    return this.byBatch.get(batchId)?.oldestMessageAgeMs;
   }
 
-  add(batchId: string, counters: BatchCounters): void {
-    const sum = this.byBatch.get(batchId) ?? {};
-    for (const key of Object.keys(counters) as (keyof BatchCounters)[]) {
+  add(batchId: string, counters: Partial<Record<(typeof INVOCATION_COUNTERS)[number], number>>): void {
+    const record = this.of(batchId);
+    for (const key of INVOCATION_COUNTERS) {
       const value = counters[key];
-      if (value !== undefined) sum[key] = (sum[key] ?? 0) + value;
+      if (value !== undefined) record[key] = (record[key] ?? 0) + value;
     }
-    this.byBatch.set(batchId, sum);
   }
 
-  /** Each batch ID with its summed counters, in first-seen order. */
-  entries(): [string, BatchCounters][] {
+  /** Adds one entry to one of the batch's lists (see InvocationRecord). */
+  note(batchId: string, list: 'replays' | 'elsewhere' | 'deadLetteredOperations' | 'rejectedMessages', entry: string): void {
+    const record = this.of(batchId);
+    (record[list] ??= []).push(entry);
+  }
+
+  /** Each batch ID with what the invocation saw of it, in first-seen order. */
+  entries(): [string, InvocationRecord][] {
     return [...this.byBatch.entries()];
   }
 }

@@ -7,6 +7,7 @@ import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dyn
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { EnvVar } from '../core/constants';
 import { idempotencyKeyPrefix } from '../core/idempotencyKey';
+import { COMPLETED_BY_FIELD, deadLetterEntry, ledgerEntry, type CompletedBy } from '../core/ledgerContract';
 import { PermanentError, ThrottledError } from '../core/errors';
 import type { AnyJob, ApplyResult } from '../core/job';
 import { boundReasons, idSchema, parseMessage, serializeMessage, type JobMessage } from '../core/message';
@@ -98,7 +99,9 @@ export type RecordOutcome = 'applied' | 'already-done' | 'duplicate' | 'rejected
 
 /** Set on results replayed from the idempotency store (never stored): the operation had already completed. */
 const REPLAYED = '__replayed';
-type IdempotentResult = ApplyResult & { [REPLAYED]?: true };
+/** What the idempotency store keeps: the job's result, and who completed it (lambda/core/ledgerContract.ts). */
+type StoredResult = ApplyResult & { [COMPLETED_BY_FIELD]?: CompletedBy };
+type IdempotentResult = StoredResult & { [REPLAYED]?: true };
 
 /** Longest failure reason carried as a DLQ message attribute. */
 const MAX_REASON_CHARS = 1000;
@@ -143,7 +146,7 @@ type Plan =
   /** The limiter could not be asked (DynamoDB failed): the record fails and SQS redelivers it, unclaimed. */
   | { kind: 'fail'; message: JobMessage; error: Error }
   /** Already COMPLETED (the pre-check): a duplicate, settled without a slot or a claim. */
-  | { kind: 'done'; message: JobMessage }
+  | { kind: 'done'; message: JobMessage; by: CompletedBy | undefined }
   /** The record takes the earliest usable slot of the invocation's pool when it is reached (see slotFor). */
   | { kind: 'run'; message: JobMessage; resource: Record<string, unknown> };
 
@@ -243,7 +246,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     responseHook: (response) => ({ ...(response as object), [REPLAYED]: true }),
   });
 
-  const applyOne = async (message: JobMessage, resource: Record<string, unknown>, context: Context): Promise<ApplyResult> => {
+  const applyOne = async (message: JobMessage, resource: Record<string, unknown>, context: Context): Promise<StoredResult> => {
     const result = (await job.apply(jobDeps, {
       operationId: message.operationId,
       batchId: message.batchId,
@@ -257,7 +260,9 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
         message.operationId,
       );
     }
-    return result;
+    // Kept with the completion, so a later delivery knows which batch and invocation completed it (the ledger's
+    // exactness rests on it: lambda/core/ledgerContract.ts resolveBatch).
+    return { ...result, [COMPLETED_BY_FIELD]: { batchId: message.batchId, invocationId: context.awsRequestId } };
   };
 
   const applyIdempotent = makeIdempotent(applyOne, {
@@ -269,27 +274,39 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
   }) as (message: JobMessage, resource: Record<string, unknown>, context: Context) => Promise<IdempotentResult>;
 
   /**
-   * Counters are accounting, not the operation: gathered per invocation and written once per batch ID at its end
-   * (one write per batch of records, not per record). A failed write is logged and metered; the records stay settled.
-   * A crash before the flush loses that invocation's counts, never an operation.
+   * Counters are accounting, not the operation: gathered per invocation and written once per batch ID at its end, as
+   * the invocation's own item (one write per batch of records, not per record). An invocation killed before it lands
+   * loses nothing: its completions are adopted by their next delivery (resolveBatch in lambda/core/ledgerContract.ts).
+   * @returns the batch IDs whose write failed: their records are handed back to SQS, so that delivery comes.
    */
-  const flushCounters = async (tally: BatchTally) => {
+  const flushCounters = async (tally: BatchTally, invocationId: string): Promise<Set<string>> => {
+    const failed = new Set<string>();
     await Promise.all(
-      tally.entries().map(async ([batchId, counters]) => {
+      tally.entries().map(async ([batchId, record]) => {
         try {
-          await ledger.addToBatch(job.name, batchId, counters, { oldestMessageAgeMs: tally.oldestAgeMs(batchId) });
+          await ledger.recordInvocation(job.name, batchId, invocationId, record);
         } catch (error) {
+          failed.add(batchId);
           count(MetricName.LedgerWriteFailed);
-          logger.error('ledger counter write failed; the records themselves are settled', { batchId, counters, error: error as Error });
+          logger.error('ledger write failed; the batch\'s records go back to SQS, and their next delivery counts them', { batchId, record, error: error as Error });
         }
       }),
     );
+    return failed;
   };
 
-  const duplicate = (message: JobMessage, tally: BatchTally, outcome?: ApplyResult['outcome']): RecordOutcome => {
+  /**
+   * A delivery answered by a completion: which batch and invocation completed it decides how the ledger reads it. Its
+   * own batch's: a duplicate, or the completion itself if that invocation never wrote its counts (resolveBatch decides,
+   * at read time). Another batch's: completedElsewhere, once. A completion that names no batch (written before they
+   * did) is a duplicate, as it always was.
+   */
+  const duplicate = (message: JobMessage, tally: BatchTally, by: CompletedBy | undefined, outcome?: ApplyResult['outcome']): RecordOutcome => {
     count(MetricName.DuplicatesSuppressed);
-    logger.info('duplicate suppressed: operation already completed', { outcome });
-    tally.add(message.batchId, { duplicates: 1 });
+    logger.info('duplicate suppressed: operation already completed', { outcome, completedBy: by });
+    if (by === undefined) tally.add(message.batchId, { duplicates: 1 });
+    else if (by.batchId === message.batchId) tally.note(message.batchId, 'replays', ledgerEntry(by.invocationId, message.operationId));
+    else tally.note(message.batchId, 'elsewhere', ledgerEntry(by.batchId, message.operationId));
     return 'duplicate';
   };
 
@@ -299,7 +316,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     await ledger.recordRejection({ job: job.name, messageId: record.messageId, reasons, body: record.body, ...ids });
     count(MetricName.Rejected);
     logger.warn('message rejected and kept for review', { reasons, ...ids });
-    if (ids.batchId) tally.add(ids.batchId, { rejected: 1 });
+    if (ids.batchId) tally.note(ids.batchId, 'rejectedMessages', record.messageId);
     return 'rejected';
   };
 
@@ -319,7 +336,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
   const deadLettered = (message: JobMessage, reason: string, detail: Record<string, unknown>, tally: BatchTally): RecordOutcome => {
     count(MetricName.DeadLettered);
     logger.error('permanent failure: message sent to the DLQ', { reason, detail });
-    tally.add(message.batchId, { deadLettered: 1 });
+    tally.note(message.batchId, 'deadLetteredOperations', deadLetterEntry(message.operationId, reason));
     return 'dead-lettered';
   };
 
@@ -433,7 +450,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     count(MetricName.Failed);
     const receives = Number(record.attributes?.ApproximateReceiveCount ?? 0);
     if (options.maxReceiveCount !== undefined && receives >= options.maxReceiveCount) {
-      tally.add(message.batchId, { deadLettered: 1 });
+      tally.note(message.batchId, 'deadLetteredOperations', deadLetterEntry(message.operationId, `failed on its last allowed receive (${receives}); SQS moves it to the DLQ: ${(error as Error)?.message ?? String(error)}`));
       count(MetricName.DeadLettered);
       logger.error('failed on its last allowed receive: SQS moves the message to the DLQ', { receives, maxReceiveCount: options.maxReceiveCount });
     } else {
@@ -509,7 +526,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     if (result[REPLAYED]) {
       // Answered from the idempotency store: no downstream call was made, so the slot is still free for the next record.
       giveBack(signals, startAtMs);
-      return duplicate(message, tally, result.outcome);
+      return duplicate(message, tally, result[COMPLETED_BY_FIELD], result.outcome);
     }
     measureApply(pacing.clock() - applyStartedMs);
     signals.successes++;
@@ -551,7 +568,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     try {
       const done = await completedLookup.completed(job.name, due.map((d) => d.message.operationId));
       if (done.size > 0) {
-        for (const { record, message } of due) if (done.has(message.operationId)) plans.set(record.messageId, { kind: 'done', message });
+        for (const { record, message } of due) if (done.has(message.operationId)) plans.set(record.messageId, { kind: 'done', message, by: done.get(message.operationId) });
         due = due.filter((d) => !done.has(d.message.operationId));
         if (due.length === 0) return plans;
       }
@@ -595,8 +612,10 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     const tally = new BatchTally();
     const reserveMs = pacing.reserveMs ?? Math.min(DEFAULT_RESERVE_MS, Math.floor(context.getRemainingTimeInMillis() / 4));
     const signals: Signals = { throttles: 0, successes: 0, runLeft: 0, slots: [], slotsGranted: 0, slotsUsed: 0, reserveMs };
+    let flushed = false;
+    let plans = new Map<string, Plan>();
     try {
-      const plans = await plan(event.Records, context, signals);
+      plans = await plan(event.Records, context, signals);
       signals.runLeft = [...plans.values()].filter((p) => p.kind === 'run').length;
       const early = event.Records.flatMap((record) => {
         const p = plans.get(record.messageId);
@@ -624,7 +643,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
               case 'fail':
                 throw planned.error;
               case 'done':
-                return duplicate(planned.message, tally);
+                return duplicate(planned.message, tally, planned.by);
               case 'run':
                 // Awaited, so a rejected run is caught here.
                 return await run(record, planned, context, tally, signals);
@@ -634,7 +653,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
           }
         });
       };
-      return await processPartialResponse(event, handleRecord, processor, {
+      const response = await processPartialResponse(event, handleRecord, processor, {
         context,
         // One record at a time, each at its slot: the concurrency cap (reserved concurrency) then bounds calls to the
         // downstream, and the shared logger's per-record keys cannot bleed between records.
@@ -642,12 +661,32 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
         // A fully failed batch is reported item by item like any other, leaving Lambda's Errors metric to real crashes.
         throwOnFullBatchFailure: false,
       });
+      flushed = true;
+      const [unwritten] = await Promise.all([flushCounters(tally, context.awsRequestId), feedBack(signals)]);
+      return withUnwrittenBatches(response, event.Records, plans, unwritten);
     } finally {
       if (signals.slotsGranted > signals.slotsUsed) count(MetricName.SlotsUnused, signals.slotsGranted - signals.slotsUsed);
-      await Promise.all([flushCounters(tally), feedBack(signals)]);
+      // The records' handling threw (it should not): the whole event goes back to SQS; what it counted is still written.
+      if (!flushed) await Promise.all([flushCounters(tally, context.awsRequestId), feedBack(signals)]);
       flushMetrics();
     }
   };
+}
+
+/**
+ * The batch response with every record of a batch whose ledger write failed handed back to SQS as well: its next
+ * delivery is answered by its completion and counts it (an adoption), so no count is lost to the failed write. A
+ * record that carried no batch ID (a rejection of unreadable input) is kept as it was.
+ */
+function withUnwrittenBatches(response: SQSBatchResponse, records: SQSRecord[], plans: ReadonlyMap<string, Plan>, unwritten: ReadonlySet<string>): SQSBatchResponse {
+  if (unwritten.size === 0) return response;
+  const failures = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+  for (const record of records) {
+    const planned = plans.get(record.messageId);
+    const batchId = planned && 'message' in planned ? planned.message.batchId : salvageIds(record.body).batchId;
+    if (batchId !== undefined && unwritten.has(batchId)) failures.add(record.messageId);
+  }
+  return { batchItemFailures: [...failures].map((itemIdentifier) => ({ itemIdentifier })) };
 }
 
 /** Builds the consumer from the variables the stack sets. */

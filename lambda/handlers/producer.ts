@@ -238,6 +238,9 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
           ),
         };
       });
+      // The page's operations, for the business date's audit (ops audit): written before its messages, under the
+      // page's number, so a page taken again after a kill replaces its own item.
+      await runState.recordPage(job.name, step.batchId, pages + 1, messages.map((m) => m.operationId));
       // A failure here fails the step before its commit: the step runs again from the same cursor, and idempotency
       // absorbs the messages that went out twice. Nothing is counted until the commit.
       const { published } = await publisher.publish(options.queueUrl, messages);

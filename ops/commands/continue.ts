@@ -48,7 +48,7 @@ const NOT_ADMITTING: Record<string, string> = {
 export async function continueAdmission(ctx: CommandContext, options: ContinueOptions): Promise<ContinueResult> {
   const [job] = selectJobs(ctx.resources, options.job);
   const batchId = options.batch;
-  const batch = await readBatch(ctx.clients, ctx.resources.tables.ledger, job.job, batchId);
+  const batch = await readBatch(ctx.clients, ctx.resources.tables, job.job, batchId);
   if (!batch) {
     throw new BatchStateError(
       `batch ${batchId} of ${job.job} is not in the run ledger (${ctx.resources.tables.ledger}); list the job's batches with \`ops status --job ${job.job} --batches 50\``,

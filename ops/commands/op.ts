@@ -88,7 +88,7 @@ export async function operation(ctx: CommandContext, operationId: string, option
           }
         : null;
       const batches = idempotencyRecord || rejections.length > 0 || options.job
-        ? (await Promise.all(dates.map((d) => batchesWithPrefix(ctx.clients, ledger, j.job, `${j.job}:${d}:`)))).flat()
+        ? (await Promise.all(dates.map((d) => batchesWithPrefix(ctx.clients, ctx.resources.tables, j.job, `${j.job}:${d}:`)))).flat()
         : [];
       return { job: j.job, idempotencyRecord, rejections, batches };
     }),

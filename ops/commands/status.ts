@@ -3,6 +3,7 @@
 // admission chain has stalled. Reads only: it never receives a message.
 import { GetQueueAttributesCommand, type QueueAttributeName } from '@aws-sdk/client-sqs';
 import { stalledSince } from '../../lambda/core/admission';
+import { batchSettledCount } from '../../lambda/core/ledgerContract';
 import { type CommandContext, selectJobs } from '../context';
 import { renderTable } from '../io';
 import { type BatchView, latestBatches } from '../ledger';
@@ -61,7 +62,7 @@ export interface BatchStatus extends BatchView {
   /** eligible - discovered, while admission may still go on; null when the job does not count eligible records. */
   notYetAdmitted: number | null;
   /**
-   * Operations still to settle: (eligible ?? discovered) - completed - rejected - deadLettered while admitting, and
+   * Operations still to settle: (eligible ?? discovered) - completed - completedElsewhere - rejected - deadLettered while admitting, and
    * discovered - settled once admission ended (nothing more will be admitted). Never below 0.
    */
   workLeft: number;
@@ -137,7 +138,7 @@ export interface ProgressOptions {
 export function batchStatus(batch: BatchView, options: ProgressOptions): BatchStatus {
   const nowMs = options.now.getTime();
   const admitting = batch.admission === 'admitting';
-  const settled = batch.completed + batch.rejected + batch.deadLettered;
+  const settled = batchSettledCount(batch);
   const notYetAdmitted =
     batch.admission === 'complete' ? 0 : batch.admission !== undefined && batch.eligible !== undefined ? Math.max(0, batch.eligible - batch.discovered) : null;
   // Records can appear after the count at the start, so admission may discover more than `eligible`.
@@ -191,7 +192,7 @@ export async function status(ctx: CommandContext, options: StatusOptions = {}): 
         depth(ctx, j.queueUrl),
         depth(ctx, j.dlqUrl),
         depth(ctx, j.admissionQueueUrl),
-        latestBatches(ctx.clients, ctx.resources.tables.ledger, j.job, limit),
+        latestBatches(ctx.clients, ctx.resources.tables, j.job, limit),
       ]);
       return {
         job: j.job,
@@ -230,10 +231,10 @@ export function renderStatus(result: StatusResult): string {
     ]),
   );
   const batches = renderTable(
-    ['job', 'batch', 'discovered', 'consumed', 'completed', 'rejected', 'DLQ', 'dupes', 'retries', 'deferred', '429s', 'oldest (s)', 'outstanding', 'reconciles', 'started', 'finished'],
+    ['job', 'batch', 'discovered', 'consumed', 'completed', 'elsewhere', 'rejected', 'DLQ', 'dupes', 'retries', 'deferred', '429s', 'oldest (s)', 'outstanding', 'reconciles', 'started', 'finished'],
     result.jobs.flatMap((j) =>
       j.batches.map((b) => [
-        j.job, b.batchId, b.discovered, b.consumed, b.completed, b.rejected, b.deadLettered, b.duplicates, b.retries, b.deferred, b.throttled,
+        j.job, b.batchId, b.discovered, b.consumed, b.completed, b.completedElsewhere, b.rejected, b.deadLettered, b.duplicates, b.retries, b.deferred, b.throttled,
         b.oldestMessageAgeSeconds ?? '-', b.outstanding, b.reconciles ? 'yes' : 'NO', shortTime(b.startedAt), shortTime(b.finishedAt),
       ]),
     ),

@@ -24,7 +24,8 @@ const withDownstream = (): Observations => ({
     replays: 1,
   },
   rateLimit: { startsPerInterval: 2, intervalSeconds: 60 },
-  batches: [{ batchId: 'b1', discovered: 2, published: 2, completed: 1, duplicates: 1, rejected: 0, deadLettered: 0, admission: 'complete' }],
+  // Exact: one of the two completions was adopted from an invocation killed before its ledger write.
+  batches: [{ batchId: 'b1', discovered: 2, published: 2, completed: 2, adopted: 1, duplicates: 1, rejected: 0, deadLettered: 0, admission: 'complete' }],
   rejectedMessageIds: ['m9', 'm9'],
   poisonInjected: 1,
   queueLeft: 0,
@@ -50,7 +51,8 @@ describe('Function: checkInvariants', () => {
     const verdict = checkInvariants(withDownstream());
     expect(verdict.ok).toBe(true);
     expect(verdict.invariants.effectsEqualUniqueOperations).toMatchObject({ ok: true, effects: 2, uniqueOperations: 2, downstreamReplays: 1, dedupOnlyGuard: 1 });
-    expect(verdict.invariants.nothingLost).toMatchObject({ ok: true, operations: 2, withEffect: 2, missing: 0, batchesExact: 0, ledgerCompletedAllBatches: 1 });
+    expect(verdict.invariants.nothingLost).toMatchObject({ ok: true, operations: 2, withEffect: 2, missing: 0, batchesExact: 1, ledgerCompletedAllBatches: 2 });
+    expect(verdict.invariants.ledgerExact).toMatchObject({ ok: true, batches: 1, batchesExact: 1, inexactBatches: [], ledgerCompleted: 2, completedOperations: 2, adopted: 1 });
     expect(verdict.invariants.rateRespected).toMatchObject({ ok: true, maxStartsInAnyWindow: 2, limit: 2, nonReplayedStarts: 2 });
     expect(verdict.invariants.onlyTerminalFailuresInDlq).toMatchObject({ ok: true, dlqMessages: 0, poisonInjected: 1, poisonRejected: 1 });
   });
@@ -111,11 +113,37 @@ describe('Function: checkInvariants', () => {
 
   it('fails when a batch discovered more than it accounts for, or messages are left', () => {
     const o = withDownstream();
-    o.batches[0].duplicates = 0;
+    o.batches[0] = { ...o.batches[0], completed: 1, duplicates: 0 };
     expect(checkInvariants(o).invariants.nothingLost.ok).toBe(false);
     const left = withDownstream();
     left.queueLeft = 1;
     expect(checkInvariants(left).invariants.nothingLost.ok).toBe(false);
+  });
+
+  it('ledgerExact fails on a batch whose counts miss an operation, though duplicates cover it (a lost flush)', () => {
+    const o = withDownstream();
+    o.batches[0] = { ...o.batches[0], completed: 1, adopted: 0, duplicates: 1 };
+    expect(checkInvariants(o).invariants.nothingLost.ok).toBe(true);
+    expect(checkInvariants(o).invariants.ledgerExact).toMatchObject({
+      ok: false,
+      batchesExact: 0,
+      inexactBatches: ['b1: discovered 2 != completed 1 + elsewhere 0 + rejected 0 + DLQ 0'],
+      ledgerCompleted: 1,
+      completedOperations: 2,
+    });
+    expect(checkInvariants(o).ok).toBe(false);
+  });
+
+  it('ledgerExact holds for a re-run: each operation completed in one batch, completedElsewhere in the other', () => {
+    const o = withDownstream();
+    o.batches = [
+      { batchId: 'b1', discovered: 2, published: 2, completed: 1, completedElsewhere: 1, duplicates: 0, rejected: 0, deadLettered: 0, admission: 'complete' },
+      { batchId: 'b2', discovered: 2, published: 2, completed: 1, completedElsewhere: 1, duplicates: 0, rejected: 0, deadLettered: 0, admission: 'complete' },
+    ];
+    expect(checkInvariants(o).invariants.ledgerExact).toMatchObject({ ok: true, batchesExact: 2, ledgerCompleted: 2, completedOperations: 2, completedElsewhere: 2 });
+    // The same operation counted completed by both batches is one completion too many.
+    o.batches[1] = { ...o.batches[1], completed: 2, completedElsewhere: 0 };
+    expect(checkInvariants(o).invariants.ledgerExact).toMatchObject({ ok: false, ledgerCompleted: 3, completedOperations: 2 });
   });
 
   it('fails when a run did not finish its admission, even if another run published its operations', () => {

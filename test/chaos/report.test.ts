@@ -28,6 +28,7 @@ const result: ChaosResult = {
     nothingLost: { ok: true, missing: 0, batches: [{ batchId: 'b' }] },
     rateRespected: { ok: false, maxStartsInAnyWindow: 11, limit: 10 },
     onlyTerminalFailuresInDlq: { ok: true, reasons: ['a|b'] },
+    ledgerExact: { ok: true, batchesExact: 1, inexactBatches: [], ledgerCompleted: 10, completedOperations: 10 },
   },
 };
 
@@ -43,6 +44,7 @@ describe('Function: formatText', () => {
       'PASS  nothingLost: missing 0',
       'FAIL  rateRespected: maxStartsInAnyWindow 11; limit 10',
       'PASS  onlyTerminalFailuresInDlq: reasons a|b',
+      'PASS  ledgerExact: batchesExact 1; ledgerCompleted 10; completedOperations 10',
       'FAILED',
     ]);
   });

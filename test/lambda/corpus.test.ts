@@ -16,6 +16,7 @@ import * as payments from '../../lambda/jobs/payment-reconciliation';
 import { unsettledPayment } from '../../lambda/jobs/payment-reconciliation/items';
 import * as staleUploads from '../../lambda/jobs/stale-upload-cleanup';
 import { pendingUpload } from '../../lambda/jobs/stale-upload-cleanup/items';
+import { batchFigures } from '../../ops/ledger';
 import { expandBody, messageCases, type MessageCase } from '../corpus/loadCorpus';
 import { startLocalAws, type LocalAws } from '../support/aws';
 import { startHttpStub, type HttpStub } from '../support/httpStub';
@@ -217,7 +218,8 @@ describe('Function: createConsumer', () => {
       expect([total('Rejected'), total('Applied'), total('Failed'), total('Deferred'), total('DeadLettered')]).toEqual([cases.length, validCount, 0, 0, 0]);
       // The valid messages' batch counts its completions; a rejected body cannot be trusted to name a batch, so only
       // those that carry this batch's ID are counted against it.
-      const batch = await get('ledger', { pk: `BATCH#${jobName}`, sk: `${jobName}:${DATE}:corpus` });
+      const batchId = `${jobName}:${DATE}:corpus`;
+      const batch = await batchFigures(documentClient(), { ledger: 'ledger', idempotency: 'idempotency' }, jobName, { sk: batchId });
       expect(batch).toMatchObject({ completed: validCount });
     });
 

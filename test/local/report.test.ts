@@ -62,8 +62,8 @@ describe('Function: buildJobReport', () => {
     expect(checks[0]).toEqual({ job: 'job', name: 'nothing-lost', ok: false, detail: 'completed 1 + rejected 0 + dlq 1 = 2, discovered 3' });
   });
 
-  it('counts operations done by earlier runs only when data was kept', () => {
-    const kept = buildJobReport('job', observation({ completed: 1, duplicates: 2, keptData: true, effectsByOperation: new Map([['a', 1]]) }));
+  it('counts operations an earlier run completed (completedElsewhere) as done, and never a duplicate', () => {
+    const kept = buildJobReport('job', observation({ completed: 1, completedElsewhere: 2, duplicates: 1, keptData: true, effectsByOperation: new Map([['a', 1]]) }));
     expect(kept.checks[0]).toEqual({ job: 'job', name: 'nothing-lost', ok: true, detail: 'completed 1 + done by earlier runs 2 + rejected 0 + dlq 0 = 3, discovered 3' });
     const fresh = buildJobReport('job', observation({ completed: 1, duplicates: 2, effectsByOperation: new Map([['a', 1]]) }));
     expect(fresh.checks[0].ok).toBe(false);

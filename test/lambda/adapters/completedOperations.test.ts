@@ -48,9 +48,9 @@ describe('Class: DynamoCompletedLookup', () => {
   describe('Method: completed', () => {
     it('reports only operations whose record is COMPLETED and not expired', async () => {
       const done = await lookup.completed('fake-job', ['done', 'running', 'expired', 'forever', 'never-seen', 'done']);
-      expect([...done].sort()).toEqual(['done', 'forever']);
+      expect([...done.keys()].sort()).toEqual(['done', 'forever']);
       // Another job's record for the same operation ID would sit under another key.
-      expect(await lookup.completed('other-job', ['done'])).toEqual(new Set());
+      expect(await lookup.completed('other-job', ['done'])).toEqual(new Map());
     });
 
     it('asks in requests of at most 100 keys, one per 100 distinct operations', async () => {

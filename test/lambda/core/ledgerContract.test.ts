@@ -9,8 +9,16 @@ import {
   batchOutstanding,
   batchReconciles,
   batchSettledCount,
+  completedByOf,
+  deadLetterEntriesOf,
+  deadLetterEntry,
+  deadLetteredOperationsOf,
+  decodePageOperations,
+  encodePageOperations,
+  ledgerEntry,
   ledgerKeys,
   ledgerPartition,
+  resolveBatch,
 } from '../../../lambda/core/ledgerContract';
 
 describe('the ledger key layout', () => {
@@ -44,6 +52,7 @@ describe('the batch counters', () => {
 
   it('reads a stored item\'s counters, an absent or non-numeric one as 0, and nothing else', () => {
     expect(batchCountersOf({ sk: 'b', discovered: 5, completed: 3, rejected: 'x', admission: 'complete', pages: 2 })).toEqual({
+      completedElsewhere: 0,
       discovered: 5,
       published: 0,
       consumed: 0,
@@ -106,5 +115,98 @@ describe('the reconciliation rule', () => {
     expect(batchAccountedWithDuplicates(admitting)).toBe(true);
     expect(batchExact(admitting)).toBe(true);
     expect(batchReconciles(admitting)).toBe(false);
+  });
+});
+
+describe('Function: resolveBatch', () => {
+  const B = 'job:2026-11-28:20261129T020000Z';
+  const batch = { sk: B, discovered: 4, published: 4, admission: 'complete' };
+  const inv = (sk: string, record: Record<string, unknown>) => ({ pk: ledgerKeys.invocationPartition('job', B), sk, ...record });
+
+  it('adds up the invocations\' counters, keeps the largest age, and reconciles exactly', () => {
+    const figures = resolveBatch(B, batch, [
+      inv('i1', { consumed: 3, completed: 3, retries: 1, oldestMessageAgeMs: 900 }),
+      inv('i2', { consumed: 1, completed: 1, deferred: 2, throttled: 1, oldestMessageAgeMs: 4_000 }),
+    ]);
+    expect(figures).toMatchObject({ discovered: 4, consumed: 4, completed: 4, completedElsewhere: 0, adopted: 0, retries: 1, deferred: 2, throttled: 1, invocations: 2, oldestMessageAgeMs: 4_000 });
+    expect(batchExact(figures)).toBe(true);
+  });
+
+  it('adopts the completions of an invocation that never wrote its counts, once per operation, and counts the rest as duplicates', () => {
+    // i-killed completed op-3 and op-4, then died before its write; their redeliveries saw its completions.
+    const items = [
+      inv('i1', { consumed: 2, completed: 2 }),
+      inv('i2', { consumed: 2, replays: [ledgerEntry('i-killed', 'op-3'), ledgerEntry('i-killed', 'op-4')] }),
+    ];
+    expect(resolveBatch(B, batch, items)).toMatchObject({ completed: 4, adopted: 2, duplicates: 0 });
+    // A second redelivery of op-3 adopts nothing more.
+    const again = [...items, inv('i3', { consumed: 1, replays: [ledgerEntry('i-killed', 'op-3')] })];
+    expect(resolveBatch(B, batch, again)).toMatchObject({ completed: 4, adopted: 2, duplicates: 1 });
+    expect(batchExact(resolveBatch(B, batch, again))).toBe(true);
+  });
+
+  it('counts a replay of a completion whose invocation did write as a duplicate, whichever was written first', () => {
+    // i1 was still running when op-1's duplicate arrived at i2; it wrote its counts afterwards.
+    const before = [inv('i2', { consumed: 1, replays: [ledgerEntry('i1', 'op-1')] })];
+    expect(resolveBatch(B, { ...batch, discovered: 1 }, before)).toMatchObject({ completed: 1, adopted: 1, duplicates: 0 });
+    const after = [...before, inv('i1', { consumed: 1, completed: 1 })];
+    expect(resolveBatch(B, { ...batch, discovered: 1 }, after)).toMatchObject({ completed: 1, adopted: 0, duplicates: 1 });
+  });
+
+  it('counts an operation another batch completed first as completedElsewhere, once, and names that batch', () => {
+    const figures = resolveBatch(B, batch, [
+      inv('i1', { consumed: 2, completed: 2 }),
+      inv('i2', { consumed: 3, elsewhere: [ledgerEntry('job:2026-11-28:manual-1', 'op-3'), ledgerEntry('job:2026-11-28:manual-1', 'op-4'), ledgerEntry('job:2026-11-28:manual-1', 'op-3')] }),
+    ]);
+    expect(figures).toMatchObject({ completed: 2, completedElsewhere: 2, duplicates: 1, completedElsewhereBy: { 'op-3': 'job:2026-11-28:manual-1', 'op-4': 'job:2026-11-28:manual-1' } });
+    expect(batchExact(figures)).toBe(true);
+  });
+
+  it('counts a dead-lettered operation until it completes: by a redrive in this batch, or by another batch', () => {
+    const items = [
+      inv('i1', { consumed: 2, completed: 2 }),
+      inv('i2', { consumed: 2, deadLetteredOperations: [deadLetterEntry('op-3', 'provider answered 422'), deadLetterEntry('op-4', 'deferral budget spent')] }),
+    ];
+    expect(deadLetteredOperationsOf(items)).toEqual(['op-3', 'op-4']);
+    expect(deadLetterEntriesOf(items)).toEqual([{ operationId: 'op-3', reason: 'provider answered 422' }, { operationId: 'op-4', reason: 'deferral budget spent' }]);
+    expect(resolveBatch(B, batch, items)).toMatchObject({ deadLettered: 2, deadLetteredOperations: ['op-3', 'op-4'] });
+    // op-3 redriven and completed here (its invocation counted it), op-4 completed by a re-run.
+    const redriven = [...items, inv('i3', { consumed: 1, completed: 1 })];
+    const completions = new Map([
+      ['op-3', { batchId: B, invocationId: 'i3' }],
+      ['op-4', { batchId: 'job:2026-11-28:manual-1', invocationId: 'x' }],
+    ]);
+    const figures = resolveBatch(B, batch, redriven, completions);
+    expect(figures).toMatchObject({ completed: 3, completedElsewhere: 1, deadLettered: 0, deadLetteredOperations: [] });
+    expect(batchExact(figures)).toBe(true);
+  });
+
+  it('counts a message rejected twice (delivered twice) once, and adds counters a batch item holds itself', () => {
+    const figures = resolveBatch(B, { ...batch, completed: 1, duplicates: 1 }, [inv('i1', { rejectedMessages: ['m-1'] }), inv('i2', { rejectedMessages: ['m-1'], completed: 2 })]);
+    expect(figures).toMatchObject({ rejected: 1, completed: 3, duplicates: 1 });
+  });
+});
+
+describe('the completion\'s CompletedBy and the page manifest', () => {
+  it('reads who completed an operation from a stored result, as an object or as JSON, and nothing from others', () => {
+    const by = { batchId: 'b', invocationId: 'i' };
+    expect(completedByOf({ outcome: 'applied', completedBy: by })).toEqual(by);
+    expect(completedByOf(JSON.stringify({ completedBy: by }))).toEqual(by);
+    expect(completedByOf({ outcome: 'applied' })).toBeUndefined();
+    expect(completedByOf('not json')).toBeUndefined();
+    expect(completedByOf(undefined)).toBeUndefined();
+  });
+
+  it('round-trips a page\'s operation IDs through their stored form, far smaller than the IDs', () => {
+    const ops = Array.from({ length: 500 }, (_, i) => `reconcile:acme:pay_${String(i).padStart(6, '0')}:2026-11-28`);
+    const stored = encodePageOperations(ops);
+    expect(decodePageOperations(stored)).toEqual(ops);
+    expect(decodePageOperations(encodePageOperations([]))).toEqual([]);
+    expect(stored.byteLength).toBeLessThan(ops.join('\n').length / 5);
+  });
+
+  it('keys a page PAGES#<job>#<batchId> / <6-digit page> and an invocation INVOCATIONS#<job>#<batchId> / <invocationId>', () => {
+    expect(ledgerKeys.page('job', 'b', 12)).toEqual({ pk: 'PAGES#job#b', sk: '000012' });
+    expect(ledgerKeys.invocation('job', 'b', 'req-1')).toEqual({ pk: 'INVOCATIONS#job#b', sk: 'req-1' });
   });
 });

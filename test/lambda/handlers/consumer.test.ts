@@ -4,6 +4,8 @@ import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSEvent } from 'aws-lambda';
 import { documentClient, resetClients } from '../../../lambda/adapters/clients';
 import { DynamoLedger } from '../../../lambda/adapters/ledger';
+import { batchFigures } from '../../../ops/ledger';
+import { batchExact } from '../../../lambda/core/ledgerContract';
 import { AdaptiveDynamoDbRateLimiter } from '../../../lambda/adapters/adaptiveRateLimiter';
 import { HttpProviderClient } from '../../../lambda/adapters/providerClient';
 import { DynamoDbRateLimiter, type RateLimiter } from '../../../lambda/adapters/rateLimiter';
@@ -70,9 +72,11 @@ function consumer(overrides: Partial<ConsumerOptions> = {}) {
 
 const metricTotal = (name: string) => metricCalls.filter(([n]) => n === name).reduce((sum, [, v]) => sum + v, 0);
 
+/** The batch's figures as the operator CLI resolves them (ops/ledger.ts); undefined while the ledger has nothing of it. */
 async function batchItem(batchId = BATCH) {
   const { Item } = await documentClient().send(new GetCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: batchId } }));
-  return Item;
+  const figures = await batchFigures(documentClient(), { ledger: LEDGER_TABLE, idempotency: IDEMPOTENCY_TABLE }, 'fake-job', Item ?? { sk: batchId });
+  return Item === undefined && figures.invocations === 0 ? undefined : figures;
 }
 
 let queueSeq = 0;
@@ -165,7 +169,7 @@ describe('Function: createConsumer', () => {
       const persistenceStore = new DynamoDBPersistenceLayer({ tableName: IDEMPOTENCY_TABLE });
       const getRecord = jest.spyOn(persistenceStore, 'getRecord');
       // The pre-check reports nothing here, as when the first delivery completes between the pre-check and the claim.
-      const handle = consumer({ persistenceStore, completedLookup: { completed: async () => new Set() } });
+      const handle = consumer({ persistenceStore, completedLookup: { completed: async () => new Map() } });
       const batchId = 'fake-job:2026-11-28:dupes';
 
       await handle(sqsEvent(sqsRecord(body('dup', undefined, { batchId }))), lambdaContext());
@@ -319,7 +323,7 @@ describe('Function: createConsumer', () => {
           lambdaContext(),
         );
       const counter = countDynamoCalls();
-      const ledgerWrites = () => counter.calls.filter((c) => c.table === LEDGER_TABLE && c.command === 'UpdateItemCommand').length;
+      const ledgerWrites = () => counter.calls.filter((c) => c.table === LEDGER_TABLE && c.command === 'PutItemCommand').length;
       try {
         expect(await deliver('retryable', 1)).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-retry-1' }] });
         expect(await batchItem(batchId)).toMatchObject({ consumed: 1, retries: 1 });
@@ -331,8 +335,8 @@ describe('Function: createConsumer', () => {
 
       const item = await batchItem(batchId);
       expect(item).toMatchObject({ consumed: 3, retries: 2, completed: 1 });
-      expect(item?.deadLettered).toBeUndefined();
-      expect(item?.duplicates).toBeUndefined();
+      expect(item?.deadLettered).toBe(0);
+      expect(item?.duplicates).toBe(0);
       // One ledger write per invocation, retried or not: no write per retry.
       expect(ledgerWrites()).toBe(3);
       expect(metricTotal('Failed')).toBe(2);
@@ -348,7 +352,7 @@ describe('Function: createConsumer', () => {
         );
       expect(await attempt(2)).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-2' }] });
       expect(await batchItem(batchId)).toMatchObject({ consumed: 1, retries: 1 });
-      expect((await batchItem(batchId))?.deadLettered).toBeUndefined();
+      expect((await batchItem(batchId))?.deadLettered).toBe(0);
       expect(await attempt(3)).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-3' }] });
       // SQS moves it to the DLQ: dead-lettered, not a retry.
       expect(await batchItem(batchId)).toMatchObject({ consumed: 2, retries: 1, deadLettered: 1 });
@@ -433,6 +437,69 @@ describe('Function: createConsumer', () => {
       expect(dead.map((m) => m.MessageAttributes?.failureReason?.StringValue)).toEqual(['throttled after 7 deferrals']);
     });
   });
+  describe('Method: handler (an exact ledger)', () => {
+    /** A ledger whose invocation writes fail while `down` is set: the process dies, or DynamoDB refuses the write. */
+    const flakyLedger = () => {
+      const real = new DynamoLedger({ tableName: LEDGER_TABLE, now: () => NOW });
+      const state = { down: true, writes: 0 };
+      const ledger = {
+        recordRejection: real.recordRejection.bind(real),
+        recordInvocation: async (...args: Parameters<DynamoLedger['recordInvocation']>) => {
+          if (state.down) throw new Error('killed before the ledger write');
+          state.writes++;
+          return real.recordInvocation(...args);
+        },
+      };
+      return { ledger, state };
+    };
+
+    it('recovers the counts of an invocation killed between its completions and its ledger write, adopting them once', async () => {
+      const batchId = 'fake-job:2026-11-28:killed';
+      await new DynamoLedger({ tableName: LEDGER_TABLE }).addToBatch('fake-job', batchId, { discovered: 2, published: 2 });
+      const { ledger, state } = flakyLedger();
+      const handle = consumer({ ledger });
+      const records = () => [sqsRecord(body('kill-1', undefined, { batchId }), { messageId: 'm-k1' }), sqsRecord(body('kill-2', undefined, { batchId }), { messageId: 'm-k2' })];
+
+      // Both completed, then no ledger write: the records go back to SQS (a killed invocation's would come back too).
+      expect(await handle(sqsEvent(...records()), lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-k1' }, { itemIdentifier: 'm-k2' }] });
+      expect(fakeJobCalls.apply).toHaveLength(2);
+      expect(await batchItem(batchId)).toMatchObject({ completed: 0, duplicates: 0 });
+
+      state.down = false;
+      expect(await handle(sqsEvent(...records()), lambdaContext())).toEqual({ batchItemFailures: [] });
+      // Not applied again; their completions adopted from the invocation that never wrote, and the batch is exact.
+      expect(fakeJobCalls.apply).toHaveLength(2);
+      const recovered = await batchItem(batchId);
+      expect(recovered).toMatchObject({ discovered: 2, completed: 2, adopted: 2, duplicates: 0 });
+      expect(batchExact(recovered!)).toBe(true);
+
+      // A second redelivery adopts nothing: it is a duplicate.
+      await handle(sqsEvent(...records()), lambdaContext());
+      expect(await batchItem(batchId)).toMatchObject({ completed: 2, adopted: 2, duplicates: 2 });
+      expect(state.writes).toBe(2);
+    });
+
+    it('keeps both batches of a re-run exact: an operation the first batch completed is the second\'s completedElsewhere', async () => {
+      const first = 'fake-job:2026-11-28:20261129T020000Z';
+      const rerun = 'fake-job:2026-11-28:manual-rerun';
+      const ledger = new DynamoLedger({ tableName: LEDGER_TABLE });
+      await ledger.addToBatch('fake-job', first, { discovered: 2, published: 2 });
+      await ledger.addToBatch('fake-job', rerun, { discovered: 3, published: 3 });
+      const handle = consumer();
+      await handle(sqsEvent(sqsRecord(body('rerun-a', undefined, { batchId: first })), sqsRecord(body('rerun-b', undefined, { batchId: first }))), lambdaContext());
+      // The re-run's copies: two done by the first batch (one delivered twice), one new.
+      await handle(
+        sqsEvent(...['rerun-a', 'rerun-b', 'rerun-b', 'rerun-c'].map((key) => sqsRecord(body(key, undefined, { batchId: rerun })))),
+        lambdaContext(),
+      );
+      expect(fakeJobCalls.apply.map((r) => r.operationId)).toEqual(['fake:rerun-a:2026-11-28', 'fake:rerun-b:2026-11-28', 'fake:rerun-c:2026-11-28']);
+      const [a, b] = [await batchItem(first), await batchItem(rerun)];
+      expect(a).toMatchObject({ completed: 2, completedElsewhere: 0, duplicates: 0 });
+      expect(b).toMatchObject({ completed: 1, completedElsewhere: 2, duplicates: 1, completedElsewhereBy: { 'fake:rerun-a:2026-11-28': first, 'fake:rerun-b:2026-11-28': first } });
+      expect([batchExact(a!), batchExact(b!)]).toEqual([true, true]);
+    });
+  });
+
   describe('Method: handler (cost per operation)', () => {
     it('takes one block of slots per invocation and writes the ledger once per batch ID: 2.2 writes per operation', async () => {
       const [batchA, batchB] = ['fake-job:2026-11-28:cost-a', 'fake-job:2026-11-28:cost-b'];
@@ -449,7 +516,8 @@ describe('Function: createConsumer', () => {
       expect(fakeJobCalls.apply).toHaveLength(10);
       const byTable = (table: string) => counter.calls.filter((c) => c.table === table).map((c) => c.command).sort();
       expect(byTable(LIMITER_TABLE)).toEqual(['UpdateItemCommand']);
-      expect(byTable(LEDGER_TABLE)).toEqual(['UpdateItemCommand', 'UpdateItemCommand']);
+      // Each invocation's own item per batch (a Put: written once, never read back).
+      expect(byTable(LEDGER_TABLE)).toEqual(['PutItemCommand', 'PutItemCommand']);
       // One read for the batch (the completed-operation pre-check), then Powertools' own cost: claim (PutItem) and
       // persist (UpdateItem) per operation.
       expect(byTable(IDEMPOTENCY_TABLE)).toEqual(['BatchGetItemCommand', ...Array(10).fill('PutItemCommand'), ...Array(10).fill('UpdateItemCommand')]);
@@ -515,7 +583,7 @@ describe('Function: createConsumer', () => {
       ]);
       expect(metricTotal('Deferred')).toBe(2);
       expect(await batchItem(batchId)).toMatchObject({ completed: 1, deferred: 2 });
-      expect(await batchItem(batchId)).not.toHaveProperty('throttled');
+      expect(await batchItem(batchId)).toMatchObject({ throttled: 0 });
     });
 
     it('fails only the records whose deferral SQS did not take', async () => {

@@ -15,6 +15,8 @@ describe('Function: batchStatus', () => {
     published: 200,
     consumed: 160,
     completed: 150,
+    completedElsewhere: 0,
+    adopted: 0,
     duplicates: 0,
     retries: 0,
     rejected: 2,
@@ -28,6 +30,7 @@ describe('Function: batchStatus', () => {
     admissionRatePerMinute: 30,
     nextStepAt: '2026-11-03T02:55:00.000Z',
     oldestMessageAgeSeconds: null,
+    invocations: 0,
     outstanding: 47,
     reconciles: false,
   };
@@ -127,7 +130,15 @@ describe('Function: status (ops status)', () => {
     // Written by the runtime's own ledger adapter, so the CLI's reading is pinned to what the handlers write.
     const ledger = new DynamoLedger({ tableName: f.tables.ledger, client: f.dynamo });
     await ledger.addToBatch('alpha', 'alpha:2026-11-01:20261101T010000Z', { discovered: 5, published: 5 }, { businessDate: '2026-11-01', startedAt: '2026-11-01T01:00:05.000Z' });
-    await ledger.addToBatch('alpha', 'alpha:2026-11-01:20261101T010000Z', { consumed: 6, completed: 3, rejected: 1, deadLettered: 1, duplicates: 2, retries: 3, throttled: 2 }, { finishedAt: '2026-11-01T01:00:09.000Z', oldestMessageAgeMs: 61_400 });
+    await ledger.addToBatch('alpha', 'alpha:2026-11-01:20261101T010000Z', {}, { finishedAt: '2026-11-01T01:00:09.000Z' });
+    // Two consumer invocations' items, as the consumer writes them: one rejection, one dead-letter (no completion
+    // since), one of the completions adopted from an invocation that never wrote (inv-killed), one duplicate.
+    await ledger.recordInvocation('alpha', 'alpha:2026-11-01:20261101T010000Z', 'inv-1', {
+      consumed: 4, completed: 2, retries: 3, throttled: 2, oldestMessageAgeMs: 61_400, rejectedMessages: ['m-poison'], deadLetteredOperations: ['alpha:op-5 downstream answered 422'],
+    });
+    await ledger.recordInvocation('alpha', 'alpha:2026-11-01:20261101T010000Z', 'inv-2', {
+      consumed: 2, duplicates: 1, oldestMessageAgeMs: 3_000, replays: ['inv-killed alpha:op-3', 'inv-1 alpha:op-1'],
+    });
     await ledger.addToBatch('alpha', 'alpha:2026-11-02:20261102T010000Z', { discovered: 4, published: 4, completed: 1 }, { businessDate: '2026-11-02', startedAt: '2026-11-02T01:00:05.000Z' });
     for (const body of ['{"operationId":"a"}', '{"operationId":"b"}']) await f.sqs.send(new SendMessageCommand({ QueueUrl: f.jobs.alpha.queueUrl, MessageBody: body }));
     await f.sqs.send(new SendMessageCommand({ QueueUrl: f.jobs.alpha.dlqUrl, MessageBody: '{"operationId":"c"}' }));
@@ -176,6 +187,8 @@ describe('Function: status (ops status)', () => {
         published: 4,
         consumed: 0,
         completed: 1,
+        completedElsewhere: 0,
+        adopted: 0,
         duplicates: 0,
         retries: 0,
         rejected: 0,
@@ -184,6 +197,7 @@ describe('Function: status (ops status)', () => {
         deadLettered: 0,
         pages: 0,
         oldestMessageAgeSeconds: null,
+        invocations: 0,
         outstanding: 3,
         reconciles: false,
         notYetAdmitted: null,
@@ -201,6 +215,8 @@ describe('Function: status (ops status)', () => {
         published: 5,
         consumed: 6,
         completed: 3,
+        completedElsewhere: 0,
+        adopted: 1,
         duplicates: 2,
         retries: 3,
         rejected: 1,
@@ -209,6 +225,7 @@ describe('Function: status (ops status)', () => {
         deadLettered: 1,
         pages: 0,
         oldestMessageAgeSeconds: 61,
+        invocations: 2,
         outstanding: 0,
         reconciles: true,
         notYetAdmitted: null,
@@ -324,11 +341,11 @@ describe('Function: status (ops status)', () => {
     expect(out.stdout).toMatch(/^PacedJobs-test \(local\) at /);
     const row = out.stdout.split('\n').find((l) => l.includes('alpha:2026-11-02:20261102T010000Z'));
     const lines = out.stdout.split('\n').map((l) => l.replace(/\s+/g, ' '));
-    expect(lines).toContain('│ job │ batch │ discovered │ consumed │ completed │ rejected │ DLQ │ dupes │ retries │ deferred │ 429s │ oldest (s) │ outstanding │ reconciles │ started │ finished │');
+    expect(lines).toContain('│ job │ batch │ discovered │ consumed │ completed │ elsewhere │ rejected │ DLQ │ dupes │ retries │ deferred │ 429s │ oldest (s) │ outstanding │ reconciles │ started │ finished │');
     // An unfinished batch: its start, no finish yet.
-    expect(row?.replace(/\s+/g, ' ')).toBe('│ alpha │ alpha:2026-11-02:20261102T010000Z │ 4 │ 0 │ 1 │ 0 │ 0 │ 0 │ 0 │ 0 │ 0 │ - │ 3 │ NO │ 2026-11-02T01:00:05Z │ - │');
+    expect(row?.replace(/\s+/g, ' ')).toBe('│ alpha │ alpha:2026-11-02:20261102T010000Z │ 4 │ 0 │ 1 │ 0 │ 0 │ 0 │ 0 │ 0 │ 0 │ 0 │ - │ 3 │ NO │ 2026-11-02T01:00:05Z │ - │');
     // Consumed beside discovered, retries between the duplicates and the deferrals, then started and finished.
-    expect(lines).toContain('│ alpha │ alpha:2026-11-01:20261101T010000Z │ 5 │ 6 │ 3 │ 1 │ 1 │ 2 │ 3 │ 0 │ 2 │ 61 │ 0 │ yes │ 2026-11-01T01:00:05Z │ 2026-11-01T01:00:09Z │');
+    expect(lines).toContain('│ alpha │ alpha:2026-11-01:20261101T010000Z │ 5 │ 6 │ 3 │ 0 │ 1 │ 1 │ 2 │ 3 │ 0 │ 2 │ 61 │ 0 │ yes │ 2026-11-01T01:00:05Z │ 2026-11-01T01:00:09Z │');
     expect(out.stdout).toContain(`note: ${OLDEST_WORK_NOTE}`);
   });
 

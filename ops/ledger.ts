@@ -13,6 +13,7 @@ import {
   completedByOf,
   deadLetteredOperationsOf,
   ledgerKeys,
+  orphansOf,
   resolveBatch,
   type BatchFigures,
   type CompletedBy,
@@ -199,12 +200,12 @@ export async function completionsOf(dynamo: Dynamo, idempotencyTable: string, jo
   return out;
 }
 
-/** One batch's exact figures: its item, its invocation items, and the completions of its dead-lettered operations. */
+/** One batch's exact figures: its item, its invocation items, and the completions of its dead-lettered operations and orphans. */
 export async function batchFigures(dynamo: Dynamo, tables: LedgerTables, job: string, batchItem: Record<string, unknown>): Promise<BatchFigures> {
   const batchId = batchIdOf(batchItem);
   const invocations = await invocationItems(dynamo, tables.ledger, job, batchId);
-  const deadLettered = deadLetteredOperationsOf(invocations);
-  const completions = deadLettered.length > 0 ? await completionsOf(dynamo, tables.idempotency, job, deadLettered) : new Map();
+  const lookUp = [...new Set([...deadLetteredOperationsOf(invocations), ...orphansOf(batchItem)])];
+  const completions = lookUp.length > 0 ? await completionsOf(dynamo, tables.idempotency, job, lookUp) : new Map();
   return resolveBatch(batchId, batchItem, invocations, completions);
 }
 

@@ -7,6 +7,7 @@ import { OpsError, UsageError } from './errors';
 import { type OpsIo, processIo } from './io';
 import { CloudFormationSource, type ClientSettings, LocalEndpointsSource, type ResourceSource } from './resources';
 import { admission, type AdmissionCommand, renderAdmission } from './commands/admission';
+import { audit, renderAudit } from './commands/audit';
 import { catchUp, renderCatchUp } from './commands/catchUp';
 import { continueAdmission, renderContinue } from './commands/continue';
 import { dlqPeek, renderDlqPeek } from './commands/dlqPeek';
@@ -70,7 +71,7 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
   let exitCode = 0;
 
   const program = new Command('ops')
-    .description('Operate the paced jobs: status, pause/resume, continue, redrive, catch-up, DLQ and operation lookups')
+    .description('Operate the paced jobs: status, pause/resume, continue, redrive, catch-up, DLQ and operation lookups, date audits')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
     .showHelpAfterError()
@@ -228,6 +229,22 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
       return { result, text: renderOperation(result) };
     })();
   });
+
+  const auditCmd = program
+    .command('audit')
+    .description(
+      'one business date of one job, over every batch of it: did every operation the date\'s runs discovered end exactly once ' +
+        '(completed, rejected or dead-lettered), and where is each one that did not',
+    )
+    .requiredOption('--job <job>', 'the job')
+    .requiredOption('--date <date>', 'the business date, YYYY-MM-DD')
+    .option('--operations', 'also list every operation that is not completed, with its state', false);
+  auditCmd.action(
+    execute(auditCmd, async (ctx) => {
+      const result = await audit(ctx, auditCmd.opts<{ job: string; date: string; operations: boolean }>());
+      return { result, text: renderAudit(result) };
+    }),
+  );
 
   try {
     await program.parseAsync(argv, { from: 'user' });

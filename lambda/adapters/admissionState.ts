@@ -11,8 +11,8 @@
 // a duplicated delivery (possibly concurrent) and a retry both keep the request ID, so two copies owning the step by it
 // would both publish and both count every page.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AdmissionStatus, encodePageOperations, ledgerKeys } from '../core/ledgerContract';
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { AdmissionStatus, decodePageOperations, encodePageOperations, ledgerKeys } from '../core/ledgerContract';
 import { documentClient } from './clients';
 
 // Admission's states are part of the ledger's contract (the reconciliation rule reads them); re-exported for the producer.
@@ -29,6 +29,12 @@ export interface RunState {
   pages: number;
   discovered: number;
   published: number;
+  /**
+   * Operations an attempt of a page discovered (and may have published) before it was killed, that the attempt which
+   * committed the page did not discover again (lambda/core/ledgerContract.ts: they are in `discovered`, and resolved
+   * by their completion records). Removed when a later page discovers one again.
+   */
+  orphans: string[];
   /** The last step for which a continuation was sent (-1: none). */
   continuationSent: number;
   /** When the run's last admitted message was planned to become visible (epoch ms). */
@@ -56,8 +62,11 @@ export interface RunStart {
 export interface PageCommit {
   /** The cursor after this page; undefined when discovery is finished. */
   cursor: string | undefined;
+  /** Operations this page adds to the run's discovered: new ones, and the orphans of its killed attempts. */
   discovered: number;
   published: number;
+  /** The run's orphans after this page (RunState.orphans); undefined: unchanged. */
+  orphans?: string[];
   plannedUntilMs?: number;
   finishedAt?: string;
 }
@@ -84,10 +93,13 @@ export interface RunStateStore {
    */
   release(job: string, batchId: string, step: number, owner: string): Promise<boolean>;
   /**
-   * Keeps the operation IDs of page `page` (1-based, the run's count of pages) of the run, before its commit: a page
-   * taken again after a kill writes the same item again, so the run's pages are its committed pages, each once.
+   * Keeps the operation IDs one attempt (`owner`) of page `page` (1-based) discovered, before it publishes them: an
+   * attempt killed after publishing part of its page leaves its item, so the attempt that takes the page over finds
+   * what it discovered (pageAttempts).
    */
-  recordPage(job: string, batchId: string, page: number, operationIds: readonly string[]): Promise<void>;
+  recordPage(job: string, batchId: string, page: number, owner: string, operationIds: readonly string[]): Promise<void>;
+  /** The operation IDs each earlier attempt of page `page` recorded (read consistently). */
+  pageAttempts(job: string, batchId: string, page: number): Promise<string[][]>;
   /** Records one published page; false when the lease was lost (another owner took the step over). */
   commitPage(job: string, batchId: string, step: number, owner: string, page: PageCommit): Promise<boolean>;
   /** Moves the run to step + 1 and releases the lease; false when the lease was lost. */
@@ -132,6 +144,7 @@ function toState(item: Record<string, unknown>): RunState {
     pages: num('pages') ?? 0,
     discovered: num('discovered') ?? 0,
     published: num('published') ?? 0,
+    orphans: Array.isArray(item.orphans) ? item.orphans.filter((o): o is string => typeof o === 'string') : [],
     continuationSent: num('continuationSent') ?? -1,
     plannedUntilMs: num('plannedUntilMs'),
     nextStepAt: str('nextStepAt'),
@@ -222,12 +235,12 @@ export class DynamoRunStateStore implements RunStateStore {
     });
   }
 
-  async recordPage(job: string, batchId: string, page: number, operationIds: readonly string[]): Promise<void> {
+  async recordPage(job: string, batchId: string, page: number, owner: string, operationIds: readonly string[]): Promise<void> {
     await this.client().send(
       new PutCommand({
         TableName: this.options.tableName,
         Item: {
-          ...ledgerKeys.page(job, batchId, page),
+          ...ledgerKeys.page(job, batchId, page, owner),
           job,
           batchId,
           count: operationIds.length,
@@ -238,12 +251,27 @@ export class DynamoRunStateStore implements RunStateStore {
     );
   }
 
+  async pageAttempts(job: string, batchId: string, page: number): Promise<string[][]> {
+    const { pk, sk } = ledgerKeys.page(job, batchId, page, '');
+    const response = await this.client().send(
+      new QueryCommand({
+        TableName: this.options.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :page)',
+        ExpressionAttributeValues: { ':pk': pk, ':page': sk },
+        ConsistentRead: true,
+      }),
+    );
+    // A page's attempts are few (one per kill), far below a Query page.
+    return (response.Items ?? []).map((item) => (item.operations instanceof Uint8Array ? decodePageOperations(item.operations) : []));
+  }
+
   async commitPage(job: string, batchId: string, step: number, owner: string, page: PageCommit): Promise<boolean> {
     const { set, names, values } = new Assignments(
       { '#step': 'step', '#leaseOwner': 'leaseOwner', '#pages': 'pages', '#discovered': 'discovered', '#published': 'published', '#cursor': 'cursor' },
       { ':step': step, ':owner': owner, ':one': 1, ':discovered': page.discovered, ':published': page.published },
     )
       .assign('cursor', page.cursor)
+      .assign('orphans', page.orphans)
       .assign('plannedUntilMs', page.plannedUntilMs)
       .assign('finishedAt', page.finishedAt);
     const expression = [

@@ -12,9 +12,11 @@
 //                                              counts, written once at its end (a Put, so a retried write is no
 //                                              second count), and the few operation IDs the read side needs to resolve
 //                                              a batch exactly (see resolveBatch)
-//   PAGES#<job>#<batchId> / <page number, 6 digits>
-//                                              one item per admitted page: the operation IDs it discovered, gzipped
-//                                              (the business date's audit lists every operation of the date from them)
+//   PAGES#<job>#<batchId> / <page number, 6 digits>#<attempt>
+//                                              one item per attempt at a page: the operation IDs it discovered,
+//                                              gzipped, written before it publishes them (the business date's audit
+//                                              lists every operation of the date from them; an attempt killed after
+//                                              publishing part of its page leaves the orphans the next one counts)
 //   REJECTED#<job> / <ISO time>#<messageId>    one item per rejected message, kept for review
 
 import { gunzipSync, gzipSync } from 'node:zlib';
@@ -47,8 +49,8 @@ export const ledgerKeys = {
   invocation: (job: string, batchId: string, invocationId: string) => ({ pk: ledgerKeys.invocationPartition(job, batchId), sk: invocationId }),
   /** The partition holding the admitted pages of one batch (`PAGES#<job>#<batchId>`). */
   pagePartition: (job: string, batchId: string): string => `${ledgerPartition(LedgerItemKind.pages, job)}#${batchId}`,
-  /** `PAGES#<job>#<batchId>` / `<page>` (1-based, 6 digits, so pages sort in order). */
-  page: (job: string, batchId: string, page: number) => ({ pk: ledgerKeys.pagePartition(job, batchId), sk: String(page).padStart(6, '0') }),
+  /** `PAGES#<job>#<batchId>` / `<page>#<attempt>` (page 1-based, 6 digits, so pages sort in order; '' for a page's prefix). */
+  page: (job: string, batchId: string, page: number, attempt: string) => ({ pk: ledgerKeys.pagePartition(job, batchId), sk: `${String(page).padStart(6, '0')}#${attempt}` }),
   /** `REJECTED#<job>` / `<ISO time>#<messageId>`: a job's rejections sort by time. */
   rejection: (job: string, at: Date, messageId: string) => ({ pk: ledgerKeys.rejectionPartition(job), sk: `${at.toISOString()}#${messageId}` }),
 };
@@ -268,6 +270,15 @@ function entriesOf(list: unknown): [string, string][] {
 }
 
 
+/**
+ * The run's orphans (the batch item's `orphans`): operations an attempt of a page discovered and may have published
+ * before it was killed, which the attempt that committed the page did not discover again. They are in `discovered`.
+ */
+export function orphansOf(batchItem: Record<string, unknown>): string[] {
+  const value = batchItem.orphans;
+  return value instanceof Set ? strings([...value]) : strings(value);
+}
+
 /** The operations whose completion record resolveBatch must be given: those the batch's invocations dead-lettered. */
 export function deadLetteredOperationsOf(invocationItems: readonly Record<string, unknown>[]): string[] {
   return [...new Set(deadLetterEntriesOf(invocationItems).map((e) => e.operationId))];
@@ -302,6 +313,8 @@ export interface BatchFigures extends Required<BatchCounters> {
  *   duplicates.
  * - dead-lettered operations are looked up in `completions` (their completion records, deadLetteredOperationsOf): one
  *   completed since (a redrive that succeeded, or another batch) is no longer dead-lettered.
+ * - the run's orphans (orphansOf) too: one another batch completed is completedElsewhere (it may never have been
+ *   published under this batch, so no delivery says so); one this batch completed is in its counts already.
  * Counters on the batch item itself (consumers before invocation items) are added as they are.
  */
 export function resolveBatch(
@@ -332,6 +345,10 @@ export function resolveBatch(
       if (elsewhere.has(operationId)) duplicates++;
       else elsewhere.set(operationId, otherBatch);
     }
+  }
+  for (const operationId of orphansOf(batchItem)) {
+    const by = completions.get(operationId);
+    if (by !== undefined && by.batchId !== batchId && !elsewhere.has(operationId)) elsewhere.set(operationId, by.batchId);
   }
   const deadLettered: string[] = [];
   for (const operationId of deadLetteredOperationsOf(invocationItems)) {

@@ -204,6 +204,7 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
     const plan = planAdmission({ nowMs: startedMs, queueDepth: depth, ratePerSecond: rate, horizonMs: admission.horizonMs, plannedUntilMs: state.plannedUntilMs });
     let cursor = state.cursor;
     let pages = state.pages;
+    let orphans = state.orphans;
     let plannedUntilMs = state.plannedUntilMs;
     let admitted = 0;
     let finished = false;
@@ -238,9 +239,18 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
           ),
         };
       });
-      // The page's operations, for the business date's audit (ops audit): written before its messages, under the
-      // page's number, so a page taken again after a kill replaces its own item.
-      await runState.recordPage(job.name, step.batchId, pages + 1, messages.map((m) => m.operationId));
+      // What this attempt discovered, kept before it publishes: the business date's audit lists the date's operations
+      // from it, and an attempt that takes the page over after a kill finds it. Operations a killed attempt of this
+      // page discovered that this one did not (it may have published them, and they were applied since) are the run's
+      // orphans: counted as discovered once, and resolved by their completion records (lambda/core/ledgerContract.ts).
+      const operationIds = messages.map((m) => m.operationId);
+      const fresh = new Set(operationIds);
+      const earlier = await runState.pageAttempts(job.name, step.batchId, pages + 1);
+      const orphanSet = new Set(orphans);
+      const rediscovered = operationIds.filter((op) => orphanSet.has(op));
+      const leftOver = [...new Set(earlier.flat())].filter((op) => !fresh.has(op) && !orphanSet.has(op));
+      const nextOrphans = leftOver.length > 0 || rediscovered.length > 0 ? [...orphans.filter((op) => !fresh.has(op)), ...leftOver] : undefined;
+      await runState.recordPage(job.name, step.batchId, pages + 1, owner, operationIds);
       // A failure here fails the step before its commit: the step runs again from the same cursor, and idempotency
       // absorbs the messages that went out twice. Nothing is counted until the commit.
       const { published } = await publisher.publish(options.queueUrl, messages);
@@ -248,8 +258,10 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
       finished = cursor === undefined;
       const committed = await runState.commitPage(job.name, step.batchId, step.step, owner, {
         cursor,
-        discovered: messages.length,
+        // An orphan found again is counted once: it was counted when it became one.
+        discovered: messages.length - rediscovered.length + leftOver.length,
         published,
+        orphans: nextOrphans,
         plannedUntilMs: rate === undefined ? undefined : lastVisibleMs,
         finishedAt: finished ? now().toISOString() : undefined,
       });
@@ -260,6 +272,7 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
         return { ...summary, outcome: 'lease-lost' };
       }
       pages++;
+      if (nextOrphans !== undefined) orphans = nextOrphans;
       admitted += messages.length;
       plannedUntilMs = rate === undefined ? undefined : lastVisibleMs;
       summary.pages++;

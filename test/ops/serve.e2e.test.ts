@@ -231,4 +231,14 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     expect(view.idempotencyRecord).toMatchObject({ status: 'COMPLETED' });
     expect(view.batches.some((b) => b.businessDate === DATES[1] && b.reconciles)).toBe(true);
   });
+
+  it('audits a settled business date exactly from the ledger and the idempotency records, and refuses a date with no batch', async () => {
+    const { code, json } = await ops('audit', '--job', JOB, '--date', DATES[1], '--operations');
+    expect(code).toBe(0);
+    expect(json).toMatchObject({ exact: true, missing: [], discovered: PAYMENTS_PER_DATE, completed: PAYMENTS_PER_DATE, rejected: 0, deadLettered: 0, open: { inFlight: 0, waiting: 0 }, operations: [] });
+    expect((json.batches as { exact: boolean }[]).every((b) => b.exact)).toBe(true);
+    const none = await ops('audit', '--job', JOB, '--date', '2020-01-01');
+    expect(none.code).toBe(1);
+    expect(JSON.stringify(none.json)).toContain(`no batch of ${JOB} for business date 2020-01-01`);
+  });
 });

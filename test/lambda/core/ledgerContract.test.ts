@@ -18,6 +18,7 @@ import {
   ledgerEntry,
   ledgerKeys,
   ledgerPartition,
+  orphansOf,
   resolveBatch,
 } from '../../../lambda/core/ledgerContract';
 
@@ -181,6 +182,22 @@ describe('Function: resolveBatch', () => {
     expect(batchExact(figures)).toBe(true);
   });
 
+  it('resolves the run\'s orphans by their completions: another batch\'s is completedElsewhere, its own already counted', () => {
+    // A killed attempt of a page discovered op-3 and op-4; the attempt that committed the page found neither again.
+    // op-3 it had published, and this batch completed it; op-4 it had not, and a re-run completed it.
+    const item = { ...batch, orphans: new Set(['op-3', 'op-4']) };
+    expect(orphansOf(item)).toEqual(['op-3', 'op-4']);
+    const completions = new Map([
+      ['op-3', { batchId: B, invocationId: 'i1' }],
+      ['op-4', { batchId: 'job:2026-11-28:manual-1', invocationId: 'x' }],
+    ]);
+    const figures = resolveBatch(B, item, [inv('i1', { consumed: 3, completed: 3 })], completions);
+    expect(figures).toMatchObject({ completed: 3, completedElsewhere: 1, completedElsewhereBy: { 'op-4': 'job:2026-11-28:manual-1' } });
+    expect(batchExact(figures)).toBe(true);
+    // Before op-4 completes anywhere, the batch has one outstanding.
+    expect(batchExact(resolveBatch(B, item, [inv('i1', { consumed: 3, completed: 3 })], new Map([['op-3', { batchId: B, invocationId: 'i1' }]])))).toBe(false);
+  });
+
   it('counts a message rejected twice (delivered twice) once, and adds counters a batch item holds itself', () => {
     const figures = resolveBatch(B, { ...batch, completed: 1, duplicates: 1 }, [inv('i1', { rejectedMessages: ['m-1'] }), inv('i2', { rejectedMessages: ['m-1'], completed: 2 })]);
     expect(figures).toMatchObject({ rejected: 1, completed: 3, duplicates: 1 });
@@ -205,8 +222,8 @@ describe('the completion\'s CompletedBy and the page manifest', () => {
     expect(stored.byteLength).toBeLessThan(ops.join('\n').length / 5);
   });
 
-  it('keys a page PAGES#<job>#<batchId> / <6-digit page> and an invocation INVOCATIONS#<job>#<batchId> / <invocationId>', () => {
-    expect(ledgerKeys.page('job', 'b', 12)).toEqual({ pk: 'PAGES#job#b', sk: '000012' });
+  it('keys a page attempt PAGES#<job>#<batchId> / <6-digit page>#<attempt> and an invocation INVOCATIONS#<job>#<batchId> / <invocationId>', () => {
+    expect(ledgerKeys.page('job', 'b', 12, 'req-9')).toEqual({ pk: 'PAGES#job#b', sk: '000012#req-9' });
     expect(ledgerKeys.invocation('job', 'b', 'req-1')).toEqual({ pk: 'INVOCATIONS#job#b', sk: 'req-1' });
   });
 });

@@ -1,4 +1,4 @@
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse } from 'aws-lambda';
 import { DynamoRunStateStore } from '../../../lambda/adapters/admissionState';
 import type { AdmissionStep } from '../../../lambda/core/admissionStep';
@@ -261,6 +261,24 @@ describe('Function: createProducer', () => {
       expect(await batchItem(batchId)).toMatchObject({ discovered: 3, published: 3, pages: 1, admission: 'complete' });
       // Two copies went out before the failure: idempotency absorbs them, the ledger never counted them.
       expect(await publishedOperationIds()).toEqual(['fake:item-0:2026-11-28', 'fake:item-0:2026-11-28', 'fake:item-1:2026-11-28', 'fake:item-1:2026-11-28', 'fake:item-2:2026-11-28']);
+    });
+  });
+
+  describe('Method: handler (a page taken over after a kill)', () => {
+    it('counts as discovered, once, what a killed attempt of a page found and the attempt that took the page over did not', async () => {
+      const batchId = 'fake-job:2026-11-28:orphans';
+      publisher.failNextWorkPublish = true;
+      // The first attempt discovered three and published two before it failed (as a kill mid-publish would leave it).
+      await expect(direct(producer(3), { scheduledTime: SCHEDULED, batchId })).rejects.toThrow('failed to publish 1 of 3 messages');
+      // By the retry, item-2 is no longer eligible (another batch of the date applied it): the page finds two.
+      expect(await direct(producer(2), { scheduledTime: SCHEDULED, batchId })).toMatchObject({ outcome: 'admitted', discovered: 2, finished: true });
+      // The run discovered three operations: item-2 is its orphan, resolved by its completion record when read.
+      expect(await batchItem(batchId)).toMatchObject({ discovered: 3, published: 2, pages: 1, orphans: ['fake:item-2:2026-11-28'], admission: 'complete' });
+      // Both attempts' pages are kept: the date's audit lists the union.
+      const { Items } = await documentClient().send(
+        new QueryCommand({ TableName: LEDGER_TABLE, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `PAGES#fake-job#${batchId}` } }),
+      );
+      expect((Items ?? []).map((i) => i.count).sort()).toEqual([2, 3]);
     });
   });
 

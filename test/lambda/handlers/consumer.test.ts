@@ -479,8 +479,32 @@ describe('Function: createConsumer', () => {
       expect(state.writes).toBe(2);
     });
 
+    it('hands back only the records of the batch whose ledger write failed', async () => {
+      const real = new DynamoLedger({ tableName: LEDGER_TABLE, now: () => NOW });
+      const failing = 'fake-job:2026-11-28:write-fails';
+      const fine = 'fake-job:2026-11-28:write-lands';
+      const ledger = {
+        recordRejection: real.recordRejection.bind(real),
+        recordInvocation: async (...args: Parameters<DynamoLedger['recordInvocation']>) => {
+          if (args[1] === failing) throw new Error('ProvisionedThroughputExceededException');
+          return real.recordInvocation(...args);
+        },
+      };
+      const response = await consumer({ ledger })(
+        sqsEvent(
+          sqsRecord(body('split-1', undefined, { batchId: failing }), { messageId: 'm-fails' }),
+          sqsRecord(body('split-2', undefined, { batchId: fine }), { messageId: 'm-lands' }),
+        ),
+        lambdaContext(),
+      );
+      expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-fails' }] });
+      expect(await batchItem(fine)).toMatchObject({ completed: 1 });
+      expect(await batchItem(failing)).toBeUndefined();
+      expect(metricTotal('LedgerWriteFailed')).toBe(1);
+    });
+
     it('keeps both batches of a re-run exact: an operation the first batch completed is the second\'s completedElsewhere', async () => {
-      const first = 'fake-job:2026-11-28:20261129T020000Z';
+      const first = 'fake-job:2026-11-28:rerun-first';
       const rerun = 'fake-job:2026-11-28:manual-rerun';
       const ledger = new DynamoLedger({ tableName: LEDGER_TABLE });
       await ledger.addToBatch('fake-job', first, { discovered: 2, published: 2 });

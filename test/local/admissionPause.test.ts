@@ -13,6 +13,7 @@ import { LocalStack } from '../../local/stack';
 import { holdsFor, waitUntil } from '../../local/waitFor';
 import { PaymentProvider } from '../../lambda/jobs/payment-reconciliation/localProvider';
 import { tally } from '../../local/fixture';
+import { batchFigures } from '../../ops/ledger';
 import { jobViews, type JobView } from '../../local/jobs';
 import { fixture as paymentFixture } from '../../lambda/jobs/payment-reconciliation/local';
 import type { SeededDemo } from '../../local/fixture';
@@ -121,7 +122,10 @@ describe('Admission: pause and resume during a run (local dev stack)', () => {
     );
     const items = (out.Items ?? []) as LedgerItem[];
     if (items.length > 1) throw new Error(`expected one ${JOB} batch in ${ledgerTable()}, found ${items.map((i) => i.sk).join(', ')}`);
-    return items[0];
+    if (items[0] === undefined) return undefined;
+    // The consumers' counts live in their invocation items: the batch as the operator CLI resolves it.
+    const figures = await batchFigures(documents, { ledger: ledgerTable(), idempotency: job.consumer!.environment.IDEMPOTENCY_TABLE_NAME }, JOB, items[0] as unknown as Record<string, unknown>);
+    return { ...items[0], ...figures };
   };
 
   const depth = async (url: string) => {

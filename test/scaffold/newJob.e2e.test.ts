@@ -98,7 +98,7 @@ describe('Command: new-job, in a copy of the project', () => {
     expect(report.jobs[NAME]).toMatchObject({ discovered: LOCAL_ITEMS, completed: LOCAL_ITEMS, effects: LOCAL_ITEMS, dlq: 0, effectsSource: 'fixture' });
   }, LOCAL_TIMEOUT_MS);
 
-  it('holds the four chaos invariants under faults', async () => {
+  it('holds the five chaos invariants under faults, its ledger exact', async () => {
     // The timing of test/chaos/chaos.test.ts: a step dead-lettered on purpose reaches the producer DLQ within a minute.
     const timing = ['--rate', '600', '--consumer-timeout', '8', '--producer-kill-rate', '0.5', '--producer-timeout', '25', '--admission-horizon', '2', '--admission-visibility', '28', '--admission-max-receives', '2', '--timeout', '200'];
     const chaos = await copy.run('npm', ['run', '--silent', 'chaos', '--', '--job', NAME, '--ops', String(CHAOS_OPS), '--seed', '5', '--json', ...timing], { timeoutMs: CHAOS_TIMEOUT_MS });
@@ -109,6 +109,7 @@ describe('Command: new-job, in a copy of the project', () => {
       nothingLost: true,
       rateRespected: true,
       onlyTerminalFailuresInDlq: true,
+      ledgerExact: true,
     });
     expect(result.ok).toBe(true);
     // Faults were injected, or the invariants prove nothing.

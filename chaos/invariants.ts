@@ -56,6 +56,8 @@ export interface Observations {
   dlq: DlqMessage[];
   /** Operation keys named by DLQ messages at the end (the fixture's operationKeyOf of each message's resource). */
   dlqOperations: string[];
+  /** The business date's audit at the end (`ops audit`), when the run took one. */
+  audit?: { exact: boolean; missing: string[]; discovered: number; completed: number; rejected: number; deadLettered: number };
 }
 
 export interface Invariant {
@@ -173,7 +175,7 @@ export function checkInvariants(o: Observations): Verdict {
   const ledgerCompleted = o.batches.reduce((n, b) => n + b.completed, 0);
   const inexact = batches.filter((b) => !b.exact);
   const ledgerExact: Invariant = {
-    ok: batches.length > 0 && inexact.length === 0 && ledgerCompleted === completedOperations,
+    ok: batches.length > 0 && inexact.length === 0 && ledgerCompleted === completedOperations && (o.audit === undefined || o.audit.exact),
     batches: batches.length,
     batchesExact: batches.length - inexact.length,
     inexactBatches: inexact.slice(0, 5).map((b) => `${b.batchId}: discovered ${b.discovered} != completed ${b.completed} + elsewhere ${b.completedElsewhere} + rejected ${b.rejected} + DLQ ${b.deadLettered}`),
@@ -182,6 +184,10 @@ export function checkInvariants(o: Observations): Verdict {
     adopted: o.batches.reduce((n, b) => n + (b.adopted ?? 0), 0),
     completedElsewhere: o.batches.reduce((n, b) => n + (b.completedElsewhere ?? 0), 0),
     retries: o.batches.reduce((n, b) => n + (b.retries ?? 0), 0),
+    // The date as `ops audit` answers it, from the ledger and the idempotency records, operation by operation.
+    ...(o.audit
+      ? { auditExact: o.audit.exact, auditMissing: o.audit.missing.slice(0, 5), auditDiscovered: o.audit.discovered, auditCompleted: o.audit.completed, auditDeadLettered: o.audit.deadLettered }
+      : {}),
   };
 
   const invariants = { effectsEqualUniqueOperations, nothingLost, rateRespected, onlyTerminalFailuresInDlq, ledgerExact };

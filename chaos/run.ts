@@ -629,6 +629,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       queueLeft: (await session.depth(job.queueUrl)).total,
       dlq,
       dlqOperations: dlq.flatMap((m) => dlqOperationOf(run.fixture, m.body) ?? []),
+      audit: await session.auditDate(run.job, o.businessDate),
     });
     faults.dynamoRequestsForwarded = dynamoProxy.forwarded;
     if (run.buckets) faults.s3RequestsForwarded = s3Proxy.forwarded;

@@ -18,6 +18,7 @@ import { jobViews, previewPlan, type JobView } from './jobs';
 import { objectRequestOf, type ObservedRequest } from './servers';
 import type { JobRuntimeSettings } from '../lambda/core/constants';
 import { batchIdOf, LedgerItemKind, ledgerPartition, type BatchFigures } from '../lambda/core/ledgerContract';
+import { auditDate, type AuditResult } from '../ops/commands/audit';
 import { batchFigures } from '../ops/ledger';
 import type { DenialSummary, FunctionErrorSummary } from './report';
 
@@ -390,6 +391,13 @@ export class LocalSession {
     const tables = { ledger: this.ledgerTable(name) ?? '', idempotency: job.consumer?.environment.IDEMPOTENCY_TABLE_NAME ?? '' };
     const items = (await this.ledgerItems(name)).filter((item) => since === undefined || typeof item.startedAt !== 'string' || item.startedAt >= since);
     return Promise.all(items.map(async (item) => ({ batchId: batchIdOf(item), item, figures: await batchFigures(this.clients.documents, tables, name, item) })));
+  }
+
+  /** One business date of a job, audited as `ops audit` audits it (ops/commands/audit.ts). */
+  async auditDate(name: string, businessDate: string): Promise<AuditResult> {
+    const job = this.job(name);
+    const tables = { ledger: this.ledgerTable(name) ?? '', idempotency: job.consumer?.environment.IDEMPOTENCY_TABLE_NAME ?? '' };
+    return auditDate(this.clients.documents, tables, { job: name, date: businessDate });
   }
 
   /** The job's batches started since `since` (ISO; a kept data directory holds earlier ones), summed. */

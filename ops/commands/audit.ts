@@ -130,9 +130,21 @@ const plural = (n: number, word: string): string => `${format(n)} ${word}${n ===
 export async function audit(ctx: CommandContext, options: AuditOptions): Promise<AuditResult> {
   if (!businessDateSchema.safeParse(options.date).success) throw new UsageError(`--date "${options.date}" is not a real date in the form YYYY-MM-DD`);
   const [{ job }] = selectJobs(ctx.resources, options.job);
-  const { ledger, idempotency } = ctx.resources.tables;
-  const dynamo = ctx.clients.dynamo;
-  const date = options.date;
+  return auditDate(ctx.clients.dynamo, ctx.resources.tables, { ...options, job }, ctx.io.sleep);
+}
+
+/**
+ * The audit itself, on the two tables: what `ops audit` answers, and what the chaos harness checks its runs with.
+ * @throws NoBatchForDateError when the run ledger holds no batch of the job for the date.
+ */
+export async function auditDate(
+  dynamo: Dynamo,
+  tables: { ledger: string; idempotency: string },
+  options: AuditOptions,
+  sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+): Promise<AuditResult> {
+  const { ledger, idempotency } = tables;
+  const { job, date } = options;
 
   // The ledger first, then the records (as batchFigures reads them): a completion landing in between is in the records
   // but not yet in the ledger's counts, so a date still moving shows a gap instead of being called exact.
@@ -146,7 +158,7 @@ export async function audit(ctx: CommandContext, options: AuditOptions): Promise
   }
   const discoveredBy = discoveringBatches(batches);
   const operationIds = [...discoveredBy.keys()];
-  const records = await idempotencyRecords(dynamo, idempotency, job, operationIds, ctx.io.sleep);
+  const records = await idempotencyRecords(dynamo, idempotency, job, operationIds, sleep);
   const completions = new Map(
     [...records].filter(([, r]) => r.status === IdempotencyRecordStatus.COMPLETED).map(([op, r]): [string, CompletedBy | undefined] => [op, r.completedBy]),
   );

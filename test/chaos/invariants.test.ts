@@ -134,6 +134,14 @@ describe('Function: checkInvariants', () => {
     expect(checkInvariants(o).ok).toBe(false);
   });
 
+  it('ledgerExact fails when the business date\'s audit is not exact, and reports what it misses', () => {
+    const o = withDownstream();
+    o.audit = { exact: false, missing: ['1 operation still open (0 in flight, 1 waiting)'], discovered: 2, completed: 1, rejected: 0, deadLettered: 0 };
+    expect(checkInvariants(o).invariants.ledgerExact).toMatchObject({ ok: false, batchesExact: 1, auditExact: false, auditMissing: ['1 operation still open (0 in flight, 1 waiting)'] });
+    o.audit = { ...o.audit, exact: true, missing: [], completed: 2 };
+    expect(checkInvariants(o).invariants.ledgerExact).toMatchObject({ ok: true, auditExact: true, auditCompleted: 2 });
+  });
+
   it('ledgerExact holds for a re-run: each operation completed in one batch, completedElsewhere in the other', () => {
     const o = withDownstream();
     o.batches = [

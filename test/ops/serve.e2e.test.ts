@@ -9,6 +9,7 @@ import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dyn
 import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { unsettledPayment } from '../../lambda/jobs/payment-reconciliation/items';
 import { holdsFor, waitFor } from '../../local/waitFor';
+import { encodePageOperations, ledgerKeys } from '../../lambda/core/ledgerContract';
 
 const ROOT = join(__dirname, '..', '..');
 const JOB = 'payment-reconciliation';
@@ -186,6 +187,8 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
         Item: { pk: `BATCH#${JOB}`, sk: batchId, job: JOB, businessDate: '2026-10-04', startedAt: '2026-10-04T02:00:00.000Z', finishedAt: '2026-10-04T02:00:01.000Z', discovered: 2, published: 2, admission: 'complete' },
       }),
     );
+    const redriven = ['pay-e2e-redrive', `pay-e2e-${DATES[0]}-1`].map((id, i) => `reconcile:acme:${id}:${i === 0 ? '2026-10-04' : DATES[0]}`);
+    await documents.send(new PutCommand({ TableName: ledgerTable, Item: { ...ledgerKeys.page(JOB, batchId, 1, 'step-0'), count: 2, operations: encodePageOperations(redriven) } }));
     await sqs.send(new SendMessageCommand({ QueueUrl: dlq, MessageBody: message('pay-e2e-redrive', '2026-10-04', batchId) }));
     await sqs.send(new SendMessageCommand({ QueueUrl: dlq, MessageBody: message(`pay-e2e-${DATES[0]}-1`, DATES[0], batchId) }));
 
@@ -201,6 +204,9 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     );
     // The new operation completed here; the other is this batch's completed elsewhere, not a duplicate.
     expect(ledger).toMatchObject({ completed: 1, completedElsewhere: 1, duplicates: 0, reconciles: true });
+    // And the date's audit, after the redrive, is exact: one completed by this batch, one by another.
+    const audited = await ops('audit', '--job', JOB, '--date', '2026-10-04');
+    expect(audited.json).toMatchObject({ exact: true, missing: [], discovered: 2, completed: 2, deadLettered: 0, open: { inFlight: 0, waiting: 0 } });
     const payment = await documents.send(new GetCommand({ TableName: 'payments-dev', Key: { paymentId: 'pay-e2e-redrive' } }));
     expect(payment.Item).toMatchObject({ reconciledBy: 'reconcile:acme:pay-e2e-redrive:2026-10-04' });
     expect(payment.Item!.unsettledDate).toBeUndefined();

@@ -39,6 +39,7 @@ export function buildProgram(run: (options: ChaosOptions | undefined, flags: { j
     .option('--producer-reruns <n>', 'producer re-runs of the same business date', integer('--producer-reruns', 0), CHAOS_DEFAULTS.producerReruns)
     .option('--kill-rate <p>', 'per consumer invocation: kill the worker at a random point', rate('--kill-rate'), CHAOS_DEFAULTS.killRate)
     .option('--downstream-error-rate <p>', 'per request at the job\'s fake downstream: 5xx before the effect', rate('--downstream-error-rate'), CHAOS_DEFAULTS.downstreamErrorRate)
+    .option('--reject-rate <p>', 'per request at the job\'s fake downstream: a permanent 422 before the effect (dead-lettered, then redriven once faults are off)', rate('--reject-rate'), CHAOS_DEFAULTS.rejectRate)
     .option('--slow-rate <p>', 'per request at the job\'s fake downstream: 100-800 ms extra latency', rate('--slow-rate'), CHAOS_DEFAULTS.slowRate)
     .option('--hang-rate <p>', 'per request at the job\'s fake downstream: effect applied, answer held past the caller\'s timeout', rate('--hang-rate'), CHAOS_DEFAULTS.hangAfterEffectRate)
     .option('--drop-rate <p>', 'per request at the job\'s fake downstream: held, then dropped without effect', rate('--drop-rate'), CHAOS_DEFAULTS.dropBeforeEffectRate)
@@ -76,6 +77,7 @@ export function buildProgram(run: (options: ChaosOptions | undefined, flags: { j
           producerReruns: f.producerReruns,
           killRate: f.killRate,
           downstreamErrorRate: f.downstreamErrorRate,
+          rejectRate: f.rejectRate,
           slowRate: f.slowRate,
           hangAfterEffectRate: f.hangRate,
           dropBeforeEffectRate: f.dropRate,

@@ -48,6 +48,11 @@ export interface ChaosOptions {
   killRate?: number;
   /** Per request at the job's fake downstream: 5xx before the effect. @default 0.03 */
   downstreamErrorRate?: number;
+  /**
+   * Per request at the job's fake downstream: a permanent 422 before the effect. The consumer dead-letters the
+   * operation; the harness redrives the DLQ once faults are off, and the operation completes then. @default 0.003
+   */
+  rejectRate?: number;
   /** Per request at the job's fake downstream: extra latency before the effect. @default 0.05 */
   slowRate?: number;
   /** Per request at the job's fake downstream: effect applied, answer held past the caller's remaining time. @default 0.02 */
@@ -255,6 +260,7 @@ export const CHAOS_DEFAULTS = {
   producerReruns: 1,
   killRate: 0.03,
   downstreamErrorRate: 0.03,
+  rejectRate: 0.003,
   slowRate: 0.05,
   hangAfterEffectRate: 0.02,
   dropBeforeEffectRate: 0.01,
@@ -307,7 +313,7 @@ function faultCounters(job: { downstream: boolean; buckets: boolean }): Record<s
     duplicateCopies: 0,
     producerReruns: 0,
     workerKillsArmed: 0,
-    ...(job.downstream ? { downstreamStormThrottles: 0, downstreamErrors: 0, downstreamSlow: 0, downstreamHangsAfterEffect: 0, downstreamDropsBeforeEffect: 0 } : {}),
+    ...(job.downstream ? { downstreamStormThrottles: 0, downstreamErrors: 0, downstreamRejects: 0, downstreamSlow: 0, downstreamHangsAfterEffect: 0, downstreamDropsBeforeEffect: 0 } : {}),
     dynamoThrottles: 0,
     dynamoErrors: 0,
     dynamoStalls: 0,
@@ -403,6 +409,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     if ((u -= o.downstreamErrorRate) < 0) {
       faults.downstreamErrors++;
       return { kind: 'error', status: ([500, 502, 503] as const)[attempt % 3] };
+    }
+    if ((u -= o.rejectRate) < 0) {
+      faults.downstreamRejects++;
+      return { kind: 'reject', status: 422 };
     }
     if ((u -= o.slowRate) < 0) {
       faults.downstreamSlow++;

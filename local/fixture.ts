@@ -79,12 +79,15 @@ export interface DownstreamOptions {
 /**
  * What a fake downstream does wrong with one request (the chaos harness). `throttle` answers 429 and `error` 5xx, both
  * before the effect; `slow` adds latency before the effect; `hangAfterEffect` applies the effect then holds the answer
- * back (the caller times out: the window between effect and completion record); `dropBeforeEffect` holds the request
+ * back (the caller times out: the window between effect and completion record); `reject` answers 422 before the effect
+ * (a permanent failure, dead-lettered until an operator redrives it); `dropBeforeEffect` holds the request
  * then closes the connection with no effect.
  */
 export type DownstreamFault =
   | { kind: 'throttle'; retryAfterSeconds: number }
   | { kind: 'error'; status: 500 | 502 | 503 }
+  /** A permanent refusal before the effect (the provider's 422): the consumer dead-letters the operation. */
+  | { kind: 'reject'; status: 422 }
   | { kind: 'slow'; delayMs: number }
   | { kind: 'hangAfterEffect'; delayMs: number }
   | { kind: 'dropBeforeEffect'; delayMs: number };

@@ -29,6 +29,7 @@ describe('Function: buildProgram', () => {
       cwd: resolve(__dirname, '..', '..'),
       job: undefined,
       ratePerMinute: 1200,
+      rejectRate: 0.003,
       consumerTimeoutSeconds: 20,
       duplicateRate: 0.05,
       producerReruns: 1,

@@ -166,7 +166,7 @@ export class PaymentProvider implements FakeDownstream {
       this.replayCount++;
       return this.send(res, stored.status, stored.body, { 'idempotent-replayed': 'true' });
     }
-    if (fault?.kind === 'error') {
+    if (fault?.kind === 'error' || fault?.kind === 'reject') {
       record(fault.status, { fault: fault.kind });
       return this.send(res, fault.status, { message: `injected ${fault.status}` });
     }

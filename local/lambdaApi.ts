@@ -3,8 +3,9 @@
 import { createServer, IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { listenOnLoopback, RunningServer } from './servers';
-import { FunctionError, FunctionNotFoundError, LambdaRuntime, ThrottledInvocationError } from './lambdaRuntime';
+import { FunctionError, FunctionNotFoundError, LambdaRuntime, ThrottledInvocationError, type FunctionSpec } from './lambdaRuntime';
 import type { SqsEventSourceMapping } from './eventSourceMapping';
+import { RESERVED_ENVIRONMENT_KEYS } from './lambdaRules';
 
 export interface LambdaApiOptions {
   runtime: LambdaRuntime;
@@ -14,6 +15,7 @@ export interface LambdaApiOptions {
 }
 
 const INVOKE = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/;
+const CONFIGURATION = /^\/2015-03-31\/functions\/([^/]+)\/configuration$/;
 const MAPPINGS = /^\/2015-03-31\/event-source-mappings\/?$/;
 const MAPPING = /^\/2015-03-31\/event-source-mappings\/([^/?]+)$/;
 
@@ -74,6 +76,29 @@ async function handle(options: LambdaApiOptions, req: IncomingMessage, res: Serv
       }
       throw error;
     }
+  }
+  const configuration = CONFIGURATION.exec(url.pathname);
+  if (configuration && req.method === 'GET') {
+    // What an operator's tools read of a function (ops catch-up --missed reads its JOB_SETTINGS): its name, ARN,
+    // handler, timeout and environment, as GetFunctionConfiguration answers them.
+    let fn;
+    try {
+      fn = options.runtime.get(decodeURIComponent(configuration[1]));
+    } catch (error) {
+      if (error instanceof FunctionNotFoundError) return reply(res, 404, { Type: 'User', message: error.message }, 'ResourceNotFoundException');
+      throw error;
+    }
+    const spec = fn.spec as Partial<FunctionSpec> & { name: string; arn: string };
+    return reply(res, 200, {
+      FunctionName: spec.name,
+      FunctionArn: spec.arn,
+      Handler: spec.handler,
+      Timeout: spec.timeoutSeconds,
+      MemorySize: spec.memoryMb,
+      // The template's variables only: never the runtime's own (credentials, handler, TZ), as AWS answers.
+      Environment: { Variables: Object.fromEntries(Object.entries(spec.environment ?? {}).filter(([k]) => !RESERVED_ENVIRONMENT_KEYS.includes(k) && !k.startsWith('AWS_'))) },
+      State: 'Active',
+    });
   }
   if (MAPPINGS.test(url.pathname) && req.method === 'GET') {
     const fnFilter = url.searchParams.get('FunctionName');

@@ -1,7 +1,7 @@
 // Schedule -> producer: emulates EventBridge Scheduler for the stack's schedules: fires each cron in its time zone (or
 // on demand), fills the context placeholders of the target's Input, retries per RetryPolicy, then dead-letters.
 import { randomUUID } from 'node:crypto';
-import { CronExpression, nextFireTime, parseCron } from './cron';
+import { CronExpression, nextFireTime, parseCron } from '../lambda/core/cron';
 import type { PlannedSchedule } from './plan';
 
 export class ScheduleError extends Error {

@@ -8,7 +8,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient, type QueueAttributeName } from '@aws-sdk/client-sqs';
 import { resolve } from 'node:path';
 import { ensureStack, type StackArtifact } from './assembly';
-import { zonedDate } from './cron';
+import { zonedDate } from '../lambda/core/cron';
 import { loadFixture, type DownstreamArrival, type DownstreamEffect, type DownstreamOptions, type EffectReading, type FakeDownstream, type JobFixture, type ObservedWrite, type SeededDemo } from './fixture';
 import { PipelineLog } from './pipelineEffects';
 import type { PlannedFunction } from './plan';

@@ -8,7 +8,7 @@ import { type OpsIo, processIo } from './io';
 import { CloudFormationSource, type ClientSettings, LocalEndpointsSource, type ResourceSource } from './resources';
 import { admission, type AdmissionCommand, renderAdmission } from './commands/admission';
 import { audit, renderAudit } from './commands/audit';
-import { catchUp, renderCatchUp } from './commands/catchUp';
+import { catchUp, catchUpMissed, MISSED_LOOKBACK_DAYS, renderCatchUp } from './commands/catchUp';
 import { continueAdmission, renderContinue } from './commands/continue';
 import { dlqPeek, renderDlqPeek } from './commands/dlqPeek';
 import { operation, renderOperation } from './commands/op';
@@ -178,12 +178,19 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
       .command('catch-up')
       .description('invoke the producer once per missed business date, oldest first, each with a new batch ID (synchronously)')
       .requiredOption('--job <job>', 'the job to catch up')
-      .requiredOption('--from <date>', 'first business date, YYYY-MM-DD')
-      .requiredOption('--to <date>', 'last business date, YYYY-MM-DD (inclusive)'),
+      .option('--from <date>', 'first business date, YYYY-MM-DD')
+      .option('--to <date>', 'last business date, YYYY-MM-DD (inclusive)')
+      .addOption(
+        new Option('--missed', 'the business dates the schedule should have produced that have no batch in the run ledger (its cron, time zone and offset)').conflicts(['from', 'to']),
+      )
+      .option('--since <date>', `with --missed: the first business date to look at (default: ${MISSED_LOOKBACK_DAYS} days ago, or the job's oldest batch if later)`),
   );
   catchUpCmd.action(
     execute(catchUpCmd, async (ctx) => {
-      const result = await catchUp(ctx, catchUpCmd.opts<{ job: string; from: string; to: string; yes: boolean; dryRun: boolean }>());
+      const o = catchUpCmd.opts<{ job: string; from?: string; to?: string; missed?: boolean; since?: string; yes: boolean; dryRun: boolean }>();
+      if (o.since !== undefined && !o.missed) throw new UsageError('--since goes with --missed');
+      if (!o.missed && (o.from === undefined || o.to === undefined)) throw new UsageError('say which dates: --from <date> --to <date>, or --missed');
+      const result = o.missed ? await catchUpMissed(ctx, o) : await catchUp(ctx, { ...o, from: o.from!, to: o.to! });
       return { result, text: renderCatchUp(result) };
     }),
   );

@@ -164,13 +164,19 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): P
   const producerCalls: ProducerCall[] = [];
   const admissionDeliveries: AdmissionDelivery[] = [];
   const fixture = {} as OpsFixture;
-  type StubFunction = { spec: { name: string; arn: string }; invoke: (event: Record<string, unknown>) => Promise<unknown>; invokeAsync: () => void };
+  type StubFunction = { spec: { name: string; arn: string; environment?: Record<string, string> }; invoke: (event: Record<string, unknown>) => Promise<unknown>; invokeAsync: () => void };
+  // What the stack hands a producer (lib/paced-job.ts): its schedule runs at 02:00 Berlin time for the day before.
+  const producerSettings = (jobName: string) =>
+    JSON.stringify({
+      jobName, pageSize: 100, maxPagesPerRun: 10, maxMessageBytes: 4096, businessDateOffsetDays: -1, timeZone: 'Europe/Berlin',
+      rateLimit: { startsPerInterval: 60, intervalSeconds: 60, burst: 1 }, concurrency: 2, tables: {}, buckets: {}, secrets: {}, settings: {},
+    });
   const functions = new Map<string, StubFunction>(
     Object.values(jobs).flatMap((j): [string, StubFunction][] => [
       [
         j.producer,
         {
-          spec: { name: j.producer, arn: arn('lambda', `function:${j.producer}`) },
+          spec: { name: j.producer, arn: arn('lambda', `function:${j.producer}`), environment: { JOB_SETTINGS: producerSettings(j.name) } },
           invoke: async (event: Record<string, unknown>) => {
             producerCalls.push({ functionName: j.producer, event });
             if (fixture.failProducerWith) {

@@ -1,5 +1,6 @@
 import { businessDates, type CatchUpResult, MAX_CATCH_UP_DATES } from '../../../ops/commands/catchUp';
 import { UsageError } from '../../../ops/errors';
+import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { OpsFixture, startOpsFixture } from '../fixture';
 
 describe('Function: businessDates', () => {
@@ -131,5 +132,76 @@ describe('Function: catchUp (ops catch-up)', () => {
     expect(out.code).toBe(2);
     expect(out.stderr).toContain("error: required option '--job <job>' not specified");
     expect(out.json()).toEqual({ ok: false, error: { name: 'UsageError', code: 'commander.missingMandatoryOptionValue', message: "error: required option '--job <job>' not specified" } });
+  });
+});
+
+describe('Function: catchUpMissed (ops catch-up --missed)', () => {
+  let f: OpsFixture;
+  // The fixture's schedule: cron(0 2 * * ? *) in Europe/Berlin, its producer covering the day before (offset -1).
+  const batch = (date: string, suffix: string) => new DynamoLedger({ tableName: f.tables.ledger, client: f.dynamo }).addToBatch('alpha', `alpha:${date}:${suffix}`, { discovered: 1 }, { businessDate: date });
+
+  beforeAll(async () => {
+    f = await startOpsFixture(['alpha']);
+    // Runs before and after a paused week, around the night Berlin's clocks go back (2026-10-25, 03:00 -> 02:00).
+    await batch('2026-10-19', '20261020T000000Z');
+    await batch('2026-10-27', '20261028T010000Z');
+  });
+  afterAll(async () => {
+    await f.stop();
+  });
+  beforeEach(() => {
+    f.producerCalls.length = 0;
+  });
+
+  it('works out the dates the schedule should have produced since --since, across the DST change, and lists those with no batch', async () => {
+    const out = await f.run(['catch-up', '--job', 'alpha', '--missed', '--since', '2026-10-19', '--dry-run', '--json'], { now: new Date('2026-10-28T12:00:00Z') });
+    expect(out.code).toBe(0);
+    const result = out.json<CatchUpResult>();
+    // Fires at 02:00 Berlin on 10-20 ... 10-28 cover 10-19 ... 10-27; the repeated 02:00 of 10-25 is one run.
+    expect(result.missed).toEqual({
+      since: '2026-10-19',
+      sinceSource: 'option',
+      schedule: { expression: 'cron(0 2 * * ? *)', timeZone: 'Europe/Berlin', businessDateOffsetDays: -1 },
+      expected: ['2026-10-19', '2026-10-20', '2026-10-21', '2026-10-22', '2026-10-23', '2026-10-24', '2026-10-25', '2026-10-26', '2026-10-27'],
+      missing: ['2026-10-20', '2026-10-21', '2026-10-22', '2026-10-23', '2026-10-24', '2026-10-25', '2026-10-26'],
+      skippedByDst: [],
+    });
+    expect(result.runs.map((r) => [r.businessDate, r.status])).toEqual(result.missed!.missing.map((d) => [d, 'planned']));
+    expect(f.producerCalls).toEqual([]);
+  });
+
+  it('runs the missed dates in order, each with a new batch ID, and then finds none', async () => {
+    const now = new Date('2026-10-28T12:00:00Z');
+    const out = await f.run(['catch-up', '--job', 'alpha', '--missed', '--since', '2026-10-19', '--yes', '--json'], { now });
+    expect(out.code).toBe(0);
+    expect(f.producerCalls.map((c) => c.event.businessDate)).toEqual(['2026-10-20', '2026-10-21', '2026-10-22', '2026-10-23', '2026-10-24', '2026-10-25', '2026-10-26']);
+    const batchIds = f.producerCalls.map((c) => c.event.batchId as string);
+    expect(new Set(batchIds).size).toBe(7);
+    batchIds.forEach((id, i) => expect(id).toMatch(new RegExp(`^alpha:2026-10-${20 + i}:manual-[0-9a-f]{8}$`)));
+
+    // The stub producer writes no ledger: record the runs as a real one would, and ask again.
+    for (const c of f.producerCalls) await batch(c.event.businessDate as string, String(c.event.batchId).split(':')[2]);
+    f.producerCalls.length = 0;
+    const again = await f.run(['catch-up', '--job', 'alpha', '--missed', '--since', '2026-10-19', '--yes'], { now });
+    expect(again.code).toBe(0);
+    expect(f.producerCalls).toEqual([]);
+    expect(again.stdout).toContain('catch-up alpha: no missed business dates since 2026-10-19 (9 expected from cron(0 2 * * ? *) in Europe/Berlin, each has a batch)');
+  });
+
+  it('looks back a week by default, and no further than the job\'s oldest batch', async () => {
+    const out = await f.run(['catch-up', '--job', 'alpha', '--missed', '--dry-run', '--json'], { now: new Date('2026-11-01T12:00:00Z') });
+    const missed = out.json<CatchUpResult>().missed!;
+    expect([missed.since, missed.sinceSource]).toEqual(['2026-10-25', 'default']);
+    // 10-25 .. 10-27 have batches now; 10-28 .. 10-31 were never run.
+    expect(missed.missing).toEqual(['2026-10-28', '2026-10-29', '2026-10-30', '2026-10-31']);
+    const early = await f.run(['catch-up', '--job', 'alpha', '--missed', '--dry-run', '--json'], { now: new Date('2026-10-21T12:00:00Z') });
+    expect(early.json<CatchUpResult>().missed).toMatchObject({ since: '2026-10-19', sinceSource: 'oldest-batch' });
+  });
+
+  it('refuses --since without --missed, --missed with --from, and a bad --since', async () => {
+    expect((await f.run(['catch-up', '--job', 'alpha', '--since', '2026-10-19'])).stderr).toContain('--since goes with --missed');
+    expect((await f.run(['catch-up', '--job', 'alpha', '--missed', '--from', '2026-10-19'])).code).toBe(2);
+    expect((await f.run(['catch-up', '--job', 'alpha', '--missed', '--since', '2026-13-01'])).stderr).toContain('--since "2026-13-01" is not a real date');
+    expect((await f.run(['catch-up', '--job', 'alpha'])).stderr).toContain('say which dates: --from <date> --to <date>, or --missed');
   });
 });

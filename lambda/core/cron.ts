@@ -1,4 +1,5 @@
-// Scheduler emulation, part one: EventBridge Scheduler's six-field cron evaluated in an IANA time zone.
+// EventBridge Scheduler's six-field cron evaluated in an IANA time zone: the local Scheduler fires by it, and `ops catch-up
+// --missed` works out from it the business dates a schedule should have produced.
 //
 // Hand-written on purpose: the maintained npm cron libraries (cron-parser, croner) read the five/six-field Unix or
 // Quartz formats, where the sixth field is seconds, day-of-week counts from 0, and "?" and the year field mean other
@@ -200,4 +201,44 @@ export function nextFireTime(cron: CronExpression, timeZone: string, after: Date
 export function zonedDate(instant: Date, timeZone: string, offsetDays = 0): string {
   const w = wallTimeAt(instant, timeZone);
   return new Date(Date.UTC(w.year, w.month - 1, w.day + offsetDays)).toISOString().slice(0, 10);
+}
+
+/** A night the schedule covers: its business date, and when it fires (absent: the local time does not exist that day). */
+export interface ScheduledRun {
+  businessDate: string;
+  /** The fire time; undefined when the wall time does not exist that day (spring forward), so Scheduler skips it. */
+  at?: Date;
+}
+
+/**
+ * The runs a schedule makes from `from` (exclusive) to `to` (inclusive), oldest first, each with the business date it
+ * covers: the fire's local calendar date in `timeZone`, shifted by `offsetDays` (as the producer derives it). A fire
+ * whose local time does not exist that day (spring forward) is listed without `at`: Scheduler skips it, so its business
+ * date is never processed unless caught up. A repeated local time (fall back) is one run, as Scheduler fires it once.
+ */
+export function scheduledRuns(cron: CronExpression, timeZone: string, offsetDays: number, from: Date, to: Date): ScheduledRun[] {
+  const runs: ScheduledRun[] = [];
+  const first = wallTimeAt(from, timeZone);
+  const last = wallTimeAt(to, timeZone);
+  const lastDay = Date.UTC(last.year, last.month - 1, last.day);
+  const hours = [...cron.hours].sort((a, b) => a - b);
+  const minutes = [...cron.minutes].sort((a, b) => a - b);
+  for (let dayMs = Date.UTC(first.year, first.month - 1, first.day); dayMs <= lastDay; dayMs += 86_400_000) {
+    const date = new Date(dayMs);
+    const [year, month, day] = [date.getUTCFullYear(), date.getUTCMonth() + 1, date.getUTCDate()];
+    if (!dayMatches(cron, year, month, day)) continue;
+    const businessDate = new Date(Date.UTC(year, month - 1, day + offsetDays)).toISOString().slice(0, 10);
+    for (const hour of hours) {
+      for (const minute of minutes) {
+        const wall = { year, month, day, hour, minute };
+        const at = instantOf(wall, timeZone);
+        // A skipped time is judged by its wall time against the range's, as no instant names it.
+        const inRange = at
+          ? at.getTime() > from.getTime() && at.getTime() <= to.getTime()
+          : asUtcMs(wall) > asUtcMs(first) && asUtcMs(wall) <= asUtcMs(last);
+        if (inRange) runs.push(at ? { businessDate, at } : { businessDate });
+      }
+    }
+  }
+  return runs;
 }

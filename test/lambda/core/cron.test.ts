@@ -1,4 +1,4 @@
-import { CronError, instantOf, nextFireTime, parseCron, zonedDate } from '../../local/cron';
+import { CronError, instantOf, nextFireTime, parseCron, scheduledRuns, zonedDate } from '../../../lambda/core/cron';
 
 describe('Function: parseCron', () => {
   it('reads the six AWS fields, names and steps', () => {
@@ -71,5 +71,32 @@ describe('Function: zonedDate', () => {
   it('gives the calendar date in the zone, shifted by days', () => {
     expect(zonedDate(new Date('2026-06-30T23:30:00Z'), 'Europe/London')).toBe('2026-07-01');
     expect(zonedDate(new Date('2026-06-30T23:30:00Z'), 'Europe/London', -1)).toBe('2026-06-30');
+  });
+});
+
+describe('Function: scheduledRuns', () => {
+  const berlin = parseCron('cron(30 2 * * ? *)');
+
+  it('lists each night\'s run with the business date it covers, the repeated local time once, and a nonexistent one as skipped', () => {
+    // Berlin springs forward on 2026-03-29 (02:00 -> 03:00: 02:30 does not exist) and falls back on 2026-10-25.
+    const spring = scheduledRuns(berlin, 'Europe/Berlin', -1, new Date('2026-03-27T12:00:00Z'), new Date('2026-03-31T12:00:00Z'));
+    expect(spring.map((r) => [r.businessDate, r.at?.toISOString()])).toEqual([
+      ['2026-03-27', '2026-03-28T01:30:00.000Z'],
+      ['2026-03-28', undefined],
+      ['2026-03-29', '2026-03-30T00:30:00.000Z'],
+      ['2026-03-30', '2026-03-31T00:30:00.000Z'],
+    ]);
+    const autumn = scheduledRuns(berlin, 'Europe/Berlin', 0, new Date('2026-10-24T12:00:00Z'), new Date('2026-10-26T12:00:00Z'));
+    expect(autumn.map((r) => [r.businessDate, r.at?.toISOString()])).toEqual([
+      ['2026-10-25', '2026-10-25T00:30:00.000Z'],
+      ['2026-10-26', '2026-10-26T01:30:00.000Z'],
+    ]);
+  });
+
+  it('keeps only the runs after `from` and up to `to`, on the schedule\'s days', () => {
+    const weekdays = parseCron('cron(0 2 ? * MON-FRI *)');
+    const runs = scheduledRuns(weekdays, 'UTC', 0, new Date('2026-11-27T02:00:00Z'), new Date('2026-12-01T02:00:00Z'));
+    // Fri 27th at 02:00 is `from` itself (excluded), the weekend has none, Tue 1st at 02:00 is `to` (included).
+    expect(runs.map((r) => r.businessDate)).toEqual(['2026-11-30', '2026-12-01']);
   });
 });

@@ -124,6 +124,7 @@ export class PacedJob extends Construct {
       ...(job.admission.enabled
         ? { admission: { horizonSeconds: job.admission.horizonSeconds, batchSize: job.batchSize, batchingWindowSeconds: job.batchingWindowSeconds } }
         : {}),
+      ...(job.slo ? { slo: job.slo } : {}),
       tables: Object.fromEntries(Object.entries(job.uses.tables).map(([alias, u]) => [alias, appResources.names.tables[u.ref]])),
       buckets: Object.fromEntries(Object.entries(job.uses.buckets).map(([alias, u]) => [alias, appResources.names.buckets[u.ref]])),
       secrets: Object.fromEntries(Object.entries(job.uses.secrets).map(([alias, u]) => [alias, appResources.names.secrets[u.ref]])),

@@ -15,6 +15,7 @@ import {
   ledgerKeys,
   orphansOf,
   resolveBatch,
+  settledSince,
   type BatchFigures,
   type CompletedBy,
 } from '../lambda/core/ledgerContract';
@@ -72,6 +73,11 @@ export interface BatchView {
   leaseUntil?: string;
   /** Consumer invocations that wrote counts for the batch. */
   invocations: number;
+  /**
+   * Operations settled per minute over the last DRAIN_WINDOW_MINUTES before the read (from the invocation items'
+   * times): the rate the batch is actually draining at. 0 when nothing settled in that window.
+   */
+  drainPerMinute: number;
   /** discovered - (completed + completedElsewhere + rejected + deadLettered): still queued, in flight or lost (batchOutstanding). */
   outstanding: number;
   /** Every discovered operation is accounted for, and admission has ended (batchReconciles). */
@@ -93,7 +99,7 @@ const s = (v: unknown): string | undefined => (typeof v === 'string' ? v : undef
 const optionalN = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 
 /** A batch as the operator sees it: its item's facts and admission state, and its resolved figures. */
-export function toBatchView(item: Record<string, unknown>, figures: BatchFigures = resolveBatch(batchIdOf(item), item, [])): BatchView {
+export function toBatchView(item: Record<string, unknown>, figures: BatchFigures = resolveBatch(batchIdOf(item), item, []), drainPerMinute = 0): BatchView {
   const counters = figures;
   const admission = s(item.admission);
   return {
@@ -123,6 +129,7 @@ export function toBatchView(item: Record<string, unknown>, figures: BatchFigures
     leaseUntil: typeof item.leaseUntilMs === 'number' ? new Date(item.leaseUntilMs).toISOString() : undefined,
     oldestMessageAgeSeconds: figures.oldestMessageAgeMs === undefined ? null : Math.round(figures.oldestMessageAgeMs / 1000),
     invocations: figures.invocations,
+    drainPerMinute,
     outstanding: batchOutstanding(counters),
     // A batch still admitting has work the ledger has not discovered yet: it cannot reconcile before admission ends.
     reconciles: batchReconciles({ ...counters, admission }),
@@ -133,7 +140,10 @@ export function toBatchView(item: Record<string, unknown>, figures: BatchFigures
  * The latest `limit` batches of a job, newest first. Batch IDs start `<job>:<businessDate>:`, so the sort key orders
  * them by business date; within one date, manual (catch-up) runs sort after scheduled ones.
  */
-export async function latestBatches(clients: OpsClients, tables: LedgerTables, job: string, limit: number): Promise<BatchView[]> {
+/** The window the drain rate is measured over: long enough to smooth a batch's invocations, short enough to be now. */
+export const DRAIN_WINDOW_MINUTES = 10;
+
+export async function latestBatches(clients: OpsClients, tables: LedgerTables, job: string, limit: number, now: Date = new Date()): Promise<BatchView[]> {
   const response = await clients.dynamo.send(
     new QueryCommand({
       TableName: tables.ledger,
@@ -143,7 +153,13 @@ export async function latestBatches(clients: OpsClients, tables: LedgerTables, j
       Limit: limit,
     }),
   );
-  return Promise.all((response.Items ?? []).map(async (item) => toBatchView(item, await batchFigures(clients.dynamo, tables, job, item))));
+  return Promise.all(
+    (response.Items ?? []).map(async (item) => {
+      const invocations = await invocationItems(clients.dynamo, tables.ledger, job, batchIdOf(item));
+      const drain = settledSince(invocations, now.getTime() - DRAIN_WINDOW_MINUTES * 60_000, now.getTime()) / DRAIN_WINDOW_MINUTES;
+      return toBatchView(item, await figuresOf(clients.dynamo, tables, job, item, invocations), Math.round(drain * 10) / 10);
+    }),
+  );
 }
 
 /**
@@ -202,8 +218,11 @@ export async function completionsOf(dynamo: Dynamo, idempotencyTable: string, jo
 
 /** One batch's exact figures: its item, its invocation items, and the completions of its dead-lettered operations and orphans. */
 export async function batchFigures(dynamo: Dynamo, tables: LedgerTables, job: string, batchItem: Record<string, unknown>): Promise<BatchFigures> {
+  return figuresOf(dynamo, tables, job, batchItem, await invocationItems(dynamo, tables.ledger, job, batchIdOf(batchItem)));
+}
+
+async function figuresOf(dynamo: Dynamo, tables: LedgerTables, job: string, batchItem: Record<string, unknown>, invocations: Record<string, unknown>[]): Promise<BatchFigures> {
   const batchId = batchIdOf(batchItem);
-  const invocations = await invocationItems(dynamo, tables.ledger, job, batchId);
   const lookUp = [...new Set([...deadLetteredOperationsOf(invocations), ...orphansOf(batchItem)])];
   const completions = lookUp.length > 0 ? await completionsOf(dynamo, tables.idempotency, job, lookUp) : new Map();
   return resolveBatch(batchId, batchItem, invocations, completions);

@@ -54,6 +54,8 @@ export interface JobRuntimeSettings {
    * source's `batchSize`, and admits the rest step by step as it drains. Absent: everything is admitted at once.
    */
   admission?: { horizonSeconds: number; batchSize: number; batchingWindowSeconds?: number };
+  /** The night's completion SLO, when the job has one: `ops status` forecasts a running batch against it. */
+  slo?: { objective: number; completeWithinMinutes: number };
   /** Table names by the alias the job's code uses. */
   tables: Record<string, string>;
   /** Bucket names by alias. */

@@ -375,3 +375,17 @@ export function resolveBatch(
     completedElsewhereBy: Object.fromEntries([...elsewhere.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
   };
 }
+
+/**
+ * Operations a batch's invocations settled (completed, completed elsewhere, dead-lettered or rejected) in invocations
+ * that ended from `sinceMs` to `untilMs`: the rate a running batch is actually draining at, from its invocation items' `at`.
+ */
+export function settledSince(invocationItems: readonly Record<string, unknown>[], sinceMs: number, untilMs = Number.POSITIVE_INFINITY): number {
+  let settled = 0;
+  for (const item of invocationItems) {
+    const at = typeof item.at === 'string' ? Date.parse(item.at) : Number.NaN;
+    if (!(at >= sinceMs && at <= untilMs)) continue;
+    settled += (typeof item.completed === 'number' ? item.completed : 0) + strings(item.elsewhere).length + strings(item.deadLetteredOperations).length + strings(item.rejectedMessages).length;
+  }
+  return settled;
+}

@@ -21,6 +21,7 @@ export const jobRuntimeSettingsSchema = z.object({
   admission: z
     .object({ horizonSeconds: z.number().int().positive(), batchSize: z.number().int().positive(), batchingWindowSeconds: z.number().int().min(0).optional() })
     .optional(),
+  slo: z.object({ objective: z.number().gt(0).lt(1), completeWithinMinutes: z.number().int().positive() }).optional(),
   tables: names,
   buckets: names,
   secrets: names,

@@ -120,6 +120,18 @@ export const scheduleSchema = z.object({
   enabled: z.boolean().default(true),
 });
 
+/**
+ * A completion SLO: `objective` of a night's eligible operations complete within `completeWithinMinutes` of the run's
+ * scheduled time (e.g. 0.99 within 120). `ops status` forecasts a running batch against it.
+ */
+export const sloSchema = z.strictObject({
+  objective: z
+    .number()
+    .gt(0, 'must be above 0 (a share of the night\'s operations, e.g. 0.99)')
+    .lt(1, 'must be below 1 (an objective of 100% leaves no error budget; e.g. 0.99)'),
+  completeWithinMinutes: z.number().int().positive(),
+});
+
 /** Per-job alarm thresholds beyond the age SLO (lib/monitoring.ts turns them into CloudWatch alarms). */
 export const jobAlarmsSchema = z.object({
   /** The provider's throttling responses (429/503) per minute that count as being throttled. @default 10 */
@@ -168,6 +180,8 @@ export const jobSchema = z.object({
   producerMemoryMb: z.number().int().min(128).max(10240).default(512),
   /** Receives before SQS moves a message to the DLQ. @default 5 */
   maxReceiveCount: z.number().int().min(1).max(1000).default(5),
+  /** The night's completion SLO; absent: no SLO, and `ops status` forecasts without one. */
+  slo: sloSchema.optional(),
   /** Alarm when the oldest queued message is older than this. @default 3600 */
   oldestMessageAgeSloSeconds: z.number().int().min(60).default(3600),
   /** Source queue retention. @default 4 */
@@ -186,6 +200,34 @@ export const jobSchema = z.object({
     .record(z.string(), z.union([z.string(), z.number(), z.boolean()], { message: 'must be a string, a number or a boolean' }))
     .default({}),
 });
+
+/**
+ * Why a job's SLO cannot be met by a full run (pageSize x maxPagesPerRun operations) at its paced rate (the quota less
+ * headroom), or undefined when it can: the objective's share of that run must fit the window at that rate.
+ */
+export function sloUnreachable(job: Pick<z.output<typeof jobSchema>, 'pageSize' | 'maxPagesPerRun' | 'rateLimit'> & { slo?: z.output<typeof sloSchema> }): string | undefined {
+  // Only an SLO that is itself valid (its own keys report what is not).
+  const { objective, completeWithinMinutes } = job.slo ?? {};
+  if (!(typeof objective === 'number' && objective > 0 && objective < 1 && Number.isInteger(completeWithinMinutes) && (completeWithinMinutes as number) > 0)) return undefined;
+  if (!job.slo) return undefined;
+  const operations = job.pageSize * job.maxPagesPerRun;
+  const starts = Math.floor(job.rateLimit.starts * job.rateLimit.headroom + 1e-9);
+  const perMinute = (starts * 60) / job.rateLimit.intervalSeconds;
+  if (perMinute <= 0) return undefined; // rateLimit reports its own problem
+  const needed = Math.ceil(job.slo.objective * operations);
+  const minutes = needed / perMinute;
+  if (minutes <= job.slo.completeWithinMinutes) return undefined;
+  // The starts per interval the window needs, and the documented quota that leaves them after headroom.
+  const startsNeeded = Math.ceil((needed * job.rateLimit.intervalSeconds) / (job.slo.completeWithinMinutes * 60));
+  const quota = Math.ceil(startsNeeded / job.rateLimit.headroom - 1e-9);
+  const fmt = (n: number) => n.toLocaleString('en-US');
+  return (
+    `is not reachable: a full run (pageSize ${fmt(job.pageSize)} x maxPagesPerRun ${fmt(job.maxPagesPerRun)} = ${fmt(operations)} operations) at ` +
+    `${fmt(starts)} starts per ${job.rateLimit.intervalSeconds} s completes ${Math.round(job.slo.objective * 1000) / 10}% of them in ` +
+    `${fmt(Math.ceil(minutes))} minutes; allow at least ${fmt(Math.ceil(minutes))} minutes, raise rateLimit.starts to at least ${fmt(quota)}, ` +
+    `or lower pageSize x maxPagesPerRun to what one night holds`
+  );
+}
 
 export const environmentSchema = z.object({
   /** AWS account; omit for an environment-agnostic synth. */
@@ -222,6 +264,10 @@ export const environmentSchema = z.object({
         path: at('admission', 'horizonSeconds'),
         message: `must be less than oldestMessageAgeSloSeconds (${job.oldestMessageAgeSloSeconds}): admitted work waits up to the horizon by plan, and the age alarm would fire on it`,
       });
+    }
+    if (job.slo) {
+      const problem = sloUnreachable(job);
+      if (problem) ctx.addIssue({ code: 'custom', path: at('slo', 'completeWithinMinutes'), message: problem });
     }
     if (job.batchSize > 10 && job.batchingWindowSeconds < 1) {
       ctx.addIssue({ code: 'custom', path: at('batchingWindowSeconds'), message: 'must be at least 1 when batchSize is over 10 (an SQS event source rule)' });

@@ -6,7 +6,10 @@ import { stalledSince } from '../../lambda/core/admission';
 import { batchSettledCount } from '../../lambda/core/ledgerContract';
 import { type CommandContext, selectJobs } from '../context';
 import { renderTable } from '../io';
-import { type BatchView, latestBatches } from '../ledger';
+import { type BatchView, DRAIN_WINDOW_MINUTES, latestBatches } from '../ledger';
+import { GetFunctionConfigurationCommand } from '@aws-sdk/client-lambda';
+import { EnvVar } from '../../lambda/core/constants';
+import { readSettings } from '../../lambda/core/settings';
 
 export interface StatusOptions {
   job?: string;
@@ -71,6 +74,39 @@ export interface BatchStatus extends BatchView {
   /** now + workLeft / admissionRatePerMinute; null when no rate is known or the batch is finished. */
   projectedFinish: string | null;
   stalled: AdmissionStall | null;
+  /** For a batch with work left: where it is going at the rate it actually drains at, and against the job's SLO. */
+  forecast: Forecast | null;
+}
+
+/** A running batch's forecast, at the rate it actually drained at over the last DRAIN_WINDOW_MINUTES. */
+export interface Forecast {
+  left: number;
+  drainPerMinute: number;
+  /** now + left / drainPerMinute; null while nothing drains. */
+  projectedFinish: string | null;
+  /** Against the job's completion SLO, when it has one. */
+  slo?: {
+    objective: number;
+    completeWithinMinutes: number;
+    /** The run's scheduled time (or its start) plus the window. */
+    deadline: string;
+    /** Operations still to settle before the objective's share of the run is. */
+    objectiveLeft: number;
+    /** When that share is projected to have settled; null while nothing drains. */
+    objectiveMetAt: string | null;
+    /** Whether it is projected by the deadline; null while nothing drains. */
+    withinSlo: boolean | null;
+    /** Minutes past the deadline (positive) or to spare (negative); null while nothing drains. */
+    minutesPastSlo: number | null;
+  };
+  /** e.g. "12,000 left at 78/min: done 04:31; 99% by 04:25, 23 min past the SLO (04:02)". */
+  text: string;
+}
+
+/** The job's completion SLO and the zone its times are shown in (the producer's JOB_SETTINGS). */
+export interface JobSlo {
+  slo?: { objective: number; completeWithinMinutes: number };
+  timeZone: string;
 }
 
 export interface JobStatus {
@@ -130,6 +166,8 @@ export function oldestWork(queue: QueueDepth, batches: BatchView[], now: Date): 
 export interface ProgressOptions {
   job: string;
   now: Date;
+  /** The job's SLO and time zone; absent: a forecast without an SLO, in UTC. */
+  slo?: JobSlo;
   /** @default DEFAULT_STALL_MINUTES */
   stallMinutes?: number;
 }
@@ -155,7 +193,63 @@ export function batchStatus(batch: BatchView, options: ProgressOptions): BatchSt
     workLeftBasis: admitting && batch.eligible !== undefined ? 'eligible' : 'discovered',
     projectedFinish,
     stalled: admitting ? stall(batch, options) : null,
+    forecast: workLeft > 0 ? forecast(batch, total, settled, workLeft, options) : null,
   };
+}
+
+const n0 = (n: number) => n.toLocaleString('en-US');
+
+function forecast(batch: BatchView, total: number, settled: number, left: number, options: ProgressOptions): Forecast {
+  const nowMs = options.now.getTime();
+  const rate = batch.drainPerMinute;
+  const at = (count: number) => (rate > 0 ? new Date(Math.ceil((nowMs + (count / rate) * 60_000) / 60_000) * 60_000) : null);
+  const timeZone = options.slo?.timeZone ?? 'UTC';
+  const clock = (d: Date) => new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(d);
+  const finish = at(left);
+  const head = rate > 0 ? `${n0(left)} left at ${n0(rate)}/min: done ${clock(finish!)}` : `${n0(left)} left, nothing settled in the last ${DRAIN_WINDOW_MINUTES} min`;
+  const slo = options.slo?.slo;
+  const startMs = Date.parse(batch.scheduledTime ?? batch.startedAt ?? '');
+  if (!slo || Number.isNaN(startMs)) return { left, drainPerMinute: rate, projectedFinish: finish?.toISOString() ?? null, text: head };
+  const deadline = new Date(startMs + slo.completeWithinMinutes * 60_000);
+  const objectiveLeft = Math.max(0, Math.ceil(slo.objective * total) - settled);
+  const met = objectiveLeft === 0 ? options.now : at(objectiveLeft);
+  const past = met ? Math.ceil((met.getTime() - deadline.getTime()) / 60_000) : null;
+  const share = `${Math.round(slo.objective * 1000) / 10}%`;
+  const verdict =
+    past === null
+      ? `; the SLO (${share} by ${clock(deadline)}) cannot be projected`
+      : past > 0
+        ? `; ${share} by ${clock(met!)}, ${past} min past the SLO (${clock(deadline)})`
+        : `; ${share} by ${clock(met!)}, inside the SLO (${clock(deadline)}, ${-past} min to spare)`;
+  return {
+    left,
+    drainPerMinute: rate,
+    projectedFinish: finish?.toISOString() ?? null,
+    slo: {
+      objective: slo.objective,
+      completeWithinMinutes: slo.completeWithinMinutes,
+      deadline: deadline.toISOString(),
+      objectiveLeft,
+      objectiveMetAt: met?.toISOString() ?? null,
+      withinSlo: past === null ? null : past <= 0,
+      minutesPastSlo: past,
+    },
+    text: head + verdict,
+  };
+}
+
+/**
+ * The job's SLO and time zone from its producer's JOB_SETTINGS. Unreadable (no permission to read the function's
+ * configuration): undefined, and the forecast goes without an SLO rather than failing the status.
+ */
+async function jobSlo(ctx: CommandContext, producerFunctionName: string): Promise<JobSlo | undefined> {
+  try {
+    const config = await ctx.clients.lambda.send(new GetFunctionConfigurationCommand({ FunctionName: producerFunctionName }));
+    const settings = readSettings({ [EnvVar.JOB_SETTINGS]: config.Environment?.Variables?.[EnvVar.JOB_SETTINGS] });
+    return { slo: settings.slo, timeZone: settings.timeZone };
+  } catch {
+    return undefined;
+  }
 }
 
 function stall(batch: BatchView, options: ProgressOptions): AdmissionStall | null {
@@ -188,11 +282,12 @@ export async function status(ctx: CommandContext, options: StatusOptions = {}): 
   const now = ctx.io.now();
   const result = await Promise.all(
     jobs.map(async (j): Promise<JobStatus> => {
-      const [queue, dlq, admissionQueue, batches] = await Promise.all([
+      const [queue, dlq, admissionQueue, batches, slo] = await Promise.all([
         depth(ctx, j.queueUrl),
         depth(ctx, j.dlqUrl),
         depth(ctx, j.admissionQueueUrl),
-        latestBatches(ctx.clients, ctx.resources.tables, j.job, limit),
+        latestBatches(ctx.clients, ctx.resources.tables, j.job, limit, now),
+        jobSlo(ctx, j.producerFunctionName),
       ]);
       return {
         job: j.job,
@@ -200,7 +295,7 @@ export async function status(ctx: CommandContext, options: StatusOptions = {}): 
         dlq,
         admissionQueue,
         oldestWork: oldestWork(queue, batches, now),
-        batches: batches.map((b) => batchStatus(b, { job: j.job, now, stallMinutes })),
+        batches: batches.map((b) => batchStatus(b, { job: j.job, now, stallMinutes, slo })),
       };
     }),
   );
@@ -254,8 +349,10 @@ export function renderStatus(result: StatusResult): string {
   );
   const stalls = result.jobs.flatMap((j) => j.batches.filter((b) => b.stalled).map((b) => `${j.job} ${b.batchId}: ${b.stalled!.message}`));
   const gaps = stalls.length ? `Gaps\n${stalls.join('\n')}` : `Gaps: none (no admitting batch is more than ${result.stallMinutes} min past its next step)`;
+  const forecasts = result.jobs.flatMap((j) => j.batches.filter((b) => b.forecast).map((b) => `${j.job} ${b.batchId}: ${b.forecast!.text}`));
+  const forecast = forecasts.length ? `Forecast (at the rate each batch drained at over the last ${DRAIN_WINDOW_MINUTES} min)\n${forecasts.join('\n')}` : 'Forecast: nothing left to run';
   return (
-    `${result.stackName} (${result.source}) at ${result.at}\n${queues}\n\nLatest batches\n${batches}\n\nAdmission\n${admission}\n\n${gaps}\n\n` +
+    `${result.stackName} (${result.source}) at ${result.at}\n${queues}\n\nLatest batches\n${batches}\n\nAdmission\n${admission}\n\n${forecast}\n\n${gaps}\n\n` +
     `note: ${result.notes.join('\nnote: ')}`
   );
 }

@@ -233,6 +233,14 @@ describe('Class: PacedJob', () => {
       });
     });
 
+    it('hands the job\'s SLO to its functions in JOB_SETTINGS, and none when it has none', () => {
+      const { stack, appResources, stateTables } = scaffold();
+      const withSlo = new PacedJob(stack, 'WithSlo', { jobName: 'with-slo', job: job({ slo: { objective: 0.99, completeWithinMinutes: 120 } }), appResources, stateTables, logRetentionDays: 30, retainData: false, handlersDir: FIXTURE_HANDLERS });
+      expect(withSlo.runtimeSettings.slo).toEqual({ objective: 0.99, completeWithinMinutes: 120 });
+      const without = new PacedJob(stack, 'NoSlo', { jobName: 'no-slo', job: job(), appResources, stateTables, logRetentionDays: 30, retainData: false, handlersDir: FIXTURE_HANDLERS });
+      expect(without.runtimeSettings).not.toHaveProperty('slo');
+    });
+
     it('accepts a zero batching window for batches of up to 10', () => {
       const { stack, appResources, stateTables } = scaffold();
       new PacedJob(stack, 'NoWindow', {

@@ -170,6 +170,7 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): P
     JSON.stringify({
       jobName, pageSize: 100, maxPagesPerRun: 10, maxMessageBytes: 4096, businessDateOffsetDays: -1, timeZone: 'Europe/Berlin',
       rateLimit: { startsPerInterval: 60, intervalSeconds: 60, burst: 1 }, concurrency: 2, tables: {}, buckets: {}, secrets: {}, settings: {},
+      slo: { objective: 0.99, completeWithinMinutes: 120 },
     });
   const functions = new Map<string, StubFunction>(
     Object.values(jobs).flatMap((j): [string, StubFunction][] => [

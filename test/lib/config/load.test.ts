@@ -128,3 +128,35 @@ describe('Function: parseEnvironment', () => {
     expect(() => parseEnvironment('empty', { jobs: {} })).toThrow('Invalid configuration for environment "empty":\n  - jobs: at least one job is required');
   });
 });
+
+describe('The completion SLO (slo)', () => {
+  // 10 starts x 0.8 headroom = 8 per minute; pageSize x maxPagesPerRun = 10 x 10 = 100 operations a night.
+  const night = { ...goodJob, pageSize: 10, maxPagesPerRun: 10 };
+  const parse = (slo: unknown) => parseEnvironment('slo', { jobs: { 'ok-job': { ...night, slo } } });
+
+  it('accepts an SLO a full run can meet at the paced rate, and hands it to the functions', () => {
+    // 99 of 100 operations at 8 a minute take 12.4 minutes.
+    expect(parse({ objective: 0.99, completeWithinMinutes: 13 }).jobs['ok-job'].slo).toEqual({ objective: 0.99, completeWithinMinutes: 13 });
+  });
+
+  it('rejects an objective outside (0, 1) and a window that is not a positive whole number of minutes, naming each', () => {
+    expect(captureConfigError(() => parse({ objective: 1, completeWithinMinutes: 0 })).message).toBe(
+      [
+        'Invalid configuration for environment "slo":',
+        '  - jobs.ok-job.slo.objective: must be below 1 (an objective of 100% leaves no error budget; e.g. 0.99)',
+        '  - jobs.ok-job.slo.completeWithinMinutes: Too small: expected number to be >0',
+      ].join('\n'),
+    );
+    expect(captureConfigError(() => parse({ objective: 0, completeWithinMinutes: 60 })).message).toContain('jobs.ok-job.slo.objective: must be above 0');
+    expect(captureConfigError(() => parse({ objective: 0.9, completeWithinMinutes: 60, window: 2 })).message).toContain('jobs.ok-job.slo: Unrecognized key: "window"');
+  });
+
+  it('rejects an SLO a full run cannot meet, saying which window or quota would make it reachable', () => {
+    expect(captureConfigError(() => parse({ objective: 0.99, completeWithinMinutes: 10 })).message).toBe(
+      [
+        'Invalid configuration for environment "slo":',
+        '  - jobs.ok-job.slo.completeWithinMinutes: is not reachable: a full run (pageSize 10 x maxPagesPerRun 10 = 100 operations) at 8 starts per 60 s completes 99% of them in 13 minutes; allow at least 13 minutes, raise rateLimit.starts to at least 13, or lower pageSize x maxPagesPerRun to what one night holds',
+      ].join('\n'),
+    );
+  });
+});

@@ -31,6 +31,7 @@ describe('Function: batchStatus', () => {
     nextStepAt: '2026-11-03T02:55:00.000Z',
     oldestMessageAgeSeconds: null,
     invocations: 0,
+    drainPerMinute: 0,
     outstanding: 47,
     reconciles: false,
   };
@@ -38,6 +39,24 @@ describe('Function: batchStatus', () => {
     const { notYetAdmitted, workLeft, workLeftBasis, projectedFinish, stalled } = batchStatus({ ...base, ...batch }, { job: 'alpha', now, stallMinutes });
     return { notYetAdmitted, workLeft, workLeftBasis, projectedFinish, stalled };
   };
+
+  it('forecasts a running batch at the rate it drains at, against the job\'s SLO, past it or inside it', () => {
+    const running: BatchView = { ...base, scheduledTime: '2026-11-03T02:00:00.000Z', admission: 'complete', discovered: 12_000, completed: 0, rejected: 0, deadLettered: 0, drainPerMinute: 78 };
+    const slo = { slo: { objective: 0.99, completeWithinMinutes: 120 }, timeZone: 'UTC' };
+    // 12,000 at 78 a minute: 154 minutes; 99% (11,880) by 05:33, the deadline 02:00 + 120 min = 04:00.
+    expect(batchStatus(running, { job: 'alpha', now, slo }).forecast).toEqual({
+      left: 12_000,
+      drainPerMinute: 78,
+      projectedFinish: '2026-11-03T05:34:00.000Z',
+      slo: { objective: 0.99, completeWithinMinutes: 120, deadline: '2026-11-03T04:00:00.000Z', objectiveLeft: 11_880, objectiveMetAt: '2026-11-03T05:33:00.000Z', withinSlo: false, minutesPastSlo: 93 },
+      text: '12,000 left at 78/min: done 05:34; 99% by 05:33, 93 min past the SLO (04:00)',
+    });
+    const fast = batchStatus({ ...running, drainPerMinute: 240 }, { job: 'alpha', now, slo: { ...slo, timeZone: 'Europe/Berlin' } }).forecast;
+    expect(fast).toMatchObject({ slo: { withinSlo: true, minutesPastSlo: -10 }, text: '12,000 left at 240/min: done 04:50; 99% by 04:50, inside the SLO (05:00, 10 min to spare)' });
+    // Without an SLO: the projection alone; finished: no forecast.
+    expect(batchStatus(running, { job: 'alpha', now }).forecast?.text).toBe('12,000 left at 78/min: done 05:34');
+    expect(batchStatus({ ...running, completed: 12_000 }, { job: 'alpha', now, slo }).forecast).toBeNull();
+  });
 
   it('projects an admitting batch from its eligible count and admission rate', () => {
     // 1000 eligible - 153 settled = 847 left; at 30 a minute that is 28 min 14 s.
@@ -198,6 +217,7 @@ describe('Function: status (ops status)', () => {
         pages: 0,
         oldestMessageAgeSeconds: null,
         invocations: 0,
+        drainPerMinute: 0,
         outstanding: 3,
         reconciles: false,
         notYetAdmitted: null,
@@ -205,6 +225,14 @@ describe('Function: status (ops status)', () => {
         workLeftBasis: 'discovered',
         projectedFinish: null,
         stalled: null,
+        // The job's SLO (the producer's JOB_SETTINGS: 99% within 120 min of the start); nothing drains, so no projection.
+        forecast: {
+          left: 3,
+          drainPerMinute: 0,
+          projectedFinish: null,
+          slo: { objective: 0.99, completeWithinMinutes: 120, deadline: '2026-11-02T03:00:05.000Z', objectiveLeft: 3, objectiveMetAt: null, withinSlo: null, minutesPastSlo: null },
+          text: '3 left, nothing settled in the last 10 min; the SLO (99% by 04:00) cannot be projected',
+        },
       },
       {
         batchId: 'alpha:2026-11-01:20261101T010000Z',
@@ -226,6 +254,8 @@ describe('Function: status (ops status)', () => {
         pages: 0,
         oldestMessageAgeSeconds: 61,
         invocations: 2,
+        // Its two invocation items were written just now: 2 completed, 1 rejected, 1 dead-lettered over 10 minutes.
+        drainPerMinute: 0.4,
         outstanding: 0,
         reconciles: true,
         notYetAdmitted: null,
@@ -233,6 +263,7 @@ describe('Function: status (ops status)', () => {
         workLeftBasis: 'discovered',
         projectedFinish: null,
         stalled: null,
+        forecast: null,
       },
     ]);
     expect(beta).toMatchObject({ job: 'beta', oldestWork: { ageSeconds: 0, source: 'queue-empty' } });

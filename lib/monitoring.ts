@@ -43,6 +43,8 @@ export const JobAlarm = {
   ProducerDuration: 'producer-duration',
   /** The provider answered 429/503 more often than the job's threshold, minute after minute. */
   ProviderThrottled: 'provider-throttled',
+  /** Work is waiting and nothing settles: a stuck consumer, not a large planned backlog (which settles as it drains). */
+  Stalled: 'stalled',
 } as const;
 export type JobAlarmKind = keyof typeof JobAlarm;
 
@@ -62,6 +64,7 @@ export type SchedulerAlarmKind = keyof typeof SchedulerAlarm;
 export const CustomMetric = {
   Published: 'Published',
   Applied: 'Applied',
+  AlreadyDone: 'AlreadyDone',
   DuplicatesSuppressed: 'DuplicatesSuppressed',
   Deferred: 'Deferred',
   Throttled: 'Throttled',
@@ -70,6 +73,28 @@ export const CustomMetric = {
   AgeSinceFirstEnqueue: 'AgeSinceFirstEnqueue',
 } as const;
 export type CustomMetricName = (typeof CustomMetric)[keyof typeof CustomMetric];
+
+/**
+ * 1 for a minute in which work waits in the job's queue (visible or delayed) and nothing settled, else 0. Settled is
+ * every outcome the consumer meters (Applied, AlreadyDone, DeadLettered, Rejected): each is written only when it
+ * happens, so a missing datapoint is 0.
+ */
+export function stalledMetric(jobName: string, pacedJob: Pick<PacedJob, 'queue'>): cloudwatch.MathExpression {
+  const minute = { period: Duration.minutes(1) };
+  return new cloudwatch.MathExpression({
+    label: 'Waiting work, nothing settled',
+    expression: 'IF((FILL(visible, 0) + FILL(delayed, 0)) > 0 AND (FILL(applied, 0) + FILL(done, 0) + FILL(dead, 0) + FILL(rejected, 0)) == 0, 1, 0)',
+    usingMetrics: {
+      visible: pacedJob.queue.metricApproximateNumberOfMessagesVisible({ statistic: cloudwatch.Stats.MAXIMUM, ...minute }),
+      delayed: pacedJob.queue.metric('ApproximateNumberOfMessagesDelayed', { statistic: cloudwatch.Stats.MAXIMUM, ...minute }),
+      applied: jobMetric(jobName, CustomMetric.Applied, minute),
+      done: jobMetric(jobName, CustomMetric.AlreadyDone, minute),
+      dead: jobMetric(jobName, CustomMetric.DeadLettered, minute),
+      rejected: jobMetric(jobName, CustomMetric.Rejected, minute),
+    },
+    period: Duration.minutes(1),
+  });
+}
 
 /** `<stack>-<subject>-<what>`, e.g. `PacedJobs-prod-payment-reconciliation-dlq-depth`. */
 export function alarmName(stackName: string, subject: string, what: string): string {
@@ -321,6 +346,19 @@ export class Monitoring extends Construct {
         threshold: config.alarms.throttledPerMinute,
         evaluationPeriods: config.alarms.throttledMinutes,
         // The consumer writes Throttled only when a 429/503 happens; a minute without one is a good minute.
+        treatMissingData: notBreaching,
+      },
+      Stalled: {
+        what: JobAlarm.Stalled,
+        description:
+          `${jobName}: work has waited in the queue for ${config.alarms.stalledMinutes} minutes and nothing settled (applied, ` +
+          `already done, dead-lettered or rejected), so the consumer is stuck: paused, failing every batch, or its event source is off. ` +
+          `A large backlog that drains does not fire this. First run \`${status}\` (in flight, DLQ, and whether the job is paused), ` +
+          `then read the consumer's logs. ${runbook}`,
+        metric: stalledMetric(jobName, pacedJob),
+        threshold: 0,
+        evaluationPeriods: config.alarms.stalledMinutes,
+        // The expression is 0 when the queue reports nothing (an idle, empty queue): nothing waits, nothing is stalled.
         treatMissingData: notBreaching,
       },
     };

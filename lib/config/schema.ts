@@ -140,6 +140,12 @@ export const jobAlarmsSchema = z.object({
   throttledMinutes: z.number().int().min(1).max(60).default(5),
   /** Alarm when the producer's longest run in 5 minutes exceeds this fraction of its timeout. @default 0.8 */
   producerDurationFraction: z.number().gt(0).max(1).default(0.8),
+  /**
+   * The stalled alarm: work waits in the queue (visible or delayed) and nothing settles for this many consecutive
+   * minutes. Keep it above the longest planned gap between two starts (the admission horizon holds work ahead of its
+   * slot; a job at one start an hour needs more than 60). @default 15
+   */
+  stalledMinutes: z.number().int().min(2).max(1440).default(15),
 });
 
 /**

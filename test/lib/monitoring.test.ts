@@ -159,6 +159,25 @@ describe('Class: Monitoring', () => {
       });
     });
 
+    it('alarms, per job, on waiting work with nothing settled for stalledMinutes consecutive minutes, not on a draining backlog', () => {
+      for (const jobName of ALL_PROD_JOBS) {
+        const job = prod.stack.jobs[jobName];
+        const alarm = resourceOf(prod.template, prod.stack.monitoring.jobAlarms[jobName].Stalled).Properties;
+        const byId = Object.fromEntries((alarm.Metrics as { Id: string }[]).map((m) => [m.Id, m])) as Record<string, any>;
+        expect(alarm).toMatchObject({ AlarmName: `PacedJobs-prod-${jobName}-stalled`, Threshold: 0, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 15, DatapointsToAlarm: 15, TreatMissingData: 'notBreaching' });
+        // Waiting = the work queue's visible + delayed messages; settled = every outcome the consumer meters, 0 when unwritten.
+        const expression = (alarm.Metrics as { Expression?: string; ReturnData?: boolean }[]).find((m) => m.ReturnData !== false)!.Expression;
+        expect(expression).toBe('IF((FILL(visible, 0) + FILL(delayed, 0)) > 0 AND (FILL(applied, 0) + FILL(done, 0) + FILL(dead, 0) + FILL(rejected, 0)) == 0, 1, 0)');
+        const queueName = { 'Fn::GetAtt': [logicalId(job.queue), 'QueueName'] };
+        expect(byId.visible.MetricStat).toMatchObject({ Metric: { MetricName: 'ApproximateNumberOfMessagesVisible', Namespace: 'AWS/SQS', Dimensions: [{ Name: 'QueueName', Value: queueName }] }, Period: 60, Stat: 'Maximum' });
+        expect(byId.delayed.MetricStat).toMatchObject({ Metric: { MetricName: 'ApproximateNumberOfMessagesDelayed', Namespace: 'AWS/SQS', Dimensions: [{ Name: 'QueueName', Value: queueName }] }, Period: 60 });
+        for (const [id, metricName] of [['applied', 'Applied'], ['done', 'AlreadyDone'], ['dead', 'DeadLettered'], ['rejected', 'Rejected']]) {
+          expect(byId[id].MetricStat).toMatchObject({ Metric: { MetricName: metricName, Namespace: 'PacedJobs', Dimensions: expect.arrayContaining([{ Name: 'job', Value: jobName }]) }, Period: 60, Stat: 'Sum' });
+        }
+        expect(alarm.AlarmDescription).toContain(`npm run ops -- status --env prod --job ${jobName}`);
+      }
+    });
+
     it("uses as the metric's service dimension the service name the consumer is given", () => {
       const job = prod.stack.jobs['payment-reconciliation'];
       const variables = resourceOf(prod.template, job.consumer).Properties.Environment.Variables;
@@ -206,7 +225,7 @@ describe('Class: Monitoring', () => {
     it('names every alarm after the stack, so the topic policy can admit exactly these', () => {
       const names = Object.values(prod.template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties.AlarmName as string);
       expect(names.filter((n) => !n.startsWith('PacedJobs-prod-'))).toEqual([]);
-      expect(names).toHaveLength(ALL_PROD_JOBS.length * 8 + 2);
+      expect(names).toHaveLength(ALL_PROD_JOBS.length * 9 + 2);
     });
 
     it('keeps every description within CloudWatch\'s 1024 characters and points to the runbook', () => {
@@ -348,7 +367,7 @@ describe('Class: Monitoring', () => {
       expect(error).toBeInstanceOf(InvalidPropsError);
       expect((error as Error).message).toBe([
         'Invalid props for Monitoring PacedJobs-custom/Again:',
-        ...['oldest-message-age', 'dlq-depth', 'producer-dlq-depth', 'consumer-errors', 'consumer-throttles', 'producer-errors', 'producer-duration', 'provider-throttled']
+        ...['oldest-message-age', 'dlq-depth', 'producer-dlq-depth', 'consumer-errors', 'consumer-throttles', 'producer-errors', 'producer-duration', 'provider-throttled', 'stalled']
           .map((what) => `  - alarm name "PacedJobs-custom-a-job-${what}" is used twice (a job name repeats, or clashes with a schedule group's alarms)`),
       ].join('\n'));
       expect(custom.stack.node.tryFindChild('Again')).toBeUndefined();

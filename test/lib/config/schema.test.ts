@@ -29,7 +29,7 @@ const jobDefaults = {
   maxMessageBytes: 262144,
   uses: { tables: {}, buckets: {}, secrets: {} },
   admission: { enabled: true, horizonSeconds: 300 },
-  alarms: { throttledPerMinute: 10, throttledMinutes: 5, producerDurationFraction: 0.8 },
+  alarms: { throttledPerMinute: 10, throttledMinutes: 5, producerDurationFraction: 0.8, stalledMinutes: 15 },
   settings: {},
 };
 
@@ -52,6 +52,7 @@ describe('Schema: jobSchema', () => {
         throttledPerMinute: 2,
         throttledMinutes: 5,
         producerDurationFraction: 0.8,
+        stalledMinutes: 15,
       });
     });
 

@@ -71,6 +71,9 @@ export const CustomMetric = {
   Rejected: 'Rejected',
   DeadLettered: 'DeadLettered',
   AgeSinceFirstEnqueue: 'AgeSinceFirstEnqueue',
+  SloMet: 'SloMet',
+  SloMissed: 'SloMissed',
+  SloFailed: 'SloFailed',
 } as const;
 export type CustomMetricName = (typeof CustomMetric)[keyof typeof CustomMetric];
 

@@ -33,6 +33,12 @@ export const MetricName = {
   SlotsUnused: 'SlotsUnused',
   /** A ledger counter could not be written; the operation itself succeeded. */
   LedgerWriteFailed: 'LedgerWriteFailed',
+  /** The SLO's indicator, per operation of a job with an SLO: completed by its dueBy ... */
+  SloMet: 'SloMet',
+  /** ... completed after it ... */
+  SloMissed: 'SloMissed',
+  /** ... or failed for good (dead-lettered). The burn rate is (SloMissed + SloFailed) / all three, over the budget. */
+  SloFailed: 'SloFailed',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 

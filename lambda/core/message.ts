@@ -46,6 +46,11 @@ export const messageSchema = z.strictObject({
    * carrying this field; the consumer defers again, without claiming, until it has passed.
    */
   notBefore: isoTimestamp.optional(),
+  /**
+   * When the job's completion SLO wants the operation settled: its run's scheduled time (or start) plus the SLO's
+   * window. Absent when the job has no SLO. The consumer meters each outcome against it (SloMet, SloMissed, SloFailed).
+   */
+  dueBy: isoTimestamp.optional(),
 });
 
 export type JobMessage = z.infer<typeof messageSchema>;

@@ -336,6 +336,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
   const deadLettered = (message: JobMessage, reason: string, detail: Record<string, unknown>, tally: BatchTally): RecordOutcome => {
     count(MetricName.DeadLettered);
     logger.error('permanent failure: message sent to the DLQ', { reason, detail });
+    if (message.dueBy !== undefined) count(MetricName.SloFailed);
     tally.note(message.batchId, 'deadLetteredOperations', deadLetterEntry(message.operationId, reason));
     return 'dead-lettered';
   };
@@ -452,6 +453,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     if (options.maxReceiveCount !== undefined && receives >= options.maxReceiveCount) {
       tally.note(message.batchId, 'deadLetteredOperations', deadLetterEntry(message.operationId, `failed on its last allowed receive (${receives}); SQS moves it to the DLQ: ${(error as Error)?.message ?? String(error)}`));
       count(MetricName.DeadLettered);
+      if (message.dueBy !== undefined) count(MetricName.SloFailed);
       logger.error('failed on its last allowed receive: SQS moves the message to the DLQ', { receives, maxReceiveCount: options.maxReceiveCount });
     } else {
       tally.add(message.batchId, { retries: 1 });
@@ -536,6 +538,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     tally.age(message.batchId, ageMs);
     // applyStartedAt: when the downstream call began, so a job's starts can be read from the logs alone.
     logger.info('operation completed', { outcome: result.outcome, applyStartedAt: applyStartedMs });
+    if (message.dueBy !== undefined) count(now().getTime() <= Date.parse(message.dueBy) ? MetricName.SloMet : MetricName.SloMissed);
     tally.add(message.batchId, { completed: 1 });
     return result.outcome;
   };

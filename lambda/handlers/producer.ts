@@ -222,6 +222,9 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
         break;
       }
       const pageSize = Math.min(settings.pageSize, plan.admit - admitted);
+      // The SLO's deadline for every operation of the run: its scheduled time (or its start) plus the window.
+      const runStart = Date.parse(step.scheduledTime ?? state.startedAt ?? '');
+      const dueBy = settings.slo && !Number.isNaN(runStart) ? new Date(runStart + settings.slo.completeWithinMinutes * 60_000).toISOString() : undefined;
       const result = await job.discover(jobDeps, { businessDate: step.businessDate, cursor, pageSize, now: now() });
       const sentAtMs = now().getTime();
       const enqueuedAt = new Date(sentAtMs).toISOString();
@@ -234,7 +237,7 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
           operationId,
           delaySeconds: delaySecondsUntil(slotMs - (admission.leadMs ?? 0), sentAtMs),
           body: serializeMessage(
-            { version: MESSAGE_VERSION, jobType: job.name, operationId, batchId: step.batchId, businessDate: step.businessDate, resource, enqueuedAt, firstEnqueuedAt: enqueuedAt },
+            { version: MESSAGE_VERSION, jobType: job.name, operationId, batchId: step.batchId, businessDate: step.businessDate, resource, enqueuedAt, firstEnqueuedAt: enqueuedAt, ...(dueBy ? { dueBy } : {}) },
             options.maxMessageBytes,
           ),
         };

@@ -437,6 +437,24 @@ describe('Function: createConsumer', () => {
       expect(dead.map((m) => m.MessageAttributes?.failureReason?.StringValue)).toEqual(['throttled after 7 deferrals']);
     });
   });
+  describe('Method: handler (the SLO indicator)', () => {
+    it('meters each outcome against the message\'s SLO deadline: met, missed, or failed for good', async () => {
+      const batchId = 'fake-job:2026-11-28:slo';
+      // NOW is 02:00:05; one deadline after it, one before, and a permanent failure.
+      await consumer()(
+        sqsEvent(
+          sqsRecord(body('slo-in-time', undefined, { batchId, dueBy: '2026-11-29T04:00:00.000Z' })),
+          sqsRecord(body('slo-late', undefined, { batchId, dueBy: '2026-11-29T02:00:00.000Z' })),
+          sqsRecord(body('slo-gone', 'permanent', { batchId, dueBy: '2026-11-29T04:00:00.000Z' })),
+          sqsRecord(body('no-slo', undefined, { batchId })),
+        ),
+        lambdaContext(),
+      );
+      expect([metricTotal('SloMet'), metricTotal('SloMissed'), metricTotal('SloFailed')]).toEqual([1, 1, 1]);
+      expect(metricTotal('Applied')).toBe(3);
+    });
+  });
+
   describe('Method: handler (an exact ledger)', () => {
     /** A ledger whose invocation writes fail while `down` is set: the process dies, or DynamoDB refuses the write. */
     const flakyLedger = () => {

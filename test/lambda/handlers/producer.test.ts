@@ -264,6 +264,18 @@ describe('Function: createProducer', () => {
     });
   });
 
+  describe('Method: handler (a job with a completion SLO)', () => {
+    it('gives every message of the run its SLO deadline: the scheduled time plus the window', async () => {
+      const handle = producer(2, { settings: fakeSettings({ slo: { objective: 0.99, completeWithinMinutes: 120 } }) });
+      await direct(handle, { scheduledTime: SCHEDULED, batchId: 'fake-job:2026-11-28:slo' });
+      const dueBy = (await drainQueue(queueUrl)).map((m) => JSON.parse(m.Body as string).dueBy);
+      expect(dueBy).toEqual(['2026-11-29T03:00:00.000Z', '2026-11-29T03:00:00.000Z']);
+      // Without an SLO, no deadline is carried.
+      await direct(producer(1), { scheduledTime: SCHEDULED, batchId: 'fake-job:2026-11-28:no-slo' });
+      expect((await drainQueue(queueUrl)).map((m) => JSON.parse(m.Body as string))).toEqual([expect.not.objectContaining({ dueBy: expect.anything() })]);
+    });
+  });
+
   describe('Method: handler (a page taken over after a kill)', () => {
     it('counts as discovered, once, what a killed attempt of a page found and the attempt that took the page over did not', async () => {
       const batchId = 'fake-job:2026-11-28:orphans';

@@ -48,6 +48,27 @@ export const JobAlarm = {
 } as const;
 export type JobAlarmKind = keyof typeof JobAlarm;
 
+/**
+ * The burn-rate alarms of a job with a completion SLO (the Google SRE workbook's multi-window, multi-burn-rate method,
+ * scaled to one night): each pair is a long and a short window of the SLI's error ratio over the error budget
+ * (1 - objective), both above the pair's burn rate, joined in a composite alarm that notifies. The fast pair pages:
+ * at its rate the night's budget is gone within the first sixth of the window. The slow pair tickets: at its rate the
+ * budget is gone by half the window. The windows are fractions of the SLO's own window (a night, not 30 days), the short
+ * one a twelfth of the long one (the workbook's ratio), so a burst that has already stopped does not keep paging.
+ */
+export const BurnPair = {
+  fast: { what: 'burn-fast', burnRate: 6, longFraction: 1 / 6, minLongMinutes: 5, maxLongMinutes: 60, severity: 'page' },
+  slow: { what: 'burn-slow', burnRate: 2, longFraction: 1 / 2, minLongMinutes: 15, maxLongMinutes: 360, severity: 'ticket' },
+} as const;
+export type BurnPairKind = keyof typeof BurnPair;
+
+/** A pair's two windows, in minutes, for an SLO window of `completeWithinMinutes`. */
+export function burnWindows(kind: BurnPairKind, completeWithinMinutes: number): { longMinutes: number; shortMinutes: number } {
+  const p = BurnPair[kind];
+  const longMinutes = Math.min(p.maxLongMinutes, Math.max(p.minLongMinutes, Math.round(completeWithinMinutes * p.longFraction)));
+  return { longMinutes, shortMinutes: Math.max(1, Math.round(longMinutes / 12)) };
+}
+
 /** The alarms per schedule group: Scheduler publishes its metrics per group, never per schedule. */
 export const SchedulerAlarm = {
   TargetErrors: 'target-errors',
@@ -163,6 +184,8 @@ export class Monitoring extends Construct {
   public readonly dashboard: cloudwatch.Dashboard;
   /** Per job name, its alarms by kind. */
   public readonly jobAlarms: Readonly<Record<string, Readonly<Record<JobAlarmKind, cloudwatch.Alarm>>>>;
+  /** Per job name with an SLO, its two burn-rate composite alarms (each over a long and a short window alarm). */
+  public readonly burnAlarms: Readonly<Record<string, Readonly<Record<BurnPairKind, cloudwatch.CompositeAlarm>>>>;
   /** Per schedule group name, its alarms by kind. */
   public readonly schedulerAlarms: Readonly<Record<string, Readonly<Record<SchedulerAlarmKind, cloudwatch.Alarm>>>>;
 
@@ -225,10 +248,13 @@ export class Monitoring extends Construct {
     });
 
     const jobAlarms: Record<string, Record<JobAlarmKind, cloudwatch.Alarm>> = {};
+    const burnAlarms: Record<string, Record<BurnPairKind, cloudwatch.CompositeAlarm>> = {};
     for (const job of props.jobs) {
       jobAlarms[job.jobName] = this.monitorJob(job, props.environmentName);
+      if (job.config.slo) burnAlarms[job.jobName] = this.burnRateAlarms(job, job.config.slo, props.environmentName);
     }
     this.jobAlarms = jobAlarms;
+    this.burnAlarms = burnAlarms;
 
     const schedulerAlarms: Record<string, Record<SchedulerAlarmKind, cloudwatch.Alarm>> = {};
     for (const group of groups) {
@@ -370,6 +396,57 @@ export class Monitoring extends Construct {
     ) as Record<JobAlarmKind, cloudwatch.Alarm>;
     this.addJobRow(job, alarms, producerThresholdMs, env);
     return alarms;
+  }
+
+  private burnRateAlarms(job: MonitoredJob, slo: { objective: number; completeWithinMinutes: number }, env: string): Record<BurnPairKind, cloudwatch.CompositeAlarm> {
+    const { jobName } = job;
+    const scope = new Construct(this, `${pascalCase(jobName)}Burn`);
+    const budget = Math.round((1 - slo.objective) * 1e6) / 1e6;
+    const status = `npm run ops -- status --env ${env} --job ${jobName}`;
+    const runbook = 'See the README operator runbook, "Reading an alarm".';
+    const windowAlarm = (kind: BurnPairKind, which: 'long' | 'short', minutes: number) => {
+      const period = Duration.minutes(minutes);
+      const m = (name: CustomMetricName) => jobMetric(jobName, name, { period });
+      const what = `${BurnPair[kind].what}-${which}`;
+      return new cloudwatch.Alarm(scope, pascalCase(what), {
+        alarmName: alarmName(this.stackName, jobName, what),
+        alarmDescription:
+          `${jobName}: the SLO's error budget burns faster than ${BurnPair[kind].burnRate}x over the last ${minutes} min (one window of the ` +
+          `${BurnPair[kind].what} pair; its composite alarm notifies). First run \`${status}\`. ${runbook}`,
+        metric: new cloudwatch.MathExpression({
+          label: `Burn rate over ${minutes} min`,
+          // Late and failed operations over all settled ones, over the budget; 0 while nothing settled.
+          expression: `IF(FILL(met, 0) + FILL(missed, 0) + FILL(failed, 0) > 0, (FILL(missed, 0) + FILL(failed, 0)) / (FILL(met, 0) + FILL(missed, 0) + FILL(failed, 0)), 0) / ${budget}`,
+          usingMetrics: { met: m(CustomMetric.SloMet), missed: m(CustomMetric.SloMissed), failed: m(CustomMetric.SloFailed) },
+          period,
+        }),
+        threshold: BurnPair[kind].burnRate,
+        comparisonOperator: GREATER,
+        evaluationPeriods: 1,
+        datapointsToAlarm: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    };
+    const pair = (kind: BurnPairKind): cloudwatch.CompositeAlarm => {
+      const { longMinutes, shortMinutes } = burnWindows(kind, slo.completeWithinMinutes);
+      const long = windowAlarm(kind, 'long', longMinutes);
+      const short = windowAlarm(kind, 'short', shortMinutes);
+      const p = BurnPair[kind];
+      const composite = new cloudwatch.CompositeAlarm(scope, pascalCase(p.what), {
+        compositeAlarmName: alarmName(this.stackName, jobName, p.what),
+        alarmDescription:
+          `${jobName} (${p.severity}): operations complete late or fail for good at over ${p.burnRate}x the rate the SLO allows ` +
+          `(${slo.objective * 100}% within ${slo.completeWithinMinutes} min), in both the last ${longMinutes} and ${shortMinutes} min; at this ` +
+          `rate tonight's error budget is gone ${kind === 'fast' ? 'within the first sixth of the window' : 'by half the window'}. ` +
+          `First run \`${status}\` (its forecast says whether the batch still makes the SLO), then the consumer-errors, ` +
+          `provider-throttled and dlq-depth alarms. ${runbook}`,
+        alarmRule: cloudwatch.AlarmRule.allOf(cloudwatch.AlarmRule.fromAlarm(long, cloudwatch.AlarmState.ALARM), cloudwatch.AlarmRule.fromAlarm(short, cloudwatch.AlarmState.ALARM)),
+      });
+      composite.addAlarmAction(this.action);
+      composite.addOkAction(this.action);
+      return composite;
+    };
+    return { fast: pair('fast'), slow: pair('slow') };
   }
 
   private monitorScheduleGroup(group: string, jobNames: string[], env: string): Record<SchedulerAlarmKind, cloudwatch.Alarm> {

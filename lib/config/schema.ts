@@ -271,7 +271,9 @@ export const environmentSchema = z.object({
         message: `must be less than oldestMessageAgeSloSeconds (${job.oldestMessageAgeSloSeconds}): admitted work waits up to the horizon by plan, and the age alarm would fire on it`,
       });
     }
-    if (job.slo) {
+    // Judged only on valid inputs: a bad pageSize or rate is reported on its own key, once.
+    const inputsValid = [jobSchema.shape.pageSize.safeParse(job.pageSize), jobSchema.shape.maxPagesPerRun.safeParse(job.maxPagesPerRun), rateLimitSchema.safeParse(job.rateLimit)].every((r) => r.success);
+    if (job.slo && inputsValid) {
       const problem = sloUnreachable(job);
       if (problem) ctx.addIssue({ code: 'custom', path: at('slo', 'completeWithinMinutes'), message: problem });
     }

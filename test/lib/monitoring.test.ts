@@ -6,7 +6,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { MetricName } from '../../lambda/adapters/observability';
 import { loadEnvironment } from '../../lib/config/load';
 import { environmentSchema } from '../../lib/config/schema';
-import { alarmName, CustomMetric, MAX_ALARM_DESCRIPTION_LENGTH, Monitoring } from '../../lib/monitoring';
+import { alarmName, burnWindows, CustomMetric, MAX_ALARM_DESCRIPTION_LENGTH, Monitoring } from '../../lib/monitoring';
 import { InvalidPropsError } from '../../lib/props-error';
 import { PacedJobsStack } from '../../lib/stack';
 import { cdkJsonContext } from './cdkContext';
@@ -178,6 +178,42 @@ describe('Class: Monitoring', () => {
       }
     });
 
+    it('pages and tickets on the SLO\'s burn rate: per job two pairs, each a long and a short window both over its rate', () => {
+      const expr = (budget: number) =>
+        `IF(FILL(met, 0) + FILL(missed, 0) + FILL(failed, 0) > 0, (FILL(missed, 0) + FILL(failed, 0)) / (FILL(met, 0) + FILL(missed, 0) + FILL(failed, 0)), 0) / ${budget}`;
+      // payment-reconciliation: 99% within 360 min. Fast: 60 min (capped) and 5 min over 6x; slow: 180 and 15 min over 2x.
+      const windows = { fast: [['long', 60], ['short', 5]], slow: [['long', 180], ['short', 15]] } as const;
+      for (const [kind, rate] of [['fast', 6], ['slow', 2]] as const) {
+        const composite = resourceOf(prod.template, prod.stack.monitoring.burnAlarms['payment-reconciliation'][kind]).Properties;
+        expect(composite.AlarmName).toBe(`PacedJobs-prod-payment-reconciliation-burn-${kind}`);
+        expect(composite.AlarmActions).toEqual([refOf(prod.stack.monitoring.topic)]);
+        expect(composite.AlarmDescription).toContain('First run `npm run ops -- status --env prod --job payment-reconciliation`');
+        for (const [which, minutes] of windows[kind]) {
+          const name = `PacedJobs-prod-payment-reconciliation-burn-${kind}-${which}`;
+          const [id, resource] = Object.entries(prod.template.findResources('AWS::CloudWatch::Alarm')).find(([, a]) => a.Properties.AlarmName === name)!;
+          // The composite requires this window's alarm in ALARM (AND the pair's other one).
+          expect(JSON.stringify(composite.AlarmRule)).toContain(`{"Fn::GetAtt":["${id}","Arn"]}`);
+          expect(JSON.stringify(composite.AlarmRule)).toContain(') AND ALARM(');
+          const alarm = resource.Properties;
+          expect(alarm).toMatchObject({ Threshold: rate, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 1, TreatMissingData: 'notBreaching' });
+          const metrics = alarm.Metrics as { Id: string; Expression?: string; MetricStat?: { Metric: { MetricName: string }; Period: number; Stat: string } }[];
+          expect(metrics.find((m) => m.Expression)!.Expression).toBe(expr(0.01));
+          expect(metrics.filter((m) => m.MetricStat).map((m) => [m.Id, m.MetricStat!.Metric.MetricName, m.MetricStat!.Period, m.MetricStat!.Stat])).toEqual([
+            ['met', 'SloMet', minutes * 60, 'Sum'],
+            ['missed', 'SloMissed', minutes * 60, 'Sum'],
+            ['failed', 'SloFailed', minutes * 60, 'Sum'],
+          ]);
+        }
+      }
+    });
+
+    it('scales the burn windows to the SLO\'s own window, within bounds', () => {
+      expect(burnWindows('fast', 120)).toEqual({ longMinutes: 20, shortMinutes: 2 });
+      expect(burnWindows('slow', 120)).toEqual({ longMinutes: 60, shortMinutes: 5 });
+      expect(burnWindows('fast', 10)).toEqual({ longMinutes: 5, shortMinutes: 1 });
+      expect(burnWindows('slow', 2880)).toEqual({ longMinutes: 360, shortMinutes: 30 });
+    });
+
     it("uses as the metric's service dimension the service name the consumer is given", () => {
       const job = prod.stack.jobs['payment-reconciliation'];
       const variables = resourceOf(prod.template, job.consumer).Properties.Environment.Variables;
@@ -225,7 +261,10 @@ describe('Class: Monitoring', () => {
     it('names every alarm after the stack, so the topic policy can admit exactly these', () => {
       const names = Object.values(prod.template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties.AlarmName as string);
       expect(names.filter((n) => !n.startsWith('PacedJobs-prod-'))).toEqual([]);
-      expect(names).toHaveLength(ALL_PROD_JOBS.length * 9 + 2);
+      // Nine per job, two per schedule group, and the four windows of each job's two burn-rate pairs (its composites apart).
+      expect(names).toHaveLength(ALL_PROD_JOBS.length * (9 + 4) + 2);
+      const composites = Object.values(prod.template.findResources('AWS::CloudWatch::CompositeAlarm')).map((a) => a.Properties.AlarmName as string);
+      expect(composites.sort()).toEqual(ALL_PROD_JOBS.flatMap((j) => [`PacedJobs-prod-${j}-burn-fast`, `PacedJobs-prod-${j}-burn-slow`]).sort());
     });
 
     it('keeps every description within CloudWatch\'s 1024 characters and points to the runbook', () => {

@@ -177,7 +177,7 @@ describe('Class: PacedJobsStack', () => {
         JOB_SETTINGS: JSON.stringify({
           jobName: 'payment-reconciliation',
           pageSize: 500,
-          maxPagesPerRun: 200,
+          maxPagesPerRun: 58,
           maxMessageBytes: 262144,
           maxReceiveCount: 5,
           businessDateOffsetDays: -1,
@@ -185,6 +185,7 @@ describe('Class: PacedJobsStack', () => {
           rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1 },
           concurrency: 10,
           admission: { horizonSeconds: 300, batchSize: 20, batchingWindowSeconds: 1 },
+          slo: { objective: 0.99, completeWithinMinutes: 360 },
           tables: { payments: 'payments-prod' },
           buckets: {},
           secrets: { apiKey: 'paced-jobs/prod/provider-api-key' },

@@ -10,7 +10,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { EnvVar, JobRuntimeSettings, METRICS_NAMESPACE } from '../lambda/core/constants';
 import type { AppResources } from './app-resources';
-import { DLQ_RETENTION_DAYS, JobConfig, VISIBILITY_TIMEOUT_FACTOR } from './config/schema';
+import { DLQ_RETENTION_DAYS, effectiveRateLimit, JobConfig, VISIBILITY_TIMEOUT_FACTOR } from './config/schema';
 import { acknowledge, acknowledgeGrantWildcards, acknowledgeResourceWildcard } from './nag';
 import { MAX_FUNCTION_NAME_LENGTH, PacedFunction } from './paced-function';
 import { assertNoProblems } from './props-error';
@@ -48,12 +48,8 @@ export interface PacedJobProps {
   readonly handlersDir?: string;
 }
 
-/** The pacing the consumer enforces: the documented quota less headroom, and the configured burst. */
-export function effectiveRateLimit(rateLimit: JobConfig['rateLimit']): JobRuntimeSettings['rateLimit'] {
-  // The epsilon undoes binary floating point (100 x 0.29 is 28.999999999999996), so a whole product is not rounded down.
-  const startsPerInterval = Math.floor(rateLimit.starts * rateLimit.headroom + 1e-9);
-  return { startsPerInterval, intervalSeconds: rateLimit.intervalSeconds, burst: rateLimit.burst };
-}
+// The paced rate is config's to derive (the SLO's reachability is judged on it too); re-exported for the stack's users.
+export { effectiveRateLimit } from './config/schema';
 
 /** `<stackName>-<jobName>-producer`: explicit, so the producer can be granted invoke on itself without a cycle. */
 export function producerFunctionName(stackName: string, jobName: string): string {

@@ -387,17 +387,14 @@ export class LocalSession {
    * each item with its exact figures, read as the operator CLI reads them (ops/ledger.ts batchFigures).
    */
   async ledgerBatches(name: string, since: string | undefined = this.sinceIso()): Promise<{ batchId: string; item: Record<string, unknown>; figures: BatchFigures }[]> {
-    const job = this.job(name);
-    const tables = { ledger: this.ledgerTable(name) ?? '', idempotency: job.consumer?.environment.IDEMPOTENCY_TABLE_NAME ?? '' };
+    const tables = this.stateTables(name);
     const items = (await this.ledgerItems(name)).filter((item) => since === undefined || typeof item.startedAt !== 'string' || item.startedAt >= since);
     return Promise.all(items.map(async (item) => ({ batchId: batchIdOf(item), item, figures: await batchFigures(this.clients.documents, tables, name, item) })));
   }
 
   /** One business date of a job, audited as `ops audit` audits it (ops/commands/audit.ts). */
   async auditDate(name: string, businessDate: string): Promise<AuditResult> {
-    const job = this.job(name);
-    const tables = { ledger: this.ledgerTable(name) ?? '', idempotency: job.consumer?.environment.IDEMPOTENCY_TABLE_NAME ?? '' };
-    return auditDate(this.clients.documents, tables, { job: name, date: businessDate });
+    return auditDate(this.clients.documents, this.stateTables(name), { job: name, date: businessDate });
   }
 
   /** The job's batches started since `since` (ISO; a kept data directory holds earlier ones), summed. */
@@ -501,6 +498,11 @@ export class LocalSession {
     } finally {
       for (const d of this.downstreams) await d.close().catch(() => undefined);
     }
+  }
+
+  /** The run ledger and idempotency table a job's functions use, as the operator CLI reads them. */
+  private stateTables(name: string): { ledger: string; idempotency: string } {
+    return { ledger: this.ledgerTable(name) ?? '', idempotency: this.job(name).consumer?.environment.IDEMPOTENCY_TABLE_NAME ?? '' };
   }
 
   private ledgerTable(name: string): string | undefined {

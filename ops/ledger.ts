@@ -4,7 +4,7 @@
 // discovered = completed + completedElsewhere + rejected + deadLettered (resolveBatch, batchReconciles; the key layout
 // and the rules are lambda/core/ledgerContract.ts). The local tools read the ledger through here too.
 import { BatchGetCommand, GetCommand, QueryCommand, type DynamoDBDocumentClient, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
-import { PERSISTENCE_ATTRIBUTE_KEY_MAPPINGS as ATTR } from '@aws-lambda-powertools/idempotency';
+import { IdempotencyRecordStatus, PERSISTENCE_ATTRIBUTE_KEY_MAPPINGS as ATTR } from '@aws-lambda-powertools/idempotency';
 import { idempotencyRecordId } from '../lambda/core/idempotencyKey';
 import {
   batchIdOf,
@@ -193,27 +193,55 @@ export function invocationItems(dynamo: Dynamo, ledgerTable: string, job: string
 
 /** BatchGetItem's limit of keys per request. */
 const KEYS_PER_REQUEST = 100;
+/** First and longest wait before asking again for keys DynamoDB left unprocessed (it does so when throttled). */
+const UNPROCESSED_BACKOFF_MS = { first: 50, max: 2000 };
+
+/** What an operation's idempotency record says: Powertools' status, and who completed it (a COMPLETED one). */
+export interface IdempotencyState {
+  status: string;
+  completedBy?: CompletedBy;
+}
 
 /**
- * The completion of each of `operationIds` that has one (its idempotency record is COMPLETED): who completed it, or
- * undefined for a completion written before completions named their batch. Read consistently, 100 keys a request.
+ * The idempotency record of each of `operationIds` that has one: read consistently, 100 keys a request, asking again
+ * (after a growing wait) for the keys DynamoDB leaves unprocessed.
  */
-export async function completionsOf(dynamo: Dynamo, idempotencyTable: string, job: string, operationIds: readonly string[]): Promise<Map<string, CompletedBy | undefined>> {
+export async function idempotencyStatesOf(
+  dynamo: Dynamo,
+  idempotencyTable: string,
+  job: string,
+  operationIds: readonly string[],
+  sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+): Promise<Map<string, IdempotencyState>> {
   const byId = new Map([...new Set(operationIds)].map((op) => [idempotencyRecordId(job, op), op]));
-  const out = new Map<string, CompletedBy | undefined>();
-  let keys = [...byId.keys()].map((id) => ({ id }));
-  while (keys.length > 0) {
-    const chunk = keys.slice(0, KEYS_PER_REQUEST);
-    keys = keys.slice(KEYS_PER_REQUEST);
-    const response = await dynamo.send(new BatchGetCommand({ RequestItems: { [idempotencyTable]: { Keys: chunk, ConsistentRead: true } } }));
+  const keys = [...byId.keys()].map((id) => ({ id }));
+  const requests = Array.from({ length: Math.ceil(keys.length / KEYS_PER_REQUEST) }, (_, i) => keys.slice(i * KEYS_PER_REQUEST, (i + 1) * KEYS_PER_REQUEST));
+  const out = new Map<string, IdempotencyState>();
+  let backoffMs = 0;
+  for (let i = 0; i < requests.length; i++) {
+    const response = await dynamo.send(new BatchGetCommand({ RequestItems: { [idempotencyTable]: { Keys: requests[i], ConsistentRead: true } } }));
     for (const item of response.Responses?.[idempotencyTable] ?? []) {
       const op = byId.get(String(item.id));
-      if (op !== undefined && item[ATTR.statusAttr] === 'COMPLETED') out.set(op, completedByOf(item[ATTR.dataAttr]));
+      if (op !== undefined) out.set(op, { status: String(item[ATTR.statusAttr]), completedBy: completedByOf(item[ATTR.dataAttr]) });
     }
-    // Keys DynamoDB did not get to are asked again.
-    keys.push(...((response.UnprocessedKeys?.[idempotencyTable]?.Keys ?? []) as { id: string }[]));
+    const unprocessed = (response.UnprocessedKeys?.[idempotencyTable]?.Keys ?? []) as { id: string }[];
+    if (unprocessed.length === 0) {
+      backoffMs = 0;
+      continue;
+    }
+    requests.push(unprocessed);
+    backoffMs = Math.min(UNPROCESSED_BACKOFF_MS.max, backoffMs === 0 ? UNPROCESSED_BACKOFF_MS.first : backoffMs * 2);
+    await sleep(backoffMs);
   }
   return out;
+}
+
+/**
+ * The completion of each operation of `states` that has one (its idempotency record is COMPLETED): who completed it, or
+ * undefined for a completion written before completions named their batch.
+ */
+export function completionsIn(states: ReadonlyMap<string, IdempotencyState>): Map<string, CompletedBy | undefined> {
+  return new Map([...states].filter(([, r]) => r.status === IdempotencyRecordStatus.COMPLETED).map(([op, r]): [string, CompletedBy | undefined] => [op, r.completedBy]));
 }
 
 /** One batch's exact figures: its item, its invocation items, and the completions of its dead-lettered operations and orphans. */
@@ -224,7 +252,7 @@ export async function batchFigures(dynamo: Dynamo, tables: LedgerTables, job: st
 async function figuresOf(dynamo: Dynamo, tables: LedgerTables, job: string, batchItem: Record<string, unknown>, invocations: Record<string, unknown>[]): Promise<BatchFigures> {
   const batchId = batchIdOf(batchItem);
   const lookUp = [...new Set([...deadLetteredOperationsOf(invocations), ...orphansOf(batchItem)])];
-  const completions = lookUp.length > 0 ? await completionsOf(dynamo, tables.idempotency, job, lookUp) : new Map();
+  const completions = lookUp.length > 0 ? completionsIn(await idempotencyStatesOf(dynamo, tables.idempotency, job, lookUp)) : new Map();
   return resolveBatch(batchId, batchItem, invocations, completions);
 }
 

@@ -1,6 +1,6 @@
 // Configuration contract for one environment: every default is written once here (and pinned by test/lib/config).
 import { z } from 'zod';
-import { LAMBDA_MAX_TIMEOUT_SECONDS, SQS_MAX_MESSAGE_BYTES } from '../../lambda/core/constants';
+import { LAMBDA_MAX_TIMEOUT_SECONDS, SQS_MAX_MESSAGE_BYTES, type JobRuntimeSettings } from '../../lambda/core/constants';
 
 /** DLQ retention is fixed at the SQS maximum so a failed message outlives its source queue's retention. */
 export const DLQ_RETENTION_DAYS = 14;
@@ -207,6 +207,13 @@ export const jobSchema = z.object({
     .default({}),
 });
 
+/** The pacing the consumer enforces: the documented quota less headroom, and the configured burst. */
+export function effectiveRateLimit(rateLimit: z.output<typeof rateLimitSchema>): JobRuntimeSettings['rateLimit'] {
+  // The epsilon undoes binary floating point (100 x 0.29 is 28.999999999999996), so a whole product is not rounded down.
+  const startsPerInterval = Math.floor(rateLimit.starts * rateLimit.headroom + 1e-9);
+  return { startsPerInterval, intervalSeconds: rateLimit.intervalSeconds, burst: rateLimit.burst };
+}
+
 /**
  * Why a job's SLO cannot be met by a full run (pageSize x maxPagesPerRun operations) at its paced rate (the quota less
  * headroom), or undefined when it can: the objective's share of that run must fit the window at that rate.
@@ -214,10 +221,9 @@ export const jobSchema = z.object({
 export function sloUnreachable(job: Pick<z.output<typeof jobSchema>, 'pageSize' | 'maxPagesPerRun' | 'rateLimit'> & { slo?: z.output<typeof sloSchema> }): string | undefined {
   // Only an SLO that is itself valid (its own keys report what is not).
   const { objective, completeWithinMinutes } = job.slo ?? {};
-  if (!(typeof objective === 'number' && objective > 0 && objective < 1 && Number.isInteger(completeWithinMinutes) && (completeWithinMinutes as number) > 0)) return undefined;
-  if (!job.slo) return undefined;
+  if (!(job.slo && objective! > 0 && objective! < 1 && Number.isInteger(completeWithinMinutes) && completeWithinMinutes! > 0)) return undefined;
   const operations = job.pageSize * job.maxPagesPerRun;
-  const starts = Math.floor(job.rateLimit.starts * job.rateLimit.headroom + 1e-9);
+  const starts = effectiveRateLimit(job.rateLimit).startsPerInterval;
   const perMinute = (starts * 60) / job.rateLimit.intervalSeconds;
   if (perMinute <= 0) return undefined; // rateLimit reports its own problem
   const needed = Math.ceil(job.slo.objective * operations);

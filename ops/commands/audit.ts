@@ -3,26 +3,23 @@
 // own deliveries ended; only the operations themselves say whether the date as a whole is done, so this lists every
 // operation of the date from the admitted pages and asks each one's idempotency record. Reads the run ledger and the
 // idempotency records only, never the application's tables.
-import { IdempotencyRecordStatus, PERSISTENCE_ATTRIBUTE_KEY_MAPPINGS as ATTR } from '@aws-lambda-powertools/idempotency';
-import { BatchGetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { idempotencyRecordId } from '../../lambda/core/idempotencyKey';
+import { IdempotencyRecordStatus } from '@aws-lambda-powertools/idempotency';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
   AdmissionStatus,
   batchExact,
   batchIdOf,
-  completedByOf,
   deadLetterEntriesOf,
   decodePageOperations,
   ledgerKeys,
   resolveBatch,
   type BatchFigures,
-  type CompletedBy,
 } from '../../lambda/core/ledgerContract';
 import { businessDateSchema } from '../../lambda/core/message';
 import { type CommandContext, selectJobs } from '../context';
 import { OpsError, UsageError } from '../errors';
 import { renderTable } from '../io';
-import { invocationItems, queryAll } from '../ledger';
+import { completionsIn, idempotencyStatesOf, invocationItems, queryAll, type IdempotencyState } from '../ledger';
 
 type Dynamo = Pick<DynamoDBDocumentClient, 'send'>;
 
@@ -101,12 +98,6 @@ interface DateBatch {
   pageOperations: string[];
 }
 
-/** What an operation's idempotency record says; absent when it has none. */
-interface RecordState {
-  status: string;
-  completedBy?: CompletedBy;
-}
-
 /** An operation's end as the audit finds it. */
 interface OperationEnd {
   state: OperationState;
@@ -115,10 +106,6 @@ interface OperationEnd {
   completedBy?: string;
 }
 
-/** BatchGetItem's limit of keys per request. */
-const KEYS_PER_REQUEST = 100;
-/** First and longest wait before asking again for keys DynamoDB left unprocessed (it does so when throttled). */
-const UNPROCESSED_BACKOFF_MS = { first: 50, max: 2000 };
 
 const format = (n: number): string => n.toLocaleString('en-US');
 const plural = (n: number, word: string): string => `${format(n)} ${word}${n === 1 ? '' : 's'}`;
@@ -158,10 +145,8 @@ export async function auditDate(
   }
   const discoveredBy = discoveringBatches(batches);
   const operationIds = [...discoveredBy.keys()];
-  const records = await idempotencyRecords(dynamo, idempotency, job, operationIds, sleep);
-  const completions = new Map(
-    [...records].filter(([, r]) => r.status === IdempotencyRecordStatus.COMPLETED).map(([op, r]): [string, CompletedBy | undefined] => [op, r.completedBy]),
-  );
+  const records = await idempotencyStatesOf(dynamo, idempotency, job, operationIds, sleep);
+  const completions = completionsIn(records);
   const figures = batches.map((b) => resolveBatch(b.batchId, b.item, b.invocations, completions));
   const ends = operationEnds(operationIds, records, rejectionReasons(rejections, batches), deadLetterReasons(batches));
 
@@ -245,40 +230,6 @@ function discoveringBatches(batches: readonly DateBatch[]): Map<string, string[]
   return out;
 }
 
-/**
- * The idempotency record of each operation that has one: read consistently, 100 keys a request, asking again (after a
- * growing wait) for the keys DynamoDB leaves unprocessed.
- */
-async function idempotencyRecords(
-  dynamo: Dynamo,
-  table: string,
-  job: string,
-  operationIds: readonly string[],
-  sleep: (ms: number) => Promise<void>,
-): Promise<Map<string, RecordState>> {
-  const byId = new Map(operationIds.map((op) => [idempotencyRecordId(job, op), op]));
-  const keys = [...byId.keys()].map((id) => ({ id }));
-  const requests = Array.from({ length: Math.ceil(keys.length / KEYS_PER_REQUEST) }, (_, i) => keys.slice(i * KEYS_PER_REQUEST, (i + 1) * KEYS_PER_REQUEST));
-  const out = new Map<string, RecordState>();
-  let backoffMs = 0;
-  for (let i = 0; i < requests.length; i++) {
-    const response = await dynamo.send(new BatchGetCommand({ RequestItems: { [table]: { Keys: requests[i], ConsistentRead: true } } }));
-    for (const item of response.Responses?.[table] ?? []) {
-      const op = byId.get(String(item.id));
-      if (op !== undefined) out.set(op, { status: String(item[ATTR.statusAttr]), completedBy: completedByOf(item[ATTR.dataAttr]) });
-    }
-    const unprocessed = (response.UnprocessedKeys?.[table]?.Keys ?? []) as { id: string }[];
-    if (unprocessed.length === 0) {
-      backoffMs = 0;
-      continue;
-    }
-    requests.push(unprocessed);
-    backoffMs = Math.min(UNPROCESSED_BACKOFF_MS.max, backoffMs === 0 ? UNPROCESSED_BACKOFF_MS.first : backoffMs * 2);
-    await sleep(backoffMs);
-  }
-  return out;
-}
-
 /** The reasons of each operation a rejection of one of the date's batches names. */
 function rejectionReasons(rejections: readonly Record<string, unknown>[], batches: readonly DateBatch[]): Map<string, string[]> {
   const batchIds = new Set(batches.map((b) => b.batchId));
@@ -308,7 +259,7 @@ function deadLetterReasons(batches: readonly DateBatch[]): Map<string, string> {
  */
 function operationEnds(
   operationIds: readonly string[],
-  records: ReadonlyMap<string, RecordState>,
+  records: ReadonlyMap<string, IdempotencyState>,
   rejections: ReadonlyMap<string, string[]>,
   deadLetters: ReadonlyMap<string, string>,
 ): Map<string, OperationEnd> {

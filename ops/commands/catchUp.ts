@@ -1,17 +1,16 @@
 // `ops catch-up`: EventBridge Scheduler does not backfill runs that were missed or paused, so this invokes a job's
 // producer once per missed business date, oldest first, each run with a new batch ID (as a manual run gets one).
-import { GetFunctionConfigurationCommand, InvokeCommand } from '@aws-sdk/client-lambda';
+import { InvokeCommand } from '@aws-sdk/client-lambda';
 import { GetScheduleCommand } from '@aws-sdk/client-scheduler';
 import { makeBatchId } from '../../lambda/core/businessDate';
-import { EnvVar } from '../../lambda/core/constants';
 import { parseCron, scheduledRuns } from '../../lambda/core/cron';
 import { ledgerKeys } from '../../lambda/core/ledgerContract';
 import { businessDateSchema } from '../../lambda/core/message';
-import { readSettings } from '../../lambda/core/settings';
 import { type ChangeOptions, type CommandContext, selectJobs } from '../context';
 import type { JobResources } from '../resources';
 import { ProducerInvocationError, UsageError } from '../errors';
 import { confirm, renderTable } from '../io';
+import { producerSettings } from '../jobSettings';
 import { queryAll } from '../ledger';
 
 /**
@@ -113,9 +112,9 @@ export async function catchUpMissed(ctx: CommandContext, options: MissedOptions)
 }
 
 async function missedDates(ctx: CommandContext, job: JobResources, since: string | undefined): Promise<MissedDates> {
-  const [schedule, producer, batches] = await Promise.all([
+  const [schedule, settings, batches] = await Promise.all([
     ctx.clients.scheduler.send(new GetScheduleCommand({ Name: job.scheduleName })),
-    ctx.clients.lambda.send(new GetFunctionConfigurationCommand({ FunctionName: job.producerFunctionName })),
+    producerSettings(ctx, job.producerFunctionName),
     queryAll(ctx.clients.dynamo, {
       TableName: ctx.resources.tables.ledger,
       KeyConditionExpression: 'pk = :pk',
@@ -124,7 +123,6 @@ async function missedDates(ctx: CommandContext, job: JobResources, since: string
     }),
   ]);
   const expression = schedule.ScheduleExpression ?? '';
-  const settings = readSettings({ [EnvVar.JOB_SETTINGS]: producer.Environment?.Variables?.[EnvVar.JOB_SETTINGS] });
   const timeZone = schedule.ScheduleExpressionTimezone ?? settings.timeZone;
   const offset = settings.businessDateOffsetDays;
   // Batch IDs are `<job>:<businessDate>:...` (lambda/core/businessDate.ts makeBatchId).

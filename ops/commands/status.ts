@@ -7,9 +7,7 @@ import { batchSettledCount } from '../../lambda/core/ledgerContract';
 import { type CommandContext, selectJobs } from '../context';
 import { renderTable } from '../io';
 import { type BatchView, DRAIN_WINDOW_MINUTES, latestBatches } from '../ledger';
-import { GetFunctionConfigurationCommand } from '@aws-sdk/client-lambda';
-import { EnvVar } from '../../lambda/core/constants';
-import { readSettings } from '../../lambda/core/settings';
+import { producerSettings } from '../jobSettings';
 
 export interface StatusOptions {
   job?: string;
@@ -244,8 +242,7 @@ function forecast(batch: BatchView, total: number, settled: number, left: number
  */
 async function jobSlo(ctx: CommandContext, producerFunctionName: string): Promise<JobSlo | undefined> {
   try {
-    const config = await ctx.clients.lambda.send(new GetFunctionConfigurationCommand({ FunctionName: producerFunctionName }));
-    const settings = readSettings({ [EnvVar.JOB_SETTINGS]: config.Environment?.Variables?.[EnvVar.JOB_SETTINGS] });
+    const settings = await producerSettings(ctx, producerFunctionName);
     return { slo: settings.slo, timeZone: settings.timeZone };
   } catch {
     return undefined;

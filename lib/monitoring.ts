@@ -13,19 +13,24 @@ import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
 import { METRICS_NAMESPACE } from '../lambda/core/constants';
 import type { JobConfig } from './config/schema';
 import { pascalCase } from './outputs';
 import type { PacedJob } from './paced-job';
+import { acknowledge } from './nag';
 import { assertNoProblems } from './props-error';
 
 /** CloudWatch's limit on an alarm name. */
 export const MAX_ALARM_NAME_LENGTH = 255;
 /** CloudWatch's limit on an alarm description; ours stay well within it because they never list the jobs. */
 export const MAX_ALARM_DESCRIPTION_LENGTH = 1024;
-/** The group EventBridge Scheduler puts a schedule in when none is given. */
+/**
+ * The group EventBridge Scheduler puts a schedule in when none is given. The stack's schedules are in its own group
+ * (lib/stack.ts scheduleGroupName); a job handed this one gets alarms that say the group is shared.
+ */
 export const DEFAULT_SCHEDULE_GROUP = 'default';
 
 /** The per-job alarms, by the `<what>` part of their names. */
@@ -125,7 +130,7 @@ export function alarmName(stackName: string, subject: string, what: string): str
   return `${stackName}-${subject}-${what}`;
 }
 
-/** The subject of a schedule group's alarms, e.g. `schedule-group-default`. */
+/** The subject of a schedule group's alarms, e.g. `schedule-group-paced-jobs-prod`. */
 export function scheduleGroupSubject(groupName: string): string {
   return `schedule-group-${groupName}`;
 }
@@ -197,6 +202,11 @@ export class Monitoring extends Construct {
     const groups = [...new Set(props.jobs.map((j) => scheduleGroupOf(j.pacedJob)))];
     const problems: string[] = [];
     if (Token.isUnresolved(stackName)) problems.push('the stack name must be a literal: it starts every alarm name');
+    for (const j of props.jobs) {
+      if (Token.isUnresolved(scheduleGroupOf(j.pacedJob))) {
+        problems.push(`${j.jobName}: its schedule group's name must be a literal: it is in the Scheduler alarms' names and their ScheduleGroup dimension`);
+      }
+    }
     if (props.jobs.length === 0) problems.push('jobs: at least one job is required');
     const names = [
       ...props.jobs.flatMap((j) => Object.values(JobAlarm).map((what) => alarmName(stackName, j.jobName, what))),
@@ -239,7 +249,20 @@ export class Monitoring extends Construct {
     }));
     // SNS encrypts with the publisher's access to the key; the key policy is the only place CloudWatch can get it.
     this.topicKey.grant(cloudwatchPrincipal, 'kms:Decrypt', 'kms:GenerateDataKey*');
-    if (props.alarmEmail !== undefined) this.topic.addSubscription(new EmailSubscription(props.alarmEmail));
+    if (props.alarmEmail !== undefined) {
+      // An alarm SNS could not deliver (the address bounces, the endpoint is gone) is kept for 14 days, not dropped.
+      // SQS-managed encryption: SNS can write to it without a key policy of its own.
+      const undelivered = new sqs.Queue(this, 'UndeliveredAlarms', {
+        encryption: sqs.QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        retentionPeriod: Duration.days(14),
+        removalPolicy: props.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+      });
+      const why = 'the undelivered alarms queue is itself the dead-letter queue of the alarm subscription: nothing consumes it to fail';
+      acknowledge(undelivered, 'AwsSolutions-SQS3', why);
+      acknowledge(undelivered, 'Serverless-SQSRedrivePolicy', why);
+      this.topic.addSubscription(new EmailSubscription(props.alarmEmail, { deadLetterQueue: undelivered }));
+    }
     this.action = new SnsAction(this.topic);
 
     this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
@@ -604,5 +627,5 @@ export class Monitoring extends Construct {
 }
 
 function scheduleGroupOf(job: PacedJob): string {
-  return job.schedule.scheduleGroup?.scheduleGroupName ?? DEFAULT_SCHEDULE_GROUP;
+  return job.scheduleGroup.scheduleGroupName;
 }

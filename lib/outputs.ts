@@ -37,6 +37,8 @@ export const JobOutput = {
   ProducerFunctionName: 'ProducerFunctionName',
   ConsumerFunctionName: 'ConsumerFunctionName',
   ScheduleName: 'ScheduleName',
+  /** The EventBridge Scheduler group the schedule is in (the environment's); Scheduler's calls on it need the group. */
+  ScheduleGroupName: 'ScheduleGroupName',
   /** UUID of the consumer's SQS event source mapping (to pause or resume consumption). */
   EventSourceMappingUuid: 'EventSourceMappingUuid',
   /** The producer's admission queue (its next steps, delayed until due). */

@@ -40,6 +40,8 @@ export interface PacedJobProps {
   /** The application's tables, buckets and secrets; the job reaches only those its `uses` names. */
   readonly appResources: AppResources;
   readonly stateTables: StateTables;
+  /** The environment's schedule group (one per stack): the job's schedule is created in it. */
+  readonly scheduleGroup: scheduler.IScheduleGroup;
   /** Retention of both functions' log groups. */
   readonly logRetentionDays: number;
   /** Keep log groups when the stack is deleted. */
@@ -78,6 +80,8 @@ export class PacedJob extends Construct {
   public readonly consumer: PacedFunction;
   public readonly eventSource: SqsEventSource;
   public readonly schedule: scheduler.Schedule;
+  /** The group the schedule is in (PacedJobProps.scheduleGroup): Scheduler's metrics, and so its alarms, are per group. */
+  public readonly scheduleGroup: scheduler.IScheduleGroup;
   public readonly producerFunctionName: string;
 
   constructor(scope: Construct, id: string, props: PacedJobProps) {
@@ -116,6 +120,7 @@ export class PacedJob extends Construct {
       businessDateOffsetDays: job.schedule.businessDateOffsetDays,
       timeZone: job.schedule.timeZone,
       rateLimit,
+      quota: { starts: job.rateLimit.starts, headroom: job.rateLimit.headroom, ...(job.rateLimit.maxConcurrent ? { maxConcurrent: job.rateLimit.maxConcurrent } : {}) },
       concurrency: job.concurrency,
       ...(job.admission.enabled
         ? { admission: { horizonSeconds: job.admission.horizonSeconds, batchSize: job.batchSize, batchingWindowSeconds: job.batchingWindowSeconds } }
@@ -136,6 +141,7 @@ export class PacedJob extends Construct {
     assertNoProblems(`PacedJob ${scope.node.path}/${id}`, problems);
     super(scope, id);
     this.producerFunctionName = functionName;
+    this.scheduleGroup = props.scheduleGroup;
 
     this.runtimeSettings = runtimeSettings;
 
@@ -252,8 +258,12 @@ export class PacedJob extends Construct {
     });
     acknowledgeResourceWildcard(scheduleRole, `${this.producer.functionArn}:*`,
       "The schedule invokes only this job's producer; the target's grant adds ':*' for that same function's versions and aliases.");
-    this.schedule = new scheduler.Schedule(this, 'Schedule', {
+    // 'InGroup', not 'Schedule': a new logical ID, so moving a deployed schedule from the default group into the stack's
+    // replaces it. CloudFormation would update it in place, asking for it in its new group, where it is not found
+    // (aws/aws-cdk#34216).
+    this.schedule = new scheduler.Schedule(this, 'ScheduleInGroup', {
       description: `${jobName}: starts one producer run`,
+      scheduleGroup: props.scheduleGroup,
       schedule: scheduler.ScheduleExpression.expression(`cron(${job.schedule.cron})`, TimeZone.of(job.schedule.timeZone)),
       enabled: job.schedule.enabled,
       target: new LambdaInvoke(this.producer, {
@@ -264,6 +274,8 @@ export class PacedJob extends Construct {
         deadLetterQueue: this.producerDlq,
       }),
     });
+    // The L2 writes the group's name as a literal, so CloudFormation would be free to create the schedule first.
+    this.schedule.node.addDependency(props.scheduleGroup);
 
     this.grantProducer(props);
     this.grantConsumer(props);

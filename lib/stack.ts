@@ -1,12 +1,25 @@
 // The deployable unit for one environment: the app resources, the runtime's state tables, one PacedJob per configured job.
-import { CfnOutput, Stack, StackProps, Tags } from 'aws-cdk-lib';
+import { CfnOutput, RemovalPolicy, Stack, StackProps, Tags } from 'aws-cdk-lib';
+import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import { Construct } from 'constructs';
 import { AppResources } from './app-resources';
 import type { EnvironmentConfig } from './config/schema';
 import { Monitoring } from './monitoring';
 import { bucketOutputDescription, bucketOutputName, jobOutputDescription, JobOutputKind, jobOutputName, pascalCase, StackOutput } from './outputs';
 import { PacedJob } from './paced-job';
+import { assertNoProblems } from './props-error';
 import { StateTables } from './state-tables';
+
+/** EventBridge Scheduler's rule for a schedule group's name. */
+export const SCHEDULE_GROUP_NAME_PATTERN = /^[0-9a-zA-Z\-_.]{1,64}$/;
+
+/**
+ * The environment's schedule group, `paced-jobs-<env>` (e.g. `paced-jobs-prod`): every job's schedule is in it, so the
+ * Scheduler alarms (which Scheduler can only scope to a group) watch this environment's schedules and nothing else.
+ */
+export function scheduleGroupName(environmentName: string): string {
+  return `paced-jobs-${environmentName}`;
+}
 
 export interface PacedJobsStackProps extends StackProps {
   /** The environment's name (dev, staging, prod), used in tags and descriptions. */
@@ -24,9 +37,17 @@ export class PacedJobsStack extends Stack {
   public readonly jobs: Readonly<Record<string, PacedJob>>;
   /** The alarms, their SNS topic and the dashboard. */
   public readonly monitoring: Monitoring;
+  /** The environment's schedule group (scheduleGroupName): every job's schedule is in it. */
+  public readonly scheduleGroup: scheduler.ScheduleGroup;
 
   constructor(scope: Construct, id: string, props: PacedJobsStackProps) {
     const { environmentName, config, handlersDir, ...stackProps } = props;
+    const groupName = scheduleGroupName(environmentName);
+    const problems: string[] = [];
+    if (!SCHEDULE_GROUP_NAME_PATTERN.test(groupName)) {
+      problems.push(`environmentName "${environmentName}" makes the schedule group name "${groupName}"; Scheduler allows 1-64 characters of 0-9, a-z, A-Z, "-", "_" and "."`);
+    }
+    assertNoProblems(`PacedJobsStack ${id}`, problems);
     super(scope, id, {
       description: `Paced jobs (${environmentName}): scheduled, rate-limited, idempotent job processing`,
       ...stackProps,
@@ -41,6 +62,13 @@ export class PacedJobsStack extends Stack {
       new CfnOutput(this, bucketOutputName(key), { value: bucket.bucketName, description: bucketOutputDescription(key) });
     }
 
+    // Named, not generated: the runbook and the Scheduler alarms' ScheduleGroup dimension name it. Its removal follows
+    // retainData, as the stack's data does.
+    this.scheduleGroup = new scheduler.ScheduleGroup(this, 'ScheduleGroup', {
+      scheduleGroupName: groupName,
+      removalPolicy: config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
+
     const jobs: Record<string, PacedJob> = {};
     for (const [jobName, job] of Object.entries(config.jobs)) {
       const pacedJob = new PacedJob(this, pascalCase(jobName), {
@@ -48,6 +76,7 @@ export class PacedJobsStack extends Stack {
         job,
         appResources: this.appResources,
         stateTables: this.stateTables,
+        scheduleGroup: this.scheduleGroup,
         logRetentionDays: config.logRetentionDays,
         retainData: config.retainData,
         handlersDir,
@@ -63,6 +92,7 @@ export class PacedJobsStack extends Stack {
         ProducerFunctionName: pacedJob.producer.functionName,
         ConsumerFunctionName: pacedJob.consumer.functionName,
         ScheduleName: pacedJob.schedule.scheduleName,
+        ScheduleGroupName: this.scheduleGroup.scheduleGroupName,
         EventSourceMappingUuid: pacedJob.eventSource.eventSourceMappingId,
         AdmissionQueueUrl: pacedJob.admissionQueue.queueUrl,
         AdmissionQueueArn: pacedJob.admissionQueue.queueArn,

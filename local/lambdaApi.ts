@@ -12,11 +12,18 @@ export interface LambdaApiOptions {
   /** The mappings that exist now (read at every request). */
   mappings: () => SqsEventSourceMapping[];
   functionArn: (name: string) => string;
+  /**
+   * The account's concurrency limit GetAccountSettings answers: the local runtime does not enforce one (each function
+   * without reserved concurrency has its own small cap), so this is AWS's default quota for an account. @default 1000
+   */
+  accountConcurrencyLimit?: number;
 }
 
 const INVOKE = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/;
 const CONFIGURATION = /^\/2015-03-31\/functions\/([^/]+)\/configuration$/;
 const MAPPINGS = /^\/2015-03-31\/event-source-mappings\/?$/;
+const CONCURRENCY = /^\/2019-09-30\/functions\/([^/]+)\/concurrency$/;
+const ACCOUNT_SETTINGS = /^\/2016-08-19\/account-settings\/?$/;
 const MAPPING = /^\/2015-03-31\/event-source-mappings\/([^/?]+)$/;
 
 export function describeMapping(m: SqsEventSourceMapping, functionArn: string): Record<string, unknown> {
@@ -98,6 +105,28 @@ async function handle(options: LambdaApiOptions, req: IncomingMessage, res: Serv
       // The template's variables only: never the runtime's own (credentials, handler, TZ), as AWS answers.
       Environment: { Variables: Object.fromEntries(Object.entries(spec.environment ?? {}).filter(([k]) => !RESERVED_ENVIRONMENT_KEYS.includes(k) && !k.startsWith('AWS_'))) },
       State: 'Active',
+    });
+  }
+  const concurrency = CONCURRENCY.exec(url.pathname);
+  if (concurrency && req.method === 'GET') {
+    // GetFunctionConcurrency: the function's reserved concurrency, absent when it has none (as AWS answers).
+    let fn;
+    try {
+      fn = options.runtime.get(decodeURIComponent(concurrency[1]));
+    } catch (error) {
+      if (error instanceof FunctionNotFoundError) return reply(res, 404, { Type: 'User', message: error.message }, 'ResourceNotFoundException');
+      throw error;
+    }
+    const reserved = (fn.spec as Partial<FunctionSpec>).reservedConcurrency;
+    return reply(res, 200, reserved === undefined ? {} : { ReservedConcurrentExecutions: reserved });
+  }
+  if (ACCOUNT_SETTINGS.test(url.pathname) && req.method === 'GET') {
+    // GetAccountSettings: the limit, and what reserved concurrency leaves unreserved, over every function deployed.
+    const limit = options.accountConcurrencyLimit ?? 1000;
+    const reserved = options.runtime.list().reduce((sum, fn) => sum + ((fn.spec as Partial<FunctionSpec>).reservedConcurrency ?? 0), 0);
+    return reply(res, 200, {
+      AccountLimit: { ConcurrentExecutions: limit, UnreservedConcurrentExecutions: limit - reserved, TotalCodeSize: 80_530_636_800, CodeSizeUnzipped: 262_144_000, CodeSizeZipped: 52_428_800 },
+      AccountUsage: { FunctionCount: options.runtime.list().length, TotalCodeSize: 0 },
     });
   }
   if (MAPPINGS.test(url.pathname) && req.method === 'GET') {

@@ -1,5 +1,6 @@
 // Deploy parity, part two: turns the synthesized template into a local deployment plan (physical names, URLs, ARNs,
 // fully resolved properties per resource), before anything is created. Pure: no servers, no AWS calls.
+import { createHash } from 'node:crypto';
 import { CloudFormationTemplate, evaluateConditions, ResolveContext, resolveValue, TemplateError, TemplateResource } from './template';
 
 /** What the local runtime does with a resource type: creates and runs it, enforces it (IAM), or skips it. */
@@ -35,8 +36,8 @@ export const RESOURCE_TYPES: Record<string, { treatment: LocalTreatment; note: s
   'AWS::CloudWatch::Alarm': { treatment: 'ignored', note: 'monitoring only: an alarm is never evaluated locally' },
   'AWS::CloudWatch::CompositeAlarm': { treatment: 'ignored', note: 'monitoring only' },
   'AWS::CloudWatch::Dashboard': { treatment: 'ignored', note: 'monitoring only' },
-  'AWS::SNS::Topic': { treatment: 'ignored', note: 'alarm notifications only: nobody is paged locally' },
-  'AWS::SNS::Subscription': { treatment: 'ignored', note: 'alarm notifications only' },
+  'AWS::SNS::Topic': { treatment: 'emulated', note: 'names and subscriptions only: ListTopics, GetTopicAttributes, ListSubscriptionsByTopic answer from the template; nothing is delivered' },
+  'AWS::SNS::Subscription': { treatment: 'emulated', note: 'listed as confirmed, since nothing is delivered to confirm (on AWS an email subscription is pending until its link is followed)' },
   'AWS::SNS::TopicPolicy': { treatment: 'ignored', note: 'alarm notifications only' },
   'AWS::CDK::Metadata': { treatment: 'ignored', note: 'CDK bookkeeping' },
   'Custom::S3AutoDeleteObjects': { treatment: 'ignored', note: 'deploy-time housekeeping (empties the bucket on stack deletion)' },
@@ -177,6 +178,27 @@ export interface PlannedSchedule {
   roleArn?: string;
 }
 
+export interface PlannedTopic {
+  logicalId: string;
+  name: string;
+  arn: string;
+  displayName?: string;
+  /** KmsMasterKeyId as the template resolves it (a key ARN, ID or alias). */
+  kmsMasterKeyId?: string;
+  fifo: boolean;
+}
+
+/** A subscription of the template. Nothing is delivered locally, so none waits for a confirmation: all count as confirmed. */
+export interface PlannedSubscription {
+  logicalId: string;
+  /** `<topicArn>:<id>`, the id a UUID derived from the stack name and the logical ID, so it is the same on every run. */
+  arn: string;
+  /** TopicArn as resolved (the Ref of a topic of the template, or an ARN it names). */
+  topicArn: string;
+  protocol: string;
+  endpoint?: string;
+}
+
 /** An IAM policy document as the template has it, every intrinsic resolved to local names and ARNs. */
 export interface PolicyDocument {
   Version?: string;
@@ -228,6 +250,8 @@ export interface StackPlan {
   layers: PlannedLayer[];
   mappings: PlannedMapping[];
   schedules: PlannedSchedule[];
+  topics: PlannedTopic[];
+  subscriptions: PlannedSubscription[];
   iam: PlannedIam;
   /** Logical IDs skipped on purpose, with the reason. */
   ignored: { logicalId: string; type: string; reason: string }[];
@@ -241,7 +265,7 @@ interface Identity {
 
 /** A plan with nothing in it yet: where planStack starts, and what a test builds on. */
 export function emptyPlan(where: Pick<StackPlan, 'stackName' | 'region' | 'accountId'>): StackPlan {
-  return { ...where, queues: [], tables: [], buckets: [], secrets: [], functions: [], layers: [], mappings: [], schedules: [], iam: { roles: [], resourcePolicies: [] }, ignored: [], outputs: {} };
+  return { ...where, queues: [], tables: [], buckets: [], secrets: [], functions: [], layers: [], mappings: [], schedules: [], topics: [], subscriptions: [], iam: { roles: [], resourcePolicies: [] }, ignored: [], outputs: {} };
 }
 
 /** Keeps a generated name within a service's character set and length, as CloudFormation's generated names do. */
@@ -377,9 +401,19 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
         return { ref: name, attrs: { Arn: `arn:aws:iam::${accountId}:role/${name}`, RoleId: `LOCAL${id}` } };
       }
       case 'AWS::SNS::Topic': {
-        const name = str(prop(r, 'TopicName', id)) ?? generatedName(stackName, id, 256);
+        // A generated FIFO topic name gets the .fifo suffix, as CloudFormation's does (a given name must carry it).
+        const fifo = prop(r, 'FifoTopic', id) === true || prop(r, 'FifoTopic', id) === 'true';
+        const name = str(prop(r, 'TopicName', id)) ?? generatedName(stackName, id, fifo ? 251 : 256) + (fifo ? '.fifo' : '');
         const topicArn = arn('sns', name);
         return { ref: topicArn, attrs: { TopicArn: topicArn, TopicName: name } };
+      }
+      case 'AWS::SNS::Subscription': {
+        for (const key of ['TopicArn', 'Protocol']) {
+          if (prop(r, key, id) === undefined) throw new TemplateError(`Properties validation failed for resource ${id} with message: #: required key [${key}] not found`, id);
+        }
+        // Ref is the subscription's ARN: the topic's ARN and an ID SNS makes up; the local one is derived, so stable.
+        const subscriptionArn = `${str(prop(r, 'TopicArn', id))}:${stableUuid(`${stackName}/${id}`)}`;
+        return { ref: subscriptionArn, attrs: { Arn: subscriptionArn } };
       }
       case 'AWS::IAM::ManagedPolicy': {
         const name = str(prop(r, 'ManagedPolicyName', id)) ?? generatedName(stackName, id, 128);
@@ -546,6 +580,19 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
         });
         break;
       }
+      case 'AWS::SNS::Topic':
+        plan.topics.push({
+          logicalId: id,
+          name: me.attrs.TopicName,
+          arn: me.ref,
+          displayName: str(props.DisplayName),
+          kmsMasterKeyId: str(props.KmsMasterKeyId),
+          fifo: props.FifoTopic === true || props.FifoTopic === 'true',
+        });
+        break;
+      case 'AWS::SNS::Subscription':
+        plan.subscriptions.push({ logicalId: id, arn: me.ref, topicArn: str(props.TopicArn)!, protocol: str(props.Protocol)!, endpoint: str(props.Endpoint) });
+        break;
       default:
         // AWS::Scheduler::ScheduleGroup: a name only; schedules carry their group.
         break;
@@ -563,6 +610,17 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
     plan.outputs[name] = String(resolveValue(output.Value, ctx, `Outputs.${name}.Value`));
   }
   return plan;
+}
+
+/** A name-based (version 5) UUID: the same name gives the same UUID on every run. */
+function stableUuid(name: string): string {
+  // RFC 4122's URL namespace; any fixed namespace would do, this one is the standard's own.
+  const namespace = Buffer.from('6ba7b8119dad11d180b400c04fd430c8', 'hex');
+  const hash = createHash('sha1').update(namespace).update(name).digest();
+  hash[6] = (hash[6] & 0x0f) | 0x50;
+  hash[8] = (hash[8] & 0x3f) | 0x80;
+  const hex = hash.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 /** A function's name from a name, a full ARN or a qualified ARN, as FunctionName properties may give it. */

@@ -277,7 +277,7 @@ async function collectReport(
 }
 
 /** `.local/endpoints.json`: everything a client (the AWS CLI, the ops CLI, a script) needs to use the local stack. */
-function writeEndpoints(localDir: string, session: LocalSession): string {
+export function writeEndpoints(localDir: string, session: LocalSession): string {
   const { stack } = session;
   const file = join(localDir, 'endpoints.json');
   const downstreams = Object.fromEntries([...session.jobs.values()].flatMap((j) => (j.downstream ? [[j.name, j.downstream.endpoint]] : [])));
@@ -293,6 +293,7 @@ function writeEndpoints(localDir: string, session: LocalSession): string {
       secretsmanager: stack.endpoints.secretsManager,
       lambda: stack.endpoints.lambda,
       scheduler: stack.endpoints.scheduler,
+      sns: stack.endpoints.sns,
       // Each job's fake downstream (the stand-in for its non-AWS API), by job name.
       downstreams,
     },
@@ -331,6 +332,7 @@ function writeEndpoints(localDir: string, session: LocalSession): string {
       AWS_ENDPOINT_URL_SECRETS_MANAGER: stack.endpoints.secretsManager,
       AWS_ENDPOINT_URL_LAMBDA: stack.endpoints.lambda,
       AWS_ENDPOINT_URL_SCHEDULER: stack.endpoints.scheduler,
+      AWS_ENDPOINT_URL_SNS: stack.endpoints.sns,
     },
   };
   mkdirSync(localDir, { recursive: true });

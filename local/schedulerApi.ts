@@ -1,5 +1,7 @@
 // The EventBridge Scheduler API over the local schedules (GetSchedule, ListSchedules, UpdateSchedule), so an operator
-// tool can pause a schedule (State DISABLED) and resume it against the local stack as it would against AWS.
+// tool can pause a schedule (State DISABLED) and resume it against the local stack as it would against AWS. A schedule
+// is addressed in its group, as on AWS: a call that names no group means `default`, and one in another group is not
+// found there.
 import { createServer, IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { listenOnLoopback, RunningServer } from './servers';
@@ -7,6 +9,8 @@ import { LocalScheduler, ScheduleError } from './scheduler';
 import type { PlannedSchedule } from './plan';
 
 const ONE = /^\/schedules\/([^/]+)$/;
+/** The group Scheduler means when a call names none. */
+const DEFAULT_GROUP = 'default';
 
 function describe(schedule: PlannedSchedule, state: string, created: number): Record<string, unknown> {
   return {
@@ -50,9 +54,11 @@ export async function startSchedulerApi(scheduler: LocalScheduler, port = 0): Pr
     if (url.pathname === '/schedules' && req.method === 'GET') {
       const prefix = url.searchParams.get('NamePrefix') ?? '';
       const state = url.searchParams.get('State');
+      // ListSchedules without a group lists every group's schedules (unlike the calls on one schedule).
+      const group = url.searchParams.get('ScheduleGroup');
       const schedules = scheduler
         .list()
-        .filter((s) => s.schedule.name.startsWith(prefix) && (!state || s.state === state))
+        .filter((s) => s.schedule.name.startsWith(prefix) && (!state || s.state === state) && (!group || s.schedule.group === group))
         .map((s) => {
           const d = describe(s.schedule, s.state, created);
           return { Arn: d.Arn, Name: d.Name, GroupName: d.GroupName, State: d.State, Target: { Arn: s.schedule.targetArn }, CreationDate: created, LastModificationDate: created };
@@ -62,6 +68,9 @@ export async function startSchedulerApi(scheduler: LocalScheduler, port = 0): Pr
     const one = ONE.exec(url.pathname);
     if (!one) return reply(res, 404, { Message: `${req.method} ${url.pathname} is not emulated locally` }, 'ResourceNotFoundException');
     const name = decodeURIComponent(one[1]);
+    // GetSchedule sends its group as the groupName query parameter, UpdateSchedule as GroupName in its body.
+    const body: UpdateBody = req.method === 'PUT' && raw ? (JSON.parse(raw) as UpdateBody) : {};
+    const group = (req.method === 'PUT' ? body.GroupName : url.searchParams.get('groupName')) ?? DEFAULT_GROUP;
     let current: PlannedSchedule;
     try {
       current = scheduler.get(name);
@@ -69,12 +78,13 @@ export async function startSchedulerApi(scheduler: LocalScheduler, port = 0): Pr
       if (error instanceof ScheduleError) return reply(res, 404, { Message: error.message }, 'ResourceNotFoundException');
       throw error;
     }
+    // Names are unique within a group only: the same name elsewhere is another schedule, and this group has none.
+    if (current.group !== group) return reply(res, 404, { Message: `Schedule ${name} does not exist.` }, 'ResourceNotFoundException');
     if (req.method === 'GET') {
       const state = scheduler.list().find((s) => s.schedule.name === name)!.state;
       return reply(res, 200, describe(current, state, created));
     }
     if (req.method === 'PUT') {
-      const body = (raw ? JSON.parse(raw) : {}) as UpdateBody;
       // UpdateSchedule replaces the whole definition; absent optional fields take their defaults, as on AWS.
       const next: PlannedSchedule = {
         ...current,

@@ -1,5 +1,6 @@
 // Deploy parity, part three: starts the embedded services and deploys a planned template onto them (queues, tables,
-// buckets, secrets, functions from their bundled assets, event source mappings, schedules). The whole local stack.
+// buckets, secrets, functions from their bundled assets, event source mappings, schedules; the SNS topics and
+// subscriptions are served read-only). The whole local stack.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -12,7 +13,7 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { LOCAL_CREDENTIALS, ObservedRequest, observeRequests, RunningS3, RunningServer, startDynamoDb, startS3, startSqs } from './servers';
+import { ensurePortFree, LOCAL_CREDENTIALS, ObservedRequest, observeRequests, RunningS3, RunningServer, startDynamoDb, startS3, startSqs } from './servers';
 import { StackIam, type IamDenial } from './iamWiring';
 import { checkEnvironment, checkFunctionSettings, checkQueueVisibility, LambdaRuleError } from './lambdaRules';
 import { LocalSecretsManager } from './secretsManager';
@@ -21,6 +22,7 @@ import { startLambdaApi } from './lambdaApi';
 import { SqsEventSourceMapping } from './eventSourceMapping';
 import { LocalScheduler } from './scheduler';
 import { startSchedulerApi } from './schedulerApi';
+import { startSnsApi } from './snsApi';
 import { PlannedFunction, PlannedLayer, PlannedSecret, PlannedTable, planStack, StackPlan } from './plan';
 import type { CloudFormationTemplate } from './template';
 
@@ -38,6 +40,7 @@ export interface Ports {
   secretsManager?: number;
   lambda?: number;
   scheduler?: number;
+  sns?: number;
 }
 
 export interface LocalStackOptions {
@@ -86,6 +89,8 @@ export interface Endpoints {
   secretsManager: string;
   lambda: string;
   scheduler: string;
+  /** Not behind an IAM gateway (local/snsApi.ts says why): the SNS API itself. */
+  sns: string;
 }
 
 /** Finds a function's bundled code in the cloud assembly, the way `cdk deploy` finds what to upload. */
@@ -372,6 +377,10 @@ export class LocalStack {
       this.servers.push(lambda);
       const scheduler = await startSchedulerApi(this.scheduler, 0);
       this.servers.push(scheduler);
+      // Read-only, for operators: it takes the port asked for itself, as no gateway stands in front of it.
+      if (ports.sns) await ensurePortFree(ports.sns, 'SNS');
+      const sns = await startSnsApi({ plan: () => this.plan }, ports.sns ?? 0);
+      this.servers.push(sns);
       const accountId = o.accountId ?? '000000000000';
       this.iam = new StackIam({ accountId, region: this.region, enforce: o.iam !== false, log: (line) => o.log('iam', line) });
       const gateways = await this.iam.startGateways(
@@ -387,6 +396,7 @@ export class LocalStack {
         secretsManager: gateways.secretsManager.endpoint,
         lambda: gateways.lambda.endpoint,
         scheduler: gateways.scheduler.endpoint,
+        sns: sns.endpoint,
       };
       this.started = true;
       this.plan = planStack(o.template, { stackName: o.stackName, region: this.region, accountId, sqsEndpoint: this.endpoints.sqs });

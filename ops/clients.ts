@@ -5,6 +5,10 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SchedulerClient } from '@aws-sdk/client-scheduler';
+import { SNSClient } from '@aws-sdk/client-sns';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { IAMClient } from '@aws-sdk/client-iam';
+import { STSClient } from '@aws-sdk/client-sts';
 import type { AwsService, ClientSettings } from './resources';
 
 export interface OpsClients {
@@ -12,14 +16,21 @@ export interface OpsClients {
   dynamo: Pick<DynamoDBDocumentClient, 'send'>;
   lambda: Pick<LambdaClient, 'send'>;
   scheduler: Pick<SchedulerClient, 'send'>;
+  /** The alarm topic's subscriptions (preflight). */
+  sns: Pick<SNSClient, 'send'>;
+  /** Whether the jobs' secrets exist (preflight; never their values). */
+  secrets: Pick<SecretsManagerClient, 'send'>;
+  /** The operator's own permissions, simulated (preflight against a deployed stack; the local runtime has no IAM API). */
+  iam: Pick<IAMClient, 'send'>;
+  sts: Pick<STSClient, 'send'>;
   /** Releases sockets so the process can exit. */
   destroy(): void;
 }
 
-function config(settings: ClientSettings, service: AwsService) {
+function config(settings: ClientSettings, service?: AwsService) {
   return {
     ...(settings.region ? { region: settings.region } : {}),
-    ...(settings.endpoints?.[service] ? { endpoint: settings.endpoints[service] } : {}),
+    ...(service && settings.endpoints?.[service] ? { endpoint: settings.endpoints[service] } : {}),
     ...(settings.credentials ? { credentials: settings.credentials } : {}),
   };
 }
@@ -30,16 +41,22 @@ export function createClients(settings: ClientSettings): OpsClients {
   const dynamo = DynamoDBDocumentClient.from(dynamoBase);
   const lambda = new LambdaClient(config(settings, 'lambda'));
   const scheduler = new SchedulerClient(config(settings, 'scheduler'));
+  const sns = new SNSClient(config(settings, 'sns'));
+  const secrets = new SecretsManagerClient(config(settings, 'secretsmanager'));
+  const iam = new IAMClient(config(settings));
+  const sts = new STSClient(config(settings));
+  const all = [sqs, dynamoBase, lambda, scheduler, sns, secrets, iam, sts];
   return {
     sqs,
     dynamo,
     lambda,
     scheduler,
+    sns,
+    secrets,
+    iam,
+    sts,
     destroy() {
-      sqs.destroy();
-      dynamoBase.destroy();
-      lambda.destroy();
-      scheduler.destroy();
+      for (const client of all) client.destroy();
     },
   };
 }

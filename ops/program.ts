@@ -13,6 +13,7 @@ import { continueAdmission, renderContinue } from './commands/continue';
 import { dlqPeek, renderDlqPeek } from './commands/dlqPeek';
 import { operation, renderOperation } from './commands/op';
 import { redrive, redriveCancel, redriveStatus, renderRedrive, renderRedriveCancel, renderRedriveStatus } from './commands/redrive';
+import { preflight, renderPreflight } from './commands/preflight';
 import { DEFAULT_STALL_MINUTES, renderStatus, status } from './commands/status';
 
 /** Where `npm start -- --serve` writes its endpoints. @default ".local/endpoints.json" */
@@ -43,6 +44,8 @@ export interface OpsDependencies {
 interface Printable {
   result: object;
   text: string;
+  /** The exit code after printing (a check that failed). @default 0 */
+  exitCode?: number;
 }
 
 export function defaultSource(options: GlobalOptions): ResourceSource {
@@ -83,11 +86,19 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
   /** Loads the stack, runs the command with its clients, and prints the outcome. */
   const execute = (cmd: Command, run: (ctx: CommandContext) => Promise<Printable>) => async () => {
     const globals = cmd.optsWithGlobals() as GlobalOptions;
-    const resources = await (deps.source ?? defaultSource)(globals).load();
+    const source = (deps.source ?? defaultSource)(globals);
+    // A deployed environment's jobs are known from its config: a typo in --job costs no AWS call.
+    const job = (cmd.opts() as { job?: unknown }).job;
+    const declared = source.declaredJobs?.();
+    if (typeof job === 'string' && declared && !declared.includes(job)) {
+      throw new UsageError(`unknown job "${job}"; environment ${globals.env} has: ${declared.join(', ')}`);
+    }
+    const resources = await source.load();
     const clients = (deps.clients ?? createClients)(resources.clients);
     try {
-      const { result, text } = await run({ resources, clients, io });
-      io.stdout(globals.json ? JSON.stringify(result, null, 2) : text);
+      const printed = await run({ resources, clients, io });
+      io.stdout(globals.json ? JSON.stringify(printed.result, null, 2) : printed.text);
+      if (printed.exitCode) exitCode = printed.exitCode;
     } finally {
       clients.destroy();
     }
@@ -250,6 +261,21 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
     execute(auditCmd, async (ctx) => {
       const result = await audit(ctx, auditCmd.opts<{ job: string; date: string; operations: boolean }>());
       return { result, text: renderAudit(result) };
+    }),
+  );
+
+  const preflightCmd = program
+    .command('preflight')
+    .description(
+      'the go/no-go before a night\'s runs: producer time against the 900 s ceiling, stable discovery, rate headroom and ' +
+        'concurrency against the downstream\'s limits, idempotency lifetime, the operator\'s permissions, alarm subscriptions, ' +
+        'each schedule\'s next fire and business date, secrets, discovery indexes, empty DLQs and account concurrency; exit code 1 on any failure',
+    )
+    .option('--job <job>', 'one job only (the stack-wide checks still run)');
+  preflightCmd.action(
+    execute(preflightCmd, async (ctx) => {
+      const result = await preflight(ctx, preflightCmd.opts<{ job?: string }>());
+      return { result, text: renderPreflight(result), exitCode: result.ok ? 0 : 1 };
     }),
   );
 

@@ -4,6 +4,8 @@ import { readFile } from 'node:fs/promises';
 import { CloudFormationClient, DescribeStacksCommand, type Output } from '@aws-sdk/client-cloudformation';
 import { z } from 'zod';
 import { JobOutput, type JobOutputKind, jobOutputName, StackOutput, stackName } from '../lib/outputs';
+import type { EnvironmentConfig } from '../lib/config/schema';
+import { type CallerIdentity, checkCallerAccount, environmentConfig, environmentRegion, stsIdentity } from './environment';
 import { ResourceDiscoveryError } from './errors';
 
 /** What the CLI needs to operate one job. */
@@ -16,6 +18,8 @@ export interface JobResources {
   producerFunctionName: string;
   consumerFunctionName: string;
   scheduleName: string;
+  /** The EventBridge Scheduler group the schedule is in. */
+  scheduleGroupName: string;
   /** The consumer's event source mapping, on the work queue. */
   eventSourceMappingUuid: string;
   /** The producer's admission queue: each run's next step waits there, delayed until due. */
@@ -25,7 +29,7 @@ export interface JobResources {
   admissionMappingUuid: string;
 }
 
-export type AwsService = 'sqs' | 'dynamodb' | 'lambda' | 'scheduler';
+export type AwsService = 'sqs' | 'dynamodb' | 'lambda' | 'scheduler' | 'sns' | 'secretsmanager';
 
 /** How to build an SDK client for the stack: the AWS defaults for a deployed stack, explicit endpoints for a local one. */
 export interface ClientSettings {
@@ -38,7 +42,13 @@ export interface StackResources {
   source: 'cloudformation' | 'local';
   stackName: string;
   region?: string;
+  /** The stack's account, where known (config pins it, or the local runtime's). */
+  accountId?: string;
+  /** The environment's name (`--env`); absent for the local stack. */
+  environment?: string;
   tables: { idempotency: string; ledger: string };
+  /** The SNS topic every alarm notifies; absent from a stack deployed without the output. */
+  alarmTopicArn?: string;
   /** Sorted by job name. */
   jobs: JobResources[];
   clients: ClientSettings;
@@ -48,6 +58,8 @@ export interface StackResources {
 export interface ResourceSource {
   /** For messages: `stack PacedJobs-prod` or `.local/endpoints.json`. */
   readonly description: string;
+  /** The job names known without an AWS call (a deployed environment's config), to refuse a bad --job early. */
+  declaredJobs?(): string[];
   load(): Promise<StackResources>;
 }
 
@@ -59,6 +71,7 @@ const JOB_FIELDS: Record<Exclude<keyof JobResources, 'job'>, JobOutputKind> = {
   producerFunctionName: 'ProducerFunctionName',
   consumerFunctionName: 'ConsumerFunctionName',
   scheduleName: 'ScheduleName',
+  scheduleGroupName: 'ScheduleGroupName',
   eventSourceMappingUuid: 'EventSourceMappingUuid',
   admissionQueueUrl: 'AdmissionQueueUrl',
   admissionQueueArn: 'AdmissionQueueArn',
@@ -74,7 +87,7 @@ export function resourcesFromOutputs(
   source: string,
   jobNames: string[],
   outputs: Record<string, string | undefined>,
-): Pick<StackResources, 'tables' | 'jobs'> {
+): Pick<StackResources, 'tables' | 'jobs' | 'alarmTopicArn'> {
   const missing: string[] = [];
   const need = (key: string): string => {
     const value = outputs[key];
@@ -88,7 +101,8 @@ export function resourcesFromOutputs(
     return { job, ...fields } as JobResources;
   });
   if (missing.length > 0) throw new ResourceDiscoveryError(`${source} lacks the outputs ${missing.join(', ')}`, source);
-  return { tables, jobs };
+  const alarmTopicArn = outputs[StackOutput.AlarmTopicArn];
+  return { tables, jobs, ...(alarmTopicArn ? { alarmTopicArn } : {}) };
 }
 
 /**
@@ -107,22 +121,43 @@ export function jobNamesFromOutputs(outputs: Output[]): string[] {
 
 export interface CloudFormationSourceOptions {
   environment: string;
-  /** @default a CloudFormationClient with the SDK's default region and credentials */
+  /** @default the environment's config from lib/config (an unknown environment is a UsageError) */
+  config?: EnvironmentConfig;
+  /** @default a CloudFormationClient in the environment's region with the SDK's default credentials */
   client?: Pick<CloudFormationClient, 'send'>;
+  /** The SDK's own region, when it has one. @default the SDK's region chain (AWS_REGION, the profile) */
+  sdkRegion?: () => Promise<string | undefined>;
+  /** Who the credentials are. @default STS GetCallerIdentity in the environment's region */
+  identity?: () => Promise<CallerIdentity>;
 }
 
-/** The deployed stack `PacedJobs-<env>`, read with DescribeStacks in the SDK's default region and credentials. */
+/**
+ * The deployed stack `PacedJobs-<env>`, read with DescribeStacks in the environment's region (lib/config names it;
+ * environmentRegion says which applies), after refusing credentials for another account than the one config pins.
+ */
 export class CloudFormationSource implements ResourceSource {
   public readonly description: string;
   private readonly stackName: string;
+  private readonly config: EnvironmentConfig;
 
+  /** @throws UsageError for an environment lib/config does not have. */
   constructor(private readonly options: CloudFormationSourceOptions) {
     this.stackName = stackName(options.environment);
     this.description = `stack ${this.stackName}`;
+    this.config = options.config ?? environmentConfig(options.environment);
+  }
+
+  /** The jobs the environment's config declares: a bad --job is refused before any AWS call. */
+  declaredJobs(): string[] {
+    return Object.keys(this.config.jobs).sort();
   }
 
   async load(): Promise<StackResources> {
-    const client = this.options.client ?? new CloudFormationClient({});
+    const region = await environmentRegion(this.config, this.options.sdkRegion);
+    const identity = this.options.identity ?? (() => stsIdentity(region));
+    // Only a pinned account can be checked; without one, the caller's account is the environment's by definition.
+    const caller = this.config.account ? await checkCallerAccount(this.options.environment, this.config, identity) : undefined;
+    const client = this.options.client ?? new CloudFormationClient({ region });
     let outputs: Output[];
     try {
       const response = await client.send(new DescribeStacksCommand({ StackName: this.stackName }));
@@ -130,17 +165,20 @@ export class CloudFormationSource implements ResourceSource {
     } catch (error) {
       const detail = (error as Error).message;
       throw new ResourceDiscoveryError(
-        `cannot read ${this.description}: ${detail} (is it deployed in this account and region? use --local for the local stack)`,
+        `cannot read ${this.description} in ${region}: ${detail} (is it deployed in this account and region? use --local for the local stack)`,
         this.description,
         { cause: error },
       );
+    } finally {
+      if (!this.options.client) (client as CloudFormationClient).destroy();
     }
     const values = Object.fromEntries(outputs.map((o) => [o.OutputKey ?? '', o.OutputValue]));
-    const region = await (client as CloudFormationClient).config?.region?.();
     return {
       source: 'cloudformation',
       stackName: this.stackName,
       region,
+      ...(caller ? { accountId: caller.account } : this.config.account ? { accountId: this.config.account } : {}),
+      environment: this.options.environment,
       ...resourcesFromOutputs(this.description, jobNamesFromOutputs(outputs), values),
       clients: { region },
     };
@@ -151,8 +189,9 @@ export class CloudFormationSource implements ResourceSource {
 const endpointsFileSchema = z.object({
   stackName: z.string().min(1),
   region: z.string().min(1),
+  accountId: z.string().optional(),
   credentials: z.object({ accessKeyId: z.string(), secretAccessKey: z.string() }),
-  endpoints: z.object({ dynamodb: z.url(), sqs: z.url(), lambda: z.url(), scheduler: z.url() }),
+  endpoints: z.object({ dynamodb: z.url(), sqs: z.url(), lambda: z.url(), scheduler: z.url(), secretsmanager: z.url().optional(), sns: z.url().optional() }),
   jobs: z.record(z.string(), z.unknown()),
   outputs: z.record(z.string(), z.string()),
 });
@@ -192,11 +231,19 @@ export class LocalEndpointsSource implements ResourceSource {
       source: 'local',
       stackName: doc.stackName,
       region: doc.region,
+      ...(doc.accountId ? { accountId: doc.accountId } : {}),
       ...resourcesFromOutputs(this.file, Object.keys(doc.jobs), doc.outputs),
       clients: {
         region: doc.region,
         credentials: doc.credentials,
-        endpoints: { dynamodb: doc.endpoints.dynamodb, sqs: doc.endpoints.sqs, lambda: doc.endpoints.lambda, scheduler: doc.endpoints.scheduler },
+        endpoints: {
+          dynamodb: doc.endpoints.dynamodb,
+          sqs: doc.endpoints.sqs,
+          lambda: doc.endpoints.lambda,
+          scheduler: doc.endpoints.scheduler,
+          ...(doc.endpoints.secretsmanager ? { secretsmanager: doc.endpoints.secretsmanager } : {}),
+          ...(doc.endpoints.sns ? { sns: doc.endpoints.sns } : {}),
+        },
       },
     };
   }

@@ -97,7 +97,11 @@ export interface RunStateStore {
    * attempt killed after publishing part of its page leaves its item, so the attempt that takes the page over finds
    * what it discovered (pageAttempts).
    */
-  recordPage(job: string, batchId: string, page: number, owner: string, operationIds: readonly string[]): Promise<void>;
+  /**
+   * Keeps one page attempt's operation IDs, before it publishes; `startedMs` (when the attempt began discovering the
+   * page) lets `ops preflight` measure a page's time from consecutive pages of one invocation.
+   */
+  recordPage(job: string, batchId: string, page: number, owner: string, operationIds: readonly string[], startedMs?: number): Promise<void>;
   /** The operation IDs each earlier attempt of page `page` recorded (read consistently). */
   pageAttempts(job: string, batchId: string, page: number): Promise<string[][]>;
   /** Records one published page; false when the lease was lost (another owner took the step over). */
@@ -235,7 +239,7 @@ export class DynamoRunStateStore implements RunStateStore {
     });
   }
 
-  async recordPage(job: string, batchId: string, page: number, owner: string, operationIds: readonly string[]): Promise<void> {
+  async recordPage(job: string, batchId: string, page: number, owner: string, operationIds: readonly string[], startedMs?: number): Promise<void> {
     await this.client().send(
       new PutCommand({
         TableName: this.options.tableName,
@@ -245,6 +249,7 @@ export class DynamoRunStateStore implements RunStateStore {
           batchId,
           count: operationIds.length,
           operations: encodePageOperations(operationIds),
+          ...(startedMs !== undefined ? { startedMs } : {}),
           expiresAt: Math.floor(Date.now() / 1000) + this.retentionSeconds,
         },
       }),

@@ -48,6 +48,11 @@ export interface JobRuntimeSettings {
   timeZone: string;
   /** Effective pacing: the allowance after headroom. */
   rateLimit: { startsPerInterval: number; intervalSeconds: number; burst: number };
+  /**
+   * The downstream's documented limits as config states them (rateLimit.starts and headroom, and maxConcurrent where
+   * set): `ops preflight` checks the deployed pacing against them. Absent in settings deployed before it.
+   */
+  quota?: { starts: number; headroom: number; maxConcurrent?: number };
   concurrency: number;
   /**
    * Admission: the producer lets at most `horizonSeconds` of work (at the rate) into the queue, in groups of the event

@@ -46,6 +46,11 @@ export interface ApplyResult {
 export interface JobDefinition<R extends Record<string, string | number | boolean>, D> {
   name: string;
   resourceSchema: z.ZodType<R>;
+  /**
+   * The secondary indexes discovery queries, by the table alias of the job's `uses.tables`: `ops preflight` checks each
+   * exists and is active on the deployed table (an imported table may lack it). Absent: discovery needs none.
+   */
+  discoveryIndexes?: { table: string; index: string }[];
   createDeps(settings: JobRuntimeSettings): D;
   discover(deps: D, request: DiscoverRequest): Promise<DiscoverPage<R>>;
   /**

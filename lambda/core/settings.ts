@@ -17,6 +17,7 @@ export const jobRuntimeSettingsSchema = z.object({
     intervalSeconds: z.number().int().positive(),
     burst: z.number().int().positive(),
   }),
+  quota: z.object({ starts: z.number().int().positive(), headroom: z.number().gt(0).max(1), maxConcurrent: z.number().int().positive().optional() }).optional(),
   concurrency: z.number().int().positive(),
   admission: z
     .object({ horizonSeconds: z.number().int().positive(), batchSize: z.number().int().positive(), batchingWindowSeconds: z.number().int().min(0).optional() })

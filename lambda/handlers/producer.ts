@@ -225,6 +225,7 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
       // The SLO's deadline for every operation of the run: its scheduled time (or its start) plus the window.
       const runStart = Date.parse(step.scheduledTime ?? state.startedAt ?? '');
       const dueBy = settings.slo && !Number.isNaN(runStart) ? new Date(runStart + settings.slo.completeWithinMinutes * 60_000).toISOString() : undefined;
+      const pageStartedMs = now().getTime();
       const result = await job.discover(jobDeps, { businessDate: step.businessDate, cursor, pageSize, now: now() });
       const sentAtMs = now().getTime();
       const enqueuedAt = new Date(sentAtMs).toISOString();
@@ -253,7 +254,7 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
       const rediscovered = operationIds.filter((op) => orphanSet.has(op));
       const leftOver = [...new Set(earlier.flat())].filter((op) => !fresh.has(op) && !orphanSet.has(op));
       const nextOrphans = leftOver.length > 0 || rediscovered.length > 0 ? [...orphans.filter((op) => !fresh.has(op)), ...leftOver] : undefined;
-      await runState.recordPage(job.name, step.batchId, pages + 1, owner, operationIds);
+      await runState.recordPage(job.name, step.batchId, pages + 1, owner, operationIds, pageStartedMs);
       // A failure here fails the step before its commit: the step runs again from the same cursor, and idempotency
       // absorbs the messages that went out twice. Nothing is counted until the commit.
       const { published } = await publisher.publish(options.queueUrl, messages);

@@ -92,18 +92,25 @@ const jobs = (providerBaseUrl: string): EnvironmentInput['jobs'] => ({
   // new-job: jobs above (`npm run new-job -- <name>` inserts the new job's configuration here, in every environment)
 });
 
+// Where the alarms go. Replace it with your team's on-call address (SNS emails it a confirmation to accept):
+// `ops preflight` fails while the alarm topic has no confirmed subscription, since an alarm nobody receives pages nobody.
+const ALARM_EMAIL = 'paced-jobs-oncall@example.com';
+
 export const environments: Record<string, EnvironmentInput> = {
   dev: {
+    alarmEmail: ALARM_EMAIL,
     appResources: appResources('dev', true),
     jobs: jobs('https://sandbox.payments.example.com'),
   },
   staging: {
     retainData: true,
+    alarmEmail: ALARM_EMAIL,
     appResources: appResources('staging', false),
     jobs: jobs('https://sandbox.payments.example.com'),
   },
   prod: {
     retainData: true,
+    alarmEmail: ALARM_EMAIL,
     logRetentionDays: 90,
     appResources: appResources('prod', false),
     jobs: jobs('https://api.payments.example.com'),

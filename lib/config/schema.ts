@@ -103,6 +103,11 @@ export const rateLimitSchema = z.object({
    * window, so each unit of burst above 1 costs one start per window of sustained rate. @default 1
    */
   burst: z.number().int().positive().default(1),
+  /**
+   * The downstream's documented limit on requests in flight at once, where it has one: `ops preflight` checks that the
+   * concurrency cap stays within it. @default none
+   */
+  maxConcurrent: z.number().int().positive().optional(),
 });
 
 export const scheduleSchema = z.object({

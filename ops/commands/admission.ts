@@ -7,6 +7,7 @@ import { GetEventSourceMappingCommand, UpdateEventSourceMappingCommand } from '@
 import { type ChangeOptions, type CommandContext, selectJobs } from '../context';
 import { MappingStateError } from '../errors';
 import { confirm, renderTable } from '../io';
+import type { JobResources } from '../resources';
 
 export type AdmissionCommand = 'pause' | 'resume';
 
@@ -43,11 +44,15 @@ export interface AdmissionResult {
 const SCHEDULE = { pause: 'DISABLED', resume: 'ENABLED' } as const;
 const MAPPING = { pause: 'Disabled', resume: 'Enabled' } as const;
 
-/** UpdateSchedule replaces the whole definition, so every field GetSchedule returned is sent back with the new state. */
-function withState(current: GetScheduleCommandOutput, state: 'ENABLED' | 'DISABLED') {
+/**
+ * UpdateSchedule replaces the whole definition, so every field GetSchedule returned is sent back with the new state.
+ * The group is the job's: it addresses the schedule (UpdateSchedule cannot move one), and a schedule outside the
+ * default group is not found without it.
+ */
+function withState(job: JobResources, current: GetScheduleCommandOutput, state: 'ENABLED' | 'DISABLED') {
   return new UpdateScheduleCommand({
     Name: current.Name,
-    GroupName: current.GroupName,
+    GroupName: job.scheduleGroupName,
     ScheduleExpression: current.ScheduleExpression,
     ScheduleExpressionTimezone: current.ScheduleExpressionTimezone,
     StartDate: current.StartDate,
@@ -65,7 +70,7 @@ export async function admission(ctx: CommandContext, command: AdmissionCommand, 
   const jobs = selectJobs(ctx.resources, options.job);
   const { scheduler, lambda } = ctx.clients;
   const mappingState = async (uuid: string) => (await lambda.send(new GetEventSourceMappingCommand({ UUID: uuid }))).State;
-  const schedules = await Promise.all(jobs.map((j) => scheduler.send(new GetScheduleCommand({ Name: j.scheduleName }))));
+  const schedules = await Promise.all(jobs.map((j) => scheduler.send(new GetScheduleCommand({ Name: j.scheduleName, GroupName: j.scheduleGroupName }))));
   const admissionMappings = await Promise.all(jobs.map((j) => mappingState(j.admissionMappingUuid)));
   const consumerMappings = await Promise.all(jobs.map((j) => mappingState(j.eventSourceMappingUuid)));
 
@@ -93,8 +98,8 @@ export async function admission(ctx: CommandContext, command: AdmissionCommand, 
   await confirm(ctx.io, { action: `${command} ${names.join(', ')} (${todo.length} change${todo.length === 1 ? '' : 's'})`, yes: Boolean(options.yes) });
   for (const step of todo) {
     if (step.kind === 'schedule') {
-      const current = schedules[jobs.findIndex((j) => j.job === step.job)];
-      await scheduler.send(withState(current, SCHEDULE[command]));
+      const index = jobs.findIndex((j) => j.job === step.job);
+      await scheduler.send(withState(jobs[index], schedules[index], SCHEDULE[command]));
     } else {
       await lambda.send(new UpdateEventSourceMappingCommand({ UUID: step.target, Enabled: command === 'resume' }));
       await waitForMapping(ctx, step.target, MAPPING[command], options);

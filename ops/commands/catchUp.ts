@@ -113,7 +113,7 @@ export async function catchUpMissed(ctx: CommandContext, options: MissedOptions)
 
 async function missedDates(ctx: CommandContext, job: JobResources, since: string | undefined): Promise<MissedDates> {
   const [schedule, settings, batches] = await Promise.all([
-    ctx.clients.scheduler.send(new GetScheduleCommand({ Name: job.scheduleName })),
+    ctx.clients.scheduler.send(new GetScheduleCommand({ Name: job.scheduleName, GroupName: job.scheduleGroupName })),
     producerSettings(ctx, job.producerFunctionName),
     queryAll(ctx.clients.dynamo, {
       TableName: ctx.resources.tables.ledger,

@@ -1,12 +1,13 @@
 // Monitoring: the prod template's per-job alarms (names, thresholds, actions), the alarm topic, the dashboard, and
 // config reaching the thresholds and the email subscription.
 import * as path from 'node:path';
-import { App } from 'aws-cdk-lib';
+import { App, Lazy } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { MetricName } from '../../lambda/adapters/observability';
 import { loadEnvironment } from '../../lib/config/load';
 import { environmentSchema } from '../../lib/config/schema';
 import { alarmName, burnWindows, CustomMetric, MAX_ALARM_DESCRIPTION_LENGTH, Monitoring } from '../../lib/monitoring';
+import type { PacedJob } from '../../lib/paced-job';
 import { InvalidPropsError } from '../../lib/props-error';
 import { PacedJobsStack } from '../../lib/stack';
 import { cdkJsonContext } from './cdkContext';
@@ -224,12 +225,12 @@ describe('Class: Monitoring', () => {
   });
 
   describe('Method: constructor (schedule group alarms)', () => {
-    it("alarms on the default schedule group's target errors", () => {
+    it("alarms on the environment's own schedule group's target errors", () => {
       prod.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        AlarmName: 'PacedJobs-prod-schedule-group-default-target-errors',
+        AlarmName: 'PacedJobs-prod-schedule-group-paced-jobs-prod-target-errors',
         Namespace: 'AWS/Scheduler',
         MetricName: 'TargetErrorCount',
-        Dimensions: [{ Name: 'ScheduleGroup', Value: 'default' }],
+        Dimensions: [{ Name: 'ScheduleGroup', Value: 'paced-jobs-prod' }],
         Statistic: 'Sum',
         Period: 300,
         Threshold: 0,
@@ -238,14 +239,29 @@ describe('Class: Monitoring', () => {
       });
     });
 
+    it("watches the stack's own schedule group only, never the account's default group", () => {
+      const group = resourceOf(prod.template, prod.stack.scheduleGroup).Properties.Name;
+      expect(Object.keys(prod.stack.monitoring.schedulerAlarms)).toEqual([group]);
+      // Every ScheduleGroup dimension of every alarm, plain or in a metric query.
+      const dimensions = Object.values(prod.template.findResources('AWS::CloudWatch::Alarm')).flatMap((a) => [
+        ...(a.Properties.Dimensions ?? []),
+        ...(a.Properties.Metrics ?? []).flatMap((m: { MetricStat?: { Metric: { Dimensions?: unknown[] } } }) => m.MetricStat?.Metric.Dimensions ?? []),
+      ]).filter((d: { Name: string }) => d.Name === 'ScheduleGroup');
+      expect(dimensions.length).toBeGreaterThan(0);
+      expect(dimensions).toEqual(dimensions.map(() => ({ Name: 'ScheduleGroup', Value: group })));
+      for (const alarm of Object.values(prod.stack.monitoring.schedulerAlarms[group])) {
+        expect(resourceOf(prod.template, alarm).Properties.AlarmDescription).not.toMatch(/default group/);
+      }
+    });
+
     it('alarms on scheduled runs that were dropped or could not reach the DLQ', () => {
       const stat = (metricName: string) => ({
-        Metric: { Dimensions: [{ Name: 'ScheduleGroup', Value: 'default' }], MetricName: metricName, Namespace: 'AWS/Scheduler' },
+        Metric: { Dimensions: [{ Name: 'ScheduleGroup', Value: 'paced-jobs-prod' }], MetricName: metricName, Namespace: 'AWS/Scheduler' },
         Period: 300,
         Stat: 'Sum',
       });
       prod.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        AlarmName: 'PacedJobs-prod-schedule-group-default-failed-invocations',
+        AlarmName: 'PacedJobs-prod-schedule-group-paced-jobs-prod-failed-invocations',
         Metrics: [
           { Expression: 'FILL(dropped, 0) + FILL(undeliverable, 0)', Id: 'expr_1', Label: 'Lost scheduled runs', ReturnData: true },
           { Id: 'dropped', Label: 'Dropped', MetricStat: stat('InvocationDroppedCount'), ReturnData: false },
@@ -327,7 +343,13 @@ describe('Class: Monitoring', () => {
     });
 
     it('subscribes no one when alarmEmail is not configured', () => {
-      expect(prod.template.findResources('AWS::SNS::Subscription')).toEqual({});
+      const config = environmentSchema.parse({ jobs: { 'a-job': { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } } } });
+      const stack = new PacedJobsStack(new App({ context: cdkJsonContext() }), 'PacedJobs-quiet', { environmentName: 'quiet', config, handlersDir: FIXTURE_HANDLERS });
+      expect(Template.fromStack(stack).findResources('AWS::SNS::Subscription')).toEqual({});
+    });
+
+    it('subscribes the environment\'s alarmEmail in prod', () => {
+      prod.template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: loadEnvironment('prod').alarmEmail, TopicArn: refOf(prod.stack.monitoring.topic) });
     });
 
     it('subscribes the configured alarmEmail to the topic', () => {
@@ -367,7 +389,7 @@ describe('Class: Monitoring', () => {
       const headings = dashboardBody(prod.template).widgets
         .filter((w) => w.type === 'text')
         .map((w) => (w.properties.markdown as string).split('\n')[0]);
-      expect(headings).toEqual([...ALL_PROD_JOBS.map((j) => `## ${j}`), '## Schedule group default']);
+      expect(headings).toEqual([...ALL_PROD_JOBS.map((j) => `## ${j}`), '## Schedule group paced-jobs-prod']);
     });
 
     it("graphs each job's outcome metrics and its p99 age since first enqueue, with Powertools' dimensions", () => {
@@ -410,6 +432,15 @@ describe('Class: Monitoring', () => {
           .map((what) => `  - alarm name "PacedJobs-custom-a-job-${what}" is used twice (a job name repeats, or clashes with a schedule group's alarms)`),
       ].join('\n'));
       expect(custom.stack.node.tryFindChild('Again')).toBeUndefined();
+    });
+
+    it("refuses a schedule group whose name is not a literal: it is in the alarms' names", () => {
+      const pacedJob = Object.assign(Object.create(custom.stack.jobs['a-job']) as PacedJob, {
+        scheduleGroup: { scheduleGroupName: Lazy.string({ produce: () => 'later' }) },
+      });
+      expect(() => new Monitoring(custom.stack, 'Unnamed', { environmentName: 'custom', jobs: [{ jobName: 'a-job', pacedJob, config: loadJob() }], retainData: false }))
+        .toThrow("Invalid props for Monitoring PacedJobs-custom/Unnamed:\n  - a-job: its schedule group's name must be a literal: it is in the Scheduler alarms' names and their ScheduleGroup dimension");
+      expect(custom.stack.node.tryFindChild('Unnamed')).toBeUndefined();
     });
 
     it('refuses an empty job list', () => {

@@ -2,6 +2,7 @@
 import * as path from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import { AppResources } from '../../lib/app-resources';
 import { environmentSchema, JobConfig, jobSchema } from '../../lib/config/schema';
 import { effectiveRateLimit, MAX_BUCKET_NAME_LENGTH, MAX_JOB_SETTINGS_BYTES, PacedJob, producerFunctionName } from '../../lib/paced-job';
@@ -9,7 +10,7 @@ import { InvalidPropsError } from '../../lib/props-error';
 import { StateTables } from '../../lib/state-tables';
 import { cdkJsonContext } from './cdkContext';
 import type { IConstruct } from 'constructs';
-import { actionsOf, actionsOn, arnOf, importedArn, logicalId, refOf, resourcesOf, statementsOfRole } from './templateHelpers';
+import { actionsOf, actionsOn, arnOf, importedArn, logicalId, refOf, resourceOf, resourcesOf, statementsOfRole } from './templateHelpers';
 
 const FIXTURE_HANDLERS = path.join(__dirname, 'fixtures', 'handlers');
 
@@ -33,7 +34,8 @@ function scaffold(stackName = 'PacedJobs-test', create = false) {
   const stack = new Stack(app, stackName);
   const appResources = new AppResources(stack, 'AppResources', { config: appResourcesConfig(create), retainData: false });
   const stateTables = new StateTables(stack, 'State', { retainData: false });
-  return { stack, appResources, stateTables };
+  const scheduleGroup = new scheduler.ScheduleGroup(stack, 'ScheduleGroup', { scheduleGroupName: 'paced-jobs-test' });
+  return { stack, appResources, stateTables, scheduleGroup };
 }
 
 function capture(fn: () => unknown): InvalidPropsError {
@@ -71,7 +73,7 @@ describe('Function: producerFunctionName', () => {
 describe('Class: PacedJob', () => {
   describe('Method: constructor (validation)', () => {
     it('names every problem in one message before building anything', () => {
-      const { stack, appResources, stateTables } = scaffold('PacedJobs-a-rather-long-environment-name');
+      const { stack, appResources, stateTables, scheduleGroup } = scaffold('PacedJobs-a-rather-long-environment-name');
       const error = capture(
         () =>
           new PacedJob(stack, 'Bad', {
@@ -83,6 +85,7 @@ describe('Class: PacedJob', () => {
             },
             appResources,
             stateTables,
+            scheduleGroup,
             logRetentionDays: 30,
             retainData: false,
           }),
@@ -102,7 +105,7 @@ describe('Class: PacedJob', () => {
       expect(stack.node.tryFindChild('Bad')).toBeUndefined();
     });
     it("refuses job settings too large for Lambda's 4 KB of variables", () => {
-      const { stack, appResources, stateTables } = scaffold();
+      const { stack, appResources, stateTables, scheduleGroup } = scaffold();
       const error = capture(
         () =>
           new PacedJob(stack, 'Big', {
@@ -110,30 +113,32 @@ describe('Class: PacedJob', () => {
             job: job({ settings: { blob: 'x'.repeat(3000) } }),
             appResources,
             stateTables,
+            scheduleGroup,
             logRetentionDays: 30,
             retainData: false,
           }),
       );
       expect(error.problems).toEqual([
-        // 3000 bytes of settings plus 367 bytes of the settings' other fields.
-        "JOB_SETTINGS would be 3367 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
+        // 3000 bytes of settings plus 404 bytes of the settings' other fields.
+        "JOB_SETTINGS would be 3404 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
       ]);
     });
 
     it("measures a created bucket's name at S3's 63-character maximum, not at the length of its token", () => {
-      const { stack, appResources, stateTables } = scaffold('PacedJobs-test', true);
+      const { stack, appResources, stateTables, scheduleGroup } = scaffold('PacedJobs-test', true);
       const error = capture(
         () =>
           new PacedJob(stack, 'Near', {
             jobName: 'near-job',
-            job: job({ uses: { buckets: { files: { ref: 'files', access: 'read' } } }, settings: { blob: 'x'.repeat(2650) } }),
+            job: job({ uses: { buckets: { files: { ref: 'files', access: 'read' } } }, settings: { blob: 'x'.repeat(2613) } }),
             appResources,
             stateTables,
+            scheduleGroup,
             logRetentionDays: 30,
             retainData: false,
           }),
       );
-      // 2650 bytes of settings, 63 of the bucket's name once CloudFormation gives it, 378 of the other fields.
+      // 2613 bytes of settings, 63 of the bucket's name once CloudFormation gives it, 415 of the other fields.
       expect(error.problems).toEqual([
         "JOB_SETTINGS would be 3091 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
       ]);
@@ -145,9 +150,11 @@ describe('Class: PacedJob', () => {
   describe('Method: constructor (configuration)', () => {
     let template: Template;
     let pacedJob: PacedJob;
+    let group: scheduler.ScheduleGroup;
 
     beforeAll(() => {
-      const { stack, appResources, stateTables } = scaffold();
+      const { stack, appResources, stateTables, scheduleGroup } = scaffold();
+      group = scheduleGroup;
       pacedJob = new PacedJob(stack, 'Custom', {
         jobName: 'custom-job',
         job: job({
@@ -173,6 +180,7 @@ describe('Class: PacedJob', () => {
         }),
         appResources,
         stateTables,
+        scheduleGroup,
         logRetentionDays: 14,
         retainData: false,
         handlersDir: FIXTURE_HANDLERS,
@@ -187,6 +195,13 @@ describe('Class: PacedJob', () => {
         State: 'DISABLED',
         Target: { RetryPolicy: { MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 120 } },
       });
+    });
+
+    it('puts the schedule in the group it is given, created after it', () => {
+      const resource = resourceOf(template, pacedJob.schedule);
+      expect(resource.Properties.GroupName).toBe('paced-jobs-test');
+      expect(resource.DependsOn).toContain(logicalId(group));
+      expect(pacedJob.scheduleGroup).toBe(group);
     });
 
     it('sizes the queue from the consumer timeout and the configured retention and receive count', () => {
@@ -218,6 +233,8 @@ describe('Class: PacedJob', () => {
         businessDateOffsetDays: -1,
         timeZone: 'America/New_York',
         rateLimit: { startsPerInterval: 25, intervalSeconds: 10, burst: 3 },
+        // The documented quota as config states it, for ops preflight's headroom check.
+        quota: { starts: 50, headroom: 0.5 },
         concurrency: 3,
         admission: { horizonSeconds: 300, batchSize: 50, batchingWindowSeconds: 2 },
         tables: { orders: 'orders-test' },
@@ -234,20 +251,21 @@ describe('Class: PacedJob', () => {
     });
 
     it('hands the job\'s SLO to its functions in JOB_SETTINGS, and none when it has none', () => {
-      const { stack, appResources, stateTables } = scaffold();
-      const withSlo = new PacedJob(stack, 'WithSlo', { jobName: 'with-slo', job: job({ slo: { objective: 0.99, completeWithinMinutes: 120 } }), appResources, stateTables, logRetentionDays: 30, retainData: false, handlersDir: FIXTURE_HANDLERS });
+      const { stack, appResources, stateTables, scheduleGroup } = scaffold();
+      const withSlo = new PacedJob(stack, 'WithSlo', { jobName: 'with-slo', job: job({ slo: { objective: 0.99, completeWithinMinutes: 120 } }), appResources, stateTables, scheduleGroup, logRetentionDays: 30, retainData: false, handlersDir: FIXTURE_HANDLERS });
       expect(withSlo.runtimeSettings.slo).toEqual({ objective: 0.99, completeWithinMinutes: 120 });
-      const without = new PacedJob(stack, 'NoSlo', { jobName: 'no-slo', job: job(), appResources, stateTables, logRetentionDays: 30, retainData: false, handlersDir: FIXTURE_HANDLERS });
+      const without = new PacedJob(stack, 'NoSlo', { jobName: 'no-slo', job: job(), appResources, stateTables, scheduleGroup, logRetentionDays: 30, retainData: false, handlersDir: FIXTURE_HANDLERS });
       expect(without.runtimeSettings).not.toHaveProperty('slo');
     });
 
     it('accepts a zero batching window for batches of up to 10', () => {
-      const { stack, appResources, stateTables } = scaffold();
+      const { stack, appResources, stateTables, scheduleGroup } = scaffold();
       new PacedJob(stack, 'NoWindow', {
         jobName: 'no-window',
         job: job({ batchingWindowSeconds: 0, batchSize: 10 }),
         appResources,
         stateTables,
+        scheduleGroup,
         logRetentionDays: 30,
         retainData: false,
         handlersDir: FIXTURE_HANDLERS,
@@ -272,13 +290,14 @@ describe('Class: PacedJob', () => {
     let bucket: IConstruct;
 
     beforeAll(() => {
-      const { stack, appResources, stateTables } = scaffold('PacedJobs-test', true);
+      const { stack, appResources, stateTables, scheduleGroup } = scaffold('PacedJobs-test', true);
       bucket = appResources.buckets.files;
       pacedJob = new PacedJob(stack, 'Files', {
         jobName: 'files-job',
         job: job({ uses: { buckets: { files: { ref: 'files', access: 'readwrite' } } } }),
         appResources,
         stateTables,
+        scheduleGroup,
         logRetentionDays: 30,
         retainData: false,
         handlersDir: FIXTURE_HANDLERS,

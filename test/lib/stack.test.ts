@@ -69,6 +69,35 @@ describe('Class: PacedJobsStack', () => {
       });
     });
 
+    it("puts every job's schedule in the environment's one schedule group, paced-jobs-<env>, named in GroupName and created first", () => {
+      const groups = prod.template.findResources('AWS::Scheduler::ScheduleGroup');
+      expect(Object.keys(groups)).toEqual([logicalId(prod.stack.scheduleGroup)]);
+      // Tags are the stack's (project, environment), which CloudFormation puts on the group too.
+      expect(resourceOf(prod.template, prod.stack.scheduleGroup)).toMatchObject({ Properties: { Name: 'paced-jobs-prod' } });
+      const schedules = prod.template.findResources('AWS::Scheduler::Schedule');
+      expect(Object.keys(schedules).sort()).toEqual(Object.values(prod.stack.jobs).map((j) => logicalId(j.schedule)).sort());
+      for (const schedule of Object.values(schedules)) {
+        expect(schedule.Properties.GroupName).toBe('paced-jobs-prod');
+        expect(schedule.DependsOn).toContain(logicalId(prod.stack.scheduleGroup));
+      }
+      for (const job of Object.values(prod.stack.jobs)) expect(job.scheduleGroup).toBe(prod.stack.scheduleGroup);
+      expect(resourceOf(dev.template, dev.stack.scheduleGroup).Properties.Name).toBe('paced-jobs-dev');
+    });
+
+    it('keeps the schedule group with the data: retained where the environment retains data (prod), deleted where not (dev)', () => {
+      expect(resourceOf(prod.template, prod.stack.scheduleGroup)).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
+      expect(resourceOf(dev.template, dev.stack.scheduleGroup)).toMatchObject({ DeletionPolicy: 'Delete', UpdateReplacePolicy: 'Delete' });
+    });
+
+    it('refuses an environment name that would make an invalid schedule group name, before building anything', () => {
+      const app = new App({ context: cdkJsonContext() });
+      expect(() => new PacedJobsStack(app, 'PacedJobs-bad', { environmentName: 'has space', config: loadEnvironment('dev') })).toThrow(
+        'Invalid props for PacedJobsStack PacedJobs-bad:\n  - environmentName "has space" makes the schedule group name "paced-jobs-has space"; ' +
+          'Scheduler allows 1-64 characters of 0-9, a-z, A-Z, "-", "_" and "."',
+      );
+      expect(app.node.tryFindChild('PacedJobs-bad')).toBeUndefined();
+    });
+
     it('lets the schedule role invoke only its own producer and write only its own producer DLQ', () => {
       const job = prod.stack.jobs['expired-session-cleanup'];
       const role = job.node.findChild('ScheduleRole');
@@ -183,6 +212,7 @@ describe('Class: PacedJobsStack', () => {
           businessDateOffsetDays: -1,
           timeZone: 'Europe/London',
           rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1 },
+          quota: { starts: 100, headroom: 0.8 },
           concurrency: 10,
           admission: { horizonSeconds: 300, batchSize: 20, batchingWindowSeconds: 1 },
           slo: { objective: 0.99, completeWithinMinutes: 360 },
@@ -476,6 +506,7 @@ describe('Class: PacedJobsStack', () => {
       expect(outputs.PaymentReconciliationProducerFunctionName.Value).toEqual(refOf(job.producer));
       expect(outputs.PaymentReconciliationConsumerFunctionName.Value).toEqual(refOf(job.consumer));
       expect(outputs.PaymentReconciliationScheduleName.Value).toEqual(refOf(job.schedule));
+      expect(outputs.PaymentReconciliationScheduleGroupName).toEqual({ Value: 'paced-jobs-prod', Description: 'payment-reconciliation: ScheduleGroupName' });
       expect(outputs.PaymentReconciliationEventSourceMappingUuid.Value).toEqual({
         Ref: logicalId(job.consumer.node.children.find((c) => c.node.id.startsWith('SqsEventSource'))!),
       });
@@ -488,7 +519,7 @@ describe('Class: PacedJobsStack', () => {
         'StaleUploadCleanupAdmissionMappingUuid', 'StaleUploadCleanupAdmissionQueueArn', 'StaleUploadCleanupAdmissionQueueUrl',
         'StaleUploadCleanupConsumerFunctionName', 'StaleUploadCleanupDlqArn', 'StaleUploadCleanupDlqUrl', 'StaleUploadCleanupEventSourceMappingUuid',
         'StaleUploadCleanupProducerDlqArn', 'StaleUploadCleanupProducerDlqUrl', 'StaleUploadCleanupProducerFunctionName', 'StaleUploadCleanupQueueArn',
-        'StaleUploadCleanupQueueUrl', 'StaleUploadCleanupScheduleName',
+        'StaleUploadCleanupQueueUrl', 'StaleUploadCleanupScheduleGroupName', 'StaleUploadCleanupScheduleName',
       ]);
     });
 

@@ -7,6 +7,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { LambdaClient, UpdateEventSourceMappingCommand } from '@aws-sdk/client-lambda';
 import { GetScheduleCommand, SchedulerClient, UpdateScheduleCommand } from '@aws-sdk/client-scheduler';
+import { jobOutputName } from '../../lib/outputs';
 import { findStack } from '../../local/assembly';
 import { loadTemplate } from '../../local/template';
 import { LocalStack } from '../../local/stack';
@@ -136,13 +137,17 @@ describe('Admission: pause and resume during a run (local dev stack)', () => {
   };
   const total = (d: { visible: number; inFlight: number; delayed: number }) => d.visible + d.inFlight + d.delayed;
 
-  /** UpdateSchedule replaces the whole definition: send back what GetSchedule returned, with the new state (as `ops` does). */
+  /**
+   * UpdateSchedule replaces the whole definition: send back what GetSchedule returned, with the new state (as `ops` does),
+   * in the group the stack's output names (the schedule is not in `default`).
+   */
   const setSchedule = async (state: 'ENABLED' | 'DISABLED') => {
-    const current = await scheduler.send(new GetScheduleCommand({ Name: job.scheduleName }));
+    const group = stack.plan.outputs[jobOutputName(JOB, 'ScheduleGroupName')];
+    const current = await scheduler.send(new GetScheduleCommand({ Name: job.scheduleName, GroupName: group }));
     await scheduler.send(
       new UpdateScheduleCommand({
         Name: current.Name,
-        GroupName: current.GroupName,
+        GroupName: group,
         ScheduleExpression: current.ScheduleExpression,
         ScheduleExpressionTimezone: current.ScheduleExpressionTimezone,
         Target: current.Target,

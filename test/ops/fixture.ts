@@ -23,6 +23,9 @@ export const REGION = 'us-east-1';
 export const ACCOUNT = '000000000000';
 export const CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
 
+/** The stack's schedule group, as lib/stack.ts names it for an environment `test`. */
+export const SCHEDULE_GROUP = 'paced-jobs-test';
+
 export interface FixtureJob {
   name: string;
   queueUrl: string;
@@ -32,6 +35,8 @@ export interface FixtureJob {
   producer: string;
   consumer: string;
   schedule: string;
+  /** The schedule's group: not `default`, so a Scheduler call that leaves the group out finds nothing, as on AWS. */
+  scheduleGroup: string;
   /** The consumer's mapping on the work queue. */
   mapping: SqsEventSourceMapping;
   /** The producer's admission queue and its mapping (the run's next steps). */
@@ -109,8 +114,8 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): P
     scheduler.add({
       logicalId: `${name}Schedule`,
       name: schedule,
-      arn: arn('scheduler', `schedule/default/${schedule}`),
-      group: 'default',
+      arn: arn('scheduler', `schedule/${SCHEDULE_GROUP}/${schedule}`),
+      group: SCHEDULE_GROUP,
       expression: 'cron(0 2 * * ? *)',
       timeZone: 'Europe/Berlin',
       enabled: true,
@@ -154,6 +159,7 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): P
       producer,
       consumer,
       schedule,
+      scheduleGroup: SCHEDULE_GROUP,
       mapping,
       admissionQueueUrl: admissionQueue.QueueUrl!,
       admissionQueueArn,
@@ -222,6 +228,7 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): P
       [jobOutputName(j.name, 'ProducerFunctionName')]: j.producer,
       [jobOutputName(j.name, 'ConsumerFunctionName')]: j.consumer,
       [jobOutputName(j.name, 'ScheduleName')]: j.schedule,
+      [jobOutputName(j.name, 'ScheduleGroupName')]: j.scheduleGroup,
       [jobOutputName(j.name, 'EventSourceMappingUuid')]: j.mapping.uuid,
       [jobOutputName(j.name, 'AdmissionQueueUrl')]: j.admissionQueueUrl,
       [jobOutputName(j.name, 'AdmissionQueueArn')]: j.admissionQueueArn,

@@ -53,6 +53,16 @@ describe('Function: resourcesFromOutputs', () => {
     );
   });
 
+  it('names the schedule group output a stack from before its schedule group lacks', () => {
+    const outputs = Object.fromEntries(
+      [...jobOutputs('alpha').filter((o) => o.Description !== 'alpha: ScheduleGroupName'), ...tableOutputs].map((o) => [o.OutputKey!, o.OutputValue]),
+    );
+
+    expect(() => resourcesFromOutputs('stack PacedJobs-x', ['alpha'], outputs)).toThrow(
+      new ResourceDiscoveryError('stack PacedJobs-x lacks the outputs AlphaScheduleGroupName', 'stack PacedJobs-x'),
+    );
+  });
+
   it('throws when there is no job', () => {
     expect(() => resourcesFromOutputs('f.json', [], {})).toThrow('f.json describes no jobs');
   });
@@ -63,7 +73,7 @@ describe('Class: CloudFormationSource', () => {
     it('reads the outputs of PacedJobs-<env>', async () => {
       const send = jest.fn().mockResolvedValue({ Stacks: [{ StackName: 'PacedJobs-prod', Outputs: [...jobOutputs('beta'), ...jobOutputs('alpha'), ...tableOutputs] }] });
 
-      const resources = await new CloudFormationSource({ environment: 'prod', client: { send } }).load();
+      const resources = await new CloudFormationSource({ environment: 'prod', client: { send }, sdkRegion: async () => undefined }).load();
 
       expect((send.mock.calls[0][0] as DescribeStacksCommand).input).toEqual({ StackName: 'PacedJobs-prod' });
       expect(resources).toMatchObject({ source: 'cloudformation', stackName: 'PacedJobs-prod', tables: { idempotency: 'idem', ledger: 'ledger' } });
@@ -77,6 +87,7 @@ describe('Class: CloudFormationSource', () => {
         producerFunctionName: 'alpha-ProducerFunctionName',
         consumerFunctionName: 'alpha-ConsumerFunctionName',
         scheduleName: 'alpha-ScheduleName',
+        scheduleGroupName: 'alpha-ScheduleGroupName',
         eventSourceMappingUuid: 'alpha-EventSourceMappingUuid',
         admissionQueueUrl: 'alpha-AdmissionQueueUrl',
         admissionQueueArn: 'alpha-AdmissionQueueArn',
@@ -87,8 +98,8 @@ describe('Class: CloudFormationSource', () => {
     it('throws with a hint when the stack cannot be read', async () => {
       const send = jest.fn().mockRejectedValue(new Error('Stack with id PacedJobs-prod does not exist'));
 
-      await expect(new CloudFormationSource({ environment: 'prod', client: { send } }).load()).rejects.toThrow(
-        'cannot read stack PacedJobs-prod: Stack with id PacedJobs-prod does not exist (is it deployed in this account and region? use --local for the local stack)',
+      await expect(new CloudFormationSource({ environment: 'prod', client: { send }, sdkRegion: async () => undefined }).load()).rejects.toThrow(
+        'cannot read stack PacedJobs-prod in us-east-1: Stack with id PacedJobs-prod does not exist (is it deployed in this account and region? use --local for the local stack)',
       );
     });
   });

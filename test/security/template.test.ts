@@ -228,8 +228,8 @@ describe.each(['dev', 'prod'])('Class: PacedJobsStack (environment %s)', (name) 
   describe('Method: constructor (encryption at rest and TLS only)', () => {
     it('encrypts every queue and every table', () => {
       const queues = byType(b(), 'AWS::SQS::Queue');
-      // Per job: the work queue, its DLQ, the admission queue and the producer DLQ.
-      expect(queues.length).toBe(4 * Object.keys(b().stack.jobs).length);
+      // Per job: the work queue, its DLQ, the admission queue and the producer DLQ; and the alarm subscription's DLQ.
+      expect(queues.length).toBe(4 * Object.keys(b().stack.jobs).length + 1);
       expect(queues.filter(([, q]) => q.Properties?.SqsManagedSseEnabled !== true && q.Properties?.KmsMasterKeyId === undefined).map(([id]) => id)).toEqual([]);
       const tables = byType(b(), 'AWS::DynamoDB::Table');
       // The runtime's three state tables, and the application's tables where the environment creates them (dev).

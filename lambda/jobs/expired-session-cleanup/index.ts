@@ -59,6 +59,7 @@ export function sessionCutoff(businessDate: string, maxAgeDays: number): string 
 
 export const job = defineJob<TenantResource, ExpiredSessionDeps>({
   name: JOB_NAME,
+  discoveryIndexes: [{ table: 'sessions', index: LAST_SEEN_INDEX }],
   resourceSchema,
   createDeps,
 

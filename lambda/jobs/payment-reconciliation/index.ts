@@ -72,6 +72,7 @@ const definedOnly = (detail: Record<string, string | number | boolean | undefine
 
 export const job = defineJob<PaymentResource, PaymentReconciliationDeps>({
   name: JOB_NAME,
+  discoveryIndexes: [{ table: 'payments', index: UNSETTLED_INDEX }],
   resourceSchema,
   createDeps,
 

@@ -74,6 +74,7 @@ const readUpload = async (deps: StaleUploadDeps, uploadId: string): Promise<Uplo
 
 export const job = defineJob<UploadResource, StaleUploadDeps>({
   name: JOB_NAME,
+  discoveryIndexes: [{ table: 'uploads', index: DEADLINE_INDEX }],
   resourceSchema,
   createDeps,
 

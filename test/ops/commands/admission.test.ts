@@ -218,6 +218,7 @@ describe('Function: admission against transitional mapping states', () => {
         producerFunctionName: 'p',
         consumerFunctionName: 'c',
         scheduleName: 'alpha-schedule',
+        scheduleGroupName: 'paced-jobs-prod',
         eventSourceMappingUuid: 'consumer-uuid',
         admissionQueueUrl: 'aq',
         admissionQueueArn: 'aqa',
@@ -230,10 +231,12 @@ describe('Function: admission against transitional mapping states', () => {
   /** Each mapping answers GetEventSourceMapping with its states in turn, then keeps the last. */
   function context(mappingStates: Record<string, string[]>) {
     const sent: string[] = [];
+    const schedulerInputs: [string, Record<string, unknown>][] = [];
     const states = Object.fromEntries(Object.entries(mappingStates).map(([uuid, list]) => [uuid, [...list]]));
     const send = jest.fn(async (command: { constructor: { name: string }; input: { UUID?: string } }) => {
       const name = command.constructor.name;
       sent.push(command.input.UUID ? `${name} ${command.input.UUID}` : name);
+      if (name.endsWith('ScheduleCommand')) schedulerInputs.push([name, command.input]);
       switch (name) {
         case 'GetScheduleCommand':
           return { Name: 'alpha-schedule', State: 'ENABLED', ScheduleExpression: 'cron(0 2 * * ? *)', FlexibleTimeWindow: { Mode: 'OFF' }, Target: { Arn: 'a', RoleArn: 'r' } };
@@ -257,8 +260,20 @@ describe('Function: admission against transitional mapping states', () => {
         clock += ms;
       },
     };
-    return { ctx: { resources, clients, io }, sent };
+    return { ctx: { resources, clients, io }, sent, schedulerInputs };
   }
+
+  it("addresses the schedule in the job's group on GetSchedule and UpdateSchedule", async () => {
+    const { ctx, schedulerInputs } = context({ 'admission-uuid': ['Enabled', 'Disabled'], 'consumer-uuid': ['Enabled', 'Disabled'] });
+
+    await admission(ctx, 'pause', { yes: true, mappingPollMs: 1000, mappingTimeoutMs: 10_000 });
+
+    // The GetSchedule answer above names no group: the UpdateSchedule's group is the job's own, from the stack outputs.
+    expect(schedulerInputs).toEqual([
+      ['GetScheduleCommand', { Name: 'alpha-schedule', GroupName: 'paced-jobs-prod' }],
+      ['UpdateScheduleCommand', expect.objectContaining({ Name: 'alpha-schedule', GroupName: 'paced-jobs-prod', State: 'DISABLED' })],
+    ]);
+  });
 
   it('waits until each mapping reports Disabled before the next step', async () => {
     const { ctx, sent } = context({ 'admission-uuid': ['Enabled', 'Disabling', 'Disabled'], 'consumer-uuid': ['Enabled', 'Disabling', 'Disabling', 'Disabled'] });

@@ -47,20 +47,27 @@ export async function startLambdaApi(options: LambdaApiOptions, port = 0): Promi
   return listenOnLoopback(server, port);
 }
 
+/** The function by name or ARN; undefined once a 404 has been answered, as Lambda answers an unknown function. */
+function functionOr404(options: LambdaApiOptions, res: ServerResponse, nameOrArn: string): ReturnType<LambdaRuntime['get']> | undefined {
+  try {
+    return options.runtime.get(nameOrArn);
+  } catch (error) {
+    if (error instanceof FunctionNotFoundError) {
+      reply(res, 404, { Type: 'User', message: error.message }, 'ResourceNotFoundException');
+      return undefined;
+    }
+    throw error;
+  }
+}
+
 async function handle(options: LambdaApiOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   let raw = '';
   for await (const chunk of req) raw += chunk;
   const url = new URL(req.url ?? '/', 'http://local');
   const invoke = INVOKE.exec(url.pathname);
   if (invoke && req.method === 'POST') {
-    const name = decodeURIComponent(invoke[1]);
-    let fn;
-    try {
-      fn = options.runtime.get(name);
-    } catch (error) {
-      if (error instanceof FunctionNotFoundError) return reply(res, 404, { Type: 'User', message: error.message }, 'ResourceNotFoundException');
-      throw error;
-    }
+    const fn = functionOr404(options, res, decodeURIComponent(invoke[1]));
+    if (!fn) return;
     let event: unknown;
     try {
       event = raw === '' ? {} : JSON.parse(raw);
@@ -88,13 +95,8 @@ async function handle(options: LambdaApiOptions, req: IncomingMessage, res: Serv
   if (configuration && req.method === 'GET') {
     // What an operator's tools read of a function (ops catch-up --missed reads its JOB_SETTINGS): its name, ARN,
     // handler, timeout and environment, as GetFunctionConfiguration answers them.
-    let fn;
-    try {
-      fn = options.runtime.get(decodeURIComponent(configuration[1]));
-    } catch (error) {
-      if (error instanceof FunctionNotFoundError) return reply(res, 404, { Type: 'User', message: error.message }, 'ResourceNotFoundException');
-      throw error;
-    }
+    const fn = functionOr404(options, res, decodeURIComponent(configuration[1]));
+    if (!fn) return;
     const spec = fn.spec as Partial<FunctionSpec> & { name: string; arn: string };
     return reply(res, 200, {
       FunctionName: spec.name,
@@ -110,13 +112,8 @@ async function handle(options: LambdaApiOptions, req: IncomingMessage, res: Serv
   const concurrency = CONCURRENCY.exec(url.pathname);
   if (concurrency && req.method === 'GET') {
     // GetFunctionConcurrency: the function's reserved concurrency, absent when it has none (as AWS answers).
-    let fn;
-    try {
-      fn = options.runtime.get(decodeURIComponent(concurrency[1]));
-    } catch (error) {
-      if (error instanceof FunctionNotFoundError) return reply(res, 404, { Type: 'User', message: error.message }, 'ResourceNotFoundException');
-      throw error;
-    }
+    const fn = functionOr404(options, res, decodeURIComponent(concurrency[1]));
+    if (!fn) return;
     const reserved = (fn.spec as Partial<FunctionSpec>).reservedConcurrency;
     return reply(res, 200, reserved === undefined ? {} : { ReservedConcurrentExecutions: reserved });
   }

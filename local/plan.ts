@@ -33,7 +33,7 @@ export const RESOURCE_TYPES: Record<string, { treatment: LocalTreatment; note: s
   'AWS::KMS::Key': { treatment: 'enforced', note: 'its key policy is enforced for SQS queues encrypted with it; local data is not encrypted' },
   'AWS::KMS::Alias': { treatment: 'ignored', note: 'local data is not encrypted' },
   'AWS::Logs::LogGroup': { treatment: 'ignored', note: 'function logs go to .local/logs' },
-  'AWS::CloudWatch::Alarm': { treatment: 'ignored', note: 'monitoring only: an alarm is never evaluated locally' },
+  'AWS::CloudWatch::Alarm': { treatment: 'ignored', note: 'monitoring only: a local run raises no alarm (tests evaluate one over a run\'s samples with local/alarms.ts)' },
   'AWS::CloudWatch::CompositeAlarm': { treatment: 'ignored', note: 'monitoring only' },
   'AWS::CloudWatch::Dashboard': { treatment: 'ignored', note: 'monitoring only' },
   'AWS::SNS::Topic': { treatment: 'emulated', note: 'names and subscriptions only: ListTopics, GetTopicAttributes, ListSubscriptionsByTopic answer from the template; nothing is delivered' },

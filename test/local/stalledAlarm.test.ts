@@ -1,0 +1,200 @@
+// The stalled alarm's logic on a local run of the synthesized dev stack: the template's own stalled alarm of the payment
+// job, evaluated by the local evaluator (local/alarms.ts) over what the run really emitted (the consumer's EMF metrics
+// off its log lines, the work queue's depth sampled from the local SQS server). A paused consumer with waiting work is
+// stalled; a paced backlog that drains over several periods is not.
+//
+// Time is scaled, and so is the alarm (scaleAlarm): its 1-minute periods become 2 s (30 times faster) and its
+// evaluation periods (alarms.stalledMinutes, 15 of 15) become 3 of 3, so the paused consumer alarms after 6 s, not
+// 15 minutes; its expression, threshold, comparison and missing-data rule are the template's own. The payment job is
+// scaled to keep what a period sees at its real rate: 80 starts a minute in batches of 20 settle 4 batches per 1-minute
+// period; here 10 starts a second in batches of 5 (the consumer mapping's BatchSize and admission.batchSize) settle
+// 4 batches per 2-s period, 20 payments. Traffic stays small: 10 paused payments, then a backlog of 120 (6 periods).
+import { LambdaClient, UpdateEventSourceMappingCommand } from '@aws-sdk/client-lambda';
+import { alarmName, JobAlarm } from '../../lib/monitoring';
+import { AlarmState, evaluateAlarm, planResolveContext, readAlarm, scaleAlarm, type AlarmDefinition, type PeriodEvaluation } from '../../local/alarms';
+import { jobViews, previewPlan } from '../../local/jobs';
+import { MetricRecorder } from '../../local/metricSamples';
+import { LocalSession, type SessionJob } from '../../local/session';
+import type { CloudFormationTemplate } from '../../local/template';
+import { waitFor, waitUntil } from '../../local/waitFor';
+
+const JOB = 'payment-reconciliation';
+const PERIOD_SECONDS = 2;
+const EVALUATION_PERIODS = 3;
+const RATE = { startsPerInterval: 10, intervalSeconds: 1 };
+const BATCH_SIZE = 5;
+/** A batch's slots (0.4 s at 10 a second) plus the 1.75 s of slack the configured short wait (16 s for 14.25 s) has. */
+const SHORT_WAIT_MS = Math.round(((BATCH_SIZE - 1) / RATE.startsPerInterval) * 1000 + 1750);
+/**
+ * The fake provider's quota keeps the config's headroom over the pacing (the job paces at 80 of the provider's 100
+ * starts a minute): 12.5 a second, as 25 per 2 s. At the pacing's own rate, a start at a window's edge would be refused.
+ */
+const PROVIDER_QUOTA = { startsPerWindow: 25, windowSeconds: 2 };
+const PAUSED_PAYMENTS = 10;
+/** Six periods' allowance (20 a period): larger than one period's, so it drains over several. */
+const BACKLOG = 120;
+/** Function log lines reach the recorder a little after they are written: a period is read once this much past its end. */
+const LOG_LAG_MS = 300;
+const SETTLED_IDS = ['applied', 'done', 'dead', 'rejected'] as const;
+
+/** The payment consumer's event source batches BATCH_SIZE messages (the stack's mapping, as deployed here). */
+function scaleConsumerBatch(template: CloudFormationTemplate): CloudFormationTemplate {
+  const consumer = jobViews(previewPlan(template, 'preview')).get(JOB)?.consumer?.logicalId;
+  const mapping = Object.values(template.Resources).find(
+    (r) => r.Type === 'AWS::Lambda::EventSourceMapping' && (r.Properties?.FunctionName as { Ref?: string } | undefined)?.Ref === consumer,
+  );
+  if (!consumer || !mapping?.Properties) throw new Error(`the dev stack has no event source mapping for the ${JOB} consumer`);
+  mapping.Properties.BatchSize = BATCH_SIZE;
+  return template;
+}
+
+const waiting = (p: PeriodEvaluation) => (p.values.visible ?? 0) + (p.values.delayed ?? 0);
+const settled = (p: PeriodEvaluation) => SETTLED_IDS.reduce((sum, id) => sum + (p.values[id] ?? 0), 0);
+/** One line per period, for the failure messages: what the alarm saw and decided. */
+const table = (periods: PeriodEvaluation[], from: number) =>
+  periods.map((p) => `+${((p.startMs - from) / 1000).toFixed(1)}s waiting=${waiting(p)} settled=${settled(p)} value=${p.value} ${p.state}`);
+
+describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2 s, 3 of 3)', () => {
+  let session: LocalSession;
+  let job: SessionJob;
+  let alarm: AlarmDefinition;
+  let recorder: MetricRecorder | undefined;
+  let lambda: LambdaClient;
+  const logs: string[] = [];
+
+  beforeAll(async () => {
+    session = await LocalSession.open({
+      cwd: process.cwd(),
+      template: scaleConsumerBatch,
+      jobSettings: (settings) =>
+        settings.jobName !== JOB
+          ? settings
+          : {
+              ...settings,
+              rateLimit: { ...RATE, burst: 1 },
+              admission: { ...settings.admission!, batchSize: BATCH_SIZE },
+              settings: { ...settings.settings, shortWaitMs: SHORT_WAIT_MS },
+            },
+      downstream: (name) => (name === JOB ? { quota: PROVIDER_QUOTA } : undefined),
+      log: (source, line) => {
+        recorder?.observe(line);
+        logs.push(`[${source}] ${line}`);
+        if (logs.length > 300) logs.shift();
+      },
+    });
+    job = session.job(JOB);
+    const synthesized = readAlarm(session.template, alarmName(session.artifact.stackName, JOB, JobAlarm.Stalled), planResolveContext(session.stack.plan));
+    alarm = scaleAlarm(synthesized, { periodSeconds: PERIOD_SECONDS, evaluationPeriods: EVALUATION_PERIODS });
+    const queue = session.stack.plan.queues.find((q) => q.url === job.queueUrl);
+    if (!queue || !job.mapping || !job.fixture) throw new Error(`the dev stack's ${JOB} job has no work queue, consumer mapping or fixture`);
+    recorder = new MetricRecorder({ sqs: session.sqs(), queues: [{ url: queue.url, queueName: queue.name }] });
+    lambda = new LambdaClient(session.stack.clientConfig('lambda'));
+    session.startConsumers();
+  }, 120_000);
+
+  afterAll(async () => {
+    await recorder?.stop().catch(() => undefined);
+    lambda?.destroy();
+    await session?.close();
+  });
+
+  // The local Lambda API answers a disable once the mapping's pollers have stopped, as `ops pause` waits for.
+  const setConsumer = (enabled: boolean) => lambda.send(new UpdateEventSourceMappingCommand({ UUID: job.mapping!.uuid, Enabled: enabled }));
+  const periodsBetween = (fromMs: number, toMs: number) => evaluateAlarm(alarm, recorder!.samples(), { fromMs, toMs });
+  const fire = async (businessDate: string, payments: number) => {
+    const seeded = await session.seed(JOB, payments, businessDate);
+    expect(seeded.expectedOperations).toHaveLength(payments);
+    await session.fire(JOB, { scheduledTime: new Date(), businessDate });
+  };
+
+  it('is the synthesized alarm: the stalled expression over this job\'s queue and metrics, 15 of 15 one-minute periods', () => {
+    const synthesized = readAlarm(session.template, alarmName(session.artifact.stackName, JOB, JobAlarm.Stalled), planResolveContext(session.stack.plan));
+    expect({ periodSeconds: synthesized.periodSeconds, evaluationPeriods: synthesized.evaluationPeriods, datapointsToAlarm: synthesized.datapointsToAlarm, treatMissingData: synthesized.treatMissingData })
+      .toEqual({ periodSeconds: 60, evaluationPeriods: 15, datapointsToAlarm: 15, treatMissingData: 'notBreaching' });
+    const queueName = session.stack.plan.queues.find((q) => q.url === job.queueUrl)!.name;
+    expect(alarm.metrics.map((m) => [m.id, m.metricName, m.dimensions, m.stat])).toEqual([
+      ['visible', 'ApproximateNumberOfMessagesVisible', { QueueName: queueName }, 'Maximum'],
+      ['delayed', 'ApproximateNumberOfMessagesDelayed', { QueueName: queueName }, 'Maximum'],
+      ['applied', 'Applied', { job: JOB, service: JOB }, 'Sum'],
+      ['done', 'AlreadyDone', { job: JOB, service: JOB }, 'Sum'],
+      ['dead', 'DeadLettered', { job: JOB, service: JOB }, 'Sum'],
+      ['rejected', 'Rejected', { job: JOB, service: JOB }, 'Sum'],
+    ]);
+  });
+
+  it('goes to ALARM for a paused consumer with waiting work, after 3 periods of it, and back to OK once it resumes', async () => {
+    await setConsumer(false);
+    expect(job.mapping!.state).toBe('Disabled');
+    await fire('2026-03-09', PAUSED_PAYMENTS);
+    // The producer admits the run into the queue (delayed until each group's slot); nobody receives it.
+    await waitFor('the paused run to wait in the queue', async () => {
+      const d = await session.depth(job.queueUrl);
+      return d.visible + d.delayed === PAUSED_PAYMENTS && d.inFlight === 0;
+    }, { timeoutMs: 20_000, intervalMs: 100 });
+
+    // The first period is the one the first queue sample falls in (periods are aligned to the clock).
+    const before = Date.now();
+    recorder!.start();
+    const from = (await waitFor('a first sample of the queue', () => recorder!.samples().find((x) => x.namespace === 'AWS/SQS' && x.timestamp >= before))).timestamp;
+    const stalled = await waitUntil<PeriodEvaluation[]>(
+      'the stalled alarm to reach ALARM',
+      () => {
+        const periods = periodsBetween(from, Date.now() - LOG_LAG_MS);
+        return periods.some((p) => p.state === AlarmState.ALARM) ? { done: periods } : { last: table(periods, from) };
+      },
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
+    // Every period saw work waiting and nothing settled (1); the third such period in a row is the alarm.
+    expect(table(stalled, from).map((line) => line.replace(/^\+\S+ waiting=\d+/, 'waiting'))).toEqual([
+      'waiting settled=0 value=1 OK',
+      'waiting settled=0 value=1 OK',
+      'waiting settled=0 value=1 ALARM',
+    ]);
+    expect(stalled.every((p) => waiting(p) > 0)).toBe(true);
+
+    await setConsumer(true);
+    const resumedAt = Date.now();
+    const recovered = await waitUntil<PeriodEvaluation[]>(
+      'the stalled alarm to return to OK after the resume',
+      () => {
+        const periods = periodsBetween(from, Date.now() - LOG_LAG_MS);
+        const last = periods[periods.length - 1];
+        return last.endMs > resumedAt && last.state === AlarmState.OK ? { done: periods } : { last: table(periods, from) };
+      },
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
+    expect(settled(recovered[recovered.length - 1])).toBeGreaterThan(0);
+    expect(await session.settle({ deadline: Date.now() + 30_000, jobs: [JOB], intervalMs: 200 })).toBe(true);
+  }, 90_000);
+
+  it('stays OK while a paced backlog drains over several periods: every period with work waiting settles some', async () => {
+    recorder!.start();
+    const from = Date.now();
+    await fire('2026-03-10', BACKLOG);
+    expect(await session.settle({ deadline: Date.now() + 60_000, jobs: [JOB], intervalMs: 200 })).toBe(true);
+    // Paced: the limiter lets the 120 start no faster than 10 a second.
+    expect(Date.now() - from).toBeGreaterThanOrEqual(((BACKLOG - 1) / RATE.startsPerInterval) * 1000);
+    // The period in which the queue emptied, evaluated whole.
+    await new Promise((r) => setTimeout(r, PERIOD_SECONDS * 1000 + LOG_LAG_MS));
+    await recorder!.stop();
+    const periods = periodsBetween(from, Date.now() - LOG_LAG_MS);
+    const lines = table(periods, from);
+
+    // Work waited in several periods: the test's claim is about a backlog, not an idle queue.
+    const waited = periods.filter((p) => waiting(p) > 0);
+    expect({ lines, severalPeriods: waited.length > EVALUATION_PERIODS }).toEqual({ lines, severalPeriods: true });
+    // Every period in which work waited settled something, but the one the run was admitted in (the first group's
+    // batch may end after it), and so the expression is 0 there.
+    expect({ lines, unsettled: waited.slice(1).filter((p) => settled(p) === 0 || p.value !== 0).map((p) => table([p], from)[0]) }).toEqual({ lines, unsettled: [] });
+    // OK throughout.
+    expect({ lines, notOk: periods.filter((p) => p.state !== AlarmState.OK).length }).toEqual({ lines, notOk: 0 });
+    // The metrics the alarm read are the whole run: every payment applied once, nothing dead-lettered or rejected.
+    const total = (id: string) => periods.reduce((sum, p) => sum + (p.values[id] ?? 0), 0);
+    expect({ applied: total('applied'), done: total('done'), dead: total('dead'), rejected: total('rejected') }).toEqual({ applied: BACKLOG, done: 0, dead: 0, rejected: 0 });
+
+    // The control: the same queue samples without the settles would have alarmed. The OK is the settles' doing, not
+    // too few periods.
+    const withoutSettles = evaluateAlarm(alarm, recorder!.samples().filter((s) => s.namespace === 'AWS/SQS'), { fromMs: from, toMs: Date.now() - LOG_LAG_MS });
+    expect(withoutSettles.some((p) => p.state === AlarmState.ALARM)).toBe(true);
+  }, 90_000);
+});

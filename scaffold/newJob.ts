@@ -23,10 +23,11 @@ export const MAX_NAME_LENGTH = 32;
 /** Folders under lambda/ (read from the project too; these are the ones it has today). */
 export const LAMBDA_FOLDERS = ['adapters', 'core', 'handlers', 'jobs', 'sdk-slim'];
 /**
- * Construct IDs the stack gives its own children at its top level (lib/stack.ts, lib/sdk-layer.ts, and the CDK's
- * metadata); a job's construct ID is its name in PascalCase, and two children with one ID fail synthesis.
+ * Construct IDs the stack gives its own children at its top level (lib/stack.ts, its schedule group among them,
+ * lib/sdk-layer.ts, and the CDK's metadata); a job's construct ID is its name in PascalCase, and two children with one
+ * ID fail synthesis.
  */
-export const STACK_CONSTRUCT_IDS = ['AppResources', 'State', 'Monitoring', 'SdkSlimLayer', 'CDKMetadata'];
+export const STACK_CONSTRUCT_IDS = ['AppResources', 'State', 'Monitoring', 'SdkSlimLayer', 'ScheduleGroup', 'CDKMetadata'];
 /** Alarm subjects of schedule groups are `schedule-group-<group>` (lib/monitoring.ts), in the same name space as jobs. */
 export const RESERVED_PREFIX = 'schedule-group';
 /** Names reserved for another reason than the above, with it. */

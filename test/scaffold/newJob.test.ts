@@ -106,7 +106,7 @@ describe('Function: validateName', () => {
   ])('refuses %j, whose construct ID is one of the stack\'s own', (name, id) => {
     expect(validateName(name, real)).toEqual({
       rule: 'reserved',
-      message: `job name "${name}" breaks the reserved rule: its construct ID "${id}" (the name in PascalCase) is one the stack uses for itself (AppResources, State, Monitoring, SdkSlimLayer, CDKMetadata)`,
+      message: `job name "${name}" breaks the reserved rule: its construct ID "${id}" (the name in PascalCase) is one the stack uses for itself (AppResources, State, Monitoring, SdkSlimLayer, ScheduleGroup, CDKMetadata)`,
     });
   });
 

@@ -17,7 +17,7 @@ import { mapBounded } from '../lambda/adapters/sqsPublisher';
 import { admissionGroupSize } from '../lambda/core/admission';
 import type { JobRuntimeSettings } from '../lambda/core/constants';
 import { parseMessage } from '../lambda/core/message';
-import { pacingSettings, PacingSettingKey } from '../lambda/handlers/runtime';
+import { pacingSettings, PacingSettingKey } from '../lambda/core/pacingSettings';
 import { actionOf, DYNAMO_READ_ACTIONS, DYNAMO_WRITE_ACTIONS, startCountingProxy, type CountedRequest, type CountingProxy } from './countingProxy';
 import { defaultCountOf, warmUpCountOf } from './counts';
 import { batchedFigures, checkGoals, slotWaitGbSeconds, type GoalCheck, type PerJobFigures, type RunCounts, type TimedInvocation } from './perJob';

@@ -84,8 +84,8 @@ export type SchedulerAlarmKind = keyof typeof SchedulerAlarm;
 
 /**
  * The custom metrics the handlers emit (lambda/adapters/observability.ts MetricName, plus `Throttled`: 429/503 answers
- * from the downstream). Repeated here because lib may import only lambda/core/constants.ts from the Lambda side;
- * test/lib/monitoring.test.ts checks the names against the handlers' own list.
+ * from the downstream). Repeated here because lib may import from the Lambda side only lambda/core/constants.ts and
+ * lambda/core/pacingSettings.ts; test/lib/monitoring.test.ts checks the names against the handlers' own list.
  */
 export const CustomMetric = {
   Published: 'Published',

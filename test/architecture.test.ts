@@ -61,6 +61,13 @@ describe('dependency rules', () => {
     expect(offending).toEqual([]);
   });
 
+  it('lib imports from the Lambda side only lambda/core/constants.ts and lambda/core/pacingSettings.ts', () => {
+    const allowed = ['lambda/core/constants', 'lambda/core/pacingSettings'];
+    const offending = sources('lib').flatMap((f) => importsOf(f).filter((i) => /^lambda(\/|$)/.test(i) && !allowed.includes(i)).map((i) => `${f} -> ${i}`));
+    expect(offending).toEqual([]);
+    expect(importsOf('lib/config/schema.ts')).toContain('lambda/core/pacingSettings');
+  });
+
   it('local/ and ops/ never import handlers or adapters', () => {
     const offending = [...sources('local'), ...sources('ops')].flatMap((f) => importsOf(f).filter((i) => /^lambda\/(handlers|adapters)(\/|$)/.test(i)).map((i) => `${f} -> ${i}`));
     expect(offending).toEqual([]);

@@ -13,13 +13,14 @@ import { admissionGroupSize, delaySecondsUntil, nextStepDelaySeconds, planAdmiss
 import { businessDateFor, makeBatchId } from '../core/businessDate';
 import type { AnyJob } from '../core/job';
 import { businessDateSchema, idSchema, serializeMessage } from '../core/message';
+import { pacingSettings } from '../core/pacingSettings';
 import { requireEnv } from '../core/settings';
 import { AdmissionStatus, DynamoRunStateStore, type RunState, type RunStateStore } from '../adapters/admissionState';
 import { bindJob, count, flushMetrics, logger, MetricName, withLogKeys } from '../adapters/observability';
 import { sqsQueueDepth, type QueueDepth } from '../adapters/queueDepth';
 import { SqsPublisher, type Publisher } from '../adapters/sqsPublisher';
 import type { JobModuleLoader } from './jobLoader';
-import { loadJobRuntime, pacingSettings, requirePositiveInt } from './runtime';
+import { loadJobRuntime, requirePositiveInt } from './runtime';
 
 /** The Scheduler's input (`scheduledTime` from `<aws.scheduler.scheduled-time>`), a manual run, or a catch-up. */
 export const producerEventSchema = z.object({

@@ -1,6 +1,7 @@
 // Configuration contract for one environment: every default is written once here (and pinned by test/lib/config).
 import { z } from 'zod';
 import { LAMBDA_MAX_TIMEOUT_SECONDS, SQS_MAX_MESSAGE_BYTES, type JobRuntimeSettings } from '../../lambda/core/constants';
+import { pacingSettingsSchema } from '../../lambda/core/pacingSettings';
 
 /** DLQ retention is fixed at the SQS maximum so a failed message outlives its source queue's retention. */
 export const DLQ_RETENTION_DAYS = 14;
@@ -206,10 +207,25 @@ export const jobSchema = z.object({
   admission: admissionSchema.prefault({}),
   /** Alarm thresholds; prefault parses `{}` through jobAlarmsSchema, so each default stays written once, there. */
   alarms: jobAlarmsSchema.prefault({}),
-  /** Job-specific plain settings handed to the job's code (e.g. the provider's base URL). */
+  /**
+   * Plain settings handed to the job's code (e.g. the provider's base URL), free-form but for the pacing keys
+   * (lambda/core/pacingSettings.ts): their values, and keys that misspell them, are checked here as the runtime would.
+   */
   settings: z
     .record(z.string(), z.union([z.string(), z.number(), z.boolean()], { message: 'must be a string, a number or a boolean' }))
-    .default({}),
+    .default({})
+    .superRefine(
+      (settings, ctx) => {
+        if (typeof settings !== 'object' || settings === null) return;
+        // A value of the wrong kind is the record's own issue above; the pacing schema judges the rest, once each.
+        const plain = Object.fromEntries(Object.entries(settings).filter(([, value]) => ['string', 'number', 'boolean'].includes(typeof value)));
+        for (const issue of pacingSettingsSchema.safeParse(plain).error?.issues ?? []) {
+          ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+        }
+      },
+      // Also when another setting is bad, so one round names every problem.
+      { when: () => true },
+    ),
 });
 
 /** The pacing the consumer enforces: the documented quota less headroom, and the configured burst. */

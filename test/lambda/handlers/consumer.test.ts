@@ -17,7 +17,7 @@ import type { AnyJob, ApplyRequest, ApplyResult } from '../../../lambda/core/job
 import { waitFor } from '../../../local/waitFor';
 import type { JobMessage } from '../../../lambda/core/message';
 import { consumerOptionsFromEnv, createConsumer, handler, type ConsumerOptions } from '../../../lambda/handlers/consumer';
-import { createDeferralPolicy } from '../../../lambda/handlers/deferral';
+import { createDeferralPolicy } from '../../../lambda/core/deferral';
 import { fakeJobCalls, job as fakeJob } from '../../fixtures/jobs/fake-job';
 import { startLocalAws, type LocalAws } from '../../support/aws';
 import { startHttpStub, type HttpStub } from '../../support/httpStub';

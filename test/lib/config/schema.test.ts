@@ -70,6 +70,44 @@ describe('Schema: jobSchema', () => {
   });
 });
 
+describe('Schema: jobSchema.shape.settings (the pacing keys of lambda/core/pacingSettings.ts)', () => {
+  const issuesOf = (settings: Record<string, unknown>) =>
+    jobSchema.safeParse({ ...minimalJob, settings }).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+
+  describe('Method: safeParse', () => {
+    it('accepts valid pacing settings and hands the settings on exactly as given (no pacing defaults filled in)', () => {
+      const settings = { downstreamKey: 'acme', maxDeferrals: 40, maxDeferralAgeSeconds: 7200, shortWaitMs: 16_000, adaptiveRate: false, pacing: true };
+      expect(jobSchema.parse({ ...minimalJob, settings }).settings).toStrictEqual(settings);
+    });
+
+    it.each(['shortWaitMS', 'ShortWaitMs', 'shortwaitms'])('refuses %s, naming the pacing key it misspells', (key) => {
+      expect(issuesOf({ [key]: 16_000 })).toEqual([`settings.${key}: unknown pacing setting; did you mean shortWaitMs?`]);
+    });
+
+    it.each([0, -1, 2.5, '10s'])('refuses shortWaitMs %p, naming the key', (value) => {
+      expect(issuesOf({ shortWaitMs: value })).toEqual([`settings.shortWaitMs: must be a positive integer, got ${JSON.stringify(value)}`]);
+    });
+
+    it('refuses a deferral budget the message schema could not carry (over 10000), at synth rather than at run time', () => {
+      expect(issuesOf({ maxDeferrals: 20_000 })).toEqual(['settings.maxDeferrals: must be at most 10000, got 20000']);
+    });
+
+    it("leaves the job's own settings free-form", () => {
+      const settings = { provider: 'acme', providerBaseUrl: 'https://api.example.com', sessionMaxAgeDays: 30, paging: true };
+      expect(jobSchema.parse({ ...minimalJob, settings }).settings).toStrictEqual(settings);
+    });
+
+    it('names every bad setting in one round: a value of the wrong kind, a bad pacing value and a misspelt key', () => {
+      expect(issuesOf({ provider: null, shortWaitMs: -1, Pacing: false, maxDeferrals: [3] })).toEqual([
+        'settings.provider: must be a string, a number or a boolean',
+        'settings.maxDeferrals: must be a string, a number or a boolean',
+        'settings.shortWaitMs: must be a positive integer, got -1',
+        'settings.Pacing: unknown pacing setting; did you mean pacing?',
+      ]);
+    });
+  });
+});
+
 describe('Schema: scheduleSchema', () => {
   describe('Method: safeParse', () => {
     it.each([

@@ -12,9 +12,9 @@
 // slots go unused. An age limit (since firstEnqueuedAt)
 // is available but off by default, because a redriven message keeps its first enqueue time and would be dead-lettered
 // again at its first deferral.
-import { SQS_MAX_DELAY_SECONDS } from '../core/constants';
-import type { ThrottledError } from '../core/errors';
-import { backoffMs, type RandomSource } from '../core/pacing/backoff';
+import { SQS_MAX_DELAY_SECONDS } from './constants';
+import type { ThrottledError } from './errors';
+import { backoffMs, type RandomSource } from './pacing/backoff';
 
 /** Why a record is not run now. */
 export type DeferralCause =
@@ -105,6 +105,9 @@ function describe(cause: DeferralCause): string {
  * A wait longer than 900 s is served by a chain: the decision carries `notBeforeMs` for the message.
  * @throws DeferralPolicyError naming every bad option
  */
+/** The largest deferral budget: the message schema caps `attempt` at 10000, so more could only end unpublishable. */
+export const MAX_DEFERRALS = 10_000;
+
 export function createDeferralPolicy(options: DeferralPolicyOptions = {}): DeferralPolicy {
   const maxDeferrals = options.maxDeferrals ?? DEFAULT_MAX_DEFERRALS;
   const maxAgeSeconds = options.maxAgeSeconds;
@@ -113,8 +116,7 @@ export function createDeferralPolicy(options: DeferralPolicyOptions = {}): Defer
   const random = options.random ?? Math.random;
   const pacedSpreadCapMs = options.pacedSpreadCapMs ?? DEFAULT_PACED_SPREAD_CAP_MS;
   const problems: string[] = [];
-  // The message schema caps `attempt` at 10000, so a larger budget could only end in an unpublishable message.
-  if (!Number.isSafeInteger(maxDeferrals) || maxDeferrals < 0 || maxDeferrals > 10_000) problems.push(`maxDeferrals must be an integer from 0 to 10000 (got ${maxDeferrals})`);
+  if (!Number.isSafeInteger(maxDeferrals) || maxDeferrals < 0 || maxDeferrals > MAX_DEFERRALS) problems.push(`maxDeferrals must be an integer from 0 to ${MAX_DEFERRALS} (got ${maxDeferrals})`);
   if (maxAgeSeconds !== undefined && !(maxAgeSeconds > 0)) problems.push(`maxAgeSeconds must be positive (got ${maxAgeSeconds})`);
   if (!Number.isSafeInteger(minDelaySeconds) || minDelaySeconds < 0 || minDelaySeconds > SQS_MAX_DELAY_SECONDS) {
     problems.push(`minDelaySeconds must be an integer from 0 to ${SQS_MAX_DELAY_SECONDS} (got ${minDelaySeconds})`);

@@ -1,5 +1,5 @@
 import { ThrottledError } from '../../../lambda/core/errors';
-import { createDeferralPolicy, DeferralPolicyError, type DeferralInput } from '../../../lambda/handlers/deferral';
+import { createDeferralPolicy, DeferralPolicyError, type DeferralInput } from '../../../lambda/core/deferral';
 
 const NOW = Date.parse('2026-11-29T02:00:00.000Z');
 

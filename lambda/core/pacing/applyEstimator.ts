@@ -1,0 +1,41 @@
+// How fast a container reaches its rate-limit slots: its recent apply durations, and from them how many slots of one
+// block it can start on time. Pure: the consumer feeds it durations and asks it for block sizes.
+
+/** Apply durations a container remembers for sizing its blocks. @default 20 */
+export const APPLY_SAMPLES = 20;
+
+export class ApplyTimeEstimator {
+  private readonly samples: number[] = [];
+
+  constructor(private readonly capacity: number = APPLY_SAMPLES) {
+    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`capacity must be a positive integer, got ${capacity}`);
+  }
+
+  /** One apply's duration, in ms; the oldest is forgotten past the capacity. */
+  record(ms: number): void {
+    this.samples.push(ms);
+    if (this.samples.length > this.capacity) this.samples.shift();
+  }
+
+  /**
+   * The 90th percentile of the recent applies (0 before the first), not the mean: one slow apply in a block loses every
+   * slot that passes during it, so blocks are sized for the slow tail (a provider's latency spikes, SDK retries).
+   */
+  estimateMs(): number {
+    if (this.samples.length === 0) return 0;
+    const sorted = [...this.samples].sort((a, b) => a - b);
+    return sorted[Math.ceil(0.9 * sorted.length) - 1];
+  }
+
+  /**
+   * Slots a container can start on time in one block. Records run one after another, so when an apply takes longer
+   * than the slot spacing, each later slot of a block is reached that much later; a slot reached past the late
+   * tolerance is lost to the whole fleet (the limiter counted it). Taking only what can be used keeps the fleet's
+   * starts at the allowance instead of at the allowance minus the missed slots. Unbounded while applies are quicker
+   * than the spacing.
+   */
+  usableBlock(spacingMs: number, lateToleranceMs: number): number {
+    const lag = this.estimateMs() - spacingMs;
+    return lag <= 0 ? Number.POSITIVE_INFINITY : 1 + Math.floor(lateToleranceMs / lag);
+  }
+}

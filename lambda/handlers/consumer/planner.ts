@@ -1,0 +1,114 @@
+// The consumer's pre-pass over a batch, before any record is claimed: each record validated, not-yet-due ones set
+// aside, those already COMPLETED found in one read, and ONE block of rate-limit slots taken for the rest that are due.
+import type { SQSRecord } from 'aws-lambda';
+import type { CompletedBy } from '../../core/ledgerContract';
+import type { DeferralCause } from '../../core/deferral';
+import type { AnyJob } from '../../core/job';
+import { boundReasons, parseMessage, type JobMessage } from '../../core/message';
+import type { CompletedLookup } from '../../adapters/completedOperations';
+import { logger } from '../../adapters/observability';
+import type { SlotPool } from './slotPool';
+
+/** What the pre-pass decided for one record, before any record is claimed. */
+export type Plan =
+  | { kind: 'reject'; reasons: string[] }
+  | { kind: 'defer'; message: JobMessage; cause: DeferralCause }
+  /** The limiter could not be asked (DynamoDB failed): the record fails and SQS redelivers it, unclaimed. */
+  | { kind: 'fail'; message: JobMessage; error: Error }
+  /** Already COMPLETED (the pre-check): a duplicate, settled without a slot or a claim. */
+  | { kind: 'done'; message: JobMessage; by: CompletedBy | undefined }
+  /** The record takes the earliest usable slot of the invocation's pool when it is reached (SlotPool.next). */
+  | { kind: 'run'; message: JobMessage; resource: Record<string, unknown> };
+
+type Validated = { ok: true; message: JobMessage; resource: Record<string, unknown> } | { ok: false; reasons: string[] };
+
+/** Size cap, envelope, this job's name and the job's own resource schema; every problem is named. */
+export function validateRecord(body: string, job: AnyJob, maxBytes: number): Validated {
+  const parsed = parseMessage(body, maxBytes);
+  if (!parsed.ok) return parsed;
+  const reasons: string[] = [];
+  if (parsed.message.jobType !== job.name) reasons.push(`jobType: expected "${job.name}", got "${parsed.message.jobType}"`);
+  const resource = job.resourceSchema.safeParse(parsed.message.resource);
+  if (!resource.success) {
+    reasons.push(...resource.error.issues.map((i) => `resource${i.path.length ? `.${i.path.join('.')}` : ''}: ${i.message}`));
+  }
+  return reasons.length > 0 ? { ok: false, reasons: boundReasons(reasons) } : { ok: true, message: parsed.message, resource: resource.data };
+}
+
+export interface PlannerOptions {
+  job: AnyJob;
+  maxMessageBytes: number;
+  /** Asked for the due records before they take slots: an operation already COMPLETED needs no slot. */
+  completedLookup: CompletedLookup;
+  /** The expected spacing between starts: deferrals past the grant are spread by it. */
+  spacingMs: number;
+  now: () => Date;
+}
+
+export class Planner {
+  constructor(private readonly options: PlannerOptions) {}
+
+  /**
+   * Decides every record of the batch. The block is as many slots as this container can start on time (see
+   * SlotPool.usableBlock): one limiter write per invocation while applies are quicker than the slot spacing, and no
+   * record is claimed before it holds a slot.
+   */
+  async plan(records: SQSRecord[], pool: SlotPool): Promise<Map<string, Plan>> {
+    const { job, maxMessageBytes, completedLookup, spacingMs } = this.options;
+    const plans = new Map<string, Plan>();
+    let due: { record: SQSRecord; message: JobMessage; resource: Record<string, unknown> }[] = [];
+    const nowMs = this.options.now().getTime();
+    for (const record of records) {
+      const validated = validateRecord(record.body, job, maxMessageBytes);
+      if (!validated.ok) {
+        plans.set(record.messageId, { kind: 'reject', reasons: validated.reasons });
+        continue;
+      }
+      const { message, resource } = validated;
+      const notBeforeMs = message.notBefore === undefined ? undefined : Date.parse(message.notBefore);
+      if (notBeforeMs !== undefined && notBeforeMs > nowMs) {
+        plans.set(record.messageId, { kind: 'defer', message, cause: { kind: 'not-before', notBeforeMs } });
+        continue;
+      }
+      due.push({ record, message, resource });
+    }
+    if (due.length === 0) return plans;
+    // Duplicates first, so they take no slot: one read per invocation, and a failed read only skips the shortcut.
+    try {
+      const done = await completedLookup.completed(job.name, due.map((d) => d.message.operationId));
+      if (done.size > 0) {
+        for (const { record, message } of due) if (done.has(message.operationId)) plans.set(record.messageId, { kind: 'done', message, by: done.get(message.operationId) });
+        due = due.filter((d) => !done.has(d.message.operationId));
+        if (due.length === 0) return plans;
+      }
+    } catch (error) {
+      logger.warn('completed-operation pre-check failed; every due record takes a slot and the claim decides', { error: error as Error });
+    }
+    if (!pool.paced) {
+      for (const { record, message, resource } of due) plans.set(record.messageId, { kind: 'run', message, resource });
+      return plans;
+    }
+
+    const block = Math.min(due.length, pool.usableBlock());
+    let acquired;
+    try {
+      acquired = await pool.acquireBlock(block);
+    } catch (error) {
+      logger.error('rate limiter unavailable; the due records will be retried by SQS, unclaimed', { key: pool.key, error: error as Error });
+      for (const { record, message } of due) plans.set(record.messageId, { kind: 'fail', message, error: error as Error });
+      return plans;
+    }
+    // The whole block granted: the key has room, and the records past it take their slots when they are reached. Less:
+    // the key is busy, and the rest are deferred now, together, rather than each waiting for a refusal.
+    const runAll = acquired.granted === block;
+    due.forEach(({ record, message, resource }, i) => {
+      if (i < acquired.granted || runAll) {
+        plans.set(record.messageId, { kind: 'run', message, resource });
+      } else {
+        const waitMs = acquired.waitMs + (i - acquired.granted) * spacingMs;
+        plans.set(record.messageId, { kind: 'defer', message, cause: { kind: 'paced', waitMs } });
+      }
+    });
+    return plans;
+  }
+}

@@ -1,0 +1,151 @@
+// One planned record, run: it takes its slot from the invocation's pool, waits for it (short waits only), is claimed by
+// operation ID and applied once through Powertools idempotency, and comes to an outcome: completed, a duplicate (the
+// slot goes back to the pool), deferred (a throttle, a missed slot), dead-lettered (a permanent error), or thrown for
+// SQS to redeliver.
+import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
+import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import type { Context, SQSRecord } from 'aws-lambda';
+import { idempotencyKeyPrefix } from '../../core/idempotencyKey';
+import { COMPLETED_BY_FIELD, type CompletedBy } from '../../core/ledgerContract';
+import { PermanentError, ThrottledError } from '../../core/errors';
+import type { AnyJob, ApplyResult } from '../../core/job';
+import type { JobMessage } from '../../core/message';
+import type { ApplyTimeEstimator } from '../../core/pacing/applyEstimator';
+import { waitForSlot } from '../../core/pacing/sleep';
+import type { BatchTally } from '../../adapters/ledger';
+import { logger } from '../../adapters/observability';
+import type { Accounting, RecordOutcome } from './accounting';
+import type { Deferrer } from './deferrer';
+import type { Plan } from './planner';
+import type { SlotPool } from './slotPool';
+
+/** Set on results replayed from the idempotency store (never stored): the operation had already completed. */
+const REPLAYED = '__replayed';
+/** What the idempotency store keeps: the job's result, and who completed it (lambda/core/ledgerContract.ts). */
+type StoredResult = ApplyResult & { [COMPLETED_BY_FIELD]?: CompletedBy };
+type IdempotentResult = StoredResult & { [REPLAYED]?: true };
+
+export class InvalidApplyResultError extends Error {
+  constructor(message: string, public readonly operationId: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'InvalidApplyResultError';
+  }
+}
+
+/** What the downstream told one invocation, for the adaptive rate. */
+export interface RateSignals {
+  throttles: number;
+  successes: number;
+}
+
+export interface RecordRunnerOptions {
+  job: AnyJob;
+  jobDeps: unknown;
+  persistenceStore: BasePersistenceLayer;
+  /** How long a completed operation stays claimed. */
+  idempotencyTtlSeconds: number;
+  accounting: Accounting;
+  deferrer: Deferrer;
+  estimator: ApplyTimeEstimator;
+  /** How late a record may start after its slot. */
+  lateToleranceMs: number;
+  /** The clock the limiter's start times are on, epoch ms. */
+  clock: () => number;
+}
+
+export class RecordRunner {
+  private readonly config: IdempotencyConfig;
+  private readonly applyIdempotent: (message: JobMessage, resource: Record<string, unknown>, context: Context) => Promise<IdempotentResult>;
+
+  constructor(private readonly options: RecordRunnerOptions) {
+    const { job } = options;
+    this.config = new IdempotencyConfig({
+      // The operation ID in the body, never the SQS message ID: a DLQ redrive gives the message a new one.
+      eventKeyJmesPath: 'operationId',
+      throwOnNoIdempotencyKey: true,
+      expiresAfterSeconds: options.idempotencyTtlSeconds,
+      // Called only when a COMPLETED record is found, i.e. a duplicate; the marker never reaches the store.
+      responseHook: (response) => ({ ...(response as object), [REPLAYED]: true }),
+    });
+    this.applyIdempotent = makeIdempotent((message: JobMessage, resource: Record<string, unknown>, context: Context) => this.applyOne(message, resource, context), {
+      persistenceStore: options.persistenceStore,
+      config: this.config,
+      // The job name, not Powertools' default (the function name): a replaced function must still see its records.
+      keyPrefix: idempotencyKeyPrefix(job.name),
+    }) as (message: JobMessage, resource: Record<string, unknown>, context: Context) => Promise<IdempotentResult>;
+  }
+
+  /** Gives Powertools the invocation's context (its remaining time bounds an in-progress claim). */
+  registerContext(context: Context): void {
+    this.config.registerLambdaContext(context);
+  }
+
+  private async applyOne(message: JobMessage, resource: Record<string, unknown>, context: Context): Promise<StoredResult> {
+    const { job, jobDeps } = this.options;
+    const result = (await job.apply(jobDeps, {
+      operationId: message.operationId,
+      batchId: message.batchId,
+      businessDate: message.businessDate,
+      resource,
+      remainingTimeMs: () => context.getRemainingTimeInMillis(),
+    })) as ApplyResult | undefined;
+    if (result?.outcome !== 'applied' && result?.outcome !== 'already-done') {
+      throw new InvalidApplyResultError(
+        `job "${job.name}" returned ${JSON.stringify(result)} for ${message.operationId}; apply must return { outcome: 'applied' | 'already-done' }`,
+        message.operationId,
+      );
+    }
+    // Kept with the completion, so a later delivery knows which batch and invocation completed it (the ledger's
+    // exactness rests on it: lambda/core/ledgerContract.ts resolveBatch).
+    return { ...result, [COMPLETED_BY_FIELD]: { batchId: message.batchId, invocationId: context.awsRequestId } };
+  }
+
+  async run(record: SQSRecord, plan: Extract<Plan, { kind: 'run' }>, context: Context, tally: BatchTally, pool: SlotPool, signals: RateSignals): Promise<RecordOutcome> {
+    const { accounting, deferrer, estimator, lateToleranceMs, clock } = this.options;
+    const { message, resource } = plan;
+    pool.runLeft--;
+    const slot = await pool.next();
+    if (!('startAtMs' in slot)) return deferrer.defer(message, { kind: 'paced', waitMs: slot.waitMs }, tally);
+    const { startAtMs } = slot;
+    // Short waits only (the block was bounded by shortWaitMs and the remaining time); each wait is one timer, no loop.
+    // Pacing off: "now" is not a slot to be late for.
+    if (pool.paced && !(await waitForSlot(startAtMs, lateToleranceMs, clock))) {
+      // Starting now would bunch this start with the slots after it: give the slot up, unclaimed.
+      logger.warn('woke too late for the rate-limit slot; deferring', { startAtMs, lateByMs: clock() - startAtMs });
+      return deferrer.defer(message, { kind: 'paced', waitMs: 0 }, tally);
+    }
+    let result: IdempotentResult;
+    pool.markUsed();
+    const applyStartedMs = clock();
+    try {
+      result = await this.applyIdempotent(message, resource, context);
+    } catch (error) {
+      const inProgress = (error as Error).name === 'IdempotencyAlreadyInProgressError';
+      // Refused at the claim: no downstream call was made, so the slot is still free for the next record.
+      if (inProgress) pool.giveBack(startAtMs);
+      else estimator.record(clock() - applyStartedMs);
+      if (error instanceof PermanentError) return deferrer.deadLetter(record, message, error.message, tally, error.detail);
+      if (error instanceof ThrottledError) {
+        // Powertools released the claim when apply threw, so the re-published message runs apply again.
+        accounting.throttled(message, tally);
+        signals.throttles++;
+        return deferrer.defer(message, { kind: 'throttled', error }, tally);
+      }
+      // Retryable, in progress elsewhere, or unknown: SQS redelivers it after the visibility timeout.
+      logger[inProgress ? 'warn' : 'error'](
+        inProgress ? 'operation is in progress in another invocation; will retry' : 'apply failed; will retry',
+        { error: error as Error, ...(inProgress ? {} : { applyStartedAt: applyStartedMs }) },
+      );
+      // The consumer hands it back to SQS (Accounting.fail): counted there as a retry, or as dead-lettered on its last receive.
+      throw error;
+    }
+    if (result[REPLAYED]) {
+      // Answered from the idempotency store: no downstream call was made, so the slot is still free for the next record.
+      pool.giveBack(startAtMs);
+      return accounting.duplicate(message, tally, result[COMPLETED_BY_FIELD], result.outcome);
+    }
+    estimator.record(clock() - applyStartedMs);
+    signals.successes++;
+    return accounting.completed(message, result.outcome, applyStartedMs, tally);
+  }
+}

@@ -1,0 +1,116 @@
+// One consumer invocation's rate-limit slots: the block it took at the start and what it took since, used in order.
+// Slots are not tied to records: when an apply runs long, only the slots that passed meanwhile are lost (starting late
+// is not allowed, it would bunch starts across the fleet), and the next record takes the next slot.
+import type { ApplyTimeEstimator } from '../../core/pacing/applyEstimator';
+import type { Acquisition, RateLimiter } from '../../adapters/rateLimiter';
+import { logger } from '../../adapters/observability';
+
+/** How the pool spends the invocation's time on the shared limiter (the container's, shared by its invocations). */
+export interface SlotPoolSettings {
+  /** Undefined: pacing is off, and every record may start now. */
+  limiter: RateLimiter | undefined;
+  /** The limiter item starts are counted on (one per downstream). */
+  key: string;
+  /** Longest wait for a slot spent inside the function. */
+  shortWaitMs: number;
+  /** How late a record may start after its slot before the slot is given up. */
+  lateToleranceMs: number;
+  /** The expected spacing between starts on the key (the limiter's emission interval). */
+  spacingMs: number;
+  /** The clock the limiter's start times are on, epoch ms. */
+  clock: () => number;
+  /** The container's apply times, which bound how many slots one block may take. */
+  estimator: ApplyTimeEstimator;
+}
+
+/** A slot to start at, or how long to wait for one (the record is deferred by it). */
+export type SlotAnswer = { startAtMs: number } | { waitMs: number };
+
+export class SlotPool {
+  /** Records planned to run and not yet started: a refill takes no more than they can use. */
+  runLeft = 0;
+  /** Slots granted to this invocation, and those a downstream call started on: the difference is lost allowance. */
+  private granted = 0;
+  private used = 0;
+  /** Granted slots not yet used (a block's, a refill's, a duplicate's given back), ascending. */
+  private readonly slots: number[] = [];
+
+  constructor(
+    private readonly settings: SlotPoolSettings,
+    /** The invocation's remaining time (Context.getRemainingTimeInMillis). */
+    private readonly remainingMs: () => number,
+    /** Time kept back from the remaining time for the last record's apply and the acknowledgement. */
+    private readonly reserveMs: number,
+  ) {}
+
+  get paced(): boolean {
+    return this.settings.limiter !== undefined;
+  }
+
+  /** The limiter key the pool's slots are on. */
+  get key(): string {
+    return this.settings.key;
+  }
+
+  /** The longest wait for a slot now: the short wait, bounded by the invocation's time left less its reserve. */
+  maxWaitMs(): number {
+    return Math.max(0, Math.min(this.settings.shortWaitMs, this.remainingMs() - this.reserveMs));
+  }
+
+  /** Slots this container can start on time in one block (ApplyTimeEstimator.usableBlock). */
+  usableBlock(): number {
+    return this.settings.estimator.usableBlock(this.settings.spacingMs, this.settings.lateToleranceMs);
+  }
+
+  /**
+   * The invocation's first block: up to `count` slots within the longest wait, all kept in the pool.
+   * @throws the limiter's error; nothing is granted then
+   */
+  async acquireBlock(count: number): Promise<Acquisition> {
+    const acquired = await (this.settings.limiter as RateLimiter).acquire(this.settings.key, count, { maxWaitMs: this.maxWaitMs() });
+    this.granted += acquired.granted;
+    this.slots.push(...acquired.startAtMs.slice(0, acquired.granted));
+    return acquired;
+  }
+
+  /**
+   * The slot the next record starts at: the earliest of the pool still usable. An empty pool is refilled with a fresh
+   * block of what this container can start on time; `waitMs`: no slot within the short wait (or the limiter could not
+   * be asked), defer by the limiter's hint.
+   */
+  async next(): Promise<SlotAnswer> {
+    const { limiter, clock, lateToleranceMs, key, spacingMs } = this.settings;
+    if (limiter === undefined) return { startAtMs: clock() };
+    while (this.slots.length > 0 && clock() - this.slots[0] > lateToleranceMs) this.slots.shift();
+    if (this.slots.length > 0) return { startAtMs: this.slots.shift() as number };
+    const count = Math.max(1, Math.min(this.runLeft + 1, this.usableBlock()));
+    try {
+      const acquired = await limiter.acquire(key, count, { maxWaitMs: this.maxWaitMs() });
+      if (acquired.granted === 0) return { waitMs: acquired.waitMs };
+      this.granted += acquired.granted;
+      this.slots.push(...acquired.startAtMs.slice(1, acquired.granted));
+      return { startAtMs: acquired.startAtMs[0] };
+    } catch (error) {
+      logger.warn('rate limiter unavailable for a fresh slot; deferring', { key, error: error as Error });
+      return { waitMs: spacingMs };
+    }
+  }
+
+  /** A downstream call started on a slot. */
+  markUsed(): void {
+    this.used++;
+  }
+
+  /** A slot whose record made no downstream call (answered at the claim): free again for the next record. */
+  giveBack(startAtMs: number): void {
+    this.used--;
+    const at = this.slots.findIndex((s) => s > startAtMs);
+    if (at < 0) this.slots.push(startAtMs);
+    else this.slots.splice(at, 0, startAtMs);
+  }
+
+  /** Slots granted and never started on: allowance the fleet lost. */
+  unused(): number {
+    return this.granted - this.used;
+  }
+}

@@ -74,3 +74,18 @@ export class BatchStateError extends OpsError {
     this.name = 'BatchStateError';
   }
 }
+
+/** A per-key override cannot be set: the job already keeps as many overrides as its one item may hold. */
+export class KeyLimitsError extends OpsError {
+  constructor(
+    message: string,
+    public readonly job: string,
+    public readonly key: string,
+    /** How many overrides the job keeps. */
+    public readonly overrides: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'KeyLimitsError';
+  }
+}

@@ -11,6 +11,7 @@ import { audit, renderAudit } from './commands/audit';
 import { catchUp, catchUpMissed, MISSED_LOOKBACK_DAYS, renderCatchUp } from './commands/catchUp';
 import { continueAdmission, renderContinue } from './commands/continue';
 import { dlqPeek, renderDlqPeek } from './commands/dlqPeek';
+import { limitsClear, limitsList, limitsSet, MAX_OVERRIDE_INTERVAL_SECONDS, MAX_OVERRIDE_STARTS, renderLimitsClear, renderLimitsList, renderLimitsSet } from './commands/limits';
 import { operation, renderOperation } from './commands/op';
 import { redrive, redriveCancel, redriveStatus, renderRedrive, renderRedriveCancel, renderRedriveStatus } from './commands/redrive';
 import { preflight, renderPreflight } from './commands/preflight';
@@ -74,7 +75,7 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
   let exitCode = 0;
 
   const program = new Command('ops')
-    .description('Operate the paced jobs: status, pause/resume, continue, redrive, catch-up, DLQ and operation lookups, date audits')
+    .description('Operate the paced jobs: status, pause/resume, continue, redrive, catch-up, per-key limits, DLQ and operation lookups, date audits')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
     .showHelpAfterError()
@@ -220,6 +221,49 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
     execute(continueCmd, async (ctx) => {
       const result = await continueAdmission(ctx, continueCmd.opts<{ job: string; batch: string; yes: boolean; dryRun: boolean }>());
       return { result, text: renderContinue(result) };
+    }),
+  );
+
+  // `limits` is a group of three, each owning its options, as `redrive` is.
+  const limits = program.command('limits').description("per-key rate limits: list a job's default and overrides, set or clear one key's override (no deploy)");
+  const limitsListCmd = limits
+    .command('list')
+    .description("the job's per-key default as deployed, and each key's override with the limit the consumers enforce")
+    .requiredOption('--job <job>', 'the job');
+  limitsListCmd.action(
+    execute(limitsListCmd, async (ctx) => {
+      const result = await limitsList(ctx, limitsListCmd.opts<{ job: string }>());
+      return { result, text: renderLimitsList(result) };
+    }),
+  );
+  const limitsSetCmd = change(
+    limits
+      .command('set')
+      .description("override one key's limit (its documented quota; the job's per-key headroom still applies); replaces any it had")
+      .requiredOption('--job <job>', 'the job')
+      .requiredOption('--key <key>', 'the key value (of the job\'s rateLimit.perKey field)')
+      .requiredOption('--starts <n>', `starts allowed per interval, 1 to ${MAX_OVERRIDE_STARTS}`)
+      .option('--interval-seconds <s>', `the interval, 1 to ${MAX_OVERRIDE_INTERVAL_SECONDS} (default: the job's per-key interval)`)
+      .option('--burst <b>', "the burst, 1 to --starts (default: the job's per-key burst)"),
+  );
+  limitsSetCmd.action(
+    execute(limitsSetCmd, async (ctx) => {
+      const o = limitsSetCmd.opts<{ job: string; key: string; starts: string; intervalSeconds?: string; burst?: string; yes: boolean; dryRun: boolean }>();
+      const result = await limitsSet(ctx, o);
+      return { result, text: renderLimitsSet(result) };
+    }),
+  );
+  const limitsClearCmd = change(
+    limits
+      .command('clear')
+      .description("remove one key's override: the key goes back to the job's default")
+      .requiredOption('--job <job>', 'the job')
+      .requiredOption('--key <key>', 'the key value'),
+  );
+  limitsClearCmd.action(
+    execute(limitsClearCmd, async (ctx) => {
+      const result = await limitsClear(ctx, limitsClearCmd.opts<{ job: string; key: string; yes: boolean; dryRun: boolean }>());
+      return { result, text: renderLimitsClear(result) };
     }),
   );
 

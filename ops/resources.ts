@@ -46,7 +46,11 @@ export interface StackResources {
   accountId?: string;
   /** The environment's name (`--env`); absent for the local stack. */
   environment?: string;
-  tables: { idempotency: string; ledger: string };
+  /**
+   * The runtime's tables. `limiter` (output LimiterTableName) holds the rate limiters' state and each job's per-key
+   * overrides; only the `limits` commands need it, so a stack without the output still loads (they refuse it then).
+   */
+  tables: { idempotency: string; ledger: string; limiter?: string };
   /** The SNS topic every alarm notifies; absent from a stack deployed without the output. */
   alarmTopicArn?: string;
   /** Sorted by job name. */
@@ -95,7 +99,12 @@ export function resourcesFromOutputs(
     return value ?? '';
   };
   if (jobNames.length === 0) throw new ResourceDiscoveryError(`${source} describes no jobs`, source);
-  const tables = { idempotency: need(StackOutput.IdempotencyTableName), ledger: need(StackOutput.LedgerTableName) };
+  const limiter = outputs[StackOutput.LimiterTableName];
+  const tables = {
+    idempotency: need(StackOutput.IdempotencyTableName),
+    ledger: need(StackOutput.LedgerTableName),
+    ...(limiter ? { limiter } : {}),
+  };
   const jobs = [...jobNames].sort().map((job) => {
     const fields = Object.fromEntries(Object.entries(JOB_FIELDS).map(([field, kind]) => [field, need(jobOutputName(job, kind))]));
     return { job, ...fields } as JobResources;

@@ -69,6 +69,9 @@ interface Versioned {
 
 export const rateItemKey = (key: string): string => `${key}#rate`;
 
+/** Keys whose rate a container keeps: per-key limits can reach a million keys; a forgotten one is read again. */
+const MAX_CACHED_RATES = 10_000;
+
 export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
   public readonly tableName: string;
   private readonly limits: RateLimitSpec;
@@ -137,6 +140,13 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
     return limiter;
   }
 
+  /** Keeps a key's rate as read (most recent last: past MAX_CACHED_RATES the oldest is forgotten, and read again). */
+  private cache(key: string, versioned: Versioned): void {
+    this.cached.delete(key);
+    this.cached.set(key, { ...versioned, readAtMs: this.clock() });
+    while (this.cached.size > MAX_CACHED_RATES) this.cached.delete(this.cached.keys().next().value as string);
+  }
+
   private async current(key: string): Promise<Versioned> {
     const hit = this.cached.get(key);
     if (hit && this.clock() - hit.readAtMs < this.refreshMs) return hit;
@@ -151,7 +161,7 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
       const next = step(known.state, nowMs);
       if (next === known.state || (next.rate === known.state.rate && next.changedAtMs === known.state.changedAtMs)) return undefined;
       if (await this.write(key, known.version, next)) {
-        this.cached.set(key, { state: next, version: known.version + 1, readAtMs: this.clock() });
+        this.cache(key, { state: next, version: known.version + 1 });
         return next.rate === known.state.rate ? undefined : { from: known.state.rate, to: next.rate };
       }
       known = await this.read(key, true);
@@ -199,7 +209,7 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
       throw new RateLimiterError(`adaptive rate item "${itemKey}" in table "${this.tableName}": read failed: ${(error as Error).message}`, itemKey, this.tableName, { cause: error });
     }
     const versioned = item ? this.parse(item) : { state: initialRate(this.rule), version: 0 };
-    this.cached.set(key, { ...versioned, readAtMs: this.clock() });
+    this.cache(key, versioned);
     return versioned;
   }
 

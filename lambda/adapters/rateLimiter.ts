@@ -32,6 +32,12 @@ import { dynamoClient } from './clients';
 export interface AcquireOptions {
   /** Longest wait accepted for a token's start; 0 takes only tokens that may start now. @default 0 */
   maxWaitMs?: number;
+  /**
+   * Decide as of this moment (epoch ms) instead of the clock: the caller will start exactly then, e.g. a record that
+   * holds a job-wide slot at that time asks its key for a token at the same time (with maxWaitMs 0, the token starts
+   * exactly at `atMs` or is refused). @default the clock plus leadMs
+   */
+  atMs?: number;
 }
 
 export interface Acquisition {
@@ -74,6 +80,8 @@ export interface DynamoDbRateLimiterOptions {
    * are in the future anyway. @default 0
    */
   leadMs?: number;
+  /** Items whose last TAT the container keeps (the expected value of its next write). @default 10000 */
+  maxKnownItems?: number;
   /** @default dynamoClient() */
   client?: DynamoDBClient;
   /** Epoch milliseconds. @default Date.now */
@@ -116,6 +124,11 @@ export class DynamoDbRateLimiter implements RateLimiter {
   private readonly known = new Map<string, GcraState | undefined>();
   /** When (epoch ms) each item's known TAT was last confirmed, by a write of ours or a read. */
   private readonly knownAtMs = new Map<string, number>();
+  /**
+   * Items whose TAT the container remembers at most: per-key limits can reach a million keys, and a forgotten key only
+   * costs a lost race (its next write reads). Oldest forgotten first.
+   */
+  private readonly maxKnownItems: number;
 
   /** @throws PacingConfigError on bad limits or shard count; SettingsError when no table name is given or set */
   constructor(options: DynamoDbRateLimiterOptions) {
@@ -134,6 +147,7 @@ export class DynamoDbRateLimiter implements RateLimiter {
     this.contentionBackoff = options.contentionBackoff ?? { baseMs: 5, capMs: 100 };
     this.idleTtlSeconds = options.idleTtlSeconds ?? 86_400;
     this.leadMs = options.leadMs ?? 0;
+    this.maxKnownItems = options.maxKnownItems ?? 10_000;
     if (!Number.isSafeInteger(this.leadMs) || this.leadMs < 0) {
       throw new PacingConfigError(`invalid rate limiter: leadMs must be zero or a positive integer (got ${this.leadMs})`);
     }
@@ -149,15 +163,14 @@ export class DynamoDbRateLimiter implements RateLimiter {
     const seenAt = this.knownAtMs.get(itemKey);
     // A container's first call writes at once (most keys are idle when a container starts, and a lost race reads anyway).
     if (seenAt !== undefined && this.clock() - seenAt >= limits.emissionIntervalUs / US_PER_MS) {
-      this.known.set(itemKey, await this.read(itemKey));
-      this.knownAtMs.set(itemKey, this.clock());
+      this.remember(itemKey, await this.read(itemKey));
     }
 
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
       if (attempt > 1) await sleep(backoffMs(attempt - 2, this.contentionBackoff, this.random));
       const known = this.known.get(itemKey);
       // The decision's "now" is the earliest moment the caller could start: the clock plus the expected write time.
-      const nowMs = Math.floor(this.clock()) + this.leadMs;
+      const nowMs = options.atMs ?? Math.floor(this.clock()) + this.leadMs;
       const decision = reserve(known, { nowMs, count, maxWaitMs: options.maxWaitMs ?? 0 }, limits);
       // Nothing fits: no write. A stale known TAT is only ever lower than the stored one, so the refusal stands.
       if (decision.granted === 0 || decision.state === undefined) {
@@ -165,14 +178,24 @@ export class DynamoDbRateLimiter implements RateLimiter {
       }
       const fresh = await this.write(itemKey, known, nowMs, decision.state);
       if (fresh === 'written') {
-        this.known.set(itemKey, decision.state);
-        this.knownAtMs.set(itemKey, this.clock());
+        this.remember(itemKey, decision.state);
         return { granted: decision.granted, startAtMs: decision.startAtMs, waitMs: decision.waitMs };
       }
-      this.known.set(itemKey, fresh);
-      this.knownAtMs.set(itemKey, this.clock());
+      this.remember(itemKey, fresh);
     }
     throw new LimiterContentionError(itemKey, this.tableName, this.maxAttempts);
+  }
+
+  /** Keeps an item's TAT as last seen (most recent last, so the oldest is forgotten first past maxKnownItems). */
+  private remember(itemKey: string, state: GcraState | undefined): void {
+    this.known.delete(itemKey);
+    this.known.set(itemKey, state);
+    this.knownAtMs.set(itemKey, this.clock());
+    while (this.known.size > this.maxKnownItems) {
+      const oldest = this.known.keys().next().value as string;
+      this.known.delete(oldest);
+      this.knownAtMs.delete(oldest);
+    }
   }
 
   /** One compare-and-set. Returns 'written', or the state that beat us. */

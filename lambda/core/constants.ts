@@ -47,7 +47,17 @@ export interface JobRuntimeSettings {
   businessDateOffsetDays: number;
   timeZone: string;
   /** Effective pacing: the allowance after headroom. */
-  rateLimit: { startsPerInterval: number; intervalSeconds: number; burst: number };
+  rateLimit: {
+    startsPerInterval: number;
+    intervalSeconds: number;
+    burst: number;
+    /**
+     * Per key (a tenant, a merchant account): each value of the resource's `field` gets its own fleet-wide limit,
+     * alongside the job-wide one (both hold). startsPerInterval is after `headroom`; an operator's override for a key
+     * (lambda/core/keyLimits.ts) replaces the documented quota, and the headroom still applies.
+     */
+    perKey?: { field: string; startsPerInterval: number; intervalSeconds: number; burst: number; headroom: number };
+  };
   /**
    * The downstream's documented limits as config states them (rateLimit.starts and headroom, and maxConcurrent where
    * set): `ops preflight` checks the deployed pacing against them. Absent in settings deployed before it.

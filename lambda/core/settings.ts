@@ -16,6 +16,15 @@ export const jobRuntimeSettingsSchema = z.object({
     startsPerInterval: z.number().int().positive(),
     intervalSeconds: z.number().int().positive(),
     burst: z.number().int().positive(),
+    perKey: z
+      .object({
+        field: z.string().min(1),
+        startsPerInterval: z.number().int().positive(),
+        intervalSeconds: z.number().int().positive(),
+        burst: z.number().int().positive(),
+        headroom: z.number().gt(0).max(1),
+      })
+      .optional(),
   }),
   quota: z.object({ starts: z.number().int().positive(), headroom: z.number().gt(0).max(1), maxConcurrent: z.number().int().positive().optional() }).optional(),
   concurrency: z.number().int().positive(),

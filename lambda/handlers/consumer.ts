@@ -19,12 +19,13 @@ import { BatchTally, DynamoLedger, type Ledger } from '../adapters/ledger';
 import { DynamoCompletedLookup, type CompletedLookup } from '../adapters/completedOperations';
 import { bindJob, count, flushMetrics, logger, MetricName, withLogKeys } from '../adapters/observability';
 import { AdaptiveDynamoDbRateLimiter, type RateFeedback } from '../adapters/adaptiveRateLimiter';
+import { KeyRateLimiter } from '../adapters/keyRateLimiter';
 import type { RateLimiter } from '../adapters/rateLimiter';
 import { SqsPublisher, type Publisher } from '../adapters/sqsPublisher';
 import { Accounting, withUnwrittenBatches, type RecordOutcome } from './consumer/accounting';
 import { Deferrer, logKeys } from './consumer/deferrer';
 import { Planner, type Plan } from './consumer/planner';
-import { RecordRunner, type RateSignals } from './consumer/recordRunner';
+import { RecordRunner, type KeyLimiter, type RateSignals } from './consumer/recordRunner';
 import { SlotPool, type SlotPoolSettings } from './consumer/slotPool';
 import type { JobModuleLoader } from './jobLoader';
 import { loadJobRuntime, requirePositiveInt } from './runtime';
@@ -87,6 +88,11 @@ export interface ConsumerOptions {
    */
   rateFeedback?: RateFeedback;
   pacing?: ConsumerPacingOptions;
+  /**
+   * The per-key limit (rateLimit.perKey), enforced beside the job-wide limiter: a record starts only when its key has a
+   * token at its slot, and a key's 429s cut that key's rate. @default none
+   */
+  keys?: KeyLimiter;
   /** @default an SqsPublisher on the shared client */
   publisher?: Publisher;
   /** @default DynamoDBPersistenceLayer on `idempotencyTableName` */
@@ -103,6 +109,8 @@ export interface ConsumerOptions {
 }
 
 const DEFAULT_RESERVE_MS = 5_000;
+/** Keys throttled in one invocation that make a job-wide storm (per-key limits on): the job-wide rate is cut too. */
+export const JOB_STORM_KEYS = 2;
 
 export function createConsumer(options: ConsumerOptions): (event: SQSEvent, context: Context) => Promise<SQSBatchResponse> {
   const { job, limiter } = options;
@@ -134,6 +142,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     maxMessageBytes: options.maxMessageBytes,
     completedLookup: options.completedLookup ?? new DynamoCompletedLookup({ tableName: options.idempotencyTableName }),
     spacingMs: pacing.spacingMs,
+    ...(options.keys ? { keyField: options.keys.field } : {}),
     now,
   });
   const runner = new RecordRunner({
@@ -147,14 +156,22 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     estimator,
     lateToleranceMs: pacing.lateToleranceMs,
     clock: pacing.clock,
+    ...(options.keys ? { keys: options.keys } : {}),
   });
   const slotSettings: SlotPoolSettings = { limiter, key: pacing.key, shortWaitMs: pacing.shortWaitMs, lateToleranceMs: pacing.lateToleranceMs, spacingMs: pacing.spacingMs, clock: pacing.clock, estimator };
 
-  /** Tells the shared adaptive rate once per invocation whether the downstream throttled, or only succeeded. */
+  /**
+   * Tells the adaptive rates once per invocation whether the downstream throttled, or only succeeded. With per-key
+   * limits, a key's 429s cut that key's rate; the job-wide rate is cut only by a storm, throttles on at least
+   * JOB_STORM_KEYS keys in one invocation (one tenant's own limit is not the provider's).
+   */
   const feedBack = async (signals: RateSignals) => {
+    if (options.keys) await keyFeedBack(options.keys, signals);
     if (!options.rateFeedback || (signals.throttles === 0 && signals.successes === 0)) return;
+    const jobThrottled = options.keys ? signals.throttledKeys.size >= JOB_STORM_KEYS : signals.throttles > 0;
+    if (!jobThrottled && signals.successes === 0) return;
     try {
-      const change = signals.throttles > 0 ? await options.rateFeedback.throttled(pacing.key) : await options.rateFeedback.succeeded(pacing.key);
+      const change = jobThrottled ? await options.rateFeedback.throttled(pacing.key) : await options.rateFeedback.succeeded(pacing.key);
       // Once per change fleet-wide (the instance whose write made it): the rate's history, for the operator.
       if (change) logger.info(change.to < change.from ? 'adaptive rate lowered after a throttle' : 'adaptive rate raised after quiet starts', { key: pacing.key, ...change });
     } catch (error) {
@@ -163,13 +180,28 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     }
   };
 
+  const keyFeedBack = async (keys: KeyLimiter, signals: RateSignals) => {
+    const report = async (key: string, throttled: boolean) => {
+      try {
+        const change = throttled ? await keys.throttled(key) : await keys.succeeded(key);
+        if (change) logger.info(change.to < change.from ? 'per-key adaptive rate lowered after a throttle' : 'per-key adaptive rate raised after quiet starts', { key, ...change });
+      } catch (error) {
+        logger.error('per-key adaptive rate update failed; the key\'s rate stays as it was', { key, error: error as Error });
+      }
+    };
+    await Promise.all([
+      ...[...signals.throttledKeys].map((key) => report(key, true)),
+      ...[...signals.succeededKeys].filter((key) => !signals.throttledKeys.has(key)).map((key) => report(key, false)),
+    ]);
+  };
+
   return async (event, context) => {
     runner.registerContext(context);
     logger.addContext(context);
     const tally = new BatchTally();
     const reserveMs = pacing.reserveMs ?? Math.min(DEFAULT_RESERVE_MS, Math.floor(context.getRemainingTimeInMillis() / 4));
     const pool = new SlotPool(slotSettings, () => context.getRemainingTimeInMillis(), reserveMs);
-    const signals: RateSignals = { throttles: 0, successes: 0 };
+    const signals: RateSignals = { throttles: 0, successes: 0, throttledKeys: new Set(), succeededKeys: new Set() };
     const flush = () => Promise.all([accounting.flush(tally, context.awsRequestId), feedBack(signals)]);
     let flushed = false;
     let plans = new Map<string, Plan>();
@@ -242,6 +274,11 @@ export function consumerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loa
   const paced = pacingSettings(settings);
   const limiterTable = requireEnv(EnvVar.LIMITER_TABLE_NAME, env);
   const limiter = paced.enabled ? new AdaptiveDynamoDbRateLimiter({ tableName: limiterTable, limits: paced.limits, leadMs: paced.leadMs }) : undefined;
+  const { perKey } = settings.rateLimit;
+  const keys =
+    paced.enabled && perKey
+      ? new KeyRateLimiter({ tableName: limiterTable, job: job.name, limiterKey: paced.limiterKey, perKey, adaptive: paced.adaptiveRate, safetyMarginMs: paced.limits.safetyMarginMs })
+      : undefined;
   return {
     job,
     jobDeps,
@@ -254,6 +291,7 @@ export function consumerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loa
     ledger: new DynamoLedger({ tableName: requireEnv(EnvVar.LEDGER_TABLE_NAME, env) }),
     limiter,
     rateFeedback: paced.adaptiveRate ? limiter : undefined,
+    ...(keys ? { keys } : {}),
     pacing: {
       key: paced.limiterKey,
       shortWaitMs: paced.shortWaitMs,

@@ -109,6 +109,31 @@ export const rateLimitSchema = z.object({
    * concurrency cap stays within it. @default none
    */
   maxConcurrent: z.number().int().positive().optional(),
+  /**
+   * A limit per key, alongside the job-wide one (both hold): each value of the resource's field `key` (a tenant, a
+   * merchant account, a customer token) gets its own fleet-wide allowance, with the same sliding-window guarantee. A
+   * record whose key has no slot is deferred by its key's wait and never holds up the other keys; an idle key costs
+   * nothing. `ops limits set` overrides one key's limit without a deploy. @default none
+   */
+  perKey: z
+    .strictObject({
+      /** The resource field whose value is the key. */
+      key: z.string().min(1, 'must name the resource field whose value is the key'),
+      /** The downstream's documented quota per key: starts allowed per interval. */
+      starts: z.number().int().positive(),
+      /** @default 60 */
+      intervalSeconds: z.number().int().min(1).max(3600).default(60),
+      /** Fraction of the per-key quota we allow ourselves. @default 0.8 */
+      headroom: z.number().gt(0).max(1).default(0.8),
+      /** @default 1 */
+      burst: z.number().int().positive().default(1),
+    })
+    .superRefine((perKey, ctx) => {
+      const allowed = Math.floor(perKey.starts * perKey.headroom + 1e-9);
+      if (allowed < 1) ctx.addIssue({ code: 'custom', path: ['starts'], message: `${perKey.starts} x headroom ${perKey.headroom} leaves no start per interval; raise starts or headroom` });
+      else if (perKey.burst > allowed) ctx.addIssue({ code: 'custom', path: ['burst'], message: `must be at most the ${allowed} starts per interval the key is allowed after headroom` });
+    })
+    .optional(),
 });
 
 export const scheduleSchema = z.object({
@@ -228,11 +253,27 @@ export const jobSchema = z.object({
     ),
 });
 
-/** The pacing the consumer enforces: the documented quota less headroom, and the configured burst. */
+/** The pacing the consumer enforces: the documented quota less headroom, and the configured burst (and per key). */
 export function effectiveRateLimit(rateLimit: z.output<typeof rateLimitSchema>): JobRuntimeSettings['rateLimit'] {
   // The epsilon undoes binary floating point (100 x 0.29 is 28.999999999999996), so a whole product is not rounded down.
   const startsPerInterval = Math.floor(rateLimit.starts * rateLimit.headroom + 1e-9);
-  return { startsPerInterval, intervalSeconds: rateLimit.intervalSeconds, burst: rateLimit.burst };
+  const { perKey } = rateLimit;
+  return {
+    startsPerInterval,
+    intervalSeconds: rateLimit.intervalSeconds,
+    burst: rateLimit.burst,
+    ...(perKey
+      ? {
+          perKey: {
+            field: perKey.key,
+            startsPerInterval: Math.floor(perKey.starts * perKey.headroom + 1e-9),
+            intervalSeconds: perKey.intervalSeconds,
+            burst: perKey.burst,
+            headroom: perKey.headroom,
+          },
+        }
+      : {}),
+  };
 }
 
 /**

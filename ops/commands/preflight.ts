@@ -486,6 +486,13 @@ function operatorActions(ctx: CommandContext, facts: JobFacts[]): { action: stri
       { action: 'sqs:ReceiveMessage', resource: f.job.dlqArn, for: 'redrive' },
       { action: 'sqs:DeleteMessage', resource: f.job.dlqArn, for: 'redrive' },
       { action: 'sqs:SendMessage', resource: f.job.queueArn, for: 'redrive' },
+      // Per-key overrides (`ops limits`), where the stack has the limiter table's output and the job a per-key limit.
+      ...(ctx.resources.tables.limiter && f.settings.rateLimit.perKey
+        ? [
+            { action: 'dynamodb:GetItem', resource: `arn:${partition}:dynamodb:${region}:${account}:table/${ctx.resources.tables.limiter}`, for: 'limits' },
+            { action: 'dynamodb:UpdateItem', resource: `arn:${partition}:dynamodb:${region}:${account}:table/${ctx.resources.tables.limiter}`, for: 'limits' },
+          ]
+        : []),
     ];
   });
 }

@@ -15,7 +15,8 @@ import { LocalScheduler } from '../../local/scheduler';
 import { startSchedulerApi } from '../../local/schedulerApi';
 import type { RunningServer } from '../../local/servers';
 import { LocalAws, startLocalAws } from '../support/aws';
-import { createIdempotencyTable, createLedgerTable } from '../lambda/handlers/harness';
+import { createIdempotencyTable, createLedgerTable, createLimiterTable } from '../lambda/handlers/harness';
+import type { JobRuntimeSettings } from '../../lambda/core/constants';
 import type { OpsIo } from '../../ops/io';
 import { runOps } from '../../ops/program';
 
@@ -60,6 +61,13 @@ export interface RunOptions {
   answers?: string[];
   /** The CLI's clock. @default the real time */
   now?: Date;
+  /** Another endpoints file to point the CLI at (a stack with other outputs). @default the fixture's */
+  endpointsFile?: string;
+}
+
+export interface OpsFixtureOptions {
+  /** A per-key rate limit in these jobs' deployed JOB_SETTINGS (`rateLimit.perKey`); the others have none. */
+  perKey?: Record<string, NonNullable<JobRuntimeSettings['rateLimit']['perKey']>>;
 }
 
 /** What the stub producer returns and records: one entry per invocation, in the order they arrived. */
@@ -71,8 +79,10 @@ export interface OpsFixture {
   aws: LocalAws;
   dir: string;
   endpointsFile: string;
-  tables: { idempotency: string; ledger: string };
+  tables: { idempotency: string; ledger: string; limiter: string };
   jobs: Record<string, FixtureJob>;
+  /** The endpoints file's document, to write a variant of it (RunOptions.endpointsFile). */
+  endpointsDoc: { outputs: Record<string, string> } & Record<string, unknown>;
   scheduler: LocalScheduler;
   sqs: SQSClient;
   dynamo: DynamoDBDocumentClient;
@@ -86,15 +96,15 @@ export interface OpsFixture {
   stop(): Promise<void>;
 }
 
-export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): Promise<OpsFixture> {
+export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta'], options: OpsFixtureOptions = {}): Promise<OpsFixture> {
   const aws = await startLocalAws();
   const clientConfig = (endpoint: string) => ({ endpoint, region: REGION, credentials: CREDENTIALS });
   const sqs = new SQSClient(clientConfig(aws.sqs.endpoint));
   const ddb = new DynamoDBClient(clientConfig(aws.dynamodb.endpoint));
   const dynamo = DynamoDBDocumentClient.from(ddb);
-  const tables = { idempotency: 'ops-test-idempotency', ledger: 'ops-test-ledger' };
+  const tables = { idempotency: 'ops-test-idempotency', ledger: 'ops-test-ledger', limiter: 'ops-test-limiter' };
   // The runtime's own table shapes, as the handler tests create them.
-  await Promise.all([createIdempotencyTable(tables.idempotency), createLedgerTable(tables.ledger)]);
+  await Promise.all([createIdempotencyTable(tables.idempotency), createLedgerTable(tables.ledger), createLimiterTable(tables.limiter)]);
 
   const scheduler = new LocalScheduler({ deliver: async () => undefined, deadLetter: async () => undefined });
   const jobs: Record<string, FixtureJob> = {};
@@ -175,7 +185,7 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): P
   const producerSettings = (jobName: string) =>
     JSON.stringify({
       jobName, pageSize: 100, maxPagesPerRun: 10, maxMessageBytes: 4096, businessDateOffsetDays: -1, timeZone: 'Europe/Berlin',
-      rateLimit: { startsPerInterval: 60, intervalSeconds: 60, burst: 1 }, concurrency: 2, tables: {}, buckets: {}, secrets: {}, settings: {},
+      rateLimit: { startsPerInterval: 60, intervalSeconds: 60, burst: 1, ...(options.perKey?.[jobName] ? { perKey: options.perKey[jobName] } : {}) }, concurrency: 2, tables: {}, buckets: {}, secrets: {}, settings: {},
       slo: { objective: 0.99, completeWithinMinutes: 120 },
     });
   const functions = new Map<string, StubFunction>(
@@ -217,7 +227,7 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): P
   const outputs: Record<string, string> = {
     [StackOutput.IdempotencyTableName]: tables.idempotency,
     [StackOutput.LedgerTableName]: tables.ledger,
-    [StackOutput.LimiterTableName]: 'ops-test-limiter',
+    [StackOutput.LimiterTableName]: tables.limiter,
   };
   for (const j of Object.values(jobs)) {
     Object.assign(outputs, {
@@ -271,6 +281,7 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): P
     endpointsFile,
     tables,
     jobs,
+    endpointsDoc: doc,
     scheduler,
     sqs,
     dynamo,
@@ -296,7 +307,7 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta']): P
         now: () => (options.now ? new Date(options.now) : new Date()),
         sleep: async () => undefined,
       };
-      const code = await runOps([...argv, '--local', '--endpoints', endpointsFile], { io });
+      const code = await runOps([...argv, '--local', '--endpoints', options.endpointsFile ?? endpointsFile], { io });
       return { code, stdout, stderr, json: <T>() => JSON.parse(stdout) as T };
     },
     async depth(url: string) {

@@ -63,6 +63,18 @@ describe('Function: resourcesFromOutputs', () => {
     );
   });
 
+  it('reads the limiter table when the stack has its output, and loads without it', () => {
+    const outputs = Object.fromEntries([...jobOutputs('alpha'), ...tableOutputs].map((o) => [o.OutputKey!, o.OutputValue]));
+
+    expect(resourcesFromOutputs('stack PacedJobs-x', ['alpha'], { ...outputs, [StackOutput.LimiterTableName]: 'limiter' }).tables).toEqual({
+      idempotency: 'idem',
+      ledger: 'ledger',
+      limiter: 'limiter',
+    });
+    // Only the limits commands need it; they name the missing output themselves.
+    expect(resourcesFromOutputs('stack PacedJobs-x', ['alpha'], outputs).tables).toEqual({ idempotency: 'idem', ledger: 'ledger' });
+  });
+
   it('throws when there is no job', () => {
     expect(() => resourcesFromOutputs('f.json', [], {})).toThrow('f.json describes no jobs');
   });

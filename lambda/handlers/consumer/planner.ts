@@ -17,8 +17,11 @@ export type Plan =
   | { kind: 'fail'; message: JobMessage; error: Error }
   /** Already COMPLETED (the pre-check): a duplicate, settled without a slot or a claim. */
   | { kind: 'done'; message: JobMessage; by: CompletedBy | undefined }
-  /** The record takes the earliest usable slot of the invocation's pool when it is reached (SlotPool.next). */
-  | { kind: 'run'; message: JobMessage; resource: Record<string, unknown> };
+  /**
+   * The record takes the earliest usable slot of the invocation's pool when it is reached (SlotPool.next); `key`: its
+   * per-key limit's key, when the job has one.
+   */
+  | { kind: 'run'; message: JobMessage; resource: Record<string, unknown>; key?: string };
 
 type Validated = { ok: true; message: JobMessage; resource: Record<string, unknown> } | { ok: false; reasons: string[] };
 
@@ -35,6 +38,13 @@ export function validateRecord(body: string, job: AnyJob, maxBytes: number): Val
   return reasons.length > 0 ? { ok: false, reasons: boundReasons(reasons) } : { ok: true, message: parsed.message, resource: resource.data };
 }
 
+/** A record's per-key limit key: the field's value as text; null when it has none (a string or a number is a key). */
+function keyOf(resource: Record<string, unknown>, field: string): string | null {
+  const value = resource[field];
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  return typeof value === 'string' && value.length > 0 ? value : null;
+}
+
 export interface PlannerOptions {
   job: AnyJob;
   maxMessageBytes: number;
@@ -42,6 +52,8 @@ export interface PlannerOptions {
   completedLookup: CompletedLookup;
   /** The expected spacing between starts: deferrals past the grant are spread by it. */
   spacingMs: number;
+  /** The resource field whose value is each record's key, when the job has a per-key rate limit. */
+  keyField?: string;
   now: () => Date;
 }
 
@@ -56,7 +68,7 @@ export class Planner {
   async plan(records: SQSRecord[], pool: SlotPool): Promise<Map<string, Plan>> {
     const { job, maxMessageBytes, completedLookup, spacingMs } = this.options;
     const plans = new Map<string, Plan>();
-    let due: { record: SQSRecord; message: JobMessage; resource: Record<string, unknown> }[] = [];
+    let due: { record: SQSRecord; message: JobMessage; resource: Record<string, unknown>; key?: string }[] = [];
     const nowMs = this.options.now().getTime();
     for (const record of records) {
       const validated = validateRecord(record.body, job, maxMessageBytes);
@@ -65,12 +77,17 @@ export class Planner {
         continue;
       }
       const { message, resource } = validated;
+      const key = this.options.keyField === undefined ? undefined : keyOf(resource, this.options.keyField);
+      if (key === null) {
+        plans.set(record.messageId, { kind: 'reject', reasons: [`resource.${this.options.keyField}: missing or empty; it is the key of the job's per-key rate limit (rateLimit.perKey.key)`] });
+        continue;
+      }
       const notBeforeMs = message.notBefore === undefined ? undefined : Date.parse(message.notBefore);
       if (notBeforeMs !== undefined && notBeforeMs > nowMs) {
         plans.set(record.messageId, { kind: 'defer', message, cause: { kind: 'not-before', notBeforeMs } });
         continue;
       }
-      due.push({ record, message, resource });
+      due.push({ record, message, resource, ...(key !== undefined ? { key } : {}) });
     }
     if (due.length === 0) return plans;
     // Duplicates first, so they take no slot: one read per invocation, and a failed read only skips the shortcut.
@@ -85,7 +102,7 @@ export class Planner {
       logger.warn('completed-operation pre-check failed; every due record takes a slot and the claim decides', { error: error as Error });
     }
     if (!pool.paced) {
-      for (const { record, message, resource } of due) plans.set(record.messageId, { kind: 'run', message, resource });
+      for (const { record, message, resource, key } of due) plans.set(record.messageId, { kind: 'run', message, resource, ...(key !== undefined ? { key } : {}) });
       return plans;
     }
 
@@ -101,9 +118,9 @@ export class Planner {
     // The whole block granted: the key has room, and the records past it take their slots when they are reached. Less:
     // the key is busy, and the rest are deferred now, together, rather than each waiting for a refusal.
     const runAll = acquired.granted === block;
-    due.forEach(({ record, message, resource }, i) => {
+    due.forEach(({ record, message, resource, key }, i) => {
       if (i < acquired.granted || runAll) {
-        plans.set(record.messageId, { kind: 'run', message, resource });
+        plans.set(record.messageId, { kind: 'run', message, resource, ...(key !== undefined ? { key } : {}) });
       } else {
         const waitMs = acquired.waitMs + (i - acquired.granted) * spacingMs;
         plans.set(record.messageId, { kind: 'defer', message, cause: { kind: 'paced', waitMs } });

@@ -12,6 +12,7 @@ import type { AnyJob, ApplyResult } from '../../core/job';
 import type { JobMessage } from '../../core/message';
 import type { ApplyTimeEstimator } from '../../core/pacing/applyEstimator';
 import { waitForSlot } from '../../core/pacing/sleep';
+import type { KeyRateLimiter } from '../../adapters/keyRateLimiter';
 import type { BatchTally } from '../../adapters/ledger';
 import { logger } from '../../adapters/observability';
 import type { Accounting, RecordOutcome } from './accounting';
@@ -32,11 +33,20 @@ export class InvalidApplyResultError extends Error {
   }
 }
 
-/** What the downstream told one invocation, for the adaptive rate. */
+/** What the downstream told one invocation, for the adaptive rates (the job's, and each key's). */
 export interface RateSignals {
   throttles: number;
   successes: number;
+  /** Keys whose requests the downstream throttled, and keys whose requests succeeded (per-key limits only). */
+  throttledKeys: Set<string>;
+  succeededKeys: Set<string>;
 }
+
+/** The per-key limiter as the runner uses it (lambda/adapters/keyRateLimiter.ts). */
+export type KeyLimiter = Pick<KeyRateLimiter, 'field' | 'acquireAt' | 'throttled' | 'succeeded'>;
+
+/** The wait a record is deferred by when its key's limiter cannot be asked. */
+const KEY_LIMITER_DOWN_WAIT_MS = 1_000;
 
 export interface RecordRunnerOptions {
   job: AnyJob;
@@ -49,6 +59,8 @@ export interface RecordRunnerOptions {
   estimator: ApplyTimeEstimator;
   /** How late a record may start after its slot. */
   lateToleranceMs: number;
+  /** The per-key limit, when the job has one: a record starts only when its key has a token at its slot. */
+  keys?: KeyLimiter;
   /** The clock the limiter's start times are on, epoch ms. */
   clock: () => number;
 }
@@ -100,6 +112,16 @@ export class RecordRunner {
     return { ...result, [COMPLETED_BY_FIELD]: { batchId: message.batchId, invocationId: context.awsRequestId } };
   }
 
+  /** The key's answer for a start at `atMs`; a limiter that cannot be asked defers the record briefly (its slot is kept). */
+  private async keyAnswer(key: string, atMs: number): Promise<{ granted: true } | { granted: false; waitMs: number }> {
+    try {
+      return await (this.options.keys as KeyLimiter).acquireAt(key, atMs);
+    } catch (error) {
+      logger.warn('per-key rate limiter unavailable; deferring', { key, error: error as Error });
+      return { granted: false, waitMs: KEY_LIMITER_DOWN_WAIT_MS };
+    }
+  }
+
   async run(record: SQSRecord, plan: Extract<Plan, { kind: 'run' }>, context: Context, tally: BatchTally, pool: SlotPool, signals: RateSignals): Promise<RecordOutcome> {
     const { accounting, deferrer, estimator, lateToleranceMs, clock } = this.options;
     const { message, resource } = plan;
@@ -107,6 +129,15 @@ export class RecordRunner {
     const slot = await pool.next();
     if (!('startAtMs' in slot)) return deferrer.defer(message, { kind: 'paced', waitMs: slot.waitMs }, tally);
     const { startAtMs } = slot;
+    if (this.options.keys && plan.key !== undefined) {
+      // The key's token is for the job-wide slot's very moment, so both limits hold for the start. A busy key defers
+      // its record by the key's own wait, and the slot goes back to the pool for the next record of another key.
+      const answer = await this.keyAnswer(plan.key, startAtMs);
+      if (!answer.granted) {
+        pool.putBack(startAtMs);
+        return deferrer.defer(message, { kind: 'paced', waitMs: answer.waitMs }, tally);
+      }
+    }
     // Short waits only (the block was bounded by shortWaitMs and the remaining time); each wait is one timer, no loop.
     // Pacing off: "now" is not a slot to be late for.
     if (pool.paced && !(await waitForSlot(startAtMs, lateToleranceMs, clock))) {
@@ -129,6 +160,7 @@ export class RecordRunner {
         // Powertools released the claim when apply threw, so the re-published message runs apply again.
         accounting.throttled(message, tally);
         signals.throttles++;
+        if (plan.key !== undefined) signals.throttledKeys.add(plan.key);
         return deferrer.defer(message, { kind: 'throttled', error }, tally);
       }
       // Retryable, in progress elsewhere, or unknown: SQS redelivers it after the visibility timeout.
@@ -146,6 +178,7 @@ export class RecordRunner {
     }
     estimator.record(clock() - applyStartedMs);
     signals.successes++;
+    if (plan.key !== undefined) signals.succeededKeys.add(plan.key);
     return accounting.completed(message, result.outcome, applyStartedMs, tally);
   }
 }

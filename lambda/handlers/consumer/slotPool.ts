@@ -104,6 +104,11 @@ export class SlotPool {
   /** A slot whose record made no downstream call (answered at the claim): free again for the next record. */
   giveBack(startAtMs: number): void {
     this.used--;
+    this.putBack(startAtMs);
+  }
+
+  /** A slot taken from the pool and not started on (its record's key had no room): the next record may use it. */
+  putBack(startAtMs: number): void {
     const at = this.slots.findIndex((s) => s > startAtMs);
     if (at < 0) this.slots.push(startAtMs);
     else this.slots.splice(at, 0, startAtMs);

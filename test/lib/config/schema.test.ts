@@ -1,5 +1,5 @@
 // Pins every default in lib/config/schema.ts, so the documented defaults and the code cannot drift apart.
-import { appResourcesSchema, environmentSchema, jobSchema, rateLimitSchema, scheduleSchema } from '../../../lib/config/schema';
+import { appResourcesSchema, effectiveRateLimit, environmentSchema, jobSchema, rateLimitSchema, scheduleSchema } from '../../../lib/config/schema';
 
 const minimalJob = { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 100 } };
 
@@ -67,6 +67,28 @@ describe('Schema: jobSchema', () => {
       const job = jobSchema.parse(minimalJob);
       expect(job.idempotencyRecordDays).toBeGreaterThanOrEqual(job.queueRetentionDays + 14);
     });
+  });
+});
+
+describe('Schema: rateLimitSchema.shape.perKey', () => {
+  const issuesOf = (perKey: Record<string, unknown>) => rateLimitSchema.safeParse({ starts: 100, perKey }).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+
+  it('fills its defaults, and the consumer gets the per-key allowance after headroom beside the job-wide one', () => {
+    const rateLimit = rateLimitSchema.parse({ starts: 100, perKey: { key: 'merchantId', starts: 25 } });
+    expect(rateLimit.perKey).toEqual({ key: 'merchantId', starts: 25, intervalSeconds: 60, headroom: 0.8, burst: 1 });
+    expect(effectiveRateLimit(rateLimit)).toEqual({
+      startsPerInterval: 80,
+      intervalSeconds: 60,
+      burst: 1,
+      perKey: { field: 'merchantId', startsPerInterval: 20, intervalSeconds: 60, burst: 1, headroom: 0.8 },
+    });
+  });
+
+  it('refuses a per-key limit that leaves no start after headroom, a burst above it, an empty key and an unknown field', () => {
+    expect(issuesOf({ key: 'tenantId', starts: 1, headroom: 0.5 })).toEqual(['perKey.starts: 1 x headroom 0.5 leaves no start per interval; raise starts or headroom']);
+    expect(issuesOf({ key: 'tenantId', starts: 10, burst: 9 })).toEqual(['perKey.burst: must be at most the 8 starts per interval the key is allowed after headroom']);
+    expect(issuesOf({ key: '', starts: 10 })).toEqual(['perKey.key: must name the resource field whose value is the key']);
+    expect(issuesOf({ key: 'tenantId', starts: 10, interval: 60 })?.[0]).toMatch(/^perKey: Unrecognized key/);
   });
 });
 

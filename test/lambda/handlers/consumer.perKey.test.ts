@@ -1,0 +1,220 @@
+// Per-key rate limits in the consumer (rateLimit.perKey): each key's limit holds fleet-wide beside the job-wide one,
+// a busy key defers only its own records, an operator's override changes one key's limit, and a key's 429s cut that
+// key's rate, not the others' nor the job's. On local DynamoDB (dynalite) and SQS.
+import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { dynamoClient, resetClients } from '../../../lambda/adapters/clients';
+import { DynamoLedger } from '../../../lambda/adapters/ledger';
+import { KeyRateLimiter } from '../../../lambda/adapters/keyRateLimiter';
+import { logger } from '../../../lambda/adapters/observability';
+import { DynamoDbRateLimiter } from '../../../lambda/adapters/rateLimiter';
+import { SqsPublisher } from '../../../lambda/adapters/sqsPublisher';
+import type { RateFeedback } from '../../../lambda/adapters/adaptiveRateLimiter';
+import { keyLimitsItemKey, perKeyItemKey } from '../../../lambda/core/keyLimits';
+import { createConsumer, JOB_STORM_KEYS } from '../../../lambda/handlers/consumer';
+import { fakeJobCalls, job as fakeJob } from '../../fixtures/jobs/fake-job';
+import { startLocalAws, type LocalAws } from '../../support/aws';
+import { lambdaContext, sqsEvent, sqsRecord } from '../../support/lambdaEvents';
+import { createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue } from './harness';
+
+const IDEMPOTENCY_TABLE = 'idempotency-perkey';
+const LEDGER_TABLE = 'ledger-perkey';
+const LIMITER_TABLE = 'limiter-perkey';
+const BATCH = 'fake-job:2026-11-28:perkey';
+
+let aws: LocalAws;
+let seq = 0;
+
+/** A valid message of the fake job for `tenant`, with a unique operation. */
+function body(tenant: string, behaviour?: string): string {
+  const id = `op-${++seq}`;
+  return JSON.stringify({
+    version: 1,
+    jobType: 'fake-job',
+    operationId: `fake:${id}:2026-11-28`,
+    batchId: BATCH,
+    businessDate: '2026-11-28',
+    resource: { id, tenant, ...(behaviour ? { behaviour } : {}) },
+    enqueuedAt: new Date().toISOString(),
+  });
+}
+
+/** A per-key limiter on the `tenant` field; each test uses its own limiter key so keys never carry over. */
+function keys(limiterKey: string, perKey: { startsPerInterval: number; intervalSeconds: number }, options: { adaptive?: boolean } = {}) {
+  return new KeyRateLimiter({
+    tableName: LIMITER_TABLE,
+    job: limiterKey,
+    limiterKey,
+    perKey: { field: 'tenant', burst: 1, headroom: 1, ...perKey },
+    adaptive: options.adaptive ?? false,
+    // As deployed (lambda/core/pacingSettings.ts): the window is stretched by a margin the claim's latency between a
+    // token's time and the downstream call stays within, and a record starts at most half of it late.
+    safetyMarginMs: MARGIN_MS,
+    overridesRefreshMs: 0,
+  });
+}
+
+/** The largest margin pacingSettings gives (a window of 50 s or more): 250 ms. */
+const MARGIN_MS = 250;
+
+async function consumerFor(limiterKey: string, keyLimiter: KeyRateLimiter, overrides: { rateFeedback?: RateFeedback } = {}) {
+  const [queueUrl, dlqUrl] = await Promise.all([createQueue(`pk-${limiterKey}`), createQueue(`pk-${limiterKey}-dlq`)]);
+  const handler = createConsumer({
+    job: fakeJob,
+    jobDeps: { items: 0 },
+    queueUrl,
+    dlqUrl,
+    idempotencyTableName: IDEMPOTENCY_TABLE,
+    idempotencyTtlSeconds: 86_400,
+    maxMessageBytes: 2048,
+    ledger: new DynamoLedger({ tableName: LEDGER_TABLE }),
+    // The job-wide limit is far above the keys': these tests are about the keys.
+    limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 1000, intervalMs: 1000 } }),
+    pacing: { key: limiterKey, lateToleranceMs: MARGIN_MS / 2, shortWaitMs: 2_000 },
+    publisher: new SqsPublisher({ sleep: async () => undefined }),
+    keys: keyLimiter,
+    ...overrides,
+  });
+  return { handler, queueUrl };
+}
+
+async function delayedIn(queueUrl: string): Promise<number> {
+  const sqs = new SQSClient({});
+  try {
+    const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessagesDelayed', 'ApproximateNumberOfMessages'] }));
+    return Number(Attributes?.ApproximateNumberOfMessagesDelayed ?? 0) + Number(Attributes?.ApproximateNumberOfMessages ?? 0);
+  } finally {
+    sqs.destroy();
+  }
+}
+
+const appliedFor = (tenant: string) => fakeJobCalls.apply.filter((a) => a.resource.tenant === tenant);
+
+/** The most starts in any window of `windowMs` (a window [t, t + windowMs) starting at each start). */
+function mostInAnyWindow(starts: number[], windowMs: number): number {
+  const sorted = [...starts].sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0, j = 0; i < sorted.length; i++) {
+    while (sorted[j] < sorted[i] - windowMs + 1) j++;
+    most = Math.max(most, i - j + 1);
+  }
+  return most;
+}
+
+describe('Consumer: per-key rate limits (rateLimit.perKey)', () => {
+  beforeAll(async () => {
+    aws = await startLocalAws();
+    resetClients();
+    await Promise.all([createIdempotencyTable(IDEMPOTENCY_TABLE), createLedgerTable(LEDGER_TABLE), createLimiterTable(LIMITER_TABLE)]);
+    logger.setLogLevel('SILENT');
+  });
+
+  afterAll(async () => {
+    resetClients();
+    await aws.stop();
+  });
+
+  beforeEach(() => fakeJobCalls.reset());
+
+  it('applies the records of a key with room and defers only the over-limit key\'s records, by that key\'s wait', async () => {
+    // Key "busy": 1 start a minute by default; key "roomy": 50 a minute, 5 of them back to back, by its override.
+    await dynamoClient().send(
+      new PutItemCommand({
+        TableName: LIMITER_TABLE,
+        Item: { pk: { S: keyLimitsItemKey('pk-one') }, overrides: { M: { roomy: { M: { starts: { N: '50' }, burst: { N: '5' }, setAt: { S: '2026-11-28T00:00:00Z' } } } } } },
+      }),
+    );
+    const keyLimiter = keys('pk-one', { startsPerInterval: 1, intervalSeconds: 60 });
+    const { handler, queueUrl } = await consumerFor('pk-one', keyLimiter);
+    const records = [body('busy'), body('roomy'), body('busy'), body('roomy'), body('busy'), body('roomy')].map((b) => sqsRecord(b));
+
+    const response = await handler(sqsEvent(...records), lambdaContext());
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(appliedFor('roomy')).toHaveLength(3);
+    expect(appliedFor('busy')).toHaveLength(1);
+    // The two over-limit records went back to the queue to wait, not to the DLQ and not as failures.
+    expect(await delayedIn(queueUrl)).toBe(2);
+    // Their wait is the key's: its next token is about a minute away (the busy key's limit), not the job's spacing.
+    expect((await keyLimiter.acquireAt('busy', Date.now())).granted).toBe(false);
+    const answer = await keyLimiter.acquireAt('busy', Date.now());
+    expect(answer.granted === false && answer.waitMs > 50_000).toBe(true);
+    expect(await keyLimiter.limit('roomy')).toEqual({ startsPerInterval: 50, intervalSeconds: 60, burst: 5 });
+    expect(await keyLimiter.limit('busy')).toEqual({ startsPerInterval: 1, intervalSeconds: 60, burst: 1 });
+  });
+
+  it('holds each key\'s limit in every sliding window across four concurrent consumers, the job-wide limit too', async () => {
+    // "a" may start 3 times in 2 s, "b" 6 times (its override); four containers run batches of both at once for ~5 s.
+    await dynamoClient().send(
+      new PutItemCommand({
+        TableName: LIMITER_TABLE,
+        Item: { pk: { S: keyLimitsItemKey('pk-four') }, overrides: { M: { b: { M: { starts: { N: '6' }, burst: { N: '2' }, setAt: { S: '2026-11-28T00:00:00Z' } } } } } },
+      }),
+    );
+    const consumers = await Promise.all([0, 1, 2, 3].map(() => consumerFor('pk-four', keys('pk-four', { startsPerInterval: 3, intervalSeconds: 2 }))));
+    const startedAt = new Map<string, number>();
+    const realApply = fakeJob.apply.bind(fakeJob);
+    const spy = jest.spyOn(fakeJob, 'apply').mockImplementation(async (deps, request) => {
+      startedAt.set(request.operationId, Date.now());
+      return realApply(deps, request);
+    });
+    try {
+      const until = Date.now() + 5_000;
+      await Promise.all(
+        consumers.map(async ({ handler }) => {
+          while (Date.now() < until) {
+            await handler(sqsEvent(...['a', 'b', 'a', 'b', 'b', 'a'].map((t) => sqsRecord(body(t)))), lambdaContext());
+          }
+        }),
+      );
+    } finally {
+      spy.mockRestore();
+    }
+    const startsOf = (tenant: string) => appliedFor(tenant).map((a) => startedAt.get(a.operationId) as number);
+
+    expect(startsOf('a').length).toBeGreaterThanOrEqual(6);
+    expect(startsOf('b').length).toBeGreaterThanOrEqual(12);
+    expect(mostInAnyWindow(startsOf('a'), 2_000)).toBeLessThanOrEqual(3);
+    expect(mostInAnyWindow(startsOf('b'), 2_000)).toBeLessThanOrEqual(6);
+  }, 30_000);
+
+  it('cuts the rate of the key the downstream throttled, and leaves the other key\'s and the job-wide rate alone', async () => {
+    const keyLimiter = keys('pk-storm', { startsPerInterval: 10, intervalSeconds: 60 }, { adaptive: true });
+    const jobFeedback = { throttled: jest.fn(async () => undefined), succeeded: jest.fn(async () => undefined) };
+    const { handler } = await consumerFor('pk-storm', keyLimiter, { rateFeedback: jobFeedback });
+
+    await handler(sqsEvent(...[body('noisy', 'throttled'), body('calm'), body('noisy', 'throttled'), body('calm')].map((b) => sqsRecord(b))), lambdaContext());
+
+    const rateOf = async (tenant: string) => {
+      const { Item } = await dynamoClient().send(new GetItemCommand({ TableName: LIMITER_TABLE, Key: { pk: { S: `${perKeyItemKey('pk-storm', tenant)}#rate` } }, ConsistentRead: true }));
+      return Item?.rate?.N === undefined ? undefined : Number(Item.rate.N);
+    };
+    // The throttled key's rate is halved from its ceiling of 10; the calm key never had a rate item (at its ceiling).
+    expect(await rateOf('noisy')).toBe(5);
+    expect(await rateOf('calm')).toBeUndefined();
+    // One key's 429s are that key's limit, not a storm: the job-wide rate is told only of the successes.
+    expect(JOB_STORM_KEYS).toBe(2);
+    expect(jobFeedback.throttled).not.toHaveBeenCalled();
+    expect(jobFeedback.succeeded).toHaveBeenCalledWith('pk-storm');
+  });
+
+  it('cuts the job-wide rate too when the downstream throttles two keys in one invocation (a storm)', async () => {
+    const jobFeedback = { throttled: jest.fn(async () => undefined), succeeded: jest.fn(async () => undefined) };
+    const { handler } = await consumerFor('pk-storm2', keys('pk-storm2', { startsPerInterval: 10, intervalSeconds: 60 }, { adaptive: true }), { rateFeedback: jobFeedback });
+
+    await handler(sqsEvent(...[body('x', 'throttled'), body('y', 'throttled')].map((b) => sqsRecord(b))), lambdaContext());
+
+    expect(jobFeedback.throttled).toHaveBeenCalledWith('pk-storm2');
+  });
+
+  it('rejects a record whose resource has no key, naming the field, and keeps it for review', async () => {
+    const { handler } = await consumerFor('pk-nokey', keys('pk-nokey', { startsPerInterval: 10, intervalSeconds: 60 }));
+    const noKey = JSON.parse(body('t')) as { resource: Record<string, unknown> };
+    delete noKey.resource.tenant;
+
+    const response = await handler(sqsEvent(sqsRecord(JSON.stringify(noKey))), lambdaContext());
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(fakeJobCalls.apply).toHaveLength(0);
+  });
+});

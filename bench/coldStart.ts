@@ -14,8 +14,13 @@ export const BUNDLE_BYTES_GOAL = 250 * 1024;
 export const INIT_MS_GOAL = 100;
 
 export interface BundleFigures {
-  /** The asset's index.js, minified, without its source map. */
+  /**
+   * The largest of the kind's bundles (each function bundles its own job alone): its index.js, minified, without its
+   * source map. The init times are measured on that bundle.
+   */
   bytes: number;
+  /** Every function of the kind with its bundle's bytes. */
+  bundleBytes: Record<string, number>;
   initMsMedian: number;
   unbundledInitMsMedian: number;
   /** unbundled / bundled init time. */
@@ -29,6 +34,7 @@ export interface BundleFigures {
   layerBytes: number;
   sdkPackages: string[];
   functions: string[];
+  /** The largest bundle's asset folder. */
   asset: string;
 }
 
@@ -116,7 +122,7 @@ export function runColdStartBench(options: ColdStartOptions): Record<'producer' 
   const artifact = findStack(assemblyDir, options.env ?? 'dev');
   if (!artifact) throw new ColdStartError(`no stack for env ${options.env ?? 'dev'} in ${assemblyDir}; run \`npx cdk synth\``);
   const template = loadTemplate(artifact.templateFile);
-  const byKind = new Map<'producer' | 'consumer', { asset: string; functions: string[]; layers: string[] }>();
+  const byKind = new Map<'producer' | 'consumer', { asset: string; bytes: number; functions: string[]; bundleBytes: Record<string, number>; layers: string[] }>();
   /** A layer's nodejs/node_modules inside the assembly, from the function's Layers: [{ Ref }]. */
   const layerModules = (layers: unknown): string[] =>
     ((layers as { Ref?: string }[] | undefined) ?? []).flatMap((l) => {
@@ -129,11 +135,13 @@ export function runColdStartBench(options: ColdStartOptions): Record<'producer' 
     const environment = ((resource.Properties as { Environment?: { Variables?: Record<string, unknown> } }).Environment?.Variables ?? {}) as Record<string, unknown>;
     if (typeof assetPath !== 'string' || environment.JOB_NAME === undefined) continue;
     const kind = handlerKind(environment);
-    const entry = byKind.get(kind) ?? { asset: join(assemblyDir, assetPath), functions: [], layers: layerModules((resource.Properties as { Layers?: unknown }).Layers) };
-    if (entry.asset !== join(assemblyDir, assetPath)) {
-      throw new ColdStartError(`${kind} functions use different bundles (${relative(cwd, entry.asset)}, ${assetPath}); the bench expects one per handler`);
-    }
+    const asset = join(assemblyDir, assetPath);
+    const bytes = statSync(join(asset, 'index.js')).size;
+    const entry = byKind.get(kind) ?? { asset, bytes, functions: [], bundleBytes: {}, layers: layerModules((resource.Properties as { Layers?: unknown }).Layers) };
+    // Each function bundles its own job: the largest bundle of a kind is the one its goals are measured on.
+    if (bytes > entry.bytes) Object.assign(entry, { asset, bytes });
     entry.functions.push(logicalId);
+    entry.bundleBytes[logicalId] = bytes;
     byKind.set(kind, entry);
   }
   const unbundledDir = compileUnbundled(cwd);
@@ -158,6 +166,7 @@ export function runColdStartBench(options: ColdStartOptions): Record<'producer' 
         .reduce((n, f) => n + statSync(f).size, 0);
       result[kind] = {
         bytes: statSync(bundle).size,
+        bundleBytes: entry.bundleBytes,
         initMsMedian,
         unbundledInitMsMedian,
         unbundledRatio: unbundledInitMsMedian / initMsMedian,

@@ -43,6 +43,11 @@ export interface PacedFunctionProps {
   /** Where asynchronous invocations that fail every retry are sent. */
   readonly deadLetterQueue?: sqs.IQueue;
   readonly reservedConcurrentExecutions?: number;
+  /**
+   * The job the function runs: its bundle then holds that job's code alone (lambda/handlers/jobLoader.ts), not every
+   * job's. @default every job folder is bundled
+   */
+  readonly jobName?: string;
 }
 
 /** Checks props against the limits Lambda and CloudWatch Logs enforce, before anything is built. */
@@ -147,6 +152,7 @@ export class PacedFunction extends NodejsFunction {
         // The Node.js 22 runtime ships AWS SDK v3; bundling it would only grow the package. The hot-path clients come
         // from the sdk-slim layer instead (lib/sdk-layer.ts).
         externalModules: ['@aws-sdk/*', SDK_SLIM_MODULE],
+        ...(props.jobName !== undefined ? { define: { PACED_JOB_NAME: JSON.stringify(props.jobName) } } : {}),
         esbuildArgs: Object.fromEntries(SDK_SLIM_PACKAGES.map((p) => [`--alias:${p}`, SDK_SLIM_MODULE])),
         forceDockerBundling: false,
         logLevel: LogLevel.ERROR,

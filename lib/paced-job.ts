@@ -198,6 +198,7 @@ export class PacedJob extends Construct {
 
     this.producer = new PacedFunction(this, 'Producer', {
       entry: path.join(handlersDir, 'producer.ts'),
+      jobName,
       description: `${jobName}: admits discovered work into the job queue at the pace the consumers can start it`,
       functionName,
       timeoutSeconds: job.producerTimeoutSeconds,
@@ -220,6 +221,7 @@ export class PacedJob extends Construct {
 
     this.consumer = new PacedFunction(this, 'Consumer', {
       entry: path.join(handlersDir, 'consumer.ts'),
+      jobName,
       description: `${jobName}: applies each operation once, paced, from the job queue`,
       timeoutSeconds: job.consumerTimeoutSeconds,
       memoryMb: job.consumerMemoryMb,

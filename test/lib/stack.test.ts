@@ -284,14 +284,15 @@ describe('Class: PacedJobsStack', () => {
   });
 
   describe('Method: constructor (bundles)', () => {
-    it.each(['producer', 'consumer'] as const)('bundles every configured job into the %s, so JOB_NAME can pick any of them', (which) => {
-      const fn = prod.stack.jobs['payment-reconciliation'][which];
-      const s3Key = resourceOf(prod.template, fn).Properties.Code.S3Key as string;
-      const map = JSON.parse(readFileSync(path.join(prod.app.outdir, `asset.${s3Key.replace(/\.zip$/, '')}`, 'index.js.map'), 'utf8')) as { sources: string[] };
-      for (const jobName of Object.keys(prod.stack.jobs)) {
-        expect(map.sources.some((source) => source.endsWith(`lambda/jobs/${jobName}/index.ts`))).toBe(true);
+    it.each(['producer', 'consumer'] as const)('bundles into each job\'s %s that job\'s code alone, not the other jobs\'', (which) => {
+      for (const ownJob of Object.keys(prod.stack.jobs)) {
+        const fn = prod.stack.jobs[ownJob][which];
+        const s3Key = resourceOf(prod.template, fn).Properties.Code.S3Key as string;
+        const map = JSON.parse(readFileSync(path.join(prod.app.outdir, `asset.${s3Key.replace(/\.zip$/, '')}`, 'index.js.map'), 'utf8')) as { sources: string[] };
+        const bundledJobs = Object.keys(prod.stack.jobs).filter((jobName) => map.sources.some((source) => source.endsWith(`lambda/jobs/${jobName}/index.ts`)));
+        expect({ ownJob, bundledJobs }).toEqual({ ownJob, bundledJobs: [ownJob] });
+        expect(map.sources.some((source) => source.includes('@aws-sdk/'))).toBe(false);
       }
-      expect(map.sources.some((source) => source.includes('@aws-sdk/'))).toBe(false);
     });
   });
 

@@ -143,18 +143,27 @@ export function toBatchView(item: Record<string, unknown>, figures: BatchFigures
 /** The window the drain rate is measured over: long enough to smooth a batch's invocations, short enough to be now. */
 export const DRAIN_WINDOW_MINUTES = 10;
 
-export async function latestBatches(clients: OpsClients, tables: LedgerTables, job: string, limit: number, now: Date = new Date()): Promise<BatchView[]> {
-  const response = await clients.dynamo.send(
+/**
+ * The job's newest `limit` batch items, newest first: one page of one query (queryAll would read every batch, since a
+ * Limit only bounds each page). `projection` keeps only the attributes named.
+ */
+export async function latestBatchItems(dynamo: Dynamo, ledgerTable: string, job: string, limit: number, projection?: string): Promise<Record<string, unknown>[]> {
+  const response = await dynamo.send(
     new QueryCommand({
-      TableName: tables.ledger,
+      TableName: ledgerTable,
       KeyConditionExpression: 'pk = :pk',
       ExpressionAttributeValues: { ':pk': ledgerKeys.batchPartition(job) },
       ScanIndexForward: false,
       Limit: limit,
+      ...(projection ? { ProjectionExpression: projection } : {}),
     }),
   );
+  return response.Items ?? [];
+}
+
+export async function latestBatches(clients: OpsClients, tables: LedgerTables, job: string, limit: number, now: Date = new Date()): Promise<BatchView[]> {
   return Promise.all(
-    (response.Items ?? []).map(async (item) => {
+    (await latestBatchItems(clients.dynamo, tables.ledger, job, limit)).map(async (item) => {
       const invocations = await invocationItems(clients.dynamo, tables.ledger, job, batchIdOf(item));
       const drain = settledSince(invocations, now.getTime() - DRAIN_WINDOW_MINUTES * 60_000, now.getTime()) / DRAIN_WINDOW_MINUTES;
       return toBatchView(item, await figuresOf(clients.dynamo, tables, job, item, invocations), Math.round(drain * 10) / 10);

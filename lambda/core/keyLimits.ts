@@ -1,6 +1,7 @@
 // Per-key rate limits: the contract between the consumer (which enforces them) and the operator CLI (which overrides
 // them without a deploy). Pure: key layout of the limiter table's per-key items, and the override document's shape.
 import * as z from 'zod';
+import { allowanceAfterHeadroom } from './pacingSettings';
 
 /**
  * The limiter item one key's starts are counted on: `<limiter key>#key#<value>` (the limiter key is the job's downstream
@@ -52,6 +53,6 @@ export function effectiveKeyLimit(
   override: KeyLimitOverride | undefined,
 ): KeyLimit {
   if (!override) return { startsPerInterval: perKey.startsPerInterval, intervalSeconds: perKey.intervalSeconds, burst: perKey.burst };
-  const startsPerInterval = Math.max(1, Math.floor(override.starts * perKey.headroom + 1e-9));
+  const startsPerInterval = Math.max(1, allowanceAfterHeadroom(override.starts, perKey.headroom));
   return { startsPerInterval, intervalSeconds: override.intervalSeconds ?? perKey.intervalSeconds, burst: Math.min(override.burst ?? perKey.burst, startsPerInterval) };
 }

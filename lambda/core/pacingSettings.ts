@@ -129,6 +129,14 @@ export interface PacingSettings {
   enabled: boolean;
 }
 
+/**
+ * The starts per interval a documented quota leaves after headroom (the job-wide limit's and each key's). The epsilon
+ * undoes binary floating point (100 x 0.29 is 28.999999999999996), so a whole product is not rounded down.
+ */
+export function allowanceAfterHeadroom(starts: number, headroom: number): number {
+  return Math.floor(starts * headroom + 1e-9);
+}
+
 /** The leadMs every consumer uses: a DynamoDB write's round trip in-region, with room. */
 export const LIMITER_LEAD_MS = 20;
 

@@ -1,7 +1,7 @@
 // Configuration contract for one environment: every default is written once here (and pinned by test/lib/config).
 import { z } from 'zod';
 import { LAMBDA_MAX_TIMEOUT_SECONDS, SQS_MAX_MESSAGE_BYTES, type JobRuntimeSettings } from '../../lambda/core/constants';
-import { pacingSettingsSchema } from '../../lambda/core/pacingSettings';
+import { allowanceAfterHeadroom, pacingSettingsSchema } from '../../lambda/core/pacingSettings';
 
 /** DLQ retention is fixed at the SQS maximum so a failed message outlives its source queue's retention. */
 export const DLQ_RETENTION_DAYS = 14;
@@ -129,7 +129,7 @@ export const rateLimitSchema = z.object({
       burst: z.number().int().positive().default(1),
     })
     .superRefine((perKey, ctx) => {
-      const allowed = Math.floor(perKey.starts * perKey.headroom + 1e-9);
+      const allowed = allowanceAfterHeadroom(perKey.starts, perKey.headroom);
       if (allowed < 1) ctx.addIssue({ code: 'custom', path: ['starts'], message: `${perKey.starts} x headroom ${perKey.headroom} leaves no start per interval; raise starts or headroom` });
       else if (perKey.burst > allowed) ctx.addIssue({ code: 'custom', path: ['burst'], message: `must be at most the ${allowed} starts per interval the key is allowed after headroom` });
     })
@@ -255,8 +255,7 @@ export const jobSchema = z.object({
 
 /** The pacing the consumer enforces: the documented quota less headroom, and the configured burst (and per key). */
 export function effectiveRateLimit(rateLimit: z.output<typeof rateLimitSchema>): JobRuntimeSettings['rateLimit'] {
-  // The epsilon undoes binary floating point (100 x 0.29 is 28.999999999999996), so a whole product is not rounded down.
-  const startsPerInterval = Math.floor(rateLimit.starts * rateLimit.headroom + 1e-9);
+  const startsPerInterval = allowanceAfterHeadroom(rateLimit.starts, rateLimit.headroom);
   const { perKey } = rateLimit;
   return {
     startsPerInterval,
@@ -266,7 +265,7 @@ export function effectiveRateLimit(rateLimit: z.output<typeof rateLimitSchema>):
       ? {
           perKey: {
             field: perKey.key,
-            startsPerInterval: Math.floor(perKey.starts * perKey.headroom + 1e-9),
+            startsPerInterval: allowanceAfterHeadroom(perKey.starts, perKey.headroom),
             intervalSeconds: perKey.intervalSeconds,
             burst: perKey.burst,
             headroom: perKey.headroom,

@@ -2,7 +2,7 @@
 // settings, the queues, the schedules, the tables, the alarm topic, the account) and says pass or fail with its reason;
 // one failure makes the exit code 1. It changes nothing: discovery is run read-only, and the operator's permissions
 // for pause, resume, catch-up and redrive are simulated (iam:SimulatePrincipalPolicy), never tried.
-import { GetFunctionConcurrencyCommand, GetFunctionConfigurationCommand, GetAccountSettingsCommand, type FunctionConfiguration } from '@aws-sdk/client-lambda';
+import { GetFunctionConcurrencyCommand, GetAccountSettingsCommand, type FunctionConfiguration } from '@aws-sdk/client-lambda';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { GetScheduleCommand, type GetScheduleCommandOutput } from '@aws-sdk/client-scheduler';
 import { ListSubscriptionsByTopicCommand, type Subscription } from '@aws-sdk/client-sns';
@@ -13,12 +13,13 @@ import { GetCallerIdentityCommand } from '@aws-sdk/client-sts';
 import { EnvVar, LAMBDA_MAX_TIMEOUT_SECONDS, type JobRuntimeSettings } from '../../lambda/core/constants';
 import { nextFireTime, parseCron, zonedDate } from '../../lambda/core/cron';
 import { ledgerKeys } from '../../lambda/core/ledgerContract';
-import { readSettings } from '../../lambda/core/settings';
+import { allowanceAfterHeadroom } from '../../lambda/core/pacingSettings';
 import { type CommandContext, selectJobs } from '../context';
 import { principalOf } from '../environment';
 import { jobCode } from '../jobCode';
+import { functionSettings } from '../jobSettings';
 import { renderTable } from '../io';
-import { queryAll } from '../ledger';
+import { latestBatchItems, queryAll } from '../ledger';
 import type { JobResources } from '../resources';
 
 /** A check's names, as `--json` and the table show them; a failure names its check. */
@@ -95,10 +96,7 @@ export async function preflight(ctx: CommandContext, options: PreflightOptions =
   const checks: CheckResult[] = [];
   const facts: JobFacts[] = [];
   for (const job of jobs) {
-    const [producer, consumer] = await Promise.all([
-      ctx.clients.lambda.send(new GetFunctionConfigurationCommand({ FunctionName: job.producerFunctionName })),
-      ctx.clients.lambda.send(new GetFunctionConfigurationCommand({ FunctionName: job.consumerFunctionName })),
-    ]);
+    const [producer, consumer] = await Promise.all([functionSettings(ctx, job.producerFunctionName), functionSettings(ctx, job.consumerFunctionName)]);
     let schedule: GetScheduleCommandOutput | undefined;
     let scheduleError: string | undefined;
     try {
@@ -108,10 +106,10 @@ export async function preflight(ctx: CommandContext, options: PreflightOptions =
     }
     facts.push({
       job,
-      producer,
-      consumer,
-      settings: readSettings({ [EnvVar.JOB_SETTINGS]: producer.Environment?.Variables?.[EnvVar.JOB_SETTINGS] }),
-      consumerSettings: readSettings({ [EnvVar.JOB_SETTINGS]: consumer.Environment?.Variables?.[EnvVar.JOB_SETTINGS] }),
+      producer: producer.configuration,
+      consumer: consumer.configuration,
+      settings: producer.settings,
+      consumerSettings: consumer.settings,
       schedule,
       scheduleError,
     });
@@ -180,16 +178,9 @@ async function producerTime(ctx: CommandContext, f: JobFacts, probeMsPerPage: nu
 
 /** Page times of recent runs: from each page attempt's start to the next page's start in the same invocation. */
 async function recordedPageMs(ctx: CommandContext, job: string): Promise<number[]> {
-  const batches = await queryAll(ctx.clients.dynamo, {
-    TableName: ctx.resources.tables.ledger,
-    KeyConditionExpression: 'pk = :pk',
-    ExpressionAttributeValues: { ':pk': ledgerKeys.batchPartition(job) },
-    ProjectionExpression: 'sk',
-    ScanIndexForward: false,
-    Limit: RECORDED_BATCHES,
-  });
+  const batches = await latestBatchItems(ctx.clients.dynamo, ctx.resources.tables.ledger, job, RECORDED_BATCHES, 'sk');
   const times: number[] = [];
-  for (const batch of batches.slice(0, RECORDED_BATCHES)) {
+  for (const batch of batches) {
     const pages = await queryAll(ctx.clients.dynamo, {
       TableName: ctx.resources.tables.ledger,
       KeyConditionExpression: 'pk = :pk',
@@ -300,14 +291,7 @@ function pointSdkAt(ctx: CommandContext): () => void {
 }
 
 async function latestBatchDate(ctx: CommandContext, job: string): Promise<string | undefined> {
-  const [latest] = await queryAll(ctx.clients.dynamo, {
-    TableName: ctx.resources.tables.ledger,
-    KeyConditionExpression: 'pk = :pk',
-    ExpressionAttributeValues: { ':pk': ledgerKeys.batchPartition(job) },
-    ProjectionExpression: 'businessDate',
-    ScanIndexForward: false,
-    Limit: 1,
-  });
+  const [latest] = await latestBatchItems(ctx.clients.dynamo, ctx.resources.tables.ledger, job, 1, 'businessDate');
   return typeof latest?.businessDate === 'string' ? latest.businessDate : undefined;
 }
 
@@ -329,7 +313,7 @@ function rateHeadroom(f: JobFacts): CheckResult {
   const { rateLimit, quota } = f.consumerSettings;
   const per = `per ${rateLimit.intervalSeconds} s`;
   if (!quota) return { ...base, status: 'fail', reason: 'the deployed consumer\'s settings carry no documented quota (deployed before preflight existed): deploy again' };
-  const allowed = Math.floor(quota.starts * quota.headroom + 1e-9);
+  const allowed = allowanceAfterHeadroom(quota.starts, quota.headroom);
   const margin = 1 - rateLimit.startsPerInterval / quota.starts;
   const detail = { startsPerInterval: rateLimit.startsPerInterval, intervalSeconds: rateLimit.intervalSeconds, quota: quota.starts, headroom: quota.headroom, margin: Math.round(margin * 1000) / 1000 };
   const pct = (x: number) => `${Math.round(x * 1000) / 10}%`;

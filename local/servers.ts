@@ -1,6 +1,7 @@
 // Embedded AWS-protocol servers (dynalite for DynamoDB, local-aws-sqs for SQS) on free loopback ports.
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
+import { emulateFairQueue, fairQueueFigures, type FairQueueFigures, type FairQueueSettings, type FairQueueTarget } from './fairQueue';
 
 export interface RunningServer {
   /** e.g. http://127.0.0.1:43123 */
@@ -60,6 +61,8 @@ export interface SqsOptions {
   accountId?: string;
   /** Sees every request (for the run report). */
   onRequest?: RequestObserver;
+  /** Standard queues deliver as SQS fair queues (local/fairQueue.ts); false turns that off. @default AWS's thresholds */
+  fairQueues?: Partial<FairQueueSettings> | false;
 }
 
 export interface RunningSqs extends RunningServer {
@@ -69,6 +72,8 @@ export interface RunningSqs extends RunningServer {
    * would go around the gateway.
    */
   advertise(port: number): void;
+  /** Per standard queue: its tenants (MessageGroupId), their in-flight messages and shares, and which are noisy now. */
+  fairQueues(): FairQueueFigures[];
 }
 
 export async function startSqs(options: SqsOptions = {}): Promise<RunningSqs> {
@@ -83,8 +88,12 @@ export async function startSqs(options: SqsOptions = {}): Promise<RunningSqs> {
     emulateQueueCreationLifecycle: false,
   });
   const server = createServer((req, res) => {
-    // Every queue exists before a request can name it (CreateQueue answered earlier), so each is patched in time.
-    for (const queue of service.Queues) answerDepthLikeAws(queue as unknown as LocalSqsQueue);
+    // Every queue exists before a request can name it (CreateQueue answered earlier), so each is patched in time: before
+    // its first message too, which the fair-queue emulation needs. That one goes first: the depth patch reads through it.
+    for (const queue of service.Queues) {
+      if (options.fairQueues !== false) emulateFairQueue(queue as unknown as FairQueueTarget, options.fairQueues);
+      answerDepthLikeAws(queue as unknown as LocalSqsQueue);
+    }
     void requestHandler(req, res);
   });
   if (options.onRequest) observeRequests(server, options.onRequest);
@@ -98,6 +107,7 @@ export async function startSqs(options: SqsOptions = {}): Promise<RunningSqs> {
     advertise: (advertised) => {
       service.PORT = advertised;
     },
+    fairQueues: () => service.Queues.flatMap((q) => fairQueueFigures(q as unknown as FairQueueTarget) ?? []),
   };
 }
 

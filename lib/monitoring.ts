@@ -363,7 +363,7 @@ export class Monitoring extends Construct {
         what: JobAlarm.ConsumerThrottles,
         description:
           `${jobName}: Lambda throttled the consumer although its event source never asks for more than the reserved concurrency ` +
-          `(${config.concurrency}); the reservation was likely changed outside the stack. Throttled batches return to the queue and ` +
+          `(${config.concurrency.max}); the reservation was likely changed outside the stack. Throttled batches return to the queue and ` +
           `spend receive counts. First compare the function's reserved concurrency with config, then run \`${status}\`. ${runbook}`,
         metric: pacedJob.consumer.metricThrottles({ statistic: cloudwatch.Stats.SUM, period: five }),
         threshold: 0,
@@ -552,7 +552,7 @@ export class Monitoring extends Construct {
     this.dashboard.addWidgets(new cloudwatch.TextWidget({
       markdown:
         `## ${jobName}\nSchedule \`cron(${config.schedule.cron})\` in ${config.schedule.timeZone}; age SLO ${config.oldestMessageAgeSloSeconds}s; ` +
-        `concurrency ${config.concurrency}. First step on any alarm: \`npm run ops -- status --env ${env} --job ${jobName}\`.`,
+        `concurrency ${config.concurrency.max}. First step on any alarm: \`npm run ops -- status --env ${env} --job ${jobName}\`.`,
       width: 24,
       height: 2,
     }));
@@ -600,7 +600,7 @@ export class Monitoring extends Construct {
           consumer.metricThrottles({ ...sum, label: 'Throttles' }),
         ],
         right: [consumer.metric('ConcurrentExecutions', { ...max, label: 'Concurrency max' })],
-        rightAnnotations: [{ value: config.concurrency, label: 'Reserved concurrency' }],
+        rightAnnotations: [{ value: config.concurrency.max, label: 'Reserved concurrency' }],
         width: 8,
       }),
       new cloudwatch.GraphWidget({

@@ -48,6 +48,11 @@ export interface PacedFunctionProps {
    * job's. @default every job folder is bundled
    */
   readonly jobName?: string;
+  /**
+   * Constants the handler's code tests (esbuild `define`), so a bundle leaves out the features its job does not use,
+   * e.g. `{ PACED_PER_KEY_RATE: false }`. @default none: every feature is in
+   */
+  readonly buildFlags?: Record<string, boolean>;
 }
 
 /** Checks props against the limits Lambda and CloudWatch Logs enforce, before anything is built. */
@@ -152,7 +157,14 @@ export class PacedFunction extends NodejsFunction {
         // The Node.js 22 runtime ships AWS SDK v3; bundling it would only grow the package. The hot-path clients come
         // from the sdk-slim layer instead (lib/sdk-layer.ts).
         externalModules: ['@aws-sdk/*', SDK_SLIM_MODULE],
-        ...(props.jobName !== undefined ? { define: { PACED_JOB_NAME: JSON.stringify(props.jobName) } } : {}),
+        ...(props.jobName !== undefined || props.buildFlags !== undefined
+          ? {
+              define: {
+                ...(props.jobName !== undefined ? { PACED_JOB_NAME: JSON.stringify(props.jobName) } : {}),
+                ...Object.fromEntries(Object.entries(props.buildFlags ?? {}).map(([flag, on]) => [flag, JSON.stringify(on)])),
+              },
+            }
+          : {}),
         esbuildArgs: Object.fromEntries(SDK_SLIM_PACKAGES.map((p) => [`--alias:${p}`, SDK_SLIM_MODULE])),
         forceDockerBundling: false,
         logLevel: LogLevel.ERROR,

@@ -106,6 +106,10 @@ export class PacedJob extends Construct {
     if (job.queueRetentionDays >= DLQ_RETENTION_DAYS) {
       problems.push(`queueRetentionDays (${job.queueRetentionDays}) must be less than the DLQ's ${DLQ_RETENTION_DAYS} days, or a redriven message expires on arrival`);
     }
+    // One key per record: the per-key limits, the fair-queue tenant and the per-key concurrency all read the same field.
+    if (job.concurrency.perKey && job.rateLimit.perKey && job.concurrency.perKey.key !== job.rateLimit.perKey.key) {
+      problems.push(`concurrency.perKey.key ("${job.concurrency.perKey.key}") must be rateLimit.perKey.key ("${job.rateLimit.perKey.key}"): a record has one key`);
+    }
     for (const kind of ['tables', 'buckets', 'secrets'] as const) {
       for (const [alias, use] of Object.entries(job.uses[kind])) {
         if (!Object.prototype.hasOwnProperty.call(appResources[kind], use.ref)) problems.push(`uses.${kind}.${alias}: "${use.ref}" is not an app resource`);
@@ -121,7 +125,8 @@ export class PacedJob extends Construct {
       timeZone: job.schedule.timeZone,
       rateLimit,
       quota: { starts: job.rateLimit.starts, headroom: job.rateLimit.headroom, ...(job.rateLimit.maxConcurrent ? { maxConcurrent: job.rateLimit.maxConcurrent } : {}) },
-      concurrency: job.concurrency,
+      concurrency: job.concurrency.max,
+      ...(job.concurrency.perKey ? { concurrencyPerKey: { field: job.concurrency.perKey.key, maxConcurrent: job.concurrency.perKey.max } } : {}),
       ...(job.admission.enabled
         ? { admission: { horizonSeconds: job.admission.horizonSeconds, batchSize: job.batchSize, batchingWindowSeconds: job.batchingWindowSeconds } }
         : {}),
@@ -222,12 +227,14 @@ export class PacedJob extends Construct {
     this.consumer = new PacedFunction(this, 'Consumer', {
       entry: path.join(handlersDir, 'consumer.ts'),
       jobName,
+      // A job without per-key limits gets a bundle without their code (lambda/handlers/consumer.ts).
+      buildFlags: { PACED_PER_KEY_RATE: job.rateLimit.perKey !== undefined, PACED_PER_KEY_CONCURRENCY: job.concurrency.perKey !== undefined },
       description: `${jobName}: applies each operation once, paced, from the job queue`,
       timeoutSeconds: job.consumerTimeoutSeconds,
       memoryMb: job.consumerMemoryMb,
       logRetentionDays: props.logRetentionDays,
       retainLogs: props.retainData,
-      reservedConcurrentExecutions: job.concurrency,
+      reservedConcurrentExecutions: job.concurrency.max,
       environment: {
         ...common,
         [EnvVar.IDEMPOTENCY_TABLE_NAME]: props.stateTables.idempotencyTable.tableName,
@@ -244,7 +251,7 @@ export class PacedJob extends Construct {
       maxBatchingWindow: Duration.seconds(job.batchingWindowSeconds),
       // Equal to the reserved concurrency: the poller never scales past what the function may run, so the
       // reservation never throttles it into spending healthy messages' receive counts.
-      maxConcurrency: job.concurrency,
+      maxConcurrency: job.concurrency.max,
       reportBatchItemFailures: true,
     });
     this.consumer.addEventSource(this.eventSource);

@@ -113,6 +113,11 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
     return this.limiterFor(state.rate).acquire(key, count, options);
   }
 
+  async liveAt(key: string, maxAgeMs: number): Promise<number | undefined> {
+    const { state } = await this.current(key);
+    return this.limiterFor(state.rate).liveAt(key, maxAgeMs);
+  }
+
   /** The rate the fleet is pacing `key` at now (cached up to refreshMs). */
   async currentRate(key: string): Promise<number> {
     return (await this.current(key)).state.rate;

@@ -12,7 +12,12 @@
 // would both publish and both count every page.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AdmissionStatus, decodePageOperations, encodePageOperations, ledgerKeys } from '../core/ledgerContract';
+import { AdmissionStatus, batchCountersOf, decodePageOperations, encodePageOperations, ledgerKeys } from '../core/ledgerContract';
+
+/** Pages of a job's batch partition read for its backfill figures. */
+const MAX_BATCH_PAGES = 5;
+/** SQS keeps a message at most 14 days. */
+const SQS_MAX_RETENTION_MS = 14 * 86_400_000;
 import { documentClient } from './clients';
 
 // Admission's states are part of the ledger's contract (the reconciliation rule reads them); re-exported for the producer.
@@ -57,6 +62,8 @@ export interface RunStart {
   startedAt: string;
   admissionRatePerMinute?: number;
   eligible?: number;
+  /** A catch-up's run (its work is backfill): live runs' admission does not queue behind its messages. */
+  backfill?: true;
 }
 
 export interface PageCommit {
@@ -110,6 +117,11 @@ export interface RunStateStore {
   endStep(job: string, batchId: string, step: number, owner: string, end: StepEnd): Promise<boolean>;
   /** Notes that step `step`'s continuation was sent. */
   markContinuation(job: string, batchId: string, step: number): Promise<void>;
+  /**
+   * Backfill runs' messages still in the queue, by their ledger figures (published less settled): what a live run's
+   * admission leaves out of the queue's depth, since the consumers let live work go first. @default 0 when absent
+   */
+  backfillOutstanding?(job: string): Promise<number>;
 }
 
 export interface DynamoRunStateStoreOptions {
@@ -168,6 +180,33 @@ export class DynamoRunStateStore implements RunStateStore {
     this.retentionSeconds = (options.retentionDays ?? 90) * 86_400;
   }
 
+  async backfillOutstanding(job: string, nowMs = Date.now()): Promise<number> {
+    let outstanding = 0;
+    let startKey: Record<string, unknown> | undefined;
+    // A job's batch partition holds one item per run of its retention (about a hundred): a few pages at most.
+    for (let page = 0; page < MAX_BATCH_PAGES; page++) {
+      const out = await this.client().send(
+        new QueryCommand({
+          TableName: this.options.tableName,
+          KeyConditionExpression: 'pk = :pk',
+          FilterExpression: 'backfill = :yes',
+          ProjectionExpression: 'published, completed, rejected, deadLettered, startedAt',
+          ExpressionAttributeValues: { ':pk': ledgerKeys.batchPartition(job), ':yes': true },
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      for (const item of out.Items ?? []) {
+        // Past SQS's longest retention, whatever a run did not settle is no longer in any queue.
+        if (typeof item.startedAt === 'string' && Date.parse(item.startedAt) < nowMs - SQS_MAX_RETENTION_MS) continue;
+        const c = batchCountersOf(item);
+        outstanding += Math.max(0, c.published - c.completed - c.rejected - c.deadLettered);
+      }
+      startKey = out.LastEvaluatedKey;
+      if (!startKey) break;
+    }
+    return outstanding;
+  }
+
   async ensure(job: string, batchId: string, start: RunStart): Promise<RunState> {
     const values: Record<string, unknown> = {
       ':zero': 0,
@@ -199,7 +238,7 @@ export class DynamoRunStateStore implements RunStateStore {
       '#startedAt': 'startedAt',
     };
     const optional = new Assignments(names, values);
-    for (const key of ['scheduledTime', 'admissionRatePerMinute', 'eligible'] as const) optional.assign(key, start[key], true);
+    for (const key of ['scheduledTime', 'admissionRatePerMinute', 'eligible', 'backfill'] as const) optional.assign(key, start[key], true);
     set.push(...optional.set);
     const out = await this.client().send(
       new UpdateCommand({

@@ -17,6 +17,15 @@ import { DynamoDbRateLimiter, type RateLimiter } from './rateLimiter';
 
 type PerKey = NonNullable<JobRuntimeSettings['rateLimit']['perKey']>;
 
+/**
+ * How far ahead a busy key's queue reaches: records past it wait for the key's next token like any deferral. An hour
+ * keeps a deep backlog's returns spread while bounding how long one record's place is held.
+ */
+export const MAX_QUEUE_BEHIND_MS = 3_600_000;
+
+/** The item a key's waiting records take their places on, beside its token item. */
+export const backlogItemKey = (limiterKey: string, value: string): string => `${perKeyItemKey(limiterKey, value)}#queue`;
+
 export interface KeyRateLimiterOptions {
   tableName: string;
   /** The job whose overrides apply (`LIMITS#<job>`). */
@@ -71,6 +80,21 @@ export class KeyRateLimiter {
     const limiter = this.limiterFor(await this.limit(value));
     const acquired = await limiter.acquire(perKeyItemKey(this.options.limiterKey, value), 1, { maxWaitMs: 0, atMs });
     return acquired.granted > 0 ? { granted: true } : { granted: false, waitMs: acquired.waitMs };
+  }
+
+  /**
+   * A busy key's record takes its place in the key's queue: a token on the key's backlog item, at the key's rate, as far
+   * ahead as the key's waiting records reach (up to MAX_QUEUE_BEHIND_MS). Returns the wait until that place comes, so
+   * a key's backlog comes back spread at its rate, about once per record, instead of all at its next token. The place
+   * is not a start: the record still asks the key for a token when it comes back.
+   * @throws the limiter's error when DynamoDB fails
+   */
+  async queueBehind(value: string): Promise<number> {
+    const limit = await this.limit(value);
+    const limiter = this.limiterFor(limit);
+    const acquired = await limiter.acquire(backlogItemKey(this.options.limiterKey, value), 1, { maxWaitMs: MAX_QUEUE_BEHIND_MS, priority: 'backfill' });
+    const at = acquired.granted > 0 ? acquired.startAtMs[0] : this.clock() + acquired.waitMs;
+    return Math.max(0, at - this.clock());
   }
 
   /** The key's downstream answered 429/503: cut that key's rate (adaptive only). */

@@ -38,6 +38,12 @@ export interface AcquireOptions {
    * exactly at `atMs` or is refused). @default the clock plus leadMs
    */
   atMs?: number;
+  /**
+   * Whose start this is. A live start also stamps the item (`liveAt`, in the same write), so backfill elsewhere in the
+   * fleet knows live work is waiting; a backfill start only learns the stamp (lambda/core/backfill.ts decides with it).
+   * @default 'live'
+   */
+  priority?: 'live' | 'backfill';
 }
 
 export interface Acquisition {
@@ -59,6 +65,12 @@ export interface RateLimiter {
    * @throws LimiterContentionError when every attempt lost a race; RateLimiterError when DynamoDB fails
    */
   acquire(key: string, count: number, options?: AcquireOptions): Promise<Acquisition>;
+  /**
+   * When a live start last reserved slots on `key` (epoch ms), as the item says: known from this container's last
+   * write or read if that is at most `maxAgeMs` old, else read (one consistent read). Undefined: never, or the limiter
+   * does not track it.
+   */
+  liveAt?(key: string, maxAgeMs: number): Promise<number | undefined>;
 }
 
 export interface DynamoDbRateLimiterOptions {
@@ -124,6 +136,8 @@ export class DynamoDbRateLimiter implements RateLimiter {
   private readonly known = new Map<string, GcraState | undefined>();
   /** When (epoch ms) each item's known TAT was last confirmed, by a write of ours or a read. */
   private readonly knownAtMs = new Map<string, number>();
+  /** Per item, the latest live stamp seen (ours or another container's), with when it was seen. */
+  private readonly live = new Map<string, { liveAtMs: number | undefined; seenAtMs: number }>();
   /**
    * Items whose TAT the container remembers at most: per-key limits can reach a million keys, and a forgotten key only
    * costs a lost race (its next write reads). Oldest forgotten first.
@@ -165,6 +179,7 @@ export class DynamoDbRateLimiter implements RateLimiter {
     if (seenAt !== undefined && this.clock() - seenAt >= limits.emissionIntervalUs / US_PER_MS) {
       this.remember(itemKey, await this.read(itemKey));
     }
+    const liveStamp = (options.priority ?? 'live') === 'live';
 
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
       if (attempt > 1) await sleep(backoffMs(attempt - 2, this.contentionBackoff, this.random));
@@ -176,7 +191,7 @@ export class DynamoDbRateLimiter implements RateLimiter {
       if (decision.granted === 0 || decision.state === undefined) {
         return { granted: 0, startAtMs: [], waitMs: decision.waitMs };
       }
-      const fresh = await this.write(itemKey, known, nowMs, decision.state);
+      const fresh = await this.write(itemKey, known, nowMs, decision.state, liveStamp);
       if (fresh === 'written') {
         this.remember(itemKey, decision.state);
         return { granted: decision.granted, startAtMs: decision.startAtMs, waitMs: decision.waitMs };
@@ -184,6 +199,23 @@ export class DynamoDbRateLimiter implements RateLimiter {
       this.remember(itemKey, fresh);
     }
     throw new LimiterContentionError(itemKey, this.tableName, this.maxAttempts);
+  }
+
+  async liveAt(key: string, maxAgeMs: number): Promise<number | undefined> {
+    const itemKey = this.shards === 1 ? key : `${key}#0`;
+    const seen = this.live.get(itemKey);
+    if (seen && this.clock() - seen.seenAtMs <= maxAgeMs) return seen.liveAtMs;
+    this.remember(itemKey, await this.read(itemKey));
+    return this.live.get(itemKey)?.liveAtMs;
+  }
+
+  /** Keeps the newest live stamp an answer carried (a stamp only moves forward). */
+  private seeLive(itemKey: string, liveAtMs: number | undefined): void {
+    const before = this.live.get(itemKey)?.liveAtMs;
+    const latest = before === undefined ? liveAtMs : liveAtMs === undefined ? before : Math.max(before, liveAtMs);
+    this.live.delete(itemKey);
+    this.live.set(itemKey, { liveAtMs: latest, seenAtMs: this.clock() });
+    while (this.live.size > this.maxKnownItems) this.live.delete(this.live.keys().next().value as string);
   }
 
   /** Keeps an item's TAT as last seen (most recent last, so the oldest is forgotten first past maxKnownItems). */
@@ -204,6 +236,7 @@ export class DynamoDbRateLimiter implements RateLimiter {
     known: GcraState | undefined,
     nowMs: number,
     next: GcraState,
+    liveStamp: boolean,
   ): Promise<'written' | GcraState | undefined> {
     const nowUs = nowMs * US_PER_MS;
     // A decision made on an idle key (known TAT absent or not after now) is the same for ANY stored TAT up to now, so
@@ -213,37 +246,49 @@ export class DynamoDbRateLimiter implements RateLimiter {
       ':next': { N: String(next.tatUs) },
       ':expires': { N: String(Math.ceil(next.tatUs / 1_000_000) + this.idleTtlSeconds) },
       ':expected': { N: String(idle ? nowUs : known.tatUs) },
+      ...(liveStamp ? { ':live': { N: String(Math.floor(this.clock())) } } : {}),
     };
     try {
-      await this.client.send(
+      const { Attributes } = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: { pk: { S: itemKey } },
-          UpdateExpression: 'SET tat = :next, expiresAt = :expires',
+          UpdateExpression: liveStamp ? 'SET tat = :next, expiresAt = :expires, liveAt = :live' : 'SET tat = :next, expiresAt = :expires',
           ConditionExpression: idle ? 'attribute_not_exists(tat) OR tat <= :expected' : 'tat = :expected',
           ExpressionAttributeValues: values,
+          // The old item comes back with the answer at no cost: a backfill start learns the live stamp from it.
+          ReturnValues: 'ALL_OLD',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
+      this.seeLive(itemKey, liveStamp ? Number(values[':live'].N) : liveAtOf(Attributes));
       return 'written';
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) {
         throw new RateLimiterError(`rate limiter item "${itemKey}" in table "${this.tableName}": write failed: ${(error as Error).message}`, itemKey, this.tableName, { cause: error });
       }
-      return error.Item ? stateOf(error.Item) : this.read(itemKey);
+      if (!error.Item) return this.read(itemKey);
+      this.seeLive(itemKey, liveAtOf(error.Item));
+      return stateOf(error.Item);
     }
   }
 
   private async read(itemKey: string): Promise<GcraState | undefined> {
     try {
       const { Item } = await this.client.send(
-        new GetItemCommand({ TableName: this.tableName, Key: { pk: { S: itemKey } }, ConsistentRead: true, ProjectionExpression: 'tat' }),
+        new GetItemCommand({ TableName: this.tableName, Key: { pk: { S: itemKey } }, ConsistentRead: true, ProjectionExpression: 'tat, liveAt' }),
       );
+      this.seeLive(itemKey, Item ? liveAtOf(Item) : undefined);
       return Item ? stateOf(Item) : undefined;
     } catch (error) {
       throw new RateLimiterError(`rate limiter item "${itemKey}" in table "${this.tableName}": read failed: ${(error as Error).message}`, itemKey, this.tableName, { cause: error });
     }
   }
+}
+
+function liveAtOf(item: Record<string, AttributeValue> | undefined): number | undefined {
+  const n = item?.liveAt?.N;
+  return n === undefined ? undefined : Number(n);
 }
 
 function stateOf(item: Record<string, AttributeValue>): GcraState | undefined {

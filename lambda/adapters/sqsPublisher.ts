@@ -12,6 +12,11 @@ export interface OutgoingMessage {
   delaySeconds?: number;
   /** String message attributes; empty values are dropped (SQS rejects them). */
   attributes?: Record<string, string>;
+  /**
+   * The message's tenant on a standard queue (SQS fair queues: MessageGroupId), e.g. the per-key limit's key: SQS
+   * delivers quiet tenants' messages ahead of a noisy tenant's backlog. @default none
+   */
+  groupId?: string;
 }
 
 export interface PublishSummary {
@@ -167,6 +172,7 @@ function toEntry(id: string, message: OutgoingMessage): SendMessageBatchRequestE
     Id: id,
     MessageBody: message.body,
     DelaySeconds: message.delaySeconds,
+    ...(message.groupId !== undefined ? { MessageGroupId: message.groupId } : {}),
     MessageAttributes: attributes.length
       ? Object.fromEntries(attributes.map(([k, v]) => [k, { DataType: 'String', StringValue: v }]))
       : undefined,

@@ -10,16 +10,19 @@ export const admissionStepSchema = z.strictObject({
   businessDate: businessDateSchema,
   step: z.number().int().min(0),
   scheduledTime: z.iso.datetime({ offset: true }).optional(),
+  /** A catch-up's run: every message it publishes is marked backfill (lambda/core/message.ts). */
+  backfill: z.literal(true).optional(),
 });
 export type AdmissionStep = z.infer<typeof admissionStepSchema>;
 
 /** Step `step` of a run; `scheduledTime` is carried only when the run has one. */
-export function admissionStep(run: { batchId: string; businessDate: string; step: number; scheduledTime?: string }): AdmissionStep {
+export function admissionStep(run: { batchId: string; businessDate: string; step: number; scheduledTime?: string; backfill?: boolean }): AdmissionStep {
   return {
     kind: 'admission-step',
     batchId: run.batchId,
     businessDate: run.businessDate,
     step: run.step,
     ...(run.scheduledTime ? { scheduledTime: run.scheduledTime } : {}),
+    ...(run.backfill ? { backfill: true as const } : {}),
   };
 }

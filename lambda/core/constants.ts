@@ -57,6 +57,11 @@ export interface JobRuntimeSettings {
      * (lambda/core/keyLimits.ts) replaces the documented quota, and the headroom still applies.
      */
     perKey?: { field: string; startsPerInterval: number; intervalSeconds: number; burst: number; headroom: number };
+    /**
+     * The share of the allowance backfill (catch-up, redrive) may take while live work waits. Absent in settings
+     * deployed before it: 0.5.
+     */
+    backfillShare?: number;
   };
   /**
    * The downstream's documented limits as config states them (rateLimit.starts and headroom, and maxConcurrent where
@@ -64,6 +69,8 @@ export interface JobRuntimeSettings {
    */
   quota?: { starts: number; headroom: number; maxConcurrent?: number };
   concurrency: number;
+  /** At most `maxConcurrent` operations in progress at once per value of the resource's `field`, fleet-wide. */
+  concurrencyPerKey?: { field: string; maxConcurrent: number };
   /**
    * Admission: the producer lets at most `horizonSeconds` of work (at the rate) into the queue, in groups of the event
    * source's `batchSize`, and admits the rest step by step as it drains. Absent: everything is admitted at once.

@@ -51,6 +51,11 @@ export const messageSchema = z.strictObject({
    * window. Absent when the job has no SLO. The consumer meters each outcome against it (SloMet, SloMissed, SloFailed).
    */
   dueBy: isoTimestamp.optional(),
+  /**
+   * Catch-up or redrive traffic, not tonight's scheduled run: it takes only slots live work has not booked, and at most
+   * the job's backfillShare of the allowance while live work waits. Absent: live.
+   */
+  backfill: z.literal(true).optional(),
 });
 
 export type JobMessage = z.infer<typeof messageSchema>;

@@ -12,6 +12,7 @@ import { createDeferralPolicy, defaultDeferralPolicy, type DeferralPolicy } from
 import type { AnyJob } from '../core/job';
 import { ApplyTimeEstimator } from '../core/pacing/applyEstimator';
 import { gcraLimits } from '../core/pacing/gcra';
+import { backfillItemKey, backfillLimits, DEFAULT_BACKFILL_SHARE, fairOrder } from '../core/backfill';
 import { pacingSettings } from '../core/pacingSettings';
 import { requireEnv } from '../core/settings';
 import { dynamoClient } from '../adapters/clients';
@@ -20,12 +21,13 @@ import { DynamoCompletedLookup, type CompletedLookup } from '../adapters/complet
 import { bindJob, count, flushMetrics, logger, MetricName, withLogKeys } from '../adapters/observability';
 import { AdaptiveDynamoDbRateLimiter, type RateFeedback } from '../adapters/adaptiveRateLimiter';
 import { KeyRateLimiter } from '../adapters/keyRateLimiter';
-import type { RateLimiter } from '../adapters/rateLimiter';
+import { DynamoDbRateLimiter, type RateLimiter } from '../adapters/rateLimiter';
+import { KeyConcurrencyLimiter } from '../adapters/keyConcurrency';
 import { SqsPublisher, type Publisher } from '../adapters/sqsPublisher';
 import { Accounting, withUnwrittenBatches, type RecordOutcome } from './consumer/accounting';
 import { Deferrer, logKeys } from './consumer/deferrer';
 import { Planner, type Plan } from './consumer/planner';
-import { RecordRunner, type KeyLimiter, type RateSignals } from './consumer/recordRunner';
+import { RecordRunner, type KeyConcurrency, type KeyLimiter, type RateSignals } from './consumer/recordRunner';
 import { SlotPool, type SlotPoolSettings } from './consumer/slotPool';
 import type { JobModuleLoader } from './jobLoader';
 import { loadJobRuntime, requirePositiveInt } from './runtime';
@@ -93,6 +95,16 @@ export interface ConsumerOptions {
    * token at its slot, and a key's 429s cut that key's rate. @default none
    */
   keys?: KeyLimiter;
+  /**
+   * The per-key concurrency limit (concurrency.perKey): a record starts only while its key has fewer than the limit in
+   * progress fleet-wide, each start holding a lease that expires with its invocation. @default none
+   */
+  keyConcurrency?: KeyConcurrency;
+  /**
+   * Backfill's cap while live work waits (rateLimit.backfillShare below 1): a limiter at the share of the allowance,
+   * on its own item. Backfill then also takes only slots live work left. @default none: backfill paces as live work
+   */
+  backfill?: { limiter: RateLimiter; key?: string };
   /** @default an SqsPublisher on the shared client */
   publisher?: Publisher;
   /** @default DynamoDBPersistenceLayer on `idempotencyTableName` */
@@ -111,6 +123,11 @@ export interface ConsumerOptions {
 const DEFAULT_RESERVE_MS = 5_000;
 /** Keys throttled in one invocation that make a job-wide storm (per-key limits on): the job-wide rate is cut too. */
 export const JOB_STORM_KEYS = 2;
+
+/** The resource field records are keyed on: the per-key rate limit's, else the per-key concurrency's. */
+function keyFieldOf(options: Pick<ConsumerOptions, 'keys' | 'keyConcurrency'>): string | undefined {
+  return options.keys?.field ?? options.keyConcurrency?.field;
+}
 
 export function createConsumer(options: ConsumerOptions): (event: SQSEvent, context: Context) => Promise<SQSBatchResponse> {
   const { job, limiter } = options;
@@ -136,13 +153,14 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     policy: options.deferralPolicy ?? defaultDeferralPolicy,
     accounting,
     now,
+    ...(keyFieldOf(options) !== undefined ? { groupField: keyFieldOf(options) } : {}),
   });
   const planner = new Planner({
     job,
     maxMessageBytes: options.maxMessageBytes,
     completedLookup: options.completedLookup ?? new DynamoCompletedLookup({ tableName: options.idempotencyTableName }),
     spacingMs: pacing.spacingMs,
-    ...(options.keys ? { keyField: options.keys.field } : {}),
+    ...(keyFieldOf(options) !== undefined ? { keyField: keyFieldOf(options) } : {}),
     now,
   });
   const runner = new RecordRunner({
@@ -157,8 +175,18 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     lateToleranceMs: pacing.lateToleranceMs,
     clock: pacing.clock,
     ...(options.keys ? { keys: options.keys } : {}),
+    ...(options.keyConcurrency ? { keyConcurrency: options.keyConcurrency } : {}),
   });
-  const slotSettings: SlotPoolSettings = { limiter, key: pacing.key, shortWaitMs: pacing.shortWaitMs, lateToleranceMs: pacing.lateToleranceMs, spacingMs: pacing.spacingMs, clock: pacing.clock, estimator };
+  const slotSettings: SlotPoolSettings = {
+    limiter,
+    key: pacing.key,
+    shortWaitMs: pacing.shortWaitMs,
+    lateToleranceMs: pacing.lateToleranceMs,
+    spacingMs: pacing.spacingMs,
+    clock: pacing.clock,
+    estimator,
+    ...(options.backfill ? { backfill: { limiter: options.backfill.limiter, key: options.backfill.key ?? backfillItemKey(pacing.key) } } : {}),
+  };
 
   /**
    * Tells the adaptive rates once per invocation whether the downstream throttled, or only succeeded. With per-key
@@ -244,7 +272,13 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
           }
         });
       };
-      const response = await processPartialResponse(event, handleRecord, processor, {
+      // Live records before backfill, and keys taking turns, in the order the planner gave them their slots.
+      const runs = event.Records.filter((r) => plans.get(r.messageId)?.kind === 'run');
+      const ordered = [
+        ...event.Records.filter((r) => plans.get(r.messageId)?.kind !== 'run'),
+        ...fairOrder(runs, (r) => (plans.get(r.messageId) as Extract<Plan, { kind: 'run' }>).key, (r) => (plans.get(r.messageId) as Extract<Plan, { kind: 'run' }>).message.backfill === true),
+      ];
+      const response = await processPartialResponse({ ...event, Records: ordered }, handleRecord, processor, {
         context,
         // One record at a time, each at its slot: the concurrency cap (reserved concurrency) then bounds calls to the
         // downstream, and the shared logger's per-record keys cannot bleed between records.
@@ -268,6 +302,14 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
   };
 }
 
+/**
+ * Set by the stack for each consumer's bundle (lib/paced-job.ts): whether its job uses per-key rate limits and per-key
+ * concurrency. A bundle built for a job without them leaves their code out (esbuild drops the branch that is false);
+ * anywhere else (tests, the local runtime from source) both are in.
+ */
+declare const PACED_PER_KEY_RATE: boolean | undefined;
+declare const PACED_PER_KEY_CONCURRENCY: boolean | undefined;
+
 /** Builds the consumer from the variables the stack sets. */
 export function consumerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loadModule?: JobModuleLoader): ConsumerOptions {
   const { job, jobDeps, settings } = loadJobRuntime(env, loadModule);
@@ -276,9 +318,14 @@ export function consumerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loa
   const limiter = paced.enabled ? new AdaptiveDynamoDbRateLimiter({ tableName: limiterTable, limits: paced.limits, leadMs: paced.leadMs }) : undefined;
   const { perKey } = settings.rateLimit;
   const keys =
-    paced.enabled && perKey
+    (typeof PACED_PER_KEY_RATE === 'undefined' || PACED_PER_KEY_RATE) && paced.enabled && perKey
       ? new KeyRateLimiter({ tableName: limiterTable, job: job.name, limiterKey: paced.limiterKey, perKey, adaptive: paced.adaptiveRate, safetyMarginMs: paced.limits.safetyMarginMs })
       : undefined;
+  const { concurrencyPerKey } = settings;
+  const keyConcurrency = (typeof PACED_PER_KEY_CONCURRENCY === 'undefined' || PACED_PER_KEY_CONCURRENCY) && concurrencyPerKey
+    ? new KeyConcurrencyLimiter({ tableName: limiterTable, limiterKey: paced.limiterKey, field: concurrencyPerKey.field, maxConcurrent: concurrencyPerKey.maxConcurrent })
+    : undefined;
+  const backfillCap = paced.enabled ? backfillLimits(paced.limits, settings.rateLimit.backfillShare ?? DEFAULT_BACKFILL_SHARE) : undefined;
   return {
     job,
     jobDeps,
@@ -292,6 +339,8 @@ export function consumerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loa
     limiter,
     rateFeedback: paced.adaptiveRate ? limiter : undefined,
     ...(keys ? { keys } : {}),
+    ...(keyConcurrency ? { keyConcurrency } : {}),
+    ...(backfillCap ? { backfill: { limiter: new DynamoDbRateLimiter({ tableName: limiterTable, limits: backfillCap, leadMs: paced.leadMs }) } } : {}),
     pacing: {
       key: paced.limiterKey,
       shortWaitMs: paced.shortWaitMs,

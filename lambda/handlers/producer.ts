@@ -15,6 +15,7 @@ import type { AnyJob } from '../core/job';
 import { businessDateSchema, idSchema, serializeMessage } from '../core/message';
 import { pacingSettings } from '../core/pacingSettings';
 import { requireEnv } from '../core/settings';
+import { fairnessGroup, keyField } from '../core/fairness';
 import { AdmissionStatus, DynamoRunStateStore, type RunState, type RunStateStore } from '../adapters/admissionState';
 import { bindJob, count, flushMetrics, logger, MetricName, withLogKeys } from '../adapters/observability';
 import { sqsQueueDepth, type QueueDepth } from '../adapters/queueDepth';
@@ -27,6 +28,8 @@ export const producerEventSchema = z.object({
   scheduledTime: z.iso.datetime({ offset: true, message: 'must be an ISO-8601 timestamp' }).optional(),
   businessDate: businessDateSchema.optional(),
   batchId: idSchema.optional(),
+  /** A catch-up (`ops catch-up`): the run's work is backfill, paced behind live work. @default false */
+  backfill: z.boolean().optional(),
 });
 export type ProducerEvent = z.infer<typeof producerEventSchema>;
 
@@ -113,6 +116,8 @@ const isSqsEvent = (event: unknown): event is SQSEvent =>
 
 export function createProducer(options: ProducerOptions): (event: unknown, context: Context) => Promise<ProducerSummary | SQSBatchResponse> {
   const { job, jobDeps, settings, runState, admission } = options;
+  // Each message's tenant for SQS fair queues: the key its per-key limits are on.
+  const fairnessField = keyField(settings);
   bindJob(job.name);
   const publisher = options.publisher ?? new SqsPublisher();
   const queueDepth = options.queueDepth ?? sqsQueueDepth();
@@ -201,7 +206,9 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
 
   /** The step's work, under its lease: admits pages while the plan and time allow, then ends the step. */
   const admit = async (step: AdmissionStep, context: Context, state: RunState, owner: string, summary: ProducerSummary, startedMs: number, reserve: number): Promise<ProducerSummary> => {
-    const depth = rate === undefined ? 0 : await queueDepth(options.queueUrl);
+    // Live work goes first at the consumers, so a live run queues only behind the messages that are not backfill.
+    const queued = rate === undefined ? 0 : await queueDepth(options.queueUrl);
+    const depth = rate === undefined || step.backfill || !runState.backfillOutstanding ? queued : Math.max(0, queued - (await backfillAhead(runState, job.name)));
     const plan = planAdmission({ nowMs: startedMs, queueDepth: depth, ratePerSecond: rate, horizonMs: admission.horizonMs, plannedUntilMs: state.plannedUntilMs });
     let cursor = state.cursor;
     let pages = state.pages;
@@ -235,13 +242,19 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
         // The plan is in slots; only the delay is shown the lead earlier, so the next step plans from the slots.
         const slotMs = visibleAtMs(admitted + i, plan, rate, admission.groupSize);
         lastVisibleMs = slotMs;
+        const groupId = fairnessGroup(resource, fairnessField);
         return {
           operationId,
           delaySeconds: delaySecondsUntil(slotMs - (admission.leadMs ?? 0), sentAtMs),
           body: serializeMessage(
-            { version: MESSAGE_VERSION, jobType: job.name, operationId, batchId: step.batchId, businessDate: step.businessDate, resource, enqueuedAt, firstEnqueuedAt: enqueuedAt, ...(dueBy ? { dueBy } : {}) },
+            {
+              version: MESSAGE_VERSION, jobType: job.name, operationId, batchId: step.batchId, businessDate: step.businessDate, resource, enqueuedAt, firstEnqueuedAt: enqueuedAt,
+              ...(dueBy ? { dueBy } : {}),
+              ...(step.backfill ? { backfill: true as const } : {}),
+            },
             options.maxMessageBytes,
           ),
+          ...(groupId !== undefined ? { groupId } : {}),
         };
       });
       // What this attempt discovered, kept before it publishes: the business date's audit lists the date's operations
@@ -334,8 +347,9 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
         startedAt: now().toISOString(),
         admissionRatePerMinute: rate === undefined ? undefined : Math.round(rate * 60 * 1000) / 1000,
         eligible,
+        ...(event.backfill ? { backfill: true as const } : {}),
       });
-      const summary = await runStep(admissionStep({ batchId, businessDate, step: 0, scheduledTime: event.scheduledTime }), context, true);
+      const summary = await runStep(admissionStep({ batchId, businessDate, step: 0, scheduledTime: event.scheduledTime, backfill: event.backfill }), context, true);
       logger.info('producer step finished', { ...summary });
       return summary;
     });
@@ -388,6 +402,16 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
       flushMetrics();
     }
   };
+}
+
+/** Backfill messages in the queue; a failed read counts none (the live run queues behind all, as before). */
+async function backfillAhead(runState: RunStateStore, job: string): Promise<number> {
+  try {
+    return (await runState.backfillOutstanding?.(job)) ?? 0;
+  } catch (error) {
+    logger.warn('could not read the backfill runs\' figures; admission counts the whole queue', { error: error as Error });
+    return 0;
+  }
 }
 
 /** The admission the job's settings ask for: its rate when pacing and admission are on, unlimited otherwise. */

@@ -134,6 +134,46 @@ export const rateLimitSchema = z.object({
       else if (perKey.burst > allowed) ctx.addIssue({ code: 'custom', path: ['burst'], message: `must be at most the ${allowed} starts per interval the key is allowed after headroom` });
     })
     .optional(),
+  /**
+   * The share of the allowance catch-up and redrive traffic (marked backfill by the ops commands) may take while live
+   * scheduled work is waiting; all of it otherwise. Live work also goes first: backfill takes only slots live work has
+   * not booked. @default 0.5
+   */
+  backfillShare: z.number().gt(0, 'must be above 0 (a share of the allowance, e.g. 0.5)').max(1).default(0.5),
+});
+
+const concurrencyCapSchema = z.number().int().min(2).max(1000);
+
+/** The object form of `concurrency`: the cap, and a per-key limit on operations in progress at once. */
+export const concurrencyObjectSchema = z.strictObject({
+  /** The consumer's reserved concurrency and its event source's maximum concurrency. @default 5 */
+  max: concurrencyCapSchema.default(5),
+  /**
+   * At most `max` operations in progress at once per value of the resource's field `key`, fleet-wide, for a downstream
+   * that limits concurrent requests per key. Each start holds a lease that expires with its invocation, so a worker that
+   * dies frees its key. @default none
+   */
+  perKey: z
+    .strictObject({
+      key: z.string().min(1, 'must name the resource field whose value is the key'),
+      max: z.number().int().positive().max(1000),
+    })
+    .optional(),
+});
+
+export type ConcurrencyConfig = z.output<typeof concurrencyObjectSchema>;
+
+/**
+ * `concurrency`: a number (the cap) or `{ max, perKey }`; always read as the object. Hand-picked branch rather than a
+ * z.union: a union cannot tell which form a bad value meant, and would answer "Invalid input" for both.
+ */
+export const concurrencySchema = z.custom<number | z.input<typeof concurrencyObjectSchema>>().optional().transform((value, ctx): ConcurrencyConfig => {
+  const parsed = (typeof value === 'object' && value !== null ? concurrencyObjectSchema : concurrencyCapSchema).safeParse(value === undefined ? 5 : value);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+    return z.NEVER;
+  }
+  return typeof parsed.data === 'number' ? { max: parsed.data } : parsed.data;
 });
 
 export const scheduleSchema = z.object({
@@ -201,8 +241,11 @@ export const jobSchema = z.object({
   /** Pages one scheduled run may chain through continuations before it stops and reports. @default 200 */
   maxPagesPerRun: z.number().int().min(1).max(10000).default(200),
   rateLimit: rateLimitSchema,
-  /** Concurrency cap: the consumer's reserved concurrency and its event source's maximum concurrency. @default 5 */
-  concurrency: z.number().int().min(2).max(1000).default(5),
+  /**
+   * Concurrency cap: the consumer's reserved concurrency and its event source's maximum concurrency; or
+   * `{ max, perKey: { key, max } }` to also cap operations in progress per key. @default 5
+   */
+  concurrency: concurrencySchema,
   /** @default 10 */
   batchSize: z.number().int().min(1).max(10000).default(10),
   /** @default 5 */
@@ -254,13 +297,14 @@ export const jobSchema = z.object({
 });
 
 /** The pacing the consumer enforces: the documented quota less headroom, and the configured burst (and per key). */
-export function effectiveRateLimit(rateLimit: z.output<typeof rateLimitSchema>): JobRuntimeSettings['rateLimit'] {
+export function effectiveRateLimit(rateLimit: Omit<z.output<typeof rateLimitSchema>, 'backfillShare'> & { backfillShare?: number }): JobRuntimeSettings['rateLimit'] {
   const startsPerInterval = allowanceAfterHeadroom(rateLimit.starts, rateLimit.headroom);
   const { perKey } = rateLimit;
   return {
     startsPerInterval,
     intervalSeconds: rateLimit.intervalSeconds,
     burst: rateLimit.burst,
+    ...(rateLimit.backfillShare !== undefined ? { backfillShare: rateLimit.backfillShare } : {}),
     ...(perKey
       ? {
           perKey: {

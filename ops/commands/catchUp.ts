@@ -159,7 +159,8 @@ async function runDates(ctx: CommandContext, job: JobResources, dates: string[],
       new InvokeCommand({
         FunctionName: job.producerFunctionName,
         InvocationType: 'RequestResponse',
-        Payload: Buffer.from(JSON.stringify({ businessDate: run.businessDate, batchId: run.batchId })),
+        // Marked backfill: the consumers give tonight's live work the slots first (rateLimit.backfillShare).
+        Payload: Buffer.from(JSON.stringify({ businessDate: run.businessDate, batchId: run.batchId, backfill: true })),
       }),
     );
     const text = response.Payload ? Buffer.from(response.Payload).toString('utf8') : '';

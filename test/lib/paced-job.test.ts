@@ -119,9 +119,43 @@ describe('Class: PacedJob', () => {
           }),
       );
       expect(error.problems).toEqual([
-        // 3000 bytes of settings plus 404 bytes of the settings' other fields.
-        "JOB_SETTINGS would be 3404 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
+        // 3000 bytes of settings plus 424 bytes of the settings' other fields.
+        "JOB_SETTINGS would be 3424 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
       ]);
+    });
+
+    it('refuses per-key concurrency on another field than the per-key rate limit: a record has one key', () => {
+      const { stack, appResources, stateTables, scheduleGroup } = scaffold();
+      const error = capture(
+        () =>
+          new PacedJob(stack, 'TwoKeys', {
+            jobName: 'two-keys',
+            job: job({ rateLimit: { starts: 10, perKey: { key: 'merchantId', starts: 5 } }, concurrency: { max: 5, perKey: { key: 'tenantId', max: 2 } } }),
+            appResources,
+            stateTables,
+            scheduleGroup,
+            logRetentionDays: 30,
+            retainData: false,
+          }),
+      );
+      expect(error.problems).toEqual(['concurrency.perKey.key ("tenantId") must be rateLimit.perKey.key ("merchantId"): a record has one key']);
+    });
+
+    it('hands the consumer its per-key concurrency and the cap as reserved concurrency', () => {
+      const { stack, appResources, stateTables, scheduleGroup } = scaffold();
+      const keyed = new PacedJob(stack, 'Keyed', {
+        jobName: 'keyed-job',
+        job: job({ concurrency: { max: 6, perKey: { key: 'merchantId', max: 2 } } }),
+        appResources,
+        stateTables,
+        scheduleGroup,
+        logRetentionDays: 30,
+        retainData: false,
+        handlersDir: FIXTURE_HANDLERS,
+      });
+      expect(keyed.runtimeSettings.concurrency).toBe(6);
+      expect(keyed.runtimeSettings.concurrencyPerKey).toEqual({ field: 'merchantId', maxConcurrent: 2 });
+      expect(resourceOf(Template.fromStack(stack), keyed.consumer).Properties.ReservedConcurrentExecutions).toBe(6);
     });
 
     it("measures a created bucket's name at S3's 63-character maximum, not at the length of its token", () => {
@@ -130,7 +164,7 @@ describe('Class: PacedJob', () => {
         () =>
           new PacedJob(stack, 'Near', {
             jobName: 'near-job',
-            job: job({ uses: { buckets: { files: { ref: 'files', access: 'read' } } }, settings: { blob: 'x'.repeat(2613) } }),
+            job: job({ uses: { buckets: { files: { ref: 'files', access: 'read' } } }, settings: { blob: 'x'.repeat(2593) } }),
             appResources,
             stateTables,
             scheduleGroup,
@@ -138,7 +172,7 @@ describe('Class: PacedJob', () => {
             retainData: false,
           }),
       );
-      // 2613 bytes of settings, 63 of the bucket's name once CloudFormation gives it, 415 of the other fields.
+      // 2593 bytes of settings, 63 of the bucket's name once CloudFormation gives it, 435 of the other fields.
       expect(error.problems).toEqual([
         "JOB_SETTINGS would be 3091 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
       ]);
@@ -232,7 +266,7 @@ describe('Class: PacedJob', () => {
         maxReceiveCount: 7,
         businessDateOffsetDays: -1,
         timeZone: 'America/New_York',
-        rateLimit: { startsPerInterval: 25, intervalSeconds: 10, burst: 3 },
+        rateLimit: { startsPerInterval: 25, intervalSeconds: 10, burst: 3, backfillShare: 0.5 },
         // The documented quota as config states it, for ops preflight's headroom check.
         quota: { starts: 50, headroom: 0.5 },
         concurrency: 3,

@@ -3,6 +3,7 @@
 // ApproximateReceiveCount, and so the DLQ, out of pacing and throttling; a duplicate from the re-publish (the original
 // redelivered after all) is absorbed by idempotency, as the operation ID is unchanged.
 import type { SQSRecord } from 'aws-lambda';
+import { fairnessGroup } from '../../core/fairness';
 import { serializeMessage, type JobMessage } from '../../core/message';
 import type { DeferralCause, DeferralPolicy } from '../../core/deferral';
 import type { BatchTally } from '../../adapters/ledger';
@@ -30,6 +31,13 @@ export interface DeferrerOptions {
   policy: DeferralPolicy;
   accounting: Accounting;
   now: () => Date;
+  /** The resource field whose value is the message's tenant (SQS fair queues' MessageGroupId), when the job has keys. */
+  groupField?: string;
+}
+
+function groupOf(message: JobMessage, field: string | undefined): { groupId?: string } {
+  const groupId = fairnessGroup(message.resource, field);
+  return groupId === undefined ? {} : { groupId };
 }
 
 /** The log keys of one record's lines. */
@@ -50,6 +58,8 @@ export class Deferrer {
         batchId: message.batchId,
         failedAt: this.options.now().toISOString(),
       },
+      // A redrive moves it back with its tenant.
+      ...groupOf(message, this.options.groupField),
     };
   }
 
@@ -93,7 +103,13 @@ export class Deferrer {
     };
     return {
       queueUrl: this.options.queueUrl,
-      outgoing: { operationId: message.operationId, body: serializeMessage(next, maxMessageBytes), delaySeconds: decision.delaySeconds },
+      outgoing: {
+        operationId: message.operationId,
+        body: serializeMessage(next, maxMessageBytes),
+        delaySeconds: decision.delaySeconds,
+        // Still its tenant's message: a fair queue keeps delivering quiet tenants' messages ahead of this one's backlog.
+        ...groupOf(message, this.options.groupField),
+      },
       settle: () =>
         accounting.deferred(message, { cause: cause.kind, delaySeconds: decision.delaySeconds, attempt: next.attempt, pacedDeferrals: next.pacedDeferrals, notBefore: next.notBefore }, tally),
     };

@@ -4,6 +4,8 @@ import type { SQSRecord } from 'aws-lambda';
 import type { CompletedBy } from '../../core/ledgerContract';
 import type { DeferralCause } from '../../core/deferral';
 import type { AnyJob } from '../../core/job';
+import { fairOrder, isBackfill } from '../../core/backfill';
+import { keyOf } from '../../core/fairness';
 import { boundReasons, parseMessage, type JobMessage } from '../../core/message';
 import type { CompletedLookup } from '../../adapters/completedOperations';
 import { logger } from '../../adapters/observability';
@@ -19,9 +21,10 @@ export type Plan =
   | { kind: 'done'; message: JobMessage; by: CompletedBy | undefined }
   /**
    * The record takes the earliest usable slot of the invocation's pool when it is reached (SlotPool.next); `key`: its
-   * per-key limit's key, when the job has one.
+   * per-key limits' key, when the job has one. `behindLive`: a backfill record while live work waits, which takes only
+   * a slot free now and within backfill's cap (SlotPool.nextBackfill).
    */
-  | { kind: 'run'; message: JobMessage; resource: Record<string, unknown>; key?: string };
+  | { kind: 'run'; message: JobMessage; resource: Record<string, unknown>; key?: string; behindLive?: true };
 
 type Validated = { ok: true; message: JobMessage; resource: Record<string, unknown> } | { ok: false; reasons: string[] };
 
@@ -36,13 +39,6 @@ export function validateRecord(body: string, job: AnyJob, maxBytes: number): Val
     reasons.push(...resource.error.issues.map((i) => `resource${i.path.length ? `.${i.path.join('.')}` : ''}: ${i.message}`));
   }
   return reasons.length > 0 ? { ok: false, reasons: boundReasons(reasons) } : { ok: true, message: parsed.message, resource: resource.data };
-}
-
-/** A record's per-key limit key: the field's value as text; null when it has none (a string or a number is a key). */
-function keyOf(resource: Record<string, unknown>, field: string): string | null {
-  const value = resource[field];
-  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
-  return typeof value === 'string' && value.length > 0 ? value : null;
 }
 
 export interface PlannerOptions {
@@ -69,6 +65,13 @@ export class Planner {
     const { job, maxMessageBytes, completedLookup, spacingMs } = this.options;
     const plans = new Map<string, Plan>();
     let due: { record: SQSRecord; message: JobMessage; resource: Record<string, unknown>; key?: string }[] = [];
+    const runPlan = (d: (typeof due)[number], behindLive = false): Plan => ({
+      kind: 'run',
+      message: d.message,
+      resource: d.resource,
+      ...(d.key !== undefined ? { key: d.key } : {}),
+      ...(behindLive ? { behindLive: true as const } : {}),
+    });
     const nowMs = this.options.now().getTime();
     for (const record of records) {
       const validated = validateRecord(record.body, job, maxMessageBytes);
@@ -76,7 +79,9 @@ export class Planner {
         plans.set(record.messageId, { kind: 'reject', reasons: validated.reasons });
         continue;
       }
-      const { message, resource } = validated;
+      const { resource } = validated;
+      // A redriven copy carries no mark in its body: marked here, so its deferrals stay backfill.
+      const message = isBackfill(validated.message, record.messageAttributes) ? { ...validated.message, backfill: true as const } : validated.message;
       const key = this.options.keyField === undefined ? undefined : keyOf(resource, this.options.keyField);
       if (key === null) {
         plans.set(record.messageId, { kind: 'reject', reasons: [`resource.${this.options.keyField}: missing or empty; it is the key of the job's per-key rate limit (rateLimit.perKey.key)`] });
@@ -90,6 +95,7 @@ export class Planner {
       due.push({ record, message, resource, ...(key !== undefined ? { key } : {}) });
     }
     if (due.length === 0) return plans;
+    due = fairOrder(due, (d) => d.key, (d) => d.message.backfill === true);
     // Duplicates first, so they take no slot: one read per invocation, and a failed read only skips the shortcut.
     try {
       const done = await completedLookup.completed(job.name, due.map((d) => d.message.operationId));
@@ -102,14 +108,21 @@ export class Planner {
       logger.warn('completed-operation pre-check failed; every due record takes a slot and the claim decides', { error: error as Error });
     }
     if (!pool.paced) {
-      for (const { record, message, resource, key } of due) plans.set(record.messageId, { kind: 'run', message, resource, ...(key !== undefined ? { key } : {}) });
+      for (const d of due) plans.set(d.record.messageId, runPlan(d));
       return plans;
+    }
+    // Backfill while live work waits takes its slots one by one when reached (only free ones, within its cap); the
+    // block is for the live records.
+    if (due.some((d) => d.message.backfill) && (await pool.backfillGated())) {
+      for (const d of due) if (d.message.backfill) plans.set(d.record.messageId, runPlan(d, true));
+      due = due.filter((d) => !d.message.backfill);
+      if (due.length === 0) return plans;
     }
 
     const block = Math.min(due.length, pool.usableBlock());
     let acquired;
     try {
-      acquired = await pool.acquireBlock(block);
+      acquired = await pool.acquireBlock(block, due.some((d) => !d.message.backfill) ? 'live' : 'backfill');
     } catch (error) {
       logger.error('rate limiter unavailable; the due records will be retried by SQS, unclaimed', { key: pool.key, error: error as Error });
       for (const { record, message } of due) plans.set(record.messageId, { kind: 'fail', message, error: error as Error });
@@ -118,9 +131,10 @@ export class Planner {
     // The whole block granted: the key has room, and the records past it take their slots when they are reached. Less:
     // the key is busy, and the rest are deferred now, together, rather than each waiting for a refusal.
     const runAll = acquired.granted === block;
-    due.forEach(({ record, message, resource, key }, i) => {
+    due.forEach((d, i) => {
+      const { record, message } = d;
       if (i < acquired.granted || runAll) {
-        plans.set(record.messageId, { kind: 'run', message, resource, ...(key !== undefined ? { key } : {}) });
+        plans.set(record.messageId, runPlan(d));
       } else {
         const waitMs = acquired.waitMs + (i - acquired.granted) * spacingMs;
         plans.set(record.messageId, { kind: 'defer', message, cause: { kind: 'paced', waitMs } });

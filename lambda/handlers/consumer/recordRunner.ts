@@ -12,6 +12,7 @@ import type { AnyJob, ApplyResult } from '../../core/job';
 import type { JobMessage } from '../../core/message';
 import type { ApplyTimeEstimator } from '../../core/pacing/applyEstimator';
 import { waitForSlot } from '../../core/pacing/sleep';
+import type { KeyConcurrencyLimiter, KeyLease } from '../../adapters/keyConcurrency';
 import type { KeyRateLimiter } from '../../adapters/keyRateLimiter';
 import type { BatchTally } from '../../adapters/ledger';
 import { logger } from '../../adapters/observability';
@@ -43,7 +44,16 @@ export interface RateSignals {
 }
 
 /** The per-key limiter as the runner uses it (lambda/adapters/keyRateLimiter.ts). */
-export type KeyLimiter = Pick<KeyRateLimiter, 'field' | 'acquireAt' | 'throttled' | 'succeeded'>;
+export type KeyLimiter = Pick<KeyRateLimiter, 'field' | 'acquireAt' | 'queueBehind' | 'throttled' | 'succeeded'>;
+
+/** The per-key concurrency limit as the runner uses it (lambda/adapters/keyConcurrency.ts). */
+export type KeyConcurrency = Pick<KeyConcurrencyLimiter, 'field' | 'acquire' | 'release'>;
+
+/**
+ * A lease outlives its invocation by this much: the invocation's end is when a dead worker's lease frees its key, and
+ * the margin covers clocks that disagree between containers.
+ */
+export const LEASE_MARGIN_MS = 5_000;
 
 /** The wait a record is deferred by when its key's limiter cannot be asked. */
 const KEY_LIMITER_DOWN_WAIT_MS = 1_000;
@@ -61,6 +71,8 @@ export interface RecordRunnerOptions {
   lateToleranceMs: number;
   /** The per-key limit, when the job has one: a record starts only when its key has a token at its slot. */
   keys?: KeyLimiter;
+  /** The per-key concurrency limit, when the job has one: a record starts only when its key has a free lease. */
+  keyConcurrency?: KeyConcurrency;
   /** The clock the limiter's start times are on, epoch ms. */
   clock: () => number;
 }
@@ -112,26 +124,82 @@ export class RecordRunner {
     return { ...result, [COMPLETED_BY_FIELD]: { batchId: message.batchId, invocationId: context.awsRequestId } };
   }
 
-  /** The key's answer for a start at `atMs`; a limiter that cannot be asked defers the record briefly (its slot is kept). */
+  /**
+   * The key's answer for a start at `atMs`. A busy key's record takes its place in the key's queue (queueBehind), so a
+   * key's backlog comes back spread at the key's rate instead of all at its next token. A limiter that cannot be asked
+   * defers the record briefly.
+   */
   private async keyAnswer(key: string, atMs: number): Promise<{ granted: true } | { granted: false; waitMs: number }> {
+    const keys = this.options.keys as KeyLimiter;
     try {
-      return await (this.options.keys as KeyLimiter).acquireAt(key, atMs);
+      const answer = await keys.acquireAt(key, atMs);
+      if (answer.granted) return answer;
+      return { granted: false, waitMs: Math.max(answer.waitMs, await keys.queueBehind(key)) };
     } catch (error) {
       logger.warn('per-key rate limiter unavailable; deferring', { key, error: error as Error });
       return { granted: false, waitMs: KEY_LIMITER_DOWN_WAIT_MS };
     }
   }
 
+  /** A lease on the key's concurrency until the invocation must have ended, or how long to wait for one. */
+  private async keyLease(key: string, context: Context): Promise<{ lease: KeyLease } | { waitMs: number }> {
+    const { clock } = this.options;
+    try {
+      const answer = await (this.options.keyConcurrency as KeyConcurrency).acquire(key, clock() + context.getRemainingTimeInMillis() + LEASE_MARGIN_MS);
+      return answer.granted ? { lease: answer.lease } : { waitMs: answer.waitMs };
+    } catch (error) {
+      logger.warn('per-key concurrency limiter unavailable; deferring', { key, error: error as Error });
+      return { waitMs: KEY_LIMITER_DOWN_WAIT_MS };
+    }
+  }
+
+  private async releaseLease(lease: KeyLease): Promise<void> {
+    try {
+      await (this.options.keyConcurrency as KeyConcurrency).release(lease);
+    } catch (error) {
+      // The lease expires with the invocation: the key is only held longer, never over its limit.
+      logger.warn('per-key concurrency lease could not be released; it expires with the invocation', { key: lease.key, error: error as Error });
+    }
+  }
+
   async run(record: SQSRecord, plan: Extract<Plan, { kind: 'run' }>, context: Context, tally: BatchTally, pool: SlotPool, signals: RateSignals): Promise<RecordOutcome> {
-    const { accounting, deferrer, estimator, lateToleranceMs, clock } = this.options;
-    const { message, resource } = plan;
+    const { deferrer } = this.options;
+    const { message } = plan;
     pool.runLeft--;
-    const slot = await pool.next();
+    const slot = plan.behindLive ? await pool.nextBackfill() : await pool.next(message.backfill ? 'backfill' : 'live');
     if (!('startAtMs' in slot)) return deferrer.defer(message, { kind: 'paced', waitMs: slot.waitMs }, tally);
     const { startAtMs } = slot;
+    let lease: KeyLease | undefined;
+    if (this.options.keyConcurrency && plan.key !== undefined) {
+      // The lease first: it is the one given back when the key's rate then refuses the start.
+      const leased = await this.keyLease(plan.key, context);
+      if (!('lease' in leased)) {
+        pool.putBack(startAtMs);
+        return deferrer.defer(message, { kind: 'paced', waitMs: leased.waitMs }, tally);
+      }
+      lease = leased.lease;
+    }
+    try {
+      return await this.runHeld(record, plan, context, tally, pool, signals, startAtMs);
+    } finally {
+      if (lease) await this.releaseLease(lease);
+    }
+  }
+
+  private async runHeld(
+    record: SQSRecord,
+    plan: Extract<Plan, { kind: 'run' }>,
+    context: Context,
+    tally: BatchTally,
+    pool: SlotPool,
+    signals: RateSignals,
+    startAtMs: number,
+  ): Promise<RecordOutcome> {
+    const { accounting, deferrer, estimator, lateToleranceMs, clock } = this.options;
+    const { message, resource } = plan;
     if (this.options.keys && plan.key !== undefined) {
       // The key's token is for the job-wide slot's very moment, so both limits hold for the start. A busy key defers
-      // its record by the key's own wait, and the slot goes back to the pool for the next record of another key.
+      // its record by its place in the key's queue, and the slot goes back to the pool for the next record of another key.
       const answer = await this.keyAnswer(plan.key, startAtMs);
       if (!answer.granted) {
         pool.putBack(startAtMs);

@@ -4,6 +4,7 @@
 import type { ApplyTimeEstimator } from '../../core/pacing/applyEstimator';
 import type { Acquisition, RateLimiter } from '../../adapters/rateLimiter';
 import { logger } from '../../adapters/observability';
+import { LIVE_VIEW_MAX_AGE_MS, liveWaiting } from '../../core/backfill';
 
 /** How the pool spends the invocation's time on the shared limiter (the container's, shared by its invocations). */
 export interface SlotPoolSettings {
@@ -21,7 +22,15 @@ export interface SlotPoolSettings {
   clock: () => number;
   /** The container's apply times, which bound how many slots one block may take. */
   estimator: ApplyTimeEstimator;
+  /**
+   * Backfill's cap while live work waits (rateLimit.backfillShare below 1): its own limiter item at the share of the
+   * allowance. Undefined: backfill paces as live work does.
+   */
+  backfill?: { limiter: RateLimiter; key: string };
 }
+
+/** Whose record a slot is for: a live one stamps the limiter item, so backfill knows live work waits. */
+export type SlotPriority = 'live' | 'backfill';
 
 /** A slot to start at, or how long to wait for one (the record is deferred by it). */
 export type SlotAnswer = { startAtMs: number } | { waitMs: number };
@@ -66,8 +75,8 @@ export class SlotPool {
    * The invocation's first block: up to `count` slots within the longest wait, all kept in the pool.
    * @throws the limiter's error; nothing is granted then
    */
-  async acquireBlock(count: number): Promise<Acquisition> {
-    const acquired = await (this.settings.limiter as RateLimiter).acquire(this.settings.key, count, { maxWaitMs: this.maxWaitMs() });
+  async acquireBlock(count: number, priority: SlotPriority = 'live'): Promise<Acquisition> {
+    const acquired = await (this.settings.limiter as RateLimiter).acquire(this.settings.key, count, { maxWaitMs: this.maxWaitMs(), priority });
     this.granted += acquired.granted;
     this.slots.push(...acquired.startAtMs.slice(0, acquired.granted));
     return acquired;
@@ -78,20 +87,61 @@ export class SlotPool {
    * block of what this container can start on time; `waitMs`: no slot within the short wait (or the limiter could not
    * be asked), defer by the limiter's hint.
    */
-  async next(): Promise<SlotAnswer> {
+  async next(priority: SlotPriority = 'live'): Promise<SlotAnswer> {
     const { limiter, clock, lateToleranceMs, key, spacingMs } = this.settings;
     if (limiter === undefined) return { startAtMs: clock() };
     while (this.slots.length > 0 && clock() - this.slots[0] > lateToleranceMs) this.slots.shift();
     if (this.slots.length > 0) return { startAtMs: this.slots.shift() as number };
     const count = Math.max(1, Math.min(this.runLeft + 1, this.usableBlock()));
     try {
-      const acquired = await limiter.acquire(key, count, { maxWaitMs: this.maxWaitMs() });
+      const acquired = await limiter.acquire(key, count, { maxWaitMs: this.maxWaitMs(), priority });
       if (acquired.granted === 0) return { waitMs: acquired.waitMs };
       this.granted += acquired.granted;
       this.slots.push(...acquired.startAtMs.slice(1, acquired.granted));
       return { startAtMs: acquired.startAtMs[0] };
     } catch (error) {
       logger.warn('rate limiter unavailable for a fresh slot; deferring', { key, error: error as Error });
+      return { waitMs: spacingMs };
+    }
+  }
+
+  /**
+   * Whether backfill must go behind live work now: backfill is capped (the share is below 1) and a live start reserved
+   * slots within LIVE_WAITING_WINDOW_MS, by this container's view of the limiter item (read again when older than
+   * LIVE_VIEW_MAX_AGE_MS). A limiter that cannot be asked counts as live waiting: backfill is the one to wait.
+   */
+  async backfillGated(): Promise<boolean> {
+    const { limiter, backfill, key, clock } = this.settings;
+    if (!limiter || !backfill) return false;
+    try {
+      return liveWaiting(await limiter.liveAt?.(key, LIVE_VIEW_MAX_AGE_MS), clock());
+    } catch (error) {
+      logger.warn('rate limiter unavailable for the live stamp; backfill waits behind live work', { key, error: error as Error });
+      return true;
+    }
+  }
+
+  /**
+   * A slot for a backfill record while live work waits: only a slot free now (live starts reserve theirs ahead, so
+   * backfill takes what live work left), and only within backfill's cap, at the same moment. A slot the cap refuses
+   * goes back to the pool for a live record of the batch.
+   */
+  async nextBackfill(): Promise<SlotAnswer> {
+    const { limiter, backfill, key, spacingMs } = this.settings;
+    if (!limiter || !backfill) return this.next('backfill');
+    try {
+      const acquired = await limiter.acquire(key, 1, { maxWaitMs: 0, priority: 'backfill' });
+      if (acquired.granted === 0) return { waitMs: Math.max(acquired.waitMs, spacingMs) };
+      this.granted++;
+      const startAtMs = acquired.startAtMs[0];
+      const capped = await backfill.limiter.acquire(backfill.key, 1, { maxWaitMs: 0, atMs: startAtMs, priority: 'backfill' });
+      if (capped.granted === 0) {
+        this.putBack(startAtMs);
+        return { waitMs: Math.max(capped.waitMs, spacingMs) };
+      }
+      return { startAtMs };
+    } catch (error) {
+      logger.warn('rate limiter unavailable for a backfill slot; deferring', { key, error: error as Error });
       return { waitMs: spacingMs };
     }
   }

@@ -806,7 +806,7 @@ describe('Function: createConsumer', () => {
       const handle = consumer({ limiter: { acquire }, pacing: { key: 'reserve', shortWaitMs: 60_000, lateToleranceMs: Number.MAX_SAFE_INTEGER } });
       await handle(sqsEvent(sqsRecord(body('reserve-1'))), lambdaContext(() => 60_000));
       await handle(sqsEvent(sqsRecord(body('reserve-2'))), lambdaContext(() => 10_000));
-      expect(acquire.mock.calls.map(([, , o]) => o)).toEqual([{ maxWaitMs: 55_000 }, { maxWaitMs: 7_500 }]);
+      expect(acquire.mock.calls.map(([, , o]) => o)).toEqual([{ maxWaitMs: 55_000, priority: 'live' }, { maxWaitMs: 7_500, priority: 'live' }]);
     });
 
     it('bounds the block by the short wait and by the time the invocation has left', async () => {
@@ -816,9 +816,9 @@ describe('Function: createConsumer', () => {
       await handle(sqsEvent(sqsRecord(body('bound-3'))), lambdaContext(() => 9_000));
       await handle(sqsEvent(sqsRecord(body('bound-4'))), lambdaContext(() => 3_000));
       expect(acquire.mock.calls).toEqual([
-        ['provider-x', 2, { maxWaitMs: 8000 }],
-        ['provider-x', 1, { maxWaitMs: 4000 }],
-        ['provider-x', 1, { maxWaitMs: 0 }],
+        ['provider-x', 2, { maxWaitMs: 8000, priority: 'live' }],
+        ['provider-x', 1, { maxWaitMs: 4000, priority: 'live' }],
+        ['provider-x', 1, { maxWaitMs: 0, priority: 'live' }],
       ]);
     });
 

@@ -1,4 +1,4 @@
-import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse } from 'aws-lambda';
 import { DynamoRunStateStore } from '../../../lambda/adapters/admissionState';
 import type { AdmissionStep } from '../../../lambda/core/admissionStep';
@@ -315,6 +315,32 @@ describe('Function: createProducer', () => {
         // The job's own count, taken once at the start: what is not yet admitted is eligible - discovered.
         eligible: 100,
       });
+    });
+
+    it('marks a catch-up\'s messages backfill with their tenant as group, keeps the mark in its next step, and a live run does not queue behind them', async () => {
+      const settings = fakeSettings({ concurrencyPerKey: { field: 'id', maxConcurrent: 2 } });
+      const catchUp = 'fake-job:2026-11-25:catch-up';
+      await direct(producer(100, { admission: paced, settings }), { businessDate: '2026-11-25', batchId: catchUp, backfill: true });
+
+      const work = publisher.sent.filter((s) => s.queueUrl === queueUrl).map((s) => s.message);
+      expect(work).toHaveLength(30);
+      expect(work.every((m) => (JSON.parse(m.body) as { backfill?: boolean }).backfill === true)).toBe(true);
+      expect(work.map((m) => m.groupId)).toEqual(work.map((m) => (JSON.parse(m.body) as { resource: { id: string } }).resource.id));
+      expect(publisher.steps()[0].step).toMatchObject({ step: 1, backfill: true });
+      expect(await batchItem(catchUp)).toMatchObject({ backfill: true, published: 30 });
+
+      // Tonight's run beside it: the queue holds the catch-up's 30, which the consumers let live work pass.
+      publisher = new RecordingPublisher();
+      const live = await direct(producer(100, { admission: paced, settings, queueDepth: async () => 30 }), { scheduledTime: SCHEDULED, batchId: 'fake-job:2026-11-28:beside' });
+      expect(live.published).toBe(30);
+      expect(publisher.workDelays()).toEqual([...Array(10).fill(0), ...Array(10).fill(10), ...Array(10).fill(20)]);
+      expect(publisher.sent.filter((s) => s.queueUrl === queueUrl).every((s) => !('backfill' in (JSON.parse(s.message.body) as object)))).toBe(true);
+      // A queue of live work still comes first: 10 more than the catch-up's, and the run admits after them.
+      publisher = new RecordingPublisher();
+      await direct(producer(100, { admission: paced, settings, queueDepth: async () => 40 }), { scheduledTime: SCHEDULED, batchId: 'fake-job:2026-11-28:behind' });
+      expect(publisher.workDelays()).toEqual([...Array(10).fill(10), ...Array(10).fill(20)]);
+      // The catch-up's messages settled: no later test's run has them ahead of it.
+      await documentClient().send(new DeleteCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: catchUp } }));
     });
 
     it('shows each group one batching window before its first slot, and plans from the slots', async () => {

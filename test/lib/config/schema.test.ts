@@ -14,8 +14,8 @@ const jobDefaults = {
   },
   pageSize: 500,
   maxPagesPerRun: 200,
-  rateLimit: { starts: 100, intervalSeconds: 60, headroom: 0.8, burst: 1 },
-  concurrency: 5,
+  rateLimit: { starts: 100, intervalSeconds: 60, headroom: 0.8, burst: 1, backfillShare: 0.5 },
+  concurrency: { max: 5 },
   batchSize: 10,
   batchingWindowSeconds: 5,
   consumerTimeoutSeconds: 60,
@@ -40,7 +40,7 @@ describe('Schema: jobSchema', () => {
     });
 
     it('defaults burst to 1 so the sliding-window guarantee keeps the full sustained rate', () => {
-      expect(rateLimitSchema.parse({ starts: 10 })).toStrictEqual({ starts: 10, intervalSeconds: 60, headroom: 0.8, burst: 1 });
+      expect(rateLimitSchema.parse({ starts: 10 })).toStrictEqual({ starts: 10, intervalSeconds: 60, headroom: 0.8, burst: 1, backfillShare: 0.5 });
     });
 
     it('keeps maxReceiveCount at least 5 by default', () => {
@@ -80,6 +80,7 @@ describe('Schema: rateLimitSchema.shape.perKey', () => {
       startsPerInterval: 80,
       intervalSeconds: 60,
       burst: 1,
+      backfillShare: 0.5,
       perKey: { field: 'merchantId', startsPerInterval: 20, intervalSeconds: 60, burst: 1, headroom: 0.8 },
     });
   });
@@ -89,6 +90,40 @@ describe('Schema: rateLimitSchema.shape.perKey', () => {
     expect(issuesOf({ key: 'tenantId', starts: 10, burst: 9 })).toEqual(['perKey.burst: must be at most the 8 starts per interval the key is allowed after headroom']);
     expect(issuesOf({ key: '', starts: 10 })).toEqual(['perKey.key: must name the resource field whose value is the key']);
     expect(issuesOf({ key: 'tenantId', starts: 10, interval: 60 })?.[0]).toMatch(/^perKey: Unrecognized key/);
+  });
+});
+
+describe('Schema: rateLimitSchema.shape.backfillShare', () => {
+  const issuesOf = (backfillShare: unknown) => rateLimitSchema.safeParse({ starts: 100, backfillShare }).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+
+  it('defaults to half the allowance and takes any share above 0 up to all of it', () => {
+    expect(rateLimitSchema.parse({ starts: 100 }).backfillShare).toBe(0.5);
+    expect(rateLimitSchema.parse({ starts: 100, backfillShare: 1 }).backfillShare).toBe(1);
+    expect(effectiveRateLimit(rateLimitSchema.parse({ starts: 100, backfillShare: 0.25 })).backfillShare).toBe(0.25);
+  });
+
+  it('refuses a share of nothing or of more than the allowance, naming the key', () => {
+    expect(issuesOf(0)).toEqual(['backfillShare: must be above 0 (a share of the allowance, e.g. 0.5)']);
+    expect(issuesOf(1.5)).toEqual(['backfillShare: Too big: expected number to be <=1']);
+  });
+});
+
+describe('Schema: jobSchema.shape.concurrency', () => {
+  const parse = (concurrency: unknown) => jobSchema.safeParse({ ...minimalJob, concurrency });
+  const issuesOf = (concurrency: unknown) => parse(concurrency).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+
+  it('reads a number as the cap, and the object form with its per-key limit', () => {
+    expect(parse(8).data?.concurrency).toEqual({ max: 8 });
+    expect(parse(undefined).data?.concurrency).toEqual({ max: 5 });
+    expect(parse({ perKey: { key: 'merchantId', max: 2 } }).data?.concurrency).toEqual({ max: 5, perKey: { key: 'merchantId', max: 2 } });
+  });
+
+  it('names the bad part of either form', () => {
+    expect(issuesOf(1)).toEqual(['concurrency: Too small: expected number to be >=2']);
+    expect(issuesOf({ max: 1 })).toEqual(['concurrency.max: Too small: expected number to be >=2']);
+    expect(issuesOf({ max: 5, perKey: { key: 'merchantId' } })).toEqual(['concurrency.perKey.max: Invalid input: expected number, received undefined']);
+    expect(issuesOf({ max: 5, perKey: { key: '', max: 2 } })).toEqual(['concurrency.perKey.key: must name the resource field whose value is the key']);
+    expect(issuesOf('many')).toEqual(['concurrency: Invalid input: expected number, received string']);
   });
 });
 

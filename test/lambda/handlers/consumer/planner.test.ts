@@ -124,7 +124,7 @@ describe('Class: Planner', () => {
       expect(plans.get('msg-b')).toEqual({ kind: 'done', message: message('b'), by });
       expect(plans.get('msg-d')).toEqual({ kind: 'done', message: message('d'), by: undefined });
       expect(kinds(plans)).toEqual({ 'msg-a': 'run', 'msg-b': 'done', 'msg-c': 'run', 'msg-d': 'done', 'msg-e': 'run' });
-      expect(limiter.calls).toEqual([{ key: KEY, count: 3, options: { maxWaitMs: 10_000 } }]);
+      expect(limiter.calls).toEqual([{ key: KEY, count: 3, options: { maxWaitMs: 10_000, priority: 'live' } }]);
     });
 
     it('takes no slot when every due record is done', async () => {
@@ -162,7 +162,7 @@ describe('Class: Planner', () => {
       const plans = await planner().plan(five(), slots);
 
       expect(kinds(plans)).toEqual({ 'msg-a': 'run', 'msg-b': 'run', 'msg-c': 'run', 'msg-d': 'run', 'msg-e': 'run' });
-      expect(limiter.calls).toEqual([{ key: KEY, count: 5, options: { maxWaitMs: 10_000 } }]);
+      expect(limiter.calls).toEqual([{ key: KEY, count: 5, options: { maxWaitMs: 10_000, priority: 'live' } }]);
       expect(slots.unused()).toBe(5);
       expect(await slots.next()).toEqual({ startAtMs: T0 + 10 });
     });

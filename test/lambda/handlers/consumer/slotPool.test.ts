@@ -82,7 +82,7 @@ describe('Class: SlotPool', () => {
       remainingMs = 7_000;
 
       expect(await slots.acquireBlock(3)).toEqual(grant([T0, T0 + 100, T0 + 200]));
-      expect(limiter.calls).toEqual([{ key: KEY, count: 3, options: { maxWaitMs: 5_000 } }]);
+      expect(limiter.calls).toEqual([{ key: KEY, count: 3, options: { maxWaitMs: 5_000, priority: 'live' } }]);
       expect(slots.unused()).toBe(3);
       expect([await slots.next(), await slots.next(), await slots.next()]).toEqual([{ startAtMs: T0 }, { startAtMs: T0 + 100 }, { startAtMs: T0 + 200 }]);
       // The block answered all three: no second limiter call.
@@ -140,7 +140,7 @@ describe('Class: SlotPool', () => {
       remainingMs = 4_000;
 
       expect(await slots.next()).toEqual({ startAtMs: T0 + 10 });
-      expect(limiter.calls).toEqual([{ key: KEY, count: 3, options: { maxWaitMs: 2_000 } }]);
+      expect(limiter.calls).toEqual([{ key: KEY, count: 3, options: { maxWaitMs: 2_000, priority: 'live' } }]);
       expect([await slots.next(), await slots.next()]).toEqual([{ startAtMs: T0 + 110 }, { startAtMs: T0 + 210 }]);
       expect(limiter.calls).toHaveLength(1);
       expect(slots.unused()).toBe(3);

@@ -1,0 +1,305 @@
+// Per-key flow control in the consumer beyond the per-key rate: per-key concurrency (leases), live work ahead of
+// backfill (rateLimit.backfillShare), a busy key's records queued behind each other, keys taking turns in a batch, and
+// every re-published message keeping its tenant (MessageGroupId). On local DynamoDB (dynalite) and SQS.
+import * as z from 'zod';
+import { resetClients } from '../../../lambda/adapters/clients';
+import { DynamoLedger } from '../../../lambda/adapters/ledger';
+import { KeyConcurrencyLimiter } from '../../../lambda/adapters/keyConcurrency';
+import { KeyRateLimiter } from '../../../lambda/adapters/keyRateLimiter';
+import { logger } from '../../../lambda/adapters/observability';
+import { DynamoDbRateLimiter, type AcquireOptions } from '../../../lambda/adapters/rateLimiter';
+import { SqsPublisher, type OutgoingMessage, type Publisher } from '../../../lambda/adapters/sqsPublisher';
+import { backfillItemKey, backfillLimits } from '../../../lambda/core/backfill';
+import { defineJob } from '../../../lambda/core/job';
+import { createConsumer, type ConsumerOptions } from '../../../lambda/handlers/consumer';
+import { startLocalAws, type LocalAws } from '../../support/aws';
+import { lambdaContext, sqsEvent, sqsRecord } from '../../support/lambdaEvents';
+import { createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue } from './harness';
+
+const IDEMPOTENCY_TABLE = 'idempotency-flow';
+const LEDGER_TABLE = 'ledger-flow';
+const LIMITER_TABLE = 'limiter-flow';
+
+/** What the job saw: each apply's tenant, start and end, and whether its record was backfill. */
+const applies: { tenant: string; startMs: number; endMs: number; backfill: boolean }[] = [];
+let applyMs = 0;
+
+const flowJob = defineJob<{ id: string; tenant: string; backfill?: boolean }, Record<string, never>>({
+  name: 'flow-job',
+  resourceSchema: z.strictObject({ id: z.string(), tenant: z.string(), backfill: z.boolean().optional() }),
+  createDeps: () => ({}),
+  async discover() {
+    return { operations: [], nextCursor: undefined };
+  },
+  async apply(_deps, request) {
+    const startMs = Date.now();
+    if (applyMs > 0) await new Promise((resolve) => setTimeout(resolve, applyMs));
+    applies.push({ tenant: request.resource.tenant, startMs, endMs: Date.now(), backfill: request.resource.backfill === true });
+    return { outcome: 'applied' };
+  },
+});
+
+let aws: LocalAws;
+let seq = 0;
+
+/** A message for `tenant`; `backfill` marks it as a catch-up's (and tells the job, so the test can count it). */
+function body(tenant: string, options: { backfill?: boolean } = {}): string {
+  const id = `op-${++seq}`;
+  return JSON.stringify({
+    version: 1,
+    jobType: 'flow-job',
+    operationId: `flow:${id}:2026-11-28`,
+    batchId: 'flow-job:2026-11-28:test',
+    businessDate: '2026-11-28',
+    resource: { id, tenant, ...(options.backfill ? { backfill: true } : {}) },
+    enqueuedAt: new Date().toISOString(),
+    ...(options.backfill ? { backfill: true } : {}),
+  });
+}
+
+/** Every message the consumer re-published (deferrals), as sent. */
+function recordingPublisher(): Publisher & { sent: OutgoingMessage[] } {
+  const real = new SqsPublisher({ sleep: async () => undefined });
+  const sent: OutgoingMessage[] = [];
+  return {
+    sent,
+    async publish(queueUrl, messages) {
+      sent.push(...messages);
+      return real.publish(queueUrl, messages);
+    },
+  };
+}
+
+async function consumerFor(name: string, overrides: Partial<ConsumerOptions> = {}) {
+  const [queueUrl, dlqUrl] = await Promise.all([createQueue(`flow-${name}`), createQueue(`flow-${name}-dlq`)]);
+  const publisher = recordingPublisher();
+  const handler = createConsumer({
+    job: flowJob,
+    jobDeps: {},
+    queueUrl,
+    dlqUrl,
+    idempotencyTableName: IDEMPOTENCY_TABLE,
+    idempotencyTtlSeconds: 86_400,
+    maxMessageBytes: 4096,
+    ledger: new DynamoLedger({ tableName: LEDGER_TABLE }),
+    limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 1000, intervalMs: 1000 } }),
+    // Lateness only matters where a test measures windows; elsewhere a slow machine must not defer a record late.
+    pacing: { key: name, lateToleranceMs: 60_000, shortWaitMs: 2_000 },
+    publisher,
+    ...overrides,
+  });
+  return { handler, publisher, queueUrl };
+}
+
+/** The most of `times` in any window of `windowMs`. */
+function mostInAnyWindow(times: number[], windowMs: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0, j = 0; i < sorted.length; i++) {
+    while (sorted[j] < sorted[i] - windowMs + 1) j++;
+    most = Math.max(most, i - j + 1);
+  }
+  return most;
+}
+
+/** The most applies of `tenant` in progress at once. */
+function mostInProgress(tenant: string): number {
+  const edges = applies.filter((a) => a.tenant === tenant).flatMap((a) => [{ at: a.startMs, d: 1 }, { at: a.endMs, d: -1 }]);
+  // An apply that ends at the moment another starts is not in progress with it.
+  edges.sort((x, y) => x.at - y.at || x.d - y.d);
+  let now = 0;
+  let most = 0;
+  for (const e of edges) {
+    now += e.d;
+    most = Math.max(most, now);
+  }
+  return most;
+}
+
+describe('Consumer: per-key flow control', () => {
+  beforeAll(async () => {
+    aws = await startLocalAws();
+    resetClients();
+    await Promise.all([createIdempotencyTable(IDEMPOTENCY_TABLE), createLedgerTable(LEDGER_TABLE), createLimiterTable(LIMITER_TABLE)]);
+    logger.setLogLevel('SILENT');
+  });
+
+  afterAll(async () => {
+    resetClients();
+    await aws.stop();
+  });
+
+  beforeEach(() => {
+    applies.length = 0;
+    applyMs = 0;
+  });
+
+  describe('concurrency.perKey', () => {
+    const leases = (limiterKey: string, max: number) => new KeyConcurrencyLimiter({ tableName: LIMITER_TABLE, limiterKey, field: 'tenant', maxConcurrent: max });
+
+    it('keeps at most the limit of a key in progress across three concurrent consumers, and defers the rest, not the other keys', async () => {
+      applyMs = 120;
+      const consumers = await Promise.all([0, 1, 2].map(() => consumerFor('conc-three', { keyConcurrency: leases('conc-three', 1) })));
+      // Each container's other two records are of keys only it has: nothing holds them up.
+      await Promise.all(consumers.map(({ handler }, i) => handler(sqsEvent(...['m', `x${i}`, 'm', `y${i}`, 'm'].map((t) => sqsRecord(body(t)))), lambdaContext())));
+
+      // Three containers ran "m" records at once; only one was ever in progress.
+      expect(mostInProgress('m')).toBe(1);
+      expect(applies.filter((a) => a.tenant === 'm').length).toBeGreaterThanOrEqual(1);
+      // The others' records all ran, in their own invocations, while "m" waited.
+      expect(applies.filter((a) => a.tenant !== 'm')).toHaveLength(6);
+      const deferred = consumers.flatMap(({ publisher }) => publisher.sent);
+      expect(deferred.length).toBe(9 - applies.filter((a) => a.tenant === 'm').length);
+      expect(deferred.every((m) => (JSON.parse(m.body) as { resource: { tenant: string } }).resource.tenant === 'm')).toBe(true);
+      // Every lease was given back: the key is free again.
+      const answer = await leases('conc-three', 1).acquire('m', Date.now() + 60_000);
+      expect(answer.granted).toBe(true);
+    });
+
+    it('frees a key whose worker died once its lease expires', async () => {
+      const dead = await leases('conc-dead', 1).acquire('m', Date.now() + 400);
+      expect(dead.granted).toBe(true);
+      const { handler, publisher } = await consumerFor('conc-dead', { keyConcurrency: leases('conc-dead', 1) });
+
+      await handler(sqsEvent(sqsRecord(body('m'))), lambdaContext());
+      expect(applies).toHaveLength(0);
+      expect(publisher.sent).toHaveLength(1);
+
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await handler(sqsEvent(sqsRecord(body('m'))), lambdaContext());
+      expect(applies.map((a) => a.tenant)).toEqual(['m']);
+    });
+  });
+
+  describe('backfill behind live work (rateLimit.backfillShare)', () => {
+    // Job-wide 20 starts a second; backfill's cap while live work waits is half of it.
+    const LIMITS = { startsPerInterval: 20, intervalMs: 1000, safetyMarginMs: 50 };
+    const CAP = backfillLimits(LIMITS, 0.5)!;
+
+    /** Consumers on one job-wide limiter key; the backfill cap's grants are recorded at the moments they are for. */
+    async function fleet(name: string, count: number) {
+      const capGrants: number[] = [];
+      return {
+        capGrants,
+        consumers: await Promise.all(
+          Array.from({ length: count }, () => {
+            const capLimiter = new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: CAP });
+            const acquire = capLimiter.acquire.bind(capLimiter);
+            jest.spyOn(capLimiter, 'acquire').mockImplementation(async (key: string, n: number, options?: AcquireOptions) => {
+              const answer = await acquire(key, n, options);
+              capGrants.push(...answer.startAtMs.slice(0, answer.granted));
+              return answer;
+            });
+            return consumerFor(name, {
+              limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: LIMITS }),
+              backfill: { limiter: capLimiter, key: backfillItemKey(name) },
+              pacing: { key: name, lateToleranceMs: 60_000, shortWaitMs: 1_000 },
+            });
+          }),
+        ),
+      };
+    }
+
+    it('while live work waits, holds backfill to its share in every window, and lets every live record run', async () => {
+      const { consumers, capGrants } = await fleet('bf-share', 4);
+      const [live, ...backfill] = consumers;
+      let liveRecords = 2;
+      const liveDeferred = () => live.publisher.sent.length;
+      // Live work has started (its first start stamped the limiter item) before the catch-up's records arrive.
+      await live.handler(sqsEvent(sqsRecord(body('live-a')), sqsRecord(body('live-b'))), lambdaContext());
+      const until = Date.now() + 4_000;
+      await Promise.all([
+        // Live work at about 8 a second, below the allowance: there is room beside it, which backfill may take up to its cap.
+        (async () => {
+          while (Date.now() < until) {
+            await new Promise((resolve) => setTimeout(resolve, 250));
+            liveRecords += 2;
+            await live.handler(sqsEvent(sqsRecord(body('live-a')), sqsRecord(body('live-b'))), lambdaContext());
+          }
+        })(),
+        ...backfill.map(async ({ handler }) => {
+          while (Date.now() < until) await handler(sqsEvent(...['b1', 'b2', 'b3', 'b4'].map((t) => sqsRecord(body(t, { backfill: true })))), lambdaContext());
+        }),
+      ]);
+
+      const backfillApplies = applies.filter((a) => a.backfill);
+      // Backfill ran beside live work, more than one window's cap in all (so a cap not held would show)...
+      expect(backfillApplies.length).toBeGreaterThan(CAP.startsPerInterval);
+      // ...never more than its share of the allowance in any window, by the cap's own grants...
+      expect(mostInAnyWindow(capGrants, 1000)).toBeLessThanOrEqual(CAP.startsPerInterval);
+      // ...and no backfill record ran without one.
+      expect(backfillApplies.length).toBeLessThanOrEqual(capGrants.length);
+      // Live work went first: every live record ran in its own invocation, none was deferred for a slot.
+      expect(liveDeferred()).toBe(0);
+      expect(applies.filter((a) => !a.backfill)).toHaveLength(liveRecords);
+    }, 30_000);
+
+    it('with no live work waiting, lets backfill use the whole allowance', async () => {
+      const { consumers, capGrants } = await fleet('bf-alone', 2);
+      const started = Date.now();
+      const until = started + 2_500;
+      await Promise.all(
+        consumers.map(async ({ handler }) => {
+          while (Date.now() < until) await handler(sqsEvent(...['b1', 'b2', 'b3', 'b4', 'b5'].map((t) => sqsRecord(body(t, { backfill: true })))), lambdaContext());
+        }),
+      );
+      // Past the cap in some window: the cap is not asked while no live start is stamped.
+      expect(capGrants).toHaveLength(0);
+      expect(mostInAnyWindow(applies.filter((a) => a.backfill && a.startMs > started + 500).map((a) => a.startMs), 1000)).toBeGreaterThan(CAP.startsPerInterval);
+    }, 30_000);
+
+    it('treats a message redriven from the DLQ (it carries the failure reason) as backfill, and keeps the mark when it defers it', async () => {
+      const { consumers } = await fleet('bf-redrive', 1);
+      const [{ handler, publisher }] = consumers;
+      // A live start a moment ago: backfill goes behind it, and this one finds no slot free within the cap's window.
+      await new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: LIMITS }).acquire('bf-redrive', 20, { maxWaitMs: 5_000 });
+      const redriven = sqsRecord(body('r'), { messageAttributes: { failureReason: { stringValue: 'downstream refused', dataType: 'String', stringListValues: [], binaryListValues: [] } } });
+
+      await handler(sqsEvent(redriven), lambdaContext());
+
+      expect(applies).toHaveLength(0);
+      expect(publisher.sent).toHaveLength(1);
+      expect(JSON.parse(publisher.sent[0].body)).toMatchObject({ backfill: true });
+    });
+  });
+
+  describe('a busy key, and keys taking turns', () => {
+    const keyLimiter = (limiterKey: string, startsPerInterval: number, intervalSeconds: number) =>
+      new KeyRateLimiter({
+        tableName: LIMITER_TABLE,
+        job: limiterKey,
+        limiterKey,
+        perKey: { field: 'tenant', startsPerInterval, intervalSeconds, burst: 1, headroom: 1 },
+        adaptive: false,
+        overridesRefreshMs: 0,
+      });
+
+    it('queues a busy key\'s records one behind the other at the key\'s rate, each with its tenant as MessageGroupId', async () => {
+      // One start a second for the key: eight records of it come back about a second apart, not all at its next token.
+      const { handler, publisher } = await consumerFor('busy-queue', { keys: keyLimiter('busy-queue', 1, 1) });
+
+      await handler(sqsEvent(...Array.from({ length: 8 }, () => sqsRecord(body('noisy')))), lambdaContext());
+
+      expect(applies).toHaveLength(1);
+      // Each waits for its place (a second per record ahead of it) plus the paced spread of up to 2 s: without the
+      // queue, all seven would wait for the key's next token, about a second, plus the spread.
+      const delays = publisher.sent.map((m) => m.delaySeconds ?? 0).sort((a, b) => a - b);
+      expect(delays).toHaveLength(7);
+      expect(delays[6]).toBeGreaterThanOrEqual(7);
+      expect(delays[3]).toBeGreaterThanOrEqual(4);
+      expect(publisher.sent.every((m) => m.groupId === 'noisy')).toBe(true);
+    });
+
+    it('gives the slots of a batch to its keys in turn, not to the key at its head', async () => {
+      // Two job-wide slots for a batch whose first four records are one tenant's.
+      const { handler } = await consumerFor('turns', {
+        limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 2, intervalMs: 60_000, burst: 2 } }),
+        keys: keyLimiter('turns', 100, 60),
+      });
+
+      await handler(sqsEvent(...['head', 'head', 'head', 'head', 'tail'].map((t) => sqsRecord(body(t)))), lambdaContext());
+
+      expect(applies.map((a) => a.tenant).sort()).toEqual(['head', 'tail']);
+    });
+  });
+});

@@ -19,7 +19,7 @@ import { logger } from '../../adapters/observability';
 import type { Accounting, RecordOutcome } from './accounting';
 import type { Deferrer } from './deferrer';
 import type { Plan } from './planner';
-import type { SlotPool } from './slotPool';
+import type { SlotPool, SlotPriority } from './slotPool';
 
 /** Set on results replayed from the idempotency store (never stored): the operation had already completed. */
 const REPLAYED = '__replayed';
@@ -44,7 +44,14 @@ export interface RateSignals {
 }
 
 /** The per-key limiter as the runner uses it (lambda/adapters/keyRateLimiter.ts). */
-export type KeyLimiter = Pick<KeyRateLimiter, 'field' | 'acquireAt' | 'queueBehind' | 'throttled' | 'succeeded'>;
+export type KeyLimiter = Pick<KeyRateLimiter, 'field' | 'acquireAt' | 'acquireWithin' | 'queueBehind' | 'throttled' | 'succeeded'>;
+
+/**
+ * Longest wait inside the function for a busy key's next token: a key whose token is this close is waited for (its
+ * record takes a job-wide slot at the key's moment) rather than sent round the queue, which would lose the key's
+ * tokens to the trip. Short, so a noisy key's records do not hold the consumers that quiet keys' records need.
+ */
+export const KEY_SHORT_WAIT_MS = 2_000;
 
 /** The per-key concurrency limit as the runner uses it (lambda/adapters/keyConcurrency.ts). */
 export type KeyConcurrency = Pick<KeyConcurrencyLimiter, 'field' | 'acquire' | 'release'>;
@@ -125,18 +132,29 @@ export class RecordRunner {
   }
 
   /**
-   * The key's answer for a start at `atMs`. A busy key's record takes its place in the key's queue (queueBehind), so a
-   * key's backlog comes back spread at the key's rate instead of all at its next token. A limiter that cannot be asked
-   * defers the record briefly.
+   * The key's answer for a start at `atMs`, the record's job-wide slot. A key whose next token is within
+   * KEY_SHORT_WAIT_MS is waited for, on a job-wide slot at the token's moment; a busy key's record otherwise takes its
+   * place in the key's queue (queueBehind), so a key's backlog comes back spread at the key's rate instead of all at
+   * its next token. A limiter that cannot be asked defers the record briefly. Refused, the slot at `atMs` is back in
+   * the pool for the next record.
    */
-  private async keyAnswer(key: string, atMs: number): Promise<{ granted: true } | { granted: false; waitMs: number }> {
+  private async keyAnswer(key: string, atMs: number, pool: SlotPool, priority: SlotPriority): Promise<{ granted: true; startAtMs: number } | { granted: false; waitMs: number }> {
     const keys = this.options.keys as KeyLimiter;
     try {
       const answer = await keys.acquireAt(key, atMs);
-      if (answer.granted) return answer;
+      if (answer.granted) return { granted: true, startAtMs: atMs };
+      // The key's token is close: wait for it, on a job-wide slot at its moment; the slot at `atMs` goes back to the
+      // pool for the next record. A job-wide slot refused at that moment loses the key's token (the job is busy).
+      pool.putBack(atMs);
+      const shortWaitMs = Math.min(KEY_SHORT_WAIT_MS, pool.maxWaitMs());
+      if (answer.waitMs <= shortWaitMs) {
+        const token = await keys.acquireWithin(key, shortWaitMs);
+        if ('startAtMs' in token && (await pool.slotAt(token.startAtMs, priority))) return { granted: true, startAtMs: token.startAtMs };
+      }
       return { granted: false, waitMs: Math.max(answer.waitMs, await keys.queueBehind(key)) };
     } catch (error) {
       logger.warn('per-key rate limiter unavailable; deferring', { key, error: error as Error });
+      if (!pool.has(atMs)) pool.putBack(atMs);
       return { granted: false, waitMs: KEY_LIMITER_DOWN_WAIT_MS };
     }
   }
@@ -193,18 +211,20 @@ export class RecordRunner {
     tally: BatchTally,
     pool: SlotPool,
     signals: RateSignals,
-    startAtMs: number,
+    slotAtMs: number,
   ): Promise<RecordOutcome> {
     const { accounting, deferrer, estimator, lateToleranceMs, clock } = this.options;
     const { message, resource } = plan;
+    let startAtMs = slotAtMs;
     if (this.options.keys && plan.key !== undefined) {
       // The key's token is for the job-wide slot's very moment, so both limits hold for the start. A busy key defers
       // its record by its place in the key's queue, and the slot goes back to the pool for the next record of another key.
-      const answer = await this.keyAnswer(plan.key, startAtMs);
+      const answer = await this.keyAnswer(plan.key, slotAtMs, pool, message.backfill ? 'backfill' : 'live');
+      // A refused key has given the slot back to the pool (keyAnswer).
       if (!answer.granted) {
-        pool.putBack(startAtMs);
         return deferrer.defer(message, { kind: 'paced', waitMs: answer.waitMs }, tally);
       }
+      startAtMs = answer.startAtMs;
     }
     // Short waits only (the block was bounded by shortWaitMs and the remaining time); each wait is one timer, no loop.
     // Pacing off: "now" is not a slot to be late for.

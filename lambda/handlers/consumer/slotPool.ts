@@ -146,6 +146,25 @@ export class SlotPool {
     }
   }
 
+  /**
+   * A job-wide slot at exactly `atMs` (a moment another limit chose, e.g. the record's key token), or none. Only within
+   * the invocation's longest wait.
+   */
+  async slotAt(atMs: number, priority: SlotPriority): Promise<boolean> {
+    const { limiter, key, clock } = this.settings;
+    if (!limiter) return true;
+    if (atMs - clock() > this.maxWaitMs()) return false;
+    try {
+      const acquired = await limiter.acquire(key, 1, { maxWaitMs: 0, atMs, priority });
+      if (acquired.granted === 0) return false;
+      this.granted++;
+      return true;
+    } catch (error) {
+      logger.warn('rate limiter unavailable for a slot at the key\'s moment; deferring', { key, error: error as Error });
+      return false;
+    }
+  }
+
   /** A downstream call started on a slot. */
   markUsed(): void {
     this.used++;
@@ -155,6 +174,11 @@ export class SlotPool {
   giveBack(startAtMs: number): void {
     this.used--;
     this.putBack(startAtMs);
+  }
+
+  /** Whether the pool holds this slot (it was put back). */
+  has(startAtMs: number): boolean {
+    return this.slots.includes(startAtMs);
   }
 
   /** A slot taken from the pool and not started on (its record's key had no room): the next record may use it. */

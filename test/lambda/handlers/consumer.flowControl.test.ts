@@ -274,19 +274,32 @@ describe('Consumer: per-key flow control', () => {
         overridesRefreshMs: 0,
       });
 
+    it('waits inside the function for a key whose next token is close, each record at its own token', async () => {
+      // Two starts a second for the key: four records of it all run in this invocation, half a second apart.
+      const { handler, publisher } = await consumerFor('near-token', { keys: keyLimiter('near-token', 2, 1) });
+
+      await handler(sqsEvent(...Array.from({ length: 4 }, () => sqsRecord(body('steady')))), lambdaContext());
+
+      expect(publisher.sent).toHaveLength(0);
+      const starts = applies.map((a) => a.startMs).sort((a, b) => a - b);
+      expect(starts).toHaveLength(4);
+      expect(starts[3] - starts[0]).toBeGreaterThanOrEqual(1_400);
+    });
+
     it('queues a busy key\'s records one behind the other at the key\'s rate, each with its tenant as MessageGroupId', async () => {
-      // One start a second for the key: eight records of it come back about a second apart, not all at its next token.
-      const { handler, publisher } = await consumerFor('busy-queue', { keys: keyLimiter('busy-queue', 1, 1) });
+      // One start every 3 s for the key, beyond the in-function wait: seven records of it come back about 3 s apart,
+      // not all at its next token.
+      const { handler, publisher } = await consumerFor('busy-queue', { keys: keyLimiter('busy-queue', 1, 3) });
 
       await handler(sqsEvent(...Array.from({ length: 8 }, () => sqsRecord(body('noisy')))), lambdaContext());
 
       expect(applies).toHaveLength(1);
-      // Each waits for its place (a second per record ahead of it) plus the paced spread of up to 2 s: without the
-      // queue, all seven would wait for the key's next token, about a second, plus the spread.
+      // Each waits for its place (3 s per record ahead of it) plus the paced spread of up to 2 s: without the queue,
+      // all seven would wait for the key's next token, about 3 s, plus the spread.
       const delays = publisher.sent.map((m) => m.delaySeconds ?? 0).sort((a, b) => a - b);
       expect(delays).toHaveLength(7);
-      expect(delays[6]).toBeGreaterThanOrEqual(7);
-      expect(delays[3]).toBeGreaterThanOrEqual(4);
+      expect(delays[6]).toBeGreaterThanOrEqual(19);
+      expect(delays[3]).toBeGreaterThanOrEqual(10);
       expect(publisher.sent.every((m) => m.groupId === 'noisy')).toBe(true);
     });
 

@@ -83,17 +83,6 @@ export class KeyRateLimiter {
   }
 
   /**
-   * The key's earliest token within `maxWaitMs` (the record then asks the job-wide limiter for that very moment), or
-   * how long until the key has one.
-   * @throws the limiter's error when DynamoDB fails
-   */
-  async acquireWithin(value: string, maxWaitMs: number): Promise<{ startAtMs: number } | { waitMs: number }> {
-    const limiter = this.limiterFor(await this.limit(value));
-    const acquired = await limiter.acquire(perKeyItemKey(this.options.limiterKey, value), 1, { maxWaitMs });
-    return acquired.granted > 0 ? { startAtMs: acquired.startAtMs[0] } : { waitMs: acquired.waitMs };
-  }
-
-  /**
    * A busy key's record takes its place in the key's queue: a token on the key's backlog item, at the key's rate, as far
    * ahead as the key's waiting records reach (up to MAX_QUEUE_BEHIND_MS). Returns the wait until that place comes, so
    * a key's backlog comes back spread at its rate, about once per record, instead of all at its next token. The place

@@ -23,10 +23,19 @@ export function keyOf(resource: Record<string, unknown>, field: string): string 
 }
 
 /**
- * The MessageGroupId for a resource's key, or undefined when the job has no key or the record none. A key SQS would
- * refuse as a group ID (too long, other characters) is replaced by its SHA-256: still one group per key.
+ * The one tenant all backfill (catch-up and redrive traffic) is, for SQS fair queues: with its backlog in flight, it is
+ * the noisy neighbour, so the queue delivers live work's messages first (the consumer's per-key limits still hold for
+ * its records' keys). A tenant whose key is literally this would share its group, which costs it only its turns.
  */
-export function fairnessGroup(resource: Record<string, unknown>, field: string | undefined): string | undefined {
+export const BACKFILL_GROUP = 'backfill#';
+
+/**
+ * The MessageGroupId for a message: BACKFILL_GROUP for backfill, else its resource's key, or undefined when the job has
+ * no key or the record none. A key SQS would refuse as a group ID (too long, other characters) is replaced by its
+ * SHA-256: still one group per key.
+ */
+export function fairnessGroup(resource: Record<string, unknown>, field: string | undefined, backfill = false): string | undefined {
+  if (backfill) return BACKFILL_GROUP;
   if (field === undefined) return undefined;
   const key = keyOf(resource, field);
   if (key === null) return undefined;

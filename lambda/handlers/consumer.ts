@@ -185,6 +185,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     spacingMs: pacing.spacingMs,
     clock: pacing.clock,
     estimator,
+    keyed: options.keys !== undefined,
     ...(options.backfill ? { backfill: { limiter: options.backfill.limiter, key: options.backfill.key ?? backfillItemKey(pacing.key) } } : {}),
   };
 

@@ -242,7 +242,7 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
         // The plan is in slots; only the delay is shown the lead earlier, so the next step plans from the slots.
         const slotMs = visibleAtMs(admitted + i, plan, rate, admission.groupSize);
         lastVisibleMs = slotMs;
-        const groupId = fairnessGroup(resource, fairnessField);
+        const groupId = fairnessGroup(resource, fairnessField, step.backfill === true);
         return {
           operationId,
           delaySeconds: delaySecondsUntil(slotMs - (admission.leadMs ?? 0), sentAtMs),

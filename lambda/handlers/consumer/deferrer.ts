@@ -35,8 +35,9 @@ export interface DeferrerOptions {
   groupField?: string;
 }
 
-function groupOf(message: JobMessage, field: string | undefined): { groupId?: string } {
-  const groupId = fairnessGroup(message.resource, field);
+/** A message's tenant for fair queues; a DLQ copy is backfill's (it comes back only by a redrive). */
+function groupOf(message: JobMessage, field: string | undefined, toDlq = false): { groupId?: string } {
+  const groupId = fairnessGroup(message.resource, field, toDlq || message.backfill === true);
   return groupId === undefined ? {} : { groupId };
 }
 
@@ -58,8 +59,8 @@ export class Deferrer {
         batchId: message.batchId,
         failedAt: this.options.now().toISOString(),
       },
-      // A redrive moves it back with its tenant.
-      ...groupOf(message, this.options.groupField),
+      // A redrive moves it back as backfill's: the fair queue lets live work pass it.
+      ...groupOf(message, this.options.groupField, true),
     };
   }
 

@@ -9,6 +9,7 @@ import { keyOf } from '../../core/fairness';
 import { boundReasons, parseMessage, type JobMessage } from '../../core/message';
 import type { CompletedLookup } from '../../adapters/completedOperations';
 import { logger } from '../../adapters/observability';
+import { LimiterContentionError } from '../../adapters/rateLimiter';
 import type { SlotPool } from './slotPool';
 
 /** What the pre-pass decided for one record, before any record is claimed. */
@@ -119,11 +120,19 @@ export class Planner {
       if (due.length === 0) return plans;
     }
 
-    const block = Math.min(due.length, pool.usableBlock());
+    // With per-key limits, one slot per key of the batch: a key's second record waits for its key, and takes its slot then.
+    const block = Math.min(due.length, pool.usableBlock(), this.options.keyField === undefined ? due.length : new Set(due.map((d) => d.key)).size);
     let acquired;
     try {
       acquired = await pool.acquireBlock(block, due.some((d) => !d.message.backfill) ? 'live' : 'backfill');
     } catch (error) {
+      if (error instanceof LimiterContentionError) {
+        // The item is hot, not down: the fleet is busy on it, so the records wait their turn like any paced record,
+        // spread, rather than for the visibility timeout.
+        logger.warn('rate limiter item contended; deferring the due records', { key: pool.key, attempts: error.attempts });
+        due.forEach(({ record, message }, i) => plans.set(record.messageId, { kind: 'defer', message, cause: { kind: 'paced', waitMs: (i + 1) * Math.max(spacingMs, 1) } }));
+        return plans;
+      }
       logger.error('rate limiter unavailable; the due records will be retried by SQS, unclaimed', { key: pool.key, error: error as Error });
       for (const { record, message } of due) plans.set(record.messageId, { kind: 'fail', message, error: error as Error });
       return plans;

@@ -44,7 +44,7 @@ export interface RateSignals {
 }
 
 /** The per-key limiter as the runner uses it (lambda/adapters/keyRateLimiter.ts). */
-export type KeyLimiter = Pick<KeyRateLimiter, 'field' | 'acquireAt' | 'acquireWithin' | 'queueBehind' | 'throttled' | 'succeeded'>;
+export type KeyLimiter = Pick<KeyRateLimiter, 'field' | 'acquireAt' | 'queueBehind' | 'throttled' | 'succeeded'>;
 
 /**
  * Longest wait inside the function for a busy key's next token: a key whose token is this close is waited for (its
@@ -133,7 +133,7 @@ export class RecordRunner {
 
   /**
    * The key's answer for a start at `atMs`, the record's job-wide slot. A key whose next token is within
-   * KEY_SHORT_WAIT_MS is waited for, on a job-wide slot at the token's moment; a busy key's record otherwise takes its
+   * KEY_SHORT_WAIT_MS is waited for, on a job-wide slot from the token's moment; a busy key's record otherwise takes its
    * place in the key's queue (queueBehind), so a key's backlog comes back spread at the key's rate instead of all at
    * its next token. A limiter that cannot be asked defers the record briefly. Refused, the slot at `atMs` is back in
    * the pool for the next record.
@@ -146,10 +146,14 @@ export class RecordRunner {
       // The key's token is close: wait for it, on a job-wide slot at its moment; the slot at `atMs` goes back to the
       // pool for the next record. A job-wide slot refused at that moment loses the key's token (the job is busy).
       pool.putBack(atMs);
-      const shortWaitMs = Math.min(KEY_SHORT_WAIT_MS, pool.maxWaitMs());
-      if (answer.waitMs <= shortWaitMs) {
-        const token = await keys.acquireWithin(key, shortWaitMs);
-        if ('startAtMs' in token && (await pool.slotAt(token.startAtMs, priority))) return { granted: true, startAtMs: token.startAtMs };
+      // The key's token is close: a job-wide slot from its moment, then the key's token at that slot (the job-wide slot
+      // is the one given back if another container took the key's token meanwhile: the key's are the scarcer).
+      if (answer.waitMs <= Math.min(KEY_SHORT_WAIT_MS, pool.maxWaitMs(priority))) {
+        const slot = await pool.slotFrom(atMs + answer.waitMs, priority);
+        if (slot !== undefined) {
+          if ((await keys.acquireAt(key, slot)).granted) return { granted: true, startAtMs: slot };
+          pool.putBack(slot);
+        }
       }
       return { granted: false, waitMs: Math.max(answer.waitMs, await keys.queueBehind(key)) };
     } catch (error) {

@@ -23,6 +23,11 @@ export interface SlotPoolSettings {
   /** The container's apply times, which bound how many slots one block may take. */
   estimator: ApplyTimeEstimator;
   /**
+   * Records also wait for their key (per-key limits): a refill takes one slot, since the next record's key decides
+   * when it can start, and slots booked ahead for records whose key then refuses would only be lost. @default false
+   */
+  keyed?: boolean;
+  /**
    * Backfill's cap while live work waits (rateLimit.backfillShare below 1): its own limiter item at the share of the
    * allowance. Undefined: backfill paces as live work does.
    */
@@ -31,6 +36,12 @@ export interface SlotPoolSettings {
 
 /** Whose record a slot is for: a live one stamps the limiter item, so backfill knows live work waits. */
 export type SlotPriority = 'live' | 'backfill';
+
+/**
+ * How far ahead backfill books slots: live work that arrives finds at most this much of the allowance already taken
+ * in front of it (a backfill block taking the whole short wait would hold live work back by as much).
+ */
+export const BACKFILL_MAX_AHEAD_MS = 1_000;
 
 /** A slot to start at, or how long to wait for one (the record is deferred by it). */
 export type SlotAnswer = { startAtMs: number } | { waitMs: number };
@@ -61,9 +72,14 @@ export class SlotPool {
     return this.settings.key;
   }
 
-  /** The longest wait for a slot now: the short wait, bounded by the invocation's time left less its reserve. */
-  maxWaitMs(): number {
-    return Math.max(0, Math.min(this.settings.shortWaitMs, this.remainingMs() - this.reserveMs));
+  /**
+   * The longest wait for a slot now: the short wait, bounded by the invocation's time left less its reserve; for
+   * backfill, at most BACKFILL_MAX_AHEAD_MS, so the slots it books ahead do not stand in front of live work that
+   * arrives meanwhile.
+   */
+  maxWaitMs(priority: SlotPriority = 'live'): number {
+    const wait = Math.max(0, Math.min(this.settings.shortWaitMs, this.remainingMs() - this.reserveMs));
+    return priority === 'backfill' ? Math.min(wait, BACKFILL_MAX_AHEAD_MS) : wait;
   }
 
   /** Slots this container can start on time in one block (ApplyTimeEstimator.usableBlock). */
@@ -76,7 +92,7 @@ export class SlotPool {
    * @throws the limiter's error; nothing is granted then
    */
   async acquireBlock(count: number, priority: SlotPriority = 'live'): Promise<Acquisition> {
-    const acquired = await (this.settings.limiter as RateLimiter).acquire(this.settings.key, count, { maxWaitMs: this.maxWaitMs(), priority });
+    const acquired = await (this.settings.limiter as RateLimiter).acquire(this.settings.key, count, { maxWaitMs: this.maxWaitMs(priority), priority });
     this.granted += acquired.granted;
     this.slots.push(...acquired.startAtMs.slice(0, acquired.granted));
     return acquired;
@@ -92,9 +108,9 @@ export class SlotPool {
     if (limiter === undefined) return { startAtMs: clock() };
     while (this.slots.length > 0 && clock() - this.slots[0] > lateToleranceMs) this.slots.shift();
     if (this.slots.length > 0) return { startAtMs: this.slots.shift() as number };
-    const count = Math.max(1, Math.min(this.runLeft + 1, this.usableBlock()));
+    const count = this.settings.keyed ? 1 : Math.max(1, Math.min(this.runLeft + 1, this.usableBlock()));
     try {
-      const acquired = await limiter.acquire(key, count, { maxWaitMs: this.maxWaitMs(), priority });
+      const acquired = await limiter.acquire(key, count, { maxWaitMs: this.maxWaitMs(priority), priority });
       if (acquired.granted === 0) return { waitMs: acquired.waitMs };
       this.granted += acquired.granted;
       this.slots.push(...acquired.startAtMs.slice(1, acquired.granted));
@@ -147,21 +163,22 @@ export class SlotPool {
   }
 
   /**
-   * A job-wide slot at exactly `atMs` (a moment another limit chose, e.g. the record's key token), or none. Only within
-   * the invocation's longest wait.
+   * A job-wide slot no earlier than `fromMs` (the moment another limit can start the record, e.g. its key's next token)
+   * and within the invocation's longest wait, or undefined.
    */
-  async slotAt(atMs: number, priority: SlotPriority): Promise<boolean> {
+  async slotFrom(fromMs: number, priority: SlotPriority): Promise<number | undefined> {
     const { limiter, key, clock } = this.settings;
-    if (!limiter) return true;
-    if (atMs - clock() > this.maxWaitMs()) return false;
+    if (!limiter) return Math.max(fromMs, clock());
+    const maxWaitMs = this.maxWaitMs(priority) - (fromMs - clock());
+    if (maxWaitMs < 0) return undefined;
     try {
-      const acquired = await limiter.acquire(key, 1, { maxWaitMs: 0, atMs, priority });
-      if (acquired.granted === 0) return false;
+      const acquired = await limiter.acquire(key, 1, { maxWaitMs, atMs: fromMs, priority });
+      if (acquired.granted === 0) return undefined;
       this.granted++;
-      return true;
+      return acquired.startAtMs[0];
     } catch (error) {
       logger.warn('rate limiter unavailable for a slot at the key\'s moment; deferring', { key, error: error as Error });
-      return false;
+      return undefined;
     }
   }
 

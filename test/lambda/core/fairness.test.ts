@@ -1,4 +1,4 @@
-import { fairnessGroup, keyField, keyOf } from '../../../lambda/core/fairness';
+import { BACKFILL_GROUP, fairnessGroup, keyField, keyOf } from '../../../lambda/core/fairness';
 
 describe('Module: fairness', () => {
   describe('Function: keyField', () => {
@@ -33,6 +33,11 @@ describe('Module: fairness', () => {
       expect(fairnessGroup({ m: 'é' }, 'm')).toMatch(/^sha256:/);
       expect(fairnessGroup({ m: 'x'.repeat(129) }, 'm')).toMatch(/^sha256:/);
       expect(fairnessGroup({ m: 'x'.repeat(128) }, 'm')).toBe('x'.repeat(128));
+    });
+
+    it('puts all of backfill in one group, whatever its key, so a fair queue lets live work pass it', () => {
+      expect(fairnessGroup({ m: 'acct_1' }, 'm', true)).toBe(BACKFILL_GROUP);
+      expect(fairnessGroup({}, undefined, true)).toBe(BACKFILL_GROUP);
     });
 
     it('gives no group to a job without a key, or a record without one', () => {

@@ -1,3 +1,4 @@
+import { BACKFILL_GROUP } from '../../../lambda/core/fairness';
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse } from 'aws-lambda';
 import { DynamoRunStateStore } from '../../../lambda/adapters/admissionState';
@@ -317,7 +318,7 @@ describe('Function: createProducer', () => {
       });
     });
 
-    it('marks a catch-up\'s messages backfill with their tenant as group, keeps the mark in its next step, and a live run does not queue behind them', async () => {
+    it('marks a catch-up\'s messages backfill, all in the one backfill group, keeps the mark in its next step, and a live run does not queue behind them', async () => {
       const settings = fakeSettings({ concurrencyPerKey: { field: 'id', maxConcurrent: 2 } });
       const catchUp = 'fake-job:2026-11-25:catch-up';
       await direct(producer(100, { admission: paced, settings }), { businessDate: '2026-11-25', batchId: catchUp, backfill: true });
@@ -325,7 +326,8 @@ describe('Function: createProducer', () => {
       const work = publisher.sent.filter((s) => s.queueUrl === queueUrl).map((s) => s.message);
       expect(work).toHaveLength(30);
       expect(work.every((m) => (JSON.parse(m.body) as { backfill?: boolean }).backfill === true)).toBe(true);
-      expect(work.map((m) => m.groupId)).toEqual(work.map((m) => (JSON.parse(m.body) as { resource: { id: string } }).resource.id));
+      // One tenant for all of backfill: with its backlog in flight, the fair queue delivers live work first.
+      expect(new Set(work.map((m) => m.groupId))).toEqual(new Set([BACKFILL_GROUP]));
       expect(publisher.steps()[0].step).toMatchObject({ step: 1, backfill: true });
       expect(await batchItem(catchUp)).toMatchObject({ backfill: true, published: 30 });
 
@@ -334,7 +336,10 @@ describe('Function: createProducer', () => {
       const live = await direct(producer(100, { admission: paced, settings, queueDepth: async () => 30 }), { scheduledTime: SCHEDULED, batchId: 'fake-job:2026-11-28:beside' });
       expect(live.published).toBe(30);
       expect(publisher.workDelays()).toEqual([...Array(10).fill(0), ...Array(10).fill(10), ...Array(10).fill(20)]);
-      expect(publisher.sent.filter((s) => s.queueUrl === queueUrl).every((s) => !('backfill' in (JSON.parse(s.message.body) as object)))).toBe(true);
+      const liveWork = publisher.sent.filter((s) => s.queueUrl === queueUrl).map((s) => s.message);
+      expect(liveWork.every((m) => !('backfill' in (JSON.parse(m.body) as object)))).toBe(true);
+      // Live work's tenant is its key (here the resource's id, the job's per-key field).
+      expect(liveWork.map((m) => m.groupId)).toEqual(liveWork.map((m) => (JSON.parse(m.body) as { resource: { id: string } }).resource.id));
       // A queue of live work still comes first: 10 more than the catch-up's, and the run admits after them.
       publisher = new RecordingPublisher();
       await direct(producer(100, { admission: paced, settings, queueDepth: async () => 40 }), { scheduledTime: SCHEDULED, batchId: 'fake-job:2026-11-28:behind' });

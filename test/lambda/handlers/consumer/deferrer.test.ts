@@ -1,3 +1,4 @@
+import { BACKFILL_GROUP } from '../../../../lambda/core/fairness';
 import { createDeferralPolicy, type DeferralCause } from '../../../../lambda/core/deferral';
 import { ThrottledError } from '../../../../lambda/core/errors';
 import { InvalidMessageError, parseMessage, serializeMessage, type JobMessage } from '../../../../lambda/core/message';
@@ -140,6 +141,8 @@ describe('Class: Deferrer', () => {
         operationId: operationId('a'),
         body: expect.any(String),
         attributes: { failureReason: budgetReason, operationId: operationId('a'), jobType: 'fake-job', batchId: BATCH, failedAt: NOW.toISOString() },
+        // It comes back only by a redrive, as backfill: the fair queue's one backfill tenant.
+        groupId: BACKFILL_GROUP,
       });
       // A redrive starts with a fresh budget, keeps the true age, and is due at once.
       expect(bodyOf(prepared.outgoing)).toEqual({ ...message('a'), firstEnqueuedAt: '2026-11-28T20:00:00.000Z', attempt: 0, pacedDeferrals: 0 });
@@ -191,6 +194,7 @@ describe('Class: Deferrer', () => {
               operationId: operationId('a'),
               body: rec.body,
               attributes: { failureReason: 'downstream refused a with 422', operationId: operationId('a'), jobType: 'fake-job', batchId: BATCH, failedAt: NOW.toISOString() },
+              groupId: BACKFILL_GROUP,
             },
           ],
         },

@@ -378,7 +378,7 @@ async function enqueueWorkload(pipeline: Pipeline, params: PipelineOptions['para
   return enqueued;
 }
 
-export async function workloadRun(params: PipelineOptions['params'], perKey: boolean, progress: (line: string) => void): Promise<FairnessRun> {
+async function workloadRun(params: PipelineOptions['params'], perKey: boolean, progress: (line: string) => void): Promise<FairnessRun> {
   const mode = perKey ? 'per-key' : 'first-come';
   const pipeline = await startPipeline({ params, perKey });
   try {

@@ -34,6 +34,8 @@ export interface BatchView {
   batchId: string;
   businessDate?: string;
   scheduledTime?: string;
+  /** A catch-up's run: its work is backfill, behind live work. */
+  backfill?: true;
   startedAt?: string;
   finishedAt?: string;
   discovered: number;
@@ -106,6 +108,7 @@ export function toBatchView(item: Record<string, unknown>, figures: BatchFigures
     batchId: batchIdOf(item),
     businessDate: s(item.businessDate),
     scheduledTime: s(item.scheduledTime),
+    ...(item.backfill === true ? { backfill: true as const } : {}),
     startedAt: s(item.startedAt),
     finishedAt: s(item.finishedAt),
     discovered: counters.discovered,

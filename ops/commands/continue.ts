@@ -80,7 +80,8 @@ export async function continueAdmission(ctx: CommandContext, options: ContinueOp
   }
 
   const mappingState = (await ctx.clients.lambda.send(new GetEventSourceMappingCommand({ UUID: job.admissionMappingUuid }))).State ?? 'UNKNOWN';
-  const message = admissionStep({ batchId, businessDate: batch.businessDate, step: batch.step, scheduledTime: batch.scheduledTime });
+  // A catch-up's step stays backfill: its messages keep going behind live work.
+  const message = admissionStep({ batchId, businessDate: batch.businessDate, step: batch.step, scheduledTime: batch.scheduledTime, backfill: batch.backfill });
   const result: ContinueResult = {
     ok: true,
     command: 'continue',

@@ -11,6 +11,7 @@ const CAUGHT_UP = 'alpha:2026-10-30:manual-9f3c';
 const COMPLETE = 'alpha:2026-11-02:20261102T010000Z';
 const PAGE_LIMIT = 'alpha:2026-11-01:20261101T010000Z';
 const LEGACY = 'alpha:2026-10-31:20261031T010000Z';
+const CATCH_UP = 'alpha:2026-10-29:catch-up-1a2b';
 const NOW = new Date('2026-11-03T03:00:00.000Z');
 
 describe('Function: continueAdmission (ops continue)', () => {
@@ -49,6 +50,9 @@ describe('Function: continueAdmission (ops continue)', () => {
     await step(COMPLETE, 0, undefined, { status: 'complete' });
     await runs.ensure('alpha', PAGE_LIMIT, { businessDate: '2026-11-01', startedAt: '2026-11-01T01:00:02.000Z' });
     await step(PAGE_LIMIT, 0, 'page-1', { status: 'page-limit' });
+    // A catch-up's run (ops catch-up marks it backfill), stalled at its second step.
+    await runs.ensure('alpha', CATCH_UP, { businessDate: '2026-10-29', startedAt: '2026-11-03T02:00:00.000Z', admissionRatePerMinute: 30, backfill: true });
+    await step(CATCH_UP, 0, 'page-1', { status: 'admitting', nextStepAt: '2026-11-03T02:05:00.000Z' });
     // A batch from before admission: counters only.
     await new DynamoLedger({ tableName: f.tables.ledger, client: f.dynamo }).addToBatch('alpha', LEGACY, { discovered: 2, published: 2 }, { businessDate: '2026-10-31', startedAt: '2026-10-31T01:00:02.000Z' });
   });
@@ -76,6 +80,13 @@ describe('Function: continueAdmission (ops continue)', () => {
       sent: false,
     });
     expect(await takeSteps()).toEqual([]);
+  });
+
+  it("keeps a catch-up's step backfill, so its messages stay behind live work", async () => {
+    const out = await f.run(['continue', '--job', 'alpha', '--batch', CATCH_UP, '--dry-run', '--json'], { now: NOW });
+
+    expect(out.code).toBe(0);
+    expect(out.json<ContinueResult>().message).toEqual({ kind: 'admission-step', batchId: CATCH_UP, businessDate: '2026-10-29', step: 1, backfill: true });
   });
 
   it('refuses without --yes when stdin is not a TTY, and sends nothing', async () => {

@@ -164,7 +164,7 @@ describe('Class: PacedJobsStack', () => {
       'maps the %s queue to its consumer with the batch settings, maxConcurrency equal to the reservation, and partial failures',
       (jobName) => {
         const job = prod.stack.jobs[jobName];
-        const { concurrency, batchSize, batchingWindowSeconds } = loadEnvironment('prod').jobs[jobName];
+        const { concurrency: { max: concurrency }, batchSize, batchingWindowSeconds } = loadEnvironment('prod').jobs[jobName];
         prod.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
           EventSourceArn: arnOf(job.queue),
           FunctionName: refOf(job.consumer),
@@ -211,7 +211,7 @@ describe('Class: PacedJobsStack', () => {
           maxReceiveCount: 5,
           businessDateOffsetDays: -1,
           timeZone: 'Europe/London',
-          rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1 },
+          rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1, backfillShare: 0.5 },
           quota: { starts: 100, headroom: 0.8 },
           concurrency: 10,
           admission: { horizonSeconds: 300, batchSize: 20, batchingWindowSeconds: 1 },

@@ -195,8 +195,12 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
     const waited = periods.filter((p) => waiting(p) > 0);
     expect({ lines, severalPeriods: waited.length > EVALUATION_PERIODS }).toEqual({ lines, severalPeriods: true });
     // Every period in which work waited settled something, but the one the run was admitted in (the first group's
-    // batch may end after it), and so the expression is 0 there.
-    expect({ lines, unsettled: waited.slice(1).filter((p) => settled(p) === 0 || p.value !== 0).map((p) => table([p], from)[0]) }).toEqual({ lines, unsettled: [] });
+    // batch may end after it), and never two in a row: a record that wakes late for its slot on a loaded machine is
+    // deferred a second or more, which can leave one period with nothing settled. The alarm needs three.
+    const unsettled = waited.slice(1).filter((p) => settled(p) === 0 || p.value !== 0);
+    const inARow = unsettled.filter((p) => unsettled.includes(periods[periods.indexOf(p) + 1]));
+    expect({ lines, unsettledTwiceInARow: inARow.map((p) => table([p], from)[0]) }).toEqual({ lines, unsettledTwiceInARow: [] });
+    expect(unsettled.length).toBeLessThan(waited.length - 1);
     // OK throughout.
     expect({ lines, notOk: periods.filter((p) => p.state !== AlarmState.OK).length }).toEqual({ lines, notOk: 0 });
     // The metrics the alarm read are the whole run: every payment applied once, nothing dead-lettered or rejected.

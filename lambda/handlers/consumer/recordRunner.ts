@@ -143,8 +143,7 @@ export class RecordRunner {
     try {
       const answer = await keys.acquireAt(key, atMs);
       if (answer.granted) return { granted: true, startAtMs: atMs };
-      // The key's token is close: wait for it, on a job-wide slot at its moment; the slot at `atMs` goes back to the
-      // pool for the next record. A job-wide slot refused at that moment loses the key's token (the job is busy).
+      // Refused at this slot: it goes back to the pool for the next record.
       pool.putBack(atMs);
       // The key's token is close: a job-wide slot from its moment, then the key's token at that slot (the job-wide slot
       // is the one given back if another container took the key's token meanwhile: the key's are the scarcer).

@@ -2,20 +2,17 @@
 // backfill (rateLimit.backfillShare), a busy key's records queued behind each other, keys taking turns in a batch, and
 // every re-published message keeping its tenant (MessageGroupId). On local DynamoDB (dynalite) and SQS.
 import * as z from 'zod';
-import { resetClients } from '../../../lambda/adapters/clients';
 import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { KeyConcurrencyLimiter } from '../../../lambda/adapters/keyConcurrency';
 import { KeyRateLimiter } from '../../../lambda/adapters/keyRateLimiter';
-import { logger, metrics } from '../../../lambda/adapters/observability';
 import { DynamoDbRateLimiter, type AcquireOptions } from '../../../lambda/adapters/rateLimiter';
 import { SqsPublisher, type OutgoingMessage, type Publisher } from '../../../lambda/adapters/sqsPublisher';
 import { backfillItemKey, backfillLimits } from '../../../lambda/core/backfill';
 import { defineJob } from '../../../lambda/core/job';
 import { createConsumer, type ConsumerOptions } from '../../../lambda/handlers/consumer';
 import { maxInAnyWindow } from '../../../lambda/core/pacing/slidingWindow';
-import { startLocalAws, type LocalAws } from '../../support/aws';
 import { lambdaContext, sqsEvent, sqsRecord } from '../../support/lambdaEvents';
-import { createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue } from './harness';
+import { createQueue, useConsumerAws } from './harness';
 
 const IDEMPOTENCY_TABLE = 'idempotency-flow';
 const LEDGER_TABLE = 'ledger-flow';
@@ -40,7 +37,6 @@ const flowJob = defineJob<{ id: string; tenant: string; backfill?: boolean }, Re
   },
 });
 
-let aws: LocalAws;
 let seq = 0;
 
 /** A message for `tenant`; `backfill` marks it as a catch-up's (and tells the job, so the test can count it). */
@@ -107,22 +103,7 @@ function mostInProgress(tenant: string): number {
 }
 
 describe('Consumer: per-key flow control', () => {
-  beforeAll(async () => {
-    aws = await startLocalAws();
-    resetClients();
-    await Promise.all([createIdempotencyTable(IDEMPOTENCY_TABLE), createLedgerTable(LEDGER_TABLE), createLimiterTable(LIMITER_TABLE)]);
-    logger.setLogLevel('SILENT');
-    // The EMF lines are the product's output, not these tests' subject.
-    jest.spyOn(metrics, 'publishStoredMetrics').mockImplementation(() => {
-      metrics.clearMetrics();
-      return metrics;
-    });
-  });
-
-  afterAll(async () => {
-    resetClients();
-    await aws.stop();
-  });
+  useConsumerAws({ idempotency: IDEMPOTENCY_TABLE, ledger: LEDGER_TABLE, limiter: LIMITER_TABLE });
 
   beforeEach(() => {
     applies.length = 0;

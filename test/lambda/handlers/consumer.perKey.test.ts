@@ -3,10 +3,9 @@
 // key's rate, not the others' nor the job's. On local DynamoDB (dynalite) and SQS.
 import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { dynamoClient, resetClients } from '../../../lambda/adapters/clients';
+import { dynamoClient } from '../../../lambda/adapters/clients';
 import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { KeyRateLimiter } from '../../../lambda/adapters/keyRateLimiter';
-import { logger, metrics } from '../../../lambda/adapters/observability';
 import { DynamoDbRateLimiter } from '../../../lambda/adapters/rateLimiter';
 import { SqsPublisher } from '../../../lambda/adapters/sqsPublisher';
 import type { RateFeedback } from '../../../lambda/adapters/adaptiveRateLimiter';
@@ -14,16 +13,14 @@ import { keyLimitsItemKey, perKeyItemKey } from '../../../lambda/core/keyLimits'
 import { createConsumer, JOB_STORM_KEYS } from '../../../lambda/handlers/consumer';
 import { fakeJobCalls, job as fakeJob } from '../../fixtures/jobs/fake-job';
 import { maxInAnyWindow } from '../../../lambda/core/pacing/slidingWindow';
-import { startLocalAws, type LocalAws } from '../../support/aws';
 import { lambdaContext, sqsEvent, sqsRecord } from '../../support/lambdaEvents';
-import { createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue } from './harness';
+import { createQueue, useConsumerAws } from './harness';
 
 const IDEMPOTENCY_TABLE = 'idempotency-perkey';
 const LEDGER_TABLE = 'ledger-perkey';
 const LIMITER_TABLE = 'limiter-perkey';
 const BATCH = 'fake-job:2026-11-28:perkey';
 
-let aws: LocalAws;
 let seq = 0;
 
 /** A valid message of the fake job for `tenant`, with a unique operation. */
@@ -93,22 +90,7 @@ async function delayedIn(queueUrl: string): Promise<number> {
 const appliedFor = (tenant: string) => fakeJobCalls.apply.filter((a) => a.resource.tenant === tenant);
 
 describe('Consumer: per-key rate limits (rateLimit.perKey)', () => {
-  beforeAll(async () => {
-    aws = await startLocalAws();
-    resetClients();
-    await Promise.all([createIdempotencyTable(IDEMPOTENCY_TABLE), createLedgerTable(LEDGER_TABLE), createLimiterTable(LIMITER_TABLE)]);
-    logger.setLogLevel('SILENT');
-    // The EMF lines are the product's output, not these tests' subject.
-    jest.spyOn(metrics, 'publishStoredMetrics').mockImplementation(() => {
-      metrics.clearMetrics();
-      return metrics;
-    });
-  });
-
-  afterAll(async () => {
-    resetClients();
-    await aws.stop();
-  });
+  useConsumerAws({ idempotency: IDEMPOTENCY_TABLE, ledger: LEDGER_TABLE, limiter: LIMITER_TABLE });
 
   beforeEach(() => fakeJobCalls.reset());
 

@@ -2,7 +2,9 @@
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand, SendMessageBatchCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { dynamoClient } from '../../../lambda/adapters/clients';
+import { dynamoClient, resetClients } from '../../../lambda/adapters/clients';
+import { logger, metrics } from '../../../lambda/adapters/observability';
+import { startLocalAws, type LocalAws } from '../../support/aws';
 import type { JobRuntimeSettings } from '../../../lambda/core/constants';
 import { job as fakeJob } from '../../fixtures/jobs/fake-job';
 
@@ -158,4 +160,27 @@ function toRecord(queueUrl: string, m: Message): SQSRecord {
     eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${queueUrl.split('/').pop()}`,
     awsRegion: 'us-east-1',
   };
+}
+
+/**
+ * A consumer test file's local AWS: dynalite and local SQS with the three tables the consumer needs, started before
+ * the file's tests and stopped after, with the shared clients reset and the handlers' logs and EMF lines kept out of
+ * the output (the product's output, not the tests' subject).
+ */
+export function useConsumerAws(tables: { idempotency: string; ledger: string; limiter: string }): void {
+  let aws: LocalAws | undefined;
+  beforeAll(async () => {
+    aws = await startLocalAws();
+    resetClients();
+    await Promise.all([createIdempotencyTable(tables.idempotency), createLedgerTable(tables.ledger), createLimiterTable(tables.limiter)]);
+    logger.setLogLevel('SILENT');
+    jest.spyOn(metrics, 'publishStoredMetrics').mockImplementation(() => {
+      metrics.clearMetrics();
+      return metrics;
+    });
+  });
+  afterAll(async () => {
+    resetClients();
+    await aws?.stop();
+  });
 }

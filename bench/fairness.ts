@@ -30,6 +30,7 @@ import { SqsEventSourceMapping } from '../local/eventSourceMapping';
 import { LOCAL_CREDENTIALS, startSqs } from '../local/servers';
 import { startDynaliteProcess } from './dynaliteProcess';
 import { startKeyQuotaProvider, type KeyArrival, type KeyQuotaProvider } from './keyQuotaProvider';
+import { percentile } from './pacing';
 
 const JOB = 'fair-bench';
 const REGION = 'us-east-1';
@@ -283,12 +284,6 @@ async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
 // ---------------------------------------------------------------------------------------------------------------------
 // Figures.
 
-function percentile(values: number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-
 /** When each operation was first accepted by the provider. */
 function acceptedAt(arrivals: readonly KeyArrival[]): Map<string, number> {
   const out = new Map<string, number>();
@@ -403,10 +398,10 @@ async function workloadRun(params: PipelineOptions['params'], perKey: boolean, p
     const windows = keyWindowFigures(arrivals, windowMs);
     return {
       mode,
-      quietP50Ms: Math.round(percentile(times(true), 50)),
-      quietP99Ms: Math.round(percentile(times(true), 99)),
-      noisyP50Ms: Math.round(percentile(times(false), 50)),
-      noisyP99Ms: Math.round(percentile(times(false), 99)),
+      quietP50Ms: Math.round(percentile(times(true), 50, Number.NaN)),
+      quietP99Ms: Math.round(percentile(times(true), 99, Number.NaN)),
+      noisyP50Ms: Math.round(percentile(times(false), 50, Number.NaN)),
+      noisyP99Ms: Math.round(percentile(times(false), 99, Number.NaN)),
       incomplete: finished ? 0 : enqueued.size - accepted.size,
       utilization: Math.round(utilizationOf(enqueued, accepted, jobLimit / windowMs, keyLimit / windowMs) * 1000) / 1000,
       maxKeyStartsInAnyWindow: windows.perKey,

@@ -184,8 +184,9 @@ async function tickerInstance(run: Run, spec: RateLimitSpec, batchSize: number):
   }
 }
 
-function percentile(values: number[], p: number): number {
-  if (values.length === 0) return 0;
+/** The p-th percentile (nearest rank) of `values`; `whenEmpty` when there are none. */
+export function percentile(values: number[], p: number, whenEmpty = 0): number {
+  if (values.length === 0) return whenEmpty;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }

@@ -140,11 +140,13 @@ export class RecordRunner {
    */
   private async keyAnswer(key: string, atMs: number, pool: SlotPool, priority: SlotPriority): Promise<{ granted: true; startAtMs: number } | { granted: false; waitMs: number }> {
     const keys = this.options.keys as KeyLimiter;
+    let slotReturned = false;
     try {
       const answer = await keys.acquireAt(key, atMs);
       if (answer.granted) return { granted: true, startAtMs: atMs };
       // Refused at this slot: it goes back to the pool for the next record.
       pool.putBack(atMs);
+      slotReturned = true;
       // The key's token is close: a job-wide slot from its moment, then the key's token at that slot (the job-wide slot
       // is the one given back if another container took the key's token meanwhile: the key's are the scarcer).
       if (answer.waitMs <= Math.min(KEY_SHORT_WAIT_MS, pool.maxWaitMs(priority))) {
@@ -157,7 +159,7 @@ export class RecordRunner {
       return { granted: false, waitMs: Math.max(answer.waitMs, await keys.queueBehind(key)) };
     } catch (error) {
       logger.warn('per-key rate limiter unavailable; deferring', { key, error: error as Error });
-      if (!pool.has(atMs)) pool.putBack(atMs);
+      if (!slotReturned) pool.putBack(atMs);
       return { granted: false, waitMs: KEY_LIMITER_DOWN_WAIT_MS };
     }
   }

@@ -193,11 +193,6 @@ export class SlotPool {
     this.putBack(startAtMs);
   }
 
-  /** Whether the pool holds this slot (it was put back). */
-  has(startAtMs: number): boolean {
-    return this.slots.includes(startAtMs);
-  }
-
   /** A slot taken from the pool and not started on (its record's key had no room): the next record may use it. */
   putBack(startAtMs: number): void {
     const at = this.slots.findIndex((s) => s > startAtMs);

@@ -17,10 +17,26 @@ export interface CountedRequest {
   status: number;
   /** DynamoDB: the table named in the request (TableName, or the first of RequestItems). */
   table?: string;
+  /** DynamoDB: the partition key (`pk`) of a single-item request, when it has one. */
+  pk?: string;
   /** DynamoDB: capacity units the server reported as consumed (writes and reads are told apart by action). */
   capacityUnits?: number;
   /** SQS ReceiveMessage: messages returned. SendMessageBatch: entries sent. */
   messages?: number;
+}
+
+/**
+ * What a limiter-table item is for, from its key (the names lambda/adapters give them): the job-wide slots (GCRA
+ * lanes), the adaptive rate, backfill's cap, and the per-key items.
+ */
+export function limiterItemKind(pk: string): string {
+  if (pk.startsWith('LIMITS#')) return 'key overrides';
+  if (pk.endsWith('#rate')) return pk.includes('#key#') ? 'key rate' : 'rate';
+  if (pk.endsWith('#queue')) return 'key queue';
+  if (pk.includes('#conc#')) return 'key concurrency';
+  if (pk.includes('#key#')) return 'key slots';
+  if (pk.endsWith('#backfill')) return 'backfill cap';
+  return 'slots';
 }
 
 export const DYNAMO_WRITE_ACTIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems']);
@@ -86,6 +102,8 @@ export async function startCountingProxy(service: 'dynamodb' | 'sqs', target: st
             const counted: CountedRequest = { service, action, status: answer.statusCode ?? 0 };
             if (service === 'dynamodb') {
               counted.table = tableOf(json);
+              const pk = (json.Key as { pk?: { S?: unknown } } | undefined)?.pk?.S;
+              if (typeof pk === 'string') counted.pk = pk;
               try {
                 counted.capacityUnits = capacityOf(JSON.parse(raw.toString('utf8')));
               } catch {

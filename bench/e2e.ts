@@ -3,6 +3,8 @@
 // configured rate, time-scaled where that would take too long; or pacing off) with the demo records its fixture seeds,
 // and counts every AWS request the pipeline makes, per job and in all; then measures the emulators' own ceiling
 // (receive + delete, conditional writes) in the same process, to read the jobs/s against. It names no job.
+import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { resolve } from 'node:path';
 import { CreateTableCommand, DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
@@ -18,9 +20,10 @@ import { admissionGroupSize } from '../lambda/core/admission';
 import type { JobRuntimeSettings } from '../lambda/core/constants';
 import { parseMessage } from '../lambda/core/message';
 import { pacingSettings, PacingSettingKey } from '../lambda/core/pacingSettings';
-import { actionOf, DYNAMO_READ_ACTIONS, DYNAMO_WRITE_ACTIONS, startCountingProxy, type CountedRequest, type CountingProxy } from './countingProxy';
+import { accessKeyOf } from '../local/iamWiring';
+import { actionOf, DYNAMO_READ_ACTIONS, DYNAMO_WRITE_ACTIONS, limiterItemKind, type CountedRequest } from './countingProxy';
 import { defaultCountOf, warmUpCountOf } from './counts';
-import { batchedFigures, checkGoals, slotWaitGbSeconds, type GoalCheck, type PerJobFigures, type RunCounts, type TimedInvocation } from './perJob';
+import { batchedFigures, checkGoals, limiterFigures, slotWaitGbSeconds, type GoalCheck, type LimiterFigures, type PerJobFigures, type RunCounts, type TimedInvocation } from './perJob';
 import type { Architecture } from './prices';
 import { effectFigures, itemEffectFigures, type EffectFigures, type ItemEffectFigures } from './runEffects';
 
@@ -139,6 +142,8 @@ export interface JobRunFigures {
   throttled?: number;
   /** Paced: the job's most starts in any window of the run interval, next to the allowance (`pacing.startsPerInterval`). */
   maxStartsInAnyInterval?: number;
+  /** The limiter table's writes, lost races and reads: by item kind, and the slots item's per consumer invocation. */
+  limiter?: LimiterFigures;
 }
 
 export interface E2eResult {
@@ -159,6 +164,8 @@ export interface E2eResult {
   dynamoRequests: Record<string, { requests: number; units: number }>;
   /** SQS requests the functions and event sources made, by action (the session's own depth polls left out). */
   sqsRequests: Record<string, number>;
+  /** Where the measured run's CPU went, by process (Linux only): what bounds jobs/s on a machine of few cores. */
+  cpu?: CpuFigures;
 }
 
 type TableRole = 'idempotency' | 'ledger' | 'limiter' | 'business';
@@ -258,6 +265,85 @@ interface Cycle {
   lastAckAt: Map<string, number>;
   seeded: Map<string, SeededDemo>;
   fired: Set<string>;
+  /** CPU seconds by process from just before the first schedule fired to the run's settling (undefined off Linux). */
+  cpu?: CpuFigures;
+}
+
+/**
+ * Where the CPU of a measured run went, by process: this one (the local runtime: the servers, the IAM gateways, the
+ * event sources, the session), each function's execution environments (summed by function), and any other child
+ * process (an emulator run in its own process). Read off /proc, so on Linux only.
+ */
+export interface CpuFigures {
+  /** The window the figures cover: from just before the first schedule fired until the run was seen to settle. */
+  wallSeconds: number;
+  /** CPU cores this machine offers (os.availableParallelism()). */
+  cores: number;
+  /** CPU seconds of this process (every thread of it). */
+  runtime: number;
+  /** CPU seconds of each function's execution environments, by function name. */
+  functions: Record<string, number>;
+  /** CPU seconds of the other child processes, by what they run (e.g. "dynalite"). */
+  others: Record<string, number>;
+  /** All of the above. */
+  total: number;
+}
+
+const basenameOf = (path: string) => path.slice(path.lastIndexOf('/') + 1);
+
+/** CPU seconds (user + system) of this process and of each child, by label; undefined where /proc is not there. */
+export function cpuSnapshot(): Map<string, number> | undefined {
+  const ticksPerSecond = 100;
+  const stat = (pid: string): { ppid: number; seconds: number } | undefined => {
+    try {
+      const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      // The command name is in parentheses and may hold spaces: the fields after it are what is read.
+      const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      return { ppid: Number(fields[1]), seconds: (Number(fields[11]) + Number(fields[12])) / ticksPerSecond };
+    } catch {
+      return undefined;
+    }
+  };
+  const self = stat('self');
+  if (!self) return undefined;
+  const out = new Map<string, number>([['runtime', self.seconds]]);
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return out;
+  }
+  for (const pid of pids) {
+    const s = stat(pid);
+    if (!s || s.ppid !== process.pid) continue;
+    let label: string;
+    try {
+      const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      const fn = environ.find((e) => e.startsWith('AWS_LAMBDA_FUNCTION_NAME='));
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+      // A server process (local/servers.ts) names what it runs in its argument; anything else by its program.
+      const server = /"kind":"(\w+)"/.exec(cmdline)?.[1];
+      label = fn ? `function:${fn.slice('AWS_LAMBDA_FUNCTION_NAME='.length)}` : (server ?? (basenameOf(cmdline.split(' ')[0] ?? '') || `pid ${pid}`));
+    } catch {
+      continue;
+    }
+    out.set(label, (out.get(label) ?? 0) + s.seconds);
+  }
+  return out;
+}
+
+/** What the CPU came to between two snapshots (a process started in between counts from zero). */
+export function cpuBetween(before: Map<string, number> | undefined, after: Map<string, number> | undefined, wallSeconds: number): CpuFigures | undefined {
+  if (!before || !after) return undefined;
+  const figures: CpuFigures = { wallSeconds, cores: availableParallelism(), runtime: 0, functions: {}, others: {}, total: 0 };
+  for (const [label, seconds] of after) {
+    const used = Math.max(0, seconds - (before.get(label) ?? 0));
+    if (label === 'runtime') figures.runtime = used;
+    else if (label.startsWith('function:')) figures.functions[label.slice('function:'.length)] = used;
+    else figures.others[label] = used;
+    figures.total += used;
+  }
+  return figures;
 }
 
 /** The queue a request names (JSON protocol QueueUrl, a query-protocol form field, or the request path), by its name. */
@@ -342,11 +428,13 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
     if (mapping?.Properties && scaled.pacing.batchingWindowSeconds) mapping.Properties.MaximumBatchingWindowInSeconds = scaled.pacing.batchingWindowSeconds.run;
   }
 
-  // DynamoDB requests are counted by a proxy per job that its functions are pointed at (they run in worker threads, out
-  // of reach of SDK middleware here), so each job's units are its own though the state tables are shared.
-  let dynamoEndpoint: string | undefined;
-  const proxies = new Map<string, CountingProxy>();
-  const baselines = new Map<string, number>();
+  // DynamoDB requests are counted as the server saw them (its process reports each one it answered, with the capacity
+  // it consumed: the session asks for ConsumedCapacity on every request), by the job of the function that signed it:
+  // each function's role session has its own access key, so each job's units are its own though the state tables are
+  // shared. A request IAM refused never reached the server, and is not counted (AWS bills none for it either). The
+  // session's own requests (seeding, depth and ledger reads) sign with the administrator's key and are left out.
+  const jobOfAccessKey = new Map<string, string>();
+  const dynamoByJob = new Map<string, CountedRequest[]>([...names, UNATTRIBUTED].map((name) => [name, []]));
   const tallies = new Map<string, Tally>();
   const tallyOf = (job: string | undefined): Tally => {
     const key = job ?? UNATTRIBUTED;
@@ -355,12 +443,35 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
     return t;
   };
   let counting = false;
+  /** One DynamoDB request of a function, counted for its job: its action, table, status and consumed capacity. */
+  const countDynamo = (r: ObservedRequest) => {
+    const key = accessKeyOf({ headers: r.headers, url: r.url });
+    const job = key === undefined ? undefined : jobOfAccessKey.get(key);
+    if (job === undefined) return;
+    let request: Record<string, unknown> = {};
+    let answer: { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[] } = {};
+    try {
+      request = JSON.parse(r.body) as Record<string, unknown>;
+      answer = r.responseBody ? (JSON.parse(r.responseBody) as typeof answer) : {};
+    } catch {
+      // Not JSON (dynalite refused it as such): still counted, without table or capacity.
+    }
+    const consumed = answer.ConsumedCapacity === undefined ? undefined : (Array.isArray(answer.ConsumedCapacity) ? answer.ConsumedCapacity : [answer.ConsumedCapacity]).reduce((sum, c) => sum + (c.CapacityUnits ?? 0), 0);
+    const items = request.RequestItems as Record<string, unknown> | undefined;
+    dynamoByJob.get(job)!.push({
+      service: 'dynamodb',
+      action: actionOf(r.headers, r.url, r.body),
+      status: r.status,
+      table: typeof request.TableName === 'string' ? request.TableName : items ? Object.keys(items)[0] : undefined,
+      ...(typeof (request.Key as { pk?: { S?: unknown } } | undefined)?.pk?.S === 'string' ? { pk: (request.Key as { pk: { S: string } }).pk.S } : {}),
+      capacityUnits: consumed,
+    });
+  };
   const jobOfQueue = new Map<string, string>();
   /** Every function's invocations while counting: duration and memory, and (time-scaled jobs) the operations they ran. */
   const timed = new Map<string, TimedInvocation[]>();
   let session: LocalSession | undefined;
   try {
-    for (const name of [...names, UNATTRIBUTED]) proxies.set(name, await startCountingProxy('dynamodb', () => dynamoEndpoint ?? 'http://127.0.0.1:1'));
     progress(`e2e: starting the local stack (${describePacing(mode, ratePerMinute)}${admission ? '' : ', admission off'})`);
     session = await LocalSession.open({
       cwd,
@@ -369,10 +480,10 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
       template: () => template,
       jobSettings: (settings) => structuredClone(runSettings.get(settings.jobName) ?? settings),
       downstream: () => BENCH_DOWNSTREAM,
+      returnConsumedCapacity: true,
       environment: (_fn, vars) => {
-        dynamoEndpoint ??= vars.AWS_ENDPOINT_URL_DYNAMODB;
-        const proxy = proxies.get(vars.JOB_NAME ?? UNATTRIBUTED) ?? proxies.get(UNATTRIBUTED)!;
-        return { ...vars, AWS_ENDPOINT_URL_DYNAMODB: proxy.endpoint };
+        if (vars.AWS_ACCESS_KEY_ID) jobOfAccessKey.set(vars.AWS_ACCESS_KEY_ID, vars.JOB_NAME !== undefined && dynamoByJob.has(vars.JOB_NAME) ? vars.JOB_NAME : UNATTRIBUTED);
+        return vars;
       },
       // Only the lines the run reads are parsed here: the main thread also runs the servers and the event sources.
       log: (source, line) => {
@@ -381,6 +492,10 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
       // Every SQS request reaches the server, the functions' and the event sources' alike: count them there, by the
       // queue they name, leaving out the session's own (its depth polls while settling).
       onRequest: (service, r) => {
+        if (service === 'dynamodb') {
+          if (counting) countDynamo(r);
+          return;
+        }
         if (service !== 'sqs' || !counting) return;
         if (`${r.headers['user-agent'] ?? ''} ${r.headers['x-amz-user-agent'] ?? ''}`.includes(SESSION_USER_AGENT)) return;
         const action = actionOf(r.headers, r.url, r.body);
@@ -457,6 +572,7 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
       }
       beforeFire();
       const sinceIso = new Date().toISOString();
+      const cpuBefore = cpuSnapshot();
       const t0 = performance.now();
       const fired = new Set<string>();
       for (const name of selectedNames) {
@@ -495,8 +611,9 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
         clearInterval(timer);
       }
       track();
+      const cpu = cpuBetween(cpuBefore, cpuSnapshot(), (performance.now() - t0) / 1000);
       if (!settled) throw new E2eBenchError(`the run did not settle within ${timeoutSeconds} s (${acknowledged()} messages acknowledged)`);
-      return { since, sinceIso, t0, lastAckAt, seeded, fired };
+      return { since, sinceIso, t0, lastAckAt, seeded, fired, cpu };
     };
 
     // A small warm-up cycle on the day before first: each execution environment's first invocation builds its clients
@@ -506,7 +623,7 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
     const invocationsBefore = new Map(s.stack.runtime.list().map((fn) => [fn.spec.name, fn.invocationCount]));
     const statsBefore = new Map(s.stack.mappings.map((m) => [m.config.functionName, m.statistics]));
     const run = await cycle(now, countOf, () => {
-      for (const [name, proxy] of proxies) baselines.set(name, proxy.requests.length);
+      for (const list of dynamoByJob.values()) list.length = 0;
       tallies.clear();
       timed.clear();
       counting = true;
@@ -521,7 +638,7 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
       if (fn.environment.LEDGER_TABLE_NAME) roles.set(fn.environment.LEDGER_TABLE_NAME, 'ledger');
       if (fn.environment.LIMITER_TABLE_NAME) roles.set(fn.environment.LIMITER_TABLE_NAME, 'limiter');
     }
-    const dynamoOf = (name: string) => proxies.get(name)!.requests.slice(baselines.get(name) ?? 0);
+    const dynamoOf = (name: string) => dynamoByJob.get(name) ?? [];
     const roleOf = (r: CountedRequest) => roles.get(r.table ?? '') ?? 'business';
     const architectureOf = (fn: { logicalId: string } | undefined): Architecture =>
       ((template.Resources[fn?.logicalId ?? '']?.Properties?.Architectures ?? []) as string[])[0] === 'arm64' ? 'arm64' : 'x86_64';
@@ -579,6 +696,10 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
         itemEffects: itemEffectFigures(reading),
         throttled: reading.throttled,
         maxStartsInAnyInterval: pacing ? maxInAnyWindow(reading.starts, pacing.runIntervalSeconds * 1000) : undefined,
+        limiter: limiterFigures(
+          dynamoOf(name).filter((r) => roleOf(r) === 'limiter').map((r) => ({ action: r.action, status: r.status, kind: limiterItemKind(r.pk ?? '') })),
+          consumer,
+        ),
       };
       totals.operations += operations;
       totals.deliveries += acked + failed;
@@ -590,7 +711,7 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
       totals.gbSecondsAtRealRate = atRealRate === undefined || totals.gbSecondsAtRealRate === undefined ? undefined : totals.gbSecondsAtRealRate + atRealRate;
     }
 
-    const allDynamo = [...proxies.keys()].flatMap(dynamoOf);
+    const allDynamo = [...dynamoByJob.keys()].flatMap(dynamoOf);
     const dynamoRequests: E2eResult['dynamoRequests'] = {};
     for (const r of allDynamo) {
       const key = `${roleOf(r)} ${r.action} ${r.status}`;
@@ -628,10 +749,10 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
       perJobName,
       dynamoRequests,
       sqsRequests,
+      cpu: run.cpu,
     };
   } finally {
     await session?.close();
-    await Promise.all([...proxies.values()].map((p) => p.close()));
   }
 }
 
@@ -715,9 +836,12 @@ export interface EmulatorCeiling {
   dynamoConditionalWritesPerSec: number;
 }
 
-/** The embedded servers' own ceiling, measured directly (no Lambda runtime, no pipeline logic). */
+/**
+ * The embedded servers' own ceiling, measured directly (no Lambda runtime, no pipeline logic), each run as the local
+ * stack runs it: SQS in this process, dynalite in a process of its own.
+ */
 export async function measureEmulatorCeiling(messages: number, writes: number, progress: (line: string) => void = () => undefined): Promise<EmulatorCeiling> {
-  const [sqsServer, dynamoServer] = await Promise.all([startSqs(), startDynamoDb()]);
+  const [sqsServer, dynamoServer] = await Promise.all([startSqs(), startDynamoDb({ childProcess: true })]);
   const sqs = new SQSClient({ endpoint: sqsServer.endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS });
   const ddb = new DynamoDBClient({ endpoint: dynamoServer.endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS });
   try {

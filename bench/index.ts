@@ -76,7 +76,17 @@ export interface BenchReport {
   dynamoRequests?: E2eResult['dynamoRequests'];
   /** SQS requests of the local run by action. */
   sqsRequests?: E2eResult['sqsRequests'];
-  e2e?: { jobsPerSec: number; emulatorCeilingPerSec: number; seconds: number; jobs: number; deliveries: number; ceiling: EmulatorCeiling; byJob: E2eResult['perJobName'] };
+  e2e?: {
+    jobsPerSec: number;
+    emulatorCeilingPerSec: number;
+    seconds: number;
+    jobs: number;
+    deliveries: number;
+    ceiling: EmulatorCeiling;
+    byJob: E2eResult['perJobName'];
+    /** CPU seconds by process over the measured cycle (Linux): what bounds jobs/s on a machine of few cores. */
+    cpu?: E2eResult['cpu'];
+  };
   counts?: E2eResult['counts'];
   /** How the local run was paced (see bench/e2e.ts), and each job's figures with its time scale. */
   localRun?: {
@@ -146,6 +156,7 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
         deliveries: run.counts.deliveries,
         ceiling,
         byJob: run.perJobName,
+        ...(run.cpu ? { cpu: run.cpu } : {}),
       };
     }
   }
@@ -258,6 +269,20 @@ export function formatBench(r: BenchReport): string {
       ]),
     ));
     out.push('');
+    const paced = Object.entries(l.jobs).filter(([, j]) => j.pacing && j.limiter);
+    if (paced.length > 0) {
+      out.push('The limiter, by job: the slots item per consumer invocation (the block, its refills, lost races), and every limiter item in total');
+      const kinds = (j: JobRunFigures) =>
+        Object.entries(j.limiter?.byKind ?? {}).map(([k, v]) => `${k} ${v.writes}w/${v.lostRaces}l/${v.reads}r`).join(', ') || '-';
+      out.push(formatTable(
+        ['job', 'consumer invocations', 'slot writes / invocation (<= 1)', 'lost races / invocation', 'slot reads / invocation', 'all items: writes / lost / reads'],
+        paced.map(([name, j]) => {
+          const lim = j.limiter as NonNullable<JobRunFigures['limiter']>;
+          return [name, lim.consumerInvocations, f(lim.slotsPerInvocation.writes, 3), f(lim.slotsPerInvocation.lostRaces, 3), f(lim.slotsPerInvocation.reads, 3), kinds(j)];
+        }),
+      ));
+      out.push('');
+    }
   }
   if (r.bundles) {
     out.push('Cold start (bundles from the cloud assembly; fresh node process, median)');
@@ -275,6 +300,12 @@ export function formatBench(r: BenchReport): string {
       ['  SQS receive + delete, messages/s', f(e.ceiling.sqsReceiveDeletePerSec, 0)],
       ['  DynamoDB conditional writes/s', f(e.ceiling.dynamoConditionalWritesPerSec, 0)],
     ]));
+    if (e.cpu) {
+      const perJob = (s: number) => `${f((s * 1000) / Math.max(1, e.jobs), 1)} ms`;
+      out.push(`CPU per job over the measured cycle (${f(e.cpu.wallSeconds, 1)} s on ${e.cpu.cores} cores): runtime ${perJob(e.cpu.runtime)}, ` +
+        `functions ${perJob(Object.values(e.cpu.functions).reduce((a, b) => a + b, 0))}, ` +
+        `${Object.entries(e.cpu.others).map(([k, v]) => `${k} ${perJob(v)}`).join(', ') || 'no other process'}; all ${perJob(e.cpu.total)}`);
+    }
     out.push('');
   }
   if (r.backlog) out.push(formatBacklog(r.backlog));

@@ -171,3 +171,40 @@ export function flatVerdict(short: FlatVerdict['short'], long: FlatVerdict['long
   const grew = (a: number, b: number) => b > a * (1 + tolerance) + 1e-9;
   return { flat: !grew(short.deliveriesPerJob, long.deliveriesPerJob) && !grew(short.costPerMillionUsd, long.costPerMillionUsd), tolerance, short, long };
 }
+
+/** One kind of limiter-table item's requests over a run (bench/countingProxy.ts limiterItemKind). */
+export interface LimiterKindFigures {
+  /** Conditional writes that landed. */
+  writes: number;
+  /** Conditional writes refused (a lost race, or a refusal such as a full key): billed as writes all the same. */
+  lostRaces: number;
+  reads: number;
+}
+
+export interface LimiterFigures {
+  consumerInvocations: number;
+  /** The job-wide slots item (the GCRA lanes), per consumer invocation: the block, its refills, their lost races. */
+  slotsPerInvocation: LimiterKindFigures;
+  /** Every limiter-table item the job touched, by kind, in total. */
+  byKind: Record<string, LimiterKindFigures>;
+}
+
+/**
+ * The limiter's requests of a run, by item kind and per consumer invocation. `requests`: the limiter table's, each with
+ * its action, HTTP status and item kind.
+ */
+export function limiterFigures(requests: { action: string; status: number; kind: string }[], consumerInvocations: number): LimiterFigures {
+  const byKind: Record<string, LimiterKindFigures> = {};
+  for (const r of requests) {
+    const k = (byKind[r.kind] ??= { writes: 0, lostRaces: 0, reads: 0 });
+    if (['PutItem', 'UpdateItem', 'DeleteItem'].includes(r.action)) {
+      if (r.status === 200) k.writes++;
+      else if (r.status === 400) k.lostRaces++;
+    } else if (['GetItem', 'Query', 'BatchGetItem'].includes(r.action) && r.status === 200) {
+      k.reads++;
+    }
+  }
+  const slots = byKind.slots ?? { writes: 0, lostRaces: 0, reads: 0 };
+  const per = (n: number) => (consumerInvocations === 0 ? 0 : Number((n / consumerInvocations).toFixed(3)));
+  return { consumerInvocations, slotsPerInvocation: { writes: per(slots.writes), lostRaces: per(slots.lostRaces), reads: per(slots.reads) }, byKind };
+}

@@ -5,6 +5,9 @@ import { Authorizer, CredentialDirectory, rolePrincipal, startAuthGateway, type 
 import type { StackPlan } from './plan';
 import { ensurePortFree, LOCAL_CREDENTIALS, type RunningServer } from './servers';
 
+/** The access key a request is signed with (its caller's role session): what tells one function's requests apart. */
+export { accessKeyOf } from './iam';
+
 /** The local services, as the stack's endpoints name them. */
 export type GatewayService = 'dynamodb' | 'sqs' | 's3' | 'secretsManager' | 'lambda' | 'scheduler';
 

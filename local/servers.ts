@@ -1,6 +1,10 @@
-// Embedded AWS-protocol servers (dynalite for DynamoDB, local-aws-sqs for SQS) on free loopback ports.
+// Embedded AWS-protocol servers (dynalite for DynamoDB, local-aws-sqs for SQS, s3rver for S3) on free loopback ports,
+// in this process or, for the storage emulators, each in a child process of its own.
+import { spawn, type ChildProcess } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { EventEmitter } from 'node:events';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { dirname } from 'node:path';
 import { emulateFairQueue, fairQueueFigures, type FairQueueFigures, type FairQueueSettings, type FairQueueTarget } from './fairQueue';
 
 export interface RunningServer {
@@ -40,16 +44,194 @@ export interface DynaliteOptions {
   path?: string;
   /** Sees every request (for the run report). */
   onRequest?: RequestObserver;
+  /**
+   * Run dynalite in a child process of its own (see startServerProcess): its CPU then neither stalls this process's
+   * timers nor waits behind them, as a table on AWS is another machine. @default false
+   */
+  childProcess?: boolean;
+  /**
+   * Answer every read and write with its ConsumedCapacity (TOTAL) whether the request asked for it or not, and give
+   * each observed request its answer (`responseBody`): a measurement's capacity units, counted as DynamoDB reports
+   * them. A client sees a field it did not ask for. @default false
+   */
+  returnConsumedCapacity?: boolean;
 }
 
 export async function startDynamoDb(options: DynaliteOptions = {}): Promise<RunningServer> {
+  if (options.childProcess) {
+    return startServerProcess({
+      kind: 'dynalite',
+      module: require.resolve('dynalite'),
+      port: options.port ?? 0,
+      path: options.path,
+      observe: options.onRequest !== undefined,
+      returnConsumedCapacity: options.returnConsumedCapacity === true,
+    }, options.onRequest);
+  }
   // dynalite ships no types; its default export builds a plain http.Server.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const dynalite = require('dynalite') as (opts: Record<string, unknown>) => Server;
   const server = dynalite({ path: options.path, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
-  if (options.onRequest) observeRequests(server, options.onRequest);
+  if (options.returnConsumedCapacity) askForCapacity(server);
+  if (options.onRequest) observeRequests(server, options.onRequest, { answers: options.returnConsumedCapacity });
   const port = await listen(server, options.port ?? 0);
   return { endpoint: `http://${LOOPBACK}:${port}`, port, close: () => closeServer(server) };
+}
+
+/** What a server process is asked to run (its one command-line argument, as JSON). */
+interface ServerProcessSpec {
+  kind: 'dynalite' | 's3rver';
+  /** The module's resolved entry file: the child resolves nothing itself, whatever its working directory. */
+  module: string;
+  port: number;
+  /** dynalite: its LevelDB folder. */
+  path?: string;
+  /** s3rver: its folder and buckets. */
+  directory?: string;
+  buckets?: string[];
+  observe: boolean;
+  returnConsumedCapacity?: boolean;
+}
+
+/*
+ * The child's program, plain CommonJS for `node -e` (it needs no TypeScript loader, whether the parent runs under tsx
+ * or jest). It starts the server, answers the parent its port, and, when asked, reports each request it answered, as
+ * observeRequests does in-process: a copy of the body as received and the status, sent in batches (one IPC write per
+ * turn of its event loop, not per request). With returnConsumedCapacity, dynalite's handler is given a copy of each
+ * request that asks for ConsumedCapacity; the observer still sees the original.
+ */
+const SERVER_PROCESS_SOURCE = String.raw`'use strict';
+const spec = JSON.parse(process.argv[1]);
+const { EventEmitter } = require('node:events');
+let pending = [];
+const flush = () => { const batch = pending; pending = []; if (batch.length && process.connected) process.send({ type: 'requests', requests: batch }); };
+function observe(server, withAnswers) {
+  server.prependListener('request', (req, res) => {
+    const at = Date.now();
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    let answer;
+    if (withAnswers) {
+      answer = [];
+      const write = res.write, end = res.end;
+      res.write = function (c, ...rest) { if (c != null && typeof c !== 'function') answer.push(Buffer.from(c)); return write.call(this, c, ...rest); };
+      res.end = function (c, ...rest) { if (c != null && typeof c !== 'function') answer.push(Buffer.from(c)); return end.call(this, c, ...rest); };
+    }
+    res.on('finish', () => {
+      const r = { at, method: req.method || '', url: req.url || '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), status: res.statusCode };
+      if (answer) r.responseBody = Buffer.concat(answer).toString('utf8');
+      if (pending.push(r) === 1) setImmediate(flush);
+    });
+  });
+}
+const CAPACITY_ACTIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems', 'GetItem', 'Query', 'Scan', 'BatchGetItem', 'TransactGetItems']);
+function askForCapacity(server) {
+  const handlers = server.listeners('request').slice(-1);
+  const handler = handlers[0];
+  server.removeListener('request', handler);
+  server.on('request', (req, res) => {
+    const target = String(req.headers['x-amz-target'] || '');
+    if (!CAPACITY_ACTIONS.has(target.slice(target.lastIndexOf('.') + 1))) return handler(req, res);
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      let body = Buffer.concat(chunks);
+      try {
+        const json = JSON.parse(body.toString('utf8'));
+        if (json && typeof json === 'object' && json.ReturnConsumedCapacity === undefined) body = Buffer.from(JSON.stringify({ ...json, ReturnConsumedCapacity: 'TOTAL' }), 'utf8');
+      } catch {
+        // Not JSON: dynalite answers it as it would.
+      }
+      // dynalite reads headers, method and url, and the body from 'data' and 'end' events.
+      const copy = Object.assign(new EventEmitter(), { headers: { ...req.headers, 'content-length': String(body.length) }, method: req.method, url: req.url, socket: req.socket, connection: req.socket });
+      handler(copy, res);
+      copy.emit('data', body);
+      copy.emit('end');
+    });
+  });
+}
+let close = (done) => done();
+function listening(server, port) {
+  process.send({ type: 'listening', port });
+}
+if (spec.kind === 'dynalite') {
+  const server = require(spec.module)({ path: spec.path, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  if (spec.returnConsumedCapacity) askForCapacity(server);
+  if (spec.observe) observe(server, spec.returnConsumedCapacity);
+  server.once('error', (error) => process.send({ type: 'failed', code: error.code, message: error.message }, () => process.exit(1)));
+  server.listen(spec.port, '127.0.0.1', () => listening(server, server.address().port));
+  close = (done) => { server.close(() => done()); if (server.closeAllConnections) server.closeAllConnections(); };
+} else {
+  const S3rver = require(spec.module);
+  const s3rver = new S3rver({ port: spec.port, address: '127.0.0.1', silent: true, directory: spec.directory, allowMismatchedSignatures: true, configureBuckets: (spec.buckets || []).map((name) => ({ name, configs: [] })) });
+  s3rver.run().then((address) => {
+    if (spec.observe) observe(s3rver.httpServer, false);
+    listening(s3rver.httpServer, address.port);
+  }, (error) => {
+    process.send({ type: 'failed', code: error.code, message: error.message }, () => process.exit(1));
+  });
+  close = (done) => { if (s3rver.httpServer && s3rver.httpServer.closeAllConnections) s3rver.httpServer.closeAllConnections(); s3rver.close().then(done, done); };
+}
+process.on('message', (m) => { if (m && m.type === 'close') { flush(); close(() => process.exit(0)); } });
+// The parent is gone: nothing will ever ask this server anything again.
+process.on('disconnect', () => close(() => process.exit(0)));
+// Ctrl-C reaches the whole process group: the parent closes the stack (and with it this server, its data folder
+// flushed) in its own time.
+process.on('SIGINT', () => undefined);
+`;
+
+/** How long a server process may take to close (dynalite closes its LevelDB) before it is killed. */
+const SERVER_PROCESS_CLOSE_MS = 5000;
+
+/**
+ * Starts an emulator in a child process on the host's Node, and hands its observed requests to `onRequest` as they
+ * come in (a few milliseconds after the answer, not before it as in-process: readers of a run's record read it once
+ * the run has settled). The process ends with close(), and on its own when this one goes.
+ */
+function startServerProcess(spec: ServerProcessSpec, onRequest: RequestObserver | undefined): Promise<RunningServer> {
+  const child: ChildProcess = spawn(process.execPath, ['-e', SERVER_PROCESS_SOURCE, JSON.stringify(spec)], {
+    cwd: dirname(spec.module),
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    // Not the parent's NODE_OPTIONS (a loader, an inspector, a profiler): the child runs plain JavaScript.
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number | null, signal: string | null) => reject(new Error(`${spec.kind} process exited before listening (${signal ? `signal ${signal}` : `code ${code}`})`));
+    child.once('error', reject);
+    child.once('exit', onExit);
+    child.on('message', (message: { type: string; port?: number; requests?: ObservedRequest[]; code?: string; message?: string }) => {
+      if (message.type === 'requests') {
+        for (const r of message.requests ?? []) onRequest?.(r);
+        return;
+      }
+      if (message.type === 'failed') {
+        child.off('exit', onExit);
+        const error = new Error(message.message) as NodeJS.ErrnoException;
+        error.code = message.code;
+        reject(message.code === 'EADDRINUSE' ? new Error(`port ${spec.port} on ${LOOPBACK} is already in use`, { cause: error }) : error);
+        return;
+      }
+      if (message.type !== 'listening') return;
+      child.off('exit', onExit);
+      const port = message.port!;
+      resolve({
+        endpoint: `http://${LOOPBACK}:${port}`,
+        port,
+        close: async () => {
+          if (child.exitCode !== null || child.signalCode !== null) return;
+          const killer = setTimeout(() => child.kill('SIGKILL'), SERVER_PROCESS_CLOSE_MS);
+          try {
+            child.send({ type: 'close' });
+          } catch {
+            child.kill('SIGKILL');
+          }
+          await exited;
+          clearTimeout(killer);
+        },
+      });
+    });
+  });
 }
 
 export interface SqsOptions {
@@ -161,6 +343,8 @@ export interface ObservedRequest {
   body: string;
   /** The status the server answered with. */
   status: number;
+  /** The answer's body: only from a server asked for it (startDynamoDb's returnConsumedCapacity). */
+  responseBody?: string;
 }
 
 export type RequestObserver = (request: ObservedRequest) => void;
@@ -169,14 +353,67 @@ export type RequestObserver = (request: ObservedRequest) => void;
  * Lets the runtime see the requests an embedded server receives, and its answers, without changing them. The listener
  * is prepended and only reads a copy of the body chunks; the server's own handler, attached after it, still gets them.
  */
-export function observeRequests(server: Server, observer: RequestObserver): void {
+export function observeRequests(server: Server, observer: RequestObserver, options: { answers?: boolean } = {}): void {
   server.prependListener('request', (req, res) => {
     const at = Date.now();
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
+    let answer: Buffer[] | undefined;
+    if (options.answers) {
+      // A copy of what the server writes, as it writes it (the answer itself is untouched).
+      const parts: Buffer[] = (answer = []);
+      const copy = (c: unknown) => {
+        if (typeof c === 'string' || Buffer.isBuffer(c) || c instanceof Uint8Array) parts.push(Buffer.from(c as string));
+      };
+      const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+      const end = res.end.bind(res) as (...args: unknown[]) => typeof res;
+      res.write = ((c: unknown, ...rest: unknown[]) => (copy(c), write(c, ...rest))) as typeof res.write;
+      res.end = ((c?: unknown, ...rest: unknown[]) => (copy(c), end(c, ...rest))) as typeof res.end;
+    }
     res.on('finish', () =>
-      observer({ at, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), status: res.statusCode }),
+      observer({
+        at,
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        status: res.statusCode,
+        ...(answer ? { responseBody: Buffer.concat(answer).toString('utf8') } : {}),
+      }),
     );
+  });
+}
+
+/** The DynamoDB actions that report ConsumedCapacity when asked. */
+const CAPACITY_ACTIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems', 'GetItem', 'Query', 'Scan', 'BatchGetItem', 'TransactGetItems']);
+
+/**
+ * Makes dynalite answer every read and write with its ConsumedCapacity (TOTAL) unless the request chose otherwise: its
+ * handler is given a copy of the request that asks for it. An observer prepended to the server still sees the request
+ * as sent. The server process's program does the same (SERVER_PROCESS_SOURCE).
+ */
+function askForCapacity(server: Server): void {
+  const handler = server.listeners('request').slice(-1)[0] as (req: unknown, res: ServerResponse) => void;
+  server.removeListener('request', handler);
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const target = String(req.headers['x-amz-target'] ?? '');
+    if (!CAPACITY_ACTIONS.has(target.slice(target.lastIndexOf('.') + 1))) return handler(req, res);
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      let body = Buffer.concat(chunks);
+      try {
+        const json = JSON.parse(body.toString('utf8')) as Record<string, unknown> | null;
+        if (json && typeof json === 'object' && json.ReturnConsumedCapacity === undefined) body = Buffer.from(JSON.stringify({ ...json, ReturnConsumedCapacity: 'TOTAL' }), 'utf8');
+      } catch {
+        // Not JSON: dynalite answers it as it would.
+      }
+      // dynalite reads headers, method and url, and the body from 'data' and 'end' events.
+      const copy = Object.assign(new EventEmitter(), { headers: { ...req.headers, 'content-length': String(body.length) }, method: req.method, url: req.url, socket: req.socket, connection: req.socket });
+      handler(copy, res);
+      copy.emit('data', body);
+      copy.emit('end');
+    });
   });
 }
 
@@ -187,13 +424,18 @@ export interface S3Options {
   directory?: string;
   /** Buckets to create at start. @default [] */
   buckets?: string[];
+  /** Sees every request (for the run report). */
+  onRequest?: RequestObserver;
+  /** Run s3rver in a child process of its own (see startServerProcess). @default false */
+  childProcess?: boolean;
 }
 
 /** Credentials s3rver accepts; every local client uses them (dynalite and local-aws-sqs accept anything). */
 export const LOCAL_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const;
 
 export interface RunningS3 extends RunningServer {
-  server: Server;
+  /** s3rver's own server, in this process; absent when it runs in a child process. */
+  server?: Server;
 }
 
 /**
@@ -215,6 +457,25 @@ export async function startS3(options: S3Options = {}): Promise<RunningS3> {
   if (options.port) await ensurePortFree(options.port, 'S3');
   const temporary = options.directory === undefined;
   const directory = options.directory ?? mkdtempSync(join(tmpdir(), 'paced-jobs-s3-'));
+  if (options.childProcess) {
+    let running: RunningServer;
+    try {
+      running = await startServerProcess(
+        { kind: 's3rver', module: require.resolve('@20minutes/s3rver'), port: options.port ?? 0, directory, buckets: options.buckets ?? [], observe: options.onRequest !== undefined },
+        options.onRequest,
+      );
+    } catch (error) {
+      if (temporary) rmSync(directory, { recursive: true, force: true });
+      throw error;
+    }
+    return {
+      ...running,
+      async close() {
+        await running.close();
+        if (temporary) rmSync(directory, { recursive: true, force: true });
+      },
+    };
+  }
   const s3rver = new S3rver({
     port: options.port ?? 0,
     address: LOOPBACK,
@@ -226,6 +487,7 @@ export async function startS3(options: S3Options = {}): Promise<RunningS3> {
   let address: AddressInfo;
   try {
     address = await s3rver.run();
+    if (options.onRequest) observeRequests(s3rver.httpServer, options.onRequest);
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     throw e.code === 'EADDRINUSE' ? new Error(`port ${options.port} on ${LOOPBACK} is already in use`, { cause: e }) : e;

@@ -52,6 +52,8 @@ export interface SessionOptions {
   log: (source: string, line: string) => void;
   /** Sees every request the local DynamoDB, SQS and S3 servers receive, after the session has. */
   onRequest?: LocalStackOptions['onRequest'];
+  /** DynamoDB answers every read and write with its ConsumedCapacity (see LocalStackOptions). @default false */
+  returnConsumedCapacity?: boolean;
   onInvoke?: LocalStackOptions['onInvoke'];
   killAfterMs?: LocalStackOptions['killAfterMs'];
   asyncRetryDelaysMs?: number[];
@@ -198,6 +200,7 @@ export class LocalSession {
       asyncDuplicateRate: options.asyncDuplicateRate,
       killAfterMs: options.killAfterMs,
       onInvoke: options.onInvoke,
+      returnConsumedCapacity: options.returnConsumedCapacity,
       log: (source, line) => {
         // Parsed only for the consumers that need it: the main thread also runs the servers and the event sources.
         if (session?.logWatched.has(source)) session.pipelineLog.observe(source, line);

@@ -13,7 +13,7 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { ensurePortFree, LOCAL_CREDENTIALS, ObservedRequest, observeRequests, RunningS3, RunningServer, startDynamoDb, startS3, startSqs } from './servers';
+import { ensurePortFree, LOCAL_CREDENTIALS, ObservedRequest, RunningServer, type RunningSqs, startDynamoDb, startS3, startSqs } from './servers';
 import { StackIam, type IamDenial } from './iamWiring';
 import { checkEnvironment, checkFunctionSettings, checkQueueVisibility, LambdaRuleError } from './lambdaRules';
 import { LocalSecretsManager } from './secretsManager';
@@ -59,8 +59,16 @@ export interface LocalStackOptions {
   log: (source: string, line: string) => void;
   /** Lets the caller change a function's environment before it starts (e.g. point a job at the local provider). */
   environmentOverride?: (fn: PlannedFunction, env: Record<string, string>) => Record<string, string>;
-  /** Sees every request the DynamoDB, SQS and S3 servers receive. */
+  /**
+   * Sees every request the DynamoDB, SQS and S3 servers receive. DynamoDB and S3 run in processes of their own, so
+   * theirs arrive a few milliseconds after the client had its answer; SQS's before it.
+   */
   onRequest?: (service: 'dynamodb' | 'sqs' | 's3', request: ObservedRequest) => void;
+  /**
+   * Every DynamoDB read and write is answered with its ConsumedCapacity, and each observed DynamoDB request carries the
+   * answer (`responseBody`): the bench counts capacity units per request so. @default false
+   */
+  returnConsumedCapacity?: boolean;
   /** Fixes generated secret values (tests); random otherwise. */
   secretValue?: (secret: PlannedSecret) => string;
   /** Local retry delays for asynchronous invocations. @default [1000, 2000] */
@@ -357,20 +365,20 @@ export class LocalStack {
     const observe = (service: 'dynamodb' | 'sqs' | 's3') => (o.onRequest ? (r: ObservedRequest) => o.onRequest!(service, r) : undefined);
     try {
       // The servers listen on free ports; the IAM gateways in front of them take the ports asked for, and are the
-      // endpoints every client gets.
-      const [dynamodb, sqs, s3] = await Promise.all([
-        startDynamoDb({ path: o.dataDir, onRequest: observe('dynamodb') }),
+      // endpoints every client gets. dynalite and s3rver each run in a process of their own: on a machine of two
+      // cores, in this one they took a fifth of its time, and every request waited behind the gateways, the event
+      // sources and the other servers (on AWS a table is another machine). SQS stays here: the fair-queue emulation
+      // and the depth patches work on its queues in place.
+      const starting = await Promise.allSettled([
+        startDynamoDb({ path: o.dataDir, onRequest: observe('dynamodb'), childProcess: true, returnConsumedCapacity: o.returnConsumedCapacity }),
         startSqs({ region: this.region, accountId: o.accountId ?? '000000000000', onRequest: observe('sqs') }),
-        startS3({}).then((s: RunningS3) => {
-          const hook = observe('s3');
-          if (hook) {
-            // s3rver's server exists only after run(); observe from here on.
-            observeRequests(s.server, hook);
-          }
-          return s;
-        }),
+        startS3({ onRequest: observe('s3'), childProcess: true }),
       ]);
-      this.servers.push(dynamodb, sqs, s3);
+      // Whatever did start is closed by stop() below when another failed (a server process would outlive the stack).
+      for (const r of starting) if (r.status === 'fulfilled') this.servers.push(r.value);
+      const failed = starting.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+      const [dynamodb, sqs, s3] = starting.map((r) => (r as PromiseFulfilledResult<RunningServer>).value) as [RunningServer, RunningSqs, RunningServer];
       const secrets = await this.secrets.start(0);
       this.servers.push(secrets);
       const lambda = await startLambdaApi({ runtime: this.runtime, mappings: () => this.mappings, functionArn: (name) => this.runtime.get(name).spec.arn }, 0);

@@ -1,5 +1,6 @@
 // The per-job arithmetic: measured counts to figures per job, the naive model, and the goal check.
-import { batchedFigures, checkGoals, flatVerdict, naiveFigures, slotWaitGbSeconds, type RunCounts } from '../../bench/perJob';
+import { limiterItemKind } from '../../bench/countingProxy';
+import { batchedFigures, checkGoals, flatVerdict, limiterFigures, naiveFigures, slotWaitGbSeconds, type RunCounts } from '../../bench/perJob';
 import { costFor } from '../../bench/prices';
 
 /** 1,000 jobs in full batches of 10: one send, receive and delete call per 10, two idempotency writes each. */
@@ -106,6 +107,34 @@ describe('Function: costFor', () => {
       dynamodb: expect.closeTo(0.75, 10),
       scheduler: expect.closeTo(1, 10),
       total: expect.closeTo(15.6834, 10),
+    });
+  });
+
+  describe('Function: limiterFigures', () => {
+    it('counts the limiter\'s writes, lost races and reads by item kind, and the slots item\'s per consumer invocation', () => {
+      const requests = [
+        ...Array.from({ length: 10 }, () => ({ action: 'UpdateItem', status: 200, kind: limiterItemKind('payments-provider') })),
+        { action: 'UpdateItem', status: 400, kind: limiterItemKind('payments-provider') },
+        ...Array.from({ length: 12 }, () => ({ action: 'GetItem', status: 200, kind: limiterItemKind('payments-provider') })),
+        { action: 'GetItem', status: 200, kind: limiterItemKind('payments-provider#rate') },
+        { action: 'UpdateItem', status: 200, kind: limiterItemKind('payments-provider#key#t1#queue') },
+      ];
+      expect(limiterFigures(requests, 8)).toEqual({
+        consumerInvocations: 8,
+        slotsPerInvocation: { writes: 1.25, lostRaces: 0.125, reads: 1.5 },
+        byKind: {
+          slots: { writes: 10, lostRaces: 1, reads: 12 },
+          rate: { writes: 0, lostRaces: 0, reads: 1 },
+          'key queue': { writes: 1, lostRaces: 0, reads: 0 },
+        },
+      });
+      expect(limiterFigures([], 0).slotsPerInvocation).toEqual({ writes: 0, lostRaces: 0, reads: 0 });
+    });
+
+    it('tells the limiter table\'s items apart by their keys', () => {
+      expect(['p', 'p#rate', 'p#key#t', 'p#key#t#rate', 'p#key#t#queue', 'p#conc#t', 'p#backfill', 'LIMITS#job'].map(limiterItemKind)).toEqual([
+        'slots', 'rate', 'key slots', 'key rate', 'key queue', 'key concurrency', 'backfill cap', 'key overrides',
+      ]);
     });
   });
 });

@@ -1,5 +1,11 @@
 // The embedded SQS server answers queue depths as AWS does: a message in flight counts once (not visible), and its own
-// message move task (a DLQ redrive) still moves every visible message.
+// message move task (a DLQ redrive) still moves every visible message. dynalite and s3rver run in processes of their own
+// as the local stack runs them: they answer as in-process, report what they received, and keep a data folder.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import {
   CreateQueueCommand,
   GetQueueAttributesCommand,
@@ -10,7 +16,7 @@ import {
   SQSClient,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
-import { LOCAL_CREDENTIALS, startSqs, type RunningServer } from '../../local/servers';
+import { LOCAL_CREDENTIALS, startDynamoDb, startS3, startSqs, type ObservedRequest, type RunningServer } from '../../local/servers';
 import { waitFor } from '../../local/waitFor';
 
 const ACCOUNT = '000000000000';
@@ -78,5 +84,117 @@ describe('Function: startSqs', () => {
     await waitFor('the move task to finish', async () => (await sqs.send(new ListMessageMoveTasksCommand({ SourceArn: arn('dead-letters') }))).Results?.[0]?.Status === 'COMPLETED', { timeoutMs: 20_000, intervalMs: 100 });
     expect(await depth(target!)).toEqual({ visible: 3, notVisible: 0, delayed: 0 });
     expect(await depth(source)).toEqual({ visible: 0, notVisible: 1, delayed: 0 });
+  });
+});
+
+describe('Function: startDynamoDb', () => {
+  const TABLE = { TableName: 'tbl', KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' as const }], AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' as const }], BillingMode: 'PAY_PER_REQUEST' as const };
+  const clientOf = (server: RunningServer) => new DynamoDBClient({ endpoint: server.endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS });
+  // Observations from a server process arrive just after the answer.
+  const seen = (list: ObservedRequest[], n: number) => waitFor(`${n} observed requests`, () => list.length >= n, { timeoutMs: 5000, intervalMs: 10 });
+
+  describe('in a process of its own', () => {
+    it('answers as dynalite does and reports each request it answered, with its body and status', async () => {
+      const observed: ObservedRequest[] = [];
+      const server = await startDynamoDb({ childProcess: true, onRequest: (r) => observed.push(r) });
+      const ddb = clientOf(server);
+      try {
+        await ddb.send(new CreateTableCommand(TABLE));
+        await ddb.send(new PutItemCommand({ TableName: 'tbl', Item: { id: { S: 'a' } }, ConditionExpression: 'attribute_not_exists(id)' }));
+        await expect(ddb.send(new PutItemCommand({ TableName: 'tbl', Item: { id: { S: 'a' } }, ConditionExpression: 'attribute_not_exists(id)' }))).rejects.toThrow('The conditional request failed');
+        const got = await ddb.send(new GetItemCommand({ TableName: 'tbl', Key: { id: { S: 'a' } } }));
+        expect(got.Item).toEqual({ id: { S: 'a' } });
+        // Asked for nothing, answered nothing more.
+        expect(got.ConsumedCapacity).toBeUndefined();
+        await seen(observed, 4);
+        expect(observed.map((r) => [String(r.headers['x-amz-target']).split('.').pop(), r.status])).toEqual([['CreateTable', 200], ['PutItem', 200], ['PutItem', 400], ['GetItem', 200]]);
+        expect(JSON.parse(observed[1].body)).toMatchObject({ TableName: 'tbl', Item: { id: { S: 'a' } } });
+        expect(observed[1].responseBody).toBeUndefined();
+      } finally {
+        ddb.destroy();
+        await server.close();
+      }
+    });
+
+    it('with returnConsumedCapacity, answers every read and write with its capacity and reports the answer, the request as sent', async () => {
+      const observed: ObservedRequest[] = [];
+      const server = await startDynamoDb({ childProcess: true, returnConsumedCapacity: true, onRequest: (r) => observed.push(r) });
+      const ddb = clientOf(server);
+      try {
+        await ddb.send(new CreateTableCommand(TABLE));
+        const put = await ddb.send(new PutItemCommand({ TableName: 'tbl', Item: { id: { S: 'a' } } }));
+        expect(put.ConsumedCapacity).toEqual({ TableName: 'tbl', CapacityUnits: 1 });
+        const get = await ddb.send(new GetItemCommand({ TableName: 'tbl', Key: { id: { S: 'a' } }, ConsistentRead: true }));
+        expect(get.ConsumedCapacity).toEqual({ TableName: 'tbl', CapacityUnits: 1 });
+        await seen(observed, 3);
+        expect(JSON.parse(observed[1].body).ReturnConsumedCapacity).toBeUndefined();
+        expect(JSON.parse(observed[1].responseBody!)).toEqual({ ConsumedCapacity: { TableName: 'tbl', CapacityUnits: 1 } });
+      } finally {
+        ddb.destroy();
+        await server.close();
+      }
+    });
+
+    it('keeps its data folder across a restart', async () => {
+      const path = mkdtempSync(join(tmpdir(), 'paced-jobs-dynalite-'));
+      try {
+        const first = await startDynamoDb({ childProcess: true, path });
+        const a = clientOf(first);
+        await a.send(new CreateTableCommand(TABLE));
+        await a.send(new PutItemCommand({ TableName: 'tbl', Item: { id: { S: 'kept' } } }));
+        a.destroy();
+        await first.close();
+        const second = await startDynamoDb({ childProcess: true, path });
+        const b = clientOf(second);
+        try {
+          expect((await b.send(new GetItemCommand({ TableName: 'tbl', Key: { id: { S: 'kept' } } }))).Item).toEqual({ id: { S: 'kept' } });
+        } finally {
+          b.destroy();
+          await second.close();
+        }
+      } finally {
+        rmSync(path, { recursive: true, force: true });
+      }
+    });
+
+    it('fails clearly when its port is taken', async () => {
+      const taken = await startDynamoDb({ childProcess: true });
+      try {
+        await expect(startDynamoDb({ childProcess: true, port: taken.port })).rejects.toThrow(`port ${taken.port} on 127.0.0.1 is already in use`);
+      } finally {
+        await taken.close();
+      }
+    });
+  });
+
+  it('in this process, also answers with the capacity when asked to', async () => {
+    const observed: ObservedRequest[] = [];
+    const server = await startDynamoDb({ returnConsumedCapacity: true, onRequest: (r) => observed.push(r) });
+    const ddb = clientOf(server);
+    try {
+      await ddb.send(new CreateTableCommand(TABLE));
+      expect((await ddb.send(new PutItemCommand({ TableName: 'tbl', Item: { id: { S: 'a' } } }))).ConsumedCapacity).toEqual({ TableName: 'tbl', CapacityUnits: 1 });
+      expect(JSON.parse(observed[1].responseBody!)).toEqual({ ConsumedCapacity: { TableName: 'tbl', CapacityUnits: 1 } });
+    } finally {
+      ddb.destroy();
+      await server.close();
+    }
+  });
+});
+
+describe('Function: startS3', () => {
+  it('in a process of its own, stores objects and reports each request it answered', async () => {
+    const observed: ObservedRequest[] = [];
+    const server = await startS3({ childProcess: true, buckets: ['b'], onRequest: (r) => observed.push(r) });
+    const s3 = new S3Client({ endpoint: server.endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS, forcePathStyle: true });
+    try {
+      await s3.send(new PutObjectCommand({ Bucket: 'b', Key: 'k/1.txt', Body: 'hello' }));
+      await waitFor('the observed PutObject', () => observed.length >= 1, { timeoutMs: 5000, intervalMs: 10 });
+      expect(observed[0]).toMatchObject({ method: 'PUT', status: 200 });
+      expect(observed[0].url).toMatch(/^\/b\/k\/1\.txt/);
+    } finally {
+      s3.destroy();
+      await server.close();
+    }
   });
 });

@@ -51,6 +51,11 @@ export interface AdaptiveDynamoDbRateLimiterOptions {
   refreshMs?: number;
   /** Passed to each DynamoDbRateLimiter. @default 0 */
   leadMs?: number;
+  /**
+   * Lanes the allowance is split into (DynamoDbRateLimiter's `lanes`); a rate cut below it uses one lane per start
+   * allowed. @default 1
+   */
+  lanes?: number;
   /** A rate item idle this long after its last change may be deleted by TTL (and the rate is the ceiling again). @default 86400 */
   idleTtlSeconds?: number;
   /** Compare-and-set attempts per change before giving up. @default 4 */
@@ -78,6 +83,7 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
   private readonly rule: AdaptiveRateOptions;
   private readonly refreshMs: number;
   private readonly leadMs: number;
+  public readonly lanes: number;
   private readonly idleTtlSeconds: number;
   private readonly maxAttempts: number;
   private readonly client: DynamoDBClient;
@@ -101,6 +107,7 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
     initialRate(this.rule); // validates the rule once, here
     this.refreshMs = options.refreshMs ?? 5000;
     this.leadMs = options.leadMs ?? 0;
+    this.lanes = options.lanes ?? 1;
     this.idleTtlSeconds = options.idleTtlSeconds ?? 86_400;
     this.maxAttempts = options.maxAttempts ?? 4;
     this.client = options.client ?? dynamoClient();
@@ -139,7 +146,8 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
     if (!limiter) {
       // Below the ceiling, burst 1: see the file comment for why that keeps the window guarantee while rates mix.
       const limits = rate >= this.limits.startsPerInterval ? this.limits : { ...this.limits, startsPerInterval: rate, burst: 1 };
-      limiter = new DynamoDbRateLimiter({ tableName: this.tableName, limits, leadMs: this.leadMs, client: this.client, clock: this.clock });
+      // Lanes keep their per-lane shares monotone in the rate (lambda/core/pacing/lanes.ts), so mixing rates on the lanes stays safe.
+      limiter = new DynamoDbRateLimiter({ tableName: this.tableName, limits, leadMs: this.leadMs, lanes: Math.min(this.lanes, rate), client: this.client, clock: this.clock });
       this.byRate.set(rate, limiter);
     }
     return limiter;

@@ -10,6 +10,10 @@
 //     follows when the failure carries no item;
 //   - a key idle past its TAT is the same as a key never used, so a write that finds it idle needs no exact match.
 //
+//   - with lanes (lambda/core/pacing/lanes.ts) the item holds one TAT per lane (`tat`, `tat1`, ...): a block writes
+//     the lanes it used, each on the condition that it still holds the value decided on, so writers on other lanes do
+//     not conflict.
+//
 // Ceiling: one item takes about 1,000 writes per second, and contention costs extra writes (each lost race repeats
 // one). A block of n tokens is one write, so tokens per second can exceed writes per second; past roughly 500
 // acquisitions per second on one key, use `shards`: N items, each with 1/N of the allowance, picked at random per
@@ -23,7 +27,8 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { EnvVar } from '../core/constants';
 import { backoffMs, RandomSource } from '../core/pacing/backoff';
-import { GcraLimits, gcraLimits, GcraState, RateLimitSpec, reserve } from '../core/pacing/gcra';
+import { GcraLimits, GcraState, RateLimitSpec } from '../core/pacing/gcra';
+import { laneLimits, reserveLanes } from '../core/pacing/lanes';
 import { PacingConfigError } from '../core/pacing/errors';
 import { sleep } from '../core/pacing/sleep';
 import { requireEnv } from '../core/settings';
@@ -44,6 +49,13 @@ export interface AcquireOptions {
    * @default 'live'
    */
   priority?: 'live' | 'backfill';
+  /**
+   * The caller starts its tokens one after another, each at least this long after the last (its apply time): a
+   * limiter with lanes plans the block at this pace on the lanes the caller can keep up with, so every token of it is
+   * reachable on time. A one-lane limiter ignores it. 0 (a container that has not measured its pace yet): the pace
+   * the fleet's last block on the item was planned at, kept on the item. @default 0
+   */
+  paceMs?: number;
 }
 
 export interface Acquisition {
@@ -71,6 +83,12 @@ export interface RateLimiter {
    * does not track it.
    */
   liveAt?(key: string, maxAgeMs: number): Promise<number | undefined>;
+  /**
+   * Lanes the allowance is split into (lambda/core/pacing/lanes.ts): above one, a block is planned at the caller's
+   * `paceMs`, so it may be as large as the caller's work. Undefined or 1: one frontier, and a caller slower than the
+   * spacing must keep its blocks small.
+   */
+  readonly lanes?: number;
 }
 
 export interface DynamoDbRateLimiterOptions {
@@ -80,6 +98,11 @@ export interface DynamoDbRateLimiterOptions {
   tableName?: string;
   /** Items the allowance is split across, for keys busier than one item can take. @default 1 */
   shards?: number;
+  /**
+   * Lanes each item's allowance is split into (lambda/core/pacing/lanes.ts), so blocks can follow a caller slower
+   * than the spacing. Needs burst 1 above one lane. @default 1
+   */
+  lanes?: number;
   /** Conditional writes tried per acquire before giving up. @default 8 */
   maxAttempts?: number;
   /** Backoff between lost races after the first immediate retry. @default { baseMs: 5, capMs: 100 } */
@@ -123,8 +146,9 @@ const US_PER_MS = 1000;
 export class DynamoDbRateLimiter implements RateLimiter {
   public readonly tableName: string;
   public readonly shards: number;
-  /** Per shard: each holds its share of the allowance. */
-  private readonly shardLimits: GcraLimits[];
+  public readonly lanes: number;
+  /** Per shard, per lane: each holds its share of the allowance. */
+  private readonly shardLimits: GcraLimits[][];
   private readonly maxAttempts: number;
   private readonly contentionBackoff: { baseMs: number; capMs: number };
   private readonly idleTtlSeconds: number;
@@ -132,10 +156,12 @@ export class DynamoDbRateLimiter implements RateLimiter {
   private readonly client: DynamoDBClient;
   private readonly clock: () => number;
   private readonly random: RandomSource;
-  /** Last TAT this container saw per item: the expected value of the next conditional write. */
-  private readonly known = new Map<string, GcraState | undefined>();
+  /** Last TATs (one per lane) this container saw per item: the expected values of the next conditional write. */
+  private readonly known = new Map<string, LaneStates>();
   /** When (epoch ms) each item's known TAT was last confirmed, by a write of ours or a read. */
   private readonly knownAtMs = new Map<string, number>();
+  /** Per item (lanes only), the pace the fleet's last block was planned at, as the item said: a cold container's default. */
+  private readonly fleetPace = new Map<string, number>();
   /** Per item, the latest live stamp seen (ours or another container's), with when it was seen. */
   private readonly live = new Map<string, { liveAtMs: number | undefined; seenAtMs: number }>();
   /**
@@ -151,10 +177,12 @@ export class DynamoDbRateLimiter implements RateLimiter {
     if (!Number.isSafeInteger(this.shards) || this.shards < 1 || this.shards > r) {
       throw new PacingConfigError(`invalid rate limiter: shards must be an integer from 1 to startsPerInterval (${r}) (got ${this.shards})`);
     }
+    this.lanes = options.lanes ?? 1;
     // Shard i gets floor(R/N), the first R mod N one more: the shares sum to R, so the shards' windows sum to R too.
+    // Each shard's share is split into lanes the same way.
     this.shardLimits = Array.from({ length: this.shards }, (_, i) => {
       const share = Math.floor(r / this.shards) + (i < r % this.shards ? 1 : 0);
-      return gcraLimits({ ...options.limits, startsPerInterval: share, burst: Math.min(options.limits.burst ?? 1, share) });
+      return laneLimits({ ...options.limits, startsPerInterval: share, burst: Math.min(options.limits.burst ?? 1, share) }, Math.min(this.lanes, share));
     });
     this.tableName = options.tableName ?? requireEnv(EnvVar.LIMITER_TABLE_NAME);
     this.maxAttempts = options.maxAttempts ?? 8;
@@ -175,25 +203,30 @@ export class DynamoDbRateLimiter implements RateLimiter {
     const itemKey = this.shards === 1 ? key : `${key}#${shard}`;
     const limits = this.shardLimits[shard];
     const seenAt = this.knownAtMs.get(itemKey);
-    // A container's first call writes at once (most keys are idle when a container starts, and a lost race reads anyway).
-    if (seenAt !== undefined && this.clock() - seenAt >= limits.emissionIntervalUs / US_PER_MS) {
+    // One lane: a container's first call writes at once (most keys are idle when a container starts, and a lost race
+    // reads anyway). With lanes it reads first: a blind choice of lanes on a busy key would likely lose to the fleet's
+    // writers, and a read costs a fifth of the write a lost race bills. The item changes about once per key spacing
+    // (a lane's spacing over the lanes), so a view older than that is read again.
+    const stale = seenAt === undefined ? limits.length > 1 : this.clock() - seenAt >= limits[0].emissionIntervalUs / limits.length / US_PER_MS;
+    if (stale) {
       this.remember(itemKey, await this.read(itemKey));
     }
     const liveStamp = (options.priority ?? 'live') === 'live';
 
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
       if (attempt > 1) await sleep(backoffMs(attempt - 2, this.contentionBackoff, this.random));
-      const known = this.known.get(itemKey);
+      const known = this.known.get(itemKey) ?? limits.map(() => undefined);
       // The decision's "now" is the earliest moment the caller could start: the clock plus the expected write time.
       const nowMs = options.atMs ?? Math.floor(this.clock()) + this.leadMs;
-      const decision = reserve(known, { nowMs, count, maxWaitMs: options.maxWaitMs ?? 0 }, limits);
+      const paceMs = options.paceMs || (limits.length > 1 ? (this.fleetPace.get(itemKey) ?? 0) : 0);
+      const decision = reserveLanes(known, { nowMs, count, maxWaitMs: options.maxWaitMs ?? 0, paceMs, random: this.random }, limits);
       // Nothing fits: no write. A stale known TAT is only ever lower than the stored one, so the refusal stands.
-      if (decision.granted === 0 || decision.state === undefined) {
+      if (decision.granted === 0 || decision.lanes.size === 0) {
         return { granted: 0, startAtMs: [], waitMs: decision.waitMs };
       }
-      const fresh = await this.write(itemKey, known, nowMs, decision.state, liveStamp);
+      const fresh = await this.write(itemKey, known, nowMs, decision.lanes, liveStamp, limits.length > 1 ? Math.round(options.paceMs ?? 0) : 0);
       if (fresh === 'written') {
-        this.remember(itemKey, decision.state);
+        this.remember(itemKey, known.map((state, i) => decision.lanes.get(i) ?? state));
         return { granted: decision.granted, startAtMs: decision.startAtMs, waitMs: decision.waitMs };
       }
       this.remember(itemKey, fresh);
@@ -209,6 +242,22 @@ export class DynamoDbRateLimiter implements RateLimiter {
     return this.live.get(itemKey)?.liveAtMs;
   }
 
+  /** Keeps the pace an item carried (lanes only; bounded like the other per-item views). */
+  private seePace(itemKey: string, item: Record<string, AttributeValue> | undefined): void {
+    const n = item?.paceMs?.N;
+    if (n === undefined || this.laneCountOf(itemKey) === 1) return;
+    this.fleetPace.delete(itemKey);
+    this.fleetPace.set(itemKey, Number(n));
+    while (this.fleetPace.size > this.maxKnownItems) this.fleetPace.delete(this.fleetPace.keys().next().value as string);
+  }
+
+  /** The lanes of an item: its shard's. */
+  private laneCountOf(itemKey: string): number {
+    if (this.shards === 1) return this.shardLimits[0].length;
+    const shard = Number(itemKey.slice(itemKey.lastIndexOf('#') + 1));
+    return (this.shardLimits[shard] ?? this.shardLimits[0]).length;
+  }
+
   /** Keeps the newest live stamp an answer carried (a stamp only moves forward). */
   private seeLive(itemKey: string, liveAtMs: number | undefined): void {
     const before = this.live.get(itemKey)?.liveAtMs;
@@ -218,8 +267,8 @@ export class DynamoDbRateLimiter implements RateLimiter {
     while (this.live.size > this.maxKnownItems) this.live.delete(this.live.keys().next().value as string);
   }
 
-  /** Keeps an item's TAT as last seen (most recent last, so the oldest is forgotten first past maxKnownItems). */
-  private remember(itemKey: string, state: GcraState | undefined): void {
+  /** Keeps an item's TATs as last seen (most recent last, so the oldest is forgotten first past maxKnownItems). */
+  private remember(itemKey: string, state: LaneStates): void {
     this.known.delete(itemKey);
     this.known.set(itemKey, state);
     this.knownAtMs.set(itemKey, this.clock());
@@ -230,31 +279,45 @@ export class DynamoDbRateLimiter implements RateLimiter {
     }
   }
 
-  /** One compare-and-set. Returns 'written', or the state that beat us. */
+  /** One compare-and-set of the lanes a decision moved. Returns 'written', or the lanes that beat us. */
   private async write(
     itemKey: string,
-    known: GcraState | undefined,
+    known: LaneStates,
     nowMs: number,
-    next: GcraState,
+    next: Map<number, GcraState>,
     liveStamp: boolean,
-  ): Promise<'written' | GcraState | undefined> {
+    /** The writer's own measured pace, kept on the item for containers that have none yet; 0 leaves the item's. */
+    paceMs: number,
+  ): Promise<'written' | LaneStates> {
     const nowUs = nowMs * US_PER_MS;
-    // A decision made on an idle key (known TAT absent or not after now) is the same for ANY stored TAT up to now, so
-    // the condition only asks for that; otherwise the stored TAT must still be exactly the one we decided on.
-    const idle = known === undefined || known.tatUs <= nowUs;
-    const values: Record<string, AttributeValue> = {
-      ':next': { N: String(next.tatUs) },
-      ':expires': { N: String(Math.ceil(next.tatUs / 1_000_000) + this.idleTtlSeconds) },
-      ':expected': { N: String(idle ? nowUs : known.tatUs) },
-      ...(liveStamp ? { ':live': { N: String(Math.floor(this.clock())) } } : {}),
-    };
+    const sets: string[] = [];
+    const conditions: string[] = [];
+    const values: Record<string, AttributeValue> = {};
+    // One lane keeps the expressions' historic names (`:next`, `:expected`); lane i > 0 suffixes them with i.
+    for (const [lane, state] of next) {
+      const attr = laneAttribute(lane);
+      const suffix = lane === 0 ? '' : String(lane);
+      const before = known[lane];
+      // A decision made on an idle lane (known TAT absent or not after now) is the same for ANY stored TAT up to now, so
+      // the condition only asks for that; otherwise the stored TAT must still be exactly the one we decided on.
+      const idle = before === undefined || before.tatUs <= nowUs;
+      sets.push(`${attr} = :next${suffix}`);
+      values[`:next${suffix}`] = { N: String(state.tatUs) };
+      values[`:expected${suffix}`] = { N: String(idle ? nowUs : before.tatUs) };
+      conditions.push(idle ? `attribute_not_exists(${attr}) OR ${attr} <= :expected${suffix}` : `${attr} = :expected${suffix}`);
+    }
+    // The item expires a day after its latest lane (an expired item is an idle key).
+    const latestUs = Math.max(...[...next.values()].map((s) => s.tatUs), ...known.map((s) => s?.tatUs ?? 0));
+    values[':expires'] = { N: String(Math.ceil(latestUs / 1_000_000) + this.idleTtlSeconds) };
+    if (liveStamp) values[':live'] = { N: String(Math.floor(this.clock())) };
+    if (paceMs > 0) values[':pace'] = { N: String(paceMs) };
     try {
       const { Attributes } = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: { pk: { S: itemKey } },
-          UpdateExpression: liveStamp ? 'SET tat = :next, expiresAt = :expires, liveAt = :live' : 'SET tat = :next, expiresAt = :expires',
-          ConditionExpression: idle ? 'attribute_not_exists(tat) OR tat <= :expected' : 'tat = :expected',
+          UpdateExpression: `SET ${sets.join(', ')}, expiresAt = :expires${liveStamp ? ', liveAt = :live' : ''}${paceMs > 0 ? ', paceMs = :pace' : ''}`,
+          ConditionExpression: conditions.length === 1 ? conditions[0] : conditions.map((c) => `(${c})`).join(' AND '),
           ExpressionAttributeValues: values,
           // The old item comes back with the answer at no cost: a backfill start learns the live stamp from it.
           ReturnValues: 'ALL_OLD',
@@ -262,6 +325,8 @@ export class DynamoDbRateLimiter implements RateLimiter {
         }),
       );
       this.seeLive(itemKey, liveStamp ? Number(values[':live'].N) : liveAtOf(Attributes));
+      if (paceMs > 0) this.fleetPace.set(itemKey, paceMs);
+      else this.seePace(itemKey, Attributes);
       return 'written';
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) {
@@ -269,17 +334,25 @@ export class DynamoDbRateLimiter implements RateLimiter {
       }
       if (!error.Item) return this.read(itemKey);
       this.seeLive(itemKey, liveAtOf(error.Item));
-      return stateOf(error.Item);
+      this.seePace(itemKey, error.Item);
+      return lanesOf(error.Item, known.length);
     }
   }
 
-  private async read(itemKey: string): Promise<GcraState | undefined> {
+  private async read(itemKey: string): Promise<LaneStates> {
+    const lanes = this.laneCountOf(itemKey);
     try {
       const { Item } = await this.client.send(
-        new GetItemCommand({ TableName: this.tableName, Key: { pk: { S: itemKey } }, ConsistentRead: true, ProjectionExpression: 'tat, liveAt' }),
+        new GetItemCommand({
+          TableName: this.tableName,
+          Key: { pk: { S: itemKey } },
+          ConsistentRead: true,
+          ProjectionExpression: [...Array.from({ length: lanes }, (_, i) => laneAttribute(i)), 'liveAt', ...(lanes > 1 ? ['paceMs'] : [])].join(', '),
+        }),
       );
       this.seeLive(itemKey, Item ? liveAtOf(Item) : undefined);
-      return Item ? stateOf(Item) : undefined;
+      this.seePace(itemKey, Item);
+      return lanesOf(Item, lanes);
     } catch (error) {
       throw new RateLimiterError(`rate limiter item "${itemKey}" in table "${this.tableName}": read failed: ${(error as Error).message}`, itemKey, this.tableName, { cause: error });
     }
@@ -291,7 +364,17 @@ function liveAtOf(item: Record<string, AttributeValue> | undefined): number | un
   return n === undefined ? undefined : Number(n);
 }
 
-function stateOf(item: Record<string, AttributeValue>): GcraState | undefined {
-  const n = item.tat?.N;
-  return n === undefined ? undefined : { tatUs: Number(n) };
+/** One TAT per lane, as stored or never yet written. */
+type LaneStates = (GcraState | undefined)[];
+
+/** Lane 0 is `tat` (the one-lane item's attribute), lane i > 0 is `tat<i>`. */
+function laneAttribute(lane: number): string {
+  return lane === 0 ? 'tat' : `tat${lane}`;
+}
+
+function lanesOf(item: Record<string, AttributeValue> | undefined, lanes: number): LaneStates {
+  return Array.from({ length: lanes }, (_, i) => {
+    const n = item?.[laneAttribute(i)]?.N;
+    return n === undefined ? undefined : { tatUs: Number(n) };
+  });
 }

@@ -2,6 +2,7 @@
 import * as z from 'zod';
 import { EnvVar, type JobRuntimeSettings } from './constants';
 import { MAX_DEFERRALS } from './deferral';
+import { laneCount } from './pacing/lanes';
 import { SettingsError } from './settings';
 
 /** The keys in a job's plain `settings` that the runtime reads for pacing; every other key is the job's own. */
@@ -119,6 +120,8 @@ export interface PacingSettings {
   limits: { startsPerInterval: number; intervalMs: number; burst: number; safetyMarginMs: number };
   /** The limiter's lead: roughly a DynamoDB round trip, so a slot on an idle key is not late on arrival. */
   leadMs: number;
+  /** Lanes the job-wide allowance is split into, so a block follows the container's pace (lambda/core/pacing/lanes.ts). */
+  lanes: number;
   /** How late a start may be before its slot is given up; below safetyMarginMs, the jitter the window absorbs. */
   lateToleranceMs: number;
   shortWaitMs: number;
@@ -163,10 +166,12 @@ export function pacingSettings(settings: JobRuntimeSettings): PacingSettings {
   const { downstreamKey, maxDeferrals, maxDeferralAgeSeconds, shortWaitMs, adaptiveRate, pacing } = result.data;
   const intervalMs = settings.rateLimit.intervalSeconds * 1000;
   const margin = safetyMarginMs(intervalMs);
+  const limits = { startsPerInterval: settings.rateLimit.startsPerInterval, intervalMs, burst: settings.rateLimit.burst, safetyMarginMs: margin };
   return {
     limiterKey: downstreamKey ?? settings.jobName,
-    limits: { startsPerInterval: settings.rateLimit.startsPerInterval, intervalMs, burst: settings.rateLimit.burst, safetyMarginMs: margin },
+    limits,
     leadMs: LIMITER_LEAD_MS,
+    lanes: laneCount(limits),
     lateToleranceMs: Math.floor(margin / 2),
     shortWaitMs,
     maxDeferrals,

@@ -142,7 +142,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     clock: options.pacing?.clock ?? Date.now,
   };
   const processor = new BatchProcessor(EventType.SQS);
-  /** This container's last apply durations: how fast it reaches its slots. */
+  /** This container's last record cycles: how fast it reaches its slots. */
   const estimator = new ApplyTimeEstimator();
   const accounting = new Accounting({ jobName: job.name, ledger: options.ledger, maxReceiveCount: options.maxReceiveCount, now });
   const deferrer = new Deferrer({
@@ -316,7 +316,7 @@ export function consumerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loa
   const { job, jobDeps, settings } = loadJobRuntime(env, loadModule);
   const paced = pacingSettings(settings);
   const limiterTable = requireEnv(EnvVar.LIMITER_TABLE_NAME, env);
-  const limiter = paced.enabled ? new AdaptiveDynamoDbRateLimiter({ tableName: limiterTable, limits: paced.limits, leadMs: paced.leadMs }) : undefined;
+  const limiter = paced.enabled ? new AdaptiveDynamoDbRateLimiter({ tableName: limiterTable, limits: paced.limits, leadMs: paced.leadMs, lanes: paced.lanes }) : undefined;
   const { perKey } = settings.rateLimit;
   const keys =
     (typeof PACED_PER_KEY_RATE === 'undefined' || PACED_PER_KEY_RATE) && paced.enabled && perKey

@@ -1,5 +1,6 @@
-// How fast a container reaches its rate-limit slots: its recent apply durations, and from them how many slots of one
-// block it can start on time. Pure: the consumer feeds it durations and asks it for block sizes.
+// How fast a container reaches its rate-limit slots: its recent record cycles (each apply, with the container's time
+// since the previous apply ended, slot waits excluded), and from them the pace its blocks are planned at (lanes) or how
+// many slots of one block it can start on time (one lane). Pure: the consumer feeds it durations.
 
 /** Apply durations a container remembers for sizing its blocks. @default 20 */
 export const APPLY_SAMPLES = 20;
@@ -22,9 +23,24 @@ export class ApplyTimeEstimator {
    * slot that passes during it, so blocks are sized for the slow tail (a provider's latency spikes, SDK retries).
    */
   estimateMs(): number {
+    return this.percentile(0.9);
+  }
+
+  private percentile(p: number): number {
     if (this.samples.length === 0) return 0;
     const sorted = [...this.samples].sort((a, b) => a - b);
-    return sorted[Math.ceil(0.9 * sorted.length) - 1];
+    return sorted[Math.ceil(p * sorted.length) - 1];
+  }
+
+  /**
+   * The pace a container keeps from one start to the next, for a limiter that plans its blocks at it (lanes): the 75th
+   * percentile of the recent applies (0 before the first). Not the 90th: a block planned at the slow tail would hold
+   * every record to it, and a container whose applies run a little over the pace only falls behind until a quicker one
+   * catches up (three in four are quicker), within the late tolerance. Not the median: half the applies would be slower,
+   * and the lag would wander past the tolerance over a long block.
+   */
+  paceMs(): number {
+    return this.percentile(0.75);
   }
 
   /**

@@ -27,6 +27,14 @@ const REPLAYED = '__replayed';
 type StoredResult = ApplyResult & { [COMPLETED_BY_FIELD]?: CompletedBy };
 type IdempotentResult = StoredResult & { [REPLAYED]?: true };
 
+/** The claim took the record's start past its slot's margin: thrown with the claim held, so Powertools releases it. */
+class SlotMissedError extends Error {
+  constructor(public readonly startAtMs: number, public readonly lateByMs: number) {
+    super(`the start came ${lateByMs} ms after its rate-limit slot at ${startAtMs}`);
+    this.name = 'SlotMissedError';
+  }
+}
+
 export class InvalidApplyResultError extends Error {
   constructor(message: string, public readonly operationId: string, options?: ErrorOptions) {
     super(message, options);
@@ -86,7 +94,7 @@ export interface RecordRunnerOptions {
 
 export class RecordRunner {
   private readonly config: IdempotencyConfig;
-  private readonly applyIdempotent: (message: JobMessage, resource: Record<string, unknown>, context: Context) => Promise<IdempotentResult>;
+  private readonly applyIdempotent: (message: JobMessage, resource: Record<string, unknown>, context: Context, onTime: () => void) => Promise<IdempotentResult>;
 
   constructor(private readonly options: RecordRunnerOptions) {
     const { job } = options;
@@ -98,20 +106,39 @@ export class RecordRunner {
       // Called only when a COMPLETED record is found, i.e. a duplicate; the marker never reaches the store.
       responseHook: (response) => ({ ...(response as object), [REPLAYED]: true }),
     });
-    this.applyIdempotent = makeIdempotent((message: JobMessage, resource: Record<string, unknown>, context: Context) => this.applyOne(message, resource, context), {
+    this.applyIdempotent = makeIdempotent((message: JobMessage, resource: Record<string, unknown>, context: Context, onTime: () => void) => this.applyOne(message, resource, context, onTime), {
       persistenceStore: options.persistenceStore,
       config: this.config,
       // The job name, not Powertools' default (the function name): a replaced function must still see its records.
       keyPrefix: idempotencyKeyPrefix(job.name),
-    }) as (message: JobMessage, resource: Record<string, unknown>, context: Context) => Promise<IdempotentResult>;
+    }) as (message: JobMessage, resource: Record<string, unknown>, context: Context, onTime: () => void) => Promise<IdempotentResult>;
   }
+
+  /**
+   * When this container's last apply ended, in this invocation: the time from there to the next record's start (its
+   * slot, key and claim handling, the accounting, a deferral sent between) is part of the container's pace, so it goes
+   * into the next apply's sample. Undefined at an invocation's start: the wait for the event is not work.
+   */
+  private lastApplyEndedMs: number | undefined;
 
   /** Gives Powertools the invocation's context (its remaining time bounds an in-progress claim). */
   registerContext(context: Context): void {
     this.config.registerLambdaContext(context);
+    this.lastApplyEndedMs = undefined;
   }
 
-  private async applyOne(message: JobMessage, resource: Record<string, unknown>, context: Context): Promise<StoredResult> {
+  /** One record's time from the previous apply's end (less the slot wait) to its own apply's end. */
+  private recordCycle(readyAtMs: number, applyStartedMs: number): void {
+    const { estimator, clock } = this.options;
+    const endedMs = clock();
+    const between = this.lastApplyEndedMs === undefined ? 0 : Math.max(0, readyAtMs - this.lastApplyEndedMs);
+    estimator.record(between + (endedMs - applyStartedMs));
+    this.lastApplyEndedMs = endedMs;
+  }
+
+  /** Runs once the claim is held: `onTime` throws SlotMissedError when the claim took the start past its slot. */
+  private async applyOne(message: JobMessage, resource: Record<string, unknown>, context: Context, onTime: () => void): Promise<StoredResult> {
+    onTime();
     const { job, jobDeps } = this.options;
     const result = (await job.apply(jobDeps, {
       operationId: message.operationId,
@@ -218,7 +245,7 @@ export class RecordRunner {
     signals: RateSignals,
     slotAtMs: number,
   ): Promise<RecordOutcome> {
-    const { accounting, deferrer, estimator, lateToleranceMs, clock } = this.options;
+    const { accounting, deferrer, lateToleranceMs, clock } = this.options;
     const { message, resource } = plan;
     let startAtMs = slotAtMs;
     if (this.options.keys && plan.key !== undefined) {
@@ -233,6 +260,7 @@ export class RecordRunner {
     }
     // Short waits only (the block was bounded by shortWaitMs and the remaining time); each wait is one timer, no loop.
     // Pacing off: "now" is not a slot to be late for.
+    const readyAtMs = clock();
     if (pool.paced && !(await waitForSlot(startAtMs, lateToleranceMs, clock))) {
       // Starting now would bunch this start with the slots after it: give the slot up, unclaimed.
       logger.warn('woke too late for the rate-limit slot; deferring', { startAtMs, lateByMs: clock() - startAtMs });
@@ -241,13 +269,26 @@ export class RecordRunner {
     let result: IdempotentResult;
     pool.markUsed();
     const applyStartedMs = clock();
+    // The claim's write comes between the slot and the downstream call: a slow one (a loaded table) would make the
+    // start later than the window's margin absorbs (half of it is the late tolerance, the other half is for the claim
+    // and the request's way). Checked with the claim held, so a start pushed past it is given up and the claim released.
+    const onTime = () => {
+      const lateByMs = clock() - startAtMs;
+      if (pool.paced && lateByMs > 2 * lateToleranceMs) throw new SlotMissedError(startAtMs, lateByMs);
+    };
     try {
-      result = await this.applyIdempotent(message, resource, context);
+      result = await this.applyIdempotent(message, resource, context, onTime);
     } catch (error) {
+      if (error instanceof SlotMissedError) {
+        // No downstream call was made: the slot counts as unused (it has passed; the pool drops it).
+        pool.giveBack(startAtMs);
+        logger.warn('the claim took the start past its rate-limit slot; deferring, with the claim released', { startAtMs, lateByMs: error.lateByMs });
+        return deferrer.defer(message, { kind: 'paced', waitMs: 0 }, tally);
+      }
       const inProgress = (error as Error).name === 'IdempotencyAlreadyInProgressError';
       // Refused at the claim: no downstream call was made, so the slot is still free for the next record.
       if (inProgress) pool.giveBack(startAtMs);
-      else estimator.record(clock() - applyStartedMs);
+      else this.recordCycle(readyAtMs, applyStartedMs);
       if (error instanceof PermanentError) return deferrer.deadLetter(record, message, error.message, tally, error.detail);
       if (error instanceof ThrottledError) {
         // Powertools released the claim when apply threw, so the re-published message runs apply again.
@@ -269,7 +310,7 @@ export class RecordRunner {
       pool.giveBack(startAtMs);
       return accounting.duplicate(message, tally, result[COMPLETED_BY_FIELD], result.outcome);
     }
-    estimator.record(clock() - applyStartedMs);
+    this.recordCycle(readyAtMs, applyStartedMs);
     signals.successes++;
     if (plan.key !== undefined) signals.succeededKeys.add(plan.key);
     return accounting.completed(message, result.outcome, applyStartedMs, tally);

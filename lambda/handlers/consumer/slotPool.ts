@@ -82,9 +82,22 @@ export class SlotPool {
     return priority === 'backfill' ? Math.min(wait, BACKFILL_MAX_AHEAD_MS) : wait;
   }
 
-  /** Slots this container can start on time in one block (ApplyTimeEstimator.usableBlock). */
+  /**
+   * Slots this container can start on time in one block. A limiter with lanes plans each block at the container's
+   * pace (see pace), so every slot of it is reachable and a block may hold the whole batch; on one lane, slots come at
+   * the key's spacing and only ApplyTimeEstimator.usableBlock of them can be reached when records take longer.
+   */
   usableBlock(): number {
+    if ((this.settings.limiter?.lanes ?? 1) > 1) return Number.POSITIVE_INFINITY;
     return this.settings.estimator.usableBlock(this.settings.spacingMs, this.settings.lateToleranceMs);
+  }
+
+  /**
+   * The pace a limiter with lanes plans this container's blocks at: its recent record cycles (ApplyTimeEstimator.paceMs;
+   * 0 before any, when the limiter takes the fleet's last pace on the key). Nothing for one lane, which ignores it.
+   */
+  private pace(): { paceMs?: number } {
+    return (this.settings.limiter?.lanes ?? 1) > 1 ? { paceMs: this.settings.estimator.paceMs() } : {};
   }
 
   /**
@@ -92,7 +105,7 @@ export class SlotPool {
    * @throws the limiter's error; nothing is granted then
    */
   async acquireBlock(count: number, priority: SlotPriority = 'live'): Promise<Acquisition> {
-    const acquired = await (this.settings.limiter as RateLimiter).acquire(this.settings.key, count, { maxWaitMs: this.maxWaitMs(priority), priority });
+    const acquired = await (this.settings.limiter as RateLimiter).acquire(this.settings.key, count, { maxWaitMs: this.maxWaitMs(priority), priority, ...this.pace() });
     this.granted += acquired.granted;
     this.slots.push(...acquired.startAtMs.slice(0, acquired.granted));
     return acquired;
@@ -110,7 +123,7 @@ export class SlotPool {
     if (this.slots.length > 0) return { startAtMs: this.slots.shift() as number };
     const count = this.settings.keyed ? 1 : Math.max(1, Math.min(this.runLeft + 1, this.usableBlock()));
     try {
-      const acquired = await limiter.acquire(key, count, { maxWaitMs: this.maxWaitMs(priority), priority });
+      const acquired = await limiter.acquire(key, count, { maxWaitMs: this.maxWaitMs(priority), priority, ...this.pace() });
       if (acquired.granted === 0) return { waitMs: acquired.waitMs };
       this.granted += acquired.granted;
       this.slots.push(...acquired.startAtMs.slice(1, acquired.granted));

@@ -703,6 +703,27 @@ describe('Function: createConsumer', () => {
       expect(JSON.parse(publish.mock.calls[0][1][0].body)).toMatchObject({ operationId: 'fake:late:2026-11-28', attempt: 0, pacedDeferrals: 1 });
     });
 
+    it('gives up a start the claim pushed past its slot\'s margin, with the claim released, and defers the record', async () => {
+      let nowMs = Date.parse('2026-11-29T03:00:00.000Z');
+      const clock = () => nowMs;
+      const limiter: RateLimiter = { acquire: async () => ({ granted: 1, startAtMs: [clock()], waitMs: 0 }) };
+      // A slow claim: the table answers 300 ms later, past twice the 100 ms tolerance (the margin the window absorbs).
+      const persistenceStore = new DynamoDBPersistenceLayer({ tableName: IDEMPOTENCY_TABLE });
+      const save = persistenceStore.saveInProgress.bind(persistenceStore);
+      jest.spyOn(persistenceStore, 'saveInProgress').mockImplementation(async (...args) => {
+        await save(...args);
+        nowMs += 300;
+      });
+      const publisher = new SqsPublisher();
+      const publish = jest.spyOn(publisher, 'publish');
+      const response = await consumer({ queueUrl: await freshQueue(), limiter, publisher, persistenceStore, pacing: { lateToleranceMs: 100, clock } })(sqsEvent(sqsRecord(body('slow-claim'))), lambdaContext());
+
+      expect(response).toEqual({ batchItemFailures: [] });
+      expect(fakeJobCalls.apply).toEqual([]);
+      expect(await idempotencyItem('fake:slow-claim:2026-11-28')).toBeUndefined();
+      expect(JSON.parse(publish.mock.calls[0][1][0].body)).toMatchObject({ operationId: 'fake:slow-claim:2026-11-28', attempt: 0, pacedDeferrals: 1 });
+    });
+
     it('replaces slots that passed while earlier records were applying, instead of deferring their records', async () => {
       // Slots 30 ms apart, applies that take 100 ms: without replacement every record after the first would be late.
       const granted: { count: number; slots: number[] }[] = [];

@@ -60,6 +60,16 @@ describe('Class: ApplyTimeEstimator', () => {
     });
   });
 
+  describe('Method: paceMs', () => {
+    it('is the 75th percentile of the recent applies, below the slow tail the block sizes use', () => {
+      const estimator = new ApplyTimeEstimator();
+      expect(estimator.paceMs()).toBe(0);
+      for (const ms of [10, 20, 30, 40, 50, 60, 70, 80, 90, 400]) estimator.record(ms);
+      expect(estimator.paceMs()).toBe(80);
+      expect(estimator.estimateMs()).toBe(90);
+    });
+  });
+
   describe('Method: usableBlock', () => {
     it('is unbounded before the first apply', () => {
       expect(new ApplyTimeEstimator().usableBlock(100, 50)).toBe(Number.POSITIVE_INFINITY);

@@ -73,6 +73,18 @@ describe('Class: SlotPool', () => {
       // 120 ms applies on 100 ms spacing: 20 ms later per slot, 50 ms tolerance: slots 0, 20 and 40 ms late.
       expect(pool(new FakeLimiter(), { estimator: applying(120) }).usableBlock()).toBe(3);
     });
+
+    it('is unbounded on a limiter with lanes, which plans the block at the container\'s pace instead', async () => {
+      const limiter = Object.assign(new FakeLimiter([grant([T0, T0 + 120, T0 + 240]), grant([T0 + 400])]), { lanes: 4 });
+      const slots = pool(limiter, { estimator: applying(120) });
+      expect(slots.usableBlock()).toBe(Number.POSITIVE_INFINITY);
+      await slots.acquireBlock(3);
+      slots.runLeft = 5;
+      for (let i = 0; i < 3; i++) await slots.next();
+      await slots.next();
+      // The block and the refill both tell the lanes the container's pace; the refill asks for every record left.
+      expect(limiter.calls.map((c) => [c.count, c.options?.paceMs])).toEqual([[3, 120], [6, 120]]);
+    });
   });
 
   describe('Method: acquireBlock', () => {

@@ -1,0 +1,119 @@
+// What pacing costs in limiter requests: several consumer containers drain one key whose spacing is shorter than their
+// applies, and each invocation's batch takes one limiter write (the lanes plan the block at the container's pace). On
+// local DynamoDB (dynalite) and SQS; the counts are asserted, not the timings.
+import * as z from 'zod';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoLedger } from '../../../lambda/adapters/ledger';
+import { DynamoDbRateLimiter } from '../../../lambda/adapters/rateLimiter';
+import { defineJob } from '../../../lambda/core/job';
+import { laneCount } from '../../../lambda/core/pacing/lanes';
+import { createConsumer } from '../../../lambda/handlers/consumer';
+import { lambdaContext, sqsEvent, sqsRecord } from '../../support/lambdaEvents';
+import { createQueue, useConsumerAws } from './harness';
+
+const IDEMPOTENCY_TABLE = 'idempotency-cost';
+const LEDGER_TABLE = 'ledger-cost';
+const LIMITER_TABLE = 'limiter-cost';
+
+/** Each apply's start: the starts the limiter's guarantee is about. */
+const starts: number[] = [];
+
+const slowJob = defineJob<{ id: string }, Record<string, never>>({
+  name: 'cost-job',
+  resourceSchema: z.strictObject({ id: z.string() }),
+  createDeps: () => ({}),
+  async discover() {
+    return { operations: [], nextCursor: undefined };
+  },
+  async apply() {
+    starts.push(Date.now());
+    // Slower than the key's 20 ms spacing: a block at that spacing could not be reached on time.
+    await new Promise((resolve) => setTimeout(resolve, 45));
+    return { outcome: 'applied' };
+  },
+});
+
+let seq = 0;
+function body(): string {
+  const id = `op-${++seq}`;
+  return JSON.stringify({
+    version: 1,
+    jobType: 'cost-job',
+    operationId: `cost:${id}:2026-11-28`,
+    batchId: 'cost-job:2026-11-28:test',
+    businessDate: '2026-11-28',
+    resource: { id },
+    enqueuedAt: new Date().toISOString(),
+  });
+}
+
+/** The limiter's own client, counting its conditional writes: landed, and lost to another writer. */
+function countingClient(): { client: DynamoDBClient; counts: { written: number; lost: number } } {
+  const client = new DynamoDBClient({});
+  const counts = { written: 0, lost: 0 };
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      try {
+        const out = await next(args);
+        if (context.commandName === 'UpdateItemCommand') counts.written++;
+        return out;
+      } catch (error) {
+        if (context.commandName === 'UpdateItemCommand' && (error as Error).name === 'ConditionalCheckFailedException') counts.lost++;
+        throw error;
+      }
+    },
+    { step: 'initialize', name: 'countLimiterWrites' },
+  );
+  return { client, counts };
+}
+
+describe('Function: createConsumer (the limiter\'s cost per invocation)', () => {
+  useConsumerAws({ idempotency: IDEMPOTENCY_TABLE, ledger: LEDGER_TABLE, limiter: LIMITER_TABLE });
+
+  it('takes one limiter write per invocation in steady state, with three containers on one key slower than its spacing', async () => {
+    // 50 per second (20 ms apart) in 1 s windows, split into lanes; three containers at about 50 ms a record.
+    const limits = { startsPerInterval: 50, intervalMs: 1_000, safetyMarginMs: 20 };
+    const [queueUrl, dlqUrl] = await Promise.all([createQueue('cost'), createQueue('cost-dlq')]);
+    const containers = Array.from({ length: 3 }, () => {
+      // Each container's limiter on its own counting client, so every write is its invocation's.
+      const { client, counts } = countingClient();
+      const handler = createConsumer({
+        job: slowJob,
+        jobDeps: {},
+        queueUrl,
+        dlqUrl,
+        idempotencyTableName: IDEMPOTENCY_TABLE,
+        idempotencyTtlSeconds: 86_400,
+        maxMessageBytes: 4096,
+        ledger: new DynamoLedger({ tableName: LEDGER_TABLE }),
+        limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits, lanes: laneCount(limits), client, maxAttempts: 20 }),
+        // A late tolerance roomier than the product's (half the margin) so a loaded test machine does not drop slots,
+        // which would be refilled, yet far below what one lane would need: there, a block at the 20 ms spacing reaches
+        // only 1 + 200 / (50 - 20) slots on time, and every batch would take two writes or more. The window guarantee
+        // is the limiter's, tested on its grants (test/lambda/adapters/rateLimiter.test.ts).
+        pacing: { key: 'cost-key', lateToleranceMs: 200, shortWaitMs: 5_000, spacingMs: 20 },
+      });
+      return { handler, client, counts, perInvocation: [] as { written: number; lost: number }[] };
+    });
+    const invocationsEach = 4;
+    const batch = 15;
+    await Promise.all(
+      containers.map(async (container) => {
+        for (let i = 0; i < invocationsEach; i++) {
+          const before = { ...container.counts };
+          const response = await container.handler(sqsEvent(...Array.from({ length: batch }, () => sqsRecord(body()))), lambdaContext());
+          expect(response).toEqual({ batchItemFailures: [] });
+          container.perInvocation.push({ written: container.counts.written - before.written, lost: container.counts.lost - before.lost });
+        }
+      }),
+    );
+    for (const c of containers) c.client.destroy();
+
+    expect(starts).toHaveLength(containers.length * invocationsEach * batch);
+    // A container's first invocation plans at the key's spacing until it has measured its pace: not steady state.
+    const steady = containers.flatMap((c) => c.perInvocation.slice(1));
+    expect(steady.map((i) => i.written)).toEqual(steady.map(() => 1));
+    // A lost race (two containers choosing one lane at once) is a small fraction of the writes.
+    expect(steady.reduce((sum, i) => sum + i.lost, 0)).toBeLessThanOrEqual(Math.ceil(steady.length / 4));
+  }, 60_000);
+});

@@ -17,6 +17,13 @@ const timing = (r: ChaosResult): string | undefined =>
 /** The job, as far as the result records it (a result from before runs chose their job has none). */
 const of = (r: ChaosResult): string => (r.job ? ` of ${r.job}` : '');
 
+/** The starts against the allowance outside the storms while work waited; absent in a result recorded before it existed. */
+function pacingLine(r: ChaosResult): string | undefined {
+  const p = r.pacing?.outsideStorms;
+  if (!p || !r.pacing) return undefined;
+  return `pacing: outside the storms, with work waiting (${p.seconds} s): ${p.starts} starts of ${p.allowed} allowed at ${r.pacing.allowancePerSecond}/s = ${p.utilization} of the allowance`;
+}
+
 export function formatText(r: ChaosResult): string {
   const lines = [`chaos run${of(r)}: ${r.ops} operations, seed ${r.seed}, ${(r.durationMs / 1000).toFixed(1)} s, ${r.settled ? 'settled' : 'did NOT settle'}`];
   if (r.seeded) lines.push(`seeded: ${r.seeded}`);
@@ -26,6 +33,8 @@ export function formatText(r: ChaosResult): string {
   const t = timing(r);
   if (t) lines.push(`admission: ${t}`);
   for (const [name, inv] of Object.entries(r.invariants)) lines.push(`${inv.ok ? 'PASS' : 'FAIL'}  ${name}: ${figures(inv)}`);
+  const p = pacingLine(r);
+  if (p) lines.push(p);
   lines.push(r.ok ? 'OK' : 'FAILED');
   return lines.join('\n');
 }
@@ -53,5 +62,17 @@ export function formatMarkdown(r: ChaosResult): string {
     '| --- | --- | --- |',
     ...Object.entries(r.invariants).map(([name, inv]) => `| ${name} | ${inv.ok ? 'yes' : 'NO'} | ${figures(inv).replace(/\|/g, '\\|')} |`),
     '',
+    ...(r.pacing
+      ? [
+          '## Pacing outside the storms',
+          '',
+          `${pacingLine(r)}.`,
+          '',
+          `| from (s) | starts | outside storms, work waiting | allowed there | storm ms |`,
+          '| ---: | ---: | ---: | ---: | ---: |',
+          ...r.pacing.windows.map((w) => `| ${w.fromSeconds} | ${w.starts} | ${w.countedStarts} | ${w.allowed} | ${w.stormMs} |`),
+          '',
+        ]
+      : []),
   ].join('\n');
 }

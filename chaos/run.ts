@@ -18,7 +18,8 @@ import { batchIdOf, LedgerItemKind } from '../lambda/core/ledgerContract';
 import { Prng, keyedDraw } from './prng';
 import { DynamoFaultProxy, type DynamoFault } from './dynamoProxy';
 import { S3FaultProxy, type S3Fault } from './s3Proxy';
-import { checkInvariants, type LedgerBatch, type Verdict } from './invariants';
+import { checkInvariants, isNonReplayedStart, type LedgerBatch, type Verdict } from './invariants';
+import { pacingFigures, type PacingFigures, type Span } from './pacing';
 import { admissionStepOf, ProducerFaultInjector, producerMessagesByBatch, recoveryStepBody, stoppedChains, type ProducerFaultCounts, type RunLedgerItem } from './producerFaults';
 
 /** Fault rates (probabilities per opportunity) and the local timing the run uses. */
@@ -122,6 +123,8 @@ export interface ChaosResult extends Verdict {
   producerFaults?: ProducerFaultCounts;
   /** The admission timing the run used (after defaults), which the producer's recovery times follow. */
   admission?: AdmissionTiming;
+  /** The fleet's starts against the allowance outside the storms, while work waited (chaos/pacing.ts). */
+  pacing?: PacingFigures;
 }
 
 /** The chaos job's producer and admission queue timing, as the run rewrote the template. */
@@ -557,6 +560,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     // Whole seconds, as the Scheduler's times are: the batch ID keeps only seconds.
     const scheduledTime = new Date(Math.floor(Date.now() / 1000) * 1000);
     const fire = (at: Date) => session!.fire(run.job, { scheduledTime: at, businessDate: o.businessDate });
+    // When work waited on the job's queue (a second's allowance or more), sampled until the faults end: where the
+    // pacing alone decided how fast the fleet started (chaos/pacing.ts).
+    const busy: Span[] = [];
+    const perSecond = job.settings.rateLimit.startsPerInterval / job.settings.rateLimit.intervalSeconds;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const at = Date.now();
+        const depth = await session!.depth(job.queueUrl).catch(() => undefined);
+        await sleep(500);
+        if (depth && depth.total >= perSecond) busy.push([at, Date.now()]);
+      }
+    })();
     await fire(scheduledTime);
     for (let i = 0; i < o.duplicateSchedules; i++) {
       // At once, while step 0 holds the lease (the copy leaves a takeover step), or after it (the copy finds the run
@@ -593,6 +609,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       },
     };
     let settled = await settle(waiting);
+    sampling = false;
+    await sampler;
     faultsOn = false;
     job.downstream?.setFaults(undefined);
     const before = (await session.depth(job.dlqUrl)).total;
@@ -659,6 +677,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       faultsInjected: faults,
       producerFaults: { ...producerFaults.counts },
       admission: run.admission,
+      ...(job.downstream
+        ? {
+            pacing: pacingFigures({
+              starts: job.downstream.arrivals.filter(isNonReplayedStart).map((a) => a.at),
+              storms: o.stormShare > 0 ? storms.map(([a, b]): Span => [started + a, started + b]) : [],
+              busy,
+              allowancePerSecond: perSecond,
+              windowSeconds: job.settings.rateLimit.intervalSeconds,
+            }),
+          }
+        : {}),
     };
   } finally {
     await session?.close();

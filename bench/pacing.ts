@@ -1,20 +1,20 @@
 // Benchmark (`npm run bench:pacing`), outside the deployed system: K consumer instances drain one backlog against a
 // local provider with a quota, paced first by the shared DynamoDB limiter (dynalite), then by a per-process ticker.
+// `--scenario quota-drop` (bench/quotaDrop.ts) instead lowers the provider's quota for a while under the adaptive rate.
 //
 // Each "instance" is an async worker in this process with its own limiter object, as each Lambda container has its own
 // (its own cached TAT); they share only the DynamoDB item, exactly as the fleet does. The baseline gives each instance
 // the same allowance on its own, which is what a per-process ticker does: K instances send K times the rate.
 // dynalite and the provider run in child processes, as they would be other machines: their CPU cannot stall the
 // instances' timers, and the instances' stalls cannot delay the provider's arrival log.
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Command, InvalidArgumentError } from 'commander';
-import { performance } from 'node:perf_hooks';
-import { DynamoDbRateLimiter, RateLimiter } from '../lambda/adapters/rateLimiter';
+import { DynamoDbRateLimiter } from '../lambda/adapters/rateLimiter';
 import { gcraLimits, GcraState, RateLimitSpec, reserve } from '../lambda/core/pacing/gcra';
 import { maxInAnyWindow } from '../lambda/core/pacing/slidingWindow';
-import { sleep, sleepUntil, waitForSlot } from '../lambda/core/pacing/sleep';
-import { startDynaliteProcess } from './dynaliteProcess';
+import { sleep, sleepUntil } from '../lambda/core/pacing/sleep';
+import { Backlog, KEY, LanesOption, lanesFor, LEAD_MS, LimiterRequests, limiterInstance, newRun, now, POLL_MS, Run, send, startLimiterTable, withDefaults } from './pacingFleet';
 import { startQuotaProviderProcess } from './quotaProviderProcess';
+import { formatQuotaDrop, QUOTA_DROP_DEFAULTS, QuotaDropOptions, runQuotaDropBench } from './quotaDrop';
 
 export interface PacingBenchOptions {
   /** The window the quota is counted over. @default 1000 */
@@ -39,6 +39,8 @@ export interface PacingBenchOptions {
    * (safetyMarginMs - lateToleranceMs) is the budget for the request reaching the provider's log. @default 10
    */
   lateToleranceMs?: number;
+  /** Lanes each limiter splits the allowance into (DynamoDbRateLimiter's `lanes`); 'auto': as the consumer configures. @default 1 */
+  lanes?: LanesOption;
 }
 
 export interface ModeReport {
@@ -65,98 +67,21 @@ export interface ModeReport {
   requests: number;
   /** Reserved slots given up because the instance woke later than the tolerance (the limiter only). */
   missedSlots: number;
+  /** Limiter calls that failed (lost every race, or DynamoDB failed): the batch went back to the queue, as a deferral. */
+  limiterErrors: number;
   elapsedMs: number;
 }
 
+/** The shared limiter's run, with the DynamoDB requests its instances made (counted at their client). */
+export interface LimiterModeReport extends ModeReport {
+  /** Lanes each limiter split the allowance into. */
+  lanes: number;
+  dynamodb: LimiterRequests;
+}
+
 export interface PacingBenchReport {
-  limiter: ModeReport;
+  limiter: LimiterModeReport;
   baseline: ModeReport;
-}
-
-const KEY = 'bench-provider';
-const POLL_MS = 20;
-const LEAD_MS = 25;
-const now = (): number => performance.timeOrigin + performance.now();
-
-/** The shared queue the instances drain, simulating SQS: take a batch, put back (optionally delayed), mark done. */
-class Backlog {
-  private readonly items: number[];
-  private remaining: number;
-  private readonly timers = new Set<NodeJS.Timeout>();
-  constructor(size: number) {
-    this.items = Array.from({ length: size }, (_, i) => i);
-    this.remaining = size;
-  }
-  get finished(): boolean {
-    return this.remaining === 0;
-  }
-  take(n: number): number[] {
-    return this.items.splice(0, n);
-  }
-  putBack(items: number[], delayMs = 0): void {
-    if (items.length === 0) return;
-    if (delayMs <= 0) {
-      this.items.push(...items);
-      return;
-    }
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      this.items.push(...items);
-    }, delayMs);
-    this.timers.add(timer);
-  }
-  done(): void {
-    this.remaining--;
-  }
-  dispose(): void {
-    for (const t of this.timers) clearTimeout(t);
-  }
-}
-
-async function send(url: string, item: number): Promise<number> {
-  const res = await fetch(url, { method: 'POST', body: JSON.stringify({ operationId: `op-${item}` }) });
-  await res.arrayBuffer();
-  return res.status;
-}
-
-interface Run {
-  backlog: Backlog;
-  url: string;
-  waits: number[];
-  missedSlots: number;
-}
-
-/**
- * One consumer instance paced by the shared limiter: reserve a block per batch, start each at its slot, and give up a
- * slot it woke too late for (the message goes back and is reserved again).
- */
-async function limiterInstance(run: Run, limiter: RateLimiter, batchSize: number, maxWaitMs: number, lateToleranceMs: number): Promise<void> {
-  const { backlog } = run;
-  while (!backlog.finished) {
-    const batch = backlog.take(batchSize);
-    if (batch.length === 0) {
-      await sleep(POLL_MS);
-      continue;
-    }
-    let readyAt = now();
-    const got = await limiter.acquire(KEY, batch.length, { maxWaitMs });
-    // What does not fit the short wait is deferred, as the consumer re-publishes it with DelaySeconds.
-    backlog.putBack(batch.slice(got.granted), got.waitMs);
-    for (let i = 0; i < got.granted; i++) {
-      if (!(await waitForSlot(got.startAtMs[i], lateToleranceMs))) {
-        run.missedSlots++;
-        backlog.putBack([batch[i]]);
-        continue;
-      }
-      run.waits.push(now() - readyAt);
-      const status = await send(run.url, batch[i]);
-      readyAt = now();
-      if (status === 200) backlog.done();
-      else backlog.putBack([batch[i]]);
-    }
-    // Nothing granted: the next slot is waitMs away; asking again sooner would only be refused again.
-    if (got.granted === 0) await sleep(Math.min(got.waitMs, maxWaitMs));
-  }
 }
 
 /** One consumer instance with a per-process ticker: the same allowance, enforced only within the instance. */
@@ -196,14 +121,16 @@ const round = (n: number, digits: number): number => Number(n.toFixed(digits));
 async function runMode(
   options: Required<PacingBenchOptions>,
   instance: (run: Run, index: number) => Promise<void>,
+  measure?: { begin(): void; end(starts: number): void },
 ): Promise<ModeReport> {
   const { windowMs, allowedPerWindow, instances, backlogFactor } = options;
   const provider = await startQuotaProviderProcess({ allowedPerWindow, windowMs });
   const backlog = new Backlog(backlogFactor * allowedPerWindow);
-  const run: Run = { backlog, url: provider.url, waits: [], missedSlots: 0 };
+  const run = newRun(backlog, provider.url);
   // Warm-up outside the measurement: each instance opens its connection, as a warm container already has one.
   await Promise.all(Array.from({ length: instances }, () => send(provider.warmUpUrl, -1)));
   const began = now();
+  measure?.begin();
   let log;
   try {
     await Promise.all(Array.from({ length: instances }, (_, i) => instance(run, i)));
@@ -212,6 +139,7 @@ async function runMode(
     log = await provider.finish();
   }
   const { accepted, arrivals, throttled } = log;
+  measure?.end(arrivals.length);
   const span = accepted.length === 0 ? 0 : accepted[accepted.length - 1] - accepted[0] + windowMs / allowedPerWindow;
   return {
     allowedPerWindow,
@@ -222,6 +150,7 @@ async function runMode(
     p99WaitMs: round(percentile(run.waits, 99), 1),
     requests: arrivals.length,
     missedSlots: run.missedSlots,
+    limiterErrors: run.limiterErrors,
     elapsedMs: Math.round(now() - began),
   };
 }
@@ -235,45 +164,38 @@ export const DEFAULTS: Required<PacingBenchOptions> = {
   maxWaitMs: 5000,
   safetyMarginMs: 25,
   lateToleranceMs: 10,
+  lanes: 1,
 };
 
 /** Runs the shared limiter, then the per-process baseline, each against a fresh provider with the same quota. */
 export async function runPacingBench(input: PacingBenchOptions = {}): Promise<PacingBenchReport> {
-  const options = { ...DEFAULTS, ...input };
+  const options = withDefaults(DEFAULTS, input);
   const spec: RateLimitSpec = {
     startsPerInterval: options.allowedPerWindow,
     intervalMs: options.windowMs,
     safetyMarginMs: options.safetyMarginMs,
   };
-  const dynamodb = await startDynaliteProcess();
-  // Credentials and endpoint for the embedded server only; nothing here can reach AWS.
-  const client = new DynamoDBClient({
-    endpoint: dynamodb.endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
+  const table = await startLimiterTable();
   try {
-    const tableName = 'bench-limiter';
-    await client.send(
-      new CreateTableCommand({
-        TableName: tableName,
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-        BillingMode: 'PAY_PER_REQUEST',
-      }),
-    );
+    const { client, tableName, counter } = table;
     // maxAttempts is generous: K instances racing for one item is the point of the exercise.
     // leadMs covers a contended acquire's round trips, so the first slot on an idle key is not missed on arrival.
-    const limiters = Array.from({ length: options.instances }, () => new DynamoDbRateLimiter({ limits: spec, tableName, client, maxAttempts: 50, leadMs: LEAD_MS }));
+    const lanes = lanesFor(options.lanes, spec);
+    const limiters = Array.from({ length: options.instances }, () => new DynamoDbRateLimiter({ limits: spec, tableName, client, maxAttempts: 50, leadMs: LEAD_MS, lanes }));
     // Warm-up on another key, racing as the run will: loads the SDK's write, conflict and read paths in each instance,
     // as in a warm container.
     for (let round = 0; round < 3; round++) await Promise.all(limiters.map((l) => l.acquire(`${KEY}-warm-up`, 1, { maxWaitMs: 60_000 })));
-    const limiter = await runMode(options, (run, i) => limiterInstance(run, limiters[i], options.batchSize, options.maxWaitMs, options.lateToleranceMs));
+    // Counted from the first measured acquire: what the fleet's limiters cost per start, lost races included.
+    let dynamodb: LimiterRequests | undefined;
+    const limiterMode = await runMode(
+      options,
+      (run, i) => limiterInstance(run, limiters[i], { batchSize: options.batchSize, maxWaitMs: options.maxWaitMs, lateToleranceMs: options.lateToleranceMs }),
+      { begin: () => counter.start(), end: (starts) => (dynamodb = counter.stop(starts)) },
+    );
     const baseline = await runMode(options, (run) => tickerInstance(run, spec, options.batchSize));
-    return { limiter, baseline };
+    return { limiter: { ...limiterMode, lanes, dynamodb: dynamodb as LimiterRequests }, baseline };
   } finally {
-    client.destroy();
-    await dynamodb.close();
+    await table.close();
   }
 }
 
@@ -289,30 +211,101 @@ function nonNegativeInt(value: string): number {
   return n;
 }
 
+function lanesArg(value: string): LanesOption {
+  if (value === 'auto') return 'auto';
+  return positiveInt(value);
+}
+
+function fraction(value: string): number {
+  const n = Number(value);
+  if (!(n > 0 && n < 1)) throw new InvalidArgumentError('must be a number between 0 and 1 exclusive');
+  return n;
+}
+
+/** `10x1,30x0.5,10x1`: windows x share of the configured allowance, in order. */
+function phaseList(value: string): QuotaDropOptions['phases'] {
+  return value.split(',').map((part) => {
+    const match = /^(\d+)x(\d*\.?\d+)$/.exec(part.trim());
+    if (!match) throw new InvalidArgumentError(`"${part}" is not WINDOWSxSHARE (e.g. 30x0.5)`);
+    return { windows: Number(match[1]), share: Number(match[2]) };
+  });
+}
+
 function summarize(name: string, m: ModeReport): string {
   const verdict = m.maxStartsInAnyWindow <= m.allowedPerWindow ? 'within quota' : 'OVER QUOTA';
   return `${name.padEnd(9)} max ${m.maxStartsInAnyWindow}/${m.allowedPerWindow} per window (${verdict}), utilization ${m.utilization}, ` +
     `throttled ${m.throttled}, missed slots ${m.missedSlots}, wait p50 ${m.p50WaitMs} ms p99 ${m.p99WaitMs} ms, ${m.requests} requests in ${m.elapsedMs} ms`;
 }
 
+function summarizeRequests(d: LimiterRequests): string {
+  return `          DynamoDB per start: ${d.writesPerStart} writes, ${d.readsPerStart} reads, ${d.lostRacesPerStart} lost races ` +
+    `(${d.writes} / ${d.reads} / ${d.lostRaces})`;
+}
+
+function summarizeLimiter(m: LimiterModeReport): string {
+  return `${summarize('limiter', m)}${m.lanes > 1 ? `, ${m.lanes} lanes` : ''}\n${summarizeRequests(m.dynamodb)}`;
+}
+
+const SCENARIOS = ['default', 'quota-drop'] as const;
+/** Options only the quota-drop scenario takes, and the one only the default scenario takes. */
+const QUOTA_DROP_ONLY = ['phases', 'decreaseFactor', 'refreshMs', 'mode'] as const;
+const DEFAULT_ONLY = ['backlogFactor'] as const;
+const FLAG: Record<string, string> = { phases: '--phases', decreaseFactor: '--decrease-factor', refreshMs: '--refresh-ms', mode: '--mode', backlogFactor: '--backlog-factor' };
+
 async function main(argv: string[]): Promise<void> {
   const program = new Command()
     .name('bench:pacing')
-    .description('Shared DynamoDB limiter vs per-process tickers, against a local provider with a quota.')
+    .description(
+      'Shared DynamoDB limiter vs per-process tickers, against a local provider with a quota (--scenario default); or the ' +
+        'adaptive rate vs the fixed rate while the provider\'s true quota drops and comes back (--scenario quota-drop).',
+    )
     .option('--json', 'print one JSON document on stdout', false)
-    .option('--window-ms <n>', 'quota window in ms', positiveInt, DEFAULTS.windowMs)
-    .option('--allowed <n>', 'quota R per window', positiveInt, DEFAULTS.allowedPerWindow)
-    .option('--instances <n>', 'concurrent consumer instances K', positiveInt, DEFAULTS.instances)
-    .option('--backlog-factor <n>', 'backlog as a multiple of R', positiveInt, DEFAULTS.backlogFactor)
-    .option('--batch-size <n>', 'messages per batch', positiveInt, DEFAULTS.batchSize)
-    .option('--max-wait-ms <n>', 'short-wait threshold', nonNegativeInt, DEFAULTS.maxWaitMs)
-    .option('--safety-margin-ms <n>', 'window stretch absorbing start jitter', nonNegativeInt, DEFAULTS.safetyMarginMs)
-    .option('--late-tolerance-ms <n>', 'give up a slot woken later than this', nonNegativeInt, DEFAULTS.lateToleranceMs)
+    .option('--scenario <name>', `${SCENARIOS.join(' | ')}`, 'default')
+    .option('--window-ms <n>', `quota window in ms (default ${DEFAULTS.windowMs})`, positiveInt)
+    .option('--allowed <n>', `quota R per window (default ${DEFAULTS.allowedPerWindow}; quota-drop: ${QUOTA_DROP_DEFAULTS.allowedPerWindow})`, positiveInt)
+    .option('--instances <n>', `concurrent consumer instances K (default ${DEFAULTS.instances})`, positiveInt)
+    .option('--backlog-factor <n>', `backlog as a multiple of R (default ${DEFAULTS.backlogFactor}; default scenario only)`, positiveInt)
+    .option('--batch-size <n>', `messages per batch (default ${DEFAULTS.batchSize})`, positiveInt)
+    .option('--max-wait-ms <n>', `short-wait threshold (default ${DEFAULTS.maxWaitMs}; quota-drop: a sixth of the window)`, nonNegativeInt)
+    .option('--safety-margin-ms <n>', `window stretch absorbing start jitter (default ${DEFAULTS.safetyMarginMs})`, nonNegativeInt)
+    .option('--late-tolerance-ms <n>', `give up a slot woken later than this (default ${DEFAULTS.lateToleranceMs})`, nonNegativeInt)
+    .option('--lanes <n|auto>', 'lanes each limiter splits the allowance into; auto: as the consumer configures (default 1)', lanesArg)
+    .option('--phases <list>', 'quota-drop: the provider\'s quota, WINDOWSxSHARE of R, comma-separated (default 10x1,30x0.5,10x1)', phaseList)
+    .option('--decrease-factor <f>', 'quota-drop: the adaptive rule\'s cut (default the limiter\'s)', fraction)
+    .option('--refresh-ms <n>', 'quota-drop: how long an instance trusts its copy of the rate (default the limiter\'s)', positiveInt)
+    .option('--mode <name>', 'quota-drop: adaptive | fixed | both', 'both')
     .parse(argv);
   const o = program.opts<{
-    json: boolean; windowMs: number; allowed: number; instances: number; backlogFactor: number; batchSize: number;
-    maxWaitMs: number; safetyMarginMs: number; lateToleranceMs: number;
+    json: boolean; scenario: string; windowMs?: number; allowed?: number; instances?: number; backlogFactor?: number; batchSize?: number;
+    maxWaitMs?: number; safetyMarginMs?: number; lateToleranceMs?: number; lanes?: LanesOption; phases?: QuotaDropOptions['phases'];
+    decreaseFactor?: number; refreshMs?: number; mode: string;
   }>();
+  // program.error: commander's own usage error (the message and exit code 1), as for a bad argument.
+  if (!(SCENARIOS as readonly string[]).includes(o.scenario)) program.error(`error: --scenario must be one of ${SCENARIOS.join(', ')} (got "${o.scenario}")`);
+  const given = (name: string) => program.getOptionValueSource(name) === 'cli';
+  const misplaced = o.scenario === 'quota-drop' ? DEFAULT_ONLY.filter(given) : QUOTA_DROP_ONLY.filter(given);
+  if (misplaced.length > 0) {
+    program.error(`error: ${misplaced.map((m) => FLAG[m]).join(', ')} ${misplaced.length === 1 ? 'does' : 'do'} not apply to --scenario ${o.scenario}`);
+  }
+  if (o.scenario === 'quota-drop') {
+    if (!['adaptive', 'fixed', 'both'].includes(o.mode)) program.error(`error: --mode must be adaptive, fixed or both (got "${o.mode}")`);
+    const report = await runQuotaDropBench({
+      windowMs: o.windowMs,
+      allowedPerWindow: o.allowed,
+      phases: o.phases,
+      instances: o.instances,
+      batchSize: o.batchSize,
+      maxWaitMs: o.maxWaitMs,
+      safetyMarginMs: o.safetyMarginMs,
+      lateToleranceMs: o.lateToleranceMs,
+      lanes: o.lanes,
+      refreshMs: o.refreshMs,
+      adaptive: o.decreaseFactor === undefined ? undefined : { decreaseFactor: o.decreaseFactor },
+      modes: o.mode === 'both' ? ['adaptive', 'fixed'] : [o.mode as 'adaptive' | 'fixed'],
+    } satisfies QuotaDropOptions);
+    process.stdout.write(o.json ? `${JSON.stringify(report, null, 2)}\n` : formatQuotaDrop(report));
+    return;
+  }
   const report = await runPacingBench({
     windowMs: o.windowMs,
     allowedPerWindow: o.allowed,
@@ -322,11 +315,12 @@ async function main(argv: string[]): Promise<void> {
     maxWaitMs: o.maxWaitMs,
     safetyMarginMs: o.safetyMarginMs,
     lateToleranceMs: o.lateToleranceMs,
+    lanes: o.lanes,
   });
   if (o.json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   } else {
-    process.stdout.write(`${summarize('limiter', report.limiter)}\n${summarize('baseline', report.baseline)}\n`);
+    process.stdout.write(`${summarizeLimiter(report.limiter)}\n${summarize('baseline', report.baseline)}\n`);
   }
 }
 

@@ -1,13 +1,21 @@
-// Benchmark stand-in for the downstream: an HTTP server on loopback that enforces a quota and logs every arrival.
+// Benchmark stand-in for the downstream: an HTTP server on loopback that enforces a quota and logs every arrival. The
+// quota may change over time on a schedule (bench:pacing --scenario quota-drop), as a real provider's does when it is
+// under load of its own: clients are not told, they only see more 429s.
 import { createServer, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { closeServer } from '../local/servers';
 
 export interface QuotaProviderOptions {
-  /** Requests accepted in any sliding window of `windowMs`; the rest get 429. */
+  /** Requests accepted in any sliding window of `windowMs`; the rest get 429. Before any scheduled step, and without one. */
   allowedPerWindow: number;
   windowMs: number;
+}
+
+/** From `atMs` (epoch ms) on, the quota is `allowedPerWindow`, until the next step. */
+export interface QuotaStep {
+  atMs: number;
+  allowedPerWindow: number;
 }
 
 export interface QuotaProvider {
@@ -20,12 +28,27 @@ export interface QuotaProvider {
   warmUpUrl: string;
   /** Requests answered 429. */
   throttled(): number;
+  /**
+   * Replaces the quota's schedule: steps in ascending `atMs`; before the first, `allowedPerWindow` applies.
+   * @throws Error naming the bad step
+   */
+  setSchedule(steps: QuotaStep[]): void;
   close(): Promise<void>;
 }
 
-/** The provider's own clock: sub-millisecond, so two arrivals in the same millisecond still order and count. */
+/** Checks a schedule: ascending times, allowances that are positive integers. @throws Error naming every bad step */
+export function checkSchedule(steps: QuotaStep[]): void {
+  const problems = steps.flatMap((step, i) => [
+    ...(Number.isFinite(step.atMs) ? [] : [`step ${i}: atMs must be a number (got ${step.atMs})`]),
+    ...(i > 0 && !(step.atMs >= steps[i - 1].atMs) ? [`step ${i}: atMs ${step.atMs} is before step ${i - 1}'s ${steps[i - 1].atMs}`] : []),
+    ...(Number.isSafeInteger(step.allowedPerWindow) && step.allowedPerWindow >= 1 ? [] : [`step ${i}: allowedPerWindow must be a positive integer (got ${step.allowedPerWindow})`]),
+  ]);
+  if (problems.length > 0) throw new Error(`invalid quota schedule: ${problems.join('; ')}`);
+}
+
 const WARM_UP_PATH = '/warm-up';
 
+/** The provider's own clock: sub-millisecond, so two arrivals in the same millisecond still order and count. */
 const clock = (): number => performance.timeOrigin + performance.now();
 
 /**
@@ -33,7 +56,14 @@ const clock = (): number => performance.timeOrigin + performance.now();
  * window", so any excess a client sends shows up as a 429 rather than being forgiven at a fixed-window boundary.
  */
 export async function startQuotaProvider(options: QuotaProviderOptions): Promise<QuotaProvider> {
-  const { allowedPerWindow, windowMs } = options;
+  const { windowMs } = options;
+  let schedule: QuotaStep[] = [];
+  // Index of the step in force (-1: none yet); arrivals come in time order, so it only moves forward.
+  let stepAt = -1;
+  const allowedAt = (at: number): number => {
+    while (stepAt + 1 < schedule.length && schedule[stepAt + 1].atMs <= at) stepAt++;
+    return stepAt < 0 ? options.allowedPerWindow : schedule[stepAt].allowedPerWindow;
+  };
   const arrivals: number[] = [];
   const accepted: number[] = [];
   let throttled = 0;
@@ -50,10 +80,13 @@ export async function startQuotaProvider(options: QuotaProviderOptions): Promise
     arrivals.push(at);
     while (oldest < accepted.length && accepted[oldest] <= at - windowMs) oldest++;
     // Decide at arrival, in arrival order; the answer waits for the body so keep-alive connections stay reusable.
-    const ok = accepted.length - oldest < allowedPerWindow;
+    const allowed = allowedAt(at);
+    const ok = accepted.length - oldest < allowed;
     if (ok) accepted.push(at);
     else throttled++;
-    const retryAfterS = ok ? 0 : Math.max(1, Math.ceil((accepted[oldest] + windowMs - at) / 1000));
+    // The window frees a place when enough of its oldest have left for the count to fall under the quota: the oldest
+    // one at the quota as configured, more of them right after the quota was lowered.
+    const retryAfterS = ok ? 0 : Math.max(1, Math.ceil((accepted[accepted.length - allowed] + windowMs - at) / 1000));
     req.resume();
     req.on('end', () => {
       if (ok) res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
@@ -71,6 +104,11 @@ export async function startQuotaProvider(options: QuotaProviderOptions): Promise
     arrivals,
     accepted,
     throttled: () => throttled,
+    setSchedule(steps) {
+      checkSchedule(steps);
+      schedule = [...steps];
+      stepAt = -1;
+    },
     close: () => closeServer(server),
   };
 }

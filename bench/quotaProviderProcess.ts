@@ -2,7 +2,7 @@
 // provider's arrival log (a real provider logs on its own machine). Parent side and child entry point in one file.
 import { ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
-import { QuotaProviderOptions, startQuotaProvider } from './quotaProvider';
+import { checkSchedule, QuotaProviderOptions, QuotaStep, startQuotaProvider } from './quotaProvider';
 
 export interface ProviderLog {
   arrivals: number[];
@@ -13,11 +13,18 @@ export interface ProviderLog {
 export interface RemoteQuotaProvider {
   url: string;
   warmUpUrl: string;
+  /** Sets the quota's schedule (QuotaProvider.setSchedule), resolving once the provider applies it. */
+  schedule(steps: QuotaStep[]): Promise<void>;
   /** Stops the provider and returns its log. */
   finish(): Promise<ProviderLog>;
 }
 
-type ChildMessage = { type: 'ready'; url: string; warmUpUrl: string } | ({ type: 'log' } & ProviderLog);
+type ChildMessage =
+  | { type: 'ready'; url: string; warmUpUrl: string }
+  | { type: 'scheduled' }
+  | { type: 'failed'; message: string }
+  | ({ type: 'log' } & ProviderLog);
+type ParentMessage = { type: 'schedule'; steps: QuotaStep[] } | { type: 'finish' };
 
 /** Starts the provider in a child Node process (TypeScript through tsx, a dev dependency). */
 export function startQuotaProviderProcess(options: QuotaProviderOptions): Promise<RemoteQuotaProvider> {
@@ -30,6 +37,12 @@ export function startQuotaProviderProcess(options: QuotaProviderOptions): Promis
     new Promise((resolve, reject) => {
       const onExit = (code: number | null) => reject(new Error(`quota provider process exited (code ${code}) while waiting for "${type}"`));
       const onMessage = (message: ChildMessage) => {
+        if (message.type === 'failed') {
+          child.off('message', onMessage);
+          child.off('exit', onExit);
+          reject(new Error(`quota provider process: ${message.message}`));
+          return;
+        }
         if (message.type !== type) return;
         child.off('message', onMessage);
         child.off('exit', onExit);
@@ -44,9 +57,16 @@ export function startQuotaProviderProcess(options: QuotaProviderOptions): Promis
     return {
       url: ready.url,
       warmUpUrl: ready.warmUpUrl,
+      async schedule(steps) {
+        // Checked here too, so a bad schedule fails with its own message in the caller's stack.
+        checkSchedule(steps);
+        const applied = next('scheduled');
+        child.send({ type: 'schedule', steps } satisfies ParentMessage);
+        await applied;
+      },
       async finish() {
         const log = next('log');
-        child.send({ type: 'finish' });
+        child.send({ type: 'finish' } satisfies ParentMessage);
         const message = await log;
         if (message.type !== 'log') throw new Error('unreachable');
         child.disconnect();
@@ -60,7 +80,16 @@ export function startQuotaProviderProcess(options: QuotaProviderOptions): Promis
 async function child(): Promise<void> {
   const options = JSON.parse(process.argv[2]) as QuotaProviderOptions;
   const provider = await startQuotaProvider(options);
-  process.on('message', (message: { type: string }) => {
+  process.on('message', (message: ParentMessage) => {
+    if (message.type === 'schedule') {
+      try {
+        provider.setSchedule(message.steps);
+        process.send?.({ type: 'scheduled' } satisfies ChildMessage);
+      } catch (error) {
+        process.send?.({ type: 'failed', message: (error as Error).message } satisfies ChildMessage);
+      }
+      return;
+    }
     if (message.type !== 'finish') return;
     void provider.close().then(() => {
       process.send?.({ type: 'log', arrivals: provider.arrivals, accepted: provider.accepted, throttled: provider.throttled() });

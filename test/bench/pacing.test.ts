@@ -13,6 +13,12 @@ describe('Function: runPacingBench', () => {
     }
     expect(report.limiter.maxStartsInAnyWindow).toBeLessThanOrEqual(5);
     expect(report.limiter.throttled).toBe(0);
+    // The limiters' own DynamoDB requests, counted at their client: at least a write per start's block, some reads.
+    const { dynamodb } = report.limiter;
+    expect(dynamodb.writes).toBeGreaterThan(0);
+    expect(dynamodb.lostRaces).toBeLessThanOrEqual(dynamodb.writes);
+    expect(dynamodb.writesPerStart).toBeCloseTo(dynamodb.writes / report.limiter.requests, 3);
+    for (const field of ['readsPerStart', 'lostRacesPerStart'] as const) expect(typeof dynamodb[field]).toBe('number');
     // Three tickers each at the full allowance: the provider sees more than it allows and throttles the excess.
     expect(report.baseline.maxStartsInAnyWindow).toBeGreaterThan(5);
     expect(report.baseline.throttled).toBeGreaterThan(0);

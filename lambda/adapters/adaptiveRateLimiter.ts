@@ -1,22 +1,18 @@
-// Fleet-wide pacing edge, adaptive: the shared limiter at a rate that 429s lower and time raises again, up to the
-// configured ceiling. The rate's state is one DynamoDB item next to the limiter's own, so every instance uses it.
+// Fleet-wide pacing edge, adaptive: the shared limiter at a rate that 429s lower and quiet windows raise again, up to
+// the configured ceiling. The current rate is one DynamoDB item next to the limiter's own, so every instance uses it.
 //
-// Hand-written for the same reason as rateLimiter.ts: the rule is the pure core's (core/pacing/adaptiveRate.ts: after
-// each decrease a hold, a probe of a start or two, a wait for its verdict, then a doubling ramp, all a function of the
-// time since the decrease); this file stores its state with compare-and-set writes, keeps each container's evidence
-// for the ramp, and books no further ahead than `rampMaxWaitMs` on the ramp. Costs, per downstream key:
+// Hand-written for the same reason as rateLimiter.ts: the AIMD rule is the pure core's (core/pacing/adaptiveRate.ts);
+// this file only stores its state with compare-and-set writes. Costs, per downstream key:
 //   - a read of the rate item at most once per `refreshMs` per container (eventually consistent; cached between);
-//   - a write only on a throttle that changes the state: a decrease (at most one per throttled probe or ramp, or per
-//     cooldown of a held rate), or a note that holds the probe back (at most one per tail); fleet-wide, since a lost
-//     race re-reads and usually finds the change already made. Rising costs nothing: every container computes the
-//     probe and the ramp from the state it read, at the same times. Quiet starts (succeeded) cost nothing at all.
+//   - a write only when the rate actually changes: at most one cut per cooldown and one recovery step per
+//     `recoverEveryMs`, fleet-wide (a lost race re-reads and usually finds the change already made).
 //
 // Why mixing rates keeps the guarantee: while a cut propagates, instances pace the same TAT item with different
 // emission intervals. Cut rates use burst 1, so a token's tolerance equals its own interval; for the last token l of any
 // window, (k - 1) * T_ceiling + T_l <= TAT_l - start_f < W + T_l, which gives k <= R as in gcra.ts. The configured
 // burst is kept only at the ceiling, where the proof in gcra.ts applies unchanged.
 import { ConditionalCheckFailedException, DynamoDBClient, GetItemCommand, UpdateItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import { initialRate, onSucceeded, onThrottled, rateAt, type AdaptiveRateOptions, type AdaptiveRateState } from '../core/pacing/adaptiveRate';
+import { initialRate, onSucceeded, onThrottled, type AdaptiveRateOptions, type AdaptiveRateState } from '../core/pacing/adaptiveRate';
 import type { RateLimitSpec } from '../core/pacing/gcra';
 import { dynamoClient } from './clients';
 import { DynamoDbRateLimiter, RateLimiterError, type AcquireOptions, type Acquisition, type RateLimiter } from './rateLimiter';
@@ -29,9 +25,9 @@ export interface RateChange {
 
 /** What the consumer reports back after an invocation, so the shared rate can adapt. */
 export interface RateFeedback {
-  /** The downstream answered 429/503 on `key`: lower the shared rate, or note the throttle (core/pacing/adaptiveRate.ts). */
+  /** The downstream answered 429/503 on `key`: cut the shared rate (at most once per cooldown). */
   throttled(key: string): Promise<RateChange | undefined>;
-  /** Starts on `key` succeeded without a throttle: evidence the rate may climb (no write; nothing to report). */
+  /** Starts on `key` succeeded without a throttle: take a recovery step when one is due. */
   succeeded(key: string): Promise<RateChange | undefined>;
 }
 
@@ -41,39 +37,18 @@ export interface AdaptiveDynamoDbRateLimiterOptions {
   /** The limiter table: GCRA items under `key`, rate items under `key#rate`. */
   tableName: string;
   /**
-   * The rule's tuning, in the window W = limits.intervalMs. @default adaptiveDefaults(limits): { floor: 1,
-   * decreaseFactor: 0.5, windowMs: W, decreaseCooldownMs: W, holdMs: W / 2, cutHoldMs: 5W / 4, probeMs: W / 4,
-   * verdictMs: W / 4, tailMs: W / 4, increaseStep: 4% of the ceiling (at least 1), recoverEveryMs: W / 6 }
+   * The AIMD rule's tuning. @default { floor: 1, decreaseFactor: 0.5, decreaseCooldownMs: the window length,
+   * increaseStep: 10% of the ceiling (at least 1), recoverEveryMs: a sixth of the window }
    *
-   * Why these (bench:pacing --scenario quota-drop measures them against a quota that halves and comes back):
-   *   - halving, not the SDK's 0.7: when a quota falls, every start of the next half window is refused whatever the
-   *     rate (the provider's window is still full of the old rate), and a cut that leaves the rate over the new line
-   *     pays for most of another window of excess before the next cut (measured: about 110 429s for the drop at 0.7
-   *     against 65 at 0.5, which took the run over its 2% budget);
-   *   - the probe, 4% of the ceiling for a quarter window, is one or two starts more per window: refused only if the
-   *     held rate is at the line, so a quota that stays low costs a 429 or two a cycle of about a window;
-   *   - the verdict, a quarter window, covers a report's delay (a batch's slots are booked up to the short wait ahead);
-   *   - the ramp doubles its step every sixth of a window, so from a held rate at half the ceiling it is back at the
-   *     ceiling within about W / 2 + W / 4 + W / 4 + 5W / 6 of the restore: under two windows.
+   * Why recovery is quicker than the cooldown: one window's 429s describe one event, so cuts are at most one per window;
+   * but a cut undone at 5% per window (the textbook additive step) takes ten windows, and under recurring transient 429
+   * storms (the provider's, not ours) the rate then settles near a tenth of the allowance: halved once a window,
+   * regaining 5%. At 10% every sixth of a window a cut is undone within the next window, so the rate sits at the
+   * allowance between storms, while a provider whose real tolerance is lower still gets cut back once per window.
    */
   adaptive?: Partial<Omit<AdaptiveRateOptions, 'ceiling'>>;
-  /**
-   * How long a container trusts the rate item it last read: how fast a decrease another container wrote reaches this
-   * one (rising needs no read: it follows from the time). @default min(5000, W / 6): a cut that took five windows to
-   * reach the fleet (5 s at a 1 s window) would keep most of the fleet over a lowered quota for those five windows;
-   * at a 60 s window, 5 s is already a twelfth of it. A container that is throttled learns a cut sooner, from the
-   * conflict its own report meets.
-   */
+  /** How long a container trusts the rate it last read. Bounds how fast a cut reaches the fleet. @default min(5000, interval / 6) */
   refreshMs?: number;
-  /**
-   * While the rate ramps past the probe's, the furthest ahead a slot is booked, whatever the caller's maxWaitMs: a
-   * rate not yet proven can meet the provider's line at any moment, and every slot booked at it is started anyway (a
-   * container does not give booked slots back), so this horizon is most of what a ramp that meets the line costs in
-   * 429s. Not much shorter, though: a horizon of a few of the item's round trips leaves contending containers their
-   * slots too late to start on. The caller asks again for what was not granted (the consumer's slot pool refills, or
-   * defers by the hint). @default W / 12
-   */
-  rampMaxWaitMs?: number;
   /** Passed to each DynamoDbRateLimiter. @default 0 */
   leadMs?: number;
   /**
@@ -99,31 +74,6 @@ interface Versioned {
 
 export const rateItemKey = (key: string): string => `${key}#rate`;
 
-const STATE_FIELDS = ['rate', 'decreasedAtMs', 'heldBy', 'throttledAtMs', 'throttles'] as const;
-const sameState = (a: AdaptiveRateState, b: AdaptiveRateState): boolean => STATE_FIELDS.every((f) => a[f] === b[f]);
-
-/** The rule's defaults for a limit (see AdaptiveDynamoDbRateLimiterOptions.adaptive for why each). */
-export function adaptiveDefaults(limits: RateLimitSpec): AdaptiveRateOptions {
-  const w = limits.intervalMs;
-  return {
-    ceiling: limits.startsPerInterval,
-    floor: 1,
-    decreaseFactor: 0.5,
-    windowMs: w,
-    decreaseCooldownMs: w,
-    holdMs: Math.round(w / 2),
-    cutHoldMs: Math.round(w + w / 4),
-    tailMs: Math.round(w / 4),
-    increaseStep: Math.max(1, Math.round(limits.startsPerInterval * 0.04)),
-    probeMs: Math.max(1, Math.round(w / 4)),
-    verdictMs: Math.round(w / 4),
-    recoverEveryMs: Math.max(1, Math.round(w / 6)),
-  };
-}
-
-/** How long a container trusts its copy of the rate by default (see AdaptiveDynamoDbRateLimiterOptions.refreshMs). */
-export const defaultRefreshMs = (intervalMs: number): number => Math.min(5000, Math.max(1, Math.round(intervalMs / 6)));
-
 /** Keys whose rate a container keeps: per-key limits can reach a million keys; a forgotten one is read again. */
 const MAX_CACHED_RATES = 10_000;
 
@@ -132,7 +82,6 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
   private readonly limits: RateLimitSpec;
   private readonly rule: AdaptiveRateOptions;
   private readonly refreshMs: number;
-  private readonly rampMaxWaitMs: number;
   private readonly leadMs: number;
   public readonly lanes: number;
   private readonly idleTtlSeconds: number;
@@ -148,10 +97,17 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
     this.tableName = options.tableName;
     this.limits = options.limits;
     const ceiling = options.limits.startsPerInterval;
-    this.rule = { ...adaptiveDefaults(options.limits), ...options.adaptive };
+    this.rule = {
+      ceiling,
+      recoverEveryMs: Math.max(1, Math.round(options.limits.intervalMs / 6)),
+      decreaseCooldownMs: options.limits.intervalMs,
+      increaseStep: Math.max(1, Math.round(ceiling * 0.1)),
+      ...options.adaptive,
+    };
     initialRate(this.rule); // validates the rule once, here
-    this.refreshMs = options.refreshMs ?? defaultRefreshMs(options.limits.intervalMs);
-    this.rampMaxWaitMs = options.rampMaxWaitMs ?? Math.max(1, Math.round(options.limits.intervalMs / 12));
+    // A cut must reach the fleet within a fraction of the window: at a 60 s window that is the 5 s it always was, at a
+    // short one (a 1 s window) 5 s would be five windows at the old rate.
+    this.refreshMs = options.refreshMs ?? Math.min(5000, Math.round(options.limits.intervalMs / 6));
     this.leadMs = options.leadMs ?? 0;
     this.lanes = options.lanes ?? 1;
     this.idleTtlSeconds = options.idleTtlSeconds ?? 86_400;
@@ -161,38 +117,30 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
     this.limiterFor(ceiling); // validates the limits once, here
   }
 
-  async acquire(key: string, count: number, options: AcquireOptions = {}): Promise<Acquisition> {
+  async acquire(key: string, count: number, options?: AcquireOptions): Promise<Acquisition> {
     const { state } = await this.current(key);
-    const rate = rateAt(state, this.clock(), this.rule);
-    const ramping = rate > state.rate + (this.rule.increaseStep ?? 1);
-    const maxWaitMs = ramping ? Math.min(options.maxWaitMs ?? 0, this.rampMaxWaitMs) : options.maxWaitMs;
-    return this.limiterFor(rate).acquire(key, count, { ...options, maxWaitMs });
+    return this.limiterFor(state.rate).acquire(key, count, options);
   }
 
   async liveAt(key: string, maxAgeMs: number): Promise<number | undefined> {
-    return this.limiterFor(await this.currentRate(key)).liveAt(key, maxAgeMs);
+    const { state } = await this.current(key);
+    return this.limiterFor(state.rate).liveAt(key, maxAgeMs);
   }
 
-  /** The rate the fleet is pacing `key` at now: the rule's, from the state read at most refreshMs ago. */
+  /** The rate the fleet is pacing `key` at now (cached up to refreshMs). */
   async currentRate(key: string): Promise<number> {
-    return rateAt((await this.current(key)).state, this.clock(), this.rule);
+    return (await this.current(key)).state.rate;
   }
 
   async throttled(key: string): Promise<RateChange | undefined> {
     return this.change(key, (state, nowMs) => onThrottled(state, nowMs, this.rule));
   }
 
-  /**
-   * Nothing to store: the rate rises with time from the last decrease (see core/pacing/adaptiveRate.ts). The first
-   * quiet starts after a probe's verdict start this container's ramp; that evidence stays in this container's copy.
-   */
   async succeeded(key: string): Promise<RateChange | undefined> {
-    const hit = this.cached.get(key);
-    if (hit) {
-      const next = onSucceeded(hit.state, this.clock(), this.rule);
-      if (next !== hit.state) hit.state = next;
-    }
-    return undefined;
+    const { state } = await this.current(key);
+    // The common case, at the ceiling, costs nothing.
+    if (state.rate >= this.rule.ceiling) return undefined;
+    return this.change(key, (s, nowMs) => onSucceeded(s, nowMs, this.rule));
   }
 
   private limiterFor(rate: number): DynamoDbRateLimiter {
@@ -207,19 +155,11 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
     return limiter;
   }
 
-  /**
-   * Keeps a key's rate as read (most recent last: past MAX_CACHED_RATES the oldest is forgotten, and read again). The
-   * container's own evidence for the ramp (quietFromMs, quietAtMs) is kept while the cycle is the same.
-   */
-  private cache(key: string, versioned: Versioned): Versioned {
-    const before = this.cached.get(key)?.state;
-    const sameCycle = before?.quietFromMs !== undefined && before.decreasedAtMs === versioned.state.decreasedAtMs && before.throttledAtMs === versioned.state.throttledAtMs;
-    const state = sameCycle ? { ...versioned.state, quietFromMs: before.quietFromMs, quietAtMs: before.quietAtMs } : versioned.state;
+  /** Keeps a key's rate as read (most recent last: past MAX_CACHED_RATES the oldest is forgotten, and read again). */
+  private cache(key: string, versioned: Versioned): void {
     this.cached.delete(key);
-    const kept = { state, version: versioned.version, readAtMs: this.clock() };
-    this.cached.set(key, kept);
+    this.cached.set(key, { ...versioned, readAtMs: this.clock() });
     while (this.cached.size > MAX_CACHED_RATES) this.cached.delete(this.cached.keys().next().value as string);
-    return kept;
   }
 
   private async current(key: string): Promise<Versioned> {
@@ -234,11 +174,10 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
       const nowMs = Math.floor(this.clock());
       const next = step(known.state, nowMs);
-      if (next === known.state || sameState(next, known.state)) return undefined;
+      if (next === known.state || (next.rate === known.state.rate && next.changedAtMs === known.state.changedAtMs)) return undefined;
       if (await this.write(key, known.version, next)) {
         this.cache(key, { state: next, version: known.version + 1 });
-        const [from, to] = [rateAt(known.state, nowMs, this.rule), rateAt(next, nowMs, this.rule)];
-        return from === to ? undefined : { from, to };
+        return next.rate === known.state.rate ? undefined : { from: known.state.rate, to: next.rate };
       }
       known = await this.read(key, true);
     }
@@ -253,22 +192,18 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
     const itemKey = rateItemKey(key);
     const values: Record<string, AttributeValue> = {
       ':rate': { N: String(next.rate) },
+      ':changed': { N: String(next.changedAtMs ?? 0) },
       ':decreased': { N: String(next.decreasedAtMs ?? 0) },
-      ':heldBy': { S: next.heldBy ?? 'cut' },
-      ':throttled': { N: String(next.throttledAtMs ?? 0) },
-      ':throttles': { N: String(next.throttles ?? 0) },
       ':version': { N: String(version) },
       ':next': { N: String(version + 1) },
-      ':expires': { N: String(Math.ceil((next.decreasedAtMs ?? this.clock()) / 1000) + this.idleTtlSeconds) },
+      ':expires': { N: String(Math.ceil((next.changedAtMs ?? this.clock()) / 1000) + this.idleTtlSeconds) },
     };
     try {
       await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: { pk: { S: itemKey } },
-          // 0 stands for "none" in the times. `rate` is the held rate: what the fleet paces at until the probe.
-          UpdateExpression:
-            'SET rate = :rate, decreasedAtMs = :decreased, heldBy = :heldBy, throttledAtMs = :throttled, throttles = :throttles, version = :next, expiresAt = :expires',
+          UpdateExpression: 'SET rate = :rate, changedAtMs = :changed, decreasedAtMs = :decreased, version = :next, expiresAt = :expires',
           ConditionExpression: version === 0 ? 'attribute_not_exists(version)' : 'version = :version',
           ExpressionAttributeValues: version === 0 ? Object.fromEntries(Object.entries(values).filter(([k]) => k !== ':version')) : values,
         }),
@@ -289,22 +224,16 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
       throw new RateLimiterError(`adaptive rate item "${itemKey}" in table "${this.tableName}": read failed: ${(error as Error).message}`, itemKey, this.tableName, { cause: error });
     }
     const versioned = item ? this.parse(item) : { state: initialRate(this.rule), version: 0 };
-    // The copy as kept, with this container's own evidence for the ramp when the cycle is the same.
-    return this.cache(key, versioned);
+    this.cache(key, versioned);
+    return versioned;
   }
 
   private parse(item: Record<string, AttributeValue>): Versioned {
     const num = (name: string): number | undefined => (item[name]?.N === undefined ? undefined : Number(item[name].N));
-    // Absent or 0: none. An item written by the earlier additive rule has its last cut in decreasedAtMs too.
+    const changedAtMs = num('changedAtMs') || undefined;
     const decreasedAtMs = num('decreasedAtMs') || undefined;
-    const throttledAtMs = num('throttledAtMs') || undefined;
-    const throttles = num('throttles') || undefined;
-    // A lowered ceiling (a new deployment) applies at once; a raised one is reached by the ramp.
+    // A lowered ceiling (a new deployment) applies at once; a raised one is reached by recovery.
     const rate = Math.min(this.rule.ceiling, Math.max(this.rule.floor ?? 1, num('rate') ?? this.rule.ceiling));
-    const state: AdaptiveRateState = { rate, heldBy: item.heldBy?.S === 'back' ? 'back' : 'cut' };
-    if (decreasedAtMs !== undefined) state.decreasedAtMs = decreasedAtMs;
-    if (throttledAtMs !== undefined) state.throttledAtMs = throttledAtMs;
-    if (throttles !== undefined) state.throttles = throttles;
-    return { state, version: num('version') ?? 0 };
+    return { state: { rate, changedAtMs, decreasedAtMs }, version: num('version') ?? 0 };
   }
 }

@@ -1,48 +1,4 @@
-// Pacing math (pure): the allowance a fleet paces at when the provider's real quota is not known in advance, or
-// changes. Throttles lower it, time raises it again, never above the configured ceiling.
-//
-// ## Why not plain AIMD
-// A provider's quota is a line, not a loss probability: the best rate is the highest one that draws no 429, held there.
-// Halving on every 429 and adding a little per quiet period (AIMD) saws between half the line and the line: it uses
-// about three quarters of a lowered quota and is throttled on every tooth. The rule here keeps what the AWS SDK's
-// adaptive retry mode (CUBIC) gets right: a multiplicative cut when the line falls, growth that is slow next to the
-// last good rate and fast beyond it, and a rate that is a function of the time since the last cut, so raising it needs
-// no message (every container of the fleet computes the same rate from the same shared state: only throttles write).
-// And it uses what a paced fleet knows that a TCP sender does not: the rate it paced at, and for how long.
-//
-// ## A cycle, after each decrease
-//   hold     at the held rate: `holdMs`, or `cutHoldMs` after a cut (a cut leaves the provider's window with a hole
-//            where it refused everything, and a probe into the hole would pass whatever the line: the window must
-//            refill at the new rate first);
-//   probe    `probeMs` at `increaseStep` above it: a start or two more per window than the held rate (increaseStep *
-//            probeMs / windowMs). A sliding-window quota refuses them only if the held rate is at the line, so a
-//            failed probe costs a 429 or two;
-//   verdict  `verdictMs` back at the held rate, long enough for the probe's 429s to be reported;
-//   ramp     unreported, the line has moved: from the first quiet starts seen after the verdict, the rate climbs,
-//            its step over the held rate doubling every `recoverEveryMs` from the probe's, to the ceiling; but
-//            never more than one step past the last step quiet starts were seen at. A stalled or idle fleet (one
-//            that does not send at its rate) does not climb on time alone, as the SDK caps its rate at twice what
-//            it measured being sent.
-//
-// ## A throttle
-//   - in the probe or the verdict (or after it, before any quiet starts, within a window): the probe found the line; a
-//     new cycle at the same held rate; a start under it if
-//     the hold before drew a 429 too (the held rate was at the line: an estimate of it can be a start optimistic when
-//     the fleet sends less than it paces, or its starts bunch); a cut if the hold drew 429s more than once (the held
-//     rate was well over the line);
-//   - on the ramp (or within a window of its reaching the ceiling): the line is below the ramp's rate; a new cycle at
-//     the mean rate paced over the window that ended two reports' delays (2 * verdictMs) ago (what the provider's
-//     window held no later than its first 429, so about the line, even when a stalled container reports late) less a
-//     probe's worth of starts (a fleet sends a little less than it paces); but at the held rate if the ramp was
-//     throttled within a tenth above it (a gap in the provider's window, not a moved line, is the likelier cause);
-//   - while holding: within `tailMs` of the decrease it is that decrease's own event (instances not yet told, the
-//     provider's window still full of the old rate) and is ignored; later, within `decreaseCooldownMs`, it is noted
-//     and holds the probe back; after the cooldown the held rate has drawn 429s for a window: it steps down by one
-//     start if it came from a probe or the ramp and drew them once (it was about at the line), else it is cut by
-//     `decreaseFactor` (the line fell further);
-//   - steady (at the ceiling for a window, or before any throttle): the line fell under a rate it used to take: cut
-//     to `decreaseFactor` of the rate.
-// Never above `ceiling` (the configured allowance) and never below `floor`.
+// Pacing math (pure): AIMD on the allowance, for a provider whose real tolerance is not known in advance.
 import { assertNoProblems } from './errors';
 
 export interface AdaptiveRateOptions {
@@ -50,207 +6,61 @@ export interface AdaptiveRateOptions {
   ceiling: number;
   /** Never go below this. @default 1 */
   floor?: number;
-  /** Multiplier on the rate when the provider throttles a rate it used to take. @default 0.5 */
+  /** Multiplier applied on a throttle. @default 0.5 */
   decreaseFactor?: number;
-  /** The probe, in starts per interval above the held rate; the ramp's steps double from it. @default 1 */
+  /** Starts added per recovery step. @default 1 */
   increaseStep?: number;
-  /** Time between ramp steps. Use a fraction of the window. */
+  /** Time between recovery steps, and after a cut before the first one. Use the window length or longer. */
   recoverEveryMs: number;
-  /** The window the quota is counted over. @default 6 * recoverEveryMs */
-  windowMs?: number;
-  /** A held rate is cut (or stepped down) only once it has drawn 429s this long after it was set. @default windowMs */
-  decreaseCooldownMs?: number;
-  /** The hold after a decrease back to the line (or after a throttle noted while holding) before the probe. @default windowMs / 2 */
-  holdMs?: number;
   /**
-   * The hold after a cut: long enough for the provider's window to refill at the new rate after its last 429 (noted
-   * up to a tail before it). @default windowMs + tailMs
+   * Throttles within this long after a cut do not cut again: the 429s of one overloaded window arrive together and
+   * describe one event. @default recoverEveryMs
    */
-  cutHoldMs?: number;
-  /** The probe's length. @default windowMs / 4 */
-  probeMs?: number;
-  /** The wait after the probe for its 429s to be reported, before the ramp. @default windowMs / 4 */
-  verdictMs?: number;
-  /** Throttles this soon after a decrease belong to its own event. @default windowMs / 4 */
-  tailMs?: number;
+  decreaseCooldownMs?: number;
 }
-
-/** Why the rate is held where it is: the outcome of the last decrease. */
-export type HeldBy = 'cut' | 'back';
 
 export interface AdaptiveRateState {
-  /** The held rate, starts per interval: what the fleet paces at while it holds (an integer from floor to ceiling). */
+  /** Current allowance in starts per interval (an integer between floor and ceiling). */
   rate: number;
-  /** Epoch ms of the last decrease: the current cycle's start. Undefined: steady at `rate`, no cycle. */
+  /** Epoch ms of the last change (cut or recovery step); undefined before any. */
+  changedAtMs?: number;
+  /** Epoch ms of the last cut; undefined before any. */
   decreasedAtMs?: number;
-  /** 'cut': a cut or a step down; 'back': back after a probe or the ramp met the line. @default 'cut' */
-  heldBy?: HeldBy;
-  /** Epoch ms of the latest throttle noted while holding, past the tail: the probe waits the hold from it. */
-  throttledAtMs?: number;
-  /** Throttles noted while holding this cycle (at most one per tail). @default 0 */
-  throttles?: number;
-  /**
-   * Epoch ms of the first and of the latest quiet starts seen after this cycle's verdict: where the ramp starts, and
-   * how far it may go (onSucceeded sets them). Local to whoever holds the state: not shared, each container ramps on
-   * its own evidence.
-   */
-  quietFromMs?: number;
-  quietAtMs?: number;
 }
 
-type Resolved = Required<AdaptiveRateOptions>;
-
-function resolve(options: AdaptiveRateOptions): Resolved {
+function resolve(options: AdaptiveRateOptions) {
   const floor = options.floor ?? 1;
   const decreaseFactor = options.decreaseFactor ?? 0.5;
   const increaseStep = options.increaseStep ?? 1;
-  const windowMs = options.windowMs ?? 6 * options.recoverEveryMs;
-  const decreaseCooldownMs = options.decreaseCooldownMs ?? windowMs;
-  const holdMs = options.holdMs ?? windowMs / 2;
-  const cutHoldMs = options.cutHoldMs ?? windowMs + (options.tailMs ?? windowMs / 4);
-  const probeMs = options.probeMs ?? windowMs / 4;
-  const verdictMs = options.verdictMs ?? windowMs / 4;
-  const tailMs = options.tailMs ?? windowMs / 4;
+  const decreaseCooldownMs = options.decreaseCooldownMs ?? options.recoverEveryMs;
   const problems: string[] = [];
   if (!Number.isSafeInteger(options.ceiling) || options.ceiling < 1) problems.push(`ceiling must be a positive integer (got ${options.ceiling})`);
   if (!Number.isSafeInteger(floor) || floor < 1 || floor > options.ceiling) problems.push(`floor must be an integer from 1 to ceiling (got ${floor})`);
   if (!(decreaseFactor > 0 && decreaseFactor < 1)) problems.push(`decreaseFactor must be between 0 and 1 exclusive (got ${decreaseFactor})`);
   if (!Number.isSafeInteger(increaseStep) || increaseStep < 1) problems.push(`increaseStep must be a positive integer (got ${increaseStep})`);
   if (!(options.recoverEveryMs > 0)) problems.push(`recoverEveryMs must be positive (got ${options.recoverEveryMs})`);
-  for (const [name, value] of [['windowMs', windowMs], ['probeMs', probeMs]] as const) {
-    if (!(value > 0)) problems.push(`${name} must be positive (got ${value})`);
-  }
-  for (const [name, value] of [
-    ['decreaseCooldownMs', decreaseCooldownMs], ['holdMs', holdMs], ['cutHoldMs', cutHoldMs], ['verdictMs', verdictMs], ['tailMs', tailMs],
-  ] as const) {
-    if (!(value >= 0)) problems.push(`${name} must be zero or more (got ${value})`);
-  }
+  if (!(decreaseCooldownMs >= 0)) problems.push(`decreaseCooldownMs must be zero or more (got ${decreaseCooldownMs})`);
   assertNoProblems('adaptive rate', problems);
-  return {
-    ceiling: options.ceiling, floor, decreaseFactor, increaseStep, recoverEveryMs: options.recoverEveryMs, windowMs, decreaseCooldownMs,
-    holdMs, cutHoldMs, probeMs, verdictMs, tailMs,
-  };
+  return { ceiling: options.ceiling, floor, decreaseFactor, increaseStep, recoverEveryMs: options.recoverEveryMs, decreaseCooldownMs };
 }
 
-/** The starting state: steady at the configured ceiling. @throws PacingConfigError naming every bad option */
+/** The starting state: the configured ceiling. */
 export function initialRate(options: AdaptiveRateOptions): AdaptiveRateState {
   return { rate: resolve(options).ceiling };
 }
 
-interface Cycle {
-  held: number;
-  probeAt: number;
-  verdictAt: number;
-  rampAt: number;
-  /** Ramp steps until the ceiling: step k (from 0) is held + increaseStep * 2^k. */
-  stepsToCeiling: number;
-  /** The furthest step the evidence allows: one past the step quiet starts were last seen at. */
-  maxStep: number;
-}
-
-function cycleOf(state: AdaptiveRateState, o: Resolved): Cycle | undefined {
-  const held = Math.min(o.ceiling, state.rate);
-  if (state.decreasedAtMs === undefined || held >= o.ceiling) return undefined;
-  const hold = (state.heldBy ?? 'cut') === 'cut' ? o.cutHoldMs : o.holdMs;
-  const probeAt = Math.max(state.decreasedAtMs, state.throttledAtMs ?? Number.NEGATIVE_INFINITY) + hold;
-  const verdictAt = probeAt + o.probeMs;
-  // No evidence yet: the ramp is not due (verdict until quiet starts are seen).
-  const seen = state.quietFromMs !== undefined && state.quietFromMs >= verdictAt + o.verdictMs;
-  const rampAt = seen ? (state.quietFromMs as number) : Number.POSITIVE_INFINITY;
-  const stepsToCeiling = Math.max(0, Math.ceil(Math.log2((o.ceiling - held) / o.increaseStep)));
-  const maxStep = seen ? Math.floor(((state.quietAtMs ?? rampAt) - rampAt) / o.recoverEveryMs) + 1 : 0;
-  return { held, probeAt, verdictAt, rampAt, stepsToCeiling, maxStep };
-}
-
-/** The ramp's step at `nowMs` (from 0, at most stepsToCeiling, and as far as the evidence allows), or -1 before it. */
-function rampStep(c: Cycle, nowMs: number, o: Resolved): number {
-  if (nowMs < c.rampAt) return -1;
-  return Math.min(c.stepsToCeiling, c.maxStep, Math.floor((nowMs - c.rampAt) / o.recoverEveryMs));
-}
-
-const rampRate = (c: Cycle, step: number, o: Resolved): number => Math.min(o.ceiling, c.held + o.increaseStep * 2 ** step);
-
-/**
- * The mean of the cycle's rate over [fromMs, toMs). Before the cycle started it counts the held rate, which can only
- * understate what was paced then (the cycle began with a decrease).
- */
-function meanRate(c: Cycle, fromMs: number, toMs: number, o: Resolved): number {
-  if (!(toMs > fromMs)) return c.held;
-  const pieces: [number, number][] = [
-    [Number.NEGATIVE_INFINITY, c.held],
-    [c.probeAt, Math.min(o.ceiling, c.held + o.increaseStep)],
-    [c.verdictAt, c.held],
-    ...Array.from({ length: Math.min(c.stepsToCeiling, c.maxStep) + 1 }, (_, k): [number, number] => [c.rampAt + k * o.recoverEveryMs, rampRate(c, k, o)]),
-  ];
-  let sum = 0;
-  for (let i = 0; i < pieces.length; i++) {
-    const start = Math.max(fromMs, pieces[i][0]);
-    const end = Math.min(toMs, i + 1 < pieces.length ? pieces[i + 1][0] : Number.POSITIVE_INFINITY);
-    if (end > start) sum += (end - start) * pieces[i][1];
-  }
-  return sum / (toMs - fromMs);
-}
-
-/** The rate to pace at now, starts per interval: the held rate, the probe, or the ramp (see the file comment). */
-export function rateAt(state: AdaptiveRateState, nowMs: number, options: AdaptiveRateOptions): number {
-  const o = resolve(options);
-  const c = cycleOf(state, o);
-  if (!c || nowMs < c.probeAt) return Math.min(o.ceiling, state.rate);
-  if (nowMs < c.verdictAt) return Math.min(o.ceiling, c.held + o.increaseStep);
-  if (nowMs < c.rampAt) return c.held;
-  return rampRate(c, rampStep(c, nowMs, o), o);
-}
-
-/** A decrease on a 429/503, or a note of it, or nothing (see the file comment). */
+/** Multiplicative decrease on a 429/503, at most once per cooldown. */
 export function onThrottled(state: AdaptiveRateState, nowMs: number, options: AdaptiveRateOptions): AdaptiveRateState {
   const o = resolve(options);
-  const c = cycleOf(state, o);
-  // The starts a probe adds to a window: the margin a ramp's estimate is taken down by.
-  const probeStarts = Math.max(1, Math.floor((o.increaseStep * o.probeMs) / o.windowMs));
-  const cycle = (rate: number, heldBy: HeldBy): AdaptiveRateState => ({ rate: Math.max(o.floor, Math.min(o.ceiling, rate)), decreasedAtMs: nowMs, heldBy });
-  const cut = (rate: number) => cycle(Math.floor(rate * o.decreaseFactor), 'cut');
-  if (!c) return cut(Math.min(o.ceiling, state.rate));
-  if (nowMs < c.probeAt) {
-    const since = nowMs - (state.decreasedAtMs as number);
-    if (since < o.tailMs) return state;
-    if (since < o.decreaseCooldownMs) {
-      // Noted at most once per tail (each note is a write): it moves the probe to a hold after it.
-      if (state.throttledAtMs !== undefined && nowMs - state.throttledAtMs < o.tailMs) return state;
-      return { ...state, throttledAtMs: nowMs, throttles: (state.throttles ?? 0) + 1 };
-    }
-    return (state.heldBy ?? 'cut') === 'back' && (state.throttles ?? 0) <= 1 ? cycle(c.held - 1, 'cut') : cut(c.held);
-  }
-  if (nowMs < c.rampAt) {
-    // A window past the verdict with no ramp (nothing was sent): the held rate's throttle, as after a hold's cooldown.
-    if (nowMs >= c.verdictAt + o.verdictMs + o.windowMs) return (state.heldBy ?? 'cut') === 'back' ? cycle(c.held - 1, 'cut') : cut(c.held);
-    // A held rate that drew a 429 too gives up one start: less than the probe adds, so the next probe still fails
-    // rather than passing on the slack the step down made (a passing probe ramps, and a ramp costs more 429s).
-    const drew = state.throttles ?? 0;
-    return drew === 0 ? cycle(c.held, 'back') : drew === 1 ? cycle(c.held - 1, 'back') : cut(c.held);
-  }
-  const step = rampStep(c, nowMs, o);
-  if (step >= c.stepsToCeiling && nowMs - (c.rampAt + c.stepsToCeiling * o.recoverEveryMs) >= o.windowMs) return cut(o.ceiling);
-  // What the provider's window held no later than its first 429: the rate paced over the window that ended two reports'
-  // delays ago (a stalled container reports late, and a ramp climbs fast), less a probe's worth of starts, since a
-  // fleet sends a little less than it paces and the estimate is only as good.
-  // Trusted only for a ramp that got well past the held rate: one throttled within a tenth of it is more likely to
-  // have run into a gap in the provider's window (starts the fleet paced but did not send: a stall, missed slots)
-  // than to have found a line that moved; it proves nothing past the held rate, and goes back to it.
-  const until = nowMs - 2 * o.verdictMs;
-  const mean = meanRate(c, until - o.windowMs, until, o);
-  const took = mean - c.held >= c.held / 10 ? Math.floor(mean) - probeStarts : c.held;
-  return cycle(Math.min(rampRate(c, step, o) - 1, Math.max(c.held, took)), 'back');
+  if (state.decreasedAtMs !== undefined && nowMs - state.decreasedAtMs < o.decreaseCooldownMs) return state;
+  const rate = Math.max(o.floor, Math.min(o.ceiling, Math.floor(state.rate * o.decreaseFactor)));
+  return { rate, changedAtMs: nowMs, decreasedAtMs: nowMs };
 }
 
-/**
- * Quiet starts after a cycle's verdict: evidence for the ramp (quietFromMs, quietAtMs: local to the state's holder).
- * Nothing shared changes, the rate rises with time (rateAt). A state read before the ceiling was lowered is brought
- * down to it.
- */
+/** Additive increase after a success, at most one step per `recoverEveryMs`, never above the ceiling. */
 export function onSucceeded(state: AdaptiveRateState, nowMs: number, options: AdaptiveRateOptions): AdaptiveRateState {
   const o = resolve(options);
-  const clamped = state.rate > o.ceiling ? { ...state, rate: o.ceiling } : state;
-  const c = cycleOf(clamped, o);
-  if (!c || nowMs < c.verdictAt + o.verdictMs || (clamped.quietAtMs !== undefined && nowMs <= clamped.quietAtMs)) return clamped;
-  return { ...clamped, quietFromMs: clamped.quietFromMs ?? nowMs, quietAtMs: nowMs };
+  if (state.rate >= o.ceiling) return state.rate === o.ceiling ? state : { ...state, rate: o.ceiling };
+  if (state.changedAtMs !== undefined && nowMs - state.changedAtMs < o.recoverEveryMs) return state;
+  return { ...state, rate: Math.min(o.ceiling, state.rate + o.increaseStep), changedAtMs: nowMs };
 }

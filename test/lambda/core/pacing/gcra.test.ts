@@ -1,18 +1,8 @@
 import { gcraLimits, GcraLimits, GcraState, reserve } from '../../../../lambda/core/pacing/gcra';
 import { maxInAnyWindow } from '../../../../lambda/core/pacing/slidingWindow';
 import { PacingConfigError } from '../../../../lambda/core/pacing/errors';
+import { seeded } from '../../../support/seeded';
 
-// A small seeded generator so a failing sequence can be replayed from its seed.
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const int = (rnd: () => number, lo: number, hi: number) => lo + Math.floor(rnd() * (hi - lo + 1));
 
 const T0 = 1_700_000_000_000;

@@ -1,18 +1,7 @@
 import { gcraLimits, type GcraState } from '../../../../lambda/core/pacing/gcra';
 import { laneCount, laneLimits, MAX_LANES, reserveLanes } from '../../../../lambda/core/pacing/lanes';
 import { maxInAnyWindow } from '../../../../lambda/core/pacing/slidingWindow';
-
-/** A deterministic random source (mulberry32), so a failing seed can be replayed. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seeded } from '../../../support/seeded';
 
 describe('Module: lanes', () => {
   describe('Function: laneCount', () => {

@@ -165,7 +165,8 @@ export class PacedFunction extends NodejsFunction {
               },
             }
           : {}),
-        esbuildArgs: Object.fromEntries(SDK_SLIM_PACKAGES.map((p) => [`--alias:${p}`, SDK_SLIM_MODULE])),
+        // Legal comments (the libraries' `@preserve` notes) go to index.js.LEGAL.txt beside the bundle, not into it.
+        esbuildArgs: { ...Object.fromEntries(SDK_SLIM_PACKAGES.map((p) => [`--alias:${p}`, SDK_SLIM_MODULE])), '--legal-comments': 'external' },
         forceDockerBundling: false,
         logLevel: LogLevel.ERROR,
       },

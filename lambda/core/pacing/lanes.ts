@@ -47,7 +47,7 @@ export function laneLimits(spec: RateLimitSpec, lanes: number): GcraLimits[] {
     throw new PacingConfigError(`invalid rate limit: lanes must be an integer from 1 to startsPerInterval (${r}) (got ${lanes})`);
   }
   if (lanes === 1) return [gcraLimits(spec)];
-  if ((spec.burst ?? 1) > 1) throw new PacingConfigError(`invalid rate limit: a burst above 1 needs a single lane (got burst ${spec.burst} with ${lanes} lanes)`);
+  if ((spec.burst ?? 1) > 1) throw new PacingConfigError(`invalid rate limit: a burst above 1 needs one lane (got ${lanes})`);
   return Array.from({ length: lanes }, (_, i) =>
     gcraLimits({ ...spec, startsPerInterval: Math.floor(r / lanes) + (i < r % lanes ? 1 : 0), burst: 1 }),
   );
@@ -79,10 +79,9 @@ const US_PER_MS = 1000;
 /**
  * Reserves up to `count` tokens across the lanes (see the file comment). `states[i]` is lane i as last seen, undefined
  * for a lane never used; `limits` from laneLimits, one per lane.
- * @throws PacingConfigError when the request is out of range or states and limits differ in length
+ * @throws PacingConfigError when the request is out of range
  */
 export function reserveLanes(states: readonly (GcraState | undefined)[], request: LaneRequest, limits: readonly GcraLimits[]): LaneReservation {
-  if (states.length !== limits.length) throw new PacingConfigError(`invalid reservation: ${states.length} lane states for ${limits.length} lanes`);
   if (limits.length === 1) {
     const one = reserve(states[0], request, limits[0]);
     return { granted: one.granted, startAtMs: one.startAtMs, waitMs: one.waitMs, lanes: one.granted > 0 && one.state ? new Map([[0, one.state]]) : new Map() };

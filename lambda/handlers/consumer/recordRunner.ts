@@ -30,7 +30,7 @@ type IdempotentResult = StoredResult & { [REPLAYED]?: true };
 /** The claim took the record's start past its slot's margin: thrown with the claim held, so Powertools releases it. */
 class SlotMissedError extends Error {
   constructor(public readonly startAtMs: number, public readonly lateByMs: number) {
-    super(`the start came ${lateByMs} ms after its rate-limit slot at ${startAtMs}`);
+    super(`${lateByMs} ms past the slot`);
     this.name = 'SlotMissedError';
   }
 }
@@ -282,7 +282,7 @@ export class RecordRunner {
       if (error instanceof SlotMissedError) {
         // No downstream call was made: the slot counts as unused (it has passed; the pool drops it).
         pool.giveBack(startAtMs);
-        logger.warn('the claim took the start past its rate-limit slot; deferring, with the claim released', { startAtMs, lateByMs: error.lateByMs });
+        logger.warn('claim pushed the start past its slot; deferring', { startAtMs, lateByMs: error.lateByMs });
         return deferrer.defer(message, { kind: 'paced', waitMs: 0 }, tally);
       }
       const inProgress = (error as Error).name === 'IdempotencyAlreadyInProgressError';

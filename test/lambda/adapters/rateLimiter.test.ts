@@ -5,6 +5,7 @@ import { DynamoDbRateLimiter, LimiterContentionError, RateLimiterError } from '.
 import { maxInAnyWindow } from '../../../lambda/core/pacing/slidingWindow';
 import { sleep } from '../../../lambda/core/pacing/sleep';
 import { LocalAws, startLocalAws } from '../../support/aws';
+import { countingLimiterClient } from '../../support/limiterRequests';
 import { createLimiterTable } from '../handlers/harness';
 
 const TABLE = 'limiter-test';
@@ -140,33 +141,11 @@ describe('Class: DynamoDbRateLimiter', () => {
     });
 
     describe('with lanes', () => {
-      /** Counts the limiter's requests on one client: writes that landed, writes that lost a race, reads. */
-      function countingClient(): { client: DynamoDBClient; counts: { written: number; lost: number; reads: number } } {
-        const client = new DynamoDBClient({});
-        const counts = { written: 0, lost: 0, reads: 0 };
-        client.middlewareStack.add(
-          (next, context) => async (args) => {
-            const name = context.commandName;
-            try {
-              const out = await next(args);
-              if (name === 'UpdateItemCommand') counts.written++;
-              if (name === 'GetItemCommand') counts.reads++;
-              return out;
-            } catch (error) {
-              if (name === 'UpdateItemCommand' && (error as Error).name === 'ConditionalCheckFailedException') counts.lost++;
-              throw error;
-            }
-          },
-          { step: 'initialize', name: 'countLimiterRequests' },
-        );
-        return { client, counts };
-      }
-
       it('takes each consumer invocation\'s whole batch in one write, with several consumers on one key at a pace slower than its spacing', async () => {
         // 40 per second (25 ms apart) over 8 lanes; each consumer applies one record per 90 ms, so one lane of a
         // consumer's block is 200 ms apart and it keeps up with floor(200 / 90) = 2 lanes.
         const spec = { startsPerInterval: 40, intervalMs: 1000 };
-        const { client, counts } = countingClient();
+        const { client, counts } = countingLimiterClient();
         const consumers = Array.from({ length: 4 }, () => new DynamoDbRateLimiter({ limits: spec, tableName: TABLE, client, lanes: 8, maxAttempts: 50 }));
         const starts: number[] = [];
         const invocations = 4 * 3;

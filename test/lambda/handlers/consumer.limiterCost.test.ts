@@ -2,13 +2,13 @@
 // applies, and each invocation's batch takes one limiter write (the lanes plan the block at the container's pace). On
 // local DynamoDB (dynalite) and SQS; the counts are asserted, not the timings.
 import * as z from 'zod';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { DynamoDbRateLimiter } from '../../../lambda/adapters/rateLimiter';
 import { defineJob } from '../../../lambda/core/job';
 import { laneCount } from '../../../lambda/core/pacing/lanes';
 import { createConsumer } from '../../../lambda/handlers/consumer';
 import { lambdaContext, sqsEvent, sqsRecord } from '../../support/lambdaEvents';
+import { countingLimiterClient } from '../../support/limiterRequests';
 import { createQueue, useConsumerAws } from './harness';
 
 const IDEMPOTENCY_TABLE = 'idempotency-cost';
@@ -47,26 +47,6 @@ function body(): string {
   });
 }
 
-/** The limiter's own client, counting its conditional writes: landed, and lost to another writer. */
-function countingClient(): { client: DynamoDBClient; counts: { written: number; lost: number } } {
-  const client = new DynamoDBClient({});
-  const counts = { written: 0, lost: 0 };
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      try {
-        const out = await next(args);
-        if (context.commandName === 'UpdateItemCommand') counts.written++;
-        return out;
-      } catch (error) {
-        if (context.commandName === 'UpdateItemCommand' && (error as Error).name === 'ConditionalCheckFailedException') counts.lost++;
-        throw error;
-      }
-    },
-    { step: 'initialize', name: 'countLimiterWrites' },
-  );
-  return { client, counts };
-}
-
 describe('Function: createConsumer (the limiter\'s cost per invocation)', () => {
   useConsumerAws({ idempotency: IDEMPOTENCY_TABLE, ledger: LEDGER_TABLE, limiter: LIMITER_TABLE });
 
@@ -76,7 +56,7 @@ describe('Function: createConsumer (the limiter\'s cost per invocation)', () => 
     const [queueUrl, dlqUrl] = await Promise.all([createQueue('cost'), createQueue('cost-dlq')]);
     const containers = Array.from({ length: 3 }, () => {
       // Each container's limiter on its own counting client, so every write is its invocation's.
-      const { client, counts } = countingClient();
+      const { client, counts } = countingLimiterClient();
       const handler = createConsumer({
         job: slowJob,
         jobDeps: {},

@@ -1,7 +1,8 @@
 // One local session: the synthesized stack deployed on the local AWS-protocol servers, every job with its fixture and
 // fake downstream, and the questions the local tools ask of it (seed, fire, how deep is a queue, what does the ledger
-// say, has the run settled, what did the job do). `npm start` (local/run.ts), `npm run chaos` (chaos/run.ts) and
-// `npm run bench` (bench/e2e.ts) all run on it, so a behaviour of the local stack lives here once. It names no job.
+// say, has the run settled, what did the job do), and the metrics CloudWatch would hold of it, served on a local
+// CloudWatch API. `npm start` (local/run.ts), `npm run chaos` (chaos/run.ts) and `npm run bench` (bench/e2e.ts) all
+// run on it, so a behaviour of the local stack lives here once. It names no job.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
@@ -15,7 +16,10 @@ import type { PlannedFunction } from './plan';
 import { LocalStack, type LocalStackOptions, type Ports } from './stack';
 import { loadTemplate, type CloudFormationTemplate } from './template';
 import { jobViews, previewPlan, type JobView } from './jobs';
-import { objectRequestOf, type ObservedRequest } from './servers';
+import { objectRequestOf, type ObservedRequest, type RunningServer } from './servers';
+import { MetricRecorder } from './metricSamples';
+import type { MetricSample } from './metricsTap';
+import { startCloudWatchApi } from './cloudWatchApi';
 import type { JobRuntimeSettings } from '../lambda/core/constants';
 import { batchIdOf, LedgerItemKind, ledgerPartition, type BatchFigures } from '../lambda/core/ledgerContract';
 import { auditDate, type AuditResult } from '../ops/commands/audit';
@@ -63,6 +67,42 @@ export interface SessionOptions {
   asyncDuplicateRate?: number;
   /** Warm this many execution environments per function before the run. @default each function's concurrency */
   prewarm?: boolean;
+  /** The metrics the session records and serves on its local CloudWatch (`session.metrics`). */
+  metrics?: SessionMetricsOptions;
+}
+
+/**
+ * How the session records its metrics. A `--serve` session runs for hours: what it keeps is bounded by the retention
+ * (CloudWatch keeps data under a minute's resolution for 3 hours too) and, for a burst, by a ceiling on the count.
+ */
+export interface SessionMetricsOptions {
+  /** Samples older than this are dropped. @default 10_800_000 (3 hours) */
+  retentionMs?: number;
+  /** At most this many samples are kept (about 100 bytes each), the oldest dropped first. @default 1_000_000 */
+  maxSamples?: number;
+  /** Between two depth samples of every queue. @default 1000 */
+  pollIntervalMs?: number;
+  /** The local CloudWatch API's port. @default 0 (a free port) */
+  port?: number;
+}
+
+/** The defaults of SessionMetricsOptions, in one place. */
+export const SESSION_METRICS_DEFAULTS = { retentionMs: 3 * 60 * 60_000, maxSamples: 1_000_000, pollIntervalMs: 1000 } as const;
+
+/**
+ * What CloudWatch would hold of the session: every function's EMF metrics (off its log lines) and the AWS/SQS depth of
+ * every queue of the stack (sampled), served by GetMetricData and ListMetrics on `endpoint` (local/cloudWatchApi.ts), and
+ * readable in process with `samples()`.
+ */
+export interface SessionMetrics {
+  /** The local CloudWatch API, e.g. http://127.0.0.1:43123 (endpoints.json `endpoints.cloudwatch`). */
+  readonly endpoint: string;
+  /** Every sample kept, in arrival order (the live list: copy it to keep it). @throws MetricRecorderError after a failed depth poll */
+  samples(): readonly MetricSample[];
+  /** Samples every queue's depth now (between two polls: e.g. a run's last moment). */
+  pollQueues(): Promise<void>;
+  /** How many samples the retention and the ceiling have dropped. */
+  readonly dropped: number;
 }
 
 /** A job as deployed locally, with its fixture (if it has one) and the fake downstream the fixture offers. */
@@ -150,12 +190,17 @@ export class LocalSession {
   readonly startedAt = new Date();
   readonly jobs = new Map<string, SessionJob>();
   private readonly clients: { dynamodb: DynamoDBClient; documents: DynamoDBDocumentClient; s3: S3Client; sqs: SQSClient };
+  /** Fed every function's log lines from the start; its queue polls start with the CloudWatch API (serveMetrics). */
+  private readonly recorder: MetricRecorder;
+  private cloudWatch: RunningServer | undefined;
 
   private constructor(
     readonly stack: LocalStack,
     readonly artifact: StackArtifact,
     readonly template: CloudFormationTemplate,
     private readonly downstreams: FakeDownstream[],
+    private readonly log: SessionOptions['log'],
+    metrics: SessionMetricsOptions,
   ) {
     const dynamodb = new DynamoDBClient(stack.clientConfig('dynamodb'));
     this.clients = {
@@ -163,6 +208,31 @@ export class LocalSession {
       documents: DynamoDBDocumentClient.from(dynamodb, { marshallOptions: { removeUndefinedValues: true } }),
       s3: new S3Client(stack.clientConfig('s3')),
       sqs: new SQSClient({ ...stack.clientConfig('sqs'), customUserAgent: SESSION_USER_AGENT }),
+    };
+    // Every queue of the stack, as CloudWatch has AWS/SQS metrics for every queue: the jobs' work queues and DLQs, the
+    // producers' admission queues and their DLQs, the schedules' DLQs. The polls carry the session's user agent, so a
+    // caller counting requests on the wire leaves them out as it does the session's other reads.
+    this.recorder = new MetricRecorder({
+      sqs: this.clients.sqs,
+      queues: stack.plan.queues.map((q) => ({ url: q.url, queueName: q.name })),
+      pollIntervalMs: metrics.pollIntervalMs ?? SESSION_METRICS_DEFAULTS.pollIntervalMs,
+      retentionMs: metrics.retentionMs ?? SESSION_METRICS_DEFAULTS.retentionMs,
+      maxSamples: metrics.maxSamples ?? SESSION_METRICS_DEFAULTS.maxSamples,
+    });
+  }
+
+  /** The session's metrics and its local CloudWatch endpoint. */
+  get metrics(): SessionMetrics {
+    const server = this.cloudWatch;
+    if (!server) throw new SessionError('the session\'s local CloudWatch is not serving (the session is closed, or did not finish opening)');
+    const recorder = this.recorder;
+    return {
+      endpoint: server.endpoint,
+      samples: () => recorder.samples(),
+      pollQueues: () => recorder.pollOnce(),
+      get dropped() {
+        return recorder.dropped;
+      },
     };
   }
 
@@ -204,6 +274,8 @@ export class LocalSession {
       log: (source, line) => {
         // Parsed only for the consumers that need it: the main thread also runs the servers and the event sources.
         if (session?.logWatched.has(source)) session.pipelineLog.observe(source, line);
+        // Every line, as CloudWatch reads every log line for EMF (a line without "_aws" costs one substring search).
+        session?.recorder.observe(line);
         options.log(source, line);
       },
       onRequest: (service, r) => {
@@ -235,7 +307,13 @@ export class LocalSession {
       for (const d of started) await d.close().catch(() => undefined);
       throw error;
     }
-    session = new LocalSession(stack, artifact, template, [...downstreams.values()]);
+    session = new LocalSession(stack, artifact, template, [...downstreams.values()], options.log, options.metrics ?? {});
+    try {
+      await session.serveMetrics(options.metrics?.port ?? 0);
+    } catch (error) {
+      await session.close().catch(() => undefined);
+      throw error;
+    }
     for (const view of jobViews(stack.plan, stack.mappings).values()) {
       const downstream = downstreams.get(view.name);
       // The job's settings as its functions see them (scaled, pointed at the downstream): what a fixture seeds against.
@@ -491,14 +569,26 @@ export class LocalSession {
     return { ...reading, source: 'pipeline' };
   }
 
+  /** Starts the local CloudWatch API over the recorder's samples, and the recorder's queue polls. */
+  private async serveMetrics(port: number): Promise<void> {
+    this.cloudWatch = await startCloudWatchApi({ samples: () => this.recorder.samples() }, port);
+    this.recorder.start();
+  }
+
   /** Stops the servers, the functions and the fake downstreams. */
   async close(): Promise<void> {
+    // The recorder polls through the session's SQS client: it stops before the client goes. A poll that failed is
+    // logged, not thrown: closing must go on (and whoever read the samples since the failure was refused with it).
+    await this.recorder.stop().catch((error: Error) => this.log('metrics', `the queue depth sampling had failed: ${error.message}`));
+    const cloudWatch = this.cloudWatch;
+    this.cloudWatch = undefined;
     this.clients.sqs.destroy();
     this.clients.s3.destroy();
     this.clients.dynamodb.destroy();
     try {
       await this.stack.stop();
     } finally {
+      await cloudWatch?.close().catch((error: Error) => this.log('metrics', `the local CloudWatch API did not close: ${error.message}`));
       for (const d of this.downstreams) await d.close().catch(() => undefined);
     }
   }

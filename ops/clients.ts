@@ -9,6 +9,7 @@ import { SNSClient } from '@aws-sdk/client-sns';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { IAMClient } from '@aws-sdk/client-iam';
 import { STSClient } from '@aws-sdk/client-sts';
+import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import type { AwsService, ClientSettings } from './resources';
 
 export interface OpsClients {
@@ -23,6 +24,8 @@ export interface OpsClients {
   /** The operator's own permissions, simulated (preflight against a deployed stack; the local runtime has no IAM API). */
   iam: Pick<IAMClient, 'send'>;
   sts: Pick<STSClient, 'send'>;
+  /** A job's metrics (ops/metrics.ts, the console's charts): CloudWatch, or the local session's CloudWatch API. */
+  cloudwatch: Pick<CloudWatchClient, 'send'>;
   /** Releases sockets so the process can exit. */
   destroy(): void;
 }
@@ -45,7 +48,8 @@ export function createClients(settings: ClientSettings): OpsClients {
   const secrets = new SecretsManagerClient(config(settings, 'secretsmanager'));
   const iam = new IAMClient(config(settings));
   const sts = new STSClient(config(settings));
-  const all = [sqs, dynamoBase, lambda, scheduler, sns, secrets, iam, sts];
+  const cloudwatch = new CloudWatchClient(config(settings, 'cloudwatch'));
+  const all = [sqs, dynamoBase, lambda, scheduler, sns, secrets, iam, sts, cloudwatch];
   return {
     sqs,
     dynamo,
@@ -55,6 +59,7 @@ export function createClients(settings: ClientSettings): OpsClients {
     secrets,
     iam,
     sts,
+    cloudwatch,
     destroy() {
       for (const client of all) client.destroy();
     },

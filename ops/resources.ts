@@ -29,7 +29,7 @@ export interface JobResources {
   admissionMappingUuid: string;
 }
 
-export type AwsService = 'sqs' | 'dynamodb' | 'lambda' | 'scheduler' | 'sns' | 'secretsmanager';
+export type AwsService = 'sqs' | 'dynamodb' | 'lambda' | 'scheduler' | 'sns' | 'secretsmanager' | 'cloudwatch';
 
 /** How to build an SDK client for the stack: the AWS defaults for a deployed stack, explicit endpoints for a local one. */
 export interface ClientSettings {
@@ -200,7 +200,8 @@ const endpointsFileSchema = z.object({
   region: z.string().min(1),
   accountId: z.string().optional(),
   credentials: z.object({ accessKeyId: z.string(), secretAccessKey: z.string() }),
-  endpoints: z.object({ dynamodb: z.url(), sqs: z.url(), lambda: z.url(), scheduler: z.url(), secretsmanager: z.url().optional(), sns: z.url().optional() }),
+  // cloudwatch: the session's local CloudWatch API (ops/metrics.ts); optional, as a file from before it lacks it.
+  endpoints: z.object({ dynamodb: z.url(), sqs: z.url(), lambda: z.url(), scheduler: z.url(), secretsmanager: z.url().optional(), sns: z.url().optional(), cloudwatch: z.url().optional() }),
   jobs: z.record(z.string(), z.unknown()),
   outputs: z.record(z.string(), z.string()),
 });
@@ -252,6 +253,7 @@ export class LocalEndpointsSource implements ResourceSource {
           scheduler: doc.endpoints.scheduler,
           ...(doc.endpoints.secretsmanager ? { secretsmanager: doc.endpoints.secretsmanager } : {}),
           ...(doc.endpoints.sns ? { sns: doc.endpoints.sns } : {}),
+          ...(doc.endpoints.cloudwatch ? { cloudwatch: doc.endpoints.cloudwatch } : {}),
         },
       },
     };

@@ -1,20 +1,26 @@
 // Benchmark (`npm run bench:pacing`), outside the deployed system: K consumer instances drain one backlog against a
 // local provider with a quota, paced first by the shared DynamoDB limiter (dynalite), then by a per-process ticker.
 // `--scenario quota-drop` (bench/quotaDrop.ts) instead lowers the provider's quota for a while under the adaptive rate.
+// Either way it also writes an HTML report with the charts of the run (.local/pacing-report.html): starts per window
+// against the allowance, and for quota-drop against the provider's true allowance over time.
 //
 // Each "instance" is an async worker in this process with its own limiter object, as each Lambda container has its own
 // (its own cached TAT); they share only the DynamoDB item, exactly as the fleet does. The baseline gives each instance
 // the same allowance on its own, which is what a per-process ticker does: K instances send K times the rate.
 // dynalite and the provider run in child processes, as they would be other machines: their CPU cannot stall the
 // instances' timers, and the instances' stalls cannot delay the provider's arrival log.
+import { resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
+import type { ChartSpec } from '../console/chartSpec';
+import { countPerBucket, flat, formatDuration, ofTimes, peakInWindowPerBucket, timeAxis } from '../console/charts';
+import { writeHtmlReport, type HtmlReport } from '../console/report';
 import { DynamoDbRateLimiter } from '../lambda/adapters/rateLimiter';
 import { gcraLimits, GcraState, RateLimitSpec, reserve } from '../lambda/core/pacing/gcra';
 import { maxInAnyWindow } from '../lambda/core/pacing/slidingWindow';
 import { sleep, sleepUntil } from '../lambda/core/pacing/sleep';
 import { Backlog, KEY, LanesOption, lanesFor, LEAD_MS, LimiterRequests, limiterInstance, newRun, now, POLL_MS, Run, send, startLimiterTable, withDefaults } from './pacingFleet';
 import { startQuotaProviderProcess } from './quotaProviderProcess';
-import { formatQuotaDrop, QUOTA_DROP_DEFAULTS, QuotaDropOptions, runQuotaDropBench } from './quotaDrop';
+import { formatQuotaDrop, QUOTA_DROP_DEFAULTS, QuotaDropOptions, runQuotaDropBench, type QuotaDropModeReport, type QuotaDropReport } from './quotaDrop';
 
 export interface PacingBenchOptions {
   /** The window the quota is counted over. @default 1000 */
@@ -84,6 +90,22 @@ export interface PacingBenchReport {
   baseline: ModeReport;
 }
 
+/** What the provider logged of one mode's run, epoch ms: the report's charts are drawn from it. */
+export interface ModeTimeline {
+  /** Every request that reached it, accepted or answered 429. */
+  arrivals: number[];
+  accepted: number[];
+}
+
+/** A run of the default scenario: its report, and each mode's timeline. */
+export interface PacingBenchRun {
+  report: PacingBenchReport;
+  timelines: { limiter: ModeTimeline; baseline: ModeTimeline };
+}
+
+/** Where `npm run bench:pacing` writes its HTML report (both scenarios). */
+export const PACING_REPORT_FILE = resolve(__dirname, '..', '.local', 'pacing-report.html');
+
 /** One consumer instance with a per-process ticker: the same allowance, enforced only within the instance. */
 async function tickerInstance(run: Run, spec: RateLimitSpec, batchSize: number): Promise<void> {
   const { backlog } = run;
@@ -122,7 +144,7 @@ async function runMode(
   options: Required<PacingBenchOptions>,
   instance: (run: Run, index: number) => Promise<void>,
   measure?: { begin(): void; end(starts: number): void },
-): Promise<ModeReport> {
+): Promise<{ report: ModeReport; timeline: ModeTimeline }> {
   const { windowMs, allowedPerWindow, instances, backlogFactor } = options;
   const provider = await startQuotaProviderProcess({ allowedPerWindow, windowMs });
   const backlog = new Backlog(backlogFactor * allowedPerWindow);
@@ -141,7 +163,7 @@ async function runMode(
   const { accepted, arrivals, throttled } = log;
   measure?.end(arrivals.length);
   const span = accepted.length === 0 ? 0 : accepted[accepted.length - 1] - accepted[0] + windowMs / allowedPerWindow;
-  return {
+  const report: ModeReport = {
     allowedPerWindow,
     maxStartsInAnyWindow: maxInAnyWindow(arrivals, windowMs),
     utilization: span === 0 ? 0 : round(accepted.length / ((allowedPerWindow * span) / windowMs), 4),
@@ -153,6 +175,7 @@ async function runMode(
     limiterErrors: run.limiterErrors,
     elapsedMs: Math.round(now() - began),
   };
+  return { report, timeline: { arrivals, accepted } };
 }
 
 export const DEFAULTS: Required<PacingBenchOptions> = {
@@ -169,6 +192,11 @@ export const DEFAULTS: Required<PacingBenchOptions> = {
 
 /** Runs the shared limiter, then the per-process baseline, each against a fresh provider with the same quota. */
 export async function runPacingBench(input: PacingBenchOptions = {}): Promise<PacingBenchReport> {
+  return (await runPacingBenchWithTimelines(input)).report;
+}
+
+/** runPacingBench, with what the provider logged of each mode (for the charts). */
+export async function runPacingBenchWithTimelines(input: PacingBenchOptions = {}): Promise<PacingBenchRun> {
   const options = withDefaults(DEFAULTS, input);
   const spec: RateLimitSpec = {
     startsPerInterval: options.allowedPerWindow,
@@ -193,7 +221,10 @@ export async function runPacingBench(input: PacingBenchOptions = {}): Promise<Pa
       { begin: () => counter.start(), end: (starts) => (dynamodb = counter.stop(starts)) },
     );
     const baseline = await runMode(options, (run) => tickerInstance(run, spec, options.batchSize));
-    return { limiter: { ...limiterMode, lanes, dynamodb: dynamodb as LimiterRequests }, baseline };
+    return {
+      report: { limiter: { ...limiterMode.report, lanes, dynamodb: dynamodb as LimiterRequests }, baseline: baseline.report },
+      timelines: { limiter: limiterMode.timeline, baseline: baseline.timeline },
+    };
   } finally {
     await table.close();
   }
@@ -246,6 +277,136 @@ function summarizeLimiter(m: LimiterModeReport): string {
   return `${summarize('limiter', m)}${m.lanes > 1 ? `, ${m.lanes} lanes` : ''}\n${summarizeRequests(m.dynamodb)}`;
 }
 
+/**
+ * One mode's charts, from the provider's log: the requests in any window of the quota against it (sliding: the
+ * guarantee is per window, so this is the figure maxStartsInAnyWindow is the largest of), and per bucket the accepted
+ * starts and the 429s against the allowance's share of a bucket.
+ */
+export function modeCharts(mode: string, timeline: ModeTimeline, quota: { allowedPerWindow: number; windowMs: number }): ChartSpec[] {
+  const { arrivals, accepted } = timeline;
+  // A loop, not Math.min(...arrivals): a long run's log is more arguments than a call takes.
+  const fromMs = arrivals.reduce((a, t) => Math.min(a, t), arrivals[0] ?? 0);
+  const toMs = arrivals.reduce((a, t) => Math.max(a, t + 1), fromMs);
+  const axis = timeAxis({ fromMs, toMs });
+  const windowText = formatDuration(quota.windowMs);
+  const stepText = formatDuration(axis.stepMs);
+  const perBucket = Number(((quota.allowedPerWindow * axis.stepMs) / quota.windowMs).toFixed(2));
+  const throttled: number[] = [];
+  // The provider logs each accepted request in both lists: its 429s are the arrivals not matched by an acceptance at
+  // the same instant.
+  const acceptedLeft = new Map<number, number>();
+  for (const t of accepted) acceptedLeft.set(t, (acceptedLeft.get(t) ?? 0) + 1);
+  for (const t of arrivals) {
+    const left = acceptedLeft.get(t) ?? 0;
+    if (left > 0) acceptedLeft.set(t, left - 1);
+    else throttled.push(t);
+  }
+  return [
+    {
+      id: `${mode}:starts`,
+      title: `Requests at the provider in any ${windowText} window`,
+      unit: `requests per ${windowText}`,
+      x: axis.x,
+      lines: [
+        { label: 'requests (accepted and 429s)', values: peakInWindowPerBucket(ofTimes(arrivals), axis, quota.windowMs) },
+        { label: `quota (${quota.allowedPerWindow} per ${windowText})`, kind: 'limit', values: flat(axis, quota.allowedPerWindow) },
+      ],
+    },
+    {
+      id: `${mode}:rate`,
+      title: `Accepted and 429s per ${stepText}`,
+      unit: `per ${stepText}`,
+      x: axis.x,
+      lines: [
+        { label: 'accepted', values: countPerBucket(ofTimes(accepted), axis) },
+        { label: '429s', values: countPerBucket(ofTimes(throttled), axis) },
+        { label: `quota's share (${perBucket} per ${stepText})`, kind: 'limit', values: flat(axis, perBucket) },
+      ],
+    },
+  ];
+}
+
+const modeFacts = (m: ModeReport): [string, string][] => [
+  ['most requests in any window', `${m.maxStartsInAnyWindow} of ${m.allowedPerWindow} (${m.maxStartsInAnyWindow <= m.allowedPerWindow ? 'within quota' : 'OVER QUOTA'})`],
+  ['utilization', String(m.utilization)],
+  ['429s', String(m.throttled)],
+  ['missed slots', String(m.missedSlots)],
+  ['wait p50 / p99', `${m.p50WaitMs} ms / ${m.p99WaitMs} ms`],
+  ['requests', `${m.requests} in ${m.elapsedMs} ms`],
+];
+
+/** The default scenario as an HTML report: the shared limiter and the per-process tickers, each its charts and figures. */
+export function pacingHtmlReport(run: PacingBenchRun, options: { instances: number; allowedPerWindow: number; windowMs: number }): HtmlReport {
+  const { limiter, baseline } = run.report;
+  return {
+    title: 'bench:pacing: shared limiter vs per-process tickers',
+    subtitle: `${options.instances} instances, quota ${options.allowedPerWindow} per ${formatDuration(options.windowMs)}`,
+    sections: [
+      {
+        heading: `Shared DynamoDB limiter${limiter.lanes > 1 ? ` (${limiter.lanes} lanes)` : ''}`,
+        charts: modeCharts('limiter', run.timelines.limiter, options),
+        facts: [...modeFacts(limiter), ['DynamoDB per start', `${limiter.dynamodb.writesPerStart} writes, ${limiter.dynamodb.readsPerStart} reads, ${limiter.dynamodb.lostRacesPerStart} lost races`]],
+      },
+      { heading: 'Per-process tickers (the baseline)', charts: modeCharts('baseline', run.timelines.baseline, options), facts: modeFacts(baseline) },
+    ],
+  };
+}
+
+/**
+ * The quota-drop scenario as an HTML report, from the windows its report gives: per window, each mode's accepted
+ * starts against the provider's true allowance (and the configured one), each mode's 429s, and the adaptive rate.
+ * The report counts windows from each mode's schedule start, so window k is drawn at `startedAtMs` + k windows.
+ */
+export function quotaDropHtmlReport(report: QuotaDropReport, startedAtMs: number): HtmlReport {
+  const modes = (['adaptive', 'fixed'] as const).flatMap((name) => (report[name] ? [{ name, m: report[name] as QuotaDropModeReport }] : []));
+  const windows = modes[0]?.m.windows ?? [];
+  const x = windows.map((w) => (startedAtMs + w.atMs) / 1000);
+  const windowText = formatDuration(report.windowMs);
+  const limits = [
+    { label: 'provider\'s true allowance', kind: 'limit' as const, values: windows.map((w) => w.allowed) },
+    { label: `configured (${report.allowedPerWindow} per ${windowText})`, kind: 'limit' as const, values: windows.map(() => report.allowedPerWindow) },
+  ];
+  const charts: ChartSpec[] = [
+    {
+      id: 'quota-drop:starts',
+      title: `Accepted starts per ${windowText} window against the provider's true allowance`,
+      unit: `starts per ${windowText}`,
+      x,
+      lines: [...modes.map(({ name, m }) => ({ label: `${name}: accepted`, values: m.windows.map((w) => w.starts) })), ...limits],
+    },
+    {
+      id: 'quota-drop:throttled',
+      title: `429s per ${windowText} window`,
+      unit: `429s per ${windowText}`,
+      x,
+      lines: modes.map(({ name, m }) => ({ label: `${name}: 429s`, values: m.windows.map((w) => w.throttled) })),
+    },
+  ];
+  if (report.adaptive) {
+    charts.push({
+      id: 'quota-drop:rate',
+      title: 'The adaptive rate as each window ended',
+      unit: `starts per ${windowText}`,
+      x,
+      lines: [{ label: 'adaptive rate', values: report.adaptive.windows.map((w) => w.rate) }, ...limits],
+    });
+  }
+  const g = report.goals;
+  const facts = modes.flatMap(({ name, m }): [string, string][] => [
+    [`${name}: utilization of the true allowance`, `${m.utilization} (goal >= ${g.utilization})`],
+    [`${name}: 429 share`, `${m.throttledShare} (goal <= ${g.throttledShare})`],
+    [`${name}: recovery`, `${m.recoveryWindows ?? 'never / no restore'} windows (goal <= ${g.recoveryWindows})`],
+    [`${name}: requests`, `${m.accepted} accepted, ${m.throttled} 429s of ${m.requests}; most in any window ${m.maxStartsInAnyWindow}`],
+  ]);
+  return {
+    title: 'bench:pacing --scenario quota-drop: adaptive vs fixed rate',
+    subtitle:
+      `${report.instances} instances, configured ${report.allowedPerWindow} per ${windowText}; provider quota ` +
+      report.phases.map((p) => `${p.windows} windows at ${Math.round(p.share * report.allowedPerWindow)}`).join(', then '),
+    sections: [{ heading: 'Per window of the schedule', charts, facts }],
+  };
+}
+
 const SCENARIOS = ['default', 'quota-drop'] as const;
 /** Options only the quota-drop scenario takes, and the one only the default scenario takes. */
 const QUOTA_DROP_ONLY = ['phases', 'decreaseFactor', 'refreshMs', 'mode'] as const;
@@ -287,8 +448,11 @@ async function main(argv: string[]): Promise<void> {
   if (misplaced.length > 0) {
     program.error(`error: ${misplaced.map((m) => FLAG[m]).join(', ')} ${misplaced.length === 1 ? 'does' : 'do'} not apply to --scenario ${o.scenario}`);
   }
+  // The report's path comes last, on stderr when stdout is one JSON document.
+  const wrote = (path: string) => (o.json ? process.stderr : process.stdout).write(`chart report: ${path}\n`);
   if (o.scenario === 'quota-drop') {
     if (!['adaptive', 'fixed', 'both'].includes(o.mode)) program.error(`error: --mode must be adaptive, fixed or both (got "${o.mode}")`);
+    const startedAtMs = Date.now();
     const report = await runQuotaDropBench({
       windowMs: o.windowMs,
       allowedPerWindow: o.allowed,
@@ -304,9 +468,10 @@ async function main(argv: string[]): Promise<void> {
       modes: o.mode === 'both' ? ['adaptive', 'fixed'] : [o.mode as 'adaptive' | 'fixed'],
     } satisfies QuotaDropOptions);
     process.stdout.write(o.json ? `${JSON.stringify(report, null, 2)}\n` : formatQuotaDrop(report));
+    wrote(writeHtmlReport(PACING_REPORT_FILE, quotaDropHtmlReport(report, startedAtMs)));
     return;
   }
-  const report = await runPacingBench({
+  const run = await runPacingBenchWithTimelines({
     windowMs: o.windowMs,
     allowedPerWindow: o.allowed,
     instances: o.instances,
@@ -317,11 +482,14 @@ async function main(argv: string[]): Promise<void> {
     lateToleranceMs: o.lateToleranceMs,
     lanes: o.lanes,
   });
+  const { report } = run;
   if (o.json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   } else {
     process.stdout.write(`${summarizeLimiter(report.limiter)}\n${summarize('baseline', report.baseline)}\n`);
   }
+  const quota = { instances: o.instances ?? DEFAULTS.instances, allowedPerWindow: report.limiter.allowedPerWindow, windowMs: o.windowMs ?? DEFAULTS.windowMs };
+  wrote(writeHtmlReport(PACING_REPORT_FILE, pacingHtmlReport(run, quota)));
 }
 
 if (require.main === module) {

@@ -1,10 +1,12 @@
-// `npm run chaos`: the fault-injection harness's command line; prints the verdict (JSON or text), writes the markdown
-// report on request (of this run, or of the last one with `--report` alone), and exits 0 only when every invariant held.
+// `npm run chaos`: the fault-injection harness's command line; prints the verdict (JSON or text), writes the HTML report
+// with the run's charts (always) and the markdown summary (on request), of this run or of the last one with `--report`
+// alone, and exits 0 only when every invariant held.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { CHAOS_DEFAULTS, MIN_PRODUCER_TIMEOUT_SECONDS, runChaos, type ChaosOptions, type ChaosResult } from './run';
-import { formatMarkdown, formatText } from './report';
+import { chaosHtmlReport, formatMarkdown, formatText } from './report';
+import { writeHtmlReport } from '../console/report';
 
 const integer = (flag: string, min: number) => (value: string): number => {
   const n = Number(value);
@@ -21,6 +23,8 @@ const rate = (flag: string) => (value: string): number => {
 export const LAST_RUN_FILE = resolve(__dirname, '..', '.local', 'chaos', 'last-run.json');
 /** The markdown summary's file when `--report` names none. */
 export const DEFAULT_REPORT_FILE = 'chaos-report.md';
+/** The HTML report with the run's charts, written after every run (and by `--report` alone, of the last one). */
+export const HTML_REPORT_FILE = resolve(__dirname, '..', '.local', 'chaos-report.html');
 
 /**
  * `options` undefined: no run, only the report of the last one (`--report` without `--ops` and `--seed`).
@@ -112,11 +116,16 @@ export async function main(argv: string[]): Promise<number> {
       mkdirSync(dirname(LAST_RUN_FILE), { recursive: true });
       writeFileSync(LAST_RUN_FILE, `${JSON.stringify(result, null, 2)}\n`);
     }
-    process.stdout.write(flags.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatText(result)}\n`);
+    // The charts are the HTML report's (and last-run.json keeps them): the JSON on stdout stays the verdict.
+    const { charts: _charts, ...verdict } = result;
+    process.stdout.write(flags.json ? `${JSON.stringify(verdict, null, 2)}\n` : `${formatText(result)}\n`);
+    const what = `${result.job ? `${result.job}, ` : ''}${result.ops} operations, seed ${result.seed}`;
     if (flags.report) {
       writeFileSync(flags.report, formatMarkdown(result));
-      process.stderr.write(`chaos: report of the run (${result.job ? `${result.job}, ` : ''}${result.ops} operations, seed ${result.seed}) written to ${resolve(flags.report)}\n`);
+      process.stderr.write(`chaos: report of the run (${what}) written to ${resolve(flags.report)}\n`);
     }
+    const html = writeHtmlReport(HTML_REPORT_FILE, chaosHtmlReport(result));
+    process.stderr.write(`chaos: charts of the run (${what}) written to ${html}${result.charts ? '' : ' (the recorded run has no charts)'}\n`);
     code = result.ok ? 0 : 1;
     return code;
   }).parseAsync(argv);

@@ -21,6 +21,8 @@ import { S3FaultProxy, type S3Fault } from './s3Proxy';
 import { checkInvariants, isNonReplayedStart, type LedgerBatch, type Verdict } from './invariants';
 import { pacingFigures, type PacingFigures, type Span } from './pacing';
 import { admissionStepOf, ProducerFaultInjector, producerMessagesByBatch, recoveryStepBody, stoppedChains, type ProducerFaultCounts, type RunLedgerItem } from './producerFaults';
+import { chaosCharts } from './report';
+import type { ChartSpec } from '../console/chartSpec';
 
 /** Fault rates (probabilities per opportunity) and the local timing the run uses. */
 export interface ChaosOptions {
@@ -125,6 +127,13 @@ export interface ChaosResult extends Verdict {
   admission?: AdmissionTiming;
   /** The fleet's starts against the allowance outside the storms, while work waited (chaos/pacing.ts). */
   pacing?: PacingFigures;
+  /**
+   * The run's charts (chaos/report.ts chaosCharts), for its HTML report; kept with the result so `--report` alone can
+   * draw the last run again. Absent in a result recorded before reports had charts, or when they could not be built.
+   */
+  charts?: ChartSpec[];
+  /** Why the charts could not be built (the verdict stands without them). */
+  chartsError?: string;
 }
 
 /** The chaos job's producer and admission queue timing, as the run rewrote the template. */
@@ -573,6 +582,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         if (depth && depth.total >= perSecond) busy.push([at, Date.now()]);
       }
     })();
+    const firedAt = Date.now();
     await fire(scheduledTime);
     for (let i = 0; i < o.duplicateSchedules; i++) {
       // At once, while step 0 holds the lease (the copy leaves a takeover step), or after it (the copy finds the run
@@ -613,6 +623,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     await sampler;
     faultsOn = false;
     job.downstream?.setFaults(undefined);
+    const faultsOffAt = Date.now();
     const before = (await session.depth(job.dlqUrl)).total;
     faults.dlqBeforeRedrive = before;
     say(`faults off; ${before} messages in the DLQ; redriving`);
@@ -665,6 +676,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     // What SQS moved: the doomed steps' messages, left in the producer DLQ (the alarm an operator answered). The
     // schedule dead-letters there too; only admission steps count.
     producerFaults.counts.stepsDeadLettered = (await session.readQueue(producerDlqUrl, 60)).filter((m) => admissionStepOf(m.body)).length;
+    const stormSpans = o.stormShare > 0 ? storms.map(([a, b]): Span => [started + a, started + b]) : [];
+    // The charts show the storms that happened: none after the faults went off (the plan runs on for an hour).
+    const stormsSeen = stormSpans.filter(([a]) => a < faultsOffAt).map(([a, b]): Span => [a, Math.min(b, faultsOffAt)]);
+    const charts = runCharts(session, job, { fromMs: firedAt, stormSpans: stormsSeen, say });
     return {
       ok: verdict.ok && settled,
       job: run.job,
@@ -681,19 +696,52 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         ? {
             pacing: pacingFigures({
               starts: job.downstream.arrivals.filter(isNonReplayedStart).map((a) => a.at),
-              storms: o.stormShare > 0 ? storms.map(([a, b]): Span => [started + a, started + b]) : [],
+              storms: stormSpans,
               busy,
               allowancePerSecond: perSecond,
               windowSeconds: job.settings.rateLimit.intervalSeconds,
             }),
           }
         : {}),
+      ...charts,
     };
   } finally {
     await session?.close();
     await dynamoProxy.close();
     await s3Proxy.close();
     await new Promise((r) => logFile.end(r));
+  }
+}
+
+/**
+ * The run's charts, from the fake downstream's log (exact starts and 429s) and the session's metrics (what CloudWatch
+ * would hold: the functions' EMF lines, every queue's depth). A failure to build them is reported in the result and
+ * said on the log; it never costs the run its verdict.
+ */
+function runCharts(session: LocalSession, job: CompleteJob, o: { fromMs: number; stormSpans: Span[]; say: (line: string) => void }): Pick<ChaosResult, 'charts' | 'chartsError'> {
+  try {
+    const queueName = (url: string) => session.stack.plan.queues.find((q) => q.url === url)?.name;
+    const arrivals = job.downstream?.arrivals;
+    return {
+      charts: chaosCharts({
+        job: job.name,
+        fromMs: o.fromMs,
+        toMs: Date.now(),
+        allowance: { starts: job.settings.rateLimit.startsPerInterval, intervalMs: job.settings.rateLimit.intervalSeconds * 1000 },
+        sloMinutes: job.settings.slo?.completeWithinMinutes,
+        starts: arrivals?.filter(isNonReplayedStart).map((a) => a.at),
+        throttles: arrivals?.filter((a) => a.status === 429).map((a) => a.at),
+        storms: o.stormSpans,
+        // A copy: the recorder's list is live, and the session is about to close.
+        samples: [...session.metrics.samples()],
+        queueName: queueName(job.queueUrl),
+        dlqName: queueName(job.dlqUrl),
+      }),
+    };
+  } catch (error) {
+    const message = `${(error as Error).name}: ${(error as Error).message}`;
+    o.say(`the run's charts could not be built: ${message}`);
+    return { chartsError: message };
   }
 }
 

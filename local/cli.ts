@@ -72,7 +72,10 @@ export function buildProgram(run: (options: RunOptions) => Promise<number>, cwd 
   const program = new Command('npm start --')
     .description('Run the synthesized PacedJobs stack on embedded AWS-protocol servers: one demo cycle of every job, or --serve.')
     .option('--env <name>', 'environment whose synthesized template to run', 'dev')
-    .option('--serve', 'keep running: fire schedules on their crons and write .local/endpoints.json until Ctrl-C', false)
+    .option('--serve', 'keep running: fire schedules on their crons, serve the web console and write .local/endpoints.json until Ctrl-C', false)
+    .addOption(new Option('--console-port <port>', "with --serve: the web console's port on 127.0.0.1 (default: a free one)").argParser(port))
+    .option('--no-console', 'with --serve: do not serve the web console')
+    .option('--report <file>', 'where a demo run writes its HTML report with the charts (default: <local-dir>/report.html)')
     .option('--now', 'fire every schedule once at start (always done in a demo run; with --serve also seeds demo data)', false)
     .option('--date <YYYY-MM-DD>', 'business date for the fired cycle (default: what each schedule would compute now)', isoDate)
     .option('--json', 'print the report as one JSON document on stdout (progress and logs go to stderr)', false)
@@ -110,6 +113,9 @@ export function buildProgram(run: (options: RunOptions) => Promise<number>, cwd 
       localDir: flags.localDir,
       synth: flags.synth,
       serve: flags.serve,
+      console: flags.console,
+      consolePort: flags.consolePort,
+      reportFile: flags.report,
       now: flags.now,
       date: flags.date,
       json: flags.json,

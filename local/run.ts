@@ -1,14 +1,22 @@
 // What `npm start` does: deploys the synthesized stack locally (a LocalSession: every job with its local fixture and
-// fake downstream), then either runs one demo cycle of every job (seed, fire, wait until settled, report) or serves the
-// stack with its schedules live until Ctrl-C. It names no job: what a job seeds and how its effects are read is its
-// fixture's (lambda/jobs/<name>/local.ts); a job without one is judged on the pipeline's own counts.
-import { MetricsTap } from './metricsTap';
+// fake downstream), then either runs one demo cycle of every job (seed, fire, wait until settled, report, and the
+// run's charts as an HTML report) or serves the stack with its schedules live, and the web console, until Ctrl-C. It
+// names no job: what a job seeds and how its effects are read is its fixture's (lambda/jobs/<name>/local.ts); a job
+// without one is judged on the pipeline's own counts.
+import { maxJobAgeMs } from './metricSamples';
 import { createWriteStream, mkdirSync, renameSync, WriteStream, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { DownstreamQuota, SeededDemo } from './fixture';
 import { LocalSession, type JobState } from './session';
 import type { Ports } from './stack';
 import { buildRunReport, formatReport, formatTable, JobObservation, RunReport } from './report';
+import { batchReconciles } from '../lambda/core/ledgerContract';
+import { jobCharts, type JobChartInput } from '../console/charts';
+import { consoleIo, OpsConsoleSource, queueNameOf } from '../console/opsSource';
+import { writeHtmlReport } from '../console/report';
+import { startConsoleServer, type ConsoleServer } from '../console/server';
+import { createClients } from '../ops/clients';
+import { LocalEndpointsSource } from '../ops/resources';
 
 export interface RunOptions {
   env: string;
@@ -40,6 +48,12 @@ export interface RunOptions {
   asyncDuplicateRate?: number;
   /** Every job's fake downstream: its quota (default: the job's effective rate and concurrency) and port by job. */
   downstream?: { quota?: Partial<DownstreamQuota>; ports?: Record<string, number> };
+  /** With `serve`: also serve the web console on 127.0.0.1 (console/server.ts). @default true */
+  console?: boolean;
+  /** The console's port. @default a free one */
+  consolePort?: number;
+  /** Where a demo run writes its HTML report with charts. @default "<localDir>/report.html" */
+  reportFile?: string;
 }
 
 export interface RunIo {
@@ -69,7 +83,6 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
   const logDir = join(localDir, 'logs');
   mkdirSync(logDir, { recursive: true });
   const logFiles = new Map<string, WriteStream>();
-  const metricsTap = new MetricsTap();
   const log = (source: string, line: string) => {
     let file = logFiles.get(source);
     if (!file) {
@@ -77,7 +90,6 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
       logFiles.set(source, file);
     }
     file.write(`${new Date().toISOString()} ${line}\n`);
-    metricsTap.observe(line);
     if (options.verbose || source === 'provision') say(`[${source}] ${line}`);
   };
 
@@ -104,23 +116,39 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
     const warmStarted = Date.now();
     await session.stack.prewarm();
     say(`loaded the functions' code (${((Date.now() - warmStarted) / 1000).toFixed(1)} s)`);
-    const endpointsFile = writeEndpoints(localDir, session);
     if (options.serve) {
-      say(`serving; endpoints in ${endpointsFile}. Ctrl-C to stop.`);
-      if (options.now) await seedAndFire(session, counts, options, say);
-      session.startConsumers();
-      session.stack.scheduler.start();
-      for (const s of session.stack.scheduler.list()) say(`schedule ${s.schedule.name}: ${s.state}${s.nextFire ? `, next ${s.nextFire.toISOString()}` : ''}`);
-      await io.stopSignal;
-      say('stopping');
+      // The console listens before endpoints.json is written, so the file names it from its first version on; its data
+      // comes from that file, as `ops --local` reads it.
+      const web = options.console === false ? undefined : await startLocalConsole(session, options.consolePort, say);
+      try {
+        const endpointsFile = writeEndpoints(localDir, session, web ? { console: { url: web.server.url } } : {});
+        web?.load(endpointsFile);
+        say(`serving; endpoints in ${endpointsFile}. Ctrl-C to stop.`);
+        if (web) {
+          say(`console: ${web.server.tokenUrl}`);
+          say(`  (the token in that URL is the key to the console's API: endpoints.json lists the console without it; the page keeps it for its tab only)`);
+        }
+        if (options.now) await seedAndFire(session, counts, options, say);
+        session.startConsumers();
+        session.stack.scheduler.start();
+        for (const s of session.stack.scheduler.list()) say(`schedule ${s.schedule.name}: ${s.state}${s.nextFire ? `, next ${s.nextFire.toISOString()}` : ''}`);
+        await io.stopSignal;
+        say('stopping');
+      } finally {
+        await web?.close();
+      }
       return 0;
     }
+    writeEndpoints(localDir, session);
 
     const { businessDate, seeded } = await seedAndFire(session, counts, options, say, () => session!.startConsumers());
     const settled = await waitUntilSettled(session, options, io);
-    const report = await collectReport(session, seeded, metricsTap, { env: options.env, businessDate, settled, started, keptData: options.dataDir !== undefined });
+    const report = await collectReport(session, seeded, { env: options.env, businessDate, settled, started, keptData: options.dataDir !== undefined });
     if (options.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else io.stdout.write(`${formatReport(report)}\n`);
+    const reportFile = await writeRunCharts(session, report, options.reportFile ? resolve(cwd, options.reportFile) : join(localDir, 'report.html'), { started, businessDate });
+    // With --json stdout is the one document; the path is for the person at the terminal.
+    (options.json ? io.stderr : io.stdout).write(`charts of the run: ${reportFile}\n`);
     exitCode = report.ok ? 0 : 1;
   } finally {
     await session?.close();
@@ -259,12 +287,11 @@ export async function observeJob(
 async function collectReport(
   session: LocalSession,
   seeded: Map<string, SeededDemo>,
-  metricsTap: MetricsTap,
   run: { env: string; businessDate: string; settled: boolean; started: number; keptData: boolean },
 ): Promise<RunReport> {
   const observations = new Map<string, JobObservation>();
   for (const job of session.jobs.values()) {
-    observations.set(job.name, await observeJob(session, job.name, seeded.get(job.name), { maxJobAgeMs: metricsTap.maxJobAgeMs(job.name), keptData: run.keptData }));
+    observations.set(job.name, await observeJob(session, job.name, seeded.get(job.name), { maxJobAgeMs: maxJobAgeMs(session.metrics.samples(), job.name), keptData: run.keptData }));
   }
   return buildRunReport({
     env: run.env,
@@ -276,8 +303,90 @@ async function collectReport(
   });
 }
 
+/** The web console of a serving session, listening before the stack's endpoints file exists. */
+interface LocalConsole {
+  server: ConsoleServer;
+  /** Gives the console its data: the stack as `ops --local` finds it in this endpoints file. */
+  load(endpointsFile: string): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the console with changes on (this is the operator's own local stack), on the operator CLI's code against
+ * the endpoints file, and with the charts from the session's own samples (in process: no CloudWatch round trip).
+ */
+async function startLocalConsole(session: LocalSession, port: number | undefined, say: (line: string) => void): Promise<LocalConsole> {
+  let resolveSource!: (source: OpsConsoleSource) => void;
+  let rejectSource!: (error: unknown) => void;
+  const source = new Promise<OpsConsoleSource>((resolve, reject) => {
+    resolveSource = resolve;
+    rejectSource = reject;
+  });
+  let opened: OpsConsoleSource | undefined;
+  const { credentials } = session.stack.clientConfig('sqs');
+  const server = await startConsoleServer({ source, changesAllowed: true, port, redact: [credentials.accessKeyId, credentials.secretAccessKey], log: say });
+  return {
+    server,
+    load(endpointsFile) {
+      new LocalEndpointsSource(endpointsFile).load().then((resources) => {
+        opened = new OpsConsoleSource({
+          ctx: { resources, clients: createClients(resources.clients), io: consoleIo((line) => say(`[console] ${line}`)) },
+          samples: () => session.metrics.samples(),
+          // The local mappings settle within a poll or two of the emulated event source.
+          mappingWait: { timeoutMs: 30_000, pollMs: 200 },
+        });
+        resolveSource(opened);
+      }, rejectSource);
+    },
+    async close() {
+      await server.close();
+      await opened?.close();
+    },
+  };
+}
+
+/**
+ * `.local/report.html`: per job, the run's charts (starts per window against the allowance, outcomes, job age, queue
+ * depth) over the session's samples, with the report's figures beside them. Returns the file's path.
+ */
+async function writeRunCharts(session: LocalSession, report: RunReport, file: string, run: { started: number; businessDate: string }): Promise<string> {
+  const window = { fromMs: run.started, toMs: Date.now() };
+  const samples = session.metrics.samples();
+  const sections = [];
+  for (const job of session.jobs.values()) {
+    const figures = report.jobs[job.name];
+    const batches = await session.ledgerBatches(job.name);
+    const unreconciled = batches.filter((b) => !batchReconciles({ ...b.figures, admission: typeof b.item.admission === 'string' ? b.item.admission : undefined })).length;
+    const input: JobChartInput = {
+      job: job.name,
+      allowance: { starts: job.settings.rateLimit.startsPerInterval, intervalMs: job.settings.rateLimit.intervalSeconds * 1000 },
+      ...(job.settings.slo ? { sloMinutes: job.settings.slo.completeWithinMinutes } : {}),
+      ...(job.queueUrl ? { queueName: queueNameOf(job.queueUrl) } : {}),
+      ...(job.dlqUrl ? { dlqName: queueNameOf(job.dlqUrl) } : {}),
+    };
+    const facts: [string, string][] = figures
+      ? [
+          ['discovered', String(figures.discovered)],
+          ['applied', String(figures.completed)],
+          ['duplicates suppressed', String(figures.duplicatesSuppressed)],
+          ['deferred', String(figures.deferred)],
+          ['429s', String(figures.throttled)],
+          ['most starts in any window', `${figures.maxStartsPerWindow} (allowance ${figures.rateLimitPerWindow} per ${figures.windowSeconds} s)`],
+          ['DLQ', String(figures.dlq)],
+          ['reconciles', batches.length === 0 ? 'no batch' : unreconciled === 0 ? `yes (${batches.length} batch${batches.length === 1 ? '' : 'es'})` : `NO (${unreconciled} of ${batches.length} batches)`],
+        ]
+      : [];
+    sections.push({ heading: job.name, charts: jobCharts(samples, input, window), facts });
+  }
+  return writeHtmlReport(file, {
+    title: `npm start: ${report.env}, business date ${run.businessDate}`,
+    subtitle: `${report.ok ? 'every check passed' : 'a check FAILED (see the terminal)'}; the run ${report.settled ? 'settled' : 'did not settle'} in ${(report.durationMs / 1000).toFixed(1)} s`,
+    sections,
+  });
+}
+
 /** `.local/endpoints.json`: everything a client (the AWS CLI, the ops CLI, a script) needs to use the local stack. */
-export function writeEndpoints(localDir: string, session: LocalSession): string {
+export function writeEndpoints(localDir: string, session: LocalSession, extra: { console?: { url: string } } = {}): string {
   const { stack } = session;
   const file = join(localDir, 'endpoints.json');
   const downstreams = Object.fromEntries([...session.jobs.values()].flatMap((j) => (j.downstream ? [[j.name, j.downstream.endpoint]] : [])));
@@ -294,6 +403,7 @@ export function writeEndpoints(localDir: string, session: LocalSession): string 
       lambda: stack.endpoints.lambda,
       scheduler: stack.endpoints.scheduler,
       sns: stack.endpoints.sns,
+      cloudwatch: session.metrics.endpoint,
       // Each job's fake downstream (the stand-in for its non-AWS API), by job name.
       downstreams,
     },
@@ -322,6 +432,8 @@ export function writeEndpoints(localDir: string, session: LocalSession): string 
       ]),
     ),
     outputs: stack.plan.outputs,
+    // The web console (npm start -- --serve), without its token: that is printed on the terminal only.
+    ...(extra.console ? { console: extra.console } : {}),
     environment: {
       AWS_REGION: stack.region,
       AWS_ACCESS_KEY_ID: 'S3RVER',
@@ -333,6 +445,7 @@ export function writeEndpoints(localDir: string, session: LocalSession): string 
       AWS_ENDPOINT_URL_LAMBDA: stack.endpoints.lambda,
       AWS_ENDPOINT_URL_SCHEDULER: stack.endpoints.scheduler,
       AWS_ENDPOINT_URL_SNS: stack.endpoints.sns,
+      AWS_ENDPOINT_URL_CLOUDWATCH: session.metrics.endpoint,
     },
   };
   mkdirSync(localDir, { recursive: true });

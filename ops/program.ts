@@ -8,6 +8,7 @@ import { type OpsIo, processIo } from './io';
 import { CloudFormationSource, type ClientSettings, LocalEndpointsSource, type ResourceSource } from './resources';
 import { admission, type AdmissionCommand, renderAdmission } from './commands/admission';
 import { audit, renderAudit } from './commands/audit';
+import { renderConsole, serveConsole, type ConsoleOptions } from './commands/console';
 import { catchUp, catchUpMissed, MISSED_LOOKBACK_DAYS, renderCatchUp } from './commands/catchUp';
 import { continueAdmission, renderContinue } from './commands/continue';
 import { dlqPeek, renderDlqPeek } from './commands/dlqPeek';
@@ -39,6 +40,21 @@ export interface OpsDependencies {
   clients?: (settings: ClientSettings) => OpsClients;
   /** Passed to pause/resume: how long and how often to wait for a mapping to settle. */
   mappingWait?: { timeoutMs: number; pollMs: number };
+  /** `console`: when it stops (@default the first Ctrl-C or SIGTERM), a hook once it listens, and its samples. */
+  console?: { stop?: () => Promise<void> } & Pick<ConsoleOptions, 'onListening' | 'samples'>;
+}
+
+/** Resolves on the first Ctrl-C or SIGTERM: the console then closes its server and the CLI exits as after any command. */
+function interrupted(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
 }
 
 /** A command's outcome: the JSON document, and the table shown without --json. */
@@ -75,7 +91,7 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
   let exitCode = 0;
 
   const program = new Command('ops')
-    .description('Operate the paced jobs: status, pause/resume, continue, redrive, catch-up, per-key limits, DLQ and operation lookups, date audits')
+    .description('Operate the paced jobs: status, pause/resume, continue, redrive, catch-up, per-key limits, DLQ and operation lookups, date audits, the web console')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
     .showHelpAfterError()
@@ -305,6 +321,29 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
     execute(auditCmd, async (ctx) => {
       const result = await audit(ctx, auditCmd.opts<{ job: string; date: string; operations: boolean }>());
       return { result, text: renderAudit(result) };
+    }),
+  );
+
+  const consoleCmd = program
+    .command('console')
+    .description(
+      'serve the web console on 127.0.0.1 until Ctrl-C: every job\'s schedule, depths, batches and live charts, a DLQ peek and an ' +
+        'operation lookup, and pause, resume, redrive and catch-up behind a confirmation (off against a deployed environment unless --allow-changes)',
+    )
+    .option('--port <n>', 'the port on 127.0.0.1 (default: a free one)')
+    .option('--allow-changes', 'against a deployed environment: turn on pause, resume, redrive and catch-up (always on with --local)', false);
+  consoleCmd.action(
+    execute(consoleCmd, async (ctx) => {
+      const o = consoleCmd.opts<{ port?: string; allowChanges: boolean }>();
+      const result = await serveConsole(ctx, {
+        port: o.port,
+        allowChanges: o.allowChanges,
+        stop: (deps.console?.stop ?? interrupted)(),
+        onListening: deps.console?.onListening,
+        samples: deps.console?.samples,
+        mappingWait: deps.mappingWait,
+      });
+      return { result, text: renderConsole(result) };
     }),
   );
 

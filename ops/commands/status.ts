@@ -1,6 +1,8 @@
 // `ops status`: per job, the work, DLQ and admission queue depths, how old the oldest work is, and the latest batches
 // from the run ledger with whether each reconciles, how far its admission is, when it should finish, and whether its
 // admission chain has stalled. Reads only: it never receives a message.
+import { GetEventSourceMappingCommand } from '@aws-sdk/client-lambda';
+import { GetScheduleCommand } from '@aws-sdk/client-scheduler';
 import { GetQueueAttributesCommand, type QueueAttributeName } from '@aws-sdk/client-sqs';
 import { stalledSince } from '../../lambda/core/admission';
 import { batchSettledCount } from '../../lambda/core/ledgerContract';
@@ -8,6 +10,7 @@ import { type CommandContext, selectJobs } from '../context';
 import { renderTable } from '../io';
 import { type BatchView, DRAIN_WINDOW_MINUTES, latestBatches } from '../ledger';
 import { producerSettings } from '../jobSettings';
+import type { JobResources } from '../resources';
 
 export interface StatusOptions {
   job?: string;
@@ -107,8 +110,20 @@ export interface JobSlo {
   timeZone: string;
 }
 
+/** Whether the job admits work: its schedule, its producer's admission mapping and its consumer's mapping (ops pause). */
+export interface AdmissionState {
+  /** ENABLED or DISABLED; `unknown: <why>` when it could not be read. */
+  schedule: string;
+  /** Enabled, Disabled, or a transition (Enabling, Disabling); `unknown: <why>` when it could not be read. */
+  admissionMapping: string;
+  consumerMapping: string;
+  /** running: all three on; paused: all three off (as `ops pause` leaves them); partly paused: anything else. */
+  summary: 'running' | 'paused' | 'partly paused';
+}
+
 export interface JobStatus {
   job: string;
+  admission: AdmissionState;
   queue: QueueDepth;
   dlq: QueueDepth;
   /** The producer's admission queue: visible = steps due and waiting, delayed = steps not yet due. */
@@ -279,7 +294,8 @@ export async function status(ctx: CommandContext, options: StatusOptions = {}): 
   const now = ctx.io.now();
   const result = await Promise.all(
     jobs.map(async (j): Promise<JobStatus> => {
-      const [queue, dlq, admissionQueue, batches, slo] = await Promise.all([
+      const [admission, queue, dlq, admissionQueue, batches, slo] = await Promise.all([
+        admissionState(ctx, j),
         depth(ctx, j.queueUrl),
         depth(ctx, j.dlqUrl),
         depth(ctx, j.admissionQueueUrl),
@@ -288,6 +304,7 @@ export async function status(ctx: CommandContext, options: StatusOptions = {}): 
       ]);
       return {
         job: j.job,
+        admission,
         queue,
         dlq,
         admissionQueue,
@@ -308,7 +325,26 @@ export async function status(ctx: CommandContext, options: StatusOptions = {}): 
   };
 }
 
+/** The three switches `ops pause` turns, read; a read that fails is shown as unknown with its reason, not thrown. */
+async function admissionState(ctx: CommandContext, j: JobResources): Promise<AdmissionState> {
+  // Status is read-only and often run by someone allowed to read queues but not schedules: say so per switch.
+  const read = (fn: () => Promise<string | undefined>) => fn().then((state) => state ?? 'unknown: no state returned', (error: Error) => `unknown: ${error.name}: ${error.message}`);
+  const mapping = (uuid: string) => read(async () => (await ctx.clients.lambda.send(new GetEventSourceMappingCommand({ UUID: uuid }))).State);
+  const [schedule, admissionMapping, consumerMapping] = await Promise.all([
+    read(async () => (await ctx.clients.scheduler.send(new GetScheduleCommand({ Name: j.scheduleName, GroupName: j.scheduleGroupName }))).State),
+    mapping(j.admissionMappingUuid),
+    mapping(j.eventSourceMappingUuid),
+  ]);
+  const on = [schedule === 'ENABLED', admissionMapping === 'Enabled', consumerMapping === 'Enabled'];
+  const off = [schedule === 'DISABLED', admissionMapping === 'Disabled', consumerMapping === 'Disabled'];
+  return { schedule, admissionMapping, consumerMapping, summary: on.every(Boolean) ? 'running' : off.every(Boolean) ? 'paused' : 'partly paused' };
+}
+
 export function renderStatus(result: StatusResult): string {
+  const switches = renderTable(
+    ['job', 'admission', 'schedule', 'admission mapping', 'consumer mapping'],
+    result.jobs.map((j) => [j.job, j.admission.summary, j.admission.schedule, j.admission.admissionMapping, j.admission.consumerMapping]),
+  );
   const queues = renderTable(
     ['job', 'queued', 'in flight', 'delayed', 'oldest work (s)', 'DLQ', 'steps queued', 'steps delayed'],
     result.jobs.map((j) => [
@@ -349,7 +385,7 @@ export function renderStatus(result: StatusResult): string {
   const forecasts = result.jobs.flatMap((j) => j.batches.filter((b) => b.forecast).map((b) => `${j.job} ${b.batchId}: ${b.forecast!.text}`));
   const forecast = forecasts.length ? `Forecast (at the rate each batch drained at over the last ${DRAIN_WINDOW_MINUTES} min)\n${forecasts.join('\n')}` : 'Forecast: nothing left to run';
   return (
-    `${result.stackName} (${result.source}) at ${result.at}\n${queues}\n\nLatest batches\n${batches}\n\nAdmission\n${admission}\n\n${forecast}\n\n${gaps}\n\n` +
+    `${result.stackName} (${result.source}) at ${result.at}\n${switches}\n\n${queues}\n\nLatest batches\n${batches}\n\nAdmission\n${admission}\n\n${forecast}\n\n${gaps}\n\n` +
     `note: ${result.notes.join('\nnote: ')}`
   );
 }

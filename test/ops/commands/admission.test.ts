@@ -1,3 +1,4 @@
+import type { StatusResult } from '../../../ops/commands/status';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { admission, type AdmissionResult } from '../../../ops/commands/admission';
 import type { OpsClients } from '../../../ops/clients';
@@ -108,6 +109,12 @@ describe('Function: admission (ops pause / ops resume)', () => {
       expect(scheduleState('beta-schedule')).toBe('ENABLED');
       expect(f.jobs.beta.admissionMapping.state).toBe('Enabled');
       expect(f.jobs.beta.mapping.state).toBe('Enabled');
+      // `ops status` then shows alpha paused and beta running, switch by switch.
+      const status = await f.run(['status', '--json']);
+      expect(status.json<StatusResult>().jobs.map((j) => [j.job, j.admission])).toEqual([
+        ['alpha', { schedule: 'DISABLED', admissionMapping: 'Disabled', consumerMapping: 'Disabled', summary: 'paused' }],
+        ['beta', { schedule: 'ENABLED', admissionMapping: 'Enabled', consumerMapping: 'Enabled', summary: 'running' }],
+      ]);
       // UpdateSchedule replaces the definition: the rest of it survives the state change.
       const schedule = f.scheduler.get('alpha-schedule');
       expect([schedule.expression, schedule.timeZone, schedule.input, schedule.maximumRetryAttempts]).toEqual([

@@ -1,0 +1,103 @@
+// `ops console`: serves the web console (console/server.ts) on 127.0.0.1 against the stack this CLI found, with the
+// operator's own credentials, until Ctrl-C. Its data and actions are the other commands' own code (console/opsSource.ts)
+// and its charts CloudWatch's metrics (ops/metrics.ts). Against a deployed environment the changing actions are off
+// unless --allow-changes; against the local stack they are on.
+import { OpsConsoleSource, consoleIo, type SampleReader } from '../../console/opsSource';
+import { startConsoleServer, type ConsoleServer } from '../../console/server';
+import type { CommandContext } from '../context';
+import { UsageError } from '../errors';
+import { readJobSamples } from '../metrics';
+
+export interface ConsoleOptions {
+  /** The port on 127.0.0.1 (a flag's text is checked too). @default a free one */
+  port?: number | string;
+  /** Against a deployed environment, turn the changing actions on. @default false */
+  allowChanges?: boolean;
+  /** Resolves when the console should stop (Ctrl-C). */
+  stop: Promise<void>;
+  /** Where the charts' samples come from. @default readJobSamples (CloudWatch GetMetricData) */
+  samples?: SampleReader;
+  /** Called once the server listens (tests read its token here). */
+  onListening?: (server: ConsoleServer) => void;
+  /** How long and how often pause/resume wait for a mapping. @default the CLI's */
+  mappingWait?: { timeoutMs: number; pollMs: number };
+}
+
+export interface ConsoleResult {
+  ok: true;
+  command: 'console';
+  stackName: string;
+  source: 'cloudformation' | 'local';
+  /** The console's address, without its token. */
+  url: string;
+  changesAllowed: boolean;
+  startedAt: string;
+  stoppedAt: string;
+}
+
+/** @throws UsageError for a port outside 1..65535. */
+export function parsePort(value: number | string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port must be a whole number from 1 to 65535, got "${value}"`);
+  return port;
+}
+
+/** The credentials the CLI holds, so the server can keep them out of every answer (the SDK never puts them in one). */
+function credentialStrings(ctx: CommandContext): string[] {
+  const own = ctx.resources.clients.credentials;
+  return [own?.accessKeyId, own?.secretAccessKey, process.env.AWS_ACCESS_KEY_ID, process.env.AWS_SECRET_ACCESS_KEY, process.env.AWS_SESSION_TOKEN].filter(
+    (s): s is string => typeof s === 'string' && s !== '',
+  );
+}
+
+export async function serveConsole(ctx: CommandContext, options: ConsoleOptions): Promise<ConsoleResult> {
+  const port = parsePort(options.port);
+  const local = ctx.resources.source === 'local';
+  const changesAllowed = local || Boolean(options.allowChanges);
+  const log = (line: string) => ctx.io.stderr(line);
+  const source = new OpsConsoleSource({
+    // The commands' own output (progress, warnings) goes to this terminal; their confirmation is the page's dialog.
+    ctx: { ...ctx, io: { ...consoleIo(log), now: () => ctx.io.now(), sleep: (ms) => ctx.io.sleep(ms) } },
+    samples: options.samples ?? ((job, window) => readJobSamples(ctx, job, window)),
+    // CloudWatch holds EMF metrics per minute; the local endpoint has every sample.
+    periodSeconds: local ? 10 : 60,
+    mappingWait: options.mappingWait,
+  });
+  const startedAt = ctx.io.now().toISOString();
+  const server = await startConsoleServer({
+    source,
+    changesAllowed,
+    changesNote: changesAllowed ? undefined : `${ctx.resources.stackName} is a deployed environment: restart with --allow-changes to pause, resume, redrive or catch up from the page`,
+    port,
+    redact: credentialStrings(ctx),
+    // A deployed stack's every poll is API calls, and GetMetricData is billed per metric: poll it less.
+    refresh: local ? { overviewMs: 5000, chartsMs: 3000 } : { overviewMs: 15_000, chartsMs: 30_000 },
+    log,
+  });
+  try {
+    options.onListening?.(server);
+    log(`console for ${source.description} at ${server.url}`);
+    log(`open ${server.tokenUrl}`);
+    log('(the token in that URL is this console\'s key: do not share it; the page keeps it for its tab and drops it from the address bar)');
+    if (!changesAllowed) log('changes are off (pause, resume, redrive, catch-up): start with --allow-changes to turn them on');
+    log('Ctrl-C to stop');
+    await options.stop;
+  } finally {
+    await server.close();
+  }
+  return {
+    ok: true,
+    command: 'console',
+    stackName: ctx.resources.stackName,
+    source: ctx.resources.source,
+    url: server.url,
+    changesAllowed,
+    startedAt,
+    stoppedAt: ctx.io.now().toISOString(),
+  };
+}
+
+export function renderConsole(result: ConsoleResult): string {
+  return `console for ${result.stackName} (${result.source}) at ${result.url} stopped (changes were ${result.changesAllowed ? 'on' : 'off'})`;
+}

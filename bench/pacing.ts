@@ -409,9 +409,9 @@ export function quotaDropHtmlReport(report: QuotaDropReport, startedAtMs: number
 
 const SCENARIOS = ['default', 'quota-drop'] as const;
 /** Options only the quota-drop scenario takes, and the one only the default scenario takes. */
-const QUOTA_DROP_ONLY = ['phases', 'decreaseFactor', 'refreshMs', 'mode'] as const;
+const QUOTA_DROP_ONLY = ['phases', 'decreaseFactor', 'refreshMs', 'mode', 'storms'] as const;
 const DEFAULT_ONLY = ['backlogFactor'] as const;
-const FLAG: Record<string, string> = { phases: '--phases', decreaseFactor: '--decrease-factor', refreshMs: '--refresh-ms', mode: '--mode', backlogFactor: '--backlog-factor' };
+const FLAG: Record<string, string> = { phases: '--phases', decreaseFactor: '--decrease-factor', refreshMs: '--refresh-ms', mode: '--mode', storms: '--storms', backlogFactor: '--backlog-factor' };
 
 async function main(argv: string[]): Promise<void> {
   const program = new Command()
@@ -435,11 +435,12 @@ async function main(argv: string[]): Promise<void> {
     .option('--decrease-factor <f>', 'quota-drop: the adaptive rule\'s cut (default the limiter\'s)', fraction)
     .option('--refresh-ms <n>', 'quota-drop: how long an instance trusts its copy of the rate (default the limiter\'s)', positiveInt)
     .option('--mode <name>', 'quota-drop: adaptive | fixed | both', 'both')
+    .option('--storms <seed>', 'quota-drop: transient 429 storms on top, in the chaos mix\'s proportion of the window, placed by this seed', nonNegativeInt)
     .parse(argv);
   const o = program.opts<{
     json: boolean; scenario: string; windowMs?: number; allowed?: number; instances?: number; backlogFactor?: number; batchSize?: number;
     maxWaitMs?: number; safetyMarginMs?: number; lateToleranceMs?: number; lanes?: LanesOption; phases?: QuotaDropOptions['phases'];
-    decreaseFactor?: number; refreshMs?: number; mode: string;
+    decreaseFactor?: number; refreshMs?: number; mode: string; storms?: number;
   }>();
   // program.error: commander's own usage error (the message and exit code 1), as for a bad argument.
   if (!(SCENARIOS as readonly string[]).includes(o.scenario)) program.error(`error: --scenario must be one of ${SCENARIOS.join(', ')} (got "${o.scenario}")`);
@@ -466,6 +467,7 @@ async function main(argv: string[]): Promise<void> {
       refreshMs: o.refreshMs,
       adaptive: o.decreaseFactor === undefined ? undefined : { decreaseFactor: o.decreaseFactor },
       modes: o.mode === 'both' ? ['adaptive', 'fixed'] : [o.mode as 'adaptive' | 'fixed'],
+      ...(o.storms === undefined ? {} : { storms: { seed: o.storms } }),
     } satisfies QuotaDropOptions);
     process.stdout.write(o.json ? `${JSON.stringify(report, null, 2)}\n` : formatQuotaDrop(report));
     wrote(writeHtmlReport(PACING_REPORT_FILE, quotaDropHtmlReport(report, startedAtMs)));

@@ -61,6 +61,50 @@ export interface QuotaDropOptions {
   refreshMs?: number;
   /** Which runs, in order. @default ['adaptive', 'fixed'] */
   modes?: QuotaDropMode[];
+  /**
+   * Transient 429 storms on top of the quota, as `npm run chaos` injects them, in the window's proportion: storms of
+   * W/120 to W/30 every W/15 to W/5 (the chaos mix's 0.5-2 s every 4-12 s in a 60 s window), placed by `seed`. The
+   * provider refuses every request inside one, whatever the rate. @default none
+   */
+  storms?: { seed: number };
+}
+
+/** A storm: every request in [fromMs, toMs) refused, ms after the schedule's start. */
+export interface StormSpan {
+  fromMs: number;
+  toMs: number;
+}
+
+/** Storms over `totalMs`, in the chaos mix's proportion of the window (see QuotaDropOptions.storms), from a seed. */
+export function planStorms(totalMs: number, windowMs: number, seed: number): StormSpan[] {
+  // A small seeded generator (mulberry32): the same seed gives the same storms, run after run.
+  let a = seed >>> 0;
+  const random = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const between = (lo: number, hi: number) => lo + random() * (hi - lo);
+  const storms: StormSpan[] = [];
+  for (let t = between(windowMs / 15, windowMs / 5); t < totalMs; ) {
+    const length = between(windowMs / 120, windowMs / 30);
+    storms.push({ fromMs: Math.round(t), toMs: Math.round(Math.min(totalMs, t + length)) });
+    t += length + between(windowMs / 15, windowMs / 5);
+  }
+  return storms;
+}
+
+/** The provider's schedule: each window's allowance, with the storms cut in as steps to 0 and back. */
+export function scheduleSteps(allowed: number[], windowMs: number, storms: StormSpan[]): { atMs: number; allowedPerWindow: number }[] {
+  const at = (t: number) => allowed[Math.min(allowed.length - 1, Math.floor(t / windowMs))];
+  const points = [
+    ...allowed.map((a, k) => ({ atMs: k * windowMs, allowedPerWindow: a })),
+    ...storms.flatMap((s) => [{ atMs: s.fromMs, allowedPerWindow: 0 }, { atMs: s.toMs, allowedPerWindow: at(s.toMs) }]),
+  ].sort((x, y) => x.atMs - y.atMs);
+  // A window's own step inside a storm keeps the storm's 0 until the storm ends.
+  return points.map((p) => (p.allowedPerWindow > 0 && storms.some((s) => p.atMs > s.fromMs && p.atMs < s.toMs) ? { ...p, allowedPerWindow: 0 } : p));
 }
 
 /** One window of the schedule, as the provider saw it. */
@@ -116,6 +160,8 @@ export interface QuotaDropModeReport {
   dynamodb: LimiterRequests;
   /** Per phase: where the 429s and the unused allowance were (the drop's first window is the provider's own refusal). */
   phases: PhaseSummary[];
+  /** With storms: accepted starts outside them against the true allowance over the time outside them. */
+  outsideStorms?: { utilization: number; stormMs: number; accepted: number; allowed: number };
   windows: QuotaWindow[];
 }
 
@@ -133,6 +179,8 @@ export interface QuotaDropReport {
   /** Lanes each limiter split the allowance into. */
   lanes: number;
   phases: QuotaPhase[];
+  /** The storms cut into the schedule (QuotaDropOptions.storms), ms after its start; none without. */
+  storms: StormSpan[];
   /** What the adaptive rate must meet: utilization at least, throttled share and recovery windows at most. */
   goals: QuotaDropGoals;
   adaptive?: QuotaDropModeReport & { goalsMet: Record<keyof QuotaDropGoals, boolean> };
@@ -190,10 +238,11 @@ const round = (n: number, digits: number): number => Number(n.toFixed(digits));
 
 /** Runs the scenario's modes one after another, each against a fresh provider on the same schedule. */
 export async function runQuotaDropBench(input: QuotaDropOptions = {}): Promise<QuotaDropReport> {
-  const { adaptive, refreshMs, maxWaitMs: _, ...common } = input;
+  const { adaptive, refreshMs, maxWaitMs: _, storms: stormOption, ...common } = input;
   const o = { ...withDefaults(QUOTA_DROP_DEFAULTS, common), adaptive, refreshMs };
   const maxWaitMs = input.maxWaitMs ?? defaultQuotaDropMaxWaitMs(o.windowMs);
   const allowed = phaseAllowances(o.phases, o.allowedPerWindow);
+  const storms = stormOption ? planStorms(allowed.length * o.windowMs, o.windowMs, stormOption.seed) : [];
   const spec: RateLimitSpec = { startsPerInterval: o.allowedPerWindow, intervalMs: o.windowMs, safetyMarginMs: o.safetyMarginMs };
   const table = await startLimiterTable();
   const report: QuotaDropReport = {
@@ -203,11 +252,12 @@ export async function runQuotaDropBench(input: QuotaDropOptions = {}): Promise<Q
     instances: o.instances,
     lanes: lanesFor(o.lanes, spec),
     phases: o.phases,
+    storms,
     goals: QUOTA_DROP_GOALS,
   };
   try {
     for (const mode of o.modes) {
-      const result = await runMode(mode, table, spec, allowed, { ...o, maxWaitMs });
+      const result = await runMode(mode, table, spec, allowed, { ...o, maxWaitMs, storms });
       if (mode === 'adaptive') report.adaptive = { ...result, goalsMet: goalsMet(result) };
       else report.fixed = result;
     }
@@ -225,7 +275,7 @@ function goalsMet(m: QuotaDropModeReport): Record<keyof QuotaDropGoals, boolean>
   };
 }
 
-type ModeOptions = typeof QUOTA_DROP_DEFAULTS & Pick<QuotaDropOptions, 'adaptive' | 'refreshMs'> & { maxWaitMs: number };
+type ModeOptions = typeof QUOTA_DROP_DEFAULTS & Pick<QuotaDropOptions, 'adaptive' | 'refreshMs'> & { maxWaitMs: number; storms: StormSpan[] };
 
 async function runMode(mode: QuotaDropMode, table: LimiterTable, spec: RateLimitSpec, allowed: number[], o: ModeOptions): Promise<QuotaDropModeReport> {
   const { client, tableName, counter } = table;
@@ -253,7 +303,7 @@ async function runMode(mode: QuotaDropMode, table: LimiterTable, spec: RateLimit
     if (adaptive) await Promise.all(adaptive.map((l) => l.throttled(`${key}-warm-up`)));
     // The schedule starts a moment from now, once the provider has it; the fleet starts with it.
     startAt = Math.ceil(now()) + 200;
-    await provider.schedule(allowed.map((a, k) => ({ atMs: startAt + k * o.windowMs, allowedPerWindow: a })));
+    await provider.schedule(scheduleSteps(allowed, o.windowMs, o.storms).map((step) => ({ ...step, atMs: startAt + step.atMs })));
     run = newRun(backlog, provider.url, startAt + allowed.length * o.windowMs, key);
     await sleepUntil(startAt, now);
     counter.start();
@@ -312,6 +362,24 @@ async function runMode(mode: QuotaDropMode, table: LimiterTable, spec: RateLimit
     return summary;
   });
   const throttled = arrivals.length - accepted.length;
+  const inStorm = (t: number) => o.storms.some((st) => t - startAt >= st.fromMs && t - startAt < st.toMs);
+  let outsideStorms: QuotaDropModeReport['outsideStorms'];
+  if (o.storms.length > 0) {
+    // The true allowance over the time outside storms, window by window.
+    let allowedOutside = 0;
+    allowed.forEach((a, k) => {
+      const [from, to] = [k * o.windowMs, (k + 1) * o.windowMs];
+      const stormMs = o.storms.reduce((sum, st) => sum + Math.max(0, Math.min(to, st.toMs) - Math.max(from, st.fromMs)), 0);
+      allowedOutside += (a * (o.windowMs - stormMs)) / o.windowMs;
+    });
+    const acceptedOutside = accepted.filter((t) => !inStorm(t)).length;
+    outsideStorms = {
+      utilization: round(acceptedOutside / allowedOutside, 4),
+      stormMs: o.storms.reduce((sum, st) => sum + st.toMs - st.fromMs, 0),
+      accepted: acceptedOutside,
+      allowed: Math.round(allowedOutside),
+    };
+  }
   return {
     configuredPerWindow: o.allowedPerWindow,
     utilization: round(accepted.length / allowed.reduce((a, b) => a + b, 0), 4),
@@ -328,6 +396,7 @@ async function runMode(mode: QuotaDropMode, table: LimiterTable, spec: RateLimit
     rateChanges: changes,
     dynamodb,
     phases,
+    ...(outsideStorms ? { outsideStorms } : {}),
     windows,
   };
 }
@@ -349,6 +418,7 @@ export function formatQuotaDrop(report: QuotaDropReport): string {
         `throttled share ${m.throttledShare} (goal <= ${g.throttledShare})${mark(met?.throttledShare)}, ` +
         `recovery ${m.recoveryWindows ?? (restore === undefined ? 'n/a (no restore)' : 'never')} windows (goal <= ${g.recoveryWindows})${mark(met?.recoveryWindows)}; ` +
         `${m.accepted} accepted, ${m.throttled} 429s of ${m.requests} requests, max ${m.maxStartsInAnyWindow} in any window, ` +
+        (m.outsideStorms ? `utilization outside ${report.storms.length} storms ${m.outsideStorms.utilization}, ` : '') +
         `rate low ${m.lowestRate} last ${m.finalRate}, ${m.dynamodb.writesPerStart} writes / ${m.dynamodb.readsPerStart} reads / ` +
         `${m.dynamodb.lostRacesPerStart} lost races per start`,
     );

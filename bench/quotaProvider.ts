@@ -36,12 +36,12 @@ export interface QuotaProvider {
   close(): Promise<void>;
 }
 
-/** Checks a schedule: ascending times, allowances that are positive integers. @throws Error naming every bad step */
+/** Checks a schedule: ascending times, allowances that are whole numbers (0: a storm). @throws Error naming every bad step */
 export function checkSchedule(steps: QuotaStep[]): void {
   const problems = steps.flatMap((step, i) => [
     ...(Number.isFinite(step.atMs) ? [] : [`step ${i}: atMs must be a number (got ${step.atMs})`]),
     ...(i > 0 && !(step.atMs >= steps[i - 1].atMs) ? [`step ${i}: atMs ${step.atMs} is before step ${i - 1}'s ${steps[i - 1].atMs}`] : []),
-    ...(Number.isSafeInteger(step.allowedPerWindow) && step.allowedPerWindow >= 1 ? [] : [`step ${i}: allowedPerWindow must be a positive integer (got ${step.allowedPerWindow})`]),
+    ...(Number.isSafeInteger(step.allowedPerWindow) && step.allowedPerWindow >= 0 ? [] : [`step ${i}: allowedPerWindow must be a whole number (got ${step.allowedPerWindow}; 0 is a storm: every request refused)`]),
   ]);
   if (problems.length > 0) throw new Error(`invalid quota schedule: ${problems.join('; ')}`);
 }
@@ -86,7 +86,8 @@ export async function startQuotaProvider(options: QuotaProviderOptions): Promise
     else throttled++;
     // The window frees a place when enough of its oldest have left for the count to fall under the quota: the oldest
     // one at the quota as configured, more of them right after the quota was lowered.
-    const retryAfterS = ok ? 0 : Math.max(1, Math.ceil((accepted[accepted.length - allowed] + windowMs - at) / 1000));
+    // In a storm (a quota of 0) the provider only says to come back in a second, as an overloaded one does.
+    const retryAfterS = ok ? 0 : allowed === 0 ? 1 : Math.max(1, Math.ceil((accepted[accepted.length - allowed] + windowMs - at) / 1000));
     req.resume();
     req.on('end', () => {
       if (ok) res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');

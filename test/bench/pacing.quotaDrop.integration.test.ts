@@ -1,4 +1,4 @@
-import { phaseAllowances, recoveryWindows, restoreWindow, runQuotaDropBench } from '../../bench/quotaDrop';
+import { phaseAllowances, planStorms, recoveryWindows, restoreWindow, runQuotaDropBench, scheduleSteps } from '../../bench/quotaDrop';
 
 describe('Function: runQuotaDropBench', () => {
   // Small: 3 instances, 40 per 500 ms window, the provider's quota halved for 8 windows between 4 and 6 at full. A
@@ -60,5 +60,38 @@ describe('Function: recoveryWindows', () => {
   it('takes the restore as the last rise of the schedule', () => {
     expect(restoreWindow([20, 10, 10, 20, 20])).toBe(3);
     expect(restoreWindow([20, 10, 15, 10, 20])).toBe(4);
+  });
+});
+
+describe('Function: planStorms', () => {
+  it('places storms of W/120 to W/30 every W/15 to W/5, the same for the same seed', () => {
+    const storms = planStorms(60_000, 1000, 7);
+    expect(planStorms(60_000, 1000, 7)).toEqual(storms);
+    expect(planStorms(60_000, 1000, 8)).not.toEqual(storms);
+    for (const [i, s] of storms.entries()) {
+      expect(s.toMs - s.fromMs).toBeGreaterThanOrEqual(8);
+      expect(s.toMs - s.fromMs).toBeLessThanOrEqual(34);
+      if (i > 0) expect(s.fromMs - storms[i - 1].toMs).toBeGreaterThanOrEqual(66);
+      if (i > 0) expect(s.fromMs - storms[i - 1].toMs).toBeLessThanOrEqual(201);
+    }
+    // About a tenth of the time, as in the chaos mix.
+    const stormMs = storms.reduce((sum, s) => sum + s.toMs - s.fromMs, 0);
+    expect(stormMs / 60_000).toBeGreaterThan(0.06);
+    expect(stormMs / 60_000).toBeLessThan(0.2);
+  });
+});
+
+describe('Function: scheduleSteps', () => {
+  it('cuts each storm in as a quota of 0 and restores the window\'s own quota after it, also across a window edge', () => {
+    const steps = scheduleSteps([20, 10], 1000, [{ fromMs: 100, toMs: 150 }, { fromMs: 980, toMs: 1020 }]);
+    expect(steps).toEqual([
+      { atMs: 0, allowedPerWindow: 20 },
+      { atMs: 100, allowedPerWindow: 0 },
+      { atMs: 150, allowedPerWindow: 20 },
+      { atMs: 980, allowedPerWindow: 0 },
+      // The second window starts inside the storm: the storm's 0 holds until it ends.
+      { atMs: 1000, allowedPerWindow: 0 },
+      { atMs: 1020, allowedPerWindow: 10 },
+    ]);
   });
 });

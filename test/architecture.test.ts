@@ -56,6 +56,13 @@ describe('dependency rules', () => {
     expect(offending).toEqual([]);
   });
 
+  it('bundled code imports zod/mini, never classic zod (its schemas carry about 65 KB of JSON-Schema code into every bundle)', () => {
+    const bundled = [...sources('lambda/core'), ...sources('lambda/adapters'), ...sources('lambda/handlers'), ...sources('lambda/jobs').filter((f) => !/\/local\.ts$/.test(f))];
+    const offending = bundled.flatMap((f) => importsOf(f).filter((i) => i === 'zod' || i === 'zod/v4' || i.startsWith('zod/v4/classic')).map((i) => `${f} -> ${i}`));
+    expect(bundled.length).toBeGreaterThan(20);
+    expect(offending).toEqual([]);
+  });
+
   it('the handlers never import a job fixture (it is never bundled into a function)', () => {
     const offending = sources('lambda/handlers').flatMap((f) => importsOf(f).filter((i) => /lambda\/jobs\/.+\/local/.test(i) || /^local\//.test(i)).map((i) => `${f} -> ${i}`));
     expect(offending).toEqual([]);

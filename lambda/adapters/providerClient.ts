@@ -1,5 +1,5 @@
 // The payment provider's HTTP edge: one reconcile call, with the provider's answers mapped onto the outcome rules.
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { PermanentError, RetryableError, ThrottledError } from '../core/errors';
 import { parseRetryAfter } from '../core/retryAfter';
 import type { SecretGetter } from './secrets';
@@ -46,9 +46,9 @@ export interface HttpProviderClientOptions {
 export const ERROR_BODY_EXCERPT_CHARS = 200;
 
 const responseSchema = z.object({
-  paymentId: z.string().min(1).max(128),
-  status: z.string().regex(/^[A-Za-z][A-Za-z0-9_-]{0,31}$/),
-  providerReference: z.string().min(1).max(256),
+  paymentId: z.string().check(z.minLength(1), z.maxLength(128)),
+  status: z.string().check(z.regex(/^[A-Za-z][A-Za-z0-9_-]{0,31}$/)),
+  providerReference: z.string().check(z.minLength(1), z.maxLength(256)),
 });
 
 export class ProviderConfigError extends Error {

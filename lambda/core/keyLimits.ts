@@ -1,6 +1,6 @@
 // Per-key rate limits: the contract between the consumer (which enforces them) and the operator CLI (which overrides
 // them without a deploy). Pure: key layout of the limiter table's per-key items, and the override document's shape.
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { allowanceAfterHeadroom } from './pacingSettings';
 
 /**
@@ -30,12 +30,12 @@ export const MAX_OVERRIDES = 2_000;
  * quota per interval; the job's per-key headroom still applies. Unset fields take the default's.
  */
 export const keyLimitOverrideSchema = z.strictObject({
-  starts: z.number().int().positive(),
-  intervalSeconds: z.number().int().min(1).max(3600).optional(),
-  burst: z.number().int().positive().optional(),
+  starts: z.number().check(z.int(), z.positive()),
+  intervalSeconds: z.optional(z.number().check(z.int(), z.gte(1), z.lte(3600))),
+  burst: z.optional(z.number().check(z.int(), z.positive())),
   /** When it was set (ISO 8601) and by whom (the caller's ARN, or "local"). */
-  setAt: z.string().min(1),
-  setBy: z.string().optional(),
+  setAt: z.string().check(z.minLength(1)),
+  setBy: z.optional(z.string()),
 });
 export type KeyLimitOverride = z.infer<typeof keyLimitOverrideSchema>;
 

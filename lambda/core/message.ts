@@ -1,61 +1,69 @@
 // The message contract between producer and consumer: one compact, versioned, validated SQS body per operation.
-// A namespace import lets esbuild keep only what is used (the named `z` export drags in every locale, ~360 KB).
-import * as z from 'zod';
+// zod/mini, as a namespace import: esbuild keeps only what is used. Classic zod (`zod`) would add its methods and the
+// JSON Schema code every classic schema carries (~60 KB of a bundle), and its named `z` export every locale (~360 KB).
+import { en } from 'zod/locales';
+import * as z from 'zod/mini';
 import { MESSAGE_VERSION } from './constants';
+
+// zod/mini leaves the messages to its caller ("Invalid input" for every issue); classic zod sets English on its first
+// schema. The reasons a rejection records are zod's English ones, so set them, unless a locale is already chosen.
+if (!z.config().localeError) z.config(en());
 
 /** Longest operation or batch ID we accept; DynamoDB keys allow more, but nothing legitimate needs it. */
 export const MAX_ID_LENGTH = 256;
 const ID = /^[A-Za-z0-9][A-Za-z0-9:_.@#/+=-]*$/;
 
-export const idSchema = z
-  .string()
-  .min(1, 'must not be empty')
-  .max(MAX_ID_LENGTH, `must be at most ${MAX_ID_LENGTH} characters`)
-  .regex(ID, 'may hold only letters, digits and : _ . @ # / + = - (no spaces or control characters)');
+export const idSchema = z.string().check(
+  z.minLength(1, 'must not be empty'),
+  z.maxLength(MAX_ID_LENGTH, `must be at most ${MAX_ID_LENGTH} characters`),
+  z.regex(ID, 'may hold only letters, digits and : _ . @ # / + = - (no spaces or control characters)'),
+);
 
-export const businessDateSchema = z
-  .string()
-  .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date in the form YYYY-MM-DD')
-  .refine((v) => {
+export const businessDateSchema = z.string().check(
+  z.regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date in the form YYYY-MM-DD'),
+  z.refine((v) => {
     const d = new Date(`${v}T00:00:00Z`);
     return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(v);
-  }, 'must be a real calendar date');
+  }, 'must be a real calendar date'),
+);
 
 const isoTimestamp = z.iso.datetime({ offset: true, message: 'must be an ISO-8601 timestamp' });
+/** An integer from min to max; `z.int()` as a check, as classic zod's `.int()` adds it. */
+const intBetween = (min: number, max: number) => z.number().check(z.int(), z.gte(min), z.lte(max));
 
 /** The envelope every job shares; `resource` is validated by the job's own schema. */
 export const messageSchema = z.strictObject({
   version: z.literal(MESSAGE_VERSION, { message: `unsupported message version (this consumer reads version ${MESSAGE_VERSION})` }),
-  jobType: z.string().regex(/^[a-z][a-z0-9-]{1,30}[a-z0-9]$/, 'must be a kebab-case job name'),
+  jobType: z.string().check(z.regex(/^[a-z][a-z0-9-]{1,30}[a-z0-9]$/, 'must be a kebab-case job name')),
   operationId: idSchema,
   batchId: idSchema,
   businessDate: businessDateSchema,
   resource: z.record(
-    z.string().max(64),
-    z.union([z.string().max(1024), z.number(), z.boolean()], { message: 'must be a string, a number or a boolean' }),
+    z.string().check(z.maxLength(64)),
+    z.union([z.string().check(z.maxLength(1024)), z.number(), z.boolean()], { message: 'must be a string, a number or a boolean' }),
   ),
   enqueuedAt: isoTimestamp,
   /** When the operation was first published; unchanged by deferrals, so the true job age survives re-publishing. */
-  firstEnqueuedAt: isoTimestamp.optional(),
+  firstEnqueuedAt: z.optional(isoTimestamp),
   /** Failure-driven deferrals so far (the downstream throttled), not SQS receives: what the deferral budget counts. @default 0 */
-  attempt: z.number().int().min(0).max(10000).optional(),
+  attempt: z.optional(intBetween(0, 10000)),
   /** Deferrals while waiting for a rate-limit slot: the fleet waiting its turn, never counted against the budget. @default 0 */
-  pacedDeferrals: z.number().int().min(0).max(1_000_000).optional(),
+  pacedDeferrals: z.optional(intBetween(0, 1_000_000)),
   /**
    * Not to run before this time. SQS delays a message by at most 900 s, so a longer deferral is a chain of re-publishes
    * carrying this field; the consumer defers again, without claiming, until it has passed.
    */
-  notBefore: isoTimestamp.optional(),
+  notBefore: z.optional(isoTimestamp),
   /**
    * When the job's completion SLO wants the operation settled: its run's scheduled time (or start) plus the SLO's
    * window. Absent when the job has no SLO. The consumer meters each outcome against it (SloMet, SloMissed, SloFailed).
    */
-  dueBy: isoTimestamp.optional(),
+  dueBy: z.optional(isoTimestamp),
   /**
    * Catch-up or redrive traffic, not tonight's scheduled run: it takes only slots live work has not booked, and at most
    * the job's backfillShare of the allowance while live work waits. Absent: live.
    */
-  backfill: z.literal(true).optional(),
+  backfill: z.optional(z.literal(true)),
 });
 
 export type JobMessage = z.infer<typeof messageSchema>;

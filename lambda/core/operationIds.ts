@@ -1,5 +1,5 @@
 // Operation IDs, the idempotency keys of the whole flow: built by discovery, re-checked by apply, stable across re-runs.
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { businessDateSchema, MAX_ID_LENGTH } from './message';
 
 /**
@@ -14,11 +14,11 @@ const PROVIDER = /^[a-z][a-z0-9-]{0,31}$/;
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** For resource schemas: an ID that can become part of an operation ID (payment, upload, tenant IDs). */
-export const idPartSchema = z
-  .string()
-  .min(1, 'must not be empty')
-  .max(MAX_ID_PART_LENGTH, `must be at most ${MAX_ID_PART_LENGTH} characters`)
-  .regex(PART, 'may hold only letters, digits and _ . @ # / + = - (no ":" or spaces), starting with a letter or digit');
+export const idPartSchema = z.string().check(
+  z.minLength(1, 'must not be empty'),
+  z.maxLength(MAX_ID_PART_LENGTH, `must be at most ${MAX_ID_PART_LENGTH} characters`),
+  z.regex(PART, 'may hold only letters, digits and _ . @ # / + = - (no ":" or spaces), starting with a letter or digit'),
+);
 
 export class InvalidOperationIdError extends Error {
   constructor(message: string, options?: ErrorOptions) {

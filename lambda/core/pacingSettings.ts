@@ -1,5 +1,5 @@
 // The pacing keys of a job's free-form `settings`, as one schema: config checks it at synth, the handlers at run time.
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { EnvVar, type JobRuntimeSettings } from './constants';
 import { MAX_DEFERRALS } from './deferral';
 import { laneCount } from './pacing/lanes';
@@ -20,12 +20,12 @@ const got = (issue: { input?: unknown }): string => `got ${JSON.stringify(issue.
 const positiveInt = () => {
   const error = (issue: { input?: unknown }) => `must be a positive integer, ${got(issue)}`;
   // abort: 2.5 and -1.5 are one problem each, not "not an integer" and "not positive".
-  return z.number({ error }).int({ error, abort: true }).positive({ error });
+  return z.number({ error }).check(z.int({ error, abort: true }), z.positive({ error }));
 };
 const flag = () => z.boolean({ error: (issue) => `must be true or false, ${got(issue)}` });
 const nonEmptyString = () => {
   const error = (issue: { input?: unknown }) => `must be a non-empty string, ${got(issue)}`;
-  return z.string({ error }).min(1, { error });
+  return z.string({ error }).check(z.minLength(1, { error }));
 };
 
 /** Marks the issue of a key that looks like a misspelt pacing key, so the runtime words it as config does. */
@@ -34,25 +34,25 @@ const MISSPELT = 'misspeltPacingSetting';
 /** The pacing keys, none required. */
 const shape = {
   /** The limiter item; jobs calling one provider share it, and so share its allowance. @default the job name */
-  downstreamKey: nonEmptyString().optional(),
+  downstreamKey: z.optional(nonEmptyString()),
   /**
    * Throttles (429/503) before the operation is dead-lettered; paced deferrals never count.
    * @default 100 (DEFAULT_MAX_DEFERRALS in ./deferral.ts, applied by the deferral policy)
    */
-  maxDeferrals: positiveInt().max(MAX_DEFERRALS, { error: (issue) => `must be at most ${MAX_DEFERRALS}, ${got(issue)}` }).optional(),
+  maxDeferrals: z.optional(positiveInt().check(z.lte(MAX_DEFERRALS, { error: (issue) => `must be at most ${MAX_DEFERRALS}, ${got(issue)}` }))),
   /** Age since first enqueue past which the operation is dead-lettered. @default none */
-  maxDeferralAgeSeconds: positiveInt().optional(),
+  maxDeferralAgeSeconds: z.optional(positiveInt()),
   /** The longest wait for a rate-limit slot spent inside the function. @default 10000 */
-  shortWaitMs: positiveInt().default(10_000),
+  shortWaitMs: z._default(positiveInt(), 10_000),
   /** Lower the shared rate on 429s and recover it up to the allowance. @default true */
-  adaptiveRate: flag().default(true),
+  adaptiveRate: z._default(flag(), true),
   /**
    * False runs the consumer without the shared limiter (no limiter reads or writes): only the concurrency cap bounds
    * the downstream. For downstreams with no start quota worth pacing (the job's own bucket or table), and for measuring
    * the pipeline's own cost. @default true
    */
-  pacing: flag().default(true),
-} satisfies Record<keyof typeof PacingSettingKey, z.ZodType>;
+  pacing: z._default(flag(), true),
+} satisfies Record<keyof typeof PacingSettingKey, z.ZodMiniType>;
 
 const pacingKeys = Object.values(PacingSettingKey);
 
@@ -99,18 +99,20 @@ function misspeltPacingKey(key: string): keyof typeof PacingSettingKey | undefin
  * small typo (`shortWaitMS`) is refused rather than left as the job's own: it would be silently ignored. Every other
  * key passes through.
  */
-export const pacingSettingsSchema = z.looseObject(shape).superRefine(
-  (settings, ctx) => {
-    if (typeof settings !== 'object' || settings === null) return;
-    for (const key of Object.keys(settings)) {
-      const meant = misspeltPacingKey(key);
-      if (meant !== undefined) {
-        ctx.addIssue({ code: 'custom', path: [key], message: `unknown pacing setting; did you mean ${meant}?`, params: { [MISSPELT]: meant } });
+export const pacingSettingsSchema = z.looseObject(shape).check(
+  z.superRefine(
+    (settings, ctx) => {
+      if (typeof settings !== 'object' || settings === null) return;
+      for (const key of Object.keys(settings)) {
+        const meant = misspeltPacingKey(key);
+        if (meant !== undefined) {
+          ctx.addIssue({ code: 'custom', path: [key], message: `unknown pacing setting; did you mean ${meant}?`, params: { [MISSPELT]: meant } });
+        }
       }
-    }
-  },
-  // Also when a pacing value is bad, so one round names every problem.
-  { when: () => true },
+    },
+    // Also when a pacing value is bad, so one round names every problem.
+    { when: () => true },
+  ),
 );
 
 export interface PacingSettings {

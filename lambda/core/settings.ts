@@ -1,42 +1,50 @@
 // Reads and validates the job's runtime settings (JOB_SETTINGS) once, so a bad deployment fails loudly at init.
-import * as z from 'zod';
+import { en } from 'zod/locales';
+import * as z from 'zod/mini';
 import { EnvVar, JobRuntimeSettings } from './constants';
 
-const names = z.record(z.string(), z.string().min(1));
+// zod/mini leaves the messages to its caller; a bad JOB_SETTINGS is reported in zod's English, as classic zod words it
+// (lambda/core/message.ts does the same).
+if (!z.config().localeError) z.config(en());
+
+// zod/mini's functional checks, spelt as the classic chain they replace (`.int()` is `z.int()` as a check there too).
+const positiveInt = () => z.number().check(z.int(), z.positive());
+const share = () => z.number().check(z.gt(0), z.lte(1));
+const names = z.record(z.string(), z.string().check(z.minLength(1)));
 
 export const jobRuntimeSettingsSchema = z.object({
-  jobName: z.string().min(1),
-  pageSize: z.number().int().positive(),
-  maxPagesPerRun: z.number().int().positive(),
-  maxMessageBytes: z.number().int().positive(),
-  maxReceiveCount: z.number().int().positive().optional(),
-  businessDateOffsetDays: z.number().int(),
-  timeZone: z.string().min(1),
+  jobName: z.string().check(z.minLength(1)),
+  pageSize: positiveInt(),
+  maxPagesPerRun: positiveInt(),
+  maxMessageBytes: positiveInt(),
+  maxReceiveCount: z.optional(positiveInt()),
+  businessDateOffsetDays: z.number().check(z.int()),
+  timeZone: z.string().check(z.minLength(1)),
   rateLimit: z.object({
-    startsPerInterval: z.number().int().positive(),
-    intervalSeconds: z.number().int().positive(),
-    burst: z.number().int().positive(),
-    perKey: z
-      .object({
-        field: z.string().min(1),
-        startsPerInterval: z.number().int().positive(),
-        intervalSeconds: z.number().int().positive(),
-        burst: z.number().int().positive(),
-        headroom: z.number().gt(0).max(1),
-      })
-      .optional(),
+    startsPerInterval: positiveInt(),
+    intervalSeconds: positiveInt(),
+    burst: positiveInt(),
+    perKey: z.optional(
+      z.object({
+        field: z.string().check(z.minLength(1)),
+        startsPerInterval: positiveInt(),
+        intervalSeconds: positiveInt(),
+        burst: positiveInt(),
+        headroom: share(),
+      }),
+    ),
   }),
-  quota: z.object({ starts: z.number().int().positive(), headroom: z.number().gt(0).max(1), maxConcurrent: z.number().int().positive().optional() }).optional(),
-  concurrency: z.number().int().positive(),
-  admission: z
-    .object({ horizonSeconds: z.number().int().positive(), batchSize: z.number().int().positive(), batchingWindowSeconds: z.number().int().min(0).optional() })
-    .optional(),
-  slo: z.object({ objective: z.number().gt(0).lt(1), completeWithinMinutes: z.number().int().positive() }).optional(),
+  quota: z.optional(z.object({ starts: positiveInt(), headroom: share(), maxConcurrent: z.optional(positiveInt()) })),
+  concurrency: positiveInt(),
+  admission: z.optional(
+    z.object({ horizonSeconds: positiveInt(), batchSize: positiveInt(), batchingWindowSeconds: z.optional(z.number().check(z.int(), z.gte(0))) }),
+  ),
+  slo: z.optional(z.object({ objective: z.number().check(z.gt(0), z.lt(1)), completeWithinMinutes: positiveInt() })),
   tables: names,
   buckets: names,
   secrets: names,
   settings: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
-}) satisfies z.ZodType<JobRuntimeSettings>;
+}) satisfies z.ZodMiniType<JobRuntimeSettings>;
 
 export class SettingsError extends Error {
   constructor(message: string, options?: ErrorOptions) {

@@ -6,7 +6,7 @@
 // consumers and never runs near the 900 s ceiling.
 import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { EnvVar, MESSAGE_VERSION, SQS_MAX_DELAY_SECONDS, type JobRuntimeSettings } from '../core/constants';
 import { admissionStep, admissionStepSchema, type AdmissionStep } from '../core/admissionStep';
 import { admissionGroupSize, delaySecondsUntil, nextStepDelaySeconds, planAdmission, visibleAtMs } from '../core/admission';
@@ -25,11 +25,11 @@ import { loadJobRuntime, requirePositiveInt } from './runtime';
 
 /** The Scheduler's input (`scheduledTime` from `<aws.scheduler.scheduled-time>`), a manual run, or a catch-up. */
 export const producerEventSchema = z.object({
-  scheduledTime: z.iso.datetime({ offset: true, message: 'must be an ISO-8601 timestamp' }).optional(),
-  businessDate: businessDateSchema.optional(),
-  batchId: idSchema.optional(),
+  scheduledTime: z.optional(z.iso.datetime({ offset: true, message: 'must be an ISO-8601 timestamp' })),
+  businessDate: z.optional(businessDateSchema),
+  batchId: z.optional(idSchema),
   /** A catch-up (`ops catch-up`): the run's work is backfill, paced behind live work. @default false */
-  backfill: z.boolean().optional(),
+  backfill: z.optional(z.boolean()),
 });
 export type ProducerEvent = z.infer<typeof producerEventSchema>;
 
@@ -109,7 +109,7 @@ export class AdmissionStateError extends Error {
   }
 }
 
-const reasonsOf = (error: z.ZodError) => error.issues.map((i) => `${i.path.length ? i.path.join('.') : 'event'}: ${i.message}`);
+const reasonsOf = (error: z.core.$ZodError) => error.issues.map((i) => `${i.path.length ? i.path.join('.') : 'event'}: ${i.message}`);
 
 const isSqsEvent = (event: unknown): event is SQSEvent =>
   typeof event === 'object' && event !== null && Array.isArray((event as SQSEvent).Records) && (event as SQSEvent).Records.every((r) => r?.eventSource === 'aws:sqs');

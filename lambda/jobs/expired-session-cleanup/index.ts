@@ -12,7 +12,7 @@
 //   idempotent) and the retry continues with what remains. `deleted` counts this attempt's deletes.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { documentClient } from '../../adapters/clients';
 import type { JobRuntimeSettings } from '../../core/constants';
 import { PermanentError, RetryableError } from '../../core/errors';

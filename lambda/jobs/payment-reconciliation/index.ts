@@ -5,7 +5,7 @@
 // `unsettled-by-date`; apply reads and updates the item by `paymentId`.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { documentClient } from '../../adapters/clients';
 import { countQuery } from '../../adapters/countQuery';
 import { HttpProviderClient, ProviderClient } from '../../adapters/providerClient';

@@ -13,7 +13,7 @@
 //   delete) is a PermanentError for review, since the object is already gone.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { countQuery } from '../../adapters/countQuery';
 import { documentClient } from '../../adapters/clients';
 import { ObjectStore, S3ObjectStore } from '../../adapters/s3Objects';
@@ -31,7 +31,7 @@ const DAY_MS = 86_400_000;
 
 export const resourceSchema = z.strictObject({
   uploadId: idPartSchema,
-  objectKey: z.string().min(1).max(1024),
+  objectKey: z.string().check(z.minLength(1), z.maxLength(1024)),
   deleteAfter: z.iso.datetime({ precision: 3, message: 'must be a UTC timestamp with milliseconds' }),
 });
 export type UploadResource = z.infer<typeof resourceSchema>;

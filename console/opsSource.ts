@@ -2,7 +2,6 @@
 // schedule and mappings as `ops pause` reads them, `ops dlq peek`, `ops op`, `ops pause`/`resume`, `ops redrive` and
 // `ops catch-up`, all on one CommandContext (a deployed stack's or the local one's); the charts are console/charts.ts
 // over metric samples the caller supplies (the local session's, or CloudWatch's through ops/metrics.ts).
-import { GetEventSourceMappingCommand } from '@aws-sdk/client-lambda';
 import { GetScheduleCommand } from '@aws-sdk/client-scheduler';
 import { nextFireTime, parseCron, zonedDate } from '../lambda/core/cron';
 import type { JobRuntimeSettings } from '../lambda/core/constants';
@@ -87,17 +86,14 @@ export class OpsConsoleSource implements ConsoleSource {
     const jobs = await Promise.all(
       result.jobs.map(async (j): Promise<JobOverview> => {
         const res = this.job(j.job);
-        const [settings, consumer, admissionState] = await Promise.all([
-          this.settings(res).catch(() => undefined),
-          this.mappingState(res.eventSourceMappingUuid),
-          this.mappingState(res.admissionMappingUuid),
-        ]);
+        // The mappings' states as `ops status` read them (its `admission`), so the page and the CLI agree.
+        const settings = await this.settings(res).catch(() => undefined);
         const schedule = await this.schedule(res, settings);
         return {
           job: j.job,
           schedule,
-          mappings: { consumer, admission: admissionState },
-          paused: schedule.state !== 'ENABLED' || consumer !== 'Enabled' || admissionState !== 'Enabled',
+          mappings: { consumer: j.admission.consumerMapping, admission: j.admission.admissionMapping },
+          paused: j.admission.summary !== 'running',
           queue: j.queue,
           dlq: j.dlq,
           admissionQueue: j.admissionQueue,
@@ -185,15 +181,6 @@ export class OpsConsoleSource implements ConsoleSource {
     const settings = await producerSettings(this.ctx, job.producerFunctionName);
     this.settingsCache.set(job.job, { at: now, settings });
     return settings;
-  }
-
-  private async mappingState(uuid: string): Promise<string> {
-    try {
-      return (await this.ctx.clients.lambda.send(new GetEventSourceMappingCommand({ UUID: uuid }))).State ?? 'unknown';
-    } catch (error) {
-      // An operator without lambda:GetEventSourceMapping still sees the rest of the job.
-      return `unknown (${(error as Error).name})`;
-    }
   }
 
   /** The schedule as `ops preflight` reads it: its state, and its next fire and business date from its cron. */

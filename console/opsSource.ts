@@ -33,6 +33,11 @@ export interface OpsConsoleSourceOptions {
   periodSeconds?: number;
   /** How long and how often pause/resume wait for a mapping to settle. @default the CLI's (120 s, every 2 s) */
   mappingWait?: { timeoutMs: number; pollMs: number };
+  /**
+   * Epoch ms before which there is nothing to chart (a local session's start): the charts begin there rather than
+   * show zeros for a time the stack did not exist. @default none
+   */
+  since?: number;
   /** How long a job's deployed settings (allowance, SLO, business-date offset) are reused before being read again. @default 300000 */
   settingsTtlMs?: number;
 }
@@ -110,7 +115,7 @@ export class OpsConsoleSource implements ConsoleSource {
   async charts(job: string, options: { minutes: number }): Promise<JobCharts> {
     const res = this.job(job);
     const toMs = this.ctx.io.now().getTime();
-    const fromMs = toMs - options.minutes * 60_000;
+    const fromMs = Math.max(toMs - options.minutes * 60_000, Math.min(this.options.since ?? -Infinity, toMs - 60_000));
     const settings = await this.settings(res).catch(() => undefined);
     const input: JobChartInput = {
       job,

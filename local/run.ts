@@ -316,6 +316,7 @@ interface LocalConsole {
  * the endpoints file, and with the charts from the session's own samples (in process: no CloudWatch round trip).
  */
 async function startLocalConsole(session: LocalSession, port: number | undefined, say: (line: string) => void): Promise<LocalConsole> {
+  const openedAt = Date.now();
   let resolveSource!: (source: OpsConsoleSource) => void;
   let rejectSource!: (error: unknown) => void;
   const source = new Promise<OpsConsoleSource>((resolve, reject) => {
@@ -332,6 +333,7 @@ async function startLocalConsole(session: LocalSession, port: number | undefined
         opened = new OpsConsoleSource({
           ctx: { resources, clients: createClients(resources.clients), io: consoleIo((line) => say(`[console] ${line}`)) },
           samples: () => session.metrics.samples(),
+          since: openedAt,
           // The local mappings settle within a poll or two of the emulated event source.
           mappingWait: { timeoutMs: 30_000, pollMs: 200 },
         });

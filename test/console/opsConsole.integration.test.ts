@@ -23,12 +23,7 @@ describe('Command: ops console', () => {
   const samples: MetricSample[] = [];
 
   beforeAll(async () => {
-    f = await startOpsFixture(['alpha', 'beta']);
-    // Running, as a deployed stack's mappings are.
-    for (const j of Object.values(f.jobs)) {
-      j.mapping.start();
-      j.admissionMapping.start();
-    }
+    f = await startOpsFixture(['alpha', 'beta'], { running: true });
   });
   afterAll(async () => {
     await f.stop();

@@ -68,6 +68,8 @@ export interface RunOptions {
 export interface OpsFixtureOptions {
   /** A per-key rate limit in these jobs' deployed JOB_SETTINGS (`rateLimit.perKey`); the others have none. */
   perKey?: Record<string, NonNullable<JobRuntimeSettings['rateLimit']['perKey']>>;
+  /** Start every job's consumer and admission mappings, as a deployed stack's run. @default false (both stopped) */
+  running?: boolean;
 }
 
 /** What the stub producer returns and records: one entry per invocation, in the order they arrived. */
@@ -175,6 +177,10 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta'], op
       admissionQueueArn,
       admissionMapping,
     };
+    if (options.running) {
+      mapping.start();
+      admissionMapping.start();
+    }
   }
 
   const producerCalls: ProducerCall[] = [];

@@ -16,11 +16,7 @@ describe('Function: admission (ops pause / ops resume)', () => {
   const scheduleState = (name: string) => f.scheduler.list().find((s) => s.schedule.name === name)!.state;
 
   beforeAll(async () => {
-    f = await startOpsFixture(['alpha', 'beta']);
-    for (const j of Object.values(f.jobs)) {
-      j.mapping.start();
-      j.admissionMapping.start();
-    }
+    f = await startOpsFixture(['alpha', 'beta'], { running: true });
   });
   afterAll(async () => {
     await f.stop();

@@ -162,7 +162,8 @@ export async function limiterInstance(run: Run, limiter: RateLimiter, options: L
     }
     if (feedback && (throttles > 0 || successes > 0)) {
       try {
-        const change = throttles > 0 ? await feedback.throttled(run.key) : await feedback.succeeded(run.key);
+        const counts = { starts: successes + throttles, throttles };
+        const change = throttles > 0 ? await feedback.throttled(run.key, counts) : await feedback.succeeded(run.key, counts);
         if (change) run.rateChanges.push({ ...change, atMs: now() });
       } catch (error) {
         // The consumer logs a failed rate update and settles its records anyway; so does the bench.

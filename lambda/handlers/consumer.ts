@@ -200,7 +200,9 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     const jobThrottled = options.keys ? signals.throttledKeys.size >= JOB_STORM_KEYS : signals.throttles > 0;
     if (!jobThrottled && signals.successes === 0) return;
     try {
-      const change = jobThrottled ? await options.rateFeedback.throttled(pacing.key) : await options.rateFeedback.succeeded(pacing.key);
+      // The job's own counts, for the rule's storm-or-line test; with per-key limits the job-wide rate has no such count.
+      const counts = options.keys ? undefined : { starts: signals.successes + signals.throttles, throttles: signals.throttles };
+      const change = jobThrottled ? await options.rateFeedback.throttled(pacing.key, counts) : await options.rateFeedback.succeeded(pacing.key, counts);
       // Once per change fleet-wide (the instance whose write made it): the rate's history, for the operator.
       if (change) logger.info(change.to < change.from ? 'adaptive rate lowered after a throttle' : 'adaptive rate raised after quiet starts', { key: pacing.key, ...change });
     } catch (error) {

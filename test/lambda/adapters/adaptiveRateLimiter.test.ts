@@ -1,4 +1,4 @@
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { dynamoClient, resetClients } from '../../../lambda/adapters/clients';
 import { AdaptiveDynamoDbRateLimiter, rateItemKey } from '../../../lambda/adapters/adaptiveRateLimiter';
 import { RateLimiterError } from '../../../lambda/adapters/rateLimiter';
@@ -49,7 +49,30 @@ describe('Class: AdaptiveDynamoDbRateLimiter', () => {
       // Inside the cooldown: no change, and nothing to report.
       expect(await b.throttled('cut')).toBeUndefined();
       const { Item } = await dynamoClient().send(new GetItemCommand({ TableName: TABLE, Key: { pk: { S: rateItemKey('cut') } }, ConsistentRead: true }));
-      expect(Item).toMatchObject({ rate: { N: '5' }, changedAtMs: { N: String(T0) }, decreasedAtMs: { N: String(T0) }, version: { N: '1' } });
+      expect(Item).toMatchObject({ rate: { N: '5' }, decreasedAtMs: { N: String(T0) }, heldBy: { S: 'cut' }, version: { N: '1' } });
+    });
+
+    it('with counts, tests a cut against the rate before it, and shares what it found with the fleet through the item', async () => {
+      // One container reports every 50 ms, one in five of its starts refused whatever the rate: storms, not a line.
+      const [a, b] = [instance(), instance()];
+      const report = async (until: number) => {
+        for (; now <= T0 + until; now += 50) await a.throttled('tested', { starts: 5, throttles: 1 });
+      };
+      await report(0);
+      expect(await b.currentRate('tested')).toBe(5);
+      // After the refill and half a window at the held rate: back at 10 to test it ...
+      await report(1600);
+      expect(await b.currentRate('tested')).toBe(10);
+      // ... and at 10, after its own refill, the same share: storms. The fleet stays at 10, and keeps what it found.
+      await report(3200);
+      expect(await b.currentRate('tested')).toBe(10);
+      const { Item } = await dynamoClient().send(new GetItemCommand({ TableName: TABLE, Key: { pk: { S: rateItemKey('tested') } }, ConsistentRead: true }));
+      expect(Item).toMatchObject({ rate: { N: '10' }, calmShare: { N: '0.2' }, testFromMs: { N: '0' } });
+      expect(Number(Item!.calmUntilMs.N)).toBeGreaterThan(now);
+      // More of the same storms cut nothing; a share well over them does.
+      expect(await a.throttled('tested', { starts: 5, throttles: 1 })).toBeUndefined();
+      for (let i = 0; i < 20; i++, now += 50) await a.throttled('tested', { starts: 5, throttles: 4 });
+      expect(await b.currentRate('tested')).toBe(5);
     });
 
     it('cuts once for a storm of throttles from many instances inside the cooldown', async () => {
@@ -66,34 +89,51 @@ describe('Class: AdaptiveDynamoDbRateLimiter', () => {
   });
 
   describe('Method: succeeded', () => {
-    it('costs nothing at the ceiling', async () => {
+    it('costs nothing, at the ceiling or below it', async () => {
       const limiter = instance({ refreshMs: 60_000 });
       await limiter.currentRate('quiet');
+      await instance().throttled('quiet-cut');
+      await limiter.currentRate('quiet-cut');
       const counter = countDynamoCalls();
       try {
         await limiter.succeeded('quiet');
+        now += 10_000;
+        await limiter.succeeded('quiet-cut');
       } finally {
         counter.stop();
       }
       expect(counter.calls).toEqual([]);
     });
 
-    it('recovers one step per sixth of a window after a cut, never past the ceiling', async () => {
-      const limiter = instance({ adaptive: { increaseStep: 2 } });
+    it('raises the rate again without a write: a hold, the probe, then a ramp on quiet starts, never past the ceiling', async () => {
+      const limiter = instance();
       await limiter.throttled('recover');
+      const counter = countDynamoCalls();
       const rates: number[] = [];
-      for (let i = 0; i < 8; i++) {
-        now += 100;
-        await limiter.succeeded('recover');
-        rates.push(await limiter.currentRate('recover'));
+      try {
+        // A 1000 ms window: the cut holds 1250 ms, the probe (1 start above) 250 ms, the verdict 250 ms; then each
+        // quiet report lets the ramp's step double every 167 ms: 5 + 1, + 2, + 4, then the ceiling.
+        for (const step of [1249, 1, 250, 250, 167, 167, 167, 1000]) {
+          now += step;
+          await limiter.succeeded('recover');
+          rates.push(await limiter.currentRate('recover'));
+        }
+      } finally {
+        counter.stop();
       }
-      // A step at most every 167 ms (a sixth of the 1000 ms window): 5 -> 7 at 200 ms, 9 at 400 ms, 10 at 600 ms.
-      expect(rates).toEqual([5, 7, 7, 9, 9, 10, 10, 10]);
-      now += 1200;
-      await limiter.succeeded('recover');
-      now += 1200;
-      await limiter.succeeded('recover');
-      expect(await limiter.currentRate('recover')).toBe(10);
+      expect(rates).toEqual([5, 6, 5, 6, 7, 9, 10, 10]);
+      expect(counter.calls.filter((c) => c.command === 'UpdateItemCommand')).toEqual([]);
+    });
+
+    it('ramps on each container\'s own quiet starts: one that saw none stays at the held rate', async () => {
+      const [busy, idle] = [instance(), instance()];
+      await busy.throttled('evidence');
+      now += 1750;
+      await busy.succeeded('evidence');
+      now += 400;
+      await busy.succeeded('evidence');
+      // The ramp's third step (5 + 4) for the container that reported quiet starts; the held rate for the other.
+      expect([await busy.currentRate('evidence'), await idle.currentRate('evidence')]).toEqual([9, 5]);
     });
   });
 
@@ -106,6 +146,25 @@ describe('Class: AdaptiveDynamoDbRateLimiter', () => {
       await limiter.throttled('spacing');
       const after = await limiter.acquire('spacing', 3, { maxWaitMs: 5000 });
       expect(after.startAtMs.map((t) => t - now)).toEqual([0, 200, 400]);
+    });
+
+    it('books no further ahead than rampMaxWaitMs while the rate ramps past the probe', async () => {
+      const limiter = instance({ limits: { startsPerInterval: 100, intervalMs: 1000 } });
+      await limiter.throttled('ramping');
+      // Held at 50 per window (a slot every 20 ms): the caller's 5 s wait applies.
+      expect((await limiter.acquire('ramping', 5, { maxWaitMs: 5000 })).granted).toBe(5);
+      // The probe (54) is not limited either; nor is the ramp's first step, at the probe's rate.
+      now += 1250;
+      expect((await limiter.acquire('ramping', 5, { maxWaitMs: 5000 })).granted).toBe(5);
+      now += 500;
+      await limiter.succeeded('ramping');
+      now += 167;
+      await limiter.succeeded('ramping');
+      // The ramp's second step, 58 per window (a slot every 17.25 ms): nothing past 1000 / 12 = 83 ms ahead.
+      expect(await limiter.currentRate('ramping')).toBe(58);
+      const ramping = await limiter.acquire('ramping', 10, { maxWaitMs: 5000 });
+      expect(ramping.granted).toBe(5);
+      expect(ramping.startAtMs[4] - now).toBeLessThanOrEqual(83);
     });
 
     it('keeps every window within the ceiling while instances pace one key at different rates', async () => {
@@ -130,6 +189,24 @@ describe('Class: AdaptiveDynamoDbRateLimiter', () => {
       }
       expect(starts.length).toBeGreaterThan(40);
       expect(maxInAnyWindow(starts, 1000)).toBeLessThanOrEqual(10);
+    });
+  });
+
+  describe('Method: currentRate', () => {
+    it('reads an item the earlier additive rule wrote as a cut at its decreasedAtMs', async () => {
+      await dynamoClient().send(
+        new PutItemCommand({
+          TableName: TABLE,
+          Item: { pk: { S: rateItemKey('legacy') }, rate: { N: '4' }, changedAtMs: { N: String(T0 - 100) }, decreasedAtMs: { N: String(T0 - 500) }, version: { N: '3' } },
+        }),
+      );
+      const limiter = instance();
+      expect(await limiter.currentRate('legacy')).toBe(4);
+      // Its hold ends 1250 ms after that cut: the probe.
+      now += 750;
+      expect(await limiter.currentRate('legacy')).toBe(5);
+      // And a throttle writes over it with its version.
+      expect(await limiter.throttled('legacy')).toEqual({ from: 5, to: 4 });
     });
   });
 

@@ -181,7 +181,8 @@ describe('Consumer: per-key rate limits (rateLimit.perKey)', () => {
     // One key's 429s are that key's limit, not a storm: the job-wide rate is told only of the successes.
     expect(JOB_STORM_KEYS).toBe(2);
     expect(jobFeedback.throttled).not.toHaveBeenCalled();
-    expect(jobFeedback.succeeded).toHaveBeenCalledWith('pk-storm');
+    // With per-key limits the job-wide rate gets no counts: its starts are the keys'.
+    expect(jobFeedback.succeeded).toHaveBeenCalledWith('pk-storm', undefined);
   });
 
   it('cuts the job-wide rate too when the downstream throttles two keys in one invocation (a storm)', async () => {
@@ -190,7 +191,7 @@ describe('Consumer: per-key rate limits (rateLimit.perKey)', () => {
 
     await handler(sqsEvent(...[body('x', 'throttled'), body('y', 'throttled')].map((b) => sqsRecord(b))), lambdaContext());
 
-    expect(jobFeedback.throttled).toHaveBeenCalledWith('pk-storm2');
+    expect(jobFeedback.throttled).toHaveBeenCalledWith('pk-storm2', undefined);
   });
 
   it('rejects a record whose resource has no key, naming the field, and keeps it for review', async () => {

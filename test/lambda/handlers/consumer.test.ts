@@ -984,7 +984,8 @@ describe('Function: createConsumer', () => {
         logger.setLogLevel('SILENT');
       }
       expect(response).toEqual({ batchItemFailures: [] });
-      expect(throttled.mock.calls).toEqual([['adaptive']]);
+      // With the invocation's counts: both starts, both refused (the rule's evidence for a storm or a line).
+      expect(throttled.mock.calls).toEqual([['adaptive', { starts: 2, throttles: 2 }]]);
       // The operator sees the change once, from the instance that made it.
       expect(lines.filter((l) => String(l.message).startsWith('adaptive rate'))).toEqual([
         expect.objectContaining({ message: 'adaptive rate lowered after a throttle', key: 'adaptive', from: 1000, to: 500 }),
@@ -995,7 +996,7 @@ describe('Function: createConsumer', () => {
       expect(await other.currentRate('adaptive')).toBe(500);
 
       await consumer(options)(sqsEvent(sqsRecord(body('ad-3'))), lambdaContext());
-      expect(succeeded.mock.calls).toEqual([['adaptive']]);
+      expect(succeeded.mock.calls).toEqual([['adaptive', { starts: 1, throttles: 0 }]]);
       expect(throttled).toHaveBeenCalledTimes(1);
     });
 

@@ -20,6 +20,7 @@ import type { RateLimitSpec } from '../lambda/core/pacing/gcra';
 import { maxInAnyWindow } from '../lambda/core/pacing/slidingWindow';
 import { sleepUntil } from '../lambda/core/pacing/sleep';
 import { Backlog, LanesOption, lanesFor, LEAD_MS, LimiterRequests, limiterInstance, newRun, now, send, startLimiterTable, withDefaults, type LimiterTable } from './pacingFleet';
+import { Prng } from '../chaos/prng';
 import { startQuotaProviderProcess } from './quotaProviderProcess';
 
 /** A stretch of the schedule: `windows` windows at `share` of the configured allowance. */
@@ -77,16 +78,8 @@ export interface StormSpan {
 
 /** Storms over `totalMs`, in the chaos mix's proportion of the window (see QuotaDropOptions.storms), from a seed. */
 export function planStorms(totalMs: number, windowMs: number, seed: number): StormSpan[] {
-  // A small seeded generator (mulberry32): the same seed gives the same storms, run after run.
-  let a = seed >>> 0;
-  const random = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const between = (lo: number, hi: number) => lo + random() * (hi - lo);
+  const dice = new Prng(seed);
+  const between = (lo: number, hi: number) => lo + dice.next() * (hi - lo);
   const storms: StormSpan[] = [];
   for (let t = between(windowMs / 15, windowMs / 5); t < totalMs; ) {
     const length = between(windowMs / 120, windowMs / 30);

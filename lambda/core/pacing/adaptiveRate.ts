@@ -106,6 +106,12 @@ export interface AdaptiveRateOptions {
   lineShare?: number;
   /** How long a storm level found by a test is tolerated without a cut. @default 10 * windowMs */
   calmMs?: number;
+  /**
+   * The early look at a testable cut: from half this long after it until this long, the reporter's starts since the
+   * cut refused less than `lineShare` test the rate it came from at once (a line at two thirds of it or lower refuses
+   * every start for at least this long after it falls). 0: no early look. @default windowMs / 3
+   */
+  stormCheckMs?: number;
 }
 
 /** One report of the reporting container on the key: its starts and their 429s, at `atMs`. */
@@ -169,6 +175,7 @@ function resolve(options: AdaptiveRateOptions): Resolved {
   const elasticMargin = options.elasticMargin ?? 0.25;
   const lineShare = options.lineShare ?? 0.5;
   const calmMs = options.calmMs ?? 10 * windowMs;
+  const stormCheckMs = options.stormCheckMs ?? windowMs / 3;
   const problems: string[] = [];
   if (!Number.isSafeInteger(options.ceiling) || options.ceiling < 1) problems.push(`ceiling must be a positive integer (got ${options.ceiling})`);
   if (!Number.isSafeInteger(floor) || floor < 1 || floor > options.ceiling) problems.push(`floor must be an integer from 1 to ceiling (got ${floor})`);
@@ -179,14 +186,14 @@ function resolve(options: AdaptiveRateOptions): Resolved {
     if (!(value > 0)) problems.push(`${name} must be positive (got ${value})`);
   }
   for (const [name, value] of [
-    ['decreaseCooldownMs', decreaseCooldownMs], ['holdMs', holdMs], ['cutHoldMs', cutHoldMs], ['verdictMs', verdictMs], ['tailMs', tailMs],
+    ['decreaseCooldownMs', decreaseCooldownMs], ['holdMs', holdMs], ['cutHoldMs', cutHoldMs], ['verdictMs', verdictMs], ['tailMs', tailMs], ['stormCheckMs', stormCheckMs],
   ] as const) {
     if (!(value >= 0)) problems.push(`${name} must be zero or more (got ${value})`);
   }
   assertNoProblems('adaptive rate', problems);
   return {
     ceiling: options.ceiling, floor, decreaseFactor, increaseStep, recoverEveryMs: options.recoverEveryMs, windowMs, decreaseCooldownMs,
-    holdMs, cutHoldMs, probeMs, verdictMs, tailMs, minStarts, elasticMargin, lineShare, calmMs,
+    holdMs, cutHoldMs, probeMs, verdictMs, tailMs, minStarts, elasticMargin, lineShare, calmMs, stormCheckMs,
   };
 }
 
@@ -303,8 +310,16 @@ export function onThrottled(state: AdaptiveRateState, nowMs: number, options: Ad
     }
   }
   if (evidence && c && nowMs < c.probeAt && (state.heldBy ?? 'cut') === 'cut' && state.from !== undefined && state.decreasedAtMs !== undefined) {
-    // The cut's own hold, once the provider's window has refilled at the held rate: measure what it still refuses.
     const since = nowMs - state.decreasedAtMs;
+    // Right after the cut: a line under the rate it came from still refuses nearly every start, since the provider's
+    // window is full of that rate's starts and stays full for W * (1 - line / from); storms are over in seconds. So
+    // refusals of well under half of the reporter's starts since the cut (the report that brought this throttle left
+    // out: it is the new storm's, or the line's, either way) mean storms or a line near `from`: test at once.
+    if (since >= o.stormCheckMs / 2 && since < o.stormCheckMs) {
+      const after = outcomes({ history: evidence.history.slice(0, -1) }, state.decreasedAtMs + 1, nowMs);
+      if (after.starts >= o.minStarts && after.share < o.lineShare) return { ...calmOf(state, nowMs), rate: state.from, testFromMs: nowMs, testShare: after.share };
+    }
+    // The cut's own hold, once the provider's window has refilled at the held rate: measure what it still refuses.
     if (since >= o.decreaseCooldownMs) {
       const low = outcomes(evidence, state.decreasedAtMs + o.windowMs, nowMs);
       if (since < o.decreaseCooldownMs + o.windowMs / 2 || low.starts < o.minStarts) return state;

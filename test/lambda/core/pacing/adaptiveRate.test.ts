@@ -164,6 +164,30 @@ describe('Function: onThrottled, with the reporter\'s evidence (a line or storms
     expect(onThrottled(cut, T + 1600, options, evidence(reports(1000, 1600, 3)))).toMatchObject({ rate: 25, heldBy: 'cut', from: 50 });
   });
 
+  describe('the early look, from half to all of stormCheckMs (a third of the window) after the cut', () => {
+    // The reports since the cut, then the one that brings the throttle (a new storm's: all 5 refused).
+    const since = (refused: number, to: number) => evidence(reports(-500, 0, 1), reports(50, to - 50, refused), [{ atMs: T + to, starts: 5, throttles: 5 }]);
+
+    it('tests the rate before the cut at once when few of the starts since it were refused: storms end in moments', () => {
+      expect(onThrottled(cut, T + 200, options, since(1, 200))).toEqual({ rate: 100, testFromMs: T + 200, testShare: 0.2 });
+    });
+
+    it('keeps the cut while most starts since it are refused, as a fallen line refuses them while its window is full', () => {
+      expect(onThrottled(cut, T + 200, options, since(3, 200))).toBe(cut);
+    });
+
+    it('leaves the report that brought the throttle out, and needs minStarts of the others', () => {
+      // Two reports since the cut (10 starts) are too few, whatever they say.
+      expect(onThrottled(cut, T + 200, options, evidence(reports(100, 150, 0), [{ atMs: T + 200, starts: 5, throttles: 5 }]))).toBe(cut);
+    });
+
+    it('looks only in its span: not before half of it, not after it', () => {
+      expect(onThrottled(cut, T + 150, options, since(0, 150))).toBe(cut);
+      expect(onThrottled(cut, T + 400, options, since(0, 400))).not.toHaveProperty('testFromMs');
+      expect(onThrottled(cut, T + 200, { ...options, stormCheckMs: 0 }, since(0, 200))).toBe(cut);
+    });
+  });
+
   it('tests a held rate still refused a smaller share at the rate before the cut', () => {
     expect(onThrottled(cut, T + 1600, options, evidence(reports(1000, 1600, 1)))).toEqual({ rate: 100, testFromMs: T + 1600, testShare: 0.2 });
   });

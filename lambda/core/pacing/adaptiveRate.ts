@@ -50,6 +50,10 @@
 // apart: a storm's first 429s and a lowered quota's look alike, and a container's reports can span several storms. The
 // rate does: a line refuses more of a higher rate, storms the same share of any. So, with evidence:
 //   - a cut remembers the rate it came from (`from`) and holds a window past its cooldown (`cutHoldMs` at least);
+//   - the early look (`stormCheckMs`, half a window): a line that fell under `from` keeps refusing nearly every start
+//     while the provider's window is still full of `from`'s starts, W * (1 - line / from) long; storms are over in
+//     seconds. So if the reporter's starts since the cut (less the report that brought the throttle) were mostly
+//     accepted, the test below starts at once instead of after the refill;
 //   - once the provider's window has refilled at the held rate, if that rate is still refused (over half a window, at
 //     least `minStarts` starts of the reporter's), it is either a line far under it (`lineShare` or more refused: cut
 //     again) or a test: back at `from`, the held rate's share noted (`testShare`);
@@ -107,9 +111,9 @@ export interface AdaptiveRateOptions {
   /** How long a storm level found by a test is tolerated without a cut. @default 10 * windowMs */
   calmMs?: number;
   /**
-   * The early look at a testable cut: from half this long after it until this long, the reporter's starts since the
-   * cut refused less than `lineShare` test the rate it came from at once (a line at two thirds of it or lower refuses
-   * every start for at least this long after it falls). 0: no early look. @default windowMs / 3
+   * The early look at a testable cut: from a third of this long after it until this long, the reporter's starts since
+   * the cut refused less than `lineShare` test the rate it came from at once (a line at half of it or lower refuses
+   * every start for at least this long after it falls). 0: no early look. @default windowMs / 2
    */
   stormCheckMs?: number;
 }
@@ -175,7 +179,7 @@ function resolve(options: AdaptiveRateOptions): Resolved {
   const elasticMargin = options.elasticMargin ?? 0.25;
   const lineShare = options.lineShare ?? 0.5;
   const calmMs = options.calmMs ?? 10 * windowMs;
-  const stormCheckMs = options.stormCheckMs ?? windowMs / 3;
+  const stormCheckMs = options.stormCheckMs ?? windowMs / 2;
   const problems: string[] = [];
   if (!Number.isSafeInteger(options.ceiling) || options.ceiling < 1) problems.push(`ceiling must be a positive integer (got ${options.ceiling})`);
   if (!Number.isSafeInteger(floor) || floor < 1 || floor > options.ceiling) problems.push(`floor must be an integer from 1 to ceiling (got ${floor})`);
@@ -315,7 +319,7 @@ export function onThrottled(state: AdaptiveRateState, nowMs: number, options: Ad
     // window is full of that rate's starts and stays full for W * (1 - line / from); storms are over in seconds. So
     // refusals of well under half of the reporter's starts since the cut (the report that brought this throttle left
     // out: it is the new storm's, or the line's, either way) mean storms or a line near `from`: test at once.
-    if (since >= o.stormCheckMs / 2 && since < o.stormCheckMs) {
+    if (since >= o.stormCheckMs / 3 && since < o.stormCheckMs) {
       const after = outcomes({ history: evidence.history.slice(0, -1) }, state.decreasedAtMs + 1, nowMs);
       if (after.starts >= o.minStarts && after.share < o.lineShare) return { ...calmOf(state, nowMs), rate: state.from, testFromMs: nowMs, testShare: after.share };
     }

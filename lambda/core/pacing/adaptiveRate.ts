@@ -52,8 +52,8 @@
 //   - a cut remembers the rate it came from (`from`) and holds a window past its cooldown (`cutHoldMs` at least);
 //   - the early look (`stormCheckMs`, half a window): a line that fell under `from` keeps refusing nearly every start
 //     while the provider's window is still full of `from`'s starts, W * (1 - line / from) long; storms are over in
-//     seconds. So if the reporter's starts since the cut (less the report that brought the throttle) were mostly
-//     accepted, the test below starts at once instead of after the refill;
+//     seconds. So if the reporter's starts since the cut were mostly accepted, the test below starts at once instead
+//     of after the refill (each share leaves out the report that brought the throttle: it is chosen for its 429);
 //   - once the provider's window has refilled at the held rate, if that rate is still refused (over half a window, at
 //     least `minStarts` starts of the reporter's), it is either a line far under it (`lineShare` or more refused: cut
 //     again) or a test: back at `from`, the held rate's share noted (`testShare`);
@@ -111,8 +111,8 @@ export interface AdaptiveRateOptions {
   /** How long a storm level found by a test is tolerated without a cut. @default 10 * windowMs */
   calmMs?: number;
   /**
-   * The early look at a testable cut: from a third of this long after it until this long, the reporter's starts since
-   * the cut refused less than `lineShare` test the rate it came from at once (a line at half of it or lower refuses
+   * The early look at a testable cut: from a sixth of this long after it until this long, the reporter's starts since
+   * the cut (half of minStarts at least) refused less than `lineShare` test the rate it came from at once (a line at half of it or lower refuses
    * every start for at least this long after it falls). 0: no early look. @default windowMs / 2
    */
   stormCheckMs?: number;
@@ -288,8 +288,11 @@ const calmOf = (state: AdaptiveRateState, nowMs: number) =>
  * a line from storms: a cut whose lower rate still draws 429s after the provider's window refilled is tried against
  * the rate before it. A line refuses more of a higher rate; storms refuse the same share of any.
  */
-export function onThrottled(state: AdaptiveRateState, nowMs: number, options: AdaptiveRateOptions, evidence?: ThrottleEvidence): AdaptiveRateState {
+export function onThrottled(state: AdaptiveRateState, nowMs: number, options: AdaptiveRateOptions, given?: ThrottleEvidence): AdaptiveRateState {
   const o = resolve(options);
+  // The report that brought this throttle is left out of every share: it is chosen for having a 429 (a storm that hit
+  // one batch whole is all of it), so counting it would make storms look like a line to a container with few starts.
+  const evidence = given && { history: given.history.slice(0, -1) };
   if (evidence && state.testFromMs !== undefined && nowMs < state.testFromMs + 3 * o.windowMs) {
     if (nowMs < state.testFromMs + 1.5 * o.windowMs) return state;
     const high = outcomes(evidence, state.testFromMs + o.windowMs, nowMs);
@@ -319,9 +322,11 @@ export function onThrottled(state: AdaptiveRateState, nowMs: number, options: Ad
     // window is full of that rate's starts and stays full for W * (1 - line / from); storms are over in seconds. So
     // refusals of well under half of the reporter's starts since the cut (the report that brought this throttle left
     // out: it is the new storm's, or the line's, either way) mean storms or a line near `from`: test at once.
-    if (since >= o.stormCheckMs / 3 && since < o.stormCheckMs) {
-      const after = outcomes({ history: evidence.history.slice(0, -1) }, state.decreasedAtMs + 1, nowMs);
-      if (after.starts >= o.minStarts && after.share < o.lineShare) return { ...calmOf(state, nowMs), rate: state.from, testFromMs: nowMs, testShare: after.share };
+    // Half of minStarts is enough here: a fallen line refuses every start of the span, so a few accepted ones are
+    // already storms' evidence (and a look that finds too few tries again at the next throttle).
+    if (since >= o.stormCheckMs / 6 && since < o.stormCheckMs) {
+      const after = outcomes(evidence, state.decreasedAtMs + 1, nowMs);
+      if (after.starts >= Math.ceil(o.minStarts / 2) && after.share < o.lineShare) return { ...calmOf(state, nowMs), rate: state.from, testFromMs: nowMs, testShare: after.share };
     }
     // The cut's own hold, once the provider's window has refilled at the held rate: measure what it still refuses.
     if (since >= o.decreaseCooldownMs) {

@@ -164,7 +164,7 @@ describe('Function: onThrottled, with the reporter\'s evidence (a line or storms
     expect(onThrottled(cut, T + 1600, options, evidence(reports(1000, 1600, 3)))).toMatchObject({ rate: 25, heldBy: 'cut', from: 50 });
   });
 
-  describe('the early look, from a third to all of stormCheckMs (half the window) after the cut', () => {
+  describe('the early look, from a sixth to all of stormCheckMs (half the window) after the cut', () => {
     // The reports since the cut, then the one that brings the throttle (a new storm's: all 5 refused).
     const since = (refused: number, to: number) => evidence(reports(-500, 0, 1), reports(50, to - 50, refused), [{ atMs: T + to, starts: 5, throttles: 5 }]);
 
@@ -176,13 +176,17 @@ describe('Function: onThrottled, with the reporter\'s evidence (a line or storms
       expect(onThrottled(cut, T + 200, options, since(3, 200))).toBe(cut);
     });
 
-    it('leaves the report that brought the throttle out, and needs minStarts of the others', () => {
-      // Two reports since the cut (10 starts) are too few, whatever they say.
-      expect(onThrottled(cut, T + 200, options, evidence(reports(100, 150, 0), [{ atMs: T + 200, starts: 5, throttles: 5 }]))).toBe(cut);
+    it('leaves the report that brought the throttle out, and needs half of minStarts of the others', () => {
+      // One report since the cut (5 starts, of the 8 needed) is too few, whatever it says; two (10) are enough.
+      const trigger = [{ atMs: T + 200, starts: 5, throttles: 5 }];
+      expect(onThrottled(cut, T + 200, options, evidence(reports(150, 150, 0), trigger))).toBe(cut);
+      expect(onThrottled(cut, T + 200, options, evidence(reports(100, 150, 0), trigger))).toEqual({ rate: 100, testFromMs: T + 200, testShare: 0 });
     });
 
-    it('looks only in its span: not before half of it, not after it', () => {
-      expect(onThrottled(cut, T + 150, options, since(0, 150))).toBe(cut);
+    it('looks only in its span: not before a sixth of it, not after it', () => {
+      // Plenty of quiet starts, 10 ms apart, but only 80 ms after the cut.
+      const early = evidence(Array.from({ length: 7 }, (_, i) => ({ atMs: T + 10 + i * 10, starts: 5, throttles: 0 })), [{ atMs: T + 80, starts: 5, throttles: 5 }]);
+      expect(onThrottled(cut, T + 80, options, early)).toBe(cut);
       expect(onThrottled(cut, T + 500, options, since(0, 500))).not.toHaveProperty('testFromMs');
       expect(onThrottled(cut, T + 200, { ...options, stormCheckMs: 0 }, since(0, 200))).toBe(cut);
     });
@@ -207,6 +211,9 @@ describe('Function: onThrottled, with the reporter\'s evidence (a line or storms
       expect(onThrottled(calm, T + 7000, options, evidence(reports(6000, 7000, 1)))).toEqual({ ...calm, calmUntilMs: T + 7000 + 10_000 });
       // ... but a line well over them still cuts.
       expect(onThrottled(calm, T + 3000, options, evidence(reports(2000, 3000, 3)))).toMatchObject({ rate: 50, heldBy: 'cut', from: 100, calmShare: 0.2 });
+      // The report that brought the throttle is not part of the share: a storm that refused a whole batch of 20 would
+      // make 26 of 50 starts refused, over the tolerance; without it, 6 of 30.
+      expect(onThrottled(calm, T + 3000, options, evidence(reports(2700, 2950, 1), [{ atMs: T + 3000, starts: 20, throttles: 20 }]))).toBe(calm);
     });
 
     it('finds a line when the higher rate is refused a much larger share: back at what it accepted, less the storms\' share', () => {

@@ -112,8 +112,9 @@ export interface AdaptiveRateOptions {
   calmMs?: number;
   /**
    * The early look at a testable cut: from a sixth of this long after it until this long, the reporter's starts since
-   * the cut (half of minStarts at least) refused less than `lineShare` test the rate it came from at once (a line at half of it or lower refuses
-   * every start for at least this long after it falls). 0: no early look. @default windowMs / 2
+   * the cut (half of minStarts at least) refused less than `lineShare` test the rate it came from at once (a line at
+   * half of it or lower refuses every start for at least this long after it falls). 0: no early look.
+   * @default windowMs / 2
    */
   stormCheckMs?: number;
 }
@@ -125,7 +126,10 @@ export interface OutcomeReport {
   throttles: number;
 }
 
-/** What the reporting container saw: its reports on the key over the last few windows, oldest first. */
+/**
+ * What the reporting container saw: its reports on the key over the last few windows, oldest first, the last one the
+ * report that brought this throttle (onThrottled leaves it out of every share: it is chosen for its 429).
+ */
 export interface ThrottleEvidence {
   history: readonly OutcomeReport[];
 }
@@ -320,8 +324,7 @@ export function onThrottled(state: AdaptiveRateState, nowMs: number, options: Ad
     const since = nowMs - state.decreasedAtMs;
     // Right after the cut: a line under the rate it came from still refuses nearly every start, since the provider's
     // window is full of that rate's starts and stays full for W * (1 - line / from); storms are over in seconds. So
-    // refusals of well under half of the reporter's starts since the cut (the report that brought this throttle left
-    // out: it is the new storm's, or the line's, either way) mean storms or a line near `from`: test at once.
+    // refusals of well under half of the reporter's starts since the cut mean storms or a line near `from`: test at once.
     // Half of minStarts is enough here: a fallen line refuses every start of the span, so a few accepted ones are
     // already storms' evidence (and a look that finds too few tries again at the next throttle).
     if (since >= o.stormCheckMs / 6 && since < o.stormCheckMs) {

@@ -131,7 +131,7 @@ export interface ProducerFaultOptions {
    * right after its first or second SendMessageBatch call of a page.
    */
   killRate: number;
-  /** Admission steps to make fail on every receive. */
+  /** Admission steps to make fail on every receive: the first continuations delivered while the faults are on. */
   deadLetters: number;
   dice: Pick<Prng, 'int' | 'chance'>;
   /** While false, nothing new is armed or doomed (a doomed step stays doomed: it must reach the DLQ). */
@@ -155,13 +155,13 @@ export class ProducerFaultInjector {
   private readonly exempt = new Set<string>();
   private readonly directEvents = new WeakSet<object>();
   private readonly published = new Map<string, number>();
-  private readonly doomFromStep: number;
   private deadLettersLeft: number;
 
   constructor(private readonly options: ProducerFaultOptions) {
     this.deadLettersLeft = options.deadLetters;
-    // A continuation, never step 0: a lost step 0 leaves no nextStepAt, and the schedule's own retries cover it.
-    this.doomFromStep = options.dice.int(1, 2);
+    // This draw once chose the step to doom from (1 or 2); the doomed step is no longer chosen by number (onInvoke says
+    // why), but the kills' draws follow it: still drawn, so a seed's kills draw the same numbers as before.
+    options.dice.int(1, 2);
   }
 
   /** A step message the harness sent itself (a recovery): never doomed. */
@@ -181,7 +181,14 @@ export class ProducerFaultInjector {
       }
       // First receive only: a redelivered step is the recovery of an earlier kill, left to recover.
       if (inv.receiveCount !== 1) return;
-      if (this.options.isOn() && this.deadLettersLeft > 0 && inv.step >= this.doomFromStep && !this.exempt.has(inv.messageId)) {
+      // The first continuation delivered (step 1 on, never step 0: a lost step 0 leaves no nextStepAt, and the
+      // schedule's own retries cover it), of whichever run. Not a step chosen by number: how many steps a run takes is
+      // timing, not the seed's. The schedule's run and its re-run discover the same date's records, and a step admits at
+      // most a horizon's work, so a run whose step a kill holds up for a visibility timeout finds much of its work taken
+      // by the other run meanwhile, and ends a step or two early. A later step chosen up front (step 2) then came in
+      // neither run (each ended by step 1), and nothing was doomed. Some continuation comes whenever the date holds more
+      // than the runs' step 0s admit, and a doom is decided at a step's first receive, so the first one is always there.
+      if (this.options.isOn() && this.deadLettersLeft > 0 && inv.step >= 1 && !this.exempt.has(inv.messageId)) {
         this.deadLettersLeft--;
         this.doomed.add(inv.messageId);
         this.counts.stepsDoomed++;

@@ -84,7 +84,7 @@ export interface ChaosOptions {
    */
   producerKillRate?: number;
   /**
-   * Admission steps (continuations, step 1 or 2 on) made to fail on every receive until SQS dead-letters them to the
+   * Admission steps (the first continuations delivered, step 1 on) made to fail on every receive until SQS dead-letters them to the
    * producer DLQ; the harness then finds the stopped chain and sends a step message for it, as an operator would.
    * @default 1
    */

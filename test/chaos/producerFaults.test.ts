@@ -12,6 +12,8 @@ import type { InvocationHandle } from '../../local/lambdaRuntime';
 
 const JOB = 'payment-reconciliation';
 const BATCH = `${JOB}:2026-01-15:20260116T020000Z`;
+/** The batch of a producer re-run of the same date, a few seconds after the schedule's. */
+const RERUN_BATCH = `${JOB}:2026-01-15:20260116T020004Z`;
 
 /** An invocation handle that records its kill, as the local runtime's would. */
 function handle(): InvocationHandle & { killed: boolean } {
@@ -25,20 +27,22 @@ function handle(): InvocationHandle & { killed: boolean } {
   return h;
 }
 
-const stepEvent = (step: number, messageId: string, receiveCount = 1) => ({
+const stepEvent = (step: number, messageId: string, receiveCount = 1, batchId = BATCH) => ({
   Records: [
     {
       messageId,
       eventSource: 'aws:sqs',
-      body: JSON.stringify({ kind: 'admission-step', batchId: BATCH, businessDate: '2026-01-15', step }),
+      body: JSON.stringify({ kind: 'admission-step', batchId, businessDate: '2026-01-15', step }),
       attributes: { ApproximateReceiveCount: String(receiveCount) },
     },
   ],
 });
-const directEvent = () => ({ scheduledTime: '2026-01-16T02:00:00Z', businessDate: '2026-01-15' });
+const directEvent = (scheduledTime = '2026-01-16T02:00:00Z') => ({ scheduledTime, businessDate: '2026-01-15' });
 
 /** Dice that always fire and always pick the lowest value, so each decision is the test's to state. */
 const sure = { chance: (p: number) => p > 0, int: (min: number) => min };
+/** Dice that always fire and always pick the highest value: step 2, where the doomed step was once chosen by number. */
+const highest = { chance: (p: number) => p > 0, int: (_min: number, max: number) => max };
 
 describe('Function: producerInvocationOf', () => {
   it('reads an admission step from its SQS record, and the batch of a direct event as the producer derives it', () => {
@@ -166,7 +170,7 @@ describe('Class: ProducerFaultInjector', () => {
 
     it('kills a doomed step on every receive, and never dooms a recovery the harness sent', () => {
       const faults = injector({ killRate: 0, deadLetters: 2 });
-      // The dice pick step 1 on: step 0 is never doomed.
+      // Step 0 is never doomed: the first continuation is.
       const step0 = handle();
       faults.onInvoke(stepEvent(0, 'm0'), step0);
       expect(step0.killed).toBe(false);
@@ -178,6 +182,41 @@ describe('Class: ProducerFaultInjector', () => {
       faults.onInvoke(stepEvent(1, 'm-recovery'), recovery);
       expect(recovery.killed).toBe(false);
       expect(faults.counts).toMatchObject({ stepsDoomed: 1, doomedReceivesKilled: 3 });
+    });
+
+    it('dooms the first continuation delivered, so a step is doomed even when every run ends at step 1', () => {
+      // The deliveries under which a seed-42 CI run doomed nothing (its dice had chosen step 2), as the runs' logs show
+      // them: the schedule's run and its re-run of the date; the first run's step 1 killed mid-publish, and redelivered
+      // a visibility timeout later, by when the re-run's step 1 had admitted the rest of the date; each run ended at
+      // step 1, and no step 2 came.
+      const faults = new ProducerFaultInjector({ jobName: JOB, killRate: 0, deadLetters: 1, dice: highest, isOn: () => true });
+      faults.onInvoke(directEvent(), handle());
+      faults.onInvoke(directEvent('2026-01-16T02:00:04Z'), handle());
+      const first = handle();
+      faults.onInvoke(stepEvent(1, 'm1'), first);
+      // The kill mid-publish that holds this run's chain up (nothing left to kill once the step is doomed).
+      first.kill();
+      const rerun = handle();
+      faults.onInvoke(stepEvent(1, 'm2', 1, RERUN_BATCH), rerun);
+      const redelivered = handle();
+      faults.onInvoke(stepEvent(1, 'm1', 2), redelivered);
+      expect(rerun.killed).toBe(false);
+      expect(redelivered.killed).toBe(true);
+      // Both receives killed: at the admission queue's maxReceiveCount (2 in the CI run), SQS dead-letters it.
+      expect(faults.counts).toMatchObject({ stepsDoomed: 1, doomedReceivesKilled: 2, admissionStepsDelivered: 3 });
+    });
+
+    it('dooms no step delivered while the faults are off, and only the first continuations when they are on', () => {
+      let on = false;
+      const faults = new ProducerFaultInjector({ jobName: JOB, killRate: 0, deadLetters: 1, dice: sure, isOn: () => on });
+      const off = handle();
+      faults.onInvoke(stepEvent(1, 'm1'), off);
+      on = true;
+      const [first, later] = [handle(), handle()];
+      faults.onInvoke(stepEvent(2, 'm2'), first);
+      faults.onInvoke(stepEvent(3, 'm3'), later);
+      expect([off.killed, first.killed, later.killed]).toEqual([false, true, false]);
+      expect(faults.counts).toMatchObject({ stepsDoomed: 1, doomedReceivesKilled: 1 });
     });
   });
 });

@@ -200,6 +200,91 @@ describe('Class: DynamoDbRateLimiter', () => {
       });
     });
 
+    describe('Method: release', () => {
+      const spec = { startsPerInterval: 40, intervalMs: 1000 };
+
+      it('hands a block\'s unreached slots to the next acquire in the fleet, which takes them before booking lanes, each once', async () => {
+        const { client, counts } = countingLimiterClient();
+        const hung = new DynamoDbRateLimiter({ limits: spec, tableName: TABLE, client, lanes: 8 });
+        // All 8 lanes at a fast pace: the block covers the key's whole allowance for the next 250 ms.
+        const block = await hung.acquire('handback', 10, { maxWaitMs: 2_000, paceMs: 10 });
+        expect(block.granted).toBe(10);
+        // Its first record hangs: the other nine slots are handed back, well before they come.
+        const handed = block.startAtMs.slice(1);
+        expect(await hung.release('handback', handed)).toBe(9);
+        const writesBefore = counts.written;
+        const other = new DynamoDbRateLimiter({ limits: spec, tableName: TABLE, client, lanes: 8 });
+        const took = await other.acquire('handback', 4, { maxWaitMs: 2_000, paceMs: 10 });
+        expect(took.granted).toBe(4);
+        // The handed-back slots come first (each at least the key's 25 ms apart), in one write.
+        for (const slot of took.startAtMs) expect(handed).toContain(slot);
+        expect(counts.written - writesBefore).toBe(1);
+        // A third container racing for the same slots never gets one the second took.
+        const third = new DynamoDbRateLimiter({ limits: spec, tableName: TABLE, client, lanes: 8 });
+        const rest = await third.acquire('handback', 20, { maxWaitMs: 2_000, paceMs: 10 });
+        for (const slot of rest.startAtMs) expect(took.startAtMs).not.toContain(slot);
+        client.destroy();
+        // Every start anyone holds (the hung container's first, and the two takers') stays within the window.
+        const starts = [block.startAtMs[0], ...took.startAtMs, ...rest.startAtMs].sort((a, b) => a - b);
+        expect(new Set(starts).size).toBe(starts.length);
+        expect(maxInAnyWindow(starts, 1000)).toBeLessThanOrEqual(40);
+        // What the takers used or passed is gone from the item; none of it is taken twice.
+        const { Item } = await ddb.send(new GetItemCommand({ TableName: TABLE, Key: { pk: { S: 'handback' } }, ConsistentRead: true }));
+        const left = (Item?.handedBack?.NS ?? []).map(Number);
+        for (const slot of [...took.startAtMs, ...rest.startAtMs]) expect(left).not.toContain(slot);
+      });
+
+      it('keeps the window guarantee with containers handing back and taking slots concurrently', async () => {
+        const { client } = countingLimiterClient();
+        const containers = Array.from({ length: 5 }, () => new DynamoDbRateLimiter({ limits: spec, tableName: TABLE, client, lanes: 8, maxAttempts: 50 }));
+        const started: number[] = [];
+        await Promise.all(
+          containers.map(async (limiter, c) => {
+            for (let invocation = 0; invocation < 4; invocation++) {
+              const got = await limiter.acquire('handback-fleet', 6, { maxWaitMs: 3_000, paceMs: 20 });
+              // Every other invocation's second record hangs: it starts on its first two slots, hands back the rest.
+              const keep = (c + invocation) % 2 === 0 ? got.granted : Math.min(2, got.granted);
+              started.push(...got.startAtMs.slice(0, keep));
+              if (keep < got.granted) await limiter.release('handback-fleet', got.startAtMs.slice(keep));
+              await sleep(Math.max(0, got.startAtMs[Math.max(0, keep - 1)] - Date.now()));
+            }
+          }),
+        );
+        client.destroy();
+        // Two lanes may grant the same millisecond to two containers, so equal times are not a double use; the window is
+        // the guarantee.
+        expect(maxInAnyWindow(started.sort((a, b) => a - b), 1000)).toBeLessThanOrEqual(40);
+      });
+
+      it('lets one of two containers racing for the same handed-back slots have them: the other loses the write and books lanes', async () => {
+        const { client, counts } = countingLimiterClient();
+        const hung = new DynamoDbRateLimiter({ limits: spec, tableName: TABLE, client, lanes: 8 });
+        const block = await hung.acquire('handback-race', 6, { maxWaitMs: 2_000, paceMs: 10 });
+        const handed = block.startAtMs.slice(1);
+        await hung.release('handback-race', handed);
+        const [b, c] = [0, 1].map(() => new DynamoDbRateLimiter({ limits: spec, tableName: TABLE, client, lanes: 8 }));
+        // Both see the handed-back slots (a read each), then B takes them first.
+        await Promise.all([b.liveAt('handback-race', 0), c.liveAt('handback-race', 0)]);
+        const first = await b.acquire('handback-race', 5, { maxWaitMs: 2_000, paceMs: 10 });
+        expect(first.startAtMs).toEqual(handed);
+        const lostBefore = counts.lost;
+        const second = await c.acquire('handback-race', 5, { maxWaitMs: 2_000, paceMs: 10 });
+        client.destroy();
+        expect(counts.lost - lostBefore).toBe(1);
+        expect(second.granted).toBe(5);
+        for (const slot of second.startAtMs) expect(handed).not.toContain(slot);
+      });
+
+      it('keeps no slots for a sharded key, and none past the item\'s bound', async () => {
+        const sharded = new DynamoDbRateLimiter({ limits: spec, tableName: TABLE, shards: 2 });
+        expect(await sharded.release('handback-sharded', [Date.now() + 1_000])).toBe(0);
+        const limiter = new DynamoDbRateLimiter({ limits: spec, tableName: TABLE, lanes: 8 });
+        const far = Date.now() + 60_000;
+        expect(await limiter.release('handback-full', Array.from({ length: 100 }, (_, i) => far + i))).toBe(100);
+        expect(await limiter.release('handback-full', [far + 500])).toBe(0);
+      });
+    });
+
     it('wraps a DynamoDB failure with the item and table', async () => {
       const limiter = new DynamoDbRateLimiter({ limits, tableName: 'no-such-table' });
       const error = await limiter.acquire('k', 1).catch((e: unknown) => e);

@@ -12,7 +12,8 @@
 // would both publish and both count every page.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AdmissionStatus, batchCountersOf, decodePageOperations, encodePageOperations, ledgerKeys } from '../core/ledgerContract';
+import type { DateRun } from '../core/admission';
+import { AdmissionStatus, batchCountersOf, batchIdOf, decodePageOperations, encodePageOperations, ledgerKeys } from '../core/ledgerContract';
 
 /** Pages of a job's batch partition read for its backfill figures. */
 const MAX_BATCH_PAGES = 5;
@@ -54,6 +55,10 @@ export interface RunState {
   leaseUntilMs?: number;
   startedAt?: string;
   finishedAt?: string;
+  /** A catch-up's run (RunStart.backfill), as its start wrote it. */
+  backfill?: true;
+  /** The earlier run of the date the last step waited for (lambda/core/admission.ts earlierRunAdmitting), while it waits. */
+  waitingFor?: string;
 }
 
 export interface RunStart {
@@ -82,6 +87,8 @@ export interface StepEnd {
   status: AdmissionStatus;
   nextStepAt?: string;
   plannedUntilMs?: number;
+  /** The earlier run of the date this step waited for; kept for the operator until a step admits again. */
+  waitingFor?: string;
 }
 
 /** What the producer depends on; tests may substitute it. */
@@ -122,6 +129,11 @@ export interface RunStateStore {
    * admission leaves out of the queue's depth, since the consumers let live work go first. @default 0 when absent
    */
   backfillOutstanding?(job: string): Promise<number>;
+  /**
+   * The runs of the job's business date (every one, this run's too), with what admission's order between them needs:
+   * one request, read consistently, so a step sees a run that ended a moment ago as ended. @default none when absent
+   */
+  dateRuns?(job: string, businessDate: string): Promise<DateRun[]>;
 }
 
 export interface DynamoRunStateStoreOptions {
@@ -170,6 +182,8 @@ function toState(item: Record<string, unknown>): RunState {
     leaseUntilMs: num('leaseUntilMs'),
     startedAt: str('startedAt'),
     finishedAt: str('finishedAt'),
+    ...(item.backfill === true ? { backfill: true as const } : {}),
+    ...(str('waitingFor') ? { waitingFor: str('waitingFor') } : {}),
   };
 }
 
@@ -205,6 +219,30 @@ export class DynamoRunStateStore implements RunStateStore {
       if (!startKey) break;
     }
     return outstanding;
+  }
+
+  async dateRuns(job: string, businessDate: string): Promise<DateRun[]> {
+    // The date's runs are one key range of the job's batch partition: a few items, one Query page (a page holds 1 MB;
+    // a run's item is a few hundred bytes). Read consistently: a run that just ended its admission is seen as ended.
+    const out = await this.client().send(
+      new QueryCommand({
+        TableName: this.options.tableName,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :date)',
+        ProjectionExpression: 'sk, #admission, startedAt, backfill, nextStepAt, leaseUntilMs, plannedUntilMs',
+        ExpressionAttributeNames: { '#admission': 'admission' },
+        ExpressionAttributeValues: { ':pk': ledgerKeys.batchPartition(job), ':date': ledgerKeys.batchDatePrefix(job, businessDate) },
+        ConsistentRead: true,
+      }),
+    );
+    return (out.Items ?? []).map((item) => ({
+      batchId: batchIdOf(item),
+      ...(typeof item.admission === 'string' ? { admission: item.admission } : {}),
+      ...(typeof item.startedAt === 'string' ? { startedAt: item.startedAt } : {}),
+      ...(item.backfill === true ? { backfill: true } : {}),
+      ...(typeof item.nextStepAt === 'string' ? { nextStepAt: item.nextStepAt } : {}),
+      ...(typeof item.leaseUntilMs === 'number' ? { leaseUntilMs: item.leaseUntilMs } : {}),
+      ...(typeof item.plannedUntilMs === 'number' ? { plannedUntilMs: item.plannedUntilMs } : {}),
+    }));
   }
 
   async ensure(job: string, batchId: string, start: RunStart): Promise<RunState> {
@@ -334,17 +372,19 @@ export class DynamoRunStateStore implements RunStateStore {
 
   async endStep(job: string, batchId: string, step: number, owner: string, end: StepEnd): Promise<boolean> {
     const assignments = new Assignments(
-      { '#step': 'step', '#leaseOwner': 'leaseOwner', '#leaseUntilMs': 'leaseUntilMs', '#nextStepAt': 'nextStepAt' },
+      { '#step': 'step', '#leaseOwner': 'leaseOwner', '#leaseUntilMs': 'leaseUntilMs', '#nextStepAt': 'nextStepAt', '#waitingFor': 'waitingFor' },
       { ':step': step, ':next': step + 1, ':owner': owner },
     )
       .assign('admission', end.status)
       .assign('nextStepAt', end.nextStepAt)
-      .assign('plannedUntilMs', end.plannedUntilMs);
+      .assign('plannedUntilMs', end.plannedUntilMs)
+      .assign('waitingFor', end.waitingFor);
     const { names, values } = assignments;
     const set = ['#step = :next', ...assignments.set];
+    const remove = ['#leaseOwner', '#leaseUntilMs', ...(end.nextStepAt === undefined ? ['#nextStepAt'] : []), ...(end.waitingFor === undefined ? ['#waitingFor'] : [])];
     return this.conditional({
       Key: ledgerKeys.batch(job, batchId),
-      UpdateExpression: `SET ${set.join(', ')} REMOVE #leaseOwner, #leaseUntilMs${end.nextStepAt === undefined ? ', #nextStepAt' : ''}`,
+      UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
       ConditionExpression: '#step = :step AND #leaseOwner = :owner',
       ExpressionAttributeNames: names,
       ExpressionAttributeValues: values,

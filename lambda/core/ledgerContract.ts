@@ -6,7 +6,9 @@
 // batch's figures mean.
 //
 // Layout (one table, `pk` / `sk`):
-//   BATCH#<job>    / <batchId>                 one item per run: the producer's counters, its facts, its admission state
+//   BATCH#<job>    / <batchId>                 one item per run: the producer's counters, its facts, its admission state;
+//                                              batch IDs begin `<job>:<businessDate>:` (lambda/core/businessDate.ts
+//                                              makeBatchId), so one date's runs are one key range (batchDatePrefix)
 //   INVOCATIONS#<job>#<batchId> / <invocationId>
 //                                              one item per consumer invocation that handled records of the batch: its
 //                                              counts, written once at its end (a Put, so a retried write is no
@@ -43,6 +45,11 @@ export const ledgerKeys = {
   rejectionPartition: (job: string): string => ledgerPartition(LedgerItemKind.rejection, job),
   /** `BATCH#<job>` / `<batchId>`. */
   batch: (job: string, batchId: string) => ({ pk: ledgerKeys.batchPartition(job), sk: batchId }),
+  /**
+   * `<job>:<businessDate>:`, the sort-key prefix of the date's runs in `BATCH#<job>` (every batch ID the producer, the
+   * schedule, `ops catch-up` and chaos make; a run started with a batch ID of another form is not in the range).
+   */
+  batchDatePrefix: (job: string, businessDate: string): string => `${job}:${businessDate}:`,
   /** The partition holding the consumer invocations of one batch (`INVOCATIONS#<job>#<batchId>`). */
   invocationPartition: (job: string, batchId: string): string => `${ledgerPartition(LedgerItemKind.invocations, job)}#${batchId}`,
   /** `INVOCATIONS#<job>#<batchId>` / `<invocationId>`: one consumer invocation's counts for one batch. */

@@ -3,13 +3,24 @@
 // queue has room for (at most `admission.horizonSeconds` of work at the job's rate), each message delayed to about its
 // rate-limit slot, and sends the next step to the producer's admission queue, delayed until the queue has drained to
 // half the horizon. The backlog waits in the application's tables, where discovery finds it. It never waits for
-// consumers and never runs near the 900 s ceiling.
+// consumers and never runs near the 900 s ceiling. Runs of one job and business date admit one at a time: a step of a
+// later run admits nothing while an earlier one is still admitting (lambda/core/admission.ts earlierRunAdmitting).
 import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as z from 'zod/mini';
 import { EnvVar, MESSAGE_VERSION, SQS_MAX_DELAY_SECONDS, type JobRuntimeSettings } from '../core/constants';
 import { admissionStep, admissionStepSchema, type AdmissionStep } from '../core/admissionStep';
-import { admissionGroupSize, delaySecondsUntil, nextStepDelaySeconds, planAdmission, visibleAtMs } from '../core/admission';
+import {
+  activeChainGraceMs,
+  admissionGroupSize,
+  delaySecondsUntil,
+  earlierRunAdmitting,
+  nextStepDelaySeconds,
+  planAdmission,
+  visibleAtMs,
+  waitDelaySeconds,
+  type RunAhead,
+} from '../core/admission';
 import { businessDateFor, makeBatchId } from '../core/businessDate';
 import type { AnyJob } from '../core/job';
 import { businessDateSchema, idSchema, serializeMessage } from '../core/message';
@@ -37,8 +48,11 @@ export interface ProducerSummary {
   batchId: string;
   businessDate: string;
   step: number;
-  /** What this step did: admitted pages, nothing (the step was already taken, or is being taken), or finished. */
-  outcome: 'admitted' | 'stale' | 'in-progress' | 'lease-lost';
+  /**
+   * What this step did: admitted pages, nothing (the step was already taken, or is being taken, or an earlier run of
+   * the date is still admitting: `waiting`), or finished.
+   */
+  outcome: 'admitted' | 'stale' | 'in-progress' | 'lease-lost' | 'waiting';
   /** Pages published by this step. */
   pages: number;
   discovered: number;
@@ -185,6 +199,8 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
     }
     summary.outcome = 'admitted';
     try {
+      const ahead = await earlierRun(step, state, startedMs, budgetMs);
+      if (ahead) return await wait(step, ahead, owner, summary);
       return await admit(step, context, state, owner, summary, startedMs, reserve);
     } catch (error) {
       // A step that fails (a publish, a ledger write) gives its lease up, so its retry (Lambda's, with the same request
@@ -202,6 +218,50 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
     } catch (error) {
       logger.warn('could not release the admission lease of a failed step; it expires at the deadline', { step: step.step, error: error as Error });
     }
+  };
+
+  /**
+   * The earlier run of the same date this run must not admit beside (lambda/core/admission.ts earlierRunAdmitting has
+   * the rule and why), from one Query of the date's runs. A failed read waits for none: the step admits as it did
+   * before runs of a date were ordered (a duplicate costs a place in the plan, never an operation).
+   */
+  const earlierRun = async (step: AdmissionStep, state: RunState, startedMs: number, budgetMs: number): Promise<RunAhead | undefined> => {
+    if (!runState.dateRuns) return undefined;
+    let runs;
+    try {
+      runs = await runState.dateRuns(job.name, step.businessDate);
+    } catch (error) {
+      logger.warn('could not read the runs of the business date; this step admits without waiting for an earlier one', { error: error as Error });
+      return undefined;
+    }
+    const self = { batchId: step.batchId, startedAt: state.startedAt, backfill: state.backfill ?? step.backfill };
+    // The last group of an ended run starts over one group's slots after its plan's end.
+    const lingerMs = rate === undefined ? 0 : (admission.groupSize * 1000) / rate;
+    // The budget stands for the producer's timeout: how long an earlier run's killed step may hold its lease.
+    return earlierRunAdmitting(self, runs, { nowMs: startedMs, graceMs: activeChainGraceMs(budgetMs), lingerMs });
+  };
+
+  /**
+   * A step of a run that waits for an earlier run of its date: admits nothing and chains its next step, as a step that
+   * found the queue full does, for when the earlier run may have finished; that step discovers what is still not
+   * completed. Its `nextStepAt` is ahead, so the run is admitting and not stalled (stalledSince).
+   */
+  const wait = async (step: AdmissionStep, ahead: RunAhead, owner: string, summary: ProducerSummary): Promise<ProducerSummary> => {
+    const nowMs = now().getTime();
+    const delay = waitDelaySeconds(ahead.resumeAtMs, nowMs);
+    const nextStepAt = new Date(nowMs + delay * 1000).toISOString();
+    if (!(await runState.endStep(job.name, step.batchId, step.step, owner, { status: AdmissionStatus.admitting, nextStepAt, waitingFor: ahead.run.batchId }))) {
+      logger.warn('lost the admission lease at the end of the step; the invocation that took it goes on', { step: step.step });
+      return { ...summary, outcome: 'lease-lost' };
+    }
+    logger.info('admission waits for an earlier run of the business date', {
+      step: step.step,
+      earlierBatchId: ahead.run.batchId,
+      earlierRun: ahead.reason === 'admitting' ? 'admitting' : 'admission ended, its last slots still ahead',
+      delaySeconds: delay,
+    });
+    await sendStep({ ...step, step: step.step + 1 }, delay);
+    return { ...summary, outcome: 'waiting', continued: true, nextStepInSeconds: delay };
   };
 
   /** The step's work, under its lease: admits pages while the plan and time allow, then ends the step. */

@@ -5,8 +5,10 @@ import { runChaos, type ChaosOptions } from '../../chaos/run';
 // fault on, a fixed seed and few operations. The producer's faults need a chain of admission steps, so the rate is low
 // and the horizon 2 s (about 20 operations a step); the producer timeout is short, and the admission queue's
 // visibility (28 s, the producer's 25 s and a 3 s margin instead of the stack's 60 s) and its receives (2 instead of 5)
-// are cut so that a step dead-lettered on purpose reaches the producer DLQ within a minute. About 70 s each on two
-// cores, one after the other.
+// are cut so that a step dead-lettered on purpose reaches the producer DLQ within a minute. The re-run of the date waits for
+// the first run's chain (lambda/core/admission.ts earlierRunAdmitting) until that chain is seen stalled, the producer's
+// timeout and 90 s after its doomed step was due, so a case takes about three minutes; the settle budget leaves room for
+// a loaded machine. The two cases run one after the other.
 const timing: Omit<ChaosOptions, 'ops' | 'seed'> = {
   cwd: resolve(__dirname, '..', '..'),
   ratePerMinute: 600,
@@ -17,7 +19,7 @@ const timing: Omit<ChaosOptions, 'ops' | 'seed'> = {
   admissionHorizonSeconds: 2,
   admissionVisibilitySeconds: 28,
   admissionMaxReceiveCount: 2,
-  timeoutSeconds: 200,
+  timeoutSeconds: 330,
 };
 
 describe('Function: runChaos', () => {
@@ -49,7 +51,7 @@ describe('Function: runChaos', () => {
     expect(producer.recoveredChains).toBeGreaterThanOrEqual(1);
     expect(producer.duplicateSchedules).toBe(1);
     expect(result.admission).toEqual({ producerTimeoutSeconds: 25, horizonSeconds: 2, visibilitySeconds: 28, maxReceiveCount: 2 });
-  }, 260_000);
+  }, 420_000);
 
   it('drives a job whose effects land on AWS (S3 and DynamoDB), with S3 faults, and keeps every invariant (40 operations, seed 3)', async () => {
     const result = await runChaos({ ...timing, job: 'stale-upload-cleanup', ops: 40, seed: 3 });
@@ -78,5 +80,5 @@ describe('Function: runChaos', () => {
     expect(producer.doomedReceivesKilled).toBe(2);
     expect(producer.stepsDeadLettered).toBe(1);
     expect(producer.duplicateSchedules).toBe(1);
-  }, 260_000);
+  }, 420_000);
 });

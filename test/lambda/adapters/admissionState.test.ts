@@ -108,6 +108,30 @@ describe('Class: DynamoRunStateStore', () => {
     });
   });
 
+  describe('Method: dateRuns', () => {
+    it('reads the runs of one business date, with their order and admission facts, and no other date\'s', async () => {
+      const date = '2026-10-02';
+      const [live, catchUp] = [`fake-job:${date}:20261003T010000Z`, `fake-job:${date}:manual-0a1b2c3d`];
+      await store.ensure('fake-job', live, { ...start, businessDate: date });
+      await store.ensure('fake-job', catchUp, { ...start, businessDate: date, backfill: true });
+      await store.ensure('fake-job', 'fake-job:2026-10-03:20261004T010000Z', { ...start, businessDate: '2026-10-03' });
+      await store.ensure('fake-job', `fake-job:${date}0:other`, { ...start, businessDate: date });
+      expect(await store.lease('fake-job', live, 0, 'a', NOW, NOW + 10_000)).toBe(true);
+      expect(await store.endStep('fake-job', live, 0, 'a', { status: AdmissionStatus.admitting, nextStepAt: '2026-11-29T02:05:00.000Z', plannedUntilMs: NOW + 300_000, waitingFor: catchUp })).toBe(true);
+
+      expect(await store.dateRuns('fake-job', date)).toEqual([
+        { batchId: live, admission: 'admitting', startedAt: start.startedAt, nextStepAt: '2026-11-29T02:05:00.000Z', plannedUntilMs: NOW + 300_000 },
+        { batchId: catchUp, admission: 'admitting', startedAt: start.startedAt, backfill: true },
+      ]);
+      // The waiting run's mark is on its item until a step ends without waiting; a catch-up's is read back.
+      expect(await store.read('fake-job', live)).toMatchObject({ waitingFor: catchUp });
+      expect(await store.read('fake-job', catchUp)).toMatchObject({ backfill: true });
+      expect(await store.lease('fake-job', live, 1, 'b', NOW, NOW + 10_000)).toBe(true);
+      expect(await store.endStep('fake-job', live, 1, 'b', { status: AdmissionStatus.complete })).toBe(true);
+      expect(await store.read('fake-job', live)).not.toHaveProperty('waitingFor');
+    });
+  });
+
   describe('Method: markContinuation', () => {
     it('only moves forward', async () => {
       await store.ensure('fake-job', batchId, start);

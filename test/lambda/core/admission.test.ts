@@ -1,4 +1,17 @@
-import { AdmissionError, admissionGroupSize, delaySecondsUntil, nextStepDelaySeconds, planAdmission, stalledSince, visibleAtMs } from '../../../lambda/core/admission';
+import {
+  activeChainGraceMs,
+  AdmissionError,
+  admissionGroupSize,
+  delaySecondsUntil,
+  earlierRunAdmitting,
+  nextStepDelaySeconds,
+  planAdmission,
+  runOrder,
+  stalledSince,
+  visibleAtMs,
+  waitDelaySeconds,
+  type DateRun,
+} from '../../../lambda/core/admission';
 
 const NOW = 1_000_000;
 
@@ -90,5 +103,51 @@ describe('Function: stalledSince', () => {
     expect(stalledSince({ admission: 'admitting', nextStepAt: due, leaseUntilMs: NOW + 1 }, NOW, 0)).toBeUndefined();
     expect(stalledSince({ admission: 'admitting', nextStepAt: due, leaseUntilMs: NOW - 1 }, NOW, 0)).toBe(due);
     expect(stalledSince({ admission: 'admitting' }, NOW, 0)).toBeUndefined();
+  });
+});
+
+describe('Function: earlierRunAdmitting', () => {
+  const at = (ms: number) => new Date(NOW + ms).toISOString();
+  const self = { batchId: 'job:2026-01-15:b', startedAt: at(0) };
+  const options = { nowMs: NOW + 10_000, graceMs: activeChainGraceMs(60_000), lingerMs: 5_000 };
+  const earlier = (run: Partial<DateRun>): DateRun => ({ batchId: 'job:2026-01-15:a', startedAt: at(-2_000), admission: 'admitting', ...run });
+
+  it('orders runs live before backfill, then by start, then by batch ID, the same whichever asks', () => {
+    const runs: DateRun[] = [
+      { batchId: 'x:backfill-early', startedAt: at(-60_000), backfill: true },
+      { batchId: 'x:late', startedAt: at(5_000) },
+      { batchId: 'x:b', startedAt: at(0) },
+      { batchId: 'x:a', startedAt: at(0) },
+    ];
+    expect([...runs].sort(runOrder).map((r) => r.batchId)).toEqual(['x:a', 'x:b', 'x:late', 'x:backfill-early']);
+    for (const a of runs) for (const b of runs) expect(Math.sign(runOrder(a, b))).toBe(a === b ? 0 : -Math.sign(runOrder(b, a)));
+  });
+
+  it('waits for an earlier run whose chain is alive, until its next step is due, and never for a later one', () => {
+    expect(earlierRunAdmitting(self, [earlier({ nextStepAt: at(30_000) })], options)).toMatchObject({ reason: 'admitting', resumeAtMs: NOW + 30_000 });
+    // Its step is running now (a live lease), however overdue: look again soon.
+    expect(earlierRunAdmitting(self, [earlier({ nextStepAt: at(-500_000), leaseUntilMs: NOW + 60_000 })], options)).toMatchObject({ resumeAtMs: NOW + 10_000 });
+    // The later run is ignored by the earlier: of two runs, only one waits.
+    expect(earlierRunAdmitting({ batchId: 'job:2026-01-15:a', startedAt: at(-2_000) }, [{ ...self, admission: 'admitting' }], options)).toBeUndefined();
+  });
+
+  it('does not wait for a stalled chain, a run at the page limit or complete with its plan behind it, or a backfill run', () => {
+    // Due more than the grace (one redelivery of a killed step) ago, and no lease: lost to the producer DLQ.
+    expect(earlierRunAdmitting(self, [earlier({ nextStepAt: at(10_000 - options.graceMs - 1) })], options)).toBeUndefined();
+    expect(earlierRunAdmitting(self, [earlier({ nextStepAt: at(10_000 - options.graceMs + 1) })], options)).toBeDefined();
+    expect(earlierRunAdmitting(self, [earlier({ admission: 'page-limit', plannedUntilMs: NOW })], options)).toBeUndefined();
+    expect(earlierRunAdmitting(self, [earlier({ admission: 'complete' })], options)).toBeUndefined();
+    expect(earlierRunAdmitting(self, [earlier({ backfill: true, nextStepAt: at(30_000) })], options)).toBeUndefined();
+  });
+
+  it('waits for an ended run\'s last slots, one group past its plan, and for every earlier run it must', () => {
+    expect(earlierRunAdmitting(self, [earlier({ admission: 'complete', plannedUntilMs: NOW + 20_000 })], options)).toMatchObject({ reason: 'plan', resumeAtMs: NOW + 25_000 });
+    const both = earlierRunAdmitting(self, [earlier({ admission: 'complete', plannedUntilMs: NOW + 20_000 }), earlier({ batchId: 'job:2026-01-15:0', startedAt: at(-9_000), nextStepAt: at(15_000) })], options);
+    // Named by the earliest, resumed when both could let it go.
+    expect(both).toMatchObject({ run: { batchId: 'job:2026-01-15:0' }, resumeAtMs: NOW + 25_000 });
+  });
+
+  it('waits at least 5 s and at most SQS\'s 900 s', () => {
+    expect([waitDelaySeconds(NOW, NOW), waitDelaySeconds(NOW + 12_001, NOW), waitDelaySeconds(NOW + 3_600_000, NOW)]).toEqual([5, 13, 900]);
   });
 });

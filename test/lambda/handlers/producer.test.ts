@@ -6,7 +6,10 @@ import type { AdmissionStep } from '../../../lambda/core/admissionStep';
 import { documentClient, resetClients } from '../../../lambda/adapters/clients';
 import { logger, metrics } from '../../../lambda/adapters/observability';
 import { PublishError, SqsPublisher, type OutgoingMessage, type Publisher } from '../../../lambda/adapters/sqsPublisher';
+import { stalledSince } from '../../../lambda/core/admission';
+import type { AnyJob } from '../../../lambda/core/job';
 import { parseMessage } from '../../../lambda/core/message';
+import { stoppedChains, type RunLedgerItem } from '../../../chaos/producerFaults';
 import {
   admissionOptions,
   createProducer,
@@ -90,6 +93,21 @@ async function batchItem(batchId: string) {
   return Item;
 }
 
+/**
+ * Removes every run of the fake job from the ledger: a run of a date waits while an earlier run of the same date is
+ * still admitting, so a test's runs must not wait behind the runs an earlier test left mid-admission.
+ */
+async function clearRuns(): Promise<void> {
+  const { Items = [] } = await documentClient().send(
+    new QueryCommand({ TableName: LEDGER_TABLE, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': 'BATCH#fake-job' }, ProjectionExpression: 'pk, sk' }),
+  );
+  for (const item of Items) await documentClient().send(new DeleteCommand({ TableName: LEDGER_TABLE, Key: { pk: item.pk, sk: item.sk } }));
+}
+
+async function clearRun(batchId: string): Promise<void> {
+  await documentClient().send(new DeleteCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: batchId } }));
+}
+
 async function publishedOperationIds(): Promise<string[]> {
   return (await drainQueue(queueUrl)).map((m) => JSON.parse(m.Body as string).operationId).sort();
 }
@@ -114,6 +132,7 @@ describe('Function: createProducer', () => {
     jest.restoreAllMocks();
     jest.spyOn(metrics, 'addMetric').mockImplementation(() => metrics);
     await drainQueue(queueUrl);
+    await clearRuns();
   });
 
   describe('Method: handler (unlimited admission)', () => {
@@ -188,7 +207,8 @@ describe('Function: createProducer', () => {
       const summary = await direct(producer(55), { scheduledTime: SCHEDULED, batchId }, lambdaContext(() => remaining.shift() ?? 1_000));
       expect(summary).toMatchObject({ pages: 1, discovered: 25, continued: true, nextStepInSeconds: 0 });
       // A 15 s function is not all reserve: half of it at most, so one with time to spare walks on.
-      const roomy = await direct(producer(55), { scheduledTime: SCHEDULED, batchId: `${batchId}-roomy` }, lambdaContext(() => 15_000));
+      // (Another date: a second run of the same date would wait for the first, still admitting.)
+      const roomy = await direct(producer(55), { businessDate: '2026-11-27', batchId: 'fake-job:2026-11-27:short-timeout-roomy' }, lambdaContext(() => 15_000));
       expect(roomy).toMatchObject({ pages: 3, discovered: 55, continued: false, finished: true });
     });
 
@@ -388,6 +408,139 @@ describe('Function: createProducer', () => {
       expect(admissionOptions({ ...settings, admission: { horizonSeconds: 300, batchSize: 10, batchingWindowSeconds: 1 } })).toMatchObject({ groupSize: 10, leadMs: 1000 });
       expect(admissionOptions({ ...settings, admission: undefined }).ratePerSecond).toBeUndefined();
       expect(admissionOptions({ ...settings, settings: { pacing: false } }).ratePerSecond).toBeUndefined();
+    });
+  });
+
+  describe('Method: handler (runs of one business date)', () => {
+    // Two runs of tonight's date: the scheduled one, and a re-run started while it is still admitting.
+    const RERUN = 'fake-job:2026-11-28:rerun';
+    let clock: number;
+    /** Operations the consumers have completed: discovery leaves them out, as the application's index does. */
+    let completed: Set<string>;
+    const indexedJob = {
+      ...fakeJob,
+      discover: async (deps: never, request: never) => {
+        const page = await (fakeJob as AnyJob).discover(deps, request);
+        return { ...page, operations: page.operations.filter((o) => !completed.has(o.operationId)) };
+      },
+    } as AnyJob;
+    const runProducer = (items: number, overrides: Partial<ProducerOptions> = {}) => producer(items, { job: indexedJob, admission: paced, now: () => new Date(clock), ...overrides });
+    const workOf = (batchId: string) => publisher.sent.filter((s) => s.queueUrl === queueUrl && (JSON.parse(s.message.body) as { batchId: string }).batchId === batchId).map((s) => s.message.operationId);
+    const stepsOf = (batchId: string) => publisher.steps().filter((s) => s.step.batchId === batchId);
+    const item = async (batchId: string) => (await batchItem(batchId)) as Record<string, unknown>;
+
+    beforeEach(() => {
+      clock = NOW_MS;
+      completed = new Set();
+    });
+
+    it('holds a re-run of the date while the first run is admitting and until its last slots have passed, then admits only what is not completed', async () => {
+      const info = jest.spyOn(logger, 'info');
+      // The first run admits 30 of 40 (one horizon at 1/s) and comes back in 5 s.
+      expect(await direct(runProducer(40), { scheduledTime: SCHEDULED })).toMatchObject({ batchId: BATCH, outcome: 'admitted', published: 30, continued: true, nextStepInSeconds: 5 });
+
+      // The re-run, 2 s later: it admits nothing and comes back when the first run's next step is due (at +5 s, but at
+      // least 5 s from now).
+      clock = NOW_MS + 2_000;
+      const rerun = await direct(runProducer(40), { businessDate: '2026-11-28', batchId: RERUN });
+      expect(rerun).toMatchObject({ outcome: 'waiting', pages: 0, discovered: 0, published: 0, continued: true, nextStepInSeconds: 5 });
+      expect(fakeJobCalls.discover.filter((d) => d.cursor === undefined)).toHaveLength(1);
+      expect(workOf(RERUN)).toEqual([]);
+      expect(stepsOf(RERUN)).toEqual([{ step: { kind: 'admission-step', batchId: RERUN, businessDate: '2026-11-28', step: 1 }, delaySeconds: 5 }]);
+      expect(info).toHaveBeenCalledWith('admission waits for an earlier run of the business date', { step: 0, earlierBatchId: BATCH, earlierRun: 'admitting', delaySeconds: 5 });
+      // The waiting run is admitting, its next step ahead: neither ops status nor the chaos harness takes it for stalled.
+      const waiting = await item(RERUN);
+      expect(waiting).toMatchObject({ admission: 'admitting', step: 1, pages: 0, nextStepAt: new Date(clock + 5_000).toISOString(), waitingFor: BATCH, continuationSent: 1 });
+      expect(stalledSince(waiting, clock, 1_000)).toBeUndefined();
+      expect(stoppedChains([waiting as unknown as RunLedgerItem], clock + 4_000, 1_000)).toEqual([]);
+
+      // The first run's 30 complete; its step 1 (at +5 s) admits the last 10, planned for +21 s, and ends admission.
+      for (let i = 0; i < 30; i++) completed.add(`fake:item-${i}:2026-11-28`);
+      clock = NOW_MS + 5_000;
+      await fromQueue(runProducer(40), stepsOf(BATCH)[0].step);
+      expect(await item(BATCH)).toMatchObject({ admission: 'complete', discovered: 40, plannedUntilMs: NOW_MS + 21_000 });
+
+      // The re-run's step 1 (+7 s): the first run admits no more, but its last 10 are still queued ahead of their
+      // slots (the last group starts from +21 s to +31 s): discovery would find them all. It waits for them.
+      clock = NOW_MS + 7_000;
+      await fromQueue(runProducer(40), stepsOf(RERUN)[0].step);
+      expect(stepsOf(RERUN)[1]).toEqual({ step: expect.objectContaining({ step: 2 }), delaySeconds: 24 });
+      expect(info).toHaveBeenCalledWith('admission waits for an earlier run of the business date', expect.objectContaining({ step: 1, earlierBatchId: BATCH, earlierRun: 'admission ended, its last slots still ahead' }));
+      expect(workOf(RERUN)).toEqual([]);
+
+      // By +31 s all but one have completed (item-39 failed and is being retried): the re-run admits that one alone.
+      for (let i = 30; i < 39; i++) completed.add(`fake:item-${i}:2026-11-28`);
+      clock = NOW_MS + 31_000;
+      await fromQueue(runProducer(40), stepsOf(RERUN)[1].step);
+      expect(workOf(RERUN)).toEqual(['fake:item-39:2026-11-28']);
+      expect(await item(RERUN)).toMatchObject({ admission: 'complete', step: 3, discovered: 1, published: 1 });
+      expect(await item(RERUN)).not.toHaveProperty('waitingFor');
+      // The first run published each operation once; nothing of it went out twice.
+      expect(workOf(BATCH)).toHaveLength(40);
+      expect(new Set(workOf(BATCH)).size).toBe(40);
+    });
+
+    it('does not hold a re-run behind an earlier run whose chain has stalled, at the page limit, or done with its plan', async () => {
+      const store = new DynamoRunStateStore({ tableName: LEDGER_TABLE });
+      // The scheduled run admitted its first 30; its step 1 (due at +5 s) was lost to the producer DLQ.
+      await direct(runProducer(100), { scheduledTime: SCHEDULED });
+      // An earlier run at the page limit, and one that finished long ago: neither admits again.
+      await store.ensure('fake-job', 'fake-job:2026-11-28:capped', { businessDate: '2026-11-28', startedAt: new Date(NOW_MS - 60_000).toISOString() });
+      await documentClient().send(
+        new UpdateCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: 'fake-job:2026-11-28:capped' }, UpdateExpression: 'SET admission = :a, plannedUntilMs = :p', ExpressionAttributeValues: { ':a': 'page-limit', ':p': NOW_MS - 30_000 } }),
+      );
+      await store.ensure('fake-job', 'fake-job:2026-11-28:done', { businessDate: '2026-11-28', startedAt: new Date(NOW_MS - 120_000).toISOString() });
+      await documentClient().send(
+        new UpdateCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: 'fake-job:2026-11-28:done' }, UpdateExpression: 'SET admission = :a', ExpressionAttributeValues: { ':a': 'complete' } }),
+      );
+
+      // Within its redelivery (the producer's timeout and the queue's visibility margin), the first run may still go
+      // on: a re-run 2 minutes past its due step waits ...
+      clock = NOW_MS + 5_000 + 120_000;
+      expect(await direct(runProducer(100), { businessDate: '2026-11-28', batchId: RERUN })).toMatchObject({ outcome: 'waiting', published: 0 });
+      await clearRun(RERUN);
+
+      // ... but the operator's re-run, once the alarm has named the stalled run, admits at once.
+      clock = NOW_MS + 5_000 + 15 * 60_000;
+      expect(stalledSince((await item(BATCH)) as { admission?: string; nextStepAt?: string }, clock, 60_000)).toBe(new Date(NOW_MS + 5_000).toISOString());
+      expect(await direct(runProducer(100), { businessDate: '2026-11-28', batchId: RERUN })).toMatchObject({ outcome: 'admitted', published: 30 });
+      expect(await item(RERUN)).not.toHaveProperty('waitingFor');
+
+      // The stalled run, continued later (ops continue), is the earlier one: it does not wait for the re-run either.
+      clock += 1_000;
+      publisher.sent.length = 0;
+      await fromQueue(runProducer(100), { kind: 'admission-step', batchId: BATCH, businessDate: '2026-11-28', step: 1, scheduledTime: SCHEDULED });
+      expect(workOf(BATCH).length).toBeGreaterThan(0);
+    });
+
+    it('never lets two runs wait for each other: runs started together admit in batch-ID order, and live runs before backfill', async () => {
+      const store = new DynamoRunStateStore({ tableName: LEDGER_TABLE });
+      const [a, b] = ['fake-job:2026-11-28:a', 'fake-job:2026-11-28:b'];
+      // Started at the same instant (both start facts written), their first steps at once.
+      for (const batchId of [b, a]) await store.ensure('fake-job', batchId, { businessDate: '2026-11-28', startedAt: NOW.toISOString() });
+      const summaries = await Promise.all([b, a].map((batchId) => direct(runProducer(100), { businessDate: '2026-11-28', batchId })));
+      expect(summaries.map((s) => [s.batchId, s.outcome])).toEqual([[b, 'waiting'], [a, 'admitted']]);
+      expect(await item(b)).toMatchObject({ waitingFor: a });
+      // However often they meet, the same one goes first.
+      clock = NOW_MS + 5_000;
+      expect(await fromQueue(runProducer(100), stepsOf(a)[0].step)).toEqual({ batchItemFailures: [] });
+      expect(await item(a)).toMatchObject({ step: 2, discovered: 44 });
+      expect(await fromQueue(runProducer(100), stepsOf(b)[0].step)).toEqual({ batchItemFailures: [] });
+      expect(await item(b)).toMatchObject({ step: 2, pages: 0, waitingFor: a });
+
+      // A catch-up of the date that started first does not hold tonight's run back: live work goes first ...
+      await clearRuns();
+      publisher.sent.length = 0;
+      clock = NOW_MS;
+      const catchUp = 'fake-job:2026-11-28:catch-up';
+      expect(await direct(runProducer(100), { businessDate: '2026-11-28', batchId: catchUp, backfill: true })).toMatchObject({ outcome: 'admitted', published: 30 });
+      clock = NOW_MS + 2_000;
+      expect(await direct(runProducer(100), { scheduledTime: SCHEDULED })).toMatchObject({ batchId: BATCH, outcome: 'admitted', published: 30 });
+      // ... and the catch-up's next step waits for it (known backfill from its ledger item, whatever its step carries).
+      clock = NOW_MS + 5_000;
+      const { backfill: _mark, ...unmarked } = stepsOf(catchUp)[0].step;
+      await fromQueue(runProducer(100), unmarked);
+      expect(await item(catchUp)).toMatchObject({ step: 2, waitingFor: BATCH, published: 30 });
     });
   });
 

@@ -29,7 +29,6 @@ export const PIPELINE_METRICS: Readonly<Record<string, MetricStatistic>> = {
   DeadLettered: 'Sum',
   AgeSinceFirstEnqueue: 'Maximum',
   SlotsUnused: 'Sum',
-  SlotsHandedBack: 'Sum',
   LedgerWriteFailed: 'Sum',
   SloMet: 'Sum',
   SloMissed: 'Sum',

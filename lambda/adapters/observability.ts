@@ -31,11 +31,6 @@ export const MetricName = {
    * are too large for the apply time, or the invocations end early.
    */
   SlotsUnused: 'SlotsUnused',
-  /**
-   * Slots an invocation handed back to the fleet when a record's call overran (lambda/core/pacing/returnedSlots.ts): not
-   * lost, the next acquire anywhere takes them first. Records handed back with them are counted as Deferred.
-   */
-  SlotsHandedBack: 'SlotsHandedBack',
   /** A ledger counter could not be written; the operation itself succeeded. */
   LedgerWriteFailed: 'LedgerWriteFailed',
   /** The SLO's indicator, per operation of a job with an SLO: completed by its dueBy ... */

@@ -23,13 +23,7 @@ export type DeferralCause =
   /** The shared limiter had no slot soon enough (or the slot was missed); `waitMs` is its hint for the next one. */
   | { kind: 'paced'; waitMs: number }
   /** A chained deferral not yet due: the message's `notBefore` is still ahead. Not a new deferral, so no attempt. */
-  | { kind: 'not-before'; notBeforeMs: number }
-  /**
-   * An earlier record of its batch is overrunning (a slow or held downstream call), so the records behind it go back to
-   * the queue at once for another consumer to run, with the slots their container can no longer reach. Not a failure
-   * and not a wait: no budget, no delay.
-   */
-  | { kind: 'handed-back' };
+  | { kind: 'not-before'; notBeforeMs: number };
 
 export interface DeferralInput {
   cause: DeferralCause;
@@ -100,8 +94,6 @@ function describe(cause: DeferralCause): string {
       return `no rate-limit slot within the short wait (next in ${cause.waitMs} ms)`;
     case 'not-before':
       return `chained deferral until ${new Date(cause.notBeforeMs).toISOString()}`;
-    case 'handed-back':
-      return 'handed back behind an overrunning record of its batch';
   }
 }
 
@@ -151,10 +143,6 @@ export function createDeferralPolicy(options: DeferralPolicyOptions = {}): Defer
     let floorSeconds = minDelaySeconds;
     if (cause.kind === 'not-before') {
       waitMs = cause.notBeforeMs - nowMs;
-      floorSeconds = 0;
-    } else if (cause.kind === 'handed-back') {
-      // Visible again at once: nothing is wrong with the record, only the container it was in is busy.
-      waitMs = 0;
       floorSeconds = 0;
     } else if (cause.kind === 'throttled' && cause.error.retryAfterMs !== undefined) {
       waitMs = cause.error.retryAfterMs;

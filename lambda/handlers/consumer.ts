@@ -244,35 +244,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
         return p?.kind === 'defer' ? [{ record, message: p.message, cause: p.cause }] : [];
       });
       const deferred = early.length > 0 ? await deferrer.deferBlock(early, tally) : new Map<string, RecordOutcome | Error>();
-      // Live records before backfill, and keys taking turns, in the order the planner gave them their slots.
-      const runs = event.Records.filter((r) => plans.get(r.messageId)?.kind === 'run');
-      const ordered = [
-        ...event.Records.filter((r) => plans.get(r.messageId)?.kind !== 'run'),
-        ...fairOrder(runs, (r) => (plans.get(r.messageId) as Extract<Plan, { kind: 'run' }>).key, (r) => (plans.get(r.messageId) as Extract<Plan, { kind: 'run' }>).message.backfill === true),
-      ];
-      /** Records whose handling has begun: the hand-off takes only the others. */
-      const begun = new Set<string>();
-      /** The records handed back to the queue when a call overran, by message ID: their handlers report the outcome. */
-      const handedOff = new Map<string, Promise<RecordOutcome | Error>>();
-      let handOff: Promise<unknown> | undefined;
-      // One record's call is overrunning (a slow answer, a call held to its timeout, a stalled claim): the records behind
-      // it would wait for it, and the block's later slots would pass unused. Both go to the fleet instead: the records
-      // back to the queue at once (re-published, so their receive count is untouched), the slots to the limiter item,
-      // where the next acquire takes them first. Once per invocation: it leaves no record to run after the current one.
-      const onOverrun = () => {
-        if (handOff) return;
-        const rest = runs.filter((r) => !begun.has(r.messageId));
-        const sent = rest.length === 0 ? Promise.resolve(new Map<string, RecordOutcome | Error>()) : deferrer.deferBlock(
-          rest.map((record) => ({ record, message: (plans.get(record.messageId) as Extract<Plan, { kind: 'run' }>).message, cause: { kind: 'handed-back' as const } })),
-          tally,
-        );
-        for (const record of rest) handedOff.set(record.messageId, sent.then((outcomes) => outcomes.get(record.messageId) as RecordOutcome | Error, (error: unknown) => error as Error));
-        handOff = Promise.all([sent.catch(() => undefined), pool.handBack(pacing.clock())]).then(([, slots]) => {
-          logger.info('a call overran: handed the batch\'s rest and its later slots back to the fleet', { records: rest.length, slots });
-        });
-      };
       const handleRecord = async (record: SQSRecord): Promise<RecordOutcome> => {
-        begun.add(record.messageId);
         // The planner decided every record of the event.
         const planned = plans.get(record.messageId) as Plan;
         if (planned.kind === 'reject') return withLogKeys({ messageId: record.messageId }, () => accounting.reject(record, planned.reasons, tally));
@@ -294,25 +266,21 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
                 throw planned.error;
               case 'done':
                 return accounting.duplicate(planned.message, tally, planned.by);
-              case 'run': {
-                const handed = handedOff.get(record.messageId);
-                if (handed) {
-                  const outcome = await handed;
-                  if (outcome instanceof Error) {
-                    logger.error('hand-back could not be sent; SQS will redeliver the message', outcome);
-                    throw outcome;
-                  }
-                  return outcome;
-                }
+              case 'run':
                 // Awaited, so a rejected run is caught here.
-                return await runner.run(record, planned, context, tally, pool, signals, onOverrun);
-              }
+                return await runner.run(record, planned, context, tally, pool, signals);
             }
           } catch (error) {
             return accounting.fail(record, planned.message, error, tally);
           }
         });
       };
+      // Live records before backfill, and keys taking turns, in the order the planner gave them their slots.
+      const runs = event.Records.filter((r) => plans.get(r.messageId)?.kind === 'run');
+      const ordered = [
+        ...event.Records.filter((r) => plans.get(r.messageId)?.kind !== 'run'),
+        ...fairOrder(runs, (r) => (plans.get(r.messageId) as Extract<Plan, { kind: 'run' }>).key, (r) => (plans.get(r.messageId) as Extract<Plan, { kind: 'run' }>).message.backfill === true),
+      ];
       const response = await processPartialResponse({ ...event, Records: ordered }, handleRecord, processor, {
         context,
         // One record at a time, each at its slot: the concurrency cap (reserved concurrency) then bounds calls to the
@@ -321,8 +289,6 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
         // A fully failed batch is reported item by item like any other, leaving Lambda's Errors metric to real crashes.
         throwOnFullBatchFailure: false,
       });
-      // The hand-off's slots are back on the item before the invocation ends (its log line and metric with them).
-      await handOff;
       flushed = true;
       const [unwritten] = await flush();
       const batchIdOf = (record: SQSRecord) => {
@@ -332,7 +298,6 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
       return withUnwrittenBatches(response, event.Records, batchIdOf, unwritten);
     } finally {
       if (pool.unused() > 0) count(MetricName.SlotsUnused, pool.unused());
-      if (pool.handedBack() > 0) count(MetricName.SlotsHandedBack, pool.handedBack());
       // The records' handling threw (it should not): the whole event goes back to SQS; what it counted is still written.
       if (!flushed) await flush();
       flushMetrics();

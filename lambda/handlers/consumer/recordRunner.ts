@@ -70,19 +70,6 @@ export type KeyConcurrency = Pick<KeyConcurrencyLimiter, 'field' | 'acquire' | '
  */
 export const LEASE_MARGIN_MS = 5_000;
 
-/**
- * A downstream call (with its claim and completion writes) is overrunning when it runs this many times the container's
- * recent slow tail (ApplyTimeEstimator.estimateMs), and at least HAND_BACK_AFTER_MS: the invocation then hands the rest
- * of its batch and its later slots to the fleet (consumer.ts). Relative, so a downstream that always takes a second is
- * not overrunning at 250 ms; long next to what it saves, since a slow answer or a call held to its timeout would
- * otherwise leave every later slot of the block unused and the batch's other records waiting behind it.
- */
-export const HAND_BACK_TAIL_MULTIPLE = 4;
-/** The least overrun worth a hand-back (a re-publish and a limiter write): below it, waiting costs less. */
-export const HAND_BACK_AFTER_MS = 250;
-/** A container that has measured no call yet cannot tell slow from usual: it waits this long before handing back. */
-export const HAND_BACK_COLD_MS = 2_000;
-
 /** The wait a record is deferred by when its key's limiter cannot be asked. */
 const KEY_LIMITER_DOWN_WAIT_MS = 1_000;
 
@@ -225,32 +212,7 @@ export class RecordRunner {
     }
   }
 
-  /**
-   * Calls `onOverrun` once if the call that starts now is still running when it has overrun (HAND_BACK_TAIL_MULTIPLE)
-   * and the pool's next slot has passed (its late tolerance included): that slot is lost to this invocation anyway.
-   * Returns the disarm.
-   */
-  private watchOverrun(pool: SlotPool, startedMs: number, onOverrun: (() => void) | undefined): () => void {
-    if (!onOverrun || !pool.paced) return () => undefined;
-    const { clock, lateToleranceMs, estimator } = this.options;
-    const tailMs = estimator.estimateMs();
-    const overrunMs = tailMs === 0 ? HAND_BACK_COLD_MS : Math.max(HAND_BACK_AFTER_MS, HAND_BACK_TAIL_MULTIPLE * tailMs);
-    const next = pool.nextSlotAt();
-    const at = Math.max(startedMs + overrunMs, next === undefined ? 0 : next + lateToleranceMs);
-    const timer = setTimeout(onOverrun, Math.max(0, at - clock()));
-    return () => clearTimeout(timer);
-  }
-
-  /** @param onOverrun called if the record's call overruns (watchOverrun): the invocation hands its batch's rest back */
-  async run(
-    record: SQSRecord,
-    plan: Extract<Plan, { kind: 'run' }>,
-    context: Context,
-    tally: BatchTally,
-    pool: SlotPool,
-    signals: RateSignals,
-    onOverrun?: () => void,
-  ): Promise<RecordOutcome> {
+  async run(record: SQSRecord, plan: Extract<Plan, { kind: 'run' }>, context: Context, tally: BatchTally, pool: SlotPool, signals: RateSignals): Promise<RecordOutcome> {
     const { deferrer } = this.options;
     const { message } = plan;
     pool.runLeft--;
@@ -268,7 +230,7 @@ export class RecordRunner {
       lease = leased.lease;
     }
     try {
-      return await this.runHeld(record, plan, context, tally, pool, signals, startAtMs, onOverrun);
+      return await this.runHeld(record, plan, context, tally, pool, signals, startAtMs);
     } finally {
       if (lease) await this.releaseLease(lease);
     }
@@ -282,7 +244,6 @@ export class RecordRunner {
     pool: SlotPool,
     signals: RateSignals,
     slotAtMs: number,
-    onOverrun: (() => void) | undefined,
   ): Promise<RecordOutcome> {
     const { accounting, deferrer, lateToleranceMs, clock } = this.options;
     const { message, resource } = plan;
@@ -315,9 +276,8 @@ export class RecordRunner {
       const lateByMs = clock() - startAtMs;
       if (pool.paced && lateByMs > 2 * lateToleranceMs) throw new SlotMissedError(startAtMs, lateByMs);
     };
-    const disarm = this.watchOverrun(pool, applyStartedMs, onOverrun);
     try {
-      result = await this.applyIdempotent(message, resource, context, onTime).finally(disarm);
+      result = await this.applyIdempotent(message, resource, context, onTime);
     } catch (error) {
       if (error instanceof SlotMissedError) {
         // No downstream call was made: the slot counts as unused (it has passed; the pool drops it).

@@ -52,8 +52,6 @@ export class SlotPool {
   /** Slots granted to this invocation, and those a downstream call started on: the difference is lost allowance. */
   private granted = 0;
   private used = 0;
-  /** Slots handed back to the fleet (handBack): granted, not used, and not lost either. */
-  private handed = 0;
   /** Granted slots not yet used (a block's, a refill's, a duplicate's given back), ascending. */
   private readonly slots: number[] = [];
 
@@ -195,40 +193,6 @@ export class SlotPool {
       logger.warn('rate limiter unavailable for a slot at the key\'s moment; deferring', { key, error: error as Error });
       return undefined;
     }
-  }
-
-  /** When the pool's next slot comes (epoch ms), if it holds one. */
-  nextSlotAt(): number | undefined {
-    return this.slots[0];
-  }
-
-  /**
-   * A record's call is overrunning, so this invocation (its records run one after another) cannot reach its later
-   * slots: those from `fromMs` on go back to the limiter, where the fleet's next acquire takes them before booking new
-   * ones (lambda/core/pacing/returnedSlots.ts). They leave the pool first, so no record of this invocation starts on
-   * one. Best effort: slots the limiter does not take are lost, as they would have been.
-   * @returns how many the limiter took
-   */
-  async handBack(fromMs: number): Promise<number> {
-    const { limiter, key } = this.settings;
-    if (!limiter?.release) return 0;
-    const at = this.slots.findIndex((s) => s >= fromMs);
-    if (at < 0) return 0;
-    const back = this.slots.splice(at);
-    try {
-      const taken = await limiter.release(key, back);
-      this.granted -= taken;
-      this.handed += taken;
-      return taken;
-    } catch (error) {
-      logger.warn('rate limiter unavailable to take slots back; they pass unused', { key, slots: back.length, error: error as Error });
-      return 0;
-    }
-  }
-
-  /** Slots this invocation handed back to the fleet. */
-  handedBack(): number {
-    return this.handed;
   }
 
   /** A downstream call started on a slot. */

@@ -764,69 +764,6 @@ describe('Function: createConsumer', () => {
       for (const start of starts) expect(allSlots.some((slot) => start >= slot - 5 && start - slot <= 20 + 15)).toBe(true);
     });
 
-    it('hands the rest of its batch back to the queue, and its later slots to the limiter, when a call overruns', async () => {
-      // 5 starts a second on 5 lanes: a batch of 6 spans a second of slots. The second record's call is held 900 ms, far
-      // past this container's usual call (measured on a first batch) and past its next slots.
-      const limiter = new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 5, intervalMs: 1000 }, lanes: 5 });
-      const release = jest.spyOn(limiter, 'release');
-      const held = {
-        ...fakeJob,
-        apply: async (deps: unknown, request: Parameters<typeof fakeJob.apply>[1]) => {
-          if (request.resource.id === 'overrun-held') await new Promise((r) => setTimeout(r, 900));
-          return fakeJob.apply(deps as Parameters<typeof fakeJob.apply>[0], request);
-        },
-      };
-      const workQueue = await freshQueue();
-      const handle = consumer({ job: held, queueUrl: workQueue, limiter, pacing: { key: 'overrun', lateToleranceMs: 100, spacingMs: 200 } });
-      await handle(sqsEvent(sqsRecord(body('overrun-warm'))), lambdaContext());
-      fakeJobCalls.reset();
-      const keys = ['overrun-1', 'overrun-held', 'overrun-3', 'overrun-4', 'overrun-5', 'overrun-6'];
-      const response = await handle(sqsEvent(...keys.map((k) => sqsRecord(body(k)))), lambdaContext());
-
-      expect(response).toEqual({ batchItemFailures: [] });
-      // The two records that started were applied; the four behind the held call were not run here.
-      expect(fakeJobCalls.apply.map((r) => r.resource.id).sort()).toEqual(['overrun-1', 'overrun-held']);
-      // They are back on the queue at once, unchanged but for the enqueue time: no deferral budget or delay spent.
-      const back = await receiveEvent(workQueue, 10);
-      const bodies = back.Records.map((r) => JSON.parse(r.body) as JobMessage);
-      expect(bodies.map((m) => m.resource.id).sort()).toEqual(['overrun-3', 'overrun-4', 'overrun-5', 'overrun-6']);
-      for (const m of bodies) expect(m).toMatchObject({ attempt: 0 });
-      for (const m of bodies) expect(m.pacedDeferrals).toBeUndefined();
-      expect(metricTotal('Deferred')).toBe(4);
-      // The block's slots still ahead went to the limiter item, for the fleet's next acquire.
-      expect(release).toHaveBeenCalledTimes(1);
-      const handed = release.mock.calls[0][1];
-      expect(handed.length).toBeGreaterThan(0);
-      expect(metricTotal('SlotsHandedBack')).toBe(handed.length);
-      const { Item } = await documentClient().send(new GetCommand({ TableName: LIMITER_TABLE, Key: { pk: 'overrun' }, ConsistentRead: true }));
-      expect([...(Item?.handedBack as Set<number>)].sort()).toEqual([...handed].sort());
-      // Another container's next acquire takes them before booking lanes.
-      const other = new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 5, intervalMs: 1000 }, lanes: 5 });
-      const future = handed.filter((slot) => slot > Date.now() + 50);
-      if (future.length > 0) expect((await other.acquire('overrun', 1, { maxWaitMs: 5_000 })).startAtMs[0]).toBe(future[0]);
-    });
-
-    it('does not hand back a batch whose calls all take about as long as this container\'s usual call', async () => {
-      const limiter = new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 5, intervalMs: 1000 }, lanes: 5 });
-      const release = jest.spyOn(limiter, 'release');
-      // Every call takes 300 ms: slower than the 250 ms floor, but usual for this downstream once measured.
-      const steady = {
-        ...fakeJob,
-        apply: async (deps: unknown, request: Parameters<typeof fakeJob.apply>[1]) => {
-          await new Promise((r) => setTimeout(r, 300));
-          return fakeJob.apply(deps as Parameters<typeof fakeJob.apply>[0], request);
-        },
-      };
-      const workQueue = await freshQueue();
-      const handle = consumer({ job: steady, queueUrl: workQueue, limiter, pacing: { key: 'steady', lateToleranceMs: 100, spacingMs: 200 } });
-      await handle(sqsEvent(sqsRecord(body('steady-warm'))), lambdaContext());
-      const response = await handle(sqsEvent(...['steady-1', 'steady-2', 'steady-3'].map((k) => sqsRecord(body(k)))), lambdaContext());
-      expect(response).toEqual({ batchItemFailures: [] });
-      expect(metricTotal('Applied')).toBe(4);
-      expect(release).not.toHaveBeenCalled();
-      expect(metricTotal('SlotsHandedBack')).toBe(0);
-    });
-
     it('takes only the slots this container can start on time once it has measured its applies, the rest when reached', async () => {
       // Slots 10 ms apart, applies of about 60 ms, 45 ms tolerance (room for a busy machine between grant and start):
       // one slot per block is all that can be started on time.

@@ -189,14 +189,6 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
     return this.limiterFor(await this.currentRate(key)).liveAt(key, maxAgeMs);
   }
 
-  /**
-   * Handed-back slots are start times already granted, whatever rate granted them: they go on the key's item, where
-   * every rate's limiter takes them first (lambda/core/pacing/returnedSlots.ts).
-   */
-  async release(key: string, startAtMs: readonly number[]): Promise<number> {
-    return this.limiterFor(this.limits.startsPerInterval).release(key, startAtMs);
-  }
-
   /** The rate the fleet is pacing `key` at now: the rule's, from the state read at most refreshMs ago. */
   async currentRate(key: string): Promise<number> {
     return rateAt((await this.current(key)).state, this.clock(), this.rule);

@@ -28,8 +28,7 @@ import {
 import { EnvVar } from '../core/constants';
 import { backoffMs, RandomSource } from '../core/pacing/backoff';
 import { GcraLimits, GcraState, RateLimitSpec } from '../core/pacing/gcra';
-import { laneLimits, reserveLanes, type LaneReservation } from '../core/pacing/lanes';
-import { MAX_RETURNED_SLOTS, takeReturned } from '../core/pacing/returnedSlots';
+import { laneLimits, reserveLanes } from '../core/pacing/lanes';
 import { PacingConfigError } from '../core/pacing/errors';
 import { sleep } from '../core/pacing/sleep';
 import { requireEnv } from '../core/settings';
@@ -90,14 +89,6 @@ export interface RateLimiter {
    * spacing must keep its blocks small.
    */
   readonly lanes?: number;
-  /**
-   * Hands slots granted to this caller back to `key`'s item, for the fleet's next acquire to take before it books new
-   * ones (lambda/core/pacing/returnedSlots.ts). The caller must never start on them afterwards. Slots that pass before
-   * anyone takes them are lost, as they would have been.
-   * @returns how many the item took (0 when it holds MAX_RETURNED_SLOTS already, or the limiter cannot keep them)
-   * @throws RateLimiterError when DynamoDB fails
-   */
-  release?(key: string, startAtMs: readonly number[]): Promise<number>;
 }
 
 export interface DynamoDbRateLimiterOptions {
@@ -167,8 +158,6 @@ export class DynamoDbRateLimiter implements RateLimiter {
   private readonly random: RandomSource;
   /** Last TATs (one per lane) this container saw per item: the expected values of the next conditional write. */
   private readonly known = new Map<string, LaneStates>();
-  /** Slots handed back on each item (epoch ms), as last seen: taken before the lanes are asked (see release). */
-  private readonly knownBack = new Map<string, number[]>();
   /** When (epoch ms) each item's known TAT was last confirmed, by a write of ours or a read. */
   private readonly knownAtMs = new Map<string, number>();
   /** Per item (lanes only), the pace the fleet's last block was planned at, as the item said: a cold container's default. */
@@ -230,60 +219,19 @@ export class DynamoDbRateLimiter implements RateLimiter {
       // The decision's "now" is the earliest moment the caller could start: the clock plus the expected write time.
       const nowMs = options.atMs ?? Math.floor(this.clock()) + this.leadMs;
       const paceMs = options.paceMs || (limits.length > 1 ? (this.fleetPace.get(itemKey) ?? 0) : 0);
-      const maxWaitMs = options.maxWaitMs ?? 0;
-      // Slots handed back come first: they are allowance already granted that would otherwise pass unused. The lanes
-      // then book the rest from the last of them on, at the caller's pace (never closer than the key's spacing).
-      const back = this.knownBack.get(itemKey) ?? [];
-      const ownSpacingMs = Math.max(paceMs, keySpacingMs(limits));
-      const returned = back.length > 0 ? takeReturned(back, { nowMs, maxWaitMs, count, paceMs: ownSpacingMs }) : { taken: [], expired: [] };
-      const lastTaken = returned.taken[returned.taken.length - 1];
-      const laneNowMs = lastTaken === undefined ? nowMs : Math.max(nowMs, Math.ceil(lastTaken + ownSpacingMs));
-      const rest = count - returned.taken.length;
-      const laneWaitMs = nowMs + maxWaitMs - laneNowMs;
-      const decision: LaneReservation =
-        rest > 0 && laneWaitMs >= 0
-          ? reserveLanes(known, { nowMs: laneNowMs, count: rest, maxWaitMs: laneWaitMs, paceMs, random: this.random }, limits)
-          : { granted: 0, startAtMs: [], lanes: new Map(), waitMs: rest > 0 ? Math.max(0, laneNowMs - nowMs) : 0 };
-      const lanesGranted = decision.lanes.size === 0 ? 0 : decision.granted;
+      const decision = reserveLanes(known, { nowMs, count, maxWaitMs: options.maxWaitMs ?? 0, paceMs, random: this.random }, limits);
       // Nothing fits: no write. A stale known TAT is only ever lower than the stored one, so the refusal stands.
-      if (lanesGranted === 0 && returned.taken.length === 0) {
+      if (decision.granted === 0 || decision.lanes.size === 0) {
         return { granted: 0, startAtMs: [], waitMs: decision.waitMs };
       }
-      const fresh = await this.write(itemKey, known, laneNowMs, decision.lanes, liveStamp, limits.length > 1 ? Math.round(options.paceMs ?? 0) : 0, returned);
+      const fresh = await this.write(itemKey, known, nowMs, decision.lanes, liveStamp, limits.length > 1 ? Math.round(options.paceMs ?? 0) : 0);
       if (fresh === 'written') {
         this.remember(itemKey, known.map((state, i) => decision.lanes.get(i) ?? state));
-        const startAtMs = [...returned.taken, ...decision.startAtMs.slice(0, lanesGranted)];
-        return { granted: startAtMs.length, startAtMs, waitMs: startAtMs.length < count ? decision.waitMs : 0 };
+        return { granted: decision.granted, startAtMs: decision.startAtMs, waitMs: decision.waitMs };
       }
       this.remember(itemKey, fresh);
     }
     throw new LimiterContentionError(itemKey, this.tableName, this.maxAttempts);
-  }
-
-  /**
-   * One unconditional-on-lanes write: the slots join the item's handed-back set, unless it is full. A sharded key keeps
-   * none (the caller does not know which shard its slots came from, and a slot handed to the wrong shard would count
-   * against that shard's share twice).
-   */
-  async release(key: string, startAtMs: readonly number[]): Promise<number> {
-    const slots = [...new Set(startAtMs.map((ms) => Math.round(ms)))].filter((ms) => Number.isSafeInteger(ms) && ms > 0);
-    if (this.shards !== 1 || slots.length === 0) return 0;
-    try {
-      await this.client.send(
-        new UpdateItemCommand({
-          TableName: this.tableName,
-          Key: { pk: { S: key } },
-          UpdateExpression: 'ADD handedBack :slots',
-          // A full set takes no more: the item stays small whatever the fleet hands back, and nothing else depends on it.
-          ConditionExpression: 'attribute_not_exists(handedBack) OR size(handedBack) <= :room',
-          ExpressionAttributeValues: { ':slots': { NS: slots.map(String) }, ':room': { N: String(MAX_RETURNED_SLOTS - slots.length) } },
-        }),
-      );
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return 0;
-      throw new RateLimiterError(`rate limiter item "${key}" in table "${this.tableName}": hand-back failed: ${(error as Error).message}`, key, this.tableName, { cause: error });
-    }
-    return slots.length;
   }
 
   async liveAt(key: string, maxAgeMs: number): Promise<number | undefined> {
@@ -301,16 +249,6 @@ export class DynamoDbRateLimiter implements RateLimiter {
     this.fleetPace.delete(itemKey);
     this.fleetPace.set(itemKey, Number(n));
     while (this.fleetPace.size > this.maxKnownItems) this.fleetPace.delete(this.fleetPace.keys().next().value as string);
-  }
-
-  /** Keeps the handed-back slots an item carried (bounded like the other per-item views). */
-  private seeBack(itemKey: string, item: Record<string, AttributeValue> | undefined, removed: readonly number[] = []): void {
-    const gone = new Set(removed);
-    const slots = (item?.handedBack?.NS?.map(Number) ?? []).filter((slot) => !gone.has(slot));
-    this.knownBack.delete(itemKey);
-    if (slots.length === 0) return;
-    this.knownBack.set(itemKey, slots);
-    while (this.knownBack.size > this.maxKnownItems) this.knownBack.delete(this.knownBack.keys().next().value as string);
   }
 
   /** The lanes of an item: its shard's. */
@@ -350,8 +288,6 @@ export class DynamoDbRateLimiter implements RateLimiter {
     liveStamp: boolean,
     /** The writer's own measured pace, kept on the item for containers that have none yet; 0 leaves the item's. */
     paceMs: number,
-    /** Handed-back slots this decision takes (each on the condition it is still there), and passed ones to drop. */
-    returned: { taken: readonly number[]; expired: readonly number[] } = { taken: [], expired: [] },
   ): Promise<'written' | LaneStates> {
     const nowUs = nowMs * US_PER_MS;
     const sets: string[] = [];
@@ -370,14 +306,8 @@ export class DynamoDbRateLimiter implements RateLimiter {
       values[`:expected${suffix}`] = { N: String(idle ? nowUs : before.tatUs) };
       conditions.push(idle ? `attribute_not_exists(${attr}) OR ${attr} <= :expected${suffix}` : `${attr} = :expected${suffix}`);
     }
-    returned.taken.forEach((slot, i) => {
-      values[`:back${i}`] = { N: String(slot) };
-      conditions.push(`contains(handedBack, :back${i})`);
-    });
-    const dropped = [...returned.taken, ...returned.expired];
-    if (dropped.length > 0) values[':dropped'] = { NS: dropped.map(String) };
     // The item expires a day after its latest lane (an expired item is an idle key).
-    const latestUs = Math.max(...[...next.values()].map((s) => s.tatUs), ...known.map((s) => s?.tatUs ?? 0), ...returned.taken.map((ms) => ms * US_PER_MS));
+    const latestUs = Math.max(...[...next.values()].map((s) => s.tatUs), ...known.map((s) => s?.tatUs ?? 0));
     values[':expires'] = { N: String(Math.ceil(latestUs / 1_000_000) + this.idleTtlSeconds) };
     if (liveStamp) values[':live'] = { N: String(Math.floor(this.clock())) };
     if (paceMs > 0) values[':pace'] = { N: String(paceMs) };
@@ -386,7 +316,7 @@ export class DynamoDbRateLimiter implements RateLimiter {
         new UpdateItemCommand({
           TableName: this.tableName,
           Key: { pk: { S: itemKey } },
-          UpdateExpression: `SET ${[...sets, 'expiresAt = :expires'].join(', ')}${liveStamp ? ', liveAt = :live' : ''}${paceMs > 0 ? ', paceMs = :pace' : ''}${dropped.length > 0 ? ' DELETE handedBack :dropped' : ''}`,
+          UpdateExpression: `SET ${sets.join(', ')}, expiresAt = :expires${liveStamp ? ', liveAt = :live' : ''}${paceMs > 0 ? ', paceMs = :pace' : ''}`,
           ConditionExpression: conditions.length === 1 ? conditions[0] : conditions.map((c) => `(${c})`).join(' AND '),
           ExpressionAttributeValues: values,
           // The old item comes back with the answer at no cost: a backfill start learns the live stamp from it.
@@ -395,8 +325,6 @@ export class DynamoDbRateLimiter implements RateLimiter {
         }),
       );
       this.seeLive(itemKey, liveStamp ? Number(values[':live'].N) : liveAtOf(Attributes));
-      // The item as it was, less what this write took and dropped: others' hand-backs since our last look included.
-      this.seeBack(itemKey, Attributes, dropped);
       if (paceMs > 0) this.fleetPace.set(itemKey, paceMs);
       else this.seePace(itemKey, Attributes);
       return 'written';
@@ -407,7 +335,6 @@ export class DynamoDbRateLimiter implements RateLimiter {
       if (!error.Item) return this.read(itemKey);
       this.seeLive(itemKey, liveAtOf(error.Item));
       this.seePace(itemKey, error.Item);
-      this.seeBack(itemKey, error.Item);
       return lanesOf(error.Item, known.length);
     }
   }
@@ -420,22 +347,16 @@ export class DynamoDbRateLimiter implements RateLimiter {
           TableName: this.tableName,
           Key: { pk: { S: itemKey } },
           ConsistentRead: true,
-          ProjectionExpression: [...Array.from({ length: lanes }, (_, i) => laneAttribute(i)), 'liveAt', 'handedBack', ...(lanes > 1 ? ['paceMs'] : [])].join(', '),
+          ProjectionExpression: [...Array.from({ length: lanes }, (_, i) => laneAttribute(i)), 'liveAt', ...(lanes > 1 ? ['paceMs'] : [])].join(', '),
         }),
       );
       this.seeLive(itemKey, Item ? liveAtOf(Item) : undefined);
       this.seePace(itemKey, Item);
-      this.seeBack(itemKey, Item);
       return lanesOf(Item, lanes);
     } catch (error) {
       throw new RateLimiterError(`rate limiter item "${itemKey}" in table "${this.tableName}": read failed: ${(error as Error).message}`, itemKey, this.tableName, { cause: error });
     }
   }
-}
-
-/** The key's spacing in ms: a lane's emission interval over the lanes (one lane: its own interval). */
-function keySpacingMs(limits: readonly GcraLimits[]): number {
-  return limits.reduce((sum, l) => sum + l.emissionIntervalUs, 0) / limits.length / limits.length / US_PER_MS;
 }
 
 function liveAtOf(item: Record<string, AttributeValue> | undefined): number | undefined {

@@ -3,7 +3,7 @@
 // in-process (Scheduler invoking its target), and keeps the denials for the run report.
 import { Authorizer, CredentialDirectory, rolePrincipal, startAuthGateway, type AwsService, type Denial, type Principal, type SessionCredentials } from './iam';
 import type { StackPlan } from './plan';
-import { ensurePortFree, LOCAL_CREDENTIALS, type RunningServer } from './servers';
+import { type ChannelForward, ensurePortFree, LOCAL_CREDENTIALS, type RunningServer } from './servers';
 
 /** The access key a request is signed with (its caller's role session): what tells one function's requests apart. */
 export { accessKeyOf } from './iam';
@@ -68,10 +68,14 @@ export class StackIam {
     return this.credentials.forRole(roleArn, stsSessionName(sessionName));
   }
 
-  /** Starts a gateway in front of each server, on the port asked for (a free one when none). */
+  /**
+   * Starts a gateway in front of each server, on the port asked for (a free one when none); a server with an IPC
+   * channel (channels) is forwarded to over it.
+   */
   async startGateways(
     backends: Record<GatewayService, string>,
     ports: Partial<Record<GatewayService, number>>,
+    channels: Partial<Record<GatewayService, ChannelForward>> = {},
   ): Promise<Record<GatewayService, RunningServer>> {
     const started: Partial<Record<GatewayService, RunningServer>> = {};
     try {
@@ -79,6 +83,7 @@ export class StackIam {
         const options = {
           service: SERVICE_OF[name],
           backendEndpoint: backends[name],
+          backendChannel: channels[name],
           port: ports[name],
           credentials: this.credentials,
           // Set by usePlan before any request arrives.

@@ -5,6 +5,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { delimiter, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { cpuProfileArgs, profilingChildren } from './cpuProfile';
 import { hostRuntime, type ResolvedNode, resolveNodeFor } from './nodeRuntimes';
 import { LambdaSandbox, type SandboxEnvironment } from './sandbox';
 
@@ -469,7 +470,7 @@ export class LocalFunction {
 
   private start(): Environment {
     // Lambda's bootstrap gives the heap the function's memory (less a margin); memoryMb is the limit here.
-    const execArgv = this.spec.memoryMb ? [`--max-old-space-size=${Math.max(64, this.spec.memoryMb)}`] : [];
+    const execArgv = [...(this.spec.memoryMb ? [`--max-old-space-size=${Math.max(64, this.spec.memoryMb)}`] : []), ...cpuProfileArgs(this.spec.name)];
     // The host's process.env is not inherited: Lambda's environment is the runtime's variables and the function's.
     const child = spawn(this.node.execPath, [...execArgv, this.paths.bootstrapPath], {
       cwd: this.paths.taskDir,
@@ -523,6 +524,19 @@ export class LocalFunction {
       env.child.kill('SIGKILL');
     }
     return env.exited;
+  }
+
+  /**
+   * Ends an execution environment by closing its channel (the bootstrap then exits on its own), and kills it when it
+   * has not gone within 5 s: only a process that exits writes its CPU profile (PACED_CPU_PROF_DIR).
+   */
+  private retire(env: Environment): Promise<void> {
+    if (env.child.exitCode !== null || env.child.signalCode !== null) return env.exited;
+    env.child.ref();
+    const killer = setTimeout(() => env.child.kill('SIGKILL'), 5000);
+    if (env.child.connected) env.child.disconnect();
+    else env.child.kill('SIGKILL');
+    return env.exited.finally(() => clearTimeout(killer));
   }
 
   private run(event: unknown, requestId: string): Promise<unknown> {
@@ -609,7 +623,7 @@ export class LocalFunction {
   async close(): Promise<void> {
     this.closed = true;
     this.asyncQueue.length = 0;
-    await Promise.all([...this.all].map((env) => this.destroy(env)));
+    await Promise.all([...this.all].map((env) => (profilingChildren() ? this.retire(env) : this.destroy(env))));
     this.idle.length = 0;
     if (this.ownsSandbox) this.sandbox.close();
   }

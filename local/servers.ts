@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { dirname } from 'node:path';
+import { cpuProfileArgs } from './cpuProfile';
 import { emulateFairQueue, fairQueueFigures, type FairQueueFigures, type FairQueueSettings, type FairQueueTarget } from './fairQueue';
 
 export interface RunningServer {
@@ -12,7 +13,31 @@ export interface RunningServer {
   endpoint: string;
   port: number;
   close(): Promise<void>;
+  /**
+   * Hands one request to the server over its process's IPC channel instead of over HTTP, and resolves with its answer:
+   * only a server in a process of its own that takes requests so (dynalite). The server's own request handler answers
+   * it, observers included, exactly as a request on its port; what is saved is an HTTP client and server on the way.
+   */
+  forward?: ChannelForward;
 }
+
+/** A request sent over a server process's IPC channel (RunningServer.forward). */
+export interface ChannelRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** The whole body, as UTF-8 (the JSON protocols' bodies). */
+  body: string;
+}
+
+/** The server's answer to a ChannelRequest. */
+export interface ChannelAnswer {
+  status: number;
+  headers: Record<string, string | number | string[]>;
+  body: string;
+}
+
+export type ChannelForward = (request: ChannelRequest) => Promise<ChannelAnswer>;
 
 const LOOPBACK = '127.0.0.1';
 
@@ -46,7 +71,8 @@ export interface DynaliteOptions {
   onRequest?: RequestObserver;
   /**
    * Run dynalite in a child process of its own (see startServerProcess): its CPU then neither stalls this process's
-   * timers nor waits behind them, as a table on AWS is another machine. @default false
+   * timers nor waits behind them, as a table on AWS is another machine. It then also takes requests over its IPC
+   * channel (RunningServer.forward). @default false
    */
   childProcess?: boolean;
   /**
@@ -66,6 +92,7 @@ export async function startDynamoDb(options: DynaliteOptions = {}): Promise<Runn
       path: options.path,
       observe: options.onRequest !== undefined,
       returnConsumedCapacity: options.returnConsumedCapacity === true,
+      channel: true,
     }, options.onRequest);
   }
   // dynalite ships no types; its default export builds a plain http.Server.
@@ -91,6 +118,8 @@ interface ServerProcessSpec {
   buckets?: string[];
   observe: boolean;
   returnConsumedCapacity?: boolean;
+  /** Take requests over the IPC channel too (RunningServer.forward). */
+  channel?: boolean;
 }
 
 /*
@@ -98,13 +127,22 @@ interface ServerProcessSpec {
  * or jest). It starts the server, answers the parent its port, and, when asked, reports each request it answered, as
  * observeRequests does in-process: a copy of the body as received and the status, sent in batches (one IPC write per
  * turn of its event loop, not per request). With returnConsumedCapacity, dynalite's handler is given a copy of each
- * request that asks for ConsumedCapacity; the observer still sees the original.
+ * request that asks for ConsumedCapacity; the observer still sees the original. With channel, it also answers the
+ * requests the parent hands it over the IPC channel (RunningServer.forward), the answers in the same batches.
  */
 const SERVER_PROCESS_SOURCE = String.raw`'use strict';
 const spec = JSON.parse(process.argv[1]);
 const { EventEmitter } = require('node:events');
 let pending = [];
-const flush = () => { const batch = pending; pending = []; if (batch.length && process.connected) process.send({ type: 'requests', requests: batch }); };
+let answers = [];
+// Observed requests and the answers to channel requests go in one message per turn of the event loop.
+const flush = () => {
+  const batch = pending, answered = answers;
+  pending = [];
+  answers = [];
+  if ((batch.length || answered.length) && process.connected) process.send({ type: 'requests', requests: batch, answers: answered });
+};
+const later = () => { if (pending.length + answers.length === 1) setImmediate(flush); };
 function observe(server, withAnswers) {
   server.prependListener('request', (req, res) => {
     const at = Date.now();
@@ -120,7 +158,8 @@ function observe(server, withAnswers) {
     res.on('finish', () => {
       const r = { at, method: req.method || '', url: req.url || '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), status: res.statusCode };
       if (answer) r.responseBody = Buffer.concat(answer).toString('utf8');
-      if (pending.push(r) === 1) setImmediate(flush);
+      pending.push(r);
+      later();
     });
   });
 }
@@ -150,6 +189,38 @@ function askForCapacity(server) {
     });
   });
 }
+/*
+ * A request the parent hands over the IPC channel: the server's own 'request' listeners (observer, capacity, dynalite)
+ * get a request and a response that carry what they read and write (dynalite reads method, url, headers and the body's
+ * events; it writes statusCode, setHeader and end), and the answer goes back over the channel.
+ */
+function answerOverChannel(server) {
+  process.on('message', (m) => {
+    if (m && m.type === 'channel') m.requests.forEach(answer);
+  });
+  function answer(m) {
+    const req = Object.assign(new EventEmitter(), { method: m.method, url: m.url, headers: m.headers });
+    const headers = {};
+    const chunks = [];
+    const res = Object.assign(new EventEmitter(), {
+      statusCode: 200,
+      setHeader(name, value) { headers[name.toLowerCase()] = value; return this; },
+      getHeader(name) { return headers[name.toLowerCase()]; },
+      removeHeader(name) { delete headers[name.toLowerCase()]; },
+      write(c) { if (c != null && typeof c !== 'function') chunks.push(Buffer.from(c)); return true; },
+      end(c) {
+        if (c != null && typeof c !== 'function') chunks.push(Buffer.from(c));
+        answers.push({ id: m.id, status: this.statusCode, headers, body: Buffer.concat(chunks).toString('utf8') });
+        later();
+        this.emit('finish');
+        return this;
+      },
+    });
+    server.emit('request', req, res);
+    if (m.body) req.emit('data', Buffer.from(m.body, 'utf8'));
+    req.emit('end');
+  }
+}
 let close = (done) => done();
 function listening(server, port) {
   process.send({ type: 'listening', port });
@@ -158,6 +229,7 @@ if (spec.kind === 'dynalite') {
   const server = require(spec.module)({ path: spec.path, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   if (spec.returnConsumedCapacity) askForCapacity(server);
   if (spec.observe) observe(server, spec.returnConsumedCapacity);
+  if (spec.channel) answerOverChannel(server);
   server.once('error', (error) => process.send({ type: 'failed', code: error.code, message: error.message }, () => process.exit(1)));
   server.listen(spec.port, '127.0.0.1', () => listening(server, server.address().port));
   close = (done) => { server.close(() => done()); if (server.closeAllConnections) server.closeAllConnections(); };
@@ -189,19 +261,51 @@ const SERVER_PROCESS_CLOSE_MS = 5000;
  * the run has settled). The process ends with close(), and on its own when this one goes.
  */
 function startServerProcess(spec: ServerProcessSpec, onRequest: RequestObserver | undefined): Promise<RunningServer> {
-  const child: ChildProcess = spawn(process.execPath, ['-e', SERVER_PROCESS_SOURCE, JSON.stringify(spec)], {
+  const child: ChildProcess = spawn(process.execPath, [...cpuProfileArgs(spec.kind), '-e', SERVER_PROCESS_SOURCE, JSON.stringify(spec)], {
     cwd: dirname(spec.module),
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     // Not the parent's NODE_OPTIONS (a loader, an inspector, a profiler): the child runs plain JavaScript.
     env: { ...process.env, NODE_OPTIONS: '' },
   });
   const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  // Requests handed over the channel, by id, until their answer comes back (or the process ends without one).
+  const waiting = new Map<number, { resolve: (answer: ChannelAnswer) => void; reject: (error: Error) => void }>();
+  let nextId = 0;
+  void exited.then(() => {
+    for (const w of waiting.values()) w.reject(new Error(`the ${spec.kind} process exited`));
+    waiting.clear();
+  });
+  // Sent in one message per turn of this event loop, as the process answers them (one IPC write, not one per request).
+  let outgoing: (ChannelRequest & { id: number })[] = [];
+  const send = () => {
+    const batch = outgoing;
+    outgoing = [];
+    try {
+      child.send({ type: 'channel', requests: batch });
+    } catch (error) {
+      for (const r of batch) {
+        waiting.get(r.id)?.reject(error as Error);
+        waiting.delete(r.id);
+      }
+    }
+  };
+  const forward: ChannelForward = (request) =>
+    new Promise((resolve, reject) => {
+      const id = ++nextId;
+      waiting.set(id, { resolve, reject });
+      if (outgoing.push({ id, ...request }) === 1) setImmediate(send);
+    });
   return new Promise((resolve, reject) => {
     const onExit = (code: number | null, signal: string | null) => reject(new Error(`${spec.kind} process exited before listening (${signal ? `signal ${signal}` : `code ${code}`})`));
     child.once('error', reject);
     child.once('exit', onExit);
-    child.on('message', (message: { type: string; port?: number; requests?: ObservedRequest[]; code?: string; message?: string }) => {
+    child.on('message', (message: { type: string; port?: number; requests?: ObservedRequest[]; answers?: (ChannelAnswer & { id: number })[]; code?: string; message?: string }) => {
       if (message.type === 'requests') {
+        // The answers first: a request is observed after it was answered, as over HTTP.
+        for (const { id, ...answer } of message.answers ?? []) {
+          waiting.get(id)?.resolve(answer);
+          waiting.delete(id);
+        }
         for (const r of message.requests ?? []) onRequest?.(r);
         return;
       }
@@ -218,6 +322,7 @@ function startServerProcess(spec: ServerProcessSpec, onRequest: RequestObserver 
       resolve({
         endpoint: `http://${LOOPBACK}:${port}`,
         port,
+        ...(spec.channel ? { forward } : {}),
         close: async () => {
           if (child.exitCode !== null || child.signalCode !== null) return;
           const killer = setTimeout(() => child.kill('SIGKILL'), SERVER_PROCESS_CLOSE_MS);

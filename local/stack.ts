@@ -8,6 +8,7 @@ import { CreateQueueCommand, SendMessageCommand, SetQueueAttributesCommand, SQSC
 import {
   CreateTableCommand,
   CreateTableCommandInput,
+  DescribeTableCommand,
   DynamoDBClient,
   ResourceInUseException,
   UpdateTimeToLiveCommand,
@@ -24,6 +25,7 @@ import { LocalScheduler } from './scheduler';
 import { startSchedulerApi } from './schedulerApi';
 import { startSnsApi } from './snsApi';
 import { PlannedFunction, PlannedLayer, PlannedSecret, PlannedTable, planStack, StackPlan } from './plan';
+import { waitFor } from './waitFor';
 import type { CloudFormationTemplate } from './template';
 
 export class ProvisioningError extends Error {
@@ -394,6 +396,7 @@ export class LocalStack {
       const gateways = await this.iam.startGateways(
         { dynamodb: dynamodb.endpoint, sqs: sqs.endpoint, s3: s3.endpoint, secretsManager: secrets.endpoint, lambda: lambda.endpoint, scheduler: scheduler.endpoint },
         ports,
+        { dynamodb: dynamodb.forward },
       );
       this.servers.push(...Object.values(gateways));
       sqs.advertise(gateways.sqs.port);
@@ -441,6 +444,10 @@ export class LocalStack {
           throw new ProvisioningError(`table ${t.logicalId} (${t.name}): ${(error as Error).message}`, t.logicalId, { cause: error });
         }
       }
+      // A new table is CREATING until dynalite's next turn; CloudFormation, too, finishes a table once it is ACTIVE. A
+      // request for it before then is refused (ResourceNotFoundException), which a quick client over the gateway's
+      // channel to dynalite can be.
+      await waitFor(`table ${t.name} to be ACTIVE`, async () => (await ddb.send(new DescribeTableCommand({ TableName: t.name }))).Table?.TableStatus === 'ACTIVE', { intervalMs: 5 });
       const ttl = t.properties.TimeToLiveSpecification as { AttributeName?: string; Enabled?: boolean } | undefined;
       if (ttl?.Enabled && ttl.AttributeName) {
         try {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -12,6 +12,7 @@ import {
   LocalFunction,
   type RuntimeOptions,
 } from '../../local/lambdaRuntime';
+import { CPU_PROFILE_ENV, cpuProfileArgs } from '../../local/cpuProfile';
 import { resolveNodeFor, UnsupportedRuntimeError } from '../../local/nodeRuntimes';
 import { waitFor } from '../../local/waitFor';
 
@@ -431,5 +432,34 @@ describe('Class: LambdaRuntime', () => {
     } finally {
       await rt.close();
     }
+  });
+});
+
+describe('Option: PACED_CPU_PROF_DIR', () => {
+  it('adds no flag unless the folder is named, and names each profile apart', () => {
+    expect(cpuProfileArgs('fn', {})).toEqual([]);
+    expect(cpuProfileArgs('fn', { [CPU_PROFILE_ENV]: '' })).toEqual([]);
+    const [first, second] = [cpuProfileArgs('my fn/1', { [CPU_PROFILE_ENV]: '/tmp/p' }), cpuProfileArgs('my fn/1', { [CPU_PROFILE_ENV]: '/tmp/p' })];
+    expect(first.slice(0, 2)).toEqual(['--cpu-prof', '--cpu-prof-dir=/tmp/p']);
+    expect(first[2]).toMatch(/^--cpu-prof-name=my_fn_1\.\d+\.\d+\.cpuprofile$/);
+    expect(second[2]).not.toBe(first[2]);
+  });
+
+  it("profiles each execution environment and writes its profile when the function closes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'paced-jobs-cpu-prof-'));
+    dirs.push(dir);
+    const before = process.env[CPU_PROFILE_ENV];
+    process.env[CPU_PROFILE_ENV] = dir;
+    try {
+      await using(probe('profiled-fn'), {}, async (fn) => {
+        expect(await fn.invoke({ do: 'version' })).toMatch(/^v\d+/);
+      });
+    } finally {
+      if (before === undefined) delete process.env[CPU_PROFILE_ENV];
+      else process.env[CPU_PROFILE_ENV] = before;
+    }
+    const written = readdirSync(dir);
+    expect(written).toEqual([expect.stringMatching(/^profiled-fn\..*\.cpuprofile$/)]);
+    expect(JSON.parse(readFileSync(join(dir, written[0]), 'utf8'))).toEqual(expect.objectContaining({ nodes: expect.any(Array), samples: expect.any(Array) }));
   });
 });

@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import {
   CreateQueueCommand,
@@ -141,6 +141,8 @@ describe('Function: startDynamoDb', () => {
         const first = await startDynamoDb({ childProcess: true, path });
         const a = clientOf(first);
         await a.send(new CreateTableCommand(TABLE));
+        // CREATING until dynalite's next turn: a quick PutItem on a loaded machine was refused (ResourceNotFoundException).
+        await waitFor('the table', async () => (await a.send(new DescribeTableCommand({ TableName: 'tbl' }))).Table?.TableStatus === 'ACTIVE', { intervalMs: 5 });
         await a.send(new PutItemCommand({ TableName: 'tbl', Item: { id: { S: 'kept' } } }));
         a.destroy();
         await first.close();

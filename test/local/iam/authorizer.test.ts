@@ -215,6 +215,56 @@ describe('Class: Authorizer', () => {
     });
   });
 
+  describe('S3 objects', () => {
+    const BUCKET = 'arn:aws:s3:::uploads';
+    const objects: PlannedIam = {
+      roles: [
+        role('cleaner', [
+          { Effect: 'Allow', Action: ['s3:DeleteObject', 's3:GetObject'], Resource: `${BUCKET}/stale/*` },
+          { Effect: 'Deny', Action: 's3:DeleteObject', Resource: `${BUCKET}/stale/keep-?` },
+        ]),
+        role('own', [{ Effect: 'Allow', Action: 's3:DeleteObject', Resource: `${BUCKET}/\${aws:userid}/*` }]),
+      ],
+      resourcePolicies: [{ logicalIds: ['UploadsPolicy'], service: 's3', resourceArn: BUCKET, document: { Version: '2012-10-17', Statement: [enforceSsl('s3', [BUCKET, `${BUCKET}/*`])] } }],
+    };
+    const cleaner = rolePrincipal(roleArn('cleaner'), 'cleaner-fn');
+    const simulations = () => (runSimulation as jest.Mock).mock.calls.length;
+
+    it('decides objects that match the same policy patterns once, and names each denied object in its own message', async () => {
+      const authorizer = new Authorizer({ iam: objects, accountId: ACCOUNT, region: 'us-east-1' });
+      const before = simulations();
+      for (let i = 0; i < 5; i++) {
+        expect(await authorizer.authorize({ principal: cleaner, action: 's3:DeleteObject', resource: `${BUCKET}/stale/upload-${i}` })).toEqual({ allowed: true, wouldDeny: false });
+      }
+      expect(simulations() - before).toBe(1);
+      // Outside the allowed prefix, matched by the deny, or over plain HTTP: each a class (and a decision) of its own.
+      const outside = await authorizer.authorize({ principal: cleaner, action: 's3:DeleteObject', resource: `${BUCKET}/fresh/a` });
+      const outsideToo = await authorizer.authorize({ principal: cleaner, action: 's3:DeleteObject', resource: `${BUCKET}/fresh/b` });
+      expect(outside).toMatchObject({ allowed: false, reason: 'no-identity-allow' });
+      expect(outside.message).toBe(`User: ${cleaner.assumedRoleArn} is not authorized to perform: s3:DeleteObject on resource: ${BUCKET}/fresh/a because no identity-based policy allows the s3:DeleteObject action`);
+      expect(outsideToo.message).toContain(`on resource: ${BUCKET}/fresh/b because`);
+      expect(await authorizer.authorize({ principal: cleaner, action: 's3:DeleteObject', resource: `${BUCKET}/stale/keep-1` })).toMatchObject({ allowed: false, reason: 'explicit-deny-identity' });
+      expect(await authorizer.authorize({ principal: cleaner, action: 's3:DeleteObject', resource: `${BUCKET}/stale/keep-10` })).toMatchObject({ allowed: true });
+      expect(await authorizer.authorize({ principal: cleaner, action: 's3:DeleteObject', resource: `${BUCKET}/stale/upload-9`, secureTransport: false })).toMatchObject({ allowed: false, reason: 'explicit-deny-resource' });
+      // keep-10 is no keep-? and shares the first objects' class.
+      expect(simulations() - before).toBe(4);
+      expect(authorizer.denials.map((d) => d.resource)).toEqual([`${BUCKET}/fresh/a`, `${BUCKET}/fresh/b`, `${BUCKET}/stale/keep-1`, `${BUCKET}/stale/upload-9`]);
+    });
+
+    it('evaluates each object of its own where the policies use a variable, or the key holds a colon', async () => {
+      const authorizer = new Authorizer({ iam: objects, accountId: ACCOUNT, region: 'us-east-1' });
+      const own = rolePrincipal(roleArn('own'), 'own-fn');
+      const before = simulations();
+      for (const key of ['LOCALown:own-fn/a', 'LOCALown:own-fn/b']) {
+        expect(await authorizer.authorize({ principal: own, action: 's3:DeleteObject', resource: `${BUCKET}/${key}` })).toMatchObject({ allowed: true });
+      }
+      expect(await authorizer.authorize({ principal: own, action: 's3:DeleteObject', resource: `${BUCKET}/someone-else/a` })).toMatchObject({ allowed: false });
+      expect(simulations() - before).toBe(3);
+      for (const key of ['stale/a:1', 'stale/a:2']) await authorizer.authorize({ principal: cleaner, action: 's3:DeleteObject', resource: `${BUCKET}/${key}` });
+      expect(simulations() - before).toBe(5);
+    });
+  });
+
   describe('Option: enforce false', () => {
     it('lets a request AWS would deny through, and still records and reports it', async () => {
       const reported: Denial[] = [];

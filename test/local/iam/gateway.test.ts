@@ -1,6 +1,6 @@
 // The auth gateway in front of the real local servers, called with real SDK v3 clients: what a role may do passes
 // through unchanged; what it may not fails with the service's own access-denied error, as the SDK raises it on AWS.
-import { CreateTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DescribeSecretCommand, GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
@@ -12,7 +12,8 @@ import { startAuthGateway, TRANSPORT_HEADER } from '../../../local/iam/gateway';
 import type { AwsService } from '../../../local/iam/requests';
 import type { PlannedIam, StackPlan } from '../../../local/plan';
 import { LocalSecretsManager } from '../../../local/secretsManager';
-import { listenOnLoopback, LOCAL_CREDENTIALS, startDynamoDb, startS3, startSqs, type RunningServer } from '../../../local/servers';
+import { listenOnLoopback, LOCAL_CREDENTIALS, startDynamoDb, startS3, startSqs, type ObservedRequest, type RunningServer } from '../../../local/servers';
+import { waitFor } from '../../../local/waitFor';
 import { ACCOUNT, enforceSsl, functionArn, plan, queueArn, REGION, role, roleArn, tableArn } from './fixtures';
 
 const TABLE = tableArn('items');
@@ -128,6 +129,46 @@ describe('Function: startAuthGateway', () => {
       expect(authorizer.denials).toEqual([expect.objectContaining({ roleArn: roleArn('consumer'), sessionName: 'consumer-fn', action: 'dynamodb:PutItem', resource: TABLE, enforced: true })]);
       // Refused before it reached dynalite.
       expect((await admin.send(new GetItemCommand({ TableName: 'items', Key: { pk: { S: 'b' } } }))).Item).toBeUndefined();
+    });
+  });
+
+  describe('DynamoDB in a process of its own, over its channel', () => {
+    it('forwards what the role may over the channel, answered and observed as over HTTP, and refuses the rest before it', async () => {
+      const observed: ObservedRequest[] = [];
+      const backend = await startDynamoDb({ childProcess: true, returnConsumedCapacity: true, onRequest: (r) => observed.push(r) });
+      servers.push(backend);
+      expect(backend.forward).toBeDefined();
+      // No server listens at backendEndpoint: every answer below came over the channel.
+      const gateway = await startAuthGateway({ service: 'dynamodb', backendEndpoint: 'http://127.0.0.1:9', backendChannel: backend.forward, plan: () => stackPlan, authorizer: () => authorizer, credentials });
+      servers.push(gateway);
+      const at = (creds: { accessKeyId: string; secretAccessKey: string; sessionToken?: string }) => new DynamoDBClient({ endpoint: gateway.endpoint, region: REGION, credentials: creds, maxAttempts: 1 });
+      const admin = at(LOCAL_CREDENTIALS);
+      const ddb = at(consumer);
+      try {
+        await admin.send(
+          new CreateTableCommand({ TableName: 'items', KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }], AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }], BillingMode: 'PAY_PER_REQUEST' }),
+        );
+        // CREATING until dynalite's next turn, as a table on AWS is for a while: a request that quick would be refused.
+        await waitFor('the table', async () => (await admin.send(new DescribeTableCommand({ TableName: 'items' }))).Table?.TableStatus === 'ACTIVE', { intervalMs: 5 });
+        expect((await admin.send(new PutItemCommand({ TableName: 'items', Item: { pk: { S: 'a' }, v: { S: 'seeded' } } }))).ConsumedCapacity).toEqual({ TableName: 'items', CapacityUnits: 1 });
+        // dynalite's own refusal comes back with its status and error.
+        expect(await failure(admin.send(new PutItemCommand({ TableName: 'items', Item: { pk: { S: 'a' } }, ConditionExpression: 'attribute_not_exists(pk)' })))).toMatchObject({
+          name: 'ConditionalCheckFailedException',
+          status: 400,
+        });
+        const got = await ddb.send(new GetItemCommand({ TableName: 'items', Key: { pk: { S: 'a' } } }));
+        expect(got.Item?.v).toEqual({ S: 'seeded' });
+        expect(await failure(ddb.send(new PutItemCommand({ TableName: 'items', Item: { pk: { S: 'b' } } })))).toMatchObject({ name: 'AccessDeniedException', status: 400 });
+        await new Promise((r) => setTimeout(r, 100));
+        // The refused PutItem never reached dynalite; the rest did, each with its body, status and answer.
+        const answered = observed.filter((r) => !String(r.headers['x-amz-target']).endsWith('.DescribeTable'));
+        expect(answered.map((r) => [String(r.headers['x-amz-target']).split('.').pop(), r.status])).toEqual([['CreateTable', 200], ['PutItem', 200], ['PutItem', 400], ['GetItem', 200]]);
+        expect(JSON.parse(answered[1].body)).toEqual({ TableName: 'items', Item: { pk: { S: 'a' }, v: { S: 'seeded' } } });
+        expect(JSON.parse(answered[3].responseBody!)).toMatchObject({ Item: { pk: { S: 'a' }, v: { S: 'seeded' } } });
+      } finally {
+        admin.destroy();
+        ddb.destroy();
+      }
     });
   });
 

@@ -27,7 +27,7 @@ import { businessDateSchema, idSchema, serializeMessage } from '../core/message'
 import { pacingSettings } from '../core/pacingSettings';
 import { requireEnv } from '../core/settings';
 import { fairnessGroup, keyField } from '../core/fairness';
-import { AdmissionStatus, DynamoRunStateStore, type RunState, type RunStateStore } from '../adapters/admissionState';
+import { AdmissionStatus, DynamoRunStateStore, type RunState, type RunStateStore, type StepEnd } from '../adapters/admissionState';
 import { bindJob, count, flushMetrics, logger, MetricName, withLogKeys } from '../adapters/observability';
 import { sqsQueueDepth, type QueueDepth } from '../adapters/queueDepth';
 import { SqsPublisher, type Publisher } from '../adapters/sqsPublisher';
@@ -247,21 +247,30 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
    * completed. Its `nextStepAt` is ahead, so the run is admitting and not stalled (stalledSince).
    */
   const wait = async (step: AdmissionStep, ahead: RunAhead, owner: string, summary: ProducerSummary): Promise<ProducerSummary> => {
-    const nowMs = now().getTime();
-    const delay = waitDelaySeconds(ahead.resumeAtMs, nowMs);
-    const nextStepAt = new Date(nowMs + delay * 1000).toISOString();
-    if (!(await runState.endStep(job.name, step.batchId, step.step, owner, { status: AdmissionStatus.admitting, nextStepAt, waitingFor: ahead.run.batchId }))) {
-      logger.warn('lost the admission lease at the end of the step; the invocation that took it goes on', { step: step.step });
-      return { ...summary, outcome: 'lease-lost' };
-    }
+    const delay = waitDelaySeconds(ahead.resumeAtMs, now().getTime());
+    const chained = await chainNext(step, owner, delay, { status: AdmissionStatus.admitting, waitingFor: ahead.run.batchId });
+    if (!chained) return { ...summary, outcome: 'lease-lost' };
     logger.info('admission waits for an earlier run of the business date', {
       step: step.step,
       earlierBatchId: ahead.run.batchId,
       earlierRun: ahead.reason === 'admitting' ? 'admitting' : 'admission ended, its last slots still ahead',
       delaySeconds: delay,
     });
-    await sendStep({ ...step, step: step.step + 1 }, delay);
     return { ...summary, outcome: 'waiting', continued: true, nextStepInSeconds: delay };
+  };
+
+  /**
+   * Ends a step that leaves its run admitting, its next step due in `delaySeconds`, and sends that step. False, and
+   * nothing sent, when the lease was lost meanwhile: the invocation that took the step over goes on.
+   */
+  const chainNext = async (step: AdmissionStep, owner: string, delaySeconds: number, end: Omit<StepEnd, 'nextStepAt'>): Promise<boolean> => {
+    const nextStepAt = new Date(now().getTime() + delaySeconds * 1000).toISOString();
+    if (!(await runState.endStep(job.name, step.batchId, step.step, owner, { ...end, nextStepAt }))) {
+      logger.warn('lost the admission lease at the end of the step; the invocation that took it goes on', { step: step.step });
+      return false;
+    }
+    await sendStep({ ...step, step: step.step + 1 }, delaySeconds);
+    return true;
   };
 
   /** The step's work, under its lease: admits pages while the plan and time allow, then ends the step. */
@@ -372,16 +381,10 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
     const spacingMs = rate === undefined ? 0 : 1000 / rate;
     const drainedUntilMs = Math.max(plannedUntilMs ?? startedMs, plan.firstVisibleMs - spacingMs);
     const delay = timeLow ? 0 : nextStepDelaySeconds({ nowMs: now().getTime(), plannedUntilMs: drainedUntilMs, horizonMs: admission.horizonMs, ratePerSecond: rate, minSeconds: 5 });
-    const next: AdmissionStep = { ...step, step: step.step + 1 };
-    const nextStepAt = new Date(now().getTime() + delay * 1000).toISOString();
-    if (!(await runState.endStep(job.name, step.batchId, step.step, owner, { status, nextStepAt, plannedUntilMs }))) {
-      logger.warn('lost the admission lease at the end of the step; the invocation that took it goes on', { step: step.step });
-      return { ...summary, outcome: 'lease-lost' };
-    }
-    await sendStep(next, delay);
+    if (!(await chainNext(step, owner, delay, { status, plannedUntilMs }))) return { ...summary, outcome: 'lease-lost' };
     summary.continued = true;
     summary.nextStepInSeconds = delay;
-    logger.info('next admission step sent', { step: next.step, delaySeconds: delay, timeLow });
+    logger.info('next admission step sent', { step: step.step + 1, delaySeconds: delay, timeLow });
     return summary;
   };
 

@@ -140,7 +140,7 @@ export class Authorizer {
     const message = `User: ${callerArn} is not authorized to perform: ${request.action} on resource: ${request.resource} ${evaluated.because}`;
     const denial: Denial = {
       at: this.now().getTime(),
-      principalArn: principal.kind === 'role' ? principal.assumedRoleArn : principal.service,
+      principalArn: callerArn,
       ...(principal.kind === 'role' ? { roleArn: principal.roleArn, sessionName: principal.sessionName } : {}),
       action: request.action,
       resource: request.resource,

@@ -27,7 +27,11 @@ const of = (r: ChaosResult): string => (r.job ? ` of ${r.job}` : '');
 function pacingLine(r: ChaosResult): string | undefined {
   const p = r.pacing?.outsideStorms;
   if (!p || !r.pacing) return undefined;
-  return `pacing: outside the storms, with work waiting (${p.seconds} s): ${p.starts} starts of ${p.allowed} allowed at ${r.pacing.allowancePerSecond}/s = ${p.utilization} of the allowance`;
+  const any = r.pacing.outsideStormsAnyDepth;
+  return (
+    `pacing: outside the storms, with work waiting (${p.seconds} s): ${p.starts} starts of ${p.allowed} allowed at ${r.pacing.allowancePerSecond}/s = ${p.utilization} of the allowance` +
+    (any ? ` (${any.utilization} while any message was on the queue, failed records waiting out their visibility timeout included: ${any.starts} of ${any.allowed} over ${any.seconds} s)` : '')
+  );
 }
 
 export function formatText(r: ChaosResult): string {

@@ -125,8 +125,12 @@ export interface ChaosResult extends Verdict {
   producerFaults?: ProducerFaultCounts;
   /** The admission timing the run used (after defaults), which the producer's recovery times follow. */
   admission?: AdmissionTiming;
-  /** The fleet's starts against the allowance outside the storms, while work waited (chaos/pacing.ts). */
-  pacing?: PacingFigures;
+  /**
+   * The fleet's starts against the allowance outside the storms, while work waited (chaos/pacing.ts);
+   * `outsideStormsAnyDepth`: the same while any message was on the queue, failed records waiting out their visibility
+   * timeout included (the figure runs before it reported).
+   */
+  pacing?: PacingFigures & { outsideStormsAnyDepth?: PacingFigures['outsideStorms'] };
   /**
    * The run's charts (chaos/report.ts chaosCharts), for its HTML report; kept with the result so `--report` alone can
    * draw the last run again. Absent in a result recorded before reports had charts, or when they could not be built.
@@ -569,17 +573,23 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     // Whole seconds, as the Scheduler's times are: the batch ID keeps only seconds.
     const scheduledTime = new Date(Math.floor(Date.now() / 1000) * 1000);
     const fire = (at: Date) => session!.fire(run.job, { scheduledTime: at, businessDate: o.businessDate });
-    // When work waited on the job's queue (a second's allowance or more), sampled until the faults end: where the
-    // pacing alone decided how fast the fleet started (chaos/pacing.ts).
+    // When work waited (a second's allowance or more), sampled until the faults end: where the pacing alone decided
+    // how fast the fleet started (chaos/pacing.ts). Work that waits is visible on the job's queue, delayed there (a
+    // deferral waiting out its delay), or held by a running invocation; not a failed record waiting out its visibility
+    // timeout, which nothing can start. `busyAnyDepth` also counts those (any message on the queue): the figure as
+    // runs before it reported it.
     const busy: Span[] = [];
+    const busyAnyDepth: Span[] = [];
     const perSecond = job.settings.rateLimit.startsPerInterval / job.settings.rateLimit.intervalSeconds;
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
         const at = Date.now();
+        const held = job.mapping.recordsHeld;
         const depth = await session!.depth(job.queueUrl).catch(() => undefined);
         await sleep(500);
-        if (depth && depth.total >= perSecond) busy.push([at, Date.now()]);
+        if (depth && depth.visible + depth.delayed + held >= perSecond) busy.push([at, Date.now()]);
+        if (depth && depth.total >= perSecond) busyAnyDepth.push([at, Date.now()]);
       }
     })();
     const firedAt = Date.now();
@@ -677,6 +687,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     // schedule dead-letters there too; only admission steps count.
     producerFaults.counts.stepsDeadLettered = (await session.readQueue(producerDlqUrl, 60)).filter((m) => admissionStepOf(m.body)).length;
     const stormSpans = o.stormShare > 0 ? storms.map(([a, b]): Span => [started + a, started + b]) : [];
+    const downstream = job.downstream;
+    const pacingOf = (spans: Span[]) =>
+      pacingFigures({
+        starts: (downstream?.arrivals ?? []).filter(isNonReplayedStart).map((a) => a.at),
+        storms: stormSpans,
+        busy: spans,
+        allowancePerSecond: perSecond,
+        windowSeconds: job.settings.rateLimit.intervalSeconds,
+      });
     // The charts show the storms that happened: none after the faults went off (the plan runs on for an hour).
     const stormsSeen = stormSpans.filter(([a]) => a < faultsOffAt).map(([a, b]): Span => [a, Math.min(b, faultsOffAt)]);
     const charts = runCharts(session, job, { fromMs: firedAt, stormSpans: stormsSeen, say });
@@ -694,13 +713,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       admission: run.admission,
       ...(job.downstream
         ? {
-            pacing: pacingFigures({
-              starts: job.downstream.arrivals.filter(isNonReplayedStart).map((a) => a.at),
-              storms: stormSpans,
-              busy,
-              allowancePerSecond: perSecond,
-              windowSeconds: job.settings.rateLimit.intervalSeconds,
-            }),
+            pacing: { ...pacingOf(busy), outsideStormsAnyDepth: pacingOf(busyAnyDepth).outsideStorms },
           }
         : {}),
       ...charts,

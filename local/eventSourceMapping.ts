@@ -183,6 +183,8 @@ export class SqsEventSourceMapping {
   public readonly uuid: string;
   public readonly config: Required<Omit<EventSourceMappingConfig, 'maximumConcurrency' | 'uuid'>> & { maximumConcurrency?: number };
   private running = false;
+  /** Records in the batches being invoked (recordsHeld). */
+  private held = 0;
   private readonly pollers = new Set<Promise<void>>();
   private live = 0;
   private active = 0;
@@ -252,6 +254,14 @@ export class SqsEventSourceMapping {
   /** Invocations running now. */
   get inFlight(): number {
     return this.active;
+  }
+
+  /**
+   * Records in the batches of the invocations running now: work the function holds, as against in-flight messages
+   * no invocation holds (a failed record waiting out its visibility timeout).
+   */
+  get recordsHeld(): number {
+    return this.held;
   }
 
   get state(): 'Enabled' | 'Disabled' {
@@ -404,6 +414,7 @@ export class SqsEventSourceMapping {
     const ids = batch.messages.map((m) => m.MessageId!);
     this.stats.oldestSentTimestamp = Math.min(...batch.messages.map((m) => Number(m.Attributes?.SentTimestamp ?? Date.now())));
     this.active++;
+    this.held += ids.length;
     this.stats.peakConcurrency = Math.max(this.stats.peakConcurrency, this.active);
     this.stats.invocations++;
     let outcome: { ok: true; value: unknown } | { ok: false };
@@ -415,6 +426,7 @@ export class SqsEventSourceMapping {
       outcome = { ok: false };
     } finally {
       this.active--;
+      this.held -= ids.length;
     }
     const failed = failedMessageIds(outcome, ids, this.config.reportBatchItemFailures);
     const done = batch.messages.filter((m) => !failed.has(m.MessageId!));

@@ -33,6 +33,27 @@ const result: ChaosResult = {
 };
 
 describe('Function: formatText', () => {
+  it('prints the pacing figure while work waited, and the one while any message was on the queue', () => {
+    const window = { fromSeconds: 0, starts: 90, countedStarts: 80, allowed: 100, stormMs: 1000, countedMs: 5000 };
+    const paced: ChaosResult = {
+      ...result,
+      pacing: {
+        allowancePerSecond: 20,
+        windowSeconds: 60,
+        outsideStorms: { seconds: 5, starts: 80, allowed: 100, utilization: 0.8 },
+        windows: [window],
+        outsideStormsAnyDepth: { seconds: 8, starts: 81, allowed: 160, utilization: 0.506 },
+      },
+    };
+    expect(formatText(paced).split('\n')).toContain(
+      'pacing: outside the storms, with work waiting (5 s): 80 starts of 100 allowed at 20/s = 0.8 of the allowance ' +
+        '(0.506 while any message was on the queue, failed records waiting out their visibility timeout included: 81 of 160 over 8 s)',
+    );
+    // A result from before the second figure prints the first alone.
+    const { outsideStormsAnyDepth: _, ...older } = paced.pacing!;
+    expect(formatText({ ...paced, pacing: older }).split('\n')).toContain('pacing: outside the storms, with work waiting (5 s): 80 starts of 100 allowed at 20/s = 0.8 of the allowance');
+  });
+
   it('prints the faults, one line per invariant with its figures, and the verdict', () => {
     expect(formatText(result).split('\n')).toEqual([
       'chaos run of some-job: 10 operations, seed 3, 12.3 s, settled',

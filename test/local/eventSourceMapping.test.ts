@@ -177,6 +177,28 @@ describe('Class: SqsEventSourceMapping (receive quirks)', () => {
       expect(deleted).toEqual(['r1']);
       expect(mapping.statistics).toMatchObject({ duplicatesDropped: 1, acknowledged: 1 });
     });
+
+    it('counts the records of the running invocations as held, and none once they return', async () => {
+      const messages = ['m1', 'm2', 'm3'].map((id) => ({ MessageId: id, ReceiptHandle: `r-${id}`, Body: 'ok', Attributes: { ApproximateReceiveCount: '1', SentTimestamp: '1' } }));
+      let receives = 0;
+      const sqs = {
+        send: async (command: { constructor: { name: string }; input: { Entries?: unknown[] } }) =>
+          command.constructor.name === 'ReceiveMessageCommand' ? { Messages: receives++ === 0 ? messages : [] } : { Successful: command.input.Entries },
+      } as unknown as SQSClient;
+      let release: (() => void) | undefined;
+      const mapping = new SqsEventSourceMapping(
+        { functionName: 'f', queueUrl: 'http://q', queueArn: 'arn:aws:sqs:us-east-1:000000000000:q', region: 'us-east-1', reportBatchItemFailures: true },
+        { sqs, invoke: () => new Promise<void>((done) => (release = done)), functionConcurrency: 1, idlePollMs: [10, 20] },
+      );
+      expect(mapping.recordsHeld).toBe(0);
+      mapping.start();
+      await waitFor('the invocation to start', () => release !== undefined, { timeoutMs: 2000 });
+      expect(mapping.recordsHeld).toBe(3);
+      release!();
+      await waitFor('the invocation to return', () => mapping.recordsHeld === 0, { timeoutMs: 2000 });
+      await mapping.stop();
+      expect(mapping.statistics).toMatchObject({ acknowledged: 3 });
+    });
   });
 });
 

@@ -183,11 +183,11 @@ export class SqsEventSourceMapping {
   public readonly uuid: string;
   public readonly config: Required<Omit<EventSourceMappingConfig, 'maximumConcurrency' | 'uuid'>> & { maximumConcurrency?: number };
   private running = false;
-  /** Records in the batches being invoked (recordsHeld). */
-  private held = 0;
   private readonly pollers = new Set<Promise<void>>();
   private live = 0;
   private active = 0;
+  /** Records in the batches being invoked (recordsHeld). */
+  private held = 0;
   /**
    * Whether messages are still available, as the latest receive saw it: it returned all it asked for (or more than
    * fit the payload cap). That answer comes with every receive, so the scaler costs no SQS request of its own; a

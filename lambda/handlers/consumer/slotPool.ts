@@ -84,12 +84,15 @@ export class SlotPool {
 
   /**
    * Slots this container can start on time in one block. A limiter with lanes plans each block at the container's
-   * pace (see pace), so every slot of it is reachable and a block may hold the whole batch; on one lane, slots come at
-   * the key's spacing and only ApplyTimeEstimator.usableBlock of them can be reached when records take longer.
+   * pace (see pace), so every slot of it is reachable while its records keep that pace, and a block may hold the whole
+   * batch; a container whose records often overrun it takes a smaller block (ApplyTimeEstimator.overrunBlock), so the
+   * slots a slow record would pass stay with the fleet. On one lane, slots come at the key's spacing and only
+   * ApplyTimeEstimator.usableBlock of them can be reached when records take longer.
    */
   usableBlock(): number {
-    if ((this.settings.limiter?.lanes ?? 1) > 1) return Number.POSITIVE_INFINITY;
-    return this.settings.estimator.usableBlock(this.settings.spacingMs, this.settings.lateToleranceMs);
+    const { estimator, spacingMs, lateToleranceMs } = this.settings;
+    if ((this.settings.limiter?.lanes ?? 1) > 1) return estimator.overrunBlock(Math.max(estimator.paceMs(), spacingMs), lateToleranceMs);
+    return estimator.usableBlock(spacingMs, lateToleranceMs);
   }
 
   /**

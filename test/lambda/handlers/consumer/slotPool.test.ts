@@ -85,6 +85,18 @@ describe('Class: SlotPool', () => {
       // The block and the refill both tell the lanes the container's pace; the refill asks for every record left.
       expect(limiter.calls.map((c) => [c.count, c.options?.paceMs])).toEqual([[3, 120], [6, 120]]);
     });
+    it('is small on a limiter with lanes when the container\'s records often overrun its pace, so the slots they would pass stay with the fleet', async () => {
+      // 2 in 10 records held for 10 s: a block of b expects to lose 0.2 x (b - 1) / 2 of its slots, 0.1 at b = 2.
+      const estimator = new ApplyTimeEstimator();
+      for (const ms of [...Array<number>(8).fill(30), 10_000, 10_000]) estimator.record(ms);
+      const limiter = Object.assign(new FakeLimiter([grant([T0])]), { lanes: 4 });
+      const slots = pool(limiter, { estimator });
+      expect(slots.usableBlock()).toBe(2);
+      // A refill asks for no more than that, whatever is left of the batch.
+      slots.runLeft = 9;
+      await slots.next();
+      expect(limiter.calls.map((c) => c.count)).toEqual([2]);
+    });
   });
 
   describe('Method: acquireBlock', () => {

@@ -7,8 +7,9 @@ export const APPLY_SAMPLES = 20;
 
 /**
  * The share of a block's slots a container may expect to lose behind its own slow records (lanes: see
- * ApplyTimeEstimator.overrunBlock). One write more per block costs a fraction of a cent per million starts; a lost slot
- * is the provider's quota, so blocks stay small only where records overrun often.
+ * ApplyTimeEstimator.overrunBlock). A smaller block costs a limiter write more every few records; a lost slot is the
+ * provider's quota, which a night's backlog is bound by. So blocks shrink only where records overrun often, and the
+ * write units a job pays stay those of one block per batch while its provider behaves.
  */
 export const MAX_BLOCK_LOSS_SHARE = 0.1;
 
@@ -74,11 +75,12 @@ export class ApplyTimeEstimator {
    * rest of its block, and those slots are the fleet's.
    *
    * The block is the largest whose expected loss, by the recent records (each equally likely at each place of the
-   * block), is at most `maxLossShare` of its slots: unbounded while the container's records keep its pace, a few
+   * block), is at most `maxLossShare` of its slots, and at least one: unbounded while the container's records keep its pace, a few
    * slots for a container whose records overrun often (a faulty provider), so most of its allowance stays with the
    * limiter item for the fleet's other containers, at the price of a limiter write every few records.
    */
   overrunBlock(gapMs: number, lateToleranceMs: number, maxLossShare: number = MAX_BLOCK_LOSS_SHARE): number {
+    if (!(maxLossShare > 0)) throw new RangeError(`maxLossShare must be above 0, got ${maxLossShare}`);
     if (this.samples.length === 0 || gapMs <= 0) return Number.POSITIVE_INFINITY;
     const losses = this.samples.map((ms) => Math.max(0, Math.ceil((ms - lateToleranceMs) / gapMs) - 1));
     const meanLoss = losses.reduce((sum, l) => sum + l, 0) / losses.length;

@@ -689,8 +689,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const stormSpans = o.stormShare > 0 ? storms.map(([a, b]): Span => [started + a, started + b]) : [];
     // The starts the job's fake downstream saw (none without one): the same for both figures.
     const starts = job.downstream?.arrivals.filter(isNonReplayedStart).map((a) => a.at);
-    const pacingOf = (starts: number[], spans: Span[]) =>
-      pacingFigures({ starts, storms: stormSpans, busy: spans, allowancePerSecond: perSecond, windowSeconds: job.settings.rateLimit.intervalSeconds });
+    const pacingOf = (spans: Span[]) =>
+      pacingFigures({ starts: starts ?? [], storms: stormSpans, busy: spans, allowancePerSecond: perSecond, windowSeconds: job.settings.rateLimit.intervalSeconds });
     // The charts show the storms that happened: none after the faults went off (the plan runs on for an hour).
     const stormsSeen = stormSpans.filter(([a]) => a < faultsOffAt).map(([a, b]): Span => [a, Math.min(b, faultsOffAt)]);
     const charts = runCharts(session, job, { fromMs: firedAt, stormSpans: stormsSeen, say });
@@ -706,7 +706,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       faultsInjected: faults,
       producerFaults: { ...producerFaults.counts },
       admission: run.admission,
-      ...(starts ? { pacing: { ...pacingOf(starts, busy), outsideStormsAnyDepth: pacingOf(starts, busyAnyDepth).outsideStorms } } : {}),
+      ...(starts ? { pacing: { ...pacingOf(busy), outsideStormsAnyDepth: pacingOf(busyAnyDepth).outsideStorms } } : {}),
       ...charts,
     };
   } finally {

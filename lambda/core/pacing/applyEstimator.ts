@@ -75,9 +75,9 @@ export class ApplyTimeEstimator {
    * rest of its block, and those slots are the fleet's.
    *
    * The block is the largest whose expected loss, by the recent records (each equally likely at each place of the
-   * block), is at most `maxLossShare` of its slots, and at least one: unbounded while the container's records keep its pace, a few
-   * slots for a container whose records overrun often (a faulty provider), so most of its allowance stays with the
-   * limiter item for the fleet's other containers, at the price of a limiter write every few records.
+   * block), is at most `maxLossShare` of its slots, and at least one: unbounded while the container's records keep its
+   * pace, a few slots for a container whose records overrun often (a faulty provider), so most of its allowance stays
+   * with the limiter item for the fleet's other containers, at the price of a limiter write every few records.
    */
   overrunBlock(gapMs: number, lateToleranceMs: number, maxLossShare: number = MAX_BLOCK_LOSS_SHARE): number {
     if (!(maxLossShare > 0)) throw new RangeError(`maxLossShare must be above 0, got ${maxLossShare}`);

@@ -29,6 +29,7 @@ export const PIPELINE_METRICS: Readonly<Record<string, MetricStatistic>> = {
   DeadLettered: 'Sum',
   AgeSinceFirstEnqueue: 'Maximum',
   SlotsUnused: 'Sum',
+  RecordsReleased: 'Sum',
   LedgerWriteFailed: 'Sum',
   SloMet: 'Sum',
   SloMissed: 'Sum',

@@ -31,6 +31,11 @@ export const MetricName = {
    * are too large for the apply time, or the invocations end early.
    */
   SlotsUnused: 'SlotsUnused',
+  /**
+   * Records sent back to the queue unstarted because a record before them in the batch ran past its release time (a
+   * call hanging towards its timeout): others start them meanwhile. A steady count means the provider hangs calls.
+   */
+  RecordsReleased: 'RecordsReleased',
   /** A ledger counter could not be written; the operation itself succeeded. */
   LedgerWriteFailed: 'LedgerWriteFailed',
   /** The SLO's indicator, per operation of a job with an SLO: completed by its dueBy ... */

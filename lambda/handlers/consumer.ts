@@ -116,6 +116,12 @@ export interface ConsumerOptions {
    * @default a DynamoCompletedLookup on `idempotencyTableName`
    */
   completedLookup?: CompletedLookup;
+  /**
+   * How long one record's claim and apply may run before the batch's records not yet started are sent back to the
+   * queue, for other invocations to start (they would otherwise wait behind a call hanging to its timeout).
+   * @default the larger of RELEASE_FLOOR_MS and RELEASE_PACE_MULTIPLE times the container's pace (recordRunner.ts)
+   */
+  releaseAfterMs?: number;
   /** @default () => new Date() */
   now?: () => Date;
 }
@@ -174,6 +180,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     estimator,
     lateToleranceMs: pacing.lateToleranceMs,
     clock: pacing.clock,
+    ...(options.releaseAfterMs !== undefined ? { releaseAfterMs: options.releaseAfterMs } : {}),
     ...(options.keys ? { keys: options.keys } : {}),
     ...(options.keyConcurrency ? { keyConcurrency: options.keyConcurrency } : {}),
   });
@@ -244,6 +251,22 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
         return p?.kind === 'defer' ? [{ record, message: p.message, cause: p.cause }] : [];
       });
       const deferred = early.length > 0 ? await deferrer.deferBlock(early, tally) : new Map<string, RecordOutcome | Error>();
+      const runs = event.Records.filter((r) => plans.get(r.messageId)?.kind === 'run');
+      // The records a running record's overrun sent back to the queue, each settled on its own turn (its log keys are
+      // set then; while the overrunning record runs, they are that record's). Records run one at a time, and a timer
+      // only fires while one runs, so none of these has started.
+      const started = new Set<string>();
+      const released = new Map<string, Promise<(() => RecordOutcome) | Error>>();
+      const releaseRest = () => {
+        const rest = runs.filter((r) => !started.has(r.messageId) && !released.has(r.messageId));
+        if (rest.length === 0) return;
+        logger.warn('a record has run past its release time; the records behind it go back to the queue', { released: rest.length, afterMs: runner.releaseAfterMs() });
+        count(MetricName.RecordsReleased, rest.length);
+        pool.runLeft -= rest.length;
+        const items = rest.map((record) => ({ record, message: (plans.get(record.messageId) as Extract<Plan, { kind: 'run' }>).message, cause: { kind: 'paced' as const, waitMs: 0 } }));
+        const sending = deferrer.sendBlock(items, tally).catch((error: unknown) => new Map(rest.map((r) => [r.messageId, error as Error])));
+        for (const record of rest) released.set(record.messageId, sending.then((sent) => sent.get(record.messageId) as (() => RecordOutcome) | Error));
+      };
       const handleRecord = async (record: SQSRecord): Promise<RecordOutcome> => {
         // The planner decided every record of the event.
         const planned = plans.get(record.messageId) as Plan;
@@ -266,9 +289,20 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
                 throw planned.error;
               case 'done':
                 return accounting.duplicate(planned.message, tally, planned.by);
-              case 'run':
+              case 'run': {
+                const release = released.get(record.messageId);
+                if (release) {
+                  const settle = await release;
+                  if (settle instanceof Error) {
+                    logger.error('deferral could not be sent; SQS will redeliver the message', settle);
+                    throw settle;
+                  }
+                  return settle();
+                }
+                started.add(record.messageId);
                 // Awaited, so a rejected run is caught here.
-                return await runner.run(record, planned, context, tally, pool, signals);
+                return await runner.run(record, planned, context, tally, pool, signals, releaseRest);
+              }
             }
           } catch (error) {
             return accounting.fail(record, planned.message, error, tally);
@@ -276,7 +310,6 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
         });
       };
       // Live records before backfill, and keys taking turns, in the order the planner gave them their slots.
-      const runs = event.Records.filter((r) => plans.get(r.messageId)?.kind === 'run');
       const ordered = [
         ...event.Records.filter((r) => plans.get(r.messageId)?.kind !== 'run'),
         ...fairOrder(runs, (r) => (plans.get(r.messageId) as Extract<Plan, { kind: 'run' }>).key, (r) => (plans.get(r.messageId) as Extract<Plan, { kind: 'run' }>).message.backfill === true),

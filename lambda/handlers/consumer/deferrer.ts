@@ -129,7 +129,23 @@ export class Deferrer {
    * @returns each record's outcome, or the error its handler must throw, by message ID
    */
   async deferBlock(items: { record: SQSRecord; message: JobMessage; cause: DeferralCause }[], tally: BatchTally): Promise<Map<string, RecordOutcome | Error>> {
+    const sent = await this.sendBlock(items, tally);
     const results = new Map<string, RecordOutcome | Error>();
+    for (const { record, message } of items) {
+      const settle = sent.get(record.messageId) as (() => RecordOutcome) | Error;
+      results.set(record.messageId, settle instanceof Error ? settle : await withLogKeys(logKeys(record, message), async () => settle()));
+    }
+    return results;
+  }
+
+  /**
+   * Sends deferrals together as deferBlock does, but settles none: each record's own turn settles its deferral (its
+   * accounting and log line), under its own log keys. For a block sent while another record runs (the logger's
+   * per-record keys are that record's then).
+   * @returns each record's settle, or the error its handler must throw, by message ID
+   */
+  async sendBlock(items: { record: SQSRecord; message: JobMessage; cause: DeferralCause }[], tally: BatchTally): Promise<Map<string, (() => RecordOutcome) | Error>> {
+    const results = new Map<string, (() => RecordOutcome) | Error>();
     const byQueue = new Map<string, { record: SQSRecord; message: JobMessage; prepared: PreparedDeferral }[]>();
     for (const { record, message, cause } of items) {
       try {
@@ -147,10 +163,7 @@ export class Deferrer {
         const ids = error instanceof PublishError ? new Set(error.failedOperationIds) : undefined;
         failed = (operationId) => (ids === undefined || ids.has(operationId) ? (error as Error) : undefined);
       }
-      for (const { record, message, prepared } of group) {
-        const error = failed(message.operationId);
-        results.set(record.messageId, error ?? (await withLogKeys(logKeys(record, message), async () => prepared.settle())));
-      }
+      for (const { record, message, prepared } of group) results.set(record.messageId, failed(message.operationId) ?? prepared.settle);
     }
     return results;
   }

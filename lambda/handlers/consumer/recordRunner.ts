@@ -73,6 +73,17 @@ export const LEASE_MARGIN_MS = 5_000;
 /** The wait a record is deferred by when its key's limiter cannot be asked. */
 const KEY_LIMITER_DOWN_WAIT_MS = 1_000;
 
+/**
+ * A record's claim and apply running this long hold the records behind it for no good reason: they are released to
+ * the queue (RecordRunner.run's onOverrun). At least RELEASE_FLOOR_MS, so a call that is merely slow (a provider's
+ * latency spike, an SDK retry) never sends its batch round the queue; else RELEASE_PACE_MULTIPLE times the container's
+ * pace (ApplyTimeEstimator.paceMs: its 75th percentile, which the hangs it measures do not move), so a job whose calls
+ * take seconds keeps its batches. Past that, the call is most likely hanging to its timeout, and every record behind it
+ * would wait as long, then maybe find too little of the invocation left and wait out the visibility timeout as well.
+ */
+export const RELEASE_FLOOR_MS = 2_000;
+export const RELEASE_PACE_MULTIPLE = 8;
+
 export interface RecordRunnerOptions {
   job: AnyJob;
   jobDeps: unknown;
@@ -90,6 +101,8 @@ export interface RecordRunnerOptions {
   keyConcurrency?: KeyConcurrency;
   /** The clock the limiter's start times are on, epoch ms. */
   clock: () => number;
+  /** A fixed time after which a record's claim and apply release the records behind it. @default see RELEASE_FLOOR_MS */
+  releaseAfterMs?: number;
 }
 
 export class RecordRunner {
@@ -212,7 +225,24 @@ export class RecordRunner {
     }
   }
 
-  async run(record: SQSRecord, plan: Extract<Plan, { kind: 'run' }>, context: Context, tally: BatchTally, pool: SlotPool, signals: RateSignals): Promise<RecordOutcome> {
+  /** How long a record's claim and apply may run before the records behind it are released (see RELEASE_FLOOR_MS). */
+  releaseAfterMs(): number {
+    return this.options.releaseAfterMs ?? Math.max(RELEASE_FLOOR_MS, RELEASE_PACE_MULTIPLE * this.options.estimator.paceMs());
+  }
+
+  /**
+   * @param onOverrun called once if the record's claim and apply run past releaseAfterMs, while they still run: the
+   * caller sends the records behind this one back to the queue, so other invocations can start them
+   */
+  async run(
+    record: SQSRecord,
+    plan: Extract<Plan, { kind: 'run' }>,
+    context: Context,
+    tally: BatchTally,
+    pool: SlotPool,
+    signals: RateSignals,
+    onOverrun?: () => void,
+  ): Promise<RecordOutcome> {
     const { deferrer } = this.options;
     const { message } = plan;
     pool.runLeft--;
@@ -230,7 +260,7 @@ export class RecordRunner {
       lease = leased.lease;
     }
     try {
-      return await this.runHeld(record, plan, context, tally, pool, signals, startAtMs);
+      return await this.runHeld(record, plan, context, tally, pool, signals, startAtMs, onOverrun);
     } finally {
       if (lease) await this.releaseLease(lease);
     }
@@ -244,6 +274,7 @@ export class RecordRunner {
     pool: SlotPool,
     signals: RateSignals,
     slotAtMs: number,
+    onOverrun?: () => void,
   ): Promise<RecordOutcome> {
     const { accounting, deferrer, lateToleranceMs, clock } = this.options;
     const { message, resource } = plan;
@@ -276,6 +307,8 @@ export class RecordRunner {
       const lateByMs = clock() - startAtMs;
       if (pool.paced && lateByMs > 2 * lateToleranceMs) throw new SlotMissedError(startAtMs, lateByMs);
     };
+    // Cleared as soon as the claim and apply end: a timer that fires is one whose record still runs.
+    const watchdog = onOverrun && setTimeout(onOverrun, this.releaseAfterMs());
     try {
       result = await this.applyIdempotent(message, resource, context, onTime);
     } catch (error) {
@@ -304,6 +337,8 @@ export class RecordRunner {
       );
       // The consumer hands it back to SQS (Accounting.fail): counted there as a retry, or as dead-lettered on its last receive.
       throw error;
+    } finally {
+      clearTimeout(watchdog);
     }
     if (result[REPLAYED]) {
       // Answered from the idempotency store: no downstream call was made, so the slot is still free for the next record.

@@ -886,6 +886,84 @@ describe('Function: createConsumer', () => {
     });
   });
 
+  describe('Method: handler (a record that overruns)', () => {
+    /** A job whose `hang-*` resources run until `release` resolves (or 5 s): a call hanging towards its timeout. */
+    function hangingJob(release: Promise<unknown>) {
+      const applied: string[] = [];
+      const job = {
+        ...fakeJob,
+        apply: async (deps: unknown, request: Parameters<typeof fakeJob.apply>[1]) => {
+          if (request.resource.id.startsWith('hang-')) {
+            let timer: NodeJS.Timeout | undefined;
+            await Promise.race([release, new Promise((r) => (timer = setTimeout(r, 5_000)))]);
+            clearTimeout(timer);
+          }
+          applied.push(request.resource.id);
+          return fakeJob.apply(deps as Parameters<typeof fakeJob.apply>[0], request);
+        },
+      };
+      return { job, applied };
+    }
+
+    it('sends the records behind a record that runs past its release time back to the queue while it still runs', async () => {
+      const batchId = 'fake-job:2026-11-28:release';
+      const publisher = new SqsPublisher();
+      let published!: () => void;
+      const publishedWhileRunning = new Promise<void>((resolve) => (published = resolve));
+      const publish = jest.spyOn(publisher, 'publish').mockImplementation(async function (this: SqsPublisher, ...args) {
+        published();
+        return SqsPublisher.prototype.publish.apply(this, args);
+      });
+      const { job, applied } = hangingJob(publishedWhileRunning);
+      const records = ['done-0', 'hang-1', 'behind-2', 'behind-3'].map((k) => sqsRecord(body(k, undefined, { batchId })));
+      const response = await consumer({ job, queueUrl: await freshQueue(), publisher, releaseAfterMs: 50 })(sqsEvent(...records), lambdaContext());
+
+      expect(response).toEqual({ batchItemFailures: [] });
+      // The hanging record ran on (it finished only once the others were sent); the two behind it never started here.
+      expect(applied).toEqual(['done-0', 'hang-1']);
+      expect(publish).toHaveBeenCalledTimes(1);
+      const [, sent] = publish.mock.calls[0];
+      expect(sent.map((m) => m.operationId)).toEqual(['fake:behind-2:2026-11-28', 'fake:behind-3:2026-11-28']);
+      // Sent as they came (the same operation, not claimed), delayed a little, and acknowledged here.
+      expect(sent.every((m) => (m.delaySeconds ?? 0) >= 1)).toBe(true);
+      expect(JSON.parse(sent[0].body)).toMatchObject({ operationId: 'fake:behind-2:2026-11-28', pacedDeferrals: 1 });
+      expect(await idempotencyItem('fake:behind-2:2026-11-28')).toBeUndefined();
+      expect(metricTotal('RecordsReleased')).toBe(2);
+      expect(metricTotal('Deferred')).toBe(2);
+      expect(await batchItem(batchId)).toMatchObject({ completed: 2, deferred: 2 });
+    });
+
+    it('keeps its batch behind a record that is only slow', async () => {
+      const publisher = new SqsPublisher();
+      const publish = jest.spyOn(publisher, 'publish');
+      // 150 ms against the default release time: at least RELEASE_FLOOR_MS (2 s).
+      const { job, applied } = hangingJob(new Promise((r) => setTimeout(r, 150)));
+      const records = ['hang-slow', 'after-1', 'after-2'].map((k) => sqsRecord(body(k)));
+      const response = await consumer({ job, queueUrl: await freshQueue(), publisher })(sqsEvent(...records), lambdaContext());
+
+      expect(response).toEqual({ batchItemFailures: [] });
+      expect(applied).toEqual(['hang-slow', 'after-1', 'after-2']);
+      expect(publish).not.toHaveBeenCalled();
+      expect(metricTotal('RecordsReleased')).toBe(0);
+    });
+
+    it('fails the released records SQS did not take, so SQS redelivers them', async () => {
+      const publisher = new SqsPublisher();
+      let published!: () => void;
+      const attempted = new Promise<void>((resolve) => (published = resolve));
+      jest.spyOn(publisher, 'publish').mockImplementation(async () => {
+        published();
+        throw new Error('SQS unavailable');
+      });
+      const { job, applied } = hangingJob(attempted);
+      const records = ['hang-a', 'lost-b'].map((k) => sqsRecord(body(k)));
+      const response = await consumer({ job, queueUrl: await freshQueue(), publisher, releaseAfterMs: 50 })(sqsEvent(...records), lambdaContext());
+
+      expect(applied).toEqual(['hang-a']);
+      expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: records[1].messageId }] });
+    });
+  });
+
   describe('Method: handler (throttling)', () => {
     let stub: HttpStub;
     beforeAll(async () => {

@@ -27,7 +27,7 @@ import { SqsPublisher, type Publisher } from '../adapters/sqsPublisher';
 import { Accounting, withUnwrittenBatches, type RecordOutcome } from './consumer/accounting';
 import { Deferrer, logKeys } from './consumer/deferrer';
 import { Planner, type Plan } from './consumer/planner';
-import { RecordRunner, type KeyConcurrency, type KeyLimiter, type RateSignals } from './consumer/recordRunner';
+import { RecordRunner, type InvocationRun, type KeyConcurrency, type KeyLimiter, type RateSignals } from './consumer/recordRunner';
 import { SlotPool, type SlotPoolSettings } from './consumer/slotPool';
 import type { JobModuleLoader } from './jobLoader';
 import { loadJobRuntime, requirePositiveInt } from './runtime';
@@ -267,6 +267,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
         const sending = deferrer.sendBlock(items, tally).catch((error: unknown) => new Map(rest.map((r) => [r.messageId, error as Error])));
         for (const record of rest) released.set(record.messageId, sending.then((sent) => sent.get(record.messageId) as (() => RecordOutcome) | Error));
       };
+      const invocation: InvocationRun = { context, tally, pool, signals, onOverrun: releaseRest };
       const handleRecord = async (record: SQSRecord): Promise<RecordOutcome> => {
         // The planner decided every record of the event.
         const planned = plans.get(record.messageId) as Plan;
@@ -301,7 +302,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
                 }
                 started.add(record.messageId);
                 // Awaited, so a rejected run is caught here.
-                return await runner.run(record, planned, context, tally, pool, signals, releaseRest);
+                return await runner.run(record, planned, invocation);
               }
             }
           } catch (error) {

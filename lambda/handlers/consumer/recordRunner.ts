@@ -105,6 +105,19 @@ export interface RecordRunnerOptions {
   releaseAfterMs?: number;
 }
 
+/** What one invocation gives each record it runs. */
+export interface InvocationRun {
+  context: Context;
+  tally: BatchTally;
+  pool: SlotPool;
+  signals: RateSignals;
+  /**
+   * Called once if a record's claim and apply run past releaseAfterMs, while they still run: the caller sends the
+   * records behind it back to the queue, so other invocations can start them.
+   */
+  onOverrun?: () => void;
+}
+
 export class RecordRunner {
   private readonly config: IdempotencyConfig;
   private readonly applyIdempotent: (message: JobMessage, resource: Record<string, unknown>, context: Context, onTime: () => void) => Promise<IdempotentResult>;
@@ -230,19 +243,8 @@ export class RecordRunner {
     return this.options.releaseAfterMs ?? Math.max(RELEASE_FLOOR_MS, RELEASE_PACE_MULTIPLE * this.options.estimator.paceMs());
   }
 
-  /**
-   * @param onOverrun called once if the record's claim and apply run past releaseAfterMs, while they still run: the
-   * caller sends the records behind this one back to the queue, so other invocations can start them
-   */
-  async run(
-    record: SQSRecord,
-    plan: Extract<Plan, { kind: 'run' }>,
-    context: Context,
-    tally: BatchTally,
-    pool: SlotPool,
-    signals: RateSignals,
-    onOverrun?: () => void,
-  ): Promise<RecordOutcome> {
+  async run(record: SQSRecord, plan: Extract<Plan, { kind: 'run' }>, invocation: InvocationRun): Promise<RecordOutcome> {
+    const { context, tally, pool } = invocation;
     const { deferrer } = this.options;
     const { message } = plan;
     pool.runLeft--;
@@ -260,22 +262,14 @@ export class RecordRunner {
       lease = leased.lease;
     }
     try {
-      return await this.runHeld(record, plan, context, tally, pool, signals, startAtMs, onOverrun);
+      return await this.runHeld(record, plan, invocation, startAtMs);
     } finally {
       if (lease) await this.releaseLease(lease);
     }
   }
 
-  private async runHeld(
-    record: SQSRecord,
-    plan: Extract<Plan, { kind: 'run' }>,
-    context: Context,
-    tally: BatchTally,
-    pool: SlotPool,
-    signals: RateSignals,
-    slotAtMs: number,
-    onOverrun?: () => void,
-  ): Promise<RecordOutcome> {
+  private async runHeld(record: SQSRecord, plan: Extract<Plan, { kind: 'run' }>, invocation: InvocationRun, slotAtMs: number): Promise<RecordOutcome> {
+    const { context, tally, pool, signals, onOverrun } = invocation;
     const { accounting, deferrer, lateToleranceMs, clock } = this.options;
     const { message, resource } = plan;
     let startAtMs = slotAtMs;

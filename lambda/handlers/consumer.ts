@@ -126,6 +126,15 @@ export interface ConsumerOptions {
   now?: () => Date;
 }
 
+/** A deferral as sent: SQS's error is thrown (SQS redelivers the message), else what comes of the deferral. */
+function sentDeferral<T>(sent: T | Error): T {
+  if (sent instanceof Error) {
+    logger.error('deferral could not be sent; SQS will redeliver the message', sent);
+    throw sent;
+  }
+  return sent;
+}
+
 const DEFAULT_RESERVE_MS = 5_000;
 /** Keys throttled in one invocation that make a job-wide storm (per-key limits on): the job-wide rate is cut too. */
 export const JOB_STORM_KEYS = 2;
@@ -277,29 +286,16 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
           // Whatever throws below hands the record back to SQS: fail counts it (a retry, or dead-lettered on its last receive).
           try {
             switch (planned.kind) {
-              case 'defer': {
+              case 'defer':
                 // deferBlock settled every record it was given.
-                const outcome = deferred.get(record.messageId) as RecordOutcome | Error;
-                if (outcome instanceof Error) {
-                  logger.error('deferral could not be sent; SQS will redeliver the message', outcome);
-                  throw outcome;
-                }
-                return outcome;
-              }
+                return sentDeferral(deferred.get(record.messageId) as RecordOutcome | Error);
               case 'fail':
                 throw planned.error;
               case 'done':
                 return accounting.duplicate(planned.message, tally, planned.by);
               case 'run': {
                 const release = released.get(record.messageId);
-                if (release) {
-                  const settle = await release;
-                  if (settle instanceof Error) {
-                    logger.error('deferral could not be sent; SQS will redeliver the message', settle);
-                    throw settle;
-                  }
-                  return settle();
-                }
+                if (release) return sentDeferral(await release)();
                 started.add(record.messageId);
                 // Awaited, so a rejected run is caught here.
                 return await runner.run(record, planned, invocation);

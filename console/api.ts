@@ -1,6 +1,7 @@
 // The console's JSON API: one request (method, path, query, parsed body) to one ConsoleSource call, with every
 // parameter checked first; console/server.ts has already refused what is not the page's own (Host, Origin, token).
 // The changing actions are refused here, before the source is called, when the console was started with changes off.
+import { escapeUnprintable } from '../lambda/core/message';
 import { OpsError, UsageError } from '../ops/errors';
 import { MAX_REDRIVE_RATE } from '../ops/commands/redrive';
 import { MAX_PEEK, PEEK_WARNING } from '../ops/commands/dlqPeek';
@@ -111,7 +112,7 @@ export async function handleApi(request: ApiRequest, options: ApiOptions): Promi
     if (action && !options.changesAllowed) {
       throw new ConsoleForbiddenError(`${action} is off: ${options.changesNote ?? 'changes are off for this console'}`, 'changes-off');
     }
-    return { status: 200, body: await handler(request, options) };
+    return { status: 200, body: escapedData(await handler(request, options)) };
   } catch (error) {
     return errorResponse(error);
   }
@@ -121,7 +122,23 @@ export async function handleApi(request: ApiRequest, options: ApiOptions): Promi
 export function errorResponse(error: unknown): ApiResponse {
   const e = error instanceof Error ? error : new Error(String(error));
   const status = e instanceof ConsoleError ? e.status : e instanceof UsageError ? 400 : e instanceof OpsError ? 409 : 500;
-  return { status, body: { ok: false, error: { name: e.name, message: e.message } } };
+  return { status, body: escapedData({ ok: false, error: { name: e.name, message: e.message } }) };
+}
+
+/**
+ * An answer with every string in it, keys too, escaped (escapeUnprintable): what the page shows is data (DLQ bodies
+ * and reasons, keys, batch IDs), and though it only ever goes in as text, never HTML, a bidi override or a line
+ * separator in a text node still makes the page show something else than the data holds. Escaped here, on the
+ * server, once for every view the page has or will have, rather than in each of app.js's renderers, and tested
+ * here. The page only ever sends back what it was given for job names, which config keeps printable.
+ */
+function escapedData(body: unknown): unknown {
+  const text = JSON.stringify(body, (_key, value: unknown) => {
+    if (typeof value === 'string') return escapeUnprintable(value);
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [escapeUnprintable(k), v]));
+  });
+  return text === undefined ? undefined : JSON.parse(text);
 }
 
 function objectBody(body: unknown): Record<string, unknown> {

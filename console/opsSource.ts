@@ -38,6 +38,8 @@ export interface OpsConsoleSourceOptions {
    * show zeros for a time the stack did not exist. @default none
    */
   since?: number;
+  /** The `--confirm <env>` `ops console` started with (it checked it): each change passes it on, with yes. */
+  confirm?: string;
   /** How long a job's deployed settings (allowance, SLO, business-date offset) are reused before being read again. @default 300000 */
   settingsTtlMs?: number;
 }
@@ -80,6 +82,11 @@ export class OpsConsoleSource implements ConsoleSource {
 
   private get ctx(): CommandContext {
     return this.options.ctx;
+  }
+
+  /** The page's dialog confirmed the change; a protected environment's name came with `ops console --confirm`. */
+  private get confirmed(): { yes: true; confirm?: string } {
+    return { yes: true, ...(this.options.confirm !== undefined ? { confirm: this.options.confirm } : {}) };
   }
 
   async jobs(): Promise<string[]> {
@@ -137,21 +144,23 @@ export class OpsConsoleSource implements ConsoleSource {
   }
 
   pause(job: string) {
-    return this.serially(() => admission(this.ctx, 'pause', { job: this.job(job).job, yes: true, ...this.mappingWait() }));
+    return this.serially(() => admission(this.ctx, 'pause', { job: this.job(job).job, ...this.confirmed, ...this.mappingWait() }));
   }
 
   resume(job: string) {
-    return this.serially(() => admission(this.ctx, 'resume', { job: this.job(job).job, yes: true, ...this.mappingWait() }));
+    return this.serially(() => admission(this.ctx, 'resume', { job: this.job(job).job, ...this.confirmed, ...this.mappingWait() }));
   }
 
   redrive(job: string, options: { rate?: number }) {
-    return this.serially(() => redrive(this.ctx, { job: this.job(job).job, rate: options.rate, yes: true }));
+    return this.serially(() => redrive(this.ctx, { job: this.job(job).job, rate: options.rate, ...this.confirmed }));
   }
 
   catchUp(job: string, request: CatchUpRequest) {
     const name = this.job(job).job;
     return this.serially(() =>
-      'missed' in request ? catchUpMissed(this.ctx, { job: name, since: request.since, yes: true }) : catchUp(this.ctx, { job: name, from: request.from, to: request.to, yes: true }),
+      'missed' in request
+        ? catchUpMissed(this.ctx, { job: name, since: request.since, ...this.confirmed })
+        : catchUp(this.ctx, { job: name, from: request.from, to: request.to, ...this.confirmed }),
     );
   }
 

@@ -1,7 +1,7 @@
 // Operator CLI: what every command receives: the discovered stack, its clients and the terminal.
 import type { OpsClients } from './clients';
 import { UsageError } from './errors';
-import type { OpsIo } from './io';
+import { type ChangeTarget, confirm, type OpsIo } from './io';
 import type { JobResources, StackResources } from './resources';
 
 export interface CommandContext {
@@ -16,6 +16,26 @@ export interface ChangeOptions {
   yes?: boolean;
   /** Print what would change and change nothing. @default false */
   dryRun?: boolean;
+  /** The environment's name, which a protected environment needs as well as --yes. */
+  confirm?: string;
+}
+
+/** Where a change of this context lands; an account the config does not pin is asked of STS now. */
+export async function changeTarget(resources: StackResources): Promise<ChangeTarget> {
+  const account = resources.accountId ?? (await resources.callerAccount?.());
+  return {
+    stackName: resources.stackName,
+    ...(resources.environment !== undefined ? { environment: resources.environment } : {}),
+    ...(account ? { account } : {}),
+    ...(resources.region ? { region: resources.region } : {}),
+    // The local stack is never protected, whatever environment it was synthesized from.
+    protected: resources.source !== 'local' && resources.protected === true,
+  };
+}
+
+/** Asks before a change (io.ts confirm), naming the stack, account and region it lands on. */
+export async function confirmChange(ctx: CommandContext, action: string, options: ChangeOptions): Promise<void> {
+  await confirm(ctx.io, { action, yes: Boolean(options.yes), confirm: options.confirm, target: await changeTarget(ctx.resources) });
 }
 
 /**

@@ -4,7 +4,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { createClients, type OpsClients } from './clients';
 import type { CommandContext } from './context';
 import { OpsError, UsageError } from './errors';
-import { type OpsIo, processIo } from './io';
+import { escapingIo, type OpsIo, processIo } from './io';
 import { CloudFormationSource, type ClientSettings, LocalEndpointsSource, type ResourceSource } from './resources';
 import { admission, type AdmissionCommand, renderAdmission } from './commands/admission';
 import { audit, renderAudit } from './commands/audit';
@@ -86,7 +86,7 @@ function errorDocument(error: Error): object {
 
 /** Runs the CLI on `argv` (without the node and script entries) and returns the exit code; never calls process.exit. */
 export async function runOps(argv: string[], deps: OpsDependencies = {}): Promise<number> {
-  const io = deps.io ?? processIo();
+  const io = escapingIo(deps.io ?? processIo());
   const wantsJson = argv.includes('--json');
   let exitCode = 0;
 
@@ -122,7 +122,10 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
   };
 
   const change = (cmd: Command) =>
-    cmd.option('--yes', 'change without asking (required when stdin is not a terminal)', false).option('--dry-run', 'print what would change and change nothing', false);
+    cmd
+      .option('--yes', 'change without asking (required when stdin is not a terminal)', false)
+      .option('--confirm <env>', "the environment's name, which a protected environment (prod) needs as well as --yes")
+      .option('--dry-run', 'print what would change and change nothing', false);
 
   const statusCmd = program
     .command('status')
@@ -331,13 +334,15 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
         'operation lookup, and pause, resume, redrive and catch-up behind a confirmation (off against a deployed environment unless --allow-changes)',
     )
     .option('--port <n>', 'the port on 127.0.0.1 (default: a free one)')
-    .option('--allow-changes', 'against a deployed environment: turn on pause, resume, redrive and catch-up (always on with --local)', false);
+    .option('--allow-changes', 'against a deployed environment: turn on pause, resume, redrive and catch-up (always on with --local)', false)
+    .option('--confirm <env>', "with --allow-changes: the environment's name, which a protected environment (prod) needs");
   consoleCmd.action(
     execute(consoleCmd, async (ctx) => {
-      const o = consoleCmd.opts<{ port?: string; allowChanges: boolean }>();
+      const o = consoleCmd.opts<{ port?: string; allowChanges: boolean; confirm?: string }>();
       const result = await serveConsole(ctx, {
         port: o.port,
         allowChanges: o.allowChanges,
+        confirm: o.confirm,
         stop: (deps.console?.stop ?? interrupted)(),
         onListening: deps.console?.onListening,
         samples: deps.console?.samples,

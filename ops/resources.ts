@@ -46,6 +46,10 @@ export interface StackResources {
   accountId?: string;
   /** The environment's name (`--env`); absent for the local stack. */
   environment?: string;
+  /** The environment's config marks it protected: changes need `--confirm <env>`. Never set for the local stack. */
+  protected?: boolean;
+  /** The caller's account, asked of STS when a change names it; set when the config pins no account. */
+  callerAccount?: () => Promise<string>;
   /**
    * The runtime's tables. `limiter` (output LimiterTableName) holds the rate limiters' state and each job's per-key
    * overrides; only the `limits` commands need it, so a stack without the output still loads (they refuse it then).
@@ -188,6 +192,9 @@ export class CloudFormationSource implements ResourceSource {
       region,
       ...(caller ? { accountId: caller.account } : this.config.account ? { accountId: this.config.account } : {}),
       environment: this.options.environment,
+      ...(this.config.protected ? { protected: true } : {}),
+      // Without a pinned account the caller's is the environment's; STS is asked only when a change's prompt names it.
+      ...(caller || this.config.account ? {} : { callerAccount: async () => (await identity()).account }),
       ...resourcesFromOutputs(this.description, jobNamesFromOutputs(outputs), values),
       clients: { region },
     };

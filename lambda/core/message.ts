@@ -84,17 +84,27 @@ export const MAX_REASONS = 20;
 export const MAX_REASON_CHARS = 500;
 
 /**
- * Characters a reason must not carry raw: zod quotes offending key names from the body, and JSON log lines escape C0
- * controls but not bidirectional overrides, zero-width characters or line separators, which can make a log line or a
- * review record read differently from what it holds.
+ * Characters data must not carry raw into text a person reads (a dead-letter reason, a log line, an ops table, the
+ * console): C0 and C1 controls, line and paragraph separators, bidirectional marks, overrides and isolates, and
+ * zero-width and invisible formatting characters. zod quotes offending key names from a body, and JSON log lines escape
+ * C0 controls but none of the others, which can make a line or a record read differently from what it holds (a bidi
+ * override reverses what follows it; a line separator starts a forged line).
  */
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff]/g;
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]/g;
+
+/**
+ * `text` with every unprintable character (UNPRINTABLE) written as \uXXXX, so a reader sees what it holds. `keep`
+ * lists characters left as they are: a terminal's own line breaks between the lines of a table. Inside a JSON
+ * document's strings the escape is JSON's own, so escaping a serialized document changes nothing a parser reads.
+ */
+export function escapeUnprintable(text: string, keep = ''): string {
+  return text.replace(UNPRINTABLE, (c) => (keep.includes(c) ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+}
 
 /** Each reason with unprintable characters written as \uXXXX; the first MAX_REASONS, each cut to MAX_REASON_CHARS, and a count of the rest. */
 export function boundReasons(reasons: string[]): string[] {
-  const escape = (r: string) => r.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   const cut = (r: string) => (r.length > MAX_REASON_CHARS ? `${r.slice(0, MAX_REASON_CHARS)}... (${r.length} characters in all)` : r);
-  const kept = reasons.slice(0, MAX_REASONS).map((r) => cut(escape(r)));
+  const kept = reasons.slice(0, MAX_REASONS).map((r) => cut(escapeUnprintable(r)));
   if (reasons.length > MAX_REASONS) kept.push(`... and ${reasons.length - MAX_REASONS} more problems`);
   return kept;
 }

@@ -98,17 +98,22 @@ const ALARM_EMAIL = 'paced-jobs-oncall@example.com';
 
 export const environments: Record<string, EnvironmentInput> = {
   dev: {
+    region: 'eu-west-1',
     alarmEmail: ALARM_EMAIL,
     appResources: appResources('dev', true),
     jobs: jobs('https://sandbox.payments.example.com'),
   },
   staging: {
+    region: 'eu-west-1',
     retainData: true,
     alarmEmail: ALARM_EMAIL,
     appResources: appResources('staging', false),
     jobs: jobs('https://sandbox.payments.example.com'),
   },
   prod: {
+    region: 'eu-west-1',
+    // Changing ops commands need `--confirm prod` as well as `--yes`.
+    protected: true,
     retainData: true,
     alarmEmail: ALARM_EMAIL,
     logRetentionDays: 90,

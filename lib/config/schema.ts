@@ -346,11 +346,23 @@ export function sloUnreachable(job: Pick<z.output<typeof jobSchema>, 'pageSize' 
   );
 }
 
+const REGION_RULE = 'must be an AWS region such as "eu-west-1"';
+
 export const environmentSchema = z.object({
   /** AWS account; omit for an environment-agnostic synth. */
   account: z.string().regex(/^\d{12}$/, 'must be a 12-digit AWS account ID').optional(),
-  /** @default "us-east-1" */
-  region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'must be an AWS region such as "eu-west-1"').default('us-east-1'),
+  /**
+   * The AWS region the stack and its data live in. Required, with no default: where personal data is stored is a
+   * decision each environment states, never one a default makes for it.
+   */
+  region: z
+    .string({ error: (issue) => (issue.input === undefined ? 'is required: the AWS region this environment deploys to, such as "eu-west-1"' : REGION_RULE) })
+    .regex(/^[a-z]{2}(-[a-z]+)+-\d$/, REGION_RULE),
+  /**
+   * A changing ops command against this environment needs `--confirm <env>` as well as `--yes` (or the name typed at
+   * the prompt), so a command meant for another environment cannot change this one. @default false
+   */
+  protected: z.boolean().default(false),
   /** Keep stateful resources (RETAIN) and turn on point-in-time recovery. @default false */
   retainData: z.boolean().default(false),
   /** CloudWatch Logs retention for every function. @default 30 */

@@ -4,9 +4,9 @@
 // Resume reverses the order, so consumers are running before admission publishes more, and both before a run starts.
 import { GetScheduleCommand, type GetScheduleCommandOutput, UpdateScheduleCommand } from '@aws-sdk/client-scheduler';
 import { GetEventSourceMappingCommand, UpdateEventSourceMappingCommand } from '@aws-sdk/client-lambda';
-import { type ChangeOptions, type CommandContext, selectJobs } from '../context';
+import { type ChangeOptions, type CommandContext, confirmChange, selectJobs } from '../context';
 import { MappingStateError } from '../errors';
-import { confirm, renderTable } from '../io';
+import { renderTable } from '../io';
 import type { JobResources } from '../resources';
 
 export type AdmissionCommand = 'pause' | 'resume';
@@ -95,7 +95,7 @@ export async function admission(ctx: CommandContext, command: AdmissionCommand, 
   if (options.dryRun || todo.length === 0) return result;
 
   const names = [...new Set(todo.map((s) => s.job))];
-  await confirm(ctx.io, { action: `${command} ${names.join(', ')} (${todo.length} change${todo.length === 1 ? '' : 's'})`, yes: Boolean(options.yes) });
+  await confirmChange(ctx, `${command} ${names.join(', ')} (${todo.length} change${todo.length === 1 ? '' : 's'})`, options);
   for (const step of todo) {
     if (step.kind === 'schedule') {
       const index = jobs.findIndex((j) => j.job === step.job);

@@ -6,10 +6,10 @@ import { makeBatchId } from '../../lambda/core/businessDate';
 import { parseCron, scheduledRuns } from '../../lambda/core/cron';
 import { ledgerKeys } from '../../lambda/core/ledgerContract';
 import { businessDateSchema } from '../../lambda/core/message';
-import { type ChangeOptions, type CommandContext, selectJobs } from '../context';
+import { type ChangeOptions, type CommandContext, confirmChange, selectJobs } from '../context';
 import type { JobResources } from '../resources';
 import { ProducerInvocationError, UsageError } from '../errors';
-import { confirm, renderTable } from '../io';
+import { renderTable } from '../io';
 import { producerSettings } from '../jobSettings';
 import { queryAll } from '../ledger';
 
@@ -153,7 +153,7 @@ async function runDates(ctx: CommandContext, job: JobResources, dates: string[],
   const result: CatchUpResult = { ok: true, command: 'catch-up', dryRun: Boolean(options.dryRun), job: job.job, invocation: 'synchronous', runs };
   if (options.dryRun || runs.length === 0) return result;
 
-  await confirm(ctx.io, { action: `run the ${job.job} producer for ${what}`, yes: Boolean(options.yes) });
+  await confirmChange(ctx, `run the ${job.job} producer for ${what}`, options);
   for (const run of runs) {
     const response = await ctx.clients.lambda.send(
       new InvokeCommand({

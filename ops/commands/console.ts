@@ -4,8 +4,9 @@
 // unless --allow-changes; against the local stack they are on.
 import { OpsConsoleSource, consoleIo, type SampleReader } from '../../console/opsSource';
 import { startConsoleServer, type ConsoleServer } from '../../console/server';
-import type { CommandContext } from '../context';
-import { UsageError } from '../errors';
+import { changeTarget, type CommandContext } from '../context';
+import { ConfirmationError, UsageError } from '../errors';
+import { describeTarget } from '../io';
 import { readJobSamples } from '../metrics';
 
 export interface ConsoleOptions {
@@ -13,6 +14,8 @@ export interface ConsoleOptions {
   port?: number | string;
   /** Against a deployed environment, turn the changing actions on. @default false */
   allowChanges?: boolean;
+  /** --confirm <env>: a protected environment's changes from the page need its name, as a command's do. */
+  confirm?: string;
   /** Resolves when the console should stop (Ctrl-C). */
   stop: Promise<void>;
   /** Where the charts' samples come from. @default readJobSamples (CloudWatch GetMetricData) */
@@ -51,10 +54,30 @@ function credentialStrings(ctx: CommandContext): string[] {
   );
 }
 
+/**
+ * The page's dialog confirms each change, but a protected environment's also need its name, once, when the console
+ * starts: the same rule as `--yes --confirm <env>` on a command (io.ts confirm, which each change then runs).
+ * @throws ConfirmationError when --confirm is missing for a protected environment, or names another one.
+ */
+async function checkConfirmed(ctx: CommandContext, confirm: string | undefined): Promise<void> {
+  const target = await changeTarget(ctx.resources);
+  const env = target.environment;
+  if (confirm !== undefined && confirm !== env) {
+    throw new ConfirmationError(`--confirm ${confirm} does not match environment ${env}: the console did not start`, 'allow changes from the console');
+  }
+  if (target.protected && confirm !== env) {
+    throw new ConfirmationError(
+      `refusing to allow changes from the console on ${describeTarget(target)}: environment ${env} is protected; pass --confirm ${env} as well as --allow-changes`,
+      'allow changes from the console',
+    );
+  }
+}
+
 export async function serveConsole(ctx: CommandContext, options: ConsoleOptions): Promise<ConsoleResult> {
   const port = parsePort(options.port);
   const local = ctx.resources.source === 'local';
   const changesAllowed = local || Boolean(options.allowChanges);
+  if (changesAllowed && !local) await checkConfirmed(ctx, options.confirm);
   const log = (line: string) => ctx.io.stderr(line);
   const source = new OpsConsoleSource({
     // The commands' own output (progress, warnings) goes to this terminal; their confirmation is the page's dialog.
@@ -63,6 +86,7 @@ export async function serveConsole(ctx: CommandContext, options: ConsoleOptions)
     // CloudWatch holds EMF metrics per minute; the local endpoint has every sample.
     periodSeconds: local ? 10 : 60,
     mappingWait: options.mappingWait,
+    confirm: options.confirm,
   });
   const startedAt = ctx.io.now().toISOString();
   const server = await startConsoleServer({

@@ -6,9 +6,9 @@ import { GetEventSourceMappingCommand } from '@aws-sdk/client-lambda';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { admissionStep, type AdmissionStep } from '../../lambda/core/admissionStep';
 import { businessDateSchema } from '../../lambda/core/message';
-import { type ChangeOptions, type CommandContext, selectJobs } from '../context';
+import { type ChangeOptions, type CommandContext, confirmChange, selectJobs } from '../context';
 import { BatchStateError } from '../errors';
-import { confirm, renderTable } from '../io';
+import { renderTable } from '../io';
 import { readBatch } from '../ledger';
 
 export interface ContinueOptions extends ChangeOptions {
@@ -99,7 +99,7 @@ export async function continueAdmission(ctx: CommandContext, options: ContinueOp
   }
   if (options.dryRun) return result;
 
-  await confirm(ctx.io, { action: `send admission step ${batch.step} of ${batchId} to the ${job.job} admission queue`, yes: Boolean(options.yes) });
+  await confirmChange(ctx, `send admission step ${batch.step} of ${batchId} to the ${job.job} admission queue`, options);
   if (batch.nextStepAt && Date.parse(batch.nextStepAt) > ctx.io.now().getTime()) {
     // Harmless: a step taken early admits only what the queue has room for, and the pending message then finds it taken.
     ctx.io.stderr(`continue: step ${batch.step} of ${batchId} is not due until ${batch.nextStepAt}; sending it now takes it early`);

@@ -16,9 +16,9 @@ import {
   OVERRIDES_ATTRIBUTE,
 } from '../../lambda/core/keyLimits';
 import { StackOutput } from '../../lib/outputs';
-import { type ChangeOptions, type CommandContext, selectJobs } from '../context';
+import { type ChangeOptions, type CommandContext, confirmChange, selectJobs } from '../context';
 import { KeyLimitsError, ResourceDiscoveryError, UsageError } from '../errors';
-import { type Cell, confirm, renderTable } from '../io';
+import { type Cell, renderTable } from '../io';
 import { producerSettings } from '../jobSettings';
 
 /** Most starts per interval an override may give a key. */
@@ -245,10 +245,11 @@ export async function limitsSet(ctx: CommandContext, options: LimitsSetOptions):
   if (options.dryRun) return result;
 
   const documented = `${starts} starts per ${intervalSeconds ?? perKey.intervalSeconds} s, burst ${burst ?? perKey.burst}`;
-  await confirm(ctx.io, {
-    action: `${had ? 'replace' : 'set'} the override of key ${JSON.stringify(key)} on job ${job}: ${documented} (enforced after headroom ${perKey.headroom}: ${describeLimit(effective)})`,
-    yes: Boolean(options.yes),
-  });
+  await confirmChange(
+    ctx,
+    `${had ? 'replace' : 'set'} the override of key ${JSON.stringify(key)} on job ${job}: ${documented} (enforced after headroom ${perKey.headroom}: ${describeLimit(effective)})`,
+    options,
+  );
   const pk = keyLimitsItemKey(job);
   await ctx.clients.dynamo.send(
     new UpdateCommand({
@@ -309,10 +310,7 @@ export async function limitsClear(ctx: CommandContext, options: LimitsClearOptio
   }
   if (options.dryRun) return result;
 
-  await confirm(ctx.io, {
-    action: `clear the override of key ${JSON.stringify(key)} on job ${job} (back to the default: ${describeLimit(result.effective)})`,
-    yes: Boolean(options.yes),
-  });
+  await confirmChange(ctx, `clear the override of key ${JSON.stringify(key)} on job ${job} (back to the default: ${describeLimit(result.effective)})`, options);
   try {
     await ctx.clients.dynamo.send(
       new UpdateCommand({

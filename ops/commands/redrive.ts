@@ -8,9 +8,9 @@ import {
   type ListMessageMoveTasksResultEntry,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
-import { type ChangeOptions, type CommandContext, selectJobs } from '../context';
+import { type ChangeOptions, type CommandContext, confirmChange, selectJobs } from '../context';
 import { UsageError } from '../errors';
-import { confirm, renderTable } from '../io';
+import { renderTable } from '../io';
 import type { JobResources } from '../resources';
 
 /** SQS's bounds for MaxNumberOfMessagesPerSecond. */
@@ -127,7 +127,7 @@ export async function redrive(ctx: CommandContext, options: RedriveOptions = {})
   if (options.dryRun || todo.length === 0) return result;
 
   const total = todo.reduce((sum, r) => sum + r.dlqMessages, 0);
-  await confirm(ctx.io, { action: `redrive about ${total} DLQ message(s) of ${todo.map((r) => r.job).join(', ')} at ${rate}/s`, yes: Boolean(options.yes) });
+  await confirmChange(ctx, `redrive about ${total} DLQ message(s) of ${todo.map((r) => r.job).join(', ')} at ${rate}/s`, options);
   for (const r of todo) {
     const started = await ctx.clients.sqs.send(
       new StartMessageMoveTaskCommand({ SourceArn: r.dlqArn, DestinationArn: r.destinationArn, MaxNumberOfMessagesPerSecond: rate }),
@@ -159,7 +159,7 @@ export async function redriveCancel(ctx: CommandContext, options: ChangeOptions 
   };
   const todo = result.jobs.filter((j) => j.action === 'would-cancel');
   if (options.dryRun || todo.length === 0) return result;
-  await confirm(ctx.io, { action: `cancel the redrive of ${todo.map((j) => j.job).join(', ')}`, yes: Boolean(options.yes) });
+  await confirmChange(ctx, `cancel the redrive of ${todo.map((j) => j.job).join(', ')}`, options);
   for (const j of todo) {
     const cancelled = await ctx.clients.sqs.send(new CancelMessageMoveTaskCommand({ TaskHandle: j.taskHandle }));
     j.action = 'cancelled';

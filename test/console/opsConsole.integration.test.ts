@@ -170,6 +170,36 @@ describe('Command: ops console', () => {
     expect((await on.stop()).code).toBe(0);
   }, 60_000);
 
+  it('against a protected environment: changes need --confirm <env> as well as --allow-changes, and then run confirmed by it', async () => {
+    const guarded: ResourceSource = {
+      description: 'stack PacedJobs-test',
+      load: async () => ({ ...(await new LocalEndpointsSource(f.endpointsFile).load()), source: 'cloudformation', environment: 'test', protected: true }),
+    };
+    const where = 'stack PacedJobs-test, account 000000000000, region us-east-1';
+    const refusedWith = async (args: string[]) => {
+      let stdout = '';
+      const io: OpsIo = { stdout: (t) => (stdout += t), stderr: () => undefined, interactive: false, ask: async () => '', now: () => new Date(), sleep: async () => undefined };
+      const code = await runOps(['console', '--env', 'test', ...args, '--json'], { io, source: () => guarded, console: { stop: () => Promise.resolve() } });
+      return { code, error: (JSON.parse(stdout) as { error: { message: string } }).error.message };
+    };
+
+    expect(await refusedWith(['--allow-changes'])).toEqual({
+      code: 1,
+      error: `refusing to allow changes from the console on ${where}: environment test is protected; pass --confirm test as well as --allow-changes`,
+    });
+    expect(await refusedWith(['--allow-changes', '--confirm', 'prod'])).toEqual({
+      code: 1,
+      error: '--confirm prod does not match environment test: the console did not start',
+    });
+
+    const on = await open(['--env', 'test', '--allow-changes', '--confirm', 'test'], { source: () => guarded });
+    expect((await on.post('/api/pause', { job: 'alpha' })).status).toBe(200);
+    expect(f.jobs.alpha.mapping.state).toBe('Disabled');
+    expect((await on.post('/api/resume', { job: 'alpha' })).status).toBe(200);
+    const out = await on.stop();
+    expect(out.stderr).toContain(`pause alpha (3 changes) on ${where} (confirmed by --yes --confirm test)\n`);
+  }, 60_000);
+
   it('refuses a port that is not one', async () => {
     let stdout = '';
     const io: OpsIo = { stdout: (t) => (stdout += t), stderr: () => undefined, interactive: false, ask: async () => '', now: () => new Date(), sleep: async () => undefined };

@@ -7,6 +7,7 @@ import { networkInterfaces } from 'node:os';
 import { CONTENT_SECURITY_POLICY, redactor, startConsoleServer, tokensEqual, type ConsoleServer, type ConsoleServerOptions } from '../../console/server';
 import type { ConsoleOverview, ConsoleSource } from '../../console/source';
 import type { AdmissionResult } from '../../ops/commands/admission';
+import type { PeekedMessage } from '../../ops/commands/dlqPeek';
 import { UsageError } from '../../ops/errors';
 
 const TOKEN = 'test-token-0123456789abcdefghijklmnop';
@@ -82,7 +83,7 @@ function fakeSource(leak = false) {
       return o;
     }),
     charts: jest.fn(async (job: string) => ({ job, window: { fromMs: 0, toMs: 60_000 }, charts: [{ id: `${job}:starts`, title: 'Starts', unit: 'starts per 1 min', x: [0], lines: [{ label: 'starts', values: [3] }] }] })),
-    dlqPeek: jest.fn(async (job: string) => ({ ok: true as const, command: 'dlq peek' as const, warning: 'peeking receives each message', jobs: [{ job, dlqUrl: 'http://sqs/alpha-dlq', messages: [] }] })),
+    dlqPeek: jest.fn(async (job: string) => ({ ok: true as const, command: 'dlq peek' as const, warning: 'peeking receives each message', jobs: [{ job, dlqUrl: 'http://sqs/alpha-dlq', messages: [] as PeekedMessage[] }] })),
     operation: jest.fn(async (operationId: string) => {
       if (leak) throw new Error(`the SDK said: invalid signature for ${ACCESS_KEY} with ${SECRET_KEY}`);
       return { ok: true as const, command: 'op' as const, operationId, found: false, jobs: [] };
@@ -351,6 +352,27 @@ describe('Function: startConsoleServer', () => {
       for (const action of actions()) expect(action).not.toHaveBeenCalled();
       expect(source.charts).not.toHaveBeenCalled();
       expect(source.operation).not.toHaveBeenCalled();
+    });
+
+    it('answers data with its control, bidi and invisible characters escaped, in its values and in errors', async () => {
+      await start();
+      const message = { messageId: 'm-1', receiveCount: 1, failureReason: 'refused "x\u202egnp.exe"\u2028forged', body: '{"k":"a\u0085\u200bb"}' };
+      source.dlqPeek.mockResolvedValueOnce({ ok: true, command: 'dlq peek', warning: 'w', jobs: [{ job: 'alpha', dlqUrl: 'http://sqs/alpha-dlq', messages: [message] }] });
+      source.overview.mockImplementationOnce(async () => ({ ...overview(), notes: ['tenant "\u2066evil\u2069" has no limit'] }));
+      source.catchUp.mockRejectedValueOnce(new UsageError('no such tenant "\u202eab"'));
+
+      const peek = await post('/api/dlq-peek', { job: 'alpha', max: 5 });
+      const status = await api('/api/overview');
+      const refused = await post('/api/catch-up', { job: 'alpha', from: '2026-03-01', to: '2026-03-02' });
+
+      expect((peek.json() as { jobs: { messages: unknown[] }[] }).jobs[0].messages[0]).toEqual({
+        messageId: 'm-1',
+        receiveCount: 1,
+        failureReason: 'refused "x\\u202egnp.exe"\\u2028forged',
+        body: '{"k":"a\\u0085\\u200bb"}',
+      });
+      expect(status.json().notes).toEqual(['tenant "\\u2066evil\\u2069" has no limit']);
+      expect(refused.json()).toEqual({ ok: false, error: { name: 'UsageError', message: 'no such tenant "\\u202eab"' } });
     });
 
     it("answers a command's own refusal with its name and message", async () => {

@@ -33,6 +33,7 @@ function buildProd(): Built {
 /** One job with non-default thresholds and an alarm email, on the fixture handlers (fast to bundle). */
 function buildCustom(): Built {
   const config = environmentSchema.parse({
+    region: 'eu-west-1',
     alarmEmail: 'oncall@example.com',
     jobs: {
       'a-job': {
@@ -343,7 +344,7 @@ describe('Class: Monitoring', () => {
     });
 
     it('subscribes no one when alarmEmail is not configured', () => {
-      const config = environmentSchema.parse({ jobs: { 'a-job': { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } } } });
+      const config = environmentSchema.parse({ region: 'eu-west-1', jobs: { 'a-job': { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } } } });
       const stack = new PacedJobsStack(new App({ context: cdkJsonContext() }), 'PacedJobs-quiet', { environmentName: 'quiet', config, handlersDir: FIXTURE_HANDLERS });
       expect(Template.fromStack(stack).findResources('AWS::SNS::Subscription')).toEqual({});
     });
@@ -459,6 +460,7 @@ describe('Constant: CustomMetric', () => {
 
 function loadJob() {
   return environmentSchema.parse({
+    region: 'eu-west-1',
     jobs: { 'a-job': { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } } },
   }).jobs['a-job'];
 }

@@ -16,6 +16,7 @@ const FIXTURE_HANDLERS = path.join(__dirname, 'fixtures', 'handlers');
 
 /** Imported resources, by name; with `create`, the same resources created, the bucket named by CloudFormation. */
 const appResourcesConfig = (create = false) => environmentSchema.parse({
+  region: 'eu-west-1',
   appResources: {
     create,
     tables: { orders: { tableName: 'orders-test', partitionKey: { name: 'orderId' } } },

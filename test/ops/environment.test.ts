@@ -7,6 +7,8 @@ import { UsageError } from '../../ops/errors';
 import type { OpsIo } from '../../ops/io';
 import { runOps } from '../../ops/program';
 import { CloudFormationSource } from '../../ops/resources';
+import { changeTarget } from '../../ops/context';
+import { JobOutput, type JobOutputKind, jobOutputName, StackOutput } from '../../lib/outputs';
 
 const job = { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } };
 const pinned = environmentSchema.parse({ account: '111122223333', region: 'eu-west-1', jobs: { 'a-job': job } });
@@ -80,6 +82,36 @@ describe('Class: CloudFormationSource, with the environment\'s config', () => {
 
     await expect(source.load()).rejects.toThrow(WrongAccountError);
     expect(send).not.toHaveBeenCalled();
+  });
+
+  it('says whether the environment is protected, and asks STS for an unpinned account only when a change names it', async () => {
+    const outputs = [
+      { OutputKey: StackOutput.IdempotencyTableName, OutputValue: 'idem' },
+      { OutputKey: StackOutput.LedgerTableName, OutputValue: 'ledger' },
+      ...(Object.keys(JobOutput) as JobOutputKind[]).map((kind) => ({ OutputKey: jobOutputName('a-job', kind), OutputValue: kind, Description: `a-job: ${kind}` })),
+    ];
+    const send = jest.fn().mockResolvedValue({ Stacks: [{ Outputs: outputs }] });
+    const identity = jest.fn().mockResolvedValue({ account: '444455556666', arn: 'arn:aws:iam::444455556666:user/ops' });
+    const guarded = { ...agnostic, protected: true };
+    const source = new CloudFormationSource({ environment: 'prod', config: guarded, client: { send }, sdkRegion: async () => undefined, identity });
+
+    const resources = await source.load();
+
+    expect(identity).not.toHaveBeenCalled();
+    expect(resources.protected).toBe(true);
+    await expect(changeTarget(resources)).resolves.toEqual({
+      stackName: 'PacedJobs-prod',
+      environment: 'prod',
+      account: '444455556666',
+      region: 'eu-central-1',
+      protected: true,
+    });
+    expect(identity).toHaveBeenCalledTimes(1);
+  });
+
+  it('never protects the local stack, whatever its resources say', async () => {
+    const local = { source: 'local' as const, stackName: 'PacedJobs-dev', region: 'us-east-1', accountId: '000000000000', protected: true, tables: { idempotency: 'i', ledger: 'l' }, jobs: [], clients: {} };
+    await expect(changeTarget(local)).resolves.toEqual({ stackName: 'PacedJobs-dev', account: '000000000000', region: 'us-east-1', protected: false });
   });
 
   it('does not ask STS when the config pins no account', async () => {

@@ -22,6 +22,8 @@ import { runOps } from '../../ops/program';
 
 export const REGION = 'us-east-1';
 export const ACCOUNT = '000000000000';
+/** Where a change lands, as its prompt names the fixture's stack. */
+export const TARGET = `local stack PacedJobs-test, account ${ACCOUNT}, region ${REGION}`;
 export const CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
 
 /** The stack's schedule group, as lib/stack.ts names it for an environment `test`. */

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import type { OpsIo } from '../../ops/io';
 import { runOps } from '../../ops/program';
-import { OpsFixture, startOpsFixture } from './fixture';
+import { OpsFixture, startOpsFixture, TARGET } from './fixture';
 
 function capture(): OpsIo & { out: string[]; err: string[] } {
   const out: string[] = [];
@@ -91,7 +91,7 @@ describe('Script: ops/cli.ts', () => {
 
     expect(run.status).toBe(1);
     expect(run.stderr).toBe(
-      'error: refusing to pause alpha (3 changes) without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview\n',
+      `error: refusing to pause alpha (3 changes) on ${TARGET} without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview\n`,
     );
     expect(run.stdout).toBe('');
     expect(f.scheduler.list()[0].state).toBe('ENABLED');

@@ -111,7 +111,7 @@ describe('Class: CloudFormationSource', () => {
       const send = jest.fn().mockRejectedValue(new Error('Stack with id PacedJobs-prod does not exist'));
 
       await expect(new CloudFormationSource({ environment: 'prod', client: { send }, sdkRegion: async () => undefined }).load()).rejects.toThrow(
-        'cannot read stack PacedJobs-prod in us-east-1: Stack with id PacedJobs-prod does not exist (is it deployed in this account and region? use --local for the local stack)',
+        'cannot read stack PacedJobs-prod in eu-west-1: Stack with id PacedJobs-prod does not exist (is it deployed in this account and region? use --local for the local stack)',
       );
     });
   });

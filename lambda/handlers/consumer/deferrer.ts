@@ -4,7 +4,7 @@
 // redelivered after all) is absorbed by idempotency, as the operation ID is unchanged.
 import type { SQSRecord } from 'aws-lambda';
 import { fairnessGroup } from '../../core/fairness';
-import { serializeMessage, type JobMessage } from '../../core/message';
+import { escapeUnprintable, serializeMessage, type JobMessage } from '../../core/message';
 import type { DeferralCause, DeferralPolicy } from '../../core/deferral';
 import type { BatchTally } from '../../adapters/ledger';
 import { withLogKeys } from '../../adapters/observability';
@@ -53,7 +53,8 @@ export class Deferrer {
       operationId: message.operationId,
       body,
       attributes: {
-        failureReason: reason.slice(0, MAX_REASON_CHARS),
+        // A reason can quote the job's data (an error message naming a key); whoever reads the DLQ sees it escaped.
+        failureReason: escapeUnprintable(reason).slice(0, MAX_REASON_CHARS),
         operationId: message.operationId,
         jobType: message.jobType,
         batchId: message.batchId,
@@ -66,8 +67,10 @@ export class Deferrer {
 
   /** A permanent failure: the message goes to the DLQ as it came, with its reason. */
   async deadLetter(record: SQSRecord, message: JobMessage, reason: string, tally: BatchTally, detail: Record<string, unknown> = {}): Promise<RecordOutcome> {
-    await this.options.publisher.publish(this.options.dlqUrl, [this.toDlq(message, reason, record.body)]);
-    return this.options.accounting.deadLettered(message, reason, detail, tally);
+    // The ledger's review list and the log line carry the reason too: escaped once, as the DLQ's attribute is.
+    const shown = escapeUnprintable(reason);
+    await this.options.publisher.publish(this.options.dlqUrl, [this.toDlq(message, shown, record.body)]);
+    return this.options.accounting.deadLettered(message, shown, detail, tally);
   }
 
   /**

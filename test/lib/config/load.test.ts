@@ -45,6 +45,14 @@ describe('Function: loadEnvironment', () => {
     expect(loadEnvironment('prod').appResources.create).toBe(false);
   });
 
+  it('states an EU region for every shipped environment, and protects prod alone', () => {
+    expect(Object.keys(environments).map((name) => [name, loadEnvironment(name).region, loadEnvironment(name).protected])).toEqual([
+      ['dev', 'eu-west-1', false],
+      ['staging', 'eu-west-1', false],
+      ['prod', 'eu-west-1', true],
+    ]);
+  });
+
   it.each(Object.keys(environments))('names no bucket the shipped %s configuration creates, and every bucket it imports', (name) => {
     const { create, buckets } = loadEnvironment(name).appResources;
     // S3 names are global: a name the stack creates could already be another account's.
@@ -92,6 +100,7 @@ describe('Function: parseEnvironment', () => {
   it('names every cross-field problem in one message', () => {
     const error = captureConfigError(() =>
       parseEnvironment('bad', {
+        region: 'eu-west-1',
         jobs: {
           'ok-job': {
             ...goodJob,
@@ -125,14 +134,28 @@ describe('Function: parseEnvironment', () => {
   });
 
   it('requires at least one job', () => {
-    expect(() => parseEnvironment('empty', { jobs: {} })).toThrow('Invalid configuration for environment "empty":\n  - jobs: at least one job is required');
+    expect(() => parseEnvironment('empty', { region: 'eu-west-1', jobs: {} })).toThrow('Invalid configuration for environment "empty":\n  - jobs: at least one job is required');
+  });
+
+  it('requires the region, with no default, naming it beside every other bad key', () => {
+    const { region: _dropped, ...dev } = environments.dev;
+    expect(() => parseEnvironment('dev', { ...dev, logRetentionDays: 0 })).toThrow(
+      new ConfigError(
+        [
+          'Invalid configuration for environment "dev":',
+          '  - region: is required: the AWS region this environment deploys to, such as "eu-west-1"',
+          '  - logRetentionDays: Too small: expected number to be >=1',
+        ].join('\n'),
+      ),
+    );
+    expect(() => parseEnvironment('dev', { ...dev, region: 5 })).toThrow('  - region: must be an AWS region such as "eu-west-1"');
   });
 });
 
 describe('The completion SLO (slo)', () => {
   // 10 starts x 0.8 headroom = 8 per minute; pageSize x maxPagesPerRun = 10 x 10 = 100 operations a night.
   const night = { ...goodJob, pageSize: 10, maxPagesPerRun: 10 };
-  const parse = (slo: unknown) => parseEnvironment('slo', { jobs: { 'ok-job': { ...night, slo } } });
+  const parse = (slo: unknown) => parseEnvironment('slo', { region: 'eu-west-1', jobs: { 'ok-job': { ...night, slo } } });
 
   it('accepts an SLO a full run can meet at the paced rate, and hands it to the functions', () => {
     // 99 of 100 operations at 8 a minute take 12.4 minutes.

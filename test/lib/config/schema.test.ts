@@ -189,8 +189,9 @@ describe('Schema: scheduleSchema', () => {
 describe('Schema: environmentSchema', () => {
   describe('Method: parse', () => {
     it('fills every environment-level default and leaves account and alarmEmail unset', () => {
-      expect(environmentSchema.parse({ jobs: { 'a-job': minimalJob } })).toStrictEqual({
-        region: 'us-east-1',
+      expect(environmentSchema.parse({ region: 'eu-central-1', jobs: { 'a-job': minimalJob } })).toStrictEqual({
+        region: 'eu-central-1',
+        protected: false,
         retainData: false,
         logRetentionDays: 30,
         appResources: { create: false, tables: {}, buckets: {}, secrets: {} },
@@ -200,6 +201,7 @@ describe('Schema: environmentSchema', () => {
 
     it('defaults a table to string keys and no secondary indexes', () => {
       const parsed = environmentSchema.parse({
+        region: 'eu-west-1',
         appResources: { tables: { t: { tableName: 'things', partitionKey: { name: 'id' } } } },
         jobs: { 'a-job': minimalJob },
       });

@@ -2,11 +2,11 @@ import type { StatusResult } from '../../../ops/commands/status';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { admission, type AdmissionResult } from '../../../ops/commands/admission';
 import type { OpsClients } from '../../../ops/clients';
-import { MappingStateError } from '../../../ops/errors';
+import { ConfirmationError, MappingStateError } from '../../../ops/errors';
 import type { OpsIo } from '../../../ops/io';
 import type { StackResources } from '../../../ops/resources';
 import { holdsFor, waitFor } from '../../../local/waitFor';
-import { OpsFixture, startOpsFixture } from '../fixture';
+import { OpsFixture, startOpsFixture, TARGET } from '../fixture';
 
 /** A run's next step, as the producer sends it to the admission queue. */
 const keptStep = { kind: 'admission-step', batchId: 'alpha:2026-11-01:20261101T010000Z', businessDate: '2026-11-01', step: 3, scheduledTime: '2026-11-01T01:00:00Z' };
@@ -50,13 +50,13 @@ describe('Function: admission (ops pause / ops resume)', () => {
 
       expect(out.code).toBe(1);
       expect(out.stderr).toBe(
-        'error: refusing to pause alpha (3 changes) without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview\n',
+        `error: refusing to pause alpha (3 changes) on ${TARGET} without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview\n`,
       );
       expect(out.json()).toEqual({
         ok: false,
         error: {
           name: 'ConfirmationError',
-          message: 'refusing to pause alpha (3 changes) without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview',
+          message: `refusing to pause alpha (3 changes) on ${TARGET} without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview`,
           action: 'pause alpha (3 changes)',
           exitCode: 1,
         },
@@ -69,8 +69,8 @@ describe('Function: admission (ops pause / ops resume)', () => {
       const out = await f.run(['pause', '--job', 'alpha'], { interactive: true, answers: ['n'] });
 
       expect(out.code).toBe(1);
-      expect(f.prompts.at(-1)).toBe('pause alpha (3 changes)? [y/N] ');
-      expect(out.stderr).toBe('error: not confirmed: did not pause alpha (3 changes); nothing was changed\n');
+      expect(f.prompts.at(-1)).toBe(`pause alpha (3 changes) on ${TARGET}? [y/N] `);
+      expect(out.stderr).toBe(`error: not confirmed: did not pause alpha (3 changes) on ${TARGET}; nothing was changed\n`);
       expect(scheduleState('alpha-schedule')).toBe('ENABLED');
     });
 
@@ -301,6 +301,28 @@ describe('Function: admission against transitional mapping states', () => {
       'GetEventSourceMappingCommand consumer-uuid',
       'GetEventSourceMappingCommand consumer-uuid',
     ]);
+  });
+
+  it('refuses --yes alone on a protected environment, naming stack, account, region and the --confirm it needs, and changes nothing', async () => {
+    const prod = { ...resources, environment: 'prod', region: 'eu-west-1', accountId: '123456789012', protected: true };
+    const { ctx, sent } = context({ 'admission-uuid': ['Enabled'], 'consumer-uuid': ['Enabled'] });
+    const guarded = { ...ctx, resources: prod };
+
+    await expect(admission(guarded, 'pause', { yes: true })).rejects.toThrow(
+      new ConfirmationError(
+        'refusing to pause alpha (3 changes) on stack PacedJobs-prod, account 123456789012, region eu-west-1: environment prod is protected; ' +
+          'pass --confirm prod as well as --yes',
+        'pause alpha (3 changes)',
+      ),
+    );
+    await expect(admission(guarded, 'pause', { yes: true, confirm: 'staging' })).rejects.toThrow(
+      '--confirm staging does not match environment prod: did not pause alpha (3 changes) on stack PacedJobs-prod, account 123456789012, region eu-west-1; nothing was changed',
+    );
+    expect(sent.filter((c) => c.startsWith('Update'))).toEqual([]);
+
+    const confirmed = context({ 'admission-uuid': ['Enabled', 'Disabled'], 'consumer-uuid': ['Enabled', 'Disabled'] });
+    await admission({ ...confirmed.ctx, resources: prod }, 'pause', { yes: true, confirm: 'prod', mappingPollMs: 1000, mappingTimeoutMs: 10_000 });
+    expect(confirmed.sent.filter((c) => c.startsWith('Update'))).toEqual(['UpdateScheduleCommand', 'UpdateEventSourceMappingCommand admission-uuid', 'UpdateEventSourceMappingCommand consumer-uuid']);
   });
 
   it('throws when the admission mapping does not settle in time, before touching the consumer', async () => {

@@ -1,7 +1,7 @@
 import { businessDates, type CatchUpResult, MAX_CATCH_UP_DATES } from '../../../ops/commands/catchUp';
 import { UsageError } from '../../../ops/errors';
 import { DynamoLedger } from '../../../lambda/adapters/ledger';
-import { OpsFixture, startOpsFixture } from '../fixture';
+import { OpsFixture, startOpsFixture, TARGET } from '../fixture';
 
 describe('Function: businessDates', () => {
   it('lists every date of the range in order, across a month end and a DST change', () => {
@@ -101,7 +101,7 @@ describe('Function: catchUp (ops catch-up)', () => {
     expect(f.producerCalls).toHaveLength(1);
     const batchId = f.producerCalls[0].event.batchId as string;
     const message = `the alpha producer failed for 2026-11-01 (batch ${batchId}): ProducerEventError: invalid producer event: cursor: too long; later dates were not started`;
-    expect(out.stderr).toBe(`error: ${message}\n`);
+    expect(out.stderr).toBe(`run the alpha producer for 3 business date(s), 2026-11-01 to 2026-11-03 on ${TARGET} (confirmed by --yes)\nerror: ${message}\n`);
     expect(out.json()).toEqual({
       ok: false,
       error: { name: 'ProducerInvocationError', message, exitCode: 1, job: 'alpha', businessDate: '2026-11-01', batchId, completed: [] },
@@ -121,7 +121,7 @@ describe('Function: catchUp (ops catch-up)', () => {
 
     expect(out.code).toBe(1);
     expect(out.stderr).toBe(
-      'error: refusing to run the alpha producer for 2 business date(s), 2026-11-01 to 2026-11-02 without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview\n',
+      `error: refusing to run the alpha producer for 2 business date(s), 2026-11-01 to 2026-11-02 on ${TARGET} without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview\n`,
     );
     expect(f.producerCalls).toEqual([]);
   });

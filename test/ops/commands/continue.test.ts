@@ -4,7 +4,7 @@ import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { admissionStepSchema } from '../../../lambda/core/admissionStep';
 import type { ContinueResult } from '../../../ops/commands/continue';
 import { waitFor } from '../../../local/waitFor';
-import { OpsFixture, startOpsFixture } from '../fixture';
+import { OpsFixture, startOpsFixture, TARGET } from '../fixture';
 
 const STALLED = 'alpha:2026-11-03:20261103T010000Z';
 const CAUGHT_UP = 'alpha:2026-10-30:manual-9f3c';
@@ -95,7 +95,7 @@ describe('Function: continueAdmission (ops continue)', () => {
     expect(out.code).toBe(1);
     expect(out.stderr).toBe(
       'continue: the alpha admission mapping is Disabled: the step waits in the admission queue until `ops resume`\n' +
-        `error: refusing to send admission step 2 of ${STALLED} to the alpha admission queue without confirmation: stdin is not a TTY; ` +
+        `error: refusing to send admission step 2 of ${STALLED} to the alpha admission queue on ${TARGET} without confirmation: stdin is not a TTY; ` +
         'pass --yes to confirm, or --dry-run to preview\n',
     );
     expect(await takeSteps()).toEqual([]);
@@ -113,6 +113,7 @@ describe('Function: continueAdmission (ops continue)', () => {
     expect(admissionStepSchema.parse(JSON.parse(bodies[0]))).toEqual(result.message);
     expect(out.stderr).toBe(
       'continue: the alpha admission mapping is Disabled: the step waits in the admission queue until `ops resume`\n' +
+        `send admission step 2 of ${STALLED} to the alpha admission queue on ${TARGET} (confirmed by --yes)\n` +
         `continue: alpha ${STALLED} step 2 sent to the admission queue (${result.messageId})\n`,
     );
   });
@@ -123,7 +124,10 @@ describe('Function: continueAdmission (ops continue)', () => {
     const out = await f.run(['continue', '--job', 'alpha', '--batch', CAUGHT_UP, '--yes'], { now: NOW });
 
     expect(out.code).toBe(0);
-    expect(out.stderr.split('\n')[0]).toBe('continue: step 1 of alpha:2026-10-30:manual-9f3c is not due until 2026-11-03T03:04:00.000Z; sending it now takes it early');
+    expect(out.stderr.split('\n').slice(0, 2)).toEqual([
+      `send admission step 1 of ${CAUGHT_UP} to the alpha admission queue on ${TARGET} (confirmed by --yes)`,
+      'continue: step 1 of alpha:2026-10-30:manual-9f3c is not due until 2026-11-03T03:04:00.000Z; sending it now takes it early',
+    ]);
     await waitFor('the step delivered to the producer', () => f.admissionDeliveries.length > 0, { timeoutMs: 10_000 });
     // A catch-up run has no scheduled time, so its step carries none.
     expect(f.admissionDeliveries).toEqual([{ job: 'alpha', body: { kind: 'admission-step', batchId: CAUGHT_UP, businessDate: '2026-10-30', step: 1 } }]);

@@ -68,6 +68,24 @@ describe('Function: dlqPeek (ops dlq peek)', () => {
     expect(out.stdout).toContain(`warning: ${PEEK_WARNING}`);
   });
 
+  it('escapes control and bidi characters of reasons and bodies in the table, and in the JSON as JSON escapes', async () => {
+    const reason = 'provider refused "x\u202egnp.exe"\nforged: line\u0085';
+    const hostileBody = JSON.stringify({ operationId: 'op-hostile', batchId: 'beta:2026-11-01:manual-1', note: 'a\u2028b\u2066c' });
+    await f.sqs.send(
+      new SendMessageCommand({ QueueUrl: f.jobs.beta.dlqUrl, MessageBody: hostileBody, MessageAttributes: { failureReason: { DataType: 'String', StringValue: reason } } }),
+    );
+
+    const table = await f.run(['dlq', 'peek', '--job', 'beta']);
+    const json = await f.run(['dlq', 'peek', '--job', 'beta', '--json']);
+
+    expect(table.stdout).toContain('│ provider refused "x\\u202egnp.exe"\\u000aforged: line\\u0085 │');
+    expect(table.stdout).not.toMatch(/[\u0085\u202e\u2028\u2066]/);
+    expect(json.stdout).toContain('"failureReason": "provider refused \\"x\\u202egnp.exe\\"\\nforged: line\\u0085"');
+    expect(json.stdout).not.toMatch(/[\u0085\u202e\u2028\u2066]/);
+    // The JSON escapes are JSON's own: a script reading the document gets the data as it is.
+    expect(json.json<DlqPeekResult>().jobs[0].messages[0]).toMatchObject({ failureReason: reason, body: hostileBody });
+  });
+
   it('rejects a --max outside 1..100', async () => {
     const out = await f.run(['dlq', 'peek', '--max', '0']);
 

@@ -10,7 +10,7 @@ import { KeyLimitsError } from '../../../ops/errors';
 import type { OpsIo } from '../../../ops/io';
 import { type LimitsClearResult, type LimitsListResult, limitsSet, type LimitsSetResult } from '../../../ops/commands/limits';
 import { LocalEndpointsSource } from '../../../ops/resources';
-import { CREDENTIALS, OpsFixture, REGION, startOpsFixture } from '../fixture';
+import { CREDENTIALS, OpsFixture, REGION, startOpsFixture, TARGET } from '../fixture';
 
 const NOW = new Date('2026-11-03T09:30:00.000Z');
 /** alpha's deployed per-key default: a documented 10 per minute per merchant, at headroom 0.8. */
@@ -81,7 +81,10 @@ describe('Functions: limitsList, limitsSet, limitsClear (ops limits)', () => {
       written: true,
       effectiveWithin: '30 s',
     });
-    expect(out.stderr).toBe('limits: key "acme" on alpha set to 100 starts per 60 s, burst 4; the consumers enforce 80 per 60 s, burst 4 within 30 s\n');
+    expect(out.stderr).toBe(
+      `set the override of key "acme" on job alpha: 100 starts per 60 s, burst 4 (enforced after headroom 0.8: 80 per 60 s, burst 4) on ${TARGET} (confirmed by --yes)\n` +
+        'limits: key "acme" on alpha set to 100 starts per 60 s, burst 4; the consumers enforce 80 per 60 s, burst 4 within 30 s\n',
+    );
     // The item's shape is the contract with the consumer: a map of key -> override, numbers as numbers.
     expect(await storedItem()).toEqual({
       pk: { S: ITEM },
@@ -147,7 +150,10 @@ describe('Functions: limitsList, limitsSet, limitsClear (ops limits)', () => {
       cleared: true,
       effectiveWithin: '30 s',
     });
-    expect(out.stderr).toBe('limits: key "acme" on alpha cleared; the consumers enforce the default within 30 s\n');
+    expect(out.stderr).toBe(
+      `clear the override of key "acme" on job alpha (back to the default: 8 per 60 s, burst 2) on ${TARGET} (confirmed by --yes)\n` +
+        'limits: key "acme" on alpha cleared; the consumers enforce the default within 30 s\n',
+    );
     expect(await storedOverrides()).toEqual({ globex: { starts: 20, setAt: NOW.toISOString(), setBy: 'local' } });
 
     expect((await f.run(['limits', 'clear', '--job', 'alpha', '--key', 'globex', '--yes'])).code).toBe(0);
@@ -256,7 +262,7 @@ describe('Functions: limitsList, limitsSet, limitsClear (ops limits)', () => {
     expect(setOut.code).toBe(1);
     expect(setOut.stderr).toBe(
       'error: refusing to set the override of key "acme" on job alpha: 100 starts per 60 s, burst 4 (enforced after headroom 0.8: 80 per 60 s, burst 4) ' +
-        'without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview\n',
+        `on ${TARGET} without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview\n`,
     );
     expect(await storedItem()).toBeUndefined();
 
@@ -265,7 +271,7 @@ describe('Functions: limitsList, limitsSet, limitsClear (ops limits)', () => {
     const clearOut = await f.run(['limits', 'clear', '--job', 'alpha', '--key', 'acme']);
     expect(clearOut.code).toBe(1);
     expect(clearOut.stderr).toBe(
-      'error: refusing to clear the override of key "acme" on job alpha (back to the default: 8 per 60 s, burst 2) without confirmation: ' +
+      `error: refusing to clear the override of key "acme" on job alpha (back to the default: 8 per 60 s, burst 2) on ${TARGET} without confirmation: ` +
         'stdin is not a TTY; pass --yes to confirm, or --dry-run to preview\n',
     );
     expect(await storedItem()).toEqual(before);
@@ -277,7 +283,7 @@ describe('Functions: limitsList, limitsSet, limitsClear (ops limits)', () => {
 
     const declined = await f.run(['limits', 'set', '--job', 'alpha', '--key', 'acme', '--starts', '20'], { interactive: true, answers: ['n'], now: NOW });
     expect(declined.code).toBe(1);
-    expect(f.prompts).toEqual(['replace the override of key "acme" on job alpha: 20 starts per 60 s, burst 2 (enforced after headroom 0.8: 16 per 60 s, burst 2)? [y/N] ']);
+    expect(f.prompts).toEqual([`replace the override of key "acme" on job alpha: 20 starts per 60 s, burst 2 (enforced after headroom 0.8: 16 per 60 s, burst 2) on ${TARGET}? [y/N] `]);
     expect(await storedOverrides()).toEqual({ acme: { starts: 100, setAt: NOW.toISOString(), setBy: 'local' } });
 
     const confirmed = await f.run(['limits', 'set', '--job', 'alpha', '--key', 'acme', '--starts', '20'], { interactive: true, answers: ['y'], now: NOW });

@@ -1,7 +1,7 @@
 import { ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { RedriveCancelResult, RedriveResult, RedriveStatusResult } from '../../../ops/commands/redrive';
 import { waitFor } from '../../../local/waitFor';
-import { OpsFixture, startOpsFixture } from '../fixture';
+import { OpsFixture, startOpsFixture, TARGET } from '../fixture';
 
 /** Dead-letters messages the way the consumer does: the original body plus failureReason and the IDs as attributes. */
 async function deadLetter(f: OpsFixture, dlqUrl: string, operationIds: string[]): Promise<void> {
@@ -63,7 +63,7 @@ describe('Function: redrive (ops redrive, redrive status, redrive cancel)', () =
 
       expect(out.code).toBe(1);
       expect(out.stderr).toBe(
-        'error: refusing to redrive about 3 DLQ message(s) of alpha at 10/s without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview\n',
+        `error: refusing to redrive about 3 DLQ message(s) of alpha at 10/s on ${TARGET} without confirmation: stdin is not a TTY; pass --yes to confirm, or --dry-run to preview\n`,
       );
       expect(await f.depth(f.jobs.alpha.dlqUrl)).toEqual({ visible: 3, inFlight: 0 });
     });

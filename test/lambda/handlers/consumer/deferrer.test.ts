@@ -202,6 +202,14 @@ describe('Class: Deferrer', () => {
       expect(tallied(tally)).toEqual({ [BATCH]: { deadLetteredOperations: [`${operationId('a')} downstream refused a with 422`] } });
     });
 
+    it('escapes control, bidi and invisible characters of the reason, in the DLQ attribute and the ledger alike', async () => {
+      await deferrer().deadLetter(record('a'), message('a'), 'downstream refused "x\u202egnp.exe"\u2028forged line\u0085\u200b', tally);
+
+      const escaped = 'downstream refused "x\\u202egnp.exe"\\u2028forged line\\u0085\\u200b';
+      expect(publisher.calls[0].messages[0].attributes?.failureReason).toBe(escaped);
+      expect(tallied(tally)).toEqual({ [BATCH]: { deadLetteredOperations: [`${operationId('a')} ${escaped}`] } });
+    });
+
     it('cuts the reason attribute to 1000 characters', async () => {
       await deferrer().deadLetter(record('a'), message('a'), 'x'.repeat(1500), tally);
       expect(publisher.calls[0].messages[0].attributes?.failureReason).toBe('x'.repeat(1000));

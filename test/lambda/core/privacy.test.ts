@@ -1,0 +1,34 @@
+import { personalDataHash, sanitizedCause } from '../../../lambda/core/privacy';
+
+describe('Function: personalDataHash', () => {
+  it('is sha256: and the first 16 hex digits of the value, as `sha256sum | cut -c1-16` prints them', () => {
+    // printf %s 'uploads/Jane Doe/passport.pdf' | sha256sum | cut -c1-16
+    expect(personalDataHash('uploads/Jane Doe/passport.pdf')).toBe('sha256:0645ea154bf78ee0');
+    expect(personalDataHash('')).toBe('sha256:e3b0c44298fc1c14');
+  });
+
+  it('tells values apart and never contains the value', () => {
+    const a = personalDataHash('uploads/alice.pdf');
+    expect(personalDataHash('uploads/bob.pdf')).not.toBe(a);
+    expect(a).not.toContain('alice');
+  });
+});
+
+describe('Function: sanitizedCause', () => {
+  it('keeps the type and the given message, and none of the error\'s message, cause or fields', () => {
+    const raw = Object.assign(new TypeError('header "Bearer sk_secret" is invalid', { cause: new Error('sk_secret') }), { header: 'sk_secret' });
+    const cause = sanitizedCause(raw, 'header "Bearer [redacted]" is invalid');
+    expect(cause).toBeInstanceOf(Error);
+    expect(cause.name).toBe('TypeError');
+    expect(cause.message).toBe('header "Bearer [redacted]" is invalid');
+    expect(cause.cause).toBeUndefined();
+    expect(Object.keys(cause)).toEqual(['name']);
+    expect(String(cause.stack)).not.toContain('sk_secret');
+  });
+
+  it('names a value that is not an error with a usable name as Error', () => {
+    expect(sanitizedCause('a string thrown', 'm').name).toBe('Error');
+    expect(sanitizedCause(null, 'm').name).toBe('Error');
+    expect(sanitizedCause({ name: 'Bad\nName sk_secret' }, 'm').name).toBe('Error');
+  });
+});

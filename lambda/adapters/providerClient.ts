@@ -1,7 +1,7 @@
 // The payment provider's HTTP edge: one reconcile call, with the provider's answers mapped onto the outcome rules.
 import * as z from 'zod/mini';
 import { PermanentError, RetryableError, ThrottledError } from '../core/errors';
-import { sanitizedCause } from '../core/privacy';
+import { redactValue, sanitizedCause } from '../core/privacy';
 import { parseRetryAfter } from '../core/retryAfter';
 import type { SecretGetter } from './secrets';
 
@@ -158,10 +158,8 @@ function causeMessage(error: unknown): string {
   return `${messageOf(error) ?? String(error)}${cause === undefined ? '' : `: ${cause}`}`;
 }
 
-/** The secret as sent, and as a message may quote it JSON-escaped (a key holding a quote or a control character). */
 function redact(text: string, secret: string): string {
-  if (secret.length === 0) return text;
-  return [secret, JSON.stringify(secret).slice(1, -1)].reduce((out, form) => out.split(form).join('[redacted]'), text);
+  return redactValue(text, secret, '[redacted]');
 }
 
 function excerpt(text: string): string {

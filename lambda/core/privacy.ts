@@ -14,6 +14,16 @@ export function personalDataHash(value: string): string {
   return `sha256:${createHash('sha256').update(value, 'utf8').digest('hex').slice(0, PERSONAL_HASH_HEX_CHARS)}`;
 }
 
+/**
+ * `text` with every copy of `value` replaced, in each form a message may quote it: as is, JSON-escaped (a value holding
+ * a quote or a control character) and URL-encoded (a request's path or query).
+ */
+export function redactValue(text: string, value: string, replacement: string): string {
+  if (value.length === 0) return text;
+  const forms = new Set([value, JSON.stringify(value).slice(1, -1), encodeURIComponent(value), encodeURI(value)]);
+  return [...forms].reduce((out, form) => out.split(form).join(replacement), text);
+}
+
 /** A JavaScript error name, kept as is; anything else (a hostile or malformed `name`) is kept as 'Error'. */
 const ERROR_NAME = /^[A-Za-z_$][\w$]{0,63}$/;
 

@@ -1,4 +1,4 @@
-import { personalDataHash, sanitizedCause } from '../../../lambda/core/privacy';
+import { personalDataHash, redactValue, sanitizedCause } from '../../../lambda/core/privacy';
 
 describe('Function: personalDataHash', () => {
   it('is sha256: and the first 16 hex digits of the value, as `sha256sum | cut -c1-16` prints them', () => {
@@ -30,5 +30,17 @@ describe('Function: sanitizedCause', () => {
     expect(sanitizedCause('a string thrown', 'm').name).toBe('Error');
     expect(sanitizedCause(null, 'm').name).toBe('Error');
     expect(sanitizedCause({ name: 'Bad\nName sk_secret' }, 'm').name).toBe('Error');
+  });
+});
+
+describe('Function: redactValue', () => {
+  it('replaces the value as is, JSON-escaped and URL-encoded', () => {
+    const value = 'uploads/Jane Doe/"cv"\n.pdf';
+    const text = `raw ${value}; json ${JSON.stringify(value)}; url /b/${encodeURI(value)}?k=${encodeURIComponent(value)}`;
+    expect(redactValue(text, value, '#')).toBe('raw #; json "#"; url /b/#?k=#');
+  });
+
+  it('leaves the text alone for an empty value', () => {
+    expect(redactValue('nothing to hide', '', '#')).toBe('nothing to hide');
   });
 });

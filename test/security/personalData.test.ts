@@ -5,25 +5,23 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { documentClient, resetClients } from '../../lambda/adapters/clients';
-import { DynamoLedger } from '../../lambda/adapters/ledger';
-import { logger } from '../../lambda/adapters/observability';
-import { DynamoDbRateLimiter } from '../../lambda/adapters/rateLimiter';
 import { S3ObjectStore } from '../../lambda/adapters/s3Objects';
-import { SqsPublisher } from '../../lambda/adapters/sqsPublisher';
 import { REJECTED_RETENTION_DAYS } from '../../lambda/core/ledgerContract';
 import { personalDataHash } from '../../lambda/core/privacy';
 import { createConsumer } from '../../lambda/handlers/consumer';
 import { createDeps, job, JOB_NAME } from '../../lambda/jobs/stale-upload-cleanup';
 import { pendingUpload } from '../../lambda/jobs/stale-upload-cleanup/items';
 import { startLocalAws, type LocalAws } from '../support/aws';
+import { captureOutput } from '../support/capturedOutput';
 import { startHttpStub, type HttpStub, type StubHandler } from '../support/httpStub';
 import { lambdaContext, sqsEvent, sqsRecord } from '../support/lambdaEvents';
-import { createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue } from '../lambda/handlers/harness';
+import { createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue, STATE_TABLES, unpacedConsumerOptions } from '../lambda/handlers/harness';
 import { TABLES, createTable, putAll, runtimeSettings, scanAll } from '../lambda/jobs/support';
 
 const DATE = '2026-11-28';
 const DEADLINE = '2026-11-28T10:00:00.000Z';
 const BUCKET = 'uploads-personal';
+/** unpacedConsumerOptions' maxReceiveCount: a record on this receive is on its last. */
 const MAX_RECEIVES = 5;
 
 const s3Answer = (status: number, code: string, key: string): StubHandler => (_req, res) => {
@@ -95,7 +93,7 @@ describe('Function: createConsumer', () => {
     stub = await startHttpStub();
     s3 = new S3Client({ endpoint: stub.url, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 });
     const raw = new DynamoDBClient({});
-    await Promise.all([createIdempotencyTable('idempotency'), createLedgerTable('ledger'), createLimiterTable('limiter'), createTable(raw, TABLES.uploads)]);
+    await Promise.all([createIdempotencyTable(STATE_TABLES.idempotency), createLedgerTable(STATE_TABLES.ledger), createLimiterTable(STATE_TABLES.limiter), createTable(raw, TABLES.uploads)]);
     raw.destroy();
     [queueUrl, dlqUrl] = await Promise.all([createQueue('personal'), createQueue('personal-dlq')]);
     await putAll(documentClient(), TABLES.uploads.name, SCENARIOS.map((s) => pendingUpload({ uploadId: s.uploadId, objectKey: s.objectKey, deleteAfter: DEADLINE })));
@@ -106,25 +104,10 @@ describe('Function: createConsumer', () => {
         ...createDeps(runtimeSettings({ jobName: JOB_NAME, tables: { uploads: TABLES.uploads.name }, buckets: { uploads: BUCKET } })),
         objects: new S3ObjectStore(s3),
       },
-      queueUrl,
-      dlqUrl,
-      idempotencyTableName: 'idempotency',
-      idempotencyTtlSeconds: 86_400,
-      maxMessageBytes: 262_144,
-      maxReceiveCount: MAX_RECEIVES,
-      ledger: new DynamoLedger({ tableName: 'ledger' }),
-      limiter: new DynamoDbRateLimiter({ tableName: 'limiter', limits: { startsPerInterval: 1000, intervalMs: 1000 } }),
-      pacing: { key: 'personal', lateToleranceMs: 60_000 },
-      publisher: new SqsPublisher({ sleep: async () => undefined }),
+      ...unpacedConsumerOptions(queueUrl, dlqUrl, 'personal'),
     });
 
-    const capture = (chunk: string | Uint8Array) => {
-      output.push(String(chunk));
-      return true;
-    };
-    const out = jest.spyOn(process.stdout, 'write').mockImplementation(capture);
-    const err = jest.spyOn(process.stderr, 'write').mockImplementation(capture);
-    logger.setLogLevel('DEBUG');
+    const captured = captureOutput();
     startedAtS = Math.floor(Date.now() / 1000);
     try {
       const run = async (messageId: string, text: string, receives = 1) => {
@@ -140,9 +123,8 @@ describe('Function: createConsumer', () => {
       await run('m-duplicate', body({ uploadId: 'up-applied', objectKey: SCENARIOS[0].objectKey, deleteAfter: DEADLINE }));
       await run('m-rejected', body({ uploadId: 'up-rejected', objectKey: REJECTED_KEY, deleteAfter: DEADLINE, owner: 'someone' }));
     } finally {
-      logger.setLogLevel('SILENT');
-      out.mockRestore();
-      err.mockRestore();
+      captured.stop();
+      output.push(...captured.chunks);
     }
   });
 

@@ -2,19 +2,16 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { documentClient, resetClients } from '../../lambda/adapters/clients';
-import { DynamoLedger } from '../../lambda/adapters/ledger';
-import { logger } from '../../lambda/adapters/observability';
-import { DynamoDbRateLimiter } from '../../lambda/adapters/rateLimiter';
-import { SqsPublisher } from '../../lambda/adapters/sqsPublisher';
 import { createConsumer } from '../../lambda/handlers/consumer';
 import { createDeps, job, JOB_NAME } from '../../lambda/jobs/payment-reconciliation';
 import { unsettledPayment } from '../../lambda/jobs/payment-reconciliation/items';
 import { LocalSecretsManager } from '../../local/secretsManager';
 import type { RunningServer } from '../../local/servers';
 import { startLocalAws, type LocalAws } from '../support/aws';
+import { captureOutput } from '../support/capturedOutput';
 import { startHttpStub, type HttpStub, type StubHandler } from '../support/httpStub';
 import { lambdaContext, sqsEvent, sqsRecord } from '../support/lambdaEvents';
-import { createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue } from '../lambda/handlers/harness';
+import { createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue, STATE_TABLES, unpacedConsumerOptions } from '../lambda/handlers/harness';
 import { TABLES, createTable, putAll, runtimeSettings } from '../lambda/jobs/support';
 
 const DATE = '2026-11-28';
@@ -104,7 +101,7 @@ describe('Function: createConsumer', () => {
     resetClients();
     stub = await startHttpStub();
     const raw = new DynamoDBClient({});
-    await Promise.all([createIdempotencyTable('idempotency'), createLedgerTable('ledger'), createLimiterTable('limiter'), createTable(raw, TABLES.payments)]);
+    await Promise.all([createIdempotencyTable(STATE_TABLES.idempotency), createLedgerTable(STATE_TABLES.ledger), createLimiterTable(STATE_TABLES.limiter), createTable(raw, TABLES.payments)]);
     raw.destroy();
     [queueUrl, dlqUrl] = await Promise.all([createQueue('secret-logs'), createQueue('secret-logs-dlq')]);
     await putAll(documentClient(), TABLES.payments.name, [...SCENARIOS.map((_, i) => unsettledPayment({ paymentId: `pay-${i}`, businessDate: DATE })), unsettledPayment({ paymentId: 'pay-nl', businessDate: DATE })]);
@@ -115,27 +112,12 @@ describe('Function: createConsumer', () => {
       jobDeps: createDeps(
         runtimeSettings({ jobName: JOB_NAME, tables: { payments: TABLES.payments.name }, secrets: { apiKey: secretName }, settings: { provider: 'acme', providerBaseUrl: stub.url, providerTimeoutMs: 2000 } }),
       ),
-      queueUrl,
-      dlqUrl,
-      idempotencyTableName: 'idempotency',
-      idempotencyTtlSeconds: 86_400,
-      maxMessageBytes: 262_144,
-      maxReceiveCount: 5,
-      ledger: new DynamoLedger({ tableName: 'ledger' }),
-      limiter: new DynamoDbRateLimiter({ tableName: 'limiter', limits: { startsPerInterval: 1000, intervalMs: 1000 } }),
-      pacing: { key: 'secret-logs', lateToleranceMs: 60_000 },
-      publisher: new SqsPublisher({ sleep: async () => undefined }),
+      ...unpacedConsumerOptions(queueUrl, dlqUrl, 'secret-logs'),
     });
     const handle = consumerWith(SECRET_NAME);
 
-    const capture = (chunk: string | Uint8Array) => {
-      output.push(String(chunk));
-      return true;
-    };
-    const out = jest.spyOn(process.stdout, 'write').mockImplementation(capture);
-    const err = jest.spyOn(process.stderr, 'write').mockImplementation(capture);
     // Everything the logger can say, debug included, so a leak at any level is caught.
-    logger.setLogLevel('DEBUG');
+    const captured = captureOutput();
     try {
       for (const [i, scenario] of SCENARIOS.entries()) {
         stub.handle(scenario.handler);
@@ -153,9 +135,8 @@ describe('Function: createConsumer', () => {
       newlineRequests = stub.requests.length - requestsBefore;
       // The metrics flush (EMF on stdout) is captured like any log line, so a key in a metric would be found too.
     } finally {
-      logger.setLogLevel('SILENT');
-      out.mockRestore();
-      err.mockRestore();
+      captured.stop();
+      output.push(...captured.chunks);
     }
   });
 

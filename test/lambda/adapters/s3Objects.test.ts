@@ -2,7 +2,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { S3ObjectStore } from '../../../lambda/adapters/s3Objects';
 import { PermanentError, RetryableError, ThrottledError } from '../../../lambda/core/errors';
 import { HttpStub, startHttpStub } from '../../support/httpStub';
-import { loggedError } from '../../support/loggedError';
+import { loggedError } from '../../support/capturedOutput';
 
 const s3Error = (code: string): string => `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${code} happened</Message><RequestId>r1</RequestId></Error>`;
 /** An object key holding a person's name, and its hash: `printf %s 'uploads/Jane Doe/passport.pdf' | sha256sum`. */

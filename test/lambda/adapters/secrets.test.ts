@@ -1,6 +1,6 @@
 import { SecretError } from '../../../lambda/adapters/secrets';
 import { HttpStub, startHttpStub } from '../../support/httpStub';
-import { loggedError } from '../../support/loggedError';
+import { loggedError } from '../../support/capturedOutput';
 
 // A stand-in for Secrets Manager's JSON protocol, reached the way production code reaches the real one: through
 // AWS_ENDPOINT_URL_SECRETS_MANAGER, so the Powertools call path is the one under test.

@@ -63,7 +63,7 @@ export function apiKeyGetter(secretId: string, options: SecretGetterOptions = {}
 }
 
 /** What makes a value unusable as an API key, in words that do not repeat it; undefined when it is usable. */
-export function apiKeyProblem(value: string): string | undefined {
+function apiKeyProblem(value: string): string | undefined {
   if (/\s/.test(value)) return 'it holds whitespace (a line break or a space, often a trailing newline)';
   if (/[^\x21-\x7e]/.test(value)) return 'it holds a character that is not printable ASCII';
   if (value.length < MIN_API_KEY_CHARS) return `it is shorter than ${MIN_API_KEY_CHARS} characters`;

@@ -20,7 +20,15 @@ export function personalDataHash(value: string): string {
  */
 export function redactValue(text: string, value: string, replacement: string): string {
   if (value.length === 0) return text;
-  const forms = new Set([value, JSON.stringify(value).slice(1, -1), encodeURIComponent(value), encodeURI(value)]);
+  // encodeURI throws on a lone surrogate, which a JSON string may hold: such a value has no URL-encoded form to find.
+  const encoded = (encode: (v: string) => string) => {
+    try {
+      return encode(value);
+    } catch {
+      return value;
+    }
+  };
+  const forms = new Set([value, JSON.stringify(value).slice(1, -1), encoded(encodeURIComponent), encoded(encodeURI)]);
   return [...forms].reduce((out, form) => out.split(form).join(replacement), text);
 }
 

@@ -40,6 +40,10 @@ describe('Function: redactValue', () => {
     expect(redactValue(text, value, '#')).toBe('raw #; json "#"; url /b/#?k=#');
   });
 
+  it('replaces a value holding a lone surrogate, which has no URL-encoded form', () => {
+    expect(redactValue('key a\ud800b here', 'a\ud800b', '#')).toBe('key # here');
+  });
+
   it('leaves the text alone for an empty value', () => {
     expect(redactValue('nothing to hide', '', '#')).toBe('nothing to hide');
   });

@@ -1,7 +1,7 @@
 // The run ledger's write side: per-batch counters (producer and consumer) and rejected messages kept for review.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { BATCH_COUNTERS, INVOCATION_COUNTERS, ledgerKeys, type BatchCounters, type InvocationRecord } from '../core/ledgerContract';
+import { BATCH_COUNTERS, INVOCATION_COUNTERS, ledgerKeys, REJECTED_RETENTION_DAYS, type BatchCounters, type InvocationRecord } from '../core/ledgerContract';
 import { documentClient } from './clients';
 
 // The counters, the key layout and the reconciliation rule are the ledger's contract (lambda/core/ledgerContract.ts).
@@ -44,7 +44,10 @@ export interface DynamoLedgerOptions {
   tableName: string;
   /** @default the container's shared document client, resolved on first use */
   client?: Pick<DynamoDBDocumentClient, 'send'>;
-  /** How long ledger items live before DynamoDB's TTL removes them. @default 90 */
+  /**
+   * How long ledger items live before DynamoDB's TTL removes them; rejection records at most REJECTED_RETENTION_DAYS.
+   * @default 90
+   */
   retentionDays?: number;
   /** @default () => new Date() */
   now?: () => Date;
@@ -152,7 +155,7 @@ export class DynamoLedger implements Ledger {
           batchId: rejection.batchId,
           operationId: rejection.operationId,
           rejectedAt: at.toISOString(),
-          expiresAt: this.expiresAt(),
+          expiresAt: this.expiresAt(Math.min(this.retentionSeconds, REJECTED_RETENTION_DAYS * 86_400)),
         },
       }),
     );
@@ -162,8 +165,8 @@ export class DynamoLedger implements Ledger {
     return this.options.client ?? documentClient();
   }
 
-  private expiresAt(): number {
-    return Math.floor(this.now().getTime() / 1000) + this.retentionSeconds;
+  private expiresAt(retentionSeconds = this.retentionSeconds): number {
+    return Math.floor(this.now().getTime() / 1000) + retentionSeconds;
   }
 }
 

@@ -1,6 +1,7 @@
 // The payment provider's HTTP edge: one reconcile call, with the provider's answers mapped onto the outcome rules.
 import * as z from 'zod/mini';
 import { PermanentError, RetryableError, ThrottledError } from '../core/errors';
+import { redactValue, sanitizedCause } from '../core/privacy';
 import { parseRetryAfter } from '../core/retryAfter';
 import type { SecretGetter } from './secrets';
 
@@ -102,9 +103,11 @@ export class HttpProviderClient implements ProviderClient {
       return this.interpret(what, paymentId, response, text, apiKey);
     } catch (error) {
       if (error instanceof ThrottledError || error instanceof RetryableError || error instanceof PermanentError) throw error;
-      if (signal.aborted) throw new RetryableError(`${what} timed out after ${timeoutMs} ms`, { cause: error });
+      // The client's own error is never kept as the cause: it can quote the request (undici quotes a header it
+      // refuses, key and all), and the logger prints a cause in full. Its type and redacted message are kept.
       const reason = redact(causeMessage(error), apiKey);
-      throw new RetryableError(`${what} failed: ${reason}`, { cause: error });
+      if (signal.aborted) throw new RetryableError(`${what} timed out after ${timeoutMs} ms`, { cause: sanitizedCause(error, reason) });
+      throw new RetryableError(`${what} failed: ${reason}`, { cause: sanitizedCause(error, reason) });
     }
   }
 
@@ -156,7 +159,7 @@ function causeMessage(error: unknown): string {
 }
 
 function redact(text: string, secret: string): string {
-  return secret.length > 0 ? text.split(secret).join('[redacted]') : text;
+  return redactValue(text, secret, '[redacted]');
 }
 
 function excerpt(text: string): string {

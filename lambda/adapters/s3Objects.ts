@@ -1,6 +1,7 @@
 // The object-storage edge: deleting one S3 object, with S3's answers mapped onto the outcome rules.
 import { DeleteObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { PermanentError, RetryableError, ThrottledError } from '../core/errors';
+import { personalDataHash, redactValue, sanitizedCause } from '../core/privacy';
 import { s3Client } from './clients';
 
 /** The slice of object storage the jobs use. */
@@ -20,14 +21,19 @@ export class S3ObjectStore implements ObjectStore {
       const code = (error as { name?: string }).name ?? 'Error';
       const status = error instanceof S3ServiceException ? error.$metadata.httpStatusCode : undefined;
       if (code === 'NoSuchKey' || (status === 404 && code !== 'NoSuchBucket')) return;
-      const where = `s3://${bucket}/${key}`;
+      // An object key often holds a user's name or file name: what outlives the call (the message in logs, DLQ reasons
+      // and the ledger; the cause, which the logger prints with every field of S3's error) names it by its hash.
+      const keyHash = personalDataHash(key);
+      const where = `object ${keyHash} in s3://${bucket}`;
+      const message = (error as { message?: unknown } | null)?.message;
+      const cause = sanitizedCause(error, redactValue(typeof message === 'string' ? message : String(error), key, keyHash));
       if (status === 503 || code === 'SlowDown') {
-        throw new ThrottledError(`S3 asked to slow down deleting ${where}`, undefined, { cause: error });
+        throw new ThrottledError(`S3 asked to slow down deleting ${where}`, undefined, { cause });
       }
       if (status !== undefined && status >= 400 && status < 500) {
-        throw new PermanentError(`S3 refused to delete ${where}: ${code} (${status})`, { bucket, key, code, status }, { cause: error });
+        throw new PermanentError(`S3 refused to delete ${where}: ${code} (${status})`, { bucket, keyHash, code, status }, { cause });
       }
-      throw new RetryableError(`deleting ${where} failed: ${code}${status ? ` (${status})` : ''}`, { cause: error });
+      throw new RetryableError(`deleting ${where} failed: ${code}${status ? ` (${status})` : ''}`, { cause });
     }
   }
 }

@@ -63,6 +63,13 @@ export const ledgerKeys = {
 };
 
 /**
+ * Days a rejection record (the rejected body, kept for review) lives in the ledger at most, whatever the ledger's own
+ * retention: a body may hold personal data (an object key, a name), and two weeks is time enough to review it, as long
+ * as the DLQ keeps a message.
+ */
+export const REJECTED_RETENTION_DAYS = 14;
+
+/**
  * A page's operation IDs as stored: newline-joined and gzipped. Operation IDs of a page share most of their text (the
  * job's prefix, the date), so a page of 500 is a few KB, a few write units per page rather than one per operation.
  */

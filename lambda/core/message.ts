@@ -122,8 +122,10 @@ export function parseMessage(body: string, maxBytes: number): ParseResult {
   try {
     raw = JSON.parse(body);
   } catch (error) {
-    // V8's message quotes a snippet of the body, so it is escaped like any reason.
-    return { ok: false, reasons: boundReasons([`body is not valid JSON (${(error as Error).message})`]) };
+    // V8's message may quote the body's first characters, which may be personal data (a name, a file name) and the
+    // reason is kept in logs and the ledger: the quote is left out, the rest of the message kept and escaped.
+    const what = (error as Error).message.replace(/, ".*"(?:\.\.\.)? is not valid JSON$/s, '');
+    return { ok: false, reasons: boundReasons([`body is not valid JSON (${what})`]) };
   }
   const result = messageSchema.safeParse(raw);
   if (!result.success) {

@@ -2,25 +2,27 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { documentClient, resetClients } from '../../lambda/adapters/clients';
-import { DynamoLedger } from '../../lambda/adapters/ledger';
-import { logger } from '../../lambda/adapters/observability';
-import { DynamoDbRateLimiter } from '../../lambda/adapters/rateLimiter';
-import { SqsPublisher } from '../../lambda/adapters/sqsPublisher';
 import { createConsumer } from '../../lambda/handlers/consumer';
 import { createDeps, job, JOB_NAME } from '../../lambda/jobs/payment-reconciliation';
 import { unsettledPayment } from '../../lambda/jobs/payment-reconciliation/items';
 import { LocalSecretsManager } from '../../local/secretsManager';
 import type { RunningServer } from '../../local/servers';
 import { startLocalAws, type LocalAws } from '../support/aws';
+import { captureOutput } from '../support/capturedOutput';
 import { startHttpStub, type HttpStub, type StubHandler } from '../support/httpStub';
 import { lambdaContext, sqsEvent, sqsRecord } from '../support/lambdaEvents';
-import { createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue } from '../lambda/handlers/harness';
+import { createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue, STATE_TABLES, unpacedConsumerOptions } from '../lambda/handlers/harness';
 import { TABLES, createTable, putAll, runtimeSettings } from '../lambda/jobs/support';
 
 const DATE = '2026-11-28';
 /** A fake key, distinctive so that any copy of it in the captured output is found. */
 const API_KEY = 'sk_live_CORPUS9f3Kq2ZpX7vL0aTestKeyNeverLog';
 const SECRET_NAME = 'paced-jobs/test/provider-api-key';
+/** A key pasted with a line break in it: the HTTP client's error would quote the header holding it. */
+const NEWLINE_KEY = 'sk_live_CORPUSNewlineHeadPart\nsk_live_CORPUSNewlineTailPart';
+const NEWLINE_SECRET_NAME = 'paced-jobs/test/provider-api-key-newline';
+/** Every form a leak of the newline key could take: as is, JSON-escaped (a log line), and each line of it. */
+const NEWLINE_KEY_FORMS = [NEWLINE_KEY, JSON.stringify(NEWLINE_KEY).slice(1, -1), ...NEWLINE_KEY.split('\n')];
 
 const echo = (status: number, headers: Record<string, string> = {}): StubHandler => (req, res) => {
   // A careless provider: it repeats the credential it was sent in its error body and headers.
@@ -76,66 +78,65 @@ describe('Function: createConsumer', () => {
   const savedEndpoint = process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER;
   const output: string[] = [];
   const outcomes: { name: string; failed: boolean }[] = [];
+  let newlineFailed: boolean | undefined;
+  let newlineRequests: number | undefined;
+  const messageBody = (paymentId: string) =>
+    JSON.stringify({
+      version: 1,
+      jobType: JOB_NAME,
+      operationId: `reconcile:acme:${paymentId}:${DATE}`,
+      batchId: `${JOB_NAME}:${DATE}:secret-logs`,
+      businessDate: DATE,
+      resource: { paymentId },
+      enqueuedAt: new Date().toISOString(),
+    });
 
   beforeAll(async () => {
     aws = await startLocalAws();
     const manager = new LocalSecretsManager();
     manager.add({ name: SECRET_NAME, arn: `arn:aws:secretsmanager:us-east-1:000000000000:secret:${SECRET_NAME}-AbCdEf`, value: API_KEY });
+    manager.add({ name: NEWLINE_SECRET_NAME, arn: `arn:aws:secretsmanager:us-east-1:000000000000:secret:${NEWLINE_SECRET_NAME}-AbCdEf`, value: NEWLINE_KEY });
     secrets = await manager.start();
     process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER = secrets.endpoint;
     resetClients();
     stub = await startHttpStub();
     const raw = new DynamoDBClient({});
-    await Promise.all([createIdempotencyTable('idempotency'), createLedgerTable('ledger'), createLimiterTable('limiter'), createTable(raw, TABLES.payments)]);
+    await Promise.all([createIdempotencyTable(STATE_TABLES.idempotency), createLedgerTable(STATE_TABLES.ledger), createLimiterTable(STATE_TABLES.limiter), createTable(raw, TABLES.payments)]);
     raw.destroy();
     [queueUrl, dlqUrl] = await Promise.all([createQueue('secret-logs'), createQueue('secret-logs-dlq')]);
-    await putAll(documentClient(), TABLES.payments.name, SCENARIOS.map((_, i) => unsettledPayment({ paymentId: `pay-${i}`, businessDate: DATE })));
+    await putAll(documentClient(), TABLES.payments.name, [...SCENARIOS.map((_, i) => unsettledPayment({ paymentId: `pay-${i}`, businessDate: DATE })), unsettledPayment({ paymentId: 'pay-nl', businessDate: DATE })]);
 
-    const handle = createConsumer({
+    const consumerWith = (secretName: string) => createConsumer({
       job,
       // The real dependencies: the key is read from Secrets Manager (the local emulator) at call time.
       jobDeps: createDeps(
-        runtimeSettings({ jobName: JOB_NAME, tables: { payments: TABLES.payments.name }, secrets: { apiKey: SECRET_NAME }, settings: { provider: 'acme', providerBaseUrl: stub.url, providerTimeoutMs: 2000 } }),
+        runtimeSettings({ jobName: JOB_NAME, tables: { payments: TABLES.payments.name }, secrets: { apiKey: secretName }, settings: { provider: 'acme', providerBaseUrl: stub.url, providerTimeoutMs: 2000 } }),
       ),
-      queueUrl,
-      dlqUrl,
-      idempotencyTableName: 'idempotency',
-      idempotencyTtlSeconds: 86_400,
-      maxMessageBytes: 262_144,
-      ledger: new DynamoLedger({ tableName: 'ledger' }),
-      limiter: new DynamoDbRateLimiter({ tableName: 'limiter', limits: { startsPerInterval: 1000, intervalMs: 1000 } }),
-      pacing: { key: 'secret-logs', lateToleranceMs: 60_000 },
-      publisher: new SqsPublisher({ sleep: async () => undefined }),
+      ...unpacedConsumerOptions(queueUrl, dlqUrl, 'secret-logs'),
     });
+    const handle = consumerWith(SECRET_NAME);
 
-    const capture = (chunk: string | Uint8Array) => {
-      output.push(String(chunk));
-      return true;
-    };
-    const out = jest.spyOn(process.stdout, 'write').mockImplementation(capture);
-    const err = jest.spyOn(process.stderr, 'write').mockImplementation(capture);
     // Everything the logger can say, debug included, so a leak at any level is caught.
-    logger.setLogLevel('DEBUG');
+    const captured = captureOutput();
     try {
       for (const [i, scenario] of SCENARIOS.entries()) {
         stub.handle(scenario.handler);
-        const body = JSON.stringify({
-          version: 1,
-          jobType: JOB_NAME,
-          operationId: `reconcile:acme:pay-${i}:${DATE}`,
-          batchId: `${JOB_NAME}:${DATE}:secret-logs`,
-          businessDate: DATE,
-          resource: { paymentId: `pay-${i}` },
-          enqueuedAt: new Date().toISOString(),
-        });
-        const response = await handle(sqsEvent(sqsRecord(body, { messageId: `m-${i}` })), lambdaContext());
+        const response = await handle(sqsEvent(sqsRecord(messageBody(`pay-${i}`), { messageId: `m-${i}` })), lambdaContext());
         outcomes.push({ name: scenario.name, failed: response.batchItemFailures.length > 0 });
       }
+      // The newline key, on its last allowed receive, so a leak into the ledger's dead-letter entry would be found too.
+      stub.handle(SCENARIOS[SCENARIOS.length - 1].handler);
+      const requestsBefore = stub.requests.length;
+      const response = await consumerWith(NEWLINE_SECRET_NAME)(
+        sqsEvent(sqsRecord(messageBody('pay-nl'), { messageId: 'm-nl', attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: '5' } })),
+        lambdaContext(),
+      );
+      newlineFailed = response.batchItemFailures.length > 0;
+      newlineRequests = stub.requests.length - requestsBefore;
       // The metrics flush (EMF on stdout) is captured like any log line, so a key in a metric would be found too.
     } finally {
-      logger.setLogLevel('SILENT');
-      out.mockRestore();
-      err.mockRestore();
+      captured.stop();
+      output.push(...captured.chunks);
     }
   });
 
@@ -171,11 +172,35 @@ describe('Function: createConsumer', () => {
       const messages = [...(await drainQueue(dlqUrl)), ...(await drainQueue(queueUrl))];
       expect(messages.length).toBeGreaterThan(0);
       expect(JSON.stringify(messages).includes(API_KEY)).toBe(false);
+      expect(NEWLINE_KEY_FORMS.filter((form) => JSON.stringify(messages).includes(form))).toEqual([]);
       for (const table of ['ledger', 'idempotency', TABLES.payments.name]) {
         const { Items = [] } = await documentClient().send(new ScanCommand({ TableName: table }));
         expect(Items.length).toBeGreaterThan(0);
         expect(JSON.stringify(Items).includes(API_KEY)).toBe(false);
       }
+    });
+  });
+
+  describe('Method: handler (a provider API key holding a newline)', () => {
+    it('refuses the key where it is read, naming the secret: the record fails for a retry and nothing is sent', () => {
+      expect(newlineFailed).toBe(true);
+      expect(newlineRequests).toBe(0);
+      expect(output.join('')).toContain(`secret \\"${NEWLINE_SECRET_NAME}\\" is not a usable API key: it holds whitespace (a line break or a space, often a trailing newline)`);
+    });
+
+    it('writes no form of the key to stdout or stderr', () => {
+      const text = output.join('');
+      expect(NEWLINE_KEY_FORMS.filter((form) => text.includes(form))).toEqual([]);
+    });
+
+    // The queues are drained, and checked for this key too, by the test above.
+    it('puts no form of the key into the ledger or the idempotency records', async () => {
+      const ledger = await documentClient().send(new ScanCommand({ TableName: 'ledger' }));
+      // The record's last receive put its reason in the ledger's dead-letter entries: the refusal, not the key.
+      expect(JSON.stringify(ledger.Items)).toContain(`secret \\"${NEWLINE_SECRET_NAME}\\" is not a usable API key`);
+      const idempotency = await documentClient().send(new ScanCommand({ TableName: 'idempotency' }));
+      const stored = JSON.stringify(ledger.Items) + JSON.stringify(idempotency.Items);
+      expect(NEWLINE_KEY_FORMS.filter((form) => stored.includes(form))).toEqual([]);
     });
   });
 });

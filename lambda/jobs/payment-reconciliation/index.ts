@@ -9,7 +9,7 @@ import * as z from 'zod/mini';
 import { documentClient } from '../../adapters/clients';
 import { countQuery } from '../../adapters/countQuery';
 import { HttpProviderClient, ProviderClient } from '../../adapters/providerClient';
-import { secretStringGetter } from '../../adapters/secrets';
+import { apiKeyGetter } from '../../adapters/secrets';
 import type { JobRuntimeSettings } from '../../core/constants';
 import { PermanentError, RetryableError } from '../../core/errors';
 import { defineJob } from '../../core/job';
@@ -55,8 +55,9 @@ export function createDeps(settings: JobRuntimeSettings): PaymentReconciliationD
     documents: documentClient(),
     paymentsTable,
     provider,
-    // The key is read through Powertools Parameters at call time (cached), never from the environment.
-    client: new HttpProviderClient({ baseUrl: providerBaseUrl, apiKey: secretStringGetter(apiKeySecret) }),
+    // The key is read through Powertools Parameters at call time (cached), never from the environment, and refused
+    // unless it can go in a header as it is (apiKeyGetter).
+    client: new HttpProviderClient({ baseUrl: providerBaseUrl, apiKey: apiKeyGetter(apiKeySecret) }),
     providerTimeoutMs,
     now: () => new Date(),
   };

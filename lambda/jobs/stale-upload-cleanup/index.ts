@@ -11,6 +11,9 @@
 //   because an object cannot be undeleted; only then deletes the object, then the record on the condition that its
 //   deadline is still the one we acted on. The remaining race (retention extended between the re-read and the record
 //   delete) is a PermanentError for review, since the object is already gone.
+// - What outlives the call names the object by its key's hash (personalDataHash), never the key: the apply result
+//   (kept by idempotency, 30 days), the failure reasons and details (DLQ, ledger, logs). The message still carries the
+//   key, as apply needs it to delete.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
@@ -23,6 +26,7 @@ import { ApplyResult, defineJob } from '../../core/job';
 import { JobSettingsReader } from '../../core/jobSettings';
 import { InvalidOperationIdError, assertOperationId, idPartSchema, staleUploadOperationId } from '../../core/operationIds';
 import { decodeCursor, encodeCursor } from '../../core/pageCursor';
+import { personalDataHash } from '../../core/privacy';
 import { PENDING_DELETION, UploadItem } from './items';
 
 export const JOB_NAME = 'stale-upload-cleanup';
@@ -136,8 +140,13 @@ export const job = defineJob<UploadResource, StaleUploadDeps>({
     if (record.deleteAfter !== deleteAfter || record.retentionState !== PENDING_DELETION) {
       return { outcome: 'already-done', detail: { skipped: 'retention-changed' } };
     }
+    const objectKeyHash = personalDataHash(objectKey);
     if (record.objectKey !== objectKey) {
-      throw new PermanentError(`upload ${uploadId} now points at another object than the one discovered`, { uploadId, objectKey, recordObjectKey: String(record.objectKey) });
+      throw new PermanentError(`upload ${uploadId} now points at another object than the one discovered`, {
+        uploadId,
+        objectKeyHash,
+        recordObjectKeyHash: personalDataHash(String(record.objectKey)),
+      });
     }
 
     await deps.objects.deleteObject(deps.bucket, objectKey);
@@ -155,13 +164,13 @@ export const job = defineJob<UploadResource, StaleUploadDeps>({
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       const after = await readUpload(deps, uploadId);
       // A duplicate delivery finished first: the record is gone, as we wanted.
-      if (after === undefined) return { outcome: 'already-done', detail: { objectKey } };
+      if (after === undefined) return { outcome: 'already-done', detail: { objectKeyHash } };
       throw new PermanentError(
-        `upload ${uploadId}: retention changed while its object was being deleted; the object ${objectKey} is gone but the record was kept`,
-        { uploadId, objectKey, deleteAfter, recordDeleteAfter: after.deleteAfter, recordRetentionState: after.retentionState },
+        `upload ${uploadId}: retention changed while its object was being deleted; the object ${objectKeyHash} is gone but the record was kept`,
+        { uploadId, objectKeyHash, deleteAfter, recordDeleteAfter: after.deleteAfter, recordRetentionState: after.retentionState },
         { cause: error },
       );
     }
-    return { outcome: 'applied', detail: { objectKey } };
+    return { outcome: 'applied', detail: { objectKeyHash } };
   },
 });

@@ -103,10 +103,31 @@ describe('Class: DynamoLedger', () => {
         bodyBytes: Buffer.byteLength(body),
         truncated: true,
         rejectedAt: NOW.toISOString(),
-        expiresAt: EPOCH + 30 * 86_400,
+        // The ledger keeps its items 30 days; a rejected body, which may hold personal data, 14 at most.
+        expiresAt: EPOCH + 14 * 86_400,
       });
       expect(Buffer.byteLength(item.body)).toBeLessThanOrEqual(MAX_REJECTED_BODY_BYTES);
       expect(body.startsWith(item.body)).toBe(true);
+    });
+
+    it('expires a rejection within 14 days by default, while batch counts keep the default 90', async () => {
+      const defaults = new DynamoLedger({ tableName: TABLE, now: () => NOW });
+      await defaults.recordRejection({ job: 'default-job', messageId: 'm-d', reasons: ['r'], body: '{}' });
+      await defaults.addToBatch('default-job', 'b-d', { discovered: 1 });
+      const rejection = await documentClient().send(
+        new QueryCommand({ TableName: TABLE, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': 'REJECTED#default-job' } }),
+      );
+      expect(rejection.Items?.map((i) => i.expiresAt)).toEqual([EPOCH + 14 * 86_400]);
+      const counts = await documentClient().send(new GetCommand({ TableName: TABLE, Key: { pk: 'BATCH#default-job', sk: 'b-d' } }));
+      expect(counts.Item?.expiresAt).toBe(EPOCH + 90 * 86_400);
+    });
+
+    it('expires a rejection with the ledger when the ledger keeps items less than 14 days', async () => {
+      await new DynamoLedger({ tableName: TABLE, now: () => NOW, retentionDays: 7 }).recordRejection({ job: 'short-job', messageId: 'm-s', reasons: ['r'], body: '{}' });
+      const { Items = [] } = await documentClient().send(
+        new QueryCommand({ TableName: TABLE, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': 'REJECTED#short-job' } }),
+      );
+      expect(Items.map((i) => i.expiresAt)).toEqual([EPOCH + 7 * 86_400]);
     });
 
     it('surfaces a write failure to the caller', async () => {

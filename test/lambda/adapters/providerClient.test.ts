@@ -1,6 +1,7 @@
 import { HttpProviderClient, ProviderConfigError, ReconcileRequest } from '../../../lambda/adapters/providerClient';
 import { PermanentError, RetryableError, ThrottledError } from '../../../lambda/core/errors';
 import { HttpStub, startHttpStub } from '../../support/httpStub';
+import { loggedError } from '../../support/capturedOutput';
 
 const API_KEY = 'sk_test_very_secret_value';
 const NOW = Date.parse('2026-11-29T09:00:00.000Z');
@@ -146,6 +147,36 @@ describe('Class: HttpProviderClient', () => {
       expect(error).toBeInstanceOf(RetryableError);
       expect(error.message).toContain('reconcile call for payment p/1 failed: fetch failed: connect ECONNREFUSED');
       expect(error.message).not.toContain(API_KEY);
+    });
+
+    it('keeps no error in the chain that quotes a key holding a newline, as the logger prints the chain', async () => {
+      // A key that escaped validation: fetch refuses the header and its error quotes the header value, key and all.
+      const key = 'sk_live_NewlineHeadPart\nsk_live_NewlineTailPart';
+      const broken = new HttpProviderClient({ baseUrl: stub.url, apiKey: async () => key });
+      const error = await caught(broken.reconcile(request));
+      expect(error).toBeInstanceOf(RetryableError);
+      expect(error.message).toBe('reconcile call for payment p/1 failed: Headers.append: "Bearer [redacted]" is an invalid header value.');
+      const cause = error.cause as Error;
+      expect({ name: cause.name, message: cause.message, cause: cause.cause }).toEqual({
+        name: 'TypeError',
+        message: 'Headers.append: "Bearer [redacted]" is an invalid header value.',
+        cause: undefined,
+      });
+      const logged = loggedError(error);
+      expect(logged).toContain('Bearer [redacted]');
+      for (const form of [key, JSON.stringify(key).slice(1, -1), ...key.split('\n')]) expect(logged).not.toContain(form);
+      expect(stub.requests).toHaveLength(0);
+    });
+
+    it('keeps the timeout\'s type as the cause, not the abort error itself', async () => {
+      stub.handle(() => undefined);
+      const error = await caught(client.reconcile({ ...request, timeoutMs: 150 }));
+      const cause = error.cause as Error;
+      expect({ name: cause.name, message: cause.message, cause: cause.cause }).toEqual({
+        name: 'TimeoutError',
+        message: 'The operation was aborted due to timeout',
+        cause: undefined,
+      });
     });
 
     it('passes a failure to read the API key through unchanged', async () => {

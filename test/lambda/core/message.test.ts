@@ -19,4 +19,10 @@ describe('Function: parseMessage', () => {
   it('rejects a notBefore that is not a timestamp', () => {
     expect(parseMessage(JSON.stringify({ ...message, notBefore: 'tomorrow' }), 4096)).toEqual({ ok: false, reasons: ['notBefore: must be an ISO-8601 timestamp'] });
   });
+
+  it('names a body that is not JSON without quoting it, since the reason is kept in logs and the ledger', () => {
+    // V8 would say: Unexpected token 'u', "uploads/Ja"... is not valid JSON
+    expect(parseMessage('uploads/Jane Doe/cv.pdf', 4096)).toEqual({ ok: false, reasons: ["body is not valid JSON (Unexpected token 'u')"] });
+    expect(parseMessage('{"objectKey":"Jane Doe', 4096)).toEqual({ ok: false, reasons: ['body is not valid JSON (Unterminated string in JSON at position 22)'] });
+  });
 });

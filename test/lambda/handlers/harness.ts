@@ -3,7 +3,11 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand, SendMessageBatchCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { dynamoClient, resetClients } from '../../../lambda/adapters/clients';
+import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { logger, metrics } from '../../../lambda/adapters/observability';
+import { DynamoDbRateLimiter } from '../../../lambda/adapters/rateLimiter';
+import { SqsPublisher } from '../../../lambda/adapters/sqsPublisher';
+import type { ConsumerOptions } from '../../../lambda/handlers/consumer';
 import { startLocalAws, type LocalAws } from '../../support/aws';
 import type { JobRuntimeSettings } from '../../../lambda/core/constants';
 import { job as fakeJob } from '../../fixtures/jobs/fake-job';
@@ -183,4 +187,27 @@ export function useConsumerAws(tables: { idempotency: string; ledger: string; li
     resetClients();
     await aws?.stop();
   });
+}
+
+/** The state tables' names the security tests' consumers use. */
+export const STATE_TABLES = { idempotency: 'idempotency', ledger: 'ledger', limiter: 'limiter' } as const;
+
+/**
+ * An in-process consumer's options but its job, on STATE_TABLES, with a limiter that never paces and a publisher that
+ * never sleeps: for tests of what a consumer writes (logs, the DLQ, the ledger, idempotency), not of how it paces.
+ * Records on their fifth receive are on their last (maxReceiveCount 5).
+ */
+export function unpacedConsumerOptions(queueUrl: string, dlqUrl: string, pacingKey: string): Omit<ConsumerOptions, 'job' | 'jobDeps'> {
+  return {
+    queueUrl,
+    dlqUrl,
+    idempotencyTableName: STATE_TABLES.idempotency,
+    idempotencyTtlSeconds: 86_400,
+    maxMessageBytes: 262_144,
+    maxReceiveCount: 5,
+    ledger: new DynamoLedger({ tableName: STATE_TABLES.ledger }),
+    limiter: new DynamoDbRateLimiter({ tableName: STATE_TABLES.limiter, limits: { startsPerInterval: 1000, intervalMs: 1000 } }),
+    pacing: { key: pacingKey, lateToleranceMs: 60_000 },
+    publisher: new SqsPublisher({ sleep: async () => undefined }),
+  };
 }

@@ -4,6 +4,7 @@ import { resetClients } from '../../../../lambda/adapters/clients';
 import type { ObjectStore } from '../../../../lambda/adapters/s3Objects';
 import { PermanentError, RetryableError } from '../../../../lambda/core/errors';
 import { encodeCursor } from '../../../../lambda/core/pageCursor';
+import { personalDataHash } from '../../../../lambda/core/privacy';
 import { SettingsError } from '../../../../lambda/core/settings';
 import { InvalidUploadRecordError, StaleUploadDeps, createDeps, discoveryCutoff, job } from '../../../../lambda/jobs/stale-upload-cleanup';
 import { UploadItem, demoUploads, pendingUpload } from '../../../../lambda/jobs/stale-upload-cleanup/items';
@@ -143,9 +144,17 @@ describe('Job: stale-upload-cleanup', () => {
   describe('Method: apply', () => {
     it('deletes the object, then the record', async () => {
       const item = await fresh();
-      await expect(applyTo(item)).resolves.toEqual({ outcome: 'applied', detail: { objectKey: item.objectKey } });
+      await expect(applyTo(item)).resolves.toEqual({ outcome: 'applied', detail: { objectKeyHash: personalDataHash(item.objectKey) } });
       expect(objects.deleted).toEqual([`${BUCKET}/${item.objectKey}`]);
       expect(await record(item.uploadId)).toBeUndefined();
+    });
+
+    it('names the object in its result by the key\'s hash, since idempotency keeps the result for days', async () => {
+      const item = await fresh({ objectKey: 'uploads/Jane Doe/passport.pdf' });
+      const result = await applyTo(item);
+      // printf %s 'uploads/Jane Doe/passport.pdf' | sha256sum | cut -c1-16
+      expect(result).toEqual({ outcome: 'applied', detail: { objectKeyHash: 'sha256:0645ea154bf78ee0' } });
+      expect(objects.deleted).toEqual([`${BUCKET}/uploads/Jane Doe/passport.pdf`]);
     });
 
     it('is already done when the record is gone, without touching S3', async () => {
@@ -180,6 +189,9 @@ describe('Job: stale-upload-cleanup', () => {
       const item = await fresh();
       const error = await applyTo({ ...item, objectKey: 'uploads/other.bin' }).catch((e: unknown) => e as PermanentError);
       expect((error as PermanentError).message).toBe(`upload ${item.uploadId} now points at another object than the one discovered`);
+      expect((error as PermanentError).detail).toEqual({
+        uploadId: item.uploadId, objectKeyHash: personalDataHash('uploads/other.bin'), recordObjectKeyHash: personalDataHash(item.objectKey),
+      });
       expect(objects.deleted).toEqual([]);
     });
 
@@ -202,7 +214,7 @@ describe('Job: stale-upload-cleanup', () => {
       objects.during = async () => {
         await deps.documents.send(new DeleteCommand({ TableName: APPLY_TABLE, Key: { uploadId: item.uploadId } }));
       };
-      await expect(applyTo(item)).resolves.toEqual({ outcome: 'already-done', detail: { objectKey: item.objectKey } });
+      await expect(applyTo(item)).resolves.toEqual({ outcome: 'already-done', detail: { objectKeyHash: personalDataHash(item.objectKey) } });
     });
 
     it('throws PermanentError, keeping the record, when retention is extended during the object delete', async () => {
@@ -212,9 +224,10 @@ describe('Job: stale-upload-cleanup', () => {
       };
       const error = await applyTo(item).catch((e: unknown) => e as PermanentError);
       expect(error).toBeInstanceOf(PermanentError);
-      expect((error as PermanentError).message).toBe(`upload ${item.uploadId}: retention changed while its object was being deleted; the object ${item.objectKey} is gone but the record was kept`);
+      const hash = personalDataHash(item.objectKey);
+      expect((error as PermanentError).message).toBe(`upload ${item.uploadId}: retention changed while its object was being deleted; the object ${hash} is gone but the record was kept`);
       expect((error as PermanentError).detail).toEqual({
-        uploadId: item.uploadId, objectKey: item.objectKey, deleteAfter: item.deleteAfter, recordDeleteAfter: '2027-01-01T00:00:00.000Z', recordRetentionState: 'pending',
+        uploadId: item.uploadId, objectKeyHash: hash, deleteAfter: item.deleteAfter, recordDeleteAfter: '2027-01-01T00:00:00.000Z', recordRetentionState: 'pending',
       });
       expect(await record(item.uploadId)).toBeDefined();
     });

@@ -376,7 +376,10 @@ export class DynamoRunStateStore implements RunStateStore {
           this.client().send(
             new PutCommand({
               TableName: this.options.tableName,
-              Item: { ...ledgerKeys.invalidRow(job, batchId, row.key), job, batchId, page, key: row.key, reasons: row.reasons, rejectedAt: at.toISOString(), expiresAt },
+              Item: {
+                ...ledgerKeys.invalidRow(job, batchId, row.key),
+                job, batchId, page, key: row.key, reasons: row.reasons, rejectedAt: at.toISOString(), expiresAt,
+              },
             }),
           ),
         ),

@@ -519,7 +519,8 @@ function checkPage(
   for (const { operationId, resource } of page.operations) {
     const parsed = job.resourceSchema.safeParse(resource);
     if (!parsed.success) {
-      invalid.push(invalidRow(String(operationId), parsed.error.issues.map((i) => `${['resource', ...i.path.map(String)].join('.')}: ${i.message}`)));
+      const reasons = parsed.error.issues.map((i) => `${['resource', ...i.path.map(String)].join('.')}: ${i.message}`);
+      invalid.push(invalidRow(String(operationId), reasons));
       continue;
     }
     try {

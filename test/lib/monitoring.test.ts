@@ -149,15 +149,8 @@ describe('Class: Monitoring', () => {
           AlarmDescription: Match.stringLikeRegexp(`npm run ops -- audit --env prod --job ${jobName} --date <business date>`),
           Namespace: 'PacedJobs',
           MetricName: 'DiscoveryRowsRejected',
-          Dimensions: [
-            { Name: 'job', Value: jobName },
-            { Name: 'service', Value: jobName },
-          ],
-          Statistic: 'Sum',
-          Period: 300,
-          Threshold: 0,
-          ComparisonOperator: 'GreaterThanThreshold',
-          TreatMissingData: 'notBreaching',
+          Dimensions: [{ Name: 'job', Value: jobName }, { Name: 'service', Value: jobName }],
+          Statistic: 'Sum', Period: 300, Threshold: 0, ComparisonOperator: 'GreaterThanThreshold', TreatMissingData: 'notBreaching',
           AlarmActions: [refOf(prod.stack.monitoring.topic)],
         });
       }

@@ -50,6 +50,8 @@ export const JobAlarm = {
   ProviderThrottled: 'provider-throttled',
   /** Work is waiting and nothing settles: a stuck consumer, not a large planned backlog (which settles as it drains). */
   Stalled: 'stalled',
+  /** Discovery found source rows it cannot turn into messages: recorded in the run ledger and skipped, every night until fixed. */
+  InvalidSourceRows: 'invalid-source-rows',
 } as const;
 export type JobAlarmKind = keyof typeof JobAlarm;
 
@@ -89,6 +91,7 @@ export type SchedulerAlarmKind = keyof typeof SchedulerAlarm;
  */
 export const CustomMetric = {
   Published: 'Published',
+  DiscoveryRowsRejected: 'DiscoveryRowsRejected',
   Applied: 'Applied',
   AlreadyDone: 'AlreadyDone',
   DuplicatesSuppressed: 'DuplicatesSuppressed',
@@ -413,6 +416,18 @@ export class Monitoring extends Construct {
         // The expression is 0 when the queue reports nothing (an idle, empty queue): nothing waits, nothing is stalled.
         treatMissingData: notBreaching,
       },
+      InvalidSourceRows: {
+        what: JobAlarm.InvalidSourceRows,
+        description:
+          `${jobName}: discovery found source rows it cannot turn into valid messages (an ID an operation ID cannot hold, a field ` +
+          `the job's resource schema refuses). They were recorded in the run ledger and skipped; the rest of the run went on. ` +
+          `They are skipped every night until fixed. First run \`npm run ops -- audit --env ${env} --job ${jobName} --date <business date>\` ` +
+          `to list each with its key and reasons, then fix the rows at the source. ${runbook}`,
+        metric: jobMetric(jobName, CustomMetric.DiscoveryRowsRejected, { period: five }),
+        threshold: 0,
+        // The producer writes the metric only when a page holds such rows.
+        treatMissingData: notBreaching,
+      },
     };
     const alarms = Object.fromEntries(
       Object.entries(specs).map(([kind, spec]) => [kind, this.alarm(scope, jobName, spec)]),
@@ -612,6 +627,7 @@ export class Monitoring extends Construct {
           custom(CustomMetric.Throttled),
           custom(CustomMetric.Rejected),
           custom(CustomMetric.DeadLettered),
+          custom(CustomMetric.DiscoveryRowsRejected),
         ],
         width: 8,
       }),

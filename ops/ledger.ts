@@ -12,6 +12,7 @@ import {
   batchReconciles,
   completedByOf,
   deadLetteredOperationsOf,
+  invalidRowsOf,
   ledgerKeys,
   orphansOf,
   resolveBatch,
@@ -39,6 +40,11 @@ export interface BatchView {
   startedAt?: string;
   finishedAt?: string;
   discovered: number;
+  /**
+   * Source rows discovery could not turn into valid messages: recorded for review (`ops audit` lists them) and skipped.
+   * Not part of `discovered`, so not of any equation.
+   */
+  invalidRows: number;
   published: number;
   consumed: number;
   completed: number;
@@ -112,6 +118,7 @@ export function toBatchView(item: Record<string, unknown>, figures: BatchFigures
     startedAt: s(item.startedAt),
     finishedAt: s(item.finishedAt),
     discovered: counters.discovered,
+    invalidRows: invalidRowsOf(item),
     published: counters.published,
     consumed: counters.consumed,
     completed: counters.completed,

@@ -331,11 +331,11 @@
     s.depths.firstChild.setAttribute('data-table', 'depths');
     var rows = j.batches.map(function (b) {
       return [b.batchId, b.businessDate, b.discovered, b.completed, b.completedElsewhere, b.rejected, b.deadLettered, b.duplicates, b.deferred, b.throttled,
-        b.outstanding, b.admission || 'none', el('span', { className: b.reconciles ? 'ok' : 'bad', text: b.reconciles ? 'yes' : 'NO' }),
+        b.invalidRows, b.outstanding, b.admission || 'none', el('span', { className: b.reconciles ? 'ok' : 'bad', text: b.reconciles ? 'yes' : 'NO' }),
         time(b.startedAt), time(b.finishedAt), b.stalled ? b.stalled.message : (b.forecast ? b.forecast.text : '')];
     });
     clear(s.batches).appendChild(rows.length
-      ? table(['batch', 'date', 'discovered', 'completed', 'elsewhere', 'rejected', 'DLQ', 'dupes', 'deferred', '429s', 'outstanding', 'admission', 'reconciles', 'started', 'finished', 'note'], rows)
+      ? table(['batch', 'date', 'discovered', 'completed', 'elsewhere', 'rejected', 'DLQ', 'dupes', 'deferred', '429s', 'invalid rows', 'outstanding', 'admission', 'reconciles', 'started', 'finished', 'note'], rows)
       : el('p', { className: 'muted', text: 'no batch in the run ledger yet' }));
   }
 

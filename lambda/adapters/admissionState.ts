@@ -13,7 +13,15 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DateRun } from '../core/admission';
-import { AdmissionStatus, batchCountersOf, batchIdOf, decodePageOperations, encodePageOperations, ledgerKeys } from '../core/ledgerContract';
+import {
+  AdmissionStatus,
+  batchCountersOf,
+  batchIdOf,
+  decodePageOperations,
+  encodePageOperations,
+  INVALID_ROW_RETENTION_DAYS,
+  ledgerKeys,
+} from '../core/ledgerContract';
 
 /** Pages of a job's batch partition read for its backfill figures. */
 const MAX_BATCH_PAGES = 5;
@@ -79,8 +87,16 @@ export interface PageCommit {
   published: number;
   /** The run's orphans after this page (RunState.orphans); undefined: unchanged. */
   orphans?: string[];
+  /** Source rows of this page that could not become messages (recorded by recordInvalidRows), apart from `discovered`. @default 0 */
+  invalidRows?: number;
   plannedUntilMs?: number;
   finishedAt?: string;
+}
+
+/** One invalid source row as the ledger keeps it: its key and reasons, escaped and bounded (boundReasons). */
+export interface InvalidRowRecord {
+  key: string;
+  reasons: string[];
 }
 
 export interface StepEnd {
@@ -118,6 +134,12 @@ export interface RunStateStore {
   recordPage(job: string, batchId: string, page: number, owner: string, operationIds: readonly string[], startedMs?: number): Promise<void>;
   /** The operation IDs each earlier attempt of page `page` recorded (read consistently). */
   pageAttempts(job: string, batchId: string, page: number): Promise<string[][]>;
+  /**
+   * Keeps the source rows of a page that could not become messages, each with its key and reasons, for review (one
+   * item per row, keyed by its key: a retried page writes the same items again). Written before the page is
+   * published; the page's commit counts them.
+   */
+  recordInvalidRows(job: string, batchId: string, page: number, rows: readonly InvalidRowRecord[]): Promise<void>;
   /** Records one published page; false when the lease was lost (another owner took the step over). */
   commitPage(job: string, batchId: string, step: number, owner: string, page: PageCommit): Promise<boolean>;
   /** Moves the run to step + 1 and releases the lease; false when the lease was lost. */
@@ -142,7 +164,14 @@ export interface DynamoRunStateStoreOptions {
   client?: Pick<DynamoDBDocumentClient, 'send'>;
   /** Ledger item lifetime (as the ledger's). @default 90 */
   retentionDays?: number;
+  /** How long an invalid source row's record lives. @default INVALID_ROW_RETENTION_DAYS (14) */
+  invalidRowRetentionDays?: number;
+  /** @default () => new Date() */
+  now?: () => Date;
 }
+
+/** Writes in flight at once when a page's invalid rows are recorded (BatchWriteItem's own limit per call). */
+const INVALID_ROW_WRITES = 25;
 
 /** An UpdateExpression's SET clauses with their names and values, built one attribute at a time. */
 class Assignments {
@@ -189,9 +218,13 @@ function toState(item: Record<string, unknown>): RunState {
 
 export class DynamoRunStateStore implements RunStateStore {
   private readonly retentionSeconds: number;
+  private readonly invalidRowRetentionSeconds: number;
+  private readonly now: () => Date;
 
   constructor(private readonly options: DynamoRunStateStoreOptions) {
     this.retentionSeconds = (options.retentionDays ?? 90) * 86_400;
+    this.invalidRowRetentionSeconds = (options.invalidRowRetentionDays ?? INVALID_ROW_RETENTION_DAYS) * 86_400;
+    this.now = options.now ?? (() => new Date());
   }
 
   async backfillOutstanding(job: string, nowMs = Date.now()): Promise<number> {
@@ -333,6 +366,27 @@ export class DynamoRunStateStore implements RunStateStore {
     );
   }
 
+  async recordInvalidRows(job: string, batchId: string, page: number, rows: readonly InvalidRowRecord[]): Promise<void> {
+    const at = this.now();
+    const expiresAt = Math.floor(at.getTime() / 1000) + this.invalidRowRetentionSeconds;
+    // Puts, not BatchWriteItem: a batch write hands back unprocessed items to resend by hand, and bad rows are few.
+    for (let i = 0; i < rows.length; i += INVALID_ROW_WRITES) {
+      await Promise.all(
+        rows.slice(i, i + INVALID_ROW_WRITES).map((row) =>
+          this.client().send(
+            new PutCommand({
+              TableName: this.options.tableName,
+              Item: {
+                ...ledgerKeys.invalidRow(job, batchId, row.key),
+                job, batchId, page, key: row.key, reasons: row.reasons, rejectedAt: at.toISOString(), expiresAt,
+              },
+            }),
+          ),
+        ),
+      );
+    }
+  }
+
   async pageAttempts(job: string, batchId: string, page: number): Promise<string[][]> {
     const { pk, sk } = ledgerKeys.page(job, batchId, page, '');
     const response = await this.client().send(
@@ -356,9 +410,15 @@ export class DynamoRunStateStore implements RunStateStore {
       .assign('orphans', page.orphans)
       .assign('plannedUntilMs', page.plannedUntilMs)
       .assign('finishedAt', page.finishedAt);
+    // Only a page with invalid rows adds the counter, so a run without any keeps its item as it was.
+    const invalidRows = page.invalidRows ?? 0;
+    if (invalidRows > 0) {
+      names['#invalidRows'] = 'invalidRows';
+      values[':invalidRows'] = invalidRows;
+    }
     const expression = [
       set.length ? `SET ${set.join(', ')}` : '',
-      'ADD #pages :one, #discovered :discovered, #published :published',
+      `ADD #pages :one, #discovered :discovered, #published :published${invalidRows > 0 ? ', #invalidRows :invalidRows' : ''}`,
       page.cursor === undefined ? 'REMOVE #cursor' : '',
     ].filter(Boolean).join(' ');
     return this.conditional({

@@ -14,6 +14,11 @@ export const metrics = new Metrics({ namespace: process.env[EnvVar.POWERTOOLS_ME
 /** Every metric the pipeline emits, per job. */
 export const MetricName = {
   Published: 'Published',
+  /**
+   * Source rows discovery could not turn into a valid message (a job's invalid rows, or an operation that failed the
+   * message contract): recorded in the run ledger for review and skipped. Any is a data problem to look at.
+   */
+  DiscoveryRowsRejected: 'DiscoveryRowsRejected',
   Applied: 'Applied',
   AlreadyDone: 'AlreadyDone',
   DuplicatesSuppressed: 'DuplicatesSuppressed',

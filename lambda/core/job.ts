@@ -17,10 +17,43 @@ export interface DiscoveredOperation<R> {
   resource: R;
 }
 
+/**
+ * A source row discovery could not turn into an operation (an ID that cannot be part of an operation ID, a field its
+ * resource schema refuses). The producer records it in the run ledger for review, counts it and skips it: one bad row
+ * never halts the page or the run.
+ */
+export interface InvalidRow {
+  /** The row's primary key, as text (never its data: the record is kept for review). */
+  key: string;
+  /** What is wrong with it. */
+  reason: string;
+}
+
 export interface DiscoverPage<R> {
   operations: DiscoveredOperation<R>[];
+  /** The page's rows that cannot become operations; absent or empty when every row could. */
+  invalid?: InvalidRow[];
   /** Present when more work remains. */
   nextCursor?: string;
+}
+
+/**
+ * A page's rows as operations, and the rows that cannot become one: `toOperation` returns the row's operation, or a
+ * string saying why the row is invalid. An error it throws still fails the page: that is a fault, not a bad row.
+ */
+export function operationsOf<T, R>(
+  rows: readonly T[],
+  keyOf: (row: T) => string,
+  toOperation: (row: T) => DiscoveredOperation<R> | string,
+): Required<Pick<DiscoverPage<R>, 'operations' | 'invalid'>> {
+  const operations: DiscoveredOperation<R>[] = [];
+  const invalid: InvalidRow[] = [];
+  for (const row of rows) {
+    const result = toOperation(row);
+    if (typeof result === 'string') invalid.push({ key: keyOf(row), reason: result });
+    else operations.push(result);
+  }
+  return { operations, invalid };
 }
 
 export interface ApplyRequest<R> {

@@ -20,7 +20,14 @@
 //                                              lists every operation of the date from them; an attempt killed after
 //                                              publishing part of its page leaves the orphans the next one counts)
 //   REJECTED#<job> / <ISO time>#<messageId>    one item per rejected message, kept for review
+//   INVALID_ROW#<job>#<batchId> / <sha-256 of the row's key>
+//                                              one item per source row discovery could not turn into a valid message
+//                                              (lambda/core/job.ts InvalidRow): its key and reasons, kept for review for
+//                                              INVALID_ROW_RETENTION_DAYS; the batch item counts them in `invalidRows`,
+//                                              apart from `discovered` (they are never published, so no equation below
+//                                              counts them)
 
+import { createHash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 
 /** The kinds of ledger item; each is the prefix of its partition key (`<kind>#<job>`). */
@@ -29,6 +36,7 @@ export const LedgerItemKind = {
   invocations: 'INVOCATIONS',
   pages: 'PAGES',
   rejection: 'REJECTED',
+  invalidRow: 'INVALID_ROW',
 } as const;
 export type LedgerItemKind = (typeof LedgerItemKind)[keyof typeof LedgerItemKind];
 
@@ -60,14 +68,32 @@ export const ledgerKeys = {
   page: (job: string, batchId: string, page: number, attempt: string) => ({ pk: ledgerKeys.pagePartition(job, batchId), sk: `${String(page).padStart(6, '0')}#${attempt}` }),
   /** `REJECTED#<job>` / `<ISO time>#<messageId>`: a job's rejections sort by time. */
   rejection: (job: string, at: Date, messageId: string) => ({ pk: ledgerKeys.rejectionPartition(job), sk: `${at.toISOString()}#${messageId}` }),
+  /** The partition holding the invalid source rows of one batch (`INVALID_ROW#<job>#<batchId>`). */
+  invalidRowPartition: (job: string, batchId: string): string => `${ledgerPartition(LedgerItemKind.invalidRow, job)}#${batchId}`,
+  /**
+   * `INVALID_ROW#<job>#<batchId>` / the SHA-256 of the row's key: a page discovered again (a retried step) writes the
+   * same items, and a key of any length or alphabet makes a valid sort key.
+   */
+  invalidRow: (job: string, batchId: string, key: string) => ({
+    pk: ledgerKeys.invalidRowPartition(job, batchId),
+    sk: createHash('sha256').update(key, 'utf8').digest('hex'),
+  }),
 };
 
 /**
- * Days a rejection record (the rejected body, kept for review) lives in the ledger at most, whatever the ledger's own
- * retention: a body may hold personal data (an object key, a name), and two weeks is time enough to review it, as long
- * as the DLQ keeps a message.
+ * Days a record kept for review lives in the ledger at most, whatever the ledger's own retention: a rejection record
+ * (the rejected body) or an invalid source row's record (its key and reasons). Either may hold personal data (an object
+ * key, a name), and two weeks is time enough to review it, as long as the DLQ keeps a message.
  */
 export const REJECTED_RETENTION_DAYS = 14;
+
+/** How long an invalid source row's record is kept: the same review window as a rejection's. */
+export const INVALID_ROW_RETENTION_DAYS = REJECTED_RETENTION_DAYS;
+
+/** A batch item's count of invalid source rows (`invalidRows`; 0 when none was ever counted). */
+export function invalidRowsOf(batchItem: Record<string, unknown>): number {
+  return typeof batchItem.invalidRows === 'number' ? batchItem.invalidRows : 0;
+}
 
 /**
  * A page's operation IDs as stored: newline-joined and gzipped. Operation IDs of a page share most of their text (the

@@ -29,12 +29,20 @@ export class InvalidOperationIdError extends Error {
 
 const excerpt = (v: string, max = 40): string => JSON.stringify(v.length > max ? `${v.slice(0, max)}...` : v);
 
-function checkPart(label: string, value: string): void {
+/**
+ * Why `value` (the field `label` names) cannot be part of an operation ID, or undefined when it can. Discovery hands a
+ * row with such an ID back for review (lambda/core/job.ts InvalidRow) rather than failing its page.
+ */
+export function idPartProblem(label: string, value: string): string | undefined {
   if (value.length === 0 || value.length > MAX_ID_PART_LENGTH || !PART.test(value)) {
-    throw new InvalidOperationIdError(
-      `${label} ${excerpt(value)} cannot be part of an operation ID: it must be 1 to ${MAX_ID_PART_LENGTH} characters of letters, digits and _ . @ # / + = - starting with a letter or digit`,
-    );
+    return `${label} ${excerpt(value)} cannot be part of an operation ID: it must be 1 to ${MAX_ID_PART_LENGTH} characters of letters, digits and _ . @ # / + = - starting with a letter or digit`;
   }
+  return undefined;
+}
+
+function checkPart(label: string, value: string): void {
+  const problem = idPartProblem(label, value);
+  if (problem !== undefined) throw new InvalidOperationIdError(problem);
 }
 
 function checkBusinessDate(value: string): void {

@@ -22,12 +22,19 @@ import {
   type RunAhead,
 } from '../core/admission';
 import { businessDateFor, makeBatchId } from '../core/businessDate';
-import type { AnyJob } from '../core/job';
-import { businessDateSchema, idSchema, serializeMessage } from '../core/message';
+import type { AnyJob, DiscoverPage } from '../core/job';
+import { boundReasons, businessDateSchema, idSchema, InvalidMessageError, serializeMessage, type JobMessage } from '../core/message';
 import { pacingSettings } from '../core/pacingSettings';
 import { requireEnv } from '../core/settings';
 import { fairnessGroup, keyField } from '../core/fairness';
-import { AdmissionStatus, DynamoRunStateStore, type RunState, type RunStateStore, type StepEnd } from '../adapters/admissionState';
+import {
+  AdmissionStatus,
+  DynamoRunStateStore,
+  type InvalidRowRecord,
+  type RunState,
+  type RunStateStore,
+  type StepEnd,
+} from '../adapters/admissionState';
 import { bindJob, count, flushMetrics, logger, MetricName, withLogKeys } from '../adapters/observability';
 import { sqsQueueDepth, type QueueDepth } from '../adapters/queueDepth';
 import { SqsPublisher, type Publisher } from '../adapters/sqsPublisher';
@@ -57,6 +64,11 @@ export interface ProducerSummary {
   pages: number;
   discovered: number;
   published: number;
+  /**
+   * Source rows this step could not turn into valid messages: recorded in the run ledger for review and skipped (not in
+   * `discovered`). Absent when there were none.
+   */
+  invalidRows?: number;
   /** A next step was sent to the admission queue. */
   continued: boolean;
   /** Seconds until the next step, when one was sent. */
@@ -306,8 +318,14 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
       const result = await job.discover(jobDeps, { businessDate: step.businessDate, cursor, pageSize, now: now() });
       const sentAtMs = now().getTime();
       const enqueuedAt = new Date(sentAtMs).toISOString();
+      const envelope = (operationId: string, resource: JobMessage['resource']): JobMessage => ({
+        version: MESSAGE_VERSION, jobType: job.name, operationId, batchId: step.batchId, businessDate: step.businessDate, resource, enqueuedAt, firstEnqueuedAt: enqueuedAt,
+        ...(dueBy ? { dueBy } : {}),
+        ...(step.backfill ? { backfill: true as const } : {}),
+      });
+      const { ready, invalid } = checkPage(job, result, envelope, options.maxMessageBytes);
       let lastVisibleMs = plannedUntilMs;
-      const messages = result.operations.map(({ operationId, resource }, i) => {
+      const messages = ready.map(({ operationId, resource, body }, i) => {
         // The plan is in slots; only the delay is shown the lead earlier, so the next step plans from the slots.
         const slotMs = visibleAtMs(admitted + i, plan, rate, admission.groupSize);
         lastVisibleMs = slotMs;
@@ -315,14 +333,7 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
         return {
           operationId,
           delaySeconds: delaySecondsUntil(slotMs - (admission.leadMs ?? 0), sentAtMs),
-          body: serializeMessage(
-            {
-              version: MESSAGE_VERSION, jobType: job.name, operationId, batchId: step.batchId, businessDate: step.businessDate, resource, enqueuedAt, firstEnqueuedAt: enqueuedAt,
-              ...(dueBy ? { dueBy } : {}),
-              ...(step.backfill ? { backfill: true as const } : {}),
-            },
-            options.maxMessageBytes,
-          ),
+          body,
           ...(groupId !== undefined ? { groupId } : {}),
         };
       });
@@ -338,6 +349,8 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
       const leftOver = [...new Set(earlier.flat())].filter((op) => !fresh.has(op) && !orphanSet.has(op));
       const nextOrphans = leftOver.length > 0 || rediscovered.length > 0 ? [...orphans.filter((op) => !fresh.has(op)), ...leftOver] : undefined;
       await runState.recordPage(job.name, step.batchId, pages + 1, owner, operationIds, pageStartedMs);
+      // Kept for review before the page goes out, so a page never publishes around rows the ledger has not recorded.
+      if (invalid.length > 0) await runState.recordInvalidRows(job.name, step.batchId, pages + 1, invalid);
       // A failure here fails the step before its commit: the step runs again from the same cursor, and idempotency
       // absorbs the messages that went out twice. Nothing is counted until the commit.
       const { published } = await publisher.publish(options.queueUrl, messages);
@@ -349,6 +362,7 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
         discovered: messages.length - rediscovered.length + leftOver.length,
         published,
         orphans: nextOrphans,
+        invalidRows: invalid.length,
         plannedUntilMs: rate === undefined ? undefined : lastVisibleMs,
         finishedAt: finished ? now().toISOString() : undefined,
       });
@@ -366,6 +380,15 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
       summary.discovered += messages.length;
       summary.published += published;
       count(MetricName.Published, published);
+      if (invalid.length > 0) {
+        summary.invalidRows = (summary.invalidRows ?? 0) + invalid.length;
+        count(MetricName.DiscoveryRowsRejected, invalid.length);
+        logger.warn('source rows that cannot become messages were recorded in the run ledger and skipped; `ops audit` lists them', {
+          page: pages,
+          invalidRows: invalid.length,
+          firstRows: invalid.slice(0, LOGGED_INVALID_ROWS),
+        });
+      }
       logger.info('page published', { page: pages, published, more: !finished });
       if (finished) break;
     }
@@ -465,6 +488,50 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
       flushMetrics();
     }
   };
+}
+
+/** Invalid rows a page's warning names; the ledger holds them all. */
+const LOGGED_INVALID_ROWS = 10;
+
+/** A page's operations ready to publish, and the rows that cannot be (InvalidRow, bounded for the ledger). */
+interface CheckedPage {
+  ready: { operationId: string; resource: JobMessage['resource']; body: string }[];
+  invalid: InvalidRowRecord[];
+}
+
+/** A row's key and reasons escaped and bounded as a rejection's reasons are (the key can be anything a table holds). */
+const invalidRow = (key: string, reasons: string[]): InvalidRowRecord => ({ key: boundReasons([key])[0], reasons: boundReasons(reasons) });
+
+/**
+ * Each operation of a page as its message body, or as an invalid row when it cannot be one: a row the job handed
+ * back, or an operation whose resource fails the job's schema, or whose message breaks the contract (its operation ID,
+ * its size). The producer checks what a job returns itself, so a job that returns a bad operation instead of handing
+ * its row back still cannot halt the run. An operation's row is known to the producer by its operation ID only.
+ */
+function checkPage(
+  job: AnyJob,
+  page: DiscoverPage<JobMessage['resource']>,
+  envelope: (operationId: string, resource: JobMessage['resource']) => JobMessage,
+  maxBytes: number,
+): CheckedPage {
+  const invalid = (page.invalid ?? []).map((row) => invalidRow(String(row.key), [String(row.reason)]));
+  const ready: CheckedPage['ready'] = [];
+  for (const { operationId, resource } of page.operations) {
+    const parsed = job.resourceSchema.safeParse(resource);
+    if (!parsed.success) {
+      const reasons = parsed.error.issues.map((i) => `${['resource', ...i.path.map(String)].join('.')}: ${i.message}`);
+      invalid.push(invalidRow(String(operationId), reasons));
+      continue;
+    }
+    try {
+      ready.push({ operationId, resource, body: serializeMessage(envelope(operationId, resource), maxBytes) });
+    } catch (error) {
+      if (!(error instanceof InvalidMessageError)) throw error;
+      // parseMessage has bounded these reasons already.
+      invalid.push({ key: invalidRow(String(operationId), []).key, reasons: error.reasons });
+    }
+  }
+  return { ready, invalid };
 }
 
 /** Backfill messages in the queue; a failed read counts none (the live run queues behind all, as before). */

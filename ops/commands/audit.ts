@@ -11,6 +11,7 @@ import {
   batchIdOf,
   deadLetterEntriesOf,
   decodePageOperations,
+  invalidRowsOf,
   ledgerKeys,
   resolveBatch,
   type BatchFigures,
@@ -55,10 +56,23 @@ export interface AuditBatch {
   deadLettered: number;
   duplicates: number;
   retries: number;
+  /** Source rows its discovery could not turn into messages (the batch's count; not in `discovered`). */
+  invalidRows: number;
   /** `admitting`, `complete`, `page-limit`, or absent on a batch from before admission. */
   admission?: string;
   /** discovered = completed + completedElsewhere + rejected + deadLettered (batchExact). */
   exact: boolean;
+}
+
+/** A source row discovery could not turn into a valid message: recorded for review and skipped, never published. */
+export interface AuditInvalidRow {
+  batchId: string;
+  /** The page of the batch it was found on. */
+  page?: number;
+  /** The row's key (an operation ID when the producer, not the job, found the problem). */
+  key: string;
+  reasons: string[];
+  rejectedAt?: string;
 }
 
 export interface AuditResult {
@@ -77,6 +91,12 @@ export interface AuditResult {
   deadLettered: number;
   open: { inFlight: number; waiting: number };
   batches: AuditBatch[];
+  /**
+   * The source rows the date's runs recorded and skipped (kept INVALID_ROW_RETENTION_DAYS), by batch, page and key.
+   * They are not operations, so they never make a date inexact: they are data to fix at the source, after which the
+   * next run discovers them.
+   */
+  invalidRows: AuditInvalidRow[];
   /** With --operations: every operation that is not completed, by operation ID. */
   operations?: AuditOperation[];
 }
@@ -96,6 +116,8 @@ interface DateBatch {
   invocations: Record<string, unknown>[];
   /** The operation IDs its pages list (every attempt at each page, so an ID may repeat), in page order. */
   pageOperations: string[];
+  /** Its invalid source rows' items (INVALID_ROW#<job>#<batchId>). */
+  invalidRows: Record<string, unknown>[];
 }
 
 /** An operation's end as the audit finds it. */
@@ -173,6 +195,7 @@ export async function auditDate(
     deadLettered: tally('dead-lettered'),
     open,
     batches: batches.map((b, i) => auditBatch(b, figures[i])),
+    invalidRows: batches.flatMap(invalidRowsOfBatch),
     ...(options.operations ? { operations: notCompleted(ends, discoveredBy) } : {}),
   };
 }
@@ -188,8 +211,12 @@ async function dateBatches(dynamo: Dynamo, table: string, job: string, date: str
   return Promise.all(
     items.map(async (item) => {
       const batchId = batchIdOf(item);
-      const [invocations, pageOperations] = await Promise.all([invocationItems(dynamo, table, job, batchId), pagesOf(dynamo, table, job, batchId)]);
-      return { batchId, item, invocations, pageOperations };
+      const [invocations, pageOperations, invalidRows] = await Promise.all([
+        invocationItems(dynamo, table, job, batchId),
+        pagesOf(dynamo, table, job, batchId),
+        partitionItems(dynamo, table, ledgerKeys.invalidRowPartition(job, batchId)),
+      ]);
+      return { batchId, item, invocations, pageOperations, invalidRows };
     }),
   );
 }
@@ -198,14 +225,14 @@ function datePrefix(job: string, date: string): string {
   return `${job}:${date}:`;
 }
 
+/** Every item of one ledger partition, read consistently. */
+function partitionItems(dynamo: Dynamo, table: string, pk: string): Promise<Record<string, unknown>[]> {
+  return queryAll(dynamo, { TableName: table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ConsistentRead: true });
+}
+
 /** The operation IDs a batch's admitted pages list (PAGES#<job>#<batchId>), in page order. */
 async function pagesOf(dynamo: Dynamo, table: string, job: string, batchId: string): Promise<string[]> {
-  const pages = await queryAll(dynamo, {
-    TableName: table,
-    KeyConditionExpression: 'pk = :pk',
-    ExpressionAttributeValues: { ':pk': ledgerKeys.pagePartition(job, batchId) },
-    ConsistentRead: true,
-  });
+  const pages = await partitionItems(dynamo, table, ledgerKeys.pagePartition(job, batchId));
   return pages.flatMap((page) => (page.operations instanceof Uint8Array ? decodePageOperations(page.operations) : []));
 }
 
@@ -335,6 +362,19 @@ function unnamedCompletionGap(ends: ReadonlyMap<string, OperationEnd>): string[]
   return unnamed === 0 ? [] : [`the completion records of ${plural(unnamed, 'operation')} name no batch (written before completions named theirs), so no batch's count can be checked against them`];
 }
 
+/** A batch's invalid source rows, by page, then key. */
+function invalidRowsOfBatch(batch: DateBatch): AuditInvalidRow[] {
+  return batch.invalidRows
+    .map((item) => ({
+      batchId: batch.batchId,
+      ...(typeof item.page === 'number' ? { page: item.page } : {}),
+      key: String(item.key),
+      reasons: Array.isArray(item.reasons) ? item.reasons.map(String) : [],
+      ...(typeof item.rejectedAt === 'string' ? { rejectedAt: item.rejectedAt } : {}),
+    }))
+    .sort((a, b) => (a.page ?? 0) - (b.page ?? 0) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
+
 function auditBatch(batch: DateBatch, figures: BatchFigures): AuditBatch {
   return {
     batchId: batch.batchId,
@@ -346,6 +386,7 @@ function auditBatch(batch: DateBatch, figures: BatchFigures): AuditBatch {
     deadLettered: figures.deadLettered,
     duplicates: figures.duplicates,
     retries: figures.retries,
+    invalidRows: invalidRowsOf(batch.item),
     admission: typeof batch.item.admission === 'string' ? batch.item.admission : undefined,
     exact: batchExact(figures),
   };
@@ -368,16 +409,26 @@ export function renderAudit(result: AuditResult): string {
   const counts =
     `${plural(result.discovered, 'operation')}: ${format(result.completed)} completed, ${format(result.rejected)} rejected, ` +
     `${format(result.deadLettered)} dead-lettered, ${format(open)} open${open > 0 ? ` (${format(result.open.inFlight)} in flight, ${format(result.open.waiting)} waiting)` : ''}`;
-  const verdict = `${result.businessDate} of ${result.job}: ${result.exact ? 'exact' : 'NOT exact'}, ${counts}`;
+  const skipped = result.invalidRows.length > 0 ? `; ${plural(result.invalidRows.length, 'invalid source row')} recorded and skipped` : '';
+  const verdict = `${result.businessDate} of ${result.job}: ${result.exact ? 'exact' : 'NOT exact'}, ${counts}${skipped}`;
   const parts = [[verdict, ...result.missing.map((m) => `- ${m}`)].join('\n')];
   parts.push(
     `Batches\n${renderTable(
-      ['batch', 'admission', 'discovered', 'completed', 'elsewhere', 'adopted', 'rejected', 'DLQ', 'dupes', 'retries', 'exact'],
+      ['batch', 'admission', 'discovered', 'completed', 'elsewhere', 'adopted', 'rejected', 'DLQ', 'dupes', 'retries', 'invalid rows', 'exact'],
       result.batches.map((b) => [
-        b.batchId, b.admission ?? 'none', b.discovered, b.completed, b.completedElsewhere, b.adopted, b.rejected, b.deadLettered, b.duplicates, b.retries, b.exact ? 'yes' : 'NO',
+        b.batchId, b.admission ?? 'none', b.discovered, b.completed, b.completedElsewhere, b.adopted, b.rejected, b.deadLettered, b.duplicates, b.retries, b.invalidRows,
+        b.exact ? 'yes' : 'NO',
       ]),
     )}`,
   );
+  if (result.invalidRows.length > 0) {
+    parts.push(
+      `Invalid source rows (recorded and skipped: fix them at the source, and the next run discovers them)\n${renderTable(
+        ['batch', 'page', 'key', 'reasons'],
+        result.invalidRows.map((r) => [r.batchId, r.page, r.key, r.reasons.join('; ')]),
+      )}`,
+    );
+  }
   if (result.operations) {
     parts.push(
       result.operations.length === 0

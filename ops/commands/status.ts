@@ -359,10 +359,10 @@ export function renderStatus(result: StatusResult): string {
     ]),
   );
   const batches = renderTable(
-    ['job', 'batch', 'discovered', 'consumed', 'completed', 'elsewhere', 'rejected', 'DLQ', 'dupes', 'retries', 'deferred', '429s', 'oldest (s)', 'outstanding', 'reconciles', 'started', 'finished'],
+    ['job', 'batch', 'discovered', 'invalid rows', 'consumed', 'completed', 'elsewhere', 'rejected', 'DLQ', 'dupes', 'retries', 'deferred', '429s', 'oldest (s)', 'outstanding', 'reconciles', 'started', 'finished'],
     result.jobs.flatMap((j) =>
       j.batches.map((b) => [
-        j.job, b.batchId, b.discovered, b.consumed, b.completed, b.completedElsewhere, b.rejected, b.deadLettered, b.duplicates, b.retries, b.deferred, b.throttled,
+        j.job, b.batchId, b.discovered, b.invalidRows, b.consumed, b.completed, b.completedElsewhere, b.rejected, b.deadLettered, b.duplicates, b.retries, b.deferred, b.throttled,
         b.oldestMessageAgeSeconds ?? '-', b.outstanding, b.reconciles ? 'yes' : 'NO', shortTime(b.startedAt), shortTime(b.finishedAt),
       ]),
     ),

@@ -143,6 +143,20 @@ describe('Class: Monitoring', () => {
       });
     });
 
+    it('alarms, per job, on any source row discovery recorded and skipped in 5 minutes, naming the command that lists them', () => {
+      for (const jobName of ALL_PROD_JOBS) {
+        prod.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+          AlarmName: `PacedJobs-prod-${jobName}-invalid-source-rows`,
+          AlarmDescription: Match.stringLikeRegexp(`npm run ops -- audit --env prod --job ${jobName} --date <business date>`),
+          Namespace: 'PacedJobs',
+          MetricName: 'DiscoveryRowsRejected',
+          Dimensions: [{ Name: 'job', Value: jobName }, { Name: 'service', Value: jobName }],
+          Statistic: 'Sum', Period: 300, Threshold: 0, ComparisonOperator: 'GreaterThanThreshold', TreatMissingData: 'notBreaching',
+          AlarmActions: [refOf(prod.stack.monitoring.topic)],
+        });
+      }
+    });
+
     it("alarms on the provider's throttling metric with the exact dimensions Powertools emits", () => {
       prod.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         AlarmName: 'PacedJobs-prod-expired-session-cleanup-provider-throttled',
@@ -278,8 +292,8 @@ describe('Class: Monitoring', () => {
     it('names every alarm after the stack, so the topic policy can admit exactly these', () => {
       const names = Object.values(prod.template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties.AlarmName as string);
       expect(names.filter((n) => !n.startsWith('PacedJobs-prod-'))).toEqual([]);
-      // Nine per job, two per schedule group, and the four windows of each job's two burn-rate pairs (its composites apart).
-      expect(names).toHaveLength(ALL_PROD_JOBS.length * (9 + 4) + 2);
+      // Ten per job, two per schedule group, and the four windows of each job's two burn-rate pairs (its composites apart).
+      expect(names).toHaveLength(ALL_PROD_JOBS.length * (10 + 4) + 2);
       const composites = Object.values(prod.template.findResources('AWS::CloudWatch::CompositeAlarm')).map((a) => a.Properties.AlarmName as string);
       expect(composites.sort()).toEqual(ALL_PROD_JOBS.flatMap((j) => [`PacedJobs-prod-${j}-burn-fast`, `PacedJobs-prod-${j}-burn-slow`]).sort());
     });
@@ -398,7 +412,7 @@ describe('Class: Monitoring', () => {
       const byTitle = (title: string) => widgets.find((w) => w.properties.title === title)?.properties;
       const dims = ['job', 'payment-reconciliation', 'service', 'payment-reconciliation'];
       expect(byTitle('payment-reconciliation: outcomes')?.metrics).toEqual(
-        ['Applied', 'DuplicatesSuppressed', 'Deferred', 'Throttled', 'Rejected', 'DeadLettered'].map((name) => [
+        ['Applied', 'DuplicatesSuppressed', 'Deferred', 'Throttled', 'Rejected', 'DeadLettered', 'DiscoveryRowsRejected'].map((name) => [
           'PacedJobs', name, ...dims, { label: name, stat: 'Sum' },
         ]),
       );
@@ -429,7 +443,7 @@ describe('Class: Monitoring', () => {
       expect(error).toBeInstanceOf(InvalidPropsError);
       expect((error as Error).message).toBe([
         'Invalid props for Monitoring PacedJobs-custom/Again:',
-        ...['oldest-message-age', 'dlq-depth', 'producer-dlq-depth', 'consumer-errors', 'consumer-throttles', 'producer-errors', 'producer-duration', 'provider-throttled', 'stalled']
+        ...['oldest-message-age', 'dlq-depth', 'producer-dlq-depth', 'consumer-errors', 'consumer-throttles', 'producer-errors', 'producer-duration', 'provider-throttled', 'stalled', 'invalid-source-rows']
           .map((what) => `  - alarm name "PacedJobs-custom-a-job-${what}" is used twice (a job name repeats, or clashes with a schedule group's alarms)`),
       ].join('\n'));
       expect(custom.stack.node.tryFindChild('Again')).toBeUndefined();

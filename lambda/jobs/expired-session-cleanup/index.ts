@@ -16,9 +16,9 @@ import * as z from 'zod/mini';
 import { documentClient } from '../../adapters/clients';
 import type { JobRuntimeSettings } from '../../core/constants';
 import { PermanentError, RetryableError } from '../../core/errors';
-import { ApplyResult, defineJob } from '../../core/job';
+import { ApplyResult, defineJob, operationsOf } from '../../core/job';
 import { JobSettingsReader } from '../../core/jobSettings';
-import { InvalidOperationIdError, assertOperationId, idPartSchema, expiredSessionsOperationId } from '../../core/operationIds';
+import { InvalidOperationIdError, assertOperationId, idPartProblem, idPartSchema, expiredSessionsOperationId } from '../../core/operationIds';
 import { decodeCursor, encodeCursor } from '../../core/pageCursor';
 
 export const JOB_NAME = 'expired-session-cleanup';
@@ -68,11 +68,14 @@ export const job = defineJob<TenantResource, ExpiredSessionDeps>({
     const page = await deps.documents.send(
       new ScanCommand({ TableName: deps.tenantsTable, ProjectionExpression: 'tenantId', Limit: pageSize, ExclusiveStartKey: startKey }),
     );
-    const operations = (page.Items ?? []).map((item) => {
+    // A tenant whose ID cannot be part of an operation ID is handed back for review; the page's other tenants go on.
+    const { operations, invalid } = operationsOf(page.Items ?? [], (item) => String(item.tenantId), (item) => {
       const tenantId = String(item.tenantId);
+      const problem = idPartProblem('tenant ID', tenantId);
+      if (problem !== undefined) return problem;
       return { operationId: expiredSessionsOperationId({ tenantId, businessDate }), resource: { tenantId } };
     });
-    return { operations, nextCursor: encodeCursor(page.LastEvaluatedKey) };
+    return { operations, invalid, nextCursor: encodeCursor(page.LastEvaluatedKey) };
   },
 
   async apply(deps, { operationId, businessDate, resource, remainingTimeMs }): Promise<ApplyResult> {

@@ -12,9 +12,9 @@ import { HttpProviderClient, ProviderClient } from '../../adapters/providerClien
 import { apiKeyGetter } from '../../adapters/secrets';
 import type { JobRuntimeSettings } from '../../core/constants';
 import { PermanentError, RetryableError } from '../../core/errors';
-import { defineJob } from '../../core/job';
+import { defineJob, operationsOf } from '../../core/job';
 import { JobSettingsReader } from '../../core/jobSettings';
-import { InvalidOperationIdError, assertOperationId, idPartSchema, reconcileOperationId } from '../../core/operationIds';
+import { InvalidOperationIdError, assertOperationId, idPartProblem, idPartSchema, reconcileOperationId } from '../../core/operationIds';
 import { decodeCursor, encodeCursor } from '../../core/pageCursor';
 import type { PaymentItem } from './items';
 
@@ -90,11 +90,15 @@ export const job = defineJob<PaymentResource, PaymentReconciliationDeps>({
         ExclusiveStartKey: startKey,
       }),
     );
-    const operations = (page.Items ?? []).map((item) => {
+    // A payment whose ID cannot be part of an operation ID is handed back for review; the page's other payments go
+    // on. A bad provider setting still fails the page: it is the job's configuration, not a row.
+    const { operations, invalid } = operationsOf(page.Items ?? [], (item) => String(item.paymentId), (item) => {
       const paymentId = String(item.paymentId);
+      const problem = idPartProblem('payment ID', paymentId);
+      if (problem !== undefined) return problem;
       return { operationId: reconcileOperationId({ provider: deps.provider, paymentId, businessDate }), resource: { paymentId } };
     });
-    return { operations, nextCursor: encodeCursor(page.LastEvaluatedKey) };
+    return { operations, invalid, nextCursor: encodeCursor(page.LastEvaluatedKey) };
   },
 
   /** The same sparse index, counted: what the run will discover in all (a lower bound past MAX_COUNT_PAGES pages). */

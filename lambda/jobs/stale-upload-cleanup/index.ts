@@ -22,7 +22,7 @@ import { documentClient } from '../../adapters/clients';
 import { ObjectStore, S3ObjectStore } from '../../adapters/s3Objects';
 import type { JobRuntimeSettings } from '../../core/constants';
 import { PermanentError } from '../../core/errors';
-import { ApplyResult, defineJob } from '../../core/job';
+import { ApplyResult, defineJob, operationsOf } from '../../core/job';
 import { JobSettingsReader } from '../../core/jobSettings';
 import { InvalidOperationIdError, assertOperationId, idPartSchema, staleUploadOperationId } from '../../core/operationIds';
 import { decodeCursor, encodeCursor } from '../../core/pageCursor';
@@ -47,14 +47,6 @@ export interface StaleUploadDeps {
   objects: ObjectStore;
   /** Apply's clock: a message is never acted on before its deadline. */
   now: () => Date;
-}
-
-/** A record in the index that cannot become a valid message: the run stops on it instead of skipping it silently. */
-export class InvalidUploadRecordError extends Error {
-  constructor(message: string, public readonly uploadId: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'InvalidUploadRecordError';
-  }
 }
 
 export function createDeps(settings: JobRuntimeSettings): StaleUploadDeps {
@@ -97,18 +89,14 @@ export const job = defineJob<UploadResource, StaleUploadDeps>({
         ExclusiveStartKey: startKey,
       }),
     );
-    const operations = (page.Items ?? []).map((item) => {
+    // A record that cannot become a valid message (an ID holding a space or ':', a deadline without milliseconds) is
+    // handed back for review instead of stopping the run: the good uploads of the page are still deleted.
+    const { operations, invalid } = operationsOf(page.Items ?? [], (item) => String(item.uploadId), (item) => {
       const parsed = resourceSchema.safeParse({ uploadId: item.uploadId, objectKey: item.objectKey, deleteAfter: item.deleteAfter });
-      if (!parsed.success) {
-        const id = String(item.uploadId);
-        throw new InvalidUploadRecordError(
-          `upload ${id} cannot be cleaned up: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
-          id,
-        );
-      }
+      if (!parsed.success) return parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
       return { operationId: staleUploadOperationId(parsed.data), resource: parsed.data };
     });
-    return { operations, nextCursor: encodeCursor(page.LastEvaluatedKey) };
+    return { operations, invalid, nextCursor: encodeCursor(page.LastEvaluatedKey) };
   },
 
   /** The same index and cutoff, counted: what the run will discover in all (a lower bound past MAX_COUNT_PAGES pages). */

@@ -1,4 +1,6 @@
-import { resetClients } from '../../../lambda/adapters/clients';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { documentClient, resetClients } from '../../../lambda/adapters/clients';
+import { ledgerKeys } from '../../../lambda/core/ledgerContract';
 import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { AdmissionStatus, DynamoRunStateStore } from '../../../lambda/adapters/admissionState';
 import { startLocalAws, type LocalAws } from '../../support/aws';
@@ -105,6 +107,45 @@ describe('Class: DynamoRunStateStore', () => {
       expect(await store.read('fake-job', batchId)).toEqual(expect.objectContaining({ step: 2, status: 'complete', cursor: undefined, nextStepAt: undefined, discovered: 30, finishedAt: '2026-11-29T02:03:00.000Z' }));
       // A finished run lends no lease.
       expect(await store.lease('fake-job', batchId, 2, 'd', NOW, NOW + 1)).toBe(false);
+    });
+  });
+
+  describe('Method: recordInvalidRows', () => {
+    const rows = (n: number) => Array.from({ length: n }, (_, i) => ({ key: `row ${i}`, reasons: [`id: bad ${i}`] }));
+    const items = async (of: string) => {
+      const { Items = [] } = await documentClient().send(
+        new QueryCommand({ TableName: TABLE, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `INVALID_ROW#fake-job#${of}` } }),
+      );
+      return Items;
+    };
+
+    it('keeps each row with its key, reasons and page for 14 days by default, once however often its page is recorded', async () => {
+      const dated = new DynamoRunStateStore({ tableName: TABLE, now: () => new Date(NOW) });
+      await dated.recordInvalidRows('fake-job', batchId, 3, rows(30));
+      await dated.recordInvalidRows('fake-job', batchId, 3, rows(30));
+
+      const kept = await items(batchId);
+      expect(kept).toHaveLength(30);
+      expect(kept.find((i) => i.key === 'row 7')).toEqual({
+        ...ledgerKeys.invalidRow('fake-job', batchId, 'row 7'),
+        job: 'fake-job', batchId, page: 3, key: 'row 7', reasons: ['id: bad 7'], rejectedAt: new Date(NOW).toISOString(), expiresAt: NOW / 1000 + 14 * 86_400,
+      });
+    });
+
+    it('keeps them as long as it is told to', async () => {
+      await new DynamoRunStateStore({ tableName: TABLE, now: () => new Date(NOW), invalidRowRetentionDays: 2 }).recordInvalidRows('fake-job', batchId, 1, rows(1));
+      expect((await items(batchId)).map((i) => i.expiresAt)).toEqual([NOW / 1000 + 2 * 86_400]);
+    });
+
+    it('counts a page\'s invalid rows on the run, apart from what it discovered, once per committed page', async () => {
+      await store.ensure('fake-job', batchId, start);
+      await store.lease('fake-job', batchId, 0, 'a', NOW, NOW + 10_000);
+      await store.commitPage('fake-job', batchId, 0, 'a', { cursor: 'c1', discovered: 3, published: 3 });
+      expect(await documentClient().send(new GetCommand({ TableName: TABLE, Key: ledgerKeys.batch('fake-job', batchId) }))).not.toHaveProperty('Item.invalidRows');
+      await store.commitPage('fake-job', batchId, 0, 'a', { cursor: 'c2', discovered: 2, published: 2, invalidRows: 4 });
+      expect(await store.commitPage('fake-job', batchId, 0, 'b', { cursor: 'c2', discovered: 2, published: 2, invalidRows: 4 })).toBe(false);
+      const { Item } = await documentClient().send(new GetCommand({ TableName: TABLE, Key: ledgerKeys.batch('fake-job', batchId) }));
+      expect(Item).toMatchObject({ discovered: 5, published: 5, invalidRows: 4 });
     });
   });
 

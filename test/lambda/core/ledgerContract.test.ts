@@ -15,6 +15,7 @@ import {
   deadLetteredOperationsOf,
   decodePageOperations,
   encodePageOperations,
+  invalidRowsOf,
   ledgerEntry,
   ledgerKeys,
   ledgerPartition,
@@ -39,6 +40,22 @@ describe('the ledger key layout', () => {
     expect(ledgerKeys.rejectionPartition('fake-job')).toBe('REJECTED#fake-job');
     expect(ledgerPartition(LedgerItemKind.batch, 'fake-job')).toBe(ledgerKeys.batch('fake-job', 'b').pk);
     expect(ledgerPartition(LedgerItemKind.rejection, 'fake-job')).toBe(ledgerKeys.rejection('fake-job', new Date(0), 'm').pk);
+  });
+
+  it('keys an invalid source row INVALID_ROW#<job>#<batchId> / the SHA-256 of its key, whatever the key holds', () => {
+    expect(ledgerKeys.invalidRow('fake-job', 'b-1', 'row 1')).toEqual({
+      pk: 'INVALID_ROW#fake-job#b-1',
+      // sha256('row 1'), hex.
+      sk: '96e3051150089bfa9f3564e2a94c62ed4e956174403606a91477120d2ed06895',
+    });
+    expect(ledgerKeys.invalidRow('fake-job', 'b-1', 'x'.repeat(5000)).sk).toHaveLength(64);
+    expect(ledgerKeys.invalidRow('fake-job', 'b-1', 'row 1').sk).not.toBe(ledgerKeys.invalidRow('fake-job', 'b-1', 'row 2').sk);
+    expect(ledgerKeys.invalidRowPartition('fake-job', 'b-1')).toBe(ledgerPartition(LedgerItemKind.invalidRow, 'fake-job') + '#b-1');
+  });
+
+  it('reads a batch item\'s count of invalid rows, 0 when it has none', () => {
+    expect(invalidRowsOf({ invalidRows: 3 })).toBe(3);
+    expect(invalidRowsOf({ discovered: 3 })).toBe(0);
   });
 
   it('reads a batch item\'s batch ID from its sort key', () => {

@@ -2,6 +2,7 @@ import {
   InvalidOperationIdError,
   assertOperationId,
   expiredSessionsOperationId,
+  idPartProblem,
   idPartSchema,
   reconcileOperationId,
   staleUploadOperationId,
@@ -92,5 +93,16 @@ describe('Schema: idPartSchema', () => {
     const result = idPartSchema.safeParse(value);
     expect(result.success).toBe(false);
     expect(result.error?.issues[0].message).toBe(message);
+  });
+});
+
+describe('Function: idPartProblem', () => {
+  it('says why a value cannot be part of an operation ID, naming the field, and nothing for one that can', () => {
+    expect(idPartProblem('upload ID', 'has space')).toBe(
+      'upload ID "has space" cannot be part of an operation ID: it must be 1 to 128 characters of letters, digits and _ . @ # / + = - starting with a letter or digit',
+    );
+    expect(idPartProblem('tenant ID', 'a:b')).toMatch(/^tenant ID "a:b" cannot be part of an operation ID/);
+    expect(idPartProblem('tenant ID', '')).toMatch(/^tenant ID "" cannot be part of an operation ID/);
+    expect(idPartProblem('tenant ID', 'tenant-001')).toBeUndefined();
   });
 });

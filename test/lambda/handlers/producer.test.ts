@@ -285,6 +285,105 @@ describe('Function: createProducer', () => {
     });
   });
 
+  describe('Method: handler (rows that cannot become messages)', () => {
+    const BAD_BATCH = 'fake-job:2026-11-28:bad-rows';
+    const SPACE_REASON = 'operationId: may hold only letters, digits and : _ . @ # / + = - (no spaces or control characters)';
+
+    /**
+     * The fake job with bad rows on its first page: two it hands back itself, and three operations it returns anyway
+     * that break the contract (an ID with a space, a resource its schema refuses, a message over the size cap).
+     */
+    const badRowsJob: AnyJob = {
+      ...fakeJob,
+      async discover(deps, request) {
+        const page = await fakeJob.discover(deps, request);
+        if (request.cursor !== undefined) return page;
+        return {
+          ...page,
+          operations: [
+            ...page.operations,
+            { operationId: 'fake:has space:2026-11-28', resource: { id: 'has-space' } },
+            { operationId: 'fake:BAD:2026-11-28', resource: { id: 'BAD' } },
+            { operationId: 'fake:big:2026-11-28', resource: { id: 'big', tenant: 'x'.repeat(5000) } },
+          ],
+          invalid: [
+            { key: 'row\u2028one', reason: 'uploadId: may hold only letters, digits and _ . @ # / + = - (no ":" or spaces)' },
+            { key: 'row-two', reason: 'deleteAfter: must be a UTC timestamp with milliseconds' },
+          ],
+        };
+      },
+    };
+
+    const invalidRowItems = async (batchId: string) => {
+      const { Items = [] } = await documentClient().send(
+        new QueryCommand({ TableName: LEDGER_TABLE, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `INVALID_ROW#fake-job#${batchId}` } }),
+      );
+      return Items.map(({ key, reasons, page, batchId: batch, job, rejectedAt, expiresAt }) => ({ key, reasons, page, batchId: batch, job, rejectedAt, expiresAt }))
+        .sort((a, b) => (String(a.key) < String(b.key) ? -1 : 1));
+    };
+
+    it('publishes the good operations, records each bad row with its key and reasons, counts them apart, and succeeds', async () => {
+      const warn = jest.spyOn(logger, 'warn');
+      const handle = producer(3, { job: badRowsJob, runState: new DynamoRunStateStore({ tableName: LEDGER_TABLE, now: () => NOW }) });
+
+      const summary = await direct(handle, { scheduledTime: SCHEDULED, batchId: BAD_BATCH });
+
+      expect(summary).toEqual({
+        batchId: BAD_BATCH, businessDate: '2026-11-28', step: 0, outcome: 'admitted', pages: 1, discovered: 3, published: 3, invalidRows: 5,
+        continued: false, finished: true, stoppedAtPageLimit: false,
+      });
+      expect(await publishedOperationIds()).toEqual(['fake:item-0:2026-11-28', 'fake:item-1:2026-11-28', 'fake:item-2:2026-11-28']);
+      // discovered counts what was published, so completed + rejected + deadLettered = discovered still holds.
+      expect(await batchItem(BAD_BATCH)).toMatchObject({ discovered: 3, published: 3, invalidRows: 5, pages: 1, admission: 'complete' });
+      const expiresAt = Math.floor(NOW_MS / 1000) + 14 * 86_400;
+      const common = { page: 1, batchId: BAD_BATCH, job: 'fake-job', rejectedAt: NOW.toISOString(), expiresAt };
+      expect(await invalidRowItems(BAD_BATCH)).toEqual([
+        { key: 'fake:BAD:2026-11-28', reasons: ['resource.id: Invalid string: must match pattern /^[a-z0-9-]+$/'], ...common },
+        { key: 'fake:big:2026-11-28', reasons: [expect.stringMatching(/^body is \d+ bytes, over the 4096-byte cap$/)], ...common },
+        { key: 'fake:has space:2026-11-28', reasons: [SPACE_REASON], ...common },
+        { key: 'row-two', reasons: ['deleteAfter: must be a UTC timestamp with milliseconds'], ...common },
+        // A key is escaped as a reason is: a line separator would make the record read differently from what it holds.
+        { key: 'row\\u2028one', reasons: ['uploadId: may hold only letters, digits and _ . @ # / + = - (no ":" or spaces)'], ...common },
+      ]);
+      expect(metrics.addMetric).toHaveBeenCalledWith('DiscoveryRowsRejected', 'Count', 5);
+      expect(warn).toHaveBeenCalledWith(
+        'source rows that cannot become messages were recorded in the run ledger and skipped; `ops audit` lists them',
+        expect.objectContaining({ page: 1, invalidRows: 5 }),
+      );
+    });
+
+    it('writes the same records once when a failed step publishes the page again', async () => {
+      const batchId = `${BAD_BATCH}-retried`;
+      const context = lambdaContext();
+      publisher.failNextWorkPublish = true;
+      await expect(direct(producer(3, { job: badRowsJob }), { scheduledTime: SCHEDULED, batchId }, context)).rejects.toThrow('failed to publish 1 of 3 messages');
+      expect(await batchItem(batchId)).not.toHaveProperty('invalidRows');
+
+      expect(await direct(producer(3, { job: badRowsJob }), { scheduledTime: SCHEDULED, batchId }, context)).toMatchObject({ published: 3, invalidRows: 5 });
+      expect(await batchItem(batchId)).toMatchObject({ discovered: 3, invalidRows: 5 });
+      expect((await invalidRowItems(batchId)).map((i) => i.key)).toEqual(['fake:BAD:2026-11-28', 'fake:big:2026-11-28', 'fake:has space:2026-11-28', 'row-two', 'row\\u2028one']);
+    });
+
+    it('moves the cursor past a page of nothing but bad rows, and a step from the queue succeeds', async () => {
+      const batchId = `${BAD_BATCH}-whole-page`;
+      const allBadFirstPage: AnyJob = {
+        ...fakeJob,
+        async discover(deps, request) {
+          if (request.cursor === undefined) return { operations: [], invalid: [{ key: 'only-row', reason: 'id: must not be empty' }], nextCursor: '0' };
+          return fakeJob.discover(deps, request);
+        },
+      };
+      await new DynamoRunStateStore({ tableName: LEDGER_TABLE }).ensure('fake-job', batchId, { businessDate: '2026-11-28', startedAt: NOW.toISOString() });
+
+      const response = await fromQueue(producer(2, { job: allBadFirstPage }), { kind: 'admission-step', batchId, businessDate: '2026-11-28', step: 0 });
+
+      expect(response).toEqual({ batchItemFailures: [] });
+      expect(await batchItem(batchId)).toMatchObject({ pages: 2, discovered: 2, published: 2, invalidRows: 1, admission: 'complete' });
+      expect(await publishedOperationIds()).toEqual(['fake:item-0:2026-11-28', 'fake:item-1:2026-11-28']);
+      expect((await invalidRowItems(batchId)).map(({ key, reasons }) => ({ key, reasons }))).toEqual([{ key: 'only-row', reasons: ['id: must not be empty'] }]);
+    });
+  });
+
   describe('Method: handler (a job with a completion SLO)', () => {
     it('gives every message of the run its SLO deadline: the scheduled time plus the window', async () => {
       const handle = producer(2, { settings: fakeSettings({ slo: { objective: 0.99, completeWithinMinutes: 120 } }) });

@@ -1,6 +1,6 @@
 import { PERSISTENCE_ATTRIBUTE_KEY_MAPPINGS as ATTR } from '@aws-lambda-powertools/idempotency';
 import { BatchGetCommand, type BatchGetCommandOutput, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { type AdmissionStatus, DynamoRunStateStore } from '../../../lambda/adapters/admissionState';
+import { type AdmissionStatus, DynamoRunStateStore, type InvalidRowRecord } from '../../../lambda/adapters/admissionState';
 import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { idempotencyRecordId } from '../../../lambda/core/idempotencyKey';
 import { deadLetterEntry, ledgerEntry } from '../../../lambda/core/ledgerContract';
@@ -34,10 +34,12 @@ describe('Function: renderAudit', () => {
         deadLettered: 6,
         duplicates: 12,
         retries: 7,
+        invalidRows: 0,
         admission: 'complete',
         exact: true,
       },
     ],
+    invalidRows: [],
   };
 
   it('says in one line whether the date is exact, then shows its batches', () => {
@@ -46,8 +48,9 @@ describe('Function: renderAudit', () => {
     const [verdict, , batches] = text.split('\n');
     expect(verdict).toBe('2026-11-28 of payment-reconciliation: exact, 2,000 operations: 1,990 completed, 4 rejected, 6 dead-lettered, 0 open');
     expect(batches).toBe('Batches');
-    expect(text).toMatch(/│ payment-reconciliation:2026-11-28:20261128T010000Z │ complete +│ 2000 +│ 1990 +│ 0 +│ 3 +│ 4 +│ 6 +│ 12 +│ 7 +│ yes +│/);
+    expect(text).toMatch(/│ payment-reconciliation:2026-11-28:20261128T010000Z │ complete +│ 2000 +│ 1990 +│ 0 +│ 3 +│ 4 +│ 6 +│ 12 +│ 7 +│ 0 +│ yes +│/);
     expect(text).not.toContain('Not completed');
+    expect(text).not.toContain('Invalid source rows');
   });
 
   it('lists what is missing under a date that is not exact, and the operations not completed when asked', () => {
@@ -75,6 +78,26 @@ describe('Function: renderAudit', () => {
   it('says so when every operation is completed and the list was asked for', () => {
     expect(renderAudit({ ...result, operations: [] })).toMatch(/\n\nNot completed: none$/);
   });
+
+  it('counts the invalid source rows in the verdict and lists each with its batch, page, key and reasons', () => {
+    const batchId = 'payment-reconciliation:2026-11-28:20261128T010000Z';
+    const text = renderAudit({
+      ...result,
+      batches: [{ ...result.batches[0], invalidRows: 2 }],
+      invalidRows: [
+        { batchId, page: 1, key: 'p 1', reasons: ['payment ID "p 1" cannot be part of an operation ID'] },
+        { batchId, page: 3, key: 'p:2', reasons: ['resource.paymentId: too long', 'resource.extra: unrecognized'] },
+      ],
+    });
+
+    expect(text.split('\n')[0]).toBe(
+      '2026-11-28 of payment-reconciliation: exact, 2,000 operations: 1,990 completed, 4 rejected, 6 dead-lettered, 0 open; 2 invalid source rows recorded and skipped',
+    );
+    expect(text).toMatch(/│ 12 +│ 7 +│ 2 +│ yes +│/);
+    expect(text).toContain('\n\nInvalid source rows (recorded and skipped: fix them at the source, and the next run discovers them)\n');
+    expect(text).toMatch(new RegExp(`│ ${batchId} │ 1 +│ p 1 +│ payment ID "p 1" cannot be part of an operation ID +│`));
+    expect(text).toMatch(new RegExp(`│ ${batchId} │ 3 +│ p:2 +│ resource.paymentId: too long; resource.extra: unrecognized +│`));
+  });
 });
 
 describe('Function: audit (ops audit)', () => {
@@ -85,14 +108,17 @@ describe('Function: audit (ops audit)', () => {
   const op = (name: string, date: string) => `reconcile:acme:${name}:${date}`;
 
   /** A run admitted as the producer admits one: its start, then each page kept and committed in one step, then the step's end. */
-  async function admit(batchId: string, businessDate: string, pages: string[][], status: AdmissionStatus = 'complete'): Promise<void> {
+  async function admit(batchId: string, businessDate: string, pages: string[][], status: AdmissionStatus = 'complete', invalid: InvalidRowRecord[][] = []): Promise<void> {
     const owner = `step-owner-${batchId}`;
     await store.ensure(job, batchId, { businessDate, startedAt: `${businessDate}T01:00:02.000Z` });
     expect(await store.lease(job, batchId, 0, owner, Date.now(), Date.now() + 60_000)).toBe(true);
     for (const [i, operations] of pages.entries()) {
       await store.recordPage(job, batchId, i + 1, owner, operations);
+      const rows = invalid[i] ?? [];
+      if (rows.length > 0) await store.recordInvalidRows(job, batchId, i + 1, rows);
       const last = i === pages.length - 1 && status === 'complete';
-      expect(await store.commitPage(job, batchId, 0, owner, { cursor: last ? undefined : `cursor-${i + 1}`, discovered: operations.length, published: operations.length })).toBe(true);
+      const page = { cursor: last ? undefined : `cursor-${i + 1}`, discovered: operations.length, published: operations.length, invalidRows: rows.length };
+      expect(await store.commitPage(job, batchId, 0, owner, page)).toBe(true);
     }
     const nextStepAt = status === 'admitting' ? new Date(Date.now() + 60_000).toISOString() : undefined;
     expect(await store.endStep(job, batchId, 0, owner, { status, nextStepAt })).toBe(true);
@@ -187,9 +213,10 @@ describe('Function: audit (ops audit)', () => {
       open: { inFlight: 0, waiting: 0 },
       batches: [
         // s's ID sorts first: the ledger returns a date's batches in batch ID order.
-        { batchId: s, discovered: 6, completed: 3, completedElsewhere: 2, adopted: 1, rejected: 1, deadLettered: 0, duplicates: 1, retries: 1, admission: 'complete', exact: true },
-        { batchId: m, discovered: 5, completed: 3, completedElsewhere: 1, adopted: 0, rejected: 0, deadLettered: 1, duplicates: 0, retries: 0, admission: 'complete', exact: true },
+        { batchId: s, discovered: 6, completed: 3, completedElsewhere: 2, adopted: 1, rejected: 1, deadLettered: 0, duplicates: 1, retries: 1, invalidRows: 0, admission: 'complete', exact: true },
+        { batchId: m, discovered: 5, completed: 3, completedElsewhere: 1, adopted: 0, rejected: 0, deadLettered: 1, duplicates: 0, retries: 0, invalidRows: 0, admission: 'complete', exact: true },
       ],
+      invalidRows: [],
     });
   });
 
@@ -257,6 +284,30 @@ describe('Function: audit (ops audit)', () => {
         `no batch of the date finished admission (${stopped}: page-limit): operations past the page limit were never discovered; raise maxPagesPerRun and catch the date up`,
       ],
     });
+  });
+
+  it('lists the source rows a run recorded and skipped, with key and reasons, and still finds the date exact', async () => {
+    const date = '2026-11-08';
+    const batchId = `${job}:${date}:20261108T010000Z`;
+    const space = { key: 'has space', reasons: ['uploadId: may hold only letters, digits and _ . @ # / + = - (no ":" or spaces), starting with a letter or digit'] };
+    const millis = { key: 'no-millis', reasons: ['deleteAfter: must be a UTC timestamp with milliseconds'] };
+    const colon = { key: 'has:colon', reasons: space.reasons };
+    await admit(batchId, date, [[op('g1', date)], [op('g2', date)]], 'complete', [[space, millis], [colon]]);
+    for (const name of ['g1', 'g2']) await record(op(name, date), { batchId, invocationId: 'i-1' });
+    await ledger.recordInvocation(job, batchId, 'i-1', { consumed: 2, completed: 2 });
+
+    const result = await auditOf(date);
+    const text = await f.run(['audit', '--job', job, '--date', date]);
+
+    expect(result).toMatchObject({ exact: true, missing: [], discovered: 2, completed: 2, batches: [{ batchId, discovered: 2, completed: 2, invalidRows: 3, exact: true }] });
+    expect(result.invalidRows).toEqual([
+      { batchId, page: 1, ...space, rejectedAt: expect.any(String) },
+      { batchId, page: 1, ...millis, rejectedAt: expect.any(String) },
+      { batchId, page: 2, ...colon, rejectedAt: expect.any(String) },
+    ]);
+    expect(text.stdout.split('\n')[0]).toBe(`${date} of alpha: exact, 2 operations: 2 completed, 0 rejected, 0 dead-lettered, 0 open; 3 invalid source rows recorded and skipped`);
+    expect(text.stdout).toMatch(new RegExp(`│ ${batchId} │ 1 +│ has space +│ ${space.reasons[0].replace(/[.+()]/g, '\\$&')} +│`));
+    expect(text.stdout).toMatch(new RegExp(`│ ${batchId} │ 2 +│ has:colon +│`));
   });
 
   it('prints the verdict, the batches and the operations not completed as text', async () => {

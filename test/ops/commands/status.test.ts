@@ -12,6 +12,7 @@ describe('Function: batchStatus', () => {
     businessDate: '2026-11-03',
     startedAt: '2026-11-03T01:00:02.000Z',
     discovered: 200,
+    invalidRows: 0,
     published: 200,
     consumed: 160,
     completed: 150,
@@ -174,7 +175,9 @@ describe('Function: status (ops status)', () => {
     await ledger.addToBatch('beta', STALLED, { consumed: 160, completed: 150, rejected: 2, deadLettered: 1 }, {});
     await runs.ensure('beta', COMPLETE, { businessDate: '2026-11-02', startedAt: '2026-11-02T01:00:02.000Z', admissionRatePerMinute: 30 });
     await runs.lease('beta', COMPLETE, 0, 'owner-0', at('2026-11-02T01:00:03.000Z'), at('2026-11-02T01:15:00.000Z'));
-    await runs.commitPage('beta', COMPLETE, 0, 'owner-0', { cursor: undefined, discovered: 3, published: 3, finishedAt: '2026-11-02T01:00:04.000Z' });
+    // Two source rows its discovery could not turn into messages: recorded, skipped, counted apart from discovered.
+    await runs.recordInvalidRows('beta', COMPLETE, 1, [{ key: 'row 1', reasons: ['id: bad'] }, { key: 'row:2', reasons: ['id: bad'] }]);
+    await runs.commitPage('beta', COMPLETE, 0, 'owner-0', { cursor: undefined, discovered: 3, published: 3, invalidRows: 2, finishedAt: '2026-11-02T01:00:04.000Z' });
     await runs.endStep('beta', COMPLETE, 0, 'owner-0', { status: 'complete' });
     await ledger.addToBatch('beta', COMPLETE, { consumed: 3, completed: 3 }, {});
     // The stalled run's lost step is not here; another run's next step waits, delayed until due.
@@ -203,6 +206,7 @@ describe('Function: status (ops status)', () => {
         businessDate: '2026-11-02',
         startedAt: '2026-11-02T01:00:05.000Z',
         discovered: 4,
+        invalidRows: 0,
         published: 4,
         consumed: 0,
         completed: 1,
@@ -240,6 +244,7 @@ describe('Function: status (ops status)', () => {
         startedAt: '2026-11-01T01:00:05.000Z',
         finishedAt: '2026-11-01T01:00:09.000Z',
         discovered: 5,
+        invalidRows: 0,
         published: 5,
         consumed: 6,
         completed: 3,
@@ -310,6 +315,7 @@ describe('Function: status (ops status)', () => {
       step: 1,
       pages: 1,
       discovered: 3,
+      invalidRows: 2,
       completed: 3,
       finishedAt: '2026-11-02T01:00:04.000Z',
       notYetAdmitted: 0,
@@ -335,6 +341,8 @@ describe('Function: status (ops status)', () => {
     );
     expect(rows[admission + 4]).toBe(`│ beta │ ${STALLED} │ admitting │ 2 │ 2 │ 1000 │ 200 │ 200 │ 800 │ 30 │ 2026-11-03T02:40:00.000Z │ 847 │ 2026-11-03T03:28:14.000Z │`);
     expect(rows[admission + 6]).toBe(`│ beta │ ${COMPLETE} │ complete │ 1 │ 1 │ - │ 3 │ 3 │ 0 │ 30 │ - │ 0 │ - │`);
+    // Its two invalid source rows beside what it discovered.
+    expect(rows).toContain(`│ beta │ ${COMPLETE} │ 3 │ 2 │ 3 │ 3 │ 0 │ 0 │ 0 │ 0 │ 0 │ 0 │ 0 │ - │ 0 │ yes │ 2026-11-02T01:00:02Z │ 2026-11-02T01:00:04Z │`);
     expect(out.stdout).toContain(
       `\nGaps\nbeta ${STALLED}: admission stalled since 2026-11-03T02:40:00.000Z (20 min overdue): step 2 is probably in the producer DLQ; ` +
         `first step of the fix: ops continue --job beta --batch ${STALLED}\n\nnote: `,
@@ -372,11 +380,11 @@ describe('Function: status (ops status)', () => {
     expect(out.stdout).toMatch(/^PacedJobs-test \(local\) at /);
     const row = out.stdout.split('\n').find((l) => l.includes('alpha:2026-11-02:20261102T010000Z'));
     const lines = out.stdout.split('\n').map((l) => l.replace(/\s+/g, ' '));
-    expect(lines).toContain('│ job │ batch │ discovered │ consumed │ completed │ elsewhere │ rejected │ DLQ │ dupes │ retries │ deferred │ 429s │ oldest (s) │ outstanding │ reconciles │ started │ finished │');
+    expect(lines).toContain('│ job │ batch │ discovered │ invalid rows │ consumed │ completed │ elsewhere │ rejected │ DLQ │ dupes │ retries │ deferred │ 429s │ oldest (s) │ outstanding │ reconciles │ started │ finished │');
     // An unfinished batch: its start, no finish yet.
-    expect(row?.replace(/\s+/g, ' ')).toBe('│ alpha │ alpha:2026-11-02:20261102T010000Z │ 4 │ 0 │ 1 │ 0 │ 0 │ 0 │ 0 │ 0 │ 0 │ 0 │ - │ 3 │ NO │ 2026-11-02T01:00:05Z │ - │');
+    expect(row?.replace(/\s+/g, ' ')).toBe('│ alpha │ alpha:2026-11-02:20261102T010000Z │ 4 │ 0 │ 0 │ 1 │ 0 │ 0 │ 0 │ 0 │ 0 │ 0 │ 0 │ - │ 3 │ NO │ 2026-11-02T01:00:05Z │ - │');
     // Consumed beside discovered, retries between the duplicates and the deferrals, then started and finished.
-    expect(lines).toContain('│ alpha │ alpha:2026-11-01:20261101T010000Z │ 5 │ 6 │ 3 │ 0 │ 1 │ 1 │ 2 │ 3 │ 0 │ 2 │ 61 │ 0 │ yes │ 2026-11-01T01:00:05Z │ 2026-11-01T01:00:09Z │');
+    expect(lines).toContain('│ alpha │ alpha:2026-11-01:20261101T010000Z │ 5 │ 0 │ 6 │ 3 │ 0 │ 1 │ 1 │ 2 │ 3 │ 0 │ 2 │ 61 │ 0 │ yes │ 2026-11-01T01:00:05Z │ 2026-11-01T01:00:09Z │');
     expect(out.stdout).toContain(`note: ${OLDEST_WORK_NOTE}`);
   });
 

@@ -4,7 +4,7 @@ import { resetClients } from '../../../../lambda/adapters/clients';
 import { PermanentError, RetryableError } from '../../../../lambda/core/errors';
 import { SettingsError } from '../../../../lambda/core/settings';
 import { ExpiredSessionDeps, createDeps, job, sessionCutoff } from '../../../../lambda/jobs/expired-session-cleanup';
-import { demoSessions, demoTenants, session } from '../../../../lambda/jobs/expired-session-cleanup/items';
+import { demoSessions, demoTenants, session, tenant } from '../../../../lambda/jobs/expired-session-cleanup/items';
 import { LocalAws, startLocalAws } from '../../../support/aws';
 import { TABLES, createTable, discoverAll, putAll, runtimeSettings, scanAll } from '../support';
 
@@ -77,6 +77,23 @@ describe('Job: expired-session-cleanup', () => {
       const a = await discoverAll(job, base, { businessDate: DATE, pageSize: 2, now: NOW });
       const b = await discoverAll(job, base, { businessDate: DATE, pageSize: 100, now: NOW });
       expect(b.operations).toEqual(a.operations);
+    });
+
+    it('hands back a tenant whose ID cannot be part of an operation ID, with its key and reason, and discovers the rest', async () => {
+      await putAll(base.documents, TABLES.tenants.name, [tenant('tenant:bad')]);
+      try {
+        const page = await job.discover(base, { businessDate: DATE, pageSize: 100, now: NOW });
+
+        expect(page.operations.map((o) => o.resource.tenantId).sort()).toEqual(demoTenants(7).map((t) => t.tenantId));
+        expect(page.invalid).toEqual([
+          {
+            key: 'tenant:bad',
+            reason: 'tenant ID "tenant:bad" cannot be part of an operation ID: it must be 1 to 128 characters of letters, digits and _ . @ # / + = - starting with a letter or digit',
+          },
+        ]);
+      } finally {
+        await base.documents.send(new DeleteCommand({ TableName: TABLES.tenants.name, Key: { tenantId: 'tenant:bad' } }));
+      }
     });
 
     it('throws on a cursor that is not a tenants key', async () => {

@@ -1,9 +1,8 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { resetClients } from '../../../../lambda/adapters/clients';
 import { HttpProviderClient } from '../../../../lambda/adapters/providerClient';
 import { PermanentError, RetryableError, ThrottledError } from '../../../../lambda/core/errors';
-import { InvalidOperationIdError } from '../../../../lambda/core/operationIds';
 import { InvalidCursorError, encodeCursor } from '../../../../lambda/core/pageCursor';
 import { SettingsError } from '../../../../lambda/core/settings';
 import { PaymentReconciliationDeps, createDeps, job } from '../../../../lambda/jobs/payment-reconciliation';
@@ -102,6 +101,21 @@ describe('Job: payment-reconciliation', () => {
       expect(pageSizes.length).toBeLessThanOrEqual(4);
     });
 
+    it('hands back a payment whose ID cannot be part of an operation ID, with its key and reason, and discovers the rest', async () => {
+      const date = '2026-11-26';
+      await putAll(deps.documents, TABLE, [unsettledPayment({ paymentId: 'pay 1', businessDate: date }), unsettledPayment({ paymentId: 'pay-2', businessDate: date })]);
+
+      const page = await job.discover(deps, { businessDate: date, pageSize: 10, now: NOW });
+
+      expect(page.operations).toEqual([{ operationId: opFor('pay-2', date), resource: { paymentId: 'pay-2' } }]);
+      expect(page.invalid).toEqual([
+        {
+          key: 'pay 1',
+          reason: 'payment ID "pay 1" cannot be part of an operation ID: it must be 1 to 128 characters of letters, digits and _ . @ # / + = - starting with a letter or digit',
+        },
+      ]);
+    });
+
     it('yields the same operation IDs on a re-run', async () => {
       const first = await discoverAll(job, deps, { businessDate: '2026-11-27', pageSize: 2, now: NOW });
       const second = await discoverAll(job, deps, { businessDate: '2026-11-27', pageSize: 10, now: NOW });
@@ -114,7 +128,7 @@ describe('Job: payment-reconciliation', () => {
     });
 
     it('finds nothing for a date without unsettled payments', async () => {
-      await expect(job.discover(deps, { businessDate: '2020-01-01', pageSize: 5, now: NOW })).resolves.toEqual({ operations: [], nextCursor: undefined });
+      await expect(job.discover(deps, { businessDate: '2020-01-01', pageSize: 5, now: NOW })).resolves.toEqual({ operations: [], invalid: [], nextCursor: undefined });
     });
 
     it('throws InvalidCursorError on a garbled cursor', async () => {
@@ -128,12 +142,6 @@ describe('Job: payment-reconciliation', () => {
       await expect(job.discover(deps, { businessDate: DATE, cursor, pageSize: 5, now: NOW })).rejects.toThrow(
         'invalid cursor: it belongs to another query (unsettledDate is not "2026-11-28")',
       );
-    });
-
-    it('stops on a payment ID that cannot become an operation ID', async () => {
-      await putAll(deps.documents, TABLE, [unsettledPayment({ paymentId: 'bad id', businessDate: '2026-11-20' })]);
-      await expect(job.discover(deps, { businessDate: '2026-11-20', pageSize: 5, now: NOW })).rejects.toThrow(InvalidOperationIdError);
-      await deps.documents.send(new DeleteCommand({ TableName: TABLE, Key: { paymentId: 'bad id' } }));
     });
   });
 
@@ -171,7 +179,7 @@ describe('Job: payment-reconciliation', () => {
       const { paymentId } = await freshPayment({ unsettledDate: '2026-11-21' });
       stub.reply(200, { paymentId, status: 'failed', providerReference: 'r' });
       await job.apply(deps, { operationId: opFor(paymentId, '2026-11-21'), batchId: 'b', businessDate: '2026-11-21', resource: { paymentId }, remainingTimeMs: () => 60_000 });
-      await expect(job.discover(deps, { businessDate: '2026-11-21', pageSize: 5, now: NOW })).resolves.toEqual({ operations: [], nextCursor: undefined });
+      await expect(job.discover(deps, { businessDate: '2026-11-21', pageSize: 5, now: NOW })).resolves.toEqual({ operations: [], invalid: [], nextCursor: undefined });
     });
 
     it('reports a provider replay', async () => {

@@ -6,7 +6,7 @@ import { PermanentError, RetryableError } from '../../../../lambda/core/errors';
 import { encodeCursor } from '../../../../lambda/core/pageCursor';
 import { personalDataHash } from '../../../../lambda/core/privacy';
 import { SettingsError } from '../../../../lambda/core/settings';
-import { InvalidUploadRecordError, StaleUploadDeps, createDeps, discoveryCutoff, job } from '../../../../lambda/jobs/stale-upload-cleanup';
+import { StaleUploadDeps, createDeps, discoveryCutoff, job } from '../../../../lambda/jobs/stale-upload-cleanup';
 import { UploadItem, demoUploads, pendingUpload } from '../../../../lambda/jobs/stale-upload-cleanup/items';
 import { LocalAws, startLocalAws } from '../../../support/aws';
 import { TABLES, createTable, discoverAll, putAll, runtimeSettings } from '../support';
@@ -131,13 +131,28 @@ describe('Job: stale-upload-cleanup', () => {
       );
     });
 
-    it('stops with InvalidUploadRecordError on a record without an object key', async () => {
-      const broken = { ...pendingUpload({ uploadId: 'broken', deleteAfter: '2026-10-01T00:00:00.000Z' }), objectKey: undefined };
-      await putAll(discoverDeps.documents, TABLES.uploads.name, [broken]);
-      const error = await job.discover(discoverDeps, { businessDate: DATE, pageSize: 5, now: NOW }).catch((e: unknown) => e as InvalidUploadRecordError);
-      expect(error).toBeInstanceOf(InvalidUploadRecordError);
-      expect((error as Error).message).toBe('upload broken cannot be cleaned up: objectKey: Invalid input: expected string, received undefined');
-      await discoverDeps.documents.send(new DeleteCommand({ TableName: TABLES.uploads.name, Key: { uploadId: 'broken' } }));
+    it('hands back the records that cannot become a valid message, with key and reason, and discovers the rest', async () => {
+      const broken = [
+        { ...pendingUpload({ uploadId: 'no-object-key', deleteAfter: '2026-10-01T00:00:00.000Z' }), objectKey: undefined },
+        pendingUpload({ uploadId: 'has space', deleteAfter: '2026-10-01T00:00:01.000Z' }),
+        pendingUpload({ uploadId: 'has:colon', deleteAfter: '2026-10-01T00:00:02.000Z' }),
+        { ...pendingUpload({ uploadId: 'no-millis', deleteAfter: '2026-10-01T00:00:03.000Z' }), deleteAfter: '2026-10-01T00:00:03Z' },
+      ];
+      await putAll(discoverDeps.documents, TABLES.uploads.name, broken);
+      try {
+        const page = await job.discover(discoverDeps, { businessDate: DATE, pageSize: 50, now: NOW });
+        expect(page.invalid).toEqual([
+          { key: 'no-object-key', reason: 'objectKey: Invalid input: expected string, received undefined' },
+          { key: 'has space', reason: 'uploadId: may hold only letters, digits and _ . @ # / + = - (no ":" or spaces), starting with a letter or digit' },
+          { key: 'has:colon', reason: 'uploadId: may hold only letters, digits and _ . @ # / + = - (no ":" or spaces), starting with a letter or digit' },
+          { key: 'no-millis', reason: 'deleteAfter: must be a UTC timestamp with milliseconds' },
+        ]);
+        const expected = [...demoUploads('2026-11-20', 2), ...demoUploads(DATE, 6)].map((u) => u.uploadId).sort();
+        expect(page.operations.map((o) => o.resource.uploadId).sort()).toEqual(expected);
+        expect(page.nextCursor).toBeUndefined();
+      } finally {
+        for (const { uploadId } of broken) await discoverDeps.documents.send(new DeleteCommand({ TableName: TABLES.uploads.name, Key: { uploadId } }));
+      }
     });
   });
 

@@ -497,7 +497,7 @@ export class Monitoring extends Construct {
           `their visibility timeout: run ${mapping}, then \`${status}\`. ${runbook}`,
         metric: eventSourceMetric(pacedJob.eventSource, EventSourceMetric.FailedInvoke, { period: five }),
         threshold: 0,
-        // Lambda writes the count only when an invoke fails.
+        // No datapoint: the mapping invoked nothing in the period, so nothing failed.
         treatMissingData: notBreaching,
       },
       ConsumerDroppedEvents: {

@@ -63,6 +63,16 @@ function dashboardBody(template: Template): { widgets: { type: string; propertie
   return JSON.parse(text);
 }
 
+/** An alarm's rules when its first breaching period pages, and its recovery too (missing data is not breaching). */
+const onFirstBreach = (topic: unknown) => ({
+  ComparisonOperator: 'GreaterThanThreshold',
+  EvaluationPeriods: 1,
+  DatapointsToAlarm: 1,
+  TreatMissingData: 'notBreaching',
+  AlarmActions: [topic],
+  OKActions: [topic],
+});
+
 let prod: Built;
 let custom: Built;
 
@@ -241,12 +251,7 @@ describe('Class: Monitoring', () => {
           Statistic: 'Sum',
           Period: 300,
           Threshold: 0,
-          ComparisonOperator: 'GreaterThanThreshold',
-          EvaluationPeriods: 1,
-          DatapointsToAlarm: 1,
-          TreatMissingData: 'notBreaching',
-          AlarmActions: [topic],
-          OKActions: [topic],
+          ...onFirstBreach(topic),
           AlarmDescription: Match.stringLikeRegexp(means.source),
         });
       }
@@ -267,12 +272,7 @@ describe('Class: Monitoring', () => {
           Statistic: 'Maximum',
           Period: 300,
           Threshold: slo,
-          ComparisonOperator: 'GreaterThanThreshold',
-          EvaluationPeriods: 1,
-          DatapointsToAlarm: 1,
-          TreatMissingData: 'notBreaching',
-          AlarmActions: [topic],
-          OKActions: [topic],
+          ...onFirstBreach(topic),
         });
         expect(resourceOf(custom.template, alarms.OldestMessageAge).Properties.Threshold).toBe(slo);
       }

@@ -67,7 +67,9 @@ export type JobAlarmKind = keyof typeof JobAlarm;
 export type KeyedJobAlarmKind = Extract<JobAlarmKind, 'QuietTenantsMessageAge'>;
 const KEYED_JOB_ALARMS: readonly JobAlarmKind[] = ['QuietTenantsMessageAge'] satisfies KeyedJobAlarmKind[];
 /** A job's alarms by kind: every kind, and the keyed ones when the job has keys. */
-export type JobAlarms = Readonly<Record<Exclude<JobAlarmKind, KeyedJobAlarmKind>, cloudwatch.Alarm> & Partial<Record<KeyedJobAlarmKind, cloudwatch.Alarm>>>;
+export type JobAlarms = Readonly<
+  Record<Exclude<JobAlarmKind, KeyedJobAlarmKind>, cloudwatch.Alarm> & Partial<Record<KeyedJobAlarmKind, cloudwatch.Alarm>>
+>;
 
 /**
  * Whether a job has keys: a per-key rate limit or per-key concurrency, whose field is then every live message's
@@ -104,7 +106,11 @@ export const EventSourceMetric = {
 export type EventSourceMetricName = (typeof EventSourceMetric)[keyof typeof EventSourceMetric];
 
 /** One metric of an event source mapping (EventSourceMetric), per its UUID: the mapping's Ref. */
-export function eventSourceMetric(source: SqsEventSource, metricName: EventSourceMetricName, props: cloudwatch.MetricOptions = {}): cloudwatch.Metric {
+export function eventSourceMetric(
+  source: SqsEventSource,
+  metricName: EventSourceMetricName,
+  props: cloudwatch.MetricOptions = {},
+): cloudwatch.Metric {
   return new cloudwatch.Metric({
     namespace: 'AWS/Lambda',
     metricName,
@@ -384,8 +390,11 @@ export class Monitoring extends Construct {
     const notBreaching = cloudwatch.TreatMissingData.NOT_BREACHING;
     // The one age threshold: the whole queue's oldest message and, for a job with keys, its quiet tenants' oldest.
     const ageSloSeconds = config.oldestMessageAgeSloSeconds;
-    const mapping = '`aws lambda get-event-source-mapping --uuid <the alarm\'s EventSourceMappingUUID>` (its state and last processing result)';
-    const sqsDropsNone = "An SQS event source is not expected to drop any (the queue's redrive policy retires failed messages, not the mapping), so first check the mapping with";
+    const mapping =
+      '`aws lambda get-event-source-mapping --uuid <the alarm\'s EventSourceMappingUUID>` (its state and last processing result)';
+    const sqsDropsNone =
+      "An SQS event source is not expected to drop any (the queue's redrive policy retires failed messages, not the " +
+      'mapping), so first check the mapping with';
 
     const specs: Record<Exclude<JobAlarmKind, KeyedJobAlarmKind>, AlarmSpec> & Partial<Record<KeyedJobAlarmKind, AlarmSpec>> = {
       OldestMessageAge: {

@@ -12,6 +12,7 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
+import type { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
@@ -19,7 +20,7 @@ import { Construct } from 'constructs';
 import { METRICS_NAMESPACE } from '../lambda/core/constants';
 import type { JobConfig } from './config/schema';
 import { pascalCase } from './outputs';
-import type { PacedJob } from './paced-job';
+import { ADMISSION_MAX_RECEIVE_COUNT, ADMISSION_VISIBILITY_MARGIN_SECONDS, type PacedJob } from './paced-job';
 import { acknowledge } from './nag';
 import { assertNoProblems } from './props-error';
 
@@ -52,8 +53,75 @@ export const JobAlarm = {
   Stalled: 'stalled',
   /** Discovery found source rows it cannot turn into messages: recorded in the run ledger and skipped, every night until fixed. */
   InvalidSourceRows: 'invalid-source-rows',
+  /** The consumer's event source could not invoke it with some messages, or the consumer handed records back. */
+  ConsumerFailedInvokes: 'consumer-failed-invokes',
+  /** The consumer's event source dropped messages: neither settled nor in the DLQ. */
+  ConsumerDroppedEvents: 'consumer-dropped-events',
+  /** The producer's admission event source could not invoke it with a step, or the step failed. */
+  AdmissionFailedInvokes: 'admission-failed-invokes',
+  /** The admission event source dropped a step: that run's admission stopped, and no DLQ holds the step. */
+  AdmissionDroppedEvents: 'admission-dropped-events',
+  /** A job with keys only: the oldest message of the tenants SQS fair queues do not hold back is older than the SLO. */
+  QuietTenantsMessageAge: 'quiet-tenants-message-age',
 } as const;
 export type JobAlarmKind = keyof typeof JobAlarm;
+/** The alarms only a job with keys has (hasKeys): its messages carry one fair-queue tenant (MessageGroupId) per key. */
+export type KeyedJobAlarmKind = Extract<JobAlarmKind, 'QuietTenantsMessageAge'>;
+const KEYED_JOB_ALARMS: readonly JobAlarmKind[] = ['QuietTenantsMessageAge'] satisfies KeyedJobAlarmKind[];
+/** A job's alarms by kind: every kind, and the keyed ones when the job has keys. */
+export type JobAlarms = Readonly<
+  Record<Exclude<JobAlarmKind, KeyedJobAlarmKind>, cloudwatch.Alarm> & Partial<Record<KeyedJobAlarmKind, cloudwatch.Alarm>>
+>;
+
+/**
+ * Whether a job has keys: a per-key rate limit or per-key concurrency, whose field is then every live message's
+ * MessageGroupId (lambda/core/fairness.ts keyField, which lib may not import), so its queue is an SQS fair queue with a
+ * tenant per key.
+ */
+export function hasKeys(config: Pick<JobConfig, 'rateLimit' | 'concurrency'>): boolean {
+  return config.rateLimit.perKey !== undefined || config.concurrency.perKey !== undefined;
+}
+
+/** The alarm kinds a job has. */
+export function jobAlarmKinds(config: Pick<JobConfig, 'rateLimit' | 'concurrency'>): JobAlarmKind[] {
+  const keyed = hasKeys(config);
+  return (Object.keys(JobAlarm) as JobAlarmKind[]).filter((kind) => keyed || !KEYED_JOB_ALARMS.includes(kind));
+}
+
+/**
+ * An event source mapping's own metrics, in AWS/Lambda with the one dimension EventSourceMappingUUID; published only
+ * when its MetricsConfig asks for EventCount (lib/paced-job.ts EVENT_SOURCE_METRICS), and only when they happen.
+ */
+export const EventSourceMetric = {
+  Polled: 'PolledEventCount',
+  Invoked: 'InvokedEventCount',
+  /**
+   * Events Lambda tried to invoke the function with and failed (permissions, a deleted function, network), and, with
+   * partial batch responses, every event the function listed in batchItemFailures.
+   */
+  FailedInvoke: 'FailedInvokeEventCount',
+  /** Events dropped on expiry or retry exhaustion, excluding those sent to an on-failure destination. */
+  Dropped: 'DroppedEventCount',
+  /** Events deleted from the queue after processing (SQS). */
+  Deleted: 'DeletedEventCount',
+} as const;
+export type EventSourceMetricName = (typeof EventSourceMetric)[keyof typeof EventSourceMetric];
+
+/** One metric of an event source mapping (EventSourceMetric), per its UUID: the mapping's Ref. */
+export function eventSourceMetric(
+  source: SqsEventSource,
+  metricName: EventSourceMetricName,
+  props: cloudwatch.MetricOptions = {},
+): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: 'AWS/Lambda',
+    metricName,
+    dimensionsMap: { EventSourceMappingUUID: source.eventSourceMappingId },
+    statistic: cloudwatch.Stats.SUM,
+    period: Duration.minutes(5),
+    ...props,
+  });
+}
 
 /**
  * The burn-rate alarms of a job with a completion SLO (the Google SRE workbook's multi-window, multi-burn-rate method,
@@ -128,6 +196,37 @@ export function stalledMetric(jobName: string, pacedJob: Pick<PacedJob, 'queue'>
   });
 }
 
+/** Share of an event source's polled events that failed to invoke (or were handed back) before the alarm counts a period. */
+export const FAILED_INVOKE_SHARE = 0.5;
+/** Consecutive 5-minute periods that share must last: a night's ordinary retries come and go, a broken invoke does not. */
+export const FAILED_INVOKE_PERIODS = 3;
+
+/**
+ * The share of a mapping's polled events that failed to invoke. FailedInvokeEventCount alone would page on every record
+ * a consumer hands back for an ordinary retry (partial batch responses count there too); a mapping that cannot invoke
+ * its function at all (permissions, a deleted function, KMS) fails every event it polls, so the share tells them apart.
+ */
+export function failedInvokeShareMetric(source: SqsEventSource): cloudwatch.MathExpression {
+  const five = { period: Duration.minutes(5) };
+  return new cloudwatch.MathExpression({
+    label: 'Share of polled events that failed to invoke',
+    expression: 'IF(FILL(polled, 0) > 0, FILL(failed, 0) / polled, 0)',
+    usingMetrics: {
+      polled: eventSourceMetric(source, EventSourceMetric.Polled, five),
+      failed: eventSourceMetric(source, EventSourceMetric.FailedInvoke, five),
+    },
+    period: Duration.minutes(5),
+  });
+}
+
+/**
+ * The age of the oldest message in the job queue's quiet groups (SQS fair queues: every tenant not detected as noisy),
+ * AWS/SQS per QueueName like the queue's other metrics.
+ */
+export function quietTenantsAgeMetric(pacedJob: Pick<PacedJob, 'queue'>, props: cloudwatch.MetricOptions = {}): cloudwatch.Metric {
+  return pacedJob.queue.metric('ApproximateAgeOfOldestMessageInQuietGroups', props);
+}
+
 /** `<stack>-<subject>-<what>`, e.g. `PacedJobs-prod-payment-reconciliation-dlq-depth`. */
 export function alarmName(stackName: string, subject: string, what: string): string {
   return `${stackName}-${subject}-${what}`;
@@ -191,7 +290,7 @@ export class Monitoring extends Construct {
   public readonly topicKey: kms.Key;
   public readonly dashboard: cloudwatch.Dashboard;
   /** Per job name, its alarms by kind. */
-  public readonly jobAlarms: Readonly<Record<string, Readonly<Record<JobAlarmKind, cloudwatch.Alarm>>>>;
+  public readonly jobAlarms: Readonly<Record<string, JobAlarms>>;
   /** Per job name with an SLO, its two burn-rate composite alarms (each over a long and a short window alarm). */
   public readonly burnAlarms: Readonly<Record<string, Readonly<Record<BurnPairKind, cloudwatch.CompositeAlarm>>>>;
   /** Per schedule group name, its alarms by kind. */
@@ -212,7 +311,7 @@ export class Monitoring extends Construct {
     }
     if (props.jobs.length === 0) problems.push('jobs: at least one job is required');
     const names = [
-      ...props.jobs.flatMap((j) => Object.values(JobAlarm).map((what) => alarmName(stackName, j.jobName, what))),
+      ...props.jobs.flatMap((j) => jobAlarmKinds(j.config).map((kind) => alarmName(stackName, j.jobName, JobAlarm[kind]))),
       ...groups.flatMap((g) => Object.values(SchedulerAlarm).map((what) => alarmName(stackName, scheduleGroupSubject(g), what))),
     ];
     const seen = new Set<string>();
@@ -273,7 +372,7 @@ export class Monitoring extends Construct {
       defaultInterval: Duration.days(1),
     });
 
-    const jobAlarms: Record<string, Record<JobAlarmKind, cloudwatch.Alarm>> = {};
+    const jobAlarms: Record<string, JobAlarms> = {};
     const burnAlarms: Record<string, Record<BurnPairKind, cloudwatch.CompositeAlarm>> = {};
     for (const job of props.jobs) {
       jobAlarms[job.jobName] = this.monitorJob(job, props.environmentName);
@@ -307,7 +406,7 @@ export class Monitoring extends Construct {
     return alarm;
   }
 
-  private monitorJob(job: MonitoredJob, env: string): Record<JobAlarmKind, cloudwatch.Alarm> {
+  private monitorJob(job: MonitoredJob, env: string): JobAlarms {
     const { jobName, pacedJob, config } = job;
     const scope = new Construct(this, pascalCase(jobName));
     const five = Duration.minutes(5);
@@ -315,16 +414,23 @@ export class Monitoring extends Construct {
     const runbook = 'See the README operator runbook, "Reading an alarm".';
     const producerThresholdMs = Math.round(config.producerTimeoutSeconds * 1000 * config.alarms.producerDurationFraction);
     const notBreaching = cloudwatch.TreatMissingData.NOT_BREACHING;
+    // The one age threshold: the whole queue's oldest message and, for a job with keys, its quiet tenants' oldest.
+    const ageSloSeconds = config.oldestMessageAgeSloSeconds;
+    const mapping =
+      '`aws lambda get-event-source-mapping --uuid <the alarm\'s EventSourceMappingUUID>` (its state and last processing result)';
+    const sqsDropsNone =
+      "An SQS event source is not expected to drop any (the queue's redrive policy retires failed messages, not the " +
+      'mapping), so first check the mapping with';
 
-    const specs: Record<JobAlarmKind, AlarmSpec> = {
+    const specs: Record<Exclude<JobAlarmKind, KeyedJobAlarmKind>, AlarmSpec> & Partial<Record<KeyedJobAlarmKind, AlarmSpec>> = {
       OldestMessageAge: {
         what: JobAlarm.OldestMessageAge,
         description:
-          `${jobName}: the oldest message in the work queue is older than the ${config.oldestMessageAgeSloSeconds}s SLO, so work is late. ` +
+          `${jobName}: the oldest message in the work queue is older than the ${ageSloSeconds}s SLO, so work is late. ` +
           `Likely the consumer is paused, failing or throttled by the provider. First run \`${status}\` (depth, in flight, DLQ), ` +
           `then check the consumer-errors and provider-throttled alarms. Never purge the queue. ${runbook}`,
         metric: pacedJob.queue.metricApproximateAgeOfOldestMessage({ statistic: cloudwatch.Stats.MAXIMUM, period: five }),
-        threshold: config.oldestMessageAgeSloSeconds,
+        threshold: ageSloSeconds,
         // SQS stops sending queue metrics only for an inactive queue: empty and untouched for hours. Nothing is late then.
         treatMissingData: notBreaching,
       },
@@ -428,10 +534,75 @@ export class Monitoring extends Construct {
         // The producer writes the metric only when a page holds such rows.
         treatMissingData: notBreaching,
       },
+      ConsumerFailedInvokes: {
+        what: JobAlarm.ConsumerFailedInvokes,
+        description:
+          `${jobName}: for ${FAILED_INVOKE_PERIODS * 5} minutes more than ${FAILED_INVOKE_SHARE * 100}% of the messages the consumer's ` +
+          `event source polled failed to invoke the consumer (FailedInvokeEventCount, which also counts records the consumer ` +
+          `handed back for a retry). First read the consumer's logs at that time: lines ` +
+          `ending "will retry" are records SQS redelivers (watch the dlq-depth alarm); no such lines means Lambda could not ` +
+          `invoke the consumer at all (its permissions, a deleted function, a KMS or network error) and the messages wait out ` +
+          `their visibility timeout: run ${mapping}, then \`${status}\`. ${runbook}`,
+        metric: failedInvokeShareMetric(pacedJob.eventSource),
+        threshold: FAILED_INVOKE_SHARE,
+        evaluationPeriods: FAILED_INVOKE_PERIODS,
+        // No datapoint: the mapping invoked nothing in the period, so nothing failed.
+        treatMissingData: notBreaching,
+      },
+      ConsumerDroppedEvents: {
+        what: JobAlarm.ConsumerDroppedEvents,
+        description:
+          `${jobName}: Lambda dropped messages of the consumer's event source (DroppedEventCount): the consumer did not settle ` +
+          `them and they are not in the job DLQ, so those operations may never run. ${sqsDropsNone} ${mapping}. Then find ` +
+          `them with \`npm run ops -- audit --env ${env} --job ${jobName} --date <business date>\` for each date in progress, ` +
+          `and run \`npm run ops -- catch-up --env ${env} --job ${jobName} --from <date> --to <date>\` (idempotency skips what is done). ${runbook}`,
+        metric: eventSourceMetric(pacedJob.eventSource, EventSourceMetric.Dropped, { period: five }),
+        threshold: 0,
+        treatMissingData: notBreaching,
+      },
+      AdmissionFailedInvokes: {
+        what: JobAlarm.AdmissionFailedInvokes,
+        description:
+          `${jobName}: the admission event source failed to invoke the producer with an admission step, or the producer failed ` +
+          `the step (FailedInvokeEventCount counts both). That run's admission waits out the step's visibility timeout ` +
+          `(${config.producerTimeoutSeconds + ADMISSION_VISIBILITY_MARGIN_SECONDS}s) and is retried, and after ${ADMISSION_MAX_RECEIVE_COUNT} ` +
+          `receives the step goes to the producer DLQ. First read the producer's logs for "admission step failed"; no such line ` +
+          `means Lambda could not invoke the producer: run ${mapping}. Then run \`${status}\`. ${runbook}`,
+        metric: eventSourceMetric(pacedJob.admissionEventSource, EventSourceMetric.FailedInvoke, { period: five }),
+        threshold: 0,
+        treatMissingData: notBreaching,
+      },
+      AdmissionDroppedEvents: {
+        what: JobAlarm.AdmissionDroppedEvents,
+        description:
+          `${jobName}: Lambda dropped admission steps of the producer's event source (DroppedEventCount): a step neither ran nor ` +
+          `reached the producer DLQ, so that run's admission has stopped and no DLQ message shows it. ${sqsDropsNone} ${mapping}. ` +
+          `Then run \`${status}\`: a batch shown as "admission stalled" continues with ` +
+          `\`npm run ops -- continue --env ${env} --job ${jobName} --batch <batchId>\`. ${runbook}`,
+        metric: eventSourceMetric(pacedJob.admissionEventSource, EventSourceMetric.Dropped, { period: five }),
+        threshold: 0,
+        treatMissingData: notBreaching,
+      },
+      ...(hasKeys(config)
+        ? {
+          QuietTenantsMessageAge: {
+            what: JobAlarm.QuietTenantsMessageAge,
+            description:
+              `${jobName}: the oldest message of the quiet tenants (the keys SQS fair queues do not hold back as noisy) is ` +
+              `older than the ${ageSloSeconds}s SLO, so the whole job is late, not one noisy key (a noisy key alone fires ` +
+              `oldest-message-age only). Likely the consumer is paused, failing or throttled by the provider. First run ` +
+              `\`${status}\`, then check the consumer-errors, consumer-failed-invokes and provider-throttled alarms. Never purge the queue. ${runbook}`,
+            metric: quietTenantsAgeMetric(pacedJob, { statistic: cloudwatch.Stats.MAXIMUM, period: five }),
+            threshold: ageSloSeconds,
+            // SQS sends fair-queue metrics only while the queue holds grouped messages: none waiting is none late.
+            treatMissingData: notBreaching,
+          },
+        }
+        : {}),
     };
     const alarms = Object.fromEntries(
       Object.entries(specs).map(([kind, spec]) => [kind, this.alarm(scope, jobName, spec)]),
-    ) as Record<JobAlarmKind, cloudwatch.Alarm>;
+    ) as JobAlarms;
     this.addJobRow(job, alarms, producerThresholdMs, env);
     return alarms;
   }
@@ -556,7 +727,7 @@ export class Monitoring extends Construct {
     return alarms;
   }
 
-  private addJobRow(job: MonitoredJob, alarms: Record<JobAlarmKind, cloudwatch.Alarm>, producerThresholdMs: number, env: string): void {
+  private addJobRow(job: MonitoredJob, alarms: JobAlarms, producerThresholdMs: number, env: string): void {
     const { jobName, pacedJob, config } = job;
     const { queue, dlq, producerDlq, admissionQueue, producer, consumer } = pacedJob;
     const five = Duration.minutes(5);
@@ -582,7 +753,10 @@ export class Monitoring extends Construct {
           // A run still admitting has its next step waiting here; none while a run is admitting is a stalled chain.
           admissionQueue.metric('ApproximateNumberOfMessagesDelayed', { ...max, label: 'Admission steps waiting' }),
         ],
-        right: [queue.metricApproximateAgeOfOldestMessage({ ...max, label: 'Oldest message age (s)' })],
+        right: [
+          queue.metricApproximateAgeOfOldestMessage({ ...max, label: 'Oldest message age (s)' }),
+          ...(hasKeys(config) ? [quietTenantsAgeMetric(pacedJob, { ...max, label: 'Oldest of quiet tenants (s)' })] : []),
+        ],
         rightAnnotations: [{ value: config.oldestMessageAgeSloSeconds, label: 'Age SLO' }],
         width: 8,
       }),
@@ -637,6 +811,21 @@ export class Monitoring extends Construct {
         leftAnnotations: [{ value: config.oldestMessageAgeSloSeconds * 1000, label: 'Age SLO' }],
         width: 8,
       }),
+    );
+    const mappingGraph = (title: string, source: SqsEventSource) => new cloudwatch.GraphWidget({
+      title,
+      left: [
+        eventSourceMetric(source, EventSourceMetric.Polled, { label: 'Polled' }),
+        eventSourceMetric(source, EventSourceMetric.Invoked, { label: 'Invoked' }),
+        eventSourceMetric(source, EventSourceMetric.FailedInvoke, { label: 'Failed to invoke' }),
+        eventSourceMetric(source, EventSourceMetric.Dropped, { label: 'Dropped' }),
+        eventSourceMetric(source, EventSourceMetric.Deleted, { label: 'Deleted' }),
+      ],
+      width: 12,
+    });
+    this.dashboard.addWidgets(
+      mappingGraph(`${jobName}: consumer event source`, pacedJob.eventSource),
+      mappingGraph(`${jobName}: admission event source`, pacedJob.admissionEventSource),
     );
     this.dashboard.addWidgets(new cloudwatch.AlarmStatusWidget({ title: `${jobName}: alarms`, alarms: Object.values(alarms), width: 24, height: 3 }));
   }

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { Aws, Duration, Stack, TimeZone, Token } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
@@ -31,6 +32,12 @@ export const HANDLERS_DIR = path.join(__dirname, '..', 'lambda', 'handlers');
 export const ADMISSION_VISIBILITY_MARGIN_SECONDS = 60;
 /** Receives of one admission step before it is dead-lettered to the producer DLQ (and the alarm fires). */
 export const ADMISSION_MAX_RECEIVE_COUNT = 5;
+/**
+ * Both event sources publish their event counts (AWS/Lambda, per EventSourceMappingUUID: polled, invoked, failed to
+ * invoke, dropped, deleted). Off by default; without them a mapping that cannot invoke its function or drops events
+ * pages nobody, since the function's own metrics never see those events (lib/monitoring.ts alarms on them).
+ */
+export const EVENT_SOURCE_METRICS: lambda.MetricsConfig = { metrics: [lambda.MetricType.EVENT_COUNT] };
 
 export interface PacedJobProps {
   /** The job's kebab-case name, as in config; the handlers load `lambda/jobs/<jobName>`. */
@@ -219,6 +226,7 @@ export class PacedJob extends Construct {
       // The smallest the event source allows; one run has one step in flight at a time.
       maxConcurrency: 2,
       reportBatchItemFailures: true,
+      metricsConfig: EVENT_SOURCE_METRICS,
     });
     this.producer.addEventSource(this.admissionEventSource);
     acknowledge(this.producer, 'Serverless-LambdaEventSourceMappingDestination',
@@ -253,6 +261,7 @@ export class PacedJob extends Construct {
       // reservation never throttles it into spending healthy messages' receive counts.
       maxConcurrency: job.concurrency.max,
       reportBatchItemFailures: true,
+      metricsConfig: EVENT_SOURCE_METRICS,
     });
     this.consumer.addEventSource(this.eventSource);
     acknowledge(this.consumer, 'Serverless-LambdaEventSourceMappingDestination',

@@ -118,13 +118,14 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 /**
  * A resolver for the intrinsics an alarm's properties hold (AlarmName, dimension values), on a locally planned stack:
- * `Ref` and `Fn::GetAtt` of its queues (QueueName, Arn, QueueUrl), functions, tables and buckets, and the pseudo
- * parameters. Anything else is an error naming it.
+ * `Ref` and `Fn::GetAtt` of its queues (QueueName, Arn, QueueUrl), functions, tables and buckets, `Ref` of its event
+ * source mappings (their UUID), and the pseudo parameters. Anything else is an error naming it.
  */
 export function planResolveContext(plan: StackPlan): ResolveContext {
   const queue = (id: string) => plan.queues.find((q) => q.logicalId === id);
   const named = (id: string) => [...plan.functions, ...plan.tables, ...plan.buckets].find((r) => r.logicalId === id);
-  const unknown = (what: string) => new AlarmEvaluationError(`${what}: not a queue, function, table or bucket of the planned stack ${plan.stackName}`);
+  const mapping = (id: string) => plan.mappings.find((m) => m.logicalId === id);
+  const unknown = (what: string) => new AlarmEvaluationError(`${what}: not a queue, function, table, bucket or event source mapping of the planned stack ${plan.stackName}`);
   return {
     pseudo: {
       'AWS::Region': plan.region,
@@ -138,6 +139,8 @@ export function planResolveContext(plan: StackPlan): ResolveContext {
       if (q) return q.url;
       const r = named(id);
       if (r) return r.name;
+      const m = mapping(id);
+      if (m) return m.uuid;
       throw unknown(`Ref ${id}`);
     },
     getAtt: (id, attribute) => {

@@ -3,10 +3,12 @@
 // after maxReceiveCount are SQS's job: local-aws-sqs performs the redrive itself when a message's visibility times out
 // at its maxReceiveCount-th receive, so the mapping, like Lambda's, never deletes a failed message or touches its
 // visibility; it simply leaves it. The one visibility change it makes is Lambda's own: records received beyond the
-// payload cap are released at once for a later batch.
+// payload cap are released at once for a later batch. With `onMetric` it publishes what a mapping whose MetricsConfig
+// asks for EventCount publishes on AWS (EVENT_COUNT_METRICS), so the alarms on them run on a local run's samples.
 import { randomUUID } from 'node:crypto';
 import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import type { MetricSample } from './metricsTap';
 
 /** A synchronous invocation's request payload is at most 6 MB (Lambda quotas); a batch never exceeds it. */
 export const SYNC_INVOCATION_PAYLOAD_LIMIT_BYTES = 6_291_456;
@@ -35,6 +37,19 @@ export interface EventSourceMappingConfig {
   enabled?: boolean;
   region: string;
 }
+
+/**
+ * An event source mapping's event counts (AWS/Lambda, dimension EventSourceMappingUUID), as published here per
+ * delivered batch: the records polled and invoked with, those the invocation failed (it threw, timed out or was
+ * throttled: the whole batch; else the ones it listed in batchItemFailures) and those deleted after it. An SQS mapping
+ * drops nothing (DroppedEventCount): failed messages stay on the queue and its redrive policy retires them.
+ */
+export const EVENT_COUNT_METRICS = {
+  polled: 'PolledEventCount',
+  invoked: 'InvokedEventCount',
+  failedInvoke: 'FailedInvokeEventCount',
+  deleted: 'DeletedEventCount',
+} as const;
 
 /** What an invocation of the target function did: a value, or an error (threw, timed out, throttled). */
 export type Invoker = (event: SQSEvent) => Promise<unknown>;
@@ -83,6 +98,8 @@ export interface EventSourceMappingOptions {
   maxPayloadBytes?: number;
   /** Called each time the number of pollers changes, with the new number (for reports and tests). */
   onPollersChanged?: (pollers: number) => void;
+  /** Receives the mapping's event counts (EVENT_COUNT_METRICS) as CloudWatch would store them; none when absent. */
+  onMetric?: (sample: MetricSample) => void;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -409,9 +426,15 @@ export class SqsEventSourceMapping {
     }
   }
 
+  private publish(metricName: (typeof EVENT_COUNT_METRICS)[keyof typeof EVENT_COUNT_METRICS], value: number): void {
+    this.options.onMetric?.({ namespace: 'AWS/Lambda', metricName, dimensions: { EventSourceMappingUUID: this.uuid }, timestamp: Date.now(), value });
+  }
+
   private async deliver(batch: Batch): Promise<void> {
     const event: SQSEvent = { Records: batch.records };
     const ids = batch.messages.map((m) => m.MessageId!);
+    this.publish(EVENT_COUNT_METRICS.polled, ids.length);
+    this.publish(EVENT_COUNT_METRICS.invoked, ids.length);
     this.stats.oldestSentTimestamp = Math.min(...batch.messages.map((m) => Number(m.Attributes?.SentTimestamp ?? Date.now())));
     this.active++;
     this.held += ids.length;
@@ -431,6 +454,7 @@ export class SqsEventSourceMapping {
     const failed = failedMessageIds(outcome, ids, this.config.reportBatchItemFailures);
     const done = batch.messages.filter((m) => !failed.has(m.MessageId!));
     this.stats.failed += failed.size;
+    if (failed.size > 0) this.publish(EVENT_COUNT_METRICS.failedInvoke, failed.size);
     for (let i = 0; i < done.length; i += 10) {
       const chunk = done.slice(i, i + 10);
       const result = await this.options.sqs.send(
@@ -440,6 +464,7 @@ export class SqsEventSourceMapping {
         }),
       );
       this.stats.acknowledged += result.Successful?.length ?? 0;
+      if (result.Successful?.length) this.publish(EVENT_COUNT_METRICS.deleted, result.Successful.length);
       for (const f of result.Failed ?? []) this.options.log?.(`event source mapping ${this.uuid}: delete failed: ${f.Code} ${f.Message}`);
     }
   }

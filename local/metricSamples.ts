@@ -1,7 +1,10 @@
 // What CloudWatch would have collected from a local run, for the local alarm evaluator (local/alarms.ts) and the local
 // CloudWatch API every session serves (local/cloudWatchApi.ts): the functions' EMF metrics off their log lines (as
-// CloudWatch extracts them) and the queues' depth metrics, sampled with GetQueueAttributes against the local SQS server
-// (CloudWatch's AWS/SQS metrics are SQS's own answers, sampled).
+// CloudWatch extracts them), the queues' depth metrics, sampled with GetQueueAttributes against the local SQS server
+// (CloudWatch's AWS/SQS metrics are SQS's own answers, sampled), and what the emulated services publish themselves
+// (the event source mappings' event counts, `record`). Not held: the AWS/SQS ages (ApproximateAgeOfOldestMessage and
+// fair queues' ApproximateAgeOfOldestMessageInQuietGroups), which GetQueueAttributes does not answer; an alarm on
+// them sees missing data locally.
 import { GetQueueAttributesCommand, type QueueAttributeName, type SQSClient } from '@aws-sdk/client-sqs';
 import { emfSamples, type MetricSample } from './metricsTap';
 
@@ -82,6 +85,12 @@ export class MetricRecorder {
   /** How many samples the retention and the ceiling have dropped so far. */
   get dropped(): number {
     return this.droppedCount;
+  }
+
+  /** Keeps one sample a local service published itself (an event source mapping's event count). */
+  record(sample: MetricSample): void {
+    this.recorded.push(sample);
+    this.trim();
   }
 
   /** Starts sampling the queues (one sample at once, then every pollIntervalMs). */

@@ -152,6 +152,8 @@ export interface PlannedLayer {
 
 export interface PlannedMapping {
   logicalId: string;
+  /** Its UUID (the mapping's Ref), derived from the logical ID so it is the same on every run. */
+  uuid: string;
   functionName: string;
   eventSourceArn: string;
   batchSize: number;
@@ -544,6 +546,7 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
         const fnRef = str(props.FunctionName)!;
         plan.mappings.push({
           logicalId: id,
+          uuid: me.ref,
           functionName: lambdaName(fnRef),
           eventSourceArn: arnText,
           batchSize: Number(props.BatchSize ?? 10),

@@ -278,6 +278,7 @@ export class LocalSession {
         session?.recorder.observe(line);
         options.log(source, line);
       },
+      onMetric: (sample) => session?.recorder.record(sample),
       onRequest: (service, r) => {
         const write = observedWrite(service, r);
         if (write) session?.writes.push(write);

@@ -21,6 +21,7 @@ import { LocalSecretsManager } from './secretsManager';
 import { LambdaRuntime, type RuntimeOptions } from './lambdaRuntime';
 import { startLambdaApi } from './lambdaApi';
 import { SqsEventSourceMapping } from './eventSourceMapping';
+import type { MetricSample } from './metricsTap';
 import { LocalScheduler } from './scheduler';
 import { startSchedulerApi } from './schedulerApi';
 import { startSnsApi } from './snsApi';
@@ -59,6 +60,8 @@ export interface LocalStackOptions {
   ports?: Ports;
   /** Function output and runtime notes. */
   log: (source: string, line: string) => void;
+  /** Metrics the emulated services publish themselves, as CloudWatch would store them: the mappings' event counts. */
+  onMetric?: (sample: MetricSample) => void;
   /** Lets the caller change a function's environment before it starts (e.g. point a job at the local provider). */
   environmentOverride?: (fn: PlannedFunction, env: Record<string, string>) => Record<string, string>;
   /**
@@ -513,7 +516,7 @@ export class LocalStack {
       this.mappings.push(
         new SqsEventSourceMapping(
           {
-            uuid: `local-${m.logicalId}`,
+            uuid: m.uuid,
             functionName: fn.spec.name,
             queueUrl: queue.url,
             queueArn: queue.arn,
@@ -530,6 +533,7 @@ export class LocalStack {
             invoke: (event) => fn.invoke(event),
             functionConcurrency: fn.concurrencyLimit,
             log: (line) => this.options.log('esm', line),
+            onMetric: this.options.onMetric,
           },
         ),
       );

@@ -1,12 +1,12 @@
 // Monitoring: the prod template's per-job alarms (names, thresholds, actions), the alarm topic, the dashboard, and
 // config reaching the thresholds and the email subscription.
 import * as path from 'node:path';
-import { App, Lazy } from 'aws-cdk-lib';
+import { App, Lazy, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { MetricName } from '../../lambda/adapters/observability';
 import { loadEnvironment } from '../../lib/config/load';
 import { environmentSchema } from '../../lib/config/schema';
-import { alarmName, burnWindows, CustomMetric, MAX_ALARM_DESCRIPTION_LENGTH, Monitoring } from '../../lib/monitoring';
+import { alarmName, burnWindows, CustomMetric, hasKeys, MAX_ALARM_DESCRIPTION_LENGTH, Monitoring } from '../../lib/monitoring';
 import type { PacedJob } from '../../lib/paced-job';
 import { InvalidPropsError } from '../../lib/props-error';
 import { PacedJobsStack } from '../../lib/stack';
@@ -30,19 +30,25 @@ function buildProd(): Built {
   return { stack, template: Template.fromStack(stack) };
 }
 
-/** One job with non-default thresholds and an alarm email, on the fixture handlers (fast to bundle). */
+/**
+ * One job with non-default thresholds and an alarm email, and two jobs with keys (a per-key rate limit; per-key
+ * concurrency alone), on the fixture handlers (fast to bundle). The example jobs have no keys.
+ */
 function buildCustom(): Built {
+  const daily = { cron: '0 2 * * ? *', timeZone: 'UTC' };
   const config = environmentSchema.parse({
     region: 'eu-west-1',
     alarmEmail: 'oncall@example.com',
     jobs: {
       'a-job': {
-        schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' },
+        schedule: daily,
         rateLimit: { starts: 10 },
         oldestMessageAgeSloSeconds: 900,
         producerTimeoutSeconds: 60,
         alarms: { throttledPerMinute: 3, throttledMinutes: 2, producerDurationFraction: 0.5 },
       },
+      'keyed-job': { schedule: daily, rateLimit: { starts: 10, perKey: { key: 'tenantId', starts: 2 } }, oldestMessageAgeSloSeconds: 1200 },
+      'leased-job': { schedule: daily, rateLimit: { starts: 10 }, concurrency: { max: 5, perKey: { key: 'accountId', max: 1 } } },
     },
   });
   const app = new App({ context: cdkJsonContext() });
@@ -57,6 +63,16 @@ function dashboardBody(template: Template): { widgets: { type: string; propertie
   const text = body['Fn::Join'][1].map((part) => (typeof part === 'string' ? part : '<token>')).join('');
   return JSON.parse(text);
 }
+
+/** An alarm's rules when its first breaching period pages, and its recovery too (missing data is not breaching). */
+const onFirstBreach = (topic: unknown) => ({
+  ComparisonOperator: 'GreaterThanThreshold',
+  EvaluationPeriods: 1,
+  DatapointsToAlarm: 1,
+  TreatMissingData: 'notBreaching',
+  AlarmActions: [topic],
+  OKActions: [topic],
+});
 
 let prod: Built;
 let custom: Built;
@@ -230,6 +246,87 @@ describe('Class: Monitoring', () => {
       expect(burnWindows('slow', 2880)).toEqual({ longMinutes: 360, shortMinutes: 30 });
     });
 
+    it.each(PROD_JOBS)('alarms on failed invokes and dropped events of both event sources of %s, per mapping UUID', (jobName) => {
+      const job = prod.stack.jobs[jobName];
+      const topic = refOf(prod.stack.monitoring.topic);
+      const uuid = (source: typeof job.eventSource) => Stack.of(job).resolve(source.eventSourceMappingId) as { Ref: string };
+      const cases = [
+        ['consumer-dropped-events', job.eventSource, 'DroppedEventCount', /not in the job DLQ, so those operations may never run/],
+        ['admission-failed-invokes', job.admissionEventSource, 'FailedInvokeEventCount', /after 5 receives the step goes to the producer DLQ/],
+        ['admission-dropped-events', job.admissionEventSource, 'DroppedEventCount', /that run's admission has stopped and no DLQ message shows it/],
+      ] as const;
+      for (const [what, source, metricName, means] of cases) {
+        prod.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+          AlarmName: `PacedJobs-prod-${jobName}-${what}`,
+          Namespace: 'AWS/Lambda',
+          MetricName: metricName,
+          // The mapping's Ref is its UUID.
+          Dimensions: [{ Name: 'EventSourceMappingUUID', Value: uuid(source) }],
+          Statistic: 'Sum',
+          Period: 300,
+          Threshold: 0,
+          ...onFirstBreach(topic),
+          AlarmDescription: Match.stringLikeRegexp(means.source),
+        });
+      }
+      expect(uuid(job.eventSource)).not.toEqual(uuid(job.admissionEventSource));
+    });
+
+    it.each(PROD_JOBS)('alarms on the consumer mapping of %s when most polled events fail to invoke for 15 minutes, not on one retried record', (jobName) => {
+      const job = prod.stack.jobs[jobName];
+      const topic = refOf(prod.stack.monitoring.topic);
+      const uuid = Stack.of(job).resolve(job.eventSource.eventSourceMappingId) as { Ref: string };
+      const alarm = resourceOf(prod.template, prod.stack.monitoring.jobAlarms[jobName].ConsumerFailedInvokes).Properties;
+      expect(alarm).toMatchObject({
+        AlarmName: `PacedJobs-prod-${jobName}-consumer-failed-invokes`,
+        ComparisonOperator: 'GreaterThanThreshold',
+        Threshold: 0.5,
+        EvaluationPeriods: 3,
+        DatapointsToAlarm: 3,
+        TreatMissingData: 'notBreaching',
+        AlarmActions: [topic],
+        OKActions: [topic],
+      });
+      expect(alarm.AlarmDescription).toMatch(/for 15 minutes more than 50% of the messages .* could not invoke the consumer at all/s);
+      const metrics = alarm.Metrics as { Id: string; Expression?: string; ReturnData?: boolean; MetricStat?: unknown }[];
+      expect(metrics.find((m) => m.ReturnData !== false)!.Expression).toBe('IF(FILL(polled, 0) > 0, FILL(failed, 0) / polled, 0)');
+      const byId = Object.fromEntries(metrics.map((m) => [m.Id, m]));
+      for (const [id, metricName] of [['polled', 'PolledEventCount'], ['failed', 'FailedInvokeEventCount']]) {
+        expect(byId[id].MetricStat).toEqual({
+          Metric: { Namespace: 'AWS/Lambda', MetricName: metricName, Dimensions: [{ Name: 'EventSourceMappingUUID', Value: uuid }] },
+          Period: 300,
+          Stat: 'Sum',
+        });
+      }
+    });
+
+    it('alarms, for a job with keys only, on the age of its quiet tenants\' oldest message, at the oldest-message-age threshold', () => {
+      const topic = refOf(custom.stack.monitoring.topic);
+      for (const [jobName, slo] of [['keyed-job', 1200], ['leased-job', 3600]] as const) {
+        const job = custom.stack.jobs[jobName];
+        const alarms = custom.stack.monitoring.jobAlarms[jobName];
+        expect(resourceOf(custom.template, alarms.QuietTenantsMessageAge!).Properties).toMatchObject({
+          AlarmName: `PacedJobs-custom-${jobName}-quiet-tenants-message-age`,
+          AlarmDescription: expect.stringContaining(`the oldest message of the quiet tenants (the keys SQS fair queues do not hold back as noisy) is older than the ${slo}s SLO`),
+          Namespace: 'AWS/SQS',
+          MetricName: 'ApproximateAgeOfOldestMessageInQuietGroups',
+          Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(job.queue), 'QueueName'] } }],
+          Statistic: 'Maximum',
+          Period: 300,
+          Threshold: slo,
+          ...onFirstBreach(topic),
+        });
+        expect(resourceOf(custom.template, alarms.OldestMessageAge).Properties.Threshold).toBe(slo);
+      }
+      expect(custom.stack.monitoring.jobAlarms['a-job'].QuietTenantsMessageAge).toBeUndefined();
+      const quiet = (template: Template) => Object.values(template.findResources('AWS::CloudWatch::Alarm'))
+        .filter((a) => a.Properties.MetricName === 'ApproximateAgeOfOldestMessageInQuietGroups')
+        .map((a) => a.Properties.AlarmName as string);
+      expect(quiet(custom.template).sort()).toEqual(['PacedJobs-custom-keyed-job-quiet-tenants-message-age', 'PacedJobs-custom-leased-job-quiet-tenants-message-age']);
+      const keyedProdJobs = Object.entries(loadEnvironment('prod').jobs).filter(([, config]) => hasKeys(config)).map(([name]) => name);
+      expect(quiet(prod.template)).toEqual(keyedProdJobs.map((j) => `PacedJobs-prod-${j}-quiet-tenants-message-age`));
+    });
+
     it("uses as the metric's service dimension the service name the consumer is given", () => {
       const job = prod.stack.jobs['payment-reconciliation'];
       const variables = resourceOf(prod.template, job.consumer).Properties.Environment.Variables;
@@ -292,8 +389,10 @@ describe('Class: Monitoring', () => {
     it('names every alarm after the stack, so the topic policy can admit exactly these', () => {
       const names = Object.values(prod.template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties.AlarmName as string);
       expect(names.filter((n) => !n.startsWith('PacedJobs-prod-'))).toEqual([]);
-      // Ten per job, two per schedule group, and the four windows of each job's two burn-rate pairs (its composites apart).
-      expect(names).toHaveLength(ALL_PROD_JOBS.length * (10 + 4) + 2);
+      // Fourteen per job (and one more for a job with keys), two per schedule group, and the four windows of each job's
+      // two burn-rate pairs (its composites apart).
+      const keyed = Object.values(loadEnvironment('prod').jobs).filter(hasKeys).length;
+      expect(names).toHaveLength(ALL_PROD_JOBS.length * (14 + 4) + keyed + 2);
       const composites = Object.values(prod.template.findResources('AWS::CloudWatch::CompositeAlarm')).map((a) => a.Properties.AlarmName as string);
       expect(composites.sort()).toEqual(ALL_PROD_JOBS.flatMap((j) => [`PacedJobs-prod-${j}-burn-fast`, `PacedJobs-prod-${j}-burn-slow`]).sort());
     });
@@ -425,9 +524,22 @@ describe('Class: Monitoring', () => {
       const titles = dashboardBody(prod.template).widgets.map((w) => w.properties.title).filter((t) => typeof t === 'string');
       for (const job of PROD_JOBS) {
         expect(titles).toEqual(expect.arrayContaining(
-          ['work queue', 'dead-letter queues', 'producer', 'consumer', 'alarms'].map((what) => `${job}: ${what}`),
+          ['work queue', 'dead-letter queues', 'producer', 'consumer', 'consumer event source', 'admission event source', 'alarms'].map((what) => `${job}: ${what}`),
         ));
       }
+    });
+
+    it("graphs each event source's counts per mapping UUID, and a job with keys' quiet tenants' oldest message", () => {
+      const byTitle = (template: Template, title: string) => dashboardBody(template).widgets.find((w) => w.properties.title === title)?.properties;
+      const counts = ['PolledEventCount', 'InvokedEventCount', 'FailedInvokeEventCount', 'DroppedEventCount', 'DeletedEventCount'];
+      for (const what of ['consumer', 'admission']) {
+        const metrics = byTitle(prod.template, `payment-reconciliation: ${what} event source`)?.metrics as unknown[][];
+        expect(metrics.map((m) => m.slice(0, 3))).toEqual(counts.map((name) => ['AWS/Lambda', name, 'EventSourceMappingUUID']));
+      }
+      const ages = (template: Template, job: string) => (byTitle(template, `${job}: work queue`)?.metrics as unknown[][])
+        .filter((m) => (m[1] as string).startsWith('ApproximateAgeOfOldestMessage')).map((m) => m[1]);
+      expect(ages(custom.template, 'keyed-job')).toEqual(['ApproximateAgeOfOldestMessage', 'ApproximateAgeOfOldestMessageInQuietGroups']);
+      expect(ages(custom.template, 'a-job')).toEqual(['ApproximateAgeOfOldestMessage']);
     });
   });
 
@@ -443,7 +555,9 @@ describe('Class: Monitoring', () => {
       expect(error).toBeInstanceOf(InvalidPropsError);
       expect((error as Error).message).toBe([
         'Invalid props for Monitoring PacedJobs-custom/Again:',
-        ...['oldest-message-age', 'dlq-depth', 'producer-dlq-depth', 'consumer-errors', 'consumer-throttles', 'producer-errors', 'producer-duration', 'provider-throttled', 'stalled', 'invalid-source-rows']
+        ...['oldest-message-age', 'dlq-depth', 'producer-dlq-depth', 'consumer-errors', 'consumer-throttles', 'producer-errors', 'producer-duration',
+          'provider-throttled', 'stalled', 'invalid-source-rows', 'consumer-failed-invokes', 'consumer-dropped-events', 'admission-failed-invokes',
+          'admission-dropped-events']
           .map((what) => `  - alarm name "PacedJobs-custom-a-job-${what}" is used twice (a job name repeats, or clashes with a schedule group's alarms)`),
       ].join('\n'));
       expect(custom.stack.node.tryFindChild('Again')).toBeUndefined();

@@ -258,6 +258,19 @@ describe('Class: PacedJob', () => {
       template.hasResourceProperties('AWS::Lambda::Function', { FunctionName: 'PacedJobs-test-custom-job-producer', Timeout: 600, MemorySize: 256 });
     });
 
+    it('has both event sources publish their event counts (MetricsConfig EventCount), which the failed-invoke and dropped alarms read', () => {
+      const resources = template.toJSON().Resources;
+      const mappingOf = (source: typeof pacedJob.eventSource) => resources[(Stack.of(pacedJob).resolve(source.eventSourceMappingId) as { Ref: string }).Ref];
+      expect(mappingOf(pacedJob.eventSource)).toMatchObject({
+        Type: 'AWS::Lambda::EventSourceMapping',
+        Properties: { EventSourceArn: arnOf(pacedJob.queue), FunctionName: refOf(pacedJob.consumer), MetricsConfig: { Metrics: ['EventCount'] } },
+      });
+      expect(mappingOf(pacedJob.admissionEventSource)).toMatchObject({
+        Type: 'AWS::Lambda::EventSourceMapping',
+        Properties: { EventSourceArn: arnOf(pacedJob.admissionQueue), FunctionName: refOf(pacedJob.producer), MetricsConfig: { Metrics: ['EventCount'] } },
+      });
+    });
+
     it('hands the functions the effective pacing, the names by alias and the plain settings', () => {
       expect(pacedJob.runtimeSettings).toEqual({
         jobName: 'custom-job',

@@ -149,6 +149,25 @@ describe('Function: readAlarm', () => {
     expect(readAlarm(t, 'dlq')).toMatchObject({ returnId: 'm1', expressions: [], metrics: [{ id: 'm1', namespace: 'AWS/SQS', dimensions: { QueueName: 'q' }, stat: 'Maximum', periodSeconds: 60 }] });
   });
 
+  it("resolves an event source mapping's Ref to the UUID its local mapping publishes its event counts under", () => {
+    const p = plan();
+    p.mappings.push({ logicalId: 'AJobMapping', uuid: 'local-AJobMapping', functionName: 'consumer', eventSourceArn: p.queues[0].arn, batchSize: 10, maximumBatchingWindowSeconds: 0, reportBatchItemFailures: true, enabled: true });
+    const t = template();
+    t.Resources.AJobMapping = { Type: 'AWS::Lambda::EventSourceMapping', Properties: {} };
+    t.Resources.Failed = {
+      Type: 'AWS::CloudWatch::Alarm',
+      Properties: {
+        AlarmName: 'Stack-a-job-consumer-failed-invokes', ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 1, Threshold: 0, TreatMissingData: 'notBreaching',
+        Namespace: 'AWS/Lambda', MetricName: 'FailedInvokeEventCount', Dimensions: [{ Name: 'EventSourceMappingUUID', Value: { Ref: 'AJobMapping' } }], Statistic: 'Sum', Period: 300,
+      },
+    };
+    const alarm = readAlarm(t, 'Stack-a-job-consumer-failed-invokes', planResolveContext(p));
+    expect(alarm.metrics).toEqual([{ id: 'm1', namespace: 'AWS/Lambda', metricName: 'FailedInvokeEventCount', dimensions: { EventSourceMappingUUID: 'local-AJobMapping' }, stat: 'Sum', periodSeconds: 300 }]);
+    expect(() => readAlarm(t, 'Stack-a-job-consumer-failed-invokes', planResolveContext(plan()))).toThrow(
+      'Ref AJobMapping: not a queue, function, table, bucket or event source mapping of the planned stack Stack',
+    );
+  });
+
   it('throws when no alarm has that name, naming what it looked for', () => {
     expect(() => readAlarm(template(), 'Stack-b-job-stalled', planResolveContext(plan()))).toThrow(
       new AlarmEvaluationError('the template has no AWS::CloudWatch::Alarm named or with logical ID "Stack-b-job-stalled" (it has 1 alarm)'),

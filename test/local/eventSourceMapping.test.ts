@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { failedMessageIds, SQS_SCALING, SqsEventSourceMapping, SYNC_INVOCATION_PAYLOAD_LIMIT_BYTES } from '../../local/eventSourceMapping';
+import { EVENT_COUNT_METRICS, failedMessageIds, SQS_SCALING, SqsEventSourceMapping, SYNC_INVOCATION_PAYLOAD_LIMIT_BYTES } from '../../local/eventSourceMapping';
+import type { MetricSample } from '../../local/metricsTap';
 import { LocalFunction } from '../../local/lambdaRuntime';
 import { RunningServer, startSqs } from '../../local/servers';
 import { holdsFor, waitFor } from '../../local/waitFor';
@@ -49,7 +50,7 @@ describe('Class: SqsEventSourceMapping', () => {
     await server.close();
   });
 
-  async function setup(opts: { maxReceiveCount: number; visibility: number; timeoutSeconds?: number; reserved?: number; batchSize?: number; maximumConcurrency?: number; window?: number }) {
+  async function setup(opts: { maxReceiveCount: number; visibility: number; timeoutSeconds?: number; reserved?: number; batchSize?: number; maximumConcurrency?: number; window?: number; onMetric?: (sample: MetricSample) => void }) {
     const n = ++queueCount;
     const dlq = await sqs.send(new CreateQueueCommand({ QueueName: `dlq-${n}` }));
     const dlqArn = `arn:aws:sqs:us-east-1:000000000000:dlq-${n}`;
@@ -75,7 +76,7 @@ describe('Class: SqsEventSourceMapping', () => {
         reportBatchItemFailures: true,
         region: 'us-east-1',
       },
-      { sqs, invoke: (event) => fn.invoke(event), functionConcurrency: fn.concurrencyLimit, log: (l) => logs.push(l), idlePollMs: [20, 100] },
+      { sqs, invoke: (event) => fn.invoke(event), functionConcurrency: fn.concurrencyLimit, log: (l) => logs.push(l), idlePollMs: [20, 100], onMetric: opts.onMetric },
     );
     mappings.push(mapping);
     const send = (bodies: string[]) =>
@@ -102,6 +103,28 @@ describe('Class: SqsEventSourceMapping', () => {
       expect(stats.acknowledged).toBe(2);
       // Received once per allowed receive: the first batch, then one redelivery.
       expect(stats.failed).toBe(2);
+    });
+
+    it('publishes its event counts per UUID: polled and invoked, failed to invoke (listed or thrown), deleted; never dropped', async () => {
+      const samples: MetricSample[] = [];
+      const t = await setup({ maxReceiveCount: 2, visibility: 1, onMetric: (s) => samples.push(s) });
+      await t.send(['ok', 'fail', 'ok']);
+      t.mapping.start();
+      await waitFor('the successes deleted and the failure in the DLQ', async () => (await t.depth(t.queueUrl)) === 0 && (await t.depth(t.dlqUrl)) === 1, { timeoutMs: 10_000, intervalMs: 100 });
+      const thrower = await setup({ maxReceiveCount: 1, visibility: 1, onMetric: (s) => samples.push(s) });
+      await thrower.send(['ok', 'throw']);
+      thrower.mapping.start();
+      await waitFor('the thrown batch in the DLQ', async () => (await thrower.depth(thrower.dlqUrl)) === 2, { timeoutMs: 10_000, intervalMs: 100 });
+      const total = (uuid: string) => Object.fromEntries(Object.values(EVENT_COUNT_METRICS).map((name) => [
+        name,
+        samples.filter((s) => s.metricName === name && s.dimensions.EventSourceMappingUUID === uuid).reduce((sum, s) => sum + s.value, 0),
+      ]));
+      // The failure was received twice (maxReceiveCount 2): once with the batch, once alone.
+      expect(total(t.mapping.uuid)).toEqual({ PolledEventCount: 4, InvokedEventCount: 4, FailedInvokeEventCount: 2, DeletedEventCount: 2 });
+      // A thrown invocation fails its whole batch, and nothing is deleted.
+      expect(total(thrower.mapping.uuid)).toEqual({ PolledEventCount: 2, InvokedEventCount: 2, FailedInvokeEventCount: 2, DeletedEventCount: 0 });
+      expect(samples.every((s) => s.namespace === 'AWS/Lambda' && Object.keys(s.dimensions).join() === 'EventSourceMappingUUID' && s.value > 0)).toBe(true);
+      expect(samples.filter((s) => s.metricName === 'DroppedEventCount')).toEqual([]);
     });
 
     it('leaves the whole batch on the queue when the handler throws', async () => {

@@ -50,6 +50,21 @@ describe('Class: MetricRecorder', () => {
   });
 });
 
+describe('Class: MetricRecorder (samples the services publish)', () => {
+  describe('Method: record', () => {
+    it('keeps a sample a local service published, beside the EMF ones, within the same ceiling', () => {
+      const recorder = new MetricRecorder({ sqs, queues: [], maxSamples: 10 });
+      const published = (value: number): MetricSample => ({ namespace: 'AWS/Lambda', metricName: 'InvokedEventCount', dimensions: { EventSourceMappingUUID: 'local-M' }, timestamp: 1_000 + value, value });
+      recorder.observe(emf('a', 'Applied', 1, 1_000));
+      recorder.record(published(5));
+      expect(recorder.samples().map((s) => [s.namespace, s.metricName, s.value])).toEqual([['PacedJobs', 'Applied', 1], ['AWS/Lambda', 'InvokedEventCount', 5]]);
+      for (let i = 10; i < 19; i++) recorder.record(published(i));
+      expect(recorder.samples().map((s) => s.value)).toEqual([10, 11, 12, 13, 14, 15, 16, 17, 18]);
+      expect(recorder.dropped).toBe(2);
+    });
+  });
+});
+
 describe('Function: maxJobAgeMs', () => {
   const sample = (job: string, metricName: string, value: number): MetricSample => ({ namespace: 'PacedJobs', metricName, dimensions: { service: job, job }, timestamp: 1, value });
 

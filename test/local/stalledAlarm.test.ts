@@ -212,4 +212,39 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
     const withoutSettles = evaluateAlarm(alarm, recorder!.samples().filter((s) => s.namespace === 'AWS/SQS'), { fromMs: from, toMs: Date.now() - LOG_LAG_MS });
     expect(withoutSettles.some((p) => p.state === AlarmState.ALARM)).toBe(true);
   }, 90_000);
+
+  it("evaluates the mappings' failed-invoke and dropped alarms over both runs: what each mapping counted, nothing dropped", () => {
+    const context = planResolveContext(session.stack.plan);
+    // The session's own samples: the mappings publish their event counts to it (local/eventSourceMapping.ts onMetric).
+    const samples = session.metrics.samples();
+    const ofMapping = samples.filter((x) => x.namespace === 'AWS/Lambda');
+    const window = { fromMs: Math.min(...ofMapping.map((x) => x.timestamp)), toMs: Date.now() + PERIOD_SECONDS * 1000 };
+    const cases = [
+      [JobAlarm.ConsumerFailedInvokes, job.mapping!, 'failed'],
+      [JobAlarm.ConsumerDroppedEvents, job.mapping!, 'dropped'],
+      [JobAlarm.AdmissionFailedInvokes, job.admissionMapping!, 'failed'],
+      [JobAlarm.AdmissionDroppedEvents, job.admissionMapping!, 'dropped'],
+    ] as const;
+    for (const [what, mapping, counts] of cases) {
+      const synthesized = readAlarm(session.template, alarmName(session.artifact.stackName, JOB, what), context);
+      expect(synthesized.metrics.map((m) => [m.namespace, m.metricName, m.dimensions])).toEqual([
+        ['AWS/Lambda', counts === 'failed' ? 'FailedInvokeEventCount' : 'DroppedEventCount', { EventSourceMappingUUID: mapping.uuid }],
+      ]);
+      // Its 5-minute period scaled to the test's 2 s, one period to alarm, as synthesized.
+      const periods = evaluateAlarm(scaleAlarm(synthesized, { periodSeconds: PERIOD_SECONDS, evaluationPeriods: 1 }), samples, window);
+      const total = periods.reduce((sum, p) => sum + (p.value ?? 0), 0);
+      // A record the consumer handed back counts (the local SQS can hand one message to two receives): the alarm sees
+      // exactly the mapping's own count, and alarms in each period that had one (and, as CloudWatch does, while that
+      // datapoint is still the latest of its evaluation range). An SQS mapping drops nothing: OK throughout.
+      expect({ what, total }).toEqual({ what, total: counts === 'failed' ? mapping.statistics.failed : 0 });
+      expect(periods.filter((p) => (p.value ?? 0) > 0 && p.state !== AlarmState.ALARM)).toEqual([]);
+      expect(periods.some((p) => p.state !== AlarmState.OK)).toBe(total > 0);
+    }
+    // The consumer's mapping published what it delivered: every payment of both runs, deleted once applied.
+    const sum = (metricName: string, uuid: string) => ofMapping.filter((x) => x.metricName === metricName && x.dimensions.EventSourceMappingUUID === uuid).reduce((a, x) => a + x.value, 0);
+    const consumer = job.mapping!;
+    expect(sum('DeletedEventCount', consumer.uuid)).toBe(consumer.statistics.acknowledged);
+    expect(sum('InvokedEventCount', consumer.uuid)).toBe(consumer.statistics.acknowledged + consumer.statistics.failed);
+    expect(consumer.statistics.acknowledged).toBeGreaterThanOrEqual(PAUSED_PAYMENTS + BACKLOG);
+  });
 });

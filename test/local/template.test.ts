@@ -65,6 +65,8 @@ describe('Function: planStack', () => {
     expect(plan.mappings).toEqual([
       {
         logicalId: 'ConsumerMapping',
+        // Its Ref: the UUID the local mapping runs (and publishes its event counts) under, the same on every run.
+        uuid: 'local-ConsumerMapping',
         functionName: 'Fixture-Consumer',
         eventSourceArn: 'arn:aws:sqs:eu-west-1:000000000000:Fixture-WorkQueue',
         batchSize: 5,

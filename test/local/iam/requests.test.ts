@@ -11,7 +11,7 @@ const stack = plan(
       { logicalId: 'Sealed', name: 'sealed', url: `http://127.0.0.1:9/${ACCOUNT}/sealed`, arn: queueArn('sealed'), attributes: {}, kmsKeyArn: keyArn('k1') },
     ],
     secrets: [{ logicalId: 'Key', name: 'provider/api-key', arn: `arn:aws:secretsmanager:us-east-1:${ACCOUNT}:secret:provider/api-key-local0`, properties: {} }],
-    mappings: [{ logicalId: 'ConsumerMapping', functionName: 'consumer', eventSourceArn: queueArn('work'), batchSize: 10, maximumBatchingWindowSeconds: 0, reportBatchItemFailures: true, enabled: true }],
+    mappings: [{ logicalId: 'ConsumerMapping', uuid: 'local-ConsumerMapping', functionName: 'consumer', eventSourceArn: queueArn('work'), batchSize: 10, maximumBatchingWindowSeconds: 0, reportBatchItemFailures: true, enabled: true }],
   },
 );
 

@@ -59,12 +59,18 @@ export function latestBusinessDate(rule: BusinessDateRule, instant: Date): strin
 }
 
 /**
- * Refuses a business date after the job's latest at `instant` (dates are YYYY-MM-DD, so they compare as strings).
- * @throws FutureBusinessDateError naming the date, the latest allowed and the rule.
+ * The error for a business date after the job's latest at `instant`, or undefined when it is not (dates are
+ * YYYY-MM-DD, already validated, so they compare as strings). For callers that record the refusal rather than throw.
  */
-export function assertNotFutureBusinessDate(jobName: string, businessDate: string, rule: BusinessDateRule, instant: Date): void {
+export function futureBusinessDate(jobName: string, businessDate: string, rule: BusinessDateRule, instant: Date): FutureBusinessDateError | undefined {
   const latest = latestBusinessDate(rule, instant);
-  if (businessDate > latest) throw new FutureBusinessDateError(jobName, businessDate, latest, rule);
+  return businessDate > latest ? new FutureBusinessDateError(jobName, businessDate, latest, rule) : undefined;
+}
+
+/** @throws FutureBusinessDateError naming the date, the latest allowed and the rule (futureBusinessDate). */
+export function assertNotFutureBusinessDate(jobName: string, businessDate: string, rule: BusinessDateRule, instant: Date): void {
+  const error = futureBusinessDate(jobName, businessDate, rule, instant);
+  if (error) throw error;
 }
 
 /** `2026-11-29T02:00:00.000Z` -> `20261129T020000Z`: stable, sortable, and valid in an ID. */

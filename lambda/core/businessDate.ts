@@ -37,8 +37,12 @@ export class FutureBusinessDateError extends BusinessDateError {
     rule: BusinessDateRule,
     options?: ErrorOptions,
   ) {
-    const offset = rule.businessDateOffsetDays > 0 ? `+${rule.businessDateOffsetDays}` : `${rule.businessDateOffsetDays}`;
-    super(`business date ${businessDate} is in the future: the latest for ${jobName} now is ${latest} (${rule.timeZone}, offset ${offset})`, options);
+    const days = rule.businessDateOffsetDays;
+    const offset = days > 0 ? `+${days}` : `${days}`;
+    super(
+      `business date ${businessDate} is in the future: the latest for ${jobName} now is ${latest} (${rule.timeZone}, offset ${offset})`,
+      options,
+    );
     this.name = 'FutureBusinessDateError';
   }
 }
@@ -62,13 +66,18 @@ export function latestBusinessDate(rule: BusinessDateRule, instant: Date): strin
  * The error for a business date after the job's latest at `instant`, or undefined when it is not (dates are
  * YYYY-MM-DD, already validated, so they compare as strings). For callers that record the refusal rather than throw.
  */
-export function futureBusinessDate(jobName: string, businessDate: string, rule: BusinessDateRule, instant: Date): FutureBusinessDateError | undefined {
+export function futureBusinessDate(
+  jobName: string,
+  businessDate: string,
+  rule: BusinessDateRule,
+  instant: Date,
+): FutureBusinessDateError | undefined {
   const latest = latestBusinessDate(rule, instant);
   return businessDate > latest ? new FutureBusinessDateError(jobName, businessDate, latest, rule) : undefined;
 }
 
 /** @throws FutureBusinessDateError naming the date, the latest allowed and the rule (futureBusinessDate). */
-export function assertNotFutureBusinessDate(jobName: string, businessDate: string, rule: BusinessDateRule, instant: Date): void {
+export function assertNotFutureBusinessDate(jobName: string, businessDate: string, rule: BusinessDateRule, instant: Date) {
   const error = futureBusinessDate(jobName, businessDate, rule, instant);
   if (error) throw error;
 }

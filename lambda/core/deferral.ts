@@ -80,11 +80,15 @@ export interface DeferralPolicyOptions {
  * message of the queue could serve (a typo or a hostile body, re-published every 15 minutes for ever otherwise).
  * Undefined when it has none or it is within the retention.
  */
-export function notBeforeBeyondRetention(message: { enqueuedAt: string; notBefore?: string }, retentionSeconds: number): string | undefined {
+export function notBeforeBeyondRetention(
+  message: { enqueuedAt: string; notBefore?: string },
+  retentionSeconds: number,
+): string | undefined {
   if (message.notBefore === undefined) return undefined;
   const waitMs = Date.parse(message.notBefore) - Date.parse(message.enqueuedAt);
   if (!(waitMs > retentionSeconds * 1000)) return undefined;
-  return `notBefore: ${message.notBefore} is more than the queue's retention (${retentionSeconds} s) after enqueuedAt ${message.enqueuedAt}`;
+  const retention = `the queue's retention (${retentionSeconds} s)`;
+  return `notBefore: ${message.notBefore} is more than ${retention} after enqueuedAt ${message.enqueuedAt}`;
 }
 
 export const DEFAULT_MAX_DEFERRALS = 100;

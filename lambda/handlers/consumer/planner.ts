@@ -60,7 +60,8 @@ export interface PlannerOptions {
 }
 
 /** A copy the consumer wrote to the DLQ, moved back by a redrive (it carries the DLQ copy's attributes). */
-const redriven = (record: SQSRecord): boolean => record.messageAttributes !== undefined && REDRIVEN_MARK_ATTRIBUTE in record.messageAttributes;
+const redriven = (record: SQSRecord): boolean =>
+  record.messageAttributes !== undefined && REDRIVEN_MARK_ATTRIBUTE in record.messageAttributes;
 
 export class Planner {
   constructor(private readonly options: PlannerOptions) {}
@@ -108,8 +109,9 @@ export class Planner {
       // A redriven copy carries no mark in its body: marked here, so its deferrals stay backfill. Its deferral age
       // starts again now, as its deferral count did in the DLQ copy: it may have waited in the DLQ longer than the
       // age limit (lambda/core/deferral.ts), and would otherwise be dead-lettered again at its first deferral.
+      const rearmed = redriven(record) ? { firstEnqueuedAt: new Date(nowMs).toISOString() } : {};
       const message = isBackfill(validated.message, record.messageAttributes)
-        ? { ...validated.message, backfill: true as const, ...(redriven(record) ? { firstEnqueuedAt: new Date(nowMs).toISOString() } : {}) }
+        ? { ...validated.message, backfill: true as const, ...rearmed }
         : validated.message;
       const key = this.options.keyField === undefined ? undefined : keyOf(resource, this.options.keyField);
       if (key === null) {

@@ -54,7 +54,15 @@ export function createDeps(settings: JobRuntimeSettings): ExpiredSessionDeps {
   const maxAgeDays = read.integer('sessionMaxAgeDays', { min: 1, max: 3650 });
   const chunkSize = read.integer('deleteChunkSize', { min: 1, max: 100 });
   read.done();
-  return { documents: documentClient(), tenantsTable, sessionsTable, maxAgeDays, chunkSize, minRemainingMs: DEFAULT_MIN_REMAINING_MS, now: () => new Date() };
+  return {
+    documents: documentClient(),
+    tenantsTable,
+    sessionsTable,
+    maxAgeDays,
+    chunkSize,
+    minRemainingMs: DEFAULT_MIN_REMAINING_MS,
+    now: () => new Date(),
+  };
 }
 
 /** Sessions last seen strictly before this instant are expired for `businessDate`. */
@@ -93,7 +101,8 @@ export const job = defineJob<TenantResource, ExpiredSessionDeps>({
     const latestCutoff = new Date(now.getTime() - deps.maxAgeDays * DAY_MS).toISOString();
     if (cutoff > latestCutoff) {
       throw new PermanentError(
-        `tenant ${tenantId}: business date ${businessDate} is in the future: its cutoff ${cutoff} is later than now minus ${deps.maxAgeDays} days (${latestCutoff}); nothing deleted`,
+        `tenant ${tenantId}: business date ${businessDate} is in the future: its cutoff ${cutoff} is later than ` +
+          `now minus ${deps.maxAgeDays} days (${latestCutoff}); nothing deleted`,
         { tenantId, businessDate, cutoff, now: now.toISOString() },
       );
     }

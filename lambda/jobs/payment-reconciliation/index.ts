@@ -121,7 +121,10 @@ export const job = defineJob<PaymentResource, PaymentReconciliationDeps>({
       throw error;
     }
     const future = futureBusinessDate(JOB_NAME, businessDate, deps.businessDates, deps.now());
-    if (future) throw new PermanentError(`payment ${paymentId}: ${future.message}; not reconciled`, { paymentId, businessDate, latest: future.latest }, { cause: future });
+    if (future) {
+      const detail = { paymentId, businessDate, latest: future.latest };
+      throw new PermanentError(`payment ${paymentId}: ${future.message}; not reconciled`, detail, { cause: future });
+    }
 
     // Read first: a payment already reconciled (by us or by another date's run) must not cost a provider call.
     const before = await readPayment(deps, paymentId);

@@ -130,6 +130,8 @@ export class PacedJob extends Construct {
       maxReceiveCount: job.maxReceiveCount,
       businessDateOffsetDays: job.schedule.businessDateOffsetDays,
       timeZone: job.schedule.timeZone,
+      // The consumer rejects a notBefore past it and bounds deferrals by it (JobRuntimeSettings.queueRetentionSeconds).
+      queueRetentionSeconds: job.queueRetentionDays * 86_400,
       rateLimit,
       quota: { starts: job.rateLimit.starts, headroom: job.rateLimit.headroom, ...(job.rateLimit.maxConcurrent ? { maxConcurrent: job.rateLimit.maxConcurrent } : {}) },
       concurrency: job.concurrency.max,

@@ -28,6 +28,60 @@ export function businessDateFor(instant: Date, timeZone: string, offsetDays = 0)
   return local.toISOString().slice(0, 10);
 }
 
+/** A business date after the latest its job may cover now: work for a day that has not happened yet. */
+export class FutureBusinessDateError extends BusinessDateError {
+  constructor(
+    public readonly jobName: string,
+    public readonly businessDate: string,
+    public readonly latest: string,
+    rule: BusinessDateRule,
+    options?: ErrorOptions,
+  ) {
+    const days = rule.businessDateOffsetDays;
+    const offset = days > 0 ? `+${days}` : `${days}`;
+    super(
+      `business date ${businessDate} is in the future: the latest for ${jobName} now is ${latest} (${rule.timeZone}, offset ${offset})`,
+      options,
+    );
+    this.name = 'FutureBusinessDateError';
+  }
+}
+
+/** The part of a job's runtime settings (JobRuntimeSettings) that says which date a run covers. */
+export interface BusinessDateRule {
+  timeZone: string;
+  businessDateOffsetDays: number;
+}
+
+/**
+ * The latest business date a job may cover at `instant`: the date its schedule would run for now (its date in its time
+ * zone plus its offset). A later date is a day that has not happened yet, and its cutoffs would reach into the future.
+ * @throws BusinessDateError for an unknown time zone or an invalid instant.
+ */
+export function latestBusinessDate(rule: BusinessDateRule, instant: Date): string {
+  return businessDateFor(instant, rule.timeZone, rule.businessDateOffsetDays);
+}
+
+/**
+ * The error for a business date after the job's latest at `instant`, or undefined when it is not (dates are
+ * YYYY-MM-DD, already validated, so they compare as strings). For callers that record the refusal rather than throw.
+ */
+export function futureBusinessDate(
+  jobName: string,
+  businessDate: string,
+  rule: BusinessDateRule,
+  instant: Date,
+): FutureBusinessDateError | undefined {
+  const latest = latestBusinessDate(rule, instant);
+  return businessDate > latest ? new FutureBusinessDateError(jobName, businessDate, latest, rule) : undefined;
+}
+
+/** @throws FutureBusinessDateError naming the date, the latest allowed and the rule (futureBusinessDate). */
+export function assertNotFutureBusinessDate(jobName: string, businessDate: string, rule: BusinessDateRule, instant: Date) {
+  const error = futureBusinessDate(jobName, businessDate, rule, instant);
+  if (error) throw error;
+}
+
 /** `2026-11-29T02:00:00.000Z` -> `20261129T020000Z`: stable, sortable, and valid in an ID. */
 export function compactTimestamp(instant: Date): string {
   return instant.toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/[-:]/g, '');

@@ -30,6 +30,9 @@ export const SQS_MAX_DELAY_SECONDS = 900;
 /** Lambda's hard ceiling for one invocation. */
 export const LAMBDA_MAX_TIMEOUT_SECONDS = 900;
 
+/** A job queue's retention unless config says otherwise (queueRetentionDays). @default 4 */
+export const DEFAULT_QUEUE_RETENTION_DAYS = 4;
+
 /** Metric namespace every handler writes to. */
 export const METRICS_NAMESPACE = 'PacedJobs';
 
@@ -46,6 +49,11 @@ export interface JobRuntimeSettings {
   maxReceiveCount?: number;
   businessDateOffsetDays: number;
   timeZone: string;
+  /**
+   * The work queue's retention: no wait (a notBefore) may outlast it, and it bounds an operation's deferrals by default
+   * (lambda/core/pacingSettings.ts). Absent in settings deployed before it: DEFAULT_QUEUE_RETENTION_DAYS.
+   */
+  queueRetentionSeconds?: number;
   /** Effective pacing: the allowance after headroom. */
   rateLimit: {
     startsPerInterval: number;

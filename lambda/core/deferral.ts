@@ -9,9 +9,10 @@
 // paced deferral (no rate-limit slot soon enough) never spends the budget: pacing is the fleet waiting its turn, not a
 // failure, and a backlog of hours would otherwise exhaust any budget by waiting alone. Its delay does not grow past the
 // limiter's own wait plus a bounded spread, since a delay that grew with the count would leave a backlog asleep while
-// slots go unused. An age limit (since firstEnqueuedAt)
-// is available but off by default, because a redriven message keeps its first enqueue time and would be dead-lettered
-// again at its first deferral.
+// slots go unused. An age limit (since firstEnqueuedAt) bounds every kind: a deployed consumer sets it to the queue's
+// retention unless the job says otherwise (lambda/core/pacingSettings.ts). A redriven message starts its age again at
+// its first receive after the redrive (the consumer's planner), as its deferral count does, or a redrive of old
+// failures would be dead-lettered again at its first deferral.
 import { SQS_MAX_DELAY_SECONDS } from './constants';
 import type { ThrottledError } from './errors';
 import { backoffMs, type RandomSource } from './pacing/backoff';
@@ -56,8 +57,8 @@ export interface DeferralPolicyOptions {
    */
   maxDeferrals?: number;
   /**
-   * Age since first enqueue past which the operation is dead-lettered instead of deferred again. Applies to redriven
-   * messages too (they keep their first enqueue time). @default none: only the deferral count limits
+   * Age since first enqueue past which the operation is dead-lettered instead of deferred again. A deployed consumer
+   * always sets it (pacingSettings: the queue's retention by default). @default none: only the deferral count limits
    */
   maxAgeSeconds?: number;
   /** Full-jitter backoff for a throttle without a usable Retry-After. @default { baseMs: 2000, capMs: 900000 } */
@@ -72,6 +73,22 @@ export interface DeferralPolicyOptions {
   minDelaySeconds?: number;
   /** @default Math.random */
   random?: RandomSource;
+}
+
+/**
+ * Why a message's `notBefore` cannot be honoured: later than its `enqueuedAt` plus the queue's retention, a wait no
+ * message of the queue could serve (a typo or a hostile body, re-published every 15 minutes for ever otherwise).
+ * Undefined when it has none or it is within the retention.
+ */
+export function notBeforeBeyondRetention(
+  message: { enqueuedAt: string; notBefore?: string },
+  retentionSeconds: number,
+): string | undefined {
+  if (message.notBefore === undefined) return undefined;
+  const waitMs = Date.parse(message.notBefore) - Date.parse(message.enqueuedAt);
+  if (!(waitMs > retentionSeconds * 1000)) return undefined;
+  const retention = `the queue's retention (${retentionSeconds} s)`;
+  return `notBefore: ${message.notBefore} is more than ${retention} after enqueuedAt ${message.enqueuedAt}`;
 }
 
 export const DEFAULT_MAX_DEFERRALS = 100;

@@ -1,6 +1,6 @@
 // The pacing keys of a job's free-form `settings`, as one schema: config checks it at synth, the handlers at run time.
 import * as z from 'zod/mini';
-import { EnvVar, type JobRuntimeSettings } from './constants';
+import { DEFAULT_QUEUE_RETENTION_DAYS, EnvVar, type JobRuntimeSettings } from './constants';
 import { MAX_DEFERRALS } from './deferral';
 import { laneCount } from './pacing/lanes';
 import { SettingsError } from './settings';
@@ -40,7 +40,10 @@ const shape = {
    * @default 100 (DEFAULT_MAX_DEFERRALS in ./deferral.ts, applied by the deferral policy)
    */
   maxDeferrals: z.optional(positiveInt().check(z.lte(MAX_DEFERRALS, { error: (issue) => `must be at most ${MAX_DEFERRALS}, ${got(issue)}` }))),
-  /** Age since first enqueue past which the operation is dead-lettered. @default none */
+  /**
+   * Age since first enqueue past which the operation is dead-lettered rather than deferred again, so nothing is
+   * re-published for ever. @default the queue's retention (pacingSettings applies it: only the runtime knows it)
+   */
   maxDeferralAgeSeconds: z.optional(positiveInt()),
   /** The longest wait for a rate-limit slot spent inside the function. @default 10000 */
   shortWaitMs: z._default(positiveInt(), 10_000),
@@ -128,7 +131,10 @@ export interface PacingSettings {
   lateToleranceMs: number;
   shortWaitMs: number;
   maxDeferrals?: number;
-  maxDeferralAgeSeconds?: number;
+  /** Finite: the setting, else the queue's retention. */
+  maxDeferralAgeSeconds: number;
+  /** The work queue's retention (JobRuntimeSettings.queueRetentionSeconds). @default DEFAULT_QUEUE_RETENTION_DAYS */
+  queueRetentionSeconds: number;
   adaptiveRate: boolean;
   /** False: no shared limiter, only the concurrency cap (the `pacing` setting). */
   enabled: boolean;
@@ -169,6 +175,7 @@ export function pacingSettings(settings: JobRuntimeSettings): PacingSettings {
   const intervalMs = settings.rateLimit.intervalSeconds * 1000;
   const margin = safetyMarginMs(intervalMs);
   const limits = { startsPerInterval: settings.rateLimit.startsPerInterval, intervalMs, burst: settings.rateLimit.burst, safetyMarginMs: margin };
+  const queueRetentionSeconds = settings.queueRetentionSeconds ?? DEFAULT_QUEUE_RETENTION_DAYS * 86_400;
   return {
     limiterKey: downstreamKey ?? settings.jobName,
     limits,
@@ -177,7 +184,9 @@ export function pacingSettings(settings: JobRuntimeSettings): PacingSettings {
     lateToleranceMs: Math.floor(margin / 2),
     shortWaitMs,
     maxDeferrals,
-    maxDeferralAgeSeconds,
+    // An operation that has waited longer than its queue would have kept it is not waited for any longer.
+    maxDeferralAgeSeconds: maxDeferralAgeSeconds ?? queueRetentionSeconds,
+    queueRetentionSeconds,
     adaptiveRate,
     enabled: pacing,
   };

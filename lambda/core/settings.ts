@@ -20,6 +20,7 @@ export const jobRuntimeSettingsSchema = z.object({
   maxReceiveCount: z.optional(positiveInt()),
   businessDateOffsetDays: z.number().check(z.int()),
   timeZone: z.string().check(z.minLength(1)),
+  queueRetentionSeconds: z.optional(positiveInt()),
   rateLimit: z.object({
     startsPerInterval: positiveInt(),
     intervalSeconds: positiveInt(),

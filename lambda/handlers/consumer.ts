@@ -7,7 +7,8 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { EnvVar } from '../core/constants';
+import type { BusinessDateRule } from '../core/businessDate';
+import { DEFAULT_QUEUE_RETENTION_DAYS, EnvVar } from '../core/constants';
 import { createDeferralPolicy, defaultDeferralPolicy, type DeferralPolicy } from '../core/deferral';
 import type { AnyJob } from '../core/job';
 import { ApplyTimeEstimator } from '../core/pacing/applyEstimator';
@@ -122,6 +123,16 @@ export interface ConsumerOptions {
    * @default the larger of RELEASE_FLOOR_MS and RELEASE_PACE_MULTIPLE times the container's pace (recordRunner.ts)
    */
   releaseAfterMs?: number;
+  /**
+   * The job's business-date rule (its schedule's time zone and offset): a message of a date after the job's latest
+   * now is rejected, never applied. @default UTC, offset 0 (a date after today in UTC is rejected)
+   */
+  businessDates?: BusinessDateRule;
+  /**
+   * The work queue's retention: a message whose notBefore is further than this after its enqueuedAt is rejected.
+   * @default DEFAULT_QUEUE_RETENTION_DAYS, in seconds
+   */
+  queueRetentionSeconds?: number;
   /** @default () => new Date() */
   now?: () => Date;
 }
@@ -176,6 +187,8 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     completedLookup: options.completedLookup ?? new DynamoCompletedLookup({ tableName: options.idempotencyTableName }),
     spacingMs: pacing.spacingMs,
     ...(keyFieldOf(options) !== undefined ? { keyField: keyFieldOf(options) } : {}),
+    businessDates: options.businessDates ?? { timeZone: 'UTC', businessDateOffsetDays: 0 },
+    queueRetentionSeconds: options.queueRetentionSeconds ?? DEFAULT_QUEUE_RETENTION_DAYS * 86_400,
     now,
   });
   const runner = new RecordRunner({
@@ -381,6 +394,8 @@ export function consumerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loa
       spacingMs: gcraLimits(paced.limits).emissionIntervalUs / 1000,
     },
     deferralPolicy: createDeferralPolicy({ maxDeferrals: paced.maxDeferrals, maxAgeSeconds: paced.maxDeferralAgeSeconds }),
+    businessDates: { timeZone: settings.timeZone, businessDateOffsetDays: settings.businessDateOffsetDays },
+    queueRetentionSeconds: paced.queueRetentionSeconds,
   };
 }
 

@@ -21,7 +21,7 @@ import {
   waitDelaySeconds,
   type RunAhead,
 } from '../core/admission';
-import { businessDateFor, makeBatchId } from '../core/businessDate';
+import { assertNotFutureBusinessDate, businessDateFor, makeBatchId } from '../core/businessDate';
 import type { AnyJob, DiscoverPage } from '../core/job';
 import { boundReasons, businessDateSchema, idSchema, InvalidMessageError, serializeMessage, type JobMessage } from '../core/message';
 import { pacingSettings } from '../core/pacingSettings';
@@ -411,10 +411,28 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
     return summary;
   };
 
+  /**
+   * Refuses a run or step of a business date after the job's latest now, before it reads or writes anything: its
+   * discovery and its cutoffs would reach into the future. Thrown, not returned: the event is kept in the producer
+   * DLQ for review (after Lambda's asynchronous retries, or the admission queue's receives, which repeat the refusal
+   * and change nothing) and its alarm fires, where a returned refusal would leave a bad Scheduler input unseen every
+   * night. A synchronous invoke (ops catch-up) gets the message back.
+   * @throws FutureBusinessDateError naming the date and the latest allowed one
+   */
+  const refuseFuture = (businessDate: string) => {
+    try {
+      assertNotFutureBusinessDate(job.name, businessDate, settings, now());
+    } catch (error) {
+      logger.error('refused a business date in the future; nothing was admitted', { businessDate, error: error as Error });
+      throw error;
+    }
+  };
+
   /** Starts the run (its state and start facts, once) and takes its first step. */
   const start = async (event: ProducerEvent, context: Context): Promise<ProducerSummary> => {
     const scheduled = event.scheduledTime ? new Date(event.scheduledTime) : undefined;
     const businessDate = event.businessDate ?? businessDateFor(scheduled ?? now(), settings.timeZone, settings.businessDateOffsetDays);
+    refuseFuture(businessDate);
     const batchId = event.batchId ?? makeBatchId(job.name, businessDate, scheduled);
     return withLogKeys({ batchId, businessDate }, async () => {
       const existing = await runState.read(job.name, batchId);
@@ -469,6 +487,7 @@ export function createProducer(options: ProducerOptions): (event: unknown, conte
     }
     const step = parsed.data;
     await withLogKeys({ batchId: step.batchId, businessDate: step.businessDate }, async () => {
+      refuseFuture(step.businessDate);
       const summary = await runStep(step, context, false);
       logger.info('producer step finished', { ...summary });
     });

@@ -1,6 +1,6 @@
 // Configuration contract for one environment: every default is written once here (and pinned by test/lib/config).
 import { z } from 'zod';
-import { LAMBDA_MAX_TIMEOUT_SECONDS, SQS_MAX_MESSAGE_BYTES, type JobRuntimeSettings } from '../../lambda/core/constants';
+import { DEFAULT_QUEUE_RETENTION_DAYS, LAMBDA_MAX_TIMEOUT_SECONDS, SQS_MAX_MESSAGE_BYTES, type JobRuntimeSettings } from '../../lambda/core/constants';
 import { allowanceAfterHeadroom, pacingSettingsSchema } from '../../lambda/core/pacingSettings';
 
 /** DLQ retention is fixed at the SQS maximum so a failed message outlives its source queue's retention. */
@@ -265,7 +265,7 @@ export const jobSchema = z.object({
   /** Alarm when the oldest queued message is older than this. @default 3600 */
   oldestMessageAgeSloSeconds: z.number().int().min(60).default(3600),
   /** Source queue retention. @default 4 */
-  queueRetentionDays: z.number().int().min(1).max(14).default(4),
+  queueRetentionDays: z.number().int().min(1).max(14).default(DEFAULT_QUEUE_RETENTION_DAYS),
   /** Idempotency record lifetime; must cover queue plus DLQ retention so a late redrive stays a no-op. @default 30 */
   idempotencyRecordDays: z.number().int().min(1).max(365).default(30),
   /** Cap on one message body. @default 262144 (256 KiB, the SQS maximum) */

@@ -2,7 +2,7 @@
 // producer once per missed business date, oldest first, each run with a new batch ID (as a manual run gets one).
 import { InvokeCommand } from '@aws-sdk/client-lambda';
 import { GetScheduleCommand } from '@aws-sdk/client-scheduler';
-import { makeBatchId } from '../../lambda/core/businessDate';
+import { assertNotFutureBusinessDate, FutureBusinessDateError, makeBatchId } from '../../lambda/core/businessDate';
 import { parseCron, scheduledRuns } from '../../lambda/core/cron';
 import { ledgerKeys } from '../../lambda/core/ledgerContract';
 import { businessDateSchema } from '../../lambda/core/message';
@@ -149,6 +149,7 @@ async function missedDates(ctx: CommandContext, job: JobResources, since: string
 
 /** Invokes the producer once per date, oldest first, each run with a new batch ID; a dry run only plans them. */
 async function runDates(ctx: CommandContext, job: JobResources, dates: string[], options: ChangeOptions, what: string): Promise<CatchUpResult> {
+  await refuseFutureDates(ctx, job, dates);
   const runs: CatchUpRun[] = dates.map((businessDate) => ({ businessDate, batchId: makeBatchId(job.job, businessDate), status: 'planned' }));
   const result: CatchUpResult = { ok: true, command: 'catch-up', dryRun: Boolean(options.dryRun), job: job.job, invocation: 'synchronous', runs };
   if (options.dryRun || runs.length === 0) return result;
@@ -180,6 +181,24 @@ async function runDates(ctx: CommandContext, job: JobResources, dates: string[],
     ctx.io.stderr(`catch-up: ${job.job} ${run.businessDate} published as ${run.batchId}`);
   }
   return result;
+}
+
+/**
+ * Refuses the catch-up, dry run or not, before anything changes when a date is after the job's latest business date
+ * now (lambda/core/businessDate.ts): its cutoffs would reach into the future, and a session job would delete every
+ * session. The rule (time zone, offset) is the deployed producer's, read with one GetFunctionConfiguration.
+ * @throws UsageError naming the date and the latest allowed one
+ */
+async function refuseFutureDates(ctx: CommandContext, job: JobResources, dates: string[]): Promise<void> {
+  if (dates.length === 0) return;
+  const settings = await producerSettings(ctx, job.producerFunctionName);
+  const last = dates.reduce((a, b) => (b > a ? b : a));
+  try {
+    assertNotFutureBusinessDate(job.job, last, settings, ctx.io.now());
+  } catch (error) {
+    if (error instanceof FutureBusinessDateError) throw new UsageError(error.message, { cause: error });
+    throw error;
+  }
 }
 
 function describeFailure(payload: string): string {

@@ -30,7 +30,7 @@ describe('Command: ops console', () => {
   });
 
   /** Runs `ops console <args>` until the test stops it, and talks to it as the page would (its token, its origin). */
-  async function open(args: string[], deps: Pick<OpsDependencies, 'source'> = {}): Promise<Session> {
+  async function open(args: string[], deps: Pick<OpsDependencies, 'source'> = {}, clock: () => Date = () => new Date()): Promise<Session> {
     let stdout = '';
     let stderr = '';
     const io: OpsIo = {
@@ -38,7 +38,7 @@ describe('Command: ops console', () => {
       stderr: (t) => (stderr += `${t}\n`),
       interactive: false,
       ask: async () => '',
-      now: () => new Date(),
+      now: clock,
       sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
     };
     let stop!: () => void;
@@ -198,6 +198,23 @@ describe('Command: ops console', () => {
     expect((await on.post('/api/resume', { job: 'alpha' })).status).toBe(200);
     const out = await on.stop();
     expect(out.stderr).toContain(`pause alpha (3 changes) on ${where} (confirmed by --yes --confirm test)\n`);
+  }, 60_000);
+
+  it('refuses a catch-up of a date after the job\'s latest business date with a 400 that names it, invoking nothing', async () => {
+    const c = await open(['--local', '--endpoints', f.endpointsFile], {}, () => new Date('2026-12-05T01:10:00Z'));
+    const calls = f.producerCalls.length;
+
+    const refused = await c.post('/api/catch-up', { job: 'alpha', from: '2027-12-04', to: '2027-12-04' });
+    expect((await c.stop()).code).toBe(0);
+
+    expect(refused).toEqual({
+      status: 400,
+      body: {
+        ok: false,
+        error: { name: 'UsageError', message: 'business date 2027-12-04 is in the future: the latest for alpha now is 2026-12-04 (Europe/Berlin, offset -1)' },
+      },
+    });
+    expect(f.producerCalls).toHaveLength(calls);
   }, 60_000);
 
   it('refuses a port that is not one', async () => {

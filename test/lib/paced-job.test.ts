@@ -120,8 +120,8 @@ describe('Class: PacedJob', () => {
           }),
       );
       expect(error.problems).toEqual([
-        // 3000 bytes of settings plus 424 bytes of the settings' other fields.
-        "JOB_SETTINGS would be 3424 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
+        // 3000 bytes of settings plus 455 bytes of the settings' other fields.
+        "JOB_SETTINGS would be 3455 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
       ]);
     });
 
@@ -165,7 +165,7 @@ describe('Class: PacedJob', () => {
         () =>
           new PacedJob(stack, 'Near', {
             jobName: 'near-job',
-            job: job({ uses: { buckets: { files: { ref: 'files', access: 'read' } } }, settings: { blob: 'x'.repeat(2593) } }),
+            job: job({ uses: { buckets: { files: { ref: 'files', access: 'read' } } }, settings: { blob: 'x'.repeat(2562) } }),
             appResources,
             stateTables,
             scheduleGroup,
@@ -173,7 +173,7 @@ describe('Class: PacedJob', () => {
             retainData: false,
           }),
       );
-      // 2593 bytes of settings, 63 of the bucket's name once CloudFormation gives it, 435 of the other fields.
+      // 2562 bytes of settings, 63 of the bucket's name once CloudFormation gives it, 466 of the other fields.
       expect(error.problems).toEqual([
         "JOB_SETTINGS would be 3091 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
       ]);
@@ -280,6 +280,8 @@ describe('Class: PacedJob', () => {
         maxReceiveCount: 7,
         businessDateOffsetDays: -1,
         timeZone: 'America/New_York',
+        // queueRetentionDays: 2, in seconds.
+        queueRetentionSeconds: 172_800,
         rateLimit: { startsPerInterval: 25, intervalSeconds: 10, burst: 3, backfillShare: 0.5 },
         // The documented quota as config states it, for ops preflight's headroom check.
         quota: { starts: 50, headroom: 0.5 },

@@ -211,6 +211,7 @@ describe('Class: PacedJobsStack', () => {
           maxReceiveCount: 5,
           businessDateOffsetDays: -1,
           timeZone: 'Europe/London',
+          queueRetentionSeconds: 345_600,
           rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1, backfillShare: 0.5 },
           quota: { starts: 100, headroom: 0.8 },
           concurrency: 10,

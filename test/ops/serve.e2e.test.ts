@@ -5,9 +5,14 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetFunctionConfigurationCommand, InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { unsettledPayment } from '../../lambda/jobs/payment-reconciliation/items';
+import { session, tenant } from '../../lambda/jobs/expired-session-cleanup/items';
+import { FutureBusinessDateError, latestBusinessDate } from '../../lambda/core/businessDate';
+import type { JobRuntimeSettings } from '../../lambda/core/constants';
+import { jobOutputName } from '../../lib/outputs';
 import { holdsFor, waitFor } from '../../local/waitFor';
 import { encodePageOperations, ledgerKeys } from '../../lambda/core/ledgerContract';
 
@@ -237,6 +242,86 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     expect(view.idempotencyRecord).toMatchObject({ status: 'COMPLETED' });
     expect(view.batches.some((b) => b.businessDate === DATES[1] && b.reconciles)).toBe(true);
   });
+
+  it('refuses a business date a year ahead at the CLI, the producer and the queue, and deletes no session (#33)', async () => {
+    const SESSIONS_JOB = 'expired-session-cleanup';
+    const TENANT = 'tenant-e2e-future';
+    // A typo of the year: every one of these sessions is active, and all were seen before the date's cutoff.
+    const FUTURE = new Date(Date.now() + 366 * 86_400_000).toISOString().slice(0, 10);
+    const config = { endpoint: doc.endpoints.lambda, region: doc.region, credentials: doc.credentials };
+    const lambda = new LambdaClient(config);
+    const producer = doc.outputs[jobOutputName(SESSIONS_JOB, 'ProducerFunctionName')];
+    const deployed = await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: producer }));
+    const settings = JSON.parse(deployed.Environment!.Variables!.JOB_SETTINGS) as JobRuntimeSettings;
+    // The refusal names the latest date at the moment of the call; a test running across midnight sees either.
+    const refusals = () => {
+      const before = latestBusinessDate(settings, new Date(Date.now() - 60_000));
+      const after = latestBusinessDate(settings, new Date(Date.now() + 60_000));
+      return [...new Set([before, after])].map((latest) => new FutureBusinessDateError(SESSIONS_JOB, FUTURE, latest, settings).message);
+    };
+    await documents.send(new PutCommand({ TableName: 'tenants-dev', Item: tenant(TENANT) }));
+    const sessionIds = Array.from({ length: 6 }, (_, i) => `s-future-${i}`);
+    for (const [i, sessionId] of sessionIds.entries()) {
+      await documents.send(new PutCommand({ TableName: 'sessions-dev', Item: session({ tenantId: TENANT, sessionId, lastSeenAt: new Date(Date.now() - (i + 1) * 3_600_000) }) }));
+    }
+    const remaining = async () => {
+      const { Items = [] } = await documents.send(
+        new QueryCommand({ TableName: 'sessions-dev', KeyConditionExpression: 'tenantId = :t', ExpressionAttributeValues: { ':t': TENANT }, ConsistentRead: true }),
+      );
+      return Items.map((i) => String(i.sessionId)).sort();
+    };
+
+    try {
+      // The CLI: refused before the producer is invoked.
+      const caughtUp = await ops('catch-up', '--job', SESSIONS_JOB, '--from', FUTURE, '--to', FUTURE, '--yes');
+      expect(caughtUp.code).toBe(2);
+      expect(caughtUp.json.error).toMatchObject({ name: 'UsageError', message: expect.any(String) });
+      expect(refusals()).toContain((caughtUp.json.error as { message: string }).message);
+
+      // The producer, invoked directly as a catch-up would: it throws, naming the date, and admits nothing.
+      const invoked = await lambda.send(
+        new InvokeCommand({ FunctionName: producer, Payload: Buffer.from(JSON.stringify({ businessDate: FUTURE, batchId: `${SESSIONS_JOB}:${FUTURE}:manual-e2e`, backfill: true })) }),
+      );
+      expect(invoked.FunctionError).toBeDefined();
+      const failure = JSON.parse(Buffer.from(invoked.Payload!).toString('utf8')) as { errorType: string; errorMessage: string };
+      expect(failure.errorType).toBe('FutureBusinessDateError');
+      // The local runtime prefixes the function and the error's name, as it words every function error.
+      expect(refusals().map((r) => `${producer}: FutureBusinessDateError: ${r}`)).toContain(failure.errorMessage);
+      const { Item: run } = await documents.send(new GetCommand({ TableName: doc.outputs.LedgerTableName, Key: { pk: ledgerKeys.batchPartition(SESSIONS_JOB), sk: `${SESSIONS_JOB}:${FUTURE}:manual-e2e` } }));
+      expect(run).toBeUndefined();
+
+      // A raw message on the job's queue: the consumer rejects it, records why, and never applies it.
+      const sent = await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: doc.jobs[SESSIONS_JOB].queueUrl,
+          MessageBody: JSON.stringify({
+            version: 1,
+            jobType: SESSIONS_JOB,
+            operationId: `${TENANT}:expired-sessions:${FUTURE}`,
+            batchId: `${SESSIONS_JOB}:${FUTURE}:raw-e2e`,
+            businessDate: FUTURE,
+            resource: { tenantId: TENANT },
+            enqueuedAt: new Date().toISOString(),
+          }),
+        }),
+      );
+      const rejection = await waitFor(
+        'the consumer to record the rejection of the raw message',
+        async () => {
+          const { Items = [] } = await documents.send(
+            new QueryCommand({ TableName: doc.outputs.LedgerTableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': ledgerKeys.rejectionPartition(SESSIONS_JOB) } }),
+          );
+          return Items.find((i) => i.messageId === sent.MessageId);
+        },
+        { timeoutMs: 60_000, intervalMs: 500 },
+      );
+      expect(refusals().map((r) => [`businessDate: ${r}`])).toContainEqual(rejection.reasons);
+      expect(await queued(doc.jobs[SESSIONS_JOB].dlqUrl)).toBe(0);
+      expect(await remaining()).toEqual(sessionIds);
+    } finally {
+      lambda.destroy();
+    }
+  }, 180_000);
 
   it('audits a settled business date exactly from the ledger and the idempotency records, and refuses a date with no batch', async () => {
     const { code, json } = await ops('audit', '--job', JOB, '--date', DATES[1], '--operations');

@@ -2,9 +2,10 @@
 // aside, those already COMPLETED found in one read, and ONE block of rate-limit slots taken for the rest that are due.
 import type { SQSRecord } from 'aws-lambda';
 import type { CompletedBy } from '../../core/ledgerContract';
-import type { DeferralCause } from '../../core/deferral';
+import { futureBusinessDate, type BusinessDateRule } from '../../core/businessDate';
+import { notBeforeBeyondRetention, type DeferralCause } from '../../core/deferral';
 import type { AnyJob } from '../../core/job';
-import { fairOrder, isBackfill } from '../../core/backfill';
+import { fairOrder, isBackfill, REDRIVEN_MARK_ATTRIBUTE } from '../../core/backfill';
 import { keyOf } from '../../core/fairness';
 import { boundReasons, parseMessage, type JobMessage } from '../../core/message';
 import type { CompletedLookup } from '../../adapters/completedOperations';
@@ -51,11 +52,30 @@ export interface PlannerOptions {
   spacingMs: number;
   /** The resource field whose value is each record's key, when the job has a per-key rate limit. */
   keyField?: string;
+  /** The job's business-date rule: a message of a date after its latest now is rejected, never applied. */
+  businessDates: BusinessDateRule;
+  /** The work queue's retention: a message whose notBefore is further than this after its enqueuedAt is rejected. */
+  queueRetentionSeconds: number;
   now: () => Date;
 }
 
+/** A copy the consumer wrote to the DLQ, moved back by a redrive (it carries the DLQ copy's attributes). */
+const redriven = (record: SQSRecord): boolean =>
+  record.messageAttributes !== undefined && REDRIVEN_MARK_ATTRIBUTE in record.messageAttributes;
+
 export class Planner {
   constructor(private readonly options: PlannerOptions) {}
+
+  /**
+   * Why a valid message must never be applied, whatever its sender checked: a business date after the job's latest
+   * now (its cutoffs would reach into the future), or a notBefore no queue could keep it for.
+   */
+  private refusal(message: JobMessage): string | undefined {
+    const { job, businessDates, queueRetentionSeconds, now } = this.options;
+    const future = futureBusinessDate(job.name, message.businessDate, businessDates, now());
+    if (future) return `businessDate: ${future.message}`;
+    return notBeforeBeyondRetention(message, queueRetentionSeconds);
+  }
 
   /**
    * Decides every record of the batch. The block is as many slots as this container can start on time (see
@@ -81,8 +101,18 @@ export class Planner {
         continue;
       }
       const { resource } = validated;
-      // A redriven copy carries no mark in its body: marked here, so its deferrals stay backfill.
-      const message = isBackfill(validated.message, record.messageAttributes) ? { ...validated.message, backfill: true as const } : validated.message;
+      const refused = this.refusal(validated.message);
+      if (refused !== undefined) {
+        plans.set(record.messageId, { kind: 'reject', reasons: [refused] });
+        continue;
+      }
+      // A redriven copy carries no mark in its body: marked here, so its deferrals stay backfill. Its deferral age
+      // starts again now, as its deferral count did in the DLQ copy: it may have waited in the DLQ longer than the
+      // age limit (lambda/core/deferral.ts), and would otherwise be dead-lettered again at its first deferral.
+      const rearmed = redriven(record) ? { firstEnqueuedAt: new Date(nowMs).toISOString() } : {};
+      const message = isBackfill(validated.message, record.messageAttributes)
+        ? { ...validated.message, backfill: true as const, ...rearmed }
+        : validated.message;
       const key = this.options.keyField === undefined ? undefined : keyOf(resource, this.options.keyField);
       if (key === null) {
         plans.set(record.messageId, { kind: 'reject', reasons: [`resource.${this.options.keyField}: missing or empty; it is the key of the job's per-key rate limit (rateLimit.perKey.key)`] });

@@ -6,6 +6,9 @@
 // Choices:
 // - Cutoff = the start of the business date (UTC midnight) minus sessionMaxAgeDays: fixed per date, so a retry or a
 //   re-run of the date deletes by the same rule whatever the clock says.
+// - But never later than now minus sessionMaxAgeDays (apply's own clock, deps.now): a business date in the future (a
+//   typo of a year) would otherwise delete every active session. Refused as a PermanentError, whatever the caller
+//   checked, so a session younger than sessionMaxAgeDays as of now is never deleted whatever the message says.
 // - Apply pages forward through the index rather than re-querying from the start after each chunk: the index is
 //   eventually consistent, so a restart could see the same just-deleted or refreshed sessions again and never end.
 // - When the invocation runs short of time, apply throws RetryableError; the deletes so far stand (each is
@@ -40,6 +43,8 @@ export interface ExpiredSessionDeps {
   /** Sessions queried and deleted per round (DeleteItem calls in flight at once). */
   chunkSize: number;
   minRemainingMs: number;
+  /** Apply's clock: no cutoff later than now minus maxAgeDays is ever acted on. */
+  now: () => Date;
 }
 
 export function createDeps(settings: JobRuntimeSettings): ExpiredSessionDeps {
@@ -49,7 +54,15 @@ export function createDeps(settings: JobRuntimeSettings): ExpiredSessionDeps {
   const maxAgeDays = read.integer('sessionMaxAgeDays', { min: 1, max: 3650 });
   const chunkSize = read.integer('deleteChunkSize', { min: 1, max: 100 });
   read.done();
-  return { documents: documentClient(), tenantsTable, sessionsTable, maxAgeDays, chunkSize, minRemainingMs: DEFAULT_MIN_REMAINING_MS };
+  return {
+    documents: documentClient(),
+    tenantsTable,
+    sessionsTable,
+    maxAgeDays,
+    chunkSize,
+    minRemainingMs: DEFAULT_MIN_REMAINING_MS,
+    now: () => new Date(),
+  };
 }
 
 /** Sessions last seen strictly before this instant are expired for `businessDate`. */
@@ -87,6 +100,15 @@ export const job = defineJob<TenantResource, ExpiredSessionDeps>({
       throw error;
     }
     const cutoff = sessionCutoff(businessDate, deps.maxAgeDays);
+    const now = deps.now();
+    const latestCutoff = new Date(now.getTime() - deps.maxAgeDays * DAY_MS).toISOString();
+    if (cutoff > latestCutoff) {
+      throw new PermanentError(
+        `tenant ${tenantId}: business date ${businessDate} is in the future: its cutoff ${cutoff} is later than ` +
+          `now minus ${deps.maxAgeDays} days (${latestCutoff}); nothing deleted`,
+        { tenantId, businessDate, cutoff, now: now.toISOString() },
+      );
+    }
     let deleted = 0;
     let kept = 0;
     let startKey: Record<string, unknown> | undefined;

@@ -2,7 +2,8 @@
 // provider (Idempotency-Key = operation ID) and records the outcome on the payment conditionally.
 //
 // Table `payments` (alias tables.payments): see items.ts for the item shape. Discovery reads the sparse index
-// `unsettled-by-date`; apply reads and updates the item by `paymentId`.
+// `unsettled-by-date`; apply reads and updates the item by `paymentId`. Apply refuses a business date after the job's
+// latest by its own clock (deps.now), whatever its caller checked: a day not yet over is not the provider's to settle.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
@@ -10,6 +11,7 @@ import { documentClient } from '../../adapters/clients';
 import { countQuery } from '../../adapters/countQuery';
 import { HttpProviderClient, ProviderClient } from '../../adapters/providerClient';
 import { apiKeyGetter } from '../../adapters/secrets';
+import { futureBusinessDate, type BusinessDateRule } from '../../core/businessDate';
 import type { JobRuntimeSettings } from '../../core/constants';
 import { PermanentError, RetryableError } from '../../core/errors';
 import { defineJob, operationsOf } from '../../core/job';
@@ -40,6 +42,8 @@ export interface PaymentReconciliationDeps {
   client: ProviderClient;
   /** Upper bound on one provider request; the remaining invocation time may shorten it. */
   providerTimeoutMs: number;
+  /** The job's schedule rule (time zone, offset): no date after its latest by `now` is reconciled. */
+  businessDates: BusinessDateRule;
   now: () => Date;
 }
 
@@ -59,6 +63,7 @@ export function createDeps(settings: JobRuntimeSettings): PaymentReconciliationD
     // unless it can go in a header as it is (apiKeyGetter).
     client: new HttpProviderClient({ baseUrl: providerBaseUrl, apiKey: apiKeyGetter(apiKeySecret) }),
     providerTimeoutMs,
+    businessDates: { timeZone: settings.timeZone, businessDateOffsetDays: settings.businessDateOffsetDays },
     now: () => new Date(),
   };
 }
@@ -119,6 +124,11 @@ export const job = defineJob<PaymentResource, PaymentReconciliationDeps>({
     } catch (error) {
       if (error instanceof InvalidOperationIdError) throw new PermanentError(error.message, { operationId, paymentId }, { cause: error });
       throw error;
+    }
+    const future = futureBusinessDate(JOB_NAME, businessDate, deps.businessDates, deps.now());
+    if (future) {
+      const detail = { paymentId, businessDate, latest: future.latest };
+      throw new PermanentError(`payment ${paymentId}: ${future.message}; not reconciled`, detail, { cause: future });
     }
 
     // Read first: a payment already reconciled (by us or by another date's run) must not cost a provider call.

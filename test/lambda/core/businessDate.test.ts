@@ -1,4 +1,12 @@
-import { BusinessDateError, businessDateFor, compactTimestamp, makeBatchId } from '../../../lambda/core/businessDate';
+import {
+  assertNotFutureBusinessDate,
+  BusinessDateError,
+  businessDateFor,
+  compactTimestamp,
+  FutureBusinessDateError,
+  latestBusinessDate,
+  makeBatchId,
+} from '../../../lambda/core/businessDate';
 import { idSchema } from '../../../lambda/core/message';
 
 describe('Function: businessDateFor', () => {
@@ -55,5 +63,63 @@ describe('Function: makeBatchId', () => {
 
   it('rejects a business date that is not a real date', () => {
     expect(() => makeBatchId('fake-job', '2026-02-30')).toThrow('business date "2026-02-30" is not a real YYYY-MM-DD date');
+  });
+});
+
+describe('Function: latestBusinessDate', () => {
+  const london = { timeZone: 'Europe/London', businessDateOffsetDays: -1 };
+
+  it('is the date now in the job\'s zone plus its offset', () => {
+    expect(latestBusinessDate(london, new Date('2026-12-05T01:10:00Z'))).toBe('2026-12-04');
+    expect(latestBusinessDate({ timeZone: 'UTC', businessDateOffsetDays: 0 }, new Date('2026-12-05T01:10:00Z'))).toBe('2026-12-05');
+  });
+
+  it('turns at midnight in the job\'s zone, not in UTC', () => {
+    const tokyo = { timeZone: 'Asia/Tokyo', businessDateOffsetDays: 0 };
+    // 14:59:59 UTC is 23:59:59 in Tokyo; a second later the next day has begun there.
+    expect(latestBusinessDate(tokyo, new Date('2026-12-04T14:59:59Z'))).toBe('2026-12-04');
+    expect(latestBusinessDate(tokyo, new Date('2026-12-04T15:00:00Z'))).toBe('2026-12-05');
+    const la = { timeZone: 'America/Los_Angeles', businessDateOffsetDays: 0 };
+    expect(latestBusinessDate(la, new Date('2026-12-05T07:59:59Z'))).toBe('2026-12-04');
+  });
+
+  it('crosses a year end with the offset', () => {
+    expect(latestBusinessDate(london, new Date('2027-01-01T00:00:00Z'))).toBe('2026-12-31');
+  });
+});
+
+describe('Function: assertNotFutureBusinessDate', () => {
+  const london = { timeZone: 'Europe/London', businessDateOffsetDays: -1 };
+  const now = new Date('2026-12-05T01:10:00Z');
+
+  it('accepts the latest date and any earlier one', () => {
+    expect(() => assertNotFutureBusinessDate('expired-session-cleanup', '2026-12-04', london, now)).not.toThrow();
+    expect(() => assertNotFutureBusinessDate('expired-session-cleanup', '2025-12-04', london, now)).not.toThrow();
+  });
+
+  it('refuses a date after the latest, naming it, the latest and the rule', () => {
+    const call = () => assertNotFutureBusinessDate('expired-session-cleanup', '2027-12-04', london, now);
+    expect(call).toThrow(FutureBusinessDateError);
+    expect(call).toThrow(BusinessDateError);
+    expect(call).toThrow('business date 2027-12-04 is in the future: the latest for expired-session-cleanup now is 2026-12-04 (Europe/London, offset -1)');
+  });
+
+  it('refuses the very next day, and shows a positive offset with its sign', () => {
+    expect(() => assertNotFutureBusinessDate('expired-session-cleanup', '2026-12-05', london, now)).toThrow(
+      'business date 2026-12-05 is in the future: the latest for expired-session-cleanup now is 2026-12-04 (Europe/London, offset -1)',
+    );
+    expect(() => assertNotFutureBusinessDate('j', '2026-12-07', { timeZone: 'UTC', businessDateOffsetDays: 1 }, now)).toThrow(
+      'business date 2026-12-07 is in the future: the latest for j now is 2026-12-06 (UTC, offset +1)',
+    );
+  });
+
+  it('carries the refused and the latest date for callers that report them', () => {
+    let caught: unknown;
+    try {
+      assertNotFutureBusinessDate('expired-session-cleanup', '2027-12-04', london, now);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toMatchObject({ name: 'FutureBusinessDateError', jobName: 'expired-session-cleanup', businessDate: '2027-12-04', latest: '2026-12-04' });
   });
 });

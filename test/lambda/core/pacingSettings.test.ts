@@ -34,9 +34,19 @@ describe('Function: pacingSettings', () => {
       lateToleranceMs: 125,
       shortWaitMs: 10_000,
       maxDeferrals: undefined,
-      maxDeferralAgeSeconds: undefined,
+      // Settings deployed before the retention was in them: the config's default retention, 4 days.
+      maxDeferralAgeSeconds: 345_600,
+      queueRetentionSeconds: 345_600,
       adaptiveRate: true,
       enabled: true,
+    });
+  });
+
+  it('bounds the deferral age by the queue\'s retention unless the setting says otherwise', () => {
+    expect(pacingSettings(fakeSettings({ queueRetentionSeconds: 86_400 }))).toMatchObject({ maxDeferralAgeSeconds: 86_400, queueRetentionSeconds: 86_400 });
+    expect(pacingSettings(fakeSettings({ queueRetentionSeconds: 86_400, settings: { maxDeferralAgeSeconds: 7200 } }))).toMatchObject({
+      maxDeferralAgeSeconds: 7200,
+      queueRetentionSeconds: 86_400,
     });
   });
 

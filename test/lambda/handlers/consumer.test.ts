@@ -293,6 +293,37 @@ describe('Function: createConsumer', () => {
       expect(await batchItem(batchId)).toMatchObject({ rejected: 4, completed: 1 });
     });
 
+    it('rejects a raw message of a business date after the job\'s latest, or a notBefore past the queue\'s retention: recorded, acknowledged, never applied or re-published', async () => {
+      const batchId = 'fake-job:2027-12-04:manual-typo';
+      const event = sqsEvent(
+        sqsRecord(body('typo', undefined, { batchId, businessDate: '2027-12-04', operationId: 'fake:typo:2027-12-04' }), { messageId: 'm-future' }),
+        sqsRecord(body('sleeper', undefined, { batchId, notBefore: '2030-01-01T00:00:00.000Z' }), { messageId: 'm-sleeper' }),
+        sqsRecord(body('on-time', undefined, { batchId }), { messageId: 'm-on-time' }),
+      );
+
+      const publisher = new SqsPublisher({ sleep: async () => undefined });
+      const publish = jest.spyOn(publisher, 'publish');
+
+      const response = await consumer({ businessDates: { timeZone: 'Europe/London', businessDateOffsetDays: -1 }, queueRetentionSeconds: 345_600, publisher })(event, lambdaContext());
+
+      expect(response).toEqual({ batchItemFailures: [] });
+      expect(fakeJobCalls.apply.map((r) => r.operationId)).toEqual(['fake:on-time:2026-11-28']);
+      // Neither deferred (re-published) nor dead-lettered.
+      expect(publish).not.toHaveBeenCalled();
+      const { Items = [] } = await documentClient().send(
+        new QueryCommand({ TableName: LEDGER_TABLE, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': 'REJECTED#fake-job' } }),
+      );
+      const byMessage = Object.fromEntries(Items.map((i) => [i.messageId, i]));
+      expect(byMessage['m-future']).toMatchObject({
+        operationId: 'fake:typo:2027-12-04',
+        reasons: ['businessDate: business date 2027-12-04 is in the future: the latest for fake-job now is 2026-11-28 (Europe/London, offset -1)'],
+      });
+      expect(byMessage['m-sleeper'].reasons).toEqual([
+        "notBefore: 2030-01-01T00:00:00.000Z is more than the queue's retention (345600 s) after enqueuedAt 2026-11-29T02:00:00.000Z",
+      ]);
+      expect(await batchItem(batchId)).toMatchObject({ rejected: 2, completed: 1 });
+    });
+
     it('fails the record when the rejection cannot be recorded, so the message is not lost', async () => {
       const ledger = new DynamoLedger({ tableName: 'no-such-table' });
       const response = await consumer({ ledger })(sqsEvent(sqsRecord('{not json', { messageId: 'm-lost' })), lambdaContext());
@@ -1168,6 +1199,22 @@ describe('Function: consumerOptionsFromEnv', () => {
       idempotencyTtlSeconds: 2_592_000,
       maxMessageBytes: 4096,
     });
+  });
+
+  it('hands the planner the job\'s business-date rule and queue retention, and bounds the deferral age by the retention', () => {
+    const settings = JSON.parse(env.JOB_SETTINGS);
+    const options = consumerOptionsFromEnv(
+      { ...env, JOB_SETTINGS: JSON.stringify({ ...settings, timeZone: 'Europe/London', businessDateOffsetDays: -1, queueRetentionSeconds: 3600 }) },
+      loadFixture,
+    );
+    expect(options).toMatchObject({ businessDates: { timeZone: 'Europe/London', businessDateOffsetDays: -1 }, queueRetentionSeconds: 3600 });
+    const nowMs = Date.parse('2026-11-29T02:00:00.000Z');
+    const paced = { cause: { kind: 'paced' as const, waitMs: 0 }, attempt: 0, nowMs };
+    expect(options.deferralPolicy?.({ ...paced, firstEnqueuedAtMs: nowMs - 3_601_000 })).toEqual({
+      action: 'dead-letter',
+      reason: 'deferral budget exhausted: first enqueued 3601 s ago, over the 3600 s limit (no rate-limit slot within the short wait (next in 0 ms))',
+    });
+    expect(options.deferralPolicy?.({ ...paced, firstEnqueuedAtMs: nowMs - 3_599_000 })).toMatchObject({ action: 'defer' });
   });
 
   it('runs without the shared limiter when the job sets pacing: false', () => {

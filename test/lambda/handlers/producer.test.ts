@@ -9,6 +9,7 @@ import { PublishError, SqsPublisher, type OutgoingMessage, type Publisher } from
 import { stalledSince } from '../../../lambda/core/admission';
 import type { AnyJob } from '../../../lambda/core/job';
 import { parseMessage } from '../../../lambda/core/message';
+import { FutureBusinessDateError } from '../../../lambda/core/businessDate';
 import { stoppedChains, type RunLedgerItem } from '../../../chaos/producerFaults';
 import {
   admissionOptions,
@@ -224,7 +225,7 @@ describe('Function: createProducer', () => {
     });
 
     it('names the batch by its scheduled time, so a repeated schedule has the same batch and operation IDs', async () => {
-      const a = await direct(producer(2), { scheduledTime: '2026-11-30T01:00:00Z' });
+      const a = await direct(producer(2, { now: () => new Date('2026-11-30T01:00:03Z') }), { scheduledTime: '2026-11-30T01:00:00Z' });
       expect(a.batchId).toBe('fake-job:2026-11-29:20261130T010000Z');
       expect(await publishedOperationIds()).toEqual(['fake:item-0:2026-11-29', 'fake:item-1:2026-11-29']);
     });
@@ -262,6 +263,31 @@ describe('Function: createProducer', () => {
           [],
         ),
       );
+    });
+
+    it('refuses a direct invoke of a business date after the job\'s latest, naming it, before it reads or writes anything', async () => {
+      const error = jest.spyOn(logger, 'error');
+      const message = 'business date 2027-12-04 is in the future: the latest for fake-job now is 2026-11-28 (Europe/Berlin, offset -1)';
+
+      await expect(producer(3)({ businessDate: '2027-12-04', backfill: true }, lambdaContext())).rejects.toThrow(new FutureBusinessDateError('fake-job', '2027-12-04', '2026-11-28', fakeSettings()));
+      await expect(producer(3)({ businessDate: '2026-11-29', batchId: 'fake-job:2026-11-29:manual' }, lambdaContext())).rejects.toThrow(
+        'business date 2026-11-29 is in the future: the latest for fake-job now is 2026-11-28 (Europe/Berlin, offset -1)',
+      );
+
+      expect(error).toHaveBeenCalledWith('refused a business date in the future; nothing was admitted', { businessDate: '2027-12-04', error: expect.objectContaining({ message }) });
+      expect(fakeJobCalls.discover).toEqual([]);
+      expect(publisher.sent).toEqual([]);
+      expect(await batchItem('fake-job:2026-11-29:manual')).toBeUndefined();
+      expect(await publishedOperationIds()).toEqual([]);
+    });
+
+    it('refuses a Scheduler input whose scheduled time makes a business date after the latest', async () => {
+      await expect(direct(producer(3), { scheduledTime: '2027-12-05T01:00:00Z' })).rejects.toThrow(
+        'business date 2027-12-04 is in the future: the latest for fake-job now is 2026-11-28 (Europe/Berlin, offset -1)',
+      );
+      expect(fakeJobCalls.discover).toEqual([]);
+      expect(await batchItem('fake-job:2027-12-04:20271205T010000Z')).toBeUndefined();
+      expect(await publishedOperationIds()).toEqual([]);
     });
 
     it('counts nothing for a page whose publishing failed, and the retried step publishes it again from the same cursor', async () => {
@@ -799,6 +825,24 @@ describe('Function: createProducer', () => {
         messageId: 'm-1',
         error: new ProducerEventError('invalid admission step: businessDate: Invalid input: expected string, received undefined; step: Too small: expected number to be >=0', []),
       });
+    });
+
+    it('fails a step of a business date after the job\'s latest, naming it, so it is dead-lettered, never admitted', async () => {
+      const error = jest.spyOn(logger, 'error');
+      const future = { kind: 'admission-step', batchId: 'fake-job:2027-12-04:manual-1', businessDate: '2027-12-04', step: 0 };
+
+      const response = await producer(3)(sqsEvent(sqsRecord(JSON.stringify(future), { messageId: 'm-3' })), lambdaContext());
+
+      expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-3' }] });
+      expect(error).toHaveBeenCalledWith('admission step failed; SQS retries it, then moves it to the producer DLQ', {
+        messageId: 'm-3',
+        error: new FutureBusinessDateError('fake-job', '2027-12-04', '2026-11-28', fakeSettings()),
+      });
+      expect((error.mock.calls[0][1] as { error: Error }).error.message).toBe(
+        'business date 2027-12-04 is in the future: the latest for fake-job now is 2026-11-28 (Europe/Berlin, offset -1)',
+      );
+      expect(fakeJobCalls.discover).toEqual([]);
+      expect(publisher.sent).toEqual([]);
     });
 
     it('fails a step whose run has no state, so the gap is dead-lettered and alarmed rather than lost', async () => {

@@ -116,6 +116,28 @@ describe('Function: catchUp (ops catch-up)', () => {
     expect(f.producerCalls).toEqual([]);
   });
 
+  it('refuses a date after the job\'s latest business date before invoking anything, naming both dates', async () => {
+    // 23:30 UTC on 4 December is already 5 December in Berlin: with the offset of -1 the latest date is the 4th.
+    const now = new Date('2026-12-04T23:30:00Z');
+    const message = 'business date 2026-12-05 is in the future: the latest for alpha now is 2026-12-04 (Europe/Berlin, offset -1)';
+
+    const out = await f.run(['catch-up', '--job', 'alpha', '--from', '2026-12-03', '--to', '2026-12-05', '--yes', '--json'], { now });
+    const dry = await f.run(['catch-up', '--job', 'alpha', '--from', '2026-12-05', '--to', '2026-12-05', '--dry-run'], { now });
+
+    expect(out.code).toBe(2);
+    expect(out.json()).toEqual({ ok: false, error: { name: 'UsageError', message, exitCode: 2 } });
+    expect(dry.code).toBe(2);
+    expect(dry.stderr).toBe(`error: ${message}\n`);
+    expect(f.producerCalls).toEqual([]);
+  });
+
+  it('runs the job\'s latest business date', async () => {
+    const out = await f.run(['catch-up', '--job', 'alpha', '--from', '2026-12-04', '--to', '2026-12-04', '--yes', '--json'], { now: new Date('2026-12-04T23:30:00Z') });
+
+    expect(out.code).toBe(0);
+    expect(f.producerCalls.map((c) => c.event.businessDate)).toEqual(['2026-12-04']);
+  });
+
   it('refuses without --yes when stdin is not a TTY', async () => {
     const out = await f.run(['catch-up', '--job', 'alpha', '--from', '2026-11-01', '--to', '2026-11-02']);
 

@@ -12,7 +12,20 @@ const T0 = NOW.getTime();
 
 let lookup: FakeCompletedLookup;
 
-const planner = () => new Planner({ job: fakeJob, maxMessageBytes: MAX_MESSAGE_BYTES, completedLookup: lookup, spacingMs: SPACING_MS, now: () => NOW });
+/** The fake job's rule: NOW is 03:00 on the 29th in Berlin, so its latest business date is the 28th. */
+const BUSINESS_DATES = { timeZone: 'Europe/Berlin', businessDateOffsetDays: -1 };
+const RETENTION_SECONDS = 4 * 86_400;
+
+const planner = () =>
+  new Planner({
+    job: fakeJob,
+    maxMessageBytes: MAX_MESSAGE_BYTES,
+    completedLookup: lookup,
+    spacingMs: SPACING_MS,
+    businessDates: BUSINESS_DATES,
+    queueRetentionSeconds: RETENTION_SECONDS,
+    now: () => NOW,
+  });
 
 /** The invocation's pool on `limiter` (undefined: pacing off); `applyMs` seeds the container's apply times. */
 function pool(limiter: FakeLimiter | undefined, applyMs?: number): SlotPool {
@@ -103,6 +116,41 @@ describe('Class: Planner', () => {
       expect(kinds(plans)).toEqual({ 'msg-later': `defer not-before ${Date.parse(ahead)}`, 'msg-now': 'run', 'msg-past': 'run' });
       // The not-yet-due record is not asked about: it takes no slot now either way.
       expect(lookup.calls).toEqual([{ jobName: 'fake-job', operationIds: [operationId('now'), operationId('past')] }]);
+    });
+
+    it('rejects a record of a business date after the job\'s latest, naming it, and asks nothing for it', async () => {
+      const limiter = new FakeLimiter([grant([T0])]);
+      const future = message('future', { businessDate: '2027-12-04', operationId: 'fake:future:2027-12-04' });
+      const plans = await planner().plan([record('future', future), record('a')], pool(limiter));
+
+      expect(plans.get('msg-future')).toEqual({
+        kind: 'reject',
+        reasons: ['businessDate: business date 2027-12-04 is in the future: the latest for fake-job now is 2026-11-28 (Europe/Berlin, offset -1)'],
+      });
+      expect(kinds(plans)).toEqual({ 'msg-future': 'reject', 'msg-a': 'run' });
+      expect(lookup.calls).toEqual([{ jobName: 'fake-job', operationIds: [operationId('a')] }]);
+    });
+
+    it('rejects a record whose notBefore is further after its enqueuedAt than the queue keeps a message, and defers one within it', async () => {
+      const far = '2026-12-03T02:00:00.001Z';
+      const edge = '2026-12-03T02:00:00.000Z';
+      const plans = await planner().plan([record('far', message('far', { notBefore: far })), record('edge', message('edge', { notBefore: edge }))], pool(undefined));
+
+      expect(plans.get('msg-far')).toEqual({
+        kind: 'reject',
+        reasons: [`notBefore: ${far} is more than the queue's retention (345600 s) after enqueuedAt 2026-11-29T02:00:00.000Z`],
+      });
+      expect(kinds(plans)).toEqual({ 'msg-far': 'reject', 'msg-edge': `defer not-before ${Date.parse(edge)}` });
+    });
+
+    it('starts a redriven record\'s deferral age again at its first receive, and leaves a catch-up\'s alone', async () => {
+      const dlqAttributes = { failureReason: { stringValue: 'downstream refused', dataType: 'String', stringListValues: [], binaryListValues: [] } };
+      const old = message('old', { firstEnqueuedAt: '2026-11-01T02:00:00.000Z' });
+      const catchUp = message('catch-up', { backfill: true, firstEnqueuedAt: '2026-11-01T02:00:00.000Z' });
+      const plans = await planner().plan([record('old', old, { messageAttributes: dlqAttributes }), record('catch-up', catchUp)], pool(undefined));
+
+      expect(plans.get('msg-old')).toEqual({ kind: 'run', message: { ...old, backfill: true, firstEnqueuedAt: NOW.toISOString() }, resource: { id: 'old' } });
+      expect(plans.get('msg-catch-up')).toEqual({ kind: 'run', message: catchUp, resource: { id: 'catch-up' } });
     });
 
     it('asks neither the lookup nor the limiter when nothing is due', async () => {

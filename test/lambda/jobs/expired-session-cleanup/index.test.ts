@@ -169,6 +169,30 @@ describe('Job: expired-session-cleanup', () => {
       expect(await sessionsOf('tenant-004')).toEqual(['s-new-0001']);
     });
 
+    it('refuses a business date whose cutoff is later than now minus the maximum age, by its own clock, deleting nothing', async () => {
+      // Sessions seen up to a day ago: all active by the rule, all older than a cutoff a year ahead.
+      await putAll(base.documents, TABLES.sessions.name, demoSessions('tenant-006', '2026-11-29T01:00:00.000Z', { expired: 24, active: 0 }));
+      const deps = { ...base, now: () => NOW };
+      const applyOn = (businessDate: string) =>
+        job.apply(deps, { operationId: `tenant-006:expired-sessions:${businessDate}`, batchId: 'b', businessDate, resource: { tenantId: 'tenant-006' }, remainingTimeMs: () => 60_000 });
+
+      const typo = await applyOn('2027-11-28').catch((e: unknown) => e as PermanentError);
+      const tomorrow = await applyOn('2026-11-30').catch((e: unknown) => e as PermanentError);
+
+      expect(typo).toBeInstanceOf(PermanentError);
+      expect((typo as PermanentError).message).toBe(
+        'tenant tenant-006: business date 2027-11-28 is in the future: its cutoff 2027-10-29T00:00:00.000Z is later than now minus 30 days (2026-10-30T01:15:00.000Z); nothing deleted',
+      );
+      expect((typo as PermanentError).detail).toEqual({ tenantId: 'tenant-006', businessDate: '2027-11-28', cutoff: '2027-10-29T00:00:00.000Z', now: NOW.toISOString() });
+      expect((tomorrow as PermanentError).message).toBe(
+        'tenant tenant-006: business date 2026-11-30 is in the future: its cutoff 2026-10-31T00:00:00.000Z is later than now minus 30 days (2026-10-30T01:15:00.000Z); nothing deleted',
+      );
+      expect(await sessionsOf('tenant-006')).toHaveLength(24);
+      // Today (UTC) is the latest date whose cutoff is not ahead of now minus the age: it runs, and finds none expired.
+      await expect(applyOn('2026-11-29')).resolves.toEqual({ outcome: 'already-done', detail: { deleted: 0, kept: 0, cutoff: '2026-10-30T00:00:00.000Z' } });
+      expect(await sessionsOf('tenant-006')).toHaveLength(24);
+    });
+
     it('throws PermanentError when the operation ID is for another date', async () => {
       const error = await applyFor(base, 'tenant-005', () => 60_000, 'tenant-005:expired-sessions:2026-11-27').catch((e: unknown) => e as PermanentError);
       expect(error).toBeInstanceOf(PermanentError);

@@ -216,6 +216,24 @@ describe('Job: payment-reconciliation', () => {
       expect(stub.requests).toHaveLength(0);
     });
 
+    it('refuses a business date after the job\'s latest by its own clock: no provider call, the payment untouched', async () => {
+      // The job's rule from its settings (UTC, offset -1): at NOW the latest business date is the 28th.
+      expect(deps.businessDates).toEqual({ timeZone: 'UTC', businessDateOffsetDays: -1 });
+      const future = '2026-11-29';
+      const item = await freshPayment({ unsettledDate: future });
+      const error = await job
+        .apply(deps, { operationId: opFor(item.paymentId, future), batchId: 'b', businessDate: future, resource: { paymentId: item.paymentId }, remainingTimeMs: () => 60_000 })
+        .catch((e: unknown) => e as PermanentError);
+
+      expect(error).toBeInstanceOf(PermanentError);
+      expect((error as PermanentError).message).toBe(
+        `payment ${item.paymentId}: business date 2026-11-29 is in the future: the latest for payment-reconciliation now is 2026-11-28 (UTC, offset -1); not reconciled`,
+      );
+      expect((error as PermanentError).detail).toEqual({ paymentId: item.paymentId, businessDate: future, latest: '2026-11-28' });
+      expect(stub.requests).toHaveLength(0);
+      expect(await getPayment(item.paymentId)).toEqual(item);
+    });
+
     it('throws PermanentError when the operation ID does not match the resource', async () => {
       const { paymentId } = await freshPayment();
       const error = await job

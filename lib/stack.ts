@@ -1,5 +1,5 @@
 // The deployable unit for one environment: the app resources, the runtime's state tables, one PacedJob per configured job.
-import { CfnOutput, RemovalPolicy, Stack, StackProps, Tags } from 'aws-cdk-lib';
+import { Aws, CfnOutput, CfnRule, Fn, RemovalPolicy, Stack, StackProps, Tags } from 'aws-cdk-lib';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import { Construct } from 'constructs';
 import { AppResources } from './app-resources';
@@ -54,6 +54,15 @@ export class PacedJobsStack extends Stack {
     });
     Tags.of(this).add('project', 'paced-jobs');
     Tags.of(this).add('environment', environmentName);
+    // A template synthesized without a pinned account is region-agnostic, and `cdk deploy` puts it in whatever region the
+    // deployer's profile names; the data (personal data among it) would then live in a region nobody chose. CloudFormation
+    // checks this rule before it creates anything, so a deploy anywhere but the configured region fails at once.
+    new CfnRule(this, 'DeployedInConfiguredRegion', {
+      assertions: [{
+        assert: Fn.conditionEquals(Aws.REGION, config.region),
+        assertDescription: `Environment ${environmentName} is configured for region ${config.region} (lib/config/environments.ts); deploy it there`,
+      }],
+    });
 
     this.appResources = new AppResources(this, 'AppResources', { config: config.appResources, retainData: config.retainData });
     this.stateTables = new StateTables(this, 'State', { retainData: config.retainData });

@@ -89,6 +89,18 @@ describe('Class: PacedJobsStack', () => {
       expect(resourceOf(dev.template, dev.stack.scheduleGroup)).toMatchObject({ DeletionPolicy: 'Delete', UpdateReplacePolicy: 'Delete' });
     });
 
+    it('refuses, through a CloudFormation rule, a deploy to any region but the configured one', () => {
+      for (const [built, env] of [[dev, 'dev'], [prod, 'prod']] as const) {
+        const region = loadEnvironment(env).region;
+        expect(built.template.toJSON().Rules.DeployedInConfiguredRegion).toEqual({
+          Assertions: [{
+            Assert: { 'Fn::Equals': [{ Ref: 'AWS::Region' }, region] },
+            AssertDescription: `Environment ${env} is configured for region ${region} (lib/config/environments.ts); deploy it there`,
+          }],
+        });
+      }
+    });
+
     it('refuses an environment name that would make an invalid schedule group name, before building anything', () => {
       const app = new App({ context: cdkJsonContext() });
       expect(() => new PacedJobsStack(app, 'PacedJobs-bad', { environmentName: 'has space', config: loadEnvironment('dev') })).toThrow(

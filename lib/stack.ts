@@ -1,5 +1,5 @@
 // The deployable unit for one environment: the app resources, the runtime's state tables, one PacedJob per configured job.
-import { CfnOutput, RemovalPolicy, Stack, StackProps, Tags } from 'aws-cdk-lib';
+import { Aws, CfnOutput, RemovalPolicy, Stack, StackProps, Tags } from 'aws-cdk-lib';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import { Construct } from 'constructs';
 import { AppResources } from './app-resources';
@@ -80,6 +80,7 @@ export class PacedJobsStack extends Stack {
         logRetentionDays: config.logRetentionDays,
         retainData: config.retainData,
         handlersDir,
+        operatorRoleArns: config.operatorRoles.map((name) => `arn:${Aws.PARTITION}:iam::${Aws.ACCOUNT_ID}:role/${name}`),
       });
       jobs[jobName] = pacedJob;
       const values: Record<JobOutputKind, string> = {

@@ -90,11 +90,13 @@ function allowedFor(b: Built, jobName: string): { ids: Set<string>; importedArnP
     if (construct.node.defaultChild === undefined) importedArnPatterns.push(importedPattern);
     else ids.add(logicalId(construct));
   };
-  for (const use of Object.values(config.uses.tables)) {
+  // The consumer gets the uses its apply needs (`apply` modes), each table's indexes by name, never `index/*`.
+  for (const use of Object.values(config.uses.tables).filter((u) => u.apply.length > 0)) {
     const name = stack.appResources.names.tables[use.ref];
-    add(stack.appResources.tables[use.ref], new RegExp(`^arn:<AWS::Partition>:dynamodb:<AWS::Region>:<AWS::AccountId>:table/${escape(name)}(/index/\\*)?$`));
+    const indexes = stack.appResources.indexNames[use.ref].map(escape).join('|');
+    add(stack.appResources.tables[use.ref], new RegExp(`^arn:<AWS::Partition>:dynamodb:<AWS::Region>:<AWS::AccountId>:table/${escape(name)}(/index/(${indexes}))?$`));
   }
-  for (const use of Object.values(config.uses.buckets)) {
+  for (const use of Object.values(config.uses.buckets).filter((u) => u.apply.length > 0)) {
     // An imported bucket's ARN is built from its configured name; a created one is reached by its own ARN attribute.
     const name = stack.appResources.names.buckets[use.ref];
     add(stack.appResources.buckets[use.ref], new RegExp(`^arn:<AWS::Partition>:s3:::${escape(name)}(/\\*)?$`));

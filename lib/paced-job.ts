@@ -402,7 +402,9 @@ export class PacedJob extends Construct {
       const { table: actions, indexes } = tableActions(modes);
       role.addToPrincipalPolicy(new iam.PolicyStatement({ actions, resources: [table.tableArn] }));
       const indexArns = (appResources.indexNames[use.ref] ?? []).map((index) => `${table.tableArn}/index/${index}`);
-      if (indexes.length > 0 && indexArns.length > 0) role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: indexes, resources: indexArns }));
+      if (indexes.length > 0 && indexArns.length > 0) {
+        role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: indexes, resources: indexArns }));
+      }
     }
     for (const use of Object.values(props.job.uses.buckets)) {
       const modes = use[fn] as BucketMode[];
@@ -414,7 +416,8 @@ export class PacedJob extends Construct {
         const objectArns = bucket.arnForObjects('*');
         role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: objects, resources: [objectArns] }));
         acknowledgeResourceWildcard(role, objectArns,
-          `The job's declared ${fn} modes (${modes.join(', ')}) on the "${use.ref}" bucket: exactly ${objects.join(', ')}, on objects of that one bucket, whose keys are data.`);
+          `The job's declared ${fn} modes (${modes.join(', ')}) on the "${use.ref}" bucket: exactly ${objects.join(', ')}, ` +
+          'on objects of that one bucket, whose keys are data.');
       }
     }
   }

@@ -383,7 +383,9 @@ export const environmentSchema = z.object({
    * principals that may send to its queues (`ops redrive`, `ops continue`); every other sender is denied by the queue
    * policy. @default none (no one else may send)
    */
-  operatorRoles: z.array(z.string().regex(/^[\w+=,.@*/-]{1,512}$/, 'must be an IAM role name, with its path if it has one ("*" matches any characters)')).default([]),
+  operatorRoles: z
+    .array(z.string().regex(/^[\w+=,.@*/-]{1,512}$/, 'must be an IAM role name, with its path if it has one ("*" matches any characters)'))
+    .default([]),
   jobs: z.record(z.string().regex(NAME, 'job names are kebab-case, 3 to 32 characters'), jobSchema),
 }).superRefine((env, ctx) => {
   if (Object.keys(env.jobs).length === 0) {

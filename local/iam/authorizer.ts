@@ -186,7 +186,9 @@ export class Authorizer {
     const values = request.context?.['dynamodb:LeadingKeys'];
     if (values === undefined || request.principal.kind !== 'role') return request.context ?? {};
     const roleArn = request.principal.roleArn;
-    if (!this.leadingKeyPatterns.has(roleArn)) this.leadingKeyPatterns.set(roleArn, leadingKeyPatternsOf(this.roles.get(roleArn)?.policies.map((p) => p.document) ?? []));
+    if (!this.leadingKeyPatterns.has(roleArn)) {
+      this.leadingKeyPatterns.set(roleArn, leadingKeyPatternsOf(this.roles.get(roleArn)?.policies.map((p) => p.document) ?? []));
+    }
     const patterns = this.leadingKeyPatterns.get(roleArn);
     if (!patterns) return request.context!;
     const vectors = [...new Set([values].flat().map((v) => patterns.map((re) => (re.test(v) ? '1' : '0')).join('')))].sort();

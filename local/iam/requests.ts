@@ -146,9 +146,10 @@ function describeDynamoDb(request: HttpRequestParts, plan: RequestPlan): Request
         operation,
         permissions: Object.entries(requests).map(([t, request]) => {
           // BatchGetItem: { Keys: [...] }; BatchWriteItem: [{ PutRequest: { Item } } | { DeleteRequest: { Key } }].
+          type Write = { PutRequest?: { Item?: Item }; DeleteRequest?: { Key?: Item } };
           const items = operation === 'BatchGetItem'
             ? ((request as { Keys?: Item[] })?.Keys ?? [])
-            : ((request ?? []) as { PutRequest?: { Item?: Item }; DeleteRequest?: { Key?: Item } }[]).map((r) => r?.PutRequest?.Item ?? r?.DeleteRequest?.Key ?? {});
+            : ((request ?? []) as Write[]).map((r) => r?.PutRequest?.Item ?? r?.DeleteRequest?.Key ?? {});
           const context = keys.of(t, items);
           return { action: `dynamodb:${operation}`, resource: tableArn(t), ...(context ? { context } : {}) };
         }),
@@ -211,7 +212,8 @@ function leadingKeysReader(plan: RequestPlan, tableArn: (name: unknown) => strin
     const arn = tableArn(name);
     const table = plan.tables?.find((t) => t.arn === arn || t.name === String(name));
     if (!table) return undefined;
-    const props = table.properties as { KeySchema?: KeyElement[]; GlobalSecondaryIndexes?: { IndexName: string; KeySchema?: KeyElement[] }[]; LocalSecondaryIndexes?: { IndexName: string; KeySchema?: KeyElement[] }[] };
+    type Index = { IndexName: string; KeySchema?: KeyElement[] };
+    const props = table.properties as { KeySchema?: KeyElement[]; GlobalSecondaryIndexes?: Index[]; LocalSecondaryIndexes?: Index[] };
     const schema = index === undefined
       ? props.KeySchema
       : [...(props.GlobalSecondaryIndexes ?? []), ...(props.LocalSecondaryIndexes ?? [])].find((i) => i.IndexName === String(index))?.KeySchema;

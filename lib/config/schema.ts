@@ -84,9 +84,20 @@ export const appResourcesSchema = z.object({
   }
 });
 
-/** One mode or a list of them (lib/config/access.ts: each mode's actions); read as a list. */
+/**
+ * One mode or a list of them (lib/config/access.ts: each mode's actions); read as a list. Hand-picked branch rather than
+ * a z.union, as for `concurrency`: a bad single mode is then reported on the key itself, a bad listed one at its index.
+ */
 const modesSchema = <M extends string>(modes: readonly [M, ...M[]]) =>
-  z.preprocess((v) => (typeof v === 'string' ? [v] : v), z.array(z.enum(modes)).min(1, 'must name at least one mode')).optional();
+  z.custom<M | M[]>().optional().transform((value, ctx): M[] | undefined => {
+    if (value === undefined) return undefined;
+    const parsed = (typeof value === 'string' ? z.enum(modes) : z.array(z.enum(modes)).min(1, 'must name at least one mode')).safeParse(value);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+      return z.NEVER;
+    }
+    return typeof parsed.data === 'string' ? [parsed.data] : parsed.data;
+  });
 
 /**
  * One use of a table or bucket: `discover` (the producer's modes) and `apply` (the consumer's), or `access`, shorthand

@@ -257,7 +257,7 @@ describe('Schema: jobUsesSchema', () => {
         ['tables.b.apply', 'must name at least one mode'],
         ['tables.c.access', 'is shorthand for discover and apply together: give either access, or discover and/or apply'],
         ['tables.d.access', 'is required unless discover or apply is given: one or more of get, query, scan, put, update, delete, read, write, readwrite'],
-        ['buckets.e.apply.0', 'Invalid option: expected one of "get"|"list"|"put"|"delete"|"read"|"write"|"readwrite"'],
+        ['buckets.e.apply', 'Invalid option: expected one of "get"|"list"|"put"|"delete"|"read"|"write"|"readwrite"'],
       ]);
     });
   });

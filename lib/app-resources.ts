@@ -36,6 +36,8 @@ export class AppResources extends Construct {
    * may be CloudFormation's), so no consumer assumes a name the stack did not give.
    */
   public readonly names: Readonly<Record<'tables' | 'buckets' | 'secrets', Readonly<Record<string, string>>>>;
+  /** Each table's configured secondary indexes, by logical key: query and scan grants name them (no `index/*`). */
+  public readonly indexNames: Readonly<Record<string, readonly string[]>>;
   /** The bucket receiving created buckets' server access logs; absent when no bucket is created. */
   public readonly accessLogsBucket?: s3.Bucket;
 
@@ -169,6 +171,7 @@ export class AppResources extends Construct {
       buckets: Object.fromEntries(Object.entries(buckets).map(([k, b]) => [k, b.bucketName])),
       secrets: Object.fromEntries(Object.entries(config.secrets).map(([k, s]) => [k, s.secretName])),
     };
+    this.indexNames = Object.fromEntries(Object.entries(config.tables).map(([k, t]) => [k, t.globalSecondaryIndexes.map((i) => i.indexName)]));
     this.buckets = buckets;
     this.secrets = secrets;
   }

@@ -135,7 +135,7 @@ export class PacedFunction extends NodejsFunction {
       memorySize: props.memoryMb,
       role,
       logGroup,
-      tracing: lambda.Tracing.ACTIVE,
+      // Active tracing is set on the resource below, with its X-Ray statement in a policy of its own.
       deadLetterQueue: props.deadLetterQueue,
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       // Both handlers re-enter themselves on purpose and bound it: the producer through continuations (maxPagesPerRun),
@@ -181,9 +181,16 @@ export class PacedFunction extends NodejsFunction {
       'made with the handlers re-tested, never a silent bump on a CDK upgrade.';
     acknowledge(this, 'AwsSolutions-L1', runtimeReason);
     acknowledge(this, 'Serverless-LambdaLatestVersion', runtimeReason);
-    acknowledge(role, 'AwsSolutions-IAM5[Resource::*]',
-      'Active tracing: X-Ray PutTraceSegments and PutTelemetryRecords do not support resource-level permissions, so Lambda grants them on "*".');
-    acknowledge(role, 'Serverless-LambdaStarPermissions',
-      'The only wildcards on this role are acknowledged one by one under AwsSolutions-IAM5, each with its reason (X-Ray, or a grant scoped to one table, bucket or function).');
+    // Active tracing's one statement on "*" in a policy of its own, acknowledged there: an acknowledgment on the role
+    // would also excuse any later statement on "*" in its default policy. (The L2's `tracing` option would put the
+    // statement in the default policy.)
+    (this.node.defaultChild as lambda.CfnFunction).tracingConfig = { mode: lambda.Tracing.ACTIVE };
+    const tracing = new iam.Policy(role, 'Tracing', {
+      statements: [new iam.PolicyStatement({ actions: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'], resources: ['*'] })],
+    });
+    role.attachInlinePolicy(tracing);
+    this.node.addDependency(tracing);
+    acknowledge(tracing, 'AwsSolutions-IAM5[Resource::*]',
+      'Active tracing: X-Ray PutTraceSegments and PutTelemetryRecords do not support resource-level permissions, so Lambda needs them on "*".');
   }
 }

@@ -10,9 +10,11 @@ import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { EnvVar, JobRuntimeSettings, METRICS_NAMESPACE } from '../lambda/core/constants';
+import { pacingSettings } from '../lambda/core/pacingSettings';
 import type { AppResources } from './app-resources';
+import { bucketActions, BucketMode, tableActions, TableMode } from './config/access';
 import { DLQ_RETENTION_DAYS, effectiveRateLimit, JobConfig, VISIBILITY_TIMEOUT_FACTOR } from './config/schema';
-import { acknowledge, acknowledgeGrantWildcards, acknowledgeResourceWildcard } from './nag';
+import { acknowledge, acknowledgeResourceWildcard } from './nag';
 import { MAX_FUNCTION_NAME_LENGTH, PacedFunction } from './paced-function';
 import { assertNoProblems } from './props-error';
 import type { StateTables } from './state-tables';
@@ -55,7 +57,42 @@ export interface PacedJobProps {
   readonly retainData: boolean;
   /** Folder holding producer.ts and consumer.ts. @default HANDLERS_DIR */
   readonly handlersDir?: string;
+  /**
+   * ARNs (ArnLike patterns) of the operators' roles: besides the job's own functions, the only principals that may
+   * send to its work queue (`ops redrive`) and admission queue (`ops continue`). @default none
+   */
+  readonly operatorRoleArns?: readonly string[];
 }
+
+/**
+ * One job's partitions of the shared state tables (`dynamodb:LeadingKeys` patterns), so its functions cannot read or
+ * write another job's records. Hand-written here because lib may not import the Lambda side's key builders
+ * (lambda/core/idempotencyKey.ts, ledgerContract.ts, keyLimits.ts and the limiter adapters); a test pins each pattern
+ * against them. `limiterKey` is the job's downstream key (settings.downstreamKey, else the job name): jobs that name
+ * one downstream share its allowance, so they share its limiter items, by design.
+ */
+export function stateTablePartitions(jobName: string, limiterKey: string): Record<'idempotency' | 'ledger' | 'limiter', string[]> {
+  return {
+    // Powertools' record ID: `<keyPrefix>#<hash>`, the key prefix being the job name.
+    idempotency: [`${jobName}#*`],
+    ledger: [`BATCH#${jobName}`, `REJECTED#${jobName}`, `INVOCATIONS#${jobName}#*`, `PAGES#${jobName}#*`, `INVALID_ROW#${jobName}#*`],
+    // The job-wide item (`<key>`, or `<key>#<shard>`), its adaptive rate, per-key and concurrency items (`<key>#...`),
+    // and the job's per-key overrides.
+    limiter: [limiterKey, `${limiterKey}#*`, `LIMITS#${jobName}`],
+  };
+}
+
+/** The actions each function takes on the state tables: no Scan (dynamodb:LeadingKeys does not bound a Scan). */
+export const STATE_TABLE_ACTIONS = {
+  producer: {
+    ledger: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+  },
+  consumer: {
+    idempotency: ['dynamodb:BatchGetItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+    ledger: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+    limiter: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+  },
+} as const;
 
 // The paced rate is config's to derive (the SLO's reachability is judged on it too); re-exported for the stack's users.
 export { effectiveRateLimit } from './config/schema';
@@ -64,9 +101,6 @@ export { effectiveRateLimit } from './config/schema';
 export function producerFunctionName(stackName: string, jobName: string): string {
   return `${stackName}-${jobName}-producer`;
 }
-
-const ACCESS_READS = new Set(['read', 'readwrite']);
-const ACCESS_WRITES = new Set(['write', 'readwrite']);
 
 export class PacedJob extends Construct {
   /** The settings both functions receive as JOB_SETTINGS (a created bucket's name is a token, its Ref once synthesized). */
@@ -121,6 +155,11 @@ export class PacedJob extends Construct {
       for (const [alias, use] of Object.entries(job.uses[kind])) {
         if (!Object.prototype.hasOwnProperty.call(appResources[kind], use.ref)) problems.push(`uses.${kind}.${alias}: "${use.ref}" is not an app resource`);
       }
+    }
+    const downstreamKey = job.settings.downstreamKey;
+    // The key becomes a dynamodb:LeadingKeys pattern, where these would be wildcards or a policy variable.
+    if (typeof downstreamKey === 'string' && /[*?$]/.test(downstreamKey)) {
+      problems.push(`settings.downstreamKey "${downstreamKey}" may not hold "*", "?" or "$": it names the job's limiter items in its IAM policy`);
     }
     const runtimeSettings: JobRuntimeSettings = {
       jobName,
@@ -299,56 +338,110 @@ export class PacedJob extends Construct {
 
     this.grantProducer(props);
     this.grantConsumer(props);
+    this.restrictSenders(props, scheduleRole);
   }
 
-  /** Discovery reads, publishing to its own queue and reading its depth, the ledger, and sending its next steps. */
+  /**
+   * Who may send to each queue, whatever their identity policies allow: a Deny in the queue's policy for every other
+   * principal (`aws:PrincipalArn`, the role of a role session). Only SendMessage (SendMessageBatch is the same action)
+   * is denied, so an administrator can still change the policy; SQS's own redrive to a DLQ is not a send.
+   */
+  private restrictSenders(props: PacedJobProps, scheduleRole: iam.IRole): void {
+    const producer = this.producer.executionRole.roleArn;
+    const consumer = this.consumer.executionRole.roleArn;
+    const operators = props.operatorRoleArns ?? [];
+    const senders: [sqs.Queue, string[]][] = [
+      // The producer publishes, the consumer re-publishes deferrals, the operators redrive from the DLQ.
+      [this.queue, [producer, consumer, ...operators]],
+      // The producer chains its steps; operators send a stalled run's current step (`ops continue`).
+      [this.admissionQueue, [producer, ...operators]],
+      // The consumer dead-letters what it cannot apply (SQS's own redrive after maxReceiveCount is no send).
+      [this.dlq, [consumer]],
+      // Lambda's async-invocation DLQ sends with the producer's role, Scheduler's DLQ with the schedule's.
+      [this.producerDlq, [producer, scheduleRole.roleArn]],
+    ];
+    for (const [queue, principals] of senders) {
+      queue.addToResourcePolicy(new iam.PolicyStatement({
+        sid: 'OnlyOwnSendersSend',
+        effect: iam.Effect.DENY,
+        principals: [new iam.AnyPrincipal()],
+        actions: ['sqs:SendMessage'],
+        resources: [queue.queueArn],
+        conditions: { ArnNotLike: { 'aws:PrincipalArn': principals } },
+      }));
+    }
+  }
+
+  /** Discovery's reads (the uses' `discover` modes), publishing to its own queue and reading its depth, its ledger items. */
   private grantProducer(props: PacedJobProps): void {
     const role = this.producer.executionRole;
-    for (const use of Object.values(props.job.uses.tables)) {
-      const grant = props.appResources.tables[use.ref].grantReadData(role);
-      acknowledgeIndexes(role, grant);
-    }
+    this.grantUses(props, role, 'discover');
     this.queue.grantSendMessages(role);
     this.queue.grant(role, 'sqs:GetQueueAttributes');
     this.admissionQueue.grantSendMessages(role);
-    props.stateTables.ledgerTable.grantReadWriteData(role);
+    const partitions = this.partitions(props);
+    grantPartitions(role, props.stateTables.ledgerTable, STATE_TABLE_ACTIONS.producer.ledger, partitions.ledger);
   }
 
-  /** Its own queue (consume, re-publish deferrals), its own DLQ, the runtime's tables, and exactly the job's uses. */
+  /** Its own queue (consume, re-publish deferrals), its own DLQ, its partitions of the state tables, the uses' `apply` modes. */
   private grantConsumer(props: PacedJobProps): void {
     const role = this.consumer.executionRole;
     this.queue.grantSendMessages(role);
     this.dlq.grantSendMessages(role);
     const { idempotencyTable, ledgerTable, limiterTable } = props.stateTables;
-    for (const table of [idempotencyTable, ledgerTable, limiterTable]) table.grantReadWriteData(role);
-
-    for (const use of Object.values(props.job.uses.tables)) {
-      const table = props.appResources.tables[use.ref];
-      acknowledgeIndexes(role, grantTable(table, use.access, role));
-    }
-    for (const use of Object.values(props.job.uses.buckets)) {
-      const bucket = props.appResources.buckets[use.ref];
-      const grants = [];
-      if (ACCESS_READS.has(use.access)) grants.push(bucket.grantRead(role));
-      if (ACCESS_WRITES.has(use.access)) grants.push(bucket.grantWrite(role));
-      for (const grant of grants) {
-        acknowledgeGrantWildcards(role, grant,
-          `The job's declared "${use.access}" access to the "${use.ref}" bucket: the grant's action groups (GetObject*, List*, DeleteObject*, ...) and "<bucket>/*" reach objects of that one bucket only, whose keys are data.`);
-      }
-    }
+    const partitions = this.partitions(props);
+    grantPartitions(role, idempotencyTable, STATE_TABLE_ACTIONS.consumer.idempotency, partitions.idempotency);
+    grantPartitions(role, ledgerTable, STATE_TABLE_ACTIONS.consumer.ledger, partitions.ledger);
+    grantPartitions(role, limiterTable, STATE_TABLE_ACTIONS.consumer.limiter, partitions.limiter);
+    this.grantUses(props, role, 'apply');
     for (const use of Object.values(props.job.uses.secrets)) {
       props.appResources.secrets[use.ref].grantRead(role);
     }
   }
+
+  private partitions(props: PacedJobProps): ReturnType<typeof stateTablePartitions> {
+    return stateTablePartitions(props.jobName, pacingSettings(this.runtimeSettings).limiterKey);
+  }
+
+  /** Each table and bucket use's modes for one function (lib/config/access.ts has each mode's actions). */
+  private grantUses(props: PacedJobProps, role: iam.Role, fn: 'discover' | 'apply'): void {
+    const { appResources } = props;
+    for (const use of Object.values(props.job.uses.tables)) {
+      const modes = use[fn] as TableMode[];
+      if (modes.length === 0) continue;
+      const table = appResources.tables[use.ref];
+      const { table: actions, indexes } = tableActions(modes);
+      role.addToPrincipalPolicy(new iam.PolicyStatement({ actions, resources: [table.tableArn] }));
+      const indexArns = (appResources.indexNames[use.ref] ?? []).map((index) => `${table.tableArn}/index/${index}`);
+      if (indexes.length > 0 && indexArns.length > 0) {
+        role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: indexes, resources: indexArns }));
+      }
+    }
+    for (const use of Object.values(props.job.uses.buckets)) {
+      const modes = use[fn] as BucketMode[];
+      if (modes.length === 0) continue;
+      const bucket = appResources.buckets[use.ref];
+      const { bucket: onBucket, objects } = bucketActions(modes);
+      if (onBucket.length > 0) role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: onBucket, resources: [bucket.bucketArn] }));
+      if (objects.length > 0) {
+        const objectArns = bucket.arnForObjects('*');
+        role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: objects, resources: [objectArns] }));
+        acknowledgeResourceWildcard(role, objectArns,
+          `The job's declared ${fn} modes (${modes.join(', ')}) on the "${use.ref}" bucket: exactly ${objects.join(', ')}, ` +
+          'on objects of that one bucket, whose keys are data.');
+      }
+    }
+  }
 }
 
-function grantTable(table: dynamodb.ITable, access: string, role: PacedFunction['executionRole']) {
-  if (access === 'read') return table.grantReadData(role);
-  if (access === 'write') return table.grantWriteData(role);
-  return table.grantReadWriteData(role);
-}
-
-function acknowledgeIndexes(role: PacedFunction['executionRole'], grant: ReturnType<dynamodb.ITable['grantReadData']>): void {
-  acknowledgeGrantWildcards(role, grant,
-    "Discovery queries the table's secondary indexes; '<table>/index/*' reaches only that one table's indexes.");
+/**
+ * `actions` on a shared state table, only on the items whose partition key matches one of `partitions`. A request
+ * naming any other partition (a key, a Query's partition value, any item of a batch) is denied.
+ */
+function grantPartitions(role: iam.IGrantable, table: dynamodb.ITable, actions: readonly string[], partitions: readonly string[]): void {
+  role.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({
+    actions: [...actions],
+    resources: [table.tableArn],
+    conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...partitions] } },
+  }));
 }

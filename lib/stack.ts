@@ -89,6 +89,7 @@ export class PacedJobsStack extends Stack {
         logRetentionDays: config.logRetentionDays,
         retainData: config.retainData,
         handlersDir,
+        operatorRoleArns: config.operatorRoles.map((name) => `arn:${Aws.PARTITION}:iam::${Aws.ACCOUNT_ID}:role/${name}`),
       });
       jobs[jobName] = pacedJob;
       const values: Record<JobOutputKind, string> = {

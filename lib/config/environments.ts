@@ -58,8 +58,9 @@ const jobs = (providerBaseUrl: string): EnvironmentInput['jobs'] => ({
     // of 500 (29,000, 99% of them in 359 minutes). A bigger night stops at the page limit, and `ops status` says so.
     maxPagesPerRun: 58,
     slo: { objective: 0.99, completeWithinMinutes: 360 },
+    // Discovery queries the unsettled index; apply reads the payment and records the outcome (lib/config/access.ts).
     uses: {
-      tables: { payments: { ref: 'payments', access: 'readwrite' } },
+      tables: { payments: { ref: 'payments', discover: 'query', apply: ['get', 'update'] } },
       secrets: { apiKey: { ref: 'providerApiKey' } },
     },
     settings: { provider: 'acme', providerBaseUrl, shortWaitMs: 16_000 },
@@ -70,9 +71,10 @@ const jobs = (providerBaseUrl: string): EnvironmentInput['jobs'] => ({
     batchSize: 50,
     // 2,400 a minute settle a full run (100,000 uploads) in 42 minutes.
     slo: { objective: 0.99, completeWithinMinutes: 120 },
+    // Discovery queries the deadline index; apply re-reads the record, deletes the object, then the record.
     uses: {
-      tables: { uploads: { ref: 'uploads', access: 'readwrite' } },
-      buckets: { uploads: { ref: 'uploads', access: 'readwrite' } },
+      tables: { uploads: { ref: 'uploads', discover: 'query', apply: ['get', 'delete'] } },
+      buckets: { uploads: { ref: 'uploads', apply: 'delete' } },
     },
   },
   'expired-session-cleanup': {
@@ -81,10 +83,11 @@ const jobs = (providerBaseUrl: string): EnvironmentInput['jobs'] => ({
     batchSize: 25,
     // 480 a minute settle 99% of a full run (100,000 tenants' sessions) in 207 minutes.
     slo: { objective: 0.99, completeWithinMinutes: 240 },
+    // Discovery scans the tenants; apply queries a tenant's sessions by last seen and deletes the expired ones.
     uses: {
       tables: {
-        tenants: { ref: 'tenants', access: 'read' },
-        sessions: { ref: 'sessions', access: 'readwrite' },
+        tenants: { ref: 'tenants', discover: 'scan' },
+        sessions: { ref: 'sessions', apply: ['query', 'delete'] },
       },
     },
     settings: { sessionMaxAgeDays: 30, deleteChunkSize: 25 },
@@ -96,11 +99,17 @@ const jobs = (providerBaseUrl: string): EnvironmentInput['jobs'] => ({
 // `ops preflight` fails while the alarm topic has no confirmed subscription, since an alarm nobody receives pages nobody.
 const ALARM_EMAIL = 'paced-jobs-oncall@example.com';
 
+// Who may send to the job queues besides the jobs' own functions (`ops redrive`, `ops continue`): the operators' role,
+// by name in each environment's account. Replace it with your team's (e.g. an IAM Identity Center permission set's
+// role: 'aws-reserved/sso.amazonaws.com/*AWSReservedSSO_PacedJobsOperator_*').
+const OPERATOR_ROLES = ['paced-jobs-operator'];
+
 export const environments: Record<string, EnvironmentInput> = {
   dev: {
     region: 'eu-west-1',
     alarmEmail: ALARM_EMAIL,
     appResources: appResources('dev', true),
+    operatorRoles: OPERATOR_ROLES,
     jobs: jobs('https://sandbox.payments.example.com'),
   },
   staging: {
@@ -108,6 +117,7 @@ export const environments: Record<string, EnvironmentInput> = {
     retainData: true,
     alarmEmail: ALARM_EMAIL,
     appResources: appResources('staging', false),
+    operatorRoles: OPERATOR_ROLES,
     jobs: jobs('https://sandbox.payments.example.com'),
   },
   prod: {
@@ -118,6 +128,7 @@ export const environments: Record<string, EnvironmentInput> = {
     alarmEmail: ALARM_EMAIL,
     logRetentionDays: 90,
     appResources: appResources('prod', false),
+    operatorRoles: OPERATOR_ROLES,
     jobs: jobs('https://api.payments.example.com'),
   },
 };

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { DEFAULT_QUEUE_RETENTION_DAYS, LAMBDA_MAX_TIMEOUT_SECONDS, SQS_MAX_MESSAGE_BYTES, type JobRuntimeSettings } from '../../lambda/core/constants';
 import { allowanceAfterHeadroom, pacingSettingsSchema } from '../../lambda/core/pacingSettings';
+import { BUCKET_MODES, BucketMode, modesByFunction, TABLE_MODES, TableMode } from './access';
 
 /** DLQ retention is fixed at the SQS maximum so a failed message outlives its source queue's retention. */
 export const DLQ_RETENTION_DAYS = 14;
@@ -83,12 +84,41 @@ export const appResourcesSchema = z.object({
   }
 });
 
-const accessSchema = z.enum(['read', 'write', 'readwrite']);
+/**
+ * One mode or a list of them (lib/config/access.ts: each mode's actions); read as a list. Hand-picked branch rather than
+ * a z.union, as for `concurrency`: a bad single mode is then reported on the key itself, a bad listed one at its index.
+ */
+const modesSchema = <M extends string>(modes: readonly [M, ...M[]]) =>
+  z.custom<M | M[]>().optional().transform((value, ctx): M[] | undefined => {
+    if (value === undefined) return undefined;
+    const parsed = (typeof value === 'string' ? z.enum(modes) : z.array(z.enum(modes)).min(1, 'must name at least one mode')).safeParse(value);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+      return z.NEVER;
+    }
+    return typeof parsed.data === 'string' ? [parsed.data] : parsed.data;
+  });
+
+/**
+ * One use of a table or bucket: `discover` (the producer's modes) and `apply` (the consumer's), or `access`, shorthand
+ * for both (the producer gets its reading modes). Read as `{ ref, discover, apply }`.
+ */
+const useSchema = <M extends string>(modes: readonly [M, ...M[]]) =>
+  z
+    .object({ ref: z.string(), access: modesSchema(modes), discover: modesSchema(modes), apply: modesSchema(modes) })
+    .superRefine((use, ctx) => {
+      if (use.access !== undefined && (use.discover !== undefined || use.apply !== undefined)) {
+        ctx.addIssue({ code: 'custom', path: ['access'], message: 'is shorthand for discover and apply together: give either access, or discover and/or apply' });
+      } else if (use.access === undefined && use.discover === undefined && use.apply === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['access'], message: `is required unless discover or apply is given: one or more of ${modes.join(', ')}` });
+      }
+    })
+    .transform((use) => ({ ref: use.ref, ...modesByFunction(use) }));
 
 /** What one job may touch: references to app resources by logical key, under the alias the job's code uses. */
 export const jobUsesSchema = z.object({
-  tables: z.record(z.string(), z.object({ ref: z.string(), access: accessSchema })).default({}),
-  buckets: z.record(z.string(), z.object({ ref: z.string(), access: accessSchema })).default({}),
+  tables: z.record(z.string(), useSchema(Object.keys(TABLE_MODES) as [TableMode, ...TableMode[]])).default({}),
+  buckets: z.record(z.string(), useSchema(Object.keys(BUCKET_MODES) as [BucketMode, ...BucketMode[]])).default({}),
   secrets: z.record(z.string(), z.object({ ref: z.string() })).default({}),
 });
 
@@ -370,6 +400,15 @@ export const environmentSchema = z.object({
   /** Optional email subscribed to the alarm topic. */
   alarmEmail: z.email().optional(),
   appResources: appResourcesSchema.default({ create: false, tables: {}, buckets: {}, secrets: {} }),
+  /**
+   * The operators' IAM roles in the stack's account, by name (with its path, if any; `*` matches any characters, e.g.
+   * `aws-reserved/sso.amazonaws.com/*AWSReservedSSO_PacedJobsOperator_*`): besides each job's own functions, the only
+   * principals that may send to its queues (`ops redrive`, `ops continue`); every other sender is denied by the queue
+   * policy. @default none (no one else may send)
+   */
+  operatorRoles: z
+    .array(z.string().regex(/^[\w+=,.@*/-]{1,512}$/, 'must be an IAM role name, with its path if it has one ("*" matches any characters)'))
+    .default([]),
   jobs: z.record(z.string().regex(NAME, 'job names are kebab-case, 3 to 32 characters'), jobSchema),
 }).superRefine((env, ctx) => {
   if (Object.keys(env.jobs).length === 0) {

@@ -110,6 +110,8 @@ export class Authorizer {
   private readonly cache = new Map<string, Promise<Evaluated>>();
   /** Per role (or service) and bucket: the policy patterns an object ARN is classed by, or undefined where it cannot be. */
   private readonly objectPatterns = new Map<string, RegExp[] | undefined>();
+  /** Per role: the dynamodb:LeadingKeys patterns of its policies, or undefined where they cannot be classed. */
+  private readonly leadingKeyPatterns = new Map<string, RegExp[] | undefined>();
   private readonly enforce: boolean;
   private readonly maxDenials: number;
   private readonly maxCached: number;
@@ -160,7 +162,7 @@ export class Authorizer {
     if (this.timeSensitive) return this.simulate(request);
     const p = request.principal;
     const who = p.kind === 'role' ? `${p.roleArn}\n${p.sessionName}` : p.kind === 'service' ? p.service : '';
-    const context = request.context ? JSON.stringify(Object.entries(request.context).sort(([a], [b]) => (a < b ? -1 : 1))) : '';
+    const context = request.context ? JSON.stringify(Object.entries(this.contextClass(request)).sort(([a], [b]) => (a < b ? -1 : 1))) : '';
     const key = `${who}\n${request.action}\n${this.objectClass(request) ?? request.resource}\n${request.secureTransport === false ? 0 : 1}\n${context}`;
     let decided = this.cache.get(key);
     if (!decided) {
@@ -171,6 +173,26 @@ export class Authorizer {
       decided.catch(() => this.cache.delete(key));
     }
     return decided;
+  }
+
+  /**
+   * The request's context with dynamodb:LeadingKeys replaced by its class, for the cache key. Every item key is a value
+   * of its own (an idempotency record's ID is a hash), so without classes each request on a shared state table would
+   * be simulated afresh. The simulator sees the values only through the role's LeadingKeys patterns, so values that
+   * match the same patterns decide alike: the class is the set of match vectors. Raw values where a pattern might not
+   * be read as the simulator does (a policy variable, an operator other than StringLike/StringEquals).
+   */
+  private contextClass(request: AuthorizationRequest): Record<string, string | string[]> {
+    const values = request.context?.['dynamodb:LeadingKeys'];
+    if (values === undefined || request.principal.kind !== 'role') return request.context ?? {};
+    const roleArn = request.principal.roleArn;
+    if (!this.leadingKeyPatterns.has(roleArn)) {
+      this.leadingKeyPatterns.set(roleArn, leadingKeyPatternsOf(this.roles.get(roleArn)?.policies.map((p) => p.document) ?? []));
+    }
+    const patterns = this.leadingKeyPatterns.get(roleArn);
+    if (!patterns) return request.context!;
+    const vectors = [...new Set([values].flat().map((v) => patterns.map((re) => (re.test(v) ? '1' : '0')).join('')))].sort();
+    return { ...request.context, 'dynamodb:LeadingKeys': vectors.map((v) => `<class ${v}>`) };
   }
 
   /**
@@ -250,6 +272,31 @@ export class Authorizer {
     const result = await runSimulation(simulation, {});
     return { ...judge(result, callerArn, action), ...(note ? { note } : {}) };
   }
+}
+
+/**
+ * The dynamodb:LeadingKeys patterns of these documents' conditions, as expressions (IAM's wildcards for StringLike, the
+ * literal for StringEquals), for classing the values; undefined for any other operator on the key or a policy variable.
+ */
+function leadingKeyPatternsOf(documents: PolicyDocument[]): RegExp[] | undefined {
+  const patterns: RegExp[] = [];
+  for (const document of documents) {
+    for (const statement of [document.Statement].flat()) {
+      for (const [operator, keys] of Object.entries((statement.Condition ?? {}) as Record<string, Record<string, unknown>>)) {
+        for (const [key, value] of Object.entries(keys)) {
+          if (key.toLowerCase() !== 'dynamodb:leadingkeys') continue;
+          const like = /^(ForAllValues:|ForAnyValue:)?StringLike$/.test(operator);
+          if (!like && !/^(ForAllValues:|ForAnyValue:)?StringEquals$/.test(operator)) return undefined;
+          for (const pattern of [value].flat()) {
+            if (typeof pattern !== 'string' || pattern.includes('${')) return undefined;
+            const escaped = pattern.replace(/[.+^${}()|[\]\\*?]/g, (c) => (like && c === '*' ? '.*' : like && c === '?' ? '.' : `\\${c}`));
+            patterns.push(new RegExp(`^${escaped}$`, 's'));
+          }
+        }
+      }
+    }
+  }
+  return patterns;
 }
 
 /**

@@ -29,8 +29,11 @@ export interface RequestDescription {
   permissions: RequiredPermission[];
 }
 
-/** The parts of a plan that name resources: queues (their keys and DLQs), secrets, mappings. */
-export type RequestPlan = Pick<StackPlan, 'region' | 'accountId' | 'queues' | 'secrets' | 'mappings'>;
+/**
+ * The parts of a plan that name resources: queues (their keys and DLQs), secrets, mappings; and tables, whose key
+ * schemas say which attribute of a request's keys is the partition key (dynamodb:LeadingKeys).
+ */
+export type RequestPlan = Pick<StackPlan, 'region' | 'accountId' | 'queues' | 'secrets' | 'mappings'> & Partial<Pick<StackPlan, 'tables'>>;
 
 export class RequestDescriptionError extends Error {
   constructor(
@@ -112,33 +115,70 @@ function describeDynamoDb(request: HttpRequestParts, plan: RequestPlan): Request
     const n = String(name);
     return n.startsWith('arn:') ? n : `arn:aws:dynamodb:${plan.region}:${plan.accountId}:table/${n}`;
   };
-  const one = (action: string, resource: string): RequestDescription => ({ service: 'dynamodb', operation, permissions: [{ action, resource }] });
+  const one = (action: string, resource: string, context?: RequiredPermission['context']): RequestDescription => ({
+    service: 'dynamodb',
+    operation,
+    permissions: [{ action, resource, ...(context ? { context } : {}) }],
+  });
+  const keys = leadingKeysReader(plan, tableArn);
   switch (operation) {
     case 'Query':
     case 'Scan': {
       if (body.TableName === undefined) break;
       const table = tableArn(body.TableName);
-      return one(`dynamodb:${operation}`, body.IndexName ? `${table}/index/${String(body.IndexName)}` : table);
+      const resource = body.IndexName ? `${table}/index/${String(body.IndexName)}` : table;
+      // A Scan names no partition, so it has no dynamodb:LeadingKeys (and a ForAllValues condition does not bound it).
+      return one(`dynamodb:${operation}`, resource, operation === 'Query' ? keys.ofQuery(body) : undefined);
+    }
+    case 'GetItem':
+    case 'UpdateItem':
+    case 'DeleteItem':
+    case 'PutItem': {
+      if (body.TableName === undefined) break;
+      const item = (operation === 'PutItem' ? body.Item : body.Key) as Item | undefined;
+      return one(`dynamodb:${operation}`, tableArn(body.TableName), keys.of(body.TableName, item ? [item] : []));
     }
     case 'BatchGetItem':
     case 'BatchWriteItem': {
-      const tables = Object.keys((body.RequestItems ?? {}) as Record<string, unknown>);
-      return { service: 'dynamodb', operation, permissions: tables.map((t) => ({ action: `dynamodb:${operation}`, resource: tableArn(t) })) };
+      const requests = (body.RequestItems ?? {}) as Record<string, unknown>;
+      return {
+        service: 'dynamodb',
+        operation,
+        permissions: Object.entries(requests).map(([t, request]) => {
+          // BatchGetItem: { Keys: [...] }; BatchWriteItem: [{ PutRequest: { Item } } | { DeleteRequest: { Key } }].
+          type Write = { PutRequest?: { Item?: Item }; DeleteRequest?: { Key?: Item } };
+          const items = operation === 'BatchGetItem'
+            ? ((request as { Keys?: Item[] })?.Keys ?? [])
+            : ((request ?? []) as Write[]).map((r) => r?.PutRequest?.Item ?? r?.DeleteRequest?.Key ?? {});
+          const context = keys.of(t, items);
+          return { action: `dynamodb:${operation}`, resource: tableArn(t), ...(context ? { context } : {}) };
+        }),
+      };
     }
     case 'TransactWriteItems': {
       // Each item is authorized as the single-item write it is (AWS documents no TransactWriteItems action).
       const actions: Record<string, string> = { Put: 'PutItem', Update: 'UpdateItem', Delete: 'DeleteItem', ConditionCheck: 'ConditionCheckItem' };
-      const items = (body.TransactItems ?? []) as Record<string, { TableName?: string }>[];
+      const items = (body.TransactItems ?? []) as Record<string, { TableName?: string; Key?: Item; Item?: Item }>[];
       const permissions = items.flatMap((item) =>
         Object.entries(item)
           .filter(([kind]) => actions[kind])
-          .map(([kind, spec]) => ({ action: `dynamodb:${actions[kind]}`, resource: tableArn(spec?.TableName) })),
+          .map(([kind, spec]) => {
+            const context = keys.of(spec?.TableName, [(kind === 'Put' ? spec?.Item : spec?.Key) ?? {}]);
+            return { action: `dynamodb:${actions[kind]}`, resource: tableArn(spec?.TableName), ...(context ? { context } : {}) };
+          }),
       );
       return { service: 'dynamodb', operation, permissions: dedupe(permissions) };
     }
     case 'TransactGetItems': {
-      const items = (body.TransactItems ?? []) as { Get?: { TableName?: string } }[];
-      return { service: 'dynamodb', operation, permissions: dedupe(items.filter((i) => i.Get).map((i) => ({ action: 'dynamodb:GetItem', resource: tableArn(i.Get!.TableName) }))) };
+      const items = (body.TransactItems ?? []) as { Get?: { TableName?: string; Key?: Item } }[];
+      return {
+        service: 'dynamodb',
+        operation,
+        permissions: dedupe(items.filter((i) => i.Get).map((i) => {
+          const context = keys.of(i.Get!.TableName, [i.Get!.Key ?? {}]);
+          return { action: 'dynamodb:GetItem', resource: tableArn(i.Get!.TableName), ...(context ? { context } : {}) };
+        })),
+      };
     }
     case 'ExecuteStatement':
       return { service: 'dynamodb', operation, permissions: partiQl(String(body.Statement ?? ''), tableArn) };
@@ -156,6 +196,60 @@ function describeDynamoDb(request: HttpRequestParts, plan: RequestPlan): Request
   if (typeof body.ResourceArn === 'string') return one(`dynamodb:${operation}`, body.ResourceArn);
   return one(`dynamodb:${operation}`, '*');
 }
+
+/** An item or key in DynamoDB's JSON: attribute name to a typed value ({ S: 'x' }, { N: '1' }, ...). */
+type Item = Record<string, Record<string, unknown> | undefined>;
+
+/**
+ * dynamodb:LeadingKeys, as DynamoDB sets it: the partition key values a request names (its key, its item, every key of
+ * a batch, a Query's partition in KeyConditionExpression), read with the table's key schema from the plan. Nothing for
+ * a table the plan does not hold, whose partition key is unknown here. A Query of an index names the index's partition
+ * key; DynamoDB's documentation speaks of the table's, and the stack's fine-grained grants are on tables without
+ * indexes.
+ */
+function leadingKeysReader(plan: RequestPlan, tableArn: (name: unknown) => string) {
+  const schemaOf = (name: unknown, index?: unknown): string | undefined => {
+    const arn = tableArn(name);
+    const table = plan.tables?.find((t) => t.arn === arn || t.name === String(name));
+    if (!table) return undefined;
+    type Index = { IndexName: string; KeySchema?: KeyElement[] };
+    const props = table.properties as { KeySchema?: KeyElement[]; GlobalSecondaryIndexes?: Index[]; LocalSecondaryIndexes?: Index[] };
+    const schema = index === undefined
+      ? props.KeySchema
+      : [...(props.GlobalSecondaryIndexes ?? []), ...(props.LocalSecondaryIndexes ?? [])].find((i) => i.IndexName === String(index))?.KeySchema;
+    return schema?.find((k) => k.KeyType === 'HASH')?.AttributeName;
+  };
+  const valueOf = (v: Record<string, unknown> | undefined): string | undefined => {
+    const scalar = v?.S ?? v?.N ?? v?.B;
+    return typeof scalar === 'string' ? scalar : undefined;
+  };
+  const context = (values: (string | undefined)[]): RequiredPermission['context'] | undefined => {
+    const known = [...new Set(values.filter((v): v is string => v !== undefined))];
+    return known.length > 0 ? { 'dynamodb:LeadingKeys': known } : undefined;
+  };
+  return {
+    of: (table: unknown, items: Item[]) => {
+      const key = schemaOf(table);
+      return key === undefined ? undefined : context(items.map((item) => valueOf(item?.[key])));
+    },
+    ofQuery: (body: Record<string, unknown>) => {
+      const key = schemaOf(body.TableName, body.IndexName);
+      if (key === undefined) return undefined;
+      const values = (body.ExpressionAttributeValues ?? {}) as Item;
+      const names = (body.ExpressionAttributeNames ?? {}) as Record<string, string>;
+      // The legacy KeyConditions form: { <attribute>: { ComparisonOperator: 'EQ', AttributeValueList: [v] } }.
+      const legacy = (body.KeyConditions as Record<string, { AttributeValueList?: Record<string, unknown>[] }> | undefined)?.[key];
+      if (legacy) return context([valueOf(legacy.AttributeValueList?.[0])]);
+      for (const clause of String(body.KeyConditionExpression ?? '').split(/\s+AND\s+/i)) {
+        const match = /^\(?\s*(#?[\w.-]+)\s*=\s*(:[\w]+)\s*\)?$/.exec(clause.trim());
+        if (match && (names[match[1]] ?? match[1]) === key) return context([valueOf(values[match[2]])]);
+      }
+      return undefined;
+    },
+  };
+}
+
+type KeyElement = { AttributeName: string; KeyType: string };
 
 const PARTIQL_NAME = '("(?:[^"]|"")+"|[A-Za-z0-9_.-]+)(?:\\s*\\.\\s*"((?:[^"]|"")+)")?';
 /** Where each PartiQL statement names its table: SELECT/DELETE ... FROM t, INSERT INTO t, UPDATE t, EXISTS(SELECT ...). */

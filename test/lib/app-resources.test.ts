@@ -163,5 +163,9 @@ describe('Class: AppResources', () => {
       expect(resources.accessLogsBucket).toBeUndefined();
       expect(resources.names).toEqual({ tables: { items: 'items-t' }, buckets: { blobs: 'blobs-t', named: 'named-t' }, secrets: { key: 'app/key' } });
     });
+
+    it.each([false, true])("lists each table's configured indexes by name (create %p), for grants that name them", (create) => {
+      expect(build(create, false).resources.indexNames).toEqual({ items: ['by-owner'] });
+    });
   });
 });

@@ -1,12 +1,13 @@
 // PacedFunction: the shared Lambda settings, its own minimal role, its log group, and the local esbuild bundle.
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { App, Stack } from 'aws-cdk-lib';
+import { App, Stack, Validations } from 'aws-cdk-lib';
+import type { IConstruct } from 'constructs';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { PacedFunction, PacedFunctionProps, VALID_LOG_RETENTION_DAYS, validatePacedFunctionProps } from '../../lib/paced-function';
 import { InvalidPropsError } from '../../lib/props-error';
 import { cdkJsonContext } from './cdkContext';
-import { arnOf, refOf, resourceOf, statementsOfRole } from './templateHelpers';
+import { arnOf, logicalId, refOf, resourceOf, statementsOfRole } from './templateHelpers';
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'handlers');
 
@@ -99,10 +100,25 @@ describe('Class: PacedFunction', () => {
           AssumeRolePolicyDocument: { Statement: [{ Action: 'sts:AssumeRole', Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' } }] },
           ManagedPolicyArns: Match.absent(),
         });
-        expect(statementsOfRole(template, fn.executionRole)).toEqual([
+        expect(statementsOfRole(template, fn.executionRole)).toEqual(expect.arrayContaining([
           { Action: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], Effect: 'Allow', Resource: '*' },
           { Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Effect: 'Allow', Resource: arnOf(fn.functionLogGroup) },
+        ]));
+        expect(statementsOfRole(template, fn.executionRole)).toHaveLength(2);
+      });
+
+      it("keeps X-Ray's statement on \"*\" in a policy of its own, acknowledged there and not on the role", () => {
+        const tracing = fn.executionRole.node.findChild('Tracing');
+        expect(resourceOf(template, tracing).Properties.PolicyDocument.Statement).toEqual([
+          { Action: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], Effect: 'Allow', Resource: '*' },
         ]);
+        // Created before the function, as the L2 orders its own role policy.
+        expect(resourceOf(template, fn).DependsOn).toContain(logicalId(tracing));
+        const acknowledged = (c: IConstruct) => c.node.metadata
+          .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+          .flatMap((m) => Object.keys(m.data as object).map((id) => id.replace(/^Annotation::/, '')));
+        expect(acknowledged(tracing)).toEqual(['AwsSolutions-IAM5[Resource::*]']);
+        expect(acknowledged(fn.executionRole)).toEqual([]);
       });
 
       it('keeps its log group for the configured retention and retains it when asked', () => {

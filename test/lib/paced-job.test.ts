@@ -1,16 +1,22 @@
 // PacedJob: its props validation (every problem in one message) and how a non-default job config reaches the template.
 import * as path from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
+import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import { AppResources } from '../../lib/app-resources';
 import { environmentSchema, JobConfig, jobSchema } from '../../lib/config/schema';
-import { effectiveRateLimit, MAX_BUCKET_NAME_LENGTH, MAX_JOB_SETTINGS_BYTES, PacedJob, producerFunctionName } from '../../lib/paced-job';
+import { effectiveRateLimit, MAX_BUCKET_NAME_LENGTH, MAX_JOB_SETTINGS_BYTES, PacedJob, producerFunctionName, stateTablePartitions } from '../../lib/paced-job';
+import { rateItemKey } from '../../lambda/adapters/adaptiveRateLimiter';
+import { concurrencyItemKey } from '../../lambda/adapters/keyConcurrency';
+import { backlogItemKey } from '../../lambda/adapters/keyRateLimiter';
+import { idempotencyRecordId } from '../../lambda/core/idempotencyKey';
+import { keyLimitsItemKey, perKeyItemKey } from '../../lambda/core/keyLimits';
+import { ledgerKeys } from '../../lambda/core/ledgerContract';
 import { InvalidPropsError } from '../../lib/props-error';
 import { StateTables } from '../../lib/state-tables';
 import { cdkJsonContext } from './cdkContext';
 import type { IConstruct } from 'constructs';
-import { actionsOf, actionsOn, arnOf, importedArn, logicalId, refOf, resourceOf, resourcesOf, statementsOfRole } from './templateHelpers';
+import { actionsOf, actionsOn, arnOf, importedArn, logicalId, mentions, refOf, resourceOf, resourcesOf, statementsOfRole } from './templateHelpers';
 
 const FIXTURE_HANDLERS = path.join(__dirname, 'fixtures', 'handlers');
 
@@ -19,7 +25,7 @@ const appResourcesConfig = (create = false) => environmentSchema.parse({
   region: 'eu-west-1',
   appResources: {
     create,
-    tables: { orders: { tableName: 'orders-test', partitionKey: { name: 'orderId' } } },
+    tables: { orders: { tableName: 'orders-test', partitionKey: { name: 'orderId' }, globalSecondaryIndexes: [{ indexName: 'by-status', partitionKey: { name: 'status' } }] } },
     buckets: { files: create ? {} : { bucketName: 'files-test' } },
     secrets: { token: { secretName: 'test/token' } },
   },
@@ -65,6 +71,35 @@ describe('Function: effectiveRateLimit', () => {
   });
 });
 
+describe('Function: stateTablePartitions', () => {
+  // IAM's StringLike: '*' any run of characters, '?' one.
+  const like = (pattern: string) => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+  const matches = (patterns: string[], key: string) => patterns.some((p) => like(p).test(key));
+  const partitions = stateTablePartitions('pay-job', 'acme');
+
+  it("matches every partition key the job's own code writes, by the Lambda side's own key builders", () => {
+    expect(matches(partitions.idempotency, idempotencyRecordId('pay-job', 'reconcile:acme:p-1:2026-12-04'))).toBe(true);
+    for (const key of [
+      ledgerKeys.batch('pay-job', 'pay-job:2026-12-04:x').pk,
+      ledgerKeys.invocation('pay-job', 'pay-job:2026-12-04:x', 'inv-1').pk,
+      ledgerKeys.page('pay-job', 'pay-job:2026-12-04:x', 3, 'a').pk,
+      ledgerKeys.rejection('pay-job', new Date(0), 'm-1').pk,
+      ledgerKeys.invalidRow('pay-job', 'pay-job:2026-12-04:x', 'row 1').pk,
+    ]) expect({ key, matched: matches(partitions.ledger, key) }).toEqual({ key, matched: true });
+    for (const key of ['acme', 'acme#2', rateItemKey('acme'), perKeyItemKey('acme', 't-1'), backlogItemKey('acme', 't-1'), concurrencyItemKey('acme', 't-1'), keyLimitsItemKey('pay-job')]) {
+      expect({ key, matched: matches(partitions.limiter, key) }).toEqual({ key, matched: true });
+    }
+  });
+
+  it("matches no partition of another job, even one whose name begins with this job's", () => {
+    expect(matches(partitions.idempotency, idempotencyRecordId('pay-job-2', 'x'))).toBe(false);
+    for (const key of [ledgerKeys.batch('pay-job-2', 'b').pk, ledgerKeys.invocation('pay-job-2', 'b', 'i').pk, ledgerKeys.page('pay-job-2', 'b', 1, 'a').pk, ledgerKeys.rejection('other', new Date(0), 'm').pk, ledgerKeys.invalidRow('pay-job-2', 'b', 'r').pk]) {
+      expect({ key, matched: matches(partitions.ledger, key) }).toEqual({ key, matched: false });
+    }
+    for (const key of ['acme2', perKeyItemKey('other', 't-1'), keyLimitsItemKey('pay-job-2')]) expect({ key, matched: matches(partitions.limiter, key) }).toEqual({ key, matched: false });
+  });
+});
+
 describe('Function: producerFunctionName', () => {
   it('joins the stack and job names', () => {
     expect(producerFunctionName('PacedJobs-prod', 'payment-reconciliation')).toBe('PacedJobs-prod-payment-reconciliation-producer');
@@ -82,7 +117,7 @@ describe('Class: PacedJob', () => {
             job: {
               ...job({ rateLimit: { starts: 1 }, queueRetentionDays: 14, idempotencyRecordDays: 60 }),
               consumerTimeoutSeconds: 8000,
-              uses: { tables: { t: { ref: 'missing', access: 'read' } }, buckets: { b: { ref: 'toString', access: 'read' } }, secrets: { s: { ref: 'absent' } } },
+              uses: { tables: { t: { ref: 'missing', discover: [], apply: ['read'] } }, buckets: { b: { ref: 'toString', discover: [], apply: ['read'] } }, secrets: { s: { ref: 'absent' } } },
             },
             appResources,
             stateTables,
@@ -326,11 +361,18 @@ describe('Class: PacedJob', () => {
     it('grants a write-only table use without read actions and a read-only bucket use without write actions', () => {
       const statements = statementsOfRole(template, pacedJob.consumer.executionRole);
       expect(actionsOn(statements, importedArn('dynamodb', ':table/orders-test'))).toEqual([
-        'dynamodb:BatchWriteItem', 'dynamodb:DeleteItem', 'dynamodb:DescribeTable', 'dynamodb:PutItem', 'dynamodb:UpdateItem',
+        'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem', 'dynamodb:DeleteItem', 'dynamodb:DescribeTable', 'dynamodb:PutItem', 'dynamodb:UpdateItem',
       ]);
-      expect(actionsOn(statements, { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::files-test/*']] })).toEqual([
-        's3:GetBucket*', 's3:GetObject*', 's3:List*',
-      ]);
+      // Writes are on the table alone: no index ARN.
+      expect(actionsOn(statements, importedArn('dynamodb', ':table/orders-test/index/by-status'))).toEqual([]);
+      expect(actionsOn(statements, { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::files-test/*']] })).toEqual(['s3:GetObject']);
+      expect(actionsOn(statements, { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::files-test']] })).toEqual(['s3:ListBucket']);
+    });
+
+    it("grants the producer the reading part of each use's access: the read bucket, nothing of the write-only table", () => {
+      const statements = statementsOfRole(template, pacedJob.producer.executionRole);
+      expect(actionsOn(statements, importedArn('dynamodb', ':table/orders-test'))).toEqual([]);
+      expect(actionsOn(statements, { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::files-test/*']] })).toEqual(['s3:GetObject']);
     });
   });
 
@@ -371,7 +413,117 @@ describe('Class: PacedJob', () => {
       const s3Resources = statements.filter((s) => actionsOf(s).some((a) => a.startsWith('s3:'))).flatMap(resourcesOf);
       expect(s3Resources).toEqual(expect.arrayContaining([arnOf(bucket), { 'Fn::Join': ['', [arnOf(bucket), '/*']] }]));
       expect(JSON.stringify(s3Resources)).not.toContain('s3:::');
-      expect(actionsOn(statements, { 'Fn::Join': ['', [arnOf(bucket), '/*']] })).toEqual(expect.arrayContaining(['s3:DeleteObject*', 's3:GetObject*', 's3:PutObject']));
+      expect(actionsOn(statements, { 'Fn::Join': ['', [arnOf(bucket), '/*']] })).toEqual(['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject']);
+      expect(actionsOn(statements, arnOf(bucket))).toEqual(['s3:ListBucket']);
+    });
+  });
+
+  describe('Method: constructor (least privilege per use)', () => {
+    let template: Template;
+    let pacedJob: PacedJob;
+    let stateTables: StateTables;
+    const ordersTable = importedArn('dynamodb', ':table/orders-test');
+    const ordersIndex = importedArn('dynamodb', ':table/orders-test/index/by-status');
+    const files = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::files-test']] };
+    const fileObjects = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::files-test/*']] };
+    const operator = 'arn:aws:iam::123456789012:role/paced-jobs-operator';
+
+    beforeAll(() => {
+      const built = scaffold();
+      stateTables = built.stateTables;
+      pacedJob = new PacedJob(built.stack, 'Narrow', {
+        jobName: 'narrow-job',
+        job: job({
+          uses: {
+            tables: { orders: { ref: 'orders', discover: 'query', apply: ['get', 'delete'] } },
+            buckets: { files: { ref: 'files', apply: 'delete' } },
+          },
+          settings: { downstreamKey: 'acme' },
+        }),
+        appResources: built.appResources,
+        stateTables,
+        scheduleGroup: built.scheduleGroup,
+        logRetentionDays: 30,
+        retainData: false,
+        handlersDir: FIXTURE_HANDLERS,
+        operatorRoleArns: [operator],
+      });
+      template = Template.fromStack(built.stack);
+    });
+
+    it("grants the producer its discover modes only: Query on the table and on its index by name", () => {
+      const statements = statementsOfRole(template, pacedJob.producer.executionRole);
+      expect(actionsOn(statements, ordersTable)).toEqual(['dynamodb:Query']);
+      expect(actionsOn(statements, ordersIndex)).toEqual(['dynamodb:Query']);
+      expect(mentions(statements, 'files-test')).toBe(false);
+    });
+
+    it('grants the consumer its apply modes only: get and delete on the table, no index, no Scan or Put; DeleteObject alone', () => {
+      const statements = statementsOfRole(template, pacedJob.consumer.executionRole);
+      expect(actionsOn(statements, ordersTable)).toEqual(['dynamodb:BatchGetItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem']);
+      expect(actionsOn(statements, ordersIndex)).toEqual([]);
+      expect(actionsOn(statements, fileObjects)).toEqual(['s3:DeleteObject']);
+      expect(actionsOn(statements, files)).toEqual([]);
+    });
+
+    it("bounds each state-table grant to the job's own partitions (dynamodb:LeadingKeys), with no Scan", () => {
+      const grant = (table: IConstruct, actions: string[], keys: string[]) => ({
+        Action: actions,
+        Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': keys } },
+        Effect: 'Allow',
+        Resource: arnOf(table),
+      });
+      const ledgerKeys = ['BATCH#narrow-job', 'REJECTED#narrow-job', 'INVOCATIONS#narrow-job#*', 'PAGES#narrow-job#*', 'INVALID_ROW#narrow-job#*'];
+      expect(statementsOfRole(template, pacedJob.consumer.executionRole)).toEqual(expect.arrayContaining([
+        grant(stateTables.idempotencyTable, ['dynamodb:BatchGetItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], ['narrow-job#*']),
+        grant(stateTables.ledgerTable, ['dynamodb:PutItem', 'dynamodb:UpdateItem'], ledgerKeys),
+        // The limiter items are the downstream key's (shared by the jobs that call it), the overrides the job's own.
+        grant(stateTables.limiterTable, ['dynamodb:GetItem', 'dynamodb:UpdateItem'], ['acme', 'acme#*', 'LIMITS#narrow-job']),
+      ]));
+      expect(statementsOfRole(template, pacedJob.producer.executionRole)).toEqual(expect.arrayContaining([
+        grant(stateTables.ledgerTable, ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'], ledgerKeys),
+      ]));
+      // Nothing else on the state tables: every statement naming one carries the condition.
+      for (const role of [pacedJob.producer.executionRole, pacedJob.consumer.executionRole]) {
+        for (const table of [stateTables.idempotencyTable, stateTables.ledgerTable, stateTables.limiterTable]) {
+          const unbounded = statementsOfRole(template, role).filter((st) => mentions([st], arnOf(table)) && !('Condition' in st));
+          expect(unbounded).toEqual([]);
+        }
+      }
+    });
+
+    it('denies SendMessage on each queue to every principal but its own senders, the operators on the work and admission queues', () => {
+      const role = (r: IConstruct) => arnOf(r);
+      const scheduleRole = pacedJob.node.findChild('ScheduleRole');
+      const expected: [IConstruct, unknown[]][] = [
+        [pacedJob.queue, [role(pacedJob.producer.executionRole), role(pacedJob.consumer.executionRole), operator]],
+        [pacedJob.admissionQueue, [role(pacedJob.producer.executionRole), operator]],
+        [pacedJob.dlq, [role(pacedJob.consumer.executionRole)]],
+        [pacedJob.producerDlq, [role(pacedJob.producer.executionRole), role(scheduleRole)]],
+      ];
+      for (const [queue, senders] of expected) {
+        template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+          Queues: [{ Ref: logicalId(queue) }],
+          PolicyDocument: {
+            Statement: Match.arrayWith([{
+              Sid: 'OnlyOwnSendersSend',
+              Effect: 'Deny',
+              Principal: { AWS: '*' },
+              Action: 'sqs:SendMessage',
+              Resource: arnOf(queue),
+              Condition: { ArnNotLike: { 'aws:PrincipalArn': senders } },
+            }]),
+          },
+        });
+      }
+    });
+
+    it('refuses a downstream key that would be a wildcard in its LeadingKeys pattern', () => {
+      const { stack, appResources, stateTables: tables, scheduleGroup } = scaffold();
+      const error = capture(() => new PacedJob(stack, 'Wild', {
+        jobName: 'wild-job', job: job({ settings: { downstreamKey: 'acme*' } }), appResources, stateTables: tables, scheduleGroup, logRetentionDays: 30, retainData: false, handlersDir: FIXTURE_HANDLERS,
+      }));
+      expect(error.problems).toEqual(['settings.downstreamKey "acme*" may not hold "*", "?" or "$": it names the job\'s limiter items in its IAM policy']);
     });
   });
 });

@@ -1,6 +1,6 @@
 // The IAM a job's config asks for is the IAM it runs with locally: in a throwaway copy of the project, the
-// expired-session-cleanup job declares only `read` on the sessions table it deletes from, and `npm start` fails naming
-// the DynamoDB write it was denied; with `readwrite` restored the same run passes with nothing denied.
+// expired-session-cleanup job's apply declares only `query` on the sessions table it deletes from, and `npm start` fails
+// naming the DynamoDB write it was denied; with `['query', 'delete']` restored the same run passes with nothing denied.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { copyProject, describeResult, type CommandResult, type ProjectCopy } from '../support/projectCopy';
@@ -10,13 +10,13 @@ const JOB = 'expired-session-cleanup';
 const TENANTS = 3;
 const WRITES = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'];
 /** The job's use of the table it writes, as lib/config/environments.ts declares it (in every environment's jobs). */
-const READWRITE = "sessions: { ref: 'sessions', access: 'readwrite' }";
-const READ = "sessions: { ref: 'sessions', access: 'read' }";
+const QUERY_DELETE = "sessions: { ref: 'sessions', apply: ['query', 'delete'] }";
+const QUERY = "sessions: { ref: 'sessions', apply: 'query' }";
 
 /** The part of npm start's --json report this test reads. */
 type Report = Pick<RunReport, 'ok' | 'settled' | 'checks'> & { jobs: Record<string, Pick<JobReport, 'discovered' | 'completed' | 'dlq' | 'denials'>> };
 
-describe('npm start with a job whose config declares read on a table it writes', () => {
+describe('npm start with a job whose config declares query on a table it deletes from', () => {
   let copy: ProjectCopy;
   let environments: string;
 
@@ -49,13 +49,13 @@ describe('npm start with a job whose config declares read on a table it writes',
     }
   };
 
-  it('fails naming the dynamodb: write it was denied, and passes once readwrite is restored', async () => {
-    setAccess(READWRITE, READ);
+  it('fails naming the dynamodb: write it was denied, and passes once delete is restored', async () => {
+    setAccess(QUERY_DELETE, QUERY);
     // The denied deletes fail their records, which SQS redelivers only after the queue's visibility timeout (minutes):
     // the run cannot settle, and need not, to be judged on its denials.
     const denied = await start(30);
     const job = denied.report.jobs[JOB];
-    if (denied.result.status !== 1) process.stderr.write(`${describeResult('npm start (read)', denied.result)}\n`);
+    if (denied.result.status !== 1) process.stderr.write(`${describeResult('npm start (query)', denied.result)}\n`);
     expect(denied.result.status).toBe(1);
     expect(denied.report.ok).toBe(false);
     expect(job.denials.length).toBeGreaterThan(0);
@@ -63,7 +63,7 @@ describe('npm start with a job whose config declares read on a table it writes',
     expect(writes).toEqual([
       expect.objectContaining({ action: 'dynamodb:DeleteItem', resource: expect.stringMatching(/:table\/sessions-dev$/), role: expect.stringContaining('ExpiredSessionCleanupConsumer') }),
     ]);
-    // Only the write the config left out is denied: the reads `read` grants (the index query) went through.
+    // Only the write the config left out is denied: the index query `query` grants went through.
     expect(job.denials.map((d) => d.action)).toEqual(['dynamodb:DeleteItem']);
     const check = denied.report.checks.find((c) => c.job === JOB && c.name === 'iam-allowed');
     expect(check).toMatchObject({ ok: false, detail: expect.stringContaining(`dynamodb:DeleteItem on ${writes[0].resource} by ${writes[0].role}`) });
@@ -71,9 +71,9 @@ describe('npm start with a job whose config declares read on a table it writes',
     for (const other of denied.report.checks.filter((c) => c.job !== JOB && c.name === 'iam-allowed')) expect(other.ok).toBe(true);
     expect(job.completed).toBe(0);
 
-    setAccess(READ, READWRITE);
+    setAccess(QUERY, QUERY_DELETE);
     const restored = await start(120);
-    if (restored.result.status !== 0) process.stderr.write(`${describeResult('npm start (readwrite)', restored.result)}\n`);
+    if (restored.result.status !== 0) process.stderr.write(`${describeResult("npm start (['query', 'delete'])", restored.result)}\n`);
     expect({ status: restored.result.status, ok: restored.report.ok, settled: restored.report.settled }).toEqual({ status: 0, ok: true, settled: true });
     expect(restored.report.jobs[JOB]).toMatchObject({ discovered: TENANTS, completed: TENANTS, dlq: 0, denials: [] });
     expect(restored.report.checks.find((c) => c.job === JOB && c.name === 'iam-allowed')).toMatchObject({ ok: true });

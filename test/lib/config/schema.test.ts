@@ -1,5 +1,6 @@
 // Pins every default in lib/config/schema.ts, so the documented defaults and the code cannot drift apart.
-import { appResourcesSchema, effectiveRateLimit, environmentSchema, jobSchema, rateLimitSchema, scheduleSchema } from '../../../lib/config/schema';
+import { bucketActions, tableActions } from '../../../lib/config/access';
+import { appResourcesSchema, effectiveRateLimit, environmentSchema, jobSchema, jobUsesSchema, rateLimitSchema, scheduleSchema } from '../../../lib/config/schema';
 
 const minimalJob = { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 100 } };
 
@@ -195,8 +196,18 @@ describe('Schema: environmentSchema', () => {
         retainData: false,
         logRetentionDays: 30,
         appResources: { create: false, tables: {}, buckets: {}, secrets: {} },
+        operatorRoles: [],
         jobs: { 'a-job': jobDefaults },
       });
+    });
+
+    it('takes operator roles by name, with a path and wildcards, and refuses an ARN, naming the key', () => {
+      const roles = ['paced-jobs-operator', 'aws-reserved/sso.amazonaws.com/*AWSReservedSSO_Operator_*'];
+      expect(environmentSchema.parse({ operatorRoles: roles, jobs: { 'a-job': minimalJob } }).operatorRoles).toStrictEqual(roles);
+      const bad = environmentSchema.safeParse({ operatorRoles: ['arn:aws:iam::123456789012:role/x'], jobs: { 'a-job': minimalJob } });
+      expect(bad.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
+        ['operatorRoles.0', 'must be an IAM role name, with its path if it has one ("*" matches any characters)'],
+      ]);
     });
 
     it('defaults a table to string keys and no secondary indexes', () => {
@@ -211,6 +222,66 @@ describe('Schema: environmentSchema', () => {
         globalSecondaryIndexes: [],
       });
     });
+  });
+});
+
+describe('Schema: jobUsesSchema', () => {
+  describe('Method: safeParse', () => {
+    it('reads a mode or a list of modes per function, and access as both (the producer getting its reading modes)', () => {
+      const parsed = jobUsesSchema.parse({
+        tables: {
+          narrow: { ref: 't', discover: 'query', apply: ['get', 'delete'] },
+          applyOnly: { ref: 't', apply: ['query', 'delete'] },
+          legacy: { ref: 't', access: 'readwrite' },
+          writeOnly: { ref: 't', access: 'write' },
+        },
+        buckets: { cleaner: { ref: 'b', apply: 'delete' }, listed: { ref: 'b', access: ['list', 'get', 'put'] } },
+      });
+      expect(parsed.tables).toStrictEqual({
+        narrow: { ref: 't', discover: ['query'], apply: ['get', 'delete'] },
+        applyOnly: { ref: 't', discover: [], apply: ['query', 'delete'] },
+        legacy: { ref: 't', discover: ['read'], apply: ['readwrite'] },
+        writeOnly: { ref: 't', discover: [], apply: ['write'] },
+      });
+      expect(parsed.buckets).toStrictEqual({
+        cleaner: { ref: 'b', discover: [], apply: ['delete'] },
+        listed: { ref: 'b', discover: ['list', 'get'], apply: ['list', 'get', 'put'] },
+      });
+    });
+
+    it('refuses an unknown mode, an empty list, access beside discover, and a use that names no mode, each by key', () => {
+      const result = jobUsesSchema.safeParse({
+        tables: { a: { ref: 't', apply: ['scan', 'truncate'] }, b: { ref: 't', apply: [] }, c: { ref: 't', access: 'read', discover: 'query' }, d: { ref: 't' } },
+        buckets: { e: { ref: 'b', apply: 'query' } },
+      });
+      expect(result.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
+        ['tables.a.apply.1', 'Invalid option: expected one of "get"|"query"|"scan"|"put"|"update"|"delete"|"read"|"write"|"readwrite"'],
+        ['tables.b.apply', 'must name at least one mode'],
+        ['tables.c.access', 'is shorthand for discover and apply together: give either access, or discover and/or apply'],
+        ['tables.d.access', 'is required unless discover or apply is given: one or more of get, query, scan, put, update, delete, read, write, readwrite'],
+        ['buckets.e.apply', 'Invalid option: expected one of "get"|"list"|"put"|"delete"|"read"|"write"|"readwrite"'],
+      ]);
+    });
+  });
+});
+
+describe('Function: tableActions, bucketActions', () => {
+  it('grants Query and Scan, and only those, on indexes; ListBucket, and only that, on the bucket', () => {
+    expect(tableActions(['get', 'query', 'delete'])).toStrictEqual({
+      table: ['dynamodb:BatchGetItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:Query'],
+      indexes: ['dynamodb:Query'],
+    });
+    expect(tableActions(['readwrite']).indexes).toStrictEqual(['dynamodb:Query', 'dynamodb:Scan']);
+    expect(bucketActions(['delete'])).toStrictEqual({ bucket: [], objects: ['s3:DeleteObject'] });
+    expect(bucketActions(['read'])).toStrictEqual({ bucket: ['s3:ListBucket'], objects: ['s3:GetObject'] });
+  });
+
+  it('keeps the wide modes the unions of the small ones (plus ConditionCheckItem and DescribeTable for tables)', () => {
+    const extra = ['dynamodb:ConditionCheckItem', 'dynamodb:DescribeTable'];
+    expect(tableActions(['read']).table).toStrictEqual(tableActions(['get', 'query', 'scan']).table.concat(extra).sort());
+    expect(tableActions(['write']).table).toStrictEqual([...tableActions(['put', 'update', 'delete']).table, 'dynamodb:BatchWriteItem', ...extra].sort());
+    expect(tableActions(['readwrite']).table).toStrictEqual(tableActions(['read', 'write']).table);
+    expect(bucketActions(['readwrite'])).toStrictEqual(bucketActions(['get', 'list', 'put', 'delete']));
   });
 });
 

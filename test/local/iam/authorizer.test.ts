@@ -265,6 +265,51 @@ describe('Class: Authorizer', () => {
     });
   });
 
+  describe('dynamodb:LeadingKeys', () => {
+    const partitioned: PlannedIam = {
+      roles: [
+        role('consumer-a', [{ Effect: 'Allow', Action: ['dynamodb:PutItem', 'dynamodb:Scan'], Resource: TABLE, Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['job-a#*', 'LIMITS#job-a'] } } }]),
+        role('by-user', [{ Effect: 'Allow', Action: 'dynamodb:PutItem', Resource: TABLE, Condition: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': ['${aws:userid}'] } } }]),
+      ],
+      resourcePolicies: [],
+    };
+    const consumer = rolePrincipal(roleArn('consumer-a'), 'consumer-a-fn');
+    const put = (keys: string[]) => ({ principal: consumer, action: 'dynamodb:PutItem', resource: TABLE, context: { 'dynamodb:LeadingKeys': keys } });
+    const simulations = () => (runSimulation as jest.Mock).mock.calls.length;
+
+    it("allows the role's own partitions, denies another's, and any request naming one of another's among its own", async () => {
+      const authorizer = new Authorizer({ iam: partitioned, accountId: ACCOUNT, region: 'us-east-1' });
+      expect(await authorizer.authorize(put(['job-a#x1']))).toMatchObject({ allowed: true });
+      expect(await authorizer.authorize(put(['LIMITS#job-a']))).toMatchObject({ allowed: true });
+      expect(await authorizer.authorize(put(['job-b#x1']))).toMatchObject({ allowed: false, reason: 'no-identity-allow' });
+      expect(await authorizer.authorize(put(['job-a-2#x1']))).toMatchObject({ allowed: false });
+      expect(await authorizer.authorize(put(['job-a#x2', 'job-b#x2']))).toMatchObject({ allowed: false });
+      // As on AWS, ForAllValues holds for a request that names no partition: a Scan is not bounded by the condition,
+      // which is why the stack's partition-bounded grants never include Scan.
+      expect(await authorizer.authorize({ principal: consumer, action: 'dynamodb:Scan', resource: TABLE })).toMatchObject({ allowed: true });
+    });
+
+    it('decides keys that match the same patterns once, and each class of its own', async () => {
+      const authorizer = new Authorizer({ iam: partitioned, accountId: ACCOUNT, region: 'us-east-1' });
+      const before = simulations();
+      for (let i = 0; i < 5; i++) expect(await authorizer.authorize(put([`job-a#op-${i}`]))).toMatchObject({ allowed: true });
+      expect(simulations() - before).toBe(1);
+      for (let i = 0; i < 3; i++) expect(await authorizer.authorize(put([`job-b#op-${i}`]))).toMatchObject({ allowed: false });
+      expect(await authorizer.authorize(put(['LIMITS#job-a']))).toMatchObject({ allowed: true });
+      expect(simulations() - before).toBe(3);
+      expect(authorizer.denials.map((d) => d.action)).toEqual(['dynamodb:PutItem', 'dynamodb:PutItem', 'dynamodb:PutItem']);
+    });
+
+    it('evaluates each key of its own where the pattern is a policy variable', async () => {
+      const authorizer = new Authorizer({ iam: partitioned, accountId: ACCOUNT, region: 'us-east-1' });
+      const user = rolePrincipal(roleArn('by-user'), 'u');
+      const before = simulations();
+      expect(await authorizer.authorize({ principal: user, action: 'dynamodb:PutItem', resource: TABLE, context: { 'dynamodb:LeadingKeys': ['LOCALby-user:u'] } })).toMatchObject({ allowed: true });
+      expect(await authorizer.authorize({ principal: user, action: 'dynamodb:PutItem', resource: TABLE, context: { 'dynamodb:LeadingKeys': ['someone'] } })).toMatchObject({ allowed: false });
+      expect(simulations() - before).toBe(2);
+    });
+  });
+
   describe('Option: enforce false', () => {
     it('lets a request AWS would deny through, and still records and reports it', async () => {
       const reported: Denial[] = [];

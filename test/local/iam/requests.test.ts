@@ -12,6 +12,19 @@ const stack = plan(
     ],
     secrets: [{ logicalId: 'Key', name: 'provider/api-key', arn: `arn:aws:secretsmanager:us-east-1:${ACCOUNT}:secret:provider/api-key-local0`, properties: {} }],
     mappings: [{ logicalId: 'ConsumerMapping', uuid: 'local-ConsumerMapping', functionName: 'consumer', eventSourceArn: queueArn('work'), batchSize: 10, maximumBatchingWindowSeconds: 0, reportBatchItemFailures: true, enabled: true }],
+    // Key schemas, for dynamodb:LeadingKeys: a table with a partition key only, and one with a sort key and an index.
+    tables: [
+      { logicalId: 'Idem', name: 'idem', arn: tableArn('idem'), properties: { KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }] } },
+      {
+        logicalId: 'Ledger',
+        name: 'ledger',
+        arn: tableArn('ledger'),
+        properties: {
+          KeySchema: [{ AttributeName: 'sk', KeyType: 'RANGE' }, { AttributeName: 'pk', KeyType: 'HASH' }],
+          GlobalSecondaryIndexes: [{ IndexName: 'byJob', KeySchema: [{ AttributeName: 'job', KeyType: 'HASH' }] }],
+        },
+      },
+    ],
   },
 );
 
@@ -52,6 +65,40 @@ describe('Function: describeRequest', () => {
         { action: 'dynamodb:GetItem', resource: tableArn('A') },
         { action: 'dynamodb:GetItem', resource: tableArn('B') },
       ]);
+    });
+
+    describe('dynamodb:LeadingKeys', () => {
+      const leading = (...keys: string[]) => ({ 'dynamodb:LeadingKeys': keys });
+
+      it("sets the partition key's value of a single-item request: its Key, or a PutItem's Item", () => {
+        expect(ddb('GetItem', { TableName: 'idem', Key: { id: { S: 'job-a#1' } } })).toEqual([{ action: 'dynamodb:GetItem', resource: tableArn('idem'), context: leading('job-a#1') }]);
+        expect(ddb('PutItem', { TableName: 'idem', Item: { id: { S: 'job-a#2' }, status: { S: 'x' } } })[0].context).toEqual(leading('job-a#2'));
+        expect(ddb('UpdateItem', { TableName: tableArn('ledger'), Key: { pk: { S: 'BATCH#job-a' }, sk: { S: 'b1' } } })[0].context).toEqual(leading('BATCH#job-a'));
+        expect(ddb('DeleteItem', { TableName: 'idem', Key: { id: { N: '7' } } })[0].context).toEqual(leading('7'));
+      });
+
+      it("sets a Query's partition value from KeyConditionExpression (names and all) or KeyConditions, an index's by its own key", () => {
+        const query = { TableName: 'ledger', KeyConditionExpression: 'begins_with(sk, :d) AND #p = :pk', ExpressionAttributeNames: { '#p': 'pk' }, ExpressionAttributeValues: { ':pk': { S: 'BATCH#job-b' }, ':d': { S: '2026' } } };
+        expect(ddb('Query', query)).toEqual([{ action: 'dynamodb:Query', resource: tableArn('ledger'), context: leading('BATCH#job-b') }]);
+        expect(ddb('Query', { TableName: 'ledger', KeyConditions: { pk: { ComparisonOperator: 'EQ', AttributeValueList: [{ S: 'PAGES#job-b#x' }] } } })[0].context).toEqual(leading('PAGES#job-b#x'));
+        expect(ddb('Query', { TableName: 'ledger', IndexName: 'byJob', KeyConditionExpression: 'job = :j', ExpressionAttributeValues: { ':j': { S: 'job-c' } } })[0].context).toEqual(leading('job-c'));
+      });
+
+      it("sets every key of a batch, per table, and each transaction item's own", () => {
+        expect(ddb('BatchGetItem', { RequestItems: { idem: { Keys: [{ id: { S: 'job-a#1' } }, { id: { S: 'job-b#1' } }, { id: { S: 'job-a#1' } }] } } })).toEqual([
+          { action: 'dynamodb:BatchGetItem', resource: tableArn('idem'), context: leading('job-a#1', 'job-b#1') },
+        ]);
+        const writes = [{ PutRequest: { Item: { id: { S: 'job-a#1' } } } }, { DeleteRequest: { Key: { id: { S: 'job-b#2' } } } }];
+        expect(ddb('BatchWriteItem', { RequestItems: { idem: writes } })[0].context).toEqual(leading('job-a#1', 'job-b#2'));
+        const items = [{ Put: { TableName: 'idem', Item: { id: { S: 'job-a#1' } } } }, { ConditionCheck: { TableName: 'ledger', Key: { pk: { S: 'BATCH#job-a' }, sk: { S: 'b' } } } }];
+        expect(ddb('TransactWriteItems', { TransactItems: items }).map((p) => p.context)).toEqual([leading('job-a#1'), leading('BATCH#job-a')]);
+        expect(ddb('TransactGetItems', { TransactItems: [{ Get: { TableName: 'idem', Key: { id: { S: 'job-a#3' } } } }] })[0].context).toEqual(leading('job-a#3'));
+      });
+
+      it('sets none for a Scan (it names no partition) or a table whose key schema the plan does not hold', () => {
+        expect(ddb('Scan', { TableName: 'idem' })).toEqual([{ action: 'dynamodb:Scan', resource: tableArn('idem') }]);
+        expect(ddb('GetItem', { TableName: 'T', Key: { id: { S: 'x' } } })).toEqual([{ action: 'dynamodb:GetItem', resource: tableArn('T') }]);
+      });
     });
 
     it('authorizes account-wide operations on "*" and PartiQL on the table the statement names', () => {

@@ -5,7 +5,12 @@ import { join } from 'node:path';
 import { Authorizer } from '../../../local/iam/authorizer';
 import { rolePrincipal } from '../../../local/iam/credentials';
 import { jobViews } from '../../../local/jobs';
+import { describeRequest } from '../../../local/iam/requests';
 import { planStack, type StackPlan } from '../../../local/plan';
+import { idempotencyRecordId } from '../../../lambda/core/idempotencyKey';
+import { keyLimitsItemKey } from '../../../lambda/core/keyLimits';
+import { ledgerKeys } from '../../../lambda/core/ledgerContract';
+import { role } from './fixtures';
 
 const ACCOUNT = '000000000000';
 const REGION = 'us-east-1';
@@ -61,7 +66,8 @@ describe('the synthesized PacedJobs-dev template', () => {
     for (const job of jobs) {
       const consumer = job.consumer!;
       const idempotency = plan.tables.find((t) => t.name === consumer.environment.IDEMPOTENCY_TABLE_NAME)!;
-      expect(await allowed(consumer.roleArn, consumer.name, 'dynamodb:PutItem', idempotency.arn)).toBe(true);
+      const ownRecord = { 'dynamodb:LeadingKeys': [idempotencyRecordId(job.name, 'op-1')] };
+      expect((await authorizer.authorize({ principal: rolePrincipal(consumer.roleArn!, consumer.name), action: 'dynamodb:PutItem', resource: idempotency.arn, context: ownRecord })).allowed).toBe(true);
       for (const action of ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility']) {
         expect({ job: job.name, action, allowed: await allowed(consumer.roleArn, consumer.name, action, job.queueArn!) }).toEqual({ job: job.name, action, allowed: true });
       }
@@ -73,6 +79,62 @@ describe('the synthesized PacedJobs-dev template', () => {
           allowed: false,
         });
       }
+    }
+  });
+
+  it("denies a stranger's SendMessage to every job queue by the queue's policy, whatever its own policy allows", async () => {
+    // A role of the account allowed to send to any queue, as an over-broad developer or CI role would be.
+    const stranger = role('Stranger', [{ Effect: 'Allow', Action: ['sqs:SendMessage', 'sqs:ReceiveMessage'], Resource: '*' }]);
+    const withStranger = new Authorizer({ iam: { ...plan.iam, roles: [...plan.iam.roles, stranger] }, accountId: ACCOUNT, region: REGION });
+    const send = async (roleArn: string, session: string, queue: string) =>
+      withStranger.authorize({ principal: rolePrincipal(roleArn, session), action: 'sqs:SendMessage', resource: queue });
+    const jobs = [...jobViews(plan).values()];
+    for (const job of jobs) {
+      const admissionArn = plan.queues.find((q) => q.url === job.admissionQueueUrl)!.arn;
+      for (const queue of [job.queueArn!, job.dlqArn!, admissionArn]) {
+        const denied = await send(stranger.arn, 'stranger', queue);
+        expect({ queue, allowed: denied.allowed, reason: denied.reason }).toEqual({ queue, allowed: false, reason: 'explicit-deny-resource' });
+      }
+      // Its own senders still send: the producer publishes and chains its steps, the consumer defers and dead-letters.
+      expect((await send(job.producer!.roleArn!, job.producer!.name, job.queueArn!)).allowed).toBe(true);
+      expect((await send(job.producer!.roleArn!, job.producer!.name, admissionArn)).allowed).toBe(true);
+      expect((await send(job.consumer!.roleArn!, job.consumer!.name, job.queueArn!)).allowed).toBe(true);
+      expect((await send(job.consumer!.roleArn!, job.consumer!.name, job.dlqArn!)).allowed).toBe(true);
+    }
+    // Receiving is not what the policy restricts: the stranger's identity policy still decides it.
+    expect((await withStranger.authorize({ principal: rolePrincipal(stranger.arn, 'stranger'), action: 'sqs:ReceiveMessage', resource: jobs[0].queueArn! })).allowed).toBe(true);
+    expect(withStranger.denials.at(-1)?.message).toMatch(/is not authorized to perform: sqs:SendMessage on resource: .* with an explicit deny in a resource-based policy$/);
+  });
+
+  it("denies a consumer's write to another job's idempotency, ledger and limiter partitions, and allows its own", async () => {
+    const jobs = [...jobViews(plan).values()];
+    const tableOf = (variable: string, consumer: NonNullable<(typeof jobs)[number]['consumer']>) => plan.tables.find((t) => t.name === consumer.environment[variable])!.name;
+    for (const job of jobs) {
+      const consumer = job.consumer!;
+      const principal = rolePrincipal(consumer.roleArn!, consumer.name);
+      const request = (operation: string, table: string, item: Record<string, unknown>) => {
+        const body = { TableName: table, ...(operation === 'PutItem' ? { Item: item } : { Key: item }) };
+        const described = describeRequest('dynamodb', { method: 'POST', url: '/', headers: { 'x-amz-target': `DynamoDB_20120810.${operation}` }, body: JSON.stringify(body) }, plan);
+        return authorizer.authorize({ principal, ...described.permissions[0] });
+      };
+      const idempotency = tableOf('IDEMPOTENCY_TABLE_NAME', consumer);
+      const ledger = tableOf('LEDGER_TABLE_NAME', consumer);
+      const limiter = tableOf('LIMITER_TABLE_NAME', consumer);
+      for (const other of jobs.filter((j) => j !== job)) {
+        // Marking another job's operation complete would suppress its deletions: denied, as is reading its record.
+        for (const operation of ['PutItem', 'UpdateItem', 'DeleteItem', 'GetItem']) {
+          const decision = await request(operation, idempotency, { id: { S: idempotencyRecordId(other.name, 'op-1') } });
+          expect({ job: job.name, other: other.name, operation, allowed: decision.allowed }).toEqual({ job: job.name, other: other.name, operation, allowed: false });
+        }
+        expect((await request('PutItem', ledger, { pk: { S: ledgerKeys.rejectionPartition(other.name) }, sk: { S: 'x' } })).allowed).toBe(false);
+        expect((await request('UpdateItem', limiter, { pk: { S: keyLimitsItemKey(other.name) } })).allowed).toBe(false);
+      }
+      for (const operation of ['PutItem', 'UpdateItem', 'DeleteItem', 'GetItem']) {
+        const decision = await request(operation, idempotency, { id: { S: idempotencyRecordId(job.name, 'op-1') } });
+        expect({ job: job.name, operation, message: decision.message }).toEqual({ job: job.name, operation, message: undefined });
+      }
+      expect((await request('PutItem', ledger, { pk: { S: ledgerKeys.rejectionPartition(job.name) }, sk: { S: 'x' } })).allowed).toBe(true);
+      expect((await request('UpdateItem', limiter, { pk: { S: keyLimitsItemKey(job.name) } })).allowed).toBe(true);
     }
   });
 

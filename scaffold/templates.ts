@@ -89,7 +89,7 @@ export function expectedConfig(names: JobNames): {
       schedule: { cron: '0 4 * * ? *', timeZone: 'UTC' },
       rateLimit: { starts: 300, intervalSeconds: 60 },
       batchSize: 20,
-      uses: { tables: { [TABLE_ALIAS]: { ref: names.tableKey, access: 'readwrite' } } },
+      uses: { tables: { [TABLE_ALIAS]: { ref: names.tableKey, discover: 'query', apply: ['get', 'update'] } } },
     },
   };
 }
@@ -131,8 +131,9 @@ export function jobSnippet(names: JobNames, by: string): string {
       `  schedule: { cron: '0 4 * * ? *', timeZone: 'UTC' },`,
       `  rateLimit: { starts: 300, intervalSeconds: 60 },`,
       `  batchSize: 20,`,
+      `  // EDIT with the code: discovery queries the pending index; apply reads an item and updates it (nothing else).`,
       `  uses: {`,
-      `    tables: { ${TABLE_ALIAS}: { ref: '${names.tableKey}', access: 'readwrite' } },`,
+      `    tables: { ${TABLE_ALIAS}: { ref: '${names.tableKey}', discover: 'query', apply: ['get', 'update'] } },`,
       `  },`,
       `},`,
     ].join('\n'),

@@ -39,7 +39,7 @@ describe('Command: new-job, in a copy of the project', () => {
     const environments = evaluateEnvironments(readFileSync(environmentsPath, 'utf8'), environmentsPath);
     expect(Object.keys(environments)).toEqual(['dev', 'staging', 'prod']);
     for (const [env, config] of Object.entries(environments)) {
-      expect(config.jobs[NAME]?.uses?.tables).toEqual({ items: { ref: 'invoiceSyncItems', access: 'readwrite' } });
+      expect(config.jobs[NAME]?.uses?.tables).toEqual({ items: { ref: 'invoiceSyncItems', discover: 'query', apply: ['get', 'update'] } });
       expect(config.appResources?.tables?.invoiceSyncItems?.tableName).toBe(`${NAME}-items-${env}`);
     }
 

@@ -192,7 +192,7 @@ describe('Function: planNewJob', () => {
         schedule: { cron: '0 4 * * ? *', timeZone: 'UTC' },
         rateLimit: { starts: 300, intervalSeconds: 60 },
         batchSize: 20,
-        uses: { tables: { items: { ref: 'invoiceSyncItems', access: 'readwrite' } } },
+        uses: { tables: { items: { ref: 'invoiceSyncItems', discover: 'query', apply: ['get', 'update'] } } },
       });
       expect(otherJobs).toEqual(before.jobs);
       const { invoiceSyncItems: table, ...otherTables } = after[env].appResources?.tables ?? {};

@@ -203,8 +203,8 @@ describe('Schema: environmentSchema', () => {
 
     it('takes operator roles by name, with a path and wildcards, and refuses an ARN, naming the key', () => {
       const roles = ['paced-jobs-operator', 'aws-reserved/sso.amazonaws.com/*AWSReservedSSO_Operator_*'];
-      expect(environmentSchema.parse({ operatorRoles: roles, jobs: { 'a-job': minimalJob } }).operatorRoles).toStrictEqual(roles);
-      const bad = environmentSchema.safeParse({ operatorRoles: ['arn:aws:iam::123456789012:role/x'], jobs: { 'a-job': minimalJob } });
+      expect(environmentSchema.parse({ region: 'eu-west-1', operatorRoles: roles, jobs: { 'a-job': minimalJob } }).operatorRoles).toStrictEqual(roles);
+      const bad = environmentSchema.safeParse({ region: 'eu-west-1', operatorRoles: ['arn:aws:iam::123456789012:role/x'], jobs: { 'a-job': minimalJob } });
       expect(bad.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
         ['operatorRoles.0', 'must be an IAM role name, with its path if it has one ("*" matches any characters)'],
       ]);

@@ -30,6 +30,7 @@ export const PIPELINE_METRICS: Readonly<Record<string, MetricStatistic>> = {
   AgeSinceFirstEnqueue: 'Maximum',
   SlotsUnused: 'Sum',
   RecordsReleased: 'Sum',
+  DiscoveryRowsRejected: 'Sum',
   LedgerWriteFailed: 'Sum',
   SloMet: 'Sum',
   SloMissed: 'Sum',

@@ -220,7 +220,6 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
     const ofMapping = samples.filter((x) => x.namespace === 'AWS/Lambda');
     const window = { fromMs: Math.min(...ofMapping.map((x) => x.timestamp)), toMs: Date.now() + PERIOD_SECONDS * 1000 };
     const cases = [
-      [JobAlarm.ConsumerFailedInvokes, job.mapping!, 'failed'],
       [JobAlarm.ConsumerDroppedEvents, job.mapping!, 'dropped'],
       [JobAlarm.AdmissionFailedInvokes, job.admissionMapping!, 'failed'],
       [JobAlarm.AdmissionDroppedEvents, job.admissionMapping!, 'dropped'],
@@ -240,6 +239,23 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
       expect(periods.filter((p) => (p.value ?? 0) > 0 && p.state !== AlarmState.ALARM)).toEqual([]);
       expect(periods.some((p) => p.state !== AlarmState.OK)).toBe(total > 0);
     }
+    // The consumer's failed invokes alarm on their share of what the mapping polled (a record handed back for a retry
+    // counts there too, so not on any one): each period's datapoint is that share, and a run whose handed-back records
+    // are a small share never alarms.
+    const consumerMapping = job.mapping!;
+    const failedInvokes = readAlarm(session.template, alarmName(session.artifact.stackName, JOB, JobAlarm.ConsumerFailedInvokes), context);
+    expect(failedInvokes.metrics.map((m) => [m.namespace, m.metricName, m.dimensions])).toEqual([
+      ['AWS/Lambda', 'PolledEventCount', { EventSourceMappingUUID: consumerMapping.uuid }],
+      ['AWS/Lambda', 'FailedInvokeEventCount', { EventSourceMappingUUID: consumerMapping.uuid }],
+    ]);
+    expect({ threshold: failedInvokes.threshold, evaluationPeriods: failedInvokes.evaluationPeriods }).toEqual({ threshold: 0.5, evaluationPeriods: 3 });
+    const shares = evaluateAlarm(scaleAlarm(failedInvokes, { periodSeconds: PERIOD_SECONDS, evaluationPeriods: 3 }), samples, window);
+    expect(shares.reduce((sum, p) => sum + (p.values.failed ?? 0), 0)).toBe(consumerMapping.statistics.failed);
+    for (const p of shares) {
+      const polled = p.values.polled ?? 0;
+      expect({ at: p.startMs, value: p.value ?? 0 }).toEqual({ at: p.startMs, value: polled > 0 ? (p.values.failed ?? 0) / polled : 0 });
+    }
+    expect(shares.filter((p) => p.state === AlarmState.ALARM && (p.value ?? 0) <= 0.5)).toEqual([]);
     // The consumer's mapping published what it delivered: every payment of both runs, deleted once applied.
     const sum = (metricName: string, uuid: string) => ofMapping.filter((x) => x.metricName === metricName && x.dimensions.EventSourceMappingUUID === uuid).reduce((a, x) => a + x.value, 0);
     const consumer = job.mapping!;

@@ -69,9 +69,15 @@ describe('Command: new-job, in a copy of the project', () => {
     expect(variables?.JOB_NAME).toBe(NAME);
     expect(JSON.parse(variables?.JOB_SETTINGS ?? '{}')).toMatchObject({ jobName: NAME, tables: { items: `${NAME}-items-prod` } });
     expect(Object.keys(template.Outputs ?? {})).toContain(jobOutputName(NAME, 'QueueUrl'));
-    // The consumer may reach the table and its index (the grant covers `<table>/index/*`).
-    const policies = JSON.stringify(Object.values(template.Resources).filter((r) => r.Type === 'AWS::IAM::Policy'));
-    expect(policies).toContain(`table/${NAME}-items-prod/index/*`);
+    // Each function may do on the job's table what its code does, and nothing more: discovery queries the pending
+    // index (granted by name), apply reads and updates one item.
+    const onItems = (role: string) => Object.values(template.Resources)
+      .filter((r) => r.Type === 'AWS::IAM::Policy' && String(r.Properties?.PolicyName).startsWith(`InvoiceSync${role}RoleDefaultPolicy`))
+      .flatMap((r) => (r.Properties?.PolicyDocument as { Statement: { Action: string | string[]; Resource: unknown }[] }).Statement)
+      .filter((st) => JSON.stringify(st.Resource).includes(`table/${NAME}-items-prod`))
+      .map((st) => ({ actions: [st.Action].flat().sort(), index: JSON.stringify(st.Resource).match(/index\/([^"]*)/)?.[1] ?? null }));
+    expect(onItems('Producer')).toEqual([{ actions: ['dynamodb:Query'], index: 'pending-by-date' }]);
+    expect(onItems('Consumer')).toEqual([{ actions: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'], index: null }]);
 
     // Pins the scaffold's reserved construct IDs: every top-level child of the stack is a job or one of them.
     const topLevel = new Set(

@@ -155,7 +155,7 @@ export class DynamoLedger implements Ledger {
           batchId: rejection.batchId,
           operationId: rejection.operationId,
           rejectedAt: at.toISOString(),
-          expiresAt: this.expiresAt(Math.min(this.retentionSeconds, REJECTED_RETENTION_DAYS * 86_400)),
+          expiresAt: this.expiresAt(Math.min(this.retentionSeconds, REJECTED_RETENTION_DAYS * 86_400), at),
         },
       }),
     );
@@ -165,8 +165,8 @@ export class DynamoLedger implements Ledger {
     return this.options.client ?? documentClient();
   }
 
-  private expiresAt(retentionSeconds = this.retentionSeconds): number {
-    return Math.floor(this.now().getTime() / 1000) + retentionSeconds;
+  private expiresAt(retentionSeconds = this.retentionSeconds, from = this.now()): number {
+    return Math.floor(from.getTime() / 1000) + retentionSeconds;
   }
 }
 

@@ -1,5 +1,5 @@
-// The suite in three tiers, as jest projects: `npx jest` (npm test) runs all three; `jest --selectProjects unit` (or
-// integration, e2e) runs one.
+// The suite in four tiers, as jest projects: `npx jest` (npm test) runs all four; `JEST_TIER=unit jest` (npm run
+// test:unit; or component, integration, e2e) runs one.
 //
 // Which tier a test file is in follows from its path alone, so a new test lands by where it is and how it is named:
 //   e2e          a name ending in .e2e.test.ts, anything under test/scaffold/, and the whole local runs named in E2E
@@ -10,17 +10,26 @@
 //                stack), test/ops/ (the operator CLI against a local stack) and test/bin/ (the CDK app run as a child
 //                process), and the test files directly in test/lib/ (the constructs synthesized, every handler
 //                bundled by esbuild, seconds a file; bundles.test.ts reads the synthesized cdk.out); and
-//                test/security/template.test.ts (synthesizes every environment);
-//   unit         every other *.test.ts: pure and in-process tests (test/lib/config/ among them), and the handler and
-//                adapter tests on an in-process dynalite or local-aws-sqs (a second or two each).
+//                test/security/template.test.ts (synthesizes every environment) and test/bench/e2eCpu.test.ts (a
+//                child process's CPU);
+//   component    a name ending in .component.test.ts, and the tests in a job's own folder, test/lambda/jobs/<job>/
+//                (the scaffold writes a new job's index.test.ts and local.test.ts there, on local DynamoDB), and the
+//                fault proxies' and the bench's counting proxy's tests named in COMPONENT: tests against the
+//                in-process local AWS-protocol servers (dynalite, local-aws-sqs, s3rver) or an HTTP stub. Their test
+//                environment (test/support/componentEnvironment.ts) starts one dynalite and one local-aws-sqs per jest
+//                worker, which `startLocalAws()` (test/support/aws.ts) hands every file, emptied between files;
+//   unit         every other *.test.ts: pure and in-process, the fast loop (`npm run test:unit -- --watch`): no server,
+//                no child process, no real timer without fake timers or an injected clock (test/support/tiers.test.ts
+//                scans every unit file, and the test-support modules it imports, for them).
 // So a new test under test/local/, test/ops/ or directly in test/lib/ is an integration test unless it is added to its
-// folder's `except`; one elsewhere that starts the local runtime or a child process should be *.integration.test.ts.
-// e2e wins over integration, and integration over unit: every file is in exactly one tier (test/support/tiers.test.ts
-// checks it).
+// folder's `except`; one elsewhere that starts the local runtime or a child process should be *.integration.test.ts,
+// and one that starts a local AWS server or an HTTP stub *.component.test.ts.
+// e2e wins over integration, integration over component, and component over unit: every file is in exactly one tier
+// (test/support/tiers.test.ts checks it).
 //
 // Only integration and e2e run test/support/globalSetup.ts (it re-synthesizes cdk.out when the sources are newer):
 // jest runs a project's globalSetup only when a test of that project is selected, and once for both, since it is
-// the same file. No unit test reads cdk.out.
+// the same file. No unit or component test reads cdk.out.
 const { join } = require('node:path');
 
 const ROOT = __dirname;
@@ -50,6 +59,15 @@ const INTEGRATION = [
   folder('test/bin'),
   folder('test/lib', { shallow: true, except: ['outputs.test.ts', 'props-error.test.ts'] }),
   file('test/security/template.test.ts'),
+  file('test/bench/e2eCpu.test.ts'),
+];
+
+const COMPONENT = [
+  `\\.component${TEST}`,
+  `^${at('test/lambda/jobs')}/[^/]+/.*${TEST}`,
+  file('test/bench/countingProxy.test.ts'),
+  file('test/chaos/dynamoProxy.test.ts'),
+  file('test/chaos/s3Proxy.test.ts'),
 ];
 
 /** What every tier shares: a project takes none of its own options from the top level of this file. */
@@ -71,7 +89,15 @@ const projects = [
       ...shared,
       displayName: 'unit',
       testRegex: [`^${at('test')}/.*${TEST}`],
+      testPathIgnorePatterns: ['/node_modules/', ...COMPONENT, ...INTEGRATION, ...E2E],
+    },
+    {
+      ...shared,
+      displayName: 'component',
+      testRegex: COMPONENT,
       testPathIgnorePatterns: ['/node_modules/', ...INTEGRATION, ...E2E],
+      // One dynalite and one local-aws-sqs per worker, shared by its files (startLocalAws in test/support/aws.ts).
+      testEnvironment: '<rootDir>/test/support/componentEnvironment.ts',
     },
     {
       ...shared,

@@ -19,6 +19,11 @@ export interface RunningServer {
    * it, observers included, exactly as a request on its port; what is saved is an HTTP client and server on the way.
    */
   forward?: ChannelForward;
+  /**
+   * The server itself, when it runs in this process (dynalite and local-aws-sqs unless in a process of their own): the
+   * component tests' shared servers are unref'd through it, so a jest worker can exit with them still listening.
+   */
+  server?: Server;
 }
 
 /** A request sent over a server process's IPC channel (RunningServer.forward). */
@@ -102,7 +107,7 @@ export async function startDynamoDb(options: DynaliteOptions = {}): Promise<Runn
   if (options.returnConsumedCapacity) askForCapacity(server);
   if (options.onRequest) observeRequests(server, options.onRequest, { answers: options.returnConsumedCapacity });
   const port = await listen(server, options.port ?? 0);
-  return { endpoint: `http://${LOOPBACK}:${port}`, port, close: () => closeServer(server) };
+  return { endpoint: `http://${LOOPBACK}:${port}`, port, server, close: () => closeServer(server) };
 }
 
 /** What a server process is asked to run (its one command-line argument, as JSON). */
@@ -390,6 +395,7 @@ export async function startSqs(options: SqsOptions = {}): Promise<RunningSqs> {
   return {
     endpoint: `http://${LOOPBACK}:${port}`,
     port,
+    server,
     close: () => closeServer(server),
     advertise: (advertised) => {
       service.PORT = advertised;

@@ -1,8 +1,9 @@
 // The jest projects in jest.config.js are the suite's tiers: every test file must be in exactly one, or `npm test`
 // would run it twice or never. Matched as jest matches them: a path is in a project when one of its testRegex
-// patterns matches it and none of its testPathIgnorePatterns does.
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
+// patterns matches it and none of its testPathIgnorePatterns does. And the unit tier is the fast loop it says it is: no
+// unit file (nor a test-support module it imports) starts a server or a child process, or waits on the real clock.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 
 interface Project {
   displayName: string;
@@ -10,6 +11,7 @@ interface Project {
   testPathIgnorePatterns: string[];
   globalSetup?: string;
   setupFiles: string[];
+  testEnvironment: string;
 }
 
 const ROOT = join(__dirname, '..', '..');
@@ -48,15 +50,16 @@ const testFiles = (readdirSync(join(ROOT, 'test'), { recursive: true }) as strin
   .map((f) => join('test', f))
   .sort();
 
-describe('Config: the jest projects (unit, integration, e2e)', () => {
-  it('are the three tiers', () => {
-    expect(projects.map((p) => p.displayName)).toEqual(['unit', 'integration', 'e2e']);
+describe('Config: the jest projects (unit, component, integration, e2e)', () => {
+  it('are the four tiers', () => {
+    expect(projects.map((p) => p.displayName)).toEqual(['unit', 'component', 'integration', 'e2e']);
   });
 
   it('narrow to one tier with JEST_TIER (npm run test:unit), and refuse a tier that does not exist', () => {
     expect(configWith('unit').projects.map((p) => p.displayName)).toEqual(['unit']);
+    expect(configWith('component').projects.map((p) => p.displayName)).toEqual(['component']);
     expect(configWith('e2e').projects.map((p) => p.displayName)).toEqual(['e2e']);
-    expect(() => configWith('fast')).toThrow('JEST_TIER=fast names no test tier (tiers: unit, integration, e2e)');
+    expect(() => configWith('fast')).toThrow('JEST_TIER=fast names no test tier (tiers: unit, component, integration, e2e)');
   });
 
   it('put every test file in exactly one tier', () => {
@@ -79,12 +82,22 @@ describe('Config: the jest projects (unit, integration, e2e)', () => {
     ['test/lib/a-new-construct.test.ts', 'integration'],
     ['test/security/template.test.ts', 'integration'],
     ['test/bin/app.test.ts', 'integration'],
+    ['test/bench/e2eCpu.test.ts', 'integration'],
+    ['test/local/servers.component.test.ts', 'integration'],
+    ['test/lambda/handlers/consumer.component.test.ts', 'component'],
+    ['test/lambda/adapters/a-new-adapter.component.test.ts', 'component'],
+    ['test/lambda/jobs/payment-reconciliation/index.test.ts', 'component'],
+    ['test/lambda/jobs/a-new-job/local.test.ts', 'component'],
+    ['test/bench/countingProxy.test.ts', 'component'],
+    ['test/chaos/dynamoProxy.test.ts', 'component'],
+    ['test/chaos/s3Proxy.test.ts', 'component'],
+    ['test/lambda/jobs/jobs.test.ts', 'unit'],
     ['test/local/waitFor.test.ts', 'unit'],
     ['test/local/cron.test.ts', 'unit'],
     ['test/ops/io.test.ts', 'unit'],
     ['test/lib/config/schema.test.ts', 'unit'],
     ['test/lib/outputs.test.ts', 'unit'],
-    ['test/lambda/handlers/consumer.test.ts', 'unit'],
+    ['test/lambda/handlers/jobLoader.test.ts', 'unit'],
     ['test/chaos/prng.test.ts', 'unit'],
     ['test/support/tiers.test.ts', 'unit'],
   ])('put %s in %s', (file, tier) => {
@@ -102,9 +115,139 @@ describe('Config: the jest projects (unit, integration, e2e)', () => {
   it('synthesize cdk.out (globalSetup) only for the tiers that run it, and set up the environment for all', () => {
     expect(projects.map((p) => [p.displayName, p.globalSetup])).toEqual([
       ['unit', undefined],
+      ['component', undefined],
       ['integration', '<rootDir>/test/support/globalSetup.ts'],
       ['e2e', '<rootDir>/test/support/globalSetup.ts'],
     ]);
     expect(projects.every((p) => p.setupFiles.includes('<rootDir>/test/support/setupEnv.ts'))).toBe(true);
+  });
+
+  it('give the component tier, alone, the environment that shares one pair of local AWS servers per worker', () => {
+    expect(projects.map((p) => [p.displayName, p.testEnvironment])).toEqual([
+      ['unit', 'node'],
+      ['component', '<rootDir>/test/support/componentEnvironment.ts'],
+      ['integration', 'node'],
+      ['e2e', 'node'],
+    ]);
+  });
+});
+
+/**
+ * A source's code alone: comments and the contents of string and template literals blanked (a comment or a message
+ * may name setTimeout), line breaks kept. A template literal's `${...}` is blanked with it: no test hides a timer there.
+ */
+export function codeOf(source: string): string {
+  let out = '';
+  let i = 0;
+  const blank = (text: string) => text.replace(/[^\n]/g, ' ');
+  while (i < source.length) {
+    const c = source[i];
+    const next = source[i + 1];
+    let end = -1;
+    if (c === '/' && next === '/') end = source.indexOf('\n', i) === -1 ? source.length : source.indexOf('\n', i);
+    else if (c === '/' && next === '*') end = source.indexOf('*/', i + 2) === -1 ? source.length : source.indexOf('*/', i + 2) + 2;
+    else if (c === "'" || c === '"' || c === '`') {
+      end = i + 1;
+      while (end < source.length && source[end] !== c && !(c !== '`' && source[end] === '\n')) end += source[end] === '\\' ? 2 : 1;
+      end = Math.min(end + 1, source.length);
+      out += c + blank(source.slice(i + 1, end - 1)) + c;
+      i = end;
+      continue;
+    }
+    if (end === -1) {
+      out += c;
+      i += 1;
+    } else {
+      out += blank(source.slice(i, end));
+      i = end;
+    }
+  }
+  return out;
+}
+
+const SERVER = /\b(?:startLocalAws|startDynamoDb|startSqs|startS3|startHttpStub|listenOnLoopback|createServer)\s*\(|\.listen\s*\(/;
+const CHILD_PROCESS = /['"]node:child_process['"]|['"]child_process['"]|(?<![.\w])(?:spawn|spawnSync|execFile|execFileSync|execSync|fork)\s*\(/;
+const REAL_TIMER = /(?<![.\w])(?:setTimeout|setInterval|sleep|waitFor|holdsFor)\s*\(/;
+const FAKE_TIMERS = /\bjest\s*\.\s*useFakeTimers\s*\(/;
+
+/**
+ * What in a unit-tier source makes it not pure: a server or a child process started, or a real timer (a wait on the
+ * real clock: setTimeout, setInterval, sleep, waitFor, holdsFor) in a file that does not set up jest's fake timers. A
+ * file with an injected clock hands its code a fake `sleep`/`now` as an option, which this does not flag: it flags a
+ * call of a timer by its global or shared name. Imports and the strings of the source count (child_process).
+ */
+export function impurities(source: string): string[] {
+  const code = codeOf(source);
+  // Module names are strings, blanked in the code: each import's is read back from the source at the same place.
+  const imports = [...code.matchAll(/(?:\bfrom\s+|\brequire\s*\(\s*|\bimport\s*\(\s*)['"]/g)]
+    .map((m) => source.slice(m.index + m[0].length - 1).match(/^(['"])[^'"]*\1/)?.[0] ?? '')
+    .join(' ');
+  const found: string[] = [];
+  const server = SERVER.exec(code);
+  if (server) found.push(`starts a server (${server[0].replace(/\s*\($/, '')})`);
+  const child = CHILD_PROCESS.exec(imports) ?? CHILD_PROCESS.exec(code);
+  if (child) found.push(`starts a child process (${child[0].replace(/\s*\($/, '')})`);
+  const timer = REAL_TIMER.exec(code);
+  if (timer && !FAKE_TIMERS.test(code)) found.push(`waits on the real clock (${timer[0].replace(/\s*\($/, '')}) without jest.useFakeTimers`);
+  return found;
+}
+
+/** The test-support modules (non-test .ts files under test/) a file imports, and theirs, as paths relative to ROOT. */
+function supportModules(file: string, seen = new Set<string>()): string[] {
+  const source = readFileSync(join(ROOT, file), 'utf8');
+  for (const [, specifier] of source.matchAll(/from\s+'(\.[^']+)'/g)) {
+    const target = ['.ts', '/index.ts'].map((ext) => resolve(dirname(join(ROOT, file)), specifier) + ext).find((p) => existsSync(p));
+    if (!target) continue;
+    const rel = relative(ROOT, target);
+    if (!rel.startsWith(`test${'/'}`) || rel.endsWith('.test.ts') || seen.has(rel)) continue;
+    seen.add(rel);
+    supportModules(rel, seen);
+  }
+  return [...seen];
+}
+
+describe('The unit tier: pure and in-process', () => {
+  describe('Function: impurities (the scan, on seeded sources)', () => {
+    it.each([
+      ['a shared local AWS', "beforeAll(async () => { aws = await startLocalAws(); });", 'starts a server (startLocalAws)'],
+      ['an HTTP stub', 'const stub = await startHttpStub(handler);', 'starts a server (startHttpStub)'],
+      ['a server of its own', "const server = createServer(handle);\nserver.listen(0, '127.0.0.1');", 'starts a server (createServer)'],
+      ['dynalite', 'const db = await startDynamoDb();', 'starts a server (startDynamoDb)'],
+      ['a child process', "import { spawn } from 'node:child_process';", 'starts a child process'],
+      ['a child process by require', "const cp = require('child_process');", 'starts a child process'],
+      ['a sleep on the real clock', 'await new Promise((r) => setTimeout(r, 50));', 'waits on the real clock (setTimeout)'],
+      ['an interval', 'const timer = setInterval(tick, 10);', 'waits on the real clock (setInterval)'],
+      ['a shared sleep', 'await sleep(100);', 'waits on the real clock (sleep)'],
+      ['a wait for a condition', "await waitFor('done', () => done);", 'waits on the real clock (waitFor)'],
+    ])('flags %s', (_name, source, expected) => {
+      expect(impurities(source).join('; ')).toContain(expected);
+    });
+
+    it.each([
+      ['fake timers', "jest.useFakeTimers();\nconst p = sleep(1000);\njest.advanceTimersByTime(1000);"],
+      ['an injected sleep', 'const publisher = new SqsPublisher({ sleep: async () => undefined });'],
+      ['an injected clock', 'const limiter = new Limiter({ now: () => clock.now });\nclock.advance(1000);'],
+      ['a timer named in a comment or a string', "// no setTimeout( here\nexpect(log).toContain('waitFor(x) timed out; spawn(');"],
+      ['a method of the same name', "const x = new Prng(5).fork('kills').next();\nconst y = emitter.waitFor;"],
+    ])('passes %s', (_name, source) => {
+      expect(impurities(source)).toEqual([]);
+    });
+  });
+
+  const unitFiles = testFiles.filter((f) => tiersOf(f).includes('unit'));
+
+  it('holds no file that starts a server or a child process, or waits on the real clock without fake timers', () => {
+    expect(unitFiles.length).toBeGreaterThan(50);
+    const impure = unitFiles.flatMap((file) =>
+      [file, ...supportModules(file)].flatMap((source) => {
+        const found = impurities(readFileSync(join(ROOT, source), 'utf8'));
+        return found.length ? [`${file}${source === file ? '' : ` (via ${source})`}: ${found.join('; ')}`] : [];
+      }),
+    );
+    expect(impure).toEqual([]);
+  });
+
+  it('follows the test-support modules a file imports', () => {
+    expect(supportModules('test/lambda/handlers/consumer.component.test.ts')).toEqual(expect.arrayContaining(['test/support/aws.ts', 'test/support/httpStub.ts']));
   });
 });

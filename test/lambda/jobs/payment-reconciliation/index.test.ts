@@ -293,12 +293,12 @@ describe('Job: payment-reconciliation', () => {
 
     it('bounds the provider call by the invocation time left', async () => {
       const { paymentId } = await freshPayment();
+      // The stub never answers: without its bound the call would hang until the test's own timeout fails it.
       stub.handle(() => undefined);
-      const started = Date.now();
       const error = await applyFor(paymentId, 2_700).catch((e: unknown) => e as RetryableError);
       expect(error).toBeInstanceOf(RetryableError);
       expect((error as RetryableError).message).toBe(`reconcile call for payment ${paymentId} timed out after 700 ms`);
-      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(stub.requests).toHaveLength(1);
     });
 
     it('does not call the provider when too little time is left', async () => {

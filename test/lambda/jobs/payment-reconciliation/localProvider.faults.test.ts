@@ -78,10 +78,17 @@ describe('Class: PaymentProvider', () => {
     });
 
     it('adds latency before the effect for a slow answer', async () => {
-      next = { kind: 'slow', delayMs: 200 };
-      const started = Date.now();
-      expect((await post(provider.endpoint, 'p1', 'op-1')).status).toBe(200);
-      expect(Date.now() - started).toBeGreaterThanOrEqual(195);
+      // Seen by order, not by a stopwatch: the request has arrived and is not answered, and its effect is not there
+      // yet; then the answer comes, with the effect. The delay is long beside the arrival's poll (5 ms) so the look in
+      // between lands inside it even on a loaded machine.
+      next = { kind: 'slow', delayMs: 1_000 };
+      let answered = false;
+      const answer = post(provider.endpoint, 'p1', 'op-1').then((res) => ((answered = true), res));
+      await waitFor('the slow request arrived', () => provider.arrivals.length === 1, { timeoutMs: 2_000, intervalMs: 5 });
+      expect(provider.arrivals[0]).toEqual(expect.objectContaining({ status: 200, fault: 'slow' }));
+      expect(answered).toBe(false);
+      expect(provider.effects).toHaveLength(0);
+      expect((await answer).status).toBe(200);
       expect(provider.effects).toHaveLength(1);
     });
   });

@@ -10,12 +10,15 @@
 //                stack), test/ops/ (the operator CLI against a local stack) and test/bin/ (the CDK app run as a child
 //                process), and the test files directly in test/lib/ (the constructs synthesized, every handler
 //                bundled by esbuild, seconds a file; bundles.test.ts reads the synthesized cdk.out); and
-//                test/security/template.test.ts (synthesizes every environment) and test/bench/e2eCpu.test.ts (a
-//                child process's CPU);
+//                test/security/template.test.ts (synthesizes every environment), test/bench/e2eCpu.test.ts (a
+//                child process's CPU) and test/bench/pacing.test.ts (the pacing bench: dynalite and a quota provider
+//                process);
 //   component    a name ending in .component.test.ts, and the tests in a job's own folder, test/lambda/jobs/<job>/
 //                (the scaffold writes a new job's index.test.ts and local.test.ts there, on local DynamoDB), and the
-//                fault proxies' and the bench's counting proxy's tests named in COMPONENT: tests against the
-//                in-process local AWS-protocol servers (dynalite, local-aws-sqs, s3rver) or an HTTP stub. Their test
+//                files named in COMPONENT (the fault proxies, the bench's counting proxy, the console's HTTP server,
+//                the local CloudWatch API; test/local/cloudWatchApi.test.ts is in test/local's `except` so as not to be
+//                integration): tests against in-process servers, the local AWS-protocol ones (dynalite,
+//                local-aws-sqs, s3rver), an HTTP stub or the project's own. Their test
 //                environment (test/support/componentEnvironment.ts) starts one dynalite and one local-aws-sqs per jest
 //                worker, which `startLocalAws()` (test/support/aws.ts) hands every file, emptied between files;
 //   unit         every other *.test.ts: pure and in-process, the fast loop (`npm run test:unit -- --watch`): no server,
@@ -60,6 +63,7 @@ const INTEGRATION = [
   folder('test/lib', { shallow: true, except: ['outputs.test.ts', 'props-error.test.ts'] }),
   file('test/security/template.test.ts'),
   file('test/bench/e2eCpu.test.ts'),
+  file('test/bench/pacing.test.ts'),
 ];
 
 const COMPONENT = [
@@ -68,6 +72,8 @@ const COMPONENT = [
   file('test/bench/countingProxy.test.ts'),
   file('test/chaos/dynamoProxy.test.ts'),
   file('test/chaos/s3Proxy.test.ts'),
+  file('test/console/server.test.ts'),
+  file('test/local/cloudWatchApi.test.ts'),
 ];
 
 /** What every tier shares: a project takes none of its own options from the top level of this file. */

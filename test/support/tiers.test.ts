@@ -91,6 +91,9 @@ describe('Config: the jest projects (unit, component, integration, e2e)', () => 
     ['test/bench/countingProxy.test.ts', 'component'],
     ['test/chaos/dynamoProxy.test.ts', 'component'],
     ['test/chaos/s3Proxy.test.ts', 'component'],
+    ['test/console/server.test.ts', 'component'],
+    ['test/local/cloudWatchApi.test.ts', 'component'],
+    ['test/bench/pacing.test.ts', 'integration'],
     ['test/lambda/jobs/jobs.test.ts', 'unit'],
     ['test/local/waitFor.test.ts', 'unit'],
     ['test/local/cron.test.ts', 'unit'],
@@ -165,8 +168,10 @@ export function codeOf(source: string): string {
   return out;
 }
 
-const SERVER = /\b(?:startLocalAws|startDynamoDb|startSqs|startS3|startHttpStub|listenOnLoopback|createServer)\s*\(|\.listen\s*\(/;
-const CHILD_PROCESS = /['"]node:child_process['"]|['"]child_process['"]|(?<![.\w])(?:spawn|spawnSync|execFile|execFileSync|execSync|fork)\s*\(/;
+// By the project's naming: what starts a server is a start...Server, start...Api or start...Stub (startConsoleServer,
+// startCloudWatchApi, startHttpStub), or one of the local AWS servers.
+const SERVER = /\b(?:startLocalAws|startDynamoDb|startSqs|startS3|start\w*(?:Server|Api|Stub)|listenOnLoopback|createServer)\s*\(|\.listen\s*\(/;
+const CHILD_PROCESS = /['"]node:child_process['"]|['"]child_process['"]|(?<![.\w])(?:spawn|spawnSync|execFile|execFileSync|execSync|fork|start\w*Process)\s*\(/;
 const REAL_TIMER = /(?<![.\w])(?:setTimeout|setInterval|sleep|waitFor|holdsFor)\s*\(/;
 const FAKE_TIMERS = /\bjest\s*\.\s*useFakeTimers\s*\(/;
 
@@ -213,6 +218,9 @@ describe('The unit tier: pure and in-process', () => {
       ['an HTTP stub', 'const stub = await startHttpStub(handler);', 'starts a server (startHttpStub)'],
       ['a server of its own', "const server = createServer(handle);\nserver.listen(0, '127.0.0.1');", 'starts a server (createServer)'],
       ['dynalite', 'const db = await startDynamoDb();', 'starts a server (startDynamoDb)'],
+      ['the project\'s own server', 'server = await startConsoleServer({ source });', 'starts a server (startConsoleServer)'],
+      ['a local API', 'server = await startCloudWatchApi({ samples });', 'starts a server (startCloudWatchApi)'],
+      ['a server process', 'const provider = await startQuotaProviderProcess(options);', 'starts a child process (startQuotaProviderProcess)'],
       ['a child process', "import { spawn } from 'node:child_process';", 'starts a child process'],
       ['a child process by require', "const cp = require('child_process');", 'starts a child process'],
       ['a sleep on the real clock', 'await new Promise((r) => setTimeout(r, 50));', 'waits on the real clock (setTimeout)'],

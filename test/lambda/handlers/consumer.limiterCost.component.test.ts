@@ -71,7 +71,7 @@ describe('Function: createConsumer (the limiter\'s cost per invocation)', () => 
         // which would be refilled (600 ms did, with the 2 cores at a load of 10 or more), yet below what one lane would
         // need: there, a block at the 20 ms spacing reaches only about 1 + 1100 / (50 - 20) = 37 of a batch's 40 slots
         // on time, and every batch takes two writes or more (checked: with lanes: 1 this test fails). The window guarantee
-        // is the limiter's, tested on its grants (test/lambda/adapters/rateLimiter.test.ts).
+        // is the limiter's, tested on its grants (test/lambda/adapters/rateLimiter.component.test.ts).
         pacing: { key: 'cost-key', lateToleranceMs: 1_100, shortWaitMs: 10_000, spacingMs: 20 },
       });
       return { handler, client, counts, perInvocation: [] as { written: number; lost: number }[] };

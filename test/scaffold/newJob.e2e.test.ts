@@ -10,7 +10,7 @@ import { ProjectCopy, assertSucceeded, copyProject } from '../support/projectCop
 const NAME = 'invoice-sync';
 /** Bounds the whole test: the copy, the scaffold, then tsc, the generated tests and one synth side by side. */
 const TEST_TIMEOUT_MS = 240_000;
-/** The local run: a dev synth in the copy, then one cycle of every job. */
+/** The local run: one cycle of every job. */
 const LOCAL_TIMEOUT_MS = 420_000;
 const LOCAL_ITEMS = 30;
 /** A chaos run of the scaffolded job, at the chaos tests' short timing. */
@@ -82,17 +82,20 @@ describe('Command: new-job, in a copy of the project', () => {
     expect(again.stderr).toBe(`new-job: job name "${NAME}" breaks the taken rule: lambda/jobs/${NAME} already exists\n`);
     expect(readFileSync(environmentsPath, 'utf8')).toBe(configAfterFirst);
 
-    // Three independent checks of the written job, side by side: they use both cores of a CI machine.
-    const [tsc, jest, synth] = await Promise.all([
+    // Independent checks of the written job, side by side, so they use both cores of a CI machine: with them the dev
+    // synth (bundled) that npm start below would otherwise run first, into the cdk.out it reads.
+    const [tsc, jest, synth, devSynth] = await Promise.all([
       copy.run('npx', ['tsc', '--noEmit', '-p', '.'], { timeoutMs: 150_000 }),
       copy.run('npx', ['jest', '--rootDir', copy.dir, `test/lambda/jobs/${NAME}`], { timeoutMs: 120_000 }),
-      // Its own output folder, so a cdk.out the lead's local-run check synthesizes for dev is left alone.
+      // Its own output folder, so the dev synth's cdk.out is left alone.
       copy.run('npx', ['tsx', '-e', SYNTH_PROD_WITHOUT_BUNDLING], { timeoutMs: 180_000 }),
+      copy.run('npx', ['cdk', 'synth', '-c', 'env=dev', '--quiet', '--output', 'cdk.out'], { timeoutMs: 180_000 }),
     ]);
     assertSucceeded('tsc --noEmit', tsc);
     assertSucceeded('the generated tests', jest);
     expect(jest.stderr).toMatch(/Test Suites: 2 passed, 2 total/);
     assertSucceeded('synth -c env=prod (cdk-nag on, bundling off)', synth);
+    assertSucceeded('cdk synth -c env=dev', devSynth);
 
     const template = JSON.parse(readFileSync(join(copy.dir, 'cdk.out.prod', 'PacedJobs-prod.template.json'), 'utf8')) as Template;
     const consumer = Object.entries(template.Resources).find(
@@ -125,7 +128,8 @@ describe('Command: new-job, in a copy of the project', () => {
   }, TEST_TIMEOUT_MS);
 
   it('runs under npm start, its effects counted at its own table by its fixture', async () => {
-    // npm start synthesizes the dev stack in the copy (its cdk.out is not copied); the other jobs run small.
+    // npm start runs the dev stack the first test synthesized in the copy (bundled: the new job's functions run as
+    // bundles); the other jobs run small.
     const start = await copy.run(
       'npm',
       ['start', '--silent', '--', '--json', '--count', `${NAME}=${LOCAL_ITEMS}`, '--payments', '5', '--uploads', '5', '--tenants', '2', '--timeout', '240'],

@@ -66,13 +66,11 @@ describe('Class: PacedFunction', () => {
     });
 
     describe('when built', () => {
-      let app: App;
       let fn: PacedFunction;
       let template: Template;
 
       beforeAll(() => {
-        app = new App({ context: cdkJsonContext() });
-        const stack = new Stack(app, 'S');
+        const stack = new Stack(new App({ context: cdkJsonContext() }), 'S');
         fn = new PacedFunction(stack, 'Fn', { ...baseProps, functionName: 'named-fn', reservedConcurrentExecutions: 4 });
         template = Template.fromStack(stack);
       });
@@ -127,6 +125,20 @@ describe('Class: PacedFunction', () => {
           Properties: { RetentionInDays: 14 },
           DeletionPolicy: 'Retain',
         });
+      });
+    });
+
+    // The one test here about the bundle itself: a single fixture function and the layer, bundled as `cdk synth` does.
+    describe('when bundled', () => {
+      let app: App;
+      let fn: PacedFunction;
+      let template: Template;
+
+      beforeAll(() => {
+        app = new App({ context: cdkJsonContext({ bundling: true }) });
+        const stack = new Stack(app, 'S');
+        fn = new PacedFunction(stack, 'Fn', baseProps);
+        template = Template.fromStack(stack);
       });
 
       it('bundles locally with esbuild: minified, with a source map, the SQS client taken from the sdk-slim layer', () => {

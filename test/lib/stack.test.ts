@@ -1,6 +1,5 @@
-// Fine-grained template assertions on the dev (creates app resources) and prod (imports them, retains data) stacks.
-import { readFileSync } from 'node:fs';
-import * as path from 'node:path';
+// Fine-grained template assertions on the dev (creates app resources) and prod (imports them, retains data) stacks,
+// synthesized without bundling (cdkContext.ts): what each function's bundle holds, test/lib/bundles.test.ts checks.
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
@@ -13,7 +12,6 @@ import {
 } from './templateHelpers';
 
 interface Built {
-  app: App;
   stack: PacedJobsStack;
   template: Template;
 }
@@ -24,7 +22,7 @@ function build(environmentName: string): Built {
     environmentName,
     config: loadEnvironment(environmentName),
   });
-  return { app, stack, template: Template.fromStack(stack) };
+  return { stack, template: Template.fromStack(stack) };
 }
 
 /** Every Allow statement of a job function's role. */
@@ -312,19 +310,6 @@ describe('Class: PacedJobsStack', () => {
         Properties: { RetentionInDays: 30 },
         DeletionPolicy: 'Delete',
       });
-    });
-  });
-
-  describe('Method: constructor (bundles)', () => {
-    it.each(['producer', 'consumer'] as const)('bundles into each job\'s %s that job\'s code alone, not the other jobs\'', (which) => {
-      for (const ownJob of Object.keys(prod.stack.jobs)) {
-        const fn = prod.stack.jobs[ownJob][which];
-        const s3Key = resourceOf(prod.template, fn).Properties.Code.S3Key as string;
-        const map = JSON.parse(readFileSync(path.join(prod.app.outdir, `asset.${s3Key.replace(/\.zip$/, '')}`, 'index.js.map'), 'utf8')) as { sources: string[] };
-        const bundledJobs = Object.keys(prod.stack.jobs).filter((jobName) => map.sources.some((source) => source.endsWith(`lambda/jobs/${jobName}/index.ts`)));
-        expect({ ownJob, bundledJobs }).toEqual({ ownJob, bundledJobs: [ownJob] });
-        expect(map.sources.some((source) => source.includes('@aws-sdk/'))).toBe(false);
-      }
     });
   });
 

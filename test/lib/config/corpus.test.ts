@@ -6,6 +6,7 @@ import { ConfigError, loadEnvironment, parseEnvironment } from '../../../lib/con
 import { InvalidPropsError } from '../../../lib/props-error';
 import { PacedJobsStack } from '../../../lib/stack';
 import { applyChanges, configCases, stackConfigCases, type ConfigCase } from '../../corpus/loadCorpus';
+import { cdkJsonContext } from '../cdkContext';
 
 const cases = configCases();
 
@@ -52,12 +53,13 @@ describe('Function: loadEnvironment', () => {
 
 describe('Class: PacedJobsStack', () => {
   describe('Method: constructor (config the schema accepts but the stack cannot build)', () => {
-    // Each case breaks the first job (or the shared resources), so the refusal comes before any function is bundled.
+    // Each case breaks the first job (or the shared resources), so the refusal comes before any function is built; and
+    // the test context turns bundling off, so a case refused later would still not run esbuild in this unit test.
     it.each(stackConfigCases().map((c) => [c.name, c] as [string, ConfigCase]))('refuses %s with the exact message', (_name, c) => {
       const config = parseEnvironment('corpus', applyChanges(environments[c.base], c.changes));
       let thrown: unknown;
       try {
-        new PacedJobsStack(new App(), 'PacedJobs-corpus', { environmentName: 'corpus', config });
+        new PacedJobsStack(new App({ context: cdkJsonContext() }), 'PacedJobs-corpus', { environmentName: 'corpus', config });
       } catch (error) {
         thrown = error;
       }

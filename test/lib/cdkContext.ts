@@ -1,7 +1,8 @@
-// Test helper: the context stack tests build their App with: the feature flags from cdk.json, so stacks built in tests
-// match what `cdk synth` produces, and no asset bundling.
+// Test helper: the App stack tests build their stacks in: the feature flags from cdk.json, so stacks built in tests match
+// what `cdk synth` produces, without asset bundling or CDK's built-in CloudFormation validation (each costs seconds).
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { App } from 'aws-cdk-lib';
 import { BUNDLING_STACKS } from 'aws-cdk-lib/cx-api';
 
 export interface TestContextOptions {
@@ -19,4 +20,15 @@ export function cdkJsonContext(options: TestContextOptions = {}): Record<string,
   const cdkJson = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> };
   // No stack to bundle: what the CDK CLI itself passes the app for the commands that need no assets (`cdk ls`, ...).
   return { ...(cdkJson.context ?? {}), ...(options.bundling ? {} : { [BUNDLING_STACKS]: [] }) };
+}
+
+/**
+ * A new App for a stack test: cdkJsonContext(options) and `context` on top. CDK's built-in CloudFormation validation
+ * (a schema check of every template, in WebAssembly: about 15 s to start in a jest worker here) is off: its findings are
+ * only warnings unless the app opts in (`@aws-cdk/core:validateAgainstDefaultRules`, which this project does not), so no
+ * stack test could fail on it. test/bin/app.test.ts runs it on every environment, as `cdk synth` does, and asserts that
+ * it finds nothing.
+ */
+export function testApp(options: TestContextOptions & { readonly context?: Record<string, unknown> } = {}): App {
+  return new App({ context: { ...cdkJsonContext(options), ...options.context }, builtinCloudFormationValidation: false });
 }

@@ -6,7 +6,7 @@ import type { IConstruct } from 'constructs';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { PacedFunction, PacedFunctionProps, VALID_LOG_RETENTION_DAYS, validatePacedFunctionProps } from '../../lib/paced-function';
 import { InvalidPropsError } from '../../lib/props-error';
-import { cdkJsonContext } from './cdkContext';
+import { testApp } from './cdkContext';
 import { arnOf, logicalId, refOf, resourceOf, statementsOfRole } from './templateHelpers';
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'handlers');
@@ -70,7 +70,7 @@ describe('Class: PacedFunction', () => {
       let template: Template;
 
       beforeAll(() => {
-        const stack = new Stack(new App({ context: cdkJsonContext() }), 'S');
+        const stack = new Stack(testApp(), 'S');
         fn = new PacedFunction(stack, 'Fn', { ...baseProps, functionName: 'named-fn', reservedConcurrentExecutions: 4 });
         template = Template.fromStack(stack);
       });
@@ -135,7 +135,7 @@ describe('Class: PacedFunction', () => {
       let template: Template;
 
       beforeAll(() => {
-        app = new App({ context: cdkJsonContext({ bundling: true }) });
+        app = testApp({ bundling: true });
         const stack = new Stack(app, 'S');
         fn = new PacedFunction(stack, 'Fn', baseProps);
         template = Template.fromStack(stack);

@@ -1,12 +1,11 @@
 // Fine-grained template assertions on the dev (creates app resources) and prod (imports them, retains data) stacks,
 // synthesized without bundling (cdkContext.ts): what each function's bundle holds, test/lib/bundles.test.ts checks.
-import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { loadEnvironment } from '../../lib/config/load';
 import { PacedJobsStack } from '../../lib/stack';
 import { PacedJob } from '../../lib/paced-job';
-import { cdkJsonContext } from './cdkContext';
+import { testApp } from './cdkContext';
 import {
   actionsOf, actionsOn, arnOf, importedArn, logicalId, mentions, refOf, resourceOf, resourcesOf, Statement, statementsOfRole,
 } from './templateHelpers';
@@ -17,7 +16,7 @@ interface Built {
 }
 
 function build(environmentName: string): Built {
-  const app = new App({ context: cdkJsonContext() });
+  const app = testApp();
   const stack = new PacedJobsStack(app, `PacedJobs-${environmentName}`, {
     environmentName,
     config: loadEnvironment(environmentName),
@@ -100,7 +99,7 @@ describe('Class: PacedJobsStack', () => {
     });
 
     it('refuses an environment name that would make an invalid schedule group name, before building anything', () => {
-      const app = new App({ context: cdkJsonContext() });
+      const app = testApp();
       expect(() => new PacedJobsStack(app, 'PacedJobs-bad', { environmentName: 'has space', config: loadEnvironment('dev') })).toThrow(
         'Invalid props for PacedJobsStack PacedJobs-bad:\n  - environmentName "has space" makes the schedule group name "paced-jobs-has space"; ' +
           'Scheduler allows 1-64 characters of 0-9, a-z, A-Z, "-", "_" and "."',

@@ -1,12 +1,11 @@
 // The invalid-config corpus (test/corpus/config.json): every rule of lib/config/schema.ts fails with one exact message,
 // and config the schema lets through but the stack cannot build is refused by the constructs before anything is made.
-import { App } from 'aws-cdk-lib';
 import { environments } from '../../../lib/config/environments';
 import { ConfigError, loadEnvironment, parseEnvironment } from '../../../lib/config/load';
 import { InvalidPropsError } from '../../../lib/props-error';
 import { PacedJobsStack } from '../../../lib/stack';
 import { applyChanges, configCases, stackConfigCases, type ConfigCase } from '../../corpus/loadCorpus';
-import { cdkJsonContext } from '../cdkContext';
+import { testApp } from '../cdkContext';
 
 const cases = configCases();
 
@@ -59,7 +58,7 @@ describe('Class: PacedJobsStack', () => {
       const config = parseEnvironment('corpus', applyChanges(environments[c.base], c.changes));
       let thrown: unknown;
       try {
-        new PacedJobsStack(new App({ context: cdkJsonContext() }), 'PacedJobs-corpus', { environmentName: 'corpus', config });
+        new PacedJobsStack(testApp(), 'PacedJobs-corpus', { environmentName: 'corpus', config });
       } catch (error) {
         thrown = error;
       }

@@ -1,6 +1,6 @@
 // The CDK app as the CLI runs it: every environment synthesizes with zero cdk-nag findings; a bad one fails readably.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { App, PolicyValidationPluginReport } from 'aws-cdk-lib';
@@ -37,13 +37,16 @@ describe('Function: buildApp', () => {
   describe.each(Object.keys(environments))('environment %s', (environmentName) => {
     let app: App;
     let stackName: string;
+    let assemblyDir: string;
 
     beforeAll(() => {
+      // cdk.json's context without bundling (the bundles are test/lib/bundles.test.ts's), and CDK's built-in
+      // CloudFormation validation on, as `cdk synth` runs it: the one test that runs it (test/lib/cdkContext.ts).
       const built = buildApp(new App({ context: { ...cdkJsonContext(), env: environmentName } }));
       app = built.app;
       stackName = built.stack.stackName;
       // Synthesis runs the registered nag plugins and throws on any unacknowledged error.
-      app.synth();
+      assemblyDir = app.synth().directory;
     });
 
     it('names the stack PacedJobs-<env> and synthesizes without credentials or lookups', () => {
@@ -57,6 +60,13 @@ describe('Function: buildApp', () => {
 
     it('has zero unacknowledged Serverless findings (errors or warnings)', () => {
       expect(describeViolations(new ServerlessChecks().validateScope(app))).toEqual([]);
+    });
+
+    it("has zero findings from CDK's built-in CloudFormation validation (resource schemas and rules), which only warns", () => {
+      const report = JSON.parse(readFileSync(path.join(assemblyDir, 'validation-report.json'), 'utf8')) as {
+        pluginReports: { pluginName: string; violations: { ruleName: string; description: string }[] }[];
+      };
+      expect(report.pluginReports.flatMap((r) => r.violations.map((v) => `${r.pluginName} ${v.ruleName}: ${v.description}`))).toEqual([]);
     });
   });
 });

@@ -4,7 +4,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AppResources } from '../../lib/app-resources';
 import { appResourcesSchema } from '../../lib/config/schema';
 import { InvalidPropsError } from '../../lib/props-error';
-import { cdkJsonContext } from './cdkContext';
+import { testApp } from './cdkContext';
 import { arnOf, logicalId, refOf, resourceOf } from './templateHelpers';
 
 const config = (create: boolean) =>
@@ -24,7 +24,7 @@ const config = (create: boolean) =>
   });
 
 function build(create: boolean, retainData: boolean) {
-  const stack = new Stack(new App({ context: cdkJsonContext() }), 'S');
+  const stack = new Stack(testApp(), 'S');
   const resources = new AppResources(stack, 'App', { config: config(create), retainData });
   return { stack, resources, template: create ? Template.fromStack(stack) : undefined };
 }
@@ -58,7 +58,7 @@ describe('Class: AppResources', () => {
     });
 
     it('lets several created buckets go unnamed: only explicit names can collide', () => {
-      const stack = new Stack(new App({ context: cdkJsonContext() }), 'S');
+      const stack = new Stack(testApp(), 'S');
       const resources = new AppResources(stack, 'App', {
         config: appResourcesSchema.parse({ create: true, buckets: { a: {}, b: {} } }),
         retainData: false,

@@ -1,7 +1,7 @@
 // Monitoring: the prod template's per-job alarms (names, thresholds, actions), the alarm topic, the dashboard, and
 // config reaching the thresholds and the email subscription.
 import * as path from 'node:path';
-import { App, Lazy, Stack } from 'aws-cdk-lib';
+import { Lazy, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { MetricName } from '../../lambda/adapters/observability';
 import { loadEnvironment } from '../../lib/config/load';
@@ -10,7 +10,7 @@ import { alarmName, burnWindows, CustomMetric, hasKeys, MAX_ALARM_DESCRIPTION_LE
 import type { PacedJob } from '../../lib/paced-job';
 import { InvalidPropsError } from '../../lib/props-error';
 import { PacedJobsStack } from '../../lib/stack';
-import { cdkJsonContext } from './cdkContext';
+import { testApp } from './cdkContext';
 import { arnOf, logicalId, refOf, resourceOf } from './templateHelpers';
 
 const FIXTURE_HANDLERS = path.join(__dirname, 'fixtures', 'handlers');
@@ -25,7 +25,7 @@ interface Built {
 }
 
 function buildProd(): Built {
-  const app = new App({ context: cdkJsonContext() });
+  const app = testApp();
   const stack = new PacedJobsStack(app, 'PacedJobs-prod', { environmentName: 'prod', config: loadEnvironment('prod') });
   return { stack, template: Template.fromStack(stack) };
 }
@@ -51,7 +51,7 @@ function buildCustom(): Built {
       'leased-job': { schedule: daily, rateLimit: { starts: 10 }, concurrency: { max: 5, perKey: { key: 'accountId', max: 1 } } },
     },
   });
-  const app = new App({ context: cdkJsonContext() });
+  const app = testApp();
   const stack = new PacedJobsStack(app, 'PacedJobs-custom', { environmentName: 'custom', config, handlersDir: FIXTURE_HANDLERS });
   return { stack, template: Template.fromStack(stack) };
 }
@@ -458,7 +458,7 @@ describe('Class: Monitoring', () => {
 
     it('subscribes no one when alarmEmail is not configured', () => {
       const config = environmentSchema.parse({ region: 'eu-west-1', jobs: { 'a-job': { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } } } });
-      const stack = new PacedJobsStack(new App({ context: cdkJsonContext() }), 'PacedJobs-quiet', { environmentName: 'quiet', config, handlersDir: FIXTURE_HANDLERS });
+      const stack = new PacedJobsStack(testApp(), 'PacedJobs-quiet', { environmentName: 'quiet', config, handlersDir: FIXTURE_HANDLERS });
       expect(Template.fromStack(stack).findResources('AWS::SNS::Subscription')).toEqual({});
     });
 

@@ -3,9 +3,10 @@ import { App, ArnFormat, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { AcknowledgmentError, acknowledgeResourceWildcard } from '../../lib/nag';
+import { testApp } from './cdkContext';
 
 function scaffold() {
-  const app = new App();
+  const app = testApp();
   const stack = new Stack(app, 'S');
   const role = new iam.Role(stack, 'Role', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
   return { app, stack, role };

@@ -6,7 +6,7 @@ import type { IConstruct } from 'constructs';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { PacedFunction, PacedFunctionProps, VALID_LOG_RETENTION_DAYS, validatePacedFunctionProps } from '../../lib/paced-function';
 import { InvalidPropsError } from '../../lib/props-error';
-import { cdkJsonContext } from './cdkContext';
+import { testApp } from './cdkContext';
 import { arnOf, logicalId, refOf, resourceOf, statementsOfRole } from './templateHelpers';
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'handlers');
@@ -66,13 +66,11 @@ describe('Class: PacedFunction', () => {
     });
 
     describe('when built', () => {
-      let app: App;
       let fn: PacedFunction;
       let template: Template;
 
       beforeAll(() => {
-        app = new App({ context: cdkJsonContext() });
-        const stack = new Stack(app, 'S');
+        const stack = new Stack(testApp(), 'S');
         fn = new PacedFunction(stack, 'Fn', { ...baseProps, functionName: 'named-fn', reservedConcurrentExecutions: 4 });
         template = Template.fromStack(stack);
       });
@@ -127,6 +125,20 @@ describe('Class: PacedFunction', () => {
           Properties: { RetentionInDays: 14 },
           DeletionPolicy: 'Retain',
         });
+      });
+    });
+
+    // The one test here about the bundle itself: a single fixture function and the layer, bundled as `cdk synth` does.
+    describe('when bundled', () => {
+      let app: App;
+      let fn: PacedFunction;
+      let template: Template;
+
+      beforeAll(() => {
+        app = testApp({ bundling: true });
+        const stack = new Stack(app, 'S');
+        fn = new PacedFunction(stack, 'Fn', baseProps);
+        template = Template.fromStack(stack);
       });
 
       it('bundles locally with esbuild: minified, with a source map, the SQS client taken from the sdk-slim layer', () => {

@@ -1,6 +1,6 @@
 // PacedJob: its props validation (every problem in one message) and how a non-default job config reaches the template.
 import * as path from 'node:path';
-import { App, Stack } from 'aws-cdk-lib';
+import { Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import { AppResources } from '../../lib/app-resources';
@@ -14,7 +14,7 @@ import { keyLimitsItemKey, perKeyItemKey } from '../../lambda/core/keyLimits';
 import { ledgerKeys } from '../../lambda/core/ledgerContract';
 import { InvalidPropsError } from '../../lib/props-error';
 import { StateTables } from '../../lib/state-tables';
-import { cdkJsonContext } from './cdkContext';
+import { testApp } from './cdkContext';
 import type { IConstruct } from 'constructs';
 import { actionsOf, actionsOn, arnOf, importedArn, logicalId, mentions, refOf, resourceOf, resourcesOf, statementsOfRole } from './templateHelpers';
 
@@ -37,7 +37,7 @@ function job(overrides: Record<string, unknown> = {}): JobConfig {
 }
 
 function scaffold(stackName = 'PacedJobs-test', create = false) {
-  const app = new App({ context: cdkJsonContext() });
+  const app = testApp();
   const stack = new Stack(app, stackName);
   const appResources = new AppResources(stack, 'AppResources', { config: appResourcesConfig(create), retainData: false });
   const stateTables = new StateTables(stack, 'State', { retainData: false });

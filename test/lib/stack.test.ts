@@ -1,30 +1,27 @@
-// Fine-grained template assertions on the dev (creates app resources) and prod (imports them, retains data) stacks.
-import { readFileSync } from 'node:fs';
-import * as path from 'node:path';
-import { App } from 'aws-cdk-lib';
+// Fine-grained template assertions on the dev (creates app resources) and prod (imports them, retains data) stacks,
+// synthesized without bundling (cdkContext.ts): what each function's bundle holds, test/lib/bundles.test.ts checks.
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { loadEnvironment } from '../../lib/config/load';
 import { PacedJobsStack } from '../../lib/stack';
 import { PacedJob } from '../../lib/paced-job';
-import { cdkJsonContext } from './cdkContext';
+import { testApp } from './cdkContext';
 import {
   actionsOf, actionsOn, arnOf, importedArn, logicalId, mentions, refOf, resourceOf, resourcesOf, Statement, statementsOfRole,
 } from './templateHelpers';
 
 interface Built {
-  app: App;
   stack: PacedJobsStack;
   template: Template;
 }
 
 function build(environmentName: string): Built {
-  const app = new App({ context: cdkJsonContext() });
+  const app = testApp();
   const stack = new PacedJobsStack(app, `PacedJobs-${environmentName}`, {
     environmentName,
     config: loadEnvironment(environmentName),
   });
-  return { app, stack, template: Template.fromStack(stack) };
+  return { stack, template: Template.fromStack(stack) };
 }
 
 /** Every Allow statement of a job function's role. */
@@ -102,7 +99,7 @@ describe('Class: PacedJobsStack', () => {
     });
 
     it('refuses an environment name that would make an invalid schedule group name, before building anything', () => {
-      const app = new App({ context: cdkJsonContext() });
+      const app = testApp();
       expect(() => new PacedJobsStack(app, 'PacedJobs-bad', { environmentName: 'has space', config: loadEnvironment('dev') })).toThrow(
         'Invalid props for PacedJobsStack PacedJobs-bad:\n  - environmentName "has space" makes the schedule group name "paced-jobs-has space"; ' +
           'Scheduler allows 1-64 characters of 0-9, a-z, A-Z, "-", "_" and "."',
@@ -312,19 +309,6 @@ describe('Class: PacedJobsStack', () => {
         Properties: { RetentionInDays: 30 },
         DeletionPolicy: 'Delete',
       });
-    });
-  });
-
-  describe('Method: constructor (bundles)', () => {
-    it.each(['producer', 'consumer'] as const)('bundles into each job\'s %s that job\'s code alone, not the other jobs\'', (which) => {
-      for (const ownJob of Object.keys(prod.stack.jobs)) {
-        const fn = prod.stack.jobs[ownJob][which];
-        const s3Key = resourceOf(prod.template, fn).Properties.Code.S3Key as string;
-        const map = JSON.parse(readFileSync(path.join(prod.app.outdir, `asset.${s3Key.replace(/\.zip$/, '')}`, 'index.js.map'), 'utf8')) as { sources: string[] };
-        const bundledJobs = Object.keys(prod.stack.jobs).filter((jobName) => map.sources.some((source) => source.endsWith(`lambda/jobs/${jobName}/index.ts`)));
-        expect({ ownJob, bundledJobs }).toEqual({ ownJob, bundledJobs: [ownJob] });
-        expect(map.sources.some((source) => source.includes('@aws-sdk/'))).toBe(false);
-      }
     });
   });
 

@@ -1,11 +1,12 @@
 // StateTables: the runtime's own idempotency, ledger and limiter tables and their deletion policy.
-import { App, Stack } from 'aws-cdk-lib';
+import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { StateTableKeys, StateTables } from '../../lib/state-tables';
+import { testApp } from './cdkContext';
 import { resourceOf } from './templateHelpers';
 
 function build(retainData: boolean) {
-  const stack = new Stack(new App(), 'S');
+  const stack = new Stack(testApp(), 'S');
   const tables = new StateTables(stack, 'State', { retainData });
   return { tables, template: Template.fromStack(stack) };
 }

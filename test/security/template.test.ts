@@ -8,7 +8,7 @@ import { buildApp } from '../../bin/app';
 import { EnvVar } from '../../lambda/core/constants';
 import { loadEnvironment } from '../../lib/config/load';
 import type { PacedJobsStack } from '../../lib/stack';
-import { cdkJsonContext } from '../lib/cdkContext';
+import { testApp } from '../lib/cdkContext';
 import { logicalId, resourcesOf, statementsOfRole, actionsOf, type Statement } from '../lib/templateHelpers';
 
 /** An acknowledgment's reason must say why in a sentence, not wave it through. */
@@ -25,7 +25,7 @@ interface Built {
 }
 
 function build(name: string): Built {
-  const { app, stack } = buildApp(new App({ context: { ...cdkJsonContext(), env: name } }));
+  const { app, stack } = buildApp(testApp({ context: { env: name } }));
   // Synthesis runs the nag plugins bin/app.ts registers, and throws on any unacknowledged error.
   app.synth();
   const template = Template.fromStack(stack);

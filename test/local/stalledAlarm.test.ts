@@ -119,7 +119,7 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
   /**
    * Waits for what the alarm reads of a run to be complete, and returns the end of the last period it makes whole:
    * `count` payments since `fromMs` recorded as settled (a log line reaches the recorder a little after it is written,
-   * later on a loaded machine), and the queue sampled past the end of the period the last of them fell in.
+   * later on a loaded machine), and the queue sampled past the end of the period the count was reached in.
    */
   const recordedThrough = async (what: string, fromMs: number, count: number): Promise<number> => {
     const settles = alarm.metrics.filter((m) => (SETTLED_IDS as readonly string[]).includes(m.id));
@@ -128,12 +128,16 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
     const recorded = await waitFor(
       `the ${count} settled payments of ${what} recorded`,
       () => {
-        const found = recorder!.samples().filter((x) => x.timestamp >= fromMs && isSettle(x));
-        return found.reduce((sum, x) => sum + x.value, 0) >= count && found;
+        const found = recorder!
+          .samples()
+          .filter((x) => x.timestamp >= fromMs && isSettle(x))
+          .sort((a, b) => a.timestamp - b.timestamp);
+        let sum = 0;
+        return found.find((x) => (sum += x.value) >= count);
       },
       { timeoutMs: 60_000, intervalMs: 100 },
     );
-    const end = periodEnd(Math.max(...recorded.map((x) => x.timestamp)));
+    const end = periodEnd(recorded.timestamp);
     await queueSampledFrom(`a sample of the queue after the period of the last settle of ${what}`, end);
     return end;
   };
@@ -190,9 +194,9 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
 
     await setConsumer(true);
     const resumedAt = Date.now();
-    // Read once the paused run's settles are all recorded: a period read early, before their log lines came in,
-    // would look stalled.
-    const recovered = periodsBetween(from, await recordedThrough('the paused run', resumedAt, PAUSED_PAYMENTS));
+    // Read through the period of the first settle after the resume, once it is recorded and the period is whole: a
+    // period read early, before its settles' log lines came in, would look stalled.
+    const recovered = periodsBetween(from, await recordedThrough('the resumed run', resumedAt, 1));
     const last = recovered[recovered.length - 1];
     expect({ lines: table(recovered, from), last: { afterResume: last.endMs > resumedAt, settled: settled(last) > 0, state: last.state } })
       .toEqual({ lines: table(recovered, from), last: { afterResume: true, settled: true, state: AlarmState.OK } });

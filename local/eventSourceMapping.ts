@@ -100,6 +100,18 @@ export interface EventSourceMappingOptions {
   onPollersChanged?: (pollers: number) => void;
   /** Receives the mapping's event counts (EVENT_COUNT_METRICS) as CloudWatch would store them; none when absent. */
   onMetric?: (sample: MetricSample) => void;
+  /**
+   * The ramp's clock: calls `tick` every `everyMs` until the function it returns is called. A test ticks it by hand,
+   * to count pollers per tick rather than time them.
+   * @default setInterval (unref'd: the ramp alone does not keep the process alive)
+   */
+  rampTicks?: (tick: () => void, everyMs: number) => () => void;
+}
+
+function intervalTicks(tick: () => void, everyMs: number): () => void {
+  const timer = setInterval(tick, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -212,7 +224,7 @@ export class SqsEventSourceMapping {
    * fewer than asked (the visible messages ran out) clears it.
    */
   private backlog = false;
-  private scaler?: NodeJS.Timeout;
+  private stopRamp?: () => void;
   private readonly scaling: Required<EventSourceScaling>;
   private readonly stats: EventSourceMappingStats = {
     invocations: 0,
@@ -303,11 +315,9 @@ export class SqsEventSourceMapping {
     for (let i = 0; i < this.lowTraffic; i++) this.spawn();
     if (this.scaling.scaleUpPerMinute > 0) {
       // One poller per tick: 300 a minute is one every 200 ms, never a burst.
-      this.scaler = setInterval(() => {
+      this.stopRamp = (this.options.rampTicks ?? intervalTicks)(() => {
         if (this.running && this.backlog && this.live < this.concurrency) this.spawn();
       }, 60_000 / this.scaling.scaleUpPerMinute);
-      // The pollers keep the process alive while running; the ramp's timer alone should not.
-      this.scaler.unref();
     }
   }
 
@@ -315,8 +325,8 @@ export class SqsEventSourceMapping {
   async stop(): Promise<void> {
     this.running = false;
     this.config.enabled = false;
-    clearInterval(this.scaler);
-    this.scaler = undefined;
+    this.stopRamp?.();
+    this.stopRamp = undefined;
     await Promise.all([...this.pollers]);
   }
 

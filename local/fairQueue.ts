@@ -42,6 +42,11 @@ export interface FairQueueSettings {
   recentMs: number;
   /** A tenant that sent nothing for this long is quiet whatever its shares. @default 300000 (AWS: 5 minutes) */
   quietAfterIdleMs: number;
+  /**
+   * The clock of idle times and processing time (epoch ms): a test moves it on instead of waiting out the real one.
+   * @default Date.now
+   */
+  now: () => number;
 }
 
 export const FAIR_QUEUE_DEFAULTS: Readonly<FairQueueSettings> = {
@@ -51,6 +56,7 @@ export const FAIR_QUEUE_DEFAULTS: Readonly<FairQueueSettings> = {
   minRecentDeliveries: 30,
   recentMs: 60_000,
   quietAfterIdleMs: 5 * 60_000,
+  now: () => Date.now(),
 };
 
 export interface FairTenantFigures {
@@ -169,7 +175,7 @@ class FairQueue {
     readonly queue: FairQueueTarget,
     private readonly settings: FairQueueSettings,
   ) {
-    const now = Date.now();
+    const now = this.settings.now();
     this.ungrouped = new Tenant(undefined, now);
     this.deliveriesAt = now;
   }
@@ -193,7 +199,7 @@ class FairQueue {
   }
 
   private track(entry: LibraryEntry): void {
-    const now = Date.now();
+    const now = this.settings.now();
     const group = entry.record.attributes.MessageGroupId || undefined;
     let tenant = this.ungrouped;
     if (group !== undefined) {
@@ -246,7 +252,7 @@ class FairQueue {
   }
 
   private shift(tenant: Tenant, from: Place, to: Place): void {
-    const now = Date.now();
+    const now = this.settings.now();
     const tau = this.settings.recentMs;
     if ((from === 'inFlight') !== (to === 'inFlight')) tenant.advance(now, tau);
     tenant.add(from, -1);
@@ -301,7 +307,7 @@ class FairQueue {
 
   /** Every group's shares and whether it is noisy, fewest in flight first; forgets groups that no longer matter. */
   private standings(): Standing[] {
-    const now = Date.now();
+    const now = this.settings.now();
     const s = this.settings;
     let totalTime = 0;
     for (const t of [...this.tenants.values(), this.ungrouped]) {
@@ -343,7 +349,7 @@ class FairQueue {
     return {
       queueName: this.queue.QueueName,
       inFlight: this.inFlight,
-      recentDeliveries: this.recentDeliveries(Date.now()),
+      recentDeliveries: this.recentDeliveries(this.settings.now()),
       noisy: standings.filter((s) => s.noisy).map((s) => s.tenant.group!),
       tenants: standings.map(({ tenant: t, concurrencyShare, processingShare, noisy }) => ({
         group: t.group!,

@@ -140,7 +140,6 @@ describe('Class: SqsEventSourceMapping', () => {
     it('stops an invocation at the function timeout and lets the message become visible again', async () => {
       const t = await setup({ maxReceiveCount: 2, visibility: 1, timeoutSeconds: 1, batchSize: 1 });
       await t.send(['sleep:5000']);
-      const started = Date.now();
       t.mapping.start();
       // The move to the DLQ happens on the third receive, which can come before the second invocation's timeout is
       // counted (visibility and timeout are both 1 s), so wait for both.
@@ -148,8 +147,8 @@ describe('Class: SqsEventSourceMapping', () => {
         timeoutMs: 10_000,
         intervalMs: 100,
       });
-      // Two receives, each cut at 1 s: far less than the 10 s the two invocations would have slept.
-      expect(Date.now() - started).toBeLessThan(9000);
+      // Two receives, each cut at its 1 s timeout (the function's own count), not ended by the 5 s the handler sleeps.
+      expect(t.fn.timeoutCount).toBe(2);
       expect(t.mapping.statistics.invocationErrors).toBe(2);
       expect(logs.some((l) => l.includes('Task timed out after 1.00 seconds'))).toBe(true);
     });
@@ -324,11 +323,11 @@ describe('Class: SqsEventSourceMapping (scaling and payload, on local SQS)', () 
   /** An invoker that holds each batch, and records how many batches ran at once when each began. */
   function holdingInvoker(holdMs: number) {
     let running = 0;
-    const atStart: { at: number; running: number }[] = [];
+    const atStart: { running: number }[] = [];
     const records: string[] = [];
     const invoke = async (event: SQSEvent) => {
       running++;
-      atStart.push({ at: Date.now(), running });
+      atStart.push({ running });
       records.push(...event.Records.map((r) => r.messageId));
       await new Promise((r) => setTimeout(r, holdMs));
       running--;
@@ -337,11 +336,14 @@ describe('Class: SqsEventSourceMapping (scaling and payload, on local SQS)', () 
   }
 
   describe('Method: start', () => {
-    it('raises the concurrent batches over time while a backlog lasts, never above the maximum concurrency, then falls back', async () => {
+    it('raises the concurrent batches one per tick while a backlog lasts, never above the maximum concurrency, then falls back', async () => {
       const q = await queue();
       await q.sendMany(200, (i) => `m${i}`);
       const fn = holdingInvoker(100);
-      const pollers: { at: number; pollers: number }[] = [];
+      const pollers: number[] = [];
+      // The test ticks the ramp itself, so "one poller per tick, never a burst" is counted rather than timed.
+      let tick: (() => void) | undefined;
+      const ticks: number[] = [];
       const mapping = new SqsEventSourceMapping(
         { functionName: 'f', queueUrl: q.url, queueArn: q.arn, region: 'us-east-1', batchSize: 1, maximumConcurrency: 10 },
         {
@@ -349,29 +351,39 @@ describe('Class: SqsEventSourceMapping (scaling and payload, on local SQS)', () 
           invoke: fn.invoke,
           functionConcurrency: 50,
           idlePollMs: [20, 100],
-          // AWS's ramp sped up: 2 to start, one more every 100 ms.
+          // AWS's ramp sped up: 2 to start, one more every tick of 100 ms.
           scaling: { initialBatches: 2, scaleUpPerMinute: 600 },
-          onPollersChanged: (n) => pollers.push({ at: Date.now(), pollers: n }),
+          onPollersChanged: (n) => pollers.push(n),
+          rampTicks: (ramp, everyMs) => {
+            ticks.push(everyMs);
+            tick = ramp;
+            return () => (tick = undefined);
+          },
         },
       );
       mappings.push(mapping);
-      const started = Date.now();
       mapping.start();
-      await waitFor('the backlog processed', async () => mapping.statistics.acknowledged === 200 && (await q.depth()) === 0, { timeoutMs: 15_000, intervalMs: 50 });
 
-      // At first only the initial batches run, however deep the backlog.
-      const first = fn.atStart[0].at;
-      expect(Math.max(...fn.atStart.filter((s) => s.at < first + 80).map((s) => s.running))).toBeLessThanOrEqual(2);
-      // Later, more: the ramp reached the maximum concurrency, one poller per tick, and never passed it.
+      // Before any tick only the initial batches run, however deep the backlog.
+      await waitFor('six batches started', () => fn.atStart.length >= 6, { timeoutMs: 10_000, intervalMs: 10 });
+      expect(mapping.activePollers).toBe(2);
+      expect(Math.max(...fn.atStart.map((s) => s.running))).toBeLessThanOrEqual(2);
+      // Then one more per tick while messages are available (each batch started shows a receive found some), up to
+      // the maximum concurrency, and never past it: from 2 to 10 takes eight ticks.
+      const afterTick: number[] = [];
+      for (let n = 0; n < 10; n++) {
+        const batches = fn.atStart.length;
+        tick!();
+        afterTick.push(mapping.activePollers);
+        await waitFor('a batch to start after the tick', () => fn.atStart.length > batches, { timeoutMs: 10_000, intervalMs: 10 });
+      }
+      expect(afterTick).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 10, 10]);
+
+      await waitFor('the backlog processed', async () => mapping.statistics.acknowledged === 200 && (await q.depth()) === 0, { timeoutMs: 15_000, intervalMs: 50 });
       expect(Math.max(...fn.atStart.map((s) => s.running))).toBe(10);
-      expect(Math.max(...pollers.map((p) => p.pollers))).toBe(10);
+      expect(Math.max(...pollers)).toBe(10);
       expect(mapping.statistics).toMatchObject({ peakPollers: 10, acknowledged: 200 });
       expect(mapping.statistics.peakConcurrency).toBeLessThanOrEqual(10);
-      const reachedTen = pollers.find((p) => p.pollers === 10)!.at - started;
-      // Eight ticks of 100 ms from 2 to 10 (timers may fire a little early or late; a burst would take ~0 ms).
-      expect(reachedTen).toBeGreaterThanOrEqual(8 * 100 - 50);
-      const rising = pollers.filter((p, i) => i > 0 && p.pollers > pollers[i - 1].pollers && p.pollers > 2);
-      for (let i = 1; i < rising.length; i++) expect(rising[i].at - rising[i - 1].at).toBeGreaterThanOrEqual(60);
       // Every message once.
       expect(new Set(fn.records).size).toBe(200);
       expect(fn.records).toHaveLength(200);
@@ -379,6 +391,8 @@ describe('Class: SqsEventSourceMapping (scaling and payload, on local SQS)', () 
       // The queue drained: back to the initial level, which a maximum concurrency keeps (no optimization to fewer).
       await waitFor('the pollers back to the initial batches', () => mapping.activePollers === 2, { timeoutMs: 5000, intervalMs: 20 });
       await holdsFor('the pollers staying at the initial batches', () => mapping.activePollers === 2, { forMs: 400, intervalMs: 20 });
+      await mapping.stop();
+      expect({ ticks, stopped: tick === undefined }).toEqual({ ticks: [100], stopped: true });
     });
 
     it('scales to the function concurrency without a maximum concurrency, falls to the floor when idle, and returns to the initial batches when messages arrive', async () => {

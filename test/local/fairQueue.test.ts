@@ -19,7 +19,6 @@ import { waitFor } from '../../local/waitFor';
 
 const ACCOUNT = '000000000000';
 const arn = (name: string) => `arn:aws:sqs:us-east-1:${ACCOUNT}:${name}`;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Bodies `${group}-${i}`, i from `from`; no group for `group` undefined (body `u-${i}`). */
 const bodies = (group: string | undefined, count: number, from = 0) => Array.from({ length: count }, (_, i) => `${group ?? 'u'}-${from + i}`);
@@ -28,9 +27,11 @@ const groupOf = (body: string) => body.slice(0, body.lastIndexOf('-'));
 describe('Fair queues in the embedded SQS server', () => {
   let server: RunningSqs;
   let sqs: SQSClient;
+  /** How far the emulation's clock runs ahead of the real one: a test moves it on rather than waiting. */
+  let ahead = 0;
 
   beforeAll(async () => {
-    server = await startSqs({ accountId: ACCOUNT });
+    server = await startSqs({ accountId: ACCOUNT, fairQueues: { now: () => Date.now() + ahead } });
     sqs = new SQSClient({ endpoint: server.endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS });
   });
 
@@ -184,8 +185,9 @@ describe('Fair queues in the embedded SQS server', () => {
 
   it('never returns a quiet message before its delay (per message or the queue\'s), and serves it first once due', async () => {
     const url = await create('fair-delay', { DelaySeconds: '1' });
-    await send(url, bodies('noisy', 60));
-    await waitFor('the noisy backlog to be due', async () => (await depth(url)).delayed === 0 || undefined, { timeoutMs: 5_000, intervalMs: 50 });
+    // Due at once (a message's own DelaySeconds 0 overrides the queue's): only the quiet ones below wait out delays.
+    await send(url, bodies('noisy', 60), { DelaySeconds: 0 });
+    expect(await depth(url)).toMatchObject({ delayed: 0 });
     for (let i = 0; i < 3; i++) await receive(url);
     expect(figures('fair-delay').noisy).toEqual(['noisy']);
 
@@ -225,7 +227,7 @@ describe('Fair queues in the embedded SQS server', () => {
     const url = await create('fair-slow');
     await send(url, [...bodies('slow', 5), ...bodies('f1', 15), ...bodies('f2', 15), ...bodies('slow', 5, 5), ...['f3', 'f4', 'f5'].flatMap((g) => bodies(g, 4))]);
     expect(texts(await receive(url, 5))).toEqual(bodies('slow', 5)); // held: a slow consumer
-    await sleep(800);
+    ahead += 800; // 0.8 s of it holding them
     for (let i = 0; i < 3; i++) {
       const got = await receive(url);
       expect(got.every((m) => /^f[12]$/.test(groupOf(m.Body!)))).toBe(true);
@@ -282,20 +284,24 @@ describe('Fair queues in the embedded SQS server', () => {
 
 describe('Fair queues: a tenant that stops sending', () => {
   it('is quiet again after the idle time (AWS: 5 minutes; 1 s here), and the queue is first in, first out again', async () => {
-    const server = await startSqs({ accountId: ACCOUNT, fairQueues: { quietAfterIdleMs: 1_000 } });
+    // The emulation's clock stands still until the test moves it: the noisy tenant is noisy for as long as the test
+    // needs, however slow the machine, and idle exactly when the clock says so.
+    let now = Date.now();
+    const server = await startSqs({ accountId: ACCOUNT, fairQueues: { quietAfterIdleMs: 1_000, now: () => now } });
     const sqs = new SQSClient({ endpoint: server.endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS });
     try {
       const { QueueUrl: url } = await sqs.send(new CreateQueueCommand({ QueueName: 'idle' }));
       const entries = (list: string[]) => list.map((b, i) => ({ Id: String(i), MessageBody: b, MessageGroupId: groupOf(b) }));
-      const sentAt = Date.now();
       for (let i = 0; i < 5; i++) await sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: entries(bodies('noisy', 10, i * 10)) }));
       await sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: entries(bodies('q', 10)) }));
       const get = async (max: number) =>
         ((await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: max, WaitTimeSeconds: 0, VisibilityTimeout: 60 }))).Messages ?? []).map((m) => m.Body!);
       for (let i = 0; i < 3; i++) await get(10);
-      expect(Date.now() - sentAt).toBeLessThan(900); // else the idle rule, not noisiness, decides what follows
+      // Within the idle time of its last send: noisiness, not the idle rule, decides what follows.
+      now += 999;
+      expect(server.fairQueues()[0].noisy).toEqual(['noisy']);
       expect(await get(5)).toEqual(bodies('q', 5));
-      await sleep(Math.max(0, sentAt + 1_100 - Date.now()));
+      now += 101;
       expect(server.fairQueues()[0].noisy).toEqual([]);
       expect(await get(5)).toEqual(bodies('noisy', 5, 30));
     } finally {

@@ -172,14 +172,20 @@ describe('Class: LocalFunction', () => {
         { name: 'slow', arn: 'arn:aws:lambda:us-east-1:000000000000:function:slow', handler: 'index.handler', codeDir: CODE, environment: {}, timeoutSeconds: 1 },
         { log: () => undefined },
       );
+      // Only the runtime's setTimeout is faked (its timeout timer): the child process and its IPC run on real I/O.
+      jest.useFakeTimers({ doNotFake: ['Date', 'hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval'] });
       try {
-        const started = Date.now();
-        await expect(fn.invoke({ Records: [{ body: 'sleep:5000', messageId: 'm' }] })).rejects.toThrow(new FunctionTimeoutError('slow', 1));
-        // Well short of the 5 s the handler would sleep (a generous bound for a busy machine).
-        expect(Date.now() - started).toBeLessThan(4500);
+        const outcome = fn.invoke({ Records: [{ body: 'sleep:5000', messageId: 'm' }] }).then(() => 'answered', (error: Error) => error);
+        jest.advanceTimersByTime(999);
+        expect(fn.inFlight).toBe(1);
+        // At its 1 s timeout, well before the 5 s the handler sleeps: the timeout, not the handler, ends it.
+        jest.advanceTimersByTime(1);
+        expect(await outcome).toEqual(new FunctionTimeoutError('slow', 1));
+        expect(fn.timeoutCount).toBe(1);
         expect(fn.inFlight).toBe(0);
         expect(await fn.invoke({ Records: [] })).toEqual({ batchItemFailures: [] });
       } finally {
+        jest.useRealTimers();
         await fn.close();
       }
     });

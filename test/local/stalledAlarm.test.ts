@@ -14,6 +14,7 @@ import { alarmName, JobAlarm } from '../../lib/monitoring';
 import { AlarmState, evaluateAlarm, planResolveContext, readAlarm, scaleAlarm, type AlarmDefinition, type PeriodEvaluation } from '../../local/alarms';
 import { jobViews, previewPlan } from '../../local/jobs';
 import { MetricRecorder } from '../../local/metricSamples';
+import type { MetricSample } from '../../local/metricsTap';
 import { LocalSession, type SessionJob } from '../../local/session';
 import type { CloudFormationTemplate } from '../../local/template';
 import { waitFor, waitUntil } from '../../local/waitFor';
@@ -35,6 +36,9 @@ const PAUSED_PAYMENTS = 10;
 const BACKLOG = 120;
 /** Function log lines reach the recorder a little after they are written: a period is read once this much past its end. */
 const LOG_LAG_MS = 300;
+const PERIOD_MS = PERIOD_SECONDS * 1000;
+/** The end of the (clock-aligned) alarm period that `ms` falls in. */
+const periodEnd = (ms: number) => (Math.floor(ms / PERIOD_MS) + 1) * PERIOD_MS;
 const SETTLED_IDS = ['applied', 'done', 'dead', 'rejected'] as const;
 
 /** The payment consumer's event source batches BATCH_SIZE messages (the stack's mapping, as deployed here). */
@@ -109,6 +113,34 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
   // The local Lambda API answers a disable once the mapping's pollers have stopped, as `ops pause` waits for.
   const setConsumer = (enabled: boolean) => lambda.send(new UpdateEventSourceMappingCommand({ UUID: job.mapping!.uuid, Enabled: enabled }));
   const periodsBetween = (fromMs: number, toMs: number) => evaluateAlarm(alarm, recorder!.samples(), { fromMs, toMs });
+  /** The first sample of the queue at or after `ms`: the recorder's view of the run has reached that moment. */
+  const queueSampledFrom = (what: string, ms: number) =>
+    waitFor(what, () => recorder!.samples().find((x) => x.namespace === 'AWS/SQS' && x.timestamp >= ms), { timeoutMs: 20_000, intervalMs: 50 });
+  /**
+   * Waits for what the alarm reads of a run to be complete, and returns the end of the last period it makes whole:
+   * `count` payments since `fromMs` recorded as settled (a log line reaches the recorder a little after it is written,
+   * later on a loaded machine), and the queue sampled past the end of the period the count was reached in.
+   */
+  const recordedThrough = async (what: string, fromMs: number, count: number): Promise<number> => {
+    const settles = alarm.metrics.filter((m) => (SETTLED_IDS as readonly string[]).includes(m.id));
+    const isSettle = (x: MetricSample) =>
+      settles.some((m) => x.metricName === m.metricName && x.namespace === m.namespace && Object.entries(m.dimensions).every(([name, value]) => x.dimensions[name] === value));
+    const recorded = await waitFor(
+      `the ${count} settled payments of ${what} recorded`,
+      () => {
+        const found = recorder!
+          .samples()
+          .filter((x) => x.timestamp >= fromMs && isSettle(x))
+          .sort((a, b) => a.timestamp - b.timestamp);
+        let sum = 0;
+        return found.find((x) => (sum += x.value) >= count);
+      },
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    const end = periodEnd(recorded.timestamp);
+    await queueSampledFrom(`a sample of the queue after the period of the last settle of ${what}`, end);
+    return end;
+  };
   const fire = async (businessDate: string, payments: number) => {
     const seeded = await session.seed(JOB, payments, businessDate);
     expect(seeded.expectedOperations).toHaveLength(payments);
@@ -162,34 +194,33 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
 
     await setConsumer(true);
     const resumedAt = Date.now();
-    const recovered = await waitUntil<PeriodEvaluation[]>(
-      'the stalled alarm to return to OK after the resume',
-      () => {
-        const periods = periodsBetween(from, Date.now() - LOG_LAG_MS);
-        const last = periods[periods.length - 1];
-        return last.endMs > resumedAt && last.state === AlarmState.OK ? { done: periods } : { last: table(periods, from) };
-      },
-      { timeoutMs: 20_000, intervalMs: 100 },
-    );
-    expect(settled(recovered[recovered.length - 1])).toBeGreaterThan(0);
+    // Read through the period of the first settle after the resume, once it is recorded and the period is whole: a
+    // period read early, before its settles' log lines came in, would look stalled.
+    const recovered = periodsBetween(from, await recordedThrough('the resumed run', resumedAt, 1));
+    const last = recovered[recovered.length - 1];
+    expect({ lines: table(recovered, from), last: { afterResume: last.endMs > resumedAt, settled: settled(last) > 0, state: last.state } })
+      .toEqual({ lines: table(recovered, from), last: { afterResume: true, settled: true, state: AlarmState.OK } });
     expect(await session.settle({ deadline: Date.now() + 30_000, jobs: [JOB], intervalMs: 200 })).toBe(true);
   }, 90_000);
 
   it('stays OK while a paced backlog drains over several periods: every period with work waiting settles some', async () => {
     // A period apart from the previous test's last applies: periods are aligned to the clock, so the first period of
-    // this run would otherwise share their samples.
-    await new Promise((r) => setTimeout(r, PERIOD_SECONDS * 1000 + LOG_LAG_MS));
+    // this run would otherwise share their samples. It starts with the first sample of the queue in a later period.
     recorder!.start();
-    const from = Date.now();
+    const { timestamp: from } = await queueSampledFrom('a sample of the queue in a period after the previous run', periodEnd(Date.now()));
     await fire('2026-03-10', BACKLOG);
     expect(await session.settle({ deadline: Date.now() + 60_000, jobs: [JOB], intervalMs: 200 })).toBe(true);
-    // Paced: the limiter lets the 120 start no faster than 10 a second.
-    expect(Date.now() - from).toBeGreaterThanOrEqual(((BACKLOG - 1) / RATE.startsPerInterval) * 1000);
-    // The period in which the queue emptied, evaluated whole.
-    await new Promise((r) => setTimeout(r, PERIOD_SECONDS * 1000 + LOG_LAG_MS));
+    // Up to the period in which the last payment settled, evaluated whole.
+    const to = await recordedThrough('the backlog', from, BACKLOG);
     await recorder!.stop();
-    const periods = periodsBetween(from, Date.now() - LOG_LAG_MS);
+    const periods = periodsBetween(from, to);
     const lines = table(periods, from);
+
+    // Paced: the limiter lets the 120 start no faster than 10 a second, so their applies span at least six periods
+    // (20 in a 2-s period, and one for the burst); all at once, they would settle within one or two.
+    const applying = periods.filter((p) => (p.values.applied ?? 0) > 0).map((p) => periods.indexOf(p));
+    const spanned = applying[applying.length - 1] - applying[0] + 1;
+    expect({ lines, paced: spanned >= Math.ceil(BACKLOG / (RATE.startsPerInterval * PERIOD_SECONDS + 1)) }).toEqual({ lines, paced: true });
 
     // Work waited in several periods: the test's claim is about a backlog, not an idle queue.
     const waited = periods.filter((p) => waiting(p) > 0);
@@ -209,7 +240,7 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
 
     // The control: the same queue samples without the settles would have alarmed. The OK is the settles' doing, not
     // too few periods.
-    const withoutSettles = evaluateAlarm(alarm, recorder!.samples().filter((s) => s.namespace === 'AWS/SQS'), { fromMs: from, toMs: Date.now() - LOG_LAG_MS });
+    const withoutSettles = evaluateAlarm(alarm, recorder!.samples().filter((s) => s.namespace === 'AWS/SQS'), { fromMs: from, toMs: to });
     expect(withoutSettles.some((p) => p.state === AlarmState.ALARM)).toBe(true);
   }, 90_000);
 

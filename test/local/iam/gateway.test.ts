@@ -159,10 +159,21 @@ describe('Function: startAuthGateway', () => {
         const got = await ddb.send(new GetItemCommand({ TableName: 'items', Key: { pk: { S: 'a' } } }));
         expect(got.Item?.v).toEqual({ S: 'seeded' });
         expect(await failure(ddb.send(new PutItemCommand({ TableName: 'items', Item: { pk: { S: 'b' } } })))).toMatchObject({ name: 'AccessDeniedException', status: 400 });
-        await new Promise((r) => setTimeout(r, 100));
+        // A last request that does reach dynalite, sent after the refused one was answered: dynalite's observations come
+        // over its one channel in order, so once this one is observed, the refused PutItem would have been too.
+        expect((await admin.send(new GetItemCommand({ TableName: 'items', Key: { pk: { S: 'b' } } }))).Item).toBeUndefined();
+        const answered = await waitFor('the last GetItem observed', () => {
+          const found = observed.filter((r) => !String(r.headers['x-amz-target']).endsWith('.DescribeTable'));
+          return found.filter((r) => String(r.headers['x-amz-target']).endsWith('.GetItem')).length === 2 && found;
+        }, { timeoutMs: 5_000, intervalMs: 5 });
         // The refused PutItem never reached dynalite; the rest did, each with its body, status and answer.
-        const answered = observed.filter((r) => !String(r.headers['x-amz-target']).endsWith('.DescribeTable'));
-        expect(answered.map((r) => [String(r.headers['x-amz-target']).split('.').pop(), r.status])).toEqual([['CreateTable', 200], ['PutItem', 200], ['PutItem', 400], ['GetItem', 200]]);
+        expect(answered.map((r) => [String(r.headers['x-amz-target']).split('.').pop(), r.status])).toEqual([
+          ['CreateTable', 200],
+          ['PutItem', 200],
+          ['PutItem', 400],
+          ['GetItem', 200],
+          ['GetItem', 200],
+        ]);
         expect(JSON.parse(answered[1].body)).toEqual({ TableName: 'items', Item: { pk: { S: 'a' }, v: { S: 'seeded' } } });
         expect(JSON.parse(answered[3].responseBody!)).toMatchObject({ Item: { pk: { S: 'a' }, v: { S: 'seeded' } } });
       } finally {

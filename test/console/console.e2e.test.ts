@@ -17,6 +17,7 @@ import { status } from '../../ops/commands/status';
 import { createClients, type OpsClients } from '../../ops/clients';
 import type { CommandContext } from '../../ops/context';
 import { LocalEndpointsSource } from '../../ops/resources';
+import { processIo } from '../../ops/io';
 import { launchBrowser, type Browser } from '../support/browser';
 
 const ROOT = join(__dirname, '..', '..');
@@ -79,7 +80,7 @@ describe('Console: npm start -- --serve in a browser', () => {
     ctx = {
       resources,
       clients,
-      io: { stdout: () => undefined, stderr: () => undefined, interactive: false, ask: async () => '', now: () => new Date(), sleep: (ms) => new Promise((r) => setTimeout(r, ms)) },
+      io: { stdout: () => undefined, stderr: () => undefined, interactive: false, ask: async () => '', now: () => new Date(), sleep: (ms) => processIo().sleep(ms) },
     };
     // The date's unsettled payments, for the page's catch-up to find.
     const documents = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: doc.endpoints.dynamodb, region: doc.region, credentials: doc.credentials }));

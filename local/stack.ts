@@ -548,14 +548,19 @@ export class LocalStack {
     }
   }
 
-  /** Loads every consumer's code up to its effective concurrency, and one execution environment per producer. */
-  async prewarm(): Promise<void> {
+  /**
+   * Loads every consumer's code up to its effective concurrency, and one execution environment per producer; at most
+   * `perFunction` environments of each, when given (a run of a few records never uses ten at once, and each one is a
+   * Node process loading its bundle).
+   */
+  async prewarm(perFunction = Number.POSITIVE_INFINITY): Promise<void> {
     const counts = new Map<string, number>();
     for (const m of this.mappings) counts.set(m.config.functionName, m.concurrency);
     for (const s of this.plan.schedules) {
       const name = this.runtime.get(s.targetArn).spec.name;
       counts.set(name, Math.max(1, counts.get(name) ?? 0));
     }
+    for (const [name, n] of counts) counts.set(name, Math.min(n, perFunction));
     await this.runtime.prewarm(counts);
   }
 

@@ -33,7 +33,8 @@ interface Served {
 
 /** `npm start -- --serve` as its own Node process (tsx loaded by Node itself, so SIGINT reaches it directly). */
 function serve(localDir: string): Served {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'local/cli.ts'), '--serve', '--local-dir', localDir], {
+  // Two execution environments a function: the one run here is three payments.
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'local/cli.ts'), '--serve', '--prewarm', '2', '--local-dir', localDir], {
     cwd: ROOT,
     env: { ...process.env, FORCE_COLOR: '0' },
     stdio: ['ignore', 'ignore', 'pipe'],

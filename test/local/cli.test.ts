@@ -46,7 +46,7 @@ describe('Command: npm start', () => {
     // One run for both: what the terminal gets, and the HTML report it leaves.
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), 'paced-jobs-local-demo-'));
-      result = await start(['--json', '--payments', '3', '--uploads', '3', '--tenants', '2', '--local-dir', dir, '--timeout', '90']).done;
+      result = await start(['--json', '--payments', '3', '--uploads', '3', '--tenants', '2', '--prewarm', '2', '--local-dir', dir, '--timeout', '90']).done;
       report = JSON.parse(result.stdout);
     }, 300_000); // includes a cdk synth on a fresh clone (no cdk.out yet)
 
@@ -100,7 +100,7 @@ describe('Command: npm start', () => {
 
   it('defers a 429 storm from the provider and ends with every payment applied once and nothing in the DLQ', async () => {
     // A provider quota far below the job's own rate: most first attempts get 429 with Retry-After.
-    const args = ['--json', '--payments', '12', '--uploads', '1', '--tenants', '1', '--downstream-quota', '2', '--downstream-window', '3'];
+    const args = ['--json', '--payments', '12', '--uploads', '1', '--tenants', '1', '--downstream-quota', '2', '--downstream-window', '3', '--prewarm', '2'];
     const result = await start([...args, '--local-dir', localDir, '--timeout', '120']).done;
     const report = JSON.parse(result.stdout);
     expect(result.code).toBe(0);

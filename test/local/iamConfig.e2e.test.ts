@@ -45,7 +45,7 @@ describe('npm start with a job whose config declares query on a table it deletes
     const assembly = cdkOut ? ['--cdk-out', cdkOut] : ['--synth'];
     const result = await copy.run(
       'npx',
-      ['tsx', 'local/cli.ts', ...assembly, '--json', '--count', `${JOB}=${TENANTS}`, ...others, '--timeout', String(settleSeconds), '--async-duplicate-rate', '0'],
+      ['tsx', 'local/cli.ts', ...assembly, '--json', '--count', `${JOB}=${TENANTS}`, ...others, '--timeout', String(settleSeconds), '--async-duplicate-rate', '0', '--prewarm', String(TENANTS)],
       { timeoutMs: 240_000, env: { FORCE_COLOR: '0' } },
     );
     try {

@@ -144,6 +144,8 @@ describe('IAM enforced, grants taken out (one local stack)', () => {
     session = await LocalSession.open({
       cwd: process.cwd(),
       log,
+      // As many environments as tenants: no invocation of the retimed consumer waits for a cold start.
+      prewarm: TENANTS,
       template: (t) => {
         const changed = withoutScheduleInvoke(withoutConsumerGrant(t, 'sessions', REMOVED), SCHEDULED);
         retime(changed);
@@ -247,7 +249,7 @@ describe('IAM not enforced (iam: false) with the grant removed', () => {
   let session: LocalSession;
 
   beforeAll(async () => {
-    session = await LocalSession.open({ cwd: process.cwd(), log, iam: false, template: (t) => withoutConsumerGrant(t, 'sessions', REMOVED) });
+    session = await LocalSession.open({ cwd: process.cwd(), log, iam: false, prewarm: TENANTS, template: (t) => withoutConsumerGrant(t, 'sessions', REMOVED) });
   }, 120_000);
 
   afterAll(async () => {

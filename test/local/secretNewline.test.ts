@@ -41,7 +41,8 @@ describe('A provider key holding a newline, on a local run of the payment job', 
   let secretName: string;
 
   beforeAll(async () => {
-    session = await LocalSession.open({ cwd: process.cwd(), template: newlineKeyFastDlq, log: (source, line) => output.push(`[${source}] ${line}`) });
+    // As many environments as payments: none of the few-second invocations waits for a cold start.
+    session = await LocalSession.open({ cwd: process.cwd(), template: newlineKeyFastDlq, log: (source, line) => output.push(`[${source}] ${line}`), prewarm: PAYMENTS });
     secretName = session.stack.secrets.list()[0].name;
     session.startConsumers();
     const job = session.job(JOB);

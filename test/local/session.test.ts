@@ -15,7 +15,8 @@ describe('Class: LocalSession', () => {
   const logs: string[] = [];
 
   beforeAll(async () => {
-    session = await LocalSession.open({ cwd: process.cwd(), log: (source, line) => logs.push(`[${source}] ${line}`) });
+    // Two execution environments a function: the runs here are a few records each.
+    session = await LocalSession.open({ cwd: process.cwd(), log: (source, line) => logs.push(`[${source}] ${line}`), prewarm: 2 });
   }, 120_000);
 
   afterAll(async () => {

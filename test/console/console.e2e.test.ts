@@ -73,7 +73,7 @@ describe('Console: npm start -- --serve in a browser', () => {
         const url = /^console: (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]+)$/m.exec(served.stderr())?.[1];
         return url && existsSync(endpointsFile) ? url : undefined;
       },
-      { timeoutMs: 150_000, intervalMs: 500 },
+      { timeoutMs: 150_000, intervalMs: 100 },
     );
     doc = JSON.parse(readFileSync(endpointsFile, 'utf8'));
     const resources = await new LocalEndpointsSource(endpointsFile).load();

@@ -49,7 +49,7 @@ describe('A provider key holding a newline, on a local run of the payment job', 
     const businessDate = session.businessDateFor(JOB);
     await session.seed(JOB, PAYMENTS, businessDate);
     await session.fire(JOB, { scheduledTime: new Date(), businessDate });
-    await waitFor(`the ${PAYMENTS} payments in the DLQ`, async () => (await session.depth(job.dlqUrl)).total >= PAYMENTS, { timeoutMs: 90_000, intervalMs: 500 });
+    await waitFor(`the ${PAYMENTS} payments in the DLQ`, async () => (await session.depth(job.dlqUrl)).total >= PAYMENTS, { timeoutMs: 90_000, intervalMs: 250 });
   }, 150_000);
 
   afterAll(async () => {

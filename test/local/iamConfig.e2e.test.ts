@@ -61,12 +61,18 @@ describe('npm start with a job whose config declares query on a table it deletes
     let stderr = '';
     child.stdout!.on('data', (c) => (stdout += c));
     child.stderr!.on('data', (c) => (stderr += c));
-    const closed = new Promise<{ status: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (status, signal) => resolve({ status, signal })));
-    let stopped = false;
+    let ended = false;
+    const closed = new Promise<{ status: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.on('close', (status, signal) => {
+        ended = true;
+        resolve({ status, signal });
+      }),
+    );
     if (options.stopWhen) {
       const stopWhen = options.stopWhen;
-      await Promise.race([waitFor('the condition to stop the run at', () => stopWhen() || false, { timeoutMs: 240_000, intervalMs: 100 }).then(() => (stopped = true)), closed]);
-      if (stopped) child.kill('SIGINT');
+      // A run that ends first (it failed) is judged as it is.
+      await waitFor('the condition to stop the run at', () => ended || stopWhen() || false, { timeoutMs: 240_000, intervalMs: 100 });
+      if (!ended) child.kill('SIGINT');
     }
     const { status, signal } = await closed;
     const result: CommandResult = { status, signal, timedOut: false, stdout, stderr, durationMs: Date.now() - started };

@@ -88,6 +88,7 @@ export function buildProgram(run: (options: RunOptions) => Promise<number>, cwd 
     .option('--downstream-quota <n>', "every fake downstream: starts allowed per window (default: its job's configured rate)", positiveInt('--downstream-quota'))
     .option('--downstream-window <seconds>', "every fake downstream: the quota's window (default: its job's rate-limit interval)", positiveInt('--downstream-window'))
     .option('--downstream-concurrency <n>', "every fake downstream: concurrent requests allowed (default: its job's concurrency)", positiveInt('--downstream-concurrency'))
+    .option('--prewarm <n>', "execution environments to load per function before the run, at most (default: each function's concurrency)", positiveInt('--prewarm'))
     .option('--verbose', 'also print function logs on stderr (they always go to .local/logs)', false)
     .option('--no-iam', "do not enforce IAM (every report then warns; denials are listed as what AWS would refuse)")
     .option('--async-duplicate-rate <share>', 'share of asynchronous events Lambda delivers twice (0 to 1)', share, 0.01)
@@ -122,6 +123,7 @@ export function buildProgram(run: (options: RunOptions) => Promise<number>, cwd 
       counts,
       dataDir: flags.dataDir,
       timeoutSeconds: flags.timeout,
+      prewarm: flags.prewarm,
       verbose: flags.verbose,
       iam: flags.iam,
       asyncDuplicateRate: flags.asyncDuplicateRate,

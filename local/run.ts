@@ -40,6 +40,8 @@ export interface RunOptions {
   ports: Ports;
   /** Give up waiting for the run to settle after this long. @default 180 */
   timeoutSeconds?: number;
+  /** Execution environments loaded per function before the run, at most. @default each function's concurrency */
+  prewarm?: number;
   /** Print function logs to stderr as well as to .local/logs. @default false */
   verbose?: boolean;
   /** Enforce IAM from the template; false (`--no-iam`) warns on every report. @default true */
@@ -114,7 +116,7 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
     say(`local stack ${plan.stackName} is up: ${plan.queues.length} queues, ${plan.tables.length} tables, ${plan.functions.length} functions, ${plan.schedules.length} schedules (ignored: ${plan.ignored.length} IAM/logging/monitoring resources)`);
     const counts = demoCounts(session, options.counts ?? {});
     const warmStarted = Date.now();
-    await session.stack.prewarm();
+    await session.stack.prewarm(options.prewarm);
     say(`loaded the functions' code (${((Date.now() - warmStarted) / 1000).toFixed(1)} s)`);
     if (options.serve) {
       // The console listens before endpoints.json is written, so the file names it from its first version on; its data

@@ -65,8 +65,11 @@ export interface SessionOptions {
   iam?: boolean;
   /** The share of asynchronous events delivered twice. @default LocalStack's */
   asyncDuplicateRate?: number;
-  /** Warm this many execution environments per function before the run. @default each function's concurrency */
-  prewarm?: boolean;
+  /**
+   * Warm execution environments before the run: true, each function's concurrency; a number, at most that many per
+   * function (a test firing a few records needs no more, and each is a Node process); false, none. @default true
+   */
+  prewarm?: boolean | number;
   /** The metrics the session records and serves on its local CloudWatch (`session.metrics`). */
   metrics?: SessionMetricsOptions;
 }
@@ -329,7 +332,7 @@ export class LocalSession {
       session.jobs.set(view.name, { ...view, settings, fixture: fixtures.get(view.name), downstream });
       if (!fixtures.get(view.name)) session.watchApplies(view.name);
     }
-    if (options.prewarm !== false) await stack.prewarm();
+    if (options.prewarm !== false) await stack.prewarm(options.prewarm === true || options.prewarm === undefined ? undefined : options.prewarm);
     return session;
   }
 

@@ -425,46 +425,31 @@ export class LocalStack {
   private async provision(): Promise<void> {
     const plan = this.plan;
     const sqs = this.sqs();
-    // Every queue first, then the redrive policies: a policy may name a DLQ declared later in the template.
-    for (const q of plan.queues) {
-      const attributes = Object.fromEntries(Object.entries(q.attributes).filter(([k]) => k !== 'RedrivePolicy'));
-      await sqs.send(new CreateQueueCommand({ QueueName: q.name, Attributes: attributes }));
-    }
+    // Every queue first, then the redrive policies: a policy may name a DLQ declared later in the template. The
+    // resources of a kind are independent of each other, so each kind is created at once (as CloudFormation does).
     for (const q of plan.queues.filter((x) => x.attributes.RedrivePolicy)) {
       if (!plan.queues.some((x) => x.arn === q.deadLetterTargetArn)) {
         throw new ProvisioningError(`queue ${q.logicalId}: its DLQ ${q.deadLetterTargetArn} is not in the template`, q.logicalId);
       }
-      await sqs.send(new SetQueueAttributesCommand({ QueueUrl: q.url, Attributes: { RedrivePolicy: q.attributes.RedrivePolicy } }));
     }
+    await Promise.all(
+      plan.queues.map((q) => {
+        const attributes = Object.fromEntries(Object.entries(q.attributes).filter(([k]) => k !== 'RedrivePolicy'));
+        return sqs.send(new CreateQueueCommand({ QueueName: q.name, Attributes: attributes }));
+      }),
+    );
+    await Promise.all(
+      plan.queues
+        .filter((x) => x.attributes.RedrivePolicy)
+        .map((q) => sqs.send(new SetQueueAttributesCommand({ QueueUrl: q.url, Attributes: { RedrivePolicy: q.attributes.RedrivePolicy } }))),
+    );
 
     const ddb = new DynamoDBClient(this.clientConfig('dynamodb'));
-    for (const t of plan.tables) {
-      try {
-        await ddb.send(new CreateTableCommand(createTableInput(t)));
-      } catch (error) {
-        // With --data-dir the table survives from an earlier run; its data is the point.
-        if (!(error instanceof ResourceInUseException)) {
-          throw new ProvisioningError(`table ${t.logicalId} (${t.name}): ${(error as Error).message}`, t.logicalId, { cause: error });
-        }
-      }
-      // A new table is CREATING until dynalite's next turn; CloudFormation, too, finishes a table once it is ACTIVE. A
-      // request for it before then is refused (ResourceNotFoundException), which a quick client over the gateway's
-      // channel to dynalite can be.
-      await waitFor(`table ${t.name} to be ACTIVE`, async () => (await ddb.send(new DescribeTableCommand({ TableName: t.name }))).Table?.TableStatus === 'ACTIVE', { intervalMs: 5 });
-      const ttl = t.properties.TimeToLiveSpecification as { AttributeName?: string; Enabled?: boolean } | undefined;
-      if (ttl?.Enabled && ttl.AttributeName) {
-        try {
-          await ddb.send(new UpdateTimeToLiveCommand({ TableName: t.name, TimeToLiveSpecification: { AttributeName: ttl.AttributeName, Enabled: true } }));
-        } catch (error) {
-          // dynalite has no UpdateTimeToLive and never expires items; say so rather than pretend.
-          this.options.log('provision', `table ${t.name}: TTL on ${ttl.AttributeName} not applied locally (dynalite does not emulate TTL: ${(error as Error).name})`);
-        }
-      }
-    }
+    await Promise.all(plan.tables.map((t) => this.provisionTable(ddb, t)));
     ddb.destroy();
 
     const s3 = new S3Client(this.clientConfig('s3'));
-    for (const b of plan.buckets) await s3.send(new CreateBucketCommand({ Bucket: b.name }));
+    await Promise.all(plan.buckets.map((b) => s3.send(new CreateBucketCommand({ Bucket: b.name }))));
     s3.destroy();
 
     for (const s of plan.secrets) {
@@ -548,14 +533,44 @@ export class LocalStack {
     }
   }
 
-  /** Loads every consumer's code up to its effective concurrency, and one execution environment per producer. */
-  async prewarm(): Promise<void> {
+  /** Creates one table (or finds it kept in the data directory), waits until it is ACTIVE, and applies its TTL. */
+  private async provisionTable(ddb: DynamoDBClient, t: PlannedTable): Promise<void> {
+    try {
+      await ddb.send(new CreateTableCommand(createTableInput(t)));
+    } catch (error) {
+      // With --data-dir the table survives from an earlier run; its data is the point.
+      if (!(error instanceof ResourceInUseException)) {
+        throw new ProvisioningError(`table ${t.logicalId} (${t.name}): ${(error as Error).message}`, t.logicalId, { cause: error });
+      }
+    }
+    // A new table is CREATING until dynalite's next turn; CloudFormation, too, finishes a table once it is ACTIVE. A
+    // request for it before then is refused (ResourceNotFoundException), which a quick client over the gateway's
+    // channel to dynalite can be.
+    await waitFor(`table ${t.name} to be ACTIVE`, async () => (await ddb.send(new DescribeTableCommand({ TableName: t.name }))).Table?.TableStatus === 'ACTIVE', { intervalMs: 5 });
+    const ttl = t.properties.TimeToLiveSpecification as { AttributeName?: string; Enabled?: boolean } | undefined;
+    if (ttl?.Enabled && ttl.AttributeName) {
+      try {
+        await ddb.send(new UpdateTimeToLiveCommand({ TableName: t.name, TimeToLiveSpecification: { AttributeName: ttl.AttributeName, Enabled: true } }));
+      } catch (error) {
+        // dynalite has no UpdateTimeToLive and never expires items; say so rather than pretend.
+        this.options.log('provision', `table ${t.name}: TTL on ${ttl.AttributeName} not applied locally (dynalite does not emulate TTL: ${(error as Error).name})`);
+      }
+    }
+  }
+
+  /**
+   * Loads every consumer's code up to its effective concurrency, and one execution environment per producer; at most
+   * `perFunction` environments of each, when given (a run of a few records never uses ten at once, and each one is a
+   * Node process loading its bundle).
+   */
+  async prewarm(perFunction = Number.POSITIVE_INFINITY): Promise<void> {
     const counts = new Map<string, number>();
     for (const m of this.mappings) counts.set(m.config.functionName, m.concurrency);
     for (const s of this.plan.schedules) {
       const name = this.runtime.get(s.targetArn).spec.name;
       counts.set(name, Math.max(1, counts.get(name) ?? 0));
     }
+    for (const [name, n] of counts) counts.set(name, Math.min(n, perFunction));
     await this.runtime.prewarm(counts);
   }
 

@@ -17,6 +17,7 @@ import { status } from '../../ops/commands/status';
 import { createClients, type OpsClients } from '../../ops/clients';
 import type { CommandContext } from '../../ops/context';
 import { LocalEndpointsSource } from '../../ops/resources';
+import { processIo } from '../../ops/io';
 import { launchBrowser, type Browser } from '../support/browser';
 
 const ROOT = join(__dirname, '..', '..');
@@ -32,7 +33,8 @@ interface Served {
 
 /** `npm start -- --serve` as its own Node process (tsx loaded by Node itself, so SIGINT reaches it directly). */
 function serve(localDir: string): Served {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'local/cli.ts'), '--serve', '--local-dir', localDir], {
+  // Two execution environments a function: the one run here is three payments.
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'local/cli.ts'), '--serve', '--prewarm', '2', '--local-dir', localDir], {
     cwd: ROOT,
     env: { ...process.env, FORCE_COLOR: '0' },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -71,7 +73,7 @@ describe('Console: npm start -- --serve in a browser', () => {
         const url = /^console: (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]+)$/m.exec(served.stderr())?.[1];
         return url && existsSync(endpointsFile) ? url : undefined;
       },
-      { timeoutMs: 150_000, intervalMs: 500 },
+      { timeoutMs: 150_000, intervalMs: 100 },
     );
     doc = JSON.parse(readFileSync(endpointsFile, 'utf8'));
     const resources = await new LocalEndpointsSource(endpointsFile).load();
@@ -79,7 +81,7 @@ describe('Console: npm start -- --serve in a browser', () => {
     ctx = {
       resources,
       clients,
-      io: { stdout: () => undefined, stderr: () => undefined, interactive: false, ask: async () => '', now: () => new Date(), sleep: (ms) => new Promise((r) => setTimeout(r, ms)) },
+      io: { stdout: () => undefined, stderr: () => undefined, interactive: false, ask: async () => '', now: () => new Date(), sleep: (ms) => processIo().sleep(ms) },
     };
     // The date's unsettled payments, for the page's catch-up to find.
     const documents = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: doc.endpoints.dynamodb, region: doc.region, credentials: doc.credentials }));

@@ -6,7 +6,7 @@ import type { ChartSpec } from '../../console/chartSpec';
 import type { ConsoleServer } from '../../console/server';
 import type { ConsoleOverview } from '../../console/source';
 import type { MetricSample } from '../../local/metricsTap';
-import type { OpsIo } from '../../ops/io';
+import { processIo, type OpsIo } from '../../ops/io';
 import { runOps, type OpsDependencies } from '../../ops/program';
 import { LocalEndpointsSource, type ResourceSource } from '../../ops/resources';
 import { OpsFixture, startOpsFixture } from '../ops/fixture';
@@ -39,7 +39,7 @@ describe('Command: ops console', () => {
       interactive: false,
       ask: async () => '',
       now: clock,
-      sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+      sleep: (ms) => processIo().sleep(ms),
     };
     let stop!: () => void;
     const stopped = new Promise<void>((r) => (stop = r));

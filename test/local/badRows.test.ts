@@ -25,7 +25,7 @@ describe('A night with bad source rows (stale-upload-cleanup, local stack)', () 
   ];
 
   beforeAll(async () => {
-    session = await LocalSession.open({ cwd: process.cwd(), log: () => undefined });
+    session = await LocalSession.open({ cwd: process.cwd(), log: () => undefined, prewarm: 2 });
     businessDate = session.businessDateFor(JOB);
     seeded = await session.seed(JOB, 1, businessDate);
     const { settings } = session.job(JOB);

@@ -1,12 +1,12 @@
+// `npm start` as a user runs it (its own process): a demo cycle with its report and charts, a 429 storm, and the
+// refusals. Serving (`--serve`) is end-to-end tested in test/ops/serve.e2e.test.ts and test/console/console.e2e.test.ts.
 import { spawn, ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ListEventSourceMappingsCommand, LambdaClient } from '@aws-sdk/client-lambda';
-import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
-import { waitFor } from '../../local/waitFor';
+import { pathToFileURL } from 'node:url';
+import { launchBrowser, type Browser } from '../support/browser';
 
 const ROOT = join(__dirname, '..', '..');
 const CLI = join(ROOT, 'local', 'cli.ts');
@@ -37,53 +37,70 @@ describe('Command: npm start', () => {
     rmSync(localDir, { recursive: true, force: true });
   });
 
-  it('runs one cycle of every job on small data and reports ok with the four checks', async () => {
-    const { done } = start(['--json', '--payments', '3', '--uploads', '3', '--tenants', '2', '--local-dir', localDir, '--timeout', '90']);
-    const result = await done;
-    expect(result.stderr).toContain('fired');
-    const report = JSON.parse(result.stdout);
-    expect(result.code).toBe(0);
-    expect(report.ok).toBe(true);
-    // The example jobs at the sizes asked; any other job of the project (one a user added) runs at its fixture's default.
-    expect(report.jobs).toMatchObject({
-      'expired-session-cleanup': expect.objectContaining({ discovered: 2, completed: 2, rejected: 0, dlq: 0, effects: 2, itemEffects: 6, duplicatesSuppressed: 0, rateLimitPerWindow: expect.any(Number) }),
-      'payment-reconciliation': expect.objectContaining({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, duplicatesSuppressed: 0, throttled: 0, maxStartsPerWindow: 3 }),
-      'stale-upload-cleanup': expect.objectContaining({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, maxStartsPerWindow: 3 }),
-    });
-    expect(Object.keys(report.jobs)).toEqual(expect.arrayContaining(['expired-session-cleanup', 'payment-reconciliation', 'stale-upload-cleanup']));
-    // Five checks a job: nothing lost, one effect per operation, rate, no unexplained dead letters, IAM allowed.
-    expect(report.checks).toHaveLength(5 * Object.keys(report.jobs).length);
-    expect(report.warnings.filter((w: string) => w.includes('IAM'))).toEqual([]);
-    expect(report.checks.every((c: { ok: boolean }) => c.ok)).toBe(true);
-    expect(existsSync(join(localDir, 'logs'))).toBe(true);
-  }, 300_000); // includes a cdk synth on a fresh clone (no cdk.out yet)
+  describe('one demo cycle of every job on small data', () => {
+    let dir: string;
+    let result: Result;
+    let report: { ok: boolean; jobs: Record<string, unknown>; checks: { ok: boolean }[]; warnings: string[] };
+    let browser: Browser | undefined;
 
-  it('serves a stack that the AWS SDK can use from another process, and stops cleanly on SIGINT', async () => {
-    const { child, done } = start(['--serve', '--local-dir', localDir]);
-    const file = join(localDir, 'endpoints.json');
-    await waitFor('the serving stack to write its endpoints', () => existsSync(file), { timeoutMs: 30_000, intervalMs: 100 });
-    const doc = JSON.parse(readFileSync(file, 'utf8'));
-    const config = (endpoint: string) => ({ endpoint, region: doc.region, credentials: doc.credentials });
-    const job = doc.jobs['payment-reconciliation'];
-    const sqs = new SQSClient(config(doc.endpoints.sqs));
-    const attrs = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: job.queueUrl, AttributeNames: ['RedrivePolicy'] }));
-    expect(JSON.parse(attrs.Attributes!.RedrivePolicy!).deadLetterTargetArn).toBe(job.dlqArn);
-    const ddb = new DynamoDBClient(config(doc.endpoints.dynamodb));
-    expect((await ddb.send(new ListTablesCommand({}))).TableNames).toContain(doc.outputs.LedgerTableName);
-    const lambda = new LambdaClient(config(doc.endpoints.lambda));
-    const mappings = await lambda.send(new ListEventSourceMappingsCommand({ FunctionName: job.consumer }));
-    expect(mappings.EventSourceMappings!.map((m) => m.UUID)).toEqual([job.eventSourceMapping]);
-    expect(doc.outputs.PaymentReconciliationEventSourceMappingUuid).toBe(job.eventSourceMapping);
-    [sqs, ddb, lambda].forEach((c) => c.destroy());
-    child.kill('SIGINT');
-    const result = await done;
-    expect(result.code).toBe(0);
-    expect(result.stderr).toContain('stopping');
-  }, 60_000);
+    // One run for both: what the terminal gets, and the HTML report it leaves.
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'paced-jobs-local-demo-'));
+      result = await start(['--json', '--payments', '3', '--uploads', '3', '--tenants', '2', '--prewarm', '2', '--local-dir', dir, '--timeout', '90']).done;
+      report = JSON.parse(result.stdout);
+    }, 300_000); // includes a cdk synth on a fresh clone (no cdk.out yet)
+
+    afterAll(async () => {
+      await browser?.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('reports ok with the five checks of every job', () => {
+      expect(result.stderr).toContain('fired');
+      expect(result.code).toBe(0);
+      expect(report.ok).toBe(true);
+      // The example jobs at the sizes asked; any other job of the project (one a user added) runs at its fixture's default.
+      expect(report.jobs).toMatchObject({
+        'expired-session-cleanup': expect.objectContaining({ discovered: 2, completed: 2, rejected: 0, dlq: 0, effects: 2, itemEffects: 6, duplicatesSuppressed: 0, rateLimitPerWindow: expect.any(Number) }),
+        'payment-reconciliation': expect.objectContaining({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, duplicatesSuppressed: 0, throttled: 0, maxStartsPerWindow: 3 }),
+        'stale-upload-cleanup': expect.objectContaining({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, maxStartsPerWindow: 3 }),
+      });
+      expect(Object.keys(report.jobs)).toEqual(expect.arrayContaining(['expired-session-cleanup', 'payment-reconciliation', 'stale-upload-cleanup']));
+      // Five checks a job: nothing lost, one effect per operation, rate, no unexplained dead letters, IAM allowed.
+      expect(report.checks).toHaveLength(5 * Object.keys(report.jobs).length);
+      expect(report.warnings.filter((w: string) => w.includes('IAM'))).toEqual([]);
+      expect(report.checks.every((c: { ok: boolean }) => c.ok)).toBe(true);
+      expect(existsSync(join(dir, 'logs'))).toBe(true);
+    });
+
+    it('writes the charts of the run to <local-dir>/report.html, names it on stderr with --json, and the report draws them offline', async () => {
+      const file = join(dir, 'report.html');
+      expect(result.stderr).toContain(`charts of the run: ${file}\n`);
+      expect(result.stdout).not.toContain('charts of the run');
+      expect(existsSync(file)).toBe(true);
+
+      browser = await launchBrowser();
+      const page = await browser.context.newPage();
+      const problems: string[] = [];
+      page.on('pageerror', (e) => problems.push(e.message));
+      await page.goto(pathToFileURL(file).href);
+      const headings = await page.locator('section h2').allTextContents();
+      expect(headings.sort()).toEqual(Object.keys(report.jobs).sort());
+      // Each job's starts chart has the run's starts; its facts say it reconciled.
+      for (const job of Object.keys(report.jobs)) {
+        const starts = page.locator(`[data-chart-id="${job}:starts"]`);
+        await starts.locator('canvas').first().waitFor({ timeout: 10_000 });
+        expect([job, Number(await starts.getAttribute('data-points')) > 0]).toEqual([job, true]);
+        const facts = page.locator('section', { has: page.locator('h2', { hasText: job }) }).locator('dl.facts');
+        await expect(facts.textContent()).resolves.toMatch(/reconcilesyes \(\d+ batch(es)?\)/);
+      }
+      expect(problems).toEqual([]);
+    }, 60_000);
+  });
 
   it('defers a 429 storm from the provider and ends with every payment applied once and nothing in the DLQ', async () => {
     // A provider quota far below the job's own rate: most first attempts get 429 with Retry-After.
-    const args = ['--json', '--payments', '12', '--uploads', '1', '--tenants', '1', '--downstream-quota', '2', '--downstream-window', '3'];
+    const args = ['--json', '--payments', '12', '--uploads', '1', '--tenants', '1', '--downstream-quota', '2', '--downstream-window', '3', '--prewarm', '2'];
     const result = await start([...args, '--local-dir', localDir, '--timeout', '120']).done;
     const report = JSON.parse(result.stdout);
     expect(result.code).toBe(0);

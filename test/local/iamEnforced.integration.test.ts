@@ -1,7 +1,9 @@
 // IAM enforced on the local stack, end to end on the synthesized dev template: a grant taken out of a role makes the
 // first request that needs it fail by name, the work that needed it retries and dead-letters as it would on AWS, and
-// the run report fails naming action, resource and role. The unchanged template needs no grant it lacks; and with
-// `iam: false` the same missing grant is only reported, as what AWS would deny.
+// the run report fails naming action, resource and role; a schedule whose role may not invoke its producer is refused
+// and dead-lettered (both on one local stack: the schedule's job is another one). With `iam: false` the same missing
+// grant is only reported, as what AWS would deny. That the unchanged template needs no grant it lacks is checked on the
+// unchanged stack test/local/session.test.ts opens.
 import { chaosJobResources } from '../../chaos/run';
 import type { SeededDemo } from '../../local/fixture';
 import { buildRunReport, formatReport, type RunReport } from '../../local/report';
@@ -14,6 +16,8 @@ import { SESSIONS_PER_TENANT } from '../../lambda/jobs/expired-session-cleanup/l
 
 /** Its consumer deletes each tenant's expired sessions (one DeleteItem per session): every record needs the grant. */
 const JOB = 'expired-session-cleanup';
+/** The job whose schedule loses lambda:InvokeFunction: not JOB, whose schedule must deliver for its own case. */
+const SCHEDULED = 'stale-upload-cleanup';
 const TENANTS = 3;
 const REMOVED = 'dynamodb:DeleteItem';
 /** Seconds, not minutes: a failed record is received again after CONSUMER_TIMEOUT and dead-lettered after RECEIVES. */
@@ -93,15 +97,15 @@ function withoutConsumerGrant(t: CloudFormationTemplate, alias: string, action: 
 }
 
 /** The schedule's role loses its lambda:InvokeFunction statement; Scheduler retries once, then dead-letters. */
-function withoutScheduleInvoke(t: CloudFormationTemplate): CloudFormationTemplate {
+function withoutScheduleInvoke(t: CloudFormationTemplate, jobName: string): CloudFormationTemplate {
   const copy = structuredClone(t);
-  const job = chaosJobResources(copy, JOB);
+  const job = chaosJobResources(copy, jobName);
   const producerId = Object.entries(resourcesOf(copy)).find(([, r]) => r === job.producer)![0];
   const schedule = Object.values(resourcesOf(copy)).find((r) => r.Type === 'AWS::Scheduler::Schedule' && getAttOf(r.Properties.Target?.Arn) === producerId);
-  if (!schedule) throw new Error(`the template has no schedule targeting the ${JOB} producer`);
+  if (!schedule) throw new Error(`the template has no schedule targeting the ${jobName} producer`);
   schedule.Properties.Target.RetryPolicy = { ...schedule.Properties.Target.RetryPolicy, MaximumRetryAttempts: 1 };
   const roleId = getAttOf(schedule.Properties.Target.RoleArn);
-  if (!roleId) throw new Error(`the ${JOB} schedule's Target.RoleArn is not a Fn::GetAtt of a template role`);
+  if (!roleId) throw new Error(`the ${jobName} schedule's Target.RoleArn is not a Fn::GetAtt of a template role`);
   let removed = 0;
   for (const policy of policiesOfRole(copy, roleId)) {
     const statements = list(policy.Properties.PolicyDocument.Statement as Statement | Statement[]);
@@ -109,7 +113,7 @@ function withoutScheduleInvoke(t: CloudFormationTemplate): CloudFormationTemplat
     removed += statements.length - next.length;
     policy.Properties.PolicyDocument.Statement = next;
   }
-  if (removed === 0) throw new Error(`the ${JOB} schedule's role has no lambda:InvokeFunction statement`);
+  if (removed === 0) throw new Error(`the ${jobName} schedule's role has no lambda:InvokeFunction statement`);
   return copy;
 }
 
@@ -133,149 +137,119 @@ const log = (source: string, line: string) => {
   if (logs.length > 5000) logs.shift();
 };
 
-describe('IAM enforced: the consumer role without dynamodb:DeleteItem on the sessions table', () => {
+describe('IAM enforced, grants taken out (one local stack)', () => {
   let session: LocalSession;
-  let seeded: SeededDemo;
 
   beforeAll(async () => {
     session = await LocalSession.open({
       cwd: process.cwd(),
       log,
+      // As many environments as tenants: no invocation of the retimed consumer waits for a cold start.
+      prewarm: TENANTS,
       template: (t) => {
-        const changed = withoutConsumerGrant(t, 'sessions', REMOVED);
+        const changed = withoutScheduleInvoke(withoutConsumerGrant(t, 'sessions', REMOVED), SCHEDULED);
         retime(changed);
         return changed;
       },
       jobSettings: retimedSettings,
     });
-    const businessDate = session.businessDateFor(JOB);
-    seeded = await session.seed(JOB, TENANTS, businessDate);
-    session.startConsumers();
-    await session.fire(JOB, { scheduledTime: new Date(), businessDate });
-    await waitFor('every seeded tenant in the DLQ', async () => {
-      const dlq = await session.depth(session.job(JOB).dlqUrl);
-      return dlq.total >= TENANTS ? dlq : false;
-    }, { timeoutMs: 90_000, intervalMs: 250 });
-  }, 150_000);
-
-  afterAll(async () => {
-    await session?.close();
-  });
-
-  it('denies the first call that needs the grant, by name: the action removed, on the table, by the consumer\'s role', () => {
-    const job = session.job(JOB);
-    const denials = session.denials(JOB);
-    expect(denials.length).toBeGreaterThan(0);
-    expect(denials[0]).toMatchObject({ action: REMOVED, resource: tableArn(session, 'sessions'), role: job.consumer!.roleArn, caller: job.consumer!.name });
-    expect(denials[0].message).toContain(`is not authorized to perform: ${REMOVED} on resource: ${tableArn(session, 'sessions')}`);
-    // Nothing else the job does is denied: the one grant removed is the one missing.
-    expect(denials.map((d) => `${d.action} ${d.resource}`)).toEqual([`${REMOVED} ${tableArn(session, 'sessions')}`]);
-    // Every receive of every record tried the delete (3 expired sessions a tenant, in parallel): at least one each.
-    expect(denials[0].count).toBeGreaterThanOrEqual(TENANTS * RECEIVES);
-    const raw = session.stack.denials().filter((d) => d.sessionName === job.consumer!.name);
-    expect(raw[0]).toMatchObject({ action: REMOVED, enforced: true, roleArn: job.consumer!.roleArn });
-  });
-
-  it('sends every seeded record through retry to the DLQ, and deletes nothing', async () => {
-    const job = session.job(JOB);
-    const dlq = await session.readQueue(job.dlqUrl);
-    expect(dlq).toHaveLength(TENANTS);
-    const tenants = dlq.map((m) => (JSON.parse(m.body) as { resource: { tenantId: string } }).resource.tenantId).sort();
-    expect(tenants).toEqual([...seeded.expectedOperations].sort());
-    // Failed on each receive (SQS moved them after RECEIVES), never rejected as invalid or dead-lettered by the consumer.
-    expect(job.mapping!.statistics.failed).toBeGreaterThanOrEqual(TENANTS * RECEIVES);
-    for (const m of dlq) expect(m.attributes.failureReason).toBeUndefined();
-    const ledger = await session.ledgerTotals(JOB);
-    expect(ledger).toMatchObject({ discovered: TENANTS, published: TENANTS, completed: 0, rejected: 0, deadLettered: TENANTS });
-    expect(session.writes.filter((w) => w.action === 'DeleteItem' && w.resource === job.settings.tables.sessions)).toEqual([]);
-    expect((await session.depth(job.queueUrl)).total).toBe(0);
-  });
-
-  it('fails the run report\'s iam-allowed check, naming action, resource and role', async () => {
-    const job = session.job(JOB);
-    const report = await runReport(session, seeded, true);
-    expect(report.ok).toBe(false);
-    const check = report.checks.find((c) => c.job === JOB && c.name === 'iam-allowed');
-    expect(check?.ok).toBe(false);
-    expect(check?.detail).toContain(`${REMOVED} on ${tableArn(session, 'sessions')} by ${job.consumer!.roleArn}`);
-    expect(check?.detail).toMatch(/^\d+ requests denied: /);
-    expect(report.jobs[JOB].denials).toEqual(session.denials(JOB));
-    expect(formatReport(report)).toContain(`DENIED  ${JOB}  ${REMOVED} on ${tableArn(session, 'sessions')} by ${job.consumer!.roleArn} (${job.consumer!.name})`);
-  });
-});
-
-describe('IAM enforced: the schedule role without lambda:InvokeFunction', () => {
-  let session: LocalSession;
-
-  beforeAll(async () => {
-    session = await LocalSession.open({ cwd: process.cwd(), log, template: withoutScheduleInvoke });
   }, 120_000);
 
   afterAll(async () => {
     await session?.close();
   });
 
-  it('denies the invoke on the producer by the schedule\'s role, retries, and dead-letters the event to the schedule\'s DLQ', async () => {
-    const job = session.job(JOB);
-    const schedule = session.stack.scheduler.get(job.scheduleName!);
-    expect(schedule.maximumRetryAttempts).toBe(1);
-    expect(schedule.deadLetterArn).toBeDefined();
-    const scheduleDlq = session.stack.queueUrl(schedule.deadLetterArn!);
-    const before = (await session.depth(scheduleDlq)).total;
+  describe('the consumer role without dynamodb:DeleteItem on the sessions table', () => {
+    let seeded: SeededDemo;
 
-    // session.fire throws on a failed delivery, with the scheduler's last error.
-    const fired = session.fire(JOB, { scheduledTime: new Date(), businessDate: session.businessDateFor(JOB) });
-    await expect(fired).rejects.toThrow(SessionError);
-    await expect(fired).rejects.toThrow(new RegExp(`schedule ${job.scheduleName} could not deliver to its producer: .*is not authorized to perform: lambda:InvokeFunction on resource: ${job.producer!.arn}`));
+    beforeAll(async () => {
+      const businessDate = session.businessDateFor(JOB);
+      seeded = await session.seed(JOB, TENANTS, businessDate);
+      session.startConsumers();
+      await session.fire(JOB, { scheduledTime: new Date(), businessDate });
+      await waitFor('every seeded tenant in the DLQ', async () => {
+        const dlq = await session.depth(session.job(JOB).dlqUrl);
+        return dlq.total >= TENANTS ? dlq : false;
+      }, { timeoutMs: 90_000, intervalMs: 250 });
+    }, 120_000);
 
-    const denials = session.denials(JOB);
-    expect(denials).toEqual([
-      expect.objectContaining({ action: 'lambda:InvokeFunction', resource: job.producer!.arn, role: schedule.roleArn, caller: job.scheduleName, count: schedule.maximumRetryAttempts + 1 }),
-    ]);
+    it('denies the first call that needs the grant, by name: the action removed, on the table, by the consumer\'s role', () => {
+      const job = session.job(JOB);
+      const denials = session.denials(JOB);
+      expect(denials.length).toBeGreaterThan(0);
+      expect(denials[0]).toMatchObject({ action: REMOVED, resource: tableArn(session, 'sessions'), role: job.consumer!.roleArn, caller: job.consumer!.name });
+      expect(denials[0].message).toContain(`is not authorized to perform: ${REMOVED} on resource: ${tableArn(session, 'sessions')}`);
+      // Nothing else the job does is denied: the one grant removed is the one missing.
+      expect(denials.map((d) => `${d.action} ${d.resource}`)).toEqual([`${REMOVED} ${tableArn(session, 'sessions')}`]);
+      // Every receive of every record tried the delete (3 expired sessions a tenant, in parallel): at least one each.
+      expect(denials[0].count).toBeGreaterThanOrEqual(TENANTS * RECEIVES);
+      const raw = session.stack.denials().filter((d) => d.sessionName === job.consumer!.name);
+      expect(raw[0]).toMatchObject({ action: REMOVED, enforced: true, roleArn: job.consumer!.roleArn });
+    });
 
-    // The event Scheduler could not deliver, in the DLQ with Scheduler's attributes; the producer never ran.
-    await waitFor('the event in the schedule\'s DLQ', async () => (await session.depth(scheduleDlq)).total > before || false, { timeoutMs: 10_000 });
-    const [dead] = await session.readQueue(scheduleDlq);
-    expect(dead.attributes).toMatchObject({ ERROR_CODE: 'TargetDeliveryFailed', RETRY_ATTEMPTS: '1', TARGET_ARN: job.producer!.arn, SCHEDULE_ARN: schedule.arn });
-    expect(dead.attributes.ERROR_MESSAGE).toContain('lambda:InvokeFunction');
-    expect(JSON.parse(dead.body)).toMatchObject({ businessDate: session.businessDateFor(JOB) });
-    expect((await session.ledgerTotals(JOB)).batches).toBe(0);
-  }, 60_000);
-});
+    it('sends every seeded record through retry to the DLQ, and deletes nothing', async () => {
+      const job = session.job(JOB);
+      const dlq = await session.readQueue(job.dlqUrl);
+      expect(dlq).toHaveLength(TENANTS);
+      const tenants = dlq.map((m) => (JSON.parse(m.body) as { resource: { tenantId: string } }).resource.tenantId).sort();
+      expect(tenants).toEqual([...seeded.expectedOperations].sort());
+      // Failed on each receive (SQS moved them after RECEIVES), never rejected as invalid or dead-lettered by the consumer.
+      expect(job.mapping!.statistics.failed).toBeGreaterThanOrEqual(TENANTS * RECEIVES);
+      for (const m of dlq) expect(m.attributes.failureReason).toBeUndefined();
+      const ledger = await session.ledgerTotals(JOB);
+      expect(ledger).toMatchObject({ discovered: TENANTS, published: TENANTS, completed: 0, rejected: 0, deadLettered: TENANTS });
+      expect(session.writes.filter((w) => w.action === 'DeleteItem' && w.resource === job.settings.tables.sessions)).toEqual([]);
+      expect((await session.depth(job.queueUrl)).total).toBe(0);
+    });
 
-describe('IAM enforced: the unchanged template', () => {
-  let session: LocalSession;
-
-  beforeAll(async () => {
-    session = await LocalSession.open({ cwd: process.cwd(), log });
-  }, 120_000);
-
-  afterAll(async () => {
-    await session?.close();
+    it('fails the run report\'s iam-allowed check, naming action, resource and role', async () => {
+      const job = session.job(JOB);
+      const report = await runReport(session, seeded, true);
+      expect(report.ok).toBe(false);
+      const check = report.checks.find((c) => c.job === JOB && c.name === 'iam-allowed');
+      expect(check?.ok).toBe(false);
+      expect(check?.detail).toContain(`${REMOVED} on ${tableArn(session, 'sessions')} by ${job.consumer!.roleArn}`);
+      expect(check?.detail).toMatch(/^\d+ requests denied: /);
+      expect(report.jobs[JOB].denials).toEqual(session.denials(JOB));
+      expect(formatReport(report)).toContain(`DENIED  ${JOB}  ${REMOVED} on ${tableArn(session, 'sessions')} by ${job.consumer!.roleArn} (${job.consumer!.name})`);
+    });
   });
 
-  it('runs one job to completion with no request denied', async () => {
-    const businessDate = session.businessDateFor(JOB);
-    const seeded = await session.seed(JOB, TENANTS, businessDate);
-    session.startConsumers();
-    await session.fire(JOB, { scheduledTime: new Date(), businessDate });
-    const settled = await session.settle({ deadline: Date.now() + 90_000, jobs: [JOB] });
-    expect(settled).toBe(true);
-    expect(await session.ledgerTotals(JOB)).toMatchObject({ discovered: TENANTS, completed: TENANTS, rejected: 0, deadLettered: 0 });
-    expect(session.stack.iam.enforced).toBe(true);
-    expect(session.denials(JOB)).toEqual([]);
-    expect(session.stack.denials()).toEqual([]);
-    const report = await runReport(session, seeded, settled);
-    expect(report.checks.find((c) => c.name === 'iam-allowed')).toEqual({ job: JOB, name: 'iam-allowed', ok: true, detail: "every request allowed by the template's IAM" });
-    expect(report.ok).toBe(true);
-  }, 120_000);
+  describe('the schedule role without lambda:InvokeFunction', () => {
+    it('denies the invoke on the producer by the schedule\'s role, retries, and dead-letters the event to the schedule\'s DLQ', async () => {
+      const job = session.job(SCHEDULED);
+      const schedule = session.stack.scheduler.get(job.scheduleName!);
+      expect(schedule.maximumRetryAttempts).toBe(1);
+      expect(schedule.deadLetterArn).toBeDefined();
+      const scheduleDlq = session.stack.queueUrl(schedule.deadLetterArn!);
+      const before = (await session.depth(scheduleDlq)).total;
+
+      // session.fire throws on a failed delivery, with the scheduler's last error.
+      const fired = session.fire(SCHEDULED, { scheduledTime: new Date(), businessDate: session.businessDateFor(SCHEDULED) });
+      await expect(fired).rejects.toThrow(SessionError);
+      await expect(fired).rejects.toThrow(new RegExp(`schedule ${job.scheduleName} could not deliver to its producer: .*is not authorized to perform: lambda:InvokeFunction on resource: ${job.producer!.arn}`));
+
+      const denials = session.denials(SCHEDULED);
+      expect(denials).toEqual([
+        expect.objectContaining({ action: 'lambda:InvokeFunction', resource: job.producer!.arn, role: schedule.roleArn, caller: job.scheduleName, count: schedule.maximumRetryAttempts + 1 }),
+      ]);
+
+      // The event Scheduler could not deliver, in the DLQ with Scheduler's attributes; the producer never ran.
+      await waitFor('the event in the schedule\'s DLQ', async () => (await session.depth(scheduleDlq)).total > before || false, { timeoutMs: 10_000 });
+      const [dead] = await session.readQueue(scheduleDlq);
+      expect(dead.attributes).toMatchObject({ ERROR_CODE: 'TargetDeliveryFailed', RETRY_ATTEMPTS: '1', TARGET_ARN: job.producer!.arn, SCHEDULE_ARN: schedule.arn });
+      expect(dead.attributes.ERROR_MESSAGE).toContain('lambda:InvokeFunction');
+      expect(JSON.parse(dead.body)).toMatchObject({ businessDate: session.businessDateFor(SCHEDULED) });
+      expect((await session.ledgerTotals(SCHEDULED)).batches).toBe(0);
+    }, 60_000);
+  });
 });
 
 describe('IAM not enforced (iam: false) with the grant removed', () => {
   let session: LocalSession;
 
   beforeAll(async () => {
-    session = await LocalSession.open({ cwd: process.cwd(), log, iam: false, template: (t) => withoutConsumerGrant(t, 'sessions', REMOVED) });
+    session = await LocalSession.open({ cwd: process.cwd(), log, iam: false, prewarm: TENANTS, template: (t) => withoutConsumerGrant(t, 'sessions', REMOVED) });
   }, 120_000);
 
   afterAll(async () => {

@@ -70,8 +70,10 @@ describe('npm start with a job added as the README says, without a fixture', () 
     const at = source.indexOf(`  ${JOBS_MARKER}`);
     if (at < 0) throw new Error(`lib/config/environments.ts has no "${JOBS_MARKER}" line to add the job before`);
     writeFileSync(environments, source.slice(0, at) + JOB_CONFIG + source.slice(at));
-    // --silent: npm's own banner would otherwise come first on stdout.
-    result = await copy.run('npm', ['start', '--silent', '--', '--json', '--timeout', '240'], { timeoutMs: 540_000 });
+    // --silent: npm's own banner would otherwise come first on stdout. The example jobs at a few records each (their
+    // default counts pace the payment job alone for 30 s), two execution environments a function.
+    const small = ['payment-reconciliation=3', 'stale-upload-cleanup=3', 'expired-session-cleanup=2'].flatMap((c) => ['--count', c]);
+    result = await copy.run('npm', ['start', '--silent', '--', '--json', ...small, '--prewarm', '2', '--timeout', '240'], { timeoutMs: 540_000 });
     try {
       report = JSON.parse(result.stdout) as Report;
     } catch {

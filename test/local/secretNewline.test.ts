@@ -41,14 +41,15 @@ describe('A provider key holding a newline, on a local run of the payment job', 
   let secretName: string;
 
   beforeAll(async () => {
-    session = await LocalSession.open({ cwd: process.cwd(), template: newlineKeyFastDlq, log: (source, line) => output.push(`[${source}] ${line}`) });
+    // As many environments as payments: none of the few-second invocations waits for a cold start.
+    session = await LocalSession.open({ cwd: process.cwd(), template: newlineKeyFastDlq, log: (source, line) => output.push(`[${source}] ${line}`), prewarm: PAYMENTS });
     secretName = session.stack.secrets.list()[0].name;
     session.startConsumers();
     const job = session.job(JOB);
     const businessDate = session.businessDateFor(JOB);
     await session.seed(JOB, PAYMENTS, businessDate);
     await session.fire(JOB, { scheduledTime: new Date(), businessDate });
-    await waitFor(`the ${PAYMENTS} payments in the DLQ`, async () => (await session.depth(job.dlqUrl)).total >= PAYMENTS, { timeoutMs: 90_000, intervalMs: 500 });
+    await waitFor(`the ${PAYMENTS} payments in the DLQ`, async () => (await session.depth(job.dlqUrl)).total >= PAYMENTS, { timeoutMs: 90_000, intervalMs: 250 });
   }, 150_000);
 
   afterAll(async () => {

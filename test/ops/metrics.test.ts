@@ -168,7 +168,7 @@ describe('On a local session: the session\'s metrics, served and found through e
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ops-metrics-'));
-    session = await LocalSession.open({ cwd: process.cwd(), log: () => undefined, metrics: { pollIntervalMs: 200 } });
+    session = await LocalSession.open({ cwd: process.cwd(), log: () => undefined, metrics: { pollIntervalMs: 200 }, prewarm: 2 });
     const businessDate = session.businessDateFor(JOB);
     await session.seed(JOB, COUNT, businessDate);
     session.startConsumers();

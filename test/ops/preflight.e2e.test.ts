@@ -50,7 +50,8 @@ function nextBusinessDate(session: LocalSession, job: string): string {
 const checksOf = (result: PreflightResult, check: string) => result.checks.filter((c) => c.check === check);
 
 async function open(dir: string, options: Partial<SessionOptions> = {}): Promise<{ session: LocalSession; endpoints: string }> {
-  const session = await LocalSession.open({ cwd: ROOT, log: () => undefined, ...options });
+  // Two execution environments a function: nothing here runs more than a few records at once.
+  const session = await LocalSession.open({ cwd: ROOT, log: () => undefined, prewarm: 2, ...options });
   return { session, endpoints: writeEndpoints(dir, session) };
 }
 

@@ -1,5 +1,6 @@
 // End to end: the operator CLI against a real `npm start -- --serve` stack (the synthesized dev stack's bundled
-// functions on embedded servers), each as its own process, talking only through AWS APIs and .local/endpoints.json.
+// functions on embedded servers), each as its own process, talking only through AWS APIs and .local/endpoints.json; and
+// the served stack as any AWS SDK client in another process uses it, until it stops cleanly on SIGINT.
 import { spawn, ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,6 +9,8 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { GetFunctionConfigurationCommand, InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBClient as RawDynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { ListEventSourceMappingsCommand } from '@aws-sdk/client-lambda';
 import { unsettledPayment } from '../../lambda/jobs/payment-reconciliation/items';
 import { session, tenant } from '../../lambda/jobs/expired-session-cleanup/items';
 import { FutureBusinessDateError, latestBusinessDate } from '../../lambda/core/businessDate';
@@ -15,6 +18,10 @@ import type { JobRuntimeSettings } from '../../lambda/core/constants';
 import { jobOutputName } from '../../lib/outputs';
 import { holdsFor, waitFor } from '../../local/waitFor';
 import { encodePageOperations, ledgerKeys } from '../../lambda/core/ledgerContract';
+import { createClients, type OpsClients } from '../../ops/clients';
+import type { CommandContext } from '../../ops/context';
+import { status } from '../../ops/commands/status';
+import { LocalEndpointsSource } from '../../ops/resources';
 
 const ROOT = join(__dirname, '..', '..');
 const JOB = 'payment-reconciliation';
@@ -58,11 +65,14 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     region: string;
     credentials: { accessKeyId: string; secretAccessKey: string };
     endpoints: Record<string, string>;
-    jobs: Record<string, { queueUrl: string; dlqUrl: string }>;
+    jobs: Record<string, { queueUrl: string; dlqUrl: string; dlqArn: string; consumer: string; eventSourceMapping: string }>;
     outputs: Record<string, string>;
   };
   let documents: DynamoDBDocumentClient;
   let sqs: SQSClient;
+  /** `ops status` in this process, on the same endpoints file: for the waits' probes, a CLI process per probe costs seconds. */
+  let ctx: CommandContext;
+  let clients: OpsClients;
 
   /** One CLI run in its own process, against the serving stack; stdout must be exactly one JSON document. */
   const ops = async (...args: string[]) => {
@@ -80,6 +90,8 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     const { json } = await ops('status', '--job', JOB, '--batches', '20');
     return (json.jobs as { batches: BatchRow[] }[])[0].batches;
   };
+  /** The rows `batches()` prints, read by the same command in this process (what a wait polls). */
+  const batchesNow = async (): Promise<BatchRow[]> => (await status(ctx, { job: JOB, batches: 20 })).jobs[0].batches as unknown as BatchRow[];
 
   const queued = async (url: string) => {
     const { Attributes } = await sqs.send(
@@ -102,12 +114,16 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'paced-jobs-ops-e2e-'));
     endpointsFile = join(dir, 'endpoints.json');
-    serve = node('local/cli.ts', ['--serve', '--local-dir', dir]);
-    await waitFor('the serving stack to write its endpoints', () => existsSync(endpointsFile), { timeoutMs: 240_000, intervalMs: 500 });
+    // Two execution environments a function: every run here is a few records.
+    serve = node('local/cli.ts', ['--serve', '--prewarm', '2', '--local-dir', dir]);
+    await waitFor('the serving stack to write its endpoints', () => existsSync(endpointsFile), { timeoutMs: 240_000, intervalMs: 100 });
     doc = JSON.parse(readFileSync(endpointsFile, 'utf8'));
     const config = (endpoint: string) => ({ endpoint, region: doc.region, credentials: doc.credentials });
     documents = DynamoDBDocumentClient.from(new DynamoDBClient(config(doc.endpoints.dynamodb)));
     sqs = new SQSClient(config(doc.endpoints.sqs));
+    const resources = await new LocalEndpointsSource(endpointsFile).load();
+    clients = createClients(resources.clients);
+    ctx = { resources, clients, io: { stdout: () => undefined, stderr: () => undefined, interactive: false, ask: async () => '', now: () => new Date(), sleep: async () => undefined } };
     for (const date of DATES) {
       for (let i = 1; i <= PAYMENTS_PER_DATE; i++) {
         await documents.send(new PutCommand({ TableName: 'payments-dev', Item: unsettledPayment({ paymentId: `pay-e2e-${date}-${i}`, businessDate: date }) }));
@@ -118,9 +134,29 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
   afterAll(async () => {
     documents?.destroy();
     sqs?.destroy();
-    serve?.child.kill('SIGINT');
+    clients?.destroy();
+    // Stopped by the last test; only a test that failed first leaves it running.
+    if (serve && serve.child.exitCode === null) serve.child.kill('SIGINT');
     await serve?.done;
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves a stack the AWS SDK can use from another process: queues with their DLQs, tables, event source mappings', async () => {
+    const config = (endpoint: string) => ({ endpoint, region: doc.region, credentials: doc.credentials });
+    const job = doc.jobs[JOB];
+    const attrs = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: job.queueUrl, AttributeNames: ['RedrivePolicy'] }));
+    expect(JSON.parse(attrs.Attributes!.RedrivePolicy!).deadLetterTargetArn).toBe(job.dlqArn);
+    const ddb = new RawDynamoDBClient(config(doc.endpoints.dynamodb));
+    const lambda = new LambdaClient(config(doc.endpoints.lambda));
+    try {
+      expect((await ddb.send(new ListTablesCommand({}))).TableNames).toContain(doc.outputs.LedgerTableName);
+      const mappings = await lambda.send(new ListEventSourceMappingsCommand({ FunctionName: job.consumer }));
+      expect(mappings.EventSourceMappings!.map((m) => m.UUID)).toEqual([job.eventSourceMapping]);
+      expect(doc.outputs.PaymentReconciliationEventSourceMappingUuid).toBe(job.eventSourceMapping);
+    } finally {
+      ddb.destroy();
+      lambda.destroy();
+    }
   });
 
   it('reports every job in status, with its admission queue', async () => {
@@ -170,12 +206,15 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     const settled = await waitFor(
       'the three catch-up batches to reconcile',
       async () => {
-        const rows = (await batches()).filter((b) => DATES.includes(b.businessDate ?? ''));
+        const rows = (await batchesNow()).filter((b) => DATES.includes(b.businessDate ?? ''));
         return rows.length === DATES.length && rows.every((b) => b.reconciles && b.completed === PAYMENTS_PER_DATE) ? rows : undefined;
       },
-      { timeoutMs: 60_000, intervalMs: 500 },
+      { timeoutMs: 60_000, intervalMs: 250 },
     );
     expect(new Set(settled.map((b) => b.batchId)).size).toBe(DATES.length);
+    // What the CLI itself prints, once the wait is over.
+    const shown = (await batches()).filter((b) => DATES.includes(b.businessDate ?? ''));
+    expect(shown.map((b) => [b.batchId, b.reconciles, b.completed])).toEqual(settled.map((b) => [b.batchId, true, PAYMENTS_PER_DATE]));
     expect(await queued(doc.jobs[JOB].queueUrl)).toBe(0);
   }, 180_000);
 
@@ -202,11 +241,12 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     const ledger = await waitFor(
       'the redriven batch to settle',
       async () => {
-        const row = (await batches()).find((b) => b.batchId === batchId);
+        const row = (await batchesNow()).find((b) => b.batchId === batchId);
         return row && row.completed + row.completedElsewhere + row.duplicates === 2 ? row : undefined;
       },
-      { timeoutMs: 60_000, intervalMs: 500 },
+      { timeoutMs: 60_000, intervalMs: 250 },
     );
+    expect((await batches()).find((b) => b.batchId === batchId)).toMatchObject({ completed: 1, completedElsewhere: 1, duplicates: 0, reconciles: true });
     // The new operation completed here; the other is this batch's completed elsewhere, not a duplicate.
     expect(ledger).toMatchObject({ completed: 1, completedElsewhere: 1, duplicates: 0, reconciles: true });
     // And the date's audit, after the redrive, is exact: one completed by this batch, one by another.
@@ -332,4 +372,12 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     expect(none.code).toBe(1);
     expect(JSON.stringify(none.json)).toContain(`no batch of ${JOB} for business date 2020-01-01`);
   });
+
+  // Last: it ends the served stack.
+  it('stops cleanly on SIGINT', async () => {
+    serve.child.kill('SIGINT');
+    const result = await serve.done;
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('stopping');
+  }, 60_000);
 });

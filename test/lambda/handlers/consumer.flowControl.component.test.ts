@@ -189,7 +189,7 @@ describe('Consumer: per-key flow control', () => {
       const liveDeferred = () => live.publisher.sent.length;
       // Live work has started (its first start stamped the limiter item) before the catch-up's records arrive.
       await live.handler(sqsEvent(sqsRecord(body('live-a')), sqsRecord(body('live-b'))), lambdaContext());
-      const until = clock.now() + 4_000;
+      const until = clock.now() + 3_000;
       await clock.concurrently([
         // Live work at about 8 a second, below the allowance: there is room beside it, which backfill may take up to its cap.
         async () => {
@@ -199,12 +199,13 @@ describe('Consumer: per-key flow control', () => {
             await live.handler(sqsEvent(sqsRecord(body('live-a')), sqsRecord(body('live-b'))), lambdaContext());
           }
         },
-        // The catch-up's containers poll at their own paces (as containers do), so between them backfill asks for a slot
-        // every few milliseconds and would take every one live work left if its cap did not hold it.
+        // The catch-up's containers poll at their own paces (40, 53 and 66 ms), so between them backfill asks for a slot
+        // every few milliseconds and would take what live work left, 13 in some window, if its cap did not hold it
+        // (checked: with the cap at 1,000 a second this test fails).
         ...backfill.map(({ handler }, i) => async () => {
           while (clock.now() < until) {
             await handler(sqsEvent(...['b1', 'b2'].map((t) => sqsRecord(body(t, { backfill: true })))), lambdaContext());
-            await clock.sleep(POLL_GAP_MS + 7 * i);
+            await clock.sleep(40 + 13 * i);
           }
         }),
       ]);

@@ -61,6 +61,11 @@ export interface ConsumerPacingOptions {
   spacingMs?: number;
   /** The clock the limiter's start times are on, epoch ms. @default Date.now */
   clock?: () => number;
+  /**
+   * How a record waits for its slot, on `clock`'s time: a test gives a virtual clock's pair, so pacing runs on virtual
+   * time (test/lambda/handlers/virtualClock.ts). @default the real timer (core/pacing/sleep.ts)
+   */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 export interface ConsumerOptions {
@@ -166,6 +171,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     lateToleranceMs: options.pacing?.lateToleranceMs ?? 0,
     spacingMs: options.pacing?.spacingMs ?? 0,
     clock: options.pacing?.clock ?? Date.now,
+    sleep: options.pacing?.sleep,
   };
   const processor = new BatchProcessor(EventType.SQS);
   /** This container's last record cycles: how fast it reaches its slots. */
@@ -202,6 +208,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     estimator,
     lateToleranceMs: pacing.lateToleranceMs,
     clock: pacing.clock,
+    ...(pacing.sleep ? { sleep: pacing.sleep } : {}),
     ...(options.releaseAfterMs !== undefined ? { releaseAfterMs: options.releaseAfterMs } : {}),
     ...(options.keys ? { keys: options.keys } : {}),
     ...(options.keyConcurrency ? { keyConcurrency: options.keyConcurrency } : {}),

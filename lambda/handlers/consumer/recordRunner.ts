@@ -101,6 +101,8 @@ export interface RecordRunnerOptions {
   keyConcurrency?: KeyConcurrency;
   /** The clock the limiter's start times are on, epoch ms. */
   clock: () => number;
+  /** Waits on `clock`'s time until a record's slot. @default the real timer (core/pacing/sleep.ts) */
+  sleep?: (ms: number) => Promise<void>;
   /** A fixed time after which a record's claim and apply release the records behind it. @default see RELEASE_FLOOR_MS */
   releaseAfterMs?: number;
 }
@@ -270,7 +272,7 @@ export class RecordRunner {
 
   private async runHeld(record: SQSRecord, plan: Extract<Plan, { kind: 'run' }>, invocation: InvocationRun, slotAtMs: number): Promise<RecordOutcome> {
     const { context, tally, pool, signals, onOverrun } = invocation;
-    const { accounting, deferrer, lateToleranceMs, clock } = this.options;
+    const { accounting, deferrer, lateToleranceMs, clock, sleep } = this.options;
     const { message, resource } = plan;
     let startAtMs = slotAtMs;
     if (this.options.keys && plan.key !== undefined) {
@@ -286,7 +288,7 @@ export class RecordRunner {
     // Short waits only (the block was bounded by shortWaitMs and the remaining time); each wait is one timer, no loop.
     // Pacing off: "now" is not a slot to be late for.
     const readyAtMs = clock();
-    if (pool.paced && !(await waitForSlot(startAtMs, lateToleranceMs, clock))) {
+    if (pool.paced && !(await waitForSlot(startAtMs, lateToleranceMs, clock, sleep))) {
       // Starting now would bunch this start with the slots after it: give the slot up, unclaimed.
       logger.warn('woke too late for the rate-limit slot; deferring', { startAtMs, lateByMs: clock() - startAtMs });
       return deferrer.defer(message, { kind: 'paced', waitMs: 0 }, tally);

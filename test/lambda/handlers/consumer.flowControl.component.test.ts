@@ -1,6 +1,7 @@
 // Per-key flow control in the consumer beyond the per-key rate: per-key concurrency (leases), live work ahead of
 // backfill (rateLimit.backfillShare), a busy key's records queued behind each other, keys taking turns in a batch, and
-// every re-published message keeping its tenant (MessageGroupId). On local DynamoDB (dynalite) and SQS.
+// every re-published message keeping its tenant (MessageGroupId). On local DynamoDB (dynalite) and SQS, paced on a
+// virtual clock: starts, applies and leases are on virtual time, exact under any load, and waits take no real time.
 import * as z from 'zod';
 import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { KeyConcurrencyLimiter } from '../../../lambda/adapters/keyConcurrency';
@@ -13,6 +14,7 @@ import { createConsumer, type ConsumerOptions } from '../../../lambda/handlers/c
 import { maxInAnyWindow } from '../../../lambda/core/pacing/slidingWindow';
 import { lambdaContext, sqsEvent, sqsRecord } from '../../support/lambdaEvents';
 import { createQueue, useConsumerAws } from './harness';
+import { POLL_GAP_MS, VirtualClock } from './virtualClock';
 
 const IDEMPOTENCY_TABLE = 'idempotency-flow';
 const LEDGER_TABLE = 'ledger-flow';
@@ -21,6 +23,8 @@ const LIMITER_TABLE = 'limiter-flow';
 /** What the job saw: each apply's tenant, start and end, and whether its record was backfill. */
 const applies: { tenant: string; startMs: number; endMs: number; backfill: boolean }[] = [];
 let applyMs = 0;
+/** The time each test's consumers, limiters, leases and the job run on. */
+let clock = new VirtualClock();
 
 const flowJob = defineJob<{ id: string; tenant: string; backfill?: boolean }, Record<string, never>>({
   name: 'flow-job',
@@ -30,9 +34,9 @@ const flowJob = defineJob<{ id: string; tenant: string; backfill?: boolean }, Re
     return { operations: [], nextCursor: undefined };
   },
   async apply(_deps, request) {
-    const startMs = Date.now();
-    if (applyMs > 0) await new Promise((resolve) => setTimeout(resolve, applyMs));
-    applies.push({ tenant: request.resource.tenant, startMs, endMs: Date.now(), backfill: request.resource.backfill === true });
+    const startMs = clock.now();
+    await clock.sleep(applyMs);
+    applies.push({ tenant: request.resource.tenant, startMs, endMs: clock.now(), backfill: request.resource.backfill === true });
     return { outcome: 'applied' };
   },
 });
@@ -49,7 +53,7 @@ function body(tenant: string, options: { backfill?: boolean } = {}): string {
     batchId: 'flow-job:2026-11-28:test',
     businessDate: '2026-11-28',
     resource: { id, tenant, ...(options.backfill ? { backfill: true } : {}) },
-    enqueuedAt: new Date().toISOString(),
+    enqueuedAt: new Date(clock.now()).toISOString(),
     ...(options.backfill ? { backfill: true } : {}),
   });
 }
@@ -79,11 +83,12 @@ async function consumerFor(name: string, overrides: Partial<ConsumerOptions> = {
     idempotencyTtlSeconds: 86_400,
     maxMessageBytes: 4096,
     ledger: new DynamoLedger({ tableName: LEDGER_TABLE }),
-    limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 1000, intervalMs: 1000 } }),
-    // Lateness only matters where a test measures windows; elsewhere a slow machine must not defer a record late.
-    pacing: { key: name, lateToleranceMs: 60_000, shortWaitMs: 2_000 },
+    limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 1000, intervalMs: 1000 }, clock: clock.now }),
     publisher,
+    now: () => new Date(clock.now()),
     ...overrides,
+    // Lateness only matters where a test measures windows (on the virtual clock no record wakes late anyway).
+    pacing: { key: name, lateToleranceMs: 60_000, shortWaitMs: 2_000, ...overrides.pacing, clock: clock.now, sleep: clock.sleep },
   });
   return { handler, publisher, queueUrl };
 }
@@ -108,16 +113,17 @@ describe('Consumer: per-key flow control', () => {
   beforeEach(() => {
     applies.length = 0;
     applyMs = 0;
+    clock = new VirtualClock();
   });
 
   describe('concurrency.perKey', () => {
-    const leases = (limiterKey: string, max: number) => new KeyConcurrencyLimiter({ tableName: LIMITER_TABLE, limiterKey, field: 'tenant', maxConcurrent: max });
+    const leases = (limiterKey: string, max: number) => new KeyConcurrencyLimiter({ tableName: LIMITER_TABLE, limiterKey, field: 'tenant', maxConcurrent: max, clock: clock.now });
 
     it('keeps at most the limit of a key in progress across three concurrent consumers, and defers the rest, not the other keys', async () => {
       applyMs = 120;
       const consumers = await Promise.all([0, 1, 2].map(() => consumerFor('conc-three', { keyConcurrency: leases('conc-three', 1) })));
       // Each container's other two records are of keys only it has: nothing holds them up.
-      await Promise.all(consumers.map(({ handler }, i) => handler(sqsEvent(...['m', `x${i}`, 'm', `y${i}`, 'm'].map((t) => sqsRecord(body(t)))), lambdaContext())));
+      await clock.concurrently(consumers.map(({ handler }, i) => () => handler(sqsEvent(...['m', `x${i}`, 'm', `y${i}`, 'm'].map((t) => sqsRecord(body(t)))), lambdaContext())));
 
       // Three containers ran "m" records at once; only one was ever in progress.
       expect(mostInProgress('m')).toBe(1);
@@ -128,12 +134,12 @@ describe('Consumer: per-key flow control', () => {
       expect(deferred.length).toBe(9 - applies.filter((a) => a.tenant === 'm').length);
       expect(deferred.every((m) => (JSON.parse(m.body) as { resource: { tenant: string } }).resource.tenant === 'm')).toBe(true);
       // Every lease was given back: the key is free again.
-      const answer = await leases('conc-three', 1).acquire('m', Date.now() + 60_000);
+      const answer = await leases('conc-three', 1).acquire('m', clock.now() + 60_000);
       expect(answer.granted).toBe(true);
     });
 
     it('frees a key whose worker died once its lease expires', async () => {
-      const dead = await leases('conc-dead', 1).acquire('m', Date.now() + 400);
+      const dead = await leases('conc-dead', 1).acquire('m', clock.now() + 400);
       expect(dead.granted).toBe(true);
       const { handler, publisher } = await consumerFor('conc-dead', { keyConcurrency: leases('conc-dead', 1) });
 
@@ -141,7 +147,7 @@ describe('Consumer: per-key flow control', () => {
       expect(applies).toHaveLength(0);
       expect(publisher.sent).toHaveLength(1);
 
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      clock.advance(500);
       await handler(sqsEvent(sqsRecord(body('m'))), lambdaContext());
       expect(applies.map((a) => a.tenant)).toEqual(['m']);
     });
@@ -159,7 +165,7 @@ describe('Consumer: per-key flow control', () => {
         capGrants,
         consumers: await Promise.all(
           Array.from({ length: count }, () => {
-            const capLimiter = new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: CAP });
+            const capLimiter = new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: CAP, clock: clock.now });
             const acquire = capLimiter.acquire.bind(capLimiter);
             jest.spyOn(capLimiter, 'acquire').mockImplementation(async (key: string, n: number, options?: AcquireOptions) => {
               const answer = await acquire(key, n, options);
@@ -167,9 +173,9 @@ describe('Consumer: per-key flow control', () => {
               return answer;
             });
             return consumerFor(name, {
-              limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: LIMITS }),
+              limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: LIMITS, clock: clock.now }),
               backfill: { limiter: capLimiter, key: backfillItemKey(name) },
-              pacing: { key: name, lateToleranceMs: 60_000, shortWaitMs: 1_000 },
+              pacing: { key: name, shortWaitMs: 1_000 },
             });
           }),
         ),
@@ -183,18 +189,24 @@ describe('Consumer: per-key flow control', () => {
       const liveDeferred = () => live.publisher.sent.length;
       // Live work has started (its first start stamped the limiter item) before the catch-up's records arrive.
       await live.handler(sqsEvent(sqsRecord(body('live-a')), sqsRecord(body('live-b'))), lambdaContext());
-      const until = Date.now() + 4_000;
-      await Promise.all([
+      const until = clock.now() + 3_000;
+      await clock.concurrently([
         // Live work at about 8 a second, below the allowance: there is room beside it, which backfill may take up to its cap.
-        (async () => {
-          while (Date.now() < until) {
-            await new Promise((resolve) => setTimeout(resolve, 250));
+        async () => {
+          while (clock.now() < until) {
+            await clock.sleep(250);
             liveRecords += 2;
             await live.handler(sqsEvent(sqsRecord(body('live-a')), sqsRecord(body('live-b'))), lambdaContext());
           }
-        })(),
-        ...backfill.map(async ({ handler }) => {
-          while (Date.now() < until) await handler(sqsEvent(...['b1', 'b2', 'b3', 'b4'].map((t) => sqsRecord(body(t, { backfill: true })))), lambdaContext());
+        },
+        // The catch-up's containers poll at their own paces (40, 53 and 66 ms), so between them backfill asks for a slot
+        // every few milliseconds and would take what live work left, 13 in some window, if its cap did not hold it
+        // (checked: with the cap at 1,000 a second this test fails).
+        ...backfill.map(({ handler }, i) => async () => {
+          while (clock.now() < until) {
+            await handler(sqsEvent(...['b1', 'b2'].map((t) => sqsRecord(body(t, { backfill: true })))), lambdaContext());
+            await clock.sleep(40 + 13 * i);
+          }
         }),
       ]);
 
@@ -212,11 +224,14 @@ describe('Consumer: per-key flow control', () => {
 
     it('with no live work waiting, lets backfill use the whole allowance', async () => {
       const { consumers, capGrants } = await fleet('bf-alone', 2);
-      const started = Date.now();
+      const started = clock.now();
       const until = started + 2_500;
-      await Promise.all(
-        consumers.map(async ({ handler }) => {
-          while (Date.now() < until) await handler(sqsEvent(...['b1', 'b2', 'b3', 'b4', 'b5'].map((t) => sqsRecord(body(t, { backfill: true })))), lambdaContext());
+      await clock.concurrently(
+        consumers.map(({ handler }) => async () => {
+          while (clock.now() < until) {
+            await handler(sqsEvent(...['b1', 'b2', 'b3', 'b4', 'b5'].map((t) => sqsRecord(body(t, { backfill: true })))), lambdaContext());
+            await clock.sleep(POLL_GAP_MS);
+          }
         }),
       );
       // Past the cap in some window: the cap is not asked while no live start is stamped.
@@ -228,7 +243,7 @@ describe('Consumer: per-key flow control', () => {
       const { consumers } = await fleet('bf-redrive', 1);
       const [{ handler, publisher }] = consumers;
       // A live start a moment ago: backfill goes behind it, and this one finds no slot free within the cap's window.
-      await new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: LIMITS }).acquire('bf-redrive', 20, { maxWaitMs: 5_000 });
+      await new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: LIMITS, clock: clock.now }).acquire('bf-redrive', 20, { maxWaitMs: 5_000 });
       const redriven = sqsRecord(body('r'), { messageAttributes: { failureReason: { stringValue: 'downstream refused', dataType: 'String', stringListValues: [], binaryListValues: [] } } });
 
       await handler(sqsEvent(redriven), lambdaContext());
@@ -248,10 +263,12 @@ describe('Consumer: per-key flow control', () => {
         perKey: { field: 'tenant', startsPerInterval, intervalSeconds, burst: 1, headroom: 1 },
         adaptive: false,
         overridesRefreshMs: 0,
+        clock: clock.now,
       });
 
     it('waits inside the function for a key whose next token is close, each record at its own token', async () => {
-      // Two starts a second for the key: four records of it all run in this invocation, half a second apart.
+      // Two starts a second for the key: four records of it all run in this invocation, each at its token, half a second
+      // apart (exactly, on the virtual clock: a record starts at its token's moment).
       const { handler, publisher } = await consumerFor('near-token', { keys: keyLimiter('near-token', 2, 1) });
 
       await handler(sqsEvent(...Array.from({ length: 4 }, () => sqsRecord(body('steady')))), lambdaContext());
@@ -259,7 +276,7 @@ describe('Consumer: per-key flow control', () => {
       expect(publisher.sent).toHaveLength(0);
       const starts = applies.map((a) => a.startMs).sort((a, b) => a - b);
       expect(starts).toHaveLength(4);
-      expect(starts[3] - starts[0]).toBeGreaterThanOrEqual(1_400);
+      expect(starts.map((s) => s - starts[0])).toEqual([0, 500, 1_000, 1_500]);
     });
 
     it('queues a busy key\'s records one behind the other at the key\'s rate, each with its tenant as MessageGroupId', async () => {
@@ -270,21 +287,21 @@ describe('Consumer: per-key flow control', () => {
       await handler(sqsEvent(...Array.from({ length: 8 }, () => sqsRecord(body('noisy')))), lambdaContext());
 
       expect(applies).toHaveLength(1);
-      // Each waits for its place (3 s per record ahead of it) plus the paced spread of up to 2 s: without the queue,
-      // all seven would wait for the key's next token, about 3 s, plus the spread, so 5 s at most. The places are
-      // counted from the key's token, so the invocation's own time until each deferral comes off them: the bounds
-      // leave 6 s for it (a fresh clone's full test run on two cores took 3 s, and the last delay read 18 of 21).
+      // Each waits for its place in the key's queue plus the paced spread of up to 2 s: the first two at the key's next
+      // token (3 s), each one after 3 s behind the one before, so the seventh 6 * 3 s. Without the queue, all seven
+      // would wait for the key's next token plus the spread, so 5 s at most. The invocation takes no virtual time, so
+      // nothing comes off the places: the bounds are the places themselves.
       const delays = publisher.sent.map((m) => m.delaySeconds ?? 0).sort((a, b) => a - b);
       expect(delays).toHaveLength(7);
-      expect(delays[6]).toBeGreaterThanOrEqual(7 * 3 - 6);
-      expect(delays[3]).toBeGreaterThanOrEqual(4 * 3 - 6);
+      expect(delays[6]).toBeGreaterThanOrEqual(6 * 3);
+      expect(delays[3]).toBeGreaterThanOrEqual(3 * 3);
       expect(publisher.sent.every((m) => m.groupId === 'noisy')).toBe(true);
     });
 
     it('gives the slots of a batch to its keys in turn, not to the key at its head', async () => {
       // Two job-wide slots for a batch whose first four records are one tenant's.
       const { handler } = await consumerFor('turns', {
-        limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 2, intervalMs: 60_000, burst: 2 } }),
+        limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 2, intervalMs: 60_000, burst: 2 }, clock: clock.now }),
         keys: keyLimiter('turns', 100, 60),
       });
 

@@ -8,8 +8,9 @@
 //   integration  a name ending in .integration.test.ts; but for the pure tests that a folder's `except` list below
 //                names: everything under test/local/ (the local runtime: its servers, child-process functions and
 //                stack), test/ops/ (the operator CLI against a local stack) and test/bin/ (the CDK app run as a child
-//                process), and the test files directly in test/lib/ (the constructs synthesized, every handler
-//                bundled by esbuild, seconds a file; bundles.test.ts reads the synthesized cdk.out); and
+//                process), and the test files directly in test/lib/ (the constructs synthesized, a few seconds a file even
+//                without bundling, which testApp() in test/lib/cdkContext.ts turns off; bundles.test.ts reads the
+//                bundles in the synthesized cdk.out); and
 //                test/security/template.test.ts (synthesizes every environment), test/bench/e2eCpu.test.ts (a
 //                child process's CPU) and test/bench/pacing.test.ts (the pacing bench: dynalite and a quota provider
 //                process);
@@ -34,6 +35,7 @@
 // jest runs a project's globalSetup only when a test of that project is selected, and once for both, since it is
 // the same file. No unit or component test reads cdk.out.
 const { join } = require('node:path');
+const { availableParallelism } = require('node:os');
 
 const ROOT = __dirname;
 const TEST = '\\.test\\.ts$';
@@ -131,5 +133,11 @@ if (tier !== undefined && !projects.some((p) => p.displayName === tier)) {
 module.exports = {
   // Here, not in `shared`: jest (30) reads the test timeout from the top level only and ignores a project's.
   testTimeout: 60000,
+  // At least two workers. jest's default is one fewer than the cores, which on a 2-core machine is one: every file in
+  // turn, in band. Most of an integration or e2e file's time is spent waiting on the local stack's processes and
+  // the paced rates, not on this process's CPU, so a second worker overlaps that waiting (on the 2-core machine the
+  // suite ran at about 1.1 cores busy with two workers). Timing-sensitive tests do not depend on an idle machine:
+  // no test asserts a duration, and the suite is run with another process keeping a core busy (README, Testing).
+  maxWorkers: Math.max(2, availableParallelism() - 1),
   projects: tier === undefined ? projects : projects.filter((p) => p.displayName === tier),
 };

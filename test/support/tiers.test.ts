@@ -3,6 +3,7 @@
 // patterns matches it and none of its testPathIgnorePatterns does. And the unit tier is the fast loop it says it is: no
 // unit file (nor a test-support module it imports) starts a server or a child process, or waits on the real clock.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 
 interface Project {
@@ -15,7 +16,7 @@ interface Project {
 }
 
 const ROOT = join(__dirname, '..', '..');
-type Config = { testTimeout?: number; projects: Project[] };
+type Config = { testTimeout?: number; maxWorkers?: number; projects: Project[] };
 
 /** jest.config.js as it loads with JEST_TIER set to `tier` (unset: every tier), in a fresh module registry. */
 function configWith(tier: string | undefined): Config {
@@ -113,6 +114,11 @@ describe('Config: the jest projects (unit, component, integration, e2e)', () => 
 
   it('keep the 60 s test timeout where jest reads it, at the top level (jest ignores a project\'s own)', () => {
     expect(config.testTimeout).toBe(60_000);
+  });
+
+  it('run at least two workers, one fewer than the cores on a bigger machine (jest alone would run one on 2 cores)', () => {
+    expect(config.maxWorkers).toBe(Math.max(2, availableParallelism() - 1));
+    expect(config.maxWorkers).toBeGreaterThanOrEqual(2);
   });
 
   it('synthesize cdk.out (globalSetup) only for the tiers that run it, and set up the environment for all', () => {

@@ -68,6 +68,8 @@ function isInstant(node: ts.Expression, names: Names): boolean {
 function hasDuration(node: ts.Node, names: Names): boolean {
   if (ts.isCallExpression(node) && node.expression.getText() === 'process.hrtime' && node.arguments.length > 0) return true;
   if (ts.isIdentifier(node) && names.durations.has(node.text)) return true;
+  // `x.name`: only x is a reference; the property's name is not the variable of that name.
+  if (ts.isPropertyAccessExpression(node)) return hasDuration(node.expression, names);
   // The real clock now (or a reading kept from it) minus an earlier moment: the time elapsed since.
   if (ts.isBinaryExpression(node) && node.operatorToken.kind === ts.SyntaxKind.MinusToken && isInstant(node.left, names) && !isConstant(node.right)) return true;
   return ts.forEachChild(node, (child) => hasDuration(child, names) || undefined) ?? false;
@@ -94,6 +96,9 @@ function namesOf(file: ts.SourceFile): Names {
     for (const { name, value } of all) {
       // A function is not a value: what it computes is judged where it is called.
       if (ts.isArrowFunction(value) || ts.isFunctionExpression(value)) continue;
+      // A record is not a duration for carrying one among its fields (a command's result with its durationMs): what
+      // is asserted of it is judged by the field read, and an object asserted whole is scanned where it is written.
+      if (ts.isObjectLiteralExpression(value)) continue;
       if (isInstant(value, names)) names.instants.add(name);
       else if (hasDuration(value, names)) names.durations.add(name);
     }
@@ -165,6 +170,7 @@ describe('Function: durationAssertions (the scanner itself)', () => {
     ['the time left until an instant', 'const expiresIn = Date.parse(record.expiresAt) - Date.now();\nexpect(expiresIn).toBeGreaterThan(3500_000);'],
     ['a schedule against the clock', 'const now = Date.now();\nconst next = new Date(schedule.nextFire);\nexpect(next.getTime() - now).toBeLessThanOrEqual(25 * 3_600_000);'],
     ['a helper function that takes a start', 'const from = Date.now();\nconst table = (rows, start) => rows.map((r) => r.at - start);\nexpect(table(rows, from)).toEqual([0]);'],
+    ['a record that carries a duration, asserted on its other fields', 'const started = Date.now();\nconst result = { status, durationMs: Date.now() - started };\nconst run = { result };\nexpect(run.result.status).toBe(0);'],
     ['text in comments and strings', "// expect(Date.now() - started).toBeLessThan(1)\nexpect('expect(Date.now() - started)').toContain('-');"],
   ])('passes %s', (_what, source) => {
     expect(durationAssertions(source)).toEqual([]);

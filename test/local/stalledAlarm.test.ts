@@ -23,10 +23,10 @@ const JOB = 'payment-reconciliation';
 const PERIOD_SECONDS = 2;
 const EVALUATION_PERIODS = 3;
 /**
- * 10 starts a second, over the deployed job's own 60-s window: the window decides the limiter's safety margin and so how
- * late a record may wake for its slot before it is deferred (125 ms, as deployed). A 1-s window would leave the 20-ms
- * floor's 10 ms, which a loaded machine's timers overshoot often enough that deferrals (not scaled: seconds, with a
- * spread that doubles per deferral) leave whole 2-s periods without a settle.
+ * 10 starts a second, over the deployed job's own 60-s window: the window decides the limiter's safety margin and so
+ * how late a record may wake for its slot before it is deferred (125 ms, as deployed). A 1-s window would leave the
+ * 20-ms floor's 10 ms, which a loaded machine's timers overshoot often enough that deferrals (not scaled: seconds,
+ * with a spread that doubles per deferral) leave whole 2-s periods without a settle.
  */
 const RATE = { startsPerInterval: 600, intervalSeconds: 60 };
 const STARTS_PER_SECOND = RATE.startsPerInterval / RATE.intervalSeconds;

@@ -82,8 +82,10 @@ describe('Admission: pause and resume during a run (local dev stack)', () => {
         if (!env.JOB_SETTINGS) return env;
         const settings = JSON.parse(env.JOB_SETTINGS) as JobRuntimeSettings;
         if (settings.jobName !== JOB) return env;
-        // Seconds instead of minutes: 10 starts/s, 3 s of work per step, so 150 payments take five steps ~5 s apart.
-        settings.rateLimit = { startsPerInterval: 10, intervalSeconds: 1, burst: 1 };
+        // Seconds instead of minutes: 10 starts/s, 3 s of work per step, so 150 payments take five steps ~5 s apart. The
+        // rate keeps the deployed 60-s window: it decides how late a record may wake for its slot before it is deferred
+        // (125 ms; a 1-s window leaves 10 ms, which a loaded machine's timers overshoot, deferring records by seconds).
+        settings.rateLimit = { startsPerInterval: 600, intervalSeconds: 60, burst: 1 };
         settings.admission = { horizonSeconds: 3, batchSize: 10 };
         settings.settings.providerBaseUrl = provider.endpoint;
         return { ...env, JOB_SETTINGS: JSON.stringify(settings) };

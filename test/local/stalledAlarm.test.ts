@@ -22,15 +22,22 @@ import { waitFor, waitUntil } from '../../local/waitFor';
 const JOB = 'payment-reconciliation';
 const PERIOD_SECONDS = 2;
 const EVALUATION_PERIODS = 3;
-const RATE = { startsPerInterval: 10, intervalSeconds: 1 };
+/**
+ * 10 starts a second, over the deployed job's own 60-s window: the window decides the limiter's safety margin and so
+ * how late a record may wake for its slot before it is deferred (125 ms, as deployed). A 1-s window would leave the
+ * 20-ms floor's 10 ms, which a loaded machine's timers overshoot often enough that deferrals (not scaled: seconds,
+ * with a spread that doubles per deferral) leave whole 2-s periods without a settle.
+ */
+const RATE = { startsPerInterval: 600, intervalSeconds: 60 };
+const STARTS_PER_SECOND = RATE.startsPerInterval / RATE.intervalSeconds;
 const BATCH_SIZE = 5;
 /** A batch's slots (0.4 s at 10 a second) plus the 1.75 s of slack the configured short wait (16 s for 14.25 s) has. */
-const SHORT_WAIT_MS = Math.round(((BATCH_SIZE - 1) / RATE.startsPerInterval) * 1000 + 1750);
+const SHORT_WAIT_MS = Math.round(((BATCH_SIZE - 1) / STARTS_PER_SECOND) * 1000 + 1750);
 /**
  * The fake provider's quota keeps the config's headroom over the pacing (the job paces at 80 of the provider's 100
- * starts a minute): 12.5 a second, as 25 per 2 s. At the pacing's own rate, a start at a window's edge would be refused.
+ * starts a minute): 12.5 a second, as 750 a minute, over the pacing's own window.
  */
-const PROVIDER_QUOTA = { startsPerWindow: 25, windowSeconds: 2 };
+const PROVIDER_QUOTA = { startsPerWindow: 750, windowSeconds: 60 };
 const PAUSED_PAYMENTS = 10;
 /** Six periods' allowance (20 a period): larger than one period's, so it drains over several. */
 const BACKLOG = 120;
@@ -220,7 +227,7 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
     // (20 in a 2-s period, and one for the burst); all at once, they would settle within one or two.
     const applying = periods.filter((p) => (p.values.applied ?? 0) > 0).map((p) => periods.indexOf(p));
     const spanned = applying[applying.length - 1] - applying[0] + 1;
-    expect({ lines, paced: spanned >= Math.ceil(BACKLOG / (RATE.startsPerInterval * PERIOD_SECONDS + 1)) }).toEqual({ lines, paced: true });
+    expect({ lines, paced: spanned >= Math.ceil(BACKLOG / (STARTS_PER_SECOND * PERIOD_SECONDS + 1)) }).toEqual({ lines, paced: true });
 
     // Work waited in several periods: the test's claim is about a backlog, not an idle queue.
     const waited = periods.filter((p) => waiting(p) > 0);

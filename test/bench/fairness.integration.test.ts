@@ -3,17 +3,13 @@
 // timing goal is asserted: the bench itself measures those, in one run (README, Performance).
 //
 // The time is the quotas' windows: the per-key run paces the noisy tenant at its allowance, so it lasts about
-// noisyOps / allowance windows. The suite's case scales the whole workload to 3 s windows with every ratio kept (the
-// noisy tenant 4x the per-key quota, the job's quota 3x it), so the first-come run is still throttled and per-key
-// still ahead (measured: quiet p99 4.8 s against 13.7 s, 32 429s first-come), and the two workload runs take a third
-// of the time. The case as it was (10 s windows, 400 noisy operations) is the full run: `npm run test:bench`
-// (BENCH_FULL=1).
+// noisyOps / allowance windows. The windows stay 10 s: the consumer gives up a slot when a record wakes later than
+// half the limiter's margin (0.5% of the window, at least 20 ms), and on a window of a few seconds that is 10 ms,
+// which a loaded machine's timers overshoot; each miss defers the record by whole seconds that do not scale, and the
+// runs then drag past their bound (a 3-s scaling of this case did so with one core kept busy).
 import { runFairnessBench } from '../../bench/fairness';
 
-const FULL = process.env.BENCH_FULL === '1';
-const size = FULL
-  ? { noisyOps: 400, intervalSeconds: 10, jobQuota: 300, perKeyQuota: 100, perKeyLimit: 80 }
-  : { noisyOps: 120, intervalSeconds: 3, jobQuota: 90, perKeyQuota: 30, perKeyLimit: 24 };
+const size = { noisyOps: 400, intervalSeconds: 10, jobQuota: 300, perKeyQuota: 100, perKeyLimit: 80 };
 
 describe('Function: runFairnessBench', () => {
   it('runs first-come and per-key on one workload and a live night beside a catch-up, with per-key ahead for the quiet tenants', async () => {
@@ -37,11 +33,11 @@ describe('Function: runFairnessBench', () => {
         expect(Number.isFinite(run[field])).toBe(true);
       }
     }
-    // The provider's per-key quota is 100 per 10 s (30 per 3 s); first-come sends the noisy tenant at the job's pace
+    // The provider's per-key quota is 100 per 10 s; first-come sends the noisy tenant at the job's pace
     // and is throttled.
     expect(result.baseline.throttled).toBeGreaterThan(0);
     expect(result.baseline.maxKeyStartsInAnyWindow).toBeGreaterThan(result.perKeyLimit);
-    // Per-key flow control holds the noisy tenant to its allowance (80, or 24, after headroom), the provider never
+    // Per-key flow control holds the noisy tenant to its allowance (80, after headroom), the provider never
     // throttles it, and the quiet tenants no longer wait behind the noisy one.
     expect(result.perKeyLimit).toBe(size.perKeyLimit);
     expect(result.perKey.throttled).toBe(0);

@@ -5,6 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
+import * as ts from 'typescript';
 
 interface Project {
   displayName: string;
@@ -141,65 +142,52 @@ describe('Config: the jest projects (unit, component, integration, e2e)', () => 
   });
 });
 
-/**
- * A source's code alone: comments and the contents of string and template literals blanked (a comment or a message
- * may name setTimeout), line breaks kept. A template literal's `${...}` is blanked with it: no test hides a timer there.
- */
-export function codeOf(source: string): string {
-  let out = '';
-  let i = 0;
-  const blank = (text: string) => text.replace(/[^\n]/g, ' ');
-  while (i < source.length) {
-    const c = source[i];
-    const next = source[i + 1];
-    let end = -1;
-    if (c === '/' && next === '/') end = source.indexOf('\n', i) === -1 ? source.length : source.indexOf('\n', i);
-    else if (c === '/' && next === '*') end = source.indexOf('*/', i + 2) === -1 ? source.length : source.indexOf('*/', i + 2) + 2;
-    else if (c === "'" || c === '"' || c === '`') {
-      end = i + 1;
-      while (end < source.length && source[end] !== c && !(c !== '`' && source[end] === '\n')) end += source[end] === '\\' ? 2 : 1;
-      end = Math.min(end + 1, source.length);
-      out += c + blank(source.slice(i + 1, end - 1)) + c;
-      i = end;
-      continue;
-    }
-    if (end === -1) {
-      out += c;
-      i += 1;
-    } else {
-      out += blank(source.slice(i, end));
-      i = end;
-    }
-  }
-  return out;
-}
-
 // By the project's naming: what starts a server is a start...Server, start...Api or start...Stub (startConsoleServer,
-// startCloudWatchApi, startHttpStub), or one of the local AWS servers.
-const SERVER = /\b(?:startLocalAws|startDynamoDb|startSqs|startS3|start\w*(?:Server|Api|Stub)|listenOnLoopback|createServer)\s*\(|\.listen\s*\(/;
-const CHILD_PROCESS = /['"]node:child_process['"]|['"]child_process['"]|(?<![.\w])(?:spawn|spawnSync|execFile|execFileSync|execSync|fork|start\w*Process)\s*\(/;
-const REAL_TIMER = /(?<![.\w])(?:setTimeout|setInterval|sleep|waitFor|holdsFor)\s*\(/;
-const FAKE_TIMERS = /\bjest\s*\.\s*useFakeTimers\s*\(/;
+// startCloudWatchApi, startHttpStub), or one of the local AWS servers; called bare or as a method (http.createServer).
+const SERVER = /^(?:startLocalAws|startDynamoDb|startSqs|startS3|start\w*(?:Server|Api|Stub)|listenOnLoopback|createServer|listen)$/;
+// Called bare: `new Prng(5).fork('kills')` is a method of the same name, not a process.
+const CHILD_PROCESS = /^(?:spawn|spawnSync|execFile|execFileSync|execSync|fork|start\w*Process)$/;
+const CHILD_PROCESS_MODULE = /^(?:node:)?child_process$/;
+const REAL_TIMER = /^(?:setTimeout|setInterval|sleep|waitFor|holdsFor)$/;
 
 /**
  * What in a unit-tier source makes it not pure: a server or a child process started, or a real timer (a wait on the
  * real clock: setTimeout, setInterval, sleep, waitFor, holdsFor) in a file that does not set up jest's fake timers. A
  * file with an injected clock hands its code a fake `sleep`/`now` as an option, which this does not flag: it flags a
- * call of a timer by its global or shared name. Imports and the strings of the source count (child_process).
+ * call of a timer by its global or shared name. Read with TypeScript's parser, as timing.test.ts reads test files, so
+ * a comment or a string that names a timer is not a call of it; an import or require of child_process counts.
  */
 export function impurities(source: string): string[] {
-  const code = codeOf(source);
-  // Module names are strings, blanked in the code: each import's is read back from the source at the same place.
-  const imports = [...code.matchAll(/(?:\bfrom\s+|\brequire\s*\(\s*|\bimport\s*\(\s*)['"]/g)]
-    .map((m) => source.slice(m.index + m[0].length - 1).match(/^(['"])[^'"]*\1/)?.[0] ?? '')
-    .join(' ');
+  const file = ts.createSourceFile('test.ts', source, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  let server: string | undefined;
+  let child: string | undefined;
+  let timer: string | undefined;
+  let fakeTimers = false;
+  const visit = (node: ts.Node): void => {
+    if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier) && CHILD_PROCESS_MODULE.test(node.moduleSpecifier.text)) {
+      child ??= `'${node.moduleSpecifier.text}'`;
+    }
+    if (ts.isCallExpression(node)) {
+      const callee = node.expression;
+      const bare = ts.isIdentifier(callee) ? callee.text : undefined;
+      const name = bare ?? (ts.isPropertyAccessExpression(callee) ? callee.name.text : undefined);
+      const [first] = node.arguments;
+      const moduleName = first && ts.isStringLiteralLike(first) ? first.text : undefined;
+      if (name !== undefined && SERVER.test(name)) server ??= bare === undefined ? `.${name}` : name;
+      if (bare !== undefined && CHILD_PROCESS.test(bare)) child ??= bare;
+      if ((bare === 'require' || callee.kind === ts.SyntaxKind.ImportKeyword) && moduleName !== undefined && CHILD_PROCESS_MODULE.test(moduleName)) {
+        child ??= `'${moduleName}'`;
+      }
+      if (bare !== undefined && REAL_TIMER.test(bare)) timer ??= bare;
+      if (callee.getText(file).replace(/\s/g, '') === 'jest.useFakeTimers') fakeTimers = true;
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(file);
   const found: string[] = [];
-  const server = SERVER.exec(code);
-  if (server) found.push(`starts a server (${server[0].replace(/\s*\($/, '')})`);
-  const child = CHILD_PROCESS.exec(imports) ?? CHILD_PROCESS.exec(code);
-  if (child) found.push(`starts a child process (${child[0].replace(/\s*\($/, '')})`);
-  const timer = REAL_TIMER.exec(code);
-  if (timer && !FAKE_TIMERS.test(code)) found.push(`waits on the real clock (${timer[0].replace(/\s*\($/, '')}) without jest.useFakeTimers`);
+  if (server) found.push(`starts a server (${server})`);
+  if (child) found.push(`starts a child process (${child})`);
+  if (timer && !fakeTimers) found.push(`waits on the real clock (${timer}) without jest.useFakeTimers`);
   return found;
 }
 

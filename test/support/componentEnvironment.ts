@@ -12,6 +12,7 @@ import type { EnvironmentContext, JestEnvironmentConfig } from '@jest/environmen
 import { DeleteTableCommand, DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteQueueCommand, ListQueuesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { startDynamoDb, startSqs, type RunningServer } from '../../local/servers';
+import { waitFor } from '../../local/waitFor';
 import { SHARED_LOCAL_AWS, type SharedLocalAws } from './aws';
 
 // The reset's SDK clients run here, outside setupEnv.ts's reach: the same quiet about the machine's Node 20.
@@ -40,25 +41,27 @@ async function reset(): Promise<void> {
   const ddb = new DynamoDBClient({ ...CLIENT, endpoint: dynamodb.endpoint });
   const queues = new SQSClient({ ...CLIENT, endpoint: sqs.endpoint });
   try {
-    const deadline = Date.now() + DELETION_LIMIT_MS;
-    for (;;) {
-      const tables = await listTables(ddb);
-      const urls = (await queues.send(new ListQueuesCommand({}))).QueueUrls ?? [];
-      if (tables.length === 0 && urls.length === 0) break;
-      if (Date.now() > deadline) throw new Error(`the shared local AWS still holds tables ${tables.join(', ')} and queues ${urls.join(', ')}`);
-      await Promise.all([
-        // A table already being deleted refuses a second DeleteTable (ResourceInUseException): it goes anyway.
-        ...tables.map((TableName) => ddb.send(new DeleteTableCommand({ TableName })).catch(() => undefined)),
-        ...urls.map((QueueUrl) => queues.send(new DeleteQueueCommand({ QueueUrl })).catch(() => undefined)),
-      ]);
-      await new Promise((resolve) => setTimeout(resolve, DELETION_POLL_MS));
-    }
+    await waitFor(
+      'the shared local AWS to hold no table and no queue',
+      async () => {
+        const tables = await listTables(ddb);
+        const urls = (await queues.send(new ListQueuesCommand({}))).QueueUrls ?? [];
+        if (tables.length === 0 && urls.length === 0) return true;
+        await Promise.all([
+          // A table already being deleted refuses a second DeleteTable (ResourceInUseException): it goes anyway.
+          ...tables.map((TableName) => ddb.send(new DeleteTableCommand({ TableName })).catch(() => undefined)),
+          ...urls.map((QueueUrl) => queues.send(new DeleteQueueCommand({ QueueUrl })).catch(() => undefined)),
+        ]);
+        return false;
+      },
+      { timeoutMs: DELETION_LIMIT_MS, intervalMs: DELETION_POLL_MS },
+    );
   } finally {
     ddb.destroy();
     queues.destroy();
     // The file's own clients' kept-alive connections, closed from the server's side for the same reason.
-    (dynamodb.server as { closeIdleConnections?: () => void } | undefined)?.closeIdleConnections?.();
-    (sqs.server as { closeIdleConnections?: () => void } | undefined)?.closeIdleConnections?.();
+    dynamodb.server?.closeIdleConnections();
+    sqs.server?.closeIdleConnections();
   }
 }
 

@@ -16,6 +16,7 @@ export function dynamoClient(): DynamoDBClient {
   return (dynamo ??= new DynamoDBClient({}));
 }
 
+/** The DynamoDB document client (plain JavaScript values; undefined attributes removed), one per container. */
 export function documentClient(): DynamoDBDocumentClient {
   return (documents ??= DynamoDBDocumentClient.from(dynamoClient(), {
     marshallOptions: { removeUndefinedValues: true },
@@ -29,6 +30,7 @@ export function sqsClient(): SQSClient {
 // The S3 and Lambda SDKs are loaded on first use, not at init: only some jobs delete objects and only the producer
 // continues itself, and each SDK package adds tens of milliseconds to every cold start that loads it.
 /* eslint-disable @typescript-eslint/no-require-imports */
+/** The S3 client, one per container; path-style addressing when an endpoint is set (the local S3 server). */
 export function s3Client(): S3Client {
   const { S3Client: Client } = require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3');
   // Path-style addressing works with both S3 and local emulators that cannot serve virtual-hosted buckets.

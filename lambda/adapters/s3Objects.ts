@@ -10,6 +10,10 @@ export interface ObjectStore {
   deleteObject(bucket: string, key: string): Promise<void>;
 }
 
+/**
+ * ObjectStore on S3: an absent object counts as deleted; S3's refusals map onto the outcome errors (SlowDown and 503
+ * throttle, other 4xx are permanent, the rest retryable), naming the object by its key's hash.
+ */
 export class S3ObjectStore implements ObjectStore {
   constructor(private readonly client: S3Client = s3Client()) {}
 

@@ -13,6 +13,7 @@ export const MAX_API_KEY_CHARS = 4096;
 /** Reads the current value of one secret; the value must never be logged or put into an error message. */
 export type SecretGetter = () => Promise<string>;
 
+/** A secret could not be read, or its value is not usable (never quoted in the message); `secretId` names it. */
 export class SecretError extends Error {
   constructor(message: string, public readonly secretId: string, options?: ErrorOptions) {
     super(message, options);
@@ -20,6 +21,7 @@ export class SecretError extends Error {
   }
 }
 
+/** How a secret getter caches the value it read. */
 export interface SecretGetterOptions {
   /** @default DEFAULT_SECRET_MAX_AGE_SECONDS */
   maxAgeSeconds?: number;

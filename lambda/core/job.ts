@@ -2,6 +2,7 @@
 import type * as z from 'zod/mini';
 import type { JobRuntimeSettings } from './constants';
 
+/** What discovery is asked for: one bounded page of the business date's work. */
 export interface DiscoverRequest {
   businessDate: string;
   /** Opaque cursor from the previous page; absent on the first page. */
@@ -11,6 +12,7 @@ export interface DiscoverRequest {
   now: Date;
 }
 
+/** One unit of work discovery found: its idempotency key and the resource apply acts on. */
 export interface DiscoveredOperation<R> {
   /** Stable across re-runs of the same business date. */
   operationId: string;
@@ -29,6 +31,7 @@ export interface InvalidRow {
   reason: string;
 }
 
+/** One page of discovery: its operations, its rows that cannot become one, and where the next page starts. */
 export interface DiscoverPage<R> {
   operations: DiscoveredOperation<R>[];
   /** The page's rows that cannot become operations; absent or empty when every row could. */
@@ -56,6 +59,7 @@ export function operationsOf<T, R>(
   return { operations, invalid };
 }
 
+/** One operation for apply, as its message carries it: the resource has passed the job's resource schema. */
 export interface ApplyRequest<R> {
   operationId: string;
   batchId: string;

@@ -19,6 +19,7 @@ export const idSchema = z.string().check(
   z.regex(ID, 'may hold only letters, digits and : _ . @ # / + = - (no spaces or control characters)'),
 );
 
+/** A business date: a real calendar date in the form YYYY-MM-DD (zod/mini). */
 export const businessDateSchema = z.string().check(
   z.regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date in the form YYYY-MM-DD'),
   z.refine((v) => {

@@ -1,6 +1,6 @@
 // Operation IDs, the idempotency keys of the whole flow: built by discovery, re-checked by apply, stable across re-runs.
 import * as z from 'zod/mini';
-import { businessDateSchema, MAX_ID_LENGTH } from './message';
+import { businessDateSchema, idSchema, MAX_ID_LENGTH } from './message';
 
 /**
  * One part of an operation ID: the message contract's ID alphabet minus ':', which separates the parts, so that an
@@ -9,9 +9,6 @@ import { businessDateSchema, MAX_ID_LENGTH } from './message';
 const PART = /^[A-Za-z0-9][A-Za-z0-9_.@#/+=-]*$/;
 /** Longest single part (a payment, upload or tenant ID) we accept. */
 export const MAX_ID_PART_LENGTH = 128;
-const PROVIDER = /^[a-z][a-z0-9-]{0,31}$/;
-/** The canonical timestamp form (Date#toISOString), so the same instant always gives the same ID. */
-const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** For resource schemas: an ID that can become part of an operation ID (payment, upload, tenant IDs). */
 export const idPartSchema = z.string().check(
@@ -20,6 +17,7 @@ export const idPartSchema = z.string().check(
   z.regex(PART, 'may hold only letters, digits and _ . @ # / + = - (no ":" or spaces), starting with a letter or digit'),
 );
 
+/** A value that cannot be (part of) an operation ID, or a message whose operation ID is not its resource's. */
 export class InvalidOperationIdError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
@@ -51,40 +49,38 @@ function checkBusinessDate(value: string): void {
   }
 }
 
-function finish(id: string): string {
-  // Unreachable with the part limits above; kept so a future longer format cannot silently exceed the contract.
-  if (id.length > MAX_ID_LENGTH) throw new InvalidOperationIdError(`operation ID is ${id.length} characters, over ${MAX_ID_LENGTH}`);
-  return id;
-}
-
-/** `reconcile:<provider>:<paymentId>:<businessDate>` */
-export function reconcileOperationId(parts: { provider: string; paymentId: string; businessDate: string }): string {
-  if (!PROVIDER.test(parts.provider)) {
-    throw new InvalidOperationIdError(`provider ${excerpt(parts.provider)} must be 1 to 32 lower-case letters, digits or - starting with a letter`);
-  }
-  checkPart('payment ID', parts.paymentId);
-  checkBusinessDate(parts.businessDate);
-  return finish(`reconcile:${parts.provider}:${parts.paymentId}:${parts.businessDate}`);
-}
+/**
+ * One part of an operation ID, in the order the ID is written:
+ * - a string is used as it is: the job's own fixed words (`'reconcile'`) and values the job has checked itself (only
+ *   the whole ID's check applies to it);
+ * - `{ label, id }` is an ID from the job's data (a payment, upload or tenant ID), checked as {@link idPartProblem}
+ *   says, the error naming `label`;
+ * - `{ businessDate }` is checked as a real calendar date in the form YYYY-MM-DD.
+ */
+export type OperationIdPart = string | { readonly label: string; readonly id: string } | { readonly businessDate: string };
 
 /**
- * `stale-upload:<uploadId>:<deleteAfter>`. The deadline is part of the ID on purpose: an upload whose retention is
- * extended is skipped, and idempotency remembers that skip for the record lifetime; with the new deadline the later
- * deletion is a new operation, instead of a duplicate that would be suppressed for weeks past its deadline.
+ * The operation ID of `parts`, joined by ':' (e.g. `reconcile:<provider>:<paymentId>:<businessDate>`). Discovery
+ * builds it and apply builds it again from the message's resource ({@link assertOperationId}), so both must call it
+ * with the same parts; keep it stable across re-runs of a date, since it is the idempotency key.
+ * @throws InvalidOperationIdError naming the first part that cannot be used, or when the whole ID does not fit the
+ * message contract (at most 256 characters of letters, digits and : _ . @ # / + = -).
  */
-export function staleUploadOperationId(parts: { uploadId: string; deleteAfter: string }): string {
-  checkPart('upload ID', parts.uploadId);
-  if (!ISO_UTC.test(parts.deleteAfter) || Number.isNaN(Date.parse(parts.deleteAfter))) {
-    throw new InvalidOperationIdError(`deleteAfter ${excerpt(parts.deleteAfter)} must be a UTC timestamp in the form YYYY-MM-DDTHH:mm:ss.sssZ`);
-  }
-  return finish(`stale-upload:${parts.uploadId}:${parts.deleteAfter}`);
-}
-
-/** `<tenantId>:expired-sessions:<businessDate>` */
-export function expiredSessionsOperationId(parts: { tenantId: string; businessDate: string }): string {
-  checkPart('tenant ID', parts.tenantId);
-  checkBusinessDate(parts.businessDate);
-  return finish(`${parts.tenantId}:expired-sessions:${parts.businessDate}`);
+export function buildOperationId(parts: readonly OperationIdPart[]): string {
+  const id = parts
+    .map((part) => {
+      if (typeof part === 'string') return part;
+      if ('businessDate' in part) {
+        checkBusinessDate(part.businessDate);
+        return part.businessDate;
+      }
+      checkPart(part.label, part.id);
+      return part.id;
+    })
+    .join(':');
+  const whole = idSchema.safeParse(id);
+  if (!whole.success) throw new InvalidOperationIdError(`operation ID ${excerpt(id)} ${whole.error.issues[0].message}`);
+  return id;
 }
 
 /**

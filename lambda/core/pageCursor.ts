@@ -3,6 +3,7 @@
 /** Longest cursor we accept; a real key of a few short strings is far below it. */
 export const MAX_CURSOR_LENGTH = 2048;
 
+/** A cursor that is not one encodeCursor wrote for this query (decodeCursor), or a key it cannot encode. */
 export class InvalidCursorError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);

@@ -47,6 +47,7 @@ export const jobRuntimeSettingsSchema = z.object({
   settings: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
 }) satisfies z.ZodMiniType<JobRuntimeSettings>;
 
+/** A setting the job needs is missing or malformed (JobSettingsReader, JOB_SETTINGS): a deployment fault, not a record's. */
 export class SettingsError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);

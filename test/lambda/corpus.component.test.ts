@@ -5,7 +5,7 @@ import type { SQSBatchResponse } from 'aws-lambda';
 import { documentClient, resetClients } from '../../lambda/adapters/clients';
 import { DynamoLedger } from '../../lambda/adapters/ledger';
 import { logger, metrics } from '../../lambda/adapters/observability';
-import { HttpProviderClient } from '../../lambda/adapters/providerClient';
+import { HttpProviderClient } from '../../lambda/jobs/payment-reconciliation/providerClient';
 import { DynamoDbRateLimiter } from '../../lambda/adapters/rateLimiter';
 import { SqsPublisher } from '../../lambda/adapters/sqsPublisher';
 import type { AnyJob } from '../../lambda/core/job';

@@ -16,19 +16,38 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
-import { documentClient } from '../../adapters/clients';
-import type { JobRuntimeSettings } from '../../core/constants';
-import { PermanentError, RetryableError } from '../../core/errors';
-import { ApplyResult, defineJob, operationsOf } from '../../core/job';
-import { JobSettingsReader } from '../../core/jobSettings';
-import { InvalidOperationIdError, assertOperationId, idPartProblem, idPartSchema, expiredSessionsOperationId } from '../../core/operationIds';
-import { decodeCursor, encodeCursor } from '../../core/pageCursor';
+import {
+  assertOperationId,
+  buildOperationId,
+  decodeCursor,
+  defineJob,
+  documentClient,
+  encodeCursor,
+  idPartProblem,
+  idPartSchema,
+  InvalidOperationIdError,
+  JobSettingsReader,
+  operationsOf,
+  PermanentError,
+  RetryableError,
+  type ApplyResult,
+  type JobRuntimeSettings,
+} from '../../job';
 
 export const JOB_NAME = 'expired-session-cleanup';
 export const LAST_SEEN_INDEX = 'by-last-seen';
 /** Apply stops and asks for a retry when less time than this remains, leaving room for one more chunk to finish. */
 export const DEFAULT_MIN_REMAINING_MS = 3_000;
 const DAY_MS = 86_400_000;
+
+/**
+ * `<tenantId>:expired-sessions:<businessDate>`: one cleanup per tenant and date, so a re-run of the date is absorbed
+ * by idempotency.
+ * @throws InvalidOperationIdError naming the part that cannot be used.
+ */
+export function expiredSessionsOperationId(parts: { tenantId: string; businessDate: string }): string {
+  return buildOperationId([{ label: 'tenant ID', id: parts.tenantId }, 'expired-sessions', { businessDate: parts.businessDate }]);
+}
 
 export const resourceSchema = z.strictObject({
   tenantId: idPartSchema,

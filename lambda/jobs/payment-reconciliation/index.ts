@@ -7,18 +7,28 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
-import { documentClient } from '../../adapters/clients';
-import { countQuery } from '../../adapters/countQuery';
-import { HttpProviderClient, ProviderClient } from '../../adapters/providerClient';
-import { apiKeyGetter } from '../../adapters/secrets';
-import { futureBusinessDate, type BusinessDateRule } from '../../core/businessDate';
-import type { JobRuntimeSettings } from '../../core/constants';
-import { PermanentError, RetryableError } from '../../core/errors';
-import { defineJob, operationsOf } from '../../core/job';
-import { JobSettingsReader } from '../../core/jobSettings';
-import { InvalidOperationIdError, assertOperationId, idPartProblem, idPartSchema, reconcileOperationId } from '../../core/operationIds';
-import { decodeCursor, encodeCursor } from '../../core/pageCursor';
+import {
+  apiKeyGetter,
+  assertOperationId,
+  buildOperationId,
+  countQuery,
+  decodeCursor,
+  defineJob,
+  documentClient,
+  encodeCursor,
+  futureBusinessDate,
+  idPartProblem,
+  idPartSchema,
+  InvalidOperationIdError,
+  JobSettingsReader,
+  operationsOf,
+  PermanentError,
+  RetryableError,
+  type BusinessDateRule,
+  type JobRuntimeSettings,
+} from '../../job';
 import type { PaymentItem } from './items';
+import { HttpProviderClient, type ProviderClient } from './providerClient';
 
 export const JOB_NAME = 'payment-reconciliation';
 export const UNSETTLED_INDEX = 'unsettled-by-date';
@@ -28,6 +38,20 @@ export const DEFAULT_PROVIDER_TIMEOUT_MS = 10_000;
 export const PERSIST_RESERVE_MS = 2_000;
 /** A provider call with less time than this is not started: it would time out and only cost the provider a request. */
 export const MIN_PROVIDER_TIMEOUT_MS = 500;
+
+const PROVIDER = /^[a-z][a-z0-9-]{0,31}$/;
+
+/**
+ * `reconcile:<provider>:<paymentId>:<businessDate>`: one reconciliation per payment and date, so a re-run of the date
+ * is absorbed by idempotency, and the provider's name keeps two providers' payment IDs apart.
+ * @throws InvalidOperationIdError naming the part that cannot be used.
+ */
+export function reconcileOperationId(parts: { provider: string; paymentId: string; businessDate: string }): string {
+  if (!PROVIDER.test(parts.provider)) {
+    throw new InvalidOperationIdError(`provider ${JSON.stringify(parts.provider.slice(0, 40))} must be 1 to 32 lower-case letters, digits or - starting with a letter`);
+  }
+  return buildOperationId(['reconcile', parts.provider, { label: 'payment ID', id: parts.paymentId }, { businessDate: parts.businessDate }]);
+}
 
 export const resourceSchema = z.strictObject({
   paymentId: idPartSchema,

@@ -1,6 +1,6 @@
 // The job's local fixture (contract: local/fixture.ts): seeds unsettled payments for the business date and reads the
 // job's effects off its fake payment provider (localProvider.ts). Local tooling only, never bundled into a function.
-import type { JobRuntimeSettings } from '../../core/constants';
+import type { JobRuntimeSettings } from '../../job';
 import { FixtureError, putItems, resourceName, tally } from '../../../local/fixture';
 import type { DownstreamOptions, EffectReading, EffectsInput, FixtureContext, JobFixture, SeededDemo } from '../../../local/fixture';
 import { resourceSchema } from './index';

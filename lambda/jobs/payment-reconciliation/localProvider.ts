@@ -5,10 +5,9 @@ import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { JobRuntimeSettings } from '../../core/constants';
+import type { JobRuntimeSettings } from '../../job';
 import { maxInAnyWindow } from '../../../local/fixture';
 import type { DownstreamArrival, DownstreamEffect, DownstreamFaultPolicy, FakeDownstream } from '../../../local/fixture';
-import { closeServer } from '../../../local/servers';
 
 export interface PaymentProviderOptions {
   /** Starts allowed in any window of `windowSeconds`. */
@@ -110,7 +109,13 @@ export class PaymentProvider implements FakeDownstream {
 
   async close(): Promise<void> {
     this.closing.abort();
-    if (this.server) await closeServer(this.server);
+    const server = this.server;
+    if (!server) return;
+    // Open keep-alive connections would hold close() until they time out.
+    await new Promise<void>((resolve, reject) => {
+      server.close((err) => (err ? reject(err) : resolve()));
+      server.closeAllConnections();
+    });
   }
 
   private send(res: ServerResponse, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): void {

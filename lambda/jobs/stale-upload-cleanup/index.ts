@@ -6,7 +6,7 @@
 // - Discovery cutoff: deadlines up to the end of the business date (UTC), but never later than the run's clock, so
 //   a re-run of a date finds the same uploads and nothing is ever deleted before its deadline.
 // - Operation ID `stale-upload:<uploadId>:<deleteAfter>`: stable across dates and re-runs; a moved deadline is a new
-//   operation (see lambda/core/operationIds.ts for why).
+//   operation (see staleUploadOperationId below for why).
 // - Apply re-reads the record before touching S3 and skips it when its deadline moved or it left the pending state,
 //   because an object cannot be undeleted; only then deletes the object, then the record on the condition that its
 //   deadline is still the one we acted on. The remaining race (retention extended between the re-read and the record
@@ -17,21 +17,46 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
-import { countQuery } from '../../adapters/countQuery';
-import { documentClient } from '../../adapters/clients';
-import { ObjectStore, S3ObjectStore } from '../../adapters/s3Objects';
-import type { JobRuntimeSettings } from '../../core/constants';
-import { PermanentError } from '../../core/errors';
-import { ApplyResult, defineJob, operationsOf } from '../../core/job';
-import { JobSettingsReader } from '../../core/jobSettings';
-import { InvalidOperationIdError, assertOperationId, idPartSchema, staleUploadOperationId } from '../../core/operationIds';
-import { decodeCursor, encodeCursor } from '../../core/pageCursor';
-import { personalDataHash } from '../../core/privacy';
+import {
+  assertOperationId,
+  buildOperationId,
+  countQuery,
+  decodeCursor,
+  defineJob,
+  documentClient,
+  encodeCursor,
+  InvalidOperationIdError,
+  JobSettingsReader,
+  operationsOf,
+  PermanentError,
+  personalDataHash,
+  S3ObjectStore,
+  idPartSchema,
+  type ApplyResult,
+  type JobRuntimeSettings,
+  type ObjectStore,
+} from '../../job';
 import { PENDING_DELETION, UploadItem } from './items';
 
 export const JOB_NAME = 'stale-upload-cleanup';
 export const DEADLINE_INDEX = 'by-deadline';
 const DAY_MS = 86_400_000;
+
+/** The canonical timestamp form (Date#toISOString), so the same instant always gives the same ID. */
+const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/**
+ * `stale-upload:<uploadId>:<deleteAfter>`. The deadline is part of the ID on purpose: an upload whose retention is
+ * extended is skipped, and idempotency remembers that skip for the record lifetime; with the new deadline the later
+ * deletion is a new operation, instead of a duplicate that would be suppressed for weeks past its deadline.
+ * @throws InvalidOperationIdError naming the part that cannot be used.
+ */
+export function staleUploadOperationId(parts: { uploadId: string; deleteAfter: string }): string {
+  if (!ISO_UTC.test(parts.deleteAfter) || Number.isNaN(Date.parse(parts.deleteAfter))) {
+    throw new InvalidOperationIdError(`deleteAfter ${JSON.stringify(parts.deleteAfter.slice(0, 40))} must be a UTC timestamp in the form YYYY-MM-DDTHH:mm:ss.sssZ`);
+  }
+  return buildOperationId(['stale-upload', { label: 'upload ID', id: parts.uploadId }, parts.deleteAfter]);
+}
 
 export const resourceSchema = z.strictObject({
   uploadId: idPartSchema,

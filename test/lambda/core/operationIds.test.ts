@@ -1,72 +1,47 @@
-import {
-  InvalidOperationIdError,
-  assertOperationId,
-  expiredSessionsOperationId,
-  idPartProblem,
-  idPartSchema,
-  reconcileOperationId,
-  staleUploadOperationId,
-} from '../../../lambda/core/operationIds';
+import { InvalidOperationIdError, assertOperationId, buildOperationId, idPartProblem, idPartSchema } from '../../../lambda/core/operationIds';
 import { idSchema } from '../../../lambda/core/message';
 
-describe('Function: reconcileOperationId', () => {
-  it('builds reconcile:<provider>:<paymentId>:<businessDate>', () => {
-    expect(reconcileOperationId({ provider: 'acme', paymentId: 'pay-1', businessDate: '2026-11-28' })).toBe('reconcile:acme:pay-1:2026-11-28');
+describe('Function: buildOperationId', () => {
+  const date = { businessDate: '2026-11-28' };
+
+  it('joins its parts with ":" in order, fixed words as they are', () => {
+    expect(buildOperationId(['reconcile', 'acme', { label: 'payment ID', id: 'pay-1' }, date])).toBe('reconcile:acme:pay-1:2026-11-28');
+    expect(buildOperationId([{ label: 'tenant ID', id: 't-1' }, 'expired-sessions', date])).toBe('t-1:expired-sessions:2026-11-28');
   });
 
-  it('builds an ID the message contract accepts', () => {
-    const id = reconcileOperationId({ provider: 'acme', paymentId: 'P_9.x@y#z/1+2=3', businessDate: '2026-11-28' });
+  it('builds an ID the message contract accepts from any ID part the part schema accepts', () => {
+    const id = buildOperationId(['reconcile', { label: 'payment ID', id: 'P_9.x@y#z/1+2=3' }, date]);
     expect(idSchema.safeParse(id).success).toBe(true);
   });
 
-  it('throws when the payment ID holds the separator', () => {
-    expect(() => reconcileOperationId({ provider: 'acme', paymentId: 'a:b', businessDate: '2026-11-28' })).toThrow(
+  it('throws naming the part when an ID holds the separator', () => {
+    expect(() => buildOperationId(['reconcile', { label: 'payment ID', id: 'a:b' }, date])).toThrow(
       new InvalidOperationIdError('payment ID "a:b" cannot be part of an operation ID: it must be 1 to 128 characters of letters, digits and _ . @ # / + = - starting with a letter or digit'),
     );
   });
 
-  it('throws on an over-long payment ID, quoting only an excerpt', () => {
-    expect(() => reconcileOperationId({ provider: 'acme', paymentId: 'x'.repeat(129), businessDate: '2026-11-28' })).toThrow(
-      `payment ID "${'x'.repeat(40)}..." cannot be part of an operation ID`,
-    );
-  });
-
-  it('throws on a bad provider', () => {
-    expect(() => reconcileOperationId({ provider: 'Acme Pay', paymentId: 'p', businessDate: '2026-11-28' })).toThrow(
-      'provider "Acme Pay" must be 1 to 32 lower-case letters, digits or - starting with a letter',
-    );
+  it('throws on an over-long ID part, quoting only an excerpt', () => {
+    expect(() => buildOperationId([{ label: 'payment ID', id: 'x'.repeat(129) }])).toThrow(`payment ID "${'x'.repeat(40)}..." cannot be part of an operation ID`);
   });
 
   it('throws on an impossible business date', () => {
-    expect(() => reconcileOperationId({ provider: 'acme', paymentId: 'p', businessDate: '2026-02-30' })).toThrow(
-      'business date "2026-02-30" is not a real date in the form YYYY-MM-DD',
-    );
-  });
-});
-
-describe('Function: staleUploadOperationId', () => {
-  it('builds stale-upload:<uploadId>:<deleteAfter>', () => {
-    expect(staleUploadOperationId({ uploadId: 'u-1', deleteAfter: '2026-11-28T10:00:00.000Z' })).toBe('stale-upload:u-1:2026-11-28T10:00:00.000Z');
-  });
-
-  it('throws on a deadline that is not in canonical UTC form', () => {
-    expect(() => staleUploadOperationId({ uploadId: 'u-1', deleteAfter: '2026-11-28T10:00:00Z' })).toThrow(
-      'deleteAfter "2026-11-28T10:00:00Z" must be a UTC timestamp in the form YYYY-MM-DDTHH:mm:ss.sssZ',
+    expect(() => buildOperationId(['x', { businessDate: '2026-02-30' }])).toThrow(
+      new InvalidOperationIdError('business date "2026-02-30" is not a real date in the form YYYY-MM-DD'),
     );
   });
 
-  it('throws on an empty upload ID', () => {
-    expect(() => staleUploadOperationId({ uploadId: '', deleteAfter: '2026-11-28T10:00:00.000Z' })).toThrow('upload ID "" cannot be part of an operation ID');
-  });
-});
-
-describe('Function: expiredSessionsOperationId', () => {
-  it('builds <tenantId>:expired-sessions:<businessDate>', () => {
-    expect(expiredSessionsOperationId({ tenantId: 't-1', businessDate: '2026-11-28' })).toBe('t-1:expired-sessions:2026-11-28');
+  it('checks a fixed word only as part of the whole ID, against the message contract', () => {
+    expect(() => buildOperationId(['re concile', { label: 'payment ID', id: 'p' }])).toThrow(
+      new InvalidOperationIdError('operation ID "re concile:p" may hold only letters, digits and : _ . @ # / + = - (no spaces or control characters)'),
+    );
+    expect(() => buildOperationId([])).toThrow(new InvalidOperationIdError('operation ID "" must not be empty'));
   });
 
-  it('throws on a tenant ID with a space', () => {
-    expect(() => expiredSessionsOperationId({ tenantId: 't 1', businessDate: '2026-11-28' })).toThrow('tenant ID "t 1" cannot be part of an operation ID');
+  it('throws when the whole ID is longer than the message contract allows', () => {
+    const part = { label: 'ID', id: 'x'.repeat(128) };
+    expect(() => buildOperationId([part, part, part])).toThrow(
+      new InvalidOperationIdError(`operation ID "${'x'.repeat(40)}..." must be at most 256 characters`),
+    );
   });
 });
 

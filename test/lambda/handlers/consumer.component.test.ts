@@ -7,7 +7,7 @@ import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { batchFigures } from '../../../ops/ledger';
 import { batchExact } from '../../../lambda/core/ledgerContract';
 import { AdaptiveDynamoDbRateLimiter } from '../../../lambda/adapters/adaptiveRateLimiter';
-import { HttpProviderClient } from '../../../lambda/adapters/providerClient';
+import { HttpProviderClient } from '../../../lambda/jobs/payment-reconciliation/providerClient';
 import { DynamoDbRateLimiter, type RateLimiter } from '../../../lambda/adapters/rateLimiter';
 import { logger, metrics } from '../../../lambda/adapters/observability';
 import { PublishError, SqsPublisher, type Publisher } from '../../../lambda/adapters/sqsPublisher';

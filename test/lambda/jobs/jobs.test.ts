@@ -1,7 +1,9 @@
 import { loadJob } from '../../../lambda/handlers/jobLoader';
 import { MESSAGE_VERSION, SQS_MAX_MESSAGE_BYTES } from '../../../lambda/core/constants';
 import { parseMessage, serializeMessage } from '../../../lambda/core/message';
-import { expiredSessionsOperationId, reconcileOperationId, staleUploadOperationId } from '../../../lambda/core/operationIds';
+import { expiredSessionsOperationId } from '../../../lambda/jobs/expired-session-cleanup';
+import { reconcileOperationId } from '../../../lambda/jobs/payment-reconciliation';
+import { staleUploadOperationId } from '../../../lambda/jobs/stale-upload-cleanup';
 
 // The longest resource each job can discover, with the operation ID its discovery builds for it.
 const samples = {

@@ -1,9 +1,8 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { resetClients } from '../../../../lambda/adapters/clients';
-import { PermanentError, RetryableError } from '../../../../lambda/core/errors';
-import { SettingsError } from '../../../../lambda/core/settings';
-import { ExpiredSessionDeps, createDeps, job, sessionCutoff } from '../../../../lambda/jobs/expired-session-cleanup';
+import { InvalidOperationIdError, PermanentError, RetryableError, SettingsError } from '../../../../lambda/job';
+import { ExpiredSessionDeps, createDeps, expiredSessionsOperationId, job, sessionCutoff } from '../../../../lambda/jobs/expired-session-cleanup';
 import { demoSessions, demoTenants, session, tenant } from '../../../../lambda/jobs/expired-session-cleanup/items';
 import { LocalAws, startLocalAws } from '../../../support/aws';
 import { TABLES, createTable, discoverAll, putAll, runtimeSettings, scanAll } from '../support';
@@ -14,6 +13,18 @@ const CUTOFF = '2026-10-29T00:00:00.000Z';
 
 const settings = (values: Record<string, number> = { sessionMaxAgeDays: 30, deleteChunkSize: 25 }) =>
   runtimeSettings({ jobName: 'expired-session-cleanup', tables: { tenants: TABLES.tenants.name, sessions: TABLES.sessions.name }, settings: values });
+
+describe('Function: expiredSessionsOperationId', () => {
+  it('builds <tenantId>:expired-sessions:<businessDate>', () => {
+    expect(expiredSessionsOperationId({ tenantId: 't-1', businessDate: '2026-11-28' })).toBe('t-1:expired-sessions:2026-11-28');
+  });
+
+  it('throws on a tenant ID with a space', () => {
+    expect(() => expiredSessionsOperationId({ tenantId: 't 1', businessDate: '2026-11-28' })).toThrow(
+      new InvalidOperationIdError('tenant ID "t 1" cannot be part of an operation ID: it must be 1 to 128 characters of letters, digits and _ . @ # / + = - starting with a letter or digit'),
+    );
+  });
+});
 
 describe('Job: expired-session-cleanup', () => {
   let aws: LocalAws;

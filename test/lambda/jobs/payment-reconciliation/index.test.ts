@@ -1,11 +1,9 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { resetClients } from '../../../../lambda/adapters/clients';
-import { HttpProviderClient } from '../../../../lambda/adapters/providerClient';
-import { PermanentError, RetryableError, ThrottledError } from '../../../../lambda/core/errors';
-import { InvalidCursorError, encodeCursor } from '../../../../lambda/core/pageCursor';
-import { SettingsError } from '../../../../lambda/core/settings';
-import { PaymentReconciliationDeps, createDeps, job } from '../../../../lambda/jobs/payment-reconciliation';
+import { encodeCursor, InvalidCursorError, InvalidOperationIdError, PermanentError, RetryableError, SettingsError, ThrottledError } from '../../../../lambda/job';
+import { PaymentReconciliationDeps, createDeps, job, reconcileOperationId } from '../../../../lambda/jobs/payment-reconciliation';
+import { HttpProviderClient } from '../../../../lambda/jobs/payment-reconciliation/providerClient';
 import { PaymentItem, demoPayments, unsettledPayment } from '../../../../lambda/jobs/payment-reconciliation/items';
 import { LocalAws, startLocalAws } from '../../../support/aws';
 import { HttpStub, startHttpStub } from '../../../support/httpStub';
@@ -23,6 +21,30 @@ const settings = (baseUrl: string) =>
     secrets: { apiKey: 'paced-jobs/test/provider-api-key' },
     settings: { provider: 'acme', providerBaseUrl: baseUrl },
   });
+
+describe('Function: reconcileOperationId', () => {
+  it('builds reconcile:<provider>:<paymentId>:<businessDate>', () => {
+    expect(reconcileOperationId({ provider: 'acme', paymentId: 'pay-1', businessDate: '2026-11-28' })).toBe('reconcile:acme:pay-1:2026-11-28');
+  });
+
+  it('throws when the payment ID holds the separator', () => {
+    expect(() => reconcileOperationId({ provider: 'acme', paymentId: 'a:b', businessDate: '2026-11-28' })).toThrow(
+      new InvalidOperationIdError('payment ID "a:b" cannot be part of an operation ID: it must be 1 to 128 characters of letters, digits and _ . @ # / + = - starting with a letter or digit'),
+    );
+  });
+
+  it('throws on a bad provider', () => {
+    expect(() => reconcileOperationId({ provider: 'Acme Pay', paymentId: 'p', businessDate: '2026-11-28' })).toThrow(
+      new InvalidOperationIdError('provider "Acme Pay" must be 1 to 32 lower-case letters, digits or - starting with a letter'),
+    );
+  });
+
+  it('throws on an impossible business date', () => {
+    expect(() => reconcileOperationId({ provider: 'acme', paymentId: 'p', businessDate: '2026-02-30' })).toThrow(
+      new InvalidOperationIdError('business date "2026-02-30" is not a real date in the form YYYY-MM-DD'),
+    );
+  });
+});
 
 describe('Job: payment-reconciliation', () => {
   let aws: LocalAws;

@@ -1,12 +1,8 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { resetClients } from '../../../../lambda/adapters/clients';
-import type { ObjectStore } from '../../../../lambda/adapters/s3Objects';
-import { PermanentError, RetryableError } from '../../../../lambda/core/errors';
-import { encodeCursor } from '../../../../lambda/core/pageCursor';
-import { personalDataHash } from '../../../../lambda/core/privacy';
-import { SettingsError } from '../../../../lambda/core/settings';
-import { StaleUploadDeps, createDeps, discoveryCutoff, job } from '../../../../lambda/jobs/stale-upload-cleanup';
+import { encodeCursor, InvalidOperationIdError, PermanentError, personalDataHash, RetryableError, SettingsError, type ObjectStore } from '../../../../lambda/job';
+import { StaleUploadDeps, createDeps, discoveryCutoff, job, staleUploadOperationId } from '../../../../lambda/jobs/stale-upload-cleanup';
 import { UploadItem, demoUploads, pendingUpload } from '../../../../lambda/jobs/stale-upload-cleanup/items';
 import { LocalAws, startLocalAws } from '../../../support/aws';
 import { TABLES, createTable, discoverAll, putAll, runtimeSettings } from '../support';
@@ -26,6 +22,22 @@ class FakeObjects implements ObjectStore {
     this.deleted.push(`${bucket}/${key}`);
   }
 }
+
+describe('Function: staleUploadOperationId', () => {
+  it('builds stale-upload:<uploadId>:<deleteAfter>', () => {
+    expect(staleUploadOperationId({ uploadId: 'u-1', deleteAfter: '2026-11-28T10:00:00.000Z' })).toBe('stale-upload:u-1:2026-11-28T10:00:00.000Z');
+  });
+
+  it('throws on a deadline that is not in canonical UTC form', () => {
+    expect(() => staleUploadOperationId({ uploadId: 'u-1', deleteAfter: '2026-11-28T10:00:00Z' })).toThrow(
+      new InvalidOperationIdError('deleteAfter "2026-11-28T10:00:00Z" must be a UTC timestamp in the form YYYY-MM-DDTHH:mm:ss.sssZ'),
+    );
+  });
+
+  it('throws on an empty upload ID', () => {
+    expect(() => staleUploadOperationId({ uploadId: '', deleteAfter: '2026-11-28T10:00:00.000Z' })).toThrow('upload ID "" cannot be part of an operation ID');
+  });
+});
 
 describe('Job: stale-upload-cleanup', () => {
   let aws: LocalAws;

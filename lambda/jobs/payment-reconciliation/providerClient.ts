@@ -1,9 +1,6 @@
 // The payment provider's HTTP edge: one reconcile call, with the provider's answers mapped onto the outcome rules.
 import * as z from 'zod/mini';
-import { PermanentError, RetryableError, ThrottledError } from '../core/errors';
-import { redactValue, sanitizedCause } from '../core/privacy';
-import { parseRetryAfter } from '../core/retryAfter';
-import type { SecretGetter } from './secrets';
+import { parseRetryAfter, PermanentError, redactValue, RetryableError, sanitizedCause, ThrottledError, type SecretGetter } from '../../job';
 
 export interface ReconcileRequest {
   paymentId: string;

@@ -1,7 +1,7 @@
-import { HttpProviderClient, ProviderConfigError, ReconcileRequest } from '../../../lambda/adapters/providerClient';
-import { PermanentError, RetryableError, ThrottledError } from '../../../lambda/core/errors';
-import { HttpStub, startHttpStub } from '../../support/httpStub';
-import { loggedError } from '../../support/capturedOutput';
+import { PermanentError, RetryableError, ThrottledError } from '../../../../lambda/job';
+import { HttpProviderClient, ProviderConfigError, ReconcileRequest } from '../../../../lambda/jobs/payment-reconciliation/providerClient';
+import { HttpStub, startHttpStub } from '../../../support/httpStub';
+import { loggedError } from '../../../support/capturedOutput';
 
 const API_KEY = 'sk_test_very_secret_value';
 const NOW = Date.parse('2026-11-29T09:00:00.000Z');

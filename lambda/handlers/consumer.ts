@@ -322,7 +322,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
               }
             }
           } catch (error) {
-            return accounting.fail(record, planned.message, error, tally);
+            return accounting.fail(record, planned.message, error, tally, runner.failedApplyStartedAt(record));
           }
         });
       };

@@ -6,6 +6,7 @@ import type { ApplyResult } from '../../core/job';
 import { idSchema, type JobMessage } from '../../core/message';
 import type { BatchTally, Ledger } from '../../adapters/ledger';
 import { count, logger, MetricName, milliseconds } from '../../adapters/observability';
+import { RECORD_FAILURE_KEY, recordFailure } from './recordFailure';
 
 /** What one record came to; the batch response only sees whether the record handler threw. */
 export type RecordOutcome = 'applied' | 'already-done' | 'duplicate' | 'rejected' | 'deferred' | 'dead-lettered';
@@ -98,18 +99,28 @@ export class Accounting {
    * Fails the record so SQS redelivers it: every valid record handed back (batchItemFailures) passes here once, and the
    * batch counts it as a retry, in the invocation's one flush. On its last allowed receive SQS moves it to the DLQ
    * instead; the ledger counts that here as dead-lettered (not a retry), since nothing else sees the move.
+   * Logs the failure as one line: the error in full, and under `recordFailure` its type, message, the place in the
+   * job's own code that threw it and the receive (recordFailure.ts), which the local report aggregates per job.
+   * `applyStartedAt` (epoch ms) is when the record's apply began, when it did: a job's starts are read from the logs.
    */
-  fail(record: SQSRecord, message: JobMessage, error: unknown, tally: BatchTally): never {
+  fail(record: SQSRecord, message: JobMessage, error: unknown, tally: BatchTally, applyStartedAt?: number): never {
     count(MetricName.Failed);
     const receives = Number(record.attributes?.ApproximateReceiveCount ?? 0);
     const { maxReceiveCount } = this.options;
-    if (maxReceiveCount !== undefined && receives >= maxReceiveCount) {
+    const last = maxReceiveCount !== undefined && receives >= maxReceiveCount;
+    const line = {
+      error: error as Error,
+      [RECORD_FAILURE_KEY]: recordFailure(error, receives),
+      ...(applyStartedAt === undefined ? {} : { applyStartedAt }),
+    };
+    if (last) {
       tally.note(message.batchId, 'deadLetteredOperations', deadLetterEntry(message.operationId, `failed on its last allowed receive (${receives}); SQS moves it to the DLQ: ${(error as Error)?.message ?? String(error)}`));
       count(MetricName.DeadLettered);
       if (message.dueBy !== undefined) count(MetricName.SloFailed);
-      logger.error('failed on its last allowed receive: SQS moves the message to the DLQ', { receives, maxReceiveCount });
+      logger.error('failed on its last allowed receive: SQS moves the message to the DLQ', { receives, maxReceiveCount, ...line });
     } else {
       tally.add(message.batchId, { retries: 1 });
+      logger.error('record failed; SQS redelivers it after the visibility timeout', { receives, ...line });
     }
     throw error;
   }

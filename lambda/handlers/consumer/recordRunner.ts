@@ -149,6 +149,14 @@ export class RecordRunner {
    */
   private lastApplyEndedMs: number | undefined;
 
+  /** When each record whose apply threw began it (epoch ms), for its failure's log line (Accounting.fail). */
+  private readonly applyStarts = new WeakMap<SQSRecord, number>();
+
+  /** When `record`'s apply began, if it ran and threw (the claim was taken: a downstream call may have been made). */
+  failedApplyStartedAt(record: SQSRecord): number | undefined {
+    return this.applyStarts.get(record);
+  }
+
   /** Gives Powertools the invocation's context (its remaining time bounds an in-progress claim). */
   registerContext(context: Context): void {
     this.config.registerLambdaContext(context);
@@ -327,11 +335,10 @@ export class RecordRunner {
         return deferrer.defer(message, { kind: 'throttled', error }, tally);
       }
       // Retryable, in progress elsewhere, or unknown: SQS redelivers it after the visibility timeout.
-      logger[inProgress ? 'warn' : 'error'](
-        inProgress ? 'operation is in progress in another invocation; will retry' : 'apply failed; will retry',
-        { error: error as Error, ...(inProgress ? {} : { applyStartedAt: applyStartedMs }) },
-      );
-      // The consumer hands it back to SQS (Accounting.fail): counted there as a retry, or as dead-lettered on its last receive.
+      if (inProgress) logger.warn('operation is in progress in another invocation; will retry', { error: error as Error });
+      else this.applyStarts.set(record, applyStartedMs);
+      // The consumer hands it back to SQS (Accounting.fail): counted there as a retry, or as dead-lettered on its last
+      // receive, and logged there, once, with the apply's start.
       throw error;
     } finally {
       clearTimeout(watchdog);

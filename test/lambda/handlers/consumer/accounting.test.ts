@@ -111,6 +111,37 @@ describe('Class: Accounting', () => {
       expect(tallied(tally)).toEqual({ [BATCH]: { retries: 1 } });
     });
 
+    it('logs the failure as one line: the error, its RecordFailure (the job file it came from, the receive) and the apply\'s start', () => {
+      const error = new TypeError("Cannot read properties of undefined (reading 'balance')");
+      const logged = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+      expect(() => accounting(5).fail(receivedTimes('a', 2), message('a'), error, tally, 1_234)).toThrow(error);
+      expect(logged.mock.calls).toEqual([
+        [
+          'record failed; SQS redelivers it after the visibility timeout',
+          {
+            receives: 2,
+            error,
+            recordFailure: {
+              errorName: 'TypeError',
+              errorMessage: "Cannot read properties of undefined (reading 'balance')",
+              // Thrown in this test file: the first frame outside the engine, relative to the project.
+              jobLocation: expect.stringMatching(/^test\/lambda\/handlers\/consumer\/accounting\.test\.ts:\d+:\d+$/),
+              attempt: 2,
+            },
+            applyStartedAt: 1_234,
+          },
+        ],
+      ]);
+    });
+
+    it('logs a failure on the last allowed receive as that, once, without an apply start when none began', () => {
+      const logged = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
+      expect(() => accounting(5).fail(receivedTimes('a', 5), message('a'), new Error('boom'), tally)).toThrow('boom');
+      expect(logged.mock.calls.map(([text, fields]) => [text, Object.keys(fields as object)])).toEqual([
+        ['failed on its last allowed receive: SQS moves the message to the DLQ', ['receives', 'maxReceiveCount', 'error', 'recordFailure']],
+      ]);
+    });
+
     it('names a thrown non-Error in the dead-letter reason', () => {
       expect(() => accounting(1).fail(receivedTimes('a', 1), message('a'), 'plain string', tally)).toThrow('plain string');
       expect(tallied(tally)[BATCH].deadLetteredOperations).toEqual([`${operationId('a')} failed on its last allowed receive (1); SQS moves it to the DLQ: plain string`]);

@@ -51,6 +51,8 @@ export interface JobObservation extends Pick<LedgerTotals, 'discovered' | 'publi
   iamEnforced?: boolean;
   /** Errors the job's functions raised (init, handler, timeout, crash), by kind. */
   functionErrors?: FunctionErrorSummary[];
+  /** Errors that failed the job's records (its apply threw; the batch processor caught it), by kind: RecordFailureLog. */
+  recordFailures?: RecordFailureSummary[];
 }
 
 /** One kind of denial: action, resource and role, how often, and AWS's message. */
@@ -71,6 +73,78 @@ export interface FunctionErrorSummary {
   message: string;
   count: number;
   examples: string[];
+}
+
+/**
+ * One kind of error that failed a job's records: the consumer caught it from the job's apply (or hit it itself) and
+ * handed the record back to SQS, so it fails no invocation and only the consumer's log line names it.
+ */
+export interface RecordFailureSummary {
+  /** The error's type, e.g. `TypeError`, `Error` (a module not found), `RetryableError`. */
+  errorName: string;
+  /** Its message's first line. */
+  message: string;
+  /** Where the job's own code threw it (`<path>:<line>:<column>`, relative to the app's folder); absent when unknown. */
+  location?: string;
+  /** Records (operations) it failed. */
+  records: number;
+  /** Failed attempts in all: each receive of a record that failed counts once. */
+  attempts: number;
+}
+
+/** The key of the consumer's failed-record line (lambda/handlers/consumer/recordFailure.ts RECORD_FAILURE_KEY). */
+const RECORD_FAILURE_KEY = 'recordFailure';
+/** Kinds of record error the text report shows per job; --json lists them all. */
+const RECORD_FAILURES_SHOWN = 5;
+
+interface RecordFailureLine {
+  operationId?: unknown;
+  messageId?: unknown;
+  [RECORD_FAILURE_KEY]?: { errorName?: unknown; errorMessage?: unknown; jobLocation?: unknown };
+}
+
+interface FailureKind {
+  summary: Omit<RecordFailureSummary, 'records'>;
+  records: Set<string>;
+}
+
+/**
+ * The consumers' failed-record lines, aggregated per function: each distinct error (type, message, place in the job's
+ * code) with the records and attempts it failed. Fed every line the functions write, as the session's log sees them.
+ */
+export class RecordFailureLog {
+  private readonly byFunction = new Map<string, Map<string, FailureKind>>();
+
+  /** Feeds one line a function wrote (`source`: the function's name); lines that are not a failed record are ignored. */
+  observe(source: string, line: string): void {
+    if (!line.includes(`"${RECORD_FAILURE_KEY}"`)) return;
+    let doc: RecordFailureLine;
+    try {
+      doc = JSON.parse(line.slice(line.indexOf('{'))) as RecordFailureLine;
+    } catch {
+      return;
+    }
+    const failure = doc[RECORD_FAILURE_KEY];
+    if (typeof failure !== 'object' || failure === null) return;
+    const errorName = typeof failure.errorName === 'string' ? failure.errorName : 'Error';
+    const message = typeof failure.errorMessage === 'string' ? failure.errorMessage : '';
+    const location = typeof failure.jobLocation === 'string' ? failure.jobLocation : undefined;
+    const record = typeof doc.operationId === 'string' ? doc.operationId : typeof doc.messageId === 'string' ? doc.messageId : line;
+    const kinds = this.byFunction.get(source) ?? new Map<string, FailureKind>();
+    this.byFunction.set(source, kinds);
+    const key = JSON.stringify([errorName, message, location ?? null]);
+    const kind = kinds.get(key) ?? { summary: { errorName, message, ...(location === undefined ? {} : { location }), attempts: 0 }, records: new Set<string>() };
+    kinds.set(key, kind);
+    kind.summary.attempts++;
+    kind.records.add(record);
+  }
+
+  /** The function's record errors, the most attempts first; none for a function with no failed record (or no name). */
+  summary(functionName: string | undefined): RecordFailureSummary[] {
+    return [...(this.byFunction.get(functionName ?? '')?.values() ?? [])]
+      .map((k) => ({ ...k.summary, records: k.records.size }))
+      .sort((a, b) => b.attempts - a.attempts || b.records - a.records || a.errorName.localeCompare(b.errorName) || a.message.localeCompare(b.message));
+  }
 }
 
 export interface JobReport {
@@ -98,6 +172,8 @@ export interface JobReport {
   denials: DenialSummary[];
   /** Errors the job's functions raised, by kind (empty when none). */
   functionErrors: FunctionErrorSummary[];
+  /** Errors that failed the job's records (apply threw), by kind, the most attempts first (empty when none). */
+  recordFailures: RecordFailureSummary[];
 }
 
 export interface Check {
@@ -146,6 +222,7 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
     ...(source === 'pipeline' ? { note: pipelineNote(job) } : {}),
     denials: o.denials ?? [],
     functionErrors: o.functionErrors ?? [],
+    recordFailures: o.recordFailures ?? [],
   };
   const denied = o.denials ?? [];
   const enforced = o.iamEnforced !== false;
@@ -164,7 +241,9 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
       job,
       name: 'nothing-lost',
       ok: batchExact(totals),
-      detail: `completed ${o.completed}${o.keptData || earlier > 0 ? ` + done by earlier runs ${earlier}` : ''} + rejected ${o.rejected} + dlq ${o.dlq} = ${accounted}, discovered ${o.discovered}`,
+      detail: `completed ${o.completed}${o.keptData || earlier > 0 ? ` + done by earlier runs ${earlier}` : ''} + rejected ${o.rejected} + dlq ${o.dlq} = ${accounted}, discovered ${o.discovered}${
+        !batchExact(totals) && report.recordFailures.length > 0 ? `; records failing: ${describeRecordFailure(report.recordFailures[0])}` : ''
+      }`,
     },
     {
       job,
@@ -245,6 +324,12 @@ export function buildRunReport(input: {
   };
 }
 
+/** One kind of record error in a line: `TypeError: <message> at <location> (N records, M attempts)`. */
+export function describeRecordFailure(f: RecordFailureSummary): string {
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  return `${f.errorName}: ${f.message}${f.location ? ` at ${f.location}` : ''} (${plural(f.records, 'record')}, ${plural(f.attempts, 'attempt')})`;
+}
+
 /** Fixed-width text table. */
 export function formatTable(headers: string[], rows: (string | number)[][]): string {
   const cells = [headers, ...rows.map((r) => r.map(String))];
@@ -275,6 +360,10 @@ export function formatReport(report: RunReport): string {
     ...j.functionErrors.map(
       (e) => `ERROR  ${name}  ${e.functionName}: ${e.errorType}: ${e.message} x${e.count}${e.examples[0] && e.examples[0] !== e.message ? ` (first: ${e.examples[0].slice(0, 300)})` : ''}`,
     ),
+    ...j.recordFailures.slice(0, RECORD_FAILURES_SHOWN).map((f) => `RECORD-ERROR  ${name}  ${describeRecordFailure(f)}`),
+    ...(j.recordFailures.length > RECORD_FAILURES_SHOWN
+      ? [`RECORD-ERROR  ${name}  and ${j.recordFailures.length - RECORD_FAILURES_SHOWN} more kinds of error (--json lists them all)`]
+      : []),
   ]);
   const warnings = report.warnings.map((w) => `WARNING  ${w}`);
   const head = report.settled ? `settled in ${(report.durationMs / 1000).toFixed(1)} s` : `did NOT settle within ${(report.durationMs / 1000).toFixed(1)} s`;

@@ -1,4 +1,4 @@
-import { buildJobReport, buildRunReport, formatReport, JobObservation } from '../../local/report';
+import { buildJobReport, buildRunReport, formatReport, JobObservation, RecordFailureLog, type RecordFailureSummary } from '../../local/report';
 
 const observation = (overrides: Partial<JobObservation> = {}): JobObservation => ({
   discovered: 3,
@@ -18,7 +18,7 @@ const observation = (overrides: Partial<JobObservation> = {}): JobObservation =>
 describe('Function: buildJobReport', () => {
   it('passes the five checks when every operation is accounted for, changed once, paced, none dead-lettered and nothing denied', () => {
     const { report, checks } = buildJobReport('job', observation({ starts: [0, 500, 1000, 1500] }));
-    expect(report).toEqual({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, duplicatesSuppressed: 0, deferred: 0, throttled: 0, maxStartsPerWindow: 2, rateLimitPerWindow: 2, windowSeconds: 1, maxJobAgeSeconds: null, effectsSource: 'fixture', denials: [], functionErrors: [] });
+    expect(report).toEqual({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, duplicatesSuppressed: 0, deferred: 0, throttled: 0, maxStartsPerWindow: 2, rateLimitPerWindow: 2, windowSeconds: 1, maxJobAgeSeconds: null, effectsSource: 'fixture', denials: [], functionErrors: [], recordFailures: [] });
     expect(checks).toEqual([
       { job: 'job', name: 'nothing-lost', ok: true, detail: 'completed 3 + rejected 0 + dlq 0 = 3, discovered 3' },
       { job: 'job', name: 'one-effect-per-operation', ok: true, detail: '3 operations with one effect each, 3 completed' },
@@ -190,5 +190,93 @@ describe('Function: formatReport, denials, function errors and warnings', () => 
     expect(text).toContain("ERROR  job  fn: Runtime.ImportModuleError: Error: Cannot find module 'left-pad' x2");
     expect(text.split('\n').indexOf('WARNING  IAM is not enforced (--no-iam)')).toBeLessThan(text.indexOf('DENIED'));
     expect(text.trimEnd().endsWith('FAILED')).toBe(true);
+  });
+});
+
+describe('Class: RecordFailureLog', () => {
+  /** A failed record's line as the consumer writes it (Accounting.fail), with the fields the log reads. */
+  const failedLine = (operationId: string, attempt: number, errorName: string, errorMessage: string, jobLocation?: string) =>
+    JSON.stringify({
+      level: 'ERROR',
+      message: 'record failed; SQS redelivers it after the visibility timeout',
+      service: 'failing-job',
+      timestamp: '2026-11-30T02:00:00.000Z',
+      job: 'failing-job',
+      operationId,
+      batchId: 'failing-job:2026-11-30:x',
+      messageId: `m-${operationId}-${attempt}`,
+      receives: attempt,
+      error: { name: errorName, message: errorMessage, stack: `${errorName}: ${errorMessage}\n    at apply (/tmp/x/index.ts:1:1)` },
+      recordFailure: { errorName, errorMessage, ...(jobLocation ? { jobLocation } : {}), attempt },
+    });
+  const TYPE_ERROR = "Cannot read properties of undefined (reading 'balance')";
+  const AT = 'jobs/failing-job/index.ts:31:43';
+
+  describe('Method: observe', () => {
+    it('counts each distinct error (type, message, place in the job) by the records and attempts it failed', () => {
+      const log = new RecordFailureLog();
+      log.observe('consumer-fn', failedLine('op-1', 1, 'TypeError', TYPE_ERROR, AT));
+      log.observe('consumer-fn', failedLine('op-1', 2, 'TypeError', TYPE_ERROR, AT));
+      log.observe('consumer-fn', failedLine('op-2', 1, 'TypeError', TYPE_ERROR, AT));
+      log.observe('consumer-fn', failedLine('op-3', 1, 'Error', "Cannot find module 'left-pad'", 'jobs/failing-job/index.ts:12:5'));
+      // The same type and message thrown elsewhere in the job is another kind; an engine failure has no place.
+      log.observe('consumer-fn', failedLine('op-4', 1, 'TypeError', TYPE_ERROR, 'jobs/failing-job/lib.ts:3:1'));
+      log.observe('consumer-fn', failedLine('op-5', 1, 'IdempotencyPersistenceLayerError', 'Failed to update record'));
+      expect(log.summary('consumer-fn')).toEqual([
+        { errorName: 'TypeError', message: TYPE_ERROR, location: AT, records: 2, attempts: 3 },
+        { errorName: 'Error', message: "Cannot find module 'left-pad'", location: 'jobs/failing-job/index.ts:12:5', records: 1, attempts: 1 },
+        { errorName: 'IdempotencyPersistenceLayerError', message: 'Failed to update record', records: 1, attempts: 1 },
+        { errorName: 'TypeError', message: TYPE_ERROR, location: 'jobs/failing-job/lib.ts:3:1', records: 1, attempts: 1 },
+      ]);
+    });
+
+    it('keeps each function apart, and ignores every other line', () => {
+      const log = new RecordFailureLog();
+      log.observe('consumer-a', failedLine('op-1', 1, 'TypeError', TYPE_ERROR, AT));
+      log.observe('consumer-b', `2026-11-30T02:00:00.000Z ${failedLine('op-9', 1, 'RangeError', 'Invalid time value', AT)}`);
+      log.observe('consumer-a', JSON.stringify({ level: 'INFO', message: 'operation completed', operationId: 'op-2', applyStartedAt: 1 }));
+      log.observe('consumer-a', 'START RequestId: 1 "recordFailure" in plain text');
+      log.observe('consumer-a', JSON.stringify({ level: 'ERROR', message: 'x', recordFailure: 'not an object' }));
+      expect(log.summary('consumer-a')).toEqual([{ errorName: 'TypeError', message: TYPE_ERROR, location: AT, records: 1, attempts: 1 }]);
+      expect(log.summary('consumer-b')).toEqual([{ errorName: 'RangeError', message: 'Invalid time value', location: AT, records: 1, attempts: 1 }]);
+      expect(log.summary('producer-a')).toEqual([]);
+      expect(log.summary(undefined)).toEqual([]);
+    });
+  });
+
+  describe('in the report', () => {
+    const failures: RecordFailureSummary[] = [
+      { errorName: 'TypeError', message: TYPE_ERROR, location: AT, records: 3, attempts: 9 },
+      { errorName: 'Error', message: "Cannot find module 'left-pad'", records: 1, attempts: 1 },
+    ];
+    const failing = observation({ discovered: 3, completed: 0, effectsByOperation: new Map(), starts: [], recordFailures: failures });
+
+    it('lists them per job in --json, and names the first where nothing-lost fails', () => {
+      const { report, checks } = buildJobReport('failing-job', failing);
+      expect(report.recordFailures).toEqual(failures);
+      expect(checks.find((c) => c.name === 'nothing-lost')).toEqual({
+        job: 'failing-job',
+        name: 'nothing-lost',
+        ok: false,
+        detail: `completed 0 + rejected 0 + dlq 0 = 0, discovered 3; records failing: TypeError: ${TYPE_ERROR} at ${AT} (3 records, 9 attempts)`,
+      });
+    });
+
+    it('prints each under its job, before the checks, with its counts and the job file it came from', () => {
+      const text = formatReport(buildRunReport({ env: 'dev', businessDate: '2026-11-30', settled: true, durationMs: 1000, jobs: new Map([['failing-job', failing]]) }));
+      const lines = text.split('\n');
+      expect(lines).toContain(`RECORD-ERROR  failing-job  TypeError: ${TYPE_ERROR} at ${AT} (3 records, 9 attempts)`);
+      expect(lines).toContain("RECORD-ERROR  failing-job  Error: Cannot find module 'left-pad' (1 record, 1 attempt)");
+      expect(lines.findIndex((l) => l.startsWith('RECORD-ERROR'))).toBeLessThan(lines.findIndex((l) => l.startsWith('FAIL ')));
+    });
+
+    it('shows the five with the most attempts and says how many more --json lists', () => {
+      const many = Array.from({ length: 7 }, (_, i): RecordFailureSummary => ({ errorName: 'Error', message: `boom ${i}`, records: 1, attempts: 7 - i }));
+      const text = formatReport(buildRunReport({ env: 'dev', businessDate: '2026-11-30', settled: true, durationMs: 1000, jobs: new Map([['failing-job', observation({ recordFailures: many })]]) }));
+      expect(text.split('\n').filter((l) => l.startsWith('RECORD-ERROR'))).toEqual([
+        ...[0, 1, 2, 3, 4].map((i) => `RECORD-ERROR  failing-job  Error: boom ${i} (1 record, ${7 - i} attempts)`),
+        'RECORD-ERROR  failing-job  and 2 more kinds of error (--json lists them all)',
+      ]);
+    });
   });
 });

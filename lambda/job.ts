@@ -29,7 +29,13 @@ export { SettingsError } from './core/settings';
 // engine's edges a job reuses: counting a query, reading a secret, deleting an object.
 export { documentClient, s3Client } from './adapters/clients';
 export { countQuery, MAX_COUNT_PAGES } from './adapters/countQuery';
-export { apiKeyGetter, secretStringGetter, SecretError, type SecretGetter, type SecretGetterOptions } from './adapters/secrets';
+export {
+  apiKeyGetter,
+  secretStringGetter,
+  SecretError,
+  type SecretGetter,
+  type SecretGetterOptions,
+} from './adapters/secrets';
 export { S3ObjectStore, type ObjectStore } from './adapters/s3Objects';
 
 // Operation IDs (the idempotency keys) and page cursors.

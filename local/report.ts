@@ -51,7 +51,7 @@ export interface JobObservation extends Pick<LedgerTotals, 'discovered' | 'publi
   iamEnforced?: boolean;
   /** Errors the job's functions raised (init, handler, timeout, crash), by kind. */
   functionErrors?: FunctionErrorSummary[];
-  /** Errors that failed the job's records (its apply threw; the batch processor caught it), by kind: RecordFailureLog. */
+  /** Errors that failed the job's records (apply threw; the batch processor caught it), by kind: RecordFailureLog. */
   recordFailures?: RecordFailureSummary[];
 }
 
@@ -84,7 +84,7 @@ export interface RecordFailureSummary {
   errorName: string;
   /** Its message's first line. */
   message: string;
-  /** Where the job's own code threw it (`<path>:<line>:<column>`, relative to the app's folder); absent when unknown. */
+  /** Where the job's own code threw it (`<path>:<line>:<column>`, relative to the app's folder), when known. */
   location?: string;
   /** Records (operations) it failed. */
   records: number;
@@ -115,7 +115,7 @@ interface FailureKind {
 export class RecordFailureLog {
   private readonly byFunction = new Map<string, Map<string, FailureKind>>();
 
-  /** Feeds one line a function wrote (`source`: the function's name); lines that are not a failed record are ignored. */
+  /** Feeds one line a function wrote (`source`: the function's name); any line but a failed record's is ignored. */
   observe(source: string, line: string): void {
     if (!line.includes(`"${RECORD_FAILURE_KEY}"`)) return;
     let doc: RecordFailureLine;
@@ -129,11 +129,13 @@ export class RecordFailureLog {
     const errorName = typeof failure.errorName === 'string' ? failure.errorName : 'Error';
     const message = typeof failure.errorMessage === 'string' ? failure.errorMessage : '';
     const location = typeof failure.jobLocation === 'string' ? failure.jobLocation : undefined;
-    const record = typeof doc.operationId === 'string' ? doc.operationId : typeof doc.messageId === 'string' ? doc.messageId : line;
+    const messageId = typeof doc.messageId === 'string' ? doc.messageId : line;
+    const record = typeof doc.operationId === 'string' ? doc.operationId : messageId;
     const kinds = this.byFunction.get(source) ?? new Map<string, FailureKind>();
     this.byFunction.set(source, kinds);
     const key = JSON.stringify([errorName, message, location ?? null]);
-    const kind = kinds.get(key) ?? { summary: { errorName, message, ...(location === undefined ? {} : { location }), attempts: 0 }, records: new Set<string>() };
+    const summary = { errorName, message, ...(location === undefined ? {} : { location }), attempts: 0 };
+    const kind = kinds.get(key) ?? { summary, records: new Set<string>() };
     kinds.set(key, kind);
     kind.summary.attempts++;
     kind.records.add(record);
@@ -143,7 +145,10 @@ export class RecordFailureLog {
   summary(functionName: string | undefined): RecordFailureSummary[] {
     return [...(this.byFunction.get(functionName ?? '')?.values() ?? [])]
       .map((k) => ({ ...k.summary, records: k.records.size }))
-      .sort((a, b) => b.attempts - a.attempts || b.records - a.records || a.errorName.localeCompare(b.errorName) || a.message.localeCompare(b.message));
+      .sort(
+        (a, b) =>
+          b.attempts - a.attempts || b.records - a.records || a.errorName.localeCompare(b.errorName) || a.message.localeCompare(b.message),
+      );
   }
 }
 

@@ -57,7 +57,10 @@ function checkBusinessDate(value: string): void {
  *   says, the error naming `label`;
  * - `{ businessDate }` is checked as a real calendar date in the form YYYY-MM-DD.
  */
-export type OperationIdPart = string | { readonly label: string; readonly id: string } | { readonly businessDate: string };
+export type OperationIdPart =
+  | string
+  | { readonly label: string; readonly id: string }
+  | { readonly businessDate: string };
 
 /**
  * The operation ID of `parts`, joined by ':' (e.g. `reconcile:<provider>:<paymentId>:<businessDate>`). Discovery

@@ -30,7 +30,7 @@ export interface RecordFailure {
 
 /** Where the engine's own files are, and the folder a job's files are named relative to. */
 export interface CodeLayout {
-  /** The engine's `lambda/` folder (its jobs/ subfolder, where this repository keeps its examples, is not the engine). */
+  /** The engine's `lambda/` folder (not its jobs/ subfolder: this repository keeps its examples there). */
   engineDir: string;
   /** The app's folder: paths in `jobLocation` are relative to it. */
   appDir: string;
@@ -63,7 +63,8 @@ export function stackFrames(stack: string): Frame[] {
  * frames all name the bundle, so no frame could be told to be the job's.
  */
 export function layoutOf(ownFile: string | undefined): CodeLayout | undefined {
-  if (ownFile === undefined || !/[\\/]handlers[\\/]consumer[\\/]recordFailure\.[cm]?[jt]s$/.test(ownFile)) return undefined;
+  const own = /[\\/]handlers[\\/]consumer[\\/]recordFailure\.[cm]?[jt]s$/;
+  if (ownFile === undefined || !own.test(ownFile)) return undefined;
   const engineDir = resolve(dirname(ownFile), '..', '..');
   const modules = engineDir.indexOf(`${sep}node_modules${sep}`);
   return { engineDir, appDir: modules >= 0 ? engineDir.slice(0, modules) : dirname(engineDir) };
@@ -97,12 +98,15 @@ export function jobCodeLocation(stack: string | undefined, code: CodeLayout | un
 
 /** The RecordFailure of `error`, thrown on the message's `attempt`-th receive. */
 export function recordFailure(error: unknown, attempt: number, code: CodeLayout | undefined = ownLayout()): RecordFailure {
-  const fields = typeof error === 'object' && error !== null ? (error as { name?: unknown; message?: unknown; stack?: unknown }) : {};
+  type Fields = { name?: unknown; message?: unknown; stack?: unknown };
+  const fields: Fields = typeof error === 'object' && error !== null ? error : {};
+  // Duck-typed, not instanceof: an error from another realm (a VM, a bundled copy of a library) is still an error.
   const isErrorLike = typeof fields.message === 'string';
-  const errorName = isErrorLike ? (typeof fields.name === 'string' && fields.name !== '' ? fields.name : 'Error') : error === null ? 'null' : typeof error;
-  const text = isErrorLike ? (fields.message as string) : String(error);
-  const firstLine = text.split('\n', 1)[0];
-  const errorMessage = firstLine.length > MAX_FAILURE_MESSAGE_CHARS ? `${firstLine.slice(0, MAX_FAILURE_MESSAGE_CHARS)}...` : firstLine;
+  const named = typeof fields.name === 'string' && fields.name !== '' ? fields.name : 'Error';
+  const errorName = isErrorLike ? named : error === null ? 'null' : typeof error;
+  const firstLine = (isErrorLike ? (fields.message as string) : String(error)).split('\n', 1)[0];
+  const errorMessage =
+    firstLine.length > MAX_FAILURE_MESSAGE_CHARS ? `${firstLine.slice(0, MAX_FAILURE_MESSAGE_CHARS)}...` : firstLine;
   const jobLocation = jobCodeLocation(typeof fields.stack === 'string' ? fields.stack : undefined, code);
   return { errorName, errorMessage, ...(jobLocation === undefined ? {} : { jobLocation }), attempt };
 }

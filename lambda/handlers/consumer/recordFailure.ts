@@ -67,7 +67,8 @@ export function layoutOf(ownFile: string | undefined): CodeLayout | undefined {
   if (ownFile === undefined || !own.test(ownFile)) return undefined;
   const engineDir = resolve(dirname(ownFile), '..', '..');
   const modules = engineDir.indexOf(`${sep}node_modules${sep}`);
-  return { engineDir, appDir: modules >= 0 ? engineDir.slice(0, modules) : dirname(engineDir) };
+  // On Lambda the source maps name the app's folder as the root (/var/task/../..): its node_modules is /node_modules.
+  return { engineDir, appDir: modules >= 0 ? engineDir.slice(0, modules) || sep : dirname(engineDir) };
 }
 
 function ownFile(): string | undefined {

@@ -41,6 +41,13 @@ describe('Function: layoutOf', () => {
     expect(layoutOf(`${APP}/node_modules/paced-jobs/dist/lambda/handlers/consumer/recordFailure.js`)).toEqual(installed);
   });
 
+  it('names paths from the root on Lambda, where the source maps put the app\'s folder at /', () => {
+    const onLambda = layoutOf('/node_modules/paced-jobs/dist/lambda/handlers/consumer/recordFailure.js');
+    expect(onLambda).toEqual({ engineDir: '/node_modules/paced-jobs/dist/lambda', appDir: '/' });
+    expect(jobCodeLocation(stack('apply (/jobs/usage-report/index.ts:41:22)'), onLambda)).toBe('jobs/usage-report/index.ts:41:22');
+    expect(layoutOf('/lambda/handlers/consumer/recordFailure.ts')).toEqual({ engineDir: '/lambda', appDir: '/' });
+  });
+
   it('gives none for a bundle run without source maps, whose frames all name the bundle', () => {
     expect(layoutOf('/var/task/index.js')).toBeUndefined();
     expect(layoutOf(undefined)).toBeUndefined();

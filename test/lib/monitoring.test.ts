@@ -1,6 +1,5 @@
 // Monitoring: the prod template's per-job alarms (names, thresholds, actions), the alarm topic, the dashboard, and
 // config reaching the thresholds and the email subscription.
-import * as path from 'node:path';
 import { Lazy, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { MetricName } from '../../lambda/adapters/observability';
@@ -13,7 +12,6 @@ import { PacedJobsStack } from '../../lib/stack';
 import { testApp } from './cdkContext';
 import { arnOf, logicalId, refOf, resourceOf } from './templateHelpers';
 
-const FIXTURE_HANDLERS = path.join(__dirname, 'fixtures', 'handlers');
 /** The example jobs, checked one by one below. */
 const PROD_JOBS = ['payment-reconciliation', 'stale-upload-cleanup', 'expired-session-cleanup'];
 /** Every job prod configures, in config order: the examples and any a user added (npm run new-job). */
@@ -52,7 +50,7 @@ function buildCustom(): Built {
     },
   });
   const app = testApp();
-  const stack = new PacedJobsStack(app, 'PacedJobs-custom', { environmentName: 'custom', config, handlersDir: FIXTURE_HANDLERS });
+  const stack = new PacedJobsStack(app, 'PacedJobs-custom', { environmentName: 'custom', config });
   return { stack, template: Template.fromStack(stack) };
 }
 
@@ -458,7 +456,7 @@ describe('Class: Monitoring', () => {
 
     it('subscribes no one when alarmEmail is not configured', () => {
       const config = environmentSchema.parse({ region: 'eu-west-1', jobs: { 'a-job': { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } } } });
-      const stack = new PacedJobsStack(testApp(), 'PacedJobs-quiet', { environmentName: 'quiet', config, handlersDir: FIXTURE_HANDLERS });
+      const stack = new PacedJobsStack(testApp(), 'PacedJobs-quiet', { environmentName: 'quiet', config });
       expect(Template.fromStack(stack).findResources('AWS::SNS::Subscription')).toEqual({});
     });
 

@@ -180,11 +180,11 @@ const entrySchema = z.string().min(1, 'must be the path of the job\'s module').s
 });
 
 /**
- * One job's props: config's `jobSchema` with `uses` taking constructs and `entry` added, and config's rules between a
- * job's keys. Parsed, `entry` is absolute.
+ * One job's props: `entry` (first, so its problem is named first), then config's `jobSchema` with `uses` taking
+ * constructs, and config's rules between a job's keys. Parsed, `entry` is absolute.
  */
-export const jobPropsSchema = jobSchema
-  .extend({ entry: entrySchema.transform((entry) => path.resolve(entry)), uses: usesPropsSchema.prefault({}) })
+export const jobPropsSchema = z
+  .object({ entry: entrySchema.transform((entry) => path.resolve(entry)), ...jobSchema.shape, uses: usesPropsSchema.prefault({}) })
   .superRefine((job, ctx) => addJobRuleIssues(job, ctx, []));
 
 export type ParsedJobProps = z.output<typeof jobPropsSchema>;

@@ -22,6 +22,11 @@ export interface PacedJobsStackProps extends StackProps {
   readonly environmentName: string;
   /** The environment's validated configuration (lib/config/load.ts). */
   readonly config: EnvironmentConfig;
+  /**
+   * Each job's entry (the module exporting its `job`), by job name: a test builds the stack's jobs on a fixture job's
+   * code this way. @default `lambda/jobs/<name>/index.ts`
+   */
+  readonly jobEntry?: (jobName: string) => string;
 }
 
 /**
@@ -41,7 +46,7 @@ export class PacedJobsStack extends Stack {
   public readonly scheduleGroup: scheduler.ScheduleGroup;
 
   constructor(scope: Construct, id: string, props: PacedJobsStackProps) {
-    const { environmentName, config, ...stackProps } = props;
+    const { environmentName, config, jobEntry = (jobName: string) => path.join(JOBS_DIR, jobName, 'index.ts'), ...stackProps } = props;
     const problems: string[] = [];
     const groupProblem = scheduleGroupNameProblem(environmentName);
     if (groupProblem) problems.push(`environmentName ${groupProblem}`);
@@ -78,7 +83,7 @@ export class PacedJobsStack extends Stack {
       operatorRoles: config.operatorRoles,
       jobs: Object.fromEntries(Object.entries(config.jobs).map(([jobName, job]): [string, JobProps] => [jobName, {
         ...job,
-        entry: path.join(JOBS_DIR, jobName, 'index.ts'),
+        entry: jobEntry(jobName),
         uses: this.usesOf(job.uses),
       }])),
     });

@@ -1,5 +1,6 @@
 // Monitoring: the prod template's per-job alarms (names, thresholds, actions), the alarm topic, the dashboard, and
 // config reaching the thresholds and the email subscription.
+import * as path from 'node:path';
 import { Lazy, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { MetricName } from '../../lambda/adapters/observability';
@@ -11,6 +12,9 @@ import { InvalidPropsError } from '../../lib/props-error';
 import { PacedJobsStack } from '../../lib/stack';
 import { testApp } from './cdkContext';
 import { arnOf, logicalId, refOf, resourceOf } from './templateHelpers';
+
+/** The code every custom stack's jobs are built on: the entry is bundled, never run, in these tests. */
+const FAKE_JOB = path.join(__dirname, '..', 'fixtures', 'jobs', 'fake-job', 'index.ts');
 
 /** The example jobs, checked one by one below. */
 const PROD_JOBS = ['payment-reconciliation', 'stale-upload-cleanup', 'expired-session-cleanup'];
@@ -50,7 +54,7 @@ function buildCustom(): Built {
     },
   });
   const app = testApp();
-  const stack = new PacedJobsStack(app, 'PacedJobs-custom', { environmentName: 'custom', config });
+  const stack = new PacedJobsStack(app, 'PacedJobs-custom', { environmentName: 'custom', config, jobEntry: () => FAKE_JOB });
   return { stack, template: Template.fromStack(stack) };
 }
 
@@ -456,7 +460,7 @@ describe('Class: Monitoring', () => {
 
     it('subscribes no one when alarmEmail is not configured', () => {
       const config = environmentSchema.parse({ region: 'eu-west-1', jobs: { 'a-job': { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } } } });
-      const stack = new PacedJobsStack(testApp(), 'PacedJobs-quiet', { environmentName: 'quiet', config });
+      const stack = new PacedJobsStack(testApp(), 'PacedJobs-quiet', { environmentName: 'quiet', config, jobEntry: () => FAKE_JOB });
       expect(Template.fromStack(stack).findResources('AWS::SNS::Subscription')).toEqual({});
     });
 

@@ -46,6 +46,7 @@ export function handlerEntry(dir: string, handler: 'producer' | 'consumer'): str
   const source = path.join(dir, `${handler}.ts`);
   return existsSync(source) ? source : path.join(dir, `${handler}.js`);
 }
+
 /** The admission queue's visibility timeout is the producer's timeout plus this. */
 export const ADMISSION_VISIBILITY_MARGIN_SECONDS = 60;
 /** Receives of one admission step before it is dead-lettered to the producer DLQ (and the alarm fires). */

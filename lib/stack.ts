@@ -12,8 +12,6 @@ import { JobProps, JobUses, PacedJobs, scheduleGroupNameProblem } from './paced-
 import { assertNoProblems } from './props-error';
 import type { StateTables } from './state-tables';
 
-export { SCHEDULE_GROUP_NAME_PATTERN, scheduleGroupName } from './paced-jobs';
-
 /** Where the reference app's jobs live: `lambda/jobs/<name>/index.ts`, each exporting `job`. */
 export const JOBS_DIR = path.join(__dirname, '..', 'lambda', 'jobs');
 

@@ -1,4 +1,4 @@
-// The deployable unit for one environment: the app resources, the runtime's state tables, one PacedJob per configured job.
+// The reference app's deployable unit for one environment: its app resources, and its configured jobs through PacedJobs.
 import * as path from 'node:path';
 import { Aws, CfnOutput, CfnRule, Fn, Stack, StackProps, Tags } from 'aws-cdk-lib';
 import type * as scheduler from 'aws-cdk-lib/aws-scheduler';

@@ -230,7 +230,8 @@ export class PacedJobs extends Construct {
   constructor(scope: Construct, id: string, props: PacedJobsProps) {
     const stack = Stack.of(scope);
     const problems: string[] = [];
-    const existing = stack.node.findAll().find((c: IConstruct) => PACED_JOBS in c);
+    // Its outputs are the stack's (a nested stack is a stack of its own).
+    const existing = stack.node.findAll().find((c: IConstruct) => PACED_JOBS in c && Stack.of(c) === stack);
     if (existing) {
       problems.push(`one PacedJobs per stack: ${existing.node.path} already holds this stack's jobs (the stack outputs the tools read take fixed names); add the jobs there, or use another stack`);
     }

@@ -258,7 +258,7 @@ export interface MonitoredJob {
   readonly jobName: string;
   readonly pacedJob: PacedJob;
   /** The job's validated configuration: thresholds come from `alarms`, `oldestMessageAgeSloSeconds` and the timeouts. */
-  readonly config: JobConfig;
+  readonly config: Omit<JobConfig, 'uses'>;
 }
 
 export interface MonitoringProps {

@@ -1,4 +1,5 @@
 // Compute building block: the one place the shared Lambda settings live (runtime, architecture, bundling, logs, role).
+import { relative, resolve as resolvePath, sep } from 'node:path';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -21,13 +22,26 @@ export const BUNDLE_TARGET = 'node22';
 /** Lambda's limit on a function name. */
 export const MAX_FUNCTION_NAME_LENGTH = 64;
 
+/** The module name the job loader requires (lambda/handlers/jobLoader.ts); each bundle aliases it to its job's entry. */
+export const JOB_ENTRY_MODULE = 'paced-jobs-job-entry';
+/**
+ * The CloudFormation Metadata key on both of a job's functions naming its entry, relative to the CDK app's folder:
+ * the local tools find the job's code, and its fixture (`local.ts` beside it), there.
+ */
+export const JOB_ENTRY_METADATA = 'paced-jobs:job-entry';
+
+/** A job entry as its functions' Metadata names it: relative to process.cwd() (the CDK app's folder), `/` separators. */
+export function jobEntryMetadata(entry: string): string {
+  return relative(process.cwd(), resolvePath(entry)).split(sep).join('/');
+}
+
 /** The retention periods CloudWatch Logs accepts (excluding "never expire", which we do not allow). */
 export const VALID_LOG_RETENTION_DAYS: readonly number[] = Object.values(logs.RetentionDays)
   .filter((v): v is number => typeof v === 'number' && v !== logs.RetentionDays.INFINITE)
   .sort((a, b) => a - b);
 
 export interface PacedFunctionProps {
-  /** Absolute path of the handler's TypeScript entry file (exports `handler`). */
+  /** Absolute path of the handler's entry file (exports `handler`): TypeScript in the repository, JavaScript in the package. */
   readonly entry: string;
   /** What the function is for, shown in the console. */
   readonly description: string;
@@ -44,10 +58,12 @@ export interface PacedFunctionProps {
   readonly deadLetterQueue?: sqs.IQueue;
   readonly reservedConcurrentExecutions?: number;
   /**
-   * The job the function runs: its bundle then holds that job's code alone (lambda/handlers/jobLoader.ts), not every
-   * job's. @default every job folder is bundled
+   * Absolute path of the job's module (exports `job = defineJob(...)`), bundled into this function as the module the
+   * job loader requires (lambda/handlers/jobLoader.ts), so the bundle holds that job's code alone. The function's
+   * resource also names it in its Metadata (JOB_ENTRY_METADATA), for the local tools. @default no job: the loader
+   * finds none in the bundle
    */
-  readonly jobName?: string;
+  readonly jobEntry?: string;
   /**
    * Constants the handler's code tests (esbuild `define`), so a bundle leaves out the features its job does not use,
    * e.g. `{ PACED_PER_KEY_RATE: false }`. @default none: every feature is in
@@ -113,6 +129,7 @@ export class PacedFunction extends NodejsFunction {
     const path = `${scope.node.path}/${id}`;
     assertNoProblems(`PacedFunction ${path}`, validatePacedFunctionProps(props));
     assertLocalEsbuild(path);
+    const jobEntry = props.jobEntry === undefined ? undefined : resolvePath(props.jobEntry);
 
     // Built in the parent scope because `this` does not exist before super(); the ids keep them beside the function.
     const role = new iam.Role(scope, `${id}Role`, {
@@ -157,22 +174,30 @@ export class PacedFunction extends NodejsFunction {
         // The Node.js 22 runtime ships AWS SDK v3; bundling it would only grow the package. The hot-path clients come
         // from the sdk-slim layer instead (lib/sdk-layer.ts).
         externalModules: ['@aws-sdk/*', SDK_SLIM_MODULE],
-        ...(props.jobName !== undefined || props.buildFlags !== undefined
+        ...(jobEntry !== undefined || props.buildFlags !== undefined
           ? {
               define: {
-                ...(props.jobName !== undefined ? { PACED_JOB_NAME: JSON.stringify(props.jobName) } : {}),
+                ...(jobEntry !== undefined
+                  ? { PACED_JOB_ENTRY: 'true', PACED_JOB_ENTRY_FILE: JSON.stringify(jobEntryMetadata(jobEntry)) }
+                  : {}),
                 ...Object.fromEntries(Object.entries(props.buildFlags ?? {}).map(([flag, on]) => [flag, JSON.stringify(on)])),
               },
             }
           : {}),
-        // Legal comments (the libraries' `@preserve` notes) go to index.js.LEGAL.txt beside the bundle, not into it.
-        esbuildArgs: { ...Object.fromEntries(SDK_SLIM_PACKAGES.map((p) => [`--alias:${p}`, SDK_SLIM_MODULE])), '--legal-comments': 'external' },
+        esbuildArgs: {
+          ...Object.fromEntries(SDK_SLIM_PACKAGES.map((p) => [`--alias:${p}`, SDK_SLIM_MODULE])),
+          // The job loader's `require(JOB_ENTRY_MODULE)` is the job's own module; esbuild takes an absolute path here.
+          ...(jobEntry !== undefined ? { [`--alias:${JOB_ENTRY_MODULE}`]: jobEntry } : {}),
+          // Legal comments (the libraries' `@preserve` notes) go to index.js.LEGAL.txt beside the bundle, not into it.
+          '--legal-comments': 'external',
+        },
         forceDockerBundling: false,
         logLevel: LogLevel.ERROR,
       },
     });
     this.executionRole = role;
     this.functionLogGroup = logGroup;
+    if (jobEntry !== undefined) (this.node.defaultChild as lambda.CfnFunction).addMetadata(JOB_ENTRY_METADATA, jobEntryMetadata(jobEntry));
     logGroup.grantWrite(role);
 
     const runtimeReason =

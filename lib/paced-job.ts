@@ -1,18 +1,21 @@
 // One job end to end: schedule -> producer -> queue (+ DLQ) -> consumer, with each function's least-privilege grants.
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { Aws, Duration, Stack, TimeZone, Token } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
-import { Construct } from 'constructs';
+import { Construct, type IConstruct } from 'constructs';
 import { EnvVar, JobRuntimeSettings, METRICS_NAMESPACE } from '../lambda/core/constants';
 import { pacingSettings } from '../lambda/core/pacingSettings';
-import type { AppResources } from './app-resources';
-import { bucketActions, BucketMode, tableActions, TableMode } from './config/access';
+import { bucketActions, BucketMode, READING_MODES, tableActions, TableMode } from './config/access';
 import { DLQ_RETENTION_DAYS, effectiveRateLimit, JobConfig, VISIBILITY_TIMEOUT_FACTOR } from './config/schema';
 import { acknowledge, acknowledgeResourceWildcard } from './nag';
 import { MAX_FUNCTION_NAME_LENGTH, PacedFunction } from './paced-function';
@@ -28,8 +31,22 @@ export const SQS_MAX_VISIBILITY_TIMEOUT_SECONDS = 43200;
 export const MAX_JOB_SETTINGS_BYTES = 3072;
 /** S3's longest bucket name: what a CloudFormation-named bucket's name (a token at synth time) may grow to. */
 export const MAX_BUCKET_NAME_LENGTH = 63;
-/** Where the two generic handlers live; the job is picked at run time by JOB_NAME. */
+/** DynamoDB's longest table name: what a CloudFormation-named table's name may grow to. */
+export const MAX_TABLE_NAME_LENGTH = 255;
+/** Secrets Manager's longest secret name. */
+export const MAX_SECRET_NAME_LENGTH = 512;
+/**
+ * Where the two generic handlers live: `producer.ts`/`consumer.ts` in the repository, `producer.js`/`consumer.js`
+ * beside this file's compiled copy in the package (handlerEntry picks the one that exists).
+ */
 export const HANDLERS_DIR = path.join(__dirname, '..', 'lambda', 'handlers');
+
+/** A handler's entry file in `dir`: its TypeScript source where there is one (the repository), else its JavaScript. */
+export function handlerEntry(dir: string, handler: 'producer' | 'consumer'): string {
+  const source = path.join(dir, `${handler}.ts`);
+  return existsSync(source) ? source : path.join(dir, `${handler}.js`);
+}
+
 /** The admission queue's visibility timeout is the producer's timeout plus this. */
 export const ADMISSION_VISIBILITY_MARGIN_SECONDS = 60;
 /** Receives of one admission step before it is dead-lettered to the producer DLQ (and the alarm fires). */
@@ -41,13 +58,48 @@ export const ADMISSION_MAX_RECEIVE_COUNT = 5;
  */
 export const EVENT_SOURCE_METRICS: lambda.MetricsConfig = { metrics: [lambda.MetricType.EVENT_COUNT] };
 
+/** One table a job uses: the construct, each function's modes (lib/config/access.ts) and the indexes it may query. */
+export interface TableGrant {
+  readonly table: dynamodb.ITable;
+  /** The producer's modes. */
+  readonly discover: readonly TableMode[];
+  /** The consumer's modes. */
+  readonly apply: readonly TableMode[];
+  /** The secondary indexes Query and Scan are granted on, by name (`<table>/index/<name>`), besides the table. */
+  readonly indexes: readonly string[];
+}
+
+/** One bucket a job uses: the construct and each function's modes. */
+export interface BucketGrant {
+  readonly bucket: s3.IBucket;
+  readonly discover: readonly BucketMode[];
+  readonly apply: readonly BucketMode[];
+}
+
+/** One secret a job reads (the consumer only). */
+export interface SecretGrant {
+  readonly secret: secretsmanager.ISecret;
+}
+
+/** What a job may touch, by the alias its code uses (the names reach it in JOB_SETTINGS under the same aliases). */
+export interface JobGrants {
+  readonly tables: Readonly<Record<string, TableGrant>>;
+  readonly buckets: Readonly<Record<string, BucketGrant>>;
+  readonly secrets: Readonly<Record<string, SecretGrant>>;
+}
+
+/** A job's validated settings (lib/config/schema.ts `jobSchema`), its `uses` given as JobGrants instead. */
+export type JobSettingsConfig = Omit<JobConfig, 'uses'>;
+
 export interface PacedJobProps {
-  /** The job's kebab-case name, as in config; the handlers load `lambda/jobs/<jobName>`. */
+  /** The job's kebab-case name: its functions' JOB_NAME, and the name its `job` export must carry. */
   readonly jobName: string;
   /** The job's validated configuration. */
-  readonly job: JobConfig;
-  /** The application's tables, buckets and secrets; the job reaches only those its `uses` names. */
-  readonly appResources: AppResources;
+  readonly job: JobSettingsConfig;
+  /** Absolute path of the job's module (exports `job = defineJob(...)`), bundled into both functions. */
+  readonly entry: string;
+  /** The tables, buckets and secrets the job touches, granted to its functions by their modes. */
+  readonly uses: JobGrants;
   readonly stateTables: StateTables;
   /** The environment's schedule group (one per stack): the job's schedule is created in it. */
   readonly scheduleGroup: scheduler.IScheduleGroup;
@@ -55,7 +107,7 @@ export interface PacedJobProps {
   readonly logRetentionDays: number;
   /** Keep log groups when the stack is deleted. */
   readonly retainData: boolean;
-  /** Folder holding producer.ts and consumer.ts. @default HANDLERS_DIR */
+  /** Folder holding the handlers' entry files (handlerEntry). @default HANDLERS_DIR */
   readonly handlersDir?: string;
   /**
    * ARNs (ArnLike patterns) of the operators' roles: besides the job's own functions, the only principals that may
@@ -63,6 +115,15 @@ export interface PacedJobProps {
    */
   readonly operatorRoleArns?: readonly string[];
 }
+
+/** A problem with one job's props, at `path` inside the job (empty: the job as a whole). */
+export interface JobProblem {
+  readonly path: string;
+  readonly message: string;
+}
+
+/** `path: message`, or the message alone for the job as a whole. */
+export const formatJobProblem = (problem: JobProblem): string => (problem.path ? `${problem.path}: ${problem.message}` : problem.message);
 
 /**
  * One job's partitions of the shared state tables (`dynamodb:LeadingKeys` patterns), so its functions cannot read or
@@ -102,6 +163,98 @@ export function producerFunctionName(stackName: string, jobName: string): string
   return `${stackName}-${jobName}-producer`;
 }
 
+/**
+ * What PacedJob builds its functions' JOB_SETTINGS from, and every problem with its props that the job schema cannot
+ * see (limits of Lambda, SQS and IAM, and the settings' size), each at its path inside the job. PacedJobs runs it for
+ * every job before it builds anything, so one error names every job's problems.
+ */
+export function planPacedJob(
+  stackName: string,
+  props: Pick<PacedJobProps, 'jobName' | 'job' | 'uses'>,
+): { runtimeSettings: JobRuntimeSettings; problems: JobProblem[] } {
+  const { job, jobName, uses } = props;
+  const functionName = producerFunctionName(stackName, jobName);
+  const rateLimit = effectiveRateLimit(job.rateLimit);
+  const problems: JobProblem[] = [];
+  const problem = (at: string, message: string) => problems.push({ path: at, message });
+  if (Token.isUnresolved(stackName)) problem('', 'the stack name must be a literal: it is part of the producer function name');
+  else if (functionName.length > MAX_FUNCTION_NAME_LENGTH) {
+    problem('', `producer function name "${functionName}" is ${functionName.length} characters; Lambda allows at most ${MAX_FUNCTION_NAME_LENGTH} (shorten the stack or job name)`);
+  }
+  if (rateLimit.startsPerInterval < 1) {
+    problem('rateLimit', `starts (${job.rateLimit.starts}) x headroom (${job.rateLimit.headroom}) rounds down to 0 starts per interval`);
+  }
+  const visibilitySeconds = job.consumerTimeoutSeconds * VISIBILITY_TIMEOUT_FACTOR;
+  if (visibilitySeconds > SQS_MAX_VISIBILITY_TIMEOUT_SECONDS) {
+    problem('consumerTimeoutSeconds', `${job.consumerTimeoutSeconds} x ${VISIBILITY_TIMEOUT_FACTOR} = ${visibilitySeconds}s exceeds the SQS visibility timeout limit of ${SQS_MAX_VISIBILITY_TIMEOUT_SECONDS}s`);
+  }
+  // SQS keeps a message's original enqueue time when it moves to the DLQ, so the DLQ must retain it longer.
+  if (job.queueRetentionDays >= DLQ_RETENTION_DAYS) {
+    problem('queueRetentionDays', `must be less than the DLQ's ${DLQ_RETENTION_DAYS} days (got ${job.queueRetentionDays}), or a redriven message expires on arrival`);
+  }
+  // One key per record: the per-key limits, the fair-queue tenant and the per-key concurrency all read the same field.
+  if (job.concurrency.perKey && job.rateLimit.perKey && job.concurrency.perKey.key !== job.rateLimit.perKey.key) {
+    problem('concurrency.perKey.key', `"${job.concurrency.perKey.key}" must be rateLimit.perKey.key ("${job.rateLimit.perKey.key}"): a record has one key`);
+  }
+  const downstreamKey = job.settings.downstreamKey;
+  // The key becomes a dynamodb:LeadingKeys pattern, where these would be wildcards or a policy variable.
+  if (typeof downstreamKey === 'string' && /[*?$]/.test(downstreamKey)) {
+    problem('settings.downstreamKey', `"${downstreamKey}" may not hold "*", "?" or "$": it names the job's limiter items in its IAM policy`);
+  }
+  const runtimeSettings: JobRuntimeSettings = {
+    jobName,
+    pageSize: job.pageSize,
+    maxPagesPerRun: job.maxPagesPerRun,
+    maxMessageBytes: job.maxMessageBytes,
+    maxReceiveCount: job.maxReceiveCount,
+    businessDateOffsetDays: job.schedule.businessDateOffsetDays,
+    timeZone: job.schedule.timeZone,
+    // The consumer rejects a notBefore past it and bounds deferrals by it (JobRuntimeSettings.queueRetentionSeconds).
+    queueRetentionSeconds: job.queueRetentionDays * 86_400,
+    rateLimit,
+    quota: { starts: job.rateLimit.starts, headroom: job.rateLimit.headroom, ...(job.rateLimit.maxConcurrent ? { maxConcurrent: job.rateLimit.maxConcurrent } : {}) },
+    concurrency: job.concurrency.max,
+    ...(job.concurrency.perKey ? { concurrencyPerKey: { field: job.concurrency.perKey.key, maxConcurrent: job.concurrency.perKey.max } } : {}),
+    ...(job.admission.enabled
+      ? { admission: { horizonSeconds: job.admission.horizonSeconds, batchSize: job.batchSize, batchingWindowSeconds: job.batchingWindowSeconds } }
+      : {}),
+    ...(job.slo ? { slo: job.slo } : {}),
+    tables: Object.fromEntries(Object.entries(uses.tables).map(([alias, u]) => [alias, synthName(u.table.tableName, u.table)])),
+    buckets: Object.fromEntries(Object.entries(uses.buckets).map(([alias, u]) => [alias, synthName(u.bucket.bucketName, u.bucket)])),
+    secrets: Object.fromEntries(Object.entries(uses.secrets).map(([alias, u]) => [alias, synthName(u.secret.secretName, u.secret)])),
+    settings: job.settings,
+  };
+  // Measured at the deployed size: a name CloudFormation gives (a token here) at the longest its service allows.
+  const longest = { tables: MAX_TABLE_NAME_LENGTH, buckets: MAX_BUCKET_NAME_LENGTH, secrets: MAX_SECRET_NAME_LENGTH };
+  const measured = {
+    ...runtimeSettings,
+    ...Object.fromEntries((['tables', 'buckets', 'secrets'] as const).map((kind) => [kind, Object.fromEntries(Object.entries(runtimeSettings[kind]).map(
+      ([alias, name]) => [alias, Token.isUnresolved(name) ? 'x'.repeat(longest[kind]) : name]))])),
+  };
+  const settingsBytes = Buffer.byteLength(JSON.stringify(measured), 'utf8');
+  if (settingsBytes > MAX_JOB_SETTINGS_BYTES) {
+    problem('', `${EnvVar.JOB_SETTINGS} would be ${settingsBytes} bytes; keep it within ${MAX_JOB_SETTINGS_BYTES} so all variables fit Lambda's 4 KB`);
+  }
+  return { runtimeSettings, problems };
+}
+
+/**
+ * A resource's name as JOB_SETTINGS carries it: the literal wherever synthesis knows it, a token (resolved at deploy)
+ * only for a name CloudFormation gives. A created resource with an explicit name has a token for its name attribute
+ * too (its Ref; for a secret, a split of its ARN), so the name its L1 was given is taken instead: the variable stays a
+ * plain string, measured exactly.
+ */
+function synthName(name: string, resource: IConstruct): string {
+  if (!Token.isUnresolved(name)) return name;
+  const cfn = resource.node.defaultChild;
+  const given =
+    cfn instanceof dynamodb.CfnTable || cfn instanceof dynamodb.CfnGlobalTable ? cfn.tableName
+      : cfn instanceof s3.CfnBucket ? cfn.bucketName
+        : cfn instanceof secretsmanager.CfnSecret ? cfn.name
+          : undefined;
+  return typeof given === 'string' && !Token.isUnresolved(given) ? given : name;
+}
+
 export class PacedJob extends Construct {
   /** The settings both functions receive as JOB_SETTINGS (a created bucket's name is a token, its Ref once synthesized). */
   public readonly runtimeSettings: JobRuntimeSettings;
@@ -126,72 +279,11 @@ export class PacedJob extends Construct {
   public readonly producerFunctionName: string;
 
   constructor(scope: Construct, id: string, props: PacedJobProps) {
-    const { job, jobName, appResources } = props;
-    const stackName = Stack.of(scope).stackName;
-    const functionName = producerFunctionName(stackName, jobName);
-    const rateLimit = effectiveRateLimit(job.rateLimit);
-
-    const problems: string[] = [];
-    if (Token.isUnresolved(stackName)) problems.push('the stack name must be a literal: it is part of the producer function name');
-    if (functionName.length > MAX_FUNCTION_NAME_LENGTH) {
-      problems.push(`producer function name "${functionName}" is ${functionName.length} characters; Lambda allows at most ${MAX_FUNCTION_NAME_LENGTH} (shorten the stack or job name)`);
-    }
-    if (rateLimit.startsPerInterval < 1) {
-      problems.push(`rateLimit: starts (${job.rateLimit.starts}) x headroom (${job.rateLimit.headroom}) rounds down to 0 starts per interval`);
-    }
+    const { job, jobName } = props;
+    const { runtimeSettings, problems } = planPacedJob(Stack.of(scope).stackName, props);
+    const functionName = producerFunctionName(Stack.of(scope).stackName, jobName);
     const visibilitySeconds = job.consumerTimeoutSeconds * VISIBILITY_TIMEOUT_FACTOR;
-    if (visibilitySeconds > SQS_MAX_VISIBILITY_TIMEOUT_SECONDS) {
-      problems.push(`consumerTimeoutSeconds ${job.consumerTimeoutSeconds} x ${VISIBILITY_TIMEOUT_FACTOR} = ${visibilitySeconds}s exceeds the SQS visibility timeout limit of ${SQS_MAX_VISIBILITY_TIMEOUT_SECONDS}s`);
-    }
-    // SQS keeps a message's original enqueue time when it moves to the DLQ, so the DLQ must retain it longer.
-    if (job.queueRetentionDays >= DLQ_RETENTION_DAYS) {
-      problems.push(`queueRetentionDays (${job.queueRetentionDays}) must be less than the DLQ's ${DLQ_RETENTION_DAYS} days, or a redriven message expires on arrival`);
-    }
-    // One key per record: the per-key limits, the fair-queue tenant and the per-key concurrency all read the same field.
-    if (job.concurrency.perKey && job.rateLimit.perKey && job.concurrency.perKey.key !== job.rateLimit.perKey.key) {
-      problems.push(`concurrency.perKey.key ("${job.concurrency.perKey.key}") must be rateLimit.perKey.key ("${job.rateLimit.perKey.key}"): a record has one key`);
-    }
-    for (const kind of ['tables', 'buckets', 'secrets'] as const) {
-      for (const [alias, use] of Object.entries(job.uses[kind])) {
-        if (!Object.prototype.hasOwnProperty.call(appResources[kind], use.ref)) problems.push(`uses.${kind}.${alias}: "${use.ref}" is not an app resource`);
-      }
-    }
-    const downstreamKey = job.settings.downstreamKey;
-    // The key becomes a dynamodb:LeadingKeys pattern, where these would be wildcards or a policy variable.
-    if (typeof downstreamKey === 'string' && /[*?$]/.test(downstreamKey)) {
-      problems.push(`settings.downstreamKey "${downstreamKey}" may not hold "*", "?" or "$": it names the job's limiter items in its IAM policy`);
-    }
-    const runtimeSettings: JobRuntimeSettings = {
-      jobName,
-      pageSize: job.pageSize,
-      maxPagesPerRun: job.maxPagesPerRun,
-      maxMessageBytes: job.maxMessageBytes,
-      maxReceiveCount: job.maxReceiveCount,
-      businessDateOffsetDays: job.schedule.businessDateOffsetDays,
-      timeZone: job.schedule.timeZone,
-      // The consumer rejects a notBefore past it and bounds deferrals by it (JobRuntimeSettings.queueRetentionSeconds).
-      queueRetentionSeconds: job.queueRetentionDays * 86_400,
-      rateLimit,
-      quota: { starts: job.rateLimit.starts, headroom: job.rateLimit.headroom, ...(job.rateLimit.maxConcurrent ? { maxConcurrent: job.rateLimit.maxConcurrent } : {}) },
-      concurrency: job.concurrency.max,
-      ...(job.concurrency.perKey ? { concurrencyPerKey: { field: job.concurrency.perKey.key, maxConcurrent: job.concurrency.perKey.max } } : {}),
-      ...(job.admission.enabled
-        ? { admission: { horizonSeconds: job.admission.horizonSeconds, batchSize: job.batchSize, batchingWindowSeconds: job.batchingWindowSeconds } }
-        : {}),
-      ...(job.slo ? { slo: job.slo } : {}),
-      tables: Object.fromEntries(Object.entries(job.uses.tables).map(([alias, u]) => [alias, appResources.names.tables[u.ref]])),
-      buckets: Object.fromEntries(Object.entries(job.uses.buckets).map(([alias, u]) => [alias, appResources.names.buckets[u.ref]])),
-      secrets: Object.fromEntries(Object.entries(job.uses.secrets).map(([alias, u]) => [alias, appResources.names.secrets[u.ref]])),
-      settings: job.settings,
-    };
-    // Measured at the deployed size: the only tokens here are created buckets' names, at most 63 characters once known.
-    const deployedSize = JSON.stringify(runtimeSettings, (_key, value: unknown) =>
-      typeof value === 'string' && Token.isUnresolved(value) ? 'x'.repeat(MAX_BUCKET_NAME_LENGTH) : value);
-    const settingsBytes = Buffer.byteLength(deployedSize, 'utf8');
-    if (settingsBytes > MAX_JOB_SETTINGS_BYTES) {
-      problems.push(`${EnvVar.JOB_SETTINGS} would be ${settingsBytes} bytes; keep it within ${MAX_JOB_SETTINGS_BYTES} so all variables fit Lambda's 4 KB`);
-    }
-    assertNoProblems(`PacedJob ${scope.node.path}/${id}`, problems);
+    assertNoProblems(`PacedJob ${scope.node.path}/${id}`, problems.map(formatJobProblem));
     super(scope, id);
     this.producerFunctionName = functionName;
     this.scheduleGroup = props.scheduleGroup;
@@ -250,8 +342,8 @@ export class PacedJob extends Construct {
     const handlersDir = props.handlersDir ?? HANDLERS_DIR;
 
     this.producer = new PacedFunction(this, 'Producer', {
-      entry: path.join(handlersDir, 'producer.ts'),
-      jobName,
+      entry: handlerEntry(handlersDir, 'producer'),
+      jobEntry: props.entry,
       description: `${jobName}: admits discovered work into the job queue at the pace the consumers can start it`,
       functionName,
       timeoutSeconds: job.producerTimeoutSeconds,
@@ -274,8 +366,8 @@ export class PacedJob extends Construct {
       "SQS event source mappings do not support an on-failure destination; the admission queue's redrive policy to the producer DLQ serves.");
 
     this.consumer = new PacedFunction(this, 'Consumer', {
-      entry: path.join(handlersDir, 'consumer.ts'),
-      jobName,
+      entry: handlerEntry(handlersDir, 'consumer'),
+      jobEntry: props.entry,
       // A job without per-key limits gets a bundle without their code (lambda/handlers/consumer.ts).
       buildFlags: { PACED_PER_KEY_RATE: job.rateLimit.perKey !== undefined, PACED_PER_KEY_CONCURRENCY: job.concurrency.perKey !== undefined },
       description: `${jobName}: applies each operation once, paced, from the job queue`,
@@ -394,9 +486,7 @@ export class PacedJob extends Construct {
     grantPartitions(role, ledgerTable, STATE_TABLE_ACTIONS.consumer.ledger, partitions.ledger);
     grantPartitions(role, limiterTable, STATE_TABLE_ACTIONS.consumer.limiter, partitions.limiter);
     this.grantUses(props, role, 'apply');
-    for (const use of Object.values(props.job.uses.secrets)) {
-      props.appResources.secrets[use.ref].grantRead(role);
-    }
+    for (const use of Object.values(props.uses.secrets)) use.secret.grantRead(role);
   }
 
   private partitions(props: PacedJobProps): ReturnType<typeof stateTablePartitions> {
@@ -405,33 +495,42 @@ export class PacedJob extends Construct {
 
   /** Each table and bucket use's modes for one function (lib/config/access.ts has each mode's actions). */
   private grantUses(props: PacedJobProps, role: iam.Role, fn: 'discover' | 'apply'): void {
-    const { appResources } = props;
-    for (const use of Object.values(props.job.uses.tables)) {
-      const modes = use[fn] as TableMode[];
+    for (const use of Object.values(props.uses.tables)) {
+      const modes = use[fn];
       if (modes.length === 0) continue;
-      const table = appResources.tables[use.ref];
+      const { table } = use;
       const { table: actions, indexes } = tableActions(modes);
       role.addToPrincipalPolicy(new iam.PolicyStatement({ actions, resources: [table.tableArn] }));
-      const indexArns = (appResources.indexNames[use.ref] ?? []).map((index) => `${table.tableArn}/index/${index}`);
+      const indexArns = use.indexes.map((index) => `${table.tableArn}/index/${index}`);
       if (indexes.length > 0 && indexArns.length > 0) {
         role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: indexes, resources: indexArns }));
       }
+      // A table encrypted with the team's own key: its reading modes need to decrypt, its writing ones to encrypt too.
+      grantKey(table.encryptionKey, role, modes);
     }
-    for (const use of Object.values(props.job.uses.buckets)) {
-      const modes = use[fn] as BucketMode[];
+    for (const [alias, use] of Object.entries(props.uses.buckets)) {
+      const modes = use[fn];
       if (modes.length === 0) continue;
-      const bucket = appResources.buckets[use.ref];
+      const { bucket } = use;
       const { bucket: onBucket, objects } = bucketActions(modes);
       if (onBucket.length > 0) role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: onBucket, resources: [bucket.bucketArn] }));
       if (objects.length > 0) {
         const objectArns = bucket.arnForObjects('*');
         role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: objects, resources: [objectArns] }));
         acknowledgeResourceWildcard(role, objectArns,
-          `The job's declared ${fn} modes (${modes.join(', ')}) on the "${use.ref}" bucket: exactly ${objects.join(', ')}, ` +
+          `The job's declared ${fn} modes (${modes.join(', ')}) on the "${alias}" bucket: exactly ${objects.join(', ')}, ` +
           'on objects of that one bucket, whose keys are data.');
       }
+      grantKey(bucket.encryptionKey, role, modes);
     }
   }
+}
+
+/** Decrypt for modes that only read, encrypt and decrypt for any that writes; nothing for a resource without its own key. */
+function grantKey(key: kms.IKey | undefined, role: iam.IGrantable, modes: readonly string[]): void {
+  if (key === undefined) return;
+  if (modes.every((mode) => READING_MODES.has(mode))) key.grantDecrypt(role);
+  else key.grantEncryptDecrypt(role);
 }
 
 /**

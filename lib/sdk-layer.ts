@@ -1,6 +1,7 @@
 // Compute building block: the `sdk-slim` layer, one per stack: the DynamoDB and SQS clients the handlers use on every
 // invocation, as one tree-shaken, minified file (lambda/sdk-slim/index.ts says why). Every PacedFunction attaches it
 // and aliases the four packages to it; everything else of the SDK still comes from the Lambda runtime.
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AssetHashType, DockerImage, Stack } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -39,7 +40,8 @@ export function buildSdkSlim(outputDir: string, target: string): void {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const esbuild = require('esbuild') as typeof import('esbuild');
   esbuild.buildSync({
-    entryPoints: [join(SOURCE_DIR, 'index.ts')],
+    // The TypeScript source in the repository, its compiled JavaScript in the package (dist/ has no .ts).
+    entryPoints: [existsSync(join(SOURCE_DIR, 'index.ts')) ? join(SOURCE_DIR, 'index.ts') : join(SOURCE_DIR, 'index.js')],
     outfile: join(outputDir, 'nodejs', 'node_modules', SDK_SLIM_MODULE, 'index.js'),
     absWorkingDir: PROJECT_ROOT,
     bundle: true,

@@ -1,37 +1,40 @@
-// The deployable unit for one environment: the app resources, the runtime's state tables, one PacedJob per configured job.
-import { Aws, CfnOutput, CfnRule, Fn, RemovalPolicy, Stack, StackProps, Tags } from 'aws-cdk-lib';
-import * as scheduler from 'aws-cdk-lib/aws-scheduler';
+// The reference app's deployable unit for one environment: its app resources, and its configured jobs through PacedJobs.
+import * as path from 'node:path';
+import { Aws, CfnOutput, CfnRule, Fn, Stack, StackProps, Tags } from 'aws-cdk-lib';
+import type * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import { Construct } from 'constructs';
 import { AppResources } from './app-resources';
 import type { EnvironmentConfig } from './config/schema';
-import { Monitoring } from './monitoring';
-import { bucketOutputDescription, bucketOutputName, jobOutputDescription, JobOutputKind, jobOutputName, pascalCase, StackOutput } from './outputs';
-import { PacedJob } from './paced-job';
+import type { Monitoring } from './monitoring';
+import { bucketOutputDescription, bucketOutputName } from './outputs';
+import type { PacedJob } from './paced-job';
+import { JobProps, JobUses, PacedJobs, scheduleGroupNameProblem } from './paced-jobs';
 import { assertNoProblems } from './props-error';
-import { StateTables } from './state-tables';
+import type { StateTables } from './state-tables';
 
-/** EventBridge Scheduler's rule for a schedule group's name. */
-export const SCHEDULE_GROUP_NAME_PATTERN = /^[0-9a-zA-Z\-_.]{1,64}$/;
-
-/**
- * The environment's schedule group, `paced-jobs-<env>` (e.g. `paced-jobs-prod`): every job's schedule is in it, so the
- * Scheduler alarms (which Scheduler can only scope to a group) watch this environment's schedules and nothing else.
- */
-export function scheduleGroupName(environmentName: string): string {
-  return `paced-jobs-${environmentName}`;
-}
+/** Where the reference app's jobs live: `lambda/jobs/<name>/index.ts`, each exporting `job`. */
+export const JOBS_DIR = path.join(__dirname, '..', 'lambda', 'jobs');
 
 export interface PacedJobsStackProps extends StackProps {
   /** The environment's name (dev, staging, prod), used in tags and descriptions. */
   readonly environmentName: string;
   /** The environment's validated configuration (lib/config/load.ts). */
   readonly config: EnvironmentConfig;
-  /** Folder holding the handlers' entry files. @default PacedJob's HANDLERS_DIR */
-  readonly handlersDir?: string;
+  /**
+   * Each job's entry (the module exporting its `job`), by job name: a test builds the stack's jobs on a fixture job's
+   * code this way. @default `lambda/jobs/<name>/index.ts`
+   */
+  readonly jobEntry?: (jobName: string) => string;
 }
 
+/**
+ * The reference app's stack for one environment: its application resources (AppResources) and its three example jobs,
+ * built through the PacedJobs construct as a team's own stack would build its jobs.
+ */
 export class PacedJobsStack extends Stack {
   public readonly appResources: AppResources;
+  /** The jobs' construct: its state tables, schedule group, jobs and monitoring. */
+  public readonly pacedJobs: PacedJobs;
   public readonly stateTables: StateTables;
   /** One per configured job, by job name. */
   public readonly jobs: Readonly<Record<string, PacedJob>>;
@@ -41,12 +44,10 @@ export class PacedJobsStack extends Stack {
   public readonly scheduleGroup: scheduler.ScheduleGroup;
 
   constructor(scope: Construct, id: string, props: PacedJobsStackProps) {
-    const { environmentName, config, handlersDir, ...stackProps } = props;
-    const groupName = scheduleGroupName(environmentName);
+    const { environmentName, config, jobEntry = (jobName: string) => path.join(JOBS_DIR, jobName, 'index.ts'), ...stackProps } = props;
     const problems: string[] = [];
-    if (!SCHEDULE_GROUP_NAME_PATTERN.test(groupName)) {
-      problems.push(`environmentName "${environmentName}" makes the schedule group name "${groupName}"; Scheduler allows 1-64 characters of 0-9, a-z, A-Z, "-", "_" and "."`);
-    }
+    const groupProblem = scheduleGroupNameProblem(environmentName);
+    if (groupProblem) problems.push(`environmentName ${groupProblem}`);
     assertNoProblems(`PacedJobsStack ${id}`, problems);
     super(scope, id, {
       description: `Paced jobs (${environmentName}): scheduled, rate-limited, idempotent job processing`,
@@ -65,66 +66,45 @@ export class PacedJobsStack extends Stack {
     });
 
     this.appResources = new AppResources(this, 'AppResources', { config: config.appResources, retainData: config.retainData });
-    this.stateTables = new StateTables(this, 'State', { retainData: config.retainData });
     for (const [key, bucket] of Object.entries(this.appResources.buckets)) {
       // A created bucket's name is CloudFormation's: the output is how an operator (or a tool) learns it.
       new CfnOutput(this, bucketOutputName(key), { value: bucket.bucketName, description: bucketOutputDescription(key) });
     }
 
-    // Named, not generated: the runbook and the Scheduler alarms' ScheduleGroup dimension name it. Its removal follows
-    // retainData, as the stack's data does.
-    this.scheduleGroup = new scheduler.ScheduleGroup(this, 'ScheduleGroup', {
-      scheduleGroupName: groupName,
-      removalPolicy: config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
-    });
-
-    const jobs: Record<string, PacedJob> = {};
-    for (const [jobName, job] of Object.entries(config.jobs)) {
-      const pacedJob = new PacedJob(this, pascalCase(jobName), {
-        jobName,
-        job,
-        appResources: this.appResources,
-        stateTables: this.stateTables,
-        scheduleGroup: this.scheduleGroup,
-        logRetentionDays: config.logRetentionDays,
-        retainData: config.retainData,
-        handlersDir,
-        operatorRoleArns: config.operatorRoles.map((name) => `arn:${Aws.PARTITION}:iam::${Aws.ACCOUNT_ID}:role/${name}`),
-      });
-      jobs[jobName] = pacedJob;
-      const values: Record<JobOutputKind, string> = {
-        QueueUrl: pacedJob.queue.queueUrl,
-        QueueArn: pacedJob.queue.queueArn,
-        DlqUrl: pacedJob.dlq.queueUrl,
-        DlqArn: pacedJob.dlq.queueArn,
-        ProducerDlqUrl: pacedJob.producerDlq.queueUrl,
-        ProducerDlqArn: pacedJob.producerDlq.queueArn,
-        ProducerFunctionName: pacedJob.producer.functionName,
-        ConsumerFunctionName: pacedJob.consumer.functionName,
-        ScheduleName: pacedJob.schedule.scheduleName,
-        ScheduleGroupName: this.scheduleGroup.scheduleGroupName,
-        EventSourceMappingUuid: pacedJob.eventSource.eventSourceMappingId,
-        AdmissionQueueUrl: pacedJob.admissionQueue.queueUrl,
-        AdmissionQueueArn: pacedJob.admissionQueue.queueArn,
-        AdmissionMappingUuid: pacedJob.admissionEventSource.eventSourceMappingId,
-      };
-      for (const [kind, value] of Object.entries(values) as [JobOutputKind, string][]) {
-        // Created at stack level so the output's logical ID is exactly the documented name.
-        new CfnOutput(this, jobOutputName(jobName, kind), { value, description: jobOutputDescription(jobName, kind) });
-      }
-    }
-    this.jobs = jobs;
-
-    this.monitoring = new Monitoring(this, 'Monitoring', {
+    // 'Default' leaves the construct's own ID out of every logical ID inside it (CDK's rule for that ID), so the
+    // resources keep the logical IDs they had when the stack built them itself: a deployed stack updates in place.
+    this.pacedJobs = new PacedJobs(this, 'Default', {
       environmentName,
-      jobs: Object.entries(jobs).map(([jobName, pacedJob]) => ({ jobName, pacedJob, config: config.jobs[jobName] })),
       alarmEmail: config.alarmEmail,
+      logRetentionDays: config.logRetentionDays,
       retainData: config.retainData,
+      operatorRoles: config.operatorRoles,
+      jobs: Object.fromEntries(Object.entries(config.jobs).map(([jobName, job]): [string, JobProps] => [jobName, {
+        ...job,
+        entry: jobEntry(jobName),
+        uses: this.usesOf(job.uses),
+      }])),
     });
-    new CfnOutput(this, StackOutput.AlarmTopicArn, { value: this.monitoring.topic.topicArn });
+    this.stateTables = this.pacedJobs.stateTables;
+    this.scheduleGroup = this.pacedJobs.scheduleGroup;
+    this.jobs = this.pacedJobs.jobs;
+    this.monitoring = this.pacedJobs.monitoring;
+  }
 
-    new CfnOutput(this, StackOutput.IdempotencyTableName, { value: this.stateTables.idempotencyTable.tableName });
-    new CfnOutput(this, StackOutput.LedgerTableName, { value: this.stateTables.ledgerTable.tableName });
-    new CfnOutput(this, StackOutput.LimiterTableName, { value: this.stateTables.limiterTable.tableName });
+  /** A job's config refs as the constructs AppResources made or imported; a table's configured indexes come along. */
+  private usesOf(uses: EnvironmentConfig['jobs'][string]['uses']): JobUses {
+    const { tables, buckets, secrets, indexNames } = this.appResources;
+    // Config has read `access` into both functions' modes; a function without any is left out, as its props would be.
+    const modes = <M extends string>(use: { discover: M[]; apply: M[] }) => ({
+      ...(use.discover.length > 0 ? { discover: use.discover } : {}),
+      ...(use.apply.length > 0 ? { apply: use.apply } : {}),
+    });
+    return {
+      tables: Object.fromEntries(Object.entries(uses.tables).map(([alias, use]) => [alias, {
+        table: tables[use.ref], ...modes(use), indexes: [...(indexNames[use.ref] ?? [])],
+      }])),
+      buckets: Object.fromEntries(Object.entries(uses.buckets).map(([alias, use]) => [alias, { bucket: buckets[use.ref], ...modes(use) }])),
+      secrets: Object.fromEntries(Object.entries(uses.secrets).map(([alias, use]) => [alias, { secret: secrets[use.ref] }])),
+    };
   }
 }

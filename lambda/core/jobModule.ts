@@ -1,6 +1,6 @@
-// A job plug-in's contract, checked when it is loaded: lambda/jobs/<name>/index.ts must export a `job` named <name>
-// with createDeps, discover, apply and a resourceSchema. The handlers load it (lambda/handlers/jobLoader.ts), and so
-// does the operator CLI (its preflight runs a job's discovery).
+// A job plug-in's contract, checked when it is loaded: its entry (lambda/jobs/<name>/index.ts in this repository)
+// must export a `job` named <name> with createDeps, discover, apply and a resourceSchema. The handlers load it
+// (lambda/handlers/jobLoader.ts), and so does the operator CLI (its preflight runs a job's discovery).
 import type { AnyJob } from './job';
 
 export class JobLoadError extends Error {
@@ -16,11 +16,12 @@ export type JobModuleLoader = (name: string) => unknown;
 const JOB_NAME = /^[a-z][a-z0-9-]{1,30}[a-z0-9]$/;
 
 /**
- * The job a module loader returns for `name`, checked against the contract.
- * @throws JobLoadError naming the job and what its folder must provide.
+ * The job a module loader returns for `name`, checked against the contract; `entry` names the module's file in the
+ * messages (a bundled job's entry, as its function's Metadata names it). @default `lambda/jobs/<name>/index.ts`
+ * @throws JobLoadError naming the job and what its entry must provide.
  */
-export function loadJob(name: string, loadModule: JobModuleLoader): AnyJob {
-  const contract = `lambda/jobs/${name}/index.ts must export \`job\``;
+export function loadJob(name: string, loadModule: JobModuleLoader, entry = `lambda/jobs/${name}/index.ts`): AnyJob {
+  const contract = `${entry} must export \`job\``;
   if (!JOB_NAME.test(name)) {
     throw new JobLoadError(`invalid job name "${name}": use kebab-case (a-z, 0-9, -), 3 to 32 characters`, name);
   }
@@ -37,7 +38,7 @@ export function loadJob(name: string, loadModule: JobModuleLoader): AnyJob {
     throw new JobLoadError(`cannot load job "${name}": ${contract} (found ${what})`, name);
   }
   if (job.name !== name) {
-    throw new JobLoadError(`cannot load job "${name}": the \`job\` exported by lambda/jobs/${name}/index.ts is named "${job.name}"`, name);
+    throw new JobLoadError(`cannot load job "${name}": the \`job\` exported by ${entry} is named "${job.name}"`, name);
   }
   return job as AnyJob;
 }

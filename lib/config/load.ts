@@ -1,7 +1,8 @@
 // Picks and validates one environment's configuration before anything is built; every problem in one message.
-import { z } from 'zod';
-import { EnvironmentConfig, EnvironmentInput, environmentSchema } from './schema';
+import { describeIssues, EnvironmentConfig, EnvironmentInput, environmentSchema } from './schema';
 import { environments } from './environments';
+
+export { describeIssues } from './schema';
 
 export class ConfigError extends Error {
   public readonly problems: string[];
@@ -10,17 +11,6 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
     this.problems = problems;
   }
-}
-
-const formatPath = (path: PropertyKey[]): string => (path.length === 0 ? '(root)' : path.map(String).join('.'));
-
-/** One line per issue, naming the key; union and record issues are flattened to their leaves. */
-export function describeIssues(error: z.ZodError): string[] {
-  return error.issues.map((issue) => {
-    // A bad record key carries the key's own problem one level down; report that instead of zod's generic line.
-    const message = issue.code === 'invalid_key' && issue.issues.length > 0 ? issue.issues[0].message : issue.message;
-    return `${formatPath(issue.path)}: ${message}`;
-  });
 }
 
 /**

@@ -9,7 +9,10 @@ export const DLQ_RETENTION_DAYS = 14;
 /** The queue's visibility timeout is this multiple of the consumer timeout (AWS guidance for SQS event sources). */
 export const VISIBILITY_TIMEOUT_FACTOR = 6;
 
-const NAME = /^[a-z][a-z0-9-]{1,30}[a-z0-9]$/;
+/** A job's name: kebab-case, 3 to 32 characters (it names the job's functions, queues and alarms). */
+export const JOB_NAME_PATTERN = /^[a-z][a-z0-9-]{1,30}[a-z0-9]$/;
+/** What a bad job name is told. */
+export const JOB_NAME_RULE = 'job names are kebab-case, 3 to 32 characters';
 
 /** EventBridge Scheduler's six-field cron body: minutes hours day-of-month month day-of-week year. */
 export const cronSchema = z.string().refine(
@@ -100,25 +103,38 @@ const modesSchema = <M extends string>(modes: readonly [M, ...M[]]) =>
   });
 
 /**
- * One use of a table or bucket: `discover` (the producer's modes) and `apply` (the consumer's), or `access`, shorthand
- * for both (the producer gets its reading modes). Read as `{ ref, discover, apply }`.
+ * One use of a table or bucket: what it names (`target`: a config ref here, a construct in lib/paced-jobs.ts), and
+ * `discover` (the producer's modes) and `apply` (the consumer's), or `access`, shorthand for both (the producer gets its
+ * reading modes). Read as `{ ...target, discover, apply }`. One definition, so the construct's props and the reference
+ * app's config accept the same modes and fail with the same messages.
  */
-const useSchema = <M extends string>(modes: readonly [M, ...M[]]) =>
-  z
-    .object({ ref: z.string(), access: modesSchema(modes), discover: modesSchema(modes), apply: modesSchema(modes) })
+export const useSchema = <M extends string, T extends z.ZodRawShape>(modes: readonly [M, ...M[]], target: T) => {
+  type Modes = { access?: M[]; discover?: M[]; apply?: M[] };
+  return z
+    .object({ ...target, access: modesSchema(modes), discover: modesSchema(modes), apply: modesSchema(modes) })
     .superRefine((use, ctx) => {
-      if (use.access !== undefined && (use.discover !== undefined || use.apply !== undefined)) {
+      const { access, discover, apply } = use as unknown as Modes;
+      if (access !== undefined && (discover !== undefined || apply !== undefined)) {
         ctx.addIssue({ code: 'custom', path: ['access'], message: 'is shorthand for discover and apply together: give either access, or discover and/or apply' });
-      } else if (use.access === undefined && use.discover === undefined && use.apply === undefined) {
+      } else if (access === undefined && discover === undefined && apply === undefined) {
         ctx.addIssue({ code: 'custom', path: ['access'], message: `is required unless discover or apply is given: one or more of ${modes.join(', ')}` });
       }
     })
-    .transform((use) => ({ ref: use.ref, ...modesByFunction(use) }));
+    .transform((use) => {
+      const { access, discover, apply, ...rest } = use as unknown as Modes & Record<string, unknown>;
+      return { ...(rest as z.output<z.ZodObject<T>>), ...modesByFunction<M>({ access, discover, apply }) };
+    });
+};
+
+/** The table modes, as zod's enum wants them. */
+export const TABLE_MODE_NAMES = Object.keys(TABLE_MODES) as [TableMode, ...TableMode[]];
+/** The bucket modes, as zod's enum wants them. */
+export const BUCKET_MODE_NAMES = Object.keys(BUCKET_MODES) as [BucketMode, ...BucketMode[]];
 
 /** What one job may touch: references to app resources by logical key, under the alias the job's code uses. */
 export const jobUsesSchema = z.object({
-  tables: z.record(z.string(), useSchema(Object.keys(TABLE_MODES) as [TableMode, ...TableMode[]])).default({}),
-  buckets: z.record(z.string(), useSchema(Object.keys(BUCKET_MODES) as [BucketMode, ...BucketMode[]])).default({}),
+  tables: z.record(z.string(), useSchema(TABLE_MODE_NAMES, { ref: z.string() })).default({}),
+  buckets: z.record(z.string(), useSchema(BUCKET_MODE_NAMES, { ref: z.string() })).default({}),
   secrets: z.record(z.string(), z.object({ ref: z.string() })).default({}),
 });
 
@@ -376,6 +392,40 @@ export function sloUnreachable(job: Pick<z.output<typeof jobSchema>, 'pageSize' 
   );
 }
 
+/**
+ * The rules between one job's keys, which no single key's schema can judge, as issues under `path` (the job's own):
+ * the environment's config and the PacedJobs construct's props both apply them, so a job is judged the same in both.
+ */
+export function addJobRuleIssues(job: Omit<JobConfig, 'uses'>, ctx: z.RefinementCtx, path: (string | number)[]): void {
+  const at = (...rest: (string | number)[]) => [...path, ...rest];
+  const minDays = job.queueRetentionDays + DLQ_RETENTION_DAYS;
+  if (job.idempotencyRecordDays < minDays) {
+    ctx.addIssue({
+      code: 'custom',
+      path: at('idempotencyRecordDays'),
+      message: `must be at least queueRetentionDays + ${DLQ_RETENTION_DAYS} (DLQ retention) = ${minDays}, so a redrive never repeats an effect`,
+    });
+  }
+  // An admitted message may be planned up to a horizon ahead; the age alarm must watch late work, not planned work.
+  // (Only for an SLO that is itself valid: an SLO under a minute is already reported on its own key.)
+  if (job.admission.enabled && job.oldestMessageAgeSloSeconds >= 60 && job.admission.horizonSeconds >= job.oldestMessageAgeSloSeconds) {
+    ctx.addIssue({
+      code: 'custom',
+      path: at('admission', 'horizonSeconds'),
+      message: `must be less than oldestMessageAgeSloSeconds (${job.oldestMessageAgeSloSeconds}): admitted work waits up to the horizon by plan, and the age alarm would fire on it`,
+    });
+  }
+  // Judged only on valid inputs: a bad pageSize or rate is reported on its own key, once.
+  const inputsValid = [jobSchema.shape.pageSize.safeParse(job.pageSize), jobSchema.shape.maxPagesPerRun.safeParse(job.maxPagesPerRun), rateLimitSchema.safeParse(job.rateLimit)].every((r) => r.success);
+  if (job.slo && inputsValid) {
+    const problem = sloUnreachable(job);
+    if (problem) ctx.addIssue({ code: 'custom', path: at('slo', 'completeWithinMinutes'), message: problem });
+  }
+  if (job.batchSize > 10 && job.batchingWindowSeconds < 1) {
+    ctx.addIssue({ code: 'custom', path: at('batchingWindowSeconds'), message: 'must be at least 1 when batchSize is over 10 (an SQS event source rule)' });
+  }
+}
+
 const REGION_RULE = 'must be an AWS region such as "eu-west-1"';
 
 export const environmentSchema = z.object({
@@ -409,39 +459,14 @@ export const environmentSchema = z.object({
   operatorRoles: z
     .array(z.string().regex(/^[\w+=,.@*/-]{1,512}$/, 'must be an IAM role name, with its path if it has one ("*" matches any characters)'))
     .default([]),
-  jobs: z.record(z.string().regex(NAME, 'job names are kebab-case, 3 to 32 characters'), jobSchema),
+  jobs: z.record(z.string().regex(JOB_NAME_PATTERN, JOB_NAME_RULE), jobSchema),
 }).superRefine((env, ctx) => {
   if (Object.keys(env.jobs).length === 0) {
     ctx.addIssue({ code: 'custom', path: ['jobs'], message: 'at least one job is required' });
   }
   for (const [name, job] of Object.entries(env.jobs)) {
     const at = (...rest: (string | number)[]) => ['jobs', name, ...rest];
-    const minDays = job.queueRetentionDays + DLQ_RETENTION_DAYS;
-    if (job.idempotencyRecordDays < minDays) {
-      ctx.addIssue({
-        code: 'custom',
-        path: at('idempotencyRecordDays'),
-        message: `must be at least queueRetentionDays + ${DLQ_RETENTION_DAYS} (DLQ retention) = ${minDays}, so a redrive never repeats an effect`,
-      });
-    }
-    // An admitted message may be planned up to a horizon ahead; the age alarm must watch late work, not planned work.
-    // (Only for an SLO that is itself valid: an SLO under a minute is already reported on its own key.)
-    if (job.admission.enabled && job.oldestMessageAgeSloSeconds >= 60 && job.admission.horizonSeconds >= job.oldestMessageAgeSloSeconds) {
-      ctx.addIssue({
-        code: 'custom',
-        path: at('admission', 'horizonSeconds'),
-        message: `must be less than oldestMessageAgeSloSeconds (${job.oldestMessageAgeSloSeconds}): admitted work waits up to the horizon by plan, and the age alarm would fire on it`,
-      });
-    }
-    // Judged only on valid inputs: a bad pageSize or rate is reported on its own key, once.
-    const inputsValid = [jobSchema.shape.pageSize.safeParse(job.pageSize), jobSchema.shape.maxPagesPerRun.safeParse(job.maxPagesPerRun), rateLimitSchema.safeParse(job.rateLimit)].every((r) => r.success);
-    if (job.slo && inputsValid) {
-      const problem = sloUnreachable(job);
-      if (problem) ctx.addIssue({ code: 'custom', path: at('slo', 'completeWithinMinutes'), message: problem });
-    }
-    if (job.batchSize > 10 && job.batchingWindowSeconds < 1) {
-      ctx.addIssue({ code: 'custom', path: at('batchingWindowSeconds'), message: 'must be at least 1 when batchSize is over 10 (an SQS event source rule)' });
-    }
+    addJobRuleIssues(job, ctx, at());
     const kinds = ['tables', 'buckets', 'secrets'] as const;
     for (const kind of kinds) {
       for (const [alias, use] of Object.entries(job.uses[kind])) {
@@ -459,3 +484,14 @@ export type EnvironmentConfig = z.output<typeof environmentSchema>;
 export type JobConfig = z.output<typeof jobSchema>;
 export type JobAlarmsConfig = z.output<typeof jobAlarmsSchema>;
 export type AppTableConfig = z.output<typeof appTableSchema>;
+
+const formatPath = (path: PropertyKey[]): string => (path.length === 0 ? '(root)' : path.map(String).join('.'));
+
+/** One line per issue, `<key>: <problem>`; union and record issues are flattened to their leaves. */
+export function describeIssues(error: z.ZodError): string[] {
+  return error.issues.map((issue) => {
+    // A bad record key carries the key's own problem one level down; report that instead of zod's generic line.
+    const message = issue.code === 'invalid_key' && issue.issues.length > 0 ? issue.issues[0].message : issue.message;
+    return `${formatPath(issue.path)}: ${message}`;
+  });
+}

@@ -13,7 +13,9 @@ import { PacedJobsStack } from '../../lib/stack';
 import { testApp } from './cdkContext';
 import { arnOf, logicalId, refOf, resourceOf } from './templateHelpers';
 
-const FIXTURE_HANDLERS = path.join(__dirname, 'fixtures', 'handlers');
+/** The code every custom stack's jobs are built on: the entry is bundled, never run, in these tests. */
+const FAKE_JOB = path.join(__dirname, '..', 'fixtures', 'jobs', 'fake-job', 'index.ts');
+
 /** The example jobs, checked one by one below. */
 const PROD_JOBS = ['payment-reconciliation', 'stale-upload-cleanup', 'expired-session-cleanup'];
 /** Every job prod configures, in config order: the examples and any a user added (npm run new-job). */
@@ -52,7 +54,7 @@ function buildCustom(): Built {
     },
   });
   const app = testApp();
-  const stack = new PacedJobsStack(app, 'PacedJobs-custom', { environmentName: 'custom', config, handlersDir: FIXTURE_HANDLERS });
+  const stack = new PacedJobsStack(app, 'PacedJobs-custom', { environmentName: 'custom', config, jobEntry: () => FAKE_JOB });
   return { stack, template: Template.fromStack(stack) };
 }
 
@@ -458,7 +460,7 @@ describe('Class: Monitoring', () => {
 
     it('subscribes no one when alarmEmail is not configured', () => {
       const config = environmentSchema.parse({ region: 'eu-west-1', jobs: { 'a-job': { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } } } });
-      const stack = new PacedJobsStack(testApp(), 'PacedJobs-quiet', { environmentName: 'quiet', config, handlersDir: FIXTURE_HANDLERS });
+      const stack = new PacedJobsStack(testApp(), 'PacedJobs-quiet', { environmentName: 'quiet', config, jobEntry: () => FAKE_JOB });
       expect(Template.fromStack(stack).findResources('AWS::SNS::Subscription')).toEqual({});
     });
 

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { App, Stack, Validations } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { PacedFunction, PacedFunctionProps, VALID_LOG_RETENTION_DAYS, validatePacedFunctionProps } from '../../lib/paced-function';
+import { jobEntryMetadata, PacedFunction, PacedFunctionProps, VALID_LOG_RETENTION_DAYS, validatePacedFunctionProps } from '../../lib/paced-function';
 import { InvalidPropsError } from '../../lib/props-error';
 import { testApp } from './cdkContext';
 import { arnOf, logicalId, refOf, resourceOf, statementsOfRole } from './templateHelpers';
@@ -63,6 +63,17 @@ describe('Class: PacedFunction', () => {
         ]),
       );
       expect(stack.node.children).toHaveLength(0);
+    });
+
+    it("names its job's entry in its resource's Metadata, relative to the app's folder; a function without a job names none", () => {
+      const stack = new Stack(testApp(), 'S');
+      const entry = path.join(__dirname, '..', 'fixtures', 'jobs', 'fake-job', 'index.ts');
+      const withJob = new PacedFunction(stack, 'WithJob', { ...baseProps, jobEntry: entry });
+      const without = new PacedFunction(stack, 'Without', baseProps);
+      const template = Template.fromStack(stack);
+      expect(resourceOf(template, withJob).Metadata).toMatchObject({ 'paced-jobs:job-entry': 'test/fixtures/jobs/fake-job/index.ts' });
+      expect(jobEntryMetadata(entry)).toBe('test/fixtures/jobs/fake-job/index.ts');
+      expect(resourceOf(template, without).Metadata ?? {}).not.toHaveProperty('paced-jobs:job-entry');
     });
 
     describe('when built', () => {

@@ -1,11 +1,15 @@
 // PacedJob: its props validation (every problem in one message) and how a non-default job config reaches the template.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import { AppResources } from '../../lib/app-resources';
 import { environmentSchema, JobConfig, jobSchema } from '../../lib/config/schema';
-import { effectiveRateLimit, MAX_BUCKET_NAME_LENGTH, MAX_JOB_SETTINGS_BYTES, PacedJob, producerFunctionName, stateTablePartitions } from '../../lib/paced-job';
+import {
+  effectiveRateLimit, handlerEntry, HANDLERS_DIR, JobGrants, MAX_BUCKET_NAME_LENGTH, MAX_JOB_SETTINGS_BYTES, PacedJob, PacedJobProps, producerFunctionName, stateTablePartitions,
+} from '../../lib/paced-job';
 import { rateItemKey } from '../../lambda/adapters/adaptiveRateLimiter';
 import { concurrencyItemKey } from '../../lambda/adapters/keyConcurrency';
 import { backlogItemKey } from '../../lambda/adapters/keyRateLimiter';
@@ -19,6 +23,7 @@ import type { IConstruct } from 'constructs';
 import { actionsOf, actionsOn, arnOf, importedArn, logicalId, mentions, refOf, resourceOf, resourcesOf, statementsOfRole } from './templateHelpers';
 
 const FIXTURE_HANDLERS = path.join(__dirname, 'fixtures', 'handlers');
+const FAKE_JOB = path.join(__dirname, '..', 'fixtures', 'jobs', 'fake-job', 'index.ts');
 
 /** Imported resources, by name; with `create`, the same resources created, the bucket named by CloudFormation. */
 const appResourcesConfig = (create = false) => environmentSchema.parse({
@@ -43,6 +48,35 @@ function scaffold(stackName = 'PacedJobs-test', create = false) {
   const stateTables = new StateTables(stack, 'State', { retainData: false });
   const scheduleGroup = new scheduler.ScheduleGroup(stack, 'ScheduleGroup', { scheduleGroupName: 'paced-jobs-test' });
   return { stack, appResources, stateTables, scheduleGroup };
+}
+
+/** A config job's `uses` refs as the app resources' constructs, as the reference app's stack maps them. */
+function grantsOf(appResources: AppResources, uses: JobConfig['uses']): JobGrants {
+  return {
+    tables: Object.fromEntries(Object.entries(uses.tables).map(([alias, u]) => [alias, {
+      table: appResources.tables[u.ref], discover: u.discover, apply: u.apply, indexes: appResources.indexNames[u.ref] ?? [],
+    }])),
+    buckets: Object.fromEntries(Object.entries(uses.buckets).map(([alias, u]) => [alias, { bucket: appResources.buckets[u.ref], discover: u.discover, apply: u.apply }])),
+    secrets: Object.fromEntries(Object.entries(uses.secrets).map(([alias, u]) => [alias, { secret: appResources.secrets[u.ref] }])),
+  };
+}
+
+type Built = ReturnType<typeof scaffold>;
+
+/** PacedJob's props for a config job on the scaffold's resources, the fake job as its entry. */
+function jobProps(built: Built, jobName: string, config: JobConfig, extra: Partial<PacedJobProps> = {}): PacedJobProps {
+  return {
+    jobName,
+    job: config,
+    entry: FAKE_JOB,
+    uses: grantsOf(built.appResources, config.uses),
+    stateTables: built.stateTables,
+    scheduleGroup: built.scheduleGroup,
+    logRetentionDays: 30,
+    retainData: false,
+    handlersDir: FIXTURE_HANDLERS,
+    ...extra,
+  };
 }
 
 function capture(fn: () => unknown): InvalidPropsError {
@@ -100,6 +134,19 @@ describe('Function: stateTablePartitions', () => {
   });
 });
 
+describe('Function: handlerEntry', () => {
+  it("takes a handler's TypeScript source where there is one (the repository), else its JavaScript (the package)", () => {
+    expect(handlerEntry(HANDLERS_DIR, 'producer')).toBe(path.join(HANDLERS_DIR, 'producer.ts'));
+    const compiled = mkdtempSync(path.join(tmpdir(), 'paced-jobs-handlers-'));
+    try {
+      writeFileSync(path.join(compiled, 'consumer.js'), 'exports.handler = async () => undefined;\n');
+      expect(handlerEntry(compiled, 'consumer')).toBe(path.join(compiled, 'consumer.js'));
+    } finally {
+      rmSync(compiled, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('Function: producerFunctionName', () => {
   it('joins the stack and job names', () => {
     expect(producerFunctionName('PacedJobs-prod', 'payment-reconciliation')).toBe('PacedJobs-prod-payment-reconciliation-producer');
@@ -109,51 +156,29 @@ describe('Function: producerFunctionName', () => {
 describe('Class: PacedJob', () => {
   describe('Method: constructor (validation)', () => {
     it('names every problem in one message before building anything', () => {
-      const { stack, appResources, stateTables, scheduleGroup } = scaffold('PacedJobs-a-rather-long-environment-name');
+      const built = scaffold('PacedJobs-a-rather-long-environment-name');
+      const { stack } = built;
       const error = capture(
         () =>
-          new PacedJob(stack, 'Bad', {
-            jobName: 'an-exceptionally-long-job-name-xx',
-            job: {
-              ...job({ rateLimit: { starts: 1 }, queueRetentionDays: 14, idempotencyRecordDays: 60 }),
-              consumerTimeoutSeconds: 8000,
-              uses: { tables: { t: { ref: 'missing', discover: [], apply: ['read'] } }, buckets: { b: { ref: 'toString', discover: [], apply: ['read'] } }, secrets: { s: { ref: 'absent' } } },
-            },
-            appResources,
-            stateTables,
-            scheduleGroup,
-            logRetentionDays: 30,
-            retainData: false,
-          }),
+          new PacedJob(stack, 'Bad', jobProps(built, 'an-exceptionally-long-job-name-xx', {
+            ...job({ rateLimit: { starts: 1 }, queueRetentionDays: 14, idempotencyRecordDays: 60 }),
+            consumerTimeoutSeconds: 8000,
+          })),
       );
       expect(error.message).toBe(
         [
           'Invalid props for PacedJob PacedJobs-a-rather-long-environment-name/Bad:',
           '  - producer function name "PacedJobs-a-rather-long-environment-name-an-exceptionally-long-job-name-xx-producer" is 83 characters; Lambda allows at most 64 (shorten the stack or job name)',
           '  - rateLimit: starts (1) x headroom (0.8) rounds down to 0 starts per interval',
-          '  - consumerTimeoutSeconds 8000 x 6 = 48000s exceeds the SQS visibility timeout limit of 43200s',
-          "  - queueRetentionDays (14) must be less than the DLQ's 14 days, or a redriven message expires on arrival",
-          '  - uses.tables.t: "missing" is not an app resource',
-          '  - uses.buckets.b: "toString" is not an app resource',
-          '  - uses.secrets.s: "absent" is not an app resource',
+          '  - consumerTimeoutSeconds: 8000 x 6 = 48000s exceeds the SQS visibility timeout limit of 43200s',
+          "  - queueRetentionDays: must be less than the DLQ's 14 days (got 14), or a redriven message expires on arrival",
         ].join('\n'),
       );
       expect(stack.node.tryFindChild('Bad')).toBeUndefined();
     });
     it("refuses job settings too large for Lambda's 4 KB of variables", () => {
-      const { stack, appResources, stateTables, scheduleGroup } = scaffold();
-      const error = capture(
-        () =>
-          new PacedJob(stack, 'Big', {
-            jobName: 'big-job',
-            job: job({ settings: { blob: 'x'.repeat(3000) } }),
-            appResources,
-            stateTables,
-            scheduleGroup,
-            logRetentionDays: 30,
-            retainData: false,
-          }),
-      );
+      const built = scaffold();
+      const error = capture(() => new PacedJob(built.stack, 'Big', jobProps(built, 'big-job', job({ settings: { blob: 'x'.repeat(3000) } }))));
       expect(error.problems).toEqual([
         // 3000 bytes of settings plus 455 bytes of the settings' other fields.
         "JOB_SETTINGS would be 3455 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
@@ -161,53 +186,28 @@ describe('Class: PacedJob', () => {
     });
 
     it('refuses per-key concurrency on another field than the per-key rate limit: a record has one key', () => {
-      const { stack, appResources, stateTables, scheduleGroup } = scaffold();
-      const error = capture(
-        () =>
-          new PacedJob(stack, 'TwoKeys', {
-            jobName: 'two-keys',
-            job: job({ rateLimit: { starts: 10, perKey: { key: 'merchantId', starts: 5 } }, concurrency: { max: 5, perKey: { key: 'tenantId', max: 2 } } }),
-            appResources,
-            stateTables,
-            scheduleGroup,
-            logRetentionDays: 30,
-            retainData: false,
-          }),
-      );
-      expect(error.problems).toEqual(['concurrency.perKey.key ("tenantId") must be rateLimit.perKey.key ("merchantId"): a record has one key']);
+      const built = scaffold();
+      const error = capture(() => new PacedJob(built.stack, 'TwoKeys', jobProps(built, 'two-keys', job({
+        rateLimit: { starts: 10, perKey: { key: 'merchantId', starts: 5 } }, concurrency: { max: 5, perKey: { key: 'tenantId', max: 2 } },
+      }))));
+      expect(error.problems).toEqual(['concurrency.perKey.key: "tenantId" must be rateLimit.perKey.key ("merchantId"): a record has one key']);
     });
 
     it('hands the consumer its per-key concurrency and the cap as reserved concurrency', () => {
-      const { stack, appResources, stateTables, scheduleGroup } = scaffold();
-      const keyed = new PacedJob(stack, 'Keyed', {
-        jobName: 'keyed-job',
-        job: job({ concurrency: { max: 6, perKey: { key: 'merchantId', max: 2 } } }),
-        appResources,
-        stateTables,
-        scheduleGroup,
-        logRetentionDays: 30,
-        retainData: false,
-        handlersDir: FIXTURE_HANDLERS,
-      });
+      const built = scaffold();
+      const { stack } = built;
+      const keyed = new PacedJob(stack, 'Keyed', jobProps(built, 'keyed-job', job({ concurrency: { max: 6, perKey: { key: 'merchantId', max: 2 } } })));
       expect(keyed.runtimeSettings.concurrency).toBe(6);
       expect(keyed.runtimeSettings.concurrencyPerKey).toEqual({ field: 'merchantId', maxConcurrent: 2 });
       expect(resourceOf(Template.fromStack(stack), keyed.consumer).Properties.ReservedConcurrentExecutions).toBe(6);
     });
 
     it("measures a created bucket's name at S3's 63-character maximum, not at the length of its token", () => {
-      const { stack, appResources, stateTables, scheduleGroup } = scaffold('PacedJobs-test', true);
-      const error = capture(
-        () =>
-          new PacedJob(stack, 'Near', {
-            jobName: 'near-job',
-            job: job({ uses: { buckets: { files: { ref: 'files', access: 'read' } } }, settings: { blob: 'x'.repeat(2562) } }),
-            appResources,
-            stateTables,
-            scheduleGroup,
-            logRetentionDays: 30,
-            retainData: false,
-          }),
-      );
+      const built = scaffold('PacedJobs-test', true);
+      const { appResources } = built;
+      const error = capture(() => new PacedJob(built.stack, 'Near', jobProps(built, 'near-job', job({
+        uses: { buckets: { files: { ref: 'files', access: 'read' } } }, settings: { blob: 'x'.repeat(2562) },
+      }))));
       // 2562 bytes of settings, 63 of the bucket's name once CloudFormation gives it, 466 of the other fields.
       expect(error.problems).toEqual([
         "JOB_SETTINGS would be 3091 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
@@ -223,11 +223,10 @@ describe('Class: PacedJob', () => {
     let group: scheduler.ScheduleGroup;
 
     beforeAll(() => {
-      const { stack, appResources, stateTables, scheduleGroup } = scaffold();
+      const built = scaffold();
+      const { stack, scheduleGroup } = built;
       group = scheduleGroup;
-      pacedJob = new PacedJob(stack, 'Custom', {
-        jobName: 'custom-job',
-        job: job({
+      pacedJob = new PacedJob(stack, 'Custom', jobProps(built, 'custom-job', job({
           schedule: { cron: '5 4 ? * MON-FRI *', timeZone: 'America/New_York', enabled: false, retryAttempts: 0, maxEventAgeSeconds: 120 },
           rateLimit: { starts: 50, intervalSeconds: 10, headroom: 0.5, burst: 3 },
           concurrency: 3,
@@ -247,15 +246,14 @@ describe('Class: PacedJob', () => {
             secrets: { token: { ref: 'token' } },
           },
           settings: { mode: 'strict', limit: 3, dryRun: true },
-        }),
-        appResources,
-        stateTables,
-        scheduleGroup,
-        logRetentionDays: 14,
-        retainData: false,
-        handlersDir: FIXTURE_HANDLERS,
-      });
+        }), { logRetentionDays: 14 }));
       template = Template.fromStack(stack);
+    });
+
+    it("names the job's entry in both functions' Metadata, relative to the app's folder with / separators", () => {
+      for (const fn of [pacedJob.producer, pacedJob.consumer]) {
+        expect(resourceOf(template, fn).Metadata).toMatchObject({ 'paced-jobs:job-entry': 'test/fixtures/jobs/fake-job/index.ts' });
+      }
     });
 
     it('schedules with the configured cron, zone, state and retry policy', () => {
@@ -336,25 +334,17 @@ describe('Class: PacedJob', () => {
     });
 
     it('hands the job\'s SLO to its functions in JOB_SETTINGS, and none when it has none', () => {
-      const { stack, appResources, stateTables, scheduleGroup } = scaffold();
-      const withSlo = new PacedJob(stack, 'WithSlo', { jobName: 'with-slo', job: job({ slo: { objective: 0.99, completeWithinMinutes: 120 } }), appResources, stateTables, scheduleGroup, logRetentionDays: 30, retainData: false, handlersDir: FIXTURE_HANDLERS });
+      const built = scaffold();
+      const withSlo = new PacedJob(built.stack, 'WithSlo', jobProps(built, 'with-slo', job({ slo: { objective: 0.99, completeWithinMinutes: 120 } })));
       expect(withSlo.runtimeSettings.slo).toEqual({ objective: 0.99, completeWithinMinutes: 120 });
-      const without = new PacedJob(stack, 'NoSlo', { jobName: 'no-slo', job: job(), appResources, stateTables, scheduleGroup, logRetentionDays: 30, retainData: false, handlersDir: FIXTURE_HANDLERS });
+      const without = new PacedJob(built.stack, 'NoSlo', jobProps(built, 'no-slo', job()));
       expect(without.runtimeSettings).not.toHaveProperty('slo');
     });
 
     it('accepts a zero batching window for batches of up to 10', () => {
-      const { stack, appResources, stateTables, scheduleGroup } = scaffold();
-      new PacedJob(stack, 'NoWindow', {
-        jobName: 'no-window',
-        job: job({ batchingWindowSeconds: 0, batchSize: 10 }),
-        appResources,
-        stateTables,
-        scheduleGroup,
-        logRetentionDays: 30,
-        retainData: false,
-        handlersDir: FIXTURE_HANDLERS,
-      });
+      const built = scaffold();
+      const { stack } = built;
+      new PacedJob(stack, 'NoWindow', jobProps(built, 'no-window', job({ batchingWindowSeconds: 0, batchSize: 10 })));
       Template.fromStack(stack).hasResourceProperties('AWS::Lambda::EventSourceMapping', { BatchSize: 10, MaximumBatchingWindowInSeconds: 0 });
     });
 
@@ -382,18 +372,10 @@ describe('Class: PacedJob', () => {
     let bucket: IConstruct;
 
     beforeAll(() => {
-      const { stack, appResources, stateTables, scheduleGroup } = scaffold('PacedJobs-test', true);
+      const built = scaffold('PacedJobs-test', true);
+      const { stack, appResources } = built;
       bucket = appResources.buckets.files;
-      pacedJob = new PacedJob(stack, 'Files', {
-        jobName: 'files-job',
-        job: job({ uses: { buckets: { files: { ref: 'files', access: 'readwrite' } } } }),
-        appResources,
-        stateTables,
-        scheduleGroup,
-        logRetentionDays: 30,
-        retainData: false,
-        handlersDir: FIXTURE_HANDLERS,
-      });
+      pacedJob = new PacedJob(stack, 'Files', jobProps(built, 'files-job', job({ uses: { buckets: { files: { ref: 'files', access: 'readwrite' } } } })));
       template = Template.fromStack(stack);
     });
 
@@ -431,23 +413,13 @@ describe('Class: PacedJob', () => {
     beforeAll(() => {
       const built = scaffold();
       stateTables = built.stateTables;
-      pacedJob = new PacedJob(built.stack, 'Narrow', {
-        jobName: 'narrow-job',
-        job: job({
+      pacedJob = new PacedJob(built.stack, 'Narrow', jobProps(built, 'narrow-job', job({
           uses: {
             tables: { orders: { ref: 'orders', discover: 'query', apply: ['get', 'delete'] } },
             buckets: { files: { ref: 'files', apply: 'delete' } },
           },
           settings: { downstreamKey: 'acme' },
-        }),
-        appResources: built.appResources,
-        stateTables,
-        scheduleGroup: built.scheduleGroup,
-        logRetentionDays: 30,
-        retainData: false,
-        handlersDir: FIXTURE_HANDLERS,
-        operatorRoleArns: [operator],
-      });
+        }), { operatorRoleArns: [operator] }));
       template = Template.fromStack(built.stack);
     });
 
@@ -519,11 +491,9 @@ describe('Class: PacedJob', () => {
     });
 
     it('refuses a downstream key that would be a wildcard in its LeadingKeys pattern', () => {
-      const { stack, appResources, stateTables: tables, scheduleGroup } = scaffold();
-      const error = capture(() => new PacedJob(stack, 'Wild', {
-        jobName: 'wild-job', job: job({ settings: { downstreamKey: 'acme*' } }), appResources, stateTables: tables, scheduleGroup, logRetentionDays: 30, retainData: false, handlersDir: FIXTURE_HANDLERS,
-      }));
-      expect(error.problems).toEqual(['settings.downstreamKey "acme*" may not hold "*", "?" or "$": it names the job\'s limiter items in its IAM policy']);
+      const wild = scaffold();
+      const error = capture(() => new PacedJob(wild.stack, 'Wild', jobProps(wild, 'wild-job', job({ settings: { downstreamKey: 'acme*' } }))));
+      expect(error.problems).toEqual(['settings.downstreamKey: "acme*" may not hold "*", "?" or "$": it names the job\'s limiter items in its IAM policy']);
     });
   });
 });

@@ -1,14 +1,20 @@
 // Fine-grained template assertions on the dev (creates app resources) and prod (imports them, retains data) stacks,
 // synthesized without bundling (cdkContext.ts): what each function's bundle holds, test/lib/bundles.test.ts checks.
+import * as path from 'node:path';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
-import { loadEnvironment } from '../../lib/config/load';
+import { environments } from '../../lib/config/environments';
+import { loadEnvironment, parseEnvironment } from '../../lib/config/load';
+import { InvalidPropsError } from '../../lib/props-error';
 import { PacedJobsStack } from '../../lib/stack';
+import { applyChanges, stackConfigCases, type ConfigCase } from '../corpus/loadCorpus';
 import { PacedJob } from '../../lib/paced-job';
 import { testApp } from './cdkContext';
 import {
   actionsOf, actionsOn, arnOf, importedArn, logicalId, mentions, refOf, resourceOf, resourcesOf, Statement, statementsOfRole,
 } from './templateHelpers';
+
+const FAKE_JOB = path.join(__dirname, '..', 'fixtures', 'jobs', 'fake-job', 'index.ts');
 
 interface Built {
   stack: PacedJobsStack;
@@ -574,6 +580,23 @@ describe('Class: PacedJobsStack', () => {
       expect(prod.template.toJSON().Outputs.UploadsBucketName.Value).toBe('paced-jobs-uploads-prod');
       // Not in the `<job>: <Kind>` shape the operator CLI reads job names from.
       expect(prod.template.toJSON().Outputs.UploadsBucketName.Description).not.toMatch(/^(.+): (\w+)$/);
+    });
+  });
+});
+
+describe('Class: PacedJobsStack (the invalid-config corpus)', () => {
+  describe('Method: constructor (config the schema accepts but the stack cannot build)', () => {
+    // Each case is refused before anything is built (PacedJobs and AppResources check all their props first).
+    it.each(stackConfigCases().map((c) => [c.name, c] as [string, ConfigCase]))('refuses %s with the exact message', (_name, c) => {
+      const config = parseEnvironment('corpus', applyChanges(environments[c.base], c.changes));
+      let thrown: unknown;
+      try {
+        new PacedJobsStack(testApp(), 'PacedJobs-corpus', { environmentName: 'corpus', config, jobEntry: () => FAKE_JOB });
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(InvalidPropsError);
+      expect((thrown as InvalidPropsError).message).toBe(c.expect);
     });
   });
 });

@@ -1,3 +1,4 @@
+import { loadJob as loadJobModule } from '../../../lambda/core/jobModule';
 import { JobLoadError, loadJob } from '../../../lambda/handlers/jobLoader';
 import { job as fakeJob } from '../../fixtures/jobs/fake-job';
 
@@ -47,5 +48,13 @@ describe('Function: loadJob', () => {
       expect((error as JobLoadError).cause).toBe(cause);
       expect((error as JobLoadError).jobName).toBe('fake-job');
     }
+  });
+
+  it("names the entry it was given (a bundled job's, as its function's Metadata names it) instead of the job's folder", () => {
+    const entry = 'jobs/usage-report/index.ts';
+    expect(() => loadJobModule('usage-report', () => ({}), entry)).toThrow('cannot load job "usage-report": jobs/usage-report/index.ts must export `job` (found no `job` export)');
+    expect(() => loadJobModule('usage-report', () => ({ job: fakeJob }), entry)).toThrow(
+      'cannot load job "usage-report": the `job` exported by jobs/usage-report/index.ts is named "fake-job"',
+    );
   });
 });

@@ -1,11 +1,9 @@
-// The invalid-config corpus (test/corpus/config.json): every rule of lib/config/schema.ts fails with one exact message,
-// and config the schema lets through but the stack cannot build is refused by the constructs before anything is made.
+// The invalid-config corpus (test/corpus/config.json): every rule of lib/config/schema.ts fails with one exact message.
+// Its stack cases (config the schema lets through but the constructs refuse) are test/lib/stack.test.ts's: PacedJobs
+// reads each job's entry with esbuild, a child process this unit tier does not start.
 import { environments } from '../../../lib/config/environments';
 import { ConfigError, loadEnvironment, parseEnvironment } from '../../../lib/config/load';
-import { InvalidPropsError } from '../../../lib/props-error';
-import { PacedJobsStack } from '../../../lib/stack';
-import { applyChanges, configCases, stackConfigCases, type ConfigCase } from '../../corpus/loadCorpus';
-import { testApp } from '../cdkContext';
+import { applyChanges, configCases, type ConfigCase } from '../../corpus/loadCorpus';
 
 const cases = configCases();
 
@@ -47,23 +45,5 @@ describe('Function: loadEnvironment', () => {
     ['no name', undefined, 'No environment chosen. Pass -c env=<name>; valid environments: dev, staging, prod.'],
   ])('rejects %s with the exact message', (_label, name, message) => {
     expect(() => loadEnvironment(name)).toThrow(new ConfigError(message));
-  });
-});
-
-describe('Class: PacedJobsStack', () => {
-  describe('Method: constructor (config the schema accepts but the stack cannot build)', () => {
-    // Each case breaks the first job (or the shared resources), so the refusal comes before any function is built; and
-    // the test context turns bundling off, so a case refused later would still not run esbuild in this unit test.
-    it.each(stackConfigCases().map((c) => [c.name, c] as [string, ConfigCase]))('refuses %s with the exact message', (_name, c) => {
-      const config = parseEnvironment('corpus', applyChanges(environments[c.base], c.changes));
-      let thrown: unknown;
-      try {
-        new PacedJobsStack(testApp(), 'PacedJobs-corpus', { environmentName: 'corpus', config });
-      } catch (error) {
-        thrown = error;
-      }
-      expect(thrown).toBeInstanceOf(InvalidPropsError);
-      expect((thrown as InvalidPropsError).message).toBe(c.expect);
-    });
   });
 });

@@ -2,8 +2,7 @@
 // new-job`, `npm run chaos` and `npm run bench`, unchanged, with the command's arguments, in the current folder.
 import { spawn } from 'node:child_process';
 import { extname, join } from 'node:path';
-import { runOps } from '../ops/program';
-import { run as runNewJob, type CliIo } from '../scaffold/cli';
+import type { CliIo } from '../scaffold/cli';
 import { registerTypeScript, typeScriptNodeArgs } from './typescript';
 
 /** One subcommand: its arguments (after its name) and the folder it runs in; resolves to the exit code. */
@@ -53,11 +52,14 @@ export const defaultDelegates: Delegates = {
   // becomes `(argv, cwd) => runStartCli(argv, { cwd })`, in this process.
   start: (argv, cwd) => runEntry(toolEntry('local/cli'), argv, cwd),
   // In this process: ops reads --local's endpoints file from the current folder, and preflight loads job code.
+  // Each tool is loaded when its subcommand runs: `start` loads neither ops nor the scaffold.
   ops: (argv) => {
     registerTypeScript();
-    return runOps(argv);
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return (require('../ops/program') as typeof import('../ops/program')).runOps(argv);
   },
-  newJob: (argv, cwd) => runNewJob(['--root', cwd, ...argv], processIo),
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  newJob: (argv, cwd) => (require('../scaffold/cli') as typeof import('../scaffold/cli')).run(['--root', cwd, ...argv], processIo),
   chaos: (argv, cwd) => runEntry(toolEntry('chaos/cli'), argv, cwd),
   bench: (argv, cwd) => runEntry(toolEntry('bench/index'), argv, cwd),
 };

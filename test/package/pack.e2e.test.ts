@@ -66,7 +66,7 @@ describe('The package, installed into a team\'s CDK app', () => {
       ]),
     );
     // Not the reference app: its entry, its config, its example jobs, the tests.
-    expect(shipped.filter((p) => /^(bin|test|lambda)\/|^dist\/(bin|test)\/|^dist\/lambda\/jobs\/|environments\.|\.test\./.test(p))).toEqual([]);
+    expect(shipped.filter((p) => /^(bin|test|lambda)\/|^dist\/(bin|test)\/|^dist\/lambda\/jobs\/|environments\.|\.test\.(js|d\.ts)$/.test(p))).toEqual([]);
 
     writeFileSync(join(app, 'package.json'), `${JSON.stringify({ name: 'team-app', version: '1.0.0', private: true }, null, 2)}\n`);
     const tarball = join(scratch, packed.filename);

@@ -1,4 +1,4 @@
-// Operator CLI entry point (`npm run ops -- <command> [--env <env> | --local] [--json]`); see ops/program.ts.
+// Operator CLI entry point (`npm run ops -- <command> [--stack <name> | --env <env> | --local] [--json]`); see ops/program.ts.
 import { runOps } from './program';
 
 // The SDK warns on every command that its releases after January 2027 need Node 22; an operator cannot act on that

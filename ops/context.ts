@@ -26,6 +26,7 @@ export async function changeTarget(resources: StackResources): Promise<ChangeTar
   return {
     stackName: resources.stackName,
     ...(resources.environment !== undefined ? { environment: resources.environment } : {}),
+    local: resources.source === 'local',
     ...(account ? { account } : {}),
     ...(resources.region ? { region: resources.region } : {}),
     // The local stack is never protected, whatever environment it was synthesized from.

@@ -1,8 +1,7 @@
-// Operator CLI: what it knows about a deployed environment before any AWS call: its config (lib/config), so the region
-// and account come from there, a bad --env or --job is refused at once, and credentials for the wrong account are
-// refused before anything is read or changed.
+// Operator CLI: what it knows about a deployed environment of this repository (`--env`) before any AWS call: its config
+// (lib/config), so the region and account come from there, a bad --env or --job is refused at once, and credentials
+// for the wrong account are refused before anything is read or changed. A team's stack (`--stack`) has no such config.
 import { GetCallerIdentityCommand, STSClient } from '@aws-sdk/client-sts';
-import { ConfigError, loadEnvironment } from '../lib/config/load';
 import type { EnvironmentConfig } from '../lib/config/schema';
 import { OpsError, UsageError } from './errors';
 
@@ -26,6 +25,10 @@ export class WrongAccountError extends OpsError {
  * @throws UsageError for an environment the config does not have (listing those it has), or a config that is invalid.
  */
 export function environmentConfig(name: string): EnvironmentConfig {
+  // Loaded only for --env: it imports the repository's own environments (lib/config/environments.ts), which the
+  // package does not ship.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { ConfigError, loadEnvironment } = require('../lib/config/load') as typeof import('../lib/config/load');
   try {
     return loadEnvironment(name);
   } catch (error) {

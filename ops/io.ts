@@ -57,8 +57,10 @@ export function processIo(): OpsIo {
 /** Where a change lands: what its prompt, its --yes line and its refusals name. */
 export interface ChangeTarget {
   stackName: string;
-  /** The `--env` name; absent for the local stack. */
+  /** The `--env` name; absent for the local stack and for a stack named by `--stack`. */
   environment?: string;
+  /** The local stack (`--local`). @default true when `environment` is absent, false otherwise */
+  local?: boolean;
   /** Absent when unknown (a local endpoints file without it). */
   account?: string;
   region?: string;
@@ -78,7 +80,8 @@ export interface ConfirmOptions {
 
 /** `stack PacedJobs-prod, account 123456789012, region eu-west-1` (the local stack says so). */
 export function describeTarget(target: ChangeTarget): string {
-  const stack = target.environment === undefined ? `local stack ${target.stackName}` : `stack ${target.stackName}`;
+  const local = target.local ?? target.environment === undefined;
+  const stack = local ? `local stack ${target.stackName}` : `stack ${target.stackName}`;
   return `${stack}, account ${target.account ?? 'unknown'}, region ${target.region ?? 'unknown'}`;
 }
 
@@ -95,7 +98,8 @@ export async function confirm(io: OpsIo, options: ConfirmOptions): Promise<void>
   const what = `${options.action} on ${describeTarget(target)}`;
   const env = target.environment;
   if (options.confirm !== undefined && options.confirm !== env) {
-    const actual = env === undefined ? 'the local stack, which has no environment name' : `environment ${env}`;
+    const local = target.local ?? env === undefined;
+    const actual = env !== undefined ? `environment ${env}` : local ? 'the local stack, which has no environment name' : `stack ${target.stackName}, which has no environment name`;
     throw new ConfirmationError(`--confirm ${options.confirm} does not match ${actual}: did not ${what}; nothing was changed`, options.action);
   }
   const named = !target.protected || options.confirm === env;

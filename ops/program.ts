@@ -27,6 +27,8 @@ export const MAX_STALL_MINUTES = 1440;
 
 export interface GlobalOptions {
   env?: string;
+  /** A deployed stack by name: a team's app's stack holding a PacedJobs. */
+  stack?: string;
   local?: boolean;
   endpoints: string;
   json?: boolean;
@@ -68,7 +70,11 @@ interface Printable {
 export function defaultSource(options: GlobalOptions): ResourceSource {
   if (options.local) return new LocalEndpointsSource(options.endpoints);
   if (options.env) return new CloudFormationSource({ environment: options.env });
-  throw new UsageError('say which stack: --env <name> for a deployed stack (PacedJobs-<name>), or --local for the one `npm start -- --serve` runs');
+  if (options.stack) return new CloudFormationSource({ stackName: options.stack });
+  throw new UsageError(
+    'say which stack: --stack <name> for a deployed stack, --env <name> for one of this repository\'s environments (PacedJobs-<name>), ' +
+      'or --local for the one `npm start -- --serve` runs',
+  );
 }
 
 function positiveInt(flag: string, value: string | undefined, fallback: number, max: number): number {
@@ -95,8 +101,9 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
     .showHelpAfterError()
-    .addOption(new Option('--env <env>', 'a deployed environment: reads the outputs of stack PacedJobs-<env>').conflicts('local'))
-    .addOption(new Option('--local', 'the local stack of `npm start -- --serve`'))
+    .addOption(new Option('--stack <name>', 'a deployed stack holding a PacedJobs (your app\'s stack name): reads its outputs').conflicts(['env', 'local']))
+    .addOption(new Option('--env <env>', 'in the paced-jobs repository, a deployed environment: reads the outputs of stack PacedJobs-<env>').conflicts('local'))
+    .addOption(new Option('--local', 'the local stack of `start --serve` (`npm start -- --serve` in the repository)'))
     .option('--endpoints <file>', 'the local endpoints file (with --local)', DEFAULT_ENDPOINTS_FILE)
     .option('--json', 'print exactly one JSON document on stdout', false);
 

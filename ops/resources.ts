@@ -1,12 +1,16 @@
 // Operator CLI: finds the stack's resources (queues, functions, schedules, tables) from the deployed stack's outputs or
 // from the local runtime's `.local/endpoints.json`; every command works from the StackResources this returns.
 import { readFile } from 'node:fs/promises';
-import { CloudFormationClient, DescribeStacksCommand, type Output } from '@aws-sdk/client-cloudformation';
+import { dirname, join } from 'node:path';
+import { CloudFormationClient, DescribeStacksCommand, GetTemplateCommand, type Output } from '@aws-sdk/client-cloudformation';
 import { z } from 'zod';
 import { JobOutput, type JobOutputKind, jobOutputName, StackOutput, stackName } from '../lib/outputs';
 import type { EnvironmentConfig } from '../lib/config/schema';
 import { type CallerIdentity, checkCallerAccount, environmentConfig, environmentRegion, stsIdentity } from './environment';
-import { ResourceDiscoveryError } from './errors';
+import { ResourceDiscoveryError, UsageError } from './errors';
+
+/** The resource Metadata key a job's functions carry: its code's entry, relative to the CDK app's folder. */
+export const JOB_ENTRY_METADATA = 'paced-jobs:job-entry';
 
 /** What the CLI needs to operate one job. */
 export interface JobResources {
@@ -60,6 +64,11 @@ export interface StackResources {
   /** Sorted by job name. */
   jobs: JobResources[];
   clients: ClientSettings;
+  /**
+   * Each job's code entry as its functions' `paced-jobs:job-entry` Metadata names it (relative to the CDK app's
+   * folder), read from the stack's template when asked: only preflight runs job code. A job without it is absent.
+   */
+  jobEntries?: () => Promise<Record<string, string>>;
 }
 
 /** One way of finding the stack; the commands do not know which. */
@@ -67,7 +76,7 @@ export interface ResourceSource {
   /** For messages: `stack PacedJobs-prod` or `.local/endpoints.json`. */
   readonly description: string;
   /** The job names known without an AWS call (a deployed environment's config), to refuse a bad --job early. */
-  declaredJobs?(): string[];
+  declaredJobs?(): string[] | undefined;
   load(): Promise<StackResources>;
 }
 
@@ -132,8 +141,35 @@ export function jobNamesFromOutputs(outputs: Output[]): string[] {
   return [...names];
 }
 
+/** The template of a stack, as far as jobEntriesFromTemplate reads it. */
+interface TemplateDocument {
+  Resources?: Record<string, { Type?: string; Metadata?: Record<string, unknown>; Properties?: { Environment?: { Variables?: Record<string, unknown> } } }>;
+}
+
+/**
+ * Each job's entry from a synthesized or deployed template: the `paced-jobs:job-entry` Metadata of the functions
+ * whose JOB_NAME is the job (its producer and consumer, which the construct gives the same entry).
+ * @throws ResourceDiscoveryError when a job's functions name two different entries.
+ */
+export function jobEntriesFromTemplate(source: string, template: unknown): Record<string, string> {
+  const entries: Record<string, string> = {};
+  for (const [id, resource] of Object.entries((template as TemplateDocument | undefined)?.Resources ?? {})) {
+    const entry = resource.Metadata?.[JOB_ENTRY_METADATA];
+    const job = resource.Properties?.Environment?.Variables?.JOB_NAME;
+    if (resource.Type !== 'AWS::Lambda::Function' || typeof entry !== 'string' || typeof job !== 'string') continue;
+    if (entries[job] !== undefined && entries[job] !== entry) {
+      throw new ResourceDiscoveryError(`${source}: the functions of job ${job} name two entries, ${entries[job]} and ${entry} (${id})`, source);
+    }
+    entries[job] = entry;
+  }
+  return entries;
+}
+
 export interface CloudFormationSourceOptions {
-  environment: string;
+  /** An environment of this repository's config (lib/config): its stack is `PacedJobs-<env>`. Give it or `stackName`. */
+  environment?: string;
+  /** A team's stack, by name (`--stack`): no config, so the region is the SDK's and no account is pinned. */
+  stackName?: string;
   /** @default the environment's config from lib/config (an unknown environment is a UsageError) */
   config?: EnvironmentConfig;
   /** @default a CloudFormationClient in the environment's region with the SDK's default credentials */
@@ -145,31 +181,50 @@ export interface CloudFormationSourceOptions {
 }
 
 /**
- * The deployed stack `PacedJobs-<env>`, read with DescribeStacks in the environment's region (lib/config names it;
- * environmentRegion says which applies), after refusing credentials for another account than the one config pins.
+ * A deployed stack, read with DescribeStacks: this repository's `PacedJobs-<env>` in the environment's region
+ * (lib/config names it; environmentRegion says which applies), after refusing credentials for another account than
+ * the one config pins; or a team's stack by name (`--stack`) in the SDK's region.
  */
 export class CloudFormationSource implements ResourceSource {
   public readonly description: string;
   private readonly stackName: string;
-  private readonly config: EnvironmentConfig;
+  /** Absent for a stack named by `stackName`. */
+  private readonly config?: EnvironmentConfig;
 
-  /** @throws UsageError for an environment lib/config does not have. */
+  /** @throws UsageError for an environment lib/config does not have, or neither an environment nor a stack name. */
   constructor(private readonly options: CloudFormationSourceOptions) {
-    this.stackName = stackName(options.environment);
+    if (options.environment !== undefined) {
+      this.stackName = stackName(options.environment);
+      this.config = options.config ?? environmentConfig(options.environment);
+    } else if (options.stackName !== undefined && options.stackName !== '') {
+      this.stackName = options.stackName;
+    } else {
+      throw new UsageError('a deployed stack needs --env <name> (this repository\'s PacedJobs-<name>) or --stack <name>');
+    }
     this.description = `stack ${this.stackName}`;
-    this.config = options.config ?? environmentConfig(options.environment);
   }
 
   /** The jobs the environment's config declares: a bad --job is refused before any AWS call. */
-  declaredJobs(): string[] {
-    return Object.keys(this.config.jobs).sort();
+  declaredJobs(): string[] | undefined {
+    return this.config ? Object.keys(this.config.jobs).sort() : undefined;
+  }
+
+  /** The environment's region as environmentRegion decides it; a named stack's is the SDK's own. */
+  private async region(): Promise<string> {
+    if (this.config) return environmentRegion(this.config, this.options.sdkRegion);
+    const region = await (this.options.sdkRegion ?? defaultSdkRegion)();
+    if (region === undefined) {
+      throw new UsageError(`no region to find ${this.description} in: set AWS_REGION (or a region in your AWS profile)`);
+    }
+    return region;
   }
 
   async load(): Promise<StackResources> {
-    const region = await environmentRegion(this.config, this.options.sdkRegion);
+    const region = await this.region();
     const identity = this.options.identity ?? (() => stsIdentity(region));
+    const config = this.config;
     // Only a pinned account can be checked; without one, the caller's account is the environment's by definition.
-    const caller = this.config.account ? await checkCallerAccount(this.options.environment, this.config, identity) : undefined;
+    const caller = config?.account ? await checkCallerAccount(this.options.environment ?? '', config, identity) : undefined;
     const client = this.options.client ?? new CloudFormationClient({ region });
     let outputs: Output[];
     try {
@@ -190,14 +245,44 @@ export class CloudFormationSource implements ResourceSource {
       source: 'cloudformation',
       stackName: this.stackName,
       region,
-      ...(caller ? { accountId: caller.account } : this.config.account ? { accountId: this.config.account } : {}),
-      environment: this.options.environment,
-      ...(this.config.protected ? { protected: true } : {}),
+      ...(caller ? { accountId: caller.account } : config?.account ? { accountId: config.account } : {}),
+      ...(this.options.environment !== undefined ? { environment: this.options.environment } : {}),
+      ...(config?.protected ? { protected: true } : {}),
       // Without a pinned account the caller's is the environment's; STS is asked only when a change's prompt names it.
-      ...(caller || this.config.account ? {} : { callerAccount: async () => (await identity()).account }),
+      ...(caller || config?.account ? {} : { callerAccount: async () => (await identity()).account }),
       ...resourcesFromOutputs(this.description, jobNamesFromOutputs(outputs), values),
       clients: { region },
+      jobEntries: () => this.deployedJobEntries(region),
     };
+  }
+
+  /** The job entries of the deployed template (GetTemplate, as deployed: the Metadata is kept there). */
+  private async deployedJobEntries(region: string): Promise<Record<string, string>> {
+    const client = this.options.client ?? new CloudFormationClient({ region });
+    try {
+      const answer = await client.send(new GetTemplateCommand({ StackName: this.stackName, TemplateStage: 'Original' }));
+      let template: unknown;
+      try {
+        template = JSON.parse(answer.TemplateBody ?? '{}');
+      } catch (error) {
+        throw new ResourceDiscoveryError(`${this.description}: its template is not JSON (${(error as Error).message})`, this.description, { cause: error });
+      }
+      return jobEntriesFromTemplate(this.description, template);
+    } finally {
+      if (!this.options.client) (client as CloudFormationClient).destroy();
+    }
+  }
+}
+
+/** The SDK's default region chain (environment, shared config file); undefined when none is set. */
+async function defaultSdkRegion(): Promise<string | undefined> {
+  const client = new CloudFormationClient({});
+  try {
+    return await client.config.region();
+  } catch {
+    return undefined; // "Region is missing"
+  } finally {
+    client.destroy();
   }
 }
 
@@ -211,6 +296,9 @@ const endpointsFileSchema = z.object({
   endpoints: z.object({ dynamodb: z.url(), sqs: z.url(), lambda: z.url(), scheduler: z.url(), secretsmanager: z.url().optional(), sns: z.url().optional(), cloudwatch: z.url().optional() }),
   jobs: z.record(z.string(), z.unknown()),
   outputs: z.record(z.string(), z.string()),
+  // The synthesized template the local stack runs, where the run names it; else cdk.out/<stack>.template.json beside
+  // the endpoints file's folder (the app's), which is where `start` synthesizes by default.
+  templateFile: z.string().optional(),
 });
 
 /** The local stack `npm start -- --serve` runs; its endpoints file also points every SDK client at it. */
@@ -250,6 +338,7 @@ export class LocalEndpointsSource implements ResourceSource {
       region: doc.region,
       ...(doc.accountId ? { accountId: doc.accountId } : {}),
       ...resourcesFromOutputs(this.file, Object.keys(doc.jobs), doc.outputs),
+      jobEntries: () => this.localJobEntries(doc.templateFile ?? join(dirname(this.file), '..', 'cdk.out', `${doc.stackName}.template.json`)),
       clients: {
         region: doc.region,
         credentials: doc.credentials,
@@ -264,5 +353,16 @@ export class LocalEndpointsSource implements ResourceSource {
         },
       },
     };
+  }
+
+  /** The job entries of the template the local stack runs. */
+  private async localJobEntries(templateFile: string): Promise<Record<string, string>> {
+    let template: unknown;
+    try {
+      template = JSON.parse(await readFile(templateFile, 'utf8'));
+    } catch (error) {
+      throw new ResourceDiscoveryError(`cannot read the local stack's template ${templateFile}: ${(error as Error).message}`, this.file, { cause: error });
+    }
+    return jobEntriesFromTemplate(templateFile, template);
   }
 }

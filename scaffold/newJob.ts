@@ -1,19 +1,19 @@
-// `npm run new-job -- <name>`, the part that decides: checks the name against every rule, renders the job's files and
-// its config, and checks that config as synthesis will, all before anything is written; then writes the plan,
-// removing what it wrote if a write fails. scaffold/cli.ts is the command around it.
+// `new-job <name>`, the part that decides: checks the name against every rule, renders the job's files (and, in this
+// repository, its config, checked as synthesis will check it), all before anything is written; then writes the plan,
+// removing what it wrote if a write fails. In a team's app (a package.json that depends on paced-jobs) it writes the
+// job into jobs/<name> and hands back the PacedJobs lines to add. scaffold/cli.ts is the command around it.
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import * as vm from 'node:vm';
 import { transformSync } from 'esbuild';
-import { parseEnvironment } from '../lib/config/load';
 import { environmentSchema, type EnvironmentInput } from '../lib/config/schema';
 import { alarmName, JobAlarm } from '../lib/monitoring';
 import { JobOutput, jobOutputName, StackOutput, stackName, type JobOutputKind } from '../lib/outputs';
 import { MAX_FUNCTION_NAME_LENGTH } from '../lib/paced-function';
 import { producerFunctionName } from '../lib/paced-job';
-import { expectedConfig, jobNames, jobSnippet, renderFiles, tableSnippet, type JobNames } from './templates';
+import { appSnippet, expectedConfig, jobFolder, jobNames, jobSnippet, renderFiles, tableSnippet, type JobNames, type ProjectKind } from './templates';
 
 /** kebab-case: lower-case words of letters and digits joined by single hyphens, starting with a letter. */
 export const KEBAB_CASE = /^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/;
@@ -76,13 +76,17 @@ export interface PlannedEdit {
 }
 
 export interface Plan {
+  /** Where the job goes: this repository, or a team's app. @default 'repository' */
+  kind?: ProjectKind;
   names: JobNames;
   /** New files, relative to the root; none exists yet. */
   files: PlannedFile[];
   /** lib/config/environments.ts, before and after the insertions. */
   edits: PlannedEdit[];
-  /** The environments that get the job (all of them). */
+  /** The environments that get the job (all of them); none in a team's app. */
   environments: string[];
+  /** In a team's app: the lines to add to its PacedJobs (the job's table and its entry), printed, not written. */
+  snippet?: string;
 }
 
 const subfolders = (dir: string): string[] =>
@@ -148,16 +152,8 @@ const outputNames = (jobName: string): string[] => (Object.keys(JobOutput) as Jo
  * (A table name already in use is found later, by planNewJob, once the environment suffixes are known.)
  */
 export function validateName(name: string, state: ProjectState): { rule: NameRule; message: string } | undefined {
-  if (!KEBAB_CASE.test(name)) {
-    return problem(name, 'kebab-case', `it must match ${KEBAB_CASE} (lower-case letters and digits in words joined by single hyphens, starting with a letter)`);
-  }
-  if (name.length < MIN_NAME_LENGTH || name.length > MAX_NAME_LENGTH) {
-    return problem(name, 'length', `a job name has ${MIN_NAME_LENGTH} to ${MAX_NAME_LENGTH} characters (the jobs key in lib/config/schema.ts); this one has ${name.length}`);
-  }
-  const keyCheck = environmentSchema.shape.jobs.keyType.safeParse(name);
-  if (!keyCheck.success) {
-    return problem(name, 'length', `lib/config/schema.ts does not accept it as a jobs key: ${keyCheck.error.issues.map((i) => i.message).join('; ')}`);
-  }
+  const common = commonNameProblem(name);
+  if (common) return common;
   for (const env of Object.keys(state.environments)) {
     const fn = producerFunctionName(stackName(env), name);
     if (fn.length > MAX_FUNCTION_NAME_LENGTH) {
@@ -170,6 +166,39 @@ export function validateName(name: string, state: ProjectState): { rule: NameRul
     return problem(name, 'reserved', `"${name}" is a folder under lambda/ (${lambdaFolders.join(', ')}); a job of that name would read as part of the runtime in imports, logs and metrics`);
   }
   if (name in RESERVED_NAMES) return problem(name, 'reserved', RESERVED_NAMES[name]);
+  const reserved = reservedIdProblem(name);
+  if (reserved) return reserved;
+
+  const names = jobNames(name);
+  const taken = (detail: string) => problem(name, 'taken', detail);
+  if (state.exists(`lambda/jobs/${name}`)) return taken(`lambda/jobs/${name} already exists`);
+  if (state.exists(`test/lambda/jobs/${name}`)) return taken(`test/lambda/jobs/${name} already exists`);
+  const configuredIn = Object.entries(state.environments).filter(([, env]) => name in (env.jobs ?? {})).map(([env]) => env);
+  if (configuredIn.length > 0) return taken(`jobs.${name} is already configured in ${ENVIRONMENTS_FILE} (${configuredIn.join(', ')})`);
+  const tableIn = Object.entries(state.environments).filter(([, env]) => names.tableKey in (env.appResources?.tables ?? {})).map(([env]) => env);
+  if (tableIn.length > 0) {
+    return taken(`appResources.tables.${names.tableKey}, the job's table, is already configured in ${ENVIRONMENTS_FILE} (${tableIn.join(', ')})`);
+  }
+  return clashProblem(name, existingJobs(state));
+}
+
+/** The rules of a job name wherever it is written: kebab-case, and a length the jobs key of the config takes. */
+function commonNameProblem(name: string): { rule: NameRule; message: string } | undefined {
+  if (!KEBAB_CASE.test(name)) {
+    return problem(name, 'kebab-case', `it must match ${KEBAB_CASE} (lower-case letters and digits in words joined by single hyphens, starting with a letter)`);
+  }
+  if (name.length < MIN_NAME_LENGTH || name.length > MAX_NAME_LENGTH) {
+    return problem(name, 'length', `a job name has ${MIN_NAME_LENGTH} to ${MAX_NAME_LENGTH} characters (the jobs key in lib/config/schema.ts); this one has ${name.length}`);
+  }
+  const keyCheck = environmentSchema.shape.jobs.keyType.safeParse(name);
+  if (!keyCheck.success) {
+    return problem(name, 'length', `lib/config/schema.ts does not accept it as a jobs key: ${keyCheck.error.issues.map((i) => i.message).join('; ')}`);
+  }
+  return undefined;
+}
+
+/** Names the stack's own alarms, construct IDs and outputs take. */
+function reservedIdProblem(name: string): { rule: NameRule; message: string } | undefined {
   if (name === RESERVED_PREFIX || name.startsWith(`${RESERVED_PREFIX}-`)) {
     return problem(name, 'reserved', `names starting with "${RESERVED_PREFIX}" are reserved: the alarms of a schedule group are named <stack>-${RESERVED_PREFIX}-<group>-<what>, a job's <stack>-<job>-<what>`);
   }
@@ -180,18 +209,15 @@ export function validateName(name: string, state: ProjectState): { rule: NameRul
   const stackOutputs: string[] = Object.values(StackOutput);
   const clashingOutput = outputNames(name).find((o) => stackOutputs.includes(o));
   if (clashingOutput) return problem(name, 'reserved', `its output ${clashingOutput} would be one of the stack's own outputs`);
+  return undefined;
+}
 
+/** A job among `others` whose construct ID, output or alarm names `name`'s would repeat. */
+function clashProblem(name: string, others: string[]): { rule: NameRule; message: string } | undefined {
+  const names = jobNames(name);
   const taken = (detail: string) => problem(name, 'taken', detail);
-  if (state.exists(`lambda/jobs/${name}`)) return taken(`lambda/jobs/${name} already exists`);
-  if (state.exists(`test/lambda/jobs/${name}`)) return taken(`test/lambda/jobs/${name} already exists`);
-  const configuredIn = Object.entries(state.environments).filter(([, env]) => name in (env.jobs ?? {})).map(([env]) => env);
-  if (configuredIn.length > 0) return taken(`jobs.${name} is already configured in ${ENVIRONMENTS_FILE} (${configuredIn.join(', ')})`);
-  const tableIn = Object.entries(state.environments).filter(([, env]) => names.tableKey in (env.appResources?.tables ?? {})).map(([env]) => env);
-  if (tableIn.length > 0) {
-    return taken(`appResources.tables.${names.tableKey}, the job's table, is already configured in ${ENVIRONMENTS_FILE} (${tableIn.join(', ')})`);
-  }
   const mine = new Set(outputNames(name));
-  for (const other of existingJobs(state)) {
+  for (const other of others) {
     const otherNames = jobNames(other);
     if (otherNames.pascal === names.pascal) return taken(`the job "${other}" has the same construct ID "${names.pascal}"`);
     const output = outputNames(other).find((o) => mine.has(o));
@@ -264,7 +290,7 @@ export function planNewJob(name: string, state: ProjectState): Plan {
       problems.push(`${env}: the insertion changed other tables or jobs`);
     }
     try {
-      parseEnvironment(env, now);
+      configLoader().parseEnvironment(env, now);
     } catch (error) {
       problems.push((error as Error).message);
     }
@@ -272,7 +298,78 @@ export function planNewJob(name: string, state: ProjectState): Plan {
   if (problems.length > 0) {
     throw new ScaffoldError(`${ENVIRONMENTS_FILE}: inserting job "${name}" at the markers would not configure it as intended, so nothing was written:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   }
-  return { names, files, edits: [{ path: ENVIRONMENTS_FILE, before: state.environmentsSource, after }], environments: envs };
+  return { kind: 'repository', names, files, edits: [{ path: ENVIRONMENTS_FILE, before: state.environmentsSource, after }], environments: envs };
+}
+
+/**
+ * The repository's config loader, loaded when a plan in this repository needs it: it imports the reference app's own
+ * environments (lib/config/environments.ts), which the package does not ship, so a team's app never loads it.
+ */
+function configLoader(): typeof import('../lib/config/load') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('../lib/config/load') as typeof import('../lib/config/load');
+}
+
+/** What the planner knows of a team's app: its jobs/ folder. Read from disk by readAppState, built by hand in tests. */
+export interface AppState {
+  /** Folder names under jobs/. */
+  jobFolders: string[];
+  /** Whether a path relative to the app's root exists. */
+  exists(path: string): boolean;
+}
+
+/** The package's name, as a team's app depends on it. */
+export const PACKAGE_NAME = 'paced-jobs';
+
+/**
+ * Which kind of project `root` is: this repository (its package.json is the package itself), or a team's app (its
+ * package.json depends on the package).
+ * @throws ScaffoldError when it is neither, or has no readable package.json.
+ */
+export function projectKind(root: string): ProjectKind {
+  let manifest: { name?: unknown; dependencies?: Record<string, unknown>; devDependencies?: Record<string, unknown> };
+  try {
+    manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as typeof manifest;
+  } catch (error) {
+    throw new ScaffoldError(`${root} is not a project new-job can add a job to: cannot read its package.json (${(error as Error).message})`, undefined, { cause: error });
+  }
+  if (manifest.name === PACKAGE_NAME) return 'repository';
+  if (manifest.dependencies?.[PACKAGE_NAME] !== undefined || manifest.devDependencies?.[PACKAGE_NAME] !== undefined) return 'app';
+  throw new ScaffoldError(
+    `${root} is not a project new-job can add a job to: its package.json does not depend on ${PACKAGE_NAME} (run npm install ${PACKAGE_NAME} there first)`,
+  );
+}
+
+export function readAppState(root: string): AppState {
+  return { jobFolders: subfolders(join(root, 'jobs')), exists: (path) => existsSync(join(root, path)) };
+}
+
+/**
+ * The first rule `name` breaks in a team's app, in the order kebab-case, length, reserved, taken: the rules of a job
+ * name anywhere, the stack's own construct IDs, outputs and alarm names, and a folder jobs/<name> or a job in jobs/
+ * whose names it would repeat. (The app's stack is not read: PacedJobs checks its own props at synthesis.)
+ */
+export function validateAppName(name: string, state: AppState): { rule: NameRule; message: string } | undefined {
+  const broken = commonNameProblem(name) ?? reservedIdProblem(name);
+  if (broken) return broken;
+  if (state.exists(jobFolder(name, 'app'))) return problem(name, 'taken', `${jobFolder(name, 'app')} already exists`);
+  return clashProblem(name, state.jobFolders);
+}
+
+/**
+ * Everything `new-job <name>` writes in a team's app: the job's code, fixture and tests in jobs/<name>, and the
+ * PacedJobs lines it prints (the app's stack is the team's own code, so it is not edited).
+ * @throws ScaffoldError with one message; its `rule` is set when the name broke a rule.
+ */
+export function planAppJob(name: string, state: AppState): Plan {
+  const broken = validateAppName(name, state);
+  if (broken) throw new ScaffoldError(broken.message, broken.rule);
+  const names = jobNames(name);
+  const files = renderFiles(names, undefined, 'app');
+  for (const file of files) {
+    if (state.exists(file.path)) throw new ScaffoldError(problem(name, 'taken', `${file.path} already exists`).message, 'taken');
+  }
+  return { kind: 'app', names, files, edits: [], environments: [], snippet: appSnippet(names) };
 }
 
 /** The file operations writePlan uses; tests substitute one that fails part-way. */

@@ -1,6 +1,6 @@
-// The files and config text `npm run new-job` writes for one job: the templates in scaffold/templates/*.tmpl (kept as
-// plain files, so the generated code reads as code here too) with the job's names filled in, and the two config
-// snippets inserted into lib/config/environments.ts.
+// The files and config text `new-job` writes for one job: the templates in scaffold/templates/*.tmpl (kept as plain
+// files, so the generated code reads as code here too) with the job's names and imports filled in; in this repository
+// the two config snippets inserted into lib/config/environments.ts, in a team's app the PacedJobs lines it prints.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pascalCase } from '../lib/outputs';
@@ -32,14 +32,29 @@ export function jobNames(name: string): JobNames {
   return { name, pascal, camel, tableKey: `${camel}Items`, tableBaseName: `${name}-${TABLE_ALIAS}` };
 }
 
+/**
+ * Where a job is written. `repository`: this repository, the reference app (the job in lambda/jobs/<name>, its tests in
+ * test/lambda/jobs/<name>, its config inserted into lib/config/environments.ts). `app`: a team's CDK app that depends
+ * on the package (the job and its tests in jobs/<name>; the lines to add to its PacedJobs are printed, not inserted).
+ */
+export type ProjectKind = 'repository' | 'app';
+
+/** The package's entry points a job imports in a team's app (package.json `exports`). */
+export const PACKAGE_ENTRY = { job: 'paced-jobs/job', fixture: 'paced-jobs/fixture', testing: 'paced-jobs/testing' } as const;
+
+/** The folder a job's code is written to, relative to the project root. */
+export const jobFolder = (name: string, kind: ProjectKind): string => (kind === 'app' ? `jobs/${name}` : `lambda/jobs/${name}`);
+
 /** Template file (under scaffold/templates) -> path it is written to, relative to the project root. */
-export function templateTargets(name: string): { template: string; path: string }[] {
+export function templateTargets(name: string, kind: ProjectKind = 'repository'): { template: string; path: string }[] {
+  const code = jobFolder(name, kind);
+  const tests = kind === 'app' ? code : `test/lambda/jobs/${name}`;
   return [
-    { template: 'index.ts.tmpl', path: `lambda/jobs/${name}/index.ts` },
-    { template: 'items.ts.tmpl', path: `lambda/jobs/${name}/items.ts` },
-    { template: 'local.ts.tmpl', path: `lambda/jobs/${name}/local.ts` },
-    { template: 'index.test.ts.tmpl', path: `test/lambda/jobs/${name}/index.test.ts` },
-    { template: 'local.test.ts.tmpl', path: `test/lambda/jobs/${name}/local.test.ts` },
+    { template: 'index.ts.tmpl', path: `${code}/index.ts` },
+    { template: 'items.ts.tmpl', path: `${code}/items.ts` },
+    { template: 'local.ts.tmpl', path: `${code}/local.ts` },
+    { template: 'index.test.ts.tmpl', path: `${tests}/index.test.ts` },
+    { template: 'local.test.ts.tmpl', path: `${tests}/local.test.ts` },
   ];
 }
 
@@ -55,9 +70,47 @@ export class TemplateError extends Error {
   }
 }
 
-/** Fills in `__JOB_NAME__`, `__Job__`, `__job__` and `__TABLE_KEY__`. @throws TemplateError on a placeholder left over. */
-export function render(template: string, names: JobNames, label = 'template'): string {
+/**
+ * What each placeholder stands for. The names: `__JOB_NAME__`, `__Job__`, `__job__`, `__TABLE_KEY__`. Where the job
+ * is written (`kind`): the modules it imports (`__JOB_API__` and `__FIXTURE_API__` from the job's folder,
+ * `__TEST_JOB_API__`, `__TEST_FIXTURE_API__`, `__TESTING_API__` and `__JOB_DIR__` from its tests), and the phrases
+ * that say where its table, uses and tests are declared. In the repository the job imports the engine by relative
+ * path, exactly the modules the package exports, so both kinds of job depend on the same surface.
+ */
+export function placeholderValues(names: JobNames, kind: ProjectKind = 'repository'): Record<string, string> {
   const values: Record<string, string> = { __JOB_NAME__: names.name, __Job__: names.pascal, __job__: names.camel, __TABLE_KEY__: names.tableKey };
+  const where: Record<string, string> =
+    kind === 'app'
+      ? {
+          __JOB_API__: PACKAGE_ENTRY.job,
+          __FIXTURE_API__: PACKAGE_ENTRY.fixture,
+          __TEST_JOB_API__: PACKAGE_ENTRY.job,
+          __TEST_FIXTURE_API__: PACKAGE_ENTRY.fixture,
+          __TESTING_API__: PACKAGE_ENTRY.testing,
+          __JOB_DIR__: '.',
+          __NEW_JOB_COMMAND__: `npx paced-jobs new-job ${names.name}`,
+          __TABLE_DECLARED__: `the table your stack passes to PacedJobs as the job's uses.tables.${TABLE_ALIAS}`,
+          __USES_DECLARED__: "listed under the job's `uses` (or `settings`) in your stack's PacedJobs props",
+          __TESTS_AT__: 'index.test.ts and local.test.ts beside it',
+        }
+      : {
+          __JOB_API__: '../../job',
+          __FIXTURE_API__: '../../../local/fixture',
+          __TEST_JOB_API__: '../../../../lambda/job',
+          __TEST_FIXTURE_API__: '../../../../local/fixture',
+          __TESTING_API__: '../../../../local/testing',
+          __JOB_DIR__: `../../../../lambda/jobs/${names.name}`,
+          __NEW_JOB_COMMAND__: `npm run new-job -- ${names.name}`,
+          __TABLE_DECLARED__: `appResources.tables.${names.tableKey} in lib/config/environments.ts`,
+          __USES_DECLARED__: `listed under \`jobs.${names.name}.uses\` (or \`settings\`) in lib/config/environments.ts`,
+          __TESTS_AT__: `test/lambda/jobs/${names.name}/`,
+        };
+  return { ...values, ...where };
+}
+
+/** Fills in every placeholder (placeholderValues). @throws TemplateError on a placeholder left over. */
+export function render(template: string, names: JobNames, label = 'template', kind: ProjectKind = 'repository'): string {
+  const values = placeholderValues(names, kind);
   const out = template.replace(PLACEHOLDER, (token) => values[token] ?? token);
   const left = [...new Set(out.match(PLACEHOLDER) ?? [])];
   if (left.length > 0) throw new TemplateError(`${label}: unknown placeholder(s) ${left.join(', ')}`);
@@ -65,10 +118,10 @@ export function render(template: string, names: JobNames, label = 'template'): s
 }
 
 /** The job's files, rendered, by their path relative to the project root. */
-export function renderFiles(names: JobNames, templatesDir = TEMPLATES_DIR): { path: string; content: string }[] {
-  return templateTargets(names.name).map(({ template, path }) => ({
+export function renderFiles(names: JobNames, templatesDir = TEMPLATES_DIR, kind: ProjectKind = 'repository'): { path: string; content: string }[] {
+  return templateTargets(names.name, kind).map(({ template, path }) => ({
     path,
-    content: render(readFileSync(join(templatesDir, template), 'utf8'), names, template),
+    content: render(readFileSync(join(templatesDir, template), 'utf8'), names, template, kind),
   }));
 }
 
@@ -139,4 +192,34 @@ export function jobSnippet(names: JobNames, by: string): string {
     ].join('\n'),
     by,
   );
+}
+
+/**
+ * What `new-job` prints in a team's app: the job's table (keys and the sparse index the job's code reads) and its
+ * entry for the app's PacedJobs: the schedule, rate and uses the repository's config gets (expectedConfig; a test holds
+ * them equal), with the table passed as a construct. The entry path assumes the stack's file is one folder below the app's (bin/, lib/).
+ */
+export function appSnippet(names: JobNames): string {
+  const table = `${names.camel}Items`;
+  return [
+    `// The job's table, in your stack (or pass a table it already has, with these keys and this index):`,
+    `const ${table} = new dynamodb.TableV2(this, '${names.pascal}Items', {`,
+    `  partitionKey: { name: '${TABLE_KEY_ATTRIBUTE}', type: dynamodb.AttributeType.STRING },`,
+    `  globalSecondaryIndexes: [{`,
+    `    indexName: '${PENDING_INDEX}',`,
+    `    partitionKey: { name: '${PENDING_ATTRIBUTE}', type: dynamodb.AttributeType.STRING },`,
+    `    sortKey: { name: '${TABLE_KEY_ATTRIBUTE}', type: dynamodb.AttributeType.STRING },`,
+    `  }],`,
+    `});`,
+    ``,
+    `// In new PacedJobs(this, ..., { jobs: { ... } }). EDIT: the schedule, the downstream's documented quota, the batch size.`,
+    `'${names.name}': {`,
+    `  entry: path.join(__dirname, '..', 'jobs', '${names.name}', 'index.ts'),`,
+    `  schedule: { cron: '0 4 * * ? *', timeZone: 'UTC' },`,
+    `  rateLimit: { starts: 300, intervalSeconds: 60 },`,
+    `  batchSize: 20,`,
+    `  // Discovery queries the pending index; apply reads an item and updates it (nothing else).`,
+    `  uses: { tables: { ${TABLE_ALIAS}: { table: ${table}, discover: 'query', apply: ['get', 'update'], indexes: ['${PENDING_INDEX}'] } } },`,
+    `},`,
+  ].join('\n');
 }

@@ -89,12 +89,15 @@ export interface JobFacts {
   consumerSettings: JobRuntimeSettings;
   schedule?: GetScheduleCommandOutput;
   scheduleError?: string;
+  /** The job's code entry the stack's template names (relative to the CDK app's folder); absent in an older stack. */
+  entry?: string;
 }
 
 export async function preflight(ctx: CommandContext, options: PreflightOptions = {}): Promise<PreflightResult> {
   const jobs = selectJobs(ctx.resources, options.job);
   const checks: CheckResult[] = [];
   const facts: JobFacts[] = [];
+  const entries = await jobEntries(ctx);
   for (const job of jobs) {
     const [producer, consumer] = await Promise.all([functionSettings(ctx, job.producerFunctionName), functionSettings(ctx, job.consumerFunctionName)]);
     let schedule: GetScheduleCommandOutput | undefined;
@@ -112,6 +115,7 @@ export async function preflight(ctx: CommandContext, options: PreflightOptions =
       consumerSettings: consumer.settings,
       schedule,
       scheduleError,
+      ...(entries[job.job] !== undefined ? { entry: entries[job.job] } : {}),
     });
   }
 
@@ -216,7 +220,7 @@ async function discoveryStable(ctx: CommandContext, f: JobFacts): Promise<{ resu
   if (!date) return { result: { ...base, status: 'fail', reason: 'no business date to discover: the job has no batch and its schedule cannot be read' } };
   const restore = pointSdkAt(ctx);
   try {
-    const job = jobCode(f.job.job);
+    const job = jobCode(f.job.job, f.entry);
     const deps = job.createDeps(f.settings);
     const now = ctx.io.now();
     const discoverAll = async () => {
@@ -288,6 +292,19 @@ function pointSdkAt(ctx: CommandContext): () => void {
   };
   set(vars);
   return () => set(saved);
+}
+
+/**
+ * Each job's code entry from the stack's template. A template that cannot be read leaves every job on the
+ * repository's own layout (a stack deployed before the Metadata existed), and the discovery checks say why they fail.
+ */
+async function jobEntries(ctx: CommandContext): Promise<Record<string, string>> {
+  try {
+    return (await ctx.resources.jobEntries?.()) ?? {};
+  } catch (error) {
+    ctx.io.stderr(`preflight: cannot read the job entries from the stack's template (${(error as Error).message}); loading jobs from lambda/jobs/<name>`);
+    return {};
+  }
 }
 
 async function latestBatchDate(ctx: CommandContext, job: string): Promise<string | undefined> {
@@ -407,7 +424,7 @@ async function secretsCheck(ctx: CommandContext, f: JobFacts): Promise<CheckResu
 /** The secondary indexes the job's discovery queries exist on its deployed tables and are active. */
 async function discoveryIndexes(ctx: CommandContext, f: JobFacts): Promise<CheckResult> {
   const base = { check: PreflightCheck.discoveryIndexes, job: f.job.job } as const;
-  const wanted = jobCode(f.job.job).discoveryIndexes ?? [];
+  const wanted = jobCode(f.job.job, f.entry).discoveryIndexes ?? [];
   if (wanted.length === 0) return { ...base, status: 'pass', reason: 'discovery queries no secondary index' };
   const problems: string[] = [];
   const found: string[] = [];

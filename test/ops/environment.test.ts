@@ -104,6 +104,7 @@ describe('Class: CloudFormationSource, with the environment\'s config', () => {
       environment: 'prod',
       account: '444455556666',
       region: 'eu-central-1',
+      local: false,
       protected: true,
     });
     expect(identity).toHaveBeenCalledTimes(1);
@@ -111,7 +112,7 @@ describe('Class: CloudFormationSource, with the environment\'s config', () => {
 
   it('never protects the local stack, whatever its resources say', async () => {
     const local = { source: 'local' as const, stackName: 'PacedJobs-dev', region: 'us-east-1', accountId: '000000000000', protected: true, tables: { idempotency: 'i', ledger: 'l' }, jobs: [], clients: {} };
-    await expect(changeTarget(local)).resolves.toEqual({ stackName: 'PacedJobs-dev', account: '000000000000', region: 'us-east-1', protected: false });
+    await expect(changeTarget(local)).resolves.toEqual({ stackName: 'PacedJobs-dev', account: '000000000000', region: 'us-east-1', local: true, protected: false });
   });
 
   it('does not ask STS when the config pins no account', async () => {

@@ -71,6 +71,20 @@ describe('Function: confirm', () => {
     ]);
   });
 
+  it('names a stack given by --stack as deployed, and says it has no environment name to --confirm', async () => {
+    const team = { stackName: 'TeamStack', local: false, account: '111122223333', region: 'eu-central-1', protected: false };
+    const terminal = io(true, 'y');
+
+    await confirm(terminal, { action: 'pause alpha', yes: false, target: team });
+    expect(terminal.asked).toEqual(['pause alpha on stack TeamStack, account 111122223333, region eu-central-1? [y/N] ']);
+    await expect(confirm(io(false), { action: 'pause alpha', yes: true, confirm: 'prod', target: team })).rejects.toThrow(
+      new ConfirmationError(
+        '--confirm prod does not match stack TeamStack, which has no environment name: did not pause alpha on stack TeamStack, account 111122223333, region eu-central-1; nothing was changed',
+        'pause alpha',
+      ),
+    );
+  });
+
   describe('a protected environment', () => {
     it('refuses --yes alone, naming the --confirm it needs', async () => {
       const terminal = io(false);

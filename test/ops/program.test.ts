@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import type { OpsIo } from '../../ops/io';
-import { runOps } from '../../ops/program';
+import { DEFAULT_ENDPOINTS_FILE, defaultSource, runOps } from '../../ops/program';
 import { OpsFixture, startOpsFixture, TARGET } from './fixture';
 
 function capture(): OpsIo & { out: string[]; err: string[] } {
@@ -20,15 +20,26 @@ function capture(): OpsIo & { out: string[]; err: string[] } {
 }
 
 describe('Function: runOps', () => {
-  it('asks which stack when neither --env nor --local is given', async () => {
+  it('asks which stack when none of --stack, --env and --local is given', async () => {
     const io = capture();
 
     const code = await runOps(['status', '--json'], { io });
 
     expect(code).toBe(2);
-    const message = 'say which stack: --env <name> for a deployed stack (PacedJobs-<name>), or --local for the one `npm start -- --serve` runs';
+    const message =
+      "say which stack: --stack <name> for a deployed stack, --env <name> for one of this repository's environments (PacedJobs-<name>), " +
+      'or --local for the one `npm start -- --serve` runs';
     expect(io.err).toEqual([`error: ${message}`]);
     expect(io.out.map((o) => JSON.parse(o))).toEqual([{ ok: false, error: { name: 'UsageError', message, exitCode: 2 } }]);
+  });
+
+  it('reads a deployed stack named by --stack, and refuses it together with --env or --local', async () => {
+    expect(defaultSource({ stack: 'TeamStack', endpoints: DEFAULT_ENDPOINTS_FILE }).description).toBe('stack TeamStack');
+    for (const other of [['--env', 'prod'], ['--local']]) {
+      const io = capture();
+      await expect(runOps(['status', '--stack', 'TeamStack', ...other], { io })).resolves.toBe(2);
+      expect(io.err[0]).toBe(`error: option '--stack <name>' cannot be used with option '${other[0] === '--env' ? '--env <env>' : '--local'}'\n`);
+    }
   });
 
   it('refuses --env together with --local', async () => {

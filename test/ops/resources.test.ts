@@ -1,10 +1,10 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { DescribeStacksCommand, type Output } from '@aws-sdk/client-cloudformation';
+import { dirname, join } from 'node:path';
+import { DescribeStacksCommand, GetTemplateCommand, type Output } from '@aws-sdk/client-cloudformation';
 import { jobOutputName, JobOutput, type JobOutputKind, StackOutput } from '../../lib/outputs';
-import { ResourceDiscoveryError } from '../../ops/errors';
-import { CloudFormationSource, jobNamesFromOutputs, LocalEndpointsSource, resourcesFromOutputs } from '../../ops/resources';
+import { ResourceDiscoveryError, UsageError } from '../../ops/errors';
+import { CloudFormationSource, jobEntriesFromTemplate, jobNamesFromOutputs, LocalEndpointsSource, resourcesFromOutputs } from '../../ops/resources';
 
 /** The outputs lib/stack.ts gives a job: every JobOutput kind, described `<job>: <Kind>`. */
 function jobOutputs(job: string): Output[] {
@@ -77,6 +77,84 @@ describe('Function: resourcesFromOutputs', () => {
 
   it('throws when there is no job', () => {
     expect(() => resourcesFromOutputs('f.json', [], {})).toThrow('f.json describes no jobs');
+  });
+});
+
+/** A job's function as the construct synthesizes it: its JOB_NAME and the Metadata naming its code's entry. */
+const jobFunction = (job: string, entry?: string) => ({
+  Type: 'AWS::Lambda::Function',
+  Properties: { Environment: { Variables: { JOB_NAME: job, JOB_SETTINGS: '{}' } } },
+  Metadata: { 'aws:cdk:path': `TeamStack/Jobs/${job}`, ...(entry !== undefined ? { 'paced-jobs:job-entry': entry } : {}) },
+});
+
+describe('Function: jobEntriesFromTemplate', () => {
+  it('maps each job to the entry its functions\' Metadata names, ignoring other resources', () => {
+    const template = {
+      Resources: {
+        UsageReportProducer: jobFunction('usage-report', 'jobs/usage-report/index.ts'),
+        UsageReportConsumer: jobFunction('usage-report', 'jobs/usage-report/index.ts'),
+        LegacyProducer: jobFunction('legacy'),
+        Reports: { Type: 'AWS::DynamoDB::GlobalTable', Metadata: { 'paced-jobs:job-entry': 'not/a/function.ts' } },
+        Other: { Type: 'AWS::Lambda::Function', Metadata: { 'paced-jobs:job-entry': 'no/job/name.ts' }, Properties: {} },
+      },
+    };
+    expect(jobEntriesFromTemplate('stack TeamStack', template)).toEqual({ 'usage-report': 'jobs/usage-report/index.ts' });
+    expect(jobEntriesFromTemplate('stack TeamStack', {})).toEqual({});
+  });
+
+  it('throws when a job\'s two functions name different entries', () => {
+    const template = { Resources: { A: jobFunction('usage-report', 'jobs/a.ts'), B: jobFunction('usage-report', 'jobs/b.ts') } };
+    expect(() => jobEntriesFromTemplate('stack TeamStack', template)).toThrow(
+      new ResourceDiscoveryError('stack TeamStack: the functions of job usage-report name two entries, jobs/a.ts and jobs/b.ts (B)', 'stack TeamStack'),
+    );
+  });
+});
+
+describe('Class: CloudFormationSource, for a stack named by --stack', () => {
+  it('reads the named stack\'s outputs in the SDK\'s region, with no environment, account or protection', async () => {
+    const send = jest.fn().mockResolvedValue({ Stacks: [{ StackName: 'TeamStack', Outputs: [...jobOutputs('usage-report'), ...tableOutputs] }] });
+    const identity = jest.fn().mockResolvedValue({ account: '111122223333', arn: 'arn:aws:iam::111122223333:user/ops' });
+
+    const source = new CloudFormationSource({ stackName: 'TeamStack', client: { send }, sdkRegion: async () => 'eu-central-1', identity });
+    const resources = await source.load();
+
+    expect(source.declaredJobs()).toBeUndefined();
+    expect((send.mock.calls[0][0] as DescribeStacksCommand).input).toEqual({ StackName: 'TeamStack' });
+    expect(resources).toMatchObject({ source: 'cloudformation', stackName: 'TeamStack', region: 'eu-central-1', clients: { region: 'eu-central-1' } });
+    expect(resources).not.toHaveProperty('environment');
+    expect(resources).not.toHaveProperty('protected');
+    expect(resources.jobs.map((j) => j.job)).toEqual(['usage-report']);
+    // The account is asked of STS only when a change names it.
+    expect(identity).not.toHaveBeenCalled();
+    await expect(resources.callerAccount?.()).resolves.toBe('111122223333');
+  });
+
+  it('refuses to guess a region', async () => {
+    const send = jest.fn();
+    await expect(new CloudFormationSource({ stackName: 'TeamStack', client: { send }, sdkRegion: async () => undefined }).load()).rejects.toThrow(
+      new UsageError('no region to find stack TeamStack in: set AWS_REGION (or a region in your AWS profile)'),
+    );
+    expect(send).not.toHaveBeenCalled();
+  });
+
+  it('reads each job\'s entry from the deployed template when asked', async () => {
+    const template = { Resources: { P: jobFunction('usage-report', 'jobs/usage-report/index.ts') } };
+    const send = jest.fn(async (command: unknown) =>
+      command instanceof GetTemplateCommand
+        ? { TemplateBody: JSON.stringify(template) }
+        : { Stacks: [{ StackName: 'TeamStack', Outputs: [...jobOutputs('usage-report'), ...tableOutputs] }] },
+    );
+    const resources = await new CloudFormationSource({ stackName: 'TeamStack', client: { send }, sdkRegion: async () => 'eu-central-1' }).load();
+    expect(send).toHaveBeenCalledTimes(1);
+
+    await expect(resources.jobEntries?.()).resolves.toEqual({ 'usage-report': 'jobs/usage-report/index.ts' });
+    expect((send.mock.calls[1][0] as GetTemplateCommand).input).toEqual({ StackName: 'TeamStack', TemplateStage: 'Original' });
+  });
+
+  it('needs an environment or a stack name', () => {
+    expect(() => new CloudFormationSource({ stackName: '' })).toThrow(
+      new UsageError("a deployed stack needs --env <name> (this repository's PacedJobs-<name>) or --stack <name>"),
+    );
   });
 });
 
@@ -158,6 +236,29 @@ describe('Class: LocalEndpointsSource', () => {
         endpoints: { dynamodb: 'http://127.0.0.1:1', sqs: 'http://127.0.0.1:2', lambda: 'http://127.0.0.1:3', scheduler: 'http://127.0.0.1:4' },
       });
       expect(resources.jobs.map((j) => j.job)).toEqual(['alpha']);
+    });
+
+    it('reads each job\'s entry from the template the local stack runs: the one it names, else cdk.out beside .local', async () => {
+      const app = mkdtempSync(join(dir, 'app-'));
+      const outputs = Object.fromEntries([...jobOutputs('alpha'), ...tableOutputs].map((o) => [o.OutputKey!, o.OutputValue!]));
+      const endpoints = { dynamodb: 'http://127.0.0.1:1', sqs: 'http://127.0.0.1:2', lambda: 'http://127.0.0.1:3', scheduler: 'http://127.0.0.1:4' };
+      const doc = { stackName: 'TeamStack', region: 'eu-west-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, endpoints, jobs: { alpha: {} }, outputs };
+      const write = (path: string, value: unknown) => {
+        mkdirSync(dirname(path), { recursive: true });
+        writeFileSync(path, JSON.stringify(value));
+      };
+      write(join(app, '.local', 'endpoints.json'), doc);
+      write(join(app, 'cdk.out', 'TeamStack.template.json'), { Resources: { P: jobFunction('alpha', 'jobs/alpha/index.ts') } });
+      const named = join(app, 'synth', 'TeamStack.template.json');
+      write(named, { Resources: { P: jobFunction('alpha', 'jobs/alpha/v2.ts') } });
+      write(join(app, 'named.json'), { ...doc, templateFile: named });
+
+      const beside = await new LocalEndpointsSource(join(app, '.local', 'endpoints.json')).load();
+      await expect(beside.jobEntries?.()).resolves.toEqual({ alpha: 'jobs/alpha/index.ts' });
+      const fromFile = await new LocalEndpointsSource(join(app, 'named.json')).load();
+      await expect(fromFile.jobEntries?.()).resolves.toEqual({ alpha: 'jobs/alpha/v2.ts' });
+      rmSync(join(app, 'cdk.out'), { recursive: true });
+      await expect(beside.jobEntries?.()).rejects.toThrow(`cannot read the local stack's template ${join(app, '.local', '..', 'cdk.out', 'TeamStack.template.json')}: ENOENT`);
     });
   });
 });

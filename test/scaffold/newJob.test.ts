@@ -1,4 +1,4 @@
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { environmentSchema } from '../../lib/config/schema';
@@ -12,12 +12,15 @@ import {
   TABLES_MARKER,
   evaluateEnvironments,
   fsWriter,
+  planAppJob,
   planNewJob,
+  projectKind,
+  readAppState,
   readProjectState,
   validateName,
   writePlan,
 } from '../../scaffold/newJob';
-import { jobNames, render } from '../../scaffold/templates';
+import { appSnippet, expectedConfig, jobNames, render } from '../../scaffold/templates';
 import { PROJECT_ROOT } from '../support/projectCopy';
 
 const real = readProjectState(PROJECT_ROOT);
@@ -246,11 +249,21 @@ describe('Function: render', () => {
     expect(render("__JOB_NAME__ __Job__Item __job__OperationId '__TABLE_KEY__'", names)).toBe("invoice-sync InvoiceSyncItem invoiceSyncOperationId 'invoiceSyncItems'");
     expect(() => render('__JOB_NAME__ __Typo__', names, 'index.ts.tmpl')).toThrow('index.ts.tmpl: unknown placeholder(s) __Typo__');
   });
+
+  it('imports the engine through the package\'s entry points in an app, by relative path to the same modules here', () => {
+    const names = jobNames('invoice-sync');
+    const imports = "'__JOB_API__' '__FIXTURE_API__' '__TEST_JOB_API__' '__TEST_FIXTURE_API__' '__TESTING_API__' '__JOB_DIR__/index'";
+    expect(render(imports, names, 'imports', 'app')).toBe("'paced-jobs/job' 'paced-jobs/fixture' 'paced-jobs/job' 'paced-jobs/fixture' 'paced-jobs/testing' './index'");
+    expect(render(imports, names, 'imports', 'repository')).toBe(
+      "'../../job' '../../../local/fixture' '../../../../lambda/job' '../../../../local/fixture' '../../../../local/testing' '../../../../lambda/jobs/invoice-sync/index'",
+    );
+  });
 });
 
 /** A minimal project: the real environments.ts and the folders the rules look at. */
 function fakeProject(): string {
   const root = mkdtempSync(join(tmpdir(), 'new-job-unit-'));
+  writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'paced-jobs' }));
   mkdirSync(join(root, 'lib', 'config'), { recursive: true });
   cpSync(join(PROJECT_ROOT, ENVIRONMENTS_FILE), join(root, ENVIRONMENTS_FILE));
   for (const dir of ['adapters', 'core', 'handlers', 'sdk-slim', 'jobs/payment-reconciliation', 'jobs/stale-upload-cleanup', 'jobs/expired-session-cleanup']) {
@@ -343,11 +356,19 @@ describe('Function: run (the new-job command)', () => {
     expect(err).toBe('new-job: job name "payment-reconciliation" breaks the taken rule: lambda/jobs/payment-reconciliation already exists\n');
   });
 
-  it('exits 1 naming the file it needs when --root is not the project', async () => {
+  it('exits 1 naming the file it needs when --root is this repository without its config', async () => {
+    rmSync(join(root, ENVIRONMENTS_FILE));
+    const before = listTree(root);
+    await expect(run(['invoice-sync', '--root', root], io)).resolves.toBe(1);
+    expect(err).toMatch(new RegExp(`^new-job: ${root} does not look like this project: cannot read lib/config/environments.ts \\(ENOENT`));
+    expect(listTree(root)).toEqual(before);
+  });
+
+  it('exits 1 naming what it needs when --root is neither this repository nor an app', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'new-job-empty-'));
     try {
       await expect(run(['invoice-sync', '--root', empty], io)).resolves.toBe(1);
-      expect(err).toMatch(new RegExp(`^new-job: ${empty} does not look like this project: cannot read lib/config/environments.ts \\(ENOENT`));
+      expect(err).toMatch(new RegExp(`^new-job: ${empty} is not a project new-job can add a job to: cannot read its package.json \\(ENOENT`));
       expect(readdirSync(empty)).toEqual([]);
     } finally {
       rmSync(empty, { recursive: true, force: true });
@@ -382,5 +403,163 @@ describe('Function: run (the new-job command)', () => {
     await expect(run(['invoice-sync', '--root', root], io)).resolves.toBe(1);
     expect(err).toBe('new-job: job name "invoice-sync" breaks the taken rule: lambda/jobs/invoice-sync already exists\n');
     expect(listTree(root)).toEqual(after);
+  });
+});
+
+/** A team's CDK app: a package.json that depends on the package, and a jobs/ folder with one job. */
+function fakeApp(manifest: object = { name: 'team-app', dependencies: { 'paced-jobs': '^0.1.0' } }): string {
+  const root = mkdtempSync(join(tmpdir(), 'new-job-app-'));
+  writeFileSync(join(root, 'package.json'), JSON.stringify(manifest));
+  mkdirSync(join(root, 'jobs', 'usage-report'), { recursive: true });
+  return root;
+}
+
+describe('Function: projectKind', () => {
+  const roots: string[] = [];
+  afterAll(() => roots.forEach((r) => rmSync(r, { recursive: true, force: true })));
+  const app = (manifest: object) => {
+    const root = fakeApp(manifest);
+    roots.push(root);
+    return root;
+  };
+
+  it('is this repository for the package itself, and an app for a package.json depending on it', () => {
+    expect(projectKind(PROJECT_ROOT)).toBe('repository');
+    expect(projectKind(app({ name: 'team-app', dependencies: { 'paced-jobs': 'file:../paced-jobs-0.1.0.tgz' } }))).toBe('app');
+    expect(projectKind(app({ name: 'team-app', devDependencies: { 'paced-jobs': '^0.1.0' } }))).toBe('app');
+  });
+
+  it('throws naming the missing dependency for any other project', () => {
+    const other = app({ name: 'team-app', dependencies: { 'aws-cdk-lib': '^2.0.0' } });
+    expect(() => projectKind(other)).toThrow(
+      new ScaffoldError(`${other} is not a project new-job can add a job to: its package.json does not depend on paced-jobs (run npm install paced-jobs there first)`),
+    );
+  });
+});
+
+describe('Function: planAppJob', () => {
+  let root: string;
+  beforeEach(() => {
+    root = fakeApp();
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  it('plans the job, its fixture and its tests in jobs/<name>, importing the engine only through the package', () => {
+    const plan = planAppJob('export-expiry', readAppState(root));
+    expect(plan.files.map((f) => f.path)).toEqual([
+      'jobs/export-expiry/index.ts',
+      'jobs/export-expiry/items.ts',
+      'jobs/export-expiry/local.ts',
+      'jobs/export-expiry/index.test.ts',
+      'jobs/export-expiry/local.test.ts',
+    ]);
+    expect(plan.edits).toEqual([]);
+    const imported = plan.files.flatMap((f) => [...f.content.matchAll(/from '([^']+)'/g)].map((m) => m[1]));
+    const outside = imported.filter((i) => !/^(paced-jobs\/(job|fixture|testing)|@aws-sdk\/[a-z0-9-]+|zod\/mini|\.\/(index|items|local))$/.test(i));
+    expect(outside).toEqual([]);
+    expect(new Set(imported.filter((i) => i.startsWith('paced-jobs')))).toEqual(new Set(['paced-jobs/job', 'paced-jobs/fixture', 'paced-jobs/testing']));
+    // Nothing points the reader at this repository's files.
+    expect(plan.files.filter((f) => /lib\/config|lambda\/|test\/lambda|npm run new-job/.test(f.content)).map((f) => f.path)).toEqual([]);
+  });
+
+  it('refuses a name whose folder exists, or whose construct ID another job in jobs/ has', () => {
+    expect(() => planAppJob('usage-report', readAppState(root))).toThrow(
+      new ScaffoldError('job name "usage-report" breaks the taken rule: jobs/usage-report already exists', 'taken'),
+    );
+    mkdirSync(join(root, 'jobs', 'export-expiry2'));
+    expect(() => planAppJob('export-expiry-2', readAppState(root))).toThrow(
+      new ScaffoldError('job name "export-expiry-2" breaks the taken rule: the job "export-expiry2" has the same construct ID "ExportExpiry2"', 'taken'),
+    );
+  });
+
+  it('holds the name to the rules a job name has anywhere', () => {
+    expect(() => planAppJob('Export_Expiry', readAppState(root))).toThrow(/breaks the kebab-case rule/);
+    expect(() => planAppJob('schedule-group-x', readAppState(root))).toThrow(/breaks the reserved rule: names starting with "schedule-group" are reserved/);
+    expect(() => planAppJob('state', readAppState(root))).toThrow(/breaks the reserved rule: its construct ID "State"/);
+  });
+});
+
+describe('Function: appSnippet', () => {
+  it('is a table and a PacedJobs entry that read as the repository\'s config of the same job, the table a construct', () => {
+    const names = jobNames('export-expiry');
+    const [tablePart, jobPart] = appSnippet(names).split('\n\n');
+    const created: { id: string; props: unknown }[] = [];
+    const dynamodb = {
+      AttributeType: { STRING: 'S' },
+      TableV2: class {
+        constructor(_scope: unknown, id: string, props: unknown) {
+          created.push({ id, props });
+        }
+      },
+    };
+    const path = { join: (...parts: string[]) => join(...parts) };
+    // eslint-disable-next-line @typescript-eslint/no-implied-eval
+    const evaluate = new Function('dynamodb', 'path', '__dirname', `${tablePart}\nreturn { table: exportExpiryItems, jobs: {${jobPart}} };`) as (
+      ...args: unknown[]
+    ) => { table: unknown; jobs: Record<string, Record<string, unknown>> };
+    const { table, jobs } = evaluate.call({}, dynamodb, path, '/app/bin');
+
+    const expected = expectedConfig(names);
+    expect(created).toEqual([
+      {
+        id: 'ExportExpiryItems',
+        props: {
+          partitionKey: { name: expected.table.partitionKey.name, type: 'S' },
+          globalSecondaryIndexes: expected.table.globalSecondaryIndexes.map((i) => ({
+            indexName: i.indexName,
+            partitionKey: { ...i.partitionKey, type: 'S' },
+            sortKey: { ...i.sortKey, type: 'S' },
+          })),
+        },
+      },
+    ]);
+    const { uses, ...settings } = expected.job as { uses: { tables: { items: { ref: string } } } };
+    const { ref: _ref, ...modes } = uses.tables.items;
+    expect(jobs).toEqual({
+      'export-expiry': {
+        entry: '/app/jobs/export-expiry/index.ts',
+        ...settings,
+        uses: { tables: { items: { table, ...modes, indexes: ['pending-by-date'] } } },
+      },
+    });
+  });
+});
+
+describe('Function: run (the new-job command), in a team\'s app', () => {
+  let root: string;
+  let out: string;
+  let err: string;
+  const io = { out: (t: string) => void (out += t), err: (t: string) => void (err += t) };
+  beforeEach(() => {
+    root = fakeApp();
+    out = '';
+    err = '';
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  it('writes the job into jobs/<name>, prints the PacedJobs lines, and edits nothing else', async () => {
+    const before = listTree(root);
+    const manifest = readFileSync(join(root, 'package.json'), 'utf8');
+    await expect(run(['export-expiry', '--root', root], io)).resolves.toBe(0);
+    expect(err).toBe('');
+    expect(out.split('\n').slice(0, 9)).toEqual([
+      'Wrote job "export-expiry":',
+      '  jobs/export-expiry/index.ts',
+      '  jobs/export-expiry/items.ts',
+      '  jobs/export-expiry/local.ts',
+      '  jobs/export-expiry/index.test.ts',
+      '  jobs/export-expiry/local.test.ts',
+      '',
+      "Add it to your stack's PacedJobs (the table and the job's entry; edit both to fit):",
+      '',
+    ]);
+    expect(out).toContain(appSnippet(jobNames('export-expiry')).split('\n').map((l) => (l ? `  ${l}` : l)).join('\n'));
+    expect(listTree(root)).toEqual(
+      [...before, 'jobs/export-expiry/', ...['index.ts', 'items.ts', 'local.ts', 'index.test.ts', 'local.test.ts'].map((f) => `jobs/export-expiry/${f}`)].sort(),
+    );
+    expect(readFileSync(join(root, 'package.json'), 'utf8')).toBe(manifest);
+
+    await expect(run(['export-expiry', '--root', root], io)).resolves.toBe(1);
+    expect(err).toBe('new-job: job name "export-expiry" breaks the taken rule: jobs/export-expiry already exists\n');
   });
 });

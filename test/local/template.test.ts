@@ -104,7 +104,7 @@ describe('Function: planStack', () => {
   /** The fixture's Producer as a job's function (JOB_NAME), with `extra` in its environment. */
   const withJob = (extra: Record<string, unknown> = {}) => {
     const t = structuredClone(template);
-    const producer = t.Resources.Producer as { Properties: { Environment: { Variables: Record<string, unknown> } } };
+    const producer = t.Resources.Producer as unknown as { Properties: { Environment: { Variables: Record<string, unknown> } } };
     Object.assign(producer.Properties.Environment.Variables, { JOB_NAME: 'fixture-job', ...extra });
     return t;
   };

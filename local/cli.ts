@@ -259,7 +259,8 @@ export async function runStartCli(argv: readonly string[], options: StartCliOpti
     // Commander has printed its own message (a bad flag, or the help asked for): its code is the exit code.
     if (error instanceof CommanderError) return error.exitCode;
     const e = error as Error;
-    stderr.write(`${name} failed: ${e.name}: ${e.message}\n`);
+    // "npm start failed", not "npm start -- failed": the usage line's `--` is how npm passes flags on, not the command.
+    stderr.write(`${name.replace(/ --$/, '')} failed: ${e.name}: ${e.message}\n`);
     if (e.cause) stderr.write(`  caused by: ${(e.cause as Error).message ?? String(e.cause)}\n`);
     return 2;
   } finally {

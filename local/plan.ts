@@ -101,6 +101,11 @@ export interface PlannedTable {
   name: string;
   arn: string;
   properties: Record<string, unknown>;
+  /**
+   * A GlobalTable's replica in the local region (else its first): the settings it keeps per region (read capacity,
+   * its indexes' read capacity, resource policy). Absent for a Table.
+   */
+  replica?: Record<string, unknown>;
 }
 
 export interface PlannedBucket {
@@ -234,7 +239,7 @@ export interface PlannedRole {
 export interface PlannedResourcePolicy {
   /** The template resources it came from. */
   logicalIds: string[];
-  service: 'sqs' | 's3' | 'lambda' | 'kms';
+  service: 'sqs' | 's3' | 'lambda' | 'kms' | 'dynamodb';
   resourceArn: string;
   document: PolicyDocument;
 }
@@ -505,8 +510,10 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
         break;
       }
       case 'AWS::DynamoDB::Table':
-      case 'AWS::DynamoDB::GlobalTable':
         plan.tables.push({ logicalId: id, name: me.ref, arn: me.attrs.Arn, properties: props });
+        break;
+      case 'AWS::DynamoDB::GlobalTable':
+        plan.tables.push({ logicalId: id, name: me.ref, arn: me.attrs.Arn, properties: props, replica: localReplica(props, region) });
         break;
       case 'AWS::S3::Bucket':
         plan.buckets.push({ logicalId: id, name: me.ref, arn: me.attrs.Arn });
@@ -768,6 +775,12 @@ function notEmulatedResources(template: CloudFormationTemplate, needs: Map<strin
   return out;
 }
 
+/** A GlobalTable's replica in `region` (else its first, as the one a local run stands for); undefined without replicas. */
+function localReplica(props: Record<string, unknown>, region: string): Record<string, unknown> | undefined {
+  const replicas = (props.Replicas as Record<string, unknown>[] | undefined) ?? [];
+  return replicas.find((r) => r.Region === region) ?? replicas[0];
+}
+
 /** A name-based (version 5) UUID: the same name gives the same UUID on every run. */
 function stableUuid(name: string): string {
   // RFC 4122's URL namespace; any fixed namespace would do, this one is the standard's own.
@@ -904,6 +917,15 @@ function planIam(
       case 'AWS::KMS::Key': {
         const p = props(id, r);
         addResourcePolicy('kms', identity(id).attrs.Arn, id, statementsOf(p.KeyPolicy as PolicyDocument | undefined));
+        break;
+      }
+      case 'AWS::DynamoDB::Table':
+      case 'AWS::DynamoDB::GlobalTable': {
+        // A table's resource-based policy: the Table's own, a GlobalTable's on each replica (the local one applies).
+        const p = props(id, r);
+        const owner = r.Type === 'AWS::DynamoDB::Table' ? p : localReplica(p, where.region);
+        const document = (owner?.ResourcePolicy as { PolicyDocument?: PolicyDocument } | undefined)?.PolicyDocument;
+        if (document) addResourcePolicy('dynamodb', identity(id).attrs.Arn, id, statementsOf(document));
         break;
       }
       case 'AWS::Lambda::Permission': {

@@ -146,29 +146,46 @@ export function assetDirectory(assemblyDir: string, fn: PlannedFunction): string
   return found;
 }
 
-/** The CreateTable request for a planned table (Table or GlobalTable shape). */
+/** A GlobalTable's capacity setting: fixed units, or an autoscaled one's minimum (what it starts at). */
+type CapacitySettings = { ReadCapacityUnits?: number; ReadCapacityAutoScalingSettings?: { MinCapacity?: number }; WriteCapacityAutoScalingSettings?: { MinCapacity?: number } };
+const unitsOf = (settings: CapacitySettings | undefined, read: boolean): number | undefined =>
+  read ? (settings?.ReadCapacityUnits ?? settings?.ReadCapacityAutoScalingSettings?.MinCapacity) : settings?.WriteCapacityAutoScalingSettings?.MinCapacity;
+
+/**
+ * The CreateTable request for a planned table. A GlobalTable (TableV2) is one local table: its key schema, attributes
+ * and indexes are the resource's, its provisioned capacity its write settings and its local replica's read settings
+ * (fixed units, or an autoscaled minimum); 5 units where the template names none.
+ */
 export function createTableInput(table: PlannedTable): CreateTableCommandInput {
+  type Index = { IndexName: string; KeySchema: unknown; Projection: unknown; ProvisionedThroughput?: unknown; WriteProvisionedThroughputSettings?: CapacitySettings };
   const p = table.properties as {
     KeySchema: CreateTableCommandInput['KeySchema'];
     AttributeDefinitions: CreateTableCommandInput['AttributeDefinitions'];
     BillingMode?: string;
     ProvisionedThroughput?: { ReadCapacityUnits: number; WriteCapacityUnits: number };
-    GlobalSecondaryIndexes?: { IndexName: string; KeySchema: unknown; Projection: unknown; ProvisionedThroughput?: unknown }[];
+    WriteProvisionedThroughputSettings?: CapacitySettings;
+    GlobalSecondaryIndexes?: Index[];
     LocalSecondaryIndexes?: CreateTableCommandInput['LocalSecondaryIndexes'];
   };
-  const provisioned = p.BillingMode === 'PROVISIONED' || (p.BillingMode === undefined && p.ProvisionedThroughput !== undefined);
-  const throughput = (t: unknown) => (provisioned ? ((t ?? { ReadCapacityUnits: 5, WriteCapacityUnits: 5 }) as { ReadCapacityUnits: number; WriteCapacityUnits: number }) : undefined);
+  const replica = table.replica as { ReadProvisionedThroughputSettings?: CapacitySettings; GlobalSecondaryIndexes?: { IndexName: string; ReadProvisionedThroughputSettings?: CapacitySettings }[] } | undefined;
+  // CloudFormation's default is PROVISIONED, which a Table without capacity could not be; a GlobalTable's capacity is its write settings.
+  const provisioned = p.BillingMode === 'PROVISIONED' || (p.BillingMode === undefined && (p.ProvisionedThroughput ?? p.WriteProvisionedThroughputSettings) !== undefined);
+  const globalThroughput = (write?: CapacitySettings, read?: CapacitySettings) => ({ ReadCapacityUnits: unitsOf(read, true) ?? 5, WriteCapacityUnits: unitsOf(write, false) ?? 5 });
+  const throughput = (t: unknown, global: () => { ReadCapacityUnits: number; WriteCapacityUnits: number }) =>
+    provisioned ? ((t ?? (replica ? global() : { ReadCapacityUnits: 5, WriteCapacityUnits: 5 })) as { ReadCapacityUnits: number; WriteCapacityUnits: number }) : undefined;
   return {
     TableName: table.name,
     KeySchema: p.KeySchema,
     AttributeDefinitions: p.AttributeDefinitions,
     BillingMode: provisioned ? 'PROVISIONED' : 'PAY_PER_REQUEST',
-    ProvisionedThroughput: throughput(p.ProvisionedThroughput),
+    ProvisionedThroughput: throughput(p.ProvisionedThroughput, () => globalThroughput(p.WriteProvisionedThroughputSettings, replica?.ReadProvisionedThroughputSettings)),
     GlobalSecondaryIndexes: p.GlobalSecondaryIndexes?.map((g) => ({
       IndexName: g.IndexName,
       KeySchema: g.KeySchema as CreateTableCommandInput['KeySchema'],
       Projection: g.Projection as { ProjectionType: 'ALL' },
-      ProvisionedThroughput: throughput(g.ProvisionedThroughput),
+      ProvisionedThroughput: throughput(g.ProvisionedThroughput, () =>
+        globalThroughput(g.WriteProvisionedThroughputSettings, replica?.GlobalSecondaryIndexes?.find((r) => r.IndexName === g.IndexName)?.ReadProvisionedThroughputSettings),
+      ),
     })),
     LocalSecondaryIndexes: p.LocalSecondaryIndexes,
   };

@@ -1,26 +1,32 @@
 // A team's stack as aws-cdk-lib synthesizes it: a `dynamodb.TableV2` (AWS::DynamoDB::GlobalTable, its key schema and
-// index on the resource, its settings on the replica) with a function granted write access on it, and a resource of the
-// team's the local runtime does not emulate. The table is provisioned like a Table, the function's write goes through
-// the IAM gateway on the table's ARN, a read it was not granted is denied, and the other resource is left out.
+// index on the resource, its read capacity and resource policy on the replica) with a function granted write access on
+// it, and a resource of the team's the local runtime does not emulate. The table is provisioned like a Table, the
+// function's write goes through the IAM gateway on the table's ARN, a read it was not granted and a delete the replica's
+// policy denies are refused, and the other resource is left out.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, CfnResource, Stack } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DescribeTableCommand, DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { chooseStack } from '../../local/assembly';
 import { LocalStack } from '../../local/stack';
 import { loadTemplate } from '../../local/template';
 
-/** Writes one report, then tries to read it back: the function is granted the write only. */
+/**
+ * Writes one report, tries to read it back (the function is granted the writes only), and to delete another (granted,
+ * but the table's resource policy denies it).
+ */
 const HANDLER = `
-const { DynamoDBClient, PutItemCommand, GetItemCommand } = require('@aws-sdk/client-dynamodb');
+const { DynamoDBClient, PutItemCommand, GetItemCommand, DeleteItemCommand } = require('@aws-sdk/client-dynamodb');
 const ddb = new DynamoDBClient({});
 const outcome = (promise) => promise.then(() => 'ok', (e) => e.name);
 exports.handler = async () => ({
   put: await outcome(ddb.send(new PutItemCommand({ TableName: process.env.TABLE, Item: { reportId: { S: 'r-1' }, owner: { S: 'acme' } } }))),
   get: await outcome(ddb.send(new GetItemCommand({ TableName: process.env.TABLE, Key: { reportId: { S: 'r-1' } } }))),
+  delete: await outcome(ddb.send(new DeleteItemCommand({ TableName: process.env.TABLE, Key: { reportId: { S: 'r-0' } } }))),
 });
 `;
 
@@ -38,8 +44,15 @@ describe('AWS::DynamoDB::GlobalTable (dynamodb.TableV2) on the local stack', () 
     const team = new Stack(app, 'TeamStack');
     const reports = new dynamodb.TableV2(team, 'Reports', {
       partitionKey: { name: 'reportId', type: dynamodb.AttributeType.STRING },
-      globalSecondaryIndexes: [{ indexName: 'byOwner', partitionKey: { name: 'owner', type: dynamodb.AttributeType.STRING } }],
+      billing: dynamodb.Billing.provisioned({ readCapacity: dynamodb.Capacity.fixed(7), writeCapacity: dynamodb.Capacity.autoscaled({ minCapacity: 3, maxCapacity: 9 }) }),
+      globalSecondaryIndexes: [
+        { indexName: 'byOwner', partitionKey: { name: 'owner', type: dynamodb.AttributeType.STRING }, readCapacity: dynamodb.Capacity.fixed(4), writeCapacity: dynamodb.Capacity.autoscaled({ minCapacity: 2, maxCapacity: 6 }) },
+      ],
       timeToLiveAttribute: 'expiresAt',
+      // On the replica, as TableV2 puts it: the local replica's policy is the table's.
+      resourcePolicy: new iam.PolicyDocument({
+        statements: [new iam.PolicyStatement({ effect: iam.Effect.DENY, principals: [new iam.AnyPrincipal()], actions: ['dynamodb:DeleteItem'], resources: ['*'] })],
+      }),
     });
     const writer = new lambda.Function(team, 'Writer', {
       runtime: lambda.Runtime.NODEJS_22_X,
@@ -62,20 +75,24 @@ describe('AWS::DynamoDB::GlobalTable (dynamodb.TableV2) on the local stack', () 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('provisions it like a Table: its key schema and index, its name and ARN', async () => {
+  it("provisions it like a Table: its key schema and index, its name and ARN, its write settings' and local replica's capacity", async () => {
     expect(stack.plan.tables.map((t) => t.logicalId)).toEqual([expect.stringMatching(/^Reports/)]);
     const ddb = new DynamoDBClient(stack.clientConfig('dynamodb'));
     const { Table } = await ddb.send(new DescribeTableCommand({ TableName: stack.plan.tables[0].name }));
     ddb.destroy();
     expect(Table).toMatchObject({ TableStatus: 'ACTIVE', KeySchema: [{ AttributeName: 'reportId', KeyType: 'HASH' }] });
-    expect(Table!.GlobalSecondaryIndexes!.map((g) => g.IndexName)).toEqual(['byOwner']);
+    expect(Table!.ProvisionedThroughput).toMatchObject({ ReadCapacityUnits: 7, WriteCapacityUnits: 3 });
+    expect(Table!.GlobalSecondaryIndexes!.map((g) => [g.IndexName, g.ProvisionedThroughput?.ReadCapacityUnits, g.ProvisionedThroughput?.WriteCapacityUnits])).toEqual([['byOwner', 4, 2]]);
     expect(tableArn).toBe(`arn:aws:dynamodb:us-east-1:000000000000:table/${stack.plan.tables[0].name}`);
   });
 
-  it('lets the granted function write it through the IAM gateway, and denies the read it was not granted, on the ARN', async () => {
+  it("lets the granted function write it through the IAM gateway, and denies, on its ARN, the read it was not granted and the delete its replica's resource policy denies", async () => {
     const writer = stack.plan.functions.find((f) => f.logicalId.startsWith('Writer'))!;
-    await expect(stack.runtime.get(writer.name).invoke({})).resolves.toEqual({ put: 'ok', get: 'AccessDeniedException' });
-    expect(stack.denials()).toEqual([expect.objectContaining({ action: 'dynamodb:GetItem', resource: tableArn, roleArn: writer.roleArn, enforced: true })]);
+    await expect(stack.runtime.get(writer.name).invoke({})).resolves.toEqual({ put: 'ok', get: 'AccessDeniedException', delete: 'AccessDeniedException' });
+    expect(stack.denials()).toEqual([
+      expect.objectContaining({ action: 'dynamodb:GetItem', resource: tableArn, roleArn: writer.roleArn, enforced: true }),
+      expect.objectContaining({ action: 'dynamodb:DeleteItem', resource: tableArn, roleArn: writer.roleArn, enforced: true }),
+    ]);
     const ddb = new DynamoDBClient(stack.clientConfig('dynamodb'));
     const { Item } = await ddb.send(new GetItemCommand({ TableName: stack.plan.tables[0].name, Key: { reportId: { S: 'r-1' } } }));
     ddb.destroy();

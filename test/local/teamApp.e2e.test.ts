@@ -66,10 +66,10 @@ describe("Function: runStartCli, in a team's app", () => {
     rmSync(localDir, { recursive: true, force: true });
   });
 
-  it('needs --stack when two stacks hold jobs, naming them, before anything runs', async () => {
+  it('needs --stack when two stacks hold jobs, naming them, before anything runs (the app named with --app)', async () => {
     const stdout = collector();
     const stderr = collector();
-    await expect(runStartCli(['--json'], { cwd: app, stdout, stderr })).resolves.toBe(2);
+    await expect(runStartCli(['--app', app, '--json'], { cwd: tmpdir(), stdout, stderr })).resolves.toBe(2);
     expect(stderr.text()).toBe('paced-jobs start failed: StackChoiceError: several stacks hold PacedJobs: Reporting, Billing; pick one with --stack <name>\n');
     expect(stdout.text()).toBe('');
   });

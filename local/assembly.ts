@@ -27,6 +27,11 @@ export interface StackArtifact {
   stackName: string;
   templateFile: string;
   assemblyDir: string;
+  /**
+   * The account and region the stack is pinned to (`env` on the Stack), where the manifest names them; absent for an
+   * environment-agnostic stack. A pinned stack's template names its ARNs with them, so the local stack runs there too.
+   */
+  environment?: { account?: string; region?: string };
 }
 
 /** A stack of the assembly, with the names a user may call it by. */
@@ -38,7 +43,15 @@ export interface AssemblyStack extends StackArtifact {
 }
 
 interface Manifest {
-  artifacts?: Record<string, { type: string; displayName?: string; properties?: { templateFile?: string; stackName?: string; directoryName?: string } }>;
+  artifacts?: Record<string, { type: string; environment?: string; displayName?: string; properties?: { templateFile?: string; stackName?: string; directoryName?: string } }>;
+}
+
+/** `aws://<account>/<region>` as the manifest writes it, without the parts CDK left unknown. */
+function environmentOf(text: string | undefined): StackArtifact['environment'] {
+  const match = /^aws:\/\/([^/]+)\/(.+)$/.exec(text ?? '');
+  const account = match && /^\d{12}$/.test(match[1]) ? match[1] : undefined;
+  const region = match && match[2] !== 'unknown-region' ? match[2] : undefined;
+  return account || region ? { ...(account ? { account } : {}), ...(region ? { region } : {}) } : undefined;
 }
 
 /** The stack name bin/app.ts gives an environment. */
@@ -61,12 +74,13 @@ export function assemblyStacks(assemblyDir: string): AssemblyStack[] {
     if (artifact.type !== 'aws:cloudformation:stack') continue;
     const templateFile = join(assemblyDir, artifact.properties?.templateFile ?? `${id}.template.json`);
     if (!existsSync(templateFile)) continue;
-    stacks.push({ id, displayName: artifact.displayName ?? id, stackName: artifact.properties?.stackName ?? id, templateFile, assemblyDir });
+    const environment = environmentOf(artifact.environment);
+    stacks.push({ id, displayName: artifact.displayName ?? id, stackName: artifact.properties?.stackName ?? id, templateFile, assemblyDir, ...(environment ? { environment } : {}) });
   }
   return stacks;
 }
 
-const artifactOf = ({ stackName, templateFile, assemblyDir }: AssemblyStack): StackArtifact => ({ stackName, templateFile, assemblyDir });
+const artifactOf = ({ stackName, templateFile, assemblyDir, environment }: AssemblyStack): StackArtifact => ({ stackName, templateFile, assemblyDir, ...(environment ? { environment } : {}) });
 
 /** A stack the user may call `name`: its stack name, artifact ID or display name (`Stage/Stack`). */
 const called = (name: string) => (s: AssemblyStack) => s.stackName === name || s.id === name || s.displayName === name;

@@ -270,6 +270,9 @@ export class LocalSession {
       template,
       stackName: artifact.stackName,
       assemblyDir: artifact.assemblyDir,
+      // A stack pinned to an account and region names its ARNs with them (its grants too): it runs there locally.
+      region: artifact.environment?.region,
+      accountId: artifact.environment?.account,
       dataDir: options.dataDir ? resolve(cwd, options.dataDir) : undefined,
       ports: options.ports,
       asyncRetryDelaysMs: options.asyncRetryDelaysMs,

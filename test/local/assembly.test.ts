@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   AssemblyError,
+  assemblyStacks,
   chooseStack,
   ensureAppStack,
   ensureStack,
@@ -137,6 +138,19 @@ describe("Function: chooseStack, the stack of a team's app that holds its jobs",
     const expected = { stackName: 'Prod-Jobs', templateFile: join(dir, 'assembly-Prod', 'ProdJobs.template.json'), assemblyDir: join(dir, 'assembly-Prod') };
     expect(chooseStack(dir, { stack: 'Prod/Jobs' })).toEqual(expected);
     expect(chooseStack(dir, { stack: 'Prod-Jobs' })).toEqual(expected);
+  });
+
+  it('carries the account and region a stack is pinned to, and leaves out what CDK left unknown', () => {
+    writeAppAssembly(dir, { Pinned: templateWith('a'), Agnostic: templateWith() });
+    const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { artifacts: Record<string, { environment?: string }> };
+    manifest.artifacts.Pinned.environment = 'aws://123456789012/eu-west-1';
+    manifest.artifacts.Agnostic.environment = 'aws://unknown-account/unknown-region';
+    writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest));
+    expect(chooseStack(dir).environment).toEqual({ account: '123456789012', region: 'eu-west-1' });
+    expect(assemblyStacks(dir).map((s) => [s.stackName, s.environment])).toEqual([
+      ['Pinned', { account: '123456789012', region: 'eu-west-1' }],
+      ['Agnostic', undefined],
+    ]);
   });
 
   it("takes this repository's environment stack by --env when the assembly has it", () => {

@@ -41,7 +41,8 @@ describe('AWS::DynamoDB::GlobalTable (dynamodb.TableV2) on the local stack', () 
     mkdirSync(join(dir, 'writer'));
     writeFileSync(join(dir, 'writer', 'index.js'), HANDLER);
     const app = new App({ outdir: join(dir, 'cdk.out') });
-    const team = new Stack(app, 'TeamStack');
+    // Pinned, as a team's stack often is: its template names its account and region, and the local stack runs there.
+    const team = new Stack(app, 'TeamStack', { env: { account: '123456789012', region: 'eu-west-1' } });
     const reports = new dynamodb.TableV2(team, 'Reports', {
       partitionKey: { name: 'reportId', type: dynamodb.AttributeType.STRING },
       billing: dynamodb.Billing.provisioned({ readCapacity: dynamodb.Capacity.fixed(7), writeCapacity: dynamodb.Capacity.autoscaled({ minCapacity: 3, maxCapacity: 9 }) }),
@@ -65,7 +66,15 @@ describe('AWS::DynamoDB::GlobalTable (dynamodb.TableV2) on the local stack', () 
     app.synth();
 
     const artifact = chooseStack(join(dir, 'cdk.out'));
-    stack = new LocalStack({ template: loadTemplate(artifact.templateFile), stackName: artifact.stackName, assemblyDir: artifact.assemblyDir, log: (source, line) => lines.push(`${source}: ${line}`) });
+    expect(artifact.environment).toEqual({ account: '123456789012', region: 'eu-west-1' });
+    stack = new LocalStack({
+      template: loadTemplate(artifact.templateFile),
+      stackName: artifact.stackName,
+      assemblyDir: artifact.assemblyDir,
+      region: artifact.environment?.region,
+      accountId: artifact.environment?.account,
+      log: (source, line) => lines.push(`${source}: ${line}`),
+    });
     await stack.start();
     tableArn = stack.plan.tables[0].arn;
   }, 120_000);
@@ -83,7 +92,7 @@ describe('AWS::DynamoDB::GlobalTable (dynamodb.TableV2) on the local stack', () 
     expect(Table).toMatchObject({ TableStatus: 'ACTIVE', KeySchema: [{ AttributeName: 'reportId', KeyType: 'HASH' }] });
     expect(Table!.ProvisionedThroughput).toMatchObject({ ReadCapacityUnits: 7, WriteCapacityUnits: 3 });
     expect(Table!.GlobalSecondaryIndexes!.map((g) => [g.IndexName, g.ProvisionedThroughput?.ReadCapacityUnits, g.ProvisionedThroughput?.WriteCapacityUnits])).toEqual([['byOwner', 4, 2]]);
-    expect(tableArn).toBe(`arn:aws:dynamodb:us-east-1:000000000000:table/${stack.plan.tables[0].name}`);
+    expect(tableArn).toBe(`arn:aws:dynamodb:eu-west-1:123456789012:table/${stack.plan.tables[0].name}`);
   });
 
   it("lets the granted function write it through the IAM gateway, and denies, on its ARN, the read it was not granted and the delete its replica's resource policy denies", async () => {

@@ -120,13 +120,18 @@ export function optionValue(argv: readonly string[], name: string): string | und
   return value;
 }
 
-/** What the program is called in help and errors: `npm start --` in this repository, `paced-jobs start` in a team's app. */
+/** How buildProgram is called from runStartCli. */
 export interface ProgramOptions {
+  /** The program's name in help and errors. @default "npm start --" in this repository, "paced-jobs start" in a team's app */
   name?: string;
   /** The raw arguments, read before parsing for what decides the app's jobs (--cdk-out, --stack, --env). @default [] */
   argv?: readonly string[];
 }
 
+/**
+ * The command line for the app in `cwd` (`--app` is read by runStartCli before it builds this, so `cwd` is already the
+ * app's folder): its flags, with one per job fixture's unit, and the run as its action.
+ */
 export function buildProgram(run: (options: RunOptions) => Promise<number>, cwd = process.cwd(), programOptions: ProgramOptions = {}): Command {
   const reference = isReferenceApp(cwd);
   const jobs = appJobs(cwd, programOptions.argv ?? []);

@@ -1,7 +1,7 @@
 // Deploy parity, part two: turns the synthesized template into a local deployment plan (physical names, URLs, ARNs,
 // fully resolved properties per resource), before anything is created. Pure: no servers, no AWS calls.
 import { createHash } from 'node:crypto';
-import { CloudFormationTemplate, evaluateConditions, ResolveContext, resolveValue, TemplateError, TemplateResource } from './template';
+import { CloudFormationTemplate, evaluateConditions, ResolveContext, resolveValue, TemplateError, TemplateResource, unsupportedIntrinsicIn } from './template';
 
 /** What the local runtime does with a resource type: creates and runs it, enforces it (IAM), or skips it. */
 export type LocalTreatment = 'emulated' | 'enforced' | 'ignored';
@@ -463,6 +463,8 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
       const value = identity(id).attrs[attr];
       return value ?? `arn:aws:local:${region}:${accountId}:${id}/${attr}`;
     },
+    // A grant on an imported ARN (Fn::ImportValue) or the like: no local resource has it, so no local request matches it.
+    unsupported: (fn, path) => `arn:aws:local:${region}:${accountId}:${fn.replace('Fn::', '')}/${path}`,
   };
   const kmsKeyArn = (keyId: string | undefined): string | undefined => {
     if (!keyId) return undefined;
@@ -717,6 +719,9 @@ export const UNKNOWN_TYPE_REASON = 'a type the local runtime does not emulate';
 function cannotEmulate(r: TemplateResource, resources: CloudFormationTemplate['Resources']): string | undefined {
   if (!(r.Type in RESOURCE_TYPES)) return UNKNOWN_TYPE_REASON;
   const p = r.Properties ?? {};
+  // Only an emulated resource's properties are resolved (exactly; IAM's leniently, the ignored ones' not at all).
+  const intrinsic = RESOURCE_TYPES[r.Type].treatment === 'emulated' ? unsupportedIntrinsicIn(p) : undefined;
+  if (intrinsic) return `uses ${intrinsic}, which the local runtime cannot resolve`;
   const typeOf = (value: unknown): string | undefined => {
     const named = new Set<string>();
     referencesIn(value, named);

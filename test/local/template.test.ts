@@ -136,8 +136,24 @@ describe('Function: planStack', () => {
       Report: { Type: 'AWS::Lambda::Function', Properties: { Handler: 'main.handler', Runtime: 'python3.12', Code: { S3Key: 'report.zip' } } },
       ReportStream: { Type: 'AWS::Lambda::EventSourceMapping', Properties: { EventSourceArn: { 'Fn::GetAtt': ['Items', 'StreamArn'] }, FunctionName: { Ref: 'Report' } } },
       Inline: { Type: 'AWS::Lambda::Function', Properties: { Handler: 'index.handler', Runtime: 'nodejs22.x', Code: { ZipFile: 'exports.handler = async () => 1' } } },
-      // Granted on the database: policies are resolved leniently, so the grant is no reason to leave the role out.
-      ApiPolicy: { Type: 'AWS::IAM::Policy', Properties: { Roles: [{ Ref: 'ConsumerRole' }], PolicyDocument: { Statement: [{ Effect: 'Allow', Action: 'rds-db:connect', Resource: { 'Fn::GetAtt': ['Db', 'DBClusterArn'] } }] } } },
+      Notifier: {
+        Type: 'AWS::Lambda::Function',
+        Properties: { Handler: 'index.handler', Runtime: 'nodejs22.x', Code: { S3Key: 'notifier.zip' }, Environment: { Variables: { TOPIC: { 'Fn::ImportValue': 'SharedTopicArn' } } } },
+      },
+      // Granted on the database and on an imported topic: policies are resolved leniently, so neither grant is a reason
+      // to leave the role out.
+      ApiPolicy: {
+        Type: 'AWS::IAM::Policy',
+        Properties: {
+          Roles: [{ Ref: 'ConsumerRole' }],
+          PolicyDocument: {
+            Statement: [
+              { Effect: 'Allow', Action: 'rds-db:connect', Resource: { 'Fn::GetAtt': ['Db', 'DBClusterArn'] } },
+              { Effect: 'Allow', Action: 'sns:Publish', Resource: { 'Fn::ImportValue': 'SharedTopicArn' } },
+            ],
+          },
+        },
+      },
     });
     team.Outputs = { ...team.Outputs, DbEndpoint: { Value: { 'Fn::GetAtt': ['Db', 'Endpoint.Address'] } } };
     const plan = planStack(team, options);
@@ -146,6 +162,7 @@ describe('Function: planStack', () => {
       { logicalId: 'Report', type: 'AWS::Lambda::Function', reason: 'runtime python3.12: only Node.js functions run locally' },
       { logicalId: 'ReportStream', type: 'AWS::Lambda::EventSourceMapping', reason: 'source AWS::DynamoDB::Table: only SQS sources are emulated' },
       { logicalId: 'Inline', type: 'AWS::Lambda::Function', reason: 'inline code (Code.ZipFile): only bundled assets run locally' },
+      { logicalId: 'Notifier', type: 'AWS::Lambda::Function', reason: 'uses Fn::ImportValue, which the local runtime cannot resolve' },
       { logicalId: 'ApiHandler', type: 'AWS::Lambda::Function', reason: 'names Db, which is not emulated' },
       { logicalId: 'Outputs.DbEndpoint', type: 'Output', reason: 'names Db, not emulated' },
     ]);

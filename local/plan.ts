@@ -637,8 +637,10 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
     const named = new Set<string>();
     referencesIn(output.Value, named);
     const missing = [...named].filter((id) => notEmulated.has(id));
-    if (missing.length > 0) {
-      plan.notEmulated.push({ logicalId: `Outputs.${name}`, type: 'Output', reason: `names ${missing.join(', ')}, not emulated` });
+    const intrinsic = unsupportedIntrinsicIn(output.Value);
+    if (missing.length > 0 || intrinsic) {
+      const reason = missing.length > 0 ? `names ${missing.join(', ')}, not emulated` : `uses ${intrinsic}, which the local runtime cannot resolve`;
+      plan.notEmulated.push({ logicalId: `Outputs.${name}`, type: 'Output', reason });
       continue;
     }
     plan.outputs[name] = String(resolveValue(output.Value, ctx, `Outputs.${name}.Value`));

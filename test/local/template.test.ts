@@ -155,7 +155,7 @@ describe('Function: planStack', () => {
         },
       },
     });
-    team.Outputs = { ...team.Outputs, DbEndpoint: { Value: { 'Fn::GetAtt': ['Db', 'Endpoint.Address'] } } };
+    team.Outputs = { ...team.Outputs, DbEndpoint: { Value: { 'Fn::GetAtt': ['Db', 'Endpoint.Address'] } }, Zones: { Value: { 'Fn::Join': [',', { 'Fn::GetAZs': '' }] } } };
     const plan = planStack(team, options);
     expect(plan.notEmulated).toEqual([
       { logicalId: 'Db', type: 'AWS::RDS::DBCluster', reason: 'a type the local runtime does not emulate' },
@@ -165,6 +165,7 @@ describe('Function: planStack', () => {
       { logicalId: 'Notifier', type: 'AWS::Lambda::Function', reason: 'uses Fn::ImportValue, which the local runtime cannot resolve' },
       { logicalId: 'ApiHandler', type: 'AWS::Lambda::Function', reason: 'names Db, which is not emulated' },
       { logicalId: 'Outputs.DbEndpoint', type: 'Output', reason: 'names Db, not emulated' },
+      { logicalId: 'Outputs.Zones', type: 'Output', reason: 'uses Fn::GetAZs, which the local runtime cannot resolve' },
     ]);
     expect(plan.functions.map((f) => f.logicalId).sort()).toEqual(['Consumer', 'Producer']);
     expect(plan.mappings.map((m) => m.logicalId)).toEqual(['ConsumerMapping']);

@@ -172,12 +172,15 @@ export function newestSourceMtime(cwd: string, dirs: string[] = SOURCE_DIRS): nu
   return newest;
 }
 
+/** The CDK CLI's own cache of lookups: the synth writes it, after the template, so it would always look newer. */
+const CDK_CONTEXT_FILE = 'cdk.context.json';
+
 /** Files of a team's app that can change what a synth writes: its code in any of Node's languages, and its JSON (cdk.json, package.json). */
 const APP_SOURCE = /\.(?:[cm]?[jt]sx?|json)$/;
 
 /**
  * The newest modification time of a source file anywhere in a team's app folder, but in node_modules, the cloud
- * assembly, dot folders (.git, .local) and the folders `skip` names (0 when there is none). A team's code has no fixed
+ * assembly, dot folders (.git, .local), cdk.context.json and the folders `skip` names (0 when there is none). A team's code has no fixed
  * layout (bin/, lib/, jobs/ or src/), so every folder counts.
  */
 export function newestAppSourceMtime(cwd: string, skip: string[] = []): number {
@@ -188,7 +191,7 @@ export function newestAppSourceMtime(cwd: string, skip: string[] = []): number {
       const path = join(dir, entry.name);
       if (entry.isDirectory()) {
         if (!entry.name.startsWith('.') && !skipped.has(path)) walk(path);
-      } else if (entry.isFile() && APP_SOURCE.test(entry.name)) {
+      } else if (entry.isFile() && APP_SOURCE.test(entry.name) && entry.name !== CDK_CONTEXT_FILE) {
         newest = Math.max(newest, statSync(path).mtimeMs);
       }
     }

@@ -178,6 +178,7 @@ describe("Function: ensureAppStack, in a team's app", () => {
     mkdirSync(join(app, 'node_modules', 'paced-jobs'), { recursive: true });
     for (const file of ['package.json', 'cdk.out/Reporting.template.json']) aged(join(app, file));
     writeFileSync(join(app, 'node_modules', 'paced-jobs', 'index.js'), '');
+    writeFileSync(join(app, 'cdk.context.json'), '{}');
     const logs: string[] = [];
     expect(ensureAppStack({ cwd: app, assemblyDir: 'cdk.out', log: (l) => logs.push(l) }).stackName).toBe('Reporting');
     expect(logs).toEqual([]);

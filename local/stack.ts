@@ -473,6 +473,7 @@ export class LocalStack {
       this.secrets.add({ name: s.name, arn: s.arn, value: this.options.secretValue?.(s) ?? generateSecretValue(s.properties) });
     }
 
+    const leftOut = new Set<PlannedFunction>();
     for (const fn of plan.functions) {
       // What Lambda's CreateFunction refuses, with its words: the template's own variables (before the runtime's), with
       // queue URLs as long as AWS's, since the 4 KB limit is measured on what AWS resolves.
@@ -481,7 +482,16 @@ export class LocalStack {
         checkFunctionSettings(label, { timeoutSeconds: fn.timeoutSeconds, memorySize: fn.memoryMb, reservedConcurrency: fn.reservedConcurrency, handler: fn.handler });
         checkEnvironment(label, awsShapedEnvironment(fn.environment, this.endpoints.sqs, this.region));
       });
-      const codeDir = assetDirectory(this.options.assemblyDir, fn);
+      let codeDir: string;
+      try {
+        codeDir = assetDirectory(this.options.assemblyDir, fn);
+      } catch (error) {
+        if (!(error instanceof ProvisioningError) || !this.mayLeaveOut(fn)) throw error;
+        // A team's function no job needs and nothing here invokes (say, code from its own bucket): one line, not a failure.
+        plan.notEmulated.push({ logicalId: fn.logicalId, type: 'AWS::Lambda::Function', reason: 'its code is not a bundled asset in the cloud assembly' });
+        leftOut.add(fn);
+        continue;
+      }
       const layerDirs = (fn.layerArns ?? []).map((arn) => layerDirectory(this.options.assemblyDir, plan.layers, arn, fn));
       let environment = { ...fn.environment, ...this.baseEnvironment(fn) };
       if (this.options.environmentOverride) environment = this.options.environmentOverride(fn, environment);
@@ -501,6 +511,8 @@ export class LocalStack {
         maximumEventAgeSeconds: fn.asyncInvokeConfig?.maximumEventAgeSeconds,
       });
     }
+
+    plan.functions = plan.functions.filter((fn) => !leftOut.has(fn));
 
     for (const m of plan.mappings) {
       const fn = this.runtime.get(m.functionName);
@@ -548,6 +560,17 @@ export class LocalStack {
       this.runtime.get(s.targetArn);
       this.scheduler.add(s);
     }
+  }
+
+  /** A function that is no job's and that no mapping, schedule or async setting of the template invokes. */
+  private mayLeaveOut(fn: PlannedFunction): boolean {
+    const plan = this.plan;
+    return (
+      fn.environment.JOB_NAME === undefined &&
+      !plan.mappings.some((m) => m.functionName === fn.name) &&
+      !plan.schedules.some((s) => s.targetArn === fn.arn) &&
+      fn.asyncInvokeConfig === undefined
+    );
   }
 
   /** Creates one table (or finds it kept in the data directory), waits until it is ACTIVE, and applies its TTL. */

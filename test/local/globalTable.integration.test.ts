@@ -1,6 +1,6 @@
 // A team's stack as aws-cdk-lib synthesizes it: a `dynamodb.TableV2` (AWS::DynamoDB::GlobalTable, its key schema and
 // index on the resource, its read capacity and resource policy on the replica) with a function granted write access on
-// it, and a resource of the team's the local runtime does not emulate. The table is provisioned like a Table, the
+// it, and resources of the team's the local runtime cannot run (an event bus, a function with its code in a bucket). The table is provisioned like a Table, the
 // function's write goes through the IAM gateway on the table's ARN, a read it was not granted and a delete the replica's
 // policy denies are refused, and the other resource is left out.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,6 +10,7 @@ import { App, CfnResource, Stack } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as s3 from 'aws-cdk-lib/aws-s3';
 import { DescribeTableCommand, DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { chooseStack } from '../../local/assembly';
 import { LocalStack } from '../../local/stack';
@@ -63,6 +64,12 @@ describe('AWS::DynamoDB::GlobalTable (dynamodb.TableV2) on the local stack', () 
     });
     reports.grantWriteData(writer);
     new CfnResource(team, 'Bus', { type: 'AWS::Events::EventBus', properties: { Name: 'team-bus' } });
+    // A team's function whose code is in its own bucket, not an asset of the assembly: nothing here can run it.
+    new lambda.Function(team, 'Legacy', {
+      runtime: lambda.Runtime.NODEJS_22_X,
+      handler: 'index.handler',
+      code: lambda.Code.fromBucket(s3.Bucket.fromBucketName(team, 'Artifacts', 'team-artifacts'), 'legacy.zip'),
+    });
     app.synth();
 
     const artifact = chooseStack(join(dir, 'cdk.out'));
@@ -108,7 +115,11 @@ describe('AWS::DynamoDB::GlobalTable (dynamodb.TableV2) on the local stack', () 
     expect(Item).toEqual({ reportId: { S: 'r-1' }, owner: { S: 'acme' } });
   });
 
-  it("leaves out the team's resource it does not emulate, which no job needs, instead of failing", () => {
-    expect(stack.plan.notEmulated).toEqual([{ logicalId: 'Bus', type: 'AWS::Events::EventBus', reason: 'a type the local runtime does not emulate' }]);
+  it("leaves out the team's resources it cannot run, which no job needs, instead of failing", () => {
+    expect(stack.plan.notEmulated).toEqual([
+      { logicalId: 'Bus', type: 'AWS::Events::EventBus', reason: 'a type the local runtime does not emulate' },
+      { logicalId: expect.stringMatching(/^Legacy/), type: 'AWS::Lambda::Function', reason: 'its code is not a bundled asset in the cloud assembly' },
+    ]);
+    expect(stack.plan.functions.map((f) => f.logicalId)).toEqual([expect.stringMatching(/^Writer/)]);
   });
 });

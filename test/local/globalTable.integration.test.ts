@@ -1,8 +1,8 @@
 // A team's stack as aws-cdk-lib synthesizes it: a `dynamodb.TableV2` (AWS::DynamoDB::GlobalTable, its key schema and
 // index on the resource, its read capacity and resource policy on the replica) with a function granted write access on
-// it, and resources of the team's the local runtime cannot run (an event bus, a function with its code in a bucket). The table is provisioned like a Table, the
-// function's write goes through the IAM gateway on the table's ARN, a read it was not granted and a delete the replica's
-// policy denies are refused, and the other resource is left out.
+// it, and resources of the team's the local runtime cannot run (an event bus, a function with its code in a bucket).
+// The table is provisioned like a Table, the function's write goes through the IAM gateway on the table's ARN, a read
+// it was not granted and a delete the replica's policy denies are refused, and the other resources are left out.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

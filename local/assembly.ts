@@ -91,7 +91,7 @@ export function findStack(assemblyDir: string, env: string): StackArtifact | und
   return match && artifactOf(match);
 }
 
-/** True when a synthesized template has a job: a Lambda function with JOB_NAME (PacedJobs gives both of a job's one). */
+/** True when a synthesized template has a job: a Lambda function with JOB_NAME (both of a job's functions have it). */
 export function holdsJobs(templateFile: string): boolean {
   const template = JSON.parse(readFileSync(templateFile, 'utf8')) as { Resources?: Record<string, { Type?: string; Properties?: { Environment?: { Variables?: Record<string, unknown> } } }> };
   return Object.values(template.Resources ?? {}).some((r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.Environment?.Variables?.JOB_NAME !== undefined);
@@ -175,13 +175,13 @@ export function newestSourceMtime(cwd: string, dirs: string[] = SOURCE_DIRS): nu
 /** The CDK CLI's own cache of lookups: the synth writes it, after the template, so it would always look newer. */
 const CDK_CONTEXT_FILE = 'cdk.context.json';
 
-/** Files of a team's app that can change what a synth writes: its code in any of Node's languages, and its JSON (cdk.json, package.json). */
+/** What in a team's app can change what a synth writes: its code in any of Node's languages, its JSON (cdk.json). */
 const APP_SOURCE = /\.(?:[cm]?[jt]sx?|json)$/;
 
 /**
  * The newest modification time of a source file anywhere in a team's app folder, but in node_modules, the cloud
- * assembly, dot folders (.git, .local), cdk.context.json and the folders `skip` names (0 when there is none). A team's code has no fixed
- * layout (bin/, lib/, jobs/ or src/), so every folder counts.
+ * assembly, dot folders (.git, .local), cdk.context.json and the folders `skip` names (0 when there is none). A team's
+ * code has no fixed layout (bin/, lib/, jobs/ or src/), so every folder counts.
  */
 export function newestAppSourceMtime(cwd: string, skip: string[] = []): number {
   const skipped = new Set(['node_modules', 'cdk.out', ...skip].map((dir) => resolve(cwd, dir)));
@@ -263,7 +263,7 @@ export function ensureAppStack(options: AppStackOptions): StackArtifact {
   return chooseStack(assemblyDir, choice);
 }
 
-/** Only a warning: a synth takes minutes on a small machine, and the user may be running a known assembly on purpose. */
+/** Only a warning: a synth takes minutes on a small machine, and the user may run a known assembly on purpose. */
 function warnIfStale(cwd: string, assemblyDir: string, found: StackArtifact, reference: boolean, log: (line: string) => void): void {
   const inApp = relative(cwd, assemblyDir);
   // The assembly is not a source, wherever --cdk-out puts it.

@@ -76,7 +76,7 @@ const perJob = (flag: string, jobs: AppJobs | undefined, parse: (value: string) 
   return { ...previous, [job]: parse(value.slice(at + 1)) };
 };
 
-/** The app's jobs as known before a run: their names, where they were found, and each one's entry (its fixture's folder). */
+/** The app's jobs as known before a run: their names, where they were found, each one's entry (its fixture's folder). */
 export interface AppJobs {
   names: string[];
   /** For messages: "lambda/jobs", or the stack they were read from. */
@@ -122,7 +122,7 @@ export function optionValue(argv: readonly string[], name: string): string | und
 
 /** How buildProgram is called from runStartCli. */
 export interface ProgramOptions {
-  /** The program's name in help and errors. @default "npm start --" in this repository, "paced-jobs start" in a team's app */
+  /** The program's name in help and errors. @default "npm start --" here, "paced-jobs start" in a team's app */
   name?: string;
   /** The raw arguments, read before parsing for what decides the app's jobs (--cdk-out, --stack, --env). @default [] */
   argv?: readonly string[];
@@ -220,7 +220,7 @@ export function buildProgram(run: (options: RunOptions) => Promise<number>, cwd 
 const camel = (flag: string) => flag.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
 export interface StartCliOptions {
-  /** The folder the command runs in: the app's folder, unless `--app` names another (relative to it). @default process.cwd() */
+  /** Where the command runs: the app's folder, unless `--app` names another (relative to it). @default process.cwd() */
   cwd?: string;
   /** The program's name in help and errors. @default "npm start --" in this repository, else "paced-jobs start" */
   name?: string;
@@ -230,7 +230,7 @@ export interface StartCliOptions {
 }
 
 /**
- * `paced-jobs start` (and `npm start`): parses `argv`, the arguments after the command (`['--json', '--stack', 'Api']`),
+ * `paced-jobs start` (and `npm start`): parses `argv`, the arguments after the command (`['--json', '--stack', 'A']`),
  * runs the local proof on the app in `cwd` (or `--app`), and resolves to the exit code: 0 when every check passed,
  * 1 when one failed or the arguments are wrong, 2 when the run could not be made (synthesis, no PacedJobs, a
  * provisioning refusal), 0 after --help. It does not exit the process; with --serve it runs until SIGINT or SIGTERM.

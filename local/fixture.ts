@@ -1,7 +1,7 @@
 // The contract between the local tools (`npm start`, `npm run chaos`, `npm run bench`) and one job's local fixture,
-// `local.ts` beside the job's code (lambda/jobs/<name>/local.ts here): how to seed the job's demo records and how to see its effects at its downstream. The
-// local tools name no job: they load each job's fixture by its folder, and a job without one still runs, judged on
-// the pipeline's own counts (see local/pipelineEffects.ts).
+// `local.ts` beside the job's code (lambda/jobs/<name>/local.ts here): how to seed the job's demo records and how to
+// see its effects at its downstream. The local tools name no job: they load each job's fixture beside its entry (or
+// by its folder), and a job without one still runs, judged on the pipeline's own counts (see local/pipelineEffects.ts).
 import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, extname, join, resolve } from 'node:path';

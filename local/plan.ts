@@ -463,7 +463,7 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
       const value = identity(id).attrs[attr];
       return value ?? `arn:aws:local:${region}:${accountId}:${id}/${attr}`;
     },
-    // A grant on an imported ARN (Fn::ImportValue) or the like: no local resource has it, so no local request matches it.
+    // A grant on an imported ARN (Fn::ImportValue) or the like: no local resource has it, no local request matches it.
     unsupported: (fn, path) => `arn:aws:local:${region}:${accountId}:${fn.replace('Fn::', '')}/${path}`,
   };
   const kmsKeyArn = (keyId: string | undefined): string | undefined => {
@@ -651,7 +651,7 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
 /** The resource Metadata naming a job function's code, relative to the CDK app's folder (the construct writes it). */
 export const JOB_ENTRY_METADATA = 'paced-jobs:job-entry';
 
-/** A function of a job: one with JOB_NAME in its template environment (PacedJobs gives both of a job's functions one). */
+/** A function of a job: one with JOB_NAME in its template environment (both of a job's functions have it). */
 const isJobFunction = (r: TemplateResource): boolean =>
   r.Type === 'AWS::Lambda::Function' && (r.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables?.JOB_NAME !== undefined;
 
@@ -782,7 +782,7 @@ function notEmulatedResources(template: CloudFormationTemplate, needs: Map<strin
   return out;
 }
 
-/** A GlobalTable's replica in `region` (else its first, as the one a local run stands for); undefined without replicas. */
+/** A GlobalTable's replica in `region` (else its first, the one a local run stands for); undefined without replicas. */
 function localReplica(props: Record<string, unknown>, region: string): Record<string, unknown> | undefined {
   const replicas = (props.Replicas as Record<string, unknown>[] | undefined) ?? [];
   return replicas.find((r) => r.Region === region) ?? replicas[0];

@@ -20,7 +20,10 @@ import { createClients } from '../ops/clients';
 import { LocalEndpointsSource } from '../ops/resources';
 
 export interface RunOptions {
-  /** The environment synthesized (`-c env=<env>`) and its stack `PacedJobs-<env>`. @default "dev" in this repository, none in a team's app */
+  /**
+   * The environment synthesized (`-c env=<env>`) and its stack `PacedJobs-<env>`.
+   * @default "dev" in this repository, none in a team's app
+   */
   env?: string;
   /** The stack holding the jobs, where several do. @default the one stack with jobs */
   stack?: string;

@@ -36,7 +36,10 @@ export class SessionError extends Error {
 export interface SessionOptions {
   /** The CDK app's folder (cdk.json; each job's entry and its local.ts are relative to it). */
   cwd: string;
-  /** The environment synthesized (`-c env=<env>`) and its stack `PacedJobs-<env>`. @default "dev" in this repository, none in a team's app */
+  /**
+   * The environment synthesized (`-c env=<env>`) and its stack `PacedJobs-<env>`.
+   * @default "dev" in this repository, none in a team's app
+   */
   env?: string;
   /** The stack holding the jobs, where several do. @default the one stack with jobs */
   stack?: string;
@@ -113,7 +116,7 @@ export interface SessionMetrics {
 /** A job as deployed locally, with its fixture (if it has one) and the fake downstream the fixture offers. */
 export interface SessionJob extends JobView {
   fixture?: JobFixture;
-  /** Where the job's fixture is, or would be (relative to the app's folder): beside its entry, or lambda/jobs/<name>/local.ts. */
+  /** Where the job's fixture is, or would be, relative to the app: beside its entry, or lambda/jobs/<name>/local.ts. */
   fixtureFile: string;
   downstream?: FakeDownstream;
 }

@@ -168,7 +168,8 @@ export function createTableInput(table: PlannedTable): CreateTableCommandInput {
     LocalSecondaryIndexes?: CreateTableCommandInput['LocalSecondaryIndexes'];
   };
   const replica = table.replica as { ReadProvisionedThroughputSettings?: CapacitySettings; GlobalSecondaryIndexes?: { IndexName: string; ReadProvisionedThroughputSettings?: CapacitySettings }[] } | undefined;
-  // CloudFormation's default is PROVISIONED, which a Table without capacity could not be; a GlobalTable's capacity is its write settings.
+  // CloudFormation's default is PROVISIONED, which a Table without capacity could not be; a GlobalTable's capacity is
+  // its write settings.
   const provisioned = p.BillingMode === 'PROVISIONED' || (p.BillingMode === undefined && (p.ProvisionedThroughput ?? p.WriteProvisionedThroughputSettings) !== undefined);
   const globalThroughput = (write?: CapacitySettings, read?: CapacitySettings) => ({ ReadCapacityUnits: unitsOf(read, true) ?? 5, WriteCapacityUnits: unitsOf(write, false) ?? 5 });
   const throughput = (t: unknown, global: () => { ReadCapacityUnits: number; WriteCapacityUnits: number }) =>
@@ -487,7 +488,7 @@ export class LocalStack {
         codeDir = assetDirectory(this.options.assemblyDir, fn);
       } catch (error) {
         if (!(error instanceof ProvisioningError) || !this.mayLeaveOut(fn)) throw error;
-        // A team's function no job needs and nothing here invokes (say, code from its own bucket): one line, not a failure.
+        // A team's function no job needs and nothing invokes (say, code in its own bucket): one line, not a failure.
         plan.notEmulated.push({ logicalId: fn.logicalId, type: 'AWS::Lambda::Function', reason: 'its code is not a bundled asset in the cloud assembly' });
         leftOut.add(fn);
         continue;

@@ -177,7 +177,7 @@ function resolveIntrinsic(fn: string, arg: unknown, ctx: ResolveContext, path: s
 /** The intrinsic functions resolveValue knows. */
 const RESOLVED_INTRINSICS = new Set(['Fn::GetAtt', 'Fn::Join', 'Fn::Sub', 'Fn::Select', 'Fn::Split', 'Fn::If', 'Fn::Equals', 'Fn::Not', 'Fn::And', 'Fn::Or', 'Fn::FindInMap', 'Fn::Base64']);
 
-/** The first intrinsic function in a value that resolveValue does not know (Fn::ImportValue, Fn::GetAZs, ...), if any. */
+/** The first intrinsic function in a value that resolveValue does not know (Fn::ImportValue, Fn::GetAZs, ...). */
 export function unsupportedIntrinsicIn(value: unknown): string | undefined {
   if (Array.isArray(value)) {
     for (const v of value) {

@@ -76,7 +76,7 @@ const perJob = (flag: string, jobs: AppJobs | undefined, parse: (value: string) 
   return { ...previous, [job]: parse(value.slice(at + 1)) };
 };
 
-/** The app's jobs as known before a run: their names, where they were found, each one's entry (its fixture's folder). */
+/** The app's jobs as known before a run: names, where they were found, each one's entry (its fixture's folder). */
 export interface AppJobs {
   names: string[];
   /** For messages: "lambda/jobs", or the stack they were read from. */

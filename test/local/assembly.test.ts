@@ -73,7 +73,7 @@ const templateWith = (...jobs: string[]) =>
     },
   });
 
-/** Writes a cloud assembly: each stack with its template; a name with a slash is a stack in a Stage (nested assembly) */
+/** Writes a cloud assembly: each stack with its template; a name with a slash is a stack in a Stage (a nested one). */
 function writeAppAssembly(dir: string, stacks: Record<string, string>): void {
   const artifacts: Record<string, object> = {};
   for (const [name, template] of Object.entries(stacks)) {

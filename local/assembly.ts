@@ -147,11 +147,9 @@ export function chooseStack(assemblyDir: string, choice: StackChoice = {}): Stac
  * `dev` by default.
  */
 export function isReferenceApp(cwd: string): boolean {
-  try {
-    return (JSON.parse(readFileSync(join(cwd, 'package.json'), 'utf8')) as { name?: string }).name === 'paced-jobs';
-  } catch {
-    return false;
-  }
+  const file = join(cwd, 'package.json');
+  // A folder without package.json is no npm project, so not this one either.
+  return existsSync(file) && (JSON.parse(readFileSync(file, 'utf8')) as { name?: string }).name === 'paced-jobs';
 }
 
 /** Folders whose changes a synthesized template and its bundles must reflect, in this repository. */

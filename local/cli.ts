@@ -4,7 +4,7 @@
 // `--count <job>=<n>`, and each job's fixture unit is a flag of its own (`--<unit> <n>`).
 import { resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { chooseStack, isReferenceApp } from './assembly';
+import { chooseStack, isReferenceApp, StackChoiceError } from './assembly';
 import { FixtureError, jobFolders, loadFixture } from './fixture';
 import { JOB_ENTRY_METADATA } from './plan';
 import { runLocal, RunOptions } from './run';
@@ -105,8 +105,10 @@ export function appJobs(cwd: string, argv: readonly string[]): AppJobs | undefin
       entries.set(name, typeof entry === 'string' ? entry : entries.get(name));
     }
     return { names: [...entries.keys()].sort(), source: `stack ${artifact.stackName}`, entries };
-  } catch {
-    return undefined;
+  } catch (error) {
+    // No assembly yet, or no one stack to take: the run synthesizes, chooses again, and fails with this error if it must.
+    if (error instanceof StackChoiceError) return undefined;
+    throw error;
   }
 }
 

@@ -1,9 +1,10 @@
 // The contract between the local tools (`npm start`, `npm run chaos`, `npm run bench`) and one job's local fixture,
-// `lambda/jobs/<name>/local.ts`: how to seed the job's demo records and how to see its effects at its downstream. The
-// local tools name no job: they load each job's fixture by its folder, and a job without one still runs, judged on
-// the pipeline's own counts (see local/pipelineEffects.ts).
+// `local.ts` beside the job's code (lambda/jobs/<name>/local.ts here): how to seed the job's demo records and how to
+// see its effects at its downstream. The local tools name no job: they load each job's fixture beside its entry (or
+// by its folder), and a job without one still runs, judged on the pipeline's own counts (see local/pipelineEffects.ts).
 import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, extname, join, resolve } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -177,21 +178,56 @@ export function jobFolders(cwd: string): string[] {
     .sort();
 }
 
-/** Where a job's fixture lives, by convention next to its code. */
-export function fixturePath(cwd: string, jobName: string): string {
-  return join(cwd, 'lambda', 'jobs', jobName, 'local.ts');
+/** What a job's fixture file is called, beside its entry: TypeScript in the app's sources, JavaScript once compiled. */
+const FIXTURE_FILES = ['local.ts', 'local.js'];
+
+/**
+ * Where a job's fixture lives: beside the job's code. With `entry` (its functions' `paced-jobs:job-entry` Metadata,
+ * relative to the app's folder `cwd`) that is `local.ts` or `local.js` in the entry's folder, whichever exists (the one
+ * of the entry's own language first); without it, as before the Metadata, `lambda/jobs/<name>/local.ts`. A path that
+ * does not exist means the job has no fixture.
+ */
+export function fixturePath(cwd: string, jobName: string, entry?: string): string {
+  if (entry === undefined) return join(cwd, 'lambda', 'jobs', jobName, 'local.ts');
+  const dir = dirname(resolve(cwd, entry));
+  const names = /\.[cm]?js$/.test(extname(entry)) ? [...FIXTURE_FILES].reverse() : FIXTURE_FILES;
+  const paths = names.map((name) => join(dir, name));
+  return paths.find((path) => existsSync(path)) ?? paths[0];
 }
 
 /**
- * Loads `lambda/jobs/<name>/local.ts` (its export `fixture`); undefined when the job has none. A file that exists but
- * does not export a fixture is an error that names the file, not a silent fallback.
+ * Makes require() able to load a TypeScript fixture: a no-op under tsx (`npm start`) and under jest (whose own module
+ * system transforms TypeScript, and which lists no require extensions at all); from compiled JavaScript (the package's
+ * `paced-jobs start`), tsx's CommonJS hook, resolved from the app's folder, where a TypeScript app has it installed.
+ * @throws FixtureError naming the fixture when tsx is not installed there
  */
-export function loadFixture(cwd: string, jobName: string): JobFixture | undefined {
-  const file = fixturePath(cwd, jobName);
+function loadTypeScriptFrom(cwd: string, file: string, jobName: string): void {
+  const extensions = require.extensions as Record<string, unknown> | undefined;
+  if (!extensions || extensions['.ts'] !== undefined || extensions['.js'] === undefined) return;
+  let api: { register: () => unknown };
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    api = createRequire(join(resolve(cwd), 'package.json'))('tsx/cjs/api') as { register: () => unknown };
+  } catch (error) {
+    throw new FixtureError(
+      `${file}: loading a TypeScript fixture needs tsx in the app (${resolve(cwd)}), and it is not installed there: run \`npm install -D tsx\` in it, or compile the fixture to local.js`,
+      jobName,
+      { cause: error },
+    );
+  }
+  api.register();
+}
+
+/**
+ * Loads a job's fixture (its export `fixture`; the file `fixturePath` names); undefined when the job has none. A file
+ * that exists but does not export a fixture is an error that names the file, not a silent fallback.
+ */
+export function loadFixture(cwd: string, jobName: string, entry?: string): JobFixture | undefined {
+  const file = fixturePath(cwd, jobName, entry);
   if (!existsSync(file)) return undefined;
+  if (file.endsWith('.ts')) loadTypeScriptFrom(cwd, file, jobName);
   let mod: { fixture?: Partial<JobFixture> };
   try {
-    // The local tools run under tsx or ts-jest, both of which load TypeScript through require.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     mod = require(file) as { fixture?: Partial<JobFixture> };
   } catch (error) {

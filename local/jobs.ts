@@ -27,6 +27,11 @@ export interface JobView {
   /** The producer's admission queue and its mapping (admission steps, delayed until due). */
   admissionQueueUrl?: string;
   admissionMapping?: SqsEventSourceMapping;
+  /**
+   * The job's code, relative to the CDK app's folder, from its functions' `paced-jobs:job-entry` Metadata; absent in
+   * an assembly synthesized before the Metadata existed (the fixture is then looked for in lambda/jobs/<name>/).
+   */
+  entry?: string;
 }
 
 function jobSettingsOf(fn: PlannedFunction): JobRuntimeSettings | undefined {
@@ -51,6 +56,7 @@ export function jobViews(plan: StackPlan, mappings: SqsEventSourceMapping[] = []
     if (!name || !settings) continue;
     const view = jobs.get(name) ?? { name, settings };
     jobs.set(name, view);
+    view.entry ??= fn.jobEntry;
     const mapping = plan.mappings.find((m) => m.functionName === fn.name);
     const isProducer = plan.schedules.some((s) => s.targetArn === fn.arn);
     if (mapping && isProducer) {

@@ -1,7 +1,7 @@
 // Deploy parity, part two: turns the synthesized template into a local deployment plan (physical names, URLs, ARNs,
 // fully resolved properties per resource), before anything is created. Pure: no servers, no AWS calls.
 import { createHash } from 'node:crypto';
-import { CloudFormationTemplate, evaluateConditions, ResolveContext, resolveValue, TemplateError, TemplateResource } from './template';
+import { CloudFormationTemplate, evaluateConditions, ResolveContext, resolveValue, TemplateError, TemplateResource, unsupportedIntrinsicIn } from './template';
 
 /** What the local runtime does with a resource type: creates and runs it, enforces it (IAM), or skips it. */
 export type LocalTreatment = 'emulated' | 'enforced' | 'ignored';
@@ -64,9 +64,9 @@ export function resourceTypesMarkdown(): string {
 }
 
 export class UnsupportedResourceError extends TemplateError {
-  constructor(public readonly resources: { logicalId: string; type: string }[]) {
+  constructor(public readonly resources: { logicalId: string; type: string; neededBy?: string }[]) {
     super(
-      `the local runtime cannot emulate ${resources.map((r) => `${r.logicalId} (${r.type})`).join(', ')}; ` +
+      `the local runtime cannot emulate ${resources.map((r) => `${r.logicalId} (${r.type}${r.neededBy ? `, which ${r.neededBy} needs` : ''})`).join(', ')}; ` +
         `emulated types: ${EMULATED_TYPES.join(', ')}; enforced or ignored types: ${Object.keys(IGNORED_TYPES).join(', ')}`,
       resources.map((r) => r.logicalId).join(','),
     );
@@ -101,6 +101,11 @@ export interface PlannedTable {
   name: string;
   arn: string;
   properties: Record<string, unknown>;
+  /**
+   * A GlobalTable's replica in the local region (else its first): the settings it keeps per region (read capacity,
+   * its indexes' read capacity, resource policy). Absent for a Table.
+   */
+  replica?: Record<string, unknown>;
 }
 
 export interface PlannedBucket {
@@ -139,6 +144,11 @@ export interface PlannedFunction {
   roleArn?: string;
   /** DeadLetterConfig.TargetArn: where a failed asynchronous event goes. */
   deadLetterArn?: string;
+  /**
+   * The job's code, as the `paced-jobs:job-entry` Metadata names it: relative to the CDK app's folder, `/` separators.
+   * Absent on a function that is no job's, and in assemblies synthesized before the Metadata existed.
+   */
+  jobEntry?: string;
   /** From an AWS::Lambda::EventInvokeConfig for the function, when the template has one. */
   asyncInvokeConfig?: { maximumRetryAttempts?: number; maximumEventAgeSeconds?: number; onFailureArn?: string; onSuccessArn?: string };
 }
@@ -229,7 +239,7 @@ export interface PlannedRole {
 export interface PlannedResourcePolicy {
   /** The template resources it came from. */
   logicalIds: string[];
-  service: 'sqs' | 's3' | 'lambda' | 'kms';
+  service: 'sqs' | 's3' | 'lambda' | 'kms' | 'dynamodb';
   resourceArn: string;
   document: PolicyDocument;
 }
@@ -257,6 +267,12 @@ export interface StackPlan {
   iam: PlannedIam;
   /** Logical IDs skipped on purpose, with the reason. */
   ignored: { logicalId: string; type: string; reason: string }[];
+  /**
+   * What the local runtime does not create because it cannot and no job needs it (a team's other resources: a type
+   * it does not know, a function on another runtime or without a bundled asset, and what needs those), with the reason;
+   * an output naming one of them is left out, listed here as `Outputs.<name>`. One line of a run's log names them.
+   */
+  notEmulated: { logicalId: string; type: string; reason: string }[];
   outputs: Record<string, string>;
 }
 
@@ -267,7 +283,7 @@ interface Identity {
 
 /** A plan with nothing in it yet: where planStack starts, and what a test builds on. */
 export function emptyPlan(where: Pick<StackPlan, 'stackName' | 'region' | 'accountId'>): StackPlan {
-  return { ...where, queues: [], tables: [], buckets: [], secrets: [], functions: [], layers: [], mappings: [], schedules: [], topics: [], subscriptions: [], iam: { roles: [], resourcePolicies: [] }, ignored: [], outputs: {} };
+  return { ...where, queues: [], tables: [], buckets: [], secrets: [], functions: [], layers: [], mappings: [], schedules: [], topics: [], subscriptions: [], iam: { roles: [], resourcePolicies: [] }, ignored: [], notEmulated: [], outputs: {} };
 }
 
 /** Keeps a generated name within a service's character set and length, as CloudFormation's generated names do. */
@@ -288,9 +304,11 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
   const resources = template.Resources;
 
   refuseUnresolvable(template);
+  const needs = jobNeeds(template);
+  const notEmulated = notEmulatedResources(template, needs);
   const unsupported = Object.entries(resources)
-    .filter(([, r]) => !(r.Type in RESOURCE_TYPES))
-    .map(([logicalId, r]) => ({ logicalId, type: r.Type }));
+    .filter(([id, r]) => !(r.Type in RESOURCE_TYPES) && !notEmulated.has(id))
+    .map(([logicalId, r]) => ({ logicalId, type: r.Type, neededBy: needs.get(logicalId) || undefined }));
   if (unsupported.length > 0) throw new UnsupportedResourceError(unsupported);
 
   const pseudo: Record<string, string> = {
@@ -445,6 +463,8 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
       const value = identity(id).attrs[attr];
       return value ?? `arn:aws:local:${region}:${accountId}:${id}/${attr}`;
     },
+    // A grant on an imported ARN (Fn::ImportValue) or the like: no local resource has it, no local request matches it.
+    unsupported: (fn, path) => `arn:aws:local:${region}:${accountId}:${fn.replace('Fn::', '')}/${path}`,
   };
   const kmsKeyArn = (keyId: string | undefined): string | undefined => {
     if (!keyId) return undefined;
@@ -454,9 +474,10 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
 
   ctx.conditions = evaluateConditions(template, ctx);
   policyCtx.conditions = ctx.conditions;
-  const included = Object.entries(resources).filter(([, r]) => !r.Condition || ctx.conditions![r.Condition]);
+  const included = Object.entries(resources).filter(([id, r]) => (!r.Condition || ctx.conditions![r.Condition]) && !notEmulated.has(id));
 
   const plan = emptyPlan({ stackName, region, accountId });
+  for (const [logicalId, reason] of notEmulated) plan.notEmulated.push({ logicalId, type: resources[logicalId].Type, reason });
   refuseNameCollisions(included, (id, key) => str(prop(resources[id], key, id)));
   const invokeConfigs: { functionName: string; config: NonNullable<PlannedFunction['asyncInvokeConfig']> }[] = [];
 
@@ -491,8 +512,10 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
         break;
       }
       case 'AWS::DynamoDB::Table':
-      case 'AWS::DynamoDB::GlobalTable':
         plan.tables.push({ logicalId: id, name: me.ref, arn: me.attrs.Arn, properties: props });
+        break;
+      case 'AWS::DynamoDB::GlobalTable':
+        plan.tables.push({ logicalId: id, name: me.ref, arn: me.attrs.Arn, properties: props, replica: localReplica(props, region) });
         break;
       case 'AWS::S3::Bucket':
         plan.buckets.push({ logicalId: id, name: me.ref, arn: me.attrs.Arn });
@@ -519,6 +542,7 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
           architectures: (props.Architectures as string[] | undefined)?.map(String),
           roleArn: str(props.Role),
           deadLetterArn: str((props.DeadLetterConfig as { TargetArn?: string } | undefined)?.TargetArn),
+          jobEntry: str(r.Metadata?.[JOB_ENTRY_METADATA]),
         });
         break;
       }
@@ -610,9 +634,158 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
   plan.iam = planIam(included, policyCtx, identity, { region, accountId });
 
   for (const [name, output] of Object.entries(template.Outputs ?? {})) {
+    const named = new Set<string>();
+    referencesIn(output.Value, named);
+    const missing = [...named].filter((id) => notEmulated.has(id));
+    const intrinsic = unsupportedIntrinsicIn(output.Value);
+    if (missing.length > 0 || intrinsic) {
+      const reason = missing.length > 0 ? `names ${missing.join(', ')}, not emulated` : `uses ${intrinsic}, which the local runtime cannot resolve`;
+      plan.notEmulated.push({ logicalId: `Outputs.${name}`, type: 'Output', reason });
+      continue;
+    }
     plan.outputs[name] = String(resolveValue(output.Value, ctx, `Outputs.${name}.Value`));
   }
   return plan;
+}
+
+/** The resource Metadata naming a job function's code, relative to the CDK app's folder (the construct writes it). */
+export const JOB_ENTRY_METADATA = 'paced-jobs:job-entry';
+
+/** A function of a job: one with JOB_NAME in its template environment (both of a job's functions have it). */
+const isJobFunction = (r: TemplateResource): boolean =>
+  r.Type === 'AWS::Lambda::Function' && (r.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables?.JOB_NAME !== undefined;
+
+/**
+ * Whose references say what a resource needs: the emulated types' and the unknown ones'. IAM and resource policies are
+ * resolved leniently (a grant on something not emulated harms no local request), and the ignored types never are.
+ */
+const followsReferences = (type: string): boolean => !(type in RESOURCE_TYPES) || RESOURCE_TYPES[type].treatment === 'emulated';
+
+/** What invokes a function: a job's event source mappings, schedules and async settings are the job's, too. */
+const TRIGGER_TYPES = new Set(['AWS::Lambda::EventSourceMapping', 'AWS::Scheduler::Schedule', 'AWS::Lambda::EventInvokeConfig']);
+
+/**
+ * What the stack's jobs need to run: their functions, what invokes them, and everything those name (queues, tables,
+ * buckets, secrets, layers, roles, keys), transitively. Each needed resource maps to the one that names it first (a job
+ * function: to "").
+ */
+function jobNeeds(template: CloudFormationTemplate): Map<string, string> {
+  const resources = template.Resources;
+  const refs = referenceMap(template);
+  const needed = new Map<string, string>();
+  const queue: string[] = [];
+  for (const [id, r] of Object.entries(resources)) {
+    if (isJobFunction(r)) {
+      needed.set(id, '');
+      queue.push(id);
+    }
+  }
+  while (queue.length > 0) {
+    while (queue.length > 0) {
+      const id = queue.pop()!;
+      if (!followsReferences(resources[id].Type)) continue;
+      for (const ref of refs.get(id) ?? []) {
+        if (resources[ref] && !needed.has(ref)) {
+          needed.set(ref, id);
+          queue.push(ref);
+        }
+      }
+    }
+    for (const [id, r] of Object.entries(resources)) {
+      if (needed.has(id) || !TRIGGER_TYPES.has(r.Type)) continue;
+      const fn = [...(refs.get(id) ?? [])].find((ref) => needed.has(ref) && resources[ref]?.Type === 'AWS::Lambda::Function');
+      if (fn) {
+        needed.set(id, fn);
+        queue.push(id);
+      }
+    }
+  }
+  return needed;
+}
+
+/** Every resource's references (Ref, GetAtt, Sub) in its Properties. */
+function referenceMap(template: CloudFormationTemplate): Map<string, Set<string>> {
+  return new Map(
+    Object.entries(template.Resources).map(([id, r]) => {
+      const out = new Set<string>();
+      referencesIn(r.Properties, out);
+      return [id, out];
+    }),
+  );
+}
+
+/** The reason a resource of a type missing from RESOURCE_TYPES is not emulated (its type says it all). */
+export const UNKNOWN_TYPE_REASON = 'a type the local runtime does not emulate';
+
+/** Why the local runtime cannot create a resource, judged on the template alone; undefined when it can. */
+function cannotEmulate(r: TemplateResource, resources: CloudFormationTemplate['Resources']): string | undefined {
+  if (!(r.Type in RESOURCE_TYPES)) return UNKNOWN_TYPE_REASON;
+  const p = r.Properties ?? {};
+  // Only an emulated resource's properties are resolved (exactly; IAM's leniently, the ignored ones' not at all).
+  const intrinsic = RESOURCE_TYPES[r.Type].treatment === 'emulated' ? unsupportedIntrinsicIn(p) : undefined;
+  if (intrinsic) return `uses ${intrinsic}, which the local runtime cannot resolve`;
+  const typeOf = (value: unknown): string | undefined => {
+    const named = new Set<string>();
+    referencesIn(value, named);
+    return [...named].map((id) => resources[id]?.Type).find((t) => t !== undefined);
+  };
+  switch (r.Type) {
+    case 'AWS::Lambda::Function': {
+      const code = (p.Code ?? {}) as Record<string, unknown>;
+      if (typeof p.Runtime === 'string' && !/^nodejs\d+\.x$/.test(p.Runtime)) return `runtime ${p.Runtime}: only Node.js functions run locally`;
+      if (p.PackageType === 'Image' || code.ImageUri !== undefined) return 'a container image: only zip assets run locally';
+      if (code.ZipFile !== undefined && code.S3Key === undefined) return 'inline code (Code.ZipFile): only bundled assets run locally';
+      return undefined;
+    }
+    case 'AWS::Lambda::EventSourceMapping': {
+      const source = p.EventSourceArn;
+      const type = typeOf(source);
+      if (type ? type !== 'AWS::SQS::Queue' : typeof source === 'string' && !source.startsWith('arn:aws:sqs:')) return `source ${type ?? String(source)}: only SQS sources are emulated`;
+      return undefined;
+    }
+    case 'AWS::Scheduler::Schedule': {
+      const target = (p.Target as { Arn?: unknown } | undefined)?.Arn;
+      const type = typeOf(target);
+      if (type ? type !== 'AWS::Lambda::Function' : typeof target === 'string' && !/^arn:aws:lambda:/.test(target)) return 'its target is not a Lambda function: only Lambda targets are emulated';
+      return undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The resources the local runtime leaves out, with why: those it cannot create (cannotEmulate) that no job needs, and,
+ * transitively, the ones that name them (a team's API function whose environment names its database). A job's needs
+ * are not in it: a job that needs something the runtime cannot create still stops the run, naming it.
+ */
+function notEmulatedResources(template: CloudFormationTemplate, needs: Map<string, string>): Map<string, string> {
+  const resources = template.Resources;
+  const out = new Map<string, string>();
+  for (const [id, r] of Object.entries(resources)) {
+    if (needs.has(id)) continue;
+    const reason = cannotEmulate(r, resources);
+    if (reason) out.set(id, reason);
+  }
+  const refs = referenceMap(template);
+  for (let changed = out.size > 0; changed; ) {
+    changed = false;
+    for (const [id, r] of Object.entries(resources)) {
+      if (out.has(id) || needs.has(id) || !followsReferences(r.Type)) continue;
+      const missing = [...(refs.get(id) ?? [])].find((ref) => out.has(ref));
+      if (missing) {
+        out.set(id, `names ${missing}, which is not emulated`);
+        changed = true;
+      }
+    }
+  }
+  return out;
+}
+
+/** A GlobalTable's replica in `region` (else its first, the one a local run stands for); undefined without replicas. */
+function localReplica(props: Record<string, unknown>, region: string): Record<string, unknown> | undefined {
+  const replicas = (props.Replicas as Record<string, unknown>[] | undefined) ?? [];
+  return replicas.find((r) => r.Region === region) ?? replicas[0];
 }
 
 /** A name-based (version 5) UUID: the same name gives the same UUID on every run. */
@@ -751,6 +924,15 @@ function planIam(
       case 'AWS::KMS::Key': {
         const p = props(id, r);
         addResourcePolicy('kms', identity(id).attrs.Arn, id, statementsOf(p.KeyPolicy as PolicyDocument | undefined));
+        break;
+      }
+      case 'AWS::DynamoDB::Table':
+      case 'AWS::DynamoDB::GlobalTable': {
+        // A table's resource-based policy: the Table's own, a GlobalTable's on each replica (the local one applies).
+        const p = props(id, r);
+        const owner = r.Type === 'AWS::DynamoDB::Table' ? p : localReplica(p, where.region);
+        const document = (owner?.ResourcePolicy as { PolicyDocument?: PolicyDocument } | undefined)?.PolicyDocument;
+        if (document) addResourcePolicy('dynamodb', identity(id).attrs.Arn, id, statementsOf(document));
         break;
       }
       case 'AWS::Lambda::Permission': {

@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import type { DownstreamQuota, SeededDemo } from './fixture';
 import { LocalSession, type JobState } from './session';
 import type { Ports } from './stack';
+import { UNKNOWN_TYPE_REASON } from './plan';
 import { buildRunReport, formatReport, formatTable, JobObservation, RunReport } from './report';
 import { batchReconciles } from '../lambda/core/ledgerContract';
 import { jobCharts, type JobChartInput } from '../console/charts';
@@ -19,8 +20,14 @@ import { createClients } from '../ops/clients';
 import { LocalEndpointsSource } from '../ops/resources';
 
 export interface RunOptions {
-  env: string;
-  /** Project root (where cdk.json lives). */
+  /**
+   * The environment synthesized (`-c env=<env>`) and its stack `PacedJobs-<env>`.
+   * @default "dev" in this repository, none in a team's app
+   */
+  env?: string;
+  /** The stack holding the jobs, where several do. @default the one stack with jobs */
+  stack?: string;
+  /** The CDK app's folder (where cdk.json lives). */
   cwd: string;
   /** @default "cdk.out" */
   assemblyDir?: string;
@@ -101,6 +108,7 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
     session = await LocalSession.open({
       cwd,
       env: options.env,
+      stack: options.stack,
       assemblyDir: options.assemblyDir,
       synth: options.synth,
       dataDir: options.dataDir,
@@ -114,6 +122,7 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
     });
     const { plan } = session.stack;
     say(`local stack ${plan.stackName} is up: ${plan.queues.length} queues, ${plan.tables.length} tables, ${plan.functions.length} functions, ${plan.schedules.length} schedules (ignored: ${plan.ignored.length} IAM/logging/monitoring resources)`);
+    if (plan.notEmulated.length > 0) say(notEmulatedLine(plan.notEmulated));
     const counts = demoCounts(session, options.counts ?? {});
     const warmStarted = Date.now();
     await session.stack.prewarm(options.prewarm);
@@ -145,7 +154,8 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
 
     const { businessDate, seeded } = await seedAndFire(session, counts, options, say, () => session!.startConsumers());
     const settled = await waitUntilSettled(session, options, io);
-    const report = await collectReport(session, seeded, { env: options.env, businessDate, settled, started, keptData: options.dataDir !== undefined });
+    // A team's app has no environment: the report names its stack instead.
+    const report = await collectReport(session, seeded, { env: options.env ?? session.artifact.stackName, businessDate, settled, started, keptData: options.dataDir !== undefined });
     if (options.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else io.stdout.write(`${formatReport(report)}\n`);
     const reportFile = await writeRunCharts(session, report, options.reportFile ? resolve(cwd, options.reportFile) : join(localDir, 'report.html'), { started, businessDate });
@@ -160,6 +170,15 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
 }
 
 /**
+ * The one line that names what the local stack left out because it cannot create it and no job needs it (a team's
+ * other resources), with the reason when it is not just the type.
+ */
+export function notEmulatedLine(resources: readonly { logicalId: string; type: string; reason: string }[]): string {
+  const items = resources.map((r) => `${r.logicalId} (${r.type}${r.reason === UNKNOWN_TYPE_REASON ? '' : `: ${r.reason}`})`);
+  return `not emulated, no job needs them: ${items.join(', ')}`;
+}
+
+/**
  * Demo records per job: the count asked for, else the fixture's default. A count for a job the stack does not have,
  * or for a job with no fixture to seed it, is an error that names the job.
  */
@@ -168,7 +187,7 @@ function demoCounts(session: LocalSession, asked: Record<string, number>): Map<s
     if (!Number.isSafeInteger(n) || n < 0) throw new RunError(`--count ${name}=${n}: a count must be a whole number`);
     const job = session.jobs.get(name);
     if (!job) throw new RunError(`--count names job "${name}", which the stack does not have (jobs: ${[...session.jobs.keys()].join(', ') || 'none'})`);
-    if (!job.fixture && n > 0) throw new RunError(`--count ${name}=${n}: job ${name} has no local fixture (lambda/jobs/${name}/local.ts) to seed demo records with`);
+    if (!job.fixture && n > 0) throw new RunError(`--count ${name}=${n}: job ${name} has no local fixture (${job.fixtureFile}) to seed demo records with`);
   }
   return new Map([...session.jobs.values()].map((j) => [j.name, asked[j.name] ?? j.fixture?.defaultCount ?? 0]));
 }

@@ -7,10 +7,10 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient, type QueueAttributeName } from '@aws-sdk/client-sqs';
-import { resolve } from 'node:path';
-import { ensureStack, type StackArtifact } from './assembly';
+import { relative, resolve } from 'node:path';
+import { ensureAppStack, isReferenceApp, type StackArtifact } from './assembly';
 import { zonedDate } from '../lambda/core/cron';
-import { loadFixture, type DownstreamArrival, type DownstreamEffect, type DownstreamOptions, type EffectReading, type FakeDownstream, type JobFixture, type ObservedWrite, type SeededDemo } from './fixture';
+import { fixturePath, loadFixture, type DownstreamArrival, type DownstreamEffect, type DownstreamOptions, type EffectReading, type FakeDownstream, type JobFixture, type ObservedWrite, type SeededDemo } from './fixture';
 import { PipelineLog } from './pipelineEffects';
 import type { PlannedFunction } from './plan';
 import { LocalStack, type LocalStackOptions, type Ports } from './stack';
@@ -34,10 +34,15 @@ export class SessionError extends Error {
 }
 
 export interface SessionOptions {
-  /** Project root (cdk.json, lambda/jobs/<name>/local.ts). */
+  /** The CDK app's folder (cdk.json; each job's entry and its local.ts are relative to it). */
   cwd: string;
-  /** @default "dev" */
+  /**
+   * The environment synthesized (`-c env=<env>`) and its stack `PacedJobs-<env>`.
+   * @default "dev" in this repository, none in a team's app
+   */
   env?: string;
+  /** The stack holding the jobs, where several do. @default the one stack with jobs */
+  stack?: string;
   /** @default "cdk.out" */
   assemblyDir?: string;
   /** Re-synthesize even when the assembly has the stack. */
@@ -111,6 +116,8 @@ export interface SessionMetrics {
 /** A job as deployed locally, with its fixture (if it has one) and the fake downstream the fixture offers. */
 export interface SessionJob extends JobView {
   fixture?: JobFixture;
+  /** Where the job's fixture is, or would be, relative to the app: beside its entry, or lambda/jobs/<name>/local.ts. */
+  fixtureFile: string;
   downstream?: FakeDownstream;
 }
 
@@ -245,8 +252,8 @@ export class LocalSession {
    */
   static async open(options: SessionOptions): Promise<LocalSession> {
     const cwd = resolve(options.cwd);
-    const env = options.env ?? 'dev';
-    const artifact = ensureStack({ env, assemblyDir: options.assemblyDir ?? 'cdk.out', cwd, log: (line) => options.log('provision', line), synth: options.synth });
+    const env = options.env ?? (isReferenceApp(cwd) ? 'dev' : undefined);
+    const artifact = ensureAppStack({ env, stack: options.stack, assemblyDir: options.assemblyDir ?? 'cdk.out', cwd, log: (line) => options.log('provision', line), synth: options.synth });
     const loaded = loadTemplate(artifact.templateFile);
     const template = options.template ? options.template(loaded) : loaded;
     // A first plan before any server exists: each job's settings decide its fixture's downstream (quota, secrets).
@@ -257,7 +264,7 @@ export class LocalSession {
     for (const job of preview.values()) {
       const settings = options.jobSettings ? options.jobSettings(structuredClone(job.settings)) : job.settings;
       runSettings.set(job.name, settings);
-      const fixture = loadFixture(cwd, job.name);
+      const fixture = loadFixture(cwd, job.name, job.entry);
       fixtures.set(job.name, fixture);
       if (fixture?.downstream) downstreams.set(job.name, fixture.downstream(settings, options.downstream?.(job.name, settings) ?? {}));
     }
@@ -266,6 +273,9 @@ export class LocalSession {
       template,
       stackName: artifact.stackName,
       assemblyDir: artifact.assemblyDir,
+      // A stack pinned to an account and region names its ARNs with them (its grants too): it runs there locally.
+      region: artifact.environment?.region,
+      accountId: artifact.environment?.account,
       dataDir: options.dataDir ? resolve(cwd, options.dataDir) : undefined,
       ports: options.ports,
       asyncRetryDelaysMs: options.asyncRetryDelaysMs,
@@ -329,7 +339,8 @@ export class LocalSession {
           if (secret) downstream.allowSecret(secret.value);
         }
       }
-      session.jobs.set(view.name, { ...view, settings, fixture: fixtures.get(view.name), downstream });
+      const fixtureFile = relative(cwd, fixturePath(cwd, view.name, view.entry));
+      session.jobs.set(view.name, { ...view, settings, fixture: fixtures.get(view.name), fixtureFile, downstream });
       if (!fixtures.get(view.name)) session.watchApplies(view.name);
     }
     if (options.prewarm !== false) await stack.prewarm(options.prewarm === true || options.prewarm === undefined ? undefined : options.prewarm);
@@ -419,7 +430,7 @@ export class LocalSession {
    */
   async seed(name: string, count: number, businessDate: string): Promise<SeededDemo> {
     const job = this.job(name);
-    if (!job.fixture) return { expectedOperations: [], summary: 'no fixture (lambda/jobs/<name>/local.ts): nothing seeded' };
+    if (!job.fixture) return { expectedOperations: [], summary: `no fixture (${job.fixtureFile}): nothing seeded` };
     if (count <= 0) return { expectedOperations: [], summary: `0 ${job.fixture.unit}` };
     return job.fixture.seed(
       { jobName: name, settings: job.settings, businessDate, dynamodb: this.clients.dynamodb, documents: this.clients.documents, s3: this.clients.s3 },

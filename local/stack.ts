@@ -146,29 +146,47 @@ export function assetDirectory(assemblyDir: string, fn: PlannedFunction): string
   return found;
 }
 
-/** The CreateTable request for a planned table (Table or GlobalTable shape). */
+/** A GlobalTable's capacity setting: fixed units, or an autoscaled one's minimum (what it starts at). */
+type CapacitySettings = { ReadCapacityUnits?: number; ReadCapacityAutoScalingSettings?: { MinCapacity?: number }; WriteCapacityAutoScalingSettings?: { MinCapacity?: number } };
+const unitsOf = (settings: CapacitySettings | undefined, read: boolean): number | undefined =>
+  read ? (settings?.ReadCapacityUnits ?? settings?.ReadCapacityAutoScalingSettings?.MinCapacity) : settings?.WriteCapacityAutoScalingSettings?.MinCapacity;
+
+/**
+ * The CreateTable request for a planned table. A GlobalTable (TableV2) is one local table: its key schema, attributes
+ * and indexes are the resource's, its provisioned capacity its write settings and its local replica's read settings
+ * (fixed units, or an autoscaled minimum); 5 units where the template names none.
+ */
 export function createTableInput(table: PlannedTable): CreateTableCommandInput {
+  type Index = { IndexName: string; KeySchema: unknown; Projection: unknown; ProvisionedThroughput?: unknown; WriteProvisionedThroughputSettings?: CapacitySettings };
   const p = table.properties as {
     KeySchema: CreateTableCommandInput['KeySchema'];
     AttributeDefinitions: CreateTableCommandInput['AttributeDefinitions'];
     BillingMode?: string;
     ProvisionedThroughput?: { ReadCapacityUnits: number; WriteCapacityUnits: number };
-    GlobalSecondaryIndexes?: { IndexName: string; KeySchema: unknown; Projection: unknown; ProvisionedThroughput?: unknown }[];
+    WriteProvisionedThroughputSettings?: CapacitySettings;
+    GlobalSecondaryIndexes?: Index[];
     LocalSecondaryIndexes?: CreateTableCommandInput['LocalSecondaryIndexes'];
   };
-  const provisioned = p.BillingMode === 'PROVISIONED' || (p.BillingMode === undefined && p.ProvisionedThroughput !== undefined);
-  const throughput = (t: unknown) => (provisioned ? ((t ?? { ReadCapacityUnits: 5, WriteCapacityUnits: 5 }) as { ReadCapacityUnits: number; WriteCapacityUnits: number }) : undefined);
+  const replica = table.replica as { ReadProvisionedThroughputSettings?: CapacitySettings; GlobalSecondaryIndexes?: { IndexName: string; ReadProvisionedThroughputSettings?: CapacitySettings }[] } | undefined;
+  // CloudFormation's default is PROVISIONED, which a Table without capacity could not be; a GlobalTable's capacity is
+  // its write settings.
+  const provisioned = p.BillingMode === 'PROVISIONED' || (p.BillingMode === undefined && (p.ProvisionedThroughput ?? p.WriteProvisionedThroughputSettings) !== undefined);
+  const globalThroughput = (write?: CapacitySettings, read?: CapacitySettings) => ({ ReadCapacityUnits: unitsOf(read, true) ?? 5, WriteCapacityUnits: unitsOf(write, false) ?? 5 });
+  const throughput = (t: unknown, global: () => { ReadCapacityUnits: number; WriteCapacityUnits: number }) =>
+    provisioned ? ((t ?? (replica ? global() : { ReadCapacityUnits: 5, WriteCapacityUnits: 5 })) as { ReadCapacityUnits: number; WriteCapacityUnits: number }) : undefined;
   return {
     TableName: table.name,
     KeySchema: p.KeySchema,
     AttributeDefinitions: p.AttributeDefinitions,
     BillingMode: provisioned ? 'PROVISIONED' : 'PAY_PER_REQUEST',
-    ProvisionedThroughput: throughput(p.ProvisionedThroughput),
+    ProvisionedThroughput: throughput(p.ProvisionedThroughput, () => globalThroughput(p.WriteProvisionedThroughputSettings, replica?.ReadProvisionedThroughputSettings)),
     GlobalSecondaryIndexes: p.GlobalSecondaryIndexes?.map((g) => ({
       IndexName: g.IndexName,
       KeySchema: g.KeySchema as CreateTableCommandInput['KeySchema'],
       Projection: g.Projection as { ProjectionType: 'ALL' },
-      ProvisionedThroughput: throughput(g.ProvisionedThroughput),
+      ProvisionedThroughput: throughput(g.ProvisionedThroughput, () =>
+        globalThroughput(g.WriteProvisionedThroughputSettings, replica?.GlobalSecondaryIndexes?.find((r) => r.IndexName === g.IndexName)?.ReadProvisionedThroughputSettings),
+      ),
     })),
     LocalSecondaryIndexes: p.LocalSecondaryIndexes,
   };
@@ -456,6 +474,7 @@ export class LocalStack {
       this.secrets.add({ name: s.name, arn: s.arn, value: this.options.secretValue?.(s) ?? generateSecretValue(s.properties) });
     }
 
+    const leftOut = new Set<PlannedFunction>();
     for (const fn of plan.functions) {
       // What Lambda's CreateFunction refuses, with its words: the template's own variables (before the runtime's), with
       // queue URLs as long as AWS's, since the 4 KB limit is measured on what AWS resolves.
@@ -464,7 +483,16 @@ export class LocalStack {
         checkFunctionSettings(label, { timeoutSeconds: fn.timeoutSeconds, memorySize: fn.memoryMb, reservedConcurrency: fn.reservedConcurrency, handler: fn.handler });
         checkEnvironment(label, awsShapedEnvironment(fn.environment, this.endpoints.sqs, this.region));
       });
-      const codeDir = assetDirectory(this.options.assemblyDir, fn);
+      let codeDir: string;
+      try {
+        codeDir = assetDirectory(this.options.assemblyDir, fn);
+      } catch (error) {
+        if (!(error instanceof ProvisioningError) || !this.mayLeaveOut(fn)) throw error;
+        // A team's function no job needs and nothing invokes (say, code in its own bucket): one line, not a failure.
+        plan.notEmulated.push({ logicalId: fn.logicalId, type: 'AWS::Lambda::Function', reason: 'its code is not a bundled asset in the cloud assembly' });
+        leftOut.add(fn);
+        continue;
+      }
       const layerDirs = (fn.layerArns ?? []).map((arn) => layerDirectory(this.options.assemblyDir, plan.layers, arn, fn));
       let environment = { ...fn.environment, ...this.baseEnvironment(fn) };
       if (this.options.environmentOverride) environment = this.options.environmentOverride(fn, environment);
@@ -484,6 +512,8 @@ export class LocalStack {
         maximumEventAgeSeconds: fn.asyncInvokeConfig?.maximumEventAgeSeconds,
       });
     }
+
+    plan.functions = plan.functions.filter((fn) => !leftOut.has(fn));
 
     for (const m of plan.mappings) {
       const fn = this.runtime.get(m.functionName);
@@ -531,6 +561,17 @@ export class LocalStack {
       this.runtime.get(s.targetArn);
       this.scheduler.add(s);
     }
+  }
+
+  /** A function that is no job's and that no mapping, schedule or async setting of the template invokes. */
+  private mayLeaveOut(fn: PlannedFunction): boolean {
+    const plan = this.plan;
+    return (
+      fn.environment.JOB_NAME === undefined &&
+      !plan.mappings.some((m) => m.functionName === fn.name) &&
+      !plan.schedules.some((s) => s.targetArn === fn.arn) &&
+      fn.asyncInvokeConfig === undefined
+    );
   }
 
   /** Creates one table (or finds it kept in the data directory), waits until it is ACTIVE, and applies its TTL. */

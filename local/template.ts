@@ -48,6 +48,8 @@ export interface ResolveContext {
   pseudo: Record<string, string>;
   conditions?: Record<string, boolean>;
   mappings?: CloudFormationTemplate['Mappings'];
+  /** A stand-in for an intrinsic the resolver does not know; absent, such an intrinsic is a TemplateError. */
+  unsupported?: (fn: string, path: string) => string;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -166,8 +168,32 @@ function resolveIntrinsic(fn: string, arg: unknown, ctx: ResolveContext, path: s
     case 'Fn::Base64':
       return Buffer.from(asString(resolveInner(arg, ctx, path), path)).toString('base64');
     default:
+      // Where a value matters to no local request (an IAM policy's resource), the caller may stand one in.
+      if (ctx.unsupported) return ctx.unsupported(fn, path);
       throw new TemplateError(`${path}: intrinsic function ${fn} is not supported by the local runtime`, path);
   }
+}
+
+/** The intrinsic functions resolveValue knows. */
+const RESOLVED_INTRINSICS = new Set(['Fn::GetAtt', 'Fn::Join', 'Fn::Sub', 'Fn::Select', 'Fn::Split', 'Fn::If', 'Fn::Equals', 'Fn::Not', 'Fn::And', 'Fn::Or', 'Fn::FindInMap', 'Fn::Base64']);
+
+/** The first intrinsic function in a value that resolveValue does not know (Fn::ImportValue, Fn::GetAZs, ...). */
+export function unsupportedIntrinsicIn(value: unknown): string | undefined {
+  if (Array.isArray(value)) {
+    for (const v of value) {
+      const found = unsupportedIntrinsicIn(v);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (!isObject(value)) return undefined;
+  const keys = Object.keys(value);
+  if (keys.length === 1 && keys[0].startsWith('Fn::') && !RESOLVED_INTRINSICS.has(keys[0])) return keys[0];
+  for (const v of Object.values(value)) {
+    const found = unsupportedIntrinsicIn(v);
+    if (found) return found;
+  }
+  return undefined;
 }
 
 /** Evaluates the template's Conditions section (they may refer to each other). */

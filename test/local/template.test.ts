@@ -101,9 +101,83 @@ describe('Function: planStack', () => {
     expect(plan.ignored.map((i) => `${i.logicalId}:${i.type}`).sort()).toEqual(['Alarm:AWS::CloudWatch::Alarm', 'ConsumerPolicy:AWS::IAM::Policy', 'ConsumerRole:AWS::IAM::Role']);
   });
 
-  it('fails naming every resource it cannot emulate', () => {
-    const bad = { Resources: { ...template.Resources, Bus: { Type: 'AWS::Events::EventBus' }, Api: { Type: 'AWS::ApiGateway::RestApi' } } };
+  /** The fixture's Producer as a job's function (JOB_NAME), with `extra` in its environment. */
+  const withJob = (extra: Record<string, unknown> = {}) => {
+    const t = structuredClone(template);
+    const producer = t.Resources.Producer as unknown as { Properties: { Environment: { Variables: Record<string, unknown> } } };
+    Object.assign(producer.Properties.Environment.Variables, { JOB_NAME: 'fixture-job', ...extra });
+    return t;
+  };
+
+  it("fails naming every resource a job needs that it cannot emulate, and what needs it", () => {
+    const bad = withJob({ BUS: { Ref: 'Bus' }, API: { 'Fn::GetAtt': ['Api', 'RootResourceId'] } });
+    Object.assign(bad.Resources, { Bus: { Type: 'AWS::Events::EventBus' }, Api: { Type: 'AWS::ApiGateway::RestApi' } });
     expect(() => planStack(bad, options)).toThrow(UnsupportedResourceError);
-    expect(() => planStack(bad, options)).toThrow(/^the local runtime cannot emulate Bus \(AWS::Events::EventBus\), Api \(AWS::ApiGateway::RestApi\); emulated types: AWS::SQS::Queue, /);
+    expect(() => planStack(bad, options)).toThrow(
+      /^the local runtime cannot emulate Bus \(AWS::Events::EventBus, which Producer needs\), Api \(AWS::ApiGateway::RestApi, which Producer needs\); emulated types: AWS::SQS::Queue, /,
+    );
+  });
+
+  it("also fails on what a job's queue needs: a job's needs are followed from resource to resource", () => {
+    const bad = withJob();
+    (bad.Resources.WorkQueue.Properties as Record<string, unknown>).KmsMasterKeyId = { Ref: 'Vault' };
+    bad.Resources.Vault = { Type: 'AWS::CloudHSM::Cluster' };
+    expect(() => planStack(bad, options)).toThrow(/^the local runtime cannot emulate Vault \(AWS::CloudHSM::Cluster, which WorkQueue needs\);/);
+  });
+
+  it("leaves out, listed with the reason, what it cannot emulate and no job needs, what names those, and an output naming them", () => {
+    const team = withJob();
+    Object.assign(team.Resources, {
+      Db: { Type: 'AWS::RDS::DBCluster', Properties: { Engine: 'aurora-postgresql' } },
+      ApiHandler: {
+        Type: 'AWS::Lambda::Function',
+        Properties: { Handler: 'app.handler', Runtime: 'nodejs22.x', Code: { S3Key: 'api.zip' }, Environment: { Variables: { DB: { 'Fn::GetAtt': ['Db', 'Endpoint.Address'] } } } },
+      },
+      Report: { Type: 'AWS::Lambda::Function', Properties: { Handler: 'main.handler', Runtime: 'python3.12', Code: { S3Key: 'report.zip' } } },
+      ReportStream: { Type: 'AWS::Lambda::EventSourceMapping', Properties: { EventSourceArn: { 'Fn::GetAtt': ['Items', 'StreamArn'] }, FunctionName: { Ref: 'Report' } } },
+      Inline: { Type: 'AWS::Lambda::Function', Properties: { Handler: 'index.handler', Runtime: 'nodejs22.x', Code: { ZipFile: 'exports.handler = async () => 1' } } },
+      Notifier: {
+        Type: 'AWS::Lambda::Function',
+        Properties: { Handler: 'index.handler', Runtime: 'nodejs22.x', Code: { S3Key: 'notifier.zip' }, Environment: { Variables: { TOPIC: { 'Fn::ImportValue': 'SharedTopicArn' } } } },
+      },
+      // Granted on the database and on an imported topic: policies are resolved leniently, so neither grant is a reason
+      // to leave the role out.
+      ApiPolicy: {
+        Type: 'AWS::IAM::Policy',
+        Properties: {
+          Roles: [{ Ref: 'ConsumerRole' }],
+          PolicyDocument: {
+            Statement: [
+              { Effect: 'Allow', Action: 'rds-db:connect', Resource: { 'Fn::GetAtt': ['Db', 'DBClusterArn'] } },
+              { Effect: 'Allow', Action: 'sns:Publish', Resource: { 'Fn::ImportValue': 'SharedTopicArn' } },
+            ],
+          },
+        },
+      },
+    });
+    team.Outputs = { ...team.Outputs, DbEndpoint: { Value: { 'Fn::GetAtt': ['Db', 'Endpoint.Address'] } }, Zones: { Value: { 'Fn::Join': [',', { 'Fn::GetAZs': '' }] } } };
+    const plan = planStack(team, options);
+    expect(plan.notEmulated).toEqual([
+      { logicalId: 'Db', type: 'AWS::RDS::DBCluster', reason: 'a type the local runtime does not emulate' },
+      { logicalId: 'Report', type: 'AWS::Lambda::Function', reason: 'runtime python3.12: only Node.js functions run locally' },
+      { logicalId: 'ReportStream', type: 'AWS::Lambda::EventSourceMapping', reason: 'source AWS::DynamoDB::Table: only SQS sources are emulated' },
+      { logicalId: 'Inline', type: 'AWS::Lambda::Function', reason: 'inline code (Code.ZipFile): only bundled assets run locally' },
+      { logicalId: 'Notifier', type: 'AWS::Lambda::Function', reason: 'uses Fn::ImportValue, which the local runtime cannot resolve' },
+      { logicalId: 'ApiHandler', type: 'AWS::Lambda::Function', reason: 'names Db, which is not emulated' },
+      { logicalId: 'Outputs.DbEndpoint', type: 'Output', reason: 'names Db, not emulated' },
+      { logicalId: 'Outputs.Zones', type: 'Output', reason: 'uses Fn::GetAZs, which the local runtime cannot resolve' },
+    ]);
+    expect(plan.functions.map((f) => f.logicalId).sort()).toEqual(['Consumer', 'Producer']);
+    expect(plan.mappings.map((m) => m.logicalId)).toEqual(['ConsumerMapping']);
+    expect(plan.outputs).not.toHaveProperty('DbEndpoint');
+    expect(plan.iam.roles.find((r) => r.logicalId === 'ConsumerRole')!.policies.map((p) => p.name)).toContain('ApiPolicy');
+  });
+
+  it("reads a job function's code from its paced-jobs:job-entry Metadata", () => {
+    const t = withJob();
+    t.Resources.Producer.Metadata = { 'aws:asset:path': 'asset.producer01', 'paced-jobs:job-entry': 'jobs/fixture-job/index.ts' };
+    const plan = planStack(t, options);
+    expect(plan.functions.find((f) => f.logicalId === 'Producer')!.jobEntry).toBe('jobs/fixture-job/index.ts');
+    expect(plan.functions.find((f) => f.logicalId === 'Consumer')!.jobEntry).toBeUndefined();
   });
 });

@@ -48,9 +48,12 @@ export function runEntry(entry: string, argv: string[], cwd: string): Promise<nu
 const processIo: CliIo = { out: (text) => process.stdout.write(text), err: (text) => process.stderr.write(text) };
 
 export const defaultDelegates: Delegates = {
-  // local/cli.ts runs its main() as the main module (npm start). Once it exports runStartCli(argv, { cwd }), this
-  // becomes `(argv, cwd) => runStartCli(argv, { cwd })`, in this process.
-  start: (argv, cwd) => runEntry(toolEntry('local/cli'), argv, cwd),
+  // In this process: the local runtime's start command, in the app's folder (it loads a team's TypeScript fixtures
+  // through the app's own tsx).
+  start: (argv, cwd) => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return (require('../local/cli') as typeof import('../local/cli')).runStartCli(argv, { cwd });
+  },
   // In this process: ops reads --local's endpoints file from the current folder, and preflight loads job code.
   // Each tool is loaded when its subcommand runs: `start` loads neither ops nor the scaffold.
   ops: (argv) => {

@@ -10,7 +10,7 @@ import type { DownstreamQuota, SeededDemo } from './fixture';
 import { LocalSession, type JobState } from './session';
 import type { Ports } from './stack';
 import { UNKNOWN_TYPE_REASON } from './plan';
-import { buildRunReport, formatReport, formatTable, JobObservation, RunReport } from './report';
+import { buildRunReport, formatReport, formatTable, JobObservation, RecordFailureLog, RunReport } from './report';
 import { batchReconciles } from '../lambda/core/ledgerContract';
 import { jobCharts, type JobChartInput } from '../console/charts';
 import { consoleIo, OpsConsoleSource, queueNameOf } from '../console/opsSource';
@@ -92,7 +92,10 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
   const logDir = join(localDir, 'logs');
   mkdirSync(logDir, { recursive: true });
   const logFiles = new Map<string, WriteStream>();
+  // The consumers' failed-record lines, for the report's record errors (the batch processor catches what apply throws).
+  const recordFailures = new RecordFailureLog();
   const log = (source: string, line: string) => {
+    recordFailures.observe(source, line);
     let file = logFiles.get(source);
     if (!file) {
       file = createWriteStream(join(logDir, `${source.replace(/[^A-Za-z0-9_.-]/g, '_')}.log`), { flags: 'a' });
@@ -155,7 +158,7 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
     const { businessDate, seeded } = await seedAndFire(session, counts, options, say, () => session!.startConsumers());
     const settled = await waitUntilSettled(session, options, io);
     // A team's app has no environment: the report names its stack instead.
-    const report = await collectReport(session, seeded, { env: options.env ?? session.artifact.stackName, businessDate, settled, started, keptData: options.dataDir !== undefined });
+    const report = await collectReport(session, seeded, { env: options.env ?? session.artifact.stackName, businessDate, settled, started, keptData: options.dataDir !== undefined, recordFailures });
     if (options.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else io.stdout.write(`${formatReport(report)}\n`);
     const reportFile = await writeRunCharts(session, report, options.reportFile ? resolve(cwd, options.reportFile) : join(localDir, 'report.html'), { started, businessDate });
@@ -270,7 +273,7 @@ export async function observeJob(
   session: LocalSession,
   name: string,
   seeded: SeededDemo | undefined,
-  extra: { maxJobAgeMs?: number; keptData?: boolean } = {},
+  extra: { maxJobAgeMs?: number; keptData?: boolean; recordFailures?: RecordFailureLog } = {},
 ): Promise<JobObservation> {
   const job = session.job(name);
   const ledger = await session.ledgerTotals(name);
@@ -302,17 +305,18 @@ export async function observeJob(
     denials: session.denials(name),
     iamEnforced: session.stack.iam.enforced,
     functionErrors: session.functionErrors(name),
+    recordFailures: extra.recordFailures?.summary(job.consumer?.name),
   };
 }
 
 async function collectReport(
   session: LocalSession,
   seeded: Map<string, SeededDemo>,
-  run: { env: string; businessDate: string; settled: boolean; started: number; keptData: boolean },
+  run: { env: string; businessDate: string; settled: boolean; started: number; keptData: boolean; recordFailures?: RecordFailureLog },
 ): Promise<RunReport> {
   const observations = new Map<string, JobObservation>();
   for (const job of session.jobs.values()) {
-    observations.set(job.name, await observeJob(session, job.name, seeded.get(job.name), { maxJobAgeMs: maxJobAgeMs(session.metrics.samples(), job.name), keptData: run.keptData }));
+    observations.set(job.name, await observeJob(session, job.name, seeded.get(job.name), { maxJobAgeMs: maxJobAgeMs(session.metrics.samples(), job.name), keptData: run.keptData, recordFailures: run.recordFailures }));
   }
   return buildRunReport({
     env: run.env,

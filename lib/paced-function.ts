@@ -11,6 +11,7 @@ import { LAMBDA_MAX_TIMEOUT_SECONDS } from '../lambda/core/constants';
 import { acknowledge } from './nag';
 import { SDK_SLIM_MODULE, SDK_SLIM_PACKAGES, sdkSlimLayer } from './sdk-layer';
 import { assertNoProblems } from './props-error';
+import { JOB_ENTRY_METADATA } from '../lambda/core/constants';
 
 /**
  * The runtime every function uses. Node.js 22 is the project's chosen LTS line (the handlers and their tests target
@@ -24,11 +25,8 @@ export const MAX_FUNCTION_NAME_LENGTH = 64;
 
 /** The module name the job loader requires (lambda/handlers/jobLoader.ts); each bundle aliases it to its job's entry. */
 export const JOB_ENTRY_MODULE = 'paced-jobs-job-entry';
-/**
- * The CloudFormation Metadata key on both of a job's functions naming its entry, relative to the CDK app's folder:
- * the local tools find the job's code, and its fixture (`local.ts` beside it), there.
- */
-export const JOB_ENTRY_METADATA = 'paced-jobs:job-entry';
+// One key, written by the construct and read by the local tools and ops (lambda/core/constants.ts).
+export { JOB_ENTRY_METADATA };
 
 /** A job entry as its functions' Metadata names it: relative to process.cwd() (the CDK app's folder), `/` separators. */
 export function jobEntryMetadata(entry: string): string {

@@ -2,6 +2,7 @@
 // fully resolved properties per resource), before anything is created. Pure: no servers, no AWS calls.
 import { createHash } from 'node:crypto';
 import { CloudFormationTemplate, evaluateConditions, ResolveContext, resolveValue, TemplateError, TemplateResource, unsupportedIntrinsicIn } from './template';
+import { JOB_ENTRY_METADATA } from '../lambda/core/constants';
 
 /** What the local runtime does with a resource type: creates and runs it, enforces it (IAM), or skips it. */
 export type LocalTreatment = 'emulated' | 'enforced' | 'ignored';
@@ -648,8 +649,8 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
   return plan;
 }
 
-/** The resource Metadata naming a job function's code, relative to the CDK app's folder (the construct writes it). */
-export const JOB_ENTRY_METADATA = 'paced-jobs:job-entry';
+// One key, written by the construct and read by the local tools and ops (lambda/core/constants.ts).
+export { JOB_ENTRY_METADATA };
 
 /** A function of a job: one with JOB_NAME in its template environment (both of a job's functions have it). */
 const isJobFunction = (r: TemplateResource): boolean =>

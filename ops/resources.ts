@@ -8,9 +8,10 @@ import { JobOutput, type JobOutputKind, jobOutputName, StackOutput, stackName } 
 import type { EnvironmentConfig } from '../lib/config/schema';
 import { type CallerIdentity, checkCallerAccount, environmentConfig, environmentRegion, stsIdentity } from './environment';
 import { ResourceDiscoveryError, UsageError } from './errors';
+import { JOB_ENTRY_METADATA } from '../lambda/core/constants';
 
-/** The resource Metadata key a job's functions carry: its code's entry, relative to the CDK app's folder. */
-export const JOB_ENTRY_METADATA = 'paced-jobs:job-entry';
+// One key, written by the construct and read by the local tools and ops (lambda/core/constants.ts).
+export { JOB_ENTRY_METADATA };
 
 /** What the CLI needs to operate one job. */
 export interface JobResources {

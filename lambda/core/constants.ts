@@ -94,3 +94,9 @@ export interface JobRuntimeSettings {
   secrets: Record<string, string>;
   settings: Record<string, string | number | boolean>;
 }
+
+/**
+ * The CloudFormation Metadata key on both of a job's functions naming its entry, relative to the CDK app's folder
+ * (lib/paced-function.ts writes it): the local tools find the job's fixture beside it, `ops preflight` its code.
+ */
+export const JOB_ENTRY_METADATA = 'paced-jobs:job-entry';

@@ -11,7 +11,7 @@ import { LAMBDA_MAX_TIMEOUT_SECONDS } from '../lambda/core/constants';
 import { acknowledge } from './nag';
 import { SDK_SLIM_MODULE, SDK_SLIM_PACKAGES, sdkSlimLayer } from './sdk-layer';
 import { assertNoProblems } from './props-error';
-import { JOB_ENTRY_METADATA } from '../lambda/core/constants';
+import { JOB_ENTRY_METADATA, JOB_ENTRY_MODULE } from '../lambda/core/constants';
 
 /**
  * The runtime every function uses. Node.js 22 is the project's chosen LTS line (the handlers and their tests target
@@ -23,8 +23,7 @@ export const BUNDLE_TARGET = 'node22';
 /** Lambda's limit on a function name. */
 export const MAX_FUNCTION_NAME_LENGTH = 64;
 
-/** The module name the job loader requires (lambda/handlers/jobLoader.ts); each bundle aliases it to its job's entry. */
-export const JOB_ENTRY_MODULE = 'paced-jobs-job-entry';
+export { JOB_ENTRY_MODULE };
 // One key, written by the construct and read by the local tools and ops (lambda/core/constants.ts).
 export { JOB_ENTRY_METADATA };
 

@@ -100,3 +100,9 @@ export interface JobRuntimeSettings {
  * (lib/paced-function.ts writes it): the local tools find the job's fixture beside it, `ops preflight` its code.
  */
 export const JOB_ENTRY_METADATA = 'paced-jobs:job-entry';
+
+/**
+ * The module name the job loader requires (lambda/handlers/jobLoader.ts, where it is written as a literal for esbuild):
+ * no package, but each bundle's alias of its job's entry (lib/paced-function.ts).
+ */
+export const JOB_ENTRY_MODULE = 'paced-jobs-job-entry';

@@ -5,6 +5,7 @@ import { builtinModules } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import * as ts from 'typescript';
+import { JOB_ENTRY_MODULE } from '../../lambda/core/constants';
 
 const ROOT = resolve(__dirname, '..', '..');
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
@@ -72,6 +73,8 @@ const isBuiltin = (specifier: string): boolean => specifier.startsWith('node:') 
 const isBare = (specifier: string): boolean => !specifier.startsWith('.') && !specifier.startsWith('/');
 
 const brought = new Set([
+  // Not a package: the bundler's alias of a job's entry, which the job loader requires.
+  JOB_ENTRY_MODULE,
   ...Object.keys(manifest.dependencies ?? {}),
   ...Object.keys(manifest.peerDependencies ?? {}),
   ...Object.keys(manifest.optionalDependencies ?? {}),

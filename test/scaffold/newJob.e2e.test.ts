@@ -115,10 +115,12 @@ describe('Command: new-job, in a copy of the project', () => {
     expect(onItems('Producer')).toEqual([{ actions: ['dynamodb:Query'], index: 'pending-by-date' }]);
     expect(onItems('Consumer')).toEqual([{ actions: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'], index: null }]);
 
-    // Pins the scaffold's reserved construct IDs: every top-level child of the stack is a job or one of them.
+    // Pins the scaffold's reserved construct IDs: every child of the stack, and of its PacedJobs (ID "Default", which
+    // CDK leaves out of logical IDs, so the jobs' IDs share one namespace with the stack's own), is a job or one of them.
     const topLevel = new Set(
       Object.values(template.Resources)
-        .map((r) => String(r.Metadata?.['aws:cdk:path'] ?? '').split('/')[1])
+        .map((r) => String(r.Metadata?.['aws:cdk:path'] ?? '').split('/'))
+        .map((path) => (path[1] === 'Default' ? path[2] : path[1]))
         .filter((id) => id !== undefined && id.length > 0),
     );
     // Every job prod now configures (the examples, any other a user added, and the new one), by construct ID.

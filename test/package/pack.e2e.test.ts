@@ -77,6 +77,8 @@ describe('The package, installed into a team\'s CDK app', () => {
     // One copy of the CDK in the app, its own (the package only peers it).
     expect(existsSync(join(app, 'node_modules', 'paced-jobs', 'node_modules', 'aws-cdk-lib'))).toBe(false);
 
+    // The stack and the job are README.md's own blocks (test/package/teamApp.ts): the example is tried as written.
+    expect(Object.keys(APP_FILES).sort()).toEqual(['bin/app.ts', 'cdk.json', `jobs/${JOB}/index.ts`, 'tsconfig.json']);
     for (const [path, text] of Object.entries(APP_FILES)) {
       mkdirSync(dirname(join(app, path)), { recursive: true });
       writeFileSync(join(app, path), text);

@@ -957,7 +957,9 @@ describe('Function: createConsumer', () => {
       });
       const { job, applied } = hangingJob(publishedWhileRunning);
       const records = ['done-0', 'hang-1', 'behind-2', 'behind-3'].map((k) => sqsRecord(body(k, undefined, { batchId })));
-      const response = await consumer({ job, queueUrl: await freshQueue(), publisher, releaseAfterMs: 50 })(sqsEvent(...records), lambdaContext());
+      // A release time far above a claim and apply on the local table (done-0's), even on a loaded machine: at 50 ms a
+      // loaded dynalite made done-0 itself overrun, releasing hang-1 before it started. hang-1 runs until the release.
+      const response = await consumer({ job, queueUrl: await freshQueue(), publisher, releaseAfterMs: 1_000 })(sqsEvent(...records), lambdaContext());
 
       expect(response).toEqual({ batchItemFailures: [] });
       // The hanging record ran on (it finished only once the others were sent); the two behind it never started here.

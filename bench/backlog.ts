@@ -3,9 +3,9 @@
 // afford the hour a 50x backlog takes at the real rate), with admission (the design) and without it (every page
 // published at once, as before admission), and the design again at a shorter backlog, to show that deliveries and cost
 // per job do not grow with the backlog's length. It names no job.
-import { resolve } from 'node:path';
-import { findStack } from '../local/assembly';
-import { loadFixture, type JobFixture } from '../local/fixture';
+import { join, relative, resolve } from 'node:path';
+import { ensureAppStack, isReferenceApp } from '../local/assembly';
+import { fixturePath, loadFixture, type JobFixture } from '../local/fixture';
 import { jobViews, previewPlan } from '../local/jobs';
 import { loadTemplate } from '../local/template';
 import { describeScale, E2eBenchError, runE2eBench, scaleJobSettings, shortestFaithfulIntervalSeconds, type E2eResult, type JobPacing, type JobRunFigures } from './e2e';
@@ -19,7 +19,12 @@ export const DEFAULT_BACKLOG_SHORT_MULTIPLE = 10;
 export const FLAT_TOLERANCE = 0.1;
 
 export interface BacklogOptions {
+  /** The CDK app's folder (cdk.json; each job's fixture is the local.ts beside its entry). */
   cwd: string;
+  /** The environment synthesized (`-c env=<env>`). @default "dev" in this repository, none in a team's app */
+  env?: string;
+  /** The stack holding the jobs, where several of the app's stacks do. @default the one that does */
+  stack?: string;
   /** The job to run. @default the first job of the stack whose fixture offers a fake downstream (a real quota) */
   job?: string;
   /** @default "cdk.out" */
@@ -129,12 +134,18 @@ export function backlogOperations(rate: { startsPerInterval: number; intervalSec
 
 /**
  * The job the backlog part runs: the one named, or the first of the stack's jobs whose fixture offers a fake downstream
- * (a quota of its own to hold, which the run's starts are checked against). A job must have a fixture to seed with.
+ * (a quota of its own to hold, which the run's starts are checked against). A job must have a fixture to seed with:
+ * the error names the file (`fixtureFileOf`, relative to the app).
  */
-export function backlogJobOf(jobs: readonly string[], fixtureOf: (job: string) => Pick<JobFixture, 'downstream'> | undefined, named?: string): string {
+export function backlogJobOf(
+  jobs: readonly string[],
+  fixtureOf: (job: string) => Pick<JobFixture, 'downstream'> | undefined,
+  named?: string,
+  fixtureFileOf: (job: string) => string = (job) => join('lambda', 'jobs', job, 'local.ts'),
+): string {
   if (named !== undefined) {
     if (!jobs.includes(named)) throw new E2eBenchError(`--backlog-job ${named}: the stack has no such job (jobs: ${jobs.join(', ') || 'none'})`);
-    if (!fixtureOf(named)) throw new E2eBenchError(`--backlog-job ${named}: the job has no local fixture (lambda/jobs/${named}/local.ts) to seed its backlog with`);
+    if (!fixtureOf(named)) throw new E2eBenchError(`--backlog-job ${named}: the job has no local fixture (${fixtureFileOf(named)}) to seed its backlog with`);
     return named;
   }
   const job = jobs.find((j) => fixtureOf(j)?.downstream !== undefined);
@@ -142,19 +153,35 @@ export function backlogJobOf(jobs: readonly string[], fixtureOf: (job: string) =
   return job;
 }
 
+/**
+ * What the report says about the scaling: what was scaled and what could not be, and whether the run interval is at or
+ * above the shortest faithful one, or BELOW it (the figures then show SQS's whole-second delays, not the design).
+ */
+export function backlogNote(pacing: JobPacing, faithfulSeconds: number): string {
+  return (
+    `${describeScale(pacing)}; not scaled: SQS delays (whole seconds), the deferral backoff, the limiter's safety margin. ` +
+    (pacing.runIntervalSeconds < faithfulSeconds
+      ? `BELOW the shortest faithful interval (${faithfulSeconds} s): admission's groups bunch in SQS's whole-second delays, and the figures show that, not the design`
+      : `${faithfulSeconds} s is the shortest interval at which one batch's slots still span SQS's 1 s delay resolution`)
+  );
+}
+
 export async function runBacklogBench(options: BacklogOptions): Promise<BacklogReport> {
   const progress = options.progress ?? (() => undefined);
   const multiple = options.multiple ?? DEFAULT_BACKLOG_MULTIPLE;
   const shortMultiple = options.shortMultiple ?? DEFAULT_BACKLOG_SHORT_MULTIPLE;
   if (shortMultiple >= multiple) throw new E2eBenchError(`the short backlog multiple (${shortMultiple}) must be below the backlog multiple (${multiple})`);
-  const assemblyDir = resolve(options.cwd, options.assemblyDir ?? 'cdk.out');
-  const artifact = findStack(assemblyDir, 'dev');
-  if (!artifact) throw new E2eBenchError(`no stack for env dev in ${assemblyDir}; run \`npx cdk synth\``);
+  const cwd = resolve(options.cwd);
+  const env = options.env ?? (isReferenceApp(cwd) ? 'dev' : undefined);
+  // Synthesized when missing, as the runs would: the template sizes the backlog before any of them.
+  const artifact = ensureAppStack({ env, stack: options.stack, assemblyDir: options.assemblyDir ?? 'cdk.out', cwd, log: (line) => progress(`backlog: ${line}`) });
   // The job's configured rate, from the template, before any server exists: it sizes the backlog.
   const plan = previewPlan(loadTemplate(artifact.templateFile), artifact.stackName);
   const preview = jobViews(plan);
-  const fixtures = new Map([...preview.keys()].map((name) => [name, loadFixture(resolve(options.cwd), name)]));
-  const job = backlogJobOf([...preview.keys()], (name) => fixtures.get(name), options.job);
+  const entryOf = (name: string) => preview.get(name)?.entry;
+  const fixtures = new Map([...preview.keys()].map((name) => [name, loadFixture(cwd, name, entryOf(name))]));
+  const fileOf = (name: string) => relative(cwd, fixturePath(cwd, name, entryOf(name)));
+  const job = backlogJobOf([...preview.keys()], (name) => fixtures.get(name), options.job, fileOf);
   const unit = fixtures.get(job)!.unit;
   const settings = preview.get(job)!.settings;
   const rate = settings.rateLimit;
@@ -167,7 +194,9 @@ export async function runBacklogBench(options: BacklogOptions): Promise<BacklogR
     const pacedSeconds = operations / perSecondAsRun;
     progress(`backlog: ${job}, ${operations} ${unit} (${times}x ${(rate.startsPerInterval * 60) / rate.intervalSeconds}/min), ${admission ? 'admission' : 'admission off'}, about ${Math.round(pacedSeconds)} s at the scaled rate`);
     const result = await runE2eBench({
-      cwd: options.cwd,
+      cwd,
+      env,
+      stack: artifact.stackName,
       assemblyDir: options.assemblyDir,
       counts: { [job]: operations },
       jobs: [job],
@@ -187,11 +216,7 @@ export async function runBacklogBench(options: BacklogOptions): Promise<BacklogR
   const consumer = preview.get(job)?.consumer;
   const window = plan.mappings.find((m) => m.functionName === consumer?.name)?.maximumBatchingWindowSeconds ?? 0;
   const pacing = scaleJobSettings(settings, intervalSeconds, window).pacing;
-  const note =
-    `${describeScale(pacing)}; not scaled: SQS delays (whole seconds), the deferral backoff, the limiter's safety margin. ` +
-    (intervalSeconds < faithful
-      ? `BELOW the shortest faithful interval (${faithful} s): admission's groups bunch in SQS's whole-second delays, and the figures show that, not the design`
-      : `${faithful} s is the shortest interval at which one batch's slots still span SQS's 1 s delay resolution`);
+  const note = backlogNote(pacing, faithful);
   return {
     ...design,
     job,

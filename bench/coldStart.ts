@@ -4,9 +4,9 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join, relative, resolve } from 'node:path';
+import { delimiter, extname, join, relative, resolve } from 'node:path';
 import { loadTemplate } from '../local/template';
-import { findStack } from '../local/assembly';
+import { ensureAppStack, isReferenceApp } from '../local/assembly';
 
 /** Handler bundles above this size miss the goal. */
 export const BUNDLE_BYTES_GOAL = 250 * 1024;
@@ -39,11 +39,14 @@ export interface BundleFigures {
 }
 
 export interface ColdStartOptions {
+  /** The CDK app's folder (cdk.json; its cloud assembly is synthesized when missing). */
   cwd: string;
   /** @default "cdk.out" */
   assemblyDir?: string;
-  /** @default "dev" */
+  /** @default "dev" in this repository, none in a team's app */
   env?: string;
+  /** The stack holding the jobs, where several of the app's stacks do. @default the one that does */
+  stack?: string;
   /** Fresh processes per measurement; the median is reported. @default 7 */
   runs?: number;
   progress?: (line: string) => void;
@@ -95,12 +98,22 @@ function handlerKind(environment: Record<string, unknown>): 'producer' | 'consum
   return environment.IDEMPOTENCY_TABLE_NAME !== undefined ? 'consumer' : 'producer';
 }
 
-/** Compiles lambda/ file by file to CommonJS in a temporary folder (no bundling), for the unbundled comparison. */
-function compileUnbundled(cwd: string): string {
+/**
+ * The engine's handlers unbundled, for the comparison: the package's compiled dist/lambda as shipped when this module
+ * runs compiled (a team's app), else lambda/ beside it compiled file by file into `out` (this repository's sources).
+ */
+function unbundledHandler(out: string, kind: 'producer' | 'consumer'): string {
+  const engine = resolve(__dirname, '..');
+  if (extname(__filename) === '.js') return join(engine, 'lambda', 'handlers', `${kind}.js`);
+  if (!existsSync(join(out, 'lambda'))) compileUnbundled(engine, out);
+  return join(out, 'lambda', 'handlers', `${kind}.js`);
+}
+
+/** Compiles `cwd`'s lambda/ file by file to CommonJS into `out` (no bundling), for the unbundled comparison. */
+function compileUnbundled(cwd: string, out: string): void {
   // esbuild is the bundler the stack already uses (a devDependency); required lazily so the import stays cheap.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const esbuild = require('esbuild') as typeof import('esbuild');
-  const out = mkdtempSync(join(tmpdir(), 'paced-jobs-unbundled-'));
   const files: string[] = [];
   const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -111,7 +124,6 @@ function compileUnbundled(cwd: string): string {
   };
   walk(join(cwd, 'lambda'));
   esbuild.buildSync({ entryPoints: files, outdir: join(out, 'lambda'), outbase: join(cwd, 'lambda'), format: 'cjs', platform: 'node', target: 'node20', bundle: false, logLevel: 'error' });
-  return out;
 }
 
 export function runColdStartBench(options: ColdStartOptions): Record<'producer' | 'consumer', BundleFigures> {
@@ -119,8 +131,8 @@ export function runColdStartBench(options: ColdStartOptions): Record<'producer' 
   const runs = options.runs ?? 7;
   const progress = options.progress ?? (() => undefined);
   const assemblyDir = resolve(cwd, options.assemblyDir ?? 'cdk.out');
-  const artifact = findStack(assemblyDir, options.env ?? 'dev');
-  if (!artifact) throw new ColdStartError(`no stack for env ${options.env ?? 'dev'} in ${assemblyDir}; run \`npx cdk synth\``);
+  const env = options.env ?? (isReferenceApp(resolve(cwd)) ? 'dev' : undefined);
+  const artifact = ensureAppStack({ env, stack: options.stack, assemblyDir, cwd, log: (line) => progress(`cold start: ${line}`) });
   const template = loadTemplate(artifact.templateFile);
   const byKind = new Map<'producer' | 'consumer', { asset: string; bytes: number; functions: string[]; bundleBytes: Record<string, number>; layers: string[] }>();
   /** A layer's nodejs/node_modules inside the assembly, from the function's Layers: [{ Ref }]. */
@@ -144,7 +156,7 @@ export function runColdStartBench(options: ColdStartOptions): Record<'producer' 
     entry.bundleBytes[logicalId] = bytes;
     byKind.set(kind, entry);
   }
-  const unbundledDir = compileUnbundled(cwd);
+  const unbundledDir = mkdtempSync(join(tmpdir(), 'paced-jobs-unbundled-'));
   try {
     const result = {} as Record<'producer' | 'consumer', BundleFigures>;
     for (const kind of ['producer', 'consumer'] as const) {
@@ -153,7 +165,7 @@ export function runColdStartBench(options: ColdStartOptions): Record<'producer' 
       const bundle = join(entry.asset, 'index.js');
       progress(`cold start: ${kind} bundle ${relative(cwd, bundle)}, ${runs} fresh processes each, bundled and unbundled`);
       const initMsMedian = measureInitMs(bundle, cwd, runs, entry.layers);
-      const unbundledInitMsMedian = measureInitMs(join(unbundledDir, 'lambda', 'handlers', `${kind}.js`), cwd, runs);
+      const unbundledInitMsMedian = measureInitMs(unbundledHandler(unbundledDir, kind), cwd, runs);
       // Only what init really loads: a package the bundle requires lazily (S3, Lambda) is not part of the cold init.
       const required = new Set([...readFileSync(bundle, 'utf8').matchAll(/require\("(@aws-sdk\/[a-z0-9-]+|sdk-slim)"\)/g)].map((m) => m[1]));
       const sdkPackages = externalsLoadedAtInit(bundle, cwd, entry.layers).filter((p) => required.has(p)).sort();

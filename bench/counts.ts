@@ -1,9 +1,10 @@
 // Benchmark (`npm run bench`), how many demo records each job's run seeds: `--count <job>=<n>` per job, `--<unit> <n>`
 // as an alias resolved through the job fixtures' `unit` (local/fixture.ts), and the default for a job the run names no
-// count for. Names no job: the jobs and their units come from the fixtures found in the project.
+// count for. Names no job: the jobs and their units come from the fixtures found in the app.
 import { resolve } from 'node:path';
 import { InvalidArgumentError } from 'commander';
-import { jobFolders, loadFixture, type JobFixture } from '../local/fixture';
+import { appJobs } from '../local/cli';
+import { loadFixture, type JobFixture } from '../local/fixture';
 
 /**
  * A job the run names no count for seeds this many times its fixture's `defaultCount` (the demo size of `npm start`):
@@ -45,12 +46,17 @@ export function unitOptionName(unit: string, reserved: ReadonlySet<string>): str
   return /^[a-z][a-z0-9-]*$/.test(unit) && !reserved.has(unit) ? unit : undefined;
 }
 
-/** Each fixture unit and the jobs whose fixture has it, from `lambda/jobs/<name>/local.ts` in the project. */
-export function fixtureUnits(cwd: string): Map<string, string[]> {
+/**
+ * Each fixture unit and the jobs whose fixture has it, before anything is synthesized (the units are flags): in this
+ * repository the fixtures of lambda/jobs; in a team's app those beside the entries of the jobs its existing cloud
+ * assembly holds (`--stack` in `argv` picks the stack), none before its first synth (`--count` works regardless).
+ */
+export function fixtureUnits(cwd: string, argv: readonly string[] = []): Map<string, string[]> {
   const units = new Map<string, string[]>();
   const root = resolve(cwd);
-  for (const job of jobFolders(root)) {
-    const fixture = loadFixture(root, job);
+  const jobs = appJobs(root, argv);
+  for (const job of jobs?.names ?? []) {
+    const fixture = loadFixture(root, job, jobs?.entries.get(job));
     if (fixture) units.set(fixture.unit, [...(units.get(fixture.unit) ?? []), job]);
   }
   return units;

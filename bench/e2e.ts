@@ -6,11 +6,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { resolve } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { CreateTableCommand, DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { ensureStack } from '../local/assembly';
-import { loadFixture, maxInAnyWindow, type DownstreamOptions, type JobFixture, type SeededDemo } from '../local/fixture';
+import { ensureAppStack, isReferenceApp } from '../local/assembly';
+import { fixturePath, loadFixture, maxInAnyWindow, type DownstreamOptions, type JobFixture, type SeededDemo } from '../local/fixture';
 import { jobViews, previewPlan } from '../local/jobs';
 import { LOCAL_CREDENTIALS, startDynamoDb, startSqs, type ObservedRequest } from '../local/servers';
 import { LocalSession, SESSION_USER_AGENT, type SessionJob } from '../local/session';
@@ -44,11 +44,14 @@ export class E2eBenchError extends Error {
 }
 
 export interface E2eOptions {
+  /** The CDK app's folder (cdk.json; each job's fixture is the local.ts beside its entry). */
   cwd: string;
   /** @default "cdk.out" */
   assemblyDir?: string;
-  /** @default "dev" */
+  /** The environment synthesized (`-c env=<env>`). @default "dev" in this repository, none in a team's app */
   env?: string;
+  /** The stack holding the jobs, where several of the app's stacks do. @default the one that does */
+  stack?: string;
   /**
    * Demo records per job, by job name (its fixture seeds them); 0 leaves the job out of the run. @default for a job
    * not named: DEFAULT_COUNT_MULTIPLE times its fixture's defaultCount (bench/counts.ts); a job without a fixture seeds
@@ -364,11 +367,11 @@ const lastSegment = (url: string | undefined): string | undefined => url?.split(
 export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
   const progress = options.progress ?? (() => undefined);
   const cwd = resolve(options.cwd);
-  const env = options.env ?? 'dev';
+  const env = options.env ?? (isReferenceApp(cwd) ? 'dev' : undefined);
   const assemblyDir = options.assemblyDir ?? 'cdk.out';
   const timeoutSeconds = options.timeoutSeconds ?? 300;
   // The session would synthesize a missing assembly too; the bench reads the template first to plan the run.
-  const artifact = ensureStack({ env, assemblyDir, cwd, log: (line) => progress(`e2e: ${line}`) });
+  const artifact = ensureAppStack({ env, stack: options.stack, assemblyDir, cwd, log: (line) => progress(`e2e: ${line}`) });
   const template = loadTemplate(artifact.templateFile);
   const consumerConcurrency = options.consumerConcurrency ?? DEFAULT_BENCH_CONSUMER_CONCURRENCY;
   for (const resource of Object.values(template.Resources)) {
@@ -384,13 +387,15 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
   const planned = previewPlan(template, artifact.stackName);
   const preview = jobViews(planned);
   const names = [...preview.keys()];
-  const fixtures = new Map<string, JobFixture | undefined>(names.map((name) => [name, loadFixture(cwd, name)]));
+  const fixtures = new Map<string, JobFixture | undefined>(names.map((name) => [name, loadFixture(cwd, name, preview.get(name)?.entry)]));
   for (const [what, given] of [['counts', Object.keys(options.counts ?? {})], ['jobs', options.jobs ?? []]] as const) {
     const unknown = given.filter((n) => !preview.has(n));
     if (unknown.length > 0) throw new E2eBenchError(`${what} name ${unknown.join(', ')}, not a job of the stack (jobs: ${names.join(', ') || 'none'})`);
   }
   for (const [name, n] of Object.entries(options.counts ?? {})) {
-    if (n > 0 && !fixtures.get(name)) throw new E2eBenchError(`job ${name} has no local fixture (lambda/jobs/${name}/local.ts) to seed ${n} records with`);
+    if (n > 0 && !fixtures.get(name)) {
+      throw new E2eBenchError(`job ${name} has no local fixture (${relative(cwd, fixturePath(cwd, name, preview.get(name)?.entry))}) to seed ${n} records with`);
+    }
   }
   const countOf = (name: string) => options.counts?.[name] ?? defaultCountOf(fixtures.get(name));
   // A job with a fixture runs when it seeds something; one without runs on what its resources hold, unless given 0.
@@ -476,6 +481,8 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
     session = await LocalSession.open({
       cwd,
       env,
+      // The stack chosen above: the session finds the same one in the assembly.
+      stack: artifact.stackName,
       assemblyDir,
       template: () => template,
       jobSettings: (settings) => structuredClone(runSettings.get(settings.jobName) ?? settings),

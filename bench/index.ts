@@ -17,7 +17,10 @@ import { runProducerBench, type ProducerBenchResult } from './producer';
 export const DEFAULT_MAX_PACED_SECONDS = 120;
 
 export interface BenchOptions {
+  /** The CDK app's folder (cdk.json): where the command runs. */
   cwd: string;
+  /** The stack holding the jobs, where several of the app's stacks do. @default the one that does (here PacedJobs-dev) */
+  stack?: string;
   producer: boolean;
   requests: boolean;
   coldStart: boolean;
@@ -108,7 +111,7 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
     report.producer = await runProducerBench({ operations: o.ops, progress });
   }
   if (o.coldStart) {
-    const bundles = runColdStartBench({ cwd: o.cwd, runs: o.initRuns, progress });
+    const bundles = runColdStartBench({ cwd: o.cwd, stack: o.stack, runs: o.initRuns, progress });
     report.bundles = Object.fromEntries(
       Object.entries(bundles).map(([k, b]) => [k, { ...b, meetsSizeGoal: b.bytes < BUNDLE_BYTES_GOAL, meetsInitGoal: b.initMsMedian < INIT_MS_GOAL }]),
     );
@@ -118,6 +121,7 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
     const maxPacedSeconds = pacing && o.ratePerMinute === undefined ? (o.maxPacedSeconds ?? DEFAULT_MAX_PACED_SECONDS) : undefined;
     const run = await runE2eBench({
       cwd: o.cwd,
+      stack: o.stack,
       counts: o.counts,
       timeoutSeconds: o.timeoutSeconds,
       pacing: pacing ? 'configured' : 'off',
@@ -163,6 +167,7 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
   if (o.backlog) {
     report.backlog = await runBacklogBench({
       cwd: o.cwd,
+      stack: o.stack,
       job: o.backlogJob,
       multiple: o.backlogMultiple,
       shortMultiple: o.backlogShortMultiple,
@@ -368,6 +373,7 @@ function baseProgram(): Command {
         `and a backlog of ${DEFAULT_BACKLOG_MULTIPLE}x one job's rate with and without admission. Runs every part unless some are named.`,
     )
     .option('--json', 'one JSON document on stdout (progress on stderr)', false)
+    .option('--stack <name>', 'the stack holding the jobs, where several of the app\'s stacks do (default: the one that does; here PacedJobs-dev)')
     .option('--producer', 'run the producer throughput part', false)
     .option('--requests', 'run the requests-per-job and cost part (a local run of every job)', false)
     .option('--cold-start', 'run the bundle size and cold init part', false)
@@ -431,7 +437,7 @@ async function main(): Promise<void> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   let units: Map<string, string[]>;
   try {
-    units = fixtureUnits(process.cwd());
+    units = fixtureUnits(process.cwd(), process.argv.slice(2));
   } catch (error) {
     const e = error as Error;
     process.stderr.write(`npm run bench failed: ${e.name}: ${e.message}\n`);
@@ -445,6 +451,7 @@ async function main(): Promise<void> {
   try {
     const report = await runBench({
       cwd: process.cwd(),
+      stack: flags.stack,
       producer: !any || flags.producer,
       requests: !any || flags.requests,
       coldStart: !any || flags.coldStart,

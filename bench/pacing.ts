@@ -9,7 +9,7 @@
 // the same allowance on its own, which is what a per-process ticker does: K instances send K times the rate.
 // dynalite and the provider run in child processes, as they would be other machines: their CPU cannot stall the
 // instances' timers, and the instances' stalls cannot delay the provider's arrival log.
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import type { ChartSpec } from '../console/chartSpec';
 import { countPerBucket, flat, formatDuration, ofTimes, peakInWindowPerBucket, timeAxis } from '../console/charts';
@@ -103,8 +103,11 @@ export interface PacingBenchRun {
   timelines: { limiter: ModeTimeline; baseline: ModeTimeline };
 }
 
-/** Where `npm run bench:pacing` writes its HTML report (both scenarios). */
-export const PACING_REPORT_FILE = resolve(__dirname, '..', '.local', 'pacing-report.html');
+/**
+ * Where `npm run bench:pacing` writes its HTML report (both scenarios): the .local folder of the folder it runs in
+ * (`cwd`), never beside this module (dist/ in the package).
+ */
+export const pacingReportFile = (cwd: string): string => join(resolve(cwd), '.local', 'pacing-report.html');
 
 /** One consumer instance with a per-process ticker: the same allowance, enforced only within the instance. */
 async function tickerInstance(run: Run, spec: RateLimitSpec, batchSize: number): Promise<void> {
@@ -470,7 +473,7 @@ async function main(argv: string[]): Promise<void> {
       ...(o.storms === undefined ? {} : { storms: { seed: o.storms } }),
     } satisfies QuotaDropOptions);
     process.stdout.write(o.json ? `${JSON.stringify(report, null, 2)}\n` : formatQuotaDrop(report));
-    wrote(writeHtmlReport(PACING_REPORT_FILE, quotaDropHtmlReport(report, startedAtMs)));
+    wrote(writeHtmlReport(pacingReportFile(process.cwd()), quotaDropHtmlReport(report, startedAtMs)));
     return;
   }
   const run = await runPacingBenchWithTimelines({
@@ -491,7 +494,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${summarizeLimiter(report.limiter)}\n${summarize('baseline', report.baseline)}\n`);
   }
   const quota = { instances: o.instances ?? DEFAULTS.instances, allowedPerWindow: report.limiter.allowedPerWindow, windowMs: o.windowMs ?? DEFAULTS.windowMs };
-  wrote(writeHtmlReport(PACING_REPORT_FILE, pacingHtmlReport(run, quota)));
+  wrote(writeHtmlReport(pacingReportFile(process.cwd()), pacingHtmlReport(run, quota)));
 }
 
 if (require.main === module) {

@@ -26,13 +26,22 @@ type ChildMessage =
   | ({ type: 'log' } & ProviderLog);
 type ParentMessage = { type: 'schedule'; steps: QuotaStep[] } | { type: 'finish' };
 
-/** Starts the provider in a child Node process (TypeScript through tsx, a dev dependency). */
+/**
+ * The node arguments and folder that run this module's child side: the sibling file of the running module's own
+ * language (`quotaProviderProcess.ts` through tsx, a dev dependency, in this repository; the compiled `.js` as is in
+ * the package), from the folder above it (the repository's root, where tsx resolves; the package's dist/).
+ */
+export function providerProcessCommand(options: QuotaProviderOptions, moduleFile: string = __filename): { args: string[]; cwd: string } {
+  const dir = path.dirname(moduleFile);
+  const ext = path.extname(moduleFile);
+  const file = path.join(dir, `quotaProviderProcess${ext}`);
+  return { args: [...(ext === '.ts' ? ['--import', 'tsx'] : []), file, JSON.stringify(options)], cwd: path.resolve(dir, '..') };
+}
+
+/** Starts the provider in a child Node process. */
 export function startQuotaProviderProcess(options: QuotaProviderOptions): Promise<RemoteQuotaProvider> {
-  const root = path.resolve(__dirname, '..');
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'quotaProviderProcess.ts'), JSON.stringify(options)], {
-    cwd: root,
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  });
+  const { args, cwd } = providerProcessCommand(options);
+  const child: ChildProcess = spawn(process.execPath, args, { cwd, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const next = (type: ChildMessage['type']): Promise<ChildMessage> =>
     new Promise((resolve, reject) => {
       const onExit = (code: number | null) => reject(new Error(`quota provider process exited (code ${code}) while waiting for "${type}"`));

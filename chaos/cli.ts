@@ -2,7 +2,7 @@
 // with the run's charts (always) and the markdown summary (on request), of this run or of the last one with `--report`
 // alone, and exits 0 only when every invariant held.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { CHAOS_DEFAULTS, MIN_PRODUCER_TIMEOUT_SECONDS, runChaos, type ChaosOptions, type ChaosResult } from './run';
 import { chaosHtmlReport, formatMarkdown, formatText } from './report';
@@ -19,20 +19,24 @@ const rate = (flag: string) => (value: string): number => {
   return n;
 };
 
-/** Where every run's result is kept, for `--report` alone. */
-export const LAST_RUN_FILE = resolve(__dirname, '..', '.local', 'chaos', 'last-run.json');
-/** The markdown summary's file when `--report` names none. */
+// The run's files are the app's, in its .local folder beside its other local state: never beside this module, which in
+// the package is node_modules/paced-jobs/dist.
+/** Where every run's result is kept, for `--report` alone, in the app's folder `cwd`. */
+export const lastRunFile = (cwd: string): string => join(resolve(cwd), '.local', 'chaos', 'last-run.json');
+/** The markdown summary's file when `--report` names none (relative to where the command runs). */
 export const DEFAULT_REPORT_FILE = 'chaos-report.md';
 /** The HTML report with the run's charts, written after every run (and by `--report` alone, of the last one). */
-export const HTML_REPORT_FILE = resolve(__dirname, '..', '.local', 'chaos-report.html');
+export const htmlReportFile = (cwd: string): string => join(resolve(cwd), '.local', 'chaos-report.html');
 
 /**
- * `options` undefined: no run, only the report of the last one (`--report` without `--ops` and `--seed`).
+ * `options` undefined: no run, only the report of the last one (`--report` without `--ops` and `--seed`). `cwd` is the
+ * CDK app's folder (cdk.json) the run synthesizes and deploys: where the command runs.
  */
-export function buildProgram(run: (options: ChaosOptions | undefined, flags: { json: boolean; report?: string }) => Promise<number>): Command {
+export function buildProgram(run: (options: ChaosOptions | undefined, flags: { json: boolean; report?: string }) => Promise<number>, cwd = process.cwd()): Command {
   return new Command('chaos')
-    .description('fault-injection run of one job (it needs a local fixture, lambda/jobs/<name>/local.ts) on the local runtime; exits 0 iff every invariant holds')
+    .description('fault-injection run of one job (it needs a local fixture, local.ts beside the job\'s code) on the local runtime; exits 0 iff every invariant holds')
     .option('--job <name>', 'the job to drive (default: the first job whose fixture offers a fake downstream, else the first with a fixture)')
+    .option('--stack <name>', 'the stack holding the jobs, where several of the app\'s stacks do (default: the one that does; in this repository PacedJobs-dev)')
     .option('--ops <n>', 'operations (the fixture\'s demo records) to seed and process (required to run)', integer('--ops', 1))
     .option('--seed <n>', 'seed of every injection decision (required to run)', integer('--seed', 0))
     .option('--json', 'print one JSON document on stdout', false)
@@ -73,8 +77,9 @@ export function buildProgram(run: (options: ChaosOptions | undefined, flags: { j
         {
           ops: f.ops,
           seed: f.seed,
-          cwd: resolve(__dirname, '..'),
+          cwd,
           job: f.job,
+          stack: f.stack,
           ratePerMinute: f.rate,
           consumerTimeoutSeconds: f.consumerTimeout,
           duplicateRate: f.duplicateRate,
@@ -104,31 +109,33 @@ export function buildProgram(run: (options: ChaosOptions | undefined, flags: { j
     });
 }
 
-export async function main(argv: string[]): Promise<number> {
+export async function main(argv: string[], cwd = process.cwd()): Promise<number> {
   let code = 1;
+  const lastRun = lastRunFile(cwd);
   await buildProgram(async (options, flags) => {
     let result: ChaosResult;
     if (options === undefined) {
-      if (!existsSync(LAST_RUN_FILE)) throw new Error(`no chaos run on record (${LAST_RUN_FILE}); run npm run chaos -- --ops N --seed S first`);
-      result = JSON.parse(readFileSync(LAST_RUN_FILE, 'utf8')) as ChaosResult;
+      if (!existsSync(lastRun)) throw new Error(`no chaos run on record (${lastRun}); run chaos with --ops N --seed S first`);
+      result = JSON.parse(readFileSync(lastRun, 'utf8')) as ChaosResult;
     } else {
       result = await runChaos({ ...options, log: (line) => process.stderr.write(`chaos: ${line}\n`) });
-      mkdirSync(dirname(LAST_RUN_FILE), { recursive: true });
-      writeFileSync(LAST_RUN_FILE, `${JSON.stringify(result, null, 2)}\n`);
+      mkdirSync(dirname(lastRun), { recursive: true });
+      writeFileSync(lastRun, `${JSON.stringify(result, null, 2)}\n`);
     }
     // The charts are the HTML report's (and last-run.json keeps them): the JSON on stdout stays the verdict.
     const { charts: _charts, ...verdict } = result;
     process.stdout.write(flags.json ? `${JSON.stringify(verdict, null, 2)}\n` : `${formatText(result)}\n`);
     const what = `${result.job ? `${result.job}, ` : ''}${result.ops} operations, seed ${result.seed}`;
     if (flags.report) {
-      writeFileSync(flags.report, formatMarkdown(result));
-      process.stderr.write(`chaos: report of the run (${what}) written to ${resolve(flags.report)}\n`);
+      const file = resolve(cwd, flags.report);
+      writeFileSync(file, formatMarkdown(result));
+      process.stderr.write(`chaos: report of the run (${what}) written to ${file}\n`);
     }
-    const html = writeHtmlReport(HTML_REPORT_FILE, chaosHtmlReport(result));
+    const html = writeHtmlReport(htmlReportFile(cwd), chaosHtmlReport(result));
     process.stderr.write(`chaos: charts of the run (${what}) written to ${html}${result.charts ? '' : ' (the recorded run has no charts)'}\n`);
     code = result.ok ? 0 : 1;
     return code;
-  }).parseAsync(argv);
+  }, cwd).parseAsync(argv);
   return code;
 }
 

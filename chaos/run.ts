@@ -1,18 +1,18 @@
-// Chaos harness, the run: deploys the synthesized dev stack on the local session (bundled functions, embedded AWS
-// servers, every job's fixture and fake downstream), drives one job through one business date while injecting seeded
-// faults (at the consumer, the job's downstream, DynamoDB, S3, and the producer's chain of admission steps), recovers a
-// stopped chain as an operator would, switches the faults off, redrives the DLQ, waits to settle and checks the
-// invariants on what the job's fixture saw. Everything random comes from one seed. It names no job: the job is chosen
-// by `job`, or found by what its fixture offers.
+// Chaos harness, the run: deploys the synthesized stack (a team's app's, or this repository's dev stack) on the local
+// session (bundled functions, embedded AWS servers, every job's fixture and fake downstream), drives one job through one
+// business date while injecting seeded faults (at the consumer, the job's downstream, DynamoDB, S3, and the producer's
+// chain of admission steps), recovers a stopped chain as an operator would, switches the faults off, redrives the DLQ,
+// waits to settle and checks the invariants on what the job's fixture saw. Everything random comes from one seed. It
+// names no job: the job is chosen by `job`, or found by what its fixture offers.
 import { createWriteStream, mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { SendMessageCommand, StartMessageMoveTaskCommand } from '@aws-sdk/client-sqs';
 import { LocalSession, type JobState, type SessionJob } from '../local/session';
 import { waitFor, WaitTimeoutError } from '../local/waitFor';
 import { fixturePath, loadFixture, type DownstreamFault, type DownstreamFaultPolicy, type JobFixture } from '../local/fixture';
 import type { CloudFormationTemplate } from '../local/template';
 import { jobViews, previewPlan } from '../local/jobs';
-import { SQS_MAX_MESSAGE_BYTES, type JobRuntimeSettings } from '../lambda/core/constants';
+import { JOB_ENTRY_METADATA, SQS_MAX_MESSAGE_BYTES, type JobRuntimeSettings } from '../lambda/core/constants';
 import { parseMessage } from '../lambda/core/message';
 import { batchIdOf, LedgerItemKind } from '../lambda/core/ledgerContract';
 import { Prng, keyedDraw } from './prng';
@@ -28,15 +28,17 @@ import type { ChartSpec } from '../console/chartSpec';
 export interface ChaosOptions {
   ops: number;
   seed: number;
-  /** Project root (cdk.json, lambda/jobs/<name>/local.ts). */
+  /** The CDK app's folder (cdk.json; each job's fixture is the local.ts beside its entry). */
   cwd: string;
   /**
    * The job to drive; it needs a local fixture. @default the first job (in the stack's order) whose fixture offers a
    * fake downstream, else the first with a fixture
    */
   job?: string;
-  /** @default "dev" */
+  /** The environment synthesized (`-c env=<env>`). @default "dev" in this repository, none in a team's app */
   env?: string;
+  /** The stack holding the jobs, where several of the app's stacks do. @default the one that does */
+  stack?: string;
   /** Business date of the run; fixed so a seed reproduces the same operations. @default "2026-01-15" */
   businessDate?: string;
   /** The job's start rate per minute for this run (its limiter, and its fake downstream's quota). @default 1200 */
@@ -176,24 +178,44 @@ export function poisonBodies(jobName: string): string[] {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-type TemplateResource = { Type: string; Properties: Record<string, any> };
+type TemplateResource = { Type: string; Properties: Record<string, any>; Metadata?: Record<string, unknown> };
 
 const functionsOf = (template: CloudFormationTemplate): TemplateResource[] =>
   Object.values(template.Resources as Record<string, TemplateResource>).filter((r) => r.Type === 'AWS::Lambda::Function');
 
 /** The jobs of a template, in its order (the stack's): the JOB_NAME its functions carry, each once. */
 export function templateJobs(template: CloudFormationTemplate): string[] {
-  const names = functionsOf(template).map((r) => r.Properties?.Environment?.Variables?.JOB_NAME);
-  return [...new Set(names.filter((n): n is string => typeof n === 'string'))];
+  return [...templateJobEntries(template).keys()];
+}
+
+/**
+ * Each job of a template, in its order, with its entry (its functions' `paced-jobs:job-entry` Metadata, relative to
+ * the app's folder): where its fixture is. Undefined for a template synthesized before the Metadata.
+ */
+export function templateJobEntries(template: CloudFormationTemplate): Map<string, string | undefined> {
+  const entries = new Map<string, string | undefined>();
+  for (const r of functionsOf(template)) {
+    const name = r.Properties?.Environment?.Variables?.JOB_NAME;
+    if (typeof name !== 'string') continue;
+    const entry = r.Metadata?.[JOB_ENTRY_METADATA];
+    entries.set(name, typeof entry === 'string' ? entry : entries.get(name));
+  }
+  return entries;
 }
 
 /**
  * The job a run drives: the one `named`, or the first of `jobs` (the stack's order) whose fixture offers a fake
  * downstream (its faults reach the most places), else the first with a fixture. A job without one can be neither
- * seeded nor seen: an error, as is a name the stack does not have.
+ * seeded nor seen: an error naming the file it needs (`fixtureFileOf`, relative to the app), as is a name the stack
+ * does not have.
  */
-export function chooseJob(jobs: readonly string[], fixtureOf: (job: string) => JobFixture | undefined, named?: string): { name: string; fixture: JobFixture } {
-  const needs = (name: string) => `chaos needs ${join('lambda', 'jobs', name, 'local.ts')} to seed and see effects`;
+export function chooseJob(
+  jobs: readonly string[],
+  fixtureOf: (job: string) => JobFixture | undefined,
+  named?: string,
+  fixtureFileOf: (job: string) => string = (job) => join('lambda', 'jobs', job, 'local.ts'),
+): { name: string; fixture: JobFixture } {
+  const needs = (name: string) => `chaos needs ${fixtureFileOf(name)} to seed and see effects`;
   if (named !== undefined) {
     if (!jobs.includes(named)) throw new ChaosError(`the stack has no job "${named}" (jobs: ${jobs.join(', ') || 'none'})`);
     const fixture = fixtureOf(named);
@@ -205,7 +227,10 @@ export function chooseJob(jobs: readonly string[], fixtureOf: (job: string) => J
     return fixture ? [{ name, fixture }] : [];
   });
   const chosen = withFixture.find((j) => typeof j.fixture.downstream === 'function') ?? withFixture[0];
-  if (!chosen) throw new ChaosError(`no job of the stack has a local fixture: ${needs('<name>')} (jobs: ${jobs.join(', ') || 'none'})`);
+  if (!chosen) {
+    const looked = jobs.map(fixtureFileOf).join(', ');
+    throw new ChaosError(`no job of the stack has a local fixture: chaos needs one, local.ts beside a job's code, to seed and see effects (${looked ? `none of ${looked} exists` : 'the stack has no jobs'})`);
+  }
   return chosen;
 }
 
@@ -239,7 +264,7 @@ export function templateAdmission(template: CloudFormationTemplate, jobName: str
 }
 
 /**
- * The dev stack, retimed for a local chaos run of `job`: a short consumer timeout (and its queue's visibility), a short
+ * The stack, retimed for a local chaos run of `job`: a short consumer timeout (and its queue's visibility), a short
  * producer timeout with the admission queue's visibility and receives to match, no batching wait. The rate and the
  * horizon are the job's settings (retimeSettings).
  */
@@ -268,7 +293,6 @@ export function retimeSettings(settings: JobRuntimeSettings, o: { ratePerMinute:
 
 /** Every default of ChaosOptions but the job and the settle timeout (which depend on the run): the CLI shows these too. */
 export const CHAOS_DEFAULTS = {
-  env: 'dev',
   businessDate: '2026-01-15',
   ratePerMinute: 1200,
   consumerTimeoutSeconds: 20,
@@ -362,7 +386,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   /** Chooses the job in the synthesized template and times the run after it; the session then deploys the result. */
   let plan: RunPlan | undefined;
   const prepare = (deployed: CloudFormationTemplate): CloudFormationTemplate => {
-    const { name, fixture } = chooseJob(templateJobs(deployed), (job) => loadFixture(cwd, job), options.job);
+    const entries = templateJobEntries(deployed);
+    const fileOf = (job: string) => relative(cwd, fixturePath(cwd, job, entries.get(job)));
+    const { name, fixture } = chooseJob([...entries.keys()], (job) => loadFixture(cwd, job, entries.get(job)), options.job, fileOf);
     const stackAdmission = templateAdmission(deployed, name);
     const admission: AdmissionTiming = {
       producerTimeoutSeconds: o.producerTimeoutSeconds,
@@ -381,7 +407,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       buckets: Object.keys(chaosJobResources(deployed, name).settings.buckets ?? {}).length > 0,
       timeoutSeconds: options.timeoutSeconds ?? defaultTimeoutSeconds(options.ops, o.ratePerMinute, admission),
     };
-    say(`job ${name} (fixture ${fixturePath(cwd, name)}${fixture.downstream ? ', with a fake downstream' : ''})`);
+    say(`job ${name} (fixture ${fileOf(name)}${fixture.downstream ? ', with a fake downstream' : ''})`);
     return retimeTemplate(deployed, { job: name, consumerTimeoutSeconds: o.consumerTimeoutSeconds, admission });
   };
 
@@ -516,7 +542,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     await s3Proxy.start();
     session = await LocalSession.open({
       cwd,
-      env: o.env,
+      env: options.env,
+      stack: options.stack,
       template: prepare,
       jobSettings: (settings) => (settings.jobName === plan?.job ? retimeSettings(settings, { ratePerMinute: o.ratePerMinute, horizonSeconds: plan.admission.horizonSeconds }) : settings),
       // The job's fake downstream enforces the rate the job runs at, not the one it is configured with.
@@ -553,7 +580,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     });
     if (!plan) throw new ChaosError('the session deployed a template the run never saw');
     const run = plan;
-    const job = completeJob(session.job(run.job), o.env);
+    const job = completeJob(session.job(run.job), session.artifact.stackName);
     queueUrl = job.queueUrl;
     consumerName = job.consumer.name;
     producerName = session.stack.runtime.get(job.producer.arn).spec.name;
@@ -752,10 +779,10 @@ function runCharts(session: LocalSession, job: CompleteJob, o: { fromMs: number;
 type CompleteJob = SessionJob & Required<Pick<SessionJob, 'queueUrl' | 'queueArn' | 'dlqUrl' | 'dlqArn' | 'scheduleName' | 'consumer' | 'producer' | 'mapping' | 'admissionQueueUrl' | 'admissionMapping'>>;
 
 /** The job as deployed, with every part a chaos run drives; a job missing one cannot be run. */
-function completeJob(job: SessionJob, env: string): CompleteJob {
+function completeJob(job: SessionJob, stackName: string): CompleteJob {
   const parts = ['queueUrl', 'queueArn', 'dlqUrl', 'dlqArn', 'scheduleName', 'consumer', 'producer', 'mapping', 'admissionQueueUrl', 'admissionMapping'] as const;
   const missing = parts.filter((p) => job[p] === undefined);
-  if (missing.length > 0) throw new ChaosError(`the ${env} stack's job ${job.name} is not complete for a chaos run (missing: ${missing.join(', ')})`);
+  if (missing.length > 0) throw new ChaosError(`stack ${stackName}'s job ${job.name} is not complete for a chaos run (missing: ${missing.join(', ')})`);
   return job as CompleteJob;
 }
 

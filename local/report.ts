@@ -27,6 +27,11 @@ export interface JobObservation extends Pick<LedgerTotals, 'discovered' | 'publi
   effectsByOperation: Map<string, number>;
   /** Whose counts `effectsByOperation` and `starts` are. @default 'fixture' */
   effectsSource?: EffectsSource;
+  /**
+   * Where the job's fixture is, or would be, relative to the app (the session job's `fixtureFile`: beside its entry),
+   * for the note on a job without one. @default lambda/jobs/<name>/local.ts, this repository's layout
+   */
+  fixtureFile?: string;
   /** Downstream effects per item where an operation touches several; each should be exactly one. */
   effectsByItem?: Map<string, number>;
   /** Items that must each be touched once (item -> operation key), where the fixture names them. */
@@ -190,7 +195,10 @@ export interface Check {
 
 export interface RunReport {
   ok: boolean;
+  /** The environment run (`-c env=<env>`); in a team's app, which has none, the stack's name. */
   env: string;
+  /** The stack run, where the run names it. */
+  stack?: string;
   businessDate: string;
   settled: boolean;
   durationMs: number;
@@ -200,9 +208,12 @@ export interface RunReport {
   warnings: string[];
 }
 
-/** What a report says of a job without a fixture: its counts prove the pipeline, not the downstream. */
-export function pipelineNote(job: string): string {
-  return `counts are the pipeline's own (idempotency store and consumer logs), not the downstream's: add ${fixturePath('', job)} to check the downstream`;
+/**
+ * What a report says of a job without a fixture: its counts prove the pipeline, not the downstream. `fixtureFile` is
+ * where its fixture would be (beside the job's entry), relative to the app. @default lambda/jobs/<name>/local.ts
+ */
+export function pipelineNote(job: string, fixtureFile: string = fixturePath('', job)): string {
+  return `counts are the pipeline's own (idempotency store and consumer logs), not the downstream's: add ${fixtureFile} to check the downstream`;
 }
 
 export function buildJobReport(job: string, o: JobObservation): { report: JobReport; checks: Check[] } {
@@ -224,7 +235,7 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
     maxJobAgeSeconds: o.maxJobAgeMs === undefined ? null : Math.round(o.maxJobAgeMs / 100) / 10,
     ...(o.effectsByItem ? { itemEffects: [...o.effectsByItem.values()].reduce((a, b) => a + b, 0) } : {}),
     effectsSource: source,
-    ...(source === 'pipeline' ? { note: pipelineNote(job) } : {}),
+    ...(source === 'pipeline' ? { note: pipelineNote(job, o.fixtureFile) } : {}),
     denials: o.denials ?? [],
     functionErrors: o.functionErrors ?? [],
     recordFailures: o.recordFailures ?? [],
@@ -302,8 +313,14 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
   return { report, checks };
 }
 
+/**
+ * The run's report. `env` is the environment run (this repository's); `stack` the stack: a team's app has no
+ * environments, and its report names the stack alone (its `env` is the stack's name then, for --json readers).
+ * @throws Error when neither is given
+ */
 export function buildRunReport(input: {
-  env: string;
+  env?: string;
+  stack?: string;
   businessDate: string;
   settled: boolean;
   durationMs: number;
@@ -317,9 +334,12 @@ export function buildRunReport(input: {
     jobs[name] = built.report;
     checks.push(...built.checks);
   }
+  const env = input.env ?? input.stack;
+  if (env === undefined) throw new Error('buildRunReport: the run names neither its environment nor its stack');
   return {
     ok: input.settled && checks.every((c) => c.ok),
-    env: input.env,
+    env,
+    ...(input.stack !== undefined ? { stack: input.stack } : {}),
     businessDate: input.businessDate,
     settled: input.settled,
     durationMs: input.durationMs,
@@ -341,6 +361,11 @@ export function formatTable(headers: string[], rows: (string | number)[][]): str
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => r[i].length)));
   const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [line(cells[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
+}
+
+/** `env dev` for an environment of this repository; `stack <name>` for a team's app, which has no environments. */
+export function runName(report: Pick<RunReport, 'env' | 'stack'>): string {
+  return report.stack !== undefined && report.env === report.stack ? `stack ${report.stack}` : `env ${report.env}`;
 }
 
 export function formatReport(report: RunReport): string {
@@ -373,7 +398,7 @@ export function formatReport(report: RunReport): string {
   const warnings = report.warnings.map((w) => `WARNING  ${w}`);
   const head = report.settled ? `settled in ${(report.durationMs / 1000).toFixed(1)} s` : `did NOT settle within ${(report.durationMs / 1000).toFixed(1)} s`;
   return [
-    `Local run, env ${report.env}, business date ${report.businessDate}: ${head}`,
+    `Local run, ${runName(report)}, business date ${report.businessDate}: ${head}`,
     ...(warnings.length > 0 ? ['', ...warnings] : []),
     '',
     table,

@@ -1,5 +1,8 @@
 // How many demo records each job's bench run seeds: `--count <job>=<n>`, the `--<unit> n` aliases resolved through the
 // fixtures' units, the default for a job not named, and which job the backlog part runs.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CommanderError } from 'commander';
 import { backlogJobOf } from '../../bench/backlog';
 import { collectCount, CountError, defaultCountOf, fixtureUnits, resolveCounts, warmUpCountOf } from '../../bench/counts';
@@ -63,6 +66,41 @@ describe('Function: fixtureUnits', () => {
 
   it('is empty for a project without jobs', () => {
     expect(fixtureUnits('/nonexistent-project').size).toBe(0);
+  });
+
+  describe("in a team's app", () => {
+    let app: string;
+    beforeAll(() => {
+      // An app with one synthesized stack of two jobs: each function's Metadata names its job's entry; the fixture of
+      // one is local.js beside its index.js (the other has none); no lambda/jobs folder at all.
+      app = mkdtempSync(join(tmpdir(), 'bench-units-'));
+      writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'team-app' }));
+      const fn = (job: string) => ({
+        Type: 'AWS::Lambda::Function',
+        Properties: { Environment: { Variables: { JOB_NAME: job } } },
+        Metadata: { 'paced-jobs:job-entry': `src/jobs/${job}/index.js` },
+      });
+      mkdirSync(join(app, 'cdk.out'));
+      writeFileSync(join(app, 'cdk.out', 'manifest.json'), JSON.stringify({ artifacts: { AppStack: { type: 'aws:cloudformation:stack', properties: { templateFile: 'AppStack.template.json' } } } }));
+      writeFileSync(join(app, 'cdk.out', 'AppStack.template.json'), JSON.stringify({ Resources: { A: fn('usage-report'), B: fn('plain-job') } }));
+      for (const job of ['usage-report', 'plain-job']) mkdirSync(join(app, 'src', 'jobs', job), { recursive: true });
+      writeFileSync(join(app, 'src', 'jobs', 'usage-report', 'index.js'), 'exports.job = {};\n');
+      writeFileSync(
+        join(app, 'src', 'jobs', 'usage-report', 'local.js'),
+        "exports.fixture = { unit: 'accounts', defaultCount: 3, seed: async () => ({ expectedOperations: [], summary: '' }), effects: () => ({}), operationKeyOf: () => undefined };\n",
+      );
+    });
+    afterAll(() => rmSync(app, { recursive: true, force: true }));
+
+    it("finds the fixtures beside the entries of the jobs its cloud assembly holds", () => {
+      expect(fixtureUnits(app)).toEqual(new Map([['accounts', ['usage-report']]]));
+    });
+
+    it('takes the stack --stack names, and refuses one the assembly does not have', () => {
+      expect(fixtureUnits(app, ['--stack', 'AppStack'])).toEqual(new Map([['accounts', ['usage-report']]]));
+      // No such stack: no units known before the run, which then fails with the assembly's own error.
+      expect(fixtureUnits(app, ['--stack', 'OtherStack']).size).toBe(0);
+    });
   });
 });
 
@@ -133,5 +171,11 @@ describe('Function: backlogJobOf', () => {
     );
     expect(() => backlogJobOf(['job-a'], fixtureOf, 'job-x')).toThrow('--backlog-job job-x: the stack has no such job (jobs: job-a)');
     expect(() => backlogJobOf(['job-d'], fixtureOf, 'job-d')).toThrow('--backlog-job job-d: the job has no local fixture (lambda/jobs/job-d/local.ts) to seed its backlog with');
+  });
+
+  it("names the fixture file beside the job's entry in a team's app", () => {
+    expect(() => backlogJobOf(['job-d'], fixtureOf, 'job-d', (job) => `jobs/${job}/local.ts`)).toThrow(
+      '--backlog-job job-d: the job has no local fixture (jobs/job-d/local.ts) to seed its backlog with',
+    );
   });
 });

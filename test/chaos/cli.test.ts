@@ -1,14 +1,16 @@
-import { resolve } from 'node:path';
-import { buildProgram } from '../../chaos/cli';
-import { defaultHorizonSeconds, defaultTimeoutSeconds, type ChaosOptions } from '../../chaos/run';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildProgram, htmlReportFile, lastRunFile, main } from '../../chaos/cli';
+import { defaultHorizonSeconds, defaultTimeoutSeconds, type ChaosOptions, type ChaosResult } from '../../chaos/run';
 
-async function parse(args: string[]): Promise<{ options?: ChaosOptions | undefined; flags?: { json: boolean; report?: string }; error?: string }> {
+async function parse(args: string[], cwd?: string): Promise<{ options?: ChaosOptions | undefined; flags?: { json: boolean; report?: string }; error?: string }> {
   const out: { options?: ChaosOptions | undefined; flags?: { json: boolean; report?: string }; error?: string } = {};
   const program = buildProgram(async (options, flags) => {
     out.options = options;
     out.flags = flags;
     return 0;
-  })
+  }, cwd)
     .exitOverride()
     .configureOutput({ writeErr: (s) => (out.error = s.trim()), writeOut: () => undefined });
   try {
@@ -26,8 +28,9 @@ describe('Function: buildProgram', () => {
     expect(options).toEqual({
       ops: 50,
       seed: 7,
-      cwd: resolve(__dirname, '..', '..'),
+      cwd: process.cwd(),
       job: undefined,
+      stack: undefined,
       ratePerMinute: 1200,
       rejectRate: 0.003,
       consumerTimeoutSeconds: 20,
@@ -60,6 +63,10 @@ describe('Function: buildProgram', () => {
     ]);
     expect(flags).toEqual({ json: true, report: 'out.md' });
     expect(options).toMatchObject({ killRate: 0, stormShare: 0.5, downstreamErrorRate: 0.2, s3FaultRate: 0.5 });
+  });
+
+  it('runs on the app in the folder it is given (where the command runs), and passes --stack through', async () => {
+    expect((await parse(['--ops', '5', '--seed', '0', '--stack', 'BillingStack'], '/apps/billing')).options).toMatchObject({ cwd: '/apps/billing', stack: 'BillingStack' });
   });
 
   it('passes --job through as named: the run checks it against the stack', async () => {
@@ -125,5 +132,48 @@ describe('Function: buildProgram', () => {
     expect((await parse(['--seed', '1'])).error).toBe("error: --ops is required to run (--ops N --seed S); --report alone writes the last run's summary");
     expect((await parse(['--ops', '3'])).error).toBe("error: --seed is required to run (--ops N --seed S); --report alone writes the last run's summary");
     expect((await parse(['--ops', '0', '--seed', '1'])).error).toBe('error: option \'--ops <n>\' argument \'0\' is invalid. --ops must be an integer >= 1, got "0"');
+  });
+});
+
+describe('Function: main, with --report alone', () => {
+  const last: ChaosResult = {
+    ok: true,
+    job: 'some-job',
+    ops: 2,
+    seed: 1,
+    settled: true,
+    durationMs: 1000,
+    faultsInjected: {},
+    invariants: {
+      effectsEqualUniqueOperations: { ok: true, effects: 2, uniqueOperations: 2, repeatedOperations: [] },
+      nothingLost: { ok: true, missing: 0, batches: [] },
+      rateRespected: { ok: true, maxStartsInAnyWindow: 2, limit: 10 },
+      onlyTerminalFailuresInDlq: { ok: true, reasons: [] },
+      ledgerExact: { ok: true, batchesExact: 1, inexactBatches: [], ledgerCompleted: 2, completedOperations: 2 },
+    },
+  };
+  let app: string;
+  beforeEach(() => {
+    app = mkdtempSync(join(tmpdir(), 'chaos-cli-'));
+    jest.spyOn(process.stdout, 'write').mockReturnValue(true);
+    jest.spyOn(process.stderr, 'write').mockReturnValue(true);
+  });
+  afterEach(() => {
+    jest.restoreAllMocks();
+    rmSync(app, { recursive: true, force: true });
+  });
+
+  it('reads the last run and writes its reports in the app\'s folder, not beside the tool (dist/ in the package)', async () => {
+    mkdirSync(join(app, '.local', 'chaos'), { recursive: true });
+    writeFileSync(lastRunFile(app), JSON.stringify(last));
+    await expect(main(['node', 'chaos', '--report', 'summary.md'], app)).resolves.toBe(0);
+    expect(lastRunFile(app)).toBe(join(app, '.local', 'chaos', 'last-run.json'));
+    expect(readFileSync(join(app, 'summary.md'), 'utf8')).toContain('some-job');
+    expect(htmlReportFile(app)).toBe(join(app, '.local', 'chaos-report.html'));
+    expect(existsSync(htmlReportFile(app))).toBe(true);
+  });
+
+  it('names the app\'s record file when there is no last run', async () => {
+    await expect(main(['node', 'chaos', '--report'], app)).rejects.toThrow(`no chaos run on record (${join(app, '.local', 'chaos', 'last-run.json')})`);
   });
 });

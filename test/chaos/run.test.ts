@@ -1,4 +1,4 @@
-import { chaosJobResources, ChaosError, chooseJob, dlqOperationOf, poisonBodies, retimeSettings, retimeTemplate, templateAdmission, templateJobs } from '../../chaos/run';
+import { chaosJobResources, ChaosError, chooseJob, dlqOperationOf, poisonBodies, retimeSettings, retimeTemplate, templateAdmission, templateJobEntries, templateJobs } from '../../chaos/run';
 import type { JobFixture } from '../../local/fixture';
 import type { CloudFormationTemplate } from '../../local/template';
 import type { JobRuntimeSettings } from '../../lambda/core/constants';
@@ -33,8 +33,17 @@ describe('Function: chooseJob', () => {
 
   it('refuses a job without a fixture, naming the file it needs, and a job the stack does not have', () => {
     expect(() => chooseJob(['job-a', 'job-b'], of, 'job-a')).toThrow(new ChaosError('job job-a has no local fixture: chaos needs lambda/jobs/job-a/local.ts to seed and see effects'));
-    expect(() => chooseJob(['job-a'], of)).toThrow(new ChaosError('no job of the stack has a local fixture: chaos needs lambda/jobs/<name>/local.ts to seed and see effects (jobs: job-a)'));
+    expect(() => chooseJob(['job-a'], of)).toThrow(
+      new ChaosError("no job of the stack has a local fixture: chaos needs one, local.ts beside a job's code, to seed and see effects (none of lambda/jobs/job-a/local.ts exists)"),
+    );
     expect(() => chooseJob(['job-a', 'job-b'], of, 'job-x')).toThrow(new ChaosError('the stack has no job "job-x" (jobs: job-a, job-b)'));
+  });
+
+  it('names the fixture file beside the job\'s entry in a team\'s app', () => {
+    const fileOf = (job: string) => `jobs/${job}/local.ts`;
+    expect(() => chooseJob(['job-a', 'job-b'], of, 'job-a', fileOf)).toThrow(new ChaosError('job job-a has no local fixture: chaos needs jobs/job-a/local.ts to seed and see effects'));
+    expect(() => chooseJob(['job-a'], of, undefined, fileOf)).toThrow(/\(none of jobs\/job-a\/local\.ts exists\)$/);
+    expect(() => chooseJob([], of, undefined, fileOf)).toThrow(/\(the stack has no jobs\)$/);
   });
 });
 
@@ -62,6 +71,15 @@ function template(): CloudFormationTemplate {
 describe('Function: templateJobs', () => {
   it('lists the jobs its functions carry, once each, in the template\'s order', () => {
     expect(templateJobs(template())).toEqual(['job-a', 'job-b']);
+  });
+});
+
+describe('Function: templateJobEntries', () => {
+  it('gives each job its entry from its functions\' Metadata, and none for a template without it', () => {
+    const t = template() as unknown as { Resources: Record<string, { Metadata?: Record<string, unknown> }> };
+    t.Resources.BProducer.Metadata = { 'paced-jobs:job-entry': 'jobs/job-b/index.ts' };
+    t.Resources.BConsumer.Metadata = { 'paced-jobs:job-entry': 'jobs/job-b/index.ts' };
+    expect(templateJobEntries(t as unknown as CloudFormationTemplate)).toEqual(new Map([['job-a', undefined], ['job-b', 'jobs/job-b/index.ts']]));
   });
 });
 

@@ -22,7 +22,12 @@ import { startLocalAws, type LocalAws } from '../support/aws';
 import { startHttpStub, type HttpStub } from '../support/httpStub';
 import { lambdaContext, sqsEvent, sqsRecord } from '../support/lambdaEvents';
 import { createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue } from './handlers/harness';
-import { TABLES, createTable, putAll, runtimeSettings } from './jobs/support';
+import { TABLES as SESSION_TABLES } from '../../lambda/jobs/expired-session-cleanup/test/tables';
+import { TABLES as PAYMENT_TABLES } from '../../lambda/jobs/payment-reconciliation/test/tables';
+import { TABLES as UPLOAD_TABLES } from '../../lambda/jobs/stale-upload-cleanup/test/tables';
+import { createTable, putAll, runtimeSettings } from '../support/jobs';
+
+const TABLES = { ...PAYMENT_TABLES, ...UPLOAD_TABLES, ...SESSION_TABLES };
 
 const DATE = '2026-11-28';
 const MAX_MESSAGE_BYTES = 262_144;

@@ -1,28 +1,25 @@
-// Test helpers for the real jobs: their tables on dynalite (shaped as lib/config/environments.ts declares them),
-// runtime settings, and a page walker for discovery.
+// Test helpers for a job's own tests (lambda/jobs/<job>/test/): its tables on dynalite (each job's tests declare
+// theirs, shaped as the job's config declares them), runtime settings, a page walker for discovery, and the message
+// contract every job keeps.
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand, DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
-import type { JobRuntimeSettings } from '../../../lambda/core/constants';
-import type { DiscoveredOperation, JobDefinition } from '../../../lambda/core/job';
+import { MESSAGE_VERSION, SQS_MAX_MESSAGE_BYTES, type JobRuntimeSettings } from '../../lambda/core/constants';
+import { parseMessage, serializeMessage } from '../../lambda/core/message';
+import { loadJob } from '../../lambda/handlers/jobLoader';
+import type { DiscoveredOperation, JobDefinition } from '../../lambda/core/job';
 import { S3Client } from '@aws-sdk/client-s3';
-import { resetClients } from '../../../lambda/adapters/clients';
-import type { FixtureContext } from '../../../local/fixture';
-import { LOCAL_CREDENTIALS, startS3, type RunningS3 } from '../../../local/servers';
-import { startLocalAws, type LocalAws } from '../../support/aws';
+import { resetClients } from '../../lambda/adapters/clients';
+import type { FixtureContext } from '../../local/fixture';
+import { LOCAL_CREDENTIALS, startS3, type RunningS3 } from '../../local/servers';
+import { startLocalAws, type LocalAws } from './aws';
 
-interface TableSpec {
+/** A table as a job's tests create it on dynalite: string keys, and its indexes projecting everything. */
+export interface TableSpec {
   name: string;
   hash: string;
   range?: string;
   indexes?: { name: string; hash: string; range: string }[];
 }
-
-export const TABLES = {
-  payments: { name: 'payments-test', hash: 'paymentId', indexes: [{ name: 'unsettled-by-date', hash: 'unsettledDate', range: 'paymentId' }] },
-  uploads: { name: 'uploads-test', hash: 'uploadId', indexes: [{ name: 'by-deadline', hash: 'retentionState', range: 'deleteAfter' }] },
-  tenants: { name: 'tenants-test', hash: 'tenantId' },
-  sessions: { name: 'sessions-test', hash: 'tenantId', range: 'sessionId', indexes: [{ name: 'by-last-seen', hash: 'tenantId', range: 'lastSeenAt' }] },
-} satisfies Record<string, TableSpec>;
 
 export async function createTable(client: DynamoDBClient, spec: TableSpec): Promise<void> {
   const attributes = new Set([spec.hash, ...(spec.range ? [spec.range] : []), ...(spec.indexes ?? []).flatMap((i) => [i.hash, i.range])]);
@@ -135,4 +132,48 @@ export function useFixtureServers(base: { jobName: string; settings: () => JobRu
     documents: () => documents,
     s3: () => s3,
   };
+}
+
+/** A job's largest resource, and the operation ID its discovery builds for it. */
+export interface LargestResource {
+  resource: Record<string, string>;
+  operationId: string;
+}
+
+/**
+ * Registers the tests every job keeps: the engine's job loader finds it by its folder name, and its largest resource
+ * fits the message contract (well under SQS's limit), while an unknown field or an over-long value is refused.
+ */
+export function describeJobContract(name: string, sample: LargestResource): void {
+  describe(`Job: ${name}, as the engine loads it`, () => {
+    it('loads through the job loader by its folder name', () => {
+      expect(loadJob(name).name).toBe(name);
+    });
+
+    it('accepts its largest resource, which fits the message contract', () => {
+      const job = loadJob(name);
+      expect(job.resourceSchema.safeParse(sample.resource).success).toBe(true);
+      const body = serializeMessage(
+        {
+          version: MESSAGE_VERSION,
+          jobType: name,
+          operationId: sample.operationId,
+          batchId: 'batch-1',
+          businessDate: '2026-11-28',
+          resource: sample.resource,
+          enqueuedAt: '2026-11-29T02:00:00.000Z',
+        },
+        SQS_MAX_MESSAGE_BYTES,
+      );
+      expect(parseMessage(body, SQS_MAX_MESSAGE_BYTES).ok).toBe(true);
+      expect(Buffer.byteLength(body)).toBeLessThan(2048);
+    });
+
+    it('rejects an unknown field and an over-long value', () => {
+      const job = loadJob(name);
+      expect(job.resourceSchema.safeParse({ ...sample.resource, extra: 'x' }).success).toBe(false);
+      const [key] = Object.keys(sample.resource);
+      expect(job.resourceSchema.safeParse({ ...sample.resource, [key]: 'x'.repeat(2000) }).success).toBe(false);
+    });
+  });
 }

@@ -30,7 +30,7 @@ export interface ConfigChange {
 
 export interface ConfigCase {
   name: string;
-  /** The environment in lib/config/environments.ts the case starts from. */
+  /** The environment in test/fixtures/environments.ts (the reference app's, with jobs of its own) the case starts from. */
   base: string;
   /** Each change: a path into that environment's input and the value put there, or `remove` to delete the key. */
   changes: ConfigChange[];

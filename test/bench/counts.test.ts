@@ -1,52 +1,55 @@
 // How many demo records each job's bench run seeds: `--count <job>=<n>`, the `--<unit> n` aliases resolved through the
 // fixtures' units, the default for a job not named, and which job the backlog part runs.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { CommanderError } from 'commander';
 import { backlogJobOf } from '../../bench/backlog';
 import { collectCount, CountError, defaultCountOf, fixtureUnits, resolveCounts, warmUpCountOf } from '../../bench/counts';
 import { buildProgram, countsFromFlags, unitAliases } from '../../bench/index';
+import { jobFolders, loadFixture } from '../../local/fixture';
 
 /** Commander's error output kept off the test log; the thrown error carries the message. */
 const quiet = { writeErr: () => undefined };
 
-/** The example jobs' units, as their fixtures give them. */
+/** Jobs' units, as their fixtures would give them. */
 const UNITS = new Map([
-  ['payments', ['payment-reconciliation']],
-  ['uploads', ['stale-upload-cleanup']],
-  ['tenants', ['expired-session-cleanup']],
+  ['payments', ['payments-job']],
+  ['uploads', ['uploads-job']],
+  ['tenants', ['sessions-job']],
 ]);
 
 describe('Function: collectCount', () => {
   it('adds one job per occurrence, keeping the earlier ones', () => {
-    expect(collectCount('stale-upload-cleanup=40', collectCount('payment-reconciliation=12'))).toEqual({ 'payment-reconciliation': 12, 'stale-upload-cleanup': 40 });
+    expect(collectCount('uploads-job=40', collectCount('payments-job=12'))).toEqual({ 'payments-job': 12, 'uploads-job': 40 });
   });
 
   it('takes 0 (the job is left out of the run)', () => {
-    expect(collectCount('expired-session-cleanup=0')).toEqual({ 'expired-session-cleanup': 0 });
+    expect(collectCount('sessions-job=0')).toEqual({ 'sessions-job': 0 });
   });
 
   it('refuses a value that is not <job>=<n>, and a job named twice', () => {
-    expect(() => collectCount('payment-reconciliation')).toThrow('--count takes <job>=<n> (a job name, then a whole number), got "payment-reconciliation"');
-    expect(() => collectCount('payment-reconciliation=-1')).toThrow('--count takes <job>=<n> (a job name, then a whole number), got "payment-reconciliation=-1"');
-    expect(() => collectCount('payment-reconciliation=2', { 'payment-reconciliation': 1 })).toThrow('--count names payment-reconciliation twice');
+    expect(() => collectCount('payments-job')).toThrow('--count takes <job>=<n> (a job name, then a whole number), got "payments-job"');
+    expect(() => collectCount('payments-job=-1')).toThrow('--count takes <job>=<n> (a job name, then a whole number), got "payments-job=-1"');
+    expect(() => collectCount('payments-job=2', { 'payments-job': 1 })).toThrow('--count names payments-job twice');
   });
 });
 
 describe('Function: resolveCounts', () => {
   it('resolves each unit alias to the job whose fixture counts in it, next to the counts by job', () => {
-    expect(resolveCounts({ 'stale-upload-cleanup': 7 }, { payments: 12, tenants: 3 }, UNITS)).toEqual({
-      'stale-upload-cleanup': 7,
-      'payment-reconciliation': 12,
-      'expired-session-cleanup': 3,
+    expect(resolveCounts({ 'uploads-job': 7 }, { payments: 12, tenants: 3 }, UNITS)).toEqual({
+      'uploads-job': 7,
+      'payments-job': 12,
+      'sessions-job': 3,
     });
   });
 
   it('accepts the same count given both ways', () => {
-    expect(resolveCounts({ 'payment-reconciliation': 12 }, { payments: 12 }, UNITS)).toEqual({ 'payment-reconciliation': 12 });
+    expect(resolveCounts({ 'payments-job': 12 }, { payments: 12 }, UNITS)).toEqual({ 'payments-job': 12 });
   });
 
   it('refuses two different counts for one job, a unit no fixture has, and a unit two fixtures share', () => {
-    expect(() => resolveCounts({ 'payment-reconciliation': 12 }, { payments: 5 }, UNITS)).toThrow(
-      new CountError('payment-reconciliation is given 12 by --count and 5 by --payments'),
+    expect(() => resolveCounts({ 'payments-job': 12 }, { payments: 5 }, UNITS)).toThrow(
+      new CountError('payments-job is given 12 by --count and 5 by --payments'),
     );
     expect(() => resolveCounts({}, { widgets: 5 }, UNITS)).toThrow("--widgets: no job's fixture counts in widgets (units: payments, uploads, tenants)");
     expect(() => resolveCounts({}, { items: 5 }, new Map([['items', ['job-a', 'job-b']]]))).toThrow(
@@ -57,8 +60,12 @@ describe('Function: resolveCounts', () => {
 
 describe('Function: fixtureUnits', () => {
   it("finds each job folder's fixture and its unit", () => {
-    const found = fixtureUnits(process.cwd());
-    for (const [unit, jobs] of UNITS) expect(found.get(unit)).toEqual(jobs);
+    // Whichever jobs the project keeps: every one with a fixture (local.ts) is found once, under its fixture's unit.
+    const root = process.cwd();
+    const found = fixtureUnits(root);
+    const withFixture = jobFolders(root).filter((job) => existsSync(join(root, 'lambda', 'jobs', job, 'local.ts')));
+    expect([...found.values()].flat().sort()).toEqual(withFixture.sort());
+    for (const [unit, jobs] of found) for (const job of jobs) expect(loadFixture(root, job)?.unit).toBe(unit);
   });
 
   it('is empty for a project without jobs', () => {
@@ -85,8 +92,8 @@ describe('Function: buildProgram, counts', () => {
   const parse = (...args: string[]) => buildProgram(UNITS).exitOverride().configureOutput(quiet).parse(['node', 'bench', ...args]).opts();
 
   it('takes --count repeatedly and each unit alias, resolved through the fixtures', () => {
-    const flags = parse('--count', 'stale-upload-cleanup=7', '--payments', '12', '--count', 'expired-session-cleanup=0');
-    expect(countsFromFlags(flags, UNITS)).toEqual({ 'stale-upload-cleanup': 7, 'payment-reconciliation': 12, 'expired-session-cleanup': 0 });
+    const flags = parse('--count', 'uploads-job=7', '--payments', '12', '--count', 'sessions-job=0');
+    expect(countsFromFlags(flags, UNITS)).toEqual({ 'uploads-job': 7, 'payments-job': 12, 'sessions-job': 0 });
   });
 
   it('names no count when none is given (every job at its default)', () => {
@@ -99,11 +106,11 @@ describe('Function: buildProgram, counts', () => {
   });
 
   it('says which job each alias counts for', () => {
-    expect(buildProgram(UNITS).options.find((o) => o.long === '--tenants')?.description).toBe('alias of --count expired-session-cleanup=<n> (its fixture counts in tenants)');
+    expect(buildProgram(UNITS).options.find((o) => o.long === '--tenants')?.description).toBe('alias of --count sessions-job=<n> (its fixture counts in tenants)');
   });
 
   it('has no alias for a unit the fixtures do not bring, nor for one that is already a bench option', () => {
-    expect(() => buildProgram(new Map([['payments', ['payment-reconciliation']]])).exitOverride().configureOutput(quiet).parse(['node', 'bench', '--tenants', '3'])).toThrow("error: unknown option '--tenants'");
+    expect(() => buildProgram(new Map([['payments', ['payments-job']]])).exitOverride().configureOutput(quiet).parse(['node', 'bench', '--tenants', '3'])).toThrow("error: unknown option '--tenants'");
     expect(unitAliases(['payments', 'ops', 'backlog', 'Bad Unit'])).toEqual([{ unit: 'payments', attribute: 'payments' }]);
   });
 

@@ -31,8 +31,8 @@ const isJobTest = (file: string) => /^lambda\/jobs\/[^/]+\/test\//.test(file);
 const jobSources = (dir: string) => sources(dir).filter((f) => !isJobTest(f));
 
 describe('dependency rules', () => {
-  it('finds the example jobs (the checks below are not vacuous)', () => {
-    expect(jobNames.length).toBeGreaterThanOrEqual(3);
+  it('finds the example jobs, whichever the reference app keeps (the checks below are not vacuous)', () => {
+    expect(jobNames.length).toBeGreaterThan(0);
   });
 
   it("tells a job's own tests from its code", () => {

@@ -14,10 +14,11 @@
 //                test/security/template.test.ts (synthesizes every environment), test/bench/e2eCpu.test.ts (a
 //                child process's CPU) and test/bench/pacing.test.ts (the pacing bench: dynalite and a quota provider
 //                process);
-//   component    a name ending in .component.test.ts, and the tests in a job's own folder, test/lambda/jobs/<job>/
-//                (the scaffold writes a new job's index.test.ts and local.test.ts there, on local DynamoDB), and the
-//                files named in COMPONENT (the fault proxies, the bench's counting proxy, the console's HTTP server,
-//                the local CloudWatch API; test/local/cloudWatchApi.test.ts is in test/local's `except` so as not to be
+//   component    a name ending in .component.test.ts, and the tests in a job's own folder, lambda/jobs/<job>/test/
+//                (the examples' own tests, on local DynamoDB; they live in the job's folder so that deleting an
+//                example deletes its tests, and no test under test/ names an example: the engine's tests run on
+//                test/fixtures/jobs/), and the files named in COMPONENT (the fault proxies, the bench's counting
+//                proxy, the console's HTTP server, the local CloudWatch API; test/local/cloudWatchApi.test.ts is in test/local's `except` so as not to be
 //                integration): tests against in-process servers, the local AWS-protocol ones (dynalite,
 //                local-aws-sqs, s3rver), an HTTP stub or the project's own. Their test
 //                environment (test/support/componentEnvironment.ts) starts one dynalite and one local-aws-sqs per jest
@@ -70,7 +71,7 @@ const INTEGRATION = [
 
 const COMPONENT = [
   `\\.component${TEST}`,
-  `^${at('test/lambda/jobs')}/[^/]+/.*${TEST}`,
+  `^${at('lambda/jobs')}/[^/]+/test/.*${TEST}`,
   file('test/bench/countingProxy.test.ts'),
   file('test/chaos/dynamoProxy.test.ts'),
   file('test/chaos/s3Proxy.test.ts'),
@@ -81,7 +82,8 @@ const COMPONENT = [
 /** What every tier shares: a project takes none of its own options from the top level of this file. */
 const shared = {
   rootDir: ROOT,
-  roots: ['<rootDir>/test'],
+  // lambda/jobs for the examples' own tests, in each job's test/ folder (component, above).
+  roots: ['<rootDir>/test', '<rootDir>/lambda/jobs'],
   testEnvironment: 'node',
   transform: {
     '^.+\\.tsx?$': ['ts-jest', { isolatedModules: true }],

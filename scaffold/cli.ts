@@ -89,7 +89,7 @@ export function summary(plan: Plan, dryRun: boolean): string {
     `  ${plan.edits[0].path} (appResources.tables.${plan.names.tableKey} and jobs.${name}, in ${plan.environments.join(', ')})`,
     '',
     `Next: edit lambda/jobs/${name}/index.ts where it says EDIT, then run`,
-    `  npx jest test/lambda/jobs/${name}`,
+    `  npx jest lambda/jobs/${name}`,
     `  npx cdk synth -c env=dev`,
     `  npm start`,
     '',

@@ -30,10 +30,6 @@ export const LAMBDA_FOLDERS = ['adapters', 'core', 'handlers', 'jobs', 'sdk-slim
 export const STACK_CONSTRUCT_IDS = ['AppResources', 'State', 'Monitoring', 'SdkSlimLayer', 'ScheduleGroup', 'CDKMetadata'];
 /** Alarm subjects of schedule groups are `schedule-group-<group>` (lib/monitoring.ts), in the same name space as jobs. */
 export const RESERVED_PREFIX = 'schedule-group';
-/** Names reserved for another reason than the above, with it. */
-export const RESERVED_NAMES: Readonly<Record<string, string>> = {
-  support: 'test/lambda/jobs/support.ts is the job tests\' shared helper, and a test folder test/lambda/jobs/support/ beside it would make `../support` ambiguous',
-};
 export const ENVIRONMENTS_FILE = 'lib/config/environments.ts';
 export const TABLES_MARKER = '// new-job: tables above';
 export const JOBS_MARKER = '// new-job: jobs above';
@@ -165,14 +161,12 @@ export function validateName(name: string, state: ProjectState): { rule: NameRul
   if (lambdaFolders.includes(name)) {
     return problem(name, 'reserved', `"${name}" is a folder under lambda/ (${lambdaFolders.join(', ')}); a job of that name would read as part of the runtime in imports, logs and metrics`);
   }
-  if (name in RESERVED_NAMES) return problem(name, 'reserved', RESERVED_NAMES[name]);
   const reserved = reservedIdProblem(name);
   if (reserved) return reserved;
 
   const names = jobNames(name);
   const taken = (detail: string) => problem(name, 'taken', detail);
   if (state.exists(`lambda/jobs/${name}`)) return taken(`lambda/jobs/${name} already exists`);
-  if (state.exists(`test/lambda/jobs/${name}`)) return taken(`test/lambda/jobs/${name} already exists`);
   const configuredIn = Object.entries(state.environments).filter(([, env]) => name in (env.jobs ?? {})).map(([env]) => env);
   if (configuredIn.length > 0) return taken(`jobs.${name} is already configured in ${ENVIRONMENTS_FILE} (${configuredIn.join(', ')})`);
   const tableIn = Object.entries(state.environments).filter(([, env]) => names.tableKey in (env.appResources?.tables ?? {})).map(([env]) => env);

@@ -34,7 +34,7 @@ export function jobNames(name: string): JobNames {
 
 /**
  * Where a job is written. `repository`: this repository, the reference app (the job in lambda/jobs/<name>, its tests in
- * test/lambda/jobs/<name>, its config inserted into lib/config/environments.ts). `app`: a team's CDK app that depends
+ * its folder's test/, its config inserted into lib/config/environments.ts). `app`: a team's CDK app that depends
  * on the package (the job and its tests in jobs/<name>; the lines to add to its PacedJobs are printed, not inserted).
  */
 export type ProjectKind = 'repository' | 'app';
@@ -48,7 +48,7 @@ export const jobFolder = (name: string, kind: ProjectKind): string => (kind === 
 /** Template file (under scaffold/templates) -> path it is written to, relative to the project root. */
 export function templateTargets(name: string, kind: ProjectKind = 'repository'): { template: string; path: string }[] {
   const code = jobFolder(name, kind);
-  const tests = kind === 'app' ? code : `test/lambda/jobs/${name}`;
+  const tests = kind === 'app' ? code : `${code}/test`;
   return [
     { template: 'index.ts.tmpl', path: `${code}/index.ts` },
     { template: 'items.ts.tmpl', path: `${code}/items.ts` },
@@ -96,14 +96,14 @@ export function placeholderValues(names: JobNames, kind: ProjectKind = 'reposito
       : {
           __JOB_API__: '../../job',
           __FIXTURE_API__: '../../../local/fixture',
-          __TEST_JOB_API__: '../../../../lambda/job',
+          __TEST_JOB_API__: '../../../job',
           __TEST_FIXTURE_API__: '../../../../local/fixture',
           __TESTING_API__: '../../../../local/testing',
-          __JOB_DIR__: `../../../../lambda/jobs/${names.name}`,
+          __JOB_DIR__: '..',
           __NEW_JOB_COMMAND__: `npm run new-job -- ${names.name}`,
           __TABLE_DECLARED__: `appResources.tables.${names.tableKey} in lib/config/environments.ts`,
           __USES_DECLARED__: `listed under \`jobs.${names.name}.uses\` (or \`settings\`) in lib/config/environments.ts`,
-          __TESTS_AT__: `test/lambda/jobs/${names.name}/`,
+          __TESTS_AT__: `lambda/jobs/${names.name}/test/`,
         };
   return { ...values, ...where };
 }

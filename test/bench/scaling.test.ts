@@ -5,7 +5,7 @@ import type { JobRuntimeSettings } from '../../lambda/core/constants';
 
 /** The payment job as synthesized: 80 starts per 60 s after headroom, batches of 10, a 300 s admission horizon. */
 const payment: JobRuntimeSettings = {
-  jobName: 'payment-reconciliation',
+  jobName: 'payments-job',
   pageSize: 500,
   maxPagesPerRun: 200,
   maxMessageBytes: 262144,

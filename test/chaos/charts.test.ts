@@ -5,7 +5,7 @@ import { chaosCharts, chaosHtmlReport, type ChaosTimeline } from '../../chaos/re
 import type { ChaosResult } from '../../chaos/run';
 
 const T0 = Date.UTC(2026, 0, 15, 2, 0, 0);
-const JOB = 'payment-reconciliation';
+const JOB = 'payments-job';
 const s = (seconds: number) => T0 + seconds * 1000;
 
 /** 30 s of a chaos run at 20 starts per 10 s: a start every 0.5 s, but none during the 429 storm from 10 to 12 s. */

@@ -10,7 +10,7 @@ import {
 } from '../../chaos/producerFaults';
 import type { InvocationHandle } from '../../local/lambdaRuntime';
 
-const JOB = 'payment-reconciliation';
+const JOB = 'payments-job';
 const BATCH = `${JOB}:2026-01-15:20260116T020000Z`;
 /** The batch of a producer re-run of the same date, a few seconds after the schedule's. */
 const RERUN_BATCH = `${JOB}:2026-01-15:20260116T020004Z`;

@@ -18,7 +18,7 @@ import {
 } from '../../console/charts';
 
 const T0 = Date.UTC(2026, 0, 15, 2, 0, 0);
-const JOB = 'payment-reconciliation';
+const JOB = 'payments-job';
 
 /** One pipeline metric of JOB, as Powertools writes it (dimensions service and job). */
 const metric = (metricName: string, atS: number, value = 1, job = JOB): MetricSample => ({

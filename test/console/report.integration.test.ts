@@ -13,7 +13,7 @@ import type { MetricSample } from '../../local/metricsTap';
 import { launchBrowser, type Browser } from '../support/browser';
 
 const T0 = Date.UTC(2026, 0, 15, 2, 0, 0);
-const JOB = 'payment-reconciliation';
+const JOB = 'payments-job';
 
 /** A minute and a half of a paced job: a start every 15 s (4 per 60 s), a 429 deferred once, ages rising, the queue draining. */
 function samples(): MetricSample[] {

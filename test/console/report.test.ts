@@ -21,8 +21,8 @@ const report: HtmlReport = {
   subtitle: 'dev, 2026-01-15',
   generatedAt: new Date('2026-01-15T02:00:00Z'),
   sections: [
-    { heading: 'payment-reconciliation', charts: [chart('payment-reconciliation:starts')], facts: [['completed', '60'], ['max starts in any window', '4 of 4']] },
-    { heading: 'stale-upload-cleanup', charts: [] },
+    { heading: 'payments-job', charts: [chart('payments-job:starts')], facts: [['completed', '60'], ['max starts in any window', '4 of 4']] },
+    { heading: 'uploads-job', charts: [] },
   ],
 };
 
@@ -57,9 +57,9 @@ describe('Function: renderHtmlReport', () => {
     expect(html).toContain('<title>Local run</title>');
     expect(html).toContain('<p>dev, 2026-01-15</p>');
     expect(html).toContain('<p>Generated 2026-01-15T02:00:00.000Z</p>');
-    expect(html).toContain('<section><h2>payment-reconciliation</h2><dl class="facts"><dt>completed</dt><dd>60</dd><dt>max starts in any window</dt><dd>4 of 4</dd></dl><div class="paced-charts" data-report-section="0"></div></section>');
-    expect(html).toContain('<section><h2>stale-upload-cleanup</h2><p class="no-charts">No charts for this section.</p></section>');
-    expect(embeddedData(html)).toEqual([[chart('payment-reconciliation:starts')], []]);
+    expect(html).toContain('<section><h2>payments-job</h2><dl class="facts"><dt>completed</dt><dd>60</dd><dt>max starts in any window</dt><dd>4 of 4</dd></dl><div class="paced-charts" data-report-section="0"></div></section>');
+    expect(html).toContain('<section><h2>uploads-job</h2><p class="no-charts">No charts for this section.</p></section>');
+    expect(embeddedData(html)).toEqual([[chart('payments-job:starts')], []]);
   });
 
   it('embeds the data safely: a title with </script> and <!-- neither ends nor alters the element, and reads back unchanged', () => {

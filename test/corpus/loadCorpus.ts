@@ -30,7 +30,7 @@ export interface ConfigChange {
 
 export interface ConfigCase {
   name: string;
-  /** The environment in lib/config/environments.ts the case starts from. */
+  /** The environment in test/fixtures/environments.ts (the reference app's, with jobs of its own) the case starts from. */
   base: string;
   /** Each change: a path into that environment's input and the value put there, or `remove` to delete the key. */
   changes: ConfigChange[];
@@ -41,6 +41,9 @@ export interface ConfigCase {
 const read = <T>(file: string): T => JSON.parse(readFileSync(path.join(__dirname, file), 'utf8')) as T;
 
 export const messageCases = (): MessageCase[] => read<{ cases: MessageCase[] }>('messages.json').cases;
+/** A job's own bad-message cases, in a file of messages.json's format (lambda/jobs/<job>/test/messages.json). */
+export const messageCasesIn = (file: string): MessageCase[] =>
+  (JSON.parse(readFileSync(file, 'utf8')) as { cases: MessageCase[] }).cases;
 export const configCases = (): ConfigCase[] => read<{ cases: ConfigCase[] }>('config.json').cases;
 /** Config that passes the schema but that the stack's constructs refuse; `expect` is the whole InvalidPropsError message. */
 export const stackConfigCases = (): ConfigCase[] => read<{ stackCases: ConfigCase[] }>('config.json').stackCases;

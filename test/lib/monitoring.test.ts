@@ -1,24 +1,27 @@
 // Monitoring: the prod template's per-job alarms (names, thresholds, actions), the alarm topic, the dashboard, and
-// config reaching the thresholds and the email subscription.
+// config reaching the thresholds and the email subscription, on the test environments (test/fixtures/environments.ts).
 import * as path from 'node:path';
 import { Lazy, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { MetricName } from '../../lambda/adapters/observability';
-import { loadEnvironment } from '../../lib/config/load';
+import { loadEnvironment as loadFrom } from '../../lib/config/load';
 import { environmentSchema } from '../../lib/config/schema';
 import { alarmName, burnWindows, CustomMetric, hasKeys, MAX_ALARM_DESCRIPTION_LENGTH, Monitoring } from '../../lib/monitoring';
 import type { PacedJob } from '../../lib/paced-job';
 import { InvalidPropsError } from '../../lib/props-error';
 import { PacedJobsStack } from '../../lib/stack';
+import { environments } from '../fixtures/environments';
 import { testApp } from './cdkContext';
 import { arnOf, logicalId, refOf, resourceOf } from './templateHelpers';
 
 /** The code every custom stack's jobs are built on: the entry is bundled, never run, in these tests. */
 const FAKE_JOB = path.join(__dirname, '..', 'fixtures', 'jobs', 'fake-job', 'index.ts');
+/** The test environments, shaped as the reference app's, with jobs of their own. */
+const loadEnvironment = (name: string) => loadFrom(name, environments);
 
-/** The example jobs, checked one by one below. */
-const PROD_JOBS = ['payment-reconciliation', 'stale-upload-cleanup', 'expired-session-cleanup'];
-/** Every job prod configures, in config order: the examples and any a user added (npm run new-job). */
+/** The test environments' jobs, checked one by one below. */
+const PROD_JOBS = ['payments-job', 'uploads-job', 'sessions-job'];
+/** Every job prod configures, in config order. */
 const ALL_PROD_JOBS = Object.keys(loadEnvironment('prod').jobs);
 
 interface Built {
@@ -28,7 +31,7 @@ interface Built {
 
 function buildProd(): Built {
   const app = testApp();
-  const stack = new PacedJobsStack(app, 'PacedJobs-prod', { environmentName: 'prod', config: loadEnvironment('prod') });
+  const stack = new PacedJobsStack(app, 'PacedJobs-prod', { environmentName: 'prod', config: loadEnvironment('prod'), jobEntry: () => FAKE_JOB });
   return { stack, template: Template.fromStack(stack) };
 }
 
@@ -126,7 +129,7 @@ describe('Class: Monitoring', () => {
     });
 
     it('alarms on consumer errors and throttles and on producer errors, each above zero in 5 minutes', () => {
-      const job = prod.stack.jobs['stale-upload-cleanup'];
+      const job = prod.stack.jobs['uploads-job'];
       const cases = [
         ['consumer-errors', job.consumer, 'Errors'],
         ['consumer-throttles', job.consumer, 'Throttles'],
@@ -134,7 +137,7 @@ describe('Class: Monitoring', () => {
       ] as const;
       for (const [what, fn, metricName] of cases) {
         prod.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-          AlarmName: `PacedJobs-prod-stale-upload-cleanup-${what}`,
+          AlarmName: `PacedJobs-prod-uploads-job-${what}`,
           Namespace: 'AWS/Lambda',
           MetricName: metricName,
           Dimensions: [{ Name: 'FunctionName', Value: refOf(fn) }],
@@ -150,10 +153,10 @@ describe('Class: Monitoring', () => {
 
     it('alarms when the producer runs longer than 80% of its 300 s timeout', () => {
       prod.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        AlarmName: 'PacedJobs-prod-payment-reconciliation-producer-duration',
+        AlarmName: 'PacedJobs-prod-payments-job-producer-duration',
         Namespace: 'AWS/Lambda',
         MetricName: 'Duration',
-        Dimensions: [{ Name: 'FunctionName', Value: refOf(prod.stack.jobs['payment-reconciliation'].producer) }],
+        Dimensions: [{ Name: 'FunctionName', Value: refOf(prod.stack.jobs['payments-job'].producer) }],
         Statistic: 'Maximum',
         Period: 300,
         Threshold: 240000,
@@ -177,12 +180,12 @@ describe('Class: Monitoring', () => {
 
     it("alarms on the provider's throttling metric with the exact dimensions Powertools emits", () => {
       prod.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        AlarmName: 'PacedJobs-prod-expired-session-cleanup-provider-throttled',
+        AlarmName: 'PacedJobs-prod-sessions-job-provider-throttled',
         Namespace: 'PacedJobs',
         MetricName: 'Throttled',
         Dimensions: [
-          { Name: 'job', Value: 'expired-session-cleanup' },
-          { Name: 'service', Value: 'expired-session-cleanup' },
+          { Name: 'job', Value: 'sessions-job' },
+          { Name: 'service', Value: 'sessions-job' },
         ],
         Statistic: 'Sum',
         Period: 60,
@@ -215,15 +218,15 @@ describe('Class: Monitoring', () => {
     it('pages and tickets on the SLO\'s burn rate: per job two pairs, each a long and a short window both over its rate', () => {
       const expr = (budget: number) =>
         `IF(FILL(met, 0) + FILL(missed, 0) + FILL(failed, 0) > 0, (FILL(missed, 0) + FILL(failed, 0)) / (FILL(met, 0) + FILL(missed, 0) + FILL(failed, 0)), 0) / ${budget}`;
-      // payment-reconciliation: 99% within 360 min. Fast: 60 min (capped) and 5 min over 6x; slow: 180 and 15 min over 2x.
+      // payments-job: 99% within 360 min. Fast: 60 min (capped) and 5 min over 6x; slow: 180 and 15 min over 2x.
       const windows = { fast: [['long', 60], ['short', 5]], slow: [['long', 180], ['short', 15]] } as const;
       for (const [kind, rate] of [['fast', 6], ['slow', 2]] as const) {
-        const composite = resourceOf(prod.template, prod.stack.monitoring.burnAlarms['payment-reconciliation'][kind]).Properties;
-        expect(composite.AlarmName).toBe(`PacedJobs-prod-payment-reconciliation-burn-${kind}`);
+        const composite = resourceOf(prod.template, prod.stack.monitoring.burnAlarms['payments-job'][kind]).Properties;
+        expect(composite.AlarmName).toBe(`PacedJobs-prod-payments-job-burn-${kind}`);
         expect(composite.AlarmActions).toEqual([refOf(prod.stack.monitoring.topic)]);
-        expect(composite.AlarmDescription).toContain('First run `npm run ops -- status --env prod --job payment-reconciliation`');
+        expect(composite.AlarmDescription).toContain('First run `npm run ops -- status --env prod --job payments-job`');
         for (const [which, minutes] of windows[kind]) {
-          const name = `PacedJobs-prod-payment-reconciliation-burn-${kind}-${which}`;
+          const name = `PacedJobs-prod-payments-job-burn-${kind}-${which}`;
           const [id, resource] = Object.entries(prod.template.findResources('AWS::CloudWatch::Alarm')).find(([, a]) => a.Properties.AlarmName === name)!;
           // The composite requires this window's alarm in ALARM (AND the pair's other one).
           expect(JSON.stringify(composite.AlarmRule)).toContain(`{"Fn::GetAtt":["${id}","Arn"]}`);
@@ -330,9 +333,9 @@ describe('Class: Monitoring', () => {
     });
 
     it("uses as the metric's service dimension the service name the consumer is given", () => {
-      const job = prod.stack.jobs['payment-reconciliation'];
+      const job = prod.stack.jobs['payments-job'];
       const variables = resourceOf(prod.template, job.consumer).Properties.Environment.Variables;
-      const alarm = resourceOf(prod.template, prod.stack.monitoring.jobAlarms['payment-reconciliation'].ProviderThrottled);
+      const alarm = resourceOf(prod.template, prod.stack.monitoring.jobAlarms['payments-job'].ProviderThrottled);
       expect(alarm.Properties.Dimensions).toContainEqual({ Name: 'service', Value: variables.POWERTOOLS_SERVICE_NAME });
       expect(variables.POWERTOOLS_METRICS_NAMESPACE).toBe(alarm.Properties.Namespace);
     });
@@ -511,13 +514,13 @@ describe('Class: Monitoring', () => {
     it("graphs each job's outcome metrics and its p99 age since first enqueue, with Powertools' dimensions", () => {
       const widgets = dashboardBody(prod.template).widgets;
       const byTitle = (title: string) => widgets.find((w) => w.properties.title === title)?.properties;
-      const dims = ['job', 'payment-reconciliation', 'service', 'payment-reconciliation'];
-      expect(byTitle('payment-reconciliation: outcomes')?.metrics).toEqual(
+      const dims = ['job', 'payments-job', 'service', 'payments-job'];
+      expect(byTitle('payments-job: outcomes')?.metrics).toEqual(
         ['Applied', 'DuplicatesSuppressed', 'Deferred', 'Throttled', 'Rejected', 'DeadLettered', 'DiscoveryRowsRejected'].map((name) => [
           'PacedJobs', name, ...dims, { label: name, stat: 'Sum' },
         ]),
       );
-      expect(byTitle('payment-reconciliation: age since first enqueue')?.metrics).toEqual([
+      expect(byTitle('payments-job: age since first enqueue')?.metrics).toEqual([
         ['PacedJobs', 'AgeSinceFirstEnqueue', ...dims, { label: 'p99 (ms)', stat: 'p99' }],
       ]);
     });
@@ -535,7 +538,7 @@ describe('Class: Monitoring', () => {
       const byTitle = (template: Template, title: string) => dashboardBody(template).widgets.find((w) => w.properties.title === title)?.properties;
       const counts = ['PolledEventCount', 'InvokedEventCount', 'FailedInvokeEventCount', 'DroppedEventCount', 'DeletedEventCount'];
       for (const what of ['consumer', 'admission']) {
-        const metrics = byTitle(prod.template, `payment-reconciliation: ${what} event source`)?.metrics as unknown[][];
+        const metrics = byTitle(prod.template, `payments-job: ${what} event source`)?.metrics as unknown[][];
         expect(metrics.map((m) => m.slice(0, 3))).toEqual(counts.map((name) => ['AWS/Lambda', name, 'EventSourceMappingUUID']));
       }
       const ages = (template: Template, job: string) => (byTitle(template, `${job}: work queue`)?.metrics as unknown[][])

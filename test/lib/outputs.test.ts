@@ -3,7 +3,7 @@ import { bucketOutputDescription, bucketOutputName, jobOutputDescription, jobOut
 
 describe('Function: pascalCase', () => {
   it.each([
-    ['payment-reconciliation', 'PaymentReconciliation'],
+    ['payments-job', 'PaymentsJob'],
     ['providerApiKey', 'ProviderApiKey'],
     ['a-b2-c', 'AB2C'],
   ])('turns %s into %s', (input, expected) => {
@@ -13,8 +13,8 @@ describe('Function: pascalCase', () => {
 
 describe('Function: jobOutputName', () => {
   it('prefixes the kind with the PascalCase job name', () => {
-    expect(jobOutputName('stale-upload-cleanup', 'EventSourceMappingUuid')).toBe('StaleUploadCleanupEventSourceMappingUuid');
-    expect(jobOutputName('payment-reconciliation', 'QueueUrl')).toBe('PaymentReconciliationQueueUrl');
+    expect(jobOutputName('uploads-job', 'EventSourceMappingUuid')).toBe('UploadsJobEventSourceMappingUuid');
+    expect(jobOutputName('payments-job', 'QueueUrl')).toBe('PaymentsJobQueueUrl');
   });
 });
 
@@ -26,7 +26,7 @@ describe('Function: stackName', () => {
 
 describe('Function: jobOutputDescription', () => {
   it('is "<job>: <Kind>", which the operator CLI parses to find the jobs', () => {
-    expect(jobOutputDescription('payment-reconciliation', 'DlqUrl')).toBe('payment-reconciliation: DlqUrl');
+    expect(jobOutputDescription('payments-job', 'DlqUrl')).toBe('payments-job: DlqUrl');
   });
 });
 

@@ -149,7 +149,7 @@ describe('Function: handlerEntry', () => {
 
 describe('Function: producerFunctionName', () => {
   it('joins the stack and job names', () => {
-    expect(producerFunctionName('PacedJobs-prod', 'payment-reconciliation')).toBe('PacedJobs-prod-payment-reconciliation-producer');
+    expect(producerFunctionName('PacedJobs-prod', 'payments-job')).toBe('PacedJobs-prod-payments-job-producer');
   });
 });
 

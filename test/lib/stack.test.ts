@@ -1,10 +1,10 @@
-// Fine-grained template assertions on the dev (creates app resources) and prod (imports them, retains data) stacks,
-// synthesized without bundling (cdkContext.ts): what each function's bundle holds, test/lib/bundles.test.ts checks.
+// Fine-grained template assertions on the dev (creates app resources) and prod (imports them, retains data) stacks of
+// the test environments (test/fixtures/environments.ts), synthesized without bundling (cdkContext.ts).
 import * as path from 'node:path';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
-import { environments } from '../../lib/config/environments';
-import { loadEnvironment, parseEnvironment } from '../../lib/config/load';
+import { loadEnvironment as loadFrom, parseEnvironment } from '../../lib/config/load';
+import { environments } from '../fixtures/environments';
 import { InvalidPropsError } from '../../lib/props-error';
 import { PacedJobsStack } from '../../lib/stack';
 import { applyChanges, stackConfigCases, type ConfigCase } from '../corpus/loadCorpus';
@@ -15,6 +15,8 @@ import {
 } from './templateHelpers';
 
 const FAKE_JOB = path.join(__dirname, '..', 'fixtures', 'jobs', 'fake-job', 'index.ts');
+/** The test environments (test/fixtures/environments.ts), shaped as the reference app's, with jobs of their own. */
+const loadEnvironment = (name: string) => loadFrom(name, environments);
 
 interface Built {
   stack: PacedJobsStack;
@@ -26,6 +28,8 @@ function build(environmentName: string): Built {
   const stack = new PacedJobsStack(app, `PacedJobs-${environmentName}`, {
     environmentName,
     config: loadEnvironment(environmentName),
+    // Every job's code is the fake job's: the stack bundles nothing here (testApp), and reads no job's code.
+    jobEntry: () => FAKE_JOB,
   });
   return { stack, template: Template.fromStack(stack) };
 }
@@ -51,7 +55,7 @@ beforeAll(() => {
 describe('Class: PacedJobsStack', () => {
   describe('Method: constructor (schedules)', () => {
     it('schedules the producer with the cron in its time zone, the retry policy and the producer DLQ', () => {
-      const job = prod.stack.jobs['payment-reconciliation'];
+      const job = prod.stack.jobs['payments-job'];
       prod.template.hasResourceProperties('AWS::Scheduler::Schedule', {
         ScheduleExpression: 'cron(0 2 * * ? *)',
         ScheduleExpressionTimezone: 'Europe/London',
@@ -68,7 +72,7 @@ describe('Class: PacedJobsStack', () => {
       prod.template.hasResourceProperties('AWS::Scheduler::Schedule', {
         ScheduleExpression: 'cron(30 3 * * ? *)',
         ScheduleExpressionTimezone: 'UTC',
-        Target: { Arn: arnOf(prod.stack.jobs['stale-upload-cleanup'].producer) },
+        Target: { Arn: arnOf(prod.stack.jobs['uploads-job'].producer) },
       });
     });
 
@@ -114,7 +118,7 @@ describe('Class: PacedJobsStack', () => {
     });
 
     it('lets the schedule role invoke only its own producer and write only its own producer DLQ', () => {
-      const job = prod.stack.jobs['expired-session-cleanup'];
+      const job = prod.stack.jobs['sessions-job'];
       const role = job.node.findChild('ScheduleRole');
       prod.template.hasResourceProperties('AWS::IAM::Policy', {
         Roles: [{ Ref: logicalId(role) }],
@@ -134,7 +138,7 @@ describe('Class: PacedJobsStack', () => {
 
   describe('Method: constructor (queues)', () => {
     it('gives the job queue a visibility timeout of 6x the consumer timeout, its retention, SSE and a redrive to its DLQ', () => {
-      const job = prod.stack.jobs['payment-reconciliation'];
+      const job = prod.stack.jobs['payments-job'];
       expect(resourceOf(prod.template, job.queue)).toMatchObject({
         Type: 'AWS::SQS::Queue',
         Properties: {
@@ -147,14 +151,14 @@ describe('Class: PacedJobsStack', () => {
     });
 
     it('keeps both dead-letter queues for 14 days, encrypted, with no redrive of their own', () => {
-      for (const queue of [prod.stack.jobs['payment-reconciliation'].dlq, prod.stack.jobs['payment-reconciliation'].producerDlq]) {
+      for (const queue of [prod.stack.jobs['payments-job'].dlq, prod.stack.jobs['payments-job'].producerDlq]) {
         const props = prod.template.toJSON().Resources[logicalId(queue)].Properties;
         expect(props).toEqual({ MessageRetentionPeriod: 1209600, SqsManagedSseEnabled: true, Tags: expect.any(Array) });
       }
     });
 
     it('denies every non-TLS request on each queue', () => {
-      const job = prod.stack.jobs['stale-upload-cleanup'];
+      const job = prod.stack.jobs['uploads-job'];
       for (const queue of [job.queue, job.dlq, job.producerDlq]) {
         prod.template.hasResourceProperties('AWS::SQS::QueuePolicy', {
           Queues: [refOf(queue)],
@@ -174,7 +178,7 @@ describe('Class: PacedJobsStack', () => {
     });
 
     it("lets only the job's functions and the configured operator role send to its work queue, every other principal denied", () => {
-      const job = prod.stack.jobs['stale-upload-cleanup'];
+      const job = prod.stack.jobs['uploads-job'];
       const operator = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/paced-jobs-operator']] };
       expect(loadEnvironment('prod').operatorRoles).toEqual(['paced-jobs-operator']);
       prod.template.hasResourceProperties('AWS::SQS::QueuePolicy', {
@@ -194,7 +198,7 @@ describe('Class: PacedJobsStack', () => {
   });
 
   describe('Method: constructor (consumers)', () => {
-    it.each(['payment-reconciliation', 'stale-upload-cleanup', 'expired-session-cleanup'])(
+    it.each(['payments-job', 'uploads-job', 'sessions-job'])(
       'maps the %s queue to its consumer with the batch settings, maxConcurrency equal to the reservation, and partial failures',
       (jobName) => {
         const job = prod.stack.jobs[jobName];
@@ -233,12 +237,12 @@ describe('Class: PacedJobsStack', () => {
     });
 
     it('hands the consumer exactly its variables: names and settings, never a secret value', () => {
-      const job = prod.stack.jobs['payment-reconciliation'];
+      const job = prod.stack.jobs['payments-job'];
       const { idempotencyTable, ledgerTable, limiterTable } = prod.stack.stateTables;
       expect(variablesOf(prod.template, job.consumer)).toEqual({
-        JOB_NAME: 'payment-reconciliation',
+        JOB_NAME: 'payments-job',
         JOB_SETTINGS: JSON.stringify({
-          jobName: 'payment-reconciliation',
+          jobName: 'payments-job',
           pageSize: 500,
           maxPagesPerRun: 58,
           maxMessageBytes: 262144,
@@ -264,7 +268,7 @@ describe('Class: PacedJobsStack', () => {
         LIMITER_TABLE_NAME: refOf(limiterTable),
         IDEMPOTENCY_TTL_SECONDS: String(30 * 86400),
         MAX_MESSAGE_BYTES: '262144',
-        POWERTOOLS_SERVICE_NAME: 'payment-reconciliation',
+        POWERTOOLS_SERVICE_NAME: 'payments-job',
         POWERTOOLS_METRICS_NAMESPACE: 'PacedJobs',
         NODE_OPTIONS: '--enable-source-maps',
       });
@@ -282,9 +286,9 @@ describe('Class: PacedJobsStack', () => {
 
   describe('Method: constructor (producers)', () => {
     it('names the producer <stack>-<job>-producer and gives it the shared variables only', () => {
-      const job = prod.stack.jobs['stale-upload-cleanup'];
+      const job = prod.stack.jobs['uploads-job'];
       prod.template.hasResourceProperties('AWS::Lambda::Function', {
-        FunctionName: 'PacedJobs-prod-stale-upload-cleanup-producer',
+        FunctionName: 'PacedJobs-prod-uploads-job-producer',
         Timeout: 300,
         MemorySize: 512,
         Runtime: 'nodejs22.x',
@@ -305,13 +309,13 @@ describe('Class: PacedJobsStack', () => {
     });
 
     it('keeps each function log group for the configured retention', () => {
-      const job = prod.stack.jobs['stale-upload-cleanup'];
+      const job = prod.stack.jobs['uploads-job'];
       expect(resourceOf(prod.template, job.producer.functionLogGroup)).toMatchObject({
         Type: 'AWS::Logs::LogGroup',
         Properties: { RetentionInDays: 90 },
         DeletionPolicy: 'Retain',
       });
-      expect(resourceOf(dev.template, dev.stack.jobs['stale-upload-cleanup'].consumer.functionLogGroup)).toMatchObject({
+      expect(resourceOf(dev.template, dev.stack.jobs['uploads-job'].consumer.functionLogGroup)).toMatchObject({
         Properties: { RetentionInDays: 30 },
         DeletionPolicy: 'Delete',
       });
@@ -320,7 +324,7 @@ describe('Class: PacedJobsStack', () => {
 
   describe('Method: constructor (least privilege)', () => {
     it("lets the producer invoke nothing, read only what its discovery reads, and send only to its own queues", () => {
-      const job = prod.stack.jobs['expired-session-cleanup'];
+      const job = prod.stack.jobs['sessions-job'];
       const statements = statementsOf(prod.template, job, 'producer');
       // Continuations go through the admission queue: the producer never invokes a function.
       expect(statements.filter((s) => actionsOf(s).some((a) => a.startsWith('lambda:Invoke')))).toEqual([]);
@@ -344,8 +348,8 @@ describe('Class: PacedJobsStack', () => {
     });
 
     it("keeps one job's consumer away from another job's queues, tables, bucket and secret", () => {
-      const payments = prod.stack.jobs['payment-reconciliation'];
-      const uploads = prod.stack.jobs['stale-upload-cleanup'];
+      const payments = prod.stack.jobs['payments-job'];
+      const uploads = prod.stack.jobs['uploads-job'];
       const paymentsConsumer = statementsOf(prod.template, payments, 'consumer');
       const uploadsConsumer = statementsOf(prod.template, uploads, 'consumer');
 
@@ -358,7 +362,7 @@ describe('Class: PacedJobsStack', () => {
     });
 
     it('gives the consumer its queue, its DLQ, the state tables and exactly the declared access to its uses', () => {
-      const job = prod.stack.jobs['payment-reconciliation'];
+      const job = prod.stack.jobs['payments-job'];
       const statements = statementsOf(prod.template, job, 'consumer');
       expect(actionsOn(statements, arnOf(job.queue))).toEqual([
         'sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage', 'sqs:SendMessage',
@@ -371,7 +375,7 @@ describe('Class: PacedJobsStack', () => {
       expect(actionsOn(statements, arnOf(limiterTable))).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
       const onIdempotency = statements.filter((s) => mentions([s], arnOf(idempotencyTable)));
       expect(onIdempotency.map((s) => (s as { Condition?: unknown }).Condition)).toEqual([
-        { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['payment-reconciliation#*'] } },
+        { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['payments-job#*'] } },
       ]);
       // apply: ['get', 'update']: the payment read by key and its outcome written; no Query, Scan, Put or index.
       const payments = importedArn('dynamodb', ':table/payments-prod');
@@ -386,8 +390,8 @@ describe('Class: PacedJobsStack', () => {
       expect(secret.flatMap(actionsOf).sort()).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
     });
 
-    it("grants expired-session-cleanup's producer Scan on the tenants, its consumer the sessions index's Query and DeleteItem", () => {
-      const job = prod.stack.jobs['expired-session-cleanup'];
+    it("grants sessions-job's producer Scan on the tenants, its consumer the sessions index's Query and DeleteItem", () => {
+      const job = prod.stack.jobs['sessions-job'];
       const consumer = statementsOf(prod.template, job, 'consumer');
       const producer = statementsOf(prod.template, job, 'producer');
       const tenants = importedArn('dynamodb', ':table/tenants-prod');
@@ -400,8 +404,8 @@ describe('Class: PacedJobsStack', () => {
       expect(actionsOn(consumer, sessionsIndex)).toEqual(['dynamodb:Query']);
     });
 
-    it("grants stale-upload-cleanup's producer the deadline index's Query, its consumer GetItem and DeleteItem on the uploads", () => {
-      const job = prod.stack.jobs['stale-upload-cleanup'];
+    it("grants uploads-job's producer the deadline index's Query, its consumer GetItem and DeleteItem on the uploads", () => {
+      const job = prod.stack.jobs['uploads-job'];
       const uploads = importedArn('dynamodb', ':table/uploads-prod');
       const uploadsIndex = importedArn('dynamodb', ':table/uploads-prod/index/by-deadline');
       expect(actionsOn(statementsOf(prod.template, job, 'producer'), uploads)).toEqual(['dynamodb:Query']);
@@ -410,8 +414,8 @@ describe('Class: PacedJobsStack', () => {
       expect(actionsOn(statementsOf(prod.template, job, 'consumer'), uploadsIndex)).toEqual([]);
     });
 
-    it("hands dev's stale-upload-cleanup functions the created bucket's Ref, and grants on its ARN attribute", () => {
-      const job = dev.stack.jobs['stale-upload-cleanup'];
+    it("hands dev's uploads-job functions the created bucket's Ref, and grants on its ARN attribute", () => {
+      const job = dev.stack.jobs['uploads-job'];
       const bucket = dev.stack.appResources.buckets.uploads;
       for (const fn of [job.producer, job.consumer]) {
         const parts = (variablesOf(dev.template, fn).JOB_SETTINGS as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
@@ -429,7 +433,7 @@ describe('Class: PacedJobsStack', () => {
     });
 
     it("grants the upload cleaner s3:DeleteObject alone, on its bucket's objects: no read, list, put or legal hold", () => {
-      const job = prod.stack.jobs['stale-upload-cleanup'];
+      const job = prod.stack.jobs['uploads-job'];
       const statements = statementsOf(prod.template, job, 'consumer');
       const objects = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::paced-jobs-uploads-prod/*']] };
       expect(actionsOn(statements, objects)).toEqual(['s3:DeleteObject']);
@@ -544,31 +548,31 @@ describe('Class: PacedJobsStack', () => {
 
   describe('Method: constructor (outputs)', () => {
     it('exports each job resource under its documented output name', () => {
-      const job = prod.stack.jobs['payment-reconciliation'];
+      const job = prod.stack.jobs['payments-job'];
       const outputs = prod.template.toJSON().Outputs;
-      expect(outputs.PaymentReconciliationQueueUrl.Value).toEqual(refOf(job.queue));
-      expect(outputs.PaymentReconciliationQueueArn.Value).toEqual(arnOf(job.queue));
-      expect(outputs.PaymentReconciliationDlqUrl.Value).toEqual(refOf(job.dlq));
-      expect(outputs.PaymentReconciliationDlqArn.Value).toEqual(arnOf(job.dlq));
-      expect(outputs.PaymentReconciliationProducerDlqUrl.Value).toEqual(refOf(job.producerDlq));
-      expect(outputs.PaymentReconciliationProducerDlqArn.Value).toEqual(arnOf(job.producerDlq));
-      expect(outputs.PaymentReconciliationProducerFunctionName.Value).toEqual(refOf(job.producer));
-      expect(outputs.PaymentReconciliationConsumerFunctionName.Value).toEqual(refOf(job.consumer));
-      expect(outputs.PaymentReconciliationScheduleName.Value).toEqual(refOf(job.schedule));
-      expect(outputs.PaymentReconciliationScheduleGroupName).toEqual({ Value: 'paced-jobs-prod', Description: 'payment-reconciliation: ScheduleGroupName' });
-      expect(outputs.PaymentReconciliationEventSourceMappingUuid.Value).toEqual({
+      expect(outputs.PaymentsJobQueueUrl.Value).toEqual(refOf(job.queue));
+      expect(outputs.PaymentsJobQueueArn.Value).toEqual(arnOf(job.queue));
+      expect(outputs.PaymentsJobDlqUrl.Value).toEqual(refOf(job.dlq));
+      expect(outputs.PaymentsJobDlqArn.Value).toEqual(arnOf(job.dlq));
+      expect(outputs.PaymentsJobProducerDlqUrl.Value).toEqual(refOf(job.producerDlq));
+      expect(outputs.PaymentsJobProducerDlqArn.Value).toEqual(arnOf(job.producerDlq));
+      expect(outputs.PaymentsJobProducerFunctionName.Value).toEqual(refOf(job.producer));
+      expect(outputs.PaymentsJobConsumerFunctionName.Value).toEqual(refOf(job.consumer));
+      expect(outputs.PaymentsJobScheduleName.Value).toEqual(refOf(job.schedule));
+      expect(outputs.PaymentsJobScheduleGroupName).toEqual({ Value: 'paced-jobs-prod', Description: 'payments-job: ScheduleGroupName' });
+      expect(outputs.PaymentsJobEventSourceMappingUuid.Value).toEqual({
         Ref: logicalId(job.consumer.node.children.find((c) => c.node.id.startsWith('SqsEventSource'))!),
       });
       expect(outputs.IdempotencyTableName.Value).toEqual(refOf(prod.stack.stateTables.idempotencyTable));
       expect(outputs.LedgerTableName.Value).toEqual(refOf(prod.stack.stateTables.ledgerTable));
       expect(outputs.LimiterTableName.Value).toEqual(refOf(prod.stack.stateTables.limiterTable));
-      expect(outputs.PaymentReconciliationEventSourceMappingUuid.Description).toBe('payment-reconciliation: EventSourceMappingUuid');
-      expect(outputs.StaleUploadCleanupQueueUrl.Description).toBe('stale-upload-cleanup: QueueUrl');
-      expect(Object.keys(outputs).filter((k) => k.startsWith('StaleUploadCleanup')).sort()).toEqual([
-        'StaleUploadCleanupAdmissionMappingUuid', 'StaleUploadCleanupAdmissionQueueArn', 'StaleUploadCleanupAdmissionQueueUrl',
-        'StaleUploadCleanupConsumerFunctionName', 'StaleUploadCleanupDlqArn', 'StaleUploadCleanupDlqUrl', 'StaleUploadCleanupEventSourceMappingUuid',
-        'StaleUploadCleanupProducerDlqArn', 'StaleUploadCleanupProducerDlqUrl', 'StaleUploadCleanupProducerFunctionName', 'StaleUploadCleanupQueueArn',
-        'StaleUploadCleanupQueueUrl', 'StaleUploadCleanupScheduleGroupName', 'StaleUploadCleanupScheduleName',
+      expect(outputs.PaymentsJobEventSourceMappingUuid.Description).toBe('payments-job: EventSourceMappingUuid');
+      expect(outputs.UploadsJobQueueUrl.Description).toBe('uploads-job: QueueUrl');
+      expect(Object.keys(outputs).filter((k) => k.startsWith('UploadsJob')).sort()).toEqual([
+        'UploadsJobAdmissionMappingUuid', 'UploadsJobAdmissionQueueArn', 'UploadsJobAdmissionQueueUrl',
+        'UploadsJobConsumerFunctionName', 'UploadsJobDlqArn', 'UploadsJobDlqUrl', 'UploadsJobEventSourceMappingUuid',
+        'UploadsJobProducerDlqArn', 'UploadsJobProducerDlqUrl', 'UploadsJobProducerFunctionName', 'UploadsJobQueueArn',
+        'UploadsJobQueueUrl', 'UploadsJobScheduleGroupName', 'UploadsJobScheduleName',
       ]);
     });
 

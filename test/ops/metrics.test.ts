@@ -8,7 +8,7 @@ import { MetricName } from '../../lambda/adapters/observability';
 import { startCloudWatchApi } from '../../local/cloudWatchApi';
 import type { MetricSample } from '../../local/metricsTap';
 import { writeEndpoints } from '../../local/run';
-import { LocalSession } from '../../local/session';
+import { LocalSession, type SessionJob } from '../../local/session';
 import { createClients, type OpsClients } from '../../ops/clients';
 import type { CommandContext } from '../../ops/context';
 import { ResourceDiscoveryError, UsageError } from '../../ops/errors';
@@ -160,8 +160,9 @@ describe('Function: readJobSamples (against the local CloudWatch API)', () => {
 });
 
 describe('On a local session: the session\'s metrics, served and found through endpoints.json', () => {
-  const JOB = 'stale-upload-cleanup';
   const COUNT = 3;
+  /** The fastest-paced of the app's jobs with a fixture (whichever the reference app keeps), so the run settles soonest. */
+  let JOB: string;
   let session: LocalSession;
   let dir: string;
   let settled: boolean;
@@ -169,6 +170,9 @@ describe('On a local session: the session\'s metrics, served and found through e
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ops-metrics-'));
     session = await LocalSession.open({ cwd: process.cwd(), log: () => undefined, metrics: { pollIntervalMs: 200 }, prewarm: 2 });
+    const perSecond = ({ settings: { rateLimit: r } }: SessionJob) => r.startsPerInterval / r.intervalSeconds;
+    const [fastest] = [...session.jobs.values()].filter((j) => j.fixture).sort((a, b) => perSecond(b) - perSecond(a));
+    JOB = fastest.name;
     const businessDate = session.businessDateFor(JOB);
     await session.seed(JOB, COUNT, businessDate);
     session.startConsumers();

@@ -22,9 +22,9 @@ const tableOutputs: Output[] = [
 
 describe('Function: jobNamesFromOutputs', () => {
   it('finds each job once from its described outputs', () => {
-    expect(jobNamesFromOutputs([...jobOutputs('payment-reconciliation'), ...jobOutputs('stale-upload-cleanup'), ...tableOutputs])).toEqual([
-      'payment-reconciliation',
-      'stale-upload-cleanup',
+    expect(jobNamesFromOutputs([...jobOutputs('payments-job'), ...jobOutputs('uploads-job'), ...tableOutputs])).toEqual([
+      'payments-job',
+      'uploads-job',
     ]);
   });
 

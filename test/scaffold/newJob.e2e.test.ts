@@ -81,7 +81,7 @@ describe('Command: new-job, in a copy of the project', () => {
     // synth (bundled) that npm start below would otherwise run first, into the cdk.out it reads.
     const [tsc, jest, synth, devSynth] = await Promise.all([
       copy.run('npx', ['tsc', '--noEmit', '-p', '.'], { timeoutMs: 150_000 }),
-      copy.run('npx', ['jest', '--rootDir', copy.dir, `test/lambda/jobs/${NAME}`], { timeoutMs: 120_000 }),
+      copy.run('npx', ['jest', '--rootDir', copy.dir, `lambda/jobs/${NAME}`], { timeoutMs: 120_000 }),
       // Its own output folder, so the dev synth's cdk.out is left alone.
       copy.run('npx', ['tsx', '-e', SYNTH_PROD_WITHOUT_BUNDLING], { timeoutMs: 180_000 }),
       copy.run('npx', ['cdk', 'synth', '-c', 'env=dev', '--quiet', '--output', 'cdk.out'], { timeoutMs: 180_000 }),

@@ -1,7 +1,7 @@
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { environmentSchema } from '../../lib/config/schema';
+import { environmentSchema, jobSchema } from '../../lib/config/schema';
 import { run } from '../../scaffold/cli';
 import {
   ENVIRONMENTS_FILE,
@@ -88,12 +88,6 @@ describe('Function: validateName', () => {
     });
   });
 
-  it('refuses support, the job tests\' helper module', () => {
-    expect(validateName('support', real)?.message).toBe(
-      'job name "support" breaks the reserved rule: test/lambda/jobs/support.ts is the job tests\' shared helper, and a test folder test/lambda/jobs/support/ beside it would make `../support` ambiguous',
-    );
-  });
-
   it.each(['schedule-group', 'schedule-group-nightly'])('refuses %j, the alarm subject of schedule groups', (name) => {
     expect(validateName(name, real)).toEqual({
       rule: 'reserved',
@@ -113,21 +107,17 @@ describe('Function: validateName', () => {
     });
   });
 
-  it('refuses an existing job folder', () => {
-    expect(validateName('payment-reconciliation', real)).toEqual({
+  it('refuses an existing job folder (which holds the job\'s tests too)', () => {
+    const state = { ...real, exists: (path: string) => path === 'lambda/jobs/invoice-sync' || real.exists(path) };
+    expect(validateName('invoice-sync', state)).toEqual({
       rule: 'taken',
-      message: 'job name "payment-reconciliation" breaks the taken rule: lambda/jobs/payment-reconciliation already exists',
+      message: 'job name "invoice-sync" breaks the taken rule: lambda/jobs/invoice-sync already exists',
     });
-  });
-
-  it('refuses a name whose test folder exists', () => {
-    const state = { ...real, exists: (path: string) => path === 'test/lambda/jobs/invoice-sync' || real.exists(path) };
-    expect(validateName('invoice-sync', state)?.message).toBe('job name "invoice-sync" breaks the taken rule: test/lambda/jobs/invoice-sync already exists');
   });
 
   it('refuses a name configured in some environment, though it has no folder', () => {
     const dev = real.environments.dev;
-    const state = { ...real, environments: { ...real.environments, dev: { ...dev, jobs: { ...dev.jobs, 'ghost-job': dev.jobs['stale-upload-cleanup'] } } } };
+    const state = { ...real, environments: { ...real.environments, dev: { ...dev, jobs: { ...dev.jobs, 'ghost-job': jobSchema.parse(expectedConfig(jobNames('ghost-job')).job) } } } };
     expect(validateName('ghost-job', state)).toEqual({
       rule: 'taken',
       message: 'job name "ghost-job" breaks the taken rule: jobs.ghost-job is already configured in lib/config/environments.ts (dev)',
@@ -149,10 +139,11 @@ describe('Function: validateName', () => {
   });
 
   it.each([
-    ['payment-reconciliation-admission', 'payment-reconciliation', 'PaymentReconciliationAdmissionQueueUrl'],
-    ['stale-upload-cleanup-producer', 'stale-upload-cleanup', 'StaleUploadCleanupProducerDlqUrl'],
+    ['invoice-sync-admission', 'invoice-sync', 'InvoiceSyncAdmissionQueueUrl'],
+    ['invoice-sync-producer', 'invoice-sync', 'InvoiceSyncProducerDlqUrl'],
   ])('refuses %j, whose stack outputs would be named like those of %s', (name, other, output) => {
-    expect(validateName(name, real)).toEqual({
+    const state = { ...real, jobFolders: [...real.jobFolders, other] };
+    expect(validateName(name, state)).toEqual({
       rule: 'taken',
       message: `job name "${name}" breaks the taken rule: the job "${other}" already has an output named ${output}`,
     });
@@ -176,8 +167,8 @@ describe('Function: planNewJob', () => {
       'lambda/jobs/invoice-sync/index.ts',
       'lambda/jobs/invoice-sync/items.ts',
       'lambda/jobs/invoice-sync/local.ts',
-      'test/lambda/jobs/invoice-sync/index.test.ts',
-      'test/lambda/jobs/invoice-sync/local.test.ts',
+      'lambda/jobs/invoice-sync/test/index.test.ts',
+      'lambda/jobs/invoice-sync/test/local.test.ts',
     ]);
     expect(plan.files.every((f) => !/__[A-Za-z_]+__/.test(f.content))).toBe(true);
     expect(plan.files[0].content).toContain("export const JOB_NAME = 'invoice-sync';");
@@ -221,9 +212,10 @@ describe('Function: planNewJob', () => {
   });
 
   it('refuses when an environment does not take its jobs from the function holding the marker', () => {
+    // staging's jobs: the first of those the function returns, picked out of them (whichever jobs it configures).
     const source = real.environmentsSource.replace(
-      "jobs: jobs('https://sandbox.payments.example.com'),\n  },\n  prod",
-      "jobs: { 'payment-reconciliation': jobs('https://sandbox.payments.example.com')['payment-reconciliation'] },\n  },\n  prod",
+      /jobs: jobs\(([^)]*)\),\n {2}\},\n {2}prod/,
+      'jobs: Object.fromEntries(Object.entries(jobs($1)).slice(0, 1)),\n  },\n  prod',
     );
     expect(source).not.toBe(real.environmentsSource);
     expect(planError('invoice-sync', withSource(source)).message).toBe(
@@ -255,7 +247,7 @@ describe('Function: render', () => {
     const imports = "'__JOB_API__' '__FIXTURE_API__' '__TEST_JOB_API__' '__TEST_FIXTURE_API__' '__TESTING_API__' '__JOB_DIR__/index'";
     expect(render(imports, names, 'imports', 'app')).toBe("'paced-jobs/job' 'paced-jobs/fixture' 'paced-jobs/job' 'paced-jobs/fixture' 'paced-jobs/testing' './index'");
     expect(render(imports, names, 'imports', 'repository')).toBe(
-      "'../../job' '../../../local/fixture' '../../../../lambda/job' '../../../../local/fixture' '../../../../local/testing' '../../../../lambda/jobs/invoice-sync/index'",
+      "'../../job' '../../../local/fixture' '../../../job' '../../../../local/fixture' '../../../../local/testing' '../index'",
     );
   });
 });
@@ -266,7 +258,7 @@ function fakeProject(): string {
   writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'paced-jobs' }));
   mkdirSync(join(root, 'lib', 'config'), { recursive: true });
   cpSync(join(PROJECT_ROOT, ENVIRONMENTS_FILE), join(root, ENVIRONMENTS_FILE));
-  for (const dir of ['adapters', 'core', 'handlers', 'sdk-slim', 'jobs/payment-reconciliation', 'jobs/stale-upload-cleanup', 'jobs/expired-session-cleanup']) {
+  for (const dir of ['adapters', 'core', 'handlers', 'sdk-slim', ...real.jobFolders.map((job) => `jobs/${job}`)]) {
     mkdirSync(join(root, 'lambda', dir), { recursive: true });
   }
   return root;
@@ -312,7 +304,7 @@ describe('Function: writePlan', () => {
     const plan = planNewJob('invoice-sync', readProjectState(root));
     let created = 0;
     const failing = { ...fsWriter, create: (path: string, content: string) => (++created === 4 ? failWith('no space') : fsWriter.create(path, content)) };
-    expect(() => writePlan(root, plan, failing)).toThrow('new-job invoice-sync: writing test/lambda/jobs/invoice-sync/index.test.ts failed (no space); removed what it had written');
+    expect(() => writePlan(root, plan, failing)).toThrow('new-job invoice-sync: writing lambda/jobs/invoice-sync/test/index.test.ts failed (no space); removed what it had written');
     expect(listTree(root)).toEqual(before);
   });
 
@@ -352,8 +344,9 @@ describe('Function: run (the new-job command)', () => {
   });
 
   it('exits 1 for a name that is taken', async () => {
-    await expect(run(['payment-reconciliation', '--root', root], io)).resolves.toBe(1);
-    expect(err).toBe('new-job: job name "payment-reconciliation" breaks the taken rule: lambda/jobs/payment-reconciliation already exists\n');
+    mkdirSync(join(root, 'lambda/jobs/invoice-sync'));
+    await expect(run(['invoice-sync', '--root', root], io)).resolves.toBe(1);
+    expect(err).toBe('new-job: job name "invoice-sync" breaks the taken rule: lambda/jobs/invoice-sync already exists\n');
   });
 
   it('exits 1 naming the file it needs when --root is this repository without its config', async () => {
@@ -394,8 +387,8 @@ describe('Function: run (the new-job command)', () => {
       '  lambda/jobs/invoice-sync/index.ts',
       '  lambda/jobs/invoice-sync/items.ts',
       '  lambda/jobs/invoice-sync/local.ts',
-      '  test/lambda/jobs/invoice-sync/index.test.ts',
-      '  test/lambda/jobs/invoice-sync/local.test.ts',
+      '  lambda/jobs/invoice-sync/test/index.test.ts',
+      '  lambda/jobs/invoice-sync/test/local.test.ts',
       '  lib/config/environments.ts (appResources.tables.invoiceSyncItems and jobs.invoice-sync, in dev, staging, prod)',
     ]);
     expect(existsSync(join(root, 'lambda/jobs/invoice-sync/local.ts'))).toBe(true);

@@ -176,7 +176,8 @@ describe.each(['dev', 'prod'])('Class: PacedJobsStack (environment %s)', (name) 
   });
 
   describe('Method: constructor (consumer roles are least privilege)', () => {
-    it.each(['payment-reconciliation', 'stale-upload-cleanup', 'expired-session-cleanup'])('lets the %s consumer reach only its own queues, target resources, state tables and secret', (jobName) => {
+    // Every job the environment configures: whichever the reference app keeps.
+    it.each(Object.keys(loadEnvironment(name).jobs))('lets the %s consumer reach only its own queues, target resources, state tables and secret', (jobName) => {
       const job = b().stack.jobs[jobName];
       const statements: Statement[] = statementsOfRole(b().template, job.consumer.executionRole);
       const { ids, importedArnPatterns } = allowedFor(b(), jobName);
@@ -235,11 +236,16 @@ describe.each(['dev', 'prod'])('Class: PacedJobsStack (environment %s)', (name) 
       expect(problems).toEqual([]);
     });
 
-    it('passes the provider key to the payment consumer by secret name only, and the template holds no secret value', () => {
-      const job = b().stack.jobs['payment-reconciliation'];
-      const variables = b().resources[logicalId(job.consumer)].Properties?.Environment.Variables as Record<string, string>;
-      const settings = JSON.parse(variables[EnvVar.JOB_SETTINGS]) as { secrets: Record<string, string> };
-      expect(settings.secrets).toEqual({ apiKey: `paced-jobs/${name}/provider-api-key` });
+    it('passes each secret a job uses to its consumer by secret name only, and the template holds no secret value', () => {
+      const config = loadEnvironment(name);
+      const withSecrets = Object.entries(config.jobs).filter(([, job]) => Object.keys(job.uses.secrets).length > 0);
+      for (const [jobName, jobConfig] of withSecrets) {
+        const job = b().stack.jobs[jobName];
+        const variables = b().resources[logicalId(job.consumer)].Properties?.Environment.Variables as Record<string, string>;
+        const settings = JSON.parse(variables[EnvVar.JOB_SETTINGS]) as { secrets: Record<string, string> };
+        const names = Object.entries(jobConfig.uses.secrets).map(([alias, use]) => [alias, config.appResources.secrets[use.ref].secretName]);
+        expect(settings.secrets).toEqual(Object.fromEntries(names));
+      }
       for (const [, secret] of byType(b(), 'AWS::SecretsManager::Secret')) {
         expect(secret.Properties).not.toHaveProperty('SecretString');
         expect(secret.Properties).toHaveProperty('GenerateSecretString');

@@ -47,10 +47,14 @@ const tiersOf = (relative: string) => {
     .map((p) => p.displayName);
 };
 
-const testFiles = (readdirSync(join(ROOT, 'test'), { recursive: true }) as string[])
-  .filter((f) => f.endsWith('.test.ts'))
-  .map((f) => join('test', f))
-  .sort();
+/** The test files under a folder of the project, by their paths relative to it. */
+const testsUnder = (folder: string) =>
+  (readdirSync(join(ROOT, folder), { recursive: true }) as string[])
+    .filter((f) => f.endsWith('.test.ts'))
+    .map((f) => join(folder, f));
+
+// test/ and the jobs' own test folders (lambda/jobs/<job>/test/), the two roots jest.config.js gives jest.
+const testFiles = [...testsUnder('test'), ...testsUnder('lambda/jobs')].sort();
 
 describe('Config: the jest projects (unit, component, integration, e2e)', () => {
   it('are the four tiers', () => {
@@ -71,7 +75,7 @@ describe('Config: the jest projects (unit, component, integration, e2e)', () => 
 
   it.each([
     ['test/ops/serve.e2e.test.ts', 'e2e'],
-    ['test/lambda/jobs/some-job/run.e2e.test.ts', 'e2e'],
+    ['lambda/jobs/some-job/test/run.e2e.test.ts', 'e2e'],
     ['test/scaffold/newJob.test.ts', 'e2e'],
     ['test/local/backlog.test.ts', 'e2e'],
     ['test/chaos/chaos.test.ts', 'e2e'],
@@ -88,8 +92,9 @@ describe('Config: the jest projects (unit, component, integration, e2e)', () => 
     ['test/local/servers.component.test.ts', 'integration'],
     ['test/lambda/handlers/consumer.component.test.ts', 'component'],
     ['test/lambda/adapters/a-new-adapter.component.test.ts', 'component'],
-    ['test/lambda/jobs/payment-reconciliation/index.test.ts', 'component'],
-    ['test/lambda/jobs/a-new-job/local.test.ts', 'component'],
+    ['lambda/jobs/some-job/test/index.test.ts', 'component'],
+    ['lambda/jobs/a-new-job/test/local.test.ts', 'component'],
+    ['lambda/jobs/a-new-job/test/nested/parts.test.ts', 'component'],
     ['test/bench/countingProxy.test.ts', 'component'],
     ['test/chaos/dynamoProxy.test.ts', 'component'],
     ['test/chaos/s3Proxy.test.ts', 'component'],
@@ -97,6 +102,7 @@ describe('Config: the jest projects (unit, component, integration, e2e)', () => 
     ['test/local/cloudWatchApi.test.ts', 'component'],
     ['test/bench/pacing.test.ts', 'integration'],
     ['test/lambda/jobs/jobs.test.ts', 'unit'],
+    ['test/lambda/jobs/some-job/index.test.ts', 'unit'],
     ['test/local/waitFor.test.ts', 'unit'],
     ['test/local/cron.test.ts', 'unit'],
     ['test/ops/io.test.ts', 'unit'],

@@ -49,8 +49,8 @@ describe('Function: compactTimestamp', () => {
 
 describe('Function: makeBatchId', () => {
   it('derives a stable ID from the scheduled time', () => {
-    const id = makeBatchId('payment-reconciliation', '2026-11-28', new Date('2026-11-29T02:00:00Z'));
-    expect(id).toBe('payment-reconciliation:2026-11-28:20261129T020000Z');
+    const id = makeBatchId('payments-job', '2026-11-28', new Date('2026-11-29T02:00:00Z'));
+    expect(id).toBe('payments-job:2026-11-28:20261129T020000Z');
     expect(idSchema.safeParse(id).success).toBe(true);
   });
 
@@ -93,20 +93,20 @@ describe('Function: assertNotFutureBusinessDate', () => {
   const now = new Date('2026-12-05T01:10:00Z');
 
   it('accepts the latest date and any earlier one', () => {
-    expect(() => assertNotFutureBusinessDate('expired-session-cleanup', '2026-12-04', london, now)).not.toThrow();
-    expect(() => assertNotFutureBusinessDate('expired-session-cleanup', '2025-12-04', london, now)).not.toThrow();
+    expect(() => assertNotFutureBusinessDate('sessions-job', '2026-12-04', london, now)).not.toThrow();
+    expect(() => assertNotFutureBusinessDate('sessions-job', '2025-12-04', london, now)).not.toThrow();
   });
 
   it('refuses a date after the latest, naming it, the latest and the rule', () => {
-    const call = () => assertNotFutureBusinessDate('expired-session-cleanup', '2027-12-04', london, now);
+    const call = () => assertNotFutureBusinessDate('sessions-job', '2027-12-04', london, now);
     expect(call).toThrow(FutureBusinessDateError);
     expect(call).toThrow(BusinessDateError);
-    expect(call).toThrow('business date 2027-12-04 is in the future: the latest for expired-session-cleanup now is 2026-12-04 (Europe/London, offset -1)');
+    expect(call).toThrow('business date 2027-12-04 is in the future: the latest for sessions-job now is 2026-12-04 (Europe/London, offset -1)');
   });
 
   it('refuses the very next day, and shows a positive offset with its sign', () => {
-    expect(() => assertNotFutureBusinessDate('expired-session-cleanup', '2026-12-05', london, now)).toThrow(
-      'business date 2026-12-05 is in the future: the latest for expired-session-cleanup now is 2026-12-04 (Europe/London, offset -1)',
+    expect(() => assertNotFutureBusinessDate('sessions-job', '2026-12-05', london, now)).toThrow(
+      'business date 2026-12-05 is in the future: the latest for sessions-job now is 2026-12-04 (Europe/London, offset -1)',
     );
     expect(() => assertNotFutureBusinessDate('j', '2026-12-07', { timeZone: 'UTC', businessDateOffsetDays: 1 }, now)).toThrow(
       'business date 2026-12-07 is in the future: the latest for j now is 2026-12-06 (UTC, offset +1)',
@@ -116,10 +116,10 @@ describe('Function: assertNotFutureBusinessDate', () => {
   it('carries the refused and the latest date for callers that report them', () => {
     let caught: unknown;
     try {
-      assertNotFutureBusinessDate('expired-session-cleanup', '2027-12-04', london, now);
+      assertNotFutureBusinessDate('sessions-job', '2027-12-04', london, now);
     } catch (error) {
       caught = error;
     }
-    expect(caught).toMatchObject({ name: 'FutureBusinessDateError', jobName: 'expired-session-cleanup', businessDate: '2027-12-04', latest: '2026-12-04' });
+    expect(caught).toMatchObject({ name: 'FutureBusinessDateError', jobName: 'sessions-job', businessDate: '2027-12-04', latest: '2026-12-04' });
   });
 });

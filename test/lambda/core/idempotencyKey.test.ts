@@ -3,9 +3,9 @@ import { idempotencyKeyPrefix, idempotencyRecordId } from '../../../lambda/core/
 
 describe('Function: idempotencyRecordId', () => {
   it('prefixes the base64 md5 of the JSON-encoded operation ID with the job name', () => {
-    expect(idempotencyKeyPrefix('payment-reconciliation')).toBe('payment-reconciliation');
+    expect(idempotencyKeyPrefix('payments-job')).toBe('payments-job');
     // md5('"op:1"') in base64, computed independently.
-    expect(idempotencyRecordId('payment-reconciliation', 'op:1')).toBe('payment-reconciliation#' + createHash('md5').update('"op:1"').digest('base64'));
+    expect(idempotencyRecordId('payments-job', 'op:1')).toBe('payments-job#' + createHash('md5').update('"op:1"').digest('base64'));
     expect(idempotencyRecordId('fake-job', 'a')).not.toBe(idempotencyRecordId('other-job', 'a'));
   });
 });

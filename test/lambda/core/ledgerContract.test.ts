@@ -25,9 +25,9 @@ import {
 
 describe('the ledger key layout', () => {
   it('keys a batch BATCH#<job> / <batchId>', () => {
-    expect(ledgerKeys.batch('payment-reconciliation', 'payment-reconciliation:2026-11-28:20261129T020000Z')).toEqual({
-      pk: 'BATCH#payment-reconciliation',
-      sk: 'payment-reconciliation:2026-11-28:20261129T020000Z',
+    expect(ledgerKeys.batch('payments-job', 'payments-job:2026-11-28:20261129T020000Z')).toEqual({
+      pk: 'BATCH#payments-job',
+      sk: 'payments-job:2026-11-28:20261129T020000Z',
     });
   });
 

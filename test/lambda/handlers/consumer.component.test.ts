@@ -7,12 +7,12 @@ import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { batchFigures } from '../../../ops/ledger';
 import { batchExact } from '../../../lambda/core/ledgerContract';
 import { AdaptiveDynamoDbRateLimiter } from '../../../lambda/adapters/adaptiveRateLimiter';
-import { HttpProviderClient } from '../../../lambda/jobs/payment-reconciliation/providerClient';
 import { DynamoDbRateLimiter, type RateLimiter } from '../../../lambda/adapters/rateLimiter';
 import { logger, metrics } from '../../../lambda/adapters/observability';
 import { PublishError, SqsPublisher, type Publisher } from '../../../lambda/adapters/sqsPublisher';
 import { idempotencyRecordId } from '../../../lambda/core/idempotencyKey';
-import { ThrottledError } from '../../../lambda/core/errors';
+import { RetryableError, ThrottledError } from '../../../lambda/core/errors';
+import { parseRetryAfter } from '../../../lambda/core/retryAfter';
 import type { AnyJob, ApplyRequest, ApplyResult } from '../../../lambda/core/job';
 import { waitFor } from '../../../local/waitFor';
 import type { JobMessage } from '../../../lambda/core/message';
@@ -1016,18 +1016,25 @@ describe('Function: createConsumer', () => {
       await stub.close();
     });
 
-    /** A job that calls the provider through the real HTTP client, so Retry-After is parsed as in production. */
-    const providerJob = (): AnyJob => {
-      const client = new HttpProviderClient({ baseUrl: stub.url, apiKey: async () => 'test-key', now: () => NOW.getTime() });
-      return {
-        ...fakeJob,
-        apply: async (_deps: unknown, request: ApplyRequest<{ id: string }>) => {
-          fakeJobCalls.apply.push(request as never);
-          await client.reconcile({ paymentId: request.resource.id, businessDate: request.businessDate, idempotencyKey: request.operationId, timeoutMs: 2000 });
-          return { outcome: 'applied' as const };
-        },
-      };
-    };
+    /**
+     * A job that calls a provider over HTTP as a job's client does (the job API's parseRetryAfter, ThrottledError on a
+     * 429 or 503), so Retry-After is parsed as in production.
+     */
+    const providerJob = (): AnyJob => ({
+      ...fakeJob,
+      apply: async (_deps: unknown, request: ApplyRequest<{ id: string }>) => {
+        fakeJobCalls.apply.push(request as never);
+        const what = `provider call for ${request.resource.id}`;
+        const response = await fetch(`${stub.url}/items/${encodeURIComponent(request.resource.id)}`, { method: 'POST', signal: AbortSignal.timeout(2000) });
+        await response.text();
+        if (response.status === 429 || response.status === 503) {
+          const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), NOW.getTime());
+          throw new ThrottledError(`${what}: provider answered ${response.status}${retryAfterMs === undefined ? '' : ` (retry after ${retryAfterMs} ms)`}`, retryAfterMs);
+        }
+        if (!response.ok) throw new RetryableError(`${what}: provider answered ${response.status}`);
+        return { outcome: 'applied' as const };
+      },
+    });
 
     it('defers a 429 with Retry-After: 7 by exactly 7 s, counting it as throttled and deferred, never failed', async () => {
       stub.reply(429, { error: 'slow down' }, { 'retry-after': '7' });
@@ -1074,7 +1081,7 @@ describe('Function: createConsumer', () => {
       expect(response).toEqual({ batchItemFailures: [] });
       const dead = await drainQueue(dlqUrl);
       const reason = (operationId: string) => dead.find((m) => m.MessageAttributes?.operationId?.StringValue === operationId)?.MessageAttributes?.failureReason?.StringValue;
-      const provider = `throttled: reconcile call for payment %s: provider answered 429 (retry after 7000 ms)`;
+      const provider = `throttled: provider call for %s: provider answered 429 (retry after 7000 ms)`;
       expect(reason('fake:tired:2026-11-28')).toBe(`deferral budget exhausted: 100 deferrals, the limit is 100 (${provider.replace('%s', 'tired')})`);
       expect(reason('fake:old:2026-11-28')).toBe(`deferral budget exhausted: first enqueued 172805 s ago, over the 86400 s limit (${provider.replace('%s', 'old')})`);
       // Re-armed for a redrive: the deferral count starts again, the first enqueue is kept for the true age.

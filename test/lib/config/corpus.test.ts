@@ -1,7 +1,7 @@
 // The invalid-config corpus (test/corpus/config.json): every rule of lib/config/schema.ts fails with one exact message.
 // Its stack cases (config the schema lets through but the constructs refuse) are test/lib/stack.test.ts's: PacedJobs
 // reads each job's entry with esbuild, a child process this unit tier does not start.
-import { environments } from '../../../lib/config/environments';
+import { environments } from '../../fixtures/environments';
 import { ConfigError, loadEnvironment, parseEnvironment } from '../../../lib/config/load';
 import { applyChanges, configCases, type ConfigCase } from '../../corpus/loadCorpus';
 

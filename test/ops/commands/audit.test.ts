@@ -14,7 +14,7 @@ describe('Function: renderAudit', () => {
   const result: AuditResult = {
     ok: true,
     command: 'audit',
-    job: 'payment-reconciliation',
+    job: 'payments-job',
     businessDate: '2026-11-28',
     exact: true,
     missing: [],
@@ -25,7 +25,7 @@ describe('Function: renderAudit', () => {
     open: { inFlight: 0, waiting: 0 },
     batches: [
       {
-        batchId: 'payment-reconciliation:2026-11-28:20261128T010000Z',
+        batchId: 'payments-job:2026-11-28:20261128T010000Z',
         discovered: 2000,
         completed: 1990,
         completedElsewhere: 0,
@@ -46,9 +46,9 @@ describe('Function: renderAudit', () => {
     const text = renderAudit(result);
 
     const [verdict, , batches] = text.split('\n');
-    expect(verdict).toBe('2026-11-28 of payment-reconciliation: exact, 2,000 operations: 1,990 completed, 4 rejected, 6 dead-lettered, 0 open');
+    expect(verdict).toBe('2026-11-28 of payments-job: exact, 2,000 operations: 1,990 completed, 4 rejected, 6 dead-lettered, 0 open');
     expect(batches).toBe('Batches');
-    expect(text).toMatch(/│ payment-reconciliation:2026-11-28:20261128T010000Z │ complete +│ 2000 +│ 1990 +│ 0 +│ 3 +│ 4 +│ 6 +│ 12 +│ 7 +│ 0 +│ yes +│/);
+    expect(text).toMatch(/│ payments-job:2026-11-28:20261128T010000Z │ complete +│ 2000 +│ 1990 +│ 0 +│ 3 +│ 4 +│ 6 +│ 12 +│ 7 +│ 0 +│ yes +│/);
     expect(text).not.toContain('Not completed');
     expect(text).not.toContain('Invalid source rows');
   });
@@ -61,18 +61,18 @@ describe('Function: renderAudit', () => {
       completed: 1988,
       open: { inFlight: 1, waiting: 1 },
       operations: [
-        { operationId: 'reconcile:acme:p-1:2026-11-28', state: 'in-flight', batchIds: ['payment-reconciliation:2026-11-28:20261128T010000Z'] },
-        { operationId: 'reconcile:acme:p-2:2026-11-28', state: 'dead-lettered', reason: 'provider answered 422', batchIds: ['payment-reconciliation:2026-11-28:20261128T010000Z'] },
+        { operationId: 'reconcile:acme:p-1:2026-11-28', state: 'in-flight', batchIds: ['payments-job:2026-11-28:20261128T010000Z'] },
+        { operationId: 'reconcile:acme:p-2:2026-11-28', state: 'dead-lettered', reason: 'provider answered 422', batchIds: ['payments-job:2026-11-28:20261128T010000Z'] },
       ],
     });
 
     expect(text.split('\n').slice(0, 2)).toEqual([
-      '2026-11-28 of payment-reconciliation: NOT exact, 2,000 operations: 1,988 completed, 4 rejected, 6 dead-lettered, 2 open (1 in flight, 1 waiting)',
+      '2026-11-28 of payments-job: NOT exact, 2,000 operations: 1,988 completed, 4 rejected, 6 dead-lettered, 2 open (1 in flight, 1 waiting)',
       '- 2 operations still open (1 in flight, 1 waiting)',
     ]);
     expect(text).toContain('Not completed\n');
-    expect(text).toMatch(/│ reconcile:acme:p-1:2026-11-28 │ in-flight +│ payment-reconciliation:2026-11-28:20261128T010000Z │ - +│/);
-    expect(text).toMatch(/│ reconcile:acme:p-2:2026-11-28 │ dead-lettered │ payment-reconciliation:2026-11-28:20261128T010000Z │ provider answered 422 │/);
+    expect(text).toMatch(/│ reconcile:acme:p-1:2026-11-28 │ in-flight +│ payments-job:2026-11-28:20261128T010000Z │ - +│/);
+    expect(text).toMatch(/│ reconcile:acme:p-2:2026-11-28 │ dead-lettered │ payments-job:2026-11-28:20261128T010000Z │ provider answered 422 │/);
   });
 
   it('says so when every operation is completed and the list was asked for', () => {
@@ -80,7 +80,7 @@ describe('Function: renderAudit', () => {
   });
 
   it('counts the invalid source rows in the verdict and lists each with its batch, page, key and reasons', () => {
-    const batchId = 'payment-reconciliation:2026-11-28:20261128T010000Z';
+    const batchId = 'payments-job:2026-11-28:20261128T010000Z';
     const text = renderAudit({
       ...result,
       batches: [{ ...result.batches[0], invalidRows: 2 }],
@@ -91,7 +91,7 @@ describe('Function: renderAudit', () => {
     });
 
     expect(text.split('\n')[0]).toBe(
-      '2026-11-28 of payment-reconciliation: exact, 2,000 operations: 1,990 completed, 4 rejected, 6 dead-lettered, 0 open; 2 invalid source rows recorded and skipped',
+      '2026-11-28 of payments-job: exact, 2,000 operations: 1,990 completed, 4 rejected, 6 dead-lettered, 0 open; 2 invalid source rows recorded and skipped',
     );
     expect(text).toMatch(/│ 12 +│ 7 +│ 2 +│ yes +│/);
     expect(text).toContain('\n\nInvalid source rows (recorded and skipped: fix them at the source, and the next run discovers them)\n');

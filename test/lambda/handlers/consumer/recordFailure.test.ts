@@ -67,8 +67,8 @@ describe('Function: jobCodeLocation', () => {
   });
 
   it('counts this repository\'s example jobs, under the engine\'s lambda/jobs/, as job code', () => {
-    const thrown = stack(`apply (${REPO}lambda/jobs/payment-reconciliation/index.ts:130:11)`, `applyOne (${REPO}lambda/handlers/consumer/recordRunner.ts:180:41)`);
-    expect(jobCodeLocation(thrown, repo)).toBe('lambda/jobs/payment-reconciliation/index.ts:130:11');
+    const thrown = stack(`apply (${REPO}lambda/jobs/some-job/index.ts:130:11)`, `applyOne (${REPO}lambda/handlers/consumer/recordRunner.ts:180:41)`);
+    expect(jobCodeLocation(thrown, repo)).toBe('lambda/jobs/some-job/index.ts:130:11');
   });
 
   it('names a helper the job calls, when that is where it threw', () => {

@@ -1,11 +1,12 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { resetClients } from '../../../../lambda/adapters/clients';
-import { InvalidOperationIdError, PermanentError, RetryableError, SettingsError } from '../../../../lambda/job';
-import { ExpiredSessionDeps, createDeps, expiredSessionsOperationId, job, sessionCutoff } from '../../../../lambda/jobs/expired-session-cleanup';
-import { demoSessions, demoTenants, session, tenant } from '../../../../lambda/jobs/expired-session-cleanup/items';
-import { LocalAws, startLocalAws } from '../../../support/aws';
-import { TABLES, createTable, discoverAll, putAll, runtimeSettings, scanAll } from '../support';
+import { resetClients } from '../../../adapters/clients';
+import { InvalidOperationIdError, PermanentError, RetryableError, SettingsError } from '../../../job';
+import { ExpiredSessionDeps, createDeps, expiredSessionsOperationId, job, sessionCutoff } from '..';
+import { demoSessions, demoTenants, session, tenant } from '../items';
+import { LocalAws, startLocalAws } from '../../../../test/support/aws';
+import { createTable, discoverAll, putAll, runtimeSettings, scanAll } from '../../../../test/support/jobs';
+import { TABLES } from './tables';
 
 const DATE = '2026-11-28';
 const NOW = new Date('2026-11-29T01:15:00.000Z');

@@ -1,7 +1,8 @@
-import { createDeps, job } from '../../../../lambda/jobs/expired-session-cleanup';
-import { fixture, type SeededSessions } from '../../../../lambda/jobs/expired-session-cleanup/local';
+import { createDeps, job } from '..';
+import { fixture, type SeededSessions } from '../local';
 import { FixtureError, loadFixture, type ObservedWrite, type SeededDemo } from '../../../../local/fixture';
-import { TABLES, discoverAll, runtimeSettings, scanAll, useFixtureServers } from '../support';
+import { discoverAll, runtimeSettings, scanAll, useFixtureServers } from '../../../../test/support/jobs';
+import { TABLES } from './tables';
 
 const DATE = '2026-11-28';
 /** The business date's start minus 30 days. */

@@ -1,13 +1,14 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { resetClients } from '../../../../lambda/adapters/clients';
-import { encodeCursor, InvalidCursorError, InvalidOperationIdError, PermanentError, RetryableError, SettingsError, ThrottledError } from '../../../../lambda/job';
-import { PaymentReconciliationDeps, createDeps, job, reconcileOperationId } from '../../../../lambda/jobs/payment-reconciliation';
-import { HttpProviderClient } from '../../../../lambda/jobs/payment-reconciliation/providerClient';
-import { PaymentItem, demoPayments, unsettledPayment } from '../../../../lambda/jobs/payment-reconciliation/items';
-import { LocalAws, startLocalAws } from '../../../support/aws';
-import { HttpStub, startHttpStub } from '../../../support/httpStub';
-import { TABLES, createTable, discoverAll, putAll, runtimeSettings } from '../support';
+import { resetClients } from '../../../adapters/clients';
+import { encodeCursor, InvalidCursorError, InvalidOperationIdError, PermanentError, RetryableError, SettingsError, ThrottledError } from '../../../job';
+import { PaymentReconciliationDeps, createDeps, job, reconcileOperationId } from '..';
+import { HttpProviderClient } from '../providerClient';
+import { PaymentItem, demoPayments, unsettledPayment } from '../items';
+import { LocalAws, startLocalAws } from '../../../../test/support/aws';
+import { HttpStub, startHttpStub } from '../../../../test/support/httpStub';
+import { createTable, discoverAll, putAll, runtimeSettings } from '../../../../test/support/jobs';
+import { TABLES } from './tables';
 
 const DATE = '2026-11-28';
 const NOW = new Date('2026-11-29T02:00:00.000Z');

@@ -1,6 +1,6 @@
 import type { DownstreamFault } from '../../../../local/fixture';
 import { waitFor } from '../../../../local/waitFor';
-import { PaymentProvider } from '../../../../lambda/jobs/payment-reconciliation/localProvider';
+import { PaymentProvider } from '../localProvider';
 
 const post = (endpoint: string, paymentId: string, key: string, signal?: AbortSignal) =>
   fetch(`${endpoint}/v1/payments/${paymentId}/reconcile`, { method: 'POST', headers: { authorization: 'Bearer k1', 'idempotency-key': key }, body: '{}', signal });

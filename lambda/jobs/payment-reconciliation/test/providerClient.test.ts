@@ -1,7 +1,7 @@
-import { PermanentError, RetryableError, ThrottledError } from '../../../../lambda/job';
-import { HttpProviderClient, ProviderConfigError, ReconcileRequest } from '../../../../lambda/jobs/payment-reconciliation/providerClient';
-import { HttpStub, startHttpStub } from '../../../support/httpStub';
-import { loggedError } from '../../../support/capturedOutput';
+import { PermanentError, RetryableError, ThrottledError } from '../../../job';
+import { HttpProviderClient, ProviderConfigError, ReconcileRequest } from '../providerClient';
+import { HttpStub, startHttpStub } from '../../../../test/support/httpStub';
+import { loggedError } from '../../../../test/support/capturedOutput';
 
 const API_KEY = 'sk_test_very_secret_value';
 const NOW = Date.parse('2026-11-29T09:00:00.000Z');

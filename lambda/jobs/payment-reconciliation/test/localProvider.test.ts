@@ -1,5 +1,5 @@
-import { PaymentProvider } from '../../../../lambda/jobs/payment-reconciliation/localProvider';
-import { runtimeSettings } from '../support';
+import { PaymentProvider } from '../localProvider';
+import { runtimeSettings } from '../../../../test/support/jobs';
 import { waitFor } from '../../../../local/waitFor';
 
 const post = (endpoint: string, paymentId: string, headers: Record<string, string>) =>

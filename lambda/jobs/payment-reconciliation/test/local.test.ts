@@ -1,9 +1,10 @@
 import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createDeps, job } from '../../../../lambda/jobs/payment-reconciliation';
-import { fixture } from '../../../../lambda/jobs/payment-reconciliation/local';
+import { createDeps, job } from '..';
+import { fixture } from '../local';
 import { FixtureError, loadFixture, type FakeDownstream } from '../../../../local/fixture';
 import { waitFor } from '../../../../local/waitFor';
-import { TABLES, discoverAll, runtimeSettings, scanAll, useFixtureServers } from '../support';
+import { discoverAll, runtimeSettings, scanAll, useFixtureServers } from '../../../../test/support/jobs';
+import { TABLES } from './tables';
 
 const DATE = '2026-11-28';
 const TABLE = TABLES.payments.name;

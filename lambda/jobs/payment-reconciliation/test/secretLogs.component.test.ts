@@ -1,18 +1,19 @@
 // The provider API key never reaches a log line, a DLQ message or the ledger, even when the provider echoes it back.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { documentClient, resetClients } from '../../lambda/adapters/clients';
-import { createConsumer } from '../../lambda/handlers/consumer';
-import { createDeps, job, JOB_NAME } from '../../lambda/jobs/payment-reconciliation';
-import { unsettledPayment } from '../../lambda/jobs/payment-reconciliation/items';
-import { LocalSecretsManager } from '../../local/secretsManager';
-import type { RunningServer } from '../../local/servers';
-import { startLocalAws, type LocalAws } from '../support/aws';
-import { captureOutput } from '../support/capturedOutput';
-import { startHttpStub, type HttpStub, type StubHandler } from '../support/httpStub';
-import { lambdaContext, sqsEvent, sqsRecord } from '../support/lambdaEvents';
-import { createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue, STATE_TABLES, unpacedConsumerOptions } from '../lambda/handlers/harness';
-import { TABLES, createTable, putAll, runtimeSettings } from '../lambda/jobs/support';
+import { documentClient, resetClients } from '../../../adapters/clients';
+import { createConsumer } from '../../../handlers/consumer';
+import { createDeps, job, JOB_NAME } from '..';
+import { unsettledPayment } from '../items';
+import { LocalSecretsManager } from '../../../../local/secretsManager';
+import type { RunningServer } from '../../../../local/servers';
+import { startLocalAws, type LocalAws } from '../../../../test/support/aws';
+import { captureOutput } from '../../../../test/support/capturedOutput';
+import { startHttpStub, type HttpStub, type StubHandler } from '../../../../test/support/httpStub';
+import { lambdaContext, sqsEvent, sqsRecord } from '../../../../test/support/lambdaEvents';
+import { createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue, STATE_TABLES, unpacedConsumerOptions } from '../../../../test/lambda/handlers/harness';
+import { createTable, putAll, runtimeSettings } from '../../../../test/support/jobs';
+import { TABLES } from './tables';
 
 const DATE = '2026-11-28';
 /** A fake key, distinctive so that any copy of it in the captured output is found. */

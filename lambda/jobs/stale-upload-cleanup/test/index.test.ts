@@ -1,11 +1,12 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { resetClients } from '../../../../lambda/adapters/clients';
-import { encodeCursor, InvalidOperationIdError, PermanentError, personalDataHash, RetryableError, SettingsError, type ObjectStore } from '../../../../lambda/job';
-import { StaleUploadDeps, createDeps, discoveryCutoff, job, staleUploadOperationId } from '../../../../lambda/jobs/stale-upload-cleanup';
-import { UploadItem, demoUploads, pendingUpload } from '../../../../lambda/jobs/stale-upload-cleanup/items';
-import { LocalAws, startLocalAws } from '../../../support/aws';
-import { TABLES, createTable, discoverAll, putAll, runtimeSettings } from '../support';
+import { resetClients } from '../../../adapters/clients';
+import { encodeCursor, InvalidOperationIdError, PermanentError, personalDataHash, RetryableError, SettingsError, type ObjectStore } from '../../../job';
+import { StaleUploadDeps, createDeps, discoveryCutoff, job, staleUploadOperationId } from '..';
+import { UploadItem, demoUploads, pendingUpload } from '../items';
+import { LocalAws, startLocalAws } from '../../../../test/support/aws';
+import { createTable, discoverAll, putAll, runtimeSettings } from '../../../../test/support/jobs';
+import { TABLES } from './tables';
 
 const DATE = '2026-11-28';
 const NOW = new Date('2026-11-29T03:30:00.000Z');

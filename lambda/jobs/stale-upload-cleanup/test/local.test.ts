@@ -1,8 +1,9 @@
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
-import { createDeps, job } from '../../../../lambda/jobs/stale-upload-cleanup';
-import { fixture } from '../../../../lambda/jobs/stale-upload-cleanup/local';
+import { createDeps, job } from '..';
+import { fixture } from '../local';
 import { FixtureError, loadFixture, type ObservedWrite } from '../../../../local/fixture';
-import { TABLES, discoverAll, runtimeSettings, scanAll, useFixtureServers } from '../support';
+import { discoverAll, runtimeSettings, scanAll, useFixtureServers } from '../../../../test/support/jobs';
+import { TABLES } from './tables';
 
 const DATE = '2026-11-28';
 const BUCKET = 'uploads-bucket-test';

@@ -1,4 +1,4 @@
-// The engine's test app (test/fixtures/app): a plain CDK app with PacedJobs over two fixture jobs, which the tests
+// The engine's test app (test/fixtures/app): a plain CDK app with PacedJobs over three fixture jobs, which the tests
 // that run a whole local stack use instead of this repository's reference app, so that they name no example job.
 // globalSetup synthesizes it once per jest run (when its sources changed) into its own assembly at the project root,
 // cdk.out.test-app, beside the reference app's cdk.out; every file then opens a LocalSession on that assembly.
@@ -16,9 +16,11 @@ export const TEST_APP_ASSEMBLY = join('..', '..', '..', 'cdk.out.test-app');
 /** The one stack of the app. */
 export const TEST_APP_STACK = 'PacedJobsTest';
 
-/** The fixture jobs: one writing its own DynamoDB table (and reading an API key), one deleting S3 objects. */
+/** The fixture jobs: one writing its own DynamoDB table (and reading an API key), one deleting S3 objects, and one
+ * calling a fake non-AWS API that answers 429 past its quota (the fixture's fake downstream). */
 export const RECORD_WRITER = 'record-writer';
 export const OBJECT_SWEEPER = 'object-sweeper';
+export const QUOTA_CALLER = 'quota-caller';
 
 /** Files besides the sources that change what a synth writes: the feature flags, and the SDK and esbuild versions. */
 const INPUT_FILES = [join(TEST_APP, 'cdk.json'), join(ROOT, 'package-lock.json')];

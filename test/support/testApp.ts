@@ -38,6 +38,9 @@ export function ensureTestApp(log: (line: string) => void): StackArtifact {
   return ensureAppStack({ cwd: TEST_APP, assemblyDir: TEST_APP_ASSEMBLY, stack: TEST_APP_STACK, log, synth, referenceApp: false });
 }
 
+/** The test app's synthesized template (globalSetup wrote it). */
+export const testAppTemplate = (): string => join(TEST_APP, TEST_APP_ASSEMBLY, `${TEST_APP_STACK}.template.json`);
+
 /** A LocalSession on the test app's synthesized stack (globalSetup made it): no synth, whatever the options say. */
 export function openTestAppSession(options: Omit<SessionOptions, 'cwd' | 'assemblyDir' | 'stack' | 'env'>): Promise<LocalSession> {
   return LocalSession.open({ ...options, cwd: TEST_APP, assemblyDir: TEST_APP_ASSEMBLY, stack: TEST_APP_STACK, synth: false });

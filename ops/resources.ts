@@ -34,7 +34,7 @@ export interface JobResources {
   admissionMappingUuid: string;
 }
 
-export type AwsService = 'sqs' | 'dynamodb' | 'lambda' | 'scheduler' | 'sns' | 'secretsmanager' | 'cloudwatch';
+export type AwsService = 'sqs' | 'dynamodb' | 'lambda' | 'scheduler' | 'sns' | 'secretsmanager' | 'cloudwatch' | 's3';
 
 /** How to build an SDK client for the stack: the AWS defaults for a deployed stack, explicit endpoints for a local one. */
 export interface ClientSettings {
@@ -294,7 +294,7 @@ const endpointsFileSchema = z.object({
   accountId: z.string().optional(),
   credentials: z.object({ accessKeyId: z.string(), secretAccessKey: z.string() }),
   // cloudwatch: the session's local CloudWatch API (ops/metrics.ts); optional, as a file from before it lacks it.
-  endpoints: z.object({ dynamodb: z.url(), sqs: z.url(), lambda: z.url(), scheduler: z.url(), secretsmanager: z.url().optional(), sns: z.url().optional(), cloudwatch: z.url().optional() }),
+  endpoints: z.object({ dynamodb: z.url(), sqs: z.url(), lambda: z.url(), scheduler: z.url(), secretsmanager: z.url().optional(), sns: z.url().optional(), cloudwatch: z.url().optional(), s3: z.url().optional() }),
   jobs: z.record(z.string(), z.unknown()),
   outputs: z.record(z.string(), z.string()),
   // The synthesized template the local stack runs, where the run names it; else cdk.out/<stack>.template.json beside
@@ -351,6 +351,7 @@ export class LocalEndpointsSource implements ResourceSource {
           ...(doc.endpoints.secretsmanager ? { secretsmanager: doc.endpoints.secretsmanager } : {}),
           ...(doc.endpoints.sns ? { sns: doc.endpoints.sns } : {}),
           ...(doc.endpoints.cloudwatch ? { cloudwatch: doc.endpoints.cloudwatch } : {}),
+          ...(doc.endpoints.s3 ? { s3: doc.endpoints.s3 } : {}),
         },
       },
     };

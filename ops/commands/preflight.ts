@@ -281,6 +281,8 @@ function pointSdkAt(ctx: CommandContext): () => void {
   const vars: Record<string, string | undefined> = {
     AWS_REGION: clients.region ?? process.env.AWS_REGION,
     ...(clients.endpoints?.dynamodb ? { AWS_ENDPOINT_URL_DYNAMODB: clients.endpoints.dynamodb } : {}),
+    // A job may discover from S3 (a listing) as well as from DynamoDB.
+    ...(clients.endpoints?.s3 ? { AWS_ENDPOINT_URL_S3: clients.endpoints.s3 } : {}),
     ...(clients.credentials ? { AWS_ACCESS_KEY_ID: clients.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: clients.credentials.secretAccessKey } : {}),
   };
   const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));

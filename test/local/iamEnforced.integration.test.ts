@@ -1,4 +1,4 @@
-// IAM enforced on the local stack, end to end on the synthesized dev template: a grant taken out of a role makes the
+// IAM enforced on the local stack, end to end on the engine's synthesized test app (test/support/testApp.ts): a grant taken out of a role makes the
 // first request that needs it fail by name, the work that needed it retries and dead-letters as it would on AWS, and
 // the run report fails naming action, resource and role; a schedule whose role may not invoke its producer is refused
 // and dead-lettered (both on one local stack: the schedule's job is another one). With `iam: false` the same missing
@@ -6,20 +6,22 @@
 // unchanged stack test/local/session.test.ts opens.
 import { chaosJobResources } from '../../chaos/run';
 import type { SeededDemo } from '../../local/fixture';
+import { previewPlan } from '../../local/jobs';
 import { buildRunReport, formatReport, type RunReport } from '../../local/report';
 import { observeJob } from '../../local/run';
-import { LocalSession, SessionError } from '../../local/session';
+import { SessionError, type LocalSession } from '../../local/session';
 import type { CloudFormationTemplate } from '../../local/template';
 import { waitFor } from '../../local/waitFor';
 import type { JobRuntimeSettings } from '../../lambda/core/constants';
-import { SESSIONS_PER_TENANT } from '../../lambda/jobs/expired-session-cleanup/local';
+import { OBJECT_SWEEPER, openTestAppSession, RECORD_WRITER, TEST_APP_STACK } from '../support/testApp';
 
-/** Its consumer deletes each tenant's expired sessions (one DeleteItem per session): every record needs the grant. */
-const JOB = 'expired-session-cleanup';
+/** Its consumer writes each item's result into its `results` table (one PutItem a record): every record needs the grant. */
+const JOB = RECORD_WRITER;
 /** The job whose schedule loses lambda:InvokeFunction: not JOB, whose schedule must deliver for its own case. */
-const SCHEDULED = 'stale-upload-cleanup';
-const TENANTS = 3;
-const REMOVED = 'dynamodb:DeleteItem';
+const SCHEDULED = OBJECT_SWEEPER;
+const ITEMS = 3;
+const TABLE = 'results';
+const REMOVED = 'dynamodb:PutItem';
 /** Seconds, not minutes: a failed record is received again after CONSUMER_TIMEOUT and dead-lettered after RECEIVES. */
 const CONSUMER_TIMEOUT = 8;
 const RECEIVES = 2;
@@ -40,11 +42,14 @@ function policiesOfRole(t: CloudFormationTemplate, roleId: string): Resource[] {
   return policies;
 }
 
-/** The logical ID of the table named `tableName`. */
+/**
+ * The logical ID of the table named `tableName`, as chaosJobResources' settings name it: the preview plan's name, the
+ * one the stack gives or CloudFormation's (for a table without TableName) as the plan derives it.
+ */
 function tableId(t: CloudFormationTemplate, tableName: string): string {
-  const found = Object.entries(resourcesOf(t)).find(([, r]) => /^AWS::DynamoDB::(Global)?Table$/.test(r.Type) && r.Properties?.TableName === tableName);
+  const found = previewPlan(t, 'Chaos').tables.find((table) => table.name === tableName);
   if (!found) throw new Error(`the template has no table ${tableName}`);
-  return found[0];
+  return found.logicalId;
 }
 
 /**
@@ -120,7 +125,7 @@ function withoutScheduleInvoke(t: CloudFormationTemplate, jobName: string): Clou
 /** What `npm start` observes of the job at the end of its run (local/run.ts collectReport), as a run report. */
 async function runReport(session: LocalSession, seeded: SeededDemo, settled: boolean): Promise<RunReport> {
   const observation = await observeJob(session, JOB, seeded);
-  return buildRunReport({ env: 'dev', businessDate: session.businessDateFor(JOB), settled, durationMs: 0, jobs: new Map([[JOB, observation]]), warnings: session.warnings() });
+  return buildRunReport({ env: TEST_APP_STACK, businessDate: session.businessDateFor(JOB), settled, durationMs: 0, jobs: new Map([[JOB, observation]]), warnings: session.warnings() });
 }
 
 /** The job's ARN of the table behind `alias`, as the local plan names it (what a denial's resource is). */
@@ -141,13 +146,12 @@ describe('IAM enforced, grants taken out (one local stack)', () => {
   let session: LocalSession;
 
   beforeAll(async () => {
-    session = await LocalSession.open({
-      cwd: process.cwd(),
+    session = await openTestAppSession({
       log,
-      // As many environments as tenants: no invocation of the retimed consumer waits for a cold start.
-      prewarm: TENANTS,
+      // As many environments as items: no invocation of the retimed consumer waits for a cold start.
+      prewarm: ITEMS,
       template: (t) => {
-        const changed = withoutScheduleInvoke(withoutConsumerGrant(t, 'sessions', REMOVED), SCHEDULED);
+        const changed = withoutScheduleInvoke(withoutConsumerGrant(t, TABLE, REMOVED), SCHEDULED);
         retime(changed);
         return changed;
       },
@@ -159,17 +163,17 @@ describe('IAM enforced, grants taken out (one local stack)', () => {
     await session?.close();
   });
 
-  describe('the consumer role without dynamodb:DeleteItem on the sessions table', () => {
+  describe('the consumer role without dynamodb:PutItem on the results table', () => {
     let seeded: SeededDemo;
 
     beforeAll(async () => {
       const businessDate = session.businessDateFor(JOB);
-      seeded = await session.seed(JOB, TENANTS, businessDate);
+      seeded = await session.seed(JOB, ITEMS, businessDate);
       session.startConsumers();
       await session.fire(JOB, { scheduledTime: new Date(), businessDate });
-      await waitFor('every seeded tenant in the DLQ', async () => {
+      await waitFor('every seeded item in the DLQ', async () => {
         const dlq = await session.depth(session.job(JOB).dlqUrl);
-        return dlq.total >= TENANTS ? dlq : false;
+        return dlq.total >= ITEMS ? dlq : false;
       }, { timeoutMs: 90_000, intervalMs: 250 });
     }, 120_000);
 
@@ -177,28 +181,28 @@ describe('IAM enforced, grants taken out (one local stack)', () => {
       const job = session.job(JOB);
       const denials = session.denials(JOB);
       expect(denials.length).toBeGreaterThan(0);
-      expect(denials[0]).toMatchObject({ action: REMOVED, resource: tableArn(session, 'sessions'), role: job.consumer!.roleArn, caller: job.consumer!.name });
-      expect(denials[0].message).toContain(`is not authorized to perform: ${REMOVED} on resource: ${tableArn(session, 'sessions')}`);
+      expect(denials[0]).toMatchObject({ action: REMOVED, resource: tableArn(session, TABLE), role: job.consumer!.roleArn, caller: job.consumer!.name });
+      expect(denials[0].message).toContain(`is not authorized to perform: ${REMOVED} on resource: ${tableArn(session, TABLE)}`);
       // Nothing else the job does is denied: the one grant removed is the one missing.
-      expect(denials.map((d) => `${d.action} ${d.resource}`)).toEqual([`${REMOVED} ${tableArn(session, 'sessions')}`]);
-      // Every receive of every record tried the delete (3 expired sessions a tenant, in parallel): at least one each.
-      expect(denials[0].count).toBeGreaterThanOrEqual(TENANTS * RECEIVES);
+      expect(denials.map((d) => `${d.action} ${d.resource}`)).toEqual([`${REMOVED} ${tableArn(session, TABLE)}`]);
+      // Every receive of every record tried the write: at least one each.
+      expect(denials[0].count).toBeGreaterThanOrEqual(ITEMS * RECEIVES);
       const raw = session.stack.denials().filter((d) => d.sessionName === job.consumer!.name);
       expect(raw[0]).toMatchObject({ action: REMOVED, enforced: true, roleArn: job.consumer!.roleArn });
     });
 
-    it('sends every seeded record through retry to the DLQ, and deletes nothing', async () => {
+    it('sends every seeded record through retry to the DLQ, and writes nothing', async () => {
       const job = session.job(JOB);
       const dlq = await session.readQueue(job.dlqUrl);
-      expect(dlq).toHaveLength(TENANTS);
-      const tenants = dlq.map((m) => (JSON.parse(m.body) as { resource: { tenantId: string } }).resource.tenantId).sort();
-      expect(tenants).toEqual([...seeded.expectedOperations].sort());
+      expect(dlq).toHaveLength(ITEMS);
+      const items = dlq.map((m) => (JSON.parse(m.body) as { resource: { itemId: string } }).resource.itemId).sort();
+      expect(items).toEqual([...seeded.expectedOperations].sort());
       // Failed on each receive (SQS moved them after RECEIVES), never rejected as invalid or dead-lettered by the consumer.
-      expect(job.mapping!.statistics.failed).toBeGreaterThanOrEqual(TENANTS * RECEIVES);
+      expect(job.mapping!.statistics.failed).toBeGreaterThanOrEqual(ITEMS * RECEIVES);
       for (const m of dlq) expect(m.attributes.failureReason).toBeUndefined();
       const ledger = await session.ledgerTotals(JOB);
-      expect(ledger).toMatchObject({ discovered: TENANTS, published: TENANTS, completed: 0, rejected: 0, deadLettered: TENANTS });
-      expect(session.writes.filter((w) => w.action === 'DeleteItem' && w.resource === job.settings.tables.sessions)).toEqual([]);
+      expect(ledger).toMatchObject({ discovered: ITEMS, published: ITEMS, completed: 0, rejected: 0, deadLettered: ITEMS });
+      expect(session.writes.filter((w) => w.resource === job.settings.tables[TABLE])).toEqual([]);
       expect((await session.depth(job.queueUrl)).total).toBe(0);
     });
 
@@ -208,10 +212,10 @@ describe('IAM enforced, grants taken out (one local stack)', () => {
       expect(report.ok).toBe(false);
       const check = report.checks.find((c) => c.job === JOB && c.name === 'iam-allowed');
       expect(check?.ok).toBe(false);
-      expect(check?.detail).toContain(`${REMOVED} on ${tableArn(session, 'sessions')} by ${job.consumer!.roleArn}`);
+      expect(check?.detail).toContain(`${REMOVED} on ${tableArn(session, TABLE)} by ${job.consumer!.roleArn}`);
       expect(check?.detail).toMatch(/^\d+ requests denied: /);
       expect(report.jobs[JOB].denials).toEqual(session.denials(JOB));
-      expect(formatReport(report)).toContain(`DENIED  ${JOB}  ${REMOVED} on ${tableArn(session, 'sessions')} by ${job.consumer!.roleArn} (${job.consumer!.name})`);
+      expect(formatReport(report)).toContain(`DENIED  ${JOB}  ${REMOVED} on ${tableArn(session, TABLE)} by ${job.consumer!.roleArn} (${job.consumer!.name})`);
     });
   });
 
@@ -249,7 +253,7 @@ describe('IAM not enforced (iam: false) with the grant removed', () => {
   let session: LocalSession;
 
   beforeAll(async () => {
-    session = await LocalSession.open({ cwd: process.cwd(), log, iam: false, prewarm: TENANTS, template: (t) => withoutConsumerGrant(t, 'sessions', REMOVED) });
+    session = await openTestAppSession({ log, iam: false, prewarm: ITEMS, template: (t) => withoutConsumerGrant(t, TABLE, REMOVED) });
   }, 120_000);
 
   afterAll(async () => {
@@ -259,21 +263,21 @@ describe('IAM not enforced (iam: false) with the grant removed', () => {
   it('completes the records, lists what AWS would deny (not enforced), and warns that IAM is off', async () => {
     const job = session.job(JOB);
     const businessDate = session.businessDateFor(JOB);
-    const seeded = await session.seed(JOB, TENANTS, businessDate);
+    const seeded = await session.seed(JOB, ITEMS, businessDate);
     session.startConsumers();
     await session.fire(JOB, { scheduledTime: new Date(), businessDate });
     expect(await session.settle({ deadline: Date.now() + 90_000, jobs: [JOB] })).toBe(true);
-    expect(await session.ledgerTotals(JOB)).toMatchObject({ discovered: TENANTS, completed: TENANTS, rejected: 0, deadLettered: 0 });
+    expect(await session.ledgerTotals(JOB)).toMatchObject({ discovered: ITEMS, completed: ITEMS, rejected: 0, deadLettered: 0 });
     expect((await session.depth(job.dlqUrl)).total).toBe(0);
     const effects = await session.effects(JOB, seeded);
     expect([...effects.effectsByOperation.keys()].sort()).toEqual([...seeded.expectedOperations].sort());
 
     const denials = session.denials(JOB);
-    expect(denials).toEqual([expect.objectContaining({ action: REMOVED, resource: tableArn(session, 'sessions'), role: job.consumer!.roleArn, caller: job.consumer!.name })]);
-    // Every expired session deleted once: each delete is one request AWS would deny.
-    const deletes = [...(effects.effectsByItem?.values() ?? [])].reduce((a, b) => a + b, 0);
-    expect(deletes).toBe(TENANTS * SESSIONS_PER_TENANT.expired);
-    expect(denials[0].count).toBe(deletes);
+    expect(denials).toEqual([expect.objectContaining({ action: REMOVED, resource: tableArn(session, TABLE), role: job.consumer!.roleArn, caller: job.consumer!.name })]);
+    // Every item's result written once: each write is one request AWS would deny.
+    const writes = [...effects.effectsByOperation.values()].reduce((a, b) => a + b, 0);
+    expect(writes).toBe(ITEMS);
+    expect(denials[0].count).toBe(writes);
     const raw = session.stack.denials();
     expect(raw.length).toBeGreaterThan(0);
     expect(raw.every((d) => d.enforced === false)).toBe(true);
@@ -284,7 +288,7 @@ describe('IAM not enforced (iam: false) with the grant removed', () => {
     const report = await runReport(session, seeded, true);
     const check = report.checks.find((c) => c.name === 'iam-allowed')!;
     expect(check.ok).toBe(false);
-    expect(check.detail).toContain(`requests AWS would deny (--no-iam): ${REMOVED} on ${tableArn(session, 'sessions')} by ${job.consumer!.roleArn}`);
+    expect(check.detail).toContain(`requests AWS would deny (--no-iam): ${REMOVED} on ${tableArn(session, TABLE)} by ${job.consumer!.roleArn}`);
     expect(report.warnings).toEqual(session.warnings());
   }, 120_000);
 });

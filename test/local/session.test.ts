@@ -1,13 +1,15 @@
-// The local session on the synthesized dev stack (cdk.out): one job seeded through its fixture, fired, settled, and
-// its effects read as the fixture sees them; IAM enforced on the unchanged template, which denies nothing; and queue
-// depths as AWS reports them (a message in flight counted once).
+// The local session on the engine's synthesized test app (test/fixtures/app, see test/support/testApp.ts): one job
+// seeded through its fixture, fired, settled, and its effects read as the fixture sees them; IAM enforced on the
+// unchanged template, which denies nothing; and queue depths as AWS reports them (a message in flight counted once).
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { LocalSession, observedWrite, type JobEffects, type LedgerTotals } from '../../local/session';
 import type { SeededDemo } from '../../local/fixture';
 import { buildRunReport } from '../../local/report';
 import { observeJob } from '../../local/run';
+import { OBJECT_SWEEPER, openTestAppSession, RECORD_WRITER, TEST_APP_STACK } from '../support/testApp';
 
-const JOB = 'stale-upload-cleanup';
+/** A job whose effects are S3 deletes. */
+const JOB = OBJECT_SWEEPER;
 const COUNT = 5;
 
 describe('Class: LocalSession', () => {
@@ -16,7 +18,7 @@ describe('Class: LocalSession', () => {
 
   beforeAll(async () => {
     // Two execution environments a function: the runs here are a few records each.
-    session = await LocalSession.open({ cwd: process.cwd(), log: (source, line) => logs.push(`[${source}] ${line}`), prewarm: 2 });
+    session = await openTestAppSession({ log: (source, line) => logs.push(`[${source}] ${line}`), prewarm: 2 });
   }, 120_000);
 
   afterAll(async () => {
@@ -71,23 +73,24 @@ describe('Class: LocalSession', () => {
   // After the case above, which checks that the jobs it did not fire have no batch; before `depth`, which leaves
   // messages in a DLQ (the run report's dead-letter check would count them).
   describe('IAM enforced: the unchanged template', () => {
-    const IAM_JOB = 'expired-session-cleanup';
-    const TENANTS = 3;
+    /** A job writing its own table and reading its secret, with the grants its `uses` gave it. */
+    const IAM_JOB = RECORD_WRITER;
+    const ITEMS = 3;
 
     it('runs a job that writes with its grants to completion with no request denied', async () => {
       const businessDate = session.businessDateFor(IAM_JOB);
-      const seeded = await session.seed(IAM_JOB, TENANTS, businessDate);
+      const seeded = await session.seed(IAM_JOB, ITEMS, businessDate);
       session.startConsumers();
       await session.fire(IAM_JOB, { scheduledTime: new Date(), businessDate });
       const settled = await session.settle({ deadline: Date.now() + 90_000, jobs: [IAM_JOB] });
       expect(settled).toBe(true);
-      expect(await session.ledgerTotals(IAM_JOB)).toMatchObject({ discovered: TENANTS, completed: TENANTS, rejected: 0, deadLettered: 0 });
+      expect(await session.ledgerTotals(IAM_JOB)).toMatchObject({ discovered: ITEMS, completed: ITEMS, rejected: 0, deadLettered: 0 });
       expect(session.stack.iam.enforced).toBe(true);
       expect(session.denials(IAM_JOB)).toEqual([]);
       expect(session.stack.denials()).toEqual([]);
       // What `npm start` observes of the job at the end of its run (local/run.ts collectReport), as a run report.
       const observation = await observeJob(session, IAM_JOB, seeded);
-      const report = buildRunReport({ env: 'dev', businessDate, settled, durationMs: 0, jobs: new Map([[IAM_JOB, observation]]), warnings: session.warnings() });
+      const report = buildRunReport({ env: TEST_APP_STACK, businessDate, settled, durationMs: 0, jobs: new Map([[IAM_JOB, observation]]), warnings: session.warnings() });
       expect(report.checks.find((c) => c.name === 'iam-allowed')).toEqual({ job: IAM_JOB, name: 'iam-allowed', ok: true, detail: "every request allowed by the template's IAM" });
       expect(report.ok).toBe(true);
     }, 120_000);

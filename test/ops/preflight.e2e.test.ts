@@ -1,26 +1,30 @@
-// `ops preflight --local` against the synthesized dev stack run locally (in this process), each preflight its own
-// `npm run ops` process reading .local/endpoints.json: the demo stack passes, and each broken case fails naming its
+// `ops preflight --local` against the engine's synthesized test app (test/support/testApp.ts) run locally (in this
+// process), each preflight its own `npm run ops` process in the app's folder reading .local/endpoints.json: the demo stack passes, and each broken case fails naming its
 // check: a message in a DLQ, a headroom too small under the documented quota, an alarm topic with no subscription.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { nextFireTime, parseCron, zonedDate } from '../../lambda/core/cron';
 import { writeEndpoints } from '../../local/run';
-import { LocalSession, type SessionOptions } from '../../local/session';
+import type { LocalSession, SessionOptions } from '../../local/session';
 import type { CheckResult, PreflightResult } from '../../ops/commands/preflight';
+import { openTestAppSession, QUOTA_CALLER, RECORD_WRITER, TEST_APP, testAppTemplate } from '../support/testApp';
 
 const ROOT = join(__dirname, '..', '..');
 const SEEDED = 5;
-const PAYMENTS = 'payment-reconciliation';
-const UPLOADS = 'stale-upload-cleanup';
+/** A job calling an API whose documented quota is 100 starts a minute. */
+const CALLS = QUOTA_CALLER;
+/** A job discovering page by page (a scan of its table). */
+const ITEMS = RECORD_WRITER;
 
 /** `npm run ops -- preflight --local --json` as its own process; stdout must be one JSON document. */
 function preflight(endpointsFile: string): Promise<{ code: number | null; result: PreflightResult; stderr: string }> {
   return new Promise((resolve, reject) => {
+    // In the app's folder: the jobs' code is found from their entries, relative to it.
     const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'ops/cli.ts'), 'preflight', '--local', '--endpoints', endpointsFile, '--json'], {
-      cwd: ROOT,
+      cwd: TEST_APP,
       env: { ...process.env, FORCE_COLOR: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -49,10 +53,15 @@ function nextBusinessDate(session: LocalSession, job: string): string {
 
 const checksOf = (result: PreflightResult, check: string) => result.checks.filter((c) => c.check === check);
 
-async function open(dir: string, options: Partial<SessionOptions> = {}): Promise<{ session: LocalSession; endpoints: string }> {
+async function open(dir: string, options: Partial<Omit<SessionOptions, 'cwd'>> = {}): Promise<{ session: LocalSession; endpoints: string }> {
   // Two execution environments a function: nothing here runs more than a few records at once.
-  const session = await LocalSession.open({ cwd: ROOT, log: () => undefined, prewarm: 2, ...options });
-  return { session, endpoints: writeEndpoints(dir, session) };
+  const session = await openTestAppSession({ log: () => undefined, prewarm: 2, ...options });
+  const endpoints = writeEndpoints(dir, session);
+  // The template the run used, which ops reads the jobs' entries from: writeEndpoints leaves it out, and ops then looks
+  // for cdk.out beside the local folder, which is not where the test app's assembly is.
+  const doc = JSON.parse(readFileSync(endpoints, 'utf8')) as Record<string, unknown>;
+  writeFileSync(endpoints, JSON.stringify({ ...doc, templateFile: testAppTemplate() }));
+  return { session, endpoints };
 }
 
 describe('Command: ops preflight --local', () => {
@@ -111,15 +120,15 @@ describe('Command: ops preflight --local', () => {
     });
 
     it('fails naming dlq-empty once a DLQ holds a message, and only that check', async () => {
-      await session.sqs().send(new SendMessageCommand({ QueueUrl: session.job(PAYMENTS).dlqUrl, MessageBody: '{"left":"over"}' }));
+      await session.sqs().send(new SendMessageCommand({ QueueUrl: session.job(CALLS).dlqUrl, MessageBody: '{"left":"over"}' }));
 
       const failed = await preflight(endpoints);
 
       expect(failed.code).toBe(1);
       expect(failed.result.ok).toBe(false);
-      expect(failed.result.failed).toEqual([`dlq-empty (${PAYMENTS})`]);
-      const [dlq] = checksOf(failed.result, 'dlq-empty').filter((c) => c.job === PAYMENTS);
-      expect(dlq.reason).toBe(`the DLQ holds 1 message(s): read them (dlq peek --job ${PAYMENTS}), fix the cause, then redrive or purge`);
+      expect(failed.result.failed).toEqual([`dlq-empty (${CALLS})`]);
+      const [dlq] = checksOf(failed.result, 'dlq-empty').filter((c) => c.job === CALLS);
+      expect(dlq.reason).toBe(`the DLQ holds 1 message(s): read them (dlq peek --job ${CALLS}), fix the cause, then redrive or purge`);
     }, 60_000);
   });
 
@@ -134,18 +143,18 @@ describe('Command: ops preflight --local', () => {
       ({ session, endpoints } = await open(dir, {
         template: (t) => ({ ...t, Resources: Object.fromEntries(Object.entries(t.Resources).filter(([, r]) => r.Type !== 'AWS::SNS::Subscription')) }),
         jobSettings: (s) => {
-          // The payment job deployed with headroom 0.99: 99 of the documented 100 starts a minute.
-          if (s.jobName === PAYMENTS) return { ...s, quota: { ...s.quota!, headroom: 0.99 }, rateLimit: { ...s.rateLimit, startsPerInterval: 99 } };
-          // The upload job in pages of 2, so one run records several pages in one invocation.
-          if (s.jobName === UPLOADS) return { ...s, pageSize: 2 };
+          // The calling job deployed with headroom 0.99: 99 of the documented 100 starts a minute.
+          if (s.jobName === CALLS) return { ...s, quota: { ...s.quota!, headroom: 0.99 }, rateLimit: { ...s.rateLimit, startsPerInterval: 99 } };
+          // The writing job in pages of 2, so one run records several pages in one invocation.
+          if (s.jobName === ITEMS) return { ...s, pageSize: 2 };
           return s;
         },
       }));
-      const date = session.businessDateFor(UPLOADS);
-      await session.seed(UPLOADS, SEEDED, date);
+      const date = session.businessDateFor(ITEMS);
+      await session.seed(ITEMS, SEEDED, date);
       session.startConsumers();
-      await session.fire(UPLOADS, { scheduledTime: new Date(), businessDate: date });
-      if (!(await session.settle({ deadline: Date.now() + 60_000, jobs: [UPLOADS] }))) throw new Error('the upload run did not settle in 60 s');
+      await session.fire(ITEMS, { scheduledTime: new Date(), businessDate: date });
+      if (!(await session.settle({ deadline: Date.now() + 60_000, jobs: [ITEMS] }))) throw new Error(`the ${ITEMS} run did not settle in 60 s`);
       result = await preflight(endpoints);
     }, 240_000);
 
@@ -156,11 +165,11 @@ describe('Command: ops preflight --local', () => {
 
     it('fails with exit 1, naming exactly the two broken checks', () => {
       expect(result.code).toBe(1);
-      expect(result.result.failed).toEqual([`rate-headroom (${PAYMENTS})`, 'alarm-subscriptions']);
+      expect(result.result.failed).toEqual([`rate-headroom (${CALLS})`, 'alarm-subscriptions']);
     });
 
     it('says why: the headroom leaves 1% of the quota, and nobody receives the alarms', () => {
-      const [headroom] = checksOf(result.result, 'rate-headroom').filter((c) => c.job === PAYMENTS);
+      const [headroom] = checksOf(result.result, 'rate-headroom').filter((c) => c.job === CALLS);
       expect(headroom.reason).toBe(
         'headroom 0.99 leaves 1% of the documented 100 starts per 60 s unused; keep at least 5% (rateLimit.headroom at most 0.95) for clock skew, retries and other clients of the quota',
       );
@@ -169,9 +178,9 @@ describe('Command: ops preflight --local', () => {
     });
 
     it('projects the producer from the recorded run once one exists', () => {
-      const [uploads] = checksOf(result.result, 'producer-time').filter((c) => c.job === UPLOADS);
-      expect(uploads.status).toBe('pass');
-      expect(uploads.reason).toMatch(/the slowest of \d+ recorded page\(s\)/);
+      const [items] = checksOf(result.result, 'producer-time').filter((c) => c.job === ITEMS);
+      expect(items.status).toBe('pass');
+      expect(items.reason).toMatch(/the slowest of \d+ recorded page\(s\)/);
     });
   });
 });

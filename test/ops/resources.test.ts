@@ -233,7 +233,7 @@ describe('Class: LocalEndpointsSource', () => {
       expect(resources.clients).toEqual({
         region: 'eu-west-1',
         credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
-        endpoints: { dynamodb: 'http://127.0.0.1:1', sqs: 'http://127.0.0.1:2', lambda: 'http://127.0.0.1:3', scheduler: 'http://127.0.0.1:4' },
+        endpoints: { dynamodb: 'http://127.0.0.1:1', sqs: 'http://127.0.0.1:2', lambda: 'http://127.0.0.1:3', scheduler: 'http://127.0.0.1:4', s3: 'http://127.0.0.1:5' },
       });
       expect(resources.jobs.map((j) => j.job)).toEqual(['alpha']);
     });

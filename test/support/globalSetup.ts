@@ -1,18 +1,28 @@
 // Runs once before the suites: the tests that run the local stack (npm start, the ops end-to-end test, chaos) execute
 // the bundled assets in cdk.out, so it must exist and be no older than the sources. Synthesizing here, once, also keeps
-// two suites from racing to synthesize the same assembly.
+// two suites from racing to synthesize the same assembly. The same for the engine's test app (test/fixtures/app, see
+// testApp.ts), which the whole-stack tests of the engine run instead of the reference app: one synth, into its own
+// assembly (cdk.out.test-app), shared by every file.
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureStack, findStack, newestSourceMtime } from '../../local/assembly';
+import { ensureTestApp } from './testApp';
 
 /** Files besides the sources that change what a synth writes: the feature flags, and the SDK and esbuild versions. */
 const INPUT_FILES = ['cdk.json', 'package-lock.json'];
 
 export default function globalSetup(): void {
   const cwd = join(__dirname, '..', '..');
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  withoutValidation(() => ensureTestApp(log));
   const found = findStack(join(cwd, 'cdk.out'), 'dev');
   const newestInput = Math.max(newestSourceMtime(cwd), ...INPUT_FILES.map((file) => statSync(join(cwd, file)).mtimeMs));
   if (found && newestInput <= statSync(found.templateFile).mtimeMs) return;
+  withoutValidation(() => ensureStack({ env: 'dev', assemblyDir: 'cdk.out', cwd, log, synth: true }));
+}
+
+/** Runs a synth without CDK's built-in CloudFormation validation. */
+function withoutValidation(synth: () => void): void {
   // CDK's built-in CloudFormation validation adds a WebAssembly engine's start and a pass over the template to this
   // synth (10 to 20 s of 30 to 55 s on this 2-core machine under load), and here it could only warn into output nobody
   // reads: test/bin/app.test.ts runs it on every environment and asserts it finds nothing. The synth's child process
@@ -20,7 +30,7 @@ export default function globalSetup(): void {
   const validation = process.env.CDK_VALIDATION;
   process.env.CDK_VALIDATION = 'false';
   try {
-    ensureStack({ env: 'dev', assemblyDir: 'cdk.out', cwd, log: (line) => process.stderr.write(`${line}\n`), synth: true });
+    synth();
   } finally {
     if (validation === undefined) delete process.env.CDK_VALIDATION;
     else process.env.CDK_VALIDATION = validation;

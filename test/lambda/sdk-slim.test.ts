@@ -1,6 +1,6 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import * as facade from '../../lambda/sdk-slim';
 import { buildSdkSlim, SDK_SLIM_MODULE, SDK_SLIM_PACKAGES } from '../../lib/sdk-layer';
 
@@ -17,7 +17,9 @@ function tsFiles(dir: string): string[] {
 /** Runtime values (not types) a source imports from the aliased packages: a missing one would be undefined in Lambda. */
 function valuesImportedByOurCode(): Map<string, string> {
   const needed = new Map<string, string>();
-  for (const file of tsFiles(join(ROOT, 'lambda')).filter((f) => !f.includes(`${join('lambda', 'sdk-slim')}`))) {
+  // A job's own tests (lambda/jobs/<job>/test/) are never bundled: what they import need not be in the layer.
+  const bundled = (f: string) => !f.includes(`${join('lambda', 'sdk-slim')}`) && !f.includes(`${sep}test${sep}`);
+  for (const file of tsFiles(join(ROOT, 'lambda')).filter(bundled)) {
     const source = readFileSync(file, 'utf8');
     for (const m of source.matchAll(/import\s+(type\s+)?\{([^}]*)\}\s+from\s+'([^']+)'/g)) {
       const [, typeOnly, names, pkg] = m;

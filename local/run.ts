@@ -158,7 +158,7 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
     const { businessDate, seeded } = await seedAndFire(session, counts, options, say, () => session!.startConsumers());
     const settled = await waitUntilSettled(session, options, io);
     // A team's app has no environment: the report names its stack instead.
-    const report = await collectReport(session, seeded, { env: options.env ?? session.artifact.stackName, businessDate, settled, started, keptData: options.dataDir !== undefined, recordFailures });
+    const report = await collectReport(session, seeded, { env: options.env, stack: session.artifact.stackName, businessDate, settled, started, keptData: options.dataDir !== undefined, recordFailures });
     if (options.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else io.stdout.write(`${formatReport(report)}\n`);
     const reportFile = await writeRunCharts(session, report, options.reportFile ? resolve(cwd, options.reportFile) : join(localDir, 'report.html'), { started, businessDate });
@@ -306,20 +306,24 @@ export async function observeJob(
     iamEnforced: session.stack.iam.enforced,
     functionErrors: session.functionErrors(name),
     recordFailures: extra.recordFailures?.summary(job.consumer?.name),
+    // Where a job without a fixture should get one: beside its entry, as the session found (or would find) it.
+    fixtureFile: job.fixtureFile,
   };
 }
 
 async function collectReport(
   session: LocalSession,
   seeded: Map<string, SeededDemo>,
-  run: { env: string; businessDate: string; settled: boolean; started: number; keptData: boolean; recordFailures?: RecordFailureLog },
+  run: { env?: string; stack: string; businessDate: string; settled: boolean; started: number; keptData: boolean; recordFailures?: RecordFailureLog },
 ): Promise<RunReport> {
   const observations = new Map<string, JobObservation>();
   for (const job of session.jobs.values()) {
     observations.set(job.name, await observeJob(session, job.name, seeded.get(job.name), { maxJobAgeMs: maxJobAgeMs(session.metrics.samples(), job.name), keptData: run.keptData, recordFailures: run.recordFailures }));
   }
   return buildRunReport({
-    env: run.env,
+    // A team's app has no environment: the report names its stack (this repository's names both).
+    ...(run.env !== undefined ? { env: run.env } : {}),
+    stack: run.stack,
     businessDate: run.businessDate,
     settled: run.settled,
     durationMs: Date.now() - run.started,

@@ -170,6 +170,29 @@ describe('Function: buildRunReport', () => {
     expect(report.ok).toBe(false);
     expect(formatReport(report)).toContain('did NOT settle within 1.0 s');
   });
+
+  const base = { businessDate: '2026-11-30', settled: true, durationMs: 1000, jobs: new Map([['job', observation()]]) };
+
+  it("names the stack in a team's app, which has no environment", () => {
+    const report = buildRunReport({ ...base, stack: 'Reporting' });
+    expect(report).toEqual(expect.objectContaining({ env: 'Reporting', stack: 'Reporting' }));
+    expect(formatReport(report).split('\n')[0]).toBe('Local run, stack Reporting, business date 2026-11-30: settled in 1.0 s');
+  });
+
+  it("names this repository's environment", () => {
+    expect(formatReport(buildRunReport({ ...base, env: 'dev', stack: 'PacedJobs-dev' })).split('\n')[0]).toBe('Local run, env dev, business date 2026-11-30: settled in 1.0 s');
+  });
+
+  it('refuses a run that names neither', () => {
+    expect(() => buildRunReport(base)).toThrow('buildRunReport: the run names neither its environment nor its stack');
+  });
+});
+
+describe('Function: buildJobReport, where a job without a fixture should get one', () => {
+  it('names the fixture file beside its entry, where the session found it', () => {
+    const { report } = buildJobReport('usage-report', observation({ effectsSource: 'pipeline', fixtureFile: 'jobs/usage-report/local.ts' }));
+    expect(report.note).toBe("counts are the pipeline's own (idempotency store and consumer logs), not the downstream's: add jobs/usage-report/local.ts to check the downstream");
+  });
 });
 
 describe('Function: formatReport, denials, function errors and warnings', () => {

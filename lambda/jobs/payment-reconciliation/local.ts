@@ -1,7 +1,7 @@
 // The job's local fixture (contract: local/fixture.ts): seeds unsettled payments for the business date and reads the
 // job's effects off its fake payment provider (localProvider.ts). Local tooling only, never bundled into a function.
 import type { JobRuntimeSettings } from '../../job';
-import { FixtureError, putItems, resourceName, tally } from '../../../local/fixture';
+import { downstreamQuota, FixtureError, putItems, resourceName, tally } from '../../../local/fixture';
 import type { DownstreamOptions, EffectReading, EffectsInput, FixtureContext, JobFixture, SeededDemo } from '../../../local/fixture';
 import { resourceSchema } from './index';
 import { demoPayments } from './items';
@@ -38,12 +38,6 @@ export const fixture: JobFixture = {
 
   /** A provider with the job's own effective quota, unless the run names another. */
   downstream(settings: JobRuntimeSettings, options: DownstreamOptions): PaymentProvider {
-    return new PaymentProvider({
-      startsPerWindow: options.quota?.startsPerWindow ?? settings.rateLimit.startsPerInterval,
-      windowSeconds: options.quota?.windowSeconds ?? settings.rateLimit.intervalSeconds,
-      maxConcurrent: options.quota?.maxConcurrent ?? settings.concurrency,
-      latencyMs: options.latencyMs,
-      port: options.port,
-    });
+    return new PaymentProvider({ ...downstreamQuota(settings, options), latencyMs: options.latencyMs, port: options.port });
   },
 };

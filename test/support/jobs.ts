@@ -1,48 +1,21 @@
 // Test helpers for a job's own tests (lambda/jobs/<job>/test/): its tables on dynalite (each job's tests declare
 // theirs, shaped as the job's config declares them), runtime settings, a page walker for discovery, and the message
 // contract every job keeps.
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { BatchWriteCommand, DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { MESSAGE_VERSION, SQS_MAX_MESSAGE_BYTES, type JobRuntimeSettings } from '../../lambda/core/constants';
 import { parseMessage, serializeMessage } from '../../lambda/core/message';
 import { loadJob } from '../../lambda/handlers/jobLoader';
-import type { DiscoveredOperation, JobDefinition } from '../../lambda/core/job';
 import { S3Client } from '@aws-sdk/client-s3';
 import { resetClients } from '../../lambda/adapters/clients';
 import type { FixtureContext } from '../../local/fixture';
+import { createTable, type TableSpec } from '../../local/testing';
 import { LOCAL_CREDENTIALS, startS3, type RunningS3 } from '../../local/servers';
 import { startLocalAws, type LocalAws } from './aws';
 
-/** A table as a job's tests create it on dynalite: string keys, and its indexes projecting everything. */
-export interface TableSpec {
-  name: string;
-  hash: string;
-  range?: string;
-  indexes?: { name: string; hash: string; range: string }[];
-}
-
-export async function createTable(client: DynamoDBClient, spec: TableSpec): Promise<void> {
-  const attributes = new Set([spec.hash, ...(spec.range ? [spec.range] : []), ...(spec.indexes ?? []).flatMap((i) => [i.hash, i.range])]);
-  await client.send(
-    new CreateTableCommand({
-      TableName: spec.name,
-      BillingMode: 'PAY_PER_REQUEST',
-      AttributeDefinitions: [...attributes].map((name) => ({ AttributeName: name, AttributeType: 'S' })),
-      KeySchema: [{ AttributeName: spec.hash, KeyType: 'HASH' }, ...(spec.range ? [{ AttributeName: spec.range, KeyType: 'RANGE' as const }] : [])],
-      GlobalSecondaryIndexes: spec.indexes?.map((i) => ({
-        IndexName: i.name,
-        KeySchema: [{ AttributeName: i.hash, KeyType: 'HASH' }, { AttributeName: i.range, KeyType: 'RANGE' }],
-        Projection: { ProjectionType: 'ALL' },
-      })),
-    }),
-  );
-}
-
-export async function putAll(documents: DynamoDBDocumentClient, table: string, items: object[]): Promise<void> {
-  for (let i = 0; i < items.length; i += 25) {
-    await documents.send(new BatchWriteCommand({ RequestItems: { [table]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) } }));
-  }
-}
+// The table, settings and discovery helpers a team's job tests get from `paced-jobs/testing` (local/testing.ts): the
+// examples' tests use the same ones, so what the package ships is what they exercise.
+export { createTable, discoverAll, putAll, runtimeSettings, type TableSpec } from '../../local/testing';
 
 export async function scanAll(documents: DynamoDBDocumentClient, table: string): Promise<Record<string, unknown>[]> {
   const items: Record<string, unknown>[] = [];
@@ -53,44 +26,6 @@ export async function scanAll(documents: DynamoDBDocumentClient, table: string):
     startKey = page.LastEvaluatedKey;
   } while (startKey);
   return items;
-}
-
-export function runtimeSettings(over: Partial<JobRuntimeSettings>): JobRuntimeSettings {
-  return {
-    jobName: 'test-job',
-    pageSize: 10,
-    maxPagesPerRun: 50,
-    maxMessageBytes: 262144,
-    businessDateOffsetDays: -1,
-    timeZone: 'UTC',
-    rateLimit: { startsPerInterval: 100, intervalSeconds: 60, burst: 100 },
-    concurrency: 2,
-    tables: {},
-    buckets: {},
-    secrets: {},
-    settings: {},
-    ...over,
-  };
-}
-
-/** Walks every page of discovery, as chained producer runs would; fails if paging does not end. */
-export async function discoverAll<R extends Record<string, string | number | boolean>, D>(
-  job: JobDefinition<R, D>,
-  deps: D,
-  request: { businessDate: string; pageSize: number; now: Date },
-  maxPages = 100,
-): Promise<{ operations: DiscoveredOperation<R>[]; pageSizes: number[] }> {
-  const operations: DiscoveredOperation<R>[] = [];
-  const pageSizes: number[] = [];
-  let cursor: string | undefined;
-  do {
-    if (pageSizes.length >= maxPages) throw new Error(`discovery did not end within ${maxPages} pages`);
-    const page = await job.discover(deps, { ...request, cursor });
-    operations.push(...page.operations);
-    pageSizes.push(page.operations.length);
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
-  return { operations, pageSizes };
 }
 
 /** What a fixture test works with: a FixtureContext builder on local servers, and the clients behind it. */

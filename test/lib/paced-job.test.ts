@@ -21,6 +21,7 @@ import { StateTables } from '../../lib/state-tables';
 import { testApp } from './cdkContext';
 import type { IConstruct } from 'constructs';
 import { actionsOf, actionsOn, arnOf, importedArn, logicalId, mentions, refOf, resourceOf, resourcesOf, statementsOfRole } from './templateHelpers';
+import { thrown } from '../support/thrown';
 
 const FIXTURE_HANDLERS = path.join(__dirname, 'fixtures', 'handlers');
 const FAKE_JOB = path.join(__dirname, '..', 'fixtures', 'jobs', 'fake-job', 'index.ts');
@@ -77,16 +78,6 @@ function jobProps(built: Built, jobName: string, config: JobConfig, extra: Parti
     handlersDir: FIXTURE_HANDLERS,
     ...extra,
   };
-}
-
-function capture(fn: () => unknown): InvalidPropsError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof InvalidPropsError) return error;
-    throw error;
-  }
-  throw new Error('expected an InvalidPropsError');
 }
 
 
@@ -158,12 +149,13 @@ describe('Class: PacedJob', () => {
     it('names every problem in one message before building anything', () => {
       const built = scaffold('PacedJobs-a-rather-long-environment-name');
       const { stack } = built;
-      const error = capture(
+      const error = thrown(
         () =>
           new PacedJob(stack, 'Bad', jobProps(built, 'an-exceptionally-long-job-name-xx', {
             ...job({ rateLimit: { starts: 1 }, queueRetentionDays: 14, idempotencyRecordDays: 60 }),
             consumerTimeoutSeconds: 8000,
           })),
+        InvalidPropsError,
       );
       expect(error.message).toBe(
         [
@@ -178,7 +170,7 @@ describe('Class: PacedJob', () => {
     });
     it("refuses job settings too large for Lambda's 4 KB of variables", () => {
       const built = scaffold();
-      const error = capture(() => new PacedJob(built.stack, 'Big', jobProps(built, 'big-job', job({ settings: { blob: 'x'.repeat(3000) } }))));
+      const error = thrown(() => new PacedJob(built.stack, 'Big', jobProps(built, 'big-job', job({ settings: { blob: 'x'.repeat(3000) } }))), InvalidPropsError);
       expect(error.problems).toEqual([
         // 3000 bytes of settings plus 455 bytes of the settings' other fields.
         "JOB_SETTINGS would be 3455 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
@@ -187,9 +179,9 @@ describe('Class: PacedJob', () => {
 
     it('refuses per-key concurrency on another field than the per-key rate limit: a record has one key', () => {
       const built = scaffold();
-      const error = capture(() => new PacedJob(built.stack, 'TwoKeys', jobProps(built, 'two-keys', job({
+      const error = thrown(() => new PacedJob(built.stack, 'TwoKeys', jobProps(built, 'two-keys', job({
         rateLimit: { starts: 10, perKey: { key: 'merchantId', starts: 5 } }, concurrency: { max: 5, perKey: { key: 'tenantId', max: 2 } },
-      }))));
+      }))), InvalidPropsError);
       expect(error.problems).toEqual(['concurrency.perKey.key: "tenantId" must be rateLimit.perKey.key ("merchantId"): a record has one key']);
     });
 
@@ -205,9 +197,9 @@ describe('Class: PacedJob', () => {
     it("measures a created bucket's name at S3's 63-character maximum, not at the length of its token", () => {
       const built = scaffold('PacedJobs-test', true);
       const { appResources } = built;
-      const error = capture(() => new PacedJob(built.stack, 'Near', jobProps(built, 'near-job', job({
+      const error = thrown(() => new PacedJob(built.stack, 'Near', jobProps(built, 'near-job', job({
         uses: { buckets: { files: { ref: 'files', access: 'read' } } }, settings: { blob: 'x'.repeat(2562) },
-      }))));
+      }))), InvalidPropsError);
       // 2562 bytes of settings, 63 of the bucket's name once CloudFormation gives it, 466 of the other fields.
       expect(error.problems).toEqual([
         "JOB_SETTINGS would be 3091 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
@@ -492,7 +484,7 @@ describe('Class: PacedJob', () => {
 
     it('refuses a downstream key that would be a wildcard in its LeadingKeys pattern', () => {
       const wild = scaffold();
-      const error = capture(() => new PacedJob(wild.stack, 'Wild', jobProps(wild, 'wild-job', job({ settings: { downstreamKey: 'acme*' } }))));
+      const error = thrown(() => new PacedJob(wild.stack, 'Wild', jobProps(wild, 'wild-job', job({ settings: { downstreamKey: 'acme*' } }))), InvalidPropsError);
       expect(error.problems).toEqual(['settings.downstreamKey: "acme*" may not hold "*", "?" or "$": it names the job\'s limiter items in its IAM policy']);
     });
   });

@@ -15,6 +15,7 @@ import { jobEntryProblem } from '../../lib/paced-jobs';
 import { JobOutput, type JobOutputKind, jobOutputName, StackOutput } from '../../lib/outputs';
 import { testApp } from './cdkContext';
 import { actionsOn, arnOf, importedArn, logicalId, refOf, resourceOf, statementsOfRole } from './templateHelpers';
+import { thrown } from '../support/thrown';
 
 const FAKE_JOB = path.join(__dirname, '..', 'fixtures', 'jobs', 'fake-job', 'index.ts');
 const ENTRY_METADATA = 'test/fixtures/jobs/fake-job/index.ts';
@@ -44,16 +45,6 @@ function teamStack(id = 'TeamStack') {
   const stack = new Stack(testApp(), id);
   const reports = new dynamodb.TableV2(stack, 'Reports', { partitionKey: { name: 'reportId', type: dynamodb.AttributeType.STRING } });
   return { stack, reports };
-}
-
-function capture(fn: () => unknown): InvalidPropsError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof InvalidPropsError) return error;
-    throw error;
-  }
-  throw new Error('expected an InvalidPropsError');
 }
 
 describe('Class: PacedJobs', () => {
@@ -226,7 +217,7 @@ describe('Class: PacedJobs', () => {
     it('names every bad key of every job in one message, and builds nothing', () => {
       const { stack, reports } = teamStack();
       const missing = path.join(scratch, 'missing', 'index.ts');
-      const error = capture(() => new PacedJobs(stack, 'Jobs', {
+      const error = thrown(() => new PacedJobs(stack, 'Jobs', {
         logRetentionDays: 2,
         jobs: {
           Bad_Name: fakeJob(reports),
@@ -242,7 +233,7 @@ describe('Class: PacedJobs', () => {
           }),
           'fake-job': fakeJob(reports, { rateLimit: { starts: 1 } }),
         },
-      }));
+      }), InvalidPropsError);
       expect(error.message).toBe([
         'Invalid props for PacedJobs TeamStack/Jobs:',
         '  - jobs.Bad_Name: job names are kebab-case, 3 to 32 characters',
@@ -258,22 +249,22 @@ describe('Class: PacedJobs', () => {
 
     it("applies config's rules between a job's keys, and PacedJob's limits, under the job's name", () => {
       const { stack, reports } = teamStack('AnExceptionallyLongTeamStackName');
-      const error = capture(() => new PacedJobs(stack, 'Jobs', {
+      const error = thrown(() => new PacedJobs(stack, 'Jobs', {
         jobs: {
           'usage-report-for-every-account': fakeJob(reports, { queueRetentionDays: 10, idempotencyRecordDays: 20 }),
           'fake-job': fakeJob(reports, { settings: { downstreamKey: 'acme*' }, batchSize: 20, batchingWindowSeconds: 0 }),
         },
-      }));
+      }), InvalidPropsError);
       expect(error.problems).toEqual([
         'jobs.usage-report-for-every-account.idempotencyRecordDays: must be at least queueRetentionDays + 14 (DLQ retention) = 24, so a redrive never repeats an effect',
         'jobs.fake-job.batchingWindowSeconds: must be at least 1 when batchSize is over 10 (an SQS event source rule)',
       ]);
-      const limits = capture(() => new PacedJobs(stack, 'Jobs', {
+      const limits = thrown(() => new PacedJobs(stack, 'Jobs', {
         jobs: {
           'usage-report-for-every-account': fakeJob(reports),
           'fake-job': fakeJob(reports, { settings: { downstreamKey: 'acme*' } }),
         },
-      }));
+      }), InvalidPropsError);
       expect(limits.problems).toEqual([
         'jobs.usage-report-for-every-account: producer function name "AnExceptionallyLongTeamStackName-usage-report-for-every-account-producer" is 72 characters; Lambda allows at most 64 (shorten the stack or job name)',
         'jobs.fake-job.settings.downstreamKey: "acme*" may not hold "*", "?" or "$": it names the job\'s limiter items in its IAM policy',
@@ -282,7 +273,7 @@ describe('Class: PacedJobs', () => {
 
     it('refuses a stack without jobs, an environment name Scheduler cannot take and an e-mail that is none', () => {
       const { stack } = teamStack();
-      const error = capture(() => new PacedJobs(stack, 'Jobs', { jobs: {}, environmentName: 'has space', alarmEmail: 'oncall' }));
+      const error = thrown(() => new PacedJobs(stack, 'Jobs', { jobs: {}, environmentName: 'has space', alarmEmail: 'oncall' }), InvalidPropsError);
       expect(error.problems).toEqual([
         'jobs: at least one job is required',
         'alarmEmail: Invalid email address',
@@ -294,9 +285,9 @@ describe('Class: PacedJobs', () => {
       const { stack, reports } = teamStack();
       const noJob = moduleFile('no-job.ts', 'export const jobs = 1;\nexport function helper(): void {}\n');
       const broken = moduleFile('broken.ts', 'export const job = ;\n');
-      const error = capture(() => new PacedJobs(stack, 'Jobs', {
+      const error = thrown(() => new PacedJobs(stack, 'Jobs', {
         jobs: { 'fake-job': fakeJob(reports, { entry: noJob }), 'usage-report': fakeJob(reports, { entry: broken }) },
-      }));
+      }), InvalidPropsError);
       expect(error.problems).toEqual([
         `jobs.fake-job.entry: "${noJob}" exports no \`job\` (it exports helper, jobs): a job's module exports \`export const job = defineJob({ ... })\``,
         `jobs.usage-report.entry: "${broken}" cannot be parsed: Unexpected ";" (line 1)`,
@@ -306,7 +297,7 @@ describe('Class: PacedJobs', () => {
     it('refuses a second PacedJobs in one stack: the outputs the tools read take fixed names', () => {
       const { stack, reports } = teamStack();
       new PacedJobs(stack, 'Jobs', { jobs: { 'fake-job': fakeJob(reports) } });
-      const error = capture(() => new PacedJobs(stack, 'MoreJobs', { jobs: { 'usage-report': fakeJob(reports) } }));
+      const error = thrown(() => new PacedJobs(stack, 'MoreJobs', { jobs: { 'usage-report': fakeJob(reports) } }), InvalidPropsError);
       expect(error.message).toBe(
         'Invalid props for PacedJobs TeamStack/MoreJobs:\n' +
           "  - one PacedJobs per stack: TeamStack/Jobs already holds this stack's jobs (the stack outputs the tools read take fixed names); add the jobs there, or use another stack",

@@ -8,17 +8,7 @@ import {
   RESERVED_ENVIRONMENT_KEYS,
   SQS_DEFAULT_VISIBILITY_TIMEOUT_SECONDS,
 } from '../../local/lambdaRules';
-
-/** The error a check throws, for asserting its fields (a bare toThrow would not say which rule fired). */
-function thrown(fn: () => void): LambdaRuleError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof LambdaRuleError) return error;
-    throw error;
-  }
-  throw new Error('expected a LambdaRuleError, nothing was thrown');
-}
+import { thrown } from '../support/thrown';
 
 /** Variables whose JSON is exactly `bytes` long: one key, its value padded. */
 function variablesOfJsonBytes(bytes: number): Record<string, string> {
@@ -31,19 +21,19 @@ describe('Function: checkEnvironment', () => {
     'Lambda was unable to configure your environment variables because the environment variables you have provided contains reserved keys that are currently not supported for modification. Reserved keys used in this request: ';
 
   it("refuses a reserved key with Lambda's message, prefixed with the function", () => {
-    const error = thrown(() => checkEnvironment('function Consumer (paced-consumer)', { QUEUE_URL: 'q', AWS_REGION: 'eu-central-1' }));
+    const error = thrown(() => checkEnvironment('function Consumer (paced-consumer)', { QUEUE_URL: 'q', AWS_REGION: 'eu-central-1' }), LambdaRuleError);
     expect(error.message).toBe(`function Consumer (paced-consumer): ${RESERVED_MESSAGE}AWS_REGION`);
     expect(error.awsMessage).toBe(`${RESERVED_MESSAGE}AWS_REGION`);
     expect(error).toMatchObject({ name: 'LambdaRuleError', code: 'InvalidParameterValueException', label: 'function Consumer (paced-consumer)' });
   });
 
   it('names every reserved key of the request, comma-separated, in its order', () => {
-    const error = thrown(() => checkEnvironment('f', { AWS_SECRET_ACCESS_KEY: 's', OK: '1', AWS_ACCESS_KEY_ID: 'a', AWS_DEFAULT_REGION: 'r' }));
+    const error = thrown(() => checkEnvironment('f', { AWS_SECRET_ACCESS_KEY: 's', OK: '1', AWS_ACCESS_KEY_ID: 'a', AWS_DEFAULT_REGION: 'r' }), LambdaRuleError);
     expect(error.awsMessage).toBe(`${RESERVED_MESSAGE}AWS_SECRET_ACCESS_KEY, AWS_ACCESS_KEY_ID, AWS_DEFAULT_REGION`);
   });
 
   it('refuses each key the Lambda guide reserves', () => {
-    for (const key of RESERVED_ENVIRONMENT_KEYS) expect(thrown(() => checkEnvironment('f', { [key]: 'v' })).awsMessage).toBe(`${RESERVED_MESSAGE}${key}`);
+    for (const key of RESERVED_ENVIRONMENT_KEYS) expect(thrown(() => checkEnvironment('f', { [key]: 'v' }), LambdaRuleError).awsMessage).toBe(`${RESERVED_MESSAGE}${key}`);
     expect(RESERVED_ENVIRONMENT_KEYS).toEqual(expect.arrayContaining(['_HANDLER', 'AWS_LAMBDA_FUNCTION_NAME', 'AWS_SESSION_TOKEN', 'LAMBDA_TASK_ROOT']));
   });
 
@@ -61,7 +51,7 @@ describe('Function: checkEnvironment', () => {
 
   it("refuses variables one byte over 4 KB with Lambda's message quoting the measured JSON", () => {
     const variables = variablesOfJsonBytes(ENVIRONMENT_LIMIT_BYTES + 1);
-    const error = thrown(() => checkEnvironment('function Producer', variables));
+    const error = thrown(() => checkEnvironment('function Producer', variables), LambdaRuleError);
     expect(error.awsMessage).toBe(
       `Lambda was unable to configure your environment variables because the environment variables you have provided exceeded the 4KB limit. String measured: ${JSON.stringify(variables)}`,
     );
@@ -73,18 +63,18 @@ describe('Function: checkEnvironment', () => {
     // 'ä' is two bytes in UTF-8: under 4,096 characters, over 4,096 bytes.
     const variables = { V: 'ä'.repeat(2100) };
     expect(JSON.stringify(variables).length).toBeLessThan(4096);
-    expect(thrown(() => checkEnvironment('f', variables)).awsMessage).toContain('exceeded the 4KB limit');
+    expect(thrown(() => checkEnvironment('f', variables), LambdaRuleError).awsMessage).toContain('exceeded the 4KB limit');
   });
 
   it('reports reserved keys before the size', () => {
     const variables = { ...variablesOfJsonBytes(5000), AWS_REGION: 'x' };
-    expect(thrown(() => checkEnvironment('f', variables)).awsMessage).toBe(`${RESERVED_MESSAGE}AWS_REGION`);
+    expect(thrown(() => checkEnvironment('f', variables), LambdaRuleError).awsMessage).toBe(`${RESERVED_MESSAGE}AWS_REGION`);
   });
 });
 
 describe('Function: checkQueueVisibility', () => {
   it("refuses a visibility timeout below the function's timeout with the event source mapping's message", () => {
-    const error = thrown(() => checkQueueVisibility('event source mapping ConsumerMapping (paced-queue -> paced-consumer)', 30, 60));
+    const error = thrown(() => checkQueueVisibility('event source mapping ConsumerMapping (paced-queue -> paced-consumer)', 30, 60), LambdaRuleError);
     expect(error.awsMessage).toBe('Invalid request provided: Queue visibility timeout: 30 seconds is less than Function timeout: 60 seconds');
     expect(error.message).toBe(
       'event source mapping ConsumerMapping (paced-queue -> paced-consumer): Invalid request provided: Queue visibility timeout: 30 seconds is less than Function timeout: 60 seconds',
@@ -100,7 +90,7 @@ describe('Function: checkQueueVisibility', () => {
   it("takes SQS's default of 30 seconds when the queue sets none", () => {
     expect(SQS_DEFAULT_VISIBILITY_TIMEOUT_SECONDS).toBe(30);
     expect(() => checkQueueVisibility('m', undefined, 30)).not.toThrow();
-    expect(thrown(() => checkQueueVisibility('m', undefined, 31)).awsMessage).toBe('Invalid request provided: Queue visibility timeout: 30 seconds is less than Function timeout: 31 seconds');
+    expect(thrown(() => checkQueueVisibility('m', undefined, 31), LambdaRuleError).awsMessage).toBe('Invalid request provided: Queue visibility timeout: 30 seconds is less than Function timeout: 31 seconds');
   });
 });
 
@@ -116,38 +106,38 @@ describe('Function: checkFunctionSettings', () => {
   });
 
   it("refuses a timeout over 900 seconds with Lambda's validation message", () => {
-    const error = thrown(() => checkFunctionSettings('function Producer', { timeoutSeconds: 901 }));
+    const error = thrown(() => checkFunctionSettings('function Producer', { timeoutSeconds: 901 }), LambdaRuleError);
     expect(error.message).toBe("function Producer: 1 validation error detected: Value '901' at 'timeout' failed to satisfy constraint: Member must have value less than or equal to 900");
     expect(error.code).toBe('ValidationException');
   });
 
   it('refuses a zero timeout, memory outside 128..10240 and negative reserved concurrency', () => {
-    expect(thrown(() => checkFunctionSettings('f', { timeoutSeconds: 0 })).awsMessage).toBe(
+    expect(thrown(() => checkFunctionSettings('f', { timeoutSeconds: 0 }), LambdaRuleError).awsMessage).toBe(
       "1 validation error detected: Value '0' at 'timeout' failed to satisfy constraint: Member must have value greater than or equal to 1",
     );
-    expect(thrown(() => checkFunctionSettings('f', { memorySize: 127 })).awsMessage).toBe(
+    expect(thrown(() => checkFunctionSettings('f', { memorySize: 127 }), LambdaRuleError).awsMessage).toBe(
       "1 validation error detected: Value '127' at 'memorySize' failed to satisfy constraint: Member must have value greater than or equal to 128",
     );
-    expect(thrown(() => checkFunctionSettings('f', { memorySize: 10_241 })).awsMessage).toBe(
+    expect(thrown(() => checkFunctionSettings('f', { memorySize: 10_241 }), LambdaRuleError).awsMessage).toBe(
       "1 validation error detected: Value '10241' at 'memorySize' failed to satisfy constraint: Member must have value less than or equal to 10240",
     );
-    expect(thrown(() => checkFunctionSettings('f', { reservedConcurrency: -1 })).awsMessage).toBe(
+    expect(thrown(() => checkFunctionSettings('f', { reservedConcurrency: -1 }), LambdaRuleError).awsMessage).toBe(
       "1 validation error detected: Value '-1' at 'reservedConcurrentExecutions' failed to satisfy constraint: Member must have value greater than or equal to 0",
     );
   });
 
   it('refuses a handler with whitespace or over 128 characters', () => {
-    expect(thrown(() => checkFunctionSettings('f', { handler: 'index handler' })).awsMessage).toBe(
+    expect(thrown(() => checkFunctionSettings('f', { handler: 'index handler' }), LambdaRuleError).awsMessage).toBe(
       "1 validation error detected: Value 'index handler' at 'handler' failed to satisfy constraint: Member must satisfy regular expression pattern: [^\\s]+",
     );
     const long = `${'a'.repeat(122)}.handler`;
-    expect(thrown(() => checkFunctionSettings('f', { handler: long })).awsMessage).toBe(
+    expect(thrown(() => checkFunctionSettings('f', { handler: long }), LambdaRuleError).awsMessage).toBe(
       `1 validation error detected: Value '${long}' at 'handler' failed to satisfy constraint: Member must have length less than or equal to 128`,
     );
   });
 
   it('names every bad setting in one message', () => {
-    expect(thrown(() => checkFunctionSettings('f', { timeoutSeconds: 1000, memorySize: 64 })).awsMessage).toBe(
+    expect(thrown(() => checkFunctionSettings('f', { timeoutSeconds: 1000, memorySize: 64 }), LambdaRuleError).awsMessage).toBe(
       "2 validation errors detected: Value '1000' at 'timeout' failed to satisfy constraint: Member must have value less than or equal to 900; " +
         "Value '64' at 'memorySize' failed to satisfy constraint: Member must have value greater than or equal to 128",
     );

@@ -1,18 +1,9 @@
 // Environment selection and validation: one readable message naming every bad key, and the valid environments.
 import { ConfigError, loadEnvironment, parseEnvironment } from '../../../lib/config/load';
 import { environments } from '../../../lib/config/environments';
+import { thrown } from '../../support/thrown';
 
 const goodJob = { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } };
-
-function captureConfigError(fn: () => unknown): ConfigError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('Function: loadEnvironment', () => {
   it('fails with the valid environments when none is chosen', () => {
@@ -23,7 +14,7 @@ describe('Function: loadEnvironment', () => {
   });
 
   it('fails with the valid environments for an unknown name', () => {
-    const error = captureConfigError(() => loadEnvironment('nope'));
+    const error = thrown(() => loadEnvironment('nope'), ConfigError);
     expect(error.name).toBe('ConfigError');
     expect(error.message).toBe('Unknown environment "nope". Valid environments: dev, staging, prod.');
   });
@@ -64,7 +55,7 @@ describe('Function: loadEnvironment', () => {
 
 describe('Function: parseEnvironment', () => {
   it('names every bad key in one message', () => {
-    const error = captureConfigError(() =>
+    const error = thrown(() =>
       parseEnvironment('bad', {
         account: '12',
         region: 'mars',
@@ -79,6 +70,7 @@ describe('Function: parseEnvironment', () => {
           },
         },
       }),
+      ConfigError,
     );
     expect(error.message).toBe(
       [
@@ -99,7 +91,7 @@ describe('Function: parseEnvironment', () => {
   });
 
   it('names every cross-field problem in one message', () => {
-    const error = captureConfigError(() =>
+    const error = thrown(() =>
       parseEnvironment('bad', {
         region: 'eu-west-1',
         jobs: {
@@ -112,6 +104,7 @@ describe('Function: parseEnvironment', () => {
           },
         },
       }),
+      ConfigError,
     );
     expect(error.message).toBe(
       [
@@ -164,19 +157,19 @@ describe('The completion SLO (slo)', () => {
   });
 
   it('rejects an objective outside (0, 1) and a window that is not a positive whole number of minutes, naming each', () => {
-    expect(captureConfigError(() => parse({ objective: 1, completeWithinMinutes: 0 })).message).toBe(
+    expect(thrown(() => parse({ objective: 1, completeWithinMinutes: 0 }), ConfigError).message).toBe(
       [
         'Invalid configuration for environment "slo":',
         '  - jobs.ok-job.slo.objective: must be below 1 (an objective of 100% leaves no error budget; e.g. 0.99)',
         '  - jobs.ok-job.slo.completeWithinMinutes: Too small: expected number to be >0',
       ].join('\n'),
     );
-    expect(captureConfigError(() => parse({ objective: 0, completeWithinMinutes: 60 })).message).toContain('jobs.ok-job.slo.objective: must be above 0');
-    expect(captureConfigError(() => parse({ objective: 0.9, completeWithinMinutes: 60, window: 2 })).message).toContain('jobs.ok-job.slo: Unrecognized key: "window"');
+    expect(thrown(() => parse({ objective: 0, completeWithinMinutes: 60 }), ConfigError).message).toContain('jobs.ok-job.slo.objective: must be above 0');
+    expect(thrown(() => parse({ objective: 0.9, completeWithinMinutes: 60, window: 2 }), ConfigError).message).toContain('jobs.ok-job.slo: Unrecognized key: "window"');
   });
 
   it('rejects an SLO a full run cannot meet, saying which window or quota would make it reachable', () => {
-    expect(captureConfigError(() => parse({ objective: 0.99, completeWithinMinutes: 10 })).message).toBe(
+    expect(thrown(() => parse({ objective: 0.99, completeWithinMinutes: 10 }), ConfigError).message).toBe(
       [
         'Invalid configuration for environment "slo":',
         '  - jobs.ok-job.slo.completeWithinMinutes: is not reachable: a full run (pageSize 10 x maxPagesPerRun 10 = 100 operations) at 8 starts per 60 s completes 99% of them in 13 minutes; allow at least 13 minutes, raise rateLimit.starts to at least 13, or lower pageSize x maxPagesPerRun to what one night holds',

@@ -155,19 +155,31 @@ export function isReferenceApp(cwd: string): boolean {
 /** Folders whose changes a synthesized template and its bundles must reflect, in this repository. */
 export const SOURCE_DIRS = ['bin', 'lib', 'lambda'];
 
-/** The newest modification time of a .ts file under the project's source folders (0 when there is none). */
+/**
+ * The newest modification time of a .ts file under the project's source folders (0 when there is none). A `test`
+ * folder (a job's own tests, lambda/jobs/<job>/test/) is left out: no bundle holds it.
+ */
 export function newestSourceMtime(cwd: string, dirs: string[] = SOURCE_DIRS): number {
   let newest = 0;
   const walk = (dir: string) => {
     if (!existsSync(dir)) return;
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
+      if (entry.isDirectory()) {
+        if (entry.name !== 'test') walk(path);
+      } else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
     }
   };
   for (const dir of dirs) walk(join(cwd, dir));
   return newest;
+}
+
+/** What else in this repository changes what a synth writes: the feature flags, the SDK and esbuild versions. */
+export const REFERENCE_INPUT_FILES = ['cdk.json', 'package-lock.json'];
+
+/** The newest modification time of what this repository's synth is built from: its sources and REFERENCE_INPUT_FILES. */
+export function newestReferenceInputMtime(cwd: string): number {
+  return Math.max(newestSourceMtime(cwd), ...REFERENCE_INPUT_FILES.map((file) => (existsSync(join(cwd, file)) ? statSync(join(cwd, file)).mtimeMs : 0)));
 }
 
 /** The CDK CLI's own cache of lookups: the synth writes it, after the template, so it would always look newer. */

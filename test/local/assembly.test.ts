@@ -10,6 +10,7 @@ import {
   findStack,
   isReferenceApp,
   newestAppSourceMtime,
+  newestReferenceInputMtime,
   newestSourceMtime,
   StackChoiceError,
 } from '../../local/assembly';
@@ -50,6 +51,22 @@ describe('Function: findStack', () => {
     expect(ensureStack({ env: 'dev', assemblyDir: 'cdk.out', cwd: dir, log: (l) => logs.push(l) }).stackName).toBe('PacedJobs-dev');
     expect(logs).toEqual([]);
     expect(Math.abs(newestSourceMtime(dir) - old.getTime())).toBeLessThan(1000);
+  });
+
+  it("leaves a job's own tests out of the sources, and counts cdk.json and package-lock.json as the synth's inputs", () => {
+    const at = (seconds: number) => new Date(seconds * 1000);
+    const write = (path: string, when: Date) => {
+      mkdirSync(join(dir, path, '..'), { recursive: true });
+      writeFileSync(join(dir, path), '');
+      utimesSync(join(dir, path), when, when);
+    };
+    write('lambda/jobs/a-job/index.ts', at(1_700_000_000));
+    // No bundle holds a job's tests: a newer one does not make the assembly stale.
+    write('lambda/jobs/a-job/test/index.test.ts', at(1_700_000_100));
+    expect(newestSourceMtime(dir)).toBe(1_700_000_000_000);
+    write('cdk.json', at(1_700_000_200));
+    write('package-lock.json', at(1_700_000_300));
+    expect(newestReferenceInputMtime(dir)).toBe(1_700_000_300_000);
   });
 
   it('warns, without synthesizing, when a source changed after the assembly was written', () => {

@@ -5,19 +5,15 @@
 // assembly (cdk.out.test-app), shared by every file.
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensureStack, findStack, newestSourceMtime } from '../../local/assembly';
+import { ensureStack, findStack, newestReferenceInputMtime } from '../../local/assembly';
 import { ensureTestApp } from './testApp';
-
-/** Files besides the sources that change what a synth writes: the feature flags, and the SDK and esbuild versions. */
-const INPUT_FILES = ['cdk.json', 'package-lock.json'];
 
 export default function globalSetup(): void {
   const cwd = join(__dirname, '..', '..');
   const log = (line: string) => process.stderr.write(`${line}\n`);
   withoutValidation(() => ensureTestApp(log));
   const found = findStack(join(cwd, 'cdk.out'), 'dev');
-  const newestInput = Math.max(newestSourceMtime(cwd), ...INPUT_FILES.map((file) => statSync(join(cwd, file)).mtimeMs));
-  if (found && newestInput <= statSync(found.templateFile).mtimeMs) return;
+  if (found && newestReferenceInputMtime(cwd) <= statSync(found.templateFile).mtimeMs) return;
   withoutValidation(() => ensureStack({ env: 'dev', assemblyDir: 'cdk.out', cwd, log, synth: true }));
 }
 

@@ -4,7 +4,7 @@
 // cdk.out.test-app, beside the reference app's cdk.out; every file then opens a LocalSession on that assembly.
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { assemblyStacks, ensureAppStack, newestAppSourceMtime, newestSourceMtime, type StackArtifact } from '../../local/assembly';
+import { assemblyStacks, ensureAppStack, newestAppSourceMtime, newestReferenceInputMtime, type StackArtifact } from '../../local/assembly';
 import { LocalSession, type SessionOptions } from '../../local/session';
 
 const ROOT = join(__dirname, '..', '..');
@@ -22,18 +22,16 @@ export const RECORD_WRITER = 'record-writer';
 export const OBJECT_SWEEPER = 'object-sweeper';
 export const QUOTA_CALLER = 'quota-caller';
 
-/** Files besides the sources that change what a synth writes: the feature flags, and the SDK and esbuild versions. */
-const INPUT_FILES = [join(TEST_APP, 'cdk.json'), join(ROOT, 'package-lock.json')];
-
 /**
- * Synthesizes the test app unless its assembly is newer than everything it is built from: the app's own folder, the
- * engine's sources (lib, lambda: the construct and the handlers it bundles) and the input files.
+ * Synthesizes the test app unless its assembly is newer than everything it is built from: the app's own folder (its
+ * cdk.json among it) and what this repository's synth is built from (the engine's sources: the construct and the
+ * handlers it bundles; package-lock.json).
  * @throws AssemblyError when the synth fails
  */
 export function ensureTestApp(log: (line: string) => void): StackArtifact {
   const assemblyDir = join(TEST_APP, TEST_APP_ASSEMBLY);
   const found = assemblyStacks(assemblyDir).find((s) => s.stackName === TEST_APP_STACK);
-  const newestInput = Math.max(newestSourceMtime(ROOT, ['lib', 'lambda']), newestAppSourceMtime(TEST_APP), ...INPUT_FILES.map((f) => statSync(f).mtimeMs));
+  const newestInput = Math.max(newestReferenceInputMtime(ROOT), newestAppSourceMtime(TEST_APP));
   const synth = !found || newestInput > statSync(found.templateFile).mtimeMs;
   return ensureAppStack({ cwd: TEST_APP, assemblyDir: TEST_APP_ASSEMBLY, stack: TEST_APP_STACK, log, synth, referenceApp: false });
 }

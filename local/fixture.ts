@@ -241,7 +241,7 @@ export function loadFixture(cwd: string, jobName: string, entry?: string): JobFi
 
 // The fake HTTP API a fixture's `downstream` configures (its route, settings key and answer), and the quota it takes
 // from the job's settings: part of the fixture contract (`paced-jobs/fixture`), so a job's local*.ts imports it here.
-export { downstreamQuota, FakeHttpApi, type FakeHttpApiQuota, type FakeHttpApiShape } from './fakeHttpApi';
+export { downstreamEffects, downstreamQuota, FakeHttpApi, type FakeHttpApiQuota, type FakeHttpApiShape } from './fakeHttpApi';
 
 /** The most timestamps in any window of `windowMs` (a sliding window: the rate check on starts). */
 export function maxInAnyWindow(timestamps: readonly number[], windowMs: number): number {

@@ -1,8 +1,8 @@
 // The job's local fixture (contract: local/fixture.ts): seeds unsettled payments for the business date and reads the
 // job's effects off its fake payment provider (localProvider.ts). Local tooling only, never bundled into a function.
 import type { JobRuntimeSettings } from '../../job';
-import { downstreamQuota, FixtureError, putItems, resourceName, tally } from '../../../local/fixture';
-import type { DownstreamOptions, EffectReading, EffectsInput, FixtureContext, JobFixture, SeededDemo } from '../../../local/fixture';
+import { downstreamEffects, downstreamQuota, putItems, resourceName } from '../../../local/fixture';
+import type { DownstreamOptions, FixtureContext, JobFixture, SeededDemo } from '../../../local/fixture';
 import { resourceSchema } from './index';
 import { demoPayments } from './items';
 import { PaymentProvider } from './localProvider';
@@ -19,17 +19,7 @@ export const fixture: JobFixture = {
   },
 
   /** Settlements per payment as the provider applied them; every request it saw is a start. */
-  effects({ settings, seeded, downstream }: EffectsInput): EffectReading {
-    if (!downstream) throw new FixtureError(`job ${settings.jobName}: its effects are read off its fake payment provider, and none was handed in`, settings.jobName);
-    const effectsByOperation = tally(downstream.effects.map((e) => e.operationKey));
-    const expected = new Set(seeded.expectedOperations);
-    return {
-      effectsByOperation,
-      starts: downstream.arrivals.map((a) => a.at),
-      throttled: downstream.throttled,
-      unexpectedEffects: [...effectsByOperation.keys()].filter((id) => !expected.has(id)),
-    };
-  },
+  effects: downstreamEffects('its fake payment provider'),
 
   operationKeyOf(resource: Record<string, unknown>): string | undefined {
     const parsed = resourceSchema.safeParse(resource);

@@ -135,13 +135,15 @@ if (tier !== undefined && !projects.some((p) => p.displayName === tier)) {
 module.exports = {
   // Here, not in `shared`: jest (30) reads the test timeout from the top level only and ignores a project's.
   testTimeout: 60000,
-  // At least two workers. jest's default is one fewer than the cores, which on a 2-core machine is one: every file in
-  // turn, in band. Much of an integration or e2e file's time is spent waiting on the paced rates, visibility timeouts
-  // and the local stack's processes rather than on CPU, so a second worker overlaps that waiting. A third did more
-  // (610 s for the suite against 777 s, quiet, 179 files), but on two cores it let a CPU-heavy file (the scaffold's
-  // project copy: tsc, jest and two synths at once) starve the bench's time-scaled backlog run, which then did not
-  // settle: not until that run keeps its rate-limit window long. Timing-sensitive tests do not depend on an idle
-  // machine: no test asserts a duration, and the suite is run with another process keeping a core busy (README).
-  maxWorkers: Math.max(2, availableParallelism() - 1),
+  // One more worker than the cores (three on this 2-core machine). jest's default is one fewer than the cores, which
+  // here is one: every file in turn, in band. Much of an integration or e2e file's time is spent waiting on the paced
+  // rates, visibility timeouts and the local stack's processes rather than on CPU (the fairness bench's file: 38 s of
+  // CPU in 128 s), so extra workers overlap that waiting: 610 s for the suite against 777 s with two workers (quiet,
+  // 179 files). Timing-sensitive tests do not depend on an idle machine: no test asserts a duration, a time-scaled run
+  // keeps its windows long enough for a loaded machine's timers, and the suite is run with another process keeping a
+  // core busy (README, Testing).
+  maxWorkers: availableParallelism() + 1,
+  // The longest files first, by tier on a fresh clone where jest has cached no durations (test/support/sequencer.js).
+  testSequencer: '<rootDir>/test/support/sequencer.js',
   projects: tier === undefined ? projects : projects.filter((p) => p.displayName === tier),
 };

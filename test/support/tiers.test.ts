@@ -17,7 +17,13 @@ interface Project {
 }
 
 const ROOT = join(__dirname, '..', '..');
-type Config = { testTimeout?: number; maxWorkers?: number; projects: Project[] };
+type Config = { testTimeout?: number; maxWorkers?: number; testSequencer?: string; projects: Project[] };
+/** What the test sequencer reads of a test file. */
+interface FakeTest {
+  path: string;
+  context: { config: Record<string, unknown>; hasteFS: { getSize(path: string): number } };
+  duration?: number;
+}
 
 /** jest.config.js as it loads with JEST_TIER set to `tier` (unset: every tier), in a fresh module registry. */
 function configWith(tier: string | undefined): Config {
@@ -123,9 +129,24 @@ describe('Config: the jest projects (unit, component, integration, e2e)', () => 
     expect(config.testTimeout).toBe(60_000);
   });
 
-  it('run at least two workers, one fewer than the cores on a bigger machine (jest alone would run one on 2 cores)', () => {
-    expect(config.maxWorkers).toBe(Math.max(2, availableParallelism() - 1));
-    expect(config.maxWorkers).toBeGreaterThanOrEqual(2);
+  it('run more workers than cores, so that files waiting on the local stack overlap (jest alone would run one on 2)', () => {
+    expect(config.maxWorkers).toBeGreaterThan(availableParallelism());
+  });
+
+  it('start the longest files first: by cached duration, else by tier, e2e first, so none is left running alone', () => {
+    const Sequencer = require('./sequencer.js') as new (options: { contexts: unknown[]; globalConfig: unknown }) => {
+      sort(tests: FakeTest[]): FakeTest[];
+    };
+    const sizes: Record<string, number> = { '/a/unit-big.test.ts': 9_000, '/a/unit.test.ts': 100, '/a/e2e.test.ts': 50, '/a/int.test.ts': 10, '/a/cached.test.ts': 1 };
+    const context = { config: { cacheDirectory: '/nonexistent', name: 'x' }, hasteFS: { getSize: (p: string) => sizes[p] } };
+    const test = (path: string, tier: string): FakeTest => ({ path, context: { ...context, config: { ...context.config, displayName: { name: tier } } } });
+    const tests = [test('/a/unit-big.test.ts', 'unit'), test('/a/unit.test.ts', 'unit'), test('/a/int.test.ts', 'integration'), test('/a/e2e.test.ts', 'e2e'), test('/a/cached.test.ts', 'unit')];
+    const sequencer = new Sequencer({ contexts: [], globalConfig: {} });
+    // What jest cached from the last run ([0 failed or 1 passed, ms]): a unit file that took 90 s (a duration beats a tier's typical one), and one
+    // that failed (first, whatever its time).
+    const cache: Record<string, [number, number]> = { '/a/cached.test.ts': [1, 90_000], '/a/unit.test.ts': [0, 5] };
+    Object.assign(sequencer, { _getCache: () => cache });
+    expect(sequencer.sort(tests).map((t) => t.path)).toEqual(['/a/unit.test.ts', '/a/cached.test.ts', '/a/e2e.test.ts', '/a/int.test.ts', '/a/unit-big.test.ts']);
   });
 
   it('synthesize cdk.out (globalSetup) only for the tiers that run it, and set up the environment for all', () => {

@@ -262,8 +262,13 @@ export interface MonitoredJob {
 }
 
 export interface MonitoringProps {
-  /** The environment's name, used in the topic's display name and in the runbook commands of each description. */
+  /** The environment's name, used in the topic's display name. */
   readonly environmentName: string;
+  /**
+   * The operator CLI as the on-call engineer runs it where the app lives (`npx paced-jobs ops`), written before the
+   * command in each description's runbook lines; the stack is named by `--stack`.
+   */
+  readonly operatorCommand: string;
   readonly jobs: readonly MonitoredJob[];
   /** Subscribed to the alarm topic when given. */
   readonly alarmEmail?: string;
@@ -297,6 +302,8 @@ export class Monitoring extends Construct {
   public readonly schedulerAlarms: Readonly<Record<string, Readonly<Record<SchedulerAlarmKind, cloudwatch.Alarm>>>>;
 
   private readonly stackName: string;
+  /** The operator CLI, as the runbook lines of the descriptions run it (MonitoringProps.operatorCommand). */
+  private readonly ops: string;
   private readonly action: SnsAction;
 
   constructor(scope: Construct, id: string, props: MonitoringProps) {
@@ -323,6 +330,7 @@ export class Monitoring extends Construct {
     assertNoProblems(`Monitoring ${scope.node.path}/${id}`, problems);
     super(scope, id);
     this.stackName = stackName;
+    this.ops = props.operatorCommand;
 
     this.topicKey = new kms.Key(this, 'AlarmTopicKey', {
       description: `Encrypts the ${stackName} alarm topic`,
@@ -375,8 +383,8 @@ export class Monitoring extends Construct {
     const jobAlarms: Record<string, JobAlarms> = {};
     const burnAlarms: Record<string, Record<BurnPairKind, cloudwatch.CompositeAlarm>> = {};
     for (const job of props.jobs) {
-      jobAlarms[job.jobName] = this.monitorJob(job, props.environmentName);
-      if (job.config.slo) burnAlarms[job.jobName] = this.burnRateAlarms(job, job.config.slo, props.environmentName);
+      jobAlarms[job.jobName] = this.monitorJob(job);
+      if (job.config.slo) burnAlarms[job.jobName] = this.burnRateAlarms(job, job.config.slo);
     }
     this.jobAlarms = jobAlarms;
     this.burnAlarms = burnAlarms;
@@ -384,7 +392,7 @@ export class Monitoring extends Construct {
     const schedulerAlarms: Record<string, Record<SchedulerAlarmKind, cloudwatch.Alarm>> = {};
     for (const group of groups) {
       const jobNames = props.jobs.filter((j) => scheduleGroupOf(j.pacedJob) === group).map((j) => j.jobName);
-      schedulerAlarms[group] = this.monitorScheduleGroup(group, jobNames, props.environmentName);
+      schedulerAlarms[group] = this.monitorScheduleGroup(group, jobNames);
     }
     this.schedulerAlarms = schedulerAlarms;
   }
@@ -406,11 +414,11 @@ export class Monitoring extends Construct {
     return alarm;
   }
 
-  private monitorJob(job: MonitoredJob, env: string): JobAlarms {
+  private monitorJob(job: MonitoredJob): JobAlarms {
     const { jobName, pacedJob, config } = job;
     const scope = new Construct(this, pascalCase(jobName));
     const five = Duration.minutes(5);
-    const status = `npm run ops -- status --env ${env} --job ${jobName}`;
+    const status = `${this.ops} status --stack ${this.stackName} --job ${jobName}`;
     const runbook = 'See the README operator runbook, "Reading an alarm".';
     const producerThresholdMs = Math.round(config.producerTimeoutSeconds * 1000 * config.alarms.producerDurationFraction);
     const notBreaching = cloudwatch.TreatMissingData.NOT_BREACHING;
@@ -438,8 +446,8 @@ export class Monitoring extends Construct {
         what: JobAlarm.DlqDepth,
         description:
           `${jobName}: operations failed every attempt (or were rejected as bad) and wait in the job DLQ; they were not applied. ` +
-          `First run \`npm run ops -- dlq peek --env ${env} --job ${jobName}\` to see why (viewing counts as a receive), fix the cause, ` +
-          `then \`npm run ops -- redrive --env ${env} --job ${jobName}\`: idempotency makes already applied operations no-ops. ${runbook}`,
+          `First run \`${this.ops} dlq peek --stack ${this.stackName} --job ${jobName}\` to see why (viewing counts as a receive), fix the cause, ` +
+          `then \`${this.ops} redrive --stack ${this.stackName} --job ${jobName}\`: idempotency makes already applied operations no-ops. ${runbook}`,
         metric: pacedJob.dlq.metricApproximateNumberOfMessagesVisible({ statistic: cloudwatch.Stats.MAXIMUM, period: Duration.minutes(1) }),
         threshold: 0,
         // A queue holding messages stays active and keeps reporting, so missing data means an empty, idle DLQ.
@@ -451,8 +459,8 @@ export class Monitoring extends Construct {
           `${jobName}: a scheduled run or an admission step failed every retry and sits in the producer DLQ, so that ` +
           `business date's admission has stopped (the rest waits in the application's tables, nothing is lost). First run ` +
           `\`${status}\`: a batch shown as "admission stalled" continues with ` +
-          `\`npm run ops -- continue --env ${env} --job ${jobName} --batch <batchId>\` once the producer's logs show the cause is fixed; ` +
-          `a date never started needs \`npm run ops -- catch-up --env ${env} --job ${jobName} --from <date> --to <date>\`. ${runbook}`,
+          `\`${this.ops} continue --stack ${this.stackName} --job ${jobName} --batch <batchId>\` once the producer's logs show the cause is fixed; ` +
+          `a date never started needs \`${this.ops} catch-up --stack ${this.stackName} --job ${jobName} --from <date> --to <date>\`. ${runbook}`,
         metric: pacedJob.producerDlq.metricApproximateNumberOfMessagesVisible({ statistic: cloudwatch.Stats.MAXIMUM, period: Duration.minutes(1) }),
         threshold: 0,
         treatMissingData: notBreaching,
@@ -462,7 +470,7 @@ export class Monitoring extends Construct {
         description:
           `${jobName}: the consumer function failed whole invocations (a crash or timeout, not a per-record failure), so each ` +
           `message of those batches will be retried and may reach the DLQ. First read the consumer's logs for the error, then ` +
-          `run \`${status}\`. If it persists, \`npm run ops -- pause --env ${env} --job ${jobName}\` keeps messages queued. ${runbook}`,
+          `run \`${status}\`. If it persists, \`${this.ops} pause --stack ${this.stackName} --job ${jobName}\` keeps messages queued. ${runbook}`,
         metric: pacedJob.consumer.metricErrors({ statistic: cloudwatch.Stats.SUM, period: five }),
         threshold: 0,
         // No invocations, no errors: Lambda sends no datapoint for an idle function.
@@ -527,7 +535,7 @@ export class Monitoring extends Construct {
         description:
           `${jobName}: discovery found source rows it cannot turn into valid messages (an ID an operation ID cannot hold, a field ` +
           `the job's resource schema refuses). They were recorded in the run ledger and skipped; the rest of the run went on. ` +
-          `They are skipped every night until fixed. First run \`npm run ops -- audit --env ${env} --job ${jobName} --date <business date>\` ` +
+          `They are skipped every night until fixed. First run \`${this.ops} audit --stack ${this.stackName} --job ${jobName} --date <business date>\` ` +
           `to list each with its key and reasons, then fix the rows at the source. ${runbook}`,
         metric: jobMetric(jobName, CustomMetric.DiscoveryRowsRejected, { period: five }),
         threshold: 0,
@@ -554,8 +562,8 @@ export class Monitoring extends Construct {
         description:
           `${jobName}: Lambda dropped messages of the consumer's event source (DroppedEventCount): the consumer did not settle ` +
           `them and they are not in the job DLQ, so those operations may never run. ${sqsDropsNone} ${mapping}. Then find ` +
-          `them with \`npm run ops -- audit --env ${env} --job ${jobName} --date <business date>\` for each date in progress, ` +
-          `and run \`npm run ops -- catch-up --env ${env} --job ${jobName} --from <date> --to <date>\` (idempotency skips what is done). ${runbook}`,
+          `them with \`${this.ops} audit --stack ${this.stackName} --job ${jobName} --date <business date>\` for each date in progress, ` +
+          `and run \`${this.ops} catch-up --stack ${this.stackName} --job ${jobName} --from <date> --to <date>\` (idempotency skips what is done). ${runbook}`,
         metric: eventSourceMetric(pacedJob.eventSource, EventSourceMetric.Dropped, { period: five }),
         threshold: 0,
         treatMissingData: notBreaching,
@@ -578,7 +586,7 @@ export class Monitoring extends Construct {
           `${jobName}: Lambda dropped admission steps of the producer's event source (DroppedEventCount): a step neither ran nor ` +
           `reached the producer DLQ, so that run's admission has stopped and no DLQ message shows it. ${sqsDropsNone} ${mapping}. ` +
           `Then run \`${status}\`: a batch shown as "admission stalled" continues with ` +
-          `\`npm run ops -- continue --env ${env} --job ${jobName} --batch <batchId>\`. ${runbook}`,
+          `\`${this.ops} continue --stack ${this.stackName} --job ${jobName} --batch <batchId>\`. ${runbook}`,
         metric: eventSourceMetric(pacedJob.admissionEventSource, EventSourceMetric.Dropped, { period: five }),
         threshold: 0,
         treatMissingData: notBreaching,
@@ -603,15 +611,15 @@ export class Monitoring extends Construct {
     const alarms = Object.fromEntries(
       Object.entries(specs).map(([kind, spec]) => [kind, this.alarm(scope, jobName, spec)]),
     ) as JobAlarms;
-    this.addJobRow(job, alarms, producerThresholdMs, env);
+    this.addJobRow(job, alarms, producerThresholdMs);
     return alarms;
   }
 
-  private burnRateAlarms(job: MonitoredJob, slo: { objective: number; completeWithinMinutes: number }, env: string): Record<BurnPairKind, cloudwatch.CompositeAlarm> {
+  private burnRateAlarms(job: MonitoredJob, slo: { objective: number; completeWithinMinutes: number }): Record<BurnPairKind, cloudwatch.CompositeAlarm> {
     const { jobName } = job;
     const scope = new Construct(this, `${pascalCase(jobName)}Burn`);
     const budget = Math.round((1 - slo.objective) * 1e6) / 1e6;
-    const status = `npm run ops -- status --env ${env} --job ${jobName}`;
+    const status = `${this.ops} status --stack ${this.stackName} --job ${jobName}`;
     const runbook = 'See the README operator runbook, "Reading an alarm".';
     const windowAlarm = (kind: BurnPairKind, which: 'long' | 'short', minutes: number) => {
       const period = Duration.minutes(minutes);
@@ -658,7 +666,7 @@ export class Monitoring extends Construct {
     return { fast: pair('fast'), slow: pair('slow') };
   }
 
-  private monitorScheduleGroup(group: string, jobNames: string[], env: string): Record<SchedulerAlarmKind, cloudwatch.Alarm> {
+  private monitorScheduleGroup(group: string, jobNames: string[]): Record<SchedulerAlarmKind, cloudwatch.Alarm> {
     const scope = new Construct(this, `ScheduleGroup${pascalCase(group)}`);
     const subject = scheduleGroupSubject(group);
     const five = Duration.minutes(5);
@@ -675,7 +683,7 @@ export class Monitoring extends Construct {
         description:
           `Schedule group "${group}": EventBridge Scheduler could not invoke one of this stack's producers (throttled, permissions, ` +
           `or the function is missing); it retries, then sends the run to that job's producer DLQ.${shared} First run ` +
-          `\`npm run ops -- status --env ${env}\` and check each job's producer-dlq-depth alarm. ${runbook}`,
+          `\`${this.ops} status --stack ${this.stackName}\` and check each job's producer-dlq-depth alarm. ${runbook}`,
         // No label: a labelled metric would synthesize as a one-entry metric query instead of a plain metric alarm.
         metric: metric('TargetErrorCount'),
         threshold: 0,
@@ -687,7 +695,7 @@ export class Monitoring extends Construct {
         description:
           `Schedule group "${group}": scheduled producer runs were dropped after every retry, or could not be written to ` +
           `the producer DLQ, so they are lost and no DLQ holds them.${shared} Find the missed business dates with ` +
-          `\`npm run ops -- status --env ${env}\` and run \`npm run ops -- catch-up --env ${env} --job <job> --from <date> --to <date>\`. ${runbook}`,
+          `\`${this.ops} status --stack ${this.stackName}\` and run \`${this.ops} catch-up --stack ${this.stackName} --job <job> --from <date> --to <date>\`. ${runbook}`,
         metric: new cloudwatch.MathExpression({
           expression: 'FILL(dropped, 0) + FILL(undeliverable, 0)',
           usingMetrics: {
@@ -727,7 +735,7 @@ export class Monitoring extends Construct {
     return alarms;
   }
 
-  private addJobRow(job: MonitoredJob, alarms: JobAlarms, producerThresholdMs: number, env: string): void {
+  private addJobRow(job: MonitoredJob, alarms: JobAlarms, producerThresholdMs: number): void {
     const { jobName, pacedJob, config } = job;
     const { queue, dlq, producerDlq, admissionQueue, producer, consumer } = pacedJob;
     const five = Duration.minutes(5);
@@ -738,7 +746,7 @@ export class Monitoring extends Construct {
     this.dashboard.addWidgets(new cloudwatch.TextWidget({
       markdown:
         `## ${jobName}\nSchedule \`cron(${config.schedule.cron})\` in ${config.schedule.timeZone}; age SLO ${config.oldestMessageAgeSloSeconds}s; ` +
-        `concurrency ${config.concurrency.max}. First step on any alarm: \`npm run ops -- status --env ${env} --job ${jobName}\`.`,
+        `concurrency ${config.concurrency.max}. First step on any alarm: \`${this.ops} status --stack ${this.stackName} --job ${jobName}\`.`,
       width: 24,
       height: 2,
     }));

@@ -116,6 +116,12 @@ export interface PacedJobsProps extends Pick<z.input<typeof environmentSchema>, 
    * lines of the alarms. @default the stack's name
    */
   readonly environmentName?: string;
+  /**
+   * The operator CLI as your on-call engineer runs it where this app lives: the alarms' descriptions and the dashboard
+   * give it with the command to run first, e.g. `npx paced-jobs ops status --stack <this stack> --job <job>`.
+   * @default 'npx paced-jobs ops'
+   */
+  readonly operatorCommand?: string;
 }
 
 const isConstructWith = (value: unknown, keys: string[]): boolean =>
@@ -205,6 +211,7 @@ const sharedPropsSchema = z.object({
   retainData: environmentSchema.shape.retainData,
   operatorRoles: environmentSchema.shape.operatorRoles,
   environmentName: z.string().optional(),
+  operatorCommand: z.string().trim().min(1, 'must name a command').optional(),
 });
 
 /** Marks a PacedJobs, across copies of this module (an app may load two), so a stack's second one is found. */
@@ -308,6 +315,7 @@ export class PacedJobs extends Construct {
 
     this.monitoring = new Monitoring(this, 'Monitoring', {
       environmentName,
+      operatorCommand: props.operatorCommand ?? 'npx paced-jobs ops',
       jobs: Object.entries(built).map(([jobName, pacedJob]) => ({ jobName, pacedJob, config: jobs[jobName] })),
       alarmEmail,
       retainData,

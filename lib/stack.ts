@@ -75,6 +75,8 @@ export class PacedJobsStack extends Stack {
     // resources keep the logical IDs they had when the stack built them itself: a deployed stack updates in place.
     this.pacedJobs = new PacedJobs(this, 'Default', {
       environmentName,
+      // In this repository the operator CLI is an npm script (a team's app runs the package's bin, the default).
+      operatorCommand: 'npm run ops --',
       alarmEmail: config.alarmEmail,
       logRetentionDays: config.logRetentionDays,
       retainData: config.retainData,

@@ -105,7 +105,7 @@ describe('Class: Monitoring', () => {
         TreatMissingData: 'notBreaching',
         AlarmActions: [topic],
         OKActions: [topic],
-        AlarmDescription: Match.stringLikeRegexp(`npm run ops -- status --env prod --job ${jobName}`),
+        AlarmDescription: Match.stringLikeRegexp(`npm run ops -- status --stack PacedJobs-prod --job ${jobName}`),
       });
     });
 
@@ -168,7 +168,7 @@ describe('Class: Monitoring', () => {
       for (const jobName of ALL_PROD_JOBS) {
         prod.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
           AlarmName: `PacedJobs-prod-${jobName}-invalid-source-rows`,
-          AlarmDescription: Match.stringLikeRegexp(`npm run ops -- audit --env prod --job ${jobName} --date <business date>`),
+          AlarmDescription: Match.stringLikeRegexp(`npm run ops -- audit --stack PacedJobs-prod --job ${jobName} --date <business date>`),
           Namespace: 'PacedJobs',
           MetricName: 'DiscoveryRowsRejected',
           Dimensions: [{ Name: 'job', Value: jobName }, { Name: 'service', Value: jobName }],
@@ -211,7 +211,7 @@ describe('Class: Monitoring', () => {
         for (const [id, metricName] of [['applied', 'Applied'], ['done', 'AlreadyDone'], ['dead', 'DeadLettered'], ['rejected', 'Rejected']]) {
           expect(byId[id].MetricStat).toMatchObject({ Metric: { MetricName: metricName, Namespace: 'PacedJobs', Dimensions: expect.arrayContaining([{ Name: 'job', Value: jobName }]) }, Period: 60, Stat: 'Sum' });
         }
-        expect(alarm.AlarmDescription).toContain(`npm run ops -- status --env prod --job ${jobName}`);
+        expect(alarm.AlarmDescription).toContain(`npm run ops -- status --stack PacedJobs-prod --job ${jobName}`);
       }
     });
 
@@ -224,7 +224,7 @@ describe('Class: Monitoring', () => {
         const composite = resourceOf(prod.template, prod.stack.monitoring.burnAlarms['payments-job'][kind]).Properties;
         expect(composite.AlarmName).toBe(`PacedJobs-prod-payments-job-burn-${kind}`);
         expect(composite.AlarmActions).toEqual([refOf(prod.stack.monitoring.topic)]);
-        expect(composite.AlarmDescription).toContain('First run `npm run ops -- status --env prod --job payments-job`');
+        expect(composite.AlarmDescription).toContain('First run `npm run ops -- status --stack PacedJobs-prod --job payments-job`');
         for (const [which, minutes] of windows[kind]) {
           const name = `PacedJobs-prod-payments-job-burn-${kind}-${which}`;
           const [id, resource] = Object.entries(prod.template.findResources('AWS::CloudWatch::Alarm')).find(([, a]) => a.Properties.AlarmName === name)!;
@@ -553,7 +553,7 @@ describe('Class: Monitoring', () => {
       const job = { jobName: 'a-job', pacedJob: custom.stack.jobs['a-job'], config: loadJob() };
       let error: unknown;
       try {
-        new Monitoring(custom.stack, 'Again', { environmentName: 'custom', jobs: [job, job], retainData: false });
+        new Monitoring(custom.stack, 'Again', { environmentName: 'custom', operatorCommand: 'npx paced-jobs ops', jobs: [job, job], retainData: false });
       } catch (e) {
         error = e;
       }
@@ -572,13 +572,13 @@ describe('Class: Monitoring', () => {
       const pacedJob = Object.assign(Object.create(custom.stack.jobs['a-job']) as PacedJob, {
         scheduleGroup: { scheduleGroupName: Lazy.string({ produce: () => 'later' }) },
       });
-      expect(() => new Monitoring(custom.stack, 'Unnamed', { environmentName: 'custom', jobs: [{ jobName: 'a-job', pacedJob, config: loadJob() }], retainData: false }))
+      expect(() => new Monitoring(custom.stack, 'Unnamed', { environmentName: 'custom', operatorCommand: 'npx paced-jobs ops', jobs: [{ jobName: 'a-job', pacedJob, config: loadJob() }], retainData: false }))
         .toThrow("Invalid props for Monitoring PacedJobs-custom/Unnamed:\n  - a-job: its schedule group's name must be a literal: it is in the Scheduler alarms' names and their ScheduleGroup dimension");
       expect(custom.stack.node.tryFindChild('Unnamed')).toBeUndefined();
     });
 
     it('refuses an empty job list', () => {
-      expect(() => new Monitoring(custom.stack, 'Empty', { environmentName: 'custom', jobs: [], retainData: false }))
+      expect(() => new Monitoring(custom.stack, 'Empty', { environmentName: 'custom', operatorCommand: 'npx paced-jobs ops', jobs: [], retainData: false }))
         .toThrow('Invalid props for Monitoring PacedJobs-custom/Empty:\n  - jobs: at least one job is required');
     });
   });

@@ -271,12 +271,13 @@ describe('Class: PacedJobs', () => {
       ]);
     });
 
-    it('refuses a stack without jobs, an environment name Scheduler cannot take and an e-mail that is none', () => {
+    it('refuses a stack without jobs, an environment name Scheduler cannot take, an e-mail that is none and a blank operator command', () => {
       const { stack } = teamStack();
-      const error = thrown(() => new PacedJobs(stack, 'Jobs', { jobs: {}, environmentName: 'has space', alarmEmail: 'oncall' }), InvalidPropsError);
+      const error = thrown(() => new PacedJobs(stack, 'Jobs', { jobs: {}, environmentName: 'has space', alarmEmail: 'oncall', operatorCommand: ' ' }), InvalidPropsError);
       expect(error.problems).toEqual([
         'jobs: at least one job is required',
         'alarmEmail: Invalid email address',
+        'operatorCommand: must name a command',
         'environmentName: "has space" makes the schedule group name "paced-jobs-has space"; Scheduler allows 1-64 characters of 0-9, a-z, A-Z, "-", "_" and "."',
       ]);
     });

@@ -423,6 +423,8 @@ export function writeEndpoints(localDir: string, session: LocalSession, extra: {
   const downstreams = Object.fromEntries([...session.jobs.values()].flatMap((j) => (j.downstream ? [[j.name, j.downstream.endpoint]] : [])));
   const doc = {
     stackName: stack.plan.stackName,
+    // Where `ops --local` finds each job's code (preflight loads it): a team's app keeps its assembly where it chose.
+    templateFile: resolve(session.artifact.templateFile),
     region: stack.region,
     accountId: stack.plan.accountId,
     credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },

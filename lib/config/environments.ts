@@ -41,10 +41,37 @@ const appResources = (suffix: string, create: boolean): EnvironmentInput['appRes
   secrets: { providerApiKey: { secretName: `paced-jobs/${suffix}/provider-api-key` } },
 });
 
+/** The environments this app deploys. */
+type EnvironmentName = 'dev' | 'staging' | 'prod';
+
+/** A job setting that differs between environments (a provider's sandbox and live API): each takes its own. */
+class PerEnvironment<T> {
+  constructor(readonly values: Readonly<Record<EnvironmentName, T>>) {}
+}
+const perEnvironment = <T>(values: Record<EnvironmentName, T>): PerEnvironment<T> => new PerEnvironment(values);
+
+/** A config type whose every plain value may instead be a perEnvironment(...) of it. */
+type Varying<T> = T extends readonly (infer U)[] ? Varying<U>[] : T extends object ? { [K in keyof T]: Varying<T[K]> } : T | PerEnvironment<T>;
+
+/** Each perEnvironment(...) value in `value`, replaced by the environment's own. */
+function resolveIn(env: EnvironmentName, value: unknown): unknown {
+  if (value instanceof PerEnvironment) return value.values[env];
+  if (Array.isArray(value)) return value.map((v) => resolveIn(env, v));
+  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolveIn(env, v)]));
+  return value;
+}
+
+/**
+ * The jobs as one environment configures them. A job's entry holds its own per-environment values, so deleting the
+ * entry deletes them: nothing else in this file names a job.
+ */
+const inEnvironment = (env: EnvironmentName, jobs: Varying<EnvironmentInput['jobs']>): EnvironmentInput['jobs'] =>
+  resolveIn(env, jobs) as EnvironmentInput['jobs'];
+
 // Batch sizes: a batch should start within the consumer's short wait for slots (10 s by default) at the job's rate, so
 // one invocation takes one block and defers nothing: 20 at 80 starts/min (with a 16 s short wait), 50 at 2400/min, 25
 // at 480/min. Larger batches mean fewer invocations and SQS receives per job; a multiple of 10 fills every receive.
-const jobs = (providerBaseUrl: string): EnvironmentInput['jobs'] => ({
+const jobs = (env: EnvironmentName): EnvironmentInput['jobs'] => inEnvironment(env, {
   'payment-reconciliation': {
     schedule: { cron: '0 2 * * ? *', timeZone: 'Europe/London' },
     rateLimit: { starts: 100, intervalSeconds: 60 },
@@ -63,7 +90,11 @@ const jobs = (providerBaseUrl: string): EnvironmentInput['jobs'] => ({
       tables: { payments: { ref: 'payments', discover: 'query', apply: ['get', 'update'] } },
       secrets: { apiKey: { ref: 'providerApiKey' } },
     },
-    settings: { provider: 'acme', providerBaseUrl, shortWaitMs: 16_000 },
+    settings: {
+      provider: 'acme',
+      providerBaseUrl: perEnvironment({ dev: 'https://sandbox.payments.example.com', staging: 'https://sandbox.payments.example.com', prod: 'https://api.payments.example.com' }),
+      shortWaitMs: 16_000,
+    },
   },
   'stale-upload-cleanup': {
     schedule: { cron: '30 3 * * ? *', timeZone: 'UTC' },
@@ -104,13 +135,13 @@ const ALARM_EMAIL = 'paced-jobs-oncall@example.com';
 // role: 'aws-reserved/sso.amazonaws.com/*AWSReservedSSO_PacedJobsOperator_*').
 const OPERATOR_ROLES = ['paced-jobs-operator'];
 
-export const environments: Record<string, EnvironmentInput> = {
+export const environments: Record<EnvironmentName, EnvironmentInput> = {
   dev: {
     region: 'eu-west-1',
     alarmEmail: ALARM_EMAIL,
     appResources: appResources('dev', true),
     operatorRoles: OPERATOR_ROLES,
-    jobs: jobs('https://sandbox.payments.example.com'),
+    jobs: jobs('dev'),
   },
   staging: {
     region: 'eu-west-1',
@@ -118,7 +149,7 @@ export const environments: Record<string, EnvironmentInput> = {
     alarmEmail: ALARM_EMAIL,
     appResources: appResources('staging', false),
     operatorRoles: OPERATOR_ROLES,
-    jobs: jobs('https://sandbox.payments.example.com'),
+    jobs: jobs('staging'),
   },
   prod: {
     region: 'eu-west-1',
@@ -129,6 +160,6 @@ export const environments: Record<string, EnvironmentInput> = {
     logRetentionDays: 90,
     appResources: appResources('prod', false),
     operatorRoles: OPERATOR_ROLES,
-    jobs: jobs('https://api.payments.example.com'),
+    jobs: jobs('prod'),
   },
 };

@@ -44,11 +44,12 @@ const appResources = (suffix: string, create: boolean): EnvironmentInput['appRes
 /** The environments this app deploys. */
 type EnvironmentName = 'dev' | 'staging' | 'prod';
 
-/** A job setting that differs between environments (a provider's sandbox and live API): each takes its own. */
+/** A job setting that differs between environments (a provider's sandbox and live API): each takes its own.
+ * Exported for a new job's entry to use, so it stays declared when no example uses it. */
 class PerEnvironment<T> {
   constructor(readonly values: Readonly<Record<EnvironmentName, T>>) {}
 }
-const perEnvironment = <T>(values: Record<EnvironmentName, T>): PerEnvironment<T> => new PerEnvironment(values);
+export const perEnvironment = <T>(values: Record<EnvironmentName, T>): PerEnvironment<T> => new PerEnvironment(values);
 
 /** A config type whose every plain value may instead be a perEnvironment(...) of it. */
 type Varying<T> = T extends readonly (infer U)[] ? Varying<U>[] : T extends object ? { [K in keyof T]: Varying<T[K]> } : T | PerEnvironment<T>;

@@ -26,6 +26,7 @@ import { DynamoDbRateLimiter, type RateLimiter } from '../adapters/rateLimiter';
 import { KeyConcurrencyLimiter } from '../adapters/keyConcurrency';
 import { SqsPublisher, type Publisher } from '../adapters/sqsPublisher';
 import { Accounting, withUnwrittenBatches, type RecordOutcome } from './consumer/accounting';
+import { keepJobFrames } from './consumer/recordFailure';
 import { Deferrer, logKeys } from './consumer/deferrer';
 import { Planner, type Plan } from './consumer/planner';
 import { RecordRunner, type InvocationRun, type KeyConcurrency, type KeyLimiter, type RateSignals } from './consumer/recordRunner';
@@ -163,6 +164,8 @@ function keyFieldOf(options: Pick<ConsumerOptions, 'keys' | 'keyConcurrency'>): 
 export function createConsumer(options: ConsumerOptions): (event: SQSEvent, context: Context) => Promise<SQSBatchResponse> {
   const { job, limiter } = options;
   bindJob(job.name);
+  // A failed record's log line names the job's frame that threw it (consumer/recordFailure.ts): keep enough frames.
+  keepJobFrames();
   const now = options.now ?? (() => new Date());
   const pacing = {
     key: options.pacing?.key ?? job.name,

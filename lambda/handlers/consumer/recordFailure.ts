@@ -11,6 +11,20 @@ export const RECORD_FAILURE_KEY = 'recordFailure';
 /** Longest error message kept in a RecordFailure; the full error (stack, cause) is on the same line under `error`. */
 export const MAX_FAILURE_MESSAGE_CHARS = 500;
 
+/**
+ * Frames a stack keeps in the consumer: V8 keeps 10 by default, and an error thrown inside a package (the SDK's
+ * middleware alone is a dozen frames deep) uses them up before the job's own call, leaving no frame to name.
+ */
+export const STACK_TRACE_FRAMES = 50;
+
+/**
+ * Makes every error created from now on keep STACK_TRACE_FRAMES frames (more if the process already keeps more). The
+ * consumer calls it when it is created; the cost is paid only when an error is created.
+ */
+export function keepJobFrames(): void {
+  if (Error.stackTraceLimit < STACK_TRACE_FRAMES) Error.stackTraceLimit = STACK_TRACE_FRAMES;
+}
+
 /** What a failed record's log line says of its failure. */
 export interface RecordFailure {
   /** The error's type (`TypeError`, `RetryableError`), or the type of what was thrown when it is not an error. */

@@ -1,9 +1,13 @@
-import { join } from 'node:path';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import {
   jobCodeLocation,
+  keepJobFrames,
   layoutOf,
   MAX_FAILURE_MESSAGE_CHARS,
   recordFailure,
+  STACK_TRACE_FRAMES,
   stackFrames,
   type CodeLayout,
 } from '../../../../lambda/handlers/consumer/recordFailure';
@@ -108,5 +112,39 @@ describe('Function: recordFailure', () => {
     expect(recordFailure(null, 1, installed)).toEqual({ errorName: 'null', errorMessage: 'null', attempt: 1 });
     const long = recordFailure(new Error('x'.repeat(MAX_FAILURE_MESSAGE_CHARS + 10)), 1, installed);
     expect(long.errorMessage).toBe(`${'x'.repeat(MAX_FAILURE_MESSAGE_CHARS)}...`);
+  });
+});
+
+describe('Function: keepJobFrames', () => {
+  const saved = Error.stackTraceLimit;
+  const scratch = mkdtempSync(join(tmpdir(), 'record-failure-'));
+  afterAll(() => {
+    Error.stackTraceLimit = saved;
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it("keeps enough frames to reach the job's call below an error thrown deep inside a package", () => {
+    // A package that throws 20 calls below where the job calls it, as the SDK's middleware stack does.
+    const file = join(scratch, 'node_modules', 'deep', 'index.js');
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, 'exports.call = function call(n) { if (n === 0) throw new TypeError("deep"); return call(n - 1) + 1; };\n');
+    const deep = require(file) as { call(n: number): number };
+    const failureOf = () => {
+      try {
+        deep.call(20);
+      } catch (error) {
+        return recordFailure(error, 1, { engineDir: join(process.cwd(), 'lambda'), appDir: process.cwd() });
+      }
+      throw new Error('the package did not throw');
+    };
+    Error.stackTraceLimit = 10;
+    expect(failureOf().jobLocation).toBeUndefined();
+    keepJobFrames();
+    expect(Error.stackTraceLimit).toBe(STACK_TRACE_FRAMES);
+    expect(failureOf().jobLocation?.split(':')[0]).toBe(join('test', 'lambda', 'handlers', 'consumer', 'recordFailure.test.ts'));
+    // A process that keeps more keeps them.
+    Error.stackTraceLimit = 200;
+    keepJobFrames();
+    expect(Error.stackTraceLimit).toBe(200);
   });
 });

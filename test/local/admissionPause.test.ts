@@ -1,6 +1,6 @@
-// Pause during admission, on the synthesized dev stack run locally: the operator's pause (schedule, then the producer's
-// admission mapping, then the consumer's) admits nothing more and loses nothing; resume goes on from the ledger's cursor.
-import { join } from 'node:path';
+// Pause during admission, on the engine's synthesized test app run locally (test/support/testApp.ts), its quota-caller
+// job: the operator's pause (schedule, then the producer's admission mapping, then the consumer's) admits nothing more
+// and loses nothing; resume goes on from the ledger's cursor.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
@@ -8,21 +8,19 @@ import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { LambdaClient, UpdateEventSourceMappingCommand } from '@aws-sdk/client-lambda';
 import { GetScheduleCommand, SchedulerClient, UpdateScheduleCommand } from '@aws-sdk/client-scheduler';
 import { jobOutputName } from '../../lib/outputs';
-import { findStack } from '../../local/assembly';
 import { loadTemplate } from '../../local/template';
 import { LocalStack } from '../../local/stack';
 import { holdsFor, waitUntil } from '../../local/waitFor';
-import { PaymentProvider } from '../../lambda/jobs/payment-reconciliation/localProvider';
-import { tally } from '../../local/fixture';
+import { FakeHttpApi, tally } from '../../local/fixture';
 import { batchFigures } from '../../ops/ledger';
-import { jobViews, type JobView } from '../../local/jobs';
-import { fixture as paymentFixture } from '../../lambda/jobs/payment-reconciliation/local';
+import { jobViews, previewPlan, type JobView } from '../../local/jobs';
+import { CALLS_API, fixture as callsFixture } from '../fixtures/app/jobs/quota-caller/local';
 import type { SeededDemo } from '../../local/fixture';
 import type { JobRuntimeSettings } from '../../lambda/core/constants';
+import { QUOTA_CALLER, testAppStack } from '../support/testApp';
 
-const ROOT = join(__dirname, '..', '..');
-const JOB = 'payment-reconciliation';
-const PAYMENTS = 150;
+const JOB = QUOTA_CALLER;
+const CALLS = 90;
 const BUSINESS_DATE = '2026-03-10';
 
 /** The run-ledger attributes this test reads (see the admission contract). */
@@ -42,26 +40,34 @@ interface LedgerItem {
 /** Bounded, so a producer that never resumes fails the test instead of hanging it. */
 const POLL = { timeoutMs: 60_000, intervalMs: 200 };
 
-describe('Admission: pause and resume during a run (local dev stack)', () => {
+describe('Admission: pause and resume during a run (local test app)', () => {
   let stack: LocalStack;
-  let provider: PaymentProvider;
+  let api: FakeHttpApi;
   let documents: DynamoDBDocumentClient;
   let lambda: LambdaClient;
   let scheduler: SchedulerClient;
   let job: JobView;
   const logs: string[] = [];
-  /** Every message the producer put on the work queue (read off the wire): payment IDs, in order. */
-  const producerPublications: { at: number; paymentId: string }[] = [];
+  /** Every message the producer put on the work queue (read off the wire): call IDs, in order. */
+  const producerPublications: { at: number; callId: string }[] = [];
   let workQueueUrl = '';
 
   beforeAll(async () => {
-    const artifact = findStack(join(ROOT, 'cdk.out'), 'dev');
-    if (!artifact) throw new Error('cdk.out has no synthesized dev stack; jest globalSetup should have synthesized it');
-    // A quota above the job's rate: the provider is not the subject here, so it should not throttle.
-    provider = new PaymentProvider({ startsPerWindow: 20, windowSeconds: 1, maxConcurrent: 10 });
-    await provider.start();
+    const artifact = testAppStack();
+    const template = loadTemplate(artifact.templateFile);
+    // The job consumer's event source waits at most 1 s to fill a batch, not the synthesized 5 s: at 10 starts a second
+    // a group of 10 is a batch's worth, and a tail waiting 5 s for more would only make the run longer.
+    const consumer = jobViews(previewPlan(template, artifact.stackName)).get(JOB)?.consumer?.logicalId;
+    const mapping = Object.values(template.Resources).find(
+      (r) => r.Type === 'AWS::Lambda::EventSourceMapping' && (r.Properties?.FunctionName as { Ref?: string } | undefined)?.Ref === consumer,
+    );
+    if (!consumer || !mapping?.Properties) throw new Error(`the test app has no event source mapping for the ${JOB} consumer`);
+    mapping.Properties.MaximumBatchingWindowInSeconds = 1;
+    // The job's fake API with a quota above the job's rate: the API is not the subject here, so it should not throttle.
+    api = new FakeHttpApi(CALLS_API, { startsPerWindow: 20, windowSeconds: 1, maxConcurrent: 10 });
+    await api.start();
     stack = new LocalStack({
-      template: loadTemplate(artifact.templateFile),
+      template,
       stackName: artifact.stackName,
       assemblyDir: artifact.assemblyDir,
       log: (source, line) => {
@@ -73,34 +79,34 @@ describe('Admission: pause and resume during a run (local dev stack)', () => {
         const request = JSON.parse(r.body) as { QueueUrl?: string; Entries?: { MessageBody: string }[] };
         if (request.QueueUrl !== workQueueUrl) return;
         for (const entry of request.Entries ?? []) {
-          const body = JSON.parse(entry.MessageBody) as { attempt?: number; resource: { paymentId: string } };
+          const body = JSON.parse(entry.MessageBody) as { attempt?: number; resource: { callId: string } };
           // The consumer's deferral re-publishes always carry `attempt`; the producer's first publication never does.
-          if (body.attempt === undefined) producerPublications.push({ at: Date.now(), paymentId: body.resource.paymentId });
+          if (body.attempt === undefined) producerPublications.push({ at: Date.now(), callId: body.resource.callId });
         }
       },
       environmentOverride: (_fn, env) => {
         if (!env.JOB_SETTINGS) return env;
         const settings = JSON.parse(env.JOB_SETTINGS) as JobRuntimeSettings;
         if (settings.jobName !== JOB) return env;
-        // Seconds instead of minutes: 10 starts/s, 3 s of work per step, so 150 payments take five steps ~5 s apart. The
+        // Seconds instead of minutes: 10 starts/s, 3 s of work per step, so 90 calls take three steps ~5 s apart. The
         // rate keeps the deployed 60-s window: it decides how late a record may wake for its slot before it is deferred
         // (125 ms; a 1-s window leaves 10 ms, which a loaded machine's timers overshoot, deferring records by seconds).
         settings.rateLimit = { startsPerInterval: 600, intervalSeconds: 60, burst: 1 };
         settings.admission = { horizonSeconds: 3, batchSize: 10 };
-        settings.settings.providerBaseUrl = provider.endpoint;
+        settings.settings.apiBaseUrl = api.endpoint;
         return { ...env, JOB_SETTINGS: JSON.stringify(settings) };
       },
     });
     await stack.start();
     const found = jobViews(stack.plan, stack.mappings).get(JOB);
     if (!found?.producer || !found.consumer || !found.mapping || !found.admissionMapping || !found.admissionQueueUrl || !found.queueUrl || !found.dlqUrl || !found.scheduleName) {
-      throw new Error(`the dev stack has no complete ${JOB} job (schedule, producer, admission queue and mapping, queue, DLQ, consumer)`);
+      throw new Error(`the test app has no complete ${JOB} job (schedule, producer, admission queue and mapping, queue, DLQ, consumer)`);
     }
     job = found;
     workQueueUrl = found.queueUrl;
     for (const alias of Object.values(job.settings.secrets)) {
       const secret = stack.secrets.find(alias);
-      if (secret) provider.allowSecret(secret.value);
+      if (secret) api.allowSecret(secret.value);
     }
     documents = DynamoDBDocumentClient.from(new DynamoDBClient(stack.clientConfig('dynamodb')));
     lambda = new LambdaClient(stack.clientConfig('lambda'));
@@ -113,7 +119,7 @@ describe('Admission: pause and resume during a run (local dev stack)', () => {
     lambda?.destroy();
     scheduler?.destroy();
     await stack?.stop();
-    await provider?.close();
+    await api?.close();
   });
 
   const ledgerTable = () => job.producer!.environment.LEDGER_TABLE_NAME;
@@ -166,24 +172,24 @@ describe('Admission: pause and resume during a run (local dev stack)', () => {
     const s3 = new S3Client(stack.clientConfig('s3'));
     let seeded: SeededDemo;
     try {
-      seeded = await paymentFixture.seed({ jobName: JOB, settings: job.settings, businessDate: BUSINESS_DATE, dynamodb, documents: DynamoDBDocumentClient.from(dynamodb), s3 }, PAYMENTS);
+      seeded = await callsFixture.seed({ jobName: JOB, settings: job.settings, businessDate: BUSINESS_DATE, dynamodb, documents: DynamoDBDocumentClient.from(dynamodb), s3 }, CALLS);
     } finally {
       dynamodb.destroy();
       s3.destroy();
     }
-    expect(seeded.expectedOperations).toHaveLength(PAYMENTS);
+    expect(seeded.expectedOperations).toHaveLength(CALLS);
 
     job.mapping!.start();
     job.admissionMapping!.start();
     const fired = await stack.scheduler.fire(job.scheduleName!, { scheduledTime: new Date(), businessDate: BUSINESS_DATE });
     expect(fired.delivered).toBe(true);
 
-    // Mid-admission: at least step 0 taken, the run still admitting, part of the backlog still in the payments table.
+    // Mid-admission: at least step 0 taken, the run still admitting, part of the backlog still in the calls table.
     await waitUntil<LedgerItem>(
       'the run to be admitting after its first step',
       async () => {
         const item = await batch();
-        return item && item.step >= 1 && item.admission === 'admitting' && (item.discovered ?? 0) < PAYMENTS ? { done: item } : { last: item };
+        return item && item.step >= 1 && item.admission === 'admitting' && (item.discovered ?? 0) < CALLS ? { done: item } : { last: item };
       },
       POLL,
     );
@@ -198,7 +204,7 @@ describe('Admission: pause and resume during a run (local dev stack)', () => {
     // Read after the mappings have stopped: a step in progress at the pause has committed by now.
     const atPause = (await batch())!;
     expect(atPause.admission).toBe('admitting');
-    expect(atPause.discovered).toBeLessThan(PAYMENTS);
+    expect(atPause.discovered).toBeLessThan(CALLS);
     expect(atPause.cursor).toEqual(expect.any(String));
     const publishedAtPause = producerPublications.length;
     const producerInvocationsAtPause = job.admissionMapping!.statistics.invocations;
@@ -226,7 +232,7 @@ describe('Admission: pause and resume during a run (local dev stack)', () => {
     // Nothing lost: the run's next step still waits in the admission queue (not received, not dead-lettered) ...
     const admissionQueue = await depth(job.admissionQueueUrl!);
     expect({ waiting: admissionQueue.visible + admissionQueue.delayed, inFlight: admissionQueue.inFlight }).toEqual({ waiting: 1, inFlight: 0 });
-    // ... and every admitted payment is either done or still on the work queue.
+    // ... and every admitted call is either done or still on the work queue.
     const workQueue = await depth(job.queueUrl!);
     expect(total(workQueue) + (whilePaused.completed ?? 0)).toBe(whilePaused.discovered);
 
@@ -236,33 +242,33 @@ describe('Admission: pause and resume during a run (local dev stack)', () => {
     await setSchedule('ENABLED');
 
     const final = await waitUntil<LedgerItem>(
-      'the run to complete with every payment applied',
+      'the run to complete with every call applied',
       async () => {
         const item = await batch();
-        const effects = tally(provider.effects.map((e) => e.operationKey));
-        if (item?.admission === 'complete' && (item.completed ?? 0) >= PAYMENTS && effects.size >= PAYMENTS && total(await depth(job.queueUrl!)) === 0) return { done: item };
+        const effects = tally(api.effects.map((e) => e.operationKey));
+        if (item?.admission === 'complete' && (item.completed ?? 0) >= CALLS && effects.size >= CALLS && total(await depth(job.queueUrl!)) === 0) return { done: item };
         return { last: { item, effects: effects.size } };
       },
       POLL,
     );
 
-    // The producer went on from the cursor: every payment published once, the pages after the pause new ones.
+    // The producer went on from the cursor: every call published once, the pages after the pause new ones.
     expect({ admission: final.admission, discovered: final.discovered, published: final.published, completed: final.completed, duplicates: final.duplicates ?? 0 }).toEqual({
       admission: 'complete',
-      discovered: PAYMENTS,
-      published: PAYMENTS,
-      completed: PAYMENTS,
+      discovered: CALLS,
+      published: CALLS,
+      completed: CALLS,
       duplicates: 0,
     });
     expect(final.pages).toBeGreaterThan(atPause.pages);
-    const publishedIds = producerPublications.map((p) => p.paymentId);
-    expect(publishedIds).toHaveLength(PAYMENTS);
-    expect(new Set(publishedIds).size).toBe(PAYMENTS);
+    const publishedIds = producerPublications.map((p) => p.callId);
+    expect(publishedIds).toHaveLength(CALLS);
+    expect(new Set(publishedIds).size).toBe(CALLS);
     const beforePause = new Set(publishedIds.slice(0, publishedAtPause));
     expect(publishedIds.slice(publishedAtPause).filter((id) => beforePause.has(id))).toEqual([]);
 
-    // Exactly one provider effect per seeded payment, and nothing dead-lettered anywhere.
-    const effects = tally(provider.effects.map((e) => e.operationKey));
+    // Exactly one API effect per seeded call, and nothing dead-lettered anywhere.
+    const effects = tally(api.effects.map((e) => e.operationKey));
     expect([...effects.keys()].sort()).toEqual([...seeded.expectedOperations].sort());
     expect([...effects.values()].filter((n) => n !== 1)).toEqual([]);
     const producerDlqArn = stack.plan.queues.find((q) => q.url === job.admissionQueueUrl)!.deadLetterTargetArn!;

@@ -1,29 +1,31 @@
-// The stalled alarm's logic on a local run of the synthesized dev stack: the template's own stalled alarm of the payment
-// job, evaluated by the local evaluator (local/alarms.ts) over what the run really emitted (the consumer's EMF metrics
-// off its log lines, the work queue's depth sampled from the local SQS server). A paused consumer with waiting work is
-// stalled; a paced backlog that drains over several periods is not.
+// The stalled alarm's logic on a local run of the engine's synthesized test app (test/support/testApp.ts): the
+// template's own stalled alarm of its quota-caller job, evaluated by the local evaluator (local/alarms.ts) over what
+// the run really emitted (the consumer's EMF metrics off its log lines, the work queue's depth sampled from the local
+// SQS server). A paused consumer with waiting work is stalled; a paced backlog that drains over several periods is not.
 //
 // Time is scaled, and so is the alarm (scaleAlarm): its 1-minute periods become 2 s (30 times faster) and its
 // evaluation periods (alarms.stalledMinutes, 15 of 15) become 3 of 3, so the paused consumer alarms after 6 s, not
-// 15 minutes; its expression, threshold, comparison and missing-data rule are the template's own. The payment job is
-// scaled to keep what a period sees at its real rate: 80 starts a minute in batches of 20 settle 4 batches per 1-minute
-// period; here 10 starts a second in batches of 5 (the consumer mapping's BatchSize and admission.batchSize) settle
-// 4 batches per 2-s period, 20 payments. Traffic stays small: 10 paused payments, then a backlog of 120 (6 periods).
+// 15 minutes; its expression, threshold, comparison and missing-data rule are the template's own. The job is scaled so
+// that a period sees several batches settle, as at its real rate (80 starts a minute in batches of 10 settle 8
+// batches per 1-minute period): here 10 starts a second in batches of 5 (the consumer mapping's BatchSize and
+// admission.batchSize) settle 4 batches per 2-s period, 20 calls. Traffic stays small: 10 paused calls, then a
+// backlog of 120 (6 periods).
 import { LambdaClient, UpdateEventSourceMappingCommand } from '@aws-sdk/client-lambda';
 import { alarmName, JobAlarm } from '../../lib/monitoring';
 import { AlarmState, evaluateAlarm, planResolveContext, readAlarm, scaleAlarm, type AlarmDefinition, type PeriodEvaluation } from '../../local/alarms';
 import { jobViews, previewPlan } from '../../local/jobs';
 import { MetricRecorder } from '../../local/metricSamples';
 import type { MetricSample } from '../../local/metricsTap';
-import { LocalSession, type SessionJob } from '../../local/session';
+import type { LocalSession, SessionJob } from '../../local/session';
 import type { CloudFormationTemplate } from '../../local/template';
 import { waitFor, waitUntil } from '../../local/waitFor';
+import { openTestAppSession, QUOTA_CALLER } from '../support/testApp';
 
-const JOB = 'payment-reconciliation';
+const JOB = QUOTA_CALLER;
 const PERIOD_SECONDS = 2;
 const EVALUATION_PERIODS = 3;
 /**
- * 10 starts a second, over the deployed job's own 60-s window: the window decides the limiter's safety margin and so
+ * 10 starts a second, over the job's own 60-s window: the window decides the limiter's safety margin and so
  * how late a record may wake for its slot before it is deferred (125 ms, as deployed). A 1-s window would leave the
  * 20-ms floor's 10 ms, which a loaded machine's timers overshoot often enough that deferrals (not scaled: seconds,
  * with a spread that doubles per deferral) leave whole 2-s periods without a settle.
@@ -31,14 +33,14 @@ const EVALUATION_PERIODS = 3;
 const RATE = { startsPerInterval: 600, intervalSeconds: 60 };
 const STARTS_PER_SECOND = RATE.startsPerInterval / RATE.intervalSeconds;
 const BATCH_SIZE = 5;
-/** A batch's slots (0.4 s at 10 a second) plus the 1.75 s of slack the configured short wait (16 s for 14.25 s) has. */
+/** A batch's slots (0.4 s at 10 a second) plus 1.75 s of slack, not scaled, for what takes real time (polls, an invocation). */
 const SHORT_WAIT_MS = Math.round(((BATCH_SIZE - 1) / STARTS_PER_SECOND) * 1000 + 1750);
 /**
- * The fake provider's quota keeps the config's headroom over the pacing (the job paces at 80 of the provider's 100
- * starts a minute): 12.5 a second, as 750 a minute, over the pacing's own window.
+ * The fake API's quota keeps the config's headroom over the pacing (the job paces at 80 of the API's 100 starts a
+ * minute): 12.5 a second, as 750 a minute, over the pacing's own window.
  */
-const PROVIDER_QUOTA = { startsPerWindow: 750, windowSeconds: 60 };
-const PAUSED_PAYMENTS = 10;
+const API_QUOTA = { startsPerWindow: 750, windowSeconds: 60 };
+const PAUSED_CALLS = 10;
 /** Six periods' allowance (20 a period): larger than one period's, so it drains over several. */
 const BACKLOG = 120;
 /** Function log lines reach the recorder a little after they are written: a period is read once this much past its end. */
@@ -48,20 +50,24 @@ const PERIOD_MS = PERIOD_SECONDS * 1000;
 const periodEnd = (ms: number) => (Math.floor(ms / PERIOD_MS) + 1) * PERIOD_MS;
 const SETTLED_IDS = ['applied', 'done', 'dead', 'rejected'] as const;
 
-/** The payment consumer's event source batches BATCH_SIZE messages (the stack's mapping, as deployed here). */
+/**
+ * The job consumer's event source batches BATCH_SIZE messages (the stack's mapping, as deployed here), waiting at most
+ * 1 s to fill a batch (a batch of 5 needs no window; the synthesized 5 s would be two and a half periods).
+ */
 function scaleConsumerBatch(template: CloudFormationTemplate): CloudFormationTemplate {
   const consumer = jobViews(previewPlan(template, 'preview')).get(JOB)?.consumer?.logicalId;
   const mapping = Object.values(template.Resources).find(
     (r) => r.Type === 'AWS::Lambda::EventSourceMapping' && (r.Properties?.FunctionName as { Ref?: string } | undefined)?.Ref === consumer,
   );
-  if (!consumer || !mapping?.Properties) throw new Error(`the dev stack has no event source mapping for the ${JOB} consumer`);
+  if (!consumer || !mapping?.Properties) throw new Error(`the test app has no event source mapping for the ${JOB} consumer`);
   mapping.Properties.BatchSize = BATCH_SIZE;
+  mapping.Properties.MaximumBatchingWindowInSeconds = 1;
   // A record that fails once (the local SQS can hand one message to two receives) comes back in seconds rather than
   // after the deployed 6 minutes, so the run settles within the test's bound either way.
   const queueId = ((mapping.Properties.EventSourceArn as { 'Fn::GetAtt'?: string[] })['Fn::GetAtt'] ?? [])[0];
   const queue = queueId ? template.Resources[queueId] : undefined;
   const fn = template.Resources[consumer];
-  if (!queue?.Properties || !fn.Properties) throw new Error(`the dev stack's ${JOB} mapping names no queue it has`);
+  if (!queue?.Properties || !fn.Properties) throw new Error(`the test app's ${JOB} mapping names no queue it has`);
   fn.Properties.Timeout = 12;
   queue.Properties.VisibilityTimeout = 15;
   return template;
@@ -73,7 +79,7 @@ const settled = (p: PeriodEvaluation) => SETTLED_IDS.reduce((sum, id) => sum + (
 const table = (periods: PeriodEvaluation[], from: number) =>
   periods.map((p) => `+${((p.startMs - from) / 1000).toFixed(1)}s waiting=${waiting(p)} settled=${settled(p)} value=${p.value} ${p.state}`);
 
-describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2 s, 3 of 3)', () => {
+describe('Alarm: stalled, on a local run of the quota-caller job (periods scaled to 2 s, 3 of 3)', () => {
   let session: LocalSession;
   let job: SessionJob;
   let alarm: AlarmDefinition;
@@ -82,8 +88,7 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
   const logs: string[] = [];
 
   beforeAll(async () => {
-    session = await LocalSession.open({
-      cwd: process.cwd(),
+    session = await openTestAppSession({
       template: scaleConsumerBatch,
       jobSettings: (settings) =>
         settings.jobName !== JOB
@@ -94,7 +99,7 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
               admission: { ...settings.admission!, batchSize: BATCH_SIZE },
               settings: { ...settings.settings, shortWaitMs: SHORT_WAIT_MS },
             },
-      downstream: (name) => (name === JOB ? { quota: PROVIDER_QUOTA } : undefined),
+      downstream: (name) => (name === JOB ? { quota: API_QUOTA } : undefined),
       log: (source, line) => {
         recorder?.observe(line);
         logs.push(`[${source}] ${line}`);
@@ -105,7 +110,7 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
     const synthesized = readAlarm(session.template, alarmName(session.artifact.stackName, JOB, JobAlarm.Stalled), planResolveContext(session.stack.plan));
     alarm = scaleAlarm(synthesized, { periodSeconds: PERIOD_SECONDS, evaluationPeriods: EVALUATION_PERIODS });
     const queue = session.stack.plan.queues.find((q) => q.url === job.queueUrl);
-    if (!queue || !job.mapping || !job.fixture) throw new Error(`the dev stack's ${JOB} job has no work queue, consumer mapping or fixture`);
+    if (!queue || !job.mapping || !job.fixture) throw new Error(`the test app's ${JOB} job has no work queue, consumer mapping or fixture`);
     recorder = new MetricRecorder({ sqs: session.sqs(), queues: [{ url: queue.url, queueName: queue.name }] });
     lambda = new LambdaClient(session.stack.clientConfig('lambda'));
     session.startConsumers();
@@ -125,7 +130,7 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
     waitFor(what, () => recorder!.samples().find((x) => x.namespace === 'AWS/SQS' && x.timestamp >= ms), { timeoutMs: 20_000, intervalMs: 50 });
   /**
    * Waits for what the alarm reads of a run to be complete, and returns the end of the last period it makes whole:
-   * `count` payments since `fromMs` recorded as settled (a log line reaches the recorder a little after it is written,
+   * `count` calls since `fromMs` recorded as settled (a log line reaches the recorder a little after it is written,
    * later on a loaded machine), and the queue sampled past the end of the period the count was reached in.
    */
   const recordedThrough = async (what: string, fromMs: number, count: number): Promise<number> => {
@@ -133,7 +138,7 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
     const isSettle = (x: MetricSample) =>
       settles.some((m) => x.metricName === m.metricName && x.namespace === m.namespace && Object.entries(m.dimensions).every(([name, value]) => x.dimensions[name] === value));
     const recorded = await waitFor(
-      `the ${count} settled payments of ${what} recorded`,
+      `the ${count} settled calls of ${what} recorded`,
       () => {
         const found = recorder!
           .samples()
@@ -148,9 +153,9 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
     await queueSampledFrom(`a sample of the queue after the period of the last settle of ${what}`, end);
     return end;
   };
-  const fire = async (businessDate: string, payments: number) => {
-    const seeded = await session.seed(JOB, payments, businessDate);
-    expect(seeded.expectedOperations).toHaveLength(payments);
+  const fire = async (businessDate: string, calls: number) => {
+    const seeded = await session.seed(JOB, calls, businessDate);
+    expect(seeded.expectedOperations).toHaveLength(calls);
     await session.fire(JOB, { scheduledTime: new Date(), businessDate });
   };
 
@@ -172,11 +177,11 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
   it('goes to ALARM for a paused consumer with waiting work, after 3 periods of it, and back to OK once it resumes', async () => {
     await setConsumer(false);
     expect(job.mapping!.state).toBe('Disabled');
-    await fire('2026-03-09', PAUSED_PAYMENTS);
+    await fire('2026-03-09', PAUSED_CALLS);
     // The producer admits the run into the queue (delayed until each group's slot); nobody receives it.
     await waitFor('the paused run to wait in the queue', async () => {
       const d = await session.depth(job.queueUrl);
-      return d.visible + d.delayed === PAUSED_PAYMENTS && d.inFlight === 0;
+      return d.visible + d.delayed === PAUSED_CALLS && d.inFlight === 0;
     }, { timeoutMs: 20_000, intervalMs: 100 });
 
     // The first period is the one the first queue sample falls in (periods are aligned to the clock).
@@ -217,7 +222,7 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
     const { timestamp: from } = await queueSampledFrom('a sample of the queue in a period after the previous run', periodEnd(Date.now()));
     await fire('2026-03-10', BACKLOG);
     expect(await session.settle({ deadline: Date.now() + 60_000, jobs: [JOB], intervalMs: 200 })).toBe(true);
-    // Up to the period in which the last payment settled, evaluated whole.
+    // Up to the period in which the last call settled, evaluated whole.
     const to = await recordedThrough('the backlog', from, BACKLOG);
     await recorder!.stop();
     const periods = periodsBetween(from, to);
@@ -241,7 +246,7 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
     expect(unsettled.length).toBeLessThan(waited.length - 1);
     // OK throughout.
     expect({ lines, notOk: periods.filter((p) => p.state !== AlarmState.OK).length }).toEqual({ lines, notOk: 0 });
-    // The metrics the alarm read are the whole run: every payment applied once, nothing dead-lettered or rejected.
+    // The metrics the alarm read are the whole run: every call applied once, nothing dead-lettered or rejected.
     const total = (id: string) => periods.reduce((sum, p) => sum + (p.values[id] ?? 0), 0);
     expect({ applied: total('applied'), done: total('done'), dead: total('dead'), rejected: total('rejected') }).toEqual({ applied: BACKLOG, done: 0, dead: 0, rejected: 0 });
 
@@ -294,11 +299,11 @@ describe('Alarm: stalled, on a local run of the payment job (periods scaled to 2
       expect({ at: p.startMs, value: p.value ?? 0 }).toEqual({ at: p.startMs, value: polled > 0 ? (p.values.failed ?? 0) / polled : 0 });
     }
     expect(shares.filter((p) => p.state === AlarmState.ALARM && (p.value ?? 0) <= 0.5)).toEqual([]);
-    // The consumer's mapping published what it delivered: every payment of both runs, deleted once applied.
+    // The consumer's mapping published what it delivered: every call of both runs, deleted once applied.
     const sum = (metricName: string, uuid: string) => ofMapping.filter((x) => x.metricName === metricName && x.dimensions.EventSourceMappingUUID === uuid).reduce((a, x) => a + x.value, 0);
     const consumer = job.mapping!;
     expect(sum('DeletedEventCount', consumer.uuid)).toBe(consumer.statistics.acknowledged);
     expect(sum('InvokedEventCount', consumer.uuid)).toBe(consumer.statistics.acknowledged + consumer.statistics.failed);
-    expect(consumer.statistics.acknowledged).toBeGreaterThanOrEqual(PAUSED_PAYMENTS + BACKLOG);
+    expect(consumer.statistics.acknowledged).toBeGreaterThanOrEqual(PAUSED_CALLS + BACKLOG);
   });
 });

@@ -4,7 +4,7 @@
 // cdk.out.test-app, beside the reference app's cdk.out; every file then opens a LocalSession on that assembly.
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { assemblyStacks, ensureAppStack, newestAppSourceMtime, newestReferenceInputMtime, type StackArtifact } from '../../local/assembly';
+import { assemblyStacks, chooseStack, ensureAppStack, newestAppSourceMtime, newestReferenceInputMtime, type StackArtifact } from '../../local/assembly';
 import { LocalSession, type SessionOptions } from '../../local/session';
 
 const ROOT = join(__dirname, '..', '..');
@@ -43,3 +43,9 @@ export const testAppTemplate = (): string => join(TEST_APP, TEST_APP_ASSEMBLY, `
 export function openTestAppSession(options: Omit<SessionOptions, 'cwd' | 'assemblyDir' | 'stack' | 'env'>): Promise<LocalSession> {
   return LocalSession.open({ ...options, cwd: TEST_APP, assemblyDir: TEST_APP_ASSEMBLY, stack: TEST_APP_STACK, synth: false });
 }
+
+/**
+ * The test app's synthesized stack (globalSetup made it), for a test that deploys it on a LocalStack of its own.
+ * @throws StackChoiceError when the assembly has no such stack
+ */
+export const testAppStack = (): StackArtifact => chooseStack(join(TEST_APP, TEST_APP_ASSEMBLY), { stack: TEST_APP_STACK });

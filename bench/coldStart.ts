@@ -67,12 +67,14 @@ const median = (xs: number[]): number => {
 /**
  * Runs `script` in a fresh node process and returns its stdout. NODE_PATH makes the function's layers (their
  * nodejs/node_modules, as Lambda mounts them under /opt) and then the project's @aws-sdk/* resolvable, the way the Lambda
- * runtime provides them to a bundle that leaves them external.
+ * runtime provides them to a bundle that leaves them external; last the engine's own, where the handlers compiled from
+ * this repository's sources find their dependencies when the app is another folder (the engine's test app).
  */
 function runFresh(script: string, cwd: string, layerModulePaths: string[]): string {
+  const paths = [...layerModulePaths, resolve(cwd, 'node_modules'), resolve(__dirname, '..', 'node_modules')];
   return execFileSync(process.execPath, ['-e', script], {
     cwd,
-    env: { PATH: process.env.PATH, NODE_PATH: [...layerModulePaths, resolve(cwd, 'node_modules')].join(delimiter), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    env: { PATH: process.env.PATH, NODE_PATH: [...new Set(paths)].join(delimiter), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     encoding: 'utf8',
   });
 }

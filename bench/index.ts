@@ -21,6 +21,8 @@ export interface BenchOptions {
   cwd: string;
   /** The stack holding the jobs, where several of the app's stacks do. @default the one that does (here PacedJobs-dev) */
   stack?: string;
+  /** The app's cloud assembly, relative to `cwd` (synthesized there when it lacks the stack). @default "cdk.out" */
+  assemblyDir?: string;
   producer: boolean;
   requests: boolean;
   coldStart: boolean;
@@ -111,7 +113,7 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
     report.producer = await runProducerBench({ operations: o.ops, progress });
   }
   if (o.coldStart) {
-    const bundles = runColdStartBench({ cwd: o.cwd, stack: o.stack, runs: o.initRuns, progress });
+    const bundles = runColdStartBench({ cwd: o.cwd, stack: o.stack, assemblyDir: o.assemblyDir, runs: o.initRuns, progress });
     report.bundles = Object.fromEntries(
       Object.entries(bundles).map(([k, b]) => [k, { ...b, meetsSizeGoal: b.bytes < BUNDLE_BYTES_GOAL, meetsInitGoal: b.initMsMedian < INIT_MS_GOAL }]),
     );
@@ -122,6 +124,7 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
     const run = await runE2eBench({
       cwd: o.cwd,
       stack: o.stack,
+      assemblyDir: o.assemblyDir,
       counts: o.counts,
       timeoutSeconds: o.timeoutSeconds,
       pacing: pacing ? 'configured' : 'off',
@@ -168,6 +171,7 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
     report.backlog = await runBacklogBench({
       cwd: o.cwd,
       stack: o.stack,
+      assemblyDir: o.assemblyDir,
       job: o.backlogJob,
       multiple: o.backlogMultiple,
       shortMultiple: o.backlogShortMultiple,

@@ -39,6 +39,8 @@ export interface ChaosOptions {
   env?: string;
   /** The stack holding the jobs, where several of the app's stacks do. @default the one that does */
   stack?: string;
+  /** The app's cloud assembly, relative to `cwd` (synthesized there when it lacks the stack). @default "cdk.out" */
+  assemblyDir?: string;
   /** Business date of the run; fixed so a seed reproduces the same operations. @default "2026-01-15" */
   businessDate?: string;
   /** The job's start rate per minute for this run (its limiter, and its fake downstream's quota). @default 1200 */
@@ -544,6 +546,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       cwd,
       env: options.env,
       stack: options.stack,
+      assemblyDir: options.assemblyDir,
       template: prepare,
       jobSettings: (settings) => (settings.jobName === plan?.job ? retimeSettings(settings, { ratePerMinute: o.ratePerMinute, horizonSeconds: plan.admission.horizonSeconds }) : settings),
       // The job's fake downstream enforces the rate the job runs at, not the one it is configured with.

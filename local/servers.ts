@@ -266,7 +266,10 @@ const SERVER_PROCESS_CLOSE_MS = 5000;
  * the run has settled). The process ends with close(), and on its own when this one goes.
  */
 function startServerProcess(spec: ServerProcessSpec, onRequest: RequestObserver | undefined): Promise<RunningServer> {
-  const child: ChildProcess = spawn(process.execPath, [...cpuProfileArgs(spec.kind), '-e', SERVER_PROCESS_SOURCE, JSON.stringify(spec)], {
+  // s3rver signs a truncated listing's NextContinuationToken with DES, which Node's OpenSSL 3 keeps in its legacy
+  // provider: without it every ListObjectsV2 cut by MaxKeys answers InternalError (a job paging its bucket's listing).
+  const legacyCiphers = spec.kind === 's3rver' ? ['--openssl-legacy-provider'] : [];
+  const child: ChildProcess = spawn(process.execPath, [...cpuProfileArgs(spec.kind), ...legacyCiphers, '-e', SERVER_PROCESS_SOURCE, JSON.stringify(spec)], {
     cwd: dirname(spec.module),
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     // Not the parent's NODE_OPTIONS (a loader, an inspector, a profiler): the child runs plain JavaScript.

@@ -1,14 +1,18 @@
-// The benchmark suite end to end at tiny sizes: every part runs and the JSON report has every documented field.
-// No timing assertions: this keeps `npm run bench` working, it does not benchmark.
+// The benchmark suite end to end at tiny sizes, on the engine's test app (test/fixtures/app, synthesized by
+// globalSetup: its three fixture jobs, quota-caller's fake API among them): every part runs and the JSON report has
+// every documented field. No timing assertions: this keeps `npm run bench` working, it does not benchmark.
 import { buildProgram, runBench, formatBench, type BenchReport } from '../../bench/index';
 import { backlogNote } from '../../bench/backlog';
 import type { JobPacing } from '../../bench/e2e';
-import { jobFolders } from '../../local/fixture';
+import { OBJECT_SWEEPER, QUOTA_CALLER, RECORD_WRITER, TEST_APP, TEST_APP_ASSEMBLY, TEST_APP_STACK } from '../support/testApp';
 
 // Each backlog run is a whole local session (start, warm-up cycle, run: about 25 s on a loaded machine). The suite runs
 // the design at the two lengths and leaves out the run of the design before admission (--no-backlog-baseline, which it
 // checks); the full run, `npm run test:bench` (BENCH_FULL=1), adds it and checks its figures as well.
 const FULL = process.env.BENCH_FULL === '1';
+
+/** The test app, as a team's app is run: its folder, its assembly, its one stack. */
+const app = { cwd: TEST_APP, assemblyDir: TEST_APP_ASSEMBLY, stack: TEST_APP_STACK };
 
 describe('Function: runBench', () => {
   let report: BenchReport;
@@ -16,18 +20,18 @@ describe('Function: runBench', () => {
   beforeAll(async () => {
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
     report = await runBench({
-      cwd: process.cwd(),
+      ...app,
       producer: true,
       requests: true,
       coldStart: true,
       e2e: true,
       ops: 200,
-      // The example jobs at tiny sizes; any other job in the project (one a user added) is left out (a count of 0).
-      counts: { ...Object.fromEntries(jobFolders(process.cwd()).map((j) => [j, 0])), 'payment-reconciliation': 12, 'stale-upload-cleanup': 12, 'expired-session-cleanup': 4 },
+      // The fixture jobs at tiny sizes.
+      counts: { [QUOTA_CALLER]: 12, [OBJECT_SWEEPER]: 12, [RECORD_WRITER]: 4 },
       initRuns: 1,
       ceilingMessages: 100,
       timeoutSeconds: 60,
-      // 12 payments at 80/min take 9 s: over this, so the payment job runs time-scaled, and the others do not.
+      // 12 calls at 80/min take 9 s: over this, so quota-caller runs time-scaled, and the others do not.
       maxPacedSeconds: 5,
     });
   }, 120_000);
@@ -36,31 +40,34 @@ describe('Function: runBench', () => {
     expect(report.localRun).toEqual(expect.objectContaining({ pacing: 'configured', maxPacedSeconds: 5 }));
     const jobs = report.localRun!.jobs;
     // 9 s at 80 per 60 s; 5 s asks for 33 s intervals, above the 8 s floor.
-    expect(jobs['payment-reconciliation'].pacing).toEqual(expect.objectContaining({ startsPerInterval: 80, configuredIntervalSeconds: 60, runIntervalSeconds: 33, timeScale: 60 / 33 }));
-    expect(jobs['stale-upload-cleanup'].pacing).toEqual(expect.objectContaining({ startsPerInterval: 2400, runIntervalSeconds: 60, timeScale: 1 }));
-    expect(jobs['expired-session-cleanup'].pacing).toEqual(expect.objectContaining({ startsPerInterval: 480, runIntervalSeconds: 60, timeScale: 1 }));
+    expect(jobs[QUOTA_CALLER].pacing).toEqual(expect.objectContaining({ startsPerInterval: 80, configuredIntervalSeconds: 60, runIntervalSeconds: 33, timeScale: 60 / 33 }));
+    expect(jobs[OBJECT_SWEEPER].pacing).toEqual(expect.objectContaining({ startsPerInterval: 480, runIntervalSeconds: 60, timeScale: 1 }));
+    expect(jobs[RECORD_WRITER].pacing).toEqual(expect.objectContaining({ startsPerInterval: 480, runIntervalSeconds: 60, timeScale: 1 }));
     for (const job of Object.values(jobs)) {
       expect(job.deadLettered).toBe(0);
       expect(job.acknowledged).toBeGreaterThanOrEqual(job.operations);
       expect(job.gbSeconds).toBeGreaterThan(0);
     }
     // The scaled job's waits are estimated at its real rate: more GB-seconds than as run. The unscaled ones are as run.
-    expect(jobs['payment-reconciliation'].gbSecondsAtRealRate).toBeGreaterThan(jobs['payment-reconciliation'].gbSeconds);
-    expect(jobs['stale-upload-cleanup'].gbSecondsAtRealRate).toBe(jobs['stale-upload-cleanup'].gbSeconds);
+    expect(jobs[QUOTA_CALLER].gbSecondsAtRealRate).toBeGreaterThan(jobs[QUOTA_CALLER].gbSeconds);
+    expect(jobs[OBJECT_SWEEPER].gbSecondsAtRealRate).toBe(jobs[OBJECT_SWEEPER].gbSeconds);
   });
 
   it("reads every job's effects through its fixture: each seeded operation applied exactly once, nothing else touched", () => {
     const jobs = report.localRun!.jobs;
-    expect(Object.keys(jobs).sort()).toEqual(['expired-session-cleanup', 'payment-reconciliation', 'stale-upload-cleanup']);
-    expect(jobs['payment-reconciliation']).toEqual(expect.objectContaining({ unit: 'payments', effectsSource: 'fixture', throttled: 0 }));
-    expect(jobs['payment-reconciliation'].effects).toEqual({ expected: 12, exactlyOnce: 12, missing: 0, repeated: 0, unexpected: 0 });
-    expect(jobs['stale-upload-cleanup'].effects).toEqual({ expected: 12, exactlyOnce: 12, missing: 0, repeated: 0, unexpected: 0 });
-    expect(jobs['expired-session-cleanup'].effects).toEqual({ expected: 4, exactlyOnce: 4, missing: 0, repeated: 0, unexpected: 0 });
-    // Three expired sessions per tenant, each deleted once (the warm-up's deletes of the same keys are not the run's).
-    expect(jobs['expired-session-cleanup'].itemEffects).toEqual({ touched: 12, repeated: 0 });
+    expect(Object.keys(jobs).sort()).toEqual([OBJECT_SWEEPER, QUOTA_CALLER, RECORD_WRITER]);
+    expect(jobs[QUOTA_CALLER]).toEqual(expect.objectContaining({ unit: 'calls', effectsSource: 'fixture', throttled: 0 }));
+    expect(jobs[QUOTA_CALLER].effects).toEqual({ expected: 12, exactlyOnce: 12, missing: 0, repeated: 0, unexpected: 0 });
+    expect(jobs[OBJECT_SWEEPER].effects).toEqual(expect.objectContaining({ expected: 12, exactlyOnce: 12, missing: 0, repeated: 0 }));
+    // Nothing else, but for the one object the fixture keeps on the day after its seed's date: the warm-up cycle seeds
+    // the day before the run, so its kept object is due on the run's date, and the run rightly deletes it.
+    expect(jobs[OBJECT_SWEEPER].effects.unexpected).toBeLessThanOrEqual(1);
+    expect(jobs[RECORD_WRITER].effects).toEqual({ expected: 4, exactlyOnce: 4, missing: 0, repeated: 0, unexpected: 0 });
+    // One effect per operation in every fixture job: none reads effects per item (bench/runEffects.ts itemEffectFigures).
+    for (const job of Object.values(jobs)) expect(job.itemEffects).toBeUndefined();
     // Every paced job's starts are checked against its allowance per run interval.
     for (const job of Object.values(jobs)) expect(job.maxStartsInAnyInterval).toBeLessThanOrEqual(job.pacing!.startsPerInterval);
-    expect(jobs['payment-reconciliation'].maxStartsInAnyInterval).toBe(12);
+    expect(jobs[QUOTA_CALLER].maxStartsInAnyInterval).toBe(12);
   });
 
   it("counts each job's own requests, which add up to the whole run's", () => {
@@ -108,7 +115,7 @@ describe('Function: runBench', () => {
     expect(report.perJob?.naive.sqsRequests).toBe(3);
     expect(report.costPerMillionUsd).toEqual(expect.objectContaining({ batched: expect.any(Number), naive: expect.any(Number), batchedAtRealRate: expect.any(Number) }));
     expect(report.costPerMillionUsd!.naive).toBeGreaterThan(report.costPerMillionUsd!.batched);
-    // GB-seconds are in the cost, and the real-rate figure adds the payment job's longer waits.
+    // GB-seconds are in the cost, and the real-rate figure adds the time-scaled job's longer waits.
     expect(report.costPerMillionUsd!.breakdown.batched.lambdaDuration).toBeGreaterThan(0);
     expect(report.perJob!.lambdaGbSecondsAtRealRate).toBeGreaterThan(report.perJob!.lambdaGbSeconds);
     expect(report.costPerMillionUsd!.batchedAtRealRate).toBeGreaterThan(report.costPerMillionUsd!.batched);
@@ -131,10 +138,10 @@ describe('Function: runBench', () => {
   it('formats every part as a table, saying how the run was paced and scaled', () => {
     const text = formatBench(report);
     for (const title of ['Producer throughput', 'AWS requests per job', 'Local run per job', 'Requests and effects per job, by job', 'Cold start', 'Local end-to-end']) expect(text).toContain(title);
-    expect(text).toContain('12 of 12 payments');
-    expect(text).toContain('4 of 4 tenants');
+    expect(text).toContain('12 of 12 calls');
+    expect(text).toContain('4 of 4 items');
     expect(text).toContain('pacing on, each job at its configured rate, time-scaled where a job would take over 5 s');
-    expect(text).toContain('payment-reconciliation: interval scaled 60 s -> 33 s (x1.82), admission horizon 300 s -> 165 s, short wait 16000 ms -> 9588 ms, batching window 1 s -> 1 s');
+    expect(text).toContain('quota-caller: interval scaled 60 s -> 33 s (x1.82), admission horizon 300 s -> 165 s, short wait 10000 ms -> 6963 ms, batching window 5 s -> 3 s');
   });
 });
 
@@ -144,12 +151,12 @@ describe('Function: runBench, backlog part', () => {
   beforeAll(async () => {
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
     // Tiny, and robust on a loaded machine (the figures are not the point here): half and a quarter of a minute's
-    // starts (40 and 20 payments) at a 30 s interval, time scale 2. A time-scaled run keeps the window long (README,
+    // starts (40 and 20 calls) at a 30 s interval, time scale 2. A time-scaled run keeps the window long (README,
     // Testing): the consumer gives up a slot when a record wakes later than half the limiter's margin, 0.5% of the
     // window and at least 20 ms, which a busy machine's timers overshoot at a few seconds' window (at 3 s, beside
-    // other CPU-heavy test files, 160 payments did not settle: 49 acknowledged in 138 s).
+    // other CPU-heavy test files, 160 operations did not settle: 49 acknowledged in 138 s).
     report = await runBench({
-      cwd: process.cwd(),
+      ...app,
       producer: false,
       requests: false,
       coldStart: false,
@@ -169,7 +176,7 @@ describe('Function: runBench, backlog part', () => {
   it('reports the design (and in the full run the design before admission) per job, and the shorter backlog with the flat verdict', () => {
     const b = report.backlog!;
     // No --backlog-job: the first job whose fixture offers a fake downstream.
-    expect(b).toEqual(expect.objectContaining({ job: 'payment-reconciliation', unit: 'payments', multiple: 0.5, jobs: 40, ratePerMinute: 80, admission: true, shortestFaithfulIntervalSeconds: 4 }));
+    expect(b).toEqual(expect.objectContaining({ job: QUOTA_CALLER, unit: 'calls', multiple: 0.5, jobs: 40, ratePerMinute: 80, admission: true, shortestFaithfulIntervalSeconds: 8 }));
     for (const design of [b, b.baseline, b.short].filter((d) => d !== undefined)) {
       for (const field of ['deliveriesPerJob', 'sqsRequestsPerJob', 'dynamoWriteUnitsPerJob', 'lambdaInvocationsPerJob', 'lambdaGbSecondsPerJob', 'costPerMillionUsd', 'deadLettered', 'seconds'] as const) {
         expect(typeof design[field]).toBe('number');
@@ -187,9 +194,9 @@ describe('Function: runBench, backlog part', () => {
 
   it('formats the backlog, saying how far time was scaled and that 30 s is at or above the faithful interval', () => {
     const text = formatBench(report);
-    expect(text).toContain('Backlog: payment-reconciliation, 40 jobs = 0.5x its 80 starts/min (after headroom), run time-scaled');
+    expect(text).toContain('Backlog: quota-caller, 40 jobs = 0.5x its 80 starts/min (after headroom), run time-scaled');
     expect(text).toContain('interval scaled 60 s -> 30 s (x2)');
-    expect(text).toContain("4 s is the shortest interval at which one batch's slots still span SQS's 1 s delay resolution");
+    expect(text).toContain("8 s is the shortest interval at which one batch's slots still span SQS's 1 s delay resolution");
     expect(text).not.toContain('BELOW');
   });
 });
@@ -238,7 +245,7 @@ describe('Function: buildProgram', () => {
   });
 
   it('takes --backlog-job', () => {
-    expect(parse('--backlog-job', 'stale-upload-cleanup').backlogJob).toBe('stale-upload-cleanup');
+    expect(parse('--backlog-job', 'object-sweeper').backlogJob).toBe('object-sweeper');
   });
 
   it('takes --no-pacing, --backlog, --no-backlog and the backlog settings', () => {

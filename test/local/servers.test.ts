@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import {
   CreateQueueCommand,
   GetQueueAttributesCommand,
@@ -194,6 +194,22 @@ describe('Function: startS3', () => {
       await waitFor('the observed PutObject', () => observed.length >= 1, { timeoutMs: 5000, intervalMs: 10 });
       expect(observed[0]).toMatchObject({ method: 'PUT', status: 200 });
       expect(observed[0].url).toMatch(/^\/b\/k\/1\.txt/);
+    } finally {
+      s3.destroy();
+      await server.close();
+    }
+  });
+
+  it('in a process of its own, pages a listing cut by MaxKeys (its continuation token is signed with DES, a legacy cipher)', async () => {
+    const server = await startS3({ childProcess: true, buckets: ['b'] });
+    const s3 = new S3Client({ endpoint: server.endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS, forcePathStyle: true });
+    try {
+      for (const Key of ['due/1', 'due/2', 'due/3']) await s3.send(new PutObjectCommand({ Bucket: 'b', Key, Body: Key }));
+      const first = await s3.send(new ListObjectsV2Command({ Bucket: 'b', Prefix: 'due/', MaxKeys: 2 }));
+      expect(first).toMatchObject({ KeyCount: 2, IsTruncated: true });
+      const rest = await s3.send(new ListObjectsV2Command({ Bucket: 'b', Prefix: 'due/', MaxKeys: 2, ContinuationToken: first.NextContinuationToken }));
+      expect(rest.Contents?.map((o) => o.Key)).toEqual(['due/3']);
+      expect(rest.IsTruncated).toBe(false);
     } finally {
       s3.destroy();
       await server.close();

@@ -25,7 +25,8 @@ describe('Bundles: the handlers in the cloud assembly', () => {
 
   it('finds a bundle for every job function (a producer and a consumer per job)', () => {
     expect(bundles.length).toBe(2 * JOBS.length);
-    expect(bundles.length).toBeGreaterThanOrEqual(6);
+    // At least one job: an app whose config lost every job would pass the line above with no bundle at all.
+    expect(JOBS.length).toBeGreaterThan(0);
     expect(bundles.map((b) => b.jobName).sort()).toEqual([...JOBS, ...JOBS].sort());
   });
 

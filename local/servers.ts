@@ -1,6 +1,7 @@
 // Embedded AWS-protocol servers (dynalite for DynamoDB, local-aws-sqs for SQS, s3rver for S3) on free loopback ports,
 // in this process or, for the storage emulators, each in a child process of its own.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createCipheriv } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -540,7 +541,10 @@ export interface S3Options {
   buckets?: string[];
   /** Sees every request (for the run report). */
   onRequest?: RequestObserver;
-  /** Run s3rver in a child process of its own (see startServerProcess). @default false */
+  /**
+   * Run s3rver in a child process of its own (see startServerProcess). A process without DES (Node 20 without
+   * --openssl-legacy-provider) starts one whatever this says: s3rver signs continuation tokens with DES. @default false
+   */
   childProcess?: boolean;
 }
 
@@ -550,6 +554,16 @@ export const LOCAL_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RV
 export interface RunningS3 extends RunningServer {
   /** s3rver's own server, in this process; absent when it runs in a child process. */
   server?: Server;
+}
+
+/** Whether this process can run DES (createCipheriv throws without OpenSSL 3's legacy provider). */
+function desAvailable(): boolean {
+  try {
+    createCipheriv('des', Buffer.alloc(8), Buffer.alloc(8));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -571,7 +585,9 @@ export async function startS3(options: S3Options = {}): Promise<RunningS3> {
   if (options.port) await ensurePortFree(options.port, 'S3');
   const temporary = options.directory === undefined;
   const directory = options.directory ?? mkdtempSync(join(tmpdir(), 'paced-jobs-s3-'));
-  if (options.childProcess) {
+  // In this process only when it can run the DES s3rver signs a truncated listing's continuation token with: Node's
+  // OpenSSL 3 has it only with the legacy provider (--openssl-legacy-provider), which the child process is given.
+  if (options.childProcess || !desAvailable()) {
     let running: RunningServer;
     try {
       running = await startServerProcess(

@@ -23,8 +23,9 @@ import { createClients, type OpsClients } from '../../ops/clients';
 import type { CommandContext } from '../../ops/context';
 import { status } from '../../ops/commands/status';
 import { LocalEndpointsSource } from '../../ops/resources';
-import { duePrefix } from '../fixtures/app/jobs/object-sweeper/index';
-import { operationIdOf, type Item } from '../fixtures/app/jobs/record-writer/index';
+import { buildOperationId } from '../../lambda/core/operationIds';
+// Types only: loading the jobs' modules (the job API, the SDK clients) would cost this file seconds for two strings.
+import type { Item } from '../fixtures/app/jobs/record-writer/index';
 import { OBJECT_SWEEPER, QUOTA_CALLER, RECORD_WRITER, TEST_APP, TEST_APP_ASSEMBLY } from '../support/testApp';
 
 const ROOT = join(__dirname, '..', '..');
@@ -32,6 +33,11 @@ const ROOT = join(__dirname, '..', '..');
 const JOB = RECORD_WRITER;
 const DATES = ['2026-10-01', '2026-10-02', '2026-10-03'];
 const ITEMS_PER_DATE = 2;
+
+/** record-writer's operation ID for an item (its index.ts `operationIdOf`). */
+const operationIdOf = (itemId: string, businessDate: string): string => buildOperationId([JOB, { label: 'item ID', id: itemId }, { businessDate }]);
+/** Where object-sweeper finds a date's objects (its index.ts `duePrefix`). */
+const duePrefix = (businessDate: string): string => `due/${businessDate}/`;
 
 /** An item of `businessDate` for record-writer to discover (its table `items`). */
 const item = (itemId: string, businessDate: string): Item => ({ itemId, businessDate, dueAt: `${businessDate}T01:00:00.000Z` });

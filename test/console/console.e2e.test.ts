@@ -1,5 +1,5 @@
 // End to end, in a real browser: the web console of a serving local stack (`npm start -- --serve`, its own process,
-// the synthesized dev stack on the embedded servers), driven in Debian's chromium. The page shows every job, a
+// the engine's test app (test/fixtures/app) synthesized, on the embedded servers), driven in Debian's chromium. The page shows every job, a
 // catch-up run from the page draws the starts chart, the page's pause pauses the job (its event source mapping
 // disabled, as the ops commands then read it), and a change without the token is refused.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { GetEventSourceMappingCommand } from '@aws-sdk/client-lambda';
+import { GetEventSourceMappingCommand, GetFunctionConfigurationCommand } from '@aws-sdk/client-lambda';
 import type { Page } from 'playwright-core';
-import { unsettledPayment } from '../../lambda/jobs/payment-reconciliation/items';
+import type { JobRuntimeSettings } from '../../lambda/core/constants';
 import { waitFor } from '../../local/waitFor';
 import { admission } from '../../ops/commands/admission';
 import { status } from '../../ops/commands/status';
@@ -19,11 +19,15 @@ import type { CommandContext } from '../../ops/context';
 import { LocalEndpointsSource } from '../../ops/resources';
 import { processIo } from '../../ops/io';
 import { launchBrowser, type Browser } from '../support/browser';
+// A type only: loading the job's modules (the job API, the SDK clients) would cost this file seconds for three rows.
+import type { Item } from '../fixtures/app/jobs/record-writer/index';
+import { OBJECT_SWEEPER, QUOTA_CALLER, RECORD_WRITER, TEST_APP, TEST_APP_ASSEMBLY } from '../support/testApp';
 
 const ROOT = join(__dirname, '..', '..');
-const JOB = 'payment-reconciliation';
+/** The job the page drives: it discovers a date's items and writes one result per item. */
+const JOB = RECORD_WRITER;
 const DATE = '2026-10-07';
-const PAYMENTS = 3;
+const ITEMS = 3;
 
 interface Served {
   child: ChildProcess;
@@ -33,8 +37,9 @@ interface Served {
 
 /** `npm start -- --serve` as its own Node process (tsx loaded by Node itself, so SIGINT reaches it directly). */
 function serve(localDir: string): Served {
-  // Two execution environments a function: the one run here is three payments.
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'local/cli.ts'), '--serve', '--prewarm', '2', '--local-dir', localDir], {
+  // Two execution environments a function: the one run here is three items.
+  const cli = join(ROOT, 'local/cli.ts');
+  const child = spawn(process.execPath, ['--import', 'tsx', cli, '--app', TEST_APP, '--cdk-out', TEST_APP_ASSEMBLY, '--serve', '--prewarm', '2', '--local-dir', localDir], {
     cwd: ROOT,
     env: { ...process.env, FORCE_COLOR: '0' },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -83,10 +88,14 @@ describe('Console: npm start -- --serve in a browser', () => {
       clients,
       io: { stdout: () => undefined, stderr: () => undefined, interactive: false, ask: async () => '', now: () => new Date(), sleep: (ms) => processIo().sleep(ms) },
     };
-    // The date's unsettled payments, for the page's catch-up to find.
+    // The date's items, for the page's catch-up to find, in the table the job's producer was given.
+    const producer = ctx.resources.jobs.find((j) => j.job === JOB)!.producerFunctionName;
+    const deployed = await clients.lambda.send(new GetFunctionConfigurationCommand({ FunctionName: producer }));
+    const settings = JSON.parse(deployed.Environment!.Variables!.JOB_SETTINGS) as JobRuntimeSettings;
     const documents = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: doc.endpoints.dynamodb, region: doc.region, credentials: doc.credentials }));
-    for (let i = 1; i <= PAYMENTS; i++) {
-      await documents.send(new PutCommand({ TableName: 'payments-dev', Item: unsettledPayment({ paymentId: `pay-console-${i}`, businessDate: DATE }) }));
+    for (let i = 1; i <= ITEMS; i++) {
+      const item: Item = { itemId: `item-console-${i}`, businessDate: DATE, dueAt: `${DATE}T0${i}:00:00.000Z` };
+      await documents.send(new PutCommand({ TableName: settings.tables.items, Item: item }));
     }
     documents.destroy();
     browser = await launchBrowser();
@@ -126,7 +135,7 @@ describe('Console: npm start -- --serve in a browser', () => {
 
     const jobs = await page.locator('section.job').evaluateAll((els) => els.map((e) => e.getAttribute('data-job')));
     expect(jobs.sort()).toEqual(Object.keys(doc.jobs).sort());
-    expect(jobs).toEqual(expect.arrayContaining(['expired-session-cleanup', JOB, 'stale-upload-cleanup']));
+    expect(jobs.sort()).toEqual([OBJECT_SWEEPER, QUOTA_CALLER, RECORD_WRITER]);
     for (const job of jobs) await page.locator(`[data-chart-id="${job}:starts"]`).waitFor();
     await expect(section().locator('[data-field="schedule-state"]').textContent()).resolves.toBe('ENABLED');
     await expect(section().locator('[data-mapping="consumer"]').textContent()).resolves.toBe('Enabled');
@@ -143,9 +152,9 @@ describe('Console: npm start -- --serve in a browser', () => {
     // The canvas uPlot drew in.
     expect(await starts.locator('canvas').count()).toBeGreaterThan(0);
 
-    // The page's batch table: the run reconciles once every payment is done (before the pause, so nothing is held).
+    // The page's batch table: the run reconciles once every item is done (before the pause, so nothing is held).
     await section().locator('.batches tr', { hasText: DATE }).locator('span.ok', { hasText: 'yes' }).waitFor({ timeout: 60_000 });
-    await expect(section().locator('.batches tr', { hasText: DATE }).locator('td').nth(3).textContent()).resolves.toBe(String(PAYMENTS));
+    await expect(section().locator('.batches tr', { hasText: DATE }).locator('td').nth(3).textContent()).resolves.toBe(String(ITEMS));
 
     await section().locator('button[data-action="pause"]').click();
     await confirm();
@@ -164,7 +173,7 @@ describe('Console: npm start -- --serve in a browser', () => {
     const job = (await status(ctx, { job: JOB })).jobs[0];
     expect(job.admission).toEqual({ schedule: 'DISABLED', admissionMapping: 'Disabled', consumerMapping: 'Disabled', summary: 'paused' });
     const batch = job.batches.find((b) => b.businessDate === DATE);
-    expect(batch).toMatchObject({ discovered: PAYMENTS, completed: PAYMENTS, reconciles: true, backfill: true });
+    expect(batch).toMatchObject({ discovered: ITEMS, completed: ITEMS, reconciles: true, backfill: true });
     expect(problems).toEqual([]);
   }, 150_000);
 

@@ -1,18 +1,17 @@
 // `paced-jobs start` (runStartCli, what the package's dispatcher calls) in a team's app folder: no environment, the
 // stack holding the jobs named with --stack where two do, each job's fixture found beside its entry (the
 // `paced-jobs:job-entry` Metadata, in the app's own layout), and a resource of the team's that the local runtime does
-// not emulate left out with one line. The app's assembly is this repository's synthesized dev stack under the team's
-// stack names, with the Metadata the construct writes, so no synth runs here.
+// not emulate left out with one line. The app's assembly is the engine's test app's synthesized stack (test/fixtures/app,
+// globalSetup synthesizes it) under the team's stack names, with the Metadata the construct wrote, so no synth runs here.
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { findStack } from '../../local/assembly';
+import { assemblyStacks } from '../../local/assembly';
 import { runStartCli } from '../../local/cli';
 import { JOB_ENTRY_METADATA } from '../../local/plan';
 import { loadTemplate } from '../../local/template';
-
-const ROOT = join(__dirname, '..', '..');
+import { OBJECT_SWEEPER, QUOTA_CALLER, RECORD_WRITER, TEST_APP, TEST_APP_ASSEMBLY, TEST_APP_STACK } from '../support/testApp';
 
 /** A stream that keeps what is written to it. */
 function collector(): PassThrough & { text: () => string } {
@@ -23,22 +22,22 @@ function collector(): PassThrough & { text: () => string } {
 }
 
 /**
- * A team's app: package.json, `jobs/<name>/local.ts` for each job (the examples' fixtures, re-exported), and cdk.out
- * with two stacks holding the jobs (Reporting, Billing), one without (Web), the job functions' entry Metadata and the
- * team's own event bus.
+ * A team's app: package.json, a `local.ts` beside each job's entry as the construct's Metadata names it (the test app's
+ * fixtures, re-exported), and cdk.out with two stacks holding the jobs (Reporting, Billing), one without (Web), and
+ * the team's own event bus.
  */
 function teamApp(): string {
   const app = mkdtempSync(join(tmpdir(), 'team-app-'));
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'team-app', private: true }));
-  const source = findStack(join(ROOT, 'cdk.out'), 'dev');
-  if (!source) throw new Error('no synthesized PacedJobs-dev in cdk.out (globalSetup synthesizes it)');
+  const source = assemblyStacks(join(TEST_APP, TEST_APP_ASSEMBLY)).find((s) => s.stackName === TEST_APP_STACK);
+  if (!source) throw new Error(`no synthesized ${TEST_APP_STACK} in the test app's assembly (globalSetup synthesizes it)`);
   const template = loadTemplate(source.templateFile);
   for (const r of Object.values(template.Resources)) {
-    const job = (r.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables?.JOB_NAME;
-    if (r.Type !== 'AWS::Lambda::Function' || typeof job !== 'string') continue;
-    r.Metadata = { ...r.Metadata, [JOB_ENTRY_METADATA]: `jobs/${job}/index.ts` };
-    mkdirSync(join(app, 'jobs', job), { recursive: true });
-    writeFileSync(join(app, 'jobs', job, 'local.ts'), `export { fixture } from ${JSON.stringify(join(ROOT, 'lambda', 'jobs', job, 'local'))};\n`);
+    const entry = r.Metadata?.[JOB_ENTRY_METADATA];
+    if (r.Type !== 'AWS::Lambda::Function' || typeof entry !== 'string') continue;
+    // The entry relative to the app's folder, as the construct wrote it (jobs/<name>/index.ts in the test app).
+    mkdirSync(join(app, dirname(entry)), { recursive: true });
+    writeFileSync(join(app, dirname(entry), 'local.ts'), `export { fixture } from ${JSON.stringify(join(TEST_APP, dirname(entry), 'local'))};\n`);
   }
   template.Resources.TeamBus = { Type: 'AWS::Events::EventBus', Properties: { Name: 'team-bus' } };
   const out = join(app, 'cdk.out');
@@ -77,8 +76,8 @@ describe("Function: runStartCli, in a team's app", () => {
   it("runs the local proof on the stack named: every job's fixture found beside its entry, every check passing", async () => {
     const stdout = collector();
     const stderr = collector();
-    // --uploads is the stale-upload-cleanup fixture's unit: a flag read off the fixture beside the job's entry.
-    const args = ['--json', '--stack', 'Reporting', '--uploads', '2', '--count', 'payment-reconciliation=2', '--count', 'expired-session-cleanup=1', '--prewarm', '1'];
+    // --objects is the object-sweeper fixture's unit: a flag read off the fixture beside the job's entry.
+    const args = ['--json', '--stack', 'Reporting', '--objects', '2', '--count', `${RECORD_WRITER}=2`, '--count', `${QUOTA_CALLER}=1`, '--prewarm', '1'];
     const code = await runStartCli([...args, '--local-dir', localDir, '--timeout', '90'], { cwd: app, stdout, stderr });
     const report = JSON.parse(stdout.text()) as { ok: boolean; env: string; jobs: Record<string, Record<string, number>>; checks: { ok: boolean; name: string }[]; warnings: string[] };
     expect(code).toBe(0);
@@ -86,9 +85,9 @@ describe("Function: runStartCli, in a team's app", () => {
     expect(stderr.text()).toContain('not emulated, no job needs them: TeamBus (AWS::Events::EventBus)\n');
     expect(report.env).toBe('Reporting');
     expect(report.jobs).toMatchObject({
-      'stale-upload-cleanup': expect.objectContaining({ discovered: 2, completed: 2, effects: 2, dlq: 0 }),
-      'payment-reconciliation': expect.objectContaining({ discovered: 2, completed: 2, effects: 2, dlq: 0 }),
-      'expired-session-cleanup': expect.objectContaining({ discovered: 1, completed: 1, effects: 1, dlq: 0 }),
+      [OBJECT_SWEEPER]: expect.objectContaining({ discovered: 2, completed: 2, effects: 2, dlq: 0 }),
+      [RECORD_WRITER]: expect.objectContaining({ discovered: 2, completed: 2, effects: 2, dlq: 0 }),
+      [QUOTA_CALLER]: expect.objectContaining({ discovered: 1, completed: 1, effects: 1, dlq: 0 }),
     });
     expect(report.warnings.filter((w) => w.includes('IAM') || w.includes('pipeline'))).toEqual([]);
     expect(report.checks.filter((c) => !c.ok)).toEqual([]);

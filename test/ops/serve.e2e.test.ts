@@ -1,6 +1,8 @@
-// End to end: the operator CLI against a real `npm start -- --serve` stack (the synthesized dev stack's bundled
-// functions on embedded servers), each as its own process, talking only through AWS APIs and .local/endpoints.json; and
-// the served stack as any AWS SDK client in another process uses it, until it stops cleanly on SIGINT.
+// End to end: the operator CLI against a real `npm start -- --serve` stack (the engine's test app, test/fixtures/app:
+// its synthesized stack's bundled functions on embedded servers), each as its own process, talking only through AWS
+// APIs and .local/endpoints.json; and the served stack as any AWS SDK client in another process uses it, until it stops
+// cleanly on SIGINT. The ops commands run on record-writer (its effects are DynamoDB writes, one result per item); the
+// future-date refusal on object-sweeper, whose apply deletes S3 objects: a run for a wrong date would destroy data.
 import { spawn, ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,8 +13,7 @@ import { GetFunctionConfigurationCommand, InvokeCommand, LambdaClient } from '@a
 import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBClient as RawDynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { ListEventSourceMappingsCommand } from '@aws-sdk/client-lambda';
-import { unsettledPayment } from '../../lambda/jobs/payment-reconciliation/items';
-import { session, tenant } from '../../lambda/jobs/expired-session-cleanup/items';
+import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { FutureBusinessDateError, latestBusinessDate } from '../../lambda/core/businessDate';
 import type { JobRuntimeSettings } from '../../lambda/core/constants';
 import { jobOutputName } from '../../lib/outputs';
@@ -22,11 +23,24 @@ import { createClients, type OpsClients } from '../../ops/clients';
 import type { CommandContext } from '../../ops/context';
 import { status } from '../../ops/commands/status';
 import { LocalEndpointsSource } from '../../ops/resources';
+import { buildOperationId } from '../../lambda/core/operationIds';
+// Types only: loading the jobs' modules (the job API, the SDK clients) would cost this file seconds for two strings.
+import type { Item } from '../fixtures/app/jobs/record-writer/index';
+import { OBJECT_SWEEPER, QUOTA_CALLER, RECORD_WRITER, TEST_APP, TEST_APP_ASSEMBLY } from '../support/testApp';
 
 const ROOT = join(__dirname, '..', '..');
-const JOB = 'payment-reconciliation';
+/** The job the ops commands run on: it discovers the items of a date and writes one result per item. */
+const JOB = RECORD_WRITER;
 const DATES = ['2026-10-01', '2026-10-02', '2026-10-03'];
-const PAYMENTS_PER_DATE = 2;
+const ITEMS_PER_DATE = 2;
+
+/** record-writer's operation ID for an item (its index.ts `operationIdOf`). */
+const operationIdOf = (itemId: string, businessDate: string): string => buildOperationId([JOB, { label: 'item ID', id: itemId }, { businessDate }]);
+/** Where object-sweeper finds a date's objects (its index.ts `duePrefix`). */
+const duePrefix = (businessDate: string): string => `due/${businessDate}/`;
+
+/** An item of `businessDate` for record-writer to discover (its table `items`). */
+const item = (itemId: string, businessDate: string): Item => ({ itemId, businessDate, dueAt: `${businessDate}T01:00:00.000Z` });
 
 interface Result {
   code: number | null;
@@ -70,6 +84,8 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
   };
   let documents: DynamoDBDocumentClient;
   let sqs: SQSClient;
+  /** record-writer's tables, by its alias (`items`, `results`), as its functions were given them. */
+  let tables: Record<string, string>;
   /** `ops status` in this process, on the same endpoints file: for the waits' probes, a CLI process per probe costs seconds. */
   let ctx: CommandContext;
   let clients: OpsClients;
@@ -100,22 +116,33 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     return Number(Attributes!.ApproximateNumberOfMessages) + Number(Attributes!.ApproximateNumberOfMessagesNotVisible) + Number(Attributes!.ApproximateNumberOfMessagesDelayed);
   };
 
-  const message = (paymentId: string, businessDate: string, batchId: string) =>
+  const message = (itemId: string, businessDate: string, batchId: string) =>
     JSON.stringify({
       version: 1,
       jobType: JOB,
-      operationId: `reconcile:acme:${paymentId}:${businessDate}`,
+      operationId: operationIdOf(itemId, businessDate),
       batchId,
       businessDate,
-      resource: { paymentId },
+      resource: { itemId, dueAt: item(itemId, businessDate).dueAt },
       enqueuedAt: new Date().toISOString(),
     });
+
+  /** A job's settings as its deployed producer has them (JOB_SETTINGS). */
+  const deployedSettings = async (job: string): Promise<JobRuntimeSettings> => {
+    const lambda = new LambdaClient({ endpoint: doc.endpoints.lambda, region: doc.region, credentials: doc.credentials });
+    try {
+      const deployed = await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: doc.outputs[jobOutputName(job, 'ProducerFunctionName')] }));
+      return JSON.parse(deployed.Environment!.Variables!.JOB_SETTINGS) as JobRuntimeSettings;
+    } finally {
+      lambda.destroy();
+    }
+  };
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'paced-jobs-ops-e2e-'));
     endpointsFile = join(dir, 'endpoints.json');
-    // Two execution environments a function: every run here is a few records.
-    serve = node('local/cli.ts', ['--serve', '--prewarm', '2', '--local-dir', dir]);
+    // One execution environment a function: every run here is a few records (a second one starts when one is needed).
+    serve = node('local/cli.ts', ['--app', TEST_APP, '--cdk-out', TEST_APP_ASSEMBLY, '--serve', '--prewarm', '1', '--local-dir', dir]);
     await waitFor('the serving stack to write its endpoints', () => existsSync(endpointsFile), { timeoutMs: 240_000, intervalMs: 100 });
     doc = JSON.parse(readFileSync(endpointsFile, 'utf8'));
     const config = (endpoint: string) => ({ endpoint, region: doc.region, credentials: doc.credentials });
@@ -124,9 +151,10 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     const resources = await new LocalEndpointsSource(endpointsFile).load();
     clients = createClients(resources.clients);
     ctx = { resources, clients, io: { stdout: () => undefined, stderr: () => undefined, interactive: false, ask: async () => '', now: () => new Date(), sleep: async () => undefined } };
+    tables = (await deployedSettings(JOB)).tables;
     for (const date of DATES) {
-      for (let i = 1; i <= PAYMENTS_PER_DATE; i++) {
-        await documents.send(new PutCommand({ TableName: 'payments-dev', Item: unsettledPayment({ paymentId: `pay-e2e-${date}-${i}`, businessDate: date }) }));
+      for (let i = 1; i <= ITEMS_PER_DATE; i++) {
+        await documents.send(new PutCommand({ TableName: tables.items, Item: item(`item-e2e-${date}-${i}`, date) }));
       }
     }
   }, 300_000);
@@ -152,7 +180,7 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
       expect((await ddb.send(new ListTablesCommand({}))).TableNames).toContain(doc.outputs.LedgerTableName);
       const mappings = await lambda.send(new ListEventSourceMappingsCommand({ FunctionName: job.consumer }));
       expect(mappings.EventSourceMappings!.map((m) => m.UUID)).toEqual([job.eventSourceMapping]);
-      expect(doc.outputs.PaymentReconciliationEventSourceMappingUuid).toBe(job.eventSourceMapping);
+      expect(doc.outputs[jobOutputName(JOB, 'EventSourceMappingUuid')]).toBe(job.eventSourceMapping);
     } finally {
       ddb.destroy();
       lambda.destroy();
@@ -163,10 +191,10 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     const { code, json } = await ops('status');
     expect(code).toBe(0);
     const jobs = json.jobs as { job: string; admissionQueue: { url: string; visible: number; delayed: number } }[];
-    // Every job the served stack has (the examples, and any a user added).
+    // Every job the served stack has: the test app's three.
     expect(jobs.map((j) => j.job).sort()).toEqual(Object.keys(doc.jobs).sort());
-    expect(jobs.map((j) => j.job)).toEqual(expect.arrayContaining(['expired-session-cleanup', JOB, 'stale-upload-cleanup']));
-    expect(jobs.find((j) => j.job === JOB)!.admissionQueue).toMatchObject({ url: doc.outputs.PaymentReconciliationAdmissionQueueUrl, visible: expect.any(Number), delayed: expect.any(Number) });
+    expect(jobs.map((j) => j.job).sort()).toEqual([OBJECT_SWEEPER, QUOTA_CALLER, RECORD_WRITER]);
+    expect(jobs.find((j) => j.job === JOB)!.admissionQueue).toMatchObject({ url: doc.outputs[jobOutputName(JOB, 'AdmissionQueueUrl')], visible: expect.any(Number), delayed: expect.any(Number) });
   });
 
   it('pauses admission, catches up three dates while nothing is consumed, and resumes into three reconciled batches', async () => {
@@ -181,17 +209,17 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
 
     const caughtUp = await ops('catch-up', '--job', JOB, '--from', DATES[0], '--to', DATES[2], '--yes');
     expect(caughtUp.code).toBe(0);
-    // The producer published every payment; the paused consumer took none of them. The wait is the claim: a running
+    // The producer published every item; the paused consumer took none of them. The wait is the claim: a running
     // consumer would have taken them within it.
-    const published = DATES.length * PAYMENTS_PER_DATE;
-    await waitFor('the caught-up payments on the work queue', async () => (await queued(doc.jobs[JOB].queueUrl)) === published, { timeoutMs: 30_000, intervalMs: 250 });
-    await holdsFor('the paused consumer to leave every payment queued', async () => (await queued(doc.jobs[JOB].queueUrl)) === published, { forMs: 3000, intervalMs: 250 });
+    const published = DATES.length * ITEMS_PER_DATE;
+    await waitFor('the caught-up items on the work queue', async () => (await queued(doc.jobs[JOB].queueUrl)) === published, { timeoutMs: 30_000, intervalMs: 250 });
+    await holdsFor('the paused consumer to leave every item queued', async () => (await queued(doc.jobs[JOB].queueUrl)) === published, { forMs: 3000, intervalMs: 250 });
     expect(await queued(doc.jobs[JOB].queueUrl)).toBe(published);
     const whilePaused = (await batches()).filter((b) => DATES.includes(b.businessDate ?? ''));
     expect(whilePaused.map((b) => [b.businessDate, b.discovered, b.completed])).toEqual(
-      [...DATES].reverse().map((d) => [d, PAYMENTS_PER_DATE, 0]),
+      [...DATES].reverse().map((d) => [d, ITEMS_PER_DATE, 0]),
     );
-    // Two payments fit in one admission step: each run's admission is complete, and there is no step to continue.
+    // Two items fit in one admission step: each run's admission is complete, and there is no step to continue.
     expect(whilePaused.map((b) => [b.admission, b.stalled])).toEqual(DATES.map(() => ['complete', null]));
     const refused = await ops('continue', '--job', JOB, '--batch', whilePaused[0].batchId, '--yes');
     expect(refused.code).toBe(1);
@@ -207,34 +235,34 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
       'the three catch-up batches to reconcile',
       async () => {
         const rows = (await batchesNow()).filter((b) => DATES.includes(b.businessDate ?? ''));
-        return rows.length === DATES.length && rows.every((b) => b.reconciles && b.completed === PAYMENTS_PER_DATE) ? rows : undefined;
+        return rows.length === DATES.length && rows.every((b) => b.reconciles && b.completed === ITEMS_PER_DATE) ? rows : undefined;
       },
       { timeoutMs: 60_000, intervalMs: 250 },
     );
     expect(new Set(settled.map((b) => b.batchId)).size).toBe(DATES.length);
     // What the CLI itself prints, once the wait is over.
     const shown = (await batches()).filter((b) => DATES.includes(b.businessDate ?? ''));
-    expect(shown.map((b) => [b.batchId, b.reconciles, b.completed])).toEqual(settled.map((b) => [b.batchId, true, PAYMENTS_PER_DATE]));
+    expect(shown.map((b) => [b.batchId, b.reconciles, b.completed])).toEqual(settled.map((b) => [b.batchId, true, ITEMS_PER_DATE]));
     expect(await queued(doc.jobs[JOB].queueUrl)).toBe(0);
   }, 180_000);
 
   it('redrives the DLQ back to the queue, applying a new operation once and suppressing one already applied', async () => {
     const batchId = `${JOB}:2026-10-04:redrive-e2e`;
-    await documents.send(new PutCommand({ TableName: 'payments-dev', Item: unsettledPayment({ paymentId: 'pay-e2e-redrive', businessDate: '2026-10-04' }) }));
+    await documents.send(new PutCommand({ TableName: tables.items, Item: item('item-e2e-redrive', '2026-10-04') }));
     const dlq = doc.jobs[JOB].dlqUrl;
     // The run these two dead letters came from, as its producer left it in the ledger. One of its operations was
     // completed by another batch (the DATES[0] run) while its copy sat in the DLQ.
-    const ledgerTable = Object.entries((doc as unknown as { tables: Record<string, string> }).tables).find(([id]) => id.startsWith('StateLedger'))![1];
+    const ledgerTable = doc.outputs.LedgerTableName;
     await documents.send(
       new PutCommand({
         TableName: ledgerTable,
         Item: { pk: `BATCH#${JOB}`, sk: batchId, job: JOB, businessDate: '2026-10-04', startedAt: '2026-10-04T02:00:00.000Z', finishedAt: '2026-10-04T02:00:01.000Z', discovered: 2, published: 2, admission: 'complete' },
       }),
     );
-    const redriven = ['pay-e2e-redrive', `pay-e2e-${DATES[0]}-1`].map((id, i) => `reconcile:acme:${id}:${i === 0 ? '2026-10-04' : DATES[0]}`);
+    const redriven = [operationIdOf('item-e2e-redrive', '2026-10-04'), operationIdOf(`item-e2e-${DATES[0]}-1`, DATES[0])];
     await documents.send(new PutCommand({ TableName: ledgerTable, Item: { ...ledgerKeys.page(JOB, batchId, 1, 'step-0'), count: 2, operations: encodePageOperations(redriven) } }));
-    await sqs.send(new SendMessageCommand({ QueueUrl: dlq, MessageBody: message('pay-e2e-redrive', '2026-10-04', batchId) }));
-    await sqs.send(new SendMessageCommand({ QueueUrl: dlq, MessageBody: message(`pay-e2e-${DATES[0]}-1`, DATES[0], batchId) }));
+    await sqs.send(new SendMessageCommand({ QueueUrl: dlq, MessageBody: message('item-e2e-redrive', '2026-10-04', batchId) }));
+    await sqs.send(new SendMessageCommand({ QueueUrl: dlq, MessageBody: message(`item-e2e-${DATES[0]}-1`, DATES[0], batchId) }));
 
     const started = await ops('redrive', '--job', JOB, '--rate', '5', '--yes');
     expect(started.code).toBe(0);
@@ -252,9 +280,9 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     // And the date's audit, after the redrive, is exact: one completed by this batch, one by another.
     const audited = await ops('audit', '--job', JOB, '--date', '2026-10-04');
     expect(audited.json).toMatchObject({ exact: true, missing: [], discovered: 2, completed: 2, deadLettered: 0, open: { inFlight: 0, waiting: 0 } });
-    const payment = await documents.send(new GetCommand({ TableName: 'payments-dev', Key: { paymentId: 'pay-e2e-redrive' } }));
-    expect(payment.Item).toMatchObject({ reconciledBy: 'reconcile:acme:pay-e2e-redrive:2026-10-04' });
-    expect(payment.Item!.unsettledDate).toBeUndefined();
+    // The new operation's one effect: its result, written by that operation.
+    const result = await documents.send(new GetCommand({ TableName: tables.results, Key: { itemId: 'item-e2e-redrive' }, ConsistentRead: true }));
+    expect(result.Item).toEqual({ itemId: 'item-e2e-redrive', operationId: operationIdOf('item-e2e-redrive', '2026-10-04'), dueAt: item('item-e2e-redrive', '2026-10-04').dueAt });
     expect(await queued(dlq)).toBe(0);
   }, 120_000);
 
@@ -262,19 +290,19 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     await sqs.send(
       new SendMessageCommand({
         QueueUrl: doc.jobs[JOB].dlqUrl,
-        MessageBody: message('pay-e2e-peek', '2026-10-05', `${JOB}:2026-10-05:peek-e2e`),
-        MessageAttributes: { failureReason: { DataType: 'String', StringValue: 'provider answered 404: no such payment' } },
+        MessageBody: message('item-e2e-peek', '2026-10-05', `${JOB}:2026-10-05:peek-e2e`),
+        MessageAttributes: { failureReason: { DataType: 'String', StringValue: 'provider answered 404: no such item' } },
       }),
     );
     const { code, json } = await ops('dlq', 'peek', '--job', JOB);
     expect(code).toBe(0);
     expect(json.warning).toEqual(expect.stringContaining('receive'));
     const messages = (json.jobs as { messages: { failureReason?: string; operationId?: string }[] }[])[0].messages;
-    expect(messages.map((m) => m.failureReason)).toEqual(['provider answered 404: no such payment']);
+    expect(messages.map((m) => m.failureReason)).toEqual(['provider answered 404: no such item']);
   });
 
   it('shows one operation\'s idempotency record and ledger batches', async () => {
-    const operationId = `reconcile:acme:pay-e2e-${DATES[1]}-2:${DATES[1]}`;
+    const operationId = operationIdOf(`item-e2e-${DATES[1]}-2`, DATES[1]);
     const { code, json } = await ops('op', operationId);
     expect(code).toBe(0);
     expect(json.found).toBe(true);
@@ -283,64 +311,60 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     expect(view.batches.some((b) => b.businessDate === DATES[1] && b.reconciles)).toBe(true);
   });
 
-  it('refuses a business date a year ahead at the CLI, the producer and the queue, and deletes no session (#33)', async () => {
-    const SESSIONS_JOB = 'expired-session-cleanup';
-    const TENANT = 'tenant-e2e-future';
-    // A typo of the year: every one of these sessions is active, and all were seen before the date's cutoff.
+  it('refuses a business date a year ahead at the CLI, the producer and the queue, and deletes no object (#33)', async () => {
+    // object-sweeper deletes the objects under due/<business date>/: a run for a wrong date destroys what is there.
+    const SWEEPER = OBJECT_SWEEPER;
+    // A typo of the year: every one of these objects is due a year from now, not today.
     const FUTURE = new Date(Date.now() + 366 * 86_400_000).toISOString().slice(0, 10);
     const config = { endpoint: doc.endpoints.lambda, region: doc.region, credentials: doc.credentials };
     const lambda = new LambdaClient(config);
-    const producer = doc.outputs[jobOutputName(SESSIONS_JOB, 'ProducerFunctionName')];
-    const deployed = await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: producer }));
-    const settings = JSON.parse(deployed.Environment!.Variables!.JOB_SETTINGS) as JobRuntimeSettings;
+    const s3 = new S3Client({ endpoint: doc.endpoints.s3, region: doc.region, credentials: doc.credentials, forcePathStyle: true });
+    const producer = doc.outputs[jobOutputName(SWEEPER, 'ProducerFunctionName')];
+    const settings = await deployedSettings(SWEEPER);
+    const bucket = settings.buckets.objects;
     // The refusal names the latest date at the moment of the call; a test running across midnight sees either.
     const refusals = () => {
       const before = latestBusinessDate(settings, new Date(Date.now() - 60_000));
       const after = latestBusinessDate(settings, new Date(Date.now() + 60_000));
-      return [...new Set([before, after])].map((latest) => new FutureBusinessDateError(SESSIONS_JOB, FUTURE, latest, settings).message);
+      return [...new Set([before, after])].map((latest) => new FutureBusinessDateError(SWEEPER, FUTURE, latest, settings).message);
     };
-    await documents.send(new PutCommand({ TableName: 'tenants-dev', Item: tenant(TENANT) }));
-    const sessionIds = Array.from({ length: 6 }, (_, i) => `s-future-${i}`);
-    for (const [i, sessionId] of sessionIds.entries()) {
-      await documents.send(new PutCommand({ TableName: 'sessions-dev', Item: session({ tenantId: TENANT, sessionId, lastSeenAt: new Date(Date.now() - (i + 1) * 3_600_000) }) }));
-    }
+    const objectKeys = Array.from({ length: 6 }, (_, i) => `${duePrefix(FUTURE)}object-future-${i}`);
+    for (const Key of objectKeys) await s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body: Key }));
     const remaining = async () => {
-      const { Items = [] } = await documents.send(
-        new QueryCommand({ TableName: 'sessions-dev', KeyConditionExpression: 'tenantId = :t', ExpressionAttributeValues: { ':t': TENANT }, ConsistentRead: true }),
-      );
-      return Items.map((i) => String(i.sessionId)).sort();
+      const { Contents = [] } = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: duePrefix(FUTURE) }));
+      return Contents.map((o) => String(o.Key)).sort();
     };
 
     try {
       // The CLI: refused before the producer is invoked.
-      const caughtUp = await ops('catch-up', '--job', SESSIONS_JOB, '--from', FUTURE, '--to', FUTURE, '--yes');
+      const caughtUp = await ops('catch-up', '--job', SWEEPER, '--from', FUTURE, '--to', FUTURE, '--yes');
       expect(caughtUp.code).toBe(2);
       expect(caughtUp.json.error).toMatchObject({ name: 'UsageError', message: expect.any(String) });
       expect(refusals()).toContain((caughtUp.json.error as { message: string }).message);
 
       // The producer, invoked directly as a catch-up would: it throws, naming the date, and admits nothing.
       const invoked = await lambda.send(
-        new InvokeCommand({ FunctionName: producer, Payload: Buffer.from(JSON.stringify({ businessDate: FUTURE, batchId: `${SESSIONS_JOB}:${FUTURE}:manual-e2e`, backfill: true })) }),
+        new InvokeCommand({ FunctionName: producer, Payload: Buffer.from(JSON.stringify({ businessDate: FUTURE, batchId: `${SWEEPER}:${FUTURE}:manual-e2e`, backfill: true })) }),
       );
       expect(invoked.FunctionError).toBeDefined();
       const failure = JSON.parse(Buffer.from(invoked.Payload!).toString('utf8')) as { errorType: string; errorMessage: string };
       expect(failure.errorType).toBe('FutureBusinessDateError');
       // The local runtime prefixes the function and the error's name, as it words every function error.
       expect(refusals().map((r) => `${producer}: FutureBusinessDateError: ${r}`)).toContain(failure.errorMessage);
-      const { Item: run } = await documents.send(new GetCommand({ TableName: doc.outputs.LedgerTableName, Key: { pk: ledgerKeys.batchPartition(SESSIONS_JOB), sk: `${SESSIONS_JOB}:${FUTURE}:manual-e2e` } }));
+      const { Item: run } = await documents.send(new GetCommand({ TableName: doc.outputs.LedgerTableName, Key: { pk: ledgerKeys.batchPartition(SWEEPER), sk: `${SWEEPER}:${FUTURE}:manual-e2e` } }));
       expect(run).toBeUndefined();
 
       // A raw message on the job's queue: the consumer rejects it, records why, and never applies it.
       const sent = await sqs.send(
         new SendMessageCommand({
-          QueueUrl: doc.jobs[SESSIONS_JOB].queueUrl,
+          QueueUrl: doc.jobs[SWEEPER].queueUrl,
           MessageBody: JSON.stringify({
             version: 1,
-            jobType: SESSIONS_JOB,
-            operationId: `${TENANT}:expired-sessions:${FUTURE}`,
-            batchId: `${SESSIONS_JOB}:${FUTURE}:raw-e2e`,
+            jobType: SWEEPER,
+            operationId: `${SWEEPER}:object-future-0:${FUTURE}`,
+            batchId: `${SWEEPER}:${FUTURE}:raw-e2e`,
             businessDate: FUTURE,
-            resource: { tenantId: TENANT },
+            resource: { objectKey: objectKeys[0] },
             enqueuedAt: new Date().toISOString(),
           }),
         }),
@@ -349,24 +373,25 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
         'the consumer to record the rejection of the raw message',
         async () => {
           const { Items = [] } = await documents.send(
-            new QueryCommand({ TableName: doc.outputs.LedgerTableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': ledgerKeys.rejectionPartition(SESSIONS_JOB) } }),
+            new QueryCommand({ TableName: doc.outputs.LedgerTableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': ledgerKeys.rejectionPartition(SWEEPER) } }),
           );
           return Items.find((i) => i.messageId === sent.MessageId);
         },
         { timeoutMs: 60_000, intervalMs: 500 },
       );
       expect(refusals().map((r) => [`businessDate: ${r}`])).toContainEqual(rejection.reasons);
-      expect(await queued(doc.jobs[SESSIONS_JOB].dlqUrl)).toBe(0);
-      expect(await remaining()).toEqual(sessionIds);
+      expect(await queued(doc.jobs[SWEEPER].dlqUrl)).toBe(0);
+      expect(await remaining()).toEqual(objectKeys);
     } finally {
       lambda.destroy();
+      s3.destroy();
     }
   }, 180_000);
 
   it('audits a settled business date exactly from the ledger and the idempotency records, and refuses a date with no batch', async () => {
     const { code, json } = await ops('audit', '--job', JOB, '--date', DATES[1], '--operations');
     expect(code).toBe(0);
-    expect(json).toMatchObject({ exact: true, missing: [], discovered: PAYMENTS_PER_DATE, completed: PAYMENTS_PER_DATE, rejected: 0, deadLettered: 0, open: { inFlight: 0, waiting: 0 }, operations: [] });
+    expect(json).toMatchObject({ exact: true, missing: [], discovered: ITEMS_PER_DATE, completed: ITEMS_PER_DATE, rejected: 0, deadLettered: 0, open: { inFlight: 0, waiting: 0 }, operations: [] });
     expect((json.batches as { exact: boolean }[]).every((b) => b.exact)).toBe(true);
     const none = await ops('audit', '--job', JOB, '--date', '2020-01-01');
     expect(none.code).toBe(1);

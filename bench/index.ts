@@ -378,6 +378,7 @@ function baseProgram(): Command {
     )
     .option('--json', 'one JSON document on stdout (progress on stderr)', false)
     .option('--stack <name>', 'the stack holding the jobs, where several of the app\'s stacks do (default: the one that does; here PacedJobs-dev)')
+    .option('--cdk-out <dir>', 'the app\'s cloud assembly folder, relative to the app\'s (default: cdk.out)')
     .option('--producer', 'run the producer throughput part', false)
     .option('--requests', 'run the requests-per-job and cost part (a local run of every job)', false)
     .option('--cold-start', 'run the bundle size and cold init part', false)
@@ -456,6 +457,7 @@ async function main(): Promise<void> {
     const report = await runBench({
       cwd: process.cwd(),
       stack: flags.stack,
+      ...(flags.cdkOut === undefined ? {} : { assemblyDir: flags.cdkOut }),
       producer: !any || flags.producer,
       requests: !any || flags.requests,
       coldStart: !any || flags.coldStart,

@@ -37,6 +37,7 @@ export function buildProgram(run: (options: ChaosOptions | undefined, flags: { j
     .description('fault-injection run of one job (it needs a local fixture, local.ts beside the job\'s code) on the local runtime; exits 0 iff every invariant holds')
     .option('--job <name>', 'the job to drive (default: the first job whose fixture offers a fake downstream, else the first with a fixture)')
     .option('--stack <name>', 'the stack holding the jobs, where several of the app\'s stacks do (default: the one that does; in this repository PacedJobs-dev)')
+    .option('--cdk-out <dir>', 'the app\'s cloud assembly folder, relative to the app\'s (default: cdk.out)')
     .option('--ops <n>', 'operations (the fixture\'s demo records) to seed and process (required to run)', integer('--ops', 1))
     .option('--seed <n>', 'seed of every injection decision (required to run)', integer('--seed', 0))
     .option('--json', 'print one JSON document on stdout', false)
@@ -80,6 +81,7 @@ export function buildProgram(run: (options: ChaosOptions | undefined, flags: { j
           cwd,
           job: f.job,
           stack: f.stack,
+          ...(f.cdkOut === undefined ? {} : { assemblyDir: f.cdkOut }),
           ratePerMinute: f.rate,
           consumerTimeoutSeconds: f.consumerTimeout,
           duplicateRate: f.duplicateRate,

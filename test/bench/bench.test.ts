@@ -241,6 +241,11 @@ describe('Function: buildProgram', () => {
     expect(parse('--stack', 'BillingStack').stack).toBe('BillingStack');
   });
 
+  it('takes --cdk-out, for an app that synthesizes elsewhere', () => {
+    expect(parse().cdkOut).toBeUndefined();
+    expect(parse('--cdk-out', 'out/assembly').cdkOut).toBe('out/assembly');
+  });
+
   it('takes --backlog-job', () => {
     expect(parse('--backlog-job', 'object-sweeper').backlogJob).toBe('object-sweeper');
   });

@@ -65,8 +65,10 @@ describe('Function: buildProgram', () => {
     expect(options).toMatchObject({ killRate: 0, stormShare: 0.5, downstreamErrorRate: 0.2, s3FaultRate: 0.5 });
   });
 
-  it('runs on the app in the folder it is given (where the command runs), and passes --stack through', async () => {
+  it('runs on the app in the folder it is given (where the command runs), and passes --stack and --cdk-out through', async () => {
     expect((await parse(['--ops', '5', '--seed', '0', '--stack', 'BillingStack'], '/apps/billing')).options).toMatchObject({ cwd: '/apps/billing', stack: 'BillingStack' });
+    expect((await parse(['--ops', '5', '--seed', '0'])).options?.assemblyDir).toBeUndefined();
+    expect((await parse(['--ops', '5', '--seed', '0', '--cdk-out', 'out/assembly'])).options).toMatchObject({ assemblyDir: 'out/assembly' });
   });
 
   it('passes --job through as named: the run checks it against the stack', async () => {

@@ -126,10 +126,12 @@ describe('Command: new-job, in a copy of the project', () => {
 
   it('runs under npm start, its effects counted at its own table by its fixture', async () => {
     // npm start runs the dev stack the first test synthesized in the copy (bundled: the new job's functions run as
-    // bundles); the other jobs run small.
+    // bundles); the other jobs (the examples, whichever are left) run small.
+    const environmentsPath = join(copy.dir, ENVIRONMENTS_FILE);
+    const others = Object.keys(evaluateEnvironments(readFileSync(environmentsPath, 'utf8'), environmentsPath).dev.jobs).filter((job) => job !== NAME);
     const start = await copy.run(
       'npm',
-      ['start', '--silent', '--', '--json', '--count', `${NAME}=${LOCAL_ITEMS}`, '--payments', '5', '--uploads', '5', '--tenants', '2', '--timeout', '240'],
+      ['start', '--silent', '--', '--json', '--count', `${NAME}=${LOCAL_ITEMS}`, ...others.flatMap((job) => ['--count', `${job}=2`]), '--timeout', '240'],
       { timeoutMs: LOCAL_TIMEOUT_MS },
     );
     assertSucceeded('npm start', start);

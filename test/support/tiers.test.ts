@@ -18,6 +18,8 @@ interface Project {
 
 const ROOT = join(__dirname, '..', '..');
 type Config = { testTimeout?: number; maxWorkers?: number; testSequencer?: string; projects: Project[] };
+/** test/support/durations.json as the sequencer reads it: ms by path relative to the project. */
+const recordedMs = () => (require('./sequencer.js') as { RECORDED_MS: Map<string, number> }).RECORDED_MS;
 /** What the test sequencer reads of a test file. */
 interface FakeTest {
   path: string;
@@ -147,6 +149,20 @@ describe('Config: the jest projects (unit, component, integration, e2e)', () => 
     const cache: Record<string, [number, number]> = { '/a/cached.test.ts': [1, 90_000], '/a/unit.test.ts': [0, 5] };
     Object.assign(sequencer, { _getCache: () => cache });
     expect(sequencer.sort(tests).map((t) => t.path)).toEqual(['/a/unit.test.ts', '/a/cached.test.ts', '/a/e2e.test.ts', '/a/int.test.ts', '/a/unit-big.test.ts']);
+
+    // Uncached, a file test/support/durations.json records takes its recorded duration: a long integration file
+    // ahead of an e2e file it outlasts, though its tier's typical duration is shorter.
+    const [longest, seconds] = [...recordedMs()].sort(([, a], [, b]) => b - a)[0];
+    const recordedFile = test(join(ROOT, longest), 'integration');
+    sizes[recordedFile.path] = 1;
+    expect(seconds).toBeGreaterThan(60_000);
+    expect(sequencer.sort([test('/a/e2e.test.ts', 'e2e'), recordedFile]).map((t) => t.path)).toEqual([recordedFile.path, '/a/e2e.test.ts']);
+  });
+
+  it('record durations only for test files that exist (a renamed file would silently lose its place)', () => {
+    const missing = [...recordedMs().keys()].filter((path) => !existsSync(join(ROOT, path)));
+    expect(missing).toEqual([]);
+    expect(recordedMs().size).toBeGreaterThan(0);
   });
 
   it('synthesize cdk.out (globalSetup) only for the tiers that run it, and set up the environment for all', () => {

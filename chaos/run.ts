@@ -713,6 +713,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     faults.dynamoRequestsForwarded = dynamoProxy.forwarded;
     if (run.buckets) faults.s3RequestsForwarded = s3Proxy.forwarded;
     faults.lambdaTimeouts = session.stack.runtime.get(consumerName).timeoutCount;
+    // A doomed step moves to the producer DLQ at the first receive after its last, once its visibility lapses. A run
+    // that settled sooner (the harness recovered its chain) may still hold it in flight in the admission queue, which
+    // nothing else fills now: wait for that move before counting, as an operator would find it after the alarm.
+    if (producerFaults.counts.stepsDoomed > 0) {
+      const timeoutMs = (run.admission.visibilitySeconds + 30) * 1000;
+      await waitFor('the doomed admission steps to leave the admission queue', async () => (await session!.depth(job.admissionQueueUrl)).total === 0, { timeoutMs, intervalMs: 500 }).catch(
+        (error: unknown) => {
+          if (!(error instanceof WaitTimeoutError)) throw error;
+          say(error.message);
+        },
+      );
+    }
     // What SQS moved: the doomed steps' messages, left in the producer DLQ (the alarm an operator answered). The
     // schedule dead-letters there too; only admission steps count.
     producerFaults.counts.stepsDeadLettered = (await session.readQueue(producerDlqUrl, 60)).filter((m) => admissionStepOf(m.body)).length;

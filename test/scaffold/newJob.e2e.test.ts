@@ -1,5 +1,6 @@
 // The scaffold end to end, in a throwaway copy of the project: `new-job <name>` writes a job that type-checks, passes
-// its own generated tests and synthesizes for prod with cdk-nag, with no edit; `npm run test:chaos` then runs it under npm start and chaos.
+// its own generated tests and synthesizes for prod with cdk-nag, with no edit; `npm run test:chaos` then runs it under
+// npm start and chaos.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { jobOutputName } from '../../lib/outputs';

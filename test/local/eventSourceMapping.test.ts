@@ -323,16 +323,33 @@ describe('Class: SqsEventSourceMapping (scaling and payload, on local SQS)', () 
   /** An invoker that holds each batch, and records how many batches ran at once when each began. */
   function holdingInvoker(holdMs: number) {
     let running = 0;
+    let gate: Promise<void> | undefined;
+    let open: (() => void) | undefined;
     const atStart: { running: number }[] = [];
     const records: string[] = [];
     const invoke = async (event: SQSEvent) => {
       running++;
       atStart.push({ running });
       records.push(...event.Records.map((r) => r.messageId));
+      const held = gate;
       await new Promise((r) => setTimeout(r, holdMs));
+      await held;
       running--;
     };
-    return { invoke, atStart, records };
+    return {
+      invoke,
+      atStart,
+      records,
+      running: () => running,
+      /** Holds every batch started from now on until release(): how many run at once is then counted, not raced. */
+      hold: () => {
+        gate = new Promise((r) => (open = r));
+      },
+      release: () => {
+        open?.();
+        gate = undefined;
+      },
+    };
   }
 
   describe('Method: start', () => {
@@ -369,13 +386,22 @@ describe('Class: SqsEventSourceMapping (scaling and payload, on local SQS)', () 
       expect(mapping.activePollers).toBe(2);
       expect(Math.max(...fn.atStart.map((s) => s.running))).toBeLessThanOrEqual(2);
       // Then one more per tick while messages are available (each batch started shows a receive found some), up to
-      // the maximum concurrency, and never past it: from 2 to 10 takes eight ticks.
+      // the maximum concurrency, and never past it: from 2 to 10 takes eight ticks. The batches are held from here until
+      // ten run at once, so that reaching the maximum does not race the machine's speed (a loaded one let each 100-ms
+      // batch end before the tenth poller's started).
+      fn.hold();
+      let held = true;
       const afterTick: number[] = [];
       for (let n = 0; n < 10; n++) {
         const batches = fn.atStart.length;
         tick!();
         afterTick.push(mapping.activePollers);
         await waitFor('a batch to start after the tick', () => fn.atStart.length > batches, { timeoutMs: 10_000, intervalMs: 10 });
+        if (mapping.activePollers === 10 && held) {
+          await waitFor('ten batches held at once', () => fn.running() === 10, { timeoutMs: 10_000, intervalMs: 10 });
+          fn.release();
+          held = false;
+        }
       }
       expect(afterTick).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 10, 10]);
 

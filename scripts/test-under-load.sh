@@ -18,3 +18,4 @@ for i in $(seq 1 "$runs"); do
   echo "run $i: exit $rc, $(( $(date +%s) - started )) s, load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/summary"
   [ "$rc" -ne 0 ] && exit "$rc"
 done
+exit 0

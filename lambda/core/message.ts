@@ -124,8 +124,10 @@ export function parseMessage(body: string, maxBytes: number): ParseResult {
     raw = JSON.parse(body);
   } catch (error) {
     // V8's message may quote the body's first characters, which may be personal data (a name, a file name) and the
-    // reason is kept in logs and the ledger: the quote is left out, the rest of the message kept and escaped.
-    const what = (error as Error).message.replace(/, ".*"(?:\.\.\.)? is not valid JSON$/s, '');
+    // reason is kept in logs and the ledger: the quote is left out, the rest of the message kept and escaped. V8 adds
+    // the line and column to a position for some strings and not others (the same body, parsed from code transformed
+    // one way or another, read both ways): it is left out too, so one body always gives one reason.
+    const what = (error as Error).message.replace(/, ".*"(?:\.\.\.)? is not valid JSON$/s, '').replace(/ \(line \d+ column \d+\)$/, '');
     return { ok: false, reasons: boundReasons([`body is not valid JSON (${what})`]) };
   }
   const result = messageSchema.safeParse(raw);

@@ -30,6 +30,17 @@ function runIn(outdir: string, context: Record<string, unknown>) {
   });
 }
 
+/** Runs `synth` with CDK's built-in CloudFormation validation as `cdk synth` has it: CDK_VALIDATION unset. */
+function withValidation<T>(synth: () => T): T {
+  const saved = process.env.CDK_VALIDATION;
+  delete process.env.CDK_VALIDATION;
+  try {
+    return synth();
+  } finally {
+    if (saved !== undefined) process.env.CDK_VALIDATION = saved;
+  }
+}
+
 const describeViolations = (report: PolicyValidationPluginReport): string[] =>
   report.violations.map((v) => `${v.severity} ${v.ruleName} at ${v.violatingResources.map((r) => r.constructPath).join(', ')}`);
 
@@ -41,12 +52,13 @@ describe('Function: buildApp', () => {
 
     beforeAll(() => {
       // cdk.json's context without bundling (the bundles are test/lib/bundles.test.ts's), and CDK's built-in
-      // CloudFormation validation on, as `cdk synth` runs it: the one test that runs it (test/lib/cdkContext.ts).
+      // CloudFormation validation on, as `cdk synth` runs it: the one test of the reference app that runs it
+      // (test/lib/cdkContext.ts; test/support/setupEnv.ts turns it off for the others through CDK_VALIDATION).
       const built = buildApp(new App({ context: { ...cdkJsonContext(), env: environmentName } }));
       app = built.app;
       stackName = built.stack.stackName;
       // Synthesis runs the registered nag plugins and throws on any unacknowledged error.
-      assemblyDir = app.synth().directory;
+      assemblyDir = withValidation(() => app.synth().directory);
     });
 
     it('names the stack PacedJobs-<env> and synthesizes without credentials or lookups', () => {

@@ -29,7 +29,9 @@ describe('The package, installed into a team\'s CDK app', () => {
   let scratch: string;
   let app: string;
   const inApp = (command: string, args: string[], timeoutMs: number): Promise<CommandResult> =>
-    runIn(app, command, args, { timeoutMs, env: { npm_config_fund: 'false', npm_config_audit: 'false', npm_config_update_notifier: 'false' } });
+    // CDK_VALIDATION unset: the app synthesizes with CDK's built-in CloudFormation validation, as a team's does (the
+    // suite turns it off elsewhere, test/support/setupEnv.ts).
+    runIn(app, command, args, { timeoutMs, env: { npm_config_fund: 'false', npm_config_audit: 'false', npm_config_update_notifier: 'false', CDK_VALIDATION: undefined } });
 
   beforeAll(() => {
     // Packed from a copy, so prepack's dist/ is built there and the work tree is left alone.

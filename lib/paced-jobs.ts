@@ -254,7 +254,7 @@ export class PacedJobs extends Construct {
       const at = `jobs.${jobName}`;
       const parsed = jobPropsSchema.safeParse(input);
       if (!parsed.success) {
-        problems.push(...describeIssues(parsed.error).map((line) => (line.startsWith('(root): ') ? `${at}: ${line.slice(8)}` : `${at}.${line}`)));
+        problems.push(...describeIssues(parsed.error, { root: at, rootInPaths: true }));
         continue;
       }
       jobs[jobName] = parsed.data;

@@ -9,6 +9,7 @@ import type { EnvironmentConfig } from '../lib/config/schema';
 import { type CallerIdentity, checkCallerAccount, environmentConfig, environmentRegion, stsIdentity } from './environment';
 import { ResourceDiscoveryError, UsageError } from './errors';
 import { JOB_ENTRY_METADATA } from '../lambda/core/constants';
+import { describeIssues } from '../lambda/core/issues';
 
 // One key, written by the construct and read by the local tools and ops (lambda/core/constants.ts).
 export { JOB_ENTRY_METADATA };
@@ -329,7 +330,7 @@ export class LocalEndpointsSource implements ResourceSource {
     }
     const parsed = endpointsFileSchema.safeParse(raw);
     if (!parsed.success) {
-      const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+      const problems = describeIssues(parsed.error);
       throw new ResourceDiscoveryError(`${this.file} is not a local endpoints file: ${problems.join('; ')}`, this.file);
     }
     const doc = parsed.data;

@@ -10,6 +10,7 @@
 import { GetItemCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { effectiveKeyLimit, keyLimitOverrideSchema, keyLimitsItemKey, OVERRIDE_REFRESH_MS, OVERRIDES_ATTRIBUTE, perKeyItemKey, type KeyLimit, type KeyLimitOverride } from '../core/keyLimits';
 import type { JobRuntimeSettings } from '../core/constants';
+import { describeIssues } from '../core/issues';
 import { AdaptiveDynamoDbRateLimiter, type RateChange } from './adaptiveRateLimiter';
 import { dynamoClient } from './clients';
 import { logger } from './observability';
@@ -164,7 +165,7 @@ function parseOverrides(item: Record<string, AttributeValue> | undefined): Map<s
   for (const [key, attribute] of Object.entries(raw.M ?? {})) {
     const parsed = keyLimitOverrideSchema.safeParse(plain(attribute));
     if (parsed.success) map.set(key, parsed.data);
-    else logger.warn('per-key override ignored: it does not parse', { key, issues: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) });
+    else logger.warn('per-key override ignored: it does not parse', { key, issues: describeIssues(parsed.error) });
   }
   return map;
 }

@@ -4,6 +4,7 @@
 import { en } from 'zod/locales';
 import * as z from 'zod/mini';
 import { MESSAGE_VERSION } from './constants';
+import { describeIssues } from './issues';
 
 // zod/mini leaves the messages to its caller ("Invalid input" for every issue); classic zod sets English on its first
 // schema. The reasons a rejection records are zod's English ones, so set them, unless a locale is already chosen.
@@ -134,7 +135,7 @@ export function parseMessage(body: string, maxBytes: number): ParseResult {
   if (!result.success) {
     return {
       ok: false,
-      reasons: boundReasons(result.error.issues.map((i) => `${i.path.length ? i.path.join('.') : 'body'}: ${i.message}`)),
+      reasons: boundReasons(describeIssues(result.error, { root: 'body' })),
     };
   }
   return { ok: true, message: result.data };

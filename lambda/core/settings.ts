@@ -2,6 +2,7 @@
 import { en } from 'zod/locales';
 import * as z from 'zod/mini';
 import { EnvVar, JobRuntimeSettings } from './constants';
+import { describeIssues } from './issues';
 
 // zod/mini leaves the messages to its caller; a bad JOB_SETTINGS is reported in zod's English, as classic zod words it
 // (lambda/core/message.ts does the same).
@@ -68,7 +69,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): JobRuntimeSe
   const result = jobRuntimeSettingsSchema.safeParse(json);
   if (!result.success) {
     throw new SettingsError(
-      `${EnvVar.JOB_SETTINGS} is invalid: ${result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      `${EnvVar.JOB_SETTINGS} is invalid: ${describeIssues(result.error).join('; ')}`,
     );
   }
   return result.data;

@@ -24,6 +24,7 @@ import {
 import { assertNotFutureBusinessDate, businessDateFor, makeBatchId } from '../core/businessDate';
 import type { AnyJob, DiscoverPage } from '../core/job';
 import { boundReasons, businessDateSchema, idSchema, InvalidMessageError, serializeMessage, type JobMessage } from '../core/message';
+import { describeIssues } from '../core/issues';
 import { pacingSettings } from '../core/pacingSettings';
 import { requireEnv } from '../core/settings';
 import { fairnessGroup, keyField } from '../core/fairness';
@@ -135,7 +136,7 @@ export class AdmissionStateError extends Error {
   }
 }
 
-const reasonsOf = (error: z.core.$ZodError) => error.issues.map((i) => `${i.path.length ? i.path.join('.') : 'event'}: ${i.message}`);
+const reasonsOf = (error: z.core.$ZodError) => describeIssues(error, { root: 'event' });
 
 const isSqsEvent = (event: unknown): event is SQSEvent =>
   typeof event === 'object' && event !== null && Array.isArray((event as SQSEvent).Records) && (event as SQSEvent).Records.every((r) => r?.eventSource === 'aws:sqs');
@@ -538,7 +539,7 @@ function checkPage(
   for (const { operationId, resource } of page.operations) {
     const parsed = job.resourceSchema.safeParse(resource);
     if (!parsed.success) {
-      const reasons = parsed.error.issues.map((i) => `${['resource', ...i.path.map(String)].join('.')}: ${i.message}`);
+      const reasons = describeIssues(parsed.error, { root: 'resource', rootInPaths: true });
       invalid.push(invalidRow(String(operationId), reasons));
       continue;
     }

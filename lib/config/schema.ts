@@ -485,13 +485,5 @@ export type JobConfig = z.output<typeof jobSchema>;
 export type JobAlarmsConfig = z.output<typeof jobAlarmsSchema>;
 export type AppTableConfig = z.output<typeof appTableSchema>;
 
-const formatPath = (path: PropertyKey[]): string => (path.length === 0 ? '(root)' : path.map(String).join('.'));
-
-/** One line per issue, `<key>: <problem>`; union and record issues are flattened to their leaves. */
-export function describeIssues(error: z.ZodError): string[] {
-  return error.issues.map((issue) => {
-    // A bad record key carries the key's own problem one level down; report that instead of zod's generic line.
-    const message = issue.code === 'invalid_key' && issue.issues.length > 0 ? issue.issues[0].message : issue.message;
-    return `${formatPath(issue.path)}: ${message}`;
-  });
-}
+/** One line per issue, `<key>: <problem>` (lambda/core/issues.ts, the one formatting of zod issues). */
+export { describeIssues } from '../../lambda/core/issues';

@@ -5,6 +5,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { GetCallerIdentityCommand } from '@aws-sdk/client-sts';
 import type { JobRuntimeSettings } from '../../lambda/core/constants';
+import { describeIssues } from '../../lambda/core/issues';
 import {
   effectiveKeyLimit,
   type KeyLimit,
@@ -165,7 +166,7 @@ async function load(ctx: CommandContext, jobName: string) {
 function entryOf(key: string, stored: unknown, perKey: PerKeyDefault): LimitsOverrideEntry {
   const parsed = keyLimitOverrideSchema.safeParse(stored);
   if (parsed.success) return { key, override: parsed.data, effective: effectiveKeyLimit(perKey, parsed.data) };
-  return { key, override: stored as KeyLimitOverride, effective: effectiveKeyLimit(perKey, undefined), invalid: parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ') };
+  return { key, override: stored as KeyLimitOverride, effective: effectiveKeyLimit(perKey, undefined), invalid: describeIssues(parsed.error).join('; ') };
 }
 
 /** Who sets an override: the caller's ARN for a deployed stack, "local" for the local one. */

@@ -8,6 +8,7 @@ import type { AnyJob } from '../../core/job';
 import { fairOrder, isBackfill, REDRIVEN_MARK_ATTRIBUTE } from '../../core/backfill';
 import { keyOf } from '../../core/fairness';
 import { boundReasons, parseMessage, type JobMessage } from '../../core/message';
+import { describeIssues } from '../../core/issues';
 import type { CompletedLookup } from '../../adapters/completedOperations';
 import { logger } from '../../adapters/observability';
 import { LimiterContentionError } from '../../adapters/rateLimiter';
@@ -38,7 +39,7 @@ export function validateRecord(body: string, job: AnyJob, maxBytes: number): Val
   if (parsed.message.jobType !== job.name) reasons.push(`jobType: expected "${job.name}", got "${parsed.message.jobType}"`);
   const resource = job.resourceSchema.safeParse(parsed.message.resource);
   if (!resource.success) {
-    reasons.push(...resource.error.issues.map((i) => `resource${i.path.length ? `.${i.path.join('.')}` : ''}: ${i.message}`));
+    reasons.push(...describeIssues(resource.error, { root: 'resource', rootInPaths: true }));
   }
   return reasons.length > 0 ? { ok: false, reasons: boundReasons(reasons) } : { ok: true, message: parsed.message, resource: resource.data };
 }

@@ -59,3 +59,6 @@ export { futureBusinessDate, FutureBusinessDateError, type BusinessDateRule } fr
 // logged and kept (an error's cause, a failure reason).
 export { parseRetryAfter } from './core/retryAfter';
 export { personalDataHash, redactValue, sanitizedCause } from './core/privacy';
+
+// A zod error as `<path>: <problem>` lines, as the engine writes its own: an invalid row's reason, an error's message.
+export { describeIssues, type IssueFormat } from './core/issues';

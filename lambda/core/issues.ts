@@ -3,6 +3,7 @@
 // Written once here; each caller names only what the parsed value is called (`body`, `event`, `resource`, `(root)`).
 import type * as z from 'zod/mini';
 
+/** How describeIssues names the parsed value: under `root`, and optionally at the start of every path. */
 export interface IssueFormat {
   /** What the parsed value is called: an issue about the whole value is reported under this name. @default '(root)' */
   readonly root?: string;

@@ -23,6 +23,7 @@ import {
   countQuery,
   decodeCursor,
   defineJob,
+  describeIssues,
   documentClient,
   encodeCursor,
   InvalidOperationIdError,
@@ -118,7 +119,7 @@ export const job = defineJob<UploadResource, StaleUploadDeps>({
     // handed back for review instead of stopping the run: the good uploads of the page are still deleted.
     const { operations, invalid } = operationsOf(page.Items ?? [], (item) => String(item.uploadId), (item) => {
       const parsed = resourceSchema.safeParse({ uploadId: item.uploadId, objectKey: item.objectKey, deleteAfter: item.deleteAfter });
-      if (!parsed.success) return parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+      if (!parsed.success) return describeIssues(parsed.error).join('; ');
       return { operationId: staleUploadOperationId(parsed.data), resource: parsed.data };
     });
     return { operations, invalid, nextCursor: encodeCursor(page.LastEvaluatedKey) };

@@ -18,6 +18,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
 import { METRICS_NAMESPACE } from '../lambda/core/constants';
+import { MetricName } from '../lambda/core/metricNames';
 import type { JobConfig } from './config/schema';
 import { pascalCase } from './outputs';
 import { ADMISSION_MAX_RECEIVE_COUNT, ADMISSION_VISIBILITY_MARGIN_SECONDS, type PacedJob } from './paced-job';
@@ -152,27 +153,6 @@ export const SchedulerAlarm = {
 } as const;
 export type SchedulerAlarmKind = keyof typeof SchedulerAlarm;
 
-/**
- * The custom metrics the handlers emit (lambda/adapters/observability.ts MetricName, plus `Throttled`: 429/503 answers
- * from the downstream). Repeated here because lib may import from the Lambda side only lambda/core/constants.ts and
- * lambda/core/pacingSettings.ts; test/lib/monitoring.test.ts checks the names against the handlers' own list.
- */
-export const CustomMetric = {
-  Published: 'Published',
-  DiscoveryRowsRejected: 'DiscoveryRowsRejected',
-  Applied: 'Applied',
-  AlreadyDone: 'AlreadyDone',
-  DuplicatesSuppressed: 'DuplicatesSuppressed',
-  Deferred: 'Deferred',
-  Throttled: 'Throttled',
-  Rejected: 'Rejected',
-  DeadLettered: 'DeadLettered',
-  AgeSinceFirstEnqueue: 'AgeSinceFirstEnqueue',
-  SloMet: 'SloMet',
-  SloMissed: 'SloMissed',
-  SloFailed: 'SloFailed',
-} as const;
-export type CustomMetricName = (typeof CustomMetric)[keyof typeof CustomMetric];
 
 /**
  * 1 for a minute in which work waits in the job's queue (visible or delayed) and nothing settled, else 0. Settled is
@@ -187,10 +167,10 @@ export function stalledMetric(jobName: string, pacedJob: Pick<PacedJob, 'queue'>
     usingMetrics: {
       visible: pacedJob.queue.metricApproximateNumberOfMessagesVisible({ statistic: cloudwatch.Stats.MAXIMUM, ...minute }),
       delayed: pacedJob.queue.metric('ApproximateNumberOfMessagesDelayed', { statistic: cloudwatch.Stats.MAXIMUM, ...minute }),
-      applied: jobMetric(jobName, CustomMetric.Applied, minute),
-      done: jobMetric(jobName, CustomMetric.AlreadyDone, minute),
-      dead: jobMetric(jobName, CustomMetric.DeadLettered, minute),
-      rejected: jobMetric(jobName, CustomMetric.Rejected, minute),
+      applied: jobMetric(jobName, MetricName.Applied, minute),
+      done: jobMetric(jobName, MetricName.AlreadyDone, minute),
+      dead: jobMetric(jobName, MetricName.DeadLettered, minute),
+      rejected: jobMetric(jobName, MetricName.Rejected, minute),
     },
     period: Duration.minutes(1),
   });
@@ -242,7 +222,7 @@ export function scheduleGroupSubject(groupName: string): string {
  * Powertools emits, its `service` default dimension (POWERTOOLS_SERVICE_NAME, which PacedJob sets to the job name)
  * together with the `job` default dimension bindJob adds. CloudWatch matches a metric on all its dimensions, so both.
  */
-export function jobMetric(jobName: string, metricName: CustomMetricName, props: cloudwatch.MetricOptions = {}): cloudwatch.Metric {
+export function jobMetric(jobName: string, metricName: MetricName, props: cloudwatch.MetricOptions = {}): cloudwatch.Metric {
   return new cloudwatch.Metric({
     namespace: METRICS_NAMESPACE,
     metricName,
@@ -511,7 +491,7 @@ export class Monitoring extends Construct {
           `${jobName}: the provider answered 429/503 more than ${config.alarms.throttledPerMinute} times a minute for ` +
           `${config.alarms.throttledMinutes} minutes. Operations are deferred, not lost, but the backlog grows. First run \`${status}\`; ` +
           `if the provider's quota dropped, lower rateLimit.starts or headroom in config, or pause the job until it recovers. ${runbook}`,
-        metric: jobMetric(jobName, CustomMetric.Throttled, { period: Duration.minutes(1) }),
+        metric: jobMetric(jobName, MetricName.Throttled, { period: Duration.minutes(1) }),
         threshold: config.alarms.throttledPerMinute,
         evaluationPeriods: config.alarms.throttledMinutes,
         // The consumer writes Throttled only when a 429/503 happens; a minute without one is a good minute.
@@ -537,7 +517,7 @@ export class Monitoring extends Construct {
           `the job's resource schema refuses). They were recorded in the run ledger and skipped; the rest of the run went on. ` +
           `They are skipped every night until fixed. First run \`${this.ops} audit --stack ${this.stackName} --job ${jobName} --date <business date>\` ` +
           `to list each with its key and reasons, then fix the rows at the source. ${runbook}`,
-        metric: jobMetric(jobName, CustomMetric.DiscoveryRowsRejected, { period: five }),
+        metric: jobMetric(jobName, MetricName.DiscoveryRowsRejected, { period: five }),
         threshold: 0,
         // The producer writes the metric only when a page holds such rows.
         treatMissingData: notBreaching,
@@ -623,7 +603,7 @@ export class Monitoring extends Construct {
     const runbook = 'See the README operator runbook, "Reading an alarm".';
     const windowAlarm = (kind: BurnPairKind, which: 'long' | 'short', minutes: number) => {
       const period = Duration.minutes(minutes);
-      const m = (name: CustomMetricName) => jobMetric(jobName, name, { period });
+      const m = (name: MetricName) => jobMetric(jobName, name, { period });
       const what = `${BurnPair[kind].what}-${which}`;
       return new cloudwatch.Alarm(scope, pascalCase(what), {
         alarmName: alarmName(this.stackName, jobName, what),
@@ -634,7 +614,7 @@ export class Monitoring extends Construct {
           label: `Burn rate over ${minutes} min`,
           // Late and failed operations over all settled ones, over the budget; 0 while nothing settled.
           expression: `IF(FILL(met, 0) + FILL(missed, 0) + FILL(failed, 0) > 0, (FILL(missed, 0) + FILL(failed, 0)) / (FILL(met, 0) + FILL(missed, 0) + FILL(failed, 0)), 0) / ${budget}`,
-          usingMetrics: { met: m(CustomMetric.SloMet), missed: m(CustomMetric.SloMissed), failed: m(CustomMetric.SloFailed) },
+          usingMetrics: { met: m(MetricName.SloMet), missed: m(MetricName.SloMissed), failed: m(MetricName.SloFailed) },
           period,
         }),
         threshold: BurnPair[kind].burnRate,
@@ -741,7 +721,7 @@ export class Monitoring extends Construct {
     const five = Duration.minutes(5);
     const sum = { statistic: cloudwatch.Stats.SUM, period: five };
     const max = { statistic: cloudwatch.Stats.MAXIMUM, period: five };
-    const custom = (name: CustomMetricName) => jobMetric(jobName, name, { label: name });
+    const custom = (name: MetricName) => jobMetric(jobName, name, { label: name });
 
     this.dashboard.addWidgets(new cloudwatch.TextWidget({
       markdown:
@@ -781,7 +761,7 @@ export class Monitoring extends Construct {
         left: [
           producer.metricInvocations({ ...sum, label: 'Invocations' }),
           producer.metricErrors({ ...sum, label: 'Errors' }),
-          custom(CustomMetric.Published),
+          custom(MetricName.Published),
         ],
         right: [producer.metricDuration({ ...max, label: 'Duration max (ms)' })],
         rightAnnotations: [{ value: producerThresholdMs, label: 'Duration alarm' }],
@@ -803,19 +783,19 @@ export class Monitoring extends Construct {
       new cloudwatch.GraphWidget({
         title: `${jobName}: outcomes`,
         left: [
-          custom(CustomMetric.Applied),
-          custom(CustomMetric.DuplicatesSuppressed),
-          custom(CustomMetric.Deferred),
-          custom(CustomMetric.Throttled),
-          custom(CustomMetric.Rejected),
-          custom(CustomMetric.DeadLettered),
-          custom(CustomMetric.DiscoveryRowsRejected),
+          custom(MetricName.Applied),
+          custom(MetricName.DuplicatesSuppressed),
+          custom(MetricName.Deferred),
+          custom(MetricName.Throttled),
+          custom(MetricName.Rejected),
+          custom(MetricName.DeadLettered),
+          custom(MetricName.DiscoveryRowsRejected),
         ],
         width: 8,
       }),
       new cloudwatch.GraphWidget({
         title: `${jobName}: age since first enqueue`,
-        left: [jobMetric(jobName, CustomMetric.AgeSinceFirstEnqueue, { statistic: cloudwatch.Stats.p(99), label: 'p99 (ms)' })],
+        left: [jobMetric(jobName, MetricName.AgeSinceFirstEnqueue, { statistic: cloudwatch.Stats.p(99), label: 'p99 (ms)' })],
         leftAnnotations: [{ value: config.oldestMessageAgeSloSeconds * 1000, label: 'Age SLO' }],
         width: 8,
       }),

@@ -3,10 +3,9 @@
 import * as path from 'node:path';
 import { Lazy, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { MetricName } from '../../lambda/adapters/observability';
 import { loadEnvironment as loadFrom } from '../../lib/config/load';
 import { environmentSchema } from '../../lib/config/schema';
-import { alarmName, burnWindows, CustomMetric, hasKeys, MAX_ALARM_DESCRIPTION_LENGTH, Monitoring } from '../../lib/monitoring';
+import { alarmName, burnWindows, hasKeys, MAX_ALARM_DESCRIPTION_LENGTH, Monitoring } from '../../lib/monitoring';
 import type { PacedJob } from '../../lib/paced-job';
 import { InvalidPropsError } from '../../lib/props-error';
 import { PacedJobsStack } from '../../lib/stack';
@@ -581,13 +580,6 @@ describe('Class: Monitoring', () => {
       expect(() => new Monitoring(custom.stack, 'Empty', { environmentName: 'custom', operatorCommand: 'npx paced-jobs ops', jobs: [], retainData: false }))
         .toThrow('Invalid props for Monitoring PacedJobs-custom/Empty:\n  - jobs: at least one job is required');
     });
-  });
-});
-
-describe('Constant: CustomMetric', () => {
-  it('names only metrics the handlers emit', () => {
-    const emitted: string[] = Object.values(MetricName);
-    expect(Object.values(CustomMetric).filter((name) => !emitted.includes(name))).toEqual([]);
   });
 });
 

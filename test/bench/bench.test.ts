@@ -48,8 +48,10 @@ describe('Function: runBench', () => {
       expect(job.acknowledged).toBeGreaterThanOrEqual(job.operations);
       expect(job.gbSeconds).toBeGreaterThan(0);
     }
-    // The scaled job's waits are estimated at its real rate: more GB-seconds than as run. The unscaled ones are as run.
-    expect(jobs[QUOTA_CALLER].gbSecondsAtRealRate).toBeGreaterThan(jobs[QUOTA_CALLER].gbSeconds);
+    // The scaled job's waits are estimated at its real rate: at least the GB-seconds as run (more when its invocations
+    // waited for slots, which depends on how a loaded machine's batches fell; the estimate's arithmetic is
+    // test/bench/perJob.test.ts's). The unscaled ones are as run.
+    expect(jobs[QUOTA_CALLER].gbSecondsAtRealRate).toBeGreaterThanOrEqual(jobs[QUOTA_CALLER].gbSeconds);
     expect(jobs[OBJECT_SWEEPER].gbSecondsAtRealRate).toBe(jobs[OBJECT_SWEEPER].gbSeconds);
   });
 
@@ -112,10 +114,11 @@ describe('Function: runBench', () => {
     expect(report.perJob?.naive.sqsRequests).toBe(3);
     expect(report.costPerMillionUsd).toEqual(expect.objectContaining({ batched: expect.any(Number), naive: expect.any(Number), batchedAtRealRate: expect.any(Number) }));
     expect(report.costPerMillionUsd!.naive).toBeGreaterThan(report.costPerMillionUsd!.batched);
-    // GB-seconds are in the cost, and the real-rate figure adds the time-scaled job's longer waits.
+    // GB-seconds are in the cost, and the real-rate figure adds the time-scaled job's longer waits (none, when no
+    // invocation waited for a slot: see the first case).
     expect(report.costPerMillionUsd!.breakdown.batched.lambdaDuration).toBeGreaterThan(0);
-    expect(report.perJob!.lambdaGbSecondsAtRealRate).toBeGreaterThan(report.perJob!.lambdaGbSeconds);
-    expect(report.costPerMillionUsd!.batchedAtRealRate).toBeGreaterThan(report.costPerMillionUsd!.batched);
+    expect(report.perJob!.lambdaGbSecondsAtRealRate).toBeGreaterThanOrEqual(report.perJob!.lambdaGbSeconds);
+    expect(report.costPerMillionUsd!.batchedAtRealRate).toBeGreaterThanOrEqual(report.costPerMillionUsd!.batched);
     // Pacing on: the limiter's writes are part of the overhead.
     expect(report.counts!.dynamo.limiter.write).toBeGreaterThan(0);
   });

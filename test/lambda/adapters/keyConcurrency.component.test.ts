@@ -121,6 +121,11 @@ describe('Class: KeyConcurrencyLimiter', () => {
       const held: [number, number][] = [];
       const deadLeases = new Set<string>();
       let refusals = 0;
+      // The first living workers granted a lease hold it until three are held at once, so that reaching the maximum is
+      // counted, not raced: on a loaded machine, leases of 5 to 25 ms need not overlap three at a time on their own.
+      let liveHolding = 0;
+      let openGate = () => {};
+      const gate = new Promise<void>((resolve) => (openGate = resolve));
       await Promise.all(
         Array.from({ length: 40 }, async (_, i) => {
           const l = containers[i % containers.length];
@@ -140,8 +145,11 @@ describe('Class: KeyConcurrencyLimiter', () => {
               deadLeases.add(got.lease.leaseId);
               return void held.push([start, expiresAtMs]);
             }
+            if (++liveHolding >= 3) openGate();
+            await gate;
             await sleep(5 + Math.floor(Math.random() * 20));
             held.push([start, Date.now()]);
+            liveHolding--;
             return l.release(got.lease);
           }
           throw new Error(`worker ${i} was never served`);

@@ -12,11 +12,11 @@ import {
   batchReconciles,
   completedByOf,
   deadLetteredOperationsOf,
+  drainPerMinute,
   invalidRowsOf,
   ledgerKeys,
   orphansOf,
   resolveBatch,
-  settledSince,
   type BatchFigures,
   type CompletedBy,
 } from '../lambda/core/ledgerContract';
@@ -82,8 +82,9 @@ export interface BatchView {
   /** Consumer invocations that wrote counts for the batch. */
   invocations: number;
   /**
-   * Operations settled per minute over the last DRAIN_WINDOW_MINUTES before the read (from the invocation items'
-   * times): the rate the batch is actually draining at. 0 when nothing settled in that window.
+   * Operations settled per minute over the last DRAIN_WINDOW_MINUTES before the read, or the batch's life if shorter
+   * (drainPerMinute, from the invocation items' times): the rate the batch is actually draining at. 0 when nothing
+   * settled in that window.
    */
   drainPerMinute: number;
   /** discovered - (completed + completedElsewhere + rejected + deadLettered): still queued, in flight or lost (batchOutstanding). */
@@ -150,8 +151,8 @@ export function toBatchView(item: Record<string, unknown>, figures: BatchFigures
  * The latest `limit` batches of a job, newest first. Batch IDs start `<job>:<businessDate>:`, so the sort key orders
  * them by business date; within one date, manual (catch-up) runs sort after scheduled ones.
  */
-/** The window the drain rate is measured over: long enough to smooth a batch's invocations, short enough to be now. */
-export const DRAIN_WINDOW_MINUTES = 10;
+/** The window the drain rate is measured over (lambda/core/ledgerContract.ts drainPerMinute). */
+export { DRAIN_WINDOW_MINUTES } from '../lambda/core/ledgerContract';
 
 /**
  * The job's newest `limit` batch items, newest first: one page of one query (queryAll would read every batch, since a
@@ -175,8 +176,8 @@ export async function latestBatches(clients: OpsClients, tables: LedgerTables, j
   return Promise.all(
     (await latestBatchItems(clients.dynamo, tables.ledger, job, limit)).map(async (item) => {
       const invocations = await invocationItems(clients.dynamo, tables.ledger, job, batchIdOf(item));
-      const drain = settledSince(invocations, now.getTime() - DRAIN_WINDOW_MINUTES * 60_000, now.getTime()) / DRAIN_WINDOW_MINUTES;
-      return toBatchView(item, await figuresOf(clients.dynamo, tables, job, item, invocations), Math.round(drain * 10) / 10);
+      const drain = drainPerMinute(invocations, typeof item.startedAt === 'string' ? Date.parse(item.startedAt) : undefined, now.getTime());
+      return toBatchView(item, await figuresOf(clients.dynamo, tables, job, item, invocations), drain);
     }),
   );
 }

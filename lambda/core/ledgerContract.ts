@@ -429,3 +429,22 @@ export function settledSince(invocationItems: readonly Record<string, unknown>[]
   }
   return settled;
 }
+
+/** The window a batch's drain rate is measured over: long enough to smooth its invocations, short enough to be now. */
+export const DRAIN_WINDOW_MINUTES = 10;
+
+/** The least time a drain rate is measured over: a batch seconds old has not drained long enough to say. */
+export const MIN_DRAIN_SPAN_MINUTES = 1;
+
+/**
+ * The rate a running batch is draining at, in operations per minute (to 0.1): what it settled over the last
+ * DRAIN_WINDOW_MINUTES before `nowMs`, divided by the part of that window the batch has lived since `startedMs` (at
+ * least MIN_DRAIN_SPAN_MINUTES). A batch one minute old is measured over its minute, not forecast at a tenth of its
+ * pace; without a start, over the whole window. Every projection of a batch's end (ops status, the console) uses it.
+ */
+export function drainPerMinute(invocationItems: readonly Record<string, unknown>[], startedMs: number | undefined, nowMs: number): number {
+  const windowStart = nowMs - DRAIN_WINDOW_MINUTES * 60_000;
+  const from = startedMs !== undefined && Number.isFinite(startedMs) ? Math.min(nowMs, Math.max(windowStart, startedMs)) : windowStart;
+  const minutes = Math.max(MIN_DRAIN_SPAN_MINUTES, (nowMs - from) / 60_000);
+  return Math.round((settledSince(invocationItems, windowStart, nowMs) / minutes) * 10) / 10;
+}

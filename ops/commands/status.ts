@@ -79,7 +79,7 @@ export interface BatchStatus extends BatchView {
   forecast: Forecast | null;
 }
 
-/** A running batch's forecast, at the rate it actually drained at over the last DRAIN_WINDOW_MINUTES. */
+/** A running batch's forecast, at the rate it actually drained at over the last DRAIN_WINDOW_MINUTES (or its life, if shorter). */
 export interface Forecast {
   left: number;
   drainPerMinute: number;
@@ -383,7 +383,7 @@ export function renderStatus(result: StatusResult): string {
   const stalls = result.jobs.flatMap((j) => j.batches.filter((b) => b.stalled).map((b) => `${j.job} ${b.batchId}: ${b.stalled!.message}`));
   const gaps = stalls.length ? `Gaps\n${stalls.join('\n')}` : `Gaps: none (no admitting batch is more than ${result.stallMinutes} min past its next step)`;
   const forecasts = result.jobs.flatMap((j) => j.batches.filter((b) => b.forecast).map((b) => `${j.job} ${b.batchId}: ${b.forecast!.text}`));
-  const forecast = forecasts.length ? `Forecast (at the rate each batch drained at over the last ${DRAIN_WINDOW_MINUTES} min)\n${forecasts.join('\n')}` : 'Forecast: nothing left to run';
+  const forecast = forecasts.length ? `Forecast (at the rate each batch drained at over the last ${DRAIN_WINDOW_MINUTES} min, or its life if shorter)\n${forecasts.join('\n')}` : 'Forecast: nothing left to run';
   return (
     `${result.stackName} (${result.source}) at ${result.at}\n${switches}\n\n${queues}\n\nLatest batches\n${batches}\n\nAdmission\n${admission}\n\n${forecast}\n\n${gaps}\n\n` +
     `note: ${result.notes.join('\nnote: ')}`

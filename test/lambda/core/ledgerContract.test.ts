@@ -13,6 +13,8 @@ import {
   deadLetterEntriesOf,
   deadLetterEntry,
   deadLetteredOperationsOf,
+  DRAIN_WINDOW_MINUTES,
+  drainPerMinute,
   decodePageOperations,
   encodePageOperations,
   invalidRowsOf,
@@ -242,5 +244,38 @@ describe('the completion\'s CompletedBy and the page manifest', () => {
   it('keys a page attempt PAGES#<job>#<batchId> / <6-digit page>#<attempt> and an invocation INVOCATIONS#<job>#<batchId> / <invocationId>', () => {
     expect(ledgerKeys.page('job', 'b', 12, 'req-9')).toEqual({ pk: 'PAGES#job#b', sk: '000012#req-9' });
     expect(ledgerKeys.invocation('job', 'b', 'req-1')).toEqual({ pk: 'INVOCATIONS#job#b', sk: 'req-1' });
+  });
+});
+
+describe('Function: drainPerMinute', () => {
+  const now = Date.parse('2026-12-01T23:00:00.000Z');
+  const minutesAgo = (m: number) => new Date(now - m * 60_000).toISOString();
+  /** An invocation item that settled `completed` operations `m` minutes before now. */
+  const settledAt = (m: number, completed: number) => ({ at: minutesAgo(m), completed });
+
+  it('divides what settled in the window by the window for a batch older than it', () => {
+    const items = [settledAt(2, 400), settledAt(9, 400), settledAt(11, 5_000)];
+    expect(drainPerMinute(items, now - 30 * 60_000, now)).toBe(800 / DRAIN_WINDOW_MINUTES);
+  });
+
+  it('measures a batch younger than the window over its own life: a minute-old batch at 80 a minute drains at 80', () => {
+    // The reviewer's night: one minute into 400 payments at 80 a minute, 80 settled. Over ten minutes that read 8.
+    expect(drainPerMinute([settledAt(0.5, 80)], now - 60_000, now)).toBe(80);
+    expect(drainPerMinute([settledAt(1, 60), settledAt(2, 60)], now - 3 * 60_000, now)).toBe(40);
+  });
+
+  it('measures over at least a minute, so a batch seconds old is not forecast at a burst\'s pace', () => {
+    expect(drainPerMinute([settledAt(0.1, 30)], now - 10_000, now)).toBe(30);
+  });
+
+  it('measures over the whole window without a start, and is 0 when nothing settled in it', () => {
+    expect(drainPerMinute([settledAt(1, 25)], undefined, now)).toBe(2.5);
+    expect(drainPerMinute([settledAt(1, 25)], Number.NaN, now)).toBe(2.5);
+    expect(drainPerMinute([settledAt(12, 25)], now - 60_000 * 60, now)).toBe(0);
+  });
+
+  it('counts every settled outcome: completed, completed elsewhere, dead-lettered and rejected', () => {
+    const item = { at: minutesAgo(1), completed: 2, elsewhere: ['a'], deadLetteredOperations: ['b', 'c'], rejectedMessages: ['d'] };
+    expect(drainPerMinute([item], now - 2 * 60_000, now)).toBe(3);
   });
 });

@@ -6,7 +6,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
-import { GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient, type QueueAttributeName } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { relative, resolve } from 'node:path';
 import { ensureAppStack, isReferenceApp, type StackArtifact } from './assembly';
 import { zonedDate } from '../lambda/core/cron';
@@ -22,6 +22,7 @@ import type { MetricSample } from './metricsTap';
 import { startCloudWatchApi } from './cloudWatchApi';
 import type { JobRuntimeSettings } from '../lambda/core/constants';
 import { batchIdOf, LedgerItemKind, ledgerPartition, type BatchFigures } from '../lambda/core/ledgerContract';
+import { QUEUE_DEPTH_ATTRIBUTES, queueDepthOf, type QueueDepthFigures } from '../lambda/core/queueDepth';
 import { auditDate, type AuditResult } from '../ops/commands/audit';
 import { batchFigures } from '../ops/ledger';
 import type { DenialSummary, FunctionErrorSummary } from './report';
@@ -121,13 +122,8 @@ export interface SessionJob extends JobView {
   downstream?: FakeDownstream;
 }
 
-export interface QueueDepth {
-  visible: number;
-  inFlight: number;
-  delayed: number;
-  /** Everything the queue holds. */
-  total: number;
-}
+/** A queue's depth (lambda/core/queueDepth.ts). */
+export type QueueDepth = QueueDepthFigures;
 
 /** One run's batches summed from the ledger. */
 export interface LedgerTotals {
@@ -454,12 +450,8 @@ export class LocalSession {
   /** A queue's depth, as AWS reports it (local/servers.ts makes local-aws-sqs count a message in flight once). */
   async depth(url: string | undefined): Promise<QueueDepth> {
     if (!url) return EMPTY_DEPTH;
-    const a = await this.clients.sqs.send(
-      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] }),
-    );
-    const n = (k: QueueAttributeName) => Number(a.Attributes?.[k] ?? 0);
-    const [visible, inFlight, delayed] = [n('ApproximateNumberOfMessages'), n('ApproximateNumberOfMessagesNotVisible'), n('ApproximateNumberOfMessagesDelayed')];
-    return { visible, inFlight, delayed, total: visible + inFlight + delayed };
+    const { Attributes } = await this.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: [...QUEUE_DEPTH_ATTRIBUTES] }));
+    return queueDepthOf(Attributes);
   }
 
   /** The job's run-ledger items of one kind (`BATCH`, `REJECTED`: lambda/core/ledgerContract.ts). */

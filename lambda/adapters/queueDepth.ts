@@ -1,11 +1,10 @@
 // The producer's view of its work queue for admission: how many messages it holds, whatever their state.
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { QUEUE_DEPTH_ATTRIBUTES, queueDepthOf } from '../core/queueDepth';
 import { sqsClient } from './clients';
 
 /** What the producer depends on; tests may substitute it. */
 export type QueueDepth = (queueUrl: string) => Promise<number>;
-
-const ATTRIBUTES = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] as const;
 
 /**
  * Visible + in flight + delayed, from one GetQueueAttributes call. The figures are approximate (SQS says so), which
@@ -13,7 +12,7 @@ const ATTRIBUTES = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesN
  */
 export function sqsQueueDepth(client?: Pick<SQSClient, 'send'>): QueueDepth {
   return async (queueUrl) => {
-    const out = await (client ?? sqsClient()).send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: [...ATTRIBUTES] }));
-    return ATTRIBUTES.reduce((sum, name) => sum + Number(out.Attributes?.[name] ?? 0), 0);
+    const out = await (client ?? sqsClient()).send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: [...QUEUE_DEPTH_ATTRIBUTES] }));
+    return queueDepthOf(out.Attributes).total;
   };
 }

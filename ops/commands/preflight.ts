@@ -14,6 +14,7 @@ import { EnvVar, LAMBDA_MAX_TIMEOUT_SECONDS, type JobRuntimeSettings } from '../
 import { nextFireTime, parseCron, zonedDate } from '../../lambda/core/cron';
 import { ledgerKeys } from '../../lambda/core/ledgerContract';
 import { allowanceAfterHeadroom } from '../../lambda/core/pacingSettings';
+import { QUEUE_DEPTH_ATTRIBUTES, queueDepthOf } from '../../lambda/core/queueDepth';
 import { type CommandContext, selectJobs } from '../context';
 import { principalOf } from '../environment';
 import { jobCode } from '../jobCode';
@@ -454,10 +455,8 @@ async function discoveryIndexes(ctx: CommandContext, f: JobFacts): Promise<Check
 /** The job's DLQ holds nothing: a night should not start on top of last night's failures. */
 async function dlqEmpty(ctx: CommandContext, f: JobFacts): Promise<CheckResult> {
   const base = { check: PreflightCheck.dlqEmpty, job: f.job.job } as const;
-  const { Attributes: a = {} } = await ctx.clients.sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl: f.job.dlqUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] }),
-  );
-  const count = Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) + Number(a.ApproximateNumberOfMessagesDelayed ?? 0);
+  const { Attributes } = await ctx.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: f.job.dlqUrl, AttributeNames: [...QUEUE_DEPTH_ATTRIBUTES] }));
+  const count = queueDepthOf(Attributes).total;
   if (count > 0) {
     return { ...base, status: 'fail', reason: `the DLQ holds ${fmt(count)} message(s): read them (dlq peek --job ${f.job.job}), fix the cause, then redrive or purge`, detail: { messages: count } };
   }

@@ -8,6 +8,7 @@ import {
   type ListMessageMoveTasksResultEntry,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
+import { QUEUE_DEPTH_ATTRIBUTES, queueDepthOf } from '../../lambda/core/queueDepth';
 import { type ChangeOptions, type CommandContext, confirmChange, selectJobs } from '../context';
 import { UsageError } from '../errors';
 import { renderTable } from '../io';
@@ -102,10 +103,8 @@ async function tasksOf(ctx: CommandContext, job: JobResources): Promise<MoveTask
 }
 
 async function dlqDepth(ctx: CommandContext, job: JobResources): Promise<number> {
-  const { Attributes: a = {} } = await ctx.clients.sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl: job.dlqUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
-  );
-  return Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesNotVisible ?? 0);
+  const { Attributes } = await ctx.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: job.dlqUrl, AttributeNames: [...QUEUE_DEPTH_ATTRIBUTES] }));
+  return queueDepthOf(Attributes).total;
 }
 
 export async function redrive(ctx: CommandContext, options: RedriveOptions = {}): Promise<RedriveResult> {

@@ -3,9 +3,10 @@
 // admission chain has stalled. Reads only: it never receives a message.
 import { GetEventSourceMappingCommand } from '@aws-sdk/client-lambda';
 import { GetScheduleCommand } from '@aws-sdk/client-scheduler';
-import { GetQueueAttributesCommand, type QueueAttributeName } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { stalledSince } from '../../lambda/core/admission';
 import { batchSettledCount } from '../../lambda/core/ledgerContract';
+import { QUEUE_DEPTH_ATTRIBUTES, queueDepthOf } from '../../lambda/core/queueDepth';
 import { type CommandContext, selectJobs } from '../context';
 import { renderTable } from '../io';
 import { type BatchView, DRAIN_WINDOW_MINUTES, latestBatches } from '../ledger';
@@ -152,16 +153,10 @@ export const PROJECTION_NOTE =
   'projected finish = now + work left / admission rate; work left and the finish marked + are lower bounds (the job ' +
   'does not count its eligible records, so only what admission has discovered so far is known)';
 
-const ATTRIBUTES: QueueAttributeName[] = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'];
-
 async function depth(ctx: CommandContext, url: string): Promise<QueueDepth> {
-  const { Attributes: a = {} } = await ctx.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ATTRIBUTES }));
-  return {
-    url,
-    visible: Number(a.ApproximateNumberOfMessages ?? 0),
-    inFlight: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
-    delayed: Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
-  };
+  const { Attributes } = await ctx.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: [...QUEUE_DEPTH_ATTRIBUTES] }));
+  const { visible, inFlight, delayed } = queueDepthOf(Attributes);
+  return { url, visible, inFlight, delayed };
 }
 
 export function oldestWork(queue: QueueDepth, batches: BatchView[], now: Date): OldestWork {

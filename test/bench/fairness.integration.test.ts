@@ -9,10 +9,7 @@
 // runs then drag past their bound (a 3-s scaling of this case did so with one core kept busy).
 import { runFairnessBench } from '../../bench/fairness';
 
-// 240 noisy operations: three windows of the noisy tenant's allowance in the per-key run, and still more than the
-// provider's per-key quota in one window of first-come's pace (300), so first-come is throttled; about a minute less
-// than 400, which a loaded machine stretched past five minutes.
-const size = { noisyOps: 240, intervalSeconds: 10, jobQuota: 300, perKeyQuota: 100, perKeyLimit: 80 };
+const size = { noisyOps: 400, intervalSeconds: 10, jobQuota: 300, perKeyQuota: 100, perKeyLimit: 80 };
 
 describe('Function: runFairnessBench', () => {
   it('runs first-come and per-key on one workload and a live night beside a catch-up, with per-key ahead for the quiet tenants', async () => {

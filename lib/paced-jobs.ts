@@ -9,9 +9,10 @@ import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct, type IConstruct } from 'constructs';
 import { z } from 'zod';
+import { describeIssues } from '../lambda/core/issues';
 import type { BucketMode, TableMode } from './config/access';
 import {
-  addJobRuleIssues, BUCKET_MODE_NAMES, describeIssues, environmentSchema, JOB_NAME_PATTERN, JOB_NAME_RULE, jobSchema,
+  addJobRuleIssues, BUCKET_MODE_NAMES, environmentSchema, JOB_NAME_PATTERN, JOB_NAME_RULE, jobSchema,
   TABLE_MODE_NAMES, useSchema,
 } from './config/schema';
 import { Monitoring } from './monitoring';

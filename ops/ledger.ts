@@ -148,13 +148,6 @@ export function toBatchView(item: Record<string, unknown>, figures: BatchFigures
 }
 
 /**
- * The latest `limit` batches of a job, newest first. Batch IDs start `<job>:<businessDate>:`, so the sort key orders
- * them by business date; within one date, manual (catch-up) runs sort after scheduled ones.
- */
-/** The window the drain rate is measured over (lambda/core/ledgerContract.ts drainPerMinute). */
-export { DRAIN_WINDOW_MINUTES } from '../lambda/core/ledgerContract';
-
-/**
  * The job's newest `limit` batch items, newest first: one page of one query (queryAll would read every batch, since a
  * Limit only bounds each page). `projection` keeps only the attributes named.
  */
@@ -172,6 +165,10 @@ export async function latestBatchItems(dynamo: Dynamo, ledgerTable: string, job:
   return response.Items ?? [];
 }
 
+/**
+ * The latest `limit` batches of a job, newest first. Batch IDs start `<job>:<businessDate>:`, so the sort key orders
+ * them by business date; within one date, manual (catch-up) runs sort after scheduled ones.
+ */
 export async function latestBatches(clients: OpsClients, tables: LedgerTables, job: string, limit: number, now: Date = new Date()): Promise<BatchView[]> {
   return Promise.all(
     (await latestBatchItems(clients.dynamo, tables.ledger, job, limit)).map(async (item) => {

@@ -1,8 +1,7 @@
 // Picks and validates one environment's configuration before anything is built; every problem in one message.
-import { describeIssues, EnvironmentConfig, EnvironmentInput, environmentSchema } from './schema';
+import { describeIssues } from '../../lambda/core/issues';
+import { EnvironmentConfig, EnvironmentInput, environmentSchema } from './schema';
 import { environments } from './environments';
-
-export { describeIssues } from './schema';
 
 export class ConfigError extends Error {
   public readonly problems: string[];

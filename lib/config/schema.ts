@@ -484,6 +484,3 @@ export type EnvironmentConfig = z.output<typeof environmentSchema>;
 export type JobConfig = z.output<typeof jobSchema>;
 export type JobAlarmsConfig = z.output<typeof jobAlarmsSchema>;
 export type AppTableConfig = z.output<typeof appTableSchema>;
-
-/** One line per issue, `<key>: <problem>` (lambda/core/issues.ts, the one formatting of zod issues). */
-export { describeIssues } from '../../lambda/core/issues';

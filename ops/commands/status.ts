@@ -5,11 +5,11 @@ import { GetEventSourceMappingCommand } from '@aws-sdk/client-lambda';
 import { GetScheduleCommand } from '@aws-sdk/client-scheduler';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { stalledSince } from '../../lambda/core/admission';
-import { batchSettledCount } from '../../lambda/core/ledgerContract';
-import { QUEUE_DEPTH_ATTRIBUTES, queueDepthOf } from '../../lambda/core/queueDepth';
+import { batchSettledCount, DRAIN_WINDOW_MINUTES } from '../../lambda/core/ledgerContract';
+import { QUEUE_DEPTH_ATTRIBUTES, queueDepthOf, type QueueDepthFigures } from '../../lambda/core/queueDepth';
 import { type CommandContext, selectJobs } from '../context';
 import { renderTable } from '../io';
-import { type BatchView, DRAIN_WINDOW_MINUTES, latestBatches } from '../ledger';
+import { type BatchView, latestBatches } from '../ledger';
 import { producerSettings } from '../jobSettings';
 import type { JobResources } from '../resources';
 
@@ -29,14 +29,9 @@ export interface StatusOptions {
  */
 export const DEFAULT_STALL_MINUTES = 15;
 
-export interface QueueDepth {
+/** A queue's depth by state (lambda/core/queueDepth.ts), and the queue it was read from. */
+export interface QueueDepth extends Omit<QueueDepthFigures, 'total'> {
   url: string;
-  /** ApproximateNumberOfMessages: waiting to be received. */
-  visible: number;
-  /** ApproximateNumberOfMessagesNotVisible: received and not yet deleted (being processed). */
-  inFlight: number;
-  /** ApproximateNumberOfMessagesDelayed: deferred with a delay, not yet visible. */
-  delayed: number;
 }
 
 /**

@@ -7,6 +7,9 @@ import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureStack, findStack, newestReferenceInputMtime } from '../../local/assembly';
+// The test files' environment, here too: the synths below (and their child processes) run as the tests' would, CDK's
+// built-in CloudFormation validation off (setupEnv.ts says why), and the workers inherit the same values.
+import './setupEnv';
 
 export default async function globalSetup(): Promise<void> {
   const cwd = join(__dirname, '..', '..');
@@ -17,39 +20,22 @@ export default async function globalSetup(): Promise<void> {
   try {
     const found = findStack(join(cwd, 'cdk.out'), 'dev');
     if (!found || newestReferenceInputMtime(cwd) > statSync(found.templateFile).mtimeMs) {
-      withoutValidation(() => ensureStack({ env: 'dev', assemblyDir: 'cdk.out', cwd, log, synth: true }));
+      ensureStack({ env: 'dev', assemblyDir: 'cdk.out', cwd, log, synth: true });
     }
   } finally {
     await testApp;
   }
 }
 
-/** Runs test/support/synthTestApp.ts (the test app's synth, when stale) as a child process, without validation. */
+/** Runs test/support/synthTestApp.ts (the test app's synth, when stale) as a child process. */
 function synthTestApp(cwd: string): Promise<void> {
   const child = spawn(process.execPath, [require.resolve('tsx/cli'), join(__dirname, 'synthTestApp.ts')], {
     cwd,
     stdio: ['ignore', 'inherit', 'inherit'],
-    env: { ...process.env, CDK_VALIDATION: 'false' },
   });
   return new Promise((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code, signal) =>
       code === 0 ? resolve() : reject(new Error(`the test app's synth (test/support/synthTestApp.ts) exited ${signal ?? code}`)));
   });
-}
-
-/** Runs a synth without CDK's built-in CloudFormation validation. */
-function withoutValidation(synth: () => void): void {
-  // CDK's built-in CloudFormation validation adds a WebAssembly engine's start and a pass over the template to this
-  // synth (10 to 20 s of 30 to 55 s on this 2-core machine under load), and here it could only warn into output nobody
-  // reads: test/bin/app.test.ts runs it on every environment and asserts it finds nothing. The synth's child process
-  // inherits the variable; it is put back at once, since the test workers inherit this process's environment.
-  const validation = process.env.CDK_VALIDATION;
-  process.env.CDK_VALIDATION = 'false';
-  try {
-    synth();
-  } finally {
-    if (validation === undefined) delete process.env.CDK_VALIDATION;
-    else process.env.CDK_VALIDATION = validation;
-  }
 }

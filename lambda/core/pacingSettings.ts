@@ -1,6 +1,7 @@
 // The pacing keys of a job's free-form `settings`, as one schema: config checks it at synth, the handlers at run time.
 import * as z from 'zod/mini';
 import { DEFAULT_QUEUE_RETENTION_DAYS, EnvVar, type JobRuntimeSettings } from './constants';
+import { DEFAULT_BACKFILL_SHARE } from './backfill';
 import { MAX_DEFERRALS } from './deferral';
 import { laneCount } from './pacing/lanes';
 import { SettingsError } from './settings';
@@ -138,6 +139,12 @@ export interface PacingSettings {
   adaptiveRate: boolean;
   /** False: no shared limiter, only the concurrency cap (the `pacing` setting). */
   enabled: boolean;
+  /** The share of the allowance backfill may take while live work waits (1: no cap). @default DEFAULT_BACKFILL_SHARE */
+  backfillShare: number;
+  /** The per-key rate limit, when the job has one (JobRuntimeSettings.rateLimit.perKey). */
+  perKey?: NonNullable<JobRuntimeSettings['rateLimit']['perKey']>;
+  /** The per-key concurrency limit, when the job has one (JobRuntimeSettings.concurrencyPerKey). */
+  concurrencyPerKey?: NonNullable<JobRuntimeSettings['concurrencyPerKey']>;
 }
 
 /**
@@ -189,5 +196,8 @@ export function pacingSettings(settings: JobRuntimeSettings): PacingSettings {
     queueRetentionSeconds,
     adaptiveRate,
     enabled: pacing,
+    backfillShare: settings.rateLimit.backfillShare ?? DEFAULT_BACKFILL_SHARE,
+    ...(settings.rateLimit.perKey ? { perKey: settings.rateLimit.perKey } : {}),
+    ...(settings.concurrencyPerKey ? { concurrencyPerKey: settings.concurrencyPerKey } : {}),
   };
 }

@@ -13,7 +13,7 @@ import { createDeferralPolicy, defaultDeferralPolicy, type DeferralPolicy } from
 import type { AnyJob } from '../core/job';
 import { ApplyTimeEstimator } from '../core/pacing/applyEstimator';
 import { gcraLimits } from '../core/pacing/gcra';
-import { backfillItemKey, backfillLimits, DEFAULT_BACKFILL_SHARE, fairOrder } from '../core/backfill';
+import { backfillItemKey, backfillLimits, fairOrder } from '../core/backfill';
 import { pacingSettings } from '../core/pacingSettings';
 import { requireEnv } from '../core/settings';
 import { dynamoClient } from '../adapters/clients';
@@ -372,16 +372,15 @@ export function consumerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loa
   const paced = pacingSettings(settings);
   const limiterTable = requireEnv(EnvVar.LIMITER_TABLE_NAME, env);
   const limiter = paced.enabled ? new AdaptiveDynamoDbRateLimiter({ tableName: limiterTable, limits: paced.limits, leadMs: paced.leadMs, lanes: paced.lanes }) : undefined;
-  const { perKey } = settings.rateLimit;
+  const { perKey, concurrencyPerKey } = paced;
   const keys =
     (typeof PACED_PER_KEY_RATE === 'undefined' || PACED_PER_KEY_RATE) && paced.enabled && perKey
       ? new KeyRateLimiter({ tableName: limiterTable, job: job.name, limiterKey: paced.limiterKey, perKey, adaptive: paced.adaptiveRate, safetyMarginMs: paced.limits.safetyMarginMs })
       : undefined;
-  const { concurrencyPerKey } = settings;
   const keyConcurrency = (typeof PACED_PER_KEY_CONCURRENCY === 'undefined' || PACED_PER_KEY_CONCURRENCY) && concurrencyPerKey
     ? new KeyConcurrencyLimiter({ tableName: limiterTable, limiterKey: paced.limiterKey, field: concurrencyPerKey.field, maxConcurrent: concurrencyPerKey.maxConcurrent })
     : undefined;
-  const backfillCap = paced.enabled ? backfillLimits(paced.limits, settings.rateLimit.backfillShare ?? DEFAULT_BACKFILL_SHARE) : undefined;
+  const backfillCap = paced.enabled ? backfillLimits(paced.limits, paced.backfillShare) : undefined;
   return {
     job,
     jobDeps,

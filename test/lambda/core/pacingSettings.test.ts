@@ -39,6 +39,8 @@ describe('Function: pacingSettings', () => {
       queueRetentionSeconds: 345_600,
       adaptiveRate: true,
       enabled: true,
+      // Settings deployed before the share was in them: the default, half the allowance.
+      backfillShare: 0.5,
     });
   });
 

@@ -19,7 +19,7 @@ import { mapBounded } from '../lambda/adapters/sqsPublisher';
 import { admissionGroupSize } from '../lambda/core/admission';
 import type { JobRuntimeSettings } from '../lambda/core/constants';
 import { parseMessage } from '../lambda/core/message';
-import { pacingSettings, PacingSettingKey } from '../lambda/core/pacingSettings';
+import { pacingSettings } from '../lambda/core/pacingSettings';
 import { accessKeyOf } from '../local/iamWiring';
 import { actionOf, DYNAMO_READ_ACTIONS, DYNAMO_WRITE_ACTIONS, limiterItemKind, type CountedRequest } from './countingProxy';
 import { defaultCountOf, warmUpCountOf } from './counts';
@@ -224,7 +224,7 @@ export function scaleJobSettings(settings: JobRuntimeSettings, runIntervalSecond
   const next: JobRuntimeSettings = {
     ...settings,
     rateLimit: { ...settings.rateLimit, intervalSeconds: runIntervalSeconds },
-    settings: timeScale === 1 ? settings.settings : { ...settings.settings, [PacingSettingKey.shortWaitMs]: runShortWait },
+    ...(timeScale === 1 ? {} : { pacing: { ...settings.pacing, shortWaitMs: runShortWait } }),
   };
   let horizonSeconds: JobPacing['horizonSeconds'];
   if (settings.admission) {
@@ -411,7 +411,7 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
     const next: JobRuntimeSettings = structuredClone(job.settings);
     if (!admission) delete next.admission;
     if (mode === 'off') {
-      next.settings.pacing = false;
+      next.pacing = { ...next.pacing, enabled: false };
       runSettings.set(job.name, next);
       continue;
     }

@@ -15,7 +15,7 @@ import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageBatchCommand,
 import type { Context, SQSEvent } from 'aws-lambda';
 import { Command, InvalidArgumentError } from 'commander';
 import * as z from 'zod';
-import { effectiveRateLimit, rateLimitSchema } from '../lib/config/schema';
+import { effectiveRateLimit, pacingSchema } from '../lib/config/schema';
 import { resetClients } from '../lambda/adapters/clients';
 import { logger, metrics } from '../lambda/adapters/observability';
 import { EnvVar, MESSAGE_VERSION, type JobRuntimeSettings } from '../lambda/core/constants';
@@ -172,7 +172,7 @@ function context(timeoutMs: number): Context {
 
 /** The settings the stack would hand this job's functions, from the same config schema and defaults. */
 function jobSettings(params: PipelineOptions['params'], perKey: boolean, providerUrl: string): JobRuntimeSettings {
-  const rateLimit = rateLimitSchema.parse({
+  const rateLimit = pacingSchema.parse({
     starts: params.jobQuota,
     intervalSeconds: params.intervalSeconds,
     ...(perKey ? { perKey: { key: KEY_FIELD, starts: params.perKeyQuota, intervalSeconds: params.intervalSeconds } } : {}),
@@ -393,8 +393,8 @@ async function workloadRun(params: PipelineOptions['params'], perKey: boolean, p
     const times = (quiet: boolean) =>
       [...enqueued].filter(([, e]) => e.key.startsWith('quiet') === quiet).flatMap(([op, e]) => (accepted.has(op) ? [(accepted.get(op) as number) - e.at] : []));
     const windowMs = params.intervalSeconds * 1000;
-    const jobLimit = effectiveRateLimit(rateLimitSchema.parse({ starts: params.jobQuota, intervalSeconds: params.intervalSeconds })).startsPerInterval;
-    const keyLimit = effectiveRateLimit(rateLimitSchema.parse({ starts: params.perKeyQuota, intervalSeconds: params.intervalSeconds })).startsPerInterval;
+    const jobLimit = effectiveRateLimit(pacingSchema.parse({ starts: params.jobQuota, intervalSeconds: params.intervalSeconds })).startsPerInterval;
+    const keyLimit = effectiveRateLimit(pacingSchema.parse({ starts: params.perKeyQuota, intervalSeconds: params.intervalSeconds })).startsPerInterval;
     const windows = keyWindowFigures(arrivals, windowMs);
     return {
       mode,
@@ -473,7 +473,7 @@ export async function runFairnessBench(options: FairnessBenchOptions = {}): Prom
     progress('live night alone, then beside a catch-up');
     const liveAloneMs = await liveRun(params, false, progress);
     const liveWithCatchUpMs = await liveRun(params, true, progress);
-    const rateLimit = rateLimitSchema.parse({ starts: params.jobQuota, intervalSeconds: params.intervalSeconds, perKey: { key: KEY_FIELD, starts: params.perKeyQuota, intervalSeconds: params.intervalSeconds } });
+    const rateLimit = pacingSchema.parse({ starts: params.jobQuota, intervalSeconds: params.intervalSeconds, perKey: { key: KEY_FIELD, starts: params.perKeyQuota, intervalSeconds: params.intervalSeconds } });
     const effective = effectiveRateLimit(rateLimit);
     const perKeyLimit = effective.perKey!.startsPerInterval;
     const liveSlowdown = Math.round((liveWithCatchUpMs / liveAloneMs) * 100) / 100;

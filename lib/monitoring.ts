@@ -79,12 +79,12 @@ export type JobAlarms = Readonly<
  * MessageGroupId (lambda/core/fairness.ts keyField, which lib may not import), so its queue is an SQS fair queue with a
  * tenant per key.
  */
-export function hasKeys(config: Pick<JobConfig, 'rateLimit' | 'concurrency'>): boolean {
-  return config.rateLimit.perKey !== undefined || config.concurrency.perKey !== undefined;
+export function hasKeys(config: Pick<JobConfig, 'pacing'>): boolean {
+  return config.pacing.perKey !== undefined;
 }
 
 /** The alarm kinds a job has. */
-export function jobAlarmKinds(config: Pick<JobConfig, 'rateLimit' | 'concurrency'>): JobAlarmKind[] {
+export function jobAlarmKinds(config: Pick<JobConfig, 'pacing'>): JobAlarmKind[] {
   const keyed = hasKeys(config);
   return (Object.keys(JobAlarm) as JobAlarmKind[]).filter((kind) => keyed || !KEYED_JOB_ALARMS.includes(kind));
 }
@@ -460,7 +460,7 @@ export class Monitoring extends Construct {
         what: JobAlarm.ConsumerThrottles,
         description:
           `${jobName}: Lambda throttled the consumer although its event source never asks for more than the reserved concurrency ` +
-          `(${config.concurrency.max}); the reservation was likely changed outside the stack. Throttled batches return to the queue and ` +
+          `(${config.pacing.concurrency}); the reservation was likely changed outside the stack. Throttled batches return to the queue and ` +
           `spend receive counts. First compare the function's reserved concurrency with config, then run \`${status}\`. ${runbook}`,
         metric: pacedJob.consumer.metricThrottles({ statistic: cloudwatch.Stats.SUM, period: five }),
         threshold: 0,
@@ -490,7 +490,7 @@ export class Monitoring extends Construct {
         description:
           `${jobName}: the provider answered 429/503 more than ${config.alarms.throttledPerMinute} times a minute for ` +
           `${config.alarms.throttledMinutes} minutes. Operations are deferred, not lost, but the backlog grows. First run \`${status}\`; ` +
-          `if the provider's quota dropped, lower rateLimit.starts or headroom in config, or pause the job until it recovers. ${runbook}`,
+          `if the provider's quota dropped, lower pacing.starts or headroom in config, or pause the job until it recovers. ${runbook}`,
         metric: jobMetric(jobName, MetricName.Throttled, { period: Duration.minutes(1) }),
         threshold: config.alarms.throttledPerMinute,
         evaluationPeriods: config.alarms.throttledMinutes,
@@ -726,7 +726,7 @@ export class Monitoring extends Construct {
     this.dashboard.addWidgets(new cloudwatch.TextWidget({
       markdown:
         `## ${jobName}\nSchedule \`cron(${config.schedule.cron})\` in ${config.schedule.timeZone}; age SLO ${config.oldestMessageAgeSloSeconds}s; ` +
-        `concurrency ${config.concurrency.max}. First step on any alarm: \`${this.ops} status --stack ${this.stackName} --job ${jobName}\`.`,
+        `concurrency ${config.pacing.concurrency}. First step on any alarm: \`${this.ops} status --stack ${this.stackName} --job ${jobName}\`.`,
       width: 24,
       height: 2,
     }));
@@ -777,7 +777,7 @@ export class Monitoring extends Construct {
           consumer.metricThrottles({ ...sum, label: 'Throttles' }),
         ],
         right: [consumer.metric('ConcurrentExecutions', { ...max, label: 'Concurrency max' })],
-        rightAnnotations: [{ value: config.concurrency.max, label: 'Reserved concurrency' }],
+        rightAnnotations: [{ value: config.pacing.concurrency, label: 'Reserved concurrency' }],
         width: 8,
       }),
       new cloudwatch.GraphWidget({

@@ -16,7 +16,7 @@ import { Construct, type IConstruct } from 'constructs';
 import { EnvVar, JobRuntimeSettings, METRICS_NAMESPACE } from '../lambda/core/constants';
 import { pacingSettings } from '../lambda/core/pacingSettings';
 import { bucketActions, BucketMode, READING_MODES, tableActions, TableMode } from './config/access';
-import { DLQ_RETENTION_DAYS, effectiveRateLimit, JobConfig, VISIBILITY_TIMEOUT_FACTOR } from './config/schema';
+import { DLQ_RETENTION_DAYS, effectiveRateLimit, JobConfig, jobBatching, VISIBILITY_TIMEOUT_FACTOR } from './config/schema';
 import { acknowledge, acknowledgeResourceWildcard } from './nag';
 import { MAX_FUNCTION_NAME_LENGTH, PacedFunction } from './paced-function';
 import { assertNoProblems } from './props-error';
@@ -129,7 +129,7 @@ export const formatJobProblem = (problem: JobProblem): string => (problem.path ?
  * One job's partitions of the shared state tables (`dynamodb:LeadingKeys` patterns), so its functions cannot read or
  * write another job's records. Hand-written here because lib may not import the Lambda side's key builders
  * (lambda/core/idempotencyKey.ts, ledgerContract.ts, keyLimits.ts and the limiter adapters); a test pins each pattern
- * against them. `limiterKey` is the job's downstream key (settings.downstreamKey, else the job name): jobs that name
+ * against them. `limiterKey` is the job's downstream key (pacing.downstreamKey, else the job name): jobs that name
  * one downstream share its allowance, so they share its limiter items, by design.
  */
 export function stateTablePartitions(jobName: string, limiterKey: string): Record<'idempotency' | 'ledger' | 'limiter', string[]> {
@@ -174,7 +174,9 @@ export function planPacedJob(
 ): { runtimeSettings: JobRuntimeSettings; problems: JobProblem[] } {
   const { job, jobName, uses } = props;
   const functionName = producerFunctionName(stackName, jobName);
-  const rateLimit = effectiveRateLimit(job.rateLimit);
+  const { pacing } = job;
+  const rateLimit = effectiveRateLimit(pacing);
+  const batching = jobBatching(job);
   const problems: JobProblem[] = [];
   const problem = (at: string, message: string) => problems.push({ path: at, message });
   if (Token.isUnresolved(stackName)) problem('', 'the stack name must be a literal: it is part of the producer function name');
@@ -182,7 +184,7 @@ export function planPacedJob(
     problem('', `producer function name "${functionName}" is ${functionName.length} characters; Lambda allows at most ${MAX_FUNCTION_NAME_LENGTH} (shorten the stack or job name)`);
   }
   if (rateLimit.startsPerInterval < 1) {
-    problem('rateLimit', `starts (${job.rateLimit.starts}) x headroom (${job.rateLimit.headroom}) rounds down to 0 starts per interval`);
+    problem('pacing', `starts (${pacing.starts}) x headroom (${pacing.headroom}) rounds down to 0 starts per interval`);
   }
   const visibilitySeconds = job.consumerTimeoutSeconds * VISIBILITY_TIMEOUT_FACTOR;
   if (visibilitySeconds > SQS_MAX_VISIBILITY_TIMEOUT_SECONDS) {
@@ -191,15 +193,6 @@ export function planPacedJob(
   // SQS keeps a message's original enqueue time when it moves to the DLQ, so the DLQ must retain it longer.
   if (job.queueRetentionDays >= DLQ_RETENTION_DAYS) {
     problem('queueRetentionDays', `must be less than the DLQ's ${DLQ_RETENTION_DAYS} days (got ${job.queueRetentionDays}), or a redriven message expires on arrival`);
-  }
-  // One key per record: the per-key limits, the fair-queue tenant and the per-key concurrency all read the same field.
-  if (job.concurrency.perKey && job.rateLimit.perKey && job.concurrency.perKey.key !== job.rateLimit.perKey.key) {
-    problem('concurrency.perKey.key', `"${job.concurrency.perKey.key}" must be rateLimit.perKey.key ("${job.rateLimit.perKey.key}"): a record has one key`);
-  }
-  const downstreamKey = job.settings.downstreamKey;
-  // The key becomes a dynamodb:LeadingKeys pattern, where these would be wildcards or a policy variable.
-  if (typeof downstreamKey === 'string' && /[*?$]/.test(downstreamKey)) {
-    problem('settings.downstreamKey', `"${downstreamKey}" may not hold "*", "?" or "$": it names the job's limiter items in its IAM policy`);
   }
   const runtimeSettings: JobRuntimeSettings = {
     jobName,
@@ -212,16 +205,24 @@ export function planPacedJob(
     // The consumer rejects a notBefore past it and bounds deferrals by it (JobRuntimeSettings.queueRetentionSeconds).
     queueRetentionSeconds: job.queueRetentionDays * 86_400,
     rateLimit,
-    quota: { starts: job.rateLimit.starts, headroom: job.rateLimit.headroom, ...(job.rateLimit.maxConcurrent ? { maxConcurrent: job.rateLimit.maxConcurrent } : {}) },
-    concurrency: job.concurrency.max,
-    ...(job.concurrency.perKey ? { concurrencyPerKey: { field: job.concurrency.perKey.key, maxConcurrent: job.concurrency.perKey.max } } : {}),
-    ...(job.admission.enabled
-      ? { admission: { horizonSeconds: job.admission.horizonSeconds, batchSize: job.batchSize, batchingWindowSeconds: job.batchingWindowSeconds } }
+    quota: { starts: pacing.starts, headroom: pacing.headroom, ...(pacing.maxConcurrent ? { maxConcurrent: pacing.maxConcurrent } : {}) },
+    concurrency: pacing.concurrency,
+    ...(pacing.perKey?.concurrency ? { concurrencyPerKey: { field: pacing.perKey.key, maxConcurrent: pacing.perKey.concurrency } } : {}),
+    ...(pacing.admission.enabled
+      ? { admission: { horizonSeconds: pacing.admission.horizonSeconds, batchSize: batching.batchSize, batchingWindowSeconds: batching.batchingWindowSeconds } }
       : {}),
     ...(job.slo ? { slo: job.slo } : {}),
     tables: Object.fromEntries(Object.entries(uses.tables).map(([alias, u]) => [alias, synthName(u.table.tableName, u.table)])),
     buckets: Object.fromEntries(Object.entries(uses.buckets).map(([alias, u]) => [alias, synthName(u.bucket.bucketName, u.bucket)])),
     secrets: Object.fromEntries(Object.entries(uses.secrets).map(([alias, u]) => [alias, synthName(u.secret.secretName, u.secret)])),
+    pacing: {
+      ...(pacing.downstreamKey !== undefined ? { downstreamKey: pacing.downstreamKey } : {}),
+      ...(pacing.maxDeferrals !== undefined ? { maxDeferrals: pacing.maxDeferrals } : {}),
+      ...(pacing.maxDeferralAgeSeconds !== undefined ? { maxDeferralAgeSeconds: pacing.maxDeferralAgeSeconds } : {}),
+      shortWaitMs: batching.shortWaitMs,
+      adaptiveRate: pacing.adaptiveRate,
+      enabled: pacing.enabled,
+    },
     settings: job.settings,
   };
   // Measured at the deployed size: a name CloudFormation gives (a token here) at the longest its service allows.
@@ -369,13 +370,13 @@ export class PacedJob extends Construct {
       entry: handlerEntry(handlersDir, 'consumer'),
       jobEntry: props.entry,
       // A job without per-key limits gets a bundle without their code (lambda/handlers/consumer.ts).
-      buildFlags: { PACED_PER_KEY_RATE: job.rateLimit.perKey !== undefined, PACED_PER_KEY_CONCURRENCY: job.concurrency.perKey !== undefined },
+      buildFlags: { PACED_PER_KEY_RATE: job.pacing.perKey?.starts !== undefined, PACED_PER_KEY_CONCURRENCY: job.pacing.perKey?.concurrency !== undefined },
       description: `${jobName}: applies each operation once, paced, from the job queue`,
       timeoutSeconds: job.consumerTimeoutSeconds,
       memoryMb: job.consumerMemoryMb,
       logRetentionDays: props.logRetentionDays,
       retainLogs: props.retainData,
-      reservedConcurrentExecutions: job.concurrency.max,
+      reservedConcurrentExecutions: job.pacing.concurrency,
       environment: {
         ...common,
         [EnvVar.IDEMPOTENCY_TABLE_NAME]: props.stateTables.idempotencyTable.tableName,
@@ -387,12 +388,14 @@ export class PacedJob extends Construct {
     acknowledge(this.consumer, 'Serverless-LambdaDLQ',
       "Invoked synchronously by its SQS event source mapping, and a function's dead-letter queue receives only asynchronous invocations; failed messages reach the job DLQ through the queue's redrive policy.");
 
+    // Set by the job or derived from its rate, as planPacedJob wrote them into the settings (jobBatching).
+    const batching = jobBatching(job);
     this.eventSource = new SqsEventSource(this.queue, {
-      batchSize: job.batchSize,
-      maxBatchingWindow: Duration.seconds(job.batchingWindowSeconds),
+      batchSize: batching.batchSize,
+      maxBatchingWindow: Duration.seconds(batching.batchingWindowSeconds),
       // Equal to the reserved concurrency: the poller never scales past what the function may run, so the
       // reservation never throttles it into spending healthy messages' receive counts.
-      maxConcurrency: job.concurrency.max,
+      maxConcurrency: job.pacing.concurrency,
       reportBatchItemFailures: true,
       metricsConfig: EVENT_SOURCE_METRICS,
     });

@@ -140,8 +140,7 @@ export function expectedConfig(names: JobNames): {
     },
     job: {
       schedule: { cron: '0 4 * * ? *', timeZone: 'UTC' },
-      rateLimit: { starts: 300, intervalSeconds: 60 },
-      batchSize: 20,
+      pacing: { starts: 300, intervalSeconds: 60 },
       uses: { tables: { [TABLE_ALIAS]: { ref: names.tableKey, discover: 'query', apply: ['get', 'update'] } } },
     },
   };
@@ -178,12 +177,11 @@ export function tableSnippet(names: JobNames, by: string): string {
 export function jobSnippet(names: JobNames, by: string): string {
   return indent(
     [
-      `// Written by npm run new-job. EDIT: the schedule, the downstream's documented quota and the batch size. 300 starts`,
-      `// a minute is 240 after the default 0.8 headroom, so a batch of 20 takes 5 s of slots, inside the 10 s short wait.`,
+      `// Written by npm run new-job. EDIT: the schedule and the downstream's documented quota (pacing.starts per interval;`,
+      `// the batch size, batching window and short wait are derived from it: \`npm run ops -- limits\` shows them).`,
       `'${names.name}': {`,
       `  schedule: { cron: '0 4 * * ? *', timeZone: 'UTC' },`,
-      `  rateLimit: { starts: 300, intervalSeconds: 60 },`,
-      `  batchSize: 20,`,
+      `  pacing: { starts: 300, intervalSeconds: 60 },`,
       `  // EDIT with the code: discovery queries the pending index; apply reads an item and updates it (nothing else).`,
       `  uses: {`,
       `    tables: { ${TABLE_ALIAS}: { ref: '${names.tableKey}', discover: 'query', apply: ['get', 'update'] } },`,
@@ -212,12 +210,11 @@ export function appSnippet(names: JobNames): string {
     `  }],`,
     `});`,
     ``,
-    `// In new PacedJobs(this, ..., { jobs: { ... } }). EDIT: the schedule, the downstream's documented quota, the batch size.`,
+    `// In new PacedJobs(this, ..., { jobs: { ... } }). EDIT: the schedule and the downstream's documented quota (pacing).`,
     `'${names.name}': {`,
     `  entry: path.join(__dirname, '..', 'jobs', '${names.name}', 'index.ts'),`,
     `  schedule: { cron: '0 4 * * ? *', timeZone: 'UTC' },`,
-    `  rateLimit: { starts: 300, intervalSeconds: 60 },`,
-    `  batchSize: 20,`,
+    `  pacing: { starts: 300, intervalSeconds: 60 },`,
     `  // Discovery queries the pending index; apply reads an item and updates it (nothing else).`,
     `  uses: { tables: { ${TABLE_ALIAS}: { table: ${table}, discover: 'query', apply: ['get', 'update'], indexes: ['${PENDING_INDEX}'] } } },`,
     `},`,

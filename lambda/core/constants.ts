@@ -92,6 +92,22 @@ export interface JobRuntimeSettings {
   buckets: Record<string, string>;
   /** Secret ARNs or names by alias; the value is fetched at run time. */
   secrets: Record<string, string>;
+  /**
+   * The consumer's pacing switches and waits (config's `pacing` block, resolved at synthesis: the short wait set or
+   * derived). Absent, or a key absent, in settings built without them: lambda/core/pacingSettings.ts's defaults.
+   */
+  pacing?: {
+    /** The limiter item: jobs naming one downstream share its allowance. @default the job name */
+    downstreamKey?: string;
+    /** Throttles before an operation is dead-lettered. @default the deferral policy's (lambda/core/deferral.ts) */
+    maxDeferrals?: number;
+    /** Age past which an operation is dead-lettered rather than deferred again. @default the queue's retention */
+    maxDeferralAgeSeconds?: number;
+    shortWaitMs?: number;
+    adaptiveRate?: boolean;
+    enabled?: boolean;
+  };
+  /** The job's own plain settings (config's `settings`), nothing pacing-related. */
   settings: Record<string, string | number | boolean>;
 }
 

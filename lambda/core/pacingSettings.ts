@@ -1,123 +1,98 @@
-// The pacing keys of a job's free-form `settings`, as one schema: config checks it at synth, the handlers at run time.
-import * as z from 'zod/mini';
-import { DEFAULT_QUEUE_RETENTION_DAYS, EnvVar, type JobRuntimeSettings } from './constants';
+// A job's pacing as its functions run it: the defaults of the pacing block's switches, the one derivation of batch
+// size, batching window and short wait from the rate, and the consumer's PacingSettings read from JOB_SETTINGS.
+import { DEFAULT_QUEUE_RETENTION_DAYS, type JobRuntimeSettings } from './constants';
 import { DEFAULT_BACKFILL_SHARE } from './backfill';
-import { MAX_DEFERRALS } from './deferral';
 import { laneCount } from './pacing/lanes';
-import { SettingsError } from './settings';
 
-/** The keys in a job's plain `settings` that the runtime reads for pacing; every other key is the job's own. */
-export const PacingSettingKey = {
-  downstreamKey: 'downstreamKey',
-  maxDeferrals: 'maxDeferrals',
-  maxDeferralAgeSeconds: 'maxDeferralAgeSeconds',
-  shortWaitMs: 'shortWaitMs',
-  adaptiveRate: 'adaptiveRate',
-  pacing: 'pacing',
+/**
+ * The defaults of the pacing block's switches, written once: config's schema (lib/config/schema.ts `pacingSchema`)
+ * applies them at synthesis, and pacingSettings below for settings built without them (tests, older deployments).
+ */
+export const PACING_DEFAULTS = {
+  /** Lower the shared rate on 429s and recover it up to the allowance. */
+  adaptiveRate: true,
+  /** Pace against the shared limiter (false: only the concurrency cap bounds the downstream). */
+  enabled: true,
+  /** The share of the allowance backfill may take while live work waits. */
+  backfillShare: DEFAULT_BACKFILL_SHARE,
 } as const;
 
-// Each message is a predicate of its key: config reports `<path>: <message>`, the runtime `settings.<key> <message>`.
-const got = (issue: { input?: unknown }): string => `got ${JSON.stringify(issue.input)}`;
-const positiveInt = () => {
-  const error = (issue: { input?: unknown }) => `must be a positive integer, ${got(issue)}`;
-  // abort: 2.5 and -1.5 are one problem each, not "not an integer" and "not positive".
-  return z.number({ error }).check(z.int({ error, abort: true }), z.positive({ error }));
-};
-const flag = () => z.boolean({ error: (issue) => `must be true or false, ${got(issue)}` });
-const nonEmptyString = () => {
-  const error = (issue: { input?: unknown }) => `must be a non-empty string, ${got(issue)}`;
-  return z.string({ error }).check(z.minLength(1, { error }));
-};
-
-/** Marks the issue of a key that looks like a misspelt pacing key, so the runtime words it as config does. */
-const MISSPELT = 'misspeltPacingSetting';
-
-/** The pacing keys, none required. */
-const shape = {
-  /** The limiter item; jobs calling one provider share it, and so share its allowance. @default the job name */
-  downstreamKey: z.optional(nonEmptyString()),
-  /**
-   * Throttles (429/503) before the operation is dead-lettered; paced deferrals never count.
-   * @default 100 (DEFAULT_MAX_DEFERRALS in ./deferral.ts, applied by the deferral policy)
-   */
-  maxDeferrals: z.optional(positiveInt().check(z.lte(MAX_DEFERRALS, { error: (issue) => `must be at most ${MAX_DEFERRALS}, ${got(issue)}` }))),
-  /**
-   * Age since first enqueue past which the operation is dead-lettered rather than deferred again, so nothing is
-   * re-published for ever. @default the queue's retention (pacingSettings applies it: only the runtime knows it)
-   */
-  maxDeferralAgeSeconds: z.optional(positiveInt()),
-  /** The longest wait for a rate-limit slot spent inside the function. @default 10000 */
-  shortWaitMs: z._default(positiveInt(), 10_000),
-  /** Lower the shared rate on 429s and recover it up to the allowance. @default true */
-  adaptiveRate: z._default(flag(), true),
-  /**
-   * False runs the consumer without the shared limiter (no limiter reads or writes): only the concurrency cap bounds
-   * the downstream. For downstreams with no start quota worth pacing (the job's own bucket or table), and for measuring
-   * the pipeline's own cost. @default true
-   */
-  pacing: z._default(flag(), true),
-} satisfies Record<keyof typeof PacingSettingKey, z.ZodMiniType>;
-
-const pacingKeys = Object.values(PacingSettingKey);
-
+/** The shortest wait for a slot a consumer spends inside the function, whatever the batch: 10 s. */
+export const MIN_SHORT_WAIT_MS = 10_000;
+/** A derived batch holds about this much of the job's rate: one limiter block, one ledger flush per 15 s of starts. */
+export const BATCH_SPAN_SECONDS = 15;
 /**
- * Edit distance between two strings (insert, delete, substitute, or swap two neighbours: one edit each), or
- * `limit + 1` as soon as it is known to exceed `limit`.
+ * The largest derived batch: its completed-operations lookup stays one BatchGetItem (100 keys) with room, and a
+ * failed invocation sends at most this many records back to the queue.
  */
-function editDistance(a: string, b: string, limit: number): number {
-  if (Math.abs(a.length - b.length) > limit) return limit + 1;
-  let before: number[] = [];
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) current[j] = Math.min(current[j], before[j - 2] + 1);
-    }
-    if (Math.min(...current) > limit) return limit + 1;
-    [before, previous] = [previous, current];
-  }
-  return previous[b.length];
+export const MAX_DERIVED_BATCH_SIZE = 50;
+/** The slack a derived short wait keeps beyond its batch's span of slots: the limiter's lead and the applies' jitter. */
+const SHORT_WAIT_SLACK_MS = 1_000;
+
+/** What the batching of a job's consumer is derived from: its paced rate, and whatever the job set itself. */
+export interface BatchingInput {
+  /** Starts per interval the limiter allows (after headroom). */
+  readonly startsPerInterval: number;
+  readonly intervalSeconds: number;
+  /** Set by the job: kept as set. @default derived */
+  readonly batchSize?: number;
+  /** Set by the job: kept as set. @default derived */
+  readonly batchingWindowSeconds?: number;
+  /** Set by the job: kept as set. @default derived */
+  readonly shortWaitMs?: number;
+  /** The consumer's timeout: a derived short wait stays within half of it. @default 60 */
+  readonly consumerTimeoutSeconds?: number;
+}
+
+/** A consumer's batching, each value the job's own or derived, and which. */
+export interface Batching {
+  /** Messages per consumer invocation (the event source's batch size). */
+  readonly batchSize: number;
+  /** The event source's batching window. */
+  readonly batchingWindowSeconds: number;
+  /** The longest wait for a slot the consumer spends inside the function; a later slot is deferred. */
+  readonly shortWaitMs: number;
+  /** The values the job did not set, derived here. */
+  readonly derived: readonly ('batchSize' | 'batchingWindowSeconds' | 'shortWaitMs')[];
 }
 
 /**
- * The pacing key `key` is most likely a misspelling of, if any: the same key but for case, or, for a pacing key of 8
- * characters or more, one edit away from it ignoring case. A short key is matched on case alone, since one edit of a
- * short word is often another word a job may mean (`paging`, `spacing`).
+ * The consumer's batch size, batching window and short wait, worked out together from the job's rate (the one place
+ * they are: `ops limits` shows the result). The rules:
+ * - **Batch size**: the starts of BATCH_SPAN_SECONDS at the rate, at most MAX_DERIVED_BATCH_SIZE, rounded down to a
+ *   multiple of 10 from 10 up (each SQS receive returns at most 10: a multiple fills every receive); at least 1.
+ *   Larger batches mean fewer invocations, receives and limiter and ledger writes per operation.
+ * - **Short wait**: long enough that one invocation waits for its whole batch's slots (the block it takes spans
+ *   batchSize - 1 emission intervals) rather than deferring its tail, plus SHORT_WAIT_SLACK_MS; at least
+ *   MIN_SHORT_WAIT_MS, and at most half the consumer's timeout, so waiting never crowds out the applies.
+ * - **Batching window**: 1 s for a batch over 10 (SQS requires a window then; admission publishes a batch's group at
+ *   once, so a second collects it), else 0 (the poller invokes with what one receive returns).
+ * A per-key limit changes none of them: a batch mixes keys, and a record whose key has no token is deferred by the key's
+ * wait without holding up the others.
  */
-function misspeltPacingKey(key: string): keyof typeof PacingSettingKey | undefined {
-  if ((pacingKeys as readonly string[]).includes(key)) return undefined;
-  const lower = key.toLowerCase();
-  let best: { key: keyof typeof PacingSettingKey; distance: number } | undefined;
-  for (const known of pacingKeys) {
-    const limit = known.length >= 8 ? 1 : 0;
-    const distance = editDistance(lower, known.toLowerCase(), limit);
-    if (distance <= limit && (best === undefined || distance < best.distance)) best = { key: known, distance };
+export function deriveBatching(input: BatchingInput): Batching {
+  const perSecond = input.startsPerInterval / input.intervalSeconds;
+  const derived: Batching['derived'][number][] = [];
+  let batchSize = input.batchSize;
+  if (batchSize === undefined) {
+    const span = Math.min(MAX_DERIVED_BATCH_SIZE, Math.floor(perSecond * BATCH_SPAN_SECONDS + 1e-9));
+    batchSize = span >= 10 ? span - (span % 10) : Math.max(1, span);
+    derived.push('batchSize');
   }
-  return best?.key;
+  let shortWaitMs = input.shortWaitMs;
+  if (shortWaitMs === undefined) {
+    const spanMs = perSecond > 0 ? ((batchSize - 1) / perSecond) * 1000 : 0;
+    const ceiling = Math.max(MIN_SHORT_WAIT_MS, ((input.consumerTimeoutSeconds ?? 60) * 1000) / 2);
+    shortWaitMs = Math.min(ceiling, Math.max(MIN_SHORT_WAIT_MS, Math.ceil((spanMs + SHORT_WAIT_SLACK_MS) / 1000) * 1000));
+    derived.push('shortWaitMs');
+  }
+  let batchingWindowSeconds = input.batchingWindowSeconds;
+  if (batchingWindowSeconds === undefined) {
+    batchingWindowSeconds = batchSize > 10 ? 1 : 0;
+    derived.push('batchingWindowSeconds');
+  }
+  return { batchSize, batchingWindowSeconds, shortWaitMs, derived };
 }
-
-/**
- * The pacing keys of a job's `settings`, with their defaults. A key that differs from a pacing key only in case or by a
- * small typo (`shortWaitMS`) is refused rather than left as the job's own: it would be silently ignored. Every other
- * key passes through.
- */
-export const pacingSettingsSchema = z.looseObject(shape).check(
-  z.superRefine(
-    (settings, ctx) => {
-      if (typeof settings !== 'object' || settings === null) return;
-      for (const key of Object.keys(settings)) {
-        const meant = misspeltPacingKey(key);
-        if (meant !== undefined) {
-          ctx.addIssue({ code: 'custom', path: [key], message: `unknown pacing setting; did you mean ${meant}?`, params: { [MISSPELT]: meant } });
-        }
-      }
-    },
-    // Also when a pacing value is bad, so one round names every problem.
-    { when: () => true },
-  ),
-);
 
 export interface PacingSettings {
   /** The limiter item this job's starts count against. */
@@ -137,7 +112,7 @@ export interface PacingSettings {
   /** The work queue's retention (JobRuntimeSettings.queueRetentionSeconds). @default DEFAULT_QUEUE_RETENTION_DAYS */
   queueRetentionSeconds: number;
   adaptiveRate: boolean;
-  /** False: no shared limiter, only the concurrency cap (the `pacing` setting). */
+  /** False: no shared limiter, only the concurrency cap (the pacing block's `enabled`). */
   enabled: boolean;
   /** The share of the allowance backfill may take while live work waits (1: no cap). @default DEFAULT_BACKFILL_SHARE */
   backfillShare: number;
@@ -166,19 +141,15 @@ export function safetyMarginMs(intervalMs: number): number {
   return Math.min(250, Math.max(20, Math.round(intervalMs * 0.005)));
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
-  const key = `settings.${issue.path.map(String).join('.')}`;
-  const misspelt = issue.code === 'custom' && issue.params?.[MISSPELT] !== undefined;
-  return misspelt ? `${key}: ${issue.message}` : `${key} ${issue.message}`;
-}
-
-/** @throws SettingsError naming every pacing setting with a bad value, and every key that misspells one */
+/**
+ * The consumer's pacing from its job's settings: the limiter's limits and lanes, the waits, the deferral budget and the
+ * switches, each default applied here once (PACING_DEFAULTS).
+ */
 export function pacingSettings(settings: JobRuntimeSettings): PacingSettings {
-  const result = pacingSettingsSchema.safeParse(settings.settings);
-  if (!result.success) {
-    throw new SettingsError(`${EnvVar.JOB_SETTINGS} is invalid for pacing: ${result.error.issues.map(describeIssue).join('; ')}`);
-  }
-  const { downstreamKey, maxDeferrals, maxDeferralAgeSeconds, shortWaitMs, adaptiveRate, pacing } = result.data;
+  const { downstreamKey, maxDeferrals, maxDeferralAgeSeconds, adaptiveRate, enabled } = settings.pacing ?? {};
+  // Synthesis always writes the short wait (set, or derived with the batch it serves); settings without it (a test's, an
+  // older deployment's) wait the floor every derivation keeps.
+  const shortWaitMs = settings.pacing?.shortWaitMs ?? MIN_SHORT_WAIT_MS;
   const intervalMs = settings.rateLimit.intervalSeconds * 1000;
   const margin = safetyMarginMs(intervalMs);
   const limits = { startsPerInterval: settings.rateLimit.startsPerInterval, intervalMs, burst: settings.rateLimit.burst, safetyMarginMs: margin };
@@ -194,9 +165,9 @@ export function pacingSettings(settings: JobRuntimeSettings): PacingSettings {
     // An operation that has waited longer than its queue would have kept it is not waited for any longer.
     maxDeferralAgeSeconds: maxDeferralAgeSeconds ?? queueRetentionSeconds,
     queueRetentionSeconds,
-    adaptiveRate,
-    enabled: pacing,
-    backfillShare: settings.rateLimit.backfillShare ?? DEFAULT_BACKFILL_SHARE,
+    adaptiveRate: adaptiveRate ?? PACING_DEFAULTS.adaptiveRate,
+    enabled: enabled ?? PACING_DEFAULTS.enabled,
+    backfillShare: settings.rateLimit.backfillShare ?? PACING_DEFAULTS.backfillShare,
     ...(settings.rateLimit.perKey ? { perKey: settings.rateLimit.perKey } : {}),
     ...(settings.concurrencyPerKey ? { concurrencyPerKey: settings.concurrencyPerKey } : {}),
   };

@@ -35,9 +35,12 @@ export const jobRuntimeSettingsSchema = z.object({
         headroom: share(),
       }),
     ),
+    // Read since backfill had a share; without it here zod dropped the deployed share and the default always applied.
+    backfillShare: z.optional(share()),
   }),
   quota: z.optional(z.object({ starts: positiveInt(), headroom: share(), maxConcurrent: z.optional(positiveInt()) })),
   concurrency: positiveInt(),
+  concurrencyPerKey: z.optional(z.object({ field: z.string().check(z.minLength(1)), maxConcurrent: positiveInt() })),
   admission: z.optional(
     z.object({ horizonSeconds: positiveInt(), batchSize: positiveInt(), batchingWindowSeconds: z.optional(z.number().check(z.int(), z.gte(0))) }),
   ),
@@ -45,8 +48,24 @@ export const jobRuntimeSettingsSchema = z.object({
   tables: names,
   buckets: names,
   secrets: names,
+  pacing: z.optional(
+    z.object({
+      downstreamKey: z.optional(z.string().check(z.minLength(1))),
+      maxDeferrals: z.optional(positiveInt()),
+      maxDeferralAgeSeconds: z.optional(positiveInt()),
+      shortWaitMs: z.optional(positiveInt()),
+      adaptiveRate: z.optional(z.boolean()),
+      enabled: z.optional(z.boolean()),
+    }),
+  ),
   settings: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
 }) satisfies z.ZodMiniType<JobRuntimeSettings>;
+
+// zod drops a key its schema lacks, so an optional field of JobRuntimeSettings missing above would reach no function
+// (backfillShare and concurrencyPerKey once did): every field must be named, at the top level and in rateLimit.
+type Unread<T, S> = Exclude<keyof T, keyof S>;
+const everyFieldRead: [Unread<JobRuntimeSettings, z.output<typeof jobRuntimeSettingsSchema>>, Unread<JobRuntimeSettings['rateLimit'], z.output<typeof jobRuntimeSettingsSchema>['rateLimit']>] extends [never, never] ? true : false = true;
+void everyFieldRead;
 
 /** A setting the job needs is missing or malformed (JobSettingsReader, JOB_SETTINGS): a deployment fault, not a record's. */
 export class SettingsError extends Error {

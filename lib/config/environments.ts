@@ -69,19 +69,14 @@ function resolveIn(env: EnvironmentName, value: unknown): unknown {
 const inEnvironment = (env: EnvironmentName, jobs: Varying<EnvironmentInput['jobs']>): EnvironmentInput['jobs'] =>
   resolveIn(env, jobs) as EnvironmentInput['jobs'];
 
-// Batch sizes: a batch should start within the consumer's short wait for slots (10 s by default) at the job's rate, so
-// one invocation takes one block and defers nothing: 20 at 80 starts/min (with a 16 s short wait), 50 at 2400/min, 25
-// at 480/min. Larger batches mean fewer invocations and SQS receives per job; a multiple of 10 fills every receive.
+// Each job states its downstream's documented limits in `pacing`; batch size, batching window and the consumer's short
+// wait are derived from the rate (lambda/core/pacingSettings.ts deriveBatching; `ops limits` shows them): 20 payments
+// a batch at 80 starts a minute, waiting up to 16 s in the function for their slots; 50 at 480 and 2,400 a minute.
 const jobs = (env: EnvironmentName): EnvironmentInput['jobs'] => inEnvironment(env, {
   'payment-reconciliation': {
     schedule: { cron: '0 2 * * ? *', timeZone: 'Europe/London' },
-    rateLimit: { starts: 100, intervalSeconds: 60 },
-    concurrency: 10,
-    // 20 payments are 15 s of slots at 80/min: admission makes each batch visible whole at its first slot, the consumer
-    // waits for its slots in the function (shortWaitMs), and receives, deletes, invocations and the ledger and limiter
-    // writes per payment halve against batches of 10. A batch over 10 needs a batching window of at least 1 s.
-    batchSize: 20,
-    batchingWindowSeconds: 1,
+    // The provider documents 100 requests a minute; we take 80 of them, ten payments in flight at most.
+    pacing: { starts: 100, intervalSeconds: 60, concurrency: 10 },
     // 99% of a night's payments settled within 6 hours of 02:00. At 80 starts a minute a night holds 28,800: 58 pages
     // of 500 (29,000, 99% of them in 359 minutes). A bigger night stops at the page limit, and `ops status` says so.
     maxPagesPerRun: 58,
@@ -94,13 +89,11 @@ const jobs = (env: EnvironmentName): EnvironmentInput['jobs'] => inEnvironment(e
     settings: {
       provider: 'acme',
       providerBaseUrl: perEnvironment({ dev: 'https://sandbox.payments.example.com', staging: 'https://sandbox.payments.example.com', prod: 'https://api.payments.example.com' }),
-      shortWaitMs: 16_000,
     },
   },
   'stale-upload-cleanup': {
     schedule: { cron: '30 3 * * ? *', timeZone: 'UTC' },
-    rateLimit: { starts: 3000, intervalSeconds: 60 },
-    batchSize: 50,
+    pacing: { starts: 3000, intervalSeconds: 60 },
     // 2,400 a minute settle a full run (100,000 uploads) in 42 minutes.
     slo: { objective: 0.99, completeWithinMinutes: 120 },
     // Discovery queries the deadline index; apply re-reads the record, deletes the object, then the record.
@@ -111,8 +104,7 @@ const jobs = (env: EnvironmentName): EnvironmentInput['jobs'] => inEnvironment(e
   },
   'expired-session-cleanup': {
     schedule: { cron: '15 1 * * ? *', timeZone: 'UTC' },
-    rateLimit: { starts: 600, intervalSeconds: 60 },
-    batchSize: 25,
+    pacing: { starts: 600, intervalSeconds: 60 },
     // 480 a minute settle 99% of a full run (100,000 tenants' sessions) in 207 minutes.
     slo: { objective: 0.99, completeWithinMinutes: 240 },
     // Discovery scans the tenants; apply queries a tenant's sessions by last seen and deletes the expired ones.

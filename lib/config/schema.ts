@@ -1,7 +1,9 @@
 // Configuration contract for one environment: every default is written once here (and pinned by test/lib/config).
 import { z } from 'zod';
 import { DEFAULT_QUEUE_RETENTION_DAYS, LAMBDA_MAX_TIMEOUT_SECONDS, SQS_MAX_MESSAGE_BYTES, type JobRuntimeSettings } from '../../lambda/core/constants';
-import { allowanceAfterHeadroom, pacingSettingsSchema } from '../../lambda/core/pacingSettings';
+import { MAX_DEFERRALS } from '../../lambda/core/deferral';
+import { misspeltKey, unknownKeysMessage } from '../../lambda/core/issues';
+import { allowanceAfterHeadroom, type Batching, deriveBatching, PACING_DEFAULTS } from '../../lambda/core/pacingSettings';
 import { BUCKET_MODES, BucketMode, modesByFunction, TABLE_MODES, TableMode } from './access';
 
 /** DLQ retention is fixed at the SQS maximum so a failed message outlives its source queue's retention. */
@@ -138,12 +140,89 @@ export const jobUsesSchema = z.object({
   secrets: z.record(z.string(), z.object({ ref: z.string() })).default({}),
 });
 
-export const rateLimitSchema = z.object({
-  /** The downstream's documented quota: starts allowed per interval. */
-  starts: z.number().int().positive(),
+/** What a strict block says of a key it does not know (lambda/core/issues.ts): named, with the key it misspells. */
+const strictBlock = <T extends z.ZodRawShape>(shape: T, moved: Record<string, string> = {}) =>
+  z.strictObject(shape, {
+    error: (issue) => (issue.code === 'unrecognized_keys' ? unknownKeysMessage(issue.keys, Object.keys(shape), moved) : undefined),
+  });
+
+const downstreamKeySchema = z
+  .string()
+  .min(1, 'must be a non-empty string')
+  // The key becomes a dynamodb:LeadingKeys pattern, where these would be wildcards or a policy variable.
+  .refine((key) => !/[*?$]/.test(key), { message: 'may not hold "*", "?" or "$": it names the job\'s limiter items in its IAM policy' });
+
+/** A limit per key (pacing.perKey): a rate per key, a cap on operations in progress per key, or both. */
+export const perKeySchema = strictBlock({
+  /** The resource field whose value is the key (a tenant, a merchant account, a customer token). */
+  key: z.string().min(1, 'must name the resource field whose value is the key'),
+  /**
+   * The downstream's documented quota per key: starts allowed per interval. Each key gets its own fleet-wide allowance
+   * (after headroom) with the job-wide one's sliding-window guarantee; a record whose key has no slot is deferred by its
+   * key's wait and never holds up the other keys; an idle key costs nothing. `ops limits set` overrides one key's
+   * limit without a deploy. @default none (no rate per key)
+   */
+  starts: z.number().int().positive().optional(),
   /** @default 60 */
   intervalSeconds: z.number().int().min(1).max(3600).default(60),
-  /** Fraction of the documented quota we allow ourselves. @default 0.8 */
+  /** Fraction of the per-key quota we allow ourselves. @default 0.8 */
+  headroom: z.number().gt(0).max(1).default(0.8),
+  /** @default 1 */
+  burst: z.number().int().positive().default(1),
+  /**
+   * At most this many operations in progress at once per key, fleet-wide, for a downstream that limits concurrent
+   * requests per key. Each start holds a lease that expires with its invocation, so a worker that dies frees its key.
+   * @default none (no cap per key)
+   */
+  concurrency: z.number().int().positive().max(1000).optional(),
+}).superRefine((perKey, ctx) => {
+  if (perKey.starts === undefined) {
+    if (perKey.concurrency === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['starts'], message: 'is required unless concurrency is given: a per-key limit is a rate (starts), a cap on operations in progress (concurrency), or both' });
+    }
+    return;
+  }
+  const allowed = allowanceAfterHeadroom(perKey.starts, perKey.headroom);
+  if (allowed < 1) ctx.addIssue({ code: 'custom', path: ['starts'], message: `${perKey.starts} x headroom ${perKey.headroom} leaves no start per interval; raise starts or headroom` });
+  else if (perKey.burst > allowed) ctx.addIssue({ code: 'custom', path: ['burst'], message: `must be at most the ${allowed} starts per interval the key is allowed after headroom` });
+});
+
+/**
+ * Admission: how much work the producer lets into the queue at once. The rest of a night's backlog waits in the
+ * application's tables and is admitted step by step as the queue drains, so a backlog of hours is received about once
+ * per operation instead of being deferred all night.
+ */
+export const admissionSchema = strictBlock({
+  /** Admit at the job's rate (false: publish every page at once, as a job without pacing does). @default true */
+  enabled: z.boolean().default(true),
+  /**
+   * Work the queue may hold, in seconds at the job's rate; also the longest any admitted message is delayed, so at most
+   * 840 (SQS delays a message by at most 900 s). @default 300
+   */
+  horizonSeconds: z.number().int().min(30).max(840).default(300),
+});
+
+/** The old homes of the pacing block's keys, for a config written before it: each names where its key went. */
+const MOVED_TO_PACING: Record<string, string> = {
+  rateLimit: 'its keys are in pacing (pacing.starts, pacing.intervalSeconds, pacing.headroom, pacing.burst, pacing.maxConcurrent, pacing.perKey, pacing.backfillShare)',
+  concurrency: 'use pacing.concurrency (the cap) and pacing.perKey.concurrency (per key)',
+  batchSize: 'use pacing.batchSize (derived from the rate unless set)',
+  batchingWindowSeconds: 'use pacing.batchingWindowSeconds (derived from the rate unless set)',
+  admission: 'use pacing.admission',
+};
+
+/**
+ * A job's pacing, in one block: the downstream's documented limits (a quota of starts per interval, and a limit on
+ * requests in flight where it has one), the share of them we take, per-key limits, the deferral budget, admission, and
+ * the consumer's batching. Batch size, batching window and short wait are derived from the rate unless set
+ * (lambda/core/pacingSettings.ts deriveBatching: `ops limits` shows the result).
+ */
+export const pacingSchema = strictBlock({
+  /** The downstream's documented quota: starts allowed per interval. */
+  starts: z.number().int().positive(),
+  /** The quota's window. @default 60 */
+  intervalSeconds: z.number().int().min(1).max(3600).default(60),
+  /** Fraction of the documented quota we allow ourselves: the fleet-wide limiter enforces floor(starts x headroom). @default 0.8 */
   headroom: z.number().gt(0).max(1).default(0.8),
   /**
    * Starts allowed back to back after an idle period. The limiter guarantees at most the allowance in ANY sliding
@@ -155,72 +234,43 @@ export const rateLimitSchema = z.object({
    * concurrency cap stays within it. @default none
    */
   maxConcurrent: z.number().int().positive().optional(),
-  /**
-   * A limit per key, alongside the job-wide one (both hold): each value of the resource's field `key` (a tenant, a
-   * merchant account, a customer token) gets its own fleet-wide allowance, with the same sliding-window guarantee. A
-   * record whose key has no slot is deferred by its key's wait and never holds up the other keys; an idle key costs
-   * nothing. `ops limits set` overrides one key's limit without a deploy. @default none
-   */
-  perKey: z
-    .strictObject({
-      /** The resource field whose value is the key. */
-      key: z.string().min(1, 'must name the resource field whose value is the key'),
-      /** The downstream's documented quota per key: starts allowed per interval. */
-      starts: z.number().int().positive(),
-      /** @default 60 */
-      intervalSeconds: z.number().int().min(1).max(3600).default(60),
-      /** Fraction of the per-key quota we allow ourselves. @default 0.8 */
-      headroom: z.number().gt(0).max(1).default(0.8),
-      /** @default 1 */
-      burst: z.number().int().positive().default(1),
-    })
-    .superRefine((perKey, ctx) => {
-      const allowed = allowanceAfterHeadroom(perKey.starts, perKey.headroom);
-      if (allowed < 1) ctx.addIssue({ code: 'custom', path: ['starts'], message: `${perKey.starts} x headroom ${perKey.headroom} leaves no start per interval; raise starts or headroom` });
-      else if (perKey.burst > allowed) ctx.addIssue({ code: 'custom', path: ['burst'], message: `must be at most the ${allowed} starts per interval the key is allowed after headroom` });
-    })
-    .optional(),
+  /** The consumer's reserved concurrency and its event source's maximum concurrency. @default 5 */
+  concurrency: z.number().int().min(2).max(1000).default(5),
+  /** A limit per key alongside the job-wide one (both hold): a rate, a cap on operations in progress, or both. @default none */
+  perKey: perKeySchema.optional(),
   /**
    * The share of the allowance catch-up and redrive traffic (marked backfill by the ops commands) may take while live
    * scheduled work is waiting; all of it otherwise. Live work also goes first: backfill takes only slots live work has
    * not booked. @default 0.5
    */
-  backfillShare: z.number().gt(0, 'must be above 0 (a share of the allowance, e.g. 0.5)').max(1).default(0.5),
-});
-
-const concurrencyCapSchema = z.number().int().min(2).max(1000);
-
-/** The object form of `concurrency`: the cap, and a per-key limit on operations in progress at once. */
-export const concurrencyObjectSchema = z.strictObject({
-  /** The consumer's reserved concurrency and its event source's maximum concurrency. @default 5 */
-  max: concurrencyCapSchema.default(5),
+  backfillShare: z.number().gt(0, 'must be above 0 (a share of the allowance, e.g. 0.5)').max(1).default(PACING_DEFAULTS.backfillShare),
+  /** The limiter item; jobs calling one provider name the same key and so share its allowance. @default the job name */
+  downstreamKey: downstreamKeySchema.optional(),
+  /** Lower the shared rate on 429s and recover it up to the allowance. @default true */
+  adaptiveRate: z.boolean().default(PACING_DEFAULTS.adaptiveRate),
   /**
-   * At most `max` operations in progress at once per value of the resource's field `key`, fleet-wide, for a downstream
-   * that limits concurrent requests per key. Each start holds a lease that expires with its invocation, so a worker that
-   * dies frees its key. @default none
+   * False runs the consumer without the shared limiter (no limiter reads or writes): only the concurrency cap bounds
+   * the downstream. For downstreams with no start quota worth pacing (the job's own bucket or table). @default true
    */
-  perKey: z
-    .strictObject({
-      key: z.string().min(1, 'must name the resource field whose value is the key'),
-      max: z.number().int().positive().max(1000),
-    })
-    .optional(),
+  enabled: z.boolean().default(PACING_DEFAULTS.enabled),
+  /** Throttles (429/503) before the operation is dead-lettered; paced deferrals never count. @default 100 */
+  maxDeferrals: z.number().int().positive().max(MAX_DEFERRALS).optional(),
+  /**
+   * Age since first enqueue past which the operation is dead-lettered rather than deferred again, so nothing is
+   * re-published for ever. @default the queue's retention (queueRetentionDays)
+   */
+  maxDeferralAgeSeconds: z.number().int().positive().optional(),
+  /** How much work the producer lets into the queue at once; prefault parses `{}`, so each default stays written once. */
+  admission: admissionSchema.prefault({}),
+  /** Messages per consumer invocation. @default derived from the rate (deriveBatching) */
+  batchSize: z.number().int().min(1).max(10000).optional(),
+  /** The event source's batching window. @default derived: 1 for a batch over 10, else 0 */
+  batchingWindowSeconds: z.number().int().min(0).max(300).optional(),
+  /** The longest wait for a rate-limit slot spent inside the function. @default derived: a batch's slots, at least 10000 */
+  shortWaitMs: z.number().int().positive().optional(),
 });
 
-export type ConcurrencyConfig = z.output<typeof concurrencyObjectSchema>;
-
-/**
- * `concurrency`: a number (the cap) or `{ max, perKey }`; always read as the object. Hand-picked branch rather than a
- * z.union: a union cannot tell which form a bad value meant, and would answer "Invalid input" for both.
- */
-export const concurrencySchema = z.custom<number | z.input<typeof concurrencyObjectSchema>>().optional().transform((value, ctx): ConcurrencyConfig => {
-  const parsed = (typeof value === 'object' && value !== null ? concurrencyObjectSchema : concurrencyCapSchema).safeParse(value === undefined ? 5 : value);
-  if (!parsed.success) {
-    for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
-    return z.NEVER;
-  }
-  return typeof parsed.data === 'number' ? { max: parsed.data } : parsed.data;
-});
+export type PacingConfig = z.output<typeof pacingSchema>;
 
 export const scheduleSchema = z.object({
   /** EventBridge Scheduler cron body (6 fields). */
@@ -265,37 +315,17 @@ export const jobAlarmsSchema = z.object({
   stalledMinutes: z.number().int().min(2).max(1440).default(15),
 });
 
-/**
- * Admission: how much work the producer lets into the queue at once. The rest of a night's backlog waits in the
- * application's tables and is admitted step by step as the queue drains, so a backlog of hours is received about once
- * per operation instead of being deferred all night.
- */
-export const admissionSchema = z.object({
-  /** Admit at the job's rate (false: publish every page at once, as a job without pacing does). @default true */
-  enabled: z.boolean().default(true),
-  /**
-   * Work the queue may hold, in seconds at the job's rate; also the longest any admitted message is delayed, so at most
-   * 840 (SQS delays a message by at most 900 s). @default 300
-   */
-  horizonSeconds: z.number().int().min(30).max(840).default(300),
-});
+/** The names pacing settings had in a job's free-form `settings` before the pacing block: refused there now. */
+const PACING_SETTING_NAMES = ['downstreamKey', 'maxDeferrals', 'maxDeferralAgeSeconds', 'shortWaitMs', 'adaptiveRate', 'pacing'] as const;
 
-export const jobSchema = z.object({
+export const jobSchema = strictBlock({
   schedule: scheduleSchema,
   /** Records discovered per producer page. @default 500 */
   pageSize: z.number().int().min(1).max(10000).default(500),
   /** Pages one scheduled run may chain through continuations before it stops and reports. @default 200 */
   maxPagesPerRun: z.number().int().min(1).max(10000).default(200),
-  rateLimit: rateLimitSchema,
-  /**
-   * Concurrency cap: the consumer's reserved concurrency and its event source's maximum concurrency; or
-   * `{ max, perKey: { key, max } }` to also cap operations in progress per key. @default 5
-   */
-  concurrency: concurrencySchema,
-  /** @default 10 */
-  batchSize: z.number().int().min(1).max(10000).default(10),
-  /** @default 5 */
-  batchingWindowSeconds: z.number().int().min(0).max(300).default(5),
+  /** The job's pacing, in one block: the downstream's limits, the share we take, per-key limits, batching. */
+  pacing: pacingSchema,
   /** @default 60 */
   consumerTimeoutSeconds: z.number().int().min(1).max(LAMBDA_MAX_TIMEOUT_SECONDS).default(60),
   /** @default 512 */
@@ -317,13 +347,11 @@ export const jobSchema = z.object({
   /** Cap on one message body. @default 262144 (256 KiB, the SQS maximum) */
   maxMessageBytes: z.number().int().min(1024).max(SQS_MAX_MESSAGE_BYTES).default(SQS_MAX_MESSAGE_BYTES),
   uses: jobUsesSchema.default({ tables: {}, buckets: {}, secrets: {} }),
-  /** Admission at the producer; prefault parses `{}` through admissionSchema, so each default stays written once. */
-  admission: admissionSchema.prefault({}),
   /** Alarm thresholds; prefault parses `{}` through jobAlarmsSchema, so each default stays written once, there. */
   alarms: jobAlarmsSchema.prefault({}),
   /**
-   * Plain settings handed to the job's code (e.g. the provider's base URL), free-form but for the pacing keys
-   * (lambda/core/pacingSettings.ts): their values, and keys that misspell them, are checked here as the runtime would.
+   * Plain settings handed to the job's code (e.g. the provider's base URL), free-form; nothing pacing-related (the
+   * pacing block's keys are refused here, naming where they belong).
    */
   settings: z
     .record(z.string(), z.union([z.string(), z.number(), z.boolean()], { message: 'must be a string, a number or a boolean' }))
@@ -331,27 +359,28 @@ export const jobSchema = z.object({
     .superRefine(
       (settings, ctx) => {
         if (typeof settings !== 'object' || settings === null) return;
-        // A value of the wrong kind is the record's own issue above; the pacing schema judges the rest, once each.
-        const plain = Object.fromEntries(Object.entries(settings).filter(([, value]) => ['string', 'number', 'boolean'].includes(typeof value)));
-        for (const issue of pacingSettingsSchema.safeParse(plain).error?.issues ?? []) {
-          ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+        for (const key of Object.keys(settings)) {
+          const meant = misspeltKey(key, PACING_SETTING_NAMES) ?? (PACING_SETTING_NAMES.includes(key as never) ? key : undefined);
+          if (meant !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: `is a pacing setting: set pacing.${meant === 'pacing' ? 'enabled' : meant} instead` });
         }
       },
       // Also when another setting is bad, so one round names every problem.
       { when: () => true },
     ),
-});
+}, MOVED_TO_PACING);
+/** The rate part of the pacing block: what effectiveRateLimit reads (bench and tests build it without the rest). */
+export type RateInput = Pick<PacingConfig, 'starts' | 'intervalSeconds' | 'headroom' | 'burst'> & Partial<Pick<PacingConfig, 'perKey' | 'backfillShare'>>;
 
 /** The pacing the consumer enforces: the documented quota less headroom, and the configured burst (and per key). */
-export function effectiveRateLimit(rateLimit: Omit<z.output<typeof rateLimitSchema>, 'backfillShare'> & { backfillShare?: number }): JobRuntimeSettings['rateLimit'] {
-  const startsPerInterval = allowanceAfterHeadroom(rateLimit.starts, rateLimit.headroom);
-  const { perKey } = rateLimit;
+export function effectiveRateLimit(pacing: RateInput): JobRuntimeSettings['rateLimit'] {
+  const startsPerInterval = allowanceAfterHeadroom(pacing.starts, pacing.headroom);
+  const { perKey } = pacing;
   return {
     startsPerInterval,
-    intervalSeconds: rateLimit.intervalSeconds,
-    burst: rateLimit.burst,
-    ...(rateLimit.backfillShare !== undefined ? { backfillShare: rateLimit.backfillShare } : {}),
-    ...(perKey
+    intervalSeconds: pacing.intervalSeconds,
+    burst: pacing.burst,
+    ...(pacing.backfillShare !== undefined ? { backfillShare: pacing.backfillShare } : {}),
+    ...(perKey?.starts !== undefined
       ? {
           perKey: {
             field: perKey.key,
@@ -365,29 +394,41 @@ export function effectiveRateLimit(rateLimit: Omit<z.output<typeof rateLimitSche
   };
 }
 
+/** A job's batching as its consumer runs it: each of batch size, batching window and short wait set, or derived. */
+export function jobBatching(job: Pick<JobConfig, 'pacing' | 'consumerTimeoutSeconds'>): Batching {
+  const { pacing } = job;
+  return deriveBatching({
+    ...effectiveRateLimit(pacing),
+    batchSize: pacing.batchSize,
+    batchingWindowSeconds: pacing.batchingWindowSeconds,
+    shortWaitMs: pacing.shortWaitMs,
+    consumerTimeoutSeconds: job.consumerTimeoutSeconds,
+  });
+}
+
 /**
  * Why a job's SLO cannot be met by a full run (pageSize x maxPagesPerRun operations) at its paced rate (the quota less
  * headroom), or undefined when it can: the objective's share of that run must fit the window at that rate.
  */
-export function sloUnreachable(job: Pick<z.output<typeof jobSchema>, 'pageSize' | 'maxPagesPerRun' | 'rateLimit'> & { slo?: z.output<typeof sloSchema> }): string | undefined {
+export function sloUnreachable(job: Pick<JobConfig, 'pageSize' | 'maxPagesPerRun'> & { pacing: RateInput; slo?: z.output<typeof sloSchema> }): string | undefined {
   // Only an SLO that is itself valid (its own keys report what is not).
   const { objective, completeWithinMinutes } = job.slo ?? {};
   if (!(job.slo && objective! > 0 && objective! < 1 && Number.isInteger(completeWithinMinutes) && completeWithinMinutes! > 0)) return undefined;
   const operations = job.pageSize * job.maxPagesPerRun;
-  const starts = effectiveRateLimit(job.rateLimit).startsPerInterval;
-  const perMinute = (starts * 60) / job.rateLimit.intervalSeconds;
-  if (perMinute <= 0) return undefined; // rateLimit reports its own problem
+  const starts = effectiveRateLimit(job.pacing).startsPerInterval;
+  const perMinute = (starts * 60) / job.pacing.intervalSeconds;
+  if (perMinute <= 0) return undefined; // pacing reports its own problem
   const needed = Math.ceil(job.slo.objective * operations);
   const minutes = needed / perMinute;
   if (minutes <= job.slo.completeWithinMinutes) return undefined;
   // The starts per interval the window needs, and the documented quota that leaves them after headroom.
-  const startsNeeded = Math.ceil((needed * job.rateLimit.intervalSeconds) / (job.slo.completeWithinMinutes * 60));
-  const quota = Math.ceil(startsNeeded / job.rateLimit.headroom - 1e-9);
+  const startsNeeded = Math.ceil((needed * job.pacing.intervalSeconds) / (job.slo.completeWithinMinutes * 60));
+  const quota = Math.ceil(startsNeeded / job.pacing.headroom - 1e-9);
   const fmt = (n: number) => n.toLocaleString('en-US');
   return (
     `is not reachable: a full run (pageSize ${fmt(job.pageSize)} x maxPagesPerRun ${fmt(job.maxPagesPerRun)} = ${fmt(operations)} operations) at ` +
-    `${fmt(starts)} starts per ${job.rateLimit.intervalSeconds} s completes ${Math.round(job.slo.objective * 1000) / 10}% of them in ` +
-    `${fmt(Math.ceil(minutes))} minutes; allow at least ${fmt(Math.ceil(minutes))} minutes, raise rateLimit.starts to at least ${fmt(quota)}, ` +
+    `${fmt(starts)} starts per ${job.pacing.intervalSeconds} s completes ${Math.round(job.slo.objective * 1000) / 10}% of them in ` +
+    `${fmt(Math.ceil(minutes))} minutes; allow at least ${fmt(Math.ceil(minutes))} minutes, raise pacing.starts to at least ${fmt(quota)}, ` +
     `or lower pageSize x maxPagesPerRun to what one night holds`
   );
 }
@@ -408,21 +449,26 @@ export function addJobRuleIssues(job: Omit<JobConfig, 'uses'>, ctx: z.Refinement
   }
   // An admitted message may be planned up to a horizon ahead; the age alarm must watch late work, not planned work.
   // (Only for an SLO that is itself valid: an SLO under a minute is already reported on its own key.)
-  if (job.admission.enabled && job.oldestMessageAgeSloSeconds >= 60 && job.admission.horizonSeconds >= job.oldestMessageAgeSloSeconds) {
+  const { admission } = job.pacing;
+  if (admission.enabled && job.oldestMessageAgeSloSeconds >= 60 && admission.horizonSeconds >= job.oldestMessageAgeSloSeconds) {
     ctx.addIssue({
       code: 'custom',
-      path: at('admission', 'horizonSeconds'),
+      path: at('pacing', 'admission', 'horizonSeconds'),
       message: `must be less than oldestMessageAgeSloSeconds (${job.oldestMessageAgeSloSeconds}): admitted work waits up to the horizon by plan, and the age alarm would fire on it`,
     });
   }
   // Judged only on valid inputs: a bad pageSize or rate is reported on its own key, once.
-  const inputsValid = [jobSchema.shape.pageSize.safeParse(job.pageSize), jobSchema.shape.maxPagesPerRun.safeParse(job.maxPagesPerRun), rateLimitSchema.safeParse(job.rateLimit)].every((r) => r.success);
+  const inputsValid = [jobSchema.shape.pageSize.safeParse(job.pageSize), jobSchema.shape.maxPagesPerRun.safeParse(job.maxPagesPerRun), pacingSchema.safeParse(job.pacing)].every((r) => r.success);
   if (job.slo && inputsValid) {
     const problem = sloUnreachable(job);
     if (problem) ctx.addIssue({ code: 'custom', path: at('slo', 'completeWithinMinutes'), message: problem });
   }
-  if (job.batchSize > 10 && job.batchingWindowSeconds < 1) {
-    ctx.addIssue({ code: 'custom', path: at('batchingWindowSeconds'), message: 'must be at least 1 when batchSize is over 10 (an SQS event source rule)' });
+  // A derived pair always holds it; a window set beside a batch size (set or derived) must too.
+  if (job.pacing.batchingWindowSeconds !== undefined && inputsValid) {
+    const { batchSize, batchingWindowSeconds } = jobBatching(job);
+    if (batchSize > 10 && batchingWindowSeconds < 1) {
+      ctx.addIssue({ code: 'custom', path: at('pacing', 'batchingWindowSeconds'), message: `must be at least 1 when the batch size (${batchSize}) is over 10 (an SQS event source rule)` });
+    }
   }
 }
 

@@ -1,4 +1,4 @@
-// `ops limits`: an operator's per-key rate limits, set apart from a job's deployed `rateLimit.perKey` default without a
+// `ops limits`: an operator's per-key rate limits, set apart from a job's deployed `pacing.perKey` default without a
 // deploy (a large tenant's contract tier). The overrides live on one item of the limiter table (lambda/core/keyLimits.ts
 // is the contract); the consumers re-read it every OVERRIDE_REFRESH_MS, so a change holds within that.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
@@ -6,6 +6,7 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { GetCallerIdentityCommand } from '@aws-sdk/client-sts';
 import type { JobRuntimeSettings } from '../../lambda/core/constants';
 import { describeIssues } from '../../lambda/core/issues';
+import { pacingSettings } from '../../lambda/core/pacingSettings';
 import {
   effectiveKeyLimit,
   type KeyLimit,
@@ -45,12 +46,30 @@ export interface LimitsOverrideEntry {
   invalid?: string;
 }
 
+/** A job's job-wide pacing as deployed: the allowance, the cap, and the batching set or derived at synthesis. */
+export interface DeployedPacing {
+  startsPerInterval: number;
+  intervalSeconds: number;
+  burst: number;
+  concurrency: number;
+  /** The event source's batch (admission's group); absent for a job deployed with admission off. */
+  batchSize?: number;
+  batchingWindowSeconds?: number;
+  shortWaitMs: number;
+  adaptiveRate: boolean;
+  /** False: no shared limiter, only the concurrency cap. */
+  enabled: boolean;
+}
+
 export interface LimitsListResult {
   ok: true;
   command: 'limits list';
   job: string;
   table: string;
-  default: PerKeyDefault;
+  /** The job-wide pacing the limits below sit under. */
+  pacing: DeployedPacing;
+  /** The per-key default; absent for a job without a per-key rate limit (it has no overrides either). */
+  default?: PerKeyDefault;
   /** Sorted by key. */
   overrides: LimitsOverrideEntry[];
   maxOverrides: number;
@@ -132,11 +151,25 @@ function limiterTable(ctx: CommandContext): string {
 }
 
 /** @throws UsageError when the job's deployed settings have no per-key rate limit. */
-async function perKeyDefault(ctx: CommandContext, job: string, producer: string): Promise<PerKeyDefault> {
-  const settings = await producerSettings(ctx, producer);
+function perKeyDefault(settings: JobRuntimeSettings, job: string): PerKeyDefault {
   const perKey = settings.rateLimit.perKey;
-  if (!perKey) throw new UsageError(`job ${job} has no per-key rate limit: add rateLimit.perKey to its config and deploy`);
+  if (!perKey) throw new UsageError(`job ${job} has no per-key rate limit: add pacing.perKey to its config and deploy`);
   return perKey;
+}
+
+/** The job-wide pacing its consumers run with, from its deployed settings (lambda/core/pacingSettings.ts reads them). */
+export function deployedPacing(settings: JobRuntimeSettings): DeployedPacing {
+  const paced = pacingSettings(settings);
+  return {
+    startsPerInterval: settings.rateLimit.startsPerInterval,
+    intervalSeconds: settings.rateLimit.intervalSeconds,
+    burst: settings.rateLimit.burst,
+    concurrency: settings.concurrency,
+    ...(settings.admission ? { batchSize: settings.admission.batchSize, batchingWindowSeconds: settings.admission.batchingWindowSeconds ?? 0 } : {}),
+    shortWaitMs: paced.shortWaitMs,
+    adaptiveRate: paced.adaptiveRate,
+    enabled: paced.enabled,
+  };
 }
 
 /** The job's overrides as stored (consistent read), by key; empty when the item or its map does not exist. */
@@ -158,7 +191,8 @@ async function readOverrides(ctx: CommandContext, table: string, job: string): P
 async function load(ctx: CommandContext, jobName: string) {
   const [job] = selectJobs(ctx.resources, jobName);
   const table = limiterTable(ctx);
-  const perKey = await perKeyDefault(ctx, job.job, job.producerFunctionName);
+  const settings = await producerSettings(ctx, job.producerFunctionName);
+  const perKey = perKeyDefault(settings, job.job);
   const stored = await readOverrides(ctx, table, job.job);
   return { job: job.job, table, perKey, stored };
 }
@@ -182,14 +216,22 @@ const describeLimit = (l: KeyLimit): string => `${l.startsPerInterval} per ${l.i
  * @throws ResourceDiscoveryError when the stack has no limiter table output.
  */
 export async function limitsList(ctx: CommandContext, options: { job: string }): Promise<LimitsListResult> {
-  const { job, table, perKey, stored } = await load(ctx, options.job);
+  const [selected] = selectJobs(ctx.resources, options.job);
+  const table = limiterTable(ctx);
+  const settings = await producerSettings(ctx, selected.producerFunctionName);
+  const pacing = deployedPacing(settings);
+  // A job without per-key limits still has its job-wide pacing to show, and no overrides.
+  const job = selected.job;
+  const perKey = settings.rateLimit.perKey;
+  if (!perKey) return { ok: true, command: 'limits list', job, table, pacing, overrides: [], maxOverrides: MAX_OVERRIDES };
+  const stored = await readOverrides(ctx, table, job);
   const overrides = Object.keys(stored)
     .sort()
     .map((key) => entryOf(key, stored[key], perKey));
   for (const o of overrides.filter((e) => e.invalid)) {
     ctx.io.stderr(`limits: the override of key ${JSON.stringify(o.key)} on ${job} is not valid (${o.invalid}): the consumers skip it and apply the default; set it again or clear it`);
   }
-  return { ok: true, command: 'limits list', job, table, default: perKey, overrides, maxOverrides: MAX_OVERRIDES };
+  return { ok: true, command: 'limits list', job, table, pacing, default: perKey, overrides, maxOverrides: MAX_OVERRIDES };
 }
 
 /**
@@ -212,7 +254,7 @@ export async function limitsSet(ctx: CommandContext, options: LimitsSetOptions):
   const full = (n: number) =>
     new KeyLimitsError(
       `job ${job} already keeps ${n} per-key overrides, the most one job may (${MAX_OVERRIDES}); clear one it no longer needs ` +
-        `(\`ops limits list --job ${job}\`), or raise rateLimit.perKey in its config for every key`,
+        `(\`ops limits list --job ${job}\`), or raise pacing.perKey in its config for every key`,
       job,
       key,
       n,
@@ -340,8 +382,16 @@ const overrideRow = (label: string, o: KeyLimitOverride): Cell[] => [label, o.st
 const limitRow = (label: string, l: KeyLimit): Cell[] => [label, l.startsPerInterval, l.intervalSeconds, l.burst, undefined, undefined];
 const LIMIT_HEAD = ['', 'starts', 'interval (s)', 'burst', 'set at', 'set by'];
 
+const pacingLine = (job: string, p: DeployedPacing): string =>
+  `pacing ${job}: ${p.enabled ? `${p.startsPerInterval} starts per ${p.intervalSeconds} s (after headroom), burst ${p.burst}` : 'off (the concurrency cap alone)'}, ` +
+  `concurrency ${p.concurrency}; ` +
+  (p.batchSize !== undefined ? `batches of ${p.batchSize}, window ${p.batchingWindowSeconds} s, ` : 'admission off, ') +
+  `short wait ${p.shortWaitMs / 1000} s (set in pacing, or derived from the rate at synthesis)` +
+  (p.adaptiveRate ? '' : '; adaptive rate off');
+
 export function renderLimitsList(result: LimitsListResult): string {
-  const lines = [defaultLine(result.job, result.default)];
+  if (!result.default) return `${pacingLine(result.job, result.pacing)}\nno per-key limits: add pacing.perKey to the job's config`;
+  const lines = [pacingLine(result.job, result.pacing), defaultLine(result.job, result.default)];
   if (result.overrides.length === 0) {
     lines.push('no overrides: every key has the default');
   } else {

@@ -53,7 +53,8 @@ describe('Function: scaleJobSettings', () => {
     expect(settings.rateLimit).toEqual({ startsPerInterval: 80, intervalSeconds: 8, burst: 1 });
     expect(settings.admission).toEqual({ horizonSeconds: 40, batchSize: 10 });
     // A batch of 10 at 80/min spans 6.75 s of slots (scaled to 0.9 s); the 3.25 s over it stays: 4.15 s.
-    expect(settings.settings).toEqual({ provider: 'acme', shortWaitMs: 4150 });
+    expect(settings.settings).toEqual({ provider: 'acme' });
+    expect(settings.pacing).toEqual({ shortWaitMs: 4150 });
     expect(pacing).toEqual({
       startsPerInterval: 80,
       configuredIntervalSeconds: 60,
@@ -67,7 +68,7 @@ describe('Function: scaleJobSettings', () => {
 
   it('scales the whole short wait of a job without admission (no batch to span)', () => {
     const { admission: _, ...withoutAdmission } = payment;
-    expect(scaleJobSettings(withoutAdmission, 8).settings.settings).toEqual({ provider: 'acme', shortWaitMs: 1333 });
+    expect(scaleJobSettings(withoutAdmission, 8).settings.pacing).toEqual({ shortWaitMs: 1333 });
   });
 
   it('changes nothing at the configured interval', () => {

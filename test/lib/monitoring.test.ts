@@ -46,13 +46,13 @@ function buildCustom(): Built {
     jobs: {
       'a-job': {
         schedule: daily,
-        rateLimit: { starts: 10 },
+        pacing: { starts: 10 },
         oldestMessageAgeSloSeconds: 900,
         producerTimeoutSeconds: 60,
         alarms: { throttledPerMinute: 3, throttledMinutes: 2, producerDurationFraction: 0.5 },
       },
-      'keyed-job': { schedule: daily, rateLimit: { starts: 10, perKey: { key: 'tenantId', starts: 2 } }, oldestMessageAgeSloSeconds: 1200 },
-      'leased-job': { schedule: daily, rateLimit: { starts: 10 }, concurrency: { max: 5, perKey: { key: 'accountId', max: 1 } } },
+      'keyed-job': { schedule: daily, pacing: { starts: 10, perKey: { key: 'tenantId', starts: 2 } }, oldestMessageAgeSloSeconds: 1200 },
+      'leased-job': { schedule: daily, pacing: { starts: 10, perKey: { key: 'accountId', concurrency: 1 } } },
     },
   });
   const app = testApp();
@@ -461,7 +461,7 @@ describe('Class: Monitoring', () => {
     });
 
     it('subscribes no one when alarmEmail is not configured', () => {
-      const config = environmentSchema.parse({ region: 'eu-west-1', jobs: { 'a-job': { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } } } });
+      const config = environmentSchema.parse({ region: 'eu-west-1', jobs: { 'a-job': { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, pacing: { starts: 10 } } } });
       const stack = new PacedJobsStack(testApp(), 'PacedJobs-quiet', { environmentName: 'quiet', config, jobEntry: () => FAKE_JOB });
       expect(Template.fromStack(stack).findResources('AWS::SNS::Subscription')).toEqual({});
     });
@@ -586,6 +586,6 @@ describe('Class: Monitoring', () => {
 function loadJob() {
   return environmentSchema.parse({
     region: 'eu-west-1',
-    jobs: { 'a-job': { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } } },
+    jobs: { 'a-job': { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, pacing: { starts: 10 } } },
   }).jobs['a-job'];
 }

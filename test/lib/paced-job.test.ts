@@ -35,11 +35,11 @@ const appResourcesConfig = (create = false) => environmentSchema.parse({
     buckets: { files: create ? {} : { bucketName: 'files-test' } },
     secrets: { token: { secretName: 'test/token' } },
   },
-  jobs: { 'x-job': { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } } },
+  jobs: { 'x-job': { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, pacing: { starts: 10 } } },
 }).appResources;
 
 function job(overrides: Record<string, unknown> = {}): JobConfig {
-  return jobSchema.parse({ schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 }, ...overrides });
+  return jobSchema.parse({ schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, pacing: { starts: 10 }, ...overrides });
 }
 
 function scaffold(stackName = 'PacedJobs-test', create = false) {
@@ -152,7 +152,7 @@ describe('Class: PacedJob', () => {
       const error = thrown(
         () =>
           new PacedJob(stack, 'Bad', jobProps(built, 'an-exceptionally-long-job-name-xx', {
-            ...job({ rateLimit: { starts: 1 }, queueRetentionDays: 14, idempotencyRecordDays: 60 }),
+            ...job({ pacing: { starts: 1 }, queueRetentionDays: 14, idempotencyRecordDays: 60 }),
             consumerTimeoutSeconds: 8000,
           })),
         InvalidPropsError,
@@ -161,7 +161,7 @@ describe('Class: PacedJob', () => {
         [
           'Invalid props for PacedJob PacedJobs-a-rather-long-environment-name/Bad:',
           '  - producer function name "PacedJobs-a-rather-long-environment-name-an-exceptionally-long-job-name-xx-producer" is 83 characters; Lambda allows at most 64 (shorten the stack or job name)',
-          '  - rateLimit: starts (1) x headroom (0.8) rounds down to 0 starts per interval',
+          '  - pacing: starts (1) x headroom (0.8) rounds down to 0 starts per interval',
           '  - consumerTimeoutSeconds: 8000 x 6 = 48000s exceeds the SQS visibility timeout limit of 43200s',
           "  - queueRetentionDays: must be less than the DLQ's 14 days (got 14), or a redriven message expires on arrival",
         ].join('\n'),
@@ -172,23 +172,15 @@ describe('Class: PacedJob', () => {
       const built = scaffold();
       const error = thrown(() => new PacedJob(built.stack, 'Big', jobProps(built, 'big-job', job({ settings: { blob: 'x'.repeat(3000) } }))), InvalidPropsError);
       expect(error.problems).toEqual([
-        // 3000 bytes of settings plus 455 bytes of the settings' other fields.
-        "JOB_SETTINGS would be 3455 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
+        // 3000 bytes of settings plus 520 bytes of the settings' other fields.
+        "JOB_SETTINGS would be 3520 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
       ]);
-    });
-
-    it('refuses per-key concurrency on another field than the per-key rate limit: a record has one key', () => {
-      const built = scaffold();
-      const error = thrown(() => new PacedJob(built.stack, 'TwoKeys', jobProps(built, 'two-keys', job({
-        rateLimit: { starts: 10, perKey: { key: 'merchantId', starts: 5 } }, concurrency: { max: 5, perKey: { key: 'tenantId', max: 2 } },
-      }))), InvalidPropsError);
-      expect(error.problems).toEqual(['concurrency.perKey.key: "tenantId" must be rateLimit.perKey.key ("merchantId"): a record has one key']);
     });
 
     it('hands the consumer its per-key concurrency and the cap as reserved concurrency', () => {
       const built = scaffold();
       const { stack } = built;
-      const keyed = new PacedJob(stack, 'Keyed', jobProps(built, 'keyed-job', job({ concurrency: { max: 6, perKey: { key: 'merchantId', max: 2 } } })));
+      const keyed = new PacedJob(stack, 'Keyed', jobProps(built, 'keyed-job', job({ pacing: { starts: 10, concurrency: 6, perKey: { key: 'merchantId', concurrency: 2 } } })));
       expect(keyed.runtimeSettings.concurrency).toBe(6);
       expect(keyed.runtimeSettings.concurrencyPerKey).toEqual({ field: 'merchantId', maxConcurrent: 2 });
       expect(resourceOf(Template.fromStack(stack), keyed.consumer).Properties.ReservedConcurrentExecutions).toBe(6);
@@ -198,9 +190,9 @@ describe('Class: PacedJob', () => {
       const built = scaffold('PacedJobs-test', true);
       const { appResources } = built;
       const error = thrown(() => new PacedJob(built.stack, 'Near', jobProps(built, 'near-job', job({
-        uses: { buckets: { files: { ref: 'files', access: 'read' } } }, settings: { blob: 'x'.repeat(2562) },
+        uses: { buckets: { files: { ref: 'files', access: 'read' } } }, settings: { blob: 'x'.repeat(2497) },
       }))), InvalidPropsError);
-      // 2562 bytes of settings, 63 of the bucket's name once CloudFormation gives it, 466 of the other fields.
+      // 2497 bytes of settings, 63 of the bucket's name once CloudFormation gives it, 531 of the other fields.
       expect(error.problems).toEqual([
         "JOB_SETTINGS would be 3091 bytes; keep it within 3072 so all variables fit Lambda's 4 KB",
       ]);
@@ -220,10 +212,7 @@ describe('Class: PacedJob', () => {
       group = scheduleGroup;
       pacedJob = new PacedJob(stack, 'Custom', jobProps(built, 'custom-job', job({
           schedule: { cron: '5 4 ? * MON-FRI *', timeZone: 'America/New_York', enabled: false, retryAttempts: 0, maxEventAgeSeconds: 120 },
-          rateLimit: { starts: 50, intervalSeconds: 10, headroom: 0.5, burst: 3 },
-          concurrency: 3,
-          batchSize: 50,
-          batchingWindowSeconds: 2,
+          pacing: { starts: 50, intervalSeconds: 10, headroom: 0.5, burst: 3, concurrency: 3, batchSize: 50, batchingWindowSeconds: 2 },
           consumerTimeoutSeconds: 120,
           consumerMemoryMb: 1024,
           producerTimeoutSeconds: 600,
@@ -312,6 +301,8 @@ describe('Class: PacedJob', () => {
         quota: { starts: 50, headroom: 0.5 },
         concurrency: 3,
         admission: { horizonSeconds: 300, batchSize: 50, batchingWindowSeconds: 2 },
+        // A batch of 50 at 25 per 10 s spans 19.6 s of slots: the short wait derived for it (lambda/core/pacingSettings.ts).
+        pacing: { shortWaitMs: 21_000, adaptiveRate: true, enabled: true },
         tables: { orders: 'orders-test' },
         buckets: { files: 'files-test' },
         secrets: { token: 'test/token' },
@@ -336,7 +327,7 @@ describe('Class: PacedJob', () => {
     it('accepts a zero batching window for batches of up to 10', () => {
       const built = scaffold();
       const { stack } = built;
-      new PacedJob(stack, 'NoWindow', jobProps(built, 'no-window', job({ batchingWindowSeconds: 0, batchSize: 10 })));
+      new PacedJob(stack, 'NoWindow', jobProps(built, 'no-window', job({ pacing: { starts: 10, batchingWindowSeconds: 0, batchSize: 10 } })));
       Template.fromStack(stack).hasResourceProperties('AWS::Lambda::EventSourceMapping', { BatchSize: 10, MaximumBatchingWindowInSeconds: 0 });
     });
 
@@ -410,7 +401,7 @@ describe('Class: PacedJob', () => {
             tables: { orders: { ref: 'orders', discover: 'query', apply: ['get', 'delete'] } },
             buckets: { files: { ref: 'files', apply: 'delete' } },
           },
-          settings: { downstreamKey: 'acme' },
+          pacing: { starts: 10, downstreamKey: 'acme' },
         }), { operatorRoleArns: [operator] }));
       template = Template.fromStack(built.stack);
     });
@@ -480,12 +471,6 @@ describe('Class: PacedJob', () => {
           },
         });
       }
-    });
-
-    it('refuses a downstream key that would be a wildcard in its LeadingKeys pattern', () => {
-      const wild = scaffold();
-      const error = thrown(() => new PacedJob(wild.stack, 'Wild', jobProps(wild, 'wild-job', job({ settings: { downstreamKey: 'acme*' } }))), InvalidPropsError);
-      expect(error.problems).toEqual(['settings.downstreamKey: "acme*" may not hold "*", "?" or "$": it names the job\'s limiter items in its IAM policy']);
     });
   });
 });

@@ -23,7 +23,7 @@ describe('Class: PacedJobs (bundled)', () => {
     app = testApp({ bundling: true });
     const stack = new Stack(app, 'TeamStack');
     jobs = new PacedJobs(stack, 'Jobs', {
-      jobs: { 'fake-job': { entry: FAKE_JOB, schedule: { cron: '0 4 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 60 }, settings: { items: 3 } } },
+      jobs: { 'fake-job': { entry: FAKE_JOB, schedule: { cron: '0 4 * * ? *', timeZone: 'UTC' }, pacing: { starts: 60 }, settings: { items: 3 } } },
     });
     template = Template.fromStack(stack);
     // The staged asset folders are named after the hashes CDK puts in the S3 keys.

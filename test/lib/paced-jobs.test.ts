@@ -34,7 +34,7 @@ function moduleFile(name: string, text: string): string {
 const fakeJob = (reports: dynamodb.ITable, overrides: Partial<JobProps> = {}): JobProps => ({
   entry: FAKE_JOB,
   schedule: { cron: '0 4 * * ? *', timeZone: 'Europe/Berlin' },
-  rateLimit: { starts: 600, intervalSeconds: 60 },
+  pacing: { starts: 600, intervalSeconds: 60 },
   pageSize: 7,
   uses: { tables: { reports: { table: reports, access: 'readwrite' } } },
   settings: { items: 30 },
@@ -231,7 +231,7 @@ describe('Class: PacedJobs', () => {
               },
             },
           }),
-          'fake-job': fakeJob(reports, { rateLimit: { starts: 1 } }),
+          'fake-job': fakeJob(reports, { pacing: { starts: 1 } }),
         },
       }), InvalidPropsError);
       expect(error.message).toBe([
@@ -242,7 +242,7 @@ describe('Class: PacedJobs', () => {
         '  - jobs.usage-report.schedule.cron: must be an EventBridge Scheduler cron body with 6 fields and "?" in exactly one of day-of-month and day-of-week, e.g. "0 2 * * ? *"',
         '  - jobs.usage-report.uses.tables.reports.access: is shorthand for discover and apply together: give either access, or discover and/or apply',
         '  - jobs.usage-report.uses.tables.archive.table: must be a DynamoDB table construct (an ITable: Table, TableV2, Table.fromTableName)',
-        '  - jobs.fake-job.rateLimit: starts (1) x headroom (0.8) rounds down to 0 starts per interval',
+        '  - jobs.fake-job.pacing: starts (1) x headroom (0.8) rounds down to 0 starts per interval',
       ].join('\n'));
       expect(stack.node.tryFindChild('Jobs')).toBeUndefined();
     });
@@ -252,22 +252,22 @@ describe('Class: PacedJobs', () => {
       const error = thrown(() => new PacedJobs(stack, 'Jobs', {
         jobs: {
           'usage-report-for-every-account': fakeJob(reports, { queueRetentionDays: 10, idempotencyRecordDays: 20 }),
-          'fake-job': fakeJob(reports, { settings: { downstreamKey: 'acme*' }, batchSize: 20, batchingWindowSeconds: 0 }),
+          'fake-job': fakeJob(reports, { pacing: { starts: 600, batchSize: 20, batchingWindowSeconds: 0 } }),
         },
       }), InvalidPropsError);
       expect(error.problems).toEqual([
         'jobs.usage-report-for-every-account.idempotencyRecordDays: must be at least queueRetentionDays + 14 (DLQ retention) = 24, so a redrive never repeats an effect',
-        'jobs.fake-job.batchingWindowSeconds: must be at least 1 when batchSize is over 10 (an SQS event source rule)',
+        'jobs.fake-job.pacing.batchingWindowSeconds: must be at least 1 when the batch size (20) is over 10 (an SQS event source rule)',
       ]);
       const limits = thrown(() => new PacedJobs(stack, 'Jobs', {
         jobs: {
           'usage-report-for-every-account': fakeJob(reports),
-          'fake-job': fakeJob(reports, { settings: { downstreamKey: 'acme*' } }),
+          'fake-job': fakeJob(reports, { pacing: { starts: 600, downstreamKey: 'acme*' } }),
         },
       }), InvalidPropsError);
       expect(limits.problems).toEqual([
         'jobs.usage-report-for-every-account: producer function name "AnExceptionallyLongTeamStackName-usage-report-for-every-account-producer" is 72 characters; Lambda allows at most 64 (shorten the stack or job name)',
-        'jobs.fake-job.settings.downstreamKey: "acme*" may not hold "*", "?" or "$": it names the job\'s limiter items in its IAM policy',
+        'jobs.fake-job.pacing.downstreamKey: may not hold "*", "?" or "$": it names the job\'s limiter items in its IAM policy',
       ]);
     });
 

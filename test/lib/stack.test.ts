@@ -7,6 +7,7 @@ import { loadEnvironment as loadFrom, parseEnvironment } from '../../lib/config/
 import { environments } from '../fixtures/environments';
 import { InvalidPropsError } from '../../lib/props-error';
 import { PacedJobsStack } from '../../lib/stack';
+import { jobBatching } from '../../lib/config/schema';
 import { applyChanges, stackConfigCases, type ConfigCase } from '../corpus/loadCorpus';
 import { PacedJob } from '../../lib/paced-job';
 import { testApp } from './cdkContext';
@@ -202,7 +203,9 @@ describe('Class: PacedJobsStack', () => {
       'maps the %s queue to its consumer with the batch settings, maxConcurrency equal to the reservation, and partial failures',
       (jobName) => {
         const job = prod.stack.jobs[jobName];
-        const { concurrency: { max: concurrency }, batchSize, batchingWindowSeconds } = loadEnvironment('prod').jobs[jobName];
+        const config = loadEnvironment('prod').jobs[jobName];
+        const { concurrency } = config.pacing;
+        const { batchSize, batchingWindowSeconds } = jobBatching(config);
         prod.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
           EventSourceArn: arnOf(job.queue),
           FunctionName: refOf(job.consumer),
@@ -258,7 +261,9 @@ describe('Class: PacedJobsStack', () => {
           tables: { payments: 'payments-prod' },
           buckets: {},
           secrets: { apiKey: 'paced-jobs/prod/provider-api-key' },
-          settings: { provider: 'acme', providerBaseUrl: 'https://api.payments.example.com', shortWaitMs: 16_000 },
+          // Derived from the rate: 20 payments span 14.25 s of slots at 80 a minute (lambda/core/pacingSettings.ts).
+          pacing: { shortWaitMs: 16_000, adaptiveRate: true, enabled: true },
+          settings: { provider: 'acme', providerBaseUrl: 'https://api.payments.example.com' },
         }),
         QUEUE_URL: refOf(job.queue),
         DLQ_URL: refOf(job.dlq),

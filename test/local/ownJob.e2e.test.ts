@@ -49,7 +49,7 @@ export const job = defineJob({
 const JOB_PROPS = `    '${NAME}': {
       entry: join(__dirname, '..', 'jobs', '${NAME}', 'index.ts'),
       schedule: { cron: '0 5 * * ? *', timeZone: 'UTC' },
-      rateLimit: { starts: 600, intervalSeconds: 60 },
+      pacing: { starts: 600, intervalSeconds: 60 },
       pageSize: ${PAGE_SIZE},
     },
 `;

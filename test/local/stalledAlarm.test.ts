@@ -97,7 +97,7 @@ describe('Alarm: stalled, on a local run of the quota-caller job (periods scaled
               ...settings,
               rateLimit: { ...RATE, burst: 1 },
               admission: { ...settings.admission!, batchSize: BATCH_SIZE },
-              settings: { ...settings.settings, shortWaitMs: SHORT_WAIT_MS },
+              pacing: { ...settings.pacing, shortWaitMs: SHORT_WAIT_MS },
             },
       downstream: (name) => (name === JOB ? { quota: API_QUOTA } : undefined),
       log: (source, line) => {

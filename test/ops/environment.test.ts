@@ -10,7 +10,7 @@ import { CloudFormationSource } from '../../ops/resources';
 import { changeTarget } from '../../ops/context';
 import { JobOutput, type JobOutputKind, jobOutputName, StackOutput } from '../../lib/outputs';
 
-const job = { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } };
+const job = { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, pacing: { starts: 10 } };
 const pinned = environmentSchema.parse({ account: '111122223333', region: 'eu-west-1', jobs: { 'a-job': job } });
 const agnostic = environmentSchema.parse({ region: 'eu-central-1', jobs: { 'a-job': job, 'b-job': job } });
 

@@ -184,8 +184,7 @@ describe('Function: planNewJob', () => {
       const { 'invoice-sync': job, ...otherJobs } = after[env].jobs;
       expect(job).toEqual({
         schedule: { cron: '0 4 * * ? *', timeZone: 'UTC' },
-        rateLimit: { starts: 300, intervalSeconds: 60 },
-        batchSize: 20,
+        pacing: { starts: 300, intervalSeconds: 60 },
         uses: { tables: { items: { ref: 'invoiceSyncItems', discover: 'query', apply: ['get', 'update'] } } },
       });
       expect(otherJobs).toEqual(before.jobs);

@@ -1237,7 +1237,7 @@ describe('Function: consumerOptionsFromEnv', () => {
 
   it('runs without the shared limiter when the job sets pacing: false', () => {
     const settings = JSON.parse(env.JOB_SETTINGS);
-    const options = consumerOptionsFromEnv({ ...env, JOB_SETTINGS: JSON.stringify({ ...settings, settings: { items: 3, pacing: false } }) }, loadFixture);
+    const options = consumerOptionsFromEnv({ ...env, JOB_SETTINGS: JSON.stringify({ ...settings, pacing: { enabled: false } }) }, loadFixture);
     expect(options.limiter).toBeUndefined();
     expect(options.rateFeedback).toBeUndefined();
   });
@@ -1245,7 +1245,7 @@ describe('Function: consumerOptionsFromEnv', () => {
   it('paces on the shared limiter table with the allowance from JOB_SETTINGS and the downstream key', () => {
     const settings = JSON.parse(env.JOB_SETTINGS);
     const options = consumerOptionsFromEnv(
-      { ...env, JOB_SETTINGS: JSON.stringify({ ...settings, rateLimit: { startsPerInterval: 10, intervalSeconds: 60, burst: 1 }, settings: { items: 3, downstreamKey: 'provider' } }) },
+      { ...env, JOB_SETTINGS: JSON.stringify({ ...settings, rateLimit: { startsPerInterval: 10, intervalSeconds: 60, burst: 1 }, pacing: { downstreamKey: 'provider' } }) },
       loadFixture,
     );
     expect(options.limiter).toBeInstanceOf(AdaptiveDynamoDbRateLimiter);
@@ -1257,7 +1257,7 @@ describe('Function: consumerOptionsFromEnv', () => {
 
   it('keeps the rate as configured when adaptiveRate is false', () => {
     const settings = JSON.parse(env.JOB_SETTINGS);
-    const options = consumerOptionsFromEnv({ ...env, JOB_SETTINGS: JSON.stringify({ ...settings, settings: { items: 3, adaptiveRate: false } }) }, loadFixture);
+    const options = consumerOptionsFromEnv({ ...env, JOB_SETTINGS: JSON.stringify({ ...settings, pacing: { adaptiveRate: false } }) }, loadFixture);
     expect(options.rateFeedback).toBeUndefined();
   });
 

@@ -532,7 +532,7 @@ describe('Function: createProducer', () => {
       expect(admissionOptions({ ...settings, admission: { horizonSeconds: 300, batchSize: 50, batchingWindowSeconds: 2 } })).toMatchObject({ groupSize: 13, leadMs: 1000 });
       expect(admissionOptions({ ...settings, admission: { horizonSeconds: 300, batchSize: 10, batchingWindowSeconds: 1 } })).toMatchObject({ groupSize: 10, leadMs: 1000 });
       expect(admissionOptions({ ...settings, admission: undefined }).ratePerSecond).toBeUndefined();
-      expect(admissionOptions({ ...settings, settings: { pacing: false } }).ratePerSecond).toBeUndefined();
+      expect(admissionOptions({ ...settings, pacing: { enabled: false } }).ratePerSecond).toBeUndefined();
     });
   });
 

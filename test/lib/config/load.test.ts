@@ -3,7 +3,7 @@ import { ConfigError, loadEnvironment, parseEnvironment } from '../../../lib/con
 import { environments } from '../../../lib/config/environments';
 import { thrown } from '../../support/thrown';
 
-const goodJob = { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 10 } };
+const goodJob = { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, pacing: { starts: 10 } };
 
 describe('Function: loadEnvironment', () => {
   it('fails with the valid environments when none is chosen', () => {
@@ -64,9 +64,7 @@ describe('Function: parseEnvironment', () => {
           Bad_Name: goodJob,
           'ok-job': {
             schedule: { cron: '0 2 * * *', timeZone: 'Mars/Base' },
-            rateLimit: { starts: 0, headroom: 2 },
-            concurrency: 1,
-            batchSize: 0,
+            pacing: { starts: 0, headroom: 2, concurrency: 1, batchSize: 0 },
           },
         },
       }),
@@ -81,10 +79,10 @@ describe('Function: parseEnvironment', () => {
         '  - jobs.Bad_Name: job names are kebab-case, 3 to 32 characters',
         '  - jobs.ok-job.schedule.cron: must be an EventBridge Scheduler cron body with 6 fields and "?" in exactly one of day-of-month and day-of-week, e.g. "0 2 * * ? *"',
         '  - jobs.ok-job.schedule.timeZone: must be an IANA time zone such as "Europe/London" or "UTC"',
-        '  - jobs.ok-job.rateLimit.starts: Too small: expected number to be >0',
-        '  - jobs.ok-job.rateLimit.headroom: Too big: expected number to be <=1',
-        '  - jobs.ok-job.concurrency: Too small: expected number to be >=2',
-        '  - jobs.ok-job.batchSize: Too small: expected number to be >=1',
+        '  - jobs.ok-job.pacing.starts: Too small: expected number to be >0',
+        '  - jobs.ok-job.pacing.headroom: Too big: expected number to be <=1',
+        '  - jobs.ok-job.pacing.concurrency: Too small: expected number to be >=2',
+        '  - jobs.ok-job.pacing.batchSize: Too small: expected number to be >=1',
       ].join('\n'),
     );
     expect(error.problems).toHaveLength(10);
@@ -98,8 +96,7 @@ describe('Function: parseEnvironment', () => {
           'ok-job': {
             ...goodJob,
             idempotencyRecordDays: 10,
-            batchSize: 100,
-            batchingWindowSeconds: 0,
+            pacing: { starts: 10, batchSize: 100, batchingWindowSeconds: 0 },
             uses: { tables: { t: { ref: 'nope', access: 'read' } }, secrets: { s: { ref: 'gone' } } },
           },
         },
@@ -110,7 +107,7 @@ describe('Function: parseEnvironment', () => {
       [
         'Invalid configuration for environment "bad":',
         '  - jobs.ok-job.idempotencyRecordDays: must be at least queueRetentionDays + 14 (DLQ retention) = 18, so a redrive never repeats an effect',
-        '  - jobs.ok-job.batchingWindowSeconds: must be at least 1 when batchSize is over 10 (an SQS event source rule)',
+        '  - jobs.ok-job.pacing.batchingWindowSeconds: must be at least 1 when the batch size (100) is over 10 (an SQS event source rule)',
         '  - jobs.ok-job.uses.tables.t.ref: "nope" is not in appResources.tables (known: none)',
         '  - jobs.ok-job.uses.secrets.s.ref: "gone" is not in appResources.secrets (known: none)',
       ].join('\n'),
@@ -172,7 +169,7 @@ describe('The completion SLO (slo)', () => {
     expect(thrown(() => parse({ objective: 0.99, completeWithinMinutes: 10 }), ConfigError).message).toBe(
       [
         'Invalid configuration for environment "slo":',
-        '  - jobs.ok-job.slo.completeWithinMinutes: is not reachable: a full run (pageSize 10 x maxPagesPerRun 10 = 100 operations) at 8 starts per 60 s completes 99% of them in 13 minutes; allow at least 13 minutes, raise rateLimit.starts to at least 13, or lower pageSize x maxPagesPerRun to what one night holds',
+        '  - jobs.ok-job.slo.completeWithinMinutes: is not reachable: a full run (pageSize 10 x maxPagesPerRun 10 = 100 operations) at 8 starts per 60 s completes 99% of them in 13 minutes; allow at least 13 minutes, raise pacing.starts to at least 13, or lower pageSize x maxPagesPerRun to what one night holds',
       ].join('\n'),
     );
   });

@@ -1,8 +1,10 @@
 // Pins every default in lib/config/schema.ts, so the documented defaults and the code cannot drift apart.
 import { bucketActions, tableActions } from '../../../lib/config/access';
-import { appResourcesSchema, effectiveRateLimit, environmentSchema, jobSchema, jobUsesSchema, rateLimitSchema, scheduleSchema } from '../../../lib/config/schema';
+import {
+  appResourcesSchema, effectiveRateLimit, environmentSchema, jobBatching, jobSchema, jobUsesSchema, pacingSchema, scheduleSchema,
+} from '../../../lib/config/schema';
 
-const minimalJob = { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, rateLimit: { starts: 100 } };
+const minimalJob = { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, pacing: { starts: 100 } };
 
 const jobDefaults = {
   schedule: {
@@ -15,10 +17,17 @@ const jobDefaults = {
   },
   pageSize: 500,
   maxPagesPerRun: 200,
-  rateLimit: { starts: 100, intervalSeconds: 60, headroom: 0.8, burst: 1, backfillShare: 0.5 },
-  concurrency: { max: 5 },
-  batchSize: 10,
-  batchingWindowSeconds: 5,
+  pacing: {
+    starts: 100,
+    intervalSeconds: 60,
+    headroom: 0.8,
+    burst: 1,
+    concurrency: 5,
+    backfillShare: 0.5,
+    adaptiveRate: true,
+    enabled: true,
+    admission: { enabled: true, horizonSeconds: 300 },
+  },
   consumerTimeoutSeconds: 60,
   consumerMemoryMb: 512,
   producerTimeoutSeconds: 300,
@@ -29,10 +38,12 @@ const jobDefaults = {
   idempotencyRecordDays: 30,
   maxMessageBytes: 262144,
   uses: { tables: {}, buckets: {}, secrets: {} },
-  admission: { enabled: true, horizonSeconds: 300 },
   alarms: { throttledPerMinute: 10, throttledMinutes: 5, producerDurationFraction: 0.8, stalledMinutes: 15 },
   settings: {},
 };
+
+const issuesOf = (job: Record<string, unknown>) => jobSchema.safeParse({ ...minimalJob, ...job }).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+const pacingIssuesOf = (pacing: Record<string, unknown>) => issuesOf({ pacing: { starts: 100, ...pacing } });
 
 describe('Schema: jobSchema', () => {
   describe('Method: parse', () => {
@@ -41,7 +52,7 @@ describe('Schema: jobSchema', () => {
     });
 
     it('defaults burst to 1 so the sliding-window guarantee keeps the full sustained rate', () => {
-      expect(rateLimitSchema.parse({ starts: 10 })).toStrictEqual({ starts: 10, intervalSeconds: 60, headroom: 0.8, burst: 1, backfillShare: 0.5 });
+      expect(pacingSchema.parse({ starts: 10 }).burst).toBe(1);
     });
 
     it('keeps maxReceiveCount at least 5 by default', () => {
@@ -58,26 +69,67 @@ describe('Schema: jobSchema', () => {
     });
 
     it('rejects a producer duration fraction above 1', () => {
-      const result = jobSchema.safeParse({ ...minimalJob, alarms: { producerDurationFraction: 1.5 } });
-      expect(result.error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toEqual([
-        'alarms.producerDurationFraction: Too big: expected number to be <=1',
-      ]);
+      expect(issuesOf({ alarms: { producerDurationFraction: 1.5 } })).toEqual(['alarms.producerDurationFraction: Too big: expected number to be <=1']);
     });
 
     it('keeps the default idempotency lifetime longer than queue plus DLQ retention', () => {
       const job = jobSchema.parse(minimalJob);
       expect(job.idempotencyRecordDays).toBeGreaterThanOrEqual(job.queueRetentionDays + 14);
     });
+
+    it('names a key it does not know, with the key it misspells', () => {
+      expect(issuesOf({ pageSise: 10 })).toEqual([': unknown key "pageSise"; did you mean pageSize?']);
+    });
+
+    it('names where each key of a config written before the pacing block went', () => {
+      expect(jobSchema.safeParse({ ...minimalJob, rateLimit: { starts: 100 }, batchSize: 20, concurrency: 10 }).error?.issues.map((i) => i.message)).toEqual([
+        '"rateLimit" has moved: its keys are in pacing (pacing.starts, pacing.intervalSeconds, pacing.headroom, pacing.burst, pacing.maxConcurrent, pacing.perKey, pacing.backfillShare); ' +
+          '"batchSize" has moved: use pacing.batchSize (derived from the rate unless set); ' +
+          '"concurrency" has moved: use pacing.concurrency (the cap) and pacing.perKey.concurrency (per key)',
+      ]);
+    });
   });
 });
 
-describe('Schema: rateLimitSchema.shape.perKey', () => {
-  const issuesOf = (perKey: Record<string, unknown>) => rateLimitSchema.safeParse({ starts: 100, perKey }).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+describe('Schema: pacingSchema', () => {
+  it('requires the downstream\'s quota', () => {
+    expect(issuesOf({ pacing: {} })).toEqual(['pacing.starts: Invalid input: expected number, received undefined']);
+    expect(issuesOf({ pacing: undefined })).toEqual(['pacing: Invalid input: expected object, received undefined']);
+  });
 
+  it('names a typo in the block, with the key it misspells (synthesis fails naming it)', () => {
+    expect(pacingIssuesOf({ shortWaitMS: 3000 })).toEqual(['pacing: unknown key "shortWaitMS"; did you mean shortWaitMs?']);
+    expect(pacingIssuesOf({ concurrncy: 3, rate: 2 })).toEqual(['pacing: unknown key "concurrncy"; did you mean concurrency?; unknown key "rate"']);
+  });
+
+  it('refuses a concurrency cap below 2 and a deferral budget the message schema could not carry', () => {
+    expect(pacingIssuesOf({ concurrency: 1 })).toEqual(['pacing.concurrency: Too small: expected number to be >=2']);
+    expect(pacingIssuesOf({ maxDeferrals: 20_000 })).toEqual(['pacing.maxDeferrals: Too big: expected number to be <=10000']);
+  });
+
+  it('refuses a downstream key that would be a wildcard or a variable in the limiter policy', () => {
+    expect(pacingIssuesOf({ downstreamKey: 'acme*' })).toEqual(['pacing.downstreamKey: may not hold "*", "?" or "$": it names the job\'s limiter items in its IAM policy']);
+    expect(pacingSchema.parse({ starts: 100, downstreamKey: 'acme-payments' }).downstreamKey).toBe('acme-payments');
+  });
+
+  it('defaults the backfill share to half the allowance and takes any share above 0 up to all of it', () => {
+    expect(pacingSchema.parse({ starts: 100, backfillShare: 1 }).backfillShare).toBe(1);
+    expect(effectiveRateLimit(pacingSchema.parse({ starts: 100, backfillShare: 0.25 })).backfillShare).toBe(0.25);
+    expect(pacingIssuesOf({ backfillShare: 0 })).toEqual(['pacing.backfillShare: must be above 0 (a share of the allowance, e.g. 0.5)']);
+    expect(pacingIssuesOf({ backfillShare: 1.5 })).toEqual(['pacing.backfillShare: Too big: expected number to be <=1']);
+  });
+
+  it('fills the admission defaults under a partly given admission object', () => {
+    expect(pacingSchema.parse({ starts: 100, admission: { horizonSeconds: 120 } }).admission).toEqual({ enabled: true, horizonSeconds: 120 });
+    expect(pacingIssuesOf({ admission: { horizon: 120 } })).toEqual(['pacing.admission: unknown key "horizon"']);
+  });
+});
+
+describe('Schema: pacingSchema.shape.perKey', () => {
   it('fills its defaults, and the consumer gets the per-key allowance after headroom beside the job-wide one', () => {
-    const rateLimit = rateLimitSchema.parse({ starts: 100, perKey: { key: 'merchantId', starts: 25 } });
-    expect(rateLimit.perKey).toEqual({ key: 'merchantId', starts: 25, intervalSeconds: 60, headroom: 0.8, burst: 1 });
-    expect(effectiveRateLimit(rateLimit)).toEqual({
+    const pacing = pacingSchema.parse({ starts: 100, perKey: { key: 'merchantId', starts: 25 } });
+    expect(pacing.perKey).toEqual({ key: 'merchantId', starts: 25, intervalSeconds: 60, headroom: 0.8, burst: 1 });
+    expect(effectiveRateLimit(pacing)).toEqual({
       startsPerInterval: 80,
       intervalSeconds: 60,
       burst: 1,
@@ -86,81 +138,69 @@ describe('Schema: rateLimitSchema.shape.perKey', () => {
     });
   });
 
-  it('refuses a per-key limit that leaves no start after headroom, a burst above it, an empty key and an unknown field', () => {
-    expect(issuesOf({ key: 'tenantId', starts: 1, headroom: 0.5 })).toEqual(['perKey.starts: 1 x headroom 0.5 leaves no start per interval; raise starts or headroom']);
-    expect(issuesOf({ key: 'tenantId', starts: 10, burst: 9 })).toEqual(['perKey.burst: must be at most the 8 starts per interval the key is allowed after headroom']);
-    expect(issuesOf({ key: '', starts: 10 })).toEqual(['perKey.key: must name the resource field whose value is the key']);
-    expect(issuesOf({ key: 'tenantId', starts: 10, interval: 60 })?.[0]).toMatch(/^perKey: Unrecognized key/);
+  it('takes a cap on operations in progress per key, alone or beside a rate, on the same key', () => {
+    const capped = pacingSchema.parse({ starts: 100, perKey: { key: 'merchantId', concurrency: 2 } });
+    expect(capped.perKey?.concurrency).toBe(2);
+    expect(effectiveRateLimit(capped).perKey).toBeUndefined();
+    expect(pacingSchema.parse({ starts: 100, perKey: { key: 'merchantId', starts: 25, concurrency: 2 } }).perKey).toMatchObject({ starts: 25, concurrency: 2 });
+  });
+
+  it('refuses a per-key limit that limits nothing, leaves no start after headroom, a burst above it, an empty key and an unknown field', () => {
+    expect(pacingIssuesOf({ perKey: { key: 'tenantId' } })).toEqual(['pacing.perKey.starts: is required unless concurrency is given: a per-key limit is a rate (starts), a cap on operations in progress (concurrency), or both']);
+    expect(pacingIssuesOf({ perKey: { key: 'tenantId', starts: 1, headroom: 0.5 } })).toEqual(['pacing.perKey.starts: 1 x headroom 0.5 leaves no start per interval; raise starts or headroom']);
+    expect(pacingIssuesOf({ perKey: { key: 'tenantId', starts: 10, burst: 9 } })).toEqual(['pacing.perKey.burst: must be at most the 8 starts per interval the key is allowed after headroom']);
+    expect(pacingIssuesOf({ perKey: { key: '', starts: 10 } })).toEqual(['pacing.perKey.key: must name the resource field whose value is the key']);
+    expect(pacingIssuesOf({ perKey: { key: 'tenantId', starts: 10, interval: 60 } })).toEqual(['pacing.perKey: unknown key "interval"']);
   });
 });
 
-describe('Schema: rateLimitSchema.shape.backfillShare', () => {
-  const issuesOf = (backfillShare: unknown) => rateLimitSchema.safeParse({ starts: 100, backfillShare }).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+describe('Function: jobBatching', () => {
+  const batching = (pacing: Record<string, unknown>, job: Record<string, unknown> = {}) => jobBatching(jobSchema.parse({ ...minimalJob, ...job, pacing: { starts: 100, ...pacing } }));
 
-  it('defaults to half the allowance and takes any share above 0 up to all of it', () => {
-    expect(rateLimitSchema.parse({ starts: 100 }).backfillShare).toBe(0.5);
-    expect(rateLimitSchema.parse({ starts: 100, backfillShare: 1 }).backfillShare).toBe(1);
-    expect(effectiveRateLimit(rateLimitSchema.parse({ starts: 100, backfillShare: 0.25 })).backfillShare).toBe(0.25);
+  it('derives from the rate after headroom (100 documented, 80 allowed: 20 a batch, 16 s short wait, 1 s window)', () => {
+    expect(batching({})).toEqual({ batchSize: 20, batchingWindowSeconds: 1, shortWaitMs: 16_000, derived: ['batchSize', 'shortWaitMs', 'batchingWindowSeconds'] });
   });
 
-  it('refuses a share of nothing or of more than the allowance, naming the key', () => {
-    expect(issuesOf(0)).toEqual(['backfillShare: must be above 0 (a share of the allowance, e.g. 0.5)']);
-    expect(issuesOf(1.5)).toEqual(['backfillShare: Too big: expected number to be <=1']);
-  });
-});
-
-describe('Schema: jobSchema.shape.concurrency', () => {
-  const parse = (concurrency: unknown) => jobSchema.safeParse({ ...minimalJob, concurrency });
-  const issuesOf = (concurrency: unknown) => parse(concurrency).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
-
-  it('reads a number as the cap, and the object form with its per-key limit', () => {
-    expect(parse(8).data?.concurrency).toEqual({ max: 8 });
-    expect(parse(undefined).data?.concurrency).toEqual({ max: 5 });
-    expect(parse({ perKey: { key: 'merchantId', max: 2 } }).data?.concurrency).toEqual({ max: 5, perKey: { key: 'merchantId', max: 2 } });
+  it('is not changed by a per-key limit below the job\'s: a batch mixes keys', () => {
+    expect(batching({ perKey: { key: 'tenantId', starts: 6 } })).toEqual(batching({}));
   });
 
-  it('names the bad part of either form', () => {
-    expect(issuesOf(1)).toEqual(['concurrency: Too small: expected number to be >=2']);
-    expect(issuesOf({ max: 1 })).toEqual(['concurrency.max: Too small: expected number to be >=2']);
-    expect(issuesOf({ max: 5, perKey: { key: 'merchantId' } })).toEqual(['concurrency.perKey.max: Invalid input: expected number, received undefined']);
-    expect(issuesOf({ max: 5, perKey: { key: '', max: 2 } })).toEqual(['concurrency.perKey.key: must name the resource field whose value is the key']);
-    expect(issuesOf('many')).toEqual(['concurrency: Invalid input: expected number, received string']);
+  it('keeps what the job set, and bounds the derived short wait by the consumer\'s timeout', () => {
+    expect(batching({ batchSize: 50 }, { consumerTimeoutSeconds: 20 })).toMatchObject({ batchSize: 50, shortWaitMs: 10_000, derived: ['shortWaitMs', 'batchingWindowSeconds'] });
+  });
+
+  it('refuses a window under 1 s set beside a batch over 10, set or derived (an SQS event source rule)', () => {
+    const envIssuesOf = (pacing: Record<string, unknown>) =>
+      environmentSchema.safeParse({ region: 'eu-west-1', jobs: { 'a-job': { ...minimalJob, pacing: { starts: 100, ...pacing } } } }).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    expect(envIssuesOf({ batchingWindowSeconds: 0 })).toEqual(['jobs.a-job.pacing.batchingWindowSeconds: must be at least 1 when the batch size (20) is over 10 (an SQS event source rule)']);
+    expect(envIssuesOf({ batchSize: 10, batchingWindowSeconds: 0 })).toBeUndefined();
   });
 });
 
-describe('Schema: jobSchema.shape.settings (the pacing keys of lambda/core/pacingSettings.ts)', () => {
-  const issuesOf = (settings: Record<string, unknown>) =>
-    jobSchema.safeParse({ ...minimalJob, settings }).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
-
+describe('Schema: jobSchema.shape.settings', () => {
   describe('Method: safeParse', () => {
-    it('accepts valid pacing settings and hands the settings on exactly as given (no pacing defaults filled in)', () => {
-      const settings = { downstreamKey: 'acme', maxDeferrals: 40, maxDeferralAgeSeconds: 7200, shortWaitMs: 16_000, adaptiveRate: false, pacing: true };
+    it("leaves the job's own settings free-form, even keys near a short pacing name", () => {
+      const settings = { provider: 'acme', providerBaseUrl: 'https://api.example.com', sessionMaxAgeDays: 30, paging: true, spacing: 2, shortWait: 5 };
       expect(jobSchema.parse({ ...minimalJob, settings }).settings).toStrictEqual(settings);
     });
 
-    it.each(['shortWaitMS', 'ShortWaitMs', 'shortwaitms'])('refuses %s, naming the pacing key it misspells', (key) => {
-      expect(issuesOf({ [key]: 16_000 })).toEqual([`settings.${key}: unknown pacing setting; did you mean shortWaitMs?`]);
+    it.each([
+      ['shortWaitMs', 'shortWaitMs'],
+      ['shortWaitMS', 'shortWaitMs'],
+      ['maxDeferals', 'maxDeferrals'],
+      ['downstreamkey', 'downstreamKey'],
+      ['pacing', 'enabled'],
+      ['Pacing', 'enabled'],
+    ])('refuses the pacing setting %s there, naming pacing.%s', (key, meant) => {
+      expect(issuesOf({ settings: { [key]: 1 } })).toEqual([`settings.${key}: is a pacing setting: set pacing.${meant} instead`]);
     });
 
-    it.each([0, -1, 2.5, '10s'])('refuses shortWaitMs %p, naming the key', (value) => {
-      expect(issuesOf({ shortWaitMs: value })).toEqual([`settings.shortWaitMs: must be a positive integer, got ${JSON.stringify(value)}`]);
-    });
-
-    it('refuses a deferral budget the message schema could not carry (over 10000), at synth rather than at run time', () => {
-      expect(issuesOf({ maxDeferrals: 20_000 })).toEqual(['settings.maxDeferrals: must be at most 10000, got 20000']);
-    });
-
-    it("leaves the job's own settings free-form", () => {
-      const settings = { provider: 'acme', providerBaseUrl: 'https://api.example.com', sessionMaxAgeDays: 30, paging: true };
-      expect(jobSchema.parse({ ...minimalJob, settings }).settings).toStrictEqual(settings);
-    });
-
-    it('names every bad setting in one round: a value of the wrong kind, a bad pacing value and a misspelt key', () => {
-      expect(issuesOf({ provider: null, shortWaitMs: -1, Pacing: false, maxDeferrals: [3] })).toEqual([
+    it('names every bad setting in one round: a value of the wrong kind and a pacing key', () => {
+      expect(issuesOf({ settings: { provider: null, shortWaitMs: -1, maxDeferrals: [3] } })).toEqual([
         'settings.provider: must be a string, a number or a boolean',
         'settings.maxDeferrals: must be a string, a number or a boolean',
-        'settings.shortWaitMs: must be a positive integer, got -1',
-        'settings.Pacing: unknown pacing setting; did you mean pacing?',
+        'settings.shortWaitMs: is a pacing setting: set pacing.shortWaitMs instead',
+        'settings.maxDeferrals: is a pacing setting: set pacing.maxDeferrals instead',
       ]);
     });
   });

@@ -8,7 +8,7 @@ import { createClients } from '../../../ops/clients';
 import type { CommandContext } from '../../../ops/context';
 import { KeyLimitsError } from '../../../ops/errors';
 import type { OpsIo } from '../../../ops/io';
-import { type LimitsClearResult, type LimitsListResult, limitsSet, type LimitsSetResult } from '../../../ops/commands/limits';
+import { deployedPacing, type LimitsClearResult, type LimitsListResult, limitsSet, type LimitsSetResult } from '../../../ops/commands/limits';
 import { LocalEndpointsSource } from '../../../ops/resources';
 import { CREDENTIALS, OpsFixture, REGION, startOpsFixture, TARGET } from '../fixture';
 
@@ -16,6 +16,12 @@ const NOW = new Date('2026-11-03T09:30:00.000Z');
 /** alpha's deployed per-key default: a documented 10 per minute per merchant, at headroom 0.8. */
 const PER_KEY = { field: 'merchantId', startsPerInterval: 8, intervalSeconds: 60, burst: 2, headroom: 0.8 };
 const ITEM = 'LIMITS#alpha';
+/** Both jobs' job-wide pacing as the fixture deploys it: 60 a minute, a cap of 2, no admission, every default. */
+const DEPLOYED_PACING = { startsPerInterval: 60, intervalSeconds: 60, burst: 1, concurrency: 2, shortWaitMs: 10_000, adaptiveRate: true, enabled: true };
+const fakeRuntimeSettings = () => ({
+  jobName: 'alpha', pageSize: 100, maxPagesPerRun: 10, maxMessageBytes: 4096, businessDateOffsetDays: -1, timeZone: 'UTC',
+  rateLimit: { startsPerInterval: 60, intervalSeconds: 60, burst: 1 }, concurrency: 2, tables: {}, buckets: {}, secrets: {}, settings: {},
+});
 
 describe('Functions: limitsList, limitsSet, limitsClear (ops limits)', () => {
   let f: OpsFixture;
@@ -50,17 +56,31 @@ describe('Functions: limitsList, limitsSet, limitsClear (ops limits)', () => {
       command: 'limits list',
       job: 'alpha',
       table: 'ops-test-limiter',
+      pacing: DEPLOYED_PACING,
       default: PER_KEY,
       overrides: [],
       maxOverrides: MAX_OVERRIDES,
     });
     const text = await f.run(['limits', 'list', '--job', 'alpha']);
     expect(text.stdout).toBe(
+      'pacing alpha: 60 starts per 60 s (after headroom), burst 1, concurrency 2; admission off, short wait 10 s (set in pacing, or derived from the rate at synthesis)\n' +
       'limits alpha: per key of field "merchantId", default 8 per 60 s, burst 2 (after headroom 0.8, as deployed)\n' +
         'no overrides: every key has the default\n' +
         `0 of at most ${MAX_OVERRIDES} overrides; an override's starts is the key's documented quota (unset fields take the default's), ` +
         'and the per-key headroom (0.8) applies\n',
     );
+  });
+
+  it("shows a job without per-key limits its job-wide pacing, as deployed, and no overrides", async () => {
+    const out = await f.run(['limits', 'list', '--job', 'beta', '--json']);
+    expect(out.code).toBe(0);
+    expect(out.json<LimitsListResult>()).toEqual({ ok: true, command: 'limits list', job: 'beta', table: 'ops-test-limiter', pacing: DEPLOYED_PACING, overrides: [], maxOverrides: MAX_OVERRIDES });
+    expect((await f.run(['limits', 'list', '--job', 'beta'])).stdout).toContain("no per-key limits: add pacing.perKey to the job's config");
+  });
+
+  it('shows the batching a job was deployed with: its batch, window and short wait', () => {
+    const settings = { ...fakeRuntimeSettings(), admission: { horizonSeconds: 300, batchSize: 20, batchingWindowSeconds: 1 }, pacing: { shortWaitMs: 16_000 } };
+    expect(deployedPacing(settings)).toMatchObject({ batchSize: 20, batchingWindowSeconds: 1, shortWaitMs: 16_000, enabled: true, adaptiveRate: true });
   });
 
   it('sets an override, stores it as the consumer reads it, and lists it with its effective limit', async () => {
@@ -202,9 +222,8 @@ describe('Functions: limitsList, limitsSet, limitsClear (ops limits)', () => {
       ['limits', 'set', '--job', 'alpha', '--key', 'k'.repeat(257), '--starts', '10'],
       `--key must be 1 to 256 characters with no control characters, got "${'k'.repeat(257)}"`,
     ],
-    ['a job with no per-key limit (set)', ['limits', 'set', '--job', 'beta', '--key', 'acme', '--starts', '10'], 'job beta has no per-key rate limit: add rateLimit.perKey to its config and deploy'],
-    ['a job with no per-key limit (list)', ['limits', 'list', '--job', 'beta'], 'job beta has no per-key rate limit: add rateLimit.perKey to its config and deploy'],
-    ['a job with no per-key limit (clear)', ['limits', 'clear', '--job', 'beta', '--key', 'acme'], 'job beta has no per-key rate limit: add rateLimit.perKey to its config and deploy'],
+    ['a job with no per-key limit (set)', ['limits', 'set', '--job', 'beta', '--key', 'acme', '--starts', '10'], 'job beta has no per-key rate limit: add pacing.perKey to its config and deploy'],
+    ['a job with no per-key limit (clear)', ['limits', 'clear', '--job', 'beta', '--key', 'acme'], 'job beta has no per-key rate limit: add pacing.perKey to its config and deploy'],
   ])('refuses %s with exit code 2, and writes nothing', async (_, argv, message) => {
     const out = await f.run([...argv, ...(argv[1] === 'list' ? [] : ['--yes']), '--json'], { now: NOW });
 
@@ -300,7 +319,7 @@ describe('Functions: limitsList, limitsSet, limitsClear (ops limits)', () => {
     expect(out.code).toBe(1);
     const message =
       `job alpha already keeps ${MAX_OVERRIDES} per-key overrides, the most one job may (${MAX_OVERRIDES}); clear one it no longer needs ` +
-      '(`ops limits list --job alpha`), or raise rateLimit.perKey in its config for every key';
+      '(`ops limits list --job alpha`), or raise pacing.perKey in its config for every key';
     expect(out.stderr).toBe(`error: ${message}\n`);
     expect(out.json()).toEqual({ ok: false, error: { name: 'KeyLimitsError', message, job: 'alpha', key: 'one-more', overrides: MAX_OVERRIDES, exitCode: 1 } });
 

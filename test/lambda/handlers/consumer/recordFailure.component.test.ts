@@ -110,7 +110,7 @@ handler(JSON.parse(process.argv[2]), context).then((r) => console.log('RESULT ' 
       AWS_ENDPOINT_URL_SQS: aws.sqs.endpoint,
       POWERTOOLS_SERVICE_NAME: JOB,
       JOB_NAME: JOB,
-      JOB_SETTINGS: JSON.stringify(fakeSettings({ jobName: JOB, settings: { pacing: false }, maxReceiveCount: 5 })),
+      JOB_SETTINGS: JSON.stringify(fakeSettings({ jobName: JOB, pacing: { enabled: false }, maxReceiveCount: 5 })),
       QUEUE_URL: queueUrl,
       DLQ_URL: dlqUrl,
       IDEMPOTENCY_TABLE_NAME: 'idempotency',

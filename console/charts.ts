@@ -37,7 +37,7 @@ export const SQS_METRICS = {
  */
 export const START_METRICS: readonly string[] = [CHART_METRICS.Applied, CHART_METRICS.AlreadyDone, CHART_METRICS.Throttled];
 
-/** The sliding window a job without an allowance (`pacing: false`) has its starts counted over. */
+/** The sliding window a job without an allowance (`pacing.enabled: false`) has its starts counted over. */
 export const DEFAULT_START_WINDOW_MS = 60_000;
 
 /** Bucket widths a chart's x axis is cut in, smallest first: whole, readable steps. */

@@ -267,7 +267,7 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
       .command('set')
       .description("override one key's limit (its documented quota; the job's per-key headroom still applies); replaces any it had")
       .requiredOption('--job <job>', 'the job')
-      .requiredOption('--key <key>', 'the key value (of the job\'s rateLimit.perKey field)')
+      .requiredOption('--key <key>', 'the key value (of the job\'s pacing.perKey field)')
       .requiredOption('--starts <n>', `starts allowed per interval, 1 to ${MAX_OVERRIDE_STARTS}`)
       .option('--interval-seconds <s>', `the interval, 1 to ${MAX_OVERRIDE_INTERVAL_SECONDS} (default: the job's per-key interval)`)
       .option('--burst <b>', "the burst, 1 to --starts (default: the job's per-key burst)"),

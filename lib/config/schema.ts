@@ -135,8 +135,11 @@ export const BUCKET_MODE_NAMES = Object.keys(BUCKET_MODES) as [BucketMode, ...Bu
 
 /** What one job may touch: references to app resources by logical key, under the alias the job's code uses. */
 export const jobUsesSchema = z.object({
+  /** `{ ref, discover?, apply? }` or `{ ref, access }`: an appResources.tables key the job may touch, and how. @default none */
   tables: z.record(z.string(), useSchema(TABLE_MODE_NAMES, { ref: z.string() })).default({}),
+  /** `{ ref, discover?, apply? }` or `{ ref, access }`: an appResources.buckets key. @default none */
   buckets: z.record(z.string(), useSchema(BUCKET_MODE_NAMES, { ref: z.string() })).default({}),
+  /** `{ ref }`: an appResources.secrets key the consumer may read (its value is fetched at run time). @default none */
   secrets: z.record(z.string(), z.object({ ref: z.string() })).default({}),
 });
 
@@ -163,11 +166,11 @@ export const perKeySchema = strictBlock({
    * limit without a deploy. @default none (no rate per key)
    */
   starts: z.number().int().positive().optional(),
-  /** @default 60 */
+  /** The per-key quota's window. @default 60 */
   intervalSeconds: z.number().int().min(1).max(3600).default(60),
   /** Fraction of the per-key quota we allow ourselves. @default 0.8 */
   headroom: z.number().gt(0).max(1).default(0.8),
-  /** @default 1 */
+  /** Starts a key may make back to back after an idle period; at most its allowance after headroom. @default 1 */
   burst: z.number().int().positive().default(1),
   /**
    * At most this many operations in progress at once per key, fleet-wide, for a downstream that limits concurrent
@@ -260,7 +263,10 @@ export const pacingSchema = strictBlock({
    * re-published for ever. @default the queue's retention (queueRetentionDays)
    */
   maxDeferralAgeSeconds: z.number().int().positive().optional(),
-  /** How much work the producer lets into the queue at once; prefault parses `{}`, so each default stays written once. */
+  /**
+   * How much of a night's work the producer lets into the queue at once; the rest waits in the application's tables
+   * and is admitted step by step as the queue drains.
+   */
   admission: admissionSchema.prefault({}),
   /** Messages per consumer invocation. @default derived from the rate (deriveBatching) */
   batchSize: z.number().int().min(1).max(10000).optional(),
@@ -292,10 +298,12 @@ export const scheduleSchema = z.object({
  * scheduled time (e.g. 0.99 within 120). `ops status` forecasts a running batch against it.
  */
 export const sloSchema = z.strictObject({
+  /** The share of a night's operations that must complete in the window, in (0, 1). */
   objective: z
     .number()
     .gt(0, 'must be above 0 (a share of the night\'s operations, e.g. 0.99)')
     .lt(1, 'must be below 1 (an objective of 100% leaves no error budget; e.g. 0.99)'),
+  /** Minutes after the run's scheduled time by which the objective's share must be settled. */
   completeWithinMinutes: z.number().int().positive(),
 });
 
@@ -319,6 +327,7 @@ export const jobAlarmsSchema = z.object({
 const PACING_SETTING_NAMES = ['downstreamKey', 'maxDeferrals', 'maxDeferralAgeSeconds', 'shortWaitMs', 'adaptiveRate', 'pacing'] as const;
 
 export const jobSchema = strictBlock({
+  /** When the producer runs: an EventBridge Scheduler schedule in the environment's schedule group. */
   schedule: scheduleSchema,
   /** Records discovered per producer page. @default 500 */
   pageSize: z.number().int().min(1).max(10000).default(500),
@@ -326,17 +335,25 @@ export const jobSchema = strictBlock({
   maxPagesPerRun: z.number().int().min(1).max(10000).default(200),
   /** The job's pacing, in one block: the downstream's limits, the share we take, per-key limits, batching. */
   pacing: pacingSchema,
-  /** @default 60 */
+  /** The consumer's timeout; the queue's visibility timeout is 6 times this. @default 60 */
   consumerTimeoutSeconds: z.number().int().min(1).max(LAMBDA_MAX_TIMEOUT_SECONDS).default(60),
-  /** @default 512 */
+  /** The consumer's memory. @default 512 */
   consumerMemoryMb: z.number().int().min(128).max(10240).default(512),
-  /** @default 300 */
+  /**
+   * The producer's timeout; a step continues through the admission queue well before it (the admission queue's
+   * visibility timeout is this plus 60 s). @default 300
+   */
   producerTimeoutSeconds: z.number().int().min(10).max(LAMBDA_MAX_TIMEOUT_SECONDS).default(300),
-  /** @default 512 */
+  /** The producer's memory. @default 512 */
   producerMemoryMb: z.number().int().min(128).max(10240).default(512),
-  /** Receives before SQS moves a message to the DLQ. @default 5 */
+  /** Receives before SQS moves a message to the DLQ; a throttle never counts (it is deferred). @default 5 */
   maxReceiveCount: z.number().int().min(1).max(1000).default(5),
-  /** The night's completion SLO; absent: no SLO, and `ops status` forecasts without one. */
+  /**
+   * The night's completion SLO, e.g. `{ objective: 0.99, completeWithinMinutes: 120 }`: 99% of the run's operations
+   * settled within 2 hours of its scheduled time. Synthesis refuses a window a full run (pageSize x maxPagesPerRun
+   * operations) cannot meet at the paced rate, saying which window or quota would; `ops status` forecasts each running
+   * batch against it. @default none
+   */
   slo: sloSchema.optional(),
   /** Alarm when the oldest queued message is older than this. @default 3600 */
   oldestMessageAgeSloSeconds: z.number().int().min(60).default(3600),
@@ -344,10 +361,14 @@ export const jobSchema = strictBlock({
   queueRetentionDays: z.number().int().min(1).max(14).default(DEFAULT_QUEUE_RETENTION_DAYS),
   /** Idempotency record lifetime; must cover queue plus DLQ retention so a late redrive stays a no-op. @default 30 */
   idempotencyRecordDays: z.number().int().min(1).max(365).default(30),
-  /** Cap on one message body. @default 262144 (256 KiB, the SQS maximum) */
+  /** Cap on one message body (typical messages are under 1 KiB). @default 262144 (256 KiB, the SQS maximum) */
   maxMessageBytes: z.number().int().min(1024).max(SQS_MAX_MESSAGE_BYTES).default(SQS_MAX_MESSAGE_BYTES),
+  /**
+   * What the job may touch, by the alias its code uses: each function is granted exactly its modes' actions (the
+   * modes are below), and both get the names in JOB_SETTINGS.
+   */
   uses: jobUsesSchema.default({ tables: {}, buckets: {}, secrets: {} }),
-  /** Alarm thresholds; prefault parses `{}` through jobAlarmsSchema, so each default stays written once, there. */
+  /** The thresholds of the job's alarms beyond the age SLO. */
   alarms: jobAlarmsSchema.prefault({}),
   /**
    * Plain settings handed to the job's code (e.g. the provider's base URL), free-form; nothing pacing-related (the

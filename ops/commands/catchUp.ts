@@ -160,7 +160,7 @@ async function runDates(ctx: CommandContext, job: JobResources, dates: string[],
       new InvokeCommand({
         FunctionName: job.producerFunctionName,
         InvocationType: 'RequestResponse',
-        // Marked backfill: the consumers give tonight's live work the slots first (rateLimit.backfillShare).
+        // Marked backfill: the consumers give tonight's live work the slots first (pacing.backfillShare).
         Payload: Buffer.from(JSON.stringify({ businessDate: run.businessDate, batchId: run.batchId, backfill: true })),
       }),
     );

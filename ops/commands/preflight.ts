@@ -345,7 +345,7 @@ function rateHeadroom(f: JobFacts): CheckResult {
       ...base,
       status: 'fail',
       reason: `headroom ${quota.headroom} leaves ${pct(margin)} of the documented ${fmt(quota.starts)} starts ${per} unused; keep at least ${pct(MIN_HEADROOM_MARGIN)} ` +
-        `(rateLimit.headroom at most ${1 - MIN_HEADROOM_MARGIN}) for clock skew, retries and other clients of the quota`,
+        `(pacing.headroom at most ${1 - MIN_HEADROOM_MARGIN}) for clock skew, retries and other clients of the quota`,
       detail,
     };
   }
@@ -362,8 +362,8 @@ async function concurrencyLimit(ctx: CommandContext, f: JobFacts): Promise<Check
   if (reserved === undefined) return { ...base, status: 'fail', reason: `the consumer has no reserved concurrency: its cap of ${cap} is not enforced (deploy again)`, detail };
   if (reserved !== cap) return { ...base, status: 'fail', reason: `the consumer's reserved concurrency is ${reserved}, but its settings say ${cap}: deploy again`, detail };
   const limit = f.consumerSettings.quota?.maxConcurrent;
-  if (limit === undefined) return { ...base, status: 'pass', reason: `the cap is ${cap} concurrent invocations; the downstream documents no concurrent-request limit (rateLimit.maxConcurrent)`, detail };
-  if (cap > limit) return { ...base, status: 'fail', reason: `the concurrency cap ${cap} is above the downstream's ${limit} concurrent requests: lower concurrency to at most ${limit}`, detail };
+  if (limit === undefined) return { ...base, status: 'pass', reason: `the cap is ${cap} concurrent invocations; the downstream documents no concurrent-request limit (pacing.maxConcurrent)`, detail };
+  if (cap > limit) return { ...base, status: 'fail', reason: `the concurrency cap ${cap} is above the downstream's ${limit} concurrent requests: lower pacing.concurrency to at most ${limit}`, detail };
   return { ...base, status: 'pass', reason: `the concurrency cap ${cap} is within the downstream's ${limit} concurrent requests`, detail };
 }
 

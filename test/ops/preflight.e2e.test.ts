@@ -171,7 +171,7 @@ describe('Command: ops preflight --local', () => {
     it('says why: the headroom leaves 1% of the quota, and nobody receives the alarms', () => {
       const [headroom] = checksOf(result.result, 'rate-headroom').filter((c) => c.job === CALLS);
       expect(headroom.reason).toBe(
-        'headroom 0.99 leaves 1% of the documented 100 starts per 60 s unused; keep at least 5% (rateLimit.headroom at most 0.95) for clock skew, retries and other clients of the quota',
+        'headroom 0.99 leaves 1% of the documented 100 starts per 60 s unused; keep at least 5% (pacing.headroom at most 0.95) for clock skew, retries and other clients of the quota',
       );
       const [alarms] = checksOf(result.result, 'alarm-subscriptions') as CheckResult[];
       expect(alarms.reason).toMatch(/^no one receives the alarms of arn:aws:sns:.+: it has no subscription: set alarmEmail in the environment's config/);

@@ -19,7 +19,47 @@ export interface AppResourcesProps {
   readonly accessLogExpirationDays?: number;
 }
 
+type AppResourcesConfig = EnvironmentConfig['appResources'];
+type TableConfig = AppResourcesConfig['tables'][string];
+type KeyConfig = TableConfig['partitionKey'];
+type BucketConfig = AppResourcesConfig['buckets'][string];
+type SecretConfig = AppResourcesConfig['secrets'][string];
+
 const duplicates = (names: string[]): string[] => [...new Set(names.filter((n, i) => names.indexOf(n) !== i))];
+
+const mapValues = <T, U>(record: Readonly<Record<string, T>>, f: (key: string, value: T) => U): Record<string, U> =>
+  Object.fromEntries(Object.entries(record).map(([key, value]) => [key, f(key, value)]));
+
+/** Every problem with the props, before anything is built: physical names used twice, an unnamed import, the expiry. */
+function appResourcesProblems(config: AppResourcesConfig, accessLogExpirationDays: number): string[] {
+  const usedTwice = (kind: 'table' | 'bucket' | 'secret', names: (string | undefined)[]): string[] =>
+    duplicates(names.filter((name): name is string => name !== undefined))
+      .map((name) => `${kind}s: the ${kind} name "${name}" is used by more than one key`);
+  const problems = [
+    ...usedTwice('table', Object.values(config.tables).map((t) => t.tableName)),
+    ...usedTwice('bucket', Object.values(config.buckets).map((b) => b.bucketName)),
+  ];
+  if (!config.create) {
+    for (const [key, bucket] of Object.entries(config.buckets)) {
+      if (bucket.bucketName !== undefined) continue;
+      problems.push(`buckets.${key}: an imported bucket (create false) needs its bucketName`);
+    }
+  }
+  problems.push(...usedTwice('secret', Object.values(config.secrets).map((s) => s.secretName)));
+  if (!Number.isInteger(accessLogExpirationDays) || accessLogExpirationDays < 1) {
+    problems.push(`accessLogExpirationDays must be a positive integer (got ${accessLogExpirationDays})`);
+  }
+  return problems;
+}
+
+const tableId = (key: string) => `Table${pascalCase(key)}`;
+const bucketId = (key: string) => `Bucket${pascalCase(key)}`;
+const secretId = (key: string) => `Secret${pascalCase(key)}`;
+
+const attribute = (key: KeyConfig): dynamodb.Attribute => ({
+  name: key.name,
+  type: key.type === 'N' ? dynamodb.AttributeType.NUMBER : dynamodb.AttributeType.STRING,
+});
 
 /**
  * Every table, bucket and secret in `appResources`, by its logical key, as the interfaces grants need. Imported
@@ -44,135 +84,120 @@ export class AppResources extends Construct {
   constructor(scope: Construct, id: string, props: AppResourcesProps) {
     const { config } = props;
     const accessLogExpirationDays = props.accessLogExpirationDays ?? 90;
-    const problems: string[] = [];
-    const tableNames = Object.values(config.tables).map((t) => t.tableName);
-    for (const name of duplicates(tableNames)) problems.push(`tables: the table name "${name}" is used by more than one key`);
-    const bucketNames = Object.values(config.buckets).flatMap((b) => (b.bucketName === undefined ? [] : [b.bucketName]));
-    for (const name of duplicates(bucketNames)) problems.push(`buckets: the bucket name "${name}" is used by more than one key`);
-    if (!config.create) {
-      for (const [key, bucket] of Object.entries(config.buckets)) {
-        if (bucket.bucketName === undefined) problems.push(`buckets.${key}: an imported bucket (create false) needs its bucketName`);
-      }
-    }
-    const secretNames = Object.values(config.secrets).map((s) => s.secretName);
-    for (const name of duplicates(secretNames)) problems.push(`secrets: the secret name "${name}" is used by more than one key`);
-    if (!Number.isInteger(accessLogExpirationDays) || accessLogExpirationDays < 1) {
-      problems.push(`accessLogExpirationDays must be a positive integer (got ${accessLogExpirationDays})`);
-    }
-    assertNoProblems(`AppResources ${scope.node.path}/${id}`, problems);
+    assertNoProblems(`AppResources ${scope.node.path}/${id}`, appResourcesProblems(config, accessLogExpirationDays));
     super(scope, id);
     // Log delivery authorised by a bucket policy rather than the legacy LogDeliveryWrite ACL, so every bucket here
     // can keep ACLs disabled (BucketOwnerEnforced). Set on this construct so it holds whatever the app's cdk.json says.
     this.node.setContext('@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy', true);
 
+    const { create } = config;
     const removalPolicy = props.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
-    const tables: Record<string, dynamodb.ITable> = {};
-    const buckets: Record<string, s3.IBucket> = {};
-    const secrets: Record<string, secretsmanager.ISecret> = {};
-
-    for (const [key, table] of Object.entries(config.tables)) {
-      const tableId = `Table${pascalCase(key)}`;
-      if (!config.create) {
-        tables[key] = dynamodb.Table.fromTableAttributes(this, tableId, {
-          tableName: table.tableName,
-          // Naming the indexes makes grants cover `<table>/index/*`, which the jobs' discovery queries need.
-          globalIndexes: table.globalSecondaryIndexes.map((i) => i.indexName),
-        });
-        continue;
-      }
-      const attr = (k: { name: string; type: 'S' | 'N' }): dynamodb.Attribute => ({
-        name: k.name,
-        type: k.type === 'N' ? dynamodb.AttributeType.NUMBER : dynamodb.AttributeType.STRING,
-      });
-      const created = new dynamodb.Table(this, tableId, {
-        tableName: table.tableName,
-        partitionKey: attr(table.partitionKey),
-        sortKey: table.sortKey ? attr(table.sortKey) : undefined,
-        billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
-        encryption: dynamodb.TableEncryption.AWS_MANAGED,
-        pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-        removalPolicy,
-      });
-      for (const index of table.globalSecondaryIndexes) {
-        created.addGlobalSecondaryIndex({
-          indexName: index.indexName,
-          partitionKey: attr(index.partitionKey),
-          sortKey: index.sortKey ? attr(index.sortKey) : undefined,
-          projectionType: dynamodb.ProjectionType.ALL,
-        });
-      }
-      tables[key] = created;
+    this.tables = mapValues(config.tables, (key, table) =>
+      create ? this.createTable(key, table, removalPolicy) : this.importTable(key, table));
+    // Before the buckets, which send it their access logs.
+    if (create && Object.keys(config.buckets).length > 0) {
+      this.accessLogsBucket = this.createAccessLogsBucket(accessLogExpirationDays, removalPolicy);
     }
+    this.buckets = mapValues(config.buckets, (key, bucket) =>
+      create ? this.createBucket(key, bucket, removalPolicy) : this.importBucket(key, bucket));
+    this.secrets = mapValues(config.secrets, (key, secret) =>
+      create ? this.createSecret(key, secret, removalPolicy) : this.importSecret(key, secret));
 
-    const createdBuckets = config.create ? Object.entries(config.buckets) : [];
-    if (createdBuckets.length > 0) {
-      this.accessLogsBucket = new s3.Bucket(this, 'AccessLogs', {
-        // Server access log delivery writes with SSE-S3 only.
-        encryption: s3.BucketEncryption.S3_MANAGED,
-        enforceSSL: true,
-        blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
-        objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-        lifecycleRules: [{ expiration: Duration.days(accessLogExpirationDays) }],
-        removalPolicy,
-      });
-      acknowledge(this.accessLogsBucket, 'AwsSolutions-S1',
-        'This is the server access log bucket itself; logging its own access would log the log deliveries in a loop.');
-    }
-    for (const [key, bucket] of Object.entries(config.buckets)) {
-      const bucketId = `Bucket${pascalCase(key)}`;
-      if (!config.create) {
-        // Checked above: an imported bucket always has its name.
-        buckets[key] = s3.Bucket.fromBucketName(this, bucketId, bucket.bucketName as string);
-        continue;
-      }
-      buckets[key] = new s3.Bucket(this, bucketId, {
-        // Unnamed unless the config opts in. S3 names are global, so a fixed name can belong to another account and
-        // fail the first deploy there; CloudFormation's generated name (stack, logical ID, random suffix) is unique
-        // even for two stacks in one account and cannot be claimed in advance, which a name derived from the account
-        // and region could (account IDs are not secret). Consumers take it from the construct (a Ref).
-        bucketName: bucket.bucketName,
-        encryption: s3.BucketEncryption.S3_MANAGED,
-        enforceSSL: true,
-        blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
-        objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-        // Off on purpose: stale-upload-cleanup deletes objects to honour retention; versioning would keep every
-        // deleted upload as a noncurrent version, defeating the deletion it exists to perform.
-        versioned: false,
-        serverAccessLogsBucket: this.accessLogsBucket,
-        // One prefix per bucket in the shared log bucket, by logical key rather than by the bucket's name, which may be
-        // CloudFormation's and known only after deploy; the key also stays the same if the bucket is ever replaced.
-        serverAccessLogsPrefix: `${key}/`,
-        // No autoDeleteObjects: it adds a custom-resource Lambda to the stack; a non-empty dev bucket blocks deletion
-        // instead, which is the safer failure.
-        removalPolicy,
-      });
-    }
-
-    for (const [key, secret] of Object.entries(config.secrets)) {
-      const secretId = `Secret${pascalCase(key)}`;
-      if (!config.create) {
-        secrets[key] = secretsmanager.Secret.fromSecretNameV2(this, secretId, secret.secretName);
-        continue;
-      }
-      const created = new secretsmanager.Secret(this, secretId, {
-        secretName: secret.secretName,
-        description: 'Demo value for a self-contained environment; replace it with the real credential after deploying.',
-        generateSecretString: { passwordLength: 40, excludePunctuation: true },
-        removalPolicy,
-      });
-      acknowledge(created, 'AwsSolutions-SMG4',
-        "A third party's API key: the provider issues and rotates it, so there is no rotation Lambda that could create a new valid value; it is replaced by hand when the provider rotates it.");
-      secrets[key] = created;
-    }
-
-    this.tables = tables;
     this.names = {
-      tables: Object.fromEntries(Object.entries(config.tables).map(([k, t]) => [k, t.tableName])),
-      buckets: Object.fromEntries(Object.entries(buckets).map(([k, b]) => [k, b.bucketName])),
-      secrets: Object.fromEntries(Object.entries(config.secrets).map(([k, s]) => [k, s.secretName])),
+      tables: mapValues(config.tables, (_, t) => t.tableName),
+      buckets: mapValues(this.buckets, (_, b) => b.bucketName),
+      secrets: mapValues(config.secrets, (_, s) => s.secretName),
     };
-    this.indexNames = Object.fromEntries(Object.entries(config.tables).map(([k, t]) => [k, t.globalSecondaryIndexes.map((i) => i.indexName)]));
-    this.buckets = buckets;
-    this.secrets = secrets;
+    this.indexNames = mapValues(config.tables, (_, t) => t.globalSecondaryIndexes.map((i) => i.indexName));
+  }
+
+  private importTable(key: string, table: TableConfig): dynamodb.ITable {
+    return dynamodb.Table.fromTableAttributes(this, tableId(key), {
+      tableName: table.tableName,
+      // Naming the indexes makes grants cover `<table>/index/*`, which the jobs' discovery queries need.
+      globalIndexes: table.globalSecondaryIndexes.map((i) => i.indexName),
+    });
+  }
+
+  private createTable(key: string, table: TableConfig, removalPolicy: RemovalPolicy): dynamodb.Table {
+    const created = new dynamodb.Table(this, tableId(key), {
+      tableName: table.tableName,
+      partitionKey: attribute(table.partitionKey),
+      sortKey: table.sortKey ? attribute(table.sortKey) : undefined,
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      encryption: dynamodb.TableEncryption.AWS_MANAGED,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      removalPolicy,
+    });
+    for (const index of table.globalSecondaryIndexes) {
+      created.addGlobalSecondaryIndex({
+        indexName: index.indexName,
+        partitionKey: attribute(index.partitionKey),
+        sortKey: index.sortKey ? attribute(index.sortKey) : undefined,
+        projectionType: dynamodb.ProjectionType.ALL,
+      });
+    }
+    return created;
+  }
+
+  private createAccessLogsBucket(expirationDays: number, removalPolicy: RemovalPolicy): s3.Bucket {
+    const bucket = new s3.Bucket(this, 'AccessLogs', {
+      // Server access log delivery writes with SSE-S3 only.
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      lifecycleRules: [{ expiration: Duration.days(expirationDays) }],
+      removalPolicy,
+    });
+    acknowledge(bucket, 'AwsSolutions-S1',
+      'This is the server access log bucket itself; logging its own access would log the log deliveries in a loop.');
+    return bucket;
+  }
+
+  private importBucket(key: string, bucket: BucketConfig): s3.IBucket {
+    // Checked by appResourcesProblems: an imported bucket always has its name.
+    return s3.Bucket.fromBucketName(this, bucketId(key), bucket.bucketName as string);
+  }
+
+  private createBucket(key: string, bucket: BucketConfig, removalPolicy: RemovalPolicy): s3.Bucket {
+    return new s3.Bucket(this, bucketId(key), {
+      // Unnamed unless the config opts in. S3 names are global, so a fixed name can belong to another account and
+      // fail the first deploy there; CloudFormation's generated name (stack, logical ID, random suffix) is unique
+      // even for two stacks in one account and cannot be claimed in advance, which a name derived from the account
+      // and region could (account IDs are not secret). Consumers take it from the construct (a Ref).
+      bucketName: bucket.bucketName,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      // Off on purpose: stale-upload-cleanup deletes objects to honour retention; versioning would keep every
+      // deleted upload as a noncurrent version, defeating the deletion it exists to perform.
+      versioned: false,
+      serverAccessLogsBucket: this.accessLogsBucket,
+      // One prefix per bucket in the shared log bucket, by logical key rather than by the bucket's name, which may be
+      // CloudFormation's and known only after deploy; the key also stays the same if the bucket is ever replaced.
+      serverAccessLogsPrefix: `${key}/`,
+      // No autoDeleteObjects: it adds a custom-resource Lambda to the stack; a non-empty dev bucket blocks deletion
+      // instead, which is the safer failure.
+      removalPolicy,
+    });
+  }
+
+  private importSecret(key: string, secret: SecretConfig): secretsmanager.ISecret {
+    return secretsmanager.Secret.fromSecretNameV2(this, secretId(key), secret.secretName);
+  }
+
+  private createSecret(key: string, secret: SecretConfig, removalPolicy: RemovalPolicy): secretsmanager.Secret {
+    const created = new secretsmanager.Secret(this, secretId(key), {
+      secretName: secret.secretName,
+      description: 'Demo value for a self-contained environment; replace it with the real credential after deploying.',
+      generateSecretString: { passwordLength: 40, excludePunctuation: true },
+      removalPolicy,
+    });
+    acknowledge(created, 'AwsSolutions-SMG4',
+      "A third party's API key: the provider issues and rotates it, so there is no rotation Lambda that could create " +
+      'a new valid value; it is replaced by hand when the provider rotates it.');
+    return created;
   }
 }

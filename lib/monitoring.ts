@@ -257,6 +257,14 @@ export interface MonitoringProps {
 }
 
 const GREATER = cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD;
+const NOT_BREACHING = cloudwatch.TreatMissingData.NOT_BREACHING;
+/** How every alarm description ends (test/lib/monitoring.test.ts holds them to it). */
+const RUNBOOK = 'See the README operator runbook, "Reading an alarm".';
+
+/** The producer-duration alarm's threshold: the configured fraction of the producer's timeout. */
+function producerDurationThresholdMs(config: MonitoredJob['config']): number {
+  return Math.round(config.producerTimeoutSeconds * 1000 * config.alarms.producerDurationFraction);
+}
 
 interface AlarmSpec {
   readonly what: string;
@@ -266,6 +274,48 @@ interface AlarmSpec {
   /** @default 1 */
   readonly evaluationPeriods?: number;
   readonly treatMissingData: cloudwatch.TreatMissingData;
+}
+
+/** Some of a job's alarms, by kind: one family of them (monitorJob joins the families). */
+type AlarmSpecs<K extends JobAlarmKind> = Record<K, AlarmSpec>;
+type EventSourceAlarmKind =
+  'ConsumerFailedInvokes' | 'ConsumerDroppedEvents' | 'AdmissionFailedInvokes' | 'AdmissionDroppedEvents';
+/** Every alarm of a job: all kinds, and the keyed ones when the job has keys. */
+type JobAlarmSpecs = AlarmSpecs<Exclude<JobAlarmKind, KeyedJobAlarmKind>> & Partial<AlarmSpecs<KeyedJobAlarmKind>>;
+
+/** Every problem with the props, before anything is built: names that are tokens, no job, bad alarm names. */
+function monitoringProblems(stackName: string, jobs: readonly MonitoredJob[], groups: readonly string[]): string[] {
+  const problems: string[] = [];
+  if (Token.isUnresolved(stackName)) problems.push('the stack name must be a literal: it starts every alarm name');
+  for (const j of jobs) {
+    if (Token.isUnresolved(scheduleGroupOf(j.pacedJob))) {
+      problems.push(
+        `${j.jobName}: its schedule group's name must be a literal: it is in the Scheduler alarms' names and their ` +
+          'ScheduleGroup dimension',
+      );
+    }
+  }
+  if (jobs.length === 0) problems.push('jobs: at least one job is required');
+  const names = [
+    ...jobs.flatMap((j) => jobAlarmKinds(j.config).map((kind) => alarmName(stackName, j.jobName, JobAlarm[kind]))),
+    ...groups.flatMap((g) =>
+      Object.values(SchedulerAlarm).map((what) => alarmName(stackName, scheduleGroupSubject(g), what))),
+  ];
+  const seen = new Set<string>();
+  for (const name of names) {
+    if (seen.has(name)) {
+      problems.push(
+        `alarm name "${name}" is used twice (a job name repeats, or clashes with a schedule group's alarms)`,
+      );
+    }
+    seen.add(name);
+    if (name.length > MAX_ALARM_NAME_LENGTH) {
+      problems.push(
+        `alarm name "${name}" is ${name.length} characters; CloudWatch allows at most ${MAX_ALARM_NAME_LENGTH}`,
+      );
+    }
+  }
+  return problems;
 }
 
 export class Monitoring extends Construct {
@@ -289,70 +339,15 @@ export class Monitoring extends Construct {
   constructor(scope: Construct, id: string, props: MonitoringProps) {
     const stackName = Stack.of(scope).stackName;
     const groups = [...new Set(props.jobs.map((j) => scheduleGroupOf(j.pacedJob)))];
-    const problems: string[] = [];
-    if (Token.isUnresolved(stackName)) problems.push('the stack name must be a literal: it starts every alarm name');
-    for (const j of props.jobs) {
-      if (Token.isUnresolved(scheduleGroupOf(j.pacedJob))) {
-        problems.push(`${j.jobName}: its schedule group's name must be a literal: it is in the Scheduler alarms' names and their ScheduleGroup dimension`);
-      }
-    }
-    if (props.jobs.length === 0) problems.push('jobs: at least one job is required');
-    const names = [
-      ...props.jobs.flatMap((j) => jobAlarmKinds(j.config).map((kind) => alarmName(stackName, j.jobName, JobAlarm[kind]))),
-      ...groups.flatMap((g) => Object.values(SchedulerAlarm).map((what) => alarmName(stackName, scheduleGroupSubject(g), what))),
-    ];
-    const seen = new Set<string>();
-    for (const name of names) {
-      if (seen.has(name)) problems.push(`alarm name "${name}" is used twice (a job name repeats, or clashes with a schedule group's alarms)`);
-      seen.add(name);
-      if (name.length > MAX_ALARM_NAME_LENGTH) problems.push(`alarm name "${name}" is ${name.length} characters; CloudWatch allows at most ${MAX_ALARM_NAME_LENGTH}`);
-    }
+    const problems = monitoringProblems(stackName, props.jobs, groups);
     assertNoProblems(`Monitoring ${scope.node.path}/${id}`, problems);
     super(scope, id);
     this.stackName = stackName;
     this.ops = props.operatorCommand;
 
-    this.topicKey = new kms.Key(this, 'AlarmTopicKey', {
-      description: `Encrypts the ${stackName} alarm topic`,
-      enableKeyRotation: true,
-      removalPolicy: props.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
-    });
-    this.topic = new sns.Topic(this, 'AlarmTopic', {
-      displayName: `Paced jobs ${props.environmentName} alarms`,
-      masterKey: this.topicKey,
-      enforceSSL: true,
-    });
-    // The topic policy replaces SNS's default one, so CloudWatch must be allowed to publish, and only for this stack's
-    // alarms (every alarm name starts with the stack name).
-    const cloudwatchPrincipal = new iam.ServicePrincipal('cloudwatch.amazonaws.com');
-    this.topic.addToResourcePolicy(new iam.PolicyStatement({
-      sid: 'AllowThisStacksAlarmsToPublish',
-      principals: [cloudwatchPrincipal],
-      actions: ['sns:Publish'],
-      resources: [this.topic.topicArn],
-      conditions: {
-        StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID },
-        ArnLike: {
-          'aws:SourceArn': Stack.of(this).formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: `${stackName}-*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
-        },
-      },
-    }));
-    // SNS encrypts with the publisher's access to the key; the key policy is the only place CloudWatch can get it.
-    this.topicKey.grant(cloudwatchPrincipal, 'kms:Decrypt', 'kms:GenerateDataKey*');
-    if (props.alarmEmail !== undefined) {
-      // An alarm SNS could not deliver (the address bounces, the endpoint is gone) is kept for 14 days, not dropped.
-      // SQS-managed encryption: SNS can write to it without a key policy of its own.
-      const undelivered = new sqs.Queue(this, 'UndeliveredAlarms', {
-        encryption: sqs.QueueEncryption.SQS_MANAGED,
-        enforceSSL: true,
-        retentionPeriod: Duration.days(14),
-        removalPolicy: props.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
-      });
-      const why = 'the undelivered alarms queue is itself the dead-letter queue of the alarm subscription: nothing consumes it to fail';
-      acknowledge(undelivered, 'AwsSolutions-SQS3', why);
-      acknowledge(undelivered, 'Serverless-SQSRedrivePolicy', why);
-      this.topic.addSubscription(new EmailSubscription(props.alarmEmail, { deadLetterQueue: undelivered }));
-    }
+    this.topicKey = this.createTopicKey(props.retainData);
+    this.topic = this.createAlarmTopic(props.environmentName);
+    if (props.alarmEmail !== undefined) this.subscribeEmail(props.alarmEmail, props.retainData);
     this.action = new SnsAction(this.topic);
 
     this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
@@ -377,6 +372,63 @@ export class Monitoring extends Construct {
     this.schedulerAlarms = schedulerAlarms;
   }
 
+  private createTopicKey(retainData: boolean): kms.Key {
+    return new kms.Key(this, 'AlarmTopicKey', {
+      description: `Encrypts the ${this.stackName} alarm topic`,
+      enableKeyRotation: true,
+      removalPolicy: retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
+  }
+
+  /** The one topic every alarm notifies, encrypted with topicKey, which only this stack's alarms may publish to. */
+  private createAlarmTopic(environmentName: string): sns.Topic {
+    const topic = new sns.Topic(this, 'AlarmTopic', {
+      displayName: `Paced jobs ${environmentName} alarms`,
+      masterKey: this.topicKey,
+      enforceSSL: true,
+    });
+    // The topic policy replaces SNS's default one, so CloudWatch must be allowed to publish, and only for this stack's
+    // alarms (every alarm name starts with the stack name).
+    const cloudwatchPrincipal = new iam.ServicePrincipal('cloudwatch.amazonaws.com');
+    topic.addToResourcePolicy(new iam.PolicyStatement({
+      sid: 'AllowThisStacksAlarmsToPublish',
+      principals: [cloudwatchPrincipal],
+      actions: ['sns:Publish'],
+      resources: [topic.topicArn],
+      conditions: {
+        StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID },
+        ArnLike: {
+          'aws:SourceArn': Stack.of(this).formatArn({
+            service: 'cloudwatch',
+            resource: 'alarm',
+            resourceName: `${this.stackName}-*`,
+            arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+          }),
+        },
+      },
+    }));
+    // SNS encrypts with the publisher's access to the key; the key policy is the only place CloudWatch can get it.
+    this.topicKey.grant(cloudwatchPrincipal, 'kms:Decrypt', 'kms:GenerateDataKey*');
+    return topic;
+  }
+
+  private subscribeEmail(email: string, retainData: boolean): void {
+    // An alarm SNS could not deliver (the address bounces, the endpoint is gone) is kept for 14 days, not dropped.
+    // SQS-managed encryption: SNS can write to it without a key policy of its own.
+    const undelivered = new sqs.Queue(this, 'UndeliveredAlarms', {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+      removalPolicy: retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
+    const why =
+      'the undelivered alarms queue is itself the dead-letter queue of the alarm subscription: ' +
+      'nothing consumes it to fail';
+    acknowledge(undelivered, 'AwsSolutions-SQS3', why);
+    acknowledge(undelivered, 'Serverless-SQSRedrivePolicy', why);
+    this.topic.addSubscription(new EmailSubscription(email, { deadLetterQueue: undelivered }));
+  }
+
   private alarm(scope: Construct, subject: string, spec: AlarmSpec): cloudwatch.Alarm {
     const alarm = new cloudwatch.Alarm(scope, pascalCase(spec.what), {
       alarmName: alarmName(this.stackName, subject, spec.what),
@@ -395,43 +447,55 @@ export class Monitoring extends Construct {
   }
 
   private monitorJob(job: MonitoredJob): JobAlarms {
+    const scope = new Construct(this, pascalCase(job.jobName));
+    const specs: JobAlarmSpecs = {
+      ...this.queueAlarmSpecs(job),
+      ...this.functionAlarmSpecs(job),
+      ...this.jobMetricAlarmSpecs(job),
+      ...this.eventSourceAlarmSpecs(job),
+      ...(hasKeys(job.config) ? this.keyedJobAlarmSpecs(job) : {}),
+    };
+    const alarms = Object.fromEntries(
+      Object.entries(specs).map(([kind, spec]) => [kind, this.alarm(scope, job.jobName, spec)]),
+    ) as JobAlarms;
+    this.addJobRows(job, alarms);
+    return alarms;
+  }
+
+  /** The first step of every job alarm's runbook. */
+  private statusCommand(jobName: string): string {
+    return `${this.ops} status --stack ${this.stackName} --job ${jobName}`;
+  }
+
+  /** The queues: work late, or parked in a DLQ. */
+  private queueAlarmSpecs(job: MonitoredJob): AlarmSpecs<'OldestMessageAge' | 'DlqDepth' | 'ProducerDlqDepth'> {
     const { jobName, pacedJob, config } = job;
-    const scope = new Construct(this, pascalCase(jobName));
     const five = Duration.minutes(5);
-    const status = `${this.ops} status --stack ${this.stackName} --job ${jobName}`;
-    const runbook = 'See the README operator runbook, "Reading an alarm".';
-    const producerThresholdMs = Math.round(config.producerTimeoutSeconds * 1000 * config.alarms.producerDurationFraction);
-    const notBreaching = cloudwatch.TreatMissingData.NOT_BREACHING;
+    const status = this.statusCommand(jobName);
     // The one age threshold: the whole queue's oldest message and, for a job with keys, its quiet tenants' oldest.
     const ageSloSeconds = config.oldestMessageAgeSloSeconds;
-    const mapping =
-      '`aws lambda get-event-source-mapping --uuid <the alarm\'s EventSourceMappingUUID>` (its state and last processing result)';
-    const sqsDropsNone =
-      "An SQS event source is not expected to drop any (the queue's redrive policy retires failed messages, not the " +
-      'mapping), so first check the mapping with';
-
-    const specs: Record<Exclude<JobAlarmKind, KeyedJobAlarmKind>, AlarmSpec> & Partial<Record<KeyedJobAlarmKind, AlarmSpec>> = {
+    return {
       OldestMessageAge: {
         what: JobAlarm.OldestMessageAge,
         description:
           `${jobName}: the oldest message in the work queue is older than the ${ageSloSeconds}s SLO, so work is late. ` +
           `Likely the consumer is paused, failing or throttled by the provider. First run \`${status}\` (depth, in flight, DLQ), ` +
-          `then check the consumer-errors and provider-throttled alarms. Never purge the queue. ${runbook}`,
+          `then check the consumer-errors and provider-throttled alarms. Never purge the queue. ${RUNBOOK}`,
         metric: pacedJob.queue.metricApproximateAgeOfOldestMessage({ statistic: cloudwatch.Stats.MAXIMUM, period: five }),
         threshold: ageSloSeconds,
         // SQS stops sending queue metrics only for an inactive queue: empty and untouched for hours. Nothing is late then.
-        treatMissingData: notBreaching,
+        treatMissingData: NOT_BREACHING,
       },
       DlqDepth: {
         what: JobAlarm.DlqDepth,
         description:
           `${jobName}: operations failed every attempt (or were rejected as bad) and wait in the job DLQ; they were not applied. ` +
           `First run \`${this.ops} dlq peek --stack ${this.stackName} --job ${jobName}\` to see why (viewing counts as a receive), fix the cause, ` +
-          `then \`${this.ops} redrive --stack ${this.stackName} --job ${jobName}\`: idempotency makes already applied operations no-ops. ${runbook}`,
+          `then \`${this.ops} redrive --stack ${this.stackName} --job ${jobName}\`: idempotency makes already applied operations no-ops. ${RUNBOOK}`,
         metric: pacedJob.dlq.metricApproximateNumberOfMessagesVisible({ statistic: cloudwatch.Stats.MAXIMUM, period: Duration.minutes(1) }),
         threshold: 0,
         // A queue holding messages stays active and keeps reporting, so missing data means an empty, idle DLQ.
-        treatMissingData: notBreaching,
+        treatMissingData: NOT_BREACHING,
       },
       ProducerDlqDepth: {
         what: JobAlarm.ProducerDlqDepth,
@@ -440,62 +504,82 @@ export class Monitoring extends Construct {
           `business date's admission has stopped (the rest waits in the application's tables, nothing is lost). First run ` +
           `\`${status}\`: a batch shown as "admission stalled" continues with ` +
           `\`${this.ops} continue --stack ${this.stackName} --job ${jobName} --batch <batchId>\` once the producer's logs show the cause is fixed; ` +
-          `a date never started needs \`${this.ops} catch-up --stack ${this.stackName} --job ${jobName} --from <date> --to <date>\`. ${runbook}`,
+          `a date never started needs \`${this.ops} catch-up --stack ${this.stackName} --job ${jobName} --from <date> --to <date>\`. ${RUNBOOK}`,
         metric: pacedJob.producerDlq.metricApproximateNumberOfMessagesVisible({ statistic: cloudwatch.Stats.MAXIMUM, period: Duration.minutes(1) }),
         threshold: 0,
-        treatMissingData: notBreaching,
+        treatMissingData: NOT_BREACHING,
       },
+    };
+  }
+
+  /** The two functions, from Lambda's own metrics: failed invocations, throttles, a producer run near its timeout. */
+  private functionAlarmSpecs(
+    job: MonitoredJob,
+  ): AlarmSpecs<'ConsumerErrors' | 'ConsumerThrottles' | 'ProducerErrors' | 'ProducerDuration'> {
+    const { jobName, pacedJob, config } = job;
+    const five = Duration.minutes(5);
+    const status = this.statusCommand(jobName);
+    return {
       ConsumerErrors: {
         what: JobAlarm.ConsumerErrors,
         description:
           `${jobName}: the consumer function failed whole invocations (a crash or timeout, not a per-record failure), so each ` +
           `message of those batches will be retried and may reach the DLQ. First read the consumer's logs for the error, then ` +
-          `run \`${status}\`. If it persists, \`${this.ops} pause --stack ${this.stackName} --job ${jobName}\` keeps messages queued. ${runbook}`,
+          `run \`${status}\`. If it persists, \`${this.ops} pause --stack ${this.stackName} --job ${jobName}\` keeps messages queued. ${RUNBOOK}`,
         metric: pacedJob.consumer.metricErrors({ statistic: cloudwatch.Stats.SUM, period: five }),
         threshold: 0,
         // No invocations, no errors: Lambda sends no datapoint for an idle function.
-        treatMissingData: notBreaching,
+        treatMissingData: NOT_BREACHING,
       },
       ConsumerThrottles: {
         what: JobAlarm.ConsumerThrottles,
         description:
           `${jobName}: Lambda throttled the consumer although its event source never asks for more than the reserved concurrency ` +
           `(${config.pacing.concurrency}); the reservation was likely changed outside the stack. Throttled batches return to the queue and ` +
-          `spend receive counts. First compare the function's reserved concurrency with config, then run \`${status}\`. ${runbook}`,
+          `spend receive counts. First compare the function's reserved concurrency with config, then run \`${status}\`. ${RUNBOOK}`,
         metric: pacedJob.consumer.metricThrottles({ statistic: cloudwatch.Stats.SUM, period: five }),
         threshold: 0,
-        treatMissingData: notBreaching,
+        treatMissingData: NOT_BREACHING,
       },
       ProducerErrors: {
         what: JobAlarm.ProducerErrors,
         description:
           `${jobName}: a producer invocation failed; Lambda retries it and then sends it to the producer DLQ, so discovery for ` +
-          `that run may be incomplete. First read the producer's logs, then run \`${status}\` and check the producer-dlq-depth alarm. ${runbook}`,
+          `that run may be incomplete. First read the producer's logs, then run \`${status}\` and check the producer-dlq-depth alarm. ${RUNBOOK}`,
         metric: pacedJob.producer.metricErrors({ statistic: cloudwatch.Stats.SUM, period: five }),
         threshold: 0,
-        treatMissingData: notBreaching,
+        treatMissingData: NOT_BREACHING,
       },
       ProducerDuration: {
         what: JobAlarm.ProducerDuration,
         description:
           `${jobName}: a producer run took over ${Math.round(config.alarms.producerDurationFraction * 100)}% of its ` +
           `${config.producerTimeoutSeconds}s timeout; the next one may time out mid-page. Not urgent at night: first run \`${status}\` ` +
-          `and check the run completed, then lower pageSize or raise producerTimeoutSeconds in config. ${runbook}`,
+          `and check the run completed, then lower pageSize or raise producerTimeoutSeconds in config. ${RUNBOOK}`,
         metric: pacedJob.producer.metricDuration({ statistic: cloudwatch.Stats.MAXIMUM, period: five }),
-        threshold: producerThresholdMs,
-        treatMissingData: notBreaching,
+        threshold: producerDurationThresholdMs(config),
+        treatMissingData: NOT_BREACHING,
       },
+    };
+  }
+
+  /** The job's custom metrics, as the handlers write them: provider throttling, a stuck consumer, bad source rows. */
+  private jobMetricAlarmSpecs(job: MonitoredJob): AlarmSpecs<'ProviderThrottled' | 'Stalled' | 'InvalidSourceRows'> {
+    const { jobName, pacedJob, config } = job;
+    const five = Duration.minutes(5);
+    const status = this.statusCommand(jobName);
+    return {
       ProviderThrottled: {
         what: JobAlarm.ProviderThrottled,
         description:
           `${jobName}: the provider answered 429/503 more than ${config.alarms.throttledPerMinute} times a minute for ` +
           `${config.alarms.throttledMinutes} minutes. Operations are deferred, not lost, but the backlog grows. First run \`${status}\`; ` +
-          `if the provider's quota dropped, lower pacing.starts or headroom in config, or pause the job until it recovers. ${runbook}`,
+          `if the provider's quota dropped, lower pacing.starts or headroom in config, or pause the job until it recovers. ${RUNBOOK}`,
         metric: jobMetric(jobName, MetricName.Throttled, { period: Duration.minutes(1) }),
         threshold: config.alarms.throttledPerMinute,
         evaluationPeriods: config.alarms.throttledMinutes,
         // The consumer writes Throttled only when a 429/503 happens; a minute without one is a good minute.
-        treatMissingData: notBreaching,
+        treatMissingData: NOT_BREACHING,
       },
       Stalled: {
         what: JobAlarm.Stalled,
@@ -503,12 +587,12 @@ export class Monitoring extends Construct {
           `${jobName}: work has waited in the queue for ${config.alarms.stalledMinutes} minutes and nothing settled (applied, ` +
           `already done, dead-lettered or rejected), so the consumer is stuck: paused, failing every batch, or its event source is off. ` +
           `A large backlog that drains does not fire this. First run \`${status}\` (in flight, DLQ, and whether the job is paused), ` +
-          `then read the consumer's logs. ${runbook}`,
+          `then read the consumer's logs. ${RUNBOOK}`,
         metric: stalledMetric(jobName, pacedJob),
         threshold: 0,
         evaluationPeriods: config.alarms.stalledMinutes,
         // The expression is 0 when the queue reports nothing (an idle, empty queue): nothing waits, nothing is stalled.
-        treatMissingData: notBreaching,
+        treatMissingData: NOT_BREACHING,
       },
       InvalidSourceRows: {
         what: JobAlarm.InvalidSourceRows,
@@ -516,12 +600,27 @@ export class Monitoring extends Construct {
           `${jobName}: discovery found source rows it cannot turn into valid messages (an ID an operation ID cannot hold, a field ` +
           `the job's resource schema refuses). They were recorded in the run ledger and skipped; the rest of the run went on. ` +
           `They are skipped every night until fixed. First run \`${this.ops} audit --stack ${this.stackName} --job ${jobName} --date <business date>\` ` +
-          `to list each with its key and reasons, then fix the rows at the source. ${runbook}`,
+          `to list each with its key and reasons, then fix the rows at the source. ${RUNBOOK}`,
         metric: jobMetric(jobName, MetricName.DiscoveryRowsRejected, { period: five }),
         threshold: 0,
         // The producer writes the metric only when a page holds such rows.
-        treatMissingData: notBreaching,
+        treatMissingData: NOT_BREACHING,
       },
+    };
+  }
+
+  /** The two event sources (consumer and admission): events that failed to invoke their function, or were dropped. */
+  private eventSourceAlarmSpecs(job: MonitoredJob): AlarmSpecs<EventSourceAlarmKind> {
+    const { jobName, pacedJob, config } = job;
+    const five = Duration.minutes(5);
+    const status = this.statusCommand(jobName);
+    const mapping =
+      '`aws lambda get-event-source-mapping --uuid <the alarm\'s EventSourceMappingUUID>` ' +
+      '(its state and last processing result)';
+    const sqsDropsNone =
+      "An SQS event source is not expected to drop any (the queue's redrive policy retires failed messages, not the " +
+      'mapping), so first check the mapping with';
+    return {
       ConsumerFailedInvokes: {
         what: JobAlarm.ConsumerFailedInvokes,
         description:
@@ -530,12 +629,12 @@ export class Monitoring extends Construct {
           `handed back for a retry). First read the consumer's logs at that time: lines ` +
           `ending "will retry" are records SQS redelivers (watch the dlq-depth alarm); no such lines means Lambda could not ` +
           `invoke the consumer at all (its permissions, a deleted function, a KMS or network error) and the messages wait out ` +
-          `their visibility timeout: run ${mapping}, then \`${status}\`. ${runbook}`,
+          `their visibility timeout: run ${mapping}, then \`${status}\`. ${RUNBOOK}`,
         metric: failedInvokeShareMetric(pacedJob.eventSource),
         threshold: FAILED_INVOKE_SHARE,
         evaluationPeriods: FAILED_INVOKE_PERIODS,
         // No datapoint: the mapping invoked nothing in the period, so nothing failed.
-        treatMissingData: notBreaching,
+        treatMissingData: NOT_BREACHING,
       },
       ConsumerDroppedEvents: {
         what: JobAlarm.ConsumerDroppedEvents,
@@ -543,10 +642,10 @@ export class Monitoring extends Construct {
           `${jobName}: Lambda dropped messages of the consumer's event source (DroppedEventCount): the consumer did not settle ` +
           `them and they are not in the job DLQ, so those operations may never run. ${sqsDropsNone} ${mapping}. Then find ` +
           `them with \`${this.ops} audit --stack ${this.stackName} --job ${jobName} --date <business date>\` for each date in progress, ` +
-          `and run \`${this.ops} catch-up --stack ${this.stackName} --job ${jobName} --from <date> --to <date>\` (idempotency skips what is done). ${runbook}`,
+          `and run \`${this.ops} catch-up --stack ${this.stackName} --job ${jobName} --from <date> --to <date>\` (idempotency skips what is done). ${RUNBOOK}`,
         metric: eventSourceMetric(pacedJob.eventSource, EventSourceMetric.Dropped, { period: five }),
         threshold: 0,
-        treatMissingData: notBreaching,
+        treatMissingData: NOT_BREACHING,
       },
       AdmissionFailedInvokes: {
         what: JobAlarm.AdmissionFailedInvokes,
@@ -555,10 +654,10 @@ export class Monitoring extends Construct {
           `the step (FailedInvokeEventCount counts both). That run's admission waits out the step's visibility timeout ` +
           `(${config.producerTimeoutSeconds + ADMISSION_VISIBILITY_MARGIN_SECONDS}s) and is retried, and after ${ADMISSION_MAX_RECEIVE_COUNT} ` +
           `receives the step goes to the producer DLQ. First read the producer's logs for "admission step failed"; no such line ` +
-          `means Lambda could not invoke the producer: run ${mapping}. Then run \`${status}\`. ${runbook}`,
+          `means Lambda could not invoke the producer: run ${mapping}. Then run \`${status}\`. ${RUNBOOK}`,
         metric: eventSourceMetric(pacedJob.admissionEventSource, EventSourceMetric.FailedInvoke, { period: five }),
         threshold: 0,
-        treatMissingData: notBreaching,
+        treatMissingData: NOT_BREACHING,
       },
       AdmissionDroppedEvents: {
         what: JobAlarm.AdmissionDroppedEvents,
@@ -566,41 +665,42 @@ export class Monitoring extends Construct {
           `${jobName}: Lambda dropped admission steps of the producer's event source (DroppedEventCount): a step neither ran nor ` +
           `reached the producer DLQ, so that run's admission has stopped and no DLQ message shows it. ${sqsDropsNone} ${mapping}. ` +
           `Then run \`${status}\`: a batch shown as "admission stalled" continues with ` +
-          `\`${this.ops} continue --stack ${this.stackName} --job ${jobName} --batch <batchId>\`. ${runbook}`,
+          `\`${this.ops} continue --stack ${this.stackName} --job ${jobName} --batch <batchId>\`. ${RUNBOOK}`,
         metric: eventSourceMetric(pacedJob.admissionEventSource, EventSourceMetric.Dropped, { period: five }),
         threshold: 0,
-        treatMissingData: notBreaching,
+        treatMissingData: NOT_BREACHING,
       },
-      ...(hasKeys(config)
-        ? {
-          QuietTenantsMessageAge: {
-            what: JobAlarm.QuietTenantsMessageAge,
-            description:
-              `${jobName}: the oldest message of the quiet tenants (the keys SQS fair queues do not hold back as noisy) is ` +
-              `older than the ${ageSloSeconds}s SLO, so the whole job is late, not one noisy key (a noisy key alone fires ` +
-              `oldest-message-age only). Likely the consumer is paused, failing or throttled by the provider. First run ` +
-              `\`${status}\`, then check the consumer-errors, consumer-failed-invokes and provider-throttled alarms. Never purge the queue. ${runbook}`,
-            metric: quietTenantsAgeMetric(pacedJob, { statistic: cloudwatch.Stats.MAXIMUM, period: five }),
-            threshold: ageSloSeconds,
-            // SQS sends fair-queue metrics only while the queue holds grouped messages: none waiting is none late.
-            treatMissingData: notBreaching,
-          },
-        }
-        : {}),
     };
-    const alarms = Object.fromEntries(
-      Object.entries(specs).map(([kind, spec]) => [kind, this.alarm(scope, jobName, spec)]),
-    ) as JobAlarms;
-    this.addJobRow(job, alarms, producerThresholdMs);
-    return alarms;
+  }
+
+  /** A job with keys: its quiet tenants' work is late, the whole job's and not one noisy key's. */
+  private keyedJobAlarmSpecs(job: MonitoredJob): AlarmSpecs<KeyedJobAlarmKind> {
+    const { jobName, pacedJob, config } = job;
+    // The same threshold as oldest-message-age: the whole queue's oldest message and its quiet tenants' oldest.
+    const ageSloSeconds = config.oldestMessageAgeSloSeconds;
+    const status = this.statusCommand(jobName);
+    return {
+      QuietTenantsMessageAge: {
+        what: JobAlarm.QuietTenantsMessageAge,
+        description:
+          `${jobName}: the oldest message of the quiet tenants (the keys SQS fair queues do not hold back as noisy) ` +
+          `is older than the ${ageSloSeconds}s SLO, so the whole job is late, not one noisy key (a noisy key alone ` +
+          'fires oldest-message-age only). Likely the consumer is paused, failing or throttled by the provider. ' +
+          `First run \`${status}\`, then check the consumer-errors, consumer-failed-invokes and provider-throttled ` +
+          `alarms. Never purge the queue. ${RUNBOOK}`,
+        metric: quietTenantsAgeMetric(pacedJob, { statistic: cloudwatch.Stats.MAXIMUM, period: Duration.minutes(5) }),
+        threshold: ageSloSeconds,
+        // SQS sends fair-queue metrics only while the queue holds grouped messages: none waiting is none late.
+        treatMissingData: NOT_BREACHING,
+      },
+    };
   }
 
   private burnRateAlarms(job: MonitoredJob, slo: { objective: number; completeWithinMinutes: number }): Record<BurnPairKind, cloudwatch.CompositeAlarm> {
     const { jobName } = job;
     const scope = new Construct(this, `${pascalCase(jobName)}Burn`);
     const budget = Math.round((1 - slo.objective) * 1e6) / 1e6;
-    const status = `${this.ops} status --stack ${this.stackName} --job ${jobName}`;
-    const runbook = 'See the README operator runbook, "Reading an alarm".';
+    const status = this.statusCommand(jobName);
     const windowAlarm = (kind: BurnPairKind, which: 'long' | 'short', minutes: number) => {
       const period = Duration.minutes(minutes);
       const m = (name: MetricName) => jobMetric(jobName, name, { period });
@@ -609,7 +709,7 @@ export class Monitoring extends Construct {
         alarmName: alarmName(this.stackName, jobName, what),
         alarmDescription:
           `${jobName}: the SLO's error budget burns faster than ${BurnPair[kind].burnRate}x over the last ${minutes} min (one window of the ` +
-          `${BurnPair[kind].what} pair; its composite alarm notifies). First run \`${status}\`. ${runbook}`,
+          `${BurnPair[kind].what} pair; its composite alarm notifies). First run \`${status}\`. ${RUNBOOK}`,
         metric: new cloudwatch.MathExpression({
           label: `Burn rate over ${minutes} min`,
           // Late and failed operations over all settled ones, over the budget; 0 while nothing settled.
@@ -636,7 +736,7 @@ export class Monitoring extends Construct {
           `(${slo.objective * 100}% within ${slo.completeWithinMinutes} min), in both the last ${longMinutes} and ${shortMinutes} min; at this ` +
           `rate tonight's error budget is gone ${kind === 'fast' ? 'within the first sixth of the window' : 'by half the window'}. ` +
           `First run \`${status}\` (its forecast says whether the batch still makes the SLO), then the consumer-errors, ` +
-          `provider-throttled and dlq-depth alarms. ${runbook}`,
+          `provider-throttled and dlq-depth alarms. ${RUNBOOK}`,
         alarmRule: cloudwatch.AlarmRule.allOf(cloudwatch.AlarmRule.fromAlarm(long, cloudwatch.AlarmState.ALARM), cloudwatch.AlarmRule.fromAlarm(short, cloudwatch.AlarmState.ALARM)),
       });
       composite.addAlarmAction(this.action);
@@ -656,14 +756,13 @@ export class Monitoring extends Construct {
     // Scheduler reports per group only; the default group is shared with every other schedule in the account and region.
     const shared = group === DEFAULT_SCHEDULE_GROUP ? ' The default group may also hold schedules of other applications.' : '';
     const jobs = jobNames.join(', ');
-    const runbook = 'See the README operator runbook, "Reading an alarm".';
     const specs: Record<SchedulerAlarmKind, AlarmSpec> = {
       TargetErrors: {
         what: SchedulerAlarm.TargetErrors,
         description:
           `Schedule group "${group}": EventBridge Scheduler could not invoke one of this stack's producers (throttled, permissions, ` +
           `or the function is missing); it retries, then sends the run to that job's producer DLQ.${shared} First run ` +
-          `\`${this.ops} status --stack ${this.stackName}\` and check each job's producer-dlq-depth alarm. ${runbook}`,
+          `\`${this.ops} status --stack ${this.stackName}\` and check each job's producer-dlq-depth alarm. ${RUNBOOK}`,
         // No label: a labelled metric would synthesize as a one-entry metric query instead of a plain metric alarm.
         metric: metric('TargetErrorCount'),
         threshold: 0,
@@ -675,7 +774,7 @@ export class Monitoring extends Construct {
         description:
           `Schedule group "${group}": scheduled producer runs were dropped after every retry, or could not be written to ` +
           `the producer DLQ, so they are lost and no DLQ holds them.${shared} Find the missed business dates with ` +
-          `\`${this.ops} status --stack ${this.stackName}\` and run \`${this.ops} catch-up --stack ${this.stackName} --job <job> --from <date> --to <date>\`. ${runbook}`,
+          `\`${this.ops} status --stack ${this.stackName}\` and run \`${this.ops} catch-up --stack ${this.stackName} --job <job> --from <date> --to <date>\`. ${RUNBOOK}`,
         metric: new cloudwatch.MathExpression({
           expression: 'FILL(dropped, 0) + FILL(undeliverable, 0)',
           usingMetrics: {
@@ -715,108 +814,144 @@ export class Monitoring extends Construct {
     return alarms;
   }
 
-  private addJobRow(job: MonitoredJob, alarms: JobAlarms, producerThresholdMs: number): void {
-    const { jobName, pacedJob, config } = job;
-    const { queue, dlq, producerDlq, admissionQueue, producer, consumer } = pacedJob;
-    const five = Duration.minutes(5);
-    const sum = { statistic: cloudwatch.Stats.SUM, period: five };
-    const max = { statistic: cloudwatch.Stats.MAXIMUM, period: five };
-    const custom = (name: MetricName) => jobMetric(jobName, name, { label: name });
-
+  /** The job's rows of the dashboard: its heading, then its queues, its functions, its event sources, its alarms. */
+  private addJobRows(job: MonitoredJob, alarms: JobAlarms): void {
+    const { jobName, config } = job;
     this.dashboard.addWidgets(new cloudwatch.TextWidget({
       markdown:
-        `## ${jobName}\nSchedule \`cron(${config.schedule.cron})\` in ${config.schedule.timeZone}; age SLO ${config.oldestMessageAgeSloSeconds}s; ` +
-        `concurrency ${config.pacing.concurrency}. First step on any alarm: \`${this.ops} status --stack ${this.stackName} --job ${jobName}\`.`,
+        `## ${jobName}\nSchedule \`cron(${config.schedule.cron})\` in ${config.schedule.timeZone}; ` +
+        `age SLO ${config.oldestMessageAgeSloSeconds}s; concurrency ${config.pacing.concurrency}. ` +
+        `First step on any alarm: \`${this.statusCommand(jobName)}\`.`,
       width: 24,
       height: 2,
     }));
+    this.dashboard.addWidgets(...queueAndProducerWidgets(job));
+    this.dashboard.addWidgets(...consumerWidgets(job));
     this.dashboard.addWidgets(
-      new cloudwatch.GraphWidget({
-        title: `${jobName}: work queue`,
-        left: [
-          queue.metricApproximateNumberOfMessagesVisible({ ...max, label: 'Visible' }),
-          queue.metricApproximateNumberOfMessagesNotVisible({ ...max, label: 'In flight' }),
-          // Admitted but not yet due: each admitted message waits for its slot by plan.
-          queue.metric('ApproximateNumberOfMessagesDelayed', { ...max, label: 'Delayed (admitted, not yet due)' }),
-          // A run still admitting has its next step waiting here; none while a run is admitting is a stalled chain.
-          admissionQueue.metric('ApproximateNumberOfMessagesDelayed', { ...max, label: 'Admission steps waiting' }),
-        ],
-        right: [
-          queue.metricApproximateAgeOfOldestMessage({ ...max, label: 'Oldest message age (s)' }),
-          ...(hasKeys(config) ? [quietTenantsAgeMetric(pacedJob, { ...max, label: 'Oldest of quiet tenants (s)' })] : []),
-        ],
-        rightAnnotations: [{ value: config.oldestMessageAgeSloSeconds, label: 'Age SLO' }],
-        width: 8,
-      }),
-      new cloudwatch.GraphWidget({
-        title: `${jobName}: dead-letter queues`,
-        left: [
-          dlq.metricApproximateNumberOfMessagesVisible({ ...max, label: 'Job DLQ' }),
-          producerDlq.metricApproximateNumberOfMessagesVisible({ ...max, label: 'Producer DLQ' }),
-        ],
-        width: 8,
-      }),
-      new cloudwatch.GraphWidget({
-        title: `${jobName}: producer`,
-        left: [
-          producer.metricInvocations({ ...sum, label: 'Invocations' }),
-          producer.metricErrors({ ...sum, label: 'Errors' }),
-          custom(MetricName.Published),
-        ],
-        right: [producer.metricDuration({ ...max, label: 'Duration max (ms)' })],
-        rightAnnotations: [{ value: producerThresholdMs, label: 'Duration alarm' }],
-        width: 8,
-      }),
+      eventSourceWidget(`${jobName}: consumer event source`, job.pacedJob.eventSource),
+      eventSourceWidget(`${jobName}: admission event source`, job.pacedJob.admissionEventSource),
     );
     this.dashboard.addWidgets(
-      new cloudwatch.GraphWidget({
-        title: `${jobName}: consumer`,
-        left: [
-          consumer.metricInvocations({ ...sum, label: 'Invocations' }),
-          consumer.metricErrors({ ...sum, label: 'Errors' }),
-          consumer.metricThrottles({ ...sum, label: 'Throttles' }),
-        ],
-        right: [consumer.metric('ConcurrentExecutions', { ...max, label: 'Concurrency max' })],
-        rightAnnotations: [{ value: config.pacing.concurrency, label: 'Reserved concurrency' }],
-        width: 8,
-      }),
-      new cloudwatch.GraphWidget({
-        title: `${jobName}: outcomes`,
-        left: [
-          custom(MetricName.Applied),
-          custom(MetricName.DuplicatesSuppressed),
-          custom(MetricName.Deferred),
-          custom(MetricName.Throttled),
-          custom(MetricName.Rejected),
-          custom(MetricName.DeadLettered),
-          custom(MetricName.DiscoveryRowsRejected),
-        ],
-        width: 8,
-      }),
-      new cloudwatch.GraphWidget({
-        title: `${jobName}: age since first enqueue`,
-        left: [jobMetric(jobName, MetricName.AgeSinceFirstEnqueue, { statistic: cloudwatch.Stats.p(99), label: 'p99 (ms)' })],
-        leftAnnotations: [{ value: config.oldestMessageAgeSloSeconds * 1000, label: 'Age SLO' }],
-        width: 8,
+      new cloudwatch.AlarmStatusWidget({
+        title: `${jobName}: alarms`,
+        alarms: Object.values(alarms),
+        width: 24,
+        height: 3,
       }),
     );
-    const mappingGraph = (title: string, source: SqsEventSource) => new cloudwatch.GraphWidget({
-      title,
-      left: [
-        eventSourceMetric(source, EventSourceMetric.Polled, { label: 'Polled' }),
-        eventSourceMetric(source, EventSourceMetric.Invoked, { label: 'Invoked' }),
-        eventSourceMetric(source, EventSourceMetric.FailedInvoke, { label: 'Failed to invoke' }),
-        eventSourceMetric(source, EventSourceMetric.Dropped, { label: 'Dropped' }),
-        eventSourceMetric(source, EventSourceMetric.Deleted, { label: 'Deleted' }),
-      ],
-      width: 12,
-    });
-    this.dashboard.addWidgets(
-      mappingGraph(`${jobName}: consumer event source`, pacedJob.eventSource),
-      mappingGraph(`${jobName}: admission event source`, pacedJob.admissionEventSource),
-    );
-    this.dashboard.addWidgets(new cloudwatch.AlarmStatusWidget({ title: `${jobName}: alarms`, alarms: Object.values(alarms), width: 24, height: 3 }));
   }
+}
+
+const FIVE_MINUTE_SUM = { statistic: cloudwatch.Stats.SUM, period: Duration.minutes(5) };
+const FIVE_MINUTE_MAX = { statistic: cloudwatch.Stats.MAXIMUM, period: Duration.minutes(5) };
+
+/** A job's custom metric on the dashboard, labelled with its name. */
+function labelledJobMetric(jobName: string, name: MetricName): cloudwatch.Metric {
+  return jobMetric(jobName, name, { label: name });
+}
+
+/** Where the work waits and what feeds it: the work queue, the dead-letter queues, the producer. */
+function queueAndProducerWidgets(job: MonitoredJob): cloudwatch.IWidget[] {
+  const { jobName, pacedJob, config } = job;
+  const { queue, dlq, producerDlq, admissionQueue, producer } = pacedJob;
+  const sum = FIVE_MINUTE_SUM;
+  const max = FIVE_MINUTE_MAX;
+  return [
+    new cloudwatch.GraphWidget({
+      title: `${jobName}: work queue`,
+      left: [
+        queue.metricApproximateNumberOfMessagesVisible({ ...max, label: 'Visible' }),
+        queue.metricApproximateNumberOfMessagesNotVisible({ ...max, label: 'In flight' }),
+        // Admitted but not yet due: each admitted message waits for its slot by plan.
+        queue.metric('ApproximateNumberOfMessagesDelayed', { ...max, label: 'Delayed (admitted, not yet due)' }),
+        // A run still admitting has its next step waiting here; none while a run is admitting is a stalled chain.
+        admissionQueue.metric('ApproximateNumberOfMessagesDelayed', { ...max, label: 'Admission steps waiting' }),
+      ],
+      right: [
+        queue.metricApproximateAgeOfOldestMessage({ ...max, label: 'Oldest message age (s)' }),
+        ...(hasKeys(config) ? [quietTenantsAgeMetric(pacedJob, { ...max, label: 'Oldest of quiet tenants (s)' })] : []),
+      ],
+      rightAnnotations: [{ value: config.oldestMessageAgeSloSeconds, label: 'Age SLO' }],
+      width: 8,
+    }),
+    new cloudwatch.GraphWidget({
+      title: `${jobName}: dead-letter queues`,
+      left: [
+        dlq.metricApproximateNumberOfMessagesVisible({ ...max, label: 'Job DLQ' }),
+        producerDlq.metricApproximateNumberOfMessagesVisible({ ...max, label: 'Producer DLQ' }),
+      ],
+      width: 8,
+    }),
+    new cloudwatch.GraphWidget({
+      title: `${jobName}: producer`,
+      left: [
+        producer.metricInvocations({ ...sum, label: 'Invocations' }),
+        producer.metricErrors({ ...sum, label: 'Errors' }),
+        labelledJobMetric(jobName, MetricName.Published),
+      ],
+      right: [producer.metricDuration({ ...max, label: 'Duration max (ms)' })],
+      rightAnnotations: [{ value: producerDurationThresholdMs(config), label: 'Duration alarm' }],
+      width: 8,
+    }),
+  ];
+}
+
+/** What drains the work: the consumer, the outcomes it meters, how long operations waited. */
+function consumerWidgets(job: MonitoredJob): cloudwatch.IWidget[] {
+  const { jobName, config } = job;
+  const { consumer } = job.pacedJob;
+  const sum = FIVE_MINUTE_SUM;
+  const max = FIVE_MINUTE_MAX;
+  const custom = (name: MetricName) => labelledJobMetric(jobName, name);
+  return [
+    new cloudwatch.GraphWidget({
+      title: `${jobName}: consumer`,
+      left: [
+        consumer.metricInvocations({ ...sum, label: 'Invocations' }),
+        consumer.metricErrors({ ...sum, label: 'Errors' }),
+        consumer.metricThrottles({ ...sum, label: 'Throttles' }),
+      ],
+      right: [consumer.metric('ConcurrentExecutions', { ...max, label: 'Concurrency max' })],
+      rightAnnotations: [{ value: config.pacing.concurrency, label: 'Reserved concurrency' }],
+      width: 8,
+    }),
+    new cloudwatch.GraphWidget({
+      title: `${jobName}: outcomes`,
+      left: [
+        custom(MetricName.Applied),
+        custom(MetricName.DuplicatesSuppressed),
+        custom(MetricName.Deferred),
+        custom(MetricName.Throttled),
+        custom(MetricName.Rejected),
+        custom(MetricName.DeadLettered),
+        custom(MetricName.DiscoveryRowsRejected),
+      ],
+      width: 8,
+    }),
+    new cloudwatch.GraphWidget({
+      title: `${jobName}: age since first enqueue`,
+      left: [
+        jobMetric(jobName, MetricName.AgeSinceFirstEnqueue, { statistic: cloudwatch.Stats.p(99), label: 'p99 (ms)' }),
+      ],
+      leftAnnotations: [{ value: config.oldestMessageAgeSloSeconds * 1000, label: 'Age SLO' }],
+      width: 8,
+    }),
+  ];
+}
+
+/** One event source mapping's event counts, from polled to deleted. */
+function eventSourceWidget(title: string, source: SqsEventSource): cloudwatch.GraphWidget {
+  return new cloudwatch.GraphWidget({
+    title,
+    left: [
+      eventSourceMetric(source, EventSourceMetric.Polled, { label: 'Polled' }),
+      eventSourceMetric(source, EventSourceMetric.Invoked, { label: 'Invoked' }),
+      eventSourceMetric(source, EventSourceMetric.FailedInvoke, { label: 'Failed to invoke' }),
+      eventSourceMetric(source, EventSourceMetric.Dropped, { label: 'Dropped' }),
+      eventSourceMetric(source, EventSourceMetric.Deleted, { label: 'Deleted' }),
+    ],
+    width: 12,
+  });
 }
 
 function scheduleGroupOf(job: PacedJob): string {

@@ -3,7 +3,7 @@ import { relative, resolve as resolvePath, sep } from 'node:path';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { type BundlingOptions, LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -110,6 +110,44 @@ function assertLocalEsbuild(path: string): void {
   }
 }
 
+/** The constants esbuild replaces in the handler's code: whether a job is bundled, its file, the build flags. */
+function esbuildDefine(props: PacedFunctionProps, jobEntry: string | undefined): Record<string, string> | undefined {
+  if (jobEntry === undefined && props.buildFlags === undefined) return undefined;
+  const job = jobEntry === undefined
+    ? {}
+    : { PACED_JOB_ENTRY: 'true', PACED_JOB_ENTRY_FILE: JSON.stringify(jobEntryMetadata(jobEntry)) };
+  const flags = Object.entries(props.buildFlags ?? {}).map(([flag, on]) => [flag, JSON.stringify(on)]);
+  return { ...job, ...Object.fromEntries(flags) };
+}
+
+/**
+ * How esbuild bundles a function, locally: minified CommonJS with source maps, the AWS SDK left to the runtime and
+ * the sdk-slim layer, the job's own module (if any) in place of the loader's, and the job's build flags.
+ */
+function bundlingOptions(props: PacedFunctionProps, jobEntry: string | undefined): BundlingOptions {
+  const define = esbuildDefine(props, jobEntry);
+  return {
+    minify: true,
+    sourceMap: true,
+    sourcesContent: false,
+    target: BUNDLE_TARGET,
+    format: OutputFormat.CJS,
+    // The Node.js 22 runtime ships AWS SDK v3; bundling it would only grow the package. The hot-path clients come
+    // from the sdk-slim layer instead (lib/sdk-layer.ts).
+    externalModules: ['@aws-sdk/*', SDK_SLIM_MODULE],
+    ...(define !== undefined ? { define } : {}),
+    esbuildArgs: {
+      ...Object.fromEntries(SDK_SLIM_PACKAGES.map((p) => [`--alias:${p}`, SDK_SLIM_MODULE])),
+      // The job loader's `require(JOB_ENTRY_MODULE)` is the job's own module; esbuild takes an absolute path here.
+      ...(jobEntry !== undefined ? { [`--alias:${JOB_ENTRY_MODULE}`]: jobEntry } : {}),
+      // Legal comments (the libraries' `@preserve` notes) go to index.js.LEGAL.txt beside the bundle, not into it.
+      '--legal-comments': 'external',
+    },
+    forceDockerBundling: false,
+    logLevel: LogLevel.ERROR,
+  };
+}
+
 /**
  * A NodejsFunction with the project's shared settings: Node.js 22 on arm64, bundled locally by esbuild (minified,
  * with source maps; the DynamoDB and SQS clients from the stack's sdk-slim layer, the rest of the AWS SDK left to the
@@ -149,7 +187,7 @@ export class PacedFunction extends NodejsFunction {
       memorySize: props.memoryMb,
       role,
       logGroup,
-      // Active tracing is set on the resource below, with its X-Ray statement in a policy of its own.
+      // Active tracing is set on the resource instead (traceActively), with its X-Ray statement in a policy of its own.
       deadLetterQueue: props.deadLetterQueue,
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       // Both handlers re-enter themselves on purpose and bound it: the producer through continuations (maxPagesPerRun),
@@ -162,55 +200,37 @@ export class PacedFunction extends NodejsFunction {
         // Source maps are emitted below; Node applies them to stack traces only with this flag.
         NODE_OPTIONS: '--enable-source-maps',
       },
-      bundling: {
-        minify: true,
-        sourceMap: true,
-        sourcesContent: false,
-        target: BUNDLE_TARGET,
-        format: OutputFormat.CJS,
-        // The Node.js 22 runtime ships AWS SDK v3; bundling it would only grow the package. The hot-path clients come
-        // from the sdk-slim layer instead (lib/sdk-layer.ts).
-        externalModules: ['@aws-sdk/*', SDK_SLIM_MODULE],
-        ...(jobEntry !== undefined || props.buildFlags !== undefined
-          ? {
-              define: {
-                ...(jobEntry !== undefined
-                  ? { PACED_JOB_ENTRY: 'true', PACED_JOB_ENTRY_FILE: JSON.stringify(jobEntryMetadata(jobEntry)) }
-                  : {}),
-                ...Object.fromEntries(Object.entries(props.buildFlags ?? {}).map(([flag, on]) => [flag, JSON.stringify(on)])),
-              },
-            }
-          : {}),
-        esbuildArgs: {
-          ...Object.fromEntries(SDK_SLIM_PACKAGES.map((p) => [`--alias:${p}`, SDK_SLIM_MODULE])),
-          // The job loader's `require(JOB_ENTRY_MODULE)` is the job's own module; esbuild takes an absolute path here.
-          ...(jobEntry !== undefined ? { [`--alias:${JOB_ENTRY_MODULE}`]: jobEntry } : {}),
-          // Legal comments (the libraries' `@preserve` notes) go to index.js.LEGAL.txt beside the bundle, not into it.
-          '--legal-comments': 'external',
-        },
-        forceDockerBundling: false,
-        logLevel: LogLevel.ERROR,
-      },
+      bundling: bundlingOptions(props, jobEntry),
     });
     this.executionRole = role;
     this.functionLogGroup = logGroup;
     if (jobEntry !== undefined) (this.node.defaultChild as lambda.CfnFunction).addMetadata(JOB_ENTRY_METADATA, jobEntryMetadata(jobEntry));
     logGroup.grantWrite(role);
 
+    this.acknowledgePinnedRuntime();
+    this.traceActively();
+  }
+
+  private acknowledgePinnedRuntime(): void {
     const runtimeReason =
       `${LAMBDA_RUNTIME.name} is pinned on purpose: a supported Lambda runtime (Node.js 22 LTS, maintained until April 2027) ` +
       'that the handlers are built and tested for; moving to a newer line is a deliberate one-line change in LAMBDA_RUNTIME, ' +
       'made with the handlers re-tested, never a silent bump on a CDK upgrade.';
     acknowledge(this, 'AwsSolutions-L1', runtimeReason);
     acknowledge(this, 'Serverless-LambdaLatestVersion', runtimeReason);
-    // Active tracing's one statement on "*" in a policy of its own, acknowledged there: an acknowledgment on the role
-    // would also excuse any later statement on "*" in its default policy. (The L2's `tracing` option would put the
-    // statement in the default policy.)
+  }
+
+  /**
+   * Active tracing's one statement on "*" in a policy of its own, acknowledged there: an acknowledgment on the role
+   * would also excuse any later statement on "*" in its default policy. (The L2's `tracing` option would put the
+   * statement in the default policy.)
+   */
+  private traceActively(): void {
     (this.node.defaultChild as lambda.CfnFunction).tracingConfig = { mode: lambda.Tracing.ACTIVE };
-    const tracing = new iam.Policy(role, 'Tracing', {
+    const tracing = new iam.Policy(this.executionRole, 'Tracing', {
       statements: [new iam.PolicyStatement({ actions: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'], resources: ['*'] })],
     });
-    role.attachInlinePolicy(tracing);
+    this.executionRole.attachInlinePolicy(tracing);
     this.node.addDependency(tracing);
     acknowledge(tracing, 'AwsSolutions-IAM5[Resource::*]',
       'Active tracing: X-Ray PutTraceSegments and PutTelemetryRecords do not support resource-level permissions, so Lambda needs them on "*".');

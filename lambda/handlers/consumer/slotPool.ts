@@ -2,6 +2,7 @@
 // Slots are not tied to records: when an apply runs long, only the slots that passed meanwhile are lost (starting late
 // is not allowed, it would bunch starts across the fleet), and the next record takes the next slot.
 import type { ApplyTimeEstimator } from '../../core/pacing/applyEstimator';
+import type { SlotPriority } from '../../core/pacing/pacer';
 import type { Acquisition, RateLimiter } from '../../adapters/rateLimiter';
 import { logger } from '../../adapters/observability';
 import { LIVE_VIEW_MAX_AGE_MS, liveWaiting } from '../../core/backfill';
@@ -33,9 +34,6 @@ export interface SlotPoolSettings {
    */
   backfill?: { limiter: RateLimiter; key: string };
 }
-
-/** Whose record a slot is for: a live one stamps the limiter item, so backfill knows live work waits. */
-export type SlotPriority = 'live' | 'backfill';
 
 /**
  * How far ahead backfill books slots: live work that arrives finds at most this much of the allowance already taken

@@ -270,7 +270,8 @@ export interface InvocationRecord extends Partial<Record<InvocationCounterName, 
   elsewhere?: string[];
   /**
    * Operations this invocation sent to the DLQ, or failed on their last receive (SQS moves them there):
-   * `<operation ID> <reason>` each (deadLetterEntry), the reason cut to LEDGER_DEAD_LETTER_REASON_CHARS (reasonCaps.ts).
+   * `<operation ID> <reason>` each (deadLetterEntry), the reason cut to LEDGER_DEAD_LETTER_REASON_CHARS
+   * (reasonCaps.ts).
    */
   deadLetteredOperations?: string[];
   /** SQS message IDs this invocation rejected (a message delivered twice is rejected twice, and counts once). */

@@ -102,9 +102,13 @@ export function escapeUnprintable(text: string, keep = ''): string {
   return text.replace(UNPRINTABLE, (c) => (keep.includes(c) ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
 }
 
-/** Each reason with unprintable characters written as \uXXXX; the first MAX_REASONS, each cut to REJECTION_REASON_CHARS (reasonCaps.ts), and a count of the rest. */
+/**
+ * Each reason with unprintable characters written as \uXXXX; the first MAX_REASONS, each cut to REJECTION_REASON_CHARS
+ * (reasonCaps.ts), and a count of the rest.
+ */
 export function boundReasons(reasons: string[]): string[] {
-  const cut = (r: string) => (r.length > REJECTION_REASON_CHARS ? `${r.slice(0, REJECTION_REASON_CHARS)}... (${r.length} characters in all)` : r);
+  const cap = REJECTION_REASON_CHARS;
+  const cut = (r: string) => (r.length > cap ? `${r.slice(0, cap)}... (${r.length} characters in all)` : r);
   const kept = reasons.slice(0, MAX_REASONS).map((r) => cut(escapeUnprintable(r)));
   if (reasons.length > MAX_REASONS) kept.push(`... and ${reasons.length - MAX_REASONS} more problems`);
   return kept;

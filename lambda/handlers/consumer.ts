@@ -51,8 +51,9 @@ export interface ConsumerOptions {
   maxMessageBytes: number;
   ledger: Ledger;
   /**
-   * How the consumer paces its records (core/pacing/pacer.ts): the block, each record's start, the outcomes. The stack's
-   * is pacerFromSettings' (consumer/limiterPacer.ts); a test may give a LimiterPacer on its own limiters, or a fake.
+   * How the consumer paces its records (core/pacing/pacer.ts): the block, each record's start, the outcomes. The
+   * stack's is pacerFromSettings' (consumer/limiterPacer.ts); a test may give a LimiterPacer on its own limiters, or a
+   * fake.
    */
   pacer: Pacer;
   /** @default an SqsPublisher on the shared client */
@@ -189,12 +190,20 @@ class EventRun {
     const { deferrer, runner } = this.units;
     const rest = this.runs.filter((r) => !this.started.has(r.messageId) && !this.released.has(r.messageId));
     if (rest.length === 0) return;
-    logger.warn('a record has run past its release time; the records behind it go back to the queue', { released: rest.length, afterMs: runner.releaseAfterMs() });
+    logger.warn('a record has run past its release time; the records behind it go back to the queue', {
+      released: rest.length,
+      afterMs: runner.releaseAfterMs(),
+    });
     count(MetricName.RecordsReleased, rest.length);
     this.pacing.runLeft -= rest.length;
-    const items = rest.map((record) => ({ record, message: this.runPlan(record).message, cause: { kind: 'paced' as const, waitMs: 0 } }));
-    const sending = deferrer.sendBlock(items, this.tally).catch((error: unknown) => new Map(rest.map((r) => [r.messageId, error as Error])));
-    for (const record of rest) this.released.set(record.messageId, sending.then((sent) => sent.get(record.messageId) as (() => RecordOutcome) | Error));
+    const cause = { kind: 'paced' as const, waitMs: 0 };
+    const items = rest.map((record) => ({ record, message: this.runPlan(record).message, cause }));
+    const sending = deferrer.sendBlock(items, this.tally)
+      .catch((error: unknown) => new Map(rest.map((r) => [r.messageId, error as Error])));
+    for (const record of rest) {
+      const settle = sending.then((sent) => sent.get(record.messageId) as (() => RecordOutcome) | Error);
+      this.released.set(record.messageId, settle);
+    }
   }
 
   /** One record's turn: its plan carried out, under its log keys. */
@@ -203,10 +212,13 @@ class EventRun {
     const { tally } = this;
     // The planner decided every record of the event.
     const planned = this.plans.get(record.messageId) as Plan;
-    if (planned.kind === 'reject') return withLogKeys({ messageId: record.messageId }, () => accounting.reject(record, planned.reasons, tally));
+    if (planned.kind === 'reject') {
+      return withLogKeys({ messageId: record.messageId }, () => accounting.reject(record, planned.reasons, tally));
+    }
     tally.add(planned.message.batchId, { consumed: 1 });
     return withLogKeys(logKeys(record, planned.message), async () => {
-      // Whatever throws below hands the record back to SQS: fail counts it (a retry, or dead-lettered on its last receive).
+      // Whatever throws below hands the record back to SQS: fail counts it (a retry, or dead-lettered on its last
+      // receive).
       try {
         switch (planned.kind) {
           case 'defer':
@@ -240,7 +252,9 @@ async function deferEarly(units: ConsumerUnits, records: SQSRecord[], plans: Map
   return early.length > 0 ? units.deferrer.deferBlock(early, tally) : new Map<string, RecordOutcome | Error>();
 }
 
-export function createConsumer(options: ConsumerOptions): (event: SQSEvent, context: Context) => Promise<SQSBatchResponse> {
+export function createConsumer(
+  options: ConsumerOptions,
+): (event: SQSEvent, context: Context) => Promise<SQSBatchResponse> {
   bindJob(options.job.name);
   // A failed record's log line names the job's frame that threw it (consumer/recordFailure.ts): keep enough frames.
   keepJobFrames();
@@ -260,7 +274,8 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
       pacing.runLeft = [...plans.values()].filter((p) => p.kind === 'run').length;
       const deferred = await deferEarly(units, event.Records, plans, tally);
       const run = new EventRun(units, event.Records, plans, deferred, context, tally, pacing);
-      const response = await processPartialResponse({ ...event, Records: run.ordered() }, (record: SQSRecord) => run.handle(record), processor, {
+      const handle = (record: SQSRecord) => run.handle(record);
+      const response = await processPartialResponse({ ...event, Records: run.ordered() }, handle, processor, {
         context,
         // One record at a time, each at its slot: the concurrency cap (reserved concurrency) then bounds calls to the
         // downstream, and the shared logger's per-record keys cannot bleed between records.

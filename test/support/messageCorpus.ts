@@ -12,7 +12,9 @@ import type { AnyJob } from '../../lambda/core/job';
 import { createConsumer } from '../../lambda/handlers/consumer';
 import { batchFigures } from '../../ops/ledger';
 import { expandBody, type MessageCase } from '../corpus/loadCorpus';
-import { createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue, withPacer } from '../lambda/handlers/harness';
+import {
+  createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue, withPacer,
+} from '../lambda/handlers/harness';
 import { startLocalAws, type LocalAws } from './aws';
 import { lambdaContext, sqsEvent, sqsRecord } from './lambdaEvents';
 

@@ -8,7 +8,7 @@ export type SlotPriority = 'live' | 'backfill';
 /** What the downstream made of a started record: rates follow throttles and successes; a failure moves none. */
 export type PacedOutcome = 'success' | 'throttle' | 'failure';
 
-/** A record asking to start: its per-key limits' key, whose slot it is, and whether it only takes what live work left. */
+/** A record asking to start: its per-key limits' key, whose slot it is, whether it takes only what live work left. */
 export interface PacedRecord {
   key?: string;
   priority: SlotPriority;
@@ -74,7 +74,7 @@ export interface Pacer {
   readonly clock: () => number;
   /** One invocation's pacing, bounded by its remaining time (Context.getRemainingTimeInMillis). */
   begin(remainingMs: () => number): InvocationPacing;
-  /** One record's cycle, from the previous apply's end (less its slot wait) to its own apply's end: the container's pace. */
+  /** One record's cycle, from the previous apply's end (less its slot wait) to its own apply's end. */
   recordCycle(ms: number): void;
   /** The container's pace (75th percentile of its cycles; 0 before any): how long a record's turn usually takes. */
   paceMs(): number;

@@ -32,7 +32,8 @@ export class KeyLeases {
     try {
       await this.limiter.release(lease);
     } catch (error) {
-      logger.warn('per-key concurrency lease could not be released; it expires with the invocation', { key: lease.key, error: error as Error });
+      const what = 'per-key concurrency lease could not be released; it expires with the invocation';
+      logger.warn(what, { key: lease.key, error: error as Error });
     }
   }
 }

@@ -28,9 +28,9 @@ export class KeyRateGate {
 
   /**
    * The key's answer for a start at `atMs`, the record's job-wide slot. A key whose next token is within
-   * KEY_SHORT_WAIT_MS is waited for, on a job-wide slot from the token's moment; a busy key's record otherwise takes its
-   * place in the key's queue (queueBehind), so a key's backlog comes back spread at the key's rate instead of all at
-   * its next token. A limiter that cannot be asked defers the record briefly. Refused, the slot at `atMs` is back in
+   * KEY_SHORT_WAIT_MS is waited for, on a job-wide slot from the token's moment; a busy key's record otherwise takes
+   * its place in the key's queue (queueBehind), so a key's backlog comes back spread at the key's rate instead of all
+   * at its next token. A limiter that cannot be asked defers the record briefly. Refused, the slot at `atMs` is back in
    * the pool for the next record.
    */
   async answer(key: string, atMs: number, pool: GatePool, priority: SlotPriority): Promise<KeyAnswer> {

@@ -3,7 +3,9 @@
 // (rateFeedback.ts), composed; built from the job's PacingSettings alone (pacerFromSettings).
 import { ApplyTimeEstimator } from '../../core/pacing/applyEstimator';
 import { gcraLimits } from '../../core/pacing/gcra';
-import type { InvocationPacing, PacedOutcome, PacedRecord, PacedStart, Pacer, SlotPriority, StartAnswer } from '../../core/pacing/pacer';
+import type {
+  InvocationPacing, PacedOutcome, PacedRecord, PacedStart, Pacer, SlotPriority, StartAnswer,
+} from '../../core/pacing/pacer';
 import { sleep as realSleep, waitForSlot } from '../../core/pacing/sleep';
 import { backfillItemKey, backfillLimits } from '../../core/backfill';
 import type { PacingSettings } from '../../core/pacingSettings';
@@ -114,7 +116,11 @@ export class LimiterPacer implements Pacer {
     };
     this.gate = keys && new KeyRateGate(keys);
     this.leases = keyConcurrency && new KeyLeases(keyConcurrency);
-    this.feedback = new RateFeedbackReporter({ key, ...(options.rateFeedback ? { rate: options.rateFeedback } : {}), ...(keys ? { keys } : {}) });
+    this.feedback = new RateFeedbackReporter({
+      key,
+      ...(options.rateFeedback ? { rate: options.rateFeedback } : {}),
+      ...(keys ? { keys } : {}),
+    });
   }
 
   recordCycle(ms: number): void {
@@ -133,7 +139,8 @@ export class LimiterPacer implements Pacer {
   /** The parts an invocation starts its records through. */
   parts() {
     const { gate, leases, feedback, slotSettings } = this;
-    return { gate, leases, feedback, lateToleranceMs: slotSettings.lateToleranceMs, sleep: this.options.sleep ?? realSleep };
+    const sleep = this.options.sleep ?? realSleep;
+    return { gate, leases, feedback, lateToleranceMs: slotSettings.lateToleranceMs, sleep };
   }
 }
 
@@ -221,7 +228,8 @@ class LimiterInvocation implements InvocationPacing {
     const readyAtMs = clock();
     if (pool.paced && !(await waitForSlot(startAtMs, lateToleranceMs, clock, sleep))) {
       // Starting now would bunch this start with the slots after it: the slot is lost, unclaimed.
-      logger.warn('woke too late for the rate-limit slot; taking a new one', { startAtMs, lateByMs: clock() - startAtMs });
+      const lateByMs = clock() - startAtMs;
+      logger.warn('woke too late for the rate-limit slot; taking a new one', { startAtMs, lateByMs });
       await end();
       return 'late';
     }
@@ -269,20 +277,26 @@ declare const PACED_PER_KEY_CONCURRENCY: boolean | undefined;
 export function pacerFromSettings(paced: PacingSettings, tableName: string, jobName: string): LimiterPacer {
   const { limits, leadMs, lanes, limiterKey, perKey, concurrencyPerKey } = paced;
   const limiter = paced.enabled ? new AdaptiveDynamoDbRateLimiter({ tableName, limits, leadMs, lanes }) : undefined;
+  const { safetyMarginMs } = limits;
+  // The flags tested inline, so esbuild sees a constant condition and drops the branch a bundle does not need.
   const keys = (typeof PACED_PER_KEY_RATE === 'undefined' || PACED_PER_KEY_RATE) && paced.enabled && perKey
-    ? new KeyRateLimiter({ tableName, job: jobName, limiterKey, perKey, adaptive: paced.adaptiveRate, safetyMarginMs: limits.safetyMarginMs })
+    ? new KeyRateLimiter({ tableName, job: jobName, limiterKey, perKey, adaptive: paced.adaptiveRate, safetyMarginMs })
     : undefined;
-  const keyConcurrency = (typeof PACED_PER_KEY_CONCURRENCY === 'undefined' || PACED_PER_KEY_CONCURRENCY) && concurrencyPerKey
-    ? new KeyConcurrencyLimiter({ tableName, limiterKey, field: concurrencyPerKey.field, maxConcurrent: concurrencyPerKey.maxConcurrent })
+  const keyConcurrency =
+    (typeof PACED_PER_KEY_CONCURRENCY === 'undefined' || PACED_PER_KEY_CONCURRENCY) && concurrencyPerKey
+    ? new KeyConcurrencyLimiter({
+      tableName, limiterKey, field: concurrencyPerKey.field, maxConcurrent: concurrencyPerKey.maxConcurrent,
+    })
     : undefined;
   const backfillCap = paced.enabled ? backfillLimits(limits, paced.backfillShare) : undefined;
+  const backfill = backfillCap && new DynamoDbRateLimiter({ tableName, limits: backfillCap, leadMs });
   return new LimiterPacer({
     key: limiterKey,
     limiter,
     ...(paced.adaptiveRate && limiter ? { rateFeedback: limiter } : {}),
     ...(keys ? { keys } : {}),
     ...(keyConcurrency ? { keyConcurrency } : {}),
-    ...(backfillCap ? { backfill: { limiter: new DynamoDbRateLimiter({ tableName, limits: backfillCap, leadMs }) } } : {}),
+    ...(backfill ? { backfill: { limiter: backfill } } : {}),
     shortWaitMs: paced.shortWaitMs,
     lateToleranceMs: paced.lateToleranceMs,
     spacingMs: gcraLimits(limits).emissionIntervalUs / 1000,

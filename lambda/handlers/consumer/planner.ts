@@ -139,10 +139,14 @@ export class Planner {
       : validated.message;
     const key = keyField === undefined ? undefined : keyOf(resource, keyField);
     if (key === null) {
-      return { kind: 'reject', reasons: [`resource.${keyField}: missing or empty; it is the key of the job's per-key rate limit (rateLimit.perKey.key)`] };
+      const reason = `resource.${keyField}: missing or empty; it is the key of the job's per-key rate limit`
+        + ' (rateLimit.perKey.key)';
+      return { kind: 'reject', reasons: [reason] };
     }
     const notBeforeMs = message.notBefore === undefined ? undefined : Date.parse(message.notBefore);
-    if (notBeforeMs !== undefined && notBeforeMs > nowMs) return { kind: 'defer', message, cause: { kind: 'not-before', notBeforeMs } };
+    if (notBeforeMs !== undefined && notBeforeMs > nowMs) {
+      return { kind: 'defer', message, cause: { kind: 'not-before', notBeforeMs } };
+    }
     return { record, message, resource, ...(key !== undefined ? { key } : {}) };
   }
 
@@ -153,7 +157,8 @@ export class Planner {
       const done = await completedLookup.completed(job.name, due.map((d) => d.message.operationId));
       if (done.size === 0) return due;
       for (const { record, message } of due) {
-        if (done.has(message.operationId)) plans.set(record.messageId, { kind: 'done', message, by: done.get(message.operationId) });
+        const by = done.get(message.operationId);
+        if (done.has(message.operationId)) plans.set(record.messageId, { kind: 'done', message, by });
       }
       return due.filter((d) => !done.has(d.message.operationId));
     } catch (error) {
@@ -162,11 +167,12 @@ export class Planner {
     }
   }
 
-  /** The block for the due records: each runs, or is deferred (the key busy) or failed (the limiter down), unclaimed. */
+  /** The block for the due records: each runs, or is deferred (the key busy) or failed (the limiter down). */
   private async planBlock(due: Due[], pacing: BlockPacing, plans: Map<string, Plan>): Promise<void> {
     const { spacingMs, keyField } = this.options;
     // With per-key limits, one slot per key of the batch: a key's second record waits for its key, and takes its slot then.
-    const block = Math.min(due.length, pacing.usableBlock(), keyField === undefined ? due.length : new Set(due.map((d) => d.key)).size);
+    const keys = keyField === undefined ? due.length : new Set(due.map((d) => d.key)).size;
+    const block = Math.min(due.length, pacing.usableBlock(), keys);
     let acquired;
     try {
       acquired = await pacing.acquireBlock(block, due.some((d) => !d.message.backfill) ? 'live' : 'backfill');
@@ -174,11 +180,16 @@ export class Planner {
       if (error instanceof LimiterContentionError) {
         // The item is hot, not down: the fleet is busy on it, so the records wait their turn like any paced record,
         // spread, rather than for the visibility timeout.
-        logger.warn('rate limiter item contended; deferring the due records', { key: pacing.key, attempts: error.attempts });
-        due.forEach(({ record, message }, i) => plans.set(record.messageId, { kind: 'defer', message, cause: { kind: 'paced', waitMs: (i + 1) * Math.max(spacingMs, 1) } }));
+        const { attempts } = error;
+        logger.warn('rate limiter item contended; deferring the due records', { key: pacing.key, attempts });
+        due.forEach(({ record, message }, i) => {
+          const waitMs = (i + 1) * Math.max(spacingMs, 1);
+          plans.set(record.messageId, { kind: 'defer', message, cause: { kind: 'paced', waitMs } });
+        });
         return;
       }
-      logger.error('rate limiter unavailable; the due records will be retried by SQS, unclaimed', { key: pacing.key, error: error as Error });
+      const what = 'rate limiter unavailable; the due records will be retried by SQS, unclaimed';
+      logger.error(what, { key: pacing.key, error: error as Error });
       for (const { record, message } of due) plans.set(record.messageId, { kind: 'fail', message, error: error as Error });
       return;
     }

@@ -53,13 +53,13 @@ export class RateFeedbackReporter {
     const jobThrottled = keys ? signals.throttledKeys.size >= JOB_STORM_KEYS : signals.throttles > 0;
     if (!jobThrottled && signals.successes === 0) return;
     try {
-      // The job's own counts, for the rule's storm-or-line test; with per-key limits the job-wide rate has no such count.
+      // The job's own counts, for the rule's storm-or-line test; with per-key limits the job-wide rate has none.
       const counts = keys ? undefined : { starts: signals.successes + signals.throttles, throttles: signals.throttles };
       const change = jobThrottled ? await rate.throttled(key, counts) : await rate.succeeded(key, counts);
       // Once per change fleet-wide (the instance whose write made it): the rate's history, for the operator.
       if (change) {
-        const what = change.to < change.from ? 'adaptive rate lowered after a throttle' : 'adaptive rate raised after quiet starts';
-        logger.info(what, { key, ...change });
+        const what = change.to < change.from ? 'lowered after a throttle' : 'raised after quiet starts';
+        logger.info(`adaptive rate ${what}`, { key, ...change });
       }
     } catch (error) {
       logger.error('adaptive rate update failed; the rate stays as it was', { key, signals, error: error as Error });
@@ -73,11 +73,12 @@ export class RateFeedbackReporter {
       try {
         const change = throttled ? await keys.throttled(key) : await keys.succeeded(key);
         if (change) {
-          const lowered = change.to < change.from;
-          logger.info(lowered ? 'per-key adaptive rate lowered after a throttle' : 'per-key adaptive rate raised after quiet starts', { key, ...change });
+          const what = change.to < change.from ? 'lowered after a throttle' : 'raised after quiet starts';
+          logger.info(`per-key adaptive rate ${what}`, { key, ...change });
         }
       } catch (error) {
-        logger.error('per-key adaptive rate update failed; the key\'s rate stays as it was', { key, error: error as Error });
+        const what = 'per-key adaptive rate update failed; the key\'s rate stays as it was';
+        logger.error(what, { key, error: error as Error });
       }
     };
     await Promise.all([

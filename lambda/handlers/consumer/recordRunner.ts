@@ -1,7 +1,7 @@
 // One planned record, run: it asks the invocation's pacing for its start (slot, key token, lease, the short wait), is
-// claimed by operation ID and applied once through Powertools idempotency, and comes to an outcome: completed, a duplicate (the
-// slot goes back to the pool), deferred (a throttle, a missed slot), dead-lettered (a permanent error), or thrown for
-// SQS to redeliver.
+// claimed by operation ID and applied once through Powertools idempotency, and comes to an outcome: completed, a
+// duplicate (the slot goes back to the pacer), deferred (a throttle, a missed slot), dead-lettered (a permanent
+// error), or thrown for SQS to redeliver.
 import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import type { Context, SQSRecord } from 'aws-lambda';
@@ -152,7 +152,8 @@ export class RecordRunner {
 
   /** How long a record's claim and apply may run before the records behind it are released (see RELEASE_FLOOR_MS). */
   releaseAfterMs(): number {
-    return this.options.releaseAfterMs ?? Math.max(RELEASE_FLOOR_MS, RELEASE_PACE_MULTIPLE * this.options.pacer.paceMs());
+    const { releaseAfterMs, pacer } = this.options;
+    return releaseAfterMs ?? Math.max(RELEASE_FLOOR_MS, RELEASE_PACE_MULTIPLE * pacer.paceMs());
   }
 
   async run(record: SQSRecord, plan: Extract<Plan, { kind: 'run' }>, invocation: InvocationRun): Promise<RecordOutcome> {
@@ -160,8 +161,14 @@ export class RecordRunner {
     const { message } = plan;
     pacing.runLeft--;
     const priority = message.backfill ? 'backfill' : 'live';
-    const answer = await pacing.start({ ...(plan.key !== undefined ? { key: plan.key } : {}), priority, ...(plan.behindLive ? { behindLive: true } : {}) });
-    if (!('start' in answer)) return this.options.deferrer.defer(message, { kind: 'paced', waitMs: answer.waitMs }, tally);
+    const answer = await pacing.start({
+      ...(plan.key !== undefined ? { key: plan.key } : {}),
+      priority,
+      ...(plan.behindLive ? { behindLive: true } : {}),
+    });
+    if (!('start' in answer)) {
+      return this.options.deferrer.defer(message, { kind: 'paced', waitMs: answer.waitMs }, tally);
+    }
     try {
       return await this.runStarted(record, plan, invocation, answer.start);
     } finally {
@@ -170,7 +177,12 @@ export class RecordRunner {
   }
 
   /** The claim and apply of a record whose start has come, and its outcome. */
-  private async runStarted(record: SQSRecord, plan: Extract<Plan, { kind: 'run' }>, invocation: InvocationRun, start: PacedStart): Promise<RecordOutcome> {
+  private async runStarted(
+    record: SQSRecord,
+    plan: Extract<Plan, { kind: 'run' }>,
+    invocation: InvocationRun,
+    start: PacedStart,
+  ): Promise<RecordOutcome> {
     const { context, tally, pacing, onOverrun } = invocation;
     const { accounting, deferrer, pacer } = this.options;
     const { message, resource } = plan;

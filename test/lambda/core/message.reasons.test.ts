@@ -21,7 +21,8 @@ describe('Function: boundReasons', () => {
 
   it('cuts a long reason and says how long it was', () => {
     const long = `body: Unrecognized keys: ${'"k", '.repeat(200)}`;
-    expect(boundReasons([long])).toEqual([`${long.slice(0, REJECTION_REASON_CHARS)}... (${long.length} characters in all)`]);
+    const cut = long.slice(0, REJECTION_REASON_CHARS);
+    expect(boundReasons([long])).toEqual([`${cut}... (${long.length} characters in all)`]);
   });
 });
 

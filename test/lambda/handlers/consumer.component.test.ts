@@ -24,8 +24,8 @@ import { startHttpStub, type HttpStub } from '../../support/httpStub';
 import { lambdaContext, sqsEvent, sqsRecord } from '../../support/lambdaEvents';
 import type { LimiterPacer } from '../../../lambda/handlers/consumer/limiterPacer';
 import {
-  acknowledge, countDynamoCalls, createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue, receiveEvent, sendBodies,
-  withPacer, type TestPacing,
+  acknowledge, countDynamoCalls, createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue,
+  receiveEvent, sendBodies, withPacer, type TestPacing,
 } from './harness';
 import { VirtualClock } from './virtualClock';
 
@@ -1252,12 +1252,14 @@ describe('Function: consumerOptionsFromEnv', () => {
       { ...env, JOB_SETTINGS: JSON.stringify({ ...settings, rateLimit: { startsPerInterval: 10, intervalSeconds: 60, burst: 1 }, settings: { items: 3, downstreamKey: 'provider' } }) },
       loadFixture,
     );
-    const { limiter, rateFeedback, key, shortWaitMs, lateToleranceMs, spacingMs } = (options.pacer as LimiterPacer).options;
+    const { limiter, rateFeedback, key, shortWaitMs, lateToleranceMs, spacingMs } = (options.pacer as LimiterPacer)
+      .options;
     expect(limiter).toBeInstanceOf(AdaptiveDynamoDbRateLimiter);
     expect((limiter as AdaptiveDynamoDbRateLimiter).tableName).toBe('limiter');
     expect(rateFeedback).toBe(limiter);
     // One start every (60 s + the 250 ms margin) / 10.
-    expect({ key, shortWaitMs, lateToleranceMs, spacingMs }).toEqual({ key: 'provider', shortWaitMs: 10_000, lateToleranceMs: 125, spacingMs: 6025 });
+    expect({ key, shortWaitMs, lateToleranceMs, spacingMs })
+      .toEqual({ key: 'provider', shortWaitMs: 10_000, lateToleranceMs: 125, spacingMs: 6025 });
   });
 
   it('keeps the rate as configured when adaptiveRate is false', () => {

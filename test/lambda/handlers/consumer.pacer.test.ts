@@ -3,12 +3,16 @@
 import { IdempotencyItemAlreadyExistsError, IdempotencyItemNotFoundError } from '@aws-lambda-powertools/idempotency';
 import { BasePersistenceLayer, IdempotencyRecord } from '@aws-lambda-powertools/idempotency/persistence';
 import { logger } from '../../../lambda/adapters/observability';
-import type { InvocationPacing, PacedOutcome, PacedRecord, Pacer, StartAnswer } from '../../../lambda/core/pacing/pacer';
+import type {
+  InvocationPacing, PacedOutcome, PacedRecord, Pacer, StartAnswer,
+} from '../../../lambda/core/pacing/pacer';
 import { createDeferralPolicy } from '../../../lambda/core/deferral';
 import { createConsumer } from '../../../lambda/handlers/consumer';
 import { fakeJobCalls, job as fakeJob } from '../../fixtures/jobs/fake-job';
 import { lambdaContext, sqsEvent } from '../../support/lambdaEvents';
-import { FakeCompletedLookup, FakeLedger, FakePublisher, message, NOW, operationId, record, recordMetrics } from './consumer/fakes';
+import {
+  FakeCompletedLookup, FakeLedger, FakePublisher, message, NOW, operationId, record, recordMetrics,
+} from './consumer/fakes';
 
 /** Idempotency records in memory, as Powertools keeps them in DynamoDB: a live record refuses a second claim. */
 class MemoryPersistence extends BasePersistenceLayer {
@@ -130,8 +134,9 @@ function consumer() {
 }
 
 /** The re-published copies of the messages, by operation ID. */
-const republished = () =>
-  Object.fromEntries(publisher.calls.flatMap((c) => c.messages).map((m) => [m.operationId, JSON.parse(m.body) as Record<string, unknown>]));
+const republished = () => Object.fromEntries(
+  publisher.calls.flatMap((c) => c.messages).map((m) => [m.operationId, JSON.parse(m.body) as Record<string, unknown>]),
+);
 
 describe('Function: createConsumer (on a fake Pacer)', () => {
   beforeEach(() => {
@@ -145,7 +150,7 @@ describe('Function: createConsumer (on a fake Pacer)', () => {
   });
   afterEach(() => jest.restoreAllMocks());
 
-  it('asks a start only for valid records, applies and acknowledges each granted one, and reports its success', async () => {
+  it('asks a start for valid records only, applies and acknowledges each granted one, reports success', async () => {
     const response = await consumer()(sqsEvent(record('a'), record('bad', '{not json'), record('b')), lambdaContext());
 
     expect(response).toEqual({ batchItemFailures: [] });
@@ -211,7 +216,7 @@ describe('Function: createConsumer (on a fake Pacer)', () => {
     expect(pacer.reports).toEqual([[undefined, 'success']]);
   });
 
-  it('gives up a start the pacer says was missed once the claim is held: claim released, slot given back, deferred', async () => {
+  it('gives up a start missed by the time the claim is held: claim released, slot given back, deferred', async () => {
     pacer.missed = true;
     const response = await consumer()(sqsEvent(record('late')), lambdaContext());
 

@@ -212,7 +212,10 @@ export function unpacedConsumerOptions(queueUrl: string, dlqUrl: string, pacingK
     ledger: new DynamoLedger({ tableName: STATE_TABLES.ledger }),
     pacer: new LimiterPacer({
       key: pacingKey,
-      limiter: new DynamoDbRateLimiter({ tableName: STATE_TABLES.limiter, limits: { startsPerInterval: 1000, intervalMs: 1000 } }),
+      limiter: new DynamoDbRateLimiter({
+        tableName: STATE_TABLES.limiter,
+        limits: { startsPerInterval: 1000, intervalMs: 1000 },
+      }),
       lateToleranceMs: 60_000,
     }),
     publisher: new SqsPublisher({ sleep: async () => undefined }),

@@ -6,7 +6,9 @@ import { KEY_LIMITER_DOWN_WAIT_MS } from '../../../../lambda/handlers/consumer/k
 const T0 = 1_800_000_000_000;
 const lease: KeyLease = { key: 'a', leaseId: 'l-1', expiresAtMs: T0 };
 
-function limiter(acquire: KeyConcurrency['acquire'], release: KeyConcurrency['release'] = async () => undefined): KeyConcurrency & { acquire: jest.Mock; release: jest.Mock } {
+type Mocked = KeyConcurrency & { acquire: jest.Mock; release: jest.Mock };
+
+function limiter(acquire: KeyConcurrency['acquire'], release: KeyConcurrency['release'] = async () => {}): Mocked {
   return { field: 'tenant', acquire: jest.fn(acquire), release: jest.fn(release) } as never;
 }
 
@@ -21,13 +23,16 @@ describe('Class: KeyLeases', () => {
     });
 
     it("answers the key's wait when its leases are all held", async () => {
-      expect(await new KeyLeases(limiter(async () => ({ granted: false, waitMs: 700 }))).take('a', T0)).toEqual({ waitMs: 700 });
+      const full = limiter(async () => ({ granted: false, waitMs: 700 }));
+      expect(await new KeyLeases(full).take('a', T0)).toEqual({ waitMs: 700 });
     });
 
     it('answers a short wait, and warns, when the limiter cannot be asked', async () => {
       const warn = jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
-      expect(await new KeyLeases(limiter(async () => Promise.reject(new Error('down')))).take('a', T0)).toEqual({ waitMs: KEY_LIMITER_DOWN_WAIT_MS });
-      expect(warn).toHaveBeenCalledWith('per-key concurrency limiter unavailable; deferring', expect.objectContaining({ key: 'a' }));
+      const down = limiter(async () => Promise.reject(new Error('down')));
+      expect(await new KeyLeases(down).take('a', T0)).toEqual({ waitMs: KEY_LIMITER_DOWN_WAIT_MS });
+      const why = 'per-key concurrency limiter unavailable; deferring';
+      expect(warn).toHaveBeenCalledWith(why, expect.objectContaining({ key: 'a' }));
     });
   });
 
@@ -42,7 +47,8 @@ describe('Class: KeyLeases', () => {
       const warn = jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
       const l = limiter(async () => ({ granted: true, lease }), async () => Promise.reject(new Error('down')));
       await expect(new KeyLeases(l).give(lease)).resolves.toBeUndefined();
-      expect(warn).toHaveBeenCalledWith('per-key concurrency lease could not be released; it expires with the invocation', expect.objectContaining({ key: 'a' }));
+      const why = 'per-key concurrency lease could not be released; it expires with the invocation';
+      expect(warn).toHaveBeenCalledWith(why, expect.objectContaining({ key: 'a' }));
     });
   });
 });

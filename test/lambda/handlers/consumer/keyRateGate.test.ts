@@ -1,5 +1,7 @@
 import { logger } from '../../../../lambda/adapters/observability';
-import { KEY_LIMITER_DOWN_WAIT_MS, KeyRateGate, type GatePool, type KeyLimiter } from '../../../../lambda/handlers/consumer/keyRateGate';
+import {
+  KEY_LIMITER_DOWN_WAIT_MS, KeyRateGate, type GatePool, type KeyLimiter,
+} from '../../../../lambda/handlers/consumer/keyRateGate';
 
 const T0 = 1_800_000_000_000;
 
@@ -43,7 +45,7 @@ describe('Class: KeyRateGate', () => {
       expect(putBack).toEqual([]);
     });
 
-    it("gives the slot back and takes a job-wide slot at the key's close token, then the token at that slot", async () => {
+    it("gives the slot back, takes a job-wide slot at the key's close token, then the token at that slot", async () => {
       const { limiter, asked } = keys([{ granted: false, waitMs: 500 }, { granted: true }]);
       const { pool: p, putBack } = pool(T0 + 600);
       expect(await new KeyRateGate(limiter).answer('a', T0, p, 'live')).toEqual({ granted: true, startAtMs: T0 + 600 });
@@ -52,7 +54,7 @@ describe('Class: KeyRateGate', () => {
       expect(putBack).toEqual([T0]);
     });
 
-    it("defers a busy key's record by its place in the key's queue when the token is beyond the short wait", async () => {
+    it("defers a busy key's record by its place in the key's queue when its token is past the short wait", async () => {
       const { limiter } = keys([{ granted: false, waitMs: 5_000 }], 8_000);
       const { pool: p, putBack } = pool(T0 + 5_000);
       expect(await new KeyRateGate(limiter).answer('a', T0, p, 'live')).toEqual({ granted: false, waitMs: 8_000 });
@@ -71,7 +73,8 @@ describe('Class: KeyRateGate', () => {
       jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
       const { limiter } = keys([new Error('table gone')]);
       const { pool: p, putBack } = pool(undefined);
-      expect(await new KeyRateGate(limiter).answer('a', T0, p, 'live')).toEqual({ granted: false, waitMs: KEY_LIMITER_DOWN_WAIT_MS });
+      const answer = await new KeyRateGate(limiter).answer('a', T0, p, 'live');
+      expect(answer).toEqual({ granted: false, waitMs: KEY_LIMITER_DOWN_WAIT_MS });
       expect(putBack).toEqual([T0]);
       jest.restoreAllMocks();
     });

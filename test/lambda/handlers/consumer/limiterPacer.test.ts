@@ -1,7 +1,9 @@
 import { logger } from '../../../../lambda/adapters/observability';
 import type { KeyLease } from '../../../../lambda/adapters/keyConcurrency';
 import type { StartAnswer } from '../../../../lambda/core/pacing/pacer';
-import { LimiterPacer, MAX_LATE_RETAKES, type LimiterPacerOptions } from '../../../../lambda/handlers/consumer/limiterPacer';
+import {
+  LimiterPacer, MAX_LATE_RETAKES, type LimiterPacerOptions,
+} from '../../../../lambda/handlers/consumer/limiterPacer';
 import { VirtualClock } from '../virtualClock';
 import { FakeLimiter, grant } from './fakes';
 
@@ -47,7 +49,7 @@ describe('Class: LimiterPacer', () => {
       expect(clock.now()).toBe(t0 + 100);
     });
 
-    it('takes a new slot instead of starting late when it wakes past the tolerance, and never starts later than it', async () => {
+    it('takes a new slot rather than start late when it wakes past the tolerance, never starting later', async () => {
       const t0 = clock.now();
       stalls = [300];
       const limiter = new FakeLimiter([grant([t0 + 100])]);
@@ -67,7 +69,8 @@ describe('Class: LimiterPacer', () => {
     it(`defers the record, unclaimed, after ${MAX_LATE_RETAKES} new slots it also woke too late for`, async () => {
       const t0 = clock.now();
       stalls = Array(MAX_LATE_RETAKES + 1).fill(1_000);
-      const limiter = new FakeLimiter([grant([t0 + 10]), ...Array.from({ length: MAX_LATE_RETAKES }, (_, i) => grant([t0 + 1_100 * (i + 1)]))]);
+      const retakes = Array.from({ length: MAX_LATE_RETAKES }, (_, i) => grant([t0 + 1_100 * (i + 1)]));
+      const limiter = new FakeLimiter([grant([t0 + 10]), ...retakes]);
       const invocation = pacer(limiter).begin(() => 60_000);
       await invocation.acquireBlock(1, 'live');
       expect(await invocation.start({ priority: 'live' })).toEqual({ waitMs: 0 });

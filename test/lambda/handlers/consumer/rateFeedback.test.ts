@@ -25,7 +25,8 @@ describe('Class: RateFeedbackReporter', () => {
   describe('Method: report', () => {
     it("tells the job-wide rate of a throttle, with the invocation's counts", async () => {
       const job = rate();
-      await new RateFeedbackReporter({ key: 'k', rate: job }).report(signals([undefined, 'success'], [undefined, 'throttle']));
+      const reporter = new RateFeedbackReporter({ key: 'k', rate: job });
+      await reporter.report(signals([undefined, 'success'], [undefined, 'throttle']));
       expect(job.throttled).toHaveBeenCalledWith('k', { starts: 2, throttles: 1 });
       expect(job.succeeded).not.toHaveBeenCalled();
     });
@@ -39,7 +40,7 @@ describe('Class: RateFeedbackReporter', () => {
       expect(job.succeeded).toHaveBeenCalledWith('k', { starts: 1, throttles: 0 });
     });
 
-    it("with per-key limits, cuts each throttled key's rate, and the job's only in a storm of JOB_STORM_KEYS keys", async () => {
+    it("with per-key limits, cuts each throttled key's rate, the job's in a storm of JOB_STORM_KEYS keys", async () => {
       const job = rate();
       const keys = rate();
       const reporter = new RateFeedbackReporter({ key: 'k', rate: job, keys });
@@ -50,7 +51,8 @@ describe('Class: RateFeedbackReporter', () => {
       expect(job.throttled).not.toHaveBeenCalled();
       expect(job.succeeded).toHaveBeenCalledWith('k', undefined);
 
-      const storm = signals(...Array.from({ length: JOB_STORM_KEYS }, (_, i) => [`t${i}`, 'throttle'] as [string, 'throttle']));
+      const stormKeys = Array.from({ length: JOB_STORM_KEYS }, (_, i): [string, 'throttle'] => [`t${i}`, 'throttle']);
+      const storm = signals(...stormKeys);
       await reporter.report(storm);
       expect(job.throttled).toHaveBeenCalledWith('k', undefined);
     });
@@ -58,8 +60,10 @@ describe('Class: RateFeedbackReporter', () => {
     it('logs a failed update and leaves the rate as it was, without throwing', async () => {
       const error = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
       const job = { throttled: jest.fn(), succeeded: jest.fn(async () => Promise.reject(new Error('table gone'))) };
-      await expect(new RateFeedbackReporter({ key: 'k', rate: job }).report(signals([undefined, 'success']))).resolves.toBeUndefined();
-      expect(error).toHaveBeenCalledWith('adaptive rate update failed; the rate stays as it was', expect.objectContaining({ key: 'k' }));
+      const reporter = new RateFeedbackReporter({ key: 'k', rate: job });
+      await expect(reporter.report(signals([undefined, 'success']))).resolves.toBeUndefined();
+      const why = 'adaptive rate update failed; the rate stays as it was';
+      expect(error).toHaveBeenCalledWith(why, expect.objectContaining({ key: 'k' }));
     });
 
     it('logs a change of the rate once, for the operator', async () => {

@@ -14,6 +14,7 @@ import { KeyConcurrencyLimiter } from '../../adapters/keyConcurrency';
 import { KeyRateLimiter } from '../../adapters/keyRateLimiter';
 import { logger } from '../../adapters/observability';
 import { DynamoDbRateLimiter, type RateLimiter } from '../../adapters/rateLimiter';
+import { BackfillShare } from './backfillShare';
 import { KeyLeases, type KeyConcurrency } from './keyLeases';
 import { KeyRateGate, type KeyLimiter } from './keyRateGate';
 import { RateFeedbackReporter, RateSignals } from './rateFeedback';
@@ -112,7 +113,13 @@ export class LimiterPacer implements Pacer {
       clock: this.clock,
       estimator: this.estimator,
       keyed: keys !== undefined,
-      ...(backfill ? { backfill: { limiter: backfill.limiter, key: backfill.key ?? backfillItemKey(key) } } : {}),
+      ...(limiter && backfill ? { backfill: new BackfillShare({
+        limiter,
+        key,
+        cap: { limiter: backfill.limiter, key: backfill.key ?? backfillItemKey(key) },
+        clock: this.clock,
+        spacingMs: this.spacingMs,
+      }) } : {}),
     };
     this.gate = keys && new KeyRateGate(keys);
     this.leases = keyConcurrency && new KeyLeases(keyConcurrency);

@@ -88,6 +88,16 @@ const DEFAULT_RESERVE_MS = 5_000;
  */
 export const MAX_LATE_RETAKES = 2;
 
+/** The container's parts an invocation starts its records through, beside its own slot pool. */
+interface StartParts {
+  clock: () => number;
+  sleep: (ms: number) => Promise<void>;
+  lateToleranceMs: number;
+  gate: KeyRateGate | undefined;
+  leases: KeyLeases | undefined;
+  feedback: RateFeedbackReporter;
+}
+
 export class LimiterPacer implements Pacer {
   readonly keyField: string | undefined;
   readonly spacingMs: number;
@@ -95,9 +105,7 @@ export class LimiterPacer implements Pacer {
   /** This container's last record cycles: how fast it reaches its slots, which bounds its blocks. */
   private readonly estimator = new ApplyTimeEstimator();
   private readonly slotSettings: SlotPoolSettings;
-  private readonly gate: KeyRateGate | undefined;
-  private readonly leases: KeyLeases | undefined;
-  private readonly feedback: RateFeedbackReporter;
+  private readonly parts: StartParts;
 
   constructor(readonly options: LimiterPacerOptions) {
     const { key, limiter, keys, keyConcurrency, backfill } = options;
@@ -121,13 +129,18 @@ export class LimiterPacer implements Pacer {
         spacingMs: this.spacingMs,
       }) } : {}),
     };
-    this.gate = keys && new KeyRateGate(keys);
-    this.leases = keyConcurrency && new KeyLeases(keyConcurrency);
-    this.feedback = new RateFeedbackReporter({
-      key,
-      ...(options.rateFeedback ? { rate: options.rateFeedback } : {}),
-      ...(keys ? { keys } : {}),
-    });
+    this.parts = {
+      clock: this.clock,
+      sleep: options.sleep ?? realSleep,
+      lateToleranceMs: this.slotSettings.lateToleranceMs,
+      gate: keys && new KeyRateGate(keys),
+      leases: keyConcurrency && new KeyLeases(keyConcurrency),
+      feedback: new RateFeedbackReporter({
+        key,
+        ...(options.rateFeedback ? { rate: options.rateFeedback } : {}),
+        ...(keys ? { keys } : {}),
+      }),
+    };
   }
 
   recordCycle(ms: number): void {
@@ -140,14 +153,7 @@ export class LimiterPacer implements Pacer {
 
   begin(remainingMs: () => number): InvocationPacing {
     const reserveMs = this.options.reserveMs ?? Math.min(DEFAULT_RESERVE_MS, Math.floor(remainingMs() / 4));
-    return new LimiterInvocation(this, new SlotPool(this.slotSettings, remainingMs, reserveMs), remainingMs);
-  }
-
-  /** The parts an invocation starts its records through. */
-  parts() {
-    const { gate, leases, feedback, slotSettings } = this;
-    const sleep = this.options.sleep ?? realSleep;
-    return { gate, leases, feedback, lateToleranceMs: slotSettings.lateToleranceMs, sleep };
+    return new LimiterInvocation(this.parts, new SlotPool(this.slotSettings, remainingMs, reserveMs), remainingMs);
   }
 }
 
@@ -156,7 +162,7 @@ class LimiterInvocation implements InvocationPacing {
   private readonly signals = new RateSignals();
 
   constructor(
-    private readonly pacer: LimiterPacer,
+    private readonly parts: StartParts,
     private readonly pool: SlotPool,
     private readonly remainingMs: () => number,
   ) {}
@@ -205,8 +211,7 @@ class LimiterInvocation implements InvocationPacing {
   /** A slot, the key's lease and token for it, and the wait until it; 'late' when the wait woke past the tolerance. */
   private async startOnce(record: PacedRecord): Promise<StartAnswer | 'late'> {
     const { pool } = this;
-    const { clock } = this.pacer;
-    const { gate, leases, lateToleranceMs, sleep } = this.pacer.parts();
+    const { clock, gate, leases, lateToleranceMs, sleep } = this.parts;
     const slot = record.behindLive ? await pool.nextBackfill() : await pool.next(record.priority);
     if (!('startAtMs' in slot)) return { waitMs: slot.waitMs };
     let end = async () => {};
@@ -245,8 +250,7 @@ class LimiterInvocation implements InvocationPacing {
 
   private started(startAtMs: number, readyAtMs: number, end: () => Promise<void>): PacedStart {
     const { pool } = this;
-    const { clock } = this.pacer;
-    const { lateToleranceMs } = this.pacer.parts();
+    const { clock, lateToleranceMs } = this.parts;
     return {
       startAtMs,
       readyAtMs,
@@ -264,7 +268,7 @@ class LimiterInvocation implements InvocationPacing {
   }
 
   finish(): Promise<void> {
-    return this.pacer.parts().feedback.report(this.signals);
+    return this.parts.feedback.report(this.signals);
   }
 
   unused(): number {

@@ -29,6 +29,7 @@
 
 import { createHash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
+import { LEDGER_DEAD_LETTER_REASON_CHARS } from './reasonCaps';
 
 /** The kinds of ledger item; each is the prefix of its partition key (`<kind>#<job>`). */
 export const LedgerItemKind = {
@@ -269,7 +270,8 @@ export interface InvocationRecord extends Partial<Record<InvocationCounterName, 
   elsewhere?: string[];
   /**
    * Operations this invocation sent to the DLQ, or failed on their last receive (SQS moves them there):
-   * `<operation ID> <reason>` each (deadLetterEntry), the reason cut to DEAD_LETTER_REASON_CHARS.
+   * `<operation ID> <reason>` each (deadLetterEntry), the reason cut to LEDGER_DEAD_LETTER_REASON_CHARS
+   * (reasonCaps.ts).
    */
   deadLetteredOperations?: string[];
   /** SQS message IDs this invocation rejected (a message delivered twice is rejected twice, and counts once). */
@@ -281,12 +283,9 @@ export function ledgerEntry(id: string, operationId: string): string {
   return `${id} ${operationId}`;
 }
 
-/** Longest dead-letter reason an invocation item keeps (the DLQ message carries the full one). */
-export const DEAD_LETTER_REASON_CHARS = 200;
-
 /** A `deadLetteredOperations` entry: the operation ID, a space, and the reason, cut short. */
 export function deadLetterEntry(operationId: string, reason: string): string {
-  return `${operationId} ${reason.replace(/\s+/g, ' ').slice(0, DEAD_LETTER_REASON_CHARS)}`;
+  return `${operationId} ${reason.replace(/\s+/g, ' ').slice(0, LEDGER_DEAD_LETTER_REASON_CHARS)}`;
 }
 
 /** The operation ID and reason of each `deadLetteredOperations` entry of the items (an entry without a reason has ''). */

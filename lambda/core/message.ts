@@ -5,6 +5,7 @@ import { en } from 'zod/locales';
 import * as z from 'zod/mini';
 import { MESSAGE_VERSION } from './constants';
 import { describeIssues } from './issues';
+import { REJECTION_REASON_CHARS } from './reasonCaps';
 
 // zod/mini leaves the messages to its caller ("Invalid input" for every issue); classic zod sets English on its first
 // schema. The reasons a rejection records are zod's English ones, so set them, unless a locale is already chosen.
@@ -82,8 +83,6 @@ const byteLength = (s: string): number => Buffer.byteLength(s, 'utf8');
  * itself fails and the message is retried instead of being set aside.
  */
 export const MAX_REASONS = 20;
-/** Longest single reason kept; zod names every unrecognized key in one message. */
-export const MAX_REASON_CHARS = 500;
 
 /**
  * Characters data must not carry raw into text a person reads (a dead-letter reason, a log line, an ops table, the
@@ -103,9 +102,13 @@ export function escapeUnprintable(text: string, keep = ''): string {
   return text.replace(UNPRINTABLE, (c) => (keep.includes(c) ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
 }
 
-/** Each reason with unprintable characters written as \uXXXX; the first MAX_REASONS, each cut to MAX_REASON_CHARS, and a count of the rest. */
+/**
+ * Each reason with unprintable characters written as \uXXXX; the first MAX_REASONS, each cut to REJECTION_REASON_CHARS
+ * (reasonCaps.ts), and a count of the rest.
+ */
 export function boundReasons(reasons: string[]): string[] {
-  const cut = (r: string) => (r.length > MAX_REASON_CHARS ? `${r.slice(0, MAX_REASON_CHARS)}... (${r.length} characters in all)` : r);
+  const cap = REJECTION_REASON_CHARS;
+  const cut = (r: string) => (r.length > cap ? `${r.slice(0, cap)}... (${r.length} characters in all)` : r);
   const kept = reasons.slice(0, MAX_REASONS).map((r) => cut(escapeUnprintable(r)));
   if (reasons.length > MAX_REASONS) kept.push(`... and ${reasons.length - MAX_REASONS} more problems`);
   return kept;

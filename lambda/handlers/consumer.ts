@@ -1,8 +1,8 @@
 // The consumer Lambda: one SQS batch in; every record validated, one block of rate-limit slots taken for the valid ones,
 // each granted record claimed by operation ID, applied once at its slot and acknowledged; the rest deferred unclaimed.
-// This file wires the units together (consumer/): the planner (the pre-pass and the first block), the invocation's slot
-// pool, the record runner (slot, claim, apply), the deferrer (re-publish or DLQ) and the accounting (metrics, the
-// tally, the one ledger flush).
+// This file wires the units together (consumer/): the planner (the pre-pass and the first block), the Pacer (slots, key
+// tokens, leases, the adaptive rates: core/pacing/pacer.ts), the record runner (start, claim, apply), the deferrer
+// (re-publish or DLQ) and the accounting (metrics, the tally, the one ledger flush).
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { BasePersistenceLayer } from '@aws-lambda-powertools/idempotency/persistence';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
@@ -11,63 +11,27 @@ import type { BusinessDateRule } from '../core/businessDate';
 import { DEFAULT_QUEUE_RETENTION_DAYS, EnvVar } from '../core/constants';
 import { createDeferralPolicy, defaultDeferralPolicy, type DeferralPolicy } from '../core/deferral';
 import type { AnyJob } from '../core/job';
-import { ApplyTimeEstimator } from '../core/pacing/applyEstimator';
-import { gcraLimits } from '../core/pacing/gcra';
-import { backfillItemKey, backfillLimits, fairOrder } from '../core/backfill';
+import type { InvocationPacing, Pacer } from '../core/pacing/pacer';
+import { fairOrder } from '../core/backfill';
 import { pacingSettings } from '../core/pacingSettings';
 import { requireEnv } from '../core/settings';
 import { dynamoClient } from '../adapters/clients';
 import { BatchTally, DynamoLedger, type Ledger } from '../adapters/ledger';
 import { DynamoCompletedLookup, type CompletedLookup } from '../adapters/completedOperations';
 import { bindJob, count, flushMetrics, logger, MetricName, withLogKeys } from '../adapters/observability';
-import { AdaptiveDynamoDbRateLimiter, type RateFeedback } from '../adapters/adaptiveRateLimiter';
-import { KeyRateLimiter } from '../adapters/keyRateLimiter';
-import { DynamoDbRateLimiter, type RateLimiter } from '../adapters/rateLimiter';
-import { KeyConcurrencyLimiter } from '../adapters/keyConcurrency';
 import { SqsPublisher, type Publisher } from '../adapters/sqsPublisher';
 import { Accounting, withUnwrittenBatches, type RecordOutcome } from './consumer/accounting';
 import { keepJobFrames } from './consumer/recordFailure';
 import { Deferrer, logKeys } from './consumer/deferrer';
 import { Planner, type Plan } from './consumer/planner';
-import { RecordRunner, type InvocationRun, type KeyConcurrency, type KeyLimiter, type RateSignals } from './consumer/recordRunner';
-import { SlotPool, type SlotPoolSettings } from './consumer/slotPool';
+import { pacerFromSettings } from './consumer/limiterPacer';
+import { RecordRunner, type InvocationRun } from './consumer/recordRunner';
 import type { JobModuleLoader } from './jobLoader';
 import { loadJobRuntime, requirePositiveInt } from './runtime';
 
 export type { RecordOutcome } from './consumer/accounting';
 export { InvalidApplyResultError } from './consumer/recordRunner';
 export { validateRecord } from './consumer/planner';
-
-/** How the consumer spends its time on the shared limiter. */
-export interface ConsumerPacingOptions {
-  /** The limiter item starts are counted on (one per downstream). @default the job name */
-  key?: string;
-  /** Longest wait for a slot spent inside the function; records whose slot would be later are deferred. @default 10000 */
-  shortWaitMs?: number;
-  /**
-   * Time kept back from the invocation's remaining time for the last record's apply and the acknowledgement: no slot is
-   * taken later than remaining time minus this. @default 5000, or a quarter of the invocation's time when that is less
-   * (a short timeout would otherwise spend half its time on the reserve and defer what it could have waited for)
-   */
-  reserveMs?: number;
-  /**
-   * How late a record may start after its slot before the slot is given up and the record deferred (waitForSlot).
-   * Keep it below the limiter's safetyMarginMs. @default 0
-   */
-  lateToleranceMs?: number;
-  /**
-   * The expected spacing between starts on the key (the limiter's emission interval). Records beyond the grant are
-   * deferred by the limiter's hint plus their position times this, so they do not all come back together. @default 0
-   */
-  spacingMs?: number;
-  /** The clock the limiter's start times are on, epoch ms. @default Date.now */
-  clock?: () => number;
-  /**
-   * How a record waits for its slot, on `clock`'s time: a test gives a virtual clock's pair, so pacing runs on virtual
-   * time (test/lambda/handlers/virtualClock.ts). @default the real timer (core/pacing/sleep.ts)
-   */
-  sleep?: (ms: number) => Promise<void>;
-}
 
 export interface ConsumerOptions {
   job: AnyJob;
@@ -87,31 +51,11 @@ export interface ConsumerOptions {
   maxMessageBytes: number;
   ledger: Ledger;
   /**
-   * The fleet-wide limiter; one block of slots per invocation. Undefined: pacing is off (the job's `pacing: false`), no
-   * limiter I/O, and only the concurrency cap bounds the downstream.
+   * How the consumer paces its records (core/pacing/pacer.ts): the block, each record's start, the outcomes. The
+   * stack's is pacerFromSettings' (consumer/limiterPacer.ts); a test may give a LimiterPacer on its own limiters, or a
+   * fake.
    */
-  limiter: RateLimiter | undefined;
-  /**
-   * Told once per invocation whether the downstream throttled (any 429/503) or not (some success), so a shared
-   * adaptive rate can follow the provider's real tolerance. @default none: the rate stays as configured
-   */
-  rateFeedback?: RateFeedback;
-  pacing?: ConsumerPacingOptions;
-  /**
-   * The per-key limit (rateLimit.perKey), enforced beside the job-wide limiter: a record starts only when its key has a
-   * token at its slot, and a key's 429s cut that key's rate. @default none
-   */
-  keys?: KeyLimiter;
-  /**
-   * The per-key concurrency limit (concurrency.perKey): a record starts only while its key has fewer than the limit in
-   * progress fleet-wide, each start holding a lease that expires with its invocation. @default none
-   */
-  keyConcurrency?: KeyConcurrency;
-  /**
-   * Backfill's cap while live work waits (rateLimit.backfillShare below 1): a limiter at the share of the allowance,
-   * on its own item. Backfill then also takes only slots live work left. @default none: backfill paces as live work
-   */
-  backfill?: { limiter: RateLimiter; key?: string };
+  pacer: Pacer;
   /** @default an SqsPublisher on the shared client */
   publisher?: Publisher;
   /** @default DynamoDBPersistenceLayer on `idempotencyTableName` */
@@ -152,33 +96,19 @@ function sentDeferral<T>(sent: T | Error): T {
   return sent;
 }
 
-const DEFAULT_RESERVE_MS = 5_000;
-/** Keys throttled in one invocation that make a job-wide storm (per-key limits on): the job-wide rate is cut too. */
-export const JOB_STORM_KEYS = 2;
-
-/** The resource field records are keyed on: the per-key rate limit's, else the per-key concurrency's. */
-function keyFieldOf(options: Pick<ConsumerOptions, 'keys' | 'keyConcurrency'>): string | undefined {
-  return options.keys?.field ?? options.keyConcurrency?.field;
+/** The consumer's units, built once per container. */
+interface ConsumerUnits {
+  accounting: Accounting;
+  deferrer: Deferrer;
+  planner: Planner;
+  runner: RecordRunner;
+  pacer: Pacer;
 }
 
-export function createConsumer(options: ConsumerOptions): (event: SQSEvent, context: Context) => Promise<SQSBatchResponse> {
-  const { job, limiter } = options;
-  bindJob(job.name);
-  // A failed record's log line names the job's frame that threw it (consumer/recordFailure.ts): keep enough frames.
-  keepJobFrames();
+function consumerUnits(options: ConsumerOptions): ConsumerUnits {
+  const { job, pacer } = options;
   const now = options.now ?? (() => new Date());
-  const pacing = {
-    key: options.pacing?.key ?? job.name,
-    shortWaitMs: options.pacing?.shortWaitMs ?? 10_000,
-    reserveMs: options.pacing?.reserveMs,
-    lateToleranceMs: options.pacing?.lateToleranceMs ?? 0,
-    spacingMs: options.pacing?.spacingMs ?? 0,
-    clock: options.pacing?.clock ?? Date.now,
-    sleep: options.pacing?.sleep,
-  };
-  const processor = new BatchProcessor(EventType.SQS);
-  /** This container's last record cycles: how fast it reaches its slots. */
-  const estimator = new ApplyTimeEstimator();
+  const keyField = pacer.keyField !== undefined ? { keyField: pacer.keyField } : {};
   const accounting = new Accounting({ jobName: job.name, ledger: options.ledger, maxReceiveCount: options.maxReceiveCount, now });
   const deferrer = new Deferrer({
     queueUrl: options.queueUrl,
@@ -188,153 +118,164 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
     policy: options.deferralPolicy ?? defaultDeferralPolicy,
     accounting,
     now,
-    ...(keyFieldOf(options) !== undefined ? { groupField: keyFieldOf(options) } : {}),
+    ...(pacer.keyField !== undefined ? { groupField: pacer.keyField } : {}),
   });
   const planner = new Planner({
     job,
     maxMessageBytes: options.maxMessageBytes,
     completedLookup: options.completedLookup ?? new DynamoCompletedLookup({ tableName: options.idempotencyTableName }),
-    spacingMs: pacing.spacingMs,
-    ...(keyFieldOf(options) !== undefined ? { keyField: keyFieldOf(options) } : {}),
+    spacingMs: pacer.spacingMs,
+    ...keyField,
     businessDates: options.businessDates ?? { timeZone: 'UTC', businessDateOffsetDays: 0 },
     queueRetentionSeconds: options.queueRetentionSeconds ?? DEFAULT_QUEUE_RETENTION_DAYS * 86_400,
     now,
   });
+  const persistenceStore = options.persistenceStore
+    ?? new DynamoDBPersistenceLayer({ tableName: options.idempotencyTableName, awsSdkV3Client: dynamoClient() });
   const runner = new RecordRunner({
     job,
     jobDeps: options.jobDeps,
-    persistenceStore:
-      options.persistenceStore ?? new DynamoDBPersistenceLayer({ tableName: options.idempotencyTableName, awsSdkV3Client: dynamoClient() }),
+    persistenceStore,
     idempotencyTtlSeconds: options.idempotencyTtlSeconds,
     accounting,
     deferrer,
-    estimator,
-    lateToleranceMs: pacing.lateToleranceMs,
-    clock: pacing.clock,
-    ...(pacing.sleep ? { sleep: pacing.sleep } : {}),
+    pacer,
     ...(options.releaseAfterMs !== undefined ? { releaseAfterMs: options.releaseAfterMs } : {}),
-    ...(options.keys ? { keys: options.keys } : {}),
-    ...(options.keyConcurrency ? { keyConcurrency: options.keyConcurrency } : {}),
   });
-  const slotSettings: SlotPoolSettings = {
-    limiter,
-    key: pacing.key,
-    shortWaitMs: pacing.shortWaitMs,
-    lateToleranceMs: pacing.lateToleranceMs,
-    spacingMs: pacing.spacingMs,
-    clock: pacing.clock,
-    estimator,
-    keyed: options.keys !== undefined,
-    ...(options.backfill ? { backfill: { limiter: options.backfill.limiter, key: options.backfill.key ?? backfillItemKey(pacing.key) } } : {}),
-  };
+  return { accounting, deferrer, planner, runner, pacer };
+}
 
-  /**
-   * Tells the adaptive rates once per invocation whether the downstream throttled, or only succeeded. With per-key
-   * limits, a key's 429s cut that key's rate; the job-wide rate is cut only by a storm, throttles on at least
-   * JOB_STORM_KEYS keys in one invocation (one tenant's own limit is not the provider's).
-   */
-  const feedBack = async (signals: RateSignals) => {
-    if (options.keys) await keyFeedBack(options.keys, signals);
-    if (!options.rateFeedback || (signals.throttles === 0 && signals.successes === 0)) return;
-    const jobThrottled = options.keys ? signals.throttledKeys.size >= JOB_STORM_KEYS : signals.throttles > 0;
-    if (!jobThrottled && signals.successes === 0) return;
-    try {
-      // The job's own counts, for the rule's storm-or-line test; with per-key limits the job-wide rate has no such count.
-      const counts = options.keys ? undefined : { starts: signals.successes + signals.throttles, throttles: signals.throttles };
-      const change = jobThrottled ? await options.rateFeedback.throttled(pacing.key, counts) : await options.rateFeedback.succeeded(pacing.key, counts);
-      // Once per change fleet-wide (the instance whose write made it): the rate's history, for the operator.
-      if (change) logger.info(change.to < change.from ? 'adaptive rate lowered after a throttle' : 'adaptive rate raised after quiet starts', { key: pacing.key, ...change });
-    } catch (error) {
-      // Tuning, not the operation: the records are settled, and the next invocation reports again.
-      logger.error('adaptive rate update failed; the rate stays as it was', { key: pacing.key, signals, error: error as Error });
+type RunPlan = Extract<Plan, { kind: 'run' }>;
+
+/**
+ * One SQS event's handling once planned: each record settled on its turn, and the records a running record's overrun
+ * sent back to the queue, each settled on its own turn (its log keys are set then; while the overrunning record runs,
+ * they are that record's). Records run one at a time, and a timer only fires while one runs, so none of those has
+ * started.
+ */
+class EventRun {
+  private readonly started = new Set<string>();
+  private readonly released = new Map<string, Promise<(() => RecordOutcome) | Error>>();
+  private readonly runs: SQSRecord[];
+  private readonly invocation: InvocationRun;
+
+  constructor(
+    private readonly units: ConsumerUnits,
+    private readonly records: SQSRecord[],
+    private readonly plans: Map<string, Plan>,
+    /** What deferBlock made of the plan's deferrals, by message ID. */
+    private readonly deferred: Map<string, RecordOutcome | Error>,
+    context: Context,
+    private readonly tally: BatchTally,
+    private readonly pacing: InvocationPacing,
+  ) {
+    this.runs = records.filter((r) => plans.get(r.messageId)?.kind === 'run');
+    this.invocation = { context, tally, pacing, onOverrun: () => this.releaseRest() };
+  }
+
+  private runPlan(record: SQSRecord): RunPlan {
+    return this.plans.get(record.messageId) as RunPlan;
+  }
+
+  /** Live records before backfill, and keys taking turns, in the order the planner gave them their slots. */
+  ordered(): SQSRecord[] {
+    return [
+      ...this.records.filter((r) => this.plans.get(r.messageId)?.kind !== 'run'),
+      ...fairOrder(this.runs, (r) => this.runPlan(r).key, (r) => this.runPlan(r).message.backfill === true),
+    ];
+  }
+
+  /** Sends the records not yet started back to the queue in one batch, unclaimed, as paced deferrals. */
+  private releaseRest(): void {
+    const { deferrer, runner } = this.units;
+    const rest = this.runs.filter((r) => !this.started.has(r.messageId) && !this.released.has(r.messageId));
+    if (rest.length === 0) return;
+    logger.warn('a record has run past its release time; the records behind it go back to the queue', {
+      released: rest.length,
+      afterMs: runner.releaseAfterMs(),
+    });
+    count(MetricName.RecordsReleased, rest.length);
+    this.pacing.runLeft -= rest.length;
+    const cause = { kind: 'paced' as const, waitMs: 0 };
+    const items = rest.map((record) => ({ record, message: this.runPlan(record).message, cause }));
+    const sending = deferrer.sendBlock(items, this.tally)
+      .catch((error: unknown) => new Map(rest.map((r) => [r.messageId, error as Error])));
+    for (const record of rest) {
+      const settle = sending.then((sent) => sent.get(record.messageId) as (() => RecordOutcome) | Error);
+      this.released.set(record.messageId, settle);
     }
-  };
+  }
 
-  const keyFeedBack = async (keys: KeyLimiter, signals: RateSignals) => {
-    const report = async (key: string, throttled: boolean) => {
+  /** One record's turn: its plan carried out, under its log keys. */
+  async handle(record: SQSRecord): Promise<RecordOutcome> {
+    const { accounting, runner } = this.units;
+    const { tally } = this;
+    // The planner decided every record of the event.
+    const planned = this.plans.get(record.messageId) as Plan;
+    if (planned.kind === 'reject') {
+      return withLogKeys({ messageId: record.messageId }, () => accounting.reject(record, planned.reasons, tally));
+    }
+    tally.add(planned.message.batchId, { consumed: 1 });
+    return withLogKeys(logKeys(record, planned.message), async () => {
+      // Whatever throws below hands the record back to SQS: fail counts it (a retry, or dead-lettered on its last
+      // receive).
       try {
-        const change = throttled ? await keys.throttled(key) : await keys.succeeded(key);
-        if (change) logger.info(change.to < change.from ? 'per-key adaptive rate lowered after a throttle' : 'per-key adaptive rate raised after quiet starts', { key, ...change });
+        switch (planned.kind) {
+          case 'defer':
+            // deferBlock settled every record it was given.
+            return sentDeferral(this.deferred.get(record.messageId) as RecordOutcome | Error);
+          case 'fail':
+            throw planned.error;
+          case 'done':
+            return accounting.duplicate(planned.message, tally, planned.by);
+          case 'run': {
+            const release = this.released.get(record.messageId);
+            if (release) return sentDeferral(await release)();
+            this.started.add(record.messageId);
+            // Awaited, so a rejected run is caught here.
+            return await runner.run(record, planned, this.invocation);
+          }
+        }
       } catch (error) {
-        logger.error('per-key adaptive rate update failed; the key\'s rate stays as it was', { key, error: error as Error });
+        return accounting.fail(record, planned.message, error, tally, runner.failedApplyStartedAt(record));
       }
-    };
-    await Promise.all([
-      ...[...signals.throttledKeys].map((key) => report(key, true)),
-      ...[...signals.succeededKeys].filter((key) => !signals.throttledKeys.has(key)).map((key) => report(key, false)),
-    ]);
-  };
+    });
+  }
+}
 
+/** The plan's deferrals (not yet due, the key busy, the limiter contended), sent in one batch. */
+async function deferEarly(units: ConsumerUnits, records: SQSRecord[], plans: Map<string, Plan>, tally: BatchTally) {
+  const early = records.flatMap((record) => {
+    const p = plans.get(record.messageId);
+    return p?.kind === 'defer' ? [{ record, message: p.message, cause: p.cause }] : [];
+  });
+  return early.length > 0 ? units.deferrer.deferBlock(early, tally) : new Map<string, RecordOutcome | Error>();
+}
+
+export function createConsumer(
+  options: ConsumerOptions,
+): (event: SQSEvent, context: Context) => Promise<SQSBatchResponse> {
+  bindJob(options.job.name);
+  // A failed record's log line names the job's frame that threw it (consumer/recordFailure.ts): keep enough frames.
+  keepJobFrames();
+  const units = consumerUnits(options);
+  const processor = new BatchProcessor(EventType.SQS);
   return async (event, context) => {
+    const { accounting, planner, runner, pacer } = units;
     runner.registerContext(context);
     logger.addContext(context);
     const tally = new BatchTally();
-    const reserveMs = pacing.reserveMs ?? Math.min(DEFAULT_RESERVE_MS, Math.floor(context.getRemainingTimeInMillis() / 4));
-    const pool = new SlotPool(slotSettings, () => context.getRemainingTimeInMillis(), reserveMs);
-    const signals: RateSignals = { throttles: 0, successes: 0, throttledKeys: new Set(), succeededKeys: new Set() };
-    const flush = () => Promise.all([accounting.flush(tally, context.awsRequestId), feedBack(signals)]);
+    const pacing = pacer.begin(() => context.getRemainingTimeInMillis());
+    const flush = () => Promise.all([accounting.flush(tally, context.awsRequestId), pacing.finish()]);
     let flushed = false;
     let plans = new Map<string, Plan>();
     try {
-      plans = await planner.plan(event.Records, pool);
-      pool.runLeft = [...plans.values()].filter((p) => p.kind === 'run').length;
-      const early = event.Records.flatMap((record) => {
-        const p = plans.get(record.messageId);
-        return p?.kind === 'defer' ? [{ record, message: p.message, cause: p.cause }] : [];
-      });
-      const deferred = early.length > 0 ? await deferrer.deferBlock(early, tally) : new Map<string, RecordOutcome | Error>();
-      const runs = event.Records.filter((r) => plans.get(r.messageId)?.kind === 'run');
-      // The records a running record's overrun sent back to the queue, each settled on its own turn (its log keys are
-      // set then; while the overrunning record runs, they are that record's). Records run one at a time, and a timer
-      // only fires while one runs, so none of these has started.
-      const started = new Set<string>();
-      const released = new Map<string, Promise<(() => RecordOutcome) | Error>>();
-      const releaseRest = () => {
-        const rest = runs.filter((r) => !started.has(r.messageId) && !released.has(r.messageId));
-        if (rest.length === 0) return;
-        logger.warn('a record has run past its release time; the records behind it go back to the queue', { released: rest.length, afterMs: runner.releaseAfterMs() });
-        count(MetricName.RecordsReleased, rest.length);
-        pool.runLeft -= rest.length;
-        const items = rest.map((record) => ({ record, message: (plans.get(record.messageId) as Extract<Plan, { kind: 'run' }>).message, cause: { kind: 'paced' as const, waitMs: 0 } }));
-        const sending = deferrer.sendBlock(items, tally).catch((error: unknown) => new Map(rest.map((r) => [r.messageId, error as Error])));
-        for (const record of rest) released.set(record.messageId, sending.then((sent) => sent.get(record.messageId) as (() => RecordOutcome) | Error));
-      };
-      const invocation: InvocationRun = { context, tally, pool, signals, onOverrun: releaseRest };
-      const handleRecord = async (record: SQSRecord): Promise<RecordOutcome> => {
-        // The planner decided every record of the event.
-        const planned = plans.get(record.messageId) as Plan;
-        if (planned.kind === 'reject') return withLogKeys({ messageId: record.messageId }, () => accounting.reject(record, planned.reasons, tally));
-        tally.add(planned.message.batchId, { consumed: 1 });
-        return withLogKeys(logKeys(record, planned.message), async () => {
-          // Whatever throws below hands the record back to SQS: fail counts it (a retry, or dead-lettered on its last receive).
-          try {
-            switch (planned.kind) {
-              case 'defer':
-                // deferBlock settled every record it was given.
-                return sentDeferral(deferred.get(record.messageId) as RecordOutcome | Error);
-              case 'fail':
-                throw planned.error;
-              case 'done':
-                return accounting.duplicate(planned.message, tally, planned.by);
-              case 'run': {
-                const release = released.get(record.messageId);
-                if (release) return sentDeferral(await release)();
-                started.add(record.messageId);
-                // Awaited, so a rejected run is caught here.
-                return await runner.run(record, planned, invocation);
-              }
-            }
-          } catch (error) {
-            return accounting.fail(record, planned.message, error, tally, runner.failedApplyStartedAt(record));
-          }
-        });
-      };
-      // Live records before backfill, and keys taking turns, in the order the planner gave them their slots.
-      const ordered = [
-        ...event.Records.filter((r) => plans.get(r.messageId)?.kind !== 'run'),
-        ...fairOrder(runs, (r) => (plans.get(r.messageId) as Extract<Plan, { kind: 'run' }>).key, (r) => (plans.get(r.messageId) as Extract<Plan, { kind: 'run' }>).message.backfill === true),
-      ];
-      const response = await processPartialResponse({ ...event, Records: ordered }, handleRecord, processor, {
+      plans = await planner.plan(event.Records, pacing);
+      pacing.runLeft = [...plans.values()].filter((p) => p.kind === 'run').length;
+      const deferred = await deferEarly(units, event.Records, plans, tally);
+      const run = new EventRun(units, event.Records, plans, deferred, context, tally, pacing);
+      const handle = (record: SQSRecord) => run.handle(record);
+      const response = await processPartialResponse({ ...event, Records: run.ordered() }, handle, processor, {
         context,
         // One record at a time, each at its slot: the concurrency cap (reserved concurrency) then bounds calls to the
         // downstream, and the shared logger's per-record keys cannot bleed between records.
@@ -350,7 +291,7 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
       };
       return withUnwrittenBatches(response, event.Records, batchIdOf, unwritten);
     } finally {
-      if (pool.unused() > 0) count(MetricName.SlotsUnused, pool.unused());
+      if (pacing.unused() > 0) count(MetricName.SlotsUnused, pacing.unused());
       // The records' handling threw (it should not): the whole event goes back to SQS; what it counted is still written.
       if (!flushed) await flush();
       flushMetrics();
@@ -358,29 +299,10 @@ export function createConsumer(options: ConsumerOptions): (event: SQSEvent, cont
   };
 }
 
-/**
- * Set by the stack for each consumer's bundle (lib/paced-job.ts): whether its job uses per-key rate limits and per-key
- * concurrency. A bundle built for a job without them leaves their code out (esbuild drops the branch that is false);
- * anywhere else (tests, the local runtime from source) both are in.
- */
-declare const PACED_PER_KEY_RATE: boolean | undefined;
-declare const PACED_PER_KEY_CONCURRENCY: boolean | undefined;
-
 /** Builds the consumer from the variables the stack sets. */
 export function consumerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loadModule?: JobModuleLoader): ConsumerOptions {
   const { job, jobDeps, settings } = loadJobRuntime(env, loadModule);
   const paced = pacingSettings(settings);
-  const limiterTable = requireEnv(EnvVar.LIMITER_TABLE_NAME, env);
-  const limiter = paced.enabled ? new AdaptiveDynamoDbRateLimiter({ tableName: limiterTable, limits: paced.limits, leadMs: paced.leadMs, lanes: paced.lanes }) : undefined;
-  const { perKey, concurrencyPerKey } = paced;
-  const keys =
-    (typeof PACED_PER_KEY_RATE === 'undefined' || PACED_PER_KEY_RATE) && paced.enabled && perKey
-      ? new KeyRateLimiter({ tableName: limiterTable, job: job.name, limiterKey: paced.limiterKey, perKey, adaptive: paced.adaptiveRate, safetyMarginMs: paced.limits.safetyMarginMs })
-      : undefined;
-  const keyConcurrency = (typeof PACED_PER_KEY_CONCURRENCY === 'undefined' || PACED_PER_KEY_CONCURRENCY) && concurrencyPerKey
-    ? new KeyConcurrencyLimiter({ tableName: limiterTable, limiterKey: paced.limiterKey, field: concurrencyPerKey.field, maxConcurrent: concurrencyPerKey.maxConcurrent })
-    : undefined;
-  const backfillCap = paced.enabled ? backfillLimits(paced.limits, paced.backfillShare) : undefined;
   return {
     job,
     jobDeps,
@@ -391,17 +313,7 @@ export function consumerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loa
     maxReceiveCount: settings.maxReceiveCount,
     maxMessageBytes: env[EnvVar.MAX_MESSAGE_BYTES] ? requirePositiveInt(EnvVar.MAX_MESSAGE_BYTES, env) : settings.maxMessageBytes,
     ledger: new DynamoLedger({ tableName: requireEnv(EnvVar.LEDGER_TABLE_NAME, env) }),
-    limiter,
-    rateFeedback: paced.adaptiveRate ? limiter : undefined,
-    ...(keys ? { keys } : {}),
-    ...(keyConcurrency ? { keyConcurrency } : {}),
-    ...(backfillCap ? { backfill: { limiter: new DynamoDbRateLimiter({ tableName: limiterTable, limits: backfillCap, leadMs: paced.leadMs }) } } : {}),
-    pacing: {
-      key: paced.limiterKey,
-      shortWaitMs: paced.shortWaitMs,
-      lateToleranceMs: paced.lateToleranceMs,
-      spacingMs: gcraLimits(paced.limits).emissionIntervalUs / 1000,
-    },
+    pacer: pacerFromSettings(paced, requireEnv(EnvVar.LIMITER_TABLE_NAME, env), job.name),
     deferralPolicy: createDeferralPolicy({ maxDeferrals: paced.maxDeferrals, maxAgeSeconds: paced.maxDeferralAgeSeconds }),
     businessDates: { timeZone: settings.timeZone, businessDateOffsetDays: settings.businessDateOffsetDays },
     queueRetentionSeconds: paced.queueRetentionSeconds,

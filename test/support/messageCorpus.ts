@@ -12,7 +12,9 @@ import type { AnyJob } from '../../lambda/core/job';
 import { createConsumer } from '../../lambda/handlers/consumer';
 import { batchFigures } from '../../ops/ledger';
 import { expandBody, type MessageCase } from '../corpus/loadCorpus';
-import { createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue } from '../lambda/handlers/harness';
+import {
+  createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue, withPacer,
+} from '../lambda/handlers/harness';
 import { startLocalAws, type LocalAws } from './aws';
 import { lambdaContext, sqsEvent, sqsRecord } from './lambdaEvents';
 
@@ -78,7 +80,7 @@ export function describeMessageCorpus(jobName: string, cases: MessageCase[], set
         return metrics;
       });
       [queueUrl, dlqUrl] = await Promise.all([createQueue(`corpus-${jobName}`), createQueue(`corpus-${jobName}-dlq`)]);
-      const handle = createConsumer({
+      const handle = createConsumer(withPacer({
         job: target.job,
         jobDeps: target.deps,
         queueUrl,
@@ -91,7 +93,7 @@ export function describeMessageCorpus(jobName: string, cases: MessageCase[], set
         // The limiter never nears its allowance here, so a slow local call must not count as a missed slot.
         pacing: { key: `corpus-${jobName}`, lateToleranceMs: 60_000 },
         publisher: new SqsPublisher({ sleep: async () => undefined }),
-      });
+      }));
       let valid = 0;
       const capture = (chunk: string | Uint8Array) => {
         logLines.push(...String(chunk).split('\n').filter(Boolean));

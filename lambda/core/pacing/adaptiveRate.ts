@@ -288,6 +288,72 @@ const calmOf = (state: AdaptiveRateState, nowMs: number) =>
   state.calmUntilMs !== undefined && state.calmUntilMs > nowMs ? { calmShare: state.calmShare, calmUntilMs: state.calmUntilMs } : {};
 
 /**
+ * A test under way (a cut tried against the rate before it): its verdict once the higher rate's window has run, or
+ * the state as it is while the test still measures. Undefined once the test is over: the throttle is decided as any.
+ */
+function throttledInTest(
+  state: AdaptiveRateState, nowMs: number, o: Resolved, evidence: ThrottleEvidence,
+): AdaptiveRateState | undefined {
+  if (state.testFromMs === undefined || nowMs >= state.testFromMs + 3 * o.windowMs) return undefined;
+  if (nowMs < state.testFromMs + 1.5 * o.windowMs) return state;
+  const high = outcomes(evidence, state.testFromMs + o.windowMs, nowMs);
+  if (high.starts < o.minStarts) return state;
+  const { testFromMs: _t, testShare: low = 0, from: _f, ...rest } = state;
+  if (high.share > low + o.elasticMargin) {
+    // The line's: what the higher rate's window accepted, less the refusals the lower rate drew too (storms on top).
+    const rate = Math.max(o.floor, Math.floor(state.rate * (1 - (high.share - low))));
+    return { ...calmOf(state, nowMs), rate, decreasedAtMs: nowMs, heldBy: 'back' };
+  }
+  return { ...rest, calmShare: Math.max(low, high.share), calmUntilMs: nowMs + o.calmMs };
+}
+
+/**
+ * A storm level a test found: 429s within it of the starts are the storms', in any phase (a probe's or a ramp's small
+ * excess is lost in them; a line well over the rate still shows). Undefined when the level does not hold the throttle.
+ */
+function throttledInCalm(
+  state: AdaptiveRateState, nowMs: number, o: Resolved, evidence: ThrottleEvidence,
+): AdaptiveRateState | undefined {
+  if (state.calmUntilMs === undefined || state.calmUntilMs <= nowMs) return undefined;
+  const recent = outcomes(evidence, nowMs - o.windowMs, nowMs);
+  if (recent.starts < o.minStarts) return state;
+  if (recent.share > (state.calmShare ?? 0) + o.elasticMargin) return undefined;
+  // The same storms: they keep the level tolerated (renewed when half its time is gone: one write per calmMs / 2).
+  return state.calmUntilMs - nowMs < o.calmMs / 2 ? { ...state, calmUntilMs: nowMs + o.calmMs } : state;
+}
+
+/**
+ * A throttle while a cut holds, before its probe: whether what the cut still draws tells storms (or a line near the
+ * rate it came from) from a line that fell, so the rate before it is tested. Undefined: the throttle is the hold's own.
+ */
+function throttledAfterCut(
+  state: AdaptiveRateState, nowMs: number, o: Resolved, evidence: ThrottleEvidence,
+): AdaptiveRateState | undefined {
+  const { from, decreasedAtMs } = state;
+  if ((state.heldBy ?? 'cut') !== 'cut' || from === undefined || decreasedAtMs === undefined) return undefined;
+  // The rate the cut came from, tried again: the test whose verdict throttledInTest gives.
+  const testFrom = (share: number): AdaptiveRateState =>
+    ({ ...calmOf(state, nowMs), rate: from, testFromMs: nowMs, testShare: share });
+  const since = nowMs - decreasedAtMs;
+  // Right after the cut: a line under the rate it came from still refuses nearly every start, since the provider's
+  // window is full of that rate's starts and stays full for W * (1 - line / from); storms are over in seconds. So
+  // refusals of well under half of the reporter's starts since the cut mean storms or a line near `from`: test at once.
+  // Half of minStarts is enough here: a fallen line refuses every start of the span, so a few accepted ones are
+  // already storms' evidence (and a look that finds too few tries again at the next throttle).
+  if (since >= o.stormCheckMs / 6 && since < o.stormCheckMs) {
+    const after = outcomes(evidence, decreasedAtMs + 1, nowMs);
+    if (after.starts >= Math.ceil(o.minStarts / 2) && after.share < o.lineShare) return testFrom(after.share);
+  }
+  // The cut's own hold, once the provider's window has refilled at the held rate: measure what it still refuses.
+  if (since >= o.decreaseCooldownMs) {
+    const low = outcomes(evidence, decreasedAtMs + o.windowMs, nowMs);
+    if (since < o.decreaseCooldownMs + o.windowMs / 2 || low.starts < o.minStarts) return state;
+    if (low.share < o.lineShare) return testFrom(low.share);
+  }
+  return undefined;
+}
+
+/**
  * A decrease on a 429/503, or a note of it, or nothing (see the file comment); with evidence, also the test that tells
  * a line from storms: a cut whose lower rate still draws 429s after the provider's window refilled is tried against
  * the rate before it. A line refuses more of a higher rate; storms refuse the same share of any.
@@ -297,47 +363,14 @@ export function onThrottled(state: AdaptiveRateState, nowMs: number, options: Ad
   // The report that brought this throttle is left out of every share: it is chosen for having a 429 (a storm that hit
   // one batch whole is all of it), so counting it would make storms look like a line to a container with few starts.
   const evidence = given && { history: given.history.slice(0, -1) };
-  if (evidence && state.testFromMs !== undefined && nowMs < state.testFromMs + 3 * o.windowMs) {
-    if (nowMs < state.testFromMs + 1.5 * o.windowMs) return state;
-    const high = outcomes(evidence, state.testFromMs + o.windowMs, nowMs);
-    if (high.starts < o.minStarts) return state;
-    const { testFromMs: _t, testShare: low = 0, from: _f, ...rest } = state;
-    if (high.share > low + o.elasticMargin) {
-      // The line's: what the higher rate's window accepted, less the refusals the lower rate drew too (storms on top).
-      return { ...calmOf(state, nowMs), rate: Math.max(o.floor, Math.floor(state.rate * (1 - (high.share - low)))), decreasedAtMs: nowMs, heldBy: 'back' };
-    }
-    return { ...rest, calmShare: Math.max(low, high.share), calmUntilMs: nowMs + o.calmMs };
-  }
+  const tested = evidence && throttledInTest(state, nowMs, o, evidence);
+  if (tested) return tested;
   if (state.testFromMs !== undefined) state = (({ testFromMs: _t, testShare: _s, ...rest }) => rest)(state);
   const c = cycleOf(state, o);
-  // A storm level a test found: 429s within it of the starts are the storms', in any phase (a probe's or a ramp's
-  // small excess is lost in them; a line well over the rate still shows).
-  if (evidence && state.calmUntilMs !== undefined && state.calmUntilMs > nowMs) {
-    const recent = outcomes(evidence, nowMs - o.windowMs, nowMs);
-    if (recent.starts < o.minStarts) return state;
-    if (recent.share <= (state.calmShare ?? 0) + o.elasticMargin) {
-      // The same storms: they keep the level tolerated (renewed when half its time is gone: one write per calmMs / 2).
-      return state.calmUntilMs - nowMs < o.calmMs / 2 ? { ...state, calmUntilMs: nowMs + o.calmMs } : state;
-    }
-  }
-  if (evidence && c && nowMs < c.probeAt && (state.heldBy ?? 'cut') === 'cut' && state.from !== undefined && state.decreasedAtMs !== undefined) {
-    const since = nowMs - state.decreasedAtMs;
-    // Right after the cut: a line under the rate it came from still refuses nearly every start, since the provider's
-    // window is full of that rate's starts and stays full for W * (1 - line / from); storms are over in seconds. So
-    // refusals of well under half of the reporter's starts since the cut mean storms or a line near `from`: test at once.
-    // Half of minStarts is enough here: a fallen line refuses every start of the span, so a few accepted ones are
-    // already storms' evidence (and a look that finds too few tries again at the next throttle).
-    if (since >= o.stormCheckMs / 6 && since < o.stormCheckMs) {
-      const after = outcomes(evidence, state.decreasedAtMs + 1, nowMs);
-      if (after.starts >= Math.ceil(o.minStarts / 2) && after.share < o.lineShare) return { ...calmOf(state, nowMs), rate: state.from, testFromMs: nowMs, testShare: after.share };
-    }
-    // The cut's own hold, once the provider's window has refilled at the held rate: measure what it still refuses.
-    if (since >= o.decreaseCooldownMs) {
-      const low = outcomes(evidence, state.decreasedAtMs + o.windowMs, nowMs);
-      if (since < o.decreaseCooldownMs + o.windowMs / 2 || low.starts < o.minStarts) return state;
-      if (low.share < o.lineShare) return { ...calmOf(state, nowMs), rate: state.from, testFromMs: nowMs, testShare: low.share };
-    }
-  }
+  const calm = evidence && throttledInCalm(state, nowMs, o, evidence);
+  if (calm) return calm;
+  const afterCut = evidence && c && nowMs < c.probeAt ? throttledAfterCut(state, nowMs, o, evidence) : undefined;
+  if (afterCut) return afterCut;
   // The starts a probe adds to a window: the margin a ramp's estimate is taken down by.
   const probeStarts = Math.max(1, Math.floor((o.increaseStep * o.probeMs) / o.windowMs));
   const cycle = (rate: number, heldBy: HeldBy): AdaptiveRateState => ({ ...calmOf(state, nowMs), rate: Math.max(o.floor, Math.min(o.ceiling, rate)), decreasedAtMs: nowMs, heldBy });

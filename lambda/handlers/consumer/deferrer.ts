@@ -6,13 +6,11 @@ import type { SQSRecord } from 'aws-lambda';
 import { fairnessGroup } from '../../core/fairness';
 import { escapeUnprintable, serializeMessage, type JobMessage } from '../../core/message';
 import type { DeferralCause, DeferralPolicy } from '../../core/deferral';
+import { DLQ_REASON_CHARS } from '../../core/reasonCaps';
 import type { BatchTally } from '../../adapters/ledger';
 import { withLogKeys } from '../../adapters/observability';
 import { PublishError, type OutgoingMessage, type Publisher } from '../../adapters/sqsPublisher';
 import type { Accounting, RecordOutcome } from './accounting';
-
-/** Longest failure reason carried as a DLQ message attribute. */
-const MAX_REASON_CHARS = 1000;
 
 /** A deferral decided but not yet sent: where it goes, and the accounting to run once it is there. */
 export interface PreparedDeferral {
@@ -54,7 +52,7 @@ export class Deferrer {
       body,
       attributes: {
         // A reason can quote the job's data (an error message naming a key); whoever reads the DLQ sees it escaped.
-        failureReason: escapeUnprintable(reason).slice(0, MAX_REASON_CHARS),
+        failureReason: escapeUnprintable(reason).slice(0, DLQ_REASON_CHARS),
         operationId: message.operationId,
         jobType: message.jobType,
         batchId: message.batchId,

@@ -2,9 +2,10 @@
 // Slots are not tied to records: when an apply runs long, only the slots that passed meanwhile are lost (starting late
 // is not allowed, it would bunch starts across the fleet), and the next record takes the next slot.
 import type { ApplyTimeEstimator } from '../../core/pacing/applyEstimator';
+import type { SlotPriority } from '../../core/pacing/pacer';
 import type { Acquisition, RateLimiter } from '../../adapters/rateLimiter';
 import { logger } from '../../adapters/observability';
-import { LIVE_VIEW_MAX_AGE_MS, liveWaiting } from '../../core/backfill';
+import type { BackfillShare } from './backfillShare';
 
 /** How the pool spends the invocation's time on the shared limiter (the container's, shared by its invocations). */
 export interface SlotPoolSettings {
@@ -29,13 +30,10 @@ export interface SlotPoolSettings {
   keyed?: boolean;
   /**
    * Backfill's cap while live work waits (rateLimit.backfillShare below 1): its own limiter item at the share of the
-   * allowance. Undefined: backfill paces as live work does.
+   * allowance (backfillShare.ts). Undefined: backfill paces as live work does.
    */
-  backfill?: { limiter: RateLimiter; key: string };
+  backfill?: Pick<BackfillShare, 'gated' | 'slot'>;
 }
-
-/** Whose record a slot is for: a live one stamps the limiter item, so backfill knows live work waits. */
-export type SlotPriority = 'live' | 'backfill';
 
 /**
  * How far ahead backfill books slots: live work that arrives finds at most this much of the allowance already taken
@@ -137,45 +135,17 @@ export class SlotPool {
     }
   }
 
-  /**
-   * Whether backfill must go behind live work now: backfill is capped (the share is below 1) and a live start reserved
-   * slots within LIVE_WAITING_WINDOW_MS, by this container's view of the limiter item (read again when older than
-   * LIVE_VIEW_MAX_AGE_MS). A limiter that cannot be asked counts as live waiting: backfill is the one to wait.
-   */
+  /** Whether backfill must go behind live work now (BackfillShare.gated); never without a cap. */
   async backfillGated(): Promise<boolean> {
-    const { limiter, backfill, key, clock } = this.settings;
-    if (!limiter || !backfill) return false;
-    try {
-      return liveWaiting(await limiter.liveAt?.(key, LIVE_VIEW_MAX_AGE_MS), clock());
-    } catch (error) {
-      logger.warn('rate limiter unavailable for the live stamp; backfill waits behind live work', { key, error: error as Error });
-      return true;
-    }
+    const { limiter, backfill } = this.settings;
+    return limiter !== undefined && backfill !== undefined && backfill.gated();
   }
 
-  /**
-   * A slot for a backfill record while live work waits: only a slot free now (live starts reserve theirs ahead, so
-   * backfill takes what live work left), and only within backfill's cap, at the same moment. A slot the cap refuses
-   * goes back to the pool for a live record of the batch.
-   */
+  /** A slot for a backfill record while live work waits (BackfillShare.slot); without a cap, as live work's. */
   async nextBackfill(): Promise<SlotAnswer> {
-    const { limiter, backfill, key, spacingMs } = this.settings;
+    const { limiter, backfill } = this.settings;
     if (!limiter || !backfill) return this.next('backfill');
-    try {
-      const acquired = await limiter.acquire(key, 1, { maxWaitMs: 0, priority: 'backfill' });
-      if (acquired.granted === 0) return { waitMs: Math.max(acquired.waitMs, spacingMs) };
-      this.granted++;
-      const startAtMs = acquired.startAtMs[0];
-      const capped = await backfill.limiter.acquire(backfill.key, 1, { maxWaitMs: 0, atMs: startAtMs, priority: 'backfill' });
-      if (capped.granted === 0) {
-        this.putBack(startAtMs);
-        return { waitMs: Math.max(capped.waitMs, spacingMs) };
-      }
-      return { startAtMs };
-    } catch (error) {
-      logger.warn('rate limiter unavailable for a backfill slot; deferring', { key, error: error as Error });
-      return { waitMs: spacingMs };
-    }
+    return backfill.slot({ granted: () => this.granted++, putBack: (startAtMs) => this.putBack(startAtMs) });
   }
 
   /**

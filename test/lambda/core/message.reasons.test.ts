@@ -1,5 +1,6 @@
 // The bound on rejection reasons: a body full of bad keys still yields a review record that fits one DynamoDB item.
-import { boundReasons, MAX_REASON_CHARS, MAX_REASONS, parseMessage } from '../../../lambda/core/message';
+import { boundReasons, MAX_REASONS, parseMessage } from '../../../lambda/core/message';
+import { REJECTION_REASON_CHARS } from '../../../lambda/core/reasonCaps';
 
 describe('Function: boundReasons', () => {
   it('keeps a short list as it is', () => {
@@ -20,7 +21,8 @@ describe('Function: boundReasons', () => {
 
   it('cuts a long reason and says how long it was', () => {
     const long = `body: Unrecognized keys: ${'"k", '.repeat(200)}`;
-    expect(boundReasons([long])).toEqual([`${long.slice(0, MAX_REASON_CHARS)}... (${long.length} characters in all)`]);
+    const cut = long.slice(0, REJECTION_REASON_CHARS);
+    expect(boundReasons([long])).toEqual([`${cut}... (${long.length} characters in all)`]);
   });
 });
 

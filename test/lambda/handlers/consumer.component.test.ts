@@ -22,7 +22,11 @@ import { fakeJobCalls, job as fakeJob } from '../../fixtures/jobs/fake-job';
 import { startLocalAws, type LocalAws } from '../../support/aws';
 import { startHttpStub, type HttpStub } from '../../support/httpStub';
 import { lambdaContext, sqsEvent, sqsRecord } from '../../support/lambdaEvents';
-import { acknowledge, countDynamoCalls, createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue, receiveEvent, sendBodies } from './harness';
+import type { LimiterPacer } from '../../../lambda/handlers/consumer/limiterPacer';
+import {
+  acknowledge, countDynamoCalls, createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue,
+  receiveEvent, sendBodies, withPacer, type TestPacing,
+} from './harness';
 import { VirtualClock } from './virtualClock';
 
 const IDEMPOTENCY_TABLE = 'idempotency';
@@ -51,8 +55,8 @@ function body(key: string, behaviour?: string, overrides: Partial<JobMessage> = 
 
 const NOW = new Date('2026-11-29T02:00:05.000Z');
 
-function consumer(overrides: Partial<ConsumerOptions> = {}) {
-  return createConsumer({
+function consumer(overrides: Partial<Omit<ConsumerOptions, 'pacer'>> & TestPacing = {}) {
+  return createConsumer(withPacer({
     job: fakeJob,
     jobDeps: { items: 0 },
     queueUrl,
@@ -68,7 +72,7 @@ function consumer(overrides: Partial<ConsumerOptions> = {}) {
     publisher: new SqsPublisher({ sleep: async () => undefined }),
     now: () => NOW,
     ...overrides,
-  });
+  }));
 }
 
 const metricTotal = (name: string) => metricCalls.filter(([n]) => n === name).reduce((sum, [, v]) => sum + v, 0);
@@ -1238,8 +1242,8 @@ describe('Function: consumerOptionsFromEnv', () => {
   it('runs without the shared limiter when the job sets pacing: false', () => {
     const settings = JSON.parse(env.JOB_SETTINGS);
     const options = consumerOptionsFromEnv({ ...env, JOB_SETTINGS: JSON.stringify({ ...settings, pacing: { enabled: false } }) }, loadFixture);
-    expect(options.limiter).toBeUndefined();
-    expect(options.rateFeedback).toBeUndefined();
+    expect((options.pacer as LimiterPacer).options.limiter).toBeUndefined();
+    expect((options.pacer as LimiterPacer).options.rateFeedback).toBeUndefined();
   });
 
   it('paces on the shared limiter table with the allowance from JOB_SETTINGS and the downstream key', () => {
@@ -1248,17 +1252,20 @@ describe('Function: consumerOptionsFromEnv', () => {
       { ...env, JOB_SETTINGS: JSON.stringify({ ...settings, rateLimit: { startsPerInterval: 10, intervalSeconds: 60, burst: 1 }, pacing: { downstreamKey: 'provider' } }) },
       loadFixture,
     );
-    expect(options.limiter).toBeInstanceOf(AdaptiveDynamoDbRateLimiter);
-    expect((options.limiter as AdaptiveDynamoDbRateLimiter).tableName).toBe('limiter');
-    expect(options.rateFeedback).toBe(options.limiter);
+    const { limiter, rateFeedback, key, shortWaitMs, lateToleranceMs, spacingMs } = (options.pacer as LimiterPacer)
+      .options;
+    expect(limiter).toBeInstanceOf(AdaptiveDynamoDbRateLimiter);
+    expect((limiter as AdaptiveDynamoDbRateLimiter).tableName).toBe('limiter');
+    expect(rateFeedback).toBe(limiter);
     // One start every (60 s + the 250 ms margin) / 10.
-    expect(options.pacing).toEqual({ key: 'provider', shortWaitMs: 10_000, lateToleranceMs: 125, spacingMs: 6025 });
+    expect({ key, shortWaitMs, lateToleranceMs, spacingMs })
+      .toEqual({ key: 'provider', shortWaitMs: 10_000, lateToleranceMs: 125, spacingMs: 6025 });
   });
 
   it('keeps the rate as configured when adaptiveRate is false', () => {
     const settings = JSON.parse(env.JOB_SETTINGS);
     const options = consumerOptionsFromEnv({ ...env, JOB_SETTINGS: JSON.stringify({ ...settings, pacing: { adaptiveRate: false } }) }, loadFixture);
-    expect(options.rateFeedback).toBeUndefined();
+    expect((options.pacer as LimiterPacer).options.rateFeedback).toBeUndefined();
   });
 
   it('names a missing limiter table', () => {

@@ -13,7 +13,7 @@ import { defineJob } from '../../../lambda/core/job';
 import { createConsumer, type ConsumerOptions } from '../../../lambda/handlers/consumer';
 import { maxInAnyWindow } from '../../../lambda/core/pacing/slidingWindow';
 import { lambdaContext, sqsEvent, sqsRecord } from '../../support/lambdaEvents';
-import { createQueue, useConsumerAws } from './harness';
+import { createQueue, useConsumerAws, withPacer, type TestPacing } from './harness';
 import { POLL_GAP_MS, VirtualClock } from './virtualClock';
 
 const IDEMPOTENCY_TABLE = 'idempotency-flow';
@@ -71,10 +71,10 @@ function recordingPublisher(): Publisher & { sent: OutgoingMessage[] } {
   };
 }
 
-async function consumerFor(name: string, overrides: Partial<ConsumerOptions> = {}) {
+async function consumerFor(name: string, overrides: Partial<Omit<ConsumerOptions, 'pacer'>> & TestPacing = {}) {
   const [queueUrl, dlqUrl] = await Promise.all([createQueue(`flow-${name}`), createQueue(`flow-${name}-dlq`)]);
   const publisher = recordingPublisher();
-  const handler = createConsumer({
+  const handler = createConsumer(withPacer({
     job: flowJob,
     jobDeps: {},
     queueUrl,
@@ -89,7 +89,7 @@ async function consumerFor(name: string, overrides: Partial<ConsumerOptions> = {
     ...overrides,
     // Lateness only matters where a test measures windows (on the virtual clock no record wakes late anyway).
     pacing: { key: name, lateToleranceMs: 60_000, shortWaitMs: 2_000, ...overrides.pacing, clock: clock.now, sleep: clock.sleep },
-  });
+  }));
   return { handler, publisher, queueUrl };
 }
 

@@ -10,7 +10,7 @@ import { laneCount } from '../../../lambda/core/pacing/lanes';
 import { createConsumer } from '../../../lambda/handlers/consumer';
 import { lambdaContext, sqsEvent, sqsRecord } from '../../support/lambdaEvents';
 import { countingLimiterClient } from '../../support/limiterRequests';
-import { createQueue, useConsumerAws } from './harness';
+import { createQueue, useConsumerAws, withPacer } from './harness';
 import { VirtualClock } from './virtualClock';
 
 const IDEMPOTENCY_TABLE = 'idempotency-cost';
@@ -61,7 +61,7 @@ describe('Function: createConsumer (the limiter\'s cost per invocation)', () => 
     const containers = Array.from({ length: 3 }, () => {
       // Each container's limiter on its own counting client, so every write is its invocation's.
       const { client, counts } = countingLimiterClient();
-      const handler = createConsumer({
+      const handler = createConsumer(withPacer({
         job: slowJob,
         jobDeps: {},
         queueUrl,
@@ -76,7 +76,7 @@ describe('Function: createConsumer (the limiter\'s cost per invocation)', () => 
         // fails). The window guarantee is the limiter's, tested on its grants (test/lambda/adapters/rateLimiter.component.test.ts).
         pacing: { key: 'cost-key', lateToleranceMs: limits.safetyMarginMs / 2, shortWaitMs: 10_000, spacingMs: 20, clock: clock.now, sleep: clock.sleep },
         now: () => new Date(clock.now()),
-      });
+      }));
       return { handler, client, counts, perInvocation: [] as { written: number; lost: number }[] };
     });
     const invocationsEach = 4;

@@ -11,11 +11,12 @@ import { DynamoDbRateLimiter } from '../../../lambda/adapters/rateLimiter';
 import { SqsPublisher } from '../../../lambda/adapters/sqsPublisher';
 import type { RateFeedback } from '../../../lambda/adapters/adaptiveRateLimiter';
 import { keyLimitsItemKey, perKeyItemKey } from '../../../lambda/core/keyLimits';
-import { createConsumer, JOB_STORM_KEYS } from '../../../lambda/handlers/consumer';
+import { createConsumer } from '../../../lambda/handlers/consumer';
+import { JOB_STORM_KEYS } from '../../../lambda/handlers/consumer/rateFeedback';
 import { fakeJobCalls, job as fakeJob } from '../../fixtures/jobs/fake-job';
 import { maxInAnyWindow } from '../../../lambda/core/pacing/slidingWindow';
 import { lambdaContext, sqsEvent, sqsRecord } from '../../support/lambdaEvents';
-import { createQueue, useConsumerAws } from './harness';
+import { createQueue, useConsumerAws, withPacer } from './harness';
 import { POLL_GAP_MS, VirtualClock } from './virtualClock';
 
 const IDEMPOTENCY_TABLE = 'idempotency-perkey';
@@ -62,7 +63,7 @@ const MARGIN_MS = 250;
 
 async function consumerFor(limiterKey: string, keyLimiter: KeyRateLimiter, overrides: { rateFeedback?: RateFeedback; lateToleranceMs?: number } = {}) {
   const [queueUrl, dlqUrl] = await Promise.all([createQueue(`pk-${limiterKey}`), createQueue(`pk-${limiterKey}-dlq`)]);
-  const handler = createConsumer({
+  const handler = createConsumer(withPacer({
     job: fakeJob,
     jobDeps: { items: 0 },
     queueUrl,
@@ -79,7 +80,7 @@ async function consumerFor(limiterKey: string, keyLimiter: KeyRateLimiter, overr
     publisher: new SqsPublisher({ sleep: async () => undefined }),
     keys: keyLimiter,
     ...(overrides.rateFeedback ? { rateFeedback: overrides.rateFeedback } : {}),
-  });
+  }));
   return { handler, queueUrl };
 }
 

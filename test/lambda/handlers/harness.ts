@@ -5,9 +5,13 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { dynamoClient, resetClients } from '../../../lambda/adapters/clients';
 import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { logger, metrics } from '../../../lambda/adapters/observability';
-import { DynamoDbRateLimiter } from '../../../lambda/adapters/rateLimiter';
+import type { RateFeedback } from '../../../lambda/adapters/adaptiveRateLimiter';
+import { DynamoDbRateLimiter, type RateLimiter } from '../../../lambda/adapters/rateLimiter';
 import { SqsPublisher } from '../../../lambda/adapters/sqsPublisher';
 import type { ConsumerOptions } from '../../../lambda/handlers/consumer';
+import type { KeyConcurrency } from '../../../lambda/handlers/consumer/keyLeases';
+import type { KeyLimiter } from '../../../lambda/handlers/consumer/keyRateGate';
+import { LimiterPacer, type LimiterPacerOptions } from '../../../lambda/handlers/consumer/limiterPacer';
 import { startLocalAws, type LocalAws } from '../../support/aws';
 import type { JobRuntimeSettings } from '../../../lambda/core/constants';
 import { job as fakeJob } from '../../fixtures/jobs/fake-job';
@@ -206,8 +210,42 @@ export function unpacedConsumerOptions(queueUrl: string, dlqUrl: string, pacingK
     maxMessageBytes: 262_144,
     maxReceiveCount: 5,
     ledger: new DynamoLedger({ tableName: STATE_TABLES.ledger }),
-    limiter: new DynamoDbRateLimiter({ tableName: STATE_TABLES.limiter, limits: { startsPerInterval: 1000, intervalMs: 1000 } }),
-    pacing: { key: pacingKey, lateToleranceMs: 60_000 },
+    pacer: new LimiterPacer({
+      key: pacingKey,
+      limiter: new DynamoDbRateLimiter({
+        tableName: STATE_TABLES.limiter,
+        limits: { startsPerInterval: 1000, intervalMs: 1000 },
+      }),
+      lateToleranceMs: 60_000,
+    }),
     publisher: new SqsPublisher({ sleep: async () => undefined }),
   };
+}
+
+/**
+ * The pacing a consumer test gives: a LimiterPacer's parts beside the consumer's options, and its numbers under
+ * `pacing`, as ConsumerOptions held them before the Pacer port (#36).
+ */
+export interface TestPacing {
+  limiter?: RateLimiter;
+  rateFeedback?: RateFeedback;
+  keys?: KeyLimiter;
+  keyConcurrency?: KeyConcurrency;
+  backfill?: { limiter: RateLimiter; key?: string };
+  pacing?: Partial<Omit<LimiterPacerOptions, 'limiter' | 'rateFeedback' | 'keys' | 'keyConcurrency' | 'backfill'>>;
+}
+
+/** A test's consumer options with its pacing built into a LimiterPacer (its key the job's name unless `pacing.key`). */
+export function withPacer(options: Omit<ConsumerOptions, 'pacer'> & TestPacing): ConsumerOptions {
+  const { limiter, rateFeedback, keys, keyConcurrency, backfill, pacing, ...rest } = options;
+  const pacer = new LimiterPacer({
+    ...pacing,
+    key: pacing?.key ?? options.job.name,
+    limiter,
+    ...(rateFeedback ? { rateFeedback } : {}),
+    ...(keys ? { keys } : {}),
+    ...(keyConcurrency ? { keyConcurrency } : {}),
+    ...(backfill ? { backfill } : {}),
+  });
+  return { ...rest, pacer };
 }

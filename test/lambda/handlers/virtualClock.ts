@@ -1,5 +1,5 @@
 // Virtual time for the paced consumer's component tests. The consumer and its limiters read `now` and wait with `sleep`
-// (ConsumerPacingOptions, the limiters' `clock`); given this clock's, pacing runs on virtual time while the requests
+// (LimiterPacerOptions, the limiters' `clock`); given this clock's, pacing runs on virtual time while the requests
 // to the local servers stay real. Jest's fake timers cannot do this: the SDK's real I/O to dynalite runs on timers too.
 // A request takes no virtual time, so what a test asserts about starts and windows is exact and the same under any
 // load, and a wait costs no real time.

@@ -4,6 +4,7 @@
 import { en } from 'zod/locales';
 import * as z from 'zod/mini';
 import { MESSAGE_VERSION } from './constants';
+import { PacedJobsError } from './errors';
 import { describeIssues } from './issues';
 
 // zod/mini leaves the messages to its caller ("Invalid input" for every issue); classic zod sets English on its first
@@ -154,7 +155,7 @@ export function serializeMessage(message: JobMessage, maxBytes: number): string 
   return body;
 }
 
-export class InvalidMessageError extends Error {
+export class InvalidMessageError extends PacedJobsError {
   constructor(message: string, public readonly reasons: string[], options?: ErrorOptions) {
     super(message, options);
     this.name = 'InvalidMessageError';

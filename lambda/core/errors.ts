@@ -25,7 +25,11 @@ export class RetryableError extends PacedJobsError {
  * SQS receive budget. `retryAfterMs` is the downstream's own hint when it gave one.
  */
 export class ThrottledError extends PacedJobsError {
-  constructor(message: string, public readonly retryAfterMs?: number, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly retryAfterMs?: number,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'ThrottledError';
   }
@@ -33,7 +37,11 @@ export class ThrottledError extends PacedJobsError {
 
 /** Retrying can never succeed (a permanent 4xx, a record in an impossible state): sent to the DLQ with its reason. */
 export class PermanentError extends PacedJobsError {
-  constructor(message: string, public readonly detail: Record<string, unknown> = {}, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly detail: Record<string, unknown> = {},
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'PermanentError';
   }

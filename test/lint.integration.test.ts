@@ -155,7 +155,12 @@ const CLEAN: { file: string; text: string }[] = [
   { file: 'lib/clean.ts', text: "import { EnvVar } from '../lambda/core/constants';\nexport const v = EnvVar;\n" },
   {
     file: 'lambda/jobs/seeded-job/local.ts',
-    text: "import { z } from 'zod';\nimport { putItems } from '../../../local/fixture';\nimport { defineJob } from '../../job';\nexport const fixture = [z, putItems, defineJob];\n",
+    text: [
+      "import { z } from 'zod';",
+      "import { putItems } from '../../../local/fixture';",
+      "import { defineJob } from '../../job';",
+      'export const fixture = [z, putItems, defineJob];\n',
+    ].join('\n'),
   },
   {
     file: 'lambda/jobs/seeded-job/clean.ts',

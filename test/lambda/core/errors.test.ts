@@ -46,7 +46,7 @@ function errorClasses(classes: DeclaredClass[]): DeclaredClass[] {
   return classes.filter((c) => isError(c));
 }
 
-/** The names on a class's chain up to a built-in error, e.g. [FutureBusinessDateError, BusinessDateError, PacedJobsError, Error]. */
+/** A class's chain up to a built-in error: [FutureBusinessDateError, BusinessDateError, PacedJobsError, Error]. */
 function chain(c: DeclaredClass, classes: DeclaredClass[]): string[] {
   const base = classes.find((d) => d.name === c.base);
   return [c.name, ...(base ? chain(base, classes) : [c.base])];

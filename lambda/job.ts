@@ -18,7 +18,7 @@ export {
 } from './core/job';
 
 // Outcomes apply throws: retry later, slow down, or never retry (the record goes to review).
-export { PermanentError, RetryableError, ThrottledError } from './core/errors';
+export { PacedJobsError, PermanentError, RetryableError, ThrottledError } from './core/errors';
 
 // The job's deployed settings (JOB_SETTINGS): its tables, buckets and secrets by alias, its own `settings`.
 export type { JobRuntimeSettings } from './core/constants';

@@ -16,6 +16,7 @@
 // pays about 4 write units per acquire. An idle key costs nothing: its item expires by TTL (see ttlSeconds).
 import { ConditionalCheckFailedException, GetItemCommand, UpdateItemCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { backoffMs, type RandomSource } from '../core/pacing/backoff';
+import { PacedJobsError } from '../core/errors';
 import { assertNoProblems, PacingConfigError } from '../core/pacing/errors';
 import { sleep } from '../core/pacing/sleep';
 import { dynamoClient } from './clients';
@@ -63,7 +64,7 @@ export interface KeyLease {
 export type KeyConcurrencyAnswer = { granted: true; lease: KeyLease } | { granted: false; waitMs: number };
 
 /** A call failed for a reason other than the key being full; `itemKey` is the key's item in `tableName`. */
-export class KeyConcurrencyError extends Error {
+export class KeyConcurrencyError extends PacedJobsError {
   constructor(message: string, public readonly itemKey: string, public readonly tableName: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'KeyConcurrencyError';

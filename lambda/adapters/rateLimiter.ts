@@ -26,6 +26,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { EnvVar } from '../core/constants';
+import { PacedJobsError } from '../core/errors';
 import { backoffMs, RandomSource } from '../core/pacing/backoff';
 import { GcraLimits, GcraState, RateLimitSpec } from '../core/pacing/gcra';
 import { laneLimits, reserveLanes } from '../core/pacing/lanes';
@@ -126,7 +127,7 @@ export interface DynamoDbRateLimiterOptions {
 }
 
 /** A limiter call failed for a reason other than pacing; `key` is the item, with its shard suffix. */
-export class RateLimiterError extends Error {
+export class RateLimiterError extends PacedJobsError {
   constructor(message: string, public readonly key: string, public readonly tableName: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'RateLimiterError';

@@ -1,5 +1,6 @@
 // The secrets edge: reads a secret's value through Powertools Parameters (cached), for apply-time use only.
 import { getSecret } from '@aws-lambda-powertools/parameters/secrets';
+import { PacedJobsError } from '../core/errors';
 import { sanitizedCause } from '../core/privacy';
 
 /** How long a fetched secret stays cached in the container before it is read again. @default 300 */
@@ -14,7 +15,7 @@ export const MAX_API_KEY_CHARS = 4096;
 export type SecretGetter = () => Promise<string>;
 
 /** A secret could not be read, or its value is not usable (never quoted in the message); `secretId` names it. */
-export class SecretError extends Error {
+export class SecretError extends PacedJobsError {
   constructor(message: string, public readonly secretId: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'SecretError';

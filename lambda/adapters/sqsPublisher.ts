@@ -2,6 +2,7 @@
 // and retries of the entries SQS reports as Failed.
 import { SendMessageBatchCommand, type SendMessageBatchRequestEntry, type SQSClient } from '@aws-sdk/client-sqs';
 import { SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES } from '../core/constants';
+import { PacedJobsError } from '../core/errors';
 import { sqsClient } from './clients';
 
 /** One message to send. `operationId` names it in errors; SQS never sees it as an entry ID (it may hold ':'). */
@@ -52,7 +53,7 @@ export interface SqsPublisherOptions {
 /** SQS's ceiling for entries per SendMessageBatch call. */
 export const MAX_BATCH_ENTRIES = 10;
 
-export class PublishError extends Error {
+export class PublishError extends PacedJobsError {
   constructor(
     message: string,
     public readonly queueUrl: string,

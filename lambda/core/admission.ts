@@ -7,6 +7,7 @@
 // each admitted message is delayed until about when its rate-limit slot comes, in groups of one event-source batch, so
 // a batch arrives whole, near its slots, and starts without a deferral.
 import { SQS_MAX_DELAY_SECONDS } from './constants';
+import { PacedJobsError } from './errors';
 
 export interface AdmissionInput {
   nowMs: number;
@@ -28,7 +29,7 @@ export interface AdmissionPlan {
 }
 
 /** Thrown for inputs no admission could be planned from. */
-export class AdmissionError extends Error {
+export class AdmissionError extends PacedJobsError {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'AdmissionError';

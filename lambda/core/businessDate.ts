@@ -1,8 +1,9 @@
 // Run identity for the producer: which business date a scheduled run covers, and the batch ID that names the run.
 import { randomBytes } from 'node:crypto';
+import { PacedJobsError } from './errors';
 import { businessDateSchema } from './message';
 
-export class BusinessDateError extends Error {
+export class BusinessDateError extends PacedJobsError {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'BusinessDateError';

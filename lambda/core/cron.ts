@@ -7,8 +7,9 @@
 // exactly one of the day fields; and Scheduler's DST rules (a local time that does not exist is skipped, a repeated one
 // fires once) must hold. Supported: numbers, names, `*`, `?`, lists, ranges and `/` steps. `L`, `W` and `#` are
 // rejected with a message rather than silently mis-evaluated.
+import { PacedJobsError } from './errors';
 
-export class CronError extends Error {
+export class CronError extends PacedJobsError {
   constructor(message: string, public readonly expression: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'CronError';

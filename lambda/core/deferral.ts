@@ -14,7 +14,7 @@
 // its first receive after the redrive (the consumer's planner), as its deferral count does, or a redrive of old
 // failures would be dead-lettered again at its first deferral.
 import { SQS_MAX_DELAY_SECONDS } from './constants';
-import type { ThrottledError } from './errors';
+import { PacedJobsError, type ThrottledError } from './errors';
 import { backoffMs, type RandomSource } from './pacing/backoff';
 
 /** Why a record is not run now. */
@@ -96,7 +96,7 @@ export const DEFAULT_DEFERRAL_BACKOFF = { baseMs: 2000, capMs: SQS_MAX_DELAY_SEC
 export const DEFAULT_PACED_SPREAD_CAP_MS = 60_000;
 
 /** Thrown at construction for options that could never defer sensibly. */
-export class DeferralPolicyError extends Error {
+export class DeferralPolicyError extends PacedJobsError {
   constructor(message: string, public readonly problems: string[], options?: ErrorOptions) {
     super(message, options);
     this.name = 'DeferralPolicyError';

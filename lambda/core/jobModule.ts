@@ -1,9 +1,10 @@
 // A job plug-in's contract, checked when it is loaded: its entry (lambda/jobs/<name>/index.ts in this repository)
 // must export a `job` named <name> with createDeps, discover, apply and a resourceSchema. The handlers load it
 // (lambda/handlers/jobLoader.ts), and so does the operator CLI (its preflight runs a job's discovery).
+import { PacedJobsError } from './errors';
 import type { AnyJob } from './job';
 
-export class JobLoadError extends Error {
+export class JobLoadError extends PacedJobsError {
   constructor(message: string, public readonly jobName: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'JobLoadError';

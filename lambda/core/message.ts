@@ -4,6 +4,7 @@
 import { en } from 'zod/locales';
 import * as z from 'zod/mini';
 import { MESSAGE_VERSION } from './constants';
+import { PacedJobsError } from './errors';
 import { describeIssues } from './issues';
 import { REJECTION_REASON_CHARS } from './reasonCaps';
 
@@ -157,7 +158,7 @@ export function serializeMessage(message: JobMessage, maxBytes: number): string 
   return body;
 }
 
-export class InvalidMessageError extends Error {
+export class InvalidMessageError extends PacedJobsError {
   constructor(message: string, public readonly reasons: string[], options?: ErrorOptions) {
     super(message, options);
     this.name = 'InvalidMessageError';

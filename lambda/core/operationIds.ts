@@ -1,5 +1,6 @@
 // Operation IDs, the idempotency keys of the whole flow: built by discovery, re-checked by apply, stable across re-runs.
 import * as z from 'zod/mini';
+import { PacedJobsError } from './errors';
 import { businessDateSchema, idSchema, MAX_ID_LENGTH } from './message';
 
 /**
@@ -18,7 +19,7 @@ export const idPartSchema = z.string().check(
 );
 
 /** A value that cannot be (part of) an operation ID, or a message whose operation ID is not its resource's. */
-export class InvalidOperationIdError extends Error {
+export class InvalidOperationIdError extends PacedJobsError {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'InvalidOperationIdError';

@@ -1,10 +1,11 @@
 // Discovery paging: the opaque cursor a producer carries between pages is a DynamoDB key, base64url-encoded JSON.
+import { PacedJobsError } from './errors';
 
 /** Longest cursor we accept; a real key of a few short strings is far below it. */
 export const MAX_CURSOR_LENGTH = 2048;
 
 /** A cursor that is not one encodeCursor wrote for this query (decodeCursor), or a key it cannot encode. */
-export class InvalidCursorError extends Error {
+export class InvalidCursorError extends PacedJobsError {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'InvalidCursorError';

@@ -2,6 +2,7 @@
 import { en } from 'zod/locales';
 import * as z from 'zod/mini';
 import { EnvVar, JobRuntimeSettings } from './constants';
+import { PacedJobsError } from './errors';
 import { describeIssues } from './issues';
 
 // zod/mini leaves the messages to its caller; a bad JOB_SETTINGS is reported in zod's English, as classic zod words it
@@ -68,7 +69,7 @@ const everyFieldRead: [Unread<JobRuntimeSettings, z.output<typeof jobRuntimeSett
 void everyFieldRead;
 
 /** A setting the job needs is missing or malformed (JobSettingsReader, JOB_SETTINGS): a deployment fault, not a record's. */
-export class SettingsError extends Error {
+export class SettingsError extends PacedJobsError {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'SettingsError';

@@ -22,6 +22,7 @@ import {
   type RunAhead,
 } from '../core/admission';
 import { assertNotFutureBusinessDate, businessDateFor, makeBatchId } from '../core/businessDate';
+import { PacedJobsError } from '../core/errors';
 import type { AnyJob, DiscoverPage } from '../core/job';
 import { boundReasons, businessDateSchema, idSchema, InvalidMessageError, serializeMessage, type JobMessage } from '../core/message';
 import { describeIssues } from '../core/issues';
@@ -121,7 +122,7 @@ export interface ProducerOptions {
   now?: () => Date;
 }
 
-export class ProducerEventError extends Error {
+export class ProducerEventError extends PacedJobsError {
   constructor(message: string, public readonly reasons: string[], options?: ErrorOptions) {
     super(message, options);
     this.name = 'ProducerEventError';
@@ -129,7 +130,7 @@ export class ProducerEventError extends Error {
 }
 
 /** A step that cannot go on: its run has no state (expired, deleted) or is behind the step. */
-export class AdmissionStateError extends Error {
+export class AdmissionStateError extends PacedJobsError {
   constructor(message: string, public readonly batchId: string, public readonly step: number, options?: ErrorOptions) {
     super(message, options);
     this.name = 'AdmissionStateError';

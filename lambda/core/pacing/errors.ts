@@ -1,7 +1,8 @@
 // Pacing's one error type: a rate, window, burst or clock value that the math cannot honour (a programming or config error).
+import { PacedJobsError } from '../errors';
 
 /** Thrown before any decision is made, naming every bad parameter, so a wrong allowance can never pace silently. */
-export class PacingConfigError extends Error {
+export class PacingConfigError extends PacedJobsError {
   constructor(message: string, public readonly problems: string[] = [], options?: ErrorOptions) {
     super(message, options);
     this.name = 'PacingConfigError';

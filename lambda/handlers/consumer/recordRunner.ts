@@ -7,7 +7,7 @@ import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempo
 import type { Context, SQSRecord } from 'aws-lambda';
 import { idempotencyKeyPrefix } from '../../core/idempotencyKey';
 import { COMPLETED_BY_FIELD, type CompletedBy } from '../../core/ledgerContract';
-import { PermanentError, ThrottledError } from '../../core/errors';
+import { PacedJobsError, PermanentError, ThrottledError } from '../../core/errors';
 import type { AnyJob, ApplyResult } from '../../core/job';
 import type { JobMessage } from '../../core/message';
 import type { InvocationPacing, PacedStart, Pacer } from '../../core/pacing/pacer';
@@ -24,14 +24,14 @@ type StoredResult = ApplyResult & { [COMPLETED_BY_FIELD]?: CompletedBy };
 type IdempotentResult = StoredResult & { [REPLAYED]?: true };
 
 /** The claim took the record's start past its slot's margin: thrown with the claim held, so Powertools releases it. */
-class SlotMissedError extends Error {
+class SlotMissedError extends PacedJobsError {
   constructor(public readonly startAtMs: number, public readonly lateByMs: number) {
     super(`${lateByMs} ms past the slot`);
     this.name = 'SlotMissedError';
   }
 }
 
-export class InvalidApplyResultError extends Error {
+export class InvalidApplyResultError extends PacedJobsError {
   constructor(message: string, public readonly operationId: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'InvalidApplyResultError';

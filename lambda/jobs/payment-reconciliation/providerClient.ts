@@ -1,6 +1,6 @@
 // The payment provider's HTTP edge: one reconcile call, with the provider's answers mapped onto the outcome rules.
 import * as z from 'zod/mini';
-import { parseRetryAfter, PermanentError, redactValue, RetryableError, sanitizedCause, ThrottledError, type SecretGetter } from '../../job';
+import { PacedJobsError, parseRetryAfter, PermanentError, redactValue, RetryableError, sanitizedCause, ThrottledError, type SecretGetter } from '../../job';
 
 export interface ReconcileRequest {
   paymentId: string;
@@ -49,7 +49,7 @@ const responseSchema = z.object({
   providerReference: z.string().check(z.minLength(1), z.maxLength(256)),
 });
 
-export class ProviderConfigError extends Error {
+export class ProviderConfigError extends PacedJobsError {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'ProviderConfigError';

@@ -256,6 +256,50 @@ function synthName(name: string, resource: IConstruct): string {
   return typeof given === 'string' && !Token.isUnresolved(given) ? given : name;
 }
 
+/**
+ * A job's four queues: the work queue and its DLQ, the admission queue and the producer DLQ. SSE with SQS-owned keys
+ * (no KMS key policy for Scheduler or Lambda to get wrong), HTTPS only.
+ */
+function createQueues(scope: Construct, job: JobSettingsConfig): Record<'dlq' | 'producerDlq' | 'queue' | 'admissionQueue', sqs.Queue> {
+  const visibilitySeconds = job.consumerTimeoutSeconds * VISIBILITY_TIMEOUT_FACTOR;
+  const dlqRetention = Duration.days(DLQ_RETENTION_DAYS);
+  const dlq = new sqs.Queue(scope, 'Dlq', {
+    retentionPeriod: dlqRetention,
+    encryption: sqs.QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+  });
+  const producerDlq = new sqs.Queue(scope, 'ProducerDlq', {
+    retentionPeriod: dlqRetention,
+    encryption: sqs.QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+  });
+  const queue = new sqs.Queue(scope, 'Queue', {
+    retentionPeriod: Duration.days(job.queueRetentionDays),
+    // AWS guidance for SQS event sources: at least six times the function timeout, so a batch retried by the
+    // poller is not redelivered while still in flight.
+    visibilityTimeout: Duration.seconds(visibilitySeconds),
+    encryption: sqs.QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+    deadLetterQueue: { queue: dlq, maxReceiveCount: job.maxReceiveCount },
+  });
+  const admissionQueue = new sqs.Queue(scope, 'AdmissionQueue', {
+    // A paused run's next step waits here for the whole pause.
+    retentionPeriod: dlqRetention,
+    // The function's timeout plus a minute, not the six times AWS suggests for event sources: a step is one short
+    // invocation of a batch of one, and a crashed step's work (the night's admission) waits one visibility timeout
+    // before it is taken over. Throttled deliveries are covered by the receive count below.
+    visibilityTimeout: Duration.seconds(job.producerTimeoutSeconds + ADMISSION_VISIBILITY_MARGIN_SECONDS),
+    encryption: sqs.QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+    deadLetterQueue: { queue: producerDlq, maxReceiveCount: ADMISSION_MAX_RECEIVE_COUNT },
+  });
+  for (const deadLetters of [dlq, producerDlq]) {
+    acknowledge(deadLetters, 'Serverless-SQSRedrivePolicy',
+      'This queue is itself a dead-letter queue; a redrive policy here would only move failed messages one queue further from the operator who reviews them.');
+  }
+  return { dlq, producerDlq, queue, admissionQueue };
+}
+
 export class PacedJob extends Construct {
   /** The settings both functions receive as JOB_SETTINGS (a created bucket's name is a token, its Ref once synthesized). */
   public readonly runtimeSettings: JobRuntimeSettings;
@@ -280,56 +324,36 @@ export class PacedJob extends Construct {
   public readonly producerFunctionName: string;
 
   constructor(scope: Construct, id: string, props: PacedJobProps) {
-    const { job, jobName } = props;
     const { runtimeSettings, problems } = planPacedJob(Stack.of(scope).stackName, props);
-    const functionName = producerFunctionName(Stack.of(scope).stackName, jobName);
-    const visibilitySeconds = job.consumerTimeoutSeconds * VISIBILITY_TIMEOUT_FACTOR;
     assertNoProblems(`PacedJob ${scope.node.path}/${id}`, problems.map(formatJobProblem));
     super(scope, id);
-    this.producerFunctionName = functionName;
+    this.producerFunctionName = producerFunctionName(Stack.of(scope).stackName, props.jobName);
     this.scheduleGroup = props.scheduleGroup;
-
     this.runtimeSettings = runtimeSettings;
 
-    // Queues: SSE with SQS-owned keys (no KMS key policy for Scheduler or Lambda to get wrong), HTTPS only.
-    const dlqRetention = Duration.days(DLQ_RETENTION_DAYS);
-    this.dlq = new sqs.Queue(this, 'Dlq', {
-      retentionPeriod: dlqRetention,
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-    });
-    this.producerDlq = new sqs.Queue(this, 'ProducerDlq', {
-      retentionPeriod: dlqRetention,
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-    });
-    this.queue = new sqs.Queue(this, 'Queue', {
-      retentionPeriod: Duration.days(job.queueRetentionDays),
-      // AWS guidance for SQS event sources: at least six times the function timeout, so a batch retried by the
-      // poller is not redelivered while still in flight.
-      visibilityTimeout: Duration.seconds(visibilitySeconds),
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      deadLetterQueue: { queue: this.dlq, maxReceiveCount: job.maxReceiveCount },
-    });
-    this.admissionQueue = new sqs.Queue(this, 'AdmissionQueue', {
-      // A paused run's next step waits here for the whole pause.
-      retentionPeriod: dlqRetention,
-      // The function's timeout plus a minute, not the six times AWS suggests for event sources: a step is one short
-      // invocation of a batch of one, and a crashed step's work (the night's admission) waits one visibility timeout
-      // before it is taken over. Throttled deliveries are covered by the receive count below.
-      visibilityTimeout: Duration.seconds(job.producerTimeoutSeconds + ADMISSION_VISIBILITY_MARGIN_SECONDS),
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      deadLetterQueue: { queue: this.producerDlq, maxReceiveCount: ADMISSION_MAX_RECEIVE_COUNT },
-    });
-    for (const dlq of [this.dlq, this.producerDlq]) {
-      acknowledge(dlq, 'Serverless-SQSRedrivePolicy',
-        'This queue is itself a dead-letter queue; a redrive policy here would only move failed messages one queue further from the operator who reviews them.');
-    }
+    const queues = createQueues(this, props.job);
+    this.dlq = queues.dlq;
+    this.producerDlq = queues.producerDlq;
+    this.queue = queues.queue;
+    this.admissionQueue = queues.admissionQueue;
 
-    const common: Record<string, string> = {
-      [EnvVar.JOB_NAME]: jobName,
+    const common = this.commonEnvironment(props);
+    this.producer = this.createProducer(props, common);
+    this.admissionEventSource = this.mapAdmission();
+    this.consumer = this.createConsumer(props, common);
+    this.eventSource = this.mapConsumer(props.job);
+    const { schedule, role: scheduleRole } = this.createSchedule(props);
+    this.schedule = schedule;
+
+    this.grantProducer(props);
+    this.grantConsumer(props);
+    this.restrictSenders(props, scheduleRole);
+  }
+
+  /** The variables both functions get: the job's name and settings, its queues, the ledger, Powertools' names. */
+  private commonEnvironment(props: PacedJobProps): Record<string, string> {
+    return {
+      [EnvVar.JOB_NAME]: props.jobName,
       // toJsonString, not JSON.stringify: a bucket CloudFormation names is a token here, and the variable becomes an
       // Fn::Join around its Ref (a literal string when every name is known).
       [EnvVar.JOB_SETTINGS]: Stack.of(this).toJsonString(this.runtimeSettings),
@@ -337,16 +361,18 @@ export class PacedJob extends Construct {
       [EnvVar.DLQ_URL]: this.dlq.queueUrl,
       [EnvVar.ADMISSION_QUEUE_URL]: this.admissionQueue.queueUrl,
       [EnvVar.LEDGER_TABLE_NAME]: props.stateTables.ledgerTable.tableName,
-      [EnvVar.POWERTOOLS_SERVICE_NAME]: jobName,
+      [EnvVar.POWERTOOLS_SERVICE_NAME]: props.jobName,
       [EnvVar.POWERTOOLS_METRICS_NAMESPACE]: METRICS_NAMESPACE,
     };
-    const handlersDir = props.handlersDir ?? HANDLERS_DIR;
+  }
 
-    this.producer = new PacedFunction(this, 'Producer', {
-      entry: handlerEntry(handlersDir, 'producer'),
+  private createProducer(props: PacedJobProps, common: Record<string, string>): PacedFunction {
+    const { job, jobName } = props;
+    return new PacedFunction(this, 'Producer', {
+      entry: handlerEntry(props.handlersDir ?? HANDLERS_DIR, 'producer'),
       jobEntry: props.entry,
       description: `${jobName}: admits discovered work into the job queue at the pace the consumers can start it`,
-      functionName,
+      functionName: this.producerFunctionName,
       timeoutSeconds: job.producerTimeoutSeconds,
       memoryMb: job.producerMemoryMb,
       logRetentionDays: props.logRetentionDays,
@@ -354,20 +380,27 @@ export class PacedJob extends Construct {
       environment: common,
       deadLetterQueue: this.producerDlq,
     });
+  }
 
-    this.admissionEventSource = new SqsEventSource(this.admissionQueue, {
+  /** The producer's event source on the admission queue: one step at a time. */
+  private mapAdmission(): SqsEventSource {
+    const source = new SqsEventSource(this.admissionQueue, {
       batchSize: 1,
       // The smallest the event source allows; one run has one step in flight at a time.
       maxConcurrency: 2,
       reportBatchItemFailures: true,
       metricsConfig: EVENT_SOURCE_METRICS,
     });
-    this.producer.addEventSource(this.admissionEventSource);
+    this.producer.addEventSource(source);
     acknowledge(this.producer, 'Serverless-LambdaEventSourceMappingDestination',
       "SQS event source mappings do not support an on-failure destination; the admission queue's redrive policy to the producer DLQ serves.");
+    return source;
+  }
 
-    this.consumer = new PacedFunction(this, 'Consumer', {
-      entry: handlerEntry(handlersDir, 'consumer'),
+  private createConsumer(props: PacedJobProps, common: Record<string, string>): PacedFunction {
+    const { job, jobName } = props;
+    const consumer = new PacedFunction(this, 'Consumer', {
+      entry: handlerEntry(props.handlersDir ?? HANDLERS_DIR, 'consumer'),
       jobEntry: props.entry,
       // A job without per-key limits gets a bundle without their code (lambda/handlers/consumer.ts).
       buildFlags: { PACED_PER_KEY_RATE: job.pacing.perKey?.starts !== undefined, PACED_PER_KEY_CONCURRENCY: job.pacing.perKey?.concurrency !== undefined },
@@ -385,12 +418,16 @@ export class PacedJob extends Construct {
         [EnvVar.MAX_MESSAGE_BYTES]: String(job.maxMessageBytes),
       },
     });
-    acknowledge(this.consumer, 'Serverless-LambdaDLQ',
+    acknowledge(consumer, 'Serverless-LambdaDLQ',
       "Invoked synchronously by its SQS event source mapping, and a function's dead-letter queue receives only asynchronous invocations; failed messages reach the job DLQ through the queue's redrive policy.");
+    return consumer;
+  }
 
+  /** The consumer's event source on the work queue, batched as the job's pacing says (set, or derived). */
+  private mapConsumer(job: JobSettingsConfig): SqsEventSource {
     // Set by the job or derived from its rate, as planPacedJob wrote them into the settings (jobBatching).
     const batching = jobBatching(job);
-    this.eventSource = new SqsEventSource(this.queue, {
+    const source = new SqsEventSource(this.queue, {
       batchSize: batching.batchSize,
       maxBatchingWindow: Duration.seconds(batching.batchingWindowSeconds),
       // Equal to the reserved concurrency: the poller never scales past what the function may run, so the
@@ -399,29 +436,34 @@ export class PacedJob extends Construct {
       reportBatchItemFailures: true,
       metricsConfig: EVENT_SOURCE_METRICS,
     });
-    this.consumer.addEventSource(this.eventSource);
+    this.consumer.addEventSource(source);
     acknowledge(this.consumer, 'Serverless-LambdaEventSourceMappingDestination',
       "SQS event source mappings do not support an on-failure destination; the queue's redrive policy to the job DLQ (maxReceiveCount) serves.");
+    return source;
+  }
 
+  /** The schedule that starts one producer run, in the stack's group, with its own role. */
+  private createSchedule(props: PacedJobProps): { schedule: scheduler.Schedule; role: iam.Role } {
+    const { job, jobName } = props;
     // Our own role rather than the target's shared one, so its one wildcard can be acknowledged precisely here.
-    const scheduleRole = new iam.Role(this, 'ScheduleRole', {
+    const role = new iam.Role(this, 'ScheduleRole', {
       assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
         conditions: { StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID } },
       }),
       description: `EventBridge Scheduler: invokes the ${jobName} producer`,
     });
-    acknowledgeResourceWildcard(scheduleRole, `${this.producer.functionArn}:*`,
+    acknowledgeResourceWildcard(role, `${this.producer.functionArn}:*`,
       "The schedule invokes only this job's producer; the target's grant adds ':*' for that same function's versions and aliases.");
     // 'InGroup', not 'Schedule': a new logical ID, so moving a deployed schedule from the default group into the stack's
     // replaces it. CloudFormation would update it in place, asking for it in its new group, where it is not found
     // (aws/aws-cdk#34216).
-    this.schedule = new scheduler.Schedule(this, 'ScheduleInGroup', {
+    const schedule = new scheduler.Schedule(this, 'ScheduleInGroup', {
       description: `${jobName}: starts one producer run`,
       scheduleGroup: props.scheduleGroup,
       schedule: scheduler.ScheduleExpression.expression(`cron(${job.schedule.cron})`, TimeZone.of(job.schedule.timeZone)),
       enabled: job.schedule.enabled,
       target: new LambdaInvoke(this.producer, {
-        role: scheduleRole,
+        role,
         input: scheduler.ScheduleTargetInput.fromObject({ scheduledTime: scheduler.ContextAttribute.scheduledTime }),
         retryAttempts: job.schedule.retryAttempts,
         maxEventAge: Duration.seconds(job.schedule.maxEventAgeSeconds),
@@ -429,11 +471,8 @@ export class PacedJob extends Construct {
       }),
     });
     // The L2 writes the group's name as a literal, so CloudFormation would be free to create the schedule first.
-    this.schedule.node.addDependency(props.scheduleGroup);
-
-    this.grantProducer(props);
-    this.grantConsumer(props);
-    this.restrictSenders(props, scheduleRole);
+    schedule.node.addDependency(props.scheduleGroup);
+    return { schedule, role };
   }
 
   /**

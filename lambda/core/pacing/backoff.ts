@@ -37,7 +37,9 @@ export function assertBackoffOptions(options: BackoffOptions): void {
 export function backoffMs(attempt: number, options: BackoffOptions, random: RandomSource = Math.random): number {
   const { baseMs, capMs } = options;
   const problems = optionProblems(options);
-  if (!Number.isSafeInteger(attempt) || attempt < 0) problems.unshift(`attempt must be a non-negative integer (got ${attempt})`);
+  if (!Number.isSafeInteger(attempt) || attempt < 0) {
+    problems.unshift(`attempt must be a non-negative integer (got ${attempt})`);
+  }
   assertNoProblems('backoff', problems);
   // 2 ** attempt overflows to Infinity for huge attempts, which the cap absorbs.
   const ceiling = Math.min(capMs, baseMs * 2 ** attempt);

@@ -163,7 +163,9 @@ describe('Class: SqsPublisher', () => {
     });
 
     it('rejects a backoff ceiling below its first wait before anything is sent, not at the first retry', () => {
-      expect(() => new SqsPublisher({ baseDelayMs: 100, maxDelayMs: 50 })).toThrow('invalid backoff: capMs must be at least baseMs (got 50)');
+      expect(() => new SqsPublisher({ baseDelayMs: 100, maxDelayMs: 50 })).toThrow(
+        'invalid backoff: capMs must be at least baseMs (got 50)',
+      );
     });
   });
 });

@@ -54,10 +54,12 @@ describe('Function: assertBackoffOptions', () => {
   });
 
   it('throws naming every bad option, as backoffMs would on its first call', () => {
+    const problems = ['baseMs must be a positive number (got 0)', 'capMs must be at least baseMs (got -5)'];
     expect(() => assertBackoffOptions({ baseMs: 0, capMs: -5 })).toThrow(
-      new PacingConfigError('invalid backoff: baseMs must be a positive number (got 0); capMs must be at least baseMs (got -5)'),
+      new PacingConfigError(`invalid backoff: ${problems.join('; ')}`, problems),
     );
-    expect(() => assertBackoffOptions({ baseMs: 100, capMs: 50 })).toThrow('invalid backoff: capMs must be at least baseMs (got 50)');
+    const belowBase = () => assertBackoffOptions({ baseMs: 100, capMs: 50 });
+    expect(belowBase).toThrow('invalid backoff: capMs must be at least baseMs (got 50)');
   });
 });
 

@@ -1,10 +1,27 @@
-import { ProducerEventError, isSqsEvent, parseProducerEvent, parseStepRecord } from '../../../../lambda/handlers/producer/events';
+import {
+  isSqsEvent,
+  parseProducerEvent,
+  parseStepRecord,
+  ProducerEventError,
+} from '../../../../lambda/handlers/producer/events';
 import { sqsEvent, sqsRecord } from '../../../support/lambdaEvents';
 import { BATCH } from './fakes';
 
+/** The ProducerEventError `parse` throws. */
+function caught(parse: () => unknown): ProducerEventError {
+  try {
+    parse();
+  } catch (error) {
+    if (error instanceof ProducerEventError) return error;
+    throw error;
+  }
+  throw new Error('expected a ProducerEventError, nothing was thrown');
+}
+
 describe('Function: parseProducerEvent', () => {
   it('reads a Scheduler input, a manual run and a catch-up', () => {
-    expect(parseProducerEvent({ scheduledTime: '2026-11-29T01:00:00Z' })).toEqual({ scheduledTime: '2026-11-29T01:00:00Z' });
+    const scheduled = { scheduledTime: '2026-11-29T01:00:00Z' };
+    expect(parseProducerEvent(scheduled)).toEqual(scheduled);
     expect(parseProducerEvent({ businessDate: '2026-11-25', batchId: BATCH, backfill: true })).toEqual({
       businessDate: '2026-11-25',
       batchId: BATCH,
@@ -18,18 +35,11 @@ describe('Function: parseProducerEvent', () => {
   });
 
   it('throws naming every problem, each under its field', () => {
-    const error = (() => {
-      try {
-        return parseProducerEvent({ scheduledTime: 'tonight', businessDate: '2026-02-30' });
-      } catch (e) {
-        return e as ProducerEventError;
-      }
-    })();
+    const error = caught(() => parseProducerEvent({ scheduledTime: 'tonight', businessDate: '2026-02-30' }));
     expect(error).toBeInstanceOf(ProducerEventError);
-    expect(error.message).toBe(
-      'invalid producer event: scheduledTime: must be an ISO-8601 timestamp; businessDate: must be a real calendar date',
-    );
-    expect(error.reasons).toEqual(['scheduledTime: must be an ISO-8601 timestamp', 'businessDate: must be a real calendar date']);
+    const reasons = ['scheduledTime: must be an ISO-8601 timestamp', 'businessDate: must be a real calendar date'];
+    expect(error.message).toBe(`invalid producer event: ${reasons.join('; ')}`);
+    expect(error.reasons).toEqual(reasons);
   });
 });
 
@@ -41,13 +51,7 @@ describe('Function: parseStepRecord', () => {
   });
 
   it('throws for a body that is not JSON, naming the record and keeping the parse error as the cause', () => {
-    const error = (() => {
-      try {
-        return parseStepRecord(sqsRecord('{not json', { messageId: 'm-1' }));
-      } catch (e) {
-        return e as ProducerEventError;
-      }
-    })();
+    const error = caught(() => parseStepRecord(sqsRecord('{not json', { messageId: 'm-1' })));
     expect(error).toEqual(new ProducerEventError('admission step m-1 is not JSON', ['body: not JSON']));
     expect(error.reasons).toEqual(['body: not JSON']);
     expect(error.cause).toBeInstanceOf(SyntaxError);

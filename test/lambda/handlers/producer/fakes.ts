@@ -57,7 +57,8 @@ export function context(...remaining: number[]): Context {
 
 /** A run at step `n`, admitting, with nothing admitted yet. */
 export function runState(overrides: Partial<RunState> = {}): RunState {
-  return { step: 0, status: AdmissionStatus.admitting, pages: 0, discovered: 0, published: 0, orphans: [], continuationSent: -1, ...overrides };
+  const fresh = { step: 0, status: AdmissionStatus.admitting, pages: 0, discovered: 0, published: 0, orphans: [] };
+  return { ...fresh, continuationSent: -1, ...overrides };
 }
 
 /**
@@ -88,7 +89,8 @@ export class FakeRunState implements RunStateStore {
     this.keep('ensure', batchId, start);
     const existing = this.runs.get(batchId);
     if (existing) return existing;
-    const state = runState({ startedAt: start.startedAt, eligible: start.eligible, backfill: start.backfill, admissionRatePerMinute: start.admissionRatePerMinute });
+    const { startedAt, eligible, backfill, admissionRatePerMinute } = start;
+    const state = runState({ startedAt, eligible, backfill, admissionRatePerMinute });
     this.runs.set(batchId, state);
     return state;
   }
@@ -99,7 +101,7 @@ export class FakeRunState implements RunStateStore {
     return state && { ...state };
   }
 
-  async lease(_job: string, batchId: string, step: number, owner: string, nowMs: number, untilMs: number): Promise<boolean> {
+  async lease(_job: string, batchId: string, step: number, owner: string, nowMs: number, untilMs: number) {
     this.keep('lease', batchId, step, owner, nowMs, untilMs);
     const state = this.runs.get(batchId);
     if (!state || state.step !== step || state.status !== AdmissionStatus.admitting) return false;
@@ -117,10 +119,15 @@ export class FakeRunState implements RunStateStore {
     return true;
   }
 
-  async recordPage(_job: string, batchId: string, page: number, owner: string, operationIds: readonly string[], startedMs?: number): Promise<void> {
-    this.keep('recordPage', batchId, page, owner, operationIds, startedMs);
+  async recordPage(
+    _job: string,
+    batchId: string, page: number,
+    owner: string,
+    ids: readonly string[], startedMs?: number,
+  ) {
+    this.keep('recordPage', batchId, page, owner, ids, startedMs);
     const key = `${batchId}#${page}`;
-    this.pages.set(key, [...(this.pages.get(key) ?? []), [...operationIds]]);
+    this.pages.set(key, [...(this.pages.get(key) ?? []), [...ids]]);
   }
 
   async pageAttempts(_job: string, batchId: string, page: number): Promise<string[][]> {
@@ -128,7 +135,7 @@ export class FakeRunState implements RunStateStore {
     return this.pages.get(`${batchId}#${page}`) ?? [];
   }
 
-  async recordInvalidRows(_job: string, batchId: string, page: number, rows: readonly InvalidRowRecord[]): Promise<void> {
+  async recordInvalidRows(_job: string, batchId: string, page: number, rows: readonly InvalidRowRecord[]) {
     this.keep('recordInvalidRows', batchId, page, rows);
   }
 
@@ -149,7 +156,8 @@ export class FakeRunState implements RunStateStore {
     this.keep('endStep', batchId, step, owner, end);
     const state = this.runs.get(batchId);
     if (!state || state.step !== step || state.leaseOwner !== owner) return false;
-    Object.assign(state, { step: step + 1, status: end.status, nextStepAt: end.nextStepAt, plannedUntilMs: end.plannedUntilMs ?? state.plannedUntilMs });
+    const plannedUntilMs = end.plannedUntilMs ?? state.plannedUntilMs;
+    Object.assign(state, { step: step + 1, status: end.status, nextStepAt: end.nextStepAt, plannedUntilMs });
     delete state.leaseOwner;
     delete state.leaseUntilMs;
     return true;
@@ -178,7 +186,8 @@ export class FakePublisher implements Publisher {
   steps(): { step: AdmissionStep; delaySeconds: number | undefined }[] {
     return this.calls
       .filter((c) => c.queueUrl === ADMISSION_QUEUE_URL)
-      .flatMap((c) => c.messages.map((m) => ({ step: JSON.parse(m.body) as AdmissionStep, delaySeconds: m.delaySeconds })));
+      .flatMap((c) => c.messages)
+      .map((m) => ({ step: JSON.parse(m.body) as AdmissionStep, delaySeconds: m.delaySeconds }));
   }
 
   /** The work queue's messages, in order. */

@@ -45,13 +45,20 @@ describe('Class: PagePublisher', () => {
   describe('Method: publish', () => {
     it('keeps the attempt, then its invalid rows, then publishes, then commits the cursor and counts', async () => {
       const invalid = [{ key: 'row-1', reasons: ['id: must not be empty'] }];
-      expect(await pages.publish(step(), OWNER, [], page({ invalid }))).toEqual({ committed: true, published: 2, orphans: undefined });
+      const result = await pages.publish(step(), OWNER, [], page({ invalid }));
+      expect(result).toEqual({ committed: true, published: 2, orphans: undefined });
 
       expect(store.methods()).toEqual(['pageAttempts', 'recordPage', 'recordInvalidRows', 'commitPage']);
       expect(store.calls[1].args).toEqual([BATCH, 1, OWNER, ['fake:a:2026-11-28', 'fake:b:2026-11-28'], NOW_MS - 500]);
       expect(publisher.calls).toEqual([{ queueUrl: QUEUE_URL, messages: page().messages }]);
       expect(store.calls[3].args[3]).toEqual({
-        cursor: '2', discovered: 2, published: 2, orphans: undefined, invalidRows: 1, plannedUntilMs: NOW_MS + 1_000, finishedAt: undefined,
+        cursor: '2',
+        discovered: 2,
+        published: 2,
+        orphans: undefined,
+        invalidRows: 1,
+        plannedUntilMs: NOW_MS + 1_000,
+        finishedAt: undefined,
       });
     });
 

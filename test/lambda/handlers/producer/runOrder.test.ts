@@ -9,14 +9,17 @@ import { ADMISSION_QUEUE_URL, BATCH, FakePublisher, FakeRunState, JOB, NOW, NOW_
 const EARLIER = 'fake-job:2026-11-28:20261128T010000Z';
 const OWNER = 'request-1/lease';
 const startedAt = (msAgo: number) => new Date(NOW_MS - msAgo).toISOString();
+const admitted = () => ({ ...emptySummary(step()), outcome: 'admitted' as const });
 
 let store: FakeRunState;
 let publisher: FakePublisher;
 
 function order(rate: number | 'unlimited' = 1) {
   const ratePerSecond = rate === 'unlimited' ? undefined : rate;
-  const continuation = new Continuation({ jobName: JOB, admissionQueueUrl: ADMISSION_QUEUE_URL, runState: store, publisher, now: () => NOW });
-  return new RunOrder({ jobName: JOB, runState: store, continuation, ratePerSecond, groupSize: 10, now: () => NOW });
+  const admissionQueueUrl = ADMISSION_QUEUE_URL;
+  const now = () => NOW;
+  const continuation = new Continuation({ jobName: JOB, admissionQueueUrl, runState: store, publisher, now });
+  return new RunOrder({ jobName: JOB, runState: store, continuation, ratePerSecond, groupSize: 10, now });
 }
 
 /** This run, started now, and an earlier run of the date. */
@@ -32,7 +35,8 @@ describe('Class: RunOrder', () => {
 
   beforeEach(() => {
     jest.restoreAllMocks();
-    store = new FakeRunState({ [BATCH]: runState({ startedAt: NOW.toISOString(), leaseOwner: OWNER, leaseUntilMs: NOW_MS + 60_000 }) });
+    const leased = runState({ startedAt: NOW.toISOString(), leaseOwner: OWNER, leaseUntilMs: NOW_MS + 60_000 });
+    store = new FakeRunState({ [BATCH]: leased });
     publisher = new FakePublisher();
   });
 
@@ -55,7 +59,8 @@ describe('Class: RunOrder', () => {
     it('waits out one group\'s slots after an ended run\'s plan, at the run\'s rate', async () => {
       store.dateRuns = async () => dateRuns({ admission: 'complete', plannedUntilMs: NOW_MS - 5_000 });
       // Groups of 10 at 1/s: the last group's starts go on for 10 s after its plan's end.
-      expect(await order(1).earlierRun(step(), self(), NOW_MS, 60_000)).toMatchObject({ reason: 'plan', resumeAtMs: NOW_MS + 5_000 });
+      const ahead = await order(1).earlierRun(step(), self(), NOW_MS, 60_000);
+      expect(ahead).toMatchObject({ reason: 'plan', resumeAtMs: NOW_MS + 5_000 });
       // Unlimited admission plans no slots.
       expect(await order('unlimited').earlierRun(step(), self(), NOW_MS, 60_000)).toBeUndefined();
     });
@@ -67,17 +72,19 @@ describe('Class: RunOrder', () => {
         throw new Error('ledger unavailable');
       };
       expect(await order().earlierRun(step(), self(), NOW_MS, 60_000)).toBeUndefined();
-      expect(warn).toHaveBeenCalledWith('could not read the runs of the business date; this step admits without waiting for an earlier one', {
-        error: new Error('ledger unavailable'),
-      });
+      expect(warn).toHaveBeenCalledWith(
+        'could not read the runs of the business date; this step admits without waiting for an earlier one',
+        { error: new Error('ledger unavailable') },
+      );
     });
   });
 
   describe('Method: wait', () => {
-    const ahead = { run: { batchId: EARLIER, startedAt: startedAt(60_000), admission: 'admitting' } as DateRun, reason: 'admitting' as const, resumeAtMs: NOW_MS + 12_000 };
+    const earlier: DateRun = { batchId: EARLIER, startedAt: startedAt(60_000), admission: 'admitting' };
+    const ahead = { run: earlier, reason: 'admitting' as const, resumeAtMs: NOW_MS + 12_000 };
 
-    it('admits nothing and chains the next step for when the earlier run may be done, naming it on the run', async () => {
-      const summary = await order().wait(step(), ahead, OWNER, { ...emptySummary(step()), outcome: 'admitted' });
+    it('admits nothing and chains the next step for when the earlier run may be done, naming it', async () => {
+      const summary = await order().wait(step(), ahead, OWNER, admitted());
       expect(summary).toMatchObject({ outcome: 'waiting', pages: 0, continued: true, nextStepInSeconds: 12 });
       expect(store.calls.find((c) => c.method === 'endStep')?.args[3]).toEqual({
         status: AdmissionStatus.admitting,
@@ -89,7 +96,7 @@ describe('Class: RunOrder', () => {
 
     it('logs whether the earlier run is still admitting or only its last slots are ahead', async () => {
       const info = jest.spyOn(logger, 'info');
-      await order().wait(step(), { ...ahead, reason: 'plan' }, OWNER, { ...emptySummary(step()), outcome: 'admitted' });
+      await order().wait(step(), { ...ahead, reason: 'plan' }, OWNER, admitted());
       expect(info).toHaveBeenCalledWith('admission waits for an earlier run of the business date', {
         step: 0,
         earlierBatchId: EARLIER,
@@ -99,7 +106,7 @@ describe('Class: RunOrder', () => {
     });
 
     it('reports the lease lost, sending nothing, when another invocation took the step over', async () => {
-      const summary = await order().wait(step(), ahead, 'someone-else', { ...emptySummary(step()), outcome: 'admitted' });
+      const summary = await order().wait(step(), ahead, 'someone-else', admitted());
       expect(summary.outcome).toBe('lease-lost');
       expect(publisher.calls).toEqual([]);
     });

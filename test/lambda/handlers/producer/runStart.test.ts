@@ -9,7 +9,10 @@ const SCHEDULED = '2026-11-29T01:00:00Z';
 let store: FakeRunState;
 
 function runStart(overrides: { job?: AnyJob; ratePerSecond?: number } = {}) {
-  return new RunStart({ job: overrides.job ?? (fakeJob as AnyJob), jobDeps: { items: 40 }, settings: settings(), runState: store, ratePerSecond: overrides.ratePerSecond, now: () => NOW });
+  const job = overrides.job ?? (fakeJob as AnyJob);
+  const { ratePerSecond } = overrides;
+  const jobDeps = { items: 40 };
+  return new RunStart({ job, jobDeps, settings: settings(), runState: store, ratePerSecond, now: () => NOW });
 }
 
 describe('Class: RunStart', () => {
@@ -26,15 +29,18 @@ describe('Class: RunStart', () => {
     });
 
     it('honours a given date and batch, and names a run without a schedule as a new manual batch', () => {
-      expect(runStart().identify({ businessDate: '2026-10-01', batchId: 'fake-job:2026-10-01:mine' })).toEqual({ businessDate: '2026-10-01', batchId: 'fake-job:2026-10-01:mine' });
-      expect(runStart().identify({ businessDate: '2026-10-01' }).batchId).toMatch(/^fake-job:2026-10-01:manual-[0-9a-f]{8}$/);
+      const given = { businessDate: '2026-10-01', batchId: 'fake-job:2026-10-01:mine' };
+      expect(runStart().identify(given)).toEqual(given);
+      const manual = runStart().identify({ businessDate: '2026-10-01' });
+      expect(manual.batchId).toMatch(/^fake-job:2026-10-01:manual-[0-9a-f]{8}$/);
       // No date and no schedule: the date now falls in.
       expect(runStart().identify({}).businessDate).toBe('2026-11-28');
     });
 
     it('refuses a business date after the job\'s latest, logging it', () => {
       const error = jest.spyOn(logger, 'error');
-      expect(() => runStart().identify({ scheduledTime: '2027-12-05T01:00:00Z' })).toThrow(new FutureBusinessDateError(JOB, '2027-12-04', '2026-11-28', settings()));
+      const refused = new FutureBusinessDateError(JOB, '2027-12-04', '2026-11-28', settings());
+      expect(() => runStart().identify({ scheduledTime: '2027-12-05T01:00:00Z' })).toThrow(refused);
       expect(error).toHaveBeenCalledWith('refused a business date in the future; nothing was admitted', {
         businessDate: '2027-12-04',
         error: expect.objectContaining({ name: 'FutureBusinessDateError' }),
@@ -45,22 +51,27 @@ describe('Class: RunStart', () => {
   describe('Method: refuseFuture', () => {
     it('lets the latest business date through and refuses the next', () => {
       expect(() => runStart().refuseFuture('2026-11-28')).not.toThrow();
-      expect(() => runStart().refuseFuture('2026-11-29')).toThrow('business date 2026-11-29 is in the future: the latest for fake-job now is 2026-11-28 (Europe/Berlin, offset -1)');
+      expect(() => runStart().refuseFuture('2026-11-29')).toThrow(
+        'business date 2026-11-29 is in the future: the latest for fake-job now is 2026-11-28 ' +
+          '(Europe/Berlin, offset -1)',
+      );
     });
   });
 
   describe('Method: begin', () => {
     const run = { batchId: BATCH, businessDate: '2026-11-28' };
 
-    it('writes the run\'s start facts with the job\'s eligible count and the admission rate, and returns its step 0', async () => {
+    it('writes the run\'s start facts with the job\'s eligible count and the rate, and returns step 0', async () => {
       const first = await runStart({ ratePerSecond: 80 / 60 }).begin(run, { scheduledTime: SCHEDULED });
       expect(first).toEqual(step(0, { scheduledTime: SCHEDULED }));
       expect(store.methods()).toEqual(['read', 'ensure']);
-      expect(store.calls[1].args).toEqual([BATCH, { businessDate: '2026-11-28', scheduledTime: SCHEDULED, startedAt: NOW.toISOString(), admissionRatePerMinute: 80, eligible: 40 }]);
+      const facts = { businessDate: '2026-11-28', scheduledTime: SCHEDULED, startedAt: NOW.toISOString() };
+      expect(store.calls[1].args).toEqual([BATCH, { ...facts, admissionRatePerMinute: 80, eligible: 40 }]);
     });
 
     it('marks a catch-up backfill, on the run and its step', async () => {
-      expect(await runStart().begin(run, { businessDate: '2026-11-28', backfill: true })).toEqual(step(0, { backfill: true }));
+      const first = await runStart().begin(run, { businessDate: '2026-11-28', backfill: true });
+      expect(first).toEqual(step(0, { backfill: true }));
       expect(store.calls[1].args[1]).toMatchObject({ backfill: true, admissionRatePerMinute: undefined });
     });
 
@@ -79,7 +90,10 @@ describe('Class: RunStart', () => {
       };
       await runStart({ job: { ...(fakeJob as AnyJob), countEligible } }).begin(run, { scheduledTime: SCHEDULED });
       expect(store.calls[1].args[1]).toMatchObject({ eligible: undefined });
-      expect(warn).toHaveBeenCalledWith('could not count the eligible records; ops status will not project the finish', { error: new Error('index unavailable') });
+      expect(warn).toHaveBeenCalledWith(
+        'could not count the eligible records; ops status will not project the finish',
+        { error: new Error('index unavailable') },
+      );
       const { countEligible: _none, ...uncounting } = fakeJob as AnyJob;
       await runStart({ job: uncounting as AnyJob }).begin({ ...run, batchId: `${BATCH}-2` }, {});
       expect(store.calls[3].args[1]).toMatchObject({ eligible: undefined });

@@ -2,7 +2,8 @@ import { logger } from '../../../../lambda/adapters/observability';
 import { emptySummary, LOGGED_INVALID_ROWS, reportPage } from '../../../../lambda/handlers/producer/summary';
 import { BATCH, recordMetrics, step } from './fakes';
 
-const rows = (n: number) => Array.from({ length: n }, (_, i) => ({ key: `row-${i}`, reasons: ['id: must not be empty'] }));
+const rows = (n: number) =>
+  Array.from({ length: n }, (_, i) => ({ key: `row-${i}`, reasons: ['id: must not be empty'] }));
 
 describe('Function: emptySummary', () => {
   it('is stale, with nothing done, until the step is held', () => {

@@ -3,6 +3,7 @@
 import { SendMessageBatchCommand, type SendMessageBatchRequestEntry, type SQSClient } from '@aws-sdk/client-sqs';
 import { SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES } from '../core/constants';
 import { PacedJobsError } from '../core/errors';
+import { assertBackoffOptions, backoffMs, type BackoffOptions, type RandomSource } from '../core/pacing/backoff';
 import { sqsClient } from './clients';
 
 /** One message to send. `operationId` names it in errors; SQS never sees it as an entry ID (it may hold ':'). */
@@ -40,14 +41,14 @@ export interface SqsPublisherOptions {
   maxAttempts?: number;
   /** SendMessageBatch calls in flight at once. @default 5 */
   parallelCalls?: number;
-  /** First backoff ceiling; doubles per attempt. @default 100 */
+  /** First backoff ceiling; doubles per attempt (lambda/core/pacing/backoff.ts). @default 100 */
   baseDelayMs?: number;
-  /** Backoff ceiling. @default 5000 */
+  /** Backoff ceiling; at least baseDelayMs. @default 5000 */
   maxDelayMs?: number;
   /** @default setTimeout */
   sleep?: (ms: number) => Promise<void>;
   /** @default Math.random */
-  random?: () => number;
+  random?: RandomSource;
 }
 
 /** SQS's ceiling for entries per SendMessageBatch call. */
@@ -77,20 +78,19 @@ const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 export class SqsPublisher implements Publisher {
   private readonly maxAttempts: number;
   private readonly parallelCalls: number;
-  private readonly baseDelayMs: number;
-  private readonly maxDelayMs: number;
+  private readonly backoff: BackoffOptions;
   private readonly sleep: (ms: number) => Promise<void>;
-  private readonly random: () => number;
+  private readonly random: RandomSource;
 
   constructor(private readonly options: SqsPublisherOptions = {}) {
     this.maxAttempts = options.maxAttempts ?? 5;
     this.parallelCalls = options.parallelCalls ?? 5;
-    this.baseDelayMs = options.baseDelayMs ?? 100;
-    this.maxDelayMs = options.maxDelayMs ?? 5000;
+    this.backoff = { baseMs: options.baseDelayMs ?? 100, capMs: options.maxDelayMs ?? 5000 };
     this.sleep = options.sleep ?? defaultSleep;
     this.random = options.random ?? Math.random;
     if (!Number.isInteger(this.maxAttempts) || this.maxAttempts < 1) throw new RangeError(`maxAttempts must be a positive integer, got ${this.maxAttempts}`);
     if (!Number.isInteger(this.parallelCalls) || this.parallelCalls < 1) throw new RangeError(`parallelCalls must be a positive integer, got ${this.parallelCalls}`);
+    assertBackoffOptions(this.backoff);
   }
 
   /** @throws PublishError listing every operation ID that could not be published. */
@@ -133,7 +133,8 @@ export class SqsPublisher implements Publisher {
     for (let attempt = 1; pending.length > 0; attempt++) {
       if (attempt > 1) {
         retried += pending.length;
-        await this.sleep(this.backoffMs(attempt - 1));
+        // Full jitter, so parallel callers do not retry in lockstep; the first retry is the backoff's attempt 0.
+        await this.sleep(backoffMs(attempt - 2, this.backoff, this.random));
       }
       calls++;
       let result;
@@ -158,12 +159,6 @@ export class SqsPublisher implements Publisher {
       pending = next;
     }
     return { published, calls, retried, failures };
-  }
-
-  /** Capped exponential backoff with full jitter, so parallel callers do not retry in lockstep. */
-  private backoffMs(retry: number): number {
-    const ceiling = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** (retry - 1));
-    return Math.floor(this.random() * ceiling);
   }
 }
 

@@ -11,6 +11,22 @@ export interface BackoffOptions {
   capMs: number;
 }
 
+function optionProblems({ baseMs, capMs }: BackoffOptions): string[] {
+  const problems: string[] = [];
+  if (!Number.isFinite(baseMs) || baseMs <= 0) problems.push(`baseMs must be a positive number (got ${baseMs})`);
+  if (!Number.isFinite(capMs) || capMs < baseMs) problems.push(`capMs must be at least baseMs (got ${capMs})`);
+  return problems;
+}
+
+/**
+ * Checks backoff options where they are configured, so a bad value fails at construction rather than on the first
+ * retry, which may come long after (or never in a test).
+ * @throws PacingConfigError naming every bad option
+ */
+export function assertBackoffOptions(options: BackoffOptions): void {
+  assertNoProblems('backoff', optionProblems(options));
+}
+
 /**
  * "Full jitter": a uniform wait in [0, min(cap, base * 2^attempt)). Spreading retries over the whole range, rather than
  * around a fixed delay, is what stops a fleet that was throttled together from coming back together.
@@ -20,10 +36,10 @@ export interface BackoffOptions {
  */
 export function backoffMs(attempt: number, options: BackoffOptions, random: RandomSource = Math.random): number {
   const { baseMs, capMs } = options;
-  const problems: string[] = [];
-  if (!Number.isSafeInteger(attempt) || attempt < 0) problems.push(`attempt must be a non-negative integer (got ${attempt})`);
-  if (!Number.isFinite(baseMs) || baseMs <= 0) problems.push(`baseMs must be a positive number (got ${baseMs})`);
-  if (!Number.isFinite(capMs) || capMs < baseMs) problems.push(`capMs must be at least baseMs (got ${capMs})`);
+  const problems = optionProblems(options);
+  if (!Number.isSafeInteger(attempt) || attempt < 0) {
+    problems.unshift(`attempt must be a non-negative integer (got ${attempt})`);
+  }
   assertNoProblems('backoff', problems);
   // 2 ** attempt overflows to Infinity for huge attempts, which the cap absorbs.
   const ceiling = Math.min(capMs, baseMs * 2 ** attempt);

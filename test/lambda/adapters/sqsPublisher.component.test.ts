@@ -161,6 +161,12 @@ describe('Class: SqsPublisher', () => {
     it('rejects a non-positive attempt limit', () => {
       expect(() => new SqsPublisher({ maxAttempts: 0 })).toThrow('maxAttempts must be a positive integer, got 0');
     });
+
+    it('rejects a backoff ceiling below its first wait before anything is sent, not at the first retry', () => {
+      expect(() => new SqsPublisher({ baseDelayMs: 100, maxDelayMs: 50 })).toThrow(
+        'invalid backoff: capMs must be at least baseMs (got 50)',
+      );
+    });
   });
 });
 

@@ -1,4 +1,4 @@
-import { backoffMs } from '../../../../lambda/core/pacing/backoff';
+import { assertBackoffOptions, backoffMs } from '../../../../lambda/core/pacing/backoff';
 import { sleep } from '../../../../lambda/core/pacing/sleep';
 import { PacingConfigError } from '../../../../lambda/core/pacing/errors';
 
@@ -44,6 +44,22 @@ describe('Function: backoffMs', () => {
 
   it('throws when the random source leaves [0, 1)', () => {
     expect(() => backoffMs(0, options, () => 1)).toThrow('random source must return a number in [0, 1) (got 1)');
+  });
+});
+
+describe('Function: assertBackoffOptions', () => {
+  it('accepts options backoffMs can use, a cap equal to the base included', () => {
+    expect(() => assertBackoffOptions(options)).not.toThrow();
+    expect(() => assertBackoffOptions({ baseMs: 100, capMs: 100 })).not.toThrow();
+  });
+
+  it('throws naming every bad option, as backoffMs would on its first call', () => {
+    const problems = ['baseMs must be a positive number (got 0)', 'capMs must be at least baseMs (got -5)'];
+    expect(() => assertBackoffOptions({ baseMs: 0, capMs: -5 })).toThrow(
+      new PacingConfigError(`invalid backoff: ${problems.join('; ')}`, problems),
+    );
+    const belowBase = () => assertBackoffOptions({ baseMs: 100, capMs: 50 });
+    expect(belowBase).toThrow('invalid backoff: capMs must be at least baseMs (got 50)');
   });
 });
 

@@ -237,34 +237,10 @@ export class PacedJobs extends Construct {
 
   constructor(scope: Construct, id: string, props: PacedJobsProps) {
     const stack = Stack.of(scope);
-    const problems: string[] = [];
-    // Its outputs are the stack's (a nested stack is a stack of its own).
-    const existing = stack.node.findAll().find((c: IConstruct) => PACED_JOBS in c && Stack.of(c) === stack);
-    if (existing) {
-      problems.push(`one PacedJobs per stack: ${existing.node.path} already holds this stack's jobs (the stack outputs the tools read take fixed names); add the jobs there, or use another stack`);
-    }
-    const shared = sharedPropsSchema.safeParse(props ?? {});
-    if (!shared.success) problems.push(...describeIssues(shared.error));
     const environmentName = props?.environmentName ?? stack.stackName;
-    const groupProblem = scheduleGroupNameProblem(environmentName);
-    if (groupProblem) problems.push(`environmentName: ${groupProblem}`);
-
-    const jobs: Record<string, ParsedJobProps> = {};
-    const jobProps = typeof props?.jobs === 'object' && props.jobs !== null ? props.jobs : {};
-    for (const [jobName, input] of Object.entries(jobProps)) {
-      const at = `jobs.${jobName}`;
-      const parsed = jobPropsSchema.safeParse(input);
-      if (!parsed.success) {
-        problems.push(...describeIssues(parsed.error, { root: at, rootInPaths: true }));
-        continue;
-      }
-      jobs[jobName] = parsed.data;
-      // The limits the schema cannot see (Lambda, SQS, IAM, the settings' size), as PacedJob would refuse them.
-      const planned = planPacedJob(stack.stackName, { jobName, job: parsed.data, uses: parsed.data.uses });
-      problems.push(...planned.problems.map((p) => (p.path ? `${at}.${p.path}: ${p.message}` : `${at}: ${p.message}`)));
-    }
+    const { shared, jobs, problems } = validateProps(stack, props, environmentName);
     assertNoProblems(`PacedJobs ${scope.node.path}/${id}`, problems);
-    const { logRetentionDays, retainData, operatorRoles, alarmEmail } = shared.data!;
+    const { logRetentionDays, retainData, operatorRoles, alarmEmail } = shared!;
 
     super(scope, id);
     Object.defineProperty(this, PACED_JOBS, { value: true });
@@ -279,7 +255,7 @@ export class PacedJobs extends Construct {
 
     const built: Record<string, PacedJob> = {};
     for (const [jobName, job] of Object.entries(jobs)) {
-      const pacedJob = new PacedJob(this, pascalCase(jobName), {
+      built[jobName] = new PacedJob(this, pascalCase(jobName), {
         jobName,
         job,
         entry: job.entry,
@@ -290,27 +266,7 @@ export class PacedJobs extends Construct {
         retainData,
         operatorRoleArns: operatorRoles.map((name) => `arn:${Aws.PARTITION}:iam::${Aws.ACCOUNT_ID}:role/${name}`),
       });
-      built[jobName] = pacedJob;
-      const values: Record<JobOutputKind, string> = {
-        QueueUrl: pacedJob.queue.queueUrl,
-        QueueArn: pacedJob.queue.queueArn,
-        DlqUrl: pacedJob.dlq.queueUrl,
-        DlqArn: pacedJob.dlq.queueArn,
-        ProducerDlqUrl: pacedJob.producerDlq.queueUrl,
-        ProducerDlqArn: pacedJob.producerDlq.queueArn,
-        ProducerFunctionName: pacedJob.producer.functionName,
-        ConsumerFunctionName: pacedJob.consumer.functionName,
-        ScheduleName: pacedJob.schedule.scheduleName,
-        ScheduleGroupName: this.scheduleGroup.scheduleGroupName,
-        EventSourceMappingUuid: pacedJob.eventSource.eventSourceMappingId,
-        AdmissionQueueUrl: pacedJob.admissionQueue.queueUrl,
-        AdmissionQueueArn: pacedJob.admissionQueue.queueArn,
-        AdmissionMappingUuid: pacedJob.admissionEventSource.eventSourceMappingId,
-      };
-      for (const [kind, value] of Object.entries(values) as [JobOutputKind, string][]) {
-        // In the stack's own scope, so the output's logical ID is exactly the documented name the tools read.
-        new CfnOutput(stack, jobOutputName(jobName, kind), { value, description: jobOutputDescription(jobName, kind) });
-      }
+      addJobOutputs(stack, jobName, built[jobName]);
     }
     this.jobs = built;
 
@@ -325,5 +281,62 @@ export class PacedJobs extends Construct {
     new CfnOutput(stack, StackOutput.IdempotencyTableName, { value: this.stateTables.idempotencyTable.tableName });
     new CfnOutput(stack, StackOutput.LedgerTableName, { value: this.stateTables.ledgerTable.tableName });
     new CfnOutput(stack, StackOutput.LimiterTableName, { value: this.stateTables.limiterTable.tableName });
+  }
+}
+
+/**
+ * Every problem with the props before anything is built: a second PacedJobs in the stack, the shared props, the
+ * schedule group's name, and each job's (its schema's, then the limits PacedJob would refuse).
+ */
+function validateProps(stack: Stack, props: PacedJobsProps, environmentName: string) {
+  const problems: string[] = [];
+  // Its outputs are the stack's (a nested stack is a stack of its own).
+  const existing = stack.node.findAll().find((c: IConstruct) => PACED_JOBS in c && Stack.of(c) === stack);
+  if (existing) {
+    problems.push(`one PacedJobs per stack: ${existing.node.path} already holds this stack's jobs (the stack outputs the tools read take fixed names); add the jobs there, or use another stack`);
+  }
+  const shared = sharedPropsSchema.safeParse(props ?? {});
+  if (!shared.success) problems.push(...describeIssues(shared.error));
+  const groupProblem = scheduleGroupNameProblem(environmentName);
+  if (groupProblem) problems.push(`environmentName: ${groupProblem}`);
+
+  const jobs: Record<string, ParsedJobProps> = {};
+  const jobProps = typeof props?.jobs === 'object' && props.jobs !== null ? props.jobs : {};
+  for (const [jobName, input] of Object.entries(jobProps)) {
+    const at = `jobs.${jobName}`;
+    const parsed = jobPropsSchema.safeParse(input);
+    if (!parsed.success) {
+      problems.push(...describeIssues(parsed.error, { root: at, rootInPaths: true }));
+      continue;
+    }
+    jobs[jobName] = parsed.data;
+    // The limits the schema cannot see (Lambda, SQS, IAM, the settings' size), as PacedJob would refuse them.
+    const planned = planPacedJob(stack.stackName, { jobName, job: parsed.data, uses: parsed.data.uses });
+    problems.push(...planned.problems.map((p) => (p.path ? `${at}.${p.path}: ${p.message}` : `${at}: ${p.message}`)));
+  }
+  return { shared: shared.data, jobs, problems };
+}
+
+/** A job's stack outputs, under the documented names the tools read (lib/outputs.ts). */
+function addJobOutputs(stack: Stack, jobName: string, pacedJob: PacedJob): void {
+  const values: Record<JobOutputKind, string> = {
+    QueueUrl: pacedJob.queue.queueUrl,
+    QueueArn: pacedJob.queue.queueArn,
+    DlqUrl: pacedJob.dlq.queueUrl,
+    DlqArn: pacedJob.dlq.queueArn,
+    ProducerDlqUrl: pacedJob.producerDlq.queueUrl,
+    ProducerDlqArn: pacedJob.producerDlq.queueArn,
+    ProducerFunctionName: pacedJob.producer.functionName,
+    ConsumerFunctionName: pacedJob.consumer.functionName,
+    ScheduleName: pacedJob.schedule.scheduleName,
+    ScheduleGroupName: pacedJob.scheduleGroup.scheduleGroupName,
+    EventSourceMappingUuid: pacedJob.eventSource.eventSourceMappingId,
+    AdmissionQueueUrl: pacedJob.admissionQueue.queueUrl,
+    AdmissionQueueArn: pacedJob.admissionQueue.queueArn,
+    AdmissionMappingUuid: pacedJob.admissionEventSource.eventSourceMappingId,
+  };
+  for (const [kind, value] of Object.entries(values) as [JobOutputKind, string][]) {
+    // In the stack's own scope, so the output's logical ID is exactly the documented name the tools read.
+    new CfnOutput(stack, jobOutputName(jobName, kind), { value, description: jobOutputDescription(jobName, kind) });
   }
 }

@@ -160,8 +160,8 @@ describe('Function: startConsoleServer', () => {
       // No inline script: every <script> loads a file of the console's own.
       expect([...page.body.matchAll(/<script([^>]*)>/g)].map((m) => m[1].trim())).toEqual([
         'src="/assets/uPlot.iife.min.js" defer',
-        'src="/assets/charts.js" defer',
-        'src="/assets/app.js" defer',
+        'type="module" src="/assets/charts.js"',
+        'type="module" src="/assets/app.js"',
       ]);
       expect(page.body).not.toMatch(/https?:\/\/(?!127\.0\.0\.1)/);
     });

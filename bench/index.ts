@@ -214,7 +214,11 @@ function formatProducer(p: NonNullable<BenchReport['producer']>): string[] {
 }
 
 /** AWS requests per job, batched against naive, with the goals and the cost per million. */
-function formatRequestsPerJob(r: BenchReport, b: NonNullable<BenchReport['perJob']>, c: NonNullable<BenchReport['costPerMillionUsd']>): string[] {
+function formatRequestsPerJob(
+  r: BenchReport,
+  b: NonNullable<BenchReport['perJob']>,
+  c: NonNullable<BenchReport['costPerMillionUsd']>,
+): string[] {
   const out: string[] = [];
   const n = b.naive;
   const goal = (m: string) => {

@@ -295,7 +295,13 @@ interface Measured {
 }
 
 /** Runs the fleet against the provider's schedule, after a warm-up outside the measurement. */
-async function measure(mode: QuotaDropMode, table: LimiterTable, spec: RateLimitSpec, allowed: number[], o: ModeOptions): Promise<Measured> {
+async function measure(
+  mode: QuotaDropMode,
+  table: LimiterTable,
+  spec: RateLimitSpec,
+  allowed: number[],
+  o: ModeOptions,
+): Promise<Measured> {
   const key = `bench-quota-drop-${mode}`;
   const { adaptive, limiters } = fleet(mode, table, spec, o);
   const provider = await startQuotaProviderProcess({ allowedPerWindow: o.allowedPerWindow, windowMs: o.windowMs });
@@ -386,7 +392,13 @@ export function outsideStormsFigures(
   };
 }
 
-async function runMode(mode: QuotaDropMode, table: LimiterTable, spec: RateLimitSpec, allowed: number[], o: ModeOptions): Promise<QuotaDropModeReport> {
+async function runMode(
+  mode: QuotaDropMode,
+  table: LimiterTable,
+  spec: RateLimitSpec,
+  allowed: number[],
+  o: ModeOptions,
+): Promise<QuotaDropModeReport> {
   const { log, run, startAt, sampled } = await measure(mode, table, spec, allowed, o);
   const endAt = startAt + allowed.length * o.windowMs;
   const inRun = (t: number) => t >= startAt && t < endAt;

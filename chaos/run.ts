@@ -256,10 +256,7 @@ export function chaosJobResources(
 }
 
 /** What the stack gives a job's admission queue: its visibility margin over the producer's timeout, and its receives. */
-export function templateAdmission(
-  template: CloudFormationTemplate,
-  jobName: string,
-): { visibilityMarginSeconds: number; maxReceiveCount: number } {
+export function templateAdmission(template: CloudFormationTemplate, jobName: string): { visibilityMarginSeconds: number; maxReceiveCount: number } {
   const { producer, admissionQueue } = chaosJobResources(template, jobName);
   const policy = admissionQueue.Properties.RedrivePolicy as { maxReceiveCount?: number } | undefined;
   return { visibilityMarginSeconds: Number(admissionQueue.Properties.VisibilityTimeout) - Number(producer.Properties.Timeout), maxReceiveCount: Number(policy?.maxReceiveCount) };
@@ -270,10 +267,7 @@ export function templateAdmission(
  * producer timeout with the admission queue's visibility and receives to match, no batching wait. The rate and the
  * horizon are the job's settings (retimeSettings).
  */
-export function retimeTemplate(
-  template: CloudFormationTemplate,
-  o: { job: string; consumerTimeoutSeconds: number; admission: AdmissionTiming },
-): CloudFormationTemplate {
+export function retimeTemplate(template: CloudFormationTemplate, o: { job: string; consumerTimeoutSeconds: number; admission: AdmissionTiming }): CloudFormationTemplate {
   const copy = structuredClone(template);
   const job = chaosJobResources(copy, o.job);
   job.consumer.Properties.Timeout = o.consumerTimeoutSeconds;
@@ -288,10 +282,7 @@ export function retimeTemplate(
 }
 
 /** The job's JOB_SETTINGS for the run: the rate, per minute, and the admission horizon (its producer and consumer get the same). */
-export function retimeSettings(
-  settings: JobRuntimeSettings,
-  o: { ratePerMinute: number; horizonSeconds: number },
-): JobRuntimeSettings {
+export function retimeSettings(settings: JobRuntimeSettings, o: { ratePerMinute: number; horizonSeconds: number }): JobRuntimeSettings {
   return {
     ...settings,
     rateLimit: { ...settings.rateLimit, startsPerInterval: o.ratePerMinute, intervalSeconds: 60 },
@@ -336,11 +327,7 @@ function withDefaults<T extends object>(defaults: T, given: Partial<T>): T {
  * step's receives, each one visibility timeout apart, and two more for the killed steps. It only stops a run that
  * would never settle.
  */
-export function defaultTimeoutSeconds(
-  ops: number,
-  ratePerMinute: number,
-  admission: { visibilitySeconds: number; maxReceiveCount: number },
-): number {
+export function defaultTimeoutSeconds(ops: number, ratePerMinute: number, admission: { visibilitySeconds: number; maxReceiveCount: number }): number {
   return Math.max(900, Math.ceil((4 * ops * 60) / ratePerMinute)) + (admission.maxReceiveCount + 2) * admission.visibilitySeconds;
 }
 
@@ -822,11 +809,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
  * would hold: the functions' EMF lines, every queue's depth). A failure to build them is reported in the result and
  * said on the log; it never costs the run its verdict.
  */
-function runCharts(
-  session: LocalSession,
-  job: CompleteJob,
-  o: { fromMs: number; stormSpans: Span[]; say: (line: string) => void },
-): Pick<ChaosResult, 'charts' | 'chartsError'> {
+function runCharts(session: LocalSession, job: CompleteJob, o: { fromMs: number; stormSpans: Span[]; say: (line: string) => void }): Pick<ChaosResult, 'charts' | 'chartsError'> {
   try {
     const queueName = (url: string) => session.stack.plan.queues.find((q) => q.url === url)?.name;
     const arrivals = job.downstream?.arrivals;

@@ -193,132 +193,156 @@ const pacingNote = (r: BenchReport) => {
 };
 const f = (n: number, digits = 2) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
-/** The report as Markdown-friendly tables (what the README's Performance section shows). */
-export function formatBench(r: BenchReport): string {
+/** The producer part: batched against naive sends, and what that means on AWS. */
+function formatProducer(p: NonNullable<BenchReport['producer']>): string[] {
   const out: string[] = [];
-  if (r.producer) {
-    const p = r.producer;
-    out.push(`Producer throughput (${p.operations.toLocaleString('en-US')} operations into local SQS)`);
-    out.push(formatTable(['design', 'calls', 'messages/s'], [
-      ['batched (SendMessageBatch x10, 5 in flight)', p.batchedCalls, f(p.batchedPerSec, 0)],
-      ['naive (SendMessage per op, 5 in flight)', p.naiveCalls, f(p.naivePerSec, 0)],
-      ['ratio batched/naive', '', `${f(p.ratio)}x`],
-    ]));
-    const j = p.projection;
-    out.push(
-      `Projection for ${j.operations.toLocaleString('en-US')} operations on AWS at ${j.callLatencyMs} ms per send call, ${j.parallelCalls} calls in flight: ` +
-        `batched ${f(j.batched.seconds, 0)} s (${j.batched.invocations} invocation(s) of 900 s less the 30% reserve), naive ${f(j.naive.seconds, 0)} s ` +
-        `(${j.naive.invocations} invocations). One invocation publishes about ${j.batchedPagesPerInvocation} pages before continuing; ` +
-        `maxPagesPerRun caps a run at ${j.operationsPerRunAtPageLimit.toLocaleString('en-US')} operations.`,
-    );
-    out.push('');
-  }
-  if (r.perJob && r.costPerMillionUsd) {
-    const b = r.perJob;
-    const n = b.naive;
-    const c = r.costPerMillionUsd;
-    const goal = (m: string) => {
-      const g = b.goals.find((x) => x.metric === m);
-      return g ? `<= ${g.goal}: ${g.met ? 'met' : 'NOT met'}` : '';
-    };
-    const realRate = b.lambdaGbSecondsAtRealRate !== undefined && Math.abs(b.lambdaGbSecondsAtRealRate - b.lambdaGbSeconds) > 1e-9;
-    out.push(`AWS requests per job (local run of every job, ${r.counts?.jobs ?? 0} jobs, ${pacingNote(r)})`);
-    out.push(formatTable(['per job', 'batched', 'naive', 'goal'], [
-      ['SQS requests (send + receive + delete + depth)', f(b.sqsRequests, 3), f(n.sqsRequests, 3), goal('sqsRequests')],
-      ['  idle polls, apart', f(b.sqsIdlePolls, 3), '', ''],
-      ['DynamoDB write units (overhead)', f(b.dynamoWriteUnits, 3), f(n.dynamoWriteUnits, 3), goal('dynamoWriteUnits')],
-      ['DynamoDB read units (overhead)', f(b.dynamoReadUnits, 3), f(n.dynamoReadUnits, 3), ''],
-      ['  business write / read units, apart', `${f(b.businessWriteUnits, 3)} / ${f(b.businessReadUnits, 3)}`, '', ''],
-      ['Lambda invocations', f(b.lambdaInvocations, 3), f(n.lambdaInvocations, 3), goal('lambdaInvocations')],
-      ['Lambda GB-s (as run)', f(b.lambdaGbSeconds, 4), f(n.lambdaGbSeconds, 4), ''],
-      ...(realRate ? [['Lambda GB-s at the configured rates (est.)', f(b.lambdaGbSecondsAtRealRate!, 4), '', '']] : []),
-      ['deliveries (1 = no deferral)', f(b.deliveries, 3), '', ''],
-      [`cost per 1M jobs, USD (us-east-1, ${c.architecture}, GB-s as run)`, f(c.batched), f(c.naive), ''],
-      ...(realRate && c.batchedAtRealRate !== undefined ? [['cost per 1M jobs, USD, GB-s at the configured rates (est.)', f(c.batchedAtRealRate), '', '']] : []),
-    ]));
-    out.push('');
-  }
-  if (r.localRun) {
-    const l = r.localRun;
-    out.push(`Local run per job (${pacingNote(r)})`);
-    out.push(formatTable(['job', 'rate, starts/interval', 'run at', 'time scale', 'jobs', 'deliveries/job', 'invocations/job', 'GB-s/job as run', 'GB-s/job at its rate (est.)', 'DLQ', 'seconds'], Object.entries(l.jobs).map(([name, j]) => {
-      const per = (x: number) => x / Math.max(1, j.operations);
-      return [
-        name,
-        j.pacing ? `${j.pacing.startsPerInterval}/${j.pacing.configuredIntervalSeconds} s` : 'pacing off',
-        j.pacing ? `${j.pacing.startsPerInterval}/${j.pacing.runIntervalSeconds} s` : '-',
-        j.pacing ? `x${f(j.pacing.timeScale, 2)}` : '-',
-        j.operations,
-        f(per(j.deliveries), 3),
-        f(per(j.invocations.producer + j.invocations.consumer), 3),
-        f(per(j.gbSeconds), 4),
-        j.gbSecondsAtRealRate === undefined ? 'not estimated' : f(per(j.gbSecondsAtRealRate), 4),
-        j.deadLettered,
-        f(j.seconds, 1),
-      ];
-    })));
-    for (const [name, j] of Object.entries(l.jobs)) if (j.pacing && j.pacing.timeScale !== 1) out.push(`${name}: ${describeScale(j.pacing)}`);
-    out.push('');
-    out.push('Requests and effects per job, by job (each job\'s own queues, functions and DynamoDB requests; effects as its fixture reads them)');
-    const goal = (j: JobRunFigures, m: keyof typeof PER_JOB_GOALS, digits: number) => {
-      const g = j.goals.find((x) => x.metric === m);
-      return `${f(j.perJob[m], digits)}${g && !g.met ? ' (NOT met)' : ''}`;
-    };
+  out.push(`Producer throughput (${p.operations.toLocaleString('en-US')} operations into local SQS)`);
+  out.push(formatTable(['design', 'calls', 'messages/s'], [
+    ['batched (SendMessageBatch x10, 5 in flight)', p.batchedCalls, f(p.batchedPerSec, 0)],
+    ['naive (SendMessage per op, 5 in flight)', p.naiveCalls, f(p.naivePerSec, 0)],
+    ['ratio batched/naive', '', `${f(p.ratio)}x`],
+  ]));
+  const j = p.projection;
+  out.push(
+    `Projection for ${j.operations.toLocaleString('en-US')} operations on AWS at ${j.callLatencyMs} ms per send call, ${j.parallelCalls} calls in flight: ` +
+      `batched ${f(j.batched.seconds, 0)} s (${j.batched.invocations} invocation(s) of 900 s less the 30% reserve), naive ${f(j.naive.seconds, 0)} s ` +
+      `(${j.naive.invocations} invocations). One invocation publishes about ${j.batchedPagesPerInvocation} pages before continuing; ` +
+      `maxPagesPerRun caps a run at ${j.operationsPerRunAtPageLimit.toLocaleString('en-US')} operations.`,
+  );
+  out.push('');
+  return out;
+}
+
+/** AWS requests per job, batched against naive, with the goals and the cost per million. */
+function formatRequestsPerJob(
+  r: BenchReport,
+  b: NonNullable<BenchReport['perJob']>,
+  c: NonNullable<BenchReport['costPerMillionUsd']>,
+): string[] {
+  const out: string[] = [];
+  const n = b.naive;
+  const goal = (m: string) => {
+    const g = b.goals.find((x) => x.metric === m);
+    return g ? `<= ${g.goal}: ${g.met ? 'met' : 'NOT met'}` : '';
+  };
+  const realRate = b.lambdaGbSecondsAtRealRate !== undefined && Math.abs(b.lambdaGbSecondsAtRealRate - b.lambdaGbSeconds) > 1e-9;
+  out.push(`AWS requests per job (local run of every job, ${r.counts?.jobs ?? 0} jobs, ${pacingNote(r)})`);
+  out.push(formatTable(['per job', 'batched', 'naive', 'goal'], [
+    ['SQS requests (send + receive + delete + depth)', f(b.sqsRequests, 3), f(n.sqsRequests, 3), goal('sqsRequests')],
+    ['  idle polls, apart', f(b.sqsIdlePolls, 3), '', ''],
+    ['DynamoDB write units (overhead)', f(b.dynamoWriteUnits, 3), f(n.dynamoWriteUnits, 3), goal('dynamoWriteUnits')],
+    ['DynamoDB read units (overhead)', f(b.dynamoReadUnits, 3), f(n.dynamoReadUnits, 3), ''],
+    ['  business write / read units, apart', `${f(b.businessWriteUnits, 3)} / ${f(b.businessReadUnits, 3)}`, '', ''],
+    ['Lambda invocations', f(b.lambdaInvocations, 3), f(n.lambdaInvocations, 3), goal('lambdaInvocations')],
+    ['Lambda GB-s (as run)', f(b.lambdaGbSeconds, 4), f(n.lambdaGbSeconds, 4), ''],
+    ...(realRate ? [['Lambda GB-s at the configured rates (est.)', f(b.lambdaGbSecondsAtRealRate!, 4), '', '']] : []),
+    ['deliveries (1 = no deferral)', f(b.deliveries, 3), '', ''],
+    [`cost per 1M jobs, USD (us-east-1, ${c.architecture}, GB-s as run)`, f(c.batched), f(c.naive), ''],
+    ...(realRate && c.batchedAtRealRate !== undefined ? [['cost per 1M jobs, USD, GB-s at the configured rates (est.)', f(c.batchedAtRealRate), '', '']] : []),
+  ]));
+  out.push('');
+  return out;
+}
+
+/** The local run, job by job: its pacing and figures, its requests and effects, and its limiter. */
+function formatLocalRun(r: BenchReport, l: NonNullable<BenchReport['localRun']>): string[] {
+  const out: string[] = [];
+  out.push(`Local run per job (${pacingNote(r)})`);
+  out.push(formatTable(['job', 'rate, starts/interval', 'run at', 'time scale', 'jobs', 'deliveries/job', 'invocations/job', 'GB-s/job as run', 'GB-s/job at its rate (est.)', 'DLQ', 'seconds'], Object.entries(l.jobs).map(([name, j]) => {
+    const per = (x: number) => x / Math.max(1, j.operations);
+    return [
+      name,
+      j.pacing ? `${j.pacing.startsPerInterval}/${j.pacing.configuredIntervalSeconds} s` : 'pacing off',
+      j.pacing ? `${j.pacing.startsPerInterval}/${j.pacing.runIntervalSeconds} s` : '-',
+      j.pacing ? `x${f(j.pacing.timeScale, 2)}` : '-',
+      j.operations,
+      f(per(j.deliveries), 3),
+      f(per(j.invocations.producer + j.invocations.consumer), 3),
+      f(per(j.gbSeconds), 4),
+      j.gbSecondsAtRealRate === undefined ? 'not estimated' : f(per(j.gbSecondsAtRealRate), 4),
+      j.deadLettered,
+      f(j.seconds, 1),
+    ];
+  })));
+  for (const [name, j] of Object.entries(l.jobs)) if (j.pacing && j.pacing.timeScale !== 1) out.push(`${name}: ${describeScale(j.pacing)}`);
+  out.push('');
+  out.push('Requests and effects per job, by job (each job\'s own queues, functions and DynamoDB requests; effects as its fixture reads them)');
+  const goal = (j: JobRunFigures, m: keyof typeof PER_JOB_GOALS, digits: number) => {
+    const g = j.goals.find((x) => x.metric === m);
+    return `${f(j.perJob[m], digits)}${g && !g.met ? ' (NOT met)' : ''}`;
+  };
+  out.push(formatTable(
+    ['job', `SQS requests (<= ${PER_JOB_GOALS.sqsRequests})`, `write units (<= ${PER_JOB_GOALS.dynamoWriteUnits})`, `invocations (<= ${PER_JOB_GOALS.lambdaInvocations})`, 'deliveries', 'applied exactly once', 'missing / repeated / unexpected', 'most starts in any interval (allowed)'],
+    Object.entries(l.jobs).map(([name, j]) => [
+      name,
+      goal(j, 'sqsRequests', 3),
+      goal(j, 'dynamoWriteUnits', 3),
+      goal(j, 'lambdaInvocations', 3),
+      f(j.perJob.deliveries, 3),
+      `${j.effects.exactlyOnce} of ${j.effects.expected}${j.unit ? ` ${j.unit}` : ''}${j.effectsSource === 'pipeline' ? ' (pipeline\'s record)' : ''}`,
+      `${j.effects.missing} / ${j.effects.repeated} / ${j.effects.unexpected}`,
+      j.maxStartsInAnyInterval === undefined || !j.pacing ? '-' : `${j.maxStartsInAnyInterval} (${j.pacing.startsPerInterval}) per ${j.pacing.runIntervalSeconds} s`,
+    ]),
+  ));
+  out.push('');
+  const paced = Object.entries(l.jobs).filter(([, j]) => j.pacing && j.limiter);
+  if (paced.length > 0) {
+    out.push('The limiter, by job: the slots item per consumer invocation (the block, its refills, lost races), and every limiter item in total');
+    const kinds = (j: JobRunFigures) =>
+      Object.entries(j.limiter?.byKind ?? {}).map(([k, v]) => `${k} ${v.writes}w/${v.lostRaces}l/${v.reads}r`).join(', ') || '-';
     out.push(formatTable(
-      ['job', `SQS requests (<= ${PER_JOB_GOALS.sqsRequests})`, `write units (<= ${PER_JOB_GOALS.dynamoWriteUnits})`, `invocations (<= ${PER_JOB_GOALS.lambdaInvocations})`, 'deliveries', 'applied exactly once', 'missing / repeated / unexpected', 'most starts in any interval (allowed)'],
-      Object.entries(l.jobs).map(([name, j]) => [
-        name,
-        goal(j, 'sqsRequests', 3),
-        goal(j, 'dynamoWriteUnits', 3),
-        goal(j, 'lambdaInvocations', 3),
-        f(j.perJob.deliveries, 3),
-        `${j.effects.exactlyOnce} of ${j.effects.expected}${j.unit ? ` ${j.unit}` : ''}${j.effectsSource === 'pipeline' ? ' (pipeline\'s record)' : ''}`,
-        `${j.effects.missing} / ${j.effects.repeated} / ${j.effects.unexpected}`,
-        j.maxStartsInAnyInterval === undefined || !j.pacing ? '-' : `${j.maxStartsInAnyInterval} (${j.pacing.startsPerInterval}) per ${j.pacing.runIntervalSeconds} s`,
-      ]),
+      ['job', 'consumer invocations', 'slot writes / invocation (<= 1)', 'lost races / invocation', 'slot reads / invocation', 'all items: writes / lost / reads'],
+      paced.map(([name, j]) => {
+        const lim = j.limiter as NonNullable<JobRunFigures['limiter']>;
+        return [name, lim.consumerInvocations, f(lim.slotsPerInvocation.writes, 3), f(lim.slotsPerInvocation.lostRaces, 3), f(lim.slotsPerInvocation.reads, 3), kinds(j)];
+      }),
     ));
     out.push('');
-    const paced = Object.entries(l.jobs).filter(([, j]) => j.pacing && j.limiter);
-    if (paced.length > 0) {
-      out.push('The limiter, by job: the slots item per consumer invocation (the block, its refills, lost races), and every limiter item in total');
-      const kinds = (j: JobRunFigures) =>
-        Object.entries(j.limiter?.byKind ?? {}).map(([k, v]) => `${k} ${v.writes}w/${v.lostRaces}l/${v.reads}r`).join(', ') || '-';
-      out.push(formatTable(
-        ['job', 'consumer invocations', 'slot writes / invocation (<= 1)', 'lost races / invocation', 'slot reads / invocation', 'all items: writes / lost / reads'],
-        paced.map(([name, j]) => {
-          const lim = j.limiter as NonNullable<JobRunFigures['limiter']>;
-          return [name, lim.consumerInvocations, f(lim.slotsPerInvocation.writes, 3), f(lim.slotsPerInvocation.lostRaces, 3), f(lim.slotsPerInvocation.reads, 3), kinds(j)];
-        }),
-      ));
-      out.push('');
-    }
   }
-  if (r.bundles) {
-    out.push('Cold start (bundles from the cloud assembly; fresh node process, median)');
-    out.push(formatTable(['handler', 'bytes', 'layer bytes (once per stack)', 'init ms', 'of which SDK alone', 'unbundled init ms', 'unbundled/bundled', 'goals (<250 KB, <100 ms)'], Object.entries(r.bundles).map(([k, b]) => [
-      k, b.bytes.toLocaleString('en-US'), b.layerBytes.toLocaleString('en-US'), f(b.initMsMedian, 1), f(b.sdkInitMsMedian, 1), f(b.unbundledInitMsMedian, 1), `${f(b.unbundledRatio)}x`, `${b.meetsSizeGoal ? 'size met' : 'size NOT met'}, ${b.meetsInitGoal ? 'init met' : 'init NOT met'}`,
-    ])));
-    out.push('');
+  return out;
+}
+
+/** The cold-start part: each handler's bundle and its init time. */
+function formatBundles(bundles: NonNullable<BenchReport['bundles']>): string[] {
+  const out: string[] = [];
+  out.push('Cold start (bundles from the cloud assembly; fresh node process, median)');
+  out.push(formatTable(['handler', 'bytes', 'layer bytes (once per stack)', 'init ms', 'of which SDK alone', 'unbundled init ms', 'unbundled/bundled', 'goals (<250 KB, <100 ms)'], Object.entries(bundles).map(([k, b]) => [
+    k, b.bytes.toLocaleString('en-US'), b.layerBytes.toLocaleString('en-US'), f(b.initMsMedian, 1), f(b.sdkInitMsMedian, 1), f(b.unbundledInitMsMedian, 1), `${f(b.unbundledRatio)}x`, `${b.meetsSizeGoal ? 'size met' : 'size NOT met'}, ${b.meetsInitGoal ? 'init met' : 'init NOT met'}`,
+  ])));
+  out.push('');
+  return out;
+}
+
+/** The end-to-end part: the pipeline against the emulators' own ceiling, and its CPU. */
+function formatE2e(r: BenchReport, e: NonNullable<BenchReport['e2e']>): string[] {
+  const out: string[] = [];
+  out.push(`Local end-to-end (${pacingNote(r)}) vs the emulators measured directly`);
+  out.push(formatTable(['measure', 'per second'], [
+    [`pipeline jobs/s (${e.jobs} jobs, ${e.deliveries} deliveries, ${f(e.seconds, 1)} s)`, f(e.jobsPerSec, 1)],
+    ['emulator ceiling (jobs/s bound)', f(e.emulatorCeilingPerSec, 1)],
+    ['  SQS receive + delete, messages/s', f(e.ceiling.sqsReceiveDeletePerSec, 0)],
+    ['  DynamoDB conditional writes/s', f(e.ceiling.dynamoConditionalWritesPerSec, 0)],
+  ]));
+  if (e.cpu) {
+    const perJob = (s: number) => `${f((s * 1000) / Math.max(1, e.jobs), 1)} ms`;
+    out.push(`CPU per job over the measured cycle (${f(e.cpu.wallSeconds, 1)} s on ${e.cpu.cores} cores): runtime ${perJob(e.cpu.runtime)}, ` +
+      `functions ${perJob(Object.values(e.cpu.functions).reduce((a, b) => a + b, 0))}, ` +
+      `${Object.entries(e.cpu.others).map(([k, v]) => `${k} ${perJob(v)}`).join(', ') || 'no other process'}; all ${perJob(e.cpu.total)}`);
   }
-  if (r.e2e) {
-    const e = r.e2e;
-    out.push(`Local end-to-end (${pacingNote(r)}) vs the emulators measured directly`);
-    out.push(formatTable(['measure', 'per second'], [
-      [`pipeline jobs/s (${e.jobs} jobs, ${e.deliveries} deliveries, ${f(e.seconds, 1)} s)`, f(e.jobsPerSec, 1)],
-      ['emulator ceiling (jobs/s bound)', f(e.emulatorCeilingPerSec, 1)],
-      ['  SQS receive + delete, messages/s', f(e.ceiling.sqsReceiveDeletePerSec, 0)],
-      ['  DynamoDB conditional writes/s', f(e.ceiling.dynamoConditionalWritesPerSec, 0)],
-    ]));
-    if (e.cpu) {
-      const perJob = (s: number) => `${f((s * 1000) / Math.max(1, e.jobs), 1)} ms`;
-      out.push(`CPU per job over the measured cycle (${f(e.cpu.wallSeconds, 1)} s on ${e.cpu.cores} cores): runtime ${perJob(e.cpu.runtime)}, ` +
-        `functions ${perJob(Object.values(e.cpu.functions).reduce((a, b) => a + b, 0))}, ` +
-        `${Object.entries(e.cpu.others).map(([k, v]) => `${k} ${perJob(v)}`).join(', ') || 'no other process'}; all ${perJob(e.cpu.total)}`);
-    }
-    out.push('');
-  }
-  if (r.backlog) out.push(formatBacklog(r.backlog));
-  return out.join('\n');
+  out.push('');
+  return out;
+}
+
+/** The report as Markdown-friendly tables (what the README's Performance section shows). */
+export function formatBench(r: BenchReport): string {
+  return [
+    ...(r.producer ? formatProducer(r.producer) : []),
+    ...(r.perJob && r.costPerMillionUsd ? formatRequestsPerJob(r, r.perJob, r.costPerMillionUsd) : []),
+    ...(r.localRun ? formatLocalRun(r, r.localRun) : []),
+    ...(r.bundles ? formatBundles(r.bundles) : []),
+    ...(r.e2e ? formatE2e(r, r.e2e) : []),
+    ...(r.backlog ? [formatBacklog(r.backlog)] : []),
+  ].join('\n');
 }
 
 /** The backlog part: the design at two lengths and the design before admission, per job. */

@@ -19,9 +19,9 @@ import type { AdaptiveRateOptions } from '../lambda/core/pacing/adaptiveRate';
 import type { RateLimitSpec } from '../lambda/core/pacing/gcra';
 import { maxInAnyWindow } from '../lambda/core/pacing/slidingWindow';
 import { sleepUntil } from '../lambda/core/pacing/sleep';
-import { Backlog, LanesOption, lanesFor, LEAD_MS, LimiterRequests, limiterInstance, newRun, now, send, startLimiterTable, withDefaults, type LimiterTable } from './pacingFleet';
+import { Backlog, LanesOption, lanesFor, LEAD_MS, LimiterRequests, limiterInstance, newRun, now, type Run, send, startLimiterTable, withDefaults, type LimiterTable } from './pacingFleet';
 import { Prng } from '../chaos/prng';
-import { startQuotaProviderProcess } from './quotaProviderProcess';
+import { type ProviderLog, startQuotaProviderProcess } from './quotaProviderProcess';
 
 /** A stretch of the schedule: `windows` windows at `share` of the configured allowance. */
 export interface QuotaPhase {
@@ -270,14 +270,40 @@ function goalsMet(m: QuotaDropModeReport): Record<keyof QuotaDropGoals, boolean>
 
 type ModeOptions = typeof QUOTA_DROP_DEFAULTS & Pick<QuotaDropOptions, 'adaptive' | 'refreshMs'> & { maxWaitMs: number; storms: StormSpan[] };
 
-async function runMode(mode: QuotaDropMode, table: LimiterTable, spec: RateLimitSpec, allowed: number[], o: ModeOptions): Promise<QuotaDropModeReport> {
-  const { client, tableName, counter } = table;
-  const key = `bench-quota-drop-${mode}`;
+/** The fleet for one mode: adaptive limiters (each its own copy of the shared rate) or fixed ones, one per instance. */
+function fleet(mode: QuotaDropMode, table: LimiterTable, spec: RateLimitSpec, o: ModeOptions) {
+  const { client, tableName } = table;
   const lanes = lanesFor(o.lanes, spec);
-  const adaptive = mode === 'adaptive'
-    ? Array.from({ length: o.instances }, () => new AdaptiveDynamoDbRateLimiter({ tableName, client, limits: spec, leadMs: LEAD_MS, lanes, adaptive: o.adaptive, refreshMs: o.refreshMs }))
-    : undefined;
-  const limiters: RateLimiter[] = adaptive ?? Array.from({ length: o.instances }, () => new DynamoDbRateLimiter({ tableName, client, limits: spec, leadMs: LEAD_MS, lanes }));
+  const adaptive =
+    mode === 'adaptive'
+      ? Array.from(
+          { length: o.instances },
+          () => new AdaptiveDynamoDbRateLimiter({ tableName, client, limits: spec, leadMs: LEAD_MS, lanes, adaptive: o.adaptive, refreshMs: o.refreshMs }),
+        )
+      : undefined;
+  const limiters: RateLimiter[] =
+    adaptive ?? Array.from({ length: o.instances }, () => new DynamoDbRateLimiter({ tableName, client, limits: spec, leadMs: LEAD_MS, lanes }));
+  return { adaptive, limiters };
+}
+
+/** What one mode's run saw: the provider's log, the fleet's run, when the schedule started, and the sampled rates. */
+interface Measured {
+  log: ProviderLog;
+  run: Run;
+  startAt: number;
+  sampled: number[];
+}
+
+/** Runs the fleet against the provider's schedule, after a warm-up outside the measurement. */
+async function measure(
+  mode: QuotaDropMode,
+  table: LimiterTable,
+  spec: RateLimitSpec,
+  allowed: number[],
+  o: ModeOptions,
+): Promise<Measured> {
+  const key = `bench-quota-drop-${mode}`;
+  const { adaptive, limiters } = fleet(mode, table, spec, o);
   const provider = await startQuotaProviderProcess({ allowedPerWindow: o.allowedPerWindow, windowMs: o.windowMs });
   // Never starved: more than the whole schedule can accept, so every window has work waiting.
   const backlog = new Backlog(allowed.reduce((a, b) => a + b, 0) + 2 * o.allowedPerWindow + o.instances * o.batchSize);
@@ -299,7 +325,7 @@ async function runMode(mode: QuotaDropMode, table: LimiterTable, spec: RateLimit
     await provider.schedule(scheduleSteps(allowed, o.windowMs, o.storms).map((step) => ({ ...step, atMs: startAt + step.atMs })));
     run = newRun(backlog, provider.url, startAt + allowed.length * o.windowMs, key);
     await sleepUntil(startAt, now);
-    counter.start();
+    table.counter.start();
     const sampling = (async () => {
       for (let k = 0; k < allowed.length; k++) {
         await sleepUntil(startAt + (k + 1) * o.windowMs - 1, now);
@@ -316,11 +342,69 @@ async function runMode(mode: QuotaDropMode, table: LimiterTable, spec: RateLimit
     backlog.dispose();
     log = await provider.finish();
   }
+  return { log, run, startAt, sampled };
+}
+
+/** Each phase's starts, 429s and utilization, from the windows in order (the phases cover them all). */
+export function phaseSummaries(windows: QuotaWindow[], phases: readonly { windows: number }[]): PhaseSummary[] {
+  let fromWindow = 0;
+  return phases.map((p): PhaseSummary => {
+    const slice = windows.slice(fromWindow, fromWindow + p.windows);
+    const sum = (f: (w: QuotaWindow) => number) => slice.reduce((a, w) => a + f(w), 0);
+    const [phaseStarts, phaseThrottled, phaseAllowed] = [sum((w) => w.starts), sum((w) => w.throttled), sum((w) => w.allowed)];
+    const summary = {
+      fromWindow,
+      windows: p.windows,
+      allowedPerWindow: slice[0].allowed,
+      starts: phaseStarts,
+      throttled: phaseThrottled,
+      utilization: round(phaseStarts / phaseAllowed, 4),
+      throttledShare: phaseStarts + phaseThrottled === 0 ? 0 : round(phaseThrottled / (phaseStarts + phaseThrottled), 4),
+    };
+    fromWindow += p.windows;
+    return summary;
+  });
+}
+
+/**
+ * Utilization over the time outside the storms: the starts accepted then (`accepted`, ms from the schedule's start)
+ * against the true allowance over that time, window by window.
+ */
+export function outsideStormsFigures(
+  allowed: readonly number[],
+  accepted: readonly number[],
+  windowMs: number,
+  storms: readonly StormSpan[],
+): NonNullable<QuotaDropModeReport['outsideStorms']> {
+  const inStorm = (t: number) => storms.some((st) => t >= st.fromMs && t < st.toMs);
+  let allowedOutside = 0;
+  allowed.forEach((a, k) => {
+    const [from, to] = [k * windowMs, (k + 1) * windowMs];
+    const stormMs = storms.reduce((sum, st) => sum + Math.max(0, Math.min(to, st.toMs) - Math.max(from, st.fromMs)), 0);
+    allowedOutside += (a * (windowMs - stormMs)) / windowMs;
+  });
+  const acceptedOutside = accepted.filter((t) => !inStorm(t)).length;
+  return {
+    utilization: round(acceptedOutside / allowedOutside, 4),
+    stormMs: storms.reduce((sum, st) => sum + st.toMs - st.fromMs, 0),
+    accepted: acceptedOutside,
+    allowed: Math.round(allowedOutside),
+  };
+}
+
+async function runMode(
+  mode: QuotaDropMode,
+  table: LimiterTable,
+  spec: RateLimitSpec,
+  allowed: number[],
+  o: ModeOptions,
+): Promise<QuotaDropModeReport> {
+  const { log, run, startAt, sampled } = await measure(mode, table, spec, allowed, o);
   const endAt = startAt + allowed.length * o.windowMs;
   const inRun = (t: number) => t >= startAt && t < endAt;
   const arrivals = log.arrivals.filter(inRun);
   const accepted = log.accepted.filter(inRun);
-  const dynamodb = counter.stop(arrivals.length, mode === 'adaptive');
+  const dynamodb = table.counter.stop(arrivals.length, mode === 'adaptive');
   const perWindow = (times: number[]) => {
     const counts = allowed.map(() => 0);
     for (const t of times) counts[Math.floor((t - startAt) / o.windowMs)]++;
@@ -337,42 +421,9 @@ async function runMode(mode: QuotaDropMode, table: LimiterTable, spec: RateLimit
     rate: sampled[k] ?? o.allowedPerWindow,
   }));
   const rates = [o.allowedPerWindow, ...changes.map((c) => c.to), ...sampled];
-  let fromWindow = 0;
-  const phases = o.phases.map((p): PhaseSummary => {
-    const slice = windows.slice(fromWindow, fromWindow + p.windows);
-    const sum = (f: (w: QuotaWindow) => number) => slice.reduce((a, w) => a + f(w), 0);
-    const [phaseStarts, phaseThrottled, phaseAllowed] = [sum((w) => w.starts), sum((w) => w.throttled), sum((w) => w.allowed)];
-    const summary = {
-      fromWindow,
-      windows: p.windows,
-      allowedPerWindow: slice[0].allowed,
-      starts: phaseStarts,
-      throttled: phaseThrottled,
-      utilization: round(phaseStarts / phaseAllowed, 4),
-      throttledShare: phaseStarts + phaseThrottled === 0 ? 0 : round(phaseThrottled / (phaseStarts + phaseThrottled), 4),
-    };
-    fromWindow += p.windows;
-    return summary;
-  });
   const throttled = arrivals.length - accepted.length;
-  const inStorm = (t: number) => o.storms.some((st) => t - startAt >= st.fromMs && t - startAt < st.toMs);
-  let outsideStorms: QuotaDropModeReport['outsideStorms'];
-  if (o.storms.length > 0) {
-    // The true allowance over the time outside storms, window by window.
-    let allowedOutside = 0;
-    allowed.forEach((a, k) => {
-      const [from, to] = [k * o.windowMs, (k + 1) * o.windowMs];
-      const stormMs = o.storms.reduce((sum, st) => sum + Math.max(0, Math.min(to, st.toMs) - Math.max(from, st.fromMs)), 0);
-      allowedOutside += (a * (o.windowMs - stormMs)) / o.windowMs;
-    });
-    const acceptedOutside = accepted.filter((t) => !inStorm(t)).length;
-    outsideStorms = {
-      utilization: round(acceptedOutside / allowedOutside, 4),
-      stormMs: o.storms.reduce((sum, st) => sum + st.toMs - st.fromMs, 0),
-      accepted: acceptedOutside,
-      allowed: Math.round(allowedOutside),
-    };
-  }
+  const outsideStorms =
+    o.storms.length > 0 ? outsideStormsFigures(allowed, accepted.map((t) => t - startAt), o.windowMs, o.storms) : undefined;
   return {
     configuredPerWindow: o.allowedPerWindow,
     utilization: round(accepted.length / allowed.reduce((a, b) => a + b, 0), 4),
@@ -388,7 +439,7 @@ async function runMode(mode: QuotaDropMode, table: LimiterTable, spec: RateLimit
     finalRate: sampled[sampled.length - 1] ?? o.allowedPerWindow,
     rateChanges: changes,
     dynamodb,
-    phases,
+    phases: phaseSummaries(windows, o.phases),
     ...(outsideStorms ? { outsideStorms } : {}),
     windows,
   };

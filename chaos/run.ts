@@ -9,15 +9,15 @@ import { join, relative, resolve } from 'node:path';
 import { SendMessageCommand, StartMessageMoveTaskCommand } from '@aws-sdk/client-sqs';
 import { LocalSession, type JobState, type SessionJob } from '../local/session';
 import { waitFor, WaitTimeoutError } from '../local/waitFor';
-import { fixturePath, loadFixture, type DownstreamFault, type DownstreamFaultPolicy, type JobFixture } from '../local/fixture';
+import { fixturePath, loadFixture, type JobFixture, type SeededDemo } from '../local/fixture';
 import type { CloudFormationTemplate } from '../local/template';
 import { jobViews, previewPlan } from '../local/jobs';
 import { JOB_ENTRY_METADATA, SQS_MAX_MESSAGE_BYTES, type JobRuntimeSettings } from '../lambda/core/constants';
 import { parseMessage } from '../lambda/core/message';
 import { batchIdOf, LedgerItemKind } from '../lambda/core/ledgerContract';
-import { Prng, keyedDraw } from './prng';
-import { DynamoFaultProxy, type DynamoFault } from './dynamoProxy';
-import { S3FaultProxy, type S3Fault } from './s3Proxy';
+import { DynamoFaultProxy } from './dynamoProxy';
+import { ChaosFaults, faultCounters } from './faults';
+import { S3FaultProxy } from './s3Proxy';
 import { checkInvariants, isNonReplayedStart, type LedgerBatch, type Verdict } from './invariants';
 import { pacingFigures, type PacingFigures, type Span } from './pacing';
 import { admissionStepOf, ProducerFaultInjector, producerMessagesByBatch, recoveryStepBody, stoppedChains, type ProducerFaultCounts, type RunLedgerItem } from './producerFaults';
@@ -154,9 +154,6 @@ export interface AdmissionTiming {
 
 /** The producer reserves 20 s of its budget (reserveMs) before each page: below this, steps would publish nothing. */
 export const MIN_PRODUCER_TIMEOUT_SECONDS = 25;
-
-/** Requests of one S3 call a faulted object fails: the SDK's standard retry mode makes 3 attempts. */
-export const S3_FAULTED_ATTEMPTS = 3;
 
 export class ChaosError extends Error {
   constructor(message: string, options?: ErrorOptions) {
@@ -348,25 +345,6 @@ export function dlqOperationOf(fixture: Pick<JobFixture, 'operationKeyOf'>, body
   return parsed.ok ? fixture.operationKeyOf(parsed.message.resource) : undefined;
 }
 
-/** The fault counters of a run, in the report's order: the downstream's only for a job with one, S3's for one with buckets. */
-function faultCounters(job: { downstream: boolean; buckets: boolean }): Record<string, number> {
-  return {
-    duplicatedMessages: 0,
-    duplicateCopies: 0,
-    producerReruns: 0,
-    workerKillsArmed: 0,
-    ...(job.downstream ? { downstreamStormThrottles: 0, downstreamErrors: 0, downstreamRejects: 0, downstreamSlow: 0, downstreamHangsAfterEffect: 0, downstreamDropsBeforeEffect: 0 } : {}),
-    dynamoThrottles: 0,
-    dynamoErrors: 0,
-    dynamoStalls: 0,
-    ...(job.buckets ? { s3SlowDowns: 0, s3Errors: 0 } : {}),
-    lambdaTimeouts: 0,
-    poisonMessages: 0,
-    dlqBeforeRedrive: 0,
-    redriven: 0,
-  };
-}
-
 /** What the template callback decides: the job, its fixture, and the timing the run uses. */
 interface RunPlan {
   job: string;
@@ -376,16 +354,13 @@ interface RunPlan {
   timeoutSeconds: number;
 }
 
-export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
-  const started = Date.now();
-  const say = options.log ?? (() => undefined);
-  const cwd = resolve(options.cwd);
-  const o = withDefaults(CHAOS_DEFAULTS, options);
-  if (o.producerTimeoutSeconds < MIN_PRODUCER_TIMEOUT_SECONDS) {
-    throw new ChaosError(`producerTimeoutSeconds ${o.producerTimeoutSeconds} is below ${MIN_PRODUCER_TIMEOUT_SECONDS}: the producer keeps 20 s in reserve before each page, so its steps would publish nothing`);
-  }
+type RunSettings = typeof CHAOS_DEFAULTS;
 
-  /** Chooses the job in the synthesized template and times the run after it; the session then deploys the result. */
+/**
+ * The template callback: chooses the job in the synthesized template and times the run after it (the session then
+ * deploys the result), and the plan it made.
+ */
+function runPlanner(cwd: string, options: ChaosOptions, o: RunSettings, say: (line: string) => void) {
   let plan: RunPlan | undefined;
   const prepare = (deployed: CloudFormationTemplate): CloudFormationTemplate => {
     const entries = templateJobEntries(deployed);
@@ -412,327 +387,397 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     say(`job ${name} (fixture ${fileOf(name)}${fixture.downstream ? ', with a fake downstream' : ''})`);
     return retimeTemplate(deployed, { job: name, consumerTimeoutSeconds: o.consumerTimeoutSeconds, admission });
   };
+  return { prepare, plan: () => plan };
+}
 
-  const dice = new Prng(options.seed);
-  const dupDice = dice.fork('duplicates');
-  const killDice = dice.fork('kills');
-  const ddbDice = dice.fork('dynamodb');
-  const stallDice = dice.fork('stalls');
-  const planDice = dice.fork('plan');
-  const producerDice = dice.fork('producer');
-  let producerFaults: ProducerFaultInjector | undefined;
-  let faults: Record<string, number> = faultCounters({ downstream: false, buckets: false });
-  let faultsOn = true;
+/** What the session's hooks need of the run, filled in once the session has deployed the job. */
+interface Wiring {
+  plan: () => RunPlan | undefined;
+  faults: ChaosFaults;
+  dynamoEndpoint: string;
+  s3Endpoint: string;
+  queueUrl: string;
+  consumerName: string;
+  producerName: string;
+  producerFaults?: ProducerFaultInjector;
+  session?: LocalSession;
+  /** The injected copies' sends still under way, and those that failed. */
+  pendingSends: Set<Promise<unknown>>;
+  sendErrors: Error[];
+}
 
+/** Re-sends the copies the faults ask for of one published message. */
+function duplicate(w: Wiring, body: string): void {
+  const operationId = operationIdOf(body);
+  const session = w.session;
+  if (!session || operationId === undefined) return;
+  for (const delay of w.faults.duplicates(operationId)) {
+    const sent = session
+      .sqs()
+      .send(new SendMessageCommand({ QueueUrl: w.queueUrl, MessageBody: body, DelaySeconds: delay }))
+      .catch((e: Error) => w.sendErrors.push(e));
+    w.pendingSends.add(sent);
+    void sent.finally(() => w.pendingSends.delete(sent));
+  }
+}
+
+/** The local session's options for a chaos run: the chaos job retimed, its functions through the fault proxies. */
+function sessionOptions(
+  cwd: string,
+  options: ChaosOptions,
+  o: RunSettings,
+  w: Wiring,
+  template: (t: CloudFormationTemplate) => CloudFormationTemplate,
+  log: (source: string, line: string) => void,
+): Parameters<typeof LocalSession.open>[0] {
+  return {
+    cwd,
+    env: options.env,
+    stack: options.stack,
+    assemblyDir: options.assemblyDir,
+    template,
+    jobSettings: (settings) => {
+      const plan = w.plan();
+      return settings.jobName === plan?.job ? retimeSettings(settings, { ratePerMinute: o.ratePerMinute, horizonSeconds: plan.admission.horizonSeconds }) : settings;
+    },
+    // The job's fake downstream enforces the rate the job runs at, not the one it is configured with.
+    downstream: (name, settings) => (name === w.plan()?.job ? { quota: { startsPerWindow: settings.rateLimit.startsPerInterval, windowSeconds: settings.rateLimit.intervalSeconds } } : undefined),
+    // Only the chaos job's functions go through the fault proxies (S3's only for a job with buckets).
+    environment: (fn, env) => {
+      const plan = w.plan();
+      return (env.JOB_NAME ?? fn.environment.JOB_NAME) !== plan?.job
+        ? env
+        : { ...env, AWS_ENDPOINT_URL_DYNAMODB: w.dynamoEndpoint, ...(plan.buckets ? { AWS_ENDPOINT_URL_S3: w.s3Endpoint } : {}) };
+    },
+    log,
+    // Warmed below: the chaos job's functions only, and fewer than the session's default.
+    prewarm: false,
+    killAfterMs: (fn) => (fn === w.consumerName ? w.faults.consumerKillAfterMs() : undefined),
+    onInvoke: (fn, event, invocation) => {
+      if (fn === w.producerName) w.producerFaults?.onInvoke(event, invocation);
+    },
+    onRequest: (service, r) => {
+      // Published messages, read off the wire as SQS received them: the copies are the very same bodies.
+      if (service !== 'sqs' || r.status >= 300 || !String(r.headers['x-amz-target'] ?? '').endsWith('.SendMessageBatch')) return;
+      try {
+        const req = JSON.parse(r.body) as { QueueUrl?: string; Entries?: { MessageBody: string }[] };
+        if (req.QueueUrl !== w.queueUrl) return;
+        // The producer's own pages: where its armed kills strike, and how re-published pages are counted.
+        for (const [batchId, operationIds] of producerMessagesByBatch(req.Entries ?? [])) w.producerFaults?.onPublish(batchId, operationIds);
+        for (const e of req.Entries ?? []) duplicate(w, e.MessageBody);
+      } catch (error) {
+        w.sendErrors.push(new ChaosError(`could not read a SendMessageBatch request: ${(error as Error).message}`, { cause: error }));
+      }
+    },
+  };
+}
+
+/** Where the pacing alone decided how fast the fleet started: spans when work waited, sampled until stopped. */
+function sampleBusy(session: LocalSession, job: CompleteJob, perSecond: number) {
+  // Work that waits is visible on the job's queue, delayed there (a deferral waiting out its delay), or held by a
+  // running invocation; not a failed record waiting out its visibility timeout, which nothing can start.
+  // `busyAnyDepth` also counts those (any message on the queue): the figure as runs before it reported it.
+  const busy: Span[] = [];
+  const busyAnyDepth: Span[] = [];
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      const at = Date.now();
+      const held = job.mapping.recordsHeld;
+      const depth = await session.depth(job.queueUrl).catch(() => undefined);
+      await sleep(500);
+      if (depth && depth.visible + depth.delayed + held >= perSecond) busy.push([at, Date.now()]);
+      if (depth && depth.total >= perSecond) busyAnyDepth.push([at, Date.now()]);
+    }
+  })();
+  return {
+    busy,
+    busyAnyDepth,
+    stop: async () => {
+      sampling = false;
+      await sampler;
+    },
+  };
+}
+
+/** Fires the run, the schedule's duplicate copies and the re-runs of the date, then puts poison on the queue. */
+async function driveRun(
+  session: LocalSession,
+  job: CompleteJob,
+  run: RunPlan,
+  options: ChaosOptions,
+  o: RunSettings,
+  faults: ChaosFaults,
+  producerFaults: ProducerFaultInjector,
+): Promise<void> {
+  // Whole seconds, as the Scheduler's times are: the batch ID keeps only seconds.
+  const scheduledTime = new Date(Math.floor(Date.now() / 1000) * 1000);
+  const fire = (at: Date) => session.fire(run.job, { scheduledTime: at, businessDate: o.businessDate });
+  await fire(scheduledTime);
+  for (let i = 0; i < o.duplicateSchedules; i++) {
+    // At once, while step 0 holds the lease (the copy leaves a takeover step), or after it (the copy finds the run
+    // past step 0): either way the copy admits nothing.
+    await sleep(faults.planDice.chance(0.5) ? 0 : faults.planDice.int(200, 1500));
+    await fire(scheduledTime);
+    producerFaults.counts.duplicateSchedules++;
+  }
+  for (let i = 0; i < o.producerReruns; i++) {
+    await sleep(faults.planDice.int(500, 3000));
+    // A later scheduled time, so a re-run is a new batch of the same date, never the schedule's duplicate.
+    await fire(new Date(Math.max(Math.floor(Date.now() / 1000) * 1000, scheduledTime.getTime() + (i + 1) * 1000)));
+    faults.counts.producerReruns++;
+  }
+  const poison = poisonBodies(run.job);
+  const poisonCount = Math.max(1, Math.round(options.ops * o.poisonRate));
+  for (let i = 0; i < poisonCount; i++) {
+    await session.sqs().send(new SendMessageCommand({ QueueUrl: job.queueUrl, MessageBody: poison[i % poison.length] }));
+    faults.counts.poisonMessages++;
+  }
+}
+
+/** Waits for `done`; at the timeout it says so and goes on (what is left is the verdict's to judge). */
+async function waitOrSay(
+  what: string,
+  done: () => Promise<boolean>,
+  o: { timeoutMs: number; intervalMs: number },
+  say: (line: string) => void,
+): Promise<void> {
+  await waitFor(what, done, o).catch((error: unknown) => {
+    if (!(error instanceof WaitTimeoutError)) throw error;
+    say(error.message);
+  });
+}
+
+/** Redrives the DLQ once the faults are off, as an operator would; resolves to whether the run settled again. */
+async function redriveAfterFaults(
+  session: LocalSession,
+  job: CompleteJob,
+  faults: ChaosFaults,
+  waiting: SettleContext,
+): Promise<boolean> {
+  const before = (await session.depth(job.dlqUrl)).total;
+  faults.counts.dlqBeforeRedrive = before;
+  waiting.say(`faults off; ${before} messages in the DLQ; redriving`);
+  if (before === 0) return true;
+  await session.sqs().send(new StartMessageMoveTaskCommand({ SourceArn: job.dlqArn, DestinationArn: job.queueArn }));
+  faults.counts.redriven = before;
+  // A move task that leaves messages behind is the verdict's to judge (they stay in the DLQ), not a broken run.
+  const emptied = async () => (await session.depth(job.dlqUrl)).total === 0;
+  await waitOrSay('the DLQ redrive to move every message', emptied, { timeoutMs: 10_000, intervalMs: 250 }, waiting.say);
+  return settle(waiting);
+}
+
+/** The invariants on what the job's fixture, the ledger and the queues hold once the run settled. */
+async function judge(
+  session: LocalSession,
+  job: CompleteJob,
+  run: RunPlan,
+  seeded: SeededDemo,
+  o: RunSettings,
+  faults: ChaosFaults,
+): Promise<Verdict> {
+  // Every batch of the job, resolved exactly as ops status resolves it (ops/ledger.ts batchFigures).
+  const batches: LedgerBatch[] = (await session.ledgerBatches(run.job, undefined)).map(({ batchId, item, figures: f }) => ({
+    batchId,
+    discovered: f.discovered,
+    published: f.published,
+    completed: f.completed,
+    completedElsewhere: f.completedElsewhere,
+    adopted: f.adopted,
+    duplicates: f.duplicates,
+    retries: f.retries,
+    rejected: f.rejected,
+    deadLettered: f.deadLettered,
+    admission: typeof item.admission === 'string' ? item.admission : undefined,
+  }));
+  const rejections = await session.ledgerItems(run.job, LedgerItemKind.rejection);
+  const dlq = await session.readQueue(job.dlqUrl, 60);
+  return checkInvariants({
+    expectedOperations: seeded.expectedOperations,
+    effects: await session.effects(run.job, seeded),
+    downstream: job.downstream,
+    rateLimit: { startsPerInterval: job.settings.rateLimit.startsPerInterval, intervalSeconds: job.settings.rateLimit.intervalSeconds },
+    batches,
+    rejectedMessageIds: rejections.map((r) => String(r.messageId)),
+    poisonInjected: faults.counts.poisonMessages,
+    queueLeft: (await session.depth(job.queueUrl)).total,
+    dlq,
+    dlqOperations: dlq.flatMap((m) => dlqOperationOf(run.fixture, m.body) ?? []),
+    audit: await session.auditDate(run.job, o.businessDate),
+  });
+}
+
+/** The producer's doomed steps that SQS moved to the producer DLQ (the alarm an operator answered). */
+async function stepsDeadLettered(
+  session: LocalSession,
+  job: CompleteJob,
+  run: RunPlan,
+  producerFaults: ProducerFaultInjector,
+  producerDlqUrl: string,
+  say: (line: string) => void,
+): Promise<number> {
+  // A doomed step moves to the producer DLQ at the first receive after its last, once its visibility lapses. A run
+  // that settled sooner (the harness recovered its chain) may still hold it in flight in the admission queue, which
+  // nothing else fills now: wait for that move before counting, as an operator would find it after the alarm.
+  if (producerFaults.counts.stepsDoomed > 0) {
+    const timeoutMs = (run.admission.visibilitySeconds + 30) * 1000;
+    const left = async () => (await session.depth(job.admissionQueueUrl)).total === 0;
+    await waitOrSay('the doomed admission steps to leave the admission queue', left, { timeoutMs, intervalMs: 500 }, say);
+  }
+  // The schedule dead-letters there too; only admission steps count.
+  return (await session.readQueue(producerDlqUrl, 60)).filter((m) => admissionStepOf(m.body)).length;
+}
+
+/** The run's log file under .local/chaos, and the provisioning notes said to the user. */
+function runLog(cwd: string, seed: number, say: (line: string) => void) {
   const localDir = join(cwd, '.local', 'chaos');
   mkdirSync(localDir, { recursive: true });
-  const logFile = createWriteStream(join(localDir, `run-${options.seed}.log`), { flags: 'w' });
-  const log = (source: string, line: string) => {
-    logFile.write(`${source} ${line}\n`);
-    // The assembly's own notes (a synth, a template older than the sources) are the user's to see.
-    if (source === 'provision') say(line);
+  const logFile = createWriteStream(join(localDir, `run-${seed}.log`), { flags: 'w' });
+  return {
+    log: (source: string, line: string) => {
+      logFile.write(`${source} ${line}\n`);
+      // The assembly's own notes (a synth, a template older than the sources) are the user's to see.
+      if (source === 'provision') say(line);
+    },
+    close: () => new Promise((r) => logFile.end(r)),
   };
+}
 
-  // 429 storms at the downstream: windows in the fault phase's timeline (relative ms), planned from the seed up front.
-  const storms: [number, number][] = [];
-  for (let t = planDice.int(500, 3000); t < 3_600_000; t += planDice.int(4000, 12000)) {
-    const length = Math.round(planDice.int(500, 2000) * (o.stormShare / 0.1));
-    storms.push([t, t + length]);
-  }
-  const attemptsPerKey = new Map<string, number>();
-  const downstreamFault: DownstreamFaultPolicy = (r): DownstreamFault | undefined => {
-    const rel = r.at - started;
-    if (o.stormShare > 0 && storms.some(([a, b]) => rel >= a && rel < b)) {
-      faults.downstreamStormThrottles++;
-      return { kind: 'throttle', retryAfterSeconds: 1 };
-    }
-    const attempt = (attemptsPerKey.get(r.idempotencyKey) ?? 0) + 1;
-    attemptsPerKey.set(r.idempotencyKey, attempt);
-    // Keyed on the operation and its attempt: the same request meets the same fault whatever the interleaving.
-    let u = keyedDraw(options.seed, `${r.idempotencyKey}#${attempt}`);
-    if ((u -= o.downstreamErrorRate) < 0) {
-      faults.downstreamErrors++;
-      return { kind: 'error', status: ([500, 502, 503] as const)[attempt % 3] };
-    }
-    if ((u -= o.rejectRate) < 0) {
-      faults.downstreamRejects++;
-      return { kind: 'reject', status: 422 };
-    }
-    if ((u -= o.slowRate) < 0) {
-      faults.downstreamSlow++;
-      return { kind: 'slow', delayMs: 100 + Math.round(keyedDraw(options.seed, `${r.idempotencyKey}#${attempt}#slow`) * 700) };
-    }
-    if ((u -= o.hangAfterEffectRate) < 0) {
-      faults.downstreamHangsAfterEffect++;
-      return { kind: 'hangAfterEffect', delayMs: (o.consumerTimeoutSeconds + 2) * 1000 };
-    }
-    if ((u -= o.dropBeforeEffectRate) < 0) {
-      faults.downstreamDropsBeforeEffect++;
-      return { kind: 'dropBeforeEffect', delayMs: 300 };
-    }
-    return undefined;
+/** The deployed chaos job, its names filled into the wiring, and its faults armed (the producer's and the downstream's). */
+function wireJob(session: LocalSession, run: RunPlan | undefined, w: Wiring, o: RunSettings) {
+  if (!run) throw new ChaosError('the session deployed a template the run never saw');
+  const job = completeJob(session.job(run.job), session.artifact.stackName);
+  w.queueUrl = job.queueUrl;
+  w.consumerName = job.consumer.name;
+  w.producerName = session.stack.runtime.get(job.producer.arn).spec.name;
+  const admissionQueue = session.stack.plan.queues.find((q) => q.url === job.admissionQueueUrl);
+  if (!admissionQueue?.deadLetterTargetArn) throw new ChaosError(`the ${run.job} admission queue has no producer DLQ (RedrivePolicy)`);
+  const producerDlqUrl = session.stack.queueUrl(admissionQueue.deadLetterTargetArn);
+  const { faults } = w;
+  faults.counts = faultCounters({ downstream: job.downstream !== undefined, buckets: run.buckets });
+  const producerFaults = (w.producerFaults = new ProducerFaultInjector({ jobName: run.job, killRate: o.producerKillRate, deadLetters: o.producerDeadLetters, dice: faults.producerDice, isOn: () => faults.on }));
+  job.downstream?.setFaults(faults.downstream);
+  return { run, job, producerDlqUrl, producerFaults };
+}
+
+/** The fault phase's pacing, against the storms planned: where work waited, and the same by any queue depth. */
+function runPacing(
+  job: CompleteJob,
+  stormSpans: Span[],
+  perSecond: number,
+  busy: { busy: Span[]; busyAnyDepth: Span[] },
+): Pick<ChaosResult, 'pacing'> {
+  // The starts the job's fake downstream saw (none without one): the same for both figures.
+  const starts = job.downstream?.arrivals.filter(isNonReplayedStart).map((a) => a.at);
+  if (!starts) return {};
+  const pacingOf = (spans: Span[]) =>
+    pacingFigures({ starts, storms: stormSpans, busy: spans, allowancePerSecond: perSecond, windowSeconds: job.settings.rateLimit.intervalSeconds });
+  return { pacing: { ...pacingOf(busy.busy), outsideStormsAnyDepth: pacingOf(busy.busyAnyDepth).outsideStorms } };
+}
+
+/** What settle watches for the chaos job, and how it takes a stopped chain on: its step sent again, as an operator would. */
+function settleContext(
+  session: LocalSession,
+  job: CompleteJob,
+  run: RunPlan,
+  w: Wiring,
+  deadline: number,
+  say: (line: string) => void,
+): SettleContext {
+  const producerFaults = w.producerFaults!;
+  return {
+    session,
+    job: run.job,
+    producerName: w.producerName,
+    pending: w.pendingSends,
+    deadline,
+    say,
+    recover: async (item) => {
+      const sent = await session.sqs().send(new SendMessageCommand({ QueueUrl: job.admissionQueueUrl, MessageBody: recoveryStepBody(item) }));
+      producerFaults.exemptMessage(sent.MessageId!);
+      producerFaults.counts.recoveredChains++;
+      say(`run ${batchIdOf(item)} stopped at admission step ${item.step} (due ${item.nextStepAt ?? item.startedAt}, nothing in the admission queue); sent a step ${item.step} message, as an operator would`);
+    },
   };
+}
 
-  let session: LocalSession | undefined;
+/** The DynamoDB and S3 fault proxies in front of the session's servers, deciding by the run's faults. */
+function faultProxies(w: Wiring) {
   const endpointOf = (service: 'dynamodb' | 's3') => {
-    if (!session) throw new ChaosError(`no local ${service} server yet`);
-    return session.stack.endpoints[service];
+    if (!w.session) throw new ChaosError(`no local ${service} server yet`);
+    return w.session.stack.endpoints[service];
   };
-  const dynamoProxy = new DynamoFaultProxy({
-    target: () => endpointOf('dynamodb'),
-    decide: (operation): DynamoFault | undefined => {
-      // Only the consumer claims (PutItem) and pre-checks (BatchGetItem): a stall there times out a consumer invocation,
-      // never the producer.
-      if (faultsOn && (operation === 'PutItem' || operation === 'BatchGetItem') && stallDice.chance(o.dynamoStallRate)) {
-        faults.dynamoStalls++;
-        return 'Stall';
-      }
-      if (!faultsOn || !ddbDice.chance(o.dynamoFaultRate)) return undefined;
-      const fault = ddbDice.pick(['ProvisionedThroughputExceededException', 'ThrottlingException', 'InternalServerError'] as const);
-      if (fault === 'InternalServerError') faults.dynamoErrors++;
-      else faults.dynamoThrottles++;
-      return fault;
-    },
-  });
-  // Per object, decided once from the seed and its key: its first call fails whole (every SDK attempt), so the consumer
-  // meets S3's throttle (it defers) or an internal error (SQS redelivers), not a blip the SDK retries away.
-  const s3Requests = new Map<string, number>();
-  const s3Proxy = new S3FaultProxy({
-    target: () => endpointOf('s3'),
-    decide: ({ bucket, key }): S3Fault | undefined => {
-      if (!faultsOn) return undefined;
-      const object = `${bucket}/${key}`;
-      const n = (s3Requests.get(object) ?? 0) + 1;
-      s3Requests.set(object, n);
-      const u = keyedDraw(options.seed, `s3#${object}`);
-      if (n > S3_FAULTED_ATTEMPTS || u >= o.s3FaultRate) return undefined;
-      const fault: S3Fault = u < o.s3FaultRate / 3 ? 'InternalError' : 'SlowDown';
-      if (fault === 'SlowDown') faults.s3SlowDowns++;
-      else faults.s3Errors++;
-      return fault;
-    },
-  });
+  return {
+    dynamoProxy: new DynamoFaultProxy({ target: () => endpointOf('dynamodb'), decide: (operation) => w.faults.dynamo(operation) }),
+    s3Proxy: new S3FaultProxy({ target: () => endpointOf('s3'), decide: (request) => w.faults.s3(request) }),
+  };
+}
 
-  let queueUrl = '';
-  let consumerName = '';
-  let producerName = '';
-  const pendingSends = new Set<Promise<unknown>>();
-  const track = (p: Promise<unknown>) => {
-    pendingSends.add(p);
-    void p.finally(() => pendingSends.delete(p));
-  };
-  const sendErrors: Error[] = [];
-  // One decision per operation: deferrals re-publish the same operation, and duplicating those too would multiply
-  // copies of copies under a backlog.
-  const considered = new Set<string>();
-  const duplicate = (body: string) => {
-    const operationId = operationIdOf(body);
-    if (!faultsOn || !session || operationId === undefined || considered.has(operationId)) return;
-    considered.add(operationId);
-    if (!dupDice.chance(o.duplicateRate)) return;
-    faults.duplicatedMessages++;
-    const copies = dupDice.int(1, 3);
-    for (let i = 0; i < copies; i++) {
-      faults.duplicateCopies++;
-      const delay = dupDice.int(0, 3);
-      track(session.sqs().send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: body, DelaySeconds: delay })).catch((e: Error) => sendErrors.push(e)));
-    }
-  };
+/**
+ * The run's settings, the defaults applied.
+ * @throws ChaosError for a producer timeout its steps could publish nothing in.
+ */
+function runSettings(options: ChaosOptions): RunSettings {
+  const o = withDefaults(CHAOS_DEFAULTS, options);
+  if (o.producerTimeoutSeconds < MIN_PRODUCER_TIMEOUT_SECONDS) {
+    throw new ChaosError(`producerTimeoutSeconds ${o.producerTimeoutSeconds} is below ${MIN_PRODUCER_TIMEOUT_SECONDS}: the producer keeps 20 s in reserve before each page, so its steps would publish nothing`);
+  }
+  return o;
+}
 
+export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
+  const started = Date.now();
+  const say = options.log ?? (() => undefined);
+  const cwd = resolve(options.cwd);
+  const o = runSettings(options);
+  const planner = runPlanner(cwd, options, o, say);
+  const faults = new ChaosFaults(options.seed, o, started);
+  const { log, close: closeLog } = runLog(cwd, options.seed, say);
+  const w: Wiring = {
+    plan: planner.plan,
+    faults,
+    dynamoEndpoint: '',
+    s3Endpoint: '',
+    queueUrl: '',
+    consumerName: '',
+    producerName: '',
+    pendingSends: new Set(),
+    sendErrors: [],
+  };
+  const { dynamoProxy, s3Proxy } = faultProxies(w);
   try {
     await dynamoProxy.start();
     await s3Proxy.start();
-    session = await LocalSession.open({
-      cwd,
-      env: options.env,
-      stack: options.stack,
-      assemblyDir: options.assemblyDir,
-      template: prepare,
-      jobSettings: (settings) => (settings.jobName === plan?.job ? retimeSettings(settings, { ratePerMinute: o.ratePerMinute, horizonSeconds: plan.admission.horizonSeconds }) : settings),
-      // The job's fake downstream enforces the rate the job runs at, not the one it is configured with.
-      downstream: (name, settings) => (name === plan?.job ? { quota: { startsPerWindow: settings.rateLimit.startsPerInterval, windowSeconds: settings.rateLimit.intervalSeconds } } : undefined),
-      // Only the chaos job's functions go through the fault proxies (S3's only for a job with buckets).
-      environment: (fn, env) =>
-        (env.JOB_NAME ?? fn.environment.JOB_NAME) !== plan?.job
-          ? env
-          : { ...env, AWS_ENDPOINT_URL_DYNAMODB: dynamoProxy.endpoint, ...(plan.buckets ? { AWS_ENDPOINT_URL_S3: s3Proxy.endpoint } : {}) },
-      log,
-      // Warmed below: the chaos job's functions only, and fewer than the session's default.
-      prewarm: false,
-      killAfterMs: (fn) => {
-        if (!faultsOn || fn !== consumerName || !killDice.chance(o.killRate)) return undefined;
-        faults.workerKillsArmed++;
-        return killDice.int(0, 1500);
-      },
-      onInvoke: (fn, event, invocation) => {
-        if (fn === producerName) producerFaults?.onInvoke(event, invocation);
-      },
-      onRequest: (service, r) => {
-        // Published messages, read off the wire as SQS received them: the copies are the very same bodies.
-        if (service !== 'sqs' || r.status >= 300 || !String(r.headers['x-amz-target'] ?? '').endsWith('.SendMessageBatch')) return;
-        try {
-          const req = JSON.parse(r.body) as { QueueUrl?: string; Entries?: { MessageBody: string }[] };
-          if (req.QueueUrl !== queueUrl) return;
-          // The producer's own pages: where its armed kills strike, and how re-published pages are counted.
-          for (const [batchId, operationIds] of producerMessagesByBatch(req.Entries ?? [])) producerFaults?.onPublish(batchId, operationIds);
-          for (const e of req.Entries ?? []) duplicate(e.MessageBody);
-        } catch (error) {
-          sendErrors.push(new ChaosError(`could not read a SendMessageBatch request: ${(error as Error).message}`, { cause: error }));
-        }
-      },
-    });
-    if (!plan) throw new ChaosError('the session deployed a template the run never saw');
-    const run = plan;
-    const job = completeJob(session.job(run.job), session.artifact.stackName);
-    queueUrl = job.queueUrl;
-    consumerName = job.consumer.name;
-    producerName = session.stack.runtime.get(job.producer.arn).spec.name;
-    const admissionQueue = session.stack.plan.queues.find((q) => q.url === job.admissionQueueUrl);
-    if (!admissionQueue?.deadLetterTargetArn) throw new ChaosError(`the ${run.job} admission queue has no producer DLQ (RedrivePolicy)`);
-    const producerDlqUrl = session.stack.queueUrl(admissionQueue.deadLetterTargetArn);
-    faults = faultCounters({ downstream: job.downstream !== undefined, buckets: run.buckets });
-    producerFaults = new ProducerFaultInjector({ jobName: run.job, killRate: o.producerKillRate, deadLetters: o.producerDeadLetters, dice: producerDice, isOn: () => faultsOn });
-    job.downstream?.setFaults(downstreamFault);
-    await session.stack.runtime.prewarm(new Map([[consumerName, 4], [producerName, 2]]));
+    [w.dynamoEndpoint, w.s3Endpoint] = [dynamoProxy.endpoint, s3Proxy.endpoint];
+    const session = (w.session = await LocalSession.open(sessionOptions(cwd, options, o, w, planner.prepare, log)));
+    const { run, job, producerDlqUrl, producerFaults } = wireJob(session, planner.plan(), w, o);
+    await session.stack.runtime.prewarm(new Map([[w.consumerName, 4], [w.producerName, 2]]));
     const seeded = await session.seed(run.job, options.ops, o.businessDate);
     if (seeded.expectedOperations.length === 0) throw new ChaosError(`the ${run.job} fixture seeded no operations for ${options.ops} (${seeded.summary})`);
     say(`seeded ${seeded.summary} for ${o.businessDate}; faults on`);
     job.mapping.start();
     job.admissionMapping.start();
 
-    // Whole seconds, as the Scheduler's times are: the batch ID keeps only seconds.
-    const scheduledTime = new Date(Math.floor(Date.now() / 1000) * 1000);
-    const fire = (at: Date) => session!.fire(run.job, { scheduledTime: at, businessDate: o.businessDate });
-    // When work waited (a second's allowance or more), sampled until the faults end: where the pacing alone decided
-    // how fast the fleet started (chaos/pacing.ts). Work that waits is visible on the job's queue, delayed there (a
-    // deferral waiting out its delay), or held by a running invocation; not a failed record waiting out its visibility
-    // timeout, which nothing can start. `busyAnyDepth` also counts those (any message on the queue): the figure as
-    // runs before it reported it.
-    const busy: Span[] = [];
-    const busyAnyDepth: Span[] = [];
+    // When work waited (a second's allowance or more), sampled until the faults end (chaos/pacing.ts).
     const perSecond = job.settings.rateLimit.startsPerInterval / job.settings.rateLimit.intervalSeconds;
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        const at = Date.now();
-        const held = job.mapping.recordsHeld;
-        const depth = await session!.depth(job.queueUrl).catch(() => undefined);
-        await sleep(500);
-        if (depth && depth.visible + depth.delayed + held >= perSecond) busy.push([at, Date.now()]);
-        if (depth && depth.total >= perSecond) busyAnyDepth.push([at, Date.now()]);
-      }
-    })();
+    const sampler = sampleBusy(session, job, perSecond);
     const firedAt = Date.now();
-    await fire(scheduledTime);
-    for (let i = 0; i < o.duplicateSchedules; i++) {
-      // At once, while step 0 holds the lease (the copy leaves a takeover step), or after it (the copy finds the run
-      // past step 0): either way the copy admits nothing.
-      await sleep(planDice.chance(0.5) ? 0 : planDice.int(200, 1500));
-      await fire(scheduledTime);
-      producerFaults.counts.duplicateSchedules++;
-    }
-    for (let i = 0; i < o.producerReruns; i++) {
-      await sleep(planDice.int(500, 3000));
-      // A later scheduled time, so a re-run is a new batch of the same date, never the schedule's duplicate.
-      await fire(new Date(Math.max(Math.floor(Date.now() / 1000) * 1000, scheduledTime.getTime() + (i + 1) * 1000)));
-      faults.producerReruns++;
-    }
-    const poison = poisonBodies(run.job);
-    const poisonCount = Math.max(1, Math.round(options.ops * o.poisonRate));
-    for (let i = 0; i < poisonCount; i++) {
-      await session.sqs().send(new SendMessageCommand({ QueueUrl: job.queueUrl, MessageBody: poison[i % poison.length] }));
-      faults.poisonMessages++;
-    }
-
-    const waiting: SettleContext = {
-      session,
-      job: run.job,
-      producerName,
-      pending: pendingSends,
-      deadline: started + run.timeoutSeconds * 1000,
-      say,
-      recover: async (item) => {
-        const sent = await session!.sqs().send(new SendMessageCommand({ QueueUrl: job.admissionQueueUrl, MessageBody: recoveryStepBody(item) }));
-        producerFaults!.exemptMessage(sent.MessageId!);
-        producerFaults!.counts.recoveredChains++;
-        say(`run ${batchIdOf(item)} stopped at admission step ${item.step} (due ${item.nextStepAt ?? item.startedAt}, nothing in the admission queue); sent a step ${item.step} message, as an operator would`);
-      },
-    };
+    await driveRun(session, job, run, options, o, faults, producerFaults);
+    const waiting = settleContext(session, job, run, w, started + run.timeoutSeconds * 1000, say);
     let settled = await settle(waiting);
-    sampling = false;
-    await sampler;
-    faultsOn = false;
+    await sampler.stop();
+    faults.on = false;
     job.downstream?.setFaults(undefined);
     const faultsOffAt = Date.now();
-    const before = (await session.depth(job.dlqUrl)).total;
-    faults.dlqBeforeRedrive = before;
-    say(`faults off; ${before} messages in the DLQ; redriving`);
-    if (before > 0) {
-      await session.sqs().send(new StartMessageMoveTaskCommand({ SourceArn: job.dlqArn, DestinationArn: job.queueArn }));
-      faults.redriven = before;
-      // A move task that leaves messages behind is the verdict's to judge (they stay in the DLQ), not a broken run.
-      await waitFor('the DLQ redrive to move every message', async () => (await session!.depth(job.dlqUrl)).total === 0, { timeoutMs: 10_000, intervalMs: 250 }).catch(
-        (error: unknown) => {
-          if (!(error instanceof WaitTimeoutError)) throw error;
-          say(error.message);
-        },
-      );
-      settled = (await settle(waiting)) && settled;
-    }
-    if (sendErrors.length > 0) throw new ChaosError(`${sendErrors.length} injected sends failed: ${sendErrors[0].message}`, { cause: sendErrors[0] });
+    settled = (await redriveAfterFaults(session, job, faults, waiting)) && settled;
+    if (w.sendErrors.length > 0) throw new ChaosError(`${w.sendErrors.length} injected sends failed: ${w.sendErrors[0].message}`, { cause: w.sendErrors[0] });
 
-    // Every batch of the job, resolved exactly as ops status resolves it (ops/ledger.ts batchFigures).
-    const batches: LedgerBatch[] = (await session.ledgerBatches(run.job, undefined)).map(({ batchId, item, figures: f }) => ({
-      batchId,
-      discovered: f.discovered,
-      published: f.published,
-      completed: f.completed,
-      completedElsewhere: f.completedElsewhere,
-      adopted: f.adopted,
-      duplicates: f.duplicates,
-      retries: f.retries,
-      rejected: f.rejected,
-      deadLettered: f.deadLettered,
-      admission: typeof item.admission === 'string' ? item.admission : undefined,
-    }));
-    const rejections = await session.ledgerItems(run.job, LedgerItemKind.rejection);
-    const dlq = await session.readQueue(job.dlqUrl, 60);
-    const verdict = checkInvariants({
-      expectedOperations: seeded.expectedOperations,
-      effects: await session.effects(run.job, seeded),
-      downstream: job.downstream,
-      rateLimit: { startsPerInterval: job.settings.rateLimit.startsPerInterval, intervalSeconds: job.settings.rateLimit.intervalSeconds },
-      batches,
-      rejectedMessageIds: rejections.map((r) => String(r.messageId)),
-      poisonInjected: faults.poisonMessages,
-      queueLeft: (await session.depth(job.queueUrl)).total,
-      dlq,
-      dlqOperations: dlq.flatMap((m) => dlqOperationOf(run.fixture, m.body) ?? []),
-      audit: await session.auditDate(run.job, o.businessDate),
-    });
-    faults.dynamoRequestsForwarded = dynamoProxy.forwarded;
-    if (run.buckets) faults.s3RequestsForwarded = s3Proxy.forwarded;
-    faults.lambdaTimeouts = session.stack.runtime.get(consumerName).timeoutCount;
-    // A doomed step moves to the producer DLQ at the first receive after its last, once its visibility lapses. A run
-    // that settled sooner (the harness recovered its chain) may still hold it in flight in the admission queue, which
-    // nothing else fills now: wait for that move before counting, as an operator would find it after the alarm.
-    if (producerFaults.counts.stepsDoomed > 0) {
-      const timeoutMs = (run.admission.visibilitySeconds + 30) * 1000;
-      await waitFor('the doomed admission steps to leave the admission queue', async () => (await session!.depth(job.admissionQueueUrl)).total === 0, { timeoutMs, intervalMs: 500 }).catch(
-        (error: unknown) => {
-          if (!(error instanceof WaitTimeoutError)) throw error;
-          say(error.message);
-        },
-      );
-    }
-    // What SQS moved: the doomed steps' messages, left in the producer DLQ (the alarm an operator answered). The
-    // schedule dead-letters there too; only admission steps count.
-    producerFaults.counts.stepsDeadLettered = (await session.readQueue(producerDlqUrl, 60)).filter((m) => admissionStepOf(m.body)).length;
-    const stormSpans = o.stormShare > 0 ? storms.map(([a, b]): Span => [started + a, started + b]) : [];
-    // The starts the job's fake downstream saw (none without one): the same for both figures.
-    const starts = job.downstream?.arrivals.filter(isNonReplayedStart).map((a) => a.at);
-    const pacingOf = (spans: Span[]) =>
-      pacingFigures({ starts: starts ?? [], storms: stormSpans, busy: spans, allowancePerSecond: perSecond, windowSeconds: job.settings.rateLimit.intervalSeconds });
+    const verdict = await judge(session, job, run, seeded, o, faults);
+    faults.counts.dynamoRequestsForwarded = dynamoProxy.forwarded;
+    if (run.buckets) faults.counts.s3RequestsForwarded = s3Proxy.forwarded;
+    faults.counts.lambdaTimeouts = session.stack.runtime.get(w.consumerName).timeoutCount;
+    producerFaults.counts.stepsDeadLettered = await stepsDeadLettered(session, job, run, producerFaults, producerDlqUrl, say);
+    const stormSpans = o.stormShare > 0 ? faults.storms.map(([a, b]): Span => [started + a, started + b]) : [];
     // The charts show the storms that happened: none after the faults went off (the plan runs on for an hour).
     const stormsSeen = stormSpans.filter(([a]) => a < faultsOffAt).map(([a, b]): Span => [a, Math.min(b, faultsOffAt)]);
     const charts = runCharts(session, job, { fromMs: firedAt, stormSpans: stormsSeen, say });
@@ -745,17 +790,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       settled,
       durationMs: Date.now() - started,
       invariants: verdict.invariants,
-      faultsInjected: faults,
+      faultsInjected: faults.counts,
       producerFaults: { ...producerFaults.counts },
       admission: run.admission,
-      ...(starts ? { pacing: { ...pacingOf(busy), outsideStormsAnyDepth: pacingOf(busyAnyDepth).outsideStorms } } : {}),
+      ...runPacing(job, stormSpans, perSecond, sampler),
       ...charts,
     };
   } finally {
-    await session?.close();
+    await w.session?.close();
     await dynamoProxy.close();
     await s3Proxy.close();
-    await new Promise((r) => logFile.end(r));
+    await closeLog();
   }
 }
 

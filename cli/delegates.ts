@@ -59,7 +59,7 @@ export const defaultDelegates: Delegates = {
   ops: (argv) => {
     registerTypeScript();
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return (require('../ops/program') as typeof import('../ops/program')).runOps(argv);
+    return (require('./ops') as typeof import('./ops')).runOpsCli(argv);
   },
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   newJob: (argv, cwd) => (require('../scaffold/cli') as typeof import('../scaffold/cli')).run(['--root', cwd, ...argv], processIo),

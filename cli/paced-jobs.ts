@@ -83,7 +83,7 @@ export async function runPacedJobs(
 }
 
 if (require.main === module) {
-  // The SDK's notice about Node releases is not the operator's to act on per command (ops/cli.ts does the same).
+  // The SDK's notice about Node releases is not the operator's to act on per command (cli/ops.ts does the same).
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   runPacedJobs(process.argv.slice(2)).then(
     (code) => {

@@ -117,9 +117,9 @@ export function renderHtmlReport(report: HtmlReport): string {
     sections,
     `<script type="application/json" id="paced-report-data">${data}</script>`,
     `<script>${inlineSource(assets.uplotJs, 'script')}</script>`,
-    `<script>${inlineSource(assets.chartsJs, 'script')}</script>`,
-    // Each section's charts into its container, in order.
-    '<script>(function () {',
+    `<script type="module">${inlineSource(assets.chartsJs, 'script')}</script>`,
+    // Each section's charts into its container, in order: a module too, so it runs after charts.js.
+    '<script type="module">(function () {',
     "  var sections = JSON.parse(document.getElementById('paced-report-data').textContent);",
     "  Array.prototype.forEach.call(document.querySelectorAll('[data-report-section]'), function (el) {",
     "    window.PacedCharts.render(el, sections[Number(el.getAttribute('data-report-section'))]);",

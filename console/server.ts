@@ -5,7 +5,7 @@
 // credential it was told of out of every answer.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { CHART_ASSET_ROUTES, chartAsset } from './assets';
@@ -113,110 +113,195 @@ export function redactor(secrets: readonly string[]): (text: string) => string {
   };
 }
 
-export async function startConsoleServer(options: ConsoleServerOptions): Promise<ConsoleServer> {
-  const token = options.token ?? randomBytes(32).toString('base64url');
-  if (token.length < 16 || !/^[A-Za-z0-9_-]+$/.test(token)) throw new ConsoleError('the console token must be at least 16 URL-safe characters', { status: 500 });
-  const files = assets();
-  const page = readFileSync(join(__dirname, 'web', 'index.html'), 'utf8');
-  const log = options.log ?? (() => undefined);
-  const redact = redactor(options.redact ?? []);
-  let source: ConsoleSource | undefined;
-  let sourceError: Error | undefined;
-  const sourceReady = Promise.resolve(options.source).then(
-    (s) => (source = s),
-    (error: unknown) => {
-      sourceError = error instanceof Error ? error : new Error(String(error));
-      log(`console: the stack could not be loaded: ${sourceError.message}`);
-    },
-  );
-  let port = 0;
+/** How the server answers: every body through the redactor, every refusal logged. */
+interface Replies {
+  send(res: ServerResponse, status: number, type: string, body: string): void;
+  sendJson(res: ServerResponse, status: number, body: unknown): void;
+  refuse(res: ServerResponse, req: IncomingMessage, error: ConsoleForbiddenError): void;
+}
 
+function replies(redact: (text: string) => string, log: (line: string) => void): Replies {
   const send = (res: ServerResponse, status: number, type: string, body: string) => {
     res.writeHead(status, { ...SECURITY_HEADERS, 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
     res.end(body);
   };
-  const sendJson = (res: ServerResponse, status: number, body: unknown) => send(res, status, 'application/json; charset=utf-8', redact(JSON.stringify(body)));
-  const refuse = (res: ServerResponse, req: IncomingMessage, error: ConsoleForbiddenError) => {
-    log(`console: refused ${req.method} ${(req.url ?? '').split('?')[0]}: ${error.reason}`);
-    sendJson(res, 403, errorResponse(error).body);
+  const sendJson = (res: ServerResponse, status: number, body: unknown) =>
+    send(res, status, 'application/json; charset=utf-8', redact(JSON.stringify(body)));
+  return {
+    send,
+    sendJson,
+    refuse(res, req, error) {
+      log(`console: refused ${req.method} ${(req.url ?? '').split('?')[0]}: ${error.reason}`);
+      sendJson(res, 403, errorResponse(error).body);
+    },
   };
+}
 
-  const ownHosts = () => new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
-  const ownOrigins = () => new Set([`http://127.0.0.1:${port}`, `http://localhost:${port}`]);
+/**
+ * Why a request is refused before anything else, if it is: a Host or an Origin that is not this console's on `port`.
+ * A foreign name resolved to 127.0.0.1 (DNS rebinding) still says its own name in Host; browsers send Origin on every
+ * cross-origin request and on same-origin POSTs.
+ */
+export function foreignRequest(headers: IncomingHttpHeaders, port: number): ConsoleForbiddenError | undefined {
+  const host = (headers.host ?? '').toLowerCase();
+  if (host !== `127.0.0.1:${port}` && host !== `localhost:${port}`) {
+    return new ConsoleForbiddenError(`Host "${headers.host ?? ''}" is not this console's`, 'host');
+  }
+  const origin = headers.origin?.toLowerCase();
+  if (origin !== undefined && origin !== `http://127.0.0.1:${port}` && origin !== `http://localhost:${port}`) {
+    return new ConsoleForbiddenError(`Origin "${headers.origin}" is not this console's`, 'origin');
+  }
+  return undefined;
+}
 
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    // DNS rebinding: a foreign name resolved to 127.0.0.1 still says its own name in Host.
-    const host = (req.headers.host ?? '').toLowerCase();
-    if (!ownHosts().has(host)) return refuse(res, req, new ConsoleForbiddenError(`Host "${req.headers.host ?? ''}" is not this console's`, 'host'));
-    // Browsers send Origin on every cross-origin request and on same-origin POSTs: only our own may act.
-    const origin = req.headers.origin;
-    if (origin !== undefined && !ownOrigins().has(origin.toLowerCase())) return refuse(res, req, new ConsoleForbiddenError(`Origin "${origin}" is not this console's`, 'origin'));
-    const url = new URL(req.url ?? '/', `http://${host}`);
-    const path = url.pathname;
+/** Why an API request is refused, if it is: another site's (fetch metadata, where the browser sends it), or no token. */
+export function unauthorizedApiRequest(headers: IncomingHttpHeaders, token: string): ConsoleForbiddenError | undefined {
+  const site = headers['sec-fetch-site'];
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') return new ConsoleForbiddenError(`a ${site} request`, 'fetch-site');
+  const given = headers[TOKEN_HEADER];
+  if (!tokensEqual(typeof given === 'string' ? given : undefined, token)) {
+    return new ConsoleForbiddenError(`the console's token is missing or wrong: open the URL the terminal printed`, 'token');
+  }
+  return undefined;
+}
 
-    if (path.startsWith('/api/')) {
-      // Fetch metadata, where the browser sends it: the API answers the console's own page only.
-      const site = req.headers['sec-fetch-site'];
-      if (site !== undefined && site !== 'same-origin' && site !== 'none') return refuse(res, req, new ConsoleForbiddenError(`a ${site} request`, 'fetch-site'));
-      const given = req.headers[TOKEN_HEADER];
-      if (!tokensEqual(typeof given === 'string' ? given : undefined, token)) {
-        return refuse(res, req, new ConsoleForbiddenError(`the console's token is missing or wrong: open the URL the terminal printed`, 'token'));
-      }
-      let body: unknown;
-      if (req.method === 'POST') {
-        if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) return sendJson(res, 415, errorResponse(new ConsoleError('send JSON (Content-Type: application/json)', { status: 415 })).body);
-        const text = await readBody(req);
-        if (text === undefined) return sendJson(res, 413, errorResponse(new ConsoleError(`the body is over ${MAX_BODY_BYTES} bytes`, { status: 413 })).body);
-        try {
-          body = text === '' ? {} : JSON.parse(text);
-        } catch {
-          return sendJson(res, 400, errorResponse(new ConsoleError('the body is not JSON')).body);
-        }
-      }
-      await sourceReady;
-      if (!source) return sendJson(res, 503, errorResponse(new ConsoleError(`the stack could not be loaded: ${sourceError?.message ?? 'not yet'}`, { status: 503 })).body);
-      const answer = await handleApi(
-        { method: req.method ?? 'GET', path, query: url.searchParams, body },
-        { source, changesAllowed: options.changesAllowed, changesNote: options.changesNote, refresh: options.refresh, chartMinutes: options.chartMinutes },
-      );
-      if (answer.status >= 500 || (req.method === 'POST' && answer.status >= 400)) log(`console: ${req.method} ${path}: ${redact(JSON.stringify(answer.body))}`);
-      return sendJson(res, answer.status, answer.body);
+/** A POST's JSON body (a GET's is undefined), or the error to answer: not JSON, or too large. */
+async function requestBody(req: IncomingMessage): Promise<{ body: unknown } | { error: ConsoleError }> {
+  if (req.method !== 'POST') return { body: undefined };
+  if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) {
+    return { error: new ConsoleError('send JSON (Content-Type: application/json)', { status: 415 }) };
+  }
+  const text = await readBody(req);
+  if (text === undefined) return { error: new ConsoleError(`the body is over ${MAX_BODY_BYTES} bytes`, { status: 413 }) };
+  try {
+    return { body: text === '' ? {} : JSON.parse(text) };
+  } catch {
+    return { error: new ConsoleError('the body is not JSON') };
+  }
+}
+
+/** The source once it is ready, or why it is not: the API waits for it, and answers 503 if it failed. */
+function sourceWhenReady(
+  given: ConsoleServerOptions['source'],
+  log: (line: string) => void,
+): () => Promise<{ source: ConsoleSource } | { error: ConsoleError }> {
+  const ready: Promise<{ source: ConsoleSource } | { error: ConsoleError }> = Promise.resolve(given).then(
+    (source) => ({ source }),
+    (error: unknown) => {
+      const message = error instanceof Error ? error.message : String(error);
+      log(`console: the stack could not be loaded: ${message}`);
+      return { error: new ConsoleError(`the stack could not be loaded: ${message}`, { status: 503 }) };
+    },
+  );
+  return () => ready;
+}
+
+/** What answering a request needs beyond the request. */
+interface Handling {
+  options: ConsoleServerOptions;
+  token: string;
+  reply: Replies;
+  redact: (text: string) => string;
+  log: (line: string) => void;
+  source: () => Promise<{ source: ConsoleSource } | { error: ConsoleError }>;
+  files: Map<string, Asset>;
+  page: string;
+}
+
+async function serveApi(req: IncomingMessage, res: ServerResponse, url: URL, h: Handling): Promise<void> {
+  const refused = unauthorizedApiRequest(req.headers, h.token);
+  if (refused) return h.reply.refuse(res, req, refused);
+  const read = await requestBody(req);
+  if ('error' in read) return h.reply.sendJson(res, read.error.status, errorResponse(read.error).body);
+  const loaded = await h.source();
+  if ('error' in loaded) return h.reply.sendJson(res, 503, errorResponse(loaded.error).body);
+  const { options } = h;
+  const answer = await handleApi(
+    { method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, body: read.body },
+    {
+      source: loaded.source,
+      changesAllowed: options.changesAllowed,
+      changesNote: options.changesNote,
+      refresh: options.refresh,
+      chartMinutes: options.chartMinutes,
+    },
+  );
+  if (answer.status >= 500 || (req.method === 'POST' && answer.status >= 400)) {
+    h.log(`console: ${req.method} ${url.pathname}: ${h.redact(JSON.stringify(answer.body))}`);
+  }
+  return h.reply.sendJson(res, answer.status, answer.body);
+}
+
+function serveStatic(req: IncomingMessage, res: ServerResponse, url: URL, h: Handling): void {
+  const { reply } = h;
+  const path = url.pathname;
+  if (req.method !== 'GET' && req.method !== 'HEAD') return reply.send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n');
+  if (path === '/' || path === '/index.html') {
+    const given = url.searchParams.get('token');
+    // A page asked for with a wrong token is refused outright; one asked for without any is the bare shell, which
+    // finds the token in its tab's sessionStorage (kept from the first load) or says where to get it.
+    if (given !== null && !tokensEqual(given, h.token)) {
+      return reply.refuse(res, req, new ConsoleForbiddenError('the token in the URL is not this console\'s', 'token'));
     }
+    const meta = `<meta name="console-token" content="${given === null ? '' : h.token}">`;
+    return reply.send(res, 200, 'text/html; charset=utf-8', h.page.replace('<meta name="console-token" content="">', meta));
+  }
+  const asset = h.files.get(path);
+  if (asset) return reply.send(res, 200, asset.type, asset.body);
+  if (path === '/favicon.ico') {
+    res.writeHead(204, SECURITY_HEADERS);
+    res.end();
+    return;
+  }
+  return reply.send(res, 404, 'text/plain; charset=utf-8', 'not found\n');
+}
 
-    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n');
-    if (path === '/' || path === '/index.html') {
-      const given = url.searchParams.get('token');
-      // A page asked for with a wrong token is refused outright; one asked for without any is the bare shell, which
-      // finds the token in its tab's sessionStorage (kept from the first load) or says where to get it.
-      if (given !== null && !tokensEqual(given, token)) return refuse(res, req, new ConsoleForbiddenError('the token in the URL is not this console\'s', 'token'));
-      const html = page.replace('<meta name="console-token" content="">', `<meta name="console-token" content="${given === null ? '' : token}">`);
-      return send(res, 200, 'text/html; charset=utf-8', html);
-    }
-    const asset = files.get(path);
-    if (asset) return send(res, 200, asset.type, asset.body);
-    if (path === '/favicon.ico') {
-      res.writeHead(204, SECURITY_HEADERS);
-      return res.end();
-    }
-    return send(res, 404, 'text/plain; charset=utf-8', 'not found\n');
-  };
-
-  const server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      log(`console: ${req.method} ${(req.url ?? '').split('?')[0]} failed: ${redact(String((error as Error)?.message ?? error))}`);
-      if (!res.headersSent) sendJson(res, 500, errorResponse(error).body);
-      else res.destroy();
-    });
-  });
+/** Listens on 127.0.0.1 and resolves to the port. */
+async function listenOnLoopback(server: Server, port: number): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     // Loopback only: the console acts with the operator's credentials, so nothing off this machine may reach it.
-    server.listen(options.port ?? 0, '127.0.0.1', () => {
+    server.listen(port, '127.0.0.1', () => {
       server.off('error', reject);
       resolve();
     });
   });
-  port = (server.address() as AddressInfo).port;
+  return (server.address() as AddressInfo).port;
+}
+
+export async function startConsoleServer(options: ConsoleServerOptions): Promise<ConsoleServer> {
+  const token = options.token ?? randomBytes(32).toString('base64url');
+  if (token.length < 16 || !/^[A-Za-z0-9_-]+$/.test(token)) {
+    throw new ConsoleError('the console token must be at least 16 URL-safe characters', { status: 500 });
+  }
+  const log = options.log ?? (() => undefined);
+  const redact = redactor(options.redact ?? []);
+  const reply = replies(redact, log);
+  const h: Handling = {
+    options,
+    token,
+    reply,
+    redact,
+    log,
+    source: sourceWhenReady(options.source, log),
+    files: assets(),
+    page: readFileSync(join(__dirname, 'web', 'index.html'), 'utf8'),
+  };
+  let port = 0;
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const refused = foreignRequest(req.headers, port);
+    if (refused) return reply.refuse(res, req, refused);
+    const url = new URL(req.url ?? '/', `http://${(req.headers.host ?? '').toLowerCase()}`);
+    return url.pathname.startsWith('/api/') ? serveApi(req, res, url, h) : serveStatic(req, res, url, h);
+  };
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      log(`console: ${req.method} ${(req.url ?? '').split('?')[0]} failed: ${redact(String((error as Error)?.message ?? error))}`);
+      if (!res.headersSent) reply.sendJson(res, 500, errorResponse(error).body);
+      else res.destroy();
+    });
+  });
+  port = await listenOnLoopback(server, options.port ?? 0);
   const url = `http://127.0.0.1:${port}/`;
   return {
     url,

@@ -8,11 +8,20 @@ import { escapingIo, type OpsIo, processIo } from './io';
 import { CloudFormationSource, type ClientSettings, LocalEndpointsSource, type ResourceSource } from './resources';
 import { admission, type AdmissionCommand, renderAdmission } from './commands/admission';
 import { audit, renderAudit } from './commands/audit';
-import { renderConsole, serveConsole, type ConsoleOptions } from './commands/console';
 import { catchUp, catchUpMissed, MISSED_LOOKBACK_DAYS, renderCatchUp } from './commands/catchUp';
 import { continueAdmission, renderContinue } from './commands/continue';
 import { dlqPeek, renderDlqPeek } from './commands/dlqPeek';
-import { limitsClear, limitsList, limitsSet, MAX_OVERRIDE_INTERVAL_SECONDS, MAX_OVERRIDE_STARTS, renderLimitsClear, renderLimitsList, renderLimitsSet } from './commands/limits';
+import {
+  limitsClear,
+  limitsList,
+  limitsSet,
+  type LimitsSetOptions,
+  MAX_OVERRIDE_INTERVAL_SECONDS,
+  MAX_OVERRIDE_STARTS,
+  renderLimitsClear,
+  renderLimitsList,
+  renderLimitsSet,
+} from './commands/limits';
 import { operation, renderOperation } from './commands/op';
 import { redrive, redriveCancel, redriveStatus, renderRedrive, renderRedriveCancel, renderRedriveStatus } from './commands/redrive';
 import { preflight, renderPreflight } from './commands/preflight';
@@ -42,25 +51,15 @@ export interface OpsDependencies {
   clients?: (settings: ClientSettings) => OpsClients;
   /** Passed to pause/resume: how long and how often to wait for a mapping to settle. */
   mappingWait?: { timeoutMs: number; pollMs: number };
-  /** `console`: when it stops (@default the first Ctrl-C or SIGTERM), a hook once it listens, and its samples. */
-  console?: { stop?: () => Promise<void> } & Pick<ConsoleOptions, 'onListening' | 'samples'>;
-}
-
-/** Resolves on the first Ctrl-C or SIGTERM: the console then closes its server and the CLI exits as after any command. */
-function interrupted(): Promise<void> {
-  return new Promise((resolve) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+  /**
+   * Commands the tools above ops add to its program, after its own (`ops console`: console/opsCommand.ts, added by
+   * cli/ops.ts), so ops itself imports none of them. @default none
+   */
+  commands?: readonly OpsCommandHook[];
 }
 
 /** A command's outcome: the JSON document, and the table shown without --json. */
-interface Printable {
+export interface Printable {
   result: object;
   text: string;
   /** The exit code after printing (a check that failed). @default 0 */
@@ -90,50 +89,29 @@ function errorDocument(error: Error): object {
   return { ok: false, error: { ...context, name: error.name, message: error.message } };
 }
 
-/** Runs the CLI on `argv` (without the node and script entries) and returns the exit code; never calls process.exit. */
-export async function runOps(argv: string[], deps: OpsDependencies = {}): Promise<number> {
-  const io = escapingIo(deps.io ?? processIo());
-  const wantsJson = argv.includes('--json');
-  let exitCode = 0;
 
-  const program = new Command('ops')
-    .description('Operate the paced jobs: status, pause/resume, continue, redrive, catch-up, per-key limits, DLQ and operation lookups, date audits, the web console')
-    .exitOverride()
-    .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
-    .showHelpAfterError()
-    .addOption(new Option('--stack <name>', 'a deployed stack holding a PacedJobs (your app\'s stack name): reads its outputs').conflicts(['env', 'local']))
-    .addOption(new Option('--env <env>', 'in the paced-jobs repository, a deployed environment: reads the outputs of stack PacedJobs-<env>').conflicts('local'))
-    .addOption(new Option('--local', 'the local stack of `start --serve` (`npm start -- --serve` in the repository)'))
-    .option('--endpoints <file>', 'the local endpoints file (with --local)', DEFAULT_ENDPOINTS_FILE)
-    .option('--json', 'print exactly one JSON document on stdout', false);
+/** Wraps a command's work: loads the stack, runs `run` with its clients, and prints the outcome. */
+export type Execute = (cmd: Command, run: (ctx: CommandContext) => Promise<Printable>) => () => Promise<void>;
 
-  /** Loads the stack, runs the command with its clients, and prints the outcome. */
-  const execute = (cmd: Command, run: (ctx: CommandContext) => Promise<Printable>) => async () => {
-    const globals = cmd.optsWithGlobals() as GlobalOptions;
-    const source = (deps.source ?? defaultSource)(globals);
-    // A deployed environment's jobs are known from its config: a typo in --job costs no AWS call.
-    const job = (cmd.opts() as { job?: unknown }).job;
-    const declared = source.declaredJobs?.();
-    if (typeof job === 'string' && declared && !declared.includes(job)) {
-      throw new UsageError(`unknown job "${job}"; environment ${globals.env} has: ${declared.join(', ')}`);
-    }
-    const resources = await source.load();
-    const clients = (deps.clients ?? createClients)(resources.clients);
-    try {
-      const printed = await run({ resources, clients, io });
-      io.stdout(globals.json ? JSON.stringify(printed.result, null, 2) : printed.text);
-      if (printed.exitCode) exitCode = printed.exitCode;
-    } finally {
-      clients.destroy();
-    }
-  };
+/** What a command's registration is given: the program to add it to, the runner of its work, and the CLI's deps. */
+export interface OpsProgram {
+  program: Command;
+  execute: Execute;
+  deps: OpsDependencies;
+}
 
-  const change = (cmd: Command) =>
-    cmd
-      .option('--yes', 'change without asking (required when stdin is not a terminal)', false)
-      .option('--confirm <env>', "the environment's name, which a protected environment (prod) needs as well as --yes")
-      .option('--dry-run', 'print what would change and change nothing', false);
+/** Adds one command (or group) to the program. */
+export type OpsCommandHook = (ops: OpsProgram) => void;
 
+/** The options every changing command takes. */
+function change(cmd: Command): Command {
+  return cmd
+    .option('--yes', 'change without asking (required when stdin is not a terminal)', false)
+    .option('--confirm <env>', "the environment's name, which a protected environment (prod) needs as well as --yes")
+    .option('--dry-run', 'print what would change and change nothing', false);
+}
+
+function addStatus({ program, execute }: OpsProgram): void {
   const statusCmd = program
     .command('status')
     .description(
@@ -142,7 +120,11 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
     )
     .option('--job <job>', 'one job only')
     .option('--batches <n>', 'batches shown per job', '5')
-    .option('--stall-minutes <n>', 'report an admitting batch as stalled when its next step is this many minutes overdue', String(DEFAULT_STALL_MINUTES));
+    .option(
+      '--stall-minutes <n>',
+      'report an admitting batch as stalled when its next step is this many minutes overdue',
+      String(DEFAULT_STALL_MINUTES),
+    );
   statusCmd.action(
     execute(statusCmd, async (ctx) => {
       const o = statusCmd.opts<{ job?: string; batches: string; stallMinutes: string }>();
@@ -154,7 +136,9 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
       return { result, text: renderStatus(result) };
     }),
   );
+}
 
+function addPauseResume({ program, execute, deps }: OpsProgram): void {
   for (const name of ['pause', 'resume'] as AdmissionCommand[]) {
     const cmd = change(
       program
@@ -179,9 +163,11 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
       }),
     );
   }
+}
 
-  // `redrive` is a group whose default subcommand starts the move, so `redrive --job J` and `redrive cancel --job J`
-  // each own their options (a parent command with options would consume its subcommands' `--job`).
+// `redrive` is a group whose default subcommand starts the move, so `redrive --job J` and `redrive cancel --job J`
+// each own their options (a parent command with options would consume its subcommands' `--job`).
+function addRedrive({ program, execute }: OpsProgram): void {
   const redriveGroup = program.command('redrive').description('DLQ redrive: start (the default), status, cancel');
   const redriveCmd = change(
     redriveGroup
@@ -196,43 +182,70 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
       return { result, text: renderRedrive(result) };
     }),
   );
-  const redriveStatusCmd = redriveGroup.command('status').description('the DLQs\' message move tasks').option('--job <job>', 'one job only');
+  const redriveStatusCmd = redriveGroup
+    .command('status')
+    .description('the DLQs\' message move tasks')
+    .option('--job <job>', 'one job only');
   redriveStatusCmd.action(
     execute(redriveStatusCmd, async (ctx) => {
       const result = await redriveStatus(ctx, redriveStatusCmd.opts<{ job?: string }>());
       return { result, text: renderRedriveStatus(result) };
     }),
   );
-  const redriveCancelCmd = change(redriveGroup.command('cancel').description('cancel running message move tasks').option('--job <job>', 'one job only'));
+  const redriveCancelCmd = change(
+    redriveGroup.command('cancel').description('cancel running message move tasks').option('--job <job>', 'one job only'),
+  );
   redriveCancelCmd.action(
     execute(redriveCancelCmd, async (ctx) => {
       const result = await redriveCancel(ctx, redriveCancelCmd.opts<{ job?: string; yes: boolean; dryRun: boolean }>());
       return { result, text: renderRedriveCancel(result) };
     }),
   );
+}
 
+function addCatchUp({ program, execute }: OpsProgram): void {
   const catchUpCmd = change(
     program
       .command('catch-up')
-      .description('invoke the producer once per missed business date, oldest first, each with a new batch ID (synchronously)')
+      .description(
+        'invoke the producer once per missed business date, oldest first, each with a new batch ID (synchronously)',
+      )
       .requiredOption('--job <job>', 'the job to catch up')
       .option('--from <date>', 'first business date, YYYY-MM-DD')
       .option('--to <date>', 'last business date, YYYY-MM-DD (inclusive)')
       .addOption(
-        new Option('--missed', 'the business dates the schedule should have produced that have no batch in the run ledger (its cron, time zone and offset)').conflicts(['from', 'to']),
+        new Option(
+          '--missed',
+          'the business dates the schedule should have produced that have no batch in the run ledger (its cron, time zone and offset)',
+        ).conflicts(['from', 'to']),
       )
-      .option('--since <date>', `with --missed: the first business date to look at (default: ${MISSED_LOOKBACK_DAYS} days ago, or the job's oldest batch if later)`),
+      .option(
+        '--since <date>',
+        `with --missed: the first business date to look at (default: ${MISSED_LOOKBACK_DAYS} days ago, or the job's oldest batch if later)`,
+      ),
   );
   catchUpCmd.action(
     execute(catchUpCmd, async (ctx) => {
-      const o = catchUpCmd.opts<{ job: string; from?: string; to?: string; missed?: boolean; since?: string; yes: boolean; dryRun: boolean }>();
+      const o = catchUpCmd.opts<{
+        job: string;
+        from?: string;
+        to?: string;
+        missed?: boolean;
+        since?: string;
+        yes: boolean;
+        dryRun: boolean;
+      }>();
       if (o.since !== undefined && !o.missed) throw new UsageError('--since goes with --missed');
-      if (!o.missed && (o.from === undefined || o.to === undefined)) throw new UsageError('say which dates: --from <date> --to <date>, or --missed');
+      if (!o.missed && (o.from === undefined || o.to === undefined)) {
+        throw new UsageError('say which dates: --from <date> --to <date>, or --missed');
+      }
       const result = o.missed ? await catchUpMissed(ctx, o) : await catchUp(ctx, { ...o, from: o.from!, to: o.to! });
       return { result, text: renderCatchUp(result) };
     }),
   );
+}
 
+function addContinue({ program, execute }: OpsProgram): void {
   const continueCmd = change(
     program
       .command('continue')
@@ -249,9 +262,13 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
       return { result, text: renderContinue(result) };
     }),
   );
+}
 
-  // `limits` is a group of three, each owning its options, as `redrive` is.
-  const limits = program.command('limits').description("per-key rate limits: list a job's default and overrides, set or clear one key's override (no deploy)");
+// `limits` is a group of three, each owning its options, as `redrive` is.
+function addLimits({ program, execute }: OpsProgram): void {
+  const limits = program
+    .command('limits')
+    .description("per-key rate limits: list a job's default and overrides, set or clear one key's override (no deploy)");
   const limitsListCmd = limits
     .command('list')
     .description("the job's per-key default as deployed, and each key's override with the limit the consumers enforce")
@@ -274,8 +291,7 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
   );
   limitsSetCmd.action(
     execute(limitsSetCmd, async (ctx) => {
-      const o = limitsSetCmd.opts<{ job: string; key: string; starts: string; intervalSeconds?: string; burst?: string; yes: boolean; dryRun: boolean }>();
-      const result = await limitsSet(ctx, o);
+      const result = await limitsSet(ctx, limitsSetCmd.opts<LimitsSetOptions>());
       return { result, text: renderLimitsSet(result) };
     }),
   );
@@ -292,7 +308,9 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
       return { result, text: renderLimitsClear(result) };
     }),
   );
+}
 
+function addDlqPeek({ program, execute }: OpsProgram): void {
   const dlq = program.command('dlq').description('dead-letter queue tools');
   const peekCmd = dlq
     .command('peek')
@@ -305,7 +323,9 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
       return { result, text: renderDlqPeek(result) };
     }),
   );
+}
 
+function addOp({ program, execute }: OpsProgram): void {
   const opCmd = program
     .command('op')
     .description('one operation: its idempotency record (status, expiry, stored result) and its ledger entries')
@@ -317,7 +337,9 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
       return { result, text: renderOperation(result) };
     })();
   });
+}
 
+function addAudit({ program, execute }: OpsProgram): void {
   const auditCmd = program
     .command('audit')
     .description(
@@ -333,32 +355,9 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
       return { result, text: renderAudit(result) };
     }),
   );
+}
 
-  const consoleCmd = program
-    .command('console')
-    .description(
-      'serve the web console on 127.0.0.1 until Ctrl-C: every job\'s schedule, depths, batches and live charts, a DLQ peek and an ' +
-        'operation lookup, and pause, resume, redrive and catch-up behind a confirmation (off against a deployed environment unless --allow-changes)',
-    )
-    .option('--port <n>', 'the port on 127.0.0.1 (default: a free one)')
-    .option('--allow-changes', 'against a deployed environment: turn on pause, resume, redrive and catch-up (always on with --local)', false)
-    .option('--confirm <env>', "with --allow-changes: the environment's name, which a protected environment (prod) needs");
-  consoleCmd.action(
-    execute(consoleCmd, async (ctx) => {
-      const o = consoleCmd.opts<{ port?: string; allowChanges: boolean; confirm?: string }>();
-      const result = await serveConsole(ctx, {
-        port: o.port,
-        allowChanges: o.allowChanges,
-        confirm: o.confirm,
-        stop: (deps.console?.stop ?? interrupted)(),
-        onListening: deps.console?.onListening,
-        samples: deps.console?.samples,
-        mappingWait: deps.mappingWait,
-      });
-      return { result, text: renderConsole(result) };
-    }),
-  );
-
+function addPreflight({ program, execute }: OpsProgram): void {
   const preflightCmd = program
     .command('preflight')
     .description(
@@ -373,6 +372,72 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
       return { result, text: renderPreflight(result), exitCode: result.ok ? 0 : 1 };
     }),
   );
+}
+
+/** The program with its global options; its commands are added by runOps. */
+function opsProgram(io: OpsIo): Command {
+  return new Command('ops')
+    .description(
+      'Operate the paced jobs: status, pause/resume, continue, redrive, catch-up, per-key limits, DLQ and operation lookups, ' +
+        'date audits, the web console',
+    )
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
+    .showHelpAfterError()
+    .addOption(
+      new Option('--stack <name>', 'a deployed stack holding a PacedJobs (your app\'s stack name): reads its outputs').conflicts([
+        'env',
+        'local',
+      ]),
+    )
+    .addOption(
+      new Option(
+        '--env <env>',
+        'in the paced-jobs repository, a deployed environment: reads the outputs of stack PacedJobs-<env>',
+      ).conflicts('local'),
+    )
+    .addOption(new Option('--local', 'the local stack of `start --serve` (`npm start -- --serve` in the repository)'))
+    .option('--endpoints <file>', 'the local endpoints file (with --local)', DEFAULT_ENDPOINTS_FILE)
+    .option('--json', 'print exactly one JSON document on stdout', false);
+}
+
+/**
+ * The commands in the order --help lists them. The added ones (`ops console`) come before preflight, where --help has
+ * always listed the console.
+ */
+const OWN_COMMANDS: { before: OpsCommandHook[]; after: OpsCommandHook[] } = {
+  before: [addStatus, addPauseResume, addRedrive, addCatchUp, addContinue, addLimits, addDlqPeek, addOp, addAudit],
+  after: [addPreflight],
+};
+
+/** Runs the CLI on `argv` (without the node and script entries) and returns the exit code; never calls process.exit. */
+export async function runOps(argv: string[], deps: OpsDependencies = {}): Promise<number> {
+  const io = escapingIo(deps.io ?? processIo());
+  const wantsJson = argv.includes('--json');
+  let exitCode = 0;
+
+  const execute: Execute = (cmd, run) => async () => {
+    const globals = cmd.optsWithGlobals() as GlobalOptions;
+    const source = (deps.source ?? defaultSource)(globals);
+    // A deployed environment's jobs are known from its config: a typo in --job costs no AWS call.
+    const job = (cmd.opts() as { job?: unknown }).job;
+    const declared = source.declaredJobs?.();
+    if (typeof job === 'string' && declared && !declared.includes(job)) {
+      throw new UsageError(`unknown job "${job}"; environment ${globals.env} has: ${declared.join(', ')}`);
+    }
+    const resources = await source.load();
+    const clients = (deps.clients ?? createClients)(resources.clients);
+    try {
+      const printed = await run({ resources, clients, io });
+      io.stdout(globals.json ? JSON.stringify(printed.result, null, 2) : printed.text);
+      if (printed.exitCode) exitCode = printed.exitCode;
+    } finally {
+      clients.destroy();
+    }
+  };
+
+  const program = opsProgram(io);
+  for (const add of [...OWN_COMMANDS.before, ...(deps.commands ?? []), ...OWN_COMMANDS.after]) add({ program, execute, deps });
 
   try {
     await program.parseAsync(argv, { from: 'user' });
@@ -380,7 +445,9 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
     if (error instanceof CommanderError) {
       // --help and --version end through here with code 0; usage errors were already printed by commander.
       if (error.exitCode === 0) return 0;
-      if (wantsJson) io.stdout(JSON.stringify({ ok: false, error: { name: 'UsageError', code: error.code, message: error.message } }, null, 2));
+      if (wantsJson) {
+        io.stdout(JSON.stringify({ ok: false, error: { name: 'UsageError', code: error.code, message: error.message } }, null, 2));
+      }
       return 2;
     }
     const err = error instanceof Error ? error : new Error(String(error));

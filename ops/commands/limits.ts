@@ -235,8 +235,45 @@ export async function limitsList(ctx: CommandContext, options: { job: string }):
 }
 
 /**
- * Sets one key's override (replacing any it had). Two writes, since DynamoDB refuses overlapping paths in one
- * expression: the map is created if absent, then the key is set in it, on the condition that the map still has room.
+ * Two writes, since DynamoDB refuses overlapping paths in one expression: the map is created if absent, then the key
+ * is set in it, on the condition that the map still has room.
+ * @throws the error `full` makes, with the map's size now, when the map has no room for the key.
+ */
+async function writeOverride(
+  ctx: CommandContext,
+  w: { table: string; job: string; key: string; override: KeyLimitOverride; full: (count: number) => KeyLimitsError },
+): Promise<void> {
+  const { table, job, key, override, full } = w;
+  const pk = keyLimitsItemKey(job);
+  await ctx.clients.dynamo.send(
+    new UpdateCommand({
+      TableName: table,
+      Key: { pk },
+      UpdateExpression: 'SET #o = if_not_exists(#o, :empty)',
+      ExpressionAttributeNames: { '#o': OVERRIDES_ATTRIBUTE },
+      ExpressionAttributeValues: { ':empty': {} },
+    }),
+  );
+  try {
+    await ctx.clients.dynamo.send(
+      new UpdateCommand({
+        TableName: table,
+        Key: { pk },
+        UpdateExpression: 'SET #o.#k = :v',
+        // The count read above may be stale by now: the map's own size decides.
+        ConditionExpression: 'attribute_exists(#o.#k) OR size(#o) < :max',
+        ExpressionAttributeNames: { '#o': OVERRIDES_ATTRIBUTE, '#k': key },
+        ExpressionAttributeValues: { ':v': override, ':max': MAX_OVERRIDES },
+      }),
+    );
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) throw full(Object.keys(await readOverrides(ctx, table, job)).length);
+    throw error;
+  }
+}
+
+/**
+ * Sets one key's override (replacing any it had), in two writes (writeOverride).
  * @throws UsageError for an unknown job, one without a per-key default, or a bad flag.
  * @throws KeyLimitsError when the job already keeps MAX_OVERRIDES overrides and the key is not one of them.
  * @throws ConfirmationError when not confirmed.
@@ -293,32 +330,7 @@ export async function limitsSet(ctx: CommandContext, options: LimitsSetOptions):
     `${had ? 'replace' : 'set'} the override of key ${JSON.stringify(key)} on job ${job}: ${documented} (enforced after headroom ${perKey.headroom}: ${describeLimit(effective)})`,
     options,
   );
-  const pk = keyLimitsItemKey(job);
-  await ctx.clients.dynamo.send(
-    new UpdateCommand({
-      TableName: table,
-      Key: { pk },
-      UpdateExpression: 'SET #o = if_not_exists(#o, :empty)',
-      ExpressionAttributeNames: { '#o': OVERRIDES_ATTRIBUTE },
-      ExpressionAttributeValues: { ':empty': {} },
-    }),
-  );
-  try {
-    await ctx.clients.dynamo.send(
-      new UpdateCommand({
-        TableName: table,
-        Key: { pk },
-        UpdateExpression: 'SET #o.#k = :v',
-        // The count read above may be stale by now: the map's own size decides.
-        ConditionExpression: 'attribute_exists(#o.#k) OR size(#o) < :max',
-        ExpressionAttributeNames: { '#o': OVERRIDES_ATTRIBUTE, '#k': key },
-        ExpressionAttributeValues: { ':v': override, ':max': MAX_OVERRIDES },
-      }),
-    );
-  } catch (error) {
-    if (error instanceof ConditionalCheckFailedException) throw full(Object.keys(await readOverrides(ctx, table, job)).length);
-    throw error;
-  }
+  await writeOverride(ctx, { table, job, key, override, full });
   result.written = true;
   ctx.io.stderr(`limits: key ${JSON.stringify(key)} on ${job} set to ${documented}; the consumers enforce ${describeLimit(effective)} within ${EFFECTIVE_WITHIN}`);
   return result;

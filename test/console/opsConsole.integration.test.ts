@@ -6,8 +6,9 @@ import type { ChartSpec } from '../../console/chartSpec';
 import type { ConsoleServer } from '../../console/server';
 import type { ConsoleOverview } from '../../console/source';
 import type { MetricSample } from '../../local/metricsTap';
+import { runOpsCli } from '../../cli/ops';
 import { processIo, type OpsIo } from '../../ops/io';
-import { runOps, type OpsDependencies } from '../../ops/program';
+import type { OpsDependencies } from '../../ops/program';
 import { LocalEndpointsSource, type ResourceSource } from '../../ops/resources';
 import { OpsFixture, startOpsFixture } from '../ops/fixture';
 
@@ -45,7 +46,7 @@ describe('Command: ops console', () => {
     const stopped = new Promise<void>((r) => (stop = r));
     let listening!: (server: ConsoleServer) => void;
     const started = new Promise<ConsoleServer>((r) => (listening = r));
-    const done = runOps(['console', ...args, '--json'], {
+    const done = runOpsCli(['console', ...args, '--json'], {
       io,
       ...deps,
       mappingWait: { timeoutMs: 10_000, pollMs: 50 },
@@ -179,7 +180,7 @@ describe('Command: ops console', () => {
     const refusedWith = async (args: string[]) => {
       let stdout = '';
       const io: OpsIo = { stdout: (t) => (stdout += t), stderr: () => undefined, interactive: false, ask: async () => '', now: () => new Date(), sleep: async () => undefined };
-      const code = await runOps(['console', '--env', 'test', ...args, '--json'], { io, source: () => guarded, console: { stop: () => Promise.resolve() } });
+      const code = await runOpsCli(['console', '--env', 'test', ...args, '--json'], { io, source: () => guarded, console: { stop: () => Promise.resolve() } });
       return { code, error: (JSON.parse(stdout) as { error: { message: string } }).error.message };
     };
 
@@ -221,7 +222,7 @@ describe('Command: ops console', () => {
     let stdout = '';
     const io: OpsIo = { stdout: (t) => (stdout += t), stderr: () => undefined, interactive: false, ask: async () => '', now: () => new Date(), sleep: async () => undefined };
 
-    const code = await runOps(['console', '--local', '--endpoints', f.endpointsFile, '--port', '70000', '--json'], { io, console: { stop: () => Promise.resolve() } });
+    const code = await runOpsCli(['console', '--local', '--endpoints', f.endpointsFile, '--port', '70000', '--json'], { io, console: { stop: () => Promise.resolve() } });
 
     expect(code).toBe(2);
     expect(JSON.parse(stdout)).toEqual({ ok: false, error: { name: 'UsageError', message: '--port must be a whole number from 1 to 65535, got "70000"', exitCode: 2 } });

@@ -4,7 +4,16 @@
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import { CONTENT_SECURITY_POLICY, redactor, startConsoleServer, tokensEqual, type ConsoleServer, type ConsoleServerOptions } from '../../console/server';
+import {
+  CONTENT_SECURITY_POLICY,
+  foreignRequest,
+  redactor,
+  startConsoleServer,
+  tokensEqual,
+  unauthorizedApiRequest,
+  type ConsoleServer,
+  type ConsoleServerOptions,
+} from '../../console/server';
 import type { ConsoleOverview, ConsoleSource } from '../../console/source';
 import type { AdmissionResult } from '../../ops/commands/admission';
 import type { PeekedMessage } from '../../ops/commands/dlqPeek';
@@ -151,8 +160,8 @@ describe('Function: startConsoleServer', () => {
       // No inline script: every <script> loads a file of the console's own.
       expect([...page.body.matchAll(/<script([^>]*)>/g)].map((m) => m[1].trim())).toEqual([
         'src="/assets/uPlot.iife.min.js" defer',
-        'src="/assets/charts.js" defer',
-        'src="/assets/app.js" defer',
+        'type="module" src="/assets/charts.js"',
+        'type="module" src="/assets/app.js"',
       ]);
       expect(page.body).not.toMatch(/https?:\/\/(?!127\.0\.0\.1)/);
     });
@@ -432,5 +441,40 @@ describe('Function: redactor', () => {
     const redact = redactor(['S3RVER', 'abc', SECRET_KEY]);
 
     expect(redact(`key S3RVER/S3RVER, ${SECRET_KEY}, AKIA0000000000000000, abc`)).toBe('key [redacted]/[redacted], [redacted], [redacted], abc');
+  });
+});
+
+describe('Function: foreignRequest', () => {
+  it('passes its own Host and Origin on its port, by either name, in any case, and a request without an Origin', () => {
+    expect(foreignRequest({ host: '127.0.0.1:4000' }, 4000)).toBeUndefined();
+    expect(foreignRequest({ host: 'LOCALHOST:4000', origin: 'http://127.0.0.1:4000' }, 4000)).toBeUndefined();
+    expect(foreignRequest({ host: 'localhost:4000', origin: 'HTTP://LOCALHOST:4000' }, 4000)).toBeUndefined();
+  });
+
+  it('refuses another name, another port, or a foreign Origin, naming what it saw', () => {
+    expect(foreignRequest({ host: 'evil.test:4000' }, 4000)).toMatchObject({ reason: 'host', message: 'Host "evil.test:4000" is not this console\'s' });
+    expect(foreignRequest({ host: '127.0.0.1:4001' }, 4000)?.reason).toBe('host');
+    expect(foreignRequest({}, 4000)).toMatchObject({ reason: 'host', message: 'Host "" is not this console\'s' });
+    expect(foreignRequest({ host: '127.0.0.1:4000', origin: 'http://evil.test' }, 4000)).toMatchObject({
+      reason: 'origin',
+      message: 'Origin "http://evil.test" is not this console\'s',
+    });
+  });
+});
+
+describe('Function: unauthorizedApiRequest', () => {
+  it("passes the console's token from its own page, or with no fetch metadata", () => {
+    expect(unauthorizedApiRequest({ 'x-console-token': TOKEN, 'sec-fetch-site': 'same-origin' }, TOKEN)).toBeUndefined();
+    expect(unauthorizedApiRequest({ 'x-console-token': TOKEN }, TOKEN)).toBeUndefined();
+  });
+
+  it('refuses another site before it looks at the token, and a missing or wrong token', () => {
+    expect(unauthorizedApiRequest({ 'x-console-token': TOKEN, 'sec-fetch-site': 'cross-site' }, TOKEN)).toMatchObject({
+      reason: 'fetch-site',
+      message: 'a cross-site request',
+    });
+    expect(unauthorizedApiRequest({ 'sec-fetch-site': 'same-site' }, TOKEN)?.reason).toBe('fetch-site');
+    expect(unauthorizedApiRequest({}, TOKEN)?.reason).toBe('token');
+    expect(unauthorizedApiRequest({ 'x-console-token': `${TOKEN}x` }, TOKEN)?.reason).toBe('token');
   });
 });

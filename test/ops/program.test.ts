@@ -1,7 +1,9 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import type { OpsClients } from '../../ops/clients';
 import type { OpsIo } from '../../ops/io';
-import { DEFAULT_ENDPOINTS_FILE, defaultSource, runOps } from '../../ops/program';
+import { DEFAULT_ENDPOINTS_FILE, defaultSource, type OpsCommandHook, runOps } from '../../ops/program';
+import type { ResourceSource } from '../../ops/resources';
 import { OpsFixture, startOpsFixture, TARGET } from './fixture';
 
 function capture(): OpsIo & { out: string[]; err: string[] } {
@@ -59,6 +61,34 @@ describe('Function: runOps', () => {
 
     expect(code).toBe(0);
     expect(io.out.join('')).toContain('Usage: ops [options] [command]');
+  });
+
+  it('has no console of its own: `ops console` is a usage error without the command cli/ops.ts adds', async () => {
+    const io = capture();
+
+    const code = await runOps(['console', '--local'], { io });
+
+    expect(code).toBe(2);
+    expect(io.err[0]).toBe("error: unknown command 'console'\n");
+  });
+
+  it('runs an added command on the stack it loads, prints its result, and lists it before preflight', async () => {
+    const io = capture();
+    const source = { description: 'stub', load: async () => ({ stackName: 'Stub', source: 'local' }) } as unknown as ResourceSource;
+    const destroyed: boolean[] = [];
+    const added: OpsCommandHook = ({ program, execute }) => {
+      const cmd = program.command('hello').description('an added command');
+      cmd.action(execute(cmd, async (ctx) => ({ result: { stack: ctx.resources.stackName }, text: `hello ${ctx.resources.stackName}`, exitCode: 3 })));
+    };
+    const deps = { io, source: () => source, clients: () => ({ destroy: () => destroyed.push(true) }) as unknown as OpsClients, commands: [added] };
+
+    await expect(runOps(['hello', '--local', '--json'], deps)).resolves.toBe(3);
+    await expect(runOps(['--help'], { ...deps, io })).resolves.toBe(0);
+
+    expect(JSON.parse(io.out[0])).toEqual({ stack: 'Stub' });
+    expect(destroyed).toEqual([true]);
+    const commands = [...io.out[1].matchAll(/^ {2}([a-z][a-z-]*)/gm)].map((m) => m[1]);
+    expect(commands.slice(-3)).toEqual(['hello', 'preflight', 'help']);
   });
 });
 

@@ -1,13 +1,15 @@
-// `ops console`: serves the web console (console/server.ts) on 127.0.0.1 against the stack this CLI found, with the
-// operator's own credentials, until Ctrl-C. Its data and actions are the other commands' own code (console/opsSource.ts)
-// and its charts CloudWatch's metrics (ops/metrics.ts). Against a deployed environment the changing actions are off
-// unless --allow-changes; against the local stack they are on.
-import { OpsConsoleSource, consoleIo, type SampleReader } from '../../console/opsSource';
-import { startConsoleServer, type ConsoleServer } from '../../console/server';
-import { changeTarget, type CommandContext } from '../context';
-import { ConfirmationError, UsageError } from '../errors';
-import { describeTarget } from '../io';
-import { readJobSamples } from '../metrics';
+// `ops console`, the command the console adds to the operator CLI (cli/ops.ts adds it; ops imports nothing of the
+// console): serves the web console (server.ts) on 127.0.0.1 against the stack the CLI found, with the operator's own
+// credentials, until Ctrl-C. Its data and actions are the other commands' own code (opsSource.ts) and its charts
+// CloudWatch's metrics (ops/metrics.ts). Against a deployed environment the changing actions are off unless
+// --allow-changes; against the local stack they are on.
+import { changeTarget, type CommandContext } from '../ops/context';
+import { ConfirmationError, UsageError } from '../ops/errors';
+import { describeTarget } from '../ops/io';
+import { readJobSamples } from '../ops/metrics';
+import type { OpsCommandHook } from '../ops/program';
+import { OpsConsoleSource, consoleIo, type SampleReader } from './opsSource';
+import { startConsoleServer, type ConsoleServer } from './server';
 
 export interface ConsoleOptions {
   /** The port on 127.0.0.1 (a flag's text is checked too). @default a free one */
@@ -124,4 +126,53 @@ export async function serveConsole(ctx: CommandContext, options: ConsoleOptions)
 
 export function renderConsole(result: ConsoleResult): string {
   return `console for ${result.stackName} (${result.source}) at ${result.url} stopped (changes were ${result.changesAllowed ? 'on' : 'off'})`;
+}
+
+/** What a caller may set of `ops console` beyond its flags: the tests stop it, watch it listen and give it samples. */
+export interface ConsoleCommandOptions extends Pick<ConsoleOptions, 'onListening' | 'samples'> {
+  /** When it stops. @default the first Ctrl-C or SIGTERM */
+  stop?: () => Promise<void>;
+}
+
+/** Resolves on the first Ctrl-C or SIGTERM: the console then closes its server and the CLI exits as after any command. */
+function interrupted(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+/** The `ops console` command, for runOps's `commands`. */
+export function consoleCommand(options: ConsoleCommandOptions = {}): OpsCommandHook {
+  return ({ program, execute, deps }) => {
+    const consoleCmd = program
+      .command('console')
+      .description(
+        'serve the web console on 127.0.0.1 until Ctrl-C: every job\'s schedule, depths, batches and live charts, a DLQ peek and an ' +
+          'operation lookup, and pause, resume, redrive and catch-up behind a confirmation (off against a deployed environment unless --allow-changes)',
+      )
+      .option('--port <n>', 'the port on 127.0.0.1 (default: a free one)')
+      .option('--allow-changes', 'against a deployed environment: turn on pause, resume, redrive and catch-up (always on with --local)', false)
+      .option('--confirm <env>', "with --allow-changes: the environment's name, which a protected environment (prod) needs");
+    consoleCmd.action(
+      execute(consoleCmd, async (ctx) => {
+        const o = consoleCmd.opts<{ port?: string; allowChanges: boolean; confirm?: string }>();
+        const result = await serveConsole(ctx, {
+          port: o.port,
+          allowChanges: o.allowChanges,
+          confirm: o.confirm,
+          stop: (options.stop ?? interrupted)(),
+          onListening: options.onListening,
+          samples: options.samples,
+          mappingWait: deps.mappingWait,
+        });
+        return { result, text: renderConsole(result) };
+      }),
+    );
+  };
 }

@@ -23,7 +23,7 @@ const ITEMS = RECORD_WRITER;
 function preflight(endpointsFile: string): Promise<{ code: number | null; result: PreflightResult; stderr: string }> {
   return new Promise((resolve, reject) => {
     // In the app's folder: the jobs' code is found from their entries, relative to it.
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'ops/cli.ts'), 'preflight', '--local', '--endpoints', endpointsFile, '--json'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'cli/ops.ts'), 'preflight', '--local', '--endpoints', endpointsFile, '--json'], {
       cwd: TEST_APP,
       env: { ...process.env, FORCE_COLOR: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],

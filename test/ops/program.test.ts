@@ -93,7 +93,7 @@ describe('Function: runOps', () => {
 });
 
 // The real entry point, as `npm run ops` runs it: a separate process whose stdin is a pipe, not a terminal.
-describe('Script: ops/cli.ts', () => {
+describe('Script: cli/ops.ts', () => {
   let f: OpsFixture;
   const root = join(__dirname, '..', '..');
   // Asynchronous: the servers the child talks to run in this process and must keep answering while it runs.
@@ -101,7 +101,7 @@ describe('Script: ops/cli.ts', () => {
     new Promise<{ status: number; stdout: string; stderr: string }>((resolve) => {
       const child = execFile(
         process.execPath,
-        [join(root, 'node_modules/tsx/dist/cli.mjs'), join(root, 'ops/cli.ts'), ...args, '--local', '--endpoints', f.endpointsFile],
+        [join(root, 'node_modules/tsx/dist/cli.mjs'), join(root, 'cli/ops.ts'), ...args, '--local', '--endpoints', f.endpointsFile],
         // Without the SDK's opt-out variable: the CLI itself keeps the SDK's Node-version notice off operators' screens.
         { cwd: root, encoding: 'utf8', timeout: 30_000, env: Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED')) },
         (error, stdout, stderr) => resolve({ status: error ? Number(error.code ?? 1) : 0, stdout, stderr }),

@@ -92,7 +92,7 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
 
   /** One CLI run in its own process, against the serving stack; stdout must be exactly one JSON document. */
   const ops = async (...args: string[]) => {
-    const result = await node('ops/cli.ts', [...args, '--local', '--endpoints', endpointsFile, '--json']).done;
+    const result = await node('cli/ops.ts', [...args, '--local', '--endpoints', endpointsFile, '--json']).done;
     let json: Record<string, unknown>;
     try {
       json = JSON.parse(result.stdout);

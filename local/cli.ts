@@ -7,7 +7,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { chooseStack, isReferenceApp, StackChoiceError } from './assembly';
 import { FixtureError, jobFolders, loadFixture } from './fixture';
 import { JOB_ENTRY_METADATA } from './plan';
-import { runLocal, RunOptions } from './run';
+import { runLocal, type RunOptions, type RunViews } from './run';
 import { loadTemplate } from './template';
 
 const positiveInt = (name: string) => (value: string): number => {
@@ -229,6 +229,8 @@ export interface StartCliOptions {
   /** @default process.stdout and process.stderr */
   stdout?: NodeJS.WritableStream;
   stderr?: NodeJS.WritableStream & { isTTY?: boolean };
+  /** What the run shows beside its report (cli/start.ts: the web console, the charts). @default none */
+  views?: RunViews;
 }
 
 /**
@@ -258,7 +260,7 @@ export async function runStartCli(argv: readonly string[], options: StartCliOpti
   let exitCode = 0;
   let name = options.name ?? 'paced-jobs start';
   try {
-    const program = buildProgram(async (runOptions) => (exitCode = await runLocal(runOptions, { stdout, stderr, stopSignal })), cwd, { name: options.name, argv });
+    const program = buildProgram(async (runOptions) => (exitCode = await runLocal(runOptions, { stdout, stderr, stopSignal }, options.views)), cwd, { name: options.name, argv });
     name = program.name();
     program.exitOverride().configureOutput({ writeOut: (text) => stdout.write(text), writeErr: (text) => stderr.write(text) });
     await program.parseAsync([...argv], { from: 'user' });

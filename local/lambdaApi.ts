@@ -61,7 +61,13 @@ function functionOr404(options: LambdaApiOptions, res: ServerResponse, nameOrArn
 }
 
 /** Invoke: RequestResponse (its answer, or the function's error as Lambda reports it), Event (queued), DryRun. */
-async function invokeFunction(options: LambdaApiOptions, req: IncomingMessage, res: ServerResponse, name: string, raw: string): Promise<void> {
+async function invokeFunction(
+  options: LambdaApiOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  name: string,
+  raw: string,
+): Promise<void> {
   const fn = functionOr404(options, res, name);
   if (!fn) return;
   let event: unknown;

@@ -714,7 +714,12 @@ function replyError(name: string, reply: BootstrapReply): FunctionError | undefi
 }
 
 /** Lambda's Runtime.ExitError for an environment that ended mid-invocation, with the crash the bootstrap reported. */
-function exitError(name: string, code: number | null, signal: string | null, crash: BootstrapReply | undefined): FunctionError {
+function exitError(
+  name: string,
+  code: number | null,
+  signal: string | null,
+  crash: BootstrapReply | undefined,
+): FunctionError {
   const status = signal ? `signal: ${signal}` : `exit status ${code}`;
   const cause = crash?.error ? ` (${crash.crashType}: ${crash.error.errorType}: ${crash.error.errorMessage})` : '';
   return new FunctionError(`${name}: Runtime.ExitError: Runtime exited with error: ${status}${cause}`, name, 'Runtime.ExitError');

@@ -419,8 +419,13 @@ function templateResolver(
   return { ctx, policyCtx, identity };
 }
 
-/** The template's outputs, resolved; one that names a resource left out, or an intrinsic not resolvable, is left out. */
-function planOutputs(template: CloudFormationTemplate, notEmulated: Map<string, string>, ctx: ResolveContext, plan: StackPlan): void {
+/** The template's outputs, resolved; one naming a resource left out, or an intrinsic not resolvable, is left out. */
+function planOutputs(
+  template: CloudFormationTemplate,
+  notEmulated: Map<string, string>,
+  ctx: ResolveContext,
+  plan: StackPlan,
+): void {
   for (const [name, output] of Object.entries(template.Outputs ?? {})) {
     const named = new Set<string>();
     referencesIn(output.Value, named);

@@ -307,7 +307,13 @@ export class LocalSession {
    * A planned job joins the session with its settings as its functions see them (scaled, pointed at the downstream):
    * what a fixture seeds against. The downstream may see the job's secrets, as the real API would.
    */
-  private addJob(cwd: string, view: JobView, runSettings: JobRuntimeSettings, fixture: JobFixture | undefined, downstream?: FakeDownstream): void {
+  private addJob(
+    cwd: string,
+    view: JobView,
+    runSettings: JobRuntimeSettings,
+    fixture: JobFixture | undefined,
+    downstream?: FakeDownstream,
+  ): void {
     let settings = runSettings;
     if (downstream) {
       settings = downstream.configure(settings);

@@ -174,7 +174,12 @@ type LeadingKeys = ReturnType<typeof leadingKeysReader>;
 type TableArnOf = (name: unknown) => string;
 
 /** BatchGetItem and BatchWriteItem: one permission per table, with the leading keys of its items. */
-function batchPermissions(operation: string, body: Record<string, unknown>, keys: LeadingKeys, tableArn: TableArnOf): RequiredPermission[] {
+function batchPermissions(
+  operation: string,
+  body: Record<string, unknown>,
+  keys: LeadingKeys,
+  tableArn: TableArnOf,
+): RequiredPermission[] {
   const requests = (body.RequestItems ?? {}) as Record<string, unknown>;
   return Object.entries(requests).map(([t, request]) => {
     // BatchGetItem: { Keys: [...] }; BatchWriteItem: [{ PutRequest: { Item } } | { DeleteRequest: { Key } }].
@@ -188,7 +193,11 @@ function batchPermissions(operation: string, body: Record<string, unknown>, keys
 }
 
 /** TransactWriteItems: each item as the single-item write it is, on its table, with its leading key. */
-function transactWritePermissions(body: Record<string, unknown>, keys: LeadingKeys, tableArn: TableArnOf): RequiredPermission[] {
+function transactWritePermissions(
+  body: Record<string, unknown>,
+  keys: LeadingKeys,
+  tableArn: TableArnOf,
+): RequiredPermission[] {
   const actions: Record<string, string> = { Put: 'PutItem', Update: 'UpdateItem', Delete: 'DeleteItem', ConditionCheck: 'ConditionCheckItem' };
   const items = (body.TransactItems ?? []) as Record<string, { TableName?: string; Key?: Item; Item?: Item }>[];
   return items.flatMap((item) =>

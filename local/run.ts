@@ -1,6 +1,7 @@
 // What `npm start` does: deploys the synthesized stack locally (a LocalSession: every job with its local fixture and
 // fake downstream), then either runs one demo cycle of every job (seed, fire, wait until settled, report, and the
-// run's charts as an HTML report) or serves the stack with its schedules live, and the web console, until Ctrl-C. It
+// run's charts as an HTML report) or serves the stack with its schedules live, and the web console, until Ctrl-C; the
+// charts and the console are views its caller supplies (RunViews: console/localRun.ts, wired by cli/start.ts). It
 // names no job: what a job seeds and how its effects are read is its fixture's (lambda/jobs/<name>/local.ts); a job
 // without one is judged on the pipeline's own counts.
 import { maxJobAgeMs } from './metricSamples';

@@ -52,7 +52,7 @@ export const defaultDelegates: Delegates = {
   // through the app's own tsx).
   start: (argv, cwd) => {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return (require('../local/cli') as typeof import('../local/cli')).runStartCli(argv, { cwd });
+    return (require('./start') as typeof import('./start')).runStart(argv, { cwd });
   },
   // In this process: ops reads --local's endpoints file from the current folder, and preflight loads job code.
   // Each tool is loaded when its subcommand runs: `start` loads neither ops nor the scaffold.

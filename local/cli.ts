@@ -3,11 +3,11 @@
 // app using PacedJobs (its stack found by its jobs, or named with --stack). It names no job: demo sizes are
 // `--count <job>=<n>`, and each job's fixture unit is a flag of its own (`--<unit> <n>`).
 import { resolve } from 'node:path';
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option, type OptionValues } from 'commander';
 import { chooseStack, isReferenceApp, StackChoiceError } from './assembly';
 import { FixtureError, jobFolders, loadFixture } from './fixture';
 import { JOB_ENTRY_METADATA } from './plan';
-import { runLocal, RunOptions } from './run';
+import { runLocal, type RunOptions, type RunViews } from './run';
 import { loadTemplate } from './template';
 
 const positiveInt = (name: string) => (value: string): number => {
@@ -177,45 +177,50 @@ export function buildProgram(run: (options: RunOptions) => Promise<number>, cwd 
   const units = (jobs ? unitFlags(cwd, jobs.names, (job) => jobs.entries.get(job)) : []).filter((u) => !program.options.some((o) => o.long === `--${u.unit}`));
   for (const u of units) program.option(`--${u.unit} <n>`, `demo ${u.unit} to seed: --count ${u.job}=<n> (default ${u.defaultCount})`, positiveInt(`--${u.unit}`));
   return program.action(async (flags) => {
-    const counts: Record<string, number> = {};
-    for (const u of units) if (flags[camel(u.unit)] !== undefined) counts[u.job] = flags[camel(u.unit)];
-    // --count is the flag the aliases stand for: it wins where both name one job.
-    Object.assign(counts, flags.count);
-    await run({
-      env: flags.env,
-      stack: flags.stack,
-      cwd,
-      assemblyDir: flags.cdkOut,
-      localDir: flags.localDir,
-      synth: flags.synth,
-      serve: flags.serve,
-      console: flags.console,
-      consolePort: flags.consolePort,
-      reportFile: flags.report,
-      now: flags.now,
-      date: flags.date,
-      json: flags.json,
-      counts,
-      dataDir: flags.dataDir,
-      timeoutSeconds: flags.timeout,
-      prewarm: flags.prewarm,
-      verbose: flags.verbose,
-      iam: flags.iam,
-      asyncDuplicateRate: flags.asyncDuplicateRate,
-      downstream: {
-        quota: { startsPerWindow: flags.downstreamQuota, windowSeconds: flags.downstreamWindow, maxConcurrent: flags.downstreamConcurrency },
-        ports: flags.downstreamPort,
-      },
-      ports: {
-        dynamodb: flags.dynamodbPort,
-        sqs: flags.sqsPort,
-        s3: flags.s3Port,
-        lambda: flags.lambdaPort,
-        secretsManager: flags.secretsPort,
-        scheduler: flags.schedulerPort,
-      },
-    });
+    await run(runOptionsOf(flags, cwd, units));
   });
+}
+
+/** The run's options from the parsed flags: a fixture unit's flag stands for `--count <job>=<n>`. */
+function runOptionsOf(flags: OptionValues, cwd: string, units: UnitFlag[]): RunOptions {
+  const counts: Record<string, number> = {};
+  for (const u of units) if (flags[camel(u.unit)] !== undefined) counts[u.job] = flags[camel(u.unit)];
+  // --count is the flag the aliases stand for: it wins where both name one job.
+  Object.assign(counts, flags.count);
+  return {
+    env: flags.env,
+    stack: flags.stack,
+    cwd,
+    assemblyDir: flags.cdkOut,
+    localDir: flags.localDir,
+    synth: flags.synth,
+    serve: flags.serve,
+    console: flags.console,
+    consolePort: flags.consolePort,
+    reportFile: flags.report,
+    now: flags.now,
+    date: flags.date,
+    json: flags.json,
+    counts,
+    dataDir: flags.dataDir,
+    timeoutSeconds: flags.timeout,
+    prewarm: flags.prewarm,
+    verbose: flags.verbose,
+    iam: flags.iam,
+    asyncDuplicateRate: flags.asyncDuplicateRate,
+    downstream: {
+      quota: { startsPerWindow: flags.downstreamQuota, windowSeconds: flags.downstreamWindow, maxConcurrent: flags.downstreamConcurrency },
+      ports: flags.downstreamPort,
+    },
+    ports: {
+      dynamodb: flags.dynamodbPort,
+      sqs: flags.sqsPort,
+      s3: flags.s3Port,
+      lambda: flags.lambdaPort,
+      secretsManager: flags.secretsPort,
+      scheduler: flags.schedulerPort,
+    },
+  };
 }
 
 /** Commander's attribute name for a long flag: `--max-items` is `maxItems`. */
@@ -229,6 +234,8 @@ export interface StartCliOptions {
   /** @default process.stdout and process.stderr */
   stdout?: NodeJS.WritableStream;
   stderr?: NodeJS.WritableStream & { isTTY?: boolean };
+  /** What the run shows beside its report (cli/start.ts: the web console, the charts). @default none */
+  views?: RunViews;
 }
 
 /**
@@ -258,7 +265,7 @@ export async function runStartCli(argv: readonly string[], options: StartCliOpti
   let exitCode = 0;
   let name = options.name ?? 'paced-jobs start';
   try {
-    const program = buildProgram(async (runOptions) => (exitCode = await runLocal(runOptions, { stdout, stderr, stopSignal })), cwd, { name: options.name, argv });
+    const program = buildProgram(async (runOptions) => (exitCode = await runLocal(runOptions, { stdout, stderr, stopSignal }, options.views)), cwd, { name: options.name, argv });
     name = program.name();
     program.exitOverride().configureOutput({ writeOut: (text) => stdout.write(text), writeErr: (text) => stderr.write(text) });
     await program.parseAsync([...argv], { from: 'user' });

@@ -60,37 +60,46 @@ function functionOr404(options: LambdaApiOptions, res: ServerResponse, nameOrArn
   }
 }
 
+/** Invoke: RequestResponse (its answer, or the function's error as Lambda reports it), Event (queued), DryRun. */
+async function invokeFunction(
+  options: LambdaApiOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  name: string,
+  raw: string,
+): Promise<void> {
+  const fn = functionOr404(options, res, name);
+  if (!fn) return;
+  let event: unknown;
+  try {
+    event = raw === '' ? {} : JSON.parse(raw);
+  } catch {
+    return reply(res, 400, { Type: 'User', message: 'Could not parse request body into json' }, 'InvalidRequestContentException');
+  }
+  const type = String(req.headers['x-amz-invocation-type'] ?? 'RequestResponse');
+  if (type === 'DryRun') return reply(res, 204, undefined);
+  if (type === 'Event') {
+    fn.invokeAsync(event);
+    return reply(res, 202, undefined);
+  }
+  try {
+    const value = await fn.invoke(event);
+    return reply(res, 200, value ?? null, undefined, { 'x-amz-executed-version': '$LATEST' });
+  } catch (error) {
+    if (error instanceof ThrottledInvocationError) return reply(res, 429, { Type: 'User', message: error.message, Reason: 'ReservedFunctionConcurrentInvocationLimitExceeded' }, 'TooManyRequestsException');
+    if (error instanceof FunctionError) {
+      return reply(res, 200, { errorType: error.errorType, errorMessage: error.message }, undefined, { 'x-amz-function-error': 'Unhandled', 'x-amz-executed-version': '$LATEST' });
+    }
+    throw error;
+  }
+}
+
 async function handle(options: LambdaApiOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   let raw = '';
   for await (const chunk of req) raw += chunk;
   const url = new URL(req.url ?? '/', 'http://local');
   const invoke = INVOKE.exec(url.pathname);
-  if (invoke && req.method === 'POST') {
-    const fn = functionOr404(options, res, decodeURIComponent(invoke[1]));
-    if (!fn) return;
-    let event: unknown;
-    try {
-      event = raw === '' ? {} : JSON.parse(raw);
-    } catch {
-      return reply(res, 400, { Type: 'User', message: 'Could not parse request body into json' }, 'InvalidRequestContentException');
-    }
-    const type = String(req.headers['x-amz-invocation-type'] ?? 'RequestResponse');
-    if (type === 'DryRun') return reply(res, 204, undefined);
-    if (type === 'Event') {
-      fn.invokeAsync(event);
-      return reply(res, 202, undefined);
-    }
-    try {
-      const value = await fn.invoke(event);
-      return reply(res, 200, value ?? null, undefined, { 'x-amz-executed-version': '$LATEST' });
-    } catch (error) {
-      if (error instanceof ThrottledInvocationError) return reply(res, 429, { Type: 'User', message: error.message, Reason: 'ReservedFunctionConcurrentInvocationLimitExceeded' }, 'TooManyRequestsException');
-      if (error instanceof FunctionError) {
-        return reply(res, 200, { errorType: error.errorType, errorMessage: error.message }, undefined, { 'x-amz-function-error': 'Unhandled', 'x-amz-executed-version': '$LATEST' });
-      }
-      throw error;
-    }
-  }
+  if (invoke && req.method === 'POST') return invokeFunction(options, req, res, decodeURIComponent(invoke[1]), raw);
   const configuration = CONFIGURATION.exec(url.pathname);
   if (configuration && req.method === 'GET') {
     // What an operator's tools read of a function (ops catch-up --missed reads its JOB_SETTINGS): its name, ARN,

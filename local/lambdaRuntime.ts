@@ -569,8 +569,7 @@ export class LocalFunction {
           crash = reply;
           return;
         }
-        const error = reply.error && new FunctionError(`${name}: ${reply.error.errorType}: ${reply.error.errorMessage}`, name, reply.error.errorType);
-        if (error) error.errorMessage = reply.error!.errorMessage;
+        const error = replyError(name, reply);
         if (reply.init) {
           // An init failure leaves no usable environment: Lambda starts the next invocation with a fresh one.
           stop(error!);
@@ -585,9 +584,7 @@ export class LocalFunction {
       const onExit = (code: number | null, signal: string | null) => {
         // A crash (uncaught error, process.exit) ends the execution environment; the next invocation starts cold.
         cleanup();
-        const status = signal ? `signal: ${signal}` : `exit status ${code}`;
-        const cause = crash?.error ? ` (${crash.crashType}: ${crash.error.errorType}: ${crash.error.errorMessage})` : '';
-        reject(new FunctionError(`${name}: Runtime.ExitError: Runtime exited with error: ${status}${cause}`, name, 'Runtime.ExitError'));
+        reject(exitError(name, code, signal, crash));
       };
       const killMs = this.options.killAfterMs?.(name);
       const killer =
@@ -706,4 +703,24 @@ export class LambdaRuntime {
     this.sandbox?.close();
     this.sandbox = undefined;
   }
+}
+
+/** The error a bootstrap's reply reports, as Lambda names it (`<function>: <type>: <message>`); none for a success. */
+function replyError(name: string, reply: BootstrapReply): FunctionError | undefined {
+  if (!reply.error) return undefined;
+  const error = new FunctionError(`${name}: ${reply.error.errorType}: ${reply.error.errorMessage}`, name, reply.error.errorType);
+  error.errorMessage = reply.error.errorMessage;
+  return error;
+}
+
+/** Lambda's Runtime.ExitError for an environment that ended mid-invocation, with the crash the bootstrap reported. */
+function exitError(
+  name: string,
+  code: number | null,
+  signal: string | null,
+  crash: BootstrapReply | undefined,
+): FunctionError {
+  const status = signal ? `signal: ${signal}` : `exit status ${code}`;
+  const cause = crash?.error ? ` (${crash.crashType}: ${crash.error.errorType}: ${crash.error.errorMessage})` : '';
+  return new FunctionError(`${name}: Runtime.ExitError: Runtime exited with error: ${status}${cause}`, name, 'Runtime.ExitError');
 }

@@ -312,6 +312,48 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
     .map(([logicalId, r]) => ({ logicalId, type: r.Type, neededBy: needs.get(logicalId) || undefined }));
   if (unsupported.length > 0) throw new UnsupportedResourceError(unsupported);
 
+  const { ctx, policyCtx, identity } = templateResolver(template, options);
+  const included = Object.entries(resources).filter(([id, r]) => (!r.Condition || ctx.conditions![r.Condition]) && !notEmulated.has(id));
+
+  const plan = emptyPlan({ stackName, region, accountId });
+  for (const [logicalId, reason] of notEmulated) plan.notEmulated.push({ logicalId, type: resources[logicalId].Type, reason });
+  refuseNameCollisions(included, (id, key) => str(resolveValue(resources[id].Properties?.[key], ctx, `${id}.Properties.${key}`)));
+  const invokeConfigs: InvokeConfig[] = [];
+
+  for (const [id, r] of included) {
+    if (r.Type in IGNORED_TYPES) {
+      // Not resolved here: alarms and dashboards may name attributes nothing local has. Policies are resolved below,
+      // leniently, for the IAM authorizer.
+      plan.ignored.push({ logicalId: id, type: r.Type, reason: IGNORED_TYPES[r.Type] });
+      continue;
+    }
+    const me = identity(id);
+    const props = (resolveValue(r.Properties ?? {}, ctx, `${id}.Properties`) ?? {}) as Record<string, unknown>;
+    // AWS::Scheduler::ScheduleGroup has no planner: a name only; schedules carry their group.
+    RESOURCE_PLANNERS[r.Type]?.plan?.({ id, r, me, props, plan, invokeConfigs });
+  }
+
+  for (const { functionName, config } of invokeConfigs) {
+    const fn = plan.functions.find((f) => f.name === functionName);
+    if (!fn) throw new TemplateError(`AWS::Lambda::EventInvokeConfig for ${functionName}: no such function in the template`, functionName);
+    fn.asyncInvokeConfig = config;
+  }
+  plan.iam = planIam(included, policyCtx, identity, { region, accountId });
+  planOutputs(template, notEmulated, ctx, plan);
+  return plan;
+}
+
+/**
+ * How the template's intrinsics resolve locally: Ref and Fn::GetAtt through each resource's identity (made once, on
+ * first use, by its type's planner), the pseudo parameters, parameter defaults and conditions. `policyCtx` is the
+ * lenient one for policy documents.
+ */
+function templateResolver(
+  template: CloudFormationTemplate,
+  options: PlanOptions,
+): { ctx: ResolveContext; policyCtx: ResolveContext; identity: (id: string) => Identity } {
+  const { stackName, region, accountId } = options;
+  const resources = template.Resources;
   const pseudo: Record<string, string> = {
     'AWS::Region': region,
     'AWS::AccountId': accountId,
@@ -337,119 +379,24 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
     },
   };
 
-  const parameterValue = (id: string): string | undefined => {
-    const p = template.Parameters?.[id];
-    // refuseUnresolvable has made sure every parameter has a Default.
-    return p ? String(p.Default) : undefined;
-  };
-
-  const prop = (r: TemplateResource, key: string, id: string): unknown => resolveValue(r.Properties?.[key], ctx, `${id}.Properties.${key}`);
-
   function identity(id: string): Identity {
     const known = identities.get(id);
     if (known) return known;
-    const param = parameterValue(id);
-    if (param !== undefined) return { ref: param, attrs: {} };
+    const param = template.Parameters?.[id];
+    // refuseUnresolvable has made sure every parameter has a Default.
+    if (param) return { ref: String(param.Default), attrs: {} };
     const r = resources[id];
     if (!r) throw new TemplateError(`Template format error: Unresolved resource dependencies [${id}] in the Resources block of the template`, id);
     if (resolving.has(id)) throw new TemplateError(`circular reference through ${id}`, id);
     resolving.add(id);
     try {
-      const made = makeIdentity(id, r);
+      const prop = (key: string): unknown => resolveValue(r.Properties?.[key], ctx, `${id}.Properties.${key}`);
+      const arn = (service: string, resource: string) => `arn:aws:${service}:${region}:${accountId}:${resource}`;
+      const made = (RESOURCE_PLANNERS[r.Type]?.identity ?? placeholderIdentity)({ id, prop, arn, ...options });
       identities.set(id, made);
       return made;
     } finally {
       resolving.delete(id);
-    }
-  }
-
-  function makeIdentity(id: string, r: TemplateResource): Identity {
-    const arn = (service: string, resource: string) => `arn:aws:${service}:${region}:${accountId}:${resource}`;
-    switch (r.Type) {
-      case 'AWS::SQS::Queue': {
-        const fifo = prop(r, 'FifoQueue', id) === true || prop(r, 'FifoQueue', id) === 'true';
-        const name = str(prop(r, 'QueueName', id)) ?? generatedName(stackName, id, fifo ? 75 : 80) + (fifo ? '.fifo' : '');
-        const url = `${options.sqsEndpoint}/${accountId}/${name}`;
-        return { ref: url, attrs: { Arn: arn('sqs', name), QueueName: name, QueueUrl: url } };
-      }
-      case 'AWS::DynamoDB::Table':
-      case 'AWS::DynamoDB::GlobalTable': {
-        const name = str(prop(r, 'TableName', id)) ?? generatedName(stackName, id, 255);
-        const tableArn = arn('dynamodb', `table/${name}`);
-        return { ref: name, attrs: { Arn: tableArn, StreamArn: `${tableArn}/stream/local`, TableId: name } };
-      }
-      case 'AWS::S3::Bucket': {
-        const name = str(prop(r, 'BucketName', id)) ?? generatedName(stackName, id, 63, true);
-        return {
-          ref: name,
-          attrs: {
-            Arn: `arn:aws:s3:::${name}`,
-            DomainName: `${name}.s3.amazonaws.com`,
-            RegionalDomainName: `${name}.s3.${region}.amazonaws.com`,
-            WebsiteURL: `http://${name}.s3-website-${region}.amazonaws.com`,
-          },
-        };
-      }
-      case 'AWS::SecretsManager::Secret': {
-        const name = str(prop(r, 'Name', id)) ?? generatedName(stackName, id, 256);
-        // Real secret ARNs end in a random 6-character suffix; a fixed one keeps local ARNs stable across runs.
-        const secretArn = arn('secretsmanager', `secret:${name}-local0`);
-        return { ref: secretArn, attrs: { Id: secretArn, SecretArn: secretArn } };
-      }
-      case 'AWS::Lambda::Function': {
-        const name = str(prop(r, 'FunctionName', id)) ?? generatedName(stackName, id, 64);
-        return { ref: name, attrs: { Arn: arn('lambda', `function:${name}`) } };
-      }
-      case 'AWS::Lambda::LayerVersion': {
-        const name = str(prop(r, 'LayerName', id)) ?? generatedName(stackName, id, 64);
-        const layerArn = arn('lambda', `layer:${name}:1`);
-        return { ref: layerArn, attrs: { LayerVersionArn: layerArn } };
-      }
-      case 'AWS::Lambda::EventSourceMapping':
-        // Ref is the mapping's UUID; the local one is derived from the logical ID so it is stable across runs.
-        return { ref: `local-${id}`, attrs: { Id: `local-${id}`, EventSourceMappingArn: arn('lambda', `event-source-mapping:local-${id}`) } };
-      case 'AWS::Scheduler::Schedule': {
-        const name = str(prop(r, 'Name', id)) ?? generatedName(stackName, id, 64);
-        const group = str(prop(r, 'GroupName', id), 'default')!;
-        return { ref: name, attrs: { Arn: arn('scheduler', `schedule/${group}/${name}`) } };
-      }
-      case 'AWS::Scheduler::ScheduleGroup': {
-        const name = str(prop(r, 'Name', id)) ?? generatedName(stackName, id, 64);
-        return { ref: name, attrs: { Arn: arn('scheduler', `schedule-group/${name}`) } };
-      }
-      case 'AWS::IAM::Role': {
-        const name = str(prop(r, 'RoleName', id)) ?? generatedName(stackName, id, 64);
-        return { ref: name, attrs: { Arn: `arn:aws:iam::${accountId}:role/${name}`, RoleId: `LOCAL${id}` } };
-      }
-      case 'AWS::SNS::Topic': {
-        // A generated FIFO topic name gets the .fifo suffix, as CloudFormation's does (a given name must carry it).
-        const fifo = prop(r, 'FifoTopic', id) === true || prop(r, 'FifoTopic', id) === 'true';
-        const name = str(prop(r, 'TopicName', id)) ?? generatedName(stackName, id, fifo ? 251 : 256) + (fifo ? '.fifo' : '');
-        const topicArn = arn('sns', name);
-        return { ref: topicArn, attrs: { TopicArn: topicArn, TopicName: name } };
-      }
-      case 'AWS::SNS::Subscription': {
-        for (const key of ['TopicArn', 'Protocol']) {
-          if (prop(r, key, id) === undefined) throw new TemplateError(`Properties validation failed for resource ${id} with message: #: required key [${key}] not found`, id);
-        }
-        // Ref is the subscription's ARN: the topic's ARN and an ID SNS makes up; the local one is derived, so stable.
-        const subscriptionArn = `${str(prop(r, 'TopicArn', id))}:${stableUuid(`${stackName}/${id}`)}`;
-        return { ref: subscriptionArn, attrs: { Arn: subscriptionArn } };
-      }
-      case 'AWS::IAM::ManagedPolicy': {
-        const name = str(prop(r, 'ManagedPolicyName', id)) ?? generatedName(stackName, id, 128);
-        const policyArn = `arn:aws:iam::${accountId}:policy/${name}`;
-        return { ref: policyArn, attrs: { PolicyArn: policyArn } };
-      }
-      case 'AWS::KMS::Key':
-        return { ref: `local-${id}`, attrs: { Arn: arn('kms', `key/local-${id}`), KeyId: `local-${id}` } };
-      case 'AWS::Logs::LogGroup': {
-        const name = str(prop(r, 'LogGroupName', id)) ?? `/local/${stackName}/${id}`;
-        return { ref: name, attrs: { Arn: arn('logs', `log-group:${name}:*`) } };
-      }
-      default:
-        // Other ignored types: a stable placeholder, since nothing local consumes their identity.
-        return { ref: `${stackName}-${id}`, attrs: { Arn: arn('local', id) } };
     }
   }
 
@@ -467,173 +414,18 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
     // A grant on an imported ARN (Fn::ImportValue) or the like: no local resource has it, no local request matches it.
     unsupported: (fn, path) => `arn:aws:local:${region}:${accountId}:${fn.replace('Fn::', '')}/${path}`,
   };
-  const kmsKeyArn = (keyId: string | undefined): string | undefined => {
-    if (!keyId) return undefined;
-    if (keyId.startsWith('arn:')) return keyId;
-    return `arn:aws:kms:${region}:${accountId}:${keyId.startsWith('alias/') ? keyId : `key/${keyId}`}`;
-  };
-
   ctx.conditions = evaluateConditions(template, ctx);
   policyCtx.conditions = ctx.conditions;
-  const included = Object.entries(resources).filter(([id, r]) => (!r.Condition || ctx.conditions![r.Condition]) && !notEmulated.has(id));
+  return { ctx, policyCtx, identity };
+}
 
-  const plan = emptyPlan({ stackName, region, accountId });
-  for (const [logicalId, reason] of notEmulated) plan.notEmulated.push({ logicalId, type: resources[logicalId].Type, reason });
-  refuseNameCollisions(included, (id, key) => str(prop(resources[id], key, id)));
-  const invokeConfigs: { functionName: string; config: NonNullable<PlannedFunction['asyncInvokeConfig']> }[] = [];
-
-  for (const [id, r] of included) {
-    if (r.Type in IGNORED_TYPES) {
-      // Not resolved here: alarms and dashboards may name attributes nothing local has. Policies are resolved below,
-      // leniently, for the IAM authorizer.
-      plan.ignored.push({ logicalId: id, type: r.Type, reason: IGNORED_TYPES[r.Type] });
-      continue;
-    }
-    const me = identity(id);
-    const props = (resolveValue(r.Properties ?? {}, ctx, `${id}.Properties`) ?? {}) as Record<string, unknown>;
-    switch (r.Type) {
-      case 'AWS::SQS::Queue': {
-        const attributes: Record<string, string> = {};
-        for (const key of ['DelaySeconds', 'MaximumMessageSize', 'MessageRetentionPeriod', 'ReceiveMessageWaitTimeSeconds', 'VisibilityTimeout', 'FifoQueue', 'ContentBasedDeduplication', 'DeduplicationScope', 'FifoThroughputLimit', 'SqsManagedSseEnabled']) {
-          if (props[key] !== undefined) attributes[key] = String(props[key]);
-        }
-        const redrive = props.RedrivePolicy as { deadLetterTargetArn?: string; maxReceiveCount?: number } | string | undefined;
-        const policy = typeof redrive === 'string' ? (JSON.parse(redrive) as { deadLetterTargetArn?: string; maxReceiveCount?: number }) : redrive;
-        if (policy) attributes.RedrivePolicy = JSON.stringify({ deadLetterTargetArn: policy.deadLetterTargetArn, maxReceiveCount: Number(policy.maxReceiveCount) });
-        plan.queues.push({
-          logicalId: id,
-          name: me.attrs.QueueName,
-          url: me.ref,
-          arn: me.attrs.Arn,
-          attributes,
-          deadLetterTargetArn: policy?.deadLetterTargetArn,
-          maxReceiveCount: policy ? Number(policy.maxReceiveCount) : undefined,
-          kmsKeyArn: kmsKeyArn(str(props.KmsMasterKeyId)),
-        });
-        break;
-      }
-      case 'AWS::DynamoDB::Table':
-        plan.tables.push({ logicalId: id, name: me.ref, arn: me.attrs.Arn, properties: props });
-        break;
-      case 'AWS::DynamoDB::GlobalTable':
-        plan.tables.push({ logicalId: id, name: me.ref, arn: me.attrs.Arn, properties: props, replica: localReplica(props, region) });
-        break;
-      case 'AWS::S3::Bucket':
-        plan.buckets.push({ logicalId: id, name: me.ref, arn: me.attrs.Arn });
-        break;
-      case 'AWS::SecretsManager::Secret':
-        plan.secrets.push({ logicalId: id, name: str(props.Name) ?? me.ref.replace(/^.*:secret:(.*)-local0$/, '$1'), arn: me.ref, properties: props });
-        break;
-      case 'AWS::Lambda::Function': {
-        const code = (props.Code ?? {}) as { S3Key?: string };
-        const vars = ((props.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables ?? {}) as Record<string, unknown>;
-        plan.functions.push({
-          logicalId: id,
-          name: me.ref,
-          arn: me.attrs.Arn,
-          handler: str(props.Handler, 'index.handler')!,
-          assetPath: str(r.Metadata?.['aws:asset:path']),
-          s3Key: code.S3Key,
-          environment: Object.fromEntries(Object.entries(vars).map(([k, v]) => [k, String(v)])),
-          timeoutSeconds: Number(props.Timeout ?? 3),
-          memoryMb: Number(props.MemorySize ?? 128),
-          reservedConcurrency: props.ReservedConcurrentExecutions === undefined ? undefined : Number(props.ReservedConcurrentExecutions),
-          layerArns: ((props.Layers as unknown[] | undefined) ?? []).map((l) => String(l)),
-          runtime: str(props.Runtime, 'nodejs22.x')!,
-          architectures: (props.Architectures as string[] | undefined)?.map(String),
-          roleArn: str(props.Role),
-          deadLetterArn: str((props.DeadLetterConfig as { TargetArn?: string } | undefined)?.TargetArn),
-          jobEntry: str(r.Metadata?.[JOB_ENTRY_METADATA]),
-        });
-        break;
-      }
-      case 'AWS::Lambda::EventInvokeConfig': {
-        const destinations = (props.DestinationConfig ?? {}) as { OnFailure?: { Destination?: string }; OnSuccess?: { Destination?: string } };
-        invokeConfigs.push({
-          functionName: lambdaName(str(props.FunctionName)!),
-          config: {
-            maximumRetryAttempts: props.MaximumRetryAttempts === undefined ? undefined : Number(props.MaximumRetryAttempts),
-            maximumEventAgeSeconds: props.MaximumEventAgeInSeconds === undefined ? undefined : Number(props.MaximumEventAgeInSeconds),
-            onFailureArn: str(destinations.OnFailure?.Destination),
-            onSuccessArn: str(destinations.OnSuccess?.Destination),
-          },
-        });
-        break;
-      }
-      case 'AWS::Lambda::LayerVersion':
-        plan.layers.push({ logicalId: id, arn: me.ref, assetPath: str(r.Metadata?.['aws:asset:path']) });
-        break;
-      case 'AWS::Lambda::EventSourceMapping': {
-        const arnText = str(props.EventSourceArn) ?? '';
-        if (!arnText.startsWith('arn:aws:sqs:')) {
-          throw new UnsupportedResourceError([{ logicalId: id, type: `${r.Type} with a non-SQS source (${arnText})` }]);
-        }
-        const fnRef = str(props.FunctionName)!;
-        plan.mappings.push({
-          logicalId: id,
-          uuid: me.ref,
-          functionName: lambdaName(fnRef),
-          eventSourceArn: arnText,
-          batchSize: Number(props.BatchSize ?? 10),
-          maximumBatchingWindowSeconds: Number(props.MaximumBatchingWindowInSeconds ?? 0),
-          maximumConcurrency: (props.ScalingConfig as { MaximumConcurrency?: number } | undefined)?.MaximumConcurrency,
-          reportBatchItemFailures: ((props.FunctionResponseTypes as string[] | undefined) ?? []).includes('ReportBatchItemFailures'),
-          enabled: props.Enabled === undefined ? true : props.Enabled === true || props.Enabled === 'true',
-        });
-        break;
-      }
-      case 'AWS::Scheduler::Schedule': {
-        const target = (props.Target ?? {}) as {
-          Arn?: string;
-          Input?: string;
-          RetryPolicy?: { MaximumRetryAttempts?: number; MaximumEventAgeInSeconds?: number };
-          DeadLetterConfig?: { Arn?: string };
-          RoleArn?: string;
-        };
-        plan.schedules.push({
-          logicalId: id,
-          name: me.ref,
-          arn: me.attrs.Arn,
-          group: str(props.GroupName, 'default')!,
-          expression: str(props.ScheduleExpression)!,
-          timeZone: str(props.ScheduleExpressionTimezone, 'UTC')!,
-          enabled: str(props.State, 'ENABLED') === 'ENABLED',
-          targetArn: str(target.Arn)!,
-          input: target.Input === undefined ? undefined : typeof target.Input === 'string' ? target.Input : JSON.stringify(target.Input),
-          // Scheduler's documented defaults: 185 retries within 86400 s.
-          maximumRetryAttempts: Number(target.RetryPolicy?.MaximumRetryAttempts ?? 185),
-          maximumEventAgeSeconds: Number(target.RetryPolicy?.MaximumEventAgeInSeconds ?? 86400),
-          deadLetterArn: target.DeadLetterConfig?.Arn,
-          roleArn: str(target.RoleArn),
-        });
-        break;
-      }
-      case 'AWS::SNS::Topic':
-        plan.topics.push({
-          logicalId: id,
-          name: me.attrs.TopicName,
-          arn: me.ref,
-          displayName: str(props.DisplayName),
-          kmsMasterKeyId: str(props.KmsMasterKeyId),
-          fifo: props.FifoTopic === true || props.FifoTopic === 'true',
-        });
-        break;
-      case 'AWS::SNS::Subscription':
-        plan.subscriptions.push({ logicalId: id, arn: me.ref, topicArn: str(props.TopicArn)!, protocol: str(props.Protocol)!, endpoint: str(props.Endpoint) });
-        break;
-      default:
-        // AWS::Scheduler::ScheduleGroup: a name only; schedules carry their group.
-        break;
-    }
-  }
-
-  for (const { functionName, config } of invokeConfigs) {
-    const fn = plan.functions.find((f) => f.name === functionName);
-    if (!fn) throw new TemplateError(`AWS::Lambda::EventInvokeConfig for ${functionName}: no such function in the template`, functionName);
-    fn.asyncInvokeConfig = config;
-  }
-  plan.iam = planIam(included, policyCtx, identity, { region, accountId });
-
+/** The template's outputs, resolved; one naming a resource left out, or an intrinsic not resolvable, is left out. */
+function planOutputs(
+  template: CloudFormationTemplate,
+  notEmulated: Map<string, string>,
+  ctx: ResolveContext,
+  plan: StackPlan,
+): void {
   for (const [name, output] of Object.entries(template.Outputs ?? {})) {
     const named = new Set<string>();
     referencesIn(output.Value, named);
@@ -646,7 +438,294 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
     }
     plan.outputs[name] = String(resolveValue(output.Value, ctx, `Outputs.${name}.Value`));
   }
-  return plan;
+}
+
+/** What a type's identity is made from: the resource's logical ID, its properties as resolved, the stack's place. */
+interface IdentityInput extends PlanOptions {
+  id: string;
+  prop(key: string): unknown;
+  arn(service: string, resource: string): string;
+}
+
+/** What a type's planner adds to the plan from: the resource, its identity and its resolved properties. */
+interface PlanInput {
+  id: string;
+  r: TemplateResource;
+  me: Identity;
+  props: Record<string, unknown>;
+  plan: StackPlan;
+  /** EventInvokeConfigs, attached to their functions once every function is planned. */
+  invokeConfigs: InvokeConfig[];
+}
+
+interface InvokeConfig {
+  functionName: string;
+  config: NonNullable<PlannedFunction['asyncInvokeConfig']>;
+}
+
+/** Per resource type: its identity (Ref and attributes), and what it adds to the plan; both optional. */
+interface ResourcePlanner {
+  identity?: (input: IdentityInput) => Identity;
+  plan?: (input: PlanInput) => void;
+}
+
+/** Other ignored types: a stable placeholder, since nothing local consumes their identity. */
+const placeholderIdentity = ({ id, stackName, arn }: IdentityInput): Identity => ({ ref: `${stackName}-${id}`, attrs: { Arn: arn('local', id) } });
+
+const isTrue = (v: unknown): boolean => v === true || v === 'true';
+
+/** A name given by `key`, else the one CloudFormation would generate. */
+const nameOr = (input: IdentityInput, key: string, max: number, lower = false): string =>
+  str(input.prop(key)) ?? generatedName(input.stackName, input.id, max, lower);
+
+/** A queue's KmsMasterKeyId as the key's ARN (an ID and an alias are both allowed there). */
+function kmsKeyArn(keyId: string | undefined, region: string, accountId: string): string | undefined {
+  if (!keyId) return undefined;
+  if (keyId.startsWith('arn:')) return keyId;
+  return `arn:aws:kms:${region}:${accountId}:${keyId.startsWith('alias/') ? keyId : `key/${keyId}`}`;
+}
+
+const QUEUE_ATTRIBUTES = [
+  'DelaySeconds', 'MaximumMessageSize', 'MessageRetentionPeriod', 'ReceiveMessageWaitTimeSeconds', 'VisibilityTimeout', 'FifoQueue',
+  'ContentBasedDeduplication', 'DeduplicationScope', 'FifoThroughputLimit', 'SqsManagedSseEnabled',
+];
+
+const tableIdentity = (input: IdentityInput): Identity => {
+  const name = nameOr(input, 'TableName', 255);
+  const tableArn = input.arn('dynamodb', `table/${name}`);
+  return { ref: name, attrs: { Arn: tableArn, StreamArn: `${tableArn}/stream/local`, TableId: name } };
+};
+
+/**
+ * The one table of what planning does per resource type (an enforced or ignored type has an identity at most; its
+ * IAM side is planIam's). A type missing here gets a placeholder identity and adds nothing.
+ */
+const RESOURCE_PLANNERS: Record<string, ResourcePlanner> = {
+  'AWS::SQS::Queue': {
+    identity: (input) => {
+      const fifo = isTrue(input.prop('FifoQueue'));
+      const name = str(input.prop('QueueName')) ?? generatedName(input.stackName, input.id, fifo ? 75 : 80) + (fifo ? '.fifo' : '');
+      const url = `${input.sqsEndpoint}/${input.accountId}/${name}`;
+      return { ref: url, attrs: { Arn: input.arn('sqs', name), QueueName: name, QueueUrl: url } };
+    },
+    plan: ({ id, me, props, plan }) => {
+      const attributes: Record<string, string> = {};
+      for (const key of QUEUE_ATTRIBUTES) if (props[key] !== undefined) attributes[key] = String(props[key]);
+      const redrive = props.RedrivePolicy as { deadLetterTargetArn?: string; maxReceiveCount?: number } | string | undefined;
+      const policy = typeof redrive === 'string' ? (JSON.parse(redrive) as { deadLetterTargetArn?: string; maxReceiveCount?: number }) : redrive;
+      if (policy) attributes.RedrivePolicy = JSON.stringify({ deadLetterTargetArn: policy.deadLetterTargetArn, maxReceiveCount: Number(policy.maxReceiveCount) });
+      plan.queues.push({
+        logicalId: id,
+        name: me.attrs.QueueName,
+        url: me.ref,
+        arn: me.attrs.Arn,
+        attributes,
+        deadLetterTargetArn: policy?.deadLetterTargetArn,
+        maxReceiveCount: policy ? Number(policy.maxReceiveCount) : undefined,
+        kmsKeyArn: kmsKeyArn(str(props.KmsMasterKeyId), plan.region, plan.accountId),
+      });
+    },
+  },
+  'AWS::DynamoDB::Table': {
+    identity: tableIdentity,
+    plan: ({ id, me, props, plan }) => plan.tables.push({ logicalId: id, name: me.ref, arn: me.attrs.Arn, properties: props }),
+  },
+  'AWS::DynamoDB::GlobalTable': {
+    identity: tableIdentity,
+    plan: ({ id, me, props, plan }) =>
+      plan.tables.push({ logicalId: id, name: me.ref, arn: me.attrs.Arn, properties: props, replica: localReplica(props, plan.region) }),
+  },
+  'AWS::S3::Bucket': {
+    identity: (input) => {
+      const name = nameOr(input, 'BucketName', 63, true);
+      const { region } = input;
+      return {
+        ref: name,
+        attrs: {
+          Arn: `arn:aws:s3:::${name}`,
+          DomainName: `${name}.s3.amazonaws.com`,
+          RegionalDomainName: `${name}.s3.${region}.amazonaws.com`,
+          WebsiteURL: `http://${name}.s3-website-${region}.amazonaws.com`,
+        },
+      };
+    },
+    plan: ({ id, me, plan }) => plan.buckets.push({ logicalId: id, name: me.ref, arn: me.attrs.Arn }),
+  },
+  'AWS::SecretsManager::Secret': {
+    identity: (input) => {
+      // Real secret ARNs end in a random 6-character suffix; a fixed one keeps local ARNs stable across runs.
+      const secretArn = input.arn('secretsmanager', `secret:${nameOr(input, 'Name', 256)}-local0`);
+      return { ref: secretArn, attrs: { Id: secretArn, SecretArn: secretArn } };
+    },
+    plan: ({ id, me, props, plan }) =>
+      plan.secrets.push({ logicalId: id, name: str(props.Name) ?? me.ref.replace(/^.*:secret:(.*)-local0$/, '$1'), arn: me.ref, properties: props }),
+  },
+  'AWS::Lambda::Function': {
+    identity: (input) => {
+      const name = nameOr(input, 'FunctionName', 64);
+      return { ref: name, attrs: { Arn: input.arn('lambda', `function:${name}`) } };
+    },
+    plan: ({ id, r, me, props, plan }) => plan.functions.push(plannedFunction(id, r, me, props)),
+  },
+  'AWS::Lambda::EventInvokeConfig': {
+    plan: ({ props, invokeConfigs }) => {
+      const destinations = (props.DestinationConfig ?? {}) as { OnFailure?: { Destination?: string }; OnSuccess?: { Destination?: string } };
+      invokeConfigs.push({
+        functionName: lambdaName(str(props.FunctionName)!),
+        config: {
+          maximumRetryAttempts: props.MaximumRetryAttempts === undefined ? undefined : Number(props.MaximumRetryAttempts),
+          maximumEventAgeSeconds: props.MaximumEventAgeInSeconds === undefined ? undefined : Number(props.MaximumEventAgeInSeconds),
+          onFailureArn: str(destinations.OnFailure?.Destination),
+          onSuccessArn: str(destinations.OnSuccess?.Destination),
+        },
+      });
+    },
+  },
+  'AWS::Lambda::LayerVersion': {
+    identity: (input) => {
+      const layerArn = input.arn('lambda', `layer:${nameOr(input, 'LayerName', 64)}:1`);
+      return { ref: layerArn, attrs: { LayerVersionArn: layerArn } };
+    },
+    plan: ({ id, r, me, plan }) => plan.layers.push({ logicalId: id, arn: me.ref, assetPath: str(r.Metadata?.['aws:asset:path']) }),
+  },
+  'AWS::Lambda::EventSourceMapping': {
+    // Ref is the mapping's UUID; the local one is derived from the logical ID so it is stable across runs.
+    identity: ({ id, arn }) => ({ ref: `local-${id}`, attrs: { Id: `local-${id}`, EventSourceMappingArn: arn('lambda', `event-source-mapping:local-${id}`) } }),
+    plan: ({ id, r, me, props, plan }) => plan.mappings.push(plannedMapping(id, r, me, props)),
+  },
+  'AWS::Scheduler::Schedule': {
+    identity: (input) => {
+      const name = nameOr(input, 'Name', 64);
+      const group = str(input.prop('GroupName'), 'default')!;
+      return { ref: name, attrs: { Arn: input.arn('scheduler', `schedule/${group}/${name}`) } };
+    },
+    plan: ({ id, me, props, plan }) => plan.schedules.push(plannedSchedule(id, me, props)),
+  },
+  'AWS::Scheduler::ScheduleGroup': {
+    identity: (input) => {
+      const name = nameOr(input, 'Name', 64);
+      return { ref: name, attrs: { Arn: input.arn('scheduler', `schedule-group/${name}`) } };
+    },
+  },
+  'AWS::IAM::Role': {
+    identity: (input) => {
+      const name = nameOr(input, 'RoleName', 64);
+      return { ref: name, attrs: { Arn: `arn:aws:iam::${input.accountId}:role/${name}`, RoleId: `LOCAL${input.id}` } };
+    },
+  },
+  'AWS::SNS::Topic': {
+    identity: (input) => {
+      // A generated FIFO topic name gets the .fifo suffix, as CloudFormation's does (a given name must carry it).
+      const fifo = isTrue(input.prop('FifoTopic'));
+      const name = str(input.prop('TopicName')) ?? generatedName(input.stackName, input.id, fifo ? 251 : 256) + (fifo ? '.fifo' : '');
+      const topicArn = input.arn('sns', name);
+      return { ref: topicArn, attrs: { TopicArn: topicArn, TopicName: name } };
+    },
+    plan: ({ id, me, props, plan }) =>
+      plan.topics.push({
+        logicalId: id,
+        name: me.attrs.TopicName,
+        arn: me.ref,
+        displayName: str(props.DisplayName),
+        kmsMasterKeyId: str(props.KmsMasterKeyId),
+        fifo: isTrue(props.FifoTopic),
+      }),
+  },
+  'AWS::SNS::Subscription': {
+    identity: ({ id, prop, stackName }) => {
+      for (const key of ['TopicArn', 'Protocol']) {
+        if (prop(key) === undefined) throw new TemplateError(`Properties validation failed for resource ${id} with message: #: required key [${key}] not found`, id);
+      }
+      // Ref is the subscription's ARN: the topic's ARN and an ID SNS makes up; the local one is derived, so stable.
+      const subscriptionArn = `${str(prop('TopicArn'))}:${stableUuid(`${stackName}/${id}`)}`;
+      return { ref: subscriptionArn, attrs: { Arn: subscriptionArn } };
+    },
+    plan: ({ id, me, props, plan }) =>
+      plan.subscriptions.push({ logicalId: id, arn: me.ref, topicArn: str(props.TopicArn)!, protocol: str(props.Protocol)!, endpoint: str(props.Endpoint) }),
+  },
+  'AWS::IAM::ManagedPolicy': {
+    identity: (input) => {
+      const policyArn = `arn:aws:iam::${input.accountId}:policy/${nameOr(input, 'ManagedPolicyName', 128)}`;
+      return { ref: policyArn, attrs: { PolicyArn: policyArn } };
+    },
+  },
+  'AWS::KMS::Key': {
+    identity: ({ id, arn }) => ({ ref: `local-${id}`, attrs: { Arn: arn('kms', `key/local-${id}`), KeyId: `local-${id}` } }),
+  },
+  'AWS::Logs::LogGroup': {
+    identity: (input) => {
+      const name = str(input.prop('LogGroupName')) ?? `/local/${input.stackName}/${input.id}`;
+      return { ref: name, attrs: { Arn: input.arn('logs', `log-group:${name}:*`) } };
+    },
+  },
+};
+
+function plannedFunction(id: string, r: TemplateResource, me: Identity, props: Record<string, unknown>): PlannedFunction {
+  const code = (props.Code ?? {}) as { S3Key?: string };
+  const vars = ((props.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables ?? {}) as Record<string, unknown>;
+  return {
+    logicalId: id,
+    name: me.ref,
+    arn: me.attrs.Arn,
+    handler: str(props.Handler, 'index.handler')!,
+    assetPath: str(r.Metadata?.['aws:asset:path']),
+    s3Key: code.S3Key,
+    environment: Object.fromEntries(Object.entries(vars).map(([k, v]) => [k, String(v)])),
+    timeoutSeconds: Number(props.Timeout ?? 3),
+    memoryMb: Number(props.MemorySize ?? 128),
+    reservedConcurrency: props.ReservedConcurrentExecutions === undefined ? undefined : Number(props.ReservedConcurrentExecutions),
+    layerArns: ((props.Layers as unknown[] | undefined) ?? []).map((l) => String(l)),
+    runtime: str(props.Runtime, 'nodejs22.x')!,
+    architectures: (props.Architectures as string[] | undefined)?.map(String),
+    roleArn: str(props.Role),
+    deadLetterArn: str((props.DeadLetterConfig as { TargetArn?: string } | undefined)?.TargetArn),
+    jobEntry: str(r.Metadata?.[JOB_ENTRY_METADATA]),
+  };
+}
+
+/** @throws UnsupportedResourceError for a mapping whose source is not an SQS queue */
+function plannedMapping(id: string, r: TemplateResource, me: Identity, props: Record<string, unknown>): PlannedMapping {
+  const arnText = str(props.EventSourceArn) ?? '';
+  if (!arnText.startsWith('arn:aws:sqs:')) {
+    throw new UnsupportedResourceError([{ logicalId: id, type: `${r.Type} with a non-SQS source (${arnText})` }]);
+  }
+  return {
+    logicalId: id,
+    uuid: me.ref,
+    functionName: lambdaName(str(props.FunctionName)!),
+    eventSourceArn: arnText,
+    batchSize: Number(props.BatchSize ?? 10),
+    maximumBatchingWindowSeconds: Number(props.MaximumBatchingWindowInSeconds ?? 0),
+    maximumConcurrency: (props.ScalingConfig as { MaximumConcurrency?: number } | undefined)?.MaximumConcurrency,
+    reportBatchItemFailures: ((props.FunctionResponseTypes as string[] | undefined) ?? []).includes('ReportBatchItemFailures'),
+    enabled: props.Enabled === undefined ? true : isTrue(props.Enabled),
+  };
+}
+
+function plannedSchedule(id: string, me: Identity, props: Record<string, unknown>): PlannedSchedule {
+  const target = (props.Target ?? {}) as {
+    Arn?: string;
+    Input?: string;
+    RetryPolicy?: { MaximumRetryAttempts?: number; MaximumEventAgeInSeconds?: number };
+    DeadLetterConfig?: { Arn?: string };
+    RoleArn?: string;
+  };
+  return {
+    logicalId: id,
+    name: me.ref,
+    arn: me.attrs.Arn,
+    group: str(props.GroupName, 'default')!,
+    expression: str(props.ScheduleExpression)!,
+    timeZone: str(props.ScheduleExpressionTimezone, 'UTC')!,
+    enabled: str(props.State, 'ENABLED') === 'ENABLED',
+    targetArn: str(target.Arn)!,
+    input: target.Input === undefined ? undefined : typeof target.Input === 'string' ? target.Input : JSON.stringify(target.Input),
+    // Scheduler's documented defaults: 185 retries within 86400 s.
+    maximumRetryAttempts: Number(target.RetryPolicy?.MaximumRetryAttempts ?? 185),
+    maximumEventAgeSeconds: Number(target.RetryPolicy?.MaximumEventAgeInSeconds ?? 86400),
+    deadLetterArn: target.DeadLetterConfig?.Arn,
+    roleArn: str(target.RoleArn),
+  };
 }
 
 // One key, written by the construct and read by the local tools and ops (lambda/core/constants.ts).
@@ -859,124 +938,132 @@ function planIam(
   identity: (id: string) => { ref: string; attrs: Record<string, string> },
   where: { region: string; accountId: string },
 ): PlannedIam {
-  const resolve = (value: unknown, path: string) => resolveValue(value, ctx, path);
-  const roles = new Map<string, PlannedRole>();
-  const roleByName = new Map<string, PlannedRole>();
-  const managedArnsOf = new Map<string, string[]>();
-  const managed = new Map<string, { name: string; document: PolicyDocument; roles: string[] }>();
-  const resourcePolicies = new Map<string, PlannedResourcePolicy>();
-  const addResourcePolicy = (service: PlannedResourcePolicy['service'], resourceArn: string, logicalId: string, statements: PolicyStatement[]) => {
-    const known = resourcePolicies.get(resourceArn);
-    if (known) {
-      known.logicalIds.push(logicalId);
-      known.document = { Version: '2012-10-17', Statement: [...statementsOf(known.document), ...statements] };
-    } else {
-      resourcePolicies.set(resourceArn, { logicalIds: [logicalId], service, resourceArn, document: { Version: '2012-10-17', Statement: statements } });
-    }
-  };
-  const props = (id: string, r: TemplateResource) => (resolve(r.Properties ?? {}, `${id}.Properties`) ?? {}) as Record<string, unknown>;
+  const iam: IamInProgress = { roles: new Map(), roleByName: new Map(), managedArnsOf: new Map(), managed: new Map(), resourcePolicies: new Map() };
+  const props = (id: string, r: TemplateResource) => (resolveValue(r.Properties ?? {}, ctx, `${id}.Properties`) ?? {}) as Record<string, unknown>;
 
-  for (const [id, r] of included) {
-    if (r.Type !== 'AWS::IAM::Role') continue;
-    const p = props(id, r);
-    const me = identity(id);
-    const role: PlannedRole = {
-      logicalId: id,
-      name: me.ref,
-      arn: me.attrs.Arn,
-      trustPolicy: p.AssumeRolePolicyDocument as PolicyDocument | undefined,
-      policies: ((p.Policies as { PolicyName: string; PolicyDocument: PolicyDocument }[] | undefined) ?? []).map((x) => ({ name: String(x.PolicyName), document: x.PolicyDocument })),
-      externalManagedPolicyArns: [],
-    };
-    // Resolved once every managed policy of the template is known.
-    managedArnsOf.set(role.arn, ((p.ManagedPolicyArns as unknown[] | undefined) ?? []).map(String));
-    roles.set(role.arn, role);
-    roleByName.set(role.name, role);
-  }
-  const roleNamed = (name: string) => roleByName.get(name) ?? roleByName.get(name.replace(/^arn:aws:iam::\d+:role\/(?:.*\/)?/, ''));
+  for (const [id, r] of included) if (r.Type === 'AWS::IAM::Role') planRole(iam, id, props(id, r), identity(id));
+  for (const [id, r] of included) IAM_PLANNERS[r.Type]?.({ iam, id, r, p: props(id, r), identity, ...where });
 
-  for (const [id, r] of included) {
-    switch (r.Type) {
-      case 'AWS::IAM::Policy': {
-        const p = props(id, r);
-        for (const name of ((p.Roles as unknown[] | undefined) ?? []).map(String)) {
-          roleNamed(name)?.policies.push({ name: String(p.PolicyName ?? id), document: p.PolicyDocument as PolicyDocument });
-        }
-        break;
-      }
-      case 'AWS::IAM::ManagedPolicy': {
-        const p = props(id, r);
-        managed.set(identity(id).ref, { name: id, document: p.PolicyDocument as PolicyDocument, roles: ((p.Roles as unknown[] | undefined) ?? []).map(String) });
-        break;
-      }
-      case 'AWS::SQS::QueuePolicy': {
-        const p = props(id, r);
-        for (const url of ((p.Queues as unknown[] | undefined) ?? []).map(String)) {
-          const name = url.split('/').pop()!;
-          addResourcePolicy('sqs', `arn:aws:sqs:${where.region}:${where.accountId}:${name}`, id, statementsOf(p.PolicyDocument as PolicyDocument));
-        }
-        break;
-      }
-      case 'AWS::S3::BucketPolicy': {
-        const p = props(id, r);
-        addResourcePolicy('s3', `arn:aws:s3:::${String(p.Bucket)}`, id, statementsOf(p.PolicyDocument as PolicyDocument));
-        break;
-      }
-      case 'AWS::KMS::Key': {
-        const p = props(id, r);
-        addResourcePolicy('kms', identity(id).attrs.Arn, id, statementsOf(p.KeyPolicy as PolicyDocument | undefined));
-        break;
-      }
-      case 'AWS::DynamoDB::Table':
-      case 'AWS::DynamoDB::GlobalTable': {
-        // A table's resource-based policy: the Table's own, a GlobalTable's on each replica (the local one applies).
-        const p = props(id, r);
-        const owner = r.Type === 'AWS::DynamoDB::Table' ? p : localReplica(p, where.region);
-        const document = (owner?.ResourcePolicy as { PolicyDocument?: PolicyDocument } | undefined)?.PolicyDocument;
-        if (document) addResourcePolicy('dynamodb', identity(id).attrs.Arn, id, statementsOf(document));
-        break;
-      }
-      case 'AWS::Lambda::Permission': {
-        // Lambda keeps each AddPermission as one statement of the function's resource policy, in this shape.
-        const p = props(id, r);
-        const fnName = lambdaName(String(p.FunctionName));
-        const fnArn = `arn:aws:lambda:${where.region}:${where.accountId}:function:${fnName}`;
-        const principal = String(p.Principal);
-        const condition: Record<string, Record<string, string>> = {};
-        if (p.SourceArn !== undefined) condition.ArnLike = { 'AWS:SourceArn': String(p.SourceArn) };
-        if (p.SourceAccount !== undefined) condition.StringEquals = { 'AWS:SourceAccount': String(p.SourceAccount) };
-        if (p.PrincipalOrgID !== undefined) condition.StringEquals = { ...condition.StringEquals, 'aws:PrincipalOrgID': String(p.PrincipalOrgID) };
-        addResourcePolicy('lambda', fnArn, id, [
-          {
-            Sid: id,
-            Effect: 'Allow',
-            Principal: principal.endsWith('.amazonaws.com') ? { Service: principal } : { AWS: /^\d{12}$/.test(principal) ? `arn:aws:iam::${principal}:root` : principal },
-            Action: String(p.Action),
-            Resource: fnArn,
-            ...(Object.keys(condition).length > 0 ? { Condition: condition } : {}),
-          },
-        ]);
-        break;
-      }
-      default:
-        break;
-    }
-  }
-
-  for (const role of roles.values()) {
-    for (const arn of managedArnsOf.get(role.arn) ?? []) {
-      const own = managed.get(arn);
+  for (const role of iam.roles.values()) {
+    for (const arn of iam.managedArnsOf.get(role.arn) ?? []) {
+      const own = iam.managed.get(arn);
       if (own) role.policies.push({ name: own.name, document: own.document });
       else role.externalManagedPolicyArns.push(arn);
     }
   }
-  for (const policy of managed.values()) {
+  for (const policy of iam.managed.values()) {
     for (const name of policy.roles) {
-      const role = roleNamed(name);
+      const role = roleNamed(iam, name);
       if (role && !role.policies.some((p) => p.document === policy.document)) role.policies.push({ name: policy.name, document: policy.document });
     }
   }
-  return { roles: [...roles.values()], resourcePolicies: [...resourcePolicies.values()] };
+  return { roles: [...iam.roles.values()], resourcePolicies: [...iam.resourcePolicies.values()] };
+}
+
+/** planIam's state while it reads the template: roles by ARN and name, managed policies, resource policies by ARN. */
+interface IamInProgress {
+  roles: Map<string, PlannedRole>;
+  roleByName: Map<string, PlannedRole>;
+  /** A role's ManagedPolicyArns, resolved once every managed policy of the template is known. */
+  managedArnsOf: Map<string, string[]>;
+  managed: Map<string, { name: string; document: PolicyDocument; roles: string[] }>;
+  resourcePolicies: Map<string, PlannedResourcePolicy>;
+}
+
+function planRole(iam: IamInProgress, id: string, p: Record<string, unknown>, me: Identity): void {
+  const role: PlannedRole = {
+    logicalId: id,
+    name: me.ref,
+    arn: me.attrs.Arn,
+    trustPolicy: p.AssumeRolePolicyDocument as PolicyDocument | undefined,
+    policies: ((p.Policies as { PolicyName: string; PolicyDocument: PolicyDocument }[] | undefined) ?? []).map((x) => ({ name: String(x.PolicyName), document: x.PolicyDocument })),
+    externalManagedPolicyArns: [],
+  };
+  iam.managedArnsOf.set(role.arn, ((p.ManagedPolicyArns as unknown[] | undefined) ?? []).map(String));
+  iam.roles.set(role.arn, role);
+  iam.roleByName.set(role.name, role);
+}
+
+/** A role by its name or its ARN (with or without a path), as Roles properties may give it. */
+const roleNamed = (iam: IamInProgress, name: string) =>
+  iam.roleByName.get(name) ?? iam.roleByName.get(name.replace(/^arn:aws:iam::\d+:role\/(?:.*\/)?/, ''));
+
+/** Statements of one resource's policy, merged with any other resource policy of the same resource. */
+function addResourcePolicy(
+  iam: IamInProgress,
+  service: PlannedResourcePolicy['service'],
+  resourceArn: string,
+  logicalId: string,
+  statements: PolicyStatement[],
+): void {
+  const known = iam.resourcePolicies.get(resourceArn);
+  if (known) {
+    known.logicalIds.push(logicalId);
+    known.document = { Version: '2012-10-17', Statement: [...statementsOf(known.document), ...statements] };
+  } else {
+    iam.resourcePolicies.set(resourceArn, { logicalIds: [logicalId], service, resourceArn, document: { Version: '2012-10-17', Statement: statements } });
+  }
+}
+
+/** What one resource adds to the IAM side: its resolved properties `p`, and the plan's place. */
+interface IamInput {
+  iam: IamInProgress;
+  id: string;
+  r: TemplateResource;
+  p: Record<string, unknown>;
+  identity: (id: string) => Identity;
+  region: string;
+  accountId: string;
+}
+
+/** Per resource type, the policies it adds (roles are read first, by planRole, so policies can name them). */
+const IAM_PLANNERS: Record<string, (input: IamInput) => void> = {
+  'AWS::IAM::Policy': ({ iam, id, p }) => {
+    for (const name of ((p.Roles as unknown[] | undefined) ?? []).map(String)) {
+      roleNamed(iam, name)?.policies.push({ name: String(p.PolicyName ?? id), document: p.PolicyDocument as PolicyDocument });
+    }
+  },
+  'AWS::IAM::ManagedPolicy': ({ iam, id, p, identity }) => {
+    iam.managed.set(identity(id).ref, { name: id, document: p.PolicyDocument as PolicyDocument, roles: ((p.Roles as unknown[] | undefined) ?? []).map(String) });
+  },
+  'AWS::SQS::QueuePolicy': ({ iam, id, p, region, accountId }) => {
+    for (const url of ((p.Queues as unknown[] | undefined) ?? []).map(String)) {
+      const name = url.split('/').pop()!;
+      addResourcePolicy(iam, 'sqs', `arn:aws:sqs:${region}:${accountId}:${name}`, id, statementsOf(p.PolicyDocument as PolicyDocument));
+    }
+  },
+  'AWS::S3::BucketPolicy': ({ iam, id, p }) => addResourcePolicy(iam, 's3', `arn:aws:s3:::${String(p.Bucket)}`, id, statementsOf(p.PolicyDocument as PolicyDocument)),
+  'AWS::KMS::Key': ({ iam, id, p, identity }) => addResourcePolicy(iam, 'kms', identity(id).attrs.Arn, id, statementsOf(p.KeyPolicy as PolicyDocument | undefined)),
+  'AWS::DynamoDB::Table': tableResourcePolicy,
+  'AWS::DynamoDB::GlobalTable': tableResourcePolicy,
+  'AWS::Lambda::Permission': ({ iam, id, p, region, accountId }) => {
+    const fnArn = `arn:aws:lambda:${region}:${accountId}:function:${lambdaName(String(p.FunctionName))}`;
+    addResourcePolicy(iam, 'lambda', fnArn, id, [permissionStatement(id, p, fnArn)]);
+  },
+};
+
+/** A table's resource-based policy: the Table's own, a GlobalTable's on each replica (the local one applies). */
+function tableResourcePolicy({ iam, id, r, p, identity, region }: IamInput): void {
+  const owner = r.Type === 'AWS::DynamoDB::Table' ? p : localReplica(p, region);
+  const document = (owner?.ResourcePolicy as { PolicyDocument?: PolicyDocument } | undefined)?.PolicyDocument;
+  if (document) addResourcePolicy(iam, 'dynamodb', identity(id).attrs.Arn, id, statementsOf(document));
+}
+
+/** Lambda keeps each AddPermission as one statement of the function's resource policy, in this shape. */
+function permissionStatement(id: string, p: Record<string, unknown>, fnArn: string): PolicyStatement {
+  const principal = String(p.Principal);
+  const condition: Record<string, Record<string, string>> = {};
+  if (p.SourceArn !== undefined) condition.ArnLike = { 'AWS:SourceArn': String(p.SourceArn) };
+  if (p.SourceAccount !== undefined) condition.StringEquals = { 'AWS:SourceAccount': String(p.SourceAccount) };
+  if (p.PrincipalOrgID !== undefined) condition.StringEquals = { ...condition.StringEquals, 'aws:PrincipalOrgID': String(p.PrincipalOrgID) };
+  return {
+    Sid: id,
+    Effect: 'Allow',
+    Principal: principal.endsWith('.amazonaws.com') ? { Service: principal } : { AWS: /^\d{12}$/.test(principal) ? `arn:aws:iam::${principal}:root` : principal },
+    Action: String(p.Action),
+    Resource: fnArn,
+    ...(Object.keys(condition).length > 0 ? { Condition: condition } : {}),
+  };
 }
 
 /** Every resource or parameter a value names: Ref, Fn::GetAtt and the ${Name} and ${Name.Attr} of Fn::Sub. */

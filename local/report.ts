@@ -217,19 +217,36 @@ export function pipelineNote(job: string, fixtureFile: string = fixturePath('', 
 }
 
 export function buildJobReport(job: string, o: JobObservation): { report: JobReport; checks: Check[] } {
-  const windowMs = o.rateLimit.intervalSeconds * 1000;
-  const effects = [...o.effectsByOperation.values()].reduce((a, b) => a + b, 0);
+  const report = jobFigures(job, o);
+  const source = report.effectsSource;
+  const checks: Check[] = [
+    nothingLost(job, o, report),
+    oneEffectPerOperation(job, o, source),
+    {
+      job,
+      name: 'rate-respected',
+      ok: report.maxStartsPerWindow <= o.rateLimit.startsPerInterval,
+      detail: `at most ${report.maxStartsPerWindow} ${source === 'pipeline' ? 'apply starts (the consumer\'s)' : 'starts'} in any ${o.rateLimit.intervalSeconds}s window, limit ${o.rateLimit.startsPerInterval}`,
+    },
+    noUnexplainedDeadLetters(job, o),
+    iamAllowed(job, o),
+  ];
+  return { report, checks };
+}
+
+/** A job's figures for the report, from what the run observed of it. */
+function jobFigures(job: string, o: JobObservation): JobReport {
   const source = o.effectsSource ?? 'fixture';
-  const report: JobReport = {
+  return {
     discovered: o.discovered,
     completed: o.completed,
     rejected: o.rejected,
     dlq: o.dlq,
-    effects,
+    effects: [...o.effectsByOperation.values()].reduce((a, b) => a + b, 0),
     duplicatesSuppressed: o.duplicates,
     deferred: o.deferred,
     throttled: o.throttled,
-    maxStartsPerWindow: maxInAnyWindow(o.starts, windowMs),
+    maxStartsPerWindow: maxInAnyWindow(o.starts, o.rateLimit.intervalSeconds * 1000),
     rateLimitPerWindow: o.rateLimit.startsPerInterval,
     windowSeconds: o.rateLimit.intervalSeconds,
     maxJobAgeSeconds: o.maxJobAgeMs === undefined ? null : Math.round(o.maxJobAgeMs / 100) / 10,
@@ -240,77 +257,80 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
     functionErrors: o.functionErrors ?? [],
     recordFailures: o.recordFailures ?? [],
   };
-  const denied = o.denials ?? [];
-  const enforced = o.iamEnforced !== false;
+}
+
+function nothingLost(job: string, o: JobObservation, report: JobReport): Check {
   const earlier = o.completedElsewhere ?? 0;
   // The ledger's exact equation (lambda/core/ledgerContract.ts) over this run's totals: the DLQ's depth is the
   // dead-lettered figure, and with kept data an operation an earlier run completed is completedElsewhere.
   const totals = { discovered: o.discovered, completed: o.completed, completedElsewhere: earlier, rejected: o.rejected, deadLettered: o.dlq };
   const accounted = batchSettledCount(totals);
+  return {
+    job,
+    name: 'nothing-lost',
+    ok: batchExact(totals),
+    detail: `completed ${o.completed}${o.keptData || earlier > 0 ? ` + done by earlier runs ${earlier}` : ''} + rejected ${o.rejected} + dlq ${o.dlq} = ${accounted}, discovered ${o.discovered}${
+      !batchExact(totals) && report.recordFailures.length > 0 ? `; records failing: ${describeRecordFailure(report.recordFailures[0])}` : ''
+    }`,
+  };
+}
+
+function oneEffectPerOperation(job: string, o: JobObservation, source: JobReport['effectsSource']): Check {
   const repeated = [...(o.effectsByItem ?? o.effectsByOperation).entries()].filter(([, n]) => n !== 1);
   // An expected item never touched: its operation counted one effect, but left part of its work undone.
   const untouched = [...(o.expectedItems?.keys() ?? [])].filter((item) => (o.effectsByItem?.get(item) ?? 0) === 0);
   const effectedOperations = o.effectsByOperation.size;
   const unexpected = o.unexpectedEffects ?? [];
-  const checks: Check[] = [
-    {
-      job,
-      name: 'nothing-lost',
-      ok: batchExact(totals),
-      detail: `completed ${o.completed}${o.keptData || earlier > 0 ? ` + done by earlier runs ${earlier}` : ''} + rejected ${o.rejected} + dlq ${o.dlq} = ${accounted}, discovered ${o.discovered}${
-        !batchExact(totals) && report.recordFailures.length > 0 ? `; records failing: ${describeRecordFailure(report.recordFailures[0])}` : ''
-      }`,
-    },
-    {
-      job,
-      name: 'one-effect-per-operation',
-      // Every completed operation changed the downstream once; nothing changed twice. (A completed operation that
-      // found its target already done makes no effect; a fresh demo run has none.)
-      ok: repeated.length === 0 && unexpected.length === 0 && untouched.length === 0 && effectedOperations === o.completed,
-      detail:
-        untouched.length > 0
-          ? `${untouched.length} items due were never changed, e.g. ${untouched.slice(0, 3).join(', ')}`
-          : repeated.length > 0
-          ? `${repeated.length} targets changed other than once, e.g. ${repeated.slice(0, 3).map(([k, n]) => `${k} x${n}`).join(', ')}`
-          : unexpected.length > 0
-            ? `${unexpected.length} targets changed that were not due, e.g. ${unexpected.slice(0, 3).join(', ')}`
-            : source === 'pipeline'
-              ? `${effectedOperations} operations completed once each in the pipeline's own record, ${o.completed} completed in the ledger (no fixture: the downstream's effects are not seen)`
-              : `${effectedOperations} operations with one effect each, ${o.completed} completed`,
-    },
-    {
-      job,
-      name: 'rate-respected',
-      ok: report.maxStartsPerWindow <= o.rateLimit.startsPerInterval,
-      detail: `at most ${report.maxStartsPerWindow} ${source === 'pipeline' ? 'apply starts (the consumer\'s)' : 'starts'} in any ${o.rateLimit.intervalSeconds}s window, limit ${o.rateLimit.startsPerInterval}`,
-    },
-    {
-      job,
-      name: 'no-unexplained-dead-letters',
-      // "Nothing lost" counts a dead letter as accounted for; but with no fault injected, no operation should end there.
-      ok: o.dlq <= (o.expectedDeadLetters ?? 0),
-      detail:
-        o.dlq <= (o.expectedDeadLetters ?? 0)
-          ? `${o.dlq} in the DLQ${o.expectedDeadLetters ? `, ${o.expectedDeadLetters} expected from injected faults` : ''}`
-          : `${o.dlq} operations in the DLQ, ${o.expectedDeadLetters ?? 0} expected: a dead letter with no injected fault is a bug${
-              o.dlqReasons?.length ? ` (reasons: ${[...new Set(o.dlqReasons)].slice(0, 3).join('; ')})` : ''
-            }`,
-    },
-    {
-      job,
-      name: 'iam-allowed',
-      // A denial fails the run even with --no-iam: on AWS the same request would fail.
-      ok: denied.length === 0,
-      detail:
-        denied.length === 0
-          ? `every request allowed by the template's IAM${enforced ? '' : ' (not enforced: --no-iam)'}`
-          : `${denied.reduce((n, d) => n + d.count, 0)} requests ${enforced ? 'denied' : 'AWS would deny (--no-iam)'}: ${denied
-              .slice(0, 3)
-              .map((d) => `${d.action} on ${d.resource} by ${d.role}`)
-              .join('; ')}`,
-    },
-  ];
-  return { report, checks };
+  return {
+    job,
+    name: 'one-effect-per-operation',
+    // Every completed operation changed the downstream once; nothing changed twice. (A completed operation that
+    // found its target already done makes no effect; a fresh demo run has none.)
+    ok: repeated.length === 0 && unexpected.length === 0 && untouched.length === 0 && effectedOperations === o.completed,
+    detail:
+      untouched.length > 0
+        ? `${untouched.length} items due were never changed, e.g. ${untouched.slice(0, 3).join(', ')}`
+        : repeated.length > 0
+        ? `${repeated.length} targets changed other than once, e.g. ${repeated.slice(0, 3).map(([k, n]) => `${k} x${n}`).join(', ')}`
+        : unexpected.length > 0
+          ? `${unexpected.length} targets changed that were not due, e.g. ${unexpected.slice(0, 3).join(', ')}`
+          : source === 'pipeline'
+            ? `${effectedOperations} operations completed once each in the pipeline's own record, ${o.completed} completed in the ledger (no fixture: the downstream's effects are not seen)`
+            : `${effectedOperations} operations with one effect each, ${o.completed} completed`,
+  };
+}
+
+function noUnexplainedDeadLetters(job: string, o: JobObservation): Check {
+  return {
+    job,
+    name: 'no-unexplained-dead-letters',
+    // "Nothing lost" counts a dead letter as accounted for; but with no fault injected, no operation should end there.
+    ok: o.dlq <= (o.expectedDeadLetters ?? 0),
+    detail:
+      o.dlq <= (o.expectedDeadLetters ?? 0)
+        ? `${o.dlq} in the DLQ${o.expectedDeadLetters ? `, ${o.expectedDeadLetters} expected from injected faults` : ''}`
+        : `${o.dlq} operations in the DLQ, ${o.expectedDeadLetters ?? 0} expected: a dead letter with no injected fault is a bug${
+            o.dlqReasons?.length ? ` (reasons: ${[...new Set(o.dlqReasons)].slice(0, 3).join('; ')})` : ''
+          }`,
+  };
+}
+
+function iamAllowed(job: string, o: JobObservation): Check {
+  const denied = o.denials ?? [];
+  const enforced = o.iamEnforced !== false;
+  return {
+    job,
+    name: 'iam-allowed',
+    // A denial fails the run even with --no-iam: on AWS the same request would fail.
+    ok: denied.length === 0,
+    detail:
+      denied.length === 0
+        ? `every request allowed by the template's IAM${enforced ? '' : ' (not enforced: --no-iam)'}`
+        : `${denied.reduce((n, d) => n + d.count, 0)} requests ${enforced ? 'denied' : 'AWS would deny (--no-iam)'}: ${denied
+            .slice(0, 3)
+            .map((d) => `${d.action} on ${d.resource} by ${d.role}`)
+            .join('; ')}`,
+  };
 }
 
 /**

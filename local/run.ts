@@ -1,6 +1,7 @@
 // What `npm start` does: deploys the synthesized stack locally (a LocalSession: every job with its local fixture and
 // fake downstream), then either runs one demo cycle of every job (seed, fire, wait until settled, report, and the
-// run's charts as an HTML report) or serves the stack with its schedules live, and the web console, until Ctrl-C. It
+// run's charts as an HTML report) or serves the stack with its schedules live, and the web console, until Ctrl-C; the
+// charts and the console are views its caller supplies (RunViews: console/localRun.ts, wired by cli/start.ts). It
 // names no job: what a job seeds and how its effects are read is its fixture's (lambda/jobs/<name>/local.ts); a job
 // without one is judged on the pipeline's own counts.
 import { maxJobAgeMs } from './metricSamples';
@@ -11,13 +12,6 @@ import { LocalSession, type JobState } from './session';
 import type { Ports } from './stack';
 import { UNKNOWN_TYPE_REASON } from './plan';
 import { buildRunReport, formatReport, formatTable, JobObservation, RecordFailureLog, RunReport } from './report';
-import { batchReconciles } from '../lambda/core/ledgerContract';
-import { jobCharts, type JobChartInput } from '../console/charts';
-import { consoleIo, OpsConsoleSource, queueNameOf } from '../console/opsSource';
-import { writeHtmlReport } from '../console/report';
-import { startConsoleServer, type ConsoleServer } from '../console/server';
-import { createClients } from '../ops/clients';
-import { LocalEndpointsSource } from '../ops/resources';
 
 export interface RunOptions {
   /**
@@ -72,6 +66,28 @@ export interface RunIo {
   stopSignal: Promise<void>;
 }
 
+/**
+ * What a run shows beside its terminal report, supplied by the command that runs it (cli/start.ts gives the web
+ * console's and the charts', console/localRun.ts): the local runtime knows neither. A view not given is left out.
+ */
+export interface RunViews {
+  /** With `serve`: starts the web console of the serving session, before its endpoints file exists. */
+  startConsole?(session: LocalSession, port: number | undefined, say: (line: string) => void): Promise<LocalConsole>;
+  /** A demo run's charts as one HTML file at `file`; resolves to its path. */
+  writeCharts?(session: LocalSession, report: RunReport, file: string, run: { started: number; businessDate: string }): Promise<string>;
+}
+
+/** The web console of a serving session, listening before the stack's endpoints file exists. */
+export interface LocalConsole {
+  /** Its address, without its token (endpoints.json lists this one). */
+  url: string;
+  /** Its address with the session token: printed on the terminal only. */
+  tokenUrl: string;
+  /** Gives the console its data: the stack as `ops --local` finds it in this endpoints file. */
+  load(endpointsFile: string): void;
+  close(): Promise<void>;
+}
+
 export class RunError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
@@ -84,26 +100,14 @@ const MOVED_BY_SQS = 'no failureReason: moved by SQS after maxReceiveCount recei
 /** Dead letters read per job for the report's reasons. */
 const DLQ_REASONS_READ = 10;
 
-export async function runLocal(options: RunOptions, io: RunIo): Promise<number> {
+export async function runLocal(options: RunOptions, io: RunIo, views: RunViews = {}): Promise<number> {
   const started = Date.now();
   const say = (line: string) => io.stderr.write(`${line}\n`);
   const cwd = resolve(options.cwd);
   const localDir = resolve(cwd, options.localDir ?? '.local');
-  const logDir = join(localDir, 'logs');
-  mkdirSync(logDir, { recursive: true });
-  const logFiles = new Map<string, WriteStream>();
-  // The consumers' failed-record lines, for the report's record errors (the batch processor catches what apply throws).
-  const recordFailures = new RecordFailureLog();
-  const log = (source: string, line: string) => {
-    recordFailures.observe(source, line);
-    let file = logFiles.get(source);
-    if (!file) {
-      file = createWriteStream(join(logDir, `${source.replace(/[^A-Za-z0-9_.-]/g, '_')}.log`), { flags: 'a' });
-      logFiles.set(source, file);
-    }
-    file.write(`${new Date().toISOString()} ${line}\n`);
+  const logs = new RunLogs(join(localDir, 'logs'), (source, line) => {
     if (options.verbose || source === 'provision') say(`[${source}] ${line}`);
-  };
+  });
 
   let session: LocalSession | undefined;
   let exitCode = 0;
@@ -118,7 +122,7 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
       ports: options.ports,
       iam: options.iam,
       asyncDuplicateRate: options.asyncDuplicateRate,
-      log,
+      log: (source, line) => logs.write(source, line),
       downstream: (job) => ({ quota: options.downstream?.quota, port: options.downstream?.ports?.[job] }),
       // Warmed below, to say how long loading the code took.
       prewarm: false,
@@ -130,46 +134,88 @@ export async function runLocal(options: RunOptions, io: RunIo): Promise<number> 
     const warmStarted = Date.now();
     await session.stack.prewarm(options.prewarm);
     say(`loaded the functions' code (${((Date.now() - warmStarted) / 1000).toFixed(1)} s)`);
-    if (options.serve) {
-      // The console listens before endpoints.json is written, so the file names it from its first version on; its data
-      // comes from that file, as `ops --local` reads it.
-      const web = options.console === false ? undefined : await startLocalConsole(session, options.consolePort, say);
-      try {
-        const endpointsFile = writeEndpoints(localDir, session, web ? { console: { url: web.server.url } } : {});
-        web?.load(endpointsFile);
-        say(`serving; endpoints in ${endpointsFile}. Ctrl-C to stop.`);
-        if (web) {
-          say(`console: ${web.server.tokenUrl}`);
-          say(`  (the token in that URL is the key to the console's API: endpoints.json lists the console without it; the page keeps it for its tab only)`);
-        }
-        if (options.now) await seedAndFire(session, counts, options, say);
-        session.startConsumers();
-        session.stack.scheduler.start();
-        for (const s of session.stack.scheduler.list()) say(`schedule ${s.schedule.name}: ${s.state}${s.nextFire ? `, next ${s.nextFire.toISOString()}` : ''}`);
-        await io.stopSignal;
-        say('stopping');
-      } finally {
-        await web?.close();
-      }
-      return 0;
-    }
+    if (options.serve) return await serve(session, counts, { options, io, views, localDir, say });
     writeEndpoints(localDir, session);
 
     const { businessDate, seeded } = await seedAndFire(session, counts, options, say, () => session!.startConsumers());
     const settled = await waitUntilSettled(session, options, io);
     // A team's app has no environment: the report names its stack instead.
-    const report = await collectReport(session, seeded, { env: options.env, stack: session.artifact.stackName, businessDate, settled, started, keptData: options.dataDir !== undefined, recordFailures });
+    const report = await collectReport(session, seeded, { env: options.env, stack: session.artifact.stackName, businessDate, settled, started, keptData: options.dataDir !== undefined, recordFailures: logs.recordFailures });
     if (options.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else io.stdout.write(`${formatReport(report)}\n`);
-    const reportFile = await writeRunCharts(session, report, options.reportFile ? resolve(cwd, options.reportFile) : join(localDir, 'report.html'), { started, businessDate });
-    // With --json stdout is the one document; the path is for the person at the terminal.
-    (options.json ? io.stderr : io.stdout).write(`charts of the run: ${reportFile}\n`);
+    if (views.writeCharts) {
+      const reportFile = await views.writeCharts(session, report, options.reportFile ? resolve(cwd, options.reportFile) : join(localDir, 'report.html'), { started, businessDate });
+      // With --json stdout is the one document; the path is for the person at the terminal.
+      (options.json ? io.stderr : io.stdout).write(`charts of the run: ${reportFile}\n`);
+    }
     exitCode = report.ok ? 0 : 1;
   } finally {
     await session?.close();
-    await Promise.all([...logFiles.values()].map((f) => new Promise((r) => f.end(r))));
+    await logs.close();
   }
   return exitCode;
+}
+
+/** `--serve`: the stack with its schedules live (and the web console, when the views have one) until Ctrl-C. */
+async function serve(
+  session: LocalSession,
+  counts: Map<string, number>,
+  run: { options: RunOptions; io: RunIo; views: RunViews; localDir: string; say: (line: string) => void },
+): Promise<number> {
+  const { options, io, views, localDir, say } = run;
+  // The console listens before endpoints.json is written, so the file names it from its first version on; its data
+  // comes from that file, as `ops --local` reads it.
+  const web = options.console === false ? undefined : await views.startConsole?.(session, options.consolePort, say);
+  try {
+    const endpointsFile = writeEndpoints(localDir, session, web ? { console: { url: web.url } } : {});
+    web?.load(endpointsFile);
+    say(`serving; endpoints in ${endpointsFile}. Ctrl-C to stop.`);
+    if (web) {
+      say(`console: ${web.tokenUrl}`);
+      say(`  (the token in that URL is the key to the console's API: endpoints.json lists the console without it; the page keeps it for its tab only)`);
+    }
+    if (options.now) await seedAndFire(session, counts, options, say);
+    session.startConsumers();
+    session.stack.scheduler.start();
+    for (const s of session.stack.scheduler.list()) say(`schedule ${s.schedule.name}: ${s.state}${s.nextFire ? `, next ${s.nextFire.toISOString()}` : ''}`);
+    await io.stopSignal;
+    say('stopping');
+  } finally {
+    await web?.close();
+  }
+  return 0;
+}
+
+/**
+ * The run's logs: a file per source in `dir` (each line timestamped), the consumers' failed-record lines kept for the
+ * report's record errors (the batch processor catches what apply throws), and each line offered to `echo`.
+ */
+export class RunLogs {
+  public readonly recordFailures = new RecordFailureLog();
+  private readonly files = new Map<string, WriteStream>();
+
+  constructor(
+    private readonly dir: string,
+    private readonly echo: (source: string, line: string) => void = () => undefined,
+  ) {
+    mkdirSync(dir, { recursive: true });
+  }
+
+  write(source: string, line: string): void {
+    this.recordFailures.observe(source, line);
+    let file = this.files.get(source);
+    if (!file) {
+      file = createWriteStream(join(this.dir, `${source.replace(/[^A-Za-z0-9_.-]/g, '_')}.log`), { flags: 'a' });
+      this.files.set(source, file);
+    }
+    file.write(`${new Date().toISOString()} ${line}\n`);
+    this.echo(source, line);
+  }
+
+  /** Resolves once every file is flushed and closed. */
+  async close(): Promise<void> {
+    await Promise.all([...this.files.values()].map((f) => new Promise((r) => f.end(r))));
+  }
 }
 
 /**
@@ -329,90 +375,6 @@ async function collectReport(
     durationMs: Date.now() - run.started,
     jobs: observations,
     warnings: session.warnings(),
-  });
-}
-
-/** The web console of a serving session, listening before the stack's endpoints file exists. */
-interface LocalConsole {
-  server: ConsoleServer;
-  /** Gives the console its data: the stack as `ops --local` finds it in this endpoints file. */
-  load(endpointsFile: string): void;
-  close(): Promise<void>;
-}
-
-/**
- * Starts the console with changes on (this is the operator's own local stack), on the operator CLI's code against
- * the endpoints file, and with the charts from the session's own samples (in process: no CloudWatch round trip).
- */
-async function startLocalConsole(session: LocalSession, port: number | undefined, say: (line: string) => void): Promise<LocalConsole> {
-  const openedAt = Date.now();
-  let resolveSource!: (source: OpsConsoleSource) => void;
-  let rejectSource!: (error: unknown) => void;
-  const source = new Promise<OpsConsoleSource>((resolve, reject) => {
-    resolveSource = resolve;
-    rejectSource = reject;
-  });
-  let opened: OpsConsoleSource | undefined;
-  const { credentials } = session.stack.clientConfig('sqs');
-  const server = await startConsoleServer({ source, changesAllowed: true, port, redact: [credentials.accessKeyId, credentials.secretAccessKey], log: say });
-  return {
-    server,
-    load(endpointsFile) {
-      new LocalEndpointsSource(endpointsFile).load().then((resources) => {
-        opened = new OpsConsoleSource({
-          ctx: { resources, clients: createClients(resources.clients), io: consoleIo((line) => say(`[console] ${line}`)) },
-          samples: () => session.metrics.samples(),
-          since: openedAt,
-          // The local mappings settle within a poll or two of the emulated event source.
-          mappingWait: { timeoutMs: 30_000, pollMs: 200 },
-        });
-        resolveSource(opened);
-      }, rejectSource);
-    },
-    async close() {
-      await server.close();
-      await opened?.close();
-    },
-  };
-}
-
-/**
- * `.local/report.html`: per job, the run's charts (starts per window against the allowance, outcomes, job age, queue
- * depth) over the session's samples, with the report's figures beside them. Returns the file's path.
- */
-async function writeRunCharts(session: LocalSession, report: RunReport, file: string, run: { started: number; businessDate: string }): Promise<string> {
-  const window = { fromMs: run.started, toMs: Date.now() };
-  const samples = session.metrics.samples();
-  const sections = [];
-  for (const job of session.jobs.values()) {
-    const figures = report.jobs[job.name];
-    const batches = await session.ledgerBatches(job.name);
-    const unreconciled = batches.filter((b) => !batchReconciles({ ...b.figures, admission: typeof b.item.admission === 'string' ? b.item.admission : undefined })).length;
-    const input: JobChartInput = {
-      job: job.name,
-      allowance: { starts: job.settings.rateLimit.startsPerInterval, intervalMs: job.settings.rateLimit.intervalSeconds * 1000 },
-      ...(job.settings.slo ? { sloMinutes: job.settings.slo.completeWithinMinutes } : {}),
-      ...(job.queueUrl ? { queueName: queueNameOf(job.queueUrl) } : {}),
-      ...(job.dlqUrl ? { dlqName: queueNameOf(job.dlqUrl) } : {}),
-    };
-    const facts: [string, string][] = figures
-      ? [
-          ['discovered', String(figures.discovered)],
-          ['applied', String(figures.completed)],
-          ['duplicates suppressed', String(figures.duplicatesSuppressed)],
-          ['deferred', String(figures.deferred)],
-          ['429s', String(figures.throttled)],
-          ['most starts in any window', `${figures.maxStartsPerWindow} (allowance ${figures.rateLimitPerWindow} per ${figures.windowSeconds} s)`],
-          ['DLQ', String(figures.dlq)],
-          ['reconciles', batches.length === 0 ? 'no batch' : unreconciled === 0 ? `yes (${batches.length} batch${batches.length === 1 ? '' : 'es'})` : `NO (${unreconciled} of ${batches.length} batches)`],
-        ]
-      : [];
-    sections.push({ heading: job.name, charts: jobCharts(samples, input, window), facts });
-  }
-  return writeHtmlReport(file, {
-    title: `npm start: ${report.env}, business date ${run.businessDate}`,
-    subtitle: `${report.ok ? 'every check passed' : 'a check FAILED (see the terminal)'}; the run ${report.settled ? 'settled' : 'did not settle'} in ${(report.durationMs / 1000).toFixed(1)} s`,
-    sections,
   });
 }
 

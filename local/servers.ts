@@ -261,6 +261,49 @@ process.on('SIGINT', () => undefined);
 /** How long a server process may take to close (dynalite closes its LevelDB) before it is killed. */
 const SERVER_PROCESS_CLOSE_MS = 5000;
 
+/** Requests handed to a server process over its IPC channel, by id, until their answer comes back (or it ends). */
+class ProcessChannel {
+  private readonly waiting = new Map<number, { resolve: (answer: ChannelAnswer) => void; reject: (error: Error) => void }>();
+  private nextId = 0;
+  /** Sent in one message per turn of this event loop, as the process answers them (one IPC write, not one per request). */
+  private outgoing: (ChannelRequest & { id: number })[] = [];
+
+  constructor(private readonly child: ChildProcess) {}
+
+  readonly forward: ChannelForward = (request) =>
+    new Promise((resolve, reject) => {
+      const id = ++this.nextId;
+      this.waiting.set(id, { resolve, reject });
+      if (this.outgoing.push({ id, ...request }) === 1) setImmediate(() => this.send());
+    });
+
+  answered(answers: (ChannelAnswer & { id: number })[]): void {
+    for (const { id, ...answer } of answers) {
+      this.waiting.get(id)?.resolve(answer);
+      this.waiting.delete(id);
+    }
+  }
+
+  /** Fails every request still waiting (the process is gone). */
+  failAll(error: () => Error): void {
+    for (const w of this.waiting.values()) w.reject(error());
+    this.waiting.clear();
+  }
+
+  private send(): void {
+    const batch = this.outgoing;
+    this.outgoing = [];
+    try {
+      this.child.send({ type: 'channel', requests: batch });
+    } catch (error) {
+      for (const r of batch) {
+        this.waiting.get(r.id)?.reject(error as Error);
+        this.waiting.delete(r.id);
+      }
+    }
+  }
+}
+
 /**
  * Starts an emulator in a child process on the host's Node, and hands its observed requests to `onRequest` as they
  * come in (a few milliseconds after the answer, not before it as in-process: readers of a run's record read it once
@@ -277,33 +320,8 @@ function startServerProcess(spec: ServerProcessSpec, onRequest: RequestObserver 
     env: { ...process.env, NODE_OPTIONS: '' },
   });
   const exited = new Promise<void>((done) => child.once('exit', () => done()));
-  // Requests handed over the channel, by id, until their answer comes back (or the process ends without one).
-  const waiting = new Map<number, { resolve: (answer: ChannelAnswer) => void; reject: (error: Error) => void }>();
-  let nextId = 0;
-  void exited.then(() => {
-    for (const w of waiting.values()) w.reject(new Error(`the ${spec.kind} process exited`));
-    waiting.clear();
-  });
-  // Sent in one message per turn of this event loop, as the process answers them (one IPC write, not one per request).
-  let outgoing: (ChannelRequest & { id: number })[] = [];
-  const send = () => {
-    const batch = outgoing;
-    outgoing = [];
-    try {
-      child.send({ type: 'channel', requests: batch });
-    } catch (error) {
-      for (const r of batch) {
-        waiting.get(r.id)?.reject(error as Error);
-        waiting.delete(r.id);
-      }
-    }
-  };
-  const forward: ChannelForward = (request) =>
-    new Promise((resolve, reject) => {
-      const id = ++nextId;
-      waiting.set(id, { resolve, reject });
-      if (outgoing.push({ id, ...request }) === 1) setImmediate(send);
-    });
+  const channel = new ProcessChannel(child);
+  void exited.then(() => channel.failAll(() => new Error(`the ${spec.kind} process exited`)));
   return new Promise((resolve, reject) => {
     const onExit = (code: number | null, signal: string | null) => reject(new Error(`${spec.kind} process exited before listening (${signal ? `signal ${signal}` : `code ${code}`})`));
     child.once('error', reject);
@@ -311,10 +329,7 @@ function startServerProcess(spec: ServerProcessSpec, onRequest: RequestObserver 
     child.on('message', (message: { type: string; port?: number; requests?: ObservedRequest[]; answers?: (ChannelAnswer & { id: number })[]; code?: string; message?: string }) => {
       if (message.type === 'requests') {
         // The answers first: a request is observed after it was answered, as over HTTP.
-        for (const { id, ...answer } of message.answers ?? []) {
-          waiting.get(id)?.resolve(answer);
-          waiting.delete(id);
-        }
+        channel.answered(message.answers ?? []);
         for (const r of message.requests ?? []) onRequest?.(r);
         return;
       }
@@ -331,7 +346,7 @@ function startServerProcess(spec: ServerProcessSpec, onRequest: RequestObserver 
       resolve({
         endpoint: `http://${LOOPBACK}:${port}`,
         port,
-        ...(spec.channel ? { forward } : {}),
+        ...(spec.channel ? { forward: channel.forward } : {}),
         close: async () => {
           if (child.exitCode !== null || child.signalCode !== null) return;
           const killer = setTimeout(() => child.kill('SIGKILL'), SERVER_PROCESS_CLOSE_MS);

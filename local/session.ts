@@ -253,17 +253,7 @@ export class LocalSession {
     const loaded = loadTemplate(artifact.templateFile);
     const template = options.template ? options.template(loaded) : loaded;
     // A first plan before any server exists: each job's settings decide its fixture's downstream (quota, secrets).
-    const preview = jobViews(previewPlan(template, artifact.stackName));
-    const runSettings = new Map<string, JobRuntimeSettings>();
-    const fixtures = new Map<string, JobFixture | undefined>();
-    const downstreams = new Map<string, FakeDownstream>();
-    for (const job of preview.values()) {
-      const settings = options.jobSettings ? options.jobSettings(structuredClone(job.settings)) : job.settings;
-      runSettings.set(job.name, settings);
-      const fixture = loadFixture(cwd, job.name, job.entry);
-      fixtures.set(job.name, fixture);
-      if (fixture?.downstream) downstreams.set(job.name, fixture.downstream(settings, options.downstream?.(job.name, settings) ?? {}));
-    }
+    const { runSettings, fixtures, downstreams } = loadJobFixtures(cwd, jobViews(previewPlan(template, artifact.stackName)), options);
     let session: LocalSession | undefined;
     const stack = new LocalStack({
       template,
@@ -294,29 +284,11 @@ export class LocalSession {
         options.onRequest?.(service, r);
       },
       environmentOverride: (fn, vars) => {
-        let next = vars;
-        if (vars.JOB_SETTINGS) {
-          const synthesized = JSON.parse(vars.JOB_SETTINGS) as JobRuntimeSettings;
-          let settings = runSettings.get(synthesized.jobName) ?? synthesized;
-          const downstream = downstreams.get(synthesized.jobName);
-          if (downstream) settings = downstream.configure(settings);
-          next = { ...vars, JOB_SETTINGS: JSON.stringify(settings) };
-        }
+        const next = vars.JOB_SETTINGS ? { ...vars, JOB_SETTINGS: runJobSettings(vars.JOB_SETTINGS, runSettings, downstreams) } : vars;
         return options.environment ? options.environment(fn, next) : next;
       },
     });
-    const started: FakeDownstream[] = [];
-    try {
-      for (const d of downstreams.values()) {
-        await d.start();
-        started.push(d);
-      }
-      await stack.start();
-    } catch (error) {
-      await stack.stop().catch(() => undefined);
-      for (const d of started) await d.close().catch(() => undefined);
-      throw error;
-    }
+    await startAll(stack, downstreams.values());
     session = new LocalSession(stack, artifact, template, [...downstreams.values()], options.log, options.metrics ?? {});
     try {
       await session.serveMetrics(options.metrics?.port ?? 0);
@@ -325,22 +297,34 @@ export class LocalSession {
       throw error;
     }
     for (const view of jobViews(stack.plan, stack.mappings).values()) {
-      const downstream = downstreams.get(view.name);
-      // The job's settings as its functions see them (scaled, pointed at the downstream): what a fixture seeds against.
-      let settings = runSettings.get(view.name) ?? view.settings;
-      if (downstream) {
-        settings = downstream.configure(settings);
-        for (const alias of Object.values(view.settings.secrets)) {
-          const secret = stack.secrets.find(alias);
-          if (secret) downstream.allowSecret(secret.value);
-        }
-      }
-      const fixtureFile = relative(cwd, fixturePath(cwd, view.name, view.entry));
-      session.jobs.set(view.name, { ...view, settings, fixture: fixtures.get(view.name), fixtureFile, downstream });
-      if (!fixtures.get(view.name)) session.watchApplies(view.name);
+      session.addJob(cwd, view, runSettings.get(view.name) ?? view.settings, fixtures.get(view.name), downstreams.get(view.name));
     }
     if (options.prewarm !== false) await stack.prewarm(options.prewarm === true || options.prewarm === undefined ? undefined : options.prewarm);
     return session;
+  }
+
+  /**
+   * A planned job joins the session with its settings as its functions see them (scaled, pointed at the downstream):
+   * what a fixture seeds against. The downstream may see the job's secrets, as the real API would.
+   */
+  private addJob(
+    cwd: string,
+    view: JobView,
+    runSettings: JobRuntimeSettings,
+    fixture: JobFixture | undefined,
+    downstream?: FakeDownstream,
+  ): void {
+    let settings = runSettings;
+    if (downstream) {
+      settings = downstream.configure(settings);
+      for (const alias of Object.values(view.settings.secrets)) {
+        const secret = this.stack.secrets.find(alias);
+        if (secret) downstream.allowSecret(secret.value);
+      }
+    }
+    const fixtureFile = relative(cwd, fixturePath(cwd, view.name, view.entry));
+    this.jobs.set(view.name, { ...view, settings, fixture, fixtureFile, downstream });
+    if (!fixture) this.watchApplies(view.name);
   }
 
   /**
@@ -663,4 +647,55 @@ export function downstreamSince(downstream: FakeDownstream, since: number): Fake
     replays: arrivals.filter((a) => a.replayed).length,
     throttled: arrivals.filter((a) => a.status === 429).length,
   };
+}
+
+/**
+ * Each job's settings for the run (`jobSettings` applied), its fixture, and its fake downstream (not started yet),
+ * from a first plan made before any server exists: the settings decide the downstream (quota, secrets).
+ */
+function loadJobFixtures(
+  cwd: string,
+  preview: Map<string, JobView>,
+  options: Pick<SessionOptions, 'jobSettings' | 'downstream'>,
+): { runSettings: Map<string, JobRuntimeSettings>; fixtures: Map<string, JobFixture | undefined>; downstreams: Map<string, FakeDownstream> } {
+  const runSettings = new Map<string, JobRuntimeSettings>();
+  const fixtures = new Map<string, JobFixture | undefined>();
+  const downstreams = new Map<string, FakeDownstream>();
+  for (const job of preview.values()) {
+    const settings = options.jobSettings ? options.jobSettings(structuredClone(job.settings)) : job.settings;
+    runSettings.set(job.name, settings);
+    const fixture = loadFixture(cwd, job.name, job.entry);
+    fixtures.set(job.name, fixture);
+    if (fixture?.downstream) downstreams.set(job.name, fixture.downstream(settings, options.downstream?.(job.name, settings) ?? {}));
+  }
+  return { runSettings, fixtures, downstreams };
+}
+
+/** A function's JOB_SETTINGS for the run: the job's run settings, pointed at its fake downstream when it has one. */
+export function runJobSettings(
+  synthesizedJson: string,
+  runSettings: ReadonlyMap<string, JobRuntimeSettings>,
+  downstreams: ReadonlyMap<string, Pick<FakeDownstream, 'configure'>>,
+): string {
+  const synthesized = JSON.parse(synthesizedJson) as JobRuntimeSettings;
+  let settings = runSettings.get(synthesized.jobName) ?? synthesized;
+  const downstream = downstreams.get(synthesized.jobName);
+  if (downstream) settings = downstream.configure(settings);
+  return JSON.stringify(settings);
+}
+
+/** Starts the fake downstreams, then the stack; on a failure stops whatever had started, and throws. */
+async function startAll(stack: LocalStack, downstreams: Iterable<FakeDownstream>): Promise<void> {
+  const started: FakeDownstream[] = [];
+  try {
+    for (const d of downstreams) {
+      await d.start();
+      started.push(d);
+    }
+    await stack.start();
+  } catch (error) {
+    await stack.stop().catch(() => undefined);
+    for (const d of started) await d.close().catch(() => undefined);
+    throw error;
+  }
 }

@@ -25,7 +25,7 @@ import type { MetricSample } from './metricsTap';
 import { LocalScheduler } from './scheduler';
 import { startSchedulerApi } from './schedulerApi';
 import { startSnsApi } from './snsApi';
-import { PlannedFunction, PlannedLayer, PlannedSecret, PlannedTable, planStack, StackPlan } from './plan';
+import { PlannedFunction, PlannedLayer, PlannedMapping, PlannedSecret, PlannedTable, planStack, StackPlan } from './plan';
 import { waitFor } from './waitFor';
 import type { CloudFormationTemplate } from './template';
 
@@ -442,6 +442,35 @@ export class LocalStack {
 
   private async provision(): Promise<void> {
     const plan = this.plan;
+    await this.provisionQueues();
+
+    const ddb = new DynamoDBClient(this.clientConfig('dynamodb'));
+    await Promise.all(plan.tables.map((t) => this.provisionTable(ddb, t)));
+    ddb.destroy();
+
+    const s3 = new S3Client(this.clientConfig('s3'));
+    await Promise.all(plan.buckets.map((b) => s3.send(new CreateBucketCommand({ Bucket: b.name }))));
+    s3.destroy();
+
+    for (const s of plan.secrets) {
+      this.secrets.add({ name: s.name, arn: s.arn, value: this.options.secretValue?.(s) ?? generateSecretValue(s.properties) });
+    }
+
+    const leftOut = new Set(plan.functions.filter((fn) => !this.provisionFunction(fn)));
+    plan.functions = plan.functions.filter((fn) => !leftOut.has(fn));
+    for (const m of plan.mappings) this.provisionMapping(m);
+
+    for (const s of plan.schedules) {
+      if (!/^arn:aws:lambda:/.test(s.targetArn)) {
+        throw new ProvisioningError(`schedule ${s.logicalId}: target ${s.targetArn} is not a Lambda function; only Lambda targets are emulated`, s.logicalId);
+      }
+      this.runtime.get(s.targetArn);
+      this.scheduler.add(s);
+    }
+  }
+
+  private async provisionQueues(): Promise<void> {
+    const plan = this.plan;
     const sqs = this.sqs();
     // Every queue first, then the redrive policies: a policy may name a DLQ declared later in the template. The
     // resources of a kind are independent of each other, so each kind is created at once (as CloudFormation does).
@@ -461,106 +490,86 @@ export class LocalStack {
         .filter((x) => x.attributes.RedrivePolicy)
         .map((q) => sqs.send(new SetQueueAttributesCommand({ QueueUrl: q.url, Attributes: { RedrivePolicy: q.attributes.RedrivePolicy } }))),
     );
+  }
 
-    const ddb = new DynamoDBClient(this.clientConfig('dynamodb'));
-    await Promise.all(plan.tables.map((t) => this.provisionTable(ddb, t)));
-    ddb.destroy();
-
-    const s3 = new S3Client(this.clientConfig('s3'));
-    await Promise.all(plan.buckets.map((b) => s3.send(new CreateBucketCommand({ Bucket: b.name }))));
-    s3.destroy();
-
-    for (const s of plan.secrets) {
-      this.secrets.add({ name: s.name, arn: s.arn, value: this.options.secretValue?.(s) ?? generateSecretValue(s.properties) });
+  /** Adds a function to the runtime; false when it is left out (a team's function no job needs, its code elsewhere). */
+  private provisionFunction(fn: PlannedFunction): boolean {
+    const plan = this.plan;
+    // What Lambda's CreateFunction refuses, with its words: the template's own variables (before the runtime's), with
+    // queue URLs as long as AWS's, since the 4 KB limit is measured on what AWS resolves.
+    refuseAsLambda(fn.logicalId, () => {
+      const label = `function ${fn.logicalId} (${fn.name})`;
+      checkFunctionSettings(label, { timeoutSeconds: fn.timeoutSeconds, memorySize: fn.memoryMb, reservedConcurrency: fn.reservedConcurrency, handler: fn.handler });
+      checkEnvironment(label, awsShapedEnvironment(fn.environment, this.endpoints.sqs, this.region));
+    });
+    let codeDir: string;
+    try {
+      codeDir = assetDirectory(this.options.assemblyDir, fn);
+    } catch (error) {
+      if (!(error instanceof ProvisioningError) || !this.mayLeaveOut(fn)) throw error;
+      // A team's function no job needs and nothing invokes (say, code in its own bucket): one line, not a failure.
+      plan.notEmulated.push({ logicalId: fn.logicalId, type: 'AWS::Lambda::Function', reason: 'its code is not a bundled asset in the cloud assembly' });
+      return false;
     }
+    const layerDirs = (fn.layerArns ?? []).map((arn) => layerDirectory(this.options.assemblyDir, plan.layers, arn, fn));
+    let environment = { ...fn.environment, ...this.baseEnvironment(fn) };
+    if (this.options.environmentOverride) environment = this.options.environmentOverride(fn, environment);
+    this.runtime.add({
+      name: fn.name,
+      arn: fn.arn,
+      handler: fn.handler,
+      codeDir,
+      layerDirs,
+      environment,
+      timeoutSeconds: fn.timeoutSeconds,
+      memoryMb: fn.memoryMb,
+      reservedConcurrency: fn.reservedConcurrency,
+      runtime: fn.runtime,
+      architecture: fn.architectures?.[0],
+      maximumRetryAttempts: fn.asyncInvokeConfig?.maximumRetryAttempts,
+      maximumEventAgeSeconds: fn.asyncInvokeConfig?.maximumEventAgeSeconds,
+    });
+    return true;
+  }
 
-    const leftOut = new Set<PlannedFunction>();
-    for (const fn of plan.functions) {
-      // What Lambda's CreateFunction refuses, with its words: the template's own variables (before the runtime's), with
-      // queue URLs as long as AWS's, since the 4 KB limit is measured on what AWS resolves.
-      refuseAsLambda(fn.logicalId, () => {
-        const label = `function ${fn.logicalId} (${fn.name})`;
-        checkFunctionSettings(label, { timeoutSeconds: fn.timeoutSeconds, memorySize: fn.memoryMb, reservedConcurrency: fn.reservedConcurrency, handler: fn.handler });
-        checkEnvironment(label, awsShapedEnvironment(fn.environment, this.endpoints.sqs, this.region));
-      });
-      let codeDir: string;
-      try {
-        codeDir = assetDirectory(this.options.assemblyDir, fn);
-      } catch (error) {
-        if (!(error instanceof ProvisioningError) || !this.mayLeaveOut(fn)) throw error;
-        // A team's function no job needs and nothing invokes (say, code in its own bucket): one line, not a failure.
-        plan.notEmulated.push({ logicalId: fn.logicalId, type: 'AWS::Lambda::Function', reason: 'its code is not a bundled asset in the cloud assembly' });
-        leftOut.add(fn);
-        continue;
-      }
-      const layerDirs = (fn.layerArns ?? []).map((arn) => layerDirectory(this.options.assemblyDir, plan.layers, arn, fn));
-      let environment = { ...fn.environment, ...this.baseEnvironment(fn) };
-      if (this.options.environmentOverride) environment = this.options.environmentOverride(fn, environment);
-      this.runtime.add({
-        name: fn.name,
-        arn: fn.arn,
-        handler: fn.handler,
-        codeDir,
-        layerDirs,
-        environment,
-        timeoutSeconds: fn.timeoutSeconds,
-        memoryMb: fn.memoryMb,
-        reservedConcurrency: fn.reservedConcurrency,
-        runtime: fn.runtime,
-        architecture: fn.architectures?.[0],
-        maximumRetryAttempts: fn.asyncInvokeConfig?.maximumRetryAttempts,
-        maximumEventAgeSeconds: fn.asyncInvokeConfig?.maximumEventAgeSeconds,
-      });
-    }
-
-    plan.functions = plan.functions.filter((fn) => !leftOut.has(fn));
-
-    for (const m of plan.mappings) {
-      const fn = this.runtime.get(m.functionName);
-      const queue = plan.queues.find((q) => q.arn === m.eventSourceArn);
-      if (!queue) throw new ProvisioningError(`event source mapping ${m.logicalId}: queue ${m.eventSourceArn} is not in the template`, m.logicalId);
-      // CreateEventSourceMapping refuses a function that may outlive its message's visibility (SQS's default is 30 s).
-      refuseAsLambda(m.logicalId, () =>
-        checkQueueVisibility(
-          `event source mapping ${m.logicalId} (${queue.name} -> ${fn.spec.name})`,
-          queue.attributes.VisibilityTimeout === undefined ? undefined : Number(queue.attributes.VisibilityTimeout),
-          fn.spec.timeoutSeconds,
-        ),
-      );
-      const role = plan.functions.find((f) => f.name === fn.spec.name)?.roleArn;
-      this.mappings.push(
-        new SqsEventSourceMapping(
-          {
-            uuid: m.uuid,
-            functionName: fn.spec.name,
-            queueUrl: queue.url,
-            queueArn: queue.arn,
-            batchSize: m.batchSize,
-            maximumBatchingWindowSeconds: m.maximumBatchingWindowSeconds,
-            maximumConcurrency: m.maximumConcurrency,
-            reportBatchItemFailures: m.reportBatchItemFailures,
-            enabled: m.enabled,
-            region: this.region,
-          },
-          {
-            // The event source polls, deletes and releases with the function's execution role, as on AWS.
-            sqs: this.sqsAs(role, fn.spec.name),
-            invoke: (event) => fn.invoke(event),
-            functionConcurrency: fn.concurrencyLimit,
-            log: (line) => this.options.log('esm', line),
-            onMetric: this.options.onMetric,
-          },
-        ),
-      );
-    }
-
-    for (const s of plan.schedules) {
-      if (!/^arn:aws:lambda:/.test(s.targetArn)) {
-        throw new ProvisioningError(`schedule ${s.logicalId}: target ${s.targetArn} is not a Lambda function; only Lambda targets are emulated`, s.logicalId);
-      }
-      this.runtime.get(s.targetArn);
-      this.scheduler.add(s);
-    }
+  private provisionMapping(m: PlannedMapping): void {
+    const plan = this.plan;
+    const fn = this.runtime.get(m.functionName);
+    const queue = plan.queues.find((q) => q.arn === m.eventSourceArn);
+    if (!queue) throw new ProvisioningError(`event source mapping ${m.logicalId}: queue ${m.eventSourceArn} is not in the template`, m.logicalId);
+    // CreateEventSourceMapping refuses a function that may outlive its message's visibility (SQS's default is 30 s).
+    refuseAsLambda(m.logicalId, () =>
+      checkQueueVisibility(
+        `event source mapping ${m.logicalId} (${queue.name} -> ${fn.spec.name})`,
+        queue.attributes.VisibilityTimeout === undefined ? undefined : Number(queue.attributes.VisibilityTimeout),
+        fn.spec.timeoutSeconds,
+      ),
+    );
+    const role = plan.functions.find((f) => f.name === fn.spec.name)?.roleArn;
+    this.mappings.push(
+      new SqsEventSourceMapping(
+        {
+          uuid: m.uuid,
+          functionName: fn.spec.name,
+          queueUrl: queue.url,
+          queueArn: queue.arn,
+          batchSize: m.batchSize,
+          maximumBatchingWindowSeconds: m.maximumBatchingWindowSeconds,
+          maximumConcurrency: m.maximumConcurrency,
+          reportBatchItemFailures: m.reportBatchItemFailures,
+          enabled: m.enabled,
+          region: this.region,
+        },
+        {
+          // The event source polls, deletes and releases with the function's execution role, as on AWS.
+          sqs: this.sqsAs(role, fn.spec.name),
+          invoke: (event) => fn.invoke(event),
+          functionConcurrency: fn.concurrencyLimit,
+          log: (line) => this.options.log('esm', line),
+          onMetric: this.options.onMetric,
+        },
+      ),
+    );
   }
 
   /** A function that is no job's and that no mapping, schedule or async setting of the template invokes. */

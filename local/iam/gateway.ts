@@ -77,73 +77,13 @@ export async function startAuthGateway(options: AuthGatewayOptions): Promise<Run
     // goes over a channel, which takes it whole).
     const body = options.backendChannel || (principal.kind !== 'admin' && requestNeedsBody(service, method, url)) ? await read(req) : undefined;
     if (principal.kind !== 'admin') {
-      const denied = await authorize(principal, req, body);
+      const denied = await authorize(options, principal, req, body);
       if (denied) {
         if (body === undefined) await drain(req);
         return fail(res, service, req, denied.failure, denied.message);
       }
     }
-    forward(req, res, body);
-  }
-
-  async function authorize(principal: Principal, req: IncomingMessage, body: Buffer | undefined): Promise<{ failure: Failure; message: string } | undefined> {
-    const plan = typeof options.plan === 'function' ? options.plan() : options.plan;
-    const authorizer = typeof options.authorizer === 'function' ? options.authorizer() : options.authorizer;
-    if (!plan || !authorizer) {
-      throw new Error('a role signed a request before the stack was planned: there is no plan or authorizer to decide it with');
-    }
-    let description: RequestDescription;
-    try {
-      description = describeRequest(options.service, { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body }, plan);
-    } catch (error) {
-      if (error instanceof RequestDescriptionError) return { failure: 'bad-request', message: error.message };
-      throw error;
-    }
-    const secureTransport = req.headers[TRANSPORT_HEADER] !== 'http';
-    // Every permission is checked, so that a run without enforcement reports each one AWS would refuse; the first
-    // refusal is the one answered, as AWS stops at the first failed authorization.
-    let refused: string | undefined;
-    for (const p of description.permissions) {
-      const decision = await authorizer.authorize({ principal, action: p.action, resource: p.resource, context: p.context, secureTransport });
-      if (!decision.allowed && refused === undefined) refused = decision.message;
-    }
-    return refused === undefined ? undefined : { failure: 'denied', message: refused };
-  }
-
-  function forward(req: IncomingMessage, res: ServerResponse, body: Buffer | undefined): void {
-    const headers = { ...req.headers };
-    // Hop-by-hop headers stay here; the gateway's own header is no AWS header.
-    for (const h of ['connection', 'keep-alive', 'expect', TRANSPORT_HEADER]) delete headers[h];
-    let path = req.url ?? '/';
-    if (options.service === 's3') {
-      // s3rver checks the access key (it must be its own) but not the signature.
-      if (headers.authorization) headers.authorization = headers.authorization.replace(CREDENTIAL, `Credential=${LOCAL_CREDENTIALS.accessKeyId}/`);
-      path = path.replace(/([?&]X-Amz-Credential=)[^%&/]+/, `$1${LOCAL_CREDENTIALS.accessKeyId}`);
-    }
-    if (body !== undefined) {
-      delete headers['transfer-encoding'];
-      headers['content-length'] = String(body.length);
-    }
-    if (options.backendChannel && body !== undefined) {
-      options.backendChannel({ method: req.method ?? 'GET', url: path, headers, body: body.toString('utf8') }).then(
-        (answer) => {
-          res.writeHead(answer.status, answer.headers);
-          res.end(req.method === 'HEAD' ? undefined : answer.body);
-        },
-        (error: Error) => fail(res, options.service, req, 'backend-down', `local IAM gateway could not reach the ${options.service} server over its channel: ${error.message}`),
-      );
-      return;
-    }
-    const upstream = httpRequest({ host: backend.hostname, port: backend.port, method: req.method, path, headers, agent }, (answer) => {
-      const answerHeaders = { ...answer.headers };
-      delete answerHeaders.connection;
-      delete answerHeaders['keep-alive'];
-      res.writeHead(answer.statusCode ?? 502, answerHeaders);
-      answer.pipe(res);
-    });
-    upstream.on('error', (error) => fail(res, options.service, req, 'backend-down', `local IAM gateway could not reach the ${options.service} server at ${options.backendEndpoint}: ${error.message}`));
-    if (body !== undefined) upstream.end(body);
-    else req.pipe(upstream);
+    forward(options, { backend, agent }, req, res, body);
   }
 
   const running = await listenOnLoopback(server, options.port ?? 0);
@@ -154,6 +94,80 @@ export async function startAuthGateway(options: AuthGatewayOptions): Promise<Run
       await running.close();
     },
   };
+}
+
+/** Why a role's request is refused (the first permission the policies refuse, as AWS answers), or undefined. */
+async function authorize(
+  options: AuthGatewayOptions,
+  principal: Principal,
+  req: IncomingMessage,
+  body: Buffer | undefined,
+): Promise<{ failure: Failure; message: string } | undefined> {
+  const plan = typeof options.plan === 'function' ? options.plan() : options.plan;
+  const authorizer = typeof options.authorizer === 'function' ? options.authorizer() : options.authorizer;
+  if (!plan || !authorizer) {
+    throw new Error('a role signed a request before the stack was planned: there is no plan or authorizer to decide it with');
+  }
+  let description: RequestDescription;
+  try {
+    description = describeRequest(options.service, { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body }, plan);
+  } catch (error) {
+    if (error instanceof RequestDescriptionError) return { failure: 'bad-request', message: error.message };
+    throw error;
+  }
+  const secureTransport = req.headers[TRANSPORT_HEADER] !== 'http';
+  // Every permission is checked, so that a run without enforcement reports each one AWS would refuse; the first
+  // refusal is the one answered, as AWS stops at the first failed authorization.
+  let refused: string | undefined;
+  for (const p of description.permissions) {
+    const decision = await authorizer.authorize({ principal, action: p.action, resource: p.resource, context: p.context, secureTransport });
+    if (!decision.allowed && refused === undefined) refused = decision.message;
+  }
+  return refused === undefined ? undefined : { failure: 'denied', message: refused };
+}
+
+/** Passes an allowed request on to the server: over its channel when it has one and the body is read, else by HTTP. */
+function forward(
+  options: AuthGatewayOptions,
+  to: { backend: URL; agent: Agent },
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: Buffer | undefined,
+): void {
+  const { backend, agent } = to;
+  const headers = { ...req.headers };
+  // Hop-by-hop headers stay here; the gateway's own header is no AWS header.
+  for (const h of ['connection', 'keep-alive', 'expect', TRANSPORT_HEADER]) delete headers[h];
+  let path = req.url ?? '/';
+  if (options.service === 's3') {
+    // s3rver checks the access key (it must be its own) but not the signature.
+    if (headers.authorization) headers.authorization = headers.authorization.replace(CREDENTIAL, `Credential=${LOCAL_CREDENTIALS.accessKeyId}/`);
+    path = path.replace(/([?&]X-Amz-Credential=)[^%&/]+/, `$1${LOCAL_CREDENTIALS.accessKeyId}`);
+  }
+  if (body !== undefined) {
+    delete headers['transfer-encoding'];
+    headers['content-length'] = String(body.length);
+  }
+  if (options.backendChannel && body !== undefined) {
+    options.backendChannel({ method: req.method ?? 'GET', url: path, headers, body: body.toString('utf8') }).then(
+      (answer) => {
+        res.writeHead(answer.status, answer.headers);
+        res.end(req.method === 'HEAD' ? undefined : answer.body);
+      },
+      (error: Error) => fail(res, options.service, req, 'backend-down', `local IAM gateway could not reach the ${options.service} server over its channel: ${error.message}`),
+    );
+    return;
+  }
+  const upstream = httpRequest({ host: backend.hostname, port: backend.port, method: req.method, path, headers, agent }, (answer) => {
+    const answerHeaders = { ...answer.headers };
+    delete answerHeaders.connection;
+    delete answerHeaders['keep-alive'];
+    res.writeHead(answer.statusCode ?? 502, answerHeaders);
+    answer.pipe(res);
+  });
+  upstream.on('error', (error) => fail(res, options.service, req, 'backend-down', `local IAM gateway could not reach the ${options.service} server at ${options.backendEndpoint}: ${error.message}`));
+  if (body !== undefined) upstream.end(body);
+  else req.pipe(upstream);
 }
 
 function read(stream: NodeJS.ReadableStream): Promise<Buffer> {

@@ -139,46 +139,18 @@ function describeDynamoDb(request: HttpRequestParts, plan: RequestPlan): Request
       return one(`dynamodb:${operation}`, tableArn(body.TableName), keys.of(body.TableName, item ? [item] : []));
     }
     case 'BatchGetItem':
-    case 'BatchWriteItem': {
-      const requests = (body.RequestItems ?? {}) as Record<string, unknown>;
-      return {
-        service: 'dynamodb',
-        operation,
-        permissions: Object.entries(requests).map(([t, request]) => {
-          // BatchGetItem: { Keys: [...] }; BatchWriteItem: [{ PutRequest: { Item } } | { DeleteRequest: { Key } }].
-          type Write = { PutRequest?: { Item?: Item }; DeleteRequest?: { Key?: Item } };
-          const items = operation === 'BatchGetItem'
-            ? ((request as { Keys?: Item[] })?.Keys ?? [])
-            : ((request ?? []) as Write[]).map((r) => r?.PutRequest?.Item ?? r?.DeleteRequest?.Key ?? {});
-          const context = keys.of(t, items);
-          return { action: `dynamodb:${operation}`, resource: tableArn(t), ...(context ? { context } : {}) };
-        }),
-      };
-    }
-    case 'TransactWriteItems': {
+    case 'BatchWriteItem':
+      return { service: 'dynamodb', operation, permissions: batchPermissions(operation, body, keys, tableArn) };
+    case 'TransactWriteItems':
       // Each item is authorized as the single-item write it is (AWS documents no TransactWriteItems action).
-      const actions: Record<string, string> = { Put: 'PutItem', Update: 'UpdateItem', Delete: 'DeleteItem', ConditionCheck: 'ConditionCheckItem' };
-      const items = (body.TransactItems ?? []) as Record<string, { TableName?: string; Key?: Item; Item?: Item }>[];
-      const permissions = items.flatMap((item) =>
-        Object.entries(item)
-          .filter(([kind]) => actions[kind])
-          .map(([kind, spec]) => {
-            const context = keys.of(spec?.TableName, [(kind === 'Put' ? spec?.Item : spec?.Key) ?? {}]);
-            return { action: `dynamodb:${actions[kind]}`, resource: tableArn(spec?.TableName), ...(context ? { context } : {}) };
-          }),
-      );
-      return { service: 'dynamodb', operation, permissions: dedupe(permissions) };
-    }
+      return { service: 'dynamodb', operation, permissions: dedupe(transactWritePermissions(body, keys, tableArn)) };
     case 'TransactGetItems': {
       const items = (body.TransactItems ?? []) as { Get?: { TableName?: string; Key?: Item } }[];
-      return {
-        service: 'dynamodb',
-        operation,
-        permissions: dedupe(items.filter((i) => i.Get).map((i) => {
-          const context = keys.of(i.Get!.TableName, [i.Get!.Key ?? {}]);
-          return { action: 'dynamodb:GetItem', resource: tableArn(i.Get!.TableName), ...(context ? { context } : {}) };
-        })),
-      };
+      const permissions = items.filter((i) => i.Get).map((i) => {
+        const context = keys.of(i.Get!.TableName, [i.Get!.Key ?? {}]);
+        return { action: 'dynamodb:GetItem', resource: tableArn(i.Get!.TableName), ...(context ? { context } : {}) };
+      });
+      return { service: 'dynamodb', operation, permissions: dedupe(permissions) };
     }
     case 'ExecuteStatement':
       return { service: 'dynamodb', operation, permissions: partiQl(String(body.Statement ?? ''), tableArn) };
@@ -195,6 +167,47 @@ function describeDynamoDb(request: HttpRequestParts, plan: RequestPlan): Request
   if (body.TableName !== undefined) return one(`dynamodb:${operation}`, tableArn(body.TableName));
   if (typeof body.ResourceArn === 'string') return one(`dynamodb:${operation}`, body.ResourceArn);
   return one(`dynamodb:${operation}`, '*');
+}
+
+/** What reads a request's dynamodb:LeadingKeys, and a table's ARN from its name (or ARN). */
+type LeadingKeys = ReturnType<typeof leadingKeysReader>;
+type TableArnOf = (name: unknown) => string;
+
+/** BatchGetItem and BatchWriteItem: one permission per table, with the leading keys of its items. */
+function batchPermissions(
+  operation: string,
+  body: Record<string, unknown>,
+  keys: LeadingKeys,
+  tableArn: TableArnOf,
+): RequiredPermission[] {
+  const requests = (body.RequestItems ?? {}) as Record<string, unknown>;
+  return Object.entries(requests).map(([t, request]) => {
+    // BatchGetItem: { Keys: [...] }; BatchWriteItem: [{ PutRequest: { Item } } | { DeleteRequest: { Key } }].
+    type Write = { PutRequest?: { Item?: Item }; DeleteRequest?: { Key?: Item } };
+    const items = operation === 'BatchGetItem'
+      ? ((request as { Keys?: Item[] })?.Keys ?? [])
+      : ((request ?? []) as Write[]).map((r) => r?.PutRequest?.Item ?? r?.DeleteRequest?.Key ?? {});
+    const context = keys.of(t, items);
+    return { action: `dynamodb:${operation}`, resource: tableArn(t), ...(context ? { context } : {}) };
+  });
+}
+
+/** TransactWriteItems: each item as the single-item write it is, on its table, with its leading key. */
+function transactWritePermissions(
+  body: Record<string, unknown>,
+  keys: LeadingKeys,
+  tableArn: TableArnOf,
+): RequiredPermission[] {
+  const actions: Record<string, string> = { Put: 'PutItem', Update: 'UpdateItem', Delete: 'DeleteItem', ConditionCheck: 'ConditionCheckItem' };
+  const items = (body.TransactItems ?? []) as Record<string, { TableName?: string; Key?: Item; Item?: Item }>[];
+  return items.flatMap((item) =>
+    Object.entries(item)
+      .filter(([kind]) => actions[kind])
+      .map(([kind, spec]) => {
+        const context = keys.of(spec?.TableName, [(kind === 'Put' ? spec?.Item : spec?.Key) ?? {}]);
+        return { action: `dynamodb:${actions[kind]}`, resource: tableArn(spec?.TableName), ...(context ? { context } : {}) };
+      }),
+  );
 }
 
 /** An item or key in DynamoDB's JSON: attribute name to a typed value ({ S: 'x' }, { N: '1' }, ...). */

@@ -38,7 +38,7 @@ interface Served {
 /** `npm start -- --serve` as its own Node process (tsx loaded by Node itself, so SIGINT reaches it directly). */
 function serve(localDir: string): Served {
   // Two execution environments a function: the one run here is three items.
-  const cli = join(ROOT, 'local/cli.ts');
+  const cli = join(ROOT, 'cli/start.ts');
   const child = spawn(process.execPath, ['--import', 'tsx', cli, '--app', TEST_APP, '--cdk-out', TEST_APP_ASSEMBLY, '--serve', '--prewarm', '2', '--local-dir', localDir], {
     cwd: ROOT,
     env: { ...process.env, FORCE_COLOR: '0' },

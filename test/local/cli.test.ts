@@ -12,7 +12,7 @@ import { launchBrowser, type Browser } from '../support/browser';
 import { OBJECT_SWEEPER, QUOTA_CALLER, RECORD_WRITER, TEST_APP, TEST_APP_ASSEMBLY } from '../support/testApp';
 
 const ROOT = join(__dirname, '..', '..');
-const CLI = join(ROOT, 'local', 'cli.ts');
+const CLI = join(ROOT, 'cli', 'start.ts');
 /** The test app, and the assembly globalSetup synthesized (relative to the app, as --cdk-out takes it). */
 const APP = ['--app', TEST_APP, '--cdk-out', TEST_APP_ASSEMBLY];
 

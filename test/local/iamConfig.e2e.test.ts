@@ -58,7 +58,7 @@ describe('npm start with a job whose uses declare get on a bucket it deletes fro
     const args = ['--app', APP, ...assembly, '--json', '--count', `${JOB}=${OBJECTS}`, ...others, '--timeout', '180', '--async-duplicate-rate', '0', '--prewarm', '1'];
     // Node itself loads tsx, so the Ctrl-C reaches the CLI directly; a process group of its own, for the cleanup.
     const started = Date.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'local/cli.ts', ...args], { cwd: copy.dir, env: { ...process.env, FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/start.ts', ...args], { cwd: copy.dir, env: { ...process.env, FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     running = child;
     let stdout = '';
     let stderr = '';

@@ -1,4 +1,4 @@
-// `paced-jobs start` (runStartCli, what the package's dispatcher calls) in a team's app folder: no environment, the
+// `paced-jobs start` (runStart, what the package's dispatcher calls) in a team's app folder: no environment, the
 // stack holding the jobs named with --stack where two do, each job's fixture found beside its entry (the
 // `paced-jobs:job-entry` Metadata, in the app's own layout), and a resource of the team's that the local runtime does
 // not emulate left out with one line. The app's assembly is the engine's test app's synthesized stack (test/fixtures/app,
@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { assemblyStacks } from '../../local/assembly';
-import { runStartCli } from '../../local/cli';
+import { runStart } from '../../cli/start';
 import { JOB_ENTRY_METADATA } from '../../local/plan';
 import { loadTemplate } from '../../local/template';
 import { OBJECT_SWEEPER, QUOTA_CALLER, RECORD_WRITER, TEST_APP, TEST_APP_ASSEMBLY, TEST_APP_STACK } from '../support/testApp';
@@ -53,7 +53,7 @@ function teamApp(): string {
   return app;
 }
 
-describe("Function: runStartCli, in a team's app", () => {
+describe("Function: runStart, in a team's app", () => {
   let app: string;
   let localDir: string;
   beforeAll(() => {
@@ -68,7 +68,7 @@ describe("Function: runStartCli, in a team's app", () => {
   it('needs --stack when two stacks hold jobs, naming them, before anything runs (the app named with --app)', async () => {
     const stdout = collector();
     const stderr = collector();
-    await expect(runStartCli(['--app', app, '--json'], { cwd: tmpdir(), stdout, stderr })).resolves.toBe(2);
+    await expect(runStart(['--app', app, '--json'], { cwd: tmpdir(), stdout, stderr })).resolves.toBe(2);
     expect(stderr.text()).toBe('paced-jobs start failed: StackChoiceError: several stacks hold PacedJobs: Reporting, Billing; pick one with --stack <name>\n');
     expect(stdout.text()).toBe('');
   });
@@ -78,7 +78,7 @@ describe("Function: runStartCli, in a team's app", () => {
     const stderr = collector();
     // --objects is the object-sweeper fixture's unit: a flag read off the fixture beside the job's entry.
     const args = ['--json', '--stack', 'Reporting', '--objects', '2', '--count', `${RECORD_WRITER}=2`, '--count', `${QUOTA_CALLER}=1`, '--prewarm', '1'];
-    const code = await runStartCli([...args, '--local-dir', localDir, '--timeout', '90'], { cwd: app, stdout, stderr });
+    const code = await runStart([...args, '--local-dir', localDir, '--timeout', '90'], { cwd: app, stdout, stderr });
     const report = JSON.parse(stdout.text()) as { ok: boolean; env: string; jobs: Record<string, Record<string, number>>; checks: { ok: boolean; name: string }[]; warnings: string[] };
     expect(code).toBe(0);
     expect(stderr.text()).not.toContain('cdk synth');

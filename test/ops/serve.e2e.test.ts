@@ -142,7 +142,7 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     dir = mkdtempSync(join(tmpdir(), 'paced-jobs-ops-e2e-'));
     endpointsFile = join(dir, 'endpoints.json');
     // One execution environment a function: every run here is a few records (a second one starts when one is needed).
-    serve = node('local/cli.ts', ['--app', TEST_APP, '--cdk-out', TEST_APP_ASSEMBLY, '--serve', '--prewarm', '1', '--local-dir', dir]);
+    serve = node('cli/start.ts', ['--app', TEST_APP, '--cdk-out', TEST_APP_ASSEMBLY, '--serve', '--prewarm', '1', '--local-dir', dir]);
     await waitFor('the serving stack to write its endpoints', () => existsSync(endpointsFile), { timeoutMs: 240_000, intervalMs: 100 });
     doc = JSON.parse(readFileSync(endpointsFile, 'utf8'));
     const config = (endpoint: string) => ({ endpoint, region: doc.region, credentials: doc.credentials });

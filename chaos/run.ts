@@ -8,6 +8,7 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { SendMessageCommand, StartMessageMoveTaskCommand } from '@aws-sdk/client-sqs';
 import { LocalSession, type JobState, type SessionJob } from '../local/session';
+import { auditDate } from '../ops/commands/audit';
 import { waitFor, WaitTimeoutError } from '../local/waitFor';
 import { fixturePath, loadFixture, type JobFixture, type SeededDemo } from '../local/fixture';
 import type { CloudFormationTemplate } from '../local/template';
@@ -603,7 +604,7 @@ async function judge(
     queueLeft: (await session.depth(job.queueUrl)).total,
     dlq,
     dlqOperations: dlq.flatMap((m) => dlqOperationOf(run.fixture, m.body) ?? []),
-    audit: await session.auditDate(run.job, o.businessDate),
+    audit: await auditDate(session.documents(), session.stateTables(run.job), { job: run.job, date: o.businessDate }),
   });
 }
 

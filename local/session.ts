@@ -23,8 +23,7 @@ import { startCloudWatchApi } from './cloudWatchApi';
 import type { JobRuntimeSettings } from '../lambda/core/constants';
 import { batchIdOf, LedgerItemKind, ledgerPartition, type BatchFigures } from '../lambda/core/ledgerContract';
 import { QUEUE_DEPTH_ATTRIBUTES, queueDepthOf, type QueueDepthFigures } from '../lambda/core/queueDepth';
-import { auditDate, type AuditResult } from '../ops/commands/audit';
-import { batchFigures } from '../ops/ledger';
+import { batchFigures, type LedgerTables } from './ledgerFigures';
 import type { DenialSummary, FunctionErrorSummary } from './report';
 
 export class SessionError extends Error {
@@ -464,11 +463,6 @@ export class LocalSession {
     return Promise.all(items.map(async (item) => ({ batchId: batchIdOf(item), item, figures: await batchFigures(this.clients.documents, tables, name, item) })));
   }
 
-  /** One business date of a job, audited as `ops audit` audits it (ops/commands/audit.ts). */
-  async auditDate(name: string, businessDate: string): Promise<AuditResult> {
-    return auditDate(this.clients.documents, this.stateTables(name), { job: name, date: businessDate });
-  }
-
   /** The job's batches started since `since` (ISO; a kept data directory holds earlier ones), summed. */
   async ledgerTotals(name: string, since = this.sinceIso()): Promise<LedgerTotals> {
     const totals: LedgerTotals = { discovered: 0, published: 0, completed: 0, completedElsewhere: 0, rejected: 0, duplicates: 0, deferred: 0, throttled: 0, deadLettered: 0, batches: 0, finished: 0, admitting: 0 };
@@ -584,8 +578,8 @@ export class LocalSession {
     }
   }
 
-  /** The run ledger and idempotency table a job's functions use, as the operator CLI reads them. */
-  private stateTables(name: string): { ledger: string; idempotency: string } {
+  /** The run ledger and idempotency table a job's functions use, as the operator CLI reads them (`ops audit`). */
+  stateTables(name: string): LedgerTables {
     return { ledger: this.ledgerTable(name) ?? '', idempotency: this.job(name).consumer?.environment.IDEMPOTENCY_TABLE_NAME ?? '' };
   }
 

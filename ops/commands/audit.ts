@@ -20,7 +20,7 @@ import { businessDateSchema } from '../../lambda/core/message';
 import { type CommandContext, selectJobs } from '../context';
 import { OpsError, UsageError } from '../errors';
 import { renderTable } from '../io';
-import { completionsIn, idempotencyStatesOf, invocationItems, queryAll, type IdempotencyState } from '../ledger';
+import { completionsIn, idempotencyStatesOf, invocationItems, queryAll, type IdempotencyState } from '../../local/ledgerFigures';
 
 type Dynamo = Pick<DynamoDBDocumentClient, 'send'>;
 

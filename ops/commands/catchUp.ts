@@ -11,7 +11,7 @@ import type { JobResources } from '../resources';
 import { ProducerInvocationError, UsageError } from '../errors';
 import { renderTable } from '../io';
 import { producerSettings } from '../jobSettings';
-import { queryAll } from '../ledger';
+import { queryAll } from '../../local/ledgerFigures';
 
 /**
  * Most dates one catch-up may cover. A month of missed nights is already an incident to plan, not a flag to type;

@@ -20,7 +20,8 @@ import { principalOf } from '../environment';
 import { jobCode } from '../jobCode';
 import { functionSettings } from '../jobSettings';
 import { renderTable } from '../io';
-import { latestBatchItems, queryAll } from '../ledger';
+import { queryAll } from '../../local/ledgerFigures';
+import { latestBatchItems } from '../ledger';
 import type { JobResources } from '../resources';
 
 /** A check's names, as `--json` and the table show them; a failure names its check. */

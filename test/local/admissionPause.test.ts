@@ -12,7 +12,7 @@ import { loadTemplate } from '../../local/template';
 import { LocalStack } from '../../local/stack';
 import { holdsFor, waitUntil } from '../../local/waitFor';
 import { FakeHttpApi, tally } from '../../local/fixture';
-import { batchFigures } from '../../ops/ledger';
+import { batchFigures } from '../../local/ledgerFigures';
 import { jobViews, previewPlan, type JobView } from '../../local/jobs';
 import { CALLS_API, fixture as callsFixture } from '../fixtures/app/jobs/quota-caller/local';
 import type { SeededDemo } from '../../local/fixture';

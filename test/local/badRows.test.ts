@@ -6,7 +6,7 @@ import { GetQueueAttributesCommand, GetQueueUrlCommand } from '@aws-sdk/client-s
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { resourceName, type SeededDemo } from '../../local/fixture';
 import type { JobEffects, LocalSession } from '../../local/session';
-import { renderAudit, type AuditResult } from '../../ops/commands/audit';
+import { auditDate, renderAudit, type AuditResult } from '../../ops/commands/audit';
 import { openTestAppSession, RECORD_WRITER } from '../support/testApp';
 
 /** Discovers the items of a date in its table `items`, writes one result each into `results`. */
@@ -40,7 +40,7 @@ describe('A night with bad source rows (a job discovering from its own table, lo
     await session.fire(JOB, { scheduledTime: new Date(), businessDate });
     settled = await session.settle({ deadline: Date.now() + 90_000, jobs: [JOB] });
     effects = await session.effects(JOB, seeded);
-    audit = await session.auditDate(JOB, businessDate);
+    audit = await auditDate(session.documents(), session.stateTables(JOB), { job: JOB, date: businessDate });
   }, 180_000);
 
   afterAll(async () => {

@@ -10,7 +10,7 @@ import { DynamoDbRateLimiter } from '../../lambda/adapters/rateLimiter';
 import { SqsPublisher } from '../../lambda/adapters/sqsPublisher';
 import type { AnyJob } from '../../lambda/core/job';
 import { createConsumer } from '../../lambda/handlers/consumer';
-import { batchFigures } from '../../ops/ledger';
+import { batchFigures } from '../../local/ledgerFigures';
 import { expandBody, type MessageCase } from '../corpus/loadCorpus';
 import {
   createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue, withPacer,

@@ -4,7 +4,7 @@ import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSEvent } from 'aws-lambda';
 import { documentClient, resetClients } from '../../../lambda/adapters/clients';
 import { DynamoLedger } from '../../../lambda/adapters/ledger';
-import { batchFigures } from '../../../ops/ledger';
+import { batchFigures } from '../../../local/ledgerFigures';
 import { batchExact } from '../../../lambda/core/ledgerContract';
 import { AdaptiveDynamoDbRateLimiter } from '../../../lambda/adapters/adaptiveRateLimiter';
 import { DynamoDbRateLimiter, type RateLimiter } from '../../../lambda/adapters/rateLimiter';

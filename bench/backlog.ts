@@ -8,7 +8,16 @@ import { ensureAppStack, isReferenceApp } from '../local/assembly';
 import { fixturePath, loadFixture, type JobFixture } from '../local/fixture';
 import { jobViews, previewPlan } from '../local/jobs';
 import { loadTemplate } from '../local/template';
-import { describeScale, E2eBenchError, runE2eBench, scaleJobSettings, shortestFaithfulIntervalSeconds, type E2eResult, type JobPacing, type JobRunFigures } from './e2e';
+import {
+  describeScale,
+  E2eBenchError,
+  runE2eBench,
+  scaleJobSettings,
+  shortestFaithfulIntervalSeconds,
+  type E2eResult,
+  type JobPacing,
+  type JobRunFigures,
+} from './e2e';
 import { batchedFigures, checkGoals, flatVerdict, type FlatVerdict, type GoalCheck } from './perJob';
 
 /** Backlog as a multiple of the job's per-minute starts. @default 50 */
@@ -102,7 +111,8 @@ export function backlogFigures(run: E2eResult, job: string, multiple: number): B
   const figures = run.perJobName[job];
   if (!figures?.pacing) throw new E2eBenchError(`the backlog run has no paced figures for ${job}`);
   const asRun = batchedFigures(run.counts);
-  const real = run.counts.lambda.gbSecondsAtRealRate === undefined ? undefined : batchedFigures(run.counts, { atRealRate: true });
+  const real =
+    run.counts.lambda.gbSecondsAtRealRate === undefined ? undefined : batchedFigures(run.counts, { atRealRate: true });
   return {
     multiple,
     jobs: run.counts.jobs,
@@ -128,7 +138,10 @@ export function backlogFigures(run: E2eResult, job: string, multiple: number): B
 }
 
 /** The backlog's operations: `multiple` times the job's effective starts per minute. */
-export function backlogOperations(rate: { startsPerInterval: number; intervalSeconds: number }, multiple: number): number {
+export function backlogOperations(
+  rate: { startsPerInterval: number; intervalSeconds: number },
+  multiple: number,
+): number {
   return Math.round((multiple * rate.startsPerInterval * 60) / rate.intervalSeconds);
 }
 
@@ -144,12 +157,19 @@ export function backlogJobOf(
   fixtureFileOf: (job: string) => string = (job) => join('lambda', 'jobs', job, 'local.ts'),
 ): string {
   if (named !== undefined) {
-    if (!jobs.includes(named)) throw new E2eBenchError(`--backlog-job ${named}: the stack has no such job (jobs: ${jobs.join(', ') || 'none'})`);
-    if (!fixtureOf(named)) throw new E2eBenchError(`--backlog-job ${named}: the job has no local fixture (${fixtureFileOf(named)}) to seed its backlog with`);
+    if (!jobs.includes(named))
+      throw new E2eBenchError(`--backlog-job ${named}: the stack has no such job (jobs: ${jobs.join(', ') || 'none'})`);
+    if (!fixtureOf(named))
+      throw new E2eBenchError(
+        `--backlog-job ${named}: the job has no local fixture (${fixtureFileOf(named)}) to seed its backlog with`,
+      );
     return named;
   }
   const job = jobs.find((j) => fixtureOf(j)?.downstream !== undefined);
-  if (!job) throw new E2eBenchError(`no job of the stack has a fixture with a fake downstream (a real quota) for the backlog part; name one with --backlog-job (jobs: ${jobs.join(', ') || 'none'})`);
+  if (!job)
+    throw new E2eBenchError(
+      `no job of the stack has a fixture with a fake downstream (a real quota) for the backlog part; name one with --backlog-job (jobs: ${jobs.join(', ') || 'none'})`,
+    );
   return job;
 }
 
@@ -170,11 +190,20 @@ export async function runBacklogBench(options: BacklogOptions): Promise<BacklogR
   const progress = options.progress ?? (() => undefined);
   const multiple = options.multiple ?? DEFAULT_BACKLOG_MULTIPLE;
   const shortMultiple = options.shortMultiple ?? DEFAULT_BACKLOG_SHORT_MULTIPLE;
-  if (shortMultiple >= multiple) throw new E2eBenchError(`the short backlog multiple (${shortMultiple}) must be below the backlog multiple (${multiple})`);
+  if (shortMultiple >= multiple)
+    throw new E2eBenchError(
+      `the short backlog multiple (${shortMultiple}) must be below the backlog multiple (${multiple})`,
+    );
   const cwd = resolve(options.cwd);
   const env = options.env ?? (isReferenceApp(cwd) ? 'dev' : undefined);
   // Synthesized when missing, as the runs would: the template sizes the backlog before any of them.
-  const artifact = ensureAppStack({ env, stack: options.stack, assemblyDir: options.assemblyDir ?? 'cdk.out', cwd, log: (line) => progress(`backlog: ${line}`) });
+  const artifact = ensureAppStack({
+    env,
+    stack: options.stack,
+    assemblyDir: options.assemblyDir ?? 'cdk.out',
+    cwd,
+    log: (line) => progress(`backlog: ${line}`),
+  });
   // The job's configured rate, from the template, before any server exists: it sizes the backlog.
   const plan = previewPlan(loadTemplate(artifact.templateFile), artifact.stackName);
   const preview = jobViews(plan);
@@ -192,7 +221,9 @@ export async function runBacklogBench(options: BacklogOptions): Promise<BacklogR
   const run = async (times: number, admission: boolean): Promise<BacklogDesignFigures> => {
     const operations = backlogOperations(rate, times);
     const pacedSeconds = operations / perSecondAsRun;
-    progress(`backlog: ${job}, ${operations} ${unit} (${times}x ${(rate.startsPerInterval * 60) / rate.intervalSeconds}/min), ${admission ? 'admission' : 'admission off'}, about ${Math.round(pacedSeconds)} s at the scaled rate`);
+    progress(
+      `backlog: ${job}, ${operations} ${unit} (${times}x ${(rate.startsPerInterval * 60) / rate.intervalSeconds}/min), ${admission ? 'admission' : 'admission off'}, about ${Math.round(pacedSeconds)} s at the scaled rate`,
+    );
     const result = await runE2eBench({
       cwd,
       env,

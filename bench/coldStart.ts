@@ -74,7 +74,11 @@ function runFresh(script: string, cwd: string, layerModulePaths: string[]): stri
   const paths = [...layerModulePaths, resolve(cwd, 'node_modules'), resolve(__dirname, '..', 'node_modules')];
   return execFileSync(process.execPath, ['-e', script], {
     cwd,
-    env: { PATH: process.env.PATH, NODE_PATH: [...new Set(paths)].join(delimiter), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+    env: {
+      PATH: process.env.PATH,
+      NODE_PATH: [...new Set(paths)].join(delimiter),
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    },
     encoding: 'utf8',
   });
 }
@@ -125,7 +129,16 @@ function compileUnbundled(cwd: string, out: string): void {
     }
   };
   walk(join(cwd, 'lambda'));
-  esbuild.buildSync({ entryPoints: files, outdir: join(out, 'lambda'), outbase: join(cwd, 'lambda'), format: 'cjs', platform: 'node', target: 'node20', bundle: false, logLevel: 'error' });
+  esbuild.buildSync({
+    entryPoints: files,
+    outdir: join(out, 'lambda'),
+    outbase: join(cwd, 'lambda'),
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    bundle: false,
+    logLevel: 'error',
+  });
 }
 
 export function runColdStartBench(options: ColdStartOptions): Record<'producer' | 'consumer', BundleFigures> {
@@ -134,24 +147,42 @@ export function runColdStartBench(options: ColdStartOptions): Record<'producer' 
   const progress = options.progress ?? (() => undefined);
   const assemblyDir = resolve(cwd, options.assemblyDir ?? 'cdk.out');
   const env = options.env ?? (isReferenceApp(resolve(cwd)) ? 'dev' : undefined);
-  const artifact = ensureAppStack({ env, stack: options.stack, assemblyDir, cwd, log: (line) => progress(`cold start: ${line}`) });
+  const artifact = ensureAppStack({
+    env,
+    stack: options.stack,
+    assemblyDir,
+    cwd,
+    log: (line) => progress(`cold start: ${line}`),
+  });
   const template = loadTemplate(artifact.templateFile);
-  const byKind = new Map<'producer' | 'consumer', { asset: string; bytes: number; functions: string[]; bundleBytes: Record<string, number>; layers: string[] }>();
+  const byKind = new Map<
+    'producer' | 'consumer',
+    { asset: string; bytes: number; functions: string[]; bundleBytes: Record<string, number>; layers: string[] }
+  >();
   /** A layer's nodejs/node_modules inside the assembly, from the function's Layers: [{ Ref }]. */
   const layerModules = (layers: unknown): string[] =>
     ((layers as { Ref?: string }[] | undefined) ?? []).flatMap((l) => {
-      const path = (template.Resources[l.Ref ?? '']?.Metadata as Record<string, unknown> | undefined)?.['aws:asset:path'];
+      const path = (template.Resources[l.Ref ?? '']?.Metadata as Record<string, unknown> | undefined)?.[
+        'aws:asset:path'
+      ];
       return typeof path === 'string' ? [join(assemblyDir, path, 'nodejs', 'node_modules')] : [];
     });
   for (const [logicalId, resource] of Object.entries(template.Resources)) {
     if (resource.Type !== 'AWS::Lambda::Function') continue;
     const assetPath = (resource.Metadata as Record<string, unknown> | undefined)?.['aws:asset:path'];
-    const environment = ((resource.Properties as { Environment?: { Variables?: Record<string, unknown> } }).Environment?.Variables ?? {}) as Record<string, unknown>;
+    const environment = ((resource.Properties as { Environment?: { Variables?: Record<string, unknown> } }).Environment
+      ?.Variables ?? {}) as Record<string, unknown>;
     if (typeof assetPath !== 'string' || environment.JOB_NAME === undefined) continue;
     const kind = handlerKind(environment);
     const asset = join(assemblyDir, assetPath);
     const bytes = statSync(join(asset, 'index.js')).size;
-    const entry = byKind.get(kind) ?? { asset, bytes, functions: [], bundleBytes: {}, layers: layerModules((resource.Properties as { Layers?: unknown }).Layers) };
+    const entry = byKind.get(kind) ?? {
+      asset,
+      bytes,
+      functions: [],
+      bundleBytes: {},
+      layers: layerModules((resource.Properties as { Layers?: unknown }).Layers),
+    };
     // Each function bundles its own job: the largest bundle of a kind is the one its goals are measured on.
     if (bytes > entry.bytes) Object.assign(entry, { asset, bytes });
     entry.functions.push(logicalId);
@@ -165,12 +196,18 @@ export function runColdStartBench(options: ColdStartOptions): Record<'producer' 
       const entry = byKind.get(kind);
       if (!entry) throw new ColdStartError(`no ${kind} function in the template`);
       const bundle = join(entry.asset, 'index.js');
-      progress(`cold start: ${kind} bundle ${relative(cwd, bundle)}, ${runs} fresh processes each, bundled and unbundled`);
+      progress(
+        `cold start: ${kind} bundle ${relative(cwd, bundle)}, ${runs} fresh processes each, bundled and unbundled`,
+      );
       const initMsMedian = measureInitMs(bundle, cwd, runs, entry.layers);
       const unbundledInitMsMedian = measureInitMs(unbundledHandler(unbundledDir, kind), cwd, runs);
       // Only what init really loads: a package the bundle requires lazily (S3, Lambda) is not part of the cold init.
-      const required = new Set([...readFileSync(bundle, 'utf8').matchAll(/require\("(@aws-sdk\/[a-z0-9-]+|sdk-slim)"\)/g)].map((m) => m[1]));
-      const sdkPackages = externalsLoadedAtInit(bundle, cwd, entry.layers).filter((p) => required.has(p)).sort();
+      const required = new Set(
+        [...readFileSync(bundle, 'utf8').matchAll(/require\("(@aws-sdk\/[a-z0-9-]+|sdk-slim)"\)/g)].map((m) => m[1]),
+      );
+      const sdkPackages = externalsLoadedAtInit(bundle, cwd, entry.layers)
+        .filter((p) => required.has(p))
+        .sort();
       const sdkOnly = join(unbundledDir, `${kind}-sdk-only.js`);
       writeFileSync(sdkOnly, sdkPackages.map((p) => `require(${JSON.stringify(p)});`).join('\n'));
       const sdkInitMsMedian = measureInitMs(sdkOnly, cwd, runs, entry.layers);

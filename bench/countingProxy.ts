@@ -39,7 +39,13 @@ export function limiterItemKind(pk: string): string {
   return 'slots';
 }
 
-export const DYNAMO_WRITE_ACTIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems']);
+export const DYNAMO_WRITE_ACTIONS = new Set([
+  'PutItem',
+  'UpdateItem',
+  'DeleteItem',
+  'BatchWriteItem',
+  'TransactWriteItems',
+]);
 export const DYNAMO_READ_ACTIONS = new Set(['GetItem', 'Query', 'Scan', 'BatchGetItem', 'TransactGetItems']);
 
 export interface CountingProxy extends RunningServer {
@@ -60,7 +66,9 @@ function tableOf(json: Record<string, unknown>): string | undefined {
   return items ? Object.keys(items)[0] : undefined;
 }
 
-function capacityOf(json: { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[] }): number | undefined {
+function capacityOf(json: {
+  ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[];
+}): number | undefined {
   const c = json.ConsumedCapacity;
   if (c === undefined) return undefined;
   return (Array.isArray(c) ? c : [c]).reduce((sum, x) => sum + (x.CapacityUnits ?? 0), 0);
@@ -70,7 +78,10 @@ function capacityOf(json: { ConsumedCapacity?: { CapacityUnits?: number } | { Ca
  * Starts a counting proxy on a free loopback port forwarding to `target` (e.g. http://127.0.0.1:4566). The target may
  * be given late (a function), as the local stack picks its servers' ports while it deploys the functions.
  */
-export async function startCountingProxy(service: 'dynamodb' | 'sqs', target: string | (() => string)): Promise<CountingProxy> {
+export async function startCountingProxy(
+  service: 'dynamodb' | 'sqs',
+  target: string | (() => string),
+): Promise<CountingProxy> {
   const targetOf = typeof target === 'string' ? () => target : target;
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
   const requests: CountedRequest[] = [];
@@ -87,7 +98,11 @@ export async function startCountingProxy(service: 'dynamodb' | 'sqs', target: st
       } catch {
         // A query-protocol body is form-encoded; it carries nothing this proxy rewrites.
       }
-      if (service === 'dynamodb' && (DYNAMO_WRITE_ACTIONS.has(action) || DYNAMO_READ_ACTIONS.has(action)) && json.ReturnConsumedCapacity === undefined) {
+      if (
+        service === 'dynamodb' &&
+        (DYNAMO_WRITE_ACTIONS.has(action) || DYNAMO_READ_ACTIONS.has(action)) &&
+        json.ReturnConsumedCapacity === undefined
+      ) {
         body = Buffer.from(JSON.stringify({ ...json, ReturnConsumedCapacity: 'TOTAL' }), 'utf8');
       }
       const upstream = new URL(targetOf());
@@ -111,7 +126,9 @@ export async function startCountingProxy(service: 'dynamodb' | 'sqs', target: st
               }
             } else if (action === 'ReceiveMessage') {
               try {
-                counted.messages = ((JSON.parse(raw.toString('utf8')) as { Messages?: unknown[] }).Messages ?? []).length;
+                counted.messages = (
+                  (JSON.parse(raw.toString('utf8')) as { Messages?: unknown[] }).Messages ?? []
+                ).length;
               } catch {
                 counted.messages = (raw.toString('utf8').match(/<Message>/g) ?? []).length;
               }

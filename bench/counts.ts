@@ -35,7 +35,8 @@ export function warmUpCountOf(fixture: Pick<JobFixture, 'defaultCount'> | undefi
 /** Commander's parser for a repeatable `--count <job>=<n>`: each occurrence adds one job; a job named twice is an error. */
 export function collectCount(value: string, previous: Record<string, number> = {}): Record<string, number> {
   const match = /^([a-z][a-z0-9-]*)=(\d+)$/.exec(value);
-  if (!match) throw new InvalidArgumentError(`--count takes <job>=<n> (a job name, then a whole number), got "${value}"`);
+  if (!match)
+    throw new InvalidArgumentError(`--count takes <job>=<n> (a job name, then a whole number), got "${value}"`);
   const [, job, n] = match;
   if (job in previous) throw new InvalidArgumentError(`--count names ${job} twice`);
   return { ...previous, [job]: Number(n) };
@@ -66,14 +67,25 @@ export function fixtureUnits(cwd: string, argv: readonly string[] = []): Map<str
  * The counts by job name from `--count` and the unit aliases: `--<unit> n` is the job whose fixture's unit that is.
  * A unit two jobs share, or a job given two different counts, is an error that says which.
  */
-export function resolveCounts(byJob: Record<string, number>, byUnit: Record<string, number>, units: ReadonlyMap<string, readonly string[]>): Record<string, number> {
+export function resolveCounts(
+  byJob: Record<string, number>,
+  byUnit: Record<string, number>,
+  units: ReadonlyMap<string, readonly string[]>,
+): Record<string, number> {
   const counts = { ...byJob };
   for (const [unit, n] of Object.entries(byUnit)) {
     const jobs = units.get(unit) ?? [];
-    if (jobs.length === 0) throw new CountError(`--${unit}: no job's fixture counts in ${unit} (units: ${[...units.keys()].join(', ') || 'none'})`);
-    if (jobs.length > 1) throw new CountError(`--${unit}: the fixtures of ${jobs.join(' and ')} both count in ${unit}; use --count <job>=<n>`);
+    if (jobs.length === 0)
+      throw new CountError(
+        `--${unit}: no job's fixture counts in ${unit} (units: ${[...units.keys()].join(', ') || 'none'})`,
+      );
+    if (jobs.length > 1)
+      throw new CountError(
+        `--${unit}: the fixtures of ${jobs.join(' and ')} both count in ${unit}; use --count <job>=<n>`,
+      );
     const [job] = jobs;
-    if (job in counts && counts[job] !== n) throw new CountError(`${job} is given ${counts[job]} by --count and ${n} by --${unit}`);
+    if (job in counts && counts[job] !== n)
+      throw new CountError(`${job} is given ${counts[job]} by --count and ${n} by --${unit}`);
     counts[job] = n;
   }
   return counts;

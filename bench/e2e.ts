@@ -8,9 +8,22 @@ import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { relative, resolve } from 'node:path';
 import { CreateTableCommand, DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { ensureAppStack, isReferenceApp } from '../local/assembly';
-import { fixturePath, loadFixture, maxInAnyWindow, type DownstreamOptions, type JobFixture, type SeededDemo } from '../local/fixture';
+import {
+  fixturePath,
+  loadFixture,
+  maxInAnyWindow,
+  type DownstreamOptions,
+  type JobFixture,
+  type SeededDemo,
+} from '../local/fixture';
 import { jobViews, previewPlan } from '../local/jobs';
 import { LOCAL_CREDENTIALS, startDynamoDb, startSqs, type ObservedRequest } from '../local/servers';
 import { LocalSession, SESSION_USER_AGENT, type SessionJob } from '../local/session';
@@ -21,9 +34,25 @@ import type { JobRuntimeSettings } from '../lambda/core/constants';
 import { parseMessage } from '../lambda/core/message';
 import { pacingSettings } from '../lambda/core/pacingSettings';
 import { accessKeyOf } from '../local/iamWiring';
-import { actionOf, DYNAMO_READ_ACTIONS, DYNAMO_WRITE_ACTIONS, limiterItemKind, type CountedRequest } from './countingProxy';
+import {
+  actionOf,
+  DYNAMO_READ_ACTIONS,
+  DYNAMO_WRITE_ACTIONS,
+  limiterItemKind,
+  type CountedRequest,
+} from './countingProxy';
 import { defaultCountOf, warmUpCountOf } from './counts';
-import { batchedFigures, checkGoals, limiterFigures, slotWaitGbSeconds, type GoalCheck, type LimiterFigures, type PerJobFigures, type RunCounts, type TimedInvocation } from './perJob';
+import {
+  batchedFigures,
+  checkGoals,
+  limiterFigures,
+  slotWaitGbSeconds,
+  type GoalCheck,
+  type LimiterFigures,
+  type PerJobFigures,
+  type RunCounts,
+  type TimedInvocation,
+} from './perJob';
 import type { Architecture } from './prices';
 import { effectFigures, itemEffectFigures, type EffectFigures, type ItemEffectFigures } from './runEffects';
 
@@ -34,7 +63,10 @@ export const DEFAULT_BENCH_CONSUMER_CONCURRENCY = 2;
  * Every fake downstream in the bench answers at once and never throttles: the run measures the pipeline, not a
  * provider's quota (the pacing is the job's own, from its settings).
  */
-export const BENCH_DOWNSTREAM: DownstreamOptions = { quota: { startsPerWindow: 1_000_000_000, windowSeconds: 60, maxConcurrent: 10_000 }, latencyMs: 1 };
+export const BENCH_DOWNSTREAM: DownstreamOptions = {
+  quota: { startsPerWindow: 1_000_000_000, windowSeconds: 60, maxConcurrent: 10_000 },
+  latencyMs: 1,
+};
 
 export class E2eBenchError extends Error {
   constructor(message: string, options?: ErrorOptions) {
@@ -189,7 +221,11 @@ function unitsOf(r: CountedRequest): number {
 export function shortestFaithfulIntervalSeconds(settings: JobRuntimeSettings): number {
   const { startsPerInterval, intervalSeconds } = settings.rateLimit;
   // Without admission (the settings as synthesized always have it) every message is its own group.
-  const group = admissionGroupSize(settings.admission?.batchSize ?? 1, startsPerInterval / intervalSeconds, pacingSettings(settings).shortWaitMs);
+  const group = admissionGroupSize(
+    settings.admission?.batchSize ?? 1,
+    startsPerInterval / intervalSeconds,
+    pacingSettings(settings).shortWaitMs,
+  );
   return Math.min(intervalSeconds, Math.max(1, Math.ceil(startsPerInterval / group)));
 }
 
@@ -198,10 +234,18 @@ export function shortestFaithfulIntervalSeconds(settings: JobRuntimeSettings): n
  * `maxSeconds`: the configured one when that is already short enough, and never below `floorSeconds` (the shortest
  * faithful interval), where the run takes longer than asked rather than measure an artefact.
  */
-export function scaledIntervalSeconds(rate: { startsPerInterval: number; intervalSeconds: number }, operations: number, maxSeconds: number, floorSeconds = 1): number {
+export function scaledIntervalSeconds(
+  rate: { startsPerInterval: number; intervalSeconds: number },
+  operations: number,
+  maxSeconds: number,
+  floorSeconds = 1,
+): number {
   const seconds = (operations * rate.intervalSeconds) / rate.startsPerInterval;
   if (seconds <= maxSeconds) return rate.intervalSeconds;
-  return Math.min(rate.intervalSeconds, Math.max(floorSeconds, 1, Math.floor((rate.intervalSeconds * maxSeconds) / seconds)));
+  return Math.min(
+    rate.intervalSeconds,
+    Math.max(floorSeconds, 1, Math.floor((rate.intervalSeconds * maxSeconds) / seconds)),
+  );
 }
 
 /**
@@ -211,16 +255,25 @@ export function scaledIntervalSeconds(rate: { startsPerInterval: number; interva
  * left as they are: SQS delays (whole seconds: at a large scale, groups the producer spaces apart become visible in
  * the same second), the deferral backoff, the limiter's safety margin (at least 20 ms).
  */
-export function scaleJobSettings(settings: JobRuntimeSettings, runIntervalSeconds: number, batchingWindowSeconds = 0): { settings: JobRuntimeSettings; pacing: JobPacing } {
+export function scaleJobSettings(
+  settings: JobRuntimeSettings,
+  runIntervalSeconds: number,
+  batchingWindowSeconds = 0,
+): { settings: JobRuntimeSettings; pacing: JobPacing } {
   const configured = settings.rateLimit.intervalSeconds;
   const timeScale = configured / runIntervalSeconds;
   const shortWait = pacingSettings(settings).shortWaitMs;
   // The short wait covers one batch's slots plus slack for what takes real time whatever the scale (the batching
   // window, the event source's polls, an invocation): the slots shrink with the scale, the slack does not, or a
   // compressed run would leave a batch a tenth of its lead and defer what the real rate starts on time.
-  const batchSpanMs = settings.admission ? ((settings.admission.batchSize - 1) * configured * 1000) / settings.rateLimit.startsPerInterval : shortWait;
+  const batchSpanMs = settings.admission
+    ? ((settings.admission.batchSize - 1) * configured * 1000) / settings.rateLimit.startsPerInterval
+    : shortWait;
   const slackMs = Math.max(0, shortWait - batchSpanMs);
-  const runShortWait = Math.min(shortWait, Math.max(1, Math.round(Math.min(batchSpanMs, shortWait) / timeScale + slackMs)));
+  const runShortWait = Math.min(
+    shortWait,
+    Math.max(1, Math.round(Math.min(batchSpanMs, shortWait) / timeScale + slackMs)),
+  );
   const next: JobRuntimeSettings = {
     ...settings,
     rateLimit: { ...settings.rateLimit, intervalSeconds: runIntervalSeconds },
@@ -241,7 +294,10 @@ export function scaleJobSettings(settings: JobRuntimeSettings, runIntervalSecond
       timeScale,
       horizonSeconds,
       shortWaitMs: { configured: shortWait, run: runShortWait },
-      batchingWindowSeconds: batchingWindowSeconds > 0 ? { configured: batchingWindowSeconds, run: Math.max(1, Math.round(batchingWindowSeconds / timeScale)) } : undefined,
+      batchingWindowSeconds:
+        batchingWindowSeconds > 0
+          ? { configured: batchingWindowSeconds, run: Math.max(1, Math.round(batchingWindowSeconds / timeScale)) }
+          : undefined,
     },
   };
 }
@@ -326,7 +382,9 @@ export function cpuSnapshot(): Map<string, number> | undefined {
       const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
       // A server process (local/servers.ts) names what it runs in its argument; anything else by its program.
       const server = /"kind":"(\w+)"/.exec(cmdline)?.[1];
-      label = fn ? `function:${fn.slice('AWS_LAMBDA_FUNCTION_NAME='.length)}` : (server ?? (basenameOf(cmdline.split(' ')[0] ?? '') || `pid ${pid}`));
+      label = fn
+        ? `function:${fn.slice('AWS_LAMBDA_FUNCTION_NAME='.length)}`
+        : (server ?? (basenameOf(cmdline.split(' ')[0] ?? '') || `pid ${pid}`));
     } catch {
       continue;
     }
@@ -336,9 +394,20 @@ export function cpuSnapshot(): Map<string, number> | undefined {
 }
 
 /** What the CPU came to between two snapshots (a process started in between counts from zero). */
-export function cpuBetween(before: Map<string, number> | undefined, after: Map<string, number> | undefined, wallSeconds: number): CpuFigures | undefined {
+export function cpuBetween(
+  before: Map<string, number> | undefined,
+  after: Map<string, number> | undefined,
+  wallSeconds: number,
+): CpuFigures | undefined {
   if (!before || !after) return undefined;
-  const figures: CpuFigures = { wallSeconds, cores: availableParallelism(), runtime: 0, functions: {}, others: {}, total: 0 };
+  const figures: CpuFigures = {
+    wallSeconds,
+    cores: availableParallelism(),
+    runtime: 0,
+    functions: {},
+    others: {},
+    total: 0,
+  };
   for (const [label, seconds] of after) {
     const used = Math.max(0, seconds - (before.get(label) ?? 0));
     if (label === 'runtime') figures.runtime = used;
@@ -362,7 +431,8 @@ function queueNameOf(r: ObservedRequest): string | undefined {
   return lastSegment(url ?? r.url);
 }
 
-const lastSegment = (url: string | undefined): string | undefined => url?.split('?')[0].split('/').filter(Boolean).pop();
+const lastSegment = (url: string | undefined): string | undefined =>
+  url?.split('?')[0].split('/').filter(Boolean).pop();
 
 export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
   const progress = options.progress ?? (() => undefined);
@@ -371,7 +441,13 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
   const assemblyDir = options.assemblyDir ?? 'cdk.out';
   const timeoutSeconds = options.timeoutSeconds ?? 300;
   // The session would synthesize a missing assembly too; the bench reads the template first to plan the run.
-  const artifact = ensureAppStack({ env, stack: options.stack, assemblyDir, cwd, log: (line) => progress(`e2e: ${line}`) });
+  const artifact = ensureAppStack({
+    env,
+    stack: options.stack,
+    assemblyDir,
+    cwd,
+    log: (line) => progress(`e2e: ${line}`),
+  });
   const template = loadTemplate(artifact.templateFile);
   const consumerConcurrency = options.consumerConcurrency ?? DEFAULT_BENCH_CONSUMER_CONCURRENCY;
   for (const resource of Object.values(template.Resources)) {
@@ -387,22 +463,35 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
   const planned = previewPlan(template, artifact.stackName);
   const preview = jobViews(planned);
   const names = [...preview.keys()];
-  const fixtures = new Map<string, JobFixture | undefined>(names.map((name) => [name, loadFixture(cwd, name, preview.get(name)?.entry)]));
-  for (const [what, given] of [['counts', Object.keys(options.counts ?? {})], ['jobs', options.jobs ?? []]] as const) {
+  const fixtures = new Map<string, JobFixture | undefined>(
+    names.map((name) => [name, loadFixture(cwd, name, preview.get(name)?.entry)]),
+  );
+  for (const [what, given] of [
+    ['counts', Object.keys(options.counts ?? {})],
+    ['jobs', options.jobs ?? []],
+  ] as const) {
     const unknown = given.filter((n) => !preview.has(n));
-    if (unknown.length > 0) throw new E2eBenchError(`${what} name ${unknown.join(', ')}, not a job of the stack (jobs: ${names.join(', ') || 'none'})`);
+    if (unknown.length > 0)
+      throw new E2eBenchError(
+        `${what} name ${unknown.join(', ')}, not a job of the stack (jobs: ${names.join(', ') || 'none'})`,
+      );
   }
   for (const [name, n] of Object.entries(options.counts ?? {})) {
     if (n > 0 && !fixtures.get(name)) {
-      throw new E2eBenchError(`job ${name} has no local fixture (${relative(cwd, fixturePath(cwd, name, preview.get(name)?.entry))}) to seed ${n} records with`);
+      throw new E2eBenchError(
+        `job ${name} has no local fixture (${relative(cwd, fixturePath(cwd, name, preview.get(name)?.entry))}) to seed ${n} records with`,
+      );
     }
   }
   const countOf = (name: string) => options.counts?.[name] ?? defaultCountOf(fixtures.get(name));
   // A job with a fixture runs when it seeds something; one without runs on what its resources hold, unless given 0.
   const selectedNames = names.filter(
-    (name) => (options.jobs === undefined || options.jobs.includes(name)) && (fixtures.get(name) ? countOf(name) > 0 : options.counts?.[name] !== 0),
+    (name) =>
+      (options.jobs === undefined || options.jobs.includes(name)) &&
+      (fixtures.get(name) ? countOf(name) > 0 : options.counts?.[name] !== 0),
   );
-  if (selectedNames.length === 0) throw new E2eBenchError(`nothing to run: every job was left out or given 0 (jobs: ${names.join(', ') || 'none'})`);
+  if (selectedNames.length === 0)
+    throw new E2eBenchError(`nothing to run: every job was left out or given 0 (jobs: ${names.join(', ') || 'none'})`);
   const operationsOf = (name: string) => (selectedNames.includes(name) ? countOf(name) : 0);
 
   const runSettings = new Map<string, JobRuntimeSettings>();
@@ -422,15 +511,25 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
     const runInterval =
       explicit ??
       (mode === 'configured' && options.maxPacedSeconds !== undefined
-        ? scaledIntervalSeconds(next.rateLimit, operationsOf(job.name), options.maxPacedSeconds, shortestFaithfulIntervalSeconds({ ...job.settings, rateLimit: next.rateLimit }))
+        ? scaledIntervalSeconds(
+            next.rateLimit,
+            operationsOf(job.name),
+            options.maxPacedSeconds,
+            shortestFaithfulIntervalSeconds({ ...job.settings, rateLimit: next.rateLimit }),
+          )
         : next.rateLimit.intervalSeconds);
     const mappingId = planned.mappings.find((m) => m.functionName === job.consumer?.name)?.logicalId;
     const mapping = mappingId === undefined ? undefined : template.Resources[mappingId];
-    const scaled = scaleJobSettings(next, runInterval, Number(mapping?.Properties?.MaximumBatchingWindowInSeconds ?? 0));
+    const scaled = scaleJobSettings(
+      next,
+      runInterval,
+      Number(mapping?.Properties?.MaximumBatchingWindowInSeconds ?? 0),
+    );
     runSettings.set(job.name, scaled.settings);
     pacingByJob.set(job.name, scaled.pacing);
     // The batching window is time too: scaled alike (whole seconds, at least 1 when the template has one).
-    if (mapping?.Properties && scaled.pacing.batchingWindowSeconds) mapping.Properties.MaximumBatchingWindowInSeconds = scaled.pacing.batchingWindowSeconds.run;
+    if (mapping?.Properties && scaled.pacing.batchingWindowSeconds)
+      mapping.Properties.MaximumBatchingWindowInSeconds = scaled.pacing.batchingWindowSeconds.run;
   }
 
   // DynamoDB requests are counted as the server saw them (its process reports each one it answered, with the capacity
@@ -461,14 +560,22 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
     } catch {
       // Not JSON (dynalite refused it as such): still counted, without table or capacity.
     }
-    const consumed = answer.ConsumedCapacity === undefined ? undefined : (Array.isArray(answer.ConsumedCapacity) ? answer.ConsumedCapacity : [answer.ConsumedCapacity]).reduce((sum, c) => sum + (c.CapacityUnits ?? 0), 0);
+    const consumed =
+      answer.ConsumedCapacity === undefined
+        ? undefined
+        : (Array.isArray(answer.ConsumedCapacity) ? answer.ConsumedCapacity : [answer.ConsumedCapacity]).reduce(
+            (sum, c) => sum + (c.CapacityUnits ?? 0),
+            0,
+          );
     const items = request.RequestItems as Record<string, unknown> | undefined;
     dynamoByJob.get(job)!.push({
       service: 'dynamodb',
       action: actionOf(r.headers, r.url, r.body),
       status: r.status,
       table: typeof request.TableName === 'string' ? request.TableName : items ? Object.keys(items)[0] : undefined,
-      ...(typeof (request.Key as { pk?: { S?: unknown } } | undefined)?.pk?.S === 'string' ? { pk: (request.Key as { pk: { S: string } }).pk.S } : {}),
+      ...(typeof (request.Key as { pk?: { S?: unknown } } | undefined)?.pk?.S === 'string'
+        ? { pk: (request.Key as { pk: { S: string } }).pk.S }
+        : {}),
       capacityUnits: consumed,
     });
   };
@@ -477,7 +584,9 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
   const timed = new Map<string, TimedInvocation[]>();
   let session: LocalSession | undefined;
   try {
-    progress(`e2e: starting the local stack (${describePacing(mode, ratePerMinute)}${admission ? '' : ', admission off'})`);
+    progress(
+      `e2e: starting the local stack (${describePacing(mode, ratePerMinute)}${admission ? '' : ', admission off'})`,
+    );
     session = await LocalSession.open({
       cwd,
       env,
@@ -489,7 +598,11 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
       downstream: () => BENCH_DOWNSTREAM,
       returnConsumedCapacity: true,
       environment: (_fn, vars) => {
-        if (vars.AWS_ACCESS_KEY_ID) jobOfAccessKey.set(vars.AWS_ACCESS_KEY_ID, vars.JOB_NAME !== undefined && dynamoByJob.has(vars.JOB_NAME) ? vars.JOB_NAME : UNATTRIBUTED);
+        if (vars.AWS_ACCESS_KEY_ID)
+          jobOfAccessKey.set(
+            vars.AWS_ACCESS_KEY_ID,
+            vars.JOB_NAME !== undefined && dynamoByJob.has(vars.JOB_NAME) ? vars.JOB_NAME : UNATTRIBUTED,
+          );
         return vars;
       },
       // Only the lines the run reads are parsed here: the main thread also runs the servers and the event sources.
@@ -504,7 +617,8 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
           return;
         }
         if (service !== 'sqs' || !counting) return;
-        if (`${r.headers['user-agent'] ?? ''} ${r.headers['x-amz-user-agent'] ?? ''}`.includes(SESSION_USER_AGENT)) return;
+        if (`${r.headers['user-agent'] ?? ''} ${r.headers['x-amz-user-agent'] ?? ''}`.includes(SESSION_USER_AGENT))
+          return;
         const action = actionOf(r.headers, r.url, r.body);
         const tally = tallyOf(jobOfQueue.get(queueNameOf(r) ?? ''));
         tally.sqs[action] = (tally.sqs[action] ?? 0) + 1;
@@ -517,36 +631,47 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
         if (name) jobOfQueue.set(name, job.name);
       }
       const pacing = pacingByJob.get(job.name);
-      if (pacing && pacing.timeScale !== 1 && selectedNames.includes(job.name)) progress(`e2e: ${job.name}: ${describeScale(pacing)}`);
+      if (pacing && pacing.timeScale !== 1 && selectedNames.includes(job.name))
+        progress(`e2e: ${job.name}: ${describeScale(pacing)}`);
     }
 
     // The event sources' receives: SDK middleware on their clients (each polls with its function's role) sees how many
     // messages each one returned.
-    for (const client of new Set(s.stack.mappings.map((m) => m.client))) client.middlewareStack.add(
-      (next, context) => async (args) => {
-        const out = await next(args);
-        if (counting && context.commandName === 'ReceiveMessageCommand') {
-          const tally = tallyOf(jobOfQueue.get(lastSegment((args.input as { QueueUrl?: string }).QueueUrl) ?? ''));
-          if (((out.output as { Messages?: unknown[] }).Messages ?? []).length > 0) tally.receives.withMessages++;
-          else tally.receives.empty++;
-        }
-        return out;
-      },
-      { step: 'initialize', name: 'benchReceiveCounter' },
-    );
+    for (const client of new Set(s.stack.mappings.map((m) => m.client)))
+      client.middlewareStack.add(
+        (next, context) => async (args) => {
+          const out = await next(args);
+          if (counting && context.commandName === 'ReceiveMessageCommand') {
+            const tally = tallyOf(jobOfQueue.get(lastSegment((args.input as { QueueUrl?: string }).QueueUrl) ?? ''));
+            if (((out.output as { Messages?: unknown[] }).Messages ?? []).length > 0) tally.receives.withMessages++;
+            else tally.receives.empty++;
+          }
+          return out;
+        },
+        { step: 'initialize', name: 'benchReceiveCounter' },
+      );
 
     // Durations, for GB-seconds: the mappings and the scheduler's asynchronous invocations both go through fn.invoke,
     // so timing it there sees every invocation. The consumer of a time-scaled job also keeps which operations each
     // invocation carried, to tell its slot waits (which grow with the time scale) from its work: the operation key its
     // fixture gives the message's resource where its fake downstream logs starts by that key, else the operation ID
     // (the consumer logs when each operation's apply began).
-    const keyed = new Map<string, { maxBytes: number; keyOf: (message: { operationId: string; resource: Record<string, unknown> }) => string | undefined }>();
+    const keyed = new Map<
+      string,
+      {
+        maxBytes: number;
+        keyOf: (message: { operationId: string; resource: Record<string, unknown> }) => string | undefined;
+      }
+    >();
     for (const job of s.jobs.values()) {
       if (!job.consumer || (pacingByJob.get(job.name)?.timeScale ?? 1) === 1) continue;
       const { fixture, downstream } = job;
       // Apply starts read off the consumer's logs: a time-scaled job without a fake downstream to log them.
       if (!(fixture && downstream)) s.watchApplies(job.name);
-      keyed.set(job.consumer.name, { maxBytes: job.settings.maxMessageBytes, keyOf: fixture && downstream ? (m) => fixture.operationKeyOf(m.resource) : (m) => m.operationId });
+      keyed.set(job.consumer.name, {
+        maxBytes: job.settings.maxMessageBytes,
+        keyOf: fixture && downstream ? (m) => fixture.operationKeyOf(m.resource) : (m) => m.operationId,
+      });
     }
     for (const fn of s.stack.runtime.list()) {
       const invoke = fn.invoke.bind(fn);
@@ -559,7 +684,12 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
         } finally {
           if (counting) {
             const list = timed.get(fn.spec.name) ?? [];
-            list.push({ startMs, endMs: Date.now(), memoryMb, keys: keys ? operationKeysOf(event, keys.maxBytes, keys.keyOf) : [] });
+            list.push({
+              startMs,
+              endMs: Date.now(),
+              memoryMb,
+              keys: keys ? operationKeysOf(event, keys.maxBytes, keys.keyOf) : [],
+            });
             timed.set(fn.spec.name, list);
           }
         }
@@ -619,14 +749,21 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
       }
       track();
       const cpu = cpuBetween(cpuBefore, cpuSnapshot(), (performance.now() - t0) / 1000);
-      if (!settled) throw new E2eBenchError(`the run did not settle within ${timeoutSeconds} s (${acknowledged()} messages acknowledged)`);
+      if (!settled)
+        throw new E2eBenchError(
+          `the run did not settle within ${timeoutSeconds} s (${acknowledged()} messages acknowledged)`,
+        );
       return { since, sinceIso, t0, lastAckAt, seeded, fired, cpu };
     };
 
     // A small warm-up cycle on the day before first: each execution environment's first invocation builds its clients
     // and fetches its secrets, which is cold-start cost (measured apart), not cost per job.
     const now = new Date();
-    await cycle(new Date(now.getTime() - 86_400_000), (name) => warmUpCountOf(fixtures.get(name), countOf(name)), () => s.startConsumers());
+    await cycle(
+      new Date(now.getTime() - 86_400_000),
+      (name) => warmUpCountOf(fixtures.get(name), countOf(name)),
+      () => s.startConsumers(),
+    );
     const invocationsBefore = new Map(s.stack.runtime.list().map((fn) => [fn.spec.name, fn.invocationCount]));
     const statsBefore = new Map(s.stack.mappings.map((m) => [m.config.functionName, m.statistics]));
     const run = await cycle(now, countOf, () => {
@@ -648,12 +785,25 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
     const dynamoOf = (name: string) => dynamoByJob.get(name) ?? [];
     const roleOf = (r: CountedRequest) => roles.get(r.table ?? '') ?? 'business';
     const architectureOf = (fn: { logicalId: string } | undefined): Architecture =>
-      ((template.Resources[fn?.logicalId ?? '']?.Properties?.Architectures ?? []) as string[])[0] === 'arm64' ? 'arm64' : 'x86_64';
-    const gbSecondsOf = (list: TimedInvocation[] | undefined) => (list ?? []).reduce((sum, i) => sum + ((i.endMs - i.startMs) / 1000) * (i.memoryMb / 1024), 0);
-    const invocationsOf = (name: string | undefined) => (name ? s.stack.runtime.get(name).invocationCount - (invocationsBefore.get(name) ?? 0) : 0);
+      ((template.Resources[fn?.logicalId ?? '']?.Properties?.Architectures ?? []) as string[])[0] === 'arm64'
+        ? 'arm64'
+        : 'x86_64';
+    const gbSecondsOf = (list: TimedInvocation[] | undefined) =>
+      (list ?? []).reduce((sum, i) => sum + ((i.endMs - i.startMs) / 1000) * (i.memoryMb / 1024), 0);
+    const invocationsOf = (name: string | undefined) =>
+      name ? s.stack.runtime.get(name).invocationCount - (invocationsBefore.get(name) ?? 0) : 0;
 
     const perJobName: E2eResult['perJobName'] = {};
-    const totals = { operations: 0, deliveries: 0, failed: 0, deadLettered: 0, producer: 0, consumer: 0, gbSeconds: 0, gbSecondsAtRealRate: 0 as number | undefined };
+    const totals = {
+      operations: 0,
+      deliveries: 0,
+      failed: 0,
+      deadLettered: 0,
+      producer: 0,
+      consumer: 0,
+      gbSeconds: 0,
+      gbSecondsAtRealRate: 0 as number | undefined,
+    };
     for (const name of selectedNames) {
       const job = s.job(name);
       const stats = job.mapping?.statistics;
@@ -662,15 +812,23 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
       const failed = (stats?.failed ?? 0) - (before?.failed ?? 0);
       const producer = invocationsOf(job.producer?.name);
       const consumer = invocationsOf(job.consumer?.name);
-      const jobGbSeconds = gbSecondsOf(timed.get(job.producer?.name ?? '')) + gbSecondsOf(timed.get(job.consumer?.name ?? ''));
+      const jobGbSeconds =
+        gbSecondsOf(timed.get(job.producer?.name ?? '')) + gbSecondsOf(timed.get(job.consumer?.name ?? ''));
       const seeded = run.seeded.get(name)!;
       const reading = await s.effects(name, seeded, { since: run.since });
-      const operations = job.fixture ? seeded.expectedOperations.length : (await s.ledgerTotals(name, run.sinceIso)).discovered;
+      const operations = job.fixture
+        ? seeded.expectedOperations.length
+        : (await s.ledgerTotals(name, run.sinceIso)).discovered;
       const pacing = pacingByJob.get(name);
       let atRealRate: number | undefined = jobGbSeconds;
       if (pacing && pacing.timeScale !== 1) {
         const starts = startsByKey(s, job, run.since);
-        atRealRate = starts.size === 0 ? undefined : jobGbSeconds + (pacing.timeScale - 1) * slotWaitGbSeconds(timed.get(job.consumer?.name ?? '') ?? [], (key) => starts.get(key) ?? []);
+        atRealRate =
+          starts.size === 0
+            ? undefined
+            : jobGbSeconds +
+              (pacing.timeScale - 1) *
+                slotWaitGbSeconds(timed.get(job.consumer?.name ?? '') ?? [], (key) => starts.get(key) ?? []);
       }
       const deadLettered = (await s.depth(job.dlqUrl)).total;
       const counts = runCountsOf({
@@ -679,7 +837,13 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
         tallies: [tallyOf(name)],
         dynamo: dynamoOf(name),
         roleOf,
-        lambda: { producerInvocations: producer, consumerInvocations: consumer, gbSeconds: jobGbSeconds, gbSecondsAtRealRate: atRealRate, architecture: architectureOf(job.consumer) },
+        lambda: {
+          producerInvocations: producer,
+          consumerInvocations: consumer,
+          gbSeconds: jobGbSeconds,
+          gbSecondsAtRealRate: atRealRate,
+          architecture: architectureOf(job.consumer),
+        },
         scheduledRuns: run.fired.has(name) ? 1 : 0,
       });
       const perJob = batchedFigures(counts).perJob;
@@ -704,7 +868,9 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
         throttled: reading.throttled,
         maxStartsInAnyInterval: pacing ? maxInAnyWindow(reading.starts, pacing.runIntervalSeconds * 1000) : undefined,
         limiter: limiterFigures(
-          dynamoOf(name).filter((r) => roleOf(r) === 'limiter').map((r) => ({ action: r.action, status: r.status, kind: limiterItemKind(r.pk ?? '') })),
+          dynamoOf(name)
+            .filter((r) => roleOf(r) === 'limiter')
+            .map((r) => ({ action: r.action, status: r.status, kind: limiterItemKind(r.pk ?? '') })),
           consumer,
         ),
       };
@@ -715,18 +881,25 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
       totals.producer += producer;
       totals.consumer += consumer;
       totals.gbSeconds += jobGbSeconds;
-      totals.gbSecondsAtRealRate = atRealRate === undefined || totals.gbSecondsAtRealRate === undefined ? undefined : totals.gbSecondsAtRealRate + atRealRate;
+      totals.gbSecondsAtRealRate =
+        atRealRate === undefined || totals.gbSecondsAtRealRate === undefined
+          ? undefined
+          : totals.gbSecondsAtRealRate + atRealRate;
     }
 
     const allDynamo = [...dynamoByJob.keys()].flatMap(dynamoOf);
     const dynamoRequests: E2eResult['dynamoRequests'] = {};
     for (const r of allDynamo) {
       const key = `${roleOf(r)} ${r.action} ${r.status}`;
-      dynamoRequests[key] = { requests: (dynamoRequests[key]?.requests ?? 0) + 1, units: (dynamoRequests[key]?.units ?? 0) + unitsOf(r) };
+      dynamoRequests[key] = {
+        requests: (dynamoRequests[key]?.requests ?? 0) + 1,
+        units: (dynamoRequests[key]?.units ?? 0) + unitsOf(r),
+      };
     }
     const allTallies = [...tallies.values()];
     const sqsRequests: Record<string, number> = {};
-    for (const t of allTallies) for (const [action, n] of Object.entries(t.sqs)) sqsRequests[action] = (sqsRequests[action] ?? 0) + n;
+    for (const t of allTallies)
+      for (const [action, n] of Object.entries(t.sqs)) sqsRequests[action] = (sqsRequests[action] ?? 0) + n;
     const firstConsumer = selectedNames.map((n) => s.job(n).consumer).find((c) => c !== undefined);
     const runCounts = runCountsOf({
       jobs: totals.operations,
@@ -773,8 +946,14 @@ function runCountsOf(input: {
   lambda: RunCounts['lambda'];
   scheduledRuns: number;
 }): RunCounts {
-  const action = (...actions: string[]) => input.tallies.reduce((sum, t) => sum + actions.reduce((s, a) => s + (t.sqs[a] ?? 0), 0), 0);
-  const dynamo: RunCounts['dynamo'] = { idempotency: { write: 0, read: 0 }, ledger: { write: 0, read: 0 }, limiter: { write: 0, read: 0 }, business: { write: 0, read: 0 } };
+  const action = (...actions: string[]) =>
+    input.tallies.reduce((sum, t) => sum + actions.reduce((s, a) => s + (t.sqs[a] ?? 0), 0), 0);
+  const dynamo: RunCounts['dynamo'] = {
+    idempotency: { write: 0, read: 0 },
+    ledger: { write: 0, read: 0 },
+    limiter: { write: 0, read: 0 },
+    business: { write: 0, read: 0 },
+  };
   for (const r of input.dynamo) {
     if (DYNAMO_WRITE_ACTIONS.has(r.action)) dynamo[input.roleOf(r)].write += unitsOf(r);
     else if (DYNAMO_READ_ACTIONS.has(r.action)) dynamo[input.roleOf(r)].read += unitsOf(r);
@@ -797,7 +976,11 @@ function runCountsOf(input: {
 }
 
 /** The keys of the operations an SQS event carries (job messages only: an admission step has none). */
-function operationKeysOf(event: unknown, maxBytes: number, keyOf: (message: { operationId: string; resource: Record<string, unknown> }) => string | undefined): string[] {
+function operationKeysOf(
+  event: unknown,
+  maxBytes: number,
+  keyOf: (message: { operationId: string; resource: Record<string, unknown> }) => string | undefined,
+): string[] {
   const records = (event as { Records?: { body?: string }[] } | undefined)?.Records ?? [];
   const keys: string[] = [];
   for (const r of records) {
@@ -815,7 +998,8 @@ function operationKeysOf(event: unknown, maxBytes: number, keyOf: (message: { op
 function startsByKey(session: LocalSession, job: SessionJob, since: number): ReadonlyMap<string, number[]> {
   if (job.fixture && job.downstream) {
     const starts = new Map<string, number[]>();
-    for (const a of job.downstream.arrivals) if (a.at >= since) starts.set(a.operationKey, [...(starts.get(a.operationKey) ?? []), a.at]);
+    for (const a of job.downstream.arrivals)
+      if (a.at >= since) starts.set(a.operationKey, [...(starts.get(a.operationKey) ?? []), a.at]);
     return starts;
   }
   return session.pipelineLog.startsByOperation(job.consumer?.name, since);
@@ -829,10 +1013,13 @@ export function describePacing(mode: E2eResult['pacing'], ratePerMinute?: number
 
 /** e.g. "interval scaled 60 s -> 24 s (x2.5), admission horizon 300 s -> 120 s, short wait 10000 ms -> 4000 ms". */
 export function describeScale(p: JobPacing): string {
-  const parts = [`interval scaled ${p.configuredIntervalSeconds} s -> ${p.runIntervalSeconds} s (x${+p.timeScale.toFixed(2)})`];
+  const parts = [
+    `interval scaled ${p.configuredIntervalSeconds} s -> ${p.runIntervalSeconds} s (x${+p.timeScale.toFixed(2)})`,
+  ];
   if (p.horizonSeconds) parts.push(`admission horizon ${p.horizonSeconds.configured} s -> ${p.horizonSeconds.run} s`);
   parts.push(`short wait ${p.shortWaitMs.configured} ms -> ${p.shortWaitMs.run} ms`);
-  if (p.batchingWindowSeconds) parts.push(`batching window ${p.batchingWindowSeconds.configured} s -> ${p.batchingWindowSeconds.run} s`);
+  if (p.batchingWindowSeconds)
+    parts.push(`batching window ${p.batchingWindowSeconds.configured} s -> ${p.batchingWindowSeconds.run} s`);
   return parts.join(', ');
 }
 
@@ -847,29 +1034,52 @@ export interface EmulatorCeiling {
  * The embedded servers' own ceiling, measured directly (no Lambda runtime, no pipeline logic), each run as the local
  * stack runs it: SQS in this process, dynalite in a process of its own.
  */
-export async function measureEmulatorCeiling(messages: number, writes: number, progress: (line: string) => void = () => undefined): Promise<EmulatorCeiling> {
+export async function measureEmulatorCeiling(
+  messages: number,
+  writes: number,
+  progress: (line: string) => void = () => undefined,
+): Promise<EmulatorCeiling> {
   const [sqsServer, dynamoServer] = await Promise.all([startSqs(), startDynamoDb({ childProcess: true })]);
   const sqs = new SQSClient({ endpoint: sqsServer.endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS });
-  const ddb = new DynamoDBClient({ endpoint: dynamoServer.endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS });
+  const ddb = new DynamoDBClient({
+    endpoint: dynamoServer.endpoint,
+    region: 'us-east-1',
+    credentials: LOCAL_CREDENTIALS,
+  });
   try {
     progress(`emulator ceiling: ${messages} messages received + deleted, ${writes} conditional writes`);
     const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'bench-ceiling' }))).QueueUrl!;
     const chunks = Array.from({ length: Math.ceil(messages / 10) }, (_, i) => i);
     await mapBounded(chunks, 5, (i) =>
-      sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: Array.from({ length: Math.min(10, messages - i * 10) }, (_, j) => ({ Id: String(j), MessageBody: `{"n":${i * 10 + j}}` })) })),
+      sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: Array.from({ length: Math.min(10, messages - i * 10) }, (_, j) => ({
+            Id: String(j),
+            MessageBody: `{"n":${i * 10 + j}}`,
+          })),
+        }),
+      ),
     );
     let drained = 0;
     let t = performance.now();
     const loop = async () => {
       while (drained < messages) {
-        const got = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
+        const got = await sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
+        );
         const batch = got.Messages ?? [];
         if (batch.length === 0) {
           // Another loop holds the last messages in flight; stop rather than spin until they time out.
           if (drained + 10 * 5 >= messages) return;
           continue;
         }
-        await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: batch.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle! })) }));
+        await sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: queueUrl,
+            Entries: batch.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle! })),
+          }),
+        );
         drained += batch.length;
       }
     };
@@ -877,13 +1087,25 @@ export async function measureEmulatorCeiling(messages: number, writes: number, p
     const sqsReceiveDeletePerSec = drained / ((performance.now() - t) / 1000);
 
     await ddb.send(
-      new CreateTableCommand({ TableName: 'bench-ceiling', KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }], AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }], BillingMode: 'PAY_PER_REQUEST' }),
+      new CreateTableCommand({
+        TableName: 'bench-ceiling',
+        KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+        AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
     );
     t = performance.now();
     await mapBounded(
       Array.from({ length: writes }, (_, i) => i),
       10,
-      (i) => ddb.send(new PutItemCommand({ TableName: 'bench-ceiling', Item: { id: { S: `op-${i}` }, status: { S: 'INPROGRESS' } }, ConditionExpression: 'attribute_not_exists(id)' })),
+      (i) =>
+        ddb.send(
+          new PutItemCommand({
+            TableName: 'bench-ceiling',
+            Item: { id: { S: `op-${i}` }, status: { S: 'INPROGRESS' } },
+            ConditionExpression: 'attribute_not_exists(id)',
+          }),
+        ),
     );
     const dynamoConditionalWritesPerSec = writes / ((performance.now() - t) / 1000);
     return { sqsReceiveDeletePerSec, dynamoConditionalWritesPerSec };

@@ -126,7 +126,11 @@ const benchJob = defineJob<{ id: string; tenant: string }, { url: string }>({
     const url = `${deps.url}?key=${encodeURIComponent(request.resource.tenant)}&op=${encodeURIComponent(request.operationId)}`;
     const response = await fetch(url, { method: 'POST' });
     await response.arrayBuffer();
-    if (response.status === 429) throw new ThrottledError(`provider throttled ${request.resource.tenant}`, Number(response.headers.get('retry-after') ?? 1) * 1000);
+    if (response.status === 429)
+      throw new ThrottledError(
+        `provider throttled ${request.resource.tenant}`,
+        Number(response.headers.get('retry-after') ?? 1) * 1000,
+      );
     if (!response.ok) throw new RetryableError(`provider answered ${response.status}`);
     return { outcome: 'applied' };
   },
@@ -175,7 +179,9 @@ function jobSettings(params: PipelineOptions['params'], perKey: boolean, provide
   const rateLimit = pacingSchema.parse({
     starts: params.jobQuota,
     intervalSeconds: params.intervalSeconds,
-    ...(perKey ? { perKey: { key: KEY_FIELD, starts: params.perKeyQuota, intervalSeconds: params.intervalSeconds } } : {}),
+    ...(perKey
+      ? { perKey: { key: KEY_FIELD, starts: params.perKeyQuota, intervalSeconds: params.intervalSeconds } }
+      : {}),
   });
   return {
     jobName: JOB,
@@ -217,7 +223,11 @@ async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
     // The first-come pipeline's queue delivers in arrival order, as a queue without message groups does.
     startSqs({ region: REGION, fairQueues: perKey ? {} : false }),
     startDynaliteProcess(),
-    startKeyQuotaProvider({ perKeyPerWindow: params.perKeyQuota, totalPerWindow: params.jobQuota, windowMs: params.intervalSeconds * 1000 }),
+    startKeyQuotaProvider({
+      perKeyPerWindow: params.perKeyQuota,
+      totalPerWindow: params.jobQuota,
+      windowMs: params.intervalSeconds * 1000,
+    }),
   ]);
   process.env.AWS_ENDPOINT_URL_DYNAMODB = dynalite.endpoint;
   process.env.AWS_ENDPOINT_URL_SQS = running.endpoint;
@@ -227,10 +237,16 @@ async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
   resetClients();
   await createTables(dynalite.endpoint);
   const sqs = new SQSClient({ endpoint: running.endpoint, region: REGION, credentials: LOCAL_CREDENTIALS });
-  const queue = async (name: string, attributes: Record<string, string> = {}) => (await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }))).QueueUrl as string;
-  const arnOf = async (url: string) => (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn as string;
+  const queue = async (name: string, attributes: Record<string, string> = {}) =>
+    (await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }))).QueueUrl as string;
+  const arnOf = async (url: string) =>
+    (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes
+      ?.QueueArn as string;
   const dlqUrl = await queue(`${JOB}-dlq`);
-  const queueUrl = await queue(JOB, { VisibilityTimeout: '360', RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await arnOf(dlqUrl), maxReceiveCount: 5 }) });
+  const queueUrl = await queue(JOB, {
+    VisibilityTimeout: '360',
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await arnOf(dlqUrl), maxReceiveCount: 5 }),
+  });
   const admissionQueueUrl = await queue(`${JOB}-admission`, { VisibilityTimeout: '360' });
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -245,7 +261,9 @@ async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
     [EnvVar.LIMITER_TABLE_NAME]: 'limiter',
   };
   // Each container has its own handler (its own limiter views and caches), as each Lambda container does.
-  const idle = Array.from({ length: params.concurrency }, () => createConsumer(consumerOptionsFromEnv(env, loadBenchJob)));
+  const idle = Array.from({ length: params.concurrency }, () =>
+    createConsumer(consumerOptionsFromEnv(env, loadBenchJob)),
+  );
   const invokeConsumer = async (event: SQSEvent) => {
     const handler = idle.pop();
     if (!handler) throw new Error('the event source mapping ran more batches than the reserved concurrency');
@@ -258,11 +276,28 @@ async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
   const producerHandler = createProducer(producerOptionsFromEnv(env, loadBenchJob));
   const producer = (event: unknown) => producerHandler(event, context(300_000));
   const consumerMapping = new SqsEventSourceMapping(
-    { functionName: `${JOB}-consumer`, queueUrl, queueArn: await arnOf(queueUrl), batchSize: 10, maximumBatchingWindowSeconds: 5, maximumConcurrency: params.concurrency, reportBatchItemFailures: true, region: REGION },
+    {
+      functionName: `${JOB}-consumer`,
+      queueUrl,
+      queueArn: await arnOf(queueUrl),
+      batchSize: 10,
+      maximumBatchingWindowSeconds: 5,
+      maximumConcurrency: params.concurrency,
+      reportBatchItemFailures: true,
+      region: REGION,
+    },
     { sqs, invoke: invokeConsumer, functionConcurrency: params.concurrency },
   );
   const producerMapping = new SqsEventSourceMapping(
-    { functionName: `${JOB}-producer`, queueUrl: admissionQueueUrl, queueArn: await arnOf(admissionQueueUrl), batchSize: 1, maximumConcurrency: 2, reportBatchItemFailures: true, region: REGION },
+    {
+      functionName: `${JOB}-producer`,
+      queueUrl: admissionQueueUrl,
+      queueArn: await arnOf(admissionQueueUrl),
+      batchSize: 1,
+      maximumConcurrency: 2,
+      reportBatchItemFailures: true,
+      region: REGION,
+    },
     { sqs, invoke: (event) => producer(event), functionConcurrency: 2 },
   );
   consumerMapping.start();
@@ -296,14 +331,24 @@ function acceptedAt(arrivals: readonly KeyArrival[]): Map<string, number> {
  * the per-key allowances of the keys with work waiting when their sum is less. A key waits from its first enqueue to
  * its last acceptance.
  */
-function utilizationOf(enqueued: Map<string, { key: string; at: number }>, accepted: Map<string, number>, jobRatePerMs: number, keyRatePerMs: number): number {
+function utilizationOf(
+  enqueued: Map<string, { key: string; at: number }>,
+  accepted: Map<string, number>,
+  jobRatePerMs: number,
+  keyRatePerMs: number,
+): number {
   const span = new Map<string, { from: number; to: number }>();
   for (const [op, { key, at }] of enqueued) {
     const done = accepted.get(op) ?? at;
     const s = span.get(key);
     span.set(key, { from: Math.min(s?.from ?? at, at), to: Math.max(s?.to ?? done, done) });
   }
-  const edges = [...span.values()].flatMap((s) => [{ at: s.from, d: 1 }, { at: s.to, d: -1 }]).sort((a, b) => a.at - b.at || b.d - a.d);
+  const edges = [...span.values()]
+    .flatMap((s) => [
+      { at: s.from, d: 1 },
+      { at: s.to, d: -1 },
+    ])
+    .sort((a, b) => a.at - b.at || b.d - a.d);
   let waiting = 0;
   let allowance = 0;
   for (let i = 0; i < edges.length; i++) {
@@ -320,7 +365,13 @@ function keyWindowFigures(arrivals: readonly KeyArrival[], windowMs: number): { 
   for (const a of arrivals) byKey.set(a.key, [...(byKey.get(a.key) ?? []), a.at]);
   let perKey = 0;
   for (const times of byKey.values()) perKey = Math.max(perKey, maxInAnyWindow(times, windowMs));
-  return { perKey, all: maxInAnyWindow(arrivals.map((a) => a.at), windowMs) };
+  return {
+    perKey,
+    all: maxInAnyWindow(
+      arrivals.map((a) => a.at),
+      windowMs,
+    ),
+  };
 }
 
 async function waitUntil(done: () => boolean, timeoutMs: number): Promise<boolean> {
@@ -341,11 +392,17 @@ function operation(tenant: string, date: string, n: number): Operation {
 }
 
 /** The noisy tenant's operations enqueued first, then the quiet tenants'; returns what was enqueued when. */
-async function enqueueWorkload(pipeline: Pipeline, params: PipelineOptions['params'], perKey: boolean): Promise<Map<string, { key: string; at: number }>> {
+async function enqueueWorkload(
+  pipeline: Pipeline,
+  params: PipelineOptions['params'],
+  perKey: boolean,
+): Promise<Map<string, { key: string; at: number }>> {
   const date = '2026-11-30';
   const ops = [
     ...Array.from({ length: params.noisyOps }, (_, i) => operation('noisy', date, i)),
-    ...Array.from({ length: params.quietTenants * params.quietOps }, (_, i) => operation(`quiet-${i % params.quietTenants}`, date, Math.floor(i / params.quietTenants))),
+    ...Array.from({ length: params.quietTenants * params.quietOps }, (_, i) =>
+      operation(`quiet-${i % params.quietTenants}`, date, Math.floor(i / params.quietTenants)),
+    ),
   ];
   const enqueued = new Map<string, { key: string; at: number }>();
   const batchId = `${JOB}:${date}:bench`;
@@ -360,7 +417,16 @@ async function enqueueWorkload(pipeline: Pipeline, params: PipelineOptions['para
           return {
             Id: String(j),
             MessageBody: serializeMessage(
-              { version: MESSAGE_VERSION, jobType: JOB, operationId: op.operationId, batchId, businessDate: date, resource: op.resource, enqueuedAt: now.toISOString(), firstEnqueuedAt: now.toISOString() },
+              {
+                version: MESSAGE_VERSION,
+                jobType: JOB,
+                operationId: op.operationId,
+                batchId,
+                businessDate: date,
+                resource: op.resource,
+                enqueuedAt: now.toISOString(),
+                firstEnqueuedAt: now.toISOString(),
+              },
               4096,
             ),
             ...(groupId ? { MessageGroupId: groupId } : {}),
@@ -373,7 +439,11 @@ async function enqueueWorkload(pipeline: Pipeline, params: PipelineOptions['para
   return enqueued;
 }
 
-async function workloadRun(params: PipelineOptions['params'], perKey: boolean, progress: (line: string) => void): Promise<FairnessRun> {
+async function workloadRun(
+  params: PipelineOptions['params'],
+  perKey: boolean,
+  progress: (line: string) => void,
+): Promise<FairnessRun> {
   const mode = perKey ? 'per-key' : 'first-come';
   const pipeline = await startPipeline({ params, perKey });
   try {
@@ -385,16 +455,24 @@ async function workloadRun(params: PipelineOptions['params'], perKey: boolean, p
       const accepted = acceptedAt(arrivals);
       if (Date.now() - lastReport > 15_000) {
         lastReport = Date.now();
-        progress(`  ${mode}: ${accepted.size} of ${enqueued.size} accepted after ${Math.round((Date.now() - started) / 1000)} s`);
+        progress(
+          `  ${mode}: ${accepted.size} of ${enqueued.size} accepted after ${Math.round((Date.now() - started) / 1000)} s`,
+        );
       }
       return accepted.size >= enqueued.size;
     }, params.runTimeoutMs);
     const accepted = acceptedAt(arrivals);
     const times = (quiet: boolean) =>
-      [...enqueued].filter(([, e]) => e.key.startsWith('quiet') === quiet).flatMap(([op, e]) => (accepted.has(op) ? [(accepted.get(op) as number) - e.at] : []));
+      [...enqueued]
+        .filter(([, e]) => e.key.startsWith('quiet') === quiet)
+        .flatMap(([op, e]) => (accepted.has(op) ? [(accepted.get(op) as number) - e.at] : []));
     const windowMs = params.intervalSeconds * 1000;
-    const jobLimit = effectiveRateLimit(pacingSchema.parse({ starts: params.jobQuota, intervalSeconds: params.intervalSeconds })).startsPerInterval;
-    const keyLimit = effectiveRateLimit(pacingSchema.parse({ starts: params.perKeyQuota, intervalSeconds: params.intervalSeconds })).startsPerInterval;
+    const jobLimit = effectiveRateLimit(
+      pacingSchema.parse({ starts: params.jobQuota, intervalSeconds: params.intervalSeconds }),
+    ).startsPerInterval;
+    const keyLimit = effectiveRateLimit(
+      pacingSchema.parse({ starts: params.perKeyQuota, intervalSeconds: params.intervalSeconds }),
+    ).startsPerInterval;
     const windows = keyWindowFigures(arrivals, windowMs);
     return {
       mode,
@@ -403,7 +481,8 @@ async function workloadRun(params: PipelineOptions['params'], perKey: boolean, p
       noisyP50Ms: Math.round(percentile(times(false), 50, Number.NaN)),
       noisyP99Ms: Math.round(percentile(times(false), 99, Number.NaN)),
       incomplete: finished ? 0 : enqueued.size - accepted.size,
-      utilization: Math.round(utilizationOf(enqueued, accepted, jobLimit / windowMs, keyLimit / windowMs) * 1000) / 1000,
+      utilization:
+        Math.round(utilizationOf(enqueued, accepted, jobLimit / windowMs, keyLimit / windowMs) * 1000) / 1000,
       maxKeyStartsInAnyWindow: windows.perKey,
       maxStartsInAnyWindow: windows.all,
       throttled: arrivals.filter((a) => !a.accepted).length,
@@ -415,24 +494,44 @@ async function workloadRun(params: PipelineOptions['params'], perKey: boolean, p
 }
 
 /** The live night's completion time, alone or with a catch-up of `catchUpDates` dates started just before it. */
-async function liveRun(params: PipelineOptions['params'], withCatchUp: boolean, progress: (line: string) => void): Promise<number> {
+async function liveRun(
+  params: PipelineOptions['params'],
+  withCatchUp: boolean,
+  progress: (line: string) => void,
+): Promise<number> {
   const pipeline = await startPipeline({ params, perKey: true });
   try {
     const liveDate = '2026-11-30';
-    const spread = (date: string) => Array.from({ length: params.liveOps }, (_, i) => operation(`t${i % params.liveTenants}`, date, Math.floor(i / params.liveTenants)));
+    const spread = (date: string) =>
+      Array.from({ length: params.liveOps }, (_, i) =>
+        operation(`t${i % params.liveTenants}`, date, Math.floor(i / params.liveTenants)),
+      );
     datasets.set(liveDate, spread(liveDate));
-    const catchUp = Array.from({ length: withCatchUp ? params.catchUpDates : 0 }, (_, i) => `2026-11-${String(27 - i).padStart(2, '0')}`);
+    const catchUp = Array.from(
+      { length: withCatchUp ? params.catchUpDates : 0 },
+      (_, i) => `2026-11-${String(27 - i).padStart(2, '0')}`,
+    );
     for (const date of catchUp) datasets.set(date, spread(date));
     // `ops catch-up` invokes the producer once per date, oldest first, each marked backfill; tonight's schedule fires beside it.
-    for (const date of [...catchUp].reverse()) await pipeline.producer({ businessDate: date, batchId: `${JOB}:${date}:catch-up`, backfill: true });
+    for (const date of [...catchUp].reverse())
+      await pipeline.producer({ businessDate: date, batchId: `${JOB}:${date}:catch-up`, backfill: true });
     const firedAt = Date.now();
-    await pipeline.producer({ scheduledTime: new Date(firedAt).toISOString(), businessDate: liveDate, batchId: `${JOB}:${liveDate}:live` });
+    await pipeline.producer({
+      scheduledTime: new Date(firedAt).toISOString(),
+      businessDate: liveDate,
+      batchId: `${JOB}:${liveDate}:live`,
+    });
     const liveOps = new Set(datasets.get(liveDate)!.map((o) => o.operationId));
-    const done = await waitUntil(() => [...acceptedAt(pipeline.provider.arrivals).keys()].filter((op) => liveOps.has(op)).length >= liveOps.size, params.runTimeoutMs);
+    const done = await waitUntil(
+      () => [...acceptedAt(pipeline.provider.arrivals).keys()].filter((op) => liveOps.has(op)).length >= liveOps.size,
+      params.runTimeoutMs,
+    );
     if (!done) throw new Error(`the live run did not complete within ${params.runTimeoutMs} ms`);
     const accepted = acceptedAt(pipeline.provider.arrivals);
     const last = Math.max(...[...liveOps].map((op) => accepted.get(op) as number));
-    progress(`  live ${withCatchUp ? `beside a ${params.catchUpDates}-date catch-up` : 'alone'}: ${Math.round((last - firedAt) / 100) / 10} s`);
+    progress(
+      `  live ${withCatchUp ? `beside a ${params.catchUpDates}-date catch-up` : 'alone'}: ${Math.round((last - firedAt) / 100) / 10} s`,
+    );
     return Math.round(last - firedAt);
   } finally {
     datasets.clear();
@@ -457,7 +556,10 @@ export const FAIRNESS_DEFAULTS: Required<Omit<FairnessBenchOptions, 'progress'>>
 export async function runFairnessBench(options: FairnessBenchOptions = {}): Promise<FairnessBenchResult> {
   const progress = options.progress ?? (() => undefined);
   const { progress: _progress, ...given } = options;
-  const params = { ...FAIRNESS_DEFAULTS, ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) } as Required<Omit<FairnessBenchOptions, 'progress'>>;
+  const params = {
+    ...FAIRNESS_DEFAULTS,
+    ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)),
+  } as Required<Omit<FairnessBenchOptions, 'progress'>>;
   // The handlers' own output is the product's; the bench reports figures, not EMF lines and logs.
   logger.setLogLevel('SILENT');
   const publish = metrics.publishStoredMetrics.bind(metrics);
@@ -473,14 +575,28 @@ export async function runFairnessBench(options: FairnessBenchOptions = {}): Prom
     progress('live night alone, then beside a catch-up');
     const liveAloneMs = await liveRun(params, false, progress);
     const liveWithCatchUpMs = await liveRun(params, true, progress);
-    const rateLimit = pacingSchema.parse({ starts: params.jobQuota, intervalSeconds: params.intervalSeconds, perKey: { key: KEY_FIELD, starts: params.perKeyQuota, intervalSeconds: params.intervalSeconds } });
+    const rateLimit = pacingSchema.parse({
+      starts: params.jobQuota,
+      intervalSeconds: params.intervalSeconds,
+      perKey: { key: KEY_FIELD, starts: params.perKeyQuota, intervalSeconds: params.intervalSeconds },
+    });
     const effective = effectiveRateLimit(rateLimit);
     const perKeyLimit = effective.perKey!.startsPerInterval;
     const liveSlowdown = Math.round((liveWithCatchUpMs / liveAloneMs) * 100) / 100;
     const goals = [
-      { name: 'quiet p99 vs first-come', target: '<= 0.1', value: Math.round((perKey.quietP99Ms / baseline.quietP99Ms) * 1000) / 1000, met: perKey.quietP99Ms <= baseline.quietP99Ms / 10 },
+      {
+        name: 'quiet p99 vs first-come',
+        target: '<= 0.1',
+        value: Math.round((perKey.quietP99Ms / baseline.quietP99Ms) * 1000) / 1000,
+        met: perKey.quietP99Ms <= baseline.quietP99Ms / 10,
+      },
       { name: 'utilization', target: '>= 0.9', value: perKey.utilization, met: perKey.utilization >= 0.9 },
-      { name: 'max key starts in any window', target: `<= ${perKeyLimit}`, value: perKey.maxKeyStartsInAnyWindow, met: perKey.maxKeyStartsInAnyWindow <= perKeyLimit },
+      {
+        name: 'max key starts in any window',
+        target: `<= ${perKeyLimit}`,
+        value: perKey.maxKeyStartsInAnyWindow,
+        met: perKey.maxKeyStartsInAnyWindow <= perKeyLimit,
+      },
       { name: 'live slowdown beside a catch-up', target: '<= 1.2', value: liveSlowdown, met: liveSlowdown <= 1.2 },
     ];
     return {
@@ -526,17 +642,33 @@ if (require.main === module) {
     return n;
   };
   const program = new Command('bench:fairness')
-    .description('per-key flow control against a provider with per-key quotas: a noisy tenant and quiet ones, first-come vs per-key; a live night beside a catch-up')
-    .option('--noisy-ops <n>', 'the noisy tenant\'s operations', int)
+    .description(
+      'per-key flow control against a provider with per-key quotas: a noisy tenant and quiet ones, first-come vs per-key; a live night beside a catch-up',
+    )
+    .option('--noisy-ops <n>', "the noisy tenant's operations", int)
     .option('--quiet-tenants <n>', 'quiet tenants', int)
     .option('--quiet-ops <n>', 'operations per quiet tenant', int)
     .option('--live-ops <n>', 'operations of the live night (and of each catch-up date)', int)
     .option('--json', 'print the result as JSON')
-    .action(async (opts: { noisyOps?: number; quietTenants?: number; quietOps?: number; liveOps?: number; json?: boolean }) => {
-      const result = await runFairnessBench({ noisyOps: opts.noisyOps, quietTenants: opts.quietTenants, quietOps: opts.quietOps, liveOps: opts.liveOps, progress: (line) => process.stderr.write(`${line}\n`) });
-      process.stdout.write(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${describe(result)}\n`);
-      process.exit(0);
-    });
+    .action(
+      async (opts: {
+        noisyOps?: number;
+        quietTenants?: number;
+        quietOps?: number;
+        liveOps?: number;
+        json?: boolean;
+      }) => {
+        const result = await runFairnessBench({
+          noisyOps: opts.noisyOps,
+          quietTenants: opts.quietTenants,
+          quietOps: opts.quietOps,
+          liveOps: opts.liveOps,
+          progress: (line) => process.stderr.write(`${line}\n`),
+        });
+        process.stdout.write(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${describe(result)}\n`);
+        process.exit(0);
+      },
+    );
   program.parseAsync().catch((error: unknown) => {
     process.stderr.write(`bench:fairness failed: ${(error as Error).message}\n`);
     process.exit(1);

@@ -6,9 +6,24 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { formatTable } from '../local/report';
 import { collectCount, DEFAULT_COUNT_MULTIPLE, fixtureUnits, resolveCounts, unitOptionName } from './counts';
-import { DEFAULT_BACKLOG_MULTIPLE, DEFAULT_BACKLOG_SHORT_MULTIPLE, runBacklogBench, type BacklogDesignFigures, type BacklogReport } from './backlog';
+import {
+  DEFAULT_BACKLOG_MULTIPLE,
+  DEFAULT_BACKLOG_SHORT_MULTIPLE,
+  runBacklogBench,
+  type BacklogDesignFigures,
+  type BacklogReport,
+} from './backlog';
 import { runColdStartBench, BUNDLE_BYTES_GOAL, INIT_MS_GOAL, type BundleFigures } from './coldStart';
-import { DEFAULT_BENCH_CONSUMER_CONCURRENCY, describePacing, describeScale, measureEmulatorCeiling, runE2eBench, type EmulatorCeiling, type E2eResult, type JobRunFigures } from './e2e';
+import {
+  DEFAULT_BENCH_CONSUMER_CONCURRENCY,
+  describePacing,
+  describeScale,
+  measureEmulatorCeiling,
+  runE2eBench,
+  type EmulatorCeiling,
+  type E2eResult,
+  type JobRunFigures,
+} from './e2e';
 import { batchedFigures, checkGoals, naiveFigures, PER_JOB_GOALS, type DesignFigures, type GoalCheck } from './perJob';
 import { US_EAST_1_PRICES } from './prices';
 import { runProducerBench, type ProducerBenchResult } from './producer';
@@ -72,7 +87,11 @@ export interface BenchReport {
     naive: number;
     /** With the GB-seconds at the configured rates; undefined when a scaled job's waits could not be estimated. */
     batchedAtRealRate?: number;
-    breakdown: { batched: DesignFigures['costPerMillionUsd']; naive: DesignFigures['costPerMillionUsd']; batchedAtRealRate?: DesignFigures['costPerMillionUsd'] };
+    breakdown: {
+      batched: DesignFigures['costPerMillionUsd'];
+      naive: DesignFigures['costPerMillionUsd'];
+      batchedAtRealRate?: DesignFigures['costPerMillionUsd'];
+    };
     prices: typeof US_EAST_1_PRICES;
     architecture: string;
   };
@@ -113,14 +132,24 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
     report.producer = await runProducerBench({ operations: o.ops, progress });
   }
   if (o.coldStart) {
-    const bundles = runColdStartBench({ cwd: o.cwd, stack: o.stack, assemblyDir: o.assemblyDir, runs: o.initRuns, progress });
+    const bundles = runColdStartBench({
+      cwd: o.cwd,
+      stack: o.stack,
+      assemblyDir: o.assemblyDir,
+      runs: o.initRuns,
+      progress,
+    });
     report.bundles = Object.fromEntries(
-      Object.entries(bundles).map(([k, b]) => [k, { ...b, meetsSizeGoal: b.bytes < BUNDLE_BYTES_GOAL, meetsInitGoal: b.initMsMedian < INIT_MS_GOAL }]),
+      Object.entries(bundles).map(([k, b]) => [
+        k,
+        { ...b, meetsSizeGoal: b.bytes < BUNDLE_BYTES_GOAL, meetsInitGoal: b.initMsMedian < INIT_MS_GOAL },
+      ]),
     );
   }
   if (o.requests || o.e2e) {
     const pacing = o.pacing ?? true;
-    const maxPacedSeconds = pacing && o.ratePerMinute === undefined ? (o.maxPacedSeconds ?? DEFAULT_MAX_PACED_SECONDS) : undefined;
+    const maxPacedSeconds =
+      pacing && o.ratePerMinute === undefined ? (o.maxPacedSeconds ?? DEFAULT_MAX_PACED_SECONDS) : undefined;
     const run = await runE2eBench({
       cwd: o.cwd,
       stack: o.stack,
@@ -136,17 +165,36 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
     report.counts = run.counts;
     report.dynamoRequests = run.dynamoRequests;
     report.sqsRequests = run.sqsRequests;
-    report.localRun = { pacing: run.pacing, ratePerMinute: run.ratePerMinute, consumerConcurrency: run.consumerConcurrency, maxPacedSeconds, deadLettered: run.deadLettered, jobs: run.perJobName };
+    report.localRun = {
+      pacing: run.pacing,
+      ratePerMinute: run.ratePerMinute,
+      consumerConcurrency: run.consumerConcurrency,
+      maxPacedSeconds,
+      deadLettered: run.deadLettered,
+      jobs: run.perJobName,
+    };
     if (o.requests) {
       const batched = batchedFigures(run.counts);
       const naive = naiveFigures(run.counts);
-      const real = run.counts.lambda.gbSecondsAtRealRate === undefined ? undefined : batchedFigures(run.counts, { atRealRate: true });
-      report.perJob = { ...batched.perJob, goals: checkGoals(batched.perJob), naive: naive.perJob, lambdaGbSecondsAtRealRate: real?.perJob.lambdaGbSeconds };
+      const real =
+        run.counts.lambda.gbSecondsAtRealRate === undefined
+          ? undefined
+          : batchedFigures(run.counts, { atRealRate: true });
+      report.perJob = {
+        ...batched.perJob,
+        goals: checkGoals(batched.perJob),
+        naive: naive.perJob,
+        lambdaGbSecondsAtRealRate: real?.perJob.lambdaGbSeconds,
+      };
       report.costPerMillionUsd = {
         batched: batched.costPerMillionUsd.total,
         naive: naive.costPerMillionUsd.total,
         batchedAtRealRate: real?.costPerMillionUsd.total,
-        breakdown: { batched: batched.costPerMillionUsd, naive: naive.costPerMillionUsd, batchedAtRealRate: real?.costPerMillionUsd },
+        breakdown: {
+          batched: batched.costPerMillionUsd,
+          naive: naive.costPerMillionUsd,
+          batchedAtRealRate: real?.costPerMillionUsd,
+        },
         prices: US_EAST_1_PRICES,
         architecture: run.counts.lambda.architecture,
       };
@@ -157,7 +205,10 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
       report.e2e = {
         jobsPerSec: run.jobsPerSec,
         // Each job needs one receive+delete and ~writesPerJob conditional writes; the slower of the two bounds it.
-        emulatorCeilingPerSec: Math.min(ceiling.sqsReceiveDeletePerSec, ceiling.dynamoConditionalWritesPerSec / writesPerJob),
+        emulatorCeilingPerSec: Math.min(
+          ceiling.sqsReceiveDeletePerSec,
+          ceiling.dynamoConditionalWritesPerSec / writesPerJob,
+        ),
         seconds: run.seconds,
         jobs: run.counts.jobs,
         deliveries: run.counts.deliveries,
@@ -188,20 +239,29 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
 const pacingNote = (r: BenchReport) => {
   const l = r.localRun;
   if (!l) return '';
-  const scaled = l.pacing === 'configured' && Object.values(l.jobs).some((j) => j.pacing && j.pacing.timeScale !== 1) ? `, time-scaled where a job would take over ${l.maxPacedSeconds} s` : '';
+  const scaled =
+    l.pacing === 'configured' && Object.values(l.jobs).some((j) => j.pacing && j.pacing.timeScale !== 1)
+      ? `, time-scaled where a job would take over ${l.maxPacedSeconds} s`
+      : '';
   return `${describePacing(l.pacing, l.ratePerMinute)}${scaled}`;
 };
-const f = (n: number, digits = 2) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const f = (n: number, digits = 2) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 /** The producer part: batched against naive sends, and what that means on AWS. */
 function formatProducer(p: NonNullable<BenchReport['producer']>): string[] {
   const out: string[] = [];
   out.push(`Producer throughput (${p.operations.toLocaleString('en-US')} operations into local SQS)`);
-  out.push(formatTable(['design', 'calls', 'messages/s'], [
-    ['batched (SendMessageBatch x10, 5 in flight)', p.batchedCalls, f(p.batchedPerSec, 0)],
-    ['naive (SendMessage per op, 5 in flight)', p.naiveCalls, f(p.naivePerSec, 0)],
-    ['ratio batched/naive', '', `${f(p.ratio)}x`],
-  ]));
+  out.push(
+    formatTable(
+      ['design', 'calls', 'messages/s'],
+      [
+        ['batched (SendMessageBatch x10, 5 in flight)', p.batchedCalls, f(p.batchedPerSec, 0)],
+        ['naive (SendMessage per op, 5 in flight)', p.naiveCalls, f(p.naivePerSec, 0)],
+        ['ratio batched/naive', '', `${f(p.ratio)}x`],
+      ],
+    ),
+  );
   const j = p.projection;
   out.push(
     `Projection for ${j.operations.toLocaleString('en-US')} operations on AWS at ${j.callLatencyMs} ms per send call, ${j.parallelCalls} calls in flight: ` +
@@ -225,21 +285,46 @@ function formatRequestsPerJob(
     const g = b.goals.find((x) => x.metric === m);
     return g ? `<= ${g.goal}: ${g.met ? 'met' : 'NOT met'}` : '';
   };
-  const realRate = b.lambdaGbSecondsAtRealRate !== undefined && Math.abs(b.lambdaGbSecondsAtRealRate - b.lambdaGbSeconds) > 1e-9;
+  const realRate =
+    b.lambdaGbSecondsAtRealRate !== undefined && Math.abs(b.lambdaGbSecondsAtRealRate - b.lambdaGbSeconds) > 1e-9;
   out.push(`AWS requests per job (local run of every job, ${r.counts?.jobs ?? 0} jobs, ${pacingNote(r)})`);
-  out.push(formatTable(['per job', 'batched', 'naive', 'goal'], [
-    ['SQS requests (send + receive + delete + depth)', f(b.sqsRequests, 3), f(n.sqsRequests, 3), goal('sqsRequests')],
-    ['  idle polls, apart', f(b.sqsIdlePolls, 3), '', ''],
-    ['DynamoDB write units (overhead)', f(b.dynamoWriteUnits, 3), f(n.dynamoWriteUnits, 3), goal('dynamoWriteUnits')],
-    ['DynamoDB read units (overhead)', f(b.dynamoReadUnits, 3), f(n.dynamoReadUnits, 3), ''],
-    ['  business write / read units, apart', `${f(b.businessWriteUnits, 3)} / ${f(b.businessReadUnits, 3)}`, '', ''],
-    ['Lambda invocations', f(b.lambdaInvocations, 3), f(n.lambdaInvocations, 3), goal('lambdaInvocations')],
-    ['Lambda GB-s (as run)', f(b.lambdaGbSeconds, 4), f(n.lambdaGbSeconds, 4), ''],
-    ...(realRate ? [['Lambda GB-s at the configured rates (est.)', f(b.lambdaGbSecondsAtRealRate!, 4), '', '']] : []),
-    ['deliveries (1 = no deferral)', f(b.deliveries, 3), '', ''],
-    [`cost per 1M jobs, USD (us-east-1, ${c.architecture}, GB-s as run)`, f(c.batched), f(c.naive), ''],
-    ...(realRate && c.batchedAtRealRate !== undefined ? [['cost per 1M jobs, USD, GB-s at the configured rates (est.)', f(c.batchedAtRealRate), '', '']] : []),
-  ]));
+  out.push(
+    formatTable(
+      ['per job', 'batched', 'naive', 'goal'],
+      [
+        [
+          'SQS requests (send + receive + delete + depth)',
+          f(b.sqsRequests, 3),
+          f(n.sqsRequests, 3),
+          goal('sqsRequests'),
+        ],
+        ['  idle polls, apart', f(b.sqsIdlePolls, 3), '', ''],
+        [
+          'DynamoDB write units (overhead)',
+          f(b.dynamoWriteUnits, 3),
+          f(n.dynamoWriteUnits, 3),
+          goal('dynamoWriteUnits'),
+        ],
+        ['DynamoDB read units (overhead)', f(b.dynamoReadUnits, 3), f(n.dynamoReadUnits, 3), ''],
+        [
+          '  business write / read units, apart',
+          `${f(b.businessWriteUnits, 3)} / ${f(b.businessReadUnits, 3)}`,
+          '',
+          '',
+        ],
+        ['Lambda invocations', f(b.lambdaInvocations, 3), f(n.lambdaInvocations, 3), goal('lambdaInvocations')],
+        ['Lambda GB-s (as run)', f(b.lambdaGbSeconds, 4), f(n.lambdaGbSeconds, 4), ''],
+        ...(realRate
+          ? [['Lambda GB-s at the configured rates (est.)', f(b.lambdaGbSecondsAtRealRate!, 4), '', '']]
+          : []),
+        ['deliveries (1 = no deferral)', f(b.deliveries, 3), '', ''],
+        [`cost per 1M jobs, USD (us-east-1, ${c.architecture}, GB-s as run)`, f(c.batched), f(c.naive), ''],
+        ...(realRate && c.batchedAtRealRate !== undefined
+          ? [['cost per 1M jobs, USD, GB-s at the configured rates (est.)', f(c.batchedAtRealRate), '', '']]
+          : []),
+      ],
+    ),
+  );
   out.push('');
   return out;
 }
@@ -248,55 +333,108 @@ function formatRequestsPerJob(
 function formatLocalRun(r: BenchReport, l: NonNullable<BenchReport['localRun']>): string[] {
   const out: string[] = [];
   out.push(`Local run per job (${pacingNote(r)})`);
-  out.push(formatTable(['job', 'rate, starts/interval', 'run at', 'time scale', 'jobs', 'deliveries/job', 'invocations/job', 'GB-s/job as run', 'GB-s/job at its rate (est.)', 'DLQ', 'seconds'], Object.entries(l.jobs).map(([name, j]) => {
-    const per = (x: number) => x / Math.max(1, j.operations);
-    return [
-      name,
-      j.pacing ? `${j.pacing.startsPerInterval}/${j.pacing.configuredIntervalSeconds} s` : 'pacing off',
-      j.pacing ? `${j.pacing.startsPerInterval}/${j.pacing.runIntervalSeconds} s` : '-',
-      j.pacing ? `x${f(j.pacing.timeScale, 2)}` : '-',
-      j.operations,
-      f(per(j.deliveries), 3),
-      f(per(j.invocations.producer + j.invocations.consumer), 3),
-      f(per(j.gbSeconds), 4),
-      j.gbSecondsAtRealRate === undefined ? 'not estimated' : f(per(j.gbSecondsAtRealRate), 4),
-      j.deadLettered,
-      f(j.seconds, 1),
-    ];
-  })));
-  for (const [name, j] of Object.entries(l.jobs)) if (j.pacing && j.pacing.timeScale !== 1) out.push(`${name}: ${describeScale(j.pacing)}`);
+  out.push(
+    formatTable(
+      [
+        'job',
+        'rate, starts/interval',
+        'run at',
+        'time scale',
+        'jobs',
+        'deliveries/job',
+        'invocations/job',
+        'GB-s/job as run',
+        'GB-s/job at its rate (est.)',
+        'DLQ',
+        'seconds',
+      ],
+      Object.entries(l.jobs).map(([name, j]) => {
+        const per = (x: number) => x / Math.max(1, j.operations);
+        return [
+          name,
+          j.pacing ? `${j.pacing.startsPerInterval}/${j.pacing.configuredIntervalSeconds} s` : 'pacing off',
+          j.pacing ? `${j.pacing.startsPerInterval}/${j.pacing.runIntervalSeconds} s` : '-',
+          j.pacing ? `x${f(j.pacing.timeScale, 2)}` : '-',
+          j.operations,
+          f(per(j.deliveries), 3),
+          f(per(j.invocations.producer + j.invocations.consumer), 3),
+          f(per(j.gbSeconds), 4),
+          j.gbSecondsAtRealRate === undefined ? 'not estimated' : f(per(j.gbSecondsAtRealRate), 4),
+          j.deadLettered,
+          f(j.seconds, 1),
+        ];
+      }),
+    ),
+  );
+  for (const [name, j] of Object.entries(l.jobs))
+    if (j.pacing && j.pacing.timeScale !== 1) out.push(`${name}: ${describeScale(j.pacing)}`);
   out.push('');
-  out.push('Requests and effects per job, by job (each job\'s own queues, functions and DynamoDB requests; effects as its fixture reads them)');
+  out.push(
+    "Requests and effects per job, by job (each job's own queues, functions and DynamoDB requests; effects as its fixture reads them)",
+  );
   const goal = (j: JobRunFigures, m: keyof typeof PER_JOB_GOALS, digits: number) => {
     const g = j.goals.find((x) => x.metric === m);
     return `${f(j.perJob[m], digits)}${g && !g.met ? ' (NOT met)' : ''}`;
   };
-  out.push(formatTable(
-    ['job', `SQS requests (<= ${PER_JOB_GOALS.sqsRequests})`, `write units (<= ${PER_JOB_GOALS.dynamoWriteUnits})`, `invocations (<= ${PER_JOB_GOALS.lambdaInvocations})`, 'deliveries', 'applied exactly once', 'missing / repeated / unexpected', 'most starts in any interval (allowed)'],
-    Object.entries(l.jobs).map(([name, j]) => [
-      name,
-      goal(j, 'sqsRequests', 3),
-      goal(j, 'dynamoWriteUnits', 3),
-      goal(j, 'lambdaInvocations', 3),
-      f(j.perJob.deliveries, 3),
-      `${j.effects.exactlyOnce} of ${j.effects.expected}${j.unit ? ` ${j.unit}` : ''}${j.effectsSource === 'pipeline' ? ' (pipeline\'s record)' : ''}`,
-      `${j.effects.missing} / ${j.effects.repeated} / ${j.effects.unexpected}`,
-      j.maxStartsInAnyInterval === undefined || !j.pacing ? '-' : `${j.maxStartsInAnyInterval} (${j.pacing.startsPerInterval}) per ${j.pacing.runIntervalSeconds} s`,
-    ]),
-  ));
+  out.push(
+    formatTable(
+      [
+        'job',
+        `SQS requests (<= ${PER_JOB_GOALS.sqsRequests})`,
+        `write units (<= ${PER_JOB_GOALS.dynamoWriteUnits})`,
+        `invocations (<= ${PER_JOB_GOALS.lambdaInvocations})`,
+        'deliveries',
+        'applied exactly once',
+        'missing / repeated / unexpected',
+        'most starts in any interval (allowed)',
+      ],
+      Object.entries(l.jobs).map(([name, j]) => [
+        name,
+        goal(j, 'sqsRequests', 3),
+        goal(j, 'dynamoWriteUnits', 3),
+        goal(j, 'lambdaInvocations', 3),
+        f(j.perJob.deliveries, 3),
+        `${j.effects.exactlyOnce} of ${j.effects.expected}${j.unit ? ` ${j.unit}` : ''}${j.effectsSource === 'pipeline' ? " (pipeline's record)" : ''}`,
+        `${j.effects.missing} / ${j.effects.repeated} / ${j.effects.unexpected}`,
+        j.maxStartsInAnyInterval === undefined || !j.pacing
+          ? '-'
+          : `${j.maxStartsInAnyInterval} (${j.pacing.startsPerInterval}) per ${j.pacing.runIntervalSeconds} s`,
+      ]),
+    ),
+  );
   out.push('');
   const paced = Object.entries(l.jobs).filter(([, j]) => j.pacing && j.limiter);
   if (paced.length > 0) {
-    out.push('The limiter, by job: the slots item per consumer invocation (the block, its refills, lost races), and every limiter item in total');
+    out.push(
+      'The limiter, by job: the slots item per consumer invocation (the block, its refills, lost races), and every limiter item in total',
+    );
     const kinds = (j: JobRunFigures) =>
-      Object.entries(j.limiter?.byKind ?? {}).map(([k, v]) => `${k} ${v.writes}w/${v.lostRaces}l/${v.reads}r`).join(', ') || '-';
-    out.push(formatTable(
-      ['job', 'consumer invocations', 'slot writes / invocation (<= 1)', 'lost races / invocation', 'slot reads / invocation', 'all items: writes / lost / reads'],
-      paced.map(([name, j]) => {
-        const lim = j.limiter as NonNullable<JobRunFigures['limiter']>;
-        return [name, lim.consumerInvocations, f(lim.slotsPerInvocation.writes, 3), f(lim.slotsPerInvocation.lostRaces, 3), f(lim.slotsPerInvocation.reads, 3), kinds(j)];
-      }),
-    ));
+      Object.entries(j.limiter?.byKind ?? {})
+        .map(([k, v]) => `${k} ${v.writes}w/${v.lostRaces}l/${v.reads}r`)
+        .join(', ') || '-';
+    out.push(
+      formatTable(
+        [
+          'job',
+          'consumer invocations',
+          'slot writes / invocation (<= 1)',
+          'lost races / invocation',
+          'slot reads / invocation',
+          'all items: writes / lost / reads',
+        ],
+        paced.map(([name, j]) => {
+          const lim = j.limiter as NonNullable<JobRunFigures['limiter']>;
+          return [
+            name,
+            lim.consumerInvocations,
+            f(lim.slotsPerInvocation.writes, 3),
+            f(lim.slotsPerInvocation.lostRaces, 3),
+            f(lim.slotsPerInvocation.reads, 3),
+            kinds(j),
+          ];
+        }),
+      ),
+    );
     out.push('');
   }
   return out;
@@ -306,9 +444,30 @@ function formatLocalRun(r: BenchReport, l: NonNullable<BenchReport['localRun']>)
 function formatBundles(bundles: NonNullable<BenchReport['bundles']>): string[] {
   const out: string[] = [];
   out.push('Cold start (bundles from the cloud assembly; fresh node process, median)');
-  out.push(formatTable(['handler', 'bytes', 'layer bytes (once per stack)', 'init ms', 'of which SDK alone', 'unbundled init ms', 'unbundled/bundled', 'goals (<250 KB, <100 ms)'], Object.entries(bundles).map(([k, b]) => [
-    k, b.bytes.toLocaleString('en-US'), b.layerBytes.toLocaleString('en-US'), f(b.initMsMedian, 1), f(b.sdkInitMsMedian, 1), f(b.unbundledInitMsMedian, 1), `${f(b.unbundledRatio)}x`, `${b.meetsSizeGoal ? 'size met' : 'size NOT met'}, ${b.meetsInitGoal ? 'init met' : 'init NOT met'}`,
-  ])));
+  out.push(
+    formatTable(
+      [
+        'handler',
+        'bytes',
+        'layer bytes (once per stack)',
+        'init ms',
+        'of which SDK alone',
+        'unbundled init ms',
+        'unbundled/bundled',
+        'goals (<250 KB, <100 ms)',
+      ],
+      Object.entries(bundles).map(([k, b]) => [
+        k,
+        b.bytes.toLocaleString('en-US'),
+        b.layerBytes.toLocaleString('en-US'),
+        f(b.initMsMedian, 1),
+        f(b.sdkInitMsMedian, 1),
+        f(b.unbundledInitMsMedian, 1),
+        `${f(b.unbundledRatio)}x`,
+        `${b.meetsSizeGoal ? 'size met' : 'size NOT met'}, ${b.meetsInitGoal ? 'init met' : 'init NOT met'}`,
+      ]),
+    ),
+  );
   out.push('');
   return out;
 }
@@ -317,17 +476,28 @@ function formatBundles(bundles: NonNullable<BenchReport['bundles']>): string[] {
 function formatE2e(r: BenchReport, e: NonNullable<BenchReport['e2e']>): string[] {
   const out: string[] = [];
   out.push(`Local end-to-end (${pacingNote(r)}) vs the emulators measured directly`);
-  out.push(formatTable(['measure', 'per second'], [
-    [`pipeline jobs/s (${e.jobs} jobs, ${e.deliveries} deliveries, ${f(e.seconds, 1)} s)`, f(e.jobsPerSec, 1)],
-    ['emulator ceiling (jobs/s bound)', f(e.emulatorCeilingPerSec, 1)],
-    ['  SQS receive + delete, messages/s', f(e.ceiling.sqsReceiveDeletePerSec, 0)],
-    ['  DynamoDB conditional writes/s', f(e.ceiling.dynamoConditionalWritesPerSec, 0)],
-  ]));
+  out.push(
+    formatTable(
+      ['measure', 'per second'],
+      [
+        [`pipeline jobs/s (${e.jobs} jobs, ${e.deliveries} deliveries, ${f(e.seconds, 1)} s)`, f(e.jobsPerSec, 1)],
+        ['emulator ceiling (jobs/s bound)', f(e.emulatorCeilingPerSec, 1)],
+        ['  SQS receive + delete, messages/s', f(e.ceiling.sqsReceiveDeletePerSec, 0)],
+        ['  DynamoDB conditional writes/s', f(e.ceiling.dynamoConditionalWritesPerSec, 0)],
+      ],
+    ),
+  );
   if (e.cpu) {
     const perJob = (s: number) => `${f((s * 1000) / Math.max(1, e.jobs), 1)} ms`;
-    out.push(`CPU per job over the measured cycle (${f(e.cpu.wallSeconds, 1)} s on ${e.cpu.cores} cores): runtime ${perJob(e.cpu.runtime)}, ` +
-      `functions ${perJob(Object.values(e.cpu.functions).reduce((a, b) => a + b, 0))}, ` +
-      `${Object.entries(e.cpu.others).map(([k, v]) => `${k} ${perJob(v)}`).join(', ') || 'no other process'}; all ${perJob(e.cpu.total)}`);
+    out.push(
+      `CPU per job over the measured cycle (${f(e.cpu.wallSeconds, 1)} s on ${e.cpu.cores} cores): runtime ${perJob(e.cpu.runtime)}, ` +
+        `functions ${perJob(Object.values(e.cpu.functions).reduce((a, b) => a + b, 0))}, ` +
+        `${
+          Object.entries(e.cpu.others)
+            .map(([k, v]) => `${k} ${perJob(v)}`)
+            .join(', ') || 'no other process'
+        }; all ${perJob(e.cpu.total)}`,
+    );
   }
   out.push('');
   return out;
@@ -348,31 +518,51 @@ export function formatBench(r: BenchReport): string {
 /** The backlog part: the design at two lengths and the design before admission, per job. */
 export function formatBacklog(k: BacklogReport): string {
   const out: string[] = [];
-  out.push(`Backlog: ${k.job}, ${k.jobs.toLocaleString('en-US')} jobs = ${k.multiple}x its ${k.ratePerMinute} starts/min (after headroom), run time-scaled`);
+  out.push(
+    `Backlog: ${k.job}, ${k.jobs.toLocaleString('en-US')} jobs = ${k.multiple}x its ${k.ratePerMinute} starts/min (after headroom), run time-scaled`,
+  );
   out.push(`  ${k.note}`);
   const columns: [string, BacklogDesignFigures][] = [
     [`admission, ${k.multiple}x`, k],
-    ...(k.baseline ? [[`all at once (before admission), ${k.baseline.multiple}x`, k.baseline] as [string, BacklogDesignFigures]] : []),
+    ...(k.baseline
+      ? [[`all at once (before admission), ${k.baseline.multiple}x`, k.baseline] as [string, BacklogDesignFigures]]
+      : []),
     [`admission, ${k.short.multiple}x`, k.short],
   ];
   const goalOf = (m: keyof typeof PER_JOB_GOALS) => `<= ${PER_JOB_GOALS[m]}`;
-  const row = (label: string, value: (d: BacklogDesignFigures) => string, goal = ''): string[] => [label, ...columns.map(([, d]) => value(d)), goal];
+  const row = (label: string, value: (d: BacklogDesignFigures) => string, goal = ''): string[] => [
+    label,
+    ...columns.map(([, d]) => value(d)),
+    goal,
+  ];
   const opt = (x: number | undefined, digits: number) => (x === undefined ? 'not estimated' : f(x, digits));
-  out.push(formatTable(['per job', ...columns.map(([h]) => h), 'goal'], [
-    row('deliveries (receives of job messages / jobs)', (d) => f(d.deliveriesPerJob, 3), '<= 1.2'),
-    row('SQS requests', (d) => f(d.sqsRequestsPerJob, 3), goalOf('sqsRequests')),
-    row('DynamoDB write units (overhead)', (d) => f(d.dynamoWriteUnitsPerJob, 3), goalOf('dynamoWriteUnits')),
-    row('DynamoDB read units (overhead)', (d) => f(d.dynamoReadUnitsPerJob, 3)),
-    row('Lambda invocations', (d) => f(d.lambdaInvocationsPerJob, 3), goalOf('lambdaInvocations')),
-    row('Lambda GB-s (as run, scaled time)', (d) => f(d.lambdaGbSecondsPerJob, 4)),
-    row(`Lambda GB-s at ${k.ratePerMinute}/min (est.)`, (d) => opt(d.lambdaGbSecondsPerJobAtRealRate, 4)),
-    row('cost per 1M jobs, USD (GB-s as run)', (d) => f(d.costPerMillionUsd)),
-    row(`cost per 1M jobs, USD (GB-s at ${k.ratePerMinute}/min, est.)`, (d) => opt(d.costPerMillionUsdAtRealRate, 2)),
-    row('dead-lettered (messages)', (d) => String(d.deadLettered), '0'),
-    row('operations applied exactly once', (d) => (d.effects ? `${d.effects.exactlyOnce} of ${d.effects.expected}` : '-')),
-    row(`most starts in any ${k.pacing.runIntervalSeconds} s (allowed)`, (d) => `${d.maxStartsInAnyInterval ?? '-'} (${d.allowedPerInterval})`),
-    row('run, seconds (scaled time)', (d) => f(d.seconds, 1)),
-  ]));
+  out.push(
+    formatTable(
+      ['per job', ...columns.map(([h]) => h), 'goal'],
+      [
+        row('deliveries (receives of job messages / jobs)', (d) => f(d.deliveriesPerJob, 3), '<= 1.2'),
+        row('SQS requests', (d) => f(d.sqsRequestsPerJob, 3), goalOf('sqsRequests')),
+        row('DynamoDB write units (overhead)', (d) => f(d.dynamoWriteUnitsPerJob, 3), goalOf('dynamoWriteUnits')),
+        row('DynamoDB read units (overhead)', (d) => f(d.dynamoReadUnitsPerJob, 3)),
+        row('Lambda invocations', (d) => f(d.lambdaInvocationsPerJob, 3), goalOf('lambdaInvocations')),
+        row('Lambda GB-s (as run, scaled time)', (d) => f(d.lambdaGbSecondsPerJob, 4)),
+        row(`Lambda GB-s at ${k.ratePerMinute}/min (est.)`, (d) => opt(d.lambdaGbSecondsPerJobAtRealRate, 4)),
+        row('cost per 1M jobs, USD (GB-s as run)', (d) => f(d.costPerMillionUsd)),
+        row(`cost per 1M jobs, USD (GB-s at ${k.ratePerMinute}/min, est.)`, (d) =>
+          opt(d.costPerMillionUsdAtRealRate, 2),
+        ),
+        row('dead-lettered (messages)', (d) => String(d.deadLettered), '0'),
+        row('operations applied exactly once', (d) =>
+          d.effects ? `${d.effects.exactlyOnce} of ${d.effects.expected}` : '-',
+        ),
+        row(
+          `most starts in any ${k.pacing.runIntervalSeconds} s (allowed)`,
+          (d) => `${d.maxStartsInAnyInterval ?? '-'} (${d.allowedPerInterval})`,
+        ),
+        row('run, seconds (scaled time)', (d) => f(d.seconds, 1)),
+      ],
+    ),
+  );
   const v = k.flat;
   out.push(
     `Deliveries per job ${f(v.short.deliveriesPerJob, 3)} (${v.short.multiple}x) -> ${f(v.long.deliveriesPerJob, 3)} (${v.long.multiple}x); ` +
@@ -381,17 +571,22 @@ export function formatBacklog(k: BacklogReport): string {
   return out.join('\n');
 }
 
-const positiveInt = (name: string) => (value: string): number => {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1) throw new InvalidArgumentError(`${name} must be a positive whole number, got "${value}"`);
-  return n;
-};
+const positiveInt =
+  (name: string) =>
+  (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || n < 1)
+      throw new InvalidArgumentError(`${name} must be a positive whole number, got "${value}"`);
+    return n;
+  };
 
 /** Whole numbers from 0 (a count of 0 leaves a job out of the run). */
-const wholeNumber = (name: string) => (value: string): number => {
-  if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`${name} must be a whole number, got "${value}"`);
-  return Number(value);
-};
+const wholeNumber =
+  (name: string) =>
+  (value: string): number => {
+    if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`${name} must be a whole number, got "${value}"`);
+    return Number(value);
+  };
 
 /** The bench's own options, before the unit aliases the fixtures bring. */
 function baseProgram(): Command {
@@ -401,8 +596,11 @@ function baseProgram(): Command {
         `and a backlog of ${DEFAULT_BACKLOG_MULTIPLE}x one job's rate with and without admission. Runs every part unless some are named.`,
     )
     .option('--json', 'one JSON document on stdout (progress on stderr)', false)
-    .option('--stack <name>', 'the stack holding the jobs, where several of the app\'s stacks do (default: the one that does; here PacedJobs-dev)')
-    .option('--cdk-out <dir>', 'the app\'s cloud assembly folder, relative to the app\'s (default: cdk.out)')
+    .option(
+      '--stack <name>',
+      "the stack holding the jobs, where several of the app's stacks do (default: the one that does; here PacedJobs-dev)",
+    )
+    .option('--cdk-out <dir>', "the app's cloud assembly folder, relative to the app's (default: cdk.out)")
     .option('--producer', 'run the producer throughput part', false)
     .option('--requests', 'run the requests-per-job and cost part (a local run of every job)', false)
     .option('--cold-start', 'run the bundle size and cold init part', false)
@@ -415,17 +613,59 @@ function baseProgram(): Command {
       `demo records one job seeds for the local run (repeatable; 0 leaves the job out); a job not named seeds ${DEFAULT_COUNT_MULTIPLE}x its fixture's defaultCount`,
       collectCount,
     )
-    .option('--no-pacing', 'run the local run with pacing off (every job\'s pacing: false): the pipeline alone, reported as such')
-    .option('--rate <perMinute>', 'pace every job at this many starts per minute in the local run instead of its configured rate, unscaled', positiveInt('--rate'))
-    .option('--paced-seconds <n>', 'a job whose seeded count would take longer than this at its configured rate runs time-scaled to about this long', positiveInt('--paced-seconds'), DEFAULT_MAX_PACED_SECONDS)
-    .option('--backlog-job <name>', 'the job the backlog part runs (default: the first job whose fixture offers a fake downstream, a real quota)')
-    .option('--backlog-multiple <n>', `the backlog, in multiples of the backlog job's per-minute starts`, positiveInt('--backlog-multiple'), DEFAULT_BACKLOG_MULTIPLE)
-    .option('--backlog-short-multiple <n>', 'the shorter backlog the design also runs at, to check the cost per job stays flat', positiveInt('--backlog-short-multiple'), DEFAULT_BACKLOG_SHORT_MULTIPLE)
-    .option('--no-backlog-baseline', 'in the backlog part, skip the run of the design before admission (for a long backlog)')
-    .option('--backlog-interval <seconds>', 'the rate-limit interval the backlog runs use instead of the configured one (time scale = configured / this; default: the shortest that still measures the design)', positiveInt('--backlog-interval'))
-    .option('--consumer-concurrency <n>', 'consumer executions per job in the local run', positiveInt('--consumer-concurrency'), DEFAULT_BENCH_CONSUMER_CONCURRENCY)
+    .option(
+      '--no-pacing',
+      "run the local run with pacing off (every job's pacing: false): the pipeline alone, reported as such",
+    )
+    .option(
+      '--rate <perMinute>',
+      'pace every job at this many starts per minute in the local run instead of its configured rate, unscaled',
+      positiveInt('--rate'),
+    )
+    .option(
+      '--paced-seconds <n>',
+      'a job whose seeded count would take longer than this at its configured rate runs time-scaled to about this long',
+      positiveInt('--paced-seconds'),
+      DEFAULT_MAX_PACED_SECONDS,
+    )
+    .option(
+      '--backlog-job <name>',
+      'the job the backlog part runs (default: the first job whose fixture offers a fake downstream, a real quota)',
+    )
+    .option(
+      '--backlog-multiple <n>',
+      `the backlog, in multiples of the backlog job's per-minute starts`,
+      positiveInt('--backlog-multiple'),
+      DEFAULT_BACKLOG_MULTIPLE,
+    )
+    .option(
+      '--backlog-short-multiple <n>',
+      'the shorter backlog the design also runs at, to check the cost per job stays flat',
+      positiveInt('--backlog-short-multiple'),
+      DEFAULT_BACKLOG_SHORT_MULTIPLE,
+    )
+    .option(
+      '--no-backlog-baseline',
+      'in the backlog part, skip the run of the design before admission (for a long backlog)',
+    )
+    .option(
+      '--backlog-interval <seconds>',
+      'the rate-limit interval the backlog runs use instead of the configured one (time scale = configured / this; default: the shortest that still measures the design)',
+      positiveInt('--backlog-interval'),
+    )
+    .option(
+      '--consumer-concurrency <n>',
+      'consumer executions per job in the local run',
+      positiveInt('--consumer-concurrency'),
+      DEFAULT_BENCH_CONSUMER_CONCURRENCY,
+    )
     .option('--init-runs <n>', 'fresh processes per cold-init median', positiveInt('--init-runs'), 7)
-    .option('--ceiling-messages <n>', 'messages and writes for the emulator ceiling', positiveInt('--ceiling-messages'), 5000)
+    .option(
+      '--ceiling-messages <n>',
+      'messages and writes for the emulator ceiling',
+      positiveInt('--ceiling-messages'),
+      5000,
+    )
     .option('--timeout <seconds>', 'give up when the local run has not settled by then', positiveInt('--timeout'), 300);
 }
 
@@ -450,15 +690,23 @@ export function buildProgram(units: ReadonlyMap<string, readonly string[]> = new
   const program = baseProgram();
   for (const { unit } of unitAliases(units.keys())) {
     const jobs = units.get(unit) ?? [];
-    program.addOption(new Option(`--${unit} <n>`, `alias of --count ${jobs.join('|')}=<n> (its fixture counts in ${unit})`).argParser(wholeNumber(`--${unit}`)));
+    program.addOption(
+      new Option(`--${unit} <n>`, `alias of --count ${jobs.join('|')}=<n> (its fixture counts in ${unit})`).argParser(
+        wholeNumber(`--${unit}`),
+      ),
+    );
   }
   return program;
 }
 
 /** The counts by job name the parsed flags give: every --count, and each unit alias resolved to its job. */
-export function countsFromFlags(flags: Record<string, unknown>, units: ReadonlyMap<string, readonly string[]>): Record<string, number> {
+export function countsFromFlags(
+  flags: Record<string, unknown>,
+  units: ReadonlyMap<string, readonly string[]>,
+): Record<string, number> {
   const byUnit: Record<string, number> = {};
-  for (const { unit, attribute } of unitAliases(units.keys())) if (typeof flags[attribute] === 'number') byUnit[unit] = flags[attribute];
+  for (const { unit, attribute } of unitAliases(units.keys()))
+    if (typeof flags[attribute] === 'number') byUnit[unit] = flags[attribute];
   return resolveCounts((flags.count as Record<string, number> | undefined) ?? {}, byUnit, units);
 }
 

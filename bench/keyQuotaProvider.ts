@@ -35,7 +35,10 @@ const clock = (): number => performance.timeOrigin + performance.now();
 class WindowLog {
   private readonly times: number[] = [];
   private oldest = 0;
-  constructor(private readonly limit: number, private readonly windowMs: number) {}
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs: number,
+  ) {}
 
   /** Whether a request at `at` fits, without taking it. */
   fits(at: number): boolean {

@@ -15,12 +15,34 @@ import type { ChartSpec } from '../console/chartSpec';
 import { countPerBucket, flat, formatDuration, ofTimes, peakInWindowPerBucket, timeAxis } from '../console/charts';
 import { writeHtmlReport, type HtmlReport } from '../console/report';
 import { DynamoDbRateLimiter } from '../lambda/adapters/rateLimiter';
-import { gcraLimits, GcraState, RateLimitSpec, reserve } from '../lambda/core/pacing/gcra';
+import { gcraLimits, type GcraState, type RateLimitSpec, reserve } from '../lambda/core/pacing/gcra';
 import { maxInAnyWindow } from '../lambda/core/pacing/slidingWindow';
 import { sleep, sleepUntil } from '../lambda/core/pacing/sleep';
-import { Backlog, KEY, LanesOption, lanesFor, LEAD_MS, LimiterRequests, limiterInstance, newRun, now, POLL_MS, Run, send, startLimiterTable, withDefaults } from './pacingFleet';
+import {
+  Backlog,
+  KEY,
+  type LanesOption,
+  lanesFor,
+  LEAD_MS,
+  type LimiterRequests,
+  limiterInstance,
+  newRun,
+  now,
+  POLL_MS,
+  type Run,
+  send,
+  startLimiterTable,
+  withDefaults,
+} from './pacingFleet';
 import { startQuotaProviderProcess } from './quotaProviderProcess';
-import { formatQuotaDrop, QUOTA_DROP_DEFAULTS, QuotaDropOptions, runQuotaDropBench, type QuotaDropModeReport, type QuotaDropReport } from './quotaDrop';
+import {
+  formatQuotaDrop,
+  QUOTA_DROP_DEFAULTS,
+  type QuotaDropOptions,
+  runQuotaDropBench,
+  type QuotaDropModeReport,
+  type QuotaDropReport,
+} from './quotaDrop';
 
 export interface PacingBenchOptions {
   /** The window the quota is counted over. @default 1000 */
@@ -212,20 +234,32 @@ export async function runPacingBenchWithTimelines(input: PacingBenchOptions = {}
     // maxAttempts is generous: K instances racing for one item is the point of the exercise.
     // leadMs covers a contended acquire's round trips, so the first slot on an idle key is not missed on arrival.
     const lanes = lanesFor(options.lanes, spec);
-    const limiters = Array.from({ length: options.instances }, () => new DynamoDbRateLimiter({ limits: spec, tableName, client, maxAttempts: 50, leadMs: LEAD_MS, lanes }));
+    const limiters = Array.from(
+      { length: options.instances },
+      () => new DynamoDbRateLimiter({ limits: spec, tableName, client, maxAttempts: 50, leadMs: LEAD_MS, lanes }),
+    );
     // Warm-up on another key, racing as the run will: loads the SDK's write, conflict and read paths in each instance,
     // as in a warm container.
-    for (let round = 0; round < 3; round++) await Promise.all(limiters.map((l) => l.acquire(`${KEY}-warm-up`, 1, { maxWaitMs: 60_000 })));
+    for (let round = 0; round < 3; round++)
+      await Promise.all(limiters.map((l) => l.acquire(`${KEY}-warm-up`, 1, { maxWaitMs: 60_000 })));
     // Counted from the first measured acquire: what the fleet's limiters cost per start, lost races included.
     let dynamodb: LimiterRequests | undefined;
     const limiterMode = await runMode(
       options,
-      (run, i) => limiterInstance(run, limiters[i], { batchSize: options.batchSize, maxWaitMs: options.maxWaitMs, lateToleranceMs: options.lateToleranceMs }),
+      (run, i) =>
+        limiterInstance(run, limiters[i], {
+          batchSize: options.batchSize,
+          maxWaitMs: options.maxWaitMs,
+          lateToleranceMs: options.lateToleranceMs,
+        }),
       { begin: () => counter.start(), end: (starts) => (dynamodb = counter.stop(starts)) },
     );
     const baseline = await runMode(options, (run) => tickerInstance(run, spec, options.batchSize));
     return {
-      report: { limiter: { ...limiterMode.report, lanes, dynamodb: dynamodb as LimiterRequests }, baseline: baseline.report },
+      report: {
+        limiter: { ...limiterMode.report, lanes, dynamodb: dynamodb as LimiterRequests },
+        baseline: baseline.report,
+      },
       timelines: { limiter: limiterMode.timeline, baseline: baseline.timeline },
     };
   } finally {
@@ -267,13 +301,17 @@ function phaseList(value: string): QuotaDropOptions['phases'] {
 
 function summarize(name: string, m: ModeReport): string {
   const verdict = m.maxStartsInAnyWindow <= m.allowedPerWindow ? 'within quota' : 'OVER QUOTA';
-  return `${name.padEnd(9)} max ${m.maxStartsInAnyWindow}/${m.allowedPerWindow} per window (${verdict}), utilization ${m.utilization}, ` +
-    `throttled ${m.throttled}, missed slots ${m.missedSlots}, wait p50 ${m.p50WaitMs} ms p99 ${m.p99WaitMs} ms, ${m.requests} requests in ${m.elapsedMs} ms`;
+  return (
+    `${name.padEnd(9)} max ${m.maxStartsInAnyWindow}/${m.allowedPerWindow} per window (${verdict}), utilization ${m.utilization}, ` +
+    `throttled ${m.throttled}, missed slots ${m.missedSlots}, wait p50 ${m.p50WaitMs} ms p99 ${m.p99WaitMs} ms, ${m.requests} requests in ${m.elapsedMs} ms`
+  );
 }
 
 function summarizeRequests(d: LimiterRequests): string {
-  return `          DynamoDB per start: ${d.writesPerStart} writes, ${d.readsPerStart} reads, ${d.lostRacesPerStart} lost races ` +
-    `(${d.writes} / ${d.reads} / ${d.lostRaces})`;
+  return (
+    `          DynamoDB per start: ${d.writesPerStart} writes, ${d.readsPerStart} reads, ${d.lostRacesPerStart} lost races ` +
+    `(${d.writes} / ${d.reads} / ${d.lostRaces})`
+  );
 }
 
 function summarizeLimiter(m: LimiterModeReport): string {
@@ -285,7 +323,11 @@ function summarizeLimiter(m: LimiterModeReport): string {
  * guarantee is per window, so this is the figure maxStartsInAnyWindow is the largest of), and per bucket the accepted
  * starts and the 429s against the allowance's share of a bucket.
  */
-export function modeCharts(mode: string, timeline: ModeTimeline, quota: { allowedPerWindow: number; windowMs: number }): ChartSpec[] {
+export function modeCharts(
+  mode: string,
+  timeline: ModeTimeline,
+  quota: { allowedPerWindow: number; windowMs: number },
+): ChartSpec[] {
   const { arrivals, accepted } = timeline;
   // A loop, not Math.min(...arrivals): a long run's log is more arguments than a call takes.
   const fromMs = arrivals.reduce((a, t) => Math.min(a, t), arrivals[0] ?? 0);
@@ -311,8 +353,15 @@ export function modeCharts(mode: string, timeline: ModeTimeline, quota: { allowe
       unit: `requests per ${windowText}`,
       x: axis.x,
       lines: [
-        { label: 'requests (accepted and 429s)', values: peakInWindowPerBucket(ofTimes(arrivals), axis, quota.windowMs) },
-        { label: `quota (${quota.allowedPerWindow} per ${windowText})`, kind: 'limit', values: flat(axis, quota.allowedPerWindow) },
+        {
+          label: 'requests (accepted and 429s)',
+          values: peakInWindowPerBucket(ofTimes(arrivals), axis, quota.windowMs),
+        },
+        {
+          label: `quota (${quota.allowedPerWindow} per ${windowText})`,
+          kind: 'limit',
+          values: flat(axis, quota.allowedPerWindow),
+        },
       ],
     },
     {
@@ -330,7 +379,10 @@ export function modeCharts(mode: string, timeline: ModeTimeline, quota: { allowe
 }
 
 const modeFacts = (m: ModeReport): [string, string][] => [
-  ['most requests in any window', `${m.maxStartsInAnyWindow} of ${m.allowedPerWindow} (${m.maxStartsInAnyWindow <= m.allowedPerWindow ? 'within quota' : 'OVER QUOTA'})`],
+  [
+    'most requests in any window',
+    `${m.maxStartsInAnyWindow} of ${m.allowedPerWindow} (${m.maxStartsInAnyWindow <= m.allowedPerWindow ? 'within quota' : 'OVER QUOTA'})`,
+  ],
   ['utilization', String(m.utilization)],
   ['429s', String(m.throttled)],
   ['missed slots', String(m.missedSlots)],
@@ -339,7 +391,10 @@ const modeFacts = (m: ModeReport): [string, string][] => [
 ];
 
 /** The default scenario as an HTML report: the shared limiter and the per-process tickers, each its charts and figures. */
-export function pacingHtmlReport(run: PacingBenchRun, options: { instances: number; allowedPerWindow: number; windowMs: number }): HtmlReport {
+export function pacingHtmlReport(
+  run: PacingBenchRun,
+  options: { instances: number; allowedPerWindow: number; windowMs: number },
+): HtmlReport {
   const { limiter, baseline } = run.report;
   return {
     title: 'bench:pacing: shared limiter vs per-process tickers',
@@ -348,9 +403,19 @@ export function pacingHtmlReport(run: PacingBenchRun, options: { instances: numb
       {
         heading: `Shared DynamoDB limiter${limiter.lanes > 1 ? ` (${limiter.lanes} lanes)` : ''}`,
         charts: modeCharts('limiter', run.timelines.limiter, options),
-        facts: [...modeFacts(limiter), ['DynamoDB per start', `${limiter.dynamodb.writesPerStart} writes, ${limiter.dynamodb.readsPerStart} reads, ${limiter.dynamodb.lostRacesPerStart} lost races`]],
+        facts: [
+          ...modeFacts(limiter),
+          [
+            'DynamoDB per start',
+            `${limiter.dynamodb.writesPerStart} writes, ${limiter.dynamodb.readsPerStart} reads, ${limiter.dynamodb.lostRacesPerStart} lost races`,
+          ],
+        ],
       },
-      { heading: 'Per-process tickers (the baseline)', charts: modeCharts('baseline', run.timelines.baseline, options), facts: modeFacts(baseline) },
+      {
+        heading: 'Per-process tickers (the baseline)',
+        charts: modeCharts('baseline', run.timelines.baseline, options),
+        facts: modeFacts(baseline),
+      },
     ],
   };
 }
@@ -361,13 +426,19 @@ export function pacingHtmlReport(run: PacingBenchRun, options: { instances: numb
  * The report counts windows from each mode's schedule start, so window k is drawn at `startedAtMs` + k windows.
  */
 export function quotaDropHtmlReport(report: QuotaDropReport, startedAtMs: number): HtmlReport {
-  const modes = (['adaptive', 'fixed'] as const).flatMap((name) => (report[name] ? [{ name, m: report[name] as QuotaDropModeReport }] : []));
+  const modes = (['adaptive', 'fixed'] as const).flatMap((name) =>
+    report[name] ? [{ name, m: report[name] as QuotaDropModeReport }] : [],
+  );
   const windows = modes[0]?.m.windows ?? [];
   const x = windows.map((w) => (startedAtMs + w.atMs) / 1000);
   const windowText = formatDuration(report.windowMs);
   const limits = [
-    { label: 'provider\'s true allowance', kind: 'limit' as const, values: windows.map((w) => w.allowed) },
-    { label: `configured (${report.allowedPerWindow} per ${windowText})`, kind: 'limit' as const, values: windows.map(() => report.allowedPerWindow) },
+    { label: "provider's true allowance", kind: 'limit' as const, values: windows.map((w) => w.allowed) },
+    {
+      label: `configured (${report.allowedPerWindow} per ${windowText})`,
+      kind: 'limit' as const,
+      values: windows.map(() => report.allowedPerWindow),
+    },
   ];
   const charts: ChartSpec[] = [
     {
@@ -375,7 +446,10 @@ export function quotaDropHtmlReport(report: QuotaDropReport, startedAtMs: number
       title: `Accepted starts per ${windowText} window against the provider's true allowance`,
       unit: `starts per ${windowText}`,
       x,
-      lines: [...modes.map(({ name, m }) => ({ label: `${name}: accepted`, values: m.windows.map((w) => w.starts) })), ...limits],
+      lines: [
+        ...modes.map(({ name, m }) => ({ label: `${name}: accepted`, values: m.windows.map((w) => w.starts) })),
+        ...limits,
+      ],
     },
     {
       id: 'quota-drop:throttled',
@@ -399,13 +473,18 @@ export function quotaDropHtmlReport(report: QuotaDropReport, startedAtMs: number
     [`${name}: utilization of the true allowance`, `${m.utilization} (goal >= ${g.utilization})`],
     [`${name}: 429 share`, `${m.throttledShare} (goal <= ${g.throttledShare})`],
     [`${name}: recovery`, `${m.recoveryWindows ?? 'never / no restore'} windows (goal <= ${g.recoveryWindows})`],
-    [`${name}: requests`, `${m.accepted} accepted, ${m.throttled} 429s of ${m.requests}; most in any window ${m.maxStartsInAnyWindow}`],
+    [
+      `${name}: requests`,
+      `${m.accepted} accepted, ${m.throttled} 429s of ${m.requests}; most in any window ${m.maxStartsInAnyWindow}`,
+    ],
   ]);
   return {
     title: 'bench:pacing --scenario quota-drop: adaptive vs fixed rate',
     subtitle:
       `${report.instances} instances, configured ${report.allowedPerWindow} per ${windowText}; provider quota ` +
-      report.phases.map((p) => `${p.windows} windows at ${Math.round(p.share * report.allowedPerWindow)}`).join(', then '),
+      report.phases
+        .map((p) => `${p.windows} windows at ${Math.round(p.share * report.allowedPerWindow)}`)
+        .join(', then '),
     sections: [{ heading: 'Per window of the schedule', charts, facts }],
   };
 }
@@ -414,48 +493,108 @@ const SCENARIOS = ['default', 'quota-drop'] as const;
 /** Options only the quota-drop scenario takes, and the one only the default scenario takes. */
 const QUOTA_DROP_ONLY = ['phases', 'decreaseFactor', 'refreshMs', 'mode', 'storms'] as const;
 const DEFAULT_ONLY = ['backlogFactor'] as const;
-const FLAG: Record<string, string> = { phases: '--phases', decreaseFactor: '--decrease-factor', refreshMs: '--refresh-ms', mode: '--mode', storms: '--storms', backlogFactor: '--backlog-factor' };
+const FLAG: Record<string, string> = {
+  phases: '--phases',
+  decreaseFactor: '--decrease-factor',
+  refreshMs: '--refresh-ms',
+  mode: '--mode',
+  storms: '--storms',
+  backlogFactor: '--backlog-factor',
+};
 
 async function main(argv: string[]): Promise<void> {
   const program = new Command()
     .name('bench:pacing')
     .description(
       'Shared DynamoDB limiter vs per-process tickers, against a local provider with a quota (--scenario default); or the ' +
-        'adaptive rate vs the fixed rate while the provider\'s true quota drops and comes back (--scenario quota-drop).',
+        "adaptive rate vs the fixed rate while the provider's true quota drops and comes back (--scenario quota-drop).",
     )
     .option('--json', 'print one JSON document on stdout', false)
     .option('--scenario <name>', `${SCENARIOS.join(' | ')}`, 'default')
     .option('--window-ms <n>', `quota window in ms (default ${DEFAULTS.windowMs})`, positiveInt)
-    .option('--allowed <n>', `quota R per window (default ${DEFAULTS.allowedPerWindow}; quota-drop: ${QUOTA_DROP_DEFAULTS.allowedPerWindow})`, positiveInt)
+    .option(
+      '--allowed <n>',
+      `quota R per window (default ${DEFAULTS.allowedPerWindow}; quota-drop: ${QUOTA_DROP_DEFAULTS.allowedPerWindow})`,
+      positiveInt,
+    )
     .option('--instances <n>', `concurrent consumer instances K (default ${DEFAULTS.instances})`, positiveInt)
-    .option('--backlog-factor <n>', `backlog as a multiple of R (default ${DEFAULTS.backlogFactor}; default scenario only)`, positiveInt)
+    .option(
+      '--backlog-factor <n>',
+      `backlog as a multiple of R (default ${DEFAULTS.backlogFactor}; default scenario only)`,
+      positiveInt,
+    )
     .option('--batch-size <n>', `messages per batch (default ${DEFAULTS.batchSize})`, positiveInt)
-    .option('--max-wait-ms <n>', `short-wait threshold (default ${DEFAULTS.maxWaitMs}; quota-drop: a sixth of the window)`, nonNegativeInt)
-    .option('--safety-margin-ms <n>', `window stretch absorbing start jitter (default ${DEFAULTS.safetyMarginMs})`, nonNegativeInt)
-    .option('--late-tolerance-ms <n>', `give up a slot woken later than this (default ${DEFAULTS.lateToleranceMs})`, nonNegativeInt)
-    .option('--lanes <n|auto>', 'lanes each limiter splits the allowance into; auto: as the consumer configures (default 1)', lanesArg)
-    .option('--phases <list>', 'quota-drop: the provider\'s quota, WINDOWSxSHARE of R, comma-separated (default 10x1,30x0.5,10x1)', phaseList)
-    .option('--decrease-factor <f>', 'quota-drop: the adaptive rule\'s cut (default the limiter\'s)', fraction)
-    .option('--refresh-ms <n>', 'quota-drop: how long an instance trusts its copy of the rate (default the limiter\'s)', positiveInt)
+    .option(
+      '--max-wait-ms <n>',
+      `short-wait threshold (default ${DEFAULTS.maxWaitMs}; quota-drop: a sixth of the window)`,
+      nonNegativeInt,
+    )
+    .option(
+      '--safety-margin-ms <n>',
+      `window stretch absorbing start jitter (default ${DEFAULTS.safetyMarginMs})`,
+      nonNegativeInt,
+    )
+    .option(
+      '--late-tolerance-ms <n>',
+      `give up a slot woken later than this (default ${DEFAULTS.lateToleranceMs})`,
+      nonNegativeInt,
+    )
+    .option(
+      '--lanes <n|auto>',
+      'lanes each limiter splits the allowance into; auto: as the consumer configures (default 1)',
+      lanesArg,
+    )
+    .option(
+      '--phases <list>',
+      "quota-drop: the provider's quota, WINDOWSxSHARE of R, comma-separated (default 10x1,30x0.5,10x1)",
+      phaseList,
+    )
+    .option('--decrease-factor <f>', "quota-drop: the adaptive rule's cut (default the limiter's)", fraction)
+    .option(
+      '--refresh-ms <n>',
+      "quota-drop: how long an instance trusts its copy of the rate (default the limiter's)",
+      positiveInt,
+    )
     .option('--mode <name>', 'quota-drop: adaptive | fixed | both', 'both')
-    .option('--storms <seed>', 'quota-drop: transient 429 storms on top, in the chaos mix\'s proportion of the window, placed by this seed', nonNegativeInt)
+    .option(
+      '--storms <seed>',
+      "quota-drop: transient 429 storms on top, in the chaos mix's proportion of the window, placed by this seed",
+      nonNegativeInt,
+    )
     .parse(argv);
   const o = program.opts<{
-    json: boolean; scenario: string; windowMs?: number; allowed?: number; instances?: number; backlogFactor?: number; batchSize?: number;
-    maxWaitMs?: number; safetyMarginMs?: number; lateToleranceMs?: number; lanes?: LanesOption; phases?: QuotaDropOptions['phases'];
-    decreaseFactor?: number; refreshMs?: number; mode: string; storms?: number;
+    json: boolean;
+    scenario: string;
+    windowMs?: number;
+    allowed?: number;
+    instances?: number;
+    backlogFactor?: number;
+    batchSize?: number;
+    maxWaitMs?: number;
+    safetyMarginMs?: number;
+    lateToleranceMs?: number;
+    lanes?: LanesOption;
+    phases?: QuotaDropOptions['phases'];
+    decreaseFactor?: number;
+    refreshMs?: number;
+    mode: string;
+    storms?: number;
   }>();
   // program.error: commander's own usage error (the message and exit code 1), as for a bad argument.
-  if (!(SCENARIOS as readonly string[]).includes(o.scenario)) program.error(`error: --scenario must be one of ${SCENARIOS.join(', ')} (got "${o.scenario}")`);
+  if (!(SCENARIOS as readonly string[]).includes(o.scenario))
+    program.error(`error: --scenario must be one of ${SCENARIOS.join(', ')} (got "${o.scenario}")`);
   const given = (name: string) => program.getOptionValueSource(name) === 'cli';
   const misplaced = o.scenario === 'quota-drop' ? DEFAULT_ONLY.filter(given) : QUOTA_DROP_ONLY.filter(given);
   if (misplaced.length > 0) {
-    program.error(`error: ${misplaced.map((m) => FLAG[m]).join(', ')} ${misplaced.length === 1 ? 'does' : 'do'} not apply to --scenario ${o.scenario}`);
+    program.error(
+      `error: ${misplaced.map((m) => FLAG[m]).join(', ')} ${misplaced.length === 1 ? 'does' : 'do'} not apply to --scenario ${o.scenario}`,
+    );
   }
   // The report's path comes last, on stderr when stdout is one JSON document.
   const wrote = (path: string) => (o.json ? process.stderr : process.stdout).write(`chart report: ${path}\n`);
   if (o.scenario === 'quota-drop') {
-    if (!['adaptive', 'fixed', 'both'].includes(o.mode)) program.error(`error: --mode must be adaptive, fixed or both (got "${o.mode}")`);
+    if (!['adaptive', 'fixed', 'both'].includes(o.mode))
+      program.error(`error: --mode must be adaptive, fixed or both (got "${o.mode}")`);
     const startedAtMs = Date.now();
     const report = await runQuotaDropBench({
       windowMs: o.windowMs,
@@ -493,13 +632,19 @@ async function main(argv: string[]): Promise<void> {
   } else {
     process.stdout.write(`${summarizeLimiter(report.limiter)}\n${summarize('baseline', report.baseline)}\n`);
   }
-  const quota = { instances: o.instances ?? DEFAULTS.instances, allowedPerWindow: report.limiter.allowedPerWindow, windowMs: o.windowMs ?? DEFAULTS.windowMs };
+  const quota = {
+    instances: o.instances ?? DEFAULTS.instances,
+    allowedPerWindow: report.limiter.allowedPerWindow,
+    windowMs: o.windowMs ?? DEFAULTS.windowMs,
+  };
   wrote(writeHtmlReport(pacingReportFile(process.cwd()), pacingHtmlReport(run, quota)));
 }
 
 if (require.main === module) {
   main(process.argv).catch((error: unknown) => {
-    process.stderr.write(`bench:pacing failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(
+      `bench:pacing failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     process.exitCode = 1;
   });
 }

@@ -26,7 +26,8 @@ export const now = (): number => performance.timeOrigin + performance.now();
 
 /** Lanes for a limiter: a number, or 'auto' for what the consumer configures (pacingSettings: laneCount of the limits). */
 export type LanesOption = number | 'auto';
-export const lanesFor = (lanes: LanesOption, spec: RateLimitSpec): number => (lanes === 'auto' ? laneCount(spec) : lanes);
+export const lanesFor = (lanes: LanesOption, spec: RateLimitSpec): number =>
+  lanes === 'auto' ? laneCount(spec) : lanes;
 
 /** `defaults` overridden by the options actually given (an option present but undefined keeps its default). */
 export function withDefaults<T extends object>(defaults: T, input: Partial<T>): T {
@@ -163,7 +164,8 @@ export async function limiterInstance(run: Run, limiter: RateLimiter, options: L
     if (feedback && (throttles > 0 || successes > 0)) {
       try {
         const counts = { starts: successes + throttles, throttles };
-        const change = throttles > 0 ? await feedback.throttled(run.key, counts) : await feedback.succeeded(run.key, counts);
+        const change =
+          throttles > 0 ? await feedback.throttled(run.key, counts) : await feedback.succeeded(run.key, counts);
         if (change) run.rateChanges.push({ ...change, atMs: now() });
       } catch (error) {
         // The consumer logs a failed rate update and settles its records anyway; so does the bench.
@@ -192,12 +194,27 @@ export interface LimiterRequests extends DynamoRequestCounts {
   rateItem?: DynamoRequestCounts;
 }
 
-const WRITES = new Set(['UpdateItemCommand', 'PutItemCommand', 'DeleteItemCommand', 'BatchWriteItemCommand', 'TransactWriteItemsCommand']);
-const READS = new Set(['GetItemCommand', 'BatchGetItemCommand', 'QueryCommand', 'ScanCommand', 'TransactGetItemsCommand']);
+const WRITES = new Set([
+  'UpdateItemCommand',
+  'PutItemCommand',
+  'DeleteItemCommand',
+  'BatchWriteItemCommand',
+  'TransactWriteItemsCommand',
+]);
+const READS = new Set([
+  'GetItemCommand',
+  'BatchGetItemCommand',
+  'QueryCommand',
+  'ScanCommand',
+  'TransactGetItemsCommand',
+]);
 
 function lostRace(error: unknown): boolean {
   if (error instanceof ConditionalCheckFailedException) return true;
-  return error instanceof TransactionCanceledException && (error.CancellationReasons ?? []).some((r) => r.Code === 'ConditionalCheckFailed');
+  return (
+    error instanceof TransactionCanceledException &&
+    (error.CancellationReasons ?? []).some((r) => r.Code === 'ConditionalCheckFailed')
+  );
 }
 
 /** Counts the client's DynamoDB requests while switched on: a middleware, so whatever the limiters send is counted. */
@@ -212,7 +229,11 @@ export class DynamoRequestCounter {
         if (!this.counting) return next(args);
         const input = args.input as { Key?: { pk?: { S?: string } } };
         const buckets = input.Key?.pk?.S?.endsWith('#rate') ? [this.total, this.rate] : [this.total];
-        const kind = WRITES.has(context.commandName ?? '') ? 'writes' : READS.has(context.commandName ?? '') ? 'reads' : undefined;
+        const kind = WRITES.has(context.commandName ?? '')
+          ? 'writes'
+          : READS.has(context.commandName ?? '')
+            ? 'reads'
+            : undefined;
         for (const b of buckets) if (kind) b[kind]++;
         try {
           return await next(args);

@@ -97,7 +97,10 @@ export function naiveFigures(c: RunCounts): DesignFigures {
   const measured = batchedFigures(c).perJob;
   const d = c.dynamo;
   const invocations = Math.max(1, c.lambda.consumerInvocations);
-  const perInvocation = (units: { write: number; read: number }) => ({ write: units.write / invocations, read: units.read / invocations });
+  const perInvocation = (units: { write: number; read: number }) => ({
+    write: units.write / invocations,
+    read: units.read / invocations,
+  });
   const limiter = perInvocation(d.limiter);
   const ledger = perInvocation(d.ledger);
   const perJob: PerJobFigures = {
@@ -169,7 +172,13 @@ export interface FlatVerdict {
 /** Growth above `tolerance` (a fraction: 0.1 = 10%) counts; less is run-to-run noise on a shared machine. */
 export function flatVerdict(short: FlatVerdict['short'], long: FlatVerdict['long'], tolerance = 0.1): FlatVerdict {
   const grew = (a: number, b: number) => b > a * (1 + tolerance) + 1e-9;
-  return { flat: !grew(short.deliveriesPerJob, long.deliveriesPerJob) && !grew(short.costPerMillionUsd, long.costPerMillionUsd), tolerance, short, long };
+  return {
+    flat:
+      !grew(short.deliveriesPerJob, long.deliveriesPerJob) && !grew(short.costPerMillionUsd, long.costPerMillionUsd),
+    tolerance,
+    short,
+    long,
+  };
 }
 
 /** One kind of limiter-table item's requests over a run (bench/countingProxy.ts limiterItemKind). */
@@ -193,7 +202,10 @@ export interface LimiterFigures {
  * The limiter's requests of a run, by item kind and per consumer invocation. `requests`: the limiter table's, each with
  * its action, HTTP status and item kind.
  */
-export function limiterFigures(requests: { action: string; status: number; kind: string }[], consumerInvocations: number): LimiterFigures {
+export function limiterFigures(
+  requests: { action: string; status: number; kind: string }[],
+  consumerInvocations: number,
+): LimiterFigures {
   const byKind: Record<string, LimiterKindFigures> = {};
   for (const r of requests) {
     const k = (byKind[r.kind] ??= { writes: 0, lostRaces: 0, reads: 0 });
@@ -206,5 +218,9 @@ export function limiterFigures(requests: { action: string; status: number; kind:
   }
   const slots = byKind.slots ?? { writes: 0, lostRaces: 0, reads: 0 };
   const per = (n: number) => (consumerInvocations === 0 ? 0 : Number((n / consumerInvocations).toFixed(3)));
-  return { consumerInvocations, slotsPerInvocation: { writes: per(slots.writes), lostRaces: per(slots.lostRaces), reads: per(slots.reads) }, byKind };
+  return {
+    consumerInvocations,
+    slotsPerInvocation: { writes: per(slots.writes), lostRaces: per(slots.lostRaces), reads: per(slots.reads) },
+    byKind,
+  };
 }

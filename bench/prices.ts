@@ -49,5 +49,12 @@ export function costFor(usage: PerJobUsage, architecture: Architecture = 'arm64'
   const lambdaDuration = usage.lambdaGbSeconds * gbSecond * jobs;
   const dynamodb = (usage.dynamoWriteUnits * p.dynamoPerWriteUnit + usage.dynamoReadUnits * p.dynamoPerReadUnit) * jobs;
   const scheduler = usage.schedulerInvocations * p.schedulerPerInvocation * jobs;
-  return { sqs, lambdaRequests, lambdaDuration, dynamodb, scheduler, total: sqs + lambdaRequests + lambdaDuration + dynamodb + scheduler };
+  return {
+    sqs,
+    lambdaRequests,
+    lambdaDuration,
+    dynamodb,
+    scheduler,
+    total: sqs + lambdaRequests + lambdaDuration + dynamodb + scheduler,
+  };
 }

@@ -90,10 +90,20 @@ function operation(i: number, businessDate: string): OutgoingMessage {
   return { operationId, body };
 }
 
-export function projectPublish(callsPerOperation: number, operations: number, latencyMs = AWS_SEND_CALL_LATENCY_MS, parallel = PRODUCER_PARALLEL_CALLS): PublishProjection {
+export function projectPublish(
+  callsPerOperation: number,
+  operations: number,
+  latencyMs = AWS_SEND_CALL_LATENCY_MS,
+  parallel = PRODUCER_PARALLEL_CALLS,
+): PublishProjection {
   const seconds = (operations * callsPerOperation * latencyMs) / parallel / 1000;
   const usable = LAMBDA_MAX_SECONDS * (1 - PRODUCER_RESERVE_FRACTION);
-  return { callsPerOperation, seconds, fitsOneInvocation: seconds <= usable, invocations: Math.max(1, Math.ceil(seconds / usable)) };
+  return {
+    callsPerOperation,
+    seconds,
+    fitsOneInvocation: seconds <= usable,
+    invocations: Math.max(1, Math.ceil(seconds / usable)),
+  };
 }
 
 export async function runProducerBench(options: ProducerBenchOptions = {}): Promise<ProducerBenchResult> {
@@ -113,16 +123,22 @@ export async function runProducerBench(options: ProducerBenchOptions = {}): Prom
     // Page by page, as the producer publishes: one page's messages at a time through the same publisher.
     const publisher = new SqsPublisher({ client, parallelCalls: PRODUCER_PARALLEL_CALLS });
     let batchedCalls = 0;
-    progress(`producer: publishing ${operations} operations batched (SendMessageBatch, ${PRODUCER_PARALLEL_CALLS} in flight)`);
+    progress(
+      `producer: publishing ${operations} operations batched (SendMessageBatch, ${PRODUCER_PARALLEL_CALLS} in flight)`,
+    );
     let started = performance.now();
     for (let i = 0; i < messages.length; i += pageSize) {
       batchedCalls += (await publisher.publish(batchedQueue, messages.slice(i, i + pageSize))).calls;
     }
     const batchedSeconds = (performance.now() - started) / 1000;
 
-    progress(`producer: publishing ${operations} operations naively (one SendMessage each, ${PRODUCER_PARALLEL_CALLS} in flight)`);
+    progress(
+      `producer: publishing ${operations} operations naively (one SendMessage each, ${PRODUCER_PARALLEL_CALLS} in flight)`,
+    );
     started = performance.now();
-    await mapBounded(messages, PRODUCER_PARALLEL_CALLS, (m) => client.send(new SendMessageCommand({ QueueUrl: naiveQueue, MessageBody: m.body })));
+    await mapBounded(messages, PRODUCER_PARALLEL_CALLS, (m) =>
+      client.send(new SendMessageCommand({ QueueUrl: naiveQueue, MessageBody: m.body })),
+    );
     const naiveSeconds = (performance.now() - started) / 1000;
 
     const batchedPerSec = operations / batchedSeconds;

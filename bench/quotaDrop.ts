@@ -19,7 +19,21 @@ import type { AdaptiveRateOptions } from '../lambda/core/pacing/adaptiveRate';
 import type { RateLimitSpec } from '../lambda/core/pacing/gcra';
 import { maxInAnyWindow } from '../lambda/core/pacing/slidingWindow';
 import { sleepUntil } from '../lambda/core/pacing/sleep';
-import { Backlog, LanesOption, lanesFor, LEAD_MS, LimiterRequests, limiterInstance, newRun, now, type Run, send, startLimiterTable, withDefaults, type LimiterTable } from './pacingFleet';
+import {
+  Backlog,
+  type LanesOption,
+  lanesFor,
+  LEAD_MS,
+  type LimiterRequests,
+  limiterInstance,
+  newRun,
+  now,
+  type Run,
+  send,
+  startLimiterTable,
+  withDefaults,
+  type LimiterTable,
+} from './pacingFleet';
 import { Prng } from '../chaos/prng';
 import { type ProviderLog, startQuotaProviderProcess } from './quotaProviderProcess';
 
@@ -90,14 +104,25 @@ export function planStorms(totalMs: number, windowMs: number, seed: number): Sto
 }
 
 /** The provider's schedule: each window's allowance, with the storms cut in as steps to 0 and back. */
-export function scheduleSteps(allowed: number[], windowMs: number, storms: StormSpan[]): { atMs: number; allowedPerWindow: number }[] {
+export function scheduleSteps(
+  allowed: number[],
+  windowMs: number,
+  storms: StormSpan[],
+): { atMs: number; allowedPerWindow: number }[] {
   const at = (t: number) => allowed[Math.min(allowed.length - 1, Math.floor(t / windowMs))];
   const points = [
     ...allowed.map((a, k) => ({ atMs: k * windowMs, allowedPerWindow: a })),
-    ...storms.flatMap((s) => [{ atMs: s.fromMs, allowedPerWindow: 0 }, { atMs: s.toMs, allowedPerWindow: at(s.toMs) }]),
+    ...storms.flatMap((s) => [
+      { atMs: s.fromMs, allowedPerWindow: 0 },
+      { atMs: s.toMs, allowedPerWindow: at(s.toMs) },
+    ]),
   ].sort((x, y) => x.atMs - y.atMs);
   // A window's own step inside a storm keeps the storm's 0 until the storm ends.
-  return points.map((p) => (p.allowedPerWindow > 0 && storms.some((s) => p.atMs > s.fromMs && p.atMs < s.toMs) ? { ...p, allowedPerWindow: 0 } : p));
+  return points.map((p) =>
+    p.allowedPerWindow > 0 && storms.some((s) => p.atMs > s.fromMs && p.atMs < s.toMs)
+      ? { ...p, allowedPerWindow: 0 }
+      : p,
+  );
 }
 
 /** One window of the schedule, as the provider saw it. */
@@ -204,10 +229,14 @@ export const defaultQuotaDropMaxWaitMs = (windowMs: number): number => Math.roun
 /** The schedule's allowance per window; throws naming every bad phase. */
 export function phaseAllowances(phases: QuotaPhase[], allowedPerWindow: number): number[] {
   const problems = phases.flatMap((p, i) => [
-    ...(Number.isSafeInteger(p.windows) && p.windows >= 1 ? [] : [`phase ${i}: windows must be a positive integer (got ${p.windows})`]),
+    ...(Number.isSafeInteger(p.windows) && p.windows >= 1
+      ? []
+      : [`phase ${i}: windows must be a positive integer (got ${p.windows})`]),
     ...(p.share > 0 && p.share <= 1 && Math.round(p.share * allowedPerWindow) >= 1
       ? []
-      : [`phase ${i}: share must be in (0, 1] and leave at least 1 start per window of ${allowedPerWindow} (got ${p.share})`]),
+      : [
+          `phase ${i}: share must be in (0, 1] and leave at least 1 start per window of ${allowedPerWindow} (got ${p.share})`,
+        ]),
   ]);
   if (phases.length === 0) problems.push('at least one phase is needed');
   if (problems.length > 0) throw new Error(`invalid quota-drop phases: ${problems.join('; ')}`);
@@ -221,7 +250,10 @@ export function restoreWindow(allowed: number[]): number | undefined {
 }
 
 /** Whole windows from `restore` before one whose starts reach 90% of its allowance; null when none does. */
-export function recoveryWindows(windows: Pick<QuotaWindow, 'allowed' | 'starts'>[], restore: number | undefined): number | null {
+export function recoveryWindows(
+  windows: Pick<QuotaWindow, 'allowed' | 'starts'>[],
+  restore: number | undefined,
+): number | null {
   if (restore === undefined) return null;
   for (let k = restore; k < windows.length; k++) if (windows[k].starts >= 0.9 * windows[k].allowed) return k - restore;
   return null;
@@ -236,7 +268,11 @@ export async function runQuotaDropBench(input: QuotaDropOptions = {}): Promise<Q
   const maxWaitMs = input.maxWaitMs ?? defaultQuotaDropMaxWaitMs(o.windowMs);
   const allowed = phaseAllowances(o.phases, o.allowedPerWindow);
   const storms = stormOption ? planStorms(allowed.length * o.windowMs, o.windowMs, stormOption.seed) : [];
-  const spec: RateLimitSpec = { startsPerInterval: o.allowedPerWindow, intervalMs: o.windowMs, safetyMarginMs: o.safetyMarginMs };
+  const spec: RateLimitSpec = {
+    startsPerInterval: o.allowedPerWindow,
+    intervalMs: o.windowMs,
+    safetyMarginMs: o.safetyMarginMs,
+  };
   const table = await startLimiterTable();
   const report: QuotaDropReport = {
     scenario: 'quota-drop',
@@ -268,7 +304,8 @@ function goalsMet(m: QuotaDropModeReport): Record<keyof QuotaDropGoals, boolean>
   };
 }
 
-type ModeOptions = typeof QUOTA_DROP_DEFAULTS & Pick<QuotaDropOptions, 'adaptive' | 'refreshMs'> & { maxWaitMs: number; storms: StormSpan[] };
+type ModeOptions = typeof QUOTA_DROP_DEFAULTS &
+  Pick<QuotaDropOptions, 'adaptive' | 'refreshMs'> & { maxWaitMs: number; storms: StormSpan[] };
 
 /** The fleet for one mode: adaptive limiters (each its own copy of the shared rate) or fixed ones, one per instance. */
 function fleet(mode: QuotaDropMode, table: LimiterTable, spec: RateLimitSpec, o: ModeOptions) {
@@ -278,11 +315,24 @@ function fleet(mode: QuotaDropMode, table: LimiterTable, spec: RateLimitSpec, o:
     mode === 'adaptive'
       ? Array.from(
           { length: o.instances },
-          () => new AdaptiveDynamoDbRateLimiter({ tableName, client, limits: spec, leadMs: LEAD_MS, lanes, adaptive: o.adaptive, refreshMs: o.refreshMs }),
+          () =>
+            new AdaptiveDynamoDbRateLimiter({
+              tableName,
+              client,
+              limits: spec,
+              leadMs: LEAD_MS,
+              lanes,
+              adaptive: o.adaptive,
+              refreshMs: o.refreshMs,
+            }),
         )
       : undefined;
   const limiters: RateLimiter[] =
-    adaptive ?? Array.from({ length: o.instances }, () => new DynamoDbRateLimiter({ tableName, client, limits: spec, leadMs: LEAD_MS, lanes }));
+    adaptive ??
+    Array.from(
+      { length: o.instances },
+      () => new DynamoDbRateLimiter({ tableName, client, limits: spec, leadMs: LEAD_MS, lanes }),
+    );
   return { adaptive, limiters };
 }
 
@@ -318,11 +368,14 @@ async function measure(
     // Warm-up outside the measurement, as in a warm container: connections, the limiter's write, conflict and read
     // paths, and the rate item's read, compare-and-set and conflict paths (one cut, raced for), all on another key.
     await Promise.all(Array.from({ length: o.instances }, () => send(provider.warmUpUrl, -1)));
-    for (let r = 0; r < 3; r++) await Promise.all(limiters.map((l) => l.acquire(`${key}-warm-up`, 1, { maxWaitMs: 60_000 })));
+    for (let r = 0; r < 3; r++)
+      await Promise.all(limiters.map((l) => l.acquire(`${key}-warm-up`, 1, { maxWaitMs: 60_000 })));
     if (adaptive) await Promise.all(adaptive.map((l) => l.throttled(`${key}-warm-up`)));
     // The schedule starts a moment from now, once the provider has it; the fleet starts with it.
     startAt = Math.ceil(now()) + 200;
-    await provider.schedule(scheduleSteps(allowed, o.windowMs, o.storms).map((step) => ({ ...step, atMs: startAt + step.atMs })));
+    await provider.schedule(
+      scheduleSteps(allowed, o.windowMs, o.storms).map((step) => ({ ...step, atMs: startAt + step.atMs })),
+    );
     run = newRun(backlog, provider.url, startAt + allowed.length * o.windowMs, key);
     await sleepUntil(startAt, now);
     table.counter.start();
@@ -334,7 +387,12 @@ async function measure(
     })();
     await Promise.all([
       ...limiters.map((limiter, i) =>
-        limiterInstance(run!, limiter, { batchSize: o.batchSize, maxWaitMs: o.maxWaitMs, lateToleranceMs: o.lateToleranceMs, feedback: adaptive?.[i] }),
+        limiterInstance(run!, limiter, {
+          batchSize: o.batchSize,
+          maxWaitMs: o.maxWaitMs,
+          lateToleranceMs: o.lateToleranceMs,
+          feedback: adaptive?.[i],
+        }),
       ),
       sampling,
     ]);
@@ -351,7 +409,11 @@ export function phaseSummaries(windows: QuotaWindow[], phases: readonly { window
   return phases.map((p): PhaseSummary => {
     const slice = windows.slice(fromWindow, fromWindow + p.windows);
     const sum = (f: (w: QuotaWindow) => number) => slice.reduce((a, w) => a + f(w), 0);
-    const [phaseStarts, phaseThrottled, phaseAllowed] = [sum((w) => w.starts), sum((w) => w.throttled), sum((w) => w.allowed)];
+    const [phaseStarts, phaseThrottled, phaseAllowed] = [
+      sum((w) => w.starts),
+      sum((w) => w.throttled),
+      sum((w) => w.allowed),
+    ];
     const summary = {
       fromWindow,
       windows: p.windows,
@@ -359,7 +421,8 @@ export function phaseSummaries(windows: QuotaWindow[], phases: readonly { window
       starts: phaseStarts,
       throttled: phaseThrottled,
       utilization: round(phaseStarts / phaseAllowed, 4),
-      throttledShare: phaseStarts + phaseThrottled === 0 ? 0 : round(phaseThrottled / (phaseStarts + phaseThrottled), 4),
+      throttledShare:
+        phaseStarts + phaseThrottled === 0 ? 0 : round(phaseThrottled / (phaseStarts + phaseThrottled), 4),
     };
     fromWindow += p.windows;
     return summary;
@@ -423,7 +486,14 @@ async function runMode(
   const rates = [o.allowedPerWindow, ...changes.map((c) => c.to), ...sampled];
   const throttled = arrivals.length - accepted.length;
   const outsideStorms =
-    o.storms.length > 0 ? outsideStormsFigures(allowed, accepted.map((t) => t - startAt), o.windowMs, o.storms) : undefined;
+    o.storms.length > 0
+      ? outsideStormsFigures(
+          allowed,
+          accepted.map((t) => t - startAt),
+          o.windowMs,
+          o.storms,
+        )
+      : undefined;
   return {
     configuredPerWindow: o.allowedPerWindow,
     utilization: round(accepted.length / allowed.reduce((a, b) => a + b, 0), 4),
@@ -452,7 +522,9 @@ export function formatQuotaDrop(report: QuotaDropReport): string {
   const restore = restoreWindow(phaseAllowances(report.phases, report.allowedPerWindow));
   lines.push(
     `quota-drop: ${report.instances} instances, configured ${report.allowedPerWindow} per ${report.windowMs} ms; provider quota ` +
-      report.phases.map((p) => `${p.windows} windows at ${Math.round(p.share * report.allowedPerWindow)}`).join(', then '),
+      report.phases
+        .map((p) => `${p.windows} windows at ${Math.round(p.share * report.allowedPerWindow)}`)
+        .join(', then '),
   );
   const summary = (name: string, m: QuotaDropModeReport | undefined, met?: Record<keyof QuotaDropGoals, boolean>) => {
     if (!m) return;
@@ -469,11 +541,19 @@ export function formatQuotaDrop(report: QuotaDropReport): string {
   };
   summary('adaptive', report.adaptive, report.adaptive?.goalsMet);
   summary('fixed', report.fixed);
-  for (const [name, m] of [['adaptive', report.adaptive], ['fixed', report.fixed]] as const) {
+  for (const [name, m] of [
+    ['adaptive', report.adaptive],
+    ['fixed', report.fixed],
+  ] as const) {
     if (!m) continue;
     lines.push(
       `${name.padEnd(8)} by phase: ` +
-        m.phases.map((p) => `windows ${p.fromWindow}-${p.fromWindow + p.windows - 1} at ${p.allowedPerWindow}: utilization ${p.utilization}, ${p.throttled} 429s (${p.throttledShare})`).join('; '),
+        m.phases
+          .map(
+            (p) =>
+              `windows ${p.fromWindow}-${p.fromWindow + p.windows - 1} at ${p.allowedPerWindow}: utilization ${p.utilization}, ${p.throttled} 429s (${p.throttledShare})`,
+          )
+          .join('; '),
     );
   }
   lines.push('window  allowed  adaptive: starts 429s rate  fixed: starts 429s');

@@ -1,7 +1,7 @@
 // Benchmark stand-in for the downstream: an HTTP server on loopback that enforces a quota and logs every arrival. The
 // quota may change over time on a schedule (bench:pacing --scenario quota-drop), as a real provider's does when it is
 // under load of its own: clients are not told, they only see more 429s.
-import { createServer, Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { closeServer } from '../local/servers';
@@ -40,8 +40,14 @@ export interface QuotaProvider {
 export function checkSchedule(steps: QuotaStep[]): void {
   const problems = steps.flatMap((step, i) => [
     ...(Number.isFinite(step.atMs) ? [] : [`step ${i}: atMs must be a number (got ${step.atMs})`]),
-    ...(i > 0 && !(step.atMs >= steps[i - 1].atMs) ? [`step ${i}: atMs ${step.atMs} is before step ${i - 1}'s ${steps[i - 1].atMs}`] : []),
-    ...(Number.isSafeInteger(step.allowedPerWindow) && step.allowedPerWindow >= 0 ? [] : [`step ${i}: allowedPerWindow must be a whole number (got ${step.allowedPerWindow}; 0 is a storm: every request refused)`]),
+    ...(i > 0 && !(step.atMs >= steps[i - 1].atMs)
+      ? [`step ${i}: atMs ${step.atMs} is before step ${i - 1}'s ${steps[i - 1].atMs}`]
+      : []),
+    ...(Number.isSafeInteger(step.allowedPerWindow) && step.allowedPerWindow >= 0
+      ? []
+      : [
+          `step ${i}: allowedPerWindow must be a whole number (got ${step.allowedPerWindow}; 0 is a storm: every request refused)`,
+        ]),
   ]);
   if (problems.length > 0) throw new Error(`invalid quota schedule: ${problems.join('; ')}`);
 }
@@ -87,7 +93,11 @@ export async function startQuotaProvider(options: QuotaProviderOptions): Promise
     // The window frees a place when enough of its oldest have left for the count to fall under the quota: the oldest
     // one at the quota as configured, more of them right after the quota was lowered.
     // In a storm (a quota of 0) the provider only says to come back in a second, as an overloaded one does.
-    const retryAfterS = ok ? 0 : allowed === 0 ? 1 : Math.max(1, Math.ceil((accepted[accepted.length - allowed] + windowMs - at) / 1000));
+    const retryAfterS = ok
+      ? 0
+      : allowed === 0
+        ? 1
+        : Math.max(1, Math.ceil((accepted[accepted.length - allowed] + windowMs - at) / 1000));
     req.resume();
     req.on('end', () => {
       if (ok) res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');

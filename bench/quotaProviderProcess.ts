@@ -1,8 +1,8 @@
 // Benchmark plumbing: the quota provider in its own process, so a stall in the instances' event loop cannot delay the
 // provider's arrival log (a real provider logs on its own machine). Parent side and child entry point in one file.
-import { ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
-import { checkSchedule, QuotaProviderOptions, QuotaStep, startQuotaProvider } from './quotaProvider';
+import { checkSchedule, type QuotaProviderOptions, type QuotaStep, startQuotaProvider } from './quotaProvider';
 
 export interface ProviderLog {
   arrivals: number[];
@@ -31,11 +31,17 @@ type ParentMessage = { type: 'schedule'; steps: QuotaStep[] } | { type: 'finish'
  * language (`quotaProviderProcess.ts` through tsx, a dev dependency, in this repository; the compiled `.js` as is in
  * the package), from the folder above it (the repository's root, where tsx resolves; the package's dist/).
  */
-export function providerProcessCommand(options: QuotaProviderOptions, moduleFile: string = __filename): { args: string[]; cwd: string } {
+export function providerProcessCommand(
+  options: QuotaProviderOptions,
+  moduleFile: string = __filename,
+): { args: string[]; cwd: string } {
   const dir = path.dirname(moduleFile);
   const ext = path.extname(moduleFile);
   const file = path.join(dir, `quotaProviderProcess${ext}`);
-  return { args: [...(ext === '.ts' ? ['--import', 'tsx'] : []), file, JSON.stringify(options)], cwd: path.resolve(dir, '..') };
+  return {
+    args: [...(ext === '.ts' ? ['--import', 'tsx'] : []), file, JSON.stringify(options)],
+    cwd: path.resolve(dir, '..'),
+  };
 }
 
 /** Starts the provider in a child Node process. */
@@ -44,7 +50,8 @@ export function startQuotaProviderProcess(options: QuotaProviderOptions): Promis
   const child: ChildProcess = spawn(process.execPath, args, { cwd, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const next = (type: ChildMessage['type']): Promise<ChildMessage> =>
     new Promise((resolve, reject) => {
-      const onExit = (code: number | null) => reject(new Error(`quota provider process exited (code ${code}) while waiting for "${type}"`));
+      const onExit = (code: number | null) =>
+        reject(new Error(`quota provider process exited (code ${code}) while waiting for "${type}"`));
       const onMessage = (message: ChildMessage) => {
         if (message.type === 'failed') {
           child.off('message', onMessage);
@@ -101,7 +108,12 @@ async function child(): Promise<void> {
     }
     if (message.type !== 'finish') return;
     void provider.close().then(() => {
-      process.send?.({ type: 'log', arrivals: provider.arrivals, accepted: provider.accepted, throttled: provider.throttled() });
+      process.send?.({
+        type: 'log',
+        arrivals: provider.arrivals,
+        accepted: provider.accepted,
+        throttled: provider.throttled(),
+      });
     });
   });
   process.on('disconnect', () => process.exit(0));

@@ -8,16 +8,22 @@ import { CHAOS_DEFAULTS, MIN_PRODUCER_TIMEOUT_SECONDS, runChaos, type ChaosOptio
 import { chaosHtmlReport, formatMarkdown, formatText } from './report';
 import { writeHtmlReport } from '../console/report';
 
-const integer = (flag: string, min: number) => (value: string): number => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${flag} must be an integer >= ${min}, got "${value}"`);
-  return n;
-};
-const rate = (flag: string) => (value: string): number => {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError(`${flag} must be a probability between 0 and 1, got "${value}"`);
-  return n;
-};
+const integer =
+  (flag: string, min: number) =>
+  (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min)
+      throw new InvalidArgumentError(`${flag} must be an integer >= ${min}, got "${value}"`);
+    return n;
+  };
+const rate =
+  (flag: string) =>
+  (value: string): number => {
+    const n = Number(value);
+    if (!Number.isFinite(n) || n < 0 || n > 1)
+      throw new InvalidArgumentError(`${flag} must be a probability between 0 and 1, got "${value}"`);
+    return n;
+  };
 
 // The run's files are the app's, in its .local folder beside its other local state: never beside this module, which in
 // the package is node_modules/paced-jobs/dist.
@@ -32,39 +38,168 @@ export const htmlReportFile = (cwd: string): string => join(resolve(cwd), '.loca
  * `options` undefined: no run, only the report of the last one (`--report` without `--ops` and `--seed`). `cwd` is the
  * CDK app's folder (cdk.json) the run synthesizes and deploys: where the command runs.
  */
-export function buildProgram(run: (options: ChaosOptions | undefined, flags: { json: boolean; report?: string }) => Promise<number>, cwd = process.cwd()): Command {
+export function buildProgram(
+  run: (options: ChaosOptions | undefined, flags: { json: boolean; report?: string }) => Promise<number>,
+  cwd = process.cwd(),
+): Command {
   return new Command('chaos')
-    .description('fault-injection run of one job (it needs a local fixture, local.ts beside the job\'s code) on the local runtime; exits 0 iff every invariant holds')
-    .option('--job <name>', 'the job to drive (default: the first job whose fixture offers a fake downstream, else the first with a fixture)')
-    .option('--stack <name>', 'the stack holding the jobs, where several of the app\'s stacks do (default: the one that does; in this repository PacedJobs-dev)')
-    .option('--cdk-out <dir>', 'the app\'s cloud assembly folder, relative to the app\'s (default: cdk.out)')
-    .option('--ops <n>', 'operations (the fixture\'s demo records) to seed and process (required to run)', integer('--ops', 1))
+    .description(
+      "fault-injection run of one job (it needs a local fixture, local.ts beside the job's code) on the local runtime; exits 0 iff every invariant holds",
+    )
+    .option(
+      '--job <name>',
+      'the job to drive (default: the first job whose fixture offers a fake downstream, else the first with a fixture)',
+    )
+    .option(
+      '--stack <name>',
+      "the stack holding the jobs, where several of the app's stacks do (default: the one that does; in this repository PacedJobs-dev)",
+    )
+    .option('--cdk-out <dir>', "the app's cloud assembly folder, relative to the app's (default: cdk.out)")
+    .option(
+      '--ops <n>',
+      "operations (the fixture's demo records) to seed and process (required to run)",
+      integer('--ops', 1),
+    )
     .option('--seed <n>', 'seed of every injection decision (required to run)', integer('--seed', 0))
     .option('--json', 'print one JSON document on stdout', false)
-    .option('--report [file]', `write a markdown summary of the run (default ${DEFAULT_REPORT_FILE}); alone, of the last run`)
-    .option('--rate <n>', 'the job\'s starts per minute for this run (its limiter and its fake downstream\'s quota)', integer('--rate', 1), CHAOS_DEFAULTS.ratePerMinute)
-    .option('--consumer-timeout <s>', 'the consumer\'s Lambda timeout locally, seconds', integer('--consumer-timeout', 3), CHAOS_DEFAULTS.consumerTimeoutSeconds)
-    .option('--duplicate-rate <p>', 'per published message: re-send 1-3 copies', rate('--duplicate-rate'), CHAOS_DEFAULTS.duplicateRate)
-    .option('--producer-reruns <n>', 'producer re-runs of the same business date', integer('--producer-reruns', 0), CHAOS_DEFAULTS.producerReruns)
-    .option('--kill-rate <p>', 'per consumer invocation: kill the worker at a random point', rate('--kill-rate'), CHAOS_DEFAULTS.killRate)
-    .option('--downstream-error-rate <p>', 'per request at the job\'s fake downstream: 5xx before the effect', rate('--downstream-error-rate'), CHAOS_DEFAULTS.downstreamErrorRate)
-    .option('--reject-rate <p>', 'per request at the job\'s fake downstream: a permanent 422 before the effect (dead-lettered, then redriven once faults are off)', rate('--reject-rate'), CHAOS_DEFAULTS.rejectRate)
-    .option('--slow-rate <p>', 'per request at the job\'s fake downstream: 100-800 ms extra latency', rate('--slow-rate'), CHAOS_DEFAULTS.slowRate)
-    .option('--hang-rate <p>', 'per request at the job\'s fake downstream: effect applied, answer held past the caller\'s timeout', rate('--hang-rate'), CHAOS_DEFAULTS.hangAfterEffectRate)
-    .option('--drop-rate <p>', 'per request at the job\'s fake downstream: held, then dropped without effect', rate('--drop-rate'), CHAOS_DEFAULTS.dropBeforeEffectRate)
-    .option('--storm-share <p>', 'share of the fault phase the job\'s fake downstream spends in 429 storms', rate('--storm-share'), CHAOS_DEFAULTS.stormShare)
-    .option('--dynamo-fault-rate <p>', 'per DynamoDB request from the job\'s functions: throttling or internal error', rate('--dynamo-fault-rate'), CHAOS_DEFAULTS.dynamoFaultRate)
-    .option('--dynamo-stall-rate <p>', 'per consumer claim or pre-check: the DynamoDB request stalls until the Lambda timeout', rate('--dynamo-stall-rate'), CHAOS_DEFAULTS.dynamoStallRate)
-    .option('--s3-fault-rate <p>', 'per object the job\'s functions write or delete in S3: its first call fails (503 SlowDown or 500 InternalError)', rate('--s3-fault-rate'), CHAOS_DEFAULTS.s3FaultRate)
-    .option('--poison-rate <p>', 'poison messages per operation (at least one)', rate('--poison-rate'), CHAOS_DEFAULTS.poisonRate)
-    .option('--producer-kill-rate <p>', 'per producer invocation (direct step 0 or admission step): kill it mid-page, before its commit', rate('--producer-kill-rate'), CHAOS_DEFAULTS.producerKillRate)
-    .option('--producer-dead-letters <n>', 'admission steps failed on every receive until SQS dead-letters them (the harness then recovers the chain)', integer('--producer-dead-letters', 0), CHAOS_DEFAULTS.producerDeadLetters)
-    .option('--duplicate-schedules <n>', 'schedule deliveries fired twice for the same scheduled time (the same batch)', integer('--duplicate-schedules', 0), CHAOS_DEFAULTS.duplicateSchedules)
-    .option('--producer-timeout <s>', 'the producer\'s Lambda timeout locally, seconds (a killed step\'s lease lasts this long)', integer('--producer-timeout', MIN_PRODUCER_TIMEOUT_SECONDS), CHAOS_DEFAULTS.producerTimeoutSeconds)
-    .option('--admission-horizon <s>', 'the admission horizon locally, seconds (default: a quarter of ops / rate, 2 to 300)', integer('--admission-horizon', 1))
-    .option('--admission-visibility <s>', 'the admission queue\'s visibility timeout, seconds (default: producer timeout + the stack\'s 60 s margin)', integer('--admission-visibility', 2))
-    .option('--admission-max-receives <n>', 'receives of an admission step before the producer DLQ (default: the stack\'s, 5)', integer('--admission-max-receives', 1))
-    .option('--timeout <s>', 'give up waiting for the run to settle after this long (default: 900 s, or 4x the paced minimum, ops / rate, if longer; plus (receives + 2) x the step visibility)', integer('--timeout', 10))
+    .option(
+      '--report [file]',
+      `write a markdown summary of the run (default ${DEFAULT_REPORT_FILE}); alone, of the last run`,
+    )
+    .option(
+      '--rate <n>',
+      "the job's starts per minute for this run (its limiter and its fake downstream's quota)",
+      integer('--rate', 1),
+      CHAOS_DEFAULTS.ratePerMinute,
+    )
+    .option(
+      '--consumer-timeout <s>',
+      "the consumer's Lambda timeout locally, seconds",
+      integer('--consumer-timeout', 3),
+      CHAOS_DEFAULTS.consumerTimeoutSeconds,
+    )
+    .option(
+      '--duplicate-rate <p>',
+      'per published message: re-send 1-3 copies',
+      rate('--duplicate-rate'),
+      CHAOS_DEFAULTS.duplicateRate,
+    )
+    .option(
+      '--producer-reruns <n>',
+      'producer re-runs of the same business date',
+      integer('--producer-reruns', 0),
+      CHAOS_DEFAULTS.producerReruns,
+    )
+    .option(
+      '--kill-rate <p>',
+      'per consumer invocation: kill the worker at a random point',
+      rate('--kill-rate'),
+      CHAOS_DEFAULTS.killRate,
+    )
+    .option(
+      '--downstream-error-rate <p>',
+      "per request at the job's fake downstream: 5xx before the effect",
+      rate('--downstream-error-rate'),
+      CHAOS_DEFAULTS.downstreamErrorRate,
+    )
+    .option(
+      '--reject-rate <p>',
+      "per request at the job's fake downstream: a permanent 422 before the effect (dead-lettered, then redriven once faults are off)",
+      rate('--reject-rate'),
+      CHAOS_DEFAULTS.rejectRate,
+    )
+    .option(
+      '--slow-rate <p>',
+      "per request at the job's fake downstream: 100-800 ms extra latency",
+      rate('--slow-rate'),
+      CHAOS_DEFAULTS.slowRate,
+    )
+    .option(
+      '--hang-rate <p>',
+      "per request at the job's fake downstream: effect applied, answer held past the caller's timeout",
+      rate('--hang-rate'),
+      CHAOS_DEFAULTS.hangAfterEffectRate,
+    )
+    .option(
+      '--drop-rate <p>',
+      "per request at the job's fake downstream: held, then dropped without effect",
+      rate('--drop-rate'),
+      CHAOS_DEFAULTS.dropBeforeEffectRate,
+    )
+    .option(
+      '--storm-share <p>',
+      "share of the fault phase the job's fake downstream spends in 429 storms",
+      rate('--storm-share'),
+      CHAOS_DEFAULTS.stormShare,
+    )
+    .option(
+      '--dynamo-fault-rate <p>',
+      "per DynamoDB request from the job's functions: throttling or internal error",
+      rate('--dynamo-fault-rate'),
+      CHAOS_DEFAULTS.dynamoFaultRate,
+    )
+    .option(
+      '--dynamo-stall-rate <p>',
+      'per consumer claim or pre-check: the DynamoDB request stalls until the Lambda timeout',
+      rate('--dynamo-stall-rate'),
+      CHAOS_DEFAULTS.dynamoStallRate,
+    )
+    .option(
+      '--s3-fault-rate <p>',
+      "per object the job's functions write or delete in S3: its first call fails (503 SlowDown or 500 InternalError)",
+      rate('--s3-fault-rate'),
+      CHAOS_DEFAULTS.s3FaultRate,
+    )
+    .option(
+      '--poison-rate <p>',
+      'poison messages per operation (at least one)',
+      rate('--poison-rate'),
+      CHAOS_DEFAULTS.poisonRate,
+    )
+    .option(
+      '--producer-kill-rate <p>',
+      'per producer invocation (direct step 0 or admission step): kill it mid-page, before its commit',
+      rate('--producer-kill-rate'),
+      CHAOS_DEFAULTS.producerKillRate,
+    )
+    .option(
+      '--producer-dead-letters <n>',
+      'admission steps failed on every receive until SQS dead-letters them (the harness then recovers the chain)',
+      integer('--producer-dead-letters', 0),
+      CHAOS_DEFAULTS.producerDeadLetters,
+    )
+    .option(
+      '--duplicate-schedules <n>',
+      'schedule deliveries fired twice for the same scheduled time (the same batch)',
+      integer('--duplicate-schedules', 0),
+      CHAOS_DEFAULTS.duplicateSchedules,
+    )
+    .option(
+      '--producer-timeout <s>',
+      "the producer's Lambda timeout locally, seconds (a killed step's lease lasts this long)",
+      integer('--producer-timeout', MIN_PRODUCER_TIMEOUT_SECONDS),
+      CHAOS_DEFAULTS.producerTimeoutSeconds,
+    )
+    .option(
+      '--admission-horizon <s>',
+      'the admission horizon locally, seconds (default: a quarter of ops / rate, 2 to 300)',
+      integer('--admission-horizon', 1),
+    )
+    .option(
+      '--admission-visibility <s>',
+      "the admission queue's visibility timeout, seconds (default: producer timeout + the stack's 60 s margin)",
+      integer('--admission-visibility', 2),
+    )
+    .option(
+      '--admission-max-receives <n>',
+      "receives of an admission step before the producer DLQ (default: the stack's, 5)",
+      integer('--admission-max-receives', 1),
+    )
+    .option(
+      '--timeout <s>',
+      'give up waiting for the run to settle after this long (default: 900 s, or 4x the paced minimum, ops / rate, if longer; plus (receives + 2) x the step visibility)',
+      integer('--timeout', 10),
+    )
     .action(async function (this: Command, f) {
       const report = f.report === true ? DEFAULT_REPORT_FILE : (f.report as string | undefined);
       if (f.ops === undefined && f.seed === undefined && report !== undefined) {
@@ -72,7 +207,9 @@ export function buildProgram(run: (options: ChaosOptions | undefined, flags: { j
         return;
       }
       if (f.ops === undefined || f.seed === undefined) {
-        this.error(`error: ${f.ops === undefined ? '--ops' : '--seed'} is required to run (--ops N --seed S); --report alone writes the last run's summary`);
+        this.error(
+          `error: ${f.ops === undefined ? '--ops' : '--seed'} is required to run (--ops N --seed S); --report alone writes the last run's summary`,
+        );
       }
       process.exitCode = await run(
         {
@@ -117,7 +254,8 @@ export async function main(argv: string[], cwd = process.cwd()): Promise<number>
   await buildProgram(async (options, flags) => {
     let result: ChaosResult;
     if (options === undefined) {
-      if (!existsSync(lastRun)) throw new Error(`no chaos run on record (${lastRun}); run chaos with --ops N --seed S first`);
+      if (!existsSync(lastRun))
+        throw new Error(`no chaos run on record (${lastRun}); run chaos with --ops N --seed S first`);
       result = JSON.parse(readFileSync(lastRun, 'utf8')) as ChaosResult;
     } else {
       result = await runChaos({ ...options, log: (line) => process.stderr.write(`chaos: ${line}\n`) });
@@ -134,7 +272,9 @@ export async function main(argv: string[], cwd = process.cwd()): Promise<number>
       process.stderr.write(`chaos: report of the run (${what}) written to ${file}\n`);
     }
     const html = writeHtmlReport(htmlReportFile(cwd), chaosHtmlReport(result));
-    process.stderr.write(`chaos: charts of the run (${what}) written to ${html}${result.charts ? '' : ' (the recorded run has no charts)'}\n`);
+    process.stderr.write(
+      `chaos: charts of the run (${what}) written to ${html}${result.charts ? '' : ' (the recorded run has no charts)'}\n`,
+    );
     code = result.ok ? 0 : 1;
     return code;
   }, cwd).parseAsync(argv);

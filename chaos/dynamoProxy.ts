@@ -7,7 +7,11 @@ import type { AddressInfo } from 'node:net';
 import { closeServer } from '../local/servers';
 import { forward, serveProxy } from './forward';
 
-export type DynamoFault = 'ProvisionedThroughputExceededException' | 'ThrottlingException' | 'InternalServerError' | 'Stall';
+export type DynamoFault =
+  | 'ProvisionedThroughputExceededException'
+  | 'ThrottlingException'
+  | 'InternalServerError'
+  | 'Stall';
 
 export interface DynamoProxyOptions {
   /** Where dynalite listens; resolved per request (the proxy starts before the stack knows its endpoints). */
@@ -18,12 +22,18 @@ export interface DynamoProxyOptions {
   stallMs?: number;
 }
 
-const STATUS: Record<Exclude<DynamoFault, 'Stall'>, number> = { ProvisionedThroughputExceededException: 400, ThrottlingException: 400, InternalServerError: 500 };
+const STATUS: Record<Exclude<DynamoFault, 'Stall'>, number> = {
+  ProvisionedThroughputExceededException: 400,
+  ThrottlingException: 400,
+  InternalServerError: 500,
+};
 
 /** The body DynamoDB answers an error with (AWS JSON 1.0): the SDK maps `__type` to its exception class. */
 export function dynamoErrorBody(fault: Exclude<DynamoFault, 'Stall'>): string {
   const message =
-    fault === 'InternalServerError' ? 'Internal server error (injected)' : 'The level of configured provisioned throughput for the table was exceeded (injected)';
+    fault === 'InternalServerError'
+      ? 'Internal server error (injected)'
+      : 'The level of configured provisioned throughput for the table was exceeded (injected)';
   return JSON.stringify({ __type: `com.amazonaws.dynamodb.v20120810#${fault}`, message });
 }
 
@@ -43,7 +53,10 @@ export class DynamoFaultProxy {
 
   async start(): Promise<string> {
     this.server = await serveProxy((req, body, res) => {
-      const operation = String(req.headers['x-amz-target'] ?? '').split('.').pop() ?? '';
+      const operation =
+        String(req.headers['x-amz-target'] ?? '')
+          .split('.')
+          .pop() ?? '';
       const fault = this.options.decide(operation);
       if (fault === 'Stall') {
         this.injected.push({ fault, operation });
@@ -61,7 +74,10 @@ export class DynamoFaultProxy {
       }
       if (fault) {
         this.injected.push({ fault, operation });
-        res.writeHead(STATUS[fault], { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': `chaos-${this.injected.length}` });
+        res.writeHead(STATUS[fault], {
+          'content-type': 'application/x-amz-json-1.0',
+          'x-amzn-requestid': `chaos-${this.injected.length}`,
+        });
         res.end(dynamoErrorBody(fault));
         return;
       }

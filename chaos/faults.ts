@@ -125,7 +125,10 @@ export class ChaosFaults {
     }
     if ((u -= o.slowRate) < 0) {
       faults.downstreamSlow++;
-      return { kind: 'slow', delayMs: 100 + Math.round(keyedDraw(this.seed, `${r.idempotencyKey}#${attempt}#slow`) * 700) };
+      return {
+        kind: 'slow',
+        delayMs: 100 + Math.round(keyedDraw(this.seed, `${r.idempotencyKey}#${attempt}#slow`) * 700),
+      };
     }
     if ((u -= o.hangAfterEffectRate) < 0) {
       faults.downstreamHangsAfterEffect++;
@@ -142,12 +145,20 @@ export class ChaosFaults {
   dynamo(operation: string): DynamoFault | undefined {
     // Only the consumer claims (PutItem) and pre-checks (BatchGetItem): a stall there times out a consumer invocation,
     // never the producer.
-    if (this.on && (operation === 'PutItem' || operation === 'BatchGetItem') && this.stallDice.chance(this.rates.dynamoStallRate)) {
+    if (
+      this.on &&
+      (operation === 'PutItem' || operation === 'BatchGetItem') &&
+      this.stallDice.chance(this.rates.dynamoStallRate)
+    ) {
       this.counts.dynamoStalls++;
       return 'Stall';
     }
     if (!this.on || !this.ddbDice.chance(this.rates.dynamoFaultRate)) return undefined;
-    const fault = this.ddbDice.pick(['ProvisionedThroughputExceededException', 'ThrottlingException', 'InternalServerError'] as const);
+    const fault = this.ddbDice.pick([
+      'ProvisionedThroughputExceededException',
+      'ThrottlingException',
+      'InternalServerError',
+    ] as const);
     if (fault === 'InternalServerError') this.counts.dynamoErrors++;
     else this.counts.dynamoThrottles++;
     return fault;

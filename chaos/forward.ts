@@ -17,10 +17,13 @@ export function forward(target: () => string, req: IncomingMessage, body: Buffer
     res.end(`proxy: ${(error as Error).message}`);
     return;
   }
-  const upstream = request({ host: url.hostname, port: url.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-    res.writeHead(answer.statusCode ?? 502, answer.headers);
-    answer.pipe(res);
-  });
+  const upstream = request(
+    { host: url.hostname, port: url.port, method: req.method, path: req.url, headers: req.headers },
+    (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    },
+  );
   upstream.on('error', (error) => {
     // The server gone (shutdown): answer as an unreachable service would, so the caller's SDK retries or fails.
     if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
@@ -33,7 +36,9 @@ export function forward(target: () => string, req: IncomingMessage, body: Buffer
  * Starts a fault proxy's HTTP server on a free loopback port: each request's body is read whole, then `handle` answers
  * it (a fault) or forwards it. Resolves once listening.
  */
-export async function serveProxy(handle: (req: IncomingMessage, body: Buffer, res: ServerResponse) => void): Promise<Server> {
+export async function serveProxy(
+  handle: (req: IncomingMessage, body: Buffer, res: ServerResponse) => void,
+): Promise<Server> {
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));

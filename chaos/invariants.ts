@@ -39,7 +39,10 @@ export interface Observations {
   /** Operations the run created (the fixture's seeded keys): each must end with exactly one effect or a terminal DLQ entry. */
   expectedOperations: string[];
   /** The job's effects as its fixture read them (session.effects). */
-  effects: Pick<EffectReading, 'effectsByOperation' | 'effectsByItem' | 'expectedItems' | 'starts' | 'unexpectedEffects'>;
+  effects: Pick<
+    EffectReading,
+    'effectsByOperation' | 'effectsByItem' | 'expectedItems' | 'starts' | 'unexpectedEffects'
+  >;
   /**
    * The job's fake downstream, when its fixture offers one: its arrivals are the rate's starts (those not replayed),
    * and its replays of applied keys show where its idempotency store was the only guard. Absent: the fixture's `starts`.
@@ -57,7 +60,14 @@ export interface Observations {
   /** Operation keys named by DLQ messages at the end (the fixture's operationKeyOf of each message's resource). */
   dlqOperations: string[];
   /** The business date's audit at the end (`ops audit`), when the run took one. */
-  audit?: { exact: boolean; missing: string[]; discovered: number; completed: number; rejected: number; deadLettered: number };
+  audit?: {
+    exact: boolean;
+    missing: string[];
+    discovered: number;
+    completed: number;
+    rejected: number;
+    deadLettered: number;
+  };
 }
 
 export interface Invariant {
@@ -67,7 +77,10 @@ export interface Invariant {
 
 export interface Verdict {
   ok: boolean;
-  invariants: Record<'effectsEqualUniqueOperations' | 'nothingLost' | 'rateRespected' | 'onlyTerminalFailuresInDlq' | 'ledgerExact', Invariant>;
+  invariants: Record<
+    'effectsEqualUniqueOperations' | 'nothingLost' | 'rateRespected' | 'onlyTerminalFailuresInDlq' | 'ledgerExact',
+    Invariant
+  >;
 }
 
 /** Arrivals that started work at the downstream: passed the quota, and were not answered from its idempotency store. */
@@ -88,7 +101,9 @@ function effectsEqualUniqueOperations(o: Observations): Invariant {
   // Where one operation touches several items, each item must be touched once: a second delete of one item is a
   // second effect even though the operation's own count says 1.
   const repeatedItems = over(o.effects.effectsByItem, 1);
-  const unexpected = [...new Set([...[...effectsPer.keys()].filter((id) => !expected.has(id)), ...o.effects.unexpectedEffects])];
+  const unexpected = [
+    ...new Set([...[...effectsPer.keys()].filter((id) => !expected.has(id)), ...o.effects.unexpectedEffects]),
+  ];
   return {
     ok: repeated.length === 0 && repeatedItems.length === 0 && unexpected.length === 0,
     effects: sum(effectsPer),
@@ -96,7 +111,11 @@ function effectsEqualUniqueOperations(o: Observations): Invariant {
     repeatedOperations: repeated.slice(0, 5),
     unexpectedEffects: unexpected.slice(0, 5),
     ...(o.effects.effectsByItem
-      ? { itemEffects: sum(o.effects.effectsByItem), uniqueItems: o.effects.effectsByItem.size, repeatedItems: repeatedItems.slice(0, 5) }
+      ? {
+          itemEffects: sum(o.effects.effectsByItem),
+          uniqueItems: o.effects.effectsByItem.size,
+          repeatedItems: repeatedItems.slice(0, 5),
+        }
       : {}),
     ...(o.downstream ? dedupFigures(o.downstream) : {}),
   };
@@ -152,7 +171,11 @@ function nothingLost(o: Observations, batches: BatchFigures[]): Invariant {
     missing: missing.length,
     missingExamples: missing.slice(0, 5),
     ...(o.effects.expectedItems
-      ? { items: o.effects.expectedItems.size, missingItems: missingItems.length, missingItemExamples: missingItems.slice(0, 5) }
+      ? {
+          items: o.effects.expectedItems.size,
+          missingItems: missingItems.length,
+          missingItemExamples: missingItems.slice(0, 5),
+        }
       : {}),
     queueLeft: o.queueLeft,
     runsNotFullyAdmitted: unadmitted.slice(0, 5),
@@ -203,7 +226,11 @@ function ledgerExact(o: Observations, batches: BatchFigures[]): Invariant {
   const ledgerCompleted = o.batches.reduce((n, b) => n + b.completed, 0);
   const inexact = batches.filter((b) => !b.exact);
   return {
-    ok: batches.length > 0 && inexact.length === 0 && ledgerCompleted === completedOperations && (o.audit === undefined || o.audit.exact),
+    ok:
+      batches.length > 0 &&
+      inexact.length === 0 &&
+      ledgerCompleted === completedOperations &&
+      (o.audit === undefined || o.audit.exact),
     batches: batches.length,
     batchesExact: batches.length - inexact.length,
     inexactBatches: inexact
@@ -249,6 +276,8 @@ export function checkInvariants(o: Observations): Verdict {
  */
 function dedupFigures(d: DownstreamRecord): Record<string, number> {
   const effectKeys = new Set(d.effects.map((e) => e.idempotencyKey));
-  const dedupOnlyGuard = d.arrivals.filter((a) => a.replayed && a.idempotencyKey !== undefined && effectKeys.has(a.idempotencyKey)).length;
+  const dedupOnlyGuard = d.arrivals.filter(
+    (a) => a.replayed && a.idempotencyKey !== undefined && effectKeys.has(a.idempotencyKey),
+  ).length;
   return { downstreamReplays: d.replays, dedupOnlyGuard };
 }

@@ -77,7 +77,13 @@ const round = (n: number, digits: number) => Number(n.toFixed(digits));
  * @param storms the injected storms, epoch ms
  * @param busy when work was waiting (the job's queue held at least a second's allowance), epoch ms
  */
-export function pacingFigures(o: { starts: readonly number[]; storms: readonly Span[]; busy: readonly Span[]; allowancePerSecond: number; windowSeconds: number }): PacingFigures {
+export function pacingFigures(o: {
+  starts: readonly number[];
+  storms: readonly Span[];
+  busy: readonly Span[];
+  allowancePerSecond: number;
+  windowSeconds: number;
+}): PacingFigures {
   const counted = subtract(o.busy, o.storms);
   const countedStarts = o.starts.filter((t) => inAny(t, counted)).length;
   const countedMs = counted.reduce((sum, [a, b]) => sum + (b - a), 0);
@@ -103,7 +109,12 @@ export function pacingFigures(o: { starts: readonly number[]; storms: readonly S
   return {
     allowancePerSecond: o.allowancePerSecond,
     windowSeconds: o.windowSeconds,
-    outsideStorms: { seconds: round(countedMs / 1000, 1), starts: countedStarts, allowed: round(allowed, 1), utilization: allowed === 0 ? 0 : round(countedStarts / allowed, 3) },
+    outsideStorms: {
+      seconds: round(countedMs / 1000, 1),
+      starts: countedStarts,
+      allowed: round(allowed, 1),
+      utilization: allowed === 0 ? 0 : round(countedStarts / allowed, 3),
+    },
     windows,
   };
 }

@@ -11,7 +11,11 @@ import type { Prng } from './prng';
 
 /** A ledger item the harness cannot build a recovery step from. */
 export class ChainRecoveryError extends Error {
-  constructor(message: string, public readonly batchId: string, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly batchId: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'ChainRecoveryError';
   }
@@ -78,11 +82,20 @@ export function admissionStepOf(body: string): { batchId: string; step: number }
  * time or batchId gets a random one), or for a body that is not a step.
  */
 export function producerInvocationOf(event: unknown, jobName: string): ProducerInvocation | undefined {
-  const e = event as { Records?: { messageId?: string; body?: string; attributes?: { ApproximateReceiveCount?: string } }[] } & Record<string, unknown>;
+  const e = event as {
+    Records?: { messageId?: string; body?: string; attributes?: { ApproximateReceiveCount?: string } }[];
+  } & Record<string, unknown>;
   if (Array.isArray(e?.Records)) {
     const record = e.Records[0];
     const step = admissionStepOf(record?.body ?? '');
-    return step && { kind: 'step', ...step, messageId: String(record.messageId), receiveCount: Number(record.attributes?.ApproximateReceiveCount ?? 1) };
+    return (
+      step && {
+        kind: 'step',
+        ...step,
+        messageId: String(record.messageId),
+        receiveCount: Number(record.attributes?.ApproximateReceiveCount ?? 1),
+      }
+    );
   }
   if (typeof e?.batchId === 'string') return { kind: 'direct', batchId: e.batchId };
   if (typeof e?.scheduledTime === 'string' && typeof e.businessDate === 'string') {
@@ -119,9 +132,19 @@ export function stoppedChains(items: RunLedgerItem[], nowMs: number, graceMs: nu
 /** The recovery the contract names for a lost chain: a step message for the run's current step. */
 export function recoveryStepBody(item: RunLedgerItem): string {
   if (typeof item.step !== 'number' || !item.businessDate) {
-    throw new ChainRecoveryError(`ledger item ${batchIdOf(item)} has no admission step or business date to recover the chain from`, batchIdOf(item));
+    throw new ChainRecoveryError(
+      `ledger item ${batchIdOf(item)} has no admission step or business date to recover the chain from`,
+      batchIdOf(item),
+    );
   }
-  return JSON.stringify(admissionStep({ batchId: batchIdOf(item), businessDate: item.businessDate, step: item.step, scheduledTime: item.scheduledTime }));
+  return JSON.stringify(
+    admissionStep({
+      batchId: batchIdOf(item),
+      businessDate: item.businessDate,
+      step: item.step,
+      scheduledTime: item.scheduledTime,
+    }),
+  );
 }
 
 export interface ProducerFaultOptions {

@@ -1,7 +1,16 @@
 // Chaos harness, the summary: a run's verdict as text for the terminal, as markdown for `--report FILE`, and as an HTML
 // report with the run's charts (starts against the allowance with the injected storms, outcomes, job age, queue depth).
 import type { ChartLine, ChartSpec } from '../console/chartSpec';
-import { countPerBucket, flat, formatDuration, jobCharts, ofTimes, peakInWindowPerBucket, timeAxis, type TimeAxis } from '../console/charts';
+import {
+  countPerBucket,
+  flat,
+  formatDuration,
+  jobCharts,
+  ofTimes,
+  peakInWindowPerBucket,
+  timeAxis,
+  type TimeAxis,
+} from '../console/charts';
 import type { HtmlReport } from '../console/report';
 import type { MetricSample } from '../local/metricsTap';
 import type { Span } from './pacing';
@@ -13,7 +22,10 @@ const figures = (inv: Record<string, unknown>): string =>
     .map(([k, v]) => `${k} ${Array.isArray(v) ? v.join(', ') : String(v)}`)
     .join('; ');
 
-const pairs = (counts: Record<string, number>): string => Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ');
+const pairs = (counts: Record<string, number>): string =>
+  Object.entries(counts)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
 
 /** The admission timing behind the producer's recovery times, in one phrase. */
 const timing = (r: ChaosResult): string | undefined =>
@@ -30,19 +42,24 @@ function pacingLine(r: ChaosResult): string | undefined {
   const any = r.pacing.outsideStormsAnyDepth;
   return (
     `pacing: outside the storms, with work waiting (${p.seconds} s): ${p.starts} starts of ${p.allowed} allowed at ${r.pacing.allowancePerSecond}/s = ${p.utilization} of the allowance` +
-    (any ? ` (${any.utilization} while any message was on the queue, failed records waiting out their visibility timeout included: ${any.starts} of ${any.allowed} over ${any.seconds} s)` : '')
+    (any
+      ? ` (${any.utilization} while any message was on the queue, failed records waiting out their visibility timeout included: ${any.starts} of ${any.allowed} over ${any.seconds} s)`
+      : '')
   );
 }
 
 export function formatText(r: ChaosResult): string {
-  const lines = [`chaos run${of(r)}: ${r.ops} operations, seed ${r.seed}, ${(r.durationMs / 1000).toFixed(1)} s, ${r.settled ? 'settled' : 'did NOT settle'}`];
+  const lines = [
+    `chaos run${of(r)}: ${r.ops} operations, seed ${r.seed}, ${(r.durationMs / 1000).toFixed(1)} s, ${r.settled ? 'settled' : 'did NOT settle'}`,
+  ];
   if (r.seeded) lines.push(`seeded: ${r.seeded}`);
   lines.push(`faults injected: ${pairs(r.faultsInjected)}`);
   // A result recorded before the producer's faults existed has neither.
   if (r.producerFaults) lines.push(`producer faults: ${pairs({ ...r.producerFaults })}`);
   const t = timing(r);
   if (t) lines.push(`admission: ${t}`);
-  for (const [name, inv] of Object.entries(r.invariants)) lines.push(`${inv.ok ? 'PASS' : 'FAIL'}  ${name}: ${figures(inv)}`);
+  for (const [name, inv] of Object.entries(r.invariants))
+    lines.push(`${inv.ok ? 'PASS' : 'FAIL'}  ${name}: ${figures(inv)}`);
   const p = pacingLine(r);
   if (p) lines.push(p);
   lines.push(r.ok ? 'OK' : 'FAILED');
@@ -63,14 +80,23 @@ export function formatMarkdown(r: ChaosResult): string {
     '| --- | ---: |',
     ...Object.entries(r.faultsInjected).map(([k, v]) => `| ${k} | ${v} |`),
     ...(r.producerFaults
-      ? ['', '## Producer faults', '', '| fault | count |', '| --- | ---: |', ...Object.entries(r.producerFaults).map(([k, v]) => `| ${k} | ${v} |`)]
+      ? [
+          '',
+          '## Producer faults',
+          '',
+          '| fault | count |',
+          '| --- | ---: |',
+          ...Object.entries(r.producerFaults).map(([k, v]) => `| ${k} | ${v} |`),
+        ]
       : []),
     '',
     '## Invariants',
     '',
     '| invariant | held | figures |',
     '| --- | --- | --- |',
-    ...Object.entries(r.invariants).map(([name, inv]) => `| ${name} | ${inv.ok ? 'yes' : 'NO'} | ${figures(inv).replace(/\|/g, '\\|')} |`),
+    ...Object.entries(r.invariants).map(
+      ([name, inv]) => `| ${name} | ${inv.ok ? 'yes' : 'NO'} | ${figures(inv).replace(/\|/g, '\\|')} |`,
+    ),
     '',
     ...(r.pacing
       ? [
@@ -80,7 +106,9 @@ export function formatMarkdown(r: ChaosResult): string {
           '',
           `| from (s) | starts | outside storms, work waiting | allowed there | storm ms |`,
           '| ---: | ---: | ---: | ---: | ---: |',
-          ...r.pacing.windows.map((w) => `| ${w.fromSeconds} | ${w.starts} | ${w.countedStarts} | ${w.allowed} | ${w.stormMs} |`),
+          ...r.pacing.windows.map(
+            (w) => `| ${w.fromSeconds} | ${w.starts} | ${w.countedStarts} | ${w.allowed} | ${w.stormMs} |`,
+          ),
           '',
         ]
       : []),
@@ -129,10 +157,17 @@ function inStorm(axis: TimeAxis, storms: readonly Span[]): number[] {
  */
 export function chaosCharts(t: ChaosTimeline): ChartSpec[] {
   const window = { fromMs: t.fromMs, toMs: Math.max(t.fromMs, t.toMs) };
-  const charts = jobCharts(t.samples, { job: t.job, allowance: t.allowance, sloMinutes: t.sloMinutes, queueName: t.queueName, dlqName: t.dlqName }, window);
+  const charts = jobCharts(
+    t.samples,
+    { job: t.job, allowance: t.allowance, sloMinutes: t.sloMinutes, queueName: t.queueName, dlqName: t.dlqName },
+    window,
+  );
   const axis = timeAxis(window);
   const storm = inStorm(axis, t.storms);
-  const stormLine = (height: number): ChartLine[] => (storm.some((s) => s > 0) ? [{ label: '429 storm (injected)', kind: 'limit', values: storm.map((s) => s * height) }] : []);
+  const stormLine = (height: number): ChartLine[] =>
+    storm.some((s) => s > 0)
+      ? [{ label: '429 storm (injected)', kind: 'limit', values: storm.map((s) => s * height) }]
+      : [];
   const windowText = formatDuration(t.allowance.intervalMs);
   const id = (name: string) => `${t.job}:${name}`;
   if (t.starts === undefined) {
@@ -150,7 +185,11 @@ export function chaosCharts(t: ChaosTimeline): ChartSpec[] {
       x: axis.x,
       lines: [
         { label: 'starts', values: peakInWindowPerBucket(ofTimes(t.starts), axis, t.allowance.intervalMs) },
-        { label: `allowance (${t.allowance.starts} per ${windowText})`, kind: 'limit', values: flat(axis, t.allowance.starts) },
+        {
+          label: `allowance (${t.allowance.starts} per ${windowText})`,
+          kind: 'limit',
+          values: flat(axis, t.allowance.starts),
+        },
         ...stormLine(t.allowance.starts),
       ],
     },
@@ -162,7 +201,11 @@ export function chaosCharts(t: ChaosTimeline): ChartSpec[] {
       lines: [
         { label: 'starts', values: countPerBucket(ofTimes(t.starts), axis) },
         { label: '429s', values: countPerBucket(ofTimes(t.throttles ?? []), axis) },
-        { label: `allowance (${Number(perBucket.toFixed(2))} per ${formatDuration(axis.stepMs)})`, kind: 'limit', values: flat(axis, Number(perBucket.toFixed(2))) },
+        {
+          label: `allowance (${Number(perBucket.toFixed(2))} per ${formatDuration(axis.stepMs)})`,
+          kind: 'limit',
+          values: flat(axis, Number(perBucket.toFixed(2))),
+        },
         ...stormLine(Number(perBucket.toFixed(2))),
       ],
     },
@@ -177,7 +220,10 @@ export function chaosHtmlReport(r: ChaosResult): HtmlReport {
     ['operations', `${r.ops}${r.seeded ? ` (seeded: ${r.seeded})` : ''}`],
     ['seed', String(r.seed)],
     ['duration', `${(r.durationMs / 1000).toFixed(1)} s, ${r.settled ? 'settled' : 'did not settle'}`],
-    ...Object.entries(r.invariants).map(([name, inv]): [string, string] => [name, `${inv.ok ? 'PASS' : 'FAIL'}: ${figures(inv)}`]),
+    ...Object.entries(r.invariants).map(([name, inv]): [string, string] => [
+      name,
+      `${inv.ok ? 'PASS' : 'FAIL'}: ${figures(inv)}`,
+    ]),
   ];
   const p = pacingLine(r);
   if (p) facts.push(['pacing', p.replace(/^pacing: /, '')]);

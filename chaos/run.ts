@@ -21,7 +21,15 @@ import { ChaosFaults, faultCounters } from './faults';
 import { S3FaultProxy } from './s3Proxy';
 import { checkInvariants, isNonReplayedStart, type LedgerBatch, type Verdict } from './invariants';
 import { pacingFigures, type PacingFigures, type Span } from './pacing';
-import { admissionStepOf, ProducerFaultInjector, producerMessagesByBatch, recoveryStepBody, stoppedChains, type ProducerFaultCounts, type RunLedgerItem } from './producerFaults';
+import {
+  admissionStepOf,
+  ProducerFaultInjector,
+  producerMessagesByBatch,
+  recoveryStepBody,
+  stoppedChains,
+  type ProducerFaultCounts,
+  type RunLedgerItem,
+} from './producerFaults';
 import { chaosCharts } from './report';
 import type { ChartSpec } from '../console/chartSpec';
 
@@ -181,7 +189,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 type TemplateResource = { Type: string; Properties: Record<string, any>; Metadata?: Record<string, unknown> };
 
 const functionsOf = (template: CloudFormationTemplate): TemplateResource[] =>
-  Object.values(template.Resources as Record<string, TemplateResource>).filter((r) => r.Type === 'AWS::Lambda::Function');
+  Object.values(template.Resources as Record<string, TemplateResource>).filter(
+    (r) => r.Type === 'AWS::Lambda::Function',
+  );
 
 /** The jobs of a template, in its order (the stack's): the JOB_NAME its functions carry, each once. */
 export function templateJobs(template: CloudFormationTemplate): string[] {
@@ -217,7 +227,8 @@ export function chooseJob(
 ): { name: string; fixture: JobFixture } {
   const needs = (name: string) => `chaos needs ${fixtureFileOf(name)} to seed and see effects`;
   if (named !== undefined) {
-    if (!jobs.includes(named)) throw new ChaosError(`the stack has no job "${named}" (jobs: ${jobs.join(', ') || 'none'})`);
+    if (!jobs.includes(named))
+      throw new ChaosError(`the stack has no job "${named}" (jobs: ${jobs.join(', ') || 'none'})`);
     const fixture = fixtureOf(named);
     if (!fixture) throw new ChaosError(`job ${named} has no local fixture: ${needs(named)}`);
     return { name: named, fixture };
@@ -229,7 +240,9 @@ export function chooseJob(
   const chosen = withFixture.find((j) => typeof j.fixture.downstream === 'function') ?? withFixture[0];
   if (!chosen) {
     const looked = jobs.map(fixtureFileOf).join(', ');
-    throw new ChaosError(`no job of the stack has a local fixture: chaos needs one, local.ts beside a job's code, to seed and see effects (${looked ? `none of ${looked} exists` : 'the stack has no jobs'})`);
+    throw new ChaosError(
+      `no job of the stack has a local fixture: chaos needs one, local.ts beside a job's code, to seed and see effects (${looked ? `none of ${looked} exists` : 'the stack has no jobs'})`,
+    );
   }
   return chosen;
 }
@@ -238,29 +251,53 @@ export function chooseJob(
 export function chaosJobResources(
   template: CloudFormationTemplate,
   jobName: string,
-): { producer: TemplateResource; consumer: TemplateResource; queue: TemplateResource; admissionQueue: TemplateResource; settings: JobRuntimeSettings } {
+): {
+  producer: TemplateResource;
+  consumer: TemplateResource;
+  queue: TemplateResource;
+  admissionQueue: TemplateResource;
+  settings: JobRuntimeSettings;
+} {
   const resources = template.Resources as Record<string, TemplateResource>;
   const functions = functionsOf(template).filter((r) => r.Properties?.Environment?.Variables?.JOB_NAME === jobName);
   const consumer = functions.find((r) => r.Properties.Environment.Variables.IDEMPOTENCY_TABLE_NAME);
   const producer = functions.find((r) => !r.Properties.Environment.Variables.IDEMPOTENCY_TABLE_NAME);
-  const ref = (fn: TemplateResource | undefined, name: string) => resources[(fn?.Properties.Environment.Variables[name] as { Ref?: string } | undefined)?.Ref ?? ''];
+  const ref = (fn: TemplateResource | undefined, name: string) =>
+    resources[(fn?.Properties.Environment.Variables[name] as { Ref?: string } | undefined)?.Ref ?? ''];
   const queue = ref(consumer, 'QUEUE_URL');
   const admissionQueue = ref(producer, 'ADMISSION_QUEUE_URL');
   const raw = consumer?.Properties.Environment.Variables.JOB_SETTINGS;
-  if (!producer || !consumer || queue?.Type !== 'AWS::SQS::Queue' || admissionQueue?.Type !== 'AWS::SQS::Queue' || raw === undefined) {
-    throw new ChaosError(`the template has no complete ${jobName} job (producer, consumer with JOB_SETTINGS, their QUEUE_URL and ADMISSION_QUEUE_URL queues)`);
+  if (
+    !producer ||
+    !consumer ||
+    queue?.Type !== 'AWS::SQS::Queue' ||
+    admissionQueue?.Type !== 'AWS::SQS::Queue' ||
+    raw === undefined
+  ) {
+    throw new ChaosError(
+      `the template has no complete ${jobName} job (producer, consumer with JOB_SETTINGS, their QUEUE_URL and ADMISSION_QUEUE_URL queues)`,
+    );
   }
   // JOB_SETTINGS is a string, or a Fn::Join where it names a resource the stack creates (a bucket's Ref): the preview
   // plan resolves it as the local deployment will.
-  const settings = typeof raw === 'string' ? (JSON.parse(raw) as JobRuntimeSettings) : jobViews(previewPlan(template, 'Chaos')).get(jobName)!.settings;
+  const settings =
+    typeof raw === 'string'
+      ? (JSON.parse(raw) as JobRuntimeSettings)
+      : jobViews(previewPlan(template, 'Chaos')).get(jobName)!.settings;
   return { producer, consumer, queue, admissionQueue, settings };
 }
 
 /** What the stack gives a job's admission queue: its visibility margin over the producer's timeout, and its receives. */
-export function templateAdmission(template: CloudFormationTemplate, jobName: string): { visibilityMarginSeconds: number; maxReceiveCount: number } {
+export function templateAdmission(
+  template: CloudFormationTemplate,
+  jobName: string,
+): { visibilityMarginSeconds: number; maxReceiveCount: number } {
   const { producer, admissionQueue } = chaosJobResources(template, jobName);
   const policy = admissionQueue.Properties.RedrivePolicy as { maxReceiveCount?: number } | undefined;
-  return { visibilityMarginSeconds: Number(admissionQueue.Properties.VisibilityTimeout) - Number(producer.Properties.Timeout), maxReceiveCount: Number(policy?.maxReceiveCount) };
+  return {
+    visibilityMarginSeconds: Number(admissionQueue.Properties.VisibilityTimeout) - Number(producer.Properties.Timeout),
+    maxReceiveCount: Number(policy?.maxReceiveCount),
+  };
 }
 
 /**
@@ -268,14 +305,20 @@ export function templateAdmission(template: CloudFormationTemplate, jobName: str
  * producer timeout with the admission queue's visibility and receives to match, no batching wait. The rate and the
  * horizon are the job's settings (retimeSettings).
  */
-export function retimeTemplate(template: CloudFormationTemplate, o: { job: string; consumerTimeoutSeconds: number; admission: AdmissionTiming }): CloudFormationTemplate {
+export function retimeTemplate(
+  template: CloudFormationTemplate,
+  o: { job: string; consumerTimeoutSeconds: number; admission: AdmissionTiming },
+): CloudFormationTemplate {
   const copy = structuredClone(template);
   const job = chaosJobResources(copy, o.job);
   job.consumer.Properties.Timeout = o.consumerTimeoutSeconds;
   job.queue.Properties.VisibilityTimeout = o.consumerTimeoutSeconds + 2;
   job.producer.Properties.Timeout = o.admission.producerTimeoutSeconds;
   job.admissionQueue.Properties.VisibilityTimeout = o.admission.visibilitySeconds;
-  job.admissionQueue.Properties.RedrivePolicy = { ...job.admissionQueue.Properties.RedrivePolicy, maxReceiveCount: o.admission.maxReceiveCount };
+  job.admissionQueue.Properties.RedrivePolicy = {
+    ...job.admissionQueue.Properties.RedrivePolicy,
+    maxReceiveCount: o.admission.maxReceiveCount,
+  };
   for (const r of Object.values(copy.Resources as Record<string, TemplateResource>)) {
     if (r.Type === 'AWS::Lambda::EventSourceMapping') r.Properties.MaximumBatchingWindowInSeconds = 0;
   }
@@ -283,7 +326,10 @@ export function retimeTemplate(template: CloudFormationTemplate, o: { job: strin
 }
 
 /** The job's JOB_SETTINGS for the run: the rate, per minute, and the admission horizon (its producer and consumer get the same). */
-export function retimeSettings(settings: JobRuntimeSettings, o: { ratePerMinute: number; horizonSeconds: number }): JobRuntimeSettings {
+export function retimeSettings(
+  settings: JobRuntimeSettings,
+  o: { ratePerMinute: number; horizonSeconds: number },
+): JobRuntimeSettings {
   return {
     ...settings,
     rateLimit: { ...settings.rateLimit, startsPerInterval: o.ratePerMinute, intervalSeconds: 60 },
@@ -318,7 +364,8 @@ export const CHAOS_DEFAULTS = {
 /** `defaults`, with every value `given` sets (undefined leaves the default). */
 function withDefaults<T extends object>(defaults: T, given: Partial<T>): T {
   const out = { ...defaults };
-  for (const key of Object.keys(defaults) as (keyof T)[]) if (given[key] !== undefined) out[key] = given[key] as T[keyof T];
+  for (const key of Object.keys(defaults) as (keyof T)[])
+    if (given[key] !== undefined) out[key] = given[key] as T[keyof T];
   return out;
 }
 
@@ -328,8 +375,15 @@ function withDefaults<T extends object>(defaults: T, given: Partial<T>): T {
  * step's receives, each one visibility timeout apart, and two more for the killed steps. It only stops a run that
  * would never settle.
  */
-export function defaultTimeoutSeconds(ops: number, ratePerMinute: number, admission: { visibilitySeconds: number; maxReceiveCount: number }): number {
-  return Math.max(900, Math.ceil((4 * ops * 60) / ratePerMinute)) + (admission.maxReceiveCount + 2) * admission.visibilitySeconds;
+export function defaultTimeoutSeconds(
+  ops: number,
+  ratePerMinute: number,
+  admission: { visibilitySeconds: number; maxReceiveCount: number },
+): number {
+  return (
+    Math.max(900, Math.ceil((4 * ops * 60) / ratePerMinute)) +
+    (admission.maxReceiveCount + 2) * admission.visibilitySeconds
+  );
 }
 
 /**
@@ -366,17 +420,25 @@ function runPlanner(cwd: string, options: ChaosOptions, o: RunSettings, say: (li
   const prepare = (deployed: CloudFormationTemplate): CloudFormationTemplate => {
     const entries = templateJobEntries(deployed);
     const fileOf = (job: string) => relative(cwd, fixturePath(cwd, job, entries.get(job)));
-    const { name, fixture } = chooseJob([...entries.keys()], (job) => loadFixture(cwd, job, entries.get(job)), options.job, fileOf);
+    const { name, fixture } = chooseJob(
+      [...entries.keys()],
+      (job) => loadFixture(cwd, job, entries.get(job)),
+      options.job,
+      fileOf,
+    );
     const stackAdmission = templateAdmission(deployed, name);
     const admission: AdmissionTiming = {
       producerTimeoutSeconds: o.producerTimeoutSeconds,
       horizonSeconds: options.admissionHorizonSeconds ?? defaultHorizonSeconds(options.ops, o.ratePerMinute),
-      visibilitySeconds: options.admissionVisibilitySeconds ?? o.producerTimeoutSeconds + stackAdmission.visibilityMarginSeconds,
+      visibilitySeconds:
+        options.admissionVisibilitySeconds ?? o.producerTimeoutSeconds + stackAdmission.visibilityMarginSeconds,
       maxReceiveCount: options.admissionMaxReceiveCount ?? stackAdmission.maxReceiveCount,
     };
     // A step redelivered while its killed holder's lease still runs is turned away as in progress, and its chain stops.
     if (admission.visibilitySeconds <= admission.producerTimeoutSeconds) {
-      throw new ChaosError(`admissionVisibilitySeconds ${admission.visibilitySeconds} must exceed producerTimeoutSeconds ${admission.producerTimeoutSeconds}, or a killed step's redelivery finds its lease still held`);
+      throw new ChaosError(
+        `admissionVisibilitySeconds ${admission.visibilitySeconds} must exceed producerTimeoutSeconds ${admission.producerTimeoutSeconds}, or a killed step's redelivery finds its lease still held`,
+      );
     }
     plan = {
       job: name,
@@ -439,16 +501,30 @@ function sessionOptions(
     template,
     jobSettings: (settings) => {
       const plan = w.plan();
-      return settings.jobName === plan?.job ? retimeSettings(settings, { ratePerMinute: o.ratePerMinute, horizonSeconds: plan.admission.horizonSeconds }) : settings;
+      return settings.jobName === plan?.job
+        ? retimeSettings(settings, { ratePerMinute: o.ratePerMinute, horizonSeconds: plan.admission.horizonSeconds })
+        : settings;
     },
     // The job's fake downstream enforces the rate the job runs at, not the one it is configured with.
-    downstream: (name, settings) => (name === w.plan()?.job ? { quota: { startsPerWindow: settings.rateLimit.startsPerInterval, windowSeconds: settings.rateLimit.intervalSeconds } } : undefined),
+    downstream: (name, settings) =>
+      name === w.plan()?.job
+        ? {
+            quota: {
+              startsPerWindow: settings.rateLimit.startsPerInterval,
+              windowSeconds: settings.rateLimit.intervalSeconds,
+            },
+          }
+        : undefined,
     // Only the chaos job's functions go through the fault proxies (S3's only for a job with buckets).
     environment: (fn, env) => {
       const plan = w.plan();
       return (env.JOB_NAME ?? fn.environment.JOB_NAME) !== plan?.job
         ? env
-        : { ...env, AWS_ENDPOINT_URL_DYNAMODB: w.dynamoEndpoint, ...(plan.buckets ? { AWS_ENDPOINT_URL_S3: w.s3Endpoint } : {}) };
+        : {
+            ...env,
+            AWS_ENDPOINT_URL_DYNAMODB: w.dynamoEndpoint,
+            ...(plan.buckets ? { AWS_ENDPOINT_URL_S3: w.s3Endpoint } : {}),
+          };
     },
     log,
     // Warmed below: the chaos job's functions only, and fewer than the session's default.
@@ -459,15 +535,23 @@ function sessionOptions(
     },
     onRequest: (service, r) => {
       // Published messages, read off the wire as SQS received them: the copies are the very same bodies.
-      if (service !== 'sqs' || r.status >= 300 || !String(r.headers['x-amz-target'] ?? '').endsWith('.SendMessageBatch')) return;
+      if (
+        service !== 'sqs' ||
+        r.status >= 300 ||
+        !String(r.headers['x-amz-target'] ?? '').endsWith('.SendMessageBatch')
+      )
+        return;
       try {
         const req = JSON.parse(r.body) as { QueueUrl?: string; Entries?: { MessageBody: string }[] };
         if (req.QueueUrl !== w.queueUrl) return;
         // The producer's own pages: where its armed kills strike, and how re-published pages are counted.
-        for (const [batchId, operationIds] of producerMessagesByBatch(req.Entries ?? [])) w.producerFaults?.onPublish(batchId, operationIds);
+        for (const [batchId, operationIds] of producerMessagesByBatch(req.Entries ?? []))
+          w.producerFaults?.onPublish(batchId, operationIds);
         for (const e of req.Entries ?? []) duplicate(w, e.MessageBody);
       } catch (error) {
-        w.sendErrors.push(new ChaosError(`could not read a SendMessageBatch request: ${(error as Error).message}`, { cause: error }));
+        w.sendErrors.push(
+          new ChaosError(`could not read a SendMessageBatch request: ${(error as Error).message}`, { cause: error }),
+        );
       }
     },
   };
@@ -531,7 +615,9 @@ async function driveRun(
   const poison = poisonBodies(run.job);
   const poisonCount = Math.max(1, Math.round(options.ops * o.poisonRate));
   for (let i = 0; i < poisonCount; i++) {
-    await session.sqs().send(new SendMessageCommand({ QueueUrl: job.queueUrl, MessageBody: poison[i % poison.length] }));
+    await session
+      .sqs()
+      .send(new SendMessageCommand({ QueueUrl: job.queueUrl, MessageBody: poison[i % poison.length] }));
     faults.counts.poisonMessages++;
   }
 }
@@ -564,7 +650,12 @@ async function redriveAfterFaults(
   faults.counts.redriven = before;
   // A move task that leaves messages behind is the verdict's to judge (they stay in the DLQ), not a broken run.
   const emptied = async () => (await session.depth(job.dlqUrl)).total === 0;
-  await waitOrSay('the DLQ redrive to move every message', emptied, { timeoutMs: 10_000, intervalMs: 250 }, waiting.say);
+  await waitOrSay(
+    'the DLQ redrive to move every message',
+    emptied,
+    { timeoutMs: 10_000, intervalMs: 250 },
+    waiting.say,
+  );
   return settle(waiting);
 }
 
@@ -578,26 +669,31 @@ async function judge(
   faults: ChaosFaults,
 ): Promise<Verdict> {
   // Every batch of the job, resolved exactly as ops status resolves it (ops/ledger.ts batchFigures).
-  const batches: LedgerBatch[] = (await session.ledgerBatches(run.job, undefined)).map(({ batchId, item, figures: f }) => ({
-    batchId,
-    discovered: f.discovered,
-    published: f.published,
-    completed: f.completed,
-    completedElsewhere: f.completedElsewhere,
-    adopted: f.adopted,
-    duplicates: f.duplicates,
-    retries: f.retries,
-    rejected: f.rejected,
-    deadLettered: f.deadLettered,
-    admission: typeof item.admission === 'string' ? item.admission : undefined,
-  }));
+  const batches: LedgerBatch[] = (await session.ledgerBatches(run.job, undefined)).map(
+    ({ batchId, item, figures: f }) => ({
+      batchId,
+      discovered: f.discovered,
+      published: f.published,
+      completed: f.completed,
+      completedElsewhere: f.completedElsewhere,
+      adopted: f.adopted,
+      duplicates: f.duplicates,
+      retries: f.retries,
+      rejected: f.rejected,
+      deadLettered: f.deadLettered,
+      admission: typeof item.admission === 'string' ? item.admission : undefined,
+    }),
+  );
   const rejections = await session.ledgerItems(run.job, LedgerItemKind.rejection);
   const dlq = await session.readQueue(job.dlqUrl, 60);
   return checkInvariants({
     expectedOperations: seeded.expectedOperations,
     effects: await session.effects(run.job, seeded),
     downstream: job.downstream,
-    rateLimit: { startsPerInterval: job.settings.rateLimit.startsPerInterval, intervalSeconds: job.settings.rateLimit.intervalSeconds },
+    rateLimit: {
+      startsPerInterval: job.settings.rateLimit.startsPerInterval,
+      intervalSeconds: job.settings.rateLimit.intervalSeconds,
+    },
     batches,
     rejectedMessageIds: rejections.map((r) => String(r.messageId)),
     poisonInjected: faults.counts.poisonMessages,
@@ -623,7 +719,12 @@ async function stepsDeadLettered(
   if (producerFaults.counts.stepsDoomed > 0) {
     const timeoutMs = (run.admission.visibilitySeconds + 30) * 1000;
     const left = async () => (await session.depth(job.admissionQueueUrl)).total === 0;
-    await waitOrSay('the doomed admission steps to leave the admission queue', left, { timeoutMs, intervalMs: 500 }, say);
+    await waitOrSay(
+      'the doomed admission steps to leave the admission queue',
+      left,
+      { timeoutMs, intervalMs: 500 },
+      say,
+    );
   }
   // The schedule dead-letters there too; only admission steps count.
   return (await session.readQueue(producerDlqUrl, 60)).filter((m) => admissionStepOf(m.body)).length;
@@ -652,11 +753,18 @@ function wireJob(session: LocalSession, run: RunPlan | undefined, w: Wiring, o: 
   w.consumerName = job.consumer.name;
   w.producerName = session.stack.runtime.get(job.producer.arn).spec.name;
   const admissionQueue = session.stack.plan.queues.find((q) => q.url === job.admissionQueueUrl);
-  if (!admissionQueue?.deadLetterTargetArn) throw new ChaosError(`the ${run.job} admission queue has no producer DLQ (RedrivePolicy)`);
+  if (!admissionQueue?.deadLetterTargetArn)
+    throw new ChaosError(`the ${run.job} admission queue has no producer DLQ (RedrivePolicy)`);
   const producerDlqUrl = session.stack.queueUrl(admissionQueue.deadLetterTargetArn);
   const { faults } = w;
   faults.counts = faultCounters({ downstream: job.downstream !== undefined, buckets: run.buckets });
-  const producerFaults = (w.producerFaults = new ProducerFaultInjector({ jobName: run.job, killRate: o.producerKillRate, deadLetters: o.producerDeadLetters, dice: faults.producerDice, isOn: () => faults.on }));
+  const producerFaults = (w.producerFaults = new ProducerFaultInjector({
+    jobName: run.job,
+    killRate: o.producerKillRate,
+    deadLetters: o.producerDeadLetters,
+    dice: faults.producerDice,
+    isOn: () => faults.on,
+  }));
   job.downstream?.setFaults(faults.downstream);
   return { run, job, producerDlqUrl, producerFaults };
 }
@@ -672,7 +780,13 @@ function runPacing(
   const starts = job.downstream?.arrivals.filter(isNonReplayedStart).map((a) => a.at);
   if (!starts) return {};
   const pacingOf = (spans: Span[]) =>
-    pacingFigures({ starts, storms: stormSpans, busy: spans, allowancePerSecond: perSecond, windowSeconds: job.settings.rateLimit.intervalSeconds });
+    pacingFigures({
+      starts,
+      storms: stormSpans,
+      busy: spans,
+      allowancePerSecond: perSecond,
+      windowSeconds: job.settings.rateLimit.intervalSeconds,
+    });
   return { pacing: { ...pacingOf(busy.busy), outsideStormsAnyDepth: pacingOf(busy.busyAnyDepth).outsideStorms } };
 }
 
@@ -694,10 +808,14 @@ function settleContext(
     deadline,
     say,
     recover: async (item) => {
-      const sent = await session.sqs().send(new SendMessageCommand({ QueueUrl: job.admissionQueueUrl, MessageBody: recoveryStepBody(item) }));
+      const sent = await session
+        .sqs()
+        .send(new SendMessageCommand({ QueueUrl: job.admissionQueueUrl, MessageBody: recoveryStepBody(item) }));
       producerFaults.exemptMessage(sent.MessageId!);
       producerFaults.counts.recoveredChains++;
-      say(`run ${batchIdOf(item)} stopped at admission step ${item.step} (due ${item.nextStepAt ?? item.startedAt}, nothing in the admission queue); sent a step ${item.step} message, as an operator would`);
+      say(
+        `run ${batchIdOf(item)} stopped at admission step ${item.step} (due ${item.nextStepAt ?? item.startedAt}, nothing in the admission queue); sent a step ${item.step} message, as an operator would`,
+      );
     },
   };
 }
@@ -709,7 +827,10 @@ function faultProxies(w: Wiring) {
     return w.session.stack.endpoints[service];
   };
   return {
-    dynamoProxy: new DynamoFaultProxy({ target: () => endpointOf('dynamodb'), decide: (operation) => w.faults.dynamo(operation) }),
+    dynamoProxy: new DynamoFaultProxy({
+      target: () => endpointOf('dynamodb'),
+      decide: (operation) => w.faults.dynamo(operation),
+    }),
     s3Proxy: new S3FaultProxy({ target: () => endpointOf('s3'), decide: (request) => w.faults.s3(request) }),
   };
 }
@@ -721,7 +842,9 @@ function faultProxies(w: Wiring) {
 function runSettings(options: ChaosOptions): RunSettings {
   const o = withDefaults(CHAOS_DEFAULTS, options);
   if (o.producerTimeoutSeconds < MIN_PRODUCER_TIMEOUT_SECONDS) {
-    throw new ChaosError(`producerTimeoutSeconds ${o.producerTimeoutSeconds} is below ${MIN_PRODUCER_TIMEOUT_SECONDS}: the producer keeps 20 s in reserve before each page, so its steps would publish nothing`);
+    throw new ChaosError(
+      `producerTimeoutSeconds ${o.producerTimeoutSeconds} is below ${MIN_PRODUCER_TIMEOUT_SECONDS}: the producer keeps 20 s in reserve before each page, so its steps would publish nothing`,
+    );
   }
   return o;
 }
@@ -752,9 +875,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     [w.dynamoEndpoint, w.s3Endpoint] = [dynamoProxy.endpoint, s3Proxy.endpoint];
     const session = (w.session = await LocalSession.open(sessionOptions(cwd, options, o, w, planner.prepare, log)));
     const { run, job, producerDlqUrl, producerFaults } = wireJob(session, planner.plan(), w, o);
-    await session.stack.runtime.prewarm(new Map([[w.consumerName, 4], [w.producerName, 2]]));
+    await session.stack.runtime.prewarm(
+      new Map([
+        [w.consumerName, 4],
+        [w.producerName, 2],
+      ]),
+    );
     const seeded = await session.seed(run.job, options.ops, o.businessDate);
-    if (seeded.expectedOperations.length === 0) throw new ChaosError(`the ${run.job} fixture seeded no operations for ${options.ops} (${seeded.summary})`);
+    if (seeded.expectedOperations.length === 0)
+      throw new ChaosError(`the ${run.job} fixture seeded no operations for ${options.ops} (${seeded.summary})`);
     say(`seeded ${seeded.summary} for ${o.businessDate}; faults on`);
     job.mapping.start();
     job.admissionMapping.start();
@@ -771,13 +900,23 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     job.downstream?.setFaults(undefined);
     const faultsOffAt = Date.now();
     settled = (await redriveAfterFaults(session, job, faults, waiting)) && settled;
-    if (w.sendErrors.length > 0) throw new ChaosError(`${w.sendErrors.length} injected sends failed: ${w.sendErrors[0].message}`, { cause: w.sendErrors[0] });
+    if (w.sendErrors.length > 0)
+      throw new ChaosError(`${w.sendErrors.length} injected sends failed: ${w.sendErrors[0].message}`, {
+        cause: w.sendErrors[0],
+      });
 
     const verdict = await judge(session, job, run, seeded, o, faults);
     faults.counts.dynamoRequestsForwarded = dynamoProxy.forwarded;
     if (run.buckets) faults.counts.s3RequestsForwarded = s3Proxy.forwarded;
     faults.counts.lambdaTimeouts = session.stack.runtime.get(w.consumerName).timeoutCount;
-    producerFaults.counts.stepsDeadLettered = await stepsDeadLettered(session, job, run, producerFaults, producerDlqUrl, say);
+    producerFaults.counts.stepsDeadLettered = await stepsDeadLettered(
+      session,
+      job,
+      run,
+      producerFaults,
+      producerDlqUrl,
+      say,
+    );
     const stormSpans = o.stormShare > 0 ? faults.storms.map(([a, b]): Span => [started + a, started + b]) : [];
     // The charts show the storms that happened: none after the faults went off (the plan runs on for an hour).
     const stormsSeen = stormSpans.filter(([a]) => a < faultsOffAt).map(([a, b]): Span => [a, Math.min(b, faultsOffAt)]);
@@ -810,7 +949,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
  * would hold: the functions' EMF lines, every queue's depth). A failure to build them is reported in the result and
  * said on the log; it never costs the run its verdict.
  */
-function runCharts(session: LocalSession, job: CompleteJob, o: { fromMs: number; stormSpans: Span[]; say: (line: string) => void }): Pick<ChaosResult, 'charts' | 'chartsError'> {
+function runCharts(
+  session: LocalSession,
+  job: CompleteJob,
+  o: { fromMs: number; stormSpans: Span[]; say: (line: string) => void },
+): Pick<ChaosResult, 'charts' | 'chartsError'> {
   try {
     const queueName = (url: string) => session.stack.plan.queues.find((q) => q.url === url)?.name;
     const arrivals = job.downstream?.arrivals;
@@ -819,7 +962,10 @@ function runCharts(session: LocalSession, job: CompleteJob, o: { fromMs: number;
         job: job.name,
         fromMs: o.fromMs,
         toMs: Date.now(),
-        allowance: { starts: job.settings.rateLimit.startsPerInterval, intervalMs: job.settings.rateLimit.intervalSeconds * 1000 },
+        allowance: {
+          starts: job.settings.rateLimit.startsPerInterval,
+          intervalMs: job.settings.rateLimit.intervalSeconds * 1000,
+        },
         sloMinutes: job.settings.slo?.completeWithinMinutes,
         starts: arrivals?.filter(isNonReplayedStart).map((a) => a.at),
         throttles: arrivals?.filter((a) => a.status === 429).map((a) => a.at),
@@ -837,13 +983,42 @@ function runCharts(session: LocalSession, job: CompleteJob, o: { fromMs: number;
   }
 }
 
-type CompleteJob = SessionJob & Required<Pick<SessionJob, 'queueUrl' | 'queueArn' | 'dlqUrl' | 'dlqArn' | 'scheduleName' | 'consumer' | 'producer' | 'mapping' | 'admissionQueueUrl' | 'admissionMapping'>>;
+type CompleteJob = SessionJob &
+  Required<
+    Pick<
+      SessionJob,
+      | 'queueUrl'
+      | 'queueArn'
+      | 'dlqUrl'
+      | 'dlqArn'
+      | 'scheduleName'
+      | 'consumer'
+      | 'producer'
+      | 'mapping'
+      | 'admissionQueueUrl'
+      | 'admissionMapping'
+    >
+  >;
 
 /** The job as deployed, with every part a chaos run drives; a job missing one cannot be run. */
 function completeJob(job: SessionJob, stackName: string): CompleteJob {
-  const parts = ['queueUrl', 'queueArn', 'dlqUrl', 'dlqArn', 'scheduleName', 'consumer', 'producer', 'mapping', 'admissionQueueUrl', 'admissionMapping'] as const;
+  const parts = [
+    'queueUrl',
+    'queueArn',
+    'dlqUrl',
+    'dlqArn',
+    'scheduleName',
+    'consumer',
+    'producer',
+    'mapping',
+    'admissionQueueUrl',
+    'admissionMapping',
+  ] as const;
   const missing = parts.filter((p) => job[p] === undefined);
-  if (missing.length > 0) throw new ChaosError(`stack ${stackName}'s job ${job.name} is not complete for a chaos run (missing: ${missing.join(', ')})`);
+  if (missing.length > 0)
+    throw new ChaosError(
+      `stack ${stackName}'s job ${job.name} is not complete for a chaos run (missing: ${missing.join(', ')})`,
+    );
   return job as CompleteJob;
 }
 
@@ -880,9 +1055,16 @@ async function settle(c: SettleContext): Promise<boolean> {
   const onPoll = async (states: Map<string, JobState>): Promise<void> => {
     const state = states.get(c.job)!;
     const producer = c.session.stack.runtime.get(c.producerName);
-    const producerIdle = producer.inFlight === 0 && producer.pendingAsync === 0 && c.session.stack.scheduler.pending === 0;
+    const producerIdle =
+      producer.inFlight === 0 && producer.pendingAsync === 0 && c.session.stack.scheduler.pending === 0;
     const look = state.admissionQueue.total === 0 && producerIdle && state.ledger.admitting > 0;
-    const stopped = look ? stoppedChains((await c.session.ledgerItems(c.job, LedgerItemKind.batch)) as unknown as RunLedgerItem[], Date.now(), 1000) : [];
+    const stopped = look
+      ? stoppedChains(
+          (await c.session.ledgerItems(c.job, LedgerItemKind.batch)) as unknown as RunLedgerItem[],
+          Date.now(),
+          1000,
+        )
+      : [];
     for (const id of [...stoppedSeen.keys()]) if (!stopped.some((r) => batchIdOf(r) === id)) stoppedSeen.delete(id);
     for (const run of stopped) {
       const seen = (stoppedSeen.get(batchIdOf(run)) ?? 0) + 1;
@@ -894,7 +1076,9 @@ async function settle(c: SettleContext): Promise<boolean> {
     if (Date.now() - lastSay > 5000) {
       lastSay = Date.now();
       const running = c.session.stack.runtime.list().reduce((n, f) => n + f.inFlight, 0);
-      c.say(`queue ${state.queue.total}, admission steps ${state.admissionQueue.total}, runs admitting ${state.ledger.admitting}, running ${running}`);
+      c.say(
+        `queue ${state.queue.total}, admission steps ${state.admissionQueue.total}, runs admitting ${state.ledger.admitting}, running ${running}`,
+      );
     }
   };
   return c.session.settle({ deadline: c.deadline, jobs: [c.job], pending: () => c.pending.size > 0, onPoll });

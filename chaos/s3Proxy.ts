@@ -17,7 +17,10 @@ export interface S3ProxyOptions {
 }
 
 const STATUS: Record<S3Fault, number> = { SlowDown: 503, InternalError: 500 };
-const MESSAGE: Record<S3Fault, string> = { SlowDown: 'Please reduce your request rate. (injected)', InternalError: 'We encountered an internal error. Please try again. (injected)' };
+const MESSAGE: Record<S3Fault, string> = {
+  SlowDown: 'Please reduce your request rate. (injected)',
+  InternalError: 'We encountered an internal error. Please try again. (injected)',
+};
 
 /** The body S3 answers an error with: the SDK reads the error's name from `Code`. */
 export function s3ErrorBody(fault: S3Fault, requestId: string): string {

@@ -17,7 +17,8 @@ export interface Delegates {
 }
 
 /** A tool's entry module, beside this one in the same tree (the repository's .ts, or the package's dist/*.js). */
-export const toolEntry = (tool: 'local/cli' | 'chaos/cli' | 'bench/index'): string => join(__dirname, '..', `${tool}${extname(__filename)}`);
+export const toolEntry = (tool: 'local/cli' | 'chaos/cli' | 'bench/index'): string =>
+  join(__dirname, '..', `${tool}${extname(__filename)}`);
 
 /**
  * Runs a tool's entry module as the main module of a child process in `cwd`, its output on this terminal, and resolves
@@ -26,7 +27,10 @@ export const toolEntry = (tool: 'local/cli' | 'chaos/cli' | 'bench/index'): stri
  */
 export function runEntry(entry: string, argv: string[], cwd: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...process.execArgv, ...typeScriptNodeArgs(), entry, ...argv], { cwd, stdio: 'inherit' });
+    const child = spawn(process.execPath, [...process.execArgv, ...typeScriptNodeArgs(), entry, ...argv], {
+      cwd,
+      stdio: 'inherit',
+    });
     const wait = () => undefined;
     process.on('SIGINT', wait);
     process.on('SIGTERM', wait);
@@ -62,7 +66,8 @@ export const defaultDelegates: Delegates = {
     return (require('./ops') as typeof import('./ops')).runOpsCli(argv);
   },
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  newJob: (argv, cwd) => (require('../scaffold/cli') as typeof import('../scaffold/cli')).run(['--root', cwd, ...argv], processIo),
+  newJob: (argv, cwd) =>
+    (require('../scaffold/cli') as typeof import('../scaffold/cli')).run(['--root', cwd, ...argv], processIo),
   chaos: (argv, cwd) => runEntry(toolEntry('chaos/cli'), argv, cwd),
   bench: (argv, cwd) => runEntry(toolEntry('bench/index'), argv, cwd),
 };

@@ -20,9 +20,23 @@ const SUBCOMMANDS: { name: string; delegate: keyof Delegates; description: strin
     description:
       "synthesize the app (its cdk.json) and run one cycle of every job on the local runtime, IAM enforced, then report; --serve keeps it running (npm start's flags)",
   },
-  { name: 'ops', delegate: 'ops', description: 'operate the jobs of a deployed stack (--stack <name>) or of the local one (--local): status, pause, redrive, preflight, ...' },
-  { name: 'new-job', delegate: 'newJob', description: "write a new job into jobs/<name> (code, local fixture, tests) and print the lines to add to the app's PacedJobs" },
-  { name: 'chaos', delegate: 'chaos', description: "fault-injection run of one job on the local runtime; exits 0 iff every invariant holds" },
+  {
+    name: 'ops',
+    delegate: 'ops',
+    description:
+      'operate the jobs of a deployed stack (--stack <name>) or of the local one (--local): status, pause, redrive, preflight, ...',
+  },
+  {
+    name: 'new-job',
+    delegate: 'newJob',
+    description:
+      "write a new job into jobs/<name> (code, local fixture, tests) and print the lines to add to the app's PacedJobs",
+  },
+  {
+    name: 'chaos',
+    delegate: 'chaos',
+    description: 'fault-injection run of one job on the local runtime; exits 0 iff every invariant holds',
+  },
   { name: 'bench', delegate: 'bench', description: "benchmarks of the app's jobs on the local runtime" },
 ];
 
@@ -30,7 +44,10 @@ const SUBCOMMANDS: { name: string; delegate: keyof Delegates; description: strin
 export function packageVersion(from = __dirname): string {
   for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) {
     try {
-      const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
       if (manifest.name === 'paced-jobs') return manifest.version ?? '0.0.0';
     } catch {
       // no package.json here: look one folder up

@@ -5,7 +5,13 @@ import { escapeUnprintable } from '../lambda/core/message';
 import { OpsError, UsageError } from '../ops/errors';
 import { MAX_REDRIVE_RATE } from '../ops/commands/redrive';
 import { MAX_PEEK, PEEK_WARNING } from '../ops/commands/dlqPeek';
-import { CHANGING_ACTIONS, ConsoleError, ConsoleForbiddenError, type ChangingAction, type ConsoleSource } from './source';
+import {
+  CHANGING_ACTIONS,
+  ConsoleError,
+  ConsoleForbiddenError,
+  type ChangingAction,
+  type ConsoleSource,
+} from './source';
 
 export interface ApiRequest {
   method: string;
@@ -52,15 +58,25 @@ const GET: Record<string, Handler> = {
     chartMinutes: options.chartMinutes ?? 15,
     peekWarning: PEEK_WARNING,
   }),
-  '/api/overview': async (request, options) => options.source.overview({ batches: intParam(request.query.get('batches') ?? undefined, 'batches', 1, MAX_OVERVIEW_BATCHES, 5) }),
+  '/api/overview': async (request, options) =>
+    options.source.overview({
+      batches: intParam(request.query.get('batches') ?? undefined, 'batches', 1, MAX_OVERVIEW_BATCHES, 5),
+    }),
   '/api/charts': async (request, options) => {
     const job = await jobParam(request.query.get('job') ?? undefined, options.source);
-    const minutes = intParam(request.query.get('minutes') ?? undefined, 'minutes', 1, MAX_CHART_MINUTES, options.chartMinutes ?? 15);
+    const minutes = intParam(
+      request.query.get('minutes') ?? undefined,
+      'minutes',
+      1,
+      MAX_CHART_MINUTES,
+      options.chartMinutes ?? 15,
+    );
     return options.source.charts(job, { minutes });
   },
   '/api/operation': async (request, options) => {
     const id = (request.query.get('id') ?? '').trim();
-    if (id === '' || id.length > 1024) throw new ConsoleError('say which operation: ?id=<operationId> (1 to 1024 characters)');
+    if (id === '' || id.length > 1024)
+      throw new ConsoleError('say which operation: ?id=<operationId> (1 to 1024 characters)');
     const job = request.query.get('job') || undefined;
     return options.source.operation(id, { job: job === undefined ? undefined : await jobParam(job, options.source) });
   },
@@ -71,14 +87,21 @@ const POST: Record<string, Handler> = {
   // --allow-changes; the page says that it is a receive.
   '/api/dlq-peek': async (request, options) => {
     const body = objectBody(request.body);
-    return options.source.dlqPeek(await jobParam(body.job, options.source), { max: intParam(body.max, 'max', 1, MAX_PEEK, 10) });
+    return options.source.dlqPeek(await jobParam(body.job, options.source), {
+      max: intParam(body.max, 'max', 1, MAX_PEEK, 10),
+    });
   },
-  '/api/pause': async (request, options) => options.source.pause(await jobParam(objectBody(request.body).job, options.source)),
-  '/api/resume': async (request, options) => options.source.resume(await jobParam(objectBody(request.body).job, options.source)),
+  '/api/pause': async (request, options) =>
+    options.source.pause(await jobParam(objectBody(request.body).job, options.source)),
+  '/api/resume': async (request, options) =>
+    options.source.resume(await jobParam(objectBody(request.body).job, options.source)),
   '/api/redrive': async (request, options) => {
     const body = objectBody(request.body);
     const job = await jobParam(body.job, options.source);
-    return options.source.redrive(job, { rate: body.rate === undefined || body.rate === '' ? undefined : intParam(body.rate, 'rate', 1, MAX_REDRIVE_RATE, 10) });
+    return options.source.redrive(job, {
+      rate:
+        body.rate === undefined || body.rate === '' ? undefined : intParam(body.rate, 'rate', 1, MAX_REDRIVE_RATE, 10),
+    });
   },
   '/api/catch-up': async (request, options) => {
     const body = objectBody(request.body);
@@ -100,17 +123,22 @@ export function changingAction(path: string): ChangingAction | undefined {
 /** Answers one API request; never throws (every error becomes its status and `{ error: { name, message } }`). */
 export async function handleApi(request: ApiRequest, options: ApiOptions): Promise<ApiResponse> {
   try {
-    const table = request.method === 'POST' ? POST : request.method === 'GET' || request.method === 'HEAD' ? GET : undefined;
+    const table =
+      request.method === 'POST' ? POST : request.method === 'GET' || request.method === 'HEAD' ? GET : undefined;
     if (!table) throw new ConsoleError(`${request.method} is not allowed here`, { status: 405 });
     const handler = table[request.path];
     if (!handler) {
       const other = request.method === 'POST' ? GET : POST;
-      if (other[request.path]) throw new ConsoleError(`${request.path} takes ${request.method === 'POST' ? 'GET' : 'POST'}`, { status: 405 });
+      if (other[request.path])
+        throw new ConsoleError(`${request.path} takes ${request.method === 'POST' ? 'GET' : 'POST'}`, { status: 405 });
       throw new ConsoleError(`no such API: ${request.path}`, { status: 404 });
     }
     const action = request.method === 'POST' ? changingAction(request.path) : undefined;
     if (action && !options.changesAllowed) {
-      throw new ConsoleForbiddenError(`${action} is off: ${options.changesNote ?? 'changes are off for this console'}`, 'changes-off');
+      throw new ConsoleForbiddenError(
+        `${action} is off: ${options.changesNote ?? 'changes are off for this console'}`,
+        'changes-off',
+      );
     }
     return { status: 200, body: escapedData(await handler(request, options)) };
   } catch (error) {
@@ -121,7 +149,8 @@ export async function handleApi(request: ApiRequest, options: ApiOptions): Promi
 /** The error as the page shows it: its name and message, and the status that says whose fault it was. */
 export function errorResponse(error: unknown): ApiResponse {
   const e = error instanceof Error ? error : new Error(String(error));
-  const status = e instanceof ConsoleError ? e.status : e instanceof UsageError ? 400 : e instanceof OpsError ? 409 : 500;
+  const status =
+    e instanceof ConsoleError ? e.status : e instanceof UsageError ? 400 : e instanceof OpsError ? 409 : 500;
   return { status, body: escapedData({ ok: false, error: { name: e.name, message: e.message } }) };
 }
 
@@ -142,7 +171,8 @@ function escapedData(body: unknown): unknown {
 }
 
 function objectBody(body: unknown): Record<string, unknown> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ConsoleError('the request body must be a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new ConsoleError('the request body must be a JSON object');
   return body as Record<string, unknown>;
 }
 
@@ -150,18 +180,21 @@ function objectBody(body: unknown): Record<string, unknown> {
 async function jobParam(value: unknown, source: ConsoleSource): Promise<string> {
   if (typeof value !== 'string' || value === '') throw new ConsoleError('say which job: "job" is required');
   const jobs = await source.jobs();
-  if (!jobs.includes(value)) throw new ConsoleError(`unknown job "${value}"; the stack has: ${jobs.join(', ')}`, { status: 404 });
+  if (!jobs.includes(value))
+    throw new ConsoleError(`unknown job "${value}"; the stack has: ${jobs.join(', ')}`, { status: 404 });
   return value;
 }
 
 function intParam(value: unknown, name: string, min: number, max: number, fallback: number): number {
   if (value === undefined || value === null) return fallback;
   const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : NaN;
-  if (!Number.isInteger(n) || n < min || n > max) throw new ConsoleError(`${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(value)}`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new ConsoleError(`${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(value)}`);
   return n;
 }
 
 function dateParam(value: unknown, name: string): string {
-  if (typeof value !== 'string' || !BUSINESS_DATE.test(value)) throw new ConsoleError(`${name} must be a date YYYY-MM-DD, got ${JSON.stringify(value ?? null)}`);
+  if (typeof value !== 'string' || !BUSINESS_DATE.test(value))
+    throw new ConsoleError(`${name} must be a date YYYY-MM-DD, got ${JSON.stringify(value ?? null)}`);
   return value;
 }

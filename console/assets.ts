@@ -26,7 +26,10 @@ export function chartAssetFiles(): Record<keyof ChartAssets, string> {
     try {
       return require.resolve(`uplot/dist/${file}`);
     } catch (error) {
-      throw new ChartAssetsError(`uplot/dist/${file} is not installed (the uplot dependency in package.json): run npm install`, { cause: error });
+      throw new ChartAssetsError(
+        `uplot/dist/${file} is not installed (the uplot dependency in package.json): run npm install`,
+        { cause: error },
+      );
     }
   };
   return {
@@ -47,10 +50,17 @@ export function chartAssets(): ChartAssets {
     try {
       return readFileSync(files[key], 'utf8');
     } catch (error) {
-      throw new ChartAssetsError(`cannot read the chart asset ${files[key]}: ${(error as Error).message}`, { cause: error });
+      throw new ChartAssetsError(`cannot read the chart asset ${files[key]}: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
   };
-  cached = { uplotJs: read('uplotJs'), uplotCss: read('uplotCss'), chartsJs: read('chartsJs'), chartsCss: read('chartsCss') };
+  cached = {
+    uplotJs: read('uplotJs'),
+    uplotCss: read('uplotCss'),
+    chartsJs: read('chartsJs'),
+    chartsCss: read('chartsCss'),
+  };
   return cached;
 }
 
@@ -64,6 +74,6 @@ export const CHART_ASSET_ROUTES: Readonly<Record<string, { asset: keyof ChartAss
 
 /** The asset served at `path` (one of CHART_ASSET_ROUTES), or undefined for any other path. */
 export function chartAsset(path: string): { contentType: string; body: string } | undefined {
-  const route = Object.prototype.hasOwnProperty.call(CHART_ASSET_ROUTES, path) ? CHART_ASSET_ROUTES[path] : undefined;
+  const route = Object.hasOwn(CHART_ASSET_ROUTES, path) ? CHART_ASSET_ROUTES[path] : undefined;
   return route && { contentType: route.contentType, body: chartAssets()[route.asset] };
 }

@@ -35,15 +35,19 @@ export const SQS_METRICS = {
  *   error at the claim, a whole batch handed back), so counting it could draw starts over the allowance that never
  *   happened. A call that ended in a 5xx or a timeout is thus missing from the curve: the curve can be low, never high.
  */
-export const START_METRICS: readonly string[] = [CHART_METRICS.Applied, CHART_METRICS.AlreadyDone, CHART_METRICS.Throttled];
+export const START_METRICS: readonly string[] = [
+  CHART_METRICS.Applied,
+  CHART_METRICS.AlreadyDone,
+  CHART_METRICS.Throttled,
+];
 
 /** The sliding window a job without an allowance (`pacing.enabled: false`) has its starts counted over. */
 export const DEFAULT_START_WINDOW_MS = 60_000;
 
 /** Bucket widths a chart's x axis is cut in, smallest first: whole, readable steps. */
 const NICE_STEPS_MS = [
-  100, 200, 250, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000, 900_000, 1_800_000, 3_600_000,
-  7_200_000, 10_800_000, 21_600_000, 43_200_000, 86_400_000,
+  100, 200, 250, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000, 900_000, 1_800_000,
+  3_600_000, 7_200_000, 10_800_000, 21_600_000, 43_200_000, 86_400_000,
 ];
 /** The default step keeps a chart at about this many buckets at most: uPlot draws thousands, but a count per bucket that thin is mostly noise. */
 const TARGET_BUCKETS = 120;
@@ -93,7 +97,10 @@ export interface TimedCount {
 /** The smallest whole step that cuts `spanMs` into at most TARGET_BUCKETS buckets. */
 export function defaultStepMs(spanMs: number): number {
   const wanted = Math.max(0, spanMs) / TARGET_BUCKETS;
-  return NICE_STEPS_MS.find((s) => s >= wanted) ?? Math.ceil(wanted / NICE_STEPS_MS[NICE_STEPS_MS.length - 1]) * NICE_STEPS_MS[NICE_STEPS_MS.length - 1];
+  return (
+    NICE_STEPS_MS.find((s) => s >= wanted) ??
+    Math.ceil(wanted / NICE_STEPS_MS[NICE_STEPS_MS.length - 1]) * NICE_STEPS_MS[NICE_STEPS_MS.length - 1]
+  );
 }
 
 /** The buckets of `window`: aligned to the step, so two polls of a moving window share their buckets. */
@@ -103,11 +110,14 @@ export function timeAxis(window: ChartWindow): TimeAxis {
     throw new ChartInputError(`a chart window needs finite fromMs <= toMs; got fromMs ${fromMs}, toMs ${toMs}`);
   }
   const stepMs = window.stepMs ?? defaultStepMs(toMs - fromMs);
-  if (!(stepMs > 0) || !Number.isFinite(stepMs)) throw new ChartInputError(`a chart's stepMs must be a positive number of milliseconds; got ${stepMs}`);
+  if (!(stepMs > 0) || !Number.isFinite(stepMs))
+    throw new ChartInputError(`a chart's stepMs must be a positive number of milliseconds; got ${stepMs}`);
   const startMs = Math.floor(fromMs / stepMs) * stepMs;
   const count = Math.max(1, Math.ceil((toMs - startMs) / stepMs));
   if (count > MAX_BUCKETS) {
-    throw new ChartInputError(`a chart window of ${toMs - fromMs} ms in steps of ${stepMs} ms is ${count} buckets, over the ${MAX_BUCKETS} a chart takes; pass a larger stepMs`);
+    throw new ChartInputError(
+      `a chart window of ${toMs - fromMs} ms in steps of ${stepMs} ms is ${count} buckets, over the ${MAX_BUCKETS} a chart takes; pass a larger stepMs`,
+    );
   }
   return { startMs, stepMs, count, x: Array.from({ length: count }, (_, i) => (startMs + i * stepMs) / 1000) };
 }
@@ -146,7 +156,8 @@ export function maxPerBucket(events: readonly { atMs: number; value: number }[],
  * opening (the window (s - W, s]); prefix sums over the sorted events make each of those one subtraction.
  */
 export function peakInWindowPerBucket(events: readonly TimedCount[], axis: TimeAxis, windowMs: number): number[] {
-  if (!(windowMs > 0)) throw new ChartInputError(`a sliding window must be a positive number of milliseconds; got ${windowMs}`);
+  if (!(windowMs > 0))
+    throw new ChartInputError(`a sliding window must be a positive number of milliseconds; got ${windowMs}`);
   const sorted = [...events].filter((e) => e.count !== 0).sort((a, b) => a.atMs - b.atMs);
   const times = sorted.map((e) => e.atMs);
   const prefix = [0];
@@ -205,23 +216,42 @@ export function jobCharts(samples: readonly MetricSample[], job: JobChartInput, 
   const axis = timeAxis(window);
   const windowMs = job.allowance?.intervalMs ?? DEFAULT_START_WINDOW_MS;
   if (job.allowance && !(job.allowance.starts >= 0 && job.allowance.intervalMs > 0)) {
-    throw new ChartInputError(`job ${job.job}: an allowance needs starts >= 0 and intervalMs > 0; got ${job.allowance.starts} per ${job.allowance.intervalMs} ms`);
+    throw new ChartInputError(
+      `job ${job.job}: an allowance needs starts >= 0 and intervalMs > 0; got ${job.allowance.starts} per ${job.allowance.intervalMs} ms`,
+    );
   }
   // Samples a window ending on the axis can still see: starts up to one window before its first bucket.
   const fromMs = axis.startMs - windowMs;
   const toMs = axis.startMs + axis.count * axis.stepMs;
-  const own = samples.filter((s) => s.namespace === METRICS_NAMESPACE && s.dimensions.job === job.job && s.timestamp >= fromMs && s.timestamp < toMs);
+  const own = samples.filter(
+    (s) =>
+      s.namespace === METRICS_NAMESPACE && s.dimensions.job === job.job && s.timestamp >= fromMs && s.timestamp < toMs,
+  );
   const emitted = own.length > 0;
-  const of = (...names: string[]): TimedCount[] => own.filter((s) => names.includes(s.metricName)).map((s) => ({ atMs: s.timestamp, count: s.value }));
+  const of = (...names: string[]): TimedCount[] =>
+    own.filter((s) => names.includes(s.metricName)).map((s) => ({ atMs: s.timestamp, count: s.value }));
   const counts = (values: number[]): (number | null)[] => (emitted ? values : values.map(() => null));
   const id = (name: string) => `${job.job}:${name}`;
   const windowText = formatDuration(windowMs);
   const stepText = formatDuration(axis.stepMs);
 
   const charts: ChartSpec[] = [];
-  const startLines: ChartLine[] = [{ label: 'starts', values: counts(peakInWindowPerBucket(of(...START_METRICS), axis, windowMs)) }];
-  if (job.allowance) startLines.push({ label: `allowance (${job.allowance.starts} per ${windowText})`, kind: 'limit', values: flat(axis, job.allowance.starts) });
-  charts.push({ id: id('starts'), title: `Starts in any ${windowText} window`, unit: `starts per ${windowText}`, x: axis.x, lines: startLines });
+  const startLines: ChartLine[] = [
+    { label: 'starts', values: counts(peakInWindowPerBucket(of(...START_METRICS), axis, windowMs)) },
+  ];
+  if (job.allowance)
+    startLines.push({
+      label: `allowance (${job.allowance.starts} per ${windowText})`,
+      kind: 'limit',
+      values: flat(axis, job.allowance.starts),
+    });
+  charts.push({
+    id: id('starts'),
+    title: `Starts in any ${windowText} window`,
+    unit: `starts per ${windowText}`,
+    x: axis.x,
+    lines: startLines,
+  });
 
   charts.push({
     id: id('outcomes'),
@@ -229,7 +259,10 @@ export function jobCharts(samples: readonly MetricSample[], job: JobChartInput, 
     unit: `per ${stepText}`,
     x: axis.x,
     lines: [
-      { label: 'completed', values: counts(countPerBucket(of(CHART_METRICS.Applied, CHART_METRICS.AlreadyDone), axis)) },
+      {
+        label: 'completed',
+        values: counts(countPerBucket(of(CHART_METRICS.Applied, CHART_METRICS.AlreadyDone), axis)),
+      },
       { label: 'deferred', values: counts(countPerBucket(of(CHART_METRICS.Deferred), axis)) },
       { label: '429s', values: counts(countPerBucket(of(CHART_METRICS.Throttled), axis)) },
     ],
@@ -237,17 +270,30 @@ export function jobCharts(samples: readonly MetricSample[], job: JobChartInput, 
 
   // Minutes when the job has an SLO (its limit then reads in its own unit), seconds otherwise (a local run's ages).
   const inMinutes = job.sloMinutes !== undefined;
-  const ageMs = own.filter((s) => s.metricName === CHART_METRICS.AgeSinceFirstEnqueue).map((s) => ({ atMs: s.timestamp, value: s.value }));
-  const age = maxPerBucket(ageMs, axis).map((v) => (v === null ? null : inMinutes ? round(v / 60_000, 3) : round(v / 1000, 2)));
+  const ageMs = own
+    .filter((s) => s.metricName === CHART_METRICS.AgeSinceFirstEnqueue)
+    .map((s) => ({ atMs: s.timestamp, value: s.value }));
+  const age = maxPerBucket(ageMs, axis).map((v) =>
+    v === null ? null : inMinutes ? round(v / 60_000, 3) : round(v / 1000, 2),
+  );
   const ageLines: ChartLine[] = [{ label: 'oldest job age at completion', values: age }];
-  if (job.sloMinutes !== undefined) ageLines.push({ label: `SLO (${job.sloMinutes} min)`, kind: 'limit', values: flat(axis, job.sloMinutes) });
-  charts.push({ id: id('age'), title: 'Job age since first enqueue', unit: inMinutes ? 'minutes' : 'seconds', x: axis.x, lines: ageLines });
+  if (job.sloMinutes !== undefined)
+    ageLines.push({ label: `SLO (${job.sloMinutes} min)`, kind: 'limit', values: flat(axis, job.sloMinutes) });
+  charts.push({
+    id: id('age'),
+    title: 'Job age since first enqueue',
+    unit: inMinutes ? 'minutes' : 'seconds',
+    x: axis.x,
+    lines: ageLines,
+  });
 
   const depth = (queueName: string | undefined, metricName: string) =>
     queueName === undefined
       ? []
       : samples
-          .filter((s) => s.namespace === 'AWS/SQS' && s.metricName === metricName && s.dimensions.QueueName === queueName)
+          .filter(
+            (s) => s.namespace === 'AWS/SQS' && s.metricName === metricName && s.dimensions.QueueName === queueName,
+          )
           .map((s) => ({ atMs: s.timestamp, value: s.value }));
   const queueLines: ChartLine[] = [
     { label: 'visible', values: maxPerBucket(depth(job.queueName, SQS_METRICS.visible), axis) },
@@ -255,11 +301,20 @@ export function jobCharts(samples: readonly MetricSample[], job: JobChartInput, 
     { label: 'delayed', values: maxPerBucket(depth(job.queueName, SQS_METRICS.delayed), axis) },
     { label: 'DLQ', values: maxPerBucket(depth(job.dlqName, SQS_METRICS.visible), axis) },
   ].filter((line) => line.values.some((v) => v !== null));
-  if (queueLines.length > 0) charts.push({ id: id('queue'), title: 'Queue depth (most per bucket)', unit: 'messages', x: axis.x, lines: queueLines });
+  if (queueLines.length > 0)
+    charts.push({
+      id: id('queue'),
+      title: 'Queue depth (most per bucket)',
+      unit: 'messages',
+      x: axis.x,
+      lines: queueLines,
+    });
   return charts;
 }
 
 /** The number of non-null points across a chart's non-limit lines: what console/web/charts.js puts in `data-points`. */
 export function dataPoints(chart: ChartSpec): number {
-  return chart.lines.filter((l) => l.kind !== 'limit').reduce((n, l) => n + l.values.filter((v) => v !== null).length, 0);
+  return chart.lines
+    .filter((l) => l.kind !== 'limit')
+    .reduce((n, l) => n + l.values.filter((v) => v !== null).length, 0);
 }

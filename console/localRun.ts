@@ -19,7 +19,11 @@ export const localRunViews: Required<RunViews> = { startConsole: startLocalConso
  * Starts the console with changes on (this is the operator's own local stack), on the operator CLI's code against
  * the endpoints file, and with the charts from the session's own samples (in process: no CloudWatch round trip).
  */
-async function startLocalConsole(session: LocalSession, port: number | undefined, say: (line: string) => void): Promise<LocalConsole> {
+async function startLocalConsole(
+  session: LocalSession,
+  port: number | undefined,
+  say: (line: string) => void,
+): Promise<LocalConsole> {
   const openedAt = Date.now();
   let resolveSource!: (source: OpsConsoleSource) => void;
   let rejectSource!: (error: unknown) => void;
@@ -29,14 +33,24 @@ async function startLocalConsole(session: LocalSession, port: number | undefined
   });
   let opened: OpsConsoleSource | undefined;
   const { credentials } = session.stack.clientConfig('sqs');
-  const server = await startConsoleServer({ source, changesAllowed: true, port, redact: [credentials.accessKeyId, credentials.secretAccessKey], log: say });
+  const server = await startConsoleServer({
+    source,
+    changesAllowed: true,
+    port,
+    redact: [credentials.accessKeyId, credentials.secretAccessKey],
+    log: say,
+  });
   return {
     url: server.url,
     tokenUrl: server.tokenUrl,
     load(endpointsFile) {
       new LocalEndpointsSource(endpointsFile).load().then((resources) => {
         opened = new OpsConsoleSource({
-          ctx: { resources, clients: createClients(resources.clients), io: consoleIo((line) => say(`[console] ${line}`)) },
+          ctx: {
+            resources,
+            clients: createClients(resources.clients),
+            io: consoleIo((line) => say(`[console] ${line}`)),
+          },
           samples: () => session.metrics.samples(),
           since: openedAt,
           // The local mappings settle within a poll or two of the emulated event source.
@@ -56,17 +70,31 @@ async function startLocalConsole(session: LocalSession, port: number | undefined
  * `.local/report.html`: per job, the run's charts (starts per window against the allowance, outcomes, job age, queue
  * depth) over the session's samples, with the report's figures beside them. Returns the file's path.
  */
-async function writeRunCharts(session: LocalSession, report: RunReport, file: string, run: { started: number; businessDate: string }): Promise<string> {
+async function writeRunCharts(
+  session: LocalSession,
+  report: RunReport,
+  file: string,
+  run: { started: number; businessDate: string },
+): Promise<string> {
   const window = { fromMs: run.started, toMs: Date.now() };
   const samples = session.metrics.samples();
   const sections = [];
   for (const job of session.jobs.values()) {
     const figures = report.jobs[job.name];
     const batches = await session.ledgerBatches(job.name);
-    const unreconciled = batches.filter((b) => !batchReconciles({ ...b.figures, admission: typeof b.item.admission === 'string' ? b.item.admission : undefined })).length;
+    const unreconciled = batches.filter(
+      (b) =>
+        !batchReconciles({
+          ...b.figures,
+          admission: typeof b.item.admission === 'string' ? b.item.admission : undefined,
+        }),
+    ).length;
     const input: JobChartInput = {
       job: job.name,
-      allowance: { starts: job.settings.rateLimit.startsPerInterval, intervalMs: job.settings.rateLimit.intervalSeconds * 1000 },
+      allowance: {
+        starts: job.settings.rateLimit.startsPerInterval,
+        intervalMs: job.settings.rateLimit.intervalSeconds * 1000,
+      },
       ...(job.settings.slo ? { sloMinutes: job.settings.slo.completeWithinMinutes } : {}),
       ...(job.queueUrl ? { queueName: queueNameOf(job.queueUrl) } : {}),
       ...(job.dlqUrl ? { dlqName: queueNameOf(job.dlqUrl) } : {}),
@@ -78,9 +106,19 @@ async function writeRunCharts(session: LocalSession, report: RunReport, file: st
           ['duplicates suppressed', String(figures.duplicatesSuppressed)],
           ['deferred', String(figures.deferred)],
           ['429s', String(figures.throttled)],
-          ['most starts in any window', `${figures.maxStartsPerWindow} (allowance ${figures.rateLimitPerWindow} per ${figures.windowSeconds} s)`],
+          [
+            'most starts in any window',
+            `${figures.maxStartsPerWindow} (allowance ${figures.rateLimitPerWindow} per ${figures.windowSeconds} s)`,
+          ],
           ['DLQ', String(figures.dlq)],
-          ['reconciles', batches.length === 0 ? 'no batch' : unreconciled === 0 ? `yes (${batches.length} batch${batches.length === 1 ? '' : 'es'})` : `NO (${unreconciled} of ${batches.length} batches)`],
+          [
+            'reconciles',
+            batches.length === 0
+              ? 'no batch'
+              : unreconciled === 0
+                ? `yes (${batches.length} batch${batches.length === 1 ? '' : 'es'})`
+                : `NO (${unreconciled} of ${batches.length} batches)`,
+          ],
         ]
       : [];
     sections.push({ heading: job.name, charts: jobCharts(samples, input, window), facts });

@@ -44,16 +44,21 @@ export interface ConsoleResult {
 export function parsePort(value: number | string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const port = Number(value);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port must be a whole number from 1 to 65535, got "${value}"`);
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new UsageError(`--port must be a whole number from 1 to 65535, got "${value}"`);
   return port;
 }
 
 /** The credentials the CLI holds, so the server can keep them out of every answer (the SDK never puts them in one). */
 function credentialStrings(ctx: CommandContext): string[] {
   const own = ctx.resources.clients.credentials;
-  return [own?.accessKeyId, own?.secretAccessKey, process.env.AWS_ACCESS_KEY_ID, process.env.AWS_SECRET_ACCESS_KEY, process.env.AWS_SESSION_TOKEN].filter(
-    (s): s is string => typeof s === 'string' && s !== '',
-  );
+  return [
+    own?.accessKeyId,
+    own?.secretAccessKey,
+    process.env.AWS_ACCESS_KEY_ID,
+    process.env.AWS_SECRET_ACCESS_KEY,
+    process.env.AWS_SESSION_TOKEN,
+  ].filter((s): s is string => typeof s === 'string' && s !== '');
 }
 
 /**
@@ -65,7 +70,10 @@ async function checkConfirmed(ctx: CommandContext, confirm: string | undefined):
   const target = await changeTarget(ctx.resources);
   const env = target.environment;
   if (confirm !== undefined && confirm !== env) {
-    throw new ConfirmationError(`--confirm ${confirm} does not match environment ${env}: the console did not start`, 'allow changes from the console');
+    throw new ConfirmationError(
+      `--confirm ${confirm} does not match environment ${env}: the console did not start`,
+      'allow changes from the console',
+    );
   }
   if (target.protected && confirm !== env) {
     throw new ConfirmationError(
@@ -94,7 +102,9 @@ export async function serveConsole(ctx: CommandContext, options: ConsoleOptions)
   const server = await startConsoleServer({
     source,
     changesAllowed,
-    changesNote: changesAllowed ? undefined : `${ctx.resources.stackName} is a deployed environment: restart with --allow-changes to pause, resume, redrive or catch up from the page`,
+    changesNote: changesAllowed
+      ? undefined
+      : `${ctx.resources.stackName} is a deployed environment: restart with --allow-changes to pause, resume, redrive or catch up from the page`,
     port,
     redact: credentialStrings(ctx),
     // A deployed stack's every poll is API calls, and GetMetricData is billed per metric: poll it less.
@@ -105,8 +115,11 @@ export async function serveConsole(ctx: CommandContext, options: ConsoleOptions)
     options.onListening?.(server);
     log(`console for ${source.description} at ${server.url}`);
     log(`open ${server.tokenUrl}`);
-    log('(the token in that URL is this console\'s key: do not share it; the page keeps it for its tab and drops it from the address bar)');
-    if (!changesAllowed) log('changes are off (pause, resume, redrive, catch-up): start with --allow-changes to turn them on');
+    log(
+      "(the token in that URL is this console's key: do not share it; the page keeps it for its tab and drops it from the address bar)",
+    );
+    if (!changesAllowed)
+      log('changes are off (pause, resume, redrive, catch-up): start with --allow-changes to turn them on');
     log('Ctrl-C to stop');
     await options.stop;
   } finally {
@@ -153,12 +166,19 @@ export function consoleCommand(options: ConsoleCommandOptions = {}): OpsCommandH
     const consoleCmd = program
       .command('console')
       .description(
-        'serve the web console on 127.0.0.1 until Ctrl-C: every job\'s schedule, depths, batches and live charts, a DLQ peek and an ' +
+        "serve the web console on 127.0.0.1 until Ctrl-C: every job's schedule, depths, batches and live charts, a DLQ peek and an " +
           'operation lookup, and pause, resume, redrive and catch-up behind a confirmation (off against a deployed environment unless --allow-changes)',
       )
       .option('--port <n>', 'the port on 127.0.0.1 (default: a free one)')
-      .option('--allow-changes', 'against a deployed environment: turn on pause, resume, redrive and catch-up (always on with --local)', false)
-      .option('--confirm <env>', "with --allow-changes: the environment's name, which a protected environment (prod) needs");
+      .option(
+        '--allow-changes',
+        'against a deployed environment: turn on pause, resume, redrive and catch-up (always on with --local)',
+        false,
+      )
+      .option(
+        '--confirm <env>',
+        "with --allow-changes: the environment's name, which a protected environment (prod) needs",
+      );
     consoleCmd.action(
       execute(consoleCmd, async (ctx) => {
         const o = consoleCmd.opts<{ port?: string; allowChanges: boolean; confirm?: string }>();

@@ -17,10 +17,21 @@ import type { OpsIo } from '../ops/io';
 import { producerSettings } from '../ops/jobSettings';
 import type { JobResources } from '../ops/resources';
 import { jobCharts, type JobChartInput } from './charts';
-import { ConsoleError, type CatchUpRequest, type ConsoleOverview, type ConsoleSource, type JobCharts, type JobOverview, type ScheduleView } from './source';
+import {
+  ConsoleError,
+  type CatchUpRequest,
+  type ConsoleOverview,
+  type ConsoleSource,
+  type JobCharts,
+  type JobOverview,
+  type ScheduleView,
+} from './source';
 
 /** Reads a job's metric samples for a window; `periodSeconds` is the resolution asked of CloudWatch. */
-export type SampleReader = (job: string, window: { fromMs: number; toMs: number; periodSeconds: number }) => Promise<readonly MetricSample[]> | readonly MetricSample[];
+export type SampleReader = (
+  job: string,
+  window: { fromMs: number; toMs: number; periodSeconds: number },
+) => Promise<readonly MetricSample[]> | readonly MetricSample[];
 
 export interface OpsConsoleSourceOptions {
   ctx: CommandContext;
@@ -116,7 +127,14 @@ export class OpsConsoleSource implements ConsoleSource {
       }),
     );
     const r = this.ctx.resources;
-    return { stack: r.stackName, source: r.source, ...(r.region ? { region: r.region } : {}), at: result.at, jobs, notes: result.notes };
+    return {
+      stack: r.stackName,
+      source: r.source,
+      ...(r.region ? { region: r.region } : {}),
+      at: result.at,
+      jobs,
+      notes: result.notes,
+    };
   }
 
   async charts(job: string, options: { minutes: number }): Promise<JobCharts> {
@@ -144,11 +162,15 @@ export class OpsConsoleSource implements ConsoleSource {
   }
 
   pause(job: string) {
-    return this.serially(() => admission(this.ctx, 'pause', { job: this.job(job).job, ...this.confirmed, ...this.mappingWait() }));
+    return this.serially(() =>
+      admission(this.ctx, 'pause', { job: this.job(job).job, ...this.confirmed, ...this.mappingWait() }),
+    );
   }
 
   resume(job: string) {
-    return this.serially(() => admission(this.ctx, 'resume', { job: this.job(job).job, ...this.confirmed, ...this.mappingWait() }));
+    return this.serially(() =>
+      admission(this.ctx, 'resume', { job: this.job(job).job, ...this.confirmed, ...this.mappingWait() }),
+    );
   }
 
   redrive(job: string, options: { rate?: number }) {
@@ -171,7 +193,11 @@ export class OpsConsoleSource implements ConsoleSource {
   /** @throws ConsoleError (404) for a job the stack does not have. */
   private job(name: string): JobResources {
     const found = this.ctx.resources.jobs.find((j) => j.job === name);
-    if (!found) throw new ConsoleError(`unknown job "${name}"; ${this.ctx.resources.stackName} has: ${this.ctx.resources.jobs.map((j) => j.job).join(', ')}`, { status: 404 });
+    if (!found)
+      throw new ConsoleError(
+        `unknown job "${name}"; ${this.ctx.resources.stackName} has: ${this.ctx.resources.jobs.map((j) => j.job).join(', ')}`,
+        { status: 404 },
+      );
     return found;
   }
 
@@ -202,18 +228,37 @@ export class OpsConsoleSource implements ConsoleSource {
     const base = { name: job.scheduleName };
     let answer;
     try {
-      answer = await this.ctx.clients.scheduler.send(new GetScheduleCommand({ Name: job.scheduleName, GroupName: job.scheduleGroupName }));
+      answer = await this.ctx.clients.scheduler.send(
+        new GetScheduleCommand({ Name: job.scheduleName, GroupName: job.scheduleGroupName }),
+      );
     } catch (error) {
-      return { ...base, state: 'unknown', nextFire: null, businessDate: null, error: `${(error as Error).name}: ${(error as Error).message}` };
+      return {
+        ...base,
+        state: 'unknown',
+        nextFire: null,
+        businessDate: null,
+        error: `${(error as Error).name}: ${(error as Error).message}`,
+      };
     }
     const expression = answer.ScheduleExpression;
     const timeZone = answer.ScheduleExpressionTimezone ?? settings?.timeZone ?? 'UTC';
-    const view: ScheduleView = { ...base, state: answer.State ?? 'unknown', expression, timeZone, nextFire: null, businessDate: null };
+    const view: ScheduleView = {
+      ...base,
+      state: answer.State ?? 'unknown',
+      expression,
+      timeZone,
+      nextFire: null,
+      businessDate: null,
+    };
     if (!expression) return { ...view, error: 'the schedule has no expression' };
     try {
       const at = nextFireTime(parseCron(expression), timeZone, this.ctx.io.now());
       if (!at) return view;
-      return { ...view, nextFire: at.toISOString(), businessDate: zonedDate(at, timeZone, settings?.businessDateOffsetDays ?? 0) };
+      return {
+        ...view,
+        nextFire: at.toISOString(),
+        businessDate: zonedDate(at, timeZone, settings?.businessDateOffsetDays ?? 0),
+      };
     } catch (error) {
       return { ...view, error: `next fire unknown: ${(error as Error).message}` };
     }

@@ -31,7 +31,10 @@ export const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c)
  * the element), and the two line separators JavaScript once refused in strings. JSON.parse reads them back unchanged.
  */
 export function scriptJson(value: unknown): string {
-  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return JSON.stringify(value).replace(
+    /[<>&\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 /**
@@ -64,7 +67,8 @@ const CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-i
 
 function checkReport(report: HtmlReport): void {
   const problems: string[] = [];
-  if (typeof report.title !== 'string' || report.title.trim() === '') problems.push('title: must be a non-empty string');
+  if (typeof report.title !== 'string' || report.title.trim() === '')
+    problems.push('title: must be a non-empty string');
   if (!Array.isArray(report.sections)) problems.push('sections: must be an array');
   else {
     const ids = new Set<string>();
@@ -74,12 +78,16 @@ function checkReport(report: HtmlReport): void {
         if (ids.has(chart.id)) problems.push(`sections[${i}]: chart id "${chart.id}" is used twice in the report`);
         ids.add(chart.id);
         for (const line of chart.lines) {
-          if (line.values.length !== chart.x.length) problems.push(`chart ${chart.id}: line "${line.label}" has ${line.values.length} values for ${chart.x.length} x`);
+          if (line.values.length !== chart.x.length)
+            problems.push(
+              `chart ${chart.id}: line "${line.label}" has ${line.values.length} values for ${chart.x.length} x`,
+            );
         }
       }
     });
   }
-  if (problems.length > 0) throw new HtmlReportError(`cannot render the HTML report "${report.title}": ${problems.join('; ')}`);
+  if (problems.length > 0)
+    throw new HtmlReportError(`cannot render the HTML report "${report.title}": ${problems.join('; ')}`);
 }
 
 /** The report as one HTML document that needs nothing else. */
@@ -92,7 +100,10 @@ export function renderHtmlReport(report: HtmlReport): string {
       const facts = section.facts?.length
         ? `<dl class="facts">${section.facts.map(([k, v]) => `<dt>${escapeHtml(k)}</dt><dd>${escapeHtml(v)}</dd>`).join('')}</dl>`
         : '';
-      const charts = section.charts.length > 0 ? `<div class="paced-charts" data-report-section="${i}"></div>` : '<p class="no-charts">No charts for this section.</p>';
+      const charts =
+        section.charts.length > 0
+          ? `<div class="paced-charts" data-report-section="${i}"></div>`
+          : '<p class="no-charts">No charts for this section.</p>';
       return `<section><h2>${escapeHtml(section.heading)}</h2>${facts}${charts}</section>`;
     })
     .join('\n');

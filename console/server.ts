@@ -5,7 +5,13 @@
 // credential it was told of out of every answer.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { CHART_ASSET_ROUTES, chartAsset } from './assets';
@@ -157,10 +163,14 @@ export function foreignRequest(headers: IncomingHttpHeaders, port: number): Cons
 /** Why an API request is refused, if it is: another site's (fetch metadata, where the browser sends it), or no token. */
 export function unauthorizedApiRequest(headers: IncomingHttpHeaders, token: string): ConsoleForbiddenError | undefined {
   const site = headers['sec-fetch-site'];
-  if (site !== undefined && site !== 'same-origin' && site !== 'none') return new ConsoleForbiddenError(`a ${site} request`, 'fetch-site');
+  if (site !== undefined && site !== 'same-origin' && site !== 'none')
+    return new ConsoleForbiddenError(`a ${site} request`, 'fetch-site');
   const given = headers[TOKEN_HEADER];
   if (!tokensEqual(typeof given === 'string' ? given : undefined, token)) {
-    return new ConsoleForbiddenError(`the console's token is missing or wrong: open the URL the terminal printed`, 'token');
+    return new ConsoleForbiddenError(
+      `the console's token is missing or wrong: open the URL the terminal printed`,
+      'token',
+    );
   }
   return undefined;
 }
@@ -172,7 +182,8 @@ async function requestBody(req: IncomingMessage): Promise<{ body: unknown } | { 
     return { error: new ConsoleError('send JSON (Content-Type: application/json)', { status: 415 }) };
   }
   const text = await readBody(req);
-  if (text === undefined) return { error: new ConsoleError(`the body is over ${MAX_BODY_BYTES} bytes`, { status: 413 }) };
+  if (text === undefined)
+    return { error: new ConsoleError(`the body is over ${MAX_BODY_BYTES} bytes`, { status: 413 }) };
   try {
     return { body: text === '' ? {} : JSON.parse(text) };
   } catch {
@@ -235,16 +246,22 @@ async function serveApi(req: IncomingMessage, res: ServerResponse, url: URL, h: 
 function serveStatic(req: IncomingMessage, res: ServerResponse, url: URL, h: Handling): void {
   const { reply } = h;
   const path = url.pathname;
-  if (req.method !== 'GET' && req.method !== 'HEAD') return reply.send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n');
+  if (req.method !== 'GET' && req.method !== 'HEAD')
+    return reply.send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n');
   if (path === '/' || path === '/index.html') {
     const given = url.searchParams.get('token');
     // A page asked for with a wrong token is refused outright; one asked for without any is the bare shell, which
     // finds the token in its tab's sessionStorage (kept from the first load) or says where to get it.
     if (given !== null && !tokensEqual(given, h.token)) {
-      return reply.refuse(res, req, new ConsoleForbiddenError('the token in the URL is not this console\'s', 'token'));
+      return reply.refuse(res, req, new ConsoleForbiddenError("the token in the URL is not this console's", 'token'));
     }
     const meta = `<meta name="console-token" content="${given === null ? '' : h.token}">`;
-    return reply.send(res, 200, 'text/html; charset=utf-8', h.page.replace('<meta name="console-token" content="">', meta));
+    return reply.send(
+      res,
+      200,
+      'text/html; charset=utf-8',
+      h.page.replace('<meta name="console-token" content="">', meta),
+    );
   }
   const asset = h.files.get(path);
   if (asset) return reply.send(res, 200, asset.type, asset.body);
@@ -296,7 +313,9 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   };
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      log(`console: ${req.method} ${(req.url ?? '').split('?')[0]} failed: ${redact(String((error as Error)?.message ?? error))}`);
+      log(
+        `console: ${req.method} ${(req.url ?? '').split('?')[0]} failed: ${redact(String((error as Error)?.message ?? error))}`,
+      );
       if (!res.headersSent) reply.sendJson(res, 500, errorResponse(error).body);
       else res.destroy();
     });

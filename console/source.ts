@@ -23,7 +23,10 @@ export class ConsoleError extends Error {
 
 /** A request the console refuses for its own safety (token, Host, Origin, changes off). Always 403. */
 export class ConsoleForbiddenError extends ConsoleError {
-  constructor(message: string, public readonly reason: 'token' | 'host' | 'origin' | 'fetch-site' | 'changes-off') {
+  constructor(
+    message: string,
+    public readonly reason: 'token' | 'host' | 'origin' | 'fetch-site' | 'changes-off',
+  ) {
     super(message, { status: 403 });
     this.name = 'ConsoleForbiddenError';
   }

@@ -33,11 +33,18 @@ const mapValues = <T, U>(record: Readonly<Record<string, T>>, f: (key: string, v
 /** Every problem with the props, before anything is built: physical names used twice, an unnamed import, the expiry. */
 function appResourcesProblems(config: AppResourcesConfig, accessLogExpirationDays: number): string[] {
   const usedTwice = (kind: 'table' | 'bucket' | 'secret', names: (string | undefined)[]): string[] =>
-    duplicates(names.filter((name): name is string => name !== undefined))
-      .map((name) => `${kind}s: the ${kind} name "${name}" is used by more than one key`);
+    duplicates(names.filter((name): name is string => name !== undefined)).map(
+      (name) => `${kind}s: the ${kind} name "${name}" is used by more than one key`,
+    );
   const problems = [
-    ...usedTwice('table', Object.values(config.tables).map((t) => t.tableName)),
-    ...usedTwice('bucket', Object.values(config.buckets).map((b) => b.bucketName)),
+    ...usedTwice(
+      'table',
+      Object.values(config.tables).map((t) => t.tableName),
+    ),
+    ...usedTwice(
+      'bucket',
+      Object.values(config.buckets).map((b) => b.bucketName),
+    ),
   ];
   if (!config.create) {
     for (const [key, bucket] of Object.entries(config.buckets)) {
@@ -45,7 +52,12 @@ function appResourcesProblems(config: AppResourcesConfig, accessLogExpirationDay
       problems.push(`buckets.${key}: an imported bucket (create false) needs its bucketName`);
     }
   }
-  problems.push(...usedTwice('secret', Object.values(config.secrets).map((s) => s.secretName)));
+  problems.push(
+    ...usedTwice(
+      'secret',
+      Object.values(config.secrets).map((s) => s.secretName),
+    ),
+  );
   if (!Number.isInteger(accessLogExpirationDays) || accessLogExpirationDays < 1) {
     problems.push(`accessLogExpirationDays must be a positive integer (got ${accessLogExpirationDays})`);
   }
@@ -93,15 +105,18 @@ export class AppResources extends Construct {
     const { create } = config;
     const removalPolicy = props.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
     this.tables = mapValues(config.tables, (key, table) =>
-      create ? this.createTable(key, table, removalPolicy) : this.importTable(key, table));
+      create ? this.createTable(key, table, removalPolicy) : this.importTable(key, table),
+    );
     // Before the buckets, which send it their access logs.
     if (create && Object.keys(config.buckets).length > 0) {
       this.accessLogsBucket = this.createAccessLogsBucket(accessLogExpirationDays, removalPolicy);
     }
     this.buckets = mapValues(config.buckets, (key, bucket) =>
-      create ? this.createBucket(key, bucket, removalPolicy) : this.importBucket(key, bucket));
+      create ? this.createBucket(key, bucket, removalPolicy) : this.importBucket(key, bucket),
+    );
     this.secrets = mapValues(config.secrets, (key, secret) =>
-      create ? this.createSecret(key, secret, removalPolicy) : this.importSecret(key, secret));
+      create ? this.createSecret(key, secret, removalPolicy) : this.importSecret(key, secret),
+    );
 
     this.names = {
       tables: mapValues(config.tables, (_, t) => t.tableName),
@@ -150,8 +165,11 @@ export class AppResources extends Construct {
       lifecycleRules: [{ expiration: Duration.days(expirationDays) }],
       removalPolicy,
     });
-    acknowledge(bucket, 'AwsSolutions-S1',
-      'This is the server access log bucket itself; logging its own access would log the log deliveries in a loop.');
+    acknowledge(
+      bucket,
+      'AwsSolutions-S1',
+      'This is the server access log bucket itself; logging its own access would log the log deliveries in a loop.',
+    );
     return bucket;
   }
 
@@ -195,9 +213,12 @@ export class AppResources extends Construct {
       generateSecretString: { passwordLength: 40, excludePunctuation: true },
       removalPolicy,
     });
-    acknowledge(created, 'AwsSolutions-SMG4',
+    acknowledge(
+      created,
+      'AwsSolutions-SMG4',
       "A third party's API key: the provider issues and rotates it, so there is no rotation Lambda that could create " +
-      'a new valid value; it is replaced by hand when the provider rotates it.');
+        'a new valid value; it is replaced by hand when the provider rotates it.',
+    );
     return created;
   }
 }

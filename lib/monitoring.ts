@@ -71,7 +71,8 @@ export type KeyedJobAlarmKind = Extract<JobAlarmKind, 'QuietTenantsMessageAge'>;
 const KEYED_JOB_ALARMS: readonly JobAlarmKind[] = ['QuietTenantsMessageAge'] satisfies KeyedJobAlarmKind[];
 /** A job's alarms by kind: every kind, and the keyed ones when the job has keys. */
 export type JobAlarms = Readonly<
-  Record<Exclude<JobAlarmKind, KeyedJobAlarmKind>, cloudwatch.Alarm> & Partial<Record<KeyedJobAlarmKind, cloudwatch.Alarm>>
+  Record<Exclude<JobAlarmKind, KeyedJobAlarmKind>, cloudwatch.Alarm> &
+    Partial<Record<KeyedJobAlarmKind, cloudwatch.Alarm>>
 >;
 
 /**
@@ -133,15 +134,35 @@ export function eventSourceMetric(
  * one a twelfth of the long one (the workbook's ratio), so a burst that has already stopped does not keep paging.
  */
 export const BurnPair = {
-  fast: { what: 'burn-fast', burnRate: 6, longFraction: 1 / 6, minLongMinutes: 5, maxLongMinutes: 60, severity: 'page' },
-  slow: { what: 'burn-slow', burnRate: 2, longFraction: 1 / 2, minLongMinutes: 15, maxLongMinutes: 360, severity: 'ticket' },
+  fast: {
+    what: 'burn-fast',
+    burnRate: 6,
+    longFraction: 1 / 6,
+    minLongMinutes: 5,
+    maxLongMinutes: 60,
+    severity: 'page',
+  },
+  slow: {
+    what: 'burn-slow',
+    burnRate: 2,
+    longFraction: 1 / 2,
+    minLongMinutes: 15,
+    maxLongMinutes: 360,
+    severity: 'ticket',
+  },
 } as const;
 export type BurnPairKind = keyof typeof BurnPair;
 
 /** A pair's two windows, in minutes, for an SLO window of `completeWithinMinutes`. */
-export function burnWindows(kind: BurnPairKind, completeWithinMinutes: number): { longMinutes: number; shortMinutes: number } {
+export function burnWindows(
+  kind: BurnPairKind,
+  completeWithinMinutes: number,
+): { longMinutes: number; shortMinutes: number } {
   const p = BurnPair[kind];
-  const longMinutes = Math.min(p.maxLongMinutes, Math.max(p.minLongMinutes, Math.round(completeWithinMinutes * p.longFraction)));
+  const longMinutes = Math.min(
+    p.maxLongMinutes,
+    Math.max(p.minLongMinutes, Math.round(completeWithinMinutes * p.longFraction)),
+  );
   return { longMinutes, shortMinutes: Math.max(1, Math.round(longMinutes / 12)) };
 }
 
@@ -153,7 +174,6 @@ export const SchedulerAlarm = {
 } as const;
 export type SchedulerAlarmKind = keyof typeof SchedulerAlarm;
 
-
 /**
  * 1 for a minute in which work waits in the job's queue (visible or delayed) and nothing settled, else 0. Settled is
  * every outcome the consumer meters (Applied, AlreadyDone, DeadLettered, Rejected): each is written only when it
@@ -163,10 +183,17 @@ export function stalledMetric(jobName: string, pacedJob: Pick<PacedJob, 'queue'>
   const minute = { period: Duration.minutes(1) };
   return new cloudwatch.MathExpression({
     label: 'Waiting work, nothing settled',
-    expression: 'IF((FILL(visible, 0) + FILL(delayed, 0)) > 0 AND (FILL(applied, 0) + FILL(done, 0) + FILL(dead, 0) + FILL(rejected, 0)) == 0, 1, 0)',
+    expression:
+      'IF((FILL(visible, 0) + FILL(delayed, 0)) > 0 AND (FILL(applied, 0) + FILL(done, 0) + FILL(dead, 0) + FILL(rejected, 0)) == 0, 1, 0)',
     usingMetrics: {
-      visible: pacedJob.queue.metricApproximateNumberOfMessagesVisible({ statistic: cloudwatch.Stats.MAXIMUM, ...minute }),
-      delayed: pacedJob.queue.metric('ApproximateNumberOfMessagesDelayed', { statistic: cloudwatch.Stats.MAXIMUM, ...minute }),
+      visible: pacedJob.queue.metricApproximateNumberOfMessagesVisible({
+        statistic: cloudwatch.Stats.MAXIMUM,
+        ...minute,
+      }),
+      delayed: pacedJob.queue.metric('ApproximateNumberOfMessagesDelayed', {
+        statistic: cloudwatch.Stats.MAXIMUM,
+        ...minute,
+      }),
       applied: jobMetric(jobName, MetricName.Applied, minute),
       done: jobMetric(jobName, MetricName.AlreadyDone, minute),
       dead: jobMetric(jobName, MetricName.DeadLettered, minute),
@@ -203,7 +230,10 @@ export function failedInvokeShareMetric(source: SqsEventSource): cloudwatch.Math
  * The age of the oldest message in the job queue's quiet groups (SQS fair queues: every tenant not detected as noisy),
  * AWS/SQS per QueueName like the queue's other metrics.
  */
-export function quietTenantsAgeMetric(pacedJob: Pick<PacedJob, 'queue'>, props: cloudwatch.MetricOptions = {}): cloudwatch.Metric {
+export function quietTenantsAgeMetric(
+  pacedJob: Pick<PacedJob, 'queue'>,
+  props: cloudwatch.MetricOptions = {},
+): cloudwatch.Metric {
   return pacedJob.queue.metric('ApproximateAgeOfOldestMessageInQuietGroups', props);
 }
 
@@ -222,7 +252,11 @@ export function scheduleGroupSubject(groupName: string): string {
  * Powertools emits, its `service` default dimension (POWERTOOLS_SERVICE_NAME, which PacedJob sets to the job name)
  * together with the `job` default dimension bindJob adds. CloudWatch matches a metric on all its dimensions, so both.
  */
-export function jobMetric(jobName: string, metricName: MetricName, props: cloudwatch.MetricOptions = {}): cloudwatch.Metric {
+export function jobMetric(
+  jobName: string,
+  metricName: MetricName,
+  props: cloudwatch.MetricOptions = {},
+): cloudwatch.Metric {
   return new cloudwatch.Metric({
     namespace: METRICS_NAMESPACE,
     metricName,
@@ -279,7 +313,10 @@ interface AlarmSpec {
 /** Some of a job's alarms, by kind: one family of them (monitorJob joins the families). */
 type AlarmSpecs<K extends JobAlarmKind> = Record<K, AlarmSpec>;
 type EventSourceAlarmKind =
-  'ConsumerFailedInvokes' | 'ConsumerDroppedEvents' | 'AdmissionFailedInvokes' | 'AdmissionDroppedEvents';
+  | 'ConsumerFailedInvokes'
+  | 'ConsumerDroppedEvents'
+  | 'AdmissionFailedInvokes'
+  | 'AdmissionDroppedEvents';
 /** Every alarm of a job: all kinds, and the keyed ones when the job has keys. */
 type JobAlarmSpecs = AlarmSpecs<Exclude<JobAlarmKind, KeyedJobAlarmKind>> & Partial<AlarmSpecs<KeyedJobAlarmKind>>;
 
@@ -299,7 +336,8 @@ function monitoringProblems(stackName: string, jobs: readonly MonitoredJob[], gr
   const names = [
     ...jobs.flatMap((j) => jobAlarmKinds(j.config).map((kind) => alarmName(stackName, j.jobName, JobAlarm[kind]))),
     ...groups.flatMap((g) =>
-      Object.values(SchedulerAlarm).map((what) => alarmName(stackName, scheduleGroupSubject(g), what))),
+      Object.values(SchedulerAlarm).map((what) => alarmName(stackName, scheduleGroupSubject(g), what)),
+    ),
   ];
   const seen = new Set<string>();
   for (const name of names) {
@@ -390,23 +428,25 @@ export class Monitoring extends Construct {
     // The topic policy replaces SNS's default one, so CloudWatch must be allowed to publish, and only for this stack's
     // alarms (every alarm name starts with the stack name).
     const cloudwatchPrincipal = new iam.ServicePrincipal('cloudwatch.amazonaws.com');
-    topic.addToResourcePolicy(new iam.PolicyStatement({
-      sid: 'AllowThisStacksAlarmsToPublish',
-      principals: [cloudwatchPrincipal],
-      actions: ['sns:Publish'],
-      resources: [topic.topicArn],
-      conditions: {
-        StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID },
-        ArnLike: {
-          'aws:SourceArn': Stack.of(this).formatArn({
-            service: 'cloudwatch',
-            resource: 'alarm',
-            resourceName: `${this.stackName}-*`,
-            arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-          }),
+    topic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'AllowThisStacksAlarmsToPublish',
+        principals: [cloudwatchPrincipal],
+        actions: ['sns:Publish'],
+        resources: [topic.topicArn],
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID },
+          ArnLike: {
+            'aws:SourceArn': Stack.of(this).formatArn({
+              service: 'cloudwatch',
+              resource: 'alarm',
+              resourceName: `${this.stackName}-*`,
+              arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+            }),
+          },
         },
-      },
-    }));
+      }),
+    );
     // SNS encrypts with the publisher's access to the key; the key policy is the only place CloudWatch can get it.
     this.topicKey.grant(cloudwatchPrincipal, 'kms:Decrypt', 'kms:GenerateDataKey*');
     return topic;
@@ -481,7 +521,10 @@ export class Monitoring extends Construct {
           `${jobName}: the oldest message in the work queue is older than the ${ageSloSeconds}s SLO, so work is late. ` +
           `Likely the consumer is paused, failing or throttled by the provider. First run \`${status}\` (depth, in flight, DLQ), ` +
           `then check the consumer-errors and provider-throttled alarms. Never purge the queue. ${RUNBOOK}`,
-        metric: pacedJob.queue.metricApproximateAgeOfOldestMessage({ statistic: cloudwatch.Stats.MAXIMUM, period: five }),
+        metric: pacedJob.queue.metricApproximateAgeOfOldestMessage({
+          statistic: cloudwatch.Stats.MAXIMUM,
+          period: five,
+        }),
         threshold: ageSloSeconds,
         // SQS stops sending queue metrics only for an inactive queue: empty and untouched for hours. Nothing is late then.
         treatMissingData: NOT_BREACHING,
@@ -492,7 +535,10 @@ export class Monitoring extends Construct {
           `${jobName}: operations failed every attempt (or were rejected as bad) and wait in the job DLQ; they were not applied. ` +
           `First run \`${this.ops} dlq peek --stack ${this.stackName} --job ${jobName}\` to see why (viewing counts as a receive), fix the cause, ` +
           `then \`${this.ops} redrive --stack ${this.stackName} --job ${jobName}\`: idempotency makes already applied operations no-ops. ${RUNBOOK}`,
-        metric: pacedJob.dlq.metricApproximateNumberOfMessagesVisible({ statistic: cloudwatch.Stats.MAXIMUM, period: Duration.minutes(1) }),
+        metric: pacedJob.dlq.metricApproximateNumberOfMessagesVisible({
+          statistic: cloudwatch.Stats.MAXIMUM,
+          period: Duration.minutes(1),
+        }),
         threshold: 0,
         // A queue holding messages stays active and keeps reporting, so missing data means an empty, idle DLQ.
         treatMissingData: NOT_BREACHING,
@@ -505,7 +551,10 @@ export class Monitoring extends Construct {
           `\`${status}\`: a batch shown as "admission stalled" continues with ` +
           `\`${this.ops} continue --stack ${this.stackName} --job ${jobName} --batch <batchId>\` once the producer's logs show the cause is fixed; ` +
           `a date never started needs \`${this.ops} catch-up --stack ${this.stackName} --job ${jobName} --from <date> --to <date>\`. ${RUNBOOK}`,
-        metric: pacedJob.producerDlq.metricApproximateNumberOfMessagesVisible({ statistic: cloudwatch.Stats.MAXIMUM, period: Duration.minutes(1) }),
+        metric: pacedJob.producerDlq.metricApproximateNumberOfMessagesVisible({
+          statistic: cloudwatch.Stats.MAXIMUM,
+          period: Duration.minutes(1),
+        }),
         threshold: 0,
         treatMissingData: NOT_BREACHING,
       },
@@ -615,7 +664,7 @@ export class Monitoring extends Construct {
     const five = Duration.minutes(5);
     const status = this.statusCommand(jobName);
     const mapping =
-      '`aws lambda get-event-source-mapping --uuid <the alarm\'s EventSourceMappingUUID>` ' +
+      "`aws lambda get-event-source-mapping --uuid <the alarm's EventSourceMappingUUID>` " +
       '(its state and last processing result)';
     const sqsDropsNone =
       "An SQS event source is not expected to drop any (the queue's redrive policy retires failed messages, not the " +
@@ -696,7 +745,10 @@ export class Monitoring extends Construct {
     };
   }
 
-  private burnRateAlarms(job: MonitoredJob, slo: { objective: number; completeWithinMinutes: number }): Record<BurnPairKind, cloudwatch.CompositeAlarm> {
+  private burnRateAlarms(
+    job: MonitoredJob,
+    slo: { objective: number; completeWithinMinutes: number },
+  ): Record<BurnPairKind, cloudwatch.CompositeAlarm> {
     const { jobName } = job;
     const scope = new Construct(this, `${pascalCase(jobName)}Burn`);
     const budget = Math.round((1 - slo.objective) * 1e6) / 1e6;
@@ -737,7 +789,10 @@ export class Monitoring extends Construct {
           `rate tonight's error budget is gone ${kind === 'fast' ? 'within the first sixth of the window' : 'by half the window'}. ` +
           `First run \`${status}\` (its forecast says whether the batch still makes the SLO), then the consumer-errors, ` +
           `provider-throttled and dlq-depth alarms. ${RUNBOOK}`,
-        alarmRule: cloudwatch.AlarmRule.allOf(cloudwatch.AlarmRule.fromAlarm(long, cloudwatch.AlarmState.ALARM), cloudwatch.AlarmRule.fromAlarm(short, cloudwatch.AlarmState.ALARM)),
+        alarmRule: cloudwatch.AlarmRule.allOf(
+          cloudwatch.AlarmRule.fromAlarm(long, cloudwatch.AlarmState.ALARM),
+          cloudwatch.AlarmRule.fromAlarm(short, cloudwatch.AlarmState.ALARM),
+        ),
       });
       composite.addAlarmAction(this.action);
       composite.addOkAction(this.action);
@@ -750,11 +805,18 @@ export class Monitoring extends Construct {
     const scope = new Construct(this, `ScheduleGroup${pascalCase(group)}`);
     const subject = scheduleGroupSubject(group);
     const five = Duration.minutes(5);
-    const metric = (metricName: string, label?: string) => new cloudwatch.Metric({
-      namespace: 'AWS/Scheduler', metricName, dimensionsMap: { ScheduleGroup: group }, statistic: cloudwatch.Stats.SUM, period: five, label,
-    });
+    const metric = (metricName: string, label?: string) =>
+      new cloudwatch.Metric({
+        namespace: 'AWS/Scheduler',
+        metricName,
+        dimensionsMap: { ScheduleGroup: group },
+        statistic: cloudwatch.Stats.SUM,
+        period: five,
+        label,
+      });
     // Scheduler reports per group only; the default group is shared with every other schedule in the account and region.
-    const shared = group === DEFAULT_SCHEDULE_GROUP ? ' The default group may also hold schedules of other applications.' : '';
+    const shared =
+      group === DEFAULT_SCHEDULE_GROUP ? ' The default group may also hold schedules of other applications.' : '';
     const jobs = jobNames.join(', ');
     const specs: Record<SchedulerAlarmKind, AlarmSpec> = {
       TargetErrors: {
@@ -792,11 +854,13 @@ export class Monitoring extends Construct {
       Object.entries(specs).map(([kind, spec]) => [kind, this.alarm(scope, subject, spec)]),
     ) as Record<SchedulerAlarmKind, cloudwatch.Alarm>;
 
-    this.dashboard.addWidgets(new cloudwatch.TextWidget({
-      markdown: `## Schedule group ${group}\nEventBridge Scheduler reports per group. Jobs: ${jobs}.${shared}`,
-      width: 24,
-      height: 2,
-    }));
+    this.dashboard.addWidgets(
+      new cloudwatch.TextWidget({
+        markdown: `## Schedule group ${group}\nEventBridge Scheduler reports per group. Jobs: ${jobs}.${shared}`,
+        width: 24,
+        height: 2,
+      }),
+    );
     this.dashboard.addWidgets(
       new cloudwatch.GraphWidget({
         title: `Schedule group ${group}: invocations`,
@@ -809,7 +873,11 @@ export class Monitoring extends Construct {
         ],
         width: 16,
       }),
-      new cloudwatch.AlarmStatusWidget({ title: `Schedule group ${group}: alarms`, alarms: Object.values(alarms), width: 8 }),
+      new cloudwatch.AlarmStatusWidget({
+        title: `Schedule group ${group}: alarms`,
+        alarms: Object.values(alarms),
+        width: 8,
+      }),
     );
     return alarms;
   }
@@ -817,14 +885,16 @@ export class Monitoring extends Construct {
   /** The job's rows of the dashboard: its heading, then its queues, its functions, its event sources, its alarms. */
   private addJobRows(job: MonitoredJob, alarms: JobAlarms): void {
     const { jobName, config } = job;
-    this.dashboard.addWidgets(new cloudwatch.TextWidget({
-      markdown:
-        `## ${jobName}\nSchedule \`cron(${config.schedule.cron})\` in ${config.schedule.timeZone}; ` +
-        `age SLO ${config.oldestMessageAgeSloSeconds}s; concurrency ${config.pacing.concurrency}. ` +
-        `First step on any alarm: \`${this.statusCommand(jobName)}\`.`,
-      width: 24,
-      height: 2,
-    }));
+    this.dashboard.addWidgets(
+      new cloudwatch.TextWidget({
+        markdown:
+          `## ${jobName}\nSchedule \`cron(${config.schedule.cron})\` in ${config.schedule.timeZone}; ` +
+          `age SLO ${config.oldestMessageAgeSloSeconds}s; concurrency ${config.pacing.concurrency}. ` +
+          `First step on any alarm: \`${this.statusCommand(jobName)}\`.`,
+        width: 24,
+        height: 2,
+      }),
+    );
     this.dashboard.addWidgets(...queueAndProducerWidgets(job));
     this.dashboard.addWidgets(...consumerWidgets(job));
     this.dashboard.addWidgets(

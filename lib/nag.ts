@@ -6,7 +6,11 @@ import { flattenCfnReference } from 'cdk-nag/lib/utils/flatten-cfn-reference';
 
 /** An acknowledgment that would hide more than the one reviewed wildcard it is meant for. */
 export class AcknowledgmentError extends Error {
-  constructor(message: string, public readonly construct: string, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly construct: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'AcknowledgmentError';
   }
@@ -24,7 +28,10 @@ export function acknowledge(scope: IConstruct, id: string, reason: string): void
 export function acknowledgeResourceWildcard(scope: IConstruct, resource: string, reason: string): string {
   const flat = flattenCfnReference(Stack.of(scope).resolve(resource));
   if (!flat.includes('*') || flat === '*') {
-    throw new AcknowledgmentError(`"${flat}" is not a scoped wildcard resource; nothing to acknowledge under ${scope.node.path}`, scope.node.path);
+    throw new AcknowledgmentError(
+      `"${flat}" is not a scoped wildcard resource; nothing to acknowledge under ${scope.node.path}`,
+      scope.node.path,
+    );
   }
   const id = `AwsSolutions-IAM5[Resource::${flat}]`;
   acknowledge(scope, id, reason);

@@ -6,7 +6,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { type BundlingOptions, LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
-import { Construct } from 'constructs';
+import type { Construct } from 'constructs';
 import { LAMBDA_MAX_TIMEOUT_SECONDS } from '../lambda/core/constants';
 import { acknowledge } from './nag';
 import { SDK_SLIM_MODULE, SDK_SLIM_PACKAGES, sdkSlimLayer } from './sdk-layer';
@@ -73,30 +73,48 @@ export function validatePacedFunctionProps(props: PacedFunctionProps): string[] 
   const problems: string[] = [];
   if (props.functionName !== undefined) {
     if (props.functionName.length > MAX_FUNCTION_NAME_LENGTH) {
-      problems.push(`functionName "${props.functionName}" is ${props.functionName.length} characters; Lambda allows at most ${MAX_FUNCTION_NAME_LENGTH}`);
+      problems.push(
+        `functionName "${props.functionName}" is ${props.functionName.length} characters; Lambda allows at most ${MAX_FUNCTION_NAME_LENGTH}`,
+      );
     }
     if (!/^[A-Za-z0-9_-]+$/.test(props.functionName)) {
       problems.push(`functionName "${props.functionName}" may hold only letters, digits, hyphens and underscores`);
     }
   }
-  if (!Number.isInteger(props.timeoutSeconds) || props.timeoutSeconds < 1 || props.timeoutSeconds > LAMBDA_MAX_TIMEOUT_SECONDS) {
-    problems.push(`timeoutSeconds must be an integer from 1 to ${LAMBDA_MAX_TIMEOUT_SECONDS} (got ${props.timeoutSeconds})`);
+  if (
+    !Number.isInteger(props.timeoutSeconds) ||
+    props.timeoutSeconds < 1 ||
+    props.timeoutSeconds > LAMBDA_MAX_TIMEOUT_SECONDS
+  ) {
+    problems.push(
+      `timeoutSeconds must be an integer from 1 to ${LAMBDA_MAX_TIMEOUT_SECONDS} (got ${props.timeoutSeconds})`,
+    );
   }
   if (!Number.isInteger(props.memoryMb) || props.memoryMb < 128 || props.memoryMb > 10240) {
     problems.push(`memoryMb must be an integer from 128 to 10240 (got ${props.memoryMb})`);
   }
   if (!VALID_LOG_RETENTION_DAYS.includes(props.logRetentionDays)) {
-    problems.push(`logRetentionDays must be one of ${VALID_LOG_RETENTION_DAYS.join(', ')} (got ${props.logRetentionDays})`);
+    problems.push(
+      `logRetentionDays must be one of ${VALID_LOG_RETENTION_DAYS.join(', ')} (got ${props.logRetentionDays})`,
+    );
   }
-  if (props.reservedConcurrentExecutions !== undefined && (!Number.isInteger(props.reservedConcurrentExecutions) || props.reservedConcurrentExecutions < 1)) {
-    problems.push(`reservedConcurrentExecutions must be a positive integer (got ${props.reservedConcurrentExecutions})`);
+  if (
+    props.reservedConcurrentExecutions !== undefined &&
+    (!Number.isInteger(props.reservedConcurrentExecutions) || props.reservedConcurrentExecutions < 1)
+  ) {
+    problems.push(
+      `reservedConcurrentExecutions must be a positive integer (got ${props.reservedConcurrentExecutions})`,
+    );
   }
   return problems;
 }
 
 /** esbuild cannot run locally; NodejsFunction would otherwise fall back to Docker, which this project never uses. */
 export class LocalBundlingError extends Error {
-  constructor(public readonly construct: string, options?: ErrorOptions) {
+  constructor(
+    public readonly construct: string,
+    options?: ErrorOptions,
+  ) {
     super(`${construct}: esbuild is not installed; run "npm ci" (bundling is local only, never in Docker)`, options);
     this.name = 'LocalBundlingError';
   }
@@ -113,9 +131,10 @@ function assertLocalEsbuild(path: string): void {
 /** The constants esbuild replaces in the handler's code: whether a job is bundled, its file, the build flags. */
 function esbuildDefine(props: PacedFunctionProps, jobEntry: string | undefined): Record<string, string> | undefined {
   if (jobEntry === undefined && props.buildFlags === undefined) return undefined;
-  const job = jobEntry === undefined
-    ? {}
-    : { PACED_JOB_ENTRY: 'true', PACED_JOB_ENTRY_FILE: JSON.stringify(jobEntryMetadata(jobEntry)) };
+  const job =
+    jobEntry === undefined
+      ? {}
+      : { PACED_JOB_ENTRY: 'true', PACED_JOB_ENTRY_FILE: JSON.stringify(jobEntryMetadata(jobEntry)) };
   const flags = Object.entries(props.buildFlags ?? {}).map(([flag, on]) => [flag, JSON.stringify(on)]);
   return { ...job, ...Object.fromEntries(flags) };
 }
@@ -204,7 +223,8 @@ export class PacedFunction extends NodejsFunction {
     });
     this.executionRole = role;
     this.functionLogGroup = logGroup;
-    if (jobEntry !== undefined) (this.node.defaultChild as lambda.CfnFunction).addMetadata(JOB_ENTRY_METADATA, jobEntryMetadata(jobEntry));
+    if (jobEntry !== undefined)
+      (this.node.defaultChild as lambda.CfnFunction).addMetadata(JOB_ENTRY_METADATA, jobEntryMetadata(jobEntry));
     logGroup.grantWrite(role);
 
     this.acknowledgePinnedRuntime();
@@ -228,11 +248,16 @@ export class PacedFunction extends NodejsFunction {
   private traceActively(): void {
     (this.node.defaultChild as lambda.CfnFunction).tracingConfig = { mode: lambda.Tracing.ACTIVE };
     const tracing = new iam.Policy(this.executionRole, 'Tracing', {
-      statements: [new iam.PolicyStatement({ actions: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'], resources: ['*'] })],
+      statements: [
+        new iam.PolicyStatement({ actions: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'], resources: ['*'] }),
+      ],
     });
     this.executionRole.attachInlinePolicy(tracing);
     this.node.addDependency(tracing);
-    acknowledge(tracing, 'AwsSolutions-IAM5[Resource::*]',
-      'Active tracing: X-Ray PutTraceSegments and PutTelemetryRecords do not support resource-level permissions, so Lambda needs them on "*".');
+    acknowledge(
+      tracing,
+      'AwsSolutions-IAM5[Resource::*]',
+      'Active tracing: X-Ray PutTraceSegments and PutTelemetryRecords do not support resource-level permissions, so Lambda needs them on "*".',
+    );
   }
 }

@@ -13,10 +13,16 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct, type IConstruct } from 'constructs';
-import { EnvVar, JobRuntimeSettings, METRICS_NAMESPACE } from '../lambda/core/constants';
+import { EnvVar, type JobRuntimeSettings, METRICS_NAMESPACE } from '../lambda/core/constants';
 import { pacingSettings } from '../lambda/core/pacingSettings';
-import { bucketActions, BucketMode, READING_MODES, tableActions, TableMode } from './config/access';
-import { DLQ_RETENTION_DAYS, effectiveRateLimit, JobConfig, jobBatching, VISIBILITY_TIMEOUT_FACTOR } from './config/schema';
+import { bucketActions, type BucketMode, READING_MODES, tableActions, type TableMode } from './config/access';
+import {
+  DLQ_RETENTION_DAYS,
+  effectiveRateLimit,
+  type JobConfig,
+  jobBatching,
+  VISIBILITY_TIMEOUT_FACTOR,
+} from './config/schema';
 import { acknowledge, acknowledgeResourceWildcard } from './nag';
 import { MAX_FUNCTION_NAME_LENGTH, PacedFunction } from './paced-function';
 import { assertNoProblems } from './props-error';
@@ -123,7 +129,8 @@ export interface JobProblem {
 }
 
 /** `path: message`, or the message alone for the job as a whole. */
-export const formatJobProblem = (problem: JobProblem): string => (problem.path ? `${problem.path}: ${problem.message}` : problem.message);
+export const formatJobProblem = (problem: JobProblem): string =>
+  problem.path ? `${problem.path}: ${problem.message}` : problem.message;
 
 /**
  * One job's partitions of the shared state tables (`dynamodb:LeadingKeys` patterns), so its functions cannot read or
@@ -132,11 +139,20 @@ export const formatJobProblem = (problem: JobProblem): string => (problem.path ?
  * against them. `limiterKey` is the job's downstream key (pacing.downstreamKey, else the job name): jobs that name
  * one downstream share its allowance, so they share its limiter items, by design.
  */
-export function stateTablePartitions(jobName: string, limiterKey: string): Record<'idempotency' | 'ledger' | 'limiter', string[]> {
+export function stateTablePartitions(
+  jobName: string,
+  limiterKey: string,
+): Record<'idempotency' | 'ledger' | 'limiter', string[]> {
   return {
     // Powertools' record ID: `<keyPrefix>#<hash>`, the key prefix being the job name.
     idempotency: [`${jobName}#*`],
-    ledger: [`BATCH#${jobName}`, `REJECTED#${jobName}`, `INVOCATIONS#${jobName}#*`, `PAGES#${jobName}#*`, `INVALID_ROW#${jobName}#*`],
+    ledger: [
+      `BATCH#${jobName}`,
+      `REJECTED#${jobName}`,
+      `INVOCATIONS#${jobName}#*`,
+      `PAGES#${jobName}#*`,
+      `INVALID_ROW#${jobName}#*`,
+    ],
     // The job-wide item (`<key>`, or `<key>#<shard>`), its adaptive rate, per-key and concurrency items (`<key>#...`),
     // and the job's per-key overrides.
     limiter: [limiterKey, `${limiterKey}#*`, `LIMITS#${jobName}`],
@@ -149,7 +165,13 @@ export const STATE_TABLE_ACTIONS = {
     ledger: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
   },
   consumer: {
-    idempotency: ['dynamodb:BatchGetItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+    idempotency: [
+      'dynamodb:BatchGetItem',
+      'dynamodb:DeleteItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+    ],
     ledger: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
     limiter: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
   },
@@ -179,20 +201,30 @@ export function planPacedJob(
   const batching = jobBatching(job);
   const problems: JobProblem[] = [];
   const problem = (at: string, message: string) => problems.push({ path: at, message });
-  if (Token.isUnresolved(stackName)) problem('', 'the stack name must be a literal: it is part of the producer function name');
+  if (Token.isUnresolved(stackName))
+    problem('', 'the stack name must be a literal: it is part of the producer function name');
   else if (functionName.length > MAX_FUNCTION_NAME_LENGTH) {
-    problem('', `producer function name "${functionName}" is ${functionName.length} characters; Lambda allows at most ${MAX_FUNCTION_NAME_LENGTH} (shorten the stack or job name)`);
+    problem(
+      '',
+      `producer function name "${functionName}" is ${functionName.length} characters; Lambda allows at most ${MAX_FUNCTION_NAME_LENGTH} (shorten the stack or job name)`,
+    );
   }
   if (rateLimit.startsPerInterval < 1) {
     problem('pacing', `starts (${pacing.starts}) x headroom (${pacing.headroom}) rounds down to 0 starts per interval`);
   }
   const visibilitySeconds = job.consumerTimeoutSeconds * VISIBILITY_TIMEOUT_FACTOR;
   if (visibilitySeconds > SQS_MAX_VISIBILITY_TIMEOUT_SECONDS) {
-    problem('consumerTimeoutSeconds', `${job.consumerTimeoutSeconds} x ${VISIBILITY_TIMEOUT_FACTOR} = ${visibilitySeconds}s exceeds the SQS visibility timeout limit of ${SQS_MAX_VISIBILITY_TIMEOUT_SECONDS}s`);
+    problem(
+      'consumerTimeoutSeconds',
+      `${job.consumerTimeoutSeconds} x ${VISIBILITY_TIMEOUT_FACTOR} = ${visibilitySeconds}s exceeds the SQS visibility timeout limit of ${SQS_MAX_VISIBILITY_TIMEOUT_SECONDS}s`,
+    );
   }
   // SQS keeps a message's original enqueue time when it moves to the DLQ, so the DLQ must retain it longer.
   if (job.queueRetentionDays >= DLQ_RETENTION_DAYS) {
-    problem('queueRetentionDays', `must be less than the DLQ's ${DLQ_RETENTION_DAYS} days (got ${job.queueRetentionDays}), or a redriven message expires on arrival`);
+    problem(
+      'queueRetentionDays',
+      `must be less than the DLQ's ${DLQ_RETENTION_DAYS} days (got ${job.queueRetentionDays}), or a redriven message expires on arrival`,
+    );
   }
   const runtimeSettings: JobRuntimeSettings = {
     jobName,
@@ -205,16 +237,34 @@ export function planPacedJob(
     // The consumer rejects a notBefore past it and bounds deferrals by it (JobRuntimeSettings.queueRetentionSeconds).
     queueRetentionSeconds: job.queueRetentionDays * 86_400,
     rateLimit,
-    quota: { starts: pacing.starts, headroom: pacing.headroom, ...(pacing.maxConcurrent ? { maxConcurrent: pacing.maxConcurrent } : {}) },
+    quota: {
+      starts: pacing.starts,
+      headroom: pacing.headroom,
+      ...(pacing.maxConcurrent ? { maxConcurrent: pacing.maxConcurrent } : {}),
+    },
     concurrency: pacing.concurrency,
-    ...(pacing.perKey?.concurrency ? { concurrencyPerKey: { field: pacing.perKey.key, maxConcurrent: pacing.perKey.concurrency } } : {}),
+    ...(pacing.perKey?.concurrency
+      ? { concurrencyPerKey: { field: pacing.perKey.key, maxConcurrent: pacing.perKey.concurrency } }
+      : {}),
     ...(pacing.admission.enabled
-      ? { admission: { horizonSeconds: pacing.admission.horizonSeconds, batchSize: batching.batchSize, batchingWindowSeconds: batching.batchingWindowSeconds } }
+      ? {
+          admission: {
+            horizonSeconds: pacing.admission.horizonSeconds,
+            batchSize: batching.batchSize,
+            batchingWindowSeconds: batching.batchingWindowSeconds,
+          },
+        }
       : {}),
     ...(job.slo ? { slo: job.slo } : {}),
-    tables: Object.fromEntries(Object.entries(uses.tables).map(([alias, u]) => [alias, synthName(u.table.tableName, u.table)])),
-    buckets: Object.fromEntries(Object.entries(uses.buckets).map(([alias, u]) => [alias, synthName(u.bucket.bucketName, u.bucket)])),
-    secrets: Object.fromEntries(Object.entries(uses.secrets).map(([alias, u]) => [alias, synthName(u.secret.secretName, u.secret)])),
+    tables: Object.fromEntries(
+      Object.entries(uses.tables).map(([alias, u]) => [alias, synthName(u.table.tableName, u.table)]),
+    ),
+    buckets: Object.fromEntries(
+      Object.entries(uses.buckets).map(([alias, u]) => [alias, synthName(u.bucket.bucketName, u.bucket)]),
+    ),
+    secrets: Object.fromEntries(
+      Object.entries(uses.secrets).map(([alias, u]) => [alias, synthName(u.secret.secretName, u.secret)]),
+    ),
     pacing: {
       ...(pacing.downstreamKey !== undefined ? { downstreamKey: pacing.downstreamKey } : {}),
       ...(pacing.maxDeferrals !== undefined ? { maxDeferrals: pacing.maxDeferrals } : {}),
@@ -229,12 +279,24 @@ export function planPacedJob(
   const longest = { tables: MAX_TABLE_NAME_LENGTH, buckets: MAX_BUCKET_NAME_LENGTH, secrets: MAX_SECRET_NAME_LENGTH };
   const measured = {
     ...runtimeSettings,
-    ...Object.fromEntries((['tables', 'buckets', 'secrets'] as const).map((kind) => [kind, Object.fromEntries(Object.entries(runtimeSettings[kind]).map(
-      ([alias, name]) => [alias, Token.isUnresolved(name) ? 'x'.repeat(longest[kind]) : name]))])),
+    ...Object.fromEntries(
+      (['tables', 'buckets', 'secrets'] as const).map((kind) => [
+        kind,
+        Object.fromEntries(
+          Object.entries(runtimeSettings[kind]).map(([alias, name]) => [
+            alias,
+            Token.isUnresolved(name) ? 'x'.repeat(longest[kind]) : name,
+          ]),
+        ),
+      ]),
+    ),
   };
   const settingsBytes = Buffer.byteLength(JSON.stringify(measured), 'utf8');
   if (settingsBytes > MAX_JOB_SETTINGS_BYTES) {
-    problem('', `${EnvVar.JOB_SETTINGS} would be ${settingsBytes} bytes; keep it within ${MAX_JOB_SETTINGS_BYTES} so all variables fit Lambda's 4 KB`);
+    problem(
+      '',
+      `${EnvVar.JOB_SETTINGS} would be ${settingsBytes} bytes; keep it within ${MAX_JOB_SETTINGS_BYTES} so all variables fit Lambda's 4 KB`,
+    );
   }
   return { runtimeSettings, problems };
 }
@@ -249,9 +311,12 @@ function synthName(name: string, resource: IConstruct): string {
   if (!Token.isUnresolved(name)) return name;
   const cfn = resource.node.defaultChild;
   const given =
-    cfn instanceof dynamodb.CfnTable || cfn instanceof dynamodb.CfnGlobalTable ? cfn.tableName
-      : cfn instanceof s3.CfnBucket ? cfn.bucketName
-        : cfn instanceof secretsmanager.CfnSecret ? cfn.name
+    cfn instanceof dynamodb.CfnTable || cfn instanceof dynamodb.CfnGlobalTable
+      ? cfn.tableName
+      : cfn instanceof s3.CfnBucket
+        ? cfn.bucketName
+        : cfn instanceof secretsmanager.CfnSecret
+          ? cfn.name
           : undefined;
   return typeof given === 'string' && !Token.isUnresolved(given) ? given : name;
 }
@@ -260,7 +325,10 @@ function synthName(name: string, resource: IConstruct): string {
  * A job's four queues: the work queue and its DLQ, the admission queue and the producer DLQ. SSE with SQS-owned keys
  * (no KMS key policy for Scheduler or Lambda to get wrong), HTTPS only.
  */
-function createQueues(scope: Construct, job: JobSettingsConfig): Record<'dlq' | 'producerDlq' | 'queue' | 'admissionQueue', sqs.Queue> {
+function createQueues(
+  scope: Construct,
+  job: JobSettingsConfig,
+): Record<'dlq' | 'producerDlq' | 'queue' | 'admissionQueue', sqs.Queue> {
   const visibilitySeconds = job.consumerTimeoutSeconds * VISIBILITY_TIMEOUT_FACTOR;
   const dlqRetention = Duration.days(DLQ_RETENTION_DAYS);
   const dlq = new sqs.Queue(scope, 'Dlq', {
@@ -294,8 +362,11 @@ function createQueues(scope: Construct, job: JobSettingsConfig): Record<'dlq' | 
     deadLetterQueue: { queue: producerDlq, maxReceiveCount: ADMISSION_MAX_RECEIVE_COUNT },
   });
   for (const deadLetters of [dlq, producerDlq]) {
-    acknowledge(deadLetters, 'Serverless-SQSRedrivePolicy',
-      'This queue is itself a dead-letter queue; a redrive policy here would only move failed messages one queue further from the operator who reviews them.');
+    acknowledge(
+      deadLetters,
+      'Serverless-SQSRedrivePolicy',
+      'This queue is itself a dead-letter queue; a redrive policy here would only move failed messages one queue further from the operator who reviews them.',
+    );
   }
   return { dlq, producerDlq, queue, admissionQueue };
 }
@@ -392,8 +463,11 @@ export class PacedJob extends Construct {
       metricsConfig: EVENT_SOURCE_METRICS,
     });
     this.producer.addEventSource(source);
-    acknowledge(this.producer, 'Serverless-LambdaEventSourceMappingDestination',
-      "SQS event source mappings do not support an on-failure destination; the admission queue's redrive policy to the producer DLQ serves.");
+    acknowledge(
+      this.producer,
+      'Serverless-LambdaEventSourceMappingDestination',
+      "SQS event source mappings do not support an on-failure destination; the admission queue's redrive policy to the producer DLQ serves.",
+    );
     return source;
   }
 
@@ -403,7 +477,10 @@ export class PacedJob extends Construct {
       entry: handlerEntry(props.handlersDir ?? HANDLERS_DIR, 'consumer'),
       jobEntry: props.entry,
       // A job without per-key limits gets a bundle without their code (lambda/handlers/consumer.ts).
-      buildFlags: { PACED_PER_KEY_RATE: job.pacing.perKey?.starts !== undefined, PACED_PER_KEY_CONCURRENCY: job.pacing.perKey?.concurrency !== undefined },
+      buildFlags: {
+        PACED_PER_KEY_RATE: job.pacing.perKey?.starts !== undefined,
+        PACED_PER_KEY_CONCURRENCY: job.pacing.perKey?.concurrency !== undefined,
+      },
       description: `${jobName}: applies each operation once, paced, from the job queue`,
       timeoutSeconds: job.consumerTimeoutSeconds,
       memoryMb: job.consumerMemoryMb,
@@ -418,8 +495,11 @@ export class PacedJob extends Construct {
         [EnvVar.MAX_MESSAGE_BYTES]: String(job.maxMessageBytes),
       },
     });
-    acknowledge(consumer, 'Serverless-LambdaDLQ',
-      "Invoked synchronously by its SQS event source mapping, and a function's dead-letter queue receives only asynchronous invocations; failed messages reach the job DLQ through the queue's redrive policy.");
+    acknowledge(
+      consumer,
+      'Serverless-LambdaDLQ',
+      "Invoked synchronously by its SQS event source mapping, and a function's dead-letter queue receives only asynchronous invocations; failed messages reach the job DLQ through the queue's redrive policy.",
+    );
     return consumer;
   }
 
@@ -437,8 +517,11 @@ export class PacedJob extends Construct {
       metricsConfig: EVENT_SOURCE_METRICS,
     });
     this.consumer.addEventSource(source);
-    acknowledge(this.consumer, 'Serverless-LambdaEventSourceMappingDestination',
-      "SQS event source mappings do not support an on-failure destination; the queue's redrive policy to the job DLQ (maxReceiveCount) serves.");
+    acknowledge(
+      this.consumer,
+      'Serverless-LambdaEventSourceMappingDestination',
+      "SQS event source mappings do not support an on-failure destination; the queue's redrive policy to the job DLQ (maxReceiveCount) serves.",
+    );
     return source;
   }
 
@@ -452,15 +535,21 @@ export class PacedJob extends Construct {
       }),
       description: `EventBridge Scheduler: invokes the ${jobName} producer`,
     });
-    acknowledgeResourceWildcard(role, `${this.producer.functionArn}:*`,
-      "The schedule invokes only this job's producer; the target's grant adds ':*' for that same function's versions and aliases.");
+    acknowledgeResourceWildcard(
+      role,
+      `${this.producer.functionArn}:*`,
+      "The schedule invokes only this job's producer; the target's grant adds ':*' for that same function's versions and aliases.",
+    );
     // 'InGroup', not 'Schedule': a new logical ID, so moving a deployed schedule from the default group into the stack's
     // replaces it. CloudFormation would update it in place, asking for it in its new group, where it is not found
     // (aws/aws-cdk#34216).
     const schedule = new scheduler.Schedule(this, 'ScheduleInGroup', {
       description: `${jobName}: starts one producer run`,
       scheduleGroup: props.scheduleGroup,
-      schedule: scheduler.ScheduleExpression.expression(`cron(${job.schedule.cron})`, TimeZone.of(job.schedule.timeZone)),
+      schedule: scheduler.ScheduleExpression.expression(
+        `cron(${job.schedule.cron})`,
+        TimeZone.of(job.schedule.timeZone),
+      ),
       enabled: job.schedule.enabled,
       target: new LambdaInvoke(this.producer, {
         role,
@@ -495,14 +584,16 @@ export class PacedJob extends Construct {
       [this.producerDlq, [producer, scheduleRole.roleArn]],
     ];
     for (const [queue, principals] of senders) {
-      queue.addToResourcePolicy(new iam.PolicyStatement({
-        sid: 'OnlyOwnSendersSend',
-        effect: iam.Effect.DENY,
-        principals: [new iam.AnyPrincipal()],
-        actions: ['sqs:SendMessage'],
-        resources: [queue.queueArn],
-        conditions: { ArnNotLike: { 'aws:PrincipalArn': principals } },
-      }));
+      queue.addToResourcePolicy(
+        new iam.PolicyStatement({
+          sid: 'OnlyOwnSendersSend',
+          effect: iam.Effect.DENY,
+          principals: [new iam.AnyPrincipal()],
+          actions: ['sqs:SendMessage'],
+          resources: [queue.queueArn],
+          conditions: { ArnNotLike: { 'aws:PrincipalArn': principals } },
+        }),
+      );
     }
   }
 
@@ -555,13 +646,17 @@ export class PacedJob extends Construct {
       if (modes.length === 0) continue;
       const { bucket } = use;
       const { bucket: onBucket, objects } = bucketActions(modes);
-      if (onBucket.length > 0) role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: onBucket, resources: [bucket.bucketArn] }));
+      if (onBucket.length > 0)
+        role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: onBucket, resources: [bucket.bucketArn] }));
       if (objects.length > 0) {
         const objectArns = bucket.arnForObjects('*');
         role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: objects, resources: [objectArns] }));
-        acknowledgeResourceWildcard(role, objectArns,
+        acknowledgeResourceWildcard(
+          role,
+          objectArns,
           `The job's declared ${fn} modes (${modes.join(', ')}) on the "${alias}" bucket: exactly ${objects.join(', ')}, ` +
-          'on objects of that one bucket, whose keys are data.');
+            'on objects of that one bucket, whose keys are data.',
+        );
       }
       grantKey(bucket.encryptionKey, role, modes);
     }
@@ -579,10 +674,17 @@ function grantKey(key: kms.IKey | undefined, role: iam.IGrantable, modes: readon
  * `actions` on a shared state table, only on the items whose partition key matches one of `partitions`. A request
  * naming any other partition (a key, a Query's partition value, any item of a batch) is denied.
  */
-function grantPartitions(role: iam.IGrantable, table: dynamodb.ITable, actions: readonly string[], partitions: readonly string[]): void {
-  role.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement({
-    actions: [...actions],
-    resources: [table.tableArn],
-    conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...partitions] } },
-  }));
+function grantPartitions(
+  role: iam.IGrantable,
+  table: dynamodb.ITable,
+  actions: readonly string[],
+  partitions: readonly string[],
+): void {
+  role.grantPrincipal.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      actions: [...actions],
+      resources: [table.tableArn],
+      conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...partitions] } },
+    }),
+  );
 }

@@ -12,11 +12,17 @@ import { z } from 'zod';
 import { describeIssues } from '../lambda/core/issues';
 import type { BucketMode, TableMode } from './config/access';
 import {
-  addJobRuleIssues, BUCKET_MODE_NAMES, environmentSchema, JOB_NAME_PATTERN, JOB_NAME_RULE, jobSchema,
-  TABLE_MODE_NAMES, useSchema,
+  addJobRuleIssues,
+  BUCKET_MODE_NAMES,
+  environmentSchema,
+  JOB_NAME_PATTERN,
+  JOB_NAME_RULE,
+  jobSchema,
+  TABLE_MODE_NAMES,
+  useSchema,
 } from './config/schema';
 import { Monitoring } from './monitoring';
-import { JobOutputKind, jobOutputDescription, jobOutputName, pascalCase, StackOutput } from './outputs';
+import { type JobOutputKind, jobOutputDescription, jobOutputName, pascalCase, StackOutput } from './outputs';
 import { LocalBundlingError, VALID_LOG_RETENTION_DAYS } from './paced-function';
 import { PacedJob, planPacedJob } from './paced-job';
 import { assertNoProblems } from './props-error';
@@ -109,7 +115,8 @@ export interface JobProps extends Omit<z.input<typeof jobSchema>, 'uses'> {
 }
 
 /** Props of PacedJobs: the jobs, and what every job of the stack shares. */
-export interface PacedJobsProps extends Pick<z.input<typeof environmentSchema>, 'alarmEmail' | 'logRetentionDays' | 'retainData' | 'operatorRoles'> {
+export interface PacedJobsProps
+  extends Pick<z.input<typeof environmentSchema>, 'alarmEmail' | 'logRetentionDays' | 'retainData' | 'operatorRoles'> {
   /** The jobs by name: kebab-case, 3 to 32 characters; each job's `job` export must carry its name. At least one. */
   readonly jobs: Record<string, JobProps>;
   /**
@@ -134,17 +141,31 @@ const tableSchema = z.custom<dynamodb.ITable>((v) => isConstructWith(v, ['tableA
 const bucketSchema = z.custom<s3.IBucket>((v) => isConstructWith(v, ['bucketArn', 'bucketName', 'arnForObjects']), {
   message: 'must be an S3 bucket construct (an IBucket: Bucket, Bucket.fromBucketName)',
 });
-const secretSchema = z.custom<secretsmanager.ISecret>((v) => isConstructWith(v, ['secretArn', 'secretName', 'grantRead']), {
-  message: 'must be a Secrets Manager secret construct (an ISecret: Secret, Secret.fromSecretNameV2)',
-});
+const secretSchema = z.custom<secretsmanager.ISecret>(
+  (v) => isConstructWith(v, ['secretArn', 'secretName', 'grantRead']),
+  {
+    message: 'must be a Secrets Manager secret construct (an ISecret: Secret, Secret.fromSecretNameV2)',
+  },
+);
 const INDEX_NAME = /^[A-Za-z0-9_.-]{3,255}$/;
 
 /** `uses` with constructs where the reference app's config has refs; the modes and their messages are config's own. */
 const usesPropsSchema = z.object({
-  tables: z.record(z.string(), useSchema(TABLE_MODE_NAMES, {
-    table: tableSchema,
-    indexes: z.array(z.string().regex(INDEX_NAME, 'must be a DynamoDB index name (3-255 characters of a-z, A-Z, 0-9, "_", "-" and ".")')).default([]),
-  })).default({}),
+  tables: z
+    .record(
+      z.string(),
+      useSchema(TABLE_MODE_NAMES, {
+        table: tableSchema,
+        indexes: z
+          .array(
+            z
+              .string()
+              .regex(INDEX_NAME, 'must be a DynamoDB index name (3-255 characters of a-z, A-Z, 0-9, "_", "-" and ".")'),
+          )
+          .default([]),
+      }),
+    )
+    .default({}),
   buckets: z.record(z.string(), useSchema(BUCKET_MODE_NAMES, { bucket: bucketSchema })).default({}),
   secrets: z.record(z.string(), z.object({ secret: secretSchema })).default({}),
 });
@@ -168,7 +189,13 @@ export function jobEntryProblem(entry: string): string | undefined {
   }
   let metafile: import('esbuild').Metafile;
   try {
-    metafile = esbuild.buildSync({ entryPoints: [file], bundle: false, write: false, metafile: true, logLevel: 'silent' }).metafile;
+    metafile = esbuild.buildSync({
+      entryPoints: [file],
+      bundle: false,
+      write: false,
+      metafile: true,
+      logLevel: 'silent',
+    }).metafile;
   } catch (error) {
     const first = (error as { errors?: { text: string; location?: { line: number } | null }[] }).errors?.[0];
     return `"${entry}" cannot be parsed: ${first ? `${first.text}${first.location ? ` (line ${first.location.line})` : ''}` : (error as Error).message}`;
@@ -176,36 +203,51 @@ export function jobEntryProblem(entry: string): string | undefined {
   const [output] = Object.values(metafile.outputs);
   const [input] = Object.values(metafile.inputs);
   if (output.exports.includes('job')) return undefined;
-  if (input.format !== 'esm' && /\bexports\.job\s*=|defineProperty\(\s*exports\s*,\s*["']job["']/.test(readFileSync(file, 'utf8'))) return undefined;
+  if (
+    input.format !== 'esm' &&
+    /\bexports\.job\s*=|defineProperty\(\s*exports\s*,\s*["']job["']/.test(readFileSync(file, 'utf8'))
+  )
+    return undefined;
   const found = output.exports.length > 0 ? ` (it exports ${output.exports.join(', ')})` : '';
   return `"${entry}" exports no \`job\`${found}: a job's module exports \`export const job = defineJob({ ... })\``;
 }
 
-const entrySchema = z.string().min(1, 'must be the path of the job\'s module').superRefine((entry, ctx) => {
-  const problem = jobEntryProblem(entry);
-  if (problem) ctx.addIssue({ code: 'custom', message: problem });
-});
+const entrySchema = z
+  .string()
+  .min(1, "must be the path of the job's module")
+  .superRefine((entry, ctx) => {
+    const problem = jobEntryProblem(entry);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
 
 /**
  * One job's props: `entry` (first, so its problem is named first), then config's `jobSchema` with `uses` taking
  * constructs, and config's rules between a job's keys. Parsed, `entry` is absolute.
  */
 export const jobPropsSchema = z
-  .object({ entry: entrySchema.transform((entry) => path.resolve(entry)), ...jobSchema.shape, uses: usesPropsSchema.prefault({}) })
+  .object({
+    entry: entrySchema.transform((entry) => path.resolve(entry)),
+    ...jobSchema.shape,
+    uses: usesPropsSchema.prefault({}),
+  })
   .superRefine((job, ctx) => addJobRuleIssues(job, ctx, []));
 
 export type ParsedJobProps = z.output<typeof jobPropsSchema>;
 
-const logRetentionSchema = environmentSchema.shape.logRetentionDays.pipe(z.number().superRefine((days, ctx) => {
-  if (!VALID_LOG_RETENTION_DAYS.includes(days)) {
-    ctx.addIssue({ code: 'custom', message: `must be one of ${VALID_LOG_RETENTION_DAYS.join(', ')} (got ${days})` });
-  }
-}));
+const logRetentionSchema = environmentSchema.shape.logRetentionDays.pipe(
+  z.number().superRefine((days, ctx) => {
+    if (!VALID_LOG_RETENTION_DAYS.includes(days)) {
+      ctx.addIssue({ code: 'custom', message: `must be one of ${VALID_LOG_RETENTION_DAYS.join(', ')} (got ${days})` });
+    }
+  }),
+);
 
 /** The props but each job's own: the shared settings (config's rules and defaults), and the jobs' names. */
 const sharedPropsSchema = z.object({
   jobs: z
-    .record(z.string().regex(JOB_NAME_PATTERN, JOB_NAME_RULE), z.unknown(), { error: 'must be an object of jobs by name' })
+    .record(z.string().regex(JOB_NAME_PATTERN, JOB_NAME_RULE), z.unknown(), {
+      error: 'must be an object of jobs by name',
+    })
     .refine((jobs) => Object.keys(jobs).length > 0, 'at least one job is required'),
   alarmEmail: environmentSchema.shape.alarmEmail,
   logRetentionDays: logRetentionSchema,
@@ -293,7 +335,9 @@ function validateProps(stack: Stack, props: PacedJobsProps, environmentName: str
   // Its outputs are the stack's (a nested stack is a stack of its own).
   const existing = stack.node.findAll().find((c: IConstruct) => PACED_JOBS in c && Stack.of(c) === stack);
   if (existing) {
-    problems.push(`one PacedJobs per stack: ${existing.node.path} already holds this stack's jobs (the stack outputs the tools read take fixed names); add the jobs there, or use another stack`);
+    problems.push(
+      `one PacedJobs per stack: ${existing.node.path} already holds this stack's jobs (the stack outputs the tools read take fixed names); add the jobs there, or use another stack`,
+    );
   }
   const shared = sharedPropsSchema.safeParse(props ?? {});
   if (!shared.success) problems.push(...describeIssues(shared.error));

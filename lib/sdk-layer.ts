@@ -10,7 +10,12 @@ import type { Construct } from 'constructs';
 /** The module name the handlers import in place of the packages below. */
 export const SDK_SLIM_MODULE = 'sdk-slim';
 /** Packages the handler bundles take from the layer instead of the runtime's SDK. */
-export const SDK_SLIM_PACKAGES = ['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@aws-sdk/util-dynamodb', '@aws-sdk/client-sqs'] as const;
+export const SDK_SLIM_PACKAGES = [
+  '@aws-sdk/client-dynamodb',
+  '@aws-sdk/lib-dynamodb',
+  '@aws-sdk/util-dynamodb',
+  '@aws-sdk/client-sqs',
+] as const;
 /**
  * Left to the runtime's SDK: clients the handlers load lazily (S3, Lambda, Secrets Manager) and the credential
  * providers Lambda never reaches (it has environment credentials); bundling them would only grow the layer.
@@ -41,7 +46,9 @@ export function buildSdkSlim(outputDir: string, target: string): void {
   const esbuild = require('esbuild') as typeof import('esbuild');
   esbuild.buildSync({
     // The TypeScript source in the repository, its compiled JavaScript in the package (dist/ has no .ts).
-    entryPoints: [existsSync(join(SOURCE_DIR, 'index.ts')) ? join(SOURCE_DIR, 'index.ts') : join(SOURCE_DIR, 'index.js')],
+    entryPoints: [
+      existsSync(join(SOURCE_DIR, 'index.ts')) ? join(SOURCE_DIR, 'index.ts') : join(SOURCE_DIR, 'index.js'),
+    ],
     outfile: join(outputDir, 'nodejs', 'node_modules', SDK_SLIM_MODULE, 'index.js'),
     absWorkingDir: PROJECT_ROOT,
     bundle: true,

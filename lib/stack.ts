@@ -1,14 +1,14 @@
 // The reference app's deployable unit for one environment: its app resources, and its configured jobs through PacedJobs.
 import * as path from 'node:path';
-import { Aws, CfnOutput, CfnRule, Fn, Stack, StackProps, Tags } from 'aws-cdk-lib';
+import { Aws, CfnOutput, CfnRule, Fn, Stack, type StackProps, Tags } from 'aws-cdk-lib';
 import type * as scheduler from 'aws-cdk-lib/aws-scheduler';
-import { Construct } from 'constructs';
+import type { Construct } from 'constructs';
 import { AppResources } from './app-resources';
 import type { EnvironmentConfig } from './config/schema';
 import type { Monitoring } from './monitoring';
 import { bucketOutputDescription, bucketOutputName } from './outputs';
 import type { PacedJob } from './paced-job';
-import { JobProps, JobUses, PacedJobs, scheduleGroupNameProblem } from './paced-jobs';
+import { type JobProps, type JobUses, PacedJobs, scheduleGroupNameProblem } from './paced-jobs';
 import { assertNoProblems } from './props-error';
 import type { StateTables } from './state-tables';
 
@@ -44,7 +44,12 @@ export class PacedJobsStack extends Stack {
   public readonly scheduleGroup: scheduler.ScheduleGroup;
 
   constructor(scope: Construct, id: string, props: PacedJobsStackProps) {
-    const { environmentName, config, jobEntry = (jobName: string) => path.join(JOBS_DIR, jobName, 'index.ts'), ...stackProps } = props;
+    const {
+      environmentName,
+      config,
+      jobEntry = (jobName: string) => path.join(JOBS_DIR, jobName, 'index.ts'),
+      ...stackProps
+    } = props;
     const problems: string[] = [];
     const groupProblem = scheduleGroupNameProblem(environmentName);
     if (groupProblem) problems.push(`environmentName ${groupProblem}`);
@@ -59,16 +64,24 @@ export class PacedJobsStack extends Stack {
     // deployer's profile names; the data (personal data among it) would then live in a region nobody chose. CloudFormation
     // checks this rule before it creates anything, so a deploy anywhere but the configured region fails at once.
     new CfnRule(this, 'DeployedInConfiguredRegion', {
-      assertions: [{
-        assert: Fn.conditionEquals(Aws.REGION, config.region),
-        assertDescription: `Environment ${environmentName} is configured for region ${config.region} (lib/config/environments.ts); deploy it there`,
-      }],
+      assertions: [
+        {
+          assert: Fn.conditionEquals(Aws.REGION, config.region),
+          assertDescription: `Environment ${environmentName} is configured for region ${config.region} (lib/config/environments.ts); deploy it there`,
+        },
+      ],
     });
 
-    this.appResources = new AppResources(this, 'AppResources', { config: config.appResources, retainData: config.retainData });
+    this.appResources = new AppResources(this, 'AppResources', {
+      config: config.appResources,
+      retainData: config.retainData,
+    });
     for (const [key, bucket] of Object.entries(this.appResources.buckets)) {
       // A created bucket's name is CloudFormation's: the output is how an operator (or a tool) learns it.
-      new CfnOutput(this, bucketOutputName(key), { value: bucket.bucketName, description: bucketOutputDescription(key) });
+      new CfnOutput(this, bucketOutputName(key), {
+        value: bucket.bucketName,
+        description: bucketOutputDescription(key),
+      });
     }
 
     // 'Default' leaves the construct's own ID out of every logical ID inside it (CDK's rule for that ID), so the
@@ -81,11 +94,16 @@ export class PacedJobsStack extends Stack {
       logRetentionDays: config.logRetentionDays,
       retainData: config.retainData,
       operatorRoles: config.operatorRoles,
-      jobs: Object.fromEntries(Object.entries(config.jobs).map(([jobName, job]): [string, JobProps] => [jobName, {
-        ...job,
-        entry: jobEntry(jobName),
-        uses: this.usesOf(job.uses),
-      }])),
+      jobs: Object.fromEntries(
+        Object.entries(config.jobs).map(([jobName, job]): [string, JobProps] => [
+          jobName,
+          {
+            ...job,
+            entry: jobEntry(jobName),
+            uses: this.usesOf(job.uses),
+          },
+        ]),
+      ),
     });
     this.stateTables = this.pacedJobs.stateTables;
     this.scheduleGroup = this.pacedJobs.scheduleGroup;
@@ -102,11 +120,22 @@ export class PacedJobsStack extends Stack {
       ...(use.apply.length > 0 ? { apply: use.apply } : {}),
     });
     return {
-      tables: Object.fromEntries(Object.entries(uses.tables).map(([alias, use]) => [alias, {
-        table: tables[use.ref], ...modes(use), indexes: [...(indexNames[use.ref] ?? [])],
-      }])),
-      buckets: Object.fromEntries(Object.entries(uses.buckets).map(([alias, use]) => [alias, { bucket: buckets[use.ref], ...modes(use) }])),
-      secrets: Object.fromEntries(Object.entries(uses.secrets).map(([alias, use]) => [alias, { secret: secrets[use.ref] }])),
+      tables: Object.fromEntries(
+        Object.entries(uses.tables).map(([alias, use]) => [
+          alias,
+          {
+            table: tables[use.ref],
+            ...modes(use),
+            indexes: [...(indexNames[use.ref] ?? [])],
+          },
+        ]),
+      ),
+      buckets: Object.fromEntries(
+        Object.entries(uses.buckets).map(([alias, use]) => [alias, { bucket: buckets[use.ref], ...modes(use) }]),
+      ),
+      secrets: Object.fromEntries(
+        Object.entries(uses.secrets).map(([alias, use]) => [alias, { secret: secrets[use.ref] }]),
+      ),
     };
   }
 }

@@ -40,7 +40,12 @@ export class UnsupportedMetricMathError extends AlarmEvaluationError {
 export const AlarmState = { OK: 'OK', ALARM: 'ALARM', INSUFFICIENT_DATA: 'INSUFFICIENT_DATA' } as const;
 export type AlarmState = (typeof AlarmState)[keyof typeof AlarmState];
 
-export const TreatMissingData = { missing: 'missing', ignore: 'ignore', breaching: 'breaching', notBreaching: 'notBreaching' } as const;
+export const TreatMissingData = {
+  missing: 'missing',
+  ignore: 'ignore',
+  breaching: 'breaching',
+  notBreaching: 'notBreaching',
+} as const;
 export type TreatMissingData = (typeof TreatMissingData)[keyof typeof TreatMissingData];
 
 const COMPARISONS = {
@@ -125,7 +130,10 @@ export function planResolveContext(plan: StackPlan): ResolveContext {
   const queue = (id: string) => plan.queues.find((q) => q.logicalId === id);
   const named = (id: string) => [...plan.functions, ...plan.tables, ...plan.buckets].find((r) => r.logicalId === id);
   const mapping = (id: string) => plan.mappings.find((m) => m.logicalId === id);
-  const unknown = (what: string) => new AlarmEvaluationError(`${what}: not a queue, function, table, bucket or event source mapping of the planned stack ${plan.stackName}`);
+  const unknown = (what: string) =>
+    new AlarmEvaluationError(
+      `${what}: not a queue, function, table, bucket or event source mapping of the planned stack ${plan.stackName}`,
+    );
   return {
     pseudo: {
       'AWS::Region': plan.region,
@@ -159,10 +167,14 @@ export function planResolveContext(plan: StackPlan): ResolveContext {
 const LITERALS_ONLY: ResolveContext = {
   pseudo: {},
   ref: (id) => {
-    throw new AlarmEvaluationError(`Ref ${id}: pass a ResolveContext (planResolveContext(plan)) to resolve the alarm's intrinsics`);
+    throw new AlarmEvaluationError(
+      `Ref ${id}: pass a ResolveContext (planResolveContext(plan)) to resolve the alarm's intrinsics`,
+    );
   },
   getAtt: (id, attribute) => {
-    throw new AlarmEvaluationError(`Fn::GetAtt ${id}.${attribute}: pass a ResolveContext (planResolveContext(plan)) to resolve the alarm's intrinsics`);
+    throw new AlarmEvaluationError(
+      `Fn::GetAtt ${id}.${attribute}: pass a ResolveContext (planResolveContext(plan)) to resolve the alarm's intrinsics`,
+    );
   },
 };
 
@@ -171,7 +183,8 @@ function dimensionsOf(value: unknown, where: string): Record<string, string> {
   if (!Array.isArray(value)) throw new AlarmEvaluationError(`${where}: Dimensions is not a list`);
   return Object.fromEntries(
     value.map((d, i) => {
-      if (!isRecord(d) || typeof d.Name !== 'string' || typeof d.Value !== 'string') throw new AlarmEvaluationError(`${where}: Dimensions[${i}] is not a { Name, Value } pair of strings`);
+      if (!isRecord(d) || typeof d.Name !== 'string' || typeof d.Value !== 'string')
+        throw new AlarmEvaluationError(`${where}: Dimensions[${i}] is not a { Name, Value } pair of strings`);
       return [d.Name, d.Value];
     }),
   );
@@ -179,12 +192,15 @@ function dimensionsOf(value: unknown, where: string): Record<string, string> {
 
 function statisticOf(value: unknown, where: string): Statistic {
   if (typeof value === 'string' && value in STATISTICS) return value as Statistic;
-  throw new AlarmEvaluationError(`${where}: statistic ${JSON.stringify(value)} is not supported by the local evaluator (supported: ${Object.keys(STATISTICS).join(', ')})`);
+  throw new AlarmEvaluationError(
+    `${where}: statistic ${JSON.stringify(value)} is not supported by the local evaluator (supported: ${Object.keys(STATISTICS).join(', ')})`,
+  );
 }
 
 function positive(value: unknown, where: string): number {
   const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new AlarmEvaluationError(`${where}: expected a positive number, got ${JSON.stringify(value)}`);
+  if (!Number.isFinite(n) || n <= 0)
+    throw new AlarmEvaluationError(`${where}: expected a positive number, got ${JSON.stringify(value)}`);
   return n;
 }
 
@@ -194,24 +210,42 @@ function positive(value: unknown, where: string): number {
  * @throws AlarmEvaluationError when there is no such alarm, or it is not one this evaluator can run (an anomaly
  *   detection band, a percentile, metrics of different periods).
  */
-export function readAlarm(template: CloudFormationTemplate, alarm: string, context: ResolveContext = LITERALS_ONLY): AlarmDefinition {
+export function readAlarm(
+  template: CloudFormationTemplate,
+  alarm: string,
+  context: ResolveContext = LITERALS_ONLY,
+): AlarmDefinition {
   const alarms = Object.entries(template.Resources).filter(([, r]) => r.Type === 'AWS::CloudWatch::Alarm');
-  const nameOf = (id: string, props: Record<string, unknown>) => (props.AlarmName === undefined ? id : String(resolveValue(props.AlarmName, context, `${id}.Properties.AlarmName`)));
-  const found = alarms.find(([id]) => id === alarm) ?? alarms.find(([id, r]) => nameOf(id, r.Properties ?? {}) === alarm);
-  if (!found) throw new AlarmEvaluationError(`the template has no AWS::CloudWatch::Alarm named or with logical ID "${alarm}" (it has ${alarms.length} alarm${alarms.length === 1 ? '' : 's'})`);
+  const nameOf = (id: string, props: Record<string, unknown>) =>
+    props.AlarmName === undefined ? id : String(resolveValue(props.AlarmName, context, `${id}.Properties.AlarmName`));
+  const found =
+    alarms.find(([id]) => id === alarm) ?? alarms.find(([id, r]) => nameOf(id, r.Properties ?? {}) === alarm);
+  if (!found)
+    throw new AlarmEvaluationError(
+      `the template has no AWS::CloudWatch::Alarm named or with logical ID "${alarm}" (it has ${alarms.length} alarm${alarms.length === 1 ? '' : 's'})`,
+    );
   const [logicalId, resource] = found;
   const props = resource.Properties ?? {};
   const where = `alarm ${logicalId}`;
   const comparisonOperator = props.ComparisonOperator;
   if (typeof comparisonOperator !== 'string' || !(comparisonOperator in COMPARISONS)) {
-    throw new AlarmEvaluationError(`${where}: ComparisonOperator ${JSON.stringify(comparisonOperator)} is not supported by the local evaluator (supported: ${Object.keys(COMPARISONS).join(', ')})`);
+    throw new AlarmEvaluationError(
+      `${where}: ComparisonOperator ${JSON.stringify(comparisonOperator)} is not supported by the local evaluator (supported: ${Object.keys(COMPARISONS).join(', ')})`,
+    );
   }
-  if (props.ThresholdMetricId !== undefined) throw new AlarmEvaluationError(`${where}: ThresholdMetricId (an anomaly detection band) is not supported by the local evaluator`);
+  if (props.ThresholdMetricId !== undefined)
+    throw new AlarmEvaluationError(
+      `${where}: ThresholdMetricId (an anomaly detection band) is not supported by the local evaluator`,
+    );
   const evaluationPeriods = positive(props.EvaluationPeriods, `${where}.EvaluationPeriods`);
   const threshold = Number(props.Threshold);
-  if (props.Threshold === undefined || !Number.isFinite(threshold)) throw new AlarmEvaluationError(`${where}: Threshold ${JSON.stringify(props.Threshold)} is not a number`);
+  if (props.Threshold === undefined || !Number.isFinite(threshold))
+    throw new AlarmEvaluationError(`${where}: Threshold ${JSON.stringify(props.Threshold)} is not a number`);
   const treat = props.TreatMissingData ?? TreatMissingData.missing;
-  if (typeof treat !== 'string' || !(treat in TreatMissingData)) throw new AlarmEvaluationError(`${where}: TreatMissingData ${JSON.stringify(treat)} is not one of ${Object.keys(TreatMissingData).join(', ')}`);
+  if (typeof treat !== 'string' || !(treat in TreatMissingData))
+    throw new AlarmEvaluationError(
+      `${where}: TreatMissingData ${JSON.stringify(treat)} is not one of ${Object.keys(TreatMissingData).join(', ')}`,
+    );
 
   const metrics: MetricStatQuery[] = [];
   const expressions: ExpressionQuery[] = [];
@@ -220,9 +254,13 @@ export function readAlarm(template: CloudFormationTemplate, alarm: string, conte
     const entries = resolveValue(props.Metrics, context, `${logicalId}.Properties.Metrics`) as unknown[];
     entries.forEach((entry, i) => {
       const at = `${where}.Metrics[${i}]`;
-      if (!isRecord(entry) || typeof entry.Id !== 'string') throw new AlarmEvaluationError(`${at}: an entry needs an Id`);
+      if (!isRecord(entry) || typeof entry.Id !== 'string')
+        throw new AlarmEvaluationError(`${at}: an entry needs an Id`);
       if (entry.ReturnData !== false) {
-        if (returnId !== undefined && entry.ReturnData === true) throw new AlarmEvaluationError(`${where}: more than one entry has ReturnData true (${returnId}, ${entry.Id})`);
+        if (returnId !== undefined && entry.ReturnData === true)
+          throw new AlarmEvaluationError(
+            `${where}: more than one entry has ReturnData true (${returnId}, ${entry.Id})`,
+          );
         if (entry.ReturnData === true || returnId === undefined) returnId = entry.Id;
       }
       if (typeof entry.Expression === 'string') {
@@ -242,7 +280,10 @@ export function readAlarm(template: CloudFormationTemplate, alarm: string, conte
       }
     });
   } else {
-    if (props.ExtendedStatistic !== undefined) throw new AlarmEvaluationError(`${where}: ExtendedStatistic ${JSON.stringify(props.ExtendedStatistic)} (a percentile) is not supported by the local evaluator`);
+    if (props.ExtendedStatistic !== undefined)
+      throw new AlarmEvaluationError(
+        `${where}: ExtendedStatistic ${JSON.stringify(props.ExtendedStatistic)} (a percentile) is not supported by the local evaluator`,
+      );
     returnId = 'm1';
     metrics.push({
       id: returnId,
@@ -255,7 +296,10 @@ export function readAlarm(template: CloudFormationTemplate, alarm: string, conte
   }
   if (returnId === undefined) throw new AlarmEvaluationError(`${where}: no entry of Metrics returns data`);
   const periods = [...new Set(metrics.map((m) => m.periodSeconds))];
-  if (periods.length !== 1) throw new AlarmEvaluationError(`${where}: its metrics have ${periods.length === 0 ? 'no' : 'different'} periods (${periods.join(', ')}); CloudWatch needs one period`);
+  if (periods.length !== 1)
+    throw new AlarmEvaluationError(
+      `${where}: its metrics have ${periods.length === 0 ? 'no' : 'different'} periods (${periods.join(', ')}); CloudWatch needs one period`,
+    );
 
   return {
     logicalId,
@@ -263,7 +307,10 @@ export function readAlarm(template: CloudFormationTemplate, alarm: string, conte
     threshold,
     comparisonOperator: comparisonOperator as ComparisonOperator,
     evaluationPeriods,
-    datapointsToAlarm: props.DatapointsToAlarm === undefined ? evaluationPeriods : positive(props.DatapointsToAlarm, `${where}.DatapointsToAlarm`),
+    datapointsToAlarm:
+      props.DatapointsToAlarm === undefined
+        ? evaluationPeriods
+        : positive(props.DatapointsToAlarm, `${where}.DatapointsToAlarm`),
     treatMissingData: treat as TreatMissingData,
     periodSeconds: periods[0],
     returnId,
@@ -278,14 +325,30 @@ export function readAlarm(template: CloudFormationTemplate, alarm: string, conte
  * the evaluation periods (M of N becomes round(M x n / N), at least 1) unless given. Threshold, comparison, missing
  * data and expressions are unchanged, so what is evaluated is the alarm's own logic.
  */
-export function scaleAlarm(alarm: AlarmDefinition, scale: { periodSeconds: number; evaluationPeriods: number; datapointsToAlarm?: number }): AlarmDefinition {
+export function scaleAlarm(
+  alarm: AlarmDefinition,
+  scale: { periodSeconds: number; evaluationPeriods: number; datapointsToAlarm?: number },
+): AlarmDefinition {
   const { periodSeconds, evaluationPeriods } = scale;
   if (!(periodSeconds > 0) || !Number.isInteger(evaluationPeriods) || evaluationPeriods < 1) {
-    throw new AlarmEvaluationError(`scaleAlarm: periodSeconds must be above 0 and evaluationPeriods a whole number of at least 1; got ${periodSeconds} and ${evaluationPeriods}`);
+    throw new AlarmEvaluationError(
+      `scaleAlarm: periodSeconds must be above 0 and evaluationPeriods a whole number of at least 1; got ${periodSeconds} and ${evaluationPeriods}`,
+    );
   }
-  const datapointsToAlarm = scale.datapointsToAlarm ?? Math.max(1, Math.round((alarm.datapointsToAlarm * evaluationPeriods) / alarm.evaluationPeriods));
-  if (datapointsToAlarm > evaluationPeriods) throw new AlarmEvaluationError(`scaleAlarm: datapointsToAlarm ${datapointsToAlarm} is more than evaluationPeriods ${evaluationPeriods}`);
-  return { ...alarm, periodSeconds, evaluationPeriods, datapointsToAlarm, metrics: alarm.metrics.map((m) => ({ ...m, periodSeconds })) };
+  const datapointsToAlarm =
+    scale.datapointsToAlarm ??
+    Math.max(1, Math.round((alarm.datapointsToAlarm * evaluationPeriods) / alarm.evaluationPeriods));
+  if (datapointsToAlarm > evaluationPeriods)
+    throw new AlarmEvaluationError(
+      `scaleAlarm: datapointsToAlarm ${datapointsToAlarm} is more than evaluationPeriods ${evaluationPeriods}`,
+    );
+  return {
+    ...alarm,
+    periodSeconds,
+    evaluationPeriods,
+    datapointsToAlarm,
+    metrics: alarm.metrics.map((m) => ({ ...m, periodSeconds })),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -306,11 +369,18 @@ type BinaryOp = '+' | '-' | '*' | '/' | '==' | '!=' | '<' | '>' | '<=' | '>=' | 
 
 const SUPPORTED = 'numbers, ids, + - * /, comparisons (== != < > <= >=), AND/OR, IF(cond, a, b) and FILL(m, value)';
 
-type Token = { kind: 'number'; value: number; at: number } | { kind: 'name'; text: string; at: number } | { kind: 'op'; text: string; at: number };
+type Token =
+  | { kind: 'number'; value: number; at: number }
+  | { kind: 'name'; text: string; at: number }
+  | { kind: 'op'; text: string; at: number };
 
 function tokenize(expression: string): Token[] {
   const unsupported = (what: string, description: string) =>
-    new UnsupportedMetricMathError(what, expression, `metric math ${description} is not supported by the local alarm evaluator (it supports ${SUPPORTED}): ${expression}`);
+    new UnsupportedMetricMathError(
+      what,
+      expression,
+      `metric math ${description} is not supported by the local alarm evaluator (it supports ${SUPPORTED}): ${expression}`,
+    );
   const tokens: Token[] = [];
   let i = 0;
   while (i < expression.length) {
@@ -338,7 +408,8 @@ function tokenize(expression: string): Token[] {
       i += op[0].length;
       continue;
     }
-    if (rest[0] === '"' || rest[0] === "'" || rest[0] === '\u201c') throw unsupported('string', 'strings (as in METRICS("...") or SEARCH)');
+    if (rest[0] === '"' || rest[0] === "'" || rest[0] === '\u201c')
+      throw unsupported('string', 'strings (as in METRICS("...") or SEARCH)');
     if (rest[0] === '[' || rest[0] === ']') throw unsupported('[', 'arrays of time series ([m1, m2])');
     throw unsupported(rest[0], `operator ${rest[0]}`);
   }
@@ -349,7 +420,10 @@ function tokenize(expression: string): Token[] {
 export function parseMetricMath(expression: string): MetricMathNode {
   const tokens = tokenize(expression);
   let pos = 0;
-  const syntax = (message: string) => new AlarmEvaluationError(`metric math: ${message} at character ${tokens[pos]?.at ?? expression.length} of: ${expression}`);
+  const syntax = (message: string) =>
+    new AlarmEvaluationError(
+      `metric math: ${message} at character ${tokens[pos]?.at ?? expression.length} of: ${expression}`,
+    );
   const peekOp = (...ops: string[]) => {
     const t = tokens[pos];
     if (t?.kind === 'op' && ops.includes(t.text)) return t.text;
@@ -401,11 +475,23 @@ export function parseMetricMath(expression: string): MetricMathNode {
         }
         expect(')');
         const [min, max] = t.text === 'IF' ? [2, 3] : [2, 2];
-        if (args.length < min || args.length > max) throw new AlarmEvaluationError(`metric math: ${t.text} takes ${min === max ? min : `${min} or ${max}`} arguments, got ${args.length}: ${expression}`);
+        if (args.length < min || args.length > max)
+          throw new AlarmEvaluationError(
+            `metric math: ${t.text} takes ${min === max ? min : `${min} or ${max}`} arguments, got ${args.length}: ${expression}`,
+          );
         return { kind: 'call', fn: t.text, args };
       }
-      if (isCall) throw new UnsupportedMetricMathError(t.text, expression, `metric math function ${t.text} is not supported by the local alarm evaluator (it supports ${SUPPORTED}): ${expression}`);
-      throw new UnsupportedMetricMathError(t.text, expression, `metric math name ${t.text} is not supported by the local alarm evaluator (it supports ${SUPPORTED}; an id starts with a lowercase letter): ${expression}`);
+      if (isCall)
+        throw new UnsupportedMetricMathError(
+          t.text,
+          expression,
+          `metric math function ${t.text} is not supported by the local alarm evaluator (it supports ${SUPPORTED}): ${expression}`,
+        );
+      throw new UnsupportedMetricMathError(
+        t.text,
+        expression,
+        `metric math name ${t.text} is not supported by the local alarm evaluator (it supports ${SUPPORTED}; an id starts with a lowercase letter): ${expression}`,
+      );
     }
     throw syntax(`unexpected "${t.text}"`);
   };
@@ -415,7 +501,8 @@ export function parseMetricMath(expression: string): MetricMathNode {
   const and = binaryLevel(comparison, { AND: 'AND', '&&': 'AND' });
   const or = binaryLevel(and, { OR: 'OR', '||': 'OR' });
   const tree = or();
-  if (pos < tokens.length) throw syntax(`unexpected "${(tokens[pos] as { text?: string }).text ?? (tokens[pos] as { value: number }).value}"`);
+  if (pos < tokens.length)
+    throw syntax(`unexpected "${(tokens[pos] as { text?: string }).text ?? (tokens[pos] as { value: number }).value}"`);
   return tree;
 }
 
@@ -439,7 +526,8 @@ function binary(op: BinaryOp, left: Value, right: Value, length: number): Value 
   const f = BINARY[op];
   if ('scalar' in left && 'scalar' in right) {
     const v = f(left.scalar, right.scalar);
-    if (v === undefined) throw new AlarmEvaluationError(`metric math: ${left.scalar} ${op} ${right.scalar} divides by zero`);
+    if (v === undefined)
+      throw new AlarmEvaluationError(`metric math: ${left.scalar} ${op} ${right.scalar} divides by zero`);
     return { scalar: v };
   }
   const at = (v: Value, i: number) => ('scalar' in v ? v.scalar : v.series[i]);
@@ -456,7 +544,12 @@ function binary(op: BinaryOp, left: Value, right: Value, length: number): Value 
   return { series };
 }
 
-function evaluateNode(node: MetricMathNode, resolveId: (id: string) => Series, length: number, expression: string): Value {
+function evaluateNode(
+  node: MetricMathNode,
+  resolveId: (id: string) => Series,
+  length: number,
+  expression: string,
+): Value {
   const ev = (n: MetricMathNode) => evaluateNode(n, resolveId, length, expression);
   switch (node.kind) {
     case 'number':
@@ -465,18 +558,22 @@ function evaluateNode(node: MetricMathNode, resolveId: (id: string) => Series, l
       return { series: resolveId(node.id) };
     case 'neg': {
       const v = ev(node.operand);
-      return 'scalar' in v ? { scalar: -v.scalar } : { series: v.series.map((x) => (x === undefined ? undefined : -x)) };
+      return 'scalar' in v
+        ? { scalar: -v.scalar }
+        : { series: v.series.map((x) => (x === undefined ? undefined : -x)) };
     }
     case 'binary':
       return binary(node.op, ev(node.left), ev(node.right), length);
     case 'call': {
       if (node.fn === 'FILL') {
         const [m, filler] = node.args.map(ev);
-        if ('scalar' in m) throw new AlarmEvaluationError(`metric math: FILL needs a time series as its first argument: ${expression}`);
+        if ('scalar' in m)
+          throw new AlarmEvaluationError(`metric math: FILL needs a time series as its first argument: ${expression}`);
         return { series: m.series.map((x, i) => x ?? ('scalar' in filler ? filler.scalar : filler.series[i])) };
       }
       const [condition, whenTrue, whenFalse] = node.args.map(ev);
-      const branch = (v: Value | undefined, i: number) => (v === undefined ? undefined : 'scalar' in v ? v.scalar : v.series[i]);
+      const branch = (v: Value | undefined, i: number) =>
+        v === undefined ? undefined : 'scalar' in v ? v.scalar : v.series[i];
       if ('scalar' in condition) {
         const chosen = condition.scalar !== 0 ? whenTrue : whenFalse;
         return chosen ?? { series: Array<undefined>(length).fill(undefined) };
@@ -499,11 +596,21 @@ const sameDimensions = (a: Record<string, string>, b: Record<string, string>) =>
 };
 
 /** The samples of one MetricStat, aggregated by its statistic over each period; undefined where it has none. */
-export function datapoints(query: MetricStatQuery, samples: readonly MetricSample[], startMs: number, periods: number): Series {
+export function datapoints(
+  query: MetricStatQuery,
+  samples: readonly MetricSample[],
+  startMs: number,
+  periods: number,
+): Series {
   const periodMs = query.periodSeconds * 1000;
   const buckets: number[][] = Array.from({ length: periods }, () => []);
   for (const s of samples) {
-    if (s.namespace !== query.namespace || s.metricName !== query.metricName || !sameDimensions(s.dimensions, query.dimensions)) continue;
+    if (
+      s.namespace !== query.namespace ||
+      s.metricName !== query.metricName ||
+      !sameDimensions(s.dimensions, query.dimensions)
+    )
+      continue;
     const i = Math.floor((s.timestamp - startMs) / periodMs);
     if (i >= 0 && i < periods) buckets[i].push(s.value);
   }
@@ -511,7 +618,12 @@ export function datapoints(query: MetricStatQuery, samples: readonly MetricSampl
 }
 
 /** Every query's values over `periods` periods from `startMs`, expressions evaluated on the metrics (and each other). */
-export function evaluateQueries(alarm: AlarmDefinition, samples: readonly MetricSample[], startMs: number, periods: number): Record<string, Series> {
+export function evaluateQueries(
+  alarm: AlarmDefinition,
+  samples: readonly MetricSample[],
+  startMs: number,
+  periods: number,
+): Record<string, Series> {
   const values: Record<string, Series> = {};
   for (const m of alarm.metrics) values[m.id] = datapoints(m, samples, startMs, periods);
   const parsed = new Map(alarm.expressions.map((e) => [e.id, { ...e, tree: parseMetricMath(e.expression) }]));
@@ -519,12 +631,19 @@ export function evaluateQueries(alarm: AlarmDefinition, samples: readonly Metric
   const resolveId = (id: string): Series => {
     if (values[id]) return values[id];
     const e = parsed.get(id);
-    if (!e) throw new AlarmEvaluationError(`alarm ${alarm.logicalId}: an expression refers to "${id}", which is none of its queries (${[...alarm.metrics.map((m) => m.id), ...parsed.keys()].join(', ')})`);
-    if (resolving.has(id)) throw new AlarmEvaluationError(`alarm ${alarm.logicalId}: expression "${id}" refers to itself`);
+    if (!e)
+      throw new AlarmEvaluationError(
+        `alarm ${alarm.logicalId}: an expression refers to "${id}", which is none of its queries (${[...alarm.metrics.map((m) => m.id), ...parsed.keys()].join(', ')})`,
+      );
+    if (resolving.has(id))
+      throw new AlarmEvaluationError(`alarm ${alarm.logicalId}: expression "${id}" refers to itself`);
     resolving.add(id);
     const v = evaluateNode(e.tree, resolveId, periods, e.expression);
     resolving.delete(id);
-    if ('scalar' in v) throw new AlarmEvaluationError(`alarm ${alarm.logicalId}: expression "${id}" is a scalar; CloudWatch needs every expression an alarm uses to be a time series: ${e.expression}`);
+    if ('scalar' in v)
+      throw new AlarmEvaluationError(
+        `alarm ${alarm.logicalId}: expression "${id}" is a scalar; CloudWatch needs every expression an alarm uses to be a time series: ${e.expression}`,
+      );
     values[id] = v.series;
     return v.series;
   };
@@ -536,7 +655,11 @@ export function evaluateQueries(alarm: AlarmDefinition, samples: readonly Metric
  * The alarm's state at the end of a period, from the breaching flags of the evaluation range that ends there (oldest
  * first; undefined = missing), as the CloudWatch user guide describes it.
  */
-export function stateOf(range: readonly (boolean | undefined)[], alarm: Pick<AlarmDefinition, 'evaluationPeriods' | 'datapointsToAlarm' | 'treatMissingData'>, previous: AlarmState): AlarmState {
+export function stateOf(
+  range: readonly (boolean | undefined)[],
+  alarm: Pick<AlarmDefinition, 'evaluationPeriods' | 'datapointsToAlarm' | 'treatMissingData'>,
+  previous: AlarmState,
+): AlarmState {
   const n = alarm.evaluationPeriods;
   const m = alarm.datapointsToAlarm;
   const existing = range.filter((b): b is boolean => b !== undefined);
@@ -567,22 +690,36 @@ export function stateOf(range: readonly (boolean | undefined)[], alarm: Pick<Ala
  * Evaluates the alarm at the end of every whole period between `fromMs` and `toMs` (periods are aligned to multiples
  * of the alarm's period since the epoch, as CloudWatch aligns them; periods before the first are missing data).
  */
-export function evaluateAlarm(alarm: AlarmDefinition, samples: readonly MetricSample[], window: { fromMs: number; toMs: number }, options: EvaluateOptions = {}): PeriodEvaluation[] {
+export function evaluateAlarm(
+  alarm: AlarmDefinition,
+  samples: readonly MetricSample[],
+  window: { fromMs: number; toMs: number },
+  options: EvaluateOptions = {},
+): PeriodEvaluation[] {
   const periodMs = alarm.periodSeconds * 1000;
   const startMs = Math.floor(window.fromMs / periodMs) * periodMs;
   const periods = Math.max(0, Math.floor((window.toMs - startMs) / periodMs));
   const range = options.evaluationRange ?? alarm.evaluationPeriods + 2;
-  if (!Number.isInteger(range) || range < alarm.evaluationPeriods) throw new AlarmEvaluationError(`evaluationRange must be a whole number of at least evaluationPeriods (${alarm.evaluationPeriods}); got ${range}`);
+  if (!Number.isInteger(range) || range < alarm.evaluationPeriods)
+    throw new AlarmEvaluationError(
+      `evaluationRange must be a whole number of at least evaluationPeriods (${alarm.evaluationPeriods}); got ${range}`,
+    );
   const values = evaluateQueries(alarm, samples, startMs, periods);
   const returned = values[alarm.returnId];
-  if (!returned) throw new AlarmEvaluationError(`alarm ${alarm.logicalId}: its returned query "${alarm.returnId}" is none of its queries`);
+  if (!returned)
+    throw new AlarmEvaluationError(
+      `alarm ${alarm.logicalId}: its returned query "${alarm.returnId}" is none of its queries`,
+    );
   const compare = COMPARISONS[alarm.comparisonOperator];
   const breaching = returned.map((v) => (v === undefined ? undefined : compare(v, alarm.threshold)));
   const out: PeriodEvaluation[] = [];
   let state = options.initialState ?? AlarmState.INSUFFICIENT_DATA;
   for (let i = 0; i < periods; i++) {
     const from = i - range + 1;
-    const flags = [...Array<undefined>(Math.max(0, -from)).fill(undefined), ...breaching.slice(Math.max(0, from), i + 1)];
+    const flags = [
+      ...Array<undefined>(Math.max(0, -from)).fill(undefined),
+      ...breaching.slice(Math.max(0, from), i + 1),
+    ];
     state = stateOf(flags, alarm, state);
     out.push({
       startMs: startMs + i * periodMs,

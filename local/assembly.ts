@@ -17,7 +17,10 @@ export class AssemblyError extends Error {
  * stack asked for is not in it (`unknown`). A synth can change the last two; not the first.
  */
 export class StackChoiceError extends AssemblyError {
-  constructor(message: string, public readonly reason: 'several' | 'none' | 'unknown') {
+  constructor(
+    message: string,
+    public readonly reason: 'several' | 'none' | 'unknown',
+  ) {
     super(message);
     this.name = 'StackChoiceError';
   }
@@ -43,7 +46,15 @@ export interface AssemblyStack extends StackArtifact {
 }
 
 interface Manifest {
-  artifacts?: Record<string, { type: string; environment?: string; displayName?: string; properties?: { templateFile?: string; stackName?: string; directoryName?: string } }>;
+  artifacts?: Record<
+    string,
+    {
+      type: string;
+      environment?: string;
+      displayName?: string;
+      properties?: { templateFile?: string; stackName?: string; directoryName?: string };
+    }
+  >;
 }
 
 /** `aws://<account>/<region>` as the manifest writes it, without the parts CDK left unknown. */
@@ -75,12 +86,24 @@ export function assemblyStacks(assemblyDir: string): AssemblyStack[] {
     const templateFile = join(assemblyDir, artifact.properties?.templateFile ?? `${id}.template.json`);
     if (!existsSync(templateFile)) continue;
     const environment = environmentOf(artifact.environment);
-    stacks.push({ id, displayName: artifact.displayName ?? id, stackName: artifact.properties?.stackName ?? id, templateFile, assemblyDir, ...(environment ? { environment } : {}) });
+    stacks.push({
+      id,
+      displayName: artifact.displayName ?? id,
+      stackName: artifact.properties?.stackName ?? id,
+      templateFile,
+      assemblyDir,
+      ...(environment ? { environment } : {}),
+    });
   }
   return stacks;
 }
 
-const artifactOf = ({ stackName, templateFile, assemblyDir, environment }: AssemblyStack): StackArtifact => ({ stackName, templateFile, assemblyDir, ...(environment ? { environment } : {}) });
+const artifactOf = ({ stackName, templateFile, assemblyDir, environment }: AssemblyStack): StackArtifact => ({
+  stackName,
+  templateFile,
+  assemblyDir,
+  ...(environment ? { environment } : {}),
+});
 
 /** A stack the user may call `name`: its stack name, artifact ID or display name (`Stage/Stack`). */
 const called = (name: string) => (s: AssemblyStack) => s.stackName === name || s.id === name || s.displayName === name;
@@ -93,8 +116,15 @@ export function findStack(assemblyDir: string, env: string): StackArtifact | und
 
 /** True when a synthesized template has a job: a Lambda function with JOB_NAME (both of a job's functions have it). */
 export function holdsJobs(templateFile: string): boolean {
-  const template = JSON.parse(readFileSync(templateFile, 'utf8')) as { Resources?: Record<string, { Type?: string; Properties?: { Environment?: { Variables?: Record<string, unknown> } } }> };
-  return Object.values(template.Resources ?? {}).some((r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.Environment?.Variables?.JOB_NAME !== undefined);
+  const template = JSON.parse(readFileSync(templateFile, 'utf8')) as {
+    Resources?: Record<
+      string,
+      { Type?: string; Properties?: { Environment?: { Variables?: Record<string, unknown> } } }
+    >;
+  };
+  return Object.values(template.Resources ?? {}).some(
+    (r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.Environment?.Variables?.JOB_NAME !== undefined,
+  );
 }
 
 /** Which stack to run: the one named, else this repository's environment stack, else the one stack holding jobs. */
@@ -123,14 +153,20 @@ export function chooseStack(assemblyDir: string, choice: StackChoice = {}): Stac
       );
     }
     if (!withJobs.includes(match)) {
-      throw new StackChoiceError(`--stack ${choice.stack}: the stack holds no PacedJobs (no Lambda function with JOB_NAME)${withJobs.length > 0 ? `; stacks with PacedJobs: ${names(withJobs)}` : ''}`, 'unknown');
+      throw new StackChoiceError(
+        `--stack ${choice.stack}: the stack holds no PacedJobs (no Lambda function with JOB_NAME)${withJobs.length > 0 ? `; stacks with PacedJobs: ${names(withJobs)}` : ''}`,
+        'unknown',
+      );
     }
     return artifactOf(match);
   }
   const envStack = choice.env === undefined ? undefined : stacks.find(called(stackNameFor(choice.env)));
   if (envStack) return artifactOf(envStack);
   if (withJobs.length > 1) {
-    throw new StackChoiceError(`several stacks hold PacedJobs: ${names(withJobs)}; pick one with --stack <name>`, 'several');
+    throw new StackChoiceError(
+      `several stacks hold PacedJobs: ${names(withJobs)}; pick one with --stack <name>`,
+      'several',
+    );
   }
   if (withJobs.length === 0) {
     throw new StackChoiceError(
@@ -179,7 +215,10 @@ export const REFERENCE_INPUT_FILES = ['cdk.json', 'package-lock.json'];
 
 /** The newest modification time of what this repository's synth is built from: its sources and REFERENCE_INPUT_FILES. */
 export function newestReferenceInputMtime(cwd: string): number {
-  return Math.max(newestSourceMtime(cwd), ...REFERENCE_INPUT_FILES.map((file) => (existsSync(join(cwd, file)) ? statSync(join(cwd, file)).mtimeMs : 0)));
+  return Math.max(
+    newestSourceMtime(cwd),
+    ...REFERENCE_INPUT_FILES.map((file) => (existsSync(join(cwd, file)) ? statSync(join(cwd, file)).mtimeMs : 0)),
+  );
 }
 
 /** The CDK CLI's own cache of lookups: the synth writes it, after the template, so it would always look newer. */
@@ -244,40 +283,71 @@ export function ensureAppStack(options: AppStackOptions): StackArtifact {
     try {
       found = chooseStack(assemblyDir, choice);
       // An assembly of another environment is not the one asked for, even if its one stack holds jobs.
-      if (choice.stack === undefined && choice.env !== undefined && found.stackName !== stackNameFor(choice.env) && reference) found = undefined;
+      if (
+        choice.stack === undefined &&
+        choice.env !== undefined &&
+        found.stackName !== stackNameFor(choice.env) &&
+        reference
+      )
+        found = undefined;
     } catch (error) {
       // Several stacks with jobs is the app's shape, not a stale assembly: a synth would not choose either.
       if (!(error instanceof StackChoiceError) || error.reason === 'several') throw error;
     }
-    missing = choice.env !== undefined && choice.stack === undefined ? `no synthesized ${stackNameFor(choice.env)} in ${assemblyDir}` : `no stack to run in ${assemblyDir}`;
+    missing =
+      choice.env !== undefined && choice.stack === undefined
+        ? `no synthesized ${stackNameFor(choice.env)} in ${assemblyDir}`
+        : `no stack to run in ${assemblyDir}`;
   }
   if (found) {
     warnIfStale(cwd, assemblyDir, found, reference, options.log);
     return found;
   }
-  const args = ['cdk', 'synth', ...(options.env !== undefined ? ['-c', `env=${options.env}`] : []), '--quiet', '--output', assemblyDir];
+  const args = [
+    'cdk',
+    'synth',
+    ...(options.env !== undefined ? ['-c', `env=${options.env}`] : []),
+    '--quiet',
+    '--output',
+    assemblyDir,
+  ];
   options.log(`${missing}; running npx ${args.slice(0, -2).join(' ')}`);
   if (!existsSync(join(cwd, 'cdk.json'))) {
-    throw new AssemblyError(`${cwd} has no cdk.json: run this in your CDK app's folder (the one with cdk.json), or name it with --app <dir>`);
+    throw new AssemblyError(
+      `${cwd} has no cdk.json: run this in your CDK app's folder (the one with cdk.json), or name it with --app <dir>`,
+    );
   }
   const result = spawnSync('npx', args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
   if (result.status !== 0) {
     const what = options.env !== undefined ? `cdk synth for environment "${options.env}"` : `cdk synth in ${cwd}`;
-    throw new AssemblyError(`${what} failed (exit ${result.status}):\n${(result.stderr || result.stdout || '').trim()}`);
+    throw new AssemblyError(
+      `${what} failed (exit ${result.status}):\n${(result.stderr || result.stdout || '').trim()}`,
+    );
   }
   if (choice.env !== undefined && choice.stack === undefined && reference) {
     const synthesized = findStack(assemblyDir, choice.env);
-    if (!synthesized) throw new AssemblyError(`cdk synth succeeded but ${assemblyDir} holds no stack named ${stackNameFor(choice.env)}`);
+    if (!synthesized)
+      throw new AssemblyError(
+        `cdk synth succeeded but ${assemblyDir} holds no stack named ${stackNameFor(choice.env)}`,
+      );
     return synthesized;
   }
   return chooseStack(assemblyDir, choice);
 }
 
 /** Only a warning: a synth takes minutes on a small machine, and the user may run a known assembly on purpose. */
-function warnIfStale(cwd: string, assemblyDir: string, found: StackArtifact, reference: boolean, log: (line: string) => void): void {
+function warnIfStale(
+  cwd: string,
+  assemblyDir: string,
+  found: StackArtifact,
+  reference: boolean,
+  log: (line: string) => void,
+): void {
   const inApp = relative(cwd, assemblyDir);
   // The assembly is not a source, wherever --cdk-out puts it.
-  const newest = reference ? newestSourceMtime(cwd) : newestAppSourceMtime(cwd, inApp && !inApp.startsWith('..') ? [inApp] : []);
+  const newest = reference
+    ? newestSourceMtime(cwd)
+    : newestAppSourceMtime(cwd, inApp && !inApp.startsWith('..') ? [inApp] : []);
   if (newest > statSync(found.templateFile).mtimeMs) {
     const sources = reference ? `the sources in ${SOURCE_DIRS.join(', ')}` : `the app's sources in ${cwd}`;
     log(`warning: ${found.templateFile} is older than ${sources}; pass --synth to rebuild it`);
@@ -289,6 +359,12 @@ function warnIfStale(cwd: string, assemblyDir: string, found: StackArtifact, ref
  * lacks it (or with --synth), and warns when a source file changed after it was synthesized.
  * @throws AssemblyError when synthesis fails or still yields no such stack.
  */
-export function ensureStack(options: { env: string; assemblyDir: string; cwd: string; log: (line: string) => void; synth?: boolean }): StackArtifact {
+export function ensureStack(options: {
+  env: string;
+  assemblyDir: string;
+  cwd: string;
+  log: (line: string) => void;
+  synth?: boolean;
+}): StackArtifact {
   return ensureAppStack({ ...options, referenceApp: true });
 }

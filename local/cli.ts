@@ -10,11 +10,14 @@ import { JOB_ENTRY_METADATA } from './plan';
 import { runLocal, type RunOptions, type RunViews } from './run';
 import { loadTemplate } from './template';
 
-const positiveInt = (name: string) => (value: string): number => {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new InvalidArgumentError(`${name} must be a whole number, got "${value}"`);
-  return n;
-};
+const positiveInt =
+  (name: string) =>
+  (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(n))
+      throw new InvalidArgumentError(`${name} must be a whole number, got "${value}"`);
+    return n;
+  };
 
 const port = (value: string): number => {
   const n = positiveInt('port')(value);
@@ -24,7 +27,8 @@ const port = (value: string): number => {
 
 const share = (value: string): number => {
   const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError(`--async-duplicate-rate must be a share between 0 and 1, got "${value}"`);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1)
+    throw new InvalidArgumentError(`--async-duplicate-rate must be a share between 0 and 1, got "${value}"`);
   return n;
 };
 
@@ -49,7 +53,11 @@ const FLAG_NAME = /^[a-z][a-z0-9-]*$/;
  * One flag per fixture unit. A unit two fixtures share, or one that is not a flag name, gets none (`--count` still
  * works). A fixture that fails to load gets none either: the run loads it again and fails with the fixture's own error.
  */
-export function unitFlags(cwd: string, jobs: string[], entryOf: (job: string) => string | undefined = () => undefined): UnitFlag[] {
+export function unitFlags(
+  cwd: string,
+  jobs: string[],
+  entryOf: (job: string) => string | undefined = () => undefined,
+): UnitFlag[] {
   const flags: UnitFlag[] = [];
   for (const job of jobs) {
     let fixture;
@@ -59,7 +67,8 @@ export function unitFlags(cwd: string, jobs: string[], entryOf: (job: string) =>
       if (error instanceof FixtureError) continue;
       throw error;
     }
-    if (fixture && FLAG_NAME.test(fixture.unit)) flags.push({ unit: fixture.unit, job, defaultCount: fixture.defaultCount });
+    if (fixture && FLAG_NAME.test(fixture.unit))
+      flags.push({ unit: fixture.unit, job, defaultCount: fixture.defaultCount });
   }
   return flags.filter((f) => flags.filter((g) => g.unit === f.unit).length === 1);
 }
@@ -68,13 +77,18 @@ export function unitFlags(cwd: string, jobs: string[], entryOf: (job: string) =>
  * `<job>=<n>`, repeatable: one value per job, the job one of the app's when they are known before the run (`jobs`); a
  * job the stack turns out not to have is refused by the run itself.
  */
-const perJob = (flag: string, jobs: AppJobs | undefined, parse: (value: string) => number) => (value: string, previous: Record<string, number> | undefined): Record<string, number> => {
-  const at = value.lastIndexOf('=');
-  if (at <= 0) throw new InvalidArgumentError(`${flag} takes <job>=<n>, got "${value}"`);
-  const job = value.slice(0, at);
-  if (jobs && !jobs.names.includes(job)) throw new InvalidArgumentError(`${flag}: no job "${job}" (${jobs.source} has: ${jobs.names.join(', ') || 'none'})`);
-  return { ...previous, [job]: parse(value.slice(at + 1)) };
-};
+const perJob =
+  (flag: string, jobs: AppJobs | undefined, parse: (value: string) => number) =>
+  (value: string, previous: Record<string, number> | undefined): Record<string, number> => {
+    const at = value.lastIndexOf('=');
+    if (at <= 0) throw new InvalidArgumentError(`${flag} takes <job>=<n>, got "${value}"`);
+    const job = value.slice(0, at);
+    if (jobs && !jobs.names.includes(job))
+      throw new InvalidArgumentError(
+        `${flag}: no job "${job}" (${jobs.source} has: ${jobs.names.join(', ') || 'none'})`,
+      );
+    return { ...previous, [job]: parse(value.slice(at + 1)) };
+  };
 
 /** The app's jobs as known before a run: names, where they were found, each one's entry (its fixture's folder). */
 export interface AppJobs {
@@ -96,10 +110,14 @@ export function appJobs(cwd: string, argv: readonly string[]): AppJobs | undefin
     return { names, source: 'lambda/jobs', entries: new Map(names.map((n) => [n, undefined])) };
   }
   try {
-    const artifact = chooseStack(resolve(cwd, optionValue(argv, '--cdk-out') ?? 'cdk.out'), { stack: optionValue(argv, '--stack'), env: optionValue(argv, '--env') });
+    const artifact = chooseStack(resolve(cwd, optionValue(argv, '--cdk-out') ?? 'cdk.out'), {
+      stack: optionValue(argv, '--stack'),
+      env: optionValue(argv, '--env'),
+    });
     const entries = new Map<string, string | undefined>();
     for (const r of Object.values(loadTemplate(artifact.templateFile).Resources)) {
-      const name = (r.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables?.JOB_NAME;
+      const name = (r.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables
+        ?.JOB_NAME;
       if (r.Type !== 'AWS::Lambda::Function' || typeof name !== 'string') continue;
       const entry = r.Metadata?.[JOB_ENTRY_METADATA];
       entries.set(name, typeof entry === 'string' ? entry : entries.get(name));
@@ -134,48 +152,125 @@ export interface ProgramOptions {
  * The command line for the app in `cwd` (`--app` is read by runStartCli before it builds this, so `cwd` is already the
  * app's folder): its flags, with one per job fixture's unit, and the run as its action.
  */
-export function buildProgram(run: (options: RunOptions) => Promise<number>, cwd = process.cwd(), programOptions: ProgramOptions = {}): Command {
+export function buildProgram(
+  run: (options: RunOptions) => Promise<number>,
+  cwd = process.cwd(),
+  programOptions: ProgramOptions = {},
+): Command {
   const reference = isReferenceApp(cwd);
   const jobs = appJobs(cwd, programOptions.argv ?? []);
   const program = new Command(programOptions.name ?? (reference ? 'npm start --' : 'paced-jobs start'))
-    .description("Run the app's synthesized PacedJobs stack on embedded AWS-protocol servers: one demo cycle of every job, or --serve.")
+    .description(
+      "Run the app's synthesized PacedJobs stack on embedded AWS-protocol servers: one demo cycle of every job, or --serve.",
+    )
     .option('--app <dir>', "the CDK app's folder, where its cdk.json is (default: the current folder)")
     .addOption(
       reference
-        ? new Option('--env <name>', 'environment whose synthesized template to run (cdk synth -c env=<name>)').default('dev')
-        : new Option('--env <name>', 'passed to cdk synth as -c env=<name>; its stack PacedJobs-<name> is run when the app has one'),
+        ? new Option('--env <name>', 'environment whose synthesized template to run (cdk synth -c env=<name>)').default(
+            'dev',
+          )
+        : new Option(
+            '--env <name>',
+            'passed to cdk synth as -c env=<name>; its stack PacedJobs-<name> is run when the app has one',
+          ),
     )
-    .option('--stack <name>', 'the stack holding the jobs, when several stacks of the app use PacedJobs (its name, or Stage/Stack)')
-    .option('--serve', 'keep running: fire schedules on their crons, serve the web console and write .local/endpoints.json until Ctrl-C', false)
-    .addOption(new Option('--console-port <port>', "with --serve: the web console's port on 127.0.0.1 (default: a free one)").argParser(port))
+    .option(
+      '--stack <name>',
+      'the stack holding the jobs, when several stacks of the app use PacedJobs (its name, or Stage/Stack)',
+    )
+    .option(
+      '--serve',
+      'keep running: fire schedules on their crons, serve the web console and write .local/endpoints.json until Ctrl-C',
+      false,
+    )
+    .addOption(
+      new Option(
+        '--console-port <port>',
+        "with --serve: the web console's port on 127.0.0.1 (default: a free one)",
+      ).argParser(port),
+    )
     .option('--no-console', 'with --serve: do not serve the web console')
-    .option('--report <file>', 'where a demo run writes its HTML report with the charts (default: <local-dir>/report.html)')
-    .option('--now', 'fire every schedule once at start (always done in a demo run; with --serve also seeds demo data)', false)
-    .option('--date <YYYY-MM-DD>', 'business date for the fired cycle (default: what each schedule would compute now)', isoDate)
+    .option(
+      '--report <file>',
+      'where a demo run writes its HTML report with the charts (default: <local-dir>/report.html)',
+    )
+    .option(
+      '--now',
+      'fire every schedule once at start (always done in a demo run; with --serve also seeds demo data)',
+      false,
+    )
+    .option(
+      '--date <YYYY-MM-DD>',
+      'business date for the fired cycle (default: what each schedule would compute now)',
+      isoDate,
+    )
     .option('--json', 'print the report as one JSON document on stdout (progress and logs go to stderr)', false)
-    .option('--count <job>=<n>', "demo records to seed for a job (repeatable; default: the job's fixture's defaultCount)", perJob('--count', jobs, positiveInt('--count')))
+    .option(
+      '--count <job>=<n>',
+      "demo records to seed for a job (repeatable; default: the job's fixture's defaultCount)",
+      perJob('--count', jobs, positiveInt('--count')),
+    )
     .option('--data-dir <dir>', 'keep DynamoDB data (dynalite LevelDB) in this folder across runs')
     .option('--cdk-out <dir>', 'cloud assembly folder', 'cdk.out')
     .option('--local-dir <dir>', 'where endpoints.json and logs/ are written', '.local')
     .option('--synth', 're-run cdk synth even when the cloud assembly already holds the stack', false)
-    .option('--timeout <seconds>', 'give up waiting for the run to settle after this long', positiveInt('--timeout'), 180)
-    .option('--downstream-quota <n>', "every fake downstream: starts allowed per window (default: its job's configured rate)", positiveInt('--downstream-quota'))
-    .option('--downstream-window <seconds>', "every fake downstream: the quota's window (default: its job's rate-limit interval)", positiveInt('--downstream-window'))
-    .option('--downstream-concurrency <n>', "every fake downstream: concurrent requests allowed (default: its job's concurrency)", positiveInt('--downstream-concurrency'))
-    .option('--prewarm <n>', "execution environments to load per function before the run, at most (default: each function's concurrency)", positiveInt('--prewarm'))
+    .option(
+      '--timeout <seconds>',
+      'give up waiting for the run to settle after this long',
+      positiveInt('--timeout'),
+      180,
+    )
+    .option(
+      '--downstream-quota <n>',
+      "every fake downstream: starts allowed per window (default: its job's configured rate)",
+      positiveInt('--downstream-quota'),
+    )
+    .option(
+      '--downstream-window <seconds>',
+      "every fake downstream: the quota's window (default: its job's rate-limit interval)",
+      positiveInt('--downstream-window'),
+    )
+    .option(
+      '--downstream-concurrency <n>',
+      "every fake downstream: concurrent requests allowed (default: its job's concurrency)",
+      positiveInt('--downstream-concurrency'),
+    )
+    .option(
+      '--prewarm <n>',
+      "execution environments to load per function before the run, at most (default: each function's concurrency)",
+      positiveInt('--prewarm'),
+    )
     .option('--verbose', 'also print function logs on stderr (they always go to .local/logs)', false)
-    .option('--no-iam', "do not enforce IAM (every report then warns; denials are listed as what AWS would refuse)")
-    .option('--async-duplicate-rate <share>', 'share of asynchronous events Lambda delivers twice (0 to 1)', share, 0.01)
+    .option('--no-iam', 'do not enforce IAM (every report then warns; denials are listed as what AWS would refuse)')
+    .option(
+      '--async-duplicate-rate <share>',
+      'share of asynchronous events Lambda delivers twice (0 to 1)',
+      share,
+      0.01,
+    )
     .addOption(new Option('--dynamodb-port <port>', 'DynamoDB port (default: a free one)').argParser(port))
     .addOption(new Option('--sqs-port <port>', 'SQS port (default: a free one)').argParser(port))
     .addOption(new Option('--s3-port <port>', 'S3 port (default: a free one)').argParser(port))
     .addOption(new Option('--lambda-port <port>', 'Lambda API port (default: a free one)').argParser(port))
-    .addOption(new Option('--scheduler-port <port>', 'EventBridge Scheduler API port (default: a free one)').argParser(port))
+    .addOption(
+      new Option('--scheduler-port <port>', 'EventBridge Scheduler API port (default: a free one)').argParser(port),
+    )
     .addOption(new Option('--secrets-port <port>', 'Secrets Manager port (default: a free one)').argParser(port))
-    .option('--downstream-port <job>=<port>', "a job's fake downstream port (repeatable; default: a free one)", perJob('--downstream-port', jobs, port))
+    .option(
+      '--downstream-port <job>=<port>',
+      "a job's fake downstream port (repeatable; default: a free one)",
+      perJob('--downstream-port', jobs, port),
+    )
     .showHelpAfterError();
-  const units = (jobs ? unitFlags(cwd, jobs.names, (job) => jobs.entries.get(job)) : []).filter((u) => !program.options.some((o) => o.long === `--${u.unit}`));
-  for (const u of units) program.option(`--${u.unit} <n>`, `demo ${u.unit} to seed: --count ${u.job}=<n> (default ${u.defaultCount})`, positiveInt(`--${u.unit}`));
+  const units = (jobs ? unitFlags(cwd, jobs.names, (job) => jobs.entries.get(job)) : []).filter(
+    (u) => !program.options.some((o) => o.long === `--${u.unit}`),
+  );
+  for (const u of units)
+    program.option(
+      `--${u.unit} <n>`,
+      `demo ${u.unit} to seed: --count ${u.job}=<n> (default ${u.defaultCount})`,
+      positiveInt(`--${u.unit}`),
+    );
   return program.action(async (flags) => {
     await run(runOptionsOf(flags, cwd, units));
   });
@@ -209,7 +304,11 @@ function runOptionsOf(flags: OptionValues, cwd: string, units: UnitFlag[]): RunO
     iam: flags.iam,
     asyncDuplicateRate: flags.asyncDuplicateRate,
     downstream: {
-      quota: { startsPerWindow: flags.downstreamQuota, windowSeconds: flags.downstreamWindow, maxConcurrent: flags.downstreamConcurrency },
+      quota: {
+        startsPerWindow: flags.downstreamQuota,
+        windowSeconds: flags.downstreamWindow,
+        maxConcurrent: flags.downstreamConcurrency,
+      },
       ports: flags.downstreamPort,
     },
     ports: {
@@ -265,9 +364,15 @@ export async function runStartCli(argv: readonly string[], options: StartCliOpti
   let exitCode = 0;
   let name = options.name ?? 'paced-jobs start';
   try {
-    const program = buildProgram(async (runOptions) => (exitCode = await runLocal(runOptions, { stdout, stderr, stopSignal }, options.views)), cwd, { name: options.name, argv });
+    const program = buildProgram(
+      async (runOptions) => (exitCode = await runLocal(runOptions, { stdout, stderr, stopSignal }, options.views)),
+      cwd,
+      { name: options.name, argv },
+    );
     name = program.name();
-    program.exitOverride().configureOutput({ writeOut: (text) => stdout.write(text), writeErr: (text) => stderr.write(text) });
+    program
+      .exitOverride()
+      .configureOutput({ writeOut: (text) => stdout.write(text), writeErr: (text) => stderr.write(text) });
     await program.parseAsync([...argv], { from: 'user' });
   } catch (error) {
     // Commander has printed its own message (a bad flag, or the help asked for): its code is the exit code.

@@ -22,9 +22,9 @@
 //   the parameters of the call that carries the token are not compared with the first call's).
 // - ListMetrics lists the metrics the samples hold (Namespace, MetricName, Dimensions filters: a metric matches when it
 //   has every filter's dimension, with its value when given; RecentlyActive PT3H), 500 a page.
-import { createServer, IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { listenOnLoopback, RunningServer } from './servers';
+import { listenOnLoopback, type RunningServer } from './servers';
 import { datapoints, type MetricStatQuery, type Statistic } from './alarms';
 import type { MetricSample } from './metricsTap';
 
@@ -68,7 +68,11 @@ export type CloudWatchErrorCode = keyof typeof ERRORS;
 
 /** An answer CloudWatch would give as an error: its query-compatible code (the SDK's exception follows from it). */
 export class CloudWatchApiError extends Error {
-  constructor(public readonly code: CloudWatchErrorCode, message: string, options?: ErrorOptions) {
+  constructor(
+    public readonly code: CloudWatchErrorCode,
+    message: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'CloudWatchApiError';
   }
@@ -104,7 +108,10 @@ export async function startCloudWatchApi(options: CloudWatchApiOptions, port = 0
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: Error) => {
-      const known = error instanceof CloudWatchApiError ? error : new CloudWatchApiError('InternalServiceError', error.message, { cause: error });
+      const known =
+        error instanceof CloudWatchApiError
+          ? error
+          : new CloudWatchApiError('InternalServiceError', error.message, { cause: error });
       replyError(res, known);
     });
   });
@@ -115,7 +122,10 @@ export async function startCloudWatchApi(options: CloudWatchApiOptions, port = 0
     const contentType = String(req.headers['content-type'] ?? '');
     if (contentType.startsWith('application/x-www-form-urlencoded')) {
       // An older AWS CLI or SDK speaks CloudWatch's query protocol: say so in its own XML, which it can read.
-      return replyQueryError(res, `the local CloudWatch speaks AWS JSON 1.0 only (X-Amz-Target ${CLOUDWATCH_TARGET}.<Action>), as the current AWS SDKs and CLI do; this request used the query protocol`);
+      return replyQueryError(
+        res,
+        `the local CloudWatch speaks AWS JSON 1.0 only (X-Amz-Target ${CLOUDWATCH_TARGET}.<Action>), as the current AWS SDKs and CLI do; this request used the query protocol`,
+      );
     }
     const target = String(req.headers['x-amz-target'] ?? '');
     const action = target.startsWith(`${CLOUDWATCH_TARGET}.`) ? target.slice(CLOUDWATCH_TARGET.length + 1) : '';
@@ -131,7 +141,11 @@ export async function startCloudWatchApi(options: CloudWatchApiOptions, port = 0
     try {
       body = raw === '' ? {} : JSON.parse(raw);
     } catch (error) {
-      throw new CloudWatchApiError('InvalidParameterValue', `the request body is not JSON: ${(error as Error).message}`, { cause: error });
+      throw new CloudWatchApiError(
+        'InvalidParameterValue',
+        `the request body is not JSON: ${(error as Error).message}`,
+        { cause: error },
+      );
     }
     if (!isRecord(body)) throw new CloudWatchApiError('InvalidParameterValue', 'the request body is not a JSON object');
     const samples = options.samples();
@@ -143,14 +157,27 @@ export async function startCloudWatchApi(options: CloudWatchApiOptions, port = 0
 }
 
 /** GetMetricData: each query's datapoints, or the next page of an earlier call's. */
-function getMetricData(body: Body, samples: readonly MetricSample[], nowMs: number, pages: Map<string, { rest: Datapoints[]; expiresAt: number }>): Body {
+function getMetricData(
+  body: Body,
+  samples: readonly MetricSample[],
+  nowMs: number,
+  pages: Map<string, { rest: Datapoints[]; expiresAt: number }>,
+): Body {
   for (const [token, page] of pages) if (page.expiresAt <= nowMs) pages.delete(token);
   const maxDatapoints = body.MaxDatapoints === undefined ? DEFAULT_MAX_DATAPOINTS : Number(body.MaxDatapoints);
-  if (!Number.isSafeInteger(maxDatapoints) || maxDatapoints < 1) throw new CloudWatchApiError('InvalidParameterValue', `The parameter MaxDatapoints must be a whole number of at least 1, got ${JSON.stringify(body.MaxDatapoints)}.`);
+  if (!Number.isSafeInteger(maxDatapoints) || maxDatapoints < 1)
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      `The parameter MaxDatapoints must be a whole number of at least 1, got ${JSON.stringify(body.MaxDatapoints)}.`,
+    );
   let results: Datapoints[];
   if (body.NextToken !== undefined) {
     const page = typeof body.NextToken === 'string' ? pages.get(body.NextToken) : undefined;
-    if (!page) throw new CloudWatchApiError('InvalidNextToken', 'The service cannot find the NextToken (it expires 10 minutes after the call that gave it, and the local CloudWatch forgets it when it restarts).');
+    if (!page)
+      throw new CloudWatchApiError(
+        'InvalidNextToken',
+        'The service cannot find the NextToken (it expires 10 minutes after the call that gave it, and the local CloudWatch forgets it when it restarts).',
+      );
     pages.delete(body.NextToken as string);
     results = page.rest;
   } else {
@@ -158,15 +185,17 @@ function getMetricData(body: Body, samples: readonly MetricSample[], nowMs: numb
   }
   const { page, rest } = paginate(results, maxDatapoints);
   const out: Body = {
-    MetricDataResults: page.map((r, i): MetricDataResult => ({
-      Id: r.id,
-      Label: r.label,
-      Timestamps: r.timestamps,
-      Values: r.values,
-      // A result whose datapoints go on in the next page is partial in this one.
-      StatusCode: i === page.length - 1 && rest.length > 0 && rest[0].id === r.id ? 'PartialData' : 'Complete',
-      Messages: [],
-    })),
+    MetricDataResults: page.map(
+      (r, i): MetricDataResult => ({
+        Id: r.id,
+        Label: r.label,
+        Timestamps: r.timestamps,
+        Values: r.values,
+        // A result whose datapoints go on in the next page is partial in this one.
+        StatusCode: i === page.length - 1 && rest.length > 0 && rest[0].id === r.id ? 'PartialData' : 'Complete',
+        Messages: [],
+      }),
+    ),
     Messages: [],
   };
   if (rest.length > 0) {
@@ -201,23 +230,42 @@ function paginate(results: Datapoints[], max: number): { page: Datapoints[]; res
 function queryAll(body: Body, samples: readonly MetricSample[], nowMs: number): Datapoints[] {
   const startMs = timeOf(body.StartTime, 'StartTime');
   const endMs = timeOf(body.EndTime, 'EndTime');
-  if (startMs >= endMs) throw new CloudWatchApiError('InvalidParameterValue', 'The parameter StartTime must be less than the parameter EndTime.');
+  if (startMs >= endMs)
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      'The parameter StartTime must be less than the parameter EndTime.',
+    );
   const scanBy = body.ScanBy ?? 'TimestampDescending';
   if (scanBy !== 'TimestampDescending' && scanBy !== 'TimestampAscending') {
-    throw new CloudWatchApiError('InvalidParameterValue', `The parameter ScanBy must be TimestampDescending or TimestampAscending, got ${JSON.stringify(scanBy)}.`);
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      `The parameter ScanBy must be TimestampDescending or TimestampAscending, got ${JSON.stringify(scanBy)}.`,
+    );
   }
-  if (body.LabelOptions !== undefined && !isRecord(body.LabelOptions)) throw new CloudWatchApiError('InvalidParameterValue', 'The parameter LabelOptions must be an object.');
-  if (body.MetricDataQueries === undefined) throw new CloudWatchApiError('MissingParameter', 'The parameter MetricDataQueries is required.');
+  if (body.LabelOptions !== undefined && !isRecord(body.LabelOptions))
+    throw new CloudWatchApiError('InvalidParameterValue', 'The parameter LabelOptions must be an object.');
+  if (body.MetricDataQueries === undefined)
+    throw new CloudWatchApiError('MissingParameter', 'The parameter MetricDataQueries is required.');
   if (!Array.isArray(body.MetricDataQueries) || body.MetricDataQueries.length === 0) {
-    throw new CloudWatchApiError('InvalidParameterValue', 'The parameter MetricDataQueries must be a list of 1 to 500 queries.');
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      'The parameter MetricDataQueries must be a list of 1 to 500 queries.',
+    );
   }
   if (body.MetricDataQueries.length > MAX_QUERIES) {
-    throw new CloudWatchApiError('InvalidParameterValue', `The collection MetricDataQueries must not have a size greater than ${MAX_QUERIES} (it has ${body.MetricDataQueries.length}).`);
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      `The collection MetricDataQueries must not have a size greater than ${MAX_QUERIES} (it has ${body.MetricDataQueries.length}).`,
+    );
   }
   const queries = body.MetricDataQueries.map((q, i) => metricStatQuery(q, `MetricDataQueries.member.${i + 1}`));
   const ids = new Set<string>();
   for (const q of queries) {
-    if (ids.has(q.query.id)) throw new CloudWatchApiError('InvalidParameterValue', `The value ${q.query.id} for field Id in MetricDataQueries is not unique.`);
+    if (ids.has(q.query.id))
+      throw new CloudWatchApiError(
+        'InvalidParameterValue',
+        `The value ${q.query.id} for field Id in MetricDataQueries is not unique.`,
+      );
     ids.add(q.query.id);
   }
 
@@ -239,7 +287,9 @@ function queryAll(body: Body, samples: readonly MetricSample[], nowMs: number): 
     .map(({ query, label }) => {
       const periodMs = query.periodSeconds * 1000;
       const alignedStart = alignStart(startMs, query.periodSeconds, nowMs);
-      const mine = (byMetric.get(metricKey(query.namespace, query.metricName)) ?? []).filter((s) => s.timestamp >= alignedStart);
+      const mine = (byMetric.get(metricKey(query.namespace, query.metricName)) ?? []).filter(
+        (s) => s.timestamp >= alignedStart,
+      );
       const points: { timestamp: number; value: number }[] = [];
       if (mine.length > 0) {
         // Only the periods the samples span: the window may be days long, the samples a few minutes.
@@ -256,7 +306,12 @@ function queryAll(body: Body, samples: readonly MetricSample[], nowMs: number): 
         });
       }
       if (scanBy === 'TimestampDescending') points.reverse();
-      return { id: query.id, label, timestamps: points.map((p) => p.timestamp / 1000), values: points.map((p) => p.value) };
+      return {
+        id: query.id,
+        label,
+        timestamps: points.map((p) => p.timestamp / 1000),
+        values: points.map((p) => p.value),
+      };
     });
 }
 
@@ -266,7 +321,14 @@ function queryAll(body: Body, samples: readonly MetricSample[], nowMs: number): 
  */
 export function alignStart(startMs: number, periodSeconds: number, nowMs: number): number {
   const age = nowMs - startMs;
-  const unit = periodSeconds < 60 ? periodSeconds * 1000 : age <= 15 * DAY_MS ? MINUTE_MS : age <= 63 * DAY_MS ? 5 * MINUTE_MS : 60 * MINUTE_MS;
+  const unit =
+    periodSeconds < 60
+      ? periodSeconds * 1000
+      : age <= 15 * DAY_MS
+        ? MINUTE_MS
+        : age <= 63 * DAY_MS
+          ? 5 * MINUTE_MS
+          : 60 * MINUTE_MS;
   return Math.floor(startMs / unit) * unit;
 }
 
@@ -276,38 +338,77 @@ function metricStatQuery(raw: unknown, at: string): { query: MetricStatQuery; la
   const id = raw.Id;
   if (id === undefined) throw new CloudWatchApiError('MissingParameter', `The parameter ${at}.Id is required.`);
   if (typeof id !== 'string' || !/^[a-z][a-zA-Z0-9_]{0,254}$/.test(id)) {
-    throw new CloudWatchApiError('InvalidParameterValue', `The value ${JSON.stringify(id)} for parameter ${at}.Id is not valid: it must start with a lowercase letter and hold only letters, digits and underscores.`);
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      `The value ${JSON.stringify(id)} for parameter ${at}.Id is not valid: it must start with a lowercase letter and hold only letters, digits and underscores.`,
+    );
   }
   if (raw.Expression !== undefined) {
-    const both = raw.MetricStat !== undefined ? ' (and a query has either an Expression or a MetricStat, not both)' : '';
-    throw new CloudWatchApiError('InvalidParameterValue', `${at}.Expression (metric math or SEARCH, query ${id}) is not supported by the local CloudWatch: it answers MetricStat queries only${both}.`);
+    const both =
+      raw.MetricStat !== undefined ? ' (and a query has either an Expression or a MetricStat, not both)' : '';
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      `${at}.Expression (metric math or SEARCH, query ${id}) is not supported by the local CloudWatch: it answers MetricStat queries only${both}.`,
+    );
   }
-  if (raw.AccountId !== undefined) throw new CloudWatchApiError('InvalidParameterValue', `${at}.AccountId (a cross-account query, query ${id}) is not supported by the local CloudWatch: it holds one account's metrics.`);
+  if (raw.AccountId !== undefined)
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      `${at}.AccountId (a cross-account query, query ${id}) is not supported by the local CloudWatch: it holds one account's metrics.`,
+    );
   if (raw.Period !== undefined) {
-    throw new CloudWatchApiError('InvalidParameterCombination', `${at}.Period applies to an Expression, which the local CloudWatch does not support; query ${id} takes its period from MetricStat.Period.`);
+    throw new CloudWatchApiError(
+      'InvalidParameterCombination',
+      `${at}.Period applies to an Expression, which the local CloudWatch does not support; query ${id} takes its period from MetricStat.Period.`,
+    );
   }
   const label = raw.Label;
-  if (label !== undefined && typeof label !== 'string') throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${at}.Label must be a string.`);
-  if (typeof label === 'string' && label.includes('${')) throw new CloudWatchApiError('InvalidParameterValue', `${at}.Label: dynamic labels (\${...}, query ${id}) are not supported by the local CloudWatch.`);
-  if (raw.ReturnData !== undefined && typeof raw.ReturnData !== 'boolean') throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${at}.ReturnData must be true or false.`);
+  if (label !== undefined && typeof label !== 'string')
+    throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${at}.Label must be a string.`);
+  if (typeof label === 'string' && label.includes('${'))
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      `${at}.Label: dynamic labels (\${...}, query ${id}) are not supported by the local CloudWatch.`,
+    );
+  if (raw.ReturnData !== undefined && typeof raw.ReturnData !== 'boolean')
+    throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${at}.ReturnData must be true or false.`);
   const stat = raw.MetricStat;
-  if (stat === undefined) throw new CloudWatchApiError('MissingParameter', `${at} (query ${id}) needs a MetricStat: the local CloudWatch answers MetricStat queries only.`);
-  if (!isRecord(stat)) throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${at}.MetricStat must be an object.`);
+  if (stat === undefined)
+    throw new CloudWatchApiError(
+      'MissingParameter',
+      `${at} (query ${id}) needs a MetricStat: the local CloudWatch answers MetricStat queries only.`,
+    );
+  if (!isRecord(stat))
+    throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${at}.MetricStat must be an object.`);
   const where = `${at}.MetricStat`;
-  if (stat.Unit !== undefined) throw new CloudWatchApiError('InvalidParameterValue', `${where}.Unit (query ${id}) is not supported by the local CloudWatch: it keeps samples without their unit; leave Unit out.`);
-  if (stat.Stat === undefined) throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Stat is required.`);
+  if (stat.Unit !== undefined)
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      `${where}.Unit (query ${id}) is not supported by the local CloudWatch: it keeps samples without their unit; leave Unit out.`,
+    );
+  if (stat.Stat === undefined)
+    throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Stat is required.`);
   if (typeof stat.Stat !== 'string' || !(STATISTICS as readonly string[]).includes(stat.Stat)) {
-    throw new CloudWatchApiError('InvalidParameterValue', `${where}.Stat ${JSON.stringify(stat.Stat)} (query ${id}) is not supported by the local CloudWatch (it supports ${STATISTICS.join(', ')}).`);
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      `${where}.Stat ${JSON.stringify(stat.Stat)} (query ${id}) is not supported by the local CloudWatch (it supports ${STATISTICS.join(', ')}).`,
+    );
   }
-  if (stat.Period === undefined) throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Period is required.`);
+  if (stat.Period === undefined)
+    throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Period is required.`);
   const period = Number(stat.Period);
   if (!Number.isInteger(period) || period <= 0 || (period < 60 ? !SHORT_PERIODS.includes(period) : period % 60 !== 0)) {
-    throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${where}.Period must be 1, 5, 10, 20, 30 or a multiple of 60, got ${JSON.stringify(stat.Period)}.`);
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      `The parameter ${where}.Period must be 1, 5, 10, 20, 30 or a multiple of 60, got ${JSON.stringify(stat.Period)}.`,
+    );
   }
   const metric = stat.Metric;
   if (!isRecord(metric)) throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Metric is required.`);
-  if (typeof metric.Namespace !== 'string' || metric.Namespace === '') throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Metric.Namespace is required.`);
-  if (typeof metric.MetricName !== 'string' || metric.MetricName === '') throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Metric.MetricName is required.`);
+  if (typeof metric.Namespace !== 'string' || metric.Namespace === '')
+    throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Metric.Namespace is required.`);
+  if (typeof metric.MetricName !== 'string' || metric.MetricName === '')
+    throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Metric.MetricName is required.`);
   return {
     query: {
       id,
@@ -326,14 +427,22 @@ function metricStatQuery(raw: unknown, at: string): { query: MetricStatQuery; la
 function dimensionsOf(raw: unknown, at: string, valueRequired: boolean): Record<string, string | undefined> {
   if (raw === undefined) return {};
   if (!Array.isArray(raw)) throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${at} must be a list.`);
-  if (raw.length > MAX_DIMENSIONS) throw new CloudWatchApiError('InvalidParameterValue', `The collection ${at} must not have a size greater than ${MAX_DIMENSIONS}.`);
+  if (raw.length > MAX_DIMENSIONS)
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      `The collection ${at} must not have a size greater than ${MAX_DIMENSIONS}.`,
+    );
   const out: Record<string, string | undefined> = {};
   raw.forEach((d, i) => {
     const where = `${at}.member.${i + 1}`;
-    if (!isRecord(d) || typeof d.Name !== 'string' || d.Name === '') throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Name is required.`);
-    if (d.Value !== undefined && typeof d.Value !== 'string') throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${where}.Value must be a string.`);
-    if (valueRequired && d.Value === undefined) throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Value is required.`);
-    if (d.Name in out) throw new CloudWatchApiError('InvalidParameterValue', `The dimension ${d.Name} appears more than once in ${at}.`);
+    if (!isRecord(d) || typeof d.Name !== 'string' || d.Name === '')
+      throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Name is required.`);
+    if (d.Value !== undefined && typeof d.Value !== 'string')
+      throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${where}.Value must be a string.`);
+    if (valueRequired && d.Value === undefined)
+      throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Value is required.`);
+    if (d.Name in out)
+      throw new CloudWatchApiError('InvalidParameterValue', `The dimension ${d.Name} appears more than once in ${at}.`);
     out[d.Name] = d.Value as string | undefined;
   });
   return out;
@@ -343,7 +452,11 @@ function dimensionsOf(raw: unknown, at: string, valueRequired: boolean): Record<
 function timeOf(raw: unknown, name: string): number {
   if (raw === undefined) throw new CloudWatchApiError('MissingParameter', `The parameter ${name} is required.`);
   const ms = typeof raw === 'number' ? raw * 1000 : typeof raw === 'string' ? Date.parse(raw) : Number.NaN;
-  if (!Number.isFinite(ms)) throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${name} must be a timestamp (epoch seconds), got ${JSON.stringify(raw)}.`);
+  if (!Number.isFinite(ms))
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      `The parameter ${name} must be a timestamp (epoch seconds), got ${JSON.stringify(raw)}.`,
+    );
   return ms;
 }
 
@@ -352,31 +465,61 @@ const metricKey = (namespace: string, metricName: string) => `${namespace}\u0000
 /** ListMetrics: every metric (namespace, name, dimension set) the samples hold that the filters let through. */
 function listMetrics(body: Body, samples: readonly MetricSample[], nowMs: number): Body {
   for (const field of ['Namespace', 'MetricName'] as const) {
-    if (body[field] !== undefined && typeof body[field] !== 'string') throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${field} must be a string.`);
+    if (body[field] !== undefined && typeof body[field] !== 'string')
+      throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${field} must be a string.`);
   }
   if (body.IncludeLinkedAccounts === true || body.OwningAccount !== undefined) {
-    throw new CloudWatchApiError('InvalidParameterValue', `${body.OwningAccount !== undefined ? 'OwningAccount' : 'IncludeLinkedAccounts'} (cross-account observability) is not supported by the local CloudWatch: it holds one account's metrics.`);
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      `${body.OwningAccount !== undefined ? 'OwningAccount' : 'IncludeLinkedAccounts'} (cross-account observability) is not supported by the local CloudWatch: it holds one account's metrics.`,
+    );
   }
-  if (body.RecentlyActive !== undefined && body.RecentlyActive !== 'PT3H') throw new CloudWatchApiError('InvalidParameterValue', `The parameter RecentlyActive must be PT3H, got ${JSON.stringify(body.RecentlyActive)}.`);
+  if (body.RecentlyActive !== undefined && body.RecentlyActive !== 'PT3H')
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      `The parameter RecentlyActive must be PT3H, got ${JSON.stringify(body.RecentlyActive)}.`,
+    );
   const filters = dimensionsOf(body.Dimensions, 'Dimensions', false);
   const since = body.RecentlyActive === 'PT3H' ? nowMs - 3 * 60 * MINUTE_MS : Number.NEGATIVE_INFINITY;
-  const metrics = new Map<string, { Namespace: string; MetricName: string; Dimensions: { Name: string; Value: string }[] }>();
+  const metrics = new Map<
+    string,
+    { Namespace: string; MetricName: string; Dimensions: { Name: string; Value: string }[] }
+  >();
   for (const s of samples) {
     if (s.timestamp < since) continue;
     if (body.Namespace !== undefined && s.namespace !== body.Namespace) continue;
     if (body.MetricName !== undefined && s.metricName !== body.MetricName) continue;
-    if (!Object.entries(filters).every(([name, value]) => name in s.dimensions && (value === undefined || s.dimensions[name] === value))) continue;
+    if (
+      !Object.entries(filters).every(
+        ([name, value]) => name in s.dimensions && (value === undefined || s.dimensions[name] === value),
+      )
+    )
+      continue;
     const names = Object.keys(s.dimensions).sort();
     const key = JSON.stringify([s.namespace, s.metricName, ...names.map((n) => [n, s.dimensions[n]])]);
-    if (!metrics.has(key)) metrics.set(key, { Namespace: s.namespace, MetricName: s.metricName, Dimensions: names.map((Name) => ({ Name, Value: s.dimensions[Name] })) });
+    if (!metrics.has(key))
+      metrics.set(key, {
+        Namespace: s.namespace,
+        MetricName: s.metricName,
+        Dimensions: names.map((Name) => ({ Name, Value: s.dimensions[Name] })),
+      });
   }
   // Sorted, so a page boundary stays put while samples of the same metrics keep arriving.
   const all = [...metrics].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, m]) => m);
   const token = body.NextToken;
-  const start = token === undefined ? 0 : typeof token === 'string' ? Number(Buffer.from(token, 'base64url').toString('utf8')) : Number.NaN;
-  if (!Number.isSafeInteger(start) || start < 0 || start > all.length) throw new CloudWatchApiError('InvalidNextToken', 'The service cannot find the NextToken.');
+  const start =
+    token === undefined
+      ? 0
+      : typeof token === 'string'
+        ? Number(Buffer.from(token, 'base64url').toString('utf8'))
+        : Number.NaN;
+  if (!Number.isSafeInteger(start) || start < 0 || start > all.length)
+    throw new CloudWatchApiError('InvalidNextToken', 'The service cannot find the NextToken.');
   const end = start + LIST_PAGE_SIZE;
-  return { Metrics: all.slice(start, end), ...(end < all.length ? { NextToken: Buffer.from(String(end), 'utf8').toString('base64url') } : {}) };
+  return {
+    Metrics: all.slice(start, end),
+    ...(end < all.length ? { NextToken: Buffer.from(String(end), 'utf8').toString('base64url') } : {}),
+  };
 }
 
 function reply(res: ServerResponse, body: unknown): void {

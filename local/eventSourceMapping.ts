@@ -6,7 +6,13 @@
 // payload cap are released at once for a later batch. With `onMetric` it publishes what a mapping whose MetricsConfig
 // asks for EventCount publishes on AWS (EVENT_COUNT_METRICS), so the alarms on them run on a local run's samples.
 import { randomUUID } from 'node:crypto';
-import { ChangeMessageVisibilityBatchCommand, DeleteMessageBatchCommand, Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageBatchCommand,
+  type Message,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import type { MetricSample } from './metricsTap';
 
@@ -132,7 +138,13 @@ export function toSqsRecord(message: Message, queueArn: string, region: string):
     messageAttributes: Object.fromEntries(
       Object.entries(message.MessageAttributes ?? {}).map(([k, v]) => [
         k,
-        { stringValue: v.StringValue, binaryValue: v.BinaryValue ? Buffer.from(v.BinaryValue).toString('base64') : undefined, stringListValues: [], binaryListValues: [], dataType: v.DataType ?? 'String' },
+        {
+          stringValue: v.StringValue,
+          binaryValue: v.BinaryValue ? Buffer.from(v.BinaryValue).toString('base64') : undefined,
+          stringListValues: [],
+          binaryListValues: [],
+          dataType: v.DataType ?? 'String',
+        },
       ]),
     ),
     md5OfBody: message.MD5OfBody ?? '',
@@ -147,11 +159,21 @@ export function toSqsRecord(message: Message, queueArn: string, region: string):
  * batch; with ReportBatchItemFailures, the listed itemIdentifiers fail and the rest succeed; a malformed response, or
  * an identifier that is empty or not in the batch, fails the whole batch.
  */
-export function failedMessageIds(outcome: { ok: true; value: unknown } | { ok: false }, batch: string[], reportBatchItemFailures: boolean): Set<string> {
+export function failedMessageIds(
+  outcome: { ok: true; value: unknown } | { ok: false },
+  batch: string[],
+  reportBatchItemFailures: boolean,
+): Set<string> {
   if (!outcome.ok) return new Set(batch);
   if (!reportBatchItemFailures) return new Set();
   const value = outcome.value as { batchItemFailures?: unknown } | null;
-  if (value === null || value === undefined || typeof value !== 'object' || value.batchItemFailures === undefined || value.batchItemFailures === null) {
+  if (
+    value === null ||
+    value === undefined ||
+    typeof value !== 'object' ||
+    value.batchItemFailures === undefined ||
+    value.batchItemFailures === null
+  ) {
     return new Set();
   }
   if (!Array.isArray(value.batchItemFailures)) return new Set(batch);
@@ -175,7 +197,11 @@ class Batch {
   readonly overflow: Message[] = [];
   private bytes = EVENT_ENVELOPE_BYTES;
 
-  constructor(private readonly capBytes: number, private readonly queueArn: string, private readonly region: string) {}
+  constructor(
+    private readonly capBytes: number,
+    private readonly queueArn: string,
+    private readonly region: string,
+  ) {}
 
   get length(): number {
     return this.records.length;
@@ -210,7 +236,9 @@ class Batch {
 
 export class SqsEventSourceMapping {
   public readonly uuid: string;
-  public readonly config: Required<Omit<EventSourceMappingConfig, 'maximumConcurrency' | 'uuid'>> & { maximumConcurrency?: number };
+  public readonly config: Required<Omit<EventSourceMappingConfig, 'maximumConcurrency' | 'uuid'>> & {
+    maximumConcurrency?: number;
+  };
   private running = false;
   private readonly pollers = new Set<Promise<void>>();
   private live = 0;
@@ -237,7 +265,10 @@ export class SqsEventSourceMapping {
     peakPollers: 0,
   };
 
-  constructor(config: EventSourceMappingConfig, private readonly options: EventSourceMappingOptions) {
+  constructor(
+    config: EventSourceMappingConfig,
+    private readonly options: EventSourceMappingOptions,
+  ) {
     this.uuid = config.uuid ?? randomUUID();
     this.config = {
       functionName: config.functionName,
@@ -263,7 +294,11 @@ export class SqsEventSourceMapping {
    * ramp up to it (activePollers).
    */
   get concurrency(): number {
-    return Math.min(this.config.maximumConcurrency ?? SQS_SCALING.maximumBatches, SQS_SCALING.maximumBatches, this.options.functionConcurrency);
+    return Math.min(
+      this.config.maximumConcurrency ?? SQS_SCALING.maximumBatches,
+      SQS_SCALING.maximumBatches,
+      this.options.functionConcurrency,
+    );
   }
 
   /** Batch pollers running now: between the floor and `concurrency`, following the queue. */
@@ -304,7 +339,9 @@ export class SqsEventSourceMapping {
 
   /** The fewest pollers kept while the queue stays empty: AWS's cost optimization does not apply with a maximum concurrency. */
   private get floor(): number {
-    return this.config.maximumConcurrency === undefined ? Math.min(this.scaling.floorBatches, this.lowTraffic) : this.lowTraffic;
+    return this.config.maximumConcurrency === undefined
+      ? Math.min(this.scaling.floorBatches, this.lowTraffic)
+      : this.lowTraffic;
   }
 
   start(): void {
@@ -407,7 +444,9 @@ export class SqsEventSourceMapping {
           if (batch.capped) await this.release(batch.overflow);
           await this.deliver(batch);
         } catch (error) {
-          this.options.log?.(`event source mapping ${this.uuid} (${this.config.functionName}): ${(error as Error).message}`);
+          this.options.log?.(
+            `event source mapping ${this.uuid} (${this.config.functionName}): ${(error as Error).message}`,
+          );
           await sleep(maxIdle);
         }
       }
@@ -432,12 +471,21 @@ export class SqsEventSourceMapping {
       );
       this.stats.releasedOverPayloadCap += result.Successful?.length ?? 0;
       // Not released: it stays invisible until its visibility timeout, then comes back; slower, never lost.
-      for (const f of result.Failed ?? []) this.options.log?.(`event source mapping ${this.uuid}: release over the payload cap failed: ${f.Code} ${f.Message}`);
+      for (const f of result.Failed ?? [])
+        this.options.log?.(
+          `event source mapping ${this.uuid}: release over the payload cap failed: ${f.Code} ${f.Message}`,
+        );
     }
   }
 
   private publish(metricName: (typeof EVENT_COUNT_METRICS)[keyof typeof EVENT_COUNT_METRICS], value: number): void {
-    this.options.onMetric?.({ namespace: 'AWS/Lambda', metricName, dimensions: { EventSourceMappingUUID: this.uuid }, timestamp: Date.now(), value });
+    this.options.onMetric?.({
+      namespace: 'AWS/Lambda',
+      metricName,
+      dimensions: { EventSourceMappingUUID: this.uuid },
+      timestamp: Date.now(),
+      value,
+    });
   }
 
   private async deliver(batch: Batch): Promise<void> {
@@ -445,7 +493,9 @@ export class SqsEventSourceMapping {
     const ids = batch.messages.map((m) => m.MessageId!);
     this.publish(EVENT_COUNT_METRICS.polled, ids.length);
     this.publish(EVENT_COUNT_METRICS.invoked, ids.length);
-    this.stats.oldestSentTimestamp = Math.min(...batch.messages.map((m) => Number(m.Attributes?.SentTimestamp ?? Date.now())));
+    this.stats.oldestSentTimestamp = Math.min(
+      ...batch.messages.map((m) => Number(m.Attributes?.SentTimestamp ?? Date.now())),
+    );
     this.active++;
     this.held += ids.length;
     this.stats.peakConcurrency = Math.max(this.stats.peakConcurrency, this.active);
@@ -455,7 +505,9 @@ export class SqsEventSourceMapping {
       outcome = { ok: true, value: await this.options.invoke(event) };
     } catch (error) {
       this.stats.invocationErrors++;
-      this.options.log?.(`event source mapping ${this.uuid}: ${this.config.functionName} failed a batch of ${ids.length}: ${(error as Error).message}`);
+      this.options.log?.(
+        `event source mapping ${this.uuid}: ${this.config.functionName} failed a batch of ${ids.length}: ${(error as Error).message}`,
+      );
       outcome = { ok: false };
     } finally {
       this.active--;
@@ -475,7 +527,8 @@ export class SqsEventSourceMapping {
       );
       this.stats.acknowledged += result.Successful?.length ?? 0;
       if (result.Successful?.length) this.publish(EVENT_COUNT_METRICS.deleted, result.Successful.length);
-      for (const f of result.Failed ?? []) this.options.log?.(`event source mapping ${this.uuid}: delete failed: ${f.Code} ${f.Message}`);
+      for (const f of result.Failed ?? [])
+        this.options.log?.(`event source mapping ${this.uuid}: delete failed: ${f.Code} ${f.Message}`);
     }
   }
 }

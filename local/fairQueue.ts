@@ -155,7 +155,8 @@ interface Standing {
   noisy: boolean;
 }
 
-const placeOf = (visible: boolean, delayed: boolean): Place => (!visible ? 'inFlight' : delayed ? 'delayed' : 'available');
+const placeOf = (visible: boolean, delayed: boolean): Place =>
+  !visible ? 'inFlight' : delayed ? 'delayed' : 'available';
 
 class FairQueue {
   private readonly tenants = new Map<string, Tenant>();
@@ -324,13 +325,22 @@ class FairQueue {
       const concurrencyShare = this.inFlight > 0 ? t.inFlight / this.inFlight : 0;
       const processingShare = totalTime > 0 ? t.time / totalTime : 0;
       const byConcurrency = t.inFlight >= s.minInFlight && concurrencyShare > s.concurrencyShare;
-      const byProcessing = processingCounts && processingShare > s.processingShare && this.disproportionate(processingShare);
+      const byProcessing =
+        processingCounts && processingShare > s.processingShare && this.disproportionate(processingShare);
       const backlog = t.available + t.delayed;
       const sending = now - t.lastSentAt < s.quietAfterIdleMs;
-      standings.push({ tenant: t, concurrencyShare, processingShare, noisy: backlog > 0 && sending && (byConcurrency || byProcessing) });
+      standings.push({
+        tenant: t,
+        concurrencyShare,
+        processingShare,
+        noisy: backlog > 0 && sending && (byConcurrency || byProcessing),
+      });
     }
     return standings.sort(
-      (a, b) => a.tenant.inFlight - b.tenant.inFlight || a.tenant.time - b.tenant.time || (a.tenant.group! < b.tenant.group! ? -1 : 1),
+      (a, b) =>
+        a.tenant.inFlight - b.tenant.inFlight ||
+        a.tenant.time - b.tenant.time ||
+        (a.tenant.group! < b.tenant.group! ? -1 : 1),
     );
   }
 
@@ -360,7 +370,11 @@ class FairQueue {
         processingShare,
         noisy,
       })),
-      ungrouped: { available: this.ungrouped.available, delayed: this.ungrouped.delayed, inFlight: this.ungrouped.inFlight },
+      ungrouped: {
+        available: this.ungrouped.available,
+        delayed: this.ungrouped.delayed,
+        inFlight: this.ungrouped.inFlight,
+      },
       countMismatches: this.countMismatches,
     };
   }

@@ -93,7 +93,11 @@ export type DownstreamFault =
   | { kind: 'hangAfterEffect'; delayMs: number }
   | { kind: 'dropBeforeEffect'; delayMs: number };
 
-export type DownstreamFaultPolicy = (request: { operationKey: string; idempotencyKey: string; at: number }) => DownstreamFault | undefined;
+export type DownstreamFaultPolicy = (request: {
+  operationKey: string;
+  idempotencyKey: string;
+  at: number;
+}) => DownstreamFault | undefined;
 
 export interface DownstreamArrival {
   at: number;
@@ -162,7 +166,11 @@ export interface JobFixture {
 }
 
 export class FixtureError extends Error {
-  constructor(message: string, public readonly job: string, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly job: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'FixtureError';
   }
@@ -231,17 +239,31 @@ export function loadFixture(cwd: string, jobName: string, entry?: string): JobFi
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     mod = require(file) as { fixture?: Partial<JobFixture> };
   } catch (error) {
-    throw new FixtureError(`${file}: could not load the job's local fixture: ${(error as Error).message}`, jobName, { cause: error });
+    throw new FixtureError(`${file}: could not load the job's local fixture: ${(error as Error).message}`, jobName, {
+      cause: error,
+    });
   }
   const f = mod.fixture;
-  const missing = (['unit', 'defaultCount', 'seed', 'effects', 'operationKeyOf'] as const).filter((k) => f?.[k] === undefined);
-  if (!f || missing.length > 0) throw new FixtureError(`${file} must export \`fixture: JobFixture\` (missing: ${f ? missing.join(', ') : 'fixture'})`, jobName);
+  const missing = (['unit', 'defaultCount', 'seed', 'effects', 'operationKeyOf'] as const).filter(
+    (k) => f?.[k] === undefined,
+  );
+  if (!f || missing.length > 0)
+    throw new FixtureError(
+      `${file} must export \`fixture: JobFixture\` (missing: ${f ? missing.join(', ') : 'fixture'})`,
+      jobName,
+    );
   return f as JobFixture;
 }
 
 // The fake HTTP API a fixture's `downstream` configures (its route, settings key and answer), and the quota it takes
 // from the job's settings: part of the fixture contract (`paced-jobs/fixture`), so a job's local*.ts imports it here.
-export { downstreamEffects, downstreamQuota, FakeHttpApi, type FakeHttpApiQuota, type FakeHttpApiShape } from './fakeHttpApi';
+export {
+  downstreamEffects,
+  downstreamQuota,
+  FakeHttpApi,
+  type FakeHttpApiQuota,
+  type FakeHttpApiShape,
+} from './fakeHttpApi';
 
 /** The most timestamps in any window of `windowMs` (a sliding window: the rate check on starts). */
 export function maxInAnyWindow(timestamps: readonly number[], windowMs: number): number {
@@ -263,13 +285,21 @@ const MAX_UNPROCESSED_RETRIES = 10;
  * Seeding helper for fixtures: puts `items` into `table` with BatchWriteItem, 25 at a time, resending what DynamoDB
  * hands back unprocessed with a short backoff (up to 10 rounds, then an error naming the table).
  */
-export async function putItems(documents: DynamoDBDocumentClient, job: string, table: string, items: readonly object[]): Promise<void> {
+export async function putItems(
+  documents: DynamoDBDocumentClient,
+  job: string,
+  table: string,
+  items: readonly object[],
+): Promise<void> {
   for (let i = 0; i < items.length; i += WRITES_PER_BATCH) {
     let requests: Record<string, { PutRequest: { Item: Record<string, unknown> } }[]> | undefined = {
-      [table]: items.slice(i, i + WRITES_PER_BATCH).map((Item) => ({ PutRequest: { Item: Item as Record<string, unknown> } })),
+      [table]: items
+        .slice(i, i + WRITES_PER_BATCH)
+        .map((Item) => ({ PutRequest: { Item: Item as Record<string, unknown> } })),
     };
     for (let attempt = 0; requests && Object.keys(requests).length > 0; attempt++) {
-      if (attempt > MAX_UNPROCESSED_RETRIES) throw new FixtureError(`table ${table}: items still unprocessed after ${MAX_UNPROCESSED_RETRIES} retries`, job);
+      if (attempt > MAX_UNPROCESSED_RETRIES)
+        throw new FixtureError(`table ${table}: items still unprocessed after ${MAX_UNPROCESSED_RETRIES} retries`, job);
       // A short exponential backoff before a resend, as AWS advises for unprocessed items.
       if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 25 * 2 ** attempt)));
       const out = await documents.send(new BatchWriteCommand({ RequestItems: requests }));
@@ -288,6 +318,10 @@ export function tally(keys: readonly string[]): Map<string, number> {
 /** The name the stack gave one of the job's resources (JOB_SETTINGS `tables`/`buckets`), or an error naming the alias. */
 export function resourceName(settings: JobRuntimeSettings, kind: 'tables' | 'buckets', alias: string): string {
   const name = settings[kind][alias];
-  if (!name) throw new FixtureError(`job ${settings.jobName} has no ${kind}.${alias} in its JOB_SETTINGS; cannot seed it`, settings.jobName);
+  if (!name)
+    throw new FixtureError(
+      `job ${settings.jobName} has no ${kind}.${alias} in its JOB_SETTINGS; cannot seed it`,
+      settings.jobName,
+    );
   return name;
 }

@@ -1,7 +1,16 @@
 // IAM on the local stack: one place where the stack meets local/iam. It issues each role session its credentials,
 // puts an auth gateway in front of every local server, decides the requests AWS's own services make for the stack
 // in-process (Scheduler invoking its target), and keeps the denials for the run report.
-import { Authorizer, CredentialDirectory, rolePrincipal, startAuthGateway, type AwsService, type Denial, type Principal, type SessionCredentials } from './iam';
+import {
+  Authorizer,
+  CredentialDirectory,
+  rolePrincipal,
+  startAuthGateway,
+  type AwsService,
+  type Denial,
+  type Principal,
+  type SessionCredentials,
+} from './iam';
 import type { StackPlan } from './plan';
 import { type ChannelForward, ensurePortFree, LOCAL_CREDENTIALS, type RunningServer } from './servers';
 
@@ -21,7 +30,14 @@ const SERVICE_OF: Record<GatewayService, AwsService> = {
 };
 
 /** How the port-in-use message names each service. */
-const LABEL: Record<GatewayService, string> = { dynamodb: 'DynamoDB', sqs: 'SQS', s3: 'S3', secretsManager: 'Secrets Manager', lambda: 'Lambda', scheduler: 'Scheduler' };
+const LABEL: Record<GatewayService, string> = {
+  dynamodb: 'DynamoDB',
+  sqs: 'SQS',
+  s3: 'S3',
+  secretsManager: 'Secrets Manager',
+  lambda: 'Lambda',
+  scheduler: 'Scheduler',
+};
 
 export type IamDenial = Denial;
 
@@ -122,9 +138,20 @@ export class StackIam {
    * decided here, with the context keys the service sets.
    * @throws AccessDeniedError with AWS's message when the role may not
    */
-  async require(request: { roleArn: string | undefined; sessionName: string; action: string; resource: string; sourceArn?: string }): Promise<void> {
+  async require(request: {
+    roleArn: string | undefined;
+    sessionName: string;
+    action: string;
+    resource: string;
+    sourceArn?: string;
+  }): Promise<void> {
     if (!request.roleArn) return;
-    await this.decide(rolePrincipal(request.roleArn, stsSessionName(request.sessionName)), request.action, request.resource, request.sourceArn);
+    await this.decide(
+      rolePrincipal(request.roleArn, stsSessionName(request.sessionName)),
+      request.action,
+      request.resource,
+      request.sourceArn,
+    );
   }
 
   /**
@@ -134,11 +161,21 @@ export class StackIam {
    */
   async requireAssume(request: { service: string; roleArn: string | undefined; sourceArn: string }): Promise<void> {
     if (!request.roleArn) return;
-    await this.decide({ kind: 'service', service: request.service }, 'sts:AssumeRole', request.roleArn, request.sourceArn);
+    await this.decide(
+      { kind: 'service', service: request.service },
+      'sts:AssumeRole',
+      request.roleArn,
+      request.sourceArn,
+    );
   }
 
   /** One in-process decision, with the source context a service sets. @throws AccessDeniedError when denied */
-  private async decide(principal: Principal, action: string, resource: string, sourceArn: string | undefined): Promise<void> {
+  private async decide(
+    principal: Principal,
+    action: string,
+    resource: string,
+    sourceArn: string | undefined,
+  ): Promise<void> {
     if (!this.authorizer) return;
     const decision = await this.authorizer.authorize({
       principal,

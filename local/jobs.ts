@@ -86,5 +86,10 @@ export function jobViews(plan: StackPlan, mappings: SqsEventSourceMapping[] = []
  * settings and resources (a tool sizes its run, or picks its job, from them before it deploys).
  */
 export function previewPlan(template: CloudFormationTemplate, stackName: string): StackPlan {
-  return planStack(template, { stackName, region: 'us-east-1', accountId: '000000000000', sqsEndpoint: 'http://preview' });
+  return planStack(template, {
+    stackName,
+    region: 'us-east-1',
+    accountId: '000000000000',
+    sqsEndpoint: 'http://preview',
+  });
 }

@@ -1,9 +1,15 @@
 // The Lambda control and data plane the stack's code calls: Invoke (the producer continues itself with an Event
 // invocation) and the event source mapping calls an operator uses to pause and resume consumers.
-import { createServer, IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { listenOnLoopback, RunningServer } from './servers';
-import { FunctionError, FunctionNotFoundError, LambdaRuntime, ThrottledInvocationError, type FunctionSpec } from './lambdaRuntime';
+import { listenOnLoopback, type RunningServer } from './servers';
+import {
+  FunctionError,
+  FunctionNotFoundError,
+  type LambdaRuntime,
+  ThrottledInvocationError,
+  type FunctionSpec,
+} from './lambdaRuntime';
 import type { SqsEventSourceMapping } from './eventSourceMapping';
 import { RESERVED_ENVIRONMENT_KEYS } from './lambdaRules';
 
@@ -42,13 +48,19 @@ export function describeMapping(m: SqsEventSourceMapping, functionArn: string): 
 
 export async function startLambdaApi(options: LambdaApiOptions, port = 0): Promise<RunningServer> {
   const server = createServer((req, res) => {
-    handle(options, req, res).catch((error: Error) => reply(res, 500, { Type: 'Service', message: error.message }, 'ServiceException'));
+    handle(options, req, res).catch((error: Error) =>
+      reply(res, 500, { Type: 'Service', message: error.message }, 'ServiceException'),
+    );
   });
   return listenOnLoopback(server, port);
 }
 
 /** The function by name or ARN; undefined once a 404 has been answered, as Lambda answers an unknown function. */
-function functionOr404(options: LambdaApiOptions, res: ServerResponse, nameOrArn: string): ReturnType<LambdaRuntime['get']> | undefined {
+function functionOr404(
+  options: LambdaApiOptions,
+  res: ServerResponse,
+  nameOrArn: string,
+): ReturnType<LambdaRuntime['get']> | undefined {
   try {
     return options.runtime.get(nameOrArn);
   } catch (error) {
@@ -74,7 +86,12 @@ async function invokeFunction(
   try {
     event = raw === '' ? {} : JSON.parse(raw);
   } catch {
-    return reply(res, 400, { Type: 'User', message: 'Could not parse request body into json' }, 'InvalidRequestContentException');
+    return reply(
+      res,
+      400,
+      { Type: 'User', message: 'Could not parse request body into json' },
+      'InvalidRequestContentException',
+    );
   }
   const type = String(req.headers['x-amz-invocation-type'] ?? 'RequestResponse');
   if (type === 'DryRun') return reply(res, 204, undefined);
@@ -86,9 +103,18 @@ async function invokeFunction(
     const value = await fn.invoke(event);
     return reply(res, 200, value ?? null, undefined, { 'x-amz-executed-version': '$LATEST' });
   } catch (error) {
-    if (error instanceof ThrottledInvocationError) return reply(res, 429, { Type: 'User', message: error.message, Reason: 'ReservedFunctionConcurrentInvocationLimitExceeded' }, 'TooManyRequestsException');
+    if (error instanceof ThrottledInvocationError)
+      return reply(
+        res,
+        429,
+        { Type: 'User', message: error.message, Reason: 'ReservedFunctionConcurrentInvocationLimitExceeded' },
+        'TooManyRequestsException',
+      );
     if (error instanceof FunctionError) {
-      return reply(res, 200, { errorType: error.errorType, errorMessage: error.message }, undefined, { 'x-amz-function-error': 'Unhandled', 'x-amz-executed-version': '$LATEST' });
+      return reply(res, 200, { errorType: error.errorType, errorMessage: error.message }, undefined, {
+        'x-amz-function-error': 'Unhandled',
+        'x-amz-executed-version': '$LATEST',
+      });
     }
     throw error;
   }
@@ -114,7 +140,13 @@ async function handle(options: LambdaApiOptions, req: IncomingMessage, res: Serv
       Timeout: spec.timeoutSeconds,
       MemorySize: spec.memoryMb,
       // The template's variables only: never the runtime's own (credentials, handler, TZ), as AWS answers.
-      Environment: { Variables: Object.fromEntries(Object.entries(spec.environment ?? {}).filter(([k]) => !RESERVED_ENVIRONMENT_KEYS.includes(k) && !k.startsWith('AWS_'))) },
+      Environment: {
+        Variables: Object.fromEntries(
+          Object.entries(spec.environment ?? {}).filter(
+            ([k]) => !RESERVED_ENVIRONMENT_KEYS.includes(k) && !k.startsWith('AWS_'),
+          ),
+        ),
+      },
       State: 'Active',
     });
   }
@@ -129,9 +161,17 @@ async function handle(options: LambdaApiOptions, req: IncomingMessage, res: Serv
   if (ACCOUNT_SETTINGS.test(url.pathname) && req.method === 'GET') {
     // GetAccountSettings: the limit, and what reserved concurrency leaves unreserved, over every function deployed.
     const limit = options.accountConcurrencyLimit ?? 1000;
-    const reserved = options.runtime.list().reduce((sum, fn) => sum + ((fn.spec as Partial<FunctionSpec>).reservedConcurrency ?? 0), 0);
+    const reserved = options.runtime
+      .list()
+      .reduce((sum, fn) => sum + ((fn.spec as Partial<FunctionSpec>).reservedConcurrency ?? 0), 0);
     return reply(res, 200, {
-      AccountLimit: { ConcurrentExecutions: limit, UnreservedConcurrentExecutions: limit - reserved, TotalCodeSize: 80_530_636_800, CodeSizeUnzipped: 262_144_000, CodeSizeZipped: 52_428_800 },
+      AccountLimit: {
+        ConcurrentExecutions: limit,
+        UnreservedConcurrentExecutions: limit - reserved,
+        TotalCodeSize: 80_530_636_800,
+        CodeSizeUnzipped: 262_144_000,
+        CodeSizeZipped: 52_428_800,
+      },
       AccountUsage: { FunctionCount: options.runtime.list().length, TotalCodeSize: 0 },
     });
   }
@@ -140,7 +180,10 @@ async function handle(options: LambdaApiOptions, req: IncomingMessage, res: Serv
     const arnFilter = url.searchParams.get('EventSourceArn');
     const list = options
       .mappings()
-      .filter((m) => !fnFilter || m.config.functionName === fnFilter || options.functionArn(m.config.functionName) === fnFilter)
+      .filter(
+        (m) =>
+          !fnFilter || m.config.functionName === fnFilter || options.functionArn(m.config.functionName) === fnFilter,
+      )
       .filter((m) => !arnFilter || m.config.queueArn === arnFilter)
       .map((m) => describeMapping(m, options.functionArn(m.config.functionName)));
     return reply(res, 200, { EventSourceMappings: list });
@@ -148,19 +191,37 @@ async function handle(options: LambdaApiOptions, req: IncomingMessage, res: Serv
   const one = MAPPING.exec(url.pathname);
   if (one) {
     const mapping = options.mappings().find((m) => m.uuid === decodeURIComponent(one[1]));
-    if (!mapping) return reply(res, 404, { Type: 'User', message: `The resource you requested does not exist. (Service: Lambda, UUID: ${one[1]})` }, 'ResourceNotFoundException');
+    if (!mapping)
+      return reply(
+        res,
+        404,
+        { Type: 'User', message: `The resource you requested does not exist. (Service: Lambda, UUID: ${one[1]})` },
+        'ResourceNotFoundException',
+      );
     if (req.method === 'PUT') {
       const body = raw ? (JSON.parse(raw) as { Enabled?: boolean; BatchSize?: number }) : {};
       if (body.Enabled === true) mapping.start();
       if (body.Enabled === false) await mapping.stop();
       return reply(res, 202, describeMapping(mapping, options.functionArn(mapping.config.functionName)));
     }
-    if (req.method === 'GET') return reply(res, 200, describeMapping(mapping, options.functionArn(mapping.config.functionName)));
+    if (req.method === 'GET')
+      return reply(res, 200, describeMapping(mapping, options.functionArn(mapping.config.functionName)));
   }
-  return reply(res, 404, { Type: 'User', message: `${req.method} ${url.pathname} is not emulated locally` }, 'ResourceNotFoundException');
+  return reply(
+    res,
+    404,
+    { Type: 'User', message: `${req.method} ${url.pathname} is not emulated locally` },
+    'ResourceNotFoundException',
+  );
 }
 
-function reply(res: ServerResponse, status: number, body: unknown, errorType?: string, headers: Record<string, string> = {}): void {
+function reply(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  errorType?: string,
+  headers: Record<string, string> = {},
+): void {
   res.writeHead(status, {
     'content-type': 'application/json',
     'x-amzn-requestid': randomUUID(),

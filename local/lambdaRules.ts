@@ -91,7 +91,11 @@ export function checkEnvironment(functionLabel: string, variables: Record<string
  * Equal is allowed. An absent visibility timeout is SQS's default, 30 seconds.
  * @throws LambdaRuleError (InvalidParameterValueException)
  */
-export function checkQueueVisibility(mappingLabel: string, visibilityTimeoutSeconds: number | undefined, functionTimeoutSeconds: number): void {
+export function checkQueueVisibility(
+  mappingLabel: string,
+  visibilityTimeoutSeconds: number | undefined,
+  functionTimeoutSeconds: number,
+): void {
   const visibility = visibilityTimeoutSeconds ?? SQS_DEFAULT_VISIBILITY_TIMEOUT_SECONDS;
   if (visibility < functionTimeoutSeconds) {
     throw new LambdaRuleError(
@@ -119,10 +123,16 @@ export interface FunctionSettings {
 export function checkFunctionSettings(functionLabel: string, settings: FunctionSettings): void {
   const problems: string[] = [];
   const atLeast = (value: number | undefined, member: string, min: number) => {
-    if (value !== undefined && value < min) problems.push(`Value '${value}' at '${member}' failed to satisfy constraint: Member must have value greater than or equal to ${min}`);
+    if (value !== undefined && value < min)
+      problems.push(
+        `Value '${value}' at '${member}' failed to satisfy constraint: Member must have value greater than or equal to ${min}`,
+      );
   };
   const atMost = (value: number | undefined, member: string, max: number) => {
-    if (value !== undefined && value > max) problems.push(`Value '${value}' at '${member}' failed to satisfy constraint: Member must have value less than or equal to ${max}`);
+    if (value !== undefined && value > max)
+      problems.push(
+        `Value '${value}' at '${member}' failed to satisfy constraint: Member must have value less than or equal to ${max}`,
+      );
   };
   atLeast(settings.timeoutSeconds, 'timeout', FUNCTION_LIMITS.timeoutSeconds.min);
   atMost(settings.timeoutSeconds, 'timeout', FUNCTION_LIMITS.timeoutSeconds.max);
@@ -131,10 +141,14 @@ export function checkFunctionSettings(functionLabel: string, settings: FunctionS
   atLeast(settings.reservedConcurrency, 'reservedConcurrentExecutions', 0);
   if (settings.handler !== undefined) {
     if (settings.handler.length > FUNCTION_LIMITS.handlerMaxLength) {
-      problems.push(`Value '${settings.handler}' at 'handler' failed to satisfy constraint: Member must have length less than or equal to ${FUNCTION_LIMITS.handlerMaxLength}`);
+      problems.push(
+        `Value '${settings.handler}' at 'handler' failed to satisfy constraint: Member must have length less than or equal to ${FUNCTION_LIMITS.handlerMaxLength}`,
+      );
     }
     if (!/^[^\s]+$/.test(settings.handler)) {
-      problems.push(`Value '${settings.handler}' at 'handler' failed to satisfy constraint: Member must satisfy regular expression pattern: [^\\s]+`);
+      problems.push(
+        `Value '${settings.handler}' at 'handler' failed to satisfy constraint: Member must satisfy regular expression pattern: [^\\s]+`,
+      );
     }
   }
   if (problems.length > 0) {

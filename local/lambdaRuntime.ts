@@ -121,15 +121,27 @@ export class FunctionError extends Error {
   /** The handler's own error message, without the runtime's prefixes: what Lambda hands a DLQ or a destination. */
   public errorMessage?: string;
 
-  constructor(message: string, public readonly functionName: string, public readonly errorType: string, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly functionName: string,
+    public readonly errorType: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'FunctionError';
   }
 }
 
 export class FunctionTimeoutError extends FunctionError {
-  constructor(functionName: string, public readonly timeoutSeconds: number) {
-    super(`${functionName}: Task timed out after ${timeoutSeconds.toFixed(2)} seconds`, functionName, 'Sandbox.Timedout');
+  constructor(
+    functionName: string,
+    public readonly timeoutSeconds: number,
+  ) {
+    super(
+      `${functionName}: Task timed out after ${timeoutSeconds.toFixed(2)} seconds`,
+      functionName,
+      'Sandbox.Timedout',
+    );
     this.name = 'FunctionTimeoutError';
   }
 }
@@ -137,7 +149,11 @@ export class FunctionTimeoutError extends FunctionError {
 /** Lambda's TooManyRequestsException: every concurrent execution the function may have is busy. */
 export class ThrottledInvocationError extends FunctionError {
   constructor(functionName: string, limit: number) {
-    super(`${functionName}: Rate Exceeded (concurrency limit ${limit} reached)`, functionName, 'TooManyRequestsException');
+    super(
+      `${functionName}: Rate Exceeded (concurrency limit ${limit} reached)`,
+      functionName,
+      'TooManyRequestsException',
+    );
     this.name = 'ThrottledInvocationError';
   }
 }
@@ -151,7 +167,10 @@ export class FunctionNotFoundError extends Error {
 
 /** A FunctionSpec or RuntimeOptions value outside what Lambda (or this runtime) accepts. */
 export class FunctionConfigError extends Error {
-  constructor(public readonly functionName: string, problems: string[]) {
+  constructor(
+    public readonly functionName: string,
+    problems: string[],
+  ) {
     super(`${functionName}: invalid function configuration: ${problems.join('; ')}`);
     this.name = 'FunctionConfigError';
   }
@@ -222,12 +241,18 @@ export class LocalFunction {
    * @throws FunctionConfigError for an out-of-range retry count, event age or duplicate rate; SandboxError when the
    * asset or a layer folder is missing.
    */
-  constructor(public readonly spec: FunctionSpec, private readonly options: RuntimeOptions, sandbox?: LambdaSandbox) {
+  constructor(
+    public readonly spec: FunctionSpec,
+    private readonly options: RuntimeOptions,
+    sandbox?: LambdaSandbox,
+  ) {
     const problems: string[] = [];
     const retries = spec.maximumRetryAttempts ?? 2;
-    if (!Number.isInteger(retries) || retries < 0 || retries > 2) problems.push(`maximumRetryAttempts must be an integer from 0 to 2, not ${retries}`);
+    if (!Number.isInteger(retries) || retries < 0 || retries > 2)
+      problems.push(`maximumRetryAttempts must be an integer from 0 to 2, not ${retries}`);
     const age = spec.maximumEventAgeSeconds ?? 21600;
-    if (!(age > 0 && age <= 21600)) problems.push(`maximumEventAgeSeconds must be more than 0 and at most 21600, not ${age}`);
+    if (!(age > 0 && age <= 21600))
+      problems.push(`maximumEventAgeSeconds must be more than 0 and at most 21600, not ${age}`);
     const rate = options.asyncDuplicateRate ?? 0;
     if (!(rate >= 0 && rate <= 1)) problems.push(`asyncDuplicateRate must be from 0 to 1, not ${rate}`);
     if (problems.length) throw new FunctionConfigError(spec.name, problems);
@@ -245,7 +270,10 @@ export class LocalFunction {
       throw error;
     }
     if (this.ownsSandbox && this.sandbox.leaks.length) {
-      options.log(spec.name, `sandbox: Node would also look in ${this.sandbox.leaks.join(', ')}, which Lambda has no counterpart of`);
+      options.log(
+        spec.name,
+        `sandbox: Node would also look in ${this.sandbox.leaks.join(', ')}, which Lambda has no counterpart of`,
+      );
     }
   }
 
@@ -290,12 +318,16 @@ export class LocalFunction {
    * module that fails at prewarm is counted when an invocation meets it.
    */
   errorSummary(): FunctionErrorSummary[] {
-    return [...this.errors.values()].map((e) => ({ ...e, examples: [...e.examples] })).sort((a, b) => b.count - a.count);
+    return [...this.errors.values()]
+      .map((e) => ({ ...e, examples: [...e.examples] }))
+      .sort((a, b) => b.count - a.count);
   }
 
   private recordError(error: FunctionError): void {
     // The message without the "<function>: <type>: " prefix the FunctionError message carries.
-    let message = error.message.startsWith(`${this.spec.name}: `) ? error.message.slice(this.spec.name.length + 2) : error.message;
+    let message = error.message.startsWith(`${this.spec.name}: `)
+      ? error.message.slice(this.spec.name.length + 2)
+      : error.message;
     if (message.startsWith(`${error.errorType}: `)) message = message.slice(error.errorType.length + 2);
     const short = firstLine(message);
     const key = `${error.errorType}\u0000${short}`;
@@ -316,7 +348,8 @@ export class LocalFunction {
   }
 
   private async invokeAs(event: unknown, requestId: string): Promise<unknown> {
-    if (this.closed) throw new FunctionError(`${this.spec.name}: the local runtime is stopping`, this.spec.name, 'ServiceException');
+    if (this.closed)
+      throw new FunctionError(`${this.spec.name}: the local runtime is stopping`, this.spec.name, 'ServiceException');
     if (this.busy >= this.concurrencyLimit) throw new ThrottledInvocationError(this.spec.name, this.concurrencyLimit);
     this.busy++;
     this.peak = Math.max(this.peak, this.busy);
@@ -351,7 +384,11 @@ export class LocalFunction {
   }
 
   private giveUp(item: PendingAsync, condition: AsyncFailureCondition, error: Error): void {
-    this.options.onAsyncFailure?.(this.spec.name, item.event, error, { requestId: item.requestId, attempts: item.attempts, condition });
+    this.options.onAsyncFailure?.(this.spec.name, item.event, error, {
+      requestId: item.requestId,
+      attempts: item.attempts,
+      condition,
+    });
   }
 
   private drainAsync(): void {
@@ -383,7 +420,10 @@ export class LocalFunction {
           if (item.attempts <= this.maximumRetryAttempts) {
             const delays = this.options.asyncRetryDelaysMs ?? [1000, 2000];
             const delay = delays[Math.min(item.attempts - 1, delays.length - 1)] ?? 0;
-            this.options.log(this.spec.name, `async invocation failed (${error.message}); retry ${item.attempts} of ${this.maximumRetryAttempts}`);
+            this.options.log(
+              this.spec.name,
+              `async invocation failed (${error.message}); retry ${item.attempts} of ${this.maximumRetryAttempts}`,
+            );
             this.asyncScheduled++;
             setTimeout(() => {
               this.asyncScheduled--;
@@ -425,9 +465,24 @@ export class LocalFunction {
           if (r.id === id && r.type !== 'crash') settle(r);
         };
         const onExit = (code: number | null, signal: string | null) =>
-          settle({ id, ok: false, error: { errorType: 'Runtime.ExitError', errorMessage: `Runtime exited ${signal ? `on signal ${signal}` : `with error: exit status ${code}`} during init` } });
+          settle({
+            id,
+            ok: false,
+            error: {
+              errorType: 'Runtime.ExitError',
+              errorMessage: `Runtime exited ${signal ? `on signal ${signal}` : `with error: exit status ${code}`} during init`,
+            },
+          });
         const timer = setTimeout(
-          () => settle({ id, ok: false, error: { errorType: 'Sandbox.Timedout', errorMessage: `init did not finish within ${INIT_TIMEOUT_MS / 1000} seconds` } }),
+          () =>
+            settle({
+              id,
+              ok: false,
+              error: {
+                errorType: 'Sandbox.Timedout',
+                errorMessage: `init did not finish within ${INIT_TIMEOUT_MS / 1000} seconds`,
+              },
+            }),
           INIT_TIMEOUT_MS,
         );
         env.child.on('message', onMessage);
@@ -470,7 +525,10 @@ export class LocalFunction {
 
   private start(): Environment {
     // Lambda's bootstrap gives the heap the function's memory (less a margin); memoryMb is the limit here.
-    const execArgv = [...(this.spec.memoryMb ? [`--max-old-space-size=${Math.max(64, this.spec.memoryMb)}`] : []), ...cpuProfileArgs(this.spec.name)];
+    const execArgv = [
+      ...(this.spec.memoryMb ? [`--max-old-space-size=${Math.max(64, this.spec.memoryMb)}`] : []),
+      ...cpuProfileArgs(this.spec.name),
+    ];
     // The host's process.env is not inherited: Lambda's environment is the runtime's variables and the function's.
     const child = spawn(this.node.execPath, [...execArgv, this.paths.bootstrapPath], {
       cwd: this.paths.taskDir,
@@ -591,7 +649,14 @@ export class LocalFunction {
         killMs === undefined
           ? undefined
           : setTimeout(
-              () => stop(new FunctionError(`${name}: Runtime.ExitError: execution environment killed ${killMs} ms into the invocation (fault injection)`, name, 'Runtime.ExitError')),
+              () =>
+                stop(
+                  new FunctionError(
+                    `${name}: Runtime.ExitError: execution environment killed ${killMs} ms into the invocation (fault injection)`,
+                    name,
+                    'Runtime.ExitError',
+                  ),
+                ),
               killMs,
             );
       const timer = setTimeout(() => {
@@ -605,7 +670,13 @@ export class LocalFunction {
       this.options.onInvoke?.(name, event, {
         kill: () => {
           if (ended) return false;
-          stop(new FunctionError(`${name}: Runtime.ExitError: execution environment killed by fault injection`, name, 'Runtime.ExitError'));
+          stop(
+            new FunctionError(
+              `${name}: Runtime.ExitError: execution environment killed by fault injection`,
+              name,
+              'Runtime.ExitError',
+            ),
+          );
           return true;
         },
         get ended() {
@@ -613,7 +684,17 @@ export class LocalFunction {
         },
       });
       // Killed as it started: the handler never sees the event, as when an environment dies before its init completes.
-      if (!ended) this.send(env, { type: 'invoke', id, event, deadline, requestId, functionName: name, functionArn: this.spec.arn, memoryMb: this.spec.memoryMb ?? 128 });
+      if (!ended)
+        this.send(env, {
+          type: 'invoke',
+          id,
+          event,
+          deadline,
+          requestId,
+          functionName: name,
+          functionArn: this.spec.arn,
+          memoryMb: this.spec.memoryMb ?? 128,
+        });
     });
   }
 
@@ -637,7 +718,11 @@ export class LambdaRuntime {
   add(spec: FunctionSpec): LocalFunction {
     if (!this.sandbox) {
       this.sandbox = new LambdaSandbox();
-      if (this.sandbox.leaks.length) this.options.log('lambda', `sandbox: Node would also look in ${this.sandbox.leaks.join(', ')}, which Lambda has no counterpart of`);
+      if (this.sandbox.leaks.length)
+        this.options.log(
+          'lambda',
+          `sandbox: Node would also look in ${this.sandbox.leaks.join(', ')}, which Lambda has no counterpart of`,
+        );
     }
     const fn = new LocalFunction(spec, this.options, this.sandbox);
     this.functions.set(spec.name, fn);
@@ -708,7 +793,11 @@ export class LambdaRuntime {
 /** The error a bootstrap's reply reports, as Lambda names it (`<function>: <type>: <message>`); none for a success. */
 function replyError(name: string, reply: BootstrapReply): FunctionError | undefined {
   if (!reply.error) return undefined;
-  const error = new FunctionError(`${name}: ${reply.error.errorType}: ${reply.error.errorMessage}`, name, reply.error.errorType);
+  const error = new FunctionError(
+    `${name}: ${reply.error.errorType}: ${reply.error.errorMessage}`,
+    name,
+    reply.error.errorType,
+  );
   error.errorMessage = reply.error.errorMessage;
   return error;
 }
@@ -722,5 +811,9 @@ function exitError(
 ): FunctionError {
   const status = signal ? `signal: ${signal}` : `exit status ${code}`;
   const cause = crash?.error ? ` (${crash.crashType}: ${crash.error.errorType}: ${crash.error.errorMessage})` : '';
-  return new FunctionError(`${name}: Runtime.ExitError: Runtime exited with error: ${status}${cause}`, name, 'Runtime.ExitError');
+  return new FunctionError(
+    `${name}: Runtime.ExitError: Runtime exited with error: ${status}${cause}`,
+    name,
+    'Runtime.ExitError',
+  );
 }

@@ -2,8 +2,16 @@
 // item, its invocation items and the completion records of its dead-lettered operations and orphans (resolveBatch in
 // lambda/core/ledgerContract.ts). Here, below ops/ (ops/ledger.ts builds its views on it), so the local runtime's report
 // and session read the ledger without importing the operator CLI.
-import { BatchGetCommand, QueryCommand, type DynamoDBDocumentClient, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
-import { IdempotencyRecordStatus, PERSISTENCE_ATTRIBUTE_KEY_MAPPINGS as ATTR } from '@aws-lambda-powertools/idempotency';
+import {
+  BatchGetCommand,
+  QueryCommand,
+  type DynamoDBDocumentClient,
+  type QueryCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import {
+  IdempotencyRecordStatus,
+  PERSISTENCE_ATTRIBUTE_KEY_MAPPINGS as ATTR,
+} from '@aws-lambda-powertools/idempotency';
 import { idempotencyRecordId } from '../lambda/core/idempotencyKey';
 import {
   batchIdOf,
@@ -26,7 +34,12 @@ export interface LedgerTables {
 export type Dynamo = Pick<DynamoDBDocumentClient, 'send'>;
 
 /** The consumer invocation items of one batch (INVOCATIONS#<job>#<batchId>), read consistently. */
-export function invocationItems(dynamo: Dynamo, ledgerTable: string, job: string, batchId: string): Promise<Record<string, unknown>[]> {
+export function invocationItems(
+  dynamo: Dynamo,
+  ledgerTable: string,
+  job: string,
+  batchId: string,
+): Promise<Record<string, unknown>[]> {
   return queryAll(dynamo, {
     TableName: ledgerTable,
     KeyConditionExpression: 'pk = :pk',
@@ -59,14 +72,19 @@ export async function idempotencyStatesOf(
 ): Promise<Map<string, IdempotencyState>> {
   const byId = new Map([...new Set(operationIds)].map((op) => [idempotencyRecordId(job, op), op]));
   const keys = [...byId.keys()].map((id) => ({ id }));
-  const requests = Array.from({ length: Math.ceil(keys.length / KEYS_PER_REQUEST) }, (_, i) => keys.slice(i * KEYS_PER_REQUEST, (i + 1) * KEYS_PER_REQUEST));
+  const requests = Array.from({ length: Math.ceil(keys.length / KEYS_PER_REQUEST) }, (_, i) =>
+    keys.slice(i * KEYS_PER_REQUEST, (i + 1) * KEYS_PER_REQUEST),
+  );
   const out = new Map<string, IdempotencyState>();
   let backoffMs = 0;
   for (let i = 0; i < requests.length; i++) {
-    const response = await dynamo.send(new BatchGetCommand({ RequestItems: { [idempotencyTable]: { Keys: requests[i], ConsistentRead: true } } }));
+    const response = await dynamo.send(
+      new BatchGetCommand({ RequestItems: { [idempotencyTable]: { Keys: requests[i], ConsistentRead: true } } }),
+    );
     for (const item of response.Responses?.[idempotencyTable] ?? []) {
       const op = byId.get(String(item.id));
-      if (op !== undefined) out.set(op, { status: String(item[ATTR.statusAttr]), completedBy: completedByOf(item[ATTR.dataAttr]) });
+      if (op !== undefined)
+        out.set(op, { status: String(item[ATTR.statusAttr]), completedBy: completedByOf(item[ATTR.dataAttr]) });
     }
     const unprocessed = (response.UnprocessedKeys?.[idempotencyTable]?.Keys ?? []) as { id: string }[];
     if (unprocessed.length === 0) {
@@ -85,19 +103,41 @@ export async function idempotencyStatesOf(
  * undefined for a completion written before completions named their batch.
  */
 export function completionsIn(states: ReadonlyMap<string, IdempotencyState>): Map<string, CompletedBy | undefined> {
-  return new Map([...states].filter(([, r]) => r.status === IdempotencyRecordStatus.COMPLETED).map(([op, r]): [string, CompletedBy | undefined] => [op, r.completedBy]));
+  return new Map(
+    [...states]
+      .filter(([, r]) => r.status === IdempotencyRecordStatus.COMPLETED)
+      .map(([op, r]): [string, CompletedBy | undefined] => [op, r.completedBy]),
+  );
 }
 
 /** One batch's exact figures: its item, its invocation items, and the completions of its dead-lettered operations and orphans. */
-export async function batchFigures(dynamo: Dynamo, tables: LedgerTables, job: string, batchItem: Record<string, unknown>): Promise<BatchFigures> {
-  return figuresOf(dynamo, tables, job, batchItem, await invocationItems(dynamo, tables.ledger, job, batchIdOf(batchItem)));
+export async function batchFigures(
+  dynamo: Dynamo,
+  tables: LedgerTables,
+  job: string,
+  batchItem: Record<string, unknown>,
+): Promise<BatchFigures> {
+  return figuresOf(
+    dynamo,
+    tables,
+    job,
+    batchItem,
+    await invocationItems(dynamo, tables.ledger, job, batchIdOf(batchItem)),
+  );
 }
 
 /** A batch's exact figures from invocation items already read. */
-export async function figuresOf(dynamo: Dynamo, tables: LedgerTables, job: string, batchItem: Record<string, unknown>, invocations: Record<string, unknown>[]): Promise<BatchFigures> {
+export async function figuresOf(
+  dynamo: Dynamo,
+  tables: LedgerTables,
+  job: string,
+  batchItem: Record<string, unknown>,
+  invocations: Record<string, unknown>[],
+): Promise<BatchFigures> {
   const batchId = batchIdOf(batchItem);
   const lookUp = [...new Set([...deadLetteredOperationsOf(invocations), ...orphansOf(batchItem)])];
-  const completions = lookUp.length > 0 ? completionsIn(await idempotencyStatesOf(dynamo, tables.idempotency, job, lookUp)) : new Map();
+  const completions =
+    lookUp.length > 0 ? completionsIn(await idempotencyStatesOf(dynamo, tables.idempotency, job, lookUp)) : new Map();
   return resolveBatch(batchId, batchItem, invocations, completions);
 }
 

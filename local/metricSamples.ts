@@ -72,7 +72,9 @@ export class MetricRecorder {
     this.maxSamples = options.maxSamples ?? Number.POSITIVE_INFINITY;
     this.now = options.now ?? Date.now;
     if (!(this.retentionMs > 0) || !(this.maxSamples >= 1)) {
-      throw new MetricRecorderError(`retentionMs must be above 0 and maxSamples at least 1; got ${this.retentionMs} and ${this.maxSamples}`);
+      throw new MetricRecorderError(
+        `retentionMs must be above 0 and maxSamples at least 1; got ${this.retentionMs} and ${this.maxSamples}`,
+      );
     }
   }
 
@@ -132,11 +134,20 @@ export class MetricRecorder {
       this.options.queues.map(async (queue) => {
         const timestamp = this.now();
         const attributes = Object.keys(SQS_DEPTH_METRICS) as (keyof typeof SQS_DEPTH_METRICS & QueueAttributeName)[];
-        const { Attributes: a = {} } = await this.options.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queue.url, AttributeNames: attributes }));
+        const { Attributes: a = {} } = await this.options.sqs.send(
+          new GetQueueAttributesCommand({ QueueUrl: queue.url, AttributeNames: attributes }),
+        );
         for (const attribute of attributes) {
           const metricName = SQS_DEPTH_METRICS[attribute];
           const value = Number(a[attribute]);
-          if (Number.isFinite(value)) this.recorded.push({ namespace: 'AWS/SQS', metricName, dimensions: { QueueName: queue.queueName }, timestamp, value });
+          if (Number.isFinite(value))
+            this.recorded.push({
+              namespace: 'AWS/SQS',
+              metricName,
+              dimensions: { QueueName: queue.queueName },
+              timestamp,
+              value,
+            });
         }
       }),
     );
@@ -162,7 +173,10 @@ export class MetricRecorder {
   }
 
   private throwIfFailed(): void {
-    if (this.failure) throw new MetricRecorderError(`sampling the queues' depth failed: ${this.failure.message}`, { cause: this.failure });
+    if (this.failure)
+      throw new MetricRecorderError(`sampling the queues' depth failed: ${this.failure.message}`, {
+        cause: this.failure,
+      });
   }
 }
 
@@ -173,7 +187,8 @@ export class MetricRecorder {
 export function maxJobAgeMs(samples: readonly MetricSample[], job: string): number | undefined {
   let max: number | undefined;
   for (const s of samples) {
-    if (s.metricName === 'AgeSinceFirstEnqueue' && s.dimensions.job === job && (max === undefined || s.value > max)) max = s.value;
+    if (s.metricName === 'AgeSinceFirstEnqueue' && s.dimensions.job === job && (max === undefined || s.value > max))
+      max = s.value;
   }
   return max;
 }

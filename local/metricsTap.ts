@@ -20,7 +20,9 @@ export function parseEmf(line: string): Record<string, unknown> | undefined {
   if (start < 0) return undefined;
   try {
     const doc = JSON.parse(line.slice(start)) as unknown;
-    return typeof doc === 'object' && doc !== null && !Array.isArray(doc) ? (doc as Record<string, unknown>) : undefined;
+    return typeof doc === 'object' && doc !== null && !Array.isArray(doc)
+      ? (doc as Record<string, unknown>)
+      : undefined;
   } catch {
     // A line that looks like EMF but is not JSON is not a metric: CloudWatch would not extract one either.
     return undefined;
@@ -29,7 +31,9 @@ export function parseEmf(line: string): Record<string, unknown> | undefined {
 
 /** Powertools writes a single value, or an array when the same metric was added several times before one flush. */
 function numbersOf(value: unknown): number[] {
-  return (Array.isArray(value) ? value : [value]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+  return (Array.isArray(value) ? value : [value]).filter(
+    (v): v is number => typeof v === 'number' && Number.isFinite(v),
+  );
 }
 
 interface MetricDirective {
@@ -52,7 +56,10 @@ export function emfSamples(line: string, arrivedAtMs = Date.now()): MetricSample
   const samples: MetricSample[] = [];
   for (const directive of aws.CloudWatchMetrics as MetricDirective[]) {
     if (typeof directive?.Namespace !== 'string' || !Array.isArray(directive.Metrics)) continue;
-    const sets = Array.isArray(directive.Dimensions) && directive.Dimensions.length > 0 ? (directive.Dimensions as unknown[]) : [[]];
+    const sets =
+      Array.isArray(directive.Dimensions) && directive.Dimensions.length > 0
+        ? (directive.Dimensions as unknown[])
+        : [[]];
     for (const set of sets) {
       if (!Array.isArray(set)) continue;
       const names = set.filter((n): n is string => typeof n === 'string');

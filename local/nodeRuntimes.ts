@@ -51,7 +51,9 @@ const rejected: string[] = [];
  */
 function available(): Candidate[] {
   if (candidates) return candidates;
-  const found: Candidate[] = [{ execPath: process.execPath, version: process.version, major: majorOf(process.version) }];
+  const found: Candidate[] = [
+    { execPath: process.execPath, version: process.version, major: majorOf(process.version) },
+  ];
   const wantedName = `node-${process.platform}-${process.arch}`;
   const entries = existsSync(PROJECT_MODULES) ? readdirSync(PROJECT_MODULES) : [];
   for (const entry of entries.filter((e) => e.startsWith('node-')).sort()) {
@@ -66,7 +68,11 @@ function available(): Candidate[] {
     const execPath = join(dir, 'bin', 'node');
     try {
       // An empty environment: NODE_OPTIONS or a host TZ must not change what the check sees.
-      const version = execFileSync(execPath, ['-p', 'process.version'], { env: {}, timeout: 15_000, encoding: 'utf8' }).trim();
+      const version = execFileSync(execPath, ['-p', 'process.version'], {
+        env: {},
+        timeout: 15_000,
+        encoding: 'utf8',
+      }).trim();
       if (!found.some((c) => c.version === version)) found.push({ execPath, version, major: majorOf(version) });
     } catch (error) {
       rejected.push(`${execPath} does not run here (${(error as Error).message.split('\n')[0]})`);
@@ -88,7 +94,8 @@ export function resolveNodeFor(runtime: string, architecture?: string): Resolved
   const all = available();
   const exact = all.find((c) => c.major === major);
   // Ties (22 wanted, 20 and 24 installed) go to the newer: Lambda moves functions forward, never back.
-  const chosen = exact ?? [...all].sort((a, b) => Math.abs(a.major - major) - Math.abs(b.major - major) || b.major - a.major)[0];
+  const chosen =
+    exact ?? [...all].sort((a, b) => Math.abs(a.major - major) - Math.abs(b.major - major) || b.major - a.major)[0];
   const notes: string[] = [];
   if (!exact) {
     notes.push(
@@ -98,7 +105,15 @@ export function resolveNodeFor(runtime: string, architecture?: string): Resolved
   }
   const hostArch = process.arch === 'x64' ? 'x86_64' : process.arch;
   if (architecture && architecture !== hostArch) {
-    notes.push(`the template's architecture is ${architecture}, this machine's is ${hostArch}: JavaScript runs the same, native addons would not`);
+    notes.push(
+      `the template's architecture is ${architecture}, this machine's is ${hostArch}: JavaScript runs the same, native addons would not`,
+    );
   }
-  return { execPath: chosen.execPath, version: chosen.version, wanted: runtime, exact: Boolean(exact), ...(notes.length ? { note: notes.join('; ') } : {}) };
+  return {
+    execPath: chosen.execPath,
+    version: chosen.version,
+    wanted: runtime,
+    exact: Boolean(exact),
+    ...(notes.length ? { note: notes.join('; ') } : {}),
+  };
 }

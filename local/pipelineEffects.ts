@@ -39,9 +39,15 @@ export class PipelineLog {
       return;
     }
     if (typeof doc.operationId !== 'string') return;
-    const at = typeof doc.applyStartedAt === 'number' ? doc.applyStartedAt : typeof doc.timestamp === 'string' ? Date.parse(doc.timestamp) : Date.now();
+    const at =
+      typeof doc.applyStartedAt === 'number'
+        ? doc.applyStartedAt
+        : typeof doc.timestamp === 'string'
+          ? Date.parse(doc.timestamp)
+          : Date.now();
     // An apply began: it completed, failed after calling, or was throttled by the downstream.
-    const began = typeof doc.applyStartedAt === 'number' || (doc.message === 'message deferred' && doc.cause === 'throttled');
+    const began =
+      typeof doc.applyStartedAt === 'number' || (doc.message === 'message deferred' && doc.cause === 'throttled');
     if (began) {
       const byOperation = this.starts.get(source) ?? new Map<string, number[]>();
       this.starts.set(source, byOperation);
@@ -70,29 +76,52 @@ export class PipelineLog {
    * The consumer's completed applies per operation ID, each checked against its idempotency record: a completion whose
    * record is not COMPLETED is reported as unexpected (the log and the store disagree).
    */
-  async effects(consumerName: string | undefined, store: { documents: DynamoDBDocumentClient; jobName: string; idempotencyTable?: string }, since = 0): Promise<EffectReading> {
+  async effects(
+    consumerName: string | undefined,
+    store: { documents: DynamoDBDocumentClient; jobName: string; idempotencyTable?: string },
+    since = 0,
+  ): Promise<EffectReading> {
     const completions = (consumerName ? (this.completions.get(consumerName) ?? []) : []).filter((c) => c.at >= since);
     const effectsByOperation = new Map<string, number>();
-    for (const c of completions) effectsByOperation.set(c.operationId, (effectsByOperation.get(c.operationId) ?? 0) + 1);
+    for (const c of completions)
+      effectsByOperation.set(c.operationId, (effectsByOperation.get(c.operationId) ?? 0) + 1);
     const unexpectedEffects: string[] = [];
     if (store.idempotencyTable && effectsByOperation.size > 0) {
-      const completed = await completedRecords(store.documents, store.idempotencyTable, store.jobName, [...effectsByOperation.keys()]);
-      for (const id of effectsByOperation.keys()) if (!completed.has(id)) unexpectedEffects.push(`${id}: completed in the consumer's log, but its idempotency record is not ${COMPLETED}`);
+      const completed = await completedRecords(store.documents, store.idempotencyTable, store.jobName, [
+        ...effectsByOperation.keys(),
+      ]);
+      for (const id of effectsByOperation.keys())
+        if (!completed.has(id))
+          unexpectedEffects.push(
+            `${id}: completed in the consumer's log, but its idempotency record is not ${COMPLETED}`,
+          );
     }
-    return { effectsByOperation, starts: [...this.startsByOperation(consumerName, since).values()].flat(), unexpectedEffects };
+    return {
+      effectsByOperation,
+      starts: [...this.startsByOperation(consumerName, since).values()].flat(),
+      unexpectedEffects,
+    };
   }
 }
 
 /** The operation IDs whose idempotency record is COMPLETED (consistent reads, 100 keys a request). */
-async function completedRecords(documents: DynamoDBDocumentClient, table: string, jobName: string, operationIds: string[]): Promise<Set<string>> {
+async function completedRecords(
+  documents: DynamoDBDocumentClient,
+  table: string,
+  jobName: string,
+  operationIds: string[],
+): Promise<Set<string>> {
   const byRecord = new Map(operationIds.map((id) => [idempotencyRecordId(jobName, id), id]));
   const done = new Set<string>();
   const ids = [...byRecord.keys()];
   for (let i = 0; i < ids.length; i += KEYS_PER_REQUEST) {
     let keys: Record<string, unknown>[] | undefined = ids.slice(i, i + KEYS_PER_REQUEST).map((id) => ({ id }));
     for (let attempt = 0; keys && keys.length > 0 && attempt < 10; attempt++) {
-      const out = await documents.send(new BatchGetCommand({ RequestItems: { [table]: { Keys: keys, ConsistentRead: true } } }));
-      for (const item of out.Responses?.[table] ?? []) if (item.status === COMPLETED) done.add(byRecord.get(String(item.id))!);
+      const out = await documents.send(
+        new BatchGetCommand({ RequestItems: { [table]: { Keys: keys, ConsistentRead: true } } }),
+      );
+      for (const item of out.Responses?.[table] ?? [])
+        if (item.status === COMPLETED) done.add(byRecord.get(String(item.id))!);
       keys = out.UnprocessedKeys?.[table]?.Keys as Record<string, unknown>[] | undefined;
     }
   }

@@ -1,7 +1,15 @@
 // Deploy parity, part two: turns the synthesized template into a local deployment plan (physical names, URLs, ARNs,
 // fully resolved properties per resource), before anything is created. Pure: no servers, no AWS calls.
 import { createHash } from 'node:crypto';
-import { CloudFormationTemplate, evaluateConditions, ResolveContext, resolveValue, TemplateError, TemplateResource, unsupportedIntrinsicIn } from './template';
+import {
+  type CloudFormationTemplate,
+  evaluateConditions,
+  type ResolveContext,
+  resolveValue,
+  TemplateError,
+  type TemplateResource,
+  unsupportedIntrinsicIn,
+} from './template';
 import { JOB_ENTRY_METADATA } from '../lambda/core/constants';
 
 /** What the local runtime does with a resource type: creates and runs it, enforces it (IAM), or skips it. */
@@ -14,39 +22,79 @@ export type LocalTreatment = 'emulated' | 'enforced' | 'ignored';
  * stops provisioning with its name.
  */
 export const RESOURCE_TYPES: Record<string, { treatment: LocalTreatment; note: string }> = {
-  'AWS::SQS::Queue': { treatment: 'emulated', note: 'local-aws-sqs: visibility, delays, redrive to the DLQ, message move tasks' },
-  'AWS::DynamoDB::Table': { treatment: 'emulated', note: 'dynalite: conditional writes, indexes, transactions; TTL is not applied' },
+  'AWS::SQS::Queue': {
+    treatment: 'emulated',
+    note: 'local-aws-sqs: visibility, delays, redrive to the DLQ, message move tasks',
+  },
+  'AWS::DynamoDB::Table': {
+    treatment: 'emulated',
+    note: 'dynalite: conditional writes, indexes, transactions; TTL is not applied',
+  },
   'AWS::DynamoDB::GlobalTable': { treatment: 'emulated', note: 'as one local table (no replicas)' },
   'AWS::S3::Bucket': { treatment: 'emulated', note: 's3rver: objects only (no lifecycle, versioning or replication)' },
   'AWS::SecretsManager::Secret': { treatment: 'emulated', note: 'value generated per GenerateSecretString' },
-  'AWS::Lambda::Function': { treatment: 'emulated', note: "the bundled asset, in a child process on the template's Node major, outside the repo" },
+  'AWS::Lambda::Function': {
+    treatment: 'emulated',
+    note: "the bundled asset, in a child process on the template's Node major, outside the repo",
+  },
   'AWS::Lambda::LayerVersion': { treatment: 'emulated', note: "mounted as the function's /opt" },
-  'AWS::Lambda::EventSourceMapping': { treatment: 'emulated', note: "SQS only: AWS's poller ramp, batching window, partial batch responses, 6 MB payload cap" },
-  'AWS::Lambda::EventInvokeConfig': { treatment: 'emulated', note: 'retry attempts, event age and on-failure destination of asynchronous invocations' },
-  'AWS::Scheduler::Schedule': { treatment: 'emulated', note: 'cron and rate expressions in their time zone; Lambda targets only' },
+  'AWS::Lambda::EventSourceMapping': {
+    treatment: 'emulated',
+    note: "SQS only: AWS's poller ramp, batching window, partial batch responses, 6 MB payload cap",
+  },
+  'AWS::Lambda::EventInvokeConfig': {
+    treatment: 'emulated',
+    note: 'retry attempts, event age and on-failure destination of asynchronous invocations',
+  },
+  'AWS::Scheduler::Schedule': {
+    treatment: 'emulated',
+    note: 'cron and rate expressions in their time zone; Lambda targets only',
+  },
   'AWS::Scheduler::ScheduleGroup': { treatment: 'emulated', note: 'a name only' },
-  'AWS::IAM::Role': { treatment: 'enforced', note: "each function, mapping and schedule acts with its role's own credentials" },
+  'AWS::IAM::Role': {
+    treatment: 'enforced',
+    note: "each function, mapping and schedule acts with its role's own credentials",
+  },
   'AWS::IAM::Policy': { treatment: 'enforced', note: 'identity policies, evaluated on every request' },
-  'AWS::IAM::ManagedPolicy': { treatment: 'enforced', note: "the template's own; AWS managed policies are not known locally" },
+  'AWS::IAM::ManagedPolicy': {
+    treatment: 'enforced',
+    note: "the template's own; AWS managed policies are not known locally",
+  },
   'AWS::SQS::QueuePolicy': { treatment: 'enforced', note: 'resource policy of its queues' },
   'AWS::S3::BucketPolicy': { treatment: 'enforced', note: 'resource policy of its bucket' },
-  'AWS::Lambda::Permission': { treatment: 'enforced', note: "resource policy of its function (who may invoke it)" },
-  'AWS::KMS::Key': { treatment: 'enforced', note: 'its key policy is enforced for SQS queues encrypted with it; local data is not encrypted' },
+  'AWS::Lambda::Permission': { treatment: 'enforced', note: 'resource policy of its function (who may invoke it)' },
+  'AWS::KMS::Key': {
+    treatment: 'enforced',
+    note: 'its key policy is enforced for SQS queues encrypted with it; local data is not encrypted',
+  },
   'AWS::KMS::Alias': { treatment: 'ignored', note: 'local data is not encrypted' },
   'AWS::Logs::LogGroup': { treatment: 'ignored', note: 'function logs go to .local/logs' },
-  'AWS::CloudWatch::Alarm': { treatment: 'ignored', note: 'monitoring only: a local run raises no alarm (tests evaluate one over a run\'s samples with local/alarms.ts)' },
+  'AWS::CloudWatch::Alarm': {
+    treatment: 'ignored',
+    note: "monitoring only: a local run raises no alarm (tests evaluate one over a run's samples with local/alarms.ts)",
+  },
   'AWS::CloudWatch::CompositeAlarm': { treatment: 'ignored', note: 'monitoring only' },
   'AWS::CloudWatch::Dashboard': { treatment: 'ignored', note: 'monitoring only' },
-  'AWS::SNS::Topic': { treatment: 'emulated', note: 'names and subscriptions only: ListTopics, GetTopicAttributes, ListSubscriptionsByTopic answer from the template; nothing is delivered' },
-  'AWS::SNS::Subscription': { treatment: 'emulated', note: 'listed as confirmed, since nothing is delivered to confirm (on AWS an email subscription is pending until its link is followed)' },
+  'AWS::SNS::Topic': {
+    treatment: 'emulated',
+    note: 'names and subscriptions only: ListTopics, GetTopicAttributes, ListSubscriptionsByTopic answer from the template; nothing is delivered',
+  },
+  'AWS::SNS::Subscription': {
+    treatment: 'emulated',
+    note: 'listed as confirmed, since nothing is delivered to confirm (on AWS an email subscription is pending until its link is followed)',
+  },
   'AWS::SNS::TopicPolicy': { treatment: 'ignored', note: 'alarm notifications only' },
   'AWS::CDK::Metadata': { treatment: 'ignored', note: 'CDK bookkeeping' },
-  'Custom::S3AutoDeleteObjects': { treatment: 'ignored', note: 'deploy-time housekeeping (empties the bucket on stack deletion)' },
+  'Custom::S3AutoDeleteObjects': {
+    treatment: 'ignored',
+    note: 'deploy-time housekeeping (empties the bucket on stack deletion)',
+  },
   'Custom::LogRetention': { treatment: 'ignored', note: 'deploy-time housekeeping (log retention)' },
   'Custom::CDKBucketDeployment': { treatment: 'ignored', note: 'deploy-time housekeeping' },
 };
 
-const typesTreated = (treatment: LocalTreatment) => Object.keys(RESOURCE_TYPES).filter((t) => RESOURCE_TYPES[t].treatment === treatment);
+const typesTreated = (treatment: LocalTreatment) =>
+  Object.keys(RESOURCE_TYPES).filter((t) => RESOURCE_TYPES[t].treatment === treatment);
 
 /** Resource types the local runtime creates and runs. */
 export const EMULATED_TYPES: readonly string[] = typesTreated('emulated');
@@ -151,7 +199,12 @@ export interface PlannedFunction {
    */
   jobEntry?: string;
   /** From an AWS::Lambda::EventInvokeConfig for the function, when the template has one. */
-  asyncInvokeConfig?: { maximumRetryAttempts?: number; maximumEventAgeSeconds?: number; onFailureArn?: string; onSuccessArn?: string };
+  asyncInvokeConfig?: {
+    maximumRetryAttempts?: number;
+    maximumEventAgeSeconds?: number;
+    onFailureArn?: string;
+    onSuccessArn?: string;
+  };
 }
 
 /** A Lambda layer: its content's asset folder inside the cloud assembly. */
@@ -284,7 +337,23 @@ interface Identity {
 
 /** A plan with nothing in it yet: where planStack starts, and what a test builds on. */
 export function emptyPlan(where: Pick<StackPlan, 'stackName' | 'region' | 'accountId'>): StackPlan {
-  return { ...where, queues: [], tables: [], buckets: [], secrets: [], functions: [], layers: [], mappings: [], schedules: [], topics: [], subscriptions: [], iam: { roles: [], resourcePolicies: [] }, ignored: [], notEmulated: [], outputs: {} };
+  return {
+    ...where,
+    queues: [],
+    tables: [],
+    buckets: [],
+    secrets: [],
+    functions: [],
+    layers: [],
+    mappings: [],
+    schedules: [],
+    topics: [],
+    subscriptions: [],
+    iam: { roles: [], resourcePolicies: [] },
+    ignored: [],
+    notEmulated: [],
+    outputs: {},
+  };
 }
 
 /** Keeps a generated name within a service's character set and length, as CloudFormation's generated names do. */
@@ -294,7 +363,8 @@ function generatedName(stackName: string, logicalId: string, max: number, lower 
   return name.slice(0, max).replace(/-+$/, '');
 }
 
-const str = (v: unknown, fallback?: string): string | undefined => (v === undefined || v === null ? fallback : String(v));
+const str = (v: unknown, fallback?: string): string | undefined =>
+  v === undefined || v === null ? fallback : String(v);
 
 /**
  * Plans the local deployment of a template.
@@ -313,11 +383,16 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
   if (unsupported.length > 0) throw new UnsupportedResourceError(unsupported);
 
   const { ctx, policyCtx, identity } = templateResolver(template, options);
-  const included = Object.entries(resources).filter(([id, r]) => (!r.Condition || ctx.conditions![r.Condition]) && !notEmulated.has(id));
+  const included = Object.entries(resources).filter(
+    ([id, r]) => (!r.Condition || ctx.conditions![r.Condition]) && !notEmulated.has(id),
+  );
 
   const plan = emptyPlan({ stackName, region, accountId });
-  for (const [logicalId, reason] of notEmulated) plan.notEmulated.push({ logicalId, type: resources[logicalId].Type, reason });
-  refuseNameCollisions(included, (id, key) => str(resolveValue(resources[id].Properties?.[key], ctx, `${id}.Properties.${key}`)));
+  for (const [logicalId, reason] of notEmulated)
+    plan.notEmulated.push({ logicalId, type: resources[logicalId].Type, reason });
+  refuseNameCollisions(included, (id, key) =>
+    str(resolveValue(resources[id].Properties?.[key], ctx, `${id}.Properties.${key}`)),
+  );
   const invokeConfigs: InvokeConfig[] = [];
 
   for (const [id, r] of included) {
@@ -335,7 +410,11 @@ export function planStack(template: CloudFormationTemplate, options: PlanOptions
 
   for (const { functionName, config } of invokeConfigs) {
     const fn = plan.functions.find((f) => f.name === functionName);
-    if (!fn) throw new TemplateError(`AWS::Lambda::EventInvokeConfig for ${functionName}: no such function in the template`, functionName);
+    if (!fn)
+      throw new TemplateError(
+        `AWS::Lambda::EventInvokeConfig for ${functionName}: no such function in the template`,
+        functionName,
+      );
     fn.asyncInvokeConfig = config;
   }
   plan.iam = planIam(included, policyCtx, identity, { region, accountId });
@@ -373,7 +452,10 @@ function templateResolver(
     getAtt: (id, attr) => {
       const value = identity(id).attrs[attr];
       if (value === undefined) {
-        throw new TemplateError(`Fn::GetAtt ${id}.${attr}: attribute not emulated for ${resources[id]?.Type}`, `${id}.${attr}`);
+        throw new TemplateError(
+          `Fn::GetAtt ${id}.${attr}: attribute not emulated for ${resources[id]?.Type}`,
+          `${id}.${attr}`,
+        );
       }
       return value;
     },
@@ -386,7 +468,11 @@ function templateResolver(
     // refuseUnresolvable has made sure every parameter has a Default.
     if (param) return { ref: String(param.Default), attrs: {} };
     const r = resources[id];
-    if (!r) throw new TemplateError(`Template format error: Unresolved resource dependencies [${id}] in the Resources block of the template`, id);
+    if (!r)
+      throw new TemplateError(
+        `Template format error: Unresolved resource dependencies [${id}] in the Resources block of the template`,
+        id,
+      );
     if (resolving.has(id)) throw new TemplateError(`circular reference through ${id}`, id);
     resolving.add(id);
     try {
@@ -432,7 +518,10 @@ function planOutputs(
     const missing = [...named].filter((id) => notEmulated.has(id));
     const intrinsic = unsupportedIntrinsicIn(output.Value);
     if (missing.length > 0 || intrinsic) {
-      const reason = missing.length > 0 ? `names ${missing.join(', ')}, not emulated` : `uses ${intrinsic}, which the local runtime cannot resolve`;
+      const reason =
+        missing.length > 0
+          ? `names ${missing.join(', ')}, not emulated`
+          : `uses ${intrinsic}, which the local runtime cannot resolve`;
       plan.notEmulated.push({ logicalId: `Outputs.${name}`, type: 'Output', reason });
       continue;
     }
@@ -470,7 +559,10 @@ interface ResourcePlanner {
 }
 
 /** Other ignored types: a stable placeholder, since nothing local consumes their identity. */
-const placeholderIdentity = ({ id, stackName, arn }: IdentityInput): Identity => ({ ref: `${stackName}-${id}`, attrs: { Arn: arn('local', id) } });
+const placeholderIdentity = ({ id, stackName, arn }: IdentityInput): Identity => ({
+  ref: `${stackName}-${id}`,
+  attrs: { Arn: arn('local', id) },
+});
 
 const isTrue = (v: unknown): boolean => v === true || v === 'true';
 
@@ -486,8 +578,16 @@ function kmsKeyArn(keyId: string | undefined, region: string, accountId: string)
 }
 
 const QUEUE_ATTRIBUTES = [
-  'DelaySeconds', 'MaximumMessageSize', 'MessageRetentionPeriod', 'ReceiveMessageWaitTimeSeconds', 'VisibilityTimeout', 'FifoQueue',
-  'ContentBasedDeduplication', 'DeduplicationScope', 'FifoThroughputLimit', 'SqsManagedSseEnabled',
+  'DelaySeconds',
+  'MaximumMessageSize',
+  'MessageRetentionPeriod',
+  'ReceiveMessageWaitTimeSeconds',
+  'VisibilityTimeout',
+  'FifoQueue',
+  'ContentBasedDeduplication',
+  'DeduplicationScope',
+  'FifoThroughputLimit',
+  'SqsManagedSseEnabled',
 ];
 
 const tableIdentity = (input: IdentityInput): Identity => {
@@ -504,16 +604,28 @@ const RESOURCE_PLANNERS: Record<string, ResourcePlanner> = {
   'AWS::SQS::Queue': {
     identity: (input) => {
       const fifo = isTrue(input.prop('FifoQueue'));
-      const name = str(input.prop('QueueName')) ?? generatedName(input.stackName, input.id, fifo ? 75 : 80) + (fifo ? '.fifo' : '');
+      const name =
+        str(input.prop('QueueName')) ??
+        generatedName(input.stackName, input.id, fifo ? 75 : 80) + (fifo ? '.fifo' : '');
       const url = `${input.sqsEndpoint}/${input.accountId}/${name}`;
       return { ref: url, attrs: { Arn: input.arn('sqs', name), QueueName: name, QueueUrl: url } };
     },
     plan: ({ id, me, props, plan }) => {
       const attributes: Record<string, string> = {};
       for (const key of QUEUE_ATTRIBUTES) if (props[key] !== undefined) attributes[key] = String(props[key]);
-      const redrive = props.RedrivePolicy as { deadLetterTargetArn?: string; maxReceiveCount?: number } | string | undefined;
-      const policy = typeof redrive === 'string' ? (JSON.parse(redrive) as { deadLetterTargetArn?: string; maxReceiveCount?: number }) : redrive;
-      if (policy) attributes.RedrivePolicy = JSON.stringify({ deadLetterTargetArn: policy.deadLetterTargetArn, maxReceiveCount: Number(policy.maxReceiveCount) });
+      const redrive = props.RedrivePolicy as
+        | { deadLetterTargetArn?: string; maxReceiveCount?: number }
+        | string
+        | undefined;
+      const policy =
+        typeof redrive === 'string'
+          ? (JSON.parse(redrive) as { deadLetterTargetArn?: string; maxReceiveCount?: number })
+          : redrive;
+      if (policy)
+        attributes.RedrivePolicy = JSON.stringify({
+          deadLetterTargetArn: policy.deadLetterTargetArn,
+          maxReceiveCount: Number(policy.maxReceiveCount),
+        });
       plan.queues.push({
         logicalId: id,
         name: me.attrs.QueueName,
@@ -528,12 +640,19 @@ const RESOURCE_PLANNERS: Record<string, ResourcePlanner> = {
   },
   'AWS::DynamoDB::Table': {
     identity: tableIdentity,
-    plan: ({ id, me, props, plan }) => plan.tables.push({ logicalId: id, name: me.ref, arn: me.attrs.Arn, properties: props }),
+    plan: ({ id, me, props, plan }) =>
+      plan.tables.push({ logicalId: id, name: me.ref, arn: me.attrs.Arn, properties: props }),
   },
   'AWS::DynamoDB::GlobalTable': {
     identity: tableIdentity,
     plan: ({ id, me, props, plan }) =>
-      plan.tables.push({ logicalId: id, name: me.ref, arn: me.attrs.Arn, properties: props, replica: localReplica(props, plan.region) }),
+      plan.tables.push({
+        logicalId: id,
+        name: me.ref,
+        arn: me.attrs.Arn,
+        properties: props,
+        replica: localReplica(props, plan.region),
+      }),
   },
   'AWS::S3::Bucket': {
     identity: (input) => {
@@ -558,7 +677,12 @@ const RESOURCE_PLANNERS: Record<string, ResourcePlanner> = {
       return { ref: secretArn, attrs: { Id: secretArn, SecretArn: secretArn } };
     },
     plan: ({ id, me, props, plan }) =>
-      plan.secrets.push({ logicalId: id, name: str(props.Name) ?? me.ref.replace(/^.*:secret:(.*)-local0$/, '$1'), arn: me.ref, properties: props }),
+      plan.secrets.push({
+        logicalId: id,
+        name: str(props.Name) ?? me.ref.replace(/^.*:secret:(.*)-local0$/, '$1'),
+        arn: me.ref,
+        properties: props,
+      }),
   },
   'AWS::Lambda::Function': {
     identity: (input) => {
@@ -569,12 +693,17 @@ const RESOURCE_PLANNERS: Record<string, ResourcePlanner> = {
   },
   'AWS::Lambda::EventInvokeConfig': {
     plan: ({ props, invokeConfigs }) => {
-      const destinations = (props.DestinationConfig ?? {}) as { OnFailure?: { Destination?: string }; OnSuccess?: { Destination?: string } };
+      const destinations = (props.DestinationConfig ?? {}) as {
+        OnFailure?: { Destination?: string };
+        OnSuccess?: { Destination?: string };
+      };
       invokeConfigs.push({
         functionName: lambdaName(str(props.FunctionName)!),
         config: {
-          maximumRetryAttempts: props.MaximumRetryAttempts === undefined ? undefined : Number(props.MaximumRetryAttempts),
-          maximumEventAgeSeconds: props.MaximumEventAgeInSeconds === undefined ? undefined : Number(props.MaximumEventAgeInSeconds),
+          maximumRetryAttempts:
+            props.MaximumRetryAttempts === undefined ? undefined : Number(props.MaximumRetryAttempts),
+          maximumEventAgeSeconds:
+            props.MaximumEventAgeInSeconds === undefined ? undefined : Number(props.MaximumEventAgeInSeconds),
           onFailureArn: str(destinations.OnFailure?.Destination),
           onSuccessArn: str(destinations.OnSuccess?.Destination),
         },
@@ -586,11 +715,15 @@ const RESOURCE_PLANNERS: Record<string, ResourcePlanner> = {
       const layerArn = input.arn('lambda', `layer:${nameOr(input, 'LayerName', 64)}:1`);
       return { ref: layerArn, attrs: { LayerVersionArn: layerArn } };
     },
-    plan: ({ id, r, me, plan }) => plan.layers.push({ logicalId: id, arn: me.ref, assetPath: str(r.Metadata?.['aws:asset:path']) }),
+    plan: ({ id, r, me, plan }) =>
+      plan.layers.push({ logicalId: id, arn: me.ref, assetPath: str(r.Metadata?.['aws:asset:path']) }),
   },
   'AWS::Lambda::EventSourceMapping': {
     // Ref is the mapping's UUID; the local one is derived from the logical ID so it is stable across runs.
-    identity: ({ id, arn }) => ({ ref: `local-${id}`, attrs: { Id: `local-${id}`, EventSourceMappingArn: arn('lambda', `event-source-mapping:local-${id}`) } }),
+    identity: ({ id, arn }) => ({
+      ref: `local-${id}`,
+      attrs: { Id: `local-${id}`, EventSourceMappingArn: arn('lambda', `event-source-mapping:local-${id}`) },
+    }),
     plan: ({ id, r, me, props, plan }) => plan.mappings.push(plannedMapping(id, r, me, props)),
   },
   'AWS::Scheduler::Schedule': {
@@ -617,7 +750,9 @@ const RESOURCE_PLANNERS: Record<string, ResourcePlanner> = {
     identity: (input) => {
       // A generated FIFO topic name gets the .fifo suffix, as CloudFormation's does (a given name must carry it).
       const fifo = isTrue(input.prop('FifoTopic'));
-      const name = str(input.prop('TopicName')) ?? generatedName(input.stackName, input.id, fifo ? 251 : 256) + (fifo ? '.fifo' : '');
+      const name =
+        str(input.prop('TopicName')) ??
+        generatedName(input.stackName, input.id, fifo ? 251 : 256) + (fifo ? '.fifo' : '');
       const topicArn = input.arn('sns', name);
       return { ref: topicArn, attrs: { TopicArn: topicArn, TopicName: name } };
     },
@@ -634,14 +769,24 @@ const RESOURCE_PLANNERS: Record<string, ResourcePlanner> = {
   'AWS::SNS::Subscription': {
     identity: ({ id, prop, stackName }) => {
       for (const key of ['TopicArn', 'Protocol']) {
-        if (prop(key) === undefined) throw new TemplateError(`Properties validation failed for resource ${id} with message: #: required key [${key}] not found`, id);
+        if (prop(key) === undefined)
+          throw new TemplateError(
+            `Properties validation failed for resource ${id} with message: #: required key [${key}] not found`,
+            id,
+          );
       }
       // Ref is the subscription's ARN: the topic's ARN and an ID SNS makes up; the local one is derived, so stable.
       const subscriptionArn = `${str(prop('TopicArn'))}:${stableUuid(`${stackName}/${id}`)}`;
       return { ref: subscriptionArn, attrs: { Arn: subscriptionArn } };
     },
     plan: ({ id, me, props, plan }) =>
-      plan.subscriptions.push({ logicalId: id, arn: me.ref, topicArn: str(props.TopicArn)!, protocol: str(props.Protocol)!, endpoint: str(props.Endpoint) }),
+      plan.subscriptions.push({
+        logicalId: id,
+        arn: me.ref,
+        topicArn: str(props.TopicArn)!,
+        protocol: str(props.Protocol)!,
+        endpoint: str(props.Endpoint),
+      }),
   },
   'AWS::IAM::ManagedPolicy': {
     identity: (input) => {
@@ -650,7 +795,10 @@ const RESOURCE_PLANNERS: Record<string, ResourcePlanner> = {
     },
   },
   'AWS::KMS::Key': {
-    identity: ({ id, arn }) => ({ ref: `local-${id}`, attrs: { Arn: arn('kms', `key/local-${id}`), KeyId: `local-${id}` } }),
+    identity: ({ id, arn }) => ({
+      ref: `local-${id}`,
+      attrs: { Arn: arn('kms', `key/local-${id}`), KeyId: `local-${id}` },
+    }),
   },
   'AWS::Logs::LogGroup': {
     identity: (input) => {
@@ -660,9 +808,17 @@ const RESOURCE_PLANNERS: Record<string, ResourcePlanner> = {
   },
 };
 
-function plannedFunction(id: string, r: TemplateResource, me: Identity, props: Record<string, unknown>): PlannedFunction {
+function plannedFunction(
+  id: string,
+  r: TemplateResource,
+  me: Identity,
+  props: Record<string, unknown>,
+): PlannedFunction {
   const code = (props.Code ?? {}) as { S3Key?: string };
-  const vars = ((props.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables ?? {}) as Record<string, unknown>;
+  const vars = ((props.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables ?? {}) as Record<
+    string,
+    unknown
+  >;
   return {
     logicalId: id,
     name: me.ref,
@@ -673,7 +829,8 @@ function plannedFunction(id: string, r: TemplateResource, me: Identity, props: R
     environment: Object.fromEntries(Object.entries(vars).map(([k, v]) => [k, String(v)])),
     timeoutSeconds: Number(props.Timeout ?? 3),
     memoryMb: Number(props.MemorySize ?? 128),
-    reservedConcurrency: props.ReservedConcurrentExecutions === undefined ? undefined : Number(props.ReservedConcurrentExecutions),
+    reservedConcurrency:
+      props.ReservedConcurrentExecutions === undefined ? undefined : Number(props.ReservedConcurrentExecutions),
     layerArns: ((props.Layers as unknown[] | undefined) ?? []).map((l) => String(l)),
     runtime: str(props.Runtime, 'nodejs22.x')!,
     architectures: (props.Architectures as string[] | undefined)?.map(String),
@@ -697,7 +854,9 @@ function plannedMapping(id: string, r: TemplateResource, me: Identity, props: Re
     batchSize: Number(props.BatchSize ?? 10),
     maximumBatchingWindowSeconds: Number(props.MaximumBatchingWindowInSeconds ?? 0),
     maximumConcurrency: (props.ScalingConfig as { MaximumConcurrency?: number } | undefined)?.MaximumConcurrency,
-    reportBatchItemFailures: ((props.FunctionResponseTypes as string[] | undefined) ?? []).includes('ReportBatchItemFailures'),
+    reportBatchItemFailures: ((props.FunctionResponseTypes as string[] | undefined) ?? []).includes(
+      'ReportBatchItemFailures',
+    ),
     enabled: props.Enabled === undefined ? true : isTrue(props.Enabled),
   };
 }
@@ -719,7 +878,12 @@ function plannedSchedule(id: string, me: Identity, props: Record<string, unknown
     timeZone: str(props.ScheduleExpressionTimezone, 'UTC')!,
     enabled: str(props.State, 'ENABLED') === 'ENABLED',
     targetArn: str(target.Arn)!,
-    input: target.Input === undefined ? undefined : typeof target.Input === 'string' ? target.Input : JSON.stringify(target.Input),
+    input:
+      target.Input === undefined
+        ? undefined
+        : typeof target.Input === 'string'
+          ? target.Input
+          : JSON.stringify(target.Input),
     // Scheduler's documented defaults: 185 retries within 86400 s.
     maximumRetryAttempts: Number(target.RetryPolicy?.MaximumRetryAttempts ?? 185),
     maximumEventAgeSeconds: Number(target.RetryPolicy?.MaximumEventAgeInSeconds ?? 86400),
@@ -733,16 +897,22 @@ export { JOB_ENTRY_METADATA };
 
 /** A function of a job: one with JOB_NAME in its template environment (both of a job's functions have it). */
 const isJobFunction = (r: TemplateResource): boolean =>
-  r.Type === 'AWS::Lambda::Function' && (r.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables?.JOB_NAME !== undefined;
+  r.Type === 'AWS::Lambda::Function' &&
+  (r.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables?.JOB_NAME !== undefined;
 
 /**
  * Whose references say what a resource needs: the emulated types' and the unknown ones'. IAM and resource policies are
  * resolved leniently (a grant on something not emulated harms no local request), and the ignored types never are.
  */
-const followsReferences = (type: string): boolean => !(type in RESOURCE_TYPES) || RESOURCE_TYPES[type].treatment === 'emulated';
+const followsReferences = (type: string): boolean =>
+  !(type in RESOURCE_TYPES) || RESOURCE_TYPES[type].treatment === 'emulated';
 
 /** What invokes a function: a job's event source mappings, schedules and async settings are the job's, too. */
-const TRIGGER_TYPES = new Set(['AWS::Lambda::EventSourceMapping', 'AWS::Scheduler::Schedule', 'AWS::Lambda::EventInvokeConfig']);
+const TRIGGER_TYPES = new Set([
+  'AWS::Lambda::EventSourceMapping',
+  'AWS::Scheduler::Schedule',
+  'AWS::Lambda::EventInvokeConfig',
+]);
 
 /**
  * What the stack's jobs need to run: their functions, what invokes them, and everything those name (queues, tables,
@@ -773,7 +943,9 @@ function jobNeeds(template: CloudFormationTemplate): Map<string, string> {
     }
     for (const [id, r] of Object.entries(resources)) {
       if (needed.has(id) || !TRIGGER_TYPES.has(r.Type)) continue;
-      const fn = [...(refs.get(id) ?? [])].find((ref) => needed.has(ref) && resources[ref]?.Type === 'AWS::Lambda::Function');
+      const fn = [...(refs.get(id) ?? [])].find(
+        (ref) => needed.has(ref) && resources[ref]?.Type === 'AWS::Lambda::Function',
+      );
       if (fn) {
         needed.set(id, fn);
         queue.push(id);
@@ -812,21 +984,26 @@ function cannotEmulate(r: TemplateResource, resources: CloudFormationTemplate['R
   switch (r.Type) {
     case 'AWS::Lambda::Function': {
       const code = (p.Code ?? {}) as Record<string, unknown>;
-      if (typeof p.Runtime === 'string' && !/^nodejs\d+\.x$/.test(p.Runtime)) return `runtime ${p.Runtime}: only Node.js functions run locally`;
-      if (p.PackageType === 'Image' || code.ImageUri !== undefined) return 'a container image: only zip assets run locally';
-      if (code.ZipFile !== undefined && code.S3Key === undefined) return 'inline code (Code.ZipFile): only bundled assets run locally';
+      if (typeof p.Runtime === 'string' && !/^nodejs\d+\.x$/.test(p.Runtime))
+        return `runtime ${p.Runtime}: only Node.js functions run locally`;
+      if (p.PackageType === 'Image' || code.ImageUri !== undefined)
+        return 'a container image: only zip assets run locally';
+      if (code.ZipFile !== undefined && code.S3Key === undefined)
+        return 'inline code (Code.ZipFile): only bundled assets run locally';
       return undefined;
     }
     case 'AWS::Lambda::EventSourceMapping': {
       const source = p.EventSourceArn;
       const type = typeOf(source);
-      if (type ? type !== 'AWS::SQS::Queue' : typeof source === 'string' && !source.startsWith('arn:aws:sqs:')) return `source ${type ?? String(source)}: only SQS sources are emulated`;
+      if (type ? type !== 'AWS::SQS::Queue' : typeof source === 'string' && !source.startsWith('arn:aws:sqs:'))
+        return `source ${type ?? String(source)}: only SQS sources are emulated`;
       return undefined;
     }
     case 'AWS::Scheduler::Schedule': {
       const target = (p.Target as { Arn?: unknown } | undefined)?.Arn;
       const type = typeOf(target);
-      if (type ? type !== 'AWS::Lambda::Function' : typeof target === 'string' && !/^arn:aws:lambda:/.test(target)) return 'its target is not a Lambda function: only Lambda targets are emulated';
+      if (type ? type !== 'AWS::Lambda::Function' : typeof target === 'string' && !/^arn:aws:lambda:/.test(target))
+        return 'its target is not a Lambda function: only Lambda targets are emulated';
       return undefined;
     }
     default:
@@ -905,7 +1082,10 @@ const PHYSICAL_NAMES: Record<string, { key: string; scope: string }> = {
  * rolling the whole stack back; refuse it before anything is created, with CloudFormation's own words.
  * @throws TemplateError naming both resources
  */
-function refuseNameCollisions(resources: [string, TemplateResource][], nameOf: (id: string, key: string) => string | undefined): void {
+function refuseNameCollisions(
+  resources: [string, TemplateResource][],
+  nameOf: (id: string, key: string) => string | undefined,
+): void {
   const seen = new Map<string, string>();
   for (const [id, r] of resources) {
     const rule = PHYSICAL_NAMES[r.Type];
@@ -938,8 +1118,15 @@ function planIam(
   identity: (id: string) => { ref: string; attrs: Record<string, string> },
   where: { region: string; accountId: string },
 ): PlannedIam {
-  const iam: IamInProgress = { roles: new Map(), roleByName: new Map(), managedArnsOf: new Map(), managed: new Map(), resourcePolicies: new Map() };
-  const props = (id: string, r: TemplateResource) => (resolveValue(r.Properties ?? {}, ctx, `${id}.Properties`) ?? {}) as Record<string, unknown>;
+  const iam: IamInProgress = {
+    roles: new Map(),
+    roleByName: new Map(),
+    managedArnsOf: new Map(),
+    managed: new Map(),
+    resourcePolicies: new Map(),
+  };
+  const props = (id: string, r: TemplateResource) =>
+    (resolveValue(r.Properties ?? {}, ctx, `${id}.Properties`) ?? {}) as Record<string, unknown>;
 
   for (const [id, r] of included) if (r.Type === 'AWS::IAM::Role') planRole(iam, id, props(id, r), identity(id));
   for (const [id, r] of included) IAM_PLANNERS[r.Type]?.({ iam, id, r, p: props(id, r), identity, ...where });
@@ -954,7 +1141,8 @@ function planIam(
   for (const policy of iam.managed.values()) {
     for (const name of policy.roles) {
       const role = roleNamed(iam, name);
-      if (role && !role.policies.some((p) => p.document === policy.document)) role.policies.push({ name: policy.name, document: policy.document });
+      if (role && !role.policies.some((p) => p.document === policy.document))
+        role.policies.push({ name: policy.name, document: policy.document });
     }
   }
   return { roles: [...iam.roles.values()], resourcePolicies: [...iam.resourcePolicies.values()] };
@@ -976,7 +1164,10 @@ function planRole(iam: IamInProgress, id: string, p: Record<string, unknown>, me
     name: me.ref,
     arn: me.attrs.Arn,
     trustPolicy: p.AssumeRolePolicyDocument as PolicyDocument | undefined,
-    policies: ((p.Policies as { PolicyName: string; PolicyDocument: PolicyDocument }[] | undefined) ?? []).map((x) => ({ name: String(x.PolicyName), document: x.PolicyDocument })),
+    policies: ((p.Policies as { PolicyName: string; PolicyDocument: PolicyDocument }[] | undefined) ?? []).map((x) => ({
+      name: String(x.PolicyName),
+      document: x.PolicyDocument,
+    })),
     externalManagedPolicyArns: [],
   };
   iam.managedArnsOf.set(role.arn, ((p.ManagedPolicyArns as unknown[] | undefined) ?? []).map(String));
@@ -1001,7 +1192,12 @@ function addResourcePolicy(
     known.logicalIds.push(logicalId);
     known.document = { Version: '2012-10-17', Statement: [...statementsOf(known.document), ...statements] };
   } else {
-    iam.resourcePolicies.set(resourceArn, { logicalIds: [logicalId], service, resourceArn, document: { Version: '2012-10-17', Statement: statements } });
+    iam.resourcePolicies.set(resourceArn, {
+      logicalIds: [logicalId],
+      service,
+      resourceArn,
+      document: { Version: '2012-10-17', Statement: statements },
+    });
   }
 }
 
@@ -1020,20 +1216,41 @@ interface IamInput {
 const IAM_PLANNERS: Record<string, (input: IamInput) => void> = {
   'AWS::IAM::Policy': ({ iam, id, p }) => {
     for (const name of ((p.Roles as unknown[] | undefined) ?? []).map(String)) {
-      roleNamed(iam, name)?.policies.push({ name: String(p.PolicyName ?? id), document: p.PolicyDocument as PolicyDocument });
+      roleNamed(iam, name)?.policies.push({
+        name: String(p.PolicyName ?? id),
+        document: p.PolicyDocument as PolicyDocument,
+      });
     }
   },
   'AWS::IAM::ManagedPolicy': ({ iam, id, p, identity }) => {
-    iam.managed.set(identity(id).ref, { name: id, document: p.PolicyDocument as PolicyDocument, roles: ((p.Roles as unknown[] | undefined) ?? []).map(String) });
+    iam.managed.set(identity(id).ref, {
+      name: id,
+      document: p.PolicyDocument as PolicyDocument,
+      roles: ((p.Roles as unknown[] | undefined) ?? []).map(String),
+    });
   },
   'AWS::SQS::QueuePolicy': ({ iam, id, p, region, accountId }) => {
     for (const url of ((p.Queues as unknown[] | undefined) ?? []).map(String)) {
       const name = url.split('/').pop()!;
-      addResourcePolicy(iam, 'sqs', `arn:aws:sqs:${region}:${accountId}:${name}`, id, statementsOf(p.PolicyDocument as PolicyDocument));
+      addResourcePolicy(
+        iam,
+        'sqs',
+        `arn:aws:sqs:${region}:${accountId}:${name}`,
+        id,
+        statementsOf(p.PolicyDocument as PolicyDocument),
+      );
     }
   },
-  'AWS::S3::BucketPolicy': ({ iam, id, p }) => addResourcePolicy(iam, 's3', `arn:aws:s3:::${String(p.Bucket)}`, id, statementsOf(p.PolicyDocument as PolicyDocument)),
-  'AWS::KMS::Key': ({ iam, id, p, identity }) => addResourcePolicy(iam, 'kms', identity(id).attrs.Arn, id, statementsOf(p.KeyPolicy as PolicyDocument | undefined)),
+  'AWS::S3::BucketPolicy': ({ iam, id, p }) =>
+    addResourcePolicy(
+      iam,
+      's3',
+      `arn:aws:s3:::${String(p.Bucket)}`,
+      id,
+      statementsOf(p.PolicyDocument as PolicyDocument),
+    ),
+  'AWS::KMS::Key': ({ iam, id, p, identity }) =>
+    addResourcePolicy(iam, 'kms', identity(id).attrs.Arn, id, statementsOf(p.KeyPolicy as PolicyDocument | undefined)),
   'AWS::DynamoDB::Table': tableResourcePolicy,
   'AWS::DynamoDB::GlobalTable': tableResourcePolicy,
   'AWS::Lambda::Permission': ({ iam, id, p, region, accountId }) => {
@@ -1055,11 +1272,14 @@ function permissionStatement(id: string, p: Record<string, unknown>, fnArn: stri
   const condition: Record<string, Record<string, string>> = {};
   if (p.SourceArn !== undefined) condition.ArnLike = { 'AWS:SourceArn': String(p.SourceArn) };
   if (p.SourceAccount !== undefined) condition.StringEquals = { 'AWS:SourceAccount': String(p.SourceAccount) };
-  if (p.PrincipalOrgID !== undefined) condition.StringEquals = { ...condition.StringEquals, 'aws:PrincipalOrgID': String(p.PrincipalOrgID) };
+  if (p.PrincipalOrgID !== undefined)
+    condition.StringEquals = { ...condition.StringEquals, 'aws:PrincipalOrgID': String(p.PrincipalOrgID) };
   return {
     Sid: id,
     Effect: 'Allow',
-    Principal: principal.endsWith('.amazonaws.com') ? { Service: principal } : { AWS: /^\d{12}$/.test(principal) ? `arn:aws:iam::${principal}:root` : principal },
+    Principal: principal.endsWith('.amazonaws.com')
+      ? { Service: principal }
+      : { AWS: /^\d{12}$/.test(principal) ? `arn:aws:iam::${principal}:root` : principal },
     Action: String(p.Action),
     Resource: fnArn,
     ...(Object.keys(condition).length > 0 ? { Condition: condition } : {}),
@@ -1087,7 +1307,9 @@ function referencesIn(value: unknown, out: Set<string>, subVariables: Set<string
       return;
     }
     if (fn === 'Fn::Sub') {
-      const [text, map] = Array.isArray(arg) ? [arg[0], arg[1] as Record<string, unknown> | undefined] : [arg, undefined];
+      const [text, map] = Array.isArray(arg)
+        ? [arg[0], arg[1] as Record<string, unknown> | undefined]
+        : [arg, undefined];
       const local = new Set([...subVariables, ...Object.keys(map ?? {})]);
       if (typeof text === 'string') {
         for (const m of text.matchAll(/\$\{([^!}][^}]*)\}/g)) {
@@ -1109,20 +1331,29 @@ function referencesIn(value: unknown, out: Set<string>, subVariables: Set<string
  * @throws TemplateError
  */
 function refuseUnresolvable(template: CloudFormationTemplate): void {
-  const missingValues = Object.entries(template.Parameters ?? {}).filter(([, p]) => p.Default === undefined).map(([id]) => id);
+  const missingValues = Object.entries(template.Parameters ?? {})
+    .filter(([, p]) => p.Default === undefined)
+    .map(([id]) => id);
   if (missingValues.length > 0) {
-    throw new TemplateError(`Parameters: [${missingValues.join(', ')}] must have values (the local runtime deploys without parameter overrides: give each a Default)`, missingValues.join(','));
+    throw new TemplateError(
+      `Parameters: [${missingValues.join(', ')}] must have values (the local runtime deploys without parameter overrides: give each a Default)`,
+      missingValues.join(','),
+    );
   }
   const named = new Set<string>();
   for (const r of Object.values(template.Resources)) {
     referencesIn(r.Properties, named);
-    for (const d of r.DependsOn === undefined ? [] : Array.isArray(r.DependsOn) ? r.DependsOn : [r.DependsOn]) named.add(String(d));
+    for (const d of r.DependsOn === undefined ? [] : Array.isArray(r.DependsOn) ? r.DependsOn : [r.DependsOn])
+      named.add(String(d));
   }
   referencesIn(template.Outputs, named);
   referencesIn(template.Conditions, named);
   const known = new Set([...Object.keys(template.Resources), ...Object.keys(template.Parameters ?? {})]);
   const unresolved = [...named].filter((n) => !known.has(n)).sort();
   if (unresolved.length > 0) {
-    throw new TemplateError(`Template format error: Unresolved resource dependencies [${unresolved.join(', ')}] in the Resources block of the template`, unresolved.join(','));
+    throw new TemplateError(
+      `Template format error: Unresolved resource dependencies [${unresolved.join(', ')}] in the Resources block of the template`,
+      unresolved.join(','),
+    );
   }
 }

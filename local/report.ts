@@ -13,7 +13,9 @@ import type { LedgerTotals } from './session';
 export type EffectsSource = 'fixture' | 'pipeline';
 
 /** What the run observed for one job; the counts from the run ledger, summed over this run's batches. */
-export interface JobObservation extends Pick<LedgerTotals, 'discovered' | 'published' | 'completed' | 'rejected' | 'duplicates' | 'deferred'>, Partial<Pick<LedgerTotals, 'completedElsewhere'>> {
+export interface JobObservation
+  extends Pick<LedgerTotals, 'discovered' | 'published' | 'completed' | 'rejected' | 'duplicates' | 'deferred'>,
+    Partial<Pick<LedgerTotals, 'completedElsewhere'>> {
   /** Messages in the job's DLQ at the end. */
   dlq: number;
   /** The `failureReason` of (some of) those messages, as the consumer set it; for the report. */
@@ -152,7 +154,10 @@ export class RecordFailureLog {
       .map((k) => ({ ...k.summary, records: k.records.size }))
       .sort(
         (a, b) =>
-          b.attempts - a.attempts || b.records - a.records || a.errorName.localeCompare(b.errorName) || a.message.localeCompare(b.message),
+          b.attempts - a.attempts ||
+          b.records - a.records ||
+          a.errorName.localeCompare(b.errorName) ||
+          a.message.localeCompare(b.message),
       );
   }
 }
@@ -226,7 +231,7 @@ export function buildJobReport(job: string, o: JobObservation): { report: JobRep
       job,
       name: 'rate-respected',
       ok: report.maxStartsPerWindow <= o.rateLimit.startsPerInterval,
-      detail: `at most ${report.maxStartsPerWindow} ${source === 'pipeline' ? 'apply starts (the consumer\'s)' : 'starts'} in any ${o.rateLimit.intervalSeconds}s window, limit ${o.rateLimit.startsPerInterval}`,
+      detail: `at most ${report.maxStartsPerWindow} ${source === 'pipeline' ? "apply starts (the consumer's)" : 'starts'} in any ${o.rateLimit.intervalSeconds}s window, limit ${o.rateLimit.startsPerInterval}`,
     },
     noUnexplainedDeadLetters(job, o),
     iamAllowed(job, o),
@@ -263,14 +268,22 @@ function nothingLost(job: string, o: JobObservation, report: JobReport): Check {
   const earlier = o.completedElsewhere ?? 0;
   // The ledger's exact equation (lambda/core/ledgerContract.ts) over this run's totals: the DLQ's depth is the
   // dead-lettered figure, and with kept data an operation an earlier run completed is completedElsewhere.
-  const totals = { discovered: o.discovered, completed: o.completed, completedElsewhere: earlier, rejected: o.rejected, deadLettered: o.dlq };
+  const totals = {
+    discovered: o.discovered,
+    completed: o.completed,
+    completedElsewhere: earlier,
+    rejected: o.rejected,
+    deadLettered: o.dlq,
+  };
   const accounted = batchSettledCount(totals);
   return {
     job,
     name: 'nothing-lost',
     ok: batchExact(totals),
     detail: `completed ${o.completed}${o.keptData || earlier > 0 ? ` + done by earlier runs ${earlier}` : ''} + rejected ${o.rejected} + dlq ${o.dlq} = ${accounted}, discovered ${o.discovered}${
-      !batchExact(totals) && report.recordFailures.length > 0 ? `; records failing: ${describeRecordFailure(report.recordFailures[0])}` : ''
+      !batchExact(totals) && report.recordFailures.length > 0
+        ? `; records failing: ${describeRecordFailure(report.recordFailures[0])}`
+        : ''
     }`,
   };
 }
@@ -286,17 +299,21 @@ function oneEffectPerOperation(job: string, o: JobObservation, source: JobReport
     name: 'one-effect-per-operation',
     // Every completed operation changed the downstream once; nothing changed twice. (A completed operation that
     // found its target already done makes no effect; a fresh demo run has none.)
-    ok: repeated.length === 0 && unexpected.length === 0 && untouched.length === 0 && effectedOperations === o.completed,
+    ok:
+      repeated.length === 0 && unexpected.length === 0 && untouched.length === 0 && effectedOperations === o.completed,
     detail:
       untouched.length > 0
         ? `${untouched.length} items due were never changed, e.g. ${untouched.slice(0, 3).join(', ')}`
         : repeated.length > 0
-        ? `${repeated.length} targets changed other than once, e.g. ${repeated.slice(0, 3).map(([k, n]) => `${k} x${n}`).join(', ')}`
-        : unexpected.length > 0
-          ? `${unexpected.length} targets changed that were not due, e.g. ${unexpected.slice(0, 3).join(', ')}`
-          : source === 'pipeline'
-            ? `${effectedOperations} operations completed once each in the pipeline's own record, ${o.completed} completed in the ledger (no fixture: the downstream's effects are not seen)`
-            : `${effectedOperations} operations with one effect each, ${o.completed} completed`,
+          ? `${repeated.length} targets changed other than once, e.g. ${repeated
+              .slice(0, 3)
+              .map(([k, n]) => `${k} x${n}`)
+              .join(', ')}`
+          : unexpected.length > 0
+            ? `${unexpected.length} targets changed that were not due, e.g. ${unexpected.slice(0, 3).join(', ')}`
+            : source === 'pipeline'
+              ? `${effectedOperations} operations completed once each in the pipeline's own record, ${o.completed} completed in the ledger (no fixture: the downstream's effects are not seen)`
+              : `${effectedOperations} operations with one effect each, ${o.completed} completed`,
   };
 }
 
@@ -402,21 +419,45 @@ export function formatReport(report: RunReport): string {
     `${j.maxStartsPerWindow}/${j.rateLimitPerWindow} per ${j.windowSeconds}s`,
     j.maxJobAgeSeconds === null ? '-' : `${j.maxJobAgeSeconds}s`,
   ]);
-  const table = formatTable(['job', 'discovered', 'completed', 'rejected', 'dlq', 'effects', 'duplicates', 'deferred', 'throttled', 'max starts', 'max job age'], rows);
+  const table = formatTable(
+    [
+      'job',
+      'discovered',
+      'completed',
+      'rejected',
+      'dlq',
+      'effects',
+      'duplicates',
+      'deferred',
+      'throttled',
+      'max starts',
+      'max job age',
+    ],
+    rows,
+  );
   const checks = report.checks.map((c) => `${c.ok ? 'PASS' : 'FAIL'}  ${c.job}  ${c.name}: ${c.detail}`);
   const notes = Object.entries(report.jobs).flatMap(([name, j]) => (j.note ? [`NOTE  ${name}: ${j.note}`] : []));
   const problems = Object.entries(report.jobs).flatMap(([name, j]) => [
-    ...j.denials.map((d) => `DENIED  ${name}  ${d.action} on ${d.resource} by ${d.role} (${d.caller}) x${d.count}: ${d.message}`),
-    ...j.functionErrors.map(
-      (e) => `ERROR  ${name}  ${e.functionName}: ${e.errorType}: ${e.message} x${e.count}${e.examples[0] && e.examples[0] !== e.message ? ` (first: ${e.examples[0].slice(0, 300)})` : ''}`,
+    ...j.denials.map(
+      (d) => `DENIED  ${name}  ${d.action} on ${d.resource} by ${d.role} (${d.caller}) x${d.count}: ${d.message}`,
     ),
-    ...j.recordFailures.slice(0, RECORD_FAILURES_SHOWN).map((f) => `RECORD-ERROR  ${name}  ${describeRecordFailure(f)}`),
+    ...j.functionErrors.map(
+      (e) =>
+        `ERROR  ${name}  ${e.functionName}: ${e.errorType}: ${e.message} x${e.count}${e.examples[0] && e.examples[0] !== e.message ? ` (first: ${e.examples[0].slice(0, 300)})` : ''}`,
+    ),
+    ...j.recordFailures
+      .slice(0, RECORD_FAILURES_SHOWN)
+      .map((f) => `RECORD-ERROR  ${name}  ${describeRecordFailure(f)}`),
     ...(j.recordFailures.length > RECORD_FAILURES_SHOWN
-      ? [`RECORD-ERROR  ${name}  and ${j.recordFailures.length - RECORD_FAILURES_SHOWN} more kinds of error (--json lists them all)`]
+      ? [
+          `RECORD-ERROR  ${name}  and ${j.recordFailures.length - RECORD_FAILURES_SHOWN} more kinds of error (--json lists them all)`,
+        ]
       : []),
   ]);
   const warnings = report.warnings.map((w) => `WARNING  ${w}`);
-  const head = report.settled ? `settled in ${(report.durationMs / 1000).toFixed(1)} s` : `did NOT settle within ${(report.durationMs / 1000).toFixed(1)} s`;
+  const head = report.settled
+    ? `settled in ${(report.durationMs / 1000).toFixed(1)} s`
+    : `did NOT settle within ${(report.durationMs / 1000).toFixed(1)} s`;
   return [
     `Local run, ${runName(report)}, business date ${report.businessDate}: ${head}`,
     ...(warnings.length > 0 ? ['', ...warnings] : []),

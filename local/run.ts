@@ -5,13 +5,20 @@
 // names no job: what a job seeds and how its effects are read is its fixture's (lambda/jobs/<name>/local.ts); a job
 // without one is judged on the pipeline's own counts.
 import { maxJobAgeMs } from './metricSamples';
-import { createWriteStream, mkdirSync, renameSync, WriteStream, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, renameSync, type WriteStream, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { DownstreamQuota, SeededDemo } from './fixture';
 import { LocalSession, type JobState } from './session';
 import type { Ports } from './stack';
 import { UNKNOWN_TYPE_REASON } from './plan';
-import { buildRunReport, formatReport, formatTable, JobObservation, RecordFailureLog, RunReport } from './report';
+import {
+  buildRunReport,
+  formatReport,
+  formatTable,
+  type JobObservation,
+  RecordFailureLog,
+  type RunReport,
+} from './report';
 
 export interface RunOptions {
   /**
@@ -74,7 +81,12 @@ export interface RunViews {
   /** With `serve`: starts the web console of the serving session, before its endpoints file exists. */
   startConsole?(session: LocalSession, port: number | undefined, say: (line: string) => void): Promise<LocalConsole>;
   /** A demo run's charts as one HTML file at `file`; resolves to its path. */
-  writeCharts?(session: LocalSession, report: RunReport, file: string, run: { started: number; businessDate: string }): Promise<string>;
+  writeCharts?(
+    session: LocalSession,
+    report: RunReport,
+    file: string,
+    run: { started: number; businessDate: string },
+  ): Promise<string>;
 }
 
 /** The web console of a serving session, listening before the stack's endpoints file exists. */
@@ -128,7 +140,9 @@ export async function runLocal(options: RunOptions, io: RunIo, views: RunViews =
       prewarm: false,
     });
     const { plan } = session.stack;
-    say(`local stack ${plan.stackName} is up: ${plan.queues.length} queues, ${plan.tables.length} tables, ${plan.functions.length} functions, ${plan.schedules.length} schedules (ignored: ${plan.ignored.length} IAM/logging/monitoring resources)`);
+    say(
+      `local stack ${plan.stackName} is up: ${plan.queues.length} queues, ${plan.tables.length} tables, ${plan.functions.length} functions, ${plan.schedules.length} schedules (ignored: ${plan.ignored.length} IAM/logging/monitoring resources)`,
+    );
     if (plan.notEmulated.length > 0) say(notEmulatedLine(plan.notEmulated));
     const counts = demoCounts(session, options.counts ?? {});
     const warmStarted = Date.now();
@@ -140,11 +154,24 @@ export async function runLocal(options: RunOptions, io: RunIo, views: RunViews =
     const { businessDate, seeded } = await seedAndFire(session, counts, options, say, () => session!.startConsumers());
     const settled = await waitUntilSettled(session, options, io);
     // A team's app has no environment: the report names its stack instead.
-    const report = await collectReport(session, seeded, { env: options.env, stack: session.artifact.stackName, businessDate, settled, started, keptData: options.dataDir !== undefined, recordFailures: logs.recordFailures });
+    const report = await collectReport(session, seeded, {
+      env: options.env,
+      stack: session.artifact.stackName,
+      businessDate,
+      settled,
+      started,
+      keptData: options.dataDir !== undefined,
+      recordFailures: logs.recordFailures,
+    });
     if (options.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else io.stdout.write(`${formatReport(report)}\n`);
     if (views.writeCharts) {
-      const reportFile = await views.writeCharts(session, report, options.reportFile ? resolve(cwd, options.reportFile) : join(localDir, 'report.html'), { started, businessDate });
+      const reportFile = await views.writeCharts(
+        session,
+        report,
+        options.reportFile ? resolve(cwd, options.reportFile) : join(localDir, 'report.html'),
+        { started, businessDate },
+      );
       // With --json stdout is the one document; the path is for the person at the terminal.
       (options.json ? io.stderr : io.stdout).write(`charts of the run: ${reportFile}\n`);
     }
@@ -172,12 +199,15 @@ async function serve(
     say(`serving; endpoints in ${endpointsFile}. Ctrl-C to stop.`);
     if (web) {
       say(`console: ${web.tokenUrl}`);
-      say(`  (the token in that URL is the key to the console's API: endpoints.json lists the console without it; the page keeps it for its tab only)`);
+      say(
+        `  (the token in that URL is the key to the console's API: endpoints.json lists the console without it; the page keeps it for its tab only)`,
+      );
     }
     if (options.now) await seedAndFire(session, counts, options, say);
     session.startConsumers();
     session.stack.scheduler.start();
-    for (const s of session.stack.scheduler.list()) say(`schedule ${s.schedule.name}: ${s.state}${s.nextFire ? `, next ${s.nextFire.toISOString()}` : ''}`);
+    for (const s of session.stack.scheduler.list())
+      say(`schedule ${s.schedule.name}: ${s.state}${s.nextFire ? `, next ${s.nextFire.toISOString()}` : ''}`);
     await io.stopSignal;
     say('stopping');
   } finally {
@@ -223,7 +253,9 @@ export class RunLogs {
  * other resources), with the reason when it is not just the type.
  */
 export function notEmulatedLine(resources: readonly { logicalId: string; type: string; reason: string }[]): string {
-  const items = resources.map((r) => `${r.logicalId} (${r.type}${r.reason === UNKNOWN_TYPE_REASON ? '' : `: ${r.reason}`})`);
+  const items = resources.map(
+    (r) => `${r.logicalId} (${r.type}${r.reason === UNKNOWN_TYPE_REASON ? '' : `: ${r.reason}`})`,
+  );
   return `not emulated, no job needs them: ${items.join(', ')}`;
 }
 
@@ -235,8 +267,14 @@ function demoCounts(session: LocalSession, asked: Record<string, number>): Map<s
   for (const [name, n] of Object.entries(asked)) {
     if (!Number.isSafeInteger(n) || n < 0) throw new RunError(`--count ${name}=${n}: a count must be a whole number`);
     const job = session.jobs.get(name);
-    if (!job) throw new RunError(`--count names job "${name}", which the stack does not have (jobs: ${[...session.jobs.keys()].join(', ') || 'none'})`);
-    if (!job.fixture && n > 0) throw new RunError(`--count ${name}=${n}: job ${name} has no local fixture (${job.fixtureFile}) to seed demo records with`);
+    if (!job)
+      throw new RunError(
+        `--count names job "${name}", which the stack does not have (jobs: ${[...session.jobs.keys()].join(', ') || 'none'})`,
+      );
+    if (!job.fixture && n > 0)
+      throw new RunError(
+        `--count ${name}=${n}: job ${name} has no local fixture (${job.fixtureFile}) to seed demo records with`,
+      );
   }
   return new Map([...session.jobs.values()].map((j) => [j.name, asked[j.name] ?? j.fixture?.defaultCount ?? 0]));
 }
@@ -252,7 +290,8 @@ async function seedAndFire(
   const now = new Date();
   const names = [...session.jobs.keys()];
   const dates = new Set(names.map((name) => options.date ?? session.businessDateFor(name, now)));
-  if (dates.size > 1) say(`note: jobs compute different default business dates (${[...dates].join(', ')}); the demo uses the first`);
+  if (dates.size > 1)
+    say(`note: jobs compute different default business dates (${[...dates].join(', ')}); the demo uses the first`);
   const businessDate = [...dates][0] ?? options.date ?? now.toISOString().slice(0, 10);
   const seeded = new Map<string, SeededDemo>();
   for (const name of names) seeded.set(name, await session.seed(name, counts.get(name) ?? 0, businessDate));
@@ -277,23 +316,49 @@ async function waitUntilSettled(session: LocalSession, options: RunOptions, io: 
   const onPoll = (states: Map<string, JobState>) => {
     const rows = [...states].map(([name, s]) => progressRow(session, name, s));
     if (tty) {
-      const table = formatTable(['job', 'discovered', 'published', 'in flight', 'completed', 'duplicates', 'retries', '429s', 'deferred', 'rejected', 'dlq', 'oldest'], rows);
+      const table = formatTable(
+        [
+          'job',
+          'discovered',
+          'published',
+          'in flight',
+          'completed',
+          'duplicates',
+          'retries',
+          '429s',
+          'deferred',
+          'rejected',
+          'dlq',
+          'oldest',
+        ],
+        rows,
+      );
       if (printedLines > 0) io.stderr.write(`\x1b[${printedLines}A\x1b[J`);
       io.stderr.write(`${table}\n`);
       printedLines = table.split('\n').length;
     } else if (Date.now() - lastPlain >= 5000) {
       lastPlain = Date.now();
-      for (const r of rows) io.stderr.write(`progress ${r[0]}: discovered ${r[1]} published ${r[2]} in-flight ${r[3]} completed ${r[4]} duplicates ${r[5]} retries ${r[6]} 429s ${r[7]} deferred ${r[8]} rejected ${r[9]} dlq ${r[10]} oldest ${r[11]}\n`);
+      for (const r of rows)
+        io.stderr.write(
+          `progress ${r[0]}: discovered ${r[1]} published ${r[2]} in-flight ${r[3]} completed ${r[4]} duplicates ${r[5]} retries ${r[6]} 429s ${r[7]} deferred ${r[8]} rejected ${r[9]} dlq ${r[10]} oldest ${r[11]}\n`,
+        );
     }
   };
-  return session.settle({ deadline: Date.now() + (options.timeoutSeconds ?? 180) * 1000, onPoll, interrupted: () => interrupted });
+  return session.settle({
+    deadline: Date.now() + (options.timeoutSeconds ?? 180) * 1000,
+    onPoll,
+    interrupted: () => interrupted,
+  });
 }
 
 function progressRow(session: LocalSession, name: string, s: JobState): (string | number)[] {
   const job = session.job(name);
   const stats = job.mapping?.statistics;
   const outstanding = s.queue.visible + s.queue.inFlight;
-  const oldest = stats?.oldestSentTimestamp && outstanding > 0 ? `${Math.round((Date.now() - stats.oldestSentTimestamp) / 1000)}s` : '-';
+  const oldest =
+    stats?.oldestSentTimestamp && outstanding > 0
+      ? `${Math.round((Date.now() - stats.oldestSentTimestamp) / 1000)}s`
+      : '-';
   return [
     name,
     s.ledger.discovered,
@@ -325,7 +390,12 @@ export async function observeJob(
   const ledger = await session.ledgerTotals(name);
   const dlq = await session.depth(job.dlqUrl);
   // A look at up to 10 dead letters; the run is over, so a receive changes nothing that matters.
-  const dlqReasons = dlq.total > 0 ? (await session.readQueue(job.dlqUrl, 60, DLQ_REASONS_READ)).map((m) => m.attributes.failureReason ?? MOVED_BY_SQS) : [];
+  const dlqReasons =
+    dlq.total > 0
+      ? (await session.readQueue(job.dlqUrl, 60, DLQ_REASONS_READ)).map(
+          (m) => m.attributes.failureReason ?? MOVED_BY_SQS,
+        )
+      : [];
   const effects = await session.effects(name, seeded ?? { expectedOperations: [], summary: 'not seeded' });
   return {
     discovered: ledger.discovered,
@@ -360,11 +430,26 @@ export async function observeJob(
 async function collectReport(
   session: LocalSession,
   seeded: Map<string, SeededDemo>,
-  run: { env?: string; stack: string; businessDate: string; settled: boolean; started: number; keptData: boolean; recordFailures?: RecordFailureLog },
+  run: {
+    env?: string;
+    stack: string;
+    businessDate: string;
+    settled: boolean;
+    started: number;
+    keptData: boolean;
+    recordFailures?: RecordFailureLog;
+  },
 ): Promise<RunReport> {
   const observations = new Map<string, JobObservation>();
   for (const job of session.jobs.values()) {
-    observations.set(job.name, await observeJob(session, job.name, seeded.get(job.name), { maxJobAgeMs: maxJobAgeMs(session.metrics.samples(), job.name), keptData: run.keptData, recordFailures: run.recordFailures }));
+    observations.set(
+      job.name,
+      await observeJob(session, job.name, seeded.get(job.name), {
+        maxJobAgeMs: maxJobAgeMs(session.metrics.samples(), job.name),
+        keptData: run.keptData,
+        recordFailures: run.recordFailures,
+      }),
+    );
   }
   return buildRunReport({
     // A team's app has no environment: the report names its stack (this repository's names both).
@@ -379,10 +464,16 @@ async function collectReport(
 }
 
 /** `.local/endpoints.json`: everything a client (the AWS CLI, the ops CLI, a script) needs to use the local stack. */
-export function writeEndpoints(localDir: string, session: LocalSession, extra: { console?: { url: string } } = {}): string {
+export function writeEndpoints(
+  localDir: string,
+  session: LocalSession,
+  extra: { console?: { url: string } } = {},
+): string {
   const { stack } = session;
   const file = join(localDir, 'endpoints.json');
-  const downstreams = Object.fromEntries([...session.jobs.values()].flatMap((j) => (j.downstream ? [[j.name, j.downstream.endpoint]] : [])));
+  const downstreams = Object.fromEntries(
+    [...session.jobs.values()].flatMap((j) => (j.downstream ? [[j.name, j.downstream.endpoint]] : [])),
+  );
   const doc = {
     stackName: stack.plan.stackName,
     // Where `ops --local` finds each job's code (preflight loads it): a team's app keeps its assembly where it chose.
@@ -402,13 +493,31 @@ export function writeEndpoints(localDir: string, session: LocalSession, extra: {
       // Each job's fake downstream (the stand-in for its non-AWS API), by job name.
       downstreams,
     },
-    queues: Object.fromEntries(stack.plan.queues.map((q) => [q.logicalId, { name: q.name, url: q.url, arn: q.arn, deadLetterTargetArn: q.deadLetterTargetArn, maxReceiveCount: q.maxReceiveCount }])),
+    queues: Object.fromEntries(
+      stack.plan.queues.map((q) => [
+        q.logicalId,
+        {
+          name: q.name,
+          url: q.url,
+          arn: q.arn,
+          deadLetterTargetArn: q.deadLetterTargetArn,
+          maxReceiveCount: q.maxReceiveCount,
+        },
+      ]),
+    ),
     tables: Object.fromEntries(stack.plan.tables.map((t) => [t.logicalId, t.name])),
     buckets: Object.fromEntries(stack.plan.buckets.map((b) => [b.logicalId, b.name])),
     secrets: Object.fromEntries(stack.plan.secrets.map((s) => [s.logicalId, { name: s.name, arn: s.arn }])),
     functions: Object.fromEntries(stack.plan.functions.map((f) => [f.logicalId, { name: f.name, arn: f.arn }])),
-    schedules: Object.fromEntries(stack.plan.schedules.map((s) => [s.logicalId, { name: s.name, arn: s.arn, expression: s.expression, timeZone: s.timeZone }])),
-    eventSourceMappings: Object.fromEntries(stack.mappings.map((m) => [m.uuid, { functionName: m.config.functionName, queueArn: m.config.queueArn }])),
+    schedules: Object.fromEntries(
+      stack.plan.schedules.map((s) => [
+        s.logicalId,
+        { name: s.name, arn: s.arn, expression: s.expression, timeZone: s.timeZone },
+      ]),
+    ),
+    eventSourceMappings: Object.fromEntries(
+      stack.mappings.map((m) => [m.uuid, { functionName: m.config.functionName, queueArn: m.config.queueArn }]),
+    ),
     jobs: Object.fromEntries(
       [...session.jobs.values()].map((j) => [
         j.name,

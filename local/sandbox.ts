@@ -2,7 +2,17 @@
 // laid out as /var/task, /opt and /var/runtime are, so a bare require() the bundle left external reaches only what
 // Lambda would give it (the asset, its layers, the runtime's AWS SDK) and never this project's node_modules.
 import { randomBytes } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, resolve as resolvePath } from 'node:path';
 
@@ -40,7 +50,11 @@ const PROJECT_MODULES = resolvePath(dirname(require.resolve(`${RUNTIME_SDK_REFER
  * A bundle that needs a particular version should bundle it rather than rely on either.
  */
 export function runtimeSdkVersion(): string {
-  return (JSON.parse(readFileSync(join(PROJECT_MODULES, RUNTIME_SDK_REFERENCE, 'package.json'), 'utf8')) as { version: string }).version;
+  return (
+    JSON.parse(readFileSync(join(PROJECT_MODULES, RUNTIME_SDK_REFERENCE, 'package.json'), 'utf8')) as {
+      version: string;
+    }
+  ).version;
 }
 
 interface PackageJson {
@@ -70,7 +84,11 @@ function resolvePackage(name: string, fromDir: string, root: string): string | u
 export function runtimeSdkClosure(projectModules: string = PROJECT_MODULES): Map<string, string> {
   const root = dirname(projectModules);
   const scope = join(projectModules, '@aws-sdk');
-  const seeds = existsSync(scope) ? readdirSync(scope).map((n) => join(scope, n)).filter((d) => existsSync(join(d, 'package.json'))) : [];
+  const seeds = existsSync(scope)
+    ? readdirSync(scope)
+        .map((n) => join(scope, n))
+        .filter((d) => existsSync(join(d, 'package.json')))
+    : [];
   const byName = new Map<string, string>();
   const seen = new Set<string>();
   const queue = [...seeds];
@@ -308,7 +326,10 @@ export class LambdaSandbox {
       }
     } catch (error) {
       this.close();
-      throw new SandboxError(`could not lay out the local Lambda sandbox in ${this.root}: ${(error as Error).message}`, { cause: error });
+      throw new SandboxError(
+        `could not lay out the local Lambda sandbox in ${this.root}: ${(error as Error).message}`,
+        { cause: error },
+      );
     }
   }
 
@@ -321,7 +342,8 @@ export class LambdaSandbox {
   prepare(functionName: string, codeDir: string, layerDirs: string[], nodeMajor: number): SandboxEnvironment {
     if (this.closed) throw new SandboxError(`${functionName}: the local Lambda sandbox ${this.root} is closed`);
     for (const dir of [codeDir, ...layerDirs]) {
-      if (!existsSync(dir)) throw new SandboxError(`${functionName}: ${dir === codeDir ? 'asset' : 'layer'} folder ${dir} does not exist`);
+      if (!existsSync(dir))
+        throw new SandboxError(`${functionName}: ${dir === codeDir ? 'asset' : 'layer'} folder ${dir} does not exist`);
     }
     const taskKey = resolvePath(codeDir);
     let taskDir = this.tasks.get(taskKey);
@@ -340,7 +362,13 @@ export class LambdaSandbox {
     }
     // Lambda's bootstrap: /opt/nodejs/node<major>/node_modules, /opt/nodejs/node_modules, /var/runtime/node_modules,
     // then /var/runtime and /var/task.
-    const nodePath = [join(optDir, 'nodejs', `node${nodeMajor}`, 'node_modules'), join(optDir, 'nodejs', 'node_modules'), join(this.runtimeDir, 'node_modules'), this.runtimeDir, taskDir].join(delimiter);
+    const nodePath = [
+      join(optDir, 'nodejs', `node${nodeMajor}`, 'node_modules'),
+      join(optDir, 'nodejs', 'node_modules'),
+      join(this.runtimeDir, 'node_modules'),
+      this.runtimeDir,
+      taskDir,
+    ].join(delimiter);
     return { taskDir, optDir, runtimeDir: this.runtimeDir, bootstrapPath: this.bootstrapPath, nodePath };
   }
 

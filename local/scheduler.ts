@@ -1,11 +1,15 @@
 // Schedule -> producer: emulates EventBridge Scheduler for the stack's schedules: fires each cron in its time zone (or
 // on demand), fills the context placeholders of the target's Input, retries per RetryPolicy, then dead-letters.
 import { randomUUID } from 'node:crypto';
-import { CronExpression, nextFireTime, parseCron } from '../lambda/core/cron';
+import { type CronExpression, nextFireTime, parseCron } from '../lambda/core/cron';
 import type { PlannedSchedule } from './plan';
 
 export class ScheduleError extends Error {
-  constructor(message: string, public readonly scheduleName: string, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly scheduleName: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'ScheduleError';
   }
@@ -15,7 +19,12 @@ export class ScheduleError extends Error {
 export type Deliver = (targetArn: string, input: string, schedule: PlannedSchedule) => Promise<void>;
 
 /** Sends an undeliverable event to the schedule's dead-letter queue, with Scheduler's error attributes. */
-export type DeadLetter = (queueArn: string, body: string, attributes: Record<string, string>, schedule: PlannedSchedule) => Promise<void>;
+export type DeadLetter = (
+  queueArn: string,
+  body: string,
+  attributes: Record<string, string>,
+  schedule: PlannedSchedule,
+) => Promise<void>;
 
 export interface SchedulerOptions {
   deliver: Deliver;
@@ -54,7 +63,10 @@ interface Entry {
 const schedulerTime = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /** Replaces Scheduler's context attributes in a target Input. */
-export function renderInput(input: string | undefined, context: { scheduledTime: Date; scheduleArn: string; executionId: string; attempt: number }): string {
+export function renderInput(
+  input: string | undefined,
+  context: { scheduledTime: Date; scheduleArn: string; executionId: string; attempt: number },
+): string {
   return (input ?? '{}')
     .replaceAll('<aws.scheduler.scheduled-time>', schedulerTime(context.scheduledTime))
     .replaceAll('<aws.scheduler.schedule-arn>', context.scheduleArn)
@@ -75,19 +87,28 @@ export class LocalScheduler {
   /** @throws ScheduleError when the expression is not a cron the emulator understands. */
   add(schedule: PlannedSchedule): void {
     if (!schedule.expression.startsWith('cron(')) {
-      throw new ScheduleError(`schedule ${schedule.name}: only cron(...) expressions are emulated, got ${schedule.expression}`, schedule.name);
+      throw new ScheduleError(
+        `schedule ${schedule.name}: only cron(...) expressions are emulated, got ${schedule.expression}`,
+        schedule.name,
+      );
     }
     let cron: CronExpression;
     try {
       cron = parseCron(schedule.expression);
     } catch (error) {
-      throw new ScheduleError(`schedule ${schedule.name}: ${(error as Error).message}`, schedule.name, { cause: error });
+      throw new ScheduleError(`schedule ${schedule.name}: ${(error as Error).message}`, schedule.name, {
+        cause: error,
+      });
     }
     this.entries.set(schedule.name, { schedule, cron, state: schedule.enabled ? 'ENABLED' : 'DISABLED' });
   }
 
   list(): { schedule: PlannedSchedule; state: 'ENABLED' | 'DISABLED'; nextFire?: Date }[] {
-    return [...this.entries.values()].map((e) => ({ schedule: e.schedule, state: e.state, nextFire: e.nextFire ?? this.next(e) }));
+    return [...this.entries.values()].map((e) => ({
+      schedule: e.schedule,
+      state: e.state,
+      nextFire: e.nextFire ?? this.next(e),
+    }));
   }
 
   /** @throws ScheduleError for an unknown name. */
@@ -163,11 +184,14 @@ export class LocalScheduler {
     if (!this.running || !entry.nextFire) return;
     const at = entry.nextFire;
     const delay = at.getTime() - Date.now();
-    entry.timer = setTimeout(() => {
-      if (Date.now() < at.getTime()) return this.arm(entry);
-      void this.fire(entry.schedule.name, { scheduledTime: at });
-      this.arm(entry);
-    }, Math.min(MAX_TIMER_MS, Math.max(0, delay)));
+    entry.timer = setTimeout(
+      () => {
+        if (Date.now() < at.getTime()) return this.arm(entry);
+        void this.fire(entry.schedule.name, { scheduledTime: at });
+        this.arm(entry);
+      },
+      Math.min(MAX_TIMER_MS, Math.max(0, delay)),
+    );
     entry.timer.unref();
   }
 
@@ -180,7 +204,12 @@ export class LocalScheduler {
     let attempt = 0;
     let input = '';
     for (; attempt <= schedule.maximumRetryAttempts; attempt++) {
-      input = renderInput(schedule.input, { scheduledTime, scheduleArn: schedule.arn, executionId, attempt: attempt + 1 });
+      input = renderInput(schedule.input, {
+        scheduledTime,
+        scheduleArn: schedule.arn,
+        executionId,
+        attempt: attempt + 1,
+      });
       if (businessDate !== undefined) input = withBusinessDate(input, businessDate, schedule.name);
       try {
         await this.options.deliver(schedule.targetArn, input, schedule);
@@ -191,19 +220,29 @@ export class LocalScheduler {
         this.options.log?.(`schedule ${schedule.name}: delivery attempt ${attempt + 1} failed: ${lastError}`);
       }
       const wait = delay(attempt);
-      if (attempt === schedule.maximumRetryAttempts || Date.now() + wait - started > schedule.maximumEventAgeSeconds * 1000) break;
+      if (
+        attempt === schedule.maximumRetryAttempts ||
+        Date.now() + wait - started > schedule.maximumEventAgeSeconds * 1000
+      )
+        break;
       await new Promise((r) => setTimeout(r, wait));
     }
     const attempts = Math.min(attempt + 1, schedule.maximumRetryAttempts + 1);
     if (schedule.deadLetterArn) {
-      await this.options.deadLetter(schedule.deadLetterArn, input, {
-        ERROR_CODE: 'TargetDeliveryFailed',
-        ERROR_MESSAGE: lastError.slice(0, 256),
-        EXHAUSTED_RETRY_CONDITION: attempts > schedule.maximumRetryAttempts ? 'MaximumRetryAttempts' : 'MaximumEventAgeInSeconds',
-        RETRY_ATTEMPTS: String(attempts - 1),
-        SCHEDULE_ARN: schedule.arn,
-        TARGET_ARN: schedule.targetArn,
-      }, schedule);
+      await this.options.deadLetter(
+        schedule.deadLetterArn,
+        input,
+        {
+          ERROR_CODE: 'TargetDeliveryFailed',
+          ERROR_MESSAGE: lastError.slice(0, 256),
+          EXHAUSTED_RETRY_CONDITION:
+            attempts > schedule.maximumRetryAttempts ? 'MaximumRetryAttempts' : 'MaximumEventAgeInSeconds',
+          RETRY_ATTEMPTS: String(attempts - 1),
+          SCHEDULE_ARN: schedule.arn,
+          TARGET_ARN: schedule.targetArn,
+        },
+        schedule,
+      );
     }
     return { delivered: false, attempts, input, error: lastError };
   }
@@ -214,7 +253,9 @@ function withBusinessDate(input: string, businessDate: string, name: string): st
   try {
     parsed = JSON.parse(input);
   } catch (error) {
-    throw new ScheduleError(`schedule ${name}: cannot add businessDate, the target Input is not JSON`, name, { cause: error });
+    throw new ScheduleError(`schedule ${name}: cannot add businessDate, the target Input is not JSON`, name, {
+      cause: error,
+    });
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new ScheduleError(`schedule ${name}: cannot add businessDate, the target Input is not a JSON object`, name);

@@ -2,10 +2,10 @@
 // tool can pause a schedule (State DISABLED) and resume it against the local stack as it would against AWS. A schedule
 // is addressed in its group, as on AWS: a call that names no group means `default`, and one in another group is not
 // found there.
-import { createServer, IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { listenOnLoopback, RunningServer } from './servers';
-import { LocalScheduler, ScheduleError } from './scheduler';
+import { listenOnLoopback, type RunningServer } from './servers';
+import { type LocalScheduler, ScheduleError } from './scheduler';
 import type { PlannedSchedule } from './plan';
 
 const ONE = /^\/schedules\/([^/]+)$/;
@@ -25,7 +25,10 @@ function describe(schedule: PlannedSchedule, state: string, created: number): Re
       Arn: schedule.targetArn,
       RoleArn: `arn:aws:iam::000000000000:role/local-scheduler`,
       Input: schedule.input,
-      RetryPolicy: { MaximumRetryAttempts: schedule.maximumRetryAttempts, MaximumEventAgeInSeconds: schedule.maximumEventAgeSeconds },
+      RetryPolicy: {
+        MaximumRetryAttempts: schedule.maximumRetryAttempts,
+        MaximumEventAgeInSeconds: schedule.maximumEventAgeSeconds,
+      },
       ...(schedule.deadLetterArn ? { DeadLetterConfig: { Arn: schedule.deadLetterArn } } : {}),
     },
     CreationDate: created,
@@ -38,7 +41,12 @@ interface UpdateBody {
   State?: string;
   ScheduleExpression?: string;
   ScheduleExpressionTimezone?: string;
-  Target?: { Arn?: string; Input?: string; RetryPolicy?: { MaximumRetryAttempts?: number; MaximumEventAgeInSeconds?: number }; DeadLetterConfig?: { Arn?: string } };
+  Target?: {
+    Arn?: string;
+    Input?: string;
+    RetryPolicy?: { MaximumRetryAttempts?: number; MaximumEventAgeInSeconds?: number };
+    DeadLetterConfig?: { Arn?: string };
+  };
 }
 
 export async function startSchedulerApi(scheduler: LocalScheduler, port = 0): Promise<RunningServer> {
@@ -58,15 +66,34 @@ export async function startSchedulerApi(scheduler: LocalScheduler, port = 0): Pr
       const group = url.searchParams.get('ScheduleGroup');
       const schedules = scheduler
         .list()
-        .filter((s) => s.schedule.name.startsWith(prefix) && (!state || s.state === state) && (!group || s.schedule.group === group))
+        .filter(
+          (s) =>
+            s.schedule.name.startsWith(prefix) &&
+            (!state || s.state === state) &&
+            (!group || s.schedule.group === group),
+        )
         .map((s) => {
           const d = describe(s.schedule, s.state, created);
-          return { Arn: d.Arn, Name: d.Name, GroupName: d.GroupName, State: d.State, Target: { Arn: s.schedule.targetArn }, CreationDate: created, LastModificationDate: created };
+          return {
+            Arn: d.Arn,
+            Name: d.Name,
+            GroupName: d.GroupName,
+            State: d.State,
+            Target: { Arn: s.schedule.targetArn },
+            CreationDate: created,
+            LastModificationDate: created,
+          };
         });
       return reply(res, 200, { Schedules: schedules });
     }
     const one = ONE.exec(url.pathname);
-    if (!one) return reply(res, 404, { Message: `${req.method} ${url.pathname} is not emulated locally` }, 'ResourceNotFoundException');
+    if (!one)
+      return reply(
+        res,
+        404,
+        { Message: `${req.method} ${url.pathname} is not emulated locally` },
+        'ResourceNotFoundException',
+      );
     const name = decodeURIComponent(one[1]);
     // GetSchedule sends its group as the groupName query parameter, UpdateSchedule as GroupName in its body.
     const body: UpdateBody = req.method === 'PUT' && raw ? (JSON.parse(raw) as UpdateBody) : {};
@@ -75,11 +102,13 @@ export async function startSchedulerApi(scheduler: LocalScheduler, port = 0): Pr
     try {
       current = scheduler.get(name);
     } catch (error) {
-      if (error instanceof ScheduleError) return reply(res, 404, { Message: error.message }, 'ResourceNotFoundException');
+      if (error instanceof ScheduleError)
+        return reply(res, 404, { Message: error.message }, 'ResourceNotFoundException');
       throw error;
     }
     // Names are unique within a group only: the same name elsewhere is another schedule, and this group has none.
-    if (current.group !== group) return reply(res, 404, { Message: `Schedule ${name} does not exist.` }, 'ResourceNotFoundException');
+    if (current.group !== group)
+      return reply(res, 404, { Message: `Schedule ${name} does not exist.` }, 'ResourceNotFoundException');
     if (req.method === 'GET') {
       const state = scheduler.list().find((s) => s.schedule.name === name)!.state;
       return reply(res, 200, describe(current, state, created));
@@ -112,6 +141,10 @@ export async function startSchedulerApi(scheduler: LocalScheduler, port = 0): Pr
 }
 
 function reply(res: ServerResponse, status: number, body: unknown, errorType?: string): void {
-  res.writeHead(status, { 'content-type': 'application/json', 'x-amzn-requestid': randomUUID(), ...(errorType ? { 'x-amzn-errortype': errorType } : {}) });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'x-amzn-requestid': randomUUID(),
+    ...(errorType ? { 'x-amzn-errortype': errorType } : {}),
+  });
   res.end(JSON.stringify(body));
 }

@@ -1,8 +1,8 @@
 // Secrets emulation: the smallest Secrets Manager JSON endpoint the jobs need (GetSecretValue, DescribeSecret,
 // ListSecrets), serving the template's secrets. Hand-written because no npm package emulates Secrets Manager in-process.
-import { createServer, IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { listenOnLoopback, RunningServer } from './servers';
+import { listenOnLoopback, type RunningServer } from './servers';
 
 export interface LocalSecret {
   name: string;
@@ -29,7 +29,9 @@ export class LocalSecretsManager {
 
   async start(port = 0): Promise<RunningServer> {
     const server = createServer((req, res) => {
-      this.handle(req, res).catch((error: Error) => reply(res, 500, { __type: 'InternalServiceError', message: error.message }));
+      this.handle(req, res).catch((error: Error) =>
+        reply(res, 500, { __type: 'InternalServiceError', message: error.message }),
+      );
     });
     return listenOnLoopback(server, port);
   }
@@ -47,17 +49,29 @@ export class LocalSecretsManager {
     }
     const created = Math.floor(Date.now() / 1000);
     if (action === 'ListSecrets') {
-      return reply(res, 200, { SecretList: this.secrets.map((s) => ({ ARN: s.arn, Name: s.name, CreatedDate: created })) });
+      return reply(res, 200, {
+        SecretList: this.secrets.map((s) => ({ ARN: s.arn, Name: s.name, CreatedDate: created })),
+      });
     }
     if (action !== 'GetSecretValue' && action !== 'DescribeSecret') {
-      return reply(res, 400, { __type: 'InvalidRequestException', message: `${target || 'this action'} is not emulated locally` });
+      return reply(res, 400, {
+        __type: 'InvalidRequestException',
+        message: `${target || 'this action'} is not emulated locally`,
+      });
     }
     const secret = body.SecretId ? this.find(body.SecretId) : undefined;
     if (!secret) {
-      return reply(res, 400, { __type: 'ResourceNotFoundException', message: "Secrets Manager can't find the specified secret." });
+      return reply(res, 400, {
+        __type: 'ResourceNotFoundException',
+        message: "Secrets Manager can't find the specified secret.",
+      });
     }
     if (action === 'DescribeSecret') {
-      return reply(res, 200, { ARN: secret.arn, Name: secret.name, VersionIdsToStages: { [this.versionId]: ['AWSCURRENT'] } });
+      return reply(res, 200, {
+        ARN: secret.arn,
+        Name: secret.name,
+        VersionIdsToStages: { [this.versionId]: ['AWSCURRENT'] },
+      });
     }
     return reply(res, 200, {
       ARN: secret.arn,

@@ -7,7 +7,13 @@ import { EventEmitter } from 'node:events';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { dirname } from 'node:path';
 import { cpuProfileArgs } from './cpuProfile';
-import { emulateFairQueue, fairQueueFigures, type FairQueueFigures, type FairQueueSettings, type FairQueueTarget } from './fairQueue';
+import {
+  emulateFairQueue,
+  fairQueueFigures,
+  type FairQueueFigures,
+  type FairQueueSettings,
+  type FairQueueTarget,
+} from './fairQueue';
 
 export interface RunningServer {
   /** e.g. http://127.0.0.1:43123 */
@@ -58,7 +64,9 @@ export function closeServer(server: Server): Promise<void> {
 function listen(server: Server, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
-      reject(err.code === 'EADDRINUSE' ? new Error(`port ${port} on ${LOOPBACK} is already in use`, { cause: err }) : err);
+      reject(
+        err.code === 'EADDRINUSE' ? new Error(`port ${port} on ${LOOPBACK} is already in use`, { cause: err }) : err,
+      );
     };
     server.once('error', onError);
     server.listen(port, LOOPBACK, () => {
@@ -91,15 +99,18 @@ export interface DynaliteOptions {
 
 export async function startDynamoDb(options: DynaliteOptions = {}): Promise<RunningServer> {
   if (options.childProcess) {
-    return startServerProcess({
-      kind: 'dynalite',
-      module: require.resolve('dynalite'),
-      port: options.port ?? 0,
-      path: options.path,
-      observe: options.onRequest !== undefined,
-      returnConsumedCapacity: options.returnConsumedCapacity === true,
-      channel: true,
-    }, options.onRequest);
+    return startServerProcess(
+      {
+        kind: 'dynalite',
+        module: require.resolve('dynalite'),
+        port: options.port ?? 0,
+        path: options.path,
+        observe: options.onRequest !== undefined,
+        returnConsumedCapacity: options.returnConsumedCapacity === true,
+        channel: true,
+      },
+      options.onRequest,
+    );
   }
   // dynalite ships no types; its default export builds a plain http.Server.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -263,7 +274,10 @@ const SERVER_PROCESS_CLOSE_MS = 5000;
 
 /** Requests handed to a server process over its IPC channel, by id, until their answer comes back (or it ends). */
 class ProcessChannel {
-  private readonly waiting = new Map<number, { resolve: (answer: ChannelAnswer) => void; reject: (error: Error) => void }>();
+  private readonly waiting = new Map<
+    number,
+    { resolve: (answer: ChannelAnswer) => void; reject: (error: Error) => void }
+  >();
   private nextId = 0;
   /** Sent in one message per turn of this event loop, as the process answers them (one IPC write, not one per request). */
   private outgoing: (ChannelRequest & { id: number })[] = [];
@@ -313,53 +327,74 @@ function startServerProcess(spec: ServerProcessSpec, onRequest: RequestObserver 
   // s3rver signs a truncated listing's NextContinuationToken with DES, which Node's OpenSSL 3 keeps in its legacy
   // provider: without it every ListObjectsV2 cut by MaxKeys answers InternalError (a job paging its bucket's listing).
   const legacyCiphers = spec.kind === 's3rver' ? ['--openssl-legacy-provider'] : [];
-  const child: ChildProcess = spawn(process.execPath, [...cpuProfileArgs(spec.kind), ...legacyCiphers, '-e', SERVER_PROCESS_SOURCE, JSON.stringify(spec)], {
-    cwd: dirname(spec.module),
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    // Not the parent's NODE_OPTIONS (a loader, an inspector, a profiler): the child runs plain JavaScript.
-    env: { ...process.env, NODE_OPTIONS: '' },
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...cpuProfileArgs(spec.kind), ...legacyCiphers, '-e', SERVER_PROCESS_SOURCE, JSON.stringify(spec)],
+    {
+      cwd: dirname(spec.module),
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      // Not the parent's NODE_OPTIONS (a loader, an inspector, a profiler): the child runs plain JavaScript.
+      env: { ...process.env, NODE_OPTIONS: '' },
+    },
+  );
   const exited = new Promise<void>((done) => child.once('exit', () => done()));
   const channel = new ProcessChannel(child);
   void exited.then(() => channel.failAll(() => new Error(`the ${spec.kind} process exited`)));
   return new Promise((resolve, reject) => {
-    const onExit = (code: number | null, signal: string | null) => reject(new Error(`${spec.kind} process exited before listening (${signal ? `signal ${signal}` : `code ${code}`})`));
+    const onExit = (code: number | null, signal: string | null) =>
+      reject(
+        new Error(`${spec.kind} process exited before listening (${signal ? `signal ${signal}` : `code ${code}`})`),
+      );
     child.once('error', reject);
     child.once('exit', onExit);
-    child.on('message', (message: { type: string; port?: number; requests?: ObservedRequest[]; answers?: (ChannelAnswer & { id: number })[]; code?: string; message?: string }) => {
-      if (message.type === 'requests') {
-        // The answers first: a request is observed after it was answered, as over HTTP.
-        channel.answered(message.answers ?? []);
-        for (const r of message.requests ?? []) onRequest?.(r);
-        return;
-      }
-      if (message.type === 'failed') {
+    child.on(
+      'message',
+      (message: {
+        type: string;
+        port?: number;
+        requests?: ObservedRequest[];
+        answers?: (ChannelAnswer & { id: number })[];
+        code?: string;
+        message?: string;
+      }) => {
+        if (message.type === 'requests') {
+          // The answers first: a request is observed after it was answered, as over HTTP.
+          channel.answered(message.answers ?? []);
+          for (const r of message.requests ?? []) onRequest?.(r);
+          return;
+        }
+        if (message.type === 'failed') {
+          child.off('exit', onExit);
+          const error = new Error(message.message) as NodeJS.ErrnoException;
+          error.code = message.code;
+          reject(
+            message.code === 'EADDRINUSE'
+              ? new Error(`port ${spec.port} on ${LOOPBACK} is already in use`, { cause: error })
+              : error,
+          );
+          return;
+        }
+        if (message.type !== 'listening') return;
         child.off('exit', onExit);
-        const error = new Error(message.message) as NodeJS.ErrnoException;
-        error.code = message.code;
-        reject(message.code === 'EADDRINUSE' ? new Error(`port ${spec.port} on ${LOOPBACK} is already in use`, { cause: error }) : error);
-        return;
-      }
-      if (message.type !== 'listening') return;
-      child.off('exit', onExit);
-      const port = message.port!;
-      resolve({
-        endpoint: `http://${LOOPBACK}:${port}`,
-        port,
-        ...(spec.channel ? { forward: channel.forward } : {}),
-        close: async () => {
-          if (child.exitCode !== null || child.signalCode !== null) return;
-          const killer = setTimeout(() => child.kill('SIGKILL'), SERVER_PROCESS_CLOSE_MS);
-          try {
-            child.send({ type: 'close' });
-          } catch {
-            child.kill('SIGKILL');
-          }
-          await exited;
-          clearTimeout(killer);
-        },
-      });
-    });
+        const port = message.port!;
+        resolve({
+          endpoint: `http://${LOOPBACK}:${port}`,
+          port,
+          ...(spec.channel ? { forward: channel.forward } : {}),
+          close: async () => {
+            if (child.exitCode !== null || child.signalCode !== null) return;
+            const killer = setTimeout(() => child.kill('SIGKILL'), SERVER_PROCESS_CLOSE_MS);
+            try {
+              child.send({ type: 'close' });
+            } catch {
+              child.kill('SIGKILL');
+            }
+            await exited;
+            clearTimeout(killer);
+          },
+        });
+      },
+    );
   });
 }
 
@@ -493,7 +528,8 @@ export function observeRequests(server: Server, observer: RequestObserver, optio
       // A copy of what the server writes, as it writes it (the answer itself is untouched).
       const parts: Buffer[] = (answer = []);
       const copy = (c: unknown) => {
-        if (typeof c === 'string' || Buffer.isBuffer(c) || c instanceof Uint8Array) parts.push(Buffer.from(c as string));
+        if (typeof c === 'string' || Buffer.isBuffer(c) || c instanceof Uint8Array)
+          parts.push(Buffer.from(c as string));
       };
       const write = res.write.bind(res) as (...args: unknown[]) => boolean;
       const end = res.end.bind(res) as (...args: unknown[]) => typeof res;
@@ -515,7 +551,18 @@ export function observeRequests(server: Server, observer: RequestObserver, optio
 }
 
 /** The DynamoDB actions that report ConsumedCapacity when asked. */
-const CAPACITY_ACTIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems', 'GetItem', 'Query', 'Scan', 'BatchGetItem', 'TransactGetItems']);
+const CAPACITY_ACTIONS = new Set([
+  'PutItem',
+  'UpdateItem',
+  'DeleteItem',
+  'BatchWriteItem',
+  'TransactWriteItems',
+  'GetItem',
+  'Query',
+  'Scan',
+  'BatchGetItem',
+  'TransactGetItems',
+]);
 
 /**
  * Makes dynalite answer every read and write with its ConsumedCapacity (TOTAL) unless the request chose otherwise: its
@@ -534,12 +581,19 @@ function askForCapacity(server: Server): void {
       let body = Buffer.concat(chunks);
       try {
         const json = JSON.parse(body.toString('utf8')) as Record<string, unknown> | null;
-        if (json && typeof json === 'object' && json.ReturnConsumedCapacity === undefined) body = Buffer.from(JSON.stringify({ ...json, ReturnConsumedCapacity: 'TOTAL' }), 'utf8');
+        if (json && typeof json === 'object' && json.ReturnConsumedCapacity === undefined)
+          body = Buffer.from(JSON.stringify({ ...json, ReturnConsumedCapacity: 'TOTAL' }), 'utf8');
       } catch {
         // Not JSON: dynalite answers it as it would.
       }
       // dynalite reads headers, method and url, and the body from 'data' and 'end' events.
-      const copy = Object.assign(new EventEmitter(), { headers: { ...req.headers, 'content-length': String(body.length) }, method: req.method, url: req.url, socket: req.socket, connection: req.socket });
+      const copy = Object.assign(new EventEmitter(), {
+        headers: { ...req.headers, 'content-length': String(body.length) },
+        method: req.method,
+        url: req.url,
+        socket: req.socket,
+        connection: req.socket,
+      });
       handler(copy, res);
       copy.emit('data', body);
       copy.emit('end');
@@ -592,7 +646,9 @@ export async function startS3(options: S3Options = {}): Promise<RunningS3> {
   const { join } = await import('node:path');
   // s3rver ships no types.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const S3rver = require('@20minutes/s3rver') as new (opts: Record<string, unknown>) => {
+  const S3rver = require('@20minutes/s3rver') as new (
+    opts: Record<string, unknown>,
+  ) => {
     run(): Promise<AddressInfo>;
     close(): Promise<void>;
     httpServer: Server;
@@ -606,7 +662,14 @@ export async function startS3(options: S3Options = {}): Promise<RunningS3> {
     let running: RunningServer;
     try {
       running = await startServerProcess(
-        { kind: 's3rver', module: require.resolve('@20minutes/s3rver'), port: options.port ?? 0, directory, buckets: options.buckets ?? [], observe: options.onRequest !== undefined },
+        {
+          kind: 's3rver',
+          module: require.resolve('@20minutes/s3rver'),
+          port: options.port ?? 0,
+          directory,
+          buckets: options.buckets ?? [],
+          observe: options.onRequest !== undefined,
+        },
         options.onRequest,
       );
     } catch (error) {
@@ -635,7 +698,9 @@ export async function startS3(options: S3Options = {}): Promise<RunningS3> {
     if (options.onRequest) observeRequests(s3rver.httpServer, options.onRequest);
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    throw e.code === 'EADDRINUSE' ? new Error(`port ${options.port} on ${LOOPBACK} is already in use`, { cause: e }) : e;
+    throw e.code === 'EADDRINUSE'
+      ? new Error(`port ${options.port} on ${LOOPBACK} is already in use`, { cause: e })
+      : e;
   }
   return {
     endpoint: `http://${LOOPBACK}:${address.port}`,
@@ -664,7 +729,11 @@ export async function ensurePortFree(port: number, service: string): Promise<voi
   await new Promise<void>((resolve, reject) => {
     const probe = createServer();
     probe.once('error', (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'EADDRINUSE' ? new Error(`port ${port} on ${LOOPBACK} is already in use (${service})`, { cause: err }) : err),
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new Error(`port ${port} on ${LOOPBACK} is already in use (${service})`, { cause: err })
+          : err,
+      ),
     );
     probe.listen(port, LOOPBACK, () => probe.close(() => resolve()));
   });

@@ -10,7 +10,18 @@ import { GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aw
 import { relative, resolve } from 'node:path';
 import { ensureAppStack, isReferenceApp, type StackArtifact } from './assembly';
 import { zonedDate } from '../lambda/core/cron';
-import { fixturePath, loadFixture, type DownstreamArrival, type DownstreamEffect, type DownstreamOptions, type EffectReading, type FakeDownstream, type JobFixture, type ObservedWrite, type SeededDemo } from './fixture';
+import {
+  fixturePath,
+  loadFixture,
+  type DownstreamArrival,
+  type DownstreamEffect,
+  type DownstreamOptions,
+  type EffectReading,
+  type FakeDownstream,
+  type JobFixture,
+  type ObservedWrite,
+  type SeededDemo,
+} from './fixture';
 import { PipelineLog } from './pipelineEffects';
 import type { PlannedFunction } from './plan';
 import { LocalStack, type LocalStackOptions, type Ports } from './stack';
@@ -95,7 +106,11 @@ export interface SessionMetricsOptions {
 }
 
 /** The defaults of SessionMetricsOptions, in one place. */
-export const SESSION_METRICS_DEFAULTS = { retentionMs: 3 * 60 * 60_000, maxSamples: 1_000_000, pollIntervalMs: 1000 } as const;
+export const SESSION_METRICS_DEFAULTS = {
+  retentionMs: 3 * 60 * 60_000,
+  maxSamples: 1_000_000,
+  pollIntervalMs: 1000,
+} as const;
 
 /**
  * What CloudWatch would hold of the session: every function's EMF metrics (off its log lines) and the AWS/SQS depth of
@@ -194,7 +209,12 @@ export class LocalSession {
   private readonly logWatched = new Set<string>();
   readonly startedAt = new Date();
   readonly jobs = new Map<string, SessionJob>();
-  private readonly clients: { dynamodb: DynamoDBClient; documents: DynamoDBDocumentClient; s3: S3Client; sqs: SQSClient };
+  private readonly clients: {
+    dynamodb: DynamoDBClient;
+    documents: DynamoDBDocumentClient;
+    s3: S3Client;
+    sqs: SQSClient;
+  };
   /** Fed every function's log lines from the start; its queue polls start with the CloudWatch API (serveMetrics). */
   private readonly recorder: MetricRecorder;
   private cloudWatch: RunningServer | undefined;
@@ -229,7 +249,10 @@ export class LocalSession {
   /** The session's metrics and its local CloudWatch endpoint. */
   get metrics(): SessionMetrics {
     const server = this.cloudWatch;
-    if (!server) throw new SessionError('the session\'s local CloudWatch is not serving (the session is closed, or did not finish opening)');
+    if (!server)
+      throw new SessionError(
+        "the session's local CloudWatch is not serving (the session is closed, or did not finish opening)",
+      );
     const recorder = this.recorder;
     return {
       endpoint: server.endpoint,
@@ -248,11 +271,22 @@ export class LocalSession {
   static async open(options: SessionOptions): Promise<LocalSession> {
     const cwd = resolve(options.cwd);
     const env = options.env ?? (isReferenceApp(cwd) ? 'dev' : undefined);
-    const artifact = ensureAppStack({ env, stack: options.stack, assemblyDir: options.assemblyDir ?? 'cdk.out', cwd, log: (line) => options.log('provision', line), synth: options.synth });
+    const artifact = ensureAppStack({
+      env,
+      stack: options.stack,
+      assemblyDir: options.assemblyDir ?? 'cdk.out',
+      cwd,
+      log: (line) => options.log('provision', line),
+      synth: options.synth,
+    });
     const loaded = loadTemplate(artifact.templateFile);
     const template = options.template ? options.template(loaded) : loaded;
     // A first plan before any server exists: each job's settings decide its fixture's downstream (quota, secrets).
-    const { runSettings, fixtures, downstreams } = loadJobFixtures(cwd, jobViews(previewPlan(template, artifact.stackName)), options);
+    const { runSettings, fixtures, downstreams } = loadJobFixtures(
+      cwd,
+      jobViews(previewPlan(template, artifact.stackName)),
+      options,
+    );
     let session: LocalSession | undefined;
     const stack = new LocalStack({
       template,
@@ -283,12 +317,21 @@ export class LocalSession {
         options.onRequest?.(service, r);
       },
       environmentOverride: (fn, vars) => {
-        const next = vars.JOB_SETTINGS ? { ...vars, JOB_SETTINGS: runJobSettings(vars.JOB_SETTINGS, runSettings, downstreams) } : vars;
+        const next = vars.JOB_SETTINGS
+          ? { ...vars, JOB_SETTINGS: runJobSettings(vars.JOB_SETTINGS, runSettings, downstreams) }
+          : vars;
         return options.environment ? options.environment(fn, next) : next;
       },
     });
     await startAll(stack, downstreams.values());
-    session = new LocalSession(stack, artifact, template, [...downstreams.values()], options.log, options.metrics ?? {});
+    session = new LocalSession(
+      stack,
+      artifact,
+      template,
+      [...downstreams.values()],
+      options.log,
+      options.metrics ?? {},
+    );
     try {
       await session.serveMetrics(options.metrics?.port ?? 0);
     } catch (error) {
@@ -296,9 +339,16 @@ export class LocalSession {
       throw error;
     }
     for (const view of jobViews(stack.plan, stack.mappings).values()) {
-      session.addJob(cwd, view, runSettings.get(view.name) ?? view.settings, fixtures.get(view.name), downstreams.get(view.name));
+      session.addJob(
+        cwd,
+        view,
+        runSettings.get(view.name) ?? view.settings,
+        fixtures.get(view.name),
+        downstreams.get(view.name),
+      );
     }
-    if (options.prewarm !== false) await stack.prewarm(options.prewarm === true || options.prewarm === undefined ? undefined : options.prewarm);
+    if (options.prewarm !== false)
+      await stack.prewarm(options.prewarm === true || options.prewarm === undefined ? undefined : options.prewarm);
     return session;
   }
 
@@ -333,9 +383,13 @@ export class LocalSession {
    */
   denials(name: string): DenialSummary[] {
     const job = this.job(name);
-    const callers = new Set([job.producer?.name, job.consumer?.name, job.scheduleName].filter((c): c is string => c !== undefined));
+    const callers = new Set(
+      [job.producer?.name, job.consumer?.name, job.scheduleName].filter((c): c is string => c !== undefined),
+    );
     const scheduleRole = this.stack.plan.schedules.find((s) => s.name === job.scheduleName)?.roleArn;
-    const roles = new Set([job.producer?.roleArn, job.consumer?.roleArn, scheduleRole].filter((r): r is string => r !== undefined));
+    const roles = new Set(
+      [job.producer?.roleArn, job.consumer?.roleArn, scheduleRole].filter((r): r is string => r !== undefined),
+    );
     const byKind = new Map<string, DenialSummary>();
     for (const d of this.stack.denials()) {
       // A role session's request, or a service refused the job's role (Scheduler assuming the schedule's role).
@@ -344,7 +398,15 @@ export class LocalSession {
       const key = `${d.action} ${d.resource} ${d.roleArn} ${d.sessionName}`;
       const known = byKind.get(key);
       if (known) known.count++;
-      else byKind.set(key, { action: d.action, resource: d.resource, role: d.roleArn ?? d.resource, caller: d.sessionName ?? d.principalArn, count: 1, message: d.message });
+      else
+        byKind.set(key, {
+          action: d.action,
+          resource: d.resource,
+          role: d.roleArn ?? d.resource,
+          caller: d.sessionName ?? d.principalArn,
+          count: 1,
+          message: d.message,
+        });
     }
     return [...byKind.values()];
   }
@@ -354,7 +416,12 @@ export class LocalSession {
     const job = this.job(name);
     return [job.producer, job.consumer]
       .filter((f): f is PlannedFunction => f !== undefined)
-      .flatMap((f) => this.stack.runtime.get(f.name).errorSummary().map((e) => ({ functionName: f.name, ...e })));
+      .flatMap((f) =>
+        this.stack.runtime
+          .get(f.name)
+          .errorSummary()
+          .map((e) => ({ functionName: f.name, ...e })),
+      );
   }
 
   /**
@@ -363,15 +430,26 @@ export class LocalSession {
    */
   warnings(): string[] {
     const warnings: string[] = [];
-    if (!this.stack.iam.enforced) warnings.push('IAM is not enforced (--no-iam): a request the template does not allow passes here and fails on AWS; denials listed are what AWS would refuse');
+    if (!this.stack.iam.enforced)
+      warnings.push(
+        'IAM is not enforced (--no-iam): a request the template does not allow passes here and fails on AWS; denials listed are what AWS would refuse',
+      );
     for (const role of this.stack.plan.iam.roles.filter((r) => r.externalManagedPolicyArns.length > 0)) {
-      warnings.push(`${role.name} attaches ${role.externalManagedPolicyArns.join(', ')}: AWS managed policies are not known locally, so they grant nothing here`);
+      warnings.push(
+        `${role.name} attaches ${role.externalManagedPolicyArns.join(', ')}: AWS managed policies are not known locally, so they grant nothing here`,
+      );
     }
     for (const n of this.stack.runtime.nodeReport()) {
-      if (!n.exact) warnings.push(`${n.functionName}: the template asks for ${n.wanted}, which is not available here; it runs on Node ${n.running}${n.note ? ` (${n.note})` : ''}`);
+      if (!n.exact)
+        warnings.push(
+          `${n.functionName}: the template asks for ${n.wanted}, which is not available here; it runs on Node ${n.running}${n.note ? ` (${n.note})` : ''}`,
+        );
     }
     const duplicates = this.stack.runtime.duplicateAsyncDeliveries;
-    if (duplicates > 0) warnings.push(`Lambda delivered ${duplicates} asynchronous event(s) twice, as its at-least-once queue may on AWS`);
+    if (duplicates > 0)
+      warnings.push(
+        `Lambda delivered ${duplicates} asynchronous event(s) twice, as its at-least-once queue may on AWS`,
+      );
     return warnings;
   }
 
@@ -384,7 +462,8 @@ export class LocalSession {
   /** The job by name; an unknown name is an error listing the stack's jobs. */
   job(name: string): SessionJob {
     const job = this.jobs.get(name);
-    if (!job) throw new SessionError(`the stack has no job "${name}" (jobs: ${[...this.jobs.keys()].join(', ') || 'none'})`);
+    if (!job)
+      throw new SessionError(`the stack has no job "${name}" (jobs: ${[...this.jobs.keys()].join(', ') || 'none'})`);
     return job;
   }
 
@@ -412,7 +491,14 @@ export class LocalSession {
     if (!job.fixture) return { expectedOperations: [], summary: `no fixture (${job.fixtureFile}): nothing seeded` };
     if (count <= 0) return { expectedOperations: [], summary: `0 ${job.fixture.unit}` };
     return job.fixture.seed(
-      { jobName: name, settings: job.settings, businessDate, dynamodb: this.clients.dynamodb, documents: this.clients.documents, s3: this.clients.s3 },
+      {
+        jobName: name,
+        settings: job.settings,
+        businessDate,
+        dynamodb: this.clients.dynamodb,
+        documents: this.clients.documents,
+        s3: this.clients.s3,
+      },
       count,
     );
   }
@@ -422,7 +508,8 @@ export class LocalSession {
     const job = this.job(name);
     if (!job.scheduleName) throw new SessionError(`job ${name} has no schedule to fire`);
     const result = await this.stack.scheduler.fire(job.scheduleName, input);
-    if (!result.delivered) throw new SessionError(`schedule ${job.scheduleName} could not deliver to its producer: ${result.error}`);
+    if (!result.delivered)
+      throw new SessionError(`schedule ${job.scheduleName} could not deliver to its producer: ${result.error}`);
   }
 
   /** Starts every event source mapping (work queues and admission queues). */
@@ -433,7 +520,9 @@ export class LocalSession {
   /** A queue's depth, as AWS reports it (local/servers.ts makes local-aws-sqs count a message in flight once). */
   async depth(url: string | undefined): Promise<QueueDepth> {
     if (!url) return EMPTY_DEPTH;
-    const { Attributes } = await this.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: [...QUEUE_DEPTH_ATTRIBUTES] }));
+    const { Attributes } = await this.clients.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: [...QUEUE_DEPTH_ATTRIBUTES] }),
+    );
     return queueDepthOf(Attributes);
   }
 
@@ -445,7 +534,13 @@ export class LocalSession {
     let start: Record<string, unknown> | undefined;
     do {
       const page = await this.clients.documents.send(
-        new QueryCommand({ TableName: table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': ledgerPartition(kind, name) }, ExclusiveStartKey: start, ConsistentRead: true }),
+        new QueryCommand({
+          TableName: table,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': ledgerPartition(kind, name) },
+          ExclusiveStartKey: start,
+          ConsistentRead: true,
+        }),
       );
       items.push(...(page.Items ?? []));
       start = page.LastEvaluatedKey;
@@ -457,20 +552,55 @@ export class LocalSession {
    * The job's batches started since `since` (ISO; a kept data directory holds earlier ones; undefined: every batch),
    * each item with its exact figures, read as the operator CLI reads them (ops/ledger.ts batchFigures).
    */
-  async ledgerBatches(name: string, since: string | undefined = this.sinceIso()): Promise<{ batchId: string; item: Record<string, unknown>; figures: BatchFigures }[]> {
+  async ledgerBatches(
+    name: string,
+    since: string | undefined = this.sinceIso(),
+  ): Promise<{ batchId: string; item: Record<string, unknown>; figures: BatchFigures }[]> {
     const tables = this.stateTables(name);
-    const items = (await this.ledgerItems(name)).filter((item) => since === undefined || typeof item.startedAt !== 'string' || item.startedAt >= since);
-    return Promise.all(items.map(async (item) => ({ batchId: batchIdOf(item), item, figures: await batchFigures(this.clients.documents, tables, name, item) })));
+    const items = (await this.ledgerItems(name)).filter(
+      (item) => since === undefined || typeof item.startedAt !== 'string' || item.startedAt >= since,
+    );
+    return Promise.all(
+      items.map(async (item) => ({
+        batchId: batchIdOf(item),
+        item,
+        figures: await batchFigures(this.clients.documents, tables, name, item),
+      })),
+    );
   }
 
   /** The job's batches started since `since` (ISO; a kept data directory holds earlier ones), summed. */
   async ledgerTotals(name: string, since = this.sinceIso()): Promise<LedgerTotals> {
-    const totals: LedgerTotals = { discovered: 0, published: 0, completed: 0, completedElsewhere: 0, rejected: 0, duplicates: 0, deferred: 0, throttled: 0, deadLettered: 0, batches: 0, finished: 0, admitting: 0 };
+    const totals: LedgerTotals = {
+      discovered: 0,
+      published: 0,
+      completed: 0,
+      completedElsewhere: 0,
+      rejected: 0,
+      duplicates: 0,
+      deferred: 0,
+      throttled: 0,
+      deadLettered: 0,
+      batches: 0,
+      finished: 0,
+      admitting: 0,
+    };
     for (const { item, figures } of await this.ledgerBatches(name, since)) {
       totals.batches++;
       if (item.finishedAt) totals.finished++;
       if (item.admission === 'admitting') totals.admitting++;
-      for (const key of ['discovered', 'published', 'completed', 'completedElsewhere', 'rejected', 'duplicates', 'deferred', 'throttled', 'deadLettered'] as const) totals[key] += figures[key];
+      for (const key of [
+        'discovered',
+        'published',
+        'completed',
+        'completedElsewhere',
+        'rejected',
+        'duplicates',
+        'deferred',
+        'throttled',
+        'deadLettered',
+      ] as const)
+        totals[key] += figures[key];
     }
     return totals;
   }
@@ -484,14 +614,22 @@ export class LocalSession {
     const seen = new Map<string, DlqMessage>();
     for (let empty = 0; empty < 2 && seen.size < max; ) {
       const page = await this.clients.sqs.send(
-        new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: hideSeconds, MessageAttributeNames: ['All'] }),
+        new ReceiveMessageCommand({
+          QueueUrl: url,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 0,
+          VisibilityTimeout: hideSeconds,
+          MessageAttributeNames: ['All'],
+        }),
       );
       const fresh = (page.Messages ?? []).filter((m) => !seen.has(m.MessageId!));
       for (const m of fresh) {
         seen.set(m.MessageId!, {
           messageId: m.MessageId!,
           body: m.Body ?? '',
-          attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ''])),
+          attributes: Object.fromEntries(
+            Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? '']),
+          ),
         });
       }
       empty = fresh.length === 0 ? empty + 1 : 0;
@@ -502,7 +640,12 @@ export class LocalSession {
   /** One look at a job: its queues and its ledger. */
   async state(name: string, since = this.sinceIso()): Promise<JobState> {
     const job = this.job(name);
-    const [queue, dlq, admissionQueue, ledger] = await Promise.all([this.depth(job.queueUrl), this.depth(job.dlqUrl), this.depth(job.admissionQueueUrl), this.ledgerTotals(name, since)]);
+    const [queue, dlq, admissionQueue, ledger] = await Promise.all([
+      this.depth(job.queueUrl),
+      this.depth(job.dlqUrl),
+      this.depth(job.admissionQueueUrl),
+      this.ledgerTotals(name, since),
+    ]);
     return { queue, dlq, admissionQueue, ledger };
   }
 
@@ -550,7 +693,15 @@ export class LocalSession {
       const downstream = job.downstream && since > 0 ? downstreamSince(job.downstream, since) : job.downstream;
       return { ...job.fixture.effects({ settings: job.settings, seeded, writes, downstream }), source: 'fixture' };
     }
-    const reading = await this.pipelineLog.effects(job.consumer?.name, { documents: this.clients.documents, jobName: name, idempotencyTable: job.consumer?.environment.IDEMPOTENCY_TABLE_NAME }, since);
+    const reading = await this.pipelineLog.effects(
+      job.consumer?.name,
+      {
+        documents: this.clients.documents,
+        jobName: name,
+        idempotencyTable: job.consumer?.environment.IDEMPOTENCY_TABLE_NAME,
+      },
+      since,
+    );
     return { ...reading, source: 'pipeline' };
   }
 
@@ -564,7 +715,9 @@ export class LocalSession {
   async close(): Promise<void> {
     // The recorder polls through the session's SQS client: it stops before the client goes. A poll that failed is
     // logged, not thrown: closing must go on (and whoever read the samples since the failure was refused with it).
-    await this.recorder.stop().catch((error: Error) => this.log('metrics', `the queue depth sampling had failed: ${error.message}`));
+    await this.recorder
+      .stop()
+      .catch((error: Error) => this.log('metrics', `the queue depth sampling had failed: ${error.message}`));
     const cloudWatch = this.cloudWatch;
     this.cloudWatch = undefined;
     this.clients.sqs.destroy();
@@ -573,14 +726,19 @@ export class LocalSession {
     try {
       await this.stack.stop();
     } finally {
-      await cloudWatch?.close().catch((error: Error) => this.log('metrics', `the local CloudWatch API did not close: ${error.message}`));
+      await cloudWatch
+        ?.close()
+        .catch((error: Error) => this.log('metrics', `the local CloudWatch API did not close: ${error.message}`));
       for (const d of this.downstreams) await d.close().catch(() => undefined);
     }
   }
 
   /** The run ledger and idempotency table a job's functions use, as the operator CLI reads them (`ops audit`). */
   stateTables(name: string): LedgerTables {
-    return { ledger: this.ledgerTable(name) ?? '', idempotency: this.job(name).consumer?.environment.IDEMPOTENCY_TABLE_NAME ?? '' };
+    return {
+      ledger: this.ledgerTable(name) ?? '',
+      idempotency: this.job(name).consumer?.environment.IDEMPOTENCY_TABLE_NAME ?? '',
+    };
   }
 
   private ledgerTable(name: string): string | undefined {
@@ -601,15 +759,29 @@ export function observedWrite(service: 'dynamodb' | 'sqs' | 's3', r: ObservedReq
   if (r.status >= 300) return undefined;
   if (service === 's3') {
     const object = objectRequestOf(r.method, r.url);
-    return object ? { at: r.at, service, action: object.operation, resource: object.bucket, key: { key: object.key } } : undefined;
+    return object
+      ? { at: r.at, service, action: object.operation, resource: object.bucket, key: { key: object.key } }
+      : undefined;
   }
   if (service !== 'dynamodb') return undefined;
-  const action = String(r.headers['x-amz-target'] ?? '').split('.').pop() as ObservedWrite['action'];
+  const action = String(r.headers['x-amz-target'] ?? '')
+    .split('.')
+    .pop() as ObservedWrite['action'];
   if (!DYNAMO_WRITES.has(action)) return undefined;
   try {
-    const body = JSON.parse(r.body) as { TableName: string; Key?: Record<string, AttributeText>; Item?: Record<string, AttributeText> };
+    const body = JSON.parse(r.body) as {
+      TableName: string;
+      Key?: Record<string, AttributeText>;
+      Item?: Record<string, AttributeText>;
+    };
     const key = body.Key ?? keyOfItem(body.Item);
-    return { at: r.at, service, action, resource: body.TableName, key: Object.fromEntries(Object.entries(key).map(([k, v]) => [k, v.S ?? v.N ?? ''])) };
+    return {
+      at: r.at,
+      service,
+      action,
+      resource: body.TableName,
+      key: Object.fromEntries(Object.entries(key).map(([k, v]) => [k, v.S ?? v.N ?? ''])),
+    };
   } catch {
     // A body that is not JSON is dynalite's to reject; it made no effect to count.
     return undefined;
@@ -651,7 +823,11 @@ function loadJobFixtures(
   cwd: string,
   preview: Map<string, JobView>,
   options: Pick<SessionOptions, 'jobSettings' | 'downstream'>,
-): { runSettings: Map<string, JobRuntimeSettings>; fixtures: Map<string, JobFixture | undefined>; downstreams: Map<string, FakeDownstream> } {
+): {
+  runSettings: Map<string, JobRuntimeSettings>;
+  fixtures: Map<string, JobFixture | undefined>;
+  downstreams: Map<string, FakeDownstream>;
+} {
   const runSettings = new Map<string, JobRuntimeSettings>();
   const fixtures = new Map<string, JobFixture | undefined>();
   const downstreams = new Map<string, FakeDownstream>();
@@ -660,7 +836,8 @@ function loadJobFixtures(
     runSettings.set(job.name, settings);
     const fixture = loadFixture(cwd, job.name, job.entry);
     fixtures.set(job.name, fixture);
-    if (fixture?.downstream) downstreams.set(job.name, fixture.downstream(settings, options.downstream?.(job.name, settings) ?? {}));
+    if (fixture?.downstream)
+      downstreams.set(job.name, fixture.downstream(settings, options.downstream?.(job.name, settings) ?? {}));
   }
   return { runSettings, fixtures, downstreams };
 }

@@ -5,9 +5,9 @@
 // protocol (form-encoded Action=..., XML in SNS's namespace, errors as SNS sends them).
 // Not behind a local IAM gateway: only operators call it (with the endpoints file's administrator credentials, which a
 // gateway passes unchecked anyway), and no function is pointed at it, so no role's request goes unauthorized.
-import { createServer, IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { listenOnLoopback, RunningServer } from './servers';
+import { listenOnLoopback, type RunningServer } from './servers';
 import type { PlannedSubscription, PlannedTopic, StackPlan } from './plan';
 
 export const SNS_XML_NAMESPACE = 'http://sns.amazonaws.com/doc/2010-03-31/';
@@ -24,7 +24,12 @@ export interface SnsApiOptions {
 
 /** An answer SNS would give as an error: its code, HTTP status and message. */
 class SnsError extends Error {
-  constructor(public readonly code: string, public readonly status: number, message: string, public readonly type: 'Sender' | 'Receiver' = 'Sender') {
+  constructor(
+    public readonly code: string,
+    public readonly status: number,
+    message: string,
+    public readonly type: 'Sender' | 'Receiver' = 'Sender',
+  ) {
     super(message);
     this.name = code;
   }
@@ -46,7 +51,13 @@ export async function startSnsApi(options: SnsApiOptions, port = 0): Promise<Run
     for (const [k, v] of new URLSearchParams(raw)) params.set(k, v);
     const action = params.get('Action') ?? '';
     const plan = options.plan();
-    if (!plan) throw new SnsError('InternalError', 500, 'the local stack has no plan yet: nothing is deployed to answer from', 'Receiver');
+    if (!plan)
+      throw new SnsError(
+        'InternalError',
+        500,
+        'the local stack has no plan yet: nothing is deployed to answer from',
+        'Receiver',
+      );
     switch (action) {
       case 'ListTopics': {
         const { page, next } = paginate(plan.topics, params.get('NextToken'));
@@ -56,7 +67,9 @@ export async function startSnsApi(options: SnsApiOptions, port = 0): Promise<Run
       case 'GetTopicAttributes': {
         const topic = topicOf(plan.topics, params.get('TopicArn'));
         const attributes = topicAttributes(topic, plan.accountId, subscriptionsOf(plan.subscriptions, topic));
-        const entries = Object.entries(attributes).map(([k, v]) => `<entry><key>${xml(k)}</key><value>${xml(v)}</value></entry>`);
+        const entries = Object.entries(attributes).map(
+          ([k, v]) => `<entry><key>${xml(k)}</key><value>${xml(v)}</value></entry>`,
+        );
         return reply(res, action, `<Attributes>${entries.join('')}</Attributes>`);
       }
       case 'ListSubscriptionsByTopic': {
@@ -89,7 +102,11 @@ export async function startSnsApi(options: SnsApiOptions, port = 0): Promise<Run
  * confirmed: nothing is delivered locally, so no confirmation is ever awaited. Policy and the delivery policies are not
  * kept locally and are left out.
  */
-function topicAttributes(topic: PlannedTopic, accountId: string, subscriptions: PlannedSubscription[]): Record<string, string> {
+function topicAttributes(
+  topic: PlannedTopic,
+  accountId: string,
+  subscriptions: PlannedSubscription[],
+): Record<string, string> {
   return {
     TopicArn: topic.arn,
     Owner: accountId,
@@ -110,20 +127,30 @@ function topicOf(topics: PlannedTopic[], arn: string | null): PlannedTopic {
   return topic;
 }
 
-const subscriptionsOf = (subscriptions: PlannedSubscription[], topic: PlannedTopic) => subscriptions.filter((s) => s.topicArn === topic.arn);
+const subscriptionsOf = (subscriptions: PlannedSubscription[], topic: PlannedTopic) =>
+  subscriptions.filter((s) => s.topicArn === topic.arn);
 
 /** One page from the offset a NextToken carries. @throws SnsError InvalidParameter for a token this server never gave */
 function paginate<T>(items: T[], token: string | null): { page: T[]; next?: string } {
   const start = token === null ? 0 : Number(Buffer.from(token, 'base64url').toString('utf8'));
-  if (!Number.isSafeInteger(start) || start < 0 || start > items.length) throw new SnsError('InvalidParameter', 400, 'Invalid parameter: NextToken');
+  if (!Number.isSafeInteger(start) || start < 0 || start > items.length)
+    throw new SnsError('InvalidParameter', 400, 'Invalid parameter: NextToken');
   const end = start + PAGE_SIZE;
-  return { page: items.slice(start, end), next: end < items.length ? Buffer.from(String(end), 'utf8').toString('base64url') : undefined };
+  return {
+    page: items.slice(start, end),
+    next: end < items.length ? Buffer.from(String(end), 'utf8').toString('base64url') : undefined,
+  };
 }
 
 const nextToken = (next: string | undefined) => (next === undefined ? '' : `<NextToken>${next}</NextToken>`);
 
 function xml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;');
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&apos;');
 }
 
 function reply(res: ServerResponse, action: string, result: string): void {

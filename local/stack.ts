@@ -4,17 +4,32 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { CreateQueueCommand, SendMessageCommand, SetQueueAttributesCommand, SQSClient, type SendMessageCommandInput } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  SendMessageCommand,
+  SetQueueAttributesCommand,
+  SQSClient,
+  type SendMessageCommandInput,
+} from '@aws-sdk/client-sqs';
 import {
   CreateTableCommand,
-  CreateTableCommandInput,
+  type CreateTableCommandInput,
   DescribeTableCommand,
   DynamoDBClient,
   ResourceInUseException,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { ensurePortFree, LOCAL_CREDENTIALS, ObservedRequest, RunningServer, type RunningSqs, startDynamoDb, startS3, startSqs } from './servers';
+import {
+  ensurePortFree,
+  LOCAL_CREDENTIALS,
+  type ObservedRequest,
+  type RunningServer,
+  type RunningSqs,
+  startDynamoDb,
+  startS3,
+  startSqs,
+} from './servers';
 import { StackIam, type IamDenial } from './iamWiring';
 import { checkEnvironment, checkFunctionSettings, checkQueueVisibility, LambdaRuleError } from './lambdaRules';
 import { LocalSecretsManager } from './secretsManager';
@@ -25,12 +40,24 @@ import type { MetricSample } from './metricsTap';
 import { LocalScheduler } from './scheduler';
 import { startSchedulerApi } from './schedulerApi';
 import { startSnsApi } from './snsApi';
-import { PlannedFunction, PlannedLayer, PlannedMapping, PlannedSecret, PlannedTable, planStack, StackPlan } from './plan';
+import {
+  type PlannedFunction,
+  type PlannedLayer,
+  type PlannedMapping,
+  type PlannedSecret,
+  type PlannedTable,
+  planStack,
+  type StackPlan,
+} from './plan';
 import { waitFor } from './waitFor';
 import type { CloudFormationTemplate } from './template';
 
 export class ProvisioningError extends Error {
-  constructor(message: string, public readonly logicalId: string, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly logicalId: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'ProvisioningError';
   }
@@ -130,8 +157,12 @@ export function assetDirectory(assemblyDir: string, fn: PlannedFunction): string
   const hash = fn.s3Key?.replace(/\.zip$/, '');
   if (hash) {
     candidates.push(join(assemblyDir, `asset.${hash}`));
-    for (const file of existsSync(assemblyDir) ? readdirSync(assemblyDir).filter((f) => f.endsWith('.assets.json')) : []) {
-      const manifest = JSON.parse(readFileSync(join(assemblyDir, file), 'utf8')) as { files?: Record<string, { source?: { path?: string } }> };
+    for (const file of existsSync(assemblyDir)
+      ? readdirSync(assemblyDir).filter((f) => f.endsWith('.assets.json'))
+      : []) {
+      const manifest = JSON.parse(readFileSync(join(assemblyDir, file), 'utf8')) as {
+        files?: Record<string, { source?: { path?: string } }>;
+      };
       const path = manifest.files?.[hash]?.source?.path;
       if (path) candidates.push(join(assemblyDir, path));
     }
@@ -147,9 +178,15 @@ export function assetDirectory(assemblyDir: string, fn: PlannedFunction): string
 }
 
 /** A GlobalTable's capacity setting: fixed units, or an autoscaled one's minimum (what it starts at). */
-type CapacitySettings = { ReadCapacityUnits?: number; ReadCapacityAutoScalingSettings?: { MinCapacity?: number }; WriteCapacityAutoScalingSettings?: { MinCapacity?: number } };
+type CapacitySettings = {
+  ReadCapacityUnits?: number;
+  ReadCapacityAutoScalingSettings?: { MinCapacity?: number };
+  WriteCapacityAutoScalingSettings?: { MinCapacity?: number };
+};
 const unitsOf = (settings: CapacitySettings | undefined, read: boolean): number | undefined =>
-  read ? (settings?.ReadCapacityUnits ?? settings?.ReadCapacityAutoScalingSettings?.MinCapacity) : settings?.WriteCapacityAutoScalingSettings?.MinCapacity;
+  read
+    ? (settings?.ReadCapacityUnits ?? settings?.ReadCapacityAutoScalingSettings?.MinCapacity)
+    : settings?.WriteCapacityAutoScalingSettings?.MinCapacity;
 
 /**
  * The CreateTable request for a planned table. A GlobalTable (TableV2) is one local table: its key schema, attributes
@@ -157,7 +194,13 @@ const unitsOf = (settings: CapacitySettings | undefined, read: boolean): number 
  * (fixed units, or an autoscaled minimum); 5 units where the template names none.
  */
 export function createTableInput(table: PlannedTable): CreateTableCommandInput {
-  type Index = { IndexName: string; KeySchema: unknown; Projection: unknown; ProvisionedThroughput?: unknown; WriteProvisionedThroughputSettings?: CapacitySettings };
+  type Index = {
+    IndexName: string;
+    KeySchema: unknown;
+    Projection: unknown;
+    ProvisionedThroughput?: unknown;
+    WriteProvisionedThroughputSettings?: CapacitySettings;
+  };
   const p = table.properties as {
     KeySchema: CreateTableCommandInput['KeySchema'];
     AttributeDefinitions: CreateTableCommandInput['AttributeDefinitions'];
@@ -167,25 +210,45 @@ export function createTableInput(table: PlannedTable): CreateTableCommandInput {
     GlobalSecondaryIndexes?: Index[];
     LocalSecondaryIndexes?: CreateTableCommandInput['LocalSecondaryIndexes'];
   };
-  const replica = table.replica as { ReadProvisionedThroughputSettings?: CapacitySettings; GlobalSecondaryIndexes?: { IndexName: string; ReadProvisionedThroughputSettings?: CapacitySettings }[] } | undefined;
+  const replica = table.replica as
+    | {
+        ReadProvisionedThroughputSettings?: CapacitySettings;
+        GlobalSecondaryIndexes?: { IndexName: string; ReadProvisionedThroughputSettings?: CapacitySettings }[];
+      }
+    | undefined;
   // CloudFormation's default is PROVISIONED, which a Table without capacity could not be; a GlobalTable's capacity is
   // its write settings.
-  const provisioned = p.BillingMode === 'PROVISIONED' || (p.BillingMode === undefined && (p.ProvisionedThroughput ?? p.WriteProvisionedThroughputSettings) !== undefined);
-  const globalThroughput = (write?: CapacitySettings, read?: CapacitySettings) => ({ ReadCapacityUnits: unitsOf(read, true) ?? 5, WriteCapacityUnits: unitsOf(write, false) ?? 5 });
+  const provisioned =
+    p.BillingMode === 'PROVISIONED' ||
+    (p.BillingMode === undefined && (p.ProvisionedThroughput ?? p.WriteProvisionedThroughputSettings) !== undefined);
+  const globalThroughput = (write?: CapacitySettings, read?: CapacitySettings) => ({
+    ReadCapacityUnits: unitsOf(read, true) ?? 5,
+    WriteCapacityUnits: unitsOf(write, false) ?? 5,
+  });
   const throughput = (t: unknown, global: () => { ReadCapacityUnits: number; WriteCapacityUnits: number }) =>
-    provisioned ? ((t ?? (replica ? global() : { ReadCapacityUnits: 5, WriteCapacityUnits: 5 })) as { ReadCapacityUnits: number; WriteCapacityUnits: number }) : undefined;
+    provisioned
+      ? ((t ?? (replica ? global() : { ReadCapacityUnits: 5, WriteCapacityUnits: 5 })) as {
+          ReadCapacityUnits: number;
+          WriteCapacityUnits: number;
+        })
+      : undefined;
   return {
     TableName: table.name,
     KeySchema: p.KeySchema,
     AttributeDefinitions: p.AttributeDefinitions,
     BillingMode: provisioned ? 'PROVISIONED' : 'PAY_PER_REQUEST',
-    ProvisionedThroughput: throughput(p.ProvisionedThroughput, () => globalThroughput(p.WriteProvisionedThroughputSettings, replica?.ReadProvisionedThroughputSettings)),
+    ProvisionedThroughput: throughput(p.ProvisionedThroughput, () =>
+      globalThroughput(p.WriteProvisionedThroughputSettings, replica?.ReadProvisionedThroughputSettings),
+    ),
     GlobalSecondaryIndexes: p.GlobalSecondaryIndexes?.map((g) => ({
       IndexName: g.IndexName,
       KeySchema: g.KeySchema as CreateTableCommandInput['KeySchema'],
       Projection: g.Projection as { ProjectionType: 'ALL' },
       ProvisionedThroughput: throughput(g.ProvisionedThroughput, () =>
-        globalThroughput(g.WriteProvisionedThroughputSettings, replica?.GlobalSecondaryIndexes?.find((r) => r.IndexName === g.IndexName)?.ReadProvisionedThroughputSettings),
+        globalThroughput(
+          g.WriteProvisionedThroughputSettings,
+          replica?.GlobalSecondaryIndexes?.find((r) => r.IndexName === g.IndexName)?.ReadProvisionedThroughputSettings,
+        ),
       ),
     })),
     LocalSecondaryIndexes: p.LocalSecondaryIndexes,
@@ -224,8 +287,17 @@ function refuseAsLambda(logicalId: string, check: () => void): void {
 }
 
 /** A function's variables with local queue URLs written as AWS's (https://sqs.<region>.amazonaws.com/...): as long. */
-function awsShapedEnvironment(variables: Record<string, string>, sqsEndpoint: string, region: string): Record<string, string> {
-  return Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, v.split(`${sqsEndpoint}/`).join(`https://sqs.${region}.amazonaws.com/`)]));
+function awsShapedEnvironment(
+  variables: Record<string, string>,
+  sqsEndpoint: string,
+  region: string,
+): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(variables).map(([k, v]) => [
+      k,
+      v.split(`${sqsEndpoint}/`).join(`https://sqs.${region}.amazonaws.com/`),
+    ]),
+  );
 }
 
 export class LocalStack {
@@ -252,8 +324,13 @@ export class LocalStack {
       killAfterMs: options.killAfterMs,
       onInvoke: options.onInvoke,
       onAsyncFailure: (fn, event, error, info) => {
-        options.log('lambda', `${fn}: asynchronous invocation failed after ${info.attempts} attempts (${info.condition}): ${error.message}`);
-        this.asyncFailed(fn, event, error, info).catch((e: Error) => options.log('lambda', `${fn}: could not hand the failed event on: ${e.message}`));
+        options.log(
+          'lambda',
+          `${fn}: asynchronous invocation failed after ${info.attempts} attempts (${info.condition}): ${error.message}`,
+        );
+        this.asyncFailed(fn, event, error, info).catch((e: Error) =>
+          options.log('lambda', `${fn}: could not hand the failed event on: ${e.message}`),
+        );
       },
     });
     this.scheduler = new LocalScheduler({
@@ -261,8 +338,18 @@ export class LocalStack {
       deliver: async (targetArn, input, schedule) => {
         // Scheduler assumes the schedule's role and invokes a Lambda target asynchronously: delivery succeeds once
         // Lambda has accepted the event, and fails (then retries, then the DLQ) when the role may not invoke it.
-        await this.iam.requireAssume({ service: 'scheduler.amazonaws.com', roleArn: schedule.roleArn, sourceArn: schedule.arn });
-        await this.iam.require({ roleArn: schedule.roleArn, sessionName: schedule.name, action: 'lambda:InvokeFunction', resource: this.runtime.get(targetArn).spec.arn, sourceArn: schedule.arn });
+        await this.iam.requireAssume({
+          service: 'scheduler.amazonaws.com',
+          roleArn: schedule.roleArn,
+          sourceArn: schedule.arn,
+        });
+        await this.iam.require({
+          roleArn: schedule.roleArn,
+          sessionName: schedule.name,
+          action: 'lambda:InvokeFunction',
+          resource: this.runtime.get(targetArn).spec.arn,
+          sourceArn: schedule.arn,
+        });
         this.runtime.get(targetArn).invokeAsync(JSON.parse(input));
       },
       deadLetter: async (queueArn, body, attributes, schedule) => {
@@ -270,7 +357,9 @@ export class LocalStack {
           new SendMessageCommand({
             QueueUrl: this.queueUrl(queueArn),
             MessageBody: body,
-            MessageAttributes: Object.fromEntries(Object.entries(attributes).map(([k, v]) => [k, { DataType: 'String', StringValue: v }])),
+            MessageAttributes: Object.fromEntries(
+              Object.entries(attributes).map(([k, v]) => [k, { DataType: 'String', StringValue: v }]),
+            ),
           }),
         );
       },
@@ -278,8 +367,18 @@ export class LocalStack {
   }
 
   /** AWS SDK client settings for the local services (credentials that s3rver accepts, the region). */
-  clientConfig(service: keyof Endpoints): { endpoint: string; region: string; credentials: typeof LOCAL_CREDENTIALS; forcePathStyle?: boolean } {
-    return { endpoint: this.endpoints[service], region: this.region, credentials: LOCAL_CREDENTIALS, ...(service === 's3' ? { forcePathStyle: true } : {}) };
+  clientConfig(service: keyof Endpoints): {
+    endpoint: string;
+    region: string;
+    credentials: typeof LOCAL_CREDENTIALS;
+    forcePathStyle?: boolean;
+  } {
+    return {
+      endpoint: this.endpoints[service],
+      region: this.region,
+      credentials: LOCAL_CREDENTIALS,
+      ...(service === 's3' ? { forcePathStyle: true } : {}),
+    };
   }
 
   sqs(): SQSClient {
@@ -291,7 +390,10 @@ export class LocalStack {
     const key = `${roleArn}/${sessionName}`;
     let client = this.roleClients.get(key);
     if (!client) {
-      client = new SQSClient({ ...this.clientConfig('sqs'), credentials: this.iam.credentialsFor(roleArn, sessionName) });
+      client = new SQSClient({
+        ...this.clientConfig('sqs'),
+        credentials: this.iam.credentialsFor(roleArn, sessionName),
+      });
       this.roleClients.set(key, client);
     }
     return client;
@@ -301,7 +403,12 @@ export class LocalStack {
    * Where Lambda sends an asynchronous event that failed every attempt: the function's DLQ (DeadLetterConfig) and its
    * on-failure destination (EventInvokeConfig), each written with the function's own role, as Lambda does.
    */
-  private async asyncFailed(name: string, event: unknown, error: Error, info: { requestId: string; attempts: number; condition: string }): Promise<void> {
+  private async asyncFailed(
+    name: string,
+    event: unknown,
+    error: Error,
+    info: { requestId: string; attempts: number; condition: string },
+  ): Promise<void> {
     const fn = this.plan.functions.find((f) => f.name === name);
     if (!fn) return;
     const sqs = this.sqsAs(fn.roleArn, fn.name);
@@ -333,7 +440,12 @@ export class LocalStack {
       const record = {
         version: '1.0',
         timestamp: new Date().toISOString(),
-        requestContext: { requestId: info.requestId, functionArn: `${fn.arn}:$LATEST`, condition: info.condition, approximateInvokeCount: info.attempts },
+        requestContext: {
+          requestId: info.requestId,
+          functionArn: `${fn.arn}:$LATEST`,
+          condition: info.condition,
+          approximateInvokeCount: info.attempts,
+        },
         requestPayload: event,
         responseContext: { statusCode: 200, executedVersion: '$LATEST', functionError: 'Unhandled' },
         responsePayload: { errorType, errorMessage },
@@ -385,7 +497,8 @@ export class LocalStack {
   async start(): Promise<void> {
     const o = this.options;
     const ports = o.ports ?? {};
-    const observe = (service: 'dynamodb' | 'sqs' | 's3') => (o.onRequest ? (r: ObservedRequest) => o.onRequest!(service, r) : undefined);
+    const observe = (service: 'dynamodb' | 'sqs' | 's3') =>
+      o.onRequest ? (r: ObservedRequest) => o.onRequest!(service, r) : undefined;
     try {
       // The servers listen on free ports; the IAM gateways in front of them take the ports asked for, and are the
       // endpoints every client gets. dynalite and s3rver each run in a process of their own: on a machine of two
@@ -393,7 +506,12 @@ export class LocalStack {
       // sources and the other servers (on AWS a table is another machine). SQS stays here: the fair-queue emulation
       // and the depth patches work on its queues in place.
       const starting = await Promise.allSettled([
-        startDynamoDb({ path: o.dataDir, onRequest: observe('dynamodb'), childProcess: true, returnConsumedCapacity: o.returnConsumedCapacity }),
+        startDynamoDb({
+          path: o.dataDir,
+          onRequest: observe('dynamodb'),
+          childProcess: true,
+          returnConsumedCapacity: o.returnConsumedCapacity,
+        }),
         startSqs({ region: this.region, accountId: o.accountId ?? '000000000000', onRequest: observe('sqs') }),
         startS3({ onRequest: observe('s3'), childProcess: true }),
       ]);
@@ -401,10 +519,21 @@ export class LocalStack {
       for (const r of starting) if (r.status === 'fulfilled') this.servers.push(r.value);
       const failed = starting.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failed) throw failed.reason;
-      const [dynamodb, sqs, s3] = starting.map((r) => (r as PromiseFulfilledResult<RunningServer>).value) as [RunningServer, RunningSqs, RunningServer];
+      const [dynamodb, sqs, s3] = starting.map((r) => (r as PromiseFulfilledResult<RunningServer>).value) as [
+        RunningServer,
+        RunningSqs,
+        RunningServer,
+      ];
       const secrets = await this.secrets.start(0);
       this.servers.push(secrets);
-      const lambda = await startLambdaApi({ runtime: this.runtime, mappings: () => this.mappings, functionArn: (name) => this.runtime.get(name).spec.arn }, 0);
+      const lambda = await startLambdaApi(
+        {
+          runtime: this.runtime,
+          mappings: () => this.mappings,
+          functionArn: (name) => this.runtime.get(name).spec.arn,
+        },
+        0,
+      );
       this.servers.push(lambda);
       const scheduler = await startSchedulerApi(this.scheduler, 0);
       this.servers.push(scheduler);
@@ -413,9 +542,21 @@ export class LocalStack {
       const sns = await startSnsApi({ plan: () => this.plan }, ports.sns ?? 0);
       this.servers.push(sns);
       const accountId = o.accountId ?? '000000000000';
-      this.iam = new StackIam({ accountId, region: this.region, enforce: o.iam !== false, log: (line) => o.log('iam', line) });
+      this.iam = new StackIam({
+        accountId,
+        region: this.region,
+        enforce: o.iam !== false,
+        log: (line) => o.log('iam', line),
+      });
       const gateways = await this.iam.startGateways(
-        { dynamodb: dynamodb.endpoint, sqs: sqs.endpoint, s3: s3.endpoint, secretsManager: secrets.endpoint, lambda: lambda.endpoint, scheduler: scheduler.endpoint },
+        {
+          dynamodb: dynamodb.endpoint,
+          sqs: sqs.endpoint,
+          s3: s3.endpoint,
+          secretsManager: secrets.endpoint,
+          lambda: lambda.endpoint,
+          scheduler: scheduler.endpoint,
+        },
         ports,
         { dynamodb: dynamodb.forward },
       );
@@ -431,7 +572,12 @@ export class LocalStack {
         sns: sns.endpoint,
       };
       this.started = true;
-      this.plan = planStack(o.template, { stackName: o.stackName, region: this.region, accountId, sqsEndpoint: this.endpoints.sqs });
+      this.plan = planStack(o.template, {
+        stackName: o.stackName,
+        region: this.region,
+        accountId,
+        sqsEndpoint: this.endpoints.sqs,
+      });
       this.iam.usePlan(this.plan);
       await this.provision();
     } catch (error) {
@@ -453,7 +599,11 @@ export class LocalStack {
     s3.destroy();
 
     for (const s of plan.secrets) {
-      this.secrets.add({ name: s.name, arn: s.arn, value: this.options.secretValue?.(s) ?? generateSecretValue(s.properties) });
+      this.secrets.add({
+        name: s.name,
+        arn: s.arn,
+        value: this.options.secretValue?.(s) ?? generateSecretValue(s.properties),
+      });
     }
 
     const leftOut = new Set(plan.functions.filter((fn) => !this.provisionFunction(fn)));
@@ -462,7 +612,10 @@ export class LocalStack {
 
     for (const s of plan.schedules) {
       if (!/^arn:aws:lambda:/.test(s.targetArn)) {
-        throw new ProvisioningError(`schedule ${s.logicalId}: target ${s.targetArn} is not a Lambda function; only Lambda targets are emulated`, s.logicalId);
+        throw new ProvisioningError(
+          `schedule ${s.logicalId}: target ${s.targetArn} is not a Lambda function; only Lambda targets are emulated`,
+          s.logicalId,
+        );
       }
       this.runtime.get(s.targetArn);
       this.scheduler.add(s);
@@ -476,7 +629,10 @@ export class LocalStack {
     // resources of a kind are independent of each other, so each kind is created at once (as CloudFormation does).
     for (const q of plan.queues.filter((x) => x.attributes.RedrivePolicy)) {
       if (!plan.queues.some((x) => x.arn === q.deadLetterTargetArn)) {
-        throw new ProvisioningError(`queue ${q.logicalId}: its DLQ ${q.deadLetterTargetArn} is not in the template`, q.logicalId);
+        throw new ProvisioningError(
+          `queue ${q.logicalId}: its DLQ ${q.deadLetterTargetArn} is not in the template`,
+          q.logicalId,
+        );
       }
     }
     await Promise.all(
@@ -488,7 +644,14 @@ export class LocalStack {
     await Promise.all(
       plan.queues
         .filter((x) => x.attributes.RedrivePolicy)
-        .map((q) => sqs.send(new SetQueueAttributesCommand({ QueueUrl: q.url, Attributes: { RedrivePolicy: q.attributes.RedrivePolicy } }))),
+        .map((q) =>
+          sqs.send(
+            new SetQueueAttributesCommand({
+              QueueUrl: q.url,
+              Attributes: { RedrivePolicy: q.attributes.RedrivePolicy },
+            }),
+          ),
+        ),
     );
   }
 
@@ -499,7 +662,12 @@ export class LocalStack {
     // queue URLs as long as AWS's, since the 4 KB limit is measured on what AWS resolves.
     refuseAsLambda(fn.logicalId, () => {
       const label = `function ${fn.logicalId} (${fn.name})`;
-      checkFunctionSettings(label, { timeoutSeconds: fn.timeoutSeconds, memorySize: fn.memoryMb, reservedConcurrency: fn.reservedConcurrency, handler: fn.handler });
+      checkFunctionSettings(label, {
+        timeoutSeconds: fn.timeoutSeconds,
+        memorySize: fn.memoryMb,
+        reservedConcurrency: fn.reservedConcurrency,
+        handler: fn.handler,
+      });
       checkEnvironment(label, awsShapedEnvironment(fn.environment, this.endpoints.sqs, this.region));
     });
     let codeDir: string;
@@ -508,7 +676,11 @@ export class LocalStack {
     } catch (error) {
       if (!(error instanceof ProvisioningError) || !this.mayLeaveOut(fn)) throw error;
       // A team's function no job needs and nothing invokes (say, code in its own bucket): one line, not a failure.
-      plan.notEmulated.push({ logicalId: fn.logicalId, type: 'AWS::Lambda::Function', reason: 'its code is not a bundled asset in the cloud assembly' });
+      plan.notEmulated.push({
+        logicalId: fn.logicalId,
+        type: 'AWS::Lambda::Function',
+        reason: 'its code is not a bundled asset in the cloud assembly',
+      });
       return false;
     }
     const layerDirs = (fn.layerArns ?? []).map((arn) => layerDirectory(this.options.assemblyDir, plan.layers, arn, fn));
@@ -536,7 +708,11 @@ export class LocalStack {
     const plan = this.plan;
     const fn = this.runtime.get(m.functionName);
     const queue = plan.queues.find((q) => q.arn === m.eventSourceArn);
-    if (!queue) throw new ProvisioningError(`event source mapping ${m.logicalId}: queue ${m.eventSourceArn} is not in the template`, m.logicalId);
+    if (!queue)
+      throw new ProvisioningError(
+        `event source mapping ${m.logicalId}: queue ${m.eventSourceArn} is not in the template`,
+        m.logicalId,
+      );
     // CreateEventSourceMapping refuses a function that may outlive its message's visibility (SQS's default is 30 s).
     refuseAsLambda(m.logicalId, () =>
       checkQueueVisibility(
@@ -590,20 +766,34 @@ export class LocalStack {
     } catch (error) {
       // With --data-dir the table survives from an earlier run; its data is the point.
       if (!(error instanceof ResourceInUseException)) {
-        throw new ProvisioningError(`table ${t.logicalId} (${t.name}): ${(error as Error).message}`, t.logicalId, { cause: error });
+        throw new ProvisioningError(`table ${t.logicalId} (${t.name}): ${(error as Error).message}`, t.logicalId, {
+          cause: error,
+        });
       }
     }
     // A new table is CREATING until dynalite's next turn; CloudFormation, too, finishes a table once it is ACTIVE. A
     // request for it before then is refused (ResourceNotFoundException), which a quick client over the gateway's
     // channel to dynalite can be.
-    await waitFor(`table ${t.name} to be ACTIVE`, async () => (await ddb.send(new DescribeTableCommand({ TableName: t.name }))).Table?.TableStatus === 'ACTIVE', { intervalMs: 5 });
+    await waitFor(
+      `table ${t.name} to be ACTIVE`,
+      async () => (await ddb.send(new DescribeTableCommand({ TableName: t.name }))).Table?.TableStatus === 'ACTIVE',
+      { intervalMs: 5 },
+    );
     const ttl = t.properties.TimeToLiveSpecification as { AttributeName?: string; Enabled?: boolean } | undefined;
     if (ttl?.Enabled && ttl.AttributeName) {
       try {
-        await ddb.send(new UpdateTimeToLiveCommand({ TableName: t.name, TimeToLiveSpecification: { AttributeName: ttl.AttributeName, Enabled: true } }));
+        await ddb.send(
+          new UpdateTimeToLiveCommand({
+            TableName: t.name,
+            TimeToLiveSpecification: { AttributeName: ttl.AttributeName, Enabled: true },
+          }),
+        );
       } catch (error) {
         // dynalite has no UpdateTimeToLive and never expires items; say so rather than pretend.
-        this.options.log('provision', `table ${t.name}: TTL on ${ttl.AttributeName} not applied locally (dynalite does not emulate TTL: ${(error as Error).name})`);
+        this.options.log(
+          'provision',
+          `table ${t.name}: TTL on ${ttl.AttributeName} not applied locally (dynalite does not emulate TTL: ${(error as Error).name})`,
+        );
       }
     }
   }

@@ -19,7 +19,11 @@ export interface CloudFormationTemplate {
 }
 
 export class TemplateError extends Error {
-  constructor(message: string, public readonly path: string, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly path: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'TemplateError';
   }
@@ -32,7 +36,11 @@ export function loadTemplate(file: string): CloudFormationTemplate {
   } catch (error) {
     throw new TemplateError(`cannot read template ${file}: ${(error as Error).message}`, file, { cause: error });
   }
-  if (typeof parsed !== 'object' || parsed === null || typeof (parsed as CloudFormationTemplate).Resources !== 'object') {
+  if (
+    typeof parsed !== 'object' ||
+    parsed === null ||
+    typeof (parsed as CloudFormationTemplate).Resources !== 'object'
+  ) {
     throw new TemplateError(`template ${file} has no Resources section`, file);
   }
   return parsed as CloudFormationTemplate;
@@ -138,7 +146,8 @@ function resolveIntrinsic(fn: string, arg: unknown, ctx: ResolveContext, path: s
       const [index, list] = arg as [unknown, unknown];
       const items = resolveInner(list, ctx, path) as unknown[];
       const i = Number(resolveInner(index, ctx, path));
-      if (!Array.isArray(items) || i < 0 || i >= items.length) throw new TemplateError(`${path}: index ${i} is out of range`, path);
+      if (!Array.isArray(items) || i < 0 || i >= items.length)
+        throw new TemplateError(`${path}: index ${i} is out of range`, path);
       return items[i];
     }
     case 'Fn::Split': {
@@ -160,7 +169,9 @@ function resolveIntrinsic(fn: string, arg: unknown, ctx: ResolveContext, path: s
     case 'Fn::Or':
       return (arg as unknown[]).some((v) => resolveInner(v, ctx, path) === true);
     case 'Fn::FindInMap': {
-      const [map, top, second] = (arg as unknown[]).map((v, i) => asString(resolveInner(v, ctx, path), `${path}[${i}]`));
+      const [map, top, second] = (arg as unknown[]).map((v, i) =>
+        asString(resolveInner(v, ctx, path), `${path}[${i}]`),
+      );
       const v = ctx.mappings?.[map]?.[top]?.[second];
       if (v === undefined) throw new TemplateError(`${path}: no mapping ${map}.${top}.${second}`, path);
       return v;
@@ -175,7 +186,20 @@ function resolveIntrinsic(fn: string, arg: unknown, ctx: ResolveContext, path: s
 }
 
 /** The intrinsic functions resolveValue knows. */
-const RESOLVED_INTRINSICS = new Set(['Fn::GetAtt', 'Fn::Join', 'Fn::Sub', 'Fn::Select', 'Fn::Split', 'Fn::If', 'Fn::Equals', 'Fn::Not', 'Fn::And', 'Fn::Or', 'Fn::FindInMap', 'Fn::Base64']);
+const RESOLVED_INTRINSICS = new Set([
+  'Fn::GetAtt',
+  'Fn::Join',
+  'Fn::Sub',
+  'Fn::Select',
+  'Fn::Split',
+  'Fn::If',
+  'Fn::Equals',
+  'Fn::Not',
+  'Fn::And',
+  'Fn::Or',
+  'Fn::FindInMap',
+  'Fn::Base64',
+]);
 
 /** The first intrinsic function in a value that resolveValue does not know (Fn::ImportValue, Fn::GetAZs, ...). */
 export function unsupportedIntrinsicIn(value: unknown): string | undefined {
@@ -197,7 +221,10 @@ export function unsupportedIntrinsicIn(value: unknown): string | undefined {
 }
 
 /** Evaluates the template's Conditions section (they may refer to each other). */
-export function evaluateConditions(template: CloudFormationTemplate, ctx: Omit<ResolveContext, 'conditions'>): Record<string, boolean> {
+export function evaluateConditions(
+  template: CloudFormationTemplate,
+  ctx: Omit<ResolveContext, 'conditions'>,
+): Record<string, boolean> {
   const out: Record<string, boolean> = {};
   const pending = Object.entries(template.Conditions ?? {});
   const withConditions: ResolveContext = {

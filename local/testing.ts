@@ -29,7 +29,13 @@ export interface LocalAws {
   stop(): Promise<void>;
 }
 
-const VARS = ['AWS_ENDPOINT_URL_DYNAMODB', 'AWS_ENDPOINT_URL_SQS', 'AWS_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'];
+const VARS = [
+  'AWS_ENDPOINT_URL_DYNAMODB',
+  'AWS_ENDPOINT_URL_SQS',
+  'AWS_REGION',
+  'AWS_ACCESS_KEY_ID',
+  'AWS_SECRET_ACCESS_KEY',
+];
 
 /**
  * Sets the SDK's endpoint variables to a dynalite and a local-aws-sqs on loopback: the shared pair when a test
@@ -67,7 +73,8 @@ function asShared(server: RunningServer): RunningServer {
   return {
     endpoint: server.endpoint,
     port: server.port,
-    close: () => Promise.reject(new Error('a shared local AWS server is not closed by a test file: stop() its LocalAws')),
+    close: () =>
+      Promise.reject(new Error('a shared local AWS server is not closed by a test file: stop() its LocalAws')),
   };
 }
 
@@ -83,16 +90,26 @@ export interface TableSpec {
 
 /** Creates the table on the local DynamoDB the client points at. */
 export async function createTable(client: DynamoDBClient, spec: TableSpec): Promise<void> {
-  const attributes = new Set([spec.hash, ...(spec.range ? [spec.range] : []), ...(spec.indexes ?? []).flatMap((i) => [i.hash, i.range])]);
+  const attributes = new Set([
+    spec.hash,
+    ...(spec.range ? [spec.range] : []),
+    ...(spec.indexes ?? []).flatMap((i) => [i.hash, i.range]),
+  ]);
   await client.send(
     new CreateTableCommand({
       TableName: spec.name,
       BillingMode: 'PAY_PER_REQUEST',
       AttributeDefinitions: [...attributes].map((name) => ({ AttributeName: name, AttributeType: 'S' })),
-      KeySchema: [{ AttributeName: spec.hash, KeyType: 'HASH' }, ...(spec.range ? [{ AttributeName: spec.range, KeyType: 'RANGE' as const }] : [])],
+      KeySchema: [
+        { AttributeName: spec.hash, KeyType: 'HASH' },
+        ...(spec.range ? [{ AttributeName: spec.range, KeyType: 'RANGE' as const }] : []),
+      ],
       GlobalSecondaryIndexes: spec.indexes?.map((i) => ({
         IndexName: i.name,
-        KeySchema: [{ AttributeName: i.hash, KeyType: 'HASH' }, { AttributeName: i.range, KeyType: 'RANGE' }],
+        KeySchema: [
+          { AttributeName: i.hash, KeyType: 'HASH' },
+          { AttributeName: i.range, KeyType: 'RANGE' },
+        ],
         Projection: { ProjectionType: 'ALL' },
       })),
     }),
@@ -102,7 +119,11 @@ export async function createTable(client: DynamoDBClient, spec: TableSpec): Prom
 /** Writes the items, 25 to a BatchWriteItem (its limit). */
 export async function putAll(documents: DynamoDBDocumentClient, table: string, items: object[]): Promise<void> {
   for (let i = 0; i < items.length; i += 25) {
-    await documents.send(new BatchWriteCommand({ RequestItems: { [table]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) } }));
+    await documents.send(
+      new BatchWriteCommand({
+        RequestItems: { [table]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) },
+      }),
+    );
   }
 }
 

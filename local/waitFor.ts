@@ -7,7 +7,10 @@
 // wait-for-expect is for jest alone, while npm start, chaos and bench wait with this too.
 
 export class WaitTimeoutError extends Error {
-  constructor(message: string, public readonly last: unknown) {
+  constructor(
+    message: string,
+    public readonly last: unknown,
+  ) {
     super(message);
     this.name = 'WaitTimeoutError';
   }
@@ -15,7 +18,10 @@ export class WaitTimeoutError extends Error {
 
 /** holdsFor's failure: the condition stopped holding before its time was up. */
 export class ConditionBrokenError extends Error {
-  constructor(message: string, public readonly afterMs: number) {
+  constructor(
+    message: string,
+    public readonly afterMs: number,
+  ) {
     super(message);
     this.name = 'ConditionBrokenError';
   }
@@ -42,7 +48,8 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function duration(name: string, value: number | undefined, fallback: number): number {
   const ms = value ?? fallback;
-  if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`${name} must be a finite number of milliseconds, 0 or more; got ${ms}`);
+  if (!Number.isFinite(ms) || ms < 0)
+    throw new RangeError(`${name} must be a finite number of milliseconds, 0 or more; got ${ms}`);
   return ms;
 }
 
@@ -66,7 +73,11 @@ function lastSeen(value: unknown): string {
  *   const item = await waitFor('the ledger item', () => readItem(), { timeoutMs: 10_000 });
  *   await waitFor('an empty queue', async () => (await depth()) === 0);
  */
-export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, options: WaitOptions = {}): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  options: WaitOptions = {},
+): Promise<T> {
   return waitUntil<T>(
     what,
     async () => {
@@ -81,7 +92,11 @@ export async function waitFor<T>(what: string, probe: () => T | undefined | fals
  * Like waitFor, for a probe that reports what it saw: `{ done: value }` ends the wait, `{ last: seen }` keeps waiting
  * and is named in the timeout's message (and is the error's `last`).
  */
-export async function waitUntil<T>(what: string, probe: () => { done: T } | { last: unknown } | Promise<{ done: T } | { last: unknown }>, options: WaitOptions = {}): Promise<T> {
+export async function waitUntil<T>(
+  what: string,
+  probe: () => { done: T } | { last: unknown } | Promise<{ done: T } | { last: unknown }>,
+  options: WaitOptions = {},
+): Promise<T> {
   const timeoutMs = duration('timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS);
   const intervalMs = duration('intervalMs', options.intervalMs, DEFAULT_INTERVAL_MS);
   const deadline = Date.now() + timeoutMs;
@@ -89,7 +104,11 @@ export async function waitUntil<T>(what: string, probe: () => { done: T } | { la
     const seen = await probe();
     if ('done' in seen) return seen.done;
     const left = deadline - Date.now();
-    if (left <= 0) throw new WaitTimeoutError(`timed out after ${timeoutMs} ms waiting for ${what}${lastSeen(seen.last)}`, seen.last);
+    if (left <= 0)
+      throw new WaitTimeoutError(
+        `timed out after ${timeoutMs} ms waiting for ${what}${lastSeen(seen.last)}`,
+        seen.last,
+      );
     await pause(Math.min(intervalMs, left));
   }
 }
@@ -100,7 +119,11 @@ export async function waitUntil<T>(what: string, probe: () => { done: T } | { la
  *
  *   await holdsFor('the paused queue to keep its message', async () => (await depth()) === 1, { forMs: 700 });
  */
-export async function holdsFor(what: string, probe: () => boolean | Promise<boolean>, options: HoldOptions): Promise<void> {
+export async function holdsFor(
+  what: string,
+  probe: () => boolean | Promise<boolean>,
+  options: HoldOptions,
+): Promise<void> {
   const forMs = duration('forMs', options.forMs, 0);
   const intervalMs = duration('intervalMs', options.intervalMs, DEFAULT_INTERVAL_MS);
   const started = Date.now();

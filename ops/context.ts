@@ -36,7 +36,12 @@ export async function changeTarget(resources: StackResources): Promise<ChangeTar
 
 /** Asks before a change (io.ts confirm), naming the stack, account and region it lands on. */
 export async function confirmChange(ctx: CommandContext, action: string, options: ChangeOptions): Promise<void> {
-  await confirm(ctx.io, { action, yes: Boolean(options.yes), confirm: options.confirm, target: await changeTarget(ctx.resources) });
+  await confirm(ctx.io, {
+    action,
+    yes: Boolean(options.yes),
+    confirm: options.confirm,
+    target: await changeTarget(ctx.resources),
+  });
 }
 
 /**
@@ -46,6 +51,9 @@ export async function confirmChange(ctx: CommandContext, action: string, options
 export function selectJobs(resources: StackResources, job?: string): JobResources[] {
   if (job === undefined) return resources.jobs;
   const found = resources.jobs.find((j) => j.job === job);
-  if (!found) throw new UsageError(`unknown job "${job}"; ${resources.stackName} has: ${resources.jobs.map((j) => j.job).join(', ')}`);
+  if (!found)
+    throw new UsageError(
+      `unknown job "${job}"; ${resources.stackName} has: ${resources.jobs.map((j) => j.job).join(', ')}`,
+    );
   return [found];
 }

@@ -14,7 +14,11 @@ export interface CallerIdentity {
 
 /** The credentials belong to another account than the environment's config pins. */
 export class WrongAccountError extends OpsError {
-  constructor(message: string, public readonly expectedAccount: string, public readonly callerAccount: string) {
+  constructor(
+    message: string,
+    public readonly expectedAccount: string,
+    public readonly callerAccount: string,
+  ) {
     super(message);
     this.name = 'WrongAccountError';
   }
@@ -42,7 +46,10 @@ export function environmentConfig(name: string): EnvironmentConfig {
  * deploys there), so that wins; otherwise the SDK's own region (AWS_REGION, the profile) when it has one, else the
  * config's region, so an operator without AWS_REGION still reaches the stack.
  */
-export async function environmentRegion(config: EnvironmentConfig, sdkRegion: () => Promise<string | undefined> = defaultSdkRegion): Promise<string> {
+export async function environmentRegion(
+  config: EnvironmentConfig,
+  sdkRegion: () => Promise<string | undefined> = defaultSdkRegion,
+): Promise<string> {
   if (config.account) return config.region;
   return (await sdkRegion()) ?? config.region;
 }
@@ -81,7 +88,11 @@ export async function checkCallerAccount(
 }
 
 /** STS GetCallerIdentity in `region`. */
-export async function stsIdentity(region: string, credentials?: { accessKeyId: string; secretAccessKey: string }, endpoint?: string): Promise<CallerIdentity> {
+export async function stsIdentity(
+  region: string,
+  credentials?: { accessKeyId: string; secretAccessKey: string },
+  endpoint?: string,
+): Promise<CallerIdentity> {
   const client = new STSClient({ region, ...(credentials ? { credentials } : {}), ...(endpoint ? { endpoint } : {}) });
   try {
     const answer = await client.send(new GetCallerIdentityCommand({}));

@@ -22,7 +22,11 @@ export class UsageError extends OpsError {
 
 /** The stack's resources could not be found (no stack, no endpoints file, an output missing). */
 export class ResourceDiscoveryError extends OpsError {
-  constructor(message: string, public readonly source: string, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly source: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'ResourceDiscoveryError';
   }
@@ -30,7 +34,11 @@ export class ResourceDiscoveryError extends OpsError {
 
 /** A change needs confirmation and none was given (declined, or no TTY to ask on and no --yes). */
 export class ConfirmationError extends OpsError {
-  constructor(message: string, public readonly action: string, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly action: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'ConfirmationError';
   }
@@ -38,7 +46,12 @@ export class ConfirmationError extends OpsError {
 
 /** An event source mapping did not reach the requested state in time. */
 export class MappingStateError extends OpsError {
-  constructor(message: string, public readonly uuid: string, public readonly lastState: string | undefined, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly uuid: string,
+    public readonly lastState: string | undefined,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'MappingStateError';
   }

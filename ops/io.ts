@@ -99,28 +99,44 @@ export async function confirm(io: OpsIo, options: ConfirmOptions): Promise<void>
   const env = target.environment;
   if (options.confirm !== undefined && options.confirm !== env) {
     const local = target.local ?? env === undefined;
-    const actual = env !== undefined ? `environment ${env}` : local ? 'the local stack, which has no environment name' : `stack ${target.stackName}, which has no environment name`;
-    throw new ConfirmationError(`--confirm ${options.confirm} does not match ${actual}: did not ${what}; nothing was changed`, options.action);
+    const actual =
+      env !== undefined
+        ? `environment ${env}`
+        : local
+          ? 'the local stack, which has no environment name'
+          : `stack ${target.stackName}, which has no environment name`;
+    throw new ConfirmationError(
+      `--confirm ${options.confirm} does not match ${actual}: did not ${what}; nothing was changed`,
+      options.action,
+    );
   }
   const named = !target.protected || options.confirm === env;
   if (options.yes) {
     if (!named) {
-      throw new ConfirmationError(`refusing to ${what}: environment ${env} is protected; pass --confirm ${env} as well as --yes`, options.action);
+      throw new ConfirmationError(
+        `refusing to ${what}: environment ${env} is protected; pass --confirm ${env} as well as --yes`,
+        options.action,
+      );
     }
     io.stderr(`${what} (confirmed by --yes${target.protected ? ` --confirm ${env}` : ''})`);
     return;
   }
   if (!io.interactive) {
     const pass = named ? '--yes' : `--yes --confirm ${env}`;
-    throw new ConfirmationError(`refusing to ${what} without confirmation: stdin is not a TTY; pass ${pass} to confirm, or --dry-run to preview`, options.action);
+    throw new ConfirmationError(
+      `refusing to ${what} without confirmation: stdin is not a TTY; pass ${pass} to confirm, or --dry-run to preview`,
+      options.action,
+    );
   }
   if (!named) {
     const answer = await io.ask(`${what}? Environment ${env} is protected: type its name to confirm: `);
-    if (answer.trim() !== env) throw new ConfirmationError(`not confirmed: did not ${what}; nothing was changed`, options.action);
+    if (answer.trim() !== env)
+      throw new ConfirmationError(`not confirmed: did not ${what}; nothing was changed`, options.action);
     return;
   }
   const answer = await io.ask(`${what}? [y/N] `);
-  if (!/^y(es)?$/i.test(answer.trim())) throw new ConfirmationError(`not confirmed: did not ${what}; nothing was changed`, options.action);
+  if (!/^y(es)?$/i.test(answer.trim()))
+    throw new ConfirmationError(`not confirmed: did not ${what}; nothing was changed`, options.action);
 }
 
 export type Cell = string | number | boolean | null | undefined;
@@ -131,6 +147,9 @@ export type Cell = string | number | boolean | null | undefined;
  */
 export function renderTable(head: string[], rows: Cell[][]): string {
   const table = new Table({ head, style: { head: [], border: [] } });
-  for (const row of rows) table.push(row.map((c) => (c === undefined || c === null ? '-' : typeof c === 'string' ? escapeUnprintable(c) : c)));
+  for (const row of rows)
+    table.push(
+      row.map((c) => (c === undefined || c === null ? '-' : typeof c === 'string' ? escapeUnprintable(c) : c)),
+    );
   return table.toString();
 }

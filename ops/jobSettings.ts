@@ -11,9 +11,17 @@ import type { CommandContext } from './context';
  * Reads a function's configuration (GetFunctionConfiguration) and parses its JOB_SETTINGS.
  * @throws SettingsError when the variable is missing or invalid; the SDK's error when the function cannot be read.
  */
-export async function functionSettings(ctx: CommandContext, functionName: string): Promise<{ configuration: FunctionConfiguration; settings: JobRuntimeSettings }> {
-  const configuration = await ctx.clients.lambda.send(new GetFunctionConfigurationCommand({ FunctionName: functionName }));
-  return { configuration, settings: readSettings({ [EnvVar.JOB_SETTINGS]: configuration.Environment?.Variables?.[EnvVar.JOB_SETTINGS] }) };
+export async function functionSettings(
+  ctx: CommandContext,
+  functionName: string,
+): Promise<{ configuration: FunctionConfiguration; settings: JobRuntimeSettings }> {
+  const configuration = await ctx.clients.lambda.send(
+    new GetFunctionConfigurationCommand({ FunctionName: functionName }),
+  );
+  return {
+    configuration,
+    settings: readSettings({ [EnvVar.JOB_SETTINGS]: configuration.Environment?.Variables?.[EnvVar.JOB_SETTINGS] }),
+  };
 }
 
 /** The producer's JOB_SETTINGS (functionSettings). */

@@ -16,8 +16,14 @@ import {
   type BatchFigures,
 } from '../lambda/core/ledgerContract';
 import type { OpsClients } from './clients';
-import { batchFigures, type Dynamo, figuresOf, invocationItems, type LedgerTables, queryAll } from '../local/ledgerFigures';
-
+import {
+  batchFigures,
+  type Dynamo,
+  figuresOf,
+  invocationItems,
+  type LedgerTables,
+  queryAll,
+} from '../local/ledgerFigures';
 
 /** One batch as the operator sees it. Counters absent from the item are 0. */
 export interface BatchView {
@@ -97,7 +103,11 @@ const s = (v: unknown): string | undefined => (typeof v === 'string' ? v : undef
 const optionalN = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 
 /** A batch as the operator sees it: its item's facts and admission state, and its resolved figures. */
-export function toBatchView(item: Record<string, unknown>, figures: BatchFigures = resolveBatch(batchIdOf(item), item, []), drainPerMinute = 0): BatchView {
+export function toBatchView(
+  item: Record<string, unknown>,
+  figures: BatchFigures = resolveBatch(batchIdOf(item), item, []),
+  drainPerMinute = 0,
+): BatchView {
   const counters = figures;
   const admission = s(item.admission);
   return {
@@ -127,7 +137,8 @@ export function toBatchView(item: Record<string, unknown>, figures: BatchFigures
     admissionRatePerMinute: optionalN(item.admissionRatePerMinute),
     nextStepAt: s(item.nextStepAt),
     leaseUntil: typeof item.leaseUntilMs === 'number' ? new Date(item.leaseUntilMs).toISOString() : undefined,
-    oldestMessageAgeSeconds: figures.oldestMessageAgeMs === undefined ? null : Math.round(figures.oldestMessageAgeMs / 1000),
+    oldestMessageAgeSeconds:
+      figures.oldestMessageAgeMs === undefined ? null : Math.round(figures.oldestMessageAgeMs / 1000),
     invocations: figures.invocations,
     drainPerMinute,
     outstanding: batchOutstanding(counters),
@@ -140,7 +151,13 @@ export function toBatchView(item: Record<string, unknown>, figures: BatchFigures
  * The job's newest `limit` batch items, newest first: one page of one query (queryAll would read every batch, since a
  * Limit only bounds each page). `projection` keeps only the attributes named.
  */
-export async function latestBatchItems(dynamo: Dynamo, ledgerTable: string, job: string, limit: number, projection?: string): Promise<Record<string, unknown>[]> {
+export async function latestBatchItems(
+  dynamo: Dynamo,
+  ledgerTable: string,
+  job: string,
+  limit: number,
+  projection?: string,
+): Promise<Record<string, unknown>[]> {
   const response = await dynamo.send(
     new QueryCommand({
       TableName: ledgerTable,
@@ -158,11 +175,21 @@ export async function latestBatchItems(dynamo: Dynamo, ledgerTable: string, job:
  * The latest `limit` batches of a job, newest first. Batch IDs start `<job>:<businessDate>:`, so the sort key orders
  * them by business date; within one date, manual (catch-up) runs sort after scheduled ones.
  */
-export async function latestBatches(clients: OpsClients, tables: LedgerTables, job: string, limit: number, now: Date = new Date()): Promise<BatchView[]> {
+export async function latestBatches(
+  clients: OpsClients,
+  tables: LedgerTables,
+  job: string,
+  limit: number,
+  now: Date = new Date(),
+): Promise<BatchView[]> {
   return Promise.all(
     (await latestBatchItems(clients.dynamo, tables.ledger, job, limit)).map(async (item) => {
       const invocations = await invocationItems(clients.dynamo, tables.ledger, job, batchIdOf(item));
-      const drain = drainPerMinute(invocations, typeof item.startedAt === 'string' ? Date.parse(item.startedAt) : undefined, now.getTime());
+      const drain = drainPerMinute(
+        invocations,
+        typeof item.startedAt === 'string' ? Date.parse(item.startedAt) : undefined,
+        now.getTime(),
+      );
       return toBatchView(item, await figuresOf(clients.dynamo, tables, job, item, invocations), drain);
     }),
   );
@@ -172,23 +199,44 @@ export async function latestBatches(clients: OpsClients, tables: LedgerTables, j
  * One batch, read consistently (a recovery decides on it), or undefined when the ledger has no such batch. Its
  * businessDate and scheduledTime are the start facts every admission step of the run carries.
  */
-export async function readBatch(clients: OpsClients, tables: LedgerTables, job: string, batchId: string): Promise<BatchView | undefined> {
-  const response = await clients.dynamo.send(new GetCommand({ TableName: tables.ledger, Key: ledgerKeys.batch(job, batchId), ConsistentRead: true }));
-  return response.Item ? toBatchView(response.Item, await batchFigures(clients.dynamo, tables, job, response.Item)) : undefined;
+export async function readBatch(
+  clients: OpsClients,
+  tables: LedgerTables,
+  job: string,
+  batchId: string,
+): Promise<BatchView | undefined> {
+  const response = await clients.dynamo.send(
+    new GetCommand({ TableName: tables.ledger, Key: ledgerKeys.batch(job, batchId), ConsistentRead: true }),
+  );
+  return response.Item
+    ? toBatchView(response.Item, await batchFigures(clients.dynamo, tables, job, response.Item))
+    : undefined;
 }
 
 /** Every batch of a job whose batch ID starts with `prefix` (e.g. the batches of one business date). */
-export async function batchesWithPrefix(clients: OpsClients, tables: LedgerTables, job: string, prefix: string): Promise<BatchView[]> {
+export async function batchesWithPrefix(
+  clients: OpsClients,
+  tables: LedgerTables,
+  job: string,
+  prefix: string,
+): Promise<BatchView[]> {
   const items = await queryAll(clients.dynamo, {
     TableName: tables.ledger,
     KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
     ExpressionAttributeValues: { ':pk': ledgerKeys.batchPartition(job), ':prefix': prefix },
   });
-  return Promise.all(items.map(async (item) => toBatchView(item, await batchFigures(clients.dynamo, tables, job, item))));
+  return Promise.all(
+    items.map(async (item) => toBatchView(item, await batchFigures(clients.dynamo, tables, job, item))),
+  );
 }
 
 /** The rejections of a job that carry this operation ID (the partition is read page by page, filtered server-side). */
-export async function rejectionsOf(clients: OpsClients, table: string, job: string, operationId: string): Promise<RejectionView[]> {
+export async function rejectionsOf(
+  clients: OpsClients,
+  table: string,
+  job: string,
+  operationId: string,
+): Promise<RejectionView[]> {
   const items = await queryAll(clients.dynamo, {
     TableName: table,
     KeyConditionExpression: 'pk = :pk',

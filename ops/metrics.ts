@@ -41,7 +41,11 @@ export const PIPELINE_METRICS: Readonly<Record<string, MetricStatistic>> = {
  * The AWS/SQS depth metrics read for each of the job's queues, all with Maximum: SQS publishes a sample a minute, and
  * a period's peak is what a backlog chart (and the stalled alarm, lib/monitoring.ts) looks at.
  */
-export const QUEUE_METRICS = ['ApproximateNumberOfMessagesVisible', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] as const;
+export const QUEUE_METRICS = [
+  'ApproximateNumberOfMessagesVisible',
+  'ApproximateNumberOfMessagesNotVisible',
+  'ApproximateNumberOfMessagesDelayed',
+] as const;
 
 /** A job by name, or as the CLI found it (StackResources.jobs). */
 export type JobRef = string | JobResources;
@@ -56,7 +60,11 @@ export interface SampleWindow {
 
 /** GetMetricData failed, or answered what a reader cannot use. */
 export class MetricsReadError extends OpsError {
-  constructor(message: string, public readonly job: string, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly job: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'MetricsReadError';
   }
@@ -74,20 +82,30 @@ const queueNameOf = (arn: string) => arn.slice(arn.lastIndexOf(':') + 1);
  * matches a metric on all of its dimensions, as lib/monitoring.ts jobMetric does), and the depth of the work queue, the
  * DLQ and the admission queue. Ids are m0, m1, ... in this order.
  */
-export function jobMetricQueries(job: JobResources, periodSeconds: number): { query: MetricDataQuery; metric: QueriedMetric }[] {
+export function jobMetricQueries(
+  job: JobResources,
+  periodSeconds: number,
+): { query: MetricDataQuery; metric: QueriedMetric }[] {
   const pipeline = Object.entries(PIPELINE_METRICS).map(([metricName, stat]) => ({
     metric: { namespace: METRICS_NAMESPACE, metricName, dimensions: { service: job.job, job: job.job } },
     stat,
   }));
   const queues = [job.queueArn, job.dlqArn, job.admissionQueueArn].flatMap((arn) =>
-    QUEUE_METRICS.map((metricName) => ({ metric: { namespace: 'AWS/SQS', metricName, dimensions: { QueueName: queueNameOf(arn) } }, stat: 'Maximum' as const })),
+    QUEUE_METRICS.map((metricName) => ({
+      metric: { namespace: 'AWS/SQS', metricName, dimensions: { QueueName: queueNameOf(arn) } },
+      stat: 'Maximum' as const,
+    })),
   );
   return [...pipeline, ...queues].map(({ metric, stat }, i) => ({
     metric,
     query: {
       Id: `m${i}`,
       MetricStat: {
-        Metric: { Namespace: metric.namespace, MetricName: metric.metricName, Dimensions: Object.entries(metric.dimensions).map(([Name, Value]) => ({ Name, Value })) },
+        Metric: {
+          Namespace: metric.namespace,
+          MetricName: metric.metricName,
+          Dimensions: Object.entries(metric.dimensions).map(([Name, Value]) => ({ Name, Value })),
+        },
         Period: periodSeconds,
         Stat: stat,
       },
@@ -99,9 +117,12 @@ export function jobMetricQueries(job: JobResources, periodSeconds: number): { qu
 /** @throws UsageError for a window CloudWatch would refuse (an empty range, a period it does not take). */
 function checkWindow(window: SampleWindow): void {
   const { fromMs, toMs, periodSeconds: p } = window;
-  if (!Number.isFinite(fromMs) || !Number.isFinite(toMs) || fromMs >= toMs) throw new UsageError(`a metrics window needs fromMs before toMs, got ${fromMs} and ${toMs}`);
+  if (!Number.isFinite(fromMs) || !Number.isFinite(toMs) || fromMs >= toMs)
+    throw new UsageError(`a metrics window needs fromMs before toMs, got ${fromMs} and ${toMs}`);
   if (!Number.isInteger(p) || p <= 0 || (p < 60 ? ![1, 5, 10, 20, 30].includes(p) : p % 60 !== 0)) {
-    throw new UsageError(`a metrics period must be 1, 5, 10, 20, 30 or a multiple of 60 seconds (as CloudWatch takes), got ${p}`);
+    throw new UsageError(
+      `a metrics period must be 1, 5, 10, 20, 30 or a multiple of 60 seconds (as CloudWatch takes), got ${p}`,
+    );
   }
 }
 
@@ -114,16 +135,24 @@ function checkWindow(window: SampleWindow): void {
  */
 export async function readJobSamples(ctx: CommandContext, job: JobRef, window: SampleWindow): Promise<MetricSample[]> {
   const resources = typeof job === 'string' ? ctx.resources.jobs.find((j) => j.job === job) : job;
-  if (!resources) throw new UsageError(`unknown job "${String(job)}"; ${ctx.resources.stackName} has: ${ctx.resources.jobs.map((j) => j.job).join(', ')}`);
+  if (!resources)
+    throw new UsageError(
+      `unknown job "${String(job)}"; ${ctx.resources.stackName} has: ${ctx.resources.jobs.map((j) => j.job).join(', ')}`,
+    );
   checkWindow(window);
   const endpoint = ctx.resources.clients.endpoints?.cloudwatch;
   // Without it the client would go to CloudWatch on AWS with the local runtime's credentials.
   if (ctx.resources.source === 'local' && !endpoint) {
-    throw new ResourceDiscoveryError('the local endpoints file has no endpoints.cloudwatch (written before the local runtime served metrics): restart `npm start -- --serve`', 'endpoints.cloudwatch');
+    throw new ResourceDiscoveryError(
+      'the local endpoints file has no endpoints.cloudwatch (written before the local runtime served metrics): restart `npm start -- --serve`',
+      'endpoints.cloudwatch',
+    );
   }
   const queries = jobMetricQueries(resources, window.periodSeconds);
   const byId = new Map(queries.map((q) => [q.query.Id!, q.metric]));
-  const where = endpoint ? `the local CloudWatch at ${endpoint}` : `CloudWatch${ctx.resources.region ? ` in ${ctx.resources.region}` : ''}`;
+  const where = endpoint
+    ? `the local CloudWatch at ${endpoint}`
+    : `CloudWatch${ctx.resources.region ? ` in ${ctx.resources.region}` : ''}`;
   const samples: MetricSample[] = [];
   let nextToken: string | undefined;
   do {
@@ -139,16 +168,29 @@ export async function readJobSamples(ctx: CommandContext, job: JobRef, window: S
         }),
       );
     } catch (error) {
-      throw new MetricsReadError(`reading job ${resources.job}'s metrics from ${where} failed: ${(error as Error).name}: ${(error as Error).message}`, resources.job, { cause: error });
+      throw new MetricsReadError(
+        `reading job ${resources.job}'s metrics from ${where} failed: ${(error as Error).name}: ${(error as Error).message}`,
+        resources.job,
+        { cause: error },
+      );
     }
     for (const result of page.MetricDataResults ?? []) {
       const metric = byId.get(result.Id ?? '');
-      if (!metric) throw new MetricsReadError(`${where} answered a result for query "${result.Id}", which job ${resources.job}'s request did not ask`, resources.job);
+      if (!metric)
+        throw new MetricsReadError(
+          `${where} answered a result for query "${result.Id}", which job ${resources.job}'s request did not ask`,
+          resources.job,
+        );
       const [timestamps, values] = [result.Timestamps ?? [], result.Values ?? []];
       if (timestamps.length !== values.length) {
-        throw new MetricsReadError(`${where} answered query ${result.Id} (${metric.metricName}) with ${timestamps.length} timestamps and ${values.length} values`, resources.job);
+        throw new MetricsReadError(
+          `${where} answered query ${result.Id} (${metric.metricName}) with ${timestamps.length} timestamps and ${values.length} values`,
+          resources.job,
+        );
       }
-      timestamps.forEach((t, i) => samples.push({ ...metric, dimensions: { ...metric.dimensions }, timestamp: t.getTime(), value: values[i] }));
+      timestamps.forEach((t, i) =>
+        samples.push({ ...metric, dimensions: { ...metric.dimensions }, timestamp: t.getTime(), value: values[i] }),
+      );
     }
     nextToken = page.NextToken;
   } while (nextToken);

@@ -23,7 +23,14 @@ import {
   renderLimitsSet,
 } from './commands/limits';
 import { operation, renderOperation } from './commands/op';
-import { redrive, redriveCancel, redriveStatus, renderRedrive, renderRedriveCancel, renderRedriveStatus } from './commands/redrive';
+import {
+  redrive,
+  redriveCancel,
+  redriveStatus,
+  renderRedrive,
+  renderRedriveCancel,
+  renderRedriveStatus,
+} from './commands/redrive';
 import { preflight, renderPreflight } from './commands/preflight';
 import { DEFAULT_STALL_MINUTES, renderStatus, status } from './commands/status';
 
@@ -71,7 +78,7 @@ export function defaultSource(options: GlobalOptions): ResourceSource {
   if (options.env) return new CloudFormationSource({ environment: options.env });
   if (options.stack) return new CloudFormationSource({ stackName: options.stack });
   throw new UsageError(
-    'say which stack: --stack <name> for a deployed stack, --env <name> for one of this repository\'s environments (PacedJobs-<name>), ' +
+    "say which stack: --stack <name> for a deployed stack, --env <name> for one of this repository's environments (PacedJobs-<name>), " +
       'or --local for the one `npm start -- --serve` runs',
   );
 }
@@ -79,7 +86,8 @@ export function defaultSource(options: GlobalOptions): ResourceSource {
 function positiveInt(flag: string, value: string | undefined, fallback: number, max: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > max) throw new UsageError(`${flag} must be a whole number from 1 to ${max}, got "${value}"`);
+  if (!Number.isInteger(n) || n < 1 || n > max)
+    throw new UsageError(`${flag} must be a whole number from 1 to ${max}, got "${value}"`);
   return n;
 }
 
@@ -88,7 +96,6 @@ function errorDocument(error: Error): object {
   const context = Object.fromEntries(Object.entries(error).filter(([k]) => k !== 'stack' && k !== 'cause'));
   return { ok: false, error: { ...context, name: error.name, message: error.message } };
 }
-
 
 /** Wraps a command's work: loads the stack, runs `run` with its clients, and prints the outcome. */
 export type Execute = (cmd: Command, run: (ctx: CommandContext) => Promise<Printable>) => () => Promise<void>;
@@ -145,9 +152,9 @@ function addPauseResume({ program, execute, deps }: OpsProgram): void {
         .command(name)
         .description(
           name === 'pause'
-            ? 'disable the schedules first, then the producers\' admission mappings, then the consumers\' event source mappings; ' +
-                'messages and each run\'s next step stay queued'
-            : 're-enable the consumers\' event source mappings first, then the admission mappings, then the schedules',
+            ? "disable the schedules first, then the producers' admission mappings, then the consumers' event source mappings; " +
+                "messages and each run's next step stay queued"
+            : "re-enable the consumers' event source mappings first, then the admission mappings, then the schedules",
         )
         .option('--job <job>', 'one job only (default: every job)'),
     );
@@ -178,13 +185,16 @@ function addRedrive({ program, execute }: OpsProgram): void {
   );
   redriveCmd.action(
     execute(redriveCmd, async (ctx) => {
-      const result = await redrive(ctx, redriveCmd.opts<{ job?: string; rate?: string; yes: boolean; dryRun: boolean }>());
+      const result = await redrive(
+        ctx,
+        redriveCmd.opts<{ job?: string; rate?: string; yes: boolean; dryRun: boolean }>(),
+      );
       return { result, text: renderRedrive(result) };
     }),
   );
   const redriveStatusCmd = redriveGroup
     .command('status')
-    .description('the DLQs\' message move tasks')
+    .description("the DLQs' message move tasks")
     .option('--job <job>', 'one job only');
   redriveStatusCmd.action(
     execute(redriveStatusCmd, async (ctx) => {
@@ -193,7 +203,10 @@ function addRedrive({ program, execute }: OpsProgram): void {
     }),
   );
   const redriveCancelCmd = change(
-    redriveGroup.command('cancel').description('cancel running message move tasks').option('--job <job>', 'one job only'),
+    redriveGroup
+      .command('cancel')
+      .description('cancel running message move tasks')
+      .option('--job <job>', 'one job only'),
   );
   redriveCancelCmd.action(
     execute(redriveCancelCmd, async (ctx) => {
@@ -250,7 +263,7 @@ function addContinue({ program, execute }: OpsProgram): void {
     program
       .command('continue')
       .description(
-        'restart a run whose admission stalled: send its current step (from the ledger) to the job\'s admission queue; ' +
+        "restart a run whose admission stalled: send its current step (from the ledger) to the job's admission queue; " +
           'safe to repeat, since the producer skips a step already taken',
       )
       .requiredOption('--job <job>', 'the job of the batch')
@@ -258,7 +271,10 @@ function addContinue({ program, execute }: OpsProgram): void {
   );
   continueCmd.action(
     execute(continueCmd, async (ctx) => {
-      const result = await continueAdmission(ctx, continueCmd.opts<{ job: string; batch: string; yes: boolean; dryRun: boolean }>());
+      const result = await continueAdmission(
+        ctx,
+        continueCmd.opts<{ job: string; batch: string; yes: boolean; dryRun: boolean }>(),
+      );
       return { result, text: renderContinue(result) };
     }),
   );
@@ -268,7 +284,9 @@ function addContinue({ program, execute }: OpsProgram): void {
 function addLimits({ program, execute }: OpsProgram): void {
   const limits = program
     .command('limits')
-    .description("per-key rate limits: list a job's default and overrides, set or clear one key's override (no deploy)");
+    .description(
+      "per-key rate limits: list a job's default and overrides, set or clear one key's override (no deploy)",
+    );
   const limitsListCmd = limits
     .command('list')
     .description("the job's per-key default as deployed, and each key's override with the limit the consumers enforce")
@@ -282,11 +300,16 @@ function addLimits({ program, execute }: OpsProgram): void {
   const limitsSetCmd = change(
     limits
       .command('set')
-      .description("override one key's limit (its documented quota; the job's per-key headroom still applies); replaces any it had")
+      .description(
+        "override one key's limit (its documented quota; the job's per-key headroom still applies); replaces any it had",
+      )
       .requiredOption('--job <job>', 'the job')
-      .requiredOption('--key <key>', 'the key value (of the job\'s pacing.perKey field)')
+      .requiredOption('--key <key>', "the key value (of the job's pacing.perKey field)")
       .requiredOption('--starts <n>', `starts allowed per interval, 1 to ${MAX_OVERRIDE_STARTS}`)
-      .option('--interval-seconds <s>', `the interval, 1 to ${MAX_OVERRIDE_INTERVAL_SECONDS} (default: the job's per-key interval)`)
+      .option(
+        '--interval-seconds <s>',
+        `the interval, 1 to ${MAX_OVERRIDE_INTERVAL_SECONDS} (default: the job's per-key interval)`,
+      )
       .option('--burst <b>', "the burst, 1 to --starts (default: the job's per-key burst)"),
   );
   limitsSetCmd.action(
@@ -304,7 +327,10 @@ function addLimits({ program, execute }: OpsProgram): void {
   );
   limitsClearCmd.action(
     execute(limitsClearCmd, async (ctx) => {
-      const result = await limitsClear(ctx, limitsClearCmd.opts<{ job: string; key: string; yes: boolean; dryRun: boolean }>());
+      const result = await limitsClear(
+        ctx,
+        limitsClearCmd.opts<{ job: string; key: string; yes: boolean; dryRun: boolean }>(),
+      );
       return { result, text: renderLimitsClear(result) };
     }),
   );
@@ -343,7 +369,7 @@ function addAudit({ program, execute }: OpsProgram): void {
   const auditCmd = program
     .command('audit')
     .description(
-      'one business date of one job, over every batch of it: did every operation the date\'s runs discovered end exactly once ' +
+      "one business date of one job, over every batch of it: did every operation the date's runs discovered end exactly once " +
         '(completed, rejected or dead-lettered), and where is each one that did not',
     )
     .requiredOption('--job <job>', 'the job')
@@ -361,9 +387,9 @@ function addPreflight({ program, execute }: OpsProgram): void {
   const preflightCmd = program
     .command('preflight')
     .description(
-      'the go/no-go before a night\'s runs: producer time against the 900 s ceiling, stable discovery, rate headroom and ' +
-        'concurrency against the downstream\'s limits, idempotency lifetime, the operator\'s permissions, alarm subscriptions, ' +
-        'each schedule\'s next fire and business date, secrets, discovery indexes, empty DLQs and account concurrency; exit code 1 on any failure',
+      "the go/no-go before a night's runs: producer time against the 900 s ceiling, stable discovery, rate headroom and " +
+        "concurrency against the downstream's limits, idempotency lifetime, the operator's permissions, alarm subscriptions, " +
+        "each schedule's next fire and business date, secrets, discovery indexes, empty DLQs and account concurrency; exit code 1 on any failure",
     )
     .option('--job <job>', 'one job only (the stack-wide checks still run)');
   preflightCmd.action(
@@ -385,10 +411,10 @@ function opsProgram(io: OpsIo): Command {
     .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
     .showHelpAfterError()
     .addOption(
-      new Option('--stack <name>', 'a deployed stack holding a PacedJobs (your app\'s stack name): reads its outputs').conflicts([
-        'env',
-        'local',
-      ]),
+      new Option(
+        '--stack <name>',
+        "a deployed stack holding a PacedJobs (your app's stack name): reads its outputs",
+      ).conflicts(['env', 'local']),
     )
     .addOption(
       new Option(
@@ -437,7 +463,8 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
   };
 
   const program = opsProgram(io);
-  for (const add of [...OWN_COMMANDS.before, ...(deps.commands ?? []), ...OWN_COMMANDS.after]) add({ program, execute, deps });
+  for (const add of [...OWN_COMMANDS.before, ...(deps.commands ?? []), ...OWN_COMMANDS.after])
+    add({ program, execute, deps });
 
   try {
     await program.parseAsync(argv, { from: 'user' });
@@ -446,7 +473,13 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
       // --help and --version end through here with code 0; usage errors were already printed by commander.
       if (error.exitCode === 0) return 0;
       if (wantsJson) {
-        io.stdout(JSON.stringify({ ok: false, error: { name: 'UsageError', code: error.code, message: error.message } }, null, 2));
+        io.stdout(
+          JSON.stringify(
+            { ok: false, error: { name: 'UsageError', code: error.code, message: error.message } },
+            null,
+            2,
+          ),
+        );
       }
       return 2;
     }

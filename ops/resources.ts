@@ -2,11 +2,22 @@
 // from the local runtime's `.local/endpoints.json`; every command works from the StackResources this returns.
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { CloudFormationClient, DescribeStacksCommand, GetTemplateCommand, type Output } from '@aws-sdk/client-cloudformation';
+import {
+  CloudFormationClient,
+  DescribeStacksCommand,
+  GetTemplateCommand,
+  type Output,
+} from '@aws-sdk/client-cloudformation';
 import { z } from 'zod';
 import { JobOutput, type JobOutputKind, jobOutputName, StackOutput, stackName } from '../lib/outputs';
 import type { EnvironmentConfig } from '../lib/config/schema';
-import { type CallerIdentity, checkCallerAccount, environmentConfig, environmentRegion, stsIdentity } from './environment';
+import {
+  type CallerIdentity,
+  checkCallerAccount,
+  environmentConfig,
+  environmentRegion,
+  stsIdentity,
+} from './environment';
 import { ResourceDiscoveryError, UsageError } from './errors';
 import { JOB_ENTRY_METADATA } from '../lambda/core/constants';
 import { describeIssues } from '../lambda/core/issues';
@@ -121,7 +132,9 @@ export function resourcesFromOutputs(
     ...(limiter ? { limiter } : {}),
   };
   const jobs = [...jobNames].sort().map((job) => {
-    const fields = Object.fromEntries(Object.entries(JOB_FIELDS).map(([field, kind]) => [field, need(jobOutputName(job, kind))]));
+    const fields = Object.fromEntries(
+      Object.entries(JOB_FIELDS).map(([field, kind]) => [field, need(jobOutputName(job, kind))]),
+    );
     return { job, ...fields } as JobResources;
   });
   if (missing.length > 0) throw new ResourceDiscoveryError(`${source} lacks the outputs ${missing.join(', ')}`, source);
@@ -145,7 +158,14 @@ export function jobNamesFromOutputs(outputs: Output[]): string[] {
 
 /** The template of a stack, as far as jobEntriesFromTemplate reads it. */
 interface TemplateDocument {
-  Resources?: Record<string, { Type?: string; Metadata?: Record<string, unknown>; Properties?: { Environment?: { Variables?: Record<string, unknown> } } }>;
+  Resources?: Record<
+    string,
+    {
+      Type?: string;
+      Metadata?: Record<string, unknown>;
+      Properties?: { Environment?: { Variables?: Record<string, unknown> } };
+    }
+  >;
 }
 
 /**
@@ -160,7 +180,10 @@ export function jobEntriesFromTemplate(source: string, template: unknown): Recor
     const job = resource.Properties?.Environment?.Variables?.JOB_NAME;
     if (resource.Type !== 'AWS::Lambda::Function' || typeof entry !== 'string' || typeof job !== 'string') continue;
     if (entries[job] !== undefined && entries[job] !== entry) {
-      throw new ResourceDiscoveryError(`${source}: the functions of job ${job} name two entries, ${entries[job]} and ${entry} (${id})`, source);
+      throw new ResourceDiscoveryError(
+        `${source}: the functions of job ${job} name two entries, ${entries[job]} and ${entry} (${id})`,
+        source,
+      );
     }
     entries[job] = entry;
   }
@@ -201,7 +224,9 @@ export class CloudFormationSource implements ResourceSource {
     } else if (options.stackName !== undefined && options.stackName !== '') {
       this.stackName = options.stackName;
     } else {
-      throw new UsageError('a deployed stack needs --env <name> (this repository\'s PacedJobs-<name>) or --stack <name>');
+      throw new UsageError(
+        "a deployed stack needs --env <name> (this repository's PacedJobs-<name>) or --stack <name>",
+      );
     }
     this.description = `stack ${this.stackName}`;
   }
@@ -216,7 +241,9 @@ export class CloudFormationSource implements ResourceSource {
     if (this.config) return environmentRegion(this.config, this.options.sdkRegion);
     const region = await (this.options.sdkRegion ?? defaultSdkRegion)();
     if (region === undefined) {
-      throw new UsageError(`no region to find ${this.description} in: set AWS_REGION (or a region in your AWS profile)`);
+      throw new UsageError(
+        `no region to find ${this.description} in: set AWS_REGION (or a region in your AWS profile)`,
+      );
     }
     return region;
   }
@@ -226,7 +253,9 @@ export class CloudFormationSource implements ResourceSource {
     const identity = this.options.identity ?? (() => stsIdentity(region));
     const config = this.config;
     // Only a pinned account can be checked; without one, the caller's account is the environment's by definition.
-    const caller = config?.account ? await checkCallerAccount(this.options.environment ?? '', config, identity) : undefined;
+    const caller = config?.account
+      ? await checkCallerAccount(this.options.environment ?? '', config, identity)
+      : undefined;
     const client = this.options.client ?? new CloudFormationClient({ region });
     let outputs: Output[];
     try {
@@ -262,12 +291,18 @@ export class CloudFormationSource implements ResourceSource {
   private async deployedJobEntries(region: string): Promise<Record<string, string>> {
     const client = this.options.client ?? new CloudFormationClient({ region });
     try {
-      const answer = await client.send(new GetTemplateCommand({ StackName: this.stackName, TemplateStage: 'Original' }));
+      const answer = await client.send(
+        new GetTemplateCommand({ StackName: this.stackName, TemplateStage: 'Original' }),
+      );
       let template: unknown;
       try {
         template = JSON.parse(answer.TemplateBody ?? '{}');
       } catch (error) {
-        throw new ResourceDiscoveryError(`${this.description}: its template is not JSON (${(error as Error).message})`, this.description, { cause: error });
+        throw new ResourceDiscoveryError(
+          `${this.description}: its template is not JSON (${(error as Error).message})`,
+          this.description,
+          { cause: error },
+        );
       }
       return jobEntriesFromTemplate(this.description, template);
     } finally {
@@ -295,7 +330,16 @@ const endpointsFileSchema = z.object({
   accountId: z.string().optional(),
   credentials: z.object({ accessKeyId: z.string(), secretAccessKey: z.string() }),
   // cloudwatch: the session's local CloudWatch API (ops/metrics.ts); optional, as a file from before it lacks it.
-  endpoints: z.object({ dynamodb: z.url(), sqs: z.url(), lambda: z.url(), scheduler: z.url(), secretsmanager: z.url().optional(), sns: z.url().optional(), cloudwatch: z.url().optional(), s3: z.url().optional() }),
+  endpoints: z.object({
+    dynamodb: z.url(),
+    sqs: z.url(),
+    lambda: z.url(),
+    scheduler: z.url(),
+    secretsmanager: z.url().optional(),
+    sns: z.url().optional(),
+    cloudwatch: z.url().optional(),
+    s3: z.url().optional(),
+  }),
   jobs: z.record(z.string(), z.unknown()),
   outputs: z.record(z.string(), z.string()),
   // The synthesized template the local stack runs, where the run names it; else cdk.out/<stack>.template.json beside
@@ -326,7 +370,9 @@ export class LocalEndpointsSource implements ResourceSource {
     try {
       raw = JSON.parse(text);
     } catch (error) {
-      throw new ResourceDiscoveryError(`${this.file} is not JSON: ${(error as Error).message}`, this.file, { cause: error });
+      throw new ResourceDiscoveryError(`${this.file} is not JSON: ${(error as Error).message}`, this.file, {
+        cause: error,
+      });
     }
     const parsed = endpointsFileSchema.safeParse(raw);
     if (!parsed.success) {
@@ -340,7 +386,10 @@ export class LocalEndpointsSource implements ResourceSource {
       region: doc.region,
       ...(doc.accountId ? { accountId: doc.accountId } : {}),
       ...resourcesFromOutputs(this.file, Object.keys(doc.jobs), doc.outputs),
-      jobEntries: () => this.localJobEntries(doc.templateFile ?? join(dirname(this.file), '..', 'cdk.out', `${doc.stackName}.template.json`)),
+      jobEntries: () =>
+        this.localJobEntries(
+          doc.templateFile ?? join(dirname(this.file), '..', 'cdk.out', `${doc.stackName}.template.json`),
+        ),
       clients: {
         region: doc.region,
         credentials: doc.credentials,
@@ -364,7 +413,11 @@ export class LocalEndpointsSource implements ResourceSource {
     try {
       template = JSON.parse(await readFile(templateFile, 'utf8'));
     } catch (error) {
-      throw new ResourceDiscoveryError(`cannot read the local stack's template ${templateFile}: ${(error as Error).message}`, this.file, { cause: error });
+      throw new ResourceDiscoveryError(
+        `cannot read the local stack's template ${templateFile}: ${(error as Error).message}`,
+        this.file,
+        { cause: error },
+      );
     }
     return jobEntriesFromTemplate(templateFile, template);
   }

@@ -46,7 +46,8 @@ export async function run(argv: readonly string[], io: CliIo = processIo): Promi
     .action((name: string, options: { root: string; dryRun?: boolean }) => {
       const root = resolve(options.root);
       try {
-        const plan = projectKind(root) === 'app' ? planAppJob(name, readAppState(root)) : planNewJob(name, readProjectState(root));
+        const plan =
+          projectKind(root) === 'app' ? planAppJob(name, readAppState(root)) : planNewJob(name, readProjectState(root));
         if (!options.dryRun) writePlan(root, plan);
         io.out(summary(plan, Boolean(options.dryRun)));
       } catch (error) {

@@ -13,7 +13,17 @@ import { alarmName, JobAlarm } from '../lib/monitoring';
 import { JobOutput, jobOutputName, StackOutput, stackName, type JobOutputKind } from '../lib/outputs';
 import { MAX_FUNCTION_NAME_LENGTH } from '../lib/paced-function';
 import { producerFunctionName } from '../lib/paced-job';
-import { appSnippet, expectedConfig, jobFolder, jobNames, jobSnippet, renderFiles, tableSnippet, type JobNames, type ProjectKind } from './templates';
+import {
+  appSnippet,
+  expectedConfig,
+  jobFolder,
+  jobNames,
+  jobSnippet,
+  renderFiles,
+  tableSnippet,
+  type JobNames,
+  type ProjectKind,
+} from './templates';
 
 /** kebab-case: lower-case words of letters and digits joined by single hyphens, starting with a letter. */
 export const KEBAB_CASE = /^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/;
@@ -27,7 +37,14 @@ export const LAMBDA_FOLDERS = ['adapters', 'core', 'handlers', 'jobs', 'sdk-slim
  * lib/sdk-layer.ts, and the CDK's metadata); a job's construct ID is its name in PascalCase, and two children with one
  * ID fail synthesis.
  */
-export const STACK_CONSTRUCT_IDS = ['AppResources', 'State', 'Monitoring', 'SdkSlimLayer', 'ScheduleGroup', 'CDKMetadata'];
+export const STACK_CONSTRUCT_IDS = [
+  'AppResources',
+  'State',
+  'Monitoring',
+  'SdkSlimLayer',
+  'ScheduleGroup',
+  'CDKMetadata',
+];
 /** Alarm subjects of schedule groups are `schedule-group-<group>` (lib/monitoring.ts), in the same name space as jobs. */
 export const RESERVED_PREFIX = 'schedule-group';
 export const ENVIRONMENTS_FILE = 'lib/config/environments.ts';
@@ -38,7 +55,11 @@ export type NameRule = 'kebab-case' | 'length' | 'reserved' | 'taken';
 
 /** Why nothing was written: a broken name rule (`rule` says which), or a project the scaffold cannot extend safely. */
 export class ScaffoldError extends Error {
-  constructor(message: string, public readonly rule?: NameRule, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly rule?: NameRule,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'ScaffoldError';
   }
@@ -86,7 +107,11 @@ export interface Plan {
 }
 
 const subfolders = (dir: string): string[] =>
-  existsSync(dir) ? readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name) : [];
+  existsSync(dir)
+    ? readdirSync(dir, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name)
+    : [];
 
 /**
  * Evaluates a version of lib/config/environments.ts held in memory (esbuild strips the types, as tsx does), so the
@@ -98,13 +123,15 @@ export function evaluateEnvironments(source: string, filename: string): Record<s
   try {
     const { code } = transformSync(source, { loader: 'ts', format: 'cjs', sourcefile: filename, target: 'node20' });
     const module = { exports: {} as Record<string, unknown> };
-    const wrapper = vm.runInThisContext(`(function (exports, require, module, __filename, __dirname) {${code}\n})`, { filename }) as (
-      ...args: unknown[]
-    ) => void;
+    const wrapper = vm.runInThisContext(`(function (exports, require, module, __filename, __dirname) {${code}\n})`, {
+      filename,
+    }) as (...args: unknown[]) => void;
     wrapper(module.exports, createRequire(filename), module, filename, dirname(filename));
     environments = module.exports.environments;
   } catch (error) {
-    throw new ScaffoldError(`${ENVIRONMENTS_FILE}: cannot evaluate it: ${(error as Error).message}`, undefined, { cause: error });
+    throw new ScaffoldError(`${ENVIRONMENTS_FILE}: cannot evaluate it: ${(error as Error).message}`, undefined, {
+      cause: error,
+    });
   }
   if (typeof environments !== 'object' || environments === null) {
     throw new ScaffoldError(`${ENVIRONMENTS_FILE}: it exports no \`environments\` object`);
@@ -120,7 +147,11 @@ export function readProjectState(root: string): ProjectState {
   try {
     environmentsSource = readFileSync(environmentsPath, 'utf8');
   } catch (error) {
-    throw new ScaffoldError(`${root} does not look like this project: cannot read ${ENVIRONMENTS_FILE} (${(error as Error).message})`, undefined, { cause: error });
+    throw new ScaffoldError(
+      `${root} does not look like this project: cannot read ${ENVIRONMENTS_FILE} (${(error as Error).message})`,
+      undefined,
+      { cause: error },
+    );
   }
   return {
     lambdaFolders: subfolders(join(root, 'lambda')),
@@ -139,9 +170,15 @@ const problem = (name: string, rule: NameRule, detail: string): { rule: NameRule
 
 /** Job names in the project: configured in any environment, or a folder under lambda/jobs/. */
 const existingJobs = (state: ProjectState): string[] =>
-  [...new Set([...Object.values(state.environments).flatMap((env) => Object.keys(env.jobs ?? {})), ...state.jobFolders])].sort();
+  [
+    ...new Set([
+      ...Object.values(state.environments).flatMap((env) => Object.keys(env.jobs ?? {})),
+      ...state.jobFolders,
+    ]),
+  ].sort();
 
-const outputNames = (jobName: string): string[] => (Object.keys(JobOutput) as JobOutputKind[]).map((kind) => jobOutputName(jobName, kind));
+const outputNames = (jobName: string): string[] =>
+  (Object.keys(JobOutput) as JobOutputKind[]).map((kind) => jobOutputName(jobName, kind));
 
 /**
  * The first rule `name` breaks, in the order kebab-case, length, reserved, taken; undefined when it breaks none.
@@ -153,13 +190,21 @@ export function validateName(name: string, state: ProjectState): { rule: NameRul
   for (const env of Object.keys(state.environments)) {
     const fn = producerFunctionName(stackName(env), name);
     if (fn.length > MAX_FUNCTION_NAME_LENGTH) {
-      return problem(name, 'length', `its producer function name in environment ${env}, "${fn}", would have ${fn.length} characters; Lambda allows ${MAX_FUNCTION_NAME_LENGTH}`);
+      return problem(
+        name,
+        'length',
+        `its producer function name in environment ${env}, "${fn}", would have ${fn.length} characters; Lambda allows ${MAX_FUNCTION_NAME_LENGTH}`,
+      );
     }
   }
 
   const lambdaFolders = [...new Set([...LAMBDA_FOLDERS, ...state.lambdaFolders])].sort();
   if (lambdaFolders.includes(name)) {
-    return problem(name, 'reserved', `"${name}" is a folder under lambda/ (${lambdaFolders.join(', ')}); a job of that name would read as part of the runtime in imports, logs and metrics`);
+    return problem(
+      name,
+      'reserved',
+      `"${name}" is a folder under lambda/ (${lambdaFolders.join(', ')}); a job of that name would read as part of the runtime in imports, logs and metrics`,
+    );
   }
   const reserved = reservedIdProblem(name);
   if (reserved) return reserved;
@@ -167,11 +212,18 @@ export function validateName(name: string, state: ProjectState): { rule: NameRul
   const names = jobNames(name);
   const taken = (detail: string) => problem(name, 'taken', detail);
   if (state.exists(`lambda/jobs/${name}`)) return taken(`lambda/jobs/${name} already exists`);
-  const configuredIn = Object.entries(state.environments).filter(([, env]) => name in (env.jobs ?? {})).map(([env]) => env);
-  if (configuredIn.length > 0) return taken(`jobs.${name} is already configured in ${ENVIRONMENTS_FILE} (${configuredIn.join(', ')})`);
-  const tableIn = Object.entries(state.environments).filter(([, env]) => names.tableKey in (env.appResources?.tables ?? {})).map(([env]) => env);
+  const configuredIn = Object.entries(state.environments)
+    .filter(([, env]) => name in (env.jobs ?? {}))
+    .map(([env]) => env);
+  if (configuredIn.length > 0)
+    return taken(`jobs.${name} is already configured in ${ENVIRONMENTS_FILE} (${configuredIn.join(', ')})`);
+  const tableIn = Object.entries(state.environments)
+    .filter(([, env]) => names.tableKey in (env.appResources?.tables ?? {}))
+    .map(([env]) => env);
   if (tableIn.length > 0) {
-    return taken(`appResources.tables.${names.tableKey}, the job's table, is already configured in ${ENVIRONMENTS_FILE} (${tableIn.join(', ')})`);
+    return taken(
+      `appResources.tables.${names.tableKey}, the job's table, is already configured in ${ENVIRONMENTS_FILE} (${tableIn.join(', ')})`,
+    );
   }
   return clashProblem(name, existingJobs(state));
 }
@@ -179,14 +231,26 @@ export function validateName(name: string, state: ProjectState): { rule: NameRul
 /** The rules of a job name wherever it is written: kebab-case, and a length the jobs key of the config takes. */
 function commonNameProblem(name: string): { rule: NameRule; message: string } | undefined {
   if (!KEBAB_CASE.test(name)) {
-    return problem(name, 'kebab-case', `it must match ${KEBAB_CASE} (lower-case letters and digits in words joined by single hyphens, starting with a letter)`);
+    return problem(
+      name,
+      'kebab-case',
+      `it must match ${KEBAB_CASE} (lower-case letters and digits in words joined by single hyphens, starting with a letter)`,
+    );
   }
   if (name.length < MIN_NAME_LENGTH || name.length > MAX_NAME_LENGTH) {
-    return problem(name, 'length', `a job name has ${MIN_NAME_LENGTH} to ${MAX_NAME_LENGTH} characters (the jobs key in lib/config/schema.ts); this one has ${name.length}`);
+    return problem(
+      name,
+      'length',
+      `a job name has ${MIN_NAME_LENGTH} to ${MAX_NAME_LENGTH} characters (the jobs key in lib/config/schema.ts); this one has ${name.length}`,
+    );
   }
   const keyCheck = environmentSchema.shape.jobs.keyType.safeParse(name);
   if (!keyCheck.success) {
-    return problem(name, 'length', `lib/config/schema.ts does not accept it as a jobs key: ${keyCheck.error.issues.map((i) => i.message).join('; ')}`);
+    return problem(
+      name,
+      'length',
+      `lib/config/schema.ts does not accept it as a jobs key: ${keyCheck.error.issues.map((i) => i.message).join('; ')}`,
+    );
   }
   return undefined;
 }
@@ -194,15 +258,24 @@ function commonNameProblem(name: string): { rule: NameRule; message: string } | 
 /** Names the stack's own alarms, construct IDs and outputs take. */
 function reservedIdProblem(name: string): { rule: NameRule; message: string } | undefined {
   if (name === RESERVED_PREFIX || name.startsWith(`${RESERVED_PREFIX}-`)) {
-    return problem(name, 'reserved', `names starting with "${RESERVED_PREFIX}" are reserved: the alarms of a schedule group are named <stack>-${RESERVED_PREFIX}-<group>-<what>, a job's <stack>-<job>-<what>`);
+    return problem(
+      name,
+      'reserved',
+      `names starting with "${RESERVED_PREFIX}" are reserved: the alarms of a schedule group are named <stack>-${RESERVED_PREFIX}-<group>-<what>, a job's <stack>-<job>-<what>`,
+    );
   }
   const names = jobNames(name);
   if (STACK_CONSTRUCT_IDS.includes(names.pascal)) {
-    return problem(name, 'reserved', `its construct ID "${names.pascal}" (the name in PascalCase) is one the stack uses for itself (${STACK_CONSTRUCT_IDS.join(', ')})`);
+    return problem(
+      name,
+      'reserved',
+      `its construct ID "${names.pascal}" (the name in PascalCase) is one the stack uses for itself (${STACK_CONSTRUCT_IDS.join(', ')})`,
+    );
   }
   const stackOutputs: string[] = Object.values(StackOutput);
   const clashingOutput = outputNames(name).find((o) => stackOutputs.includes(o));
-  if (clashingOutput) return problem(name, 'reserved', `its output ${clashingOutput} would be one of the stack's own outputs`);
+  if (clashingOutput)
+    return problem(name, 'reserved', `its output ${clashingOutput} would be one of the stack's own outputs`);
   return undefined;
 }
 
@@ -213,11 +286,14 @@ function clashProblem(name: string, others: string[]): { rule: NameRule; message
   const mine = new Set(outputNames(name));
   for (const other of others) {
     const otherNames = jobNames(other);
-    if (otherNames.pascal === names.pascal) return taken(`the job "${other}" has the same construct ID "${names.pascal}"`);
+    if (otherNames.pascal === names.pascal)
+      return taken(`the job "${other}" has the same construct ID "${names.pascal}"`);
     const output = outputNames(other).find((o) => mine.has(o));
     if (output) return taken(`the job "${other}" already has an output named ${output}`);
     const alarms = new Set(Object.values(JobAlarm).map((what) => alarmName('<stack>', other, what)));
-    const alarm = Object.values(JobAlarm).map((what) => alarmName('<stack>', name, what)).find((a) => alarms.has(a));
+    const alarm = Object.values(JobAlarm)
+      .map((what) => alarmName('<stack>', name, what))
+      .find((a) => alarms.has(a));
     if (alarm) return taken(`the job "${other}" already has an alarm named ${alarm}`);
   }
   return undefined;
@@ -249,15 +325,21 @@ export function planNewJob(name: string, state: ProjectState): Plan {
   const names = jobNames(name);
   const files = renderFiles(names);
   for (const file of files) {
-    if (state.exists(file.path)) throw new ScaffoldError(problem(name, 'taken', `${file.path} already exists`).message, 'taken');
+    if (state.exists(file.path))
+      throw new ScaffoldError(problem(name, 'taken', `${file.path} already exists`).message, 'taken');
   }
 
-  const after = insertAbove(insertAbove(state.environmentsSource, TABLES_MARKER, (by) => tableSnippet(names, by)), JOBS_MARKER, (by) => jobSnippet(names, by));
+  const after = insertAbove(
+    insertAbove(state.environmentsSource, TABLES_MARKER, (by) => tableSnippet(names, by)),
+    JOBS_MARKER,
+    (by) => jobSnippet(names, by),
+  );
   const candidate = evaluateEnvironments(after, state.environmentsPath);
   const expected = expectedConfig(names);
   const problems: string[] = [];
   const envs = Object.keys(state.environments);
-  if (!isDeepStrictEqual(Object.keys(candidate), envs)) problems.push(`the environments changed from ${envs.join(', ')} to ${Object.keys(candidate).join(', ')}`);
+  if (!isDeepStrictEqual(Object.keys(candidate), envs))
+    problems.push(`the environments changed from ${envs.join(', ')} to ${Object.keys(candidate).join(', ')}`);
   for (const env of envs) {
     const before = state.environments[env];
     const now = candidate[env];
@@ -265,22 +347,37 @@ export function planNewJob(name: string, state: ProjectState): Plan {
     const tables = now.appResources?.tables ?? {};
     const table = tables[names.tableKey];
     if (table === undefined) {
-      problems.push(`${env} lacks appResources.tables.${names.tableKey} (its tables do not come from the function holding "${TABLES_MARKER}")`);
+      problems.push(
+        `${env} lacks appResources.tables.${names.tableKey} (its tables do not come from the function holding "${TABLES_MARKER}")`,
+      );
     } else {
       const { tableName, ...shape } = table;
       if (!isDeepStrictEqual(shape, expected.table) || !tableName.startsWith(`${names.tableBaseName}-`)) {
         problems.push(`${env}: appResources.tables.${names.tableKey} is not the table the scaffold inserted`);
       }
       const clash = Object.entries(tables).find(([key, t]) => key !== names.tableKey && t.tableName === tableName);
-      if (clash) throw new ScaffoldError(problem(name, 'taken', `the job's table name "${tableName}" is already used by appResources.tables.${clash[0]} in ${env}`).message, 'taken');
+      if (clash)
+        throw new ScaffoldError(
+          problem(
+            name,
+            'taken',
+            `the job's table name "${tableName}" is already used by appResources.tables.${clash[0]} in ${env}`,
+          ).message,
+          'taken',
+        );
     }
     const job = now.jobs?.[name];
-    if (job === undefined) problems.push(`${env} lacks jobs.${name} (its jobs do not come from the function holding "${JOBS_MARKER}")`);
-    else if (!isDeepStrictEqual(job, expected.job)) problems.push(`${env}: jobs.${name} is not the configuration the scaffold inserted`);
+    if (job === undefined)
+      problems.push(`${env} lacks jobs.${name} (its jobs do not come from the function holding "${JOBS_MARKER}")`);
+    else if (!isDeepStrictEqual(job, expected.job))
+      problems.push(`${env}: jobs.${name} is not the configuration the scaffold inserted`);
     // Everything else must be exactly as it was: the insertion only adds.
     const { [names.tableKey]: _table, ...otherTables } = tables;
     const { [name]: _job, ...otherJobs } = now.jobs ?? {};
-    if (!isDeepStrictEqual(otherTables, before.appResources?.tables ?? {}) || !isDeepStrictEqual(otherJobs, before.jobs ?? {})) {
+    if (
+      !isDeepStrictEqual(otherTables, before.appResources?.tables ?? {}) ||
+      !isDeepStrictEqual(otherJobs, before.jobs ?? {})
+    ) {
       problems.push(`${env}: the insertion changed other tables or jobs`);
     }
     try {
@@ -290,9 +387,17 @@ export function planNewJob(name: string, state: ProjectState): Plan {
     }
   }
   if (problems.length > 0) {
-    throw new ScaffoldError(`${ENVIRONMENTS_FILE}: inserting job "${name}" at the markers would not configure it as intended, so nothing was written:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    throw new ScaffoldError(
+      `${ENVIRONMENTS_FILE}: inserting job "${name}" at the markers would not configure it as intended, so nothing was written:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+    );
   }
-  return { kind: 'repository', names, files, edits: [{ path: ENVIRONMENTS_FILE, before: state.environmentsSource, after }], environments: envs };
+  return {
+    kind: 'repository',
+    names,
+    files,
+    edits: [{ path: ENVIRONMENTS_FILE, before: state.environmentsSource, after }],
+    environments: envs,
+  };
 }
 
 /**
@@ -325,10 +430,15 @@ export function projectKind(root: string): ProjectKind {
   try {
     manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as typeof manifest;
   } catch (error) {
-    throw new ScaffoldError(`${root} is not a project new-job can add a job to: cannot read its package.json (${(error as Error).message})`, undefined, { cause: error });
+    throw new ScaffoldError(
+      `${root} is not a project new-job can add a job to: cannot read its package.json (${(error as Error).message})`,
+      undefined,
+      { cause: error },
+    );
   }
   if (manifest.name === PACKAGE_NAME) return 'repository';
-  if (manifest.dependencies?.[PACKAGE_NAME] !== undefined || manifest.devDependencies?.[PACKAGE_NAME] !== undefined) return 'app';
+  if (manifest.dependencies?.[PACKAGE_NAME] !== undefined || manifest.devDependencies?.[PACKAGE_NAME] !== undefined)
+    return 'app';
   throw new ScaffoldError(
     `${root} is not a project new-job can add a job to: its package.json does not depend on ${PACKAGE_NAME} (run npm install ${PACKAGE_NAME} there first)`,
   );
@@ -361,7 +471,8 @@ export function planAppJob(name: string, state: AppState): Plan {
   const names = jobNames(name);
   const files = renderFiles(names, undefined, 'app');
   for (const file of files) {
-    if (state.exists(file.path)) throw new ScaffoldError(problem(name, 'taken', `${file.path} already exists`).message, 'taken');
+    if (state.exists(file.path))
+      throw new ScaffoldError(problem(name, 'taken', `${file.path} already exists`).message, 'taken');
   }
   return { kind: 'app', names, files, edits: [], environments: [], snippet: appSnippet(names) };
 }
@@ -430,6 +541,10 @@ export function writePlan(root: string, plan: Plan, writer: PlanWriter = fsWrite
     for (const f of madeFiles.reverse()) undo(f, () => writer.remove(f));
     for (const d of madeDirs.reverse()) undo(d, () => writer.removeEmptyDir(d));
     const cleanup = leftovers.length === 0 ? 'removed what it had written' : `could not undo: ${leftovers.join(', ')}`;
-    throw new ScaffoldError(`new-job ${plan.names.name}: ${step} failed (${(error as Error).message}); ${cleanup}`, undefined, { cause: error });
+    throw new ScaffoldError(
+      `new-job ${plan.names.name}: ${step} failed (${(error as Error).message}); ${cleanup}`,
+      undefined,
+      { cause: error },
+    );
   }
 }

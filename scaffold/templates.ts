@@ -40,10 +40,15 @@ export function jobNames(name: string): JobNames {
 export type ProjectKind = 'repository' | 'app';
 
 /** The package's entry points a job imports in a team's app (package.json `exports`). */
-export const PACKAGE_ENTRY = { job: 'paced-jobs/job', fixture: 'paced-jobs/fixture', testing: 'paced-jobs/testing' } as const;
+export const PACKAGE_ENTRY = {
+  job: 'paced-jobs/job',
+  fixture: 'paced-jobs/fixture',
+  testing: 'paced-jobs/testing',
+} as const;
 
 /** The folder a job's code is written to, relative to the project root. */
-export const jobFolder = (name: string, kind: ProjectKind): string => (kind === 'app' ? `jobs/${name}` : `lambda/jobs/${name}`);
+export const jobFolder = (name: string, kind: ProjectKind): string =>
+  kind === 'app' ? `jobs/${name}` : `lambda/jobs/${name}`;
 
 /** Template file (under scaffold/templates) -> path it is written to, relative to the project root. */
 export function templateTargets(name: string, kind: ProjectKind = 'repository'): { template: string; path: string }[] {
@@ -78,7 +83,12 @@ export class TemplateError extends Error {
  * path, exactly the modules the package exports, so both kinds of job depend on the same surface.
  */
 export function placeholderValues(names: JobNames, kind: ProjectKind = 'repository'): Record<string, string> {
-  const values: Record<string, string> = { __JOB_NAME__: names.name, __Job__: names.pascal, __job__: names.camel, __TABLE_KEY__: names.tableKey };
+  const values: Record<string, string> = {
+    __JOB_NAME__: names.name,
+    __Job__: names.pascal,
+    __job__: names.camel,
+    __TABLE_KEY__: names.tableKey,
+  };
   const where: Record<string, string> =
     kind === 'app'
       ? {
@@ -109,7 +119,12 @@ export function placeholderValues(names: JobNames, kind: ProjectKind = 'reposito
 }
 
 /** Fills in every placeholder (placeholderValues). @throws TemplateError on a placeholder left over. */
-export function render(template: string, names: JobNames, label = 'template', kind: ProjectKind = 'repository'): string {
+export function render(
+  template: string,
+  names: JobNames,
+  label = 'template',
+  kind: ProjectKind = 'repository',
+): string {
   const values = placeholderValues(names, kind);
   const out = template.replace(PLACEHOLDER, (token) => values[token] ?? token);
   const left = [...new Set(out.match(PLACEHOLDER) ?? [])];
@@ -118,7 +133,11 @@ export function render(template: string, names: JobNames, label = 'template', ki
 }
 
 /** The job's files, rendered, by their path relative to the project root. */
-export function renderFiles(names: JobNames, templatesDir = TEMPLATES_DIR, kind: ProjectKind = 'repository'): { path: string; content: string }[] {
+export function renderFiles(
+  names: JobNames,
+  templatesDir = TEMPLATES_DIR,
+  kind: ProjectKind = 'repository',
+): { path: string; content: string }[] {
   return templateTargets(names.name, kind).map(({ template, path }) => ({
     path,
     content: render(readFileSync(join(templatesDir, template), 'utf8'), names, template, kind),
@@ -130,13 +149,18 @@ export function renderFiles(names: JobNames, templatesDir = TEMPLATES_DIR, kind:
  * scaffold compares what it evaluates after the insertion with these, so the text and the data cannot drift.
  */
 export function expectedConfig(names: JobNames): {
-  table: { partitionKey: { name: string }; globalSecondaryIndexes: { indexName: string; partitionKey: { name: string }; sortKey: { name: string } }[] };
+  table: {
+    partitionKey: { name: string };
+    globalSecondaryIndexes: { indexName: string; partitionKey: { name: string }; sortKey: { name: string } }[];
+  };
   job: Record<string, unknown>;
 } {
   return {
     table: {
       partitionKey: { name: TABLE_KEY_ATTRIBUTE },
-      globalSecondaryIndexes: [{ indexName: PENDING_INDEX, partitionKey: { name: PENDING_ATTRIBUTE }, sortKey: { name: TABLE_KEY_ATTRIBUTE } }],
+      globalSecondaryIndexes: [
+        { indexName: PENDING_INDEX, partitionKey: { name: PENDING_ATTRIBUTE }, sortKey: { name: TABLE_KEY_ATTRIBUTE } },
+      ],
     },
     job: {
       schedule: { cron: '0 4 * * ? *', timeZone: 'UTC' },

@@ -28,10 +28,16 @@ function fail(why) {
 
 if (present()) process.exit(0);
 if (process.env.CHROMIUM_PATH) fail(`CHROMIUM_PATH is set to ${path}, which is not an executable file.`);
-if (typeof process.getuid === 'function' && process.getuid() !== 0) fail('chromium is missing and this user is not root, so it cannot be installed here.');
-if (spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status !== 0) fail('chromium is missing and this machine has no apt-get.');
+if (typeof process.getuid === 'function' && process.getuid() !== 0)
+  fail('chromium is missing and this user is not root, so it cannot be installed here.');
+if (spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status !== 0)
+  fail('chromium is missing and this machine has no apt-get.');
 
-const install = () => spawnSync('apt-get', ['install', '-y', 'chromium'], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+const install = () =>
+  spawnSync('apt-get', ['install', '-y', 'chromium'], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
 console.error('ensure-browser: installing Debian chromium for the browser tests (apt-get install -y chromium)');
 if (install().status !== 0) {
   // A fresh machine may have no package lists yet.

@@ -12,7 +12,11 @@ const root = process.cwd();
 
 function* files(dir) {
   let entries;
-  try { entries = readdirSync(dir); } catch { return; }
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return;
+  }
   for (const name of entries) {
     const path = join(dir, name);
     if (name === 'node_modules' || name === 'test' || name === 'dist' || name === 'cdk.out') continue;

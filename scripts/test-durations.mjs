@@ -16,10 +16,18 @@ const run = JSON.parse(readFileSync(input, 'utf8'));
 const seconds = Object.fromEntries(
   run.testResults
     // Relative to the project the run was in (a clone's path differs): from its test/ or lambda/ folder on.
-    .map((r) => [r.name.slice(r.name.search(/[\\/](test|lambda)[\\/]/) + 1).split('\\').join('/'), Math.round((r.endTime - r.startTime) / 1000)])
+    .map((r) => [
+      r.name
+        .slice(r.name.search(/[\\/](test|lambda)[\\/]/) + 1)
+        .split('\\')
+        .join('/'),
+      Math.round((r.endTime - r.startTime) / 1000),
+    ])
     .filter(([, s]) => s >= MIN_SECONDS)
     .sort(([a], [b]) => (a < b ? -1 : 1)),
 );
 const file = join(root, 'test', 'support', 'durations.json');
 writeFileSync(file, `${JSON.stringify({ seconds }, null, 2)}\n`);
-process.stdout.write(`${Object.keys(seconds).length} files of ${MIN_SECONDS} s or more in ${relative(process.cwd(), file)}\n`);
+process.stdout.write(
+  `${Object.keys(seconds).length} files of ${MIN_SECONDS} s or more in ${relative(process.cwd(), file)}\n`,
+);

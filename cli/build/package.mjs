@@ -12,10 +12,14 @@ const dist = join(root, 'dist');
 export const ASSET_FOLDERS = ['console/web', 'scaffold/templates'];
 
 rmSync(dist, { recursive: true, force: true });
-const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json')], {
-  cwd: root,
-  stdio: 'inherit',
-});
+const tsc = spawnSync(
+  process.execPath,
+  [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json')],
+  {
+    cwd: root,
+    stdio: 'inherit',
+  },
+);
 if (tsc.status !== 0) {
   process.stderr.write(`prepack: tsc -p tsconfig.build.json failed (exit ${tsc.status ?? tsc.signal})\n`);
   process.exit(1);

@@ -48,7 +48,9 @@ function clear(node) {
 function table(head, rows) {
   var t = el('table');
   var tr = el('tr');
-  head.forEach(function (h) { tr.appendChild(el('th', { text: h })); });
+  head.forEach(function (h) {
+    tr.appendChild(el('th', { text: h }));
+  });
   t.appendChild(el('thead', null, tr));
   var body = el('tbody');
   rows.forEach(function (r) {
@@ -64,7 +66,11 @@ function table(head, rows) {
 }
 
 function time(iso) {
-  return iso ? String(iso).replace('T', ' ').replace(/\.\d{3}Z$/, 'Z') : '-';
+  return iso
+    ? String(iso)
+        .replace('T', ' ')
+        .replace(/\.\d{3}Z$/, 'Z')
+    : '-';
 }
 
 function setStatus(text, isError) {
@@ -84,15 +90,26 @@ function ApiError(status, name, message) {
 function api(method, path, body) {
   var headers = { 'X-Console-Token': token || '' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
-  return fetch(path, { method: method, headers: headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store', credentials: 'omit' }).then(function (res) {
-    return res.json().catch(function () { return {}; }).then(function (doc) {
-      if (!res.ok) {
-        var e = doc && doc.error ? doc.error : { name: 'Error', message: 'HTTP ' + res.status };
-        if (res.status === 403 && /token/.test(e.message)) showNoToken();
-        throw new ApiError(res.status, e.name, e.message);
-      }
-      return doc;
-    });
+  return fetch(path, {
+    method: method,
+    headers: headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    cache: 'no-store',
+    credentials: 'omit',
+  }).then(function (res) {
+    return res
+      .json()
+      .catch(function () {
+        return {};
+      })
+      .then(function (doc) {
+        if (!res.ok) {
+          var e = doc && doc.error ? doc.error : { name: 'Error', message: 'HTTP ' + res.status };
+          if (res.status === 403 && /token/.test(e.message)) showNoToken();
+          throw new ApiError(res.status, e.name, e.message);
+        }
+        return doc;
+      });
   });
 }
 
@@ -117,8 +134,12 @@ function confirmAction(title, text, command) {
       if (dialog.open) dialog.close();
       resolve(answer);
     }
-    function onOk() { done(true); }
-    function onCancel() { done(false); }
+    function onOk() {
+      done(true);
+    }
+    function onCancel() {
+      done(false);
+    }
     ok.addEventListener('click', onOk);
     cancel.addEventListener('click', onCancel);
     dialog.addEventListener('cancel', onCancel);
@@ -170,7 +191,9 @@ function button(label, action, job, s, changing) {
 }
 
 function busy(s, on) {
-  s.buttons.forEach(function (b) { b.node.disabled = on || (b.changing && !config.changesAllowed); });
+  s.buttons.forEach(function (b) {
+    b.node.disabled = on || (b.changing && !config.changesAllowed);
+  });
 }
 
 function runAction(s, title, text, command, path, body, render) {
@@ -184,61 +207,113 @@ function runAction(s, title, text, command, path, body, render) {
         refreshOverview();
       })
       .catch(function (e) {
-        clear(s.result).appendChild(el('p', { className: 'error-text', 'data-error': e.name, text: title + ' failed: ' + e.name + ': ' + e.message }));
+        clear(s.result).appendChild(
+          el('p', {
+            className: 'error-text',
+            'data-error': e.name,
+            text: title + ' failed: ' + e.name + ': ' + e.message,
+          })
+        );
       })
-      .then(function () { busy(s, false); });
+      .then(function () {
+        busy(s, false);
+      });
   });
 }
 
 function renderSteps(doc) {
-  return table(['step', 'what', 'target', 'before', 'after'], doc.steps.map(function (st, i) {
-    return [i + 1, st.kind, st.target, st.before, !st.needed ? st.before + ' (unchanged)' : st.applied ? st.desired : st.desired + ' (not applied)'];
-  }));
+  return table(
+    ['step', 'what', 'target', 'before', 'after'],
+    doc.steps.map(function (st, i) {
+      return [
+        i + 1,
+        st.kind,
+        st.target,
+        st.before,
+        !st.needed ? st.before + ' (unchanged)' : st.applied ? st.desired : st.desired + ' (not applied)',
+      ];
+    })
+  );
 }
 
 function renderRedrive(doc) {
-  return table(['job', 'DLQ messages', 'action', 'task', 'note'], doc.jobs.map(function (j) {
-    return [j.job, j.dlqMessages, j.action, j.task && j.task.taskHandle, j.reason];
-  }));
+  return table(
+    ['job', 'DLQ messages', 'action', 'task', 'note'],
+    doc.jobs.map(function (j) {
+      return [j.job, j.dlqMessages, j.action, j.task && j.task.taskHandle, j.reason];
+    })
+  );
 }
 
 function renderCatchUp(doc) {
-  if (doc.missed && doc.missed.missing.length === 0) return el('p', { text: 'no missed business dates since ' + doc.missed.since + ': nothing to run' });
-  return table(['business date', 'batch', 'status', 'discovered', 'published'], doc.runs.map(function (r) {
-    var sum = r.summary || {};
-    return [r.businessDate, r.batchId, r.status, sum.discovered, sum.published];
-  }));
+  if (doc.missed && doc.missed.missing.length === 0)
+    return el('p', { text: 'no missed business dates since ' + doc.missed.since + ': nothing to run' });
+  return table(
+    ['business date', 'batch', 'status', 'discovered', 'published'],
+    doc.runs.map(function (r) {
+      var sum = r.summary || {};
+      return [r.businessDate, r.batchId, r.status, sum.discovered, sum.published];
+    })
+  );
 }
 
 function actions(job, s) {
   var wrap = el('div', { className: 'actions' });
-  if (!config.changesAllowed) wrap.appendChild(el('p', { className: 'note', text: 'Changes are off: ' + (config.changesNote || '') }));
+  if (!config.changesAllowed)
+    wrap.appendChild(el('p', { className: 'note', text: 'Changes are off: ' + (config.changesNote || '') }));
 
   var row1 = el('div', { className: 'row' });
   var pause = button('Pause', 'pause', job, s, true);
   pause.addEventListener('click', function () {
-    runAction(s, 'Pause ' + job,
-      'Disables the schedule first (no new runs), then the producer\'s admission mapping, then the consumer\'s event source mapping, and waits until each is Disabled. Messages and each run\'s next admission step stay queued.',
-      'ops pause --job ' + job, '/api/pause', { job: job }, renderSteps);
+    runAction(
+      s,
+      'Pause ' + job,
+      "Disables the schedule first (no new runs), then the producer's admission mapping, then the consumer's event source mapping, and waits until each is Disabled. Messages and each run's next admission step stay queued.",
+      'ops pause --job ' + job,
+      '/api/pause',
+      { job: job },
+      renderSteps
+    );
   });
   var resume = button('Resume', 'resume', job, s, true);
   resume.addEventListener('click', function () {
-    runAction(s, 'Resume ' + job,
-      'Re-enables the consumer\'s event source mapping first, then admission, then the schedule. A run that was admitting goes on from the cursor in its ledger item.',
-      'ops resume --job ' + job, '/api/resume', { job: job }, renderSteps);
+    runAction(
+      s,
+      'Resume ' + job,
+      "Re-enables the consumer's event source mapping first, then admission, then the schedule. A run that was admitting goes on from the cursor in its ledger item.",
+      'ops resume --job ' + job,
+      '/api/resume',
+      { job: job },
+      renderSteps
+    );
   });
   row1.appendChild(pause);
   row1.appendChild(resume);
   wrap.appendChild(row1);
 
   var row2 = el('div', { className: 'row' });
-  var rate = el('input', { type: 'number', min: '1', max: '500', value: '10', 'data-field': 'rate', 'aria-label': 'redrive rate, messages per second' });
+  var rate = el('input', {
+    type: 'number',
+    min: '1',
+    max: '500',
+    value: '10',
+    'data-field': 'rate',
+    'aria-label': 'redrive rate, messages per second',
+  });
   var redrive = button('Redrive DLQ', 'redrive', job, s, true);
   redrive.addEventListener('click', function () {
     var r = rate.value;
-    runAction(s, 'Redrive ' + job,
-      'Moves the DLQ\'s messages back to the work queue at ' + r + ' messages per second (an SQS message move task). Operations already applied come back as no-ops (idempotency on the operation ID).',
-      'ops redrive --job ' + job + ' --rate ' + r, '/api/redrive', { job: job, rate: Number(r) }, renderRedrive);
+    runAction(
+      s,
+      'Redrive ' + job,
+      "Moves the DLQ's messages back to the work queue at " +
+        r +
+        ' messages per second (an SQS message move task). Operations already applied come back as no-ops (idempotency on the operation ID).',
+      'ops redrive --job ' + job + ' --rate ' + r,
+      '/api/redrive',
+      { job: job, rate: Number(r) },
+      renderRedrive
+    );
   });
   row2.appendChild(redrive);
   row2.appendChild(el('label', null, ' at ', rate, ' msg/s'));
@@ -255,15 +330,27 @@ function actions(job, s) {
       clear(s.result).appendChild(el('p', { className: 'error-text', text: 'catch-up: pick the first business date' }));
       return;
     }
-    runAction(s, 'Catch up ' + job + ' ' + f + (t !== f ? ' to ' + t : ''),
+    runAction(
+      s,
+      'Catch up ' + job + ' ' + f + (t !== f ? ' to ' + t : ''),
       'Invokes the producer once per business date, oldest first, each as a new batch (marked backfill, behind live work).',
-      'ops catch-up --job ' + job + ' --from ' + f + ' --to ' + t, '/api/catch-up', { job: job, from: f, to: t }, renderCatchUp);
+      'ops catch-up --job ' + job + ' --from ' + f + ' --to ' + t,
+      '/api/catch-up',
+      { job: job, from: f, to: t },
+      renderCatchUp
+    );
   });
   var missed = button('Catch up missed', 'catch-up-missed', job, s, true);
   missed.addEventListener('click', function () {
-    runAction(s, 'Catch up the missed dates of ' + job,
-      'Works out from the schedule\'s cron which business dates of the last week have no batch in the run ledger, and runs those, oldest first.',
-      'ops catch-up --job ' + job + ' --missed', '/api/catch-up', { job: job, missed: true }, renderCatchUp);
+    runAction(
+      s,
+      'Catch up the missed dates of ' + job,
+      "Works out from the schedule's cron which business dates of the last week have no batch in the run ledger, and runs those, oldest first.",
+      'ops catch-up --job ' + job + ' --missed',
+      '/api/catch-up',
+      { job: job, missed: true },
+      renderCatchUp
+    );
   });
   row3.appendChild(catchUp);
   row3.appendChild(el('label', null, ' from ', from));
@@ -278,13 +365,25 @@ function dlqPanel(job, s) {
   wrap.appendChild(el('p', { className: 'note', text: 'A peek is a receive \u2014 ' + config.peekWarning + '.' }));
   var peek = button('Peek at the DLQ', 'dlq-peek', job, s, false);
   peek.addEventListener('click', function () {
-    confirmAction('Peek at the DLQ of ' + job, 'A peek is a receive \u2014 ' + config.peekWarning + '.', 'ops dlq peek --job ' + job).then(function (yes) {
+    confirmAction(
+      'Peek at the DLQ of ' + job,
+      'A peek is a receive \u2014 ' + config.peekWarning + '.',
+      'ops dlq peek --job ' + job
+    ).then(function (yes) {
       if (!yes) return;
       busy(s, true);
       api('POST', '/api/dlq-peek', { job: job, max: 10 })
-        .then(function (doc) { renderPeek(s.dlq, doc); })
-        .catch(function (e) { clear(s.dlq).appendChild(el('p', { className: 'error-text', text: 'peek failed: ' + e.name + ': ' + e.message })); })
-        .then(function () { busy(s, false); });
+        .then(function (doc) {
+          renderPeek(s.dlq, doc);
+        })
+        .catch(function (e) {
+          clear(s.dlq).appendChild(
+            el('p', { className: 'error-text', text: 'peek failed: ' + e.name + ': ' + e.message })
+          );
+        })
+        .then(function () {
+          busy(s, false);
+        });
     });
   });
   wrap.appendChild(peek);
@@ -298,10 +397,21 @@ function renderPeek(node, doc) {
     node.appendChild(el('p', { text: 'the DLQ is empty' }));
     return;
   }
-  node.appendChild(table(['operation', 'batch', 'receives', 'failed at', 'failure reason', 'body'], messages.map(function (m) {
-    return [m.operationId, m.batchId, m.receiveCount, time(m.failedAt || m.sentAt), m.failureReason || '(none: exhausted maxReceiveCount)',
-      el('details', null, el('summary', { text: 'body' }), el('pre', { text: m.body }))];
-  })));
+  node.appendChild(
+    table(
+      ['operation', 'batch', 'receives', 'failed at', 'failure reason', 'body'],
+      messages.map(function (m) {
+        return [
+          m.operationId,
+          m.batchId,
+          m.receiveCount,
+          time(m.failedAt || m.sentAt),
+          m.failureReason || '(none: exhausted maxReceiveCount)',
+          el('details', null, el('summary', { text: 'body' }), el('pre', { text: m.body })),
+        ];
+      })
+    )
+  );
 }
 
 function fillSection(s, j) {
@@ -309,32 +419,101 @@ function fillSection(s, j) {
   s.badge.textContent = paused ? 'paused' : 'running';
   s.badge.setAttribute('data-state', paused ? 'paused' : 'running');
   var sc = j.schedule;
-  clear(s.schedule).appendChild(el('span', null,
-    'schedule ', el('span', { className: 'mono', text: sc.name }), ' is ', el('strong', { 'data-field': 'schedule-state', text: sc.state }),
-    // A disabled schedule does not fire: its next fire is the one it would make once resumed.
-    sc.nextFire ? (sc.state === 'ENABLED' ? ': next fire ' : ': once resumed, next fire ') : '', sc.nextFire ? el('strong', { 'data-field': 'next-fire', text: time(sc.nextFire) }) : '',
-    sc.businessDate ? ' for business date ' : '', sc.businessDate ? el('strong', { 'data-field': 'business-date', text: sc.businessDate }) : '',
-    sc.expression ? ' (' + sc.expression + ' ' + (sc.timeZone || '') + ')' : '',
-    sc.error ? ' — ' + sc.error : ''));
-  clear(s.mappings).appendChild(el('span', null,
-    'consumer mapping ', el('span', { 'data-mapping': 'consumer', text: j.mappings.consumer }),
-    ', admission mapping ', el('span', { 'data-mapping': 'admission', text: j.mappings.admission }),
-    j.limits.allowance ? ' · allowance ' + j.limits.allowance.starts + ' starts per ' + j.limits.allowance.intervalMs / 1000 + ' s' : '',
-    j.limits.sloMinutes ? ' · SLO ' + j.limits.sloMinutes + ' min' : ''));
-  clear(s.depths).appendChild(table(
-    ['queued', 'in flight', 'delayed', 'DLQ', 'steps queued', 'steps delayed', 'oldest work (s)'],
-    [[j.queue.visible, j.queue.inFlight, j.queue.delayed, j.dlq.visible + j.dlq.inFlight + j.dlq.delayed, j.admissionQueue.visible, j.admissionQueue.delayed,
-      j.oldestWork.ageSeconds === null ? 'unknown' : j.oldestWork.ageSeconds]],
-  ));
+  clear(s.schedule).appendChild(
+    el(
+      'span',
+      null,
+      'schedule ',
+      el('span', { className: 'mono', text: sc.name }),
+      ' is ',
+      el('strong', { 'data-field': 'schedule-state', text: sc.state }),
+      // A disabled schedule does not fire: its next fire is the one it would make once resumed.
+      sc.nextFire ? (sc.state === 'ENABLED' ? ': next fire ' : ': once resumed, next fire ') : '',
+      sc.nextFire ? el('strong', { 'data-field': 'next-fire', text: time(sc.nextFire) }) : '',
+      sc.businessDate ? ' for business date ' : '',
+      sc.businessDate ? el('strong', { 'data-field': 'business-date', text: sc.businessDate }) : '',
+      sc.expression ? ' (' + sc.expression + ' ' + (sc.timeZone || '') + ')' : '',
+      sc.error ? ' — ' + sc.error : ''
+    )
+  );
+  clear(s.mappings).appendChild(
+    el(
+      'span',
+      null,
+      'consumer mapping ',
+      el('span', { 'data-mapping': 'consumer', text: j.mappings.consumer }),
+      ', admission mapping ',
+      el('span', { 'data-mapping': 'admission', text: j.mappings.admission }),
+      j.limits.allowance
+        ? ' · allowance ' + j.limits.allowance.starts + ' starts per ' + j.limits.allowance.intervalMs / 1000 + ' s'
+        : '',
+      j.limits.sloMinutes ? ' · SLO ' + j.limits.sloMinutes + ' min' : ''
+    )
+  );
+  clear(s.depths).appendChild(
+    table(
+      ['queued', 'in flight', 'delayed', 'DLQ', 'steps queued', 'steps delayed', 'oldest work (s)'],
+      [
+        [
+          j.queue.visible,
+          j.queue.inFlight,
+          j.queue.delayed,
+          j.dlq.visible + j.dlq.inFlight + j.dlq.delayed,
+          j.admissionQueue.visible,
+          j.admissionQueue.delayed,
+          j.oldestWork.ageSeconds === null ? 'unknown' : j.oldestWork.ageSeconds,
+        ],
+      ]
+    )
+  );
   s.depths.firstChild.setAttribute('data-table', 'depths');
   var rows = j.batches.map(function (b) {
-    return [b.batchId, b.businessDate, b.discovered, b.completed, b.completedElsewhere, b.rejected, b.deadLettered, b.duplicates, b.deferred, b.throttled,
-      b.invalidRows, b.outstanding, b.admission || 'none', el('span', { className: b.reconciles ? 'ok' : 'bad', text: b.reconciles ? 'yes' : 'NO' }),
-      time(b.startedAt), time(b.finishedAt), b.stalled ? b.stalled.message : (b.forecast ? b.forecast.text : '')];
+    return [
+      b.batchId,
+      b.businessDate,
+      b.discovered,
+      b.completed,
+      b.completedElsewhere,
+      b.rejected,
+      b.deadLettered,
+      b.duplicates,
+      b.deferred,
+      b.throttled,
+      b.invalidRows,
+      b.outstanding,
+      b.admission || 'none',
+      el('span', { className: b.reconciles ? 'ok' : 'bad', text: b.reconciles ? 'yes' : 'NO' }),
+      time(b.startedAt),
+      time(b.finishedAt),
+      b.stalled ? b.stalled.message : b.forecast ? b.forecast.text : '',
+    ];
   });
-  clear(s.batches).appendChild(rows.length
-    ? table(['batch', 'date', 'discovered', 'completed', 'elsewhere', 'rejected', 'DLQ', 'dupes', 'deferred', '429s', 'invalid rows', 'outstanding', 'admission', 'reconciles', 'started', 'finished', 'note'], rows)
-    : el('p', { className: 'muted', text: 'no batch in the run ledger yet' }));
+  clear(s.batches).appendChild(
+    rows.length
+      ? table(
+          [
+            'batch',
+            'date',
+            'discovered',
+            'completed',
+            'elsewhere',
+            'rejected',
+            'DLQ',
+            'dupes',
+            'deferred',
+            '429s',
+            'invalid rows',
+            'outstanding',
+            'admission',
+            'reconciles',
+            'started',
+            'finished',
+            'note',
+          ],
+          rows
+        )
+      : el('p', { className: 'muted', text: 'no batch in the run ledger yet' })
+  );
 }
 
 // ---- polling -------------------------------------------------------------------------------------------------
@@ -348,34 +527,44 @@ function refreshOverview() {
       });
       setStatus('updated ' + time(doc.at));
     })
-    .catch(function (e) { setStatus('overview failed: ' + e.message, true); });
+    .catch(function (e) {
+      setStatus('overview failed: ' + e.message, true);
+    });
 }
 
 function refreshCharts() {
   var minutes = document.getElementById('chart-minutes').value;
-  return Promise.all(config.jobs.map(function (job) {
-    return api('GET', '/api/charts?job=' + encodeURIComponent(job) + '&minutes=' + encodeURIComponent(minutes))
-      .then(function (doc) {
-        var s = sections.get(job);
-        if (!s || !window.PacedCharts) return;
-        if (chartsDrawn.has(job)) window.PacedCharts.update(s.charts, doc.charts);
-        else {
-          window.PacedCharts.render(s.charts, doc.charts);
-          chartsDrawn.add(job);
-        }
-      })
-      .catch(function (e) { setStatus('charts of ' + job + ' failed: ' + e.message, true); });
-  }));
+  return Promise.all(
+    config.jobs.map(function (job) {
+      return api('GET', '/api/charts?job=' + encodeURIComponent(job) + '&minutes=' + encodeURIComponent(minutes))
+        .then(function (doc) {
+          var s = sections.get(job);
+          if (!s || !window.PacedCharts) return;
+          if (chartsDrawn.has(job)) window.PacedCharts.update(s.charts, doc.charts);
+          else {
+            window.PacedCharts.render(s.charts, doc.charts);
+            chartsDrawn.add(job);
+          }
+        })
+        .catch(function (e) {
+          setStatus('charts of ' + job + ' failed: ' + e.message, true);
+        });
+    })
+  );
 }
 
 function every(ms, fn) {
   // A hidden tab polls nothing: against a deployed stack every poll is API calls (and CloudWatch's are billed).
-  return setInterval(function () { if (!document.hidden) fn(); }, ms);
+  return setInterval(function () {
+    if (!document.hidden) fn();
+  }, ms);
 }
 
 function lookupPanel() {
   var select = document.getElementById('op-job');
-  config.jobs.forEach(function (j) { select.appendChild(el('option', { value: j, text: j })); });
+  config.jobs.forEach(function (j) {
+    select.appendChild(el('option', { value: j, text: j }));
+  });
   var input = document.getElementById('op-id');
   var go = document.getElementById('op-go');
   var out = document.getElementById('op-result');
@@ -383,30 +572,80 @@ function lookupPanel() {
     var id = input.value.trim();
     if (!id) return;
     go.disabled = true;
-    api('GET', '/api/operation?id=' + encodeURIComponent(id) + (select.value ? '&job=' + encodeURIComponent(select.value) : ''))
+    api(
+      'GET',
+      '/api/operation?id=' + encodeURIComponent(id) + (select.value ? '&job=' + encodeURIComponent(select.value) : '')
+    )
       .then(function (doc) {
         clear(out);
-        if (!doc.found && doc.jobs.every(function (j) { return j.batches.length === 0; })) {
-          out.appendChild(el('p', { 'data-found': 'false', text: 'operation ' + doc.operationId + ': no idempotency record or rejection in any job (never consumed, still queued, or its record expired)' }));
+        if (
+          !doc.found &&
+          doc.jobs.every(function (j) {
+            return j.batches.length === 0;
+          })
+        ) {
+          out.appendChild(
+            el('p', {
+              'data-found': 'false',
+              text:
+                'operation ' +
+                doc.operationId +
+                ': no idempotency record or rejection in any job (never consumed, still queued, or its record expired)',
+            })
+          );
           return;
         }
-        out.appendChild(table(['job', 'record', 'status', 'expires', 'result'], doc.jobs.map(function (j) {
-          var r = j.idempotencyRecord;
-          return [j.job, r ? r.id : 'none', r ? r.status + (r.expired ? ' (expired)' : '') : '-', r && r.expiresAt, r && r.result !== undefined ? JSON.stringify(r.result) : '-'];
-        })));
+        out.appendChild(
+          table(
+            ['job', 'record', 'status', 'expires', 'result'],
+            doc.jobs.map(function (j) {
+              var r = j.idempotencyRecord;
+              return [
+                j.job,
+                r ? r.id : 'none',
+                r ? r.status + (r.expired ? ' (expired)' : '') : '-',
+                r && r.expiresAt,
+                r && r.result !== undefined ? JSON.stringify(r.result) : '-',
+              ];
+            })
+          )
+        );
         out.firstChild.setAttribute('data-found', String(doc.found));
         var rejections = [];
-        doc.jobs.forEach(function (j) { j.rejections.forEach(function (r) { rejections.push([j.job, time(r.rejectedAt), r.batchId, r.reasons.join('; ')]); }); });
+        doc.jobs.forEach(function (j) {
+          j.rejections.forEach(function (r) {
+            rejections.push([j.job, time(r.rejectedAt), r.batchId, r.reasons.join('; ')]);
+          });
+        });
         if (rejections.length) out.appendChild(table(['job', 'rejected at', 'batch', 'reasons'], rejections));
         var batches = [];
-        doc.jobs.forEach(function (j) { j.batches.forEach(function (b) { batches.push([j.job, b.batchId, b.discovered, b.completed, b.rejected, b.deadLettered, b.reconciles ? 'yes' : 'NO']); }); });
-        if (batches.length) out.appendChild(table(['job', 'batch', 'discovered', 'completed', 'rejected', 'DLQ', 'reconciles'], batches));
+        doc.jobs.forEach(function (j) {
+          j.batches.forEach(function (b) {
+            batches.push([
+              j.job,
+              b.batchId,
+              b.discovered,
+              b.completed,
+              b.rejected,
+              b.deadLettered,
+              b.reconciles ? 'yes' : 'NO',
+            ]);
+          });
+        });
+        if (batches.length)
+          out.appendChild(table(['job', 'batch', 'discovered', 'completed', 'rejected', 'DLQ', 'reconciles'], batches));
       })
-      .catch(function (e) { clear(out).appendChild(el('p', { className: 'error-text', text: 'lookup failed: ' + e.message })); })
-      .then(function () { go.disabled = false; });
+      .catch(function (e) {
+        clear(out).appendChild(el('p', { className: 'error-text', text: 'lookup failed: ' + e.message }));
+      })
+      .then(function () {
+        go.disabled = false;
+      });
   }
   go.addEventListener('click', lookUp);
-  input.addEventListener('keydown', function (ev) { if (ev.key === 'Enter') lookUp(); });
+  input.addEventListener('keydown', function (ev) {
+    if (ev.key === 'Enter') lookUp();
+  });
 }
 
 function start() {

@@ -23,7 +23,17 @@ function checkSpec(chart) {
   }
   chart.lines.forEach(function (line) {
     if (!Array.isArray(line.values) || line.values.length !== chart.x.length) {
-      throw new Error('PacedCharts: chart ' + chart.id + ', line "' + line.label + '" has ' + (line.values && line.values.length) + ' values for ' + chart.x.length + ' x');
+      throw new Error(
+        'PacedCharts: chart ' +
+          chart.id +
+          ', line "' +
+          line.label +
+          '" has ' +
+          (line.values && line.values.length) +
+          ' values for ' +
+          chart.x.length +
+          ' x'
+      );
     }
   });
 }
@@ -46,7 +56,15 @@ function pointsOf(chart) {
 
 /** What a uPlot instance is built for: a change of lines or unit needs a new one; new values do not. */
 function shapeOf(chart) {
-  return chart.unit + '|' + chart.lines.map(function (l) { return (l.kind || 'line') + ':' + l.label; }).join('|');
+  return (
+    chart.unit +
+    '|' +
+    chart.lines
+      .map(function (l) {
+        return (l.kind || 'line') + ':' + l.label;
+      })
+      .join('|')
+  );
 }
 
 function widthOf(el) {
@@ -60,16 +78,26 @@ function seriesOf(chart) {
   return [{}].concat(
     chart.lines.map(function (line) {
       if (isLimit(line)) {
-        return { label: line.label, stroke: LIMIT_COLORS[limits++ % LIMIT_COLORS.length], width: 1.5, dash: [6, 4], points: { show: false } };
+        return {
+          label: line.label,
+          stroke: LIMIT_COLORS[limits++ % LIMIT_COLORS.length],
+          width: 1.5,
+          dash: [6, 4],
+          points: { show: false },
+        };
       }
       // Gauges are null where a bucket had no sample; joined, as a dashboard joins a sampled metric's points.
       return { label: line.label, stroke: LINE_COLORS[lines++ % LINE_COLORS.length], width: 2, spanGaps: true };
-    }),
+    })
   );
 }
 
 function dataOf(chart) {
-  return [chart.x].concat(chart.lines.map(function (line) { return line.values; }));
+  return [chart.x].concat(
+    chart.lines.map(function (line) {
+      return line.values;
+    })
+  );
 }
 
 function optionsOf(chart, body, state) {
@@ -195,7 +223,8 @@ function update(container, charts) {
 function resizeAll() {
   Array.prototype.forEach.call(document.querySelectorAll('[data-chart-id]'), function (root) {
     var state = states.get(root);
-    if (state && state.plot) state.plot.setSize({ width: widthOf(root.querySelector('.paced-chart-body')), height: HEIGHT });
+    if (state && state.plot)
+      state.plot.setSize({ width: widthOf(root.querySelector('.paced-chart-body')), height: HEIGHT });
   });
 }
 

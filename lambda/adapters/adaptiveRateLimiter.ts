@@ -15,11 +15,31 @@
 // emission intervals. Cut rates use burst 1, so a token's tolerance equals its own interval; for the last token l of any
 // window, (k - 1) * T_ceiling + T_l <= TAT_l - start_f < W + T_l, which gives k <= R as in gcra.ts. The configured
 // burst is kept only at the ceiling, where the proof in gcra.ts applies unchanged.
-import { ConditionalCheckFailedException, DynamoDBClient, GetItemCommand, UpdateItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import { initialRate, onSucceeded, onThrottled, rateAt, type AdaptiveRateOptions, type AdaptiveRateState, type OutcomeReport } from '../core/pacing/adaptiveRate';
+import {
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  GetItemCommand,
+  UpdateItemCommand,
+  type AttributeValue,
+} from '@aws-sdk/client-dynamodb';
+import {
+  initialRate,
+  onSucceeded,
+  onThrottled,
+  rateAt,
+  type AdaptiveRateOptions,
+  type AdaptiveRateState,
+  type OutcomeReport,
+} from '../core/pacing/adaptiveRate';
 import type { RateLimitSpec } from '../core/pacing/gcra';
 import { dynamoClient } from './clients';
-import { DynamoDbRateLimiter, RateLimiterError, type AcquireOptions, type Acquisition, type RateLimiter } from './rateLimiter';
+import {
+  DynamoDbRateLimiter,
+  RateLimiterError,
+  type AcquireOptions,
+  type Acquisition,
+  type RateLimiter,
+} from './rateLimiter';
 
 /** A change this call made to the shared rate; undefined when it made none (another instance may have). */
 export interface RateChange {
@@ -113,7 +133,18 @@ interface Versioned {
 
 export const rateItemKey = (key: string): string => `${key}#rate`;
 
-const STATE_FIELDS = ['rate', 'decreasedAtMs', 'heldBy', 'throttledAtMs', 'throttles', 'from', 'testFromMs', 'testShare', 'calmShare', 'calmUntilMs'] as const;
+const STATE_FIELDS = [
+  'rate',
+  'decreasedAtMs',
+  'heldBy',
+  'throttledAtMs',
+  'throttles',
+  'from',
+  'testFromMs',
+  'testShare',
+  'calmShare',
+  'calmUntilMs',
+] as const;
 const sameState = (a: AdaptiveRateState, b: AdaptiveRateState): boolean => STATE_FIELDS.every((f) => a[f] === b[f]);
 
 /** The rule's defaults for a limit (see AdaptiveDynamoDbRateLimiterOptions.adaptive for why each). */
@@ -232,9 +263,17 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
     let limiter = this.byRate.get(rate);
     if (!limiter) {
       // Below the ceiling, burst 1: see the file comment for why that keeps the window guarantee while rates mix.
-      const limits = rate >= this.limits.startsPerInterval ? this.limits : { ...this.limits, startsPerInterval: rate, burst: 1 };
+      const limits =
+        rate >= this.limits.startsPerInterval ? this.limits : { ...this.limits, startsPerInterval: rate, burst: 1 };
       // Lanes keep their per-lane shares monotone in the rate (lambda/core/pacing/lanes.ts), so mixing rates on the lanes stays safe.
-      limiter = new DynamoDbRateLimiter({ tableName: this.tableName, limits, leadMs: this.leadMs, lanes: Math.min(this.lanes, rate), client: this.client, clock: this.clock });
+      limiter = new DynamoDbRateLimiter({
+        tableName: this.tableName,
+        limits,
+        leadMs: this.leadMs,
+        lanes: Math.min(this.lanes, rate),
+        client: this.client,
+        clock: this.clock,
+      });
       this.byRate.set(rate, limiter);
     }
     return limiter;
@@ -246,8 +285,13 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
    */
   private cache(key: string, versioned: Versioned): Versioned {
     const before = this.cached.get(key)?.state;
-    const sameCycle = before?.quietFromMs !== undefined && before.decreasedAtMs === versioned.state.decreasedAtMs && before.throttledAtMs === versioned.state.throttledAtMs;
-    const state = sameCycle ? { ...versioned.state, quietFromMs: before.quietFromMs, quietAtMs: before.quietAtMs } : versioned.state;
+    const sameCycle =
+      before?.quietFromMs !== undefined &&
+      before.decreasedAtMs === versioned.state.decreasedAtMs &&
+      before.throttledAtMs === versioned.state.throttledAtMs;
+    const state = sameCycle
+      ? { ...versioned.state, quietFromMs: before.quietFromMs, quietAtMs: before.quietAtMs }
+      : versioned.state;
     this.cached.delete(key);
     const kept = { state, version: versioned.version, readAtMs: this.clock() };
     this.cached.set(key, kept);
@@ -262,7 +306,10 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
   }
 
   /** Applies `step` with compare-and-set on the version; a lost race re-reads and decides again. */
-  private async change(key: string, step: (state: AdaptiveRateState, nowMs: number) => AdaptiveRateState): Promise<RateChange | undefined> {
+  private async change(
+    key: string,
+    step: (state: AdaptiveRateState, nowMs: number) => AdaptiveRateState,
+  ): Promise<RateChange | undefined> {
     let known = await this.current(key);
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
       const nowMs = Math.floor(this.clock());
@@ -308,13 +355,19 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
           UpdateExpression:
             'SET rate = :rate, decreasedAtMs = :decreased, heldBy = :heldBy, throttledAtMs = :throttled, throttles = :throttles, fromRate = :from, testFromMs = :testFrom, testShare = :testShare, calmShare = :calmShare, calmUntilMs = :calmUntil, version = :next, expiresAt = :expires',
           ConditionExpression: version === 0 ? 'attribute_not_exists(version)' : 'version = :version',
-          ExpressionAttributeValues: version === 0 ? Object.fromEntries(Object.entries(values).filter(([k]) => k !== ':version')) : values,
+          ExpressionAttributeValues:
+            version === 0 ? Object.fromEntries(Object.entries(values).filter(([k]) => k !== ':version')) : values,
         }),
       );
       return true;
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return false;
-      throw new RateLimiterError(`adaptive rate item "${itemKey}" in table "${this.tableName}": write failed: ${(error as Error).message}`, itemKey, this.tableName, { cause: error });
+      throw new RateLimiterError(
+        `adaptive rate item "${itemKey}" in table "${this.tableName}": write failed: ${(error as Error).message}`,
+        itemKey,
+        this.tableName,
+        { cause: error },
+      );
     }
   }
 
@@ -322,9 +375,16 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
     const itemKey = rateItemKey(key);
     let item: Record<string, AttributeValue> | undefined;
     try {
-      ({ Item: item } = await this.client.send(new GetItemCommand({ TableName: this.tableName, Key: { pk: { S: itemKey } }, ConsistentRead: consistent })));
+      ({ Item: item } = await this.client.send(
+        new GetItemCommand({ TableName: this.tableName, Key: { pk: { S: itemKey } }, ConsistentRead: consistent }),
+      ));
     } catch (error) {
-      throw new RateLimiterError(`adaptive rate item "${itemKey}" in table "${this.tableName}": read failed: ${(error as Error).message}`, itemKey, this.tableName, { cause: error });
+      throw new RateLimiterError(
+        `adaptive rate item "${itemKey}" in table "${this.tableName}": read failed: ${(error as Error).message}`,
+        itemKey,
+        this.tableName,
+        { cause: error },
+      );
     }
     const versioned = item ? this.parse(item) : { state: initialRate(this.rule), version: 0 };
     // The copy as kept, with this container's own evidence for the ramp when the cycle is the same.

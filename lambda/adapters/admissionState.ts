@@ -11,7 +11,13 @@
 // a duplicated delivery (possibly concurrent) and a retry both keep the request ID, so two copies owning the step by it
 // would both publish and both count every page.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
 import type { DateRun } from '../core/admission';
 import {
   AdmissionStatus,
@@ -131,7 +137,14 @@ export interface RunStateStore {
    * Keeps one page attempt's operation IDs, before it publishes; `startedMs` (when the attempt began discovering the
    * page) lets `ops preflight` measure a page's time from consecutive pages of one invocation.
    */
-  recordPage(job: string, batchId: string, page: number, owner: string, operationIds: readonly string[], startedMs?: number): Promise<void>;
+  recordPage(
+    job: string,
+    batchId: string,
+    page: number,
+    owner: string,
+    operationIds: readonly string[],
+    startedMs?: number,
+  ): Promise<void>;
   /** The operation IDs each earlier attempt of page `page` recorded (read consistently). */
   pageAttempts(job: string, batchId: string, page: number): Promise<string[][]>;
   /**
@@ -176,7 +189,10 @@ const INVALID_ROW_WRITES = 25;
 /** An UpdateExpression's SET clauses with their names and values, built one attribute at a time. */
 class Assignments {
   readonly set: string[] = [];
-  constructor(readonly names: Record<string, string>, readonly values: Record<string, unknown>) {}
+  constructor(
+    readonly names: Record<string, string>,
+    readonly values: Record<string, unknown>,
+  ) {}
 
   /** `#key = :key` (or `if_not_exists`, to write once), skipped when the value is undefined. */
   assign(key: string, value: unknown, once = false): this {
@@ -263,7 +279,10 @@ export class DynamoRunStateStore implements RunStateStore {
         KeyConditionExpression: 'pk = :pk AND begins_with(sk, :date)',
         ProjectionExpression: 'sk, #admission, startedAt, backfill, nextStepAt, leaseUntilMs, plannedUntilMs',
         ExpressionAttributeNames: { '#admission': 'admission' },
-        ExpressionAttributeValues: { ':pk': ledgerKeys.batchPartition(job), ':date': ledgerKeys.batchDatePrefix(job, businessDate) },
+        ExpressionAttributeValues: {
+          ':pk': ledgerKeys.batchPartition(job),
+          ':date': ledgerKeys.batchDatePrefix(job, businessDate),
+        },
         ConsistentRead: true,
       }),
     );
@@ -309,7 +328,8 @@ export class DynamoRunStateStore implements RunStateStore {
       '#startedAt': 'startedAt',
     };
     const optional = new Assignments(names, values);
-    for (const key of ['scheduledTime', 'admissionRatePerMinute', 'eligible', 'backfill'] as const) optional.assign(key, start[key], true);
+    for (const key of ['scheduledTime', 'admissionRatePerMinute', 'eligible', 'backfill'] as const)
+      optional.assign(key, start[key], true);
     set.push(...optional.set);
     const out = await this.client().send(
       new UpdateCommand({
@@ -325,17 +345,38 @@ export class DynamoRunStateStore implements RunStateStore {
   }
 
   async read(job: string, batchId: string): Promise<RunState | undefined> {
-    const out = await this.client().send(new GetCommand({ TableName: this.options.tableName, Key: ledgerKeys.batch(job, batchId), ConsistentRead: true }));
+    const out = await this.client().send(
+      new GetCommand({ TableName: this.options.tableName, Key: ledgerKeys.batch(job, batchId), ConsistentRead: true }),
+    );
     return out.Item && typeof out.Item.step === 'number' ? toState(out.Item) : undefined;
   }
 
-  async lease(job: string, batchId: string, step: number, owner: string, nowMs: number, untilMs: number): Promise<boolean> {
+  async lease(
+    job: string,
+    batchId: string,
+    step: number,
+    owner: string,
+    nowMs: number,
+    untilMs: number,
+  ): Promise<boolean> {
     return this.conditional({
       Key: ledgerKeys.batch(job, batchId),
       UpdateExpression: 'SET #leaseOwner = :owner, #leaseUntilMs = :until',
-      ConditionExpression: '#step = :step AND #admission = :admitting AND (attribute_not_exists(#leaseUntilMs) OR #leaseUntilMs < :now OR #leaseOwner = :owner)',
-      ExpressionAttributeNames: { '#leaseOwner': 'leaseOwner', '#leaseUntilMs': 'leaseUntilMs', '#step': 'step', '#admission': 'admission' },
-      ExpressionAttributeValues: { ':owner': owner, ':until': untilMs, ':step': step, ':now': nowMs, ':admitting': AdmissionStatus.admitting },
+      ConditionExpression:
+        '#step = :step AND #admission = :admitting AND (attribute_not_exists(#leaseUntilMs) OR #leaseUntilMs < :now OR #leaseOwner = :owner)',
+      ExpressionAttributeNames: {
+        '#leaseOwner': 'leaseOwner',
+        '#leaseUntilMs': 'leaseUntilMs',
+        '#step': 'step',
+        '#admission': 'admission',
+      },
+      ExpressionAttributeValues: {
+        ':owner': owner,
+        ':until': untilMs,
+        ':step': step,
+        ':now': nowMs,
+        ':admitting': AdmissionStatus.admitting,
+      },
     });
   }
 
@@ -349,7 +390,14 @@ export class DynamoRunStateStore implements RunStateStore {
     });
   }
 
-  async recordPage(job: string, batchId: string, page: number, owner: string, operationIds: readonly string[], startedMs?: number): Promise<void> {
+  async recordPage(
+    job: string,
+    batchId: string,
+    page: number,
+    owner: string,
+    operationIds: readonly string[],
+    startedMs?: number,
+  ): Promise<void> {
     await this.client().send(
       new PutCommand({
         TableName: this.options.tableName,
@@ -366,7 +414,12 @@ export class DynamoRunStateStore implements RunStateStore {
     );
   }
 
-  async recordInvalidRows(job: string, batchId: string, page: number, rows: readonly InvalidRowRecord[]): Promise<void> {
+  async recordInvalidRows(
+    job: string,
+    batchId: string,
+    page: number,
+    rows: readonly InvalidRowRecord[],
+  ): Promise<void> {
     const at = this.now();
     const expiresAt = Math.floor(at.getTime() / 1000) + this.invalidRowRetentionSeconds;
     // Puts, not BatchWriteItem: a batch write hands back unprocessed items to resend by hand, and bad rows are few.
@@ -378,7 +431,13 @@ export class DynamoRunStateStore implements RunStateStore {
               TableName: this.options.tableName,
               Item: {
                 ...ledgerKeys.invalidRow(job, batchId, row.key),
-                job, batchId, page, key: row.key, reasons: row.reasons, rejectedAt: at.toISOString(), expiresAt,
+                job,
+                batchId,
+                page,
+                key: row.key,
+                reasons: row.reasons,
+                rejectedAt: at.toISOString(),
+                expiresAt,
               },
             }),
           ),
@@ -398,12 +457,21 @@ export class DynamoRunStateStore implements RunStateStore {
       }),
     );
     // A page's attempts are few (one per kill), far below a Query page.
-    return (response.Items ?? []).map((item) => (item.operations instanceof Uint8Array ? decodePageOperations(item.operations) : []));
+    return (response.Items ?? []).map((item) =>
+      item.operations instanceof Uint8Array ? decodePageOperations(item.operations) : [],
+    );
   }
 
   async commitPage(job: string, batchId: string, step: number, owner: string, page: PageCommit): Promise<boolean> {
     const { set, names, values } = new Assignments(
-      { '#step': 'step', '#leaseOwner': 'leaseOwner', '#pages': 'pages', '#discovered': 'discovered', '#published': 'published', '#cursor': 'cursor' },
+      {
+        '#step': 'step',
+        '#leaseOwner': 'leaseOwner',
+        '#pages': 'pages',
+        '#discovered': 'discovered',
+        '#published': 'published',
+        '#cursor': 'cursor',
+      },
       { ':step': step, ':owner': owner, ':one': 1, ':discovered': page.discovered, ':published': page.published },
     )
       .assign('cursor', page.cursor)
@@ -420,7 +488,9 @@ export class DynamoRunStateStore implements RunStateStore {
       set.length ? `SET ${set.join(', ')}` : '',
       `ADD #pages :one, #discovered :discovered, #published :published${invalidRows > 0 ? ', #invalidRows :invalidRows' : ''}`,
       page.cursor === undefined ? 'REMOVE #cursor' : '',
-    ].filter(Boolean).join(' ');
+    ]
+      .filter(Boolean)
+      .join(' ');
     return this.conditional({
       Key: ledgerKeys.batch(job, batchId),
       UpdateExpression: expression,
@@ -432,7 +502,13 @@ export class DynamoRunStateStore implements RunStateStore {
 
   async endStep(job: string, batchId: string, step: number, owner: string, end: StepEnd): Promise<boolean> {
     const assignments = new Assignments(
-      { '#step': 'step', '#leaseOwner': 'leaseOwner', '#leaseUntilMs': 'leaseUntilMs', '#nextStepAt': 'nextStepAt', '#waitingFor': 'waitingFor' },
+      {
+        '#step': 'step',
+        '#leaseOwner': 'leaseOwner',
+        '#leaseUntilMs': 'leaseUntilMs',
+        '#nextStepAt': 'nextStepAt',
+        '#waitingFor': 'waitingFor',
+      },
       { ':step': step, ':next': step + 1, ':owner': owner },
     )
       .assign('admission', end.status)
@@ -441,7 +517,12 @@ export class DynamoRunStateStore implements RunStateStore {
       .assign('waitingFor', end.waitingFor);
     const { names, values } = assignments;
     const set = ['#step = :next', ...assignments.set];
-    const remove = ['#leaseOwner', '#leaseUntilMs', ...(end.nextStepAt === undefined ? ['#nextStepAt'] : []), ...(end.waitingFor === undefined ? ['#waitingFor'] : [])];
+    const remove = [
+      '#leaseOwner',
+      '#leaseUntilMs',
+      ...(end.nextStepAt === undefined ? ['#nextStepAt'] : []),
+      ...(end.waitingFor === undefined ? ['#waitingFor'] : []),
+    ];
     return this.conditional({
       Key: ledgerKeys.batch(job, batchId),
       UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
@@ -462,7 +543,9 @@ export class DynamoRunStateStore implements RunStateStore {
   }
 
   /** One conditional update; false when its condition did not hold (dynalite returns no old item, so none is asked for). */
-  private async conditional(input: Omit<ConstructorParameters<typeof UpdateCommand>[0], 'TableName'>): Promise<boolean> {
+  private async conditional(
+    input: Omit<ConstructorParameters<typeof UpdateCommand>[0], 'TableName'>,
+  ): Promise<boolean> {
     try {
       await this.client().send(new UpdateCommand({ TableName: this.options.tableName, ...input }));
       return true;

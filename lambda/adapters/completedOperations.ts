@@ -53,7 +53,13 @@ export class DynamoCompletedLookup implements CompletedLookup {
               Keys: ids.slice(i, i + KEYS_PER_REQUEST).map((id) => ({ id })),
               // Powertools' attribute names (DynamoDBPersistenceLayer defaults); `data` is the stored result.
               ProjectionExpression: '#id, #status, #expiration, #data.#by',
-              ExpressionAttributeNames: { '#id': 'id', '#status': 'status', '#expiration': 'expiration', '#data': 'data', '#by': COMPLETED_BY_FIELD },
+              ExpressionAttributeNames: {
+                '#id': 'id',
+                '#status': 'status',
+                '#expiration': 'expiration',
+                '#data': 'data',
+                '#by': COMPLETED_BY_FIELD,
+              },
             },
           },
         }),

@@ -14,7 +14,13 @@
 //
 // Costs: each lease adds about 20 bytes, and writes are billed per KB of the item, so a key allowing 200 in flight
 // pays about 4 write units per acquire. An idle key costs nothing: its item expires by TTL (see ttlSeconds).
-import { ConditionalCheckFailedException, GetItemCommand, UpdateItemCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  ConditionalCheckFailedException,
+  GetItemCommand,
+  UpdateItemCommand,
+  type AttributeValue,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
 import { backoffMs, type RandomSource } from '../core/pacing/backoff';
 import { PacedJobsError } from '../core/errors';
 import { assertNoProblems, PacingConfigError } from '../core/pacing/errors';
@@ -65,7 +71,12 @@ export type KeyConcurrencyAnswer = { granted: true; lease: KeyLease } | { grante
 
 /** A call failed for a reason other than the key being full; `itemKey` is the key's item in `tableName`. */
 export class KeyConcurrencyError extends PacedJobsError {
-  constructor(message: string, public readonly itemKey: string, public readonly tableName: string, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly itemKey: string,
+    public readonly tableName: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'KeyConcurrencyError';
   }
@@ -73,8 +84,18 @@ export class KeyConcurrencyError extends PacedJobsError {
 
 /** Every conditional write lost to another writer: the key changes faster than this many attempts can get through. */
 export class KeyConcurrencyContentionError extends KeyConcurrencyError {
-  constructor(itemKey: string, tableName: string, public readonly attempts: number, options?: ErrorOptions) {
-    super(`key concurrency item "${itemKey}" in table "${tableName}": gave up after ${attempts} conflicting writes; raise maxAttempts`, itemKey, tableName, options);
+  constructor(
+    itemKey: string,
+    tableName: string,
+    public readonly attempts: number,
+    options?: ErrorOptions,
+  ) {
+    super(
+      `key concurrency item "${itemKey}" in table "${tableName}": gave up after ${attempts} conflicting writes; raise maxAttempts`,
+      itemKey,
+      tableName,
+      options,
+    );
     this.name = 'KeyConcurrencyContentionError';
   }
 }
@@ -121,14 +142,18 @@ export class KeyConcurrencyLimiter {
     this.maxLeaseMs = options.maxLeaseMs ?? 960_000;
     const problems: string[] = [];
     for (const name of ['tableName', 'limiterKey', 'field'] as const) {
-      if (typeof options[name] !== 'string' || options[name] === '') problems.push(`${name} must be a non-empty string (got ${JSON.stringify(options[name])})`);
+      if (typeof options[name] !== 'string' || options[name] === '')
+        problems.push(`${name} must be a non-empty string (got ${JSON.stringify(options[name])})`);
     }
     if (!Number.isSafeInteger(this.maxConcurrent) || this.maxConcurrent < 1 || this.maxConcurrent > MAX_CONCURRENT) {
       problems.push(`maxConcurrent must be an integer from 1 to ${MAX_CONCURRENT} (got ${this.maxConcurrent})`);
     }
-    if (!Number.isSafeInteger(this.busyRetryMs) || this.busyRetryMs < 1) problems.push(`busyRetryMs must be a positive integer (got ${this.busyRetryMs})`);
-    if (!Number.isSafeInteger(this.maxAttempts) || this.maxAttempts < 1) problems.push(`maxAttempts must be a positive integer (got ${this.maxAttempts})`);
-    if (!Number.isSafeInteger(this.maxLeaseMs) || this.maxLeaseMs < 1) problems.push(`maxLeaseMs must be a positive integer (got ${this.maxLeaseMs})`);
+    if (!Number.isSafeInteger(this.busyRetryMs) || this.busyRetryMs < 1)
+      problems.push(`busyRetryMs must be a positive integer (got ${this.busyRetryMs})`);
+    if (!Number.isSafeInteger(this.maxAttempts) || this.maxAttempts < 1)
+      problems.push(`maxAttempts must be a positive integer (got ${this.maxAttempts})`);
+    if (!Number.isSafeInteger(this.maxLeaseMs) || this.maxLeaseMs < 1)
+      problems.push(`maxLeaseMs must be a positive integer (got ${this.maxLeaseMs})`);
     assertNoProblems('key concurrency limiter', problems);
     this.client = options.client ?? dynamoClient();
     this.clock = options.clock ?? Date.now;
@@ -144,7 +169,9 @@ export class KeyConcurrencyLimiter {
   async acquire(key: string, expiresAtMs: number): Promise<KeyConcurrencyAnswer> {
     const ahead = expiresAtMs - this.clock();
     if (!Number.isFinite(expiresAtMs) || ahead > this.maxLeaseMs) {
-      throw new PacingConfigError(`invalid key concurrency lease: expiresAtMs must be at most maxLeaseMs (${this.maxLeaseMs}) ahead (got ${Number.isFinite(ahead) ? `${ahead} ahead` : expiresAtMs})`);
+      throw new PacingConfigError(
+        `invalid key concurrency lease: expiresAtMs must be at most maxLeaseMs (${this.maxLeaseMs}) ahead (got ${Number.isFinite(ahead) ? `${ahead} ahead` : expiresAtMs})`,
+      );
     }
     const itemKey = concurrencyItemKey(this.limiterKey, key);
     const lease: KeyLease = { key, leaseId: this.leaseId(), expiresAtMs: Math.ceil(expiresAtMs) };
@@ -218,10 +245,19 @@ export class KeyConcurrencyLimiter {
   }
 
   /** One conditional write. Returns 'written', or the leases that made its condition fail. */
-  private async write(itemKey: string, lease: KeyLease, plan: Exclude<Plan, { kind: 'full' }>): Promise<'written' | Leases> {
+  private async write(
+    itemKey: string,
+    lease: KeyLease,
+    plan: Exclude<Plan, { kind: 'full' }>,
+  ): Promise<'written' | Leases> {
     const ttl: AttributeValue = { N: String(Math.ceil((this.clock() + this.maxLeaseMs) / 1000) + TTL_SKEW_SECONDS) };
     const exp: AttributeValue = { N: String(lease.expiresAtMs) };
-    let update: { UpdateExpression: string; ConditionExpression: string; ExpressionAttributeNames?: Record<string, string>; ExpressionAttributeValues: Record<string, AttributeValue> };
+    let update: {
+      UpdateExpression: string;
+      ConditionExpression: string;
+      ExpressionAttributeNames?: Record<string, string>;
+      ExpressionAttributeValues: Record<string, AttributeValue>;
+    };
     if (plan.kind === 'create') {
       update = {
         UpdateExpression: 'SET leases = :leases, expiresAt = :ttl',
@@ -232,7 +268,11 @@ export class KeyConcurrencyLimiter {
       // Removing k entries known to be there and adding one leaves size - k + 1, which must not exceed max. The id must
       // be new: a repeating random source would otherwise let two holders share one entry.
       const names: Record<string, string> = { '#id': lease.leaseId };
-      const values: Record<string, AttributeValue> = { ':exp': exp, ':ttl': ttl, ':limit': { N: String(this.maxConcurrent + plan.expired.length) } };
+      const values: Record<string, AttributeValue> = {
+        ':exp': exp,
+        ':ttl': ttl,
+        ':limit': { N: String(this.maxConcurrent + plan.expired.length) },
+      };
       const unchanged = plan.expired.map(([id, stored], i) => {
         names[`#x${i}`] = id;
         values[`:x${i}`] = { N: stored };
@@ -248,7 +288,12 @@ export class KeyConcurrencyLimiter {
     }
     try {
       await this.client.send(
-        new UpdateItemCommand({ TableName: this.tableName, Key: { pk: { S: itemKey } }, ...update, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { pk: { S: itemKey } },
+          ...update,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
       );
       return 'written';
     } catch (error) {
@@ -260,7 +305,12 @@ export class KeyConcurrencyLimiter {
   private async read(itemKey: string): Promise<Leases> {
     try {
       const { Item } = await this.client.send(
-        new GetItemCommand({ TableName: this.tableName, Key: { pk: { S: itemKey } }, ConsistentRead: true, ProjectionExpression: 'leases' }),
+        new GetItemCommand({
+          TableName: this.tableName,
+          Key: { pk: { S: itemKey } },
+          ConsistentRead: true,
+          ProjectionExpression: 'leases',
+        }),
       );
       return Item ? leasesOf(Item) : undefined;
     } catch (error) {
@@ -269,7 +319,12 @@ export class KeyConcurrencyLimiter {
   }
 
   private failure(itemKey: string, what: string, error: unknown): KeyConcurrencyError {
-    return new KeyConcurrencyError(`key concurrency item "${itemKey}" in table "${this.tableName}": ${what} failed: ${(error as Error).message}`, itemKey, this.tableName, { cause: error });
+    return new KeyConcurrencyError(
+      `key concurrency item "${itemKey}" in table "${this.tableName}": ${what} failed: ${(error as Error).message}`,
+      itemKey,
+      this.tableName,
+      { cause: error },
+    );
   }
 
   /** Most recent last, so the oldest is forgotten first past MAX_KNOWN_FULL. */
@@ -277,7 +332,8 @@ export class KeyConcurrencyLimiter {
     this.lastSeenFull.delete(itemKey);
     if (!full) return;
     this.lastSeenFull.add(itemKey);
-    if (this.lastSeenFull.size > MAX_KNOWN_FULL) this.lastSeenFull.delete(this.lastSeenFull.values().next().value as string);
+    if (this.lastSeenFull.size > MAX_KNOWN_FULL)
+      this.lastSeenFull.delete(this.lastSeenFull.values().next().value as string);
   }
 
   /** 10 base-36 characters (about 51 bits): a collision among a key's few leases is out of reach. */

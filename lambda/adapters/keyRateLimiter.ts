@@ -8,7 +8,16 @@
 // Hand-written for the reason rateLimiter.ts is: no library paces per key against shared DynamoDB state; this file only
 // chooses the limit and the item, the rule and the storage are those files'.
 import { GetItemCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { effectiveKeyLimit, keyLimitOverrideSchema, keyLimitsItemKey, OVERRIDE_REFRESH_MS, OVERRIDES_ATTRIBUTE, perKeyItemKey, type KeyLimit, type KeyLimitOverride } from '../core/keyLimits';
+import {
+  effectiveKeyLimit,
+  keyLimitOverrideSchema,
+  keyLimitsItemKey,
+  OVERRIDE_REFRESH_MS,
+  OVERRIDES_ATTRIBUTE,
+  perKeyItemKey,
+  type KeyLimit,
+  type KeyLimitOverride,
+} from '../core/keyLimits';
 import type { JobRuntimeSettings } from '../core/constants';
 import { describeIssues } from '../core/issues';
 import { AdaptiveDynamoDbRateLimiter, type RateChange } from './adaptiveRateLimiter';
@@ -25,7 +34,8 @@ type PerKey = NonNullable<JobRuntimeSettings['rateLimit']['perKey']>;
 export const MAX_QUEUE_BEHIND_MS = 3_600_000;
 
 /** The item a key's waiting records take their places on, beside its token item. */
-export const backlogItemKey = (limiterKey: string, value: string): string => `${perKeyItemKey(limiterKey, value)}#queue`;
+export const backlogItemKey = (limiterKey: string, value: string): string =>
+  `${perKeyItemKey(limiterKey, value)}#queue`;
 
 export interface KeyRateLimiterOptions {
   tableName: string;
@@ -93,7 +103,10 @@ export class KeyRateLimiter {
   async queueBehind(value: string): Promise<number> {
     const limit = await this.limit(value);
     const limiter = this.limiterFor(limit);
-    const acquired = await limiter.acquire(backlogItemKey(this.options.limiterKey, value), 1, { maxWaitMs: MAX_QUEUE_BEHIND_MS, priority: 'backfill' });
+    const acquired = await limiter.acquire(backlogItemKey(this.options.limiterKey, value), 1, {
+      maxWaitMs: MAX_QUEUE_BEHIND_MS,
+      priority: 'backfill',
+    });
     const at = acquired.granted > 0 ? acquired.startAtMs[0] : this.clock() + acquired.waitMs;
     return Math.max(0, at - this.clock());
   }
@@ -119,7 +132,12 @@ export class KeyRateLimiter {
     const id = `${limit.startsPerInterval}/${limit.intervalSeconds}/${limit.burst}`;
     let limiter = this.byLimit.get(id);
     if (!limiter) {
-      const limits = { startsPerInterval: limit.startsPerInterval, intervalMs: limit.intervalSeconds * 1000, burst: limit.burst, safetyMarginMs: this.options.safetyMarginMs ?? 0 };
+      const limits = {
+        startsPerInterval: limit.startsPerInterval,
+        intervalMs: limit.intervalSeconds * 1000,
+        burst: limit.burst,
+        safetyMarginMs: this.options.safetyMarginMs ?? 0,
+      };
       const common = { tableName: this.options.tableName, limits, client: this.client, clock: this.clock };
       limiter = this.options.adaptive ? new AdaptiveDynamoDbRateLimiter(common) : new DynamoDbRateLimiter(common);
       this.byLimit.set(id, limiter);
@@ -137,11 +155,19 @@ export class KeyRateLimiter {
     let map = this.overrides?.map ?? new Map<string, KeyLimitOverride>();
     try {
       const { Item } = await this.client.send(
-        new GetItemCommand({ TableName: this.options.tableName, Key: { pk: { S: keyLimitsItemKey(this.options.job) } }, ProjectionExpression: '#o', ExpressionAttributeNames: { '#o': OVERRIDES_ATTRIBUTE } }),
+        new GetItemCommand({
+          TableName: this.options.tableName,
+          Key: { pk: { S: keyLimitsItemKey(this.options.job) } },
+          ProjectionExpression: '#o',
+          ExpressionAttributeNames: { '#o': OVERRIDES_ATTRIBUTE },
+        }),
       );
       map = parseOverrides(Item);
     } catch (error) {
-      logger.warn('per-key overrides could not be read; the last known limits apply', { job: this.options.job, error: error as Error });
+      logger.warn('per-key overrides could not be read; the last known limits apply', {
+        job: this.options.job,
+        error: error as Error,
+      });
     }
     this.overrides = { map, readAtMs: this.clock() };
     return map;

@@ -1,7 +1,14 @@
 // The run ledger's write side: per-batch counters (producer and consumer) and rejected messages kept for review.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { BATCH_COUNTERS, INVOCATION_COUNTERS, ledgerKeys, REJECTED_RETENTION_DAYS, type BatchCounters, type InvocationRecord } from '../core/ledgerContract';
+import {
+  BATCH_COUNTERS,
+  INVOCATION_COUNTERS,
+  ledgerKeys,
+  REJECTED_RETENTION_DAYS,
+  type BatchCounters,
+  type InvocationRecord,
+} from '../core/ledgerContract';
 import { documentClient } from './clients';
 
 // The counters, the key layout and the reconciliation rule are the ledger's contract (lambda/core/ledgerContract.ts).
@@ -78,10 +85,17 @@ export class DynamoLedger implements Ledger {
   }
 
   async recordInvocation(job: string, batchId: string, invocationId: string, record: InvocationRecord): Promise<void> {
-    const item: Record<string, unknown> = { ...ledgerKeys.invocation(job, batchId, invocationId), job, batchId, at: this.now().toISOString(), expiresAt: this.expiresAt() };
+    const item: Record<string, unknown> = {
+      ...ledgerKeys.invocation(job, batchId, invocationId),
+      job,
+      batchId,
+      at: this.now().toISOString(),
+      expiresAt: this.expiresAt(),
+    };
     for (const key of INVOCATION_COUNTERS) if (record[key]) item[key] = record[key];
     if (record.oldestMessageAgeMs !== undefined) item.oldestMessageAgeMs = record.oldestMessageAgeMs;
-    for (const key of ['replays', 'elsewhere', 'deadLetteredOperations', 'rejectedMessages'] as const) if (record[key]?.length) item[key] = record[key];
+    for (const key of ['replays', 'elsewhere', 'deadLetteredOperations', 'rejectedMessages'] as const)
+      if (record[key]?.length) item[key] = record[key];
     await this.client().send(new PutCommand({ TableName: this.options.tableName, Item: item }));
   }
 
@@ -131,7 +145,11 @@ export class DynamoLedger implements Ledger {
     try {
       await this.client().send(update(true));
     } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException) && (error as Error).name !== 'ConditionalCheckFailedException') throw error;
+      if (
+        !(error instanceof ConditionalCheckFailedException) &&
+        (error as Error).name !== 'ConditionalCheckFailedException'
+      )
+        throw error;
       await this.client().send(update(false));
     }
     // Written, or beaten by a larger stored value: either way the maximum is now at least this.
@@ -212,7 +230,11 @@ export class BatchTally {
   }
 
   /** Adds one entry to one of the batch's lists (see InvocationRecord). */
-  note(batchId: string, list: 'replays' | 'elsewhere' | 'deadLetteredOperations' | 'rejectedMessages', entry: string): void {
+  note(
+    batchId: string,
+    list: 'replays' | 'elsewhere' | 'deadLetteredOperations' | 'rejectedMessages',
+    entry: string,
+  ): void {
     const record = this.of(batchId);
     (record[list] ??= []).push(entry);
   }

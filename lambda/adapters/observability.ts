@@ -10,7 +10,10 @@ const serviceName = process.env[EnvVar.POWERTOOLS_SERVICE_NAME] ?? 'paced-jobs';
 export const logger = new Logger({ serviceName });
 
 /** EMF metrics; `bindJob` adds the `job` dimension. */
-export const metrics = new Metrics({ namespace: process.env[EnvVar.POWERTOOLS_METRICS_NAMESPACE] ?? METRICS_NAMESPACE, serviceName });
+export const metrics = new Metrics({
+  namespace: process.env[EnvVar.POWERTOOLS_METRICS_NAMESPACE] ?? METRICS_NAMESPACE,
+  serviceName,
+});
 
 // The metric names: one list in lambda/core, which the stack's alarms and dashboards (lib/monitoring.ts) read too.
 export { MetricName } from '../core/metricNames';

@@ -12,7 +12,9 @@ export type QueueDepth = (queueUrl: string) => Promise<number>;
  */
 export function sqsQueueDepth(client?: Pick<SQSClient, 'send'>): QueueDepth {
   return async (queueUrl) => {
-    const out = await (client ?? sqsClient()).send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: [...QUEUE_DEPTH_ATTRIBUTES] }));
+    const out = await (client ?? sqsClient()).send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: [...QUEUE_DEPTH_ATTRIBUTES] }),
+    );
     return queueDepthOf(out.Attributes).total;
   };
 }

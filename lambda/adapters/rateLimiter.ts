@@ -19,16 +19,16 @@
 // acquisitions per second on one key, use `shards`: N items, each with 1/N of the allowance, picked at random per
 // call. The sum of the shards' guarantees is the key's guarantee.
 import {
-  AttributeValue,
+  type AttributeValue,
   ConditionalCheckFailedException,
-  DynamoDBClient,
+  type DynamoDBClient,
   GetItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { EnvVar } from '../core/constants';
 import { PacedJobsError } from '../core/errors';
-import { backoffMs, RandomSource } from '../core/pacing/backoff';
-import { GcraLimits, GcraState, RateLimitSpec } from '../core/pacing/gcra';
+import { backoffMs, type RandomSource } from '../core/pacing/backoff';
+import type { GcraLimits, GcraState, RateLimitSpec } from '../core/pacing/gcra';
 import { laneLimits, reserveLanes } from '../core/pacing/lanes';
 import { PacingConfigError } from '../core/pacing/errors';
 import { sleep } from '../core/pacing/sleep';
@@ -128,7 +128,12 @@ export interface DynamoDbRateLimiterOptions {
 
 /** A limiter call failed for a reason other than pacing; `key` is the item, with its shard suffix. */
 export class RateLimiterError extends PacedJobsError {
-  constructor(message: string, public readonly key: string, public readonly tableName: string, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly key: string,
+    public readonly tableName: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'RateLimiterError';
   }
@@ -136,8 +141,18 @@ export class RateLimiterError extends PacedJobsError {
 
 /** Every conditional write lost to another writer: the item is hotter than this many attempts can get through. */
 export class LimiterContentionError extends RateLimiterError {
-  constructor(key: string, tableName: string, public readonly attempts: number, options?: ErrorOptions) {
-    super(`rate limiter item "${key}" in table "${tableName}": gave up after ${attempts} conflicting writes; raise maxAttempts or shards`, key, tableName, options);
+  constructor(
+    key: string,
+    tableName: string,
+    public readonly attempts: number,
+    options?: ErrorOptions,
+  ) {
+    super(
+      `rate limiter item "${key}" in table "${tableName}": gave up after ${attempts} conflicting writes; raise maxAttempts or shards`,
+      key,
+      tableName,
+      options,
+    );
     this.name = 'LimiterContentionError';
   }
 }
@@ -176,14 +191,19 @@ export class DynamoDbRateLimiter implements RateLimiter {
     this.shards = options.shards ?? 1;
     const r = options.limits.startsPerInterval;
     if (!Number.isSafeInteger(this.shards) || this.shards < 1 || this.shards > r) {
-      throw new PacingConfigError(`invalid rate limiter: shards must be an integer from 1 to startsPerInterval (${r}) (got ${this.shards})`);
+      throw new PacingConfigError(
+        `invalid rate limiter: shards must be an integer from 1 to startsPerInterval (${r}) (got ${this.shards})`,
+      );
     }
     this.lanes = options.lanes ?? 1;
     // Shard i gets floor(R/N), the first R mod N one more: the shares sum to R, so the shards' windows sum to R too.
     // Each shard's share is split into lanes the same way.
     this.shardLimits = Array.from({ length: this.shards }, (_, i) => {
       const share = Math.floor(r / this.shards) + (i < r % this.shards ? 1 : 0);
-      return laneLimits({ ...options.limits, startsPerInterval: share, burst: Math.min(options.limits.burst ?? 1, share) }, Math.min(this.lanes, share));
+      return laneLimits(
+        { ...options.limits, startsPerInterval: share, burst: Math.min(options.limits.burst ?? 1, share) },
+        Math.min(this.lanes, share),
+      );
     });
     this.tableName = options.tableName ?? requireEnv(EnvVar.LIMITER_TABLE_NAME);
     this.maxAttempts = options.maxAttempts ?? 8;
@@ -192,7 +212,9 @@ export class DynamoDbRateLimiter implements RateLimiter {
     this.leadMs = options.leadMs ?? 0;
     this.maxKnownItems = options.maxKnownItems ?? 10_000;
     if (!Number.isSafeInteger(this.leadMs) || this.leadMs < 0) {
-      throw new PacingConfigError(`invalid rate limiter: leadMs must be zero or a positive integer (got ${this.leadMs})`);
+      throw new PacingConfigError(
+        `invalid rate limiter: leadMs must be zero or a positive integer (got ${this.leadMs})`,
+      );
     }
     this.client = options.client ?? dynamoClient();
     this.clock = options.clock ?? Date.now;
@@ -208,7 +230,10 @@ export class DynamoDbRateLimiter implements RateLimiter {
     // reads anyway). With lanes it reads first: a blind choice of lanes on a busy key would likely lose to the fleet's
     // writers, and a read costs a fifth of the write a lost race bills. The item changes about once per key spacing
     // (a lane's spacing over the lanes), so a view older than that is read again.
-    const stale = seenAt === undefined ? limits.length > 1 : this.clock() - seenAt >= limits[0].emissionIntervalUs / limits.length / US_PER_MS;
+    const stale =
+      seenAt === undefined
+        ? limits.length > 1
+        : this.clock() - seenAt >= limits[0].emissionIntervalUs / limits.length / US_PER_MS;
     if (stale) {
       this.remember(itemKey, await this.read(itemKey));
     }
@@ -220,14 +245,28 @@ export class DynamoDbRateLimiter implements RateLimiter {
       // The decision's "now" is the earliest moment the caller could start: the clock plus the expected write time.
       const nowMs = options.atMs ?? Math.floor(this.clock()) + this.leadMs;
       const paceMs = options.paceMs || (limits.length > 1 ? (this.fleetPace.get(itemKey) ?? 0) : 0);
-      const decision = reserveLanes(known, { nowMs, count, maxWaitMs: options.maxWaitMs ?? 0, paceMs, random: this.random }, limits);
+      const decision = reserveLanes(
+        known,
+        { nowMs, count, maxWaitMs: options.maxWaitMs ?? 0, paceMs, random: this.random },
+        limits,
+      );
       // Nothing fits: no write. A stale known TAT is only ever lower than the stored one, so the refusal stands.
       if (decision.granted === 0 || decision.lanes.size === 0) {
         return { granted: 0, startAtMs: [], waitMs: decision.waitMs };
       }
-      const fresh = await this.write(itemKey, known, nowMs, decision.lanes, liveStamp, limits.length > 1 ? Math.round(options.paceMs ?? 0) : 0);
+      const fresh = await this.write(
+        itemKey,
+        known,
+        nowMs,
+        decision.lanes,
+        liveStamp,
+        limits.length > 1 ? Math.round(options.paceMs ?? 0) : 0,
+      );
       if (fresh === 'written') {
-        this.remember(itemKey, known.map((state, i) => decision.lanes.get(i) ?? state));
+        this.remember(
+          itemKey,
+          known.map((state, i) => decision.lanes.get(i) ?? state),
+        );
         return { granted: decision.granted, startAtMs: decision.startAtMs, waitMs: decision.waitMs };
       }
       this.remember(itemKey, fresh);
@@ -249,7 +288,8 @@ export class DynamoDbRateLimiter implements RateLimiter {
     if (n === undefined || this.laneCountOf(itemKey) === 1) return;
     this.fleetPace.delete(itemKey);
     this.fleetPace.set(itemKey, Number(n));
-    while (this.fleetPace.size > this.maxKnownItems) this.fleetPace.delete(this.fleetPace.keys().next().value as string);
+    while (this.fleetPace.size > this.maxKnownItems)
+      this.fleetPace.delete(this.fleetPace.keys().next().value as string);
   }
 
   /** The lanes of an item: its shard's. */
@@ -305,7 +345,9 @@ export class DynamoDbRateLimiter implements RateLimiter {
       sets.push(`${attr} = :next${suffix}`);
       values[`:next${suffix}`] = { N: String(state.tatUs) };
       values[`:expected${suffix}`] = { N: String(idle ? nowUs : before.tatUs) };
-      conditions.push(idle ? `attribute_not_exists(${attr}) OR ${attr} <= :expected${suffix}` : `${attr} = :expected${suffix}`);
+      conditions.push(
+        idle ? `attribute_not_exists(${attr}) OR ${attr} <= :expected${suffix}` : `${attr} = :expected${suffix}`,
+      );
     }
     // The item expires a day after its latest lane (an expired item is an idle key).
     const latestUs = Math.max(...[...next.values()].map((s) => s.tatUs), ...known.map((s) => s?.tatUs ?? 0));
@@ -331,7 +373,12 @@ export class DynamoDbRateLimiter implements RateLimiter {
       return 'written';
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) {
-        throw new RateLimiterError(`rate limiter item "${itemKey}" in table "${this.tableName}": write failed: ${(error as Error).message}`, itemKey, this.tableName, { cause: error });
+        throw new RateLimiterError(
+          `rate limiter item "${itemKey}" in table "${this.tableName}": write failed: ${(error as Error).message}`,
+          itemKey,
+          this.tableName,
+          { cause: error },
+        );
       }
       if (!error.Item) return this.read(itemKey);
       this.seeLive(itemKey, liveAtOf(error.Item));
@@ -348,14 +395,23 @@ export class DynamoDbRateLimiter implements RateLimiter {
           TableName: this.tableName,
           Key: { pk: { S: itemKey } },
           ConsistentRead: true,
-          ProjectionExpression: [...Array.from({ length: lanes }, (_, i) => laneAttribute(i)), 'liveAt', ...(lanes > 1 ? ['paceMs'] : [])].join(', '),
+          ProjectionExpression: [
+            ...Array.from({ length: lanes }, (_, i) => laneAttribute(i)),
+            'liveAt',
+            ...(lanes > 1 ? ['paceMs'] : []),
+          ].join(', '),
         }),
       );
       this.seeLive(itemKey, Item ? liveAtOf(Item) : undefined);
       this.seePace(itemKey, Item);
       return lanesOf(Item, lanes);
     } catch (error) {
-      throw new RateLimiterError(`rate limiter item "${itemKey}" in table "${this.tableName}": read failed: ${(error as Error).message}`, itemKey, this.tableName, { cause: error });
+      throw new RateLimiterError(
+        `rate limiter item "${itemKey}" in table "${this.tableName}": read failed: ${(error as Error).message}`,
+        itemKey,
+        this.tableName,
+        { cause: error },
+      );
     }
   }
 }

@@ -1,5 +1,5 @@
 // The object-storage edge: deleting one S3 object, with S3's answers mapped onto the outcome rules.
-import { DeleteObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, type S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { PermanentError, RetryableError, ThrottledError } from '../core/errors';
 import { personalDataHash, redactValue, sanitizedCause } from '../core/privacy';
 import { s3Client } from './clients';
@@ -30,12 +30,19 @@ export class S3ObjectStore implements ObjectStore {
       const keyHash = personalDataHash(key);
       const where = `object ${keyHash} in s3://${bucket}`;
       const message = (error as { message?: unknown } | null)?.message;
-      const cause = sanitizedCause(error, redactValue(typeof message === 'string' ? message : String(error), key, keyHash));
+      const cause = sanitizedCause(
+        error,
+        redactValue(typeof message === 'string' ? message : String(error), key, keyHash),
+      );
       if (status === 503 || code === 'SlowDown') {
         throw new ThrottledError(`S3 asked to slow down deleting ${where}`, undefined, { cause });
       }
       if (status !== undefined && status >= 400 && status < 500) {
-        throw new PermanentError(`S3 refused to delete ${where}: ${code} (${status})`, { bucket, keyHash, code, status }, { cause });
+        throw new PermanentError(
+          `S3 refused to delete ${where}: ${code} (${status})`,
+          { bucket, keyHash, code, status },
+          { cause },
+        );
       }
       throw new RetryableError(`deleting ${where} failed: ${code}${status ? ` (${status})` : ''}`, { cause });
     }

@@ -16,7 +16,11 @@ export type SecretGetter = () => Promise<string>;
 
 /** A secret could not be read, or its value is not usable (never quoted in the message); `secretId` names it. */
 export class SecretError extends PacedJobsError {
-  constructor(message: string, public readonly secretId: string, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly secretId: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'SecretError';
   }
@@ -60,7 +64,8 @@ export function apiKeyGetter(secretId: string, options: SecretGetterOptions = {}
   return async () => {
     const value = await read();
     const problem = apiKeyProblem(value);
-    if (problem !== undefined) throw new SecretError(`secret "${secretId}" is not a usable API key: ${problem}`, secretId);
+    if (problem !== undefined)
+      throw new SecretError(`secret "${secretId}" is not a usable API key: ${problem}`, secretId);
     return value;
   };
 }
@@ -87,5 +92,8 @@ function readFailure(error: unknown): Error {
     innermost = innermost.cause as typeof innermost;
   }
   const fromService = typeof innermost?.$fault === 'string' && typeof innermost.message === 'string';
-  return sanitizedCause(innermost, fromService ? String(innermost?.message) : 'message withheld: it may quote the response, which holds the value');
+  return sanitizedCause(
+    innermost,
+    fromService ? String(innermost?.message) : 'message withheld: it may quote the response, which holds the value',
+  );
 }

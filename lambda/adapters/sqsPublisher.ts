@@ -88,16 +88,23 @@ export class SqsPublisher implements Publisher {
     this.backoff = { baseMs: options.baseDelayMs ?? 100, capMs: options.maxDelayMs ?? 5000 };
     this.sleep = options.sleep ?? defaultSleep;
     this.random = options.random ?? Math.random;
-    if (!Number.isInteger(this.maxAttempts) || this.maxAttempts < 1) throw new RangeError(`maxAttempts must be a positive integer, got ${this.maxAttempts}`);
-    if (!Number.isInteger(this.parallelCalls) || this.parallelCalls < 1) throw new RangeError(`parallelCalls must be a positive integer, got ${this.parallelCalls}`);
+    if (!Number.isInteger(this.maxAttempts) || this.maxAttempts < 1)
+      throw new RangeError(`maxAttempts must be a positive integer, got ${this.maxAttempts}`);
+    if (!Number.isInteger(this.parallelCalls) || this.parallelCalls < 1)
+      throw new RangeError(`parallelCalls must be a positive integer, got ${this.parallelCalls}`);
     assertBackoffOptions(this.backoff);
   }
 
   /** @throws PublishError listing every operation ID that could not be published. */
   async publish(queueUrl: string, messages: OutgoingMessage[]): Promise<PublishSummary> {
     for (const m of messages) {
-      if (m.delaySeconds !== undefined && (!Number.isInteger(m.delaySeconds) || m.delaySeconds < 0 || m.delaySeconds > SQS_MAX_DELAY_SECONDS)) {
-        throw new RangeError(`delaySeconds for ${m.operationId} must be an integer from 0 to ${SQS_MAX_DELAY_SECONDS}, got ${m.delaySeconds}`);
+      if (
+        m.delaySeconds !== undefined &&
+        (!Number.isInteger(m.delaySeconds) || m.delaySeconds < 0 || m.delaySeconds > SQS_MAX_DELAY_SECONDS)
+      ) {
+        throw new RangeError(
+          `delaySeconds for ${m.operationId} must be an integer from 0 to ${SQS_MAX_DELAY_SECONDS}, got ${m.delaySeconds}`,
+        );
       }
     }
     const chunks = chunkForBatch(messages);
@@ -139,10 +146,16 @@ export class SqsPublisher implements Publisher {
       calls++;
       let result;
       try {
-        result = await client.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: pending.map(({ id, message }) => toEntry(id, message)) }));
+        result = await client.send(
+          new SendMessageBatchCommand({
+            QueueUrl: queueUrl,
+            Entries: pending.map(({ id, message }) => toEntry(id, message)),
+          }),
+        );
       } catch (error) {
         // The SDK has already retried the call itself; what reaches us is final for these entries.
-        for (const { message } of pending) failures[message.operationId] = `SendMessageBatch failed: ${(error as Error).message}`;
+        for (const { message } of pending)
+          failures[message.operationId] = `SendMessageBatch failed: ${(error as Error).message}`;
         return { published, calls, retried, failures };
       }
       published += result.Successful?.length ?? 0;

@@ -44,7 +44,8 @@ export class AdmissionError extends PacedJobsError {
 export function planAdmission(input: AdmissionInput): AdmissionPlan {
   const { nowMs, queueDepth, ratePerSecond, horizonMs } = input;
   if (ratePerSecond === undefined) return { admit: Number.POSITIVE_INFINITY, firstVisibleMs: nowMs };
-  if (!(ratePerSecond > 0) || !Number.isFinite(ratePerSecond)) throw new AdmissionError(`ratePerSecond must be a positive number (got ${ratePerSecond})`);
+  if (!(ratePerSecond > 0) || !Number.isFinite(ratePerSecond))
+    throw new AdmissionError(`ratePerSecond must be a positive number (got ${ratePerSecond})`);
   if (!(horizonMs > 0)) throw new AdmissionError(`horizonMs must be positive (got ${horizonMs})`);
   const spacingMs = 1000 / ratePerSecond;
   const afterQueue = nowMs + Math.max(0, queueDepth) * spacingMs;
@@ -58,7 +59,12 @@ export function planAdmission(input: AdmissionInput): AdmissionPlan {
  * When admitted message `index` (0-based, within this step) becomes visible: messages go in groups of `groupSize` (one
  * event-source batch), each group at its first slot, so one receive gathers the whole batch and its slots follow.
  */
-export function visibleAtMs(index: number, plan: AdmissionPlan, ratePerSecond: number | undefined, groupSize: number): number {
+export function visibleAtMs(
+  index: number,
+  plan: AdmissionPlan,
+  ratePerSecond: number | undefined,
+  groupSize: number,
+): number {
   if (ratePerSecond === undefined) return plan.firstVisibleMs;
   const group = Math.floor(index / Math.max(1, groupSize));
   return plan.firstVisibleMs + (group * Math.max(1, groupSize) * 1000) / ratePerSecond;
@@ -74,7 +80,13 @@ export function delaySecondsUntil(visibleAtMs: number, nowMs: number): number {
  * the step is on its way, and steps stay few (one per half horizon). Unlimited admission continues at once.
  * @returns whole seconds, 0..900
  */
-export function nextStepDelaySeconds(input: { nowMs: number; plannedUntilMs?: number; horizonMs: number; ratePerSecond: number | undefined; minSeconds?: number }): number {
+export function nextStepDelaySeconds(input: {
+  nowMs: number;
+  plannedUntilMs?: number;
+  horizonMs: number;
+  ratePerSecond: number | undefined;
+  minSeconds?: number;
+}): number {
   if (input.ratePerSecond === undefined) return 0;
   const until = input.plannedUntilMs ?? input.nowMs;
   const seconds = Math.floor((until - input.horizonMs / 2 - input.nowMs) / 1000);
@@ -96,7 +108,11 @@ export function admissionGroupSize(batchSize: number, ratePerSecond: number | un
  * named gap) and the chaos harness (which then continues the chain, as an operator would).
  * @returns the ISO time the step was due, or undefined
  */
-export function stalledSince(run: { admission?: string; nextStepAt?: string; startedAt?: string; leaseUntilMs?: number }, nowMs: number, graceMs: number): string | undefined {
+export function stalledSince(
+  run: { admission?: string; nextStepAt?: string; startedAt?: string; leaseUntilMs?: number },
+  nowMs: number,
+  graceMs: number,
+): string | undefined {
   if (run.admission !== 'admitting') return undefined;
   if (run.leaseUntilMs !== undefined && run.leaseUntilMs > nowMs) return undefined;
   const since = run.nextStepAt ?? run.startedAt;
@@ -138,7 +154,10 @@ export interface RunAhead {
  * earlier, so two runs never wait for each other, and the earliest run of a date always admits.
  * @returns negative when `a` admits before `b`
  */
-export function runOrder(a: Pick<DateRun, 'batchId' | 'startedAt' | 'backfill'>, b: Pick<DateRun, 'batchId' | 'startedAt' | 'backfill'>): number {
+export function runOrder(
+  a: Pick<DateRun, 'batchId' | 'startedAt' | 'backfill'>,
+  b: Pick<DateRun, 'batchId' | 'startedAt' | 'backfill'>,
+): number {
   const klass = (r: Pick<DateRun, 'backfill'>) => (r.backfill === true ? 1 : 0);
   if (klass(a) !== klass(b)) return klass(a) - klass(b);
   const start = Date.parse(a.startedAt ?? '') - Date.parse(b.startedAt ?? '');
@@ -182,7 +201,8 @@ export function earlierRunAdmitting(
   if (Number.isNaN(Date.parse(self.startedAt ?? ''))) return undefined;
   const ahead: RunAhead[] = [];
   for (const run of runs) {
-    if (run.batchId === self.batchId || Number.isNaN(Date.parse(run.startedAt ?? '')) || runOrder(run, self) >= 0) continue;
+    if (run.batchId === self.batchId || Number.isNaN(Date.parse(run.startedAt ?? '')) || runOrder(run, self) >= 0)
+      continue;
     if (run.admission === 'admitting') {
       if (stalledSince(run, nowMs, graceMs) !== undefined) continue;
       // Holding its lease: its step is being taken now; otherwise its next step is due then (or already, on its way).

@@ -16,7 +16,13 @@ export const admissionStepSchema = z.strictObject({
 export type AdmissionStep = z.infer<typeof admissionStepSchema>;
 
 /** Step `step` of a run; `scheduledTime` is carried only when the run has one. */
-export function admissionStep(run: { batchId: string; businessDate: string; step: number; scheduledTime?: string; backfill?: boolean }): AdmissionStep {
+export function admissionStep(run: {
+  batchId: string;
+  businessDate: string;
+  step: number;
+  scheduledTime?: string;
+  backfill?: boolean;
+}): AdmissionStep {
   return {
     kind: 'admission-step',
     batchId: run.batchId,

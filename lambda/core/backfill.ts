@@ -28,7 +28,10 @@ export function liveWaiting(liveAtMs: number | undefined, nowMs: number, windowM
 }
 
 /** A record is backfill when its message says so (a catch-up's run) or it came back from the DLQ (a redrive). */
-export function isBackfill(message: { backfill?: true }, messageAttributes: Record<string, unknown> | undefined): boolean {
+export function isBackfill(
+  message: { backfill?: true },
+  messageAttributes: Record<string, unknown> | undefined,
+): boolean {
   return message.backfill === true || (messageAttributes !== undefined && REDRIVEN_MARK_ATTRIBUTE in messageAttributes);
 }
 
@@ -47,7 +50,11 @@ export function backfillLimits(limits: RateLimitSpec, share: number): RateLimitS
  * then each key's second, ...) so one key's records at the head of a batch do not take its slots ahead of the others.
  * Stable: records of one key keep their order, and keys go in the order they first appear.
  */
-export function fairOrder<T>(items: readonly T[], keyOf: (item: T) => string | undefined, backfillOf: (item: T) => boolean): T[] {
+export function fairOrder<T>(
+  items: readonly T[],
+  keyOf: (item: T) => string | undefined,
+  backfillOf: (item: T) => boolean,
+): T[] {
   const roundRobin = (group: readonly T[]): T[] => {
     const byKey = new Map<unknown, T[]>();
     for (const item of group) {
@@ -57,7 +64,8 @@ export function fairOrder<T>(items: readonly T[], keyOf: (item: T) => string | u
     }
     const lists = [...byKey.values()];
     const out: T[] = [];
-    for (let round = 0; out.length < group.length; round++) for (const list of lists) if (round < list.length) out.push(list[round]);
+    for (let round = 0; out.length < group.length; round++)
+      for (const list of lists) if (round < list.length) out.push(list[round]);
     return out;
   };
   return [...roundRobin(items.filter((i) => !backfillOf(i))), ...roundRobin(items.filter(backfillOf))];

@@ -16,10 +16,16 @@ export class BusinessDateError extends PacedJobsError {
  * @throws BusinessDateError for an unknown time zone or an invalid instant.
  */
 export function businessDateFor(instant: Date, timeZone: string, offsetDays = 0): string {
-  if (Number.isNaN(instant.getTime())) throw new BusinessDateError('cannot derive a business date from an invalid time');
+  if (Number.isNaN(instant.getTime()))
+    throw new BusinessDateError('cannot derive a business date from an invalid time');
   let parts: Intl.DateTimeFormatPart[];
   try {
-    parts = new Intl.DateTimeFormat('en-US', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(instant);
+    parts = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+    }).formatToParts(instant);
   } catch (error) {
     throw new BusinessDateError(`unknown time zone "${timeZone}"`, { cause: error });
   }
@@ -78,21 +84,34 @@ export function futureBusinessDate(
 }
 
 /** @throws FutureBusinessDateError naming the date, the latest allowed and the rule (futureBusinessDate). */
-export function assertNotFutureBusinessDate(jobName: string, businessDate: string, rule: BusinessDateRule, instant: Date) {
+export function assertNotFutureBusinessDate(
+  jobName: string,
+  businessDate: string,
+  rule: BusinessDateRule,
+  instant: Date,
+) {
   const error = futureBusinessDate(jobName, businessDate, rule, instant);
   if (error) throw error;
 }
 
 /** `2026-11-29T02:00:00.000Z` -> `20261129T020000Z`: stable, sortable, and valid in an ID. */
 export function compactTimestamp(instant: Date): string {
-  return instant.toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/[-:]/g, '');
+  return instant
+    .toISOString()
+    .replace(/\.\d{3}Z$/, 'Z')
+    .replace(/[-:]/g, '');
 }
 
 /**
  * `<job>:<businessDate>:<compact scheduled time>` for a scheduled run, so a Scheduler retry of the same run keeps its
  * batch; `<job>:<businessDate>:manual-<random>` when there is no scheduled time (a manual or catch-up run is a new batch).
  */
-export function makeBatchId(jobName: string, businessDate: string, scheduledTime?: Date, random: () => string = () => randomBytes(4).toString('hex')): string {
+export function makeBatchId(
+  jobName: string,
+  businessDate: string,
+  scheduledTime?: Date,
+  random: () => string = () => randomBytes(4).toString('hex'),
+): string {
   if (!businessDateSchema.safeParse(businessDate).success) {
     throw new BusinessDateError(`business date "${businessDate}" is not a real YYYY-MM-DD date`);
   }

@@ -10,7 +10,11 @@
 import { PacedJobsError } from './errors';
 
 export class CronError extends PacedJobsError {
-  constructor(message: string, public readonly expression: string, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly expression: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'CronError';
   }
@@ -52,7 +56,10 @@ function parseValue(raw: string, spec: FieldSpec, expression: string): number {
   const byName = spec.names?.indexOf(upper) ?? -1;
   if (byName >= 0) return byName + 1;
   if (!/^\d+$/.test(raw)) {
-    throw new CronError(`cron ${spec.name} field: "${raw}" is not a number${spec.names ? ' or a name' : ''}`, expression);
+    throw new CronError(
+      `cron ${spec.name} field: "${raw}" is not a number${spec.names ? ' or a name' : ''}`,
+      expression,
+    );
   }
   const value = Number(raw);
   if (value < spec.min || value > spec.max) {
@@ -64,13 +71,17 @@ function parseValue(raw: string, spec: FieldSpec, expression: string): number {
 function parseField(raw: string, spec: FieldSpec, expression: string): Set<number> | undefined {
   if (raw === '*' || raw === '?') return undefined;
   if (/[LW#]/i.test(raw.replace(/[A-Z]{3}/gi, (n) => (spec.names?.includes(n.toUpperCase()) ? '' : n)))) {
-    throw new CronError(`cron ${spec.name} field: "${raw}" uses L, W or #, which the local scheduler does not emulate`, expression);
+    throw new CronError(
+      `cron ${spec.name} field: "${raw}" uses L, W or #, which the local scheduler does not emulate`,
+      expression,
+    );
   }
   const values = new Set<number>();
   for (const part of raw.split(',')) {
     const [range, stepText] = part.split('/');
     const step = stepText === undefined ? 1 : Number(stepText);
-    if (!Number.isInteger(step) || step < 1) throw new CronError(`cron ${spec.name} field: bad step in "${part}"`, expression);
+    if (!Number.isInteger(step) || step < 1)
+      throw new CronError(`cron ${spec.name} field: bad step in "${part}"`, expression);
     let from: number;
     let to: number;
     if (range === '*') {
@@ -95,13 +106,22 @@ function parseField(raw: string, spec: FieldSpec, expression: string): Set<numbe
  * @throws CronError naming the field at fault.
  */
 export function parseCron(expression: string): CronExpression {
-  const body = expression.trim().replace(/^cron\((.*)\)$/s, '$1').trim();
+  const body = expression
+    .trim()
+    .replace(/^cron\((.*)\)$/s, '$1')
+    .trim();
   const fields = body.split(/\s+/);
   if (fields.length !== 6) {
-    throw new CronError(`cron expression "${expression}" must have 6 fields (minutes hours day-of-month month day-of-week year), found ${fields.length}`, expression);
+    throw new CronError(
+      `cron expression "${expression}" must have 6 fields (minutes hours day-of-month month day-of-week year), found ${fields.length}`,
+      expression,
+    );
   }
   if ((fields[2] === '?') === (fields[4] === '?')) {
-    throw new CronError(`cron expression "${expression}" must have "?" in exactly one of day-of-month and day-of-week`, expression);
+    throw new CronError(
+      `cron expression "${expression}" must have "?" in exactly one of day-of-month and day-of-week`,
+      expression,
+    );
   }
   const [minutes, hours, dom, month, dow, year] = fields.map((f, i) => parseField(f, FIELDS[i], expression));
   const all = (spec: FieldSpec) => new Set(Array.from({ length: spec.max - spec.min + 1 }, (_, i) => spec.min + i));
@@ -217,7 +237,13 @@ export interface ScheduledRun {
  * whose local time does not exist that day (spring forward) is listed without `at`: Scheduler skips it, so its business
  * date is never processed unless caught up. A repeated local time (fall back) is one run, as Scheduler fires it once.
  */
-export function scheduledRuns(cron: CronExpression, timeZone: string, offsetDays: number, from: Date, to: Date): ScheduledRun[] {
+export function scheduledRuns(
+  cron: CronExpression,
+  timeZone: string,
+  offsetDays: number,
+  from: Date,
+  to: Date,
+): ScheduledRun[] {
   const runs: ScheduledRun[] = [];
   const first = wallTimeAt(from, timeZone);
   const last = wallTimeAt(to, timeZone);

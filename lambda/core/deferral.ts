@@ -97,7 +97,11 @@ export const DEFAULT_PACED_SPREAD_CAP_MS = 60_000;
 
 /** Thrown at construction for options that could never defer sensibly. */
 export class DeferralPolicyError extends PacedJobsError {
-  constructor(message: string, public readonly problems: string[], options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly problems: string[],
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'DeferralPolicyError';
   }
@@ -133,13 +137,17 @@ export function createDeferralPolicy(options: DeferralPolicyOptions = {}): Defer
   const random = options.random ?? Math.random;
   const pacedSpreadCapMs = options.pacedSpreadCapMs ?? DEFAULT_PACED_SPREAD_CAP_MS;
   const problems: string[] = [];
-  if (!Number.isSafeInteger(maxDeferrals) || maxDeferrals < 0 || maxDeferrals > MAX_DEFERRALS) problems.push(`maxDeferrals must be an integer from 0 to ${MAX_DEFERRALS} (got ${maxDeferrals})`);
-  if (maxAgeSeconds !== undefined && !(maxAgeSeconds > 0)) problems.push(`maxAgeSeconds must be positive (got ${maxAgeSeconds})`);
+  if (!Number.isSafeInteger(maxDeferrals) || maxDeferrals < 0 || maxDeferrals > MAX_DEFERRALS)
+    problems.push(`maxDeferrals must be an integer from 0 to ${MAX_DEFERRALS} (got ${maxDeferrals})`);
+  if (maxAgeSeconds !== undefined && !(maxAgeSeconds > 0))
+    problems.push(`maxAgeSeconds must be positive (got ${maxAgeSeconds})`);
   if (!Number.isSafeInteger(minDelaySeconds) || minDelaySeconds < 0 || minDelaySeconds > SQS_MAX_DELAY_SECONDS) {
     problems.push(`minDelaySeconds must be an integer from 0 to ${SQS_MAX_DELAY_SECONDS} (got ${minDelaySeconds})`);
   }
   if (!Number.isFinite(pacedSpreadCapMs) || pacedSpreadCapMs < backoff.baseMs) {
-    problems.push(`pacedSpreadCapMs must be at least the backoff's baseMs, ${backoff.baseMs} (got ${pacedSpreadCapMs})`);
+    problems.push(
+      `pacedSpreadCapMs must be at least the backoff's baseMs, ${backoff.baseMs} (got ${pacedSpreadCapMs})`,
+    );
   }
   if (problems.length > 0) throw new DeferralPolicyError(`invalid deferral policy: ${problems.join('; ')}`, problems);
   // Validates the backoff options once, here, rather than on the first throttle.
@@ -154,7 +162,10 @@ export function createDeferralPolicy(options: DeferralPolicyOptions = {}): Defer
       };
     }
     if (cause.kind === 'throttled' && attempt >= maxDeferrals) {
-      return { action: 'dead-letter', reason: `deferral budget exhausted: ${attempt} deferrals, the limit is ${maxDeferrals} (${describe(cause)})` };
+      return {
+        action: 'dead-letter',
+        reason: `deferral budget exhausted: ${attempt} deferrals, the limit is ${maxDeferrals} (${describe(cause)})`,
+      };
     }
     let waitMs: number;
     let floorSeconds = minDelaySeconds;
@@ -164,7 +175,9 @@ export function createDeferralPolicy(options: DeferralPolicyOptions = {}): Defer
     } else if (cause.kind === 'throttled' && cause.error.retryAfterMs !== undefined) {
       waitMs = cause.error.retryAfterMs;
     } else if (cause.kind === 'paced') {
-      waitMs = Math.max(0, cause.waitMs) + backoffMs(pacedDeferrals, { baseMs: backoff.baseMs, capMs: pacedSpreadCapMs }, random);
+      waitMs =
+        Math.max(0, cause.waitMs) +
+        backoffMs(pacedDeferrals, { baseMs: backoff.baseMs, capMs: pacedSpreadCapMs }, random);
     } else {
       waitMs = backoffMs(attempt, backoff, random);
     }

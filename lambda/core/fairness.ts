@@ -34,7 +34,11 @@ export const BACKFILL_GROUP = 'backfill#';
  * no key or the record none. A key SQS would refuse as a group ID (too long, other characters) is replaced by its
  * SHA-256: still one group per key.
  */
-export function fairnessGroup(resource: Record<string, unknown>, field: string | undefined, backfill = false): string | undefined {
+export function fairnessGroup(
+  resource: Record<string, unknown>,
+  field: string | undefined,
+  backfill = false,
+): string | undefined {
   if (backfill) return BACKFILL_GROUP;
   if (field === undefined) return undefined;
   const key = keyOf(resource, field);

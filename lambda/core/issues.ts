@@ -20,7 +20,10 @@ export function issuePath(path: readonly PropertyKey[]): string {
  * One line per issue, `<path>: <problem>`, in zod's order. A bad record key is reported with the key's own problem
  * (zod nests it one level down under a generic "Invalid key in record").
  */
-export function describeIssues(error: { readonly issues: readonly z.core.$ZodIssue[] }, format: IssueFormat = {}): string[] {
+export function describeIssues(
+  error: { readonly issues: readonly z.core.$ZodIssue[] },
+  format: IssueFormat = {},
+): string[] {
   const root = format.root ?? '(root)';
   return error.issues.map((issue) => {
     const message = issue.code === 'invalid_key' && issue.issues.length > 0 ? issue.issues[0].message : issue.message;
@@ -43,7 +46,8 @@ function editDistance(a: string, b: string, limit: number): number {
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
       current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) current[j] = Math.min(current[j], before[j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        current[j] = Math.min(current[j], before[j - 2] + 1);
     }
     if (Math.min(...current) > limit) return limit + 1;
     [before, previous] = [previous, current];
@@ -72,10 +76,14 @@ export function misspeltKey<K extends string>(key: string, known: readonly K[]):
  * What a strict object says of keys it does not know: each named, with the known key it misspells, or where a key
  * that moved now lives (`moved`: old key to its new place), so a typo or an old config fails naming its fix.
  */
-export function unknownKeysMessage(keys: readonly string[], known: readonly string[], moved: Readonly<Record<string, string>> = {}): string {
+export function unknownKeysMessage(
+  keys: readonly string[],
+  known: readonly string[],
+  moved: Readonly<Record<string, string>> = {},
+): string {
   return keys
     .map((key) => {
-      if (Object.prototype.hasOwnProperty.call(moved, key)) return `"${key}" has moved: ${moved[key]}`;
+      if (Object.hasOwn(moved, key)) return `"${key}" has moved: ${moved[key]}`;
       const meant = misspeltKey(key, known);
       return meant === undefined ? `unknown key "${key}"` : `unknown key "${key}"; did you mean ${meant}?`;
     })

@@ -111,6 +111,8 @@ export interface JobDefinition<R extends Record<string, string | number | boolea
 export type AnyJob = JobDefinition<any, any>;
 
 /** Declares a job with its types checked; the identity function keeps call sites typed. */
-export function defineJob<R extends Record<string, string | number | boolean>, D>(job: JobDefinition<R, D>): JobDefinition<R, D> {
+export function defineJob<R extends Record<string, string | number | boolean>, D>(
+  job: JobDefinition<R, D>,
+): JobDefinition<R, D> {
   return job;
 }

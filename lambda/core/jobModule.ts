@@ -5,7 +5,11 @@ import { PacedJobsError } from './errors';
 import type { AnyJob } from './job';
 
 export class JobLoadError extends PacedJobsError {
-  constructor(message: string, public readonly jobName: string, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly jobName: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'JobLoadError';
   }
@@ -30,12 +34,16 @@ export function loadJob(name: string, loadModule: JobModuleLoader, entry = `lamb
   try {
     mod = loadModule(name);
   } catch (error) {
-    throw new JobLoadError(`cannot load job "${name}": ${contract} (${(error as Error).message})`, name, { cause: error });
+    throw new JobLoadError(`cannot load job "${name}": ${contract} (${(error as Error).message})`, name, {
+      cause: error,
+    });
   }
   const job = (mod as { job?: Partial<AnyJob> } | undefined)?.job;
   const missing = job ? (['createDeps', 'discover', 'apply'] as const).filter((k) => typeof job[k] !== 'function') : [];
   if (!job || missing.length > 0 || typeof job.resourceSchema?.safeParse !== 'function') {
-    const what = !job ? 'no `job` export' : `\`job\` lacks ${[...missing, ...(typeof job.resourceSchema?.safeParse !== 'function' ? ['resourceSchema'] : [])].join(', ')}`;
+    const what = !job
+      ? 'no `job` export'
+      : `\`job\` lacks ${[...missing, ...(typeof job.resourceSchema?.safeParse !== 'function' ? ['resourceSchema'] : [])].join(', ')}`;
     throw new JobLoadError(`cannot load job "${name}": ${contract} (found ${what})`, name);
   }
   if (job.name !== name) {

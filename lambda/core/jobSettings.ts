@@ -37,7 +37,9 @@ export class JobSettingsReader {
   integer(key: string, bounds: { min: number; max: number; fallback?: number }): number {
     const value = this.settings.settings[key] ?? bounds.fallback;
     if (typeof value !== 'number' || !Number.isInteger(value) || value < bounds.min || value > bounds.max) {
-      this.problems.push(`settings.${key} must be an integer from ${bounds.min} to ${bounds.max} (got ${describe(value)})`);
+      this.problems.push(
+        `settings.${key} must be an integer from ${bounds.min} to ${bounds.max} (got ${describe(value)})`,
+      );
       return bounds.min;
     }
     return value;

@@ -52,7 +52,16 @@ export function effectiveKeyLimit(
   perKey: { startsPerInterval: number; intervalSeconds: number; burst: number; headroom: number },
   override: KeyLimitOverride | undefined,
 ): KeyLimit {
-  if (!override) return { startsPerInterval: perKey.startsPerInterval, intervalSeconds: perKey.intervalSeconds, burst: perKey.burst };
+  if (!override)
+    return {
+      startsPerInterval: perKey.startsPerInterval,
+      intervalSeconds: perKey.intervalSeconds,
+      burst: perKey.burst,
+    };
   const startsPerInterval = Math.max(1, allowanceAfterHeadroom(override.starts, perKey.headroom));
-  return { startsPerInterval, intervalSeconds: override.intervalSeconds ?? perKey.intervalSeconds, burst: Math.min(override.burst ?? perKey.burst, startsPerInterval) };
+  return {
+    startsPerInterval,
+    intervalSeconds: override.intervalSeconds ?? perKey.intervalSeconds,
+    burst: Math.min(override.burst ?? perKey.burst, startsPerInterval),
+  };
 }

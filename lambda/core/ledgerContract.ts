@@ -60,17 +60,28 @@ export const ledgerKeys = {
    */
   batchDatePrefix: (job: string, businessDate: string): string => `${job}:${businessDate}:`,
   /** The partition holding the consumer invocations of one batch (`INVOCATIONS#<job>#<batchId>`). */
-  invocationPartition: (job: string, batchId: string): string => `${ledgerPartition(LedgerItemKind.invocations, job)}#${batchId}`,
+  invocationPartition: (job: string, batchId: string): string =>
+    `${ledgerPartition(LedgerItemKind.invocations, job)}#${batchId}`,
   /** `INVOCATIONS#<job>#<batchId>` / `<invocationId>`: one consumer invocation's counts for one batch. */
-  invocation: (job: string, batchId: string, invocationId: string) => ({ pk: ledgerKeys.invocationPartition(job, batchId), sk: invocationId }),
+  invocation: (job: string, batchId: string, invocationId: string) => ({
+    pk: ledgerKeys.invocationPartition(job, batchId),
+    sk: invocationId,
+  }),
   /** The partition holding the admitted pages of one batch (`PAGES#<job>#<batchId>`). */
   pagePartition: (job: string, batchId: string): string => `${ledgerPartition(LedgerItemKind.pages, job)}#${batchId}`,
   /** `PAGES#<job>#<batchId>` / `<page>#<attempt>` (page 1-based, 6 digits, so pages sort in order; '' for a page's prefix). */
-  page: (job: string, batchId: string, page: number, attempt: string) => ({ pk: ledgerKeys.pagePartition(job, batchId), sk: `${String(page).padStart(6, '0')}#${attempt}` }),
+  page: (job: string, batchId: string, page: number, attempt: string) => ({
+    pk: ledgerKeys.pagePartition(job, batchId),
+    sk: `${String(page).padStart(6, '0')}#${attempt}`,
+  }),
   /** `REJECTED#<job>` / `<ISO time>#<messageId>`: a job's rejections sort by time. */
-  rejection: (job: string, at: Date, messageId: string) => ({ pk: ledgerKeys.rejectionPartition(job), sk: `${at.toISOString()}#${messageId}` }),
+  rejection: (job: string, at: Date, messageId: string) => ({
+    pk: ledgerKeys.rejectionPartition(job),
+    sk: `${at.toISOString()}#${messageId}`,
+  }),
   /** The partition holding the invalid source rows of one batch (`INVALID_ROW#<job>#<batchId>`). */
-  invalidRowPartition: (job: string, batchId: string): string => `${ledgerPartition(LedgerItemKind.invalidRow, job)}#${batchId}`,
+  invalidRowPartition: (job: string, batchId: string): string =>
+    `${ledgerPartition(LedgerItemKind.invalidRow, job)}#${batchId}`,
   /**
    * `INVALID_ROW#<job>#<batchId>` / the SHA-256 of the row's key: a page discovered again (a retried step) writes the
    * same items, and a key of any length or alphabet makes a valid sort key.
@@ -187,7 +198,12 @@ const count = (v: number | undefined): number => v ?? 0;
  * the dead-lettered figure, and, with data kept from earlier runs, the suppressed duplicates as completions).
  */
 export function batchSettledCount(counters: BatchCounters): number {
-  return count(counters.completed) + count(counters.completedElsewhere) + count(counters.rejected) + count(counters.deadLettered);
+  return (
+    count(counters.completed) +
+    count(counters.completedElsewhere) +
+    count(counters.rejected) +
+    count(counters.deadLettered)
+  );
 }
 
 /** `discovered - (completed + completedElsewhere + rejected + deadLettered)`: still queued, in flight, or lost. `ops status`'s `outstanding`. */
@@ -248,12 +264,23 @@ export function completedByOf(result: unknown): CompletedBy | undefined {
       return undefined;
     }
   }
-  const by = (value as Record<string, unknown> | null | undefined)?.[COMPLETED_BY_FIELD] as Record<string, unknown> | undefined;
-  return typeof by?.batchId === 'string' && typeof by.invocationId === 'string' ? { batchId: by.batchId, invocationId: by.invocationId } : undefined;
+  const by = (value as Record<string, unknown> | null | undefined)?.[COMPLETED_BY_FIELD] as
+    | Record<string, unknown>
+    | undefined;
+  return typeof by?.batchId === 'string' && typeof by.invocationId === 'string'
+    ? { batchId: by.batchId, invocationId: by.invocationId }
+    : undefined;
 }
 
 /** Counters an invocation item adds up; the producer's (discovered, published) live on the batch item. */
-export const INVOCATION_COUNTERS = ['consumed', 'completed', 'duplicates', 'retries', 'deferred', 'throttled'] as const satisfies readonly (keyof BatchCounters)[];
+export const INVOCATION_COUNTERS = [
+  'consumed',
+  'completed',
+  'duplicates',
+  'retries',
+  'deferred',
+  'throttled',
+] as const satisfies readonly (keyof BatchCounters)[];
 export type InvocationCounterName = (typeof INVOCATION_COUNTERS)[number];
 
 /**
@@ -289,11 +316,15 @@ export function deadLetterEntry(operationId: string, reason: string): string {
 }
 
 /** The operation ID and reason of each `deadLetteredOperations` entry of the items (an entry without a reason has ''). */
-export function deadLetterEntriesOf(invocationItems: readonly Record<string, unknown>[]): { operationId: string; reason: string }[] {
+export function deadLetterEntriesOf(
+  invocationItems: readonly Record<string, unknown>[],
+): { operationId: string; reason: string }[] {
   return invocationItems.flatMap((i) =>
     strings(i.deadLetteredOperations).map((entry) => {
       const at = entry.indexOf(' ');
-      return at < 0 ? { operationId: entry, reason: '' } : { operationId: entry.slice(0, at), reason: entry.slice(at + 1) };
+      return at < 0
+        ? { operationId: entry, reason: '' }
+        : { operationId: entry.slice(0, at), reason: entry.slice(at + 1) };
     }),
   );
 }
@@ -307,7 +338,6 @@ function entriesOf(list: unknown): [string, string][] {
     return at > 0 ? [[entry.slice(0, at), entry.slice(at + 1)]] : [];
   });
 }
-
 
 /**
  * The run's orphans (the batch item's `orphans`): operations an attempt of a page discovered and may have published
@@ -387,7 +417,8 @@ export function resolveBatch(
   }
   for (const operationId of orphansOf(batchItem)) {
     const by = completions.get(operationId);
-    if (by !== undefined && by.batchId !== batchId && !elsewhere.has(operationId)) elsewhere.set(operationId, by.batchId);
+    if (by !== undefined && by.batchId !== batchId && !elsewhere.has(operationId))
+      elsewhere.set(operationId, by.batchId);
   }
   const deadLettered: string[] = [];
   for (const operationId of deadLetteredOperationsOf(invocationItems)) {
@@ -419,12 +450,20 @@ export function resolveBatch(
  * Operations a batch's invocations settled (completed, completed elsewhere, dead-lettered or rejected) in invocations
  * that ended from `sinceMs` to `untilMs`: the rate a running batch is actually draining at, from its invocation items' `at`.
  */
-export function settledSince(invocationItems: readonly Record<string, unknown>[], sinceMs: number, untilMs = Number.POSITIVE_INFINITY): number {
+export function settledSince(
+  invocationItems: readonly Record<string, unknown>[],
+  sinceMs: number,
+  untilMs = Number.POSITIVE_INFINITY,
+): number {
   let settled = 0;
   for (const item of invocationItems) {
     const at = typeof item.at === 'string' ? Date.parse(item.at) : Number.NaN;
     if (!(at >= sinceMs && at <= untilMs)) continue;
-    settled += (typeof item.completed === 'number' ? item.completed : 0) + strings(item.elsewhere).length + strings(item.deadLetteredOperations).length + strings(item.rejectedMessages).length;
+    settled +=
+      (typeof item.completed === 'number' ? item.completed : 0) +
+      strings(item.elsewhere).length +
+      strings(item.deadLetteredOperations).length +
+      strings(item.rejectedMessages).length;
   }
   return settled;
 }
@@ -441,9 +480,16 @@ export const MIN_DRAIN_SPAN_MINUTES = 1;
  * least MIN_DRAIN_SPAN_MINUTES). A batch one minute old is measured over its minute, not forecast at a tenth of its
  * pace; without a start, over the whole window. Every projection of a batch's end (ops status, the console) uses it.
  */
-export function drainPerMinute(invocationItems: readonly Record<string, unknown>[], startedMs: number | undefined, nowMs: number): number {
+export function drainPerMinute(
+  invocationItems: readonly Record<string, unknown>[],
+  startedMs: number | undefined,
+  nowMs: number,
+): number {
   const windowStart = nowMs - DRAIN_WINDOW_MINUTES * 60_000;
-  const from = startedMs !== undefined && Number.isFinite(startedMs) ? Math.min(nowMs, Math.max(windowStart, startedMs)) : windowStart;
+  const from =
+    startedMs !== undefined && Number.isFinite(startedMs)
+      ? Math.min(nowMs, Math.max(windowStart, startedMs))
+      : windowStart;
   const minutes = Math.max(MIN_DRAIN_SPAN_MINUTES, (nowMs - from) / 60_000);
   return Math.round((settledSince(invocationItems, windowStart, nowMs) / minutes) * 10) / 10;
 }

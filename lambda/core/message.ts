@@ -16,11 +16,13 @@ if (!z.config().localeError) z.config(en());
 export const MAX_ID_LENGTH = 256;
 const ID = /^[A-Za-z0-9][A-Za-z0-9:_.@#/+=-]*$/;
 
-export const idSchema = z.string().check(
-  z.minLength(1, 'must not be empty'),
-  z.maxLength(MAX_ID_LENGTH, `must be at most ${MAX_ID_LENGTH} characters`),
-  z.regex(ID, 'may hold only letters, digits and : _ . @ # / + = - (no spaces or control characters)'),
-);
+export const idSchema = z
+  .string()
+  .check(
+    z.minLength(1, 'must not be empty'),
+    z.maxLength(MAX_ID_LENGTH, `must be at most ${MAX_ID_LENGTH} characters`),
+    z.regex(ID, 'may hold only letters, digits and : _ . @ # / + = - (no spaces or control characters)'),
+  );
 
 /** A business date: a real calendar date in the form YYYY-MM-DD (zod/mini). */
 export const businessDateSchema = z.string().check(
@@ -37,14 +39,18 @@ const intBetween = (min: number, max: number) => z.number().check(z.int(), z.gte
 
 /** The envelope every job shares; `resource` is validated by the job's own schema. */
 export const messageSchema = z.strictObject({
-  version: z.literal(MESSAGE_VERSION, { message: `unsupported message version (this consumer reads version ${MESSAGE_VERSION})` }),
+  version: z.literal(MESSAGE_VERSION, {
+    message: `unsupported message version (this consumer reads version ${MESSAGE_VERSION})`,
+  }),
   jobType: z.string().check(z.regex(/^[a-z][a-z0-9-]{1,30}[a-z0-9]$/, 'must be a kebab-case job name')),
   operationId: idSchema,
   batchId: idSchema,
   businessDate: businessDateSchema,
   resource: z.record(
     z.string().check(z.maxLength(64)),
-    z.union([z.string().check(z.maxLength(1024)), z.number(), z.boolean()], { message: 'must be a string, a number or a boolean' }),
+    z.union([z.string().check(z.maxLength(1024)), z.number(), z.boolean()], {
+      message: 'must be a string, a number or a boolean',
+    }),
   ),
   enqueuedAt: isoTimestamp,
   /** When the operation was first published; unchanged by deferrals, so the true job age survives re-publishing. */
@@ -72,9 +78,7 @@ export const messageSchema = z.strictObject({
 
 export type JobMessage = z.infer<typeof messageSchema>;
 
-export type ParseResult =
-  | { ok: true; message: JobMessage }
-  | { ok: false; reasons: string[] };
+export type ParseResult = { ok: true; message: JobMessage } | { ok: false; reasons: string[] };
 
 const byteLength = (s: string): number => Buffer.byteLength(s, 'utf8');
 
@@ -92,7 +96,8 @@ export const MAX_REASONS = 20;
  * C0 controls but none of the others, which can make a line or a record read differently from what it holds (a bidi
  * override reverses what follows it; a line separator starts a forged line).
  */
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]/g;
+const UNPRINTABLE =
+  /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]/g;
 
 /**
  * `text` with every unprintable character (UNPRINTABLE) written as \uXXXX, so a reader sees what it holds. `keep`
@@ -100,7 +105,9 @@ const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\
  * document's strings the escape is JSON's own, so escaping a serialized document changes nothing a parser reads.
  */
 export function escapeUnprintable(text: string, keep = ''): string {
-  return text.replace(UNPRINTABLE, (c) => (keep.includes(c) ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+  return text.replace(UNPRINTABLE, (c) =>
+    keep.includes(c) ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 /**
@@ -132,7 +139,9 @@ export function parseMessage(body: string, maxBytes: number): ParseResult {
     // reason is kept in logs and the ledger: the quote is left out, the rest of the message kept and escaped. V8 adds
     // the line and column to a position for some strings and not others (the same body, parsed from code transformed
     // one way or another, read both ways): it is left out too, so one body always gives one reason.
-    const what = (error as Error).message.replace(/, ".*"(?:\.\.\.)? is not valid JSON$/s, '').replace(/ \(line \d+ column \d+\)$/, '');
+    const what = (error as Error).message
+      .replace(/, ".*"(?:\.\.\.)? is not valid JSON$/s, '')
+      .replace(/ \(line \d+ column \d+\)$/, '');
     return { ok: false, reasons: boundReasons([`body is not valid JSON (${what})`]) };
   }
   const result = messageSchema.safeParse(raw);
@@ -153,13 +162,20 @@ export function serializeMessage(message: JobMessage, maxBytes: number): string 
   const body = JSON.stringify(message);
   const parsed = parseMessage(body, maxBytes);
   if (!parsed.ok) {
-    throw new InvalidMessageError(`refusing to publish an invalid message for ${message.operationId}: ${parsed.reasons.join('; ')}`, parsed.reasons);
+    throw new InvalidMessageError(
+      `refusing to publish an invalid message for ${message.operationId}: ${parsed.reasons.join('; ')}`,
+      parsed.reasons,
+    );
   }
   return body;
 }
 
 export class InvalidMessageError extends PacedJobsError {
-  constructor(message: string, public readonly reasons: string[], options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly reasons: string[],
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'InvalidMessageError';
   }

@@ -12,11 +12,16 @@ const PART = /^[A-Za-z0-9][A-Za-z0-9_.@#/+=-]*$/;
 export const MAX_ID_PART_LENGTH = 128;
 
 /** For resource schemas: an ID that can become part of an operation ID (payment, upload, tenant IDs). */
-export const idPartSchema = z.string().check(
-  z.minLength(1, 'must not be empty'),
-  z.maxLength(MAX_ID_PART_LENGTH, `must be at most ${MAX_ID_PART_LENGTH} characters`),
-  z.regex(PART, 'may hold only letters, digits and _ . @ # / + = - (no ":" or spaces), starting with a letter or digit'),
-);
+export const idPartSchema = z
+  .string()
+  .check(
+    z.minLength(1, 'must not be empty'),
+    z.maxLength(MAX_ID_PART_LENGTH, `must be at most ${MAX_ID_PART_LENGTH} characters`),
+    z.regex(
+      PART,
+      'may hold only letters, digits and _ . @ # / + = - (no ":" or spaces), starting with a letter or digit',
+    ),
+  );
 
 /** A value that cannot be (part of) an operation ID, or a message whose operation ID is not its resource's. */
 export class InvalidOperationIdError extends PacedJobsError {
@@ -95,6 +100,8 @@ export function buildOperationId(parts: readonly OperationIdPart[]): string {
 export function assertOperationId(actual: string, expected: () => string): void {
   const want = expected();
   if (actual !== want) {
-    throw new InvalidOperationIdError(`operation ID ${excerpt(actual, MAX_ID_LENGTH)} does not match its resource (expected ${excerpt(want, MAX_ID_LENGTH)})`);
+    throw new InvalidOperationIdError(
+      `operation ID ${excerpt(actual, MAX_ID_LENGTH)} does not match its resource (expected ${excerpt(want, MAX_ID_LENGTH)})`,
+    );
   }
 }

@@ -83,7 +83,10 @@ export function deriveBatching(input: BatchingInput): Batching {
   if (shortWaitMs === undefined) {
     const spanMs = perSecond > 0 ? ((batchSize - 1) / perSecond) * 1000 : 0;
     const ceiling = Math.max(MIN_SHORT_WAIT_MS, ((input.consumerTimeoutSeconds ?? 60) * 1000) / 2);
-    shortWaitMs = Math.min(ceiling, Math.max(MIN_SHORT_WAIT_MS, Math.ceil((spanMs + SHORT_WAIT_SLACK_MS) / 1000) * 1000));
+    shortWaitMs = Math.min(
+      ceiling,
+      Math.max(MIN_SHORT_WAIT_MS, Math.ceil((spanMs + SHORT_WAIT_SLACK_MS) / 1000) * 1000),
+    );
     derived.push('shortWaitMs');
   }
   let batchingWindowSeconds = input.batchingWindowSeconds;
@@ -152,7 +155,12 @@ export function pacingSettings(settings: JobRuntimeSettings): PacingSettings {
   const shortWaitMs = settings.pacing?.shortWaitMs ?? MIN_SHORT_WAIT_MS;
   const intervalMs = settings.rateLimit.intervalSeconds * 1000;
   const margin = safetyMarginMs(intervalMs);
-  const limits = { startsPerInterval: settings.rateLimit.startsPerInterval, intervalMs, burst: settings.rateLimit.burst, safetyMarginMs: margin };
+  const limits = {
+    startsPerInterval: settings.rateLimit.startsPerInterval,
+    intervalMs,
+    burst: settings.rateLimit.burst,
+    safetyMarginMs: margin,
+  };
   const queueRetentionSeconds = settings.queueRetentionSeconds ?? DEFAULT_QUEUE_RETENTION_DAYS * 86_400;
   return {
     limiterKey: downstreamKey ?? settings.jobName,

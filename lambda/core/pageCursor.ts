@@ -16,7 +16,8 @@ export class InvalidCursorError extends PacedJobsError {
 export function encodeCursor(key: Record<string, unknown> | undefined): string | undefined {
   if (key === undefined || Object.keys(key).length === 0) return undefined;
   for (const [name, value] of Object.entries(key)) {
-    if (typeof value !== 'string') throw new InvalidCursorError(`cannot encode key attribute "${name}": only string keys are supported`);
+    if (typeof value !== 'string')
+      throw new InvalidCursorError(`cannot encode key attribute "${name}": only string keys are supported`);
   }
   return Buffer.from(JSON.stringify(key), 'utf8').toString('base64url');
 }
@@ -27,7 +28,11 @@ export function encodeCursor(key: Record<string, unknown> | undefined): string |
  * business date is refused rather than silently skipping work.
  * @throws InvalidCursorError saying what is wrong (never echoing more than a short excerpt of the input).
  */
-export function decodeCursor(cursor: string, keyNames: readonly string[], expect: Record<string, string> = {}): Record<string, string> {
+export function decodeCursor(
+  cursor: string,
+  keyNames: readonly string[],
+  expect: Record<string, string> = {},
+): Record<string, string> {
   const fail = (reason: string): never => {
     throw new InvalidCursorError(`invalid cursor: ${reason}`);
   };

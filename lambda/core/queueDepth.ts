@@ -3,7 +3,11 @@
 // each sending the call with its own client.
 
 /** The attributes a depth is read from: visible, in flight and delayed messages. */
-export const QUEUE_DEPTH_ATTRIBUTES = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] as const;
+export const QUEUE_DEPTH_ATTRIBUTES = [
+  'ApproximateNumberOfMessages',
+  'ApproximateNumberOfMessagesNotVisible',
+  'ApproximateNumberOfMessagesDelayed',
+] as const;
 
 /** A queue's messages by state (SQS's approximate counts), and all of them. */
 export interface QueueDepthFigures {

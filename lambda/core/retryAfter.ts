@@ -40,8 +40,13 @@ export function parseHttpDate(value: string): number | undefined {
   const ms = Date.UTC(year, monthIndex, d, Number(hh), Number(mm), Number(ss));
   const back = new Date(ms);
   // Date.UTC rolls 31 Feb over into March; a date that does not survive the round trip is not a real date.
-  if (back.getUTCDate() !== d || back.getUTCMonth() !== monthIndex || back.getUTCHours() !== Number(hh)
-    || back.getUTCMinutes() !== Number(mm) || back.getUTCSeconds() !== Number(ss)) {
+  if (
+    back.getUTCDate() !== d ||
+    back.getUTCMonth() !== monthIndex ||
+    back.getUTCHours() !== Number(hh) ||
+    back.getUTCMinutes() !== Number(mm) ||
+    back.getUTCSeconds() !== Number(ss)
+  ) {
     return undefined;
   }
   return ms;

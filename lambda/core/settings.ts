@@ -1,7 +1,7 @@
 // Reads and validates the job's runtime settings (JOB_SETTINGS) once, so a bad deployment fails loudly at init.
 import { en } from 'zod/locales';
 import * as z from 'zod/mini';
-import { EnvVar, JobRuntimeSettings } from './constants';
+import { EnvVar, type JobRuntimeSettings } from './constants';
 import { PacedJobsError } from './errors';
 import { describeIssues } from './issues';
 
@@ -43,7 +43,11 @@ export const jobRuntimeSettingsSchema = z.object({
   concurrency: positiveInt(),
   concurrencyPerKey: z.optional(z.object({ field: z.string().check(z.minLength(1)), maxConcurrent: positiveInt() })),
   admission: z.optional(
-    z.object({ horizonSeconds: positiveInt(), batchSize: positiveInt(), batchingWindowSeconds: z.optional(z.number().check(z.int(), z.gte(0))) }),
+    z.object({
+      horizonSeconds: positiveInt(),
+      batchSize: positiveInt(),
+      batchingWindowSeconds: z.optional(z.number().check(z.int(), z.gte(0))),
+    }),
   ),
   slo: z.optional(z.object({ objective: z.number().check(z.gt(0), z.lt(1)), completeWithinMinutes: positiveInt() })),
   tables: names,
@@ -65,7 +69,12 @@ export const jobRuntimeSettingsSchema = z.object({
 // zod drops a key its schema lacks, so an optional field of JobRuntimeSettings missing above would reach no function
 // (backfillShare and concurrencyPerKey once did): every field must be named, at the top level and in rateLimit.
 type Unread<T, S> = Exclude<keyof T, keyof S>;
-const everyFieldRead: [Unread<JobRuntimeSettings, z.output<typeof jobRuntimeSettingsSchema>>, Unread<JobRuntimeSettings['rateLimit'], z.output<typeof jobRuntimeSettingsSchema>['rateLimit']>] extends [never, never] ? true : false = true;
+const everyFieldRead: [
+  Unread<JobRuntimeSettings, z.output<typeof jobRuntimeSettingsSchema>>,
+  Unread<JobRuntimeSettings['rateLimit'], z.output<typeof jobRuntimeSettingsSchema>['rateLimit']>,
+] extends [never, never]
+  ? true
+  : false = true;
 void everyFieldRead;
 
 /** A setting the job needs is missing or malformed (JobSettingsReader, JOB_SETTINGS): a deployment fault, not a record's. */
@@ -88,9 +97,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): JobRuntimeSe
   }
   const result = jobRuntimeSettingsSchema.safeParse(json);
   if (!result.success) {
-    throw new SettingsError(
-      `${EnvVar.JOB_SETTINGS} is invalid: ${describeIssues(result.error).join('; ')}`,
-    );
+    throw new SettingsError(`${EnvVar.JOB_SETTINGS} is invalid: ${describeIssues(result.error).join('; ')}`);
   }
   return result.data;
 }

@@ -109,7 +109,12 @@ function consumerUnits(options: ConsumerOptions): ConsumerUnits {
   const { job, pacer } = options;
   const now = options.now ?? (() => new Date());
   const keyField = pacer.keyField !== undefined ? { keyField: pacer.keyField } : {};
-  const accounting = new Accounting({ jobName: job.name, ledger: options.ledger, maxReceiveCount: options.maxReceiveCount, now });
+  const accounting = new Accounting({
+    jobName: job.name,
+    ledger: options.ledger,
+    maxReceiveCount: options.maxReceiveCount,
+    now,
+  });
   const deferrer = new Deferrer({
     queueUrl: options.queueUrl,
     dlqUrl: options.dlqUrl,
@@ -130,8 +135,9 @@ function consumerUnits(options: ConsumerOptions): ConsumerUnits {
     queueRetentionSeconds: options.queueRetentionSeconds ?? DEFAULT_QUEUE_RETENTION_DAYS * 86_400,
     now,
   });
-  const persistenceStore = options.persistenceStore
-    ?? new DynamoDBPersistenceLayer({ tableName: options.idempotencyTableName, awsSdkV3Client: dynamoClient() });
+  const persistenceStore =
+    options.persistenceStore ??
+    new DynamoDBPersistenceLayer({ tableName: options.idempotencyTableName, awsSdkV3Client: dynamoClient() });
   const runner = new RecordRunner({
     job,
     jobDeps: options.jobDeps,
@@ -181,7 +187,11 @@ class EventRun {
   ordered(): SQSRecord[] {
     return [
       ...this.records.filter((r) => this.plans.get(r.messageId)?.kind !== 'run'),
-      ...fairOrder(this.runs, (r) => this.runPlan(r).key, (r) => this.runPlan(r).message.backfill === true),
+      ...fairOrder(
+        this.runs,
+        (r) => this.runPlan(r).key,
+        (r) => this.runPlan(r).message.backfill === true,
+      ),
     ];
   }
 
@@ -198,7 +208,8 @@ class EventRun {
     this.pacing.runLeft -= rest.length;
     const cause = { kind: 'paced' as const, waitMs: 0 };
     const items = rest.map((record) => ({ record, message: this.runPlan(record).message, cause }));
-    const sending = deferrer.sendBlock(items, this.tally)
+    const sending = deferrer
+      .sendBlock(items, this.tally)
       .catch((error: unknown) => new Map(rest.map((r) => [r.messageId, error as Error])));
     for (const record of rest) {
       const settle = sending.then((sent) => sent.get(record.messageId) as (() => RecordOutcome) | Error);
@@ -300,7 +311,10 @@ export function createConsumer(
 }
 
 /** Builds the consumer from the variables the stack sets. */
-export function consumerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loadModule?: JobModuleLoader): ConsumerOptions {
+export function consumerOptionsFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  loadModule?: JobModuleLoader,
+): ConsumerOptions {
   const { job, jobDeps, settings } = loadJobRuntime(env, loadModule);
   const paced = pacingSettings(settings);
   return {
@@ -311,10 +325,15 @@ export function consumerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loa
     idempotencyTableName: requireEnv(EnvVar.IDEMPOTENCY_TABLE_NAME, env),
     idempotencyTtlSeconds: requirePositiveInt(EnvVar.IDEMPOTENCY_TTL_SECONDS, env),
     maxReceiveCount: settings.maxReceiveCount,
-    maxMessageBytes: env[EnvVar.MAX_MESSAGE_BYTES] ? requirePositiveInt(EnvVar.MAX_MESSAGE_BYTES, env) : settings.maxMessageBytes,
+    maxMessageBytes: env[EnvVar.MAX_MESSAGE_BYTES]
+      ? requirePositiveInt(EnvVar.MAX_MESSAGE_BYTES, env)
+      : settings.maxMessageBytes,
     ledger: new DynamoLedger({ tableName: requireEnv(EnvVar.LEDGER_TABLE_NAME, env) }),
     pacer: pacerFromSettings(paced, requireEnv(EnvVar.LIMITER_TABLE_NAME, env), job.name),
-    deferralPolicy: createDeferralPolicy({ maxDeferrals: paced.maxDeferrals, maxAgeSeconds: paced.maxDeferralAgeSeconds }),
+    deferralPolicy: createDeferralPolicy({
+      maxDeferrals: paced.maxDeferrals,
+      maxAgeSeconds: paced.maxDeferralAgeSeconds,
+    }),
     businessDates: { timeZone: settings.timeZone, businessDateOffsetDays: settings.businessDateOffsetDays },
     queueRetentionSeconds: paced.queueRetentionSeconds,
   };

@@ -129,7 +129,10 @@ export function createProducer(options: ProducerOptions): ProducerHandler {
       try {
         await runRecord(record, context);
       } catch (error) {
-        logger.error('admission step failed; SQS retries it, then moves it to the producer DLQ', { messageId: record.messageId, error: error as Error });
+        logger.error('admission step failed; SQS retries it, then moves it to the producer DLQ', {
+          messageId: record.messageId,
+          error: error as Error,
+        });
         failures.push({ itemIdentifier: record.messageId });
       }
     }
@@ -150,7 +153,8 @@ export function createProducer(options: ProducerOptions): ProducerHandler {
 /** The admission the job's settings ask for: its rate when pacing and admission are on, unlimited otherwise. */
 export function admissionOptions(settings: JobRuntimeSettings): ProducerAdmissionOptions {
   const paced = pacingSettings(settings);
-  if (!paced.enabled || settings.admission === undefined) return { ratePerSecond: undefined, horizonMs: 0, groupSize: settings.admission?.batchSize ?? 1 };
+  if (!paced.enabled || settings.admission === undefined)
+    return { ratePerSecond: undefined, horizonMs: 0, groupSize: settings.admission?.batchSize ?? 1 };
   const ratePerSecond = settings.rateLimit.startsPerInterval / settings.rateLimit.intervalSeconds;
   const groupSize = admissionGroupSize(settings.admission.batchSize, ratePerSecond, paced.shortWaitMs);
   return {
@@ -158,12 +162,18 @@ export function admissionOptions(settings: JobRuntimeSettings): ProducerAdmissio
     horizonMs: settings.admission.horizonSeconds * 1000,
     groupSize,
     // No earlier than the consumer's short wait allows: a group's last slot must stay within it from delivery.
-    leadMs: Math.min((settings.admission.batchingWindowSeconds ?? 0) * 1000, Math.max(0, paced.shortWaitMs - ((groupSize - 1) * 1000) / ratePerSecond)),
+    leadMs: Math.min(
+      (settings.admission.batchingWindowSeconds ?? 0) * 1000,
+      Math.max(0, paced.shortWaitMs - ((groupSize - 1) * 1000) / ratePerSecond),
+    ),
   };
 }
 
 /** Builds the producer from the variables the stack sets. */
-export function producerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loadModule?: JobModuleLoader): ProducerOptions {
+export function producerOptionsFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  loadModule?: JobModuleLoader,
+): ProducerOptions {
   const { job, jobDeps, settings } = loadJobRuntime(env, loadModule);
   return {
     job,
@@ -171,7 +181,9 @@ export function producerOptionsFromEnv(env: NodeJS.ProcessEnv = process.env, loa
     settings,
     queueUrl: requireEnv(EnvVar.QUEUE_URL, env),
     admissionQueueUrl: requireEnv(EnvVar.ADMISSION_QUEUE_URL, env),
-    maxMessageBytes: env[EnvVar.MAX_MESSAGE_BYTES] ? requirePositiveInt(EnvVar.MAX_MESSAGE_BYTES, env) : settings.maxMessageBytes,
+    maxMessageBytes: env[EnvVar.MAX_MESSAGE_BYTES]
+      ? requirePositiveInt(EnvVar.MAX_MESSAGE_BYTES, env)
+      : settings.maxMessageBytes,
     runState: new DynamoRunStateStore({ tableName: requireEnv(EnvVar.LEDGER_TABLE_NAME, env) }),
     admission: admissionOptions(settings),
   };

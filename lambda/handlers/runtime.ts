@@ -16,7 +16,9 @@ export function loadJobRuntime(env: NodeJS.ProcessEnv = process.env, loadModule?
   const jobName = requireEnv(EnvVar.JOB_NAME, env);
   const settings = readSettings(env);
   if (settings.jobName !== jobName) {
-    throw new SettingsError(`${EnvVar.JOB_SETTINGS} is for job "${settings.jobName}" but ${EnvVar.JOB_NAME} is "${jobName}"`);
+    throw new SettingsError(
+      `${EnvVar.JOB_SETTINGS} is for job "${settings.jobName}" but ${EnvVar.JOB_NAME} is "${jobName}"`,
+    );
   }
   const job = loadJob(jobName, loadModule);
   return { settings, job, jobDeps: job.createDeps(settings) };
@@ -26,6 +28,7 @@ export function loadJobRuntime(env: NodeJS.ProcessEnv = process.env, loadModule?
 export function requirePositiveInt(name: string, env: NodeJS.ProcessEnv = process.env): number {
   const raw = requireEnv(name, env);
   const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new SettingsError(`environment variable ${name} must be a positive integer, got "${raw}"`);
+  if (!Number.isInteger(value) || value <= 0)
+    throw new SettingsError(`environment variable ${name} must be a positive integer, got "${raw}"`);
   return value;
 }

@@ -14,14 +14,33 @@ export const TABLE_MODES = {
   put: ['dynamodb:PutItem'],
   update: ['dynamodb:UpdateItem'],
   delete: ['dynamodb:DeleteItem'],
-  read: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:Scan', 'dynamodb:ConditionCheckItem', 'dynamodb:DescribeTable'],
+  read: [
+    'dynamodb:GetItem',
+    'dynamodb:BatchGetItem',
+    'dynamodb:Query',
+    'dynamodb:Scan',
+    'dynamodb:ConditionCheckItem',
+    'dynamodb:DescribeTable',
+  ],
   write: [
-    'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem', 'dynamodb:DescribeTable',
+    'dynamodb:PutItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:DeleteItem',
+    'dynamodb:BatchWriteItem',
+    'dynamodb:ConditionCheckItem',
+    'dynamodb:DescribeTable',
   ],
   readwrite: [
-    'dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:Scan',
-    'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem',
-    'dynamodb:ConditionCheckItem', 'dynamodb:DescribeTable',
+    'dynamodb:GetItem',
+    'dynamodb:BatchGetItem',
+    'dynamodb:Query',
+    'dynamodb:Scan',
+    'dynamodb:PutItem',
+    'dynamodb:UpdateItem',
+    'dynamodb:DeleteItem',
+    'dynamodb:BatchWriteItem',
+    'dynamodb:ConditionCheckItem',
+    'dynamodb:DescribeTable',
   ],
 } as const satisfies Record<string, readonly string[]>;
 
@@ -61,10 +80,14 @@ export function bucketActions(modes: readonly BucketMode[]): { bucket: string[];
  * What each function of a job gets from one use: `access` is shorthand for both (the producer gets its reading modes,
  * `readwrite` reading as `read`), `discover` is the producer's, `apply` the consumer's.
  */
-export function modesByFunction<M extends string>(
-  use: { access?: readonly M[]; discover?: readonly M[]; apply?: readonly M[] },
-): { discover: M[]; apply: M[] } {
+export function modesByFunction<M extends string>(use: {
+  access?: readonly M[];
+  discover?: readonly M[];
+  apply?: readonly M[];
+}): { discover: M[]; apply: M[] } {
   if (use.access === undefined) return { discover: [...(use.discover ?? [])], apply: [...(use.apply ?? [])] };
-  const reading = use.access.flatMap((mode) => (mode === 'readwrite' ? ['read' as M] : READING_MODES.has(mode) ? [mode] : []));
+  const reading = use.access.flatMap((mode) =>
+    mode === 'readwrite' ? ['read' as M] : READING_MODES.has(mode) ? [mode] : [],
+  );
   return { discover: [...new Set(reading)], apply: [...use.access] };
 }

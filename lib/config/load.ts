@@ -1,6 +1,6 @@
 // Picks and validates one environment's configuration before anything is built; every problem in one message.
 import { describeIssues } from '../../lambda/core/issues';
-import { EnvironmentConfig, EnvironmentInput, environmentSchema } from './schema';
+import { type EnvironmentConfig, type EnvironmentInput, environmentSchema } from './schema';
 import { environments } from './environments';
 
 export class ConfigError extends Error {
@@ -40,7 +40,7 @@ export function loadEnvironment(
   if (name === undefined || name === '') {
     throw new ConfigError(`No environment chosen. Pass -c env=<name>; valid environments: ${valid}.`);
   }
-  if (!Object.prototype.hasOwnProperty.call(available, name)) {
+  if (!Object.hasOwn(available, name)) {
     throw new ConfigError(`Unknown environment "${name}". Valid environments: ${valid}.`);
   }
   return parseEnvironment(name, available[name]);

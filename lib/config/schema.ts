@@ -1,10 +1,20 @@
 // Configuration contract for one environment: every default is written once here (and pinned by test/lib/config).
 import { z } from 'zod';
-import { DEFAULT_QUEUE_RETENTION_DAYS, LAMBDA_MAX_TIMEOUT_SECONDS, SQS_MAX_MESSAGE_BYTES, type JobRuntimeSettings } from '../../lambda/core/constants';
+import {
+  DEFAULT_QUEUE_RETENTION_DAYS,
+  LAMBDA_MAX_TIMEOUT_SECONDS,
+  SQS_MAX_MESSAGE_BYTES,
+  type JobRuntimeSettings,
+} from '../../lambda/core/constants';
 import { MAX_DEFERRALS } from '../../lambda/core/deferral';
 import { misspeltKey, unknownKeysMessage } from '../../lambda/core/issues';
-import { allowanceAfterHeadroom, type Batching, deriveBatching, PACING_DEFAULTS } from '../../lambda/core/pacingSettings';
-import { BUCKET_MODES, BucketMode, modesByFunction, TABLE_MODES, TableMode } from './access';
+import {
+  allowanceAfterHeadroom,
+  type Batching,
+  deriveBatching,
+  PACING_DEFAULTS,
+} from '../../lambda/core/pacingSettings';
+import { BUCKET_MODES, type BucketMode, modesByFunction, TABLE_MODES, type TableMode } from './access';
 
 /** DLQ retention is fixed at the SQS maximum so a failed message outlives its source queue's retention. */
 export const DLQ_RETENTION_DAYS = 14;
@@ -22,7 +32,10 @@ export const cronSchema = z.string().refine(
     const f = v.trim().split(/\s+/);
     return f.length === 6 && (f[2] === '?') !== (f[4] === '?');
   },
-  { message: 'must be an EventBridge Scheduler cron body with 6 fields and "?" in exactly one of day-of-month and day-of-week, e.g. "0 2 * * ? *"' },
+  {
+    message:
+      'must be an EventBridge Scheduler cron body with 6 fields and "?" in exactly one of day-of-month and day-of-week, e.g. "0 2 * * ? *"',
+  },
 );
 
 export const timeZoneSchema = z.string().refine(
@@ -61,7 +74,10 @@ export const appBucketSchema = z.object({
    * Required for an imported bucket (`appResources.create` false): the existing bucket's name. For a created bucket, an
    * explicit opt-in that must be free in every account of the partition. @default none (CloudFormation names it)
    */
-  bucketName: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid S3 bucket name').optional(),
+  bucketName: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid S3 bucket name')
+    .optional(),
 });
 
 export const appSecretSchema = z.object({
@@ -69,40 +85,48 @@ export const appSecretSchema = z.object({
 });
 
 /** The application's own resources, by logical key. */
-export const appResourcesSchema = z.object({
-  /** Create the tables, buckets and secrets below in this stack (a self-contained environment). @default false */
-  create: z.boolean().default(false),
-  tables: z.record(z.string(), appTableSchema).default({}),
-  buckets: z.record(z.string(), appBucketSchema).default({}),
-  secrets: z.record(z.string(), appSecretSchema).default({}),
-}).superRefine((resources, ctx) => {
-  // Only an imported bucket needs its name: the stack references it by name and nothing else identifies it.
-  if (resources.create) return;
-  for (const [key, bucket] of Object.entries(resources.buckets)) {
-    if (bucket.bucketName === undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['buckets', key, 'bucketName'],
-        message: 'is required when appResources.create is false: the stack imports the existing bucket by its name',
-      });
+export const appResourcesSchema = z
+  .object({
+    /** Create the tables, buckets and secrets below in this stack (a self-contained environment). @default false */
+    create: z.boolean().default(false),
+    tables: z.record(z.string(), appTableSchema).default({}),
+    buckets: z.record(z.string(), appBucketSchema).default({}),
+    secrets: z.record(z.string(), appSecretSchema).default({}),
+  })
+  .superRefine((resources, ctx) => {
+    // Only an imported bucket needs its name: the stack references it by name and nothing else identifies it.
+    if (resources.create) return;
+    for (const [key, bucket] of Object.entries(resources.buckets)) {
+      if (bucket.bucketName === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['buckets', key, 'bucketName'],
+          message: 'is required when appResources.create is false: the stack imports the existing bucket by its name',
+        });
+      }
     }
-  }
-});
+  });
 
 /**
  * One mode or a list of them (lib/config/access.ts: each mode's actions); read as a list. Hand-picked branch rather than
  * a z.union, as for `concurrency`: a bad single mode is then reported on the key itself, a bad listed one at its index.
  */
 const modesSchema = <M extends string>(modes: readonly [M, ...M[]]) =>
-  z.custom<M | M[]>().optional().transform((value, ctx): M[] | undefined => {
-    if (value === undefined) return undefined;
-    const parsed = (typeof value === 'string' ? z.enum(modes) : z.array(z.enum(modes)).min(1, 'must name at least one mode')).safeParse(value);
-    if (!parsed.success) {
-      for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
-      return z.NEVER;
-    }
-    return typeof parsed.data === 'string' ? [parsed.data] : parsed.data;
-  });
+  z
+    .custom<M | M[]>()
+    .optional()
+    .transform((value, ctx): M[] | undefined => {
+      if (value === undefined) return undefined;
+      const parsed = (
+        typeof value === 'string' ? z.enum(modes) : z.array(z.enum(modes)).min(1, 'must name at least one mode')
+      ).safeParse(value);
+      if (!parsed.success) {
+        for (const issue of parsed.error.issues)
+          ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+        return z.NEVER;
+      }
+      return typeof parsed.data === 'string' ? [parsed.data] : parsed.data;
+    });
 
 /**
  * One use of a table or bucket: what it names (`target`: a config ref here, a construct in lib/paced-jobs.ts), and
@@ -117,9 +141,17 @@ export const useSchema = <M extends string, T extends z.ZodRawShape>(modes: read
     .superRefine((use, ctx) => {
       const { access, discover, apply } = use as unknown as Modes;
       if (access !== undefined && (discover !== undefined || apply !== undefined)) {
-        ctx.addIssue({ code: 'custom', path: ['access'], message: 'is shorthand for discover and apply together: give either access, or discover and/or apply' });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['access'],
+          message: 'is shorthand for discover and apply together: give either access, or discover and/or apply',
+        });
       } else if (access === undefined && discover === undefined && apply === undefined) {
-        ctx.addIssue({ code: 'custom', path: ['access'], message: `is required unless discover or apply is given: one or more of ${modes.join(', ')}` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['access'],
+          message: `is required unless discover or apply is given: one or more of ${modes.join(', ')}`,
+        });
       }
     })
     .transform((use) => {
@@ -146,14 +178,17 @@ export const jobUsesSchema = z.object({
 /** What a strict block says of a key it does not know (lambda/core/issues.ts): named, with the key it misspells. */
 const strictBlock = <T extends z.ZodRawShape>(shape: T, moved: Record<string, string> = {}) =>
   z.strictObject(shape, {
-    error: (issue) => (issue.code === 'unrecognized_keys' ? unknownKeysMessage(issue.keys, Object.keys(shape), moved) : undefined),
+    error: (issue) =>
+      issue.code === 'unrecognized_keys' ? unknownKeysMessage(issue.keys, Object.keys(shape), moved) : undefined,
   });
 
 const downstreamKeySchema = z
   .string()
   .min(1, 'must be a non-empty string')
   // The key becomes a dynamodb:LeadingKeys pattern, where these would be wildcards or a policy variable.
-  .refine((key) => !/[*?$]/.test(key), { message: 'may not hold "*", "?" or "$": it names the job\'s limiter items in its IAM policy' });
+  .refine((key) => !/[*?$]/.test(key), {
+    message: 'may not hold "*", "?" or "$": it names the job\'s limiter items in its IAM policy',
+  });
 
 /** A limit per key (pacing.perKey): a rate per key, a cap on operations in progress per key, or both. */
 export const perKeySchema = strictBlock({
@@ -181,13 +216,28 @@ export const perKeySchema = strictBlock({
 }).superRefine((perKey, ctx) => {
   if (perKey.starts === undefined) {
     if (perKey.concurrency === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['starts'], message: 'is required unless concurrency is given: a per-key limit is a rate (starts), a cap on operations in progress (concurrency), or both' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['starts'],
+        message:
+          'is required unless concurrency is given: a per-key limit is a rate (starts), a cap on operations in progress (concurrency), or both',
+      });
     }
     return;
   }
   const allowed = allowanceAfterHeadroom(perKey.starts, perKey.headroom);
-  if (allowed < 1) ctx.addIssue({ code: 'custom', path: ['starts'], message: `${perKey.starts} x headroom ${perKey.headroom} leaves no start per interval; raise starts or headroom` });
-  else if (perKey.burst > allowed) ctx.addIssue({ code: 'custom', path: ['burst'], message: `must be at most the ${allowed} starts per interval the key is allowed after headroom` });
+  if (allowed < 1)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['starts'],
+      message: `${perKey.starts} x headroom ${perKey.headroom} leaves no start per interval; raise starts or headroom`,
+    });
+  else if (perKey.burst > allowed)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['burst'],
+      message: `must be at most the ${allowed} starts per interval the key is allowed after headroom`,
+    });
 });
 
 /**
@@ -207,7 +257,8 @@ export const admissionSchema = strictBlock({
 
 /** The old homes of the pacing block's keys, for a config written before it: each names where its key went. */
 const MOVED_TO_PACING: Record<string, string> = {
-  rateLimit: 'its keys are in pacing (pacing.starts, pacing.intervalSeconds, pacing.headroom, pacing.burst, pacing.maxConcurrent, pacing.perKey, pacing.backfillShare)',
+  rateLimit:
+    'its keys are in pacing (pacing.starts, pacing.intervalSeconds, pacing.headroom, pacing.burst, pacing.maxConcurrent, pacing.perKey, pacing.backfillShare)',
   concurrency: 'use pacing.concurrency (the cap) and pacing.perKey.concurrency (per key)',
   batchSize: 'use pacing.batchSize (derived from the rate unless set)',
   batchingWindowSeconds: 'use pacing.batchingWindowSeconds (derived from the rate unless set)',
@@ -246,7 +297,11 @@ export const pacingSchema = strictBlock({
    * scheduled work is waiting; all of it otherwise. Live work also goes first: backfill takes only slots live work has
    * not booked. @default 0.5
    */
-  backfillShare: z.number().gt(0, 'must be above 0 (a share of the allowance, e.g. 0.5)').max(1).default(PACING_DEFAULTS.backfillShare),
+  backfillShare: z
+    .number()
+    .gt(0, 'must be above 0 (a share of the allowance, e.g. 0.5)')
+    .max(1)
+    .default(PACING_DEFAULTS.backfillShare),
   /** The limiter item; jobs calling one provider name the same key and so share its allowance. @default the job name */
   downstreamKey: downstreamKeySchema.optional(),
   /** Lower the shared rate on 429s and recover it up to the allowance. @default true */
@@ -301,7 +356,7 @@ export const sloSchema = z.strictObject({
   /** The share of a night's operations that must complete in the window, in (0, 1). */
   objective: z
     .number()
-    .gt(0, 'must be above 0 (a share of the night\'s operations, e.g. 0.99)')
+    .gt(0, "must be above 0 (a share of the night's operations, e.g. 0.99)")
     .lt(1, 'must be below 1 (an objective of 100% leaves no error budget; e.g. 0.99)'),
   /** Minutes after the run's scheduled time by which the objective's share must be settled. */
   completeWithinMinutes: z.number().int().positive(),
@@ -324,73 +379,93 @@ export const jobAlarmsSchema = z.object({
 });
 
 /** The names pacing settings had in a job's free-form `settings` before the pacing block: refused there now. */
-const PACING_SETTING_NAMES = ['downstreamKey', 'maxDeferrals', 'maxDeferralAgeSeconds', 'shortWaitMs', 'adaptiveRate', 'pacing'] as const;
+const PACING_SETTING_NAMES = [
+  'downstreamKey',
+  'maxDeferrals',
+  'maxDeferralAgeSeconds',
+  'shortWaitMs',
+  'adaptiveRate',
+  'pacing',
+] as const;
 
-export const jobSchema = strictBlock({
-  /** When the producer runs: an EventBridge Scheduler schedule in the environment's schedule group. */
-  schedule: scheduleSchema,
-  /** Records discovered per producer page. @default 500 */
-  pageSize: z.number().int().min(1).max(10000).default(500),
-  /** Pages one scheduled run may chain through continuations before it stops and reports. @default 200 */
-  maxPagesPerRun: z.number().int().min(1).max(10000).default(200),
-  /** The job's pacing, in one block: the downstream's limits, the share we take, per-key limits, batching. */
-  pacing: pacingSchema,
-  /** The consumer's timeout; the queue's visibility timeout is 6 times this. @default 60 */
-  consumerTimeoutSeconds: z.number().int().min(1).max(LAMBDA_MAX_TIMEOUT_SECONDS).default(60),
-  /** The consumer's memory. @default 512 */
-  consumerMemoryMb: z.number().int().min(128).max(10240).default(512),
-  /**
-   * The producer's timeout; a step continues through the admission queue well before it (the admission queue's
-   * visibility timeout is this plus 60 s). @default 300
-   */
-  producerTimeoutSeconds: z.number().int().min(10).max(LAMBDA_MAX_TIMEOUT_SECONDS).default(300),
-  /** The producer's memory. @default 512 */
-  producerMemoryMb: z.number().int().min(128).max(10240).default(512),
-  /** Receives before SQS moves a message to the DLQ; a throttle never counts (it is deferred). @default 5 */
-  maxReceiveCount: z.number().int().min(1).max(1000).default(5),
-  /**
-   * The night's completion SLO, e.g. `{ objective: 0.99, completeWithinMinutes: 120 }`: 99% of the run's operations
-   * settled within 2 hours of its scheduled time. Synthesis refuses a window a full run (pageSize x maxPagesPerRun
-   * operations) cannot meet at the paced rate, saying which window or quota would; `ops status` forecasts each running
-   * batch against it. @default none
-   */
-  slo: sloSchema.optional(),
-  /** Alarm when the oldest queued message is older than this. @default 3600 */
-  oldestMessageAgeSloSeconds: z.number().int().min(60).default(3600),
-  /** Source queue retention. @default 4 */
-  queueRetentionDays: z.number().int().min(1).max(14).default(DEFAULT_QUEUE_RETENTION_DAYS),
-  /** Idempotency record lifetime; must cover queue plus DLQ retention so a late redrive stays a no-op. @default 30 */
-  idempotencyRecordDays: z.number().int().min(1).max(365).default(30),
-  /** Cap on one message body (typical messages are under 1 KiB). @default 262144 (256 KiB, the SQS maximum) */
-  maxMessageBytes: z.number().int().min(1024).max(SQS_MAX_MESSAGE_BYTES).default(SQS_MAX_MESSAGE_BYTES),
-  /**
-   * What the job may touch, by the alias its code uses: each function is granted exactly its modes' actions (the
-   * modes are below), and both get the names in JOB_SETTINGS.
-   */
-  uses: jobUsesSchema.default({ tables: {}, buckets: {}, secrets: {} }),
-  /** The thresholds of the job's alarms beyond the age SLO. */
-  alarms: jobAlarmsSchema.prefault({}),
-  /**
-   * Plain settings handed to the job's code (e.g. the provider's base URL), free-form; nothing pacing-related (the
-   * pacing block's keys are refused here, naming where they belong).
-   */
-  settings: z
-    .record(z.string(), z.union([z.string(), z.number(), z.boolean()], { message: 'must be a string, a number or a boolean' }))
-    .default({})
-    .superRefine(
-      (settings, ctx) => {
-        if (typeof settings !== 'object' || settings === null) return;
-        for (const key of Object.keys(settings)) {
-          const meant = misspeltKey(key, PACING_SETTING_NAMES) ?? (PACING_SETTING_NAMES.includes(key as never) ? key : undefined);
-          if (meant !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: `is a pacing setting: set pacing.${meant === 'pacing' ? 'enabled' : meant} instead` });
-        }
-      },
-      // Also when another setting is bad, so one round names every problem.
-      { when: () => true },
-    ),
-}, MOVED_TO_PACING);
+export const jobSchema = strictBlock(
+  {
+    /** When the producer runs: an EventBridge Scheduler schedule in the environment's schedule group. */
+    schedule: scheduleSchema,
+    /** Records discovered per producer page. @default 500 */
+    pageSize: z.number().int().min(1).max(10000).default(500),
+    /** Pages one scheduled run may chain through continuations before it stops and reports. @default 200 */
+    maxPagesPerRun: z.number().int().min(1).max(10000).default(200),
+    /** The job's pacing, in one block: the downstream's limits, the share we take, per-key limits, batching. */
+    pacing: pacingSchema,
+    /** The consumer's timeout; the queue's visibility timeout is 6 times this. @default 60 */
+    consumerTimeoutSeconds: z.number().int().min(1).max(LAMBDA_MAX_TIMEOUT_SECONDS).default(60),
+    /** The consumer's memory. @default 512 */
+    consumerMemoryMb: z.number().int().min(128).max(10240).default(512),
+    /**
+     * The producer's timeout; a step continues through the admission queue well before it (the admission queue's
+     * visibility timeout is this plus 60 s). @default 300
+     */
+    producerTimeoutSeconds: z.number().int().min(10).max(LAMBDA_MAX_TIMEOUT_SECONDS).default(300),
+    /** The producer's memory. @default 512 */
+    producerMemoryMb: z.number().int().min(128).max(10240).default(512),
+    /** Receives before SQS moves a message to the DLQ; a throttle never counts (it is deferred). @default 5 */
+    maxReceiveCount: z.number().int().min(1).max(1000).default(5),
+    /**
+     * The night's completion SLO, e.g. `{ objective: 0.99, completeWithinMinutes: 120 }`: 99% of the run's operations
+     * settled within 2 hours of its scheduled time. Synthesis refuses a window a full run (pageSize x maxPagesPerRun
+     * operations) cannot meet at the paced rate, saying which window or quota would; `ops status` forecasts each running
+     * batch against it. @default none
+     */
+    slo: sloSchema.optional(),
+    /** Alarm when the oldest queued message is older than this. @default 3600 */
+    oldestMessageAgeSloSeconds: z.number().int().min(60).default(3600),
+    /** Source queue retention. @default 4 */
+    queueRetentionDays: z.number().int().min(1).max(14).default(DEFAULT_QUEUE_RETENTION_DAYS),
+    /** Idempotency record lifetime; must cover queue plus DLQ retention so a late redrive stays a no-op. @default 30 */
+    idempotencyRecordDays: z.number().int().min(1).max(365).default(30),
+    /** Cap on one message body (typical messages are under 1 KiB). @default 262144 (256 KiB, the SQS maximum) */
+    maxMessageBytes: z.number().int().min(1024).max(SQS_MAX_MESSAGE_BYTES).default(SQS_MAX_MESSAGE_BYTES),
+    /**
+     * What the job may touch, by the alias its code uses: each function is granted exactly its modes' actions (the
+     * modes are below), and both get the names in JOB_SETTINGS.
+     */
+    uses: jobUsesSchema.default({ tables: {}, buckets: {}, secrets: {} }),
+    /** The thresholds of the job's alarms beyond the age SLO. */
+    alarms: jobAlarmsSchema.prefault({}),
+    /**
+     * Plain settings handed to the job's code (e.g. the provider's base URL), free-form; nothing pacing-related (the
+     * pacing block's keys are refused here, naming where they belong).
+     */
+    settings: z
+      .record(
+        z.string(),
+        z.union([z.string(), z.number(), z.boolean()], { message: 'must be a string, a number or a boolean' }),
+      )
+      .default({})
+      .superRefine(
+        (settings, ctx) => {
+          if (typeof settings !== 'object' || settings === null) return;
+          for (const key of Object.keys(settings)) {
+            const meant =
+              misspeltKey(key, PACING_SETTING_NAMES) ?? (PACING_SETTING_NAMES.includes(key as never) ? key : undefined);
+            if (meant !== undefined)
+              ctx.addIssue({
+                code: 'custom',
+                path: [key],
+                message: `is a pacing setting: set pacing.${meant === 'pacing' ? 'enabled' : meant} instead`,
+              });
+          }
+        },
+        // Also when another setting is bad, so one round names every problem.
+        { when: () => true },
+      ),
+  },
+  MOVED_TO_PACING,
+);
 /** The rate part of the pacing block: what effectiveRateLimit reads (bench and tests build it without the rest). */
-export type RateInput = Pick<PacingConfig, 'starts' | 'intervalSeconds' | 'headroom' | 'burst'> & Partial<Pick<PacingConfig, 'perKey' | 'backfillShare'>>;
+export type RateInput = Pick<PacingConfig, 'starts' | 'intervalSeconds' | 'headroom' | 'burst'> &
+  Partial<Pick<PacingConfig, 'perKey' | 'backfillShare'>>;
 
 /** The pacing the consumer enforces: the documented quota less headroom, and the configured burst (and per key). */
 export function effectiveRateLimit(pacing: RateInput): JobRuntimeSettings['rateLimit'] {
@@ -431,10 +506,21 @@ export function jobBatching(job: Pick<JobConfig, 'pacing' | 'consumerTimeoutSeco
  * Why a job's SLO cannot be met by a full run (pageSize x maxPagesPerRun operations) at its paced rate (the quota less
  * headroom), or undefined when it can: the objective's share of that run must fit the window at that rate.
  */
-export function sloUnreachable(job: Pick<JobConfig, 'pageSize' | 'maxPagesPerRun'> & { pacing: RateInput; slo?: z.output<typeof sloSchema> }): string | undefined {
+export function sloUnreachable(
+  job: Pick<JobConfig, 'pageSize' | 'maxPagesPerRun'> & { pacing: RateInput; slo?: z.output<typeof sloSchema> },
+): string | undefined {
   // Only an SLO that is itself valid (its own keys report what is not).
   const { objective, completeWithinMinutes } = job.slo ?? {};
-  if (!(job.slo && objective! > 0 && objective! < 1 && Number.isInteger(completeWithinMinutes) && completeWithinMinutes! > 0)) return undefined;
+  if (
+    !(
+      job.slo &&
+      objective! > 0 &&
+      objective! < 1 &&
+      Number.isInteger(completeWithinMinutes) &&
+      completeWithinMinutes! > 0
+    )
+  )
+    return undefined;
   const operations = job.pageSize * job.maxPagesPerRun;
   const starts = effectiveRateLimit(job.pacing).startsPerInterval;
   const perMinute = (starts * 60) / job.pacing.intervalSeconds;
@@ -471,7 +557,11 @@ export function addJobRuleIssues(job: Omit<JobConfig, 'uses'>, ctx: z.Refinement
   // An admitted message may be planned up to a horizon ahead; the age alarm must watch late work, not planned work.
   // (Only for an SLO that is itself valid: an SLO under a minute is already reported on its own key.)
   const { admission } = job.pacing;
-  if (admission.enabled && job.oldestMessageAgeSloSeconds >= 60 && admission.horizonSeconds >= job.oldestMessageAgeSloSeconds) {
+  if (
+    admission.enabled &&
+    job.oldestMessageAgeSloSeconds >= 60 &&
+    admission.horizonSeconds >= job.oldestMessageAgeSloSeconds
+  ) {
     ctx.addIssue({
       code: 'custom',
       path: at('pacing', 'admission', 'horizonSeconds'),
@@ -479,7 +569,11 @@ export function addJobRuleIssues(job: Omit<JobConfig, 'uses'>, ctx: z.Refinement
     });
   }
   // Judged only on valid inputs: a bad pageSize or rate is reported on its own key, once.
-  const inputsValid = [jobSchema.shape.pageSize.safeParse(job.pageSize), jobSchema.shape.maxPagesPerRun.safeParse(job.maxPagesPerRun), pacingSchema.safeParse(job.pacing)].every((r) => r.success);
+  const inputsValid = [
+    jobSchema.shape.pageSize.safeParse(job.pageSize),
+    jobSchema.shape.maxPagesPerRun.safeParse(job.maxPagesPerRun),
+    pacingSchema.safeParse(job.pacing),
+  ].every((r) => r.success);
   if (job.slo && inputsValid) {
     const problem = sloUnreachable(job);
     if (problem) ctx.addIssue({ code: 'custom', path: at('slo', 'completeWithinMinutes'), message: problem });
@@ -488,63 +582,88 @@ export function addJobRuleIssues(job: Omit<JobConfig, 'uses'>, ctx: z.Refinement
   if (job.pacing.batchingWindowSeconds !== undefined && inputsValid) {
     const { batchSize, batchingWindowSeconds } = jobBatching(job);
     if (batchSize > 10 && batchingWindowSeconds < 1) {
-      ctx.addIssue({ code: 'custom', path: at('pacing', 'batchingWindowSeconds'), message: `must be at least 1 when the batch size (${batchSize}) is over 10 (an SQS event source rule)` });
+      ctx.addIssue({
+        code: 'custom',
+        path: at('pacing', 'batchingWindowSeconds'),
+        message: `must be at least 1 when the batch size (${batchSize}) is over 10 (an SQS event source rule)`,
+      });
     }
   }
 }
 
 const REGION_RULE = 'must be an AWS region such as "eu-west-1"';
 
-export const environmentSchema = z.object({
-  /** AWS account; omit for an environment-agnostic synth. */
-  account: z.string().regex(/^\d{12}$/, 'must be a 12-digit AWS account ID').optional(),
-  /**
-   * The AWS region the stack and its data live in. Required, with no default: where personal data is stored is a
-   * decision each environment states, never one a default makes for it.
-   */
-  region: z
-    .string({ error: (issue) => (issue.input === undefined ? 'is required: the AWS region this environment deploys to, such as "eu-west-1"' : REGION_RULE) })
-    .regex(/^[a-z]{2}(-[a-z]+)+-\d$/, REGION_RULE),
-  /**
-   * A changing ops command against this environment needs `--confirm <env>` as well as `--yes` (or the name typed at
-   * the prompt), so a command meant for another environment cannot change this one. @default false
-   */
-  protected: z.boolean().default(false),
-  /** Keep stateful resources (RETAIN) and turn on point-in-time recovery. @default false */
-  retainData: z.boolean().default(false),
-  /** CloudWatch Logs retention for every function. @default 30 */
-  logRetentionDays: z.number().int().min(1).default(30),
-  /** Optional email subscribed to the alarm topic. */
-  alarmEmail: z.email().optional(),
-  appResources: appResourcesSchema.default({ create: false, tables: {}, buckets: {}, secrets: {} }),
-  /**
-   * The operators' IAM roles in the stack's account, by name (with its path, if any; `*` matches any characters, e.g.
-   * `aws-reserved/sso.amazonaws.com/*AWSReservedSSO_PacedJobsOperator_*`): besides each job's own functions, the only
-   * principals that may send to its queues (`ops redrive`, `ops continue`); every other sender is denied by the queue
-   * policy. @default none (no one else may send)
-   */
-  operatorRoles: z
-    .array(z.string().regex(/^[\w+=,.@*/-]{1,512}$/, 'must be an IAM role name, with its path if it has one ("*" matches any characters)'))
-    .default([]),
-  jobs: z.record(z.string().regex(JOB_NAME_PATTERN, JOB_NAME_RULE), jobSchema),
-}).superRefine((env, ctx) => {
-  if (Object.keys(env.jobs).length === 0) {
-    ctx.addIssue({ code: 'custom', path: ['jobs'], message: 'at least one job is required' });
-  }
-  for (const [name, job] of Object.entries(env.jobs)) {
-    const at = (...rest: (string | number)[]) => ['jobs', name, ...rest];
-    addJobRuleIssues(job, ctx, at());
-    const kinds = ['tables', 'buckets', 'secrets'] as const;
-    for (const kind of kinds) {
-      for (const [alias, use] of Object.entries(job.uses[kind])) {
-        if (!(use.ref in env.appResources[kind])) {
-          const known = Object.keys(env.appResources[kind]).join(', ') || 'none';
-          ctx.addIssue({ code: 'custom', path: at('uses', kind, alias, 'ref'), message: `"${use.ref}" is not in appResources.${kind} (known: ${known})` });
+export const environmentSchema = z
+  .object({
+    /** AWS account; omit for an environment-agnostic synth. */
+    account: z
+      .string()
+      .regex(/^\d{12}$/, 'must be a 12-digit AWS account ID')
+      .optional(),
+    /**
+     * The AWS region the stack and its data live in. Required, with no default: where personal data is stored is a
+     * decision each environment states, never one a default makes for it.
+     */
+    region: z
+      .string({
+        error: (issue) =>
+          issue.input === undefined
+            ? 'is required: the AWS region this environment deploys to, such as "eu-west-1"'
+            : REGION_RULE,
+      })
+      .regex(/^[a-z]{2}(-[a-z]+)+-\d$/, REGION_RULE),
+    /**
+     * A changing ops command against this environment needs `--confirm <env>` as well as `--yes` (or the name typed at
+     * the prompt), so a command meant for another environment cannot change this one. @default false
+     */
+    protected: z.boolean().default(false),
+    /** Keep stateful resources (RETAIN) and turn on point-in-time recovery. @default false */
+    retainData: z.boolean().default(false),
+    /** CloudWatch Logs retention for every function. @default 30 */
+    logRetentionDays: z.number().int().min(1).default(30),
+    /** Optional email subscribed to the alarm topic. */
+    alarmEmail: z.email().optional(),
+    appResources: appResourcesSchema.default({ create: false, tables: {}, buckets: {}, secrets: {} }),
+    /**
+     * The operators' IAM roles in the stack's account, by name (with its path, if any; `*` matches any characters, e.g.
+     * `aws-reserved/sso.amazonaws.com/*AWSReservedSSO_PacedJobsOperator_*`): besides each job's own functions, the only
+     * principals that may send to its queues (`ops redrive`, `ops continue`); every other sender is denied by the queue
+     * policy. @default none (no one else may send)
+     */
+    operatorRoles: z
+      .array(
+        z
+          .string()
+          .regex(
+            /^[\w+=,.@*/-]{1,512}$/,
+            'must be an IAM role name, with its path if it has one ("*" matches any characters)',
+          ),
+      )
+      .default([]),
+    jobs: z.record(z.string().regex(JOB_NAME_PATTERN, JOB_NAME_RULE), jobSchema),
+  })
+  .superRefine((env, ctx) => {
+    if (Object.keys(env.jobs).length === 0) {
+      ctx.addIssue({ code: 'custom', path: ['jobs'], message: 'at least one job is required' });
+    }
+    for (const [name, job] of Object.entries(env.jobs)) {
+      const at = (...rest: (string | number)[]) => ['jobs', name, ...rest];
+      addJobRuleIssues(job, ctx, at());
+      const kinds = ['tables', 'buckets', 'secrets'] as const;
+      for (const kind of kinds) {
+        for (const [alias, use] of Object.entries(job.uses[kind])) {
+          if (!(use.ref in env.appResources[kind])) {
+            const known = Object.keys(env.appResources[kind]).join(', ') || 'none';
+            ctx.addIssue({
+              code: 'custom',
+              path: at('uses', kind, alias, 'ref'),
+              message: `"${use.ref}" is not in appResources.${kind} (known: ${known})`,
+            });
+          }
         }
       }
     }
-  }
-});
+  });
 
 export type EnvironmentInput = z.input<typeof environmentSchema>;
 export type EnvironmentConfig = z.output<typeof environmentSchema>;

@@ -7,7 +7,12 @@
 // looked up here. Not handled: kms:EncryptionContext:<key> conditions (the simulator drops such keys as unknown for the
 // action, so a key policy conditioned on them denies) and aws:PrincipalTag/* (PlannedRole carries no tags); the
 // template uses neither.
-import { runSimulation, type RequestAnalysis, type RunSimulationResults, type Simulation } from '@cloud-copilot/iam-simulate';
+import {
+  runSimulation,
+  type RequestAnalysis,
+  type RunSimulationResults,
+  type Simulation,
+} from '@cloud-copilot/iam-simulate';
 import type { PlannedIam, PlannedRole, PolicyDocument } from '../plan';
 import type { Principal } from './credentials';
 
@@ -41,7 +46,12 @@ export interface AuthorizationRequest {
  * Why AWS denies: nothing allows it (`no-identity-allow`; `no-resource-allow` where the service wants the resource's
  * policy to allow, as a KMS key policy must), an explicit deny, or a request the evaluator could not evaluate.
  */
-export type DenialReason = 'no-identity-allow' | 'no-resource-allow' | 'explicit-deny-identity' | 'explicit-deny-resource' | 'not-evaluable';
+export type DenialReason =
+  | 'no-identity-allow'
+  | 'no-resource-allow'
+  | 'explicit-deny-identity'
+  | 'explicit-deny-resource'
+  | 'not-evaluable';
 
 export interface Decision {
   /** Whether the request may go on (always true when not enforcing). */
@@ -94,7 +104,8 @@ function accountOf(arn: string, fallback: string): string {
 /** The ARN a resource policy is kept under: objects under their bucket, qualified functions and indexes under their own. */
 function policyOwner(resource: string): string {
   if (resource.startsWith('arn:aws:s3:::')) return resource.replace(/^(arn:aws:s3:::[^/]+).*$/, '$1');
-  if (resource.includes(':lambda:') && resource.includes(':function:')) return resource.replace(/^(arn:[^:]+:lambda:[^:]+:\d+:function:[^:]+).*$/, '$1');
+  if (resource.includes(':lambda:') && resource.includes(':function:'))
+    return resource.replace(/^(arn:[^:]+:lambda:[^:]+:\d+:function:[^:]+).*$/, '$1');
   if (resource.includes(':dynamodb:')) return resource.replace(/^(arn:[^:]+:dynamodb:[^:]+:\d+:table\/[^/]+).*$/, '$1');
   return resource;
 }
@@ -155,14 +166,22 @@ export class Authorizer {
     this.denials.push(denial);
     if (this.denials.length > this.maxDenials) this.denials.shift();
     this.options.onDenial?.(denial);
-    return { allowed: !this.enforce, wouldDeny: true, reason: evaluated.reason, message, ...(evaluated.note ? { note: evaluated.note } : {}) };
+    return {
+      allowed: !this.enforce,
+      wouldDeny: true,
+      reason: evaluated.reason,
+      message,
+      ...(evaluated.note ? { note: evaluated.note } : {}),
+    };
   }
 
   private evaluate(request: AuthorizationRequest): Promise<Evaluated> {
     if (this.timeSensitive) return this.simulate(request);
     const p = request.principal;
     const who = p.kind === 'role' ? `${p.roleArn}\n${p.sessionName}` : p.kind === 'service' ? p.service : '';
-    const context = request.context ? JSON.stringify(Object.entries(this.contextClass(request)).sort(([a], [b]) => (a < b ? -1 : 1))) : '';
+    const context = request.context
+      ? JSON.stringify(Object.entries(this.contextClass(request)).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : '';
     const key = `${who}\n${request.action}\n${this.objectClass(request) ?? request.resource}\n${request.secureTransport === false ? 0 : 1}\n${context}`;
     let decided = this.cache.get(key);
     if (!decided) {
@@ -187,11 +206,16 @@ export class Authorizer {
     if (values === undefined || request.principal.kind !== 'role') return request.context ?? {};
     const roleArn = request.principal.roleArn;
     if (!this.leadingKeyPatterns.has(roleArn)) {
-      this.leadingKeyPatterns.set(roleArn, leadingKeyPatternsOf(this.roles.get(roleArn)?.policies.map((p) => p.document) ?? []));
+      this.leadingKeyPatterns.set(
+        roleArn,
+        leadingKeyPatternsOf(this.roles.get(roleArn)?.policies.map((p) => p.document) ?? []),
+      );
     }
     const patterns = this.leadingKeyPatterns.get(roleArn);
     if (!patterns) return request.context!;
-    const vectors = [...new Set([values].flat().map((v) => patterns.map((re) => (re.test(v) ? '1' : '0')).join('')))].sort();
+    const vectors = [
+      ...new Set([values].flat().map((v) => patterns.map((re) => (re.test(v) ? '1' : '0')).join(''))),
+    ].sort();
     return { ...request.context, 'dynamodb:LeadingKeys': vectors.map((v) => `<class ${v}>`) };
   }
 
@@ -214,7 +238,10 @@ export class Authorizer {
     const patternsKey = `${owner}\n${bucketArn}`;
     if (!this.objectPatterns.has(patternsKey)) {
       const role = p.kind === 'role' ? this.roles.get(p.roleArn) : undefined;
-      const documents = [...(role?.policies ?? []).map((policy) => policy.document), this.resourcePolicies.get(bucketArn)].filter((d) => d !== undefined);
+      const documents = [
+        ...(role?.policies ?? []).map((policy) => policy.document),
+        this.resourcePolicies.get(bucketArn),
+      ].filter((d) => d !== undefined);
       this.objectPatterns.set(patternsKey, objectPatternsOf(documents));
     }
     const patterns = this.objectPatterns.get(patternsKey);
@@ -255,12 +282,20 @@ export class Authorizer {
 
     // A role's trust policy is the resource policy of sts:AssumeRole on it.
     const resourcePolicy =
-      action.toLowerCase() === 'sts:assumerole' ? this.roles.get(resource)?.trustPolicy : this.resourcePolicies.get(policyOwner(resource));
+      action.toLowerCase() === 'sts:assumerole'
+        ? this.roles.get(resource)?.trustPolicy
+        : this.resourcePolicies.get(policyOwner(resource));
     const simulation: Simulation = {
       request: {
         principal: callerArn,
         action,
-        resource: { resource, accountId: accountOf(resource, principal.kind === 'role' ? accountOf(principal.roleArn, accountId) : accountId) },
+        resource: {
+          resource,
+          accountId: accountOf(
+            resource,
+            principal.kind === 'role' ? accountOf(principal.roleArn, accountId) : accountId,
+          ),
+        },
         contextVariables: context,
       },
       identityPolicies: (role?.policies ?? []).map((p) => ({ name: p.name, policy: documentOf(p.document) })),
@@ -268,7 +303,10 @@ export class Authorizer {
       resourceControlPolicies: [],
       ...(resourcePolicy ? { resourcePolicy: documentOf(resourcePolicy) } : {}),
     };
-    const note = role && role.externalManagedPolicyArns.length > 0 ? `the role's AWS managed policies (${role.externalManagedPolicyArns.join(', ')}) are not known locally and grant nothing here` : undefined;
+    const note =
+      role && role.externalManagedPolicyArns.length > 0
+        ? `the role's AWS managed policies (${role.externalManagedPolicyArns.join(', ')}) are not known locally and grant nothing here`
+        : undefined;
     const result = await runSimulation(simulation, {});
     return { ...judge(result, callerArn, action), ...(note ? { note } : {}) };
   }
@@ -282,14 +320,18 @@ function leadingKeyPatternsOf(documents: PolicyDocument[]): RegExp[] | undefined
   const patterns: RegExp[] = [];
   for (const document of documents) {
     for (const statement of [document.Statement].flat()) {
-      for (const [operator, keys] of Object.entries((statement.Condition ?? {}) as Record<string, Record<string, unknown>>)) {
+      for (const [operator, keys] of Object.entries(
+        (statement.Condition ?? {}) as Record<string, Record<string, unknown>>,
+      )) {
         for (const [key, value] of Object.entries(keys)) {
           if (key.toLowerCase() !== 'dynamodb:leadingkeys') continue;
           const like = /^(ForAllValues:|ForAnyValue:)?StringLike$/.test(operator);
           if (!like && !/^(ForAllValues:|ForAnyValue:)?StringEquals$/.test(operator)) return undefined;
           for (const pattern of [value].flat()) {
             if (typeof pattern !== 'string' || pattern.includes('${')) return undefined;
-            const escaped = pattern.replace(/[.+^${}()|[\]\\*?]/g, (c) => (like && c === '*' ? '.*' : like && c === '?' ? '.' : `\\${c}`));
+            const escaped = pattern.replace(/[.+^${}()|[\]\\*?]/g, (c) =>
+              like && c === '*' ? '.*' : like && c === '?' ? '.' : `\\${c}`,
+            );
             patterns.push(new RegExp(`^${escaped}$`, 's'));
           }
         }
@@ -320,7 +362,10 @@ function objectPatternsOf(documents: PolicyDocument[]): RegExp[] | undefined {
           if (head !== 'arn:aws:s3::') continue;
           const rest = pattern.split(':').slice(5).join(':');
           if (rest.includes(':')) return undefined;
-          const source = `^${(head + ':' + rest).replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\?/g, '.').replace(/\*/g, '.*')}$`;
+          const source = `^${(head + ':' + rest)
+            .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+            .replace(/\?/g, '.')
+            .replace(/\*/g, '.*')}$`;
           patterns.push(new RegExp(source), new RegExp(source, 'i'));
         }
       }
@@ -331,28 +376,52 @@ function objectPatternsOf(documents: PolicyDocument[]): RegExp[] | undefined {
 
 function judge(result: RunSimulationResults, caller: string, action: string): Evaluated {
   if (result.resultType === 'error') {
-    return { allowed: false, reason: 'not-evaluable', because: `because the local IAM evaluator could not evaluate the request: ${describeErrors(result.errors)}` };
+    return {
+      allowed: false,
+      reason: 'not-evaluable',
+      because: `because the local IAM evaluator could not evaluate the request: ${describeErrors(result.errors)}`,
+    };
   }
   if (result.overallResult === 'Allowed') return { allowed: true };
-  const analyses: RequestAnalysis[] = result.resultType === 'single' ? [result.result.analysis] : result.results.map((r) => r.analysis);
+  const analyses: RequestAnalysis[] =
+    result.resultType === 'single' ? [result.result.analysis] : result.results.map((r) => r.analysis);
   if (result.overallResult === 'ExplicitlyDenied') {
     const inIdentity = analyses.some((a) => a.identityAnalysis?.result === 'ExplicitlyDenied');
     return inIdentity
-      ? { allowed: false, reason: 'explicit-deny-identity', because: 'with an explicit deny in an identity-based policy' }
-      : { allowed: false, reason: 'explicit-deny-resource', because: 'with an explicit deny in a resource-based policy' };
+      ? {
+          allowed: false,
+          reason: 'explicit-deny-identity',
+          because: 'with an explicit deny in an identity-based policy',
+        }
+      : {
+          allowed: false,
+          reason: 'explicit-deny-resource',
+          because: 'with an explicit deny in a resource-based policy',
+        };
   }
   // Allowed by the identity policies and still denied: the service wants the resource's own policy to allow it (a
   // KMS key policy that does not trust the account, a service principal).
   const identityAllowed = analyses.some((a) => a.identityAnalysis?.result === 'Allowed');
   const servicePrincipal = caller.endsWith('.amazonaws.com');
   return identityAllowed || servicePrincipal
-    ? { allowed: false, reason: 'no-resource-allow', because: `because no resource-based policy allows the ${action} action` }
-    : { allowed: false, reason: 'no-identity-allow', because: `because no identity-based policy allows the ${action} action` };
+    ? {
+        allowed: false,
+        reason: 'no-resource-allow',
+        because: `because no resource-based policy allows the ${action} action`,
+      }
+    : {
+        allowed: false,
+        reason: 'no-identity-allow',
+        because: `because no identity-based policy allows the ${action} action`,
+      };
 }
 
 function describeErrors(errors: Extract<RunSimulationResults, { resultType: 'error' }>['errors']): string {
   const parts: string[] = [errors.message];
-  const named = { ...errors.identityPolicyErrors, ...(errors.resourcePolicyErrors ? { 'resource policy': errors.resourcePolicyErrors } : {}) };
+  const named = {
+    ...errors.identityPolicyErrors,
+    ...(errors.resourcePolicyErrors ? { 'resource policy': errors.resourcePolicyErrors } : {}),
+  };
   for (const [name, list] of Object.entries(named)) {
     parts.push(`${name}: ${list.map((e) => `${e.path} ${e.message}`).join('; ')}`);
   }

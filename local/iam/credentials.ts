@@ -84,7 +84,9 @@ export class CredentialDirectory {
    */
   forRole(roleArn: string, sessionName: string): SessionCredentials {
     if (!/^[\w+=,.@-]{2,64}$/.test(sessionName)) {
-      throw new CredentialError(`session name ${JSON.stringify(sessionName)} is not valid for STS (2 to 64 of [A-Za-z0-9_+=,.@-])`);
+      throw new CredentialError(
+        `session name ${JSON.stringify(sessionName)} is not valid for STS (2 to 64 of [A-Za-z0-9_+=,.@-])`,
+      );
     }
     const principal = rolePrincipal(roleArn, sessionName);
     const digest = createHash('sha256').update(`${roleArn}\n${sessionName}`).digest();
@@ -94,7 +96,9 @@ export class CredentialDirectory {
       const p = known.principal as RolePrincipal;
       if (p.roleArn === roleArn && p.sessionName === sessionName) return known.credentials;
       // 80 bits of a hash: two sessions sharing one would make one act as the other, so this must stop loudly.
-      throw new CredentialError(`access key ${accessKeyId} derived for ${roleArn}/${sessionName} already belongs to ${p.roleArn}/${p.sessionName}`);
+      throw new CredentialError(
+        `access key ${accessKeyId} derived for ${roleArn}/${sessionName} already belongs to ${p.roleArn}/${p.sessionName}`,
+      );
     }
     const credentials: SessionCredentials = {
       accessKeyId,

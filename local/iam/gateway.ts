@@ -3,12 +3,20 @@
 // request unchanged or answers the service's own access-denied error, so the SDK in a function raises what it would
 // raise on AWS. Signatures are not verified: the key names the caller, as every local process is trusted to sign only
 // with the credentials it was given.
-import { Agent, createServer, IncomingMessage, request as httpRequest, ServerResponse } from 'node:http';
+import { Agent, createServer, type IncomingMessage, request as httpRequest, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { type ChannelForward, LOCAL_CREDENTIALS, listenOnLoopback, RunningServer } from '../servers';
+import { type ChannelForward, LOCAL_CREDENTIALS, listenOnLoopback, type RunningServer } from '../servers';
 import type { Authorizer } from './authorizer';
 import type { CredentialDirectory, Principal } from './credentials';
-import { AwsService, describeRequest, isSqsJsonRequest, RequestDescription, RequestDescriptionError, RequestPlan, requestNeedsBody } from './requests';
+import {
+  type AwsService,
+  describeRequest,
+  isSqsJsonRequest,
+  type RequestDescription,
+  RequestDescriptionError,
+  type RequestPlan,
+  requestNeedsBody,
+} from './requests';
 
 export interface AuthGatewayOptions {
   service: AwsService;
@@ -55,7 +63,9 @@ export async function startAuthGateway(options: AuthGatewayOptions): Promise<Run
   const backend = new URL(options.backendEndpoint);
   const agent = new Agent({ keepAlive: true });
   const server = createServer((req, res) => {
-    handle(req, res).catch((error: Error) => fail(res, options.service, req, 'backend-down', `local IAM gateway for ${options.service}: ${error.message}`));
+    handle(req, res).catch((error: Error) =>
+      fail(res, options.service, req, 'backend-down', `local IAM gateway for ${options.service}: ${error.message}`),
+    );
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -65,17 +75,29 @@ export async function startAuthGateway(options: AuthGatewayOptions): Promise<Run
     const accessKey = accessKeyOf(req);
     if (!accessKey) {
       await drain(req);
-      return fail(res, service, req, 'missing-key', service === 's3' ? 'Access Denied' : 'Request is missing Authentication Token');
+      return fail(
+        res,
+        service,
+        req,
+        'missing-key',
+        service === 's3' ? 'Access Denied' : 'Request is missing Authentication Token',
+      );
     }
     const principal = credentials.principalOf(accessKey);
     if (!principal) {
       await drain(req);
-      const message = service === 's3' ? 'The AWS Access Key Id you provided does not exist in our records.' : 'The security token included in the request is invalid.';
+      const message =
+        service === 's3'
+          ? 'The AWS Access Key Id you provided does not exist in our records.'
+          : 'The security token included in the request is invalid.';
       return fail(res, service, req, 'invalid-key', message);
     }
     // The administrator's requests are never described, so only a role's request body is read here (and any body that
     // goes over a channel, which takes it whole).
-    const body = options.backendChannel || (principal.kind !== 'admin' && requestNeedsBody(service, method, url)) ? await read(req) : undefined;
+    const body =
+      options.backendChannel || (principal.kind !== 'admin' && requestNeedsBody(service, method, url))
+        ? await read(req)
+        : undefined;
     if (principal.kind !== 'admin') {
       const denied = await authorize(options, principal, req, body);
       if (denied) {
@@ -106,11 +128,17 @@ async function authorize(
   const plan = typeof options.plan === 'function' ? options.plan() : options.plan;
   const authorizer = typeof options.authorizer === 'function' ? options.authorizer() : options.authorizer;
   if (!plan || !authorizer) {
-    throw new Error('a role signed a request before the stack was planned: there is no plan or authorizer to decide it with');
+    throw new Error(
+      'a role signed a request before the stack was planned: there is no plan or authorizer to decide it with',
+    );
   }
   let description: RequestDescription;
   try {
-    description = describeRequest(options.service, { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body }, plan);
+    description = describeRequest(
+      options.service,
+      { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body },
+      plan,
+    );
   } catch (error) {
     if (error instanceof RequestDescriptionError) return { failure: 'bad-request', message: error.message };
     throw error;
@@ -120,7 +148,13 @@ async function authorize(
   // refusal is the one answered, as AWS stops at the first failed authorization.
   let refused: string | undefined;
   for (const p of description.permissions) {
-    const decision = await authorizer.authorize({ principal, action: p.action, resource: p.resource, context: p.context, secureTransport });
+    const decision = await authorizer.authorize({
+      principal,
+      action: p.action,
+      resource: p.resource,
+      context: p.context,
+      secureTransport,
+    });
     if (!decision.allowed && refused === undefined) refused = decision.message;
   }
   return refused === undefined ? undefined : { failure: 'denied', message: refused };
@@ -141,7 +175,8 @@ function forward(
   let path = req.url ?? '/';
   if (options.service === 's3') {
     // s3rver checks the access key (it must be its own) but not the signature.
-    if (headers.authorization) headers.authorization = headers.authorization.replace(CREDENTIAL, `Credential=${LOCAL_CREDENTIALS.accessKeyId}/`);
+    if (headers.authorization)
+      headers.authorization = headers.authorization.replace(CREDENTIAL, `Credential=${LOCAL_CREDENTIALS.accessKeyId}/`);
     path = path.replace(/([?&]X-Amz-Credential=)[^%&/]+/, `$1${LOCAL_CREDENTIALS.accessKeyId}`);
   }
   if (body !== undefined) {
@@ -154,18 +189,36 @@ function forward(
         res.writeHead(answer.status, answer.headers);
         res.end(req.method === 'HEAD' ? undefined : answer.body);
       },
-      (error: Error) => fail(res, options.service, req, 'backend-down', `local IAM gateway could not reach the ${options.service} server over its channel: ${error.message}`),
+      (error: Error) =>
+        fail(
+          res,
+          options.service,
+          req,
+          'backend-down',
+          `local IAM gateway could not reach the ${options.service} server over its channel: ${error.message}`,
+        ),
     );
     return;
   }
-  const upstream = httpRequest({ host: backend.hostname, port: backend.port, method: req.method, path, headers, agent }, (answer) => {
-    const answerHeaders = { ...answer.headers };
-    delete answerHeaders.connection;
-    delete answerHeaders['keep-alive'];
-    res.writeHead(answer.statusCode ?? 502, answerHeaders);
-    answer.pipe(res);
-  });
-  upstream.on('error', (error) => fail(res, options.service, req, 'backend-down', `local IAM gateway could not reach the ${options.service} server at ${options.backendEndpoint}: ${error.message}`));
+  const upstream = httpRequest(
+    { host: backend.hostname, port: backend.port, method: req.method, path, headers, agent },
+    (answer) => {
+      const answerHeaders = { ...answer.headers };
+      delete answerHeaders.connection;
+      delete answerHeaders['keep-alive'];
+      res.writeHead(answer.statusCode ?? 502, answerHeaders);
+      answer.pipe(res);
+    },
+  );
+  upstream.on('error', (error) =>
+    fail(
+      res,
+      options.service,
+      req,
+      'backend-down',
+      `local IAM gateway could not reach the ${options.service} server at ${options.backendEndpoint}: ${error.message}`,
+    ),
+  );
   if (body !== undefined) upstream.end(body);
   else req.pipe(upstream);
 }
@@ -246,7 +299,8 @@ const ERRORS: Record<AwsService, Record<Failure, ErrorShape>> = {
 /** The query protocol's codes where they differ from the JSON protocol's. */
 const SQS_QUERY_CODES: Partial<Record<Failure, string>> = { denied: 'AccessDenied' };
 
-const escapeXml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const escapeXml = (s: string) =>
+  s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 function fail(res: ServerResponse, service: AwsService, req: IncomingMessage, failure: Failure, message: string): void {
   if (res.headersSent) {
@@ -269,8 +323,13 @@ function fail(res: ServerResponse, service: AwsService, req: IncomingMessage, fa
     }
     case 'sqs': {
       if (isSqsJsonRequest(req.headers)) {
-        const queryError: Record<string, string> = failure === 'denied' ? {} : { 'x-amzn-query-error': `${code};Sender` };
-        return send('application/x-amz-json-1.0', JSON.stringify({ __type: `com.amazon.coral.service#${code}`, message }), queryError);
+        const queryError: Record<string, string> =
+          failure === 'denied' ? {} : { 'x-amzn-query-error': `${code};Sender` };
+        return send(
+          'application/x-amz-json-1.0',
+          JSON.stringify({ __type: `com.amazon.coral.service#${code}`, message }),
+          queryError,
+        );
       }
       const queryCode = SQS_QUERY_CODES[failure] ?? code;
       return send(
@@ -285,6 +344,8 @@ function fail(res: ServerResponse, service: AwsService, req: IncomingMessage, fa
       );
     case 'lambda':
     case 'scheduler':
-      return send('application/json', JSON.stringify({ Type: 'User', Message: message, message }), { 'x-amzn-errortype': code });
+      return send('application/json', JSON.stringify({ Type: 'User', Message: message, message }), {
+        'x-amzn-errortype': code,
+      });
   }
 }

@@ -33,7 +33,8 @@ export interface RequestDescription {
  * The parts of a plan that name resources: queues (their keys and DLQs), secrets, mappings; and tables, whose key
  * schemas say which attribute of a request's keys is the partition key (dynamodb:LeadingKeys).
  */
-export type RequestPlan = Pick<StackPlan, 'region' | 'accountId' | 'queues' | 'secrets' | 'mappings'> & Partial<Pick<StackPlan, 'tables'>>;
+export type RequestPlan = Pick<StackPlan, 'region' | 'accountId' | 'queues' | 'secrets' | 'mappings'> &
+  Partial<Pick<StackPlan, 'tables'>>;
 
 export class RequestDescriptionError extends Error {
   constructor(
@@ -50,7 +51,8 @@ const header = (headers: HttpRequestParts['headers'], name: string): string | un
   return Array.isArray(v) ? v[0] : v;
 };
 
-const text = (body: HttpRequestParts['body']): string => (body === undefined ? '' : typeof body === 'string' ? body : body.toString('utf8'));
+const text = (body: HttpRequestParts['body']): string =>
+  body === undefined ? '' : typeof body === 'string' ? body : body.toString('utf8');
 
 /**
  * Whether describing this request reads its body. S3 object writes and Lambda invocations carry payloads the
@@ -99,7 +101,10 @@ function jsonBody(request: HttpRequestParts, service: AwsService): Record<string
 function targetOperation(request: HttpRequestParts, prefix: string, service: AwsService): string {
   const target = header(request.headers, 'x-amz-target') ?? '';
   if (!target.startsWith(`${prefix}.`)) {
-    throw new RequestDescriptionError(`the ${service} request has no X-Amz-Target ${prefix}.<Operation> (got ${JSON.stringify(target)})`, service);
+    throw new RequestDescriptionError(
+      `the ${service} request has no X-Amz-Target ${prefix}.<Operation> (got ${JSON.stringify(target)})`,
+      service,
+    );
   }
   return target.slice(prefix.length + 1);
 }
@@ -146,17 +151,21 @@ function describeDynamoDb(request: HttpRequestParts, plan: RequestPlan): Request
       return { service: 'dynamodb', operation, permissions: dedupe(transactWritePermissions(body, keys, tableArn)) };
     case 'TransactGetItems': {
       const items = (body.TransactItems ?? []) as { Get?: { TableName?: string; Key?: Item } }[];
-      const permissions = items.filter((i) => i.Get).map((i) => {
-        const context = keys.of(i.Get!.TableName, [i.Get!.Key ?? {}]);
-        return { action: 'dynamodb:GetItem', resource: tableArn(i.Get!.TableName), ...(context ? { context } : {}) };
-      });
+      const permissions = items
+        .filter((i) => i.Get)
+        .map((i) => {
+          const context = keys.of(i.Get!.TableName, [i.Get!.Key ?? {}]);
+          return { action: 'dynamodb:GetItem', resource: tableArn(i.Get!.TableName), ...(context ? { context } : {}) };
+        });
       return { service: 'dynamodb', operation, permissions: dedupe(permissions) };
     }
     case 'ExecuteStatement':
       return { service: 'dynamodb', operation, permissions: partiQl(String(body.Statement ?? ''), tableArn) };
     case 'BatchExecuteStatement':
     case 'ExecuteTransaction': {
-      const statements = ((body.Statements ?? body.TransactStatements ?? []) as { Statement?: string }[]).map((s) => String(s.Statement ?? ''));
+      const statements = ((body.Statements ?? body.TransactStatements ?? []) as { Statement?: string }[]).map((s) =>
+        String(s.Statement ?? ''),
+      );
       return { service: 'dynamodb', operation, permissions: dedupe(statements.flatMap((s) => partiQl(s, tableArn))) };
     }
     default:
@@ -184,9 +193,10 @@ function batchPermissions(
   return Object.entries(requests).map(([t, request]) => {
     // BatchGetItem: { Keys: [...] }; BatchWriteItem: [{ PutRequest: { Item } } | { DeleteRequest: { Key } }].
     type Write = { PutRequest?: { Item?: Item }; DeleteRequest?: { Key?: Item } };
-    const items = operation === 'BatchGetItem'
-      ? ((request as { Keys?: Item[] })?.Keys ?? [])
-      : ((request ?? []) as Write[]).map((r) => r?.PutRequest?.Item ?? r?.DeleteRequest?.Key ?? {});
+    const items =
+      operation === 'BatchGetItem'
+        ? ((request as { Keys?: Item[] })?.Keys ?? [])
+        : ((request ?? []) as Write[]).map((r) => r?.PutRequest?.Item ?? r?.DeleteRequest?.Key ?? {});
     const context = keys.of(t, items);
     return { action: `dynamodb:${operation}`, resource: tableArn(t), ...(context ? { context } : {}) };
   });
@@ -198,14 +208,23 @@ function transactWritePermissions(
   keys: LeadingKeys,
   tableArn: TableArnOf,
 ): RequiredPermission[] {
-  const actions: Record<string, string> = { Put: 'PutItem', Update: 'UpdateItem', Delete: 'DeleteItem', ConditionCheck: 'ConditionCheckItem' };
+  const actions: Record<string, string> = {
+    Put: 'PutItem',
+    Update: 'UpdateItem',
+    Delete: 'DeleteItem',
+    ConditionCheck: 'ConditionCheckItem',
+  };
   const items = (body.TransactItems ?? []) as Record<string, { TableName?: string; Key?: Item; Item?: Item }>[];
   return items.flatMap((item) =>
     Object.entries(item)
       .filter(([kind]) => actions[kind])
       .map(([kind, spec]) => {
         const context = keys.of(spec?.TableName, [(kind === 'Put' ? spec?.Item : spec?.Key) ?? {}]);
-        return { action: `dynamodb:${actions[kind]}`, resource: tableArn(spec?.TableName), ...(context ? { context } : {}) };
+        return {
+          action: `dynamodb:${actions[kind]}`,
+          resource: tableArn(spec?.TableName),
+          ...(context ? { context } : {}),
+        };
       }),
   );
 }
@@ -226,10 +245,17 @@ function leadingKeysReader(plan: RequestPlan, tableArn: (name: unknown) => strin
     const table = plan.tables?.find((t) => t.arn === arn || t.name === String(name));
     if (!table) return undefined;
     type Index = { IndexName: string; KeySchema?: KeyElement[] };
-    const props = table.properties as { KeySchema?: KeyElement[]; GlobalSecondaryIndexes?: Index[]; LocalSecondaryIndexes?: Index[] };
-    const schema = index === undefined
-      ? props.KeySchema
-      : [...(props.GlobalSecondaryIndexes ?? []), ...(props.LocalSecondaryIndexes ?? [])].find((i) => i.IndexName === String(index))?.KeySchema;
+    const props = table.properties as {
+      KeySchema?: KeyElement[];
+      GlobalSecondaryIndexes?: Index[];
+      LocalSecondaryIndexes?: Index[];
+    };
+    const schema =
+      index === undefined
+        ? props.KeySchema
+        : [...(props.GlobalSecondaryIndexes ?? []), ...(props.LocalSecondaryIndexes ?? [])].find(
+            (i) => i.IndexName === String(index),
+          )?.KeySchema;
     return schema?.find((k) => k.KeyType === 'HASH')?.AttributeName;
   };
   const valueOf = (v: Record<string, unknown> | undefined): string | undefined => {
@@ -251,7 +277,9 @@ function leadingKeysReader(plan: RequestPlan, tableArn: (name: unknown) => strin
       const values = (body.ExpressionAttributeValues ?? {}) as Item;
       const names = (body.ExpressionAttributeNames ?? {}) as Record<string, string>;
       // The legacy KeyConditions form: { <attribute>: { ComparisonOperator: 'EQ', AttributeValueList: [v] } }.
-      const legacy = (body.KeyConditions as Record<string, { AttributeValueList?: Record<string, unknown>[] }> | undefined)?.[key];
+      const legacy = (
+        body.KeyConditions as Record<string, { AttributeValueList?: Record<string, unknown>[] }> | undefined
+      )?.[key];
       if (legacy) return context([valueOf(legacy.AttributeValueList?.[0])]);
       for (const clause of String(body.KeyConditionExpression ?? '').split(/\s+AND\s+/i)) {
         const match = /^\(?\s*(#?[\w.-]+)\s*=\s*(:[\w]+)\s*\)?$/.exec(clause.trim());
@@ -278,11 +306,17 @@ const PARTIQL_TABLE: Record<string, RegExp> = {
 function partiQl(statement: string, tableArn: (name: unknown) => string): RequiredPermission[] {
   const verb = (/^\s*([A-Za-z]+)/.exec(statement)?.[1] ?? '').toLowerCase();
   const match = PARTIQL_TABLE[verb]?.exec(statement);
-  if (!match) throw new RequestDescriptionError(`cannot read the table of the PartiQL statement ${JSON.stringify(statement.slice(0, 80))}`, 'dynamodb');
+  if (!match)
+    throw new RequestDescriptionError(
+      `cannot read the table of the PartiQL statement ${JSON.stringify(statement.slice(0, 80))}`,
+      'dynamodb',
+    );
   const action = verb === 'exists' ? 'PartiQLSelect' : `PartiQL${verb[0].toUpperCase()}${verb.slice(1)}`;
   const unquote = (s: string) => (s.startsWith('"') ? s.slice(1, -1).replace(/""/g, '"') : s);
   const table = tableArn(unquote(match[1]));
-  return [{ action: `dynamodb:${action}`, resource: match[2] ? `${table}/index/${match[2].replace(/""/g, '"')}` : table }];
+  return [
+    { action: `dynamodb:${action}`, resource: match[2] ? `${table}/index/${match[2].replace(/""/g, '"')}` : table },
+  ];
 }
 
 function dedupe(permissions: RequiredPermission[]): RequiredPermission[] {
@@ -307,7 +341,11 @@ const SQS_ACTION_OF: Record<string, string> = {
 
 const SQS_ACCOUNT_WIDE = new Set(['ListQueues']);
 
-function sqsParameters(request: HttpRequestParts): { operation: string; params: Record<string, unknown>; json: boolean } {
+function sqsParameters(request: HttpRequestParts): {
+  operation: string;
+  params: Record<string, unknown>;
+  json: boolean;
+} {
   const target = header(request.headers, 'x-amz-target');
   if (target !== undefined) {
     // The JSON protocol (the current SDKs): AmazonSQS.<Operation>, parameters in a JSON body.
@@ -334,10 +372,12 @@ function describeSqs(request: HttpRequestParts, plan: RequestPlan): RequestDescr
   const { operation, params } = sqsParameters(request);
   const queueArnOfUrl = (queueUrl: unknown): string => {
     const path = new URL(String(queueUrl), 'http://local').pathname.split('/').filter(Boolean);
-    if (path.length < 2) throw new RequestDescriptionError(`QueueUrl ${JSON.stringify(queueUrl)} names no <account>/<queue>`, 'sqs');
+    if (path.length < 2)
+      throw new RequestDescriptionError(`QueueUrl ${JSON.stringify(queueUrl)} names no <account>/<queue>`, 'sqs');
     return `arn:aws:sqs:${plan.region}:${path[path.length - 2]}:${path[path.length - 1]}`;
   };
-  const queueArnOfName = (name: unknown, account?: unknown) => `arn:aws:sqs:${plan.region}:${account ? String(account) : plan.accountId}:${String(name)}`;
+  const queueArnOfName = (name: unknown, account?: unknown) =>
+    `arn:aws:sqs:${plan.region}:${account ? String(account) : plan.accountId}:${String(name)}`;
   const permissions: RequiredPermission[] = [];
   const action = `sqs:${SQS_ACTION_OF[operation] ?? operation}`;
 
@@ -351,9 +391,12 @@ function describeSqs(request: HttpRequestParts, plan: RequestPlan): RequestDescr
     // all of it (the SQS developer guide's "permissions for dead-letter queue redrive").
     const source = String(params.SourceArn ?? '');
     if (!source) throw new RequestDescriptionError('StartMessageMoveTask names no SourceArn', 'sqs');
-    for (const a of ['StartMessageMoveTask', 'ReceiveMessage', 'DeleteMessage', 'GetQueueAttributes']) permissions.push({ action: `sqs:${a}`, resource: source });
+    for (const a of ['StartMessageMoveTask', 'ReceiveMessage', 'DeleteMessage', 'GetQueueAttributes'])
+      permissions.push({ action: `sqs:${a}`, resource: source });
     // Without a DestinationArn the messages go back to the queues whose redrive policy names this DLQ.
-    const destinations = params.DestinationArn ? [String(params.DestinationArn)] : plan.queues.filter((q) => q.deadLetterTargetArn === source).map((q) => q.arn);
+    const destinations = params.DestinationArn
+      ? [String(params.DestinationArn)]
+      : plan.queues.filter((q) => q.deadLetterTargetArn === source).map((q) => q.arn);
     for (const d of destinations) permissions.push({ action: 'sqs:SendMessage', resource: d });
   } else if (operation === 'ListMessageMoveTasks') {
     permissions.push({ action, resource: String(params.SourceArn ?? '*') });
@@ -361,7 +404,10 @@ function describeSqs(request: HttpRequestParts, plan: RequestPlan): RequestDescr
     // The handle is base64 JSON naming the task's source queue (AWS's format, and local-aws-sqs's).
     let source = '*';
     try {
-      source = String((JSON.parse(Buffer.from(String(params.TaskHandle ?? ''), 'base64').toString('utf8')) as { sourceArn?: string }).sourceArn ?? '*');
+      source = String(
+        (JSON.parse(Buffer.from(String(params.TaskHandle ?? ''), 'base64').toString('utf8')) as { sourceArn?: string })
+          .sourceArn ?? '*',
+      );
     } catch {
       // an unreadable handle: the server answers it; authorized as on any queue
     }
@@ -376,7 +422,11 @@ function describeSqs(request: HttpRequestParts, plan: RequestPlan): RequestDescr
   // management"). The current template uses SQS-managed SSE, which needs none.
   const queue = permissions.length ? plan.queues.find((q) => q.arn === permissions[0].resource) : undefined;
   if (queue?.kmsKeyArn) {
-    const kms = operation.startsWith('SendMessage') ? 'kms:GenerateDataKey' : operation === 'ReceiveMessage' ? 'kms:Decrypt' : undefined;
+    const kms = operation.startsWith('SendMessage')
+      ? 'kms:GenerateDataKey'
+      : operation === 'ReceiveMessage'
+        ? 'kms:Decrypt'
+        : undefined;
     if (kms) {
       permissions.push({
         action: kms,
@@ -395,14 +445,30 @@ function describeSqs(request: HttpRequestParts, plan: RequestPlan): RequestDescr
 const BUCKET_SUBRESOURCES: Record<string, { GET?: string; PUT?: string; DELETE?: string }> = {
   acl: { GET: 'GetBucketAcl', PUT: 'PutBucketAcl' },
   cors: { GET: 'GetBucketCORS', PUT: 'PutBucketCORS', DELETE: 'PutBucketCORS' },
-  encryption: { GET: 'GetEncryptionConfiguration', PUT: 'PutEncryptionConfiguration', DELETE: 'PutEncryptionConfiguration' },
-  lifecycle: { GET: 'GetLifecycleConfiguration', PUT: 'PutLifecycleConfiguration', DELETE: 'PutLifecycleConfiguration' },
+  encryption: {
+    GET: 'GetEncryptionConfiguration',
+    PUT: 'PutEncryptionConfiguration',
+    DELETE: 'PutEncryptionConfiguration',
+  },
+  lifecycle: {
+    GET: 'GetLifecycleConfiguration',
+    PUT: 'PutLifecycleConfiguration',
+    DELETE: 'PutLifecycleConfiguration',
+  },
   location: { GET: 'GetBucketLocation' },
   logging: { GET: 'GetBucketLogging', PUT: 'PutBucketLogging' },
   notification: { GET: 'GetBucketNotification', PUT: 'PutBucketNotification' },
-  ownershipControls: { GET: 'GetBucketOwnershipControls', PUT: 'PutBucketOwnershipControls', DELETE: 'PutBucketOwnershipControls' },
+  ownershipControls: {
+    GET: 'GetBucketOwnershipControls',
+    PUT: 'PutBucketOwnershipControls',
+    DELETE: 'PutBucketOwnershipControls',
+  },
   policy: { GET: 'GetBucketPolicy', PUT: 'PutBucketPolicy', DELETE: 'DeleteBucketPolicy' },
-  publicAccessBlock: { GET: 'GetBucketPublicAccessBlock', PUT: 'PutBucketPublicAccessBlock', DELETE: 'PutBucketPublicAccessBlock' },
+  publicAccessBlock: {
+    GET: 'GetBucketPublicAccessBlock',
+    PUT: 'PutBucketPublicAccessBlock',
+    DELETE: 'PutBucketPublicAccessBlock',
+  },
   tagging: { GET: 'GetBucketTagging', PUT: 'PutBucketTagging', DELETE: 'PutBucketTagging' },
   uploads: { GET: 'ListBucketMultipartUploads' },
   versioning: { GET: 'GetBucketVersioning', PUT: 'PutBucketVersioning' },
@@ -411,16 +477,28 @@ const BUCKET_SUBRESOURCES: Record<string, { GET?: string; PUT?: string; DELETE?:
 };
 
 /** Object subresources: the operation, its action, and the action when a versionId names one version. */
-const OBJECT_SUBRESOURCES: Record<string, Partial<Record<'GET' | 'PUT' | 'DELETE', [operation: string, action: string, versionAction: string]>>> = {
-  acl: { GET: ['GetObjectAcl', 'GetObjectAcl', 'GetObjectVersionAcl'], PUT: ['PutObjectAcl', 'PutObjectAcl', 'PutObjectVersionAcl'] },
+const OBJECT_SUBRESOURCES: Record<
+  string,
+  Partial<Record<'GET' | 'PUT' | 'DELETE', [operation: string, action: string, versionAction: string]>>
+> = {
+  acl: {
+    GET: ['GetObjectAcl', 'GetObjectAcl', 'GetObjectVersionAcl'],
+    PUT: ['PutObjectAcl', 'PutObjectAcl', 'PutObjectVersionAcl'],
+  },
   tagging: {
     GET: ['GetObjectTagging', 'GetObjectTagging', 'GetObjectVersionTagging'],
     PUT: ['PutObjectTagging', 'PutObjectTagging', 'PutObjectVersionTagging'],
     DELETE: ['DeleteObjectTagging', 'DeleteObjectTagging', 'DeleteObjectVersionTagging'],
   },
   attributes: { GET: ['GetObjectAttributes', 'GetObjectAttributes', 'GetObjectVersionAttributes'] },
-  retention: { GET: ['GetObjectRetention', 'GetObjectRetention', 'GetObjectRetention'], PUT: ['PutObjectRetention', 'PutObjectRetention', 'PutObjectRetention'] },
-  'legal-hold': { GET: ['GetObjectLegalHold', 'GetObjectLegalHold', 'GetObjectLegalHold'], PUT: ['PutObjectLegalHold', 'PutObjectLegalHold', 'PutObjectLegalHold'] },
+  retention: {
+    GET: ['GetObjectRetention', 'GetObjectRetention', 'GetObjectRetention'],
+    PUT: ['PutObjectRetention', 'PutObjectRetention', 'PutObjectRetention'],
+  },
+  'legal-hold': {
+    GET: ['GetObjectLegalHold', 'GetObjectLegalHold', 'GetObjectLegalHold'],
+    PUT: ['PutObjectLegalHold', 'PutObjectLegalHold', 'PutObjectLegalHold'],
+  },
 };
 
 function describeS3(request: HttpRequestParts, _plan: RequestPlan): RequestDescription {
@@ -431,7 +509,11 @@ function describeS3(request: HttpRequestParts, _plan: RequestPlan): RequestDescr
   const [bucket, ...rest] = url.pathname.slice(1).split('/');
   const key = rest.map((s) => decodeURIComponent(s)).join('/');
   const bucketName = decodeURIComponent(bucket ?? '');
-  const s3 = (operation: string, permissions: RequiredPermission[]): RequestDescription => ({ service: 's3', operation, permissions });
+  const s3 = (operation: string, permissions: RequiredPermission[]): RequestDescription => ({
+    service: 's3',
+    operation,
+    permissions,
+  });
 
   if (!bucketName) return s3('ListBuckets', [{ action: 's3:ListAllMyBuckets', resource: '*' }]);
   const bucketArn = `arn:aws:s3:::${bucketName}`;
@@ -443,17 +525,29 @@ function describeS3(request: HttpRequestParts, _plan: RequestPlan): RequestDescr
         key: unescapeXml(/<Key>([\s\S]*?)<\/Key>/.exec(m[1])?.[1] ?? ''),
         version: /<VersionId>/.test(m[1]),
       }));
-      return s3('DeleteObjects', dedupe(objects.map((o) => ({ action: o.version ? 's3:DeleteObjectVersion' : 's3:DeleteObject', resource: `${bucketArn}/${o.key}` }))));
+      return s3(
+        'DeleteObjects',
+        dedupe(
+          objects.map((o) => ({
+            action: o.version ? 's3:DeleteObjectVersion' : 's3:DeleteObject',
+            resource: `${bucketArn}/${o.key}`,
+          })),
+        ),
+      );
     }
     const sub = query.find((q) => BUCKET_SUBRESOURCES[q]);
     if (sub) {
       const action = BUCKET_SUBRESOURCES[sub][method as 'GET' | 'PUT' | 'DELETE'];
       if (action) return s3(action, [{ action: `s3:${action}`, resource: bucketArn }]);
     }
-    if (method === 'GET' || method === 'HEAD') return s3(method === 'GET' ? 'ListObjects' : 'HeadBucket', [{ action: 's3:ListBucket', resource: bucketArn }]);
+    if (method === 'GET' || method === 'HEAD')
+      return s3(method === 'GET' ? 'ListObjects' : 'HeadBucket', [{ action: 's3:ListBucket', resource: bucketArn }]);
     if (method === 'PUT') return s3('CreateBucket', [{ action: 's3:CreateBucket', resource: bucketArn }]);
     if (method === 'DELETE') return s3('DeleteBucket', [{ action: 's3:DeleteBucket', resource: bucketArn }]);
-    throw new RequestDescriptionError(`${method} on bucket ${bucketName} is no S3 operation the local gateway knows`, 's3');
+    throw new RequestDescriptionError(
+      `${method} on bucket ${bucketName} is no S3 operation the local gateway knows`,
+      's3',
+    );
   }
 
   const objectArn = `${bucketArn}/${key}`;
@@ -478,18 +572,31 @@ function describeS3(request: HttpRequestParts, _plan: RequestPlan): RequestDescr
       if (copySource) {
         const [sourcePath, sourceQuery] = decodeURIComponent(copySource).replace(/^\//, '').split('?');
         const sourceVersioned = new URLSearchParams(sourceQuery ?? '').has('versionId');
-        permissions.push({ action: sourceVersioned ? 's3:GetObjectVersion' : 's3:GetObject', resource: `arn:aws:s3:::${sourcePath}` });
+        permissions.push({
+          action: sourceVersioned ? 's3:GetObjectVersion' : 's3:GetObject',
+          resource: `arn:aws:s3:::${sourcePath}`,
+        });
       }
-      return s3(copySource ? (uploadId ? 'UploadPartCopy' : 'CopyObject') : uploadId ? 'UploadPart' : 'PutObject', permissions);
+      return s3(
+        copySource ? (uploadId ? 'UploadPartCopy' : 'CopyObject') : uploadId ? 'UploadPart' : 'PutObject',
+        permissions,
+      );
     }
     case 'POST':
       // CreateMultipartUpload (?uploads) and CompleteMultipartUpload (?uploadId) are object writes.
-      return s3(url.searchParams.has('uploads') ? 'CreateMultipartUpload' : 'CompleteMultipartUpload', [{ action: 's3:PutObject', resource: objectArn }]);
+      return s3(url.searchParams.has('uploads') ? 'CreateMultipartUpload' : 'CompleteMultipartUpload', [
+        { action: 's3:PutObject', resource: objectArn },
+      ]);
     case 'DELETE':
       if (uploadId) return s3('AbortMultipartUpload', [{ action: 's3:AbortMultipartUpload', resource: objectArn }]);
-      return s3('DeleteObject', [{ action: versioned ? 's3:DeleteObjectVersion' : 's3:DeleteObject', resource: objectArn }]);
+      return s3('DeleteObject', [
+        { action: versioned ? 's3:DeleteObjectVersion' : 's3:DeleteObject', resource: objectArn },
+      ]);
     default:
-      throw new RequestDescriptionError(`${method} on s3://${bucketName}/${key} is no S3 operation the local gateway knows`, 's3');
+      throw new RequestDescriptionError(
+        `${method} on s3://${bucketName}/${key} is no S3 operation the local gateway knows`,
+        's3',
+      );
   }
 }
 
@@ -520,21 +627,26 @@ function describeSecretsManager(request: HttpRequestParts, plan: RequestPlan): R
     if (known) return known.arn;
     return s.startsWith('arn:') ? s : `arn:aws:secretsmanager:${plan.region}:${plan.accountId}:secret:${s}`;
   };
-  if (SECRETS_ACCOUNT_WIDE.has(operation)) return { service: 'secretsmanager', operation, permissions: [{ action, resource: '*' }] };
+  if (SECRETS_ACCOUNT_WIDE.has(operation))
+    return { service: 'secretsmanager', operation, permissions: [{ action, resource: '*' }] };
   if (operation === 'BatchGetSecretValue') {
     // The batch call itself is account-wide; each secret it returns is a GetSecretValue on that secret.
     const ids = (body.SecretIdList ?? []) as unknown[];
     return {
       service: 'secretsmanager',
       operation,
-      permissions: [{ action, resource: '*' }, ...ids.map((id) => ({ action: 'secretsmanager:GetSecretValue', resource: secretArn(id) }))],
+      permissions: [
+        { action, resource: '*' },
+        ...ids.map((id) => ({ action: 'secretsmanager:GetSecretValue', resource: secretArn(id) })),
+      ],
     };
   }
   if (operation === 'CreateSecret') {
     if (body.Name === undefined) throw new RequestDescriptionError('CreateSecret names no Name', 'secretsmanager');
     return { service: 'secretsmanager', operation, permissions: [{ action, resource: secretArn(body.Name) }] };
   }
-  if (body.SecretId === undefined) throw new RequestDescriptionError(`${operation} names no SecretId`, 'secretsmanager');
+  if (body.SecretId === undefined)
+    throw new RequestDescriptionError(`${operation} names no SecretId`, 'secretsmanager');
   return { service: 'secretsmanager', operation, permissions: [{ action, resource: secretArn(body.SecretId) }] };
 }
 
@@ -558,7 +670,11 @@ function describeLambda(request: HttpRequestParts, plan: RequestPlan): RequestDe
   const functionArn = (raw: string, qualifier?: string | null): string => {
     const name = decodeURIComponent(raw);
     const m = /^(?:arn:aws[a-z-]*:lambda:[^:]+:)?(?:(\d{12}):function:)?([^:]+)(?::([^:]+))?$/.exec(name);
-    if (!m) throw new RequestDescriptionError(`FunctionName ${JSON.stringify(name)} is neither a name nor a function ARN`, 'lambda');
+    if (!m)
+      throw new RequestDescriptionError(
+        `FunctionName ${JSON.stringify(name)} is neither a name nor a function ARN`,
+        'lambda',
+      );
     const q = m[3] ?? qualifier ?? undefined;
     return `arn:aws:lambda:${plan.region}:${m[1] ?? plan.accountId}:function:${m[2]}${q ? `:${q}` : ''}`;
   };
@@ -572,12 +688,20 @@ function describeLambda(request: HttpRequestParts, plan: RequestPlan): RequestDe
     if (tail === '/policy' && method === 'GET') return lambda('GetPolicy', arn);
     if ((tail === '' || tail === '/') && method === 'GET') return lambda('GetFunction', arn);
     if ((tail === '' || tail === '/') && method === 'DELETE') return lambda('DeleteFunction', arn);
-    throw new RequestDescriptionError(`${method} ${url.pathname} is no Lambda operation the local gateway knows`, 'lambda');
+    throw new RequestDescriptionError(
+      `${method} ${url.pathname} is no Lambda operation the local gateway knows`,
+      'lambda',
+    );
   }
   const concurrency = CONCURRENCY_PATH.exec(url.pathname);
   if (concurrency) {
     const arn = functionArn(concurrency[1]);
-    const operation = method === 'PUT' ? 'PutFunctionConcurrency' : method === 'DELETE' ? 'DeleteFunctionConcurrency' : 'GetFunctionConcurrency';
+    const operation =
+      method === 'PUT'
+        ? 'PutFunctionConcurrency'
+        : method === 'DELETE'
+          ? 'DeleteFunctionConcurrency'
+          : 'GetFunctionConcurrency';
     return lambda(operation, arn);
   }
   if (MAPPINGS_PATH.test(url.pathname)) {
@@ -587,7 +711,12 @@ function describeLambda(request: HttpRequestParts, plan: RequestPlan): RequestDe
   const mapping = MAPPING_PATH.exec(url.pathname);
   if (mapping) {
     const uuid = decodeURIComponent(mapping[1]);
-    const operation = ({ GET: 'GetEventSourceMapping', PUT: 'UpdateEventSourceMapping', DELETE: 'DeleteEventSourceMapping' } as Record<string, string>)[method];
+    const operation = (
+      { GET: 'GetEventSourceMapping', PUT: 'UpdateEventSourceMapping', DELETE: 'DeleteEventSourceMapping' } as Record<
+        string,
+        string
+      >
+    )[method];
     if (operation) {
       // AWS sets lambda:FunctionArn on mapping operations, so a policy can scope them to the mappings of one function.
       const planned = plan.mappings.find((m) => `local-${m.logicalId}` === uuid);
@@ -596,7 +725,10 @@ function describeLambda(request: HttpRequestParts, plan: RequestPlan): RequestDe
     }
   }
   if (/^\/2015-03-31\/functions\/?$/.test(url.pathname) && method === 'GET') return lambda('ListFunctions', '*');
-  throw new RequestDescriptionError(`${method} ${url.pathname} is no Lambda operation the local gateway knows`, 'lambda');
+  throw new RequestDescriptionError(
+    `${method} ${url.pathname} is no Lambda operation the local gateway knows`,
+    'lambda',
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -606,19 +738,37 @@ function describeScheduler(request: HttpRequestParts, plan: RequestPlan): Reques
   const url = new URL(request.url, 'http://local');
   const method = request.method.toUpperCase();
   if (url.pathname === '/schedules' && method === 'GET') {
-    return { service: 'scheduler', operation: 'ListSchedules', permissions: [{ action: 'scheduler:ListSchedules', resource: '*' }] };
+    return {
+      service: 'scheduler',
+      operation: 'ListSchedules',
+      permissions: [{ action: 'scheduler:ListSchedules', resource: '*' }],
+    };
   }
   const one = /^\/schedules\/([^/]+)$/.exec(url.pathname);
-  if (!one) throw new RequestDescriptionError(`${method} ${url.pathname} is no Scheduler operation the local gateway knows`, 'scheduler');
+  if (!one)
+    throw new RequestDescriptionError(
+      `${method} ${url.pathname} is no Scheduler operation the local gateway knows`,
+      'scheduler',
+    );
   const name = decodeURIComponent(one[1]);
   const body = method === 'PUT' || method === 'POST' ? jsonBody(request, 'scheduler') : {};
   const group = String(body.GroupName ?? url.searchParams.get('groupName') ?? 'default');
   const resource = `arn:aws:scheduler:${plan.region}:${plan.accountId}:schedule/${group}/${name}`;
-  const operation = ({ GET: 'GetSchedule', PUT: 'UpdateSchedule', POST: 'CreateSchedule', DELETE: 'DeleteSchedule' } as Record<string, string>)[method];
+  const operation = (
+    { GET: 'GetSchedule', PUT: 'UpdateSchedule', POST: 'CreateSchedule', DELETE: 'DeleteSchedule' } as Record<
+      string,
+      string
+    >
+  )[method];
   if (!operation) throw new RequestDescriptionError(`${method} on a schedule is no Scheduler operation`, 'scheduler');
   const permissions: RequiredPermission[] = [{ action: `scheduler:${operation}`, resource }];
   // Creating or updating a schedule hands its target role to Scheduler: iam:PassRole on that role.
   const roleArn = (body.Target as { RoleArn?: string } | undefined)?.RoleArn;
-  if (roleArn) permissions.push({ action: 'iam:PassRole', resource: roleArn, context: { 'iam:PassedToService': 'scheduler.amazonaws.com' } });
+  if (roleArn)
+    permissions.push({
+      action: 'iam:PassRole',
+      resource: roleArn,
+      context: { 'iam:PassedToService': 'scheduler.amazonaws.com' },
+    });
   return { service: 'scheduler', operation, permissions };
 }

@@ -66,15 +66,28 @@ function withState(job: JobResources, current: GetScheduleCommandOutput, state: 
   });
 }
 
-export async function admission(ctx: CommandContext, command: AdmissionCommand, options: AdmissionOptions = {}): Promise<AdmissionResult> {
+export async function admission(
+  ctx: CommandContext,
+  command: AdmissionCommand,
+  options: AdmissionOptions = {},
+): Promise<AdmissionResult> {
   const jobs = selectJobs(ctx.resources, options.job);
   const { scheduler, lambda } = ctx.clients;
-  const mappingState = async (uuid: string) => (await lambda.send(new GetEventSourceMappingCommand({ UUID: uuid }))).State;
-  const schedules = await Promise.all(jobs.map((j) => scheduler.send(new GetScheduleCommand({ Name: j.scheduleName, GroupName: j.scheduleGroupName }))));
+  const mappingState = async (uuid: string) =>
+    (await lambda.send(new GetEventSourceMappingCommand({ UUID: uuid }))).State;
+  const schedules = await Promise.all(
+    jobs.map((j) => scheduler.send(new GetScheduleCommand({ Name: j.scheduleName, GroupName: j.scheduleGroupName }))),
+  );
   const admissionMappings = await Promise.all(jobs.map((j) => mappingState(j.admissionMappingUuid)));
   const consumerMappings = await Promise.all(jobs.map((j) => mappingState(j.eventSourceMappingUuid)));
 
-  const step = (job: string, kind: AdmissionStep['kind'], target: string, state: string | undefined, desired: string): AdmissionStep => ({
+  const step = (
+    job: string,
+    kind: AdmissionStep['kind'],
+    target: string,
+    state: string | undefined,
+    desired: string,
+  ): AdmissionStep => ({
     job,
     kind,
     target,
@@ -83,19 +96,32 @@ export async function admission(ctx: CommandContext, command: AdmissionCommand, 
     needed: state !== desired,
     applied: false,
   });
-  const scheduleSteps = jobs.map((j, i) => step(j.job, 'schedule', j.scheduleName, schedules[i].State, SCHEDULE[command]));
-  const admissionSteps = jobs.map((j, i) => step(j.job, 'admission-mapping', j.admissionMappingUuid, admissionMappings[i], MAPPING[command]));
-  const consumerSteps = jobs.map((j, i) => step(j.job, 'event-source-mapping', j.eventSourceMappingUuid, consumerMappings[i], MAPPING[command]));
+  const scheduleSteps = jobs.map((j, i) =>
+    step(j.job, 'schedule', j.scheduleName, schedules[i].State, SCHEDULE[command]),
+  );
+  const admissionSteps = jobs.map((j, i) =>
+    step(j.job, 'admission-mapping', j.admissionMappingUuid, admissionMappings[i], MAPPING[command]),
+  );
+  const consumerSteps = jobs.map((j, i) =>
+    step(j.job, 'event-source-mapping', j.eventSourceMappingUuid, consumerMappings[i], MAPPING[command]),
+  );
   // Across all selected jobs, upstream first on pause: every schedule stops before any admission does, and admission
   // before any consumer, so nothing new reaches a stage already stopped. Resume starts downstream first, so each stage
   // runs before the one that feeds it.
-  const steps = command === 'pause' ? [...scheduleSteps, ...admissionSteps, ...consumerSteps] : [...consumerSteps, ...admissionSteps, ...scheduleSteps];
+  const steps =
+    command === 'pause'
+      ? [...scheduleSteps, ...admissionSteps, ...consumerSteps]
+      : [...consumerSteps, ...admissionSteps, ...scheduleSteps];
   const result: AdmissionResult = { ok: true, command, dryRun: Boolean(options.dryRun), steps };
   const todo = steps.filter((s) => s.needed);
   if (options.dryRun || todo.length === 0) return result;
 
   const names = [...new Set(todo.map((s) => s.job))];
-  await confirmChange(ctx, `${command} ${names.join(', ')} (${todo.length} change${todo.length === 1 ? '' : 's'})`, options);
+  await confirmChange(
+    ctx,
+    `${command} ${names.join(', ')} (${todo.length} change${todo.length === 1 ? '' : 's'})`,
+    options,
+  );
   for (const step of todo) {
     if (step.kind === 'schedule') {
       const index = jobs.findIndex((j) => j.job === step.job);
@@ -115,7 +141,12 @@ export async function admission(ctx: CommandContext, command: AdmissionCommand, 
  * stopped, so the next step (or the operator) can rely on it.
  * @throws MappingStateError when the mapping has not settled within the timeout.
  */
-async function waitForMapping(ctx: CommandContext, uuid: string, desired: string, options: AdmissionOptions): Promise<void> {
+async function waitForMapping(
+  ctx: CommandContext,
+  uuid: string,
+  desired: string,
+  options: AdmissionOptions,
+): Promise<void> {
   const timeoutMs = options.mappingTimeoutMs ?? 120_000;
   const pollMs = options.mappingPollMs ?? 2_000;
   const deadline = ctx.io.now().getTime() + timeoutMs;
@@ -124,7 +155,11 @@ async function waitForMapping(ctx: CommandContext, uuid: string, desired: string
     state = (await ctx.clients.lambda.send(new GetEventSourceMappingCommand({ UUID: uuid }))).State;
     if (state === desired) return;
     if (ctx.io.now().getTime() >= deadline) {
-      throw new MappingStateError(`event source mapping ${uuid} is still ${state} after ${timeoutMs} ms (wanted ${desired}); check it and re-run`, uuid, state);
+      throw new MappingStateError(
+        `event source mapping ${uuid} is still ${state} after ${timeoutMs} ms (wanted ${desired}); check it and re-run`,
+        uuid,
+        state,
+      );
     }
     await ctx.io.sleep(pollMs);
   }

@@ -20,7 +20,13 @@ import { businessDateSchema } from '../../lambda/core/message';
 import { type CommandContext, selectJobs } from '../context';
 import { OpsError, UsageError } from '../errors';
 import { renderTable } from '../io';
-import { completionsIn, idempotencyStatesOf, invocationItems, queryAll, type IdempotencyState } from '../../local/ledgerFigures';
+import {
+  completionsIn,
+  idempotencyStatesOf,
+  invocationItems,
+  queryAll,
+  type IdempotencyState,
+} from '../../local/ledgerFigures';
 
 type Dynamo = Pick<DynamoDBDocumentClient, 'send'>;
 
@@ -103,7 +109,12 @@ export interface AuditResult {
 
 /** No batch of the job has this business date: nothing to audit (an unknown date, or its runs' items expired). */
 export class NoBatchForDateError extends OpsError {
-  constructor(message: string, public readonly job: string, public readonly businessDate: string, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly job: string,
+    public readonly businessDate: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'NoBatchForDateError';
   }
@@ -128,7 +139,6 @@ interface OperationEnd {
   completedBy?: string;
 }
 
-
 const format = (n: number): string => n.toLocaleString('en-US');
 const plural = (n: number, word: string): string => `${format(n)} ${word}${n === 1 ? '' : 's'}`;
 
@@ -137,7 +147,8 @@ const plural = (n: number, word: string): string => `${format(n)} ${word}${n ===
  * @throws NoBatchForDateError when the run ledger holds no batch of the job for the date.
  */
 export async function audit(ctx: CommandContext, options: AuditOptions): Promise<AuditResult> {
-  if (!businessDateSchema.safeParse(options.date).success) throw new UsageError(`--date "${options.date}" is not a real date in the form YYYY-MM-DD`);
+  if (!businessDateSchema.safeParse(options.date).success)
+    throw new UsageError(`--date "${options.date}" is not a real date in the form YYYY-MM-DD`);
   const [{ job }] = selectJobs(ctx.resources, options.job);
   return auditDate(ctx.clients.dynamo, ctx.resources.tables, { ...options, job }, ctx.io.sleep);
 }
@@ -157,7 +168,10 @@ export async function auditDate(
 
   // The ledger first, then the records (as batchFigures reads them): a completion landing in between is in the records
   // but not yet in the ledger's counts, so a date still moving shows a gap instead of being called exact.
-  const [batches, rejections] = await Promise.all([dateBatches(dynamo, ledger, job, date), dateRejections(dynamo, ledger, job, date)]);
+  const [batches, rejections] = await Promise.all([
+    dateBatches(dynamo, ledger, job, date),
+    dateRejections(dynamo, ledger, job, date),
+  ]);
   if (batches.length === 0) {
     throw new NoBatchForDateError(
       `no batch of ${job} for business date ${date} in the run ledger (${ledger}); list the job's batches with \`ops status --job ${job} --batches 50\``,
@@ -227,7 +241,12 @@ function datePrefix(job: string, date: string): string {
 
 /** Every item of one ledger partition, read consistently. */
 function partitionItems(dynamo: Dynamo, table: string, pk: string): Promise<Record<string, unknown>[]> {
-  return queryAll(dynamo, { TableName: table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk }, ConsistentRead: true });
+  return queryAll(dynamo, {
+    TableName: table,
+    KeyConditionExpression: 'pk = :pk',
+    ExpressionAttributeValues: { ':pk': pk },
+    ConsistentRead: true,
+  });
 }
 
 /** The operation IDs a batch's admitted pages list (PAGES#<job>#<batchId>), in page order. */
@@ -258,7 +277,10 @@ function discoveringBatches(batches: readonly DateBatch[]): Map<string, string[]
 }
 
 /** The reasons of each operation a rejection of one of the date's batches names. */
-function rejectionReasons(rejections: readonly Record<string, unknown>[], batches: readonly DateBatch[]): Map<string, string[]> {
+function rejectionReasons(
+  rejections: readonly Record<string, unknown>[],
+  batches: readonly DateBatch[],
+): Map<string, string[]> {
   const batchIds = new Set(batches.map((b) => b.batchId));
   const out = new Map<string, string[]>();
   for (const r of rejections) {
@@ -293,7 +315,8 @@ function operationEnds(
   return new Map(
     operationIds.map((op): [string, OperationEnd] => {
       const record = records.get(op);
-      if (record?.status === IdempotencyRecordStatus.COMPLETED) return [op, { state: 'completed', completedBy: record.completedBy?.batchId }];
+      if (record?.status === IdempotencyRecordStatus.COMPLETED)
+        return [op, { state: 'completed', completedBy: record.completedBy?.batchId }];
       const rejected = rejections.get(op);
       if (rejected) return [op, { state: 'rejected', reason: rejected.join('; ') }];
       const deadLettered = deadLetters.get(op);
@@ -306,13 +329,18 @@ function operationEnds(
 /** How many of the date's operations each batch completed, by the batch their completion record names. */
 function completionsNaming(ends: ReadonlyMap<string, OperationEnd>): Map<string, number> {
   const out = new Map<string, number>();
-  for (const { completedBy } of ends.values()) if (completedBy !== undefined) out.set(completedBy, (out.get(completedBy) ?? 0) + 1);
+  for (const { completedBy } of ends.values())
+    if (completedBy !== undefined) out.set(completedBy, (out.get(completedBy) ?? 0) + 1);
   return out;
 }
 
 function openGap(open: AuditResult['open']): string[] {
   const count = open.inFlight + open.waiting;
-  return count === 0 ? [] : [`${plural(count, 'operation')} still open (${format(open.inFlight)} in flight, ${format(open.waiting)} waiting)`];
+  return count === 0
+    ? []
+    : [
+        `${plural(count, 'operation')} still open (${format(open.inFlight)} in flight, ${format(open.waiting)} waiting)`,
+      ];
 }
 
 /**
@@ -327,7 +355,9 @@ function batchGaps(batch: DateBatch, figures: BatchFigures, named: number): stri
   // Every attempt at a page keeps what it discovered (a killed one's orphans included): the union is the batch's.
   const listed = new Set(batch.pageOperations).size;
   if (listed !== discovered) {
-    gaps.push(`batch ${batch.batchId}: its pages in the ledger list ${plural(listed, 'operation')}, its counter says ${format(discovered)} discovered`);
+    gaps.push(
+      `batch ${batch.batchId}: its pages in the ledger list ${plural(listed, 'operation')}, its counter says ${format(discovered)} discovered`,
+    );
   }
   if (!batchExact(figures)) {
     gaps.push(
@@ -336,7 +366,9 @@ function batchGaps(batch: DateBatch, figures: BatchFigures, named: number): stri
     );
   }
   if (named !== completed) {
-    gaps.push(`batch ${batch.batchId}: ledger counts ${plural(completed, 'completion')}, the idempotency records show ${format(named)}`);
+    gaps.push(
+      `batch ${batch.batchId}: ledger counts ${plural(completed, 'completion')}, the idempotency records show ${format(named)}`,
+    );
   }
   return gaps;
 }
@@ -348,7 +380,10 @@ function batchGaps(batch: DateBatch, figures: BatchFigures, named: number): stri
 function admissionGap(batches: readonly DateBatch[]): string[] {
   const admission = (b: DateBatch) => (typeof b.item.admission === 'string' ? b.item.admission : undefined);
   const admitting = batches.filter((b) => admission(b) === AdmissionStatus.admitting);
-  if (admitting.length > 0) return admitting.map((b) => `batch ${b.batchId}: still admitting, so the date may have operations not discovered yet`);
+  if (admitting.length > 0)
+    return admitting.map(
+      (b) => `batch ${b.batchId}: still admitting, so the date may have operations not discovered yet`,
+    );
   if (batches.some((b) => admission(b) === AdmissionStatus.complete || admission(b) === undefined)) return [];
   return [
     `no batch of the date finished admission (${batches.map((b) => `${b.batchId}: ${admission(b)}`).join(', ')}): operations past the page limit ` +
@@ -359,7 +394,11 @@ function admissionGap(batches: readonly DateBatch[]): string[] {
 /** Completions written before they named their batch cannot be matched to any batch's count. */
 function unnamedCompletionGap(ends: ReadonlyMap<string, OperationEnd>): string[] {
   const unnamed = [...ends.values()].filter((e) => e.state === 'completed' && e.completedBy === undefined).length;
-  return unnamed === 0 ? [] : [`the completion records of ${plural(unnamed, 'operation')} name no batch (written before completions named theirs), so no batch's count can be checked against them`];
+  return unnamed === 0
+    ? []
+    : [
+        `the completion records of ${plural(unnamed, 'operation')} name no batch (written before completions named theirs), so no batch's count can be checked against them`,
+      ];
 }
 
 /** A batch's invalid source rows, by page, then key. */
@@ -392,7 +431,10 @@ function auditBatch(batch: DateBatch, figures: BatchFigures): AuditBatch {
   };
 }
 
-function notCompleted(ends: ReadonlyMap<string, OperationEnd>, discoveredBy: ReadonlyMap<string, string[]>): AuditOperation[] {
+function notCompleted(
+  ends: ReadonlyMap<string, OperationEnd>,
+  discoveredBy: ReadonlyMap<string, string[]>,
+): AuditOperation[] {
   return [...ends]
     .filter(([, e]) => e.state !== 'completed')
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -409,14 +451,40 @@ export function renderAudit(result: AuditResult): string {
   const counts =
     `${plural(result.discovered, 'operation')}: ${format(result.completed)} completed, ${format(result.rejected)} rejected, ` +
     `${format(result.deadLettered)} dead-lettered, ${format(open)} open${open > 0 ? ` (${format(result.open.inFlight)} in flight, ${format(result.open.waiting)} waiting)` : ''}`;
-  const skipped = result.invalidRows.length > 0 ? `; ${plural(result.invalidRows.length, 'invalid source row')} recorded and skipped` : '';
+  const skipped =
+    result.invalidRows.length > 0
+      ? `; ${plural(result.invalidRows.length, 'invalid source row')} recorded and skipped`
+      : '';
   const verdict = `${result.businessDate} of ${result.job}: ${result.exact ? 'exact' : 'NOT exact'}, ${counts}${skipped}`;
   const parts = [[verdict, ...result.missing.map((m) => `- ${m}`)].join('\n')];
   parts.push(
     `Batches\n${renderTable(
-      ['batch', 'admission', 'discovered', 'completed', 'elsewhere', 'adopted', 'rejected', 'DLQ', 'dupes', 'retries', 'invalid rows', 'exact'],
+      [
+        'batch',
+        'admission',
+        'discovered',
+        'completed',
+        'elsewhere',
+        'adopted',
+        'rejected',
+        'DLQ',
+        'dupes',
+        'retries',
+        'invalid rows',
+        'exact',
+      ],
       result.batches.map((b) => [
-        b.batchId, b.admission ?? 'none', b.discovered, b.completed, b.completedElsewhere, b.adopted, b.rejected, b.deadLettered, b.duplicates, b.retries, b.invalidRows,
+        b.batchId,
+        b.admission ?? 'none',
+        b.discovered,
+        b.completed,
+        b.completedElsewhere,
+        b.adopted,
+        b.rejected,
+        b.deadLettered,
+        b.duplicates,
+        b.retries,
+        b.invalidRows,
         b.exact ? 'yes' : 'NO',
       ]),
     )}`,
@@ -433,7 +501,10 @@ export function renderAudit(result: AuditResult): string {
     parts.push(
       result.operations.length === 0
         ? 'Not completed: none'
-        : `Not completed\n${renderTable(['operation', 'state', 'batches', 'reason'], result.operations.map((o) => [o.operationId, o.state, o.batchIds.join(' '), o.reason]))}`,
+        : `Not completed\n${renderTable(
+            ['operation', 'state', 'batches', 'reason'],
+            result.operations.map((o) => [o.operationId, o.state, o.batchIds.join(' '), o.reason]),
+          )}`,
     );
   }
   return parts.join('\n\n');

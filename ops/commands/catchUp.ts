@@ -50,14 +50,20 @@ export interface CatchUpResult {
  * @throws UsageError for a malformed or unreal date, a reversed range, or a range over MAX_CATCH_UP_DATES.
  */
 export function businessDates(from: string, to: string): string[] {
-  for (const [flag, value] of [['--from', from], ['--to', to]] as const) {
-    if (!businessDateSchema.safeParse(value).success) throw new UsageError(`${flag} "${value}" is not a real date in the form YYYY-MM-DD`);
+  for (const [flag, value] of [
+    ['--from', from],
+    ['--to', to],
+  ] as const) {
+    if (!businessDateSchema.safeParse(value).success)
+      throw new UsageError(`${flag} "${value}" is not a real date in the form YYYY-MM-DD`);
   }
   if (from > to) throw new UsageError(`--from ${from} is after --to ${to}; give the earlier date first`);
   const start = Date.parse(`${from}T00:00:00Z`);
   const count = Math.round((Date.parse(`${to}T00:00:00Z`) - start) / 86_400_000) + 1;
   if (count > MAX_CATCH_UP_DATES) {
-    throw new UsageError(`${from}..${to} is ${count} dates; one catch-up covers at most ${MAX_CATCH_UP_DATES}, so run it in parts`);
+    throw new UsageError(
+      `${from}..${to} is ${count} dates; one catch-up covers at most ${MAX_CATCH_UP_DATES}, so run it in parts`,
+    );
   }
   // Day arithmetic on UTC midnights is exact: no zone or DST can skip or repeat a date.
   return Array.from({ length: count }, (_, i) => new Date(start + i * 86_400_000).toISOString().slice(0, 10));
@@ -105,9 +111,17 @@ export async function catchUpMissed(ctx: CommandContext, options: MissedOptions)
   const [job] = selectJobs(ctx.resources, options.job);
   const missed = await missedDates(ctx, job, options.since);
   if (missed.missing.length > MAX_CATCH_UP_DATES) {
-    throw new UsageError(`${missed.missing.length} dates are missing since ${missed.since}; one catch-up covers at most ${MAX_CATCH_UP_DATES}, so give a later --since, or use --from/--to in parts`);
+    throw new UsageError(
+      `${missed.missing.length} dates are missing since ${missed.since}; one catch-up covers at most ${MAX_CATCH_UP_DATES}, so give a later --since, or use --from/--to in parts`,
+    );
   }
-  const result = await runDates(ctx, job, missed.missing, options, `${missed.missing.length} missed business date(s): ${missed.missing.join(', ')}`);
+  const result = await runDates(
+    ctx,
+    job,
+    missed.missing,
+    options,
+    `${missed.missing.length} missed business date(s): ${missed.missing.join(', ')}`,
+  );
   return { ...result, missed };
 }
 
@@ -126,7 +140,9 @@ async function missedDates(ctx: CommandContext, job: JobResources, since: string
   const timeZone = schedule.ScheduleExpressionTimezone ?? settings.timeZone;
   const offset = settings.businessDateOffsetDays;
   // Batch IDs are `<job>:<businessDate>:...` (lambda/core/businessDate.ts makeBatchId).
-  const batchDates = new Set(batches.map((b) => String(b.sk).split(':')[1]).filter((d) => businessDateSchema.safeParse(d).success));
+  const batchDates = new Set(
+    batches.map((b) => String(b.sk).split(':')[1]).filter((d) => businessDateSchema.safeParse(d).success),
+  );
   const now = ctx.io.now();
   const weekAgo = new Date(now.getTime() - MISSED_LOOKBACK_DAYS * 86_400_000).toISOString().slice(0, 10);
   const oldest = [...batchDates].sort()[0];
@@ -135,7 +151,9 @@ async function missedDates(ctx: CommandContext, job: JobResources, since: string
   // Fires that cover `start` or later: a fire's business date is its local date + offset, so look from the day
   // before (start - offset - 1) and keep the dates from `start` on.
   const fromMs = Date.parse(`${start}T00:00:00Z`) - (offset + 2) * 86_400_000;
-  const runs = scheduledRuns(parseCron(expression), timeZone, offset, new Date(fromMs), now).filter((r) => r.businessDate >= start);
+  const runs = scheduledRuns(parseCron(expression), timeZone, offset, new Date(fromMs), now).filter(
+    (r) => r.businessDate >= start,
+  );
   const expected = [...new Set(runs.map((r) => r.businessDate))];
   return {
     since: start,
@@ -148,10 +166,27 @@ async function missedDates(ctx: CommandContext, job: JobResources, since: string
 }
 
 /** Invokes the producer once per date, oldest first, each run with a new batch ID; a dry run only plans them. */
-async function runDates(ctx: CommandContext, job: JobResources, dates: string[], options: ChangeOptions, what: string): Promise<CatchUpResult> {
+async function runDates(
+  ctx: CommandContext,
+  job: JobResources,
+  dates: string[],
+  options: ChangeOptions,
+  what: string,
+): Promise<CatchUpResult> {
   await refuseFutureDates(ctx, job, dates);
-  const runs: CatchUpRun[] = dates.map((businessDate) => ({ businessDate, batchId: makeBatchId(job.job, businessDate), status: 'planned' }));
-  const result: CatchUpResult = { ok: true, command: 'catch-up', dryRun: Boolean(options.dryRun), job: job.job, invocation: 'synchronous', runs };
+  const runs: CatchUpRun[] = dates.map((businessDate) => ({
+    businessDate,
+    batchId: makeBatchId(job.job, businessDate),
+    status: 'planned',
+  }));
+  const result: CatchUpResult = {
+    ok: true,
+    command: 'catch-up',
+    dryRun: Boolean(options.dryRun),
+    job: job.job,
+    invocation: 'synchronous',
+    runs,
+  };
   if (options.dryRun || runs.length === 0) return result;
 
   await confirmChange(ctx, `run the ${job.job} producer for ${what}`, options);
@@ -218,7 +253,9 @@ export function renderCatchUp(result: CatchUpResult): string {
   }
   const found = m
     ? `\nmissed since ${m.since} (${m.sinceSource}): ${m.missing.join(', ')} of ${m.expected.length} expected from ${m.schedule.expression} in ${m.schedule.timeZone}` +
-      (m.skippedByDst.length ? `; the schedule skips ${m.skippedByDst.join(', ')} (its local time does not exist that night)` : '')
+      (m.skippedByDst.length
+        ? `; the schedule skips ${m.skippedByDst.join(', ')} (its local time does not exist that night)`
+        : '')
     : '';
   return `${head}${found}\n${renderTable(
     ['business date', 'batch', 'status', 'discovered', 'published'],

@@ -67,7 +67,12 @@ export async function continueAdmission(ctx: CommandContext, options: ContinueOp
   }
   if (batch.admission !== 'admitting') {
     const why = NOT_ADMITTING[batch.admission] ?? 'only a run that is admitting has a step to continue';
-    throw new BatchStateError(`batch ${batchId} of ${job.job} is not admitting: its admission is ${batch.admission}; ${why}`, job.job, batchId, batch.admission);
+    throw new BatchStateError(
+      `batch ${batchId} of ${job.job} is not admitting: its admission is ${batch.admission}; ${why}`,
+      job.job,
+      batchId,
+      batch.admission,
+    );
   }
   if (!batch.businessDate || !businessDateSchema.safeParse(batch.businessDate).success) {
     // The producer would refuse the step as invalid, and after its retries it would land in the producer DLQ again.
@@ -79,9 +84,17 @@ export async function continueAdmission(ctx: CommandContext, options: ContinueOp
     );
   }
 
-  const mappingState = (await ctx.clients.lambda.send(new GetEventSourceMappingCommand({ UUID: job.admissionMappingUuid }))).State ?? 'UNKNOWN';
+  const mappingState =
+    (await ctx.clients.lambda.send(new GetEventSourceMappingCommand({ UUID: job.admissionMappingUuid }))).State ??
+    'UNKNOWN';
   // A catch-up's step stays backfill: its messages keep going behind live work.
-  const message = admissionStep({ batchId, businessDate: batch.businessDate, step: batch.step, scheduledTime: batch.scheduledTime, backfill: batch.backfill });
+  const message = admissionStep({
+    batchId,
+    businessDate: batch.businessDate,
+    step: batch.step,
+    scheduledTime: batch.scheduledTime,
+    backfill: batch.backfill,
+  });
   const result: ContinueResult = {
     ok: true,
     command: 'continue',
@@ -95,16 +108,26 @@ export async function continueAdmission(ctx: CommandContext, options: ContinueOp
     sent: false,
   };
   if (mappingState !== 'Enabled') {
-    ctx.io.stderr(`continue: the ${job.job} admission mapping is ${mappingState}: the step waits in the admission queue until \`ops resume\``);
+    ctx.io.stderr(
+      `continue: the ${job.job} admission mapping is ${mappingState}: the step waits in the admission queue until \`ops resume\``,
+    );
   }
   if (options.dryRun) return result;
 
-  await confirmChange(ctx, `send admission step ${batch.step} of ${batchId} to the ${job.job} admission queue`, options);
+  await confirmChange(
+    ctx,
+    `send admission step ${batch.step} of ${batchId} to the ${job.job} admission queue`,
+    options,
+  );
   if (batch.nextStepAt && Date.parse(batch.nextStepAt) > ctx.io.now().getTime()) {
     // Harmless: a step taken early admits only what the queue has room for, and the pending message then finds it taken.
-    ctx.io.stderr(`continue: step ${batch.step} of ${batchId} is not due until ${batch.nextStepAt}; sending it now takes it early`);
+    ctx.io.stderr(
+      `continue: step ${batch.step} of ${batchId} is not due until ${batch.nextStepAt}; sending it now takes it early`,
+    );
   }
-  const sent = await ctx.clients.sqs.send(new SendMessageCommand({ QueueUrl: job.admissionQueueUrl, MessageBody: JSON.stringify(message) }));
+  const sent = await ctx.clients.sqs.send(
+    new SendMessageCommand({ QueueUrl: job.admissionQueueUrl, MessageBody: JSON.stringify(message) }),
+  );
   result.sent = true;
   result.messageId = sent.MessageId;
   ctx.io.stderr(`continue: ${job.job} ${batchId} step ${batch.step} sent to the admission queue (${sent.MessageId})`);
@@ -115,10 +138,17 @@ export function renderContinue(result: ContinueResult): string {
   const head = `continue ${result.job} ${result.batchId}${result.dryRun ? ' (dry run: nothing sent)' : ''}`;
   const table = renderTable(
     ['step', 'business date', 'scheduled time', 'was due', 'admission queue', 'admission mapping', 'sent'],
-    [[
-      result.message.step, result.message.businessDate, result.message.scheduledTime, result.nextStepAt, result.admissionQueueUrl,
-      result.admissionMappingState, result.sent ? result.messageId : 'no',
-    ]],
+    [
+      [
+        result.message.step,
+        result.message.businessDate,
+        result.message.scheduledTime,
+        result.nextStepAt,
+        result.admissionQueueUrl,
+        result.admissionMappingState,
+        result.sent ? result.messageId : 'no',
+      ],
+    ],
   );
   return (
     `${head}\n${table}\nthe producer takes the step from the admission queue and goes on from the cursor in the ledger; a step already ` +

@@ -47,7 +47,8 @@ export interface DlqPeekResult {
 export function parseMax(value: number | string | undefined): number {
   if (value === undefined) return DEFAULT_PEEK_MAX;
   const max = Number(value);
-  if (!Number.isInteger(max) || max < 1 || max > MAX_PEEK) throw new UsageError(`--max must be a whole number from 1 to ${MAX_PEEK}, got "${value}"`);
+  if (!Number.isInteger(max) || max < 1 || max > MAX_PEEK)
+    throw new UsageError(`--max must be a whole number from 1 to ${MAX_PEEK}, got "${value}"`);
   return max;
 }
 
@@ -111,7 +112,9 @@ async function peekQueue(ctx: CommandContext, queueUrl: string, max: number): Pr
       }),
     );
     if (released.Failed?.length) {
-      ctx.io.stderr(`dlq peek: ${released.Failed.length} message(s) could not be released and reappear within ${PEEK_VISIBILITY_SECONDS} s`);
+      ctx.io.stderr(
+        `dlq peek: ${released.Failed.length} message(s) could not be released and reappear within ${PEEK_VISIBILITY_SECONDS} s`,
+      );
     }
   }
   return messages.map(toPeeked);
@@ -122,7 +125,8 @@ export async function dlqPeek(ctx: CommandContext, options: DlqPeekOptions = {})
   const jobs = selectJobs(ctx.resources, options.job);
   ctx.io.stderr(`warning: ${PEEK_WARNING}`);
   const result: DlqPeekResult = { ok: true, command: 'dlq peek', warning: PEEK_WARNING, jobs: [] };
-  for (const j of jobs) result.jobs.push({ job: j.job, dlqUrl: j.dlqUrl, messages: await peekQueue(ctx, j.dlqUrl, max) });
+  for (const j of jobs)
+    result.jobs.push({ job: j.job, dlqUrl: j.dlqUrl, messages: await peekQueue(ctx, j.dlqUrl, max) });
   return result;
 }
 
@@ -130,7 +134,16 @@ export function renderDlqPeek(result: DlqPeekResult): string {
   const table = renderTable(
     ['job', 'operation', 'batch', 'receives', 'failed at', 'failure reason'],
     result.jobs.flatMap((j) =>
-      j.messages.length === 0 ? [[j.job, '(DLQ empty)', '', '', '', '']] : j.messages.map((m) => [j.job, m.operationId, m.batchId, m.receiveCount, m.failedAt ?? m.sentAt, m.failureReason ?? '(none: exhausted maxReceiveCount)']),
+      j.messages.length === 0
+        ? [[j.job, '(DLQ empty)', '', '', '', '']]
+        : j.messages.map((m) => [
+            j.job,
+            m.operationId,
+            m.batchId,
+            m.receiveCount,
+            m.failedAt ?? m.sentAt,
+            m.failureReason ?? '(none: exhausted maxReceiveCount)',
+          ]),
     ),
   );
   return `${table}\nwarning: ${result.warning}\n(use --json for the message bodies)`;

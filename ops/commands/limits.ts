@@ -125,14 +125,17 @@ export interface LimitsClearResult {
 /** @throws UsageError in positiveInt's words (ops/program.ts) for anything but a whole number from 1 to max. */
 function wholeNumber(flag: string, value: string | number, max: number): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > max) throw new UsageError(`${flag} must be a whole number from 1 to ${max}, got "${value}"`);
+  if (!Number.isInteger(n) || n < 1 || n > max)
+    throw new UsageError(`${flag} must be a whole number from 1 to ${max}, got "${value}"`);
   return n;
 }
 
 /** @throws UsageError for an empty key, one longer than MAX_KEY_LENGTH, or one with a control character. */
 export function parseKey(value: string): string {
   if (value.length < 1 || value.length > MAX_KEY_LENGTH || /[\u0000-\u001f\u007f-\u009f]/.test(value)) {
-    throw new UsageError(`--key must be 1 to ${MAX_KEY_LENGTH} characters with no control characters, got ${JSON.stringify(value)}`);
+    throw new UsageError(
+      `--key must be 1 to ${MAX_KEY_LENGTH} characters with no control characters, got ${JSON.stringify(value)}`,
+    );
   }
   return value;
 }
@@ -165,7 +168,12 @@ export function deployedPacing(settings: JobRuntimeSettings): DeployedPacing {
     intervalSeconds: settings.rateLimit.intervalSeconds,
     burst: settings.rateLimit.burst,
     concurrency: settings.concurrency,
-    ...(settings.admission ? { batchSize: settings.admission.batchSize, batchingWindowSeconds: settings.admission.batchingWindowSeconds ?? 0 } : {}),
+    ...(settings.admission
+      ? {
+          batchSize: settings.admission.batchSize,
+          batchingWindowSeconds: settings.admission.batchingWindowSeconds ?? 0,
+        }
+      : {}),
     shortWaitMs: paced.shortWaitMs,
     adaptiveRate: paced.adaptiveRate,
     enabled: paced.enabled,
@@ -200,7 +208,12 @@ async function load(ctx: CommandContext, jobName: string) {
 function entryOf(key: string, stored: unknown, perKey: PerKeyDefault): LimitsOverrideEntry {
   const parsed = keyLimitOverrideSchema.safeParse(stored);
   if (parsed.success) return { key, override: parsed.data, effective: effectiveKeyLimit(perKey, parsed.data) };
-  return { key, override: stored as KeyLimitOverride, effective: effectiveKeyLimit(perKey, undefined), invalid: describeIssues(parsed.error).join('; ') };
+  return {
+    key,
+    override: stored as KeyLimitOverride,
+    effective: effectiveKeyLimit(perKey, undefined),
+    invalid: describeIssues(parsed.error).join('; '),
+  };
 }
 
 /** Who sets an override: the caller's ARN for a deployed stack, "local" for the local one. */
@@ -223,15 +236,27 @@ export async function limitsList(ctx: CommandContext, options: { job: string }):
   // A job without per-key limits still has its job-wide pacing to show, and no overrides.
   const job = selected.job;
   const perKey = settings.rateLimit.perKey;
-  if (!perKey) return { ok: true, command: 'limits list', job, table, pacing, overrides: [], maxOverrides: MAX_OVERRIDES };
+  if (!perKey)
+    return { ok: true, command: 'limits list', job, table, pacing, overrides: [], maxOverrides: MAX_OVERRIDES };
   const stored = await readOverrides(ctx, table, job);
   const overrides = Object.keys(stored)
     .sort()
     .map((key) => entryOf(key, stored[key], perKey));
   for (const o of overrides.filter((e) => e.invalid)) {
-    ctx.io.stderr(`limits: the override of key ${JSON.stringify(o.key)} on ${job} is not valid (${o.invalid}): the consumers skip it and apply the default; set it again or clear it`);
+    ctx.io.stderr(
+      `limits: the override of key ${JSON.stringify(o.key)} on ${job} is not valid (${o.invalid}): the consumers skip it and apply the default; set it again or clear it`,
+    );
   }
-  return { ok: true, command: 'limits list', job, table, pacing, default: perKey, overrides, maxOverrides: MAX_OVERRIDES };
+  return {
+    ok: true,
+    command: 'limits list',
+    job,
+    table,
+    pacing,
+    default: perKey,
+    overrides,
+    maxOverrides: MAX_OVERRIDES,
+  };
 }
 
 /**
@@ -267,7 +292,8 @@ async function writeOverride(
       }),
     );
   } catch (error) {
-    if (error instanceof ConditionalCheckFailedException) throw full(Object.keys(await readOverrides(ctx, table, job)).length);
+    if (error instanceof ConditionalCheckFailedException)
+      throw full(Object.keys(await readOverrides(ctx, table, job)).length);
     throw error;
   }
 }
@@ -282,12 +308,15 @@ export async function limitsSet(ctx: CommandContext, options: LimitsSetOptions):
   selectJobs(ctx.resources, options.job);
   const key = parseKey(options.key);
   const starts = wholeNumber('--starts', options.starts, MAX_OVERRIDE_STARTS);
-  const intervalSeconds = options.intervalSeconds === undefined ? undefined : wholeNumber('--interval-seconds', options.intervalSeconds, MAX_OVERRIDE_INTERVAL_SECONDS);
+  const intervalSeconds =
+    options.intervalSeconds === undefined
+      ? undefined
+      : wholeNumber('--interval-seconds', options.intervalSeconds, MAX_OVERRIDE_INTERVAL_SECONDS);
   const burst = options.burst === undefined ? undefined : wholeNumber('--burst', options.burst, starts);
   const { job, table, perKey, stored } = await load(ctx, options.job);
 
   const count = Object.keys(stored).length;
-  const had = Object.prototype.hasOwnProperty.call(stored, key);
+  const had = Object.hasOwn(stored, key);
   const full = (n: number) =>
     new KeyLimitsError(
       `job ${job} already keeps ${n} per-key overrides, the most one job may (${MAX_OVERRIDES}); clear one it no longer needs ` +
@@ -332,7 +361,9 @@ export async function limitsSet(ctx: CommandContext, options: LimitsSetOptions):
   );
   await writeOverride(ctx, { table, job, key, override, full });
   result.written = true;
-  ctx.io.stderr(`limits: key ${JSON.stringify(key)} on ${job} set to ${documented}; the consumers enforce ${describeLimit(effective)} within ${EFFECTIVE_WITHIN}`);
+  ctx.io.stderr(
+    `limits: key ${JSON.stringify(key)} on ${job} set to ${documented}; the consumers enforce ${describeLimit(effective)} within ${EFFECTIVE_WITHIN}`,
+  );
   return result;
 }
 
@@ -345,7 +376,7 @@ export async function limitsClear(ctx: CommandContext, options: LimitsClearOptio
   selectJobs(ctx.resources, options.job);
   const key = parseKey(options.key);
   const { job, table, perKey, stored } = await load(ctx, options.job);
-  const had = Object.prototype.hasOwnProperty.call(stored, key);
+  const had = Object.hasOwn(stored, key);
   const result: LimitsClearResult = {
     ok: true,
     command: 'limits clear',
@@ -360,12 +391,18 @@ export async function limitsClear(ctx: CommandContext, options: LimitsClearOptio
     effectiveWithin: EFFECTIVE_WITHIN,
   };
   if (!had) {
-    ctx.io.stderr(`limits: key ${JSON.stringify(key)} on ${job} has no override; nothing to clear (it has the default)`);
+    ctx.io.stderr(
+      `limits: key ${JSON.stringify(key)} on ${job} has no override; nothing to clear (it has the default)`,
+    );
     return result;
   }
   if (options.dryRun) return result;
 
-  await confirmChange(ctx, `clear the override of key ${JSON.stringify(key)} on job ${job} (back to the default: ${describeLimit(result.effective)})`, options);
+  await confirmChange(
+    ctx,
+    `clear the override of key ${JSON.stringify(key)} on job ${job} (back to the default: ${describeLimit(result.effective)})`,
+    options,
+  );
   try {
     await ctx.clients.dynamo.send(
       new UpdateCommand({
@@ -383,15 +420,31 @@ export async function limitsClear(ctx: CommandContext, options: LimitsClearOptio
     return result;
   }
   result.cleared = true;
-  ctx.io.stderr(`limits: key ${JSON.stringify(key)} on ${job} cleared; the consumers enforce the default within ${EFFECTIVE_WITHIN}`);
+  ctx.io.stderr(
+    `limits: key ${JSON.stringify(key)} on ${job} cleared; the consumers enforce the default within ${EFFECTIVE_WITHIN}`,
+  );
   return result;
 }
 
 const defaultLine = (job: string, d: PerKeyDefault): string =>
   `limits ${job}: per key of field "${d.field}", default ${describeLimit(d)} (after headroom ${d.headroom}, as deployed)`;
 
-const overrideRow = (label: string, o: KeyLimitOverride): Cell[] => [label, o.starts, o.intervalSeconds, o.burst, o.setAt, o.setBy];
-const limitRow = (label: string, l: KeyLimit): Cell[] => [label, l.startsPerInterval, l.intervalSeconds, l.burst, undefined, undefined];
+const overrideRow = (label: string, o: KeyLimitOverride): Cell[] => [
+  label,
+  o.starts,
+  o.intervalSeconds,
+  o.burst,
+  o.setAt,
+  o.setBy,
+];
+const limitRow = (label: string, l: KeyLimit): Cell[] => [
+  label,
+  l.startsPerInterval,
+  l.intervalSeconds,
+  l.burst,
+  undefined,
+  undefined,
+];
 const LIMIT_HEAD = ['', 'starts', 'interval (s)', 'burst', 'set at', 'set by'];
 
 const pacingLine = (job: string, p: DeployedPacing): string =>
@@ -402,7 +455,8 @@ const pacingLine = (job: string, p: DeployedPacing): string =>
   (p.adaptiveRate ? '' : '; adaptive rate off');
 
 export function renderLimitsList(result: LimitsListResult): string {
-  if (!result.default) return `${pacingLine(result.job, result.pacing)}\nno per-key limits: add pacing.perKey to the job's config`;
+  if (!result.default)
+    return `${pacingLine(result.job, result.pacing)}\nno per-key limits: add pacing.perKey to the job's config`;
   const lines = [pacingLine(result.job, result.pacing), defaultLine(result.job, result.default)];
   if (result.overrides.length === 0) {
     lines.push('no overrides: every key has the default');
@@ -411,8 +465,13 @@ export function renderLimitsList(result: LimitsListResult): string {
       renderTable(
         ['key', 'starts', 'interval (s)', 'burst', 'enforced', 'set at', 'set by'],
         result.overrides.map((o) => [
-          o.key, o.override.starts, o.override.intervalSeconds, o.override.burst,
-          o.invalid ? `invalid, so the default: ${describeLimit(o.effective)}` : describeLimit(o.effective), o.override.setAt, o.override.setBy,
+          o.key,
+          o.override.starts,
+          o.override.intervalSeconds,
+          o.override.burst,
+          o.invalid ? `invalid, so the default: ${describeLimit(o.effective)}` : describeLimit(o.effective),
+          o.override.setAt,
+          o.override.setBy,
         ]),
       ),
     );
@@ -440,8 +499,12 @@ export function renderLimitsSet(result: LimitsSetResult): string {
 
 export function renderLimitsClear(result: LimitsClearResult): string {
   const head = `limits clear ${result.job} ${JSON.stringify(result.key)}${result.dryRun && result.previous ? ' (dry run: nothing cleared)' : ''}`;
-  if (!result.previous) return `${head}\nkey ${JSON.stringify(result.key)} has no override: nothing changed; it has the default, ${describeLimit(result.effective)}`;
-  const table = renderTable(LIMIT_HEAD, [overrideRow('override', result.previous), limitRow('enforced after', result.effective)]);
+  if (!result.previous)
+    return `${head}\nkey ${JSON.stringify(result.key)} has no override: nothing changed; it has the default, ${describeLimit(result.effective)}`;
+  const table = renderTable(LIMIT_HEAD, [
+    overrideRow('override', result.previous),
+    limitRow('enforced after', result.effective),
+  ]);
   const tail = result.cleared
     ? `every consumer enforces the default within ${result.effectiveWithin}`
     : result.dryRun

@@ -58,7 +58,11 @@ function storedResult(value: unknown): unknown {
   }
 }
 
-export async function operation(ctx: CommandContext, operationId: string, options: { job?: string } = {}): Promise<OperationResult> {
+export async function operation(
+  ctx: CommandContext,
+  operationId: string,
+  options: { job?: string } = {},
+): Promise<OperationResult> {
   if (operationId.trim() === '') throw new UsageError('operationId must not be empty');
   const jobs = selectJobs(ctx.resources, options.job);
   const { idempotency, ledger } = ctx.resources.tables;
@@ -87,9 +91,14 @@ export async function operation(ctx: CommandContext, operationId: string, option
             result: storedResult(item[ATTR.dataAttr]),
           }
         : null;
-      const batches = idempotencyRecord || rejections.length > 0 || options.job
-        ? (await Promise.all(dates.map((d) => batchesWithPrefix(ctx.clients, ctx.resources.tables, j.job, `${j.job}:${d}:`)))).flat()
-        : [];
+      const batches =
+        idempotencyRecord || rejections.length > 0 || options.job
+          ? (
+              await Promise.all(
+                dates.map((d) => batchesWithPrefix(ctx.clients, ctx.resources.tables, j.job, `${j.job}:${d}:`)),
+              )
+            ).flat()
+          : [];
       return { job: j.job, idempotencyRecord, rejections, batches };
     }),
   );
@@ -114,17 +123,34 @@ export function renderOperation(result: OperationResult): string {
       result.jobs.map((j) => [
         j.job,
         j.idempotencyRecord?.id ?? 'none',
-        j.idempotencyRecord ? `${j.idempotencyRecord.status}${j.idempotencyRecord.expired ? ' (expired)' : ''}` : undefined,
+        j.idempotencyRecord
+          ? `${j.idempotencyRecord.status}${j.idempotencyRecord.expired ? ' (expired)' : ''}`
+          : undefined,
         j.idempotencyRecord?.expiresAt,
         j.idempotencyRecord?.result === undefined ? undefined : JSON.stringify(j.idempotencyRecord.result),
       ]),
     ),
   );
-  const rejections = result.jobs.flatMap((j) => j.rejections.map((r) => [j.job, r.rejectedAt, r.batchId, r.reasons.join('; ')]));
-  if (rejections.length) parts.push(`Rejections\n${renderTable(['job', 'rejected at', 'batch', 'reasons'], rejections)}`);
-  const batches = result.jobs.flatMap((j) => j.batches.map((b) => [j.job, b.batchId, b.discovered, b.completed, b.rejected, b.deadLettered, b.reconciles ? 'yes' : 'NO']));
+  const rejections = result.jobs.flatMap((j) =>
+    j.rejections.map((r) => [j.job, r.rejectedAt, r.batchId, r.reasons.join('; ')]),
+  );
+  if (rejections.length)
+    parts.push(`Rejections\n${renderTable(['job', 'rejected at', 'batch', 'reasons'], rejections)}`);
+  const batches = result.jobs.flatMap((j) =>
+    j.batches.map((b) => [
+      j.job,
+      b.batchId,
+      b.discovered,
+      b.completed,
+      b.rejected,
+      b.deadLettered,
+      b.reconciles ? 'yes' : 'NO',
+    ]),
+  );
   if (batches.length) {
-    parts.push(`Batches of its business date\n${renderTable(['job', 'batch', 'discovered', 'completed', 'rejected', 'DLQ', 'reconciles'], batches)}`);
+    parts.push(
+      `Batches of its business date\n${renderTable(['job', 'batch', 'discovered', 'completed', 'rejected', 'DLQ', 'reconciles'], batches)}`,
+    );
   }
   return parts.join('\n\n');
 }

@@ -2,7 +2,11 @@
 // settings, the queues, the schedules, the tables, the alarm topic, the account) and says pass or fail with its reason;
 // one failure makes the exit code 1. It changes nothing: discovery is run read-only, and the operator's permissions
 // for pause, resume, catch-up and redrive are simulated (iam:SimulatePrincipalPolicy), never tried.
-import { GetFunctionConcurrencyCommand, GetAccountSettingsCommand, type FunctionConfiguration } from '@aws-sdk/client-lambda';
+import {
+  GetFunctionConcurrencyCommand,
+  GetAccountSettingsCommand,
+  type FunctionConfiguration,
+} from '@aws-sdk/client-lambda';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { GetScheduleCommand, type GetScheduleCommandOutput } from '@aws-sdk/client-scheduler';
 import { ListSubscriptionsByTopicCommand, type Subscription } from '@aws-sdk/client-sns';
@@ -101,11 +105,16 @@ export async function preflight(ctx: CommandContext, options: PreflightOptions =
   const facts: JobFacts[] = [];
   const entries = await jobEntries(ctx);
   for (const job of jobs) {
-    const [producer, consumer] = await Promise.all([functionSettings(ctx, job.producerFunctionName), functionSettings(ctx, job.consumerFunctionName)]);
+    const [producer, consumer] = await Promise.all([
+      functionSettings(ctx, job.producerFunctionName),
+      functionSettings(ctx, job.consumerFunctionName),
+    ]);
     let schedule: GetScheduleCommandOutput | undefined;
     let scheduleError: string | undefined;
     try {
-      schedule = await ctx.clients.scheduler.send(new GetScheduleCommand({ Name: job.scheduleName, GroupName: job.scheduleGroupName }));
+      schedule = await ctx.clients.scheduler.send(
+        new GetScheduleCommand({ Name: job.scheduleName, GroupName: job.scheduleGroupName }),
+      );
     } catch (error) {
       scheduleError = (error as Error).message;
     }
@@ -135,9 +144,20 @@ export async function preflight(ctx: CommandContext, options: PreflightOptions =
       await dlqEmpty(ctx, f),
     );
   }
-  checks.push(await operatorPermissions(ctx, facts), await alarmSubscriptions(ctx), await accountConcurrency(ctx, facts));
+  checks.push(
+    await operatorPermissions(ctx, facts),
+    await alarmSubscriptions(ctx),
+    await accountConcurrency(ctx, facts),
+  );
   const failed = checks.filter((c) => c.status === 'fail').map((c) => (c.job ? `${c.check} (${c.job})` : c.check));
-  return { ok: failed.length === 0, command: 'preflight', stackName: ctx.resources.stackName, source: ctx.resources.source, checks, failed };
+  return {
+    ok: failed.length === 0,
+    command: 'preflight',
+    stackName: ctx.resources.stackName,
+    source: ctx.resources.source,
+    checks,
+    failed,
+  };
 }
 
 const fmt = (n: number) => n.toLocaleString('en-US');
@@ -148,7 +168,11 @@ const seconds = (ms: number) => `${fmt(Math.round(ms / 100) / 10)} s`;
  * started; consecutive pages of one invocation give a page's time), or from the stability probe's discovery time and
  * an estimated publish time when no run is recorded, against the producer's timeout and Lambda's 900 s.
  */
-async function producerTime(ctx: CommandContext, f: JobFacts, probeMsPerPage: number | undefined): Promise<CheckResult> {
+async function producerTime(
+  ctx: CommandContext,
+  f: JobFacts,
+  probeMsPerPage: number | undefined,
+): Promise<CheckResult> {
   const { settings } = f;
   const timeoutSeconds = f.producer.Timeout ?? 3;
   const base = { check: PreflightCheck.producerTime, job: f.job.job } as const;
@@ -162,24 +186,57 @@ async function producerTime(ctx: CommandContext, f: JobFacts, probeMsPerPage: nu
     msPerPage = probeMsPerPage + settings.pageSize * ESTIMATED_PUBLISH_MS_PER_MESSAGE;
     source = `no recorded run: discovery measured now plus an estimated ${ESTIMATED_PUBLISH_MS_PER_MESSAGE} ms to publish each message`;
   } else {
-    return { ...base, status: 'fail', reason: 'no recorded run and discovery could not be measured (see discovery-stable): run the job once, locally or in a lower environment' };
+    return {
+      ...base,
+      status: 'fail',
+      reason:
+        'no recorded run and discovery could not be measured (see discovery-stable): run the job once, locally or in a lower environment',
+    };
   }
   // A step admits the work of its horizon at the job's rate (all of the run without admission), in whole pages.
   const runPages = settings.maxPagesPerRun;
   const ratePerSecond = settings.rateLimit.startsPerInterval / settings.rateLimit.intervalSeconds;
   const stepPages = settings.admission
-    ? Math.min(runPages, Math.max(1, Math.ceil((ratePerSecond * settings.admission.horizonSeconds) / settings.pageSize)))
+    ? Math.min(
+        runPages,
+        Math.max(1, Math.ceil((ratePerSecond * settings.admission.horizonSeconds) / settings.pageSize)),
+      )
     : runPages;
   const stepMs = stepPages * msPerPage;
   const ceilingMs = Math.min(timeoutSeconds, LAMBDA_MAX_TIMEOUT_SECONDS) * 1000;
-  const detail = { msPerPage: Math.round(msPerPage), source, runPages, stepPages, projectedStepMs: Math.round(stepMs), projectedRunMs: Math.round(runPages * msPerPage), timeoutSeconds };
-  const what = `a full run (${fmt(runPages)} pages of ${fmt(settings.pageSize)}) at ${fmt(Math.round(msPerPage))} ms a page (${source}): ` +
+  const detail = {
+    msPerPage: Math.round(msPerPage),
+    source,
+    runPages,
+    stepPages,
+    projectedStepMs: Math.round(stepMs),
+    projectedRunMs: Math.round(runPages * msPerPage),
+    timeoutSeconds,
+  };
+  const what =
+    `a full run (${fmt(runPages)} pages of ${fmt(settings.pageSize)}) at ${fmt(Math.round(msPerPage))} ms a page (${source}): ` +
     `its longest step (${fmt(stepPages)} page(s)) takes ${seconds(stepMs)}`;
-  if (timeoutSeconds > LAMBDA_MAX_TIMEOUT_SECONDS) return { ...base, status: 'fail', reason: `the producer's timeout ${timeoutSeconds} s is over Lambda's ${LAMBDA_MAX_TIMEOUT_SECONDS} s`, detail };
+  if (timeoutSeconds > LAMBDA_MAX_TIMEOUT_SECONDS)
+    return {
+      ...base,
+      status: 'fail',
+      reason: `the producer's timeout ${timeoutSeconds} s is over Lambda's ${LAMBDA_MAX_TIMEOUT_SECONDS} s`,
+      detail,
+    };
   if (stepMs > ceilingMs) {
-    return { ...base, status: 'fail', reason: `${what}, over the producer's ${timeoutSeconds} s timeout: lower pageSize, or shorten admission.horizonSeconds`, detail };
+    return {
+      ...base,
+      status: 'fail',
+      reason: `${what}, over the producer's ${timeoutSeconds} s timeout: lower pageSize, or shorten admission.horizonSeconds`,
+      detail,
+    };
   }
-  return { ...base, status: 'pass', reason: `${what}, within the producer's ${timeoutSeconds} s timeout (Lambda's ceiling: ${LAMBDA_MAX_TIMEOUT_SECONDS} s)`, detail };
+  return {
+    ...base,
+    status: 'pass',
+    reason: `${what}, within the producer's ${timeoutSeconds} s timeout (Lambda's ceiling: ${LAMBDA_MAX_TIMEOUT_SECONDS} s)`,
+    detail,
+  };
 }
 
 /** Page times of recent runs: from each page attempt's start to the next page's start in the same invocation. */
@@ -204,7 +261,8 @@ async function recordedPageMs(ctx: CommandContext, job: string): Promise<number[
     }
     for (const list of byOwner.values()) {
       list.sort((a, b) => a.page - b.page);
-      for (let i = 1; i < list.length; i++) if (list[i].page === list[i - 1].page + 1) times.push(list[i].startedMs - list[i - 1].startedMs);
+      for (let i = 1; i < list.length; i++)
+        if (list[i].page === list[i - 1].page + 1) times.push(list[i].startedMs - list[i - 1].startedMs);
     }
   }
   return times;
@@ -219,7 +277,14 @@ async function discoveryStable(ctx: CommandContext, f: JobFacts): Promise<{ resu
   const base = { check: PreflightCheck.discoveryStable, job: f.job.job } as const;
   // Tonight's date is the one that matters; without a schedule to read, the latest batch's.
   const date = nextRun(f, ctx.io.now())?.businessDate ?? (await latestBatchDate(ctx, f.job.job));
-  if (!date) return { result: { ...base, status: 'fail', reason: 'no business date to discover: the job has no batch and its schedule cannot be read' } };
+  if (!date)
+    return {
+      result: {
+        ...base,
+        status: 'fail',
+        reason: 'no business date to discover: the job has no batch and its schedule cannot be read',
+      },
+    };
   const restore = pointSdkAt(ctx);
   try {
     const job = jobCode(f.job.job, f.entry);
@@ -240,7 +305,12 @@ async function discoveryStable(ctx: CommandContext, f: JobFacts): Promise<{ resu
     };
     const first = await discoverAll();
     const second = await discoverAll();
-    const detail = { businessDate: date, pages: first.pages, operations: first.ids.length, msPerPage: Math.round(first.ms) };
+    const detail = {
+      businessDate: date,
+      pages: first.pages,
+      operations: first.ids.length,
+      msPerPage: Math.round(first.ms),
+    };
     const same = first.ids.length === second.ids.length && first.ids.every((id, i) => id === second.ids[i]);
     if (!same) {
       const a = new Set(first.ids);
@@ -252,7 +322,8 @@ async function discoveryStable(ctx: CommandContext, f: JobFacts): Promise<{ resu
         result: {
           ...base,
           status: 'fail',
-          reason: `two discoveries of ${date} differ (${fmt(first.ids.length)} then ${fmt(second.ids.length)} operations; ${fmt(onlyFirst)} only in the first, ` +
+          reason:
+            `two discoveries of ${date} differ (${fmt(first.ids.length)} then ${fmt(second.ids.length)} operations; ${fmt(onlyFirst)} only in the first, ` +
             `${fmt(onlySecond)} only in the second${onlyFirst + onlySecond === 0 ? ', same IDs in another order' : ''}): operation IDs must come from the record and the date, ` +
             'and pages from a stable sort, or a rerun repeats or skips work',
           detail,
@@ -260,11 +331,24 @@ async function discoveryStable(ctx: CommandContext, f: JobFacts): Promise<{ resu
       };
     }
     if (first.ids.length === 0) {
-      return { msPerPage: first.ms, result: { ...base, status: 'skip', reason: `nothing is eligible for ${date}: two discoveries agree, but on no operations`, detail } };
+      return {
+        msPerPage: first.ms,
+        result: {
+          ...base,
+          status: 'skip',
+          reason: `nothing is eligible for ${date}: two discoveries agree, but on no operations`,
+          detail,
+        },
+      };
     }
     return {
       msPerPage: first.ms,
-      result: { ...base, status: 'pass', reason: `two discoveries of ${date} (${fmt(first.pages)} page(s)) gave the same ${fmt(first.ids.length)} operation IDs in the same order`, detail },
+      result: {
+        ...base,
+        status: 'pass',
+        reason: `two discoveries of ${date} (${fmt(first.pages)} page(s)) gave the same ${fmt(first.ids.length)} operation IDs in the same order`,
+        detail,
+      },
     };
   } catch (error) {
     return { result: { ...base, status: 'fail', reason: `discovery of ${date} failed: ${(error as Error).message}` } };
@@ -285,7 +369,12 @@ function pointSdkAt(ctx: CommandContext): () => void {
     ...(clients.endpoints?.dynamodb ? { AWS_ENDPOINT_URL_DYNAMODB: clients.endpoints.dynamodb } : {}),
     // A job may discover from S3 (a listing) as well as from DynamoDB.
     ...(clients.endpoints?.s3 ? { AWS_ENDPOINT_URL_S3: clients.endpoints.s3 } : {}),
-    ...(clients.credentials ? { AWS_ACCESS_KEY_ID: clients.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: clients.credentials.secretAccessKey } : {}),
+    ...(clients.credentials
+      ? {
+          AWS_ACCESS_KEY_ID: clients.credentials.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: clients.credentials.secretAccessKey,
+        }
+      : {}),
   };
   const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
   const set = (values: Record<string, string | undefined>) => {
@@ -306,7 +395,9 @@ async function jobEntries(ctx: CommandContext): Promise<Record<string, string>> 
   try {
     return (await ctx.resources.jobEntries?.()) ?? {};
   } catch (error) {
-    ctx.io.stderr(`preflight: cannot read the job entries from the stack's template (${(error as Error).message}); loading jobs from lambda/jobs/<name>`);
+    ctx.io.stderr(
+      `preflight: cannot read the job entries from the stack's template (${(error as Error).message}); loading jobs from lambda/jobs/<name>`,
+    );
     return {};
   }
 }
@@ -333,39 +424,97 @@ function rateHeadroom(f: JobFacts): CheckResult {
   const base = { check: PreflightCheck.rateHeadroom, job: f.job.job } as const;
   const { rateLimit, quota } = f.consumerSettings;
   const per = `per ${rateLimit.intervalSeconds} s`;
-  if (!quota) return { ...base, status: 'fail', reason: 'the deployed consumer\'s settings carry no documented quota (deployed before preflight existed): deploy again' };
+  if (!quota)
+    return {
+      ...base,
+      status: 'fail',
+      reason:
+        "the deployed consumer's settings carry no documented quota (deployed before preflight existed): deploy again",
+    };
   const allowed = allowanceAfterHeadroom(quota.starts, quota.headroom);
   const margin = 1 - rateLimit.startsPerInterval / quota.starts;
-  const detail = { startsPerInterval: rateLimit.startsPerInterval, intervalSeconds: rateLimit.intervalSeconds, quota: quota.starts, headroom: quota.headroom, margin: Math.round(margin * 1000) / 1000 };
+  const detail = {
+    startsPerInterval: rateLimit.startsPerInterval,
+    intervalSeconds: rateLimit.intervalSeconds,
+    quota: quota.starts,
+    headroom: quota.headroom,
+    margin: Math.round(margin * 1000) / 1000,
+  };
   const pct = (x: number) => `${Math.round(x * 1000) / 10}%`;
   if (rateLimit.startsPerInterval > allowed) {
-    return { ...base, status: 'fail', reason: `the consumer paces ${fmt(rateLimit.startsPerInterval)} starts ${per}, above the quota's ${fmt(quota.starts)} x headroom ${quota.headroom} = ${fmt(allowed)}: deploy the config again`, detail };
+    return {
+      ...base,
+      status: 'fail',
+      reason: `the consumer paces ${fmt(rateLimit.startsPerInterval)} starts ${per}, above the quota's ${fmt(quota.starts)} x headroom ${quota.headroom} = ${fmt(allowed)}: deploy the config again`,
+      detail,
+    };
   }
   if (margin < MIN_HEADROOM_MARGIN - 1e-9) {
     return {
       ...base,
       status: 'fail',
-      reason: `headroom ${quota.headroom} leaves ${pct(margin)} of the documented ${fmt(quota.starts)} starts ${per} unused; keep at least ${pct(MIN_HEADROOM_MARGIN)} ` +
+      reason:
+        `headroom ${quota.headroom} leaves ${pct(margin)} of the documented ${fmt(quota.starts)} starts ${per} unused; keep at least ${pct(MIN_HEADROOM_MARGIN)} ` +
         `(pacing.headroom at most ${1 - MIN_HEADROOM_MARGIN}) for clock skew, retries and other clients of the quota`,
       detail,
     };
   }
-  return { ...base, status: 'pass', reason: `${fmt(rateLimit.startsPerInterval)} starts ${per} leave ${pct(margin)} of the documented ${fmt(quota.starts)} unused (headroom ${quota.headroom})`, detail };
+  return {
+    ...base,
+    status: 'pass',
+    reason: `${fmt(rateLimit.startsPerInterval)} starts ${per} leave ${pct(margin)} of the documented ${fmt(quota.starts)} unused (headroom ${quota.headroom})`,
+    detail,
+  };
 }
 
 /** The consumer's reserved concurrency (its cap) against the downstream's documented concurrent-request limit. */
 async function concurrencyLimit(ctx: CommandContext, f: JobFacts): Promise<CheckResult> {
   const base = { check: PreflightCheck.concurrencyLimit, job: f.job.job } as const;
-  const answer = await ctx.clients.lambda.send(new GetFunctionConcurrencyCommand({ FunctionName: f.job.consumerFunctionName }));
+  const answer = await ctx.clients.lambda.send(
+    new GetFunctionConcurrencyCommand({ FunctionName: f.job.consumerFunctionName }),
+  );
   const reserved = answer.ReservedConcurrentExecutions;
   const cap = f.consumerSettings.concurrency;
-  const detail = { reservedConcurrency: reserved ?? null, concurrency: cap, maxConcurrent: f.consumerSettings.quota?.maxConcurrent ?? null };
-  if (reserved === undefined) return { ...base, status: 'fail', reason: `the consumer has no reserved concurrency: its cap of ${cap} is not enforced (deploy again)`, detail };
-  if (reserved !== cap) return { ...base, status: 'fail', reason: `the consumer's reserved concurrency is ${reserved}, but its settings say ${cap}: deploy again`, detail };
+  const detail = {
+    reservedConcurrency: reserved ?? null,
+    concurrency: cap,
+    maxConcurrent: f.consumerSettings.quota?.maxConcurrent ?? null,
+  };
+  if (reserved === undefined)
+    return {
+      ...base,
+      status: 'fail',
+      reason: `the consumer has no reserved concurrency: its cap of ${cap} is not enforced (deploy again)`,
+      detail,
+    };
+  if (reserved !== cap)
+    return {
+      ...base,
+      status: 'fail',
+      reason: `the consumer's reserved concurrency is ${reserved}, but its settings say ${cap}: deploy again`,
+      detail,
+    };
   const limit = f.consumerSettings.quota?.maxConcurrent;
-  if (limit === undefined) return { ...base, status: 'pass', reason: `the cap is ${cap} concurrent invocations; the downstream documents no concurrent-request limit (pacing.maxConcurrent)`, detail };
-  if (cap > limit) return { ...base, status: 'fail', reason: `the concurrency cap ${cap} is above the downstream's ${limit} concurrent requests: lower pacing.concurrency to at most ${limit}`, detail };
-  return { ...base, status: 'pass', reason: `the concurrency cap ${cap} is within the downstream's ${limit} concurrent requests`, detail };
+  if (limit === undefined)
+    return {
+      ...base,
+      status: 'pass',
+      reason: `the cap is ${cap} concurrent invocations; the downstream documents no concurrent-request limit (pacing.maxConcurrent)`,
+      detail,
+    };
+  if (cap > limit)
+    return {
+      ...base,
+      status: 'fail',
+      reason: `the concurrency cap ${cap} is above the downstream's ${limit} concurrent requests: lower pacing.concurrency to at most ${limit}`,
+      detail,
+    };
+  return {
+    ...base,
+    status: 'pass',
+    reason: `the concurrency cap ${cap} is within the downstream's ${limit} concurrent requests`,
+    detail,
+  };
 }
 
 /** The consumer's idempotency record lifetime against the work queue's plus the DLQ's retention. */
@@ -373,24 +522,43 @@ async function idempotencyLifetime(ctx: CommandContext, f: JobFacts): Promise<Ch
   const base = { check: PreflightCheck.idempotencyLifetime, job: f.job.job } as const;
   const ttl = Number(f.consumer.Environment?.Variables?.[EnvVar.IDEMPOTENCY_TTL_SECONDS]);
   const retention = async (url: string) => {
-    const { Attributes } = await ctx.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['MessageRetentionPeriod'] }));
+    const { Attributes } = await ctx.clients.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['MessageRetentionPeriod'] }),
+    );
     return Number(Attributes?.MessageRetentionPeriod);
   };
   const [queue, dlq] = await Promise.all([retention(f.job.queueUrl), retention(f.job.dlqUrl)]);
   const days = (s: number) => `${fmt(Math.round((s / 86400) * 10) / 10)} days`;
   const detail = { idempotencyTtlSeconds: ttl, queueRetentionSeconds: queue, dlqRetentionSeconds: dlq };
-  if (!Number.isFinite(ttl) || !Number.isFinite(queue) || !Number.isFinite(dlq)) return { ...base, status: 'fail', reason: 'the idempotency lifetime or a queue\'s retention could not be read', detail };
+  if (!Number.isFinite(ttl) || !Number.isFinite(queue) || !Number.isFinite(dlq))
+    return {
+      ...base,
+      status: 'fail',
+      reason: "the idempotency lifetime or a queue's retention could not be read",
+      detail,
+    };
   const need = queue + dlq;
   if (ttl < need) {
-    return { ...base, status: 'fail', reason: `idempotency records live ${days(ttl)}, less than the queue's ${days(queue)} plus the DLQ's ${days(dlq)}: a late redrive would repeat an effect (raise idempotencyRecordDays)`, detail };
+    return {
+      ...base,
+      status: 'fail',
+      reason: `idempotency records live ${days(ttl)}, less than the queue's ${days(queue)} plus the DLQ's ${days(dlq)}: a late redrive would repeat an effect (raise idempotencyRecordDays)`,
+      detail,
+    };
   }
-  return { ...base, status: 'pass', reason: `idempotency records live ${days(ttl)}, at least the queue's ${days(queue)} plus the DLQ's ${days(dlq)}`, detail };
+  return {
+    ...base,
+    status: 'pass',
+    reason: `idempotency records live ${days(ttl)}, at least the queue's ${days(queue)} plus the DLQ's ${days(dlq)}`,
+    detail,
+  };
 }
 
 /** The schedule is enabled, and when it fires next and for which business date. */
 function scheduleCheck(ctx: CommandContext, f: JobFacts): CheckResult {
   const base = { check: PreflightCheck.schedule, job: f.job.job } as const;
-  if (!f.schedule) return { ...base, status: 'fail', reason: `schedule ${f.job.scheduleName} cannot be read: ${f.scheduleError}` };
+  if (!f.schedule)
+    return { ...base, status: 'fail', reason: `schedule ${f.job.scheduleName} cannot be read: ${f.scheduleError}` };
   const next = nextRun(f, ctx.io.now());
   const detail = {
     state: f.schedule.State,
@@ -400,8 +568,16 @@ function scheduleCheck(ctx: CommandContext, f: JobFacts): CheckResult {
     nextFire: next?.at.toISOString() ?? null,
     businessDate: next?.businessDate ?? null,
   };
-  const when = next ? `next fires ${next.at.toISOString()} (${f.schedule.ScheduleExpression} ${f.schedule.ScheduleExpressionTimezone}) for business date ${next.businessDate}` : 'never fires again';
-  if (f.schedule.State !== 'ENABLED') return { ...base, status: 'fail', reason: `the schedule is ${f.schedule.State ?? 'in no state'}: it would have ${when.replace(/^next /, '')}; run resume`, detail };
+  const when = next
+    ? `next fires ${next.at.toISOString()} (${f.schedule.ScheduleExpression} ${f.schedule.ScheduleExpressionTimezone}) for business date ${next.businessDate}`
+    : 'never fires again';
+  if (f.schedule.State !== 'ENABLED')
+    return {
+      ...base,
+      status: 'fail',
+      reason: `the schedule is ${f.schedule.State ?? 'in no state'}: it would have ${when.replace(/^next /, '')}; run resume`,
+      detail,
+    };
   if (!next) return { ...base, status: 'fail', reason: `the schedule ${when}`, detail };
   return { ...base, status: 'pass', reason: `enabled; ${when}`, detail };
 }
@@ -417,11 +593,19 @@ async function secretsCheck(ctx: CommandContext, f: JobFacts): Promise<CheckResu
       const secret = await ctx.clients.secrets.send(new DescribeSecretCommand({ SecretId: id }));
       if (secret.DeletedDate) problems.push(`${alias} (${id}) is scheduled for deletion`);
     } catch (error) {
-      problems.push(`${alias} (${id}): ${(error as Error).name === 'ResourceNotFoundException' ? 'does not exist' : (error as Error).message}`);
+      problems.push(
+        `${alias} (${id}): ${(error as Error).name === 'ResourceNotFoundException' ? 'does not exist' : (error as Error).message}`,
+      );
     }
   }
   const names = entries.map(([alias, id]) => `${alias} (${id})`).join(', ');
-  if (problems.length > 0) return { ...base, status: 'fail', reason: `secret ${problems.join('; ')}: create it, or fix appResources.secrets`, detail: { secrets: f.settings.secrets } };
+  if (problems.length > 0)
+    return {
+      ...base,
+      status: 'fail',
+      reason: `secret ${problems.join('; ')}: create it, or fix appResources.secrets`,
+      detail: { secrets: f.settings.secrets },
+    };
   return { ...base, status: 'pass', reason: `${names} exist`, detail: { secrets: f.settings.secrets } };
 }
 
@@ -443,23 +627,38 @@ async function discoveryIndexes(ctx: CommandContext, f: JobFacts): Promise<Check
       const gsi = (Table?.GlobalSecondaryIndexes ?? []).find((g) => g.IndexName === index);
       const lsi = (Table?.LocalSecondaryIndexes ?? []).find((l) => l.IndexName === index);
       if (!gsi && !lsi) problems.push(`${table} has no index ${index}`);
-      else if (gsi && gsi.IndexStatus !== undefined && gsi.IndexStatus !== 'ACTIVE') problems.push(`${table}'s index ${index} is ${gsi.IndexStatus}`);
+      else if (gsi && gsi.IndexStatus !== undefined && gsi.IndexStatus !== 'ACTIVE')
+        problems.push(`${table}'s index ${index} is ${gsi.IndexStatus}`);
       else found.push(`${table}/${index}`);
     } catch (error) {
-      problems.push(`${table}: ${(error as Error).name === 'ResourceNotFoundException' ? 'does not exist' : (error as Error).message}`);
+      problems.push(
+        `${table}: ${(error as Error).name === 'ResourceNotFoundException' ? 'does not exist' : (error as Error).message}`,
+      );
     }
   }
-  if (problems.length > 0) return { ...base, status: 'fail', reason: `${problems.join('; ')}: discovery would fail (add the index to the table, as appResources.tables declares it)` };
+  if (problems.length > 0)
+    return {
+      ...base,
+      status: 'fail',
+      reason: `${problems.join('; ')}: discovery would fail (add the index to the table, as appResources.tables declares it)`,
+    };
   return { ...base, status: 'pass', reason: `${found.join(', ')} active` };
 }
 
 /** The job's DLQ holds nothing: a night should not start on top of last night's failures. */
 async function dlqEmpty(ctx: CommandContext, f: JobFacts): Promise<CheckResult> {
   const base = { check: PreflightCheck.dlqEmpty, job: f.job.job } as const;
-  const { Attributes } = await ctx.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: f.job.dlqUrl, AttributeNames: [...QUEUE_DEPTH_ATTRIBUTES] }));
+  const { Attributes } = await ctx.clients.sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: f.job.dlqUrl, AttributeNames: [...QUEUE_DEPTH_ATTRIBUTES] }),
+  );
   const count = queueDepthOf(Attributes).total;
   if (count > 0) {
-    return { ...base, status: 'fail', reason: `the DLQ holds ${fmt(count)} message(s): read them (dlq peek --job ${f.job.job}), fix the cause, then redrive or purge`, detail: { messages: count } };
+    return {
+      ...base,
+      status: 'fail',
+      reason: `the DLQ holds ${fmt(count)} message(s): read them (dlq peek --job ${f.job.job}), fix the cause, then redrive or purge`,
+      detail: { messages: count },
+    };
   }
   return { ...base, status: 'pass', reason: 'the DLQ is empty', detail: { messages: 0 } };
 }
@@ -470,7 +669,9 @@ function operatorActions(ctx: CommandContext, facts: JobFacts[]): { action: stri
   const account = ctx.resources.accountId ?? '*';
   const partition = region.startsWith('cn-') ? 'aws-cn' : region.startsWith('us-gov-') ? 'aws-us-gov' : 'aws';
   return facts.flatMap((f) => {
-    const scheduleArn = f.schedule?.Arn ?? `arn:${partition}:scheduler:${region}:${account}:schedule/${f.job.scheduleGroupName}/${f.job.scheduleName}`;
+    const scheduleArn =
+      f.schedule?.Arn ??
+      `arn:${partition}:scheduler:${region}:${account}:schedule/${f.job.scheduleGroupName}/${f.job.scheduleName}`;
     const mapping = (uuid: string) => `arn:${partition}:lambda:${region}:${account}:event-source-mapping:${uuid}`;
     const roleArn = f.schedule?.Target?.RoleArn;
     return [
@@ -479,12 +680,28 @@ function operatorActions(ctx: CommandContext, facts: JobFacts[]): { action: stri
       // UpdateSchedule passes the schedule's execution role again.
       ...(roleArn ? [{ action: 'iam:PassRole', resource: roleArn, for: 'pause/resume' }] : []),
       { action: 'lambda:GetEventSourceMapping', resource: mapping(f.job.eventSourceMappingUuid), for: 'pause/resume' },
-      { action: 'lambda:UpdateEventSourceMapping', resource: mapping(f.job.eventSourceMappingUuid), for: 'pause/resume' },
+      {
+        action: 'lambda:UpdateEventSourceMapping',
+        resource: mapping(f.job.eventSourceMappingUuid),
+        for: 'pause/resume',
+      },
       { action: 'lambda:GetEventSourceMapping', resource: mapping(f.job.admissionMappingUuid), for: 'pause/resume' },
       { action: 'lambda:UpdateEventSourceMapping', resource: mapping(f.job.admissionMappingUuid), for: 'pause/resume' },
-      { action: 'lambda:InvokeFunction', resource: f.producer.FunctionArn ?? f.job.producerFunctionName, for: 'catch-up' },
-      { action: 'lambda:GetFunctionConfiguration', resource: f.producer.FunctionArn ?? f.job.producerFunctionName, for: 'catch-up' },
-      { action: 'dynamodb:Query', resource: `arn:${partition}:dynamodb:${region}:${account}:table/${ctx.resources.tables.ledger}`, for: 'catch-up' },
+      {
+        action: 'lambda:InvokeFunction',
+        resource: f.producer.FunctionArn ?? f.job.producerFunctionName,
+        for: 'catch-up',
+      },
+      {
+        action: 'lambda:GetFunctionConfiguration',
+        resource: f.producer.FunctionArn ?? f.job.producerFunctionName,
+        for: 'catch-up',
+      },
+      {
+        action: 'dynamodb:Query',
+        resource: `arn:${partition}:dynamodb:${region}:${account}:table/${ctx.resources.tables.ledger}`,
+        for: 'catch-up',
+      },
       { action: 'sqs:StartMessageMoveTask', resource: f.job.dlqArn, for: 'redrive' },
       { action: 'sqs:ReceiveMessage', resource: f.job.dlqArn, for: 'redrive' },
       { action: 'sqs:DeleteMessage', resource: f.job.dlqArn, for: 'redrive' },
@@ -492,8 +709,16 @@ function operatorActions(ctx: CommandContext, facts: JobFacts[]): { action: stri
       // Per-key overrides (`ops limits`), where the stack has the limiter table's output and the job a per-key limit.
       ...(ctx.resources.tables.limiter && f.settings.rateLimit.perKey
         ? [
-            { action: 'dynamodb:GetItem', resource: `arn:${partition}:dynamodb:${region}:${account}:table/${ctx.resources.tables.limiter}`, for: 'limits' },
-            { action: 'dynamodb:UpdateItem', resource: `arn:${partition}:dynamodb:${region}:${account}:table/${ctx.resources.tables.limiter}`, for: 'limits' },
+            {
+              action: 'dynamodb:GetItem',
+              resource: `arn:${partition}:dynamodb:${region}:${account}:table/${ctx.resources.tables.limiter}`,
+              for: 'limits',
+            },
+            {
+              action: 'dynamodb:UpdateItem',
+              resource: `arn:${partition}:dynamodb:${region}:${account}:table/${ctx.resources.tables.limiter}`,
+              for: 'limits',
+            },
           ]
         : []),
     ];
@@ -507,7 +732,12 @@ function operatorActions(ctx: CommandContext, facts: JobFacts[]): { action: stri
 export async function operatorPermissions(ctx: CommandContext, facts: JobFacts[]): Promise<CheckResult> {
   const base = { check: PreflightCheck.operatorPermissions } as const;
   if (ctx.resources.source === 'local') {
-    return { ...base, status: 'skip', reason: 'the local stack authorizes its functions\' roles only; an operator\'s calls are not IAM-bound locally (check with --env)' };
+    return {
+      ...base,
+      status: 'skip',
+      reason:
+        "the local stack authorizes its functions' roles only; an operator's calls are not IAM-bound locally (check with --env)",
+    };
   }
   const wanted = operatorActions(ctx, facts);
   let principal: { arn: string; role?: string };
@@ -530,11 +760,20 @@ export async function operatorPermissions(ctx: CommandContext, facts: JobFacts[]
       let marker: string | undefined;
       do {
         const answer = await ctx.clients.iam.send(
-          new SimulatePrincipalPolicyCommand({ PolicySourceArn: principal.arn, ActionNames: actions, ResourceArns: [resource], ...(marker ? { Marker: marker } : {}) }),
+          new SimulatePrincipalPolicyCommand({
+            PolicySourceArn: principal.arn,
+            ActionNames: actions,
+            ResourceArns: [resource],
+            ...(marker ? { Marker: marker } : {}),
+          }),
         );
         for (const r of answer.EvaluationResults ?? []) {
           if (r.EvalDecision !== 'allowed') {
-            const uses = [...new Set(wanted.filter((w) => w.action === r.EvalActionName && w.resource === resource).map((w) => w.for))].join(', ');
+            const uses = [
+              ...new Set(
+                wanted.filter((w) => w.action === r.EvalActionName && w.resource === resource).map((w) => w.for),
+              ),
+            ].join(', ');
             denied.push(`${r.EvalActionName} on ${resource} (${uses}: ${r.EvalDecision})`);
           }
         }
@@ -549,8 +788,19 @@ export async function operatorPermissions(ctx: CommandContext, facts: JobFacts[]
     };
   }
   const detail = { principal: principal.arn, actions: wanted.length };
-  if (denied.length > 0) return { ...base, status: 'fail', reason: `${principal.arn} may not: ${denied.join('; ')}`, detail: { ...detail, denied } };
-  return { ...base, status: 'pass', reason: `${principal.arn} may pause, resume, catch up and redrive every job (${fmt(wanted.length)} calls simulated)`, detail };
+  if (denied.length > 0)
+    return {
+      ...base,
+      status: 'fail',
+      reason: `${principal.arn} may not: ${denied.join('; ')}`,
+      detail: { ...detail, denied },
+    };
+  return {
+    ...base,
+    status: 'pass',
+    reason: `${principal.arn} may pause, resume, catch up and redrive every job (${fmt(wanted.length)} calls simulated)`,
+    detail,
+  };
 }
 
 /** The alarm topic has at least one confirmed subscription: an alarm nobody receives pages nobody. */
@@ -562,18 +812,33 @@ async function alarmSubscriptions(ctx: CommandContext): Promise<CheckResult> {
   try {
     let next: string | undefined;
     do {
-      const page = await ctx.clients.sns.send(new ListSubscriptionsByTopicCommand({ TopicArn: topic, ...(next ? { NextToken: next } : {}) }));
+      const page = await ctx.clients.sns.send(
+        new ListSubscriptionsByTopicCommand({ TopicArn: topic, ...(next ? { NextToken: next } : {}) }),
+      );
       subscriptions.push(...(page.Subscriptions ?? []));
       next = page.NextToken;
     } while (next);
   } catch (error) {
-    return { ...base, status: 'fail', reason: `cannot list the subscriptions of ${topic}: ${(error as Error).message}` };
+    return {
+      ...base,
+      status: 'fail',
+      reason: `cannot list the subscriptions of ${topic}: ${(error as Error).message}`,
+    };
   }
-  const confirmed = subscriptions.filter((s) => s.SubscriptionArn && s.SubscriptionArn !== 'PendingConfirmation' && s.SubscriptionArn !== 'Deleted');
+  const confirmed = subscriptions.filter(
+    (s) => s.SubscriptionArn && s.SubscriptionArn !== 'PendingConfirmation' && s.SubscriptionArn !== 'Deleted',
+  );
   const pending = subscriptions.filter((s) => s.SubscriptionArn === 'PendingConfirmation');
-  const detail = { topicArn: topic, confirmed: confirmed.map((s) => `${s.Protocol}:${s.Endpoint}`), pending: pending.map((s) => `${s.Protocol}:${s.Endpoint}`) };
+  const detail = {
+    topicArn: topic,
+    confirmed: confirmed.map((s) => `${s.Protocol}:${s.Endpoint}`),
+    pending: pending.map((s) => `${s.Protocol}:${s.Endpoint}`),
+  };
   if (confirmed.length === 0) {
-    const why = pending.length > 0 ? `its ${pending.length} subscription(s) (${detail.pending.join(', ')}) are not confirmed: confirm from the email SNS sent` : 'it has no subscription: set alarmEmail in the environment\'s config, or subscribe the on-call tool to the topic';
+    const why =
+      pending.length > 0
+        ? `its ${pending.length} subscription(s) (${detail.pending.join(', ')}) are not confirmed: confirm from the email SNS sent`
+        : "it has no subscription: set alarmEmail in the environment's config, or subscribe the on-call tool to the topic";
     return { ...base, status: 'fail', reason: `no one receives the alarms of ${topic}: ${why}`, detail };
   }
   return { ...base, status: 'pass', reason: `${topic} notifies ${detail.confirmed.join(', ')}`, detail };
@@ -584,10 +849,21 @@ async function accountConcurrency(ctx: CommandContext, facts: JobFacts[]): Promi
   const base = { check: PreflightCheck.accountConcurrency } as const;
   const { AccountLimit } = await ctx.clients.lambda.send(new GetAccountSettingsCommand({}));
   const limit = AccountLimit?.ConcurrentExecutions ?? 0;
-  const reservedOf = async (name: string) => (await ctx.clients.lambda.send(new GetFunctionConcurrencyCommand({ FunctionName: name }))).ReservedConcurrentExecutions ?? 0;
-  const reserved = (await Promise.all(facts.flatMap((f) => [reservedOf(f.job.consumerFunctionName), reservedOf(f.job.producerFunctionName)]))).reduce((a, b) => a + b, 0);
+  const reservedOf = async (name: string) =>
+    (await ctx.clients.lambda.send(new GetFunctionConcurrencyCommand({ FunctionName: name })))
+      .ReservedConcurrentExecutions ?? 0;
+  const reserved = (
+    await Promise.all(
+      facts.flatMap((f) => [reservedOf(f.job.consumerFunctionName), reservedOf(f.job.producerFunctionName)]),
+    )
+  ).reduce((a, b) => a + b, 0);
   const needed = reserved + UNRESERVED_CONCURRENCY_FLOOR;
-  const detail = { accountLimit: limit, reserved, needed, unreserved: AccountLimit?.UnreservedConcurrentExecutions ?? null };
+  const detail = {
+    accountLimit: limit,
+    reserved,
+    needed,
+    unreserved: AccountLimit?.UnreservedConcurrentExecutions ?? null,
+  };
   if (limit < needed) {
     return {
       ...base,
@@ -596,11 +872,21 @@ async function accountConcurrency(ctx: CommandContext, facts: JobFacts[]): Promi
       detail,
     };
   }
-  return { ...base, status: 'pass', reason: `the account's limit of ${fmt(limit)} covers the stack's ${fmt(reserved)} reserved plus the ${UNRESERVED_CONCURRENCY_FLOOR} AWS keeps unreserved`, detail };
+  return {
+    ...base,
+    status: 'pass',
+    reason: `the account's limit of ${fmt(limit)} covers the stack's ${fmt(reserved)} reserved plus the ${UNRESERVED_CONCURRENCY_FLOOR} AWS keeps unreserved`,
+    detail,
+  };
 }
 
 export function renderPreflight(result: PreflightResult): string {
-  const rows = result.checks.map((c) => [c.status === 'pass' ? 'PASS' : c.status === 'fail' ? 'FAIL' : 'skip', c.check, c.job ?? '-', c.reason]);
+  const rows = result.checks.map((c) => [
+    c.status === 'pass' ? 'PASS' : c.status === 'fail' ? 'FAIL' : 'skip',
+    c.check,
+    c.job ?? '-',
+    c.reason,
+  ]);
   const verdict = result.ok
     ? `GO: every check of ${result.stackName} passed${result.checks.some((c) => c.status === 'skip') ? ' (skipped checks say why)' : ''}`
     : `NO-GO: ${result.failed.length} check(s) failed: ${result.failed.join(', ')}`;

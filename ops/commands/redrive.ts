@@ -78,7 +78,9 @@ export function parseRate(value: string | number | undefined): number {
   if (value === undefined) return DEFAULT_REDRIVE_RATE;
   const rate = Number(value);
   if (!Number.isInteger(rate) || rate < 1 || rate > MAX_REDRIVE_RATE) {
-    throw new UsageError(`--rate must be a whole number of messages per second from 1 to ${MAX_REDRIVE_RATE}, got "${value}"`);
+    throw new UsageError(
+      `--rate must be a whole number of messages per second from 1 to ${MAX_REDRIVE_RATE}, got "${value}"`,
+    );
   }
   return rate;
 }
@@ -98,12 +100,16 @@ function toTask(t: ListMessageMoveTasksResultEntry): MoveTask {
 }
 
 async function tasksOf(ctx: CommandContext, job: JobResources): Promise<MoveTask[]> {
-  const response = await ctx.clients.sqs.send(new ListMessageMoveTasksCommand({ SourceArn: job.dlqArn, MaxResults: 10 }));
+  const response = await ctx.clients.sqs.send(
+    new ListMessageMoveTasksCommand({ SourceArn: job.dlqArn, MaxResults: 10 }),
+  );
   return (response.Results ?? []).map(toTask);
 }
 
 async function dlqDepth(ctx: CommandContext, job: JobResources): Promise<number> {
-  const { Attributes } = await ctx.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: job.dlqUrl, AttributeNames: [...QUEUE_DEPTH_ATTRIBUTES] }));
+  const { Attributes } = await ctx.clients.sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: job.dlqUrl, AttributeNames: [...QUEUE_DEPTH_ATTRIBUTES] }),
+  );
   return queueDepthOf(Attributes).total;
 }
 
@@ -117,7 +123,14 @@ export async function redrive(ctx: CommandContext, options: RedriveOptions = {})
     const base = { job: job.job, dlqArn: job.dlqArn, destinationArn: job.queueArn };
     const [depth, tasks] = await Promise.all([dlqDepth(ctx, job), tasksOf(ctx, job)]);
     const running = tasks.find((t) => t.status === 'RUNNING');
-    if (running) results.push({ ...base, dlqMessages: depth, action: 'skipped', reason: 'a move task is already running', task: running });
+    if (running)
+      results.push({
+        ...base,
+        dlqMessages: depth,
+        action: 'skipped',
+        reason: 'a move task is already running',
+        task: running,
+      });
     else if (depth === 0) results.push({ ...base, dlqMessages: depth, action: 'skipped', reason: 'the DLQ is empty' });
     else results.push({ ...base, dlqMessages: depth, action: 'would-start' });
   }
@@ -126,13 +139,27 @@ export async function redrive(ctx: CommandContext, options: RedriveOptions = {})
   if (options.dryRun || todo.length === 0) return result;
 
   const total = todo.reduce((sum, r) => sum + r.dlqMessages, 0);
-  await confirmChange(ctx, `redrive about ${total} DLQ message(s) of ${todo.map((r) => r.job).join(', ')} at ${rate}/s`, options);
+  await confirmChange(
+    ctx,
+    `redrive about ${total} DLQ message(s) of ${todo.map((r) => r.job).join(', ')} at ${rate}/s`,
+    options,
+  );
   for (const r of todo) {
     const started = await ctx.clients.sqs.send(
-      new StartMessageMoveTaskCommand({ SourceArn: r.dlqArn, DestinationArn: r.destinationArn, MaxNumberOfMessagesPerSecond: rate }),
+      new StartMessageMoveTaskCommand({
+        SourceArn: r.dlqArn,
+        DestinationArn: r.destinationArn,
+        MaxNumberOfMessagesPerSecond: rate,
+      }),
     );
     r.action = 'started';
-    r.task = { taskHandle: started.TaskHandle, status: 'RUNNING', sourceArn: r.dlqArn, destinationArn: r.destinationArn, maxNumberOfMessagesPerSecond: rate };
+    r.task = {
+      taskHandle: started.TaskHandle,
+      status: 'RUNNING',
+      sourceArn: r.dlqArn,
+      destinationArn: r.destinationArn,
+      maxNumberOfMessagesPerSecond: rate,
+    };
     ctx.io.stderr(`redrive: ${r.job}: move task started (${started.TaskHandle})`);
   }
   return result;
@@ -147,14 +174,23 @@ export async function redriveStatus(ctx: CommandContext, options: { job?: string
   };
 }
 
-export async function redriveCancel(ctx: CommandContext, options: ChangeOptions & { job?: string } = {}): Promise<RedriveCancelResult> {
+export async function redriveCancel(
+  ctx: CommandContext,
+  options: ChangeOptions & { job?: string } = {},
+): Promise<RedriveCancelResult> {
   const jobs = selectJobs(ctx.resources, options.job);
-  const found = await Promise.all(jobs.map(async (j) => ({ job: j.job, running: (await tasksOf(ctx, j)).find((t) => t.status === 'RUNNING') })));
+  const found = await Promise.all(
+    jobs.map(async (j) => ({ job: j.job, running: (await tasksOf(ctx, j)).find((t) => t.status === 'RUNNING') })),
+  );
   const result: RedriveCancelResult = {
     ok: true,
     command: 'redrive cancel',
     dryRun: Boolean(options.dryRun),
-    jobs: found.map((f) => (f.running ? { job: f.job, action: 'would-cancel', taskHandle: f.running.taskHandle } : { job: f.job, action: 'none-running' })),
+    jobs: found.map((f) =>
+      f.running
+        ? { job: f.job, action: 'would-cancel', taskHandle: f.running.taskHandle }
+        : { job: f.job, action: 'none-running' },
+    ),
   };
   const todo = result.jobs.filter((j) => j.action === 'would-cancel');
   if (options.dryRun || todo.length === 0) return result;
@@ -181,7 +217,16 @@ export function renderRedriveStatus(result: RedriveStatusResult): string {
     result.jobs.flatMap((j) =>
       j.tasks.length === 0
         ? [[j.job, 'none', '', '', '', '', '', '']]
-        : j.tasks.map((t) => [j.job, t.taskHandle, t.status, t.moved, t.toMove, t.maxNumberOfMessagesPerSecond, t.startedAt, t.failureReason]),
+        : j.tasks.map((t) => [
+            j.job,
+            t.taskHandle,
+            t.status,
+            t.moved,
+            t.toMove,
+            t.maxNumberOfMessagesPerSecond,
+            t.startedAt,
+            t.failureReason,
+          ]),
     ),
   );
 }

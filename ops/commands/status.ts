@@ -149,7 +149,9 @@ export const PROJECTION_NOTE =
   'does not count its eligible records, so only what admission has discovered so far is known)';
 
 async function depth(ctx: CommandContext, url: string): Promise<QueueDepth> {
-  const { Attributes } = await ctx.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: [...QUEUE_DEPTH_ATTRIBUTES] }));
+  const { Attributes } = await ctx.clients.sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: [...QUEUE_DEPTH_ATTRIBUTES] }),
+  );
   const { visible, inFlight, delayed } = queueDepthOf(Attributes);
   return { url, visible, inFlight, delayed };
 }
@@ -181,14 +183,20 @@ export function batchStatus(batch: BatchView, options: ProgressOptions): BatchSt
   const admitting = batch.admission === 'admitting';
   const settled = batchSettledCount(batch);
   const notYetAdmitted =
-    batch.admission === 'complete' ? 0 : batch.admission !== undefined && batch.eligible !== undefined ? Math.max(0, batch.eligible - batch.discovered) : null;
+    batch.admission === 'complete'
+      ? 0
+      : batch.admission !== undefined && batch.eligible !== undefined
+        ? Math.max(0, batch.eligible - batch.discovered)
+        : null;
   // Records can appear after the count at the start, so admission may discover more than `eligible`.
   const total = admitting ? Math.max(batch.eligible ?? batch.discovered, batch.discovered) : batch.discovered;
   const workLeft = Math.max(0, total - settled);
   const rate = batch.admissionRatePerMinute;
   const finished = !admitting && workLeft === 0;
   const projectedFinish =
-    rate !== undefined && rate > 0 && !finished ? new Date(Math.ceil((nowMs + (workLeft / rate) * 60_000) / 1000) * 1000).toISOString() : null;
+    rate !== undefined && rate > 0 && !finished
+      ? new Date(Math.ceil((nowMs + (workLeft / rate) * 60_000) / 1000) * 1000).toISOString()
+      : null;
   return {
     ...batch,
     notYetAdmitted,
@@ -205,14 +213,20 @@ const n0 = (n: number) => n.toLocaleString('en-US');
 function forecast(batch: BatchView, total: number, settled: number, left: number, options: ProgressOptions): Forecast {
   const nowMs = options.now.getTime();
   const rate = batch.drainPerMinute;
-  const at = (count: number) => (rate > 0 ? new Date(Math.ceil((nowMs + (count / rate) * 60_000) / 60_000) * 60_000) : null);
+  const at = (count: number) =>
+    rate > 0 ? new Date(Math.ceil((nowMs + (count / rate) * 60_000) / 60_000) * 60_000) : null;
   const timeZone = options.slo?.timeZone ?? 'UTC';
-  const clock = (d: Date) => new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(d);
+  const clock = (d: Date) =>
+    new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(d);
   const finish = at(left);
-  const head = rate > 0 ? `${n0(left)} left at ${n0(rate)}/min: done ${clock(finish!)}` : `${n0(left)} left, nothing settled in the last ${DRAIN_WINDOW_MINUTES} min`;
+  const head =
+    rate > 0
+      ? `${n0(left)} left at ${n0(rate)}/min: done ${clock(finish!)}`
+      : `${n0(left)} left, nothing settled in the last ${DRAIN_WINDOW_MINUTES} min`;
   const slo = options.slo?.slo;
   const startMs = Date.parse(batch.scheduledTime ?? batch.startedAt ?? '');
-  if (!slo || Number.isNaN(startMs)) return { left, drainPerMinute: rate, projectedFinish: finish?.toISOString() ?? null, text: head };
+  if (!slo || Number.isNaN(startMs))
+    return { left, drainPerMinute: rate, projectedFinish: finish?.toISOString() ?? null, text: head };
   const deadline = new Date(startMs + slo.completeWithinMinutes * 60_000);
   const objectiveLeft = Math.max(0, Math.ceil(slo.objective * total) - settled);
   const met = objectiveLeft === 0 ? options.now : at(objectiveLeft);
@@ -318,22 +332,45 @@ export async function status(ctx: CommandContext, options: StatusOptions = {}): 
 /** The three switches `ops pause` turns, read; a read that fails is shown as unknown with its reason, not thrown. */
 async function admissionState(ctx: CommandContext, j: JobResources): Promise<AdmissionState> {
   // Status is read-only and often run by someone allowed to read queues but not schedules: say so per switch.
-  const read = (fn: () => Promise<string | undefined>) => fn().then((state) => state ?? 'unknown: no state returned', (error: Error) => `unknown: ${error.name}: ${error.message}`);
-  const mapping = (uuid: string) => read(async () => (await ctx.clients.lambda.send(new GetEventSourceMappingCommand({ UUID: uuid }))).State);
+  const read = (fn: () => Promise<string | undefined>) =>
+    fn().then(
+      (state) => state ?? 'unknown: no state returned',
+      (error: Error) => `unknown: ${error.name}: ${error.message}`,
+    );
+  const mapping = (uuid: string) =>
+    read(async () => (await ctx.clients.lambda.send(new GetEventSourceMappingCommand({ UUID: uuid }))).State);
   const [schedule, admissionMapping, consumerMapping] = await Promise.all([
-    read(async () => (await ctx.clients.scheduler.send(new GetScheduleCommand({ Name: j.scheduleName, GroupName: j.scheduleGroupName }))).State),
+    read(
+      async () =>
+        (
+          await ctx.clients.scheduler.send(
+            new GetScheduleCommand({ Name: j.scheduleName, GroupName: j.scheduleGroupName }),
+          )
+        ).State,
+    ),
     mapping(j.admissionMappingUuid),
     mapping(j.eventSourceMappingUuid),
   ]);
   const on = [schedule === 'ENABLED', admissionMapping === 'Enabled', consumerMapping === 'Enabled'];
   const off = [schedule === 'DISABLED', admissionMapping === 'Disabled', consumerMapping === 'Disabled'];
-  return { schedule, admissionMapping, consumerMapping, summary: on.every(Boolean) ? 'running' : off.every(Boolean) ? 'paused' : 'partly paused' };
+  return {
+    schedule,
+    admissionMapping,
+    consumerMapping,
+    summary: on.every(Boolean) ? 'running' : off.every(Boolean) ? 'paused' : 'partly paused',
+  };
 }
 
 export function renderStatus(result: StatusResult): string {
   const switches = renderTable(
     ['job', 'admission', 'schedule', 'admission mapping', 'consumer mapping'],
-    result.jobs.map((j) => [j.job, j.admission.summary, j.admission.schedule, j.admission.admissionMapping, j.admission.consumerMapping]),
+    result.jobs.map((j) => [
+      j.job,
+      j.admission.summary,
+      j.admission.schedule,
+      j.admission.admissionMapping,
+      j.admission.consumerMapping,
+    ]),
   );
   const queues = renderTable(
     ['job', 'queued', 'in flight', 'delayed', 'oldest work (s)', 'DLQ', 'steps queued', 'steps delayed'],
@@ -349,31 +386,98 @@ export function renderStatus(result: StatusResult): string {
     ]),
   );
   const batches = renderTable(
-    ['job', 'batch', 'discovered', 'invalid rows', 'consumed', 'completed', 'elsewhere', 'rejected', 'DLQ', 'dupes', 'retries', 'deferred', '429s', 'oldest (s)', 'outstanding', 'reconciles', 'started', 'finished'],
+    [
+      'job',
+      'batch',
+      'discovered',
+      'invalid rows',
+      'consumed',
+      'completed',
+      'elsewhere',
+      'rejected',
+      'DLQ',
+      'dupes',
+      'retries',
+      'deferred',
+      '429s',
+      'oldest (s)',
+      'outstanding',
+      'reconciles',
+      'started',
+      'finished',
+    ],
     result.jobs.flatMap((j) =>
       j.batches.map((b) => [
-        j.job, b.batchId, b.discovered, b.invalidRows, b.consumed, b.completed, b.completedElsewhere, b.rejected, b.deadLettered, b.duplicates, b.retries, b.deferred, b.throttled,
-        b.oldestMessageAgeSeconds ?? '-', b.outstanding, b.reconciles ? 'yes' : 'NO', shortTime(b.startedAt), shortTime(b.finishedAt),
+        j.job,
+        b.batchId,
+        b.discovered,
+        b.invalidRows,
+        b.consumed,
+        b.completed,
+        b.completedElsewhere,
+        b.rejected,
+        b.deadLettered,
+        b.duplicates,
+        b.retries,
+        b.deferred,
+        b.throttled,
+        b.oldestMessageAgeSeconds ?? '-',
+        b.outstanding,
+        b.reconciles ? 'yes' : 'NO',
+        shortTime(b.startedAt),
+        shortTime(b.finishedAt),
       ]),
     ),
   );
   const admission = renderTable(
-    ['job', 'batch', 'admission', 'step', 'pages', 'eligible', 'discovered', 'published', 'not admitted', 'rate/min', 'next step at', 'work left', 'projected finish'],
+    [
+      'job',
+      'batch',
+      'admission',
+      'step',
+      'pages',
+      'eligible',
+      'discovered',
+      'published',
+      'not admitted',
+      'rate/min',
+      'next step at',
+      'work left',
+      'projected finish',
+    ],
     result.jobs.flatMap((j) =>
       j.batches.map((b) => {
         const bound = b.admission === 'admitting' && b.workLeftBasis === 'discovered' ? '+' : '';
         return [
-          j.job, b.batchId, b.admission ?? 'none', b.step, b.pages, b.eligible, b.discovered, b.published,
-          b.notYetAdmitted ?? 'unknown', b.admissionRatePerMinute ?? 'unlimited', b.nextStepAt,
-          `${b.workLeft}${bound}`, b.projectedFinish === null ? '-' : `${b.projectedFinish}${bound}`,
+          j.job,
+          b.batchId,
+          b.admission ?? 'none',
+          b.step,
+          b.pages,
+          b.eligible,
+          b.discovered,
+          b.published,
+          b.notYetAdmitted ?? 'unknown',
+          b.admissionRatePerMinute ?? 'unlimited',
+          b.nextStepAt,
+          `${b.workLeft}${bound}`,
+          b.projectedFinish === null ? '-' : `${b.projectedFinish}${bound}`,
         ];
       }),
     ),
   );
-  const stalls = result.jobs.flatMap((j) => j.batches.filter((b) => b.stalled).map((b) => `${j.job} ${b.batchId}: ${b.stalled!.message}`));
-  const gaps = stalls.length ? `Gaps\n${stalls.join('\n')}` : `Gaps: none (no admitting batch is more than ${result.stallMinutes} min past its next step)`;
-  const forecasts = result.jobs.flatMap((j) => j.batches.filter((b) => b.forecast).map((b) => `${j.job} ${b.batchId}: ${b.forecast!.text}`));
-  const forecast = forecasts.length ? `Forecast (at the rate each batch drained at over the last ${DRAIN_WINDOW_MINUTES} min, or its life if shorter)\n${forecasts.join('\n')}` : 'Forecast: nothing left to run';
+  const stalls = result.jobs.flatMap((j) =>
+    j.batches.filter((b) => b.stalled).map((b) => `${j.job} ${b.batchId}: ${b.stalled!.message}`),
+  );
+  const gaps = stalls.length
+    ? `Gaps\n${stalls.join('\n')}`
+    : `Gaps: none (no admitting batch is more than ${result.stallMinutes} min past its next step)`;
+  const forecasts = result.jobs.flatMap((j) =>
+    j.batches.filter((b) => b.forecast).map((b) => `${j.job} ${b.batchId}: ${b.forecast!.text}`),
+  );
+  const forecast = forecasts.length
+    ? `Forecast (at the rate each batch drained at over the last ${DRAIN_WINDOW_MINUTES} min, or its life if shorter)\n${forecasts.join('\n')}`
+    : 'Forecast: nothing left to run';
   return (
     `${result.stackName} (${result.source}) at ${result.at}\n${switches}\n\n${queues}\n\nLatest batches\n${batches}\n\nAdmission\n${admission}\n\n${forecast}\n\n${gaps}\n\n` +
     `note: ${result.notes.join('\nnote: ')}`

@@ -20,16 +20,29 @@ function moduleSpecifiers(fileName: string, text: string): string[] {
   const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   const found: string[] = [];
   const visit = (node: ts.Node): void => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
       found.push(node.moduleSpecifier.text);
-    } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference) && ts.isStringLiteral(node.moduleReference.expression)) {
+    } else if (
+      ts.isImportEqualsDeclaration(node) &&
+      ts.isExternalModuleReference(node.moduleReference) &&
+      ts.isStringLiteral(node.moduleReference.expression)
+    ) {
       found.push(node.moduleReference.expression.text);
     } else if (ts.isCallExpression(node) && node.arguments.length > 0) {
       const [first] = node.arguments;
       const isRequire = ts.isIdentifier(node.expression) && node.expression.text === 'require';
       const isDynamicImport = node.expression.kind === ts.SyntaxKind.ImportKeyword;
-      if ((isRequire || isDynamicImport) && (ts.isStringLiteral(first) || ts.isNoSubstitutionTemplateLiteral(first))) found.push(first.text);
-    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+      if ((isRequire || isDynamicImport) && (ts.isStringLiteral(first) || ts.isNoSubstitutionTemplateLiteral(first)))
+        found.push(first.text);
+    } else if (
+      ts.isImportTypeNode(node) &&
+      ts.isLiteralTypeNode(node.argument) &&
+      ts.isStringLiteral(node.argument.literal)
+    ) {
       // `import('x').T` in a type position.
       found.push(node.argument.literal.text);
     }
@@ -56,7 +69,10 @@ function importViolation(file: string, specifier: string): string | undefined {
     if (target === jobDir || target.startsWith(`${jobDir}/`)) return undefined;
     if (target === JOB_API) return undefined;
     if (target === FIXTURE_CONTRACT && isFixtureSide(file)) return undefined;
-    const why = target === FIXTURE_CONTRACT ? 'only its local fixture (local*.ts) may use the fixture contract' : 'import the job API (lambda/job.ts) instead';
+    const why =
+      target === FIXTURE_CONTRACT
+        ? 'only its local fixture (local*.ts) may use the fixture contract'
+        : 'import the job API (lambda/job.ts) instead';
     return `${file} imports ${specifier} (${target}): ${why}`;
   }
   if (specifier.startsWith('node:') || NODE_BUILTINS.has(specifier)) return undefined;
@@ -86,27 +102,101 @@ describe('Job API: what a job imports', () => {
     it.each([
       ['the job API', `${JOB}/index.ts`, "import { defineJob, type ApplyResult } from '../../job';"],
       ['the job API from a nested file', `${JOB}/lib/ids.ts`, "import { buildOperationId } from '../../../job';"],
-      ['the AWS SDK and zod/mini', `${JOB}/index.ts`, "import { QueryCommand } from '@aws-sdk/lib-dynamodb';\nimport * as z from 'zod/mini';"],
-      ['Node built-ins, with and without node:', `${JOB}/index.ts`, "import { createHash } from 'node:crypto';\nimport { join } from 'path';"],
-      ['its own folder', `${JOB}/index.ts`, "import { demoItems } from './items';\nexport { helper } from './lib/helper';"],
-      ['the fixture contract, from its local.ts', `${JOB}/local.ts`, "import type { JobFixture } from '../../../local/fixture';"],
-      ['the fixture contract, from a local*.ts helper', `${JOB}/localProvider.ts`, "import { maxInAnyWindow } from '../../../local/fixture';"],
-      ['a module named in a comment or a string only', `${JOB}/index.ts`, "// import { x } from '../../core/job';\nconst s = \"require('../../adapters/clients')\";"],
+      [
+        'the AWS SDK and zod/mini',
+        `${JOB}/index.ts`,
+        "import { QueryCommand } from '@aws-sdk/lib-dynamodb';\nimport * as z from 'zod/mini';",
+      ],
+      [
+        'Node built-ins, with and without node:',
+        `${JOB}/index.ts`,
+        "import { createHash } from 'node:crypto';\nimport { join } from 'path';",
+      ],
+      [
+        'its own folder',
+        `${JOB}/index.ts`,
+        "import { demoItems } from './items';\nexport { helper } from './lib/helper';",
+      ],
+      [
+        'the fixture contract, from its local.ts',
+        `${JOB}/local.ts`,
+        "import type { JobFixture } from '../../../local/fixture';",
+      ],
+      [
+        'the fixture contract, from a local*.ts helper',
+        `${JOB}/localProvider.ts`,
+        "import { maxInAnyWindow } from '../../../local/fixture';",
+      ],
+      [
+        'a module named in a comment or a string only',
+        `${JOB}/index.ts`,
+        "// import { x } from '../../core/job';\nconst s = \"require('../../adapters/clients')\";",
+      ],
     ])('allows %s', (_what, file, text) => {
       expect(violationsIn(file, text)).toEqual([]);
     });
 
     it.each([
-      ['an engine module', `${JOB}/index.ts`, "import { defineJob } from '../../core/job';", `${JOB}/index.ts imports ../../core/job (lambda/core/job): import the job API (lambda/job.ts) instead`],
-      ['a type-only engine import', `${JOB}/index.ts`, "import type { AnyJob } from '../../core/job';", `${JOB}/index.ts imports ../../core/job (lambda/core/job): import the job API (lambda/job.ts) instead`],
-      ['an adapter by require()', `${JOB}/index.ts`, "const c = require('../../adapters/clients');", `${JOB}/index.ts imports ../../adapters/clients (lambda/adapters/clients): import the job API (lambda/job.ts) instead`],
-      ['a handler by import()', `${JOB}/index.ts`, "const h = await import('../../handlers/runtime');", `${JOB}/index.ts imports ../../handlers/runtime (lambda/handlers/runtime): import the job API (lambda/job.ts) instead`],
-      ['an engine module re-exported', `${JOB}/index.ts`, "export { encodeCursor } from '../../core/pageCursor';", `${JOB}/index.ts imports ../../core/pageCursor (lambda/core/pageCursor): import the job API (lambda/job.ts) instead`],
-      ['an engine type in a type position', `${JOB}/index.ts`, "let j: import('../../core/job').AnyJob;", `${JOB}/index.ts imports ../../core/job (lambda/core/job): import the job API (lambda/job.ts) instead`],
-      ['another job', `${JOB}/index.ts`, "import { job } from '../other-job';", `${JOB}/index.ts imports ../other-job (lambda/jobs/other-job): import the job API (lambda/job.ts) instead`],
-      ['the fixture contract from the job code', `${JOB}/index.ts`, "import { tally } from '../../../local/fixture';", `${JOB}/index.ts imports ../../../local/fixture (local/fixture): only its local fixture (local*.ts) may use the fixture contract`],
-      ['another local tool from the fixture', `${JOB}/local.ts`, "import { closeServer } from '../../../local/servers';", `${JOB}/local.ts imports ../../../local/servers (local/servers): import the job API (lambda/job.ts) instead`],
-      ['a package that is not the SDK or zod', `${JOB}/index.ts`, "import { Logger } from '@aws-lambda-powertools/logger';", `${JOB}/index.ts imports @aws-lambda-powertools/logger: a job's code imports the job API, the AWS SDK, zod, Node and its own folder only`],
+      [
+        'an engine module',
+        `${JOB}/index.ts`,
+        "import { defineJob } from '../../core/job';",
+        `${JOB}/index.ts imports ../../core/job (lambda/core/job): import the job API (lambda/job.ts) instead`,
+      ],
+      [
+        'a type-only engine import',
+        `${JOB}/index.ts`,
+        "import type { AnyJob } from '../../core/job';",
+        `${JOB}/index.ts imports ../../core/job (lambda/core/job): import the job API (lambda/job.ts) instead`,
+      ],
+      [
+        'an adapter by require()',
+        `${JOB}/index.ts`,
+        "const c = require('../../adapters/clients');",
+        `${JOB}/index.ts imports ../../adapters/clients (lambda/adapters/clients): import the job API (lambda/job.ts) instead`,
+      ],
+      [
+        'a handler by import()',
+        `${JOB}/index.ts`,
+        "const h = await import('../../handlers/runtime');",
+        `${JOB}/index.ts imports ../../handlers/runtime (lambda/handlers/runtime): import the job API (lambda/job.ts) instead`,
+      ],
+      [
+        'an engine module re-exported',
+        `${JOB}/index.ts`,
+        "export { encodeCursor } from '../../core/pageCursor';",
+        `${JOB}/index.ts imports ../../core/pageCursor (lambda/core/pageCursor): import the job API (lambda/job.ts) instead`,
+      ],
+      [
+        'an engine type in a type position',
+        `${JOB}/index.ts`,
+        "let j: import('../../core/job').AnyJob;",
+        `${JOB}/index.ts imports ../../core/job (lambda/core/job): import the job API (lambda/job.ts) instead`,
+      ],
+      [
+        'another job',
+        `${JOB}/index.ts`,
+        "import { job } from '../other-job';",
+        `${JOB}/index.ts imports ../other-job (lambda/jobs/other-job): import the job API (lambda/job.ts) instead`,
+      ],
+      [
+        'the fixture contract from the job code',
+        `${JOB}/index.ts`,
+        "import { tally } from '../../../local/fixture';",
+        `${JOB}/index.ts imports ../../../local/fixture (local/fixture): only its local fixture (local*.ts) may use the fixture contract`,
+      ],
+      [
+        'another local tool from the fixture',
+        `${JOB}/local.ts`,
+        "import { closeServer } from '../../../local/servers';",
+        `${JOB}/local.ts imports ../../../local/servers (local/servers): import the job API (lambda/job.ts) instead`,
+      ],
+      [
+        'a package that is not the SDK or zod',
+        `${JOB}/index.ts`,
+        "import { Logger } from '@aws-lambda-powertools/logger';",
+        `${JOB}/index.ts imports @aws-lambda-powertools/logger: a job's code imports the job API, the AWS SDK, zod, Node and its own folder only`,
+      ],
     ])('refuses %s', (_what, file, text, message) => {
       expect(violationsIn(file, text)).toEqual([message]);
     });
@@ -120,7 +210,9 @@ describe('Job API: what a job imports', () => {
       const jobs = new Set(files.map((f) => f.split('/')[2]));
       expect(jobs.size).toBeGreaterThanOrEqual(1);
       for (const job of jobs) expect(files).toEqual(expect.arrayContaining([`${JOBS}/${job}/index.ts`]));
-      expect(files.filter((f) => !isFixtureSide(f)).flatMap((f) => moduleSpecifiers(f, readFileSync(join(ROOT, f), 'utf8')))).toContain('../../job');
+      expect(
+        files.filter((f) => !isFixtureSide(f)).flatMap((f) => moduleSpecifiers(f, readFileSync(join(ROOT, f), 'utf8'))),
+      ).toContain('../../job');
     });
 
     it('import from the engine only the job API (and their fixtures the fixture contract)', () => {

@@ -4,7 +4,14 @@
 import { buildProgram, runBench, formatBench, type BenchReport } from '../../bench/index';
 import { backlogNote } from '../../bench/backlog';
 import type { JobPacing } from '../../bench/e2e';
-import { OBJECT_SWEEPER, QUOTA_CALLER, RECORD_WRITER, TEST_APP, TEST_APP_ASSEMBLY, TEST_APP_STACK } from '../support/testApp';
+import {
+  OBJECT_SWEEPER,
+  QUOTA_CALLER,
+  RECORD_WRITER,
+  TEST_APP,
+  TEST_APP_ASSEMBLY,
+  TEST_APP_STACK,
+} from '../support/testApp';
 
 // Each backlog run is a whole local session (start, warm-up cycle, run: about 25 s on a loaded machine). The suite runs
 // the design at the two lengths and leaves out the run of the design before admission (--no-backlog-baseline, which it
@@ -40,9 +47,20 @@ describe('Function: runBench', () => {
     expect(report.localRun).toEqual(expect.objectContaining({ pacing: 'configured', maxPacedSeconds: 5 }));
     const jobs = report.localRun!.jobs;
     // 9 s at 80 per 60 s; 5 s asks for 33 s intervals, above the 8 s floor.
-    expect(jobs[QUOTA_CALLER].pacing).toEqual(expect.objectContaining({ startsPerInterval: 80, configuredIntervalSeconds: 60, runIntervalSeconds: 33, timeScale: 60 / 33 }));
-    expect(jobs[OBJECT_SWEEPER].pacing).toEqual(expect.objectContaining({ startsPerInterval: 480, runIntervalSeconds: 60, timeScale: 1 }));
-    expect(jobs[RECORD_WRITER].pacing).toEqual(expect.objectContaining({ startsPerInterval: 480, runIntervalSeconds: 60, timeScale: 1 }));
+    expect(jobs[QUOTA_CALLER].pacing).toEqual(
+      expect.objectContaining({
+        startsPerInterval: 80,
+        configuredIntervalSeconds: 60,
+        runIntervalSeconds: 33,
+        timeScale: 60 / 33,
+      }),
+    );
+    expect(jobs[OBJECT_SWEEPER].pacing).toEqual(
+      expect.objectContaining({ startsPerInterval: 480, runIntervalSeconds: 60, timeScale: 1 }),
+    );
+    expect(jobs[RECORD_WRITER].pacing).toEqual(
+      expect.objectContaining({ startsPerInterval: 480, runIntervalSeconds: 60, timeScale: 1 }),
+    );
     for (const job of Object.values(jobs)) {
       expect(job.deadLettered).toBe(0);
       expect(job.acknowledged).toBeGreaterThanOrEqual(job.operations);
@@ -58,14 +76,35 @@ describe('Function: runBench', () => {
   it("reads every job's effects through its fixture: each seeded operation applied exactly once, nothing else touched", () => {
     const jobs = report.localRun!.jobs;
     expect(Object.keys(jobs).sort()).toEqual([OBJECT_SWEEPER, QUOTA_CALLER, RECORD_WRITER]);
-    expect(jobs[QUOTA_CALLER]).toEqual(expect.objectContaining({ unit: 'calls', effectsSource: 'fixture', throttled: 0 }));
-    expect(jobs[QUOTA_CALLER].effects).toEqual({ expected: 12, exactlyOnce: 12, missing: 0, repeated: 0, unexpected: 0 });
-    expect(jobs[OBJECT_SWEEPER].effects).toEqual({ expected: 12, exactlyOnce: 12, missing: 0, repeated: 0, unexpected: 0 });
-    expect(jobs[RECORD_WRITER].effects).toEqual({ expected: 4, exactlyOnce: 4, missing: 0, repeated: 0, unexpected: 0 });
+    expect(jobs[QUOTA_CALLER]).toEqual(
+      expect.objectContaining({ unit: 'calls', effectsSource: 'fixture', throttled: 0 }),
+    );
+    expect(jobs[QUOTA_CALLER].effects).toEqual({
+      expected: 12,
+      exactlyOnce: 12,
+      missing: 0,
+      repeated: 0,
+      unexpected: 0,
+    });
+    expect(jobs[OBJECT_SWEEPER].effects).toEqual({
+      expected: 12,
+      exactlyOnce: 12,
+      missing: 0,
+      repeated: 0,
+      unexpected: 0,
+    });
+    expect(jobs[RECORD_WRITER].effects).toEqual({
+      expected: 4,
+      exactlyOnce: 4,
+      missing: 0,
+      repeated: 0,
+      unexpected: 0,
+    });
     // One effect per operation in every fixture job: none reads effects per item (bench/runEffects.ts itemEffectFigures).
     for (const job of Object.values(jobs)) expect(job.itemEffects).toBeUndefined();
     // Every paced job's starts are checked against its allowance per run interval.
-    for (const job of Object.values(jobs)) expect(job.maxStartsInAnyInterval).toBeLessThanOrEqual(job.pacing!.startsPerInterval);
+    for (const job of Object.values(jobs))
+      expect(job.maxStartsInAnyInterval).toBeLessThanOrEqual(job.pacing!.startsPerInterval);
     expect(jobs[QUOTA_CALLER].maxStartsInAnyInterval).toBe(12);
   });
 
@@ -93,7 +132,13 @@ describe('Function: runBench', () => {
 
   it('reports producer throughput both ways and their ratio', () => {
     expect(report.producer).toEqual(
-      expect.objectContaining({ batchedPerSec: expect.any(Number), naivePerSec: expect.any(Number), ratio: expect.any(Number), batchedCalls: 20, naiveCalls: 200 }),
+      expect.objectContaining({
+        batchedPerSec: expect.any(Number),
+        naivePerSec: expect.any(Number),
+        ratio: expect.any(Number),
+        batchedCalls: 20,
+        naiveCalls: 200,
+      }),
     );
     expect(report.producer?.ratio).toBeCloseTo(report.producer!.batchedPerSec / report.producer!.naivePerSec, 6);
   });
@@ -112,7 +157,13 @@ describe('Function: runBench', () => {
     expect(report.perJob!.dynamoWriteUnits).toBeGreaterThanOrEqual(2);
     expect(report.counts?.jobs).toBe(28);
     expect(report.perJob?.naive.sqsRequests).toBe(3);
-    expect(report.costPerMillionUsd).toEqual(expect.objectContaining({ batched: expect.any(Number), naive: expect.any(Number), batchedAtRealRate: expect.any(Number) }));
+    expect(report.costPerMillionUsd).toEqual(
+      expect.objectContaining({
+        batched: expect.any(Number),
+        naive: expect.any(Number),
+        batchedAtRealRate: expect.any(Number),
+      }),
+    );
     expect(report.costPerMillionUsd!.naive).toBeGreaterThan(report.costPerMillionUsd!.batched);
     // GB-seconds are in the cost, and the real-rate figure adds the time-scaled job's longer waits (none, when no
     // invocation waited for a slot: see the first case).
@@ -125,23 +176,37 @@ describe('Function: runBench', () => {
 
   it('reports each handler bundle size and init time', () => {
     for (const handler of ['producer', 'consumer']) {
-      expect(report.bundles?.[handler]).toEqual(expect.objectContaining({ bytes: expect.any(Number), initMsMedian: expect.any(Number) }));
+      expect(report.bundles?.[handler]).toEqual(
+        expect.objectContaining({ bytes: expect.any(Number), initMsMedian: expect.any(Number) }),
+      );
       expect(report.bundles![handler].bytes).toBeGreaterThan(0);
     }
   });
 
   it('reports local end-to-end throughput next to the emulator ceiling', () => {
-    expect(report.e2e).toEqual(expect.objectContaining({ jobsPerSec: expect.any(Number), emulatorCeilingPerSec: expect.any(Number) }));
+    expect(report.e2e).toEqual(
+      expect.objectContaining({ jobsPerSec: expect.any(Number), emulatorCeilingPerSec: expect.any(Number) }),
+    );
     expect(report.e2e!.jobsPerSec).toBeGreaterThan(0);
   });
 
   it('formats every part as a table, saying how the run was paced and scaled', () => {
     const text = formatBench(report);
-    for (const title of ['Producer throughput', 'AWS requests per job', 'Local run per job', 'Requests and effects per job, by job', 'Cold start', 'Local end-to-end']) expect(text).toContain(title);
+    for (const title of [
+      'Producer throughput',
+      'AWS requests per job',
+      'Local run per job',
+      'Requests and effects per job, by job',
+      'Cold start',
+      'Local end-to-end',
+    ])
+      expect(text).toContain(title);
     expect(text).toContain('12 of 12 calls');
     expect(text).toContain('4 of 4 items');
     expect(text).toContain('pacing on, each job at its configured rate, time-scaled where a job would take over 5 s');
-    expect(text).toContain('quota-caller: interval scaled 60 s -> 33 s (x1.82), admission horizon 300 s -> 165 s, short wait 10000 ms -> 6963 ms, batching window 5 s -> 3 s');
+    expect(text).toContain(
+      'quota-caller: interval scaled 60 s -> 33 s (x1.82), admission horizon 300 s -> 165 s, short wait 10000 ms -> 6963 ms, batching window 5 s -> 3 s',
+    );
   });
 });
 
@@ -176,27 +241,62 @@ describe('Function: runBench, backlog part', () => {
   it('reports the design (and in the full run the design before admission) per job, and the shorter backlog with the flat verdict', () => {
     const b = report.backlog!;
     // No --backlog-job: the first job whose fixture offers a fake downstream.
-    expect(b).toEqual(expect.objectContaining({ job: QUOTA_CALLER, unit: 'calls', multiple: 0.5, jobs: 40, ratePerMinute: 80, admission: true, shortestFaithfulIntervalSeconds: 8 }));
+    expect(b).toEqual(
+      expect.objectContaining({
+        job: QUOTA_CALLER,
+        unit: 'calls',
+        multiple: 0.5,
+        jobs: 40,
+        ratePerMinute: 80,
+        admission: true,
+        shortestFaithfulIntervalSeconds: 8,
+      }),
+    );
     for (const design of [b, b.baseline, b.short].filter((d) => d !== undefined)) {
-      for (const field of ['deliveriesPerJob', 'sqsRequestsPerJob', 'dynamoWriteUnitsPerJob', 'lambdaInvocationsPerJob', 'lambdaGbSecondsPerJob', 'costPerMillionUsd', 'deadLettered', 'seconds'] as const) {
+      for (const field of [
+        'deliveriesPerJob',
+        'sqsRequestsPerJob',
+        'dynamoWriteUnitsPerJob',
+        'lambdaInvocationsPerJob',
+        'lambdaGbSecondsPerJob',
+        'costPerMillionUsd',
+        'deadLettered',
+        'seconds',
+      ] as const) {
         expect(typeof design[field]).toBe('number');
       }
       expect(design.deliveriesPerJob).toBeGreaterThanOrEqual(1);
       expect(design.deadLettered).toBe(0);
-      expect(design.effects).toEqual({ expected: design.jobs, exactlyOnce: design.jobs, missing: 0, repeated: 0, unexpected: 0 });
+      expect(design.effects).toEqual({
+        expected: design.jobs,
+        exactlyOnce: design.jobs,
+        missing: 0,
+        repeated: 0,
+        unexpected: 0,
+      });
     }
     if (FULL) expect(b.baseline).toEqual(expect.objectContaining({ multiple: 0.5, jobs: 40, admission: false }));
     else expect(b.baseline).toBeUndefined();
     expect(b.short).toEqual(expect.objectContaining({ multiple: 0.25, jobs: 20, admission: true }));
-    expect(b.flat).toEqual(expect.objectContaining({ short: expect.objectContaining({ multiple: 0.25 }), long: expect.objectContaining({ multiple: 0.5 }), flat: expect.any(Boolean) }));
-    expect(b.pacing).toEqual(expect.objectContaining({ configuredIntervalSeconds: 60, runIntervalSeconds: 30, timeScale: 2 }));
+    expect(b.flat).toEqual(
+      expect.objectContaining({
+        short: expect.objectContaining({ multiple: 0.25 }),
+        long: expect.objectContaining({ multiple: 0.5 }),
+        flat: expect.any(Boolean),
+      }),
+    );
+    expect(b.pacing).toEqual(
+      expect.objectContaining({ configuredIntervalSeconds: 60, runIntervalSeconds: 30, timeScale: 2 }),
+    );
   });
 
   it('formats the backlog, saying how far time was scaled and that 30 s is at or above the faithful interval', () => {
     const text = formatBench(report);
     expect(text).toContain('Backlog: quota-caller, 40 jobs = 0.5x its 80 starts/min (after headroom), run time-scaled');
     expect(text).toContain('interval scaled 60 s -> 30 s (x2)');
-    expect(text).toContain("8 s is the shortest interval at which one batch's slots still span SQS's 1 s delay resolution");
+    expect(text).toContain(
+      "8 s is the shortest interval at which one batch's slots still span SQS's 1 s delay resolution",
+    );
     expect(text).not.toContain('BELOW');
   });
 });
@@ -222,17 +322,25 @@ describe('Function: backlogNote', () => {
     for (const interval of [4, 30]) {
       const note = backlogNote(pacing(interval), 4);
       expect(note).toContain(`interval scaled 60 s -> ${interval} s`);
-      expect(note).toMatch(/4 s is the shortest interval at which one batch's slots still span SQS's 1 s delay resolution$/);
+      expect(note).toMatch(
+        /4 s is the shortest interval at which one batch's slots still span SQS's 1 s delay resolution$/,
+      );
       expect(note).not.toContain('BELOW');
     }
   });
 });
 
 describe('Function: buildProgram', () => {
-  const parse = (...args: string[]) => buildProgram().exitOverride().parse(['node', 'bench', ...args]).opts();
+  const parse = (...args: string[]) =>
+    buildProgram()
+      .exitOverride()
+      .parse(['node', 'bench', ...args])
+      .opts();
 
   it('paces by default, runs the backlog at 50x and 10x, and leaves the backlog interval and job to the bench', () => {
-    expect(parse()).toEqual(expect.objectContaining({ pacing: true, pacedSeconds: 120, backlogMultiple: 50, backlogShortMultiple: 10 }));
+    expect(parse()).toEqual(
+      expect.objectContaining({ pacing: true, pacedSeconds: 120, backlogMultiple: 50, backlogShortMultiple: 10 }),
+    );
     expect(parse().backlog).toBeUndefined();
     expect(parse().backlogInterval).toBeUndefined();
     expect(parse().backlogJob).toBeUndefined();

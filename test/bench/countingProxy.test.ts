@@ -15,12 +15,25 @@ describe('Function: startCountingProxy', () => {
   it('counts each DynamoDB request with its table and consumed units, a refused conditional write included', async () => {
     const dynamo = await startDynamoDb();
     const proxy = await startCountingProxy('dynamodb', dynamo.endpoint);
-    const client = new DynamoDBClient({ endpoint: proxy.endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS });
+    const client = new DynamoDBClient({
+      endpoint: proxy.endpoint,
+      region: 'us-east-1',
+      credentials: LOCAL_CREDENTIALS,
+    });
     try {
       await client.send(
-        new CreateTableCommand({ TableName: 'bench-t', KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }], AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }], BillingMode: 'PAY_PER_REQUEST' }),
+        new CreateTableCommand({
+          TableName: 'bench-t',
+          KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+          AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+          BillingMode: 'PAY_PER_REQUEST',
+        }),
       );
-      const put = new PutItemCommand({ TableName: 'bench-t', Item: { id: { S: 'a' } }, ConditionExpression: 'attribute_not_exists(id)' });
+      const put = new PutItemCommand({
+        TableName: 'bench-t',
+        Item: { id: { S: 'a' } },
+        ConditionExpression: 'attribute_not_exists(id)',
+      });
       await client.send(put);
       await expect(client.send(put)).rejects.toThrow('The conditional request failed');
       expect(proxy.requests.filter((r) => r.action === 'PutItem')).toEqual([

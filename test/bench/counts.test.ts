@@ -4,7 +4,14 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CommanderError } from 'commander';
 import { backlogJobOf } from '../../bench/backlog';
-import { collectCount, CountError, defaultCountOf, fixtureUnits, resolveCounts, warmUpCountOf } from '../../bench/counts';
+import {
+  collectCount,
+  CountError,
+  defaultCountOf,
+  fixtureUnits,
+  resolveCounts,
+  warmUpCountOf,
+} from '../../bench/counts';
 import { buildProgram, countsFromFlags, unitAliases } from '../../bench/index';
 import { jobFolders, loadFixture } from '../../local/fixture';
 
@@ -20,7 +27,10 @@ const UNITS = new Map([
 
 describe('Function: collectCount', () => {
   it('adds one job per occurrence, keeping the earlier ones', () => {
-    expect(collectCount('uploads-job=40', collectCount('payments-job=12'))).toEqual({ 'payments-job': 12, 'uploads-job': 40 });
+    expect(collectCount('uploads-job=40', collectCount('payments-job=12'))).toEqual({
+      'payments-job': 12,
+      'uploads-job': 40,
+    });
   });
 
   it('takes 0 (the job is left out of the run)', () => {
@@ -28,8 +38,12 @@ describe('Function: collectCount', () => {
   });
 
   it('refuses a value that is not <job>=<n>, and a job named twice', () => {
-    expect(() => collectCount('payments-job')).toThrow('--count takes <job>=<n> (a job name, then a whole number), got "payments-job"');
-    expect(() => collectCount('payments-job=-1')).toThrow('--count takes <job>=<n> (a job name, then a whole number), got "payments-job=-1"');
+    expect(() => collectCount('payments-job')).toThrow(
+      '--count takes <job>=<n> (a job name, then a whole number), got "payments-job"',
+    );
+    expect(() => collectCount('payments-job=-1')).toThrow(
+      '--count takes <job>=<n> (a job name, then a whole number), got "payments-job=-1"',
+    );
     expect(() => collectCount('payments-job=2', { 'payments-job': 1 })).toThrow('--count names payments-job twice');
   });
 });
@@ -51,7 +65,9 @@ describe('Function: resolveCounts', () => {
     expect(() => resolveCounts({ 'payments-job': 12 }, { payments: 5 }, UNITS)).toThrow(
       new CountError('payments-job is given 12 by --count and 5 by --payments'),
     );
-    expect(() => resolveCounts({}, { widgets: 5 }, UNITS)).toThrow("--widgets: no job's fixture counts in widgets (units: payments, uploads, tenants)");
+    expect(() => resolveCounts({}, { widgets: 5 }, UNITS)).toThrow(
+      "--widgets: no job's fixture counts in widgets (units: payments, uploads, tenants)",
+    );
     expect(() => resolveCounts({}, { items: 5 }, new Map([['items', ['job-a', 'job-b']]]))).toThrow(
       '--items: the fixtures of job-a and job-b both count in items; use --count <job>=<n>',
     );
@@ -89,7 +105,12 @@ describe('Function: defaultCountOf and warmUpCountOf', () => {
 });
 
 describe('Function: buildProgram, counts', () => {
-  const parse = (...args: string[]) => buildProgram(UNITS).exitOverride().configureOutput(quiet).parse(['node', 'bench', ...args]).opts();
+  const parse = (...args: string[]) =>
+    buildProgram(UNITS)
+      .exitOverride()
+      .configureOutput(quiet)
+      .parse(['node', 'bench', ...args])
+      .opts();
 
   it('takes --count repeatedly and each unit alias, resolved through the fixtures', () => {
     const flags = parse('--count', 'uploads-job=7', '--payments', '12', '--count', 'sessions-job=0');
@@ -106,12 +127,21 @@ describe('Function: buildProgram, counts', () => {
   });
 
   it('says which job each alias counts for', () => {
-    expect(buildProgram(UNITS).options.find((o) => o.long === '--tenants')?.description).toBe('alias of --count sessions-job=<n> (its fixture counts in tenants)');
+    expect(buildProgram(UNITS).options.find((o) => o.long === '--tenants')?.description).toBe(
+      'alias of --count sessions-job=<n> (its fixture counts in tenants)',
+    );
   });
 
   it('has no alias for a unit the fixtures do not bring, nor for one that is already a bench option', () => {
-    expect(() => buildProgram(new Map([['payments', ['payments-job']]])).exitOverride().configureOutput(quiet).parse(['node', 'bench', '--tenants', '3'])).toThrow("error: unknown option '--tenants'");
-    expect(unitAliases(['payments', 'ops', 'backlog', 'Bad Unit'])).toEqual([{ unit: 'payments', attribute: 'payments' }]);
+    expect(() =>
+      buildProgram(new Map([['payments', ['payments-job']]]))
+        .exitOverride()
+        .configureOutput(quiet)
+        .parse(['node', 'bench', '--tenants', '3']),
+    ).toThrow("error: unknown option '--tenants'");
+    expect(unitAliases(['payments', 'ops', 'backlog', 'Bad Unit'])).toEqual([
+      { unit: 'payments', attribute: 'payments' },
+    ]);
   });
 
   it('keeps a unit with a dash as an option, read back by its attribute', () => {
@@ -123,7 +153,12 @@ describe('Function: buildProgram, counts', () => {
 
 describe('Function: backlogJobOf', () => {
   const withDownstream = { downstream: () => ({}) as never };
-  const fixtures: Record<string, { downstream?: unknown } | undefined> = { 'job-a': {}, 'job-b': withDownstream, 'job-c': withDownstream, 'job-d': undefined };
+  const fixtures: Record<string, { downstream?: unknown } | undefined> = {
+    'job-a': {},
+    'job-b': withDownstream,
+    'job-c': withDownstream,
+    'job-d': undefined,
+  };
   const fixtureOf = (job: string) => fixtures[job] as never;
 
   it('runs the first job whose fixture offers a fake downstream', () => {
@@ -138,7 +173,11 @@ describe('Function: backlogJobOf', () => {
     expect(() => backlogJobOf(['job-a', 'job-d'], fixtureOf)).toThrow(
       'no job of the stack has a fixture with a fake downstream (a real quota) for the backlog part; name one with --backlog-job (jobs: job-a, job-d)',
     );
-    expect(() => backlogJobOf(['job-a'], fixtureOf, 'job-x')).toThrow('--backlog-job job-x: the stack has no such job (jobs: job-a)');
-    expect(() => backlogJobOf(['job-d'], fixtureOf, 'job-d')).toThrow('--backlog-job job-d: the job has no local fixture (lambda/jobs/job-d/local.ts) to seed its backlog with');
+    expect(() => backlogJobOf(['job-a'], fixtureOf, 'job-x')).toThrow(
+      '--backlog-job job-x: the stack has no such job (jobs: job-a)',
+    );
+    expect(() => backlogJobOf(['job-d'], fixtureOf, 'job-d')).toThrow(
+      '--backlog-job job-d: the job has no local fixture (lambda/jobs/job-d/local.ts) to seed its backlog with',
+    );
   });
 });

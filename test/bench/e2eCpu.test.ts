@@ -5,8 +5,17 @@ import { cpuBetween, cpuSnapshot } from '../../bench/e2e';
 
 describe('Function: cpuBetween', () => {
   it('sorts each process into the runtime, a function or another process, and sums what each used since before', () => {
-    const before = new Map([['runtime', 10], ['function:a', 1], ['dynalite', 2]]);
-    const after = new Map([['runtime', 12.5], ['function:a', 4], ['function:b', 0.5], ['dynalite', 3]]);
+    const before = new Map([
+      ['runtime', 10],
+      ['function:a', 1],
+      ['dynalite', 2],
+    ]);
+    const after = new Map([
+      ['runtime', 12.5],
+      ['function:a', 4],
+      ['function:b', 0.5],
+      ['dynalite', 3],
+    ]);
     expect(cpuBetween(before, after, 7)).toEqual({
       wallSeconds: 7,
       cores: expect.any(Number),
@@ -26,7 +35,10 @@ const linux = existsSync('/proc/self/stat');
 
 describe('Function: cpuSnapshot', () => {
   (linux ? it : it.skip)('reads this process and names a child by the function it runs', async () => {
-    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 5000)'], { env: { ...process.env, AWS_LAMBDA_FUNCTION_NAME: 'fn-under-test' }, stdio: 'ignore' });
+    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 5000)'], {
+      env: { ...process.env, AWS_LAMBDA_FUNCTION_NAME: 'fn-under-test' },
+      stdio: 'ignore',
+    });
     try {
       await new Promise((resolve) => child.once('spawn', resolve));
       // The child has exec'd node (its environment is readable) once its stat names it.

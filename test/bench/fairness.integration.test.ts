@@ -29,7 +29,15 @@ describe('Function: runFairnessBench', () => {
 
     for (const run of [result.baseline, result.perKey]) {
       expect(run.incomplete).toBe(0);
-      for (const field of ['quietP50Ms', 'quietP99Ms', 'noisyP50Ms', 'noisyP99Ms', 'utilization', 'maxKeyStartsInAnyWindow', 'throttled'] as const) {
+      for (const field of [
+        'quietP50Ms',
+        'quietP99Ms',
+        'noisyP50Ms',
+        'noisyP99Ms',
+        'utilization',
+        'maxKeyStartsInAnyWindow',
+        'throttled',
+      ] as const) {
         expect(Number.isFinite(run[field])).toBe(true);
       }
     }
@@ -45,6 +53,11 @@ describe('Function: runFairnessBench', () => {
     expect(result.quietP99Ms).toBe(result.perKey.quietP99Ms);
     expect(result.liveAloneMs).toBeGreaterThan(0);
     expect(result.liveSlowdown).toBe(Math.round((result.liveWithCatchUpMs / result.liveAloneMs) * 100) / 100);
-    expect(result.goals.map((g) => g.name)).toEqual(['quiet p99 vs first-come', 'utilization', 'max key starts in any window', 'live slowdown beside a catch-up']);
+    expect(result.goals.map((g) => g.name)).toEqual([
+      'quiet p99 vs first-come',
+      'utilization',
+      'max key starts in any window',
+      'live slowdown beside a catch-up',
+    ]);
   }, 540_000); // four runs of at most runTimeoutMs each, and their pipelines' starts
 });

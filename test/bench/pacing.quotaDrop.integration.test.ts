@@ -1,4 +1,11 @@
-import { phaseAllowances, planStorms, recoveryWindows, restoreWindow, runQuotaDropBench, scheduleSteps } from '../../bench/quotaDrop';
+import {
+  phaseAllowances,
+  planStorms,
+  recoveryWindows,
+  restoreWindow,
+  runQuotaDropBench,
+  scheduleSteps,
+} from '../../bench/quotaDrop';
 
 describe('Function: runQuotaDropBench', () => {
   // Small: 3 instances, 40 per 500 ms window, the provider's quota halved for 8 windows between 4 and 6 at full. A
@@ -34,11 +41,27 @@ describe('Function: runQuotaDropBench', () => {
 
 describe('Function: phaseAllowances', () => {
   it('is the allowance of each window, in order', () => {
-    expect(phaseAllowances([{ windows: 2, share: 1 }, { windows: 1, share: 0.5 }], 20)).toEqual([20, 20, 10]);
+    expect(
+      phaseAllowances(
+        [
+          { windows: 2, share: 1 },
+          { windows: 1, share: 0.5 },
+        ],
+        20,
+      ),
+    ).toEqual([20, 20, 10]);
   });
 
   it('throws naming every bad phase', () => {
-    expect(() => phaseAllowances([{ windows: 0, share: 1 }, { windows: 1, share: 0.01 }], 20)).toThrow(
+    expect(() =>
+      phaseAllowances(
+        [
+          { windows: 0, share: 1 },
+          { windows: 1, share: 0.01 },
+        ],
+        20,
+      ),
+    ).toThrow(
       'invalid quota-drop phases: phase 0: windows must be a positive integer (got 0); phase 1: share must be in (0, 1] and leave at least 1 start per window of 20 (got 0.01)',
     );
   });
@@ -82,8 +105,11 @@ describe('Function: planStorms', () => {
 });
 
 describe('Function: scheduleSteps', () => {
-  it('cuts each storm in as a quota of 0 and restores the window\'s own quota after it, also across a window edge', () => {
-    const steps = scheduleSteps([20, 10], 1000, [{ fromMs: 100, toMs: 150 }, { fromMs: 980, toMs: 1020 }]);
+  it("cuts each storm in as a quota of 0 and restores the window's own quota after it, also across a window edge", () => {
+    const steps = scheduleSteps([20, 10], 1000, [
+      { fromMs: 100, toMs: 150 },
+      { fromMs: 980, toMs: 1020 },
+    ]);
     expect(steps).toEqual([
       { atMs: 0, allowedPerWindow: 20 },
       { atMs: 100, allowedPerWindow: 0 },

@@ -1,12 +1,27 @@
-import { ModeReport, runPacingBench } from '../../bench/pacing';
+import { type ModeReport, runPacingBench } from '../../bench/pacing';
 
-const FIELDS: (keyof ModeReport)[] = ['allowedPerWindow', 'maxStartsInAnyWindow', 'utilization', 'throttled', 'p50WaitMs', 'p99WaitMs'];
+const FIELDS: (keyof ModeReport)[] = [
+  'allowedPerWindow',
+  'maxStartsInAnyWindow',
+  'utilization',
+  'throttled',
+  'p50WaitMs',
+  'p99WaitMs',
+];
 
 describe('Function: runPacingBench', () => {
   // Tiny numbers: 15 operations, 3 instances, 5 per 500 ms window; a generous margin keeps a busy CI box from bunching
   // starts. No timing assertions beyond the limit itself.
   it('runs both pacers and reports every field, with the shared limiter inside the quota', async () => {
-    const report = await runPacingBench({ windowMs: 500, allowedPerWindow: 5, instances: 3, backlogFactor: 3, batchSize: 3, maxWaitMs: 2000, safetyMarginMs: 60 });
+    const report = await runPacingBench({
+      windowMs: 500,
+      allowedPerWindow: 5,
+      instances: 3,
+      backlogFactor: 3,
+      batchSize: 3,
+      maxWaitMs: 2000,
+      safetyMarginMs: 60,
+    });
     for (const mode of [report.limiter, report.baseline]) {
       for (const field of FIELDS) expect(typeof mode[field]).toBe('number');
       expect(mode.allowedPerWindow).toBe(5);

@@ -14,15 +14,17 @@ describe('Function: providerProcessCommand', () => {
     });
   });
 
-  it('runs the compiled sibling as is from the package (no tsx: a team\'s app need not have it)', () => {
+  it("runs the compiled sibling as is from the package (no tsx: a team's app need not have it)", () => {
     expect(providerProcessCommand(options, '/app/node_modules/paced-jobs/dist/bench/quotaProviderProcess.js')).toEqual({
       args: ['/app/node_modules/paced-jobs/dist/bench/quotaProviderProcess.js', JSON.stringify(options)],
       cwd: '/app/node_modules/paced-jobs/dist',
     });
   });
 
-  it('spawns the running module\'s own file by default', () => {
-    expect(providerProcessCommand(options).args).toContain(join(__dirname, '..', '..', 'bench', 'quotaProviderProcess.ts'));
+  it("spawns the running module's own file by default", () => {
+    expect(providerProcessCommand(options).args).toContain(
+      join(__dirname, '..', '..', 'bench', 'quotaProviderProcess.ts'),
+    );
   });
 });
 

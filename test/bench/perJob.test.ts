@@ -1,6 +1,14 @@
 // The per-job arithmetic: measured counts to figures per job, the naive model, and the goal check.
 import { limiterItemKind } from '../../bench/countingProxy';
-import { batchedFigures, checkGoals, flatVerdict, limiterFigures, naiveFigures, slotWaitGbSeconds, type RunCounts } from '../../bench/perJob';
+import {
+  batchedFigures,
+  checkGoals,
+  flatVerdict,
+  limiterFigures,
+  naiveFigures,
+  slotWaitGbSeconds,
+  type RunCounts,
+} from '../../bench/perJob';
 import { costFor } from '../../bench/prices';
 
 /** 1,000 jobs in full batches of 10: one send, receive and delete call per 10, two idempotency writes each. */
@@ -30,7 +38,7 @@ describe('Function: batchedFigures', () => {
     expect(perJob.lambdaGbSeconds).toBeCloseTo((20 * 0.5) / 1000, 10);
   });
 
-  it('counts the producer\'s queue-depth reads as SQS requests', () => {
+  it("counts the producer's queue-depth reads as SQS requests", () => {
     const { perJob } = batchedFigures({ ...steady, sqs: { ...steady.sqs, attributeCalls: 10 } });
     expect(perJob.sqsRequests).toBeCloseTo(0.31, 10);
   });
@@ -40,7 +48,10 @@ describe('Function: batchedFigures', () => {
     expect(batchedFigures(scaled).perJob.lambdaGbSeconds).toBeCloseTo(0.01, 10);
     expect(batchedFigures(scaled, { atRealRate: true }).perJob.lambdaGbSeconds).toBeCloseTo(0.04, 10);
     expect(batchedFigures(steady, { atRealRate: true }).perJob.lambdaGbSeconds).toBeCloseTo(0.01, 10);
-    expect(batchedFigures(scaled, { atRealRate: true }).costPerMillionUsd.lambdaDuration).toBeCloseTo(0.04 * 0.0000133334 * 1e6, 6);
+    expect(batchedFigures(scaled, { atRealRate: true }).costPerMillionUsd.lambdaDuration).toBeCloseTo(
+      0.04 * 0.0000133334 * 1e6,
+      6,
+    );
   });
 });
 
@@ -50,7 +61,7 @@ describe('Function: slotWaitGbSeconds', () => {
   const invocation = { startMs: 10_000, endMs: 12_100, memoryMb: 1024, keys: ['a', 'b', 'c'] };
   const starts: Record<string, number[]> = { a: [10_000], b: [11_000], c: [12_000] };
 
-  it('takes each invocation\'s time to its last start, less one record\'s work per record', () => {
+  it("takes each invocation's time to its last start, less one record's work per record", () => {
     expect(slotWaitGbSeconds([invocation], (k) => starts[k] ?? [])).toBeCloseTo(1.7, 10);
   });
 
@@ -99,7 +110,14 @@ describe('Function: checkGoals', () => {
 
 describe('Function: costFor', () => {
   it('prices a million jobs at the us-east-1 table', () => {
-    const cost = costFor({ sqsRequests: 1, dynamoWriteUnits: 1, dynamoReadUnits: 1, lambdaInvocations: 1, lambdaGbSeconds: 1, schedulerInvocations: 1 });
+    const cost = costFor({
+      sqsRequests: 1,
+      dynamoWriteUnits: 1,
+      dynamoReadUnits: 1,
+      lambdaInvocations: 1,
+      lambdaGbSeconds: 1,
+      schedulerInvocations: 1,
+    });
     expect(cost).toEqual({
       sqs: expect.closeTo(0.4, 10),
       lambdaRequests: expect.closeTo(0.2, 10),
@@ -111,11 +129,19 @@ describe('Function: costFor', () => {
   });
 
   describe('Function: limiterFigures', () => {
-    it('counts the limiter\'s writes, lost races and reads by item kind, and the slots item\'s per consumer invocation', () => {
+    it("counts the limiter's writes, lost races and reads by item kind, and the slots item's per consumer invocation", () => {
       const requests = [
-        ...Array.from({ length: 10 }, () => ({ action: 'UpdateItem', status: 200, kind: limiterItemKind('payments-provider') })),
+        ...Array.from({ length: 10 }, () => ({
+          action: 'UpdateItem',
+          status: 200,
+          kind: limiterItemKind('payments-provider'),
+        })),
         { action: 'UpdateItem', status: 400, kind: limiterItemKind('payments-provider') },
-        ...Array.from({ length: 12 }, () => ({ action: 'GetItem', status: 200, kind: limiterItemKind('payments-provider') })),
+        ...Array.from({ length: 12 }, () => ({
+          action: 'GetItem',
+          status: 200,
+          kind: limiterItemKind('payments-provider'),
+        })),
         { action: 'GetItem', status: 200, kind: limiterItemKind('payments-provider#rate') },
         { action: 'UpdateItem', status: 200, kind: limiterItemKind('payments-provider#key#t1#queue') },
       ];
@@ -131,9 +157,20 @@ describe('Function: costFor', () => {
       expect(limiterFigures([], 0).slotsPerInvocation).toEqual({ writes: 0, lostRaces: 0, reads: 0 });
     });
 
-    it('tells the limiter table\'s items apart by their keys', () => {
-      expect(['p', 'p#rate', 'p#key#t', 'p#key#t#rate', 'p#key#t#queue', 'p#conc#t', 'p#backfill', 'LIMITS#job'].map(limiterItemKind)).toEqual([
-        'slots', 'rate', 'key slots', 'key rate', 'key queue', 'key concurrency', 'backfill cap', 'key overrides',
+    it("tells the limiter table's items apart by their keys", () => {
+      expect(
+        ['p', 'p#rate', 'p#key#t', 'p#key#t#rate', 'p#key#t#queue', 'p#conc#t', 'p#backfill', 'LIMITS#job'].map(
+          limiterItemKind,
+        ),
+      ).toEqual([
+        'slots',
+        'rate',
+        'key slots',
+        'key rate',
+        'key queue',
+        'key concurrency',
+        'backfill cap',
+        'key overrides',
       ]);
     });
   });

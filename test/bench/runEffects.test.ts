@@ -59,19 +59,36 @@ describe('Function: downstreamSince', () => {
 
 describe('Function: effectFigures', () => {
   it('counts each seeded operation applied once, not at all, or more than once, and the effects on anything else', () => {
-    const figures = effectFigures(reading({ a: 1, b: 2, x: 1 }, ['x']), { expectedOperations: ['a', 'b', 'c'], summary: '' }, 3);
+    const figures = effectFigures(
+      reading({ a: 1, b: 2, x: 1 }, ['x']),
+      { expectedOperations: ['a', 'b', 'c'], summary: '' },
+      3,
+    );
     expect(figures).toEqual({ expected: 3, exactlyOnce: 1, missing: 1, repeated: 1, unexpected: 1 });
   });
 
   it("judges a job that named no operations (no fixture) on the pipeline's completions against what it discovered", () => {
-    const figures = effectFigures(reading({ 'op-1': 1, 'op-2': 1, 'op-3': 2 }), { expectedOperations: [], summary: '' }, 4);
+    const figures = effectFigures(
+      reading({ 'op-1': 1, 'op-2': 1, 'op-3': 2 }),
+      { expectedOperations: [], summary: '' },
+      4,
+    );
     expect(figures).toEqual({ expected: 4, exactlyOnce: 2, missing: 1, repeated: 1, unexpected: 0 });
   });
 });
 
 describe('Function: itemEffectFigures', () => {
   it('counts the items touched and those touched more than once, where the fixture reads items', () => {
-    expect(itemEffectFigures({ ...reading({}), effectsByItem: new Map([['s1', 1], ['s2', 2], ['s3', 1]]) })).toEqual({ touched: 3, repeated: 1 });
+    expect(
+      itemEffectFigures({
+        ...reading({}),
+        effectsByItem: new Map([
+          ['s1', 1],
+          ['s2', 2],
+          ['s3', 1],
+        ]),
+      }),
+    ).toEqual({ touched: 3, repeated: 1 });
     expect(itemEffectFigures(reading({}))).toBeUndefined();
   });
 });
@@ -79,20 +96,28 @@ describe('Function: itemEffectFigures', () => {
 describe('Class: PipelineLog, apply starts by operation', () => {
   const line = (doc: Record<string, unknown>) => `2026-01-01T00:00:00.000Z INFO ${JSON.stringify(doc)}`;
 
-  it('keeps when each operation\'s apply began, per function, from completed and failed applies, from `since` on', () => {
+  it("keeps when each operation's apply began, per function, from completed and failed applies, from `since` on", () => {
     const log = new PipelineLog();
     log.observe('consumer-a', line({ message: 'operation completed', operationId: 'op-1', applyStartedAt: 1000 }));
     log.observe('consumer-a', line({ message: 'apply failed; will retry', operationId: 'op-2', applyStartedAt: 1100 }));
     log.observe('consumer-a', line({ message: 'operation completed', operationId: 'op-2', applyStartedAt: 2100 }));
     log.observe('consumer-b', line({ message: 'operation completed', operationId: 'op-9', applyStartedAt: 3000 }));
-    expect(log.startsByOperation('consumer-a')).toEqual(new Map([['op-1', [1000]], ['op-2', [1100, 2100]]]));
+    expect(log.startsByOperation('consumer-a')).toEqual(
+      new Map([
+        ['op-1', [1000]],
+        ['op-2', [1100, 2100]],
+      ]),
+    );
     expect(log.startsByOperation('consumer-b')).toEqual(new Map([['op-9', [3000]]]));
     expect(log.startsByOperation('consumer-a', 2000)).toEqual(new Map([['op-2', [2100]]]));
   });
 
   it('ignores other lines: no start, not JSON', () => {
     const log = new PipelineLog();
-    log.observe('consumer-a', line({ message: 'duplicate suppressed: operation already completed', operationId: 'op-1' }));
+    log.observe(
+      'consumer-a',
+      line({ message: 'duplicate suppressed: operation already completed', operationId: 'op-1' }),
+    );
     log.observe('consumer-a', 'runtime note "operationId" {not json');
     expect(log.startsByOperation('consumer-a').size).toBe(0);
     expect(log.startsByOperation('nobody').size).toBe(0);

@@ -41,14 +41,24 @@ describe('Function: shortestFaithfulIntervalSeconds', () => {
   });
 
   it('uses the smaller group when the short wait, not the batch, bounds it (30 per 30 s: 10 s of slots, 10 per group)', () => {
-    expect(shortestFaithfulIntervalSeconds({ ...payment, rateLimit: { startsPerInterval: 30, intervalSeconds: 30, burst: 1 } })).toBe(3);
+    expect(
+      shortestFaithfulIntervalSeconds({
+        ...payment,
+        rateLimit: { startsPerInterval: 30, intervalSeconds: 30, burst: 1 },
+      }),
+    ).toBe(3);
     // 12 per 60 s: 2 slots within the 10 s short wait, so groups of 2: 6 s.
-    expect(shortestFaithfulIntervalSeconds({ ...payment, rateLimit: { startsPerInterval: 12, intervalSeconds: 60, burst: 1 } })).toBe(6);
+    expect(
+      shortestFaithfulIntervalSeconds({
+        ...payment,
+        rateLimit: { startsPerInterval: 12, intervalSeconds: 60, burst: 1 },
+      }),
+    ).toBe(6);
   });
 });
 
 describe('Function: scaleJobSettings', () => {
-  it('scales the interval, and by the same factor the horizon, the batching window and the short wait\'s slots, not its slack', () => {
+  it("scales the interval, and by the same factor the horizon, the batching window and the short wait's slots, not its slack", () => {
     const { settings, pacing } = scaleJobSettings(payment, 8, 5);
     expect(settings.rateLimit).toEqual({ startsPerInterval: 80, intervalSeconds: 8, burst: 1 });
     expect(settings.admission).toEqual({ horizonSeconds: 40, batchSize: 10 });

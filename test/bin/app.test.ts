@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { App, PolicyValidationPluginReport } from 'aws-cdk-lib';
+import { App, type PolicyValidationPluginReport } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import { buildApp } from '../../bin/app';
 import { environments } from '../../lib/config/environments';
@@ -42,7 +42,9 @@ function withValidation<T>(synth: () => T): T {
 }
 
 const describeViolations = (report: PolicyValidationPluginReport): string[] =>
-  report.violations.map((v) => `${v.severity} ${v.ruleName} at ${v.violatingResources.map((r) => r.constructPath).join(', ')}`);
+  report.violations.map(
+    (v) => `${v.severity} ${v.ruleName} at ${v.violatingResources.map((r) => r.constructPath).join(', ')}`,
+  );
 
 describe('Function: buildApp', () => {
   describe.each(Object.keys(environments))('environment %s', (environmentName) => {
@@ -63,7 +65,9 @@ describe('Function: buildApp', () => {
 
     it('names the stack PacedJobs-<env> and synthesizes without credentials or lookups', () => {
       expect(stackName).toBe(`PacedJobs-${environmentName}`);
-      expect(app.node.metadata.filter((m) => m.type === 'aws:cdk:missing-context' || m.type.startsWith('aws:cdk:lookup'))).toEqual([]);
+      expect(
+        app.node.metadata.filter((m) => m.type === 'aws:cdk:missing-context' || m.type.startsWith('aws:cdk:lookup')),
+      ).toEqual([]);
     });
 
     it('has zero unacknowledged AwsSolutions findings (errors or warnings)', () => {
@@ -78,7 +82,9 @@ describe('Function: buildApp', () => {
       const report = JSON.parse(readFileSync(path.join(assemblyDir, 'validation-report.json'), 'utf8')) as {
         pluginReports: { pluginName: string; violations: { ruleName: string; description: string }[] }[];
       };
-      expect(report.pluginReports.flatMap((r) => r.violations.map((v) => `${r.pluginName} ${v.ruleName}: ${v.description}`))).toEqual([]);
+      expect(
+        report.pluginReports.flatMap((r) => r.violations.map((v) => `${r.pluginName} ${v.ruleName}: ${v.description}`)),
+      ).toEqual([]);
     });
   });
 });

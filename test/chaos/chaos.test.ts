@@ -64,20 +64,44 @@ function expectProducerFaults(result: ChaosResult, s: ProducerScenario): void {
 /** The downstream case's operations, and the poison messages they bring (poisonRate, at least one). */
 const downstreamOps = FULL ? 60 : 40;
 const downstreamPoison = Math.max(1, Math.round(downstreamOps * timing.poisonRate!));
-const downstream: ProducerScenario = FULL ? { producerReruns: 1, producerDeadLetters: 1 } : { producerReruns: 0, producerDeadLetters: 1 };
-const objects: ProducerScenario = FULL ? { producerReruns: 1, producerDeadLetters: 1 } : { producerReruns: 1, producerDeadLetters: 0 };
+const downstream: ProducerScenario = FULL
+  ? { producerReruns: 1, producerDeadLetters: 1 }
+  : { producerReruns: 0, producerDeadLetters: 1 };
+const objects: ProducerScenario = FULL
+  ? { producerReruns: 1, producerDeadLetters: 1 }
+  : { producerReruns: 1, producerDeadLetters: 0 };
 const says = (s: ProducerScenario) =>
-  [s.producerDeadLetters ? 'a producer step dead-lettered and recovered' : '', s.producerReruns ? 'a re-run of the date' : ''].filter(Boolean).join(' beside ');
+  [
+    s.producerDeadLetters ? 'a producer step dead-lettered and recovered' : '',
+    s.producerReruns ? 'a re-run of the date' : '',
+  ]
+    .filter(Boolean)
+    .join(' beside ');
 
 describe('Function: runChaos', () => {
   it(`drives the job with a fake downstream by default, and keeps every invariant under the default fault mix, the downstream's and the producer's faults included, ${says(downstream)} (${downstreamOps} operations, seed 42)`, async () => {
     const result = await runChaos({ ...timing, ...downstream, ops: downstreamOps, seed: 42 });
     expect(result.job).toBe(QUOTA_CALLER);
     expect(result.settled).toBe(true);
-    expect(result.invariants.effectsEqualUniqueOperations).toMatchObject({ ok: true, effects: downstreamOps, uniqueOperations: downstreamOps });
-    expect(result.invariants.nothingLost).toMatchObject({ ok: true, operations: downstreamOps, missing: 0, queueLeft: 0, runsNotFullyAdmitted: [] });
+    expect(result.invariants.effectsEqualUniqueOperations).toMatchObject({
+      ok: true,
+      effects: downstreamOps,
+      uniqueOperations: downstreamOps,
+    });
+    expect(result.invariants.nothingLost).toMatchObject({
+      ok: true,
+      operations: downstreamOps,
+      missing: 0,
+      queueLeft: 0,
+      runsNotFullyAdmitted: [],
+    });
     expect(result.invariants.rateRespected).toMatchObject({ ok: true, limit: 600 });
-    expect(result.invariants.onlyTerminalFailuresInDlq).toMatchObject({ ok: true, withoutFailureReason: 0, poisonInjected: downstreamPoison, poisonRejected: downstreamPoison });
+    expect(result.invariants.onlyTerminalFailuresInDlq).toMatchObject({
+      ok: true,
+      withoutFailureReason: 0,
+      poisonInjected: downstreamPoison,
+      poisonRejected: downstreamPoison,
+    });
     expect(result.ok).toBe(true);
     // The run did inject: duplicates, poison, and faults at the downstream and DynamoDB.
     const f = result.faultsInjected;
@@ -90,7 +114,12 @@ describe('Function: runChaos', () => {
     // And at the producer: a page's publishing killed before its commit, and the scenario's own.
     expect(result.producerFaults!.killsMidPublish).toBeGreaterThanOrEqual(1);
     expectProducerFaults(result, downstream);
-    expect(result.admission).toEqual({ producerTimeoutSeconds: 25, horizonSeconds: 2, visibilitySeconds: 28, maxReceiveCount: 2 });
+    expect(result.admission).toEqual({
+      producerTimeoutSeconds: 25,
+      horizonSeconds: 2,
+      visibilitySeconds: 28,
+      maxReceiveCount: 2,
+    });
   }, 420_000);
 
   it(`drives a job whose effects land on AWS (S3), with S3 faults, ${says(objects)}, and keeps every invariant (40 operations, seed 3)`, async () => {
@@ -99,11 +128,27 @@ describe('Function: runChaos', () => {
     expect(result.seeded).toBe('40 objects');
     expect(result.settled).toBe(true);
     // Read off the S3 deletes the local server answered: one per seeded object, none of anything else.
-    expect(result.invariants.effectsEqualUniqueOperations).toMatchObject({ ok: true, effects: 40, uniqueOperations: 40, unexpectedEffects: [] });
-    expect(result.invariants.nothingLost).toMatchObject({ ok: true, operations: 40, missing: 0, queueLeft: 0, runsNotFullyAdmitted: [] });
+    expect(result.invariants.effectsEqualUniqueOperations).toMatchObject({
+      ok: true,
+      effects: 40,
+      uniqueOperations: 40,
+      unexpectedEffects: [],
+    });
+    expect(result.invariants.nothingLost).toMatchObject({
+      ok: true,
+      operations: 40,
+      missing: 0,
+      queueLeft: 0,
+      runsNotFullyAdmitted: [],
+    });
     // Without a downstream of its own, the rate is checked on the effects' times.
     expect(result.invariants.rateRespected).toMatchObject({ ok: true, limit: 600, starts: 40 });
-    expect(result.invariants.onlyTerminalFailuresInDlq).toMatchObject({ ok: true, withoutFailureReason: 0, poisonInjected: 2, poisonRejected: 2 });
+    expect(result.invariants.onlyTerminalFailuresInDlq).toMatchObject({
+      ok: true,
+      withoutFailureReason: 0,
+      poisonInjected: 2,
+      poisonRejected: 2,
+    });
     expect(result.ok).toBe(true);
     const f = result.faultsInjected;
     expect(f.duplicateCopies).toBeGreaterThan(0);

@@ -13,9 +13,27 @@ function timeline(): ChaosTimeline {
   const starts: number[] = [];
   for (let t = 0; t < 30; t += 0.5) if (t < 10 || t >= 12) starts.push(s(t));
   const samples: MetricSample[] = [
-    ...starts.map((at) => ({ namespace: 'PacedJobs', metricName: 'Applied', dimensions: { service: JOB, job: JOB }, timestamp: at, value: 1 })),
-    { namespace: 'PacedJobs', metricName: 'AgeSinceFirstEnqueue', dimensions: { service: JOB, job: JOB }, timestamp: s(20), value: 7000 },
-    { namespace: 'AWS/SQS', metricName: 'ApproximateNumberOfMessagesVisible', dimensions: { QueueName: 'work' }, timestamp: s(1), value: 50 },
+    ...starts.map((at) => ({
+      namespace: 'PacedJobs',
+      metricName: 'Applied',
+      dimensions: { service: JOB, job: JOB },
+      timestamp: at,
+      value: 1,
+    })),
+    {
+      namespace: 'PacedJobs',
+      metricName: 'AgeSinceFirstEnqueue',
+      dimensions: { service: JOB, job: JOB },
+      timestamp: s(20),
+      value: 7000,
+    },
+    {
+      namespace: 'AWS/SQS',
+      metricName: 'ApproximateNumberOfMessagesVisible',
+      dimensions: { QueueName: 'work' },
+      timestamp: s(1),
+      value: 50,
+    },
   ];
   return {
     job: JOB,
@@ -34,8 +52,14 @@ describe('Function: chaosCharts', () => {
   const charts = chaosCharts(timeline());
   const byId = (name: string) => charts.find((c) => c.id === `${JOB}:${name}`)!;
 
-  it('charts the downstream\'s starts in any window against the allowance, then the job\'s own charts', () => {
-    expect(charts.map((c) => c.id)).toEqual([`${JOB}:starts`, `${JOB}:rate`, `${JOB}:outcomes`, `${JOB}:age`, `${JOB}:queue`]);
+  it("charts the downstream's starts in any window against the allowance, then the job's own charts", () => {
+    expect(charts.map((c) => c.id)).toEqual([
+      `${JOB}:starts`,
+      `${JOB}:rate`,
+      `${JOB}:outcomes`,
+      `${JOB}:age`,
+      `${JOB}:queue`,
+    ]);
     for (const c of charts) expect(dataPoints(c)).toBeGreaterThan(0);
     const starts = byId('starts');
     const values = starts.lines[0].values as number[];
@@ -49,16 +73,20 @@ describe('Function: chaosCharts', () => {
     const stepS = rate.x[1] - rate.x[0];
     const storm = rate.lines.find((l) => l.label === '429 storm (injected)')!;
     expect(storm.kind).toBe('limit');
-    const inStorm = rate.x.map((x, i) => [x, storm.values[i]] as const).filter(([, v]) => (v ?? 0) > 0).map(([x]) => x - T0 / 1000);
+    const inStorm = rate.x
+      .map((x, i) => [x, storm.values[i]] as const)
+      .filter(([, v]) => (v ?? 0) > 0)
+      .map(([x]) => x - T0 / 1000);
     expect(inStorm[0]).toBe(10);
     expect(inStorm[inStorm.length - 1]).toBe(12 - stepS);
-    const at = (label: string, second: number) => rate.lines.find((l) => l.label === label)!.values[rate.x.indexOf(T0 / 1000 + second)];
+    const at = (label: string, second: number) =>
+      rate.lines.find((l) => l.label === label)!.values[rate.x.indexOf(T0 / 1000 + second)];
     expect(at('starts', 10.5 - (10.5 % stepS))).toBe(0);
     expect(at('429s', 10)).toBeGreaterThan(0);
     expect(at('starts', 5)).toBeGreaterThan(0);
   });
 
-  it('keeps the metrics\' starts chart for a job without a fake downstream', () => {
+  it("keeps the metrics' starts chart for a job without a fake downstream", () => {
     const { starts: _s, throttles: _t, ...withoutDownstream } = timeline();
     const charts = chaosCharts({ ...withoutDownstream, storms: [] });
     expect(charts.map((c) => c.id)).toEqual([`${JOB}:starts`, `${JOB}:outcomes`, `${JOB}:age`, `${JOB}:queue`]);
@@ -86,7 +114,7 @@ describe('Function: chaosHtmlReport', () => {
     charts: chaosCharts(timeline()),
   };
 
-  it('puts the verdict and the faults in the facts and the run\'s charts in its one section', () => {
+  it("puts the verdict and the faults in the facts and the run's charts in its one section", () => {
     const report = chaosHtmlReport(result);
     expect(report.title).toBe(`Chaos run of ${JOB}: every invariant held`);
     expect(report.sections).toHaveLength(1);
@@ -104,6 +132,9 @@ describe('Function: chaosHtmlReport', () => {
   it('renders a run recorded before charts, and one whose charts failed, saying why', () => {
     const { charts: _c, ...old } = result;
     expect(chaosHtmlReport(old).sections[0].charts).toEqual([]);
-    expect(chaosHtmlReport({ ...old, chartsError: 'MetricRecorderError: boom' }).sections[0].facts).toContainEqual(['charts', 'could not be built: MetricRecorderError: boom']);
+    expect(chaosHtmlReport({ ...old, chartsError: 'MetricRecorderError: boom' }).sections[0].facts).toContainEqual([
+      'charts',
+      'could not be built: MetricRecorderError: boom',
+    ]);
   });
 });

@@ -4,7 +4,10 @@ import { join } from 'node:path';
 import { buildProgram, htmlReportFile, lastRunFile, main } from '../../chaos/cli';
 import { defaultHorizonSeconds, defaultTimeoutSeconds, type ChaosOptions, type ChaosResult } from '../../chaos/run';
 
-async function parse(args: string[], cwd?: string): Promise<{ options?: ChaosOptions | undefined; flags?: { json: boolean; report?: string }; error?: string }> {
+async function parse(
+  args: string[],
+  cwd?: string,
+): Promise<{ options?: ChaosOptions | undefined; flags?: { json: boolean; report?: string }; error?: string }> {
   const out: { options?: ChaosOptions | undefined; flags?: { json: boolean; report?: string }; error?: string } = {};
   const program = buildProgram(async (options, flags) => {
     out.options = options;
@@ -59,26 +62,63 @@ describe('Function: buildProgram', () => {
 
   it('passes --json, --report and the fault rates through', async () => {
     const { options, flags } = await parse([
-      '--ops', '5', '--seed', '0', '--json', '--report', 'out.md', '--kill-rate', '0', '--storm-share', '0.5', '--downstream-error-rate', '0.2', '--s3-fault-rate', '0.5',
+      '--ops',
+      '5',
+      '--seed',
+      '0',
+      '--json',
+      '--report',
+      'out.md',
+      '--kill-rate',
+      '0',
+      '--storm-share',
+      '0.5',
+      '--downstream-error-rate',
+      '0.2',
+      '--s3-fault-rate',
+      '0.5',
     ]);
     expect(flags).toEqual({ json: true, report: 'out.md' });
     expect(options).toMatchObject({ killRate: 0, stormShare: 0.5, downstreamErrorRate: 0.2, s3FaultRate: 0.5 });
   });
 
   it('runs on the app in the folder it is given (where the command runs), and passes --stack and --cdk-out through', async () => {
-    expect((await parse(['--ops', '5', '--seed', '0', '--stack', 'BillingStack'], '/apps/billing')).options).toMatchObject({ cwd: '/apps/billing', stack: 'BillingStack' });
+    expect(
+      (await parse(['--ops', '5', '--seed', '0', '--stack', 'BillingStack'], '/apps/billing')).options,
+    ).toMatchObject({ cwd: '/apps/billing', stack: 'BillingStack' });
     expect((await parse(['--ops', '5', '--seed', '0'])).options?.assemblyDir).toBeUndefined();
-    expect((await parse(['--ops', '5', '--seed', '0', '--cdk-out', 'out/assembly'])).options).toMatchObject({ assemblyDir: 'out/assembly' });
+    expect((await parse(['--ops', '5', '--seed', '0', '--cdk-out', 'out/assembly'])).options).toMatchObject({
+      assemblyDir: 'out/assembly',
+    });
   });
 
   it('passes --job through as named: the run checks it against the stack', async () => {
-    expect((await parse(['--ops', '5', '--seed', '0', '--job', 'some-job'])).options).toMatchObject({ job: 'some-job', ops: 5 });
+    expect((await parse(['--ops', '5', '--seed', '0', '--job', 'some-job'])).options).toMatchObject({
+      job: 'some-job',
+      ops: 5,
+    });
   });
 
   it('passes the producer faults and the admission timing through', async () => {
     const { options } = await parse([
-      '--ops', '5', '--seed', '0', '--producer-kill-rate', '0.5', '--producer-dead-letters', '2', '--duplicate-schedules', '0',
-      '--producer-timeout', '25', '--admission-horizon', '3', '--admission-visibility', '28', '--admission-max-receives', '2',
+      '--ops',
+      '5',
+      '--seed',
+      '0',
+      '--producer-kill-rate',
+      '0.5',
+      '--producer-dead-letters',
+      '2',
+      '--duplicate-schedules',
+      '0',
+      '--producer-timeout',
+      '25',
+      '--admission-horizon',
+      '3',
+      '--admission-visibility',
+      '28',
+      '--admission-max-receives',
+      '2',
     ]);
     expect(options).toMatchObject({
       producerKillRate: 0.5,
@@ -94,13 +134,17 @@ describe('Function: buildProgram', () => {
   it('rejects a producer timeout under which the producer would publish nothing', async () => {
     const { error, options } = await parse(['--ops', '5', '--seed', '1', '--producer-timeout', '20']);
     expect(options).toBeUndefined();
-    expect(error).toBe('error: option \'--producer-timeout <s>\' argument \'20\' is invalid. --producer-timeout must be an integer >= 25, got "20"');
+    expect(error).toBe(
+      "error: option '--producer-timeout <s>' argument '20' is invalid. --producer-timeout must be an integer >= 25, got \"20\"",
+    );
   });
 
   it('rejects a rate outside [0, 1] with a message naming the flag', async () => {
     const { error, options } = await parse(['--ops', '5', '--seed', '1', '--kill-rate', '2']);
     expect(options).toBeUndefined();
-    expect(error).toBe('error: option \'--kill-rate <p>\' argument \'2\' is invalid. --kill-rate must be a probability between 0 and 1, got "2"');
+    expect(error).toBe(
+      "error: option '--kill-rate <p>' argument '2' is invalid. --kill-rate must be a probability between 0 and 1, got \"2\"",
+    );
   });
 
   it('scales the default settle timeout with the operations (900 s, or 4x the paced minimum) and the step receives', () => {
@@ -119,7 +163,10 @@ describe('Function: buildProgram', () => {
   });
 
   it('writes the default report file when --report names none', async () => {
-    expect((await parse(['--ops', '5', '--seed', '0', '--report'])).flags).toEqual({ json: false, report: 'chaos-report.md' });
+    expect((await parse(['--ops', '5', '--seed', '0', '--report'])).flags).toEqual({
+      json: false,
+      report: 'chaos-report.md',
+    });
   });
 
   it('asks for no run with --report alone: the summary of the last run', async () => {
@@ -131,9 +178,15 @@ describe('Function: buildProgram', () => {
   });
 
   it('requires --ops and --seed to run', async () => {
-    expect((await parse(['--seed', '1'])).error).toBe("error: --ops is required to run (--ops N --seed S); --report alone writes the last run's summary");
-    expect((await parse(['--ops', '3'])).error).toBe("error: --seed is required to run (--ops N --seed S); --report alone writes the last run's summary");
-    expect((await parse(['--ops', '0', '--seed', '1'])).error).toBe('error: option \'--ops <n>\' argument \'0\' is invalid. --ops must be an integer >= 1, got "0"');
+    expect((await parse(['--seed', '1'])).error).toBe(
+      "error: --ops is required to run (--ops N --seed S); --report alone writes the last run's summary",
+    );
+    expect((await parse(['--ops', '3'])).error).toBe(
+      "error: --seed is required to run (--ops N --seed S); --report alone writes the last run's summary",
+    );
+    expect((await parse(['--ops', '0', '--seed', '1'])).error).toBe(
+      "error: option '--ops <n>' argument '0' is invalid. --ops must be an integer >= 1, got \"0\"",
+    );
   });
 });
 
@@ -165,7 +218,7 @@ describe('Function: main, with --report alone', () => {
     rmSync(app, { recursive: true, force: true });
   });
 
-  it('reads the last run and writes its reports in the app\'s folder, not beside the tool (dist/ in the package)', async () => {
+  it("reads the last run and writes its reports in the app's folder, not beside the tool (dist/ in the package)", async () => {
     mkdirSync(join(app, '.local', 'chaos'), { recursive: true });
     writeFileSync(lastRunFile(app), JSON.stringify(last));
     await expect(main(['node', 'chaos', '--report', 'summary.md'], app)).resolves.toBe(0);
@@ -175,7 +228,9 @@ describe('Function: main, with --report alone', () => {
     expect(existsSync(htmlReportFile(app))).toBe(true);
   });
 
-  it('names the app\'s record file when there is no last run', async () => {
-    await expect(main(['node', 'chaos', '--report'], app)).rejects.toThrow(`no chaos run on record (${join(app, '.local', 'chaos', 'last-run.json')})`);
+  it("names the app's record file when there is no last run", async () => {
+    await expect(main(['node', 'chaos', '--report'], app)).rejects.toThrow(
+      `no chaos run on record (${join(app, '.local', 'chaos', 'last-run.json')})`,
+    );
   });
 });

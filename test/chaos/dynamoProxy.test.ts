@@ -1,4 +1,9 @@
-import { DynamoDBClient, InternalServerError, ListTablesCommand, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
+import {
+  DynamoDBClient,
+  InternalServerError,
+  ListTablesCommand,
+  ProvisionedThroughputExceededException,
+} from '@aws-sdk/client-dynamodb';
 import { dynamoErrorBody, DynamoFaultProxy, type DynamoFault } from '../../chaos/dynamoProxy';
 import { startDynamoDb, type RunningServer } from '../../local/servers';
 import { holdsFor } from '../../local/waitFor';
@@ -13,7 +18,12 @@ describe('Class: DynamoFaultProxy', () => {
     proxy = new DynamoFaultProxy({ target: () => dynalite.endpoint, decide: () => next });
     await proxy.start();
     // One attempt, so each injected fault reaches the test as the SDK's own exception.
-    client = new DynamoDBClient({ endpoint: proxy.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' }, maxAttempts: 1 });
+    client = new DynamoDBClient({
+      endpoint: proxy.endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
+      maxAttempts: 1,
+    });
   });
   afterAll(async () => {
     client.destroy();
@@ -32,7 +42,9 @@ describe('Class: DynamoFaultProxy', () => {
       next = 'ProvisionedThroughputExceededException';
       const error = await client.send(new ListTablesCommand({})).catch((e: Error) => e);
       expect(error).toBeInstanceOf(ProvisionedThroughputExceededException);
-      expect((error as Error).message).toBe('The level of configured provisioned throughput for the table was exceeded (injected)');
+      expect((error as Error).message).toBe(
+        'The level of configured provisioned throughput for the table was exceeded (injected)',
+      );
     });
 
     it('answers an internal error with status 500', async () => {
@@ -50,7 +62,9 @@ describe('Class: DynamoFaultProxy', () => {
       next = 'Stall';
       const abort = new AbortController();
       let settled = false;
-      const pending = client.send(new ListTablesCommand({}), { abortSignal: abort.signal }).finally(() => (settled = true));
+      const pending = client
+        .send(new ListTablesCommand({}), { abortSignal: abort.signal })
+        .finally(() => (settled = true));
       // The wait is the claim: a stalled request stays unanswered, however long the caller waits.
       await holdsFor('the stalled request to stay unanswered', () => !settled, { forMs: 300 });
       expect(settled).toBe(false);

@@ -17,12 +17,18 @@ const NONE: FaultRates = {
   consumerTimeoutSeconds: 20,
 };
 const STARTED = 1_000_000;
-const request = (key: string, at = STARTED) => ({ at, idempotencyKey: key }) as Parameters<ChaosFaults['downstream']>[0];
+const request = (key: string, at = STARTED) =>
+  ({ at, idempotencyKey: key }) as Parameters<ChaosFaults['downstream']>[0];
 
 describe('Function: faultCounters', () => {
   it("lists the downstream's counters only for a job with one, and S3's only for a job with buckets", () => {
-    expect(Object.keys(faultCounters({ downstream: false, buckets: false }))).not.toEqual(expect.arrayContaining(['downstreamErrors']));
-    expect(faultCounters({ downstream: true, buckets: false })).toMatchObject({ downstreamErrors: 0, downstreamStormThrottles: 0 });
+    expect(Object.keys(faultCounters({ downstream: false, buckets: false }))).not.toEqual(
+      expect.arrayContaining(['downstreamErrors']),
+    );
+    expect(faultCounters({ downstream: true, buckets: false })).toMatchObject({
+      downstreamErrors: 0,
+      downstreamStormThrottles: 0,
+    });
     expect(faultCounters({ downstream: false, buckets: true })).toMatchObject({ s3SlowDowns: 0, s3Errors: 0 });
     expect(Object.keys(faultCounters({ downstream: false, buckets: false }))).not.toContain('s3Errors');
   });
@@ -90,13 +96,21 @@ describe('Class: ChaosFaults', () => {
     const faults = new ChaosFaults(1, all, STARTED);
     faults.on = false;
 
-    expect([faults.dynamo('PutItem'), faults.s3({ bucket: 'b', key: 'k' }), faults.consumerKillAfterMs()]).toEqual([undefined, undefined, undefined]);
+    expect([faults.dynamo('PutItem'), faults.s3({ bucket: 'b', key: 'k' }), faults.consumerKillAfterMs()]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
     expect(faults.duplicates('op-1')).toEqual([]);
   });
 
   it('stalls only the consumer claims and pre-checks, and gives the same faults for the same seed', () => {
     const stalls = new ChaosFaults(3, { ...NONE, dynamoStallRate: 1 }, STARTED);
-    expect([stalls.dynamo('PutItem'), stalls.dynamo('BatchGetItem'), stalls.dynamo('UpdateItem')]).toEqual(['Stall', 'Stall', undefined]);
+    expect([stalls.dynamo('PutItem'), stalls.dynamo('BatchGetItem'), stalls.dynamo('UpdateItem')]).toEqual([
+      'Stall',
+      'Stall',
+      undefined,
+    ]);
 
     const draws = (seed: number) => {
       const faults = new ChaosFaults(seed, { ...NONE, dynamoFaultRate: 0.5, killRate: 0.5 }, STARTED);

@@ -46,9 +46,18 @@ const highest = { chance: (p: number) => p > 0, int: (_min: number, max: number)
 
 describe('Function: producerInvocationOf', () => {
   it('reads an admission step from its SQS record, and the batch of a direct event as the producer derives it', () => {
-    expect(producerInvocationOf(stepEvent(3, 'm1', 2), JOB)).toEqual({ kind: 'step', batchId: BATCH, step: 3, messageId: 'm1', receiveCount: 2 });
+    expect(producerInvocationOf(stepEvent(3, 'm1', 2), JOB)).toEqual({
+      kind: 'step',
+      batchId: BATCH,
+      step: 3,
+      messageId: 'm1',
+      receiveCount: 2,
+    });
     expect(producerInvocationOf(directEvent(), JOB)).toEqual({ kind: 'direct', batchId: BATCH });
-    expect(producerInvocationOf({ businessDate: '2026-01-15', batchId: 'b-7' }, JOB)).toEqual({ kind: 'direct', batchId: 'b-7' });
+    expect(producerInvocationOf({ businessDate: '2026-01-15', batchId: 'b-7' }, JOB)).toEqual({
+      kind: 'direct',
+      batchId: 'b-7',
+    });
   });
 
   it('names no batch for a manual run without one, or a record that is not a step', () => {
@@ -60,7 +69,9 @@ describe('Function: producerInvocationOf', () => {
 
 describe('Function: admissionStepOf', () => {
   it('reads the batch and step of a step message, and nothing of another body', () => {
-    expect(admissionStepOf(JSON.stringify({ kind: 'admission-step', batchId: 'b', businessDate: '2026-01-15', step: 2 }))).toEqual({ batchId: 'b', step: 2 });
+    expect(
+      admissionStepOf(JSON.stringify({ kind: 'admission-step', batchId: 'b', businessDate: '2026-01-15', step: 2 })),
+    ).toEqual({ batchId: 'b', step: 2 });
     expect(admissionStepOf('{"scheduledTime":"2026-01-16T02:00:00Z"}')).toBeUndefined();
     expect(admissionStepOf('')).toBeUndefined();
   });
@@ -68,7 +79,14 @@ describe('Function: admissionStepOf', () => {
 
 describe('Function: stoppedChains', () => {
   const now = Date.parse('2026-01-16T02:10:00Z');
-  const item = (over: Partial<RunLedgerItem>): RunLedgerItem => ({ sk: 'b', admission: 'admitting', step: 2, nextStepAt: '2026-01-16T02:09:00Z', businessDate: '2026-01-15', ...over });
+  const item = (over: Partial<RunLedgerItem>): RunLedgerItem => ({
+    sk: 'b',
+    admission: 'admitting',
+    step: 2,
+    nextStepAt: '2026-01-16T02:09:00Z',
+    businessDate: '2026-01-15',
+    ...over,
+  });
 
   it('finds a run still admitting whose next step is overdue and unleased', () => {
     expect(stoppedChains([item({})], now, 1000).map((i) => i.sk)).toEqual(['b']);
@@ -87,15 +105,24 @@ describe('Function: stoppedChains', () => {
 });
 
 describe('Function: recoveryStepBody', () => {
-  it('is a step message for the run\'s current step, with its scheduled time when it has one', () => {
-    expect(JSON.parse(recoveryStepBody({ sk: BATCH, step: 4, businessDate: '2026-01-15', scheduledTime: '2026-01-16T02:00:00Z' }))).toEqual({
+  it("is a step message for the run's current step, with its scheduled time when it has one", () => {
+    expect(
+      JSON.parse(
+        recoveryStepBody({ sk: BATCH, step: 4, businessDate: '2026-01-15', scheduledTime: '2026-01-16T02:00:00Z' }),
+      ),
+    ).toEqual({
       kind: 'admission-step',
       batchId: BATCH,
       businessDate: '2026-01-15',
       step: 4,
       scheduledTime: '2026-01-16T02:00:00Z',
     });
-    expect(JSON.parse(recoveryStepBody({ sk: 'b', step: 0, businessDate: '2026-01-15' }))).toEqual({ kind: 'admission-step', batchId: 'b', businessDate: '2026-01-15', step: 0 });
+    expect(JSON.parse(recoveryStepBody({ sk: 'b', step: 0, businessDate: '2026-01-15' }))).toEqual({
+      kind: 'admission-step',
+      batchId: 'b',
+      businessDate: '2026-01-15',
+      step: 0,
+    });
   });
 
   it('throws naming the item when it holds no step to recover', () => {
@@ -106,7 +133,7 @@ describe('Function: recoveryStepBody', () => {
 });
 
 describe('Function: producerMessagesByBatch', () => {
-  it('groups the producer\'s fresh messages by batch and skips deferrals (they carry attempt) and poison', () => {
+  it("groups the producer's fresh messages by batch and skips deferrals (they carry attempt) and poison", () => {
     const entries = [
       { MessageBody: JSON.stringify({ batchId: 'a', operationId: 'op-1', enqueuedAt: 't' }) },
       { MessageBody: JSON.stringify({ batchId: 'a', operationId: 'op-2', enqueuedAt: 't' }) },
@@ -123,10 +150,16 @@ describe('Function: producerMessagesByBatch', () => {
 
 describe('Class: ProducerFaultInjector', () => {
   const injector = (over: { killRate?: number; deadLetters?: number; on?: boolean } = {}) =>
-    new ProducerFaultInjector({ jobName: JOB, killRate: over.killRate ?? 1, deadLetters: over.deadLetters ?? 0, dice: sure, isOn: () => over.on ?? true });
+    new ProducerFaultInjector({
+      jobName: JOB,
+      killRate: over.killRate ?? 1,
+      deadLetters: over.deadLetters ?? 0,
+      dice: sure,
+      isOn: () => over.on ?? true,
+    });
 
   describe('Method: onPublish', () => {
-    it('kills the chosen invocation at its page\'s call, and counts a direct step 0 apart', () => {
+    it("kills the chosen invocation at its page's call, and counts a direct step 0 apart", () => {
       const faults = injector();
       const direct = handle();
       faults.onInvoke(directEvent(), direct);
@@ -142,7 +175,12 @@ describe('Class: ProducerFaultInjector', () => {
       faults.onPublish(BATCH, ['op-1', 'op-2']);
       faults.onPublish(BATCH, ['op-2']);
       expect(step.killed).toBe(false);
-      expect(faults.counts).toMatchObject({ killsArmed: 0, killsMidPublish: 0, republishedMessages: 1, admissionStepsDelivered: 1 });
+      expect(faults.counts).toMatchObject({
+        killsArmed: 0,
+        killsMidPublish: 0,
+        republishedMessages: 1,
+        admissionStepsDelivered: 1,
+      });
     });
 
     it('arms nothing while the faults are off', () => {
@@ -156,7 +194,7 @@ describe('Class: ProducerFaultInjector', () => {
   });
 
   describe('Method: onInvoke', () => {
-    it('never makes a direct event\'s retry (the same event) a candidate, so the retry leaves its takeover step', () => {
+    it("never makes a direct event's retry (the same event) a candidate, so the retry leaves its takeover step", () => {
       const faults = injector();
       const event = directEvent();
       const first = handle();
@@ -189,7 +227,13 @@ describe('Class: ProducerFaultInjector', () => {
       // them: the schedule's run and its re-run of the date; the first run's step 1 killed mid-publish, and redelivered
       // a visibility timeout later, by when the re-run's step 1 had admitted the rest of the date; each run ended at
       // step 1, and no step 2 came.
-      const faults = new ProducerFaultInjector({ jobName: JOB, killRate: 0, deadLetters: 1, dice: highest, isOn: () => true });
+      const faults = new ProducerFaultInjector({
+        jobName: JOB,
+        killRate: 0,
+        deadLetters: 1,
+        dice: highest,
+        isOn: () => true,
+      });
       faults.onInvoke(directEvent(), handle());
       faults.onInvoke(directEvent('2026-01-16T02:00:04Z'), handle());
       const first = handle();
@@ -208,7 +252,13 @@ describe('Class: ProducerFaultInjector', () => {
 
     it('dooms no step delivered while the faults are off, and only the first continuations when they are on', () => {
       let on = false;
-      const faults = new ProducerFaultInjector({ jobName: JOB, killRate: 0, deadLetters: 1, dice: sure, isOn: () => on });
+      const faults = new ProducerFaultInjector({
+        jobName: JOB,
+        killRate: 0,
+        deadLetters: 1,
+        dice: sure,
+        isOn: () => on,
+      });
       const off = handle();
       faults.onInvoke(stepEvent(1, 'm1'), off);
       on = true;

@@ -51,7 +51,9 @@ describe('Function: formatText', () => {
     );
     // A result from before the second figure prints the first alone.
     const { outsideStormsAnyDepth: _, ...older } = paced.pacing!;
-    expect(formatText({ ...paced, pacing: older }).split('\n')).toContain('pacing: outside the storms, with work waiting (5 s): 80 starts of 100 allowed at 20/s = 0.8 of the allowance');
+    expect(formatText({ ...paced, pacing: older }).split('\n')).toContain(
+      'pacing: outside the storms, with work waiting (5 s): 80 starts of 100 allowed at 20/s = 0.8 of the allowance',
+    );
   });
 
   it('prints the faults, one line per invariant with its figures, and the verdict', () => {
@@ -90,9 +92,13 @@ describe('Function: formatMarkdown', () => {
     expect(md).toContain('# Chaos run of some-job: FAILED');
     expect(md).toContain('10 operations (seeded: 10 widgets), seed 3, 12.3 s, settled.');
     expect(md).toContain('| workerKillsArmed | 2 |');
-    expect(md).toContain('## Producer faults\n\n| fault | count |\n| --- | ---: |\n| killsArmed | 2 |\n| killsMidPublish | 1 |');
+    expect(md).toContain(
+      '## Producer faults\n\n| fault | count |\n| --- | ---: |\n| killsArmed | 2 |\n| killsMidPublish | 1 |',
+    );
     expect(md).toContain('| recoveredChains | 1 |');
-    expect(md).toContain('Admission: producer timeout 30 s, admission horizon 4 s, step visibility 90 s, 5 receives before the producer DLQ.');
+    expect(md).toContain(
+      'Admission: producer timeout 30 s, admission horizon 4 s, step visibility 90 s, 5 receives before the producer DLQ.',
+    );
     expect(md).toContain('| rateRespected | NO | maxStartsInAnyWindow 11; limit 10 |');
     expect(md).toContain('| onlyTerminalFailuresInDlq | yes | reasons a\\|b |');
   });

@@ -1,4 +1,11 @@
-import { DeleteObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
 import { s3ErrorBody, S3FaultProxy, type S3Fault } from '../../chaos/s3Proxy';
 import { objectRequestOf, type S3ObjectRequest } from '../../local/servers';
 import { LOCAL_CREDENTIALS, startS3, type RunningS3 } from '../../local/servers';
@@ -10,7 +17,13 @@ describe('Class: S3FaultProxy', () => {
   const asked: S3ObjectRequest[] = [];
   let client: S3Client;
   let direct: S3Client;
-  const config = (endpoint: string) => ({ endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS, forcePathStyle: true, maxAttempts: 1 });
+  const config = (endpoint: string) => ({
+    endpoint,
+    region: 'us-east-1',
+    credentials: LOCAL_CREDENTIALS,
+    forcePathStyle: true,
+    maxAttempts: 1,
+  });
   const exists = (key: string) =>
     direct.send(new HeadObjectCommand({ Bucket: 'chaos-bucket', Key: key })).then(
       () => true,
@@ -51,11 +64,13 @@ describe('Class: S3FaultProxy', () => {
       expect(proxy.forwarded).toBe(2);
     });
 
-    it('answers a delete with 503 SlowDown in S3\'s XML, which the SDK names, and leaves the object in place', async () => {
+    it("answers a delete with 503 SlowDown in S3's XML, which the SDK names, and leaves the object in place", async () => {
       next = undefined;
       await client.send(new PutObjectCommand({ Bucket: 'chaos-bucket', Key: 'b.bin', Body: 'b' }));
       next = 'SlowDown';
-      const error = await client.send(new DeleteObjectCommand({ Bucket: 'chaos-bucket', Key: 'b.bin' })).catch((e: Error) => e);
+      const error = await client
+        .send(new DeleteObjectCommand({ Bucket: 'chaos-bucket', Key: 'b.bin' }))
+        .catch((e: Error) => e);
       expect(error).toBeInstanceOf(S3ServiceException);
       expect((error as S3ServiceException).name).toBe('SlowDown');
       expect((error as S3ServiceException).$metadata.httpStatusCode).toBe(503);
@@ -64,7 +79,9 @@ describe('Class: S3FaultProxy', () => {
 
     it('answers a write with 500 InternalError, and writes nothing', async () => {
       next = 'InternalError';
-      const error = await client.send(new PutObjectCommand({ Bucket: 'chaos-bucket', Key: 'c.bin', Body: 'c' })).catch((e: Error) => e);
+      const error = await client
+        .send(new PutObjectCommand({ Bucket: 'chaos-bucket', Key: 'c.bin', Body: 'c' }))
+        .catch((e: Error) => e);
       expect((error as S3ServiceException).name).toBe('InternalError');
       expect((error as S3ServiceException).$metadata.httpStatusCode).toBe(500);
       expect(await exists('c.bin')).toBe(false);
@@ -86,8 +103,12 @@ describe('Class: S3FaultProxy', () => {
 });
 
 describe('Function: objectRequestOf', () => {
-  it('reads path-style object writes and deletes, with or without the SDK\'s x-id, and nothing else', () => {
-    expect(objectRequestOf('PUT', '/bkt/uploads/a%20b.bin?x-id=PutObject')).toEqual({ operation: 'PutObject', bucket: 'bkt', key: 'uploads/a b.bin' });
+  it("reads path-style object writes and deletes, with or without the SDK's x-id, and nothing else", () => {
+    expect(objectRequestOf('PUT', '/bkt/uploads/a%20b.bin?x-id=PutObject')).toEqual({
+      operation: 'PutObject',
+      bucket: 'bkt',
+      key: 'uploads/a b.bin',
+    });
     expect(objectRequestOf('DELETE', '/bkt/k')).toEqual({ operation: 'DeleteObject', bucket: 'bkt', key: 'k' });
     expect(objectRequestOf('PUT', '/bkt')).toBeUndefined();
     expect(objectRequestOf('PUT', '/bkt/k?tagging')).toBeUndefined();

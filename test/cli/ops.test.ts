@@ -24,6 +24,20 @@ describe('Function: runOpsCli', () => {
     await expect(runOpsCli(['--help'], { io })).resolves.toBe(0);
 
     const commands = [...io.out.join('').matchAll(/^ {2}([a-z][a-z-]*)/gm)].map((m) => m[1]);
-    expect(commands).toEqual(['status', 'pause', 'resume', 'redrive', 'catch-up', 'continue', 'limits', 'dlq', 'op', 'audit', 'console', 'preflight', 'help']);
+    expect(commands).toEqual([
+      'status',
+      'pause',
+      'resume',
+      'redrive',
+      'catch-up',
+      'continue',
+      'limits',
+      'dlq',
+      'op',
+      'audit',
+      'console',
+      'preflight',
+      'help',
+    ]);
   });
 });

@@ -6,12 +6,16 @@ import { join, resolve } from 'node:path';
 
 const ROOT = resolve(__dirname, '..', '..');
 const pacedJobs = (...args: string[]) =>
-  spawnSync(process.execPath, [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'cli', 'paced-jobs.ts'), ...args], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    timeout: 120_000,
-    env: { ...process.env, FORCE_COLOR: '0' },
-  });
+  spawnSync(
+    process.execPath,
+    [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'cli', 'paced-jobs.ts'), ...args],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 120_000,
+      env: { ...process.env, FORCE_COLOR: '0' },
+    },
+  );
 
 describe('Command: paced-jobs', () => {
   it.each([
@@ -20,13 +24,17 @@ describe('Command: paced-jobs', () => {
     ['new-job', /^Usage: new-job \[options\] <name>/],
     ['chaos', /^Usage: chaos \[options\]/],
     ['bench', /^Usage: npm run bench -- \[options\]/],
-  ])('`%s --help` prints the tool\'s own usage and exits 0', (name, usage) => {
-    const result = pacedJobs(name, '--help');
-    expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: '' });
-    expect(result.stdout).toMatch(usage);
-  }, 130_000);
+  ])(
+    "`%s --help` prints the tool's own usage and exits 0",
+    (name, usage) => {
+      const result = pacedJobs(name, '--help');
+      expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: '' });
+      expect(result.stdout).toMatch(usage);
+    },
+    130_000,
+  );
 
-  it('exits with the tool\'s code and its message when the tool refuses its arguments', () => {
+  it("exits with the tool's code and its message when the tool refuses its arguments", () => {
     const result = pacedJobs('start', '--timeout', 'soon');
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(/--timeout must be a whole number, got "soon"/);

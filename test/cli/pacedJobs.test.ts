@@ -11,7 +11,13 @@ function recording(codes: Partial<Record<keyof Delegates, number>> = {}) {
     calls.push({ delegate, argv, cwd });
     return codes[delegate] ?? 0;
   };
-  const delegates: Delegates = { start: make('start'), ops: make('ops'), newJob: make('newJob'), chaos: make('chaos'), bench: make('bench') };
+  const delegates: Delegates = {
+    start: make('start'),
+    ops: make('ops'),
+    newJob: make('newJob'),
+    chaos: make('chaos'),
+    bench: make('bench'),
+  };
   return { calls, delegates };
 }
 
@@ -27,17 +33,21 @@ describe('Function: runPacedJobs', () => {
     ['new-job', 'newJob', ['export-expiry', '--dry-run']],
     ['chaos', 'chaos', ['--job', 'usage-report', '--ops', '40', '--seed', '5']],
     ['bench', 'bench', ['--e2e', '--json']],
-  ] as const)('hands `%s` its arguments unparsed, in the app folder, and exits with its code', async (name, delegate, args) => {
-    const { calls, delegates } = recording({ [delegate]: 3 });
-    const io = capture();
-    await expect(runPacedJobs([name, ...args], { cwd: '/apps/team', io, delegates })).resolves.toBe(3);
-    expect(calls).toEqual([{ delegate, argv: [...args], cwd: '/apps/team' }]);
-    expect(io.text).toBe('');
-  });
+  ] as const)(
+    'hands `%s` its arguments unparsed, in the app folder, and exits with its code',
+    async (name, delegate, args) => {
+      const { calls, delegates } = recording({ [delegate]: 3 });
+      const io = capture();
+      await expect(runPacedJobs([name, ...args], { cwd: '/apps/team', io, delegates })).resolves.toBe(3);
+      expect(calls).toEqual([{ delegate, argv: [...args], cwd: '/apps/team' }]);
+      expect(io.text).toBe('');
+    },
+  );
 
-  it('leaves each subcommand\'s --help to its tool', async () => {
+  it("leaves each subcommand's --help to its tool", async () => {
     const { calls, delegates } = recording();
-    for (const name of ['start', 'ops', 'new-job', 'chaos', 'bench']) await runPacedJobs([name, '--help'], { cwd: '/app', io: capture(), delegates });
+    for (const name of ['start', 'ops', 'new-job', 'chaos', 'bench'])
+      await runPacedJobs([name, '--help'], { cwd: '/app', io: capture(), delegates });
     expect(calls.map((c) => [c.delegate, c.argv])).toEqual([
       ['start', ['--help']],
       ['ops', ['--help']],
@@ -53,7 +63,13 @@ describe('Function: runPacedJobs', () => {
     await expect(runPacedJobs(['--help'], { io, delegates })).resolves.toBe(0);
     expect(calls).toEqual([]);
     expect(io.text).toMatch(/^Usage: paced-jobs \[options\] \[command\]/);
-    expect([...io.text.matchAll(/^ {2}([a-z-]+) \[args\.\.\.\]/gm)].map((m) => m[1])).toEqual(['start', 'ops', 'new-job', 'chaos', 'bench']);
+    expect([...io.text.matchAll(/^ {2}([a-z-]+) \[args\.\.\.\]/gm)].map((m) => m[1])).toEqual([
+      'start',
+      'ops',
+      'new-job',
+      'chaos',
+      'bench',
+    ]);
   });
 
   it('exits 2 naming an unknown subcommand, and 2 with usage when none is given', async () => {
@@ -67,7 +83,7 @@ describe('Function: runPacedJobs', () => {
     expect(calls).toEqual([]);
   });
 
-  it('prints the package\'s version', async () => {
+  it("prints the package's version", async () => {
     const io = capture();
     await expect(runPacedJobs(['--version'], { io, delegates: recording().delegates })).resolves.toBe(0);
     expect(io.text).toBe(`${packageVersion()}\n`);

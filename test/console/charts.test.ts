@@ -47,8 +47,9 @@ const line = (c: ChartSpec, label: string) => {
 };
 
 describe('Constants: the metric names the charts read', () => {
-  it('are the pipeline\'s own names (observability.ts MetricName) and the AWS/SQS names the recorder publishes', () => {
-    for (const [key, name] of Object.entries(CHART_METRICS)) expect(MetricName[key as keyof typeof MetricName]).toBe(name);
+  it("are the pipeline's own names (observability.ts MetricName) and the AWS/SQS names the recorder publishes", () => {
+    for (const [key, name] of Object.entries(CHART_METRICS))
+      expect(MetricName[key as keyof typeof MetricName]).toBe(name);
     expect(Object.values(SQS_METRICS).sort()).toEqual(Object.values(SQS_DEPTH_METRICS).sort());
   });
 });
@@ -69,7 +70,9 @@ describe('Function: timeAxis', () => {
   });
 
   it('throws naming the window when it is backwards, or too fine to chart', () => {
-    expect(() => timeAxis({ fromMs: T0 + 1, toMs: T0 })).toThrow(new ChartInputError(`a chart window needs finite fromMs <= toMs; got fromMs ${T0 + 1}, toMs ${T0}`));
+    expect(() => timeAxis({ fromMs: T0 + 1, toMs: T0 })).toThrow(
+      new ChartInputError(`a chart window needs finite fromMs <= toMs; got fromMs ${T0 + 1}, toMs ${T0}`),
+    );
     expect(() => timeAxis({ fromMs: T0, toMs: T0 + 86_400_000, stepMs: 1 })).toThrow(
       'a chart window of 86400000 ms in steps of 1 ms is 86400000 buckets, over the 20000 a chart takes; pass a larger stepMs',
     );
@@ -96,14 +99,27 @@ describe('Function: peakInWindowPerBucket', () => {
   });
 
   it('counts starts before the axis through the windows that reach into it, and weighs a sample by its value', () => {
-    const peaks = peakInWindowPerBucket([{ atMs: T0 - 30_000, count: 3 }, { atMs: T0 + 5000, count: 2 }], axis, 60_000);
+    const peaks = peakInWindowPerBucket(
+      [
+        { atMs: T0 - 30_000, count: 3 },
+        { atMs: T0 + 5000, count: 2 },
+      ],
+      axis,
+      60_000,
+    );
     expect(peaks.slice(0, 5)).toEqual([5, 5, 5, 2, 2]);
   });
 });
 
 describe('Function: jobCharts', () => {
   const window = { fromMs: T0, toMs: T0 + 120_000, stepMs: 10_000 };
-  const job = { job: JOB, allowance: { starts: 4, intervalMs: 60_000 }, sloMinutes: 30, queueName: 'jobs-queue', dlqName: 'jobs-dlq' };
+  const job = {
+    job: JOB,
+    allowance: { starts: 4, intervalMs: 60_000 },
+    sloMinutes: 30,
+    queueName: 'jobs-queue',
+    dlqName: 'jobs-dlq',
+  };
 
   it('draws 5 starts inside a 60 s window as 5 against an allowance of 4: applied, already done and 429s, each once', () => {
     const samples = [
@@ -145,7 +161,11 @@ describe('Function: jobCharts', () => {
   });
 
   it('charts the oldest age per bucket in minutes against the SLO, null where nothing completed', () => {
-    const samples = [metric(MetricName.AgeSinceFirstEnqueue, 3, 90_000), metric(MetricName.AgeSinceFirstEnqueue, 4, 180_000), metric(MetricName.AgeSinceFirstEnqueue, 31, 30_000)];
+    const samples = [
+      metric(MetricName.AgeSinceFirstEnqueue, 3, 90_000),
+      metric(MetricName.AgeSinceFirstEnqueue, 4, 180_000),
+      metric(MetricName.AgeSinceFirstEnqueue, 31, 30_000),
+    ];
     const age = chart(jobCharts(samples, job, window), 'age');
     expect(age.unit).toBe('minutes');
     expect(line(age, 'oldest').values.slice(0, 5)).toEqual([3, null, null, 0.5, null]);
@@ -159,7 +179,7 @@ describe('Function: jobCharts', () => {
     expect(age.lines[0].values[0]).toBe(4.25);
   });
 
-  it('charts the queue\'s visible, in flight, delayed and DLQ depth (most per bucket), only the lines with samples', () => {
+  it("charts the queue's visible, in flight, delayed and DLQ depth (most per bucket), only the lines with samples", () => {
     const samples = [
       metric(MetricName.Applied, 1),
       depth(SQS_METRICS.visible, 'jobs-queue', 1, 40),
@@ -206,6 +226,15 @@ describe('Function: countPerBucket', () => {
 
 describe('Function: formatDuration', () => {
   it('says a duration as a reader would', () => {
-    expect([500, 1000, 1500, 60_000, 90_000, 300_000, 3_600_000, 7_200_000].map(formatDuration)).toEqual(['500 ms', '1 s', '1.5 s', '60 s', '90 s', '5 min', '60 min', '2 h']);
+    expect([500, 1000, 1500, 60_000, 90_000, 300_000, 3_600_000, 7_200_000].map(formatDuration)).toEqual([
+      '500 ms',
+      '1 s',
+      '1.5 s',
+      '60 s',
+      '90 s',
+      '5 min',
+      '60 min',
+      '2 h',
+    ]);
   });
 });

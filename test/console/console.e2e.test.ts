@@ -39,11 +39,28 @@ interface Served {
 function serve(localDir: string): Served {
   // Two execution environments a function: the one run here is three items.
   const cli = join(ROOT, 'cli/start.ts');
-  const child = spawn(process.execPath, ['--import', 'tsx', cli, '--app', TEST_APP, '--cdk-out', TEST_APP_ASSEMBLY, '--serve', '--prewarm', '2', '--local-dir', localDir], {
-    cwd: ROOT,
-    env: { ...process.env, FORCE_COLOR: '0' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      cli,
+      '--app',
+      TEST_APP,
+      '--cdk-out',
+      TEST_APP_ASSEMBLY,
+      '--serve',
+      '--prewarm',
+      '2',
+      '--local-dir',
+      localDir,
+    ],
+    {
+      cwd: ROOT,
+      env: { ...process.env, FORCE_COLOR: '0' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr!.on('data', (c) => (stderr += c));
   return { child, stderr: () => stderr, done: new Promise((resolve) => child.on('close', resolve)) };
@@ -56,7 +73,13 @@ describe('Console: npm start -- --serve in a browser', () => {
   let page: Page;
   let tokenUrl: string;
   let endpointsFile: string;
-  let doc: { region: string; credentials: { accessKeyId: string; secretAccessKey: string }; endpoints: Record<string, string>; jobs: Record<string, unknown>; console?: { url: string } };
+  let doc: {
+    region: string;
+    credentials: { accessKeyId: string; secretAccessKey: string };
+    endpoints: Record<string, string>;
+    jobs: Record<string, unknown>;
+    console?: { url: string };
+  };
   let ctx: CommandContext;
   let clients: OpsClients;
   const problems: string[] = [];
@@ -66,7 +89,14 @@ describe('Console: npm start -- --serve in a browser', () => {
     await page.locator('#confirm[open]').waitFor();
     await page.locator('#confirm-ok').click();
   };
-  const consumerMapping = async () => (await clients.lambda.send(new GetEventSourceMappingCommand({ UUID: ctx.resources.jobs.find((j) => j.job === JOB)!.eventSourceMappingUuid }))).State;
+  const consumerMapping = async () =>
+    (
+      await clients.lambda.send(
+        new GetEventSourceMappingCommand({
+          UUID: ctx.resources.jobs.find((j) => j.job === JOB)!.eventSourceMappingUuid,
+        }),
+      )
+    ).State;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'paced-jobs-console-e2e-'));
@@ -86,13 +116,22 @@ describe('Console: npm start -- --serve in a browser', () => {
     ctx = {
       resources,
       clients,
-      io: { stdout: () => undefined, stderr: () => undefined, interactive: false, ask: async () => '', now: () => new Date(), sleep: (ms) => processIo().sleep(ms) },
+      io: {
+        stdout: () => undefined,
+        stderr: () => undefined,
+        interactive: false,
+        ask: async () => '',
+        now: () => new Date(),
+        sleep: (ms) => processIo().sleep(ms),
+      },
     };
     // The date's items, for the page's catch-up to find, in the table the job's producer was given.
     const producer = ctx.resources.jobs.find((j) => j.job === JOB)!.producerFunctionName;
     const deployed = await clients.lambda.send(new GetFunctionConfigurationCommand({ FunctionName: producer }));
     const settings = JSON.parse(deployed.Environment!.Variables!.JOB_SETTINGS) as JobRuntimeSettings;
-    const documents = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: doc.endpoints.dynamodb, region: doc.region, credentials: doc.credentials }));
+    const documents = DynamoDBDocumentClient.from(
+      new DynamoDBClient({ endpoint: doc.endpoints.dynamodb, region: doc.region, credentials: doc.credentials }),
+    );
     for (let i = 1; i <= ITEMS; i++) {
       const item: Item = { itemId: `item-console-${i}`, businessDate: DATE, dueAt: `${DATE}T0${i}:00:00.000Z` };
       await documents.send(new PutCommand({ TableName: settings.tables.items, Item: item }));
@@ -144,17 +183,28 @@ describe('Console: npm start -- --serve in a browser', () => {
     await section().locator('input[data-field="from"]').fill(DATE);
     await section().locator('input[data-field="to"]').fill(DATE);
     await section().locator('button[data-action="catch-up"]').click();
-    await expect(page.locator('#confirm-command').textContent()).resolves.toBe(`same as: ops catch-up --job ${JOB} --from ${DATE} --to ${DATE}`);
+    await expect(page.locator('#confirm-command').textContent()).resolves.toBe(
+      `same as: ops catch-up --job ${JOB} --from ${DATE} --to ${DATE}`,
+    );
     await confirm();
     await section().locator('.result td', { hasText: 'published' }).waitFor({ timeout: 30_000 });
     const starts = page.locator(`[data-chart-id="${JOB}:starts"]`);
-    await waitFor('the starts chart to have data points', async () => Number(await starts.getAttribute('data-points')) > 0, { timeoutMs: 60_000, intervalMs: 500 });
+    await waitFor(
+      'the starts chart to have data points',
+      async () => Number(await starts.getAttribute('data-points')) > 0,
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
     // The canvas uPlot drew in.
     expect(await starts.locator('canvas').count()).toBeGreaterThan(0);
 
     // The page's batch table: the run reconciles once every item is done (before the pause, so nothing is held).
-    await section().locator('.batches tr', { hasText: DATE }).locator('span.ok', { hasText: 'yes' }).waitFor({ timeout: 60_000 });
-    await expect(section().locator('.batches tr', { hasText: DATE }).locator('td').nth(3).textContent()).resolves.toBe(String(ITEMS));
+    await section()
+      .locator('.batches tr', { hasText: DATE })
+      .locator('span.ok', { hasText: 'yes' })
+      .waitFor({ timeout: 60_000 });
+    await expect(section().locator('.batches tr', { hasText: DATE }).locator('td').nth(3).textContent()).resolves.toBe(
+      String(ITEMS),
+    );
 
     await section().locator('button[data-action="pause"]').click();
     await confirm();
@@ -171,7 +221,12 @@ describe('Console: npm start -- --serve in a browser', () => {
     ]);
     expect(await consumerMapping()).toBe('Disabled');
     const job = (await status(ctx, { job: JOB })).jobs[0];
-    expect(job.admission).toEqual({ schedule: 'DISABLED', admissionMapping: 'Disabled', consumerMapping: 'Disabled', summary: 'paused' });
+    expect(job.admission).toEqual({
+      schedule: 'DISABLED',
+      admissionMapping: 'Disabled',
+      consumerMapping: 'Disabled',
+      summary: 'paused',
+    });
     const batch = job.batches.find((b) => b.businessDate === DATE);
     expect(batch).toMatchObject({ discovered: ITEMS, completed: ITEMS, reconciles: true, backfill: true });
     expect(problems).toEqual([]);
@@ -179,11 +234,24 @@ describe('Console: npm start -- --serve in a browser', () => {
 
   it('refuses a change without the token, even from the page itself, and changes nothing', async () => {
     const refused = await page.evaluate(async (job) => {
-      const res = await fetch('/api/resume', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ job }) });
+      const res = await fetch('/api/resume', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ job }),
+      });
       return { status: res.status, body: (await res.json()) as unknown };
     }, JOB);
 
-    expect(refused).toEqual({ status: 403, body: { ok: false, error: { name: 'ConsoleForbiddenError', message: "the console's token is missing or wrong: open the URL the terminal printed" } } });
+    expect(refused).toEqual({
+      status: 403,
+      body: {
+        ok: false,
+        error: {
+          name: 'ConsoleForbiddenError',
+          message: "the console's token is missing or wrong: open the URL the terminal printed",
+        },
+      },
+    });
     expect(await consumerMapping()).toBe('Disabled');
     expect(served.stderr()).toContain('console: refused POST /api/resume: token');
   });

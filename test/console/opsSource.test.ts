@@ -6,7 +6,16 @@ import type { CommandContext } from '../../ops/context';
 function source(nowMs: number, since?: number) {
   const asked: { fromMs: number; toMs: number }[] = [];
   const ctx = {
-    resources: { jobs: [{ job: 'alpha', queueUrl: 'http://127.0.0.1:1/000000000000/alpha-queue', dlqUrl: 'http://127.0.0.1:1/000000000000/alpha-dlq', producerFunctionName: 'alpha-producer' }] },
+    resources: {
+      jobs: [
+        {
+          job: 'alpha',
+          queueUrl: 'http://127.0.0.1:1/000000000000/alpha-queue',
+          dlqUrl: 'http://127.0.0.1:1/000000000000/alpha-dlq',
+          producerFunctionName: 'alpha-producer',
+        },
+      ],
+    },
     clients: { lambda: { send: async () => Promise.reject(new Error('no lambda here')) } },
     io: { now: () => new Date(nowMs) },
   } as unknown as CommandContext;
@@ -28,10 +37,14 @@ describe('Class: OpsConsoleSource', () => {
       expect(asked[0]).toMatchObject({ fromMs: now - 15 * 60_000, toMs: now });
     });
 
-    it('starts no earlier than `since` (a local session\'s start), but always covers at least a minute', async () => {
-      expect((await source(now, now - 2 * 60_000).source.charts('alpha', { minutes: 15 })).window.fromMs).toBe(now - 2 * 60_000);
+    it("starts no earlier than `since` (a local session's start), but always covers at least a minute", async () => {
+      expect((await source(now, now - 2 * 60_000).source.charts('alpha', { minutes: 15 })).window.fromMs).toBe(
+        now - 2 * 60_000,
+      );
       expect((await source(now, now - 5_000).source.charts('alpha', { minutes: 15 })).window.fromMs).toBe(now - 60_000);
-      expect((await source(now, now - 60 * 60_000).source.charts('alpha', { minutes: 15 })).window.fromMs).toBe(now - 15 * 60_000);
+      expect((await source(now, now - 60 * 60_000).source.charts('alpha', { minutes: 15 })).window.fromMs).toBe(
+        now - 15 * 60_000,
+      );
     });
   });
 });

@@ -27,12 +27,29 @@ function samples(): MetricSample[] {
   }
   pipeline('Throttled', 40);
   pipeline('Deferred', 40);
-  for (let s = 0; s < 90; s += 5) out.push({ namespace: 'AWS/SQS', metricName: 'ApproximateNumberOfMessagesVisible', dimensions: { QueueName: 'q' }, timestamp: at(s), value: 90 - s });
+  for (let s = 0; s < 90; s += 5)
+    out.push({
+      namespace: 'AWS/SQS',
+      metricName: 'ApproximateNumberOfMessagesVisible',
+      dimensions: { QueueName: 'q' },
+      timestamp: at(s),
+      value: 90 - s,
+    });
   return out;
 }
 
-const charts = jobCharts(samples(), { job: JOB, allowance: { starts: 4, intervalMs: 60_000 }, sloMinutes: 2, queueName: 'q' }, { fromMs: T0, toMs: T0 + 90_000, stepMs: 5000 });
-const empty: ChartSpec = { id: 'other-job:starts', title: 'Starts in any 60 s window', unit: 'starts per 60 s', x: charts[0].x, lines: [{ label: 'starts', values: charts[0].x.map(() => null) }] };
+const charts = jobCharts(
+  samples(),
+  { job: JOB, allowance: { starts: 4, intervalMs: 60_000 }, sloMinutes: 2, queueName: 'q' },
+  { fromMs: T0, toMs: T0 + 90_000, stepMs: 5000 },
+);
+const empty: ChartSpec = {
+  id: 'other-job:starts',
+  title: 'Starts in any 60 s window',
+  unit: 'starts per 60 s',
+  x: charts[0].x,
+  lines: [{ label: 'starts', values: charts[0].x.map(() => null) }],
+};
 
 /**
  * The page's globals inside page.evaluate: the project compiles without the DOM library (it is Node code), so the
@@ -104,7 +121,11 @@ describe('The HTML report in a browser', () => {
       ],
     });
     const { page, requests, failed, errors } = await open(file);
-    await page.waitForFunction((n) => (globalThis as Dom).document.querySelectorAll('[data-chart-id][data-points]').length === n, charts.length + 1, { timeout: 10_000 });
+    await page.waitForFunction(
+      (n) => (globalThis as Dom).document.querySelectorAll('[data-chart-id][data-points]').length === n,
+      charts.length + 1,
+      { timeout: 10_000 },
+    );
     expect(charts.map((c) => c.id)).toEqual([`${JOB}:starts`, `${JOB}:outcomes`, `${JOB}:age`, `${JOB}:queue`]);
     for (const chart of charts) {
       const seen = await drawn(page, chart.id);
@@ -127,11 +148,21 @@ describe('The HTML report in a browser', () => {
   });
 
   it('redraws in place on update: the same chart element and canvas, the new data, a chart added and one removed', async () => {
-    const file = writeHtmlReport(join(dir, 'update.html'), { title: 'Update', sections: [{ heading: JOB, charts: charts.slice(0, 2) }] });
+    const file = writeHtmlReport(join(dir, 'update.html'), {
+      title: 'Update',
+      sections: [{ heading: JOB, charts: charts.slice(0, 2) }],
+    });
     const { page, errors } = await open(file);
-    await page.waitForFunction(() => (globalThis as Dom).document.querySelectorAll('[data-chart-id][data-points]').length === 2);
+    await page.waitForFunction(
+      () => (globalThis as Dom).document.querySelectorAll('[data-chart-id][data-points]').length === 2,
+    );
     const starts = charts[0];
-    const more: ChartSpec = { ...starts, lines: starts.lines.map((l) => (l.kind === 'limit' ? l : { ...l, values: l.values.map((v, i) => (i % 2 === 0 ? v : null)) })) };
+    const more: ChartSpec = {
+      ...starts,
+      lines: starts.lines.map((l) =>
+        l.kind === 'limit' ? l : { ...l, values: l.values.map((v, i) => (i % 2 === 0 ? v : null)) },
+      ),
+    };
     const result = await page.evaluate(
       ([next, third]) => {
         const { document, PacedCharts, requestAnimationFrame } = globalThis as Dom;
@@ -139,20 +170,28 @@ describe('The HTML report in a browser', () => {
         const root = container.querySelector(`[data-chart-id="${next.id}"]`);
         const canvas = root.querySelector('canvas');
         PacedCharts.update(container, [next, third]);
-        return new Promise<{ sameRoot: boolean; sameCanvas: boolean; points: string | null; ids: (string | null)[] }>((done) =>
-          requestAnimationFrame(() =>
-            done({
-              sameRoot: container.querySelector(`[data-chart-id="${next.id}"]`) === root,
-              sameCanvas: root.querySelector('canvas') === canvas,
-              points: root.getAttribute('data-points'),
-              ids: [...container.querySelectorAll('[data-chart-id]')].map((e: Dom) => e.getAttribute('data-chart-id') as string | null),
-            }),
-          ),
+        return new Promise<{ sameRoot: boolean; sameCanvas: boolean; points: string | null; ids: (string | null)[] }>(
+          (done) =>
+            requestAnimationFrame(() =>
+              done({
+                sameRoot: container.querySelector(`[data-chart-id="${next.id}"]`) === root,
+                sameCanvas: root.querySelector('canvas') === canvas,
+                points: root.getAttribute('data-points'),
+                ids: [...container.querySelectorAll('[data-chart-id]')].map(
+                  (e: Dom) => e.getAttribute('data-chart-id') as string | null,
+                ),
+              }),
+            ),
         );
       },
       [more, charts[2]] as const,
     );
-    expect(result).toEqual({ sameRoot: true, sameCanvas: true, points: String(dataPoints(more)), ids: [starts.id, charts[2].id] });
+    expect(result).toEqual({
+      sameRoot: true,
+      sameCanvas: true,
+      points: String(dataPoints(more)),
+      ids: [starts.id, charts[2].id],
+    });
     expect(dataPoints(more)).toBeLessThan(dataPoints(starts));
     expect(errors).toEqual([]);
     await page.close();

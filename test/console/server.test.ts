@@ -32,16 +32,30 @@ interface Answer {
 }
 
 /** One request with exactly these headers (fetch would not let a test set Host or Origin). */
-function send(port: number, options: { method?: string; path: string; headers?: Record<string, string>; body?: string }): Promise<Answer> {
+function send(
+  port: number,
+  options: { method?: string; path: string; headers?: Record<string, string>; body?: string },
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: '127.0.0.1', port, method: options.method ?? 'GET', path: options.path, headers: { host: `127.0.0.1:${port}`, ...options.headers } },
+      {
+        host: '127.0.0.1',
+        port,
+        method: options.method ?? 'GET',
+        path: options.path,
+        headers: { host: `127.0.0.1:${port}`, ...options.headers },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
           const body = Buffer.concat(chunks).toString('utf8');
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json: () => JSON.parse(body) as Record<string, unknown> });
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body,
+            json: () => JSON.parse(body) as Record<string, unknown>,
+          });
         });
       },
     );
@@ -55,7 +69,17 @@ const steps = (command: 'pause' | 'resume'): AdmissionResult => ({
   ok: true,
   command,
   dryRun: false,
-  steps: [{ job: 'alpha', kind: 'schedule', target: 'alpha-schedule', before: 'ENABLED', desired: 'DISABLED', needed: true, applied: true }],
+  steps: [
+    {
+      job: 'alpha',
+      kind: 'schedule',
+      target: 'alpha-schedule',
+      before: 'ENABLED',
+      desired: 'DISABLED',
+      needed: true,
+      applied: true,
+    },
+  ],
 });
 
 function overview(): ConsoleOverview {
@@ -66,7 +90,14 @@ function overview(): ConsoleOverview {
     jobs: [
       {
         job: 'alpha',
-        schedule: { name: 'alpha-schedule', state: 'ENABLED', expression: 'cron(0 2 * * ? *)', timeZone: 'UTC', nextFire: '2026-03-11T02:00:00.000Z', businessDate: '2026-03-10' },
+        schedule: {
+          name: 'alpha-schedule',
+          state: 'ENABLED',
+          expression: 'cron(0 2 * * ? *)',
+          timeZone: 'UTC',
+          nextFire: '2026-03-11T02:00:00.000Z',
+          businessDate: '2026-03-10',
+        },
         mappings: { consumer: 'Enabled', admission: 'Enabled' },
         paused: false,
         queue: { url: 'http://sqs/alpha', visible: 1, inFlight: 0, delayed: 2 },
@@ -88,18 +119,45 @@ function fakeSource(leak = false) {
     jobs: jest.fn(async () => ['alpha', 'beta']),
     overview: jest.fn(async () => {
       const o = overview();
-      if (leak) o.notes.push(`credentials ${ACCESS_KEY} / ${SECRET_KEY} / ${SESSION_TOKEN}`, 'another key ASIAZZZZZZZZZZZZZZZZ');
+      if (leak)
+        o.notes.push(
+          `credentials ${ACCESS_KEY} / ${SECRET_KEY} / ${SESSION_TOKEN}`,
+          'another key ASIAZZZZZZZZZZZZZZZZ',
+        );
       return o;
     }),
-    charts: jest.fn(async (job: string) => ({ job, window: { fromMs: 0, toMs: 60_000 }, charts: [{ id: `${job}:starts`, title: 'Starts', unit: 'starts per 1 min', x: [0], lines: [{ label: 'starts', values: [3] }] }] })),
-    dlqPeek: jest.fn(async (job: string) => ({ ok: true as const, command: 'dlq peek' as const, warning: 'peeking receives each message', jobs: [{ job, dlqUrl: 'http://sqs/alpha-dlq', messages: [] as PeekedMessage[] }] })),
+    charts: jest.fn(async (job: string) => ({
+      job,
+      window: { fromMs: 0, toMs: 60_000 },
+      charts: [
+        {
+          id: `${job}:starts`,
+          title: 'Starts',
+          unit: 'starts per 1 min',
+          x: [0],
+          lines: [{ label: 'starts', values: [3] }],
+        },
+      ],
+    })),
+    dlqPeek: jest.fn(async (job: string) => ({
+      ok: true as const,
+      command: 'dlq peek' as const,
+      warning: 'peeking receives each message',
+      jobs: [{ job, dlqUrl: 'http://sqs/alpha-dlq', messages: [] as PeekedMessage[] }],
+    })),
     operation: jest.fn(async (operationId: string) => {
       if (leak) throw new Error(`the SDK said: invalid signature for ${ACCESS_KEY} with ${SECRET_KEY}`);
       return { ok: true as const, command: 'op' as const, operationId, found: false, jobs: [] };
     }),
     pause: jest.fn(async () => steps('pause')),
     resume: jest.fn(async () => steps('resume')),
-    redrive: jest.fn(async () => ({ ok: true as const, command: 'redrive' as const, dryRun: false, rate: 10, jobs: [] })),
+    redrive: jest.fn(async () => ({
+      ok: true as const,
+      command: 'redrive' as const,
+      dryRun: false,
+      rate: 10,
+      jobs: [],
+    })),
     catchUp: jest.fn(async (job: string) => {
       throw new UsageError(`--from 2026-02-30 is not a real date (job ${job})`);
     }),
@@ -112,12 +170,29 @@ describe('Function: startConsoleServer', () => {
   let source: ReturnType<typeof fakeSource>;
   const start = async (options: Partial<ConsoleServerOptions> = {}, leak = false) => {
     source = fakeSource(leak);
-    server = await startConsoleServer({ source, changesAllowed: true, token: TOKEN, redact: [SECRET_KEY, ACCESS_KEY, SESSION_TOKEN], ...options });
+    server = await startConsoleServer({
+      source,
+      changesAllowed: true,
+      token: TOKEN,
+      redact: [SECRET_KEY, ACCESS_KEY, SESSION_TOKEN],
+      ...options,
+    });
     return server;
   };
-  const api = (path: string, headers: Record<string, string> = {}) => send(server.port, { path, headers: { 'x-console-token': TOKEN, ...headers } });
+  const api = (path: string, headers: Record<string, string> = {}) =>
+    send(server.port, { path, headers: { 'x-console-token': TOKEN, ...headers } });
   const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-    send(server.port, { method: 'POST', path, body: JSON.stringify(body), headers: { 'content-type': 'application/json', 'x-console-token': TOKEN, origin: `http://127.0.0.1:${server.port}`, ...headers } });
+    send(server.port, {
+      method: 'POST',
+      path,
+      body: JSON.stringify(body),
+      headers: {
+        'content-type': 'application/json',
+        'x-console-token': TOKEN,
+        origin: `http://127.0.0.1:${server.port}`,
+        ...headers,
+      },
+    });
   const actions = () => [source.pause, source.resume, source.redrive, source.catchUp, source.dlqPeek];
 
   afterEach(async () => {
@@ -136,7 +211,9 @@ describe('Function: startConsoleServer', () => {
       if (external) {
         // Any other address of this machine is refused: nothing off the machine can reach the console.
         await expect(
-          new Promise((resolve, reject) => httpRequest({ host: external.address, port: server.port, path: '/' }, resolve).on('error', reject).end()),
+          new Promise((resolve, reject) =>
+            httpRequest({ host: external.address, port: server.port, path: '/' }, resolve).on('error', reject).end(),
+          ),
         ).rejects.toMatchObject({ code: 'ECONNREFUSED' });
       }
     });
@@ -179,7 +256,7 @@ describe('Function: startConsoleServer', () => {
       expect(wrong.body).not.toContain(TOKEN);
     });
 
-    it('serves uPlot, the charts renderer and the page\'s own code and styles, from the project', async () => {
+    it("serves uPlot, the charts renderer and the page's own code and styles, from the project", async () => {
       await start();
 
       for (const [path, type] of [
@@ -191,7 +268,13 @@ describe('Function: startConsoleServer', () => {
         ['/assets/app.css', 'text/css; charset=utf-8'],
       ]) {
         const answer = await send(server.port, { path });
-        expect([path, answer.status, answer.headers['content-type'], answer.headers['x-content-type-options'], answer.headers['cache-control']]).toEqual([path, 200, type, 'nosniff', 'no-store']);
+        expect([
+          path,
+          answer.status,
+          answer.headers['content-type'],
+          answer.headers['x-content-type-options'],
+          answer.headers['cache-control'],
+        ]).toEqual([path, 200, type, 'nosniff', 'no-store']);
         expect(answer.body.length).toBeGreaterThan(100);
       }
       expect((await send(server.port, { path: '/assets/uPlot.iife.min.js' })).body).toContain('uPlot');
@@ -208,7 +291,12 @@ describe('Function: startConsoleServer', () => {
       const op = await api('/api/operation?id=reconcile%3Aacme%3Ap1%3A2026-03-10&job=alpha');
 
       expect(config.status).toBe(200);
-      expect(config.json()).toMatchObject({ description: 'stack PacedJobs-test (local)', jobs: ['alpha', 'beta'], changesAllowed: true, refresh: { overviewMs: 5000, chartsMs: 3000 } });
+      expect(config.json()).toMatchObject({
+        description: 'stack PacedJobs-test (local)',
+        jobs: ['alpha', 'beta'],
+        changesAllowed: true,
+        refresh: { overviewMs: 5000, chartsMs: 3000 },
+      });
       expect(config.headers['cache-control']).toBe('no-store');
       expect(config.headers['content-type']).toBe('application/json; charset=utf-8');
       expect(view.json()).toEqual(overview());
@@ -237,13 +325,24 @@ describe('Function: startConsoleServer', () => {
     it('refuses a change without the token, or with a wrong one, and never calls the source', async () => {
       await start();
 
-      const none = await send(server.port, { method: 'POST', path: '/api/pause', body: '{"job":"alpha"}', headers: { 'content-type': 'application/json', origin: `http://127.0.0.1:${server.port}` } });
+      const none = await send(server.port, {
+        method: 'POST',
+        path: '/api/pause',
+        body: '{"job":"alpha"}',
+        headers: { 'content-type': 'application/json', origin: `http://127.0.0.1:${server.port}` },
+      });
       const wrong = await post('/api/pause', { job: 'alpha' }, { 'x-console-token': `${TOKEN}x` });
       const short = await post('/api/resume', { job: 'alpha' }, { 'x-console-token': TOKEN.slice(0, 10) });
 
       for (const answer of [none, wrong, short]) {
         expect(answer.status).toBe(403);
-        expect(answer.json()).toEqual({ ok: false, error: { name: 'ConsoleForbiddenError', message: "the console's token is missing or wrong: open the URL the terminal printed" } });
+        expect(answer.json()).toEqual({
+          ok: false,
+          error: {
+            name: 'ConsoleForbiddenError',
+            message: "the console's token is missing or wrong: open the URL the terminal printed",
+          },
+        });
       }
       for (const action of actions()) expect(action).not.toHaveBeenCalled();
     });
@@ -261,7 +360,13 @@ describe('Function: startConsoleServer', () => {
       await start();
       const port = server.port;
 
-      for (const host of ['evil.example', `evil.example:${port}`, `127.0.0.1:${port + 1}`, `localhost.evil.example:${port}`, `[::1]:${port}`]) {
+      for (const host of [
+        'evil.example',
+        `evil.example:${port}`,
+        `127.0.0.1:${port + 1}`,
+        `localhost.evil.example:${port}`,
+        `[::1]:${port}`,
+      ]) {
         for (const path of ['/', `/?token=${TOKEN}`, '/assets/app.js', '/api/overview']) {
           const answer = await send(port, { path, headers: { host, 'x-console-token': TOKEN } });
           expect([host, path, answer.status]).toEqual([host, path, 403]);
@@ -288,12 +393,19 @@ describe('Function: startConsoleServer', () => {
     it('refuses a request from a foreign Origin, even with the token', async () => {
       await start();
 
-      for (const origin of ['http://evil.example', `http://127.0.0.1:${server.port + 1}`, `https://127.0.0.1:${server.port}`, 'null']) {
+      for (const origin of [
+        'http://evil.example',
+        `http://127.0.0.1:${server.port + 1}`,
+        `https://127.0.0.1:${server.port}`,
+        'null',
+      ]) {
         const change = await post('/api/pause', { job: 'alpha' }, { origin });
         const read = await api('/api/overview', { origin });
         expect([origin, change.status, read.status]).toEqual([origin, 403, 403]);
       }
-      expect((await post('/api/pause', { job: 'alpha' }, { origin: `http://localhost:${server.port}` })).status).toBe(200);
+      expect((await post('/api/pause', { job: 'alpha' }, { origin: `http://localhost:${server.port}` })).status).toBe(
+        200,
+      );
       expect(source.pause).toHaveBeenCalledTimes(1);
       expect(source.overview).not.toHaveBeenCalled();
     });
@@ -312,7 +424,12 @@ describe('Function: startConsoleServer', () => {
     it('refuses a change sent as anything but JSON (a form post), before reading it', async () => {
       await start();
 
-      const form = await send(server.port, { method: 'POST', path: '/api/pause', body: 'job=alpha', headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-console-token': TOKEN } });
+      const form = await send(server.port, {
+        method: 'POST',
+        path: '/api/pause',
+        body: 'job=alpha',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-console-token': TOKEN },
+      });
       const big = await post('/api/pause', { job: 'alpha', pad: 'x'.repeat(20_000) });
 
       expect(form.status).toBe(415);
@@ -321,7 +438,10 @@ describe('Function: startConsoleServer', () => {
     });
 
     it('with changes off: refuses pause, resume, redrive and catch-up before calling the source, and still peeks', async () => {
-      await start({ changesAllowed: false, changesNote: 'PacedJobs-prod is a deployed environment: restart with --allow-changes' });
+      await start({
+        changesAllowed: false,
+        changesNote: 'PacedJobs-prod is a deployed environment: restart with --allow-changes',
+      });
 
       const config = await api('/api/config');
       const refused = await Promise.all([
@@ -332,13 +452,20 @@ describe('Function: startConsoleServer', () => {
       ]);
       const peek = await post('/api/dlq-peek', { job: 'alpha', max: 5 });
 
-      expect(config.json()).toMatchObject({ changesAllowed: false, changesNote: 'PacedJobs-prod is a deployed environment: restart with --allow-changes' });
+      expect(config.json()).toMatchObject({
+        changesAllowed: false,
+        changesNote: 'PacedJobs-prod is a deployed environment: restart with --allow-changes',
+      });
       expect(refused.map((r) => r.status)).toEqual([403, 403, 403, 403]);
       expect(refused[0].json()).toEqual({
         ok: false,
-        error: { name: 'ConsoleForbiddenError', message: 'pause is off: PacedJobs-prod is a deployed environment: restart with --allow-changes' },
+        error: {
+          name: 'ConsoleForbiddenError',
+          message: 'pause is off: PacedJobs-prod is a deployed environment: restart with --allow-changes',
+        },
       });
-      for (const action of [source.pause, source.resume, source.redrive, source.catchUp]) expect(action).not.toHaveBeenCalled();
+      for (const action of [source.pause, source.resume, source.redrive, source.catchUp])
+        expect(action).not.toHaveBeenCalled();
       expect(peek.status).toBe(200);
       expect(source.dlqPeek.mock.calls).toEqual([['alpha', { max: 5 }]]);
     });
@@ -355,9 +482,17 @@ describe('Function: startConsoleServer', () => {
       const get = await send(server.port, { path: '/api/pause', headers: { 'x-console-token': TOKEN } });
 
       expect(unknown.status).toBe(404);
-      expect(unknown.json()).toEqual({ ok: false, error: { name: 'ConsoleError', message: 'unknown job "gamma"; the stack has: alpha, beta' } });
-      expect([noJob.status, badDate.status, badRate.status, badMinutes.status, noId.status, get.status]).toEqual([400, 400, 400, 400, 400, 405]);
-      expect(badDate.json()).toEqual({ ok: false, error: { name: 'ConsoleError', message: 'from must be a date YYYY-MM-DD, got "10/03/2026"' } });
+      expect(unknown.json()).toEqual({
+        ok: false,
+        error: { name: 'ConsoleError', message: 'unknown job "gamma"; the stack has: alpha, beta' },
+      });
+      expect([noJob.status, badDate.status, badRate.status, badMinutes.status, noId.status, get.status]).toEqual([
+        400, 400, 400, 400, 400, 405,
+      ]);
+      expect(badDate.json()).toEqual({
+        ok: false,
+        error: { name: 'ConsoleError', message: 'from must be a date YYYY-MM-DD, got "10/03/2026"' },
+      });
       for (const action of actions()) expect(action).not.toHaveBeenCalled();
       expect(source.charts).not.toHaveBeenCalled();
       expect(source.operation).not.toHaveBeenCalled();
@@ -365,9 +500,22 @@ describe('Function: startConsoleServer', () => {
 
     it('answers data with its control, bidi and invisible characters escaped, in its values and in errors', async () => {
       await start();
-      const message = { messageId: 'm-1', receiveCount: 1, failureReason: 'refused "x\u202egnp.exe"\u2028forged', body: '{"k":"a\u0085\u200bb"}' };
-      source.dlqPeek.mockResolvedValueOnce({ ok: true, command: 'dlq peek', warning: 'w', jobs: [{ job: 'alpha', dlqUrl: 'http://sqs/alpha-dlq', messages: [message] }] });
-      source.overview.mockImplementationOnce(async () => ({ ...overview(), notes: ['tenant "\u2066evil\u2069" has no limit'] }));
+      const message = {
+        messageId: 'm-1',
+        receiveCount: 1,
+        failureReason: 'refused "x\u202egnp.exe"\u2028forged',
+        body: '{"k":"a\u0085\u200bb"}',
+      };
+      source.dlqPeek.mockResolvedValueOnce({
+        ok: true,
+        command: 'dlq peek',
+        warning: 'w',
+        jobs: [{ job: 'alpha', dlqUrl: 'http://sqs/alpha-dlq', messages: [message] }],
+      });
+      source.overview.mockImplementationOnce(async () => ({
+        ...overview(),
+        notes: ['tenant "\u2066evil\u2069" has no limit'],
+      }));
       source.catchUp.mockRejectedValueOnce(new UsageError('no such tenant "\u202eab"'));
 
       const peek = await post('/api/dlq-peek', { job: 'alpha', max: 5 });
@@ -381,7 +529,10 @@ describe('Function: startConsoleServer', () => {
         body: '{"k":"a\\u0085\\u200bb"}',
       });
       expect(status.json().notes).toEqual(['tenant "\\u2066evil\\u2069" has no limit']);
-      expect(refused.json()).toEqual({ ok: false, error: { name: 'UsageError', message: 'no such tenant "\\u202eab"' } });
+      expect(refused.json()).toEqual({
+        ok: false,
+        error: { name: 'UsageError', message: 'no such tenant "\\u202eab"' },
+      });
     });
 
     it("answers a command's own refusal with its name and message", async () => {
@@ -390,7 +541,10 @@ describe('Function: startConsoleServer', () => {
       const answer = await post('/api/catch-up', { job: 'alpha', from: '2026-03-01', to: '2026-03-02' });
 
       expect(answer.status).toBe(400);
-      expect(answer.json()).toEqual({ ok: false, error: { name: 'UsageError', message: '--from 2026-02-30 is not a real date (job alpha)' } });
+      expect(answer.json()).toEqual({
+        ok: false,
+        error: { name: 'UsageError', message: '--from 2026-02-30 is not a real date (job alpha)' },
+      });
     });
   });
 
@@ -400,7 +554,16 @@ describe('Function: startConsoleServer', () => {
       const answers = [
         await send(server.port, { path: `/?token=${TOKEN}` }),
         await send(server.port, { path: '/' }),
-        ...(await Promise.all(['/assets/uPlot.iife.min.js', '/assets/uPlot.min.css', '/assets/charts.js', '/assets/charts.css', '/assets/app.js', '/assets/app.css'].map((path) => send(server.port, { path })))),
+        ...(await Promise.all(
+          [
+            '/assets/uPlot.iife.min.js',
+            '/assets/uPlot.min.css',
+            '/assets/charts.js',
+            '/assets/charts.css',
+            '/assets/app.js',
+            '/assets/app.css',
+          ].map((path) => send(server.port, { path })),
+        )),
         await api('/api/config'),
         await api('/api/overview'),
         await api('/api/charts?job=alpha'),
@@ -414,14 +577,21 @@ describe('Function: startConsoleServer', () => {
 
       for (const answer of answers) {
         const text = `${JSON.stringify(answer.headers)}\n${answer.body}`;
-        for (const secret of [SECRET_KEY, ACCESS_KEY, SESSION_TOKEN, 'ASIAZZZZZZZZZZZZZZZZ']) expect(text).not.toContain(secret);
+        for (const secret of [SECRET_KEY, ACCESS_KEY, SESSION_TOKEN, 'ASIAZZZZZZZZZZZZZZZZ'])
+          expect(text).not.toContain(secret);
       }
       // What leaked is replaced, and the rest of the answer is kept.
       const leaked = await api('/api/overview');
-      expect((leaked.json().notes as string[]).slice(-2)).toEqual(['credentials [redacted] / [redacted] / [redacted]', 'another key [redacted]']);
+      expect((leaked.json().notes as string[]).slice(-2)).toEqual([
+        'credentials [redacted] / [redacted] / [redacted]',
+        'another key [redacted]',
+      ]);
       const failed = await api('/api/operation?id=op-1');
       expect(failed.status).toBe(500);
-      expect(failed.json()).toEqual({ ok: false, error: { name: 'Error', message: 'the SDK said: invalid signature for [redacted] with [redacted]' } });
+      expect(failed.json()).toEqual({
+        ok: false,
+        error: { name: 'Error', message: 'the SDK said: invalid signature for [redacted] with [redacted]' },
+      });
     });
   });
 });
@@ -440,7 +610,9 @@ describe('Function: redactor', () => {
   it('replaces every listed secret and anything shaped like an access key ID, and leaves short strings alone', () => {
     const redact = redactor(['S3RVER', 'abc', SECRET_KEY]);
 
-    expect(redact(`key S3RVER/S3RVER, ${SECRET_KEY}, AKIA0000000000000000, abc`)).toBe('key [redacted]/[redacted], [redacted], [redacted], abc');
+    expect(redact(`key S3RVER/S3RVER, ${SECRET_KEY}, AKIA0000000000000000, abc`)).toBe(
+      'key [redacted]/[redacted], [redacted], [redacted], abc',
+    );
   });
 });
 
@@ -452,7 +624,10 @@ describe('Function: foreignRequest', () => {
   });
 
   it('refuses another name, another port, or a foreign Origin, naming what it saw', () => {
-    expect(foreignRequest({ host: 'evil.test:4000' }, 4000)).toMatchObject({ reason: 'host', message: 'Host "evil.test:4000" is not this console\'s' });
+    expect(foreignRequest({ host: 'evil.test:4000' }, 4000)).toMatchObject({
+      reason: 'host',
+      message: 'Host "evil.test:4000" is not this console\'s',
+    });
     expect(foreignRequest({ host: '127.0.0.1:4001' }, 4000)?.reason).toBe('host');
     expect(foreignRequest({}, 4000)).toMatchObject({ reason: 'host', message: 'Host "" is not this console\'s' });
     expect(foreignRequest({ host: '127.0.0.1:4000', origin: 'http://evil.test' }, 4000)).toMatchObject({
@@ -464,7 +639,9 @@ describe('Function: foreignRequest', () => {
 
 describe('Function: unauthorizedApiRequest', () => {
   it("passes the console's token from its own page, or with no fetch metadata", () => {
-    expect(unauthorizedApiRequest({ 'x-console-token': TOKEN, 'sec-fetch-site': 'same-origin' }, TOKEN)).toBeUndefined();
+    expect(
+      unauthorizedApiRequest({ 'x-console-token': TOKEN, 'sec-fetch-site': 'same-origin' }, TOKEN),
+    ).toBeUndefined();
     expect(unauthorizedApiRequest({ 'x-console-token': TOKEN }, TOKEN)).toBeUndefined();
   });
 

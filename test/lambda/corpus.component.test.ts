@@ -11,7 +11,16 @@ describe('Function: createConsumer', () => {
   it('has cases for the fake job alone, and for every category the corpus promises', () => {
     expect(new Set(allCases.map((c) => c.job))).toEqual(new Set([fakeJob.name]));
     expect(new Set(allCases.map((c) => c.name)).size).toBe(allCases.length);
-    for (const needle of ['not valid JSON', 'Unrecognized key', 'unsupported message version', 'jobType: expected', 'at most 256 characters', 'byte cap', 'real calendar date', 'form YYYY-MM-DD']) {
+    for (const needle of [
+      'not valid JSON',
+      'Unrecognized key',
+      'unsupported message version',
+      'jobType: expected',
+      'at most 256 characters',
+      'byte cap',
+      'real calendar date',
+      'form YYYY-MM-DD',
+    ]) {
       expect(allCases.some((c) => c.expect.includes(needle))).toBe(true);
     }
   });

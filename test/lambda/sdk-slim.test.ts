@@ -25,7 +25,10 @@ function valuesImportedByOurCode(): Map<string, string> {
       const [, typeOnly, names, pkg] = m;
       if (typeOnly || !(SDK_SLIM_PACKAGES as readonly string[]).includes(pkg)) continue;
       const exports = require(pkg) as Record<string, unknown>;
-      for (const raw of names.split(',').map((n) => n.trim()).filter(Boolean)) {
+      for (const raw of names
+        .split(',')
+        .map((n) => n.trim())
+        .filter(Boolean)) {
         if (raw.startsWith('type ')) continue;
         const name = raw.split(/\s+as\s+/)[0];
         // Interfaces imported without `type` (AttributeValue) are erased by the compiler: only values matter.
@@ -42,12 +45,15 @@ function valuesUsedByPowertools(): Map<string, string> {
   // Its package.json is not an exported subpath: the package folder is found from the project's node_modules.
   const base = join(ROOT, 'node_modules', '@aws-lambda-powertools', 'idempotency', 'lib', 'cjs');
   const walk = (dir: string): string[] =>
-    readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.js') ? [join(dir, e.name)] : []));
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.js') ? [join(dir, e.name)] : [],
+    );
   for (const file of walk(base)) {
     const source = readFileSync(file, 'utf8');
     for (const [, variable, pkg] of source.matchAll(/(\w+)\s*=\s*require\("([^"]+)"\)/g)) {
       if (!(SDK_SLIM_PACKAGES as readonly string[]).includes(pkg)) continue;
-      for (const [, name] of source.matchAll(new RegExp(`\\b${variable}\\.(\\w+)`, 'g'))) needed.set(name, `${file.slice(base.length + 1)} (${pkg})`);
+      for (const [, name] of source.matchAll(new RegExp(`\\b${variable}\\.(\\w+)`, 'g')))
+        needed.set(name, `${file.slice(base.length + 1)} (${pkg})`);
     }
   }
   return needed;
@@ -57,11 +63,21 @@ describe('Module: sdk-slim', () => {
   const needed = new Map([...valuesUsedByPowertools(), ...valuesImportedByOurCode()]);
 
   it('finds what the handlers need from the aliased packages (a sanity check of the scan itself)', () => {
-    expect([...needed.keys()]).toEqual(expect.arrayContaining(['DynamoDBClient', 'ConditionalCheckFailedException', 'SendMessageBatchCommand', 'PutItemCommand', 'marshall']));
+    expect([...needed.keys()]).toEqual(
+      expect.arrayContaining([
+        'DynamoDBClient',
+        'ConditionalCheckFailedException',
+        'SendMessageBatchCommand',
+        'PutItemCommand',
+        'marshall',
+      ]),
+    );
   });
 
   it('exports every value the handlers and Powertools import from the packages the bundles alias to it', () => {
-    const missing = [...needed].filter(([name]) => (facade as Record<string, unknown>)[name] === undefined).map(([name, where]) => `${name} (used in ${where})`);
+    const missing = [...needed]
+      .filter(([name]) => (facade as Record<string, unknown>)[name] === undefined)
+      .map(([name, where]) => `${name} (used in ${where})`);
     expect(missing).toEqual([]);
   });
 
@@ -70,7 +86,8 @@ describe('Module: sdk-slim', () => {
     try {
       buildSdkSlim(out, 'node20');
       const built = require(join(out, 'nodejs', 'node_modules', SDK_SLIM_MODULE)) as Record<string, unknown>;
-      for (const name of [...needed.keys(), ...Object.keys(facade)]) expect([name, typeof built[name]]).toEqual([name, expect.not.stringMatching(/^undefined$/)]);
+      for (const name of [...needed.keys(), ...Object.keys(facade)])
+        expect([name, typeof built[name]]).toEqual([name, expect.not.stringMatching(/^undefined$/)]);
     } finally {
       rmSync(out, { recursive: true, force: true });
     }

@@ -19,7 +19,9 @@ const config = (create: boolean) =>
       },
     },
     // Created: `blobs` is named by CloudFormation, `named` opts into an explicit name. Imported: both by name.
-    buckets: create ? { blobs: {}, named: { bucketName: 'named-t' } } : { blobs: { bucketName: 'blobs-t' }, named: { bucketName: 'named-t' } },
+    buckets: create
+      ? { blobs: {}, named: { bucketName: 'named-t' } }
+      : { blobs: { bucketName: 'blobs-t' }, named: { bucketName: 'named-t' } },
     secrets: { key: { secretName: 'app/key' } },
   });
 
@@ -34,11 +36,16 @@ describe('Class: AppResources', () => {
     it('names every duplicated physical name', () => {
       const stack = new Stack(new App(), 'S');
       const duplicated = appResourcesSchema.parse({
-        tables: { a: { tableName: 'same', partitionKey: { name: 'id' } }, b: { tableName: 'same', partitionKey: { name: 'id' } } },
+        tables: {
+          a: { tableName: 'same', partitionKey: { name: 'id' } },
+          b: { tableName: 'same', partitionKey: { name: 'id' } },
+        },
         buckets: { a: { bucketName: 'bucket-x' }, b: { bucketName: 'bucket-x' } },
         secrets: { a: { secretName: 's' }, b: { secretName: 's' } },
       });
-      expect(() => new AppResources(stack, 'App', { config: duplicated, retainData: false, accessLogExpirationDays: 0 })).toThrow(
+      expect(
+        () => new AppResources(stack, 'App', { config: duplicated, retainData: false, accessLogExpirationDays: 0 }),
+      ).toThrow(
         new InvalidPropsError('AppResources S/App', [
           'tables: the table name "same" is used by more than one key',
           'buckets: the bucket name "bucket-x" is used by more than one key',
@@ -51,9 +58,14 @@ describe('Class: AppResources', () => {
     it('refuses an imported bucket without a name, which nothing else could identify', () => {
       const stack = new Stack(new App(), 'S');
       // The schema refuses this too; the construct checks on its own for props built without it.
-      const unnamed = { ...appResourcesSchema.parse({ create: true, buckets: { a: {}, b: { bucketName: 'bucket-b' } } }), create: false };
+      const unnamed = {
+        ...appResourcesSchema.parse({ create: true, buckets: { a: {}, b: { bucketName: 'bucket-b' } } }),
+        create: false,
+      };
       expect(() => new AppResources(stack, 'App', { config: unnamed, retainData: false })).toThrow(
-        new InvalidPropsError('AppResources S/App', ['buckets.a: an imported bucket (create false) needs its bucketName']),
+        new InvalidPropsError('AppResources S/App', [
+          'buckets.a: an imported bucket (create false) needs its bucketName',
+        ]),
       );
     });
 
@@ -64,8 +76,12 @@ describe('Class: AppResources', () => {
         retainData: false,
       });
       const buckets = Template.fromStack(stack).findResources('AWS::S3::Bucket');
-      expect(Object.keys(buckets).sort()).toEqual([logicalId(resources.accessLogsBucket!), logicalId(resources.buckets.a), logicalId(resources.buckets.b)].sort());
-      expect(Object.values(buckets).map((b) => (b as { Properties: { BucketName?: string } }).Properties.BucketName)).toEqual([undefined, undefined, undefined]);
+      expect(Object.keys(buckets).sort()).toEqual(
+        [logicalId(resources.accessLogsBucket!), logicalId(resources.buckets.a), logicalId(resources.buckets.b)].sort(),
+      );
+      expect(
+        Object.values(buckets).map((b) => (b as { Properties: { BucketName?: string } }).Properties.BucketName),
+      ).toEqual([undefined, undefined, undefined]);
     });
   });
 
@@ -89,7 +105,13 @@ describe('Class: AppResources', () => {
             { AttributeName: 'version', AttributeType: 'N' },
             { AttributeName: 'owner', AttributeType: 'S' },
           ],
-          GlobalSecondaryIndexes: [{ IndexName: 'by-owner', KeySchema: [{ AttributeName: 'owner', KeyType: 'HASH' }], Projection: { ProjectionType: 'ALL' } }],
+          GlobalSecondaryIndexes: [
+            {
+              IndexName: 'by-owner',
+              KeySchema: [{ AttributeName: 'owner', KeyType: 'HASH' }],
+              Projection: { ProjectionType: 'ALL' },
+            },
+          ],
           BillingMode: 'PAY_PER_REQUEST',
           SSESpecification: { SSEEnabled: true },
           PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
@@ -112,7 +134,9 @@ describe('Class: AppResources', () => {
       expect(blobs.Properties).not.toHaveProperty('BucketName');
       expect(resourceOf(built.template, logs)).toMatchObject({
         Properties: {
-          BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
+          BucketEncryption: {
+            ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+          },
           LifecycleConfiguration: { Rules: [{ ExpirationInDays: 90, Status: 'Enabled' }] },
         },
       });
@@ -126,7 +150,10 @@ describe('Class: AppResources', () => {
               Action: 's3:PutObject',
               Effect: 'Allow',
               Principal: { Service: 'logging.s3.amazonaws.com' },
-              Condition: { ArnLike: { 'aws:SourceArn': arnOf(built.resources.buckets.blobs) }, StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } },
+              Condition: {
+                ArnLike: { 'aws:SourceArn': arnOf(built.resources.buckets.blobs) },
+                StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+              },
               Resource: { 'Fn::Join': ['', [arnOf(logs), '/blobs/*']] },
             },
           ]),
@@ -147,9 +174,15 @@ describe('Class: AppResources', () => {
         GenerateSecretString: { PasswordLength: 40, ExcludePunctuation: true },
       });
       const { names } = built.resources;
-      expect({ tables: names.tables, secrets: names.secrets }).toEqual({ tables: { items: 'items-t' }, secrets: { key: 'app/key' } });
+      expect({ tables: names.tables, secrets: names.secrets }).toEqual({
+        tables: { items: 'items-t' },
+        secrets: { key: 'app/key' },
+      });
       // Every created bucket is known by its Ref, named or not: consumers then also wait for the bucket to exist.
-      expect(built.stack.resolve(names.buckets)).toEqual({ blobs: refOf(built.resources.buckets.blobs), named: refOf(built.resources.buckets.named) });
+      expect(built.stack.resolve(names.buckets)).toEqual({
+        blobs: refOf(built.resources.buckets.blobs),
+        named: refOf(built.resources.buckets.named),
+      });
     });
   });
 
@@ -161,11 +194,18 @@ describe('Class: AppResources', () => {
       expect(stack.resolve(resources.buckets.blobs.bucketName)).toBe('blobs-t');
       expect(stack.resolve(resources.secrets.key.secretName)).toBe('app/key');
       expect(resources.accessLogsBucket).toBeUndefined();
-      expect(resources.names).toEqual({ tables: { items: 'items-t' }, buckets: { blobs: 'blobs-t', named: 'named-t' }, secrets: { key: 'app/key' } });
+      expect(resources.names).toEqual({
+        tables: { items: 'items-t' },
+        buckets: { blobs: 'blobs-t', named: 'named-t' },
+        secrets: { key: 'app/key' },
+      });
     });
 
-    it.each([false, true])("lists each table's configured indexes by name (create %p), for grants that name them", (create) => {
-      expect(build(create, false).resources.indexNames).toEqual({ items: ['by-owner'] });
-    });
+    it.each([false, true])(
+      "lists each table's configured indexes by name (create %p), for grants that name them",
+      (create) => {
+        expect(build(create, false).resources.indexNames).toEqual({ items: ['by-owner'] });
+      },
+    );
   });
 });

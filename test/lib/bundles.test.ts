@@ -16,10 +16,20 @@ describe('Bundles: the handlers in the cloud assembly', () => {
   const template = artifact ? loadTemplate(artifact.templateFile) : undefined;
   const bundles = Object.entries(template?.Resources ?? {}).flatMap(([logicalId, resource]) => {
     const assetPath = (resource.Metadata as Record<string, unknown> | undefined)?.['aws:asset:path'];
-    const { Handler: handler, Environment: environment } = (resource.Properties ?? {}) as { Handler?: string; Environment?: { Variables?: Record<string, unknown> } };
+    const { Handler: handler, Environment: environment } = (resource.Properties ?? {}) as {
+      Handler?: string;
+      Environment?: { Variables?: Record<string, unknown> };
+    };
     const entry = (resource.Metadata as Record<string, unknown> | undefined)?.['paced-jobs:job-entry'];
     return resource.Type === 'AWS::Lambda::Function' && typeof assetPath === 'string' && handler === 'index.handler'
-      ? [{ logicalId, jobName: environment?.Variables?.JOB_NAME, entry, file: join(ROOT, 'cdk.out', assetPath, 'index.js') }]
+      ? [
+          {
+            logicalId,
+            jobName: environment?.Variables?.JOB_NAME,
+            entry,
+            file: join(ROOT, 'cdk.out', assetPath, 'index.js'),
+          },
+        ]
       : [];
   });
 
@@ -36,11 +46,16 @@ describe('Bundles: the handlers in the cloud assembly', () => {
 
   // Each function's esbuild run aliases the job loader's module to its job's entry (lib/paced-function.ts `jobEntry`),
   // which its Metadata names; its source map names every file esbuild put in.
-  it.each(bundles.map((b) => [b.logicalId, b.jobName, b.file]))("bundles into %s its job's code (%s) alone, not the other jobs'", (_id, ownJob, file) => {
-    const map = JSON.parse(readFileSync(`${file}.map`, 'utf8')) as { sources: string[] };
-    const bundledJobs = JOBS.filter((jobName) => map.sources.some((source) => source.endsWith(`lambda/jobs/${jobName}/index.ts`)));
-    expect(bundledJobs).toEqual([ownJob]);
-    expect(bundles.find((b) => b.file === file)?.entry).toBe(`lambda/jobs/${ownJob}/index.ts`);
-    expect(map.sources.some((source) => source.includes('@aws-sdk/'))).toBe(false);
-  });
+  it.each(bundles.map((b) => [b.logicalId, b.jobName, b.file]))(
+    "bundles into %s its job's code (%s) alone, not the other jobs'",
+    (_id, ownJob, file) => {
+      const map = JSON.parse(readFileSync(`${file}.map`, 'utf8')) as { sources: string[] };
+      const bundledJobs = JOBS.filter((jobName) =>
+        map.sources.some((source) => source.endsWith(`lambda/jobs/${jobName}/index.ts`)),
+      );
+      expect(bundledJobs).toEqual([ownJob]);
+      expect(bundles.find((b) => b.file === file)?.entry).toBe(`lambda/jobs/${ownJob}/index.ts`);
+      expect(map.sources.some((source) => source.includes('@aws-sdk/'))).toBe(false);
+    },
+  );
 });

@@ -17,7 +17,9 @@ export interface TestContextOptions {
 }
 
 export function cdkJsonContext(options: TestContextOptions = {}): Record<string, unknown> {
-  const cdkJson = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> };
+  const cdkJson = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'cdk.json'), 'utf8')) as {
+    context?: Record<string, unknown>;
+  };
   // No stack to bundle: what the CDK CLI itself passes the app for the commands that need no assets (`cdk ls`, ...).
   return { ...(cdkJson.context ?? {}), ...(options.bundling ? {} : { [BUNDLING_STACKS]: [] }) };
 }
@@ -30,5 +32,8 @@ export function cdkJsonContext(options: TestContextOptions = {}): Record<string,
  * it finds nothing.
  */
 export function testApp(options: TestContextOptions & { readonly context?: Record<string, unknown> } = {}): App {
-  return new App({ context: { ...cdkJsonContext(options), ...options.context }, builtinCloudFormationValidation: false });
+  return new App({
+    context: { ...cdkJsonContext(options), ...options.context },
+    builtinCloudFormationValidation: false,
+  });
 }

@@ -1,5 +1,5 @@
 // The acknowledgment helpers: exact cdk-nag finding IDs for one wildcard resource, and refusal of a bare "*".
-import { App, ArnFormat, Stack } from 'aws-cdk-lib';
+import { type App, ArnFormat, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { AcknowledgmentError, acknowledgeResourceWildcard } from '../../lib/nag';
@@ -13,7 +13,10 @@ function scaffold() {
 }
 
 const iam5Findings = (app: App): string[] =>
-  new AwsSolutionsChecks().validateScope(app).violations.map((v) => v.ruleName).filter((r) => r.startsWith('AwsSolutions-IAM5'));
+  new AwsSolutionsChecks()
+    .validateScope(app)
+    .violations.map((v) => v.ruleName)
+    .filter((r) => r.startsWith('AwsSolutions-IAM5'));
 
 describe('Function: acknowledgeResourceWildcard', () => {
   it('acknowledges one token-bearing resource under the ID cdk-nag reports, and nothing else', () => {
@@ -25,7 +28,9 @@ describe('Function: acknowledgeResourceWildcard', () => {
     expect(acknowledgeResourceWildcard(role, versions, 'versions')).toBe(
       'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:lambda:<AWS::Region>:<AWS::AccountId>:function:f:*]',
     );
-    expect(before).toEqual(['AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:lambda:<AWS::Region>:<AWS::AccountId>:function:f:*]']);
+    expect(before).toEqual([
+      'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:lambda:<AWS::Region>:<AWS::AccountId>:function:f:*]',
+    ]);
     expect(iam5Findings(app)).toEqual([]);
   });
 
@@ -34,6 +39,8 @@ describe('Function: acknowledgeResourceWildcard', () => {
     expect(() => acknowledgeResourceWildcard(role, '*', 'everything')).toThrow(
       new AcknowledgmentError('"*" is not a scoped wildcard resource; nothing to acknowledge under S/Role', 'S/Role'),
     );
-    expect(() => acknowledgeResourceWildcard(role, 'arn:aws:s3:::b', 'one')).toThrow('"arn:aws:s3:::b" is not a scoped wildcard resource; nothing to acknowledge under S/Role');
+    expect(() => acknowledgeResourceWildcard(role, 'arn:aws:s3:::b', 'one')).toThrow(
+      '"arn:aws:s3:::b" is not a scoped wildcard resource; nothing to acknowledge under S/Role',
+    );
   });
 });

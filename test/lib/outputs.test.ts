@@ -1,5 +1,12 @@
 // The output-name contract the local runtime and the operator CLI rely on.
-import { bucketOutputDescription, bucketOutputName, jobOutputDescription, jobOutputName, pascalCase, stackName } from '../../lib/outputs';
+import {
+  bucketOutputDescription,
+  bucketOutputName,
+  jobOutputDescription,
+  jobOutputName,
+  pascalCase,
+  stackName,
+} from '../../lib/outputs';
 
 describe('Function: pascalCase', () => {
   it.each([

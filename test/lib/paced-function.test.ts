@@ -4,7 +4,13 @@ import * as path from 'node:path';
 import { App, Stack, Validations } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { jobEntryMetadata, PacedFunction, PacedFunctionProps, VALID_LOG_RETENTION_DAYS, validatePacedFunctionProps } from '../../lib/paced-function';
+import {
+  jobEntryMetadata,
+  PacedFunction,
+  type PacedFunctionProps,
+  VALID_LOG_RETENTION_DAYS,
+  validatePacedFunctionProps,
+} from '../../lib/paced-function';
 import { InvalidPropsError } from '../../lib/props-error';
 import { testApp } from './cdkContext';
 import { arnOf, logicalId, refOf, resourceOf, statementsOfRole } from './templateHelpers';
@@ -23,7 +29,9 @@ const baseProps: PacedFunctionProps = {
 
 describe('Function: validatePacedFunctionProps', () => {
   it('accepts valid props', () => {
-    expect(validatePacedFunctionProps({ ...baseProps, functionName: 'a'.repeat(64), reservedConcurrentExecutions: 2 })).toEqual([]);
+    expect(
+      validatePacedFunctionProps({ ...baseProps, functionName: 'a'.repeat(64), reservedConcurrentExecutions: 2 }),
+    ).toEqual([]);
   });
 
   it('names every problem', () => {
@@ -71,7 +79,9 @@ describe('Class: PacedFunction', () => {
       const withJob = new PacedFunction(stack, 'WithJob', { ...baseProps, jobEntry: entry });
       const without = new PacedFunction(stack, 'Without', baseProps);
       const template = Template.fromStack(stack);
-      expect(resourceOf(template, withJob).Metadata).toMatchObject({ 'paced-jobs:job-entry': 'test/fixtures/jobs/fake-job/index.ts' });
+      expect(resourceOf(template, withJob).Metadata).toMatchObject({
+        'paced-jobs:job-entry': 'test/fixtures/jobs/fake-job/index.ts',
+      });
       expect(jobEntryMetadata(entry)).toBe('test/fixtures/jobs/fake-job/index.ts');
       expect(resourceOf(template, without).Metadata ?? {}).not.toHaveProperty('paced-jobs:job-entry');
     });
@@ -82,7 +92,11 @@ describe('Class: PacedFunction', () => {
 
       beforeAll(() => {
         const stack = new Stack(testApp(), 'S');
-        fn = new PacedFunction(stack, 'Fn', { ...baseProps, functionName: 'named-fn', reservedConcurrentExecutions: 4 });
+        fn = new PacedFunction(stack, 'Fn', {
+          ...baseProps,
+          functionName: 'named-fn',
+          reservedConcurrentExecutions: 4,
+        });
         template = Template.fromStack(stack);
       });
 
@@ -106,26 +120,35 @@ describe('Class: PacedFunction', () => {
 
       it('owns a role with no managed policy that may write only its own log group (plus X-Ray)', () => {
         template.hasResourceProperties('AWS::IAM::Role', {
-          AssumeRolePolicyDocument: { Statement: [{ Action: 'sts:AssumeRole', Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' } }] },
+          AssumeRolePolicyDocument: {
+            Statement: [{ Action: 'sts:AssumeRole', Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' } }],
+          },
           ManagedPolicyArns: Match.absent(),
         });
-        expect(statementsOfRole(template, fn.executionRole)).toEqual(expect.arrayContaining([
-          { Action: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], Effect: 'Allow', Resource: '*' },
-          { Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Effect: 'Allow', Resource: arnOf(fn.functionLogGroup) },
-        ]));
+        expect(statementsOfRole(template, fn.executionRole)).toEqual(
+          expect.arrayContaining([
+            { Action: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], Effect: 'Allow', Resource: '*' },
+            {
+              Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+              Effect: 'Allow',
+              Resource: arnOf(fn.functionLogGroup),
+            },
+          ]),
+        );
         expect(statementsOfRole(template, fn.executionRole)).toHaveLength(2);
       });
 
-      it("keeps X-Ray's statement on \"*\" in a policy of its own, acknowledged there and not on the role", () => {
+      it('keeps X-Ray\'s statement on "*" in a policy of its own, acknowledged there and not on the role', () => {
         const tracing = fn.executionRole.node.findChild('Tracing');
         expect(resourceOf(template, tracing).Properties.PolicyDocument.Statement).toEqual([
           { Action: ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'], Effect: 'Allow', Resource: '*' },
         ]);
         // Created before the function, as the L2 orders its own role policy.
         expect(resourceOf(template, fn).DependsOn).toContain(logicalId(tracing));
-        const acknowledged = (c: IConstruct) => c.node.metadata
-          .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
-          .flatMap((m) => Object.keys(m.data as object).map((id) => id.replace(/^Annotation::/, '')));
+        const acknowledged = (c: IConstruct) =>
+          c.node.metadata
+            .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+            .flatMap((m) => Object.keys(m.data as object).map((id) => id.replace(/^Annotation::/, '')));
         expect(acknowledged(tracing)).toEqual(['AwsSolutions-IAM5[Resource::*]']);
         expect(acknowledged(fn.executionRole)).toEqual([]);
       });
@@ -164,7 +187,7 @@ describe('Class: PacedFunction', () => {
         expect(code.length).toBeLessThan(5000);
       });
 
-      it('attaches the stack\'s one sdk-slim layer, whose module is the tree-shaken client', () => {
+      it("attaches the stack's one sdk-slim layer, whose module is the tree-shaken client", () => {
         template.resourceCountIs('AWS::Lambda::LayerVersion', 1);
         const [layerId, layer] = Object.entries(template.findResources('AWS::Lambda::LayerVersion'))[0];
         expect(resourceOf(template, fn).Properties.Layers).toEqual([{ Ref: layerId }]);

@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { App, Stack } from 'aws-cdk-lib';
+import { type App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { PacedJobs } from '../../lib';
 import { testApp } from './cdkContext';
@@ -23,12 +23,22 @@ describe('Class: PacedJobs (bundled)', () => {
     app = testApp({ bundling: true });
     const stack = new Stack(app, 'TeamStack');
     jobs = new PacedJobs(stack, 'Jobs', {
-      jobs: { 'fake-job': { entry: FAKE_JOB, schedule: { cron: '0 4 * * ? *', timeZone: 'UTC' }, pacing: { starts: 60 }, settings: { items: 3 } } },
+      jobs: {
+        'fake-job': {
+          entry: FAKE_JOB,
+          schedule: { cron: '0 4 * * ? *', timeZone: 'UTC' },
+          pacing: { starts: 60 },
+          settings: { items: 3 },
+        },
+      },
     });
     template = Template.fromStack(stack);
     // The staged asset folders are named after the hashes CDK puts in the S3 keys.
     const assetDir = (s3Key: string) => path.join(app.outdir, `asset.${s3Key.replace(/\.zip$/, '')}`);
-    bundle = path.join(assetDir(resourceOf(template, jobs.jobs['fake-job'].consumer).Properties.Code.S3Key), 'index.js');
+    bundle = path.join(
+      assetDir(resourceOf(template, jobs.jobs['fake-job'].consumer).Properties.Code.S3Key),
+      'index.js',
+    );
     const [layer] = Object.values(template.findResources('AWS::Lambda::LayerVersion'));
     layerModules = path.join(assetDir(layer.Properties.Content.S3Key), 'nodejs', 'node_modules');
   });
@@ -41,11 +51,17 @@ describe('Class: PacedJobs (bundled)', () => {
 
   /** Runs the bundled consumer on an empty batch in a Node process with the function's own variables. */
   function invoke(jobName: string): { status: number | null; stdout: string; stderr: string } {
-    const variables = resourceOf(template, jobs.jobs['fake-job'].consumer).Properties.Environment.Variables as Record<string, unknown>;
+    const variables = resourceOf(template, jobs.jobs['fake-job'].consumer).Properties.Environment.Variables as Record<
+      string,
+      unknown
+    >;
     // References (queue URLs, table names) resolve at deploy; an empty batch never uses them.
-    const env = Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, typeof v === 'string' ? v : `unresolved-${k}`]));
+    const env = Object.fromEntries(
+      Object.entries(variables).map(([k, v]) => [k, typeof v === 'string' ? v : `unresolved-${k}`]),
+    );
     const settings = JSON.parse(env.JOB_SETTINGS) as { jobName: string };
-    const script = `require(${JSON.stringify(bundle)}).handler({ Records: [] }, { awsRequestId: 'r-1', getRemainingTimeInMillis: () => 60000 })` +
+    const script =
+      `require(${JSON.stringify(bundle)}).handler({ Records: [] }, { awsRequestId: 'r-1', getRemainingTimeInMillis: () => 60000 })` +
       '.then((r) => process.stdout.write(JSON.stringify(r)), (e) => { process.stderr.write(String(e.message)); process.exit(3); });';
     const result = spawnSync(process.execPath, ['-e', script], {
       encoding: 'utf8',
@@ -67,13 +83,18 @@ describe('Class: PacedJobs (bundled)', () => {
 
   it('loads the job from the bundle and answers an empty batch', () => {
     const result = invoke('fake-job');
-    expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: expect.not.stringContaining('cannot load job') });
+    expect({ status: result.status, stderr: result.stderr }).toEqual({
+      status: 0,
+      stderr: expect.not.stringContaining('cannot load job'),
+    });
     expect(JSON.parse(result.stdout)).toEqual({ batchItemFailures: [] });
   });
 
-  it('names the bundled entry when the job it exports is not the function\'s job', () => {
+  it("names the bundled entry when the job it exports is not the function's job", () => {
     const result = invoke('other-job');
     expect(result.status).toBe(3);
-    expect(result.stderr).toBe('cannot load job "other-job": the `job` exported by test/fixtures/jobs/fake-job/index.ts is named "fake-job"');
+    expect(result.stderr).toBe(
+      'cannot load job "other-job": the `job` exported by test/fixtures/jobs/fake-job/index.ts is named "fake-job"',
+    );
   });
 });

@@ -9,10 +9,20 @@ import { InvalidPropsError } from '../../lib/props-error';
 import { PacedJobsStack } from '../../lib/stack';
 import { jobBatching } from '../../lib/config/schema';
 import { applyChanges, stackConfigCases, type ConfigCase } from '../corpus/loadCorpus';
-import { PacedJob } from '../../lib/paced-job';
+import type { PacedJob } from '../../lib/paced-job';
 import { testApp } from './cdkContext';
 import {
-  actionsOf, actionsOn, arnOf, importedArn, logicalId, mentions, refOf, resourceOf, resourcesOf, Statement, statementsOfRole,
+  actionsOf,
+  actionsOn,
+  arnOf,
+  importedArn,
+  logicalId,
+  mentions,
+  refOf,
+  resourceOf,
+  resourcesOf,
+  type Statement,
+  statementsOfRole,
 } from './templateHelpers';
 
 const FAKE_JOB = path.join(__dirname, '..', 'fixtures', 'jobs', 'fake-job', 'index.ts');
@@ -81,9 +91,15 @@ describe('Class: PacedJobsStack', () => {
       const groups = prod.template.findResources('AWS::Scheduler::ScheduleGroup');
       expect(Object.keys(groups)).toEqual([logicalId(prod.stack.scheduleGroup)]);
       // Tags are the stack's (project, environment), which CloudFormation puts on the group too.
-      expect(resourceOf(prod.template, prod.stack.scheduleGroup)).toMatchObject({ Properties: { Name: 'paced-jobs-prod' } });
+      expect(resourceOf(prod.template, prod.stack.scheduleGroup)).toMatchObject({
+        Properties: { Name: 'paced-jobs-prod' },
+      });
       const schedules = prod.template.findResources('AWS::Scheduler::Schedule');
-      expect(Object.keys(schedules).sort()).toEqual(Object.values(prod.stack.jobs).map((j) => logicalId(j.schedule)).sort());
+      expect(Object.keys(schedules).sort()).toEqual(
+        Object.values(prod.stack.jobs)
+          .map((j) => logicalId(j.schedule))
+          .sort(),
+      );
       for (const schedule of Object.values(schedules)) {
         expect(schedule.Properties.GroupName).toBe('paced-jobs-prod');
         expect(schedule.DependsOn).toContain(logicalId(prod.stack.scheduleGroup));
@@ -93,25 +109,39 @@ describe('Class: PacedJobsStack', () => {
     });
 
     it('keeps the schedule group with the data: retained where the environment retains data (prod), deleted where not (dev)', () => {
-      expect(resourceOf(prod.template, prod.stack.scheduleGroup)).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
-      expect(resourceOf(dev.template, dev.stack.scheduleGroup)).toMatchObject({ DeletionPolicy: 'Delete', UpdateReplacePolicy: 'Delete' });
+      expect(resourceOf(prod.template, prod.stack.scheduleGroup)).toMatchObject({
+        DeletionPolicy: 'Retain',
+        UpdateReplacePolicy: 'Retain',
+      });
+      expect(resourceOf(dev.template, dev.stack.scheduleGroup)).toMatchObject({
+        DeletionPolicy: 'Delete',
+        UpdateReplacePolicy: 'Delete',
+      });
     });
 
     it('refuses, through a CloudFormation rule, a deploy to any region but the configured one', () => {
-      for (const [built, env] of [[dev, 'dev'], [prod, 'prod']] as const) {
+      for (const [built, env] of [
+        [dev, 'dev'],
+        [prod, 'prod'],
+      ] as const) {
         const region = loadEnvironment(env).region;
         expect(built.template.toJSON().Rules.DeployedInConfiguredRegion).toEqual({
-          Assertions: [{
-            Assert: { 'Fn::Equals': [{ Ref: 'AWS::Region' }, region] },
-            AssertDescription: `Environment ${env} is configured for region ${region} (lib/config/environments.ts); deploy it there`,
-          }],
+          Assertions: [
+            {
+              Assert: { 'Fn::Equals': [{ Ref: 'AWS::Region' }, region] },
+              AssertDescription: `Environment ${env} is configured for region ${region} (lib/config/environments.ts); deploy it there`,
+            },
+          ],
         });
       }
     });
 
     it('refuses an environment name that would make an invalid schedule group name, before building anything', () => {
       const app = testApp();
-      expect(() => new PacedJobsStack(app, 'PacedJobs-bad', { environmentName: 'has space', config: loadEnvironment('dev') })).toThrow(
+      expect(
+        () =>
+          new PacedJobsStack(app, 'PacedJobs-bad', { environmentName: 'has space', config: loadEnvironment('dev') }),
+      ).toThrow(
         'Invalid props for PacedJobsStack PacedJobs-bad:\n  - environmentName "has space" makes the schedule group name "paced-jobs-has space"; ' +
           'Scheduler allows 1-64 characters of 0-9, a-z, A-Z, "-", "_" and "."',
       );
@@ -180,19 +210,30 @@ describe('Class: PacedJobsStack', () => {
 
     it("lets only the job's functions and the configured operator role send to its work queue, every other principal denied", () => {
       const job = prod.stack.jobs['uploads-job'];
-      const operator = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/paced-jobs-operator']] };
+      const operator = {
+        'Fn::Join': [
+          '',
+          ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':role/paced-jobs-operator'],
+        ],
+      };
       expect(loadEnvironment('prod').operatorRoles).toEqual(['paced-jobs-operator']);
       prod.template.hasResourceProperties('AWS::SQS::QueuePolicy', {
         Queues: [refOf(job.queue)],
         PolicyDocument: {
-          Statement: Match.arrayWith([{
-            Sid: 'OnlyOwnSendersSend',
-            Action: 'sqs:SendMessage',
-            Effect: 'Deny',
-            Principal: { AWS: '*' },
-            Condition: { ArnNotLike: { 'aws:PrincipalArn': [arnOf(job.producer.executionRole), arnOf(job.consumer.executionRole), operator] } },
-            Resource: arnOf(job.queue),
-          }]),
+          Statement: Match.arrayWith([
+            {
+              Sid: 'OnlyOwnSendersSend',
+              Action: 'sqs:SendMessage',
+              Effect: 'Deny',
+              Principal: { AWS: '*' },
+              Condition: {
+                ArnNotLike: {
+                  'aws:PrincipalArn': [arnOf(job.producer.executionRole), arnOf(job.consumer.executionRole), operator],
+                },
+              },
+              Resource: arnOf(job.queue),
+            },
+          ]),
         },
       });
     });
@@ -233,7 +274,9 @@ describe('Class: PacedJobsStack', () => {
       for (const job of Object.values(prod.stack.jobs)) {
         const reserved = resources[logicalId(job.consumer)].Properties.ReservedConcurrentExecutions;
         const mapping = Object.values(resources).find(
-          (r) => (r as { Type: string }).Type === 'AWS::Lambda::EventSourceMapping' && JSON.stringify(r).includes(logicalId(job.consumer)),
+          (r) =>
+            (r as { Type: string }).Type === 'AWS::Lambda::EventSourceMapping' &&
+            JSON.stringify(r).includes(logicalId(job.consumer)),
         ) as { Properties: { ScalingConfig: { MaximumConcurrency: number } } };
         expect(mapping.Properties.ScalingConfig.MaximumConcurrency).toBeLessThanOrEqual(reserved);
       }
@@ -282,7 +325,9 @@ describe('Class: PacedJobsStack', () => {
     it('puts no secret value or secret reference in any function environment, even where the stack creates the secret', () => {
       const secret = dev.stack.appResources.secrets.providerApiKey;
       const functions = dev.template.findResources('AWS::Lambda::Function');
-      const environments = JSON.stringify(Object.values(functions).map((f) => (f as { Properties: { Environment: unknown } }).Properties.Environment));
+      const environments = JSON.stringify(
+        Object.values(functions).map((f) => (f as { Properties: { Environment: unknown } }).Properties.Environment),
+      );
       expect(environments).not.toContain('resolve:secretsmanager');
       expect(environments).not.toContain(logicalId(secret));
       expect(environments).not.toContain('SecretString');
@@ -304,7 +349,15 @@ describe('Class: PacedJobsStack', () => {
       });
       const variables = variablesOf(prod.template, job.producer);
       expect(Object.keys(variables).sort()).toEqual([
-        'ADMISSION_QUEUE_URL', 'DLQ_URL', 'JOB_NAME', 'JOB_SETTINGS', 'LEDGER_TABLE_NAME', 'NODE_OPTIONS', 'POWERTOOLS_METRICS_NAMESPACE', 'POWERTOOLS_SERVICE_NAME', 'QUEUE_URL',
+        'ADMISSION_QUEUE_URL',
+        'DLQ_URL',
+        'JOB_NAME',
+        'JOB_SETTINGS',
+        'LEDGER_TABLE_NAME',
+        'NODE_OPTIONS',
+        'POWERTOOLS_METRICS_NAMESPACE',
+        'POWERTOOLS_SERVICE_NAME',
+        'QUEUE_URL',
       ]);
       expect(JSON.parse(variables.JOB_SETTINGS as string)).toMatchObject({
         rateLimit: { startsPerInterval: 2400, intervalSeconds: 60, burst: 1 },
@@ -328,15 +381,24 @@ describe('Class: PacedJobsStack', () => {
   });
 
   describe('Method: constructor (least privilege)', () => {
-    it("lets the producer invoke nothing, read only what its discovery reads, and send only to its own queues", () => {
+    it('lets the producer invoke nothing, read only what its discovery reads, and send only to its own queues', () => {
       const job = prod.stack.jobs['sessions-job'];
       const statements = statementsOf(prod.template, job, 'producer');
       // Continuations go through the admission queue: the producer never invokes a function.
       expect(statements.filter((s) => actionsOf(s).some((a) => a.startsWith('lambda:Invoke')))).toEqual([]);
-      expect(actionsOn(statements, arnOf(job.queue))).toEqual(['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage']);
+      expect(actionsOn(statements, arnOf(job.queue))).toEqual([
+        'sqs:GetQueueAttributes',
+        'sqs:GetQueueUrl',
+        'sqs:SendMessage',
+      ]);
       // Its admission queue: it sends its next steps there, and its event source mapping consumes them.
       expect(actionsOn(statements, arnOf(job.admissionQueue))).toEqual([
-        'sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage', 'sqs:SendMessage',
+        'sqs:ChangeMessageVisibility',
+        'sqs:DeleteMessage',
+        'sqs:GetQueueAttributes',
+        'sqs:GetQueueUrl',
+        'sqs:ReceiveMessage',
+        'sqs:SendMessage',
       ]);
       // Its own asynchronous-invocation DLQ (Lambda writes failed scheduled invocations there with the function's role).
       expect(actionsOn(statements, arnOf(job.producerDlq))).toEqual(['sqs:SendMessage']);
@@ -349,7 +411,9 @@ describe('Class: PacedJobsStack', () => {
       expect(JSON.stringify(statements)).not.toContain(':table/sessions-prod');
       expect(mentions(statements, arnOf(prod.stack.stateTables.limiterTable))).toBe(false);
       expect(mentions(statements, arnOf(prod.stack.stateTables.idempotencyTable))).toBe(false);
-      expect(statements.some((s) => actionsOf(s).some((a) => a.startsWith('s3:') || a.startsWith('secretsmanager:')))).toBe(false);
+      expect(
+        statements.some((s) => actionsOf(s).some((a) => a.startsWith('s3:') || a.startsWith('secretsmanager:'))),
+      ).toBe(false);
     });
 
     it("keeps one job's consumer away from another job's queues, tables, bucket and secret", () => {
@@ -358,8 +422,10 @@ describe('Class: PacedJobsStack', () => {
       const paymentsConsumer = statementsOf(prod.template, payments, 'consumer');
       const uploadsConsumer = statementsOf(prod.template, uploads, 'consumer');
 
-      for (const queue of [uploads.queue, uploads.dlq, uploads.producerDlq]) expect(mentions(paymentsConsumer, arnOf(queue))).toBe(false);
-      for (const queue of [payments.queue, payments.dlq, payments.producerDlq]) expect(mentions(uploadsConsumer, arnOf(queue))).toBe(false);
+      for (const queue of [uploads.queue, uploads.dlq, uploads.producerDlq])
+        expect(mentions(paymentsConsumer, arnOf(queue))).toBe(false);
+      for (const queue of [payments.queue, payments.dlq, payments.producerDlq])
+        expect(mentions(uploadsConsumer, arnOf(queue))).toBe(false);
       expect(JSON.stringify(paymentsConsumer)).not.toContain('uploads-prod');
       expect(JSON.stringify(uploadsConsumer)).not.toContain('payments-prod');
       expect(uploadsConsumer.some((s) => actionsOf(s).some((a) => a.startsWith('secretsmanager:')))).toBe(false);
@@ -370,12 +436,27 @@ describe('Class: PacedJobsStack', () => {
       const job = prod.stack.jobs['payments-job'];
       const statements = statementsOf(prod.template, job, 'consumer');
       expect(actionsOn(statements, arnOf(job.queue))).toEqual([
-        'sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage', 'sqs:SendMessage',
+        'sqs:ChangeMessageVisibility',
+        'sqs:DeleteMessage',
+        'sqs:GetQueueAttributes',
+        'sqs:GetQueueUrl',
+        'sqs:ReceiveMessage',
+        'sqs:SendMessage',
       ]);
-      expect(actionsOn(statements, arnOf(job.dlq))).toEqual(['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage']);
+      expect(actionsOn(statements, arnOf(job.dlq))).toEqual([
+        'sqs:GetQueueAttributes',
+        'sqs:GetQueueUrl',
+        'sqs:SendMessage',
+      ]);
       // The state tables: the job's own partitions only, with the actions its code uses (no Scan).
       const { idempotencyTable, ledgerTable, limiterTable } = prod.stack.stateTables;
-      expect(actionsOn(statements, arnOf(idempotencyTable))).toEqual(['dynamodb:BatchGetItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+      expect(actionsOn(statements, arnOf(idempotencyTable))).toEqual([
+        'dynamodb:BatchGetItem',
+        'dynamodb:DeleteItem',
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:UpdateItem',
+      ]);
       expect(actionsOn(statements, arnOf(ledgerTable))).toEqual(['dynamodb:PutItem', 'dynamodb:UpdateItem']);
       expect(actionsOn(statements, arnOf(limiterTable))).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
       const onIdempotency = statements.filter((s) => mentions([s], arnOf(idempotencyTable)));
@@ -385,14 +466,23 @@ describe('Class: PacedJobsStack', () => {
       // apply: ['get', 'update']: the payment read by key and its outcome written; no Query, Scan, Put or index.
       const payments = importedArn('dynamodb', ':table/payments-prod');
       const paymentIndex = importedArn('dynamodb', ':table/payments-prod/index/unsettled-by-date');
-      expect(actionsOn(statements, payments)).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem']);
+      expect(actionsOn(statements, payments)).toEqual([
+        'dynamodb:BatchGetItem',
+        'dynamodb:GetItem',
+        'dynamodb:UpdateItem',
+      ]);
       expect(actionsOn(statements, paymentIndex)).toEqual([]);
       // discover: 'query': the producer queries the unsettled index, and may not touch an item.
       const producer = statementsOf(prod.template, job, 'producer');
       expect(actionsOn(producer, payments)).toEqual(['dynamodb:Query']);
       expect(actionsOn(producer, paymentIndex)).toEqual(['dynamodb:Query']);
-      const secret = statements.filter((s) => JSON.stringify(resourcesOf(s)).includes(':secret:paced-jobs/prod/provider-api-key-??????'));
-      expect(secret.flatMap(actionsOf).sort()).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
+      const secret = statements.filter((s) =>
+        JSON.stringify(resourcesOf(s)).includes(':secret:paced-jobs/prod/provider-api-key-??????'),
+      );
+      expect(secret.flatMap(actionsOf).sort()).toEqual([
+        'secretsmanager:DescribeSecret',
+        'secretsmanager:GetSecretValue',
+      ]);
     });
 
     it("grants sessions-job's producer Scan on the tenants, its consumer the sessions index's Query and DeleteItem", () => {
@@ -415,7 +505,11 @@ describe('Class: PacedJobsStack', () => {
       const uploadsIndex = importedArn('dynamodb', ':table/uploads-prod/index/by-deadline');
       expect(actionsOn(statementsOf(prod.template, job, 'producer'), uploads)).toEqual(['dynamodb:Query']);
       expect(actionsOn(statementsOf(prod.template, job, 'producer'), uploadsIndex)).toEqual(['dynamodb:Query']);
-      expect(actionsOn(statementsOf(prod.template, job, 'consumer'), uploads)).toEqual(['dynamodb:BatchGetItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem']);
+      expect(actionsOn(statementsOf(prod.template, job, 'consumer'), uploads)).toEqual([
+        'dynamodb:BatchGetItem',
+        'dynamodb:DeleteItem',
+        'dynamodb:GetItem',
+      ]);
       expect(actionsOn(statementsOf(prod.template, job, 'consumer'), uploadsIndex)).toEqual([]);
     });
 
@@ -423,7 +517,9 @@ describe('Class: PacedJobsStack', () => {
       const job = dev.stack.jobs['uploads-job'];
       const bucket = dev.stack.appResources.buckets.uploads;
       for (const fn of [job.producer, job.consumer]) {
-        const parts = (variablesOf(dev.template, fn).JOB_SETTINGS as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
+        const parts = (variablesOf(dev.template, fn).JOB_SETTINGS as { 'Fn::Join': [string, unknown[]] })[
+          'Fn::Join'
+        ][1];
         expect(parts.filter((p) => typeof p !== 'string')).toEqual([refOf(bucket)]);
         expect(JSON.parse(parts.map((p) => (typeof p === 'string' ? p : '<bucket>')).join(''))).toMatchObject({
           tables: { uploads: 'uploads-dev' },
@@ -445,7 +541,9 @@ describe('Class: PacedJobsStack', () => {
       const s3 = statements.filter((s) => actionsOf(s).some((a) => a.startsWith('s3:')));
       expect(s3.flatMap(actionsOf)).toEqual(['s3:DeleteObject']);
       expect(JSON.stringify(s3.flatMap(resourcesOf)).match(/s3:::[^"]*/g)).toEqual(['s3:::paced-jobs-uploads-prod/*']);
-      expect(statementsOf(prod.template, job, 'producer').some((s) => actionsOf(s).some((a) => a.startsWith('s3:')))).toBe(false);
+      expect(
+        statementsOf(prod.template, job, 'producer').some((s) => actionsOf(s).some((a) => a.startsWith('s3:'))),
+      ).toBe(false);
     });
   });
 
@@ -519,18 +617,32 @@ describe('Class: PacedJobsStack', () => {
     it('creates the uploads bucket in dev: named by CloudFormation, private, TLS only, encrypted, access-logged', () => {
       const logs = dev.stack.appResources.accessLogsBucket!;
       expect(resourceOf(dev.template, dev.stack.appResources.buckets.uploads).Properties).toMatchObject({
-        PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
-        BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
+        PublicAccessBlockConfiguration: {
+          BlockPublicAcls: true,
+          BlockPublicPolicy: true,
+          IgnorePublicAcls: true,
+          RestrictPublicBuckets: true,
+        },
+        BucketEncryption: {
+          ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+        },
         LoggingConfiguration: { DestinationBucketName: refOf(logs), LogFilePrefix: 'uploads/' },
       });
       // S3 names are global: a fixed name could belong to another account and fail a first deploy there.
       dev.template.resourcePropertiesCountIs('AWS::S3::Bucket', { BucketName: Match.anyValue() }, 0);
-      dev.template.hasResourceProperties('AWS::S3::Bucket', { LoggingConfiguration: Match.anyValue(), VersioningConfiguration: Match.absent() });
+      dev.template.hasResourceProperties('AWS::S3::Bucket', {
+        LoggingConfiguration: Match.anyValue(),
+        VersioningConfiguration: Match.absent(),
+      });
       dev.template.hasResourceProperties('AWS::S3::BucketPolicy', {
         Bucket: refOf(dev.stack.appResources.buckets.uploads),
         PolicyDocument: {
           Statement: Match.arrayWith([
-            Match.objectLike({ Effect: 'Deny', Action: 's3:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+            Match.objectLike({
+              Effect: 'Deny',
+              Action: 's3:*',
+              Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+            }),
           ]),
         },
       });
@@ -543,11 +655,11 @@ describe('Class: PacedJobsStack', () => {
       });
       prod.template.resourcePropertiesCountIs('AWS::SecretsManager::Secret', {}, 0);
       prod.template.resourcePropertiesCountIs('AWS::S3::Bucket', {}, 0);
-      expect(Object.values(prod.template.findResources('AWS::DynamoDB::Table')).map((t) => (t as { Properties: { TableName?: string } }).Properties.TableName)).toEqual([
-        undefined,
-        undefined,
-        undefined,
-      ]);
+      expect(
+        Object.values(prod.template.findResources('AWS::DynamoDB::Table')).map(
+          (t) => (t as { Properties: { TableName?: string } }).Properties.TableName,
+        ),
+      ).toEqual([undefined, undefined, undefined]);
     });
   });
 
@@ -564,7 +676,10 @@ describe('Class: PacedJobsStack', () => {
       expect(outputs.PaymentsJobProducerFunctionName.Value).toEqual(refOf(job.producer));
       expect(outputs.PaymentsJobConsumerFunctionName.Value).toEqual(refOf(job.consumer));
       expect(outputs.PaymentsJobScheduleName.Value).toEqual(refOf(job.schedule));
-      expect(outputs.PaymentsJobScheduleGroupName).toEqual({ Value: 'paced-jobs-prod', Description: 'payments-job: ScheduleGroupName' });
+      expect(outputs.PaymentsJobScheduleGroupName).toEqual({
+        Value: 'paced-jobs-prod',
+        Description: 'payments-job: ScheduleGroupName',
+      });
       expect(outputs.PaymentsJobEventSourceMappingUuid.Value).toEqual({
         Ref: logicalId(job.consumer.node.children.find((c) => c.node.id.startsWith('SqsEventSource'))!),
       });
@@ -573,11 +688,25 @@ describe('Class: PacedJobsStack', () => {
       expect(outputs.LimiterTableName.Value).toEqual(refOf(prod.stack.stateTables.limiterTable));
       expect(outputs.PaymentsJobEventSourceMappingUuid.Description).toBe('payments-job: EventSourceMappingUuid');
       expect(outputs.UploadsJobQueueUrl.Description).toBe('uploads-job: QueueUrl');
-      expect(Object.keys(outputs).filter((k) => k.startsWith('UploadsJob')).sort()).toEqual([
-        'UploadsJobAdmissionMappingUuid', 'UploadsJobAdmissionQueueArn', 'UploadsJobAdmissionQueueUrl',
-        'UploadsJobConsumerFunctionName', 'UploadsJobDlqArn', 'UploadsJobDlqUrl', 'UploadsJobEventSourceMappingUuid',
-        'UploadsJobProducerDlqArn', 'UploadsJobProducerDlqUrl', 'UploadsJobProducerFunctionName', 'UploadsJobQueueArn',
-        'UploadsJobQueueUrl', 'UploadsJobScheduleGroupName', 'UploadsJobScheduleName',
+      expect(
+        Object.keys(outputs)
+          .filter((k) => k.startsWith('UploadsJob'))
+          .sort(),
+      ).toEqual([
+        'UploadsJobAdmissionMappingUuid',
+        'UploadsJobAdmissionQueueArn',
+        'UploadsJobAdmissionQueueUrl',
+        'UploadsJobConsumerFunctionName',
+        'UploadsJobDlqArn',
+        'UploadsJobDlqUrl',
+        'UploadsJobEventSourceMappingUuid',
+        'UploadsJobProducerDlqArn',
+        'UploadsJobProducerDlqUrl',
+        'UploadsJobProducerFunctionName',
+        'UploadsJobQueueArn',
+        'UploadsJobQueueUrl',
+        'UploadsJobScheduleGroupName',
+        'UploadsJobScheduleName',
       ]);
     });
 
@@ -596,16 +725,23 @@ describe('Class: PacedJobsStack', () => {
 describe('Class: PacedJobsStack (the invalid-config corpus)', () => {
   describe('Method: constructor (config the schema accepts but the stack cannot build)', () => {
     // Each case is refused before anything is built (PacedJobs and AppResources check all their props first).
-    it.each(stackConfigCases().map((c) => [c.name, c] as [string, ConfigCase]))('refuses %s with the exact message', (_name, c) => {
-      const config = parseEnvironment('corpus', applyChanges(environments[c.base], c.changes));
-      let thrown: unknown;
-      try {
-        new PacedJobsStack(testApp(), 'PacedJobs-corpus', { environmentName: 'corpus', config, jobEntry: () => FAKE_JOB });
-      } catch (error) {
-        thrown = error;
-      }
-      expect(thrown).toBeInstanceOf(InvalidPropsError);
-      expect((thrown as InvalidPropsError).message).toBe(c.expect);
-    });
+    it.each(stackConfigCases().map((c) => [c.name, c] as [string, ConfigCase]))(
+      'refuses %s with the exact message',
+      (_name, c) => {
+        const config = parseEnvironment('corpus', applyChanges(environments[c.base], c.changes));
+        let thrown: unknown;
+        try {
+          new PacedJobsStack(testApp(), 'PacedJobs-corpus', {
+            environmentName: 'corpus',
+            config,
+            jobEntry: () => FAKE_JOB,
+          });
+        } catch (error) {
+          thrown = error;
+        }
+        expect(thrown).toBeInstanceOf(InvalidPropsError);
+        expect((thrown as InvalidPropsError).message).toBe(c.expect);
+      },
+    );
   });
 });

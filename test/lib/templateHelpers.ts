@@ -1,5 +1,5 @@
 // Test helpers for reading a synthesized template by construct: logical IDs, references, and a role's IAM statements.
-import { CfnElement, Stack } from 'aws-cdk-lib';
+import { type CfnElement, Stack } from 'aws-cdk-lib';
 import type { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 
@@ -14,7 +14,10 @@ export const refOf = (construct: IConstruct) => ({ Ref: logicalId(construct) });
 
 /** An ARN CDK builds from a name in this account and region, e.g. `:table/payments-prod`. */
 export const importedArn = (service: string, rest: string) => ({
-  'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, `:${service}:`, { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, rest]],
+  'Fn::Join': [
+    '',
+    ['arn:', { Ref: 'AWS::Partition' }, `:${service}:`, { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, rest],
+  ],
 });
 
 /** The synthesized resource (Type, Properties, DeletionPolicy, ...) behind a construct. */
@@ -29,7 +32,9 @@ export type Statement = { Action: string | string[]; Effect: string; Resource: u
 /** Every statement of the inline policies attached to `role`. */
 export function statementsOfRole(template: Template, role: IConstruct): Statement[] {
   const policies = template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: logicalId(role) }] } });
-  return Object.values(policies).flatMap((p) => (p as { Properties: { PolicyDocument: { Statement: Statement[] } } }).Properties.PolicyDocument.Statement);
+  return Object.values(policies).flatMap(
+    (p) => (p as { Properties: { PolicyDocument: { Statement: Statement[] } } }).Properties.PolicyDocument.Statement,
+  );
 }
 
 export const actionsOf = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]);
@@ -38,7 +43,14 @@ const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON
 
 /** Every action allowed on `resource`, sorted, however CDK merged the statements. */
 export const actionsOn = (statements: Statement[], resource: unknown): string[] =>
-  [...new Set(statements.filter((s) => s.Effect === 'Allow' && resourcesOf(s).some((r) => sameJson(r, resource))).flatMap(actionsOf))].sort();
+  [
+    ...new Set(
+      statements
+        .filter((s) => s.Effect === 'Allow' && resourcesOf(s).some((r) => sameJson(r, resource)))
+        .flatMap(actionsOf),
+    ),
+  ].sort();
 
 /** Whether any statement mentions `needle` (a reference object) anywhere. */
-export const mentions = (statements: Statement[], needle: unknown): boolean => JSON.stringify(statements).includes(JSON.stringify(needle));
+export const mentions = (statements: Statement[], needle: unknown): boolean =>
+  JSON.stringify(statements).includes(JSON.stringify(needle));

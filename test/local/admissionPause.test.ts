@@ -59,9 +59,12 @@ describe('Admission: pause and resume during a run (local test app)', () => {
     // a group of 10 is a batch's worth, and a tail waiting 5 s for more would only make the run longer.
     const consumer = jobViews(previewPlan(template, artifact.stackName)).get(JOB)?.consumer?.logicalId;
     const mapping = Object.values(template.Resources).find(
-      (r) => r.Type === 'AWS::Lambda::EventSourceMapping' && (r.Properties?.FunctionName as { Ref?: string } | undefined)?.Ref === consumer,
+      (r) =>
+        r.Type === 'AWS::Lambda::EventSourceMapping' &&
+        (r.Properties?.FunctionName as { Ref?: string } | undefined)?.Ref === consumer,
     );
-    if (!consumer || !mapping?.Properties) throw new Error(`the test app has no event source mapping for the ${JOB} consumer`);
+    if (!consumer || !mapping?.Properties)
+      throw new Error(`the test app has no event source mapping for the ${JOB} consumer`);
     mapping.Properties.MaximumBatchingWindowInSeconds = 1;
     // The job's fake API with a quota above the job's rate: the API is not the subject here, so it should not throttle.
     api = new FakeHttpApi(CALLS_API, { startsPerWindow: 20, windowSeconds: 1, maxConcurrent: 10 });
@@ -75,7 +78,12 @@ describe('Admission: pause and resume during a run (local test app)', () => {
         if (logs.length > 400) logs.shift();
       },
       onRequest: (service, r) => {
-        if (service !== 'sqs' || r.status >= 300 || !String(r.headers['x-amz-target'] ?? '').endsWith('.SendMessageBatch')) return;
+        if (
+          service !== 'sqs' ||
+          r.status >= 300 ||
+          !String(r.headers['x-amz-target'] ?? '').endsWith('.SendMessageBatch')
+        )
+          return;
         const request = JSON.parse(r.body) as { QueueUrl?: string; Entries?: { MessageBody: string }[] };
         if (request.QueueUrl !== workQueueUrl) return;
         for (const entry of request.Entries ?? []) {
@@ -99,8 +107,19 @@ describe('Admission: pause and resume during a run (local test app)', () => {
     });
     await stack.start();
     const found = jobViews(stack.plan, stack.mappings).get(JOB);
-    if (!found?.producer || !found.consumer || !found.mapping || !found.admissionMapping || !found.admissionQueueUrl || !found.queueUrl || !found.dlqUrl || !found.scheduleName) {
-      throw new Error(`the test app has no complete ${JOB} job (schedule, producer, admission queue and mapping, queue, DLQ, consumer)`);
+    if (
+      !found?.producer ||
+      !found.consumer ||
+      !found.mapping ||
+      !found.admissionMapping ||
+      !found.admissionQueueUrl ||
+      !found.queueUrl ||
+      !found.dlqUrl ||
+      !found.scheduleName
+    ) {
+      throw new Error(
+        `the test app has no complete ${JOB} job (schedule, producer, admission queue and mapping, queue, DLQ, consumer)`,
+      );
     }
     job = found;
     workQueueUrl = found.queueUrl;
@@ -111,7 +130,12 @@ describe('Admission: pause and resume during a run (local test app)', () => {
     documents = DynamoDBDocumentClient.from(new DynamoDBClient(stack.clientConfig('dynamodb')));
     lambda = new LambdaClient(stack.clientConfig('lambda'));
     scheduler = new SchedulerClient(stack.clientConfig('scheduler'));
-    await stack.runtime.prewarm(new Map([[found.producer.name, 1], [found.consumer.name, 2]]));
+    await stack.runtime.prewarm(
+      new Map([
+        [found.producer.name, 1],
+        [found.consumer.name, 2],
+      ]),
+    );
   }, 90_000);
 
   afterAll(async () => {
@@ -127,21 +151,43 @@ describe('Admission: pause and resume during a run (local test app)', () => {
   /** The job's only batch in the ledger (the stack is fresh), or undefined before the producer has created it. */
   const batch = async (): Promise<LedgerItem | undefined> => {
     const out = await documents.send(
-      new QueryCommand({ TableName: ledgerTable(), KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `BATCH#${JOB}` }, ConsistentRead: true }),
+      new QueryCommand({
+        TableName: ledgerTable(),
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': `BATCH#${JOB}` },
+        ConsistentRead: true,
+      }),
     );
     const items = (out.Items ?? []) as LedgerItem[];
-    if (items.length > 1) throw new Error(`expected one ${JOB} batch in ${ledgerTable()}, found ${items.map((i) => i.sk).join(', ')}`);
+    if (items.length > 1)
+      throw new Error(`expected one ${JOB} batch in ${ledgerTable()}, found ${items.map((i) => i.sk).join(', ')}`);
     if (items[0] === undefined) return undefined;
     // The consumers' counts live in their invocation items: the batch as the operator CLI resolves it.
-    const figures = await batchFigures(documents, { ledger: ledgerTable(), idempotency: job.consumer!.environment.IDEMPOTENCY_TABLE_NAME }, JOB, items[0] as unknown as Record<string, unknown>);
+    const figures = await batchFigures(
+      documents,
+      { ledger: ledgerTable(), idempotency: job.consumer!.environment.IDEMPOTENCY_TABLE_NAME },
+      JOB,
+      items[0] as unknown as Record<string, unknown>,
+    );
     return { ...items[0], ...figures };
   };
 
   const depth = async (url: string) => {
     const { Attributes: a } = await stack.sqs().send(
-      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] }),
+      new GetQueueAttributesCommand({
+        QueueUrl: url,
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
+      }),
     );
-    return { visible: Number(a!.ApproximateNumberOfMessages), inFlight: Number(a!.ApproximateNumberOfMessagesNotVisible), delayed: Number(a!.ApproximateNumberOfMessagesDelayed) };
+    return {
+      visible: Number(a!.ApproximateNumberOfMessages),
+      inFlight: Number(a!.ApproximateNumberOfMessagesNotVisible),
+      delayed: Number(a!.ApproximateNumberOfMessagesDelayed),
+    };
   };
   const total = (d: { visible: number; inFlight: number; delayed: number }) => d.visible + d.inFlight + d.delayed;
 
@@ -165,14 +211,25 @@ describe('Admission: pause and resume during a run (local test app)', () => {
     );
   };
   // The local Lambda API answers a disable only once the mapping's pollers have stopped and its invocations finished.
-  const setMapping = (uuid: string, enabled: boolean) => lambda.send(new UpdateEventSourceMappingCommand({ UUID: uuid, Enabled: enabled }));
+  const setMapping = (uuid: string, enabled: boolean) =>
+    lambda.send(new UpdateEventSourceMappingCommand({ UUID: uuid, Enabled: enabled }));
 
   it('admits nothing while paused, keeps the next step queued, and resumes from the cursor to exactly-once effects', async () => {
     const dynamodb = new DynamoDBClient(stack.clientConfig('dynamodb'));
     const s3 = new S3Client(stack.clientConfig('s3'));
     let seeded: SeededDemo;
     try {
-      seeded = await callsFixture.seed({ jobName: JOB, settings: job.settings, businessDate: BUSINESS_DATE, dynamodb, documents: DynamoDBDocumentClient.from(dynamodb), s3 }, CALLS);
+      seeded = await callsFixture.seed(
+        {
+          jobName: JOB,
+          settings: job.settings,
+          businessDate: BUSINESS_DATE,
+          dynamodb,
+          documents: DynamoDBDocumentClient.from(dynamodb),
+          s3,
+        },
+        CALLS,
+      );
     } finally {
       dynamodb.destroy();
       s3.destroy();
@@ -181,7 +238,10 @@ describe('Admission: pause and resume during a run (local test app)', () => {
 
     job.mapping!.start();
     job.admissionMapping!.start();
-    const fired = await stack.scheduler.fire(job.scheduleName!, { scheduledTime: new Date(), businessDate: BUSINESS_DATE });
+    const fired = await stack.scheduler.fire(job.scheduleName!, {
+      scheduledTime: new Date(),
+      businessDate: BUSINESS_DATE,
+    });
     expect(fired.delivered).toBe(true);
 
     // Mid-admission: at least step 0 taken, the run still admitting, part of the backlog still in the calls table.
@@ -189,7 +249,9 @@ describe('Admission: pause and resume during a run (local test app)', () => {
       'the run to be admitting after its first step',
       async () => {
         const item = await batch();
-        return item && item.step >= 1 && item.admission === 'admitting' && (item.discovered ?? 0) < CALLS ? { done: item } : { last: item };
+        return item && item.step >= 1 && item.admission === 'admitting' && (item.discovered ?? 0) < CALLS
+          ? { done: item }
+          : { last: item };
       },
       POLL,
     );
@@ -216,11 +278,19 @@ describe('Admission: pause and resume during a run (local test app)', () => {
     expect(Number.isFinite(dueMs)).toBe(true);
     await holdsFor(
       'the paused run to admit nothing',
-      () => producerPublications.length === publishedAtPause && job.admissionMapping!.statistics.invocations === producerInvocationsAtPause,
+      () =>
+        producerPublications.length === publishedAtPause &&
+        job.admissionMapping!.statistics.invocations === producerInvocationsAtPause,
       { forMs: Math.min(20_000, Math.max(0, dueMs - Date.now()) + 4_000), intervalMs: 200 },
     );
     const whilePaused = (await batch())!;
-    expect({ step: whilePaused.step, pages: whilePaused.pages, discovered: whilePaused.discovered, published: whilePaused.published, cursor: whilePaused.cursor }).toEqual({
+    expect({
+      step: whilePaused.step,
+      pages: whilePaused.pages,
+      discovered: whilePaused.discovered,
+      published: whilePaused.published,
+      cursor: whilePaused.cursor,
+    }).toEqual({
       step: atPause.step,
       pages: atPause.pages,
       discovered: atPause.discovered,
@@ -231,7 +301,10 @@ describe('Admission: pause and resume during a run (local test app)', () => {
     expect(job.admissionMapping!.statistics.invocations).toBe(producerInvocationsAtPause);
     // Nothing lost: the run's next step still waits in the admission queue (not received, not dead-lettered) ...
     const admissionQueue = await depth(job.admissionQueueUrl!);
-    expect({ waiting: admissionQueue.visible + admissionQueue.delayed, inFlight: admissionQueue.inFlight }).toEqual({ waiting: 1, inFlight: 0 });
+    expect({ waiting: admissionQueue.visible + admissionQueue.delayed, inFlight: admissionQueue.inFlight }).toEqual({
+      waiting: 1,
+      inFlight: 0,
+    });
     // ... and every admitted call is either done or still on the work queue.
     const workQueue = await depth(job.queueUrl!);
     expect(total(workQueue) + (whilePaused.completed ?? 0)).toBe(whilePaused.discovered);
@@ -246,14 +319,26 @@ describe('Admission: pause and resume during a run (local test app)', () => {
       async () => {
         const item = await batch();
         const effects = tally(api.effects.map((e) => e.operationKey));
-        if (item?.admission === 'complete' && (item.completed ?? 0) >= CALLS && effects.size >= CALLS && total(await depth(job.queueUrl!)) === 0) return { done: item };
+        if (
+          item?.admission === 'complete' &&
+          (item.completed ?? 0) >= CALLS &&
+          effects.size >= CALLS &&
+          total(await depth(job.queueUrl!)) === 0
+        )
+          return { done: item };
         return { last: { item, effects: effects.size } };
       },
       POLL,
     );
 
     // The producer went on from the cursor: every call published once, the pages after the pause new ones.
-    expect({ admission: final.admission, discovered: final.discovered, published: final.published, completed: final.completed, duplicates: final.duplicates ?? 0 }).toEqual({
+    expect({
+      admission: final.admission,
+      discovered: final.discovered,
+      published: final.published,
+      completed: final.completed,
+      duplicates: final.duplicates ?? 0,
+    }).toEqual({
       admission: 'complete',
       discovered: CALLS,
       published: CALLS,
@@ -272,7 +357,11 @@ describe('Admission: pause and resume during a run (local test app)', () => {
     expect([...effects.keys()].sort()).toEqual([...seeded.expectedOperations].sort());
     expect([...effects.values()].filter((n) => n !== 1)).toEqual([]);
     const producerDlqArn = stack.plan.queues.find((q) => q.url === job.admissionQueueUrl)!.deadLetterTargetArn!;
-    expect({ jobDlq: total(await depth(job.dlqUrl!)), producerDlq: total(await depth(stack.queueUrl(producerDlqArn))), admissionQueue: total(await depth(job.admissionQueueUrl!)) }).toEqual({
+    expect({
+      jobDlq: total(await depth(job.dlqUrl!)),
+      producerDlq: total(await depth(stack.queueUrl(producerDlqArn))),
+      admissionQueue: total(await depth(job.admissionQueueUrl!)),
+    }).toEqual({
       jobDlq: 0,
       producerDlq: 0,
       admissionQueue: 0,

@@ -38,20 +38,32 @@ describe("Function: ensureAppStack, synthesizing a team's app", () => {
   });
   afterAll(() => rmSync(app, { recursive: true, force: true }));
 
-  const description = (templateFile: string) => (JSON.parse(readFileSync(templateFile, 'utf8')) as { Description?: string }).Description;
+  const description = (templateFile: string) =>
+    (JSON.parse(readFileSync(templateFile, 'utf8')) as { Description?: string }).Description;
 
-  it('synthesizes with the app\'s cdk.json and no environment, then takes the stack holding the jobs', () => {
+  it("synthesizes with the app's cdk.json and no environment, then takes the stack holding the jobs", () => {
     const logs: string[] = [];
     const artifact = ensureAppStack({ cwd: app, assemblyDir: 'cdk.out', log: (l) => logs.push(l) });
     expect(logs).toEqual([`no stack to run in ${join(app, 'cdk.out')}; running npx cdk synth --quiet`]);
-    expect(artifact).toEqual({ stackName: 'Reporting', templateFile: join(app, 'cdk.out', 'Reporting.template.json'), assemblyDir: join(app, 'cdk.out') });
+    expect(artifact).toEqual({
+      stackName: 'Reporting',
+      templateFile: join(app, 'cdk.out', 'Reporting.template.json'),
+      assemblyDir: join(app, 'cdk.out'),
+    });
     expect(description(artifact.templateFile)).toBe('env=undefined');
   }, 120_000);
 
   it('passes --env on as -c env=<name> when given, into the assembly --cdk-out names', () => {
     const logs: string[] = [];
-    const artifact = ensureAppStack({ cwd: app, assemblyDir: 'build/staging', env: 'staging', log: (l) => logs.push(l) });
-    expect(logs).toEqual([`no synthesized PacedJobs-staging in ${join(app, 'build', 'staging')}; running npx cdk synth -c env=staging --quiet`]);
+    const artifact = ensureAppStack({
+      cwd: app,
+      assemblyDir: 'build/staging',
+      env: 'staging',
+      log: (l) => logs.push(l),
+    });
+    expect(logs).toEqual([
+      `no synthesized PacedJobs-staging in ${join(app, 'build', 'staging')}; running npx cdk synth -c env=staging --quiet`,
+    ]);
     expect(artifact.templateFile).toBe(join(app, 'build', 'staging', 'Reporting.template.json'));
     expect(description(artifact.templateFile)).toBe('env=staging');
   }, 120_000);

@@ -26,7 +26,14 @@ describe('Function: findStack', () => {
     mkdirSync(join(dir, 'cdk.out'));
     writeFileSync(
       join(dir, 'cdk.out', 'manifest.json'),
-      JSON.stringify({ artifacts: { 'PacedJobs-dev': { type: 'aws:cloudformation:stack', properties: { templateFile: 'PacedJobs-dev.template.json' } } } }),
+      JSON.stringify({
+        artifacts: {
+          'PacedJobs-dev': {
+            type: 'aws:cloudformation:stack',
+            properties: { templateFile: 'PacedJobs-dev.template.json' },
+          },
+        },
+      }),
     );
     writeFileSync(join(dir, 'cdk.out', 'PacedJobs-dev.template.json'), '{"Resources":{}}');
   };
@@ -48,7 +55,9 @@ describe('Function: findStack', () => {
     const old = new Date(Date.now() - 60_000);
     utimesSync(join(dir, 'lib', 'stack.ts'), old, old);
     const logs: string[] = [];
-    expect(ensureStack({ env: 'dev', assemblyDir: 'cdk.out', cwd: dir, log: (l) => logs.push(l) }).stackName).toBe('PacedJobs-dev');
+    expect(ensureStack({ env: 'dev', assemblyDir: 'cdk.out', cwd: dir, log: (l) => logs.push(l) }).stackName).toBe(
+      'PacedJobs-dev',
+    );
     expect(logs).toEqual([]);
     expect(Math.abs(newestSourceMtime(dir) - old.getTime())).toBeLessThan(1000);
   });
@@ -77,7 +86,9 @@ describe('Function: findStack', () => {
     utimesSync(join(dir, 'cdk.out', 'PacedJobs-dev.template.json'), old, old);
     const logs: string[] = [];
     ensureStack({ env: 'dev', assemblyDir: 'cdk.out', cwd: dir, log: (l) => logs.push(l) });
-    expect(logs).toEqual([`warning: ${join(dir, 'cdk.out', 'PacedJobs-dev.template.json')} is older than the sources in bin, lib, lambda; pass --synth to rebuild it`]);
+    expect(logs).toEqual([
+      `warning: ${join(dir, 'cdk.out', 'PacedJobs-dev.template.json')} is older than the sources in bin, lib, lambda; pass --synth to rebuild it`,
+    ]);
   });
 });
 
@@ -86,7 +97,12 @@ const templateWith = (...jobs: string[]) =>
   JSON.stringify({
     Resources: {
       Other: { Type: 'AWS::Lambda::Function', Properties: { Environment: { Variables: { TABLE: 'reports' } } } },
-      ...Object.fromEntries(jobs.map((job) => [`${job}Consumer`, { Type: 'AWS::Lambda::Function', Properties: { Environment: { Variables: { JOB_NAME: job } } } }])),
+      ...Object.fromEntries(
+        jobs.map((job) => [
+          `${job}Consumer`,
+          { Type: 'AWS::Lambda::Function', Properties: { Environment: { Variables: { JOB_NAME: job } } } },
+        ]),
+      ),
     },
   });
 
@@ -98,13 +114,25 @@ function writeAppAssembly(dir: string, stacks: Record<string, string>): void {
     const at = stage ? join(dir, `assembly-${stage}`) : dir;
     mkdirSync(at, { recursive: true });
     writeFileSync(join(at, `${stage ? `${stage}${stack}` : stack}.template.json`), template);
-    const artifact = { type: 'aws:cloudformation:stack', displayName: name, properties: { templateFile: `${stage ? `${stage}${stack}` : stack}.template.json`, stackName: stage ? `${stage}-${stack}` : stack } };
+    const artifact = {
+      type: 'aws:cloudformation:stack',
+      displayName: name,
+      properties: {
+        templateFile: `${stage ? `${stage}${stack}` : stack}.template.json`,
+        stackName: stage ? `${stage}-${stack}` : stack,
+      },
+    };
     if (stage) {
       const manifestFile = join(at, 'manifest.json');
-      const nested = existsSync(manifestFile) ? (JSON.parse(readFileSync(manifestFile, 'utf8')) as { artifacts: Record<string, object> }) : { artifacts: {} };
+      const nested = existsSync(manifestFile)
+        ? (JSON.parse(readFileSync(manifestFile, 'utf8')) as { artifacts: Record<string, object> })
+        : { artifacts: {} };
       nested.artifacts[`${stage}${stack}`] = artifact;
       writeFileSync(manifestFile, JSON.stringify(nested));
-      artifacts[`assembly-${stage}`] = { type: 'cdk:cloud-assembly', properties: { directoryName: `assembly-${stage}`, displayName: stage } };
+      artifacts[`assembly-${stage}`] = {
+        type: 'cdk:cloud-assembly',
+        properties: { directoryName: `assembly-${stage}`, displayName: stage },
+      };
     } else {
       artifacts[stack] = artifact;
     }
@@ -122,20 +150,38 @@ describe("Function: chooseStack, the stack of a team's app that holds its jobs",
 
   it('takes the one stack with jobs, whatever it is called, leaving out the stacks without', () => {
     writeAppAssembly(dir, { Network: templateWith(), Reporting: templateWith('usage-report') });
-    expect(chooseStack(dir)).toEqual({ stackName: 'Reporting', templateFile: join(dir, 'Reporting.template.json'), assemblyDir: dir });
+    expect(chooseStack(dir)).toEqual({
+      stackName: 'Reporting',
+      templateFile: join(dir, 'Reporting.template.json'),
+      assemblyDir: dir,
+    });
   });
 
   it('needs --stack when two stacks hold jobs, naming both, and takes the one named', () => {
-    writeAppAssembly(dir, { Billing: templateWith('invoice-export'), Reporting: templateWith('usage-report'), Web: templateWith() });
-    expect(() => chooseStack(dir)).toThrow(new StackChoiceError('several stacks hold PacedJobs: Billing, Reporting; pick one with --stack <name>', 'several'));
+    writeAppAssembly(dir, {
+      Billing: templateWith('invoice-export'),
+      Reporting: templateWith('usage-report'),
+      Web: templateWith(),
+    });
+    expect(() => chooseStack(dir)).toThrow(
+      new StackChoiceError(
+        'several stacks hold PacedJobs: Billing, Reporting; pick one with --stack <name>',
+        'several',
+      ),
+    );
     expect(chooseStack(dir, { stack: 'Billing' }).templateFile).toBe(join(dir, 'Billing.template.json'));
   });
 
   it('refuses a --stack the assembly lacks, or one without jobs, naming the stacks that have them', () => {
     writeAppAssembly(dir, { Billing: templateWith('invoice-export'), Web: templateWith() });
-    expect(() => chooseStack(dir, { stack: 'Biling' })).toThrow(new StackChoiceError(`--stack Biling: no such stack in ${dir} (stacks with PacedJobs: Billing)`, 'unknown'));
+    expect(() => chooseStack(dir, { stack: 'Biling' })).toThrow(
+      new StackChoiceError(`--stack Biling: no such stack in ${dir} (stacks with PacedJobs: Billing)`, 'unknown'),
+    );
     expect(() => chooseStack(dir, { stack: 'Web' })).toThrow(
-      new StackChoiceError('--stack Web: the stack holds no PacedJobs (no Lambda function with JOB_NAME); stacks with PacedJobs: Billing', 'unknown'),
+      new StackChoiceError(
+        '--stack Web: the stack holds no PacedJobs (no Lambda function with JOB_NAME); stacks with PacedJobs: Billing',
+        'unknown',
+      ),
     );
   });
 
@@ -149,17 +195,29 @@ describe("Function: chooseStack, the stack of a team's app that holds its jobs",
     );
   });
 
-  it("finds a stack in a Stage (a nested assembly) by its path or its stack name", () => {
-    writeAppAssembly(dir, { 'Prod/Jobs': templateWith('usage-report'), 'Prod/Web': templateWith(), 'Beta/Jobs': templateWith('usage-report') });
-    expect(() => chooseStack(dir)).toThrow('several stacks hold PacedJobs: Prod/Jobs, Beta/Jobs; pick one with --stack <name>');
-    const expected = { stackName: 'Prod-Jobs', templateFile: join(dir, 'assembly-Prod', 'ProdJobs.template.json'), assemblyDir: join(dir, 'assembly-Prod') };
+  it('finds a stack in a Stage (a nested assembly) by its path or its stack name', () => {
+    writeAppAssembly(dir, {
+      'Prod/Jobs': templateWith('usage-report'),
+      'Prod/Web': templateWith(),
+      'Beta/Jobs': templateWith('usage-report'),
+    });
+    expect(() => chooseStack(dir)).toThrow(
+      'several stacks hold PacedJobs: Prod/Jobs, Beta/Jobs; pick one with --stack <name>',
+    );
+    const expected = {
+      stackName: 'Prod-Jobs',
+      templateFile: join(dir, 'assembly-Prod', 'ProdJobs.template.json'),
+      assemblyDir: join(dir, 'assembly-Prod'),
+    };
     expect(chooseStack(dir, { stack: 'Prod/Jobs' })).toEqual(expected);
     expect(chooseStack(dir, { stack: 'Prod-Jobs' })).toEqual(expected);
   });
 
   it('carries the account and region a stack is pinned to, and leaves out what CDK left unknown', () => {
     writeAppAssembly(dir, { Pinned: templateWith('a'), Agnostic: templateWith() });
-    const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { artifacts: Record<string, { environment?: string }> };
+    const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as {
+      artifacts: Record<string, { environment?: string }>;
+    };
     manifest.artifacts.Pinned.environment = 'aws://123456789012/eu-west-1';
     manifest.artifacts.Agnostic.environment = 'aws://unknown-account/unknown-region';
     writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest));
@@ -202,21 +260,27 @@ describe("Function: ensureAppStack, in a team's app", () => {
 
     writeFileSync(join(app, 'jobs', 'usage-report', 'index.ts'), '');
     ensureAppStack({ cwd: app, assemblyDir: 'cdk.out', log: (l) => logs.push(l) });
-    expect(logs).toEqual([`warning: ${join(app, 'cdk.out', 'Reporting.template.json')} is older than the app's sources in ${app}; pass --synth to rebuild it`]);
+    expect(logs).toEqual([
+      `warning: ${join(app, 'cdk.out', 'Reporting.template.json')} is older than the app's sources in ${app}; pass --synth to rebuild it`,
+    ]);
     expect(newestAppSourceMtime(app)).toBe(statSync(join(app, 'jobs', 'usage-report', 'index.ts')).mtimeMs);
   });
 
   it('refuses at once, without synthesizing, when several stacks hold jobs and none is named', () => {
     writeAppAssembly(join(app, 'cdk.out'), { A: templateWith('x'), B: templateWith('y') });
     const logs: string[] = [];
-    expect(() => ensureAppStack({ cwd: app, assemblyDir: 'cdk.out', log: (l) => logs.push(l) })).toThrow('several stacks hold PacedJobs: A, B; pick one with --stack <name>');
+    expect(() => ensureAppStack({ cwd: app, assemblyDir: 'cdk.out', log: (l) => logs.push(l) })).toThrow(
+      'several stacks hold PacedJobs: A, B; pick one with --stack <name>',
+    );
     expect(logs).toEqual([]);
   });
 
   it('says the folder has no cdk.json when there is nothing to run and nothing to synthesize', () => {
     const logs: string[] = [];
     expect(() => ensureAppStack({ cwd: app, assemblyDir: 'cdk.out', log: (l) => logs.push(l) })).toThrow(
-      new AssemblyError(`${app} has no cdk.json: run this in your CDK app's folder (the one with cdk.json), or name it with --app <dir>`),
+      new AssemblyError(
+        `${app} has no cdk.json: run this in your CDK app's folder (the one with cdk.json), or name it with --app <dir>`,
+      ),
     );
     expect(logs).toEqual([`no stack to run in ${join(app, 'cdk.out')}; running npx cdk synth --quiet`]);
   });
@@ -228,7 +292,10 @@ describe('Function: isReferenceApp', () => {
     const app = mkdtempSync(join(tmpdir(), 'team-app-'));
     try {
       expect(isReferenceApp(app)).toBe(false);
-      writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'team-app', dependencies: { 'paced-jobs': '^0.1.0' } }));
+      writeFileSync(
+        join(app, 'package.json'),
+        JSON.stringify({ name: 'team-app', dependencies: { 'paced-jobs': '^0.1.0' } }),
+      );
       expect(isReferenceApp(app)).toBe(false);
     } finally {
       rmSync(app, { recursive: true, force: true });

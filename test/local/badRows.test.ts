@@ -11,7 +11,8 @@ import { openTestAppSession, RECORD_WRITER } from '../support/testApp';
 
 /** Discovers the items of a date in its table `items`, writes one result each into `results`. */
 const JOB = RECORD_WRITER;
-const ID_REASON = 'itemId: may hold only letters, digits and _ . @ # / + = - (no ":" or spaces), starting with a letter or digit';
+const ID_REASON =
+  'itemId: may hold only letters, digits and _ . @ # / + = - (no ":" or spaces), starting with a letter or digit';
 
 describe('A night with bad source rows (a job discovering from its own table, local stack)', () => {
   let session: LocalSession;
@@ -35,7 +36,8 @@ describe('A night with bad source rows (a job discovering from its own table, lo
     table = resourceName(settings, 'tables', 'items');
     results = resourceName(settings, 'tables', 'results');
     // A result written for a bad row would show as an effect the fixture did not expect (it reads the result writes).
-    for (const row of bad(businessDate)) await session.documents().send(new PutCommand({ TableName: table, Item: row }));
+    for (const row of bad(businessDate))
+      await session.documents().send(new PutCommand({ TableName: table, Item: row }));
     session.startConsumers();
     await session.fire(JOB, { scheduledTime: new Date(), businessDate });
     settled = await session.settle({ deadline: Date.now() + 90_000, jobs: [JOB] });
@@ -47,34 +49,50 @@ describe('A night with bad source rows (a job discovering from its own table, lo
     await session?.close();
   });
 
-  it('writes the good item\'s result, and nothing for the bad rows', async () => {
+  it("writes the good item's result, and nothing for the bad rows", async () => {
     expect(settled).toBe(true);
     expect([...effects.effectsByOperation.entries()]).toEqual(seeded.expectedOperations.map((key) => [key, 1]));
     expect(effects.unexpectedEffects).toEqual([]);
     for (const row of bad(businessDate)) {
-      expect((await session.documents().send(new GetCommand({ TableName: table, Key: { itemId: row.itemId } }))).Item).toEqual(row);
-      expect((await session.documents().send(new GetCommand({ TableName: results, Key: { itemId: row.itemId } }))).Item).toBeUndefined();
+      expect(
+        (await session.documents().send(new GetCommand({ TableName: table, Key: { itemId: row.itemId } }))).Item,
+      ).toEqual(row);
+      expect(
+        (await session.documents().send(new GetCommand({ TableName: results, Key: { itemId: row.itemId } }))).Item,
+      ).toBeUndefined();
     }
   });
 
   it('records each bad row in the run ledger with its key and reason, and ops audit lists them', () => {
     expect(audit).toMatchObject({ exact: true, discovered: 1, completed: 1, rejected: 0, deadLettered: 0 });
-    expect(audit.batches).toEqual([expect.objectContaining({ discovered: 1, completed: 1, invalidRows: 2, admission: 'complete', exact: true })]);
+    expect(audit.batches).toEqual([
+      expect.objectContaining({ discovered: 1, completed: 1, invalidRows: 2, admission: 'complete', exact: true }),
+    ]);
     // By key: the job scans its table, in the table's own order.
-    const rows = audit.invalidRows.map(({ key, reasons, page }) => ({ key, reasons, page })).sort((a, b) => a.key.localeCompare(b.key));
+    const rows = audit.invalidRows
+      .map(({ key, reasons, page }) => ({ key, reasons, page }))
+      .sort((a, b) => a.key.localeCompare(b.key));
     expect(rows).toEqual([
       { key: 'bad item', reasons: [ID_REASON], page: 1 },
       { key: 'no-millis', reasons: ['dueAt: must be a UTC timestamp with milliseconds'], page: 1 },
     ]);
-    expect(renderAudit(audit)).toContain('1 operation: 1 completed, 0 rejected, 0 dead-lettered, 0 open; 2 invalid source rows recorded and skipped');
+    expect(renderAudit(audit)).toContain(
+      '1 operation: 1 completed, 0 rejected, 0 dead-lettered, 0 open; 2 invalid source rows recorded and skipped',
+    );
   });
 
   it('leaves nothing in the job DLQ or the producer DLQ', async () => {
     const job = session.job(JOB);
     const state = await session.state(JOB);
-    expect({ queue: state.queue.total, dlq: state.dlq.total, admission: state.admissionQueue.total }).toEqual({ queue: 0, dlq: 0, admission: 0 });
+    expect({ queue: state.queue.total, dlq: state.dlq.total, admission: state.admissionQueue.total }).toEqual({
+      queue: 0,
+      dlq: 0,
+      admission: 0,
+    });
     // The producer's DLQ is the admission queue's dead-letter target.
-    const { Attributes } = await session.sqs().send(new GetQueueAttributesCommand({ QueueUrl: job.admissionQueueUrl, AttributeNames: ['RedrivePolicy'] }));
+    const { Attributes } = await session
+      .sqs()
+      .send(new GetQueueAttributesCommand({ QueueUrl: job.admissionQueueUrl, AttributeNames: ['RedrivePolicy'] }));
     const target = String(JSON.parse(Attributes?.RedrivePolicy ?? '{}').deadLetterTargetArn);
     const { QueueUrl } = await session.sqs().send(new GetQueueUrlCommand({ QueueName: target.split(':').pop() }));
     expect(await session.depth(QueueUrl)).toMatchObject({ total: 0 });

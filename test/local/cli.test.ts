@@ -2,9 +2,9 @@
 // synthesized by globalSetup, see test/support/testApp.ts): a demo cycle with its report and charts, a 429 storm, and
 // the refusals. Serving (`--serve`) is end-to-end tested in test/ops/serve.e2e.test.ts and
 // test/console/console.e2e.test.ts.
-import { spawn, ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer, Server } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -25,7 +25,11 @@ interface Result {
 /** Runs `npm start` on the test app; with `app: false`, on this repository's own (the reference app, as `npm start`). */
 function start(args: string[], { app = true } = {}): { child: ChildProcess; done: Promise<Result> } {
   // Node itself loads tsx, so SIGINT reaches the CLI directly rather than through tsx's relaying wrapper process.
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...(app ? APP : []), ...args], { cwd: ROOT, env: { ...process.env, FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...(app ? APP : []), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, FORCE_COLOR: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (c) => (stdout += c));
@@ -53,7 +57,21 @@ describe('Command: npm start', () => {
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), 'paced-jobs-local-demo-'));
       // Each fixture's unit is a flag of its own (--items, --objects, --calls).
-      result = await start(['--json', '--items', '2', '--objects', '3', '--calls', '3', '--prewarm', '2', '--local-dir', dir, '--timeout', '90']).done;
+      result = await start([
+        '--json',
+        '--items',
+        '2',
+        '--objects',
+        '3',
+        '--calls',
+        '3',
+        '--prewarm',
+        '2',
+        '--local-dir',
+        dir,
+        '--timeout',
+        '90',
+      ]).done;
       report = JSON.parse(result.stdout);
     }, 300_000);
 
@@ -68,9 +86,33 @@ describe('Command: npm start', () => {
       expect(report.ok).toBe(true);
       // The app's jobs at the sizes asked.
       expect(report.jobs).toMatchObject({
-        [RECORD_WRITER]: expect.objectContaining({ discovered: 2, completed: 2, rejected: 0, dlq: 0, effects: 2, duplicatesSuppressed: 0, rateLimitPerWindow: expect.any(Number) }),
-        [QUOTA_CALLER]: expect.objectContaining({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, duplicatesSuppressed: 0, throttled: 0, maxStartsPerWindow: 3 }),
-        [OBJECT_SWEEPER]: expect.objectContaining({ discovered: 3, completed: 3, rejected: 0, dlq: 0, effects: 3, maxStartsPerWindow: 3 }),
+        [RECORD_WRITER]: expect.objectContaining({
+          discovered: 2,
+          completed: 2,
+          rejected: 0,
+          dlq: 0,
+          effects: 2,
+          duplicatesSuppressed: 0,
+          rateLimitPerWindow: expect.any(Number),
+        }),
+        [QUOTA_CALLER]: expect.objectContaining({
+          discovered: 3,
+          completed: 3,
+          rejected: 0,
+          dlq: 0,
+          effects: 3,
+          duplicatesSuppressed: 0,
+          throttled: 0,
+          maxStartsPerWindow: 3,
+        }),
+        [OBJECT_SWEEPER]: expect.objectContaining({
+          discovered: 3,
+          completed: 3,
+          rejected: 0,
+          dlq: 0,
+          effects: 3,
+          maxStartsPerWindow: 3,
+        }),
       });
       expect(Object.keys(report.jobs).sort()).toEqual([OBJECT_SWEEPER, QUOTA_CALLER, RECORD_WRITER]);
       // Five checks a job: nothing lost, one effect per operation, rate, no unexplained dead letters, IAM allowed.
@@ -107,7 +149,21 @@ describe('Command: npm start', () => {
 
   it('defers a 429 storm from a downstream and ends with every call applied once and nothing in the DLQ', async () => {
     // A fake API's quota far below the job's own rate: most first attempts get 429 with Retry-After.
-    const args = ['--json', '--calls', '12', '--items', '1', '--objects', '1', '--downstream-quota', '2', '--downstream-window', '3', '--prewarm', '2'];
+    const args = [
+      '--json',
+      '--calls',
+      '12',
+      '--items',
+      '1',
+      '--objects',
+      '1',
+      '--downstream-quota',
+      '2',
+      '--downstream-window',
+      '3',
+      '--prewarm',
+      '2',
+    ];
     const result = await start([...args, '--local-dir', localDir, '--timeout', '120']).done;
     const report = JSON.parse(result.stdout);
     expect(result.code).toBe(0);
@@ -122,7 +178,9 @@ describe('Command: npm start', () => {
   it('rejects a bad flag with a clear message', async () => {
     const result = await start(['--calls', 'abc']).done;
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain(`error: option '--calls <n>' argument 'abc' is invalid. --calls must be a whole number, got "abc"`);
+    expect(result.stderr).toContain(
+      `error: option '--calls <n>' argument 'abc' is invalid. --calls must be a whole number, got "abc"`,
+    );
   }, 30_000);
 
   // In the reference app, where the command calls itself `npm start` (in a team's app, `paced-jobs start`); no job runs.

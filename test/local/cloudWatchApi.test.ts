@@ -21,7 +21,12 @@ const T0 = Math.floor(Date.now() / MINUTE) * MINUTE - 10 * MINUTE;
 const JOB = { service: 'a-job', job: 'a-job' };
 const OTHER = { service: 'b-job', job: 'b-job' };
 
-const emf = (metricName: string, atMs: number, value: number, dimensions: Record<string, string> = JOB): MetricSample => ({ namespace: 'PacedJobs', metricName, dimensions, timestamp: atMs, value });
+const emf = (
+  metricName: string,
+  atMs: number,
+  value: number,
+  dimensions: Record<string, string> = JOB,
+): MetricSample => ({ namespace: 'PacedJobs', metricName, dimensions, timestamp: atMs, value });
 const depth = (queueName: string, atMs: number, value: number): MetricSample => ({
   namespace: 'AWS/SQS',
   metricName: 'ApproximateNumberOfMessagesVisible',
@@ -46,10 +51,19 @@ const SAMPLES: MetricSample[] = [
   depth('a-queue', T0 + 59_999, 2),
 ];
 
-const stat = (Id: string, MetricName: string, Stat: string, options: { dimensions?: Record<string, string>; period?: number; namespace?: string } = {}): MetricDataQuery => ({
+const stat = (
+  Id: string,
+  MetricName: string,
+  Stat: string,
+  options: { dimensions?: Record<string, string>; period?: number; namespace?: string } = {},
+): MetricDataQuery => ({
   Id,
   MetricStat: {
-    Metric: { Namespace: options.namespace ?? 'PacedJobs', MetricName, Dimensions: Object.entries(options.dimensions ?? JOB).map(([Name, Value]) => ({ Name, Value })) },
+    Metric: {
+      Namespace: options.namespace ?? 'PacedJobs',
+      MetricName,
+      Dimensions: Object.entries(options.dimensions ?? JOB).map(([Name, Value]) => ({ Name, Value })),
+    },
     Period: options.period ?? 60,
     Stat,
   },
@@ -62,7 +76,12 @@ describe('Function: startCloudWatchApi', () => {
 
   beforeAll(async () => {
     server = await startCloudWatchApi({ samples: () => samples });
-    cloudwatch = new CloudWatchClient({ endpoint: server.endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS, maxAttempts: 1 });
+    cloudwatch = new CloudWatchClient({
+      endpoint: server.endpoint,
+      region: 'us-east-1',
+      credentials: LOCAL_CREDENTIALS,
+      maxAttempts: 1,
+    });
   });
 
   afterAll(async () => {
@@ -75,13 +94,15 @@ describe('Function: startCloudWatchApi', () => {
   });
 
   const window = (fromMs = T0, toMs = T0 + 5 * MINUTE) => ({ StartTime: new Date(fromMs), EndTime: new Date(toMs) });
-  const getMetricData = (input: Omit<GetMetricDataCommandInput, 'StartTime' | 'EndTime'> & Partial<GetMetricDataCommandInput>) =>
-    cloudwatch.send(new GetMetricDataCommand({ ...window(), ...input }));
+  const getMetricData = (
+    input: Omit<GetMetricDataCommandInput, 'StartTime' | 'EndTime'> & Partial<GetMetricDataCommandInput>,
+  ) => cloudwatch.send(new GetMetricDataCommand({ ...window(), ...input }));
   /** Each result as [id, label, epoch ms, values]. */
-  const points = (out: Awaited<ReturnType<typeof getMetricData>>) => (out.MetricDataResults ?? []).map((r) => [r.Id, r.Label, r.Timestamps?.map((t) => t.getTime()), r.Values]);
+  const points = (out: Awaited<ReturnType<typeof getMetricData>>) =>
+    (out.MetricDataResults ?? []).map((r) => [r.Id, r.Label, r.Timestamps?.map((t) => t.getTime()), r.Values]);
 
   describe('Action: GetMetricData', () => {
-    it('sums each period\'s samples, a datapoint per period that has any, newest first by default and oldest first when asked', async () => {
+    it("sums each period's samples, a datapoint per period that has any, newest first by default and oldest first when asked", async () => {
       const query = stat('applied', 'Applied', 'Sum');
 
       const descending = await getMetricData({ MetricDataQueries: [query] });
@@ -93,10 +114,17 @@ describe('Function: startCloudWatchApi', () => {
       expect(ascending.NextToken).toBeUndefined();
     });
 
-    it('answers every supported statistic, a query\'s own Label, and leaves out a query with ReturnData false', async () => {
+    it("answers every supported statistic, a query's own Label, and leaves out a query with ReturnData false", async () => {
       const age = (Id: string, Stat: string) => stat(Id, 'AgeSinceFirstEnqueue', Stat);
       const out = await getMetricData({
-        MetricDataQueries: [age('max', 'Maximum'), age('min', 'Minimum'), age('avg', 'Average'), age('n', 'SampleCount'), { ...age('sum', 'Sum'), Label: 'age summed' }, { ...age('hidden', 'Sum'), ReturnData: false }],
+        MetricDataQueries: [
+          age('max', 'Maximum'),
+          age('min', 'Minimum'),
+          age('avg', 'Average'),
+          age('n', 'SampleCount'),
+          { ...age('sum', 'Sum'), Label: 'age summed' },
+          { ...age('hidden', 'Sum'), ReturnData: false },
+        ],
         ScanBy: 'TimestampAscending',
       });
 
@@ -109,7 +137,7 @@ describe('Function: startCloudWatchApi', () => {
       ]);
     });
 
-    it('matches a metric on exactly the query\'s dimensions, as CloudWatch does: none fewer, none more', async () => {
+    it("matches a metric on exactly the query's dimensions, as CloudWatch does: none fewer, none more", async () => {
       const out = await getMetricData({
         MetricDataQueries: [
           stat('other', 'Applied', 'Sum', { dimensions: OTHER }),
@@ -128,8 +156,15 @@ describe('Function: startCloudWatchApi', () => {
       ]);
     });
 
-    it('takes a queue\'s peak per period with Maximum, an AWS/SQS metric by its QueueName', async () => {
-      const out = await getMetricData({ MetricDataQueries: [stat('visible', 'ApproximateNumberOfMessagesVisible', 'Maximum', { namespace: 'AWS/SQS', dimensions: { QueueName: 'a-queue' } })] });
+    it("takes a queue's peak per period with Maximum, an AWS/SQS metric by its QueueName", async () => {
+      const out = await getMetricData({
+        MetricDataQueries: [
+          stat('visible', 'ApproximateNumberOfMessagesVisible', 'Maximum', {
+            namespace: 'AWS/SQS',
+            dimensions: { QueueName: 'a-queue' },
+          }),
+        ],
+      });
 
       expect(points(out)).toEqual([['visible', 'ApproximateNumberOfMessagesVisible', [T0], [9]]]);
     });
@@ -139,20 +174,37 @@ describe('Function: startCloudWatchApi', () => {
 
       // StartTime 30 s into the first minute still counts its first samples (at +1 s and +2 s); EndTime at +61 s leaves
       // the sample at +61 s out.
-      const minute = await getMetricData({ ...window(T0 + 30_000, T0 + 61_000), MetricDataQueries: [query(60)], ScanBy: 'TimestampAscending' });
-      const tenSeconds = await getMetricData({ ...window(T0 + 1_500, T0 + 5 * MINUTE), MetricDataQueries: [query(10)], ScanBy: 'TimestampAscending' });
+      const minute = await getMetricData({
+        ...window(T0 + 30_000, T0 + 61_000),
+        MetricDataQueries: [query(60)],
+        ScanBy: 'TimestampAscending',
+      });
+      const tenSeconds = await getMetricData({
+        ...window(T0 + 1_500, T0 + 5 * MINUTE),
+        MetricDataQueries: [query(10)],
+        ScanBy: 'TimestampAscending',
+      });
 
       expect(points(minute)).toEqual([['applied', 'Applied', [T0], [2]]]);
       expect(points(tenSeconds)).toEqual([['applied', 'Applied', [T0, T0 + 60_000, T0 + 200_000], [2, 1, 3]]]);
       expect(alignStart(T0 + 23_000, 10, T0 + MINUTE)).toBe(T0 + 20_000);
-      expect(alignStart(Date.UTC(2026, 0, 1, 12, 32, 34), 300, Date.UTC(2026, 0, 2))).toBe(Date.UTC(2026, 0, 1, 12, 32));
-      expect(alignStart(Date.UTC(2026, 0, 1, 12, 32, 34), 300, Date.UTC(2026, 1, 1))).toBe(Date.UTC(2026, 0, 1, 12, 30));
+      expect(alignStart(Date.UTC(2026, 0, 1, 12, 32, 34), 300, Date.UTC(2026, 0, 2))).toBe(
+        Date.UTC(2026, 0, 1, 12, 32),
+      );
+      expect(alignStart(Date.UTC(2026, 0, 1, 12, 32, 34), 300, Date.UTC(2026, 1, 1))).toBe(
+        Date.UTC(2026, 0, 1, 12, 30),
+      );
       expect(alignStart(Date.UTC(2026, 0, 1, 12, 32, 34), 3600, Date.UTC(2026, 5, 1))).toBe(Date.UTC(2026, 0, 1, 12));
     });
 
-    it('pages by MaxDatapoints behind a NextToken, the split result PartialData, and the SDK\'s paginator reads every page', async () => {
+    it("pages by MaxDatapoints behind a NextToken, the split result PartialData, and the SDK's paginator reads every page", async () => {
       samples = Array.from({ length: 5 }, (_, i) => emf('Applied', T0 + i * MINUTE, i + 1));
-      const input = { ...window(), MetricDataQueries: [stat('applied', 'Applied', 'Sum'), stat('age', 'AgeSinceFirstEnqueue', 'Maximum')], ScanBy: 'TimestampAscending' as const, MaxDatapoints: 2 };
+      const input = {
+        ...window(),
+        MetricDataQueries: [stat('applied', 'Applied', 'Sum'), stat('age', 'AgeSinceFirstEnqueue', 'Maximum')],
+        ScanBy: 'TimestampAscending' as const,
+        MaxDatapoints: 2,
+      };
 
       const first = await cloudwatch.send(new GetMetricDataCommand(input));
       const pages = [];
@@ -166,42 +218,88 @@ describe('Function: startCloudWatchApi', () => {
         ['applied', 'Complete'],
         ['age', 'Complete'],
       ]);
-      await expect(cloudwatch.send(new GetMetricDataCommand({ ...input, NextToken: 'not-a-token' }))).rejects.toMatchObject({ name: 'InvalidNextToken' });
+      await expect(
+        cloudwatch.send(new GetMetricDataCommand({ ...input, NextToken: 'not-a-token' })),
+      ).rejects.toMatchObject({ name: 'InvalidNextToken' });
     });
 
     it('refuses metric math by name, as an InvalidParameterValue the SDK raises as its exception', async () => {
-      const error = await getMetricData({ MetricDataQueries: [stat('applied', 'Applied', 'Sum'), { Id: 'rate', Expression: 'applied / 60' }] }).catch((e: Error) => e);
+      const error = await getMetricData({
+        MetricDataQueries: [stat('applied', 'Applied', 'Sum'), { Id: 'rate', Expression: 'applied / 60' }],
+      }).catch((e: Error) => e);
 
       expect(error).toMatchObject({
         name: 'InvalidParameterValueException',
-        message: 'MetricDataQueries.member.2.Expression (metric math or SEARCH, query rate) is not supported by the local CloudWatch: it answers MetricStat queries only.',
+        message:
+          'MetricDataQueries.member.2.Expression (metric math or SEARCH, query rate) is not supported by the local CloudWatch: it answers MetricStat queries only.',
         $metadata: expect.objectContaining({ httpStatusCode: 400 }),
       });
     });
 
     it.each([
-      ['a percentile', { MetricDataQueries: [stat('p', 'Applied', 'p99')] }, 'MetricDataQueries.member.1.MetricStat.Stat "p99" (query p) is not supported by the local CloudWatch (it supports Sum, Maximum, Minimum, Average, SampleCount).'],
-      ['a unit', { MetricDataQueries: [{ ...stat('u', 'Applied', 'Sum'), MetricStat: { ...stat('u', 'Applied', 'Sum').MetricStat!, Unit: 'Count' as const } }] }, 'MetricDataQueries.member.1.MetricStat.Unit (query u) is not supported by the local CloudWatch: it keeps samples without their unit; leave Unit out.'],
-      ['a period CloudWatch does not take', { MetricDataQueries: [stat('p', 'Applied', 'Sum', { period: 7 })] }, 'The parameter MetricDataQueries.member.1.MetricStat.Period must be 1, 5, 10, 20, 30 or a multiple of 60, got 7.'],
-      ['two queries with one Id', { MetricDataQueries: [stat('a', 'Applied', 'Sum'), stat('a', 'Deferred', 'Sum')] }, 'The value a for field Id in MetricDataQueries is not unique.'],
-      ['an Id CloudWatch would refuse', { MetricDataQueries: [stat('Applied', 'Applied', 'Sum')] }, 'The value "Applied" for parameter MetricDataQueries.member.1.Id is not valid: it must start with a lowercase letter and hold only letters, digits and underscores.'],
-      ['an empty window', { ...window(T0, T0), MetricDataQueries: [stat('a', 'Applied', 'Sum')] }, 'The parameter StartTime must be less than the parameter EndTime.'],
-      ['a cross-account query', { MetricDataQueries: [{ ...stat('a', 'Applied', 'Sum'), AccountId: '123456789012' }] }, "MetricDataQueries.member.1.AccountId (a cross-account query, query a) is not supported by the local CloudWatch: it holds one account's metrics."],
+      [
+        'a percentile',
+        { MetricDataQueries: [stat('p', 'Applied', 'p99')] },
+        'MetricDataQueries.member.1.MetricStat.Stat "p99" (query p) is not supported by the local CloudWatch (it supports Sum, Maximum, Minimum, Average, SampleCount).',
+      ],
+      [
+        'a unit',
+        {
+          MetricDataQueries: [
+            {
+              ...stat('u', 'Applied', 'Sum'),
+              MetricStat: { ...stat('u', 'Applied', 'Sum').MetricStat!, Unit: 'Count' as const },
+            },
+          ],
+        },
+        'MetricDataQueries.member.1.MetricStat.Unit (query u) is not supported by the local CloudWatch: it keeps samples without their unit; leave Unit out.',
+      ],
+      [
+        'a period CloudWatch does not take',
+        { MetricDataQueries: [stat('p', 'Applied', 'Sum', { period: 7 })] },
+        'The parameter MetricDataQueries.member.1.MetricStat.Period must be 1, 5, 10, 20, 30 or a multiple of 60, got 7.',
+      ],
+      [
+        'two queries with one Id',
+        { MetricDataQueries: [stat('a', 'Applied', 'Sum'), stat('a', 'Deferred', 'Sum')] },
+        'The value a for field Id in MetricDataQueries is not unique.',
+      ],
+      [
+        'an Id CloudWatch would refuse',
+        { MetricDataQueries: [stat('Applied', 'Applied', 'Sum')] },
+        'The value "Applied" for parameter MetricDataQueries.member.1.Id is not valid: it must start with a lowercase letter and hold only letters, digits and underscores.',
+      ],
+      [
+        'an empty window',
+        { ...window(T0, T0), MetricDataQueries: [stat('a', 'Applied', 'Sum')] },
+        'The parameter StartTime must be less than the parameter EndTime.',
+      ],
+      [
+        'a cross-account query',
+        { MetricDataQueries: [{ ...stat('a', 'Applied', 'Sum'), AccountId: '123456789012' }] },
+        "MetricDataQueries.member.1.AccountId (a cross-account query, query a) is not supported by the local CloudWatch: it holds one account's metrics.",
+      ],
     ])('refuses %s with InvalidParameterValue, naming it', async (_what, input, message) => {
-      await expect(getMetricData(input as GetMetricDataCommandInput)).rejects.toMatchObject({ name: 'InvalidParameterValueException', message });
+      await expect(getMetricData(input as GetMetricDataCommandInput)).rejects.toMatchObject({
+        name: 'InvalidParameterValueException',
+        message,
+      });
     });
 
     it('refuses a query without MetricStat as a missing parameter', async () => {
       await expect(getMetricData({ MetricDataQueries: [{ Id: 'a' }] })).rejects.toMatchObject({
         name: 'MissingRequiredParameterException',
-        message: 'MetricDataQueries.member.1 (query a) needs a MetricStat: the local CloudWatch answers MetricStat queries only.',
+        message:
+          'MetricDataQueries.member.1 (query a) needs a MetricStat: the local CloudWatch answers MetricStat queries only.',
       });
     });
   });
 
   describe('Action: ListMetrics', () => {
     const list = async (input: ListMetricsCommandInput) =>
-      ((await cloudwatch.send(new ListMetricsCommand(input))).Metrics ?? []).map((m) => `${m.Namespace} ${m.MetricName} ${(m.Dimensions ?? []).map((d) => `${d.Name}=${d.Value}`).join(',')}`);
+      ((await cloudwatch.send(new ListMetricsCommand(input))).Metrics ?? []).map(
+        (m) => `${m.Namespace} ${m.MetricName} ${(m.Dimensions ?? []).map((d) => `${d.Name}=${d.Value}`).join(',')}`,
+      );
 
     it('lists each metric the samples hold once, with its whole dimension set', async () => {
       expect(await list({})).toEqual([
@@ -214,30 +312,45 @@ describe('Function: startCloudWatchApi', () => {
     });
 
     it('filters by namespace, metric name and dimensions (a filter without a value matches any value)', async () => {
-      expect(await list({ Namespace: 'AWS/SQS' })).toEqual(['AWS/SQS ApproximateNumberOfMessagesVisible QueueName=a-queue']);
-      expect(await list({ Namespace: 'PacedJobs', MetricName: 'Applied', Dimensions: [{ Name: 'job', Value: 'b-job' }] })).toEqual(['PacedJobs Applied job=b-job,service=b-job']);
-      expect(await list({ Dimensions: [{ Name: 'extra' }] })).toEqual(['PacedJobs Applied extra=x,job=a-job,service=a-job']);
+      expect(await list({ Namespace: 'AWS/SQS' })).toEqual([
+        'AWS/SQS ApproximateNumberOfMessagesVisible QueueName=a-queue',
+      ]);
+      expect(
+        await list({ Namespace: 'PacedJobs', MetricName: 'Applied', Dimensions: [{ Name: 'job', Value: 'b-job' }] }),
+      ).toEqual(['PacedJobs Applied job=b-job,service=b-job']);
+      expect(await list({ Dimensions: [{ Name: 'extra' }] })).toEqual([
+        'PacedJobs Applied extra=x,job=a-job,service=a-job',
+      ]);
       expect(await list({ MetricName: 'Nothing' })).toEqual([]);
     });
 
     it('refuses cross-account listing by name', async () => {
       await expect(cloudwatch.send(new ListMetricsCommand({ IncludeLinkedAccounts: true }))).rejects.toMatchObject({
         name: 'InvalidParameterValueException',
-        message: "IncludeLinkedAccounts (cross-account observability) is not supported by the local CloudWatch: it holds one account's metrics.",
+        message:
+          "IncludeLinkedAccounts (cross-account observability) is not supported by the local CloudWatch: it holds one account's metrics.",
       });
     });
   });
 
   describe('Other requests', () => {
     it('refuses an action it does not serve, naming the ones it does', async () => {
-      await expect(cloudwatch.send(new PutMetricDataCommand({ Namespace: 'PacedJobs', MetricData: [{ MetricName: 'Applied', Value: 1 }] }))).rejects.toMatchObject({
+      await expect(
+        cloudwatch.send(
+          new PutMetricDataCommand({ Namespace: 'PacedJobs', MetricData: [{ MetricName: 'Applied', Value: 1 }] }),
+        ),
+      ).rejects.toMatchObject({
         name: 'InvalidAction',
         message: 'PutMetricData is not supported by the local CloudWatch (it answers GetMetricData and ListMetrics)',
       });
     });
 
     it('answers a query-protocol request (an older CLI) in its own XML, saying it speaks AWS JSON 1.0', async () => {
-      const response = await fetch(server.endpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'Action=ListMetrics&Version=2010-08-01' });
+      const response = await fetch(server.endpoint, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'Action=ListMetrics&Version=2010-08-01',
+      });
 
       expect(response.status).toBe(400);
       const text = await response.text();
@@ -248,12 +361,20 @@ describe('Function: startCloudWatchApi', () => {
     it('answers a failing sample source as an internal error carrying its message', async () => {
       const failing = await startCloudWatchApi({
         samples: () => {
-          throw new Error('sampling the queues\' depth failed: boom');
+          throw new Error("sampling the queues' depth failed: boom");
         },
       });
-      const client = new CloudWatchClient({ endpoint: failing.endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS, maxAttempts: 1 });
+      const client = new CloudWatchClient({
+        endpoint: failing.endpoint,
+        region: 'us-east-1',
+        credentials: LOCAL_CREDENTIALS,
+        maxAttempts: 1,
+      });
       try {
-        await expect(client.send(new ListMetricsCommand({}))).rejects.toMatchObject({ name: 'InternalServiceFault', message: "sampling the queues' depth failed: boom" });
+        await expect(client.send(new ListMetricsCommand({}))).rejects.toMatchObject({
+          name: 'InternalServiceFault',
+          message: "sampling the queues' depth failed: boom",
+        });
       } finally {
         client.destroy();
         await failing.close();

@@ -1,10 +1,23 @@
 import { join } from 'node:path';
-import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
-import { EVENT_COUNT_METRICS, failedMessageIds, SQS_SCALING, SqsEventSourceMapping, SYNC_INVOCATION_PAYLOAD_LIMIT_BYTES } from '../../local/eventSourceMapping';
+import {
+  EVENT_COUNT_METRICS,
+  failedMessageIds,
+  SQS_SCALING,
+  SqsEventSourceMapping,
+  SYNC_INVOCATION_PAYLOAD_LIMIT_BYTES,
+} from '../../local/eventSourceMapping';
 import type { MetricSample } from '../../local/metricsTap';
 import { LocalFunction } from '../../local/lambdaRuntime';
-import { RunningServer, startSqs } from '../../local/servers';
+import { type RunningServer, startSqs } from '../../local/servers';
 import { holdsFor, waitFor } from '../../local/waitFor';
 
 const CODE = join(__dirname, 'fixtures', 'assembly', 'asset.0123abcd');
@@ -15,13 +28,19 @@ describe('Function: failedMessageIds', () => {
     expect([...failedMessageIds({ ok: false }, batch, true)]).toEqual(batch);
   });
   it('fails only the listed items with ReportBatchItemFailures', () => {
-    expect([...failedMessageIds({ ok: true, value: { batchItemFailures: [{ itemIdentifier: 'b' }] } }, batch, true)]).toEqual(['b']);
+    expect([
+      ...failedMessageIds({ ok: true, value: { batchItemFailures: [{ itemIdentifier: 'b' }] } }, batch, true),
+    ]).toEqual(['b']);
   });
   it('ignores the response without ReportBatchItemFailures', () => {
-    expect([...failedMessageIds({ ok: true, value: { batchItemFailures: [{ itemIdentifier: 'b' }] } }, batch, false)]).toEqual([]);
+    expect([
+      ...failedMessageIds({ ok: true, value: { batchItemFailures: [{ itemIdentifier: 'b' }] } }, batch, false),
+    ]).toEqual([]);
   });
   it('fails the whole batch on an identifier that is not in the batch', () => {
-    expect([...failedMessageIds({ ok: true, value: { batchItemFailures: [{ itemIdentifier: 'z' }] } }, batch, true)]).toEqual(batch);
+    expect([
+      ...failedMessageIds({ ok: true, value: { batchItemFailures: [{ itemIdentifier: 'z' }] } }, batch, true),
+    ]).toEqual(batch);
   });
   it('succeeds the whole batch on an empty or null response', () => {
     expect([...failedMessageIds({ ok: true, value: null }, batch, true)]).toEqual([]);
@@ -39,7 +58,11 @@ describe('Class: SqsEventSourceMapping', () => {
 
   beforeAll(async () => {
     server = await startSqs();
-    sqs = new SQSClient({ endpoint: server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+    sqs = new SQSClient({
+      endpoint: server.endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    });
   });
   afterEach(async () => {
     await Promise.all(mappings.splice(0).map((m) => m.stop()));
@@ -50,18 +73,38 @@ describe('Class: SqsEventSourceMapping', () => {
     await server.close();
   });
 
-  async function setup(opts: { maxReceiveCount: number; visibility: number; timeoutSeconds?: number; reserved?: number; batchSize?: number; maximumConcurrency?: number; window?: number; onMetric?: (sample: MetricSample) => void }) {
+  async function setup(opts: {
+    maxReceiveCount: number;
+    visibility: number;
+    timeoutSeconds?: number;
+    reserved?: number;
+    batchSize?: number;
+    maximumConcurrency?: number;
+    window?: number;
+    onMetric?: (sample: MetricSample) => void;
+  }) {
     const n = ++queueCount;
     const dlq = await sqs.send(new CreateQueueCommand({ QueueName: `dlq-${n}` }));
     const dlqArn = `arn:aws:sqs:us-east-1:000000000000:dlq-${n}`;
     const queue = await sqs.send(
       new CreateQueueCommand({
         QueueName: `q-${n}`,
-        Attributes: { VisibilityTimeout: String(opts.visibility), RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: opts.maxReceiveCount }) },
+        Attributes: {
+          VisibilityTimeout: String(opts.visibility),
+          RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: opts.maxReceiveCount }),
+        },
       }),
     );
     const fn = new LocalFunction(
-      { name: `fn-${n}`, arn: `arn:aws:lambda:us-east-1:000000000000:function:fn-${n}`, handler: 'index.handler', codeDir: CODE, environment: {}, timeoutSeconds: opts.timeoutSeconds ?? 5, reservedConcurrency: opts.reserved ?? 2 },
+      {
+        name: `fn-${n}`,
+        arn: `arn:aws:lambda:us-east-1:000000000000:function:fn-${n}`,
+        handler: 'index.handler',
+        codeDir: CODE,
+        environment: {},
+        timeoutSeconds: opts.timeoutSeconds ?? 5,
+        reservedConcurrency: opts.reserved ?? 2,
+      },
       { log: (_f, line) => logs.push(line) },
     );
     fns.push(fn);
@@ -76,17 +119,38 @@ describe('Class: SqsEventSourceMapping', () => {
         reportBatchItemFailures: true,
         region: 'us-east-1',
       },
-      { sqs, invoke: (event) => fn.invoke(event), functionConcurrency: fn.concurrencyLimit, log: (l) => logs.push(l), idlePollMs: [20, 100], onMetric: opts.onMetric },
+      {
+        sqs,
+        invoke: (event) => fn.invoke(event),
+        functionConcurrency: fn.concurrencyLimit,
+        log: (l) => logs.push(l),
+        idlePollMs: [20, 100],
+        onMetric: opts.onMetric,
+      },
     );
     mappings.push(mapping);
     const send = (bodies: string[]) =>
-      sqs.send(new SendMessageBatchCommand({ QueueUrl: queue.QueueUrl!, Entries: bodies.map((b, i) => ({ Id: String(i), MessageBody: b })) }));
+      sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: queue.QueueUrl!,
+          Entries: bodies.map((b, i) => ({ Id: String(i), MessageBody: b })),
+        }),
+      );
     const depth = async (url: string) => {
-      const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
-      return Number(a.Attributes!.ApproximateNumberOfMessages) + Number(a.Attributes!.ApproximateNumberOfMessagesNotVisible);
+      const a = await sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: url,
+          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+        }),
+      );
+      return (
+        Number(a.Attributes!.ApproximateNumberOfMessages) + Number(a.Attributes!.ApproximateNumberOfMessagesNotVisible)
+      );
     };
     const dlqBodies = async () => {
-      const got = await sqs.send(new ReceiveMessageCommand({ QueueUrl: dlq.QueueUrl!, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
+      const got = await sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: dlq.QueueUrl!, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
+      );
       return (got.Messages ?? []).map((m) => m.Body).sort();
     };
     return { fn, mapping, send, queueUrl: queue.QueueUrl!, dlqUrl: dlq.QueueUrl!, depth, dlqBodies };
@@ -97,7 +161,11 @@ describe('Class: SqsEventSourceMapping', () => {
       const t = await setup({ maxReceiveCount: 2, visibility: 1 });
       await t.send(['ok', 'fail', 'ok']);
       t.mapping.start();
-      await waitFor('the successes deleted and the failure in the DLQ', async () => (await t.depth(t.queueUrl)) === 0 && (await t.depth(t.dlqUrl)) === 1, { timeoutMs: 10_000, intervalMs: 100 });
+      await waitFor(
+        'the successes deleted and the failure in the DLQ',
+        async () => (await t.depth(t.queueUrl)) === 0 && (await t.depth(t.dlqUrl)) === 1,
+        { timeoutMs: 10_000, intervalMs: 100 },
+      );
       expect(await t.dlqBodies()).toEqual(['fail']);
       const stats = t.mapping.statistics;
       expect(stats.acknowledged).toBe(2);
@@ -110,20 +178,49 @@ describe('Class: SqsEventSourceMapping', () => {
       const t = await setup({ maxReceiveCount: 2, visibility: 1, onMetric: (s) => samples.push(s) });
       await t.send(['ok', 'fail', 'ok']);
       t.mapping.start();
-      await waitFor('the successes deleted and the failure in the DLQ', async () => (await t.depth(t.queueUrl)) === 0 && (await t.depth(t.dlqUrl)) === 1, { timeoutMs: 10_000, intervalMs: 100 });
+      await waitFor(
+        'the successes deleted and the failure in the DLQ',
+        async () => (await t.depth(t.queueUrl)) === 0 && (await t.depth(t.dlqUrl)) === 1,
+        { timeoutMs: 10_000, intervalMs: 100 },
+      );
       const thrower = await setup({ maxReceiveCount: 1, visibility: 1, onMetric: (s) => samples.push(s) });
       await thrower.send(['ok', 'throw']);
       thrower.mapping.start();
-      await waitFor('the thrown batch in the DLQ', async () => (await thrower.depth(thrower.dlqUrl)) === 2, { timeoutMs: 10_000, intervalMs: 100 });
-      const total = (uuid: string) => Object.fromEntries(Object.values(EVENT_COUNT_METRICS).map((name) => [
-        name,
-        samples.filter((s) => s.metricName === name && s.dimensions.EventSourceMappingUUID === uuid).reduce((sum, s) => sum + s.value, 0),
-      ]));
+      await waitFor('the thrown batch in the DLQ', async () => (await thrower.depth(thrower.dlqUrl)) === 2, {
+        timeoutMs: 10_000,
+        intervalMs: 100,
+      });
+      const total = (uuid: string) =>
+        Object.fromEntries(
+          Object.values(EVENT_COUNT_METRICS).map((name) => [
+            name,
+            samples
+              .filter((s) => s.metricName === name && s.dimensions.EventSourceMappingUUID === uuid)
+              .reduce((sum, s) => sum + s.value, 0),
+          ]),
+        );
       // The failure was received twice (maxReceiveCount 2): once with the batch, once alone.
-      expect(total(t.mapping.uuid)).toEqual({ PolledEventCount: 4, InvokedEventCount: 4, FailedInvokeEventCount: 2, DeletedEventCount: 2 });
+      expect(total(t.mapping.uuid)).toEqual({
+        PolledEventCount: 4,
+        InvokedEventCount: 4,
+        FailedInvokeEventCount: 2,
+        DeletedEventCount: 2,
+      });
       // A thrown invocation fails its whole batch, and nothing is deleted.
-      expect(total(thrower.mapping.uuid)).toEqual({ PolledEventCount: 2, InvokedEventCount: 2, FailedInvokeEventCount: 2, DeletedEventCount: 0 });
-      expect(samples.every((s) => s.namespace === 'AWS/Lambda' && Object.keys(s.dimensions).join() === 'EventSourceMappingUUID' && s.value > 0)).toBe(true);
+      expect(total(thrower.mapping.uuid)).toEqual({
+        PolledEventCount: 2,
+        InvokedEventCount: 2,
+        FailedInvokeEventCount: 2,
+        DeletedEventCount: 0,
+      });
+      expect(
+        samples.every(
+          (s) =>
+            s.namespace === 'AWS/Lambda' &&
+            Object.keys(s.dimensions).join() === 'EventSourceMappingUUID' &&
+            s.value > 0,
+        ),
+      ).toBe(true);
       expect(samples.filter((s) => s.metricName === 'DroppedEventCount')).toEqual([]);
     });
 
@@ -131,7 +228,10 @@ describe('Class: SqsEventSourceMapping', () => {
       const t = await setup({ maxReceiveCount: 1, visibility: 1 });
       await t.send(['ok', 'throw']);
       t.mapping.start();
-      await waitFor('the whole batch in the DLQ', async () => (await t.depth(t.dlqUrl)) === 2, { timeoutMs: 10_000, intervalMs: 100 });
+      await waitFor('the whole batch in the DLQ', async () => (await t.depth(t.dlqUrl)) === 2, {
+        timeoutMs: 10_000,
+        intervalMs: 100,
+      });
       expect(await t.dlqBodies()).toEqual(['ok', 'throw']);
       expect(t.mapping.statistics).toMatchObject({ acknowledged: 0, invocationErrors: 1 });
       expect(logs.some((l) => l.includes('fixture handler threw on purpose'))).toBe(true);
@@ -143,10 +243,14 @@ describe('Class: SqsEventSourceMapping', () => {
       t.mapping.start();
       // The move to the DLQ happens on the third receive, which can come before the second invocation's timeout is
       // counted (visibility and timeout are both 1 s), so wait for both.
-      await waitFor('the message in the DLQ after two timed-out invocations', async () => (await t.depth(t.dlqUrl)) === 1 && t.mapping.statistics.invocationErrors === 2, {
-        timeoutMs: 10_000,
-        intervalMs: 100,
-      });
+      await waitFor(
+        'the message in the DLQ after two timed-out invocations',
+        async () => (await t.depth(t.dlqUrl)) === 1 && t.mapping.statistics.invocationErrors === 2,
+        {
+          timeoutMs: 10_000,
+          intervalMs: 100,
+        },
+      );
       // Two receives, each cut at its 1 s timeout (the function's own count), not ended by the 5 s the handler sleeps.
       expect(t.fn.timeoutCount).toBe(2);
       expect(t.mapping.statistics.invocationErrors).toBe(2);
@@ -157,7 +261,10 @@ describe('Class: SqsEventSourceMapping', () => {
       const t = await setup({ maxReceiveCount: 5, visibility: 30, reserved: 5, maximumConcurrency: 2, batchSize: 1 });
       for (let i = 0; i < 2; i++) await t.send(Array.from({ length: 6 }, () => 'hold:200'));
       t.mapping.start();
-      await waitFor('the queue drained', async () => (await t.depth(t.queueUrl)) === 0, { timeoutMs: 15_000, intervalMs: 100 });
+      await waitFor('the queue drained', async () => (await t.depth(t.queueUrl)) === 0, {
+        timeoutMs: 15_000,
+        intervalMs: 100,
+      });
       expect(t.mapping.concurrency).toBe(2);
       expect(t.fn.peakConcurrency).toBe(2);
       expect(t.mapping.statistics.acknowledged).toBe(12);
@@ -168,7 +275,10 @@ describe('Class: SqsEventSourceMapping', () => {
       await t.send(Array.from({ length: 10 }, () => 'ok'));
       await t.send(Array.from({ length: 5 }, () => 'ok'));
       t.mapping.start();
-      await waitFor('the queue drained', async () => (await t.depth(t.queueUrl)) === 0, { timeoutMs: 10_000, intervalMs: 100 });
+      await waitFor('the queue drained', async () => (await t.depth(t.queueUrl)) === 0, {
+        timeoutMs: 10_000,
+        intervalMs: 100,
+      });
       expect(t.mapping.statistics).toMatchObject({ invocations: 1, acknowledged: 15 });
     });
   });
@@ -177,20 +287,37 @@ describe('Class: SqsEventSourceMapping', () => {
 describe('Class: SqsEventSourceMapping (receive quirks)', () => {
   describe('Method: start', () => {
     it('drops a message that one receive response returns twice', async () => {
-      const message = { MessageId: 'm1', ReceiptHandle: 'r1', Body: 'ok', Attributes: { ApproximateReceiveCount: '1', SentTimestamp: '1' } };
+      const message = {
+        MessageId: 'm1',
+        ReceiptHandle: 'r1',
+        Body: 'ok',
+        Attributes: { ApproximateReceiveCount: '1', SentTimestamp: '1' },
+      };
       let receives = 0;
       const deleted: string[] = [];
       const sqs = {
         send: async (command: { constructor: { name: string }; input: { Entries?: { ReceiptHandle: string }[] } }) => {
-          if (command.constructor.name === 'ReceiveMessageCommand') return { Messages: receives++ === 0 ? [message, { ...message }] : [] };
+          if (command.constructor.name === 'ReceiveMessageCommand')
+            return { Messages: receives++ === 0 ? [message, { ...message }] : [] };
           deleted.push(...(command.input.Entries ?? []).map((e) => e.ReceiptHandle));
           return { Successful: command.input.Entries };
         },
       } as unknown as SQSClient;
       const batches: number[] = [];
       const mapping = new SqsEventSourceMapping(
-        { functionName: 'f', queueUrl: 'http://q', queueArn: 'arn:aws:sqs:us-east-1:000000000000:q', region: 'us-east-1', reportBatchItemFailures: true },
-        { sqs, invoke: async (event) => void batches.push(event.Records.length), functionConcurrency: 1, idlePollMs: [10, 20] },
+        {
+          functionName: 'f',
+          queueUrl: 'http://q',
+          queueArn: 'arn:aws:sqs:us-east-1:000000000000:q',
+          region: 'us-east-1',
+          reportBatchItemFailures: true,
+        },
+        {
+          sqs,
+          invoke: async (event) => void batches.push(event.Records.length),
+          functionConcurrency: 1,
+          idlePollMs: [10, 20],
+        },
       );
       mapping.start();
       await waitFor('the message deleted', () => deleted.length > 0, { timeoutMs: 2000 });
@@ -201,16 +328,34 @@ describe('Class: SqsEventSourceMapping (receive quirks)', () => {
     });
 
     it('counts the records of the running invocations as held, and none once they return', async () => {
-      const messages = ['m1', 'm2', 'm3'].map((id) => ({ MessageId: id, ReceiptHandle: `r-${id}`, Body: 'ok', Attributes: { ApproximateReceiveCount: '1', SentTimestamp: '1' } }));
+      const messages = ['m1', 'm2', 'm3'].map((id) => ({
+        MessageId: id,
+        ReceiptHandle: `r-${id}`,
+        Body: 'ok',
+        Attributes: { ApproximateReceiveCount: '1', SentTimestamp: '1' },
+      }));
       let receives = 0;
       const sqs = {
         send: async (command: { constructor: { name: string }; input: { Entries?: unknown[] } }) =>
-          command.constructor.name === 'ReceiveMessageCommand' ? { Messages: receives++ === 0 ? messages : [] } : { Successful: command.input.Entries },
+          command.constructor.name === 'ReceiveMessageCommand'
+            ? { Messages: receives++ === 0 ? messages : [] }
+            : { Successful: command.input.Entries },
       } as unknown as SQSClient;
       let release: (() => void) | undefined;
       const mapping = new SqsEventSourceMapping(
-        { functionName: 'f', queueUrl: 'http://q', queueArn: 'arn:aws:sqs:us-east-1:000000000000:q', region: 'us-east-1', reportBatchItemFailures: true },
-        { sqs, invoke: () => new Promise<void>((done) => (release = done)), functionConcurrency: 1, idlePollMs: [10, 20] },
+        {
+          functionName: 'f',
+          queueUrl: 'http://q',
+          queueArn: 'arn:aws:sqs:us-east-1:000000000000:q',
+          region: 'us-east-1',
+          reportBatchItemFailures: true,
+        },
+        {
+          sqs,
+          invoke: () => new Promise<void>((done) => (release = done)),
+          functionConcurrency: 1,
+          idlePollMs: [10, 20],
+        },
       );
       expect(mapping.recordsHeld).toBe(0);
       mapping.start();
@@ -240,7 +385,13 @@ describe('Class: SqsEventSourceMapping (scaling, on an empty queue)', () => {
   });
   const make = (maximumConcurrency: number | undefined, functionConcurrency: number) => {
     const mapping = new SqsEventSourceMapping(
-      { functionName: 'f', queueUrl: 'http://q', queueArn: 'arn:aws:sqs:us-east-1:000000000000:q', region: 'us-east-1', maximumConcurrency },
+      {
+        functionName: 'f',
+        queueUrl: 'http://q',
+        queueArn: 'arn:aws:sqs:us-east-1:000000000000:q',
+        region: 'us-east-1',
+        maximumConcurrency,
+      },
       { sqs: emptySqs, invoke: async () => undefined, functionConcurrency, idlePollMs: [5, 20] },
     );
     mappings.push(mapping);
@@ -254,7 +405,10 @@ describe('Class: SqsEventSourceMapping (scaling, on an empty queue)', () => {
       expect(mapping.concurrency).toBe(50);
       expect(mapping.activePollers).toBe(5);
       await waitFor('the pollers down to two', () => mapping.activePollers === 2, { timeoutMs: 2000, intervalMs: 5 });
-      await holdsFor('two pollers on the empty queue', () => mapping.activePollers === 2, { forMs: 200, intervalMs: 10 });
+      await holdsFor('two pollers on the empty queue', () => mapping.activePollers === 2, {
+        forMs: 200,
+        intervalMs: 10,
+      });
       expect(mapping.statistics.peakPollers).toBe(5);
     });
 
@@ -262,7 +416,10 @@ describe('Class: SqsEventSourceMapping (scaling, on an empty queue)', () => {
       const mapping = make(8, 50);
       mapping.start();
       expect(mapping.concurrency).toBe(8);
-      await holdsFor('five pollers on the empty queue', () => mapping.activePollers === 5, { forMs: 300, intervalMs: 10 });
+      await holdsFor('five pollers on the empty queue', () => mapping.activePollers === 5, {
+        forMs: 300,
+        intervalMs: 10,
+      });
     });
 
     it('starts no more pollers than the function concurrency or the maximum concurrency allows', async () => {
@@ -293,7 +450,11 @@ describe('Class: SqsEventSourceMapping (scaling and payload, on local SQS)', () 
 
   beforeAll(async () => {
     server = await startSqs();
-    sqs = new SQSClient({ endpoint: server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+    sqs = new SQSClient({
+      endpoint: server.endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    });
   });
   afterEach(async () => {
     await Promise.all(mappings.splice(0).map((m) => m.stop()));
@@ -305,17 +466,31 @@ describe('Class: SqsEventSourceMapping (scaling and payload, on local SQS)', () 
 
   async function queue() {
     const name = `scale-${++queueCount}`;
-    const created = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '30' } }));
+    const created = await sqs.send(
+      new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '30' } }),
+    );
     const url = created.QueueUrl!;
     const sendMany = async (count: number, body: (i: number) => string) => {
       for (let i = 0; i < count; i += 10) {
         const n = Math.min(10, count - i);
-        await sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: Array.from({ length: n }, (_, j) => ({ Id: String(j), MessageBody: body(i + j) })) }));
+        await sqs.send(
+          new SendMessageBatchCommand({
+            QueueUrl: url,
+            Entries: Array.from({ length: n }, (_, j) => ({ Id: String(j), MessageBody: body(i + j) })),
+          }),
+        );
       }
     };
     const depth = async () => {
-      const a = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
-      return Number(a.Attributes!.ApproximateNumberOfMessages) + Number(a.Attributes!.ApproximateNumberOfMessagesNotVisible);
+      const a = await sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: url,
+          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+        }),
+      );
+      return (
+        Number(a.Attributes!.ApproximateNumberOfMessages) + Number(a.Attributes!.ApproximateNumberOfMessagesNotVisible)
+      );
     };
     return { url, arn: `arn:aws:sqs:us-east-1:000000000000:${name}`, sendMany, depth };
   }
@@ -362,7 +537,14 @@ describe('Class: SqsEventSourceMapping (scaling and payload, on local SQS)', () 
       let tick: (() => void) | undefined;
       const ticks: number[] = [];
       const mapping = new SqsEventSourceMapping(
-        { functionName: 'f', queueUrl: q.url, queueArn: q.arn, region: 'us-east-1', batchSize: 1, maximumConcurrency: 10 },
+        {
+          functionName: 'f',
+          queueUrl: q.url,
+          queueArn: q.arn,
+          region: 'us-east-1',
+          batchSize: 1,
+          maximumConcurrency: 10,
+        },
         {
           sqs,
           invoke: fn.invoke,
@@ -396,7 +578,10 @@ describe('Class: SqsEventSourceMapping (scaling and payload, on local SQS)', () 
         const batches = fn.atStart.length;
         tick!();
         afterTick.push(mapping.activePollers);
-        await waitFor('a batch to start after the tick', () => fn.atStart.length > batches, { timeoutMs: 10_000, intervalMs: 10 });
+        await waitFor('a batch to start after the tick', () => fn.atStart.length > batches, {
+          timeoutMs: 10_000,
+          intervalMs: 10,
+        });
         if (mapping.activePollers === 10 && held) {
           await waitFor('ten batches held at once', () => fn.running() === 10, { timeoutMs: 10_000, intervalMs: 10 });
           fn.release();
@@ -405,7 +590,11 @@ describe('Class: SqsEventSourceMapping (scaling and payload, on local SQS)', () 
       }
       expect(afterTick).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 10, 10]);
 
-      await waitFor('the backlog processed', async () => mapping.statistics.acknowledged === 200 && (await q.depth()) === 0, { timeoutMs: 15_000, intervalMs: 50 });
+      await waitFor(
+        'the backlog processed',
+        async () => mapping.statistics.acknowledged === 200 && (await q.depth()) === 0,
+        { timeoutMs: 15_000, intervalMs: 50 },
+      );
       expect(Math.max(...fn.atStart.map((s) => s.running))).toBe(10);
       expect(Math.max(...pollers)).toBe(10);
       expect(mapping.statistics).toMatchObject({ peakPollers: 10, acknowledged: 200 });
@@ -415,8 +604,14 @@ describe('Class: SqsEventSourceMapping (scaling and payload, on local SQS)', () 
       expect(fn.records).toHaveLength(200);
 
       // The queue drained: back to the initial level, which a maximum concurrency keeps (no optimization to fewer).
-      await waitFor('the pollers back to the initial batches', () => mapping.activePollers === 2, { timeoutMs: 5000, intervalMs: 20 });
-      await holdsFor('the pollers staying at the initial batches', () => mapping.activePollers === 2, { forMs: 400, intervalMs: 20 });
+      await waitFor('the pollers back to the initial batches', () => mapping.activePollers === 2, {
+        timeoutMs: 5000,
+        intervalMs: 20,
+      });
+      await holdsFor('the pollers staying at the initial batches', () => mapping.activePollers === 2, {
+        forMs: 400,
+        intervalMs: 20,
+      });
       await mapping.stop();
       expect({ ticks, stopped: tick === undefined }).toEqual({ ticks: [100], stopped: true });
     });
@@ -427,34 +622,58 @@ describe('Class: SqsEventSourceMapping (scaling and payload, on local SQS)', () 
       const fn = holdingInvoker(50);
       const mapping = new SqsEventSourceMapping(
         { functionName: 'f', queueUrl: q.url, queueArn: q.arn, region: 'us-east-1', batchSize: 1 },
-        { sqs, invoke: fn.invoke, functionConcurrency: 6, idlePollMs: [10, 40], scaling: { initialBatches: 3, scaleUpPerMinute: 1200, floorBatches: 1 } },
+        {
+          sqs,
+          invoke: fn.invoke,
+          functionConcurrency: 6,
+          idlePollMs: [10, 40],
+          scaling: { initialBatches: 3, scaleUpPerMinute: 1200, floorBatches: 1 },
+        },
       );
       mappings.push(mapping);
       mapping.start();
       expect(mapping.activePollers).toBe(3);
-      await waitFor('the backlog processed', async () => mapping.statistics.acknowledged === 60 && (await q.depth()) === 0, { timeoutMs: 10_000, intervalMs: 50 });
+      await waitFor(
+        'the backlog processed',
+        async () => mapping.statistics.acknowledged === 60 && (await q.depth()) === 0,
+        { timeoutMs: 10_000, intervalMs: 50 },
+      );
       expect(mapping.statistics.peakPollers).toBe(6);
       expect(Math.max(...fn.atStart.map((s) => s.running))).toBeLessThanOrEqual(6);
       await waitFor('the pollers at the floor', () => mapping.activePollers === 1, { timeoutMs: 5000, intervalMs: 10 });
-      await holdsFor('one poller on the empty queue', () => mapping.activePollers === 1, { forMs: 300, intervalMs: 10 });
+      await holdsFor('one poller on the empty queue', () => mapping.activePollers === 1, {
+        forMs: 300,
+        intervalMs: 10,
+      });
 
       await q.sendMany(20, (i) => `again${i}`);
-      await waitFor('the initial batches polling again', () => mapping.activePollers >= 3, { timeoutMs: 3000, intervalMs: 5 });
-      await waitFor('the new messages processed', () => mapping.statistics.acknowledged === 80, { timeoutMs: 10_000, intervalMs: 50 });
+      await waitFor('the initial batches polling again', () => mapping.activePollers >= 3, {
+        timeoutMs: 3000,
+        intervalMs: 5,
+      });
+      await waitFor('the new messages processed', () => mapping.statistics.acknowledged === 80, {
+        timeoutMs: 10_000,
+        intervalMs: 50,
+      });
       expect(new Set(fn.records).size).toBe(80);
     });
 
     it('splits a batch whose event would exceed the payload cap, and delivers the released records later, each once', async () => {
       const q = await queue();
       // 200 KB each: four fit under a 1 MB cap, five do not. One at a time: a send batch is capped at 1 MiB.
-      for (let i = 0; i < 10; i++) await sqs.send(new SendMessageCommand({ QueueUrl: q.url, MessageBody: `${i}`.padEnd(200_000, 'x') }));
+      for (let i = 0; i < 10; i++)
+        await sqs.send(new SendMessageCommand({ QueueUrl: q.url, MessageBody: `${i}`.padEnd(200_000, 'x') }));
       const cap = 1_000_000;
       const events: { ids: string[]; bytes: number }[] = [];
       const mapping = new SqsEventSourceMapping(
         { functionName: 'f', queueUrl: q.url, queueArn: q.arn, region: 'us-east-1', batchSize: 10 },
         {
           sqs,
-          invoke: async (event) => void events.push({ ids: event.Records.map((r) => r.messageId), bytes: Buffer.byteLength(JSON.stringify(event)) }),
+          invoke: async (event) =>
+            void events.push({
+              ids: event.Records.map((r) => r.messageId),
+              bytes: Buffer.byteLength(JSON.stringify(event)),
+            }),
           // One poller: the first receive takes all ten, so the split is the cap's alone.
           functionConcurrency: 1,
           idlePollMs: [10, 50],
@@ -463,28 +682,48 @@ describe('Class: SqsEventSourceMapping (scaling and payload, on local SQS)', () 
       );
       mappings.push(mapping);
       mapping.start();
-      await waitFor('all ten acknowledged', async () => mapping.statistics.acknowledged === 10 && (await q.depth()) === 0, { timeoutMs: 10_000, intervalMs: 50 });
+      await waitFor(
+        'all ten acknowledged',
+        async () => mapping.statistics.acknowledged === 10 && (await q.depth()) === 0,
+        { timeoutMs: 10_000, intervalMs: 50 },
+      );
       expect(events.map((e) => e.ids.length)).toEqual([4, 4, 2]);
       for (const e of events) expect(e.bytes).toBeLessThanOrEqual(cap);
       const ids = events.flatMap((e) => e.ids);
       expect(new Set(ids).size).toBe(10);
       expect(ids).toHaveLength(10);
       // Six released after the first receive, two after the second.
-      expect(mapping.statistics).toMatchObject({ invocations: 3, acknowledged: 10, releasedOverPayloadCap: 8, failed: 0 });
+      expect(mapping.statistics).toMatchObject({
+        invocations: 3,
+        acknowledged: 10,
+        releasedOverPayloadCap: 8,
+        failed: 0,
+      });
     });
 
     it("keeps each event under Lambda's 6 MB cap by default", async () => {
       const q = await queue();
       // 900 KB each (SQS allows 1 MiB): six make 5.4 MB, seven would pass 6 MB. One at a time: a send batch is capped at 1 MiB.
-      for (let i = 0; i < 10; i++) await sqs.send(new SendMessageCommand({ QueueUrl: q.url, MessageBody: `${i}`.padEnd(900_000, 'x') }));
+      for (let i = 0; i < 10; i++)
+        await sqs.send(new SendMessageCommand({ QueueUrl: q.url, MessageBody: `${i}`.padEnd(900_000, 'x') }));
       const events: { count: number; bytes: number }[] = [];
       const mapping = new SqsEventSourceMapping(
         { functionName: 'f', queueUrl: q.url, queueArn: q.arn, region: 'us-east-1', batchSize: 10 },
-        { sqs, invoke: async (event) => void events.push({ count: event.Records.length, bytes: Buffer.byteLength(JSON.stringify(event)) }), functionConcurrency: 1, idlePollMs: [10, 50] },
+        {
+          sqs,
+          invoke: async (event) =>
+            void events.push({ count: event.Records.length, bytes: Buffer.byteLength(JSON.stringify(event)) }),
+          functionConcurrency: 1,
+          idlePollMs: [10, 50],
+        },
       );
       mappings.push(mapping);
       mapping.start();
-      await waitFor('all ten acknowledged', async () => mapping.statistics.acknowledged === 10 && (await q.depth()) === 0, { timeoutMs: 15_000, intervalMs: 50 });
+      await waitFor(
+        'all ten acknowledged',
+        async () => mapping.statistics.acknowledged === 10 && (await q.depth()) === 0,
+        { timeoutMs: 15_000, intervalMs: 50 },
+      );
       expect(events.map((e) => e.count)).toEqual([6, 4]);
       for (const e of events) expect(e.bytes).toBeLessThanOrEqual(SYNC_INVOCATION_PAYLOAD_LIMIT_BYTES);
       expect(mapping.statistics.releasedOverPayloadCap).toBe(4);

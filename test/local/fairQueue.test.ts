@@ -21,7 +21,8 @@ const ACCOUNT = '000000000000';
 const arn = (name: string) => `arn:aws:sqs:us-east-1:${ACCOUNT}:${name}`;
 
 /** Bodies `${group}-${i}`, i from `from`; no group for `group` undefined (body `u-${i}`). */
-const bodies = (group: string | undefined, count: number, from = 0) => Array.from({ length: count }, (_, i) => `${group ?? 'u'}-${from + i}`);
+const bodies = (group: string | undefined, count: number, from = 0) =>
+  Array.from({ length: count }, (_, i) => `${group ?? 'u'}-${from + i}`);
 const groupOf = (body: string) => body.slice(0, body.lastIndexOf('-'));
 
 describe('Fair queues in the embedded SQS server', () => {
@@ -58,22 +59,47 @@ describe('Fair queues in the embedded SQS server', () => {
   };
 
   const receive = async (url: string, max = 10, visibility = 60): Promise<Message[]> =>
-    (await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: max, WaitTimeSeconds: 0, VisibilityTimeout: visibility, AttributeNames: ['All'] })))
-      .Messages ?? [];
+    (
+      await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: url,
+          MaxNumberOfMessages: max,
+          WaitTimeSeconds: 0,
+          VisibilityTimeout: visibility,
+          AttributeNames: ['All'],
+        }),
+      )
+    ).Messages ?? [];
 
   const remove = async (url: string, messages: Message[]) => {
     for (let i = 0; i < messages.length; i += 10) {
       const chunk = messages.slice(i, i + 10);
-      const { Failed } = await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle })) }));
+      const { Failed } = await sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: url,
+          Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle })),
+        }),
+      );
       expect(Failed ?? []).toEqual([]);
     }
   };
 
   const depth = async (url: string) => {
     const { Attributes: a = {} } = await sqs.send(
-      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] }),
+      new GetQueueAttributesCommand({
+        QueueUrl: url,
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
+      }),
     );
-    return { visible: Number(a.ApproximateNumberOfMessages), notVisible: Number(a.ApproximateNumberOfMessagesNotVisible), delayed: Number(a.ApproximateNumberOfMessagesDelayed) };
+    return {
+      visible: Number(a.ApproximateNumberOfMessages),
+      notVisible: Number(a.ApproximateNumberOfMessagesNotVisible),
+      delayed: Number(a.ApproximateNumberOfMessagesDelayed),
+    };
   };
 
   const figures = (name: string) => server.fairQueues().find((q) => q.queueName === name)!;
@@ -89,14 +115,21 @@ describe('Fair queues in the embedded SQS server', () => {
     for (let i = 0; i < 3; i++) first.push(...(await receive(url)));
     expect(texts(first)).toEqual(bodies('noisy', 30));
     expect(figures('fair-noisy')).toMatchObject({ noisy: ['noisy'], inFlight: 30 });
-    expect(figures('fair-noisy').tenants.find((t) => t.group === 'noisy')).toMatchObject({ inFlight: 30, available: 170, concurrencyShare: 1 });
+    expect(figures('fair-noisy').tenants.find((t) => t.group === 'noisy')).toMatchObject({
+      inFlight: 30,
+      available: 170,
+      concurrencyShare: 1,
+    });
 
     // Quiet tenants' messages, deleted as they come, until none is visible; then the noisy backlog again.
     const after: string[] = [];
     for (let i = 0; i < 6; i++) {
       const got = await receive(url);
       after.push(...texts(got));
-      await remove(url, got.filter((m) => groupOf(m.Body!) !== 'noisy'));
+      await remove(
+        url,
+        got.filter((m) => groupOf(m.Body!) !== 'noisy'),
+      );
     }
     expect(after.slice(0, 50)).toEqual(quiet);
     expect(after.slice(50)).toEqual(bodies('noisy', after.length - 50, 30));
@@ -111,7 +144,12 @@ describe('Fair queues in the embedded SQS server', () => {
     const held: Message[] = [];
     for (let i = 0; i < 3; i++) held.push(...(await receive(url)));
     const rest = [...(await receive(url)), ...(await receive(url))];
-    expect([...texts(held), ...texts(rest)]).toEqual([...bodies('a', 25), ...bodies('u', 3), ...bodies('a', 5, 25), ...bodies('b', 5)]);
+    expect([...texts(held), ...texts(rest)]).toEqual([
+      ...bodies('a', 25),
+      ...bodies('u', 3),
+      ...bodies('a', 5, 25),
+      ...bodies('b', 5),
+    ]);
     expect(figures('fair-calm').noisy).toEqual([]);
 
     // Only messages without a group: each is a tenant of its own, never noisy however many are in flight.
@@ -134,14 +172,18 @@ describe('Fair queues in the embedded SQS server', () => {
       for (const m of got) {
         const n = (deliveries.get(m.Body!) ?? 0) + 1;
         deliveries.set(m.Body!, n);
-        expect({ body: m.Body, count: m.Attributes?.ApproximateReceiveCount }).toEqual({ body: m.Body, count: String(n) });
+        expect({ body: m.Body, count: m.Attributes?.ApproximateReceiveCount }).toEqual({
+          body: m.Body,
+          count: String(n),
+        });
         expect(m.Attributes?.MessageGroupId).toBe(groupOf(m.Body!) === 'u' ? undefined : groupOf(m.Body!));
       }
       return got;
     };
     let deleted = 0;
     let held = 0;
-    const check = async () => expect(await depth(url)).toEqual({ visible: sent - deleted - held, notVisible: held, delayed: 0 });
+    const check = async () =>
+      expect(await depth(url)).toEqual({ visible: sent - deleted - held, notVisible: held, delayed: 0 });
     const isNoisy = (m: Message) => groupOf(m.Body!) === 'noisy';
 
     for (let i = 0; i < 3; i++) held += counted(await receive(url)).length;
@@ -164,7 +206,11 @@ describe('Fair queues in the embedded SQS server', () => {
     expect(order.slice(0, 17)).toEqual(['u-4', ...bodies('q', 16)]);
     expect(order.slice(17)).toEqual(bodies('noisy', order.length - 17, 30));
 
-    await waitFor('the timed-out messages to be visible again', async () => (await depth(url)).notVisible === held - 4 || undefined, { timeoutMs: 5_000, intervalMs: 50 });
+    await waitFor(
+      'the timed-out messages to be visible again',
+      async () => (await depth(url)).notVisible === held - 4 || undefined,
+      { timeoutMs: 5_000, intervalMs: 50 },
+    );
     held -= 4;
     // Quiet again (the noisy tenant still holds over 30): they come before its backlog.
     const again = counted(await receive(url, 4));
@@ -183,7 +229,7 @@ describe('Fair queues in the embedded SQS server', () => {
     expect(figures('fair-counts').countMismatches).toBe(0);
   });
 
-  it('never returns a quiet message before its delay (per message or the queue\'s), and serves it first once due', async () => {
+  it("never returns a quiet message before its delay (per message or the queue's), and serves it first once due", async () => {
     const url = await create('fair-delay', { DelaySeconds: '1' });
     // Due at once (a message's own DelaySeconds 0 overrides the queue's): only the quiet ones below wait out delays.
     await send(url, bodies('noisy', 60), { DelaySeconds: 0 });
@@ -202,9 +248,15 @@ describe('Fair queues in the embedded SQS server', () => {
     expect(now.slice(1)).toEqual(bodies('noisy', now.length - 1, 30));
     expect(texts(await receive(url, 1))).toEqual([`noisy-${30 + now.length - 1}`]);
 
-    await waitFor('q to be due', async () => (await depth(url)).delayed === 1 || undefined, { timeoutMs: 5_000, intervalMs: 20 });
+    await waitFor('q to be due', async () => (await depth(url)).delayed === 1 || undefined, {
+      timeoutMs: 5_000,
+      intervalMs: 20,
+    });
     expect(texts(await receive(url, 1))).toEqual(['q-0']);
-    await waitFor('r to be due', async () => (await depth(url)).delayed === 0 || undefined, { timeoutMs: 5_000, intervalMs: 20 });
+    await waitFor('r to be due', async () => (await depth(url)).delayed === 0 || undefined, {
+      timeoutMs: 5_000,
+      intervalMs: 20,
+    });
     expect(texts(await receive(url, 1))).toEqual(['r-0']);
   });
 
@@ -225,7 +277,13 @@ describe('Fair queues in the embedded SQS server', () => {
 
   it('counts processing time: a tenant holding few messages long is noisy once the queue has had 30 deliveries', async () => {
     const url = await create('fair-slow');
-    await send(url, [...bodies('slow', 5), ...bodies('f1', 15), ...bodies('f2', 15), ...bodies('slow', 5, 5), ...['f3', 'f4', 'f5'].flatMap((g) => bodies(g, 4))]);
+    await send(url, [
+      ...bodies('slow', 5),
+      ...bodies('f1', 15),
+      ...bodies('f2', 15),
+      ...bodies('slow', 5, 5),
+      ...['f3', 'f4', 'f5'].flatMap((g) => bodies(g, 4)),
+    ]);
     expect(texts(await receive(url, 5))).toEqual(bodies('slow', 5)); // held: a slow consumer
     ahead += 800; // 0.8 s of it holding them
     for (let i = 0; i < 3; i++) {
@@ -252,24 +310,37 @@ describe('Fair queues in the embedded SQS server', () => {
 
   it('redrives to the DLQ and moves everything back with a message move task, groups intact', async () => {
     const dlq = await create('fair-dlq');
-    const source = await create('fair-source', { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: arn('fair-dlq'), maxReceiveCount: 1 }) });
+    const source = await create('fair-source', {
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: arn('fair-dlq'), maxReceiveCount: 1 }),
+    });
     const list = [...bodies('noisy', 35), ...bodies('u', 2), ...bodies('q', 5)];
     await send(source, list);
     const taken: Message[] = [];
     for (let i = 0; i < 6; i++) taken.push(...(await receive(source, 10, 1)));
     expect(taken).toHaveLength(42);
     // Each times out once: maxReceiveCount 1 sends it to the DLQ, and the emulation sees it leave.
-    await waitFor('the redrive to the DLQ', async () => (await depth(dlq)).visible === 42 || undefined, { timeoutMs: 5_000, intervalMs: 50 });
+    await waitFor('the redrive to the DLQ', async () => (await depth(dlq)).visible === 42 || undefined, {
+      timeoutMs: 5_000,
+      intervalMs: 50,
+    });
     expect(await depth(source)).toEqual({ visible: 0, notVisible: 0, delayed: 0 });
     expect(figures('fair-source')).toMatchObject({ inFlight: 0, noisy: [] });
     expect(figures('fair-source').tenants.every((t) => t.available + t.inFlight + t.delayed === 0)).toBe(true);
 
     await sqs.send(new StartMessageMoveTaskCommand({ SourceArn: arn('fair-dlq') }));
-    await waitFor('the move task to finish', async () => (await sqs.send(new ListMessageMoveTasksCommand({ SourceArn: arn('fair-dlq') }))).Results?.[0]?.Status === 'COMPLETED' || undefined, {
-      timeoutMs: 20_000,
-      intervalMs: 100,
-    });
-    expect((await sqs.send(new ListMessageMoveTasksCommand({ SourceArn: arn('fair-dlq') }))).Results?.[0]).toMatchObject({ ApproximateNumberOfMessagesMoved: 42 });
+    await waitFor(
+      'the move task to finish',
+      async () =>
+        (await sqs.send(new ListMessageMoveTasksCommand({ SourceArn: arn('fair-dlq') }))).Results?.[0]?.Status ===
+          'COMPLETED' || undefined,
+      {
+        timeoutMs: 20_000,
+        intervalMs: 100,
+      },
+    );
+    expect(
+      (await sqs.send(new ListMessageMoveTasksCommand({ SourceArn: arn('fair-dlq') }))).Results?.[0],
+    ).toMatchObject({ ApproximateNumberOfMessagesMoved: 42 });
     expect(await depth(dlq)).toEqual({ visible: 0, notVisible: 0, delayed: 0 });
     expect(await depth(source)).toEqual({ visible: 42, notVisible: 0, delayed: 0 });
     expect(figures('fair-dlq')).toMatchObject({ inFlight: 0, ungrouped: { available: 0, delayed: 0, inFlight: 0 } });
@@ -278,7 +349,9 @@ describe('Fair queues in the embedded SQS server', () => {
     const back: Message[] = [];
     for (let i = 0; i < 6; i++) back.push(...(await receive(source)));
     expect(texts(back).sort()).toEqual([...list].sort());
-    expect(back.every((m) => m.Attributes?.MessageGroupId === (groupOf(m.Body!) === 'u' ? undefined : groupOf(m.Body!)))).toBe(true);
+    expect(
+      back.every((m) => m.Attributes?.MessageGroupId === (groupOf(m.Body!) === 'u' ? undefined : groupOf(m.Body!))),
+    ).toBe(true);
   });
 });
 
@@ -291,11 +364,24 @@ describe('Fair queues: a tenant that stops sending', () => {
     const sqs = new SQSClient({ endpoint: server.endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS });
     try {
       const { QueueUrl: url } = await sqs.send(new CreateQueueCommand({ QueueName: 'idle' }));
-      const entries = (list: string[]) => list.map((b, i) => ({ Id: String(i), MessageBody: b, MessageGroupId: groupOf(b) }));
-      for (let i = 0; i < 5; i++) await sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: entries(bodies('noisy', 10, i * 10)) }));
+      const entries = (list: string[]) =>
+        list.map((b, i) => ({ Id: String(i), MessageBody: b, MessageGroupId: groupOf(b) }));
+      for (let i = 0; i < 5; i++)
+        await sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: entries(bodies('noisy', 10, i * 10)) }));
       await sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: entries(bodies('q', 10)) }));
       const get = async (max: number) =>
-        ((await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: max, WaitTimeSeconds: 0, VisibilityTimeout: 60 }))).Messages ?? []).map((m) => m.Body!);
+        (
+          (
+            await sqs.send(
+              new ReceiveMessageCommand({
+                QueueUrl: url,
+                MaxNumberOfMessages: max,
+                WaitTimeSeconds: 0,
+                VisibilityTimeout: 60,
+              }),
+            )
+          ).Messages ?? []
+        ).map((m) => m.Body!);
       for (let i = 0; i < 3; i++) await get(10);
       // Within the idle time of its last send: noisiness, not the idle rule, decides what follows.
       now += 999;

@@ -29,7 +29,9 @@ describe("Function: loadFixture, by the job's entry", () => {
   it('loads local.ts beside the entry, relative to the app folder', () => {
     write('src/jobs/usage-report/index.ts', '');
     write('src/jobs/usage-report/local.ts', fixtureSource('reports', true));
-    expect(fixturePath(app, 'usage-report', 'src/jobs/usage-report/index.ts')).toBe(join(app, 'src/jobs/usage-report/local.ts'));
+    expect(fixturePath(app, 'usage-report', 'src/jobs/usage-report/index.ts')).toBe(
+      join(app, 'src/jobs/usage-report/local.ts'),
+    );
     expect(loadFixture(app, 'usage-report', 'src/jobs/usage-report/index.ts')?.unit).toBe('reports');
   });
 
@@ -52,7 +54,12 @@ describe("Function: loadFixture, by the job's entry", () => {
     write('jobs/bare/index.ts', '');
     expect(loadFixture(app, 'bare', 'jobs/bare/index.ts')).toBeUndefined();
     write('jobs/broken/local.ts', 'export const notAFixture = 1;\n');
-    expect(() => loadFixture(app, 'broken', 'jobs/broken/index.ts')).toThrow(new FixtureError(`${join(app, 'jobs/broken/local.ts')} must export \`fixture: JobFixture\` (missing: fixture)`, 'broken'));
+    expect(() => loadFixture(app, 'broken', 'jobs/broken/index.ts')).toThrow(
+      new FixtureError(
+        `${join(app, 'jobs/broken/local.ts')} must export \`fixture: JobFixture\` (missing: fixture)`,
+        'broken',
+      ),
+    );
   });
 });
 
@@ -72,14 +79,39 @@ describe("Function: appJobs, a team's jobs and fixtures read off its existing as
       Properties: { Environment: { Variables: { JOB_NAME: job } } },
       ...(entry ? { Metadata: { 'paced-jobs:job-entry': entry } } : {}),
     });
-    writeFileSync(join(out, 'Reporting.template.json'), JSON.stringify({ Resources: { P: fn('usage-report', 'jobs/usage-report/index.ts'), C: fn('usage-report', 'jobs/usage-report/index.ts'), Q: fn('plain') } }));
-    writeFileSync(join(out, 'manifest.json'), JSON.stringify({ artifacts: { Reporting: { type: 'aws:cloudformation:stack', properties: { templateFile: 'Reporting.template.json' } } } }));
+    writeFileSync(
+      join(out, 'Reporting.template.json'),
+      JSON.stringify({
+        Resources: {
+          P: fn('usage-report', 'jobs/usage-report/index.ts'),
+          C: fn('usage-report', 'jobs/usage-report/index.ts'),
+          Q: fn('plain'),
+        },
+      }),
+    );
+    writeFileSync(
+      join(out, 'manifest.json'),
+      JSON.stringify({
+        artifacts: {
+          Reporting: { type: 'aws:cloudformation:stack', properties: { templateFile: 'Reporting.template.json' } },
+        },
+      }),
+    );
     mkdirSync(join(app, 'jobs', 'usage-report'), { recursive: true });
     writeFileSync(join(app, 'jobs', 'usage-report', 'local.ts'), fixtureSource('accounts', true));
 
     const jobs = appJobs(app, ['--json', '--cdk-out=build/assembly'])!;
-    expect(jobs).toEqual({ names: ['plain', 'usage-report'], source: 'stack Reporting', entries: new Map([['usage-report', 'jobs/usage-report/index.ts'], ['plain', undefined]]) });
-    expect(unitFlags(app, jobs.names, (job) => jobs.entries.get(job))).toEqual([{ unit: 'accounts', job: 'usage-report', defaultCount: 3 }]);
+    expect(jobs).toEqual({
+      names: ['plain', 'usage-report'],
+      source: 'stack Reporting',
+      entries: new Map([
+        ['usage-report', 'jobs/usage-report/index.ts'],
+        ['plain', undefined],
+      ]),
+    });
+    expect(unitFlags(app, jobs.names, (job) => jobs.entries.get(job))).toEqual([
+      { unit: 'accounts', job: 'usage-report', defaultCount: 3 },
+    ]);
     // No assembly there yet: the run synthesizes first and decides then.
     expect(appJobs(app, [])).toBeUndefined();
   });
@@ -92,9 +124,19 @@ describe('A TypeScript fixture loaded from compiled JavaScript', () => {
     work = mkdtempSync(join(tmpdir(), 'fixture-loader-'));
     loader = join(work, 'loader.js');
     // local/fixture.ts as the package ships it: compiled JavaScript, run by plain node (no tsx hook in the process).
-    const built = spawnSync(join(ROOT, 'node_modules', '.bin', 'esbuild'), [join(ROOT, 'local', 'fixture.ts'), '--bundle', '--platform=node', '--format=cjs', `--outfile=${join(work, 'fixture.js')}`], {
-      encoding: 'utf8',
-    });
+    const built = spawnSync(
+      join(ROOT, 'node_modules', '.bin', 'esbuild'),
+      [
+        join(ROOT, 'local', 'fixture.ts'),
+        '--bundle',
+        '--platform=node',
+        '--format=cjs',
+        `--outfile=${join(work, 'fixture.js')}`,
+      ],
+      {
+        encoding: 'utf8',
+      },
+    );
     if (built.status !== 0) throw new Error(`esbuild failed: ${built.stderr}`);
     writeFileSync(
       loader,

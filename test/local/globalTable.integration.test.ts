@@ -46,14 +46,29 @@ describe('AWS::DynamoDB::GlobalTable (dynamodb.TableV2) on the local stack', () 
     const team = new Stack(app, 'TeamStack', { env: { account: '123456789012', region: 'eu-west-1' } });
     const reports = new dynamodb.TableV2(team, 'Reports', {
       partitionKey: { name: 'reportId', type: dynamodb.AttributeType.STRING },
-      billing: dynamodb.Billing.provisioned({ readCapacity: dynamodb.Capacity.fixed(7), writeCapacity: dynamodb.Capacity.autoscaled({ minCapacity: 3, maxCapacity: 9 }) }),
+      billing: dynamodb.Billing.provisioned({
+        readCapacity: dynamodb.Capacity.fixed(7),
+        writeCapacity: dynamodb.Capacity.autoscaled({ minCapacity: 3, maxCapacity: 9 }),
+      }),
       globalSecondaryIndexes: [
-        { indexName: 'byOwner', partitionKey: { name: 'owner', type: dynamodb.AttributeType.STRING }, readCapacity: dynamodb.Capacity.fixed(4), writeCapacity: dynamodb.Capacity.autoscaled({ minCapacity: 2, maxCapacity: 6 }) },
+        {
+          indexName: 'byOwner',
+          partitionKey: { name: 'owner', type: dynamodb.AttributeType.STRING },
+          readCapacity: dynamodb.Capacity.fixed(4),
+          writeCapacity: dynamodb.Capacity.autoscaled({ minCapacity: 2, maxCapacity: 6 }),
+        },
       ],
       timeToLiveAttribute: 'expiresAt',
       // On the replica, as TableV2 puts it: the local replica's policy is the table's.
       resourcePolicy: new iam.PolicyDocument({
-        statements: [new iam.PolicyStatement({ effect: iam.Effect.DENY, principals: [new iam.AnyPrincipal()], actions: ['dynamodb:DeleteItem'], resources: ['*'] })],
+        statements: [
+          new iam.PolicyStatement({
+            effect: iam.Effect.DENY,
+            principals: [new iam.AnyPrincipal()],
+            actions: ['dynamodb:DeleteItem'],
+            resources: ['*'],
+          }),
+        ],
       }),
     });
     const writer = new lambda.Function(team, 'Writer', {
@@ -98,19 +113,41 @@ describe('AWS::DynamoDB::GlobalTable (dynamodb.TableV2) on the local stack', () 
     ddb.destroy();
     expect(Table).toMatchObject({ TableStatus: 'ACTIVE', KeySchema: [{ AttributeName: 'reportId', KeyType: 'HASH' }] });
     expect(Table!.ProvisionedThroughput).toMatchObject({ ReadCapacityUnits: 7, WriteCapacityUnits: 3 });
-    expect(Table!.GlobalSecondaryIndexes!.map((g) => [g.IndexName, g.ProvisionedThroughput?.ReadCapacityUnits, g.ProvisionedThroughput?.WriteCapacityUnits])).toEqual([['byOwner', 4, 2]]);
+    expect(
+      Table!.GlobalSecondaryIndexes!.map((g) => [
+        g.IndexName,
+        g.ProvisionedThroughput?.ReadCapacityUnits,
+        g.ProvisionedThroughput?.WriteCapacityUnits,
+      ]),
+    ).toEqual([['byOwner', 4, 2]]);
     expect(tableArn).toBe(`arn:aws:dynamodb:eu-west-1:123456789012:table/${stack.plan.tables[0].name}`);
   });
 
   it("lets the granted function write it through the IAM gateway, and denies, on its ARN, the read it was not granted and the delete its replica's resource policy denies", async () => {
     const writer = stack.plan.functions.find((f) => f.logicalId.startsWith('Writer'))!;
-    await expect(stack.runtime.get(writer.name).invoke({})).resolves.toEqual({ put: 'ok', get: 'AccessDeniedException', delete: 'AccessDeniedException' });
+    await expect(stack.runtime.get(writer.name).invoke({})).resolves.toEqual({
+      put: 'ok',
+      get: 'AccessDeniedException',
+      delete: 'AccessDeniedException',
+    });
     expect(stack.denials()).toEqual([
-      expect.objectContaining({ action: 'dynamodb:GetItem', resource: tableArn, roleArn: writer.roleArn, enforced: true }),
-      expect.objectContaining({ action: 'dynamodb:DeleteItem', resource: tableArn, roleArn: writer.roleArn, enforced: true }),
+      expect.objectContaining({
+        action: 'dynamodb:GetItem',
+        resource: tableArn,
+        roleArn: writer.roleArn,
+        enforced: true,
+      }),
+      expect.objectContaining({
+        action: 'dynamodb:DeleteItem',
+        resource: tableArn,
+        roleArn: writer.roleArn,
+        enforced: true,
+      }),
     ]);
     const ddb = new DynamoDBClient(stack.clientConfig('dynamodb'));
-    const { Item } = await ddb.send(new GetItemCommand({ TableName: stack.plan.tables[0].name, Key: { reportId: { S: 'r-1' } } }));
+    const { Item } = await ddb.send(
+      new GetItemCommand({ TableName: stack.plan.tables[0].name, Key: { reportId: { S: 'r-1' } } }),
+    );
     ddb.destroy();
     expect(Item).toEqual({ reportId: { S: 'r-1' }, owner: { S: 'acme' } });
   });
@@ -118,7 +155,11 @@ describe('AWS::DynamoDB::GlobalTable (dynamodb.TableV2) on the local stack', () 
   it("leaves out the team's resources it cannot run, which no job needs, instead of failing", () => {
     expect(stack.plan.notEmulated).toEqual([
       { logicalId: 'Bus', type: 'AWS::Events::EventBus', reason: 'a type the local runtime does not emulate' },
-      { logicalId: expect.stringMatching(/^Legacy/), type: 'AWS::Lambda::Function', reason: 'its code is not a bundled asset in the cloud assembly' },
+      {
+        logicalId: expect.stringMatching(/^Legacy/),
+        type: 'AWS::Lambda::Function',
+        reason: 'its code is not a bundled asset in the cloud assembly',
+      },
     ]);
     expect(stack.plan.functions.map((f) => f.logicalId)).toEqual([expect.stringMatching(/^Writer/)]);
   });

@@ -36,7 +36,9 @@ const getAttOf = (v: unknown): string | undefined => (v as { 'Fn::GetAtt'?: [str
 /** The AWS::IAM::Policy resources attached to a role (by its logical ID). */
 function policiesOfRole(t: CloudFormationTemplate, roleId: string): Resource[] {
   const policies = Object.values(resourcesOf(t)).filter(
-    (r) => r.Type === 'AWS::IAM::Policy' && list(r.Properties.Roles ?? []).some((ref: { Ref?: string }) => ref?.Ref === roleId),
+    (r) =>
+      r.Type === 'AWS::IAM::Policy' &&
+      list(r.Properties.Roles ?? []).some((ref: { Ref?: string }) => ref?.Ref === roleId),
   );
   if (policies.length === 0) throw new Error(`the template attaches no AWS::IAM::Policy to role ${roleId}`);
   return policies;
@@ -61,11 +63,13 @@ function retime(t: CloudFormationTemplate): void {
   job.consumer.Properties.Timeout = CONSUMER_TIMEOUT;
   job.queue.Properties.VisibilityTimeout = CONSUMER_TIMEOUT;
   job.queue.Properties.RedrivePolicy = { ...job.queue.Properties.RedrivePolicy, maxReceiveCount: RECEIVES };
-  for (const r of Object.values(resourcesOf(t))) if (r.Type === 'AWS::Lambda::EventSourceMapping') r.Properties.MaximumBatchingWindowInSeconds = 0;
+  for (const r of Object.values(resourcesOf(t)))
+    if (r.Type === 'AWS::Lambda::EventSourceMapping') r.Properties.MaximumBatchingWindowInSeconds = 0;
 }
 
 /** The consumer counts a record failing on its last allowed receive as dead-lettered: it must know the new count. */
-const retimedSettings = (s: JobRuntimeSettings): JobRuntimeSettings => (s.jobName === JOB ? { ...s, maxReceiveCount: RECEIVES } : s);
+const retimedSettings = (s: JobRuntimeSettings): JobRuntimeSettings =>
+  s.jobName === JOB ? { ...s, maxReceiveCount: RECEIVES } : s;
 
 /**
  * One grant out of the consumer's identity policy: `action` on the job's `alias` table (and its indexes). The table's
@@ -106,7 +110,9 @@ function withoutScheduleInvoke(t: CloudFormationTemplate, jobName: string): Clou
   const copy = structuredClone(t);
   const job = chaosJobResources(copy, jobName);
   const producerId = Object.entries(resourcesOf(copy)).find(([, r]) => r === job.producer)![0];
-  const schedule = Object.values(resourcesOf(copy)).find((r) => r.Type === 'AWS::Scheduler::Schedule' && getAttOf(r.Properties.Target?.Arn) === producerId);
+  const schedule = Object.values(resourcesOf(copy)).find(
+    (r) => r.Type === 'AWS::Scheduler::Schedule' && getAttOf(r.Properties.Target?.Arn) === producerId,
+  );
   if (!schedule) throw new Error(`the template has no schedule targeting the ${jobName} producer`);
   schedule.Properties.Target.RetryPolicy = { ...schedule.Properties.Target.RetryPolicy, MaximumRetryAttempts: 1 };
   const roleId = getAttOf(schedule.Properties.Target.RoleArn);
@@ -125,7 +131,14 @@ function withoutScheduleInvoke(t: CloudFormationTemplate, jobName: string): Clou
 /** What `npm start` observes of the job at the end of its run (local/run.ts collectReport), as a run report. */
 async function runReport(session: LocalSession, seeded: SeededDemo, settled: boolean): Promise<RunReport> {
   const observation = await observeJob(session, JOB, seeded);
-  return buildRunReport({ env: TEST_APP_STACK, businessDate: session.businessDateFor(JOB), settled, durationMs: 0, jobs: new Map([[JOB, observation]]), warnings: session.warnings() });
+  return buildRunReport({
+    env: TEST_APP_STACK,
+    businessDate: session.businessDateFor(JOB),
+    settled,
+    durationMs: 0,
+    jobs: new Map([[JOB, observation]]),
+    warnings: session.warnings(),
+  });
 }
 
 /** The job's ARN of the table behind `alias`, as the local plan names it (what a denial's resource is). */
@@ -171,18 +184,29 @@ describe('IAM enforced, grants taken out (one local stack)', () => {
       seeded = await session.seed(JOB, ITEMS, businessDate);
       session.startConsumers();
       await session.fire(JOB, { scheduledTime: new Date(), businessDate });
-      await waitFor('every seeded item in the DLQ', async () => {
-        const dlq = await session.depth(session.job(JOB).dlqUrl);
-        return dlq.total >= ITEMS ? dlq : false;
-      }, { timeoutMs: 90_000, intervalMs: 250 });
+      await waitFor(
+        'every seeded item in the DLQ',
+        async () => {
+          const dlq = await session.depth(session.job(JOB).dlqUrl);
+          return dlq.total >= ITEMS ? dlq : false;
+        },
+        { timeoutMs: 90_000, intervalMs: 250 },
+      );
     }, 120_000);
 
-    it('denies the first call that needs the grant, by name: the action removed, on the table, by the consumer\'s role', () => {
+    it("denies the first call that needs the grant, by name: the action removed, on the table, by the consumer's role", () => {
       const job = session.job(JOB);
       const denials = session.denials(JOB);
       expect(denials.length).toBeGreaterThan(0);
-      expect(denials[0]).toMatchObject({ action: REMOVED, resource: tableArn(session, TABLE), role: job.consumer!.roleArn, caller: job.consumer!.name });
-      expect(denials[0].message).toContain(`is not authorized to perform: ${REMOVED} on resource: ${tableArn(session, TABLE)}`);
+      expect(denials[0]).toMatchObject({
+        action: REMOVED,
+        resource: tableArn(session, TABLE),
+        role: job.consumer!.roleArn,
+        caller: job.consumer!.name,
+      });
+      expect(denials[0].message).toContain(
+        `is not authorized to perform: ${REMOVED} on resource: ${tableArn(session, TABLE)}`,
+      );
       // Nothing else the job does is denied: the one grant removed is the one missing.
       expect(denials.map((d) => `${d.action} ${d.resource}`)).toEqual([`${REMOVED} ${tableArn(session, TABLE)}`]);
       // Every receive of every record tried the write: at least one each.
@@ -201,12 +225,18 @@ describe('IAM enforced, grants taken out (one local stack)', () => {
       expect(job.mapping!.statistics.failed).toBeGreaterThanOrEqual(ITEMS * RECEIVES);
       for (const m of dlq) expect(m.attributes.failureReason).toBeUndefined();
       const ledger = await session.ledgerTotals(JOB);
-      expect(ledger).toMatchObject({ discovered: ITEMS, published: ITEMS, completed: 0, rejected: 0, deadLettered: ITEMS });
+      expect(ledger).toMatchObject({
+        discovered: ITEMS,
+        published: ITEMS,
+        completed: 0,
+        rejected: 0,
+        deadLettered: ITEMS,
+      });
       expect(session.writes.filter((w) => w.resource === job.settings.tables[TABLE])).toEqual([]);
       expect((await session.depth(job.queueUrl)).total).toBe(0);
     });
 
-    it('fails the run report\'s iam-allowed check, naming action, resource and role', async () => {
+    it("fails the run report's iam-allowed check, naming action, resource and role", async () => {
       const job = session.job(JOB);
       const report = await runReport(session, seeded, true);
       expect(report.ok).toBe(false);
@@ -215,12 +245,14 @@ describe('IAM enforced, grants taken out (one local stack)', () => {
       expect(check?.detail).toContain(`${REMOVED} on ${tableArn(session, TABLE)} by ${job.consumer!.roleArn}`);
       expect(check?.detail).toMatch(/^\d+ requests denied: /);
       expect(report.jobs[JOB].denials).toEqual(session.denials(JOB));
-      expect(formatReport(report)).toContain(`DENIED  ${JOB}  ${REMOVED} on ${tableArn(session, TABLE)} by ${job.consumer!.roleArn} (${job.consumer!.name})`);
+      expect(formatReport(report)).toContain(
+        `DENIED  ${JOB}  ${REMOVED} on ${tableArn(session, TABLE)} by ${job.consumer!.roleArn} (${job.consumer!.name})`,
+      );
     });
   });
 
   describe('the schedule role without lambda:InvokeFunction', () => {
-    it('denies the invoke on the producer by the schedule\'s role, retries, and dead-letters the event to the schedule\'s DLQ', async () => {
+    it("denies the invoke on the producer by the schedule's role, retries, and dead-letters the event to the schedule's DLQ", async () => {
       const job = session.job(SCHEDULED);
       const schedule = session.stack.scheduler.get(job.scheduleName!);
       expect(schedule.maximumRetryAttempts).toBe(1);
@@ -229,19 +261,41 @@ describe('IAM enforced, grants taken out (one local stack)', () => {
       const before = (await session.depth(scheduleDlq)).total;
 
       // session.fire throws on a failed delivery, with the scheduler's last error.
-      const fired = session.fire(SCHEDULED, { scheduledTime: new Date(), businessDate: session.businessDateFor(SCHEDULED) });
+      const fired = session.fire(SCHEDULED, {
+        scheduledTime: new Date(),
+        businessDate: session.businessDateFor(SCHEDULED),
+      });
       await expect(fired).rejects.toThrow(SessionError);
-      await expect(fired).rejects.toThrow(new RegExp(`schedule ${job.scheduleName} could not deliver to its producer: .*is not authorized to perform: lambda:InvokeFunction on resource: ${job.producer!.arn}`));
+      await expect(fired).rejects.toThrow(
+        new RegExp(
+          `schedule ${job.scheduleName} could not deliver to its producer: .*is not authorized to perform: lambda:InvokeFunction on resource: ${job.producer!.arn}`,
+        ),
+      );
 
       const denials = session.denials(SCHEDULED);
       expect(denials).toEqual([
-        expect.objectContaining({ action: 'lambda:InvokeFunction', resource: job.producer!.arn, role: schedule.roleArn, caller: job.scheduleName, count: schedule.maximumRetryAttempts + 1 }),
+        expect.objectContaining({
+          action: 'lambda:InvokeFunction',
+          resource: job.producer!.arn,
+          role: schedule.roleArn,
+          caller: job.scheduleName,
+          count: schedule.maximumRetryAttempts + 1,
+        }),
       ]);
 
       // The event Scheduler could not deliver, in the DLQ with Scheduler's attributes; the producer never ran.
-      await waitFor('the event in the schedule\'s DLQ', async () => (await session.depth(scheduleDlq)).total > before || false, { timeoutMs: 10_000 });
+      await waitFor(
+        "the event in the schedule's DLQ",
+        async () => (await session.depth(scheduleDlq)).total > before || false,
+        { timeoutMs: 10_000 },
+      );
       const [dead] = await session.readQueue(scheduleDlq);
-      expect(dead.attributes).toMatchObject({ ERROR_CODE: 'TargetDeliveryFailed', RETRY_ATTEMPTS: '1', TARGET_ARN: job.producer!.arn, SCHEDULE_ARN: schedule.arn });
+      expect(dead.attributes).toMatchObject({
+        ERROR_CODE: 'TargetDeliveryFailed',
+        RETRY_ATTEMPTS: '1',
+        TARGET_ARN: job.producer!.arn,
+        SCHEDULE_ARN: schedule.arn,
+      });
       expect(dead.attributes.ERROR_MESSAGE).toContain('lambda:InvokeFunction');
       expect(JSON.parse(dead.body)).toMatchObject({ businessDate: session.businessDateFor(SCHEDULED) });
       expect((await session.ledgerTotals(SCHEDULED)).batches).toBe(0);
@@ -253,7 +307,12 @@ describe('IAM not enforced (iam: false) with the grant removed', () => {
   let session: LocalSession;
 
   beforeAll(async () => {
-    session = await openTestAppSession({ log, iam: false, prewarm: ITEMS, template: (t) => withoutConsumerGrant(t, TABLE, REMOVED) });
+    session = await openTestAppSession({
+      log,
+      iam: false,
+      prewarm: ITEMS,
+      template: (t) => withoutConsumerGrant(t, TABLE, REMOVED),
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -267,13 +326,25 @@ describe('IAM not enforced (iam: false) with the grant removed', () => {
     session.startConsumers();
     await session.fire(JOB, { scheduledTime: new Date(), businessDate });
     expect(await session.settle({ deadline: Date.now() + 90_000, jobs: [JOB] })).toBe(true);
-    expect(await session.ledgerTotals(JOB)).toMatchObject({ discovered: ITEMS, completed: ITEMS, rejected: 0, deadLettered: 0 });
+    expect(await session.ledgerTotals(JOB)).toMatchObject({
+      discovered: ITEMS,
+      completed: ITEMS,
+      rejected: 0,
+      deadLettered: 0,
+    });
     expect((await session.depth(job.dlqUrl)).total).toBe(0);
     const effects = await session.effects(JOB, seeded);
     expect([...effects.effectsByOperation.keys()].sort()).toEqual([...seeded.expectedOperations].sort());
 
     const denials = session.denials(JOB);
-    expect(denials).toEqual([expect.objectContaining({ action: REMOVED, resource: tableArn(session, TABLE), role: job.consumer!.roleArn, caller: job.consumer!.name })]);
+    expect(denials).toEqual([
+      expect.objectContaining({
+        action: REMOVED,
+        resource: tableArn(session, TABLE),
+        role: job.consumer!.roleArn,
+        caller: job.consumer!.name,
+      }),
+    ]);
     // Every item's result written once: each write is one request AWS would deny.
     const writes = [...effects.effectsByOperation.values()].reduce((a, b) => a + b, 0);
     expect(writes).toBe(ITEMS);
@@ -282,13 +353,17 @@ describe('IAM not enforced (iam: false) with the grant removed', () => {
     expect(raw.length).toBeGreaterThan(0);
     expect(raw.every((d) => d.enforced === false)).toBe(true);
     expect(session.stack.iam.enforced).toBe(false);
-    expect(session.warnings()).toEqual(expect.arrayContaining([expect.stringMatching(/^IAM is not enforced \(--no-iam\)/)]));
+    expect(session.warnings()).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^IAM is not enforced \(--no-iam\)/)]),
+    );
 
     // The report still fails: on AWS the same request would be refused.
     const report = await runReport(session, seeded, true);
     const check = report.checks.find((c) => c.name === 'iam-allowed')!;
     expect(check.ok).toBe(false);
-    expect(check.detail).toContain(`requests AWS would deny (--no-iam): ${REMOVED} on ${tableArn(session, TABLE)} by ${job.consumer!.roleArn}`);
+    expect(check.detail).toContain(
+      `requests AWS would deny (--no-iam): ${REMOVED} on ${tableArn(session, TABLE)} by ${job.consumer!.roleArn}`,
+    );
     expect(report.warnings).toEqual(session.warnings());
   }, 120_000);
 });

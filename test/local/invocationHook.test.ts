@@ -12,7 +12,11 @@ const spec = {
   environment: {},
   timeoutSeconds: 5,
 };
-const killed = new FunctionError('victim: Runtime.ExitError: execution environment killed by fault injection', 'victim', 'Runtime.ExitError');
+const killed = new FunctionError(
+  'victim: Runtime.ExitError: execution environment killed by fault injection',
+  'victim',
+  'Runtime.ExitError',
+);
 
 describe('Class: LocalFunction', () => {
   describe('Method: invoke (onInvoke fault hook)', () => {
@@ -43,7 +47,10 @@ describe('Class: LocalFunction', () => {
         // Over: a late kill does nothing.
         expect(handles[1].ended).toBe(true);
         expect(handles[1].kill()).toBe(false);
-        expect(events).toEqual([{ Records: [{ body: 'sleep:3000', messageId: 'm' }] }, { Records: [{ body: 'ok', messageId: 'm2' }] }]);
+        expect(events).toEqual([
+          { Records: [{ body: 'sleep:3000', messageId: 'm' }] },
+          { Records: [{ body: 'ok', messageId: 'm2' }] },
+        ]);
       } finally {
         await fn.close();
       }
@@ -51,7 +58,10 @@ describe('Class: LocalFunction', () => {
 
     it('kills an invocation as it starts (a step failed on every receive), and serves the next one', async () => {
       let killNext = true;
-      const fn = new LocalFunction(spec, { log: () => undefined, onInvoke: (_name, _event, h) => void (killNext && h.kill()) });
+      const fn = new LocalFunction(spec, {
+        log: () => undefined,
+        onInvoke: (_name, _event, h) => void (killNext && h.kill()),
+      });
       try {
         await expect(fn.invoke({ Records: [{ body: 'ok', messageId: 'm' }] })).rejects.toThrow(killed);
         expect(fn.inFlight).toBe(0);

@@ -21,25 +21,48 @@ describe('Function: checkEnvironment', () => {
     'Lambda was unable to configure your environment variables because the environment variables you have provided contains reserved keys that are currently not supported for modification. Reserved keys used in this request: ';
 
   it("refuses a reserved key with Lambda's message, prefixed with the function", () => {
-    const error = thrown(() => checkEnvironment('function Consumer (paced-consumer)', { QUEUE_URL: 'q', AWS_REGION: 'eu-central-1' }), LambdaRuleError);
+    const error = thrown(
+      () => checkEnvironment('function Consumer (paced-consumer)', { QUEUE_URL: 'q', AWS_REGION: 'eu-central-1' }),
+      LambdaRuleError,
+    );
     expect(error.message).toBe(`function Consumer (paced-consumer): ${RESERVED_MESSAGE}AWS_REGION`);
     expect(error.awsMessage).toBe(`${RESERVED_MESSAGE}AWS_REGION`);
-    expect(error).toMatchObject({ name: 'LambdaRuleError', code: 'InvalidParameterValueException', label: 'function Consumer (paced-consumer)' });
+    expect(error).toMatchObject({
+      name: 'LambdaRuleError',
+      code: 'InvalidParameterValueException',
+      label: 'function Consumer (paced-consumer)',
+    });
   });
 
   it('names every reserved key of the request, comma-separated, in its order', () => {
-    const error = thrown(() => checkEnvironment('f', { AWS_SECRET_ACCESS_KEY: 's', OK: '1', AWS_ACCESS_KEY_ID: 'a', AWS_DEFAULT_REGION: 'r' }), LambdaRuleError);
+    const error = thrown(
+      () =>
+        checkEnvironment('f', { AWS_SECRET_ACCESS_KEY: 's', OK: '1', AWS_ACCESS_KEY_ID: 'a', AWS_DEFAULT_REGION: 'r' }),
+      LambdaRuleError,
+    );
     expect(error.awsMessage).toBe(`${RESERVED_MESSAGE}AWS_SECRET_ACCESS_KEY, AWS_ACCESS_KEY_ID, AWS_DEFAULT_REGION`);
   });
 
   it('refuses each key the Lambda guide reserves', () => {
-    for (const key of RESERVED_ENVIRONMENT_KEYS) expect(thrown(() => checkEnvironment('f', { [key]: 'v' }), LambdaRuleError).awsMessage).toBe(`${RESERVED_MESSAGE}${key}`);
-    expect(RESERVED_ENVIRONMENT_KEYS).toEqual(expect.arrayContaining(['_HANDLER', 'AWS_LAMBDA_FUNCTION_NAME', 'AWS_SESSION_TOKEN', 'LAMBDA_TASK_ROOT']));
+    for (const key of RESERVED_ENVIRONMENT_KEYS)
+      expect(thrown(() => checkEnvironment('f', { [key]: 'v' }), LambdaRuleError).awsMessage).toBe(
+        `${RESERVED_MESSAGE}${key}`,
+      );
+    expect(RESERVED_ENVIRONMENT_KEYS).toEqual(
+      expect.arrayContaining(['_HANDLER', 'AWS_LAMBDA_FUNCTION_NAME', 'AWS_SESSION_TOKEN', 'LAMBDA_TASK_ROOT']),
+    );
   });
 
   it('accepts the variables Lambda lets a function set, TZ among them', () => {
     expect(() =>
-      checkEnvironment('f', { AWS_LAMBDA_EXEC_WRAPPER: '/opt/wrap', NODE_OPTIONS: '--enable-source-maps', TZ: 'Europe/Berlin', AWS_NODEJS_CONNECTION_REUSE_ENABLED: '1', PATH: '/x', LANG: 'C' }),
+      checkEnvironment('f', {
+        AWS_LAMBDA_EXEC_WRAPPER: '/opt/wrap',
+        NODE_OPTIONS: '--enable-source-maps',
+        TZ: 'Europe/Berlin',
+        AWS_NODEJS_CONNECTION_REUSE_ENABLED: '1',
+        PATH: '/x',
+        LANG: 'C',
+      }),
     ).not.toThrow();
   });
 
@@ -63,19 +86,28 @@ describe('Function: checkEnvironment', () => {
     // 'ä' is two bytes in UTF-8: under 4,096 characters, over 4,096 bytes.
     const variables = { V: 'ä'.repeat(2100) };
     expect(JSON.stringify(variables).length).toBeLessThan(4096);
-    expect(thrown(() => checkEnvironment('f', variables), LambdaRuleError).awsMessage).toContain('exceeded the 4KB limit');
+    expect(thrown(() => checkEnvironment('f', variables), LambdaRuleError).awsMessage).toContain(
+      'exceeded the 4KB limit',
+    );
   });
 
   it('reports reserved keys before the size', () => {
     const variables = { ...variablesOfJsonBytes(5000), AWS_REGION: 'x' };
-    expect(thrown(() => checkEnvironment('f', variables), LambdaRuleError).awsMessage).toBe(`${RESERVED_MESSAGE}AWS_REGION`);
+    expect(thrown(() => checkEnvironment('f', variables), LambdaRuleError).awsMessage).toBe(
+      `${RESERVED_MESSAGE}AWS_REGION`,
+    );
   });
 });
 
 describe('Function: checkQueueVisibility', () => {
   it("refuses a visibility timeout below the function's timeout with the event source mapping's message", () => {
-    const error = thrown(() => checkQueueVisibility('event source mapping ConsumerMapping (paced-queue -> paced-consumer)', 30, 60), LambdaRuleError);
-    expect(error.awsMessage).toBe('Invalid request provided: Queue visibility timeout: 30 seconds is less than Function timeout: 60 seconds');
+    const error = thrown(
+      () => checkQueueVisibility('event source mapping ConsumerMapping (paced-queue -> paced-consumer)', 30, 60),
+      LambdaRuleError,
+    );
+    expect(error.awsMessage).toBe(
+      'Invalid request provided: Queue visibility timeout: 30 seconds is less than Function timeout: 60 seconds',
+    );
     expect(error.message).toBe(
       'event source mapping ConsumerMapping (paced-queue -> paced-consumer): Invalid request provided: Queue visibility timeout: 30 seconds is less than Function timeout: 60 seconds',
     );
@@ -90,24 +122,39 @@ describe('Function: checkQueueVisibility', () => {
   it("takes SQS's default of 30 seconds when the queue sets none", () => {
     expect(SQS_DEFAULT_VISIBILITY_TIMEOUT_SECONDS).toBe(30);
     expect(() => checkQueueVisibility('m', undefined, 30)).not.toThrow();
-    expect(thrown(() => checkQueueVisibility('m', undefined, 31), LambdaRuleError).awsMessage).toBe('Invalid request provided: Queue visibility timeout: 30 seconds is less than Function timeout: 31 seconds');
+    expect(thrown(() => checkQueueVisibility('m', undefined, 31), LambdaRuleError).awsMessage).toBe(
+      'Invalid request provided: Queue visibility timeout: 30 seconds is less than Function timeout: 31 seconds',
+    );
   });
 });
 
 describe('Function: checkFunctionSettings', () => {
   it("pins Lambda's bounds", () => {
-    expect(FUNCTION_LIMITS).toEqual({ timeoutSeconds: { min: 1, max: 900 }, memorySize: { min: 128, max: 10_240 }, handlerMaxLength: 128 });
+    expect(FUNCTION_LIMITS).toEqual({
+      timeoutSeconds: { min: 1, max: 900 },
+      memorySize: { min: 128, max: 10_240 },
+      handlerMaxLength: 128,
+    });
   });
 
   it('accepts the bounds themselves and absent settings', () => {
-    expect(() => checkFunctionSettings('f', { timeoutSeconds: 1, memorySize: 128, reservedConcurrency: 0, handler: 'index.handler' })).not.toThrow();
+    expect(() =>
+      checkFunctionSettings('f', {
+        timeoutSeconds: 1,
+        memorySize: 128,
+        reservedConcurrency: 0,
+        handler: 'index.handler',
+      }),
+    ).not.toThrow();
     expect(() => checkFunctionSettings('f', { timeoutSeconds: 900, memorySize: 10_240 })).not.toThrow();
     expect(() => checkFunctionSettings('f', {})).not.toThrow();
   });
 
   it("refuses a timeout over 900 seconds with Lambda's validation message", () => {
     const error = thrown(() => checkFunctionSettings('function Producer', { timeoutSeconds: 901 }), LambdaRuleError);
-    expect(error.message).toBe("function Producer: 1 validation error detected: Value '901' at 'timeout' failed to satisfy constraint: Member must have value less than or equal to 900");
+    expect(error.message).toBe(
+      "function Producer: 1 validation error detected: Value '901' at 'timeout' failed to satisfy constraint: Member must have value less than or equal to 900",
+    );
     expect(error.code).toBe('ValidationException');
   });
 
@@ -137,7 +184,9 @@ describe('Function: checkFunctionSettings', () => {
   });
 
   it('names every bad setting in one message', () => {
-    expect(thrown(() => checkFunctionSettings('f', { timeoutSeconds: 1000, memorySize: 64 }), LambdaRuleError).awsMessage).toBe(
+    expect(
+      thrown(() => checkFunctionSettings('f', { timeoutSeconds: 1000, memorySize: 64 }), LambdaRuleError).awsMessage,
+    ).toBe(
       "2 validation errors detected: Value '1000' at 'timeout' failed to satisfy constraint: Member must have value less than or equal to 900; " +
         "Value '64' at 'memorySize' failed to satisfy constraint: Member must have value greater than or equal to 128",
     );

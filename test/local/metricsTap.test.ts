@@ -2,7 +2,16 @@ import { emfSamples, MetricsTap } from '../../local/metricsTap';
 
 const emf = (job: string, age: number | number[]) =>
   `2026-11-29T10:12:22.432Z ${JSON.stringify({
-    _aws: { Timestamp: 1, CloudWatchMetrics: [{ Namespace: 'PacedJobs', Dimensions: [['service', 'job']], Metrics: [{ Name: 'AgeSinceFirstEnqueue', Unit: 'Milliseconds' }] }] },
+    _aws: {
+      Timestamp: 1,
+      CloudWatchMetrics: [
+        {
+          Namespace: 'PacedJobs',
+          Dimensions: [['service', 'job']],
+          Metrics: [{ Name: 'AgeSinceFirstEnqueue', Unit: 'Milliseconds' }],
+        },
+      ],
+    },
     service: job,
     job,
     AgeSinceFirstEnqueue: age,
@@ -30,11 +39,22 @@ describe('Class: MetricsTap', () => {
 });
 
 describe('Function: emfSamples', () => {
-  const directive = (metrics: string[], dimensions: string[][] = [['service', 'job']]) => ({ Namespace: 'PacedJobs', Dimensions: dimensions, Metrics: metrics.map((Name) => ({ Name, Unit: 'Count' })) });
-  const line = (aws: Record<string, unknown>, root: Record<string, unknown>) => JSON.stringify({ _aws: aws, service: 'a-job', job: 'a-job', ...root });
+  const directive = (metrics: string[], dimensions: string[][] = [['service', 'job']]) => ({
+    Namespace: 'PacedJobs',
+    Dimensions: dimensions,
+    Metrics: metrics.map((Name) => ({ Name, Unit: 'Count' })),
+  });
+  const line = (aws: Record<string, unknown>, root: Record<string, unknown>) =>
+    JSON.stringify({ _aws: aws, service: 'a-job', job: 'a-job', ...root });
 
-  it('yields one sample per value, at the document\'s timestamp, with the dimension set\'s values', () => {
-    const samples = emfSamples(line({ Timestamp: 1_000, CloudWatchMetrics: [directive(['Applied', 'SloMet'])] }, { Applied: [1, 1, 1], SloMet: 1, AgeSinceFirstEnqueue: 5 }), 9_999);
+  it("yields one sample per value, at the document's timestamp, with the dimension set's values", () => {
+    const samples = emfSamples(
+      line(
+        { Timestamp: 1_000, CloudWatchMetrics: [directive(['Applied', 'SloMet'])] },
+        { Applied: [1, 1, 1], SloMet: 1, AgeSinceFirstEnqueue: 5 },
+      ),
+      9_999,
+    );
     const dims = { service: 'a-job', job: 'a-job' };
     expect(samples).toEqual([
       { namespace: 'PacedJobs', metricName: 'Applied', dimensions: dims, timestamp: 1_000, value: 1 },
@@ -45,8 +65,16 @@ describe('Function: emfSamples', () => {
   });
 
   it('takes the arrival time without a timestamp, and every dimension set and directive', () => {
-    const aws = { CloudWatchMetrics: [directive(['Deferred'], [['service', 'job'], ['job']]), { ...directive(['ColdStart'], [['function_name']]), Namespace: 'Other' }] };
-    const samples = emfSamples(`2026-11-29T10:12:22.432Z INFO ${line(aws, { Deferred: 2, ColdStart: 1, function_name: 'fn' })}`, 42);
+    const aws = {
+      CloudWatchMetrics: [
+        directive(['Deferred'], [['service', 'job'], ['job']]),
+        { ...directive(['ColdStart'], [['function_name']]), Namespace: 'Other' },
+      ],
+    };
+    const samples = emfSamples(
+      `2026-11-29T10:12:22.432Z INFO ${line(aws, { Deferred: 2, ColdStart: 1, function_name: 'fn' })}`,
+      42,
+    );
     expect(samples.map((s) => [s.namespace, s.metricName, s.dimensions, s.timestamp, s.value])).toEqual([
       ['PacedJobs', 'Deferred', { service: 'a-job', job: 'a-job' }, 42, 2],
       ['PacedJobs', 'Deferred', { job: 'a-job' }, 42, 2],

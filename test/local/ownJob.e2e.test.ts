@@ -4,7 +4,13 @@
 // runs it with the app's own jobs, and judges the new job on the pipeline's own counts.
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { copyProject, describeResult, PROJECT_ROOT, type CommandResult, type ProjectCopy } from '../support/projectCopy';
+import {
+  copyProject,
+  describeResult,
+  PROJECT_ROOT,
+  type CommandResult,
+  type ProjectCopy,
+} from '../support/projectCopy';
 import { OBJECT_SWEEPER, QUOTA_CALLER, RECORD_WRITER, TEST_APP } from '../support/testApp';
 
 const NAME = 'own-counter';
@@ -59,7 +65,10 @@ const JOBS_PROP = '  jobs: {\n';
 interface Report {
   ok: boolean;
   settled: boolean;
-  jobs: Record<string, { discovered: number; completed: number; effects: number; dlq: number; effectsSource: string; note?: string }>;
+  jobs: Record<
+    string,
+    { discovered: number; completed: number; effects: number; dlq: number; effectsSource: string; note?: string }
+  >;
   checks: { job: string; name: string; ok: boolean; detail: string }[];
 }
 
@@ -84,7 +93,11 @@ describe('npm start on an app with a job added as the README says, without a fix
     // execution environment warmed a function (more start as a run needs them). The copy has no assembly: the run
     // synthesizes the app, the new job in it.
     const small = [`${RECORD_WRITER}=2`, `${OBJECT_SWEEPER}=3`, `${QUOTA_CALLER}=3`].flatMap((c) => ['--count', c]);
-    result = await copy.run('npm', ['start', '--silent', '--', '--app', APP, '--json', ...small, '--prewarm', '1', '--timeout', '240'], { timeoutMs: 540_000 });
+    result = await copy.run(
+      'npm',
+      ['start', '--silent', '--', '--app', APP, '--json', ...small, '--prewarm', '1', '--timeout', '240'],
+      { timeoutMs: 540_000 },
+    );
     try {
       report = JSON.parse(result.stdout) as Report;
     } catch {
@@ -97,7 +110,11 @@ describe('npm start on an app with a job added as the README says, without a fix
   it('runs, settles and passes every check, the new job included', () => {
     // On a failure, the command's output is what explains it.
     if (!report.ok) process.stderr.write(`${describeResult('npm start in the copy', result)}\n`);
-    expect({ status: result.status, ok: report.ok, settled: report.settled }).toEqual({ status: 0, ok: true, settled: true });
+    expect({ status: result.status, ok: report.ok, settled: report.settled }).toEqual({
+      status: 0,
+      ok: true,
+      settled: true,
+    });
     const own = report.checks.filter((c) => c.job === NAME);
     expect(own.map((c) => [c.name, c.ok])).toEqual([
       ['nothing-lost', true],
@@ -109,8 +126,14 @@ describe('npm start on an app with a job added as the README says, without a fix
     ]);
   });
 
-  it('completes each of the 30 operations once, and labels those counts as the pipeline\'s own', () => {
-    expect(report.jobs[NAME]).toMatchObject({ discovered: OPERATIONS, completed: OPERATIONS, effects: OPERATIONS, dlq: 0, effectsSource: 'pipeline' });
+  it("completes each of the 30 operations once, and labels those counts as the pipeline's own", () => {
+    expect(report.jobs[NAME]).toMatchObject({
+      discovered: OPERATIONS,
+      completed: OPERATIONS,
+      effects: OPERATIONS,
+      dlq: 0,
+      effectsSource: 'pipeline',
+    });
     // The fixture it could add is named where the app keeps the job: beside its entry.
     expect(report.jobs[NAME].note).toBe(
       `counts are the pipeline's own (idempotency store and consumer logs), not the downstream's: add jobs/${NAME}/local.ts to check the downstream`,

@@ -26,29 +26,52 @@ describe('Class: RunLogs', () => {
     const lines = readFileSync(join(dir, 'PacedJobs-dev-Consumer.log'), 'utf8').trimEnd().split('\n');
     expect(lines.map((l) => l.replace(/^\S+ /, ''))).toEqual(['first', 'second']);
     expect(lines.every((l) => !Number.isNaN(Date.parse(l.split(' ')[0])))).toBe(true);
-    expect(echoed).toEqual(['PacedJobs-dev-Consumer: first', 'iam: denied', 'PacedJobs-dev-Consumer: second', 'a/b c: odd name']);
+    expect(echoed).toEqual([
+      'PacedJobs-dev-Consumer: first',
+      'iam: denied',
+      'PacedJobs-dev-Consumer: second',
+      'a/b c: odd name',
+    ]);
   });
 
   it("keeps a consumer's failed-record lines for the report", async () => {
     const logs = new RunLogs(dir);
-    logs.write('consumer-fn', JSON.stringify({ operationId: 'op-1', messageId: 'm-1', recordFailure: { errorName: 'TypeError', errorMessage: 'boom' } }));
+    logs.write(
+      'consumer-fn',
+      JSON.stringify({
+        operationId: 'op-1',
+        messageId: 'm-1',
+        recordFailure: { errorName: 'TypeError', errorMessage: 'boom' },
+      }),
+    );
     logs.write('consumer-fn', 'an ordinary line');
     await logs.close();
-    expect(logs.recordFailures.summary('consumer-fn')).toEqual([{ errorName: 'TypeError', message: 'boom', attempts: 1, records: 1 }]);
+    expect(logs.recordFailures.summary('consumer-fn')).toEqual([
+      { errorName: 'TypeError', message: 'boom', attempts: 1, records: 1 },
+    ]);
   });
 });
 
 describe('Function: runJobSettings', () => {
-  const synthesized = { jobName: 'usage-report', rateLimit: { startsPerInterval: 10, intervalSeconds: 1 } } as unknown as JobRuntimeSettings;
+  const synthesized = {
+    jobName: 'usage-report',
+    rateLimit: { startsPerInterval: 10, intervalSeconds: 1 },
+  } as unknown as JobRuntimeSettings;
   const scaled = { ...synthesized, rateLimit: { startsPerInterval: 2, intervalSeconds: 1 } } as JobRuntimeSettings;
 
   it("replaces the synthesized settings with the job's run settings", () => {
-    expect(JSON.parse(runJobSettings(JSON.stringify(synthesized), new Map([['usage-report', scaled]]), new Map()))).toEqual(scaled);
+    expect(
+      JSON.parse(runJobSettings(JSON.stringify(synthesized), new Map([['usage-report', scaled]]), new Map())),
+    ).toEqual(scaled);
   });
 
-  it('points them at the job\'s fake downstream when it has one', () => {
+  it("points them at the job's fake downstream when it has one", () => {
     const downstream = { configure: (s: JobRuntimeSettings) => ({ ...s, endpoint: 'http://127.0.0.1:1234' }) };
-    const json = runJobSettings(JSON.stringify(synthesized), new Map([['usage-report', scaled]]), new Map([['usage-report', downstream]]));
+    const json = runJobSettings(
+      JSON.stringify(synthesized),
+      new Map([['usage-report', scaled]]),
+      new Map([['usage-report', downstream]]),
+    );
     expect(JSON.parse(json)).toEqual({ ...scaled, endpoint: 'http://127.0.0.1:1234' });
   });
 

@@ -49,22 +49,41 @@ describe('Class: LambdaSandbox', () => {
       // The premise: jest is installed in this project, so a require() that could reach its node_modules would work.
       expect(() => require.resolve('jest')).not.toThrow();
       // A dynamic require esbuild cannot see, at the module's top level (Lambda's init phase).
-      const asset = folder({ 'index.js': "require(['j', 'e', 's', 't'].join(''));\nexports.handler = async () => 'loaded';" });
+      const asset = folder({
+        'index.js': "require(['j', 'e', 's', 't'].join(''));\nexports.handler = async () => 'loaded';",
+      });
       const fn = new LocalFunction(spec('iso', asset), { log: () => undefined });
       try {
         const error = await fn.invoke({}).catch((e: unknown) => e);
         expect(error).toBeInstanceOf(FunctionError);
         expect((error as FunctionError).errorType).toBe('Runtime.ImportModuleError');
-        expect((error as FunctionError).message).toMatch(/^iso: Runtime\.ImportModuleError: Error: Cannot find module 'jest'\nRequire stack:/);
+        expect((error as FunctionError).message).toMatch(
+          /^iso: Runtime\.ImportModuleError: Error: Cannot find module 'jest'\nRequire stack:/,
+        );
       } finally {
         await fn.close();
       }
     });
 
     it.each([
-      ['a syntax error', { 'index.js': 'exports.handler = async () => {;' }, 'Runtime.UserCodeSyntaxError', /^SyntaxError: /],
-      ['an error thrown while loading', { 'index.js': "throw new RangeError('no config');" }, 'RangeError', /^no config$/],
-      ['a handler that is not exported', { 'index.js': 'exports.other = async () => 1;' }, 'Runtime.HandlerNotFound', /^index\.handler is undefined or not exported$/],
+      [
+        'a syntax error',
+        { 'index.js': 'exports.handler = async () => {;' },
+        'Runtime.UserCodeSyntaxError',
+        /^SyntaxError: /,
+      ],
+      [
+        'an error thrown while loading',
+        { 'index.js': "throw new RangeError('no config');" },
+        'RangeError',
+        /^no config$/,
+      ],
+      [
+        'a handler that is not exported',
+        { 'index.js': 'exports.other = async () => 1;' },
+        'Runtime.HandlerNotFound',
+        /^index\.handler is undefined or not exported$/,
+      ],
     ])('reports %s at init as Lambda names it', async (_what, files, errorType, message) => {
       const fn = new LocalFunction(spec('init', folder(files)), { log: () => undefined });
       try {
@@ -79,23 +98,46 @@ describe('Class: LambdaSandbox', () => {
     it.each([
       ['an .mjs file', { 'index.mjs': ESM_HANDLER }],
       ['a .js file in a "type": "module" package', { 'index.js': ESM_HANDLER, 'package.json': '{"type":"module"}' }],
-    ])('imports an ES module handler from %s, its bare imports found in the SDK and layers, as Lambda does', async (_what, files) => {
-      const layer = folder(Object.fromEntries(Object.entries(pkg('layer-helper', 'from the layer')).map(([p, t]) => [`nodejs/node_modules/${p}`, t])));
-      const fn = new LocalFunction(spec('esm', folder(files), { layerDirs: [layer] }), { log: () => undefined });
-      try {
-        expect(await fn.invoke({})).toEqual(['function', 'from the layer', 'ERR_MODULE_NOT_FOUND']);
-      } finally {
-        await fn.close();
-      }
-    });
+    ])(
+      'imports an ES module handler from %s, its bare imports found in the SDK and layers, as Lambda does',
+      async (_what, files) => {
+        const layer = folder(
+          Object.fromEntries(
+            Object.entries(pkg('layer-helper', 'from the layer')).map(([p, t]) => [`nodejs/node_modules/${p}`, t]),
+          ),
+        );
+        const fn = new LocalFunction(spec('esm', folder(files), { layerDirs: [layer] }), { log: () => undefined });
+        try {
+          expect(await fn.invoke({})).toEqual(['function', 'from the layer', 'ERR_MODULE_NOT_FOUND']);
+        } finally {
+          await fn.close();
+        }
+      },
+    );
 
     it('resolves the stand-in AWS SDK and the layers, in NODE_PATH order, from a copy outside the repo', async () => {
       const layerOne = folder({
-        ...Object.fromEntries(Object.entries(pkg('shared-helper', 'from nodejs/node_modules')).map(([p, t]) => [`nodejs/node_modules/${p}`, t])),
-        ...Object.fromEntries(Object.entries(pkg('shared-helper', 'from nodejs/node22/node_modules')).map(([p, t]) => [`nodejs/node22/node_modules/${p}`, t])),
-        ...Object.fromEntries(Object.entries(pkg('replaced', 'from the first layer')).map(([p, t]) => [`nodejs/node_modules/${p}`, t])),
+        ...Object.fromEntries(
+          Object.entries(pkg('shared-helper', 'from nodejs/node_modules')).map(([p, t]) => [
+            `nodejs/node_modules/${p}`,
+            t,
+          ]),
+        ),
+        ...Object.fromEntries(
+          Object.entries(pkg('shared-helper', 'from nodejs/node22/node_modules')).map(([p, t]) => [
+            `nodejs/node22/node_modules/${p}`,
+            t,
+          ]),
+        ),
+        ...Object.fromEntries(
+          Object.entries(pkg('replaced', 'from the first layer')).map(([p, t]) => [`nodejs/node_modules/${p}`, t]),
+        ),
       });
-      const layerTwo = folder(Object.fromEntries(Object.entries(pkg('replaced', 'from the second layer')).map(([p, t]) => [`nodejs/node_modules/${p}`, t])));
+      const layerTwo = folder(
+        Object.fromEntries(
+          Object.entries(pkg('replaced', 'from the second layer')).map(([p, t]) => [`nodejs/node_modules/${p}`, t]),
+        ),
+      );
       const asset = folder({
         'index.js': `
           exports.handler = async () => ({
@@ -107,7 +149,9 @@ describe('Class: LambdaSandbox', () => {
             jestAtRunTime: (() => { try { require(['j', 'e', 's', 't'].join('')); return 'found'; } catch (e) { return e.code; } })(),
           });`,
       });
-      const fn = new LocalFunction(spec('layers', asset, { layerDirs: [layerOne, layerTwo] }), { log: () => undefined });
+      const fn = new LocalFunction(spec('layers', asset, { layerDirs: [layerOne, layerTwo] }), {
+        log: () => undefined,
+      });
       try {
         const out = (await fn.invoke({})) as Record<string, string>;
         expect(out.sdk).toBe('function');
@@ -156,7 +200,9 @@ describe('Class: LambdaSandbox', () => {
   it('names the missing asset folder', () => {
     const sandbox = new LambdaSandbox();
     try {
-      expect(() => sandbox.prepare('lost', '/nonexistent/asset.0000', [], 22)).toThrow(new SandboxError('lost: asset folder /nonexistent/asset.0000 does not exist'));
+      expect(() => sandbox.prepare('lost', '/nonexistent/asset.0000', [], 22)).toThrow(
+        new SandboxError('lost: asset folder /nonexistent/asset.0000 does not exist'),
+      );
     } finally {
       sandbox.close();
     }
@@ -164,7 +210,9 @@ describe('Class: LambdaSandbox', () => {
 
   it('removes the shared sandbox when the runtime closes', async () => {
     const rt = new LambdaRuntime({ log: () => undefined });
-    const fn = rt.add(spec('gone', folder({ 'index.js': 'exports.handler = async () => process.env.LAMBDA_TASK_ROOT;' })));
+    const fn = rt.add(
+      spec('gone', folder({ 'index.js': 'exports.handler = async () => process.env.LAMBDA_TASK_ROOT;' })),
+    );
     const taskRoot = (await fn.invoke({})) as string;
     expect(existsSync(taskRoot)).toBe(true);
     await rt.close();
@@ -175,10 +223,13 @@ describe('Class: LambdaSandbox', () => {
 describe('Function: runtimeSdkClosure', () => {
   it("holds the project's AWS SDK v3 packages and what they depend on, and nothing else the project has", () => {
     const closure = runtimeSdkClosure();
-    for (const name of ['@aws-sdk/client-sqs', '@aws-sdk/client-s3', '@aws-sdk/core', '@smithy/core', 'tslib']) expect(closure.has(name)).toBe(true);
-    for (const name of ['jest', 'aws-cdk-lib', 'zod', '@aws-lambda-powertools/logger', 'esbuild']) expect(closure.has(name)).toBe(false);
+    for (const name of ['@aws-sdk/client-sqs', '@aws-sdk/client-s3', '@aws-sdk/core', '@smithy/core', 'tslib'])
+      expect(closure.has(name)).toBe(true);
+    for (const name of ['jest', 'aws-cdk-lib', 'zod', '@aws-lambda-powertools/logger', 'esbuild'])
+      expect(closure.has(name)).toBe(false);
     // Every entry is an installed package folder of this project.
-    for (const dir of closure.values()) expect(existsSync(join(dir, 'package.json')) && dir.startsWith(join(REPO, 'node_modules'))).toBe(true);
+    for (const dir of closure.values())
+      expect(existsSync(join(dir, 'package.json')) && dir.startsWith(join(REPO, 'node_modules'))).toBe(true);
   });
 });
 

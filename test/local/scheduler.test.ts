@@ -20,12 +20,15 @@ const schedule = (overrides: Partial<PlannedSchedule> = {}): PlannedSchedule => 
 describe('Function: renderInput', () => {
   it('fills the scheduled time without milliseconds, and the other context attributes', () => {
     expect(
-      renderInput('{"t":"<aws.scheduler.scheduled-time>","a":"<aws.scheduler.schedule-arn>","n":"<aws.scheduler.attempt-number>"}', {
-        scheduledTime: new Date('2026-11-29T02:00:00.123Z'),
-        scheduleArn: 'arn:s',
-        executionId: 'e',
-        attempt: 3,
-      }),
+      renderInput(
+        '{"t":"<aws.scheduler.scheduled-time>","a":"<aws.scheduler.schedule-arn>","n":"<aws.scheduler.attempt-number>"}',
+        {
+          scheduledTime: new Date('2026-11-29T02:00:00.123Z'),
+          scheduleArn: 'arn:s',
+          executionId: 'e',
+          attempt: 3,
+        },
+      ),
     ).toBe('{"t":"2026-11-29T02:00:00Z","a":"arn:s","n":"3"}');
   });
 });
@@ -34,10 +37,20 @@ describe('Class: LocalScheduler', () => {
   describe('Method: fire', () => {
     it('delivers the rendered input now (--now) with the business date added (--date)', async () => {
       const delivered: [string, string][] = [];
-      const scheduler = new LocalScheduler({ deliver: async (arn, input) => void delivered.push([arn, input]), deadLetter: async () => undefined });
+      const scheduler = new LocalScheduler({
+        deliver: async (arn, input) => void delivered.push([arn, input]),
+        deadLetter: async () => undefined,
+      });
       scheduler.add(schedule());
-      const result = await scheduler.fire('nightly', { scheduledTime: new Date('2026-11-29T02:00:00Z'), businessDate: '2026-11-27' });
-      expect(result).toEqual({ delivered: true, attempts: 1, input: '{"scheduledTime":"2026-11-29T02:00:00Z","job":"payments","businessDate":"2026-11-27"}' });
+      const result = await scheduler.fire('nightly', {
+        scheduledTime: new Date('2026-11-29T02:00:00Z'),
+        businessDate: '2026-11-27',
+      });
+      expect(result).toEqual({
+        delivered: true,
+        attempts: 1,
+        input: '{"scheduledTime":"2026-11-29T02:00:00Z","job":"payments","businessDate":"2026-11-27"}',
+      });
       expect(delivered).toEqual([['arn:aws:lambda:us-east-1:000000000000:function:producer', result.input]]);
     });
 
@@ -55,7 +68,12 @@ describe('Class: LocalScheduler', () => {
       scheduler.add(schedule());
       const result = await scheduler.fire('nightly', { scheduledTime: new Date('2026-11-29T02:00:00Z') });
       expect(attempts).toBe(3);
-      expect(result).toEqual({ delivered: false, attempts: 3, input: '{"scheduledTime":"2026-11-29T02:00:00Z","job":"payments"}', error: 'Function not found: producer' });
+      expect(result).toEqual({
+        delivered: false,
+        attempts: 3,
+        input: '{"scheduledTime":"2026-11-29T02:00:00Z","job":"payments"}',
+        error: 'Function not found: producer',
+      });
       expect(dead).toEqual([
         {
           arn: 'arn:aws:sqs:us-east-1:000000000000:schedule-dlq',
@@ -86,7 +104,12 @@ describe('Class: LocalScheduler', () => {
       scheduler.start();
       const [on, off] = scheduler.list();
       expect(on.state).toBe('ENABLED');
-      const local = new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/London', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(on.nextFire);
+      const local = new Intl.DateTimeFormat('en-GB', {
+        timeZone: 'Europe/London',
+        hour: '2-digit',
+        minute: '2-digit',
+        hourCycle: 'h23',
+      }).format(on.nextFire);
       expect(local).toBe('02:00');
       expect(off.nextFire).toBeUndefined();
       scheduler.setState('off', 'ENABLED');
@@ -98,7 +121,9 @@ describe('Class: LocalScheduler', () => {
   describe('Method: add', () => {
     it('rejects a rate expression with a clear message', () => {
       const scheduler = new LocalScheduler({ deliver: async () => undefined, deadLetter: async () => undefined });
-      expect(() => scheduler.add(schedule({ expression: 'rate(5 minutes)' }))).toThrow('schedule nightly: only cron(...) expressions are emulated, got rate(5 minutes)');
+      expect(() => scheduler.add(schedule({ expression: 'rate(5 minutes)' }))).toThrow(
+        'schedule nightly: only cron(...) expressions are emulated, got rate(5 minutes)',
+      );
     });
   });
 });

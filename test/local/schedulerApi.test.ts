@@ -15,7 +15,12 @@ import { LOCAL_CREDENTIALS, type RunningServer } from '../../local/servers';
 import type { CloudFormationTemplate } from '../../local/template';
 
 const ACCOUNT = '000000000000';
-const OPTIONS = { stackName: 'PacedJobs-test', region: 'us-east-1', accountId: ACCOUNT, sqsEndpoint: 'http://127.0.0.1:9' };
+const OPTIONS = {
+  stackName: 'PacedJobs-test',
+  region: 'us-east-1',
+  accountId: ACCOUNT,
+  sqsEndpoint: 'http://127.0.0.1:9',
+};
 const GROUP = 'paced-jobs-test';
 const PRODUCER_ARN = `arn:aws:lambda:us-east-1:${ACCOUNT}:function:nightly-producer`;
 
@@ -35,7 +40,11 @@ const TEMPLATE: CloudFormationTemplate = {
         ScheduleExpressionTimezone: 'Europe/London',
         FlexibleTimeWindow: { Mode: 'OFF' },
         State: 'ENABLED',
-        Target: { Arn: PRODUCER_ARN, RoleArn: `arn:aws:iam::${ACCOUNT}:role/schedule`, Input: '{"scheduledTime":"<aws.scheduler.scheduled-time>"}' },
+        Target: {
+          Arn: PRODUCER_ARN,
+          RoleArn: `arn:aws:iam::${ACCOUNT}:role/schedule`,
+          Input: '{"scheduledTime":"<aws.scheduler.scheduled-time>"}',
+        },
       },
     },
     Elsewhere: {
@@ -58,10 +67,24 @@ describe('Function: planStack (EventBridge Scheduler groups)', () => {
   it('plans each schedule in its group, a schedule without GroupName in default, and resolves the group outputs', () => {
     const plan = planStack(TEMPLATE, OPTIONS);
     expect(plan.schedules.map((s) => [s.logicalId, s.name, s.group, s.arn])).toEqual([
-      ['NightlySchedule', 'PacedJobs-test-NightlySchedule', GROUP, `arn:aws:scheduler:us-east-1:${ACCOUNT}:schedule/${GROUP}/PacedJobs-test-NightlySchedule`],
-      ['Elsewhere', 'PacedJobs-test-Elsewhere', 'default', `arn:aws:scheduler:us-east-1:${ACCOUNT}:schedule/default/PacedJobs-test-Elsewhere`],
+      [
+        'NightlySchedule',
+        'PacedJobs-test-NightlySchedule',
+        GROUP,
+        `arn:aws:scheduler:us-east-1:${ACCOUNT}:schedule/${GROUP}/PacedJobs-test-NightlySchedule`,
+      ],
+      [
+        'Elsewhere',
+        'PacedJobs-test-Elsewhere',
+        'default',
+        `arn:aws:scheduler:us-east-1:${ACCOUNT}:schedule/default/PacedJobs-test-Elsewhere`,
+      ],
     ]);
-    expect(plan.outputs).toEqual({ NightlyScheduleName: 'PacedJobs-test-NightlySchedule', NightlyScheduleGroupName: GROUP, GroupRef: GROUP });
+    expect(plan.outputs).toEqual({
+      NightlyScheduleName: 'PacedJobs-test-NightlySchedule',
+      NightlyScheduleGroupName: GROUP,
+      GroupRef: GROUP,
+    });
   });
 });
 
@@ -77,7 +100,12 @@ describe('Function: startSchedulerApi', () => {
     local = new LocalScheduler({ deliver: async () => undefined, deadLetter: async () => undefined });
     for (const schedule of plan.schedules) local.add(schedule);
     server = await startSchedulerApi(local);
-    client = new SchedulerClient({ endpoint: server.endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS, maxAttempts: 1 });
+    client = new SchedulerClient({
+      endpoint: server.endpoint,
+      region: 'us-east-1',
+      credentials: LOCAL_CREDENTIALS,
+      maxAttempts: 1,
+    });
     name = plan.outputs.NightlyScheduleName;
   });
   afterAll(async () => {
@@ -87,26 +115,33 @@ describe('Function: startSchedulerApi', () => {
 
   /** The error a Scheduler call is refused with. */
   const refusal = async (call: Promise<unknown>): Promise<ResourceNotFoundException> => {
-    const error = await call.then(() => undefined, (e: unknown) => e);
+    const error = await call.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(ResourceNotFoundException);
     return error as ResourceNotFoundException;
   };
   const stateOf = (scheduleName: string) => local.list().find((s) => s.schedule.name === scheduleName)!.state;
   /** UpdateSchedule with everything GetSchedule returned, and the new state. */
   const update = (current: GetScheduleCommandOutput, state: 'ENABLED' | 'DISABLED', groupName: string | undefined) =>
-    client.send(new UpdateScheduleCommand({
-      Name: current.Name,
-      GroupName: groupName,
-      ScheduleExpression: current.ScheduleExpression,
-      ScheduleExpressionTimezone: current.ScheduleExpressionTimezone,
-      FlexibleTimeWindow: current.FlexibleTimeWindow,
-      Target: current.Target,
-      State: state,
-    }));
+    client.send(
+      new UpdateScheduleCommand({
+        Name: current.Name,
+        GroupName: groupName,
+        ScheduleExpression: current.ScheduleExpression,
+        ScheduleExpressionTimezone: current.ScheduleExpressionTimezone,
+        FlexibleTimeWindow: current.FlexibleTimeWindow,
+        Target: current.Target,
+        State: state,
+      }),
+    );
 
   describe('Method: GetSchedule', () => {
     it('describes a schedule asked for in its group (the group the output names)', async () => {
-      const got = await client.send(new GetScheduleCommand({ Name: name, GroupName: plan.outputs.NightlyScheduleGroupName }));
+      const got = await client.send(
+        new GetScheduleCommand({ Name: name, GroupName: plan.outputs.NightlyScheduleGroupName }),
+      );
       expect(got).toMatchObject({
         Name: name,
         GroupName: GROUP,
@@ -130,7 +165,9 @@ describe('Function: startSchedulerApi', () => {
     it('finds a schedule of the default group with no GroupName, or with default', async () => {
       const elsewhere = plan.schedules.find((s) => s.logicalId === 'Elsewhere')!.name;
       expect((await client.send(new GetScheduleCommand({ Name: elsewhere }))).GroupName).toBe('default');
-      expect((await client.send(new GetScheduleCommand({ Name: elsewhere, GroupName: 'default' }))).GroupName).toBe('default');
+      expect((await client.send(new GetScheduleCommand({ Name: elsewhere, GroupName: 'default' }))).GroupName).toBe(
+        'default',
+      );
       await refusal(client.send(new GetScheduleCommand({ Name: elsewhere, GroupName: GROUP })));
     });
   });
@@ -161,12 +198,19 @@ describe('Function: startSchedulerApi', () => {
 
   describe('Method: ListSchedules', () => {
     it("lists one group's schedules when given its ScheduleGroup, and every group's without", async () => {
-      const names = async (group?: string) => ((await client.send(new ListSchedulesCommand({ GroupName: group }))).Schedules ?? []).map((s) => [s.Name, s.GroupName]);
+      const names = async (group?: string) =>
+        ((await client.send(new ListSchedulesCommand({ GroupName: group }))).Schedules ?? []).map((s) => [
+          s.Name,
+          s.GroupName,
+        ]);
       const elsewhere = plan.schedules.find((s) => s.logicalId === 'Elsewhere')!.name;
       expect(await names(GROUP)).toEqual([[name, GROUP]]);
       expect(await names('default')).toEqual([[elsewhere, 'default']]);
       expect(await names('paced-jobs-prod')).toEqual([]);
-      expect(await names()).toEqual([[name, GROUP], [elsewhere, 'default']]);
+      expect(await names()).toEqual([
+        [name, GROUP],
+        [elsewhere, 'default'],
+      ]);
     });
   });
 });

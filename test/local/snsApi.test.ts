@@ -25,23 +25,57 @@ function template(options: { subscribed: boolean }): CloudFormationTemplate {
   return {
     Resources: {
       AlarmTopicKey: { Type: 'AWS::KMS::Key', Properties: { KeyPolicy: { Version: '2012-10-17', Statement: [] } } },
-      AlarmTopic: { Type: 'AWS::SNS::Topic', Properties: { DisplayName: 'Paced jobs dev alarms', KmsMasterKeyId: { 'Fn::GetAtt': ['AlarmTopicKey', 'Arn'] } } },
+      AlarmTopic: {
+        Type: 'AWS::SNS::Topic',
+        Properties: {
+          DisplayName: 'Paced jobs dev alarms',
+          KmsMasterKeyId: { 'Fn::GetAtt': ['AlarmTopicKey', 'Arn'] },
+        },
+      },
       AlarmTopicPolicy: {
         Type: 'AWS::SNS::TopicPolicy',
-        Properties: { Topics: [{ Ref: 'AlarmTopic' }], PolicyDocument: { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Principal: { Service: 'cloudwatch.amazonaws.com' }, Action: 'sns:Publish', Resource: { Ref: 'AlarmTopic' } }] } },
+        Properties: {
+          Topics: [{ Ref: 'AlarmTopic' }],
+          PolicyDocument: {
+            Version: '2012-10-17',
+            Statement: [
+              {
+                Effect: 'Allow',
+                Principal: { Service: 'cloudwatch.amazonaws.com' },
+                Action: 'sns:Publish',
+                Resource: { Ref: 'AlarmTopic' },
+              },
+            ],
+          },
+        },
       },
       ...(options.subscribed
-        ? { AlarmTopicOnCall: { Type: 'AWS::SNS::Subscription', Properties: { TopicArn: { Ref: 'AlarmTopic' }, Protocol: 'email', Endpoint: 'on-call@example.com' } } }
+        ? {
+            AlarmTopicOnCall: {
+              Type: 'AWS::SNS::Subscription',
+              Properties: { TopicArn: { Ref: 'AlarmTopic' }, Protocol: 'email', Endpoint: 'on-call@example.com' },
+            },
+          }
         : {}),
     },
-    Outputs: { AlarmTopicArn: { Value: { Ref: 'AlarmTopic' } }, ...(options.subscribed ? { SubscriptionArn: { Value: { Ref: 'AlarmTopicOnCall' } } } : {}) },
+    Outputs: {
+      AlarmTopicArn: { Value: { Ref: 'AlarmTopic' } },
+      ...(options.subscribed ? { SubscriptionArn: { Value: { Ref: 'AlarmTopicOnCall' } } } : {}),
+    },
   };
 }
 
 /** The SNS API over a plan, and the real SDK client pointed at it with the endpoints file's credentials. */
-async function serve(plan: Pick<StackPlan, 'accountId' | 'topics' | 'subscriptions'>): Promise<{ server: RunningServer; sns: SNSClient; close(): Promise<void> }> {
+async function serve(
+  plan: Pick<StackPlan, 'accountId' | 'topics' | 'subscriptions'>,
+): Promise<{ server: RunningServer; sns: SNSClient; close(): Promise<void> }> {
   const server = await startSnsApi({ plan: () => plan });
-  const sns = new SNSClient({ endpoint: server.endpoint, region: 'us-east-1', credentials: LOCAL_CREDENTIALS, maxAttempts: 1 });
+  const sns = new SNSClient({
+    endpoint: server.endpoint,
+    region: 'us-east-1',
+    credentials: LOCAL_CREDENTIALS,
+    maxAttempts: 1,
+  });
   return {
     server,
     sns,
@@ -56,9 +90,24 @@ describe('Function: planStack (SNS)', () => {
   it('plans the topic and its subscription, the subscription ARN the topic ARN and a stable UUID', () => {
     const plan = planStack(template({ subscribed: true }), OPTIONS);
     expect(plan.topics).toEqual([
-      { logicalId: 'AlarmTopic', name: 'Alarms-AlarmTopic', arn: TOPIC_ARN, displayName: 'Paced jobs dev alarms', kmsMasterKeyId: `arn:aws:kms:us-east-1:${ACCOUNT}:key/local-AlarmTopicKey`, fifo: false },
+      {
+        logicalId: 'AlarmTopic',
+        name: 'Alarms-AlarmTopic',
+        arn: TOPIC_ARN,
+        displayName: 'Paced jobs dev alarms',
+        kmsMasterKeyId: `arn:aws:kms:us-east-1:${ACCOUNT}:key/local-AlarmTopicKey`,
+        fifo: false,
+      },
     ]);
-    expect(plan.subscriptions).toEqual([{ logicalId: 'AlarmTopicOnCall', arn: expect.stringMatching(new RegExp(`^${TOPIC_ARN}:${UUID}$`)), topicArn: TOPIC_ARN, protocol: 'email', endpoint: 'on-call@example.com' }]);
+    expect(plan.subscriptions).toEqual([
+      {
+        logicalId: 'AlarmTopicOnCall',
+        arn: expect.stringMatching(new RegExp(`^${TOPIC_ARN}:${UUID}$`)),
+        topicArn: TOPIC_ARN,
+        protocol: 'email',
+        endpoint: 'on-call@example.com',
+      },
+    ]);
     // The Ref of a subscription is its ARN, and the same on every run.
     expect(plan.outputs.SubscriptionArn).toBe(plan.subscriptions[0].arn);
     expect(planStack(template({ subscribed: true }), OPTIONS).subscriptions[0].arn).toBe(plan.subscriptions[0].arn);
@@ -69,7 +118,10 @@ describe('Function: planStack (SNS)', () => {
     const bad = template({ subscribed: true });
     delete (bad.Resources.AlarmTopicOnCall.Properties as Record<string, unknown>).Protocol;
     expect(() => planStack(bad, OPTIONS)).toThrow(
-      new TemplateError('Properties validation failed for resource AlarmTopicOnCall with message: #: required key [Protocol] not found', 'AlarmTopicOnCall'),
+      new TemplateError(
+        'Properties validation failed for resource AlarmTopicOnCall with message: #: required key [Protocol] not found',
+        'AlarmTopicOnCall',
+      ),
     );
   });
 });
@@ -93,7 +145,15 @@ describe('Function: startSnsApi', () => {
 
     it('lists its one subscription, confirmed: an ARN, not PendingConfirmation (ListSubscriptionsByTopic)', async () => {
       const out = await api.sns.send(new ListSubscriptionsByTopicCommand({ TopicArn: TOPIC_ARN }));
-      expect(out.Subscriptions).toEqual([{ SubscriptionArn: plan.subscriptions[0].arn, Owner: ACCOUNT, Protocol: 'email', Endpoint: 'on-call@example.com', TopicArn: TOPIC_ARN }]);
+      expect(out.Subscriptions).toEqual([
+        {
+          SubscriptionArn: plan.subscriptions[0].arn,
+          Owner: ACCOUNT,
+          Protocol: 'email',
+          Endpoint: 'on-call@example.com',
+          TopicArn: TOPIC_ARN,
+        },
+      ]);
       expect(out.Subscriptions![0].SubscriptionArn).toMatch(new RegExp(`^${TOPIC_ARN}:${UUID}$`));
     });
 
@@ -112,24 +172,36 @@ describe('Function: startSnsApi', () => {
 
     it('answers NotFound with HTTP 404 for a topic the stack does not have, as SNS does', async () => {
       const other = `arn:aws:sns:us-east-1:${ACCOUNT}:not-a-topic-here`;
-      for (const command of [new GetTopicAttributesCommand({ TopicArn: other }), new ListSubscriptionsByTopicCommand({ TopicArn: other })]) {
+      for (const command of [
+        new GetTopicAttributesCommand({ TopicArn: other }),
+        new ListSubscriptionsByTopicCommand({ TopicArn: other }),
+      ]) {
         const error = await api.sns.send(command as GetTopicAttributesCommand).catch((e: unknown) => e);
         expect(error).toBeInstanceOf(NotFoundException);
-        expect(error).toMatchObject({ name: 'NotFoundException', message: 'Topic does not exist', $metadata: { httpStatusCode: 404 } });
+        expect(error).toMatchObject({
+          name: 'NotFoundException',
+          message: 'Topic does not exist',
+          $metadata: { httpStatusCode: 404 },
+        });
       }
     });
 
     it('answers InvalidParameter for a TopicArn that is no topic ARN', async () => {
-      const error = await api.sns.send(new GetTopicAttributesCommand({ TopicArn: 'AlarmTopic' })).catch((e: unknown) => e);
+      const error = await api.sns
+        .send(new GetTopicAttributesCommand({ TopicArn: 'AlarmTopic' }))
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(InvalidParameterException);
       expect(error).toMatchObject({ message: 'Invalid parameter: TopicArn', $metadata: { httpStatusCode: 400 } });
     });
 
     it('answers InvalidAction with HTTP 400 for an action it does not emulate (nothing is published)', async () => {
-      const error = await api.sns.send(new PublishCommand({ TopicArn: TOPIC_ARN, Message: 'page' })).catch((e: unknown) => e);
+      const error = await api.sns
+        .send(new PublishCommand({ TopicArn: TOPIC_ARN, Message: 'page' }))
+        .catch((e: unknown) => e);
       expect(error).toMatchObject({
         name: 'InvalidAction',
-        message: 'Could not find operation Publish for version 2010-03-31 (the local SNS API answers ListTopics, GetTopicAttributes, ListSubscriptionsByTopic only)',
+        message:
+          'Could not find operation Publish for version 2010-03-31 (the local SNS API answers ListTopics, GetTopicAttributes, ListSubscriptionsByTopic only)',
         $metadata: { httpStatusCode: 400 },
       });
     });
@@ -142,7 +214,9 @@ describe('Function: startSnsApi', () => {
       });
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe('text/xml');
-      expect(await res.text()).toMatch(/^<GetTopicAttributesResponse xmlns="http:\/\/sns\.amazonaws\.com\/doc\/2010-03-31\/"><GetTopicAttributesResult><Attributes><entry><key>TopicArn<\/key>/);
+      expect(await res.text()).toMatch(
+        /^<GetTopicAttributesResponse xmlns="http:\/\/sns\.amazonaws\.com\/doc\/2010-03-31\/"><GetTopicAttributesResult><Attributes><entry><key>TopicArn<\/key>/,
+      );
       const missing = await fetch(api.server.endpoint, { method: 'POST', body: 'Version=2010-03-31' });
       expect(missing.status).toBe(400);
       expect(await missing.text()).toContain('<Code>InvalidAction</Code>');
@@ -161,17 +235,28 @@ describe('Function: startSnsApi', () => {
 
     it('lists the topic and no subscription', async () => {
       expect((await api.sns.send(new ListTopicsCommand({}))).Topics).toEqual([{ TopicArn: TOPIC_ARN }]);
-      expect((await api.sns.send(new ListSubscriptionsByTopicCommand({ TopicArn: TOPIC_ARN }))).Subscriptions).toEqual([]);
+      expect((await api.sns.send(new ListSubscriptionsByTopicCommand({ TopicArn: TOPIC_ARN }))).Subscriptions).toEqual(
+        [],
+      );
     });
 
     it('counts none confirmed and none pending', async () => {
       const out = await api.sns.send(new GetTopicAttributesCommand({ TopicArn: TOPIC_ARN }));
-      expect(out.Attributes).toMatchObject({ TopicArn: TOPIC_ARN, SubscriptionsConfirmed: '0', SubscriptionsPending: '0' });
+      expect(out.Attributes).toMatchObject({
+        TopicArn: TOPIC_ARN,
+        SubscriptionsConfirmed: '0',
+        SubscriptionsPending: '0',
+      });
     });
   });
 
   it('pages ListTopics by 100 with NextToken, as SNS does', async () => {
-    const topics = Array.from({ length: 150 }, (_, i) => ({ logicalId: `T${i}`, name: `t${i}`, arn: `arn:aws:sns:us-east-1:${ACCOUNT}:t${i}`, fifo: false }));
+    const topics = Array.from({ length: 150 }, (_, i) => ({
+      logicalId: `T${i}`,
+      name: `t${i}`,
+      arn: `arn:aws:sns:us-east-1:${ACCOUNT}:t${i}`,
+      fifo: false,
+    }));
     const api = await serve({ accountId: ACCOUNT, topics, subscriptions: [] });
     try {
       const pages: number[] = [];
@@ -189,16 +274,24 @@ describe('Function: startSnsApi', () => {
 });
 
 describe('Class: LocalStack (SNS)', () => {
-  it('serves the template\'s topics at endpoints.sns to the SDK with the administrator credentials', async () => {
-    const stack = new LocalStack({ template: template({ subscribed: true }), stackName: 'Alarms', assemblyDir: join(__dirname, 'fixtures', 'assembly'), log: () => undefined });
+  it("serves the template's topics at endpoints.sns to the SDK with the administrator credentials", async () => {
+    const stack = new LocalStack({
+      template: template({ subscribed: true }),
+      stackName: 'Alarms',
+      assemblyDir: join(__dirname, 'fixtures', 'assembly'),
+      log: () => undefined,
+    });
     await stack.start();
     const sns = new SNSClient(stack.clientConfig('sns'));
     try {
       expect(stack.endpoints.sns).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       const topics = (await sns.send(new ListTopicsCommand({}))).Topics!;
       expect(topics).toEqual([{ TopicArn: TOPIC_ARN }]);
-      const subscriptions = (await sns.send(new ListSubscriptionsByTopicCommand({ TopicArn: TOPIC_ARN }))).Subscriptions!;
-      expect(subscriptions.map((s) => [s.Protocol, s.Endpoint, s.SubscriptionArn])).toEqual([['email', 'on-call@example.com', stack.plan.subscriptions[0].arn]]);
+      const subscriptions = (await sns.send(new ListSubscriptionsByTopicCommand({ TopicArn: TOPIC_ARN })))
+        .Subscriptions!;
+      expect(subscriptions.map((s) => [s.Protocol, s.Endpoint, s.SubscriptionArn])).toEqual([
+        ['email', 'on-call@example.com', stack.plan.subscriptions[0].arn],
+      ]);
     } finally {
       sns.destroy();
       await stack.stop();

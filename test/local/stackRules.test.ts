@@ -54,7 +54,10 @@ const ref = (id: string) => ({ Ref: id });
 const arnOf = (id: string) => ({ 'Fn::GetAtt': [id, 'Arn'] });
 const queueArn = (name: string) => `arn:aws:sqs:${REGION}:${ACCOUNT}:${name}`;
 
-const queue = (props: Record<string, unknown> = {}): TemplateResource => ({ Type: 'AWS::SQS::Queue', Properties: props });
+const queue = (props: Record<string, unknown> = {}): TemplateResource => ({
+  Type: 'AWS::SQS::Queue',
+  Properties: props,
+});
 
 /** A Lambda execution role (its grants: an AWS::IAM::Policy from `policy`). */
 const role = (): TemplateResource => ({
@@ -69,26 +72,52 @@ const role = (): TemplateResource => ({
 
 const policy = (roleId: string, statements: Record<string, unknown>[]): TemplateResource => ({
   Type: 'AWS::IAM::Policy',
-  Properties: { PolicyName: `${roleId}Policy`, Roles: [ref(roleId)], PolicyDocument: { Version: '2012-10-17', Statement: statements } },
+  Properties: {
+    PolicyName: `${roleId}Policy`,
+    Roles: [ref(roleId)],
+    PolicyDocument: { Version: '2012-10-17', Statement: statements },
+  },
 });
 
 /** A function running asset.<asset> with the role `roleId` (a resource the caller adds). */
 const fn = (asset: string, roleId: string, props: Record<string, unknown> = {}): TemplateResource => ({
   Type: 'AWS::Lambda::Function',
   Metadata: { 'aws:asset:path': `asset.${asset}` },
-  Properties: { Handler: 'index.handler', Runtime: 'nodejs22.x', Timeout: 5, Role: arnOf(roleId), Code: { S3Bucket: 'assets', S3Key: `${asset}.zip` }, ...props },
+  Properties: {
+    Handler: 'index.handler',
+    Runtime: 'nodejs22.x',
+    Timeout: 5,
+    Role: arnOf(roleId),
+    Code: { S3Bucket: 'assets', S3Key: `${asset}.zip` },
+    ...props,
+  },
 });
 
-const template = (Resources: Record<string, TemplateResource>, extra: Partial<CloudFormationTemplate> = {}): CloudFormationTemplate => ({ Resources, ...extra });
+const template = (
+  Resources: Record<string, TemplateResource>,
+  extra: Partial<CloudFormationTemplate> = {},
+): CloudFormationTemplate => ({ Resources, ...extra });
 
 /* ------------------------------------------------------------------------------------------------ stacks */
 
 type Extra = Partial<Omit<LocalStackOptions, 'template' | 'assemblyDir' | 'stackName'>>;
 
 /** Starts a stack on the template, runs the body, stops it whatever happens. */
-async function withStack<T>(t: CloudFormationTemplate, assemblyDir: string, body: (stack: LocalStack, lines: string[]) => Promise<T>, extra: Extra = {}): Promise<T> {
+async function withStack<T>(
+  t: CloudFormationTemplate,
+  assemblyDir: string,
+  body: (stack: LocalStack, lines: string[]) => Promise<T>,
+  extra: Extra = {},
+): Promise<T> {
   const lines: string[] = [];
-  const stack = new LocalStack({ template: t, stackName: STACK, assemblyDir, log: (source, line) => lines.push(`${source}: ${line}`), asyncDuplicateRate: 0, ...extra });
+  const stack = new LocalStack({
+    template: t,
+    stackName: STACK,
+    assemblyDir,
+    log: (source, line) => lines.push(`${source}: ${line}`),
+    asyncDuplicateRate: 0,
+    ...extra,
+  });
   try {
     await stack.start();
     return await body(stack, lines);
@@ -99,7 +128,13 @@ async function withStack<T>(t: CloudFormationTemplate, assemblyDir: string, body
 
 /** What stack.start() threw (it stops the stack itself on failure). */
 async function startFailure(t: CloudFormationTemplate, assemblyDir: string): Promise<Error> {
-  const stack = new LocalStack({ template: t, stackName: STACK, assemblyDir, log: () => undefined, asyncDuplicateRate: 0 });
+  const stack = new LocalStack({
+    template: t,
+    stackName: STACK,
+    assemblyDir,
+    log: () => undefined,
+    asyncDuplicateRate: 0,
+  });
   try {
     await stack.start();
   } catch (error) {
@@ -113,7 +148,14 @@ async function startFailure(t: CloudFormationTemplate, assemblyDir: string): Pro
 /** One receive from a queue with the administrator's client (undefined when empty), with every message attribute. */
 async function receive(stack: LocalStack, name: string): Promise<Message[] | undefined> {
   const url = stack.plan.queues.find((q) => q.name === name)!.url;
-  const { Messages = [] } = await stack.sqs().send(new ReceiveMessageCommand({ QueueUrl: url, WaitTimeSeconds: 0, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'] }));
+  const { Messages = [] } = await stack.sqs().send(
+    new ReceiveMessageCommand({
+      QueueUrl: url,
+      WaitTimeSeconds: 0,
+      MaxNumberOfMessages: 10,
+      MessageAttributeNames: ['All'],
+    }),
+  );
   return Messages.length ? Messages : undefined;
 }
 
@@ -122,8 +164,14 @@ async function receive(stack: LocalStack, name: string): Promise<Message[] | und
 describe('LocalStack provisioning: what Lambda refuses, with its words', () => {
   const dir = assembly({ probe: { 'index.js': PROBE } });
 
-  it('refuses a reserved key in a function\'s environment, naming the function', async () => {
-    const error = await startFailure(template({ FnRole: role(), Fn: fn('probe', 'FnRole', { Environment: { Variables: { TABLE: 't', AWS_REGION: 'eu-west-1' } } }) }), dir);
+  it("refuses a reserved key in a function's environment, naming the function", async () => {
+    const error = await startFailure(
+      template({
+        FnRole: role(),
+        Fn: fn('probe', 'FnRole', { Environment: { Variables: { TABLE: 't', AWS_REGION: 'eu-west-1' } } }),
+      }),
+      dir,
+    );
     expect(error).toBeInstanceOf(ProvisioningError);
     expect(error.message).toBe(
       'function Fn (Rules-Fn): Lambda was unable to configure your environment variables because the environment variables you have provided contains reserved keys that are currently not supported for modification. Reserved keys used in this request: AWS_REGION',
@@ -142,7 +190,7 @@ describe('LocalStack provisioning: what Lambda refuses, with its words', () => {
       });
     const fits = 4096 - JSON.stringify({ QUEUE_URL: awsUrl, PAD: '' }).length;
 
-    it('refuses one byte over, quoting the string measured (with AWS\'s queue URL)', async () => {
+    it("refuses one byte over, quoting the string measured (with AWS's queue URL)", async () => {
       const error = await startFailure(withPad(fits + 1), dir);
       const measured = JSON.stringify({ QUEUE_URL: awsUrl, PAD: 'x'.repeat(fits + 1) });
       expect(measured).toHaveLength(4097);
@@ -167,22 +215,32 @@ describe('LocalStack provisioning: what Lambda refuses, with its words', () => {
   describe("a function timeout above its event source queue's visibility timeout", () => {
     const withTimeouts = (visibility: number | undefined, timeout: number) =>
       template({
-        Work: queue({ QueueName: 'rules-work', ...(visibility === undefined ? {} : { VisibilityTimeout: visibility }) }),
+        Work: queue({
+          QueueName: 'rules-work',
+          ...(visibility === undefined ? {} : { VisibilityTimeout: visibility }),
+        }),
         FnRole: role(),
         Fn: fn('probe', 'FnRole', { Timeout: timeout }),
-        Mapping: { Type: 'AWS::Lambda::EventSourceMapping', Properties: { EventSourceArn: arnOf('Work'), FunctionName: ref('Fn'), BatchSize: 1 } },
+        Mapping: {
+          Type: 'AWS::Lambda::EventSourceMapping',
+          Properties: { EventSourceArn: arnOf('Work'), FunctionName: ref('Fn'), BatchSize: 1 },
+        },
       });
 
     it('is refused, naming the mapping', async () => {
       const error = await startFailure(withTimeouts(5, 6), dir);
       expect(error).toBeInstanceOf(ProvisioningError);
-      expect(error.message).toBe('event source mapping Mapping (rules-work -> Rules-Fn): Invalid request provided: Queue visibility timeout: 5 seconds is less than Function timeout: 6 seconds');
+      expect(error.message).toBe(
+        'event source mapping Mapping (rules-work -> Rules-Fn): Invalid request provided: Queue visibility timeout: 5 seconds is less than Function timeout: 6 seconds',
+      );
       expect((error as ProvisioningError).logicalId).toBe('Mapping');
     });
 
     it("is measured against SQS's default of 30 seconds when the queue sets none", async () => {
       const error = await startFailure(withTimeouts(undefined, 31), dir);
-      expect(error.message).toBe('event source mapping Mapping (rules-work -> Rules-Fn): Invalid request provided: Queue visibility timeout: 30 seconds is less than Function timeout: 31 seconds');
+      expect(error.message).toBe(
+        'event source mapping Mapping (rules-work -> Rules-Fn): Invalid request provided: Queue visibility timeout: 30 seconds is less than Function timeout: 31 seconds',
+      );
     });
 
     it('equal is accepted', async () => {
@@ -199,7 +257,8 @@ describe('LocalStack planning: what CloudFormation refuses', () => {
 
   it('refuses two queues with one QueueName, naming both, before anything is created', async () => {
     const t = template({ First: queue({ QueueName: 'dup' }), Second: queue({ QueueName: 'dup' }) });
-    const message = "Second: Resource of type 'AWS::SQS::Queue' with identifier 'dup' already exists. (First in the same stack has that QueueName; names are unique per account and region)";
+    const message =
+      "Second: Resource of type 'AWS::SQS::Queue' with identifier 'dup' already exists. (First in the same stack has that QueueName; names are unique per account and region)";
     expect(() => planStack(t, options)).toThrow(new TemplateError(message, 'Second'));
     const error = await startFailure(t, dir);
     expect(error).toBeInstanceOf(TemplateError);
@@ -217,12 +276,19 @@ describe('LocalStack planning: what CloudFormation refuses', () => {
     }
     expect(error).toBeInstanceOf(TemplateError);
     expect(error!.path).toBe('Missing');
-    expect(error!.message).toBe('Template format error: Unresolved resource dependencies [Missing] in the Resources block of the template');
+    expect(error!.message).toBe(
+      'Template format error: Unresolved resource dependencies [Missing] in the Resources block of the template',
+    );
   });
 
   it('refuses a DependsOn on nothing, even on a resource the local runtime ignores, as CloudFormation does', () => {
-    const t = template({ Work: queue({ QueueName: 'w' }), Watch: { Type: 'AWS::CloudWatch::Alarm', DependsOn: 'Gone', Properties: {} } });
-    expect(() => planStack(t, options)).toThrow('Template format error: Unresolved resource dependencies [Gone] in the Resources block of the template');
+    const t = template({
+      Work: queue({ QueueName: 'w' }),
+      Watch: { Type: 'AWS::CloudWatch::Alarm', DependsOn: 'Gone', Properties: {} },
+    });
+    expect(() => planStack(t, options)).toThrow(
+      'Template format error: Unresolved resource dependencies [Gone] in the Resources block of the template',
+    );
   });
 
   it('refuses a parameter without a Default, even one nothing refers to (CloudFormation needs a value for each)', () => {
@@ -261,7 +327,10 @@ describe('LocalStack asynchronous invocation failures', () => {
       async (stack, lines) => {
         const event = { throw: 'boom', n: 1 };
         const requestId = stack.runtime.get('Rules-Thrower').invokeAsync(event);
-        const [message] = await waitFor('the event in the DLQ', () => receive(stack, 'rules-dlq'), { timeoutMs: 10_000, intervalMs: 50 });
+        const [message] = await waitFor('the event in the DLQ', () => receive(stack, 'rules-dlq'), {
+          timeoutMs: 10_000,
+          intervalMs: 50,
+        });
         expect(stack.runtime.get('Rules-Thrower').invocationCount).toBe(3);
         expect(JSON.parse(message.Body!)).toEqual(event);
         expect(message.MessageAttributes).toEqual({
@@ -270,7 +339,9 @@ describe('LocalStack asynchronous invocation failures', () => {
           // The error's type and message (its exact text: see the known bug below).
           ErrorMessage: { DataType: 'String', StringValue: 'boom' },
         });
-        expect(lines).toContain('lambda: Rules-Thrower: asynchronous invocation failed after 3 attempts (RetriesExhausted): Rules-Thrower: Error: boom');
+        expect(lines).toContain(
+          'lambda: Rules-Thrower: asynchronous invocation failed after 3 attempts (RetriesExhausted): Rules-Thrower: Error: boom',
+        );
         expect(lines.filter((l) => l === `Rules-Thrower: request=${requestId}`)).toHaveLength(3);
         expect(stack.denials()).toEqual([]);
       },
@@ -286,7 +357,12 @@ describe('LocalStack asynchronous invocation failures', () => {
       Thrower: fn('probe', 'ThrowerRole'),
       ThrowerInvokeConfig: {
         Type: 'AWS::Lambda::EventInvokeConfig',
-        Properties: { FunctionName: ref('Thrower'), Qualifier: '$LATEST', MaximumRetryAttempts: 0, DestinationConfig: { OnFailure: { Destination: arnOf('Failures') } } },
+        Properties: {
+          FunctionName: ref('Thrower'),
+          Qualifier: '$LATEST',
+          MaximumRetryAttempts: 0,
+          DestinationConfig: { OnFailure: { Destination: arnOf('Failures') } },
+        },
       },
     });
     await withStack(
@@ -295,12 +371,20 @@ describe('LocalStack asynchronous invocation failures', () => {
       async (stack) => {
         const event = { throw: 'boom', n: 2 };
         const requestId = stack.runtime.get('Rules-Thrower').invokeAsync(event);
-        const [message] = await waitFor('the record at the destination', () => receive(stack, 'rules-failures'), { timeoutMs: 10_000, intervalMs: 50 });
+        const [message] = await waitFor('the record at the destination', () => receive(stack, 'rules-failures'), {
+          timeoutMs: 10_000,
+          intervalMs: 50,
+        });
         expect(stack.runtime.get('Rules-Thrower').invocationCount).toBe(1);
         expect(JSON.parse(message.Body!)).toEqual({
           version: '1.0',
           timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
-          requestContext: { requestId, functionArn: `arn:aws:lambda:${REGION}:${ACCOUNT}:function:Rules-Thrower:$LATEST`, condition: 'RetriesExhausted', approximateInvokeCount: 1 },
+          requestContext: {
+            requestId,
+            functionArn: `arn:aws:lambda:${REGION}:${ACCOUNT}:function:Rules-Thrower:$LATEST`,
+            condition: 'RetriesExhausted',
+            approximateInvokeCount: 1,
+          },
           requestPayload: event,
           responseContext: { statusCode: 200, executedVersion: '$LATEST', functionError: 'Unhandled' },
           responsePayload: { errorType: 'Error', errorMessage: expect.stringMatching(/boom$/) },
@@ -323,13 +407,24 @@ describe('LocalStack asynchronous invocation failures', () => {
       Thrower: fn('probe', 'ThrowerRole', { DeadLetterConfig: { TargetArn: arnOf('Dlq') } }),
       ThrowerInvokeConfig: {
         Type: 'AWS::Lambda::EventInvokeConfig',
-        Properties: { FunctionName: ref('Thrower'), Qualifier: '$LATEST', MaximumRetryAttempts: 0, DestinationConfig: { OnFailure: { Destination: arnOf('Failures') } } },
+        Properties: {
+          FunctionName: ref('Thrower'),
+          Qualifier: '$LATEST',
+          MaximumRetryAttempts: 0,
+          DestinationConfig: { OnFailure: { Destination: arnOf('Failures') } },
+        },
       },
     });
     await withStack(t, dir, async (stack) => {
       stack.runtime.get('Rules-Thrower').invokeAsync({ throw: 'boom' });
-      const [dead] = await waitFor('the event in the DLQ', () => receive(stack, 'rules-dlq'), { timeoutMs: 10_000, intervalMs: 50 });
-      const [record] = await waitFor('the record at the destination', () => receive(stack, 'rules-failures'), { timeoutMs: 10_000, intervalMs: 50 });
+      const [dead] = await waitFor('the event in the DLQ', () => receive(stack, 'rules-dlq'), {
+        timeoutMs: 10_000,
+        intervalMs: 50,
+      });
+      const [record] = await waitFor('the record at the destination', () => receive(stack, 'rules-failures'), {
+        timeoutMs: 10_000,
+        intervalMs: 50,
+      });
       expect(dead.MessageAttributes!.ErrorMessage.StringValue).not.toContain('Rules-Thrower');
       expect(JSON.parse(record.Body!).responsePayload).toMatchObject({ errorType: 'Error', errorMessage: 'boom' });
     });
@@ -348,9 +443,22 @@ describe('LocalStack asynchronous invocation failures', () => {
       dir,
       async (stack, lines) => {
         stack.runtime.get('Rules-Thrower').invokeAsync({ throw: 'boom' });
-        const denial = await waitFor('the denied DLQ write', () => stack.denials()[0], { timeoutMs: 10_000, intervalMs: 50 });
-        expect(denial).toMatchObject({ action: 'sqs:SendMessage', resource: queueArn('rules-dlq'), roleArn: `arn:aws:iam::${ACCOUNT}:role/Rules-ThrowerRole`, sessionName: 'Rules-Thrower', enforced: true });
-        await waitFor('the failure to be logged', () => lines.find((l) => l.startsWith('lambda: Rules-Thrower: could not hand the failed event on: ')), { timeoutMs: 5000, intervalMs: 20 });
+        const denial = await waitFor('the denied DLQ write', () => stack.denials()[0], {
+          timeoutMs: 10_000,
+          intervalMs: 50,
+        });
+        expect(denial).toMatchObject({
+          action: 'sqs:SendMessage',
+          resource: queueArn('rules-dlq'),
+          roleArn: `arn:aws:iam::${ACCOUNT}:role/Rules-ThrowerRole`,
+          sessionName: 'Rules-Thrower',
+          enforced: true,
+        });
+        await waitFor(
+          'the failure to be logged',
+          () => lines.find((l) => l.startsWith('lambda: Rules-Thrower: could not hand the failed event on: ')),
+          { timeoutMs: 5000, intervalMs: 20 },
+        );
         expect(await receive(stack, 'rules-dlq')).toBeUndefined();
         expect(stack.denials().map((d) => d.action)).toEqual(['sqs:SendMessage']);
       },
@@ -373,12 +481,17 @@ describe('LocalStack asynchronous duplicate delivery', () => {
       async (stack, lines) => {
         const f = stack.runtime.get('Rules-Fn');
         const requestId = f.invokeAsync({ n: 1 });
-        await waitFor('the event (and any duplicate) to finish', () => stack.runtime.isIdle(), { timeoutMs: 10_000, intervalMs: 20 });
+        await waitFor('the event (and any duplicate) to finish', () => stack.runtime.isIdle(), {
+          timeoutMs: 10_000,
+          intervalMs: 20,
+        });
         expect(f.invocationCount).toBe(runs);
         expect(f.duplicateAsyncDeliveries).toBe(duplicates);
         expect(stack.runtime.duplicateAsyncDeliveries).toBe(duplicates);
         // A duplicate is the same event under the same request ID.
-        expect(lines.filter((l) => l.startsWith('Rules-Fn: request='))).toEqual(Array.from({ length: runs }, () => `Rules-Fn: request=${requestId}`));
+        expect(lines.filter((l) => l.startsWith('Rules-Fn: request='))).toEqual(
+          Array.from({ length: runs }, () => `Rules-Fn: request=${requestId}`),
+        );
       },
       { asyncDuplicateRate: rate },
     );
@@ -392,7 +505,8 @@ describe('LocalStack module rules: what a function can require', () => {
       // the package: /var/task is on NODE_PATH, so require('jest') would find a jest.js next to it, as on Lambda.)
       'nowhere.js': "const pad = require(['le', 'ft-pad'].join(''));\nexports.handler = async () => pad('1', 3);\n",
       'project.js': "const jest = require(['je', 'st'].join(''));\nexports.handler = async () => typeof jest;\n",
-      'sdk.js': "const { SQSClient } = require('@aws-sdk/client-sqs');\nexports.handler = async () => typeof SQSClient;\n",
+      'sdk.js':
+        "const { SQSClient } = require('@aws-sdk/client-sqs');\nexports.handler = async () => typeof SQSClient;\n",
     },
   });
   const t = template({
@@ -414,7 +528,12 @@ describe('LocalStack module rules: what a function can require', () => {
         expect(error.errorType).toBe('Runtime.ImportModuleError');
         expect(error.message).toContain(`Cannot find module '${missing}'`);
         expect(f.errorSummary()).toEqual([
-          { errorType: 'Runtime.ImportModuleError', message: `Error: Cannot find module '${missing}'`, count: 1, examples: [expect.stringContaining(`Cannot find module '${missing}'`)] },
+          {
+            errorType: 'Runtime.ImportModuleError',
+            message: `Error: Cannot find module '${missing}'`,
+            count: 1,
+            examples: [expect.stringContaining(`Cannot find module '${missing}'`)],
+          },
         ]);
       }
       await expect(stack.runtime.get('Rules-Sdk').invoke({})).resolves.toBe('function');
@@ -430,17 +549,31 @@ describe('LocalStack execution environment', () => {
     const hostTz = process.env.TZ;
     process.env.TZ = 'America/New_York';
     try {
-      await withStack(template({ FnRole: role(), Fn: fn('probe', 'FnRole', { Runtime: 'nodejs22.x' }) }), dir, async (stack) => {
-        const got = (await stack.runtime.get('Rules-Fn').invoke({})) as Record<string, unknown>;
-        expect(got).toMatchObject({ offset: 0, timeZone: 'UTC', tz: 'UTC', executionEnv: 'AWS_Lambda_nodejs22.x' });
-        const [report] = stack.runtime.nodeReport();
-        if (resolveNodeFor('nodejs22.x').exact) {
-          expect(got.version).toMatch(/^v22\./);
-          expect(report).toEqual({ functionName: 'Rules-Fn', wanted: 'nodejs22.x', running: got.version, exact: true });
-        } else {
-          expect(report).toMatchObject({ functionName: 'Rules-Fn', wanted: 'nodejs22.x', exact: false, note: expect.stringContaining('nodejs22.x wanted but no Node 22 is installed') });
-        }
-      });
+      await withStack(
+        template({ FnRole: role(), Fn: fn('probe', 'FnRole', { Runtime: 'nodejs22.x' }) }),
+        dir,
+        async (stack) => {
+          const got = (await stack.runtime.get('Rules-Fn').invoke({})) as Record<string, unknown>;
+          expect(got).toMatchObject({ offset: 0, timeZone: 'UTC', tz: 'UTC', executionEnv: 'AWS_Lambda_nodejs22.x' });
+          const [report] = stack.runtime.nodeReport();
+          if (resolveNodeFor('nodejs22.x').exact) {
+            expect(got.version).toMatch(/^v22\./);
+            expect(report).toEqual({
+              functionName: 'Rules-Fn',
+              wanted: 'nodejs22.x',
+              running: got.version,
+              exact: true,
+            });
+          } else {
+            expect(report).toMatchObject({
+              functionName: 'Rules-Fn',
+              wanted: 'nodejs22.x',
+              exact: false,
+              note: expect.stringContaining('nodejs22.x wanted but no Node 22 is installed'),
+            });
+          }
+        },
+      );
     } finally {
       if (hostTz === undefined) delete process.env.TZ;
       else process.env.TZ = hostTz;
@@ -458,7 +591,9 @@ describe('LocalStack execution environment', () => {
       for (const key of [a.accessKeyId, b.accessKeyId]) expect(key).not.toBe('S3RVER');
       expect(a.sessionToken).toEqual(expect.any(String));
       expect(a.sessionToken).not.toBe('');
-      expect(stack.iam.credentialsFor(`arn:aws:iam::${ACCOUNT}:role/Rules-ARole`, 'Rules-A').accessKeyId).toBe(a.accessKeyId);
+      expect(stack.iam.credentialsFor(`arn:aws:iam::${ACCOUNT}:role/Rules-ARole`, 'Rules-A').accessKeyId).toBe(
+        a.accessKeyId,
+      );
     });
   });
 });

@@ -12,7 +12,15 @@
 // backlog of 120 (6 periods).
 import { LambdaClient, UpdateEventSourceMappingCommand } from '@aws-sdk/client-lambda';
 import { alarmName, JobAlarm } from '../../lib/monitoring';
-import { AlarmState, evaluateAlarm, planResolveContext, readAlarm, scaleAlarm, type AlarmDefinition, type PeriodEvaluation } from '../../local/alarms';
+import {
+  AlarmState,
+  evaluateAlarm,
+  planResolveContext,
+  readAlarm,
+  scaleAlarm,
+  type AlarmDefinition,
+  type PeriodEvaluation,
+} from '../../local/alarms';
 import { jobViews, previewPlan } from '../../local/jobs';
 import { MetricRecorder } from '../../local/metricSamples';
 import type { MetricSample } from '../../local/metricsTap';
@@ -57,9 +65,12 @@ const SETTLED_IDS = ['applied', 'done', 'dead', 'rejected'] as const;
 function scaleConsumerBatch(template: CloudFormationTemplate): CloudFormationTemplate {
   const consumer = jobViews(previewPlan(template, 'preview')).get(JOB)?.consumer?.logicalId;
   const mapping = Object.values(template.Resources).find(
-    (r) => r.Type === 'AWS::Lambda::EventSourceMapping' && (r.Properties?.FunctionName as { Ref?: string } | undefined)?.Ref === consumer,
+    (r) =>
+      r.Type === 'AWS::Lambda::EventSourceMapping' &&
+      (r.Properties?.FunctionName as { Ref?: string } | undefined)?.Ref === consumer,
   );
-  if (!consumer || !mapping?.Properties) throw new Error(`the test app has no event source mapping for the ${JOB} consumer`);
+  if (!consumer || !mapping?.Properties)
+    throw new Error(`the test app has no event source mapping for the ${JOB} consumer`);
   mapping.Properties.BatchSize = BATCH_SIZE;
   mapping.Properties.MaximumBatchingWindowInSeconds = 1;
   // A record that fails once (the local SQS can hand one message to two receives) comes back in seconds rather than
@@ -77,7 +88,10 @@ const waiting = (p: PeriodEvaluation) => (p.values.visible ?? 0) + (p.values.del
 const settled = (p: PeriodEvaluation) => SETTLED_IDS.reduce((sum, id) => sum + (p.values[id] ?? 0), 0);
 /** One line per period, for the failure messages: what the alarm saw and decided. */
 const table = (periods: PeriodEvaluation[], from: number) =>
-  periods.map((p) => `+${((p.startMs - from) / 1000).toFixed(1)}s waiting=${waiting(p)} settled=${settled(p)} value=${p.value} ${p.state}`);
+  periods.map(
+    (p) =>
+      `+${((p.startMs - from) / 1000).toFixed(1)}s waiting=${waiting(p)} settled=${settled(p)} value=${p.value} ${p.state}`,
+  );
 
 describe('Alarm: stalled, on a local run of the quota-caller job (periods scaled to 2 s, 3 of 3)', () => {
   let session: LocalSession;
@@ -107,10 +121,15 @@ describe('Alarm: stalled, on a local run of the quota-caller job (periods scaled
       },
     });
     job = session.job(JOB);
-    const synthesized = readAlarm(session.template, alarmName(session.artifact.stackName, JOB, JobAlarm.Stalled), planResolveContext(session.stack.plan));
+    const synthesized = readAlarm(
+      session.template,
+      alarmName(session.artifact.stackName, JOB, JobAlarm.Stalled),
+      planResolveContext(session.stack.plan),
+    );
     alarm = scaleAlarm(synthesized, { periodSeconds: PERIOD_SECONDS, evaluationPeriods: EVALUATION_PERIODS });
     const queue = session.stack.plan.queues.find((q) => q.url === job.queueUrl);
-    if (!queue || !job.mapping || !job.fixture) throw new Error(`the test app's ${JOB} job has no work queue, consumer mapping or fixture`);
+    if (!queue || !job.mapping || !job.fixture)
+      throw new Error(`the test app's ${JOB} job has no work queue, consumer mapping or fixture`);
     recorder = new MetricRecorder({ sqs: session.sqs(), queues: [{ url: queue.url, queueName: queue.name }] });
     lambda = new LambdaClient(session.stack.clientConfig('lambda'));
     session.startConsumers();
@@ -123,11 +142,15 @@ describe('Alarm: stalled, on a local run of the quota-caller job (periods scaled
   });
 
   // The local Lambda API answers a disable once the mapping's pollers have stopped, as `ops pause` waits for.
-  const setConsumer = (enabled: boolean) => lambda.send(new UpdateEventSourceMappingCommand({ UUID: job.mapping!.uuid, Enabled: enabled }));
+  const setConsumer = (enabled: boolean) =>
+    lambda.send(new UpdateEventSourceMappingCommand({ UUID: job.mapping!.uuid, Enabled: enabled }));
   const periodsBetween = (fromMs: number, toMs: number) => evaluateAlarm(alarm, recorder!.samples(), { fromMs, toMs });
   /** The first sample of the queue at or after `ms`: the recorder's view of the run has reached that moment. */
   const queueSampledFrom = (what: string, ms: number) =>
-    waitFor(what, () => recorder!.samples().find((x) => x.namespace === 'AWS/SQS' && x.timestamp >= ms), { timeoutMs: 20_000, intervalMs: 50 });
+    waitFor(what, () => recorder!.samples().find((x) => x.namespace === 'AWS/SQS' && x.timestamp >= ms), {
+      timeoutMs: 20_000,
+      intervalMs: 50,
+    });
   /**
    * Waits for what the alarm reads of a run to be complete, and returns the end of the last period it makes whole:
    * `count` calls since `fromMs` recorded as settled (a log line reaches the recorder a little after it is written,
@@ -136,7 +159,12 @@ describe('Alarm: stalled, on a local run of the quota-caller job (periods scaled
   const recordedThrough = async (what: string, fromMs: number, count: number): Promise<number> => {
     const settles = alarm.metrics.filter((m) => (SETTLED_IDS as readonly string[]).includes(m.id));
     const isSettle = (x: MetricSample) =>
-      settles.some((m) => x.metricName === m.metricName && x.namespace === m.namespace && Object.entries(m.dimensions).every(([name, value]) => x.dimensions[name] === value));
+      settles.some(
+        (m) =>
+          x.metricName === m.metricName &&
+          x.namespace === m.namespace &&
+          Object.entries(m.dimensions).every(([name, value]) => x.dimensions[name] === value),
+      );
     const recorded = await waitFor(
       `the ${count} settled calls of ${what} recorded`,
       () => {
@@ -159,10 +187,18 @@ describe('Alarm: stalled, on a local run of the quota-caller job (periods scaled
     await session.fire(JOB, { scheduledTime: new Date(), businessDate });
   };
 
-  it('is the synthesized alarm: the stalled expression over this job\'s queue and metrics, 15 of 15 one-minute periods', () => {
-    const synthesized = readAlarm(session.template, alarmName(session.artifact.stackName, JOB, JobAlarm.Stalled), planResolveContext(session.stack.plan));
-    expect({ periodSeconds: synthesized.periodSeconds, evaluationPeriods: synthesized.evaluationPeriods, datapointsToAlarm: synthesized.datapointsToAlarm, treatMissingData: synthesized.treatMissingData })
-      .toEqual({ periodSeconds: 60, evaluationPeriods: 15, datapointsToAlarm: 15, treatMissingData: 'notBreaching' });
+  it("is the synthesized alarm: the stalled expression over this job's queue and metrics, 15 of 15 one-minute periods", () => {
+    const synthesized = readAlarm(
+      session.template,
+      alarmName(session.artifact.stackName, JOB, JobAlarm.Stalled),
+      planResolveContext(session.stack.plan),
+    );
+    expect({
+      periodSeconds: synthesized.periodSeconds,
+      evaluationPeriods: synthesized.evaluationPeriods,
+      datapointsToAlarm: synthesized.datapointsToAlarm,
+      treatMissingData: synthesized.treatMissingData,
+    }).toEqual({ periodSeconds: 60, evaluationPeriods: 15, datapointsToAlarm: 15, treatMissingData: 'notBreaching' });
     const queueName = session.stack.plan.queues.find((q) => q.url === job.queueUrl)!.name;
     expect(alarm.metrics.map((m) => [m.id, m.metricName, m.dimensions, m.stat])).toEqual([
       ['visible', 'ApproximateNumberOfMessagesVisible', { QueueName: queueName }, 'Maximum'],
@@ -179,15 +215,23 @@ describe('Alarm: stalled, on a local run of the quota-caller job (periods scaled
     expect(job.mapping!.state).toBe('Disabled');
     await fire('2026-03-09', PAUSED_CALLS);
     // The producer admits the run into the queue (delayed until each group's slot); nobody receives it.
-    await waitFor('the paused run to wait in the queue', async () => {
-      const d = await session.depth(job.queueUrl);
-      return d.visible + d.delayed === PAUSED_CALLS && d.inFlight === 0;
-    }, { timeoutMs: 20_000, intervalMs: 100 });
+    await waitFor(
+      'the paused run to wait in the queue',
+      async () => {
+        const d = await session.depth(job.queueUrl);
+        return d.visible + d.delayed === PAUSED_CALLS && d.inFlight === 0;
+      },
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
 
     // The first period is the one the first queue sample falls in (periods are aligned to the clock).
     const before = Date.now();
     recorder!.start();
-    const from = (await waitFor('a first sample of the queue', () => recorder!.samples().find((x) => x.namespace === 'AWS/SQS' && x.timestamp >= before))).timestamp;
+    const from = (
+      await waitFor('a first sample of the queue', () =>
+        recorder!.samples().find((x) => x.namespace === 'AWS/SQS' && x.timestamp >= before),
+      )
+    ).timestamp;
     const stalled = await waitUntil<PeriodEvaluation[]>(
       'the stalled alarm to reach ALARM',
       () => {
@@ -210,8 +254,10 @@ describe('Alarm: stalled, on a local run of the quota-caller job (periods scaled
     // period read early, before its settles' log lines came in, would look stalled.
     const recovered = periodsBetween(from, await recordedThrough('the resumed run', resumedAt, 1));
     const last = recovered[recovered.length - 1];
-    expect({ lines: table(recovered, from), last: { afterResume: last.endMs > resumedAt, settled: settled(last) > 0, state: last.state } })
-      .toEqual({ lines: table(recovered, from), last: { afterResume: true, settled: true, state: AlarmState.OK } });
+    expect({
+      lines: table(recovered, from),
+      last: { afterResume: last.endMs > resumedAt, settled: settled(last) > 0, state: last.state },
+    }).toEqual({ lines: table(recovered, from), last: { afterResume: true, settled: true, state: AlarmState.OK } });
     expect(await session.settle({ deadline: Date.now() + 30_000, jobs: [JOB], intervalMs: 200 })).toBe(true);
   }, 90_000);
 
@@ -219,7 +265,10 @@ describe('Alarm: stalled, on a local run of the quota-caller job (periods scaled
     // A period apart from the previous test's last applies: periods are aligned to the clock, so the first period of
     // this run would otherwise share their samples. It starts with the first sample of the queue in a later period.
     recorder!.start();
-    const { timestamp: from } = await queueSampledFrom('a sample of the queue in a period after the previous run', periodEnd(Date.now()));
+    const { timestamp: from } = await queueSampledFrom(
+      'a sample of the queue in a period after the previous run',
+      periodEnd(Date.now()),
+    );
     await fire('2026-03-10', BACKLOG);
     expect(await session.settle({ deadline: Date.now() + 60_000, jobs: [JOB], intervalMs: 200 })).toBe(true);
     // Up to the period in which the last call settled, evaluated whole.
@@ -232,7 +281,10 @@ describe('Alarm: stalled, on a local run of the quota-caller job (periods scaled
     // (20 in a 2-s period, and one for the burst); all at once, they would settle within one or two.
     const applying = periods.filter((p) => (p.values.applied ?? 0) > 0).map((p) => periods.indexOf(p));
     const spanned = applying[applying.length - 1] - applying[0] + 1;
-    expect({ lines, paced: spanned >= Math.ceil(BACKLOG / (STARTS_PER_SECOND * PERIOD_SECONDS + 1)) }).toEqual({ lines, paced: true });
+    expect({ lines, paced: spanned >= Math.ceil(BACKLOG / (STARTS_PER_SECOND * PERIOD_SECONDS + 1)) }).toEqual({
+      lines,
+      paced: true,
+    });
 
     // Work waited in several periods: the test's claim is about a backlog, not an idle queue.
     const waited = periods.filter((p) => waiting(p) > 0);
@@ -242,17 +294,29 @@ describe('Alarm: stalled, on a local run of the quota-caller job (periods scaled
     // deferred a second or more, which can leave one period with nothing settled. The alarm needs three.
     const unsettled = waited.slice(1).filter((p) => settled(p) === 0 || p.value !== 0);
     const inARow = unsettled.filter((p) => unsettled.includes(periods[periods.indexOf(p) + 1]));
-    expect({ lines, unsettledTwiceInARow: inARow.map((p) => table([p], from)[0]) }).toEqual({ lines, unsettledTwiceInARow: [] });
+    expect({ lines, unsettledTwiceInARow: inARow.map((p) => table([p], from)[0]) }).toEqual({
+      lines,
+      unsettledTwiceInARow: [],
+    });
     expect(unsettled.length).toBeLessThan(waited.length - 1);
     // OK throughout.
     expect({ lines, notOk: periods.filter((p) => p.state !== AlarmState.OK).length }).toEqual({ lines, notOk: 0 });
     // The metrics the alarm read are the whole run: every call applied once, nothing dead-lettered or rejected.
     const total = (id: string) => periods.reduce((sum, p) => sum + (p.values[id] ?? 0), 0);
-    expect({ applied: total('applied'), done: total('done'), dead: total('dead'), rejected: total('rejected') }).toEqual({ applied: BACKLOG, done: 0, dead: 0, rejected: 0 });
+    expect({
+      applied: total('applied'),
+      done: total('done'),
+      dead: total('dead'),
+      rejected: total('rejected'),
+    }).toEqual({ applied: BACKLOG, done: 0, dead: 0, rejected: 0 });
 
     // The control: the same queue samples without the settles would have alarmed. The OK is the settles' doing, not
     // too few periods.
-    const withoutSettles = evaluateAlarm(alarm, recorder!.samples().filter((s) => s.namespace === 'AWS/SQS'), { fromMs: from, toMs: to });
+    const withoutSettles = evaluateAlarm(
+      alarm,
+      recorder!.samples().filter((s) => s.namespace === 'AWS/SQS'),
+      { fromMs: from, toMs: to },
+    );
     expect(withoutSettles.some((p) => p.state === AlarmState.ALARM)).toBe(true);
   }, 90_000);
 
@@ -270,10 +334,18 @@ describe('Alarm: stalled, on a local run of the quota-caller job (periods scaled
     for (const [what, mapping, counts] of cases) {
       const synthesized = readAlarm(session.template, alarmName(session.artifact.stackName, JOB, what), context);
       expect(synthesized.metrics.map((m) => [m.namespace, m.metricName, m.dimensions])).toEqual([
-        ['AWS/Lambda', counts === 'failed' ? 'FailedInvokeEventCount' : 'DroppedEventCount', { EventSourceMappingUUID: mapping.uuid }],
+        [
+          'AWS/Lambda',
+          counts === 'failed' ? 'FailedInvokeEventCount' : 'DroppedEventCount',
+          { EventSourceMappingUUID: mapping.uuid },
+        ],
       ]);
       // Its 5-minute period scaled to the test's 2 s, one period to alarm, as synthesized.
-      const periods = evaluateAlarm(scaleAlarm(synthesized, { periodSeconds: PERIOD_SECONDS, evaluationPeriods: 1 }), samples, window);
+      const periods = evaluateAlarm(
+        scaleAlarm(synthesized, { periodSeconds: PERIOD_SECONDS, evaluationPeriods: 1 }),
+        samples,
+        window,
+      );
       const total = periods.reduce((sum, p) => sum + (p.value ?? 0), 0);
       // A record the consumer handed back counts (the local SQS can hand one message to two receives): the alarm sees
       // exactly the mapping's own count, and alarms in each period that had one (and, as CloudWatch does, while that
@@ -286,21 +358,38 @@ describe('Alarm: stalled, on a local run of the quota-caller job (periods scaled
     // counts there too, so not on any one): each period's datapoint is that share, and a run whose handed-back records
     // are a small share never alarms.
     const consumerMapping = job.mapping!;
-    const failedInvokes = readAlarm(session.template, alarmName(session.artifact.stackName, JOB, JobAlarm.ConsumerFailedInvokes), context);
+    const failedInvokes = readAlarm(
+      session.template,
+      alarmName(session.artifact.stackName, JOB, JobAlarm.ConsumerFailedInvokes),
+      context,
+    );
     expect(failedInvokes.metrics.map((m) => [m.namespace, m.metricName, m.dimensions])).toEqual([
       ['AWS/Lambda', 'PolledEventCount', { EventSourceMappingUUID: consumerMapping.uuid }],
       ['AWS/Lambda', 'FailedInvokeEventCount', { EventSourceMappingUUID: consumerMapping.uuid }],
     ]);
-    expect({ threshold: failedInvokes.threshold, evaluationPeriods: failedInvokes.evaluationPeriods }).toEqual({ threshold: 0.5, evaluationPeriods: 3 });
-    const shares = evaluateAlarm(scaleAlarm(failedInvokes, { periodSeconds: PERIOD_SECONDS, evaluationPeriods: 3 }), samples, window);
+    expect({ threshold: failedInvokes.threshold, evaluationPeriods: failedInvokes.evaluationPeriods }).toEqual({
+      threshold: 0.5,
+      evaluationPeriods: 3,
+    });
+    const shares = evaluateAlarm(
+      scaleAlarm(failedInvokes, { periodSeconds: PERIOD_SECONDS, evaluationPeriods: 3 }),
+      samples,
+      window,
+    );
     expect(shares.reduce((sum, p) => sum + (p.values.failed ?? 0), 0)).toBe(consumerMapping.statistics.failed);
     for (const p of shares) {
       const polled = p.values.polled ?? 0;
-      expect({ at: p.startMs, value: p.value ?? 0 }).toEqual({ at: p.startMs, value: polled > 0 ? (p.values.failed ?? 0) / polled : 0 });
+      expect({ at: p.startMs, value: p.value ?? 0 }).toEqual({
+        at: p.startMs,
+        value: polled > 0 ? (p.values.failed ?? 0) / polled : 0,
+      });
     }
     expect(shares.filter((p) => p.state === AlarmState.ALARM && (p.value ?? 0) <= 0.5)).toEqual([]);
     // The consumer's mapping published what it delivered: every call of both runs, deleted once applied.
-    const sum = (metricName: string, uuid: string) => ofMapping.filter((x) => x.metricName === metricName && x.dimensions.EventSourceMappingUUID === uuid).reduce((a, x) => a + x.value, 0);
+    const sum = (metricName: string, uuid: string) =>
+      ofMapping
+        .filter((x) => x.metricName === metricName && x.dimensions.EventSourceMappingUUID === uuid)
+        .reduce((a, x) => a + x.value, 0);
     const consumer = job.mapping!;
     expect(sum('DeletedEventCount', consumer.uuid)).toBe(consumer.statistics.acknowledged);
     expect(sum('InvokedEventCount', consumer.uuid)).toBe(consumer.statistics.acknowledged + consumer.statistics.failed);

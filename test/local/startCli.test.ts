@@ -11,7 +11,9 @@ const ROOT = join(__dirname, '..', '..');
 /** The options the command line hands the run, for `args` in the app at `cwd`. */
 async function parsed(cwd: string, args: string[]): Promise<RunOptions> {
   let options: RunOptions | undefined;
-  const program = buildProgram(async (o) => ((options = o), 0), cwd, { argv: args }).exitOverride().configureOutput({ writeErr: () => undefined });
+  const program = buildProgram(async (o) => ((options = o), 0), cwd, { argv: args })
+    .exitOverride()
+    .configureOutput({ writeErr: () => undefined });
   await program.parseAsync(args, { from: 'user' });
   return options!;
 }
@@ -25,13 +27,20 @@ describe('Function: buildProgram', () => {
   afterAll(() => rmSync(app, { recursive: true, force: true }));
 
   it("in a team's app: no environment unless given, --stack passed on, and any job for --count until the stack is known", async () => {
-    await expect(parsed(app, ['--stack', 'Reporting', '--count', 'usage-report=30'])).resolves.toMatchObject({ env: undefined, stack: 'Reporting', cwd: app, counts: { 'usage-report': 30 } });
+    await expect(parsed(app, ['--stack', 'Reporting', '--count', 'usage-report=30'])).resolves.toMatchObject({
+      env: undefined,
+      stack: 'Reporting',
+      cwd: app,
+      counts: { 'usage-report': 30 },
+    });
     await expect(parsed(app, ['--env', 'staging'])).resolves.toMatchObject({ env: 'staging', stack: undefined });
   });
 
   it('in this repository: the dev environment by default, and --count only for a job of lambda/jobs', async () => {
     await expect(parsed(ROOT, [])).resolves.toMatchObject({ env: 'dev', stack: undefined });
-    await expect(parsed(ROOT, ['--count', 'usage-report=3'])).rejects.toThrow(`--count: no job "usage-report" (lambda/jobs has: `);
+    await expect(parsed(ROOT, ['--count', 'usage-report=3'])).rejects.toThrow(
+      `--count: no job "usage-report" (lambda/jobs has: `,
+    );
   });
 });
 

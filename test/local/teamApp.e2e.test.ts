@@ -11,7 +11,14 @@ import { assemblyStacks } from '../../local/assembly';
 import { runStart } from '../../cli/start';
 import { JOB_ENTRY_METADATA } from '../../local/plan';
 import { loadTemplate } from '../../local/template';
-import { OBJECT_SWEEPER, QUOTA_CALLER, RECORD_WRITER, TEST_APP, TEST_APP_ASSEMBLY, TEST_APP_STACK } from '../support/testApp';
+import {
+  OBJECT_SWEEPER,
+  QUOTA_CALLER,
+  RECORD_WRITER,
+  TEST_APP,
+  TEST_APP_ASSEMBLY,
+  TEST_APP_STACK,
+} from '../support/testApp';
 
 /** A stream that keeps what is written to it. */
 function collector(): PassThrough & { text: () => string } {
@@ -30,25 +37,44 @@ function teamApp(): string {
   const app = mkdtempSync(join(tmpdir(), 'team-app-'));
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'team-app', private: true }));
   const source = assemblyStacks(join(TEST_APP, TEST_APP_ASSEMBLY)).find((s) => s.stackName === TEST_APP_STACK);
-  if (!source) throw new Error(`no synthesized ${TEST_APP_STACK} in the test app's assembly (globalSetup synthesizes it)`);
+  if (!source)
+    throw new Error(`no synthesized ${TEST_APP_STACK} in the test app's assembly (globalSetup synthesizes it)`);
   const template = loadTemplate(source.templateFile);
   for (const r of Object.values(template.Resources)) {
     const entry = r.Metadata?.[JOB_ENTRY_METADATA];
     if (r.Type !== 'AWS::Lambda::Function' || typeof entry !== 'string') continue;
     // The entry relative to the app's folder, as the construct wrote it (jobs/<name>/index.ts in the test app).
     mkdirSync(join(app, dirname(entry)), { recursive: true });
-    writeFileSync(join(app, dirname(entry), 'local.ts'), `export { fixture } from ${JSON.stringify(join(TEST_APP, dirname(entry), 'local'))};\n`);
+    writeFileSync(
+      join(app, dirname(entry), 'local.ts'),
+      `export { fixture } from ${JSON.stringify(join(TEST_APP, dirname(entry), 'local'))};\n`,
+    );
   }
   template.Resources.TeamBus = { Type: 'AWS::Events::EventBus', Properties: { Name: 'team-bus' } };
   const out = join(app, 'cdk.out');
   mkdirSync(out);
-  for (const entry of readdirSync(source.assemblyDir).filter((e) => e.startsWith('asset.'))) cpSync(join(source.assemblyDir, entry), join(out, entry), { recursive: true });
+  for (const entry of readdirSync(source.assemblyDir).filter((e) => e.startsWith('asset.')))
+    cpSync(join(source.assemblyDir, entry), join(out, entry), { recursive: true });
   writeFileSync(join(out, 'Jobs.template.json'), JSON.stringify(template));
-  writeFileSync(join(out, 'Web.template.json'), JSON.stringify({ Resources: { Api: { Type: 'AWS::ApiGateway::RestApi' } } }));
-  const stack = (stackName: string, templateFile: string) => ({ type: 'aws:cloudformation:stack', displayName: stackName, properties: { templateFile, stackName } });
+  writeFileSync(
+    join(out, 'Web.template.json'),
+    JSON.stringify({ Resources: { Api: { Type: 'AWS::ApiGateway::RestApi' } } }),
+  );
+  const stack = (stackName: string, templateFile: string) => ({
+    type: 'aws:cloudformation:stack',
+    displayName: stackName,
+    properties: { templateFile, stackName },
+  });
   writeFileSync(
     join(out, 'manifest.json'),
-    JSON.stringify({ version: '55.0.0', artifacts: { Web: stack('Web', 'Web.template.json'), Reporting: stack('Reporting', 'Jobs.template.json'), Billing: stack('Billing', 'Jobs.template.json') } }),
+    JSON.stringify({
+      version: '55.0.0',
+      artifacts: {
+        Web: stack('Web', 'Web.template.json'),
+        Reporting: stack('Reporting', 'Jobs.template.json'),
+        Billing: stack('Billing', 'Jobs.template.json'),
+      },
+    }),
   );
   return app;
 }
@@ -69,7 +95,9 @@ describe("Function: runStart, in a team's app", () => {
     const stdout = collector();
     const stderr = collector();
     await expect(runStart(['--app', app, '--json'], { cwd: tmpdir(), stdout, stderr })).resolves.toBe(2);
-    expect(stderr.text()).toBe('paced-jobs start failed: StackChoiceError: several stacks hold PacedJobs: Reporting, Billing; pick one with --stack <name>\n');
+    expect(stderr.text()).toBe(
+      'paced-jobs start failed: StackChoiceError: several stacks hold PacedJobs: Reporting, Billing; pick one with --stack <name>\n',
+    );
     expect(stdout.text()).toBe('');
   });
 
@@ -77,9 +105,27 @@ describe("Function: runStart, in a team's app", () => {
     const stdout = collector();
     const stderr = collector();
     // --objects is the object-sweeper fixture's unit: a flag read off the fixture beside the job's entry.
-    const args = ['--json', '--stack', 'Reporting', '--objects', '2', '--count', `${RECORD_WRITER}=2`, '--count', `${QUOTA_CALLER}=1`, '--prewarm', '1'];
+    const args = [
+      '--json',
+      '--stack',
+      'Reporting',
+      '--objects',
+      '2',
+      '--count',
+      `${RECORD_WRITER}=2`,
+      '--count',
+      `${QUOTA_CALLER}=1`,
+      '--prewarm',
+      '1',
+    ];
     const code = await runStart([...args, '--local-dir', localDir, '--timeout', '90'], { cwd: app, stdout, stderr });
-    const report = JSON.parse(stdout.text()) as { ok: boolean; env: string; jobs: Record<string, Record<string, number>>; checks: { ok: boolean; name: string }[]; warnings: string[] };
+    const report = JSON.parse(stdout.text()) as {
+      ok: boolean;
+      env: string;
+      jobs: Record<string, Record<string, number>>;
+      checks: { ok: boolean; name: string }[];
+      warnings: string[];
+    };
     expect(code).toBe(0);
     expect(stderr.text()).not.toContain('cdk synth');
     expect(stderr.text()).toContain('not emulated, no job needs them: TeamBus (AWS::Events::EventBus)\n');

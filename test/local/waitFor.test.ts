@@ -46,7 +46,9 @@ describe('Function: waitFor', () => {
   it('gives up after timeoutMs, probing once more at the deadline, and names what it waited for', async () => {
     const probe = answers(false);
     const waiting = waitFor('an empty queue', probe, { timeoutMs: 1000, intervalMs: 300 });
-    const settled = expect(waiting).rejects.toThrow(new WaitTimeoutError('timed out after 1000 ms waiting for an empty queue', false));
+    const settled = expect(waiting).rejects.toThrow(
+      new WaitTimeoutError('timed out after 1000 ms waiting for an empty queue', false),
+    );
 
     await jest.advanceTimersByTimeAsync(1000);
     await settled;
@@ -74,7 +76,9 @@ describe('Function: waitFor', () => {
   });
 
   it('refuses a negative or non-finite time', async () => {
-    await expect(waitFor('x', () => 1, { timeoutMs: -1 })).rejects.toThrow(new RangeError('timeoutMs must be a finite number of milliseconds, 0 or more; got -1'));
+    await expect(waitFor('x', () => 1, { timeoutMs: -1 })).rejects.toThrow(
+      new RangeError('timeoutMs must be a finite number of milliseconds, 0 or more; got -1'),
+    );
     await expect(waitFor('x', () => 1, { intervalMs: Number.NaN })).rejects.toThrow(RangeError);
   });
 });
@@ -97,14 +101,19 @@ describe('Function: waitUntil', () => {
   });
 
   it('names the last thing the probe saw in the timeout, and keeps it on the error', async () => {
-    const probe = answers<{ done: number } | { last: unknown }>({ last: { step: 1 } }, { last: { step: 2, admission: 'admitting' } });
+    const probe = answers<{ done: number } | { last: unknown }>(
+      { last: { step: 1 } },
+      { last: { step: 2, admission: 'admitting' } },
+    );
     const waiting = waitUntil('the run to complete', async () => probe(), { timeoutMs: 200, intervalMs: 100 });
     const settled = waiting.catch((e: unknown) => e);
 
     await jest.advanceTimersByTimeAsync(200);
     const error = await settled;
     expect(error).toBeInstanceOf(WaitTimeoutError);
-    expect((error as WaitTimeoutError).message).toBe('timed out after 200 ms waiting for the run to complete (last saw {"step":2,"admission":"admitting"})');
+    expect((error as WaitTimeoutError).message).toBe(
+      'timed out after 200 ms waiting for the run to complete (last saw {"step":2,"admission":"admitting"})',
+    );
     expect((error as WaitTimeoutError).last).toEqual({ step: 2, admission: 'admitting' });
   });
 
@@ -128,7 +137,9 @@ describe('Function: holdsFor', () => {
   it('resolves after forMs when the condition held at every probe, the last one at the end', async () => {
     const probe = answers(true);
     let done = false;
-    const holding = holdsFor('the queue to keep its message', probe, { forMs: 700, intervalMs: 200 }).then(() => (done = true));
+    const holding = holdsFor('the queue to keep its message', probe, { forMs: 700, intervalMs: 200 }).then(
+      () => (done = true),
+    );
 
     await jest.advanceTimersByTimeAsync(699);
     expect(done).toBe(false);
@@ -145,7 +156,9 @@ describe('Function: holdsFor', () => {
 
     await jest.advanceTimersByTimeAsync(200);
     const error = await settled;
-    expect(error).toEqual(new ConditionBrokenError('the paused mapping to take nothing stopped holding after 200 ms of 5000', 200));
+    expect(error).toEqual(
+      new ConditionBrokenError('the paused mapping to take nothing stopped holding after 200 ms of 5000', 200),
+    );
     expect((error as ConditionBrokenError).afterMs).toBe(200);
     expect(probe.calls).toBe(3);
   });

@@ -2,7 +2,13 @@
 // at once, and credentials for another account refused before anything is read.
 import { DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import { environmentSchema } from '../../lib/config/schema';
-import { checkCallerAccount, environmentConfig, environmentRegion, principalOf, WrongAccountError } from '../../ops/environment';
+import {
+  checkCallerAccount,
+  environmentConfig,
+  environmentRegion,
+  principalOf,
+  WrongAccountError,
+} from '../../ops/environment';
 import { UsageError } from '../../ops/errors';
 import type { OpsIo } from '../../ops/io';
 import { runOps } from '../../ops/program';
@@ -17,13 +23,24 @@ const agnostic = environmentSchema.parse({ region: 'eu-central-1', jobs: { 'a-jo
 function capture(): OpsIo & { out: string[]; err: string[] } {
   const out: string[] = [];
   const err: string[] = [];
-  return { out, err, stdout: (t) => out.push(t), stderr: (t) => err.push(t), interactive: false, ask: async () => '', now: () => new Date(), sleep: async () => undefined };
+  return {
+    out,
+    err,
+    stdout: (t) => out.push(t),
+    stderr: (t) => err.push(t),
+    interactive: false,
+    ask: async () => '',
+    now: () => new Date(),
+    sleep: async () => undefined,
+  };
 }
 
 describe('Function: environmentConfig', () => {
   it('refuses an environment the config does not have, listing those it has', () => {
     expect(() => environmentConfig('prdo')).toThrow(UsageError);
-    expect(() => environmentConfig('prdo')).toThrow('--env prdo: Unknown environment "prdo". Valid environments: dev, staging, prod.');
+    expect(() => environmentConfig('prdo')).toThrow(
+      '--env prdo: Unknown environment "prdo". Valid environments: dev, staging, prod.',
+    );
   });
 });
 
@@ -32,7 +49,7 @@ describe('Function: environmentRegion', () => {
     await expect(environmentRegion(pinned, async () => 'us-west-2')).resolves.toBe('eu-west-1');
   });
 
-  it('uses the SDK\'s region when it has one and the config pins no account', async () => {
+  it("uses the SDK's region when it has one and the config pins no account", async () => {
     await expect(environmentRegion(agnostic, async () => 'us-west-2')).resolves.toBe('us-west-2');
   });
 
@@ -59,26 +76,44 @@ describe('Function: checkCallerAccount', () => {
 });
 
 describe('Function: principalOf', () => {
-  it('maps an assumed role\'s session to its role, and keeps a user', () => {
-    expect(principalOf('arn:aws:sts::111122223333:assumed-role/OpsRole/alice')).toEqual({ arn: 'arn:aws:iam::111122223333:role/OpsRole', role: 'OpsRole' });
+  it("maps an assumed role's session to its role, and keeps a user", () => {
+    expect(principalOf('arn:aws:sts::111122223333:assumed-role/OpsRole/alice')).toEqual({
+      arn: 'arn:aws:iam::111122223333:role/OpsRole',
+      role: 'OpsRole',
+    });
     expect(principalOf('arn:aws:iam::111122223333:user/ops')).toEqual({ arn: 'arn:aws:iam::111122223333:user/ops' });
   });
 });
 
-describe('Class: CloudFormationSource, with the environment\'s config', () => {
-  it('reads the stack in the config\'s region when the SDK has none, after checking the account', async () => {
+describe("Class: CloudFormationSource, with the environment's config", () => {
+  it("reads the stack in the config's region when the SDK has none, after checking the account", async () => {
     const send = jest.fn().mockRejectedValue(new Error('Stack with id PacedJobs-prod does not exist'));
-    const identity = jest.fn().mockResolvedValue({ account: '111122223333', arn: 'arn:aws:iam::111122223333:user/ops' });
-    const source = new CloudFormationSource({ environment: 'prod', config: pinned, client: { send }, sdkRegion: async () => undefined, identity });
+    const identity = jest
+      .fn()
+      .mockResolvedValue({ account: '111122223333', arn: 'arn:aws:iam::111122223333:user/ops' });
+    const source = new CloudFormationSource({
+      environment: 'prod',
+      config: pinned,
+      client: { send },
+      sdkRegion: async () => undefined,
+      identity,
+    });
 
-    await expect(source.load()).rejects.toThrow('cannot read stack PacedJobs-prod in eu-west-1: Stack with id PacedJobs-prod does not exist');
+    await expect(source.load()).rejects.toThrow(
+      'cannot read stack PacedJobs-prod in eu-west-1: Stack with id PacedJobs-prod does not exist',
+    );
     expect(identity).toHaveBeenCalledTimes(1);
     expect(send.mock.calls[0][0]).toBeInstanceOf(DescribeStacksCommand);
   });
 
   it('refuses the wrong account before DescribeStacks', async () => {
     const send = jest.fn();
-    const source = new CloudFormationSource({ environment: 'prod', config: pinned, client: { send }, identity: async () => ({ account: '999988887777', arn: 'arn:aws:iam::999988887777:user/x' }) });
+    const source = new CloudFormationSource({
+      environment: 'prod',
+      config: pinned,
+      client: { send },
+      identity: async () => ({ account: '999988887777', arn: 'arn:aws:iam::999988887777:user/x' }),
+    });
 
     await expect(source.load()).rejects.toThrow(WrongAccountError);
     expect(send).not.toHaveBeenCalled();
@@ -88,12 +123,24 @@ describe('Class: CloudFormationSource, with the environment\'s config', () => {
     const outputs = [
       { OutputKey: StackOutput.IdempotencyTableName, OutputValue: 'idem' },
       { OutputKey: StackOutput.LedgerTableName, OutputValue: 'ledger' },
-      ...(Object.keys(JobOutput) as JobOutputKind[]).map((kind) => ({ OutputKey: jobOutputName('a-job', kind), OutputValue: kind, Description: `a-job: ${kind}` })),
+      ...(Object.keys(JobOutput) as JobOutputKind[]).map((kind) => ({
+        OutputKey: jobOutputName('a-job', kind),
+        OutputValue: kind,
+        Description: `a-job: ${kind}`,
+      })),
     ];
     const send = jest.fn().mockResolvedValue({ Stacks: [{ Outputs: outputs }] });
-    const identity = jest.fn().mockResolvedValue({ account: '444455556666', arn: 'arn:aws:iam::444455556666:user/ops' });
+    const identity = jest
+      .fn()
+      .mockResolvedValue({ account: '444455556666', arn: 'arn:aws:iam::444455556666:user/ops' });
     const guarded = { ...agnostic, protected: true };
-    const source = new CloudFormationSource({ environment: 'prod', config: guarded, client: { send }, sdkRegion: async () => undefined, identity });
+    const source = new CloudFormationSource({
+      environment: 'prod',
+      config: guarded,
+      client: { send },
+      sdkRegion: async () => undefined,
+      identity,
+    });
 
     const resources = await source.load();
 
@@ -111,23 +158,49 @@ describe('Class: CloudFormationSource, with the environment\'s config', () => {
   });
 
   it('never protects the local stack, whatever its resources say', async () => {
-    const local = { source: 'local' as const, stackName: 'PacedJobs-dev', region: 'us-east-1', accountId: '000000000000', protected: true, tables: { idempotency: 'i', ledger: 'l' }, jobs: [], clients: {} };
-    await expect(changeTarget(local)).resolves.toEqual({ stackName: 'PacedJobs-dev', account: '000000000000', region: 'us-east-1', local: true, protected: false });
+    const local = {
+      source: 'local' as const,
+      stackName: 'PacedJobs-dev',
+      region: 'us-east-1',
+      accountId: '000000000000',
+      protected: true,
+      tables: { idempotency: 'i', ledger: 'l' },
+      jobs: [],
+      clients: {},
+    };
+    await expect(changeTarget(local)).resolves.toEqual({
+      stackName: 'PacedJobs-dev',
+      account: '000000000000',
+      region: 'us-east-1',
+      local: true,
+      protected: false,
+    });
   });
 
   it('does not ask STS when the config pins no account', async () => {
     const send = jest.fn().mockRejectedValue(new Error('nope'));
     const identity = jest.fn();
-    await expect(new CloudFormationSource({ environment: 'x', config: agnostic, client: { send }, sdkRegion: async () => undefined, identity }).load()).rejects.toThrow('in eu-central-1');
+    await expect(
+      new CloudFormationSource({
+        environment: 'x',
+        config: agnostic,
+        client: { send },
+        sdkRegion: async () => undefined,
+        identity,
+      }).load(),
+    ).rejects.toThrow('in eu-central-1');
     expect(identity).not.toHaveBeenCalled();
   });
 });
 
 describe('Function: runOps, --env', () => {
-  it('refuses a bad --job before any AWS call, listing the environment\'s jobs', async () => {
+  it("refuses a bad --job before any AWS call, listing the environment's jobs", async () => {
     const io = capture();
     const load = jest.fn();
-    const source = () => Object.assign(new CloudFormationSource({ environment: 'prod', config: agnostic, client: { send: jest.fn() } }), { load });
+    const source = () =>
+      Object.assign(new CloudFormationSource({ environment: 'prod', config: agnostic, client: { send: jest.fn() } }), {
+        load,
+      });
 
     const code = await runOps(['status', '--env', 'prod', '--job', 'c-job'], { io, source });
 

@@ -14,7 +14,7 @@ import { SqsEventSourceMapping } from '../../local/eventSourceMapping';
 import { LocalScheduler } from '../../local/scheduler';
 import { startSchedulerApi } from '../../local/schedulerApi';
 import type { RunningServer } from '../../local/servers';
-import { LocalAws, startLocalAws } from '../support/aws';
+import { type LocalAws, startLocalAws } from '../support/aws';
 import { createIdempotencyTable, createLedgerTable, createLimiterTable } from '../lambda/handlers/harness';
 import type { JobRuntimeSettings } from '../../lambda/core/constants';
 import type { OpsIo } from '../../ops/io';
@@ -100,7 +100,10 @@ export interface OpsFixture {
   stop(): Promise<void>;
 }
 
-export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta'], options: OpsFixtureOptions = {}): Promise<OpsFixture> {
+export async function startOpsFixture(
+  jobNames: string[] = ['alpha', 'beta'],
+  options: OpsFixtureOptions = {},
+): Promise<OpsFixture> {
   const aws = await startLocalAws();
   const clientConfig = (endpoint: string) => ({ endpoint, region: REGION, credentials: CREDENTIALS });
   const sqs = new SQSClient(clientConfig(aws.sqs.endpoint));
@@ -108,7 +111,11 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta'], op
   const dynamo = DynamoDBDocumentClient.from(ddb);
   const tables = { idempotency: 'ops-test-idempotency', ledger: 'ops-test-ledger', limiter: 'ops-test-limiter' };
   // The runtime's own table shapes, as the handler tests create them.
-  await Promise.all([createIdempotencyTable(tables.idempotency), createLedgerTable(tables.ledger), createLimiterTable(tables.limiter)]);
+  await Promise.all([
+    createIdempotencyTable(tables.idempotency),
+    createLedgerTable(tables.ledger),
+    createLimiterTable(tables.limiter),
+  ]);
 
   const scheduler = new LocalScheduler({ deliver: async () => undefined, deadLetter: async () => undefined });
   const jobs: Record<string, FixtureJob> = {};
@@ -139,7 +146,13 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta'], op
       maximumEventAgeSeconds: 3600,
     });
     const mapping = new SqsEventSourceMapping(
-      { uuid: `local-${name}Mapping`, functionName: consumer, queueUrl: queue.QueueUrl!, queueArn: arn('sqs', `${name}-queue`), region: REGION },
+      {
+        uuid: `local-${name}Mapping`,
+        functionName: consumer,
+        queueUrl: queue.QueueUrl!,
+        queueArn: arn('sqs', `${name}-queue`),
+        region: REGION,
+      },
       // The stub consumer acknowledges everything; the tests stop the mapping before they leave it running.
       { sqs, invoke: async () => ({ batchItemFailures: [] }), functionConcurrency: 1 },
     );
@@ -153,12 +166,20 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta'], op
     );
     const admissionQueueArn = arn('sqs', `${name}-admission`);
     const admissionMapping = new SqsEventSourceMapping(
-      { uuid: `local-${name}AdmissionMapping`, functionName: producer, queueUrl: admissionQueue.QueueUrl!, queueArn: admissionQueueArn, batchSize: 1, region: REGION },
+      {
+        uuid: `local-${name}AdmissionMapping`,
+        functionName: producer,
+        queueUrl: admissionQueue.QueueUrl!,
+        queueArn: admissionQueueArn,
+        batchSize: 1,
+        region: REGION,
+      },
       // The stub producer records each step it is handed and acknowledges it.
       {
         sqs,
         invoke: async (event) => {
-          for (const r of event.Records) admissionDeliveries.push({ job: name, body: JSON.parse(r.body) as Record<string, unknown> });
+          for (const r of event.Records)
+            admissionDeliveries.push({ job: name, body: JSON.parse(r.body) as Record<string, unknown> });
           return { batchItemFailures: [] };
         },
         functionConcurrency: 1,
@@ -188,12 +209,31 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta'], op
   const producerCalls: ProducerCall[] = [];
   const admissionDeliveries: AdmissionDelivery[] = [];
   const fixture = {} as OpsFixture;
-  type StubFunction = { spec: { name: string; arn: string; environment?: Record<string, string> }; invoke: (event: Record<string, unknown>) => Promise<unknown>; invokeAsync: () => void };
+  type StubFunction = {
+    spec: { name: string; arn: string; environment?: Record<string, string> };
+    invoke: (event: Record<string, unknown>) => Promise<unknown>;
+    invokeAsync: () => void;
+  };
   // What the stack hands a producer (lib/paced-job.ts): its schedule runs at 02:00 Berlin time for the day before.
   const producerSettings = (jobName: string) =>
     JSON.stringify({
-      jobName, pageSize: 100, maxPagesPerRun: 10, maxMessageBytes: 4096, businessDateOffsetDays: -1, timeZone: 'Europe/Berlin',
-      rateLimit: { startsPerInterval: 60, intervalSeconds: 60, burst: 1, ...(options.perKey?.[jobName] ? { perKey: options.perKey[jobName] } : {}) }, concurrency: 2, tables: {}, buckets: {}, secrets: {}, settings: {},
+      jobName,
+      pageSize: 100,
+      maxPagesPerRun: 10,
+      maxMessageBytes: 4096,
+      businessDateOffsetDays: -1,
+      timeZone: 'Europe/Berlin',
+      rateLimit: {
+        startsPerInterval: 60,
+        intervalSeconds: 60,
+        burst: 1,
+        ...(options.perKey?.[jobName] ? { perKey: options.perKey[jobName] } : {}),
+      },
+      concurrency: 2,
+      tables: {},
+      buckets: {},
+      secrets: {},
+      settings: {},
       slo: { objective: 0.99, completeWithinMinutes: 120 },
     });
   const functions = new Map<string, StubFunction>(
@@ -201,18 +241,37 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta'], op
       [
         j.producer,
         {
-          spec: { name: j.producer, arn: arn('lambda', `function:${j.producer}`), environment: { JOB_SETTINGS: producerSettings(j.name) } },
+          spec: {
+            name: j.producer,
+            arn: arn('lambda', `function:${j.producer}`),
+            environment: { JOB_SETTINGS: producerSettings(j.name) },
+          },
           invoke: async (event: Record<string, unknown>) => {
             producerCalls.push({ functionName: j.producer, event });
             if (fixture.failProducerWith) {
               throw new FunctionError(fixture.failProducerWith, j.producer, 'ProducerEventError');
             }
-            return { batchId: event.batchId, businessDate: event.businessDate, pages: 1, discovered: 2, published: 2, continued: false, stoppedAtPageLimit: false };
+            return {
+              batchId: event.batchId,
+              businessDate: event.businessDate,
+              pages: 1,
+              discovered: 2,
+              published: 2,
+              continued: false,
+              stoppedAtPageLimit: false,
+            };
           },
           invokeAsync: () => undefined,
         },
       ],
-      [j.consumer, { spec: { name: j.consumer, arn: arn('lambda', `function:${j.consumer}`) }, invoke: async () => null, invokeAsync: () => undefined }],
+      [
+        j.consumer,
+        {
+          spec: { name: j.consumer, arn: arn('lambda', `function:${j.consumer}`) },
+          invoke: async () => null,
+          invokeAsync: () => undefined,
+        },
+      ],
     ]),
   );
   // The Lambda API emulator over stub functions: the CLI's Invoke and event source mapping calls are the real protocol.
@@ -225,7 +284,11 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta'], op
     },
   } as unknown as LambdaRuntime;
   const servers: RunningServer[] = [];
-  const lambda = await startLambdaApi({ runtime, mappings: () => Object.values(jobs).flatMap((j) => [j.mapping, j.admissionMapping]), functionArn: (n) => arn('lambda', `function:${n}`) });
+  const lambda = await startLambdaApi({
+    runtime,
+    mappings: () => Object.values(jobs).flatMap((j) => [j.mapping, j.admissionMapping]),
+    functionArn: (n) => arn('lambda', `function:${n}`),
+  });
   servers.push(lambda);
   const schedulerApi = await startSchedulerApi(scheduler);
   servers.push(schedulerApi);
@@ -259,7 +322,12 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta'], op
     region: REGION,
     accountId: ACCOUNT,
     credentials: CREDENTIALS,
-    endpoints: { dynamodb: aws.dynamodb.endpoint, sqs: aws.sqs.endpoint, lambda: lambda.endpoint, scheduler: schedulerApi.endpoint },
+    endpoints: {
+      dynamodb: aws.dynamodb.endpoint,
+      sqs: aws.sqs.endpoint,
+      lambda: lambda.endpoint,
+      scheduler: schedulerApi.endpoint,
+    },
     tables: { IdempotencyTable: tables.idempotency, LedgerTable: tables.ledger },
     jobs: Object.fromEntries(
       Object.values(jobs).map((j) => [
@@ -320,9 +388,15 @@ export async function startOpsFixture(jobNames: string[] = ['alpha', 'beta'], op
     },
     async depth(url: string) {
       const { Attributes: a = {} } = await sqs.send(
-        new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
+        new GetQueueAttributesCommand({
+          QueueUrl: url,
+          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+        }),
       );
-      return { visible: Number(a.ApproximateNumberOfMessages), inFlight: Number(a.ApproximateNumberOfMessagesNotVisible) };
+      return {
+        visible: Number(a.ApproximateNumberOfMessages),
+        inFlight: Number(a.ApproximateNumberOfMessagesNotVisible),
+      };
     },
     async stop() {
       await Promise.all(Object.values(jobs).flatMap((j) => [j.mapping.stop(), j.admissionMapping.stop()]));

@@ -17,8 +17,20 @@ function io(interactive: boolean, answer = ''): OpsIo & { asked: string[] } {
   };
 }
 
-const STAGING = { stackName: 'PacedJobs-staging', environment: 'staging', account: '123456789012', region: 'eu-west-1', protected: false };
-const PROD = { stackName: 'PacedJobs-prod', environment: 'prod', account: '123456789012', region: 'eu-west-1', protected: true };
+const STAGING = {
+  stackName: 'PacedJobs-staging',
+  environment: 'staging',
+  account: '123456789012',
+  region: 'eu-west-1',
+  protected: false,
+};
+const PROD = {
+  stackName: 'PacedJobs-prod',
+  environment: 'prod',
+  account: '123456789012',
+  region: 'eu-west-1',
+  protected: true,
+};
 const LOCAL = { stackName: 'PacedJobs-dev', account: '000000000000', region: 'us-east-1', protected: false };
 
 function stderrOf(terminal: OpsIo): string[] {
@@ -34,7 +46,9 @@ describe('Function: confirm', () => {
 
     await expect(confirm(terminal, { action: 'pause alpha', yes: true, target: STAGING })).resolves.toBeUndefined();
     expect(terminal.asked).toEqual([]);
-    expect(lines).toEqual(['pause alpha on stack PacedJobs-staging, account 123456789012, region eu-west-1 (confirmed by --yes)']);
+    expect(lines).toEqual([
+      'pause alpha on stack PacedJobs-staging, account 123456789012, region eu-west-1 (confirmed by --yes)',
+    ]);
   });
 
   it('refuses when there is no terminal to ask on, naming stack, account and region', async () => {
@@ -51,7 +65,9 @@ describe('Function: confirm', () => {
     const terminal = io(true, answer);
 
     await expect(confirm(terminal, { action: 'pause alpha', yes: false, target: STAGING })).resolves.toBeUndefined();
-    expect(terminal.asked).toEqual(['pause alpha on stack PacedJobs-staging, account 123456789012, region eu-west-1? [y/N] ']);
+    expect(terminal.asked).toEqual([
+      'pause alpha on stack PacedJobs-staging, account 123456789012, region eu-west-1? [y/N] ',
+    ]);
   });
 
   it.each(['', 'n', 'no', 'yep'])('refuses when the answer is %j', async (answer) => {
@@ -72,12 +88,22 @@ describe('Function: confirm', () => {
   });
 
   it('names a stack given by --stack as deployed, and says it has no environment name to --confirm', async () => {
-    const team = { stackName: 'TeamStack', local: false, account: '111122223333', region: 'eu-central-1', protected: false };
+    const team = {
+      stackName: 'TeamStack',
+      local: false,
+      account: '111122223333',
+      region: 'eu-central-1',
+      protected: false,
+    };
     const terminal = io(true, 'y');
 
     await confirm(terminal, { action: 'pause alpha', yes: false, target: team });
-    expect(terminal.asked).toEqual(['pause alpha on stack TeamStack, account 111122223333, region eu-central-1? [y/N] ']);
-    await expect(confirm(io(false), { action: 'pause alpha', yes: true, confirm: 'prod', target: team })).rejects.toThrow(
+    expect(terminal.asked).toEqual([
+      'pause alpha on stack TeamStack, account 111122223333, region eu-central-1? [y/N] ',
+    ]);
+    await expect(
+      confirm(io(false), { action: 'pause alpha', yes: true, confirm: 'prod', target: team }),
+    ).rejects.toThrow(
       new ConfirmationError(
         '--confirm prod does not match stack TeamStack, which has no environment name: did not pause alpha on stack TeamStack, account 111122223333, region eu-central-1; nothing was changed',
         'pause alpha',
@@ -102,18 +128,28 @@ describe('Function: confirm', () => {
       const terminal = io(false);
       const lines = stderrOf(terminal);
 
-      await expect(confirm(terminal, { action: 'pause alpha', yes: true, confirm: 'prod', target: PROD })).resolves.toBeUndefined();
-      expect(lines).toEqual(['pause alpha on stack PacedJobs-prod, account 123456789012, region eu-west-1 (confirmed by --yes --confirm prod)']);
+      await expect(
+        confirm(terminal, { action: 'pause alpha', yes: true, confirm: 'prod', target: PROD }),
+      ).resolves.toBeUndefined();
+      expect(lines).toEqual([
+        'pause alpha on stack PacedJobs-prod, account 123456789012, region eu-west-1 (confirmed by --yes --confirm prod)',
+      ]);
     });
 
     it('refuses a --confirm that names another environment, whether or not it is protected', async () => {
       const message = (env: string) =>
         `--confirm staging does not match environment ${env}: did not pause alpha on stack PacedJobs-${env}, account 123456789012, region eu-west-1; nothing was changed`;
 
-      await expect(confirm(io(false), { action: 'pause alpha', yes: true, confirm: 'staging', target: PROD })).rejects.toThrow(new ConfirmationError(message('prod'), 'pause alpha'));
+      await expect(
+        confirm(io(false), { action: 'pause alpha', yes: true, confirm: 'staging', target: PROD }),
+      ).rejects.toThrow(new ConfirmationError(message('prod'), 'pause alpha'));
       const dev = { ...STAGING, stackName: 'PacedJobs-dev', environment: 'dev' };
-      await expect(confirm(io(false), { action: 'pause alpha', yes: true, confirm: 'staging', target: dev })).rejects.toThrow(message('dev'));
-      await expect(confirm(io(false), { action: 'pause alpha', yes: true, confirm: 'dev', target: LOCAL })).rejects.toThrow(
+      await expect(
+        confirm(io(false), { action: 'pause alpha', yes: true, confirm: 'staging', target: dev }),
+      ).rejects.toThrow(message('dev'));
+      await expect(
+        confirm(io(false), { action: 'pause alpha', yes: true, confirm: 'dev', target: LOCAL }),
+      ).rejects.toThrow(
         '--confirm dev does not match the local stack, which has no environment name: did not pause alpha on local stack PacedJobs-dev, account 000000000000, ' +
           'region us-east-1; nothing was changed',
       );
@@ -129,22 +165,34 @@ describe('Function: confirm', () => {
     it('at the prompt, takes its name typed and nothing else', async () => {
       const typed = io(true, ' prod ');
       await expect(confirm(typed, { action: 'pause alpha', yes: false, target: PROD })).resolves.toBeUndefined();
-      expect(typed.asked).toEqual(['pause alpha on stack PacedJobs-prod, account 123456789012, region eu-west-1? Environment prod is protected: type its name to confirm: ']);
+      expect(typed.asked).toEqual([
+        'pause alpha on stack PacedJobs-prod, account 123456789012, region eu-west-1? Environment prod is protected: type its name to confirm: ',
+      ]);
 
       await expect(confirm(io(true, 'y'), { action: 'pause alpha', yes: false, target: PROD })).rejects.toThrow(
         'not confirmed: did not pause alpha on stack PacedJobs-prod, account 123456789012, region eu-west-1; nothing was changed',
       );
       // With --confirm already given, the usual y/N.
       const flagged = io(true, 'y');
-      await expect(confirm(flagged, { action: 'pause alpha', yes: false, confirm: 'prod', target: PROD })).resolves.toBeUndefined();
-      expect(flagged.asked).toEqual(['pause alpha on stack PacedJobs-prod, account 123456789012, region eu-west-1? [y/N] ']);
+      await expect(
+        confirm(flagged, { action: 'pause alpha', yes: false, confirm: 'prod', target: PROD }),
+      ).resolves.toBeUndefined();
+      expect(flagged.asked).toEqual([
+        'pause alpha on stack PacedJobs-prod, account 123456789012, region eu-west-1? [y/N] ',
+      ]);
     });
   });
 });
 
 describe('Function: renderTable', () => {
   it('renders without colour codes and shows missing cells as "-"', () => {
-    const text = renderTable(['job', 'depth'], [['alpha', 3], ['beta', undefined]]);
+    const text = renderTable(
+      ['job', 'depth'],
+      [
+        ['alpha', 3],
+        ['beta', undefined],
+      ],
+    );
 
     expect(text).not.toMatch(/\u001b\[/);
     expect(text.split('\n').map((l) => l.replace(/\s+/g, ' '))).toEqual([

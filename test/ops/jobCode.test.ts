@@ -7,14 +7,16 @@ import { jobCode } from '../../ops/jobCode';
 const ROOT = resolve(__dirname, '..', '..');
 
 describe('Function: jobCode', () => {
-  it('loads the job from the entry the template names, relative to the app\'s folder', () => {
+  it("loads the job from the entry the template names, relative to the app's folder", () => {
     const job = jobCode('fake-job', 'test/fixtures/jobs/fake-job/index.ts', ROOT);
     expect(job.name).toBe('fake-job');
     expect(typeof job.discover).toBe('function');
   });
 
-  it('looks in this repository\'s lambda/jobs/<name> when the template names no entry (a stack from before the Metadata)', () => {
-    expect(() => jobCode('no-such-job')).toThrow(/^cannot load job "no-such-job": .*Cannot find module '\.\.\/lambda\/jobs\/no-such-job\/index\.ts'/);
+  it("looks in this repository's lambda/jobs/<name> when the template names no entry (a stack from before the Metadata)", () => {
+    expect(() => jobCode('no-such-job')).toThrow(
+      /^cannot load job "no-such-job": .*Cannot find module '\.\.\/lambda\/jobs\/no-such-job\/index\.ts'/,
+    );
   });
 
   it('throws JobLoadError naming the job when the entry exports no `job`', () => {

@@ -47,7 +47,11 @@ function contextFor(endpoint: string | undefined, clients: OpsClients): CommandC
     region: 'us-east-1',
     tables: { idempotency: 'i', ledger: 'l' },
     jobs: [job('alpha'), job('beta')],
-    clients: { region: 'us-east-1', credentials: LOCAL_CREDENTIALS, endpoints: endpoint ? { cloudwatch: endpoint } : {} },
+    clients: {
+      region: 'us-east-1',
+      credentials: LOCAL_CREDENTIALS,
+      endpoints: endpoint ? { cloudwatch: endpoint } : {},
+    },
   };
   return { resources, clients, io };
 }
@@ -55,22 +59,41 @@ function contextFor(endpoint: string | undefined, clients: OpsClients): CommandC
 describe('Constant: PIPELINE_METRICS', () => {
   it('names every metric the pipeline emits (lambda/adapters/observability.ts MetricName), counts summed and the age at its maximum', () => {
     expect(Object.keys(PIPELINE_METRICS).sort()).toEqual(Object.values(MetricName).sort());
-    expect(Object.entries(PIPELINE_METRICS).filter(([, stat]) => stat === 'Maximum')).toEqual([['AgeSinceFirstEnqueue', 'Maximum']]);
+    expect(Object.entries(PIPELINE_METRICS).filter(([, stat]) => stat === 'Maximum')).toEqual([
+      ['AgeSinceFirstEnqueue', 'Maximum'],
+    ]);
   });
 });
 
 describe('Function: jobMetricQueries', () => {
-  it('asks for the pipeline\'s metrics with both of Powertools\' dimensions, and each queue\'s depth by its QueueName at its maximum', () => {
+  it("asks for the pipeline's metrics with both of Powertools' dimensions, and each queue's depth by its QueueName at its maximum", () => {
     const queries = jobMetricQueries(job('alpha'), 60);
 
     expect(queries).toHaveLength(Object.keys(PIPELINE_METRICS).length + 3 * QUEUE_METRICS.length);
     expect(queries.find((q) => q.metric.metricName === 'Applied')!.query).toEqual({
       Id: 'm1',
-      MetricStat: { Metric: { Namespace: 'PacedJobs', MetricName: 'Applied', Dimensions: [{ Name: 'service', Value: 'alpha' }, { Name: 'job', Value: 'alpha' }] }, Period: 60, Stat: 'Sum' },
+      MetricStat: {
+        Metric: {
+          Namespace: 'PacedJobs',
+          MetricName: 'Applied',
+          Dimensions: [
+            { Name: 'service', Value: 'alpha' },
+            { Name: 'job', Value: 'alpha' },
+          ],
+        },
+        Period: 60,
+        Stat: 'Sum',
+      },
       ReturnData: true,
     });
-    expect(queries.filter((q) => q.metric.namespace === 'AWS/SQS').map((q) => `${q.metric.dimensions.QueueName} ${q.metric.metricName} ${q.query.MetricStat!.Stat}`)).toEqual(
-      ['alpha-queue', 'alpha-dlq', 'alpha-admission'].flatMap((queue) => QUEUE_METRICS.map((m) => `${queue} ${m} Maximum`)),
+    expect(
+      queries
+        .filter((q) => q.metric.namespace === 'AWS/SQS')
+        .map((q) => `${q.metric.dimensions.QueueName} ${q.metric.metricName} ${q.query.MetricStat!.Stat}`),
+    ).toEqual(
+      ['alpha-queue', 'alpha-dlq', 'alpha-admission'].flatMap((queue) =>
+        QUEUE_METRICS.map((m) => `${queue} ${m} Maximum`),
+      ),
     );
   });
 });
@@ -80,12 +103,28 @@ describe('Function: readJobSamples (against the local CloudWatch API)', () => {
   let server: RunningServer;
   let clients: OpsClients;
   let ctx: CommandContext;
-  const emf = (name: string, metricName: string, atMs: number, value: number): MetricSample => ({ namespace: 'PacedJobs', metricName, dimensions: { service: name, job: name }, timestamp: atMs, value });
-  const sqs = (queueName: string, metricName: string, atMs: number, value: number): MetricSample => ({ namespace: 'AWS/SQS', metricName, dimensions: { QueueName: queueName }, timestamp: atMs, value });
+  const emf = (name: string, metricName: string, atMs: number, value: number): MetricSample => ({
+    namespace: 'PacedJobs',
+    metricName,
+    dimensions: { service: name, job: name },
+    timestamp: atMs,
+    value,
+  });
+  const sqs = (queueName: string, metricName: string, atMs: number, value: number): MetricSample => ({
+    namespace: 'AWS/SQS',
+    metricName,
+    dimensions: { QueueName: queueName },
+    timestamp: atMs,
+    value,
+  });
 
   beforeAll(async () => {
     server = await startCloudWatchApi({ samples: () => samples });
-    clients = createClients({ region: 'us-east-1', credentials: LOCAL_CREDENTIALS, endpoints: { cloudwatch: server.endpoint } });
+    clients = createClients({
+      region: 'us-east-1',
+      credentials: LOCAL_CREDENTIALS,
+      endpoints: { cloudwatch: server.endpoint },
+    });
     ctx = contextFor(server.endpoint, clients);
   });
 
@@ -94,7 +133,7 @@ describe('Function: readJobSamples (against the local CloudWatch API)', () => {
     await server?.close();
   });
 
-  it('returns one sample per datapoint, each the period\'s statistic, for this job\'s metrics and queues only', async () => {
+  it("returns one sample per datapoint, each the period's statistic, for this job's metrics and queues only", async () => {
     samples = [
       emf('alpha', 'Applied', T0 + 1_000, 1),
       emf('alpha', 'Applied', T0 + 2_000, 1),
@@ -110,7 +149,9 @@ describe('Function: readJobSamples (against the local CloudWatch API)', () => {
 
     const read = await readJobSamples(ctx, 'alpha', { fromMs: T0, toMs: T0 + 5 * MINUTE, periodSeconds: 60 });
 
-    const shown = read.map((s) => `${s.metricName} ${JSON.stringify(s.dimensions)} +${(s.timestamp - T0) / 1000}s ${s.value}`);
+    const shown = read.map(
+      (s) => `${s.metricName} ${JSON.stringify(s.dimensions)} +${(s.timestamp - T0) / 1000}s ${s.value}`,
+    );
     expect(shown).toEqual([
       'Applied {"service":"alpha","job":"alpha"} +0s 2',
       'Applied {"service":"alpha","job":"alpha"} +60s 1',
@@ -125,33 +166,58 @@ describe('Function: readJobSamples (against the local CloudWatch API)', () => {
     samples = [emf('beta', 'Deferred', T0 + 1_000, 4)];
 
     expect(await readJobSamples(ctx, job('beta'), { fromMs: T0, toMs: T0 + MINUTE, periodSeconds: 10 })).toEqual([
-      { namespace: 'PacedJobs', metricName: 'Deferred', dimensions: { service: 'beta', job: 'beta' }, timestamp: T0, value: 4 },
+      {
+        namespace: 'PacedJobs',
+        metricName: 'Deferred',
+        dimensions: { service: 'beta', job: 'beta' },
+        timestamp: T0,
+        value: 4,
+      },
     ]);
   });
 
   it('refuses an unknown job and a window CloudWatch would refuse, before any call', async () => {
-    await expect(readJobSamples(ctx, 'gamma', { fromMs: T0, toMs: T0 + MINUTE, periodSeconds: 60 })).rejects.toThrow(new UsageError('unknown job "gamma"; PacedJobs-test has: alpha, beta'));
-    await expect(readJobSamples(ctx, 'alpha', { fromMs: T0, toMs: T0 + MINUTE, periodSeconds: 45 })).rejects.toThrow(
-      new UsageError('a metrics period must be 1, 5, 10, 20, 30 or a multiple of 60 seconds (as CloudWatch takes), got 45'),
+    await expect(readJobSamples(ctx, 'gamma', { fromMs: T0, toMs: T0 + MINUTE, periodSeconds: 60 })).rejects.toThrow(
+      new UsageError('unknown job "gamma"; PacedJobs-test has: alpha, beta'),
     );
-    await expect(readJobSamples(ctx, 'alpha', { fromMs: T0, toMs: T0, periodSeconds: 60 })).rejects.toThrow(new UsageError(`a metrics window needs fromMs before toMs, got ${T0} and ${T0}`));
+    await expect(readJobSamples(ctx, 'alpha', { fromMs: T0, toMs: T0 + MINUTE, periodSeconds: 45 })).rejects.toThrow(
+      new UsageError(
+        'a metrics period must be 1, 5, 10, 20, 30 or a multiple of 60 seconds (as CloudWatch takes), got 45',
+      ),
+    );
+    await expect(readJobSamples(ctx, 'alpha', { fromMs: T0, toMs: T0, periodSeconds: 60 })).rejects.toThrow(
+      new UsageError(`a metrics window needs fromMs before toMs, got ${T0} and ${T0}`),
+    );
   });
 
   it('refuses a local endpoints file without a CloudWatch endpoint rather than ask AWS with the local credentials', async () => {
-    await expect(readJobSamples(contextFor(undefined, clients), 'alpha', { fromMs: T0, toMs: T0 + MINUTE, periodSeconds: 60 })).rejects.toThrow(ResourceDiscoveryError);
+    await expect(
+      readJobSamples(contextFor(undefined, clients), 'alpha', { fromMs: T0, toMs: T0 + MINUTE, periodSeconds: 60 }),
+    ).rejects.toThrow(ResourceDiscoveryError);
   });
 
-  it('wraps CloudWatch\'s refusal with the job and where it asked', async () => {
+  it("wraps CloudWatch's refusal with the job and where it asked", async () => {
     const failing = await startCloudWatchApi({
       samples: () => {
         throw new Error('boom');
       },
     });
-    const failingClients = createClients({ region: 'us-east-1', credentials: LOCAL_CREDENTIALS, endpoints: { cloudwatch: failing.endpoint } });
+    const failingClients = createClients({
+      region: 'us-east-1',
+      credentials: LOCAL_CREDENTIALS,
+      endpoints: { cloudwatch: failing.endpoint },
+    });
     try {
-      const error = await readJobSamples(contextFor(failing.endpoint, failingClients), 'alpha', { fromMs: T0, toMs: T0 + MINUTE, periodSeconds: 60 }).catch((e: Error) => e);
+      const error = await readJobSamples(contextFor(failing.endpoint, failingClients), 'alpha', {
+        fromMs: T0,
+        toMs: T0 + MINUTE,
+        periodSeconds: 60,
+      }).catch((e: Error) => e);
       expect(error).toBeInstanceOf(MetricsReadError);
-      expect(error).toMatchObject({ job: 'alpha', message: `reading job alpha's metrics from the local CloudWatch at ${failing.endpoint} failed: InternalServiceFault: boom` });
+      expect(error).toMatchObject({
+        job: 'alpha',
+        message: `reading job alpha's metrics from the local CloudWatch at ${failing.endpoint} failed: InternalServiceFault: boom`,
+      });
     } finally {
       failingClients.destroy();
       await failing.close();
@@ -159,7 +225,7 @@ describe('Function: readJobSamples (against the local CloudWatch API)', () => {
   });
 });
 
-describe('On a local session: the session\'s metrics, served and found through endpoints.json', () => {
+describe("On a local session: the session's metrics, served and found through endpoints.json", () => {
   const COUNT = 3;
   /** The fastest-paced of the app's jobs with a fixture (whichever the reference app keeps), so the run settles soonest. */
   let JOB: string;
@@ -169,7 +235,12 @@ describe('On a local session: the session\'s metrics, served and found through e
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ops-metrics-'));
-    session = await LocalSession.open({ cwd: process.cwd(), log: () => undefined, metrics: { pollIntervalMs: 200 }, prewarm: 2 });
+    session = await LocalSession.open({
+      cwd: process.cwd(),
+      log: () => undefined,
+      metrics: { pollIntervalMs: 200 },
+      prewarm: 2,
+    });
     const perSecond = ({ settings: { rateLimit: r } }: SessionJob) => r.startsPerInterval / r.intervalSeconds;
     const [fastest] = [...session.jobs.values()].filter((j) => j.fixture).sort((a, b) => perSecond(b) - perSecond(a));
     JOB = fastest.name;
@@ -193,7 +264,7 @@ describe('On a local session: the session\'s metrics, served and found through e
     expect(doc.environment.AWS_ENDPOINT_URL_CLOUDWATCH).toBe(session.metrics.endpoint);
   });
 
-  it('records the functions\' EMF metrics and every queue\'s depth in process', () => {
+  it("records the functions' EMF metrics and every queue's depth in process", () => {
     expect(settled).toBe(true);
     const samples = session.metrics.samples();
     const applied = samples.filter((s) => s.metricName === 'Applied' && s.dimensions.job === JOB);
@@ -202,18 +273,24 @@ describe('On a local session: the session\'s metrics, served and found through e
     expect([...queues].sort()).toEqual(session.stack.plan.queues.map((q) => q.name).sort());
   });
 
-  it('is what `ops --local` reads with readJobSamples: the job\'s applies summed, its queue\'s depth at its peak', async () => {
+  it("is what `ops --local` reads with readJobSamples: the job's applies summed, its queue's depth at its peak", async () => {
     const resources = await new LocalEndpointsSource(writeEndpoints(dir, session)).load();
     const clients = createClients(resources.clients);
     try {
       const from = session.startedAt.getTime() - MINUTE;
-      const read = await readJobSamples({ resources, clients, io }, JOB, { fromMs: from, toMs: Date.now() + MINUTE, periodSeconds: 60 });
+      const read = await readJobSamples({ resources, clients, io }, JOB, {
+        fromMs: from,
+        toMs: Date.now() + MINUTE,
+        periodSeconds: 60,
+      });
 
       const applied = read.filter((s) => s.metricName === 'Applied');
       expect(applied.reduce((sum, s) => sum + s.value, 0)).toBe(COUNT);
       expect(applied.every((s) => s.dimensions.job === JOB && s.dimensions.service === JOB)).toBe(true);
       const queueName = session.stack.plan.queues.find((q) => q.url === session.job(JOB).queueUrl)!.name;
-      const visible = read.filter((s) => s.metricName === 'ApproximateNumberOfMessagesVisible' && s.dimensions.QueueName === queueName);
+      const visible = read.filter(
+        (s) => s.metricName === 'ApproximateNumberOfMessagesVisible' && s.dimensions.QueueName === queueName,
+      );
       expect(visible.length).toBeGreaterThan(0);
       // The run published COUNT messages into the queue; its peak is at most that, and it drained to none.
       expect(Math.max(...visible.map((s) => s.value))).toBeLessThanOrEqual(COUNT);

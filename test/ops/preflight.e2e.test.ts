@@ -23,11 +23,15 @@ const ITEMS = RECORD_WRITER;
 function preflight(endpointsFile: string): Promise<{ code: number | null; result: PreflightResult; stderr: string }> {
   return new Promise((resolve, reject) => {
     // In the app's folder: the jobs' code is found from their entries, relative to it.
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'cli/ops.ts'), 'preflight', '--local', '--endpoints', endpointsFile, '--json'], {
-      cwd: TEST_APP,
-      env: { ...process.env, FORCE_COLOR: '0' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, 'cli/ops.ts'), 'preflight', '--local', '--endpoints', endpointsFile, '--json'],
+      {
+        cwd: TEST_APP,
+        env: { ...process.env, FORCE_COLOR: '0' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
@@ -53,7 +57,10 @@ function nextBusinessDate(session: LocalSession, job: string): string {
 
 const checksOf = (result: PreflightResult, check: string) => result.checks.filter((c) => c.check === check);
 
-async function open(dir: string, options: Partial<Omit<SessionOptions, 'cwd'>> = {}): Promise<{ session: LocalSession; endpoints: string }> {
+async function open(
+  dir: string,
+  options: Partial<Omit<SessionOptions, 'cwd'>> = {},
+): Promise<{ session: LocalSession; endpoints: string }> {
   // Two execution environments a function: nothing here runs more than a few records at once.
   const session = await openTestAppSession({ log: () => undefined, prewarm: 2, ...options });
   const endpoints = writeEndpoints(dir, session);
@@ -85,13 +92,30 @@ describe('Command: ops preflight --local', () => {
     });
 
     it('passes: exit 0 and no failed check', () => {
-      if (passed.code !== 0) process.stderr.write(`${JSON.stringify(passed.result.checks.filter((c) => c.status === 'fail'), null, 2)}\n${passed.stderr}\n`);
+      if (passed.code !== 0)
+        process.stderr.write(
+          `${JSON.stringify(
+            passed.result.checks.filter((c) => c.status === 'fail'),
+            null,
+            2,
+          )}\n${passed.stderr}\n`,
+        );
       expect(passed.code).toBe(0);
       expect(passed.result).toMatchObject({ ok: true, command: 'preflight', source: 'local', failed: [] });
     });
 
     it('runs every check for every job, and the stack-wide ones once', () => {
-      const perJob = ['producer-time', 'discovery-stable', 'rate-headroom', 'concurrency-limit', 'idempotency-lifetime', 'schedule', 'secrets', 'discovery-indexes', 'dlq-empty'];
+      const perJob = [
+        'producer-time',
+        'discovery-stable',
+        'rate-headroom',
+        'concurrency-limit',
+        'idempotency-lifetime',
+        'schedule',
+        'secrets',
+        'discovery-indexes',
+        'dlq-empty',
+      ];
       for (const job of session.jobs.keys()) {
         expect(passed.result.checks.filter((c) => c.job === job).map((c) => c.check)).toEqual(perJob);
       }
@@ -102,7 +126,7 @@ describe('Command: ops preflight --local', () => {
       ]);
     });
 
-    it('discovers tonight\'s date twice and finds the same seeded operations', () => {
+    it("discovers tonight's date twice and finds the same seeded operations", () => {
       for (const job of session.jobs.keys()) {
         const [check] = checksOf(passed.result, 'discovery-stable').filter((c) => c.job === job);
         expect(check).toMatchObject({ status: 'pass', detail: { businessDate: nextBusinessDate(session, job) } });
@@ -110,8 +134,9 @@ describe('Command: ops preflight --local', () => {
       }
     });
 
-    it('projects the producer from measured discovery when no run is recorded, and gives each schedule\'s next fire', () => {
-      for (const c of checksOf(passed.result, 'producer-time')) expect(c.reason).toContain('no recorded run: discovery measured now');
+    it("projects the producer from measured discovery when no run is recorded, and gives each schedule's next fire", () => {
+      for (const c of checksOf(passed.result, 'producer-time'))
+        expect(c.reason).toContain('no recorded run: discovery measured now');
       for (const c of checksOf(passed.result, 'schedule')) {
         expect(c.status).toBe('pass');
         expect((c.detail as { businessDate: string }).businessDate).toBe(nextBusinessDate(session, c.job!));
@@ -120,7 +145,9 @@ describe('Command: ops preflight --local', () => {
     });
 
     it('fails naming dlq-empty once a DLQ holds a message, and only that check', async () => {
-      await session.sqs().send(new SendMessageCommand({ QueueUrl: session.job(CALLS).dlqUrl, MessageBody: '{"left":"over"}' }));
+      await session
+        .sqs()
+        .send(new SendMessageCommand({ QueueUrl: session.job(CALLS).dlqUrl, MessageBody: '{"left":"over"}' }));
 
       const failed = await preflight(endpoints);
 
@@ -128,7 +155,9 @@ describe('Command: ops preflight --local', () => {
       expect(failed.result.ok).toBe(false);
       expect(failed.result.failed).toEqual([`dlq-empty (${CALLS})`]);
       const [dlq] = checksOf(failed.result, 'dlq-empty').filter((c) => c.job === CALLS);
-      expect(dlq.reason).toBe(`the DLQ holds 1 message(s): read them (dlq peek --job ${CALLS}), fix the cause, then redrive or purge`);
+      expect(dlq.reason).toBe(
+        `the DLQ holds 1 message(s): read them (dlq peek --job ${CALLS}), fix the cause, then redrive or purge`,
+      );
     }, 60_000);
   });
 
@@ -141,10 +170,20 @@ describe('Command: ops preflight --local', () => {
       dir = mkdtempSync(join(tmpdir(), 'preflight-broken-'));
       let endpoints: string;
       ({ session, endpoints } = await open(dir, {
-        template: (t) => ({ ...t, Resources: Object.fromEntries(Object.entries(t.Resources).filter(([, r]) => r.Type !== 'AWS::SNS::Subscription')) }),
+        template: (t) => ({
+          ...t,
+          Resources: Object.fromEntries(
+            Object.entries(t.Resources).filter(([, r]) => r.Type !== 'AWS::SNS::Subscription'),
+          ),
+        }),
         jobSettings: (s) => {
           // The calling job deployed with headroom 0.99: 99 of the documented 100 starts a minute.
-          if (s.jobName === CALLS) return { ...s, quota: { ...s.quota!, headroom: 0.99 }, rateLimit: { ...s.rateLimit, startsPerInterval: 99 } };
+          if (s.jobName === CALLS)
+            return {
+              ...s,
+              quota: { ...s.quota!, headroom: 0.99 },
+              rateLimit: { ...s.rateLimit, startsPerInterval: 99 },
+            };
           // The writing job in pages of 2, so one run records several pages in one invocation.
           if (s.jobName === ITEMS) return { ...s, pageSize: 2 };
           return s;
@@ -154,7 +193,8 @@ describe('Command: ops preflight --local', () => {
       await session.seed(ITEMS, SEEDED, date);
       session.startConsumers();
       await session.fire(ITEMS, { scheduledTime: new Date(), businessDate: date });
-      if (!(await session.settle({ deadline: Date.now() + 60_000, jobs: [ITEMS] }))) throw new Error(`the ${ITEMS} run did not settle in 60 s`);
+      if (!(await session.settle({ deadline: Date.now() + 60_000, jobs: [ITEMS] })))
+        throw new Error(`the ${ITEMS} run did not settle in 60 s`);
       result = await preflight(endpoints);
     }, 240_000);
 
@@ -174,7 +214,9 @@ describe('Command: ops preflight --local', () => {
         'headroom 0.99 leaves 1% of the documented 100 starts per 60 s unused; keep at least 5% (pacing.headroom at most 0.95) for clock skew, retries and other clients of the quota',
       );
       const [alarms] = checksOf(result.result, 'alarm-subscriptions') as CheckResult[];
-      expect(alarms.reason).toMatch(/^no one receives the alarms of arn:aws:sns:.+: it has no subscription: set alarmEmail in the environment's config/);
+      expect(alarms.reason).toMatch(
+        /^no one receives the alarms of arn:aws:sns:.+: it has no subscription: set alarmEmail in the environment's config/,
+      );
     });
 
     it('projects the producer from the recorded run once one exists', () => {

@@ -4,7 +4,7 @@ import type { OpsClients } from '../../ops/clients';
 import type { OpsIo } from '../../ops/io';
 import { DEFAULT_ENDPOINTS_FILE, defaultSource, type OpsCommandHook, runOps } from '../../ops/program';
 import type { ResourceSource } from '../../ops/resources';
-import { OpsFixture, startOpsFixture, TARGET } from './fixture';
+import { type OpsFixture, startOpsFixture, TARGET } from './fixture';
 
 function capture(): OpsIo & { out: string[]; err: string[] } {
   const out: string[] = [];
@@ -32,15 +32,21 @@ describe('Function: runOps', () => {
       "say which stack: --stack <name> for a deployed stack, --env <name> for one of this repository's environments (PacedJobs-<name>), " +
       'or --local for the one `npm start -- --serve` runs';
     expect(io.err).toEqual([`error: ${message}`]);
-    expect(io.out.map((o) => JSON.parse(o))).toEqual([{ ok: false, error: { name: 'UsageError', message, exitCode: 2 } }]);
+    expect(io.out.map((o) => JSON.parse(o))).toEqual([
+      { ok: false, error: { name: 'UsageError', message, exitCode: 2 } },
+    ]);
   });
 
   it('reads a deployed stack named by --stack, and refuses it together with --env or --local', async () => {
-    expect(defaultSource({ stack: 'TeamStack', endpoints: DEFAULT_ENDPOINTS_FILE }).description).toBe('stack TeamStack');
+    expect(defaultSource({ stack: 'TeamStack', endpoints: DEFAULT_ENDPOINTS_FILE }).description).toBe(
+      'stack TeamStack',
+    );
     for (const other of [['--env', 'prod'], ['--local']]) {
       const io = capture();
       await expect(runOps(['status', '--stack', 'TeamStack', ...other], { io })).resolves.toBe(2);
-      expect(io.err[0]).toBe(`error: option '--stack <name>' cannot be used with option '${other[0] === '--env' ? '--env <env>' : '--local'}'\n`);
+      expect(io.err[0]).toBe(
+        `error: option '--stack <name>' cannot be used with option '${other[0] === '--env' ? '--env <env>' : '--local'}'\n`,
+      );
     }
   });
 
@@ -74,13 +80,27 @@ describe('Function: runOps', () => {
 
   it('runs an added command on the stack it loads, prints its result, and lists it before preflight', async () => {
     const io = capture();
-    const source = { description: 'stub', load: async () => ({ stackName: 'Stub', source: 'local' }) } as unknown as ResourceSource;
+    const source = {
+      description: 'stub',
+      load: async () => ({ stackName: 'Stub', source: 'local' }),
+    } as unknown as ResourceSource;
     const destroyed: boolean[] = [];
     const added: OpsCommandHook = ({ program, execute }) => {
       const cmd = program.command('hello').description('an added command');
-      cmd.action(execute(cmd, async (ctx) => ({ result: { stack: ctx.resources.stackName }, text: `hello ${ctx.resources.stackName}`, exitCode: 3 })));
+      cmd.action(
+        execute(cmd, async (ctx) => ({
+          result: { stack: ctx.resources.stackName },
+          text: `hello ${ctx.resources.stackName}`,
+          exitCode: 3,
+        })),
+      );
     };
-    const deps = { io, source: () => source, clients: () => ({ destroy: () => destroyed.push(true) }) as unknown as OpsClients, commands: [added] };
+    const deps = {
+      io,
+      source: () => source,
+      clients: () => ({ destroy: () => destroyed.push(true) }) as unknown as OpsClients,
+      commands: [added],
+    };
 
     await expect(runOps(['hello', '--local', '--json'], deps)).resolves.toBe(3);
     await expect(runOps(['--help'], { ...deps, io })).resolves.toBe(0);
@@ -101,9 +121,23 @@ describe('Script: cli/ops.ts', () => {
     new Promise<{ status: number; stdout: string; stderr: string }>((resolve) => {
       const child = execFile(
         process.execPath,
-        [join(root, 'node_modules/tsx/dist/cli.mjs'), join(root, 'cli/ops.ts'), ...args, '--local', '--endpoints', f.endpointsFile],
+        [
+          join(root, 'node_modules/tsx/dist/cli.mjs'),
+          join(root, 'cli/ops.ts'),
+          ...args,
+          '--local',
+          '--endpoints',
+          f.endpointsFile,
+        ],
         // Without the SDK's opt-out variable: the CLI itself keeps the SDK's Node-version notice off operators' screens.
-        { cwd: root, encoding: 'utf8', timeout: 30_000, env: Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED')) },
+        {
+          cwd: root,
+          encoding: 'utf8',
+          timeout: 30_000,
+          env: Object.fromEntries(
+            Object.entries(process.env).filter(([k]) => k !== 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'),
+          ),
+        },
         (error, stdout, stderr) => resolve({ status: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
       );
       // stdin is a pipe closed at once: no terminal, nobody to answer a prompt.

@@ -3,7 +3,7 @@
 // APIs and .local/endpoints.json; and the served stack as any AWS SDK client in another process uses it, until it stops
 // cleanly on SIGINT. The ops commands run on record-writer (its effects are DynamoDB writes, one result per item); the
 // future-date refusal on object-sweeper, whose apply deletes S3 objects: a run for a wrong date would destroy data.
-import { spawn, ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,12 +35,17 @@ const DATES = ['2026-10-01', '2026-10-02', '2026-10-03'];
 const ITEMS_PER_DATE = 2;
 
 /** record-writer's operation ID for an item (its index.ts `operationIdOf`). */
-const operationIdOf = (itemId: string, businessDate: string): string => buildOperationId([JOB, { label: 'item ID', id: itemId }, { businessDate }]);
+const operationIdOf = (itemId: string, businessDate: string): string =>
+  buildOperationId([JOB, { label: 'item ID', id: itemId }, { businessDate }]);
 /** Where object-sweeper finds a date's objects (its index.ts `duePrefix`). */
 const duePrefix = (businessDate: string): string => `due/${businessDate}/`;
 
 /** An item of `businessDate` for record-writer to discover (its table `items`). */
-const item = (itemId: string, businessDate: string): Item => ({ itemId, businessDate, dueAt: `${businessDate}T01:00:00.000Z` });
+const item = (itemId: string, businessDate: string): Item => ({
+  itemId,
+  businessDate,
+  dueAt: `${businessDate}T01:00:00.000Z`,
+});
 
 interface Result {
   code: number | null;
@@ -50,7 +55,11 @@ interface Result {
 
 /** Runs a TypeScript entry point as its own Node process (tsx loaded by Node itself, so signals reach it directly). */
 function node(entry: string, args: string[]): { child: ChildProcess; done: Promise<Result> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry), ...args], { cwd: ROOT, env: { ...process.env, FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, FORCE_COLOR: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (c) => (stdout += c));
@@ -79,7 +88,10 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     region: string;
     credentials: { accessKeyId: string; secretAccessKey: string };
     endpoints: Record<string, string>;
-    jobs: Record<string, { queueUrl: string; dlqUrl: string; dlqArn: string; consumer: string; eventSourceMapping: string }>;
+    jobs: Record<
+      string,
+      { queueUrl: string; dlqUrl: string; dlqArn: string; consumer: string; eventSourceMapping: string }
+    >;
     outputs: Record<string, string>;
   };
   let documents: DynamoDBDocumentClient;
@@ -97,7 +109,9 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     try {
       json = JSON.parse(result.stdout);
     } catch {
-      throw new Error(`ops ${args.join(' ')} printed no single JSON document (exit ${result.code}):\n${result.stdout}\n${result.stderr}`);
+      throw new Error(
+        `ops ${args.join(' ')} printed no single JSON document (exit ${result.code}):\n${result.stdout}\n${result.stderr}`,
+      );
     }
     return { code: result.code, json, stderr: result.stderr };
   };
@@ -107,13 +121,25 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     return (json.jobs as { batches: BatchRow[] }[])[0].batches;
   };
   /** The rows `batches()` prints, read by the same command in this process (what a wait polls). */
-  const batchesNow = async (): Promise<BatchRow[]> => (await status(ctx, { job: JOB, batches: 20 })).jobs[0].batches as unknown as BatchRow[];
+  const batchesNow = async (): Promise<BatchRow[]> =>
+    (await status(ctx, { job: JOB, batches: 20 })).jobs[0].batches as unknown as BatchRow[];
 
   const queued = async (url: string) => {
     const { Attributes } = await sqs.send(
-      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] }),
+      new GetQueueAttributesCommand({
+        QueueUrl: url,
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
+      }),
     );
-    return Number(Attributes!.ApproximateNumberOfMessages) + Number(Attributes!.ApproximateNumberOfMessagesNotVisible) + Number(Attributes!.ApproximateNumberOfMessagesDelayed);
+    return (
+      Number(Attributes!.ApproximateNumberOfMessages) +
+      Number(Attributes!.ApproximateNumberOfMessagesNotVisible) +
+      Number(Attributes!.ApproximateNumberOfMessagesDelayed)
+    );
   };
 
   const message = (itemId: string, businessDate: string, batchId: string) =>
@@ -129,9 +155,15 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
 
   /** A job's settings as its deployed producer has them (JOB_SETTINGS). */
   const deployedSettings = async (job: string): Promise<JobRuntimeSettings> => {
-    const lambda = new LambdaClient({ endpoint: doc.endpoints.lambda, region: doc.region, credentials: doc.credentials });
+    const lambda = new LambdaClient({
+      endpoint: doc.endpoints.lambda,
+      region: doc.region,
+      credentials: doc.credentials,
+    });
     try {
-      const deployed = await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: doc.outputs[jobOutputName(job, 'ProducerFunctionName')] }));
+      const deployed = await lambda.send(
+        new GetFunctionConfigurationCommand({ FunctionName: doc.outputs[jobOutputName(job, 'ProducerFunctionName')] }),
+      );
       return JSON.parse(deployed.Environment!.Variables!.JOB_SETTINGS) as JobRuntimeSettings;
     } finally {
       lambda.destroy();
@@ -142,15 +174,39 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     dir = mkdtempSync(join(tmpdir(), 'paced-jobs-ops-e2e-'));
     endpointsFile = join(dir, 'endpoints.json');
     // One execution environment a function: every run here is a few records (a second one starts when one is needed).
-    serve = node('cli/start.ts', ['--app', TEST_APP, '--cdk-out', TEST_APP_ASSEMBLY, '--serve', '--prewarm', '1', '--local-dir', dir]);
-    await waitFor('the serving stack to write its endpoints', () => existsSync(endpointsFile), { timeoutMs: 240_000, intervalMs: 100 });
+    serve = node('cli/start.ts', [
+      '--app',
+      TEST_APP,
+      '--cdk-out',
+      TEST_APP_ASSEMBLY,
+      '--serve',
+      '--prewarm',
+      '1',
+      '--local-dir',
+      dir,
+    ]);
+    await waitFor('the serving stack to write its endpoints', () => existsSync(endpointsFile), {
+      timeoutMs: 240_000,
+      intervalMs: 100,
+    });
     doc = JSON.parse(readFileSync(endpointsFile, 'utf8'));
     const config = (endpoint: string) => ({ endpoint, region: doc.region, credentials: doc.credentials });
     documents = DynamoDBDocumentClient.from(new DynamoDBClient(config(doc.endpoints.dynamodb)));
     sqs = new SQSClient(config(doc.endpoints.sqs));
     const resources = await new LocalEndpointsSource(endpointsFile).load();
     clients = createClients(resources.clients);
-    ctx = { resources, clients, io: { stdout: () => undefined, stderr: () => undefined, interactive: false, ask: async () => '', now: () => new Date(), sleep: async () => undefined } };
+    ctx = {
+      resources,
+      clients,
+      io: {
+        stdout: () => undefined,
+        stderr: () => undefined,
+        interactive: false,
+        ask: async () => '',
+        now: () => new Date(),
+        sleep: async () => undefined,
+      },
+    };
     tables = (await deployedSettings(JOB)).tables;
     for (const date of DATES) {
       for (let i = 1; i <= ITEMS_PER_DATE; i++) {
@@ -172,7 +228,9 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
   it('serves a stack the AWS SDK can use from another process: queues with their DLQs, tables, event source mappings', async () => {
     const config = (endpoint: string) => ({ endpoint, region: doc.region, credentials: doc.credentials });
     const job = doc.jobs[JOB];
-    const attrs = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: job.queueUrl, AttributeNames: ['RedrivePolicy'] }));
+    const attrs = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: job.queueUrl, AttributeNames: ['RedrivePolicy'] }),
+    );
     expect(JSON.parse(attrs.Attributes!.RedrivePolicy!).deadLetterTargetArn).toBe(job.dlqArn);
     const ddb = new RawDynamoDBClient(config(doc.endpoints.dynamodb));
     const lambda = new LambdaClient(config(doc.endpoints.lambda));
@@ -194,7 +252,11 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     // Every job the served stack has: the test app's three.
     expect(jobs.map((j) => j.job).sort()).toEqual(Object.keys(doc.jobs).sort());
     expect(jobs.map((j) => j.job).sort()).toEqual([OBJECT_SWEEPER, QUOTA_CALLER, RECORD_WRITER]);
-    expect(jobs.find((j) => j.job === JOB)!.admissionQueue).toMatchObject({ url: doc.outputs[jobOutputName(JOB, 'AdmissionQueueUrl')], visible: expect.any(Number), delayed: expect.any(Number) });
+    expect(jobs.find((j) => j.job === JOB)!.admissionQueue).toMatchObject({
+      url: doc.outputs[jobOutputName(JOB, 'AdmissionQueueUrl')],
+      visible: expect.any(Number),
+      delayed: expect.any(Number),
+    });
   });
 
   it('pauses admission, catches up three dates while nothing is consumed, and resumes into three reconciled batches', async () => {
@@ -212,8 +274,16 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     // The producer published every item; the paused consumer took none of them. The wait is the claim: a running
     // consumer would have taken them within it.
     const published = DATES.length * ITEMS_PER_DATE;
-    await waitFor('the caught-up items on the work queue', async () => (await queued(doc.jobs[JOB].queueUrl)) === published, { timeoutMs: 30_000, intervalMs: 250 });
-    await holdsFor('the paused consumer to leave every item queued', async () => (await queued(doc.jobs[JOB].queueUrl)) === published, { forMs: 3000, intervalMs: 250 });
+    await waitFor(
+      'the caught-up items on the work queue',
+      async () => (await queued(doc.jobs[JOB].queueUrl)) === published,
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    await holdsFor(
+      'the paused consumer to leave every item queued',
+      async () => (await queued(doc.jobs[JOB].queueUrl)) === published,
+      { forMs: 3000, intervalMs: 250 },
+    );
     expect(await queued(doc.jobs[JOB].queueUrl)).toBe(published);
     const whilePaused = (await batches()).filter((b) => DATES.includes(b.businessDate ?? ''));
     expect(whilePaused.map((b) => [b.businessDate, b.discovered, b.completed])).toEqual(
@@ -230,19 +300,27 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
 
     const resumed = await ops('resume', '--job', JOB, '--yes');
     expect(resumed.code).toBe(0);
-    expect((resumed.json.steps as { kind: string }[]).map((s) => s.kind)).toEqual(['event-source-mapping', 'admission-mapping', 'schedule']);
+    expect((resumed.json.steps as { kind: string }[]).map((s) => s.kind)).toEqual([
+      'event-source-mapping',
+      'admission-mapping',
+      'schedule',
+    ]);
     const settled = await waitFor(
       'the three catch-up batches to reconcile',
       async () => {
         const rows = (await batchesNow()).filter((b) => DATES.includes(b.businessDate ?? ''));
-        return rows.length === DATES.length && rows.every((b) => b.reconciles && b.completed === ITEMS_PER_DATE) ? rows : undefined;
+        return rows.length === DATES.length && rows.every((b) => b.reconciles && b.completed === ITEMS_PER_DATE)
+          ? rows
+          : undefined;
       },
       { timeoutMs: 60_000, intervalMs: 250 },
     );
     expect(new Set(settled.map((b) => b.batchId)).size).toBe(DATES.length);
     // What the CLI itself prints, once the wait is over.
     const shown = (await batches()).filter((b) => DATES.includes(b.businessDate ?? ''));
-    expect(shown.map((b) => [b.batchId, b.reconciles, b.completed])).toEqual(settled.map((b) => [b.batchId, true, ITEMS_PER_DATE]));
+    expect(shown.map((b) => [b.batchId, b.reconciles, b.completed])).toEqual(
+      settled.map((b) => [b.batchId, true, ITEMS_PER_DATE]),
+    );
     expect(await queued(doc.jobs[JOB].queueUrl)).toBe(0);
   }, 180_000);
 
@@ -256,13 +334,35 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     await documents.send(
       new PutCommand({
         TableName: ledgerTable,
-        Item: { pk: `BATCH#${JOB}`, sk: batchId, job: JOB, businessDate: '2026-10-04', startedAt: '2026-10-04T02:00:00.000Z', finishedAt: '2026-10-04T02:00:01.000Z', discovered: 2, published: 2, admission: 'complete' },
+        Item: {
+          pk: `BATCH#${JOB}`,
+          sk: batchId,
+          job: JOB,
+          businessDate: '2026-10-04',
+          startedAt: '2026-10-04T02:00:00.000Z',
+          finishedAt: '2026-10-04T02:00:01.000Z',
+          discovered: 2,
+          published: 2,
+          admission: 'complete',
+        },
       }),
     );
-    const redriven = [operationIdOf('item-e2e-redrive', '2026-10-04'), operationIdOf(`item-e2e-${DATES[0]}-1`, DATES[0])];
-    await documents.send(new PutCommand({ TableName: ledgerTable, Item: { ...ledgerKeys.page(JOB, batchId, 1, 'step-0'), count: 2, operations: encodePageOperations(redriven) } }));
-    await sqs.send(new SendMessageCommand({ QueueUrl: dlq, MessageBody: message('item-e2e-redrive', '2026-10-04', batchId) }));
-    await sqs.send(new SendMessageCommand({ QueueUrl: dlq, MessageBody: message(`item-e2e-${DATES[0]}-1`, DATES[0], batchId) }));
+    const redriven = [
+      operationIdOf('item-e2e-redrive', '2026-10-04'),
+      operationIdOf(`item-e2e-${DATES[0]}-1`, DATES[0]),
+    ];
+    await documents.send(
+      new PutCommand({
+        TableName: ledgerTable,
+        Item: { ...ledgerKeys.page(JOB, batchId, 1, 'step-0'), count: 2, operations: encodePageOperations(redriven) },
+      }),
+    );
+    await sqs.send(
+      new SendMessageCommand({ QueueUrl: dlq, MessageBody: message('item-e2e-redrive', '2026-10-04', batchId) }),
+    );
+    await sqs.send(
+      new SendMessageCommand({ QueueUrl: dlq, MessageBody: message(`item-e2e-${DATES[0]}-1`, DATES[0], batchId) }),
+    );
 
     const started = await ops('redrive', '--job', JOB, '--rate', '5', '--yes');
     expect(started.code).toBe(0);
@@ -274,24 +374,44 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
       },
       { timeoutMs: 60_000, intervalMs: 250 },
     );
-    expect((await batches()).find((b) => b.batchId === batchId)).toMatchObject({ completed: 1, completedElsewhere: 1, duplicates: 0, reconciles: true });
+    expect((await batches()).find((b) => b.batchId === batchId)).toMatchObject({
+      completed: 1,
+      completedElsewhere: 1,
+      duplicates: 0,
+      reconciles: true,
+    });
     // The new operation completed here; the other is this batch's completed elsewhere, not a duplicate.
     expect(ledger).toMatchObject({ completed: 1, completedElsewhere: 1, duplicates: 0, reconciles: true });
     // And the date's audit, after the redrive, is exact: one completed by this batch, one by another.
     const audited = await ops('audit', '--job', JOB, '--date', '2026-10-04');
-    expect(audited.json).toMatchObject({ exact: true, missing: [], discovered: 2, completed: 2, deadLettered: 0, open: { inFlight: 0, waiting: 0 } });
+    expect(audited.json).toMatchObject({
+      exact: true,
+      missing: [],
+      discovered: 2,
+      completed: 2,
+      deadLettered: 0,
+      open: { inFlight: 0, waiting: 0 },
+    });
     // The new operation's one effect: its result, written by that operation.
-    const result = await documents.send(new GetCommand({ TableName: tables.results, Key: { itemId: 'item-e2e-redrive' }, ConsistentRead: true }));
-    expect(result.Item).toEqual({ itemId: 'item-e2e-redrive', operationId: operationIdOf('item-e2e-redrive', '2026-10-04'), dueAt: item('item-e2e-redrive', '2026-10-04').dueAt });
+    const result = await documents.send(
+      new GetCommand({ TableName: tables.results, Key: { itemId: 'item-e2e-redrive' }, ConsistentRead: true }),
+    );
+    expect(result.Item).toEqual({
+      itemId: 'item-e2e-redrive',
+      operationId: operationIdOf('item-e2e-redrive', '2026-10-04'),
+      dueAt: item('item-e2e-redrive', '2026-10-04').dueAt,
+    });
     expect(await queued(dlq)).toBe(0);
   }, 120_000);
 
-  it('peeks at the DLQ with each message\'s failure reason, warning that viewing is a receive', async () => {
+  it("peeks at the DLQ with each message's failure reason, warning that viewing is a receive", async () => {
     await sqs.send(
       new SendMessageCommand({
         QueueUrl: doc.jobs[JOB].dlqUrl,
         MessageBody: message('item-e2e-peek', '2026-10-05', `${JOB}:2026-10-05:peek-e2e`),
-        MessageAttributes: { failureReason: { DataType: 'String', StringValue: 'provider answered 404: no such item' } },
+        MessageAttributes: {
+          failureReason: { DataType: 'String', StringValue: 'provider answered 404: no such item' },
+        },
       }),
     );
     const { code, json } = await ops('dlq', 'peek', '--job', JOB);
@@ -301,12 +421,14 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     expect(messages.map((m) => m.failureReason)).toEqual(['provider answered 404: no such item']);
   });
 
-  it('shows one operation\'s idempotency record and ledger batches', async () => {
+  it("shows one operation's idempotency record and ledger batches", async () => {
     const operationId = operationIdOf(`item-e2e-${DATES[1]}-2`, DATES[1]);
     const { code, json } = await ops('op', operationId);
     expect(code).toBe(0);
     expect(json.found).toBe(true);
-    const view = (json.jobs as { job: string; idempotencyRecord: { status: string } | null; batches: BatchRow[] }[]).find((j) => j.job === JOB)!;
+    const view = (
+      json.jobs as { job: string; idempotencyRecord: { status: string } | null; batches: BatchRow[] }[]
+    ).find((j) => j.job === JOB)!;
     expect(view.idempotencyRecord).toMatchObject({ status: 'COMPLETED' });
     expect(view.batches.some((b) => b.businessDate === DATES[1] && b.reconciles)).toBe(true);
   });
@@ -318,7 +440,12 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     const FUTURE = new Date(Date.now() + 366 * 86_400_000).toISOString().slice(0, 10);
     const config = { endpoint: doc.endpoints.lambda, region: doc.region, credentials: doc.credentials };
     const lambda = new LambdaClient(config);
-    const s3 = new S3Client({ endpoint: doc.endpoints.s3, region: doc.region, credentials: doc.credentials, forcePathStyle: true });
+    const s3 = new S3Client({
+      endpoint: doc.endpoints.s3,
+      region: doc.region,
+      credentials: doc.credentials,
+      forcePathStyle: true,
+    });
     const producer = doc.outputs[jobOutputName(SWEEPER, 'ProducerFunctionName')];
     const settings = await deployedSettings(SWEEPER);
     const bucket = settings.buckets.objects;
@@ -326,7 +453,9 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
     const refusals = () => {
       const before = latestBusinessDate(settings, new Date(Date.now() - 60_000));
       const after = latestBusinessDate(settings, new Date(Date.now() + 60_000));
-      return [...new Set([before, after])].map((latest) => new FutureBusinessDateError(SWEEPER, FUTURE, latest, settings).message);
+      return [...new Set([before, after])].map(
+        (latest) => new FutureBusinessDateError(SWEEPER, FUTURE, latest, settings).message,
+      );
     };
     const objectKeys = Array.from({ length: 6 }, (_, i) => `${duePrefix(FUTURE)}object-future-${i}`);
     for (const Key of objectKeys) await s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body: Key }));
@@ -344,14 +473,27 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
 
       // The producer, invoked directly as a catch-up would: it throws, naming the date, and admits nothing.
       const invoked = await lambda.send(
-        new InvokeCommand({ FunctionName: producer, Payload: Buffer.from(JSON.stringify({ businessDate: FUTURE, batchId: `${SWEEPER}:${FUTURE}:manual-e2e`, backfill: true })) }),
+        new InvokeCommand({
+          FunctionName: producer,
+          Payload: Buffer.from(
+            JSON.stringify({ businessDate: FUTURE, batchId: `${SWEEPER}:${FUTURE}:manual-e2e`, backfill: true }),
+          ),
+        }),
       );
       expect(invoked.FunctionError).toBeDefined();
-      const failure = JSON.parse(Buffer.from(invoked.Payload!).toString('utf8')) as { errorType: string; errorMessage: string };
+      const failure = JSON.parse(Buffer.from(invoked.Payload!).toString('utf8')) as {
+        errorType: string;
+        errorMessage: string;
+      };
       expect(failure.errorType).toBe('FutureBusinessDateError');
       // The local runtime prefixes the function and the error's name, as it words every function error.
       expect(refusals().map((r) => `${producer}: FutureBusinessDateError: ${r}`)).toContain(failure.errorMessage);
-      const { Item: run } = await documents.send(new GetCommand({ TableName: doc.outputs.LedgerTableName, Key: { pk: ledgerKeys.batchPartition(SWEEPER), sk: `${SWEEPER}:${FUTURE}:manual-e2e` } }));
+      const { Item: run } = await documents.send(
+        new GetCommand({
+          TableName: doc.outputs.LedgerTableName,
+          Key: { pk: ledgerKeys.batchPartition(SWEEPER), sk: `${SWEEPER}:${FUTURE}:manual-e2e` },
+        }),
+      );
       expect(run).toBeUndefined();
 
       // A raw message on the job's queue: the consumer rejects it, records why, and never applies it.
@@ -373,7 +515,11 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
         'the consumer to record the rejection of the raw message',
         async () => {
           const { Items = [] } = await documents.send(
-            new QueryCommand({ TableName: doc.outputs.LedgerTableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': ledgerKeys.rejectionPartition(SWEEPER) } }),
+            new QueryCommand({
+              TableName: doc.outputs.LedgerTableName,
+              KeyConditionExpression: 'pk = :pk',
+              ExpressionAttributeValues: { ':pk': ledgerKeys.rejectionPartition(SWEEPER) },
+            }),
           );
           return Items.find((i) => i.messageId === sent.MessageId);
         },
@@ -391,7 +537,16 @@ describe('Command: npm run ops, against npm start -- --serve', () => {
   it('audits a settled business date exactly from the ledger and the idempotency records, and refuses a date with no batch', async () => {
     const { code, json } = await ops('audit', '--job', JOB, '--date', DATES[1], '--operations');
     expect(code).toBe(0);
-    expect(json).toMatchObject({ exact: true, missing: [], discovered: ITEMS_PER_DATE, completed: ITEMS_PER_DATE, rejected: 0, deadLettered: 0, open: { inFlight: 0, waiting: 0 }, operations: [] });
+    expect(json).toMatchObject({
+      exact: true,
+      missing: [],
+      discovered: ITEMS_PER_DATE,
+      completed: ITEMS_PER_DATE,
+      rejected: 0,
+      deadLettered: 0,
+      open: { inFlight: 0, waiting: 0 },
+      operations: [],
+    });
     expect((json.batches as { exact: boolean }[]).every((b) => b.exact)).toBe(true);
     const none = await ops('audit', '--job', JOB, '--date', '2020-01-01');
     expect(none.code).toBe(1);

@@ -17,12 +17,16 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as
 
 /** The files `npm pack` compiles (prepack: tsc -p tsconfig.build.json), relative to the repository. */
 function shippedSources(): string[] {
-  const parsed = ts.getParsedCommandLineOfConfigFile(join(ROOT, 'tsconfig.build.json'), {}, {
-    ...ts.sys,
-    onUnRecoverableConfigFileDiagnostic: (d) => {
-      throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+  const parsed = ts.getParsedCommandLineOfConfigFile(
+    join(ROOT, 'tsconfig.build.json'),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => {
+        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      },
     },
-  });
+  );
   if (!parsed) throw new Error('tsconfig.build.json cannot be read');
   return parsed.fileNames.map((f) => relative(ROOT, f)).sort();
 }
@@ -39,7 +43,11 @@ function importSites(file: string): ImportSite[] {
   const source = ts.createSourceFile(file, readFileSync(join(ROOT, file), 'utf8'), ts.ScriptTarget.ES2022, true);
   const sites: ImportSite[] = [];
   const visit = (node: ts.Node): void => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
       const typeOnly = ts.isImportDeclaration(node)
         ? Boolean(node.importClause?.isTypeOnly) ||
           Boolean(
@@ -52,14 +60,22 @@ function importSites(file: string): ImportSite[] {
           )
         : node.isTypeOnly;
       sites.push({ file, specifier: node.moduleSpecifier.text, typeOnly });
-    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+    } else if (
+      ts.isImportTypeNode(node) &&
+      ts.isLiteralTypeNode(node.argument) &&
+      ts.isStringLiteral(node.argument.literal)
+    ) {
       sites.push({ file, specifier: node.argument.literal.text, typeOnly: true });
     } else if (ts.isCallExpression(node) && node.arguments.length >= 1 && ts.isStringLiteralLike(node.arguments[0])) {
       const callee = node.expression;
       const isRequire = ts.isIdentifier(callee) && callee.text === 'require';
       const isResolve =
-        ts.isPropertyAccessExpression(callee) && ts.isIdentifier(callee.expression) && callee.expression.text === 'require' && callee.name.text === 'resolve';
-      if (isRequire || isResolve || callee.kind === ts.SyntaxKind.ImportKeyword) sites.push({ file, specifier: node.arguments[0].text, typeOnly: false });
+        ts.isPropertyAccessExpression(callee) &&
+        ts.isIdentifier(callee.expression) &&
+        callee.expression.text === 'require' &&
+        callee.name.text === 'resolve';
+      if (isRequire || isResolve || callee.kind === ts.SyntaxKind.ImportKeyword)
+        sites.push({ file, specifier: node.arguments[0].text, typeOnly: false });
     }
     ts.forEachChild(node, visit);
   };
@@ -68,8 +84,13 @@ function importSites(file: string): ImportSite[] {
 }
 
 /** `@scope/name/sub/path` -> `@scope/name`; `name/sub` -> `name`. */
-const packageOf = (specifier: string): string => specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
-const isBuiltin = (specifier: string): boolean => specifier.startsWith('node:') || builtinModules.includes(packageOf(specifier));
+const packageOf = (specifier: string): string =>
+  specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
+const isBuiltin = (specifier: string): boolean =>
+  specifier.startsWith('node:') || builtinModules.includes(packageOf(specifier));
 const isBare = (specifier: string): boolean => !specifier.startsWith('.') && !specifier.startsWith('/');
 
 const brought = new Set([
@@ -85,26 +106,39 @@ describe('package.json: the dependencies of the shipped code', () => {
   const sites = files.flatMap(importSites).filter((s) => isBare(s.specifier) && !isBuiltin(s.specifier));
 
   it('compiles the engine, the construct library and the tools, and no example job, test or reference-app entry', () => {
-    expect(files).toEqual(expect.arrayContaining(['lambda/job.ts', 'lambda/handlers/producer.ts', 'local/fixture.ts', 'local/testing.ts', 'cli/paced-jobs.ts', 'ops/program.ts']));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'lambda/job.ts',
+        'lambda/handlers/producer.ts',
+        'local/fixture.ts',
+        'local/testing.ts',
+        'cli/paced-jobs.ts',
+        'ops/program.ts',
+      ]),
+    );
     expect(files.filter((f) => /^(bin|test|lambda\/jobs)\//.test(f) || f.endsWith('.test.ts'))).toEqual([]);
     // The scan below reads something, or it proves nothing.
     expect(sites.length).toBeGreaterThan(100);
   });
 
   it('imports at run time only packages it depends on (or peers the app installs) and Node builtins', () => {
-    const missing = sites.filter((s) => !s.typeOnly && !brought.has(packageOf(s.specifier))).map((s) => `${s.file} -> ${s.specifier}`);
+    const missing = sites
+      .filter((s) => !s.typeOnly && !brought.has(packageOf(s.specifier)))
+      .map((s) => `${s.file} -> ${s.specifier}`);
     expect(missing).toEqual([]);
   });
 
   it('names in its declarations only packages whose types the app gets (a dependency, a peer, or its @types package)', () => {
     const typesOf = (pkg: string) => `@types/${pkg.startsWith('@') ? pkg.slice(1).replace('/', '__') : pkg}`;
     const missing = sites
-      .filter((s) => s.typeOnly && !brought.has(packageOf(s.specifier)) && !brought.has(typesOf(packageOf(s.specifier))))
+      .filter(
+        (s) => s.typeOnly && !brought.has(packageOf(s.specifier)) && !brought.has(typesOf(packageOf(s.specifier))),
+      )
       .map((s) => `${s.file} -> ${s.specifier}`);
     expect(missing).toEqual([]);
   });
 
-  it('keeps the CDK itself a peer: one aws-cdk-lib and one constructs in the app, the app\'s own', () => {
+  it("keeps the CDK itself a peer: one aws-cdk-lib and one constructs in the app, the app's own", () => {
     expect(Object.keys(manifest.peerDependencies ?? {}).sort()).toEqual(['aws-cdk-lib', 'constructs']);
     expect(Object.keys(manifest.dependencies ?? {})).not.toEqual(expect.arrayContaining(['aws-cdk-lib']));
     expect(Object.keys(manifest.dependencies ?? {})).not.toEqual(expect.arrayContaining(['constructs']));

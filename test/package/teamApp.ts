@@ -25,7 +25,15 @@ export const APP_FILES: Record<string, string> = {
     {
       // `types`: TypeScript 6 and later no longer include every @types package by default, and the stack uses Node's
       // path and __dirname (@types/node comes with the package).
-      compilerOptions: { target: 'ES2022', module: 'node16', moduleResolution: 'node16', strict: true, skipLibCheck: true, noEmit: true, types: ['node'] },
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'node16',
+        moduleResolution: 'node16',
+        strict: true,
+        skipLibCheck: true,
+        noEmit: true,
+        types: ['node'],
+      },
       include: ['bin', 'jobs'],
     },
     null,

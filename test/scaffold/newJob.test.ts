@@ -7,7 +7,7 @@ import {
   ENVIRONMENTS_FILE,
   JOBS_MARKER,
   MAX_NAME_LENGTH,
-  ProjectState,
+  type ProjectState,
   ScaffoldError,
   TABLES_MARKER,
   evaluateEnvironments,
@@ -44,14 +44,24 @@ const planError = (name: string, state: ProjectState = real): ScaffoldError => {
 };
 
 describe('Function: validateName', () => {
-  const KEBAB = 'it must match /^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/ (lower-case letters and digits in words joined by single hyphens, starting with a letter)';
+  const KEBAB =
+    'it must match /^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/ (lower-case letters and digits in words joined by single hyphens, starting with a letter)';
 
-  it.each(['Invoice-Sync', 'invoice_sync', 'invoice--sync', 'invoice-sync-', '-invoice', '9-lives', 'invoice sync', ''])(
-    'refuses %j as not kebab-case',
-    (name) => {
-      expect(validateName(name, real)).toEqual({ rule: 'kebab-case', message: `job name "${name}" breaks the kebab-case rule: ${KEBAB}` });
-    },
-  );
+  it.each([
+    'Invoice-Sync',
+    'invoice_sync',
+    'invoice--sync',
+    'invoice-sync-',
+    '-invoice',
+    '9-lives',
+    'invoice sync',
+    '',
+  ])('refuses %j as not kebab-case', (name) => {
+    expect(validateName(name, real)).toEqual({
+      rule: 'kebab-case',
+      message: `job name "${name}" breaks the kebab-case rule: ${KEBAB}`,
+    });
+  });
 
   it.each([
     ['ab', 2],
@@ -73,7 +83,10 @@ describe('Function: validateName', () => {
   });
 
   it('refuses a name whose producer function name would be too long in some environment', () => {
-    const state = { ...real, environments: { ...real.environments, 'qa-environment-with-a-long-name': real.environments.dev } };
+    const state = {
+      ...real,
+      environments: { ...real.environments, 'qa-environment-with-a-long-name': real.environments.dev },
+    };
     const fn = 'PacedJobs-qa-environment-with-a-long-name-invoice-sync-items-producer';
     expect(validateName('invoice-sync-items', state)).toEqual({
       rule: 'length',
@@ -100,14 +113,14 @@ describe('Function: validateName', () => {
     ['state', 'State'],
     ['monitoring', 'Monitoring'],
     ['sdk-slim-layer', 'SdkSlimLayer'],
-  ])('refuses %j, whose construct ID is one of the stack\'s own', (name, id) => {
+  ])("refuses %j, whose construct ID is one of the stack's own", (name, id) => {
     expect(validateName(name, real)).toEqual({
       rule: 'reserved',
       message: `job name "${name}" breaks the reserved rule: its construct ID "${id}" (the name in PascalCase) is one the stack uses for itself (AppResources, State, Monitoring, SdkSlimLayer, ScheduleGroup, CDKMetadata)`,
     });
   });
 
-  it('refuses an existing job folder (which holds the job\'s tests too)', () => {
+  it("refuses an existing job folder (which holds the job's tests too)", () => {
     const state = { ...real, exists: (path: string) => path === 'lambda/jobs/invoice-sync' || real.exists(path) };
     expect(validateName('invoice-sync', state)).toEqual({
       rule: 'taken',
@@ -117,16 +130,26 @@ describe('Function: validateName', () => {
 
   it('refuses a name configured in some environment, though it has no folder', () => {
     const dev = real.environments.dev;
-    const state = { ...real, environments: { ...real.environments, dev: { ...dev, jobs: { ...dev.jobs, 'ghost-job': jobSchema.parse(expectedConfig(jobNames('ghost-job')).job) } } } };
+    const state = {
+      ...real,
+      environments: {
+        ...real.environments,
+        dev: { ...dev, jobs: { ...dev.jobs, 'ghost-job': jobSchema.parse(expectedConfig(jobNames('ghost-job')).job) } },
+      },
+    };
     expect(validateName('ghost-job', state)).toEqual({
       rule: 'taken',
-      message: 'job name "ghost-job" breaks the taken rule: jobs.ghost-job is already configured in lib/config/environments.ts (dev)',
+      message:
+        'job name "ghost-job" breaks the taken rule: jobs.ghost-job is already configured in lib/config/environments.ts (dev)',
     });
   });
 
   it('refuses a name whose table key is configured already', () => {
     const prod = real.environments.prod;
-    const appResources = { ...prod.appResources, tables: { ...prod.appResources?.tables, ghostJobItems: { tableName: 'ghost', partitionKey: { name: 'id' } } } };
+    const appResources = {
+      ...prod.appResources,
+      tables: { ...prod.appResources?.tables, ghostJobItems: { tableName: 'ghost', partitionKey: { name: 'id' } } },
+    };
     const state = { ...real, environments: { ...real.environments, prod: { ...prod, appResources } } };
     expect(validateName('ghost-job', state)?.message).toBe(
       'job name "ghost-job" breaks the taken rule: appResources.tables.ghostJobItems, the job\'s table, is already configured in lib/config/environments.ts (prod)',
@@ -135,7 +158,9 @@ describe('Function: validateName', () => {
 
   it('refuses a name with the construct ID of an existing job', () => {
     const state = { ...real, jobFolders: [...real.jobFolders, 'job-2x'] };
-    expect(validateName('job2x', state)?.message).toBe('job name "job2x" breaks the taken rule: the job "job-2x" has the same construct ID "Job2x"');
+    expect(validateName('job2x', state)?.message).toBe(
+      'job name "job2x" breaks the taken rule: the job "job-2x" has the same construct ID "Job2x"',
+    );
   });
 
   it.each([
@@ -155,13 +180,13 @@ describe('Function: validateName', () => {
 });
 
 describe('Function: planNewJob', () => {
-  it('throws the name\'s broken rule as a ScaffoldError', () => {
+  it("throws the name's broken rule as a ScaffoldError", () => {
     const error = planError('Invoice');
     expect(error.rule).toBe('kebab-case');
     expect(error.message).toMatch(/^job name "Invoice" breaks the kebab-case rule: /);
   });
 
-  it('plans the job\'s code, fixture and tests, and one edit of the config', () => {
+  it("plans the job's code, fixture and tests, and one edit of the config", () => {
     const plan = planNewJob('invoice-sync', real);
     expect(plan.files.map((f) => f.path)).toEqual([
       'lambda/jobs/invoice-sync/index.ts',
@@ -192,7 +217,9 @@ describe('Function: planNewJob', () => {
       expect(table).toEqual({
         tableName: `invoice-sync-items-${env}`,
         partitionKey: { name: 'itemId' },
-        globalSecondaryIndexes: [{ indexName: 'pending-by-date', partitionKey: { name: 'pendingDate' }, sortKey: { name: 'itemId' } }],
+        globalSecondaryIndexes: [
+          { indexName: 'pending-by-date', partitionKey: { name: 'pendingDate' }, sortKey: { name: 'itemId' } },
+        ],
       });
       expect(otherTables).toEqual(before.appResources?.tables);
     }
@@ -203,7 +230,10 @@ describe('Function: planNewJob', () => {
   });
 
   it('refuses to guess where to insert when a marker is missing', () => {
-    const error = planError('invoice-sync', withSource(real.environmentsSource.replace(JOBS_MARKER, '// (marker removed)')));
+    const error = planError(
+      'invoice-sync',
+      withSource(real.environmentsSource.replace(JOBS_MARKER, '// (marker removed)')),
+    );
     expect(error.message).toBe(
       'lib/config/environments.ts: the marker line "// new-job: jobs above" must appear exactly once (found 0); it shows the scaffold where to insert the new job',
     );
@@ -230,21 +260,30 @@ describe('Function: planNewJob', () => {
     );
     const error = planError('invoice-sync', withSource(source));
     expect(error.rule).toBe('taken');
-    expect(error.message).toBe('job name "invoice-sync" breaks the taken rule: the job\'s table name "invoice-sync-items-dev" is already used by appResources.tables.legacy in dev');
+    expect(error.message).toBe(
+      'job name "invoice-sync" breaks the taken rule: the job\'s table name "invoice-sync-items-dev" is already used by appResources.tables.legacy in dev',
+    );
   });
 });
 
 describe('Function: render', () => {
   it('fills in every placeholder and refuses one it does not know', () => {
     const names = jobNames('invoice-sync');
-    expect(render("__JOB_NAME__ __Job__Item __job__OperationId '__TABLE_KEY__'", names)).toBe("invoice-sync InvoiceSyncItem invoiceSyncOperationId 'invoiceSyncItems'");
-    expect(() => render('__JOB_NAME__ __Typo__', names, 'index.ts.tmpl')).toThrow('index.ts.tmpl: unknown placeholder(s) __Typo__');
+    expect(render("__JOB_NAME__ __Job__Item __job__OperationId '__TABLE_KEY__'", names)).toBe(
+      "invoice-sync InvoiceSyncItem invoiceSyncOperationId 'invoiceSyncItems'",
+    );
+    expect(() => render('__JOB_NAME__ __Typo__', names, 'index.ts.tmpl')).toThrow(
+      'index.ts.tmpl: unknown placeholder(s) __Typo__',
+    );
   });
 
-  it('imports the engine through the package\'s entry points in an app, by relative path to the same modules here', () => {
+  it("imports the engine through the package's entry points in an app, by relative path to the same modules here", () => {
     const names = jobNames('invoice-sync');
-    const imports = "'__JOB_API__' '__FIXTURE_API__' '__TEST_JOB_API__' '__TEST_FIXTURE_API__' '__TESTING_API__' '__JOB_DIR__/index'";
-    expect(render(imports, names, 'imports', 'app')).toBe("'paced-jobs/job' 'paced-jobs/fixture' 'paced-jobs/job' 'paced-jobs/fixture' 'paced-jobs/testing' './index'");
+    const imports =
+      "'__JOB_API__' '__FIXTURE_API__' '__TEST_JOB_API__' '__TEST_FIXTURE_API__' '__TESTING_API__' '__JOB_DIR__/index'";
+    expect(render(imports, names, 'imports', 'app')).toBe(
+      "'paced-jobs/job' 'paced-jobs/fixture' 'paced-jobs/job' 'paced-jobs/fixture' 'paced-jobs/testing' './index'",
+    );
     expect(render(imports, names, 'imports', 'repository')).toBe(
       "'../../job' '../../../local/fixture' '../../../job' '../../../../local/fixture' '../../../../local/testing' '../index'",
     );
@@ -264,7 +303,9 @@ function fakeProject(): string {
 }
 
 const listTree = (root: string): string[] =>
-  readdirSync(root, { recursive: true, withFileTypes: true }).map((e) => `${join(e.parentPath, e.name).slice(root.length + 1)}${e.isDirectory() ? '/' : ''}`).sort();
+  readdirSync(root, { recursive: true, withFileTypes: true })
+    .map((e) => `${join(e.parentPath, e.name).slice(root.length + 1)}${e.isDirectory() ? '/' : ''}`)
+    .sort();
 
 describe('Function: writePlan', () => {
   let root: string;
@@ -284,7 +325,11 @@ describe('Function: writePlan', () => {
     const before = listTree(root);
     const original = readFileSync(join(root, ENVIRONMENTS_FILE), 'utf8');
     const plan = planNewJob('invoice-sync', readProjectState(root));
-    const failing = { ...fsWriter, overwrite: (path: string, content: string) => (content === original ? fsWriter.overwrite(path, content) : failWith('disk full')) };
+    const failing = {
+      ...fsWriter,
+      overwrite: (path: string, content: string) =>
+        content === original ? fsWriter.overwrite(path, content) : failWith('disk full'),
+    };
     let error: unknown;
     try {
       writePlan(root, plan, failing);
@@ -292,7 +337,9 @@ describe('Function: writePlan', () => {
       error = e;
     }
     expect(error).toBeInstanceOf(ScaffoldError);
-    expect((error as ScaffoldError).message).toBe('new-job invoice-sync: editing lib/config/environments.ts failed (disk full); removed what it had written');
+    expect((error as ScaffoldError).message).toBe(
+      'new-job invoice-sync: editing lib/config/environments.ts failed (disk full); removed what it had written',
+    );
     expect(((error as ScaffoldError).cause as Error).message).toBe('disk full');
     expect(listTree(root)).toEqual(before);
     expect(readFileSync(join(root, ENVIRONMENTS_FILE), 'utf8')).toBe(original);
@@ -302,8 +349,14 @@ describe('Function: writePlan', () => {
     const before = listTree(root);
     const plan = planNewJob('invoice-sync', readProjectState(root));
     let created = 0;
-    const failing = { ...fsWriter, create: (path: string, content: string) => (++created === 4 ? failWith('no space') : fsWriter.create(path, content)) };
-    expect(() => writePlan(root, plan, failing)).toThrow('new-job invoice-sync: writing lambda/jobs/invoice-sync/test/index.test.ts failed (no space); removed what it had written');
+    const failing = {
+      ...fsWriter,
+      create: (path: string, content: string) =>
+        ++created === 4 ? failWith('no space') : fsWriter.create(path, content),
+    };
+    expect(() => writePlan(root, plan, failing)).toThrow(
+      'new-job invoice-sync: writing lambda/jobs/invoice-sync/test/index.test.ts failed (no space); removed what it had written',
+    );
     expect(listTree(root)).toEqual(before);
   });
 
@@ -312,7 +365,9 @@ describe('Function: writePlan', () => {
     const plan = planNewJob('invoice-sync', readProjectState(root));
     const changed = `${plan.edits[0].before}\n// someone else's edit\n`;
     fsWriter.overwrite(join(root, ENVIRONMENTS_FILE), changed);
-    expect(() => writePlan(root, plan)).toThrow('new-job invoice-sync: editing lib/config/environments.ts failed (lib/config/environments.ts changed since the scaffold read it); removed what it had written');
+    expect(() => writePlan(root, plan)).toThrow(
+      'new-job invoice-sync: editing lib/config/environments.ts failed (lib/config/environments.ts changed since the scaffold read it); removed what it had written',
+    );
     expect(listTree(root)).toEqual(before);
     expect(readFileSync(join(root, ENVIRONMENTS_FILE), 'utf8')).toBe(changed);
   });
@@ -334,10 +389,12 @@ describe('Function: run (the new-job command)', () => {
   });
   afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-  it('exits 1 with the rule\'s message and writes nothing for a bad name', async () => {
+  it("exits 1 with the rule's message and writes nothing for a bad name", async () => {
     const before = listTree(root);
     await expect(run(['Invoice_Sync', '--root', root], io)).resolves.toBe(1);
-    expect(err).toBe('new-job: job name "Invoice_Sync" breaks the kebab-case rule: it must match /^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/ (lower-case letters and digits in words joined by single hyphens, starting with a letter)\n');
+    expect(err).toBe(
+      'new-job: job name "Invoice_Sync" breaks the kebab-case rule: it must match /^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/ (lower-case letters and digits in words joined by single hyphens, starting with a letter)\n',
+    );
     expect(out).toBe('');
     expect(listTree(root)).toEqual(before);
   });
@@ -345,14 +402,18 @@ describe('Function: run (the new-job command)', () => {
   it('exits 1 for a name that is taken', async () => {
     mkdirSync(join(root, 'lambda/jobs/invoice-sync'));
     await expect(run(['invoice-sync', '--root', root], io)).resolves.toBe(1);
-    expect(err).toBe('new-job: job name "invoice-sync" breaks the taken rule: lambda/jobs/invoice-sync already exists\n');
+    expect(err).toBe(
+      'new-job: job name "invoice-sync" breaks the taken rule: lambda/jobs/invoice-sync already exists\n',
+    );
   });
 
   it('exits 1 naming the file it needs when --root is this repository without its config', async () => {
     rmSync(join(root, ENVIRONMENTS_FILE));
     const before = listTree(root);
     await expect(run(['invoice-sync', '--root', root], io)).resolves.toBe(1);
-    expect(err).toMatch(new RegExp(`^new-job: ${root} does not look like this project: cannot read lib/config/environments.ts \\(ENOENT`));
+    expect(err).toMatch(
+      new RegExp(`^new-job: ${root} does not look like this project: cannot read lib/config/environments.ts \\(ENOENT`),
+    );
     expect(listTree(root)).toEqual(before);
   });
 
@@ -360,7 +421,11 @@ describe('Function: run (the new-job command)', () => {
     const empty = mkdtempSync(join(tmpdir(), 'new-job-empty-'));
     try {
       await expect(run(['invoice-sync', '--root', empty], io)).resolves.toBe(1);
-      expect(err).toMatch(new RegExp(`^new-job: ${empty} is not a project new-job can add a job to: cannot read its package.json \\(ENOENT`));
+      expect(err).toMatch(
+        new RegExp(
+          `^new-job: ${empty} is not a project new-job can add a job to: cannot read its package.json \\(ENOENT`,
+        ),
+      );
       expect(readdirSync(empty)).toEqual([]);
     } finally {
       rmSync(empty, { recursive: true, force: true });
@@ -393,7 +458,9 @@ describe('Function: run (the new-job command)', () => {
     expect(existsSync(join(root, 'lambda/jobs/invoice-sync/local.ts'))).toBe(true);
     const after = listTree(root);
     await expect(run(['invoice-sync', '--root', root], io)).resolves.toBe(1);
-    expect(err).toBe('new-job: job name "invoice-sync" breaks the taken rule: lambda/jobs/invoice-sync already exists\n');
+    expect(err).toBe(
+      'new-job: job name "invoice-sync" breaks the taken rule: lambda/jobs/invoice-sync already exists\n',
+    );
     expect(listTree(root)).toEqual(after);
   });
 });
@@ -417,14 +484,18 @@ describe('Function: projectKind', () => {
 
   it('is this repository for the package itself, and an app for a package.json depending on it', () => {
     expect(projectKind(PROJECT_ROOT)).toBe('repository');
-    expect(projectKind(app({ name: 'team-app', dependencies: { 'paced-jobs': 'file:../paced-jobs-0.1.0.tgz' } }))).toBe('app');
+    expect(projectKind(app({ name: 'team-app', dependencies: { 'paced-jobs': 'file:../paced-jobs-0.1.0.tgz' } }))).toBe(
+      'app',
+    );
     expect(projectKind(app({ name: 'team-app', devDependencies: { 'paced-jobs': '^0.1.0' } }))).toBe('app');
   });
 
   it('throws naming the missing dependency for any other project', () => {
     const other = app({ name: 'team-app', dependencies: { 'aws-cdk-lib': '^2.0.0' } });
     expect(() => projectKind(other)).toThrow(
-      new ScaffoldError(`${other} is not a project new-job can add a job to: its package.json does not depend on paced-jobs (run npm install paced-jobs there first)`),
+      new ScaffoldError(
+        `${other} is not a project new-job can add a job to: its package.json does not depend on paced-jobs (run npm install paced-jobs there first)`,
+      ),
     );
   });
 });
@@ -447,11 +518,17 @@ describe('Function: planAppJob', () => {
     ]);
     expect(plan.edits).toEqual([]);
     const imported = plan.files.flatMap((f) => [...f.content.matchAll(/from '([^']+)'/g)].map((m) => m[1]));
-    const outside = imported.filter((i) => !/^(paced-jobs\/(job|fixture|testing)|@aws-sdk\/[a-z0-9-]+|zod\/mini|\.\/(index|items|local))$/.test(i));
+    const outside = imported.filter(
+      (i) => !/^(paced-jobs\/(job|fixture|testing)|@aws-sdk\/[a-z0-9-]+|zod\/mini|\.\/(index|items|local))$/.test(i),
+    );
     expect(outside).toEqual([]);
-    expect(new Set(imported.filter((i) => i.startsWith('paced-jobs')))).toEqual(new Set(['paced-jobs/job', 'paced-jobs/fixture', 'paced-jobs/testing']));
+    expect(new Set(imported.filter((i) => i.startsWith('paced-jobs')))).toEqual(
+      new Set(['paced-jobs/job', 'paced-jobs/fixture', 'paced-jobs/testing']),
+    );
     // Nothing points the reader at this repository's files.
-    expect(plan.files.filter((f) => /lib\/config|lambda\/|test\/lambda|npm run new-job/.test(f.content)).map((f) => f.path)).toEqual([]);
+    expect(
+      plan.files.filter((f) => /lib\/config|lambda\/|test\/lambda|npm run new-job/.test(f.content)).map((f) => f.path),
+    ).toEqual([]);
   });
 
   it('refuses a name whose folder exists, or whose construct ID another job in jobs/ has', () => {
@@ -460,19 +537,24 @@ describe('Function: planAppJob', () => {
     );
     mkdirSync(join(root, 'jobs', 'export-expiry2'));
     expect(() => planAppJob('export-expiry-2', readAppState(root))).toThrow(
-      new ScaffoldError('job name "export-expiry-2" breaks the taken rule: the job "export-expiry2" has the same construct ID "ExportExpiry2"', 'taken'),
+      new ScaffoldError(
+        'job name "export-expiry-2" breaks the taken rule: the job "export-expiry2" has the same construct ID "ExportExpiry2"',
+        'taken',
+      ),
     );
   });
 
   it('holds the name to the rules a job name has anywhere', () => {
     expect(() => planAppJob('Export_Expiry', readAppState(root))).toThrow(/breaks the kebab-case rule/);
-    expect(() => planAppJob('schedule-group-x', readAppState(root))).toThrow(/breaks the reserved rule: names starting with "schedule-group" are reserved/);
+    expect(() => planAppJob('schedule-group-x', readAppState(root))).toThrow(
+      /breaks the reserved rule: names starting with "schedule-group" are reserved/,
+    );
     expect(() => planAppJob('state', readAppState(root))).toThrow(/breaks the reserved rule: its construct ID "State"/);
   });
 });
 
 describe('Function: appSnippet', () => {
-  it('is a table and a PacedJobs entry that read as the repository\'s config of the same job, the table a construct', () => {
+  it("is a table and a PacedJobs entry that read as the repository's config of the same job, the table a construct", () => {
     const names = jobNames('export-expiry');
     const [tablePart, jobPart] = appSnippet(names).split('\n\n');
     const created: { id: string; props: unknown }[] = [];
@@ -486,9 +568,12 @@ describe('Function: appSnippet', () => {
     };
     const path = { join: (...parts: string[]) => join(...parts) };
     // eslint-disable-next-line @typescript-eslint/no-implied-eval
-    const evaluate = new Function('dynamodb', 'path', '__dirname', `${tablePart}\nreturn { table: exportExpiryItems, jobs: {${jobPart}} };`) as (
-      ...args: unknown[]
-    ) => { table: unknown; jobs: Record<string, Record<string, unknown>> };
+    const evaluate = new Function(
+      'dynamodb',
+      'path',
+      '__dirname',
+      `${tablePart}\nreturn { table: exportExpiryItems, jobs: {${jobPart}} };`,
+    ) as (...args: unknown[]) => { table: unknown; jobs: Record<string, Record<string, unknown>> };
     const { table, jobs } = evaluate.call({}, dynamodb, path, '/app/bin');
 
     const expected = expectedConfig(names);
@@ -517,7 +602,7 @@ describe('Function: appSnippet', () => {
   });
 });
 
-describe('Function: run (the new-job command), in a team\'s app', () => {
+describe("Function: run (the new-job command), in a team's app", () => {
   let root: string;
   let out: string;
   let err: string;
@@ -545,9 +630,18 @@ describe('Function: run (the new-job command), in a team\'s app', () => {
       "Add it to your stack's PacedJobs (the table and the job's entry; edit both to fit):",
       '',
     ]);
-    expect(out).toContain(appSnippet(jobNames('export-expiry')).split('\n').map((l) => (l ? `  ${l}` : l)).join('\n'));
+    expect(out).toContain(
+      appSnippet(jobNames('export-expiry'))
+        .split('\n')
+        .map((l) => (l ? `  ${l}` : l))
+        .join('\n'),
+    );
     expect(listTree(root)).toEqual(
-      [...before, 'jobs/export-expiry/', ...['index.ts', 'items.ts', 'local.ts', 'index.test.ts', 'local.test.ts'].map((f) => `jobs/export-expiry/${f}`)].sort(),
+      [
+        ...before,
+        'jobs/export-expiry/',
+        ...['index.ts', 'items.ts', 'local.ts', 'index.test.ts', 'local.test.ts'].map((f) => `jobs/export-expiry/${f}`),
+      ].sort(),
     );
     expect(readFileSync(join(root, 'package.json'), 'utf8')).toBe(manifest);
 

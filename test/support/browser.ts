@@ -28,10 +28,16 @@ export async function launchBrowser(): Promise<Browser> {
   try {
     accessSync(CHROMIUM_PATH, constants.X_OK);
   } catch {
-    throw new Error(`no chromium at ${CHROMIUM_PATH}: run \`node scripts/ensure-browser.mjs\` (npm test does it first) or \`sudo apt-get install -y chromium\``);
+    throw new Error(
+      `no chromium at ${CHROMIUM_PATH}: run \`node scripts/ensure-browser.mjs\` (npm test does it first) or \`sudo apt-get install -y chromium\``,
+    );
   }
   const profile = mkdtempSync(join(tmpdir(), 'paced-jobs-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM_PATH, headless: true, args: FLAGS });
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM_PATH,
+    headless: true,
+    args: FLAGS,
+  });
   return {
     context,
     async close() {

@@ -36,6 +36,9 @@ function synthTestApp(cwd: string): Promise<void> {
   return new Promise((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code, signal) =>
-      code === 0 ? resolve() : reject(new Error(`the test app's synth (test/support/synthTestApp.ts) exited ${signal ?? code}`)));
+      code === 0
+        ? resolve()
+        : reject(new Error(`the test app's synth (test/support/synthTestApp.ts) exited ${signal ?? code}`)),
+    );
   });
 }

@@ -40,7 +40,13 @@ export interface FixtureServers {
  * Registers beforeAll/afterAll that start local DynamoDB (and S3 with `buckets`), create `tables`, and build the
  * clients a fixture's seed gets; without buckets, S3 points nowhere (the job's data is in DynamoDB only).
  */
-export function useFixtureServers(base: { jobName: string; settings: () => JobRuntimeSettings; businessDate: string; tables: TableSpec[]; buckets?: string[] }): FixtureServers {
+export function useFixtureServers(base: {
+  jobName: string;
+  settings: () => JobRuntimeSettings;
+  businessDate: string;
+  tables: TableSpec[];
+  buckets?: string[];
+}): FixtureServers {
   let aws: LocalAws;
   let s3Server: RunningS3 | undefined;
   let dynamodb: DynamoDBClient;
@@ -52,7 +58,12 @@ export function useFixtureServers(base: { jobName: string; settings: () => JobRu
     resetClients();
     dynamodb = new DynamoDBClient({});
     documents = DynamoDBDocumentClient.from(dynamodb);
-    s3 = new S3Client({ endpoint: s3Server?.endpoint ?? 'http://127.0.0.1:9', region: 'us-east-1', credentials: LOCAL_CREDENTIALS, forcePathStyle: true });
+    s3 = new S3Client({
+      endpoint: s3Server?.endpoint ?? 'http://127.0.0.1:9',
+      region: 'us-east-1',
+      credentials: LOCAL_CREDENTIALS,
+      forcePathStyle: true,
+    });
     for (const table of base.tables) await createTable(dynamodb, table);
   });
   afterAll(async () => {
@@ -62,7 +73,15 @@ export function useFixtureServers(base: { jobName: string; settings: () => JobRu
     await Promise.all([aws.stop(), s3Server?.close()]);
   });
   return {
-    context: (over = {}) => ({ jobName: base.jobName, settings: base.settings(), businessDate: base.businessDate, dynamodb, documents, s3, ...over }),
+    context: (over = {}) => ({
+      jobName: base.jobName,
+      settings: base.settings(),
+      businessDate: base.businessDate,
+      dynamodb,
+      documents,
+      s3,
+      ...over,
+    }),
     dynamodb: () => dynamodb,
     documents: () => documents,
     s3: () => s3,

@@ -13,7 +13,12 @@ import { createConsumer } from '../../lambda/handlers/consumer';
 import { batchFigures } from '../../local/ledgerFigures';
 import { expandBody, type MessageCase } from '../corpus/loadCorpus';
 import {
-  createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue, withPacer,
+  createIdempotencyTable,
+  createLedgerTable,
+  createLimiterTable,
+  createQueue,
+  drainQueue,
+  withPacer,
 } from '../lambda/handlers/harness';
 import { startLocalAws, type LocalAws } from './aws';
 import { lambdaContext, sqsEvent, sqsRecord } from './lambdaEvents';
@@ -73,27 +78,36 @@ export function describeMessageCorpus(jobName: string, cases: MessageCase[], set
       aws = await startLocalAws();
       resetClients();
       logger.setLogLevel('SILENT');
-      await Promise.all([createIdempotencyTable('idempotency'), createLedgerTable('ledger'), createLimiterTable('limiter')]);
+      await Promise.all([
+        createIdempotencyTable('idempotency'),
+        createLedgerTable('ledger'),
+        createLimiterTable('limiter'),
+      ]);
       target = await setup();
       jest.spyOn(metrics, 'addMetric').mockImplementation((name, _unit, value) => {
         metricCalls.push([name, value]);
         return metrics;
       });
       [queueUrl, dlqUrl] = await Promise.all([createQueue(`corpus-${jobName}`), createQueue(`corpus-${jobName}-dlq`)]);
-      const handle = createConsumer(withPacer({
-        job: target.job,
-        jobDeps: target.deps,
-        queueUrl,
-        dlqUrl,
-        idempotencyTableName: 'idempotency',
-        idempotencyTtlSeconds: 30 * 86_400,
-        maxMessageBytes: MAX_MESSAGE_BYTES,
-        ledger: new DynamoLedger({ tableName: 'ledger' }),
-        limiter: new DynamoDbRateLimiter({ tableName: 'limiter', limits: { startsPerInterval: 1000, intervalMs: 1000 } }),
-        // The limiter never nears its allowance here, so a slow local call must not count as a missed slot.
-        pacing: { key: `corpus-${jobName}`, lateToleranceMs: 60_000 },
-        publisher: new SqsPublisher({ sleep: async () => undefined }),
-      }));
+      const handle = createConsumer(
+        withPacer({
+          job: target.job,
+          jobDeps: target.deps,
+          queueUrl,
+          dlqUrl,
+          idempotencyTableName: 'idempotency',
+          idempotencyTtlSeconds: 30 * 86_400,
+          maxMessageBytes: MAX_MESSAGE_BYTES,
+          ledger: new DynamoLedger({ tableName: 'ledger' }),
+          limiter: new DynamoDbRateLimiter({
+            tableName: 'limiter',
+            limits: { startsPerInterval: 1000, intervalMs: 1000 },
+          }),
+          // The limiter never nears its allowance here, so a slow local call must not count as a missed slot.
+          pacing: { key: `corpus-${jobName}`, lateToleranceMs: 60_000 },
+          publisher: new SqsPublisher({ sleep: async () => undefined }),
+        }),
+      );
       let valid = 0;
       const capture = (chunk: string | Uint8Array) => {
         logLines.push(...String(chunk).split('\n').filter(Boolean));
@@ -104,11 +118,19 @@ export function describeMessageCorpus(jobName: string, cases: MessageCase[], set
       logger.setLogLevel('INFO');
       try {
         for (let i = 0; i < cases.length; i += BAD_PER_BATCH) {
-          const bad = cases.slice(i, i + BAD_PER_BATCH).map((c, j) => sqsRecord(expandBody(c.body), { messageId: `bad-${i + j}` }));
+          const bad = cases
+            .slice(i, i + BAD_PER_BATCH)
+            .map((c, j) => sqsRecord(expandBody(c.body), { messageId: `bad-${i + j}` }));
           const ok = [];
-          for (let k = 0; k < VALID_PER_BATCH; k++) ok.push(sqsRecord(await target.seedValid(valid), { messageId: `ok-${valid++}` }));
+          for (let k = 0; k < VALID_PER_BATCH; k++)
+            ok.push(sqsRecord(await target.seedValid(valid), { messageId: `ok-${valid++}` }));
           const middle = Math.floor(bad.length / 2);
-          responses.push(await handle(sqsEvent(ok[0], ...bad.slice(0, middle), ...ok.slice(1), ...bad.slice(middle)), lambdaContext()));
+          responses.push(
+            await handle(
+              sqsEvent(ok[0], ...bad.slice(0, middle), ...ok.slice(1), ...bad.slice(middle)),
+              lambdaContext(),
+            ),
+          );
         }
       } finally {
         logger.setLogLevel('SILENT');
@@ -116,7 +138,11 @@ export function describeMessageCorpus(jobName: string, cases: MessageCase[], set
         err.mockRestore();
       }
       const { Items = [] } = await documentClient().send(
-        new QueryCommand({ TableName: 'ledger', KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `REJECTED#${jobName}` } }),
+        new QueryCommand({
+          TableName: 'ledger',
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': `REJECTED#${jobName}` },
+        }),
       );
       for (const item of Items) rejections.set(item.messageId as string, item as never);
     });
@@ -146,29 +172,46 @@ export function describeMessageCorpus(jobName: string, cases: MessageCase[], set
     it('records exactly one review record per bad case and none for a valid message, and meters each rejection', async () => {
       expect([...rejections.keys()].sort()).toEqual(cases.map((_, i) => `bad-${i}`).sort());
       const total = (name: string) => metricCalls.filter(([n]) => n === name).reduce((sum, [, v]) => sum + v, 0);
-      expect([total('Rejected'), total('Applied'), total('Failed'), total('Deferred'), total('DeadLettered')]).toEqual([cases.length, validCount, 0, 0, 0]);
+      expect([total('Rejected'), total('Applied'), total('Failed'), total('Deferred'), total('DeadLettered')]).toEqual([
+        cases.length,
+        validCount,
+        0,
+        0,
+        0,
+      ]);
       // The valid messages' batch counts its completions; a rejected body cannot be trusted to name a batch, so only
       // those that carry this batch's ID are counted against it.
       const batchId = `${jobName}:${CORPUS_DATE}:corpus`;
-      const batch = await batchFigures(documentClient(), { ledger: 'ledger', idempotency: 'idempotency' }, jobName, { sk: batchId });
+      const batch = await batchFigures(documentClient(), { ledger: 'ledger', idempotency: 'idempotency' }, jobName, {
+        sk: batchId,
+      });
       expect(batch).toMatchObject({ completed: validCount });
     });
 
     it('logs each rejection as one JSON line that carries no raw control or bidirectional characters from the body', () => {
-      const rejected = logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.message === 'message rejected and kept for review');
+      const rejected = logLines
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((l) => l.message === 'message rejected and kept for review');
       expect(rejected.map((l) => l.messageId).sort()).toEqual(cases.map((_, i) => `bad-${i}`).sort());
       // JSON escapes C0 controls, but not bidi overrides, zero-width characters or line separators.
-      expect(logLines.filter((l) => /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff]/.test(l))).toEqual([]);
+      expect(
+        logLines.filter((l) =>
+          /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff]/.test(l),
+        ),
+      ).toEqual([]);
     });
 
-    it.each(cases.map((c, i) => [c.name, i, c] as [string, number, MessageCase]))('rejects "%s" with a reason naming the problem', (_name, i, c) => {
-      const body = expandBody(c.body);
-      const record = rejections.get(`bad-${i}`);
-      expect(record?.reasons).toEqual(expect.arrayContaining([expect.stringContaining(c.expect)]));
-      // The review record keeps the body as it arrived, cut to a bounded excerpt when it is large.
-      expect(record?.bodyBytes).toBe(Buffer.byteLength(body, 'utf8'));
-      expect(body.startsWith(record?.body ?? '\u0000')).toBe(true);
-      expect(record?.truncated).toBe(Buffer.byteLength(body, 'utf8') > 4096);
-    });
+    it.each(cases.map((c, i) => [c.name, i, c] as [string, number, MessageCase]))(
+      'rejects "%s" with a reason naming the problem',
+      (_name, i, c) => {
+        const body = expandBody(c.body);
+        const record = rejections.get(`bad-${i}`);
+        expect(record?.reasons).toEqual(expect.arrayContaining([expect.stringContaining(c.expect)]));
+        // The review record keeps the body as it arrived, cut to a bounded excerpt when it is large.
+        expect(record?.bodyBytes).toBe(Buffer.byteLength(body, 'utf8'));
+        expect(body.startsWith(record?.body ?? '\u0000')).toBe(true);
+        expect(record?.truncated).toBe(Buffer.byteLength(body, 'utf8') > 4096);
+      },
+    );
   });
 }

@@ -44,7 +44,11 @@ const SKIPPED = [/^node_modules(\/|$)/, /^cdk\.out(\.[^/]*)?(\/|$)/, /^\.local(\
  * adding belongs to the project too), minus deleted ones and the build folders.
  */
 export function projectFiles(from: string = PROJECT_ROOT): string[] {
-  const listed = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: from, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const listed = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: from,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
   return [...new Set(listed.split('\0'))]
     .filter((f) => f.length > 0 && !SKIPPED.some((re) => re.test(f)))
     .filter((f) => existsSync(join(from, f)) && statSync(join(from, f)).isFile())
@@ -90,11 +94,21 @@ function killGroup(pid: number): void {
  * Runs a command in its own process group, so a timeout stops it and everything it started (npx, jest workers).
  * `running` tracks the groups still running, for whoever must stop them early.
  */
-export function runIn(cwd: string, command: string, args: readonly string[], options: RunOptions & { running?: Set<number> } = {}): Promise<CommandResult> {
+export function runIn(
+  cwd: string,
+  command: string,
+  args: readonly string[],
+  options: RunOptions & { running?: Set<number> } = {},
+): Promise<CommandResult> {
   const timeoutMs = options.timeoutMs ?? 120_000;
   const started = Date.now();
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(command, [...args], { cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(command, [...args], {
+      cwd,
+      env: { ...process.env, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
@@ -131,7 +145,11 @@ export function runIn(cwd: string, command: string, args: readonly string[], opt
 /** A command's result as one readable block, for a failed expectation's message. */
 export function describeResult(what: string, result: CommandResult): string {
   const tail = (text: string) => (text.length > 6000 ? `...${text.slice(-6000)}` : text);
-  const ended = result.timedOut ? 'timed out' : result.signal ? `was killed by ${result.signal}` : `exited ${result.status}`;
+  const ended = result.timedOut
+    ? 'timed out'
+    : result.signal
+      ? `was killed by ${result.signal}`
+      : `exited ${result.status}`;
   return `${what} ${ended} after ${result.durationMs} ms\n--- stdout\n${tail(result.stdout)}\n--- stderr\n${tail(result.stderr)}`;
 }
 

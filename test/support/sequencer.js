@@ -17,7 +17,10 @@ const TYPICAL_MS = { e2e: 60_000, integration: 10_000, component: 3_000, unit: 5
 const ROOT = join(__dirname, '..', '..');
 /** Recorded durations by path relative to the project, in ms (test/support/durations.json). */
 const RECORDED_MS = new Map(
-  Object.entries(JSON.parse(readFileSync(join(__dirname, 'durations.json'), 'utf8')).seconds).map(([path, s]) => [path, s * 1000]),
+  Object.entries(JSON.parse(readFileSync(join(__dirname, 'durations.json'), 'utf8')).seconds).map(([path, s]) => [
+    path,
+    s * 1000,
+  ]),
 );
 const recorded = (path) => RECORDED_MS.get(relative(ROOT, path).split(sep).join('/'));
 
@@ -30,14 +33,18 @@ const tierOf = (test) => {
 class TierSequencer extends Sequencer {
   sort(tests) {
     const size = new Map(tests.map((t) => [t.path, t.context.hasteFS.getSize(t.path) ?? 0]));
-    const expected = new Map(tests.map((t) => [t.path, this.time(t) ?? recorded(t.path) ?? TYPICAL_MS[tierOf(t)] ?? TYPICAL_MS.unit]));
+    const expected = new Map(
+      tests.map((t) => [t.path, this.time(t) ?? recorded(t.path) ?? TYPICAL_MS[tierOf(t)] ?? TYPICAL_MS.unit]),
+    );
     for (const t of tests) t.duration = this.time(t); // as jest's own sort leaves it: its scheduler reads it
     const failed = new Map(tests.map((t) => [t.path, this.hasFailed(t)]));
-    return [...tests].sort((a, b) =>
-      // A file that failed last time first, as jest does: its result is the one the developer is waiting for.
-      Number(failed.get(b.path)) - Number(failed.get(a.path)) ||
-      expected.get(b.path) - expected.get(a.path) ||
-      size.get(b.path) - size.get(a.path));
+    return [...tests].sort(
+      (a, b) =>
+        // A file that failed last time first, as jest does: its result is the one the developer is waiting for.
+        Number(failed.get(b.path)) - Number(failed.get(a.path)) ||
+        expected.get(b.path) - expected.get(a.path) ||
+        size.get(b.path) - size.get(a.path),
+    );
   }
 }
 

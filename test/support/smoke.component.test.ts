@@ -1,6 +1,12 @@
 import { CreateTableCommand, DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
-import { CreateQueueCommand, ListQueuesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { LocalAws, SHARED_LOCAL_AWS, startLocalAws } from './aws';
+import {
+  CreateQueueCommand,
+  ListQueuesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { type LocalAws, SHARED_LOCAL_AWS, startLocalAws } from './aws';
 
 describe('Local AWS servers', () => {
   let aws: LocalAws;

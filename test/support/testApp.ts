@@ -4,7 +4,14 @@
 // cdk.out.test-app, beside the reference app's cdk.out; every file then opens a LocalSession on that assembly.
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { assemblyStacks, chooseStack, ensureAppStack, newestAppSourceMtime, newestReferenceInputMtime, type StackArtifact } from '../../local/assembly';
+import {
+  assemblyStacks,
+  chooseStack,
+  ensureAppStack,
+  newestAppSourceMtime,
+  newestReferenceInputMtime,
+  type StackArtifact,
+} from '../../local/assembly';
 import { LocalSession, type SessionOptions } from '../../local/session';
 
 const ROOT = join(__dirname, '..', '..');
@@ -33,19 +40,35 @@ export function ensureTestApp(log: (line: string) => void): StackArtifact {
   const found = assemblyStacks(assemblyDir).find((s) => s.stackName === TEST_APP_STACK);
   const newestInput = Math.max(newestReferenceInputMtime(ROOT), newestAppSourceMtime(TEST_APP));
   const synth = !found || newestInput > statSync(found.templateFile).mtimeMs;
-  return ensureAppStack({ cwd: TEST_APP, assemblyDir: TEST_APP_ASSEMBLY, stack: TEST_APP_STACK, log, synth, referenceApp: false });
+  return ensureAppStack({
+    cwd: TEST_APP,
+    assemblyDir: TEST_APP_ASSEMBLY,
+    stack: TEST_APP_STACK,
+    log,
+    synth,
+    referenceApp: false,
+  });
 }
 
 /** The test app's synthesized template (globalSetup wrote it). */
 export const testAppTemplate = (): string => join(TEST_APP, TEST_APP_ASSEMBLY, `${TEST_APP_STACK}.template.json`);
 
 /** A LocalSession on the test app's synthesized stack (globalSetup made it): no synth, whatever the options say. */
-export function openTestAppSession(options: Omit<SessionOptions, 'cwd' | 'assemblyDir' | 'stack' | 'env'>): Promise<LocalSession> {
-  return LocalSession.open({ ...options, cwd: TEST_APP, assemblyDir: TEST_APP_ASSEMBLY, stack: TEST_APP_STACK, synth: false });
+export function openTestAppSession(
+  options: Omit<SessionOptions, 'cwd' | 'assemblyDir' | 'stack' | 'env'>,
+): Promise<LocalSession> {
+  return LocalSession.open({
+    ...options,
+    cwd: TEST_APP,
+    assemblyDir: TEST_APP_ASSEMBLY,
+    stack: TEST_APP_STACK,
+    synth: false,
+  });
 }
 
 /**
  * The test app's synthesized stack (globalSetup made it), for a test that deploys it on a LocalStack of its own.
  * @throws StackChoiceError when the assembly has no such stack
  */
-export const testAppStack = (): StackArtifact => chooseStack(join(TEST_APP, TEST_APP_ASSEMBLY), { stack: TEST_APP_STACK });
+export const testAppStack = (): StackArtifact =>
+  chooseStack(join(TEST_APP, TEST_APP_ASSEMBLY), { stack: TEST_APP_STACK });

@@ -51,7 +51,11 @@ const { projects } = config;
 const tiersOf = (relative: string) => {
   const path = join(ROOT, relative);
   return projects
-    .filter((p) => p.testRegex.some((r) => new RegExp(r).test(path)) && !p.testPathIgnorePatterns.some((r) => new RegExp(r).test(path)))
+    .filter(
+      (p) =>
+        p.testRegex.some((r) => new RegExp(r).test(path)) &&
+        !p.testPathIgnorePatterns.some((r) => new RegExp(r).test(path)),
+    )
     .map((p) => p.displayName);
 };
 
@@ -73,7 +77,9 @@ describe('Config: the jest projects (unit, component, integration, e2e)', () => 
     expect(configWith('unit').projects.map((p) => p.displayName)).toEqual(['unit']);
     expect(configWith('component').projects.map((p) => p.displayName)).toEqual(['component']);
     expect(configWith('e2e').projects.map((p) => p.displayName)).toEqual(['e2e']);
-    expect(() => configWith('fast')).toThrow('JEST_TIER=fast names no test tier (tiers: unit, component, integration, e2e)');
+    expect(() => configWith('fast')).toThrow(
+      'JEST_TIER=fast names no test tier (tiers: unit, component, integration, e2e)',
+    );
   });
 
   it('put every test file in exactly one tier', () => {
@@ -127,7 +133,7 @@ describe('Config: the jest projects (unit, component, integration, e2e)', () => 
     expect(tiersOf('test/local/nested/cron.test.ts')).toEqual(['integration']);
   });
 
-  it('keep the 60 s test timeout where jest reads it, at the top level (jest ignores a project\'s own)', () => {
+  it("keep the 60 s test timeout where jest reads it, at the top level (jest ignores a project's own)", () => {
     expect(config.testTimeout).toBe(60_000);
   });
 
@@ -136,19 +142,46 @@ describe('Config: the jest projects (unit, component, integration, e2e)', () => 
   });
 
   it('start the longest files first: by cached duration, else by tier, e2e first, so none is left running alone', () => {
-    const Sequencer = require('./sequencer.js') as new (options: { contexts: unknown[]; globalConfig: unknown }) => {
+    const Sequencer = require('./sequencer.js') as new (options: {
+      contexts: unknown[];
+      globalConfig: unknown;
+    }) => {
       sort(tests: FakeTest[]): FakeTest[];
     };
-    const sizes: Record<string, number> = { '/a/unit-big.test.ts': 9_000, '/a/unit.test.ts': 100, '/a/e2e.test.ts': 50, '/a/int.test.ts': 10, '/a/cached.test.ts': 1 };
-    const context = { config: { cacheDirectory: '/nonexistent', name: 'x' }, hasteFS: { getSize: (p: string) => sizes[p] } };
-    const test = (path: string, tier: string): FakeTest => ({ path, context: { ...context, config: { ...context.config, displayName: { name: tier } } } });
-    const tests = [test('/a/unit-big.test.ts', 'unit'), test('/a/unit.test.ts', 'unit'), test('/a/int.test.ts', 'integration'), test('/a/e2e.test.ts', 'e2e'), test('/a/cached.test.ts', 'unit')];
+    const sizes: Record<string, number> = {
+      '/a/unit-big.test.ts': 9_000,
+      '/a/unit.test.ts': 100,
+      '/a/e2e.test.ts': 50,
+      '/a/int.test.ts': 10,
+      '/a/cached.test.ts': 1,
+    };
+    const context = {
+      config: { cacheDirectory: '/nonexistent', name: 'x' },
+      hasteFS: { getSize: (p: string) => sizes[p] },
+    };
+    const test = (path: string, tier: string): FakeTest => ({
+      path,
+      context: { ...context, config: { ...context.config, displayName: { name: tier } } },
+    });
+    const tests = [
+      test('/a/unit-big.test.ts', 'unit'),
+      test('/a/unit.test.ts', 'unit'),
+      test('/a/int.test.ts', 'integration'),
+      test('/a/e2e.test.ts', 'e2e'),
+      test('/a/cached.test.ts', 'unit'),
+    ];
     const sequencer = new Sequencer({ contexts: [], globalConfig: {} });
     // What jest cached from the last run ([0 failed or 1 passed, ms]): a unit file that took 90 s (a duration beats a tier's typical one), and one
     // that failed (first, whatever its time).
     const cache: Record<string, [number, number]> = { '/a/cached.test.ts': [1, 90_000], '/a/unit.test.ts': [0, 5] };
     Object.assign(sequencer, { _getCache: () => cache });
-    expect(sequencer.sort(tests).map((t) => t.path)).toEqual(['/a/unit.test.ts', '/a/cached.test.ts', '/a/e2e.test.ts', '/a/int.test.ts', '/a/unit-big.test.ts']);
+    expect(sequencer.sort(tests).map((t) => t.path)).toEqual([
+      '/a/unit.test.ts',
+      '/a/cached.test.ts',
+      '/a/e2e.test.ts',
+      '/a/int.test.ts',
+      '/a/unit-big.test.ts',
+    ]);
 
     // Uncached, a file test/support/durations.json records takes its recorded duration: a long integration file
     // ahead of an e2e file it outlasts, though its tier's typical duration is shorter.
@@ -156,7 +189,10 @@ describe('Config: the jest projects (unit, component, integration, e2e)', () => 
     const recordedFile = test(join(ROOT, longest), 'integration');
     sizes[recordedFile.path] = 1;
     expect(seconds).toBeGreaterThan(60_000);
-    expect(sequencer.sort([test('/a/e2e.test.ts', 'e2e'), recordedFile]).map((t) => t.path)).toEqual([recordedFile.path, '/a/e2e.test.ts']);
+    expect(sequencer.sort([test('/a/e2e.test.ts', 'e2e'), recordedFile]).map((t) => t.path)).toEqual([
+      recordedFile.path,
+      '/a/e2e.test.ts',
+    ]);
   });
 
   it('record durations only for test files that exist (a renamed file would silently lose its place)', () => {
@@ -187,7 +223,8 @@ describe('Config: the jest projects (unit, component, integration, e2e)', () => 
 
 // By the project's naming: what starts a server is a start...Server, start...Api or start...Stub (startConsoleServer,
 // startCloudWatchApi, startHttpStub), or one of the local AWS servers; called bare or as a method (http.createServer).
-const SERVER = /^(?:startLocalAws|startDynamoDb|startSqs|startS3|start\w*(?:Server|Api|Stub)|listenOnLoopback|createServer|listen)$/;
+const SERVER =
+  /^(?:startLocalAws|startDynamoDb|startSqs|startS3|start\w*(?:Server|Api|Stub)|listenOnLoopback|createServer|listen)$/;
 // Called bare: `new Prng(5).fork('kills')` is a method of the same name, not a process.
 const CHILD_PROCESS = /^(?:spawn|spawnSync|execFile|execFileSync|execSync|fork|start\w*Process)$/;
 const CHILD_PROCESS_MODULE = /^(?:node:)?child_process$/;
@@ -207,7 +244,11 @@ export function impurities(source: string): string[] {
   let timer: string | undefined;
   let fakeTimers = false;
   const visit = (node: ts.Node): void => {
-    if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier) && CHILD_PROCESS_MODULE.test(node.moduleSpecifier.text)) {
+    if (
+      ts.isImportDeclaration(node) &&
+      ts.isStringLiteral(node.moduleSpecifier) &&
+      CHILD_PROCESS_MODULE.test(node.moduleSpecifier.text)
+    ) {
       child ??= `'${node.moduleSpecifier.text}'`;
     }
     if (ts.isCallExpression(node)) {
@@ -218,7 +259,11 @@ export function impurities(source: string): string[] {
       const moduleName = first && ts.isStringLiteralLike(first) ? first.text : undefined;
       if (name !== undefined && SERVER.test(name)) server ??= bare === undefined ? `.${name}` : name;
       if (bare !== undefined && CHILD_PROCESS.test(bare)) child ??= bare;
-      if ((bare === 'require' || callee.kind === ts.SyntaxKind.ImportKeyword) && moduleName !== undefined && CHILD_PROCESS_MODULE.test(moduleName)) {
+      if (
+        (bare === 'require' || callee.kind === ts.SyntaxKind.ImportKeyword) &&
+        moduleName !== undefined &&
+        CHILD_PROCESS_MODULE.test(moduleName)
+      ) {
         child ??= `'${moduleName}'`;
       }
       if (bare !== undefined && REAL_TIMER.test(bare)) timer ??= bare;
@@ -238,7 +283,9 @@ export function impurities(source: string): string[] {
 function supportModules(file: string, seen = new Set<string>()): string[] {
   const source = readFileSync(join(ROOT, file), 'utf8');
   for (const [, specifier] of source.matchAll(/from\s+'(\.[^']+)'/g)) {
-    const target = ['.ts', '/index.ts'].map((ext) => resolve(dirname(join(ROOT, file)), specifier) + ext).find((p) => existsSync(p));
+    const target = ['.ts', '/index.ts']
+      .map((ext) => resolve(dirname(join(ROOT, file)), specifier) + ext)
+      .find((p) => existsSync(p));
     if (!target) continue;
     const rel = relative(ROOT, target);
     if (!rel.startsWith(`test${'/'}`) || rel.endsWith('.test.ts') || seen.has(rel)) continue;
@@ -251,16 +298,36 @@ function supportModules(file: string, seen = new Set<string>()): string[] {
 describe('The unit tier: pure and in-process', () => {
   describe('Function: impurities (the scan, on seeded sources)', () => {
     it.each([
-      ['a shared local AWS', "beforeAll(async () => { aws = await startLocalAws(); });", 'starts a server (startLocalAws)'],
+      [
+        'a shared local AWS',
+        'beforeAll(async () => { aws = await startLocalAws(); });',
+        'starts a server (startLocalAws)',
+      ],
       ['an HTTP stub', 'const stub = await startHttpStub(handler);', 'starts a server (startHttpStub)'],
-      ['a server of its own', "const server = createServer(handle);\nserver.listen(0, '127.0.0.1');", 'starts a server (createServer)'],
+      [
+        'a server of its own',
+        "const server = createServer(handle);\nserver.listen(0, '127.0.0.1');",
+        'starts a server (createServer)',
+      ],
       ['dynalite', 'const db = await startDynamoDb();', 'starts a server (startDynamoDb)'],
-      ['the project\'s own server', 'server = await startConsoleServer({ source });', 'starts a server (startConsoleServer)'],
+      [
+        "the project's own server",
+        'server = await startConsoleServer({ source });',
+        'starts a server (startConsoleServer)',
+      ],
       ['a local API', 'server = await startCloudWatchApi({ samples });', 'starts a server (startCloudWatchApi)'],
-      ['a server process', 'const provider = await startQuotaProviderProcess(options);', 'starts a child process (startQuotaProviderProcess)'],
+      [
+        'a server process',
+        'const provider = await startQuotaProviderProcess(options);',
+        'starts a child process (startQuotaProviderProcess)',
+      ],
       ['a child process', "import { spawn } from 'node:child_process';", 'starts a child process'],
       ['a child process by require', "const cp = require('child_process');", 'starts a child process'],
-      ['a sleep on the real clock', 'await new Promise((r) => setTimeout(r, 50));', 'waits on the real clock (setTimeout)'],
+      [
+        'a sleep on the real clock',
+        'await new Promise((r) => setTimeout(r, 50));',
+        'waits on the real clock (setTimeout)',
+      ],
       ['an interval', 'const timer = setInterval(tick, 10);', 'waits on the real clock (setInterval)'],
       ['a shared sleep', 'await sleep(100);', 'waits on the real clock (sleep)'],
       ['a wait for a condition', "await waitFor('done', () => done);", 'waits on the real clock (waitFor)'],
@@ -269,10 +336,13 @@ describe('The unit tier: pure and in-process', () => {
     });
 
     it.each([
-      ['fake timers', "jest.useFakeTimers();\nconst p = sleep(1000);\njest.advanceTimersByTime(1000);"],
+      ['fake timers', 'jest.useFakeTimers();\nconst p = sleep(1000);\njest.advanceTimersByTime(1000);'],
       ['an injected sleep', 'const publisher = new SqsPublisher({ sleep: async () => undefined });'],
       ['an injected clock', 'const limiter = new Limiter({ now: () => clock.now });\nclock.advance(1000);'],
-      ['a timer named in a comment or a string', "// no setTimeout( here\nexpect(log).toContain('waitFor(x) timed out; spawn(');"],
+      [
+        'a timer named in a comment or a string',
+        "// no setTimeout( here\nexpect(log).toContain('waitFor(x) timed out; spawn(');",
+      ],
       ['a method of the same name', "const x = new Prng(5).fork('kills').next();\nconst y = emitter.waitFor;"],
     ])('passes %s', (_name, source) => {
       expect(impurities(source)).toEqual([]);
@@ -293,6 +363,8 @@ describe('The unit tier: pure and in-process', () => {
   });
 
   it('follows the test-support modules a file imports', () => {
-    expect(supportModules('test/lambda/handlers/consumer.component.test.ts')).toEqual(expect.arrayContaining(['test/support/aws.ts', 'test/support/httpStub.ts']));
+    expect(supportModules('test/lambda/handlers/consumer.component.test.ts')).toEqual(
+      expect.arrayContaining(['test/support/aws.ts', 'test/support/httpStub.ts']),
+    );
   });
 });

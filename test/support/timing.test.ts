@@ -19,7 +19,12 @@ export interface DurationAssertion {
   text: string;
 }
 
-const REAL_CLOCK_CALLS = new Set(['Date.now', 'performance.now', 'globalThis.performance.now', 'process.hrtime.bigint']);
+const REAL_CLOCK_CALLS = new Set([
+  'Date.now',
+  'performance.now',
+  'globalThis.performance.now',
+  'process.hrtime.bigint',
+]);
 
 /** A read of the real clock: Date.now(), performance.now(), process.hrtime.bigint(), process.hrtime(), new Date().getTime(). */
 function isClockRead(node: ts.Node): boolean {
@@ -58,20 +63,33 @@ function isInstant(node: ts.Expression, names: Names): boolean {
   if (ts.isParenthesizedExpression(node) || ts.isNonNullExpression(node)) return isInstant(node.expression, names);
   if (isClockRead(node)) return true;
   if (ts.isIdentifier(node)) return names.instants.has(node.text);
-  if (ts.isBinaryExpression(node) && [ts.SyntaxKind.PlusToken, ts.SyntaxKind.MinusToken].includes(node.operatorToken.kind)) {
-    return (isInstant(node.left, names) && isConstant(node.right)) || (node.operatorToken.kind === ts.SyntaxKind.PlusToken && isConstant(node.left) && isInstant(node.right, names));
+  if (
+    ts.isBinaryExpression(node) &&
+    [ts.SyntaxKind.PlusToken, ts.SyntaxKind.MinusToken].includes(node.operatorToken.kind)
+  ) {
+    return (
+      (isInstant(node.left, names) && isConstant(node.right)) ||
+      (node.operatorToken.kind === ts.SyntaxKind.PlusToken && isConstant(node.left) && isInstant(node.right, names))
+    );
   }
   return false;
 }
 
 /** Whether the expression is, or is computed from, a wall-clock difference. */
 function hasDuration(node: ts.Node, names: Names): boolean {
-  if (ts.isCallExpression(node) && node.expression.getText() === 'process.hrtime' && node.arguments.length > 0) return true;
+  if (ts.isCallExpression(node) && node.expression.getText() === 'process.hrtime' && node.arguments.length > 0)
+    return true;
   if (ts.isIdentifier(node) && names.durations.has(node.text)) return true;
   // `x.name`: only x is a reference; the property's name is not the variable of that name.
   if (ts.isPropertyAccessExpression(node)) return hasDuration(node.expression, names);
   // The real clock now (or a reading kept from it) minus an earlier moment: the time elapsed since.
-  if (ts.isBinaryExpression(node) && node.operatorToken.kind === ts.SyntaxKind.MinusToken && isInstant(node.left, names) && !isConstant(node.right)) return true;
+  if (
+    ts.isBinaryExpression(node) &&
+    node.operatorToken.kind === ts.SyntaxKind.MinusToken &&
+    isInstant(node.left, names) &&
+    !isConstant(node.right)
+  )
+    return true;
   return ts.forEachChild(node, (child) => hasDuration(child, names) || undefined) ?? false;
 }
 
@@ -79,8 +97,14 @@ function hasDuration(node: ts.Node, names: Names): boolean {
 function assignments(file: ts.SourceFile): { name: string; value: ts.Expression }[] {
   const found: { name: string; value: ts.Expression }[] = [];
   const visit = (node: ts.Node): void => {
-    if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name) && node.initializer) found.push({ name: node.name.text, value: node.initializer });
-    if (ts.isBinaryExpression(node) && node.operatorToken.kind === ts.SyntaxKind.EqualsToken && ts.isIdentifier(node.left)) found.push({ name: node.left.text, value: node.right });
+    if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name) && node.initializer)
+      found.push({ name: node.name.text, value: node.initializer });
+    if (
+      ts.isBinaryExpression(node) &&
+      node.operatorToken.kind === ts.SyntaxKind.EqualsToken &&
+      ts.isIdentifier(node.left)
+    )
+      found.push({ name: node.left.text, value: node.right });
     ts.forEachChild(node, visit);
   };
   visit(file);
@@ -110,7 +134,11 @@ function namesOf(file: ts.SourceFile): Names {
 function assertionParts(call: ts.CallExpression): ts.Node[] {
   const parts: ts.Node[] = [...call.arguments];
   let node: ts.Node = call;
-  while (node.parent && (ts.isPropertyAccessExpression(node.parent) || (ts.isCallExpression(node.parent) && node.parent.expression === node))) {
+  while (
+    node.parent &&
+    (ts.isPropertyAccessExpression(node.parent) ||
+      (ts.isCallExpression(node.parent) && node.parent.expression === node))
+  ) {
     node = node.parent;
     if (ts.isCallExpression(node)) parts.push(...node.arguments);
   }
@@ -130,7 +158,11 @@ export function durationAssertions(source: string, fileName = 'test.ts'): Durati
   const names = namesOf(file);
   const found: DurationAssertion[] = [];
   const visit = (node: ts.Node): void => {
-    if (ts.isCallExpression(node) && isAssertion(node) && assertionParts(node).some((part) => hasDuration(part, names))) {
+    if (
+      ts.isCallExpression(node) &&
+      isAssertion(node) &&
+      assertionParts(node).some((part) => hasDuration(part, names))
+    ) {
       const { line } = file.getLineAndCharacterOfPosition(node.getStart(file));
       found.push({ line: line + 1, text: source.split('\n')[line].trim() });
     }
@@ -161,7 +193,9 @@ describe('Function: durationAssertions (the scanner itself)', () => {
 });
 
 describe('Test files: no assertion on elapsed wall-clock time', () => {
-  const files = (readdirSync(join(ROOT, 'test'), { recursive: true }) as string[]).filter((f) => f.endsWith('.test.ts')).sort();
+  const files = (readdirSync(join(ROOT, 'test'), { recursive: true }) as string[])
+    .filter((f) => f.endsWith('.test.ts'))
+    .sort();
 
   it('scans every test file (this one among them)', () => {
     expect(files.length).toBeGreaterThan(100);
@@ -171,7 +205,9 @@ describe('Test files: no assertion on elapsed wall-clock time', () => {
   it('finds none', () => {
     const found = files.flatMap((f) => {
       const path = join(ROOT, 'test', f);
-      return durationAssertions(readFileSync(path, 'utf8'), path).map((d) => `${relative(ROOT, path)}:${d.line}: ${d.text}`);
+      return durationAssertions(readFileSync(path, 'utf8'), path).map(
+        (d) => `${relative(ROOT, path)}:${d.line}: ${d.text}`,
+      );
     });
     expect(found).toEqual([]);
   });

@@ -185,23 +185,50 @@ function resolve(options: AdaptiveRateOptions): Resolved {
   const calmMs = options.calmMs ?? 10 * windowMs;
   const stormCheckMs = options.stormCheckMs ?? windowMs / 2;
   const problems: string[] = [];
-  if (!Number.isSafeInteger(options.ceiling) || options.ceiling < 1) problems.push(`ceiling must be a positive integer (got ${options.ceiling})`);
-  if (!Number.isSafeInteger(floor) || floor < 1 || floor > options.ceiling) problems.push(`floor must be an integer from 1 to ceiling (got ${floor})`);
-  if (!(decreaseFactor > 0 && decreaseFactor < 1)) problems.push(`decreaseFactor must be between 0 and 1 exclusive (got ${decreaseFactor})`);
-  if (!Number.isSafeInteger(increaseStep) || increaseStep < 1) problems.push(`increaseStep must be a positive integer (got ${increaseStep})`);
+  if (!Number.isSafeInteger(options.ceiling) || options.ceiling < 1)
+    problems.push(`ceiling must be a positive integer (got ${options.ceiling})`);
+  if (!Number.isSafeInteger(floor) || floor < 1 || floor > options.ceiling)
+    problems.push(`floor must be an integer from 1 to ceiling (got ${floor})`);
+  if (!(decreaseFactor > 0 && decreaseFactor < 1))
+    problems.push(`decreaseFactor must be between 0 and 1 exclusive (got ${decreaseFactor})`);
+  if (!Number.isSafeInteger(increaseStep) || increaseStep < 1)
+    problems.push(`increaseStep must be a positive integer (got ${increaseStep})`);
   if (!(options.recoverEveryMs > 0)) problems.push(`recoverEveryMs must be positive (got ${options.recoverEveryMs})`);
-  for (const [name, value] of [['windowMs', windowMs], ['probeMs', probeMs]] as const) {
+  for (const [name, value] of [
+    ['windowMs', windowMs],
+    ['probeMs', probeMs],
+  ] as const) {
     if (!(value > 0)) problems.push(`${name} must be positive (got ${value})`);
   }
   for (const [name, value] of [
-    ['decreaseCooldownMs', decreaseCooldownMs], ['holdMs', holdMs], ['cutHoldMs', cutHoldMs], ['verdictMs', verdictMs], ['tailMs', tailMs], ['stormCheckMs', stormCheckMs],
+    ['decreaseCooldownMs', decreaseCooldownMs],
+    ['holdMs', holdMs],
+    ['cutHoldMs', cutHoldMs],
+    ['verdictMs', verdictMs],
+    ['tailMs', tailMs],
+    ['stormCheckMs', stormCheckMs],
   ] as const) {
     if (!(value >= 0)) problems.push(`${name} must be zero or more (got ${value})`);
   }
   assertNoProblems('adaptive rate', problems);
   return {
-    ceiling: options.ceiling, floor, decreaseFactor, increaseStep, recoverEveryMs: options.recoverEveryMs, windowMs, decreaseCooldownMs,
-    holdMs, cutHoldMs, probeMs, verdictMs, tailMs, minStarts, elasticMargin, lineShare, calmMs, stormCheckMs,
+    ceiling: options.ceiling,
+    floor,
+    decreaseFactor,
+    increaseStep,
+    recoverEveryMs: options.recoverEveryMs,
+    windowMs,
+    decreaseCooldownMs,
+    holdMs,
+    cutHoldMs,
+    probeMs,
+    verdictMs,
+    tailMs,
+    minStarts,
+    elasticMargin,
+    lineShare,
+    calmMs,
+    stormCheckMs,
   };
 }
 
@@ -225,7 +252,12 @@ function cycleOf(state: AdaptiveRateState, o: Resolved): Cycle | undefined {
   const held = Math.min(o.ceiling, state.rate);
   if (state.decreasedAtMs === undefined || held >= o.ceiling) return undefined;
   // A cut that can be tested (it came with evidence: `from`) holds until a measurement after the refill is in.
-  const hold = (state.heldBy ?? 'cut') === 'cut' ? (state.from !== undefined ? Math.max(o.cutHoldMs, o.decreaseCooldownMs + o.windowMs) : o.cutHoldMs) : o.holdMs;
+  const hold =
+    (state.heldBy ?? 'cut') === 'cut'
+      ? state.from !== undefined
+        ? Math.max(o.cutHoldMs, o.decreaseCooldownMs + o.windowMs)
+        : o.cutHoldMs
+      : o.holdMs;
   const probeAt = Math.max(state.decreasedAtMs, state.throttledAtMs ?? Number.NEGATIVE_INFINITY) + hold;
   const verdictAt = probeAt + o.probeMs;
   // No evidence yet: the ramp is not due (verdict until quiet starts are seen).
@@ -242,7 +274,8 @@ function rampStep(c: Cycle, nowMs: number, o: Resolved): number {
   return Math.min(c.stepsToCeiling, c.maxStep, Math.floor((nowMs - c.rampAt) / o.recoverEveryMs));
 }
 
-const rampRate = (c: Cycle, step: number, o: Resolved): number => Math.min(o.ceiling, c.held + o.increaseStep * 2 ** step);
+const rampRate = (c: Cycle, step: number, o: Resolved): number =>
+  Math.min(o.ceiling, c.held + o.increaseStep * 2 ** step);
 
 /**
  * The mean of the cycle's rate over [fromMs, toMs). Before the cycle started it counts the held rate, which can only
@@ -254,7 +287,10 @@ function meanRate(c: Cycle, fromMs: number, toMs: number, o: Resolved): number {
     [Number.NEGATIVE_INFINITY, c.held],
     [c.probeAt, Math.min(o.ceiling, c.held + o.increaseStep)],
     [c.verdictAt, c.held],
-    ...Array.from({ length: Math.min(c.stepsToCeiling, c.maxStep) + 1 }, (_, k): [number, number] => [c.rampAt + k * o.recoverEveryMs, rampRate(c, k, o)]),
+    ...Array.from({ length: Math.min(c.stepsToCeiling, c.maxStep) + 1 }, (_, k): [number, number] => [
+      c.rampAt + k * o.recoverEveryMs,
+      rampRate(c, k, o),
+    ]),
   ];
   let sum = 0;
   for (let i = 0; i < pieces.length; i++) {
@@ -279,20 +315,26 @@ export function rateAt(state: AdaptiveRateState, nowMs: number, options: Adaptiv
 function outcomes(evidence: ThrottleEvidence, fromMs: number, toMs: number): { starts: number; share: number } {
   let starts = 0;
   let throttles = 0;
-  for (const r of evidence.history) if (r.atMs >= fromMs && r.atMs <= toMs) (starts += r.starts), (throttles += r.throttles);
+  for (const r of evidence.history)
+    if (r.atMs >= fromMs && r.atMs <= toMs) (starts += r.starts), (throttles += r.throttles);
   return { starts, share: starts > 0 ? throttles / starts : 0 };
 }
 
 /** The storm level a test found, while it holds. */
 const calmOf = (state: AdaptiveRateState, nowMs: number) =>
-  state.calmUntilMs !== undefined && state.calmUntilMs > nowMs ? { calmShare: state.calmShare, calmUntilMs: state.calmUntilMs } : {};
+  state.calmUntilMs !== undefined && state.calmUntilMs > nowMs
+    ? { calmShare: state.calmShare, calmUntilMs: state.calmUntilMs }
+    : {};
 
 /**
  * A test under way (a cut tried against the rate before it): its verdict once the higher rate's window has run, or
  * the state as it is while the test still measures. Undefined once the test is over: the throttle is decided as any.
  */
 function throttledInTest(
-  state: AdaptiveRateState, nowMs: number, o: Resolved, evidence: ThrottleEvidence,
+  state: AdaptiveRateState,
+  nowMs: number,
+  o: Resolved,
+  evidence: ThrottleEvidence,
 ): AdaptiveRateState | undefined {
   if (state.testFromMs === undefined || nowMs >= state.testFromMs + 3 * o.windowMs) return undefined;
   if (nowMs < state.testFromMs + 1.5 * o.windowMs) return state;
@@ -312,7 +354,10 @@ function throttledInTest(
  * excess is lost in them; a line well over the rate still shows). Undefined when the level does not hold the throttle.
  */
 function throttledInCalm(
-  state: AdaptiveRateState, nowMs: number, o: Resolved, evidence: ThrottleEvidence,
+  state: AdaptiveRateState,
+  nowMs: number,
+  o: Resolved,
+  evidence: ThrottleEvidence,
 ): AdaptiveRateState | undefined {
   if (state.calmUntilMs === undefined || state.calmUntilMs <= nowMs) return undefined;
   const recent = outcomes(evidence, nowMs - o.windowMs, nowMs);
@@ -327,13 +372,20 @@ function throttledInCalm(
  * rate it came from) from a line that fell, so the rate before it is tested. Undefined: the throttle is the hold's own.
  */
 function throttledAfterCut(
-  state: AdaptiveRateState, nowMs: number, o: Resolved, evidence: ThrottleEvidence,
+  state: AdaptiveRateState,
+  nowMs: number,
+  o: Resolved,
+  evidence: ThrottleEvidence,
 ): AdaptiveRateState | undefined {
   const { from, decreasedAtMs } = state;
   if ((state.heldBy ?? 'cut') !== 'cut' || from === undefined || decreasedAtMs === undefined) return undefined;
   // The rate the cut came from, tried again: the test whose verdict throttledInTest gives.
-  const testFrom = (share: number): AdaptiveRateState =>
-    ({ ...calmOf(state, nowMs), rate: from, testFromMs: nowMs, testShare: share });
+  const testFrom = (share: number): AdaptiveRateState => ({
+    ...calmOf(state, nowMs),
+    rate: from,
+    testFromMs: nowMs,
+    testShare: share,
+  });
   const since = nowMs - decreasedAtMs;
   // Right after the cut: a line under the rate it came from still refuses nearly every start, since the provider's
   // window is full of that rate's starts and stays full for W * (1 - line / from); storms are over in seconds. So
@@ -358,7 +410,12 @@ function throttledAfterCut(
  * a line from storms: a cut whose lower rate still draws 429s after the provider's window refilled is tried against
  * the rate before it. A line refuses more of a higher rate; storms refuse the same share of any.
  */
-export function onThrottled(state: AdaptiveRateState, nowMs: number, options: AdaptiveRateOptions, given?: ThrottleEvidence): AdaptiveRateState {
+export function onThrottled(
+  state: AdaptiveRateState,
+  nowMs: number,
+  options: AdaptiveRateOptions,
+  given?: ThrottleEvidence,
+): AdaptiveRateState {
   const o = resolve(options);
   // The report that brought this throttle is left out of every share: it is chosen for having a 429 (a storm that hit
   // one batch whole is all of it), so counting it would make storms look like a line to a container with few starts.
@@ -373,9 +430,17 @@ export function onThrottled(state: AdaptiveRateState, nowMs: number, options: Ad
   if (afterCut) return afterCut;
   // The starts a probe adds to a window: the margin a ramp's estimate is taken down by.
   const probeStarts = Math.max(1, Math.floor((o.increaseStep * o.probeMs) / o.windowMs));
-  const cycle = (rate: number, heldBy: HeldBy): AdaptiveRateState => ({ ...calmOf(state, nowMs), rate: Math.max(o.floor, Math.min(o.ceiling, rate)), decreasedAtMs: nowMs, heldBy });
+  const cycle = (rate: number, heldBy: HeldBy): AdaptiveRateState => ({
+    ...calmOf(state, nowMs),
+    rate: Math.max(o.floor, Math.min(o.ceiling, rate)),
+    decreasedAtMs: nowMs,
+    heldBy,
+  });
   // With evidence, a cut remembers the rate it came from: where its test goes back to (see above).
-  const cut = (rate: number): AdaptiveRateState => ({ ...cycle(Math.floor(rate * o.decreaseFactor), 'cut'), ...(evidence ? { from: Math.min(o.ceiling, rate) } : {}) });
+  const cut = (rate: number): AdaptiveRateState => ({
+    ...cycle(Math.floor(rate * o.decreaseFactor), 'cut'),
+    ...(evidence ? { from: Math.min(o.ceiling, rate) } : {}),
+  });
   if (!c) return cut(Math.min(o.ceiling, state.rate));
   if (nowMs < c.probeAt) {
     const since = nowMs - (state.decreasedAtMs as number);
@@ -389,14 +454,16 @@ export function onThrottled(state: AdaptiveRateState, nowMs: number, options: Ad
   }
   if (nowMs < c.rampAt) {
     // A window past the verdict with no ramp (nothing was sent): the held rate's throttle, as after a hold's cooldown.
-    if (nowMs >= c.verdictAt + o.verdictMs + o.windowMs) return (state.heldBy ?? 'cut') === 'back' ? cycle(c.held - 1, 'cut') : cut(c.held);
+    if (nowMs >= c.verdictAt + o.verdictMs + o.windowMs)
+      return (state.heldBy ?? 'cut') === 'back' ? cycle(c.held - 1, 'cut') : cut(c.held);
     // A held rate that drew a 429 too gives up one start: less than the probe adds, so the next probe still fails
     // rather than passing on the slack the step down made (a passing probe ramps, and a ramp costs more 429s).
     const drew = state.throttles ?? 0;
     return drew === 0 ? cycle(c.held, 'back') : drew === 1 ? cycle(c.held - 1, 'back') : cut(c.held);
   }
   const step = rampStep(c, nowMs, o);
-  if (step >= c.stepsToCeiling && nowMs - (c.rampAt + c.stepsToCeiling * o.recoverEveryMs) >= o.windowMs) return cut(o.ceiling);
+  if (step >= c.stepsToCeiling && nowMs - (c.rampAt + c.stepsToCeiling * o.recoverEveryMs) >= o.windowMs)
+    return cut(o.ceiling);
   // What the provider's window held no later than its first 429: the rate paced over the window that ended two reports'
   // delays ago (a stalled container reports late, and a ramp climbs fast), less a probe's worth of starts, since a
   // fleet sends a little less than it paces and the estimate is only as good.
@@ -418,6 +485,7 @@ export function onSucceeded(state: AdaptiveRateState, nowMs: number, options: Ad
   const o = resolve(options);
   const clamped = state.rate > o.ceiling ? { ...state, rate: o.ceiling } : state;
   const c = cycleOf(clamped, o);
-  if (!c || nowMs < c.verdictAt + o.verdictMs || (clamped.quietAtMs !== undefined && nowMs <= clamped.quietAtMs)) return clamped;
+  if (!c || nowMs < c.verdictAt + o.verdictMs || (clamped.quietAtMs !== undefined && nowMs <= clamped.quietAtMs))
+    return clamped;
   return { ...clamped, quietFromMs: clamped.quietFromMs ?? nowMs, quietAtMs: nowMs };
 }

@@ -20,7 +20,8 @@ export class ApplyTimeEstimator {
   private readonly samples: number[] = [];
 
   constructor(private readonly capacity: number = APPLY_SAMPLES) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`capacity must be a positive integer, got ${capacity}`);
+    if (!Number.isInteger(capacity) || capacity < 1)
+      throw new RangeError(`capacity must be a positive integer, got ${capacity}`);
   }
 
   /** One apply's duration, in ms; the oldest is forgotten past the capacity. */

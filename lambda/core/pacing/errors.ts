@@ -3,7 +3,11 @@ import { PacedJobsError } from '../errors';
 
 /** Thrown before any decision is made, naming every bad parameter, so a wrong allowance can never pace silently. */
 export class PacingConfigError extends PacedJobsError {
-  constructor(message: string, public readonly problems: string[] = [], options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly problems: string[] = [],
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'PacingConfigError';
   }

@@ -98,7 +98,8 @@ export function gcraLimits(spec: RateLimitSpec): GcraLimits {
   if (!Number.isSafeInteger(r) || r < 1) problems.push(`startsPerInterval must be a positive integer (got ${r})`);
   if (!Number.isFinite(w) || w <= 0) problems.push(`intervalMs must be a positive number (got ${w})`);
   if (!Number.isSafeInteger(burst) || burst < 1) problems.push(`burst must be a positive integer (got ${burst})`);
-  else if (Number.isSafeInteger(r) && burst > r) problems.push(`burst must be at most startsPerInterval (${r}) (got ${burst})`);
+  else if (Number.isSafeInteger(r) && burst > r)
+    problems.push(`burst must be at most startsPerInterval (${r}) (got ${burst})`);
   if (!Number.isFinite(margin) || margin < 0) problems.push(`safetyMarginMs must be zero or more (got ${margin})`);
   assertNoProblems('rate limit', problems);
   const emissionIntervalUs = Math.ceil(((w + margin) * US_PER_MS) / (r - burst + 1));

@@ -44,10 +44,13 @@ export function laneCount(spec: RateLimitSpec): number {
 export function laneLimits(spec: RateLimitSpec, lanes: number): GcraLimits[] {
   const r = spec.startsPerInterval;
   if (!Number.isSafeInteger(lanes) || lanes < 1 || (Number.isSafeInteger(r) && lanes > r)) {
-    throw new PacingConfigError(`invalid rate limit: lanes must be an integer from 1 to startsPerInterval (${r}) (got ${lanes})`);
+    throw new PacingConfigError(
+      `invalid rate limit: lanes must be an integer from 1 to startsPerInterval (${r}) (got ${lanes})`,
+    );
   }
   if (lanes === 1) return [gcraLimits(spec)];
-  if ((spec.burst ?? 1) > 1) throw new PacingConfigError(`invalid rate limit: a burst above 1 needs one lane (got ${lanes})`);
+  if ((spec.burst ?? 1) > 1)
+    throw new PacingConfigError(`invalid rate limit: a burst above 1 needs one lane (got ${lanes})`);
   return Array.from({ length: lanes }, (_, i) =>
     gcraLimits({ ...spec, startsPerInterval: Math.floor(r / lanes) + (i < r % lanes ? 1 : 0), burst: 1 }),
   );
@@ -81,13 +84,23 @@ const US_PER_MS = 1000;
  * for a lane never used; `limits` from laneLimits, one per lane.
  * @throws PacingConfigError when the request is out of range
  */
-export function reserveLanes(states: readonly (GcraState | undefined)[], request: LaneRequest, limits: readonly GcraLimits[]): LaneReservation {
+export function reserveLanes(
+  states: readonly (GcraState | undefined)[],
+  request: LaneRequest,
+  limits: readonly GcraLimits[],
+): LaneReservation {
   if (limits.length === 1) {
     const one = reserve(states[0], request, limits[0]);
-    return { granted: one.granted, startAtMs: one.startAtMs, waitMs: one.waitMs, lanes: one.granted > 0 && one.state ? new Map([[0, one.state]]) : new Map() };
+    return {
+      granted: one.granted,
+      startAtMs: one.startAtMs,
+      waitMs: one.waitMs,
+      lanes: one.granted > 0 && one.state ? new Map([[0, one.state]]) : new Map(),
+    };
   }
   const paceMs = request.paceMs ?? 0;
-  if (!Number.isFinite(paceMs) || paceMs < 0) throw new PacingConfigError(`invalid reservation: paceMs must be zero or more (got ${paceMs})`);
+  if (!Number.isFinite(paceMs) || paceMs < 0)
+    throw new PacingConfigError(`invalid reservation: paceMs must be zero or more (got ${paceMs})`);
   // Validates nowMs, count and maxWaitMs as the one-lane rule does (its answer is not used).
   reserve(states[0], request, limits[0]);
 
@@ -132,5 +145,10 @@ export function reserveLanes(states: readonly (GcraState | undefined)[], request
     previous = at;
   }
   const granted = startAtMs.length;
-  return { granted, startAtMs, lanes: moved, waitMs: granted < request.count ? Math.ceil((nextStart().at - now) / US_PER_MS) : 0 };
+  return {
+    granted,
+    startAtMs,
+    lanes: moved,
+    waitMs: granted < request.count ? Math.ceil((nextStart().at - now) / US_PER_MS) : 0,
+  };
 }

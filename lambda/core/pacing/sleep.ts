@@ -11,7 +11,11 @@ export function sleep(ms: number): Promise<void> {
  * clock can disagree by a millisecond, and starting early is the one thing a reservation forbids, so it re-checks
  * (each pass sleeps the remainder; there is no busy loop).
  */
-export async function sleepUntil(epochMs: number, clock: () => number = Date.now, wait: (ms: number) => Promise<void> = sleep): Promise<void> {
+export async function sleepUntil(
+  epochMs: number,
+  clock: () => number = Date.now,
+  wait: (ms: number) => Promise<void> = sleep,
+): Promise<void> {
   for (let left = epochMs - clock(); left > 0; left = epochMs - clock()) {
     await wait(left);
   }

@@ -18,7 +18,11 @@ export function maxInAnyWindow(times: readonly number[], windowMs: number): numb
 }
 
 /** Windows (by their opening event's time) that held more than `allowed` events; empty when the limit held. */
-export function windowViolations(times: readonly number[], windowMs: number, allowed: number): { openedAt: number; count: number }[] {
+export function windowViolations(
+  times: readonly number[],
+  windowMs: number,
+  allowed: number,
+): { openedAt: number; count: number }[] {
   const sorted = [...times].sort((a, b) => a - b);
   const found: { openedAt: number; count: number }[] = [];
   let end = 0;

@@ -39,11 +39,17 @@ export class Accounting {
    * at read time). Another batch's: completedElsewhere, once. A completion that names no batch (written before they
    * did) is a duplicate, as it always was.
    */
-  duplicate(message: JobMessage, tally: BatchTally, by: CompletedBy | undefined, outcome?: ApplyResult['outcome']): RecordOutcome {
+  duplicate(
+    message: JobMessage,
+    tally: BatchTally,
+    by: CompletedBy | undefined,
+    outcome?: ApplyResult['outcome'],
+  ): RecordOutcome {
     count(MetricName.DuplicatesSuppressed);
     logger.info('duplicate suppressed: operation already completed', { outcome, completedBy: by });
     if (by === undefined) tally.add(message.batchId, { duplicates: 1 });
-    else if (by.batchId === message.batchId) tally.note(message.batchId, 'replays', ledgerEntry(by.invocationId, message.operationId));
+    else if (by.batchId === message.batchId)
+      tally.note(message.batchId, 'replays', ledgerEntry(by.invocationId, message.operationId));
     else tally.note(message.batchId, 'elsewhere', ledgerEntry(by.batchId, message.operationId));
     return 'duplicate';
   }
@@ -51,7 +57,13 @@ export class Accounting {
   /** An invalid message, kept for review. Not caught: without the review record the message would vanish. */
   async reject(record: SQSRecord, reasons: string[], tally: BatchTally): Promise<RecordOutcome> {
     const ids = salvageIds(record.body);
-    await this.options.ledger.recordRejection({ job: this.options.jobName, messageId: record.messageId, reasons, body: record.body, ...ids });
+    await this.options.ledger.recordRejection({
+      job: this.options.jobName,
+      messageId: record.messageId,
+      reasons,
+      body: record.body,
+      ...ids,
+    });
     count(MetricName.Rejected);
     logger.warn('message rejected and kept for review', { reasons, ...ids });
     if (ids.batchId) tally.note(ids.batchId, 'rejectedMessages', record.messageId);
@@ -82,7 +94,12 @@ export class Accounting {
   }
 
   /** The job's apply finished: its outcome, the operation's true age and the SLO it met or missed. */
-  completed(message: JobMessage, outcome: ApplyResult['outcome'], applyStartedMs: number, tally: BatchTally): RecordOutcome {
+  completed(
+    message: JobMessage,
+    outcome: ApplyResult['outcome'],
+    applyStartedMs: number,
+    tally: BatchTally,
+  ): RecordOutcome {
     count(outcome === 'applied' ? MetricName.Applied : MetricName.AlreadyDone);
     const nowMs = this.options.now().getTime();
     const ageMs = Math.max(0, nowMs - Date.parse(message.firstEnqueuedAt ?? message.enqueuedAt));
@@ -90,7 +107,8 @@ export class Accounting {
     tally.age(message.batchId, ageMs);
     // applyStartedAt: when the downstream call began, so a job's starts can be read from the logs alone.
     logger.info('operation completed', { outcome, applyStartedAt: applyStartedMs });
-    if (message.dueBy !== undefined) count(nowMs <= Date.parse(message.dueBy) ? MetricName.SloMet : MetricName.SloMissed);
+    if (message.dueBy !== undefined)
+      count(nowMs <= Date.parse(message.dueBy) ? MetricName.SloMet : MetricName.SloMissed);
     tally.add(message.batchId, { completed: 1 });
     return outcome;
   }
@@ -114,10 +132,21 @@ export class Accounting {
       ...(applyStartedAt === undefined ? {} : { applyStartedAt }),
     };
     if (last) {
-      tally.note(message.batchId, 'deadLetteredOperations', deadLetterEntry(message.operationId, `failed on its last allowed receive (${receives}); SQS moves it to the DLQ: ${(error as Error)?.message ?? String(error)}`));
+      tally.note(
+        message.batchId,
+        'deadLetteredOperations',
+        deadLetterEntry(
+          message.operationId,
+          `failed on its last allowed receive (${receives}); SQS moves it to the DLQ: ${(error as Error)?.message ?? String(error)}`,
+        ),
+      );
       count(MetricName.DeadLettered);
       if (message.dueBy !== undefined) count(MetricName.SloFailed);
-      logger.error('failed on its last allowed receive: SQS moves the message to the DLQ', { receives, maxReceiveCount, ...line });
+      logger.error('failed on its last allowed receive: SQS moves the message to the DLQ', {
+        receives,
+        maxReceiveCount,
+        ...line,
+      });
     } else {
       tally.add(message.batchId, { retries: 1 });
       logger.error('record failed; SQS redelivers it after the visibility timeout', { receives, ...line });
@@ -140,7 +169,11 @@ export class Accounting {
         } catch (error) {
           failed.add(batchId);
           count(MetricName.LedgerWriteFailed);
-          logger.error('ledger write failed; the batch\'s records go back to SQS, and their next delivery counts them', { batchId, record, error: error as Error });
+          logger.error("ledger write failed; the batch's records go back to SQS, and their next delivery counts them", {
+            batchId,
+            record,
+            error: error as Error,
+          });
         }
       }),
     );

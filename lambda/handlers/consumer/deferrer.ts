@@ -40,7 +40,11 @@ function groupOf(message: JobMessage, field: string | undefined, toDlq = false):
 }
 
 /** The log keys of one record's lines. */
-export const logKeys = (record: SQSRecord, message: JobMessage) => ({ operationId: message.operationId, batchId: message.batchId, messageId: record.messageId });
+export const logKeys = (record: SQSRecord, message: JobMessage) => ({
+  operationId: message.operationId,
+  batchId: message.batchId,
+  messageId: record.messageId,
+});
 
 export class Deferrer {
   constructor(private readonly options: DeferrerOptions) {}
@@ -64,7 +68,13 @@ export class Deferrer {
   }
 
   /** A permanent failure: the message goes to the DLQ as it came, with its reason. */
-  async deadLetter(record: SQSRecord, message: JobMessage, reason: string, tally: BatchTally, detail: Record<string, unknown> = {}): Promise<RecordOutcome> {
+  async deadLetter(
+    record: SQSRecord,
+    message: JobMessage,
+    reason: string,
+    tally: BatchTally,
+    detail: Record<string, unknown> = {},
+  ): Promise<RecordOutcome> {
     // The ledger's review list and the log line carry the reason too: escaped once, as the DLQ's attribute is.
     const shown = escapeUnprintable(reason);
     await this.options.publisher.publish(this.options.dlqUrl, [this.toDlq(message, shown, record.body)]);
@@ -82,7 +92,13 @@ export class Deferrer {
     // The first enqueue survives every deferral, so AgeSinceFirstEnqueue and the age budget see the operation's true age.
     const firstEnqueuedAt = message.firstEnqueuedAt ?? message.enqueuedAt;
     const pacedDeferrals = message.pacedDeferrals ?? 0;
-    const decision = this.options.policy({ cause, attempt, pacedDeferrals, firstEnqueuedAtMs: Date.parse(firstEnqueuedAt), nowMs: now().getTime() });
+    const decision = this.options.policy({
+      cause,
+      attempt,
+      pacedDeferrals,
+      firstEnqueuedAtMs: Date.parse(firstEnqueuedAt),
+      nowMs: now().getTime(),
+    });
     const { notBefore: _previous, ...rest } = message;
     if (decision.action === 'dead-letter') {
       // The count starts again at 0 in the DLQ copy, so an operator's redrive gets a fresh deferral budget.
@@ -113,7 +129,17 @@ export class Deferrer {
         ...groupOf(message, this.options.groupField),
       },
       settle: () =>
-        accounting.deferred(message, { cause: cause.kind, delaySeconds: decision.delaySeconds, attempt: next.attempt, pacedDeferrals: next.pacedDeferrals, notBefore: next.notBefore }, tally),
+        accounting.deferred(
+          message,
+          {
+            cause: cause.kind,
+            delaySeconds: decision.delaySeconds,
+            attempt: next.attempt,
+            pacedDeferrals: next.pacedDeferrals,
+            notBefore: next.notBefore,
+          },
+          tally,
+        ),
     };
   }
 
@@ -129,12 +155,18 @@ export class Deferrer {
    * ten records rather than one each. A record whose message SQS did not take fails, and SQS redelivers it.
    * @returns each record's outcome, or the error its handler must throw, by message ID
    */
-  async deferBlock(items: { record: SQSRecord; message: JobMessage; cause: DeferralCause }[], tally: BatchTally): Promise<Map<string, RecordOutcome | Error>> {
+  async deferBlock(
+    items: { record: SQSRecord; message: JobMessage; cause: DeferralCause }[],
+    tally: BatchTally,
+  ): Promise<Map<string, RecordOutcome | Error>> {
     const sent = await this.sendBlock(items, tally);
     const results = new Map<string, RecordOutcome | Error>();
     for (const { record, message } of items) {
       const settle = sent.get(record.messageId) as (() => RecordOutcome) | Error;
-      results.set(record.messageId, settle instanceof Error ? settle : await withLogKeys(logKeys(record, message), async () => settle()));
+      results.set(
+        record.messageId,
+        settle instanceof Error ? settle : await withLogKeys(logKeys(record, message), async () => settle()),
+      );
     }
     return results;
   }
@@ -145,7 +177,10 @@ export class Deferrer {
    * per-record keys are that record's then).
    * @returns each record's settle, or the error its handler must throw, by message ID
    */
-  async sendBlock(items: { record: SQSRecord; message: JobMessage; cause: DeferralCause }[], tally: BatchTally): Promise<Map<string, (() => RecordOutcome) | Error>> {
+  async sendBlock(
+    items: { record: SQSRecord; message: JobMessage; cause: DeferralCause }[],
+    tally: BatchTally,
+  ): Promise<Map<string, (() => RecordOutcome) | Error>> {
     const results = new Map<string, (() => RecordOutcome) | Error>();
     const byQueue = new Map<string, { record: SQSRecord; message: JobMessage; prepared: PreparedDeferral }[]>();
     for (const { record, message, cause } of items) {
@@ -159,12 +194,16 @@ export class Deferrer {
     for (const [queueUrl, group] of byQueue) {
       let failed: (operationId: string) => Error | undefined = () => undefined;
       try {
-        await this.options.publisher.publish(queueUrl, group.map((g) => g.prepared.outgoing));
+        await this.options.publisher.publish(
+          queueUrl,
+          group.map((g) => g.prepared.outgoing),
+        );
       } catch (error) {
         const ids = error instanceof PublishError ? new Set(error.failedOperationIds) : undefined;
         failed = (operationId) => (ids === undefined || ids.has(operationId) ? (error as Error) : undefined);
       }
-      for (const { record, message, prepared } of group) results.set(record.messageId, failed(message.operationId) ?? prepared.settle);
+      for (const { record, message, prepared } of group)
+        results.set(record.messageId, failed(message.operationId) ?? prepared.settle);
     }
     return results;
   }

@@ -4,7 +4,13 @@
 import { ApplyTimeEstimator } from '../../core/pacing/applyEstimator';
 import { gcraLimits } from '../../core/pacing/gcra';
 import type {
-  InvocationPacing, PacedOutcome, PacedRecord, PacedStart, Pacer, SlotPriority, StartAnswer,
+  InvocationPacing,
+  PacedOutcome,
+  PacedRecord,
+  PacedStart,
+  Pacer,
+  SlotPriority,
+  StartAnswer,
 } from '../../core/pacing/pacer';
 import { sleep as realSleep, waitForSlot } from '../../core/pacing/sleep';
 import { backfillItemKey, backfillLimits } from '../../core/backfill';
@@ -121,13 +127,17 @@ export class LimiterPacer implements Pacer {
       clock: this.clock,
       estimator: this.estimator,
       keyed: keys !== undefined,
-      ...(limiter && backfill ? { backfill: new BackfillShare({
-        limiter,
-        key,
-        cap: { limiter: backfill.limiter, key: backfill.key ?? backfillItemKey(key) },
-        clock: this.clock,
-        spacingMs: this.spacingMs,
-      }) } : {}),
+      ...(limiter && backfill
+        ? {
+            backfill: new BackfillShare({
+              limiter,
+              key,
+              cap: { limiter: backfill.limiter, key: backfill.key ?? backfillItemKey(key) },
+              clock: this.clock,
+              spacingMs: this.spacingMs,
+            }),
+          }
+        : {}),
     };
     this.parts = {
       clock: this.clock,
@@ -290,15 +300,26 @@ export function pacerFromSettings(paced: PacingSettings, tableName: string, jobN
   const limiter = paced.enabled ? new AdaptiveDynamoDbRateLimiter({ tableName, limits, leadMs, lanes }) : undefined;
   const { safetyMarginMs } = limits;
   // The flags tested inline, so esbuild sees a constant condition and drops the branch a bundle does not need.
-  const keys = (typeof PACED_PER_KEY_RATE === 'undefined' || PACED_PER_KEY_RATE) && paced.enabled && perKey
-    ? new KeyRateLimiter({ tableName, job: jobName, limiterKey, perKey, adaptive: paced.adaptiveRate, safetyMarginMs })
-    : undefined;
+  const keys =
+    (typeof PACED_PER_KEY_RATE === 'undefined' || PACED_PER_KEY_RATE) && paced.enabled && perKey
+      ? new KeyRateLimiter({
+          tableName,
+          job: jobName,
+          limiterKey,
+          perKey,
+          adaptive: paced.adaptiveRate,
+          safetyMarginMs,
+        })
+      : undefined;
   const keyConcurrency =
     (typeof PACED_PER_KEY_CONCURRENCY === 'undefined' || PACED_PER_KEY_CONCURRENCY) && concurrencyPerKey
-    ? new KeyConcurrencyLimiter({
-      tableName, limiterKey, field: concurrencyPerKey.field, maxConcurrent: concurrencyPerKey.maxConcurrent,
-    })
-    : undefined;
+      ? new KeyConcurrencyLimiter({
+          tableName,
+          limiterKey,
+          field: concurrencyPerKey.field,
+          maxConcurrent: concurrencyPerKey.maxConcurrent,
+        })
+      : undefined;
   const backfillCap = paced.enabled ? backfillLimits(limits, paced.backfillShare) : undefined;
   const backfill = backfillCap && new DynamoDbRateLimiter({ tableName, limits: backfillCap, leadMs });
   return new LimiterPacer({

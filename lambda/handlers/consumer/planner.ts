@@ -29,19 +29,24 @@ export type Plan =
    */
   | { kind: 'run'; message: JobMessage; resource: Record<string, unknown>; key?: string; behindLive?: true };
 
-type Validated = { ok: true; message: JobMessage; resource: Record<string, unknown> } | { ok: false; reasons: string[] };
+type Validated =
+  | { ok: true; message: JobMessage; resource: Record<string, unknown> }
+  | { ok: false; reasons: string[] };
 
 /** Size cap, envelope, this job's name and the job's own resource schema; every problem is named. */
 export function validateRecord(body: string, job: AnyJob, maxBytes: number): Validated {
   const parsed = parseMessage(body, maxBytes);
   if (!parsed.ok) return parsed;
   const reasons: string[] = [];
-  if (parsed.message.jobType !== job.name) reasons.push(`jobType: expected "${job.name}", got "${parsed.message.jobType}"`);
+  if (parsed.message.jobType !== job.name)
+    reasons.push(`jobType: expected "${job.name}", got "${parsed.message.jobType}"`);
   const resource = job.resourceSchema.safeParse(parsed.message.resource);
   if (!resource.success) {
     reasons.push(...describeIssues(resource.error, { root: 'resource', rootInPaths: true }));
   }
-  return reasons.length > 0 ? { ok: false, reasons: boundReasons(reasons) } : { ok: true, message: parsed.message, resource: resource.data };
+  return reasons.length > 0
+    ? { ok: false, reasons: boundReasons(reasons) }
+    : { ok: true, message: parsed.message, resource: resource.data };
 }
 
 export interface PlannerOptions {
@@ -105,7 +110,14 @@ export class Planner {
       else due.push(decided);
     }
     if (due.length === 0) return plans;
-    due = await this.withoutCompleted(fairOrder(due, (d) => d.key, (d) => d.message.backfill === true), plans);
+    due = await this.withoutCompleted(
+      fairOrder(
+        due,
+        (d) => d.key,
+        (d) => d.message.backfill === true,
+      ),
+      plans,
+    );
     if (due.length === 0) return plans;
     if (!pacing.paced) {
       for (const d of due) plans.set(d.record.messageId, runPlan(d));
@@ -139,8 +151,9 @@ export class Planner {
       : validated.message;
     const key = keyField === undefined ? undefined : keyOf(resource, keyField);
     if (key === null) {
-      const reason = `resource.${keyField}: missing or empty; it is the key of the job's per-key rate limit`
-        + ' (rateLimit.perKey.key)';
+      const reason =
+        `resource.${keyField}: missing or empty; it is the key of the job's per-key rate limit` +
+        ' (rateLimit.perKey.key)';
       return { kind: 'reject', reasons: [reason] };
     }
     const notBeforeMs = message.notBefore === undefined ? undefined : Date.parse(message.notBefore);
@@ -154,7 +167,10 @@ export class Planner {
   private async withoutCompleted(due: Due[], plans: Map<string, Plan>): Promise<Due[]> {
     const { job, completedLookup } = this.options;
     try {
-      const done = await completedLookup.completed(job.name, due.map((d) => d.message.operationId));
+      const done = await completedLookup.completed(
+        job.name,
+        due.map((d) => d.message.operationId),
+      );
       if (done.size === 0) return due;
       for (const { record, message } of due) {
         const by = done.get(message.operationId);
@@ -162,7 +178,9 @@ export class Planner {
       }
       return due.filter((d) => !done.has(d.message.operationId));
     } catch (error) {
-      logger.warn('completed-operation pre-check failed; every due record takes a slot and the claim decides', { error: error as Error });
+      logger.warn('completed-operation pre-check failed; every due record takes a slot and the claim decides', {
+        error: error as Error,
+      });
       return due;
     }
   }
@@ -190,7 +208,8 @@ export class Planner {
       }
       const what = 'rate limiter unavailable; the due records will be retried by SQS, unclaimed';
       logger.error(what, { key: pacing.key, error: error as Error });
-      for (const { record, message } of due) plans.set(record.messageId, { kind: 'fail', message, error: error as Error });
+      for (const { record, message } of due)
+        plans.set(record.messageId, { kind: 'fail', message, error: error as Error });
       return;
     }
     // The whole block granted: the key has room, and the records past it take their slots when they are reached. Less:

@@ -77,7 +77,7 @@ export class RateFeedbackReporter {
           logger.info(`per-key adaptive rate ${what}`, { key, ...change });
         }
       } catch (error) {
-        const what = 'per-key adaptive rate update failed; the key\'s rate stays as it was';
+        const what = "per-key adaptive rate update failed; the key's rate stays as it was";
         logger.error(what, { key, error: error as Error });
       }
     };

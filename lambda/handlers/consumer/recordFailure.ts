@@ -112,7 +112,11 @@ export function jobCodeLocation(stack: string | undefined, code: CodeLayout | un
 }
 
 /** The RecordFailure of `error`, thrown on the message's `attempt`-th receive. */
-export function recordFailure(error: unknown, attempt: number, code: CodeLayout | undefined = ownLayout()): RecordFailure {
+export function recordFailure(
+  error: unknown,
+  attempt: number,
+  code: CodeLayout | undefined = ownLayout(),
+): RecordFailure {
   type Fields = { name?: unknown; message?: unknown; stack?: unknown };
   const fields: Fields = typeof error === 'object' && error !== null ? error : {};
   // Duck-typed, not instanceof: an error from another realm (a VM, a bundled copy of a library) is still an error.

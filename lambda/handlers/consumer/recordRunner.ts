@@ -25,14 +25,21 @@ type IdempotentResult = StoredResult & { [REPLAYED]?: true };
 
 /** The claim took the record's start past its slot's margin: thrown with the claim held, so Powertools releases it. */
 class SlotMissedError extends PacedJobsError {
-  constructor(public readonly startAtMs: number, public readonly lateByMs: number) {
+  constructor(
+    public readonly startAtMs: number,
+    public readonly lateByMs: number,
+  ) {
     super(`${lateByMs} ms past the slot`);
     this.name = 'SlotMissedError';
   }
 }
 
 export class InvalidApplyResultError extends PacedJobsError {
-  constructor(message: string, public readonly operationId: string, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly operationId: string,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'InvalidApplyResultError';
   }
@@ -78,7 +85,12 @@ export interface InvocationRun {
 
 export class RecordRunner {
   private readonly config: IdempotencyConfig;
-  private readonly applyIdempotent: (message: JobMessage, resource: Record<string, unknown>, context: Context, onTime: () => void) => Promise<IdempotentResult>;
+  private readonly applyIdempotent: (
+    message: JobMessage,
+    resource: Record<string, unknown>,
+    context: Context,
+    onTime: () => void,
+  ) => Promise<IdempotentResult>;
 
   constructor(private readonly options: RecordRunnerOptions) {
     const { job } = options;
@@ -90,12 +102,21 @@ export class RecordRunner {
       // Called only when a COMPLETED record is found, i.e. a duplicate; the marker never reaches the store.
       responseHook: (response) => ({ ...(response as object), [REPLAYED]: true }),
     });
-    this.applyIdempotent = makeIdempotent((message: JobMessage, resource: Record<string, unknown>, context: Context, onTime: () => void) => this.applyOne(message, resource, context, onTime), {
-      persistenceStore: options.persistenceStore,
-      config: this.config,
-      // The job name, not Powertools' default (the function name): a replaced function must still see its records.
-      keyPrefix: idempotencyKeyPrefix(job.name),
-    }) as (message: JobMessage, resource: Record<string, unknown>, context: Context, onTime: () => void) => Promise<IdempotentResult>;
+    this.applyIdempotent = makeIdempotent(
+      (message: JobMessage, resource: Record<string, unknown>, context: Context, onTime: () => void) =>
+        this.applyOne(message, resource, context, onTime),
+      {
+        persistenceStore: options.persistenceStore,
+        config: this.config,
+        // The job name, not Powertools' default (the function name): a replaced function must still see its records.
+        keyPrefix: idempotencyKeyPrefix(job.name),
+      },
+    ) as (
+      message: JobMessage,
+      resource: Record<string, unknown>,
+      context: Context,
+      onTime: () => void,
+    ) => Promise<IdempotentResult>;
   }
 
   /**
@@ -129,7 +150,12 @@ export class RecordRunner {
   }
 
   /** Runs once the claim is held: `onTime` throws SlotMissedError when the claim took the start past its slot. */
-  private async applyOne(message: JobMessage, resource: Record<string, unknown>, context: Context, onTime: () => void): Promise<StoredResult> {
+  private async applyOne(
+    message: JobMessage,
+    resource: Record<string, unknown>,
+    context: Context,
+    onTime: () => void,
+  ): Promise<StoredResult> {
     onTime();
     const { job, jobDeps } = this.options;
     const result = (await job.apply(jobDeps, {
@@ -156,7 +182,11 @@ export class RecordRunner {
     return releaseAfterMs ?? Math.max(RELEASE_FLOOR_MS, RELEASE_PACE_MULTIPLE * pacer.paceMs());
   }
 
-  async run(record: SQSRecord, plan: Extract<Plan, { kind: 'run' }>, invocation: InvocationRun): Promise<RecordOutcome> {
+  async run(
+    record: SQSRecord,
+    plan: Extract<Plan, { kind: 'run' }>,
+    invocation: InvocationRun,
+  ): Promise<RecordOutcome> {
     const { tally, pacing } = invocation;
     const { message } = plan;
     pacing.runLeft--;
@@ -222,7 +252,8 @@ export class RecordRunner {
         return deferrer.defer(message, { kind: 'throttled', error }, tally);
       }
       // Retryable, in progress elsewhere, or unknown: SQS redelivers it after the visibility timeout.
-      if (inProgress) logger.warn('operation is in progress in another invocation; will retry', { error: error as Error });
+      if (inProgress)
+        logger.warn('operation is in progress in another invocation; will retry', { error: error as Error });
       else {
         this.applyStarts.set(record, applyStartedMs);
         pacing.report(plan.key, 'failure');

@@ -89,7 +89,8 @@ export class SlotPool {
    */
   usableBlock(): number {
     const { estimator, spacingMs, lateToleranceMs } = this.settings;
-    if ((this.settings.limiter?.lanes ?? 1) > 1) return estimator.overrunBlock(Math.max(estimator.paceMs(), spacingMs), lateToleranceMs);
+    if ((this.settings.limiter?.lanes ?? 1) > 1)
+      return estimator.overrunBlock(Math.max(estimator.paceMs(), spacingMs), lateToleranceMs);
     return estimator.usableBlock(spacingMs, lateToleranceMs);
   }
 
@@ -106,7 +107,11 @@ export class SlotPool {
    * @throws the limiter's error; nothing is granted then
    */
   async acquireBlock(count: number, priority: SlotPriority = 'live'): Promise<Acquisition> {
-    const acquired = await (this.settings.limiter as RateLimiter).acquire(this.settings.key, count, { maxWaitMs: this.maxWaitMs(priority), priority, ...this.pace() });
+    const acquired = await (this.settings.limiter as RateLimiter).acquire(this.settings.key, count, {
+      maxWaitMs: this.maxWaitMs(priority),
+      priority,
+      ...this.pace(),
+    });
     this.granted += acquired.granted;
     this.slots.push(...acquired.startAtMs.slice(0, acquired.granted));
     return acquired;
@@ -124,7 +129,11 @@ export class SlotPool {
     if (this.slots.length > 0) return { startAtMs: this.slots.shift() as number };
     const count = this.settings.keyed ? 1 : Math.max(1, Math.min(this.runLeft + 1, this.usableBlock()));
     try {
-      const acquired = await limiter.acquire(key, count, { maxWaitMs: this.maxWaitMs(priority), priority, ...this.pace() });
+      const acquired = await limiter.acquire(key, count, {
+        maxWaitMs: this.maxWaitMs(priority),
+        priority,
+        ...this.pace(),
+      });
       if (acquired.granted === 0) return { waitMs: acquired.waitMs };
       this.granted += acquired.granted;
       this.slots.push(...acquired.startAtMs.slice(1, acquired.granted));
@@ -163,7 +172,7 @@ export class SlotPool {
       this.granted++;
       return acquired.startAtMs[0];
     } catch (error) {
-      logger.warn('rate limiter unavailable for a slot at the key\'s moment; deferring', { key, error: error as Error });
+      logger.warn("rate limiter unavailable for a slot at the key's moment; deferring", { key, error: error as Error });
       return undefined;
     }
   }

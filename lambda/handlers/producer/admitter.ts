@@ -71,8 +71,13 @@ export class Admitter {
     const reserve = timeReserveMs(held.budgetMs, reserveFraction, reserveMs);
     const plan = await planStep(this.options, step, state, startedMs);
     const progress: Progress = {
-      cursor: state.cursor, pages: state.pages, orphans: state.orphans, plannedUntilMs: state.plannedUntilMs,
-      admitted: 0, finished: false, timeLow: false,
+      cursor: state.cursor,
+      pages: state.pages,
+      orphans: state.orphans,
+      plannedUntilMs: state.plannedUntilMs,
+      admitted: 0,
+      finished: false,
+      timeLow: false,
     };
     while (progress.admitted < plan.admit) {
       if (progress.pages >= settings.maxPagesPerRun) {

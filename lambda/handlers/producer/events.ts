@@ -18,7 +18,11 @@ export const producerEventSchema = z.object({
 export type ProducerEvent = z.infer<typeof producerEventSchema>;
 
 export class ProducerEventError extends PacedJobsError {
-  constructor(message: string, public readonly reasons: string[], options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly reasons: string[],
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'ProducerEventError';
   }

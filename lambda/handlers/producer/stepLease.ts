@@ -11,7 +11,12 @@ import { PacedJobsError } from '../../core/errors';
 
 /** A step that cannot go on: its run has no state (expired, deleted) or is behind the step. */
 export class AdmissionStateError extends PacedJobsError {
-  constructor(message: string, public readonly batchId: string, public readonly step: number, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    public readonly batchId: string,
+    public readonly step: number,
+    options?: ErrorOptions,
+  ) {
     super(message, options);
     this.name = 'AdmissionStateError';
   }

@@ -36,7 +36,7 @@ async function backfillAhead(runState: RunStateStore, job: string): Promise<numb
   try {
     return (await runState.backfillOutstanding?.(job)) ?? 0;
   } catch (error) {
-    logger.warn('could not read the backfill runs\' figures; admission counts the whole queue', {
+    logger.warn("could not read the backfill runs' figures; admission counts the whole queue", {
       error: error as Error,
     });
     return 0;

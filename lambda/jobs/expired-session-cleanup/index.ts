@@ -14,7 +14,7 @@
 // - When the invocation runs short of time, apply throws RetryableError; the deletes so far stand (each is
 //   idempotent) and the retry continues with what remains. `deleted` counts this attempt's deletes.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, DynamoDBDocumentClient, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, type DynamoDBDocumentClient, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
 import {
   assertOperationId,
@@ -46,7 +46,11 @@ const DAY_MS = 86_400_000;
  * @throws InvalidOperationIdError naming the part that cannot be used.
  */
 export function expiredSessionsOperationId(parts: { tenantId: string; businessDate: string }): string {
-  return buildOperationId([{ label: 'tenant ID', id: parts.tenantId }, 'expired-sessions', { businessDate: parts.businessDate }]);
+  return buildOperationId([
+    { label: 'tenant ID', id: parts.tenantId },
+    'expired-sessions',
+    { businessDate: parts.businessDate },
+  ]);
 }
 
 export const resourceSchema = z.strictObject({
@@ -98,15 +102,24 @@ export const job = defineJob<TenantResource, ExpiredSessionDeps>({
   async discover(deps, { businessDate, cursor, pageSize }) {
     const startKey = cursor === undefined ? undefined : decodeCursor(cursor, ['tenantId']);
     const page = await deps.documents.send(
-      new ScanCommand({ TableName: deps.tenantsTable, ProjectionExpression: 'tenantId', Limit: pageSize, ExclusiveStartKey: startKey }),
+      new ScanCommand({
+        TableName: deps.tenantsTable,
+        ProjectionExpression: 'tenantId',
+        Limit: pageSize,
+        ExclusiveStartKey: startKey,
+      }),
     );
     // A tenant whose ID cannot be part of an operation ID is handed back for review; the page's other tenants go on.
-    const { operations, invalid } = operationsOf(page.Items ?? [], (item) => String(item.tenantId), (item) => {
-      const tenantId = String(item.tenantId);
-      const problem = idPartProblem('tenant ID', tenantId);
-      if (problem !== undefined) return problem;
-      return { operationId: expiredSessionsOperationId({ tenantId, businessDate }), resource: { tenantId } };
-    });
+    const { operations, invalid } = operationsOf(
+      page.Items ?? [],
+      (item) => String(item.tenantId),
+      (item) => {
+        const tenantId = String(item.tenantId);
+        const problem = idPartProblem('tenant ID', tenantId);
+        if (problem !== undefined) return problem;
+        return { operationId: expiredSessionsOperationId({ tenantId, businessDate }), resource: { tenantId } };
+      },
+    );
     return { operations, invalid, nextCursor: encodeCursor(page.LastEvaluatedKey) };
   },
 
@@ -115,7 +128,8 @@ export const job = defineJob<TenantResource, ExpiredSessionDeps>({
     try {
       assertOperationId(operationId, () => expiredSessionsOperationId({ tenantId, businessDate }));
     } catch (error) {
-      if (error instanceof InvalidOperationIdError) throw new PermanentError(error.message, { operationId, tenantId }, { cause: error });
+      if (error instanceof InvalidOperationIdError)
+        throw new PermanentError(error.message, { operationId, tenantId }, { cause: error });
       throw error;
     }
     const cutoff = sessionCutoff(businessDate, deps.maxAgeDays);

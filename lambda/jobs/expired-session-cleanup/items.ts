@@ -26,7 +26,12 @@ export function tenant(tenantId: string, name: string = tenantId): TenantItem {
   return { tenantId, name, createdAt: '2024-01-01T00:00:00.000Z' };
 }
 
-export function session(input: { tenantId: string; sessionId: string; lastSeenAt: Date | string; userId?: string }): SessionItem {
+export function session(input: {
+  tenantId: string;
+  sessionId: string;
+  lastSeenAt: Date | string;
+  userId?: string;
+}): SessionItem {
   const lastSeenAt = new Date(input.lastSeenAt).toISOString();
   return {
     tenantId: input.tenantId,
@@ -46,13 +51,27 @@ export function demoTenants(count: number): TenantItem[] {
  * A tenant's demo sessions: `expired` last seen well before `cutoff` (see sessionCutoff in index.ts) and `active`
  * last seen after it, with stable IDs.
  */
-export function demoSessions(tenantId: string, cutoff: string, counts: { expired: number; active: number }): SessionItem[] {
+export function demoSessions(
+  tenantId: string,
+  cutoff: string,
+  counts: { expired: number; active: number },
+): SessionItem[] {
   const at = Date.parse(cutoff);
   const hour = 3_600_000;
   return [
     ...Array.from({ length: counts.expired }, (_, i) =>
-      session({ tenantId, sessionId: `s-old-${String(i + 1).padStart(4, '0')}`, lastSeenAt: new Date(at - (i + 1) * hour) })),
+      session({
+        tenantId,
+        sessionId: `s-old-${String(i + 1).padStart(4, '0')}`,
+        lastSeenAt: new Date(at - (i + 1) * hour),
+      }),
+    ),
     ...Array.from({ length: counts.active }, (_, i) =>
-      session({ tenantId, sessionId: `s-new-${String(i + 1).padStart(4, '0')}`, lastSeenAt: new Date(at + (i + 1) * hour) })),
+      session({
+        tenantId,
+        sessionId: `s-new-${String(i + 1).padStart(4, '0')}`,
+        lastSeenAt: new Date(at + (i + 1) * hour),
+      }),
+    ),
   ];
 }

@@ -2,7 +2,14 @@
 // cutoff, and reads the job's effects off the session deletes the local servers answered. Local tooling only, never
 // bundled into a function.
 import { FixtureError, putItems, resourceName } from '../../../local/fixture';
-import type { EffectReading, EffectsInput, FixtureContext, JobFixture, ObservedWrite, SeededDemo } from '../../../local/fixture';
+import type {
+  EffectReading,
+  EffectsInput,
+  FixtureContext,
+  JobFixture,
+  ObservedWrite,
+  SeededDemo,
+} from '../../../local/fixture';
 import { resourceSchema, sessionCutoff } from './index';
 import { demoSessions, demoTenants } from './items';
 
@@ -18,7 +25,9 @@ export interface SeededSessions {
 const sessionOf = (d: ObservedWrite) => `${d.key.tenantId}/${d.key.sessionId}`;
 /** An item's key as the report shows it; tenant before session whatever order the wire gave the attributes in. */
 const itemOf = (d: ObservedWrite) =>
-  d.key.tenantId !== undefined && d.key.sessionId !== undefined ? `${d.resource}/${sessionOf(d)}` : `${d.resource}/${Object.values(d.key).join('/')}`;
+  d.key.tenantId !== undefined && d.key.sessionId !== undefined
+    ? `${d.resource}/${sessionOf(d)}`
+    : `${d.resource}/${Object.values(d.key).join('/')}`;
 
 export const fixture: JobFixture = {
   unit: 'tenants',
@@ -28,14 +37,21 @@ export const fixture: JobFixture = {
     const tenantsTable = resourceName(ctx.settings, 'tables', 'tenants');
     const sessionsTable = resourceName(ctx.settings, 'tables', 'sessions');
     const maxAgeDays = Number(ctx.settings.settings.sessionMaxAgeDays);
-    if (!Number.isFinite(maxAgeDays)) throw new FixtureError(`job ${ctx.jobName} has no numeric settings.sessionMaxAgeDays; cannot seed it`, ctx.jobName);
+    if (!Number.isFinite(maxAgeDays))
+      throw new FixtureError(
+        `job ${ctx.jobName} has no numeric settings.sessionMaxAgeDays; cannot seed it`,
+        ctx.jobName,
+      );
     const cutoff = sessionCutoff(ctx.businessDate, maxAgeDays);
     const tenants = demoTenants(count);
     await putItems(ctx.documents, ctx.jobName, tenantsTable, tenants);
     const sessions = tenants.flatMap((t) => demoSessions(t.tenantId, cutoff, SESSIONS_PER_TENANT));
     await putItems(ctx.documents, ctx.jobName, sessionsTable, sessions);
     const state: SeededSessions = { expiredSessions: [], activeSessions: [] };
-    for (const s of sessions) (Date.parse(s.lastSeenAt) < Date.parse(cutoff) ? state.expiredSessions : state.activeSessions).push(`${s.tenantId}/${s.sessionId}`);
+    for (const s of sessions)
+      (Date.parse(s.lastSeenAt) < Date.parse(cutoff) ? state.expiredSessions : state.activeSessions).push(
+        `${s.tenantId}/${s.sessionId}`,
+      );
     return {
       expectedOperations: tenants.map((t) => t.tenantId),
       summary: `${tenants.length} tenants (${state.expiredSessions.length} expired sessions)`,
@@ -50,9 +66,15 @@ export const fixture: JobFixture = {
    */
   effects({ settings, seeded, writes }: EffectsInput): EffectReading {
     const state = seeded.state as SeededSessions | undefined;
-    if (!state?.expiredSessions) throw new FixtureError(`job ${settings.jobName}: effects need the sessions its seed recorded (SeededDemo.state)`, settings.jobName);
+    if (!state?.expiredSessions)
+      throw new FixtureError(
+        `job ${settings.jobName}: effects need the sessions its seed recorded (SeededDemo.state)`,
+        settings.jobName,
+      );
     const tables = new Set(Object.values(settings.tables));
-    const deletes = writes.filter((w) => w.service === 'dynamodb' && w.action === 'DeleteItem' && tables.has(w.resource));
+    const deletes = writes.filter(
+      (w) => w.service === 'dynamodb' && w.action === 'DeleteItem' && tables.has(w.resource),
+    );
     const firstByOperation = new Map<string, number>();
     for (const d of deletes) {
       const operation = d.key.tenantId ?? Object.values(d.key)[0];

@@ -5,7 +5,7 @@
 // `unsettled-by-date`; apply reads and updates the item by `paymentId`. Apply refuses a business date after the job's
 // latest by its own clock (deps.now), whatever its caller checked: a day not yet over is not the provider's to settle.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
 import {
   apiKeyGetter,
@@ -48,9 +48,16 @@ const PROVIDER = /^[a-z][a-z0-9-]{0,31}$/;
  */
 export function reconcileOperationId(parts: { provider: string; paymentId: string; businessDate: string }): string {
   if (!PROVIDER.test(parts.provider)) {
-    throw new InvalidOperationIdError(`provider ${JSON.stringify(parts.provider.slice(0, 40))} must be 1 to 32 lower-case letters, digits or - starting with a letter`);
+    throw new InvalidOperationIdError(
+      `provider ${JSON.stringify(parts.provider.slice(0, 40))} must be 1 to 32 lower-case letters, digits or - starting with a letter`,
+    );
   }
-  return buildOperationId(['reconcile', parts.provider, { label: 'payment ID', id: parts.paymentId }, { businessDate: parts.businessDate }]);
+  return buildOperationId([
+    'reconcile',
+    parts.provider,
+    { label: 'payment ID', id: parts.paymentId },
+    { businessDate: parts.businessDate },
+  ]);
 }
 
 export const resourceSchema = z.strictObject({
@@ -77,7 +84,11 @@ export function createDeps(settings: JobRuntimeSettings): PaymentReconciliationD
   const apiKeySecret = read.name('secrets', 'apiKey');
   const provider = read.string('provider');
   const providerBaseUrl = read.string('providerBaseUrl');
-  const providerTimeoutMs = read.integer('providerTimeoutMs', { min: 100, max: 900_000, fallback: DEFAULT_PROVIDER_TIMEOUT_MS });
+  const providerTimeoutMs = read.integer('providerTimeoutMs', {
+    min: 100,
+    max: 900_000,
+    fallback: DEFAULT_PROVIDER_TIMEOUT_MS,
+  });
   read.done();
   return {
     documents: documentClient(),
@@ -93,12 +104,19 @@ export function createDeps(settings: JobRuntimeSettings): PaymentReconciliationD
 }
 
 const readPayment = async (deps: PaymentReconciliationDeps, paymentId: string): Promise<PaymentItem | undefined> => {
-  const got = await deps.documents.send(new GetCommand({ TableName: deps.paymentsTable, Key: { paymentId }, ConsistentRead: true }));
+  const got = await deps.documents.send(
+    new GetCommand({ TableName: deps.paymentsTable, Key: { paymentId }, ConsistentRead: true }),
+  );
   return got.Item as PaymentItem | undefined;
 };
 
-const definedOnly = (detail: Record<string, string | number | boolean | undefined>): Record<string, string | number | boolean> =>
-  Object.fromEntries(Object.entries(detail).filter(([, v]) => v !== undefined)) as Record<string, string | number | boolean>;
+const definedOnly = (
+  detail: Record<string, string | number | boolean | undefined>,
+): Record<string, string | number | boolean> =>
+  Object.fromEntries(Object.entries(detail).filter(([, v]) => v !== undefined)) as Record<
+    string,
+    string | number | boolean
+  >;
 
 export const job = defineJob<PaymentResource, PaymentReconciliationDeps>({
   name: JOB_NAME,
@@ -107,7 +125,10 @@ export const job = defineJob<PaymentResource, PaymentReconciliationDeps>({
   createDeps,
 
   async discover(deps, { businessDate, cursor, pageSize }) {
-    const startKey = cursor === undefined ? undefined : decodeCursor(cursor, ['unsettledDate', 'paymentId'], { unsettledDate: businessDate });
+    const startKey =
+      cursor === undefined
+        ? undefined
+        : decodeCursor(cursor, ['unsettledDate', 'paymentId'], { unsettledDate: businessDate });
     const page = await deps.documents.send(
       new QueryCommand({
         TableName: deps.paymentsTable,
@@ -121,12 +142,19 @@ export const job = defineJob<PaymentResource, PaymentReconciliationDeps>({
     );
     // A payment whose ID cannot be part of an operation ID is handed back for review; the page's other payments go
     // on. A bad provider setting still fails the page: it is the job's configuration, not a row.
-    const { operations, invalid } = operationsOf(page.Items ?? [], (item) => String(item.paymentId), (item) => {
-      const paymentId = String(item.paymentId);
-      const problem = idPartProblem('payment ID', paymentId);
-      if (problem !== undefined) return problem;
-      return { operationId: reconcileOperationId({ provider: deps.provider, paymentId, businessDate }), resource: { paymentId } };
-    });
+    const { operations, invalid } = operationsOf(
+      page.Items ?? [],
+      (item) => String(item.paymentId),
+      (item) => {
+        const paymentId = String(item.paymentId);
+        const problem = idPartProblem('payment ID', paymentId);
+        if (problem !== undefined) return problem;
+        return {
+          operationId: reconcileOperationId({ provider: deps.provider, paymentId, businessDate }),
+          resource: { paymentId },
+        };
+      },
+    );
     return { operations, invalid, nextCursor: encodeCursor(page.LastEvaluatedKey) };
   },
 
@@ -146,7 +174,8 @@ export const job = defineJob<PaymentResource, PaymentReconciliationDeps>({
     try {
       assertOperationId(operationId, () => reconcileOperationId({ provider: deps.provider, paymentId, businessDate }));
     } catch (error) {
-      if (error instanceof InvalidOperationIdError) throw new PermanentError(error.message, { operationId, paymentId }, { cause: error });
+      if (error instanceof InvalidOperationIdError)
+        throw new PermanentError(error.message, { operationId, paymentId }, { cause: error });
       throw error;
     }
     const future = futureBusinessDate(JOB_NAME, businessDate, deps.businessDates, deps.now());
@@ -157,7 +186,8 @@ export const job = defineJob<PaymentResource, PaymentReconciliationDeps>({
 
     // Read first: a payment already reconciled (by us or by another date's run) must not cost a provider call.
     const before = await readPayment(deps, paymentId);
-    if (before === undefined) throw new PermanentError(`payment ${paymentId} does not exist`, { paymentId, businessDate });
+    if (before === undefined)
+      throw new PermanentError(`payment ${paymentId} does not exist`, { paymentId, businessDate });
     if (before.reconciledBy === operationId) {
       return { outcome: 'already-done', detail: definedOnly({ status: before.reconciliationStatus }) };
     }
@@ -169,7 +199,9 @@ export const job = defineJob<PaymentResource, PaymentReconciliationDeps>({
 
     const timeoutMs = Math.min(deps.providerTimeoutMs, remainingTimeMs() - PERSIST_RESERVE_MS);
     if (timeoutMs < MIN_PROVIDER_TIMEOUT_MS) {
-      throw new RetryableError(`payment ${paymentId}: only ${Math.max(0, remainingTimeMs())} ms left, too little to call the provider and record the outcome`);
+      throw new RetryableError(
+        `payment ${paymentId}: only ${Math.max(0, remainingTimeMs())} ms left, too little to call the provider and record the outcome`,
+      );
     }
     const result = await deps.client.reconcile({ paymentId, businessDate, idempotencyKey: operationId, timeoutMs });
 
@@ -178,7 +210,8 @@ export const job = defineJob<PaymentResource, PaymentReconciliationDeps>({
         new UpdateCommand({
           TableName: deps.paymentsTable,
           Key: { paymentId },
-          UpdateExpression: 'SET reconciliationStatus = :status, providerReference = :ref, reconciledAt = :at, reconciledBy = :op REMOVE unsettledDate',
+          UpdateExpression:
+            'SET reconciliationStatus = :status, providerReference = :ref, reconciledAt = :at, reconciledBy = :op REMOVE unsettledDate',
           ConditionExpression: 'attribute_exists(paymentId) AND unsettledDate = :date',
           ExpressionAttributeValues: {
             ':status': result.status,
@@ -198,10 +231,21 @@ export const job = defineJob<PaymentResource, PaymentReconciliationDeps>({
       }
       throw new PermanentError(
         `payment ${paymentId} changed while it was being reconciled; the provider answered ${result.status} (${result.providerReference}) but the outcome was not recorded`,
-        { paymentId, businessDate, providerStatus: result.status, providerReference: result.providerReference, unsettledDate: after?.unsettledDate, reconciledBy: after?.reconciledBy, exists: after !== undefined },
+        {
+          paymentId,
+          businessDate,
+          providerStatus: result.status,
+          providerReference: result.providerReference,
+          unsettledDate: after?.unsettledDate,
+          reconciledBy: after?.reconciledBy,
+          exists: after !== undefined,
+        },
         { cause: error },
       );
     }
-    return { outcome: 'applied', detail: { status: result.status, providerReference: result.providerReference, replayed: result.replayed } };
+    return {
+      outcome: 'applied',
+      detail: { status: result.status, providerReference: result.providerReference, replayed: result.replayed },
+    };
   },
 });

@@ -28,6 +28,10 @@ export const fixture: JobFixture = {
 
   /** A provider with the job's own effective quota, unless the run names another. */
   downstream(settings: JobRuntimeSettings, options: DownstreamOptions): PaymentProvider {
-    return new PaymentProvider({ ...downstreamQuota(settings, options), latencyMs: options.latencyMs, port: options.port });
+    return new PaymentProvider({
+      ...downstreamQuota(settings, options),
+      latencyMs: options.latencyMs,
+      port: options.port,
+    });
   },
 };

@@ -1,6 +1,15 @@
 // The payment provider's HTTP edge: one reconcile call, with the provider's answers mapped onto the outcome rules.
 import * as z from 'zod/mini';
-import { PacedJobsError, parseRetryAfter, PermanentError, redactValue, RetryableError, sanitizedCause, ThrottledError, type SecretGetter } from '../../job';
+import {
+  PacedJobsError,
+  parseRetryAfter,
+  PermanentError,
+  redactValue,
+  RetryableError,
+  sanitizedCause,
+  ThrottledError,
+  type SecretGetter,
+} from '../../job';
 
 export interface ReconcileRequest {
   paymentId: string;
@@ -66,7 +75,9 @@ export class HttpProviderClient implements ProviderClient {
     try {
       url = new URL(options.baseUrl);
     } catch (error) {
-      throw new ProviderConfigError(`provider base URL ${JSON.stringify(options.baseUrl)} is not a URL`, { cause: error });
+      throw new ProviderConfigError(`provider base URL ${JSON.stringify(options.baseUrl)} is not a URL`, {
+        cause: error,
+      });
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:') {
       throw new ProviderConfigError(`provider base URL ${JSON.stringify(options.baseUrl)} must use http or https`);
@@ -99,16 +110,24 @@ export class HttpProviderClient implements ProviderClient {
       const text = await response.text();
       return this.interpret(what, paymentId, response, text, apiKey);
     } catch (error) {
-      if (error instanceof ThrottledError || error instanceof RetryableError || error instanceof PermanentError) throw error;
+      if (error instanceof ThrottledError || error instanceof RetryableError || error instanceof PermanentError)
+        throw error;
       // The client's own error is never kept as the cause: it can quote the request (undici quotes a header it
       // refuses, key and all), and the logger prints a cause in full. Its type and redacted message are kept.
       const reason = redact(causeMessage(error), apiKey);
-      if (signal.aborted) throw new RetryableError(`${what} timed out after ${timeoutMs} ms`, { cause: sanitizedCause(error, reason) });
+      if (signal.aborted)
+        throw new RetryableError(`${what} timed out after ${timeoutMs} ms`, { cause: sanitizedCause(error, reason) });
       throw new RetryableError(`${what} failed: ${reason}`, { cause: sanitizedCause(error, reason) });
     }
   }
 
-  private interpret(what: string, paymentId: string, response: Response, text: string, apiKey: string): ReconcileResult {
+  private interpret(
+    what: string,
+    paymentId: string,
+    response: Response,
+    text: string,
+    apiKey: string,
+  ): ReconcileResult {
     const status = response.status;
     if (status === 200 || status === 201) {
       let body: unknown;
@@ -120,17 +139,25 @@ export class HttpProviderClient implements ProviderClient {
       }
       const parsed = responseSchema.safeParse(body);
       if (!parsed.success) {
-        throw new RetryableError(`${what}: provider answered ${status} with an unexpected body (${parsed.error.issues.map((i) => i.path.join('.') || 'body').join(', ')})`);
+        throw new RetryableError(
+          `${what}: provider answered ${status} with an unexpected body (${parsed.error.issues.map((i) => i.path.join('.') || 'body').join(', ')})`,
+        );
       }
       if (parsed.data.paymentId !== paymentId) {
-        throw new PermanentError(`${what}: provider answered about payment ${parsed.data.paymentId}`, { status, answeredFor: parsed.data.paymentId });
+        throw new PermanentError(`${what}: provider answered about payment ${parsed.data.paymentId}`, {
+          status,
+          answeredFor: parsed.data.paymentId,
+        });
       }
       return { ...parsed.data, replayed: (response.headers.get('idempotent-replayed') ?? '').toLowerCase() === 'true' };
     }
     const body = excerpt(redact(text, apiKey));
     if (status === 429 || status === 503) {
       const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), this.now());
-      throw new ThrottledError(`${what}: provider answered ${status}${retryAfterMs === undefined ? '' : ` (retry after ${retryAfterMs} ms)`}`, retryAfterMs);
+      throw new ThrottledError(
+        `${what}: provider answered ${status}${retryAfterMs === undefined ? '' : ` (retry after ${retryAfterMs} ms)`}`,
+        retryAfterMs,
+      );
     }
     // 408 is the provider timing us out: as transient as our own timeout.
     if (status >= 500 || status === 408) {

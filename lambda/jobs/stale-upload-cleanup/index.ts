@@ -15,7 +15,7 @@
 //   (kept by idempotency, 30 days), the failure reasons and details (DLQ, ledger, logs). The message still carries the
 //   key, as apply needs it to delete.
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod/mini';
 import {
   assertOperationId,
@@ -37,7 +37,7 @@ import {
   type JobRuntimeSettings,
   type ObjectStore,
 } from '../../job';
-import { PENDING_DELETION, UploadItem } from './items';
+import { PENDING_DELETION, type UploadItem } from './items';
 
 export const JOB_NAME = 'stale-upload-cleanup';
 export const DEADLINE_INDEX = 'by-deadline';
@@ -54,7 +54,9 @@ const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
  */
 export function staleUploadOperationId(parts: { uploadId: string; deleteAfter: string }): string {
   if (!ISO_UTC.test(parts.deleteAfter) || Number.isNaN(Date.parse(parts.deleteAfter))) {
-    throw new InvalidOperationIdError(`deleteAfter ${JSON.stringify(parts.deleteAfter.slice(0, 40))} must be a UTC timestamp in the form YYYY-MM-DDTHH:mm:ss.sssZ`);
+    throw new InvalidOperationIdError(
+      `deleteAfter ${JSON.stringify(parts.deleteAfter.slice(0, 40))} must be a UTC timestamp in the form YYYY-MM-DDTHH:mm:ss.sssZ`,
+    );
   }
   return buildOperationId(['stale-upload', { label: 'upload ID', id: parts.uploadId }, parts.deleteAfter]);
 }
@@ -90,7 +92,9 @@ export function discoveryCutoff(businessDate: string, now: Date): string {
 }
 
 const readUpload = async (deps: StaleUploadDeps, uploadId: string): Promise<UploadItem | undefined> => {
-  const got = await deps.documents.send(new GetCommand({ TableName: deps.uploadsTable, Key: { uploadId }, ConsistentRead: true }));
+  const got = await deps.documents.send(
+    new GetCommand({ TableName: deps.uploadsTable, Key: { uploadId }, ConsistentRead: true }),
+  );
   return got.Item as UploadItem | undefined;
 };
 
@@ -101,9 +105,10 @@ export const job = defineJob<UploadResource, StaleUploadDeps>({
   createDeps,
 
   async discover(deps, { businessDate, cursor, pageSize, now }) {
-    const startKey = cursor === undefined
-      ? undefined
-      : decodeCursor(cursor, ['retentionState', 'deleteAfter', 'uploadId'], { retentionState: PENDING_DELETION });
+    const startKey =
+      cursor === undefined
+        ? undefined
+        : decodeCursor(cursor, ['retentionState', 'deleteAfter', 'uploadId'], { retentionState: PENDING_DELETION });
     const page = await deps.documents.send(
       new QueryCommand({
         TableName: deps.uploadsTable,
@@ -117,11 +122,19 @@ export const job = defineJob<UploadResource, StaleUploadDeps>({
     );
     // A record that cannot become a valid message (an ID holding a space or ':', a deadline without milliseconds) is
     // handed back for review instead of stopping the run: the good uploads of the page are still deleted.
-    const { operations, invalid } = operationsOf(page.Items ?? [], (item) => String(item.uploadId), (item) => {
-      const parsed = resourceSchema.safeParse({ uploadId: item.uploadId, objectKey: item.objectKey, deleteAfter: item.deleteAfter });
-      if (!parsed.success) return describeIssues(parsed.error).join('; ');
-      return { operationId: staleUploadOperationId(parsed.data), resource: parsed.data };
-    });
+    const { operations, invalid } = operationsOf(
+      page.Items ?? [],
+      (item) => String(item.uploadId),
+      (item) => {
+        const parsed = resourceSchema.safeParse({
+          uploadId: item.uploadId,
+          objectKey: item.objectKey,
+          deleteAfter: item.deleteAfter,
+        });
+        if (!parsed.success) return describeIssues(parsed.error).join('; ');
+        return { operationId: staleUploadOperationId(parsed.data), resource: parsed.data };
+      },
+    );
     return { operations, invalid, nextCursor: encodeCursor(page.LastEvaluatedKey) };
   },
 
@@ -141,12 +154,17 @@ export const job = defineJob<UploadResource, StaleUploadDeps>({
     try {
       assertOperationId(operationId, () => staleUploadOperationId({ uploadId, deleteAfter }));
     } catch (error) {
-      if (error instanceof InvalidOperationIdError) throw new PermanentError(error.message, { operationId, uploadId }, { cause: error });
+      if (error instanceof InvalidOperationIdError)
+        throw new PermanentError(error.message, { operationId, uploadId }, { cause: error });
       throw error;
     }
     const now = deps.now();
     if (Date.parse(deleteAfter) > now.getTime()) {
-      throw new PermanentError(`upload ${uploadId} is not due for deletion until ${deleteAfter}`, { uploadId, deleteAfter, now: now.toISOString() });
+      throw new PermanentError(`upload ${uploadId} is not due for deletion until ${deleteAfter}`, {
+        uploadId,
+        deleteAfter,
+        now: now.toISOString(),
+      });
     }
 
     const record = await readUpload(deps, uploadId);
@@ -170,7 +188,8 @@ export const job = defineJob<UploadResource, StaleUploadDeps>({
         new DeleteCommand({
           TableName: deps.uploadsTable,
           Key: { uploadId },
-          ConditionExpression: 'attribute_exists(uploadId) AND deleteAfter = :deleteAfter AND retentionState = :pending',
+          ConditionExpression:
+            'attribute_exists(uploadId) AND deleteAfter = :deleteAfter AND retentionState = :pending',
           ExpressionAttributeValues: { ':deleteAfter': deleteAfter, ':pending': PENDING_DELETION },
         }),
       );
@@ -181,7 +200,13 @@ export const job = defineJob<UploadResource, StaleUploadDeps>({
       if (after === undefined) return { outcome: 'already-done', detail: { objectKeyHash } };
       throw new PermanentError(
         `upload ${uploadId}: retention changed while its object was being deleted; the object ${objectKeyHash} is gone but the record was kept`,
-        { uploadId, objectKeyHash, deleteAfter, recordDeleteAfter: after.deleteAfter, recordRetentionState: after.retentionState },
+        {
+          uploadId,
+          objectKeyHash,
+          deleteAfter,
+          recordDeleteAfter: after.deleteAfter,
+          recordRetentionState: after.retentionState,
+        },
         { cause: error },
       );
     }

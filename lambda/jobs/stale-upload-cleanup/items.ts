@@ -20,8 +20,15 @@ export interface UploadItem {
 }
 
 /** An upload that becomes due for deletion at `deleteAfter`. */
-export function pendingUpload(input: { uploadId: string; deleteAfter: Date | string; objectKey?: string; uploadedAt?: string; sizeBytes?: number }): UploadItem {
-  const deleteAfter = typeof input.deleteAfter === 'string' ? new Date(input.deleteAfter).toISOString() : input.deleteAfter.toISOString();
+export function pendingUpload(input: {
+  uploadId: string;
+  deleteAfter: Date | string;
+  objectKey?: string;
+  uploadedAt?: string;
+  sizeBytes?: number;
+}): UploadItem {
+  const deleteAfter =
+    typeof input.deleteAfter === 'string' ? new Date(input.deleteAfter).toISOString() : input.deleteAfter.toISOString();
   return {
     uploadId: input.uploadId,
     objectKey: input.objectKey ?? `uploads/${input.uploadId}.bin`,
@@ -37,6 +44,10 @@ export function demoUploads(businessDate: string, count: number): UploadItem[] {
   const start = Date.parse(`${businessDate}T00:00:00.000Z`);
   const step = Math.floor(86_400_000 / Math.max(1, count));
   return Array.from({ length: count }, (_, i) =>
-    pendingUpload({ uploadId: `upl-${businessDate}-${String(i + 1).padStart(4, '0')}`, deleteAfter: new Date(start + i * step), sizeBytes: 1024 }),
+    pendingUpload({
+      uploadId: `upl-${businessDate}-${String(i + 1).padStart(4, '0')}`,
+      deleteAfter: new Date(start + i * step),
+      sizeBytes: 1024,
+    }),
   );
 }

@@ -20,7 +20,9 @@ export const fixture: JobFixture = {
     const items = demoUploads(ctx.businessDate, count);
     // Objects first: a record the job discovers always has its object to delete.
     for (const item of items) {
-      await ctx.s3.send(new PutObjectCommand({ Bucket: bucket, Key: item.objectKey, Body: `demo upload ${item.uploadId}` }));
+      await ctx.s3.send(
+        new PutObjectCommand({ Bucket: bucket, Key: item.objectKey, Body: `demo upload ${item.uploadId}` }),
+      );
     }
     await putItems(ctx.documents, ctx.jobName, table, items);
     return { expectedOperations: items.map((u) => u.objectKey), summary: `${items.length} uploads` };
@@ -40,7 +42,9 @@ export const fixture: JobFixture = {
       effectsByOperation: tally(ours.map((d) => d.key.key)),
       starts: deletes.map((d) => d.at),
       throttled: undefined,
-      unexpectedEffects: deletes.filter((d) => d.resource !== uploads || !expected.has(d.key.key)).map((d) => `${d.resource}/${d.key.key}`),
+      unexpectedEffects: deletes
+        .filter((d) => d.resource !== uploads || !expected.has(d.key.key))
+        .map((d) => `${d.resource}/${d.key.key}`),
     };
   },
 

@@ -3,7 +3,7 @@ import { dynamoClient, resetClients } from '../../../lambda/adapters/clients';
 import { AdaptiveDynamoDbRateLimiter, rateItemKey } from '../../../lambda/adapters/adaptiveRateLimiter';
 import { RateLimiterError } from '../../../lambda/adapters/rateLimiter';
 import { maxInAnyWindow } from '../../../lambda/core/pacing/slidingWindow';
-import { LocalAws, startLocalAws } from '../../support/aws';
+import { type LocalAws, startLocalAws } from '../../support/aws';
 import { countDynamoCalls, createLimiterTable } from '../handlers/harness';
 
 const TABLE = 'adaptive-limiter-test';
@@ -15,7 +15,13 @@ describe('Class: AdaptiveDynamoDbRateLimiter', () => {
   const clock = () => now;
   /** An instance as one container would hold it; refreshMs 0 so every call sees the fleet's latest rate. */
   const instance = (overrides: Partial<ConstructorParameters<typeof AdaptiveDynamoDbRateLimiter>[0]> = {}) =>
-    new AdaptiveDynamoDbRateLimiter({ tableName: TABLE, limits: { startsPerInterval: 10, intervalMs: 1000 }, refreshMs: 0, clock, ...overrides });
+    new AdaptiveDynamoDbRateLimiter({
+      tableName: TABLE,
+      limits: { startsPerInterval: 10, intervalMs: 1000 },
+      refreshMs: 0,
+      clock,
+      ...overrides,
+    });
 
   beforeAll(async () => {
     aws = await startLocalAws();
@@ -48,8 +54,15 @@ describe('Class: AdaptiveDynamoDbRateLimiter', () => {
       expect(await b.currentRate('cut')).toBe(5);
       // Inside the cooldown: no change, and nothing to report.
       expect(await b.throttled('cut')).toBeUndefined();
-      const { Item } = await dynamoClient().send(new GetItemCommand({ TableName: TABLE, Key: { pk: { S: rateItemKey('cut') } }, ConsistentRead: true }));
-      expect(Item).toMatchObject({ rate: { N: '5' }, decreasedAtMs: { N: String(T0) }, heldBy: { S: 'cut' }, version: { N: '1' } });
+      const { Item } = await dynamoClient().send(
+        new GetItemCommand({ TableName: TABLE, Key: { pk: { S: rateItemKey('cut') } }, ConsistentRead: true }),
+      );
+      expect(Item).toMatchObject({
+        rate: { N: '5' },
+        decreasedAtMs: { N: String(T0) },
+        heldBy: { S: 'cut' },
+        version: { N: '1' },
+      });
     });
 
     it('with counts, tests a cut against the rate before it, and shares what it found with the fleet through the item', async () => {
@@ -66,7 +79,9 @@ describe('Class: AdaptiveDynamoDbRateLimiter', () => {
       // ... and at 10, after its own refill, the same share: storms. The fleet stays at 10, and keeps what it found.
       await report(3200);
       expect(await b.currentRate('tested')).toBe(10);
-      const { Item } = await dynamoClient().send(new GetItemCommand({ TableName: TABLE, Key: { pk: { S: rateItemKey('tested') } }, ConsistentRead: true }));
+      const { Item } = await dynamoClient().send(
+        new GetItemCommand({ TableName: TABLE, Key: { pk: { S: rateItemKey('tested') } }, ConsistentRead: true }),
+      );
       expect(Item).toMatchObject({ rate: { N: '10' }, calmShare: { N: '0.2' }, testFromMs: { N: '0' } });
       expect(Number(Item!.calmUntilMs.N)).toBeGreaterThan(now);
       // More of the same storms cut nothing; a share well over them does.
@@ -125,7 +140,7 @@ describe('Class: AdaptiveDynamoDbRateLimiter', () => {
       expect(counter.calls.filter((c) => c.command === 'UpdateItemCommand')).toEqual([]);
     });
 
-    it('ramps on each container\'s own quiet starts: one that saw none stays at the held rate', async () => {
+    it("ramps on each container's own quiet starts: one that saw none stays at the held rate", async () => {
       const [busy, idle] = [instance(), instance()];
       await busy.throttled('evidence');
       now += 1750;
@@ -179,7 +194,7 @@ describe('Class: AdaptiveDynamoDbRateLimiter', () => {
       // A fixed pseudo-random schedule; this seed is one where the cut instance keeping burst 3 lets 12 starts into a
       // window (checked against the pure GCRA), so the test fails if cut rates stop using burst 1.
       let seed = 24;
-      const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+      const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
       const starts: number[] = [];
       for (let i = 0; i < 150; i++) {
         now += Math.floor(random() * 150);
@@ -197,7 +212,13 @@ describe('Class: AdaptiveDynamoDbRateLimiter', () => {
       await dynamoClient().send(
         new PutItemCommand({
           TableName: TABLE,
-          Item: { pk: { S: rateItemKey('legacy') }, rate: { N: '4' }, changedAtMs: { N: String(T0 - 100) }, decreasedAtMs: { N: String(T0 - 500) }, version: { N: '3' } },
+          Item: {
+            pk: { S: rateItemKey('legacy') },
+            rate: { N: '4' },
+            changedAtMs: { N: String(T0 - 100) },
+            decreasedAtMs: { N: String(T0 - 500) },
+            version: { N: '3' },
+          },
         }),
       );
       const limiter = instance();
@@ -212,11 +233,16 @@ describe('Class: AdaptiveDynamoDbRateLimiter', () => {
 
   describe('Method: constructor', () => {
     it('names bad adaptive options', () => {
-      expect(() => instance({ adaptive: { decreaseFactor: 2 } })).toThrow('invalid adaptive rate: decreaseFactor must be between 0 and 1 exclusive (got 2)');
+      expect(() => instance({ adaptive: { decreaseFactor: 2 } })).toThrow(
+        'invalid adaptive rate: decreaseFactor must be between 0 and 1 exclusive (got 2)',
+      );
     });
 
     it('wraps a DynamoDB failure with the item and table', async () => {
-      const broken = new AdaptiveDynamoDbRateLimiter({ tableName: 'no-such-table', limits: { startsPerInterval: 10, intervalMs: 1000 } });
+      const broken = new AdaptiveDynamoDbRateLimiter({
+        tableName: 'no-such-table',
+        limits: { startsPerInterval: 10, intervalMs: 1000 },
+      });
       const error = await broken.throttled('k').catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RateLimiterError);
       expect((error as Error).message).toMatch(/^adaptive rate item "k#rate" in table "no-such-table": read failed: /);

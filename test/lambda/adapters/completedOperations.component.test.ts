@@ -16,7 +16,13 @@ async function seed(records: { op: string; status: string; expiration?: number }
       new BatchWriteCommand({
         RequestItems: {
           [TABLE]: records.slice(i, i + 25).map((r) => ({
-            PutRequest: { Item: { id: idempotencyRecordId('fake-job', r.op), status: r.status, ...(r.expiration === undefined ? {} : { expiration: r.expiration }) } },
+            PutRequest: {
+              Item: {
+                id: idempotencyRecordId('fake-job', r.op),
+                status: r.status,
+                ...(r.expiration === undefined ? {} : { expiration: r.expiration }),
+              },
+            },
           })),
         },
       }),
@@ -63,13 +69,19 @@ describe('Class: DynamoCompletedLookup', () => {
       } finally {
         counter.stop();
       }
-      expect(counter.calls.map((c) => c.command)).toEqual(['BatchGetItemCommand', 'BatchGetItemCommand', 'BatchGetItemCommand']);
+      expect(counter.calls.map((c) => c.command)).toEqual([
+        'BatchGetItemCommand',
+        'BatchGetItemCommand',
+        'BatchGetItemCommand',
+      ]);
       expect(done.size).toBe(125);
       expect(done.has('bulk-0') && !done.has('bulk-1')).toBe(true);
     });
 
     it('fails with the DynamoDB error when the table cannot be read, so the caller can fall back', async () => {
-      await expect(new DynamoCompletedLookup({ tableName: 'no-such-table' }).completed('fake-job', ['x'])).rejects.toThrow(/resource not found|ResourceNotFound/i);
+      await expect(
+        new DynamoCompletedLookup({ tableName: 'no-such-table' }).completed('fake-job', ['x']),
+      ).rejects.toThrow(/resource not found|ResourceNotFound/i);
     });
   });
 });

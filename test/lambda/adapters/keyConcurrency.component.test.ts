@@ -8,7 +8,7 @@ import {
   type KeyConcurrencyOptions,
 } from '../../../lambda/adapters/keyConcurrency';
 import { sleep } from '../../../lambda/core/pacing/sleep';
-import { LocalAws, startLocalAws } from '../../support/aws';
+import { type LocalAws, startLocalAws } from '../../support/aws';
 import { createLimiterTable } from '../handlers/harness';
 
 const TABLE = 'key-concurrency-test';
@@ -18,12 +18,24 @@ const freshLimiterKey = (): string => `conc-test-${++limiterKeys}`;
 const inAMinute = (): number => Date.now() + 60_000;
 
 function limiter(limiterKey: string, options: Partial<KeyConcurrencyOptions> = {}): KeyConcurrencyLimiter {
-  return new KeyConcurrencyLimiter({ tableName: TABLE, limiterKey, field: 'merchant', maxConcurrent: 2, busyRetryMs: 50, ...options });
+  return new KeyConcurrencyLimiter({
+    tableName: TABLE,
+    limiterKey,
+    field: 'merchant',
+    maxConcurrent: 2,
+    busyRetryMs: 50,
+    ...options,
+  });
 }
 
 /** Most intervals that overlap at any moment; an interval ending when another starts does not overlap it. */
 function peakOverlap(intervals: [number, number][]): number {
-  const events = intervals.flatMap(([start, end]): [number, number][] => [[start, 1], [end, -1]]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const events = intervals
+    .flatMap(([start, end]): [number, number][] => [
+      [start, 1],
+      [end, -1],
+    ])
+    .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   let now = 0;
   let peak = 0;
   for (const [, change] of events) peak = Math.max(peak, (now += change));
@@ -48,8 +60,17 @@ describe('Class: KeyConcurrencyLimiter', () => {
   });
 
   /** The key's item as stored: its leases (id -> expiry ms) and TTL (epoch s), or undefined when there is none. */
-  async function stored(limiterKey: string, key: string): Promise<{ leases: Record<string, number>; expiresAt: number } | undefined> {
-    const { Item } = await ddb.send(new GetItemCommand({ TableName: TABLE, Key: { pk: { S: concurrencyItemKey(limiterKey, key) } }, ConsistentRead: true }));
+  async function stored(
+    limiterKey: string,
+    key: string,
+  ): Promise<{ leases: Record<string, number>; expiresAt: number } | undefined> {
+    const { Item } = await ddb.send(
+      new GetItemCommand({
+        TableName: TABLE,
+        Key: { pk: { S: concurrencyItemKey(limiterKey, key) } },
+        ConsistentRead: true,
+      }),
+    );
     if (!Item) return undefined;
     const leases = Object.fromEntries(Object.entries(Item.leases?.M ?? {}).map(([id, v]) => [id, Number(v.N)]));
     return { leases, expiresAt: Number(Item.expiresAt?.N) };
@@ -64,7 +85,9 @@ describe('Class: KeyConcurrencyLimiter', () => {
     });
 
     it('throws when maxConcurrent is above what one item holds', () => {
-      expect(() => limiter('k', { maxConcurrent: 1001 })).toThrow('invalid key concurrency limiter: maxConcurrent must be an integer from 1 to 1000 (got 1001)');
+      expect(() => limiter('k', { maxConcurrent: 1001 })).toThrow(
+        'invalid key concurrency limiter: maxConcurrent must be an integer from 1 to 1000 (got 1001)',
+      );
     });
 
     it('keeps the field and the limit for the caller', () => {
@@ -115,9 +138,11 @@ describe('Class: KeyConcurrencyLimiter', () => {
       client.destroy();
     });
 
-    it('never lets more than max leases be held across concurrent containers, reclaims dead workers\' slots, and serves every caller', async () => {
+    it("never lets more than max leases be held across concurrent containers, reclaims dead workers' slots, and serves every caller", async () => {
       const limiterKey = freshLimiterKey();
-      const containers = Array.from({ length: 8 }, () => limiter(limiterKey, { maxConcurrent: 3, busyRetryMs: 10, maxAttempts: 50 }));
+      const containers = Array.from({ length: 8 }, () =>
+        limiter(limiterKey, { maxConcurrent: 3, busyRetryMs: 10, maxAttempts: 50 }),
+      );
       const held: [number, number][] = [];
       const deadLeases = new Set<string>();
       let refusals = 0;
@@ -177,7 +202,10 @@ describe('Class: KeyConcurrencyLimiter', () => {
       const next = await l.acquire('m', t0 + 60_000);
       expect(next.granted).toBe(true);
       if (!dead.granted || !alive.granted || !next.granted) throw new Error('unreachable');
-      expect((await stored(limiterKey, 'm'))?.leases).toEqual({ [alive.lease.leaseId]: t0 + 60_000, [next.lease.leaseId]: t0 + 60_000 });
+      expect((await stored(limiterKey, 'm'))?.leases).toEqual({
+        [alive.lease.leaseId]: t0 + 60_000,
+        [next.lease.leaseId]: t0 + 60_000,
+      });
     });
 
     it('counts a lease acquired already expired as free', async () => {
@@ -187,7 +215,7 @@ describe('Class: KeyConcurrencyLimiter', () => {
       expect((await l.acquire('m', inAMinute())).granted).toBe(false);
     });
 
-    it('suggests about busyRetryMs, but never a wait past the earliest live lease\'s expiry', async () => {
+    it("suggests about busyRetryMs, but never a wait past the earliest live lease's expiry", async () => {
       const l = limiter(freshLimiterKey(), { maxConcurrent: 1, busyRetryMs: 10_000 });
       await l.acquire('late', inAMinute());
       const refused = await l.acquire('late', inAMinute());
@@ -207,7 +235,7 @@ describe('Class: KeyConcurrencyLimiter', () => {
       expect((await l.acquire('b', inAMinute())).granted).toBe(false);
     });
 
-    it('sets the item\'s TTL after every lease, even when a later lease expires sooner, and no further than maxLeaseMs and a minute', async () => {
+    it("sets the item's TTL after every lease, even when a later lease expires sooner, and no further than maxLeaseMs and a minute", async () => {
       const limiterKey = freshLimiterKey();
       const l = limiter(limiterKey, { maxLeaseMs: 900_000 });
       expect(await stored(limiterKey, 'm')).toBeUndefined();
@@ -227,31 +255,52 @@ describe('Class: KeyConcurrencyLimiter', () => {
     it('throws when the lease would expire more than maxLeaseMs ahead', async () => {
       const now = 1_700_000_000_000;
       const l = limiter(freshLimiterKey(), { maxLeaseMs: 1_000, clock: () => now });
-      await expect(l.acquire('m', now + 1_001)).rejects.toThrow('invalid key concurrency lease: expiresAtMs must be at most maxLeaseMs (1000) ahead (got 1001 ahead)');
-      await expect(l.acquire('m', Number.NaN)).rejects.toThrow('invalid key concurrency lease: expiresAtMs must be at most maxLeaseMs (1000) ahead (got NaN)');
+      await expect(l.acquire('m', now + 1_001)).rejects.toThrow(
+        'invalid key concurrency lease: expiresAtMs must be at most maxLeaseMs (1000) ahead (got 1001 ahead)',
+      );
+      await expect(l.acquire('m', Number.NaN)).rejects.toThrow(
+        'invalid key concurrency lease: expiresAtMs must be at most maxLeaseMs (1000) ahead (got NaN)',
+      );
     });
 
     it('throws KeyConcurrencyError with the item, the table and the cause when DynamoDB fails', async () => {
-      const l = new KeyConcurrencyLimiter({ tableName: 'no-such-table', limiterKey: 'lk', field: 'merchant', maxConcurrent: 2 });
+      const l = new KeyConcurrencyLimiter({
+        tableName: 'no-such-table',
+        limiterKey: 'lk',
+        field: 'merchant',
+        maxConcurrent: 2,
+      });
       const error = await l.acquire('m', inAMinute()).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(KeyConcurrencyError);
       expect(error).toMatchObject({ name: 'KeyConcurrencyError', itemKey: 'lk#conc#m', tableName: 'no-such-table' });
-      expect((error as Error).message).toBe('key concurrency item "lk#conc#m" in table "no-such-table": write failed: Requested resource not found');
+      expect((error as Error).message).toBe(
+        'key concurrency item "lk#conc#m" in table "no-such-table": write failed: Requested resource not found',
+      );
       expect((error as Error).cause).toBeDefined();
     });
 
     it('gives up with KeyConcurrencyContentionError after maxAttempts lost races', async () => {
-      const conflict = new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {} });
+      const conflict = new ConditionalCheckFailedException({
+        message: 'The conditional request failed',
+        $metadata: {},
+      });
       // Every read shows room, every write loses: a key changing faster than the attempts.
       const send = jest.fn(async (command: object) => {
         if (command instanceof GetItemCommand) return { Item: { pk: { S: 'lk#conc#hot' }, leases: { M: {} } } };
         throw conflict;
       });
-      const l = limiter('lk', { tableName: TABLE, maxAttempts: 3, client: { send } as unknown as DynamoDBClient, random: () => 0 });
+      const l = limiter('lk', {
+        tableName: TABLE,
+        maxAttempts: 3,
+        client: { send } as unknown as DynamoDBClient,
+        random: () => 0,
+      });
       const error = await l.acquire('hot', inAMinute()).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(KeyConcurrencyContentionError);
       expect(error).toMatchObject({ name: 'KeyConcurrencyContentionError', attempts: 3, itemKey: 'lk#conc#hot' });
-      expect((error as Error).message).toBe('key concurrency item "lk#conc#hot" in table "key-concurrency-test": gave up after 3 conflicting writes; raise maxAttempts');
+      expect((error as Error).message).toBe(
+        'key concurrency item "lk#conc#hot" in table "key-concurrency-test": gave up after 3 conflicting writes; raise maxAttempts',
+      );
       expect(send).toHaveBeenCalledTimes(6);
     });
   });

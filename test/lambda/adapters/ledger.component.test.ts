@@ -25,11 +25,16 @@ describe('Class: DynamoLedger', () => {
   });
 
   const batch = async (batchId: string) =>
-    (await documentClient().send(new GetCommand({ TableName: TABLE, Key: { pk: 'BATCH#fake-job', sk: batchId } }))).Item;
+    (await documentClient().send(new GetCommand({ TableName: TABLE, Key: { pk: 'BATCH#fake-job', sk: batchId } })))
+      .Item;
 
   describe('Method: addToBatch', () => {
     it('adds counters atomically across concurrent writers', async () => {
-      await Promise.all(Array.from({ length: 20 }, () => ledger.addToBatch('fake-job', 'b-concurrent', { completed: 1, duplicates: 1 })));
+      await Promise.all(
+        Array.from({ length: 20 }, () =>
+          ledger.addToBatch('fake-job', 'b-concurrent', { completed: 1, duplicates: 1 }),
+        ),
+      );
       await ledger.addToBatch('fake-job', 'b-concurrent', { rejected: 2, deferred: 1, deadLettered: 1 });
       expect(await batch('b-concurrent')).toEqual({
         pk: 'BATCH#fake-job',
@@ -45,8 +50,18 @@ describe('Class: DynamoLedger', () => {
     });
 
     it('writes the run identity and start once, and the finish time last', async () => {
-      await ledger.addToBatch('fake-job', 'b-info', {}, { businessDate: '2026-11-28', scheduledTime: '2026-11-29T01:00:00Z', startedAt: 'first' });
-      await ledger.addToBatch('fake-job', 'b-info', { discovered: 5, published: 5 }, { startedAt: 'second', finishedAt: 'early' });
+      await ledger.addToBatch(
+        'fake-job',
+        'b-info',
+        {},
+        { businessDate: '2026-11-28', scheduledTime: '2026-11-29T01:00:00Z', startedAt: 'first' },
+      );
+      await ledger.addToBatch(
+        'fake-job',
+        'b-info',
+        { discovered: 5, published: 5 },
+        { startedAt: 'second', finishedAt: 'early' },
+      );
       await ledger.addToBatch('fake-job', 'b-info', { discovered: 2, published: 2 }, { finishedAt: 'late' });
       expect(await batch('b-info')).toMatchObject({
         businessDate: '2026-11-28',
@@ -70,11 +85,17 @@ describe('Class: DynamoLedger', () => {
       try {
         await ledger.addToBatch('fake-job', 'b-age-known', { completed: 1 }, { oldestMessageAgeMs: 9_000 });
         // Another container raised the maximum meanwhile: this one's larger age loses its conditional write once...
-        await new DynamoLedger({ tableName: TABLE, now: () => NOW }).addToBatch('fake-job', 'b-age-known', {}, { oldestMessageAgeMs: 20_000 });
+        await new DynamoLedger({ tableName: TABLE, now: () => NOW }).addToBatch(
+          'fake-job',
+          'b-age-known',
+          {},
+          { oldestMessageAgeMs: 20_000 },
+        );
         await ledger.addToBatch('fake-job', 'b-age-known', { completed: 1 }, { oldestMessageAgeMs: 15_000 });
         // ... and then knows better: ages up to 15 s go with the counters alone, one write each.
         const before = calls.calls.length;
-        for (const age of [3_000, 14_000, 15_000]) await ledger.addToBatch('fake-job', 'b-age-known', { completed: 1 }, { oldestMessageAgeMs: age });
+        for (const age of [3_000, 14_000, 15_000])
+          await ledger.addToBatch('fake-job', 'b-age-known', { completed: 1 }, { oldestMessageAgeMs: age });
         expect(calls.calls.length - before).toBe(3);
       } finally {
         calls.stop();
@@ -86,10 +107,21 @@ describe('Class: DynamoLedger', () => {
   describe('Method: recordRejection', () => {
     it('keeps the reasons, the IDs and a body truncated to 4 KB under REJECTED#<job>', async () => {
       const body = `{"x":"${'é'.repeat(3000)}"}`;
-      await ledger.recordRejection({ job: 'fake-job', messageId: 'm-1', reasons: ['a', 'b'], body, batchId: 'b-1', operationId: 'op:1' });
+      await ledger.recordRejection({
+        job: 'fake-job',
+        messageId: 'm-1',
+        reasons: ['a', 'b'],
+        body,
+        batchId: 'b-1',
+        operationId: 'op:1',
+      });
 
       const { Items = [] } = await documentClient().send(
-        new QueryCommand({ TableName: TABLE, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': 'REJECTED#fake-job' } }),
+        new QueryCommand({
+          TableName: TABLE,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': 'REJECTED#fake-job' },
+        }),
       );
       expect(Items).toHaveLength(1);
       const item = Items[0];
@@ -115,24 +147,44 @@ describe('Class: DynamoLedger', () => {
       await defaults.recordRejection({ job: 'default-job', messageId: 'm-d', reasons: ['r'], body: '{}' });
       await defaults.addToBatch('default-job', 'b-d', { discovered: 1 });
       const rejection = await documentClient().send(
-        new QueryCommand({ TableName: TABLE, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': 'REJECTED#default-job' } }),
+        new QueryCommand({
+          TableName: TABLE,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': 'REJECTED#default-job' },
+        }),
       );
       expect(rejection.Items?.map((i) => i.expiresAt)).toEqual([EPOCH + 14 * 86_400]);
-      const counts = await documentClient().send(new GetCommand({ TableName: TABLE, Key: { pk: 'BATCH#default-job', sk: 'b-d' } }));
+      const counts = await documentClient().send(
+        new GetCommand({ TableName: TABLE, Key: { pk: 'BATCH#default-job', sk: 'b-d' } }),
+      );
       expect(counts.Item?.expiresAt).toBe(EPOCH + 90 * 86_400);
     });
 
     it('expires a rejection with the ledger when the ledger keeps items less than 14 days', async () => {
-      await new DynamoLedger({ tableName: TABLE, now: () => NOW, retentionDays: 7 }).recordRejection({ job: 'short-job', messageId: 'm-s', reasons: ['r'], body: '{}' });
+      await new DynamoLedger({ tableName: TABLE, now: () => NOW, retentionDays: 7 }).recordRejection({
+        job: 'short-job',
+        messageId: 'm-s',
+        reasons: ['r'],
+        body: '{}',
+      });
       const { Items = [] } = await documentClient().send(
-        new QueryCommand({ TableName: TABLE, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': 'REJECTED#short-job' } }),
+        new QueryCommand({
+          TableName: TABLE,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': 'REJECTED#short-job' },
+        }),
       );
       expect(Items.map((i) => i.expiresAt)).toEqual([EPOCH + 7 * 86_400]);
     });
 
     it('surfaces a write failure to the caller', async () => {
       await expect(
-        new DynamoLedger({ tableName: 'missing-table' }).recordRejection({ job: 'fake-job', messageId: 'm', reasons: [], body: '' }),
+        new DynamoLedger({ tableName: 'missing-table' }).recordRejection({
+          job: 'fake-job',
+          messageId: 'm',
+          reasons: [],
+          body: '',
+        }),
       ).rejects.toThrow('Requested resource not found');
     });
   });

@@ -3,7 +3,7 @@ import { ConditionalCheckFailedException, DynamoDBClient, GetItemCommand } from 
 import { resetClients } from '../../../lambda/adapters/clients';
 import { DynamoDbRateLimiter, LimiterContentionError, RateLimiterError } from '../../../lambda/adapters/rateLimiter';
 import { maxInAnyWindow } from '../../../lambda/core/pacing/slidingWindow';
-import { LocalAws, startLocalAws } from '../../support/aws';
+import { type LocalAws, startLocalAws } from '../../support/aws';
 import { countingLimiterClient } from '../../support/limiterRequests';
 import { createLimiterTable } from '../handlers/harness';
 import { VirtualClock } from '../handlers/virtualClock';
@@ -33,7 +33,8 @@ async function demand(
         served[i] += got.granted;
         starts.push(...got.startAtMs);
         // Not served in full: come back when the next slot opens (never a tight loop: waitMs > maxWaitMs >= 0).
-        if (served[i] < want) await clock.sleep(got.granted > 0 ? got.startAtMs[got.granted - 1] - clock.now() : got.waitMs);
+        if (served[i] < want)
+          await clock.sleep(got.granted > 0 ? got.startAtMs[got.granted - 1] - clock.now() : got.waitMs);
       }
     }),
   );
@@ -75,9 +76,10 @@ describe('Class: DynamoDbRateLimiter', () => {
     });
 
     it('throws when there are more shards than starts to share', () => {
-      expect(() => new DynamoDbRateLimiter({ limits: { startsPerInterval: 3, intervalMs: 1000 }, tableName: TABLE, shards: 4 })).toThrow(
-        'invalid rate limiter: shards must be an integer from 1 to startsPerInterval (3) (got 4)',
-      );
+      expect(
+        () =>
+          new DynamoDbRateLimiter({ limits: { startsPerInterval: 3, intervalMs: 1000 }, tableName: TABLE, shards: 4 }),
+      ).toThrow('invalid rate limiter: shards must be an integer from 1 to startsPerInterval (3) (got 4)');
     });
 
     it('throws on a negative lead', () => {
@@ -87,9 +89,9 @@ describe('Class: DynamoDbRateLimiter', () => {
     });
 
     it('throws on a bad allowance before touching DynamoDB', () => {
-      expect(() => new DynamoDbRateLimiter({ limits: { startsPerInterval: 5, intervalMs: 0 }, tableName: TABLE })).toThrow(
-        'invalid rate limit: intervalMs must be a positive number (got 0)',
-      );
+      expect(
+        () => new DynamoDbRateLimiter({ limits: { startsPerInterval: 5, intervalMs: 0 }, tableName: TABLE }),
+      ).toThrow('invalid rate limit: intervalMs must be a positive number (got 0)');
     });
   });
 
@@ -101,7 +103,9 @@ describe('Class: DynamoDbRateLimiter', () => {
       expect(got.granted).toBe(1);
       expect(got.waitMs).toBe(0);
       expect(got.startAtMs[0]).toBeGreaterThanOrEqual(before);
-      const { Item } = await ddb.send(new GetItemCommand({ TableName: TABLE, Key: { pk: { S: 'fresh' } }, ConsistentRead: true }));
+      const { Item } = await ddb.send(
+        new GetItemCommand({ TableName: TABLE, Key: { pk: { S: 'fresh' } }, ConsistentRead: true }),
+      );
       const tatUs = Number(Item?.tat?.N);
       expect(tatUs).toBe(got.startAtMs[0] * 1000 + 50_000);
       expect(Number(Item?.expiresAt?.N)).toBe(Math.ceil(tatUs / 1e6) + 86_400);
@@ -129,7 +133,10 @@ describe('Class: DynamoDbRateLimiter', () => {
 
     it('never lets more than R starts into any 1 s window across concurrent containers, and serves every caller', async () => {
       const clock = new VirtualClock();
-      const containers = Array.from({ length: 6 }, () => new DynamoDbRateLimiter({ limits, tableName: TABLE, maxAttempts: 50, clock: clock.now }));
+      const containers = Array.from(
+        { length: 6 },
+        () => new DynamoDbRateLimiter({ limits, tableName: TABLE, maxAttempts: 50, clock: clock.now }),
+      );
       const wants = Array.from({ length: 24 }, (_, i) => 1 + (i % 4)); // 60 tokens: about 3 s at 20 per second
       const began = clock.now();
       const { starts, served } = await demand(clock, containers, 'concurrent', wants, 400);
@@ -142,18 +149,29 @@ describe('Class: DynamoDbRateLimiter', () => {
 
     it('splits the allowance across shards so their sum still holds the limit', async () => {
       const clock = new VirtualClock();
-      const containers = Array.from({ length: 4 }, () => new DynamoDbRateLimiter({ limits, tableName: TABLE, shards: 2, maxAttempts: 50, clock: clock.now }));
-      const { starts } = await demand(clock, containers, 'sharded', Array.from({ length: 16 }, () => 2), 300);
+      const containers = Array.from(
+        { length: 4 },
+        () => new DynamoDbRateLimiter({ limits, tableName: TABLE, shards: 2, maxAttempts: 50, clock: clock.now }),
+      );
+      const { starts } = await demand(
+        clock,
+        containers,
+        'sharded',
+        Array.from({ length: 16 }, () => 2),
+        300,
+      );
       expect(starts).toHaveLength(32);
       expect(maxInAnyWindow(starts, 1000)).toBeLessThanOrEqual(20);
       for (const shard of ['sharded#0', 'sharded#1']) {
-        const { Item } = await ddb.send(new GetItemCommand({ TableName: TABLE, Key: { pk: { S: shard } }, ConsistentRead: true }));
+        const { Item } = await ddb.send(
+          new GetItemCommand({ TableName: TABLE, Key: { pk: { S: shard } }, ConsistentRead: true }),
+        );
         expect(Item?.tat?.N).toBeDefined();
       }
     });
 
     describe('with lanes', () => {
-      it('takes each consumer invocation\'s whole batch in one write, with several consumers on one key at a pace slower than its spacing', async () => {
+      it("takes each consumer invocation's whole batch in one write, with several consumers on one key at a pace slower than its spacing", async () => {
         // 40 per second (25 ms apart) over 8 lanes; each consumer applies one record per 90 ms, so one lane of a
         // consumer's block is 200 ms apart and it keeps up with floor(200 / 90) = 2 lanes. On the virtual clock the
         // consumers take turns, 30 ms apart: what this pins is the block's shape and its cost when nobody races (how
@@ -161,7 +179,18 @@ describe('Class: DynamoDbRateLimiter', () => {
         const spec = { startsPerInterval: 40, intervalMs: 1000 };
         const clock = new VirtualClock();
         const { client, counts } = countingLimiterClient();
-        const consumers = Array.from({ length: 4 }, () => new DynamoDbRateLimiter({ limits: spec, tableName: TABLE, client, lanes: 8, maxAttempts: 50, clock: clock.now }));
+        const consumers = Array.from(
+          { length: 4 },
+          () =>
+            new DynamoDbRateLimiter({
+              limits: spec,
+              tableName: TABLE,
+              client,
+              lanes: 8,
+              maxAttempts: 50,
+              clock: clock.now,
+            }),
+        );
         const starts: number[] = [];
         const invocations = 4 * 3;
         await clock.concurrently(
@@ -170,7 +199,8 @@ describe('Class: DynamoDbRateLimiter', () => {
             for (let invocation = 0; invocation < 3; invocation++) {
               const got = await limiter.acquire('laned', 10, { maxWaitMs: 5_000, paceMs: 90 });
               expect(got.granted).toBe(10);
-              for (let i = 1; i < got.granted; i++) expect(got.startAtMs[i] - got.startAtMs[i - 1]).toBeGreaterThanOrEqual(90);
+              for (let i = 1; i < got.granted; i++)
+                expect(got.startAtMs[i] - got.startAtMs[i - 1]).toBeGreaterThanOrEqual(90);
               starts.push(...got.startAtMs);
               // The invocation's records run until its last slot; the next invocation comes after.
               await clock.sleep(got.startAtMs[got.granted - 1] - clock.now());
@@ -179,7 +209,12 @@ describe('Class: DynamoDbRateLimiter', () => {
         );
         client.destroy();
         expect(starts).toHaveLength(120);
-        expect(maxInAnyWindow(starts.sort((a, b) => a - b), 1000)).toBeLessThanOrEqual(40);
+        expect(
+          maxInAnyWindow(
+            starts.sort((a, b) => a - b),
+            1000,
+          ),
+        ).toBeLessThanOrEqual(40);
         // One write per invocation, none lost: each block starts from a read (its view is older than the key's
         // spacing), which nobody overtakes while the consumers take turns.
         expect(counts.written).toBe(invocations);
@@ -192,7 +227,9 @@ describe('Class: DynamoDbRateLimiter', () => {
         const limiter = new DynamoDbRateLimiter({ limits: spec, tableName: TABLE, lanes: 4, random: () => 0.5 });
         const got = await limiter.acquire('lane-attributes', 3, { maxWaitMs: 1_000, paceMs: 60 });
         expect(got.granted).toBe(3);
-        const { Item } = await ddb.send(new GetItemCommand({ TableName: TABLE, Key: { pk: { S: 'lane-attributes' } }, ConsistentRead: true }));
+        const { Item } = await ddb.send(
+          new GetItemCommand({ TableName: TABLE, Key: { pk: { S: 'lane-attributes' } }, ConsistentRead: true }),
+        );
         // Pace 60 ms against idle lanes 100 ms apart: one lane in full and one in part, its tokens 60 ms apart.
         const laneAttributes = Object.keys(Item ?? {}).filter((k) => /^tat\d*$/.test(k));
         expect(laneAttributes).toHaveLength(2);
@@ -200,11 +237,13 @@ describe('Class: DynamoDbRateLimiter', () => {
         expect(got.startAtMs[2] - got.startAtMs[1]).toBe(60);
       });
 
-      it('plans a cold container\'s first block at the pace the fleet\'s last block was planned at, kept on the item', async () => {
+      it("plans a cold container's first block at the pace the fleet's last block was planned at, kept on the item", async () => {
         const spec = { startsPerInterval: 40, intervalMs: 1000 };
         const warm = new DynamoDbRateLimiter({ limits: spec, tableName: TABLE, lanes: 4 });
         await warm.acquire('fleet-pace', 2, { maxWaitMs: 1_000, paceMs: 70 });
-        const { Item } = await ddb.send(new GetItemCommand({ TableName: TABLE, Key: { pk: { S: 'fleet-pace' } }, ConsistentRead: true }));
+        const { Item } = await ddb.send(
+          new GetItemCommand({ TableName: TABLE, Key: { pk: { S: 'fleet-pace' } }, ConsistentRead: true }),
+        );
         expect(Item?.paceMs?.N).toBe('70');
         // A container that has measured nothing yet (pace 0) would otherwise be planned at the key's 25 ms spacing.
         const cold = new DynamoDbRateLimiter({ limits: spec, tableName: TABLE, lanes: 4 });
@@ -227,36 +266,69 @@ describe('Class: DynamoDbRateLimiter', () => {
 
   describe('Method: acquire (stubbed client)', () => {
     const conflict = (tatUs?: number) =>
-      new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {}, Item: tatUs === undefined ? undefined : { tat: { N: String(tatUs) } } });
+      new ConditionalCheckFailedException({
+        message: 'The conditional request failed',
+        $metadata: {},
+        Item: tatUs === undefined ? undefined : { tat: { N: String(tatUs) } },
+      });
 
     it('uses the old item returned with a failed condition instead of reading it', async () => {
       const now = 1_700_000_000_000;
-      const send = jest.fn().mockRejectedValueOnce(conflict((now + 100) * 1000)).mockResolvedValueOnce({});
-      const limiter = new DynamoDbRateLimiter({ limits, tableName: TABLE, client: { send } as unknown as DynamoDBClient, clock: () => now });
+      const send = jest
+        .fn()
+        .mockRejectedValueOnce(conflict((now + 100) * 1000))
+        .mockResolvedValueOnce({});
+      const limiter = new DynamoDbRateLimiter({
+        limits,
+        tableName: TABLE,
+        client: { send } as unknown as DynamoDBClient,
+        clock: () => now,
+      });
       const got = await limiter.acquire('k', 1, { maxWaitMs: 1000 });
       expect(got.startAtMs).toEqual([now + 100]);
       expect(send).toHaveBeenCalledTimes(2);
       expect(send.mock.calls[1][0].input.ConditionExpression).toBe('tat = :expected');
-      expect(send.mock.calls[1][0].input.ExpressionAttributeValues[':expected']).toEqual({ N: String((now + 100) * 1000) });
+      expect(send.mock.calls[1][0].input.ExpressionAttributeValues[':expected']).toEqual({
+        N: String((now + 100) * 1000),
+      });
     });
 
     it('reserves an idle key no earlier than leadMs ahead', async () => {
       const now = 1_700_000_000_000;
       const send = jest.fn().mockResolvedValue({});
-      const limiter = new DynamoDbRateLimiter({ limits, tableName: TABLE, client: { send } as unknown as DynamoDBClient, clock: () => now, leadMs: 15 });
-      expect(await limiter.acquire('k', 2, { maxWaitMs: 100 })).toEqual({ granted: 2, startAtMs: [now + 15, now + 65], waitMs: 0 });
+      const limiter = new DynamoDbRateLimiter({
+        limits,
+        tableName: TABLE,
+        client: { send } as unknown as DynamoDBClient,
+        clock: () => now,
+        leadMs: 15,
+      });
+      expect(await limiter.acquire('k', 2, { maxWaitMs: 100 })).toEqual({
+        granted: 2,
+        startAtMs: [now + 15, now + 65],
+        waitMs: 0,
+      });
       expect(send.mock.calls[0][0].input.ConditionExpression).toBe('attribute_not_exists(tat) OR tat <= :expected');
-      expect(send.mock.calls[0][0].input.ExpressionAttributeValues[':expected']).toEqual({ N: String((now + 15) * 1000) });
+      expect(send.mock.calls[0][0].input.ExpressionAttributeValues[':expected']).toEqual({
+        N: String((now + 15) * 1000),
+      });
     });
 
     it('reads the item first when its view of it is older than one emission interval, instead of losing a race', async () => {
       let now = 1_700_000_000_000;
       const interval = gcraLimits(limits).emissionIntervalUs / 1000;
       // Another container took slots meanwhile: the stored TAT is ahead of what this one last wrote.
-      const send = jest.fn().mockImplementation(async (command: { constructor: { name: string } }) =>
-        command.constructor.name === 'GetItemCommand' ? { Item: { tat: { N: String((now + 300) * 1000) } } } : {},
-      );
-      const limiter = new DynamoDbRateLimiter({ limits, tableName: TABLE, client: { send } as unknown as DynamoDBClient, clock: () => now });
+      const send = jest
+        .fn()
+        .mockImplementation(async (command: { constructor: { name: string } }) =>
+          command.constructor.name === 'GetItemCommand' ? { Item: { tat: { N: String((now + 300) * 1000) } } } : {},
+        );
+      const limiter = new DynamoDbRateLimiter({
+        limits,
+        tableName: TABLE,
+        client: { send } as unknown as DynamoDBClient,
+        clock: () => now,
+      });
       await limiter.acquire('k', 1, { maxWaitMs: 1000 });
       now += interval / 2;
       await limiter.acquire('k', 1, { maxWaitMs: 1000 });
@@ -264,7 +336,10 @@ describe('Class: DynamoDbRateLimiter', () => {
       expect(send.mock.calls.map((c) => c[0].constructor.name)).toEqual(['UpdateItemCommand', 'UpdateItemCommand']);
       now += 10 * interval;
       const got = await limiter.acquire('k', 1, { maxWaitMs: 1000 });
-      expect(send.mock.calls.slice(2).map((c) => c[0].constructor.name)).toEqual(['GetItemCommand', 'UpdateItemCommand']);
+      expect(send.mock.calls.slice(2).map((c) => c[0].constructor.name)).toEqual([
+        'GetItemCommand',
+        'UpdateItemCommand',
+      ]);
       expect(send.mock.calls[2][0].input.ConsistentRead).toBe(true);
       expect(send.mock.calls[3][0].input.ConditionExpression).toBe('tat = :expected');
       expect(got.startAtMs).toEqual([now + 300]);
@@ -281,7 +356,9 @@ describe('Class: DynamoDbRateLimiter', () => {
       });
       const error = await limiter.acquire('hot', 1).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LimiterContentionError);
-      expect((error as Error).message).toBe('rate limiter item "hot" in table "limiter-test": gave up after 4 conflicting writes; raise maxAttempts or shards');
+      expect((error as Error).message).toBe(
+        'rate limiter item "hot" in table "limiter-test": gave up after 4 conflicting writes; raise maxAttempts or shards',
+      );
       expect(send).toHaveBeenCalledTimes(4);
     });
   });

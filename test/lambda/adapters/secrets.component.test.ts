@@ -1,10 +1,16 @@
 import { SecretError } from '../../../lambda/adapters/secrets';
-import { HttpStub, startHttpStub } from '../../support/httpStub';
+import { type HttpStub, startHttpStub } from '../../support/httpStub';
 import { loggedError } from '../../support/capturedOutput';
 
 // A stand-in for Secrets Manager's JSON protocol, reached the way production code reaches the real one: through
 // AWS_ENDPOINT_URL_SECRETS_MANAGER, so the Powertools call path is the one under test.
-const VARS = ['AWS_ENDPOINT_URL_SECRETS_MANAGER', 'AWS_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_MAX_ATTEMPTS'];
+const VARS = [
+  'AWS_ENDPOINT_URL_SECRETS_MANAGER',
+  'AWS_REGION',
+  'AWS_ACCESS_KEY_ID',
+  'AWS_SECRET_ACCESS_KEY',
+  'AWS_MAX_ATTEMPTS',
+];
 const SECRETS: Record<string, { SecretString?: string; SecretBinary?: string }> = {
   'app/api-key': { SecretString: 'k-123' },
   'app/binary': { SecretBinary: Buffer.from([1, 2, 3]).toString('base64') },
@@ -36,12 +42,22 @@ describe('Function: secretStringGetter', () => {
       }
       const secret = SECRETS[SecretId];
       if (secret === undefined) {
-        res.writeHead(400, { 'content-type': 'application/x-amz-json-1.1' })
-          .end(JSON.stringify({ __type: 'ResourceNotFoundException', message: "Secrets Manager can't find the specified secret." }));
+        res.writeHead(400, { 'content-type': 'application/x-amz-json-1.1' }).end(
+          JSON.stringify({
+            __type: 'ResourceNotFoundException',
+            message: "Secrets Manager can't find the specified secret.",
+          }),
+        );
         return;
       }
-      res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' })
-        .end(JSON.stringify({ ARN: `arn:aws:secretsmanager:us-east-1:000000000000:secret:${SecretId}-AbCdEf`, Name: SecretId, VersionId: 'v1', ...secret }));
+      res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' }).end(
+        JSON.stringify({
+          ARN: `arn:aws:secretsmanager:us-east-1:000000000000:secret:${SecretId}-AbCdEf`,
+          Name: SecretId,
+          VersionId: 'v1',
+          ...secret,
+        }),
+      );
     });
     saved = Object.fromEntries(VARS.map((v) => [v, process.env[v]]));
     Object.assign(process.env, {
@@ -98,7 +114,10 @@ describe('Function: secretStringGetter', () => {
     expect(error).toBeInstanceOf(SecretError);
     expect(error.message).toBe(`could not read secret "${GARBLED}"`);
     const cause = error.cause as Error;
-    expect({ name: cause.name, message: cause.message }).toEqual({ name: 'SyntaxError', message: 'message withheld: it may quote the response, which holds the value' });
+    expect({ name: cause.name, message: cause.message }).toEqual({
+      name: 'SyntaxError',
+      message: 'message withheld: it may quote the response, which holds the value',
+    });
     const logged = loggedError(error);
     expect(logged).toContain('message withheld');
     expect(logged).not.toContain(GARBLED_VALUE);

@@ -1,6 +1,16 @@
-import { SendMessageBatchCommand, type SendMessageBatchCommandOutput, type SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
+import type {
+  SendMessageBatchCommand,
+  SendMessageBatchCommandOutput,
+  SendMessageBatchRequestEntry,
+} from '@aws-sdk/client-sqs';
 import { resetClients } from '../../../lambda/adapters/clients';
-import { chunkForBatch, mapBounded, PublishError, SqsPublisher, type OutgoingMessage } from '../../../lambda/adapters/sqsPublisher';
+import {
+  chunkForBatch,
+  mapBounded,
+  PublishError,
+  SqsPublisher,
+  type OutgoingMessage,
+} from '../../../lambda/adapters/sqsPublisher';
 import { startLocalAws } from '../../support/aws';
 import { createQueue, drainQueue } from '../handlers/harness';
 
@@ -9,10 +19,17 @@ const QUEUE = 'http://127.0.0.1/000000000000/jobs';
 const messages = (n: number, prefix = 'op'): OutgoingMessage[] =>
   Array.from({ length: n }, (_, i) => ({ operationId: `${prefix}:${i}:2026-11-28`, body: JSON.stringify({ i }) }));
 
-type Reply = (entries: SendMessageBatchRequestEntry[], call: number) => Partial<SendMessageBatchCommandOutput> | Promise<never>;
+type Reply = (
+  entries: SendMessageBatchRequestEntry[],
+  call: number,
+) => Partial<SendMessageBatchCommandOutput> | Promise<never>;
 
 /** A stand-in SQS client: records each call's entries and answers with `reply`. */
-function stubClient(reply: Reply = (entries) => ({ Successful: entries.map((e) => ({ Id: e.Id!, MessageId: `m-${e.Id}`, MD5OfMessageBody: '' })) })) {
+function stubClient(
+  reply: Reply = (entries) => ({
+    Successful: entries.map((e) => ({ Id: e.Id!, MessageId: `m-${e.Id}`, MD5OfMessageBody: '' })),
+  }),
+) {
   const calls: SendMessageBatchRequestEntry[][] = [];
   return {
     calls,
@@ -26,7 +43,8 @@ function stubClient(reply: Reply = (entries) => ({ Successful: entries.map((e) =
   };
 }
 
-const ok = (entries: SendMessageBatchRequestEntry[]) => entries.map((e) => ({ Id: e.Id!, MessageId: `m-${e.Id}`, MD5OfMessageBody: '' }));
+const ok = (entries: SendMessageBatchRequestEntry[]) =>
+  entries.map((e) => ({ Id: e.Id!, MessageId: `m-${e.Id}`, MD5OfMessageBody: '' }));
 
 describe('Class: SqsPublisher', () => {
   describe('Method: publish', () => {
@@ -58,10 +76,18 @@ describe('Class: SqsPublisher', () => {
       const sleeps: number[] = [];
       const { client, calls } = stubClient((entries, call) =>
         call === 1
-          ? { Successful: ok(entries.filter((e) => e.Id !== '2' && e.Id !== '5')), Failed: ['2', '5'].map((Id) => ({ Id, Code: 'InternalError', SenderFault: false })) }
+          ? {
+              Successful: ok(entries.filter((e) => e.Id !== '2' && e.Id !== '5')),
+              Failed: ['2', '5'].map((Id) => ({ Id, Code: 'InternalError', SenderFault: false })),
+            }
           : { Successful: ok(entries) },
       );
-      const publisher = new SqsPublisher({ client, sleep: async (ms) => void sleeps.push(ms), random: () => 0.5, baseDelayMs: 100 });
+      const publisher = new SqsPublisher({
+        client,
+        sleep: async (ms) => void sleeps.push(ms),
+        random: () => 0.5,
+        baseDelayMs: 100,
+      });
 
       const summary = await publisher.publish(QUEUE, messages(8));
 
@@ -72,8 +98,17 @@ describe('Class: SqsPublisher', () => {
 
     it('caps the exponential backoff', async () => {
       const sleeps: number[] = [];
-      const { client } = stubClient((entries) => ({ Failed: entries.map((e) => ({ Id: e.Id!, Code: 'InternalError', SenderFault: false })) }));
-      const publisher = new SqsPublisher({ client, maxAttempts: 6, baseDelayMs: 100, maxDelayMs: 500, sleep: async (ms) => void sleeps.push(ms), random: () => 0.999 });
+      const { client } = stubClient((entries) => ({
+        Failed: entries.map((e) => ({ Id: e.Id!, Code: 'InternalError', SenderFault: false })),
+      }));
+      const publisher = new SqsPublisher({
+        client,
+        maxAttempts: 6,
+        baseDelayMs: 100,
+        maxDelayMs: 500,
+        sleep: async (ms) => void sleeps.push(ms),
+        random: () => 0.999,
+      });
       await expect(publisher.publish(QUEUE, messages(1))).rejects.toThrow(PublishError);
       expect(sleeps).toEqual([99, 199, 399, 499, 499]);
     });
@@ -81,7 +116,9 @@ describe('Class: SqsPublisher', () => {
     it('throws a PublishError listing the failed operation IDs after the attempt limit', async () => {
       const { client, calls } = stubClient((entries) => ({
         Successful: ok(entries.filter((e) => e.Id !== '1')),
-        Failed: entries.filter((e) => e.Id === '1').map((e) => ({ Id: e.Id!, Code: 'ServiceUnavailable', Message: 'try later', SenderFault: false })),
+        Failed: entries
+          .filter((e) => e.Id === '1')
+          .map((e) => ({ Id: e.Id!, Code: 'ServiceUnavailable', Message: 'try later', SenderFault: false })),
       }));
       const publisher = new SqsPublisher({ client, maxAttempts: 3, sleep: async () => undefined });
 
@@ -97,7 +134,12 @@ describe('Class: SqsPublisher', () => {
 
     it('does not retry a sender fault, which would fail the same way again', async () => {
       const { client, calls } = stubClient((entries) => ({
-        Failed: entries.map((e) => ({ Id: e.Id!, Code: 'InvalidMessageContents', Message: 'bad body', SenderFault: true })),
+        Failed: entries.map((e) => ({
+          Id: e.Id!,
+          Code: 'InvalidMessageContents',
+          Message: 'bad body',
+          SenderFault: true,
+        })),
       }));
       await expect(new SqsPublisher({ client }).publish(QUEUE, messages(1))).rejects.toThrow(
         `failed to publish 1 of 1 messages to ${QUEUE}: op:0:2026-11-28`,
@@ -107,7 +149,9 @@ describe('Class: SqsPublisher', () => {
 
     it('reports every entry of a call that failed outright as unpublished', async () => {
       const { client } = stubClient(() => Promise.reject(new Error('socket hang up')));
-      const error = (await new SqsPublisher({ client }).publish(QUEUE, messages(2)).catch((e: unknown) => e)) as PublishError;
+      const error = (await new SqsPublisher({ client })
+        .publish(QUEUE, messages(2))
+        .catch((e: unknown) => e)) as PublishError;
       expect(error.failures).toEqual({
         'op:0:2026-11-28': 'SendMessageBatch failed: socket hang up',
         'op:1:2026-11-28': 'SendMessageBatch failed: socket hang up',
@@ -129,9 +173,9 @@ describe('Class: SqsPublisher', () => {
 
     it('rejects a delay SQS cannot honour before sending anything', async () => {
       const { client, calls } = stubClient();
-      await expect(new SqsPublisher({ client }).publish(QUEUE, [{ operationId: 'op:a', body: '{}', delaySeconds: 901 }])).rejects.toThrow(
-        'delaySeconds for op:a must be an integer from 0 to 900, got 901',
-      );
+      await expect(
+        new SqsPublisher({ client }).publish(QUEUE, [{ operationId: 'op:a', body: '{}', delaySeconds: 901 }]),
+      ).rejects.toThrow('delaySeconds for op:a must be an integer from 0 to 900, got 901');
       expect(calls).toHaveLength(0);
     });
 
@@ -149,7 +193,9 @@ describe('Class: SqsPublisher', () => {
         const summary = await new SqsPublisher().publish(url, messages(12, 'reconcile:acme'));
         expect(summary.published).toBe(12);
         const received = await drainQueue(url);
-        expect(received.map((m) => JSON.parse(m.Body as string).i).sort((a, b) => a - b)).toEqual(Array.from({ length: 12 }, (_, i) => i));
+        expect(received.map((m) => JSON.parse(m.Body as string).i).sort((a, b) => a - b)).toEqual(
+          Array.from({ length: 12 }, (_, i) => i),
+        );
       } finally {
         resetClients();
         await aws.stop();
@@ -173,12 +219,17 @@ describe('Class: SqsPublisher', () => {
 describe('Function: chunkForBatch', () => {
   it('also splits when the bodies of one call would exceed the payload ceiling', () => {
     const big = (id: string): OutgoingMessage => ({ operationId: id, body: 'x'.repeat(100) });
-    expect(chunkForBatch([big('a'), big('b'), big('c')], 250).map((c) => c.map((m) => m.operationId))).toEqual([['a', 'b'], ['c']]);
+    expect(chunkForBatch([big('a'), big('b'), big('c')], 250).map((c) => c.map((m) => m.operationId))).toEqual([
+      ['a', 'b'],
+      ['c'],
+    ]);
   });
 });
 
 describe('Function: mapBounded', () => {
   it('keeps the order of the results', async () => {
-    expect(await mapBounded([30, 10, 20], 2, async (ms) => new Promise<number>((r) => setTimeout(() => r(ms), ms)))).toEqual([30, 10, 20]);
+    expect(
+      await mapBounded([30, 10, 20], 2, async (ms) => new Promise<number>((r) => setTimeout(() => r(ms), ms))),
+    ).toEqual([30, 10, 20]);
   });
 });

@@ -37,7 +37,9 @@ describe('Function: businessDateFor', () => {
   });
 
   it('throws for an invalid instant', () => {
-    expect(() => businessDateFor(new Date('nope'), 'UTC')).toThrow('cannot derive a business date from an invalid time');
+    expect(() => businessDateFor(new Date('nope'), 'UTC')).toThrow(
+      'cannot derive a business date from an invalid time',
+    );
   });
 });
 
@@ -55,26 +57,32 @@ describe('Function: makeBatchId', () => {
   });
 
   it('uses a random manual suffix without a scheduled time', () => {
-    expect(makeBatchId('fake-job', '2026-11-28', undefined, () => 'abcd1234')).toBe('fake-job:2026-11-28:manual-abcd1234');
+    expect(makeBatchId('fake-job', '2026-11-28', undefined, () => 'abcd1234')).toBe(
+      'fake-job:2026-11-28:manual-abcd1234',
+    );
     const a = makeBatchId('fake-job', '2026-11-28');
     expect(a).toMatch(/^fake-job:2026-11-28:manual-[0-9a-f]{8}$/);
     expect(idSchema.safeParse(a).success).toBe(true);
   });
 
   it('rejects a business date that is not a real date', () => {
-    expect(() => makeBatchId('fake-job', '2026-02-30')).toThrow('business date "2026-02-30" is not a real YYYY-MM-DD date');
+    expect(() => makeBatchId('fake-job', '2026-02-30')).toThrow(
+      'business date "2026-02-30" is not a real YYYY-MM-DD date',
+    );
   });
 });
 
 describe('Function: latestBusinessDate', () => {
   const london = { timeZone: 'Europe/London', businessDateOffsetDays: -1 };
 
-  it('is the date now in the job\'s zone plus its offset', () => {
+  it("is the date now in the job's zone plus its offset", () => {
     expect(latestBusinessDate(london, new Date('2026-12-05T01:10:00Z'))).toBe('2026-12-04');
-    expect(latestBusinessDate({ timeZone: 'UTC', businessDateOffsetDays: 0 }, new Date('2026-12-05T01:10:00Z'))).toBe('2026-12-05');
+    expect(latestBusinessDate({ timeZone: 'UTC', businessDateOffsetDays: 0 }, new Date('2026-12-05T01:10:00Z'))).toBe(
+      '2026-12-05',
+    );
   });
 
-  it('turns at midnight in the job\'s zone, not in UTC', () => {
+  it("turns at midnight in the job's zone, not in UTC", () => {
     const tokyo = { timeZone: 'Asia/Tokyo', businessDateOffsetDays: 0 };
     // 14:59:59 UTC is 23:59:59 in Tokyo; a second later the next day has begun there.
     expect(latestBusinessDate(tokyo, new Date('2026-12-04T14:59:59Z'))).toBe('2026-12-04');
@@ -101,16 +109,18 @@ describe('Function: assertNotFutureBusinessDate', () => {
     const call = () => assertNotFutureBusinessDate('sessions-job', '2027-12-04', london, now);
     expect(call).toThrow(FutureBusinessDateError);
     expect(call).toThrow(BusinessDateError);
-    expect(call).toThrow('business date 2027-12-04 is in the future: the latest for sessions-job now is 2026-12-04 (Europe/London, offset -1)');
+    expect(call).toThrow(
+      'business date 2027-12-04 is in the future: the latest for sessions-job now is 2026-12-04 (Europe/London, offset -1)',
+    );
   });
 
   it('refuses the very next day, and shows a positive offset with its sign', () => {
     expect(() => assertNotFutureBusinessDate('sessions-job', '2026-12-05', london, now)).toThrow(
       'business date 2026-12-05 is in the future: the latest for sessions-job now is 2026-12-04 (Europe/London, offset -1)',
     );
-    expect(() => assertNotFutureBusinessDate('j', '2026-12-07', { timeZone: 'UTC', businessDateOffsetDays: 1 }, now)).toThrow(
-      'business date 2026-12-07 is in the future: the latest for j now is 2026-12-06 (UTC, offset +1)',
-    );
+    expect(() =>
+      assertNotFutureBusinessDate('j', '2026-12-07', { timeZone: 'UTC', businessDateOffsetDays: 1 }, now),
+    ).toThrow('business date 2026-12-07 is in the future: the latest for j now is 2026-12-06 (UTC, offset +1)');
   });
 
   it('carries the refused and the latest date for callers that report them', () => {
@@ -120,6 +130,11 @@ describe('Function: assertNotFutureBusinessDate', () => {
     } catch (error) {
       caught = error;
     }
-    expect(caught).toMatchObject({ name: 'FutureBusinessDateError', jobName: 'sessions-job', businessDate: '2027-12-04', latest: '2026-12-04' });
+    expect(caught).toMatchObject({
+      name: 'FutureBusinessDateError',
+      jobName: 'sessions-job',
+      businessDate: '2027-12-04',
+      latest: '2026-12-04',
+    });
   });
 });

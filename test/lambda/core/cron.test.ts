@@ -13,12 +13,17 @@ describe('Function: parseCron', () => {
 
   it('throws when the field count is wrong', () => {
     expect(() => parseCron('0 2 * * ?')).toThrow(
-      new CronError('cron expression "0 2 * * ?" must have 6 fields (minutes hours day-of-month month day-of-week year), found 5', '0 2 * * ?'),
+      new CronError(
+        'cron expression "0 2 * * ?" must have 6 fields (minutes hours day-of-month month day-of-week year), found 5',
+        '0 2 * * ?',
+      ),
     );
   });
 
   it('throws when "?" is not in exactly one day field', () => {
-    expect(() => parseCron('0 2 * * * *')).toThrow('cron expression "0 2 * * * *" must have "?" in exactly one of day-of-month and day-of-week');
+    expect(() => parseCron('0 2 * * * *')).toThrow(
+      'cron expression "0 2 * * * *" must have "?" in exactly one of day-of-month and day-of-week',
+    );
   });
 
   it('throws when a value is out of range', () => {
@@ -26,21 +31,29 @@ describe('Function: parseCron', () => {
   });
 
   it('throws on L, W and # rather than mis-evaluating them', () => {
-    expect(() => parseCron('0 2 L * ? *')).toThrow('cron day-of-month field: "L" uses L, W or #, which the local scheduler does not emulate');
+    expect(() => parseCron('0 2 L * ? *')).toThrow(
+      'cron day-of-month field: "L" uses L, W or #, which the local scheduler does not emulate',
+    );
   });
 });
 
 describe('Function: nextFireTime', () => {
   it('fires at 02:00 London time, which is 01:00 UTC in summer and 02:00 UTC in winter', () => {
     const cron = parseCron('0 2 * * ? *');
-    expect(nextFireTime(cron, 'Europe/London', new Date('2026-07-01T12:00:00Z'))!.toISOString()).toBe('2026-07-02T01:00:00.000Z');
-    expect(nextFireTime(cron, 'Europe/London', new Date('2026-12-01T12:00:00Z'))!.toISOString()).toBe('2026-12-02T02:00:00.000Z');
+    expect(nextFireTime(cron, 'Europe/London', new Date('2026-07-01T12:00:00Z'))!.toISOString()).toBe(
+      '2026-07-02T01:00:00.000Z',
+    );
+    expect(nextFireTime(cron, 'Europe/London', new Date('2026-12-01T12:00:00Z'))!.toISOString()).toBe(
+      '2026-12-02T02:00:00.000Z',
+    );
   });
 
   it('skips a local time that does not exist when the clocks go forward', () => {
     // 2026-03-29: London jumps from 01:00 to 02:00, so 01:30 never happens that day.
     const cron = parseCron('30 1 * * ? *');
-    expect(nextFireTime(cron, 'Europe/London', new Date('2026-03-28T12:00:00Z'))!.toISOString()).toBe('2026-03-30T00:30:00.000Z');
+    expect(nextFireTime(cron, 'Europe/London', new Date('2026-03-28T12:00:00Z'))!.toISOString()).toBe(
+      '2026-03-30T00:30:00.000Z',
+    );
   });
 
   it('fires once for a local time that happens twice when the clocks go back', () => {
@@ -77,23 +90,35 @@ describe('Function: zonedDate', () => {
 describe('Function: scheduledRuns', () => {
   const berlin = parseCron('cron(30 2 * * ? *)');
 
-  it('lists each night\'s run with the business date it covers, the repeated local time once, and a nonexistent one as skipped', () => {
+  it("lists each night's run with the business date it covers, the repeated local time once, and a nonexistent one as skipped", () => {
     // Berlin springs forward on 2026-03-29 (02:00 -> 03:00: 02:30 does not exist) and falls back on 2026-10-25.
-    const spring = scheduledRuns(berlin, 'Europe/Berlin', -1, new Date('2026-03-27T12:00:00Z'), new Date('2026-03-31T12:00:00Z'));
+    const spring = scheduledRuns(
+      berlin,
+      'Europe/Berlin',
+      -1,
+      new Date('2026-03-27T12:00:00Z'),
+      new Date('2026-03-31T12:00:00Z'),
+    );
     expect(spring.map((r) => [r.businessDate, r.at?.toISOString()])).toEqual([
       ['2026-03-27', '2026-03-28T01:30:00.000Z'],
       ['2026-03-28', undefined],
       ['2026-03-29', '2026-03-30T00:30:00.000Z'],
       ['2026-03-30', '2026-03-31T00:30:00.000Z'],
     ]);
-    const autumn = scheduledRuns(berlin, 'Europe/Berlin', 0, new Date('2026-10-24T12:00:00Z'), new Date('2026-10-26T12:00:00Z'));
+    const autumn = scheduledRuns(
+      berlin,
+      'Europe/Berlin',
+      0,
+      new Date('2026-10-24T12:00:00Z'),
+      new Date('2026-10-26T12:00:00Z'),
+    );
     expect(autumn.map((r) => [r.businessDate, r.at?.toISOString()])).toEqual([
       ['2026-10-25', '2026-10-25T00:30:00.000Z'],
       ['2026-10-26', '2026-10-26T01:30:00.000Z'],
     ]);
   });
 
-  it('keeps only the runs after `from` and up to `to`, on the schedule\'s days', () => {
+  it("keeps only the runs after `from` and up to `to`, on the schedule's days", () => {
     const weekdays = parseCron('cron(0 2 ? * MON-FRI *)');
     const runs = scheduledRuns(weekdays, 'UTC', 0, new Date('2026-11-27T02:00:00Z'), new Date('2026-12-01T02:00:00Z'));
     // Fri 27th at 02:00 is `from` itself (excluded), the weekend has none, Tue 1st at 02:00 is `to` (included).

@@ -2,9 +2,16 @@ import { BACKFILL_GROUP, fairnessGroup, keyField, keyOf } from '../../../lambda/
 
 describe('Module: fairness', () => {
   describe('Function: keyField', () => {
-    it('keys records on the per-key rate limit\'s field, else the per-key concurrency\'s, else not at all', () => {
+    it("keys records on the per-key rate limit's field, else the per-key concurrency's, else not at all", () => {
       const rateLimit = { startsPerInterval: 10, intervalSeconds: 60, burst: 1 };
-      expect(keyField({ rateLimit: { ...rateLimit, perKey: { field: 'merchantId', startsPerInterval: 5, intervalSeconds: 60, burst: 1, headroom: 0.8 } } })).toBe('merchantId');
+      expect(
+        keyField({
+          rateLimit: {
+            ...rateLimit,
+            perKey: { field: 'merchantId', startsPerInterval: 5, intervalSeconds: 60, burst: 1, headroom: 0.8 },
+          },
+        }),
+      ).toBe('merchantId');
       expect(keyField({ rateLimit, concurrencyPerKey: { field: 'tenantId', maxConcurrent: 2 } })).toBe('tenantId');
       expect(keyField({ rateLimit })).toBeUndefined();
     });

@@ -17,7 +17,7 @@ const issuesOf = (value: unknown) => {
 };
 
 describe('Function: describeIssues', () => {
-  it('gives one line per issue, the path dotted with array indexes, in zod\'s order', () => {
+  it("gives one line per issue, the path dotted with array indexes, in zod's order", () => {
     const error = issuesOf({ name: 3, limits: [{ starts: 1 }, { starts: -1 }], tags: {} });
     expect(describeIssues(error)).toEqual(['name: a name is text', 'limits.1.starts: starts is positive']);
   });
@@ -30,7 +30,9 @@ describe('Function: describeIssues', () => {
 
   it('starts every path with the root when asked', () => {
     const error = issuesOf({ name: 'a', limits: [{ starts: 0 }], tags: {} });
-    expect(describeIssues(error, { root: 'resource', rootInPaths: true })).toEqual(['resource.limits.0.starts: starts is positive']);
+    expect(describeIssues(error, { root: 'resource', rootInPaths: true })).toEqual([
+      'resource.limits.0.starts: starts is positive',
+    ]);
   });
 
   it("reports a bad record key at the key, with the key's own problem rather than zod's generic line", () => {

@@ -34,14 +34,19 @@ describe('the ledger key layout', () => {
   });
 
   it('keys a rejection REJECTED#<job> / <ISO time>#<messageId>', () => {
-    expect(ledgerKeys.rejection('fake-job', new Date('2026-11-29T02:00:01.5Z'), 'm-1')).toEqual({ pk: 'REJECTED#fake-job', sk: '2026-11-29T02:00:01.500Z#m-1' });
+    expect(ledgerKeys.rejection('fake-job', new Date('2026-11-29T02:00:01.5Z'), 'm-1')).toEqual({
+      pk: 'REJECTED#fake-job',
+      sk: '2026-11-29T02:00:01.500Z#m-1',
+    });
   });
 
-  it('names the partitions a job\'s batches and rejections are listed from, the same as the items\' keys', () => {
+  it("names the partitions a job's batches and rejections are listed from, the same as the items' keys", () => {
     expect(ledgerKeys.batchPartition('fake-job')).toBe('BATCH#fake-job');
     expect(ledgerKeys.rejectionPartition('fake-job')).toBe('REJECTED#fake-job');
     expect(ledgerPartition(LedgerItemKind.batch, 'fake-job')).toBe(ledgerKeys.batch('fake-job', 'b').pk);
-    expect(ledgerPartition(LedgerItemKind.rejection, 'fake-job')).toBe(ledgerKeys.rejection('fake-job', new Date(0), 'm').pk);
+    expect(ledgerPartition(LedgerItemKind.rejection, 'fake-job')).toBe(
+      ledgerKeys.rejection('fake-job', new Date(0), 'm').pk,
+    );
   });
 
   it('keys an invalid source row INVALID_ROW#<job>#<batchId> / the SHA-256 of its key, whatever the key holds', () => {
@@ -51,27 +56,46 @@ describe('the ledger key layout', () => {
       sk: '96e3051150089bfa9f3564e2a94c62ed4e956174403606a91477120d2ed06895',
     });
     expect(ledgerKeys.invalidRow('fake-job', 'b-1', 'x'.repeat(5000)).sk).toHaveLength(64);
-    expect(ledgerKeys.invalidRow('fake-job', 'b-1', 'row 1').sk).not.toBe(ledgerKeys.invalidRow('fake-job', 'b-1', 'row 2').sk);
-    expect(ledgerKeys.invalidRowPartition('fake-job', 'b-1')).toBe(ledgerPartition(LedgerItemKind.invalidRow, 'fake-job') + '#b-1');
+    expect(ledgerKeys.invalidRow('fake-job', 'b-1', 'row 1').sk).not.toBe(
+      ledgerKeys.invalidRow('fake-job', 'b-1', 'row 2').sk,
+    );
+    expect(ledgerKeys.invalidRowPartition('fake-job', 'b-1')).toBe(
+      ledgerPartition(LedgerItemKind.invalidRow, 'fake-job') + '#b-1',
+    );
   });
 
-  it('reads a batch item\'s count of invalid rows, 0 when it has none', () => {
+  it("reads a batch item's count of invalid rows, 0 when it has none", () => {
     expect(invalidRowsOf({ invalidRows: 3 })).toBe(3);
     expect(invalidRowsOf({ discovered: 3 })).toBe(0);
   });
 
-  it('reads a batch item\'s batch ID from its sort key', () => {
-    expect(batchIdOf({ pk: 'BATCH#fake-job', sk: 'fake-job:2026-11-28:manual-ab12' } as { sk: unknown })).toBe('fake-job:2026-11-28:manual-ab12');
+  it("reads a batch item's batch ID from its sort key", () => {
+    expect(batchIdOf({ pk: 'BATCH#fake-job', sk: 'fake-job:2026-11-28:manual-ab12' } as { sk: unknown })).toBe(
+      'fake-job:2026-11-28:manual-ab12',
+    );
   });
 });
 
 describe('the batch counters', () => {
   it('lists every counter the ledger adds, in its write order', () => {
-    expect(BATCH_COUNTERS).toEqual(['discovered', 'published', 'consumed', 'completed', 'duplicates', 'retries', 'rejected', 'deferred', 'throttled', 'deadLettered']);
+    expect(BATCH_COUNTERS).toEqual([
+      'discovered',
+      'published',
+      'consumed',
+      'completed',
+      'duplicates',
+      'retries',
+      'rejected',
+      'deferred',
+      'throttled',
+      'deadLettered',
+    ]);
   });
 
-  it('reads a stored item\'s counters, an absent or non-numeric one as 0, and nothing else', () => {
-    expect(batchCountersOf({ sk: 'b', discovered: 5, completed: 3, rejected: 'x', admission: 'complete', pages: 2 })).toEqual({
+  it("reads a stored item's counters, an absent or non-numeric one as 0, and nothing else", () => {
+    expect(
+      batchCountersOf({ sk: 'b', discovered: 5, completed: 3, rejected: 'x', admission: 'complete', pages: 2 }),
+    ).toEqual({
       completedElsewhere: 0,
       discovered: 5,
       published: 0,
@@ -119,7 +143,14 @@ describe('the reconciliation rule', () => {
 
   it('suppressed duplicates count toward the chaos check (accounted with duplicates) but never toward exact or reconciles', () => {
     // An invocation killed before its ledger flush: 2 completions lost, their records came back as duplicates.
-    const killed = { discovered: 10, completed: 5, duplicates: 2, rejected: 2, deadLettered: 1, admission: AdmissionStatus.complete };
+    const killed = {
+      discovered: 10,
+      completed: 5,
+      duplicates: 2,
+      rejected: 2,
+      deadLettered: 1,
+      admission: AdmissionStatus.complete,
+    };
     expect(batchAccountedWithDuplicates(killed)).toBe(true);
     expect(batchExact(killed)).toBe(false);
     expect(batchReconciles(killed)).toBe(false);
@@ -141,14 +172,29 @@ describe('the reconciliation rule', () => {
 describe('Function: resolveBatch', () => {
   const B = 'job:2026-11-28:20261129T020000Z';
   const batch = { sk: B, discovered: 4, published: 4, admission: 'complete' };
-  const inv = (sk: string, record: Record<string, unknown>) => ({ pk: ledgerKeys.invocationPartition('job', B), sk, ...record });
+  const inv = (sk: string, record: Record<string, unknown>) => ({
+    pk: ledgerKeys.invocationPartition('job', B),
+    sk,
+    ...record,
+  });
 
-  it('adds up the invocations\' counters, keeps the largest age, and reconciles exactly', () => {
+  it("adds up the invocations' counters, keeps the largest age, and reconciles exactly", () => {
     const figures = resolveBatch(B, batch, [
       inv('i1', { consumed: 3, completed: 3, retries: 1, oldestMessageAgeMs: 900 }),
       inv('i2', { consumed: 1, completed: 1, deferred: 2, throttled: 1, oldestMessageAgeMs: 4_000 }),
     ]);
-    expect(figures).toMatchObject({ discovered: 4, consumed: 4, completed: 4, completedElsewhere: 0, adopted: 0, retries: 1, deferred: 2, throttled: 1, invocations: 2, oldestMessageAgeMs: 4_000 });
+    expect(figures).toMatchObject({
+      discovered: 4,
+      consumed: 4,
+      completed: 4,
+      completedElsewhere: 0,
+      adopted: 0,
+      retries: 1,
+      deferred: 2,
+      throttled: 1,
+      invocations: 2,
+      oldestMessageAgeMs: 4_000,
+    });
     expect(batchExact(figures)).toBe(true);
   });
 
@@ -168,27 +214,56 @@ describe('Function: resolveBatch', () => {
   it('counts a replay of a completion whose invocation did write as a duplicate, whichever was written first', () => {
     // i1 was still running when op-1's duplicate arrived at i2; it wrote its counts afterwards.
     const before = [inv('i2', { consumed: 1, replays: [ledgerEntry('i1', 'op-1')] })];
-    expect(resolveBatch(B, { ...batch, discovered: 1 }, before)).toMatchObject({ completed: 1, adopted: 1, duplicates: 0 });
+    expect(resolveBatch(B, { ...batch, discovered: 1 }, before)).toMatchObject({
+      completed: 1,
+      adopted: 1,
+      duplicates: 0,
+    });
     const after = [...before, inv('i1', { consumed: 1, completed: 1 })];
-    expect(resolveBatch(B, { ...batch, discovered: 1 }, after)).toMatchObject({ completed: 1, adopted: 0, duplicates: 1 });
+    expect(resolveBatch(B, { ...batch, discovered: 1 }, after)).toMatchObject({
+      completed: 1,
+      adopted: 0,
+      duplicates: 1,
+    });
   });
 
   it('counts an operation another batch completed first as completedElsewhere, once, and names that batch', () => {
     const figures = resolveBatch(B, batch, [
       inv('i1', { consumed: 2, completed: 2 }),
-      inv('i2', { consumed: 3, elsewhere: [ledgerEntry('job:2026-11-28:manual-1', 'op-3'), ledgerEntry('job:2026-11-28:manual-1', 'op-4'), ledgerEntry('job:2026-11-28:manual-1', 'op-3')] }),
+      inv('i2', {
+        consumed: 3,
+        elsewhere: [
+          ledgerEntry('job:2026-11-28:manual-1', 'op-3'),
+          ledgerEntry('job:2026-11-28:manual-1', 'op-4'),
+          ledgerEntry('job:2026-11-28:manual-1', 'op-3'),
+        ],
+      }),
     ]);
-    expect(figures).toMatchObject({ completed: 2, completedElsewhere: 2, duplicates: 1, completedElsewhereBy: { 'op-3': 'job:2026-11-28:manual-1', 'op-4': 'job:2026-11-28:manual-1' } });
+    expect(figures).toMatchObject({
+      completed: 2,
+      completedElsewhere: 2,
+      duplicates: 1,
+      completedElsewhereBy: { 'op-3': 'job:2026-11-28:manual-1', 'op-4': 'job:2026-11-28:manual-1' },
+    });
     expect(batchExact(figures)).toBe(true);
   });
 
   it('counts a dead-lettered operation until it completes: by a redrive in this batch, or by another batch', () => {
     const items = [
       inv('i1', { consumed: 2, completed: 2 }),
-      inv('i2', { consumed: 2, deadLetteredOperations: [deadLetterEntry('op-3', 'provider answered 422'), deadLetterEntry('op-4', 'deferral budget spent')] }),
+      inv('i2', {
+        consumed: 2,
+        deadLetteredOperations: [
+          deadLetterEntry('op-3', 'provider answered 422'),
+          deadLetterEntry('op-4', 'deferral budget spent'),
+        ],
+      }),
     ];
     expect(deadLetteredOperationsOf(items)).toEqual(['op-3', 'op-4']);
-    expect(deadLetterEntriesOf(items)).toEqual([{ operationId: 'op-3', reason: 'provider answered 422' }, { operationId: 'op-4', reason: 'deferral budget spent' }]);
+    expect(deadLetterEntriesOf(items)).toEqual([
+      { operationId: 'op-3', reason: 'provider answered 422' },
+      { operationId: 'op-4', reason: 'deferral budget spent' },
+    ]);
     expect(resolveBatch(B, batch, items)).toMatchObject({ deadLettered: 2, deadLetteredOperations: ['op-3', 'op-4'] });
     // op-3 redriven and completed here (its invocation counted it), op-4 completed by a re-run.
     const redriven = [...items, inv('i3', { consumed: 1, completed: 1 })];
@@ -201,7 +276,7 @@ describe('Function: resolveBatch', () => {
     expect(batchExact(figures)).toBe(true);
   });
 
-  it('resolves the run\'s orphans by their completions: another batch\'s is completedElsewhere, its own already counted', () => {
+  it("resolves the run's orphans by their completions: another batch's is completedElsewhere, its own already counted", () => {
     // A killed attempt of a page discovered op-3 and op-4; the attempt that committed the page found neither again.
     // op-3 it had published, and this batch completed it; op-4 it had not, and a re-run completed it.
     const item = { ...batch, orphans: new Set(['op-3', 'op-4']) };
@@ -211,19 +286,35 @@ describe('Function: resolveBatch', () => {
       ['op-4', { batchId: 'job:2026-11-28:manual-1', invocationId: 'x' }],
     ]);
     const figures = resolveBatch(B, item, [inv('i1', { consumed: 3, completed: 3 })], completions);
-    expect(figures).toMatchObject({ completed: 3, completedElsewhere: 1, completedElsewhereBy: { 'op-4': 'job:2026-11-28:manual-1' } });
+    expect(figures).toMatchObject({
+      completed: 3,
+      completedElsewhere: 1,
+      completedElsewhereBy: { 'op-4': 'job:2026-11-28:manual-1' },
+    });
     expect(batchExact(figures)).toBe(true);
     // Before op-4 completes anywhere, the batch has one outstanding.
-    expect(batchExact(resolveBatch(B, item, [inv('i1', { consumed: 3, completed: 3 })], new Map([['op-3', { batchId: B, invocationId: 'i1' }]])))).toBe(false);
+    expect(
+      batchExact(
+        resolveBatch(
+          B,
+          item,
+          [inv('i1', { consumed: 3, completed: 3 })],
+          new Map([['op-3', { batchId: B, invocationId: 'i1' }]]),
+        ),
+      ),
+    ).toBe(false);
   });
 
   it('counts a message rejected twice (delivered twice) once, and adds counters a batch item holds itself', () => {
-    const figures = resolveBatch(B, { ...batch, completed: 1, duplicates: 1 }, [inv('i1', { rejectedMessages: ['m-1'] }), inv('i2', { rejectedMessages: ['m-1'], completed: 2 })]);
+    const figures = resolveBatch(B, { ...batch, completed: 1, duplicates: 1 }, [
+      inv('i1', { rejectedMessages: ['m-1'] }),
+      inv('i2', { rejectedMessages: ['m-1'], completed: 2 }),
+    ]);
     expect(figures).toMatchObject({ rejected: 1, completed: 3, duplicates: 1 });
   });
 });
 
-describe('the completion\'s CompletedBy and the page manifest', () => {
+describe("the completion's CompletedBy and the page manifest", () => {
   it('reads who completed an operation from a stored result, as an object or as JSON, and nothing from others', () => {
     const by = { batchId: 'b', invocationId: 'i' };
     expect(completedByOf({ outcome: 'applied', completedBy: by })).toEqual(by);
@@ -233,7 +324,7 @@ describe('the completion\'s CompletedBy and the page manifest', () => {
     expect(completedByOf(undefined)).toBeUndefined();
   });
 
-  it('round-trips a page\'s operation IDs through their stored form, far smaller than the IDs', () => {
+  it("round-trips a page's operation IDs through their stored form, far smaller than the IDs", () => {
     const ops = Array.from({ length: 500 }, (_, i) => `reconcile:acme:pay_${String(i).padStart(6, '0')}:2026-11-28`);
     const stored = encodePageOperations(ops);
     expect(decodePageOperations(stored)).toEqual(ops);
@@ -264,7 +355,7 @@ describe('Function: drainPerMinute', () => {
     expect(drainPerMinute([settledAt(1, 60), settledAt(2, 60)], now - 3 * 60_000, now)).toBe(40);
   });
 
-  it('measures over at least a minute, so a batch seconds old is not forecast at a burst\'s pace', () => {
+  it("measures over at least a minute, so a batch seconds old is not forecast at a burst's pace", () => {
     expect(drainPerMinute([settledAt(0.1, 30)], now - 10_000, now)).toBe(30);
   });
 
@@ -275,7 +366,13 @@ describe('Function: drainPerMinute', () => {
   });
 
   it('counts every settled outcome: completed, completed elsewhere, dead-lettered and rejected', () => {
-    const item = { at: minutesAgo(1), completed: 2, elsewhere: ['a'], deadLetteredOperations: ['b', 'c'], rejectedMessages: ['d'] };
+    const item = {
+      at: minutesAgo(1),
+      completed: 2,
+      elsewhere: ['a'],
+      deadLetteredOperations: ['b', 'c'],
+      rejectedMessages: ['d'],
+    };
     expect(drainPerMinute([item], now - 2 * 60_000, now)).toBe(3);
   });
 });

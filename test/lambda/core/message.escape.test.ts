@@ -3,18 +3,36 @@ import { escapeUnprintable } from '../../../lambda/core/message';
 
 describe('Function: escapeUnprintable', () => {
   it.each([
-    ['C0 controls (NUL, tab, line feed, carriage return, escape)', 'a\u0000\t\n\r\u001bb', 'a\\u0000\\u0009\\u000a\\u000d\\u001bb'],
+    [
+      'C0 controls (NUL, tab, line feed, carriage return, escape)',
+      'a\u0000\t\n\r\u001bb',
+      'a\\u0000\\u0009\\u000a\\u000d\\u001bb',
+    ],
     ['DEL and C1 controls (NEL, CSI)', 'a\u007f\u0085\u009bb', 'a\\u007f\\u0085\\u009bb'],
     ['line and paragraph separators', 'a\u2028b\u2029c', 'a\\u2028b\\u2029c'],
-    ['bidi embeddings and overrides', 'x\u202a\u202b\u202c\u202d\u202egnp.exe', 'x\\u202a\\u202b\\u202c\\u202d\\u202egnp.exe'],
-    ['bidi isolates and marks', '\u2066\u2067\u2068\u2069\u200e\u200f\u061c', '\\u2066\\u2067\\u2068\\u2069\\u200e\\u200f\\u061c'],
-    ['zero-width and invisible characters', 'a\u200b\u200c\u200d\u2060\ufeff\u00adb', 'a\\u200b\\u200c\\u200d\\u2060\\ufeff\\u00adb'],
+    [
+      'bidi embeddings and overrides',
+      'x\u202a\u202b\u202c\u202d\u202egnp.exe',
+      'x\\u202a\\u202b\\u202c\\u202d\\u202egnp.exe',
+    ],
+    [
+      'bidi isolates and marks',
+      '\u2066\u2067\u2068\u2069\u200e\u200f\u061c',
+      '\\u2066\\u2067\\u2068\\u2069\\u200e\\u200f\\u061c',
+    ],
+    [
+      'zero-width and invisible characters',
+      'a\u200b\u200c\u200d\u2060\ufeff\u00adb',
+      'a\\u200b\\u200c\\u200d\\u2060\\ufeff\\u00adb',
+    ],
   ])('writes %s as \\uXXXX', (_label, raw, escaped) => {
     expect(escapeUnprintable(raw)).toBe(escaped);
   });
 
   it('keeps printable text, accents, scripts and emoji as they are', () => {
-    expect(escapeUnprintable('café Ünïcode مرحبا 日本 🎉 "quoted" \\ back')).toBe('café Ünïcode مرحبا 日本 🎉 "quoted" \\ back');
+    expect(escapeUnprintable('café Ünïcode مرحبا 日本 🎉 "quoted" \\ back')).toBe(
+      'café Ünïcode مرحبا 日本 🎉 "quoted" \\ back',
+    );
   });
 
   it('keeps the characters it is told to keep, and escapes the rest', () => {

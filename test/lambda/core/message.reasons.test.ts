@@ -13,7 +13,12 @@ describe('Function: boundReasons', () => {
   });
 
   it('writes control, bidirectional and zero-width characters as escapes, so a reason reads as what it holds', () => {
-    expect(boundReasons(['body: Unrecognized key: "x\u202egnp.exe"', 'resource: Unrecognized key: "a\u0000\u001b[2J\u200b\u2028b"'])).toEqual([
+    expect(
+      boundReasons([
+        'body: Unrecognized key: "x\u202egnp.exe"',
+        'resource: Unrecognized key: "a\u0000\u001b[2J\u200b\u2028b"',
+      ]),
+    ).toEqual([
       'body: Unrecognized key: "x\\u202egnp.exe"',
       'resource: Unrecognized key: "a\\u0000\\u001b[2J\\u200b\\u2028b"',
     ]);
@@ -29,11 +34,22 @@ describe('Function: boundReasons', () => {
 describe('Function: parseMessage', () => {
   it('bounds the reasons for an envelope with thousands of bad resource values', () => {
     const resource = Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`k${i}`, null]));
-    const body = JSON.stringify({ version: 1, jobType: 'fake-job', operationId: 'a', batchId: 'b', businessDate: '2026-11-28', resource, enqueuedAt: '2026-11-29T02:00:00.000Z' });
+    const body = JSON.stringify({
+      version: 1,
+      jobType: 'fake-job',
+      operationId: 'a',
+      batchId: 'b',
+      businessDate: '2026-11-28',
+      resource,
+      enqueuedAt: '2026-11-29T02:00:00.000Z',
+    });
     const parsed = parseMessage(body, 262_144);
     expect(parsed).toEqual({
       ok: false,
-      reasons: [...Array.from({ length: MAX_REASONS }, (_, i) => `resource.k${i}: must be a string, a number or a boolean`), '... and 2980 more problems'],
+      reasons: [
+        ...Array.from({ length: MAX_REASONS }, (_, i) => `resource.k${i}: must be a string, a number or a boolean`),
+        '... and 2980 more problems',
+      ],
     });
   });
 });

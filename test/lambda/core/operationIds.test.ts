@@ -1,12 +1,22 @@
-import { InvalidOperationIdError, assertOperationId, buildOperationId, idPartProblem, idPartSchema } from '../../../lambda/core/operationIds';
+import {
+  InvalidOperationIdError,
+  assertOperationId,
+  buildOperationId,
+  idPartProblem,
+  idPartSchema,
+} from '../../../lambda/core/operationIds';
 import { idSchema } from '../../../lambda/core/message';
 
 describe('Function: buildOperationId', () => {
   const date = { businessDate: '2026-11-28' };
 
   it('joins its parts with ":" in order, fixed words as they are', () => {
-    expect(buildOperationId(['reconcile', 'acme', { label: 'payment ID', id: 'pay-1' }, date])).toBe('reconcile:acme:pay-1:2026-11-28');
-    expect(buildOperationId([{ label: 'tenant ID', id: 't-1' }, 'expired-sessions', date])).toBe('t-1:expired-sessions:2026-11-28');
+    expect(buildOperationId(['reconcile', 'acme', { label: 'payment ID', id: 'pay-1' }, date])).toBe(
+      'reconcile:acme:pay-1:2026-11-28',
+    );
+    expect(buildOperationId([{ label: 'tenant ID', id: 't-1' }, 'expired-sessions', date])).toBe(
+      't-1:expired-sessions:2026-11-28',
+    );
   });
 
   it('builds an ID the message contract accepts from any ID part the part schema accepts', () => {
@@ -16,12 +26,16 @@ describe('Function: buildOperationId', () => {
 
   it('throws naming the part when an ID holds the separator', () => {
     expect(() => buildOperationId(['reconcile', { label: 'payment ID', id: 'a:b' }, date])).toThrow(
-      new InvalidOperationIdError('payment ID "a:b" cannot be part of an operation ID: it must be 1 to 128 characters of letters, digits and _ . @ # / + = - starting with a letter or digit'),
+      new InvalidOperationIdError(
+        'payment ID "a:b" cannot be part of an operation ID: it must be 1 to 128 characters of letters, digits and _ . @ # / + = - starting with a letter or digit',
+      ),
     );
   });
 
   it('throws on an over-long ID part, quoting only an excerpt', () => {
-    expect(() => buildOperationId([{ label: 'payment ID', id: 'x'.repeat(129) }])).toThrow(`payment ID "${'x'.repeat(40)}..." cannot be part of an operation ID`);
+    expect(() => buildOperationId([{ label: 'payment ID', id: 'x'.repeat(129) }])).toThrow(
+      `payment ID "${'x'.repeat(40)}..." cannot be part of an operation ID`,
+    );
   });
 
   it('throws on an impossible business date', () => {
@@ -32,7 +46,9 @@ describe('Function: buildOperationId', () => {
 
   it('checks a fixed word only as part of the whole ID, against the message contract', () => {
     expect(() => buildOperationId(['re concile', { label: 'payment ID', id: 'p' }])).toThrow(
-      new InvalidOperationIdError('operation ID "re concile:p" may hold only letters, digits and : _ . @ # / + = - (no spaces or control characters)'),
+      new InvalidOperationIdError(
+        'operation ID "re concile:p" may hold only letters, digits and : _ . @ # / + = - (no spaces or control characters)',
+      ),
     );
     expect(() => buildOperationId([])).toThrow(new InvalidOperationIdError('operation ID "" must not be empty'));
   });
@@ -51,7 +67,9 @@ describe('Function: assertOperationId', () => {
   });
 
   it('throws naming both IDs when they differ', () => {
-    expect(() => assertOperationId('a:b', () => 'a:c')).toThrow(new InvalidOperationIdError('operation ID "a:b" does not match its resource (expected "a:c")'));
+    expect(() => assertOperationId('a:b', () => 'a:c')).toThrow(
+      new InvalidOperationIdError('operation ID "a:b" does not match its resource (expected "a:c")'),
+    );
   });
 });
 
@@ -61,7 +79,11 @@ describe('Schema: idPartSchema', () => {
   });
 
   it.each([
-    ['a separator', 'a:b', 'may hold only letters, digits and _ . @ # / + = - (no ":" or spaces), starting with a letter or digit'],
+    [
+      'a separator',
+      'a:b',
+      'may hold only letters, digits and _ . @ # / + = - (no ":" or spaces), starting with a letter or digit',
+    ],
     ['nothing', '', 'must not be empty'],
     ['too much', 'x'.repeat(129), 'must be at most 128 characters'],
   ])('rejects %s', (_label, value, message) => {

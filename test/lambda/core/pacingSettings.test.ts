@@ -1,6 +1,12 @@
 import type { JobRuntimeSettings } from '../../../lambda/core/constants';
 import {
-  type BatchingInput, deriveBatching, LIMITER_LEAD_MS, MAX_DERIVED_BATCH_SIZE, MIN_SHORT_WAIT_MS, pacingSettings, safetyMarginMs,
+  type BatchingInput,
+  deriveBatching,
+  LIMITER_LEAD_MS,
+  MAX_DERIVED_BATCH_SIZE,
+  MIN_SHORT_WAIT_MS,
+  pacingSettings,
+  safetyMarginMs,
 } from '../../../lambda/core/pacingSettings';
 import { readSettings, SettingsError } from '../../../lambda/core/settings';
 
@@ -28,7 +34,9 @@ describe('Function: safetyMarginMs', () => {
 
 describe('Function: pacingSettings', () => {
   it('derives the limiter from the effective allowance, keyed on the job name by default', () => {
-    expect(pacingSettings(fakeSettings({ rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1 } }))).toEqual({
+    expect(
+      pacingSettings(fakeSettings({ rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1 } })),
+    ).toEqual({
       limiterKey: 'fake-job',
       limits: { startsPerInterval: 80, intervalMs: 60_000, burst: 1, safetyMarginMs: 250 },
       leadMs: LIMITER_LEAD_MS,
@@ -46,33 +54,69 @@ describe('Function: pacingSettings', () => {
     });
   });
 
-  it('bounds the deferral age by the queue\'s retention unless the pacing block says otherwise', () => {
-    expect(pacingSettings(fakeSettings({ queueRetentionSeconds: 86_400 }))).toMatchObject({ maxDeferralAgeSeconds: 86_400, queueRetentionSeconds: 86_400 });
-    expect(pacingSettings(fakeSettings({ queueRetentionSeconds: 86_400, pacing: { maxDeferralAgeSeconds: 7200 } }))).toMatchObject({
+  it("bounds the deferral age by the queue's retention unless the pacing block says otherwise", () => {
+    expect(pacingSettings(fakeSettings({ queueRetentionSeconds: 86_400 }))).toMatchObject({
+      maxDeferralAgeSeconds: 86_400,
+      queueRetentionSeconds: 86_400,
+    });
+    expect(
+      pacingSettings(fakeSettings({ queueRetentionSeconds: 86_400, pacing: { maxDeferralAgeSeconds: 7200 } })),
+    ).toMatchObject({
       maxDeferralAgeSeconds: 7200,
       queueRetentionSeconds: 86_400,
     });
   });
 
   it('reads the shared downstream key, the waits, the deferral budget and the switches from the pacing block', () => {
-    const settings = fakeSettings({ pacing: { downstreamKey: 'payments-provider', maxDeferrals: 40, maxDeferralAgeSeconds: 7200, shortWaitMs: 3000, adaptiveRate: false, enabled: false } });
-    expect(pacingSettings(settings)).toMatchObject({ limiterKey: 'payments-provider', maxDeferrals: 40, maxDeferralAgeSeconds: 7200, shortWaitMs: 3000, adaptiveRate: false, enabled: false });
+    const settings = fakeSettings({
+      pacing: {
+        downstreamKey: 'payments-provider',
+        maxDeferrals: 40,
+        maxDeferralAgeSeconds: 7200,
+        shortWaitMs: 3000,
+        adaptiveRate: false,
+        enabled: false,
+      },
+    });
+    expect(pacingSettings(settings)).toMatchObject({
+      limiterKey: 'payments-provider',
+      maxDeferrals: 40,
+      maxDeferralAgeSeconds: 7200,
+      shortWaitMs: 3000,
+      adaptiveRate: false,
+      enabled: false,
+    });
   });
 
   it("reads nothing pacing-related from the job's own settings", () => {
-    const settings = fakeSettings({ settings: { shortWaitMs: 3000, pacing: false, downstreamKey: 'other', adaptiveRate: false } });
-    expect(pacingSettings(settings)).toMatchObject({ limiterKey: 'fake-job', shortWaitMs: MIN_SHORT_WAIT_MS, adaptiveRate: true, enabled: true });
+    const settings = fakeSettings({
+      settings: { shortWaitMs: 3000, pacing: false, downstreamKey: 'other', adaptiveRate: false },
+    });
+    expect(pacingSettings(settings)).toMatchObject({
+      limiterKey: 'fake-job',
+      shortWaitMs: MIN_SHORT_WAIT_MS,
+      adaptiveRate: true,
+      enabled: true,
+    });
   });
 
   it('takes the per-key limits and the backfill share from the rate and concurrency settings', () => {
     const perKey = { field: 'tenantId', startsPerInterval: 8, intervalSeconds: 60, burst: 1, headroom: 0.8 };
-    const settings = fakeSettings({ rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1, perKey, backfillShare: 0.25 }, concurrencyPerKey: { field: 'tenantId', maxConcurrent: 2 } });
-    expect(pacingSettings(settings)).toMatchObject({ perKey, backfillShare: 0.25, concurrencyPerKey: { field: 'tenantId', maxConcurrent: 2 } });
+    const settings = fakeSettings({
+      rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1, perKey, backfillShare: 0.25 },
+      concurrencyPerKey: { field: 'tenantId', maxConcurrent: 2 },
+    });
+    expect(pacingSettings(settings)).toMatchObject({
+      perKey,
+      backfillShare: 0.25,
+      concurrencyPerKey: { field: 'tenantId', maxConcurrent: 2 },
+    });
   });
 });
 
 describe('Function: deriveBatching', () => {
-  const at = (startsPerMinute: number, over: Partial<BatchingInput> = {}) => deriveBatching({ startsPerInterval: startsPerMinute, intervalSeconds: 60, ...over });
+  const at = (startsPerMinute: number, over: Partial<BatchingInput> = {}) =>
+    deriveBatching({ startsPerInterval: startsPerMinute, intervalSeconds: 60, ...over });
   const all = ['batchSize', 'shortWaitMs', 'batchingWindowSeconds'];
 
   it('gives payment reconciliation (80 a minute after headroom) 20 a batch, its slots waited for in 16 s', () => {
@@ -81,8 +125,18 @@ describe('Function: deriveBatching', () => {
   });
 
   it('gives session expiry (480 a minute) and stale uploads (2,400 a minute) the largest derived batch', () => {
-    expect(at(480)).toEqual({ batchSize: MAX_DERIVED_BATCH_SIZE, batchingWindowSeconds: 1, shortWaitMs: MIN_SHORT_WAIT_MS, derived: all });
-    expect(at(2400)).toEqual({ batchSize: MAX_DERIVED_BATCH_SIZE, batchingWindowSeconds: 1, shortWaitMs: MIN_SHORT_WAIT_MS, derived: all });
+    expect(at(480)).toEqual({
+      batchSize: MAX_DERIVED_BATCH_SIZE,
+      batchingWindowSeconds: 1,
+      shortWaitMs: MIN_SHORT_WAIT_MS,
+      derived: all,
+    });
+    expect(at(2400)).toEqual({
+      batchSize: MAX_DERIVED_BATCH_SIZE,
+      batchingWindowSeconds: 1,
+      shortWaitMs: MIN_SHORT_WAIT_MS,
+      derived: all,
+    });
   });
 
   it('gives 1 a minute a batch of one, no window, the floor of a short wait', () => {
@@ -90,7 +144,11 @@ describe('Function: deriveBatching', () => {
   });
 
   it('caps 10,000 a minute at the largest derived batch', () => {
-    expect(at(10_000)).toMatchObject({ batchSize: MAX_DERIVED_BATCH_SIZE, batchingWindowSeconds: 1, shortWaitMs: MIN_SHORT_WAIT_MS });
+    expect(at(10_000)).toMatchObject({
+      batchSize: MAX_DERIVED_BATCH_SIZE,
+      batchingWindowSeconds: 1,
+      shortWaitMs: MIN_SHORT_WAIT_MS,
+    });
   });
 
   it('rounds a batch of 10 or more down to a multiple of 10 (each receive returns at most 10), and keeps a smaller one', () => {
@@ -100,29 +158,48 @@ describe('Function: deriveBatching', () => {
   });
 
   it('derives from the rate per second whatever the interval (100 an hour is 1.67 a minute)', () => {
-    expect(deriveBatching({ startsPerInterval: 100, intervalSeconds: 3600 })).toMatchObject({ batchSize: 1, shortWaitMs: MIN_SHORT_WAIT_MS });
+    expect(deriveBatching({ startsPerInterval: 100, intervalSeconds: 3600 })).toMatchObject({
+      batchSize: 1,
+      shortWaitMs: MIN_SHORT_WAIT_MS,
+    });
     expect(deriveBatching({ startsPerInterval: 8, intervalSeconds: 1 })).toMatchObject({ batchSize: 50 });
   });
 
   it('keeps what the job set and derives the rest around it', () => {
     // A batch of 50 set at 80 a minute spans 36.75 s of slots: the short wait follows, within half the 60 s timeout.
-    expect(at(80, { batchSize: 50 })).toEqual({ batchSize: 50, batchingWindowSeconds: 1, shortWaitMs: 30_000, derived: ['shortWaitMs', 'batchingWindowSeconds'] });
+    expect(at(80, { batchSize: 50 })).toEqual({
+      batchSize: 50,
+      batchingWindowSeconds: 1,
+      shortWaitMs: 30_000,
+      derived: ['shortWaitMs', 'batchingWindowSeconds'],
+    });
     expect(at(80, { batchSize: 50, consumerTimeoutSeconds: 120 })).toMatchObject({ shortWaitMs: 38_000 });
-    expect(at(80, { shortWaitMs: 5000, batchingWindowSeconds: 3 })).toEqual({ batchSize: 20, batchingWindowSeconds: 3, shortWaitMs: 5000, derived: ['batchSize'] });
+    expect(at(80, { shortWaitMs: 5000, batchingWindowSeconds: 3 })).toEqual({
+      batchSize: 20,
+      batchingWindowSeconds: 3,
+      shortWaitMs: 5000,
+      derived: ['batchSize'],
+    });
   });
-
 });
 
 describe('Function: readSettings (the pacing block)', () => {
   const env = (pacing: unknown) => ({ JOB_SETTINGS: JSON.stringify({ ...fakeSettings(), pacing }) });
 
   it('reads a valid pacing block', () => {
-    expect(readSettings(env({ shortWaitMs: 3000, enabled: false })).pacing).toEqual({ shortWaitMs: 3000, enabled: false });
+    expect(readSettings(env({ shortWaitMs: 3000, enabled: false })).pacing).toEqual({
+      shortWaitMs: 3000,
+      enabled: false,
+    });
   });
 
   it('names every pacing value of the wrong type', () => {
-    expect(() => readSettings(env({ downstreamKey: '', maxDeferrals: 2.5, shortWaitMs: -1, adaptiveRate: 'yes', enabled: 'off' }))).toThrow(SettingsError);
-    expect(() => readSettings(env({ downstreamKey: '', maxDeferrals: 2.5, shortWaitMs: -1, adaptiveRate: 'yes', enabled: 'off' }))).toThrow(
+    expect(() =>
+      readSettings(env({ downstreamKey: '', maxDeferrals: 2.5, shortWaitMs: -1, adaptiveRate: 'yes', enabled: 'off' })),
+    ).toThrow(SettingsError);
+    expect(() =>
+      readSettings(env({ downstreamKey: '', maxDeferrals: 2.5, shortWaitMs: -1, adaptiveRate: 'yes', enabled: 'off' })),
+    ).toThrow(
       /JOB_SETTINGS is invalid: pacing\.downstreamKey: .*; pacing\.maxDeferrals: .*; pacing\.shortWaitMs: .*; pacing\.adaptiveRate: .*; pacing\.enabled: /,
     );
   });

@@ -16,7 +16,9 @@ describe('Function: encodeCursor', () => {
   });
 
   it('throws on a non-string key attribute', () => {
-    expect(() => encodeCursor({ n: 1 })).toThrow(new InvalidCursorError('cannot encode key attribute "n": only string keys are supported'));
+    expect(() => encodeCursor({ n: 1 })).toThrow(
+      new InvalidCursorError('cannot encode key attribute "n": only string keys are supported'),
+    );
   });
 });
 
@@ -28,8 +30,16 @@ describe('Function: decodeCursor', () => {
     ['not JSON', Buffer.from('{nope').toString('base64url'), 'invalid cursor: not an encoded key'],
     ['an array', encode(['a']), 'invalid cursor: not an encoded key'],
     ['missing an attribute', encode({ tenantId: 't' }), 'invalid cursor: expected key attributes a, tenantId'],
-    ['an extra attribute', encode({ tenantId: 't', a: 'x', b: 'y' }), 'invalid cursor: expected key attributes a, tenantId'],
-    ['a number attribute', encode({ tenantId: 't', a: 1 }), 'invalid cursor: key attribute a must be a non-empty string'],
+    [
+      'an extra attribute',
+      encode({ tenantId: 't', a: 'x', b: 'y' }),
+      'invalid cursor: expected key attributes a, tenantId',
+    ],
+    [
+      'a number attribute',
+      encode({ tenantId: 't', a: 1 }),
+      'invalid cursor: key attribute a must be a non-empty string',
+    ],
   ])('throws when the cursor is %s', (_label, cursor, message) => {
     expect(() => decodeCursor(cursor, ['tenantId', 'a'])).toThrow(new InvalidCursorError(message));
   });

@@ -15,8 +15,11 @@ describe('Function: personalDataHash', () => {
 });
 
 describe('Function: sanitizedCause', () => {
-  it('keeps the type and the given message, and none of the error\'s message, cause or fields', () => {
-    const raw = Object.assign(new TypeError('header "Bearer sk_secret" is invalid', { cause: new Error('sk_secret') }), { header: 'sk_secret' });
+  it("keeps the type and the given message, and none of the error's message, cause or fields", () => {
+    const raw = Object.assign(
+      new TypeError('header "Bearer sk_secret" is invalid', { cause: new Error('sk_secret') }),
+      { header: 'sk_secret' },
+    );
     const cause = sanitizedCause(raw, 'header "Bearer [redacted]" is invalid');
     expect(cause).toBeInstanceOf(Error);
     expect(cause.name).toBe('TypeError');

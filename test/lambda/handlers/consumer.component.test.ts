@@ -16,7 +16,12 @@ import { parseRetryAfter } from '../../../lambda/core/retryAfter';
 import type { AnyJob, ApplyRequest, ApplyResult } from '../../../lambda/core/job';
 import { waitFor } from '../../../local/waitFor';
 import type { JobMessage } from '../../../lambda/core/message';
-import { consumerOptionsFromEnv, createConsumer, handler, type ConsumerOptions } from '../../../lambda/handlers/consumer';
+import {
+  consumerOptionsFromEnv,
+  createConsumer,
+  handler,
+  type ConsumerOptions,
+} from '../../../lambda/handlers/consumer';
 import { createDeferralPolicy } from '../../../lambda/core/deferral';
 import { fakeJobCalls, job as fakeJob } from '../../fixtures/jobs/fake-job';
 import { startLocalAws, type LocalAws } from '../../support/aws';
@@ -24,8 +29,17 @@ import { startHttpStub, type HttpStub } from '../../support/httpStub';
 import { lambdaContext, sqsEvent, sqsRecord } from '../../support/lambdaEvents';
 import type { LimiterPacer } from '../../../lambda/handlers/consumer/limiterPacer';
 import {
-  acknowledge, countDynamoCalls, createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue,
-  receiveEvent, sendBodies, withPacer, type TestPacing,
+  acknowledge,
+  countDynamoCalls,
+  createIdempotencyTable,
+  createLedgerTable,
+  createLimiterTable,
+  createQueue,
+  drainQueue,
+  receiveEvent,
+  sendBodies,
+  withPacer,
+  type TestPacing,
 } from './harness';
 import { VirtualClock } from './virtualClock';
 
@@ -56,31 +70,43 @@ function body(key: string, behaviour?: string, overrides: Partial<JobMessage> = 
 const NOW = new Date('2026-11-29T02:00:05.000Z');
 
 function consumer(overrides: Partial<Omit<ConsumerOptions, 'pacer'>> & TestPacing = {}) {
-  return createConsumer(withPacer({
-    job: fakeJob,
-    jobDeps: { items: 0 },
-    queueUrl,
-    dlqUrl,
-    idempotencyTableName: IDEMPOTENCY_TABLE,
-    idempotencyTtlSeconds: 30 * 86_400,
-    maxMessageBytes: 2048,
-    ledger: new DynamoLedger({ tableName: LEDGER_TABLE, now: () => NOW }),
-    // Fast enough that the limiter never makes these tests wait or defer; the pacing tests below use slower ones.
-    limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 1000, intervalMs: 1000 } }),
-    // Lateness only matters to a limiter near its allowance; this one never is, so a slow dynalite call cannot defer.
-    pacing: { lateToleranceMs: 60_000 },
-    publisher: new SqsPublisher({ sleep: async () => undefined }),
-    now: () => NOW,
-    ...overrides,
-  }));
+  return createConsumer(
+    withPacer({
+      job: fakeJob,
+      jobDeps: { items: 0 },
+      queueUrl,
+      dlqUrl,
+      idempotencyTableName: IDEMPOTENCY_TABLE,
+      idempotencyTtlSeconds: 30 * 86_400,
+      maxMessageBytes: 2048,
+      ledger: new DynamoLedger({ tableName: LEDGER_TABLE, now: () => NOW }),
+      // Fast enough that the limiter never makes these tests wait or defer; the pacing tests below use slower ones.
+      limiter: new DynamoDbRateLimiter({
+        tableName: LIMITER_TABLE,
+        limits: { startsPerInterval: 1000, intervalMs: 1000 },
+      }),
+      // Lateness only matters to a limiter near its allowance; this one never is, so a slow dynalite call cannot defer.
+      pacing: { lateToleranceMs: 60_000 },
+      publisher: new SqsPublisher({ sleep: async () => undefined }),
+      now: () => NOW,
+      ...overrides,
+    }),
+  );
 }
 
 const metricTotal = (name: string) => metricCalls.filter(([n]) => n === name).reduce((sum, [, v]) => sum + v, 0);
 
 /** The batch's figures as the operator CLI resolves them (ops/ledger.ts); undefined while the ledger has nothing of it. */
 async function batchItem(batchId = BATCH) {
-  const { Item } = await documentClient().send(new GetCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: batchId } }));
-  const figures = await batchFigures(documentClient(), { ledger: LEDGER_TABLE, idempotency: IDEMPOTENCY_TABLE }, 'fake-job', Item ?? { sk: batchId });
+  const { Item } = await documentClient().send(
+    new GetCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: batchId } }),
+  );
+  const figures = await batchFigures(
+    documentClient(),
+    { ledger: LEDGER_TABLE, idempotency: IDEMPOTENCY_TABLE },
+    'fake-job',
+    Item ?? { sk: batchId },
+  );
   return Item === undefined && figures.invocations === 0 ? undefined : figures;
 }
 
@@ -90,7 +116,9 @@ const freshQueue = () => createQueue(`fake-job-paced-${++queueSeq}`);
 
 /** The operation's idempotency record; undefined when it was never claimed. */
 async function idempotencyItem(operationId: string) {
-  const { Item } = await documentClient().send(new GetCommand({ TableName: IDEMPOTENCY_TABLE, Key: { id: idempotencyRecordId('fake-job', operationId) } }));
+  const { Item } = await documentClient().send(
+    new GetCommand({ TableName: IDEMPOTENCY_TABLE, Key: { id: idempotencyRecordId('fake-job', operationId) } }),
+  );
   return Item;
 }
 
@@ -98,7 +126,11 @@ describe('Function: createConsumer', () => {
   beforeAll(async () => {
     aws = await startLocalAws();
     resetClients();
-    await Promise.all([createIdempotencyTable(IDEMPOTENCY_TABLE), createLedgerTable(LEDGER_TABLE), createLimiterTable(LIMITER_TABLE)]);
+    await Promise.all([
+      createIdempotencyTable(IDEMPOTENCY_TABLE),
+      createLedgerTable(LEDGER_TABLE),
+      createLimiterTable(LIMITER_TABLE),
+    ]);
     [queueUrl, dlqUrl] = await Promise.all([createQueue('fake-job'), createQueue('fake-job-dlq')]);
     logger.setLogLevel('SILENT');
   });
@@ -122,7 +154,13 @@ describe('Function: createConsumer', () => {
   describe('Method: handler (happy path)', () => {
     it('applies every record once, acknowledges them, and counts them', async () => {
       const batchId = 'fake-job:2026-11-28:happy';
-      const response = await consumer()(sqsEvent(sqsRecord(body('happy-1', undefined, { batchId })), sqsRecord(body('happy-2', 'already-done', { batchId }))), lambdaContext());
+      const response = await consumer()(
+        sqsEvent(
+          sqsRecord(body('happy-1', undefined, { batchId })),
+          sqsRecord(body('happy-2', 'already-done', { batchId })),
+        ),
+        lambdaContext(),
+      );
 
       expect(response).toEqual({ batchItemFailures: [] });
       expect(fakeJobCalls.apply.map((r) => [r.operationId, r.batchId, r.businessDate, r.resource])).toEqual([
@@ -140,7 +178,10 @@ describe('Function: createConsumer', () => {
     });
 
     it('measures the age from firstEnqueuedAt when the message was deferred before', async () => {
-      await consumer()(sqsEvent(sqsRecord(body('aged', undefined, { firstEnqueuedAt: '2026-11-29T01:00:05.000Z', attempt: 3 }))), lambdaContext());
+      await consumer()(
+        sqsEvent(sqsRecord(body('aged', undefined, { firstEnqueuedAt: '2026-11-29T01:00:05.000Z', attempt: 3 }))),
+        lambdaContext(),
+      );
       expect(metricCalls).toContainEqual(['AgeSinceFirstEnqueue', 3_600_000]);
     });
 
@@ -155,14 +196,22 @@ describe('Function: createConsumer', () => {
       const err = jest.spyOn(process.stderr, 'write').mockImplementation(capture);
       logger.setLogLevel('INFO');
       try {
-        await consumer()(sqsEvent(sqsRecord(body('logged')), sqsRecord('not json', { messageId: 'm-bad' })), lambdaContext());
+        await consumer()(
+          sqsEvent(sqsRecord(body('logged')), sqsRecord('not json', { messageId: 'm-bad' })),
+          lambdaContext(),
+        );
       } finally {
         logger.setLogLevel('SILENT');
         out.mockRestore();
         err.mockRestore();
       }
       const completed = lines.find((l) => l.message === 'operation completed');
-      expect(completed).toMatchObject({ operationId: 'fake:logged:2026-11-28', batchId: BATCH, job: 'fake-job', outcome: 'applied' });
+      expect(completed).toMatchObject({
+        operationId: 'fake:logged:2026-11-28',
+        batchId: BATCH,
+        job: 'fake-job',
+        outcome: 'applied',
+      });
       const rejected = lines.find((l) => l.message === 'message rejected and kept for review');
       expect(rejected).toMatchObject({ messageId: 'm-bad', job: 'fake-job' });
       expect(rejected).not.toHaveProperty('operationId');
@@ -191,13 +240,19 @@ describe('Function: createConsumer', () => {
       expect(fakeJobCalls.apply).toHaveLength(1);
       // dynalite returns no item with ConditionalCheckFailed, so Powertools must read the stored record instead.
       expect(getRecord).toHaveBeenCalledTimes(1);
-      await expect(getRecord.mock.results[0].value).resolves.toMatchObject({ status: 'COMPLETED', responseData: { outcome: 'applied', detail: { id: 'dup' } } });
+      await expect(getRecord.mock.results[0].value).resolves.toMatchObject({
+        status: 'COMPLETED',
+        responseData: { outcome: 'applied', detail: { id: 'dup' } },
+      });
       expect(metricTotal('DuplicatesSuppressed')).toBe(1);
       expect(metricTotal('Applied')).toBe(1);
       expect(await batchItem(batchId)).toMatchObject({ completed: 1, duplicates: 1 });
       // The record sits where lambda/core/idempotencyKey.ts says, so operators can find it by operation ID.
       const { Item } = await documentClient().send(
-        new GetCommand({ TableName: IDEMPOTENCY_TABLE, Key: { id: idempotencyRecordId('fake-job', 'fake:dup:2026-11-28') } }),
+        new GetCommand({
+          TableName: IDEMPOTENCY_TABLE,
+          Key: { id: idempotencyRecordId('fake-job', 'fake:dup:2026-11-28') },
+        }),
       );
       expect(Item).toMatchObject({ status: 'COMPLETED', data: { outcome: 'applied', detail: { id: 'dup' } } });
       // 30 days from the first delivery's write, however long that took (bracketed, not within some seconds of now).
@@ -206,20 +261,37 @@ describe('Function: createConsumer', () => {
     });
 
     it('settles an operation already completed before it takes a slot or a claim', async () => {
-      const acquire = jest.fn(async (_key: string, count: number) => ({ granted: count, startAtMs: Array(count).fill(Date.now()), waitMs: 0 }));
+      const acquire = jest.fn(async (_key: string, count: number) => ({
+        granted: count,
+        startAtMs: Array(count).fill(Date.now()),
+        waitMs: 0,
+      }));
       const persistenceStore = new DynamoDBPersistenceLayer({ tableName: IDEMPOTENCY_TABLE });
-      const handle = consumer({ limiter: { acquire }, persistenceStore, pacing: { key: 'precheck', lateToleranceMs: 60_000 } });
+      const handle = consumer({
+        limiter: { acquire },
+        persistenceStore,
+        pacing: { key: 'precheck', lateToleranceMs: 60_000 },
+      });
       const batchId = 'fake-job:2026-11-28:precheck';
       await handle(sqsEvent(sqsRecord(body('pre-done', undefined, { batchId }))), lambdaContext());
       expect(acquire.mock.calls.map(([, count]) => count)).toEqual([1]);
       const save = jest.spyOn(persistenceStore, 'saveInProgress');
 
-      const response = await handle(sqsEvent(sqsRecord(body('pre-done', undefined, { batchId })), sqsRecord(body('pre-new', undefined, { batchId }))), lambdaContext());
+      const response = await handle(
+        sqsEvent(
+          sqsRecord(body('pre-done', undefined, { batchId })),
+          sqsRecord(body('pre-new', undefined, { batchId })),
+        ),
+        lambdaContext(),
+      );
       expect(response).toEqual({ batchItemFailures: [] });
       // One slot for the new operation only; the completed one was never claimed again.
       expect(acquire.mock.calls.map(([, count]) => count)).toEqual([1, 1]);
       expect(save).toHaveBeenCalledTimes(1);
-      expect(fakeJobCalls.apply.map((r) => r.operationId)).toEqual(['fake:pre-done:2026-11-28', 'fake:pre-new:2026-11-28']);
+      expect(fakeJobCalls.apply.map((r) => r.operationId)).toEqual([
+        'fake:pre-done:2026-11-28',
+        'fake:pre-new:2026-11-28',
+      ]);
       expect(metricTotal('DuplicatesSuppressed')).toBe(1);
       expect(await batchItem(batchId)).toMatchObject({ completed: 2, duplicates: 1, consumed: 3 });
     });
@@ -255,7 +327,10 @@ describe('Function: createConsumer', () => {
       };
       const first = consumer({ job: slowJob })(sqsEvent(sqsRecord(body('slow'))), lambdaContext());
       await applying;
-      const second = await consumer({ job: slowJob })(sqsEvent(sqsRecord(body('slow'), { messageId: 'm-second' })), lambdaContext());
+      const second = await consumer({ job: slowJob })(
+        sqsEvent(sqsRecord(body('slow'), { messageId: 'm-second' })),
+        lambdaContext(),
+      );
       release();
 
       expect(second).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-second' }] });
@@ -270,7 +345,10 @@ describe('Function: createConsumer', () => {
       const event = sqsEvent(
         sqsRecord('{not json', { messageId: 'm-json' }),
         sqsRecord(JSON.stringify({ version: 1, jobType: 'fake-job', batchId }), { messageId: 'm-schema' }),
-        sqsRecord(body('big', undefined, { batchId, resource: { id: 'big', pad: 'x'.repeat(1000) } }).padEnd(3000, ' '), { messageId: 'm-size' }),
+        sqsRecord(
+          body('big', undefined, { batchId, resource: { id: 'big', pad: 'x'.repeat(1000) } }).padEnd(3000, ' '),
+          { messageId: 'm-size' },
+        ),
         sqsRecord(body('other', undefined, { batchId, jobType: 'other-job' }), { messageId: 'm-type' }),
         sqsRecord(body('bad-resource', 'explode', { batchId }), { messageId: 'm-resource' }),
         sqsRecord(body('fine', undefined, { batchId }), { messageId: 'm-fine' }),
@@ -282,16 +360,26 @@ describe('Function: createConsumer', () => {
       expect(fakeJobCalls.apply.map((r) => r.operationId)).toEqual(['fake:fine:2026-11-28']);
       expect(metricTotal('Rejected')).toBe(5);
       const { Items = [] } = await documentClient().send(
-        new QueryCommand({ TableName: LEDGER_TABLE, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': 'REJECTED#fake-job' } }),
+        new QueryCommand({
+          TableName: LEDGER_TABLE,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': 'REJECTED#fake-job' },
+        }),
       );
       const byMessage = Object.fromEntries(Items.map((i) => [i.messageId, i]));
       expect(byMessage['m-json'].reasons).toEqual([expect.stringMatching(/^body is not valid JSON \(/)]);
       expect(byMessage['m-json'].body).toBe('{not json');
       expect(byMessage['m-schema']).toMatchObject({ batchId });
       expect(byMessage['m-schema']).not.toHaveProperty('operationId');
-      expect(byMessage['m-schema'].reasons).toEqual(expect.arrayContaining(['operationId: Invalid input: expected string, received undefined']));
+      expect(byMessage['m-schema'].reasons).toEqual(
+        expect.arrayContaining(['operationId: Invalid input: expected string, received undefined']),
+      );
       expect(byMessage['m-size'].reasons).toEqual(['body is 3000 bytes, over the 2048-byte cap']);
-      expect(byMessage['m-type']).toMatchObject({ reasons: ['jobType: expected "fake-job", got "other-job"'], operationId: 'fake:other:2026-11-28', batchId });
+      expect(byMessage['m-type']).toMatchObject({
+        reasons: ['jobType: expected "fake-job", got "other-job"'],
+        operationId: 'fake:other:2026-11-28',
+        batchId,
+      });
       expect(byMessage['m-resource'].reasons).toEqual([
         expect.stringMatching(/^resource\.behaviour: Invalid option: expected one of /),
       ]);
@@ -302,30 +390,45 @@ describe('Function: createConsumer', () => {
       expect(await batchItem(batchId)).toMatchObject({ rejected: 4, completed: 1 });
     });
 
-    it('rejects a raw message of a business date after the job\'s latest, or a notBefore past the queue\'s retention: recorded, acknowledged, never applied or re-published', async () => {
+    it("rejects a raw message of a business date after the job's latest, or a notBefore past the queue's retention: recorded, acknowledged, never applied or re-published", async () => {
       const batchId = 'fake-job:2027-12-04:manual-typo';
       const event = sqsEvent(
-        sqsRecord(body('typo', undefined, { batchId, businessDate: '2027-12-04', operationId: 'fake:typo:2027-12-04' }), { messageId: 'm-future' }),
-        sqsRecord(body('sleeper', undefined, { batchId, notBefore: '2030-01-01T00:00:00.000Z' }), { messageId: 'm-sleeper' }),
+        sqsRecord(
+          body('typo', undefined, { batchId, businessDate: '2027-12-04', operationId: 'fake:typo:2027-12-04' }),
+          { messageId: 'm-future' },
+        ),
+        sqsRecord(body('sleeper', undefined, { batchId, notBefore: '2030-01-01T00:00:00.000Z' }), {
+          messageId: 'm-sleeper',
+        }),
         sqsRecord(body('on-time', undefined, { batchId }), { messageId: 'm-on-time' }),
       );
 
       const publisher = new SqsPublisher({ sleep: async () => undefined });
       const publish = jest.spyOn(publisher, 'publish');
 
-      const response = await consumer({ businessDates: { timeZone: 'Europe/London', businessDateOffsetDays: -1 }, queueRetentionSeconds: 345_600, publisher })(event, lambdaContext());
+      const response = await consumer({
+        businessDates: { timeZone: 'Europe/London', businessDateOffsetDays: -1 },
+        queueRetentionSeconds: 345_600,
+        publisher,
+      })(event, lambdaContext());
 
       expect(response).toEqual({ batchItemFailures: [] });
       expect(fakeJobCalls.apply.map((r) => r.operationId)).toEqual(['fake:on-time:2026-11-28']);
       // Neither deferred (re-published) nor dead-lettered.
       expect(publish).not.toHaveBeenCalled();
       const { Items = [] } = await documentClient().send(
-        new QueryCommand({ TableName: LEDGER_TABLE, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': 'REJECTED#fake-job' } }),
+        new QueryCommand({
+          TableName: LEDGER_TABLE,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': 'REJECTED#fake-job' },
+        }),
       );
       const byMessage = Object.fromEntries(Items.map((i) => [i.messageId, i]));
       expect(byMessage['m-future']).toMatchObject({
         operationId: 'fake:typo:2027-12-04',
-        reasons: ['businessDate: business date 2027-12-04 is in the future: the latest for fake-job now is 2026-11-28 (Europe/London, offset -1)'],
+        reasons: [
+          'businessDate: business date 2027-12-04 is in the future: the latest for fake-job now is 2026-11-28 (Europe/London, offset -1)',
+        ],
       });
       expect(byMessage['m-sleeper'].reasons).toEqual([
         "notBefore: 2030-01-01T00:00:00.000Z is more than the queue's retention (345600 s) after enqueuedAt 2026-11-29T02:00:00.000Z",
@@ -335,7 +438,10 @@ describe('Function: createConsumer', () => {
 
     it('fails the record when the rejection cannot be recorded, so the message is not lost', async () => {
       const ledger = new DynamoLedger({ tableName: 'no-such-table' });
-      const response = await consumer({ ledger })(sqsEvent(sqsRecord('{not json', { messageId: 'm-lost' })), lambdaContext());
+      const response = await consumer({ ledger })(
+        sqsEvent(sqsRecord('{not json', { messageId: 'm-lost' })),
+        lambdaContext(),
+      );
       expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-lost' }] });
     });
   });
@@ -343,7 +449,10 @@ describe('Function: createConsumer', () => {
   describe('Method: handler (failures)', () => {
     it('reports a retryable failure as a batch item failure and lets the retry apply it', async () => {
       const handle = consumer();
-      const response = await handle(sqsEvent(sqsRecord(body('flaky', 'retryable'), { messageId: 'm-flaky' }), sqsRecord(body('steady'))), lambdaContext());
+      const response = await handle(
+        sqsEvent(sqsRecord(body('flaky', 'retryable'), { messageId: 'm-flaky' }), sqsRecord(body('steady'))),
+        lambdaContext(),
+      );
       expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-flaky' }] });
       expect(metricTotal('Failed')).toBe(1);
       expect(metricTotal('Applied')).toBe(1);
@@ -360,11 +469,17 @@ describe('Function: createConsumer', () => {
       const handle = consumer({ maxReceiveCount: 5 });
       const deliver = (behaviour: string | undefined, receives: number) =>
         handle(
-          sqsEvent(sqsRecord(body('twice-flaky', behaviour, { batchId }), { messageId: `m-retry-${receives}`, attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: String(receives) } })),
+          sqsEvent(
+            sqsRecord(body('twice-flaky', behaviour, { batchId }), {
+              messageId: `m-retry-${receives}`,
+              attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: String(receives) },
+            }),
+          ),
           lambdaContext(),
         );
       const counter = countDynamoCalls();
-      const ledgerWrites = () => counter.calls.filter((c) => c.table === LEDGER_TABLE && c.command === 'PutItemCommand').length;
+      const ledgerWrites = () =>
+        counter.calls.filter((c) => c.table === LEDGER_TABLE && c.command === 'PutItemCommand').length;
       try {
         expect(await deliver('retryable', 1)).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-retry-1' }] });
         expect(await batchItem(batchId)).toMatchObject({ consumed: 1, retries: 1 });
@@ -388,7 +503,12 @@ describe('Function: createConsumer', () => {
       const handle = consumer({ maxReceiveCount: 3 });
       const attempt = (receives: number) =>
         handle(
-          sqsEvent(sqsRecord(body('doomed', 'retryable', { batchId }), { messageId: `m-${receives}`, attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: String(receives) } })),
+          sqsEvent(
+            sqsRecord(body('doomed', 'retryable', { batchId }), {
+              messageId: `m-${receives}`,
+              attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: String(receives) },
+            }),
+          ),
           lambdaContext(),
         );
       expect(await attempt(2)).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-2' }] });
@@ -406,7 +526,13 @@ describe('Function: createConsumer', () => {
       await handle(
         sqsEvent(
           sqsRecord(body('age-young', undefined, { batchId, enqueuedAt: '2026-11-29T02:00:08.000Z' })),
-          sqsRecord(body('age-old', undefined, { batchId, enqueuedAt: '2026-11-29T02:00:09.000Z', firstEnqueuedAt: '2026-11-29T02:00:01.000Z' })),
+          sqsRecord(
+            body('age-old', undefined, {
+              batchId,
+              enqueuedAt: '2026-11-29T02:00:09.000Z',
+              firstEnqueuedAt: '2026-11-29T02:00:01.000Z',
+            }),
+          ),
         ),
         lambdaContext(),
       );
@@ -414,13 +540,19 @@ describe('Function: createConsumer', () => {
     });
 
     it('reports a handler that throws an unexpected error as a batch item failure', async () => {
-      const response = await consumer()(sqsEvent(sqsRecord(body('boom', 'crash'), { messageId: 'm-boom' })), lambdaContext());
+      const response = await consumer()(
+        sqsEvent(sqsRecord(body('boom', 'crash'), { messageId: 'm-boom' })),
+        lambdaContext(),
+      );
       expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-boom' }] });
     });
 
     it('fails a record whose apply returns something other than an ApplyResult', async () => {
       const badJob = { ...fakeJob, apply: async () => undefined as unknown as ApplyResult };
-      const response = await consumer({ job: badJob })(sqsEvent(sqsRecord(body('odd'), { messageId: 'm-odd' })), lambdaContext());
+      const response = await consumer({ job: badJob })(
+        sqsEvent(sqsRecord(body('odd'), { messageId: 'm-odd' })),
+        lambdaContext(),
+      );
       expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-odd' }] });
     });
 
@@ -448,7 +580,10 @@ describe('Function: createConsumer', () => {
       const batchId = 'fake-job:2026-11-28:throttled';
       const publisher = new SqsPublisher();
       const publish = jest.spyOn(publisher, 'publish');
-      const response = await consumer({ publisher })(sqsEvent(sqsRecord(body('busy', 'throttled', { batchId }))), lambdaContext());
+      const response = await consumer({ publisher })(
+        sqsEvent(sqsRecord(body('busy', 'throttled', { batchId }))),
+        lambdaContext(),
+      );
 
       expect(response).toEqual({ batchItemFailures: [] });
       expect(publish).toHaveBeenCalledTimes(1);
@@ -462,7 +597,9 @@ describe('Function: createConsumer', () => {
         attempt: 1,
       });
       const sqs = new SQSClient({});
-      const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessagesDelayed'] }));
+      const { Attributes } = await sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessagesDelayed'] }),
+      );
       sqs.destroy();
       expect(Attributes?.ApproximateNumberOfMessagesDelayed).toBe('1');
       expect(metricTotal('Deferred')).toBe(1);
@@ -472,14 +609,16 @@ describe('Function: createConsumer', () => {
     });
 
     it('dead-letters a throttled message once the deferral policy gives up', async () => {
-      const handle = consumer({ deferralPolicy: ({ attempt }) => ({ action: 'dead-letter', reason: `throttled after ${attempt} deferrals` }) });
+      const handle = consumer({
+        deferralPolicy: ({ attempt }) => ({ action: 'dead-letter', reason: `throttled after ${attempt} deferrals` }),
+      });
       await handle(sqsEvent(sqsRecord(body('tired', 'throttled', { attempt: 7 }))), lambdaContext());
       const dead = await drainQueue(dlqUrl);
       expect(dead.map((m) => m.MessageAttributes?.failureReason?.StringValue)).toEqual(['throttled after 7 deferrals']);
     });
   });
   describe('Method: handler (the SLO indicator)', () => {
-    it('meters each outcome against the message\'s SLO deadline: met, missed, or failed for good', async () => {
+    it("meters each outcome against the message's SLO deadline: met, missed, or failed for good", async () => {
       const batchId = 'fake-job:2026-11-28:slo';
       // NOW is 02:00:05; one deadline after it, one before, and a permanent failure.
       await consumer()(
@@ -514,13 +653,21 @@ describe('Function: createConsumer', () => {
 
     it('recovers the counts of an invocation killed between its completions and its ledger write, adopting them once', async () => {
       const batchId = 'fake-job:2026-11-28:killed';
-      await new DynamoLedger({ tableName: LEDGER_TABLE }).addToBatch('fake-job', batchId, { discovered: 2, published: 2 });
+      await new DynamoLedger({ tableName: LEDGER_TABLE }).addToBatch('fake-job', batchId, {
+        discovered: 2,
+        published: 2,
+      });
       const { ledger, state } = flakyLedger();
       const handle = consumer({ ledger });
-      const records = () => [sqsRecord(body('kill-1', undefined, { batchId }), { messageId: 'm-k1' }), sqsRecord(body('kill-2', undefined, { batchId }), { messageId: 'm-k2' })];
+      const records = () => [
+        sqsRecord(body('kill-1', undefined, { batchId }), { messageId: 'm-k1' }),
+        sqsRecord(body('kill-2', undefined, { batchId }), { messageId: 'm-k2' }),
+      ];
 
       // Both completed, then no ledger write: the records go back to SQS (a killed invocation's would come back too).
-      expect(await handle(sqsEvent(...records()), lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-k1' }, { itemIdentifier: 'm-k2' }] });
+      expect(await handle(sqsEvent(...records()), lambdaContext())).toEqual({
+        batchItemFailures: [{ itemIdentifier: 'm-k1' }, { itemIdentifier: 'm-k2' }],
+      });
       expect(fakeJobCalls.apply).toHaveLength(2);
       expect(await batchItem(batchId)).toMatchObject({ completed: 0, duplicates: 0 });
 
@@ -562,23 +709,42 @@ describe('Function: createConsumer', () => {
       expect(metricTotal('LedgerWriteFailed')).toBe(1);
     });
 
-    it('keeps both batches of a re-run exact: an operation the first batch completed is the second\'s completedElsewhere', async () => {
+    it("keeps both batches of a re-run exact: an operation the first batch completed is the second's completedElsewhere", async () => {
       const first = 'fake-job:2026-11-28:rerun-first';
       const rerun = 'fake-job:2026-11-28:manual-rerun';
       const ledger = new DynamoLedger({ tableName: LEDGER_TABLE });
       await ledger.addToBatch('fake-job', first, { discovered: 2, published: 2 });
       await ledger.addToBatch('fake-job', rerun, { discovered: 3, published: 3 });
       const handle = consumer();
-      await handle(sqsEvent(sqsRecord(body('rerun-a', undefined, { batchId: first })), sqsRecord(body('rerun-b', undefined, { batchId: first }))), lambdaContext());
-      // The re-run's copies: two done by the first batch (one delivered twice), one new.
       await handle(
-        sqsEvent(...['rerun-a', 'rerun-b', 'rerun-b', 'rerun-c'].map((key) => sqsRecord(body(key, undefined, { batchId: rerun })))),
+        sqsEvent(
+          sqsRecord(body('rerun-a', undefined, { batchId: first })),
+          sqsRecord(body('rerun-b', undefined, { batchId: first })),
+        ),
         lambdaContext(),
       );
-      expect(fakeJobCalls.apply.map((r) => r.operationId)).toEqual(['fake:rerun-a:2026-11-28', 'fake:rerun-b:2026-11-28', 'fake:rerun-c:2026-11-28']);
+      // The re-run's copies: two done by the first batch (one delivered twice), one new.
+      await handle(
+        sqsEvent(
+          ...['rerun-a', 'rerun-b', 'rerun-b', 'rerun-c'].map((key) =>
+            sqsRecord(body(key, undefined, { batchId: rerun })),
+          ),
+        ),
+        lambdaContext(),
+      );
+      expect(fakeJobCalls.apply.map((r) => r.operationId)).toEqual([
+        'fake:rerun-a:2026-11-28',
+        'fake:rerun-b:2026-11-28',
+        'fake:rerun-c:2026-11-28',
+      ]);
       const [a, b] = [await batchItem(first), await batchItem(rerun)];
       expect(a).toMatchObject({ completed: 2, completedElsewhere: 0, duplicates: 0 });
-      expect(b).toMatchObject({ completed: 1, completedElsewhere: 2, duplicates: 1, completedElsewhereBy: { 'fake:rerun-a:2026-11-28': first, 'fake:rerun-b:2026-11-28': first } });
+      expect(b).toMatchObject({
+        completed: 1,
+        completedElsewhere: 2,
+        duplicates: 1,
+        completedElsewhereBy: { 'fake:rerun-a:2026-11-28': first, 'fake:rerun-b:2026-11-28': first },
+      });
       expect([batchExact(a!), batchExact(b!)]).toEqual([true, true]);
     });
   });
@@ -586,24 +752,37 @@ describe('Function: createConsumer', () => {
   describe('Method: handler (cost per operation)', () => {
     it('takes one block of slots per invocation and writes the ledger once per batch ID: 2.2 writes per operation', async () => {
       const [batchA, batchB] = ['fake-job:2026-11-28:cost-a', 'fake-job:2026-11-28:cost-b'];
-      const records = Array.from({ length: 10 }, (_, i) => sqsRecord(body(`cost-${i}`, undefined, { batchId: i < 6 ? batchA : batchB })));
+      const records = Array.from({ length: 10 }, (_, i) =>
+        sqsRecord(body(`cost-${i}`, undefined, { batchId: i < 6 ? batchA : batchB })),
+      );
       const counter = countDynamoCalls();
       let response;
       try {
-        response = await consumer({ pacing: { key: 'cost', lateToleranceMs: 60_000 } })(sqsEvent(...records), lambdaContext());
+        response = await consumer({ pacing: { key: 'cost', lateToleranceMs: 60_000 } })(
+          sqsEvent(...records),
+          lambdaContext(),
+        );
       } finally {
         counter.stop();
       }
 
       expect(response).toEqual({ batchItemFailures: [] });
       expect(fakeJobCalls.apply).toHaveLength(10);
-      const byTable = (table: string) => counter.calls.filter((c) => c.table === table).map((c) => c.command).sort();
+      const byTable = (table: string) =>
+        counter.calls
+          .filter((c) => c.table === table)
+          .map((c) => c.command)
+          .sort();
       expect(byTable(LIMITER_TABLE)).toEqual(['UpdateItemCommand']);
       // Each invocation's own item per batch (a Put: written once, never read back).
       expect(byTable(LEDGER_TABLE)).toEqual(['PutItemCommand', 'PutItemCommand']);
       // One read for the batch (the completed-operation pre-check), then Powertools' own cost: claim (PutItem) and
       // persist (UpdateItem) per operation.
-      expect(byTable(IDEMPOTENCY_TABLE)).toEqual(['BatchGetItemCommand', ...Array(10).fill('PutItemCommand'), ...Array(10).fill('UpdateItemCommand')]);
+      expect(byTable(IDEMPOTENCY_TABLE)).toEqual([
+        'BatchGetItemCommand',
+        ...Array(10).fill('PutItemCommand'),
+        ...Array(10).fill('UpdateItemCommand'),
+      ]);
       expect(counter.calls).toHaveLength(24);
       expect(await batchItem(batchA)).toMatchObject({ completed: 6 });
       expect(await batchItem(batchB)).toMatchObject({ completed: 4 });
@@ -611,21 +790,34 @@ describe('Function: createConsumer', () => {
     });
 
     it('with pacing off, touches no limiter and waits for no slot', async () => {
-      const records = Array.from({ length: 10 }, (_, i) => sqsRecord(body(`unpaced-${i}`, undefined, { batchId: 'fake-job:2026-11-28:unpaced' })));
+      const records = Array.from({ length: 10 }, (_, i) =>
+        sqsRecord(body(`unpaced-${i}`, undefined, { batchId: 'fake-job:2026-11-28:unpaced' })),
+      );
       const counter = countDynamoCalls();
       let response;
       try {
         // A clock that moves 5 ms per read: with a slot to be late for, every record would be deferred as too late.
         let t = Date.now();
-        response = await consumer({ limiter: undefined, pacing: { key: 'unpaced', clock: () => (t += 5) } })(sqsEvent(...records), lambdaContext());
+        response = await consumer({ limiter: undefined, pacing: { key: 'unpaced', clock: () => (t += 5) } })(
+          sqsEvent(...records),
+          lambdaContext(),
+        );
       } finally {
         counter.stop();
       }
       expect(response).toEqual({ batchItemFailures: [] });
       expect(fakeJobCalls.apply).toHaveLength(10);
-      const byTable = (table: string) => counter.calls.filter((c) => c.table === table).map((c) => c.command).sort();
+      const byTable = (table: string) =>
+        counter.calls
+          .filter((c) => c.table === table)
+          .map((c) => c.command)
+          .sort();
       expect(byTable(LIMITER_TABLE)).toEqual([]);
-      expect(byTable(IDEMPOTENCY_TABLE)).toEqual(['BatchGetItemCommand', ...Array(10).fill('PutItemCommand'), ...Array(10).fill('UpdateItemCommand')]);
+      expect(byTable(IDEMPOTENCY_TABLE)).toEqual([
+        'BatchGetItemCommand',
+        ...Array(10).fill('PutItemCommand'),
+        ...Array(10).fill('UpdateItemCommand'),
+      ]);
       expect(await batchItem('fake-job:2026-11-28:unpaced')).toMatchObject({ completed: 10 });
       expect(metricTotal('SlotsUnused')).toBe(0);
       expect(metricTotal('Deferred')).toBe(0);
@@ -634,7 +826,8 @@ describe('Function: createConsumer', () => {
 
   describe('Method: handler (pacing)', () => {
     /** A limiter allowing `starts` per `intervalMs` on its own key, with no lead or margin so its hints are exact. */
-    const slowLimiter = (starts: number, intervalMs: number) => new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: starts, intervalMs } });
+    const slowLimiter = (starts: number, intervalMs: number) =>
+      new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: starts, intervalMs } });
 
     it('defers the records beyond the grant unclaimed, spread by their position, with the operation ID and first enqueue kept', async () => {
       const batchId = 'fake-job:2026-11-28:beyond';
@@ -648,7 +841,10 @@ describe('Function: createConsumer', () => {
         pacing: { key: 'beyond', shortWaitMs: 0, lateToleranceMs: 60_000, spacingMs: 60_000 },
         deferralPolicy: createDeferralPolicy({ random: () => 0 }),
       });
-      const response = await handle(sqsEvent(...['b-0', 'b-1', 'b-2'].map((k) => sqsRecord(body(k, undefined, { batchId })))), lambdaContext());
+      const response = await handle(
+        sqsEvent(...['b-0', 'b-1', 'b-2'].map((k) => sqsRecord(body(k, undefined, { batchId })))),
+        lambdaContext(),
+      );
 
       expect(response).toEqual({ batchItemFailures: [] });
       expect(fakeJobCalls.apply.map((r) => r.operationId)).toEqual(['fake:b-0:2026-11-28']);
@@ -661,8 +857,28 @@ describe('Function: createConsumer', () => {
       const [url, entries] = publish.mock.calls[0];
       const sent = entries.map((m) => ({ url, delaySeconds: m.delaySeconds, message: JSON.parse(m.body) }));
       expect(sent).toEqual([
-        { url: queueUrl, delaySeconds: 60, message: { ...JSON.parse(body('b-1', undefined, { batchId })), enqueuedAt: NOW.toISOString(), firstEnqueuedAt: '2026-11-29T02:00:00.000Z', attempt: 0, pacedDeferrals: 1 } },
-        { url: queueUrl, delaySeconds: 120, message: { ...JSON.parse(body('b-2', undefined, { batchId })), enqueuedAt: NOW.toISOString(), firstEnqueuedAt: '2026-11-29T02:00:00.000Z', attempt: 0, pacedDeferrals: 1 } },
+        {
+          url: queueUrl,
+          delaySeconds: 60,
+          message: {
+            ...JSON.parse(body('b-1', undefined, { batchId })),
+            enqueuedAt: NOW.toISOString(),
+            firstEnqueuedAt: '2026-11-29T02:00:00.000Z',
+            attempt: 0,
+            pacedDeferrals: 1,
+          },
+        },
+        {
+          url: queueUrl,
+          delaySeconds: 120,
+          message: {
+            ...JSON.parse(body('b-2', undefined, { batchId })),
+            enqueuedAt: NOW.toISOString(),
+            firstEnqueuedAt: '2026-11-29T02:00:00.000Z',
+            attempt: 0,
+            pacedDeferrals: 1,
+          },
+        },
       ]);
       expect(metricTotal('Deferred')).toBe(2);
       expect(await batchItem(batchId)).toMatchObject({ completed: 1, deferred: 2 });
@@ -672,12 +888,20 @@ describe('Function: createConsumer', () => {
     it('fails only the records whose deferral SQS did not take', async () => {
       const publisher: Publisher = {
         publish: async (url, messages) => {
-          throw new PublishError('failed to publish 1 of 2 messages', url, { [messages[1].operationId]: 'InternalError: try again' }, 1);
+          throw new PublishError(
+            'failed to publish 1 of 2 messages',
+            url,
+            { [messages[1].operationId]: 'InternalError: try again' },
+            1,
+          );
         },
       };
       const limiter: RateLimiter = { acquire: async () => ({ granted: 0, startAtMs: [], waitMs: 5000 }) };
       const response = await consumer({ limiter, publisher })(
-        sqsEvent(sqsRecord(body('sent'), { messageId: 'm-sent' }), sqsRecord(body('unsent'), { messageId: 'm-unsent' })),
+        sqsEvent(
+          sqsRecord(body('sent'), { messageId: 'm-sent' }),
+          sqsRecord(body('unsent'), { messageId: 'm-unsent' }),
+        ),
         lambdaContext(),
       );
       expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-unsent' }] });
@@ -700,9 +924,11 @@ describe('Function: createConsumer', () => {
       const response = await handle(event, lambdaContext());
       await acknowledge(queueUrl, event, response);
       expect(response).toEqual({ batchItemFailures: [] });
-      const [applied, deferred] = fakeJobCalls.apply.length === 1 && fakeJobCalls.apply[0].operationId === JSON.parse(event.Records[0].body).operationId
-        ? event.Records
-        : [...event.Records].reverse();
+      const [applied, deferred] =
+        fakeJobCalls.apply.length === 1 &&
+        fakeJobCalls.apply[0].operationId === JSON.parse(event.Records[0].body).operationId
+          ? event.Records
+          : [...event.Records].reverse();
       expect(fakeJobCalls.apply.map((r) => r.operationId)).toEqual([JSON.parse(applied.body).operationId]);
 
       // Delayed by the 1 s hint: nothing visible at once, then a NEW message with a fresh receive count.
@@ -719,12 +945,20 @@ describe('Function: createConsumer', () => {
       const [redelivered] = again.Records;
       expect(redelivered.messageId).not.toBe(deferred.messageId);
       expect(redelivered.attributes.ApproximateReceiveCount).toBe('1');
-      expect(JSON.parse(redelivered.body)).toMatchObject({ operationId: JSON.parse(deferred.body).operationId, attempt: 0, pacedDeferrals: 1, firstEnqueuedAt: '2026-11-29T02:00:00.000Z' });
+      expect(JSON.parse(redelivered.body)).toMatchObject({
+        operationId: JSON.parse(deferred.body).operationId,
+        attempt: 0,
+        pacedDeferrals: 1,
+        firstEnqueuedAt: '2026-11-29T02:00:00.000Z',
+      });
 
       const later = await handle(again, lambdaContext());
       await acknowledge(queueUrl, again, later);
       expect(later).toEqual({ batchItemFailures: [] });
-      expect(fakeJobCalls.apply.map((r) => r.operationId).sort()).toEqual(['fake:r-0:2026-11-28', 'fake:r-1:2026-11-28']);
+      expect(fakeJobCalls.apply.map((r) => r.operationId).sort()).toEqual([
+        'fake:r-0:2026-11-28',
+        'fake:r-1:2026-11-28',
+      ]);
       expect(await batchItem(batchId)).toMatchObject({ completed: 2, deferred: 1 });
       expect(await drainQueue(queueUrl)).toEqual([]);
     });
@@ -734,17 +968,26 @@ describe('Function: createConsumer', () => {
       const limiter: RateLimiter = { acquire: async () => ({ granted: 1, startAtMs: [clock() - 500], waitMs: 0 }) };
       const publisher = new SqsPublisher();
       const publish = jest.spyOn(publisher, 'publish');
-      const response = await consumer({ queueUrl: await freshQueue(), limiter, publisher, pacing: { lateToleranceMs: 100, clock } })(sqsEvent(sqsRecord(body('late'))), lambdaContext());
+      const response = await consumer({
+        queueUrl: await freshQueue(),
+        limiter,
+        publisher,
+        pacing: { lateToleranceMs: 100, clock },
+      })(sqsEvent(sqsRecord(body('late'))), lambdaContext());
 
       expect(response).toEqual({ batchItemFailures: [] });
       expect(fakeJobCalls.apply).toEqual([]);
       expect(await idempotencyItem('fake:late:2026-11-28')).toBeUndefined();
       expect(publish).toHaveBeenCalledTimes(1);
       // A slot deferral: counted apart, never against the deferral budget.
-      expect(JSON.parse(publish.mock.calls[0][1][0].body)).toMatchObject({ operationId: 'fake:late:2026-11-28', attempt: 0, pacedDeferrals: 1 });
+      expect(JSON.parse(publish.mock.calls[0][1][0].body)).toMatchObject({
+        operationId: 'fake:late:2026-11-28',
+        attempt: 0,
+        pacedDeferrals: 1,
+      });
     });
 
-    it('gives up a start the claim pushed past its slot\'s margin, with the claim released, and defers the record', async () => {
+    it("gives up a start the claim pushed past its slot's margin, with the claim released, and defers the record", async () => {
       let nowMs = Date.parse('2026-11-29T03:00:00.000Z');
       const clock = () => nowMs;
       const limiter: RateLimiter = { acquire: async () => ({ granted: 1, startAtMs: [clock()], waitMs: 0 }) };
@@ -757,12 +1000,22 @@ describe('Function: createConsumer', () => {
       });
       const publisher = new SqsPublisher();
       const publish = jest.spyOn(publisher, 'publish');
-      const response = await consumer({ queueUrl: await freshQueue(), limiter, publisher, persistenceStore, pacing: { lateToleranceMs: 100, clock } })(sqsEvent(sqsRecord(body('slow-claim'))), lambdaContext());
+      const response = await consumer({
+        queueUrl: await freshQueue(),
+        limiter,
+        publisher,
+        persistenceStore,
+        pacing: { lateToleranceMs: 100, clock },
+      })(sqsEvent(sqsRecord(body('slow-claim'))), lambdaContext());
 
       expect(response).toEqual({ batchItemFailures: [] });
       expect(fakeJobCalls.apply).toEqual([]);
       expect(await idempotencyItem('fake:slow-claim:2026-11-28')).toBeUndefined();
-      expect(JSON.parse(publish.mock.calls[0][1][0].body)).toMatchObject({ operationId: 'fake:slow-claim:2026-11-28', attempt: 0, pacedDeferrals: 1 });
+      expect(JSON.parse(publish.mock.calls[0][1][0].body)).toMatchObject({
+        operationId: 'fake:slow-claim:2026-11-28',
+        attempt: 0,
+        pacedDeferrals: 1,
+      });
     });
 
     it('replaces slots that passed while earlier records were applying, instead of deferring their records', async () => {
@@ -790,7 +1043,10 @@ describe('Function: createConsumer', () => {
       const publish = jest.spyOn(publisher, 'publish');
       const records = ['slow-1', 'slow-2', 'slow-3', 'slow-4'].map((k) => sqsRecord(body(k)));
       const pacing = { key: 'slow', lateToleranceMs: 20, clock: clock.now, sleep: clock.sleep };
-      const response = await consumer({ job: slowJob, queueUrl: await freshQueue(), limiter, publisher, pacing })(sqsEvent(...records), lambdaContext());
+      const response = await consumer({ job: slowJob, queueUrl: await freshQueue(), limiter, publisher, pacing })(
+        sqsEvent(...records),
+        lambdaContext(),
+      );
 
       expect(response).toEqual({ batchItemFailures: [] });
       expect(publish).not.toHaveBeenCalled();
@@ -814,7 +1070,11 @@ describe('Function: createConsumer', () => {
       const limiter: RateLimiter = {
         acquire: async (_key, count) => {
           granted.push(count);
-          return { granted: count, startAtMs: Array.from({ length: count }, (_, i) => clock.now() + i * 10), waitMs: 0 };
+          return {
+            granted: count,
+            startAtMs: Array.from({ length: count }, (_, i) => clock.now() + i * 10),
+            waitMs: 0,
+          };
         },
       };
       const slowJob = {
@@ -826,10 +1086,19 @@ describe('Function: createConsumer', () => {
       };
       const publisher = new SqsPublisher();
       const publish = jest.spyOn(publisher, 'publish');
-      const handle = consumer({ job: slowJob, queueUrl: await freshQueue(), limiter, publisher, pacing: { key: 'measured', lateToleranceMs: 45, spacingMs: 10, clock: clock.now, sleep: clock.sleep } });
+      const handle = consumer({
+        job: slowJob,
+        queueUrl: await freshQueue(),
+        limiter,
+        publisher,
+        pacing: { key: 'measured', lateToleranceMs: 45, spacingMs: 10, clock: clock.now, sleep: clock.sleep },
+      });
       await handle(sqsEvent(sqsRecord(body('measure-0'))), lambdaContext());
       expect(granted).toEqual([1]);
-      const response = await handle(sqsEvent(...['measure-1', 'measure-2', 'measure-3'].map((k) => sqsRecord(body(k)))), lambdaContext());
+      const response = await handle(
+        sqsEvent(...['measure-1', 'measure-2', 'measure-3'].map((k) => sqsRecord(body(k)))),
+        lambdaContext(),
+      );
 
       expect(response).toEqual({ batchItemFailures: [] });
       expect(publish).not.toHaveBeenCalled();
@@ -839,11 +1108,16 @@ describe('Function: createConsumer', () => {
       expect(metricTotal('SlotsUnused')).toBe(0);
     });
 
-    it('gives a duplicate\'s slot to the next record, since no downstream call used it', async () => {
+    it("gives a duplicate's slot to the next record, since no downstream call used it", async () => {
       const clock = new VirtualClock();
       const pacing = { key: 'dup-slot', lateToleranceMs: 60_000, clock: clock.now, sleep: clock.sleep };
-      const handle = (acquire: RateLimiter['acquire'], job = fakeJob) => consumer({ job, limiter: { acquire }, pacing });
-      const now = async (_key: string, count: number) => ({ granted: count, startAtMs: Array(count).fill(clock.now()), waitMs: 0 });
+      const handle = (acquire: RateLimiter['acquire'], job = fakeJob) =>
+        consumer({ job, limiter: { acquire }, pacing });
+      const now = async (_key: string, count: number) => ({
+        granted: count,
+        startAtMs: Array(count).fill(clock.now()),
+        waitMs: 0,
+      });
       await handle(now)(sqsEvent(sqsRecord(body('dup-slot-done'))), lambdaContext());
 
       // The duplicate's slot is now, the new record's own is 30 s later: it starts on the duplicate's instead of waiting.
@@ -860,7 +1134,10 @@ describe('Function: createConsumer', () => {
           return fakeJob.apply(deps as Parameters<typeof fakeJob.apply>[0], request);
         },
       };
-      const response = await handle(spaced, timedJob)(sqsEvent(sqsRecord(body('dup-slot-done')), sqsRecord(body('dup-slot-new'))), lambdaContext());
+      const response = await handle(spaced, timedJob)(
+        sqsEvent(sqsRecord(body('dup-slot-done')), sqsRecord(body('dup-slot-new'))),
+        lambdaContext(),
+      );
       expect(response).toEqual({ batchItemFailures: [] });
       expect(metricTotal('DuplicatesSuppressed')).toBe(1);
       expect(Object.keys(starts)).toEqual(['fake:dup-slot-new:2026-11-28']);
@@ -868,19 +1145,51 @@ describe('Function: createConsumer', () => {
     });
 
     it('keeps back 5 s of the invocation for the last apply, or a quarter of a short invocation', async () => {
-      const acquire = jest.fn(async (_key: string, count: number, _options?: { maxWaitMs?: number }) => ({ granted: count, startAtMs: Array(count).fill(0), waitMs: 0 }));
-      const handle = consumer({ limiter: { acquire }, pacing: { key: 'reserve', shortWaitMs: 60_000, lateToleranceMs: Number.MAX_SAFE_INTEGER } });
-      await handle(sqsEvent(sqsRecord(body('reserve-1'))), lambdaContext(() => 60_000));
-      await handle(sqsEvent(sqsRecord(body('reserve-2'))), lambdaContext(() => 10_000));
-      expect(acquire.mock.calls.map(([, , o]) => o)).toEqual([{ maxWaitMs: 55_000, priority: 'live' }, { maxWaitMs: 7_500, priority: 'live' }]);
+      const acquire = jest.fn(async (_key: string, count: number, _options?: { maxWaitMs?: number }) => ({
+        granted: count,
+        startAtMs: Array(count).fill(0),
+        waitMs: 0,
+      }));
+      const handle = consumer({
+        limiter: { acquire },
+        pacing: { key: 'reserve', shortWaitMs: 60_000, lateToleranceMs: Number.MAX_SAFE_INTEGER },
+      });
+      await handle(
+        sqsEvent(sqsRecord(body('reserve-1'))),
+        lambdaContext(() => 60_000),
+      );
+      await handle(
+        sqsEvent(sqsRecord(body('reserve-2'))),
+        lambdaContext(() => 10_000),
+      );
+      expect(acquire.mock.calls.map(([, , o]) => o)).toEqual([
+        { maxWaitMs: 55_000, priority: 'live' },
+        { maxWaitMs: 7_500, priority: 'live' },
+      ]);
     });
 
     it('bounds the block by the short wait and by the time the invocation has left', async () => {
-      const acquire = jest.fn(async (_key: string, count: number) => ({ granted: count, startAtMs: Array(count).fill(0), waitMs: 0 }));
-      const handle = consumer({ limiter: { acquire }, pacing: { key: 'provider-x', shortWaitMs: 8000, reserveMs: 5000, lateToleranceMs: Number.MAX_SAFE_INTEGER } });
-      await handle(sqsEvent(sqsRecord(body('bound-1')), sqsRecord(body('bound-2')), sqsRecord('not json')), lambdaContext(() => 60_000));
-      await handle(sqsEvent(sqsRecord(body('bound-3'))), lambdaContext(() => 9_000));
-      await handle(sqsEvent(sqsRecord(body('bound-4'))), lambdaContext(() => 3_000));
+      const acquire = jest.fn(async (_key: string, count: number) => ({
+        granted: count,
+        startAtMs: Array(count).fill(0),
+        waitMs: 0,
+      }));
+      const handle = consumer({
+        limiter: { acquire },
+        pacing: { key: 'provider-x', shortWaitMs: 8000, reserveMs: 5000, lateToleranceMs: Number.MAX_SAFE_INTEGER },
+      });
+      await handle(
+        sqsEvent(sqsRecord(body('bound-1')), sqsRecord(body('bound-2')), sqsRecord('not json')),
+        lambdaContext(() => 60_000),
+      );
+      await handle(
+        sqsEvent(sqsRecord(body('bound-3'))),
+        lambdaContext(() => 9_000),
+      );
+      await handle(
+        sqsEvent(sqsRecord(body('bound-4'))),
+        lambdaContext(() => 3_000),
+      );
       expect(acquire.mock.calls).toEqual([
         ['provider-x', 2, { maxWaitMs: 8000, priority: 'live' }],
         ['provider-x', 1, { maxWaitMs: 4000, priority: 'live' }],
@@ -889,7 +1198,10 @@ describe('Function: createConsumer', () => {
     });
 
     it('fails the due records unclaimed when the limiter cannot be asked, and still records the rejections', async () => {
-      const limiter = new DynamoDbRateLimiter({ tableName: 'no-such-limiter', limits: { startsPerInterval: 10, intervalMs: 1000 } });
+      const limiter = new DynamoDbRateLimiter({
+        tableName: 'no-such-limiter',
+        limits: { startsPerInterval: 10, intervalMs: 1000 },
+      });
       const response = await consumer({ limiter })(
         sqsEvent(sqsRecord(body('no-limiter'), { messageId: 'm-due' }), sqsRecord('{bad', { messageId: 'm-bad-json' })),
         lambdaContext(),
@@ -904,10 +1216,23 @@ describe('Function: createConsumer', () => {
     it('re-defers a message whose notBefore is ahead without claiming it or taking a slot, and runs it once it has passed', async () => {
       const publisher = new SqsPublisher();
       const publish = jest.spyOn(publisher, 'publish');
-      const acquire = jest.fn(async (_key: string, count: number) => ({ granted: count, startAtMs: Array(count).fill(0), waitMs: 0 }));
-      const handle = consumer({ queueUrl: await freshQueue(), limiter: { acquire }, publisher, pacing: { lateToleranceMs: Number.MAX_SAFE_INTEGER } });
+      const acquire = jest.fn(async (_key: string, count: number) => ({
+        granted: count,
+        startAtMs: Array(count).fill(0),
+        waitMs: 0,
+      }));
+      const handle = consumer({
+        queueUrl: await freshQueue(),
+        limiter: { acquire },
+        publisher,
+        pacing: { lateToleranceMs: Number.MAX_SAFE_INTEGER },
+      });
       const notBefore = new Date(NOW.getTime() + 2_000_000).toISOString();
-      const chained = body('chained', undefined, { attempt: 2, firstEnqueuedAt: '2026-11-29T01:50:00.000Z', notBefore });
+      const chained = body('chained', undefined, {
+        attempt: 2,
+        firstEnqueuedAt: '2026-11-29T01:50:00.000Z',
+        notBefore,
+      });
 
       expect(await handle(sqsEvent(sqsRecord(chained)), lambdaContext())).toEqual({ batchItemFailures: [] });
       expect(acquire).not.toHaveBeenCalled();
@@ -918,13 +1243,21 @@ describe('Function: createConsumer', () => {
       // Same target, same attempt (a continuation is not a new deferral), same first enqueue.
       expect(JSON.parse(sent.body)).toEqual({ ...JSON.parse(chained), enqueuedAt: NOW.toISOString() });
 
-      const last = body('chained', undefined, { attempt: 2, firstEnqueuedAt: '2026-11-29T01:50:00.000Z', notBefore: new Date(NOW.getTime() + 12_300).toISOString() });
+      const last = body('chained', undefined, {
+        attempt: 2,
+        firstEnqueuedAt: '2026-11-29T01:50:00.000Z',
+        notBefore: new Date(NOW.getTime() + 12_300).toISOString(),
+      });
       await handle(sqsEvent(sqsRecord(last)), lambdaContext());
       const [, [final]] = publish.mock.calls[1];
       expect(final.delaySeconds).toBe(13);
       expect(JSON.parse(final.body)).not.toHaveProperty('notBefore');
 
-      const due = body('chained', undefined, { attempt: 2, firstEnqueuedAt: '2026-11-29T01:50:00.000Z', notBefore: '2026-11-29T02:00:04.000Z' });
+      const due = body('chained', undefined, {
+        attempt: 2,
+        firstEnqueuedAt: '2026-11-29T01:50:00.000Z',
+        notBefore: '2026-11-29T02:00:04.000Z',
+      });
       expect(await handle(sqsEvent(sqsRecord(due)), lambdaContext())).toEqual({ batchItemFailures: [] });
       expect(acquire).toHaveBeenCalledTimes(1);
       expect(fakeJobCalls.apply.map((r) => r.operationId)).toEqual(['fake:chained:2026-11-28']);
@@ -960,10 +1293,15 @@ describe('Function: createConsumer', () => {
         return SqsPublisher.prototype.publish.apply(this, args);
       });
       const { job, applied } = hangingJob(publishedWhileRunning);
-      const records = ['done-0', 'hang-1', 'behind-2', 'behind-3'].map((k) => sqsRecord(body(k, undefined, { batchId })));
+      const records = ['done-0', 'hang-1', 'behind-2', 'behind-3'].map((k) =>
+        sqsRecord(body(k, undefined, { batchId })),
+      );
       // A release time far above a claim and apply on the local table (done-0's), even on a loaded machine: at 50 ms a
       // loaded dynalite made done-0 itself overrun, releasing hang-1 before it started. hang-1 runs until the release.
-      const response = await consumer({ job, queueUrl: await freshQueue(), publisher, releaseAfterMs: 1_000 })(sqsEvent(...records), lambdaContext());
+      const response = await consumer({ job, queueUrl: await freshQueue(), publisher, releaseAfterMs: 1_000 })(
+        sqsEvent(...records),
+        lambdaContext(),
+      );
 
       expect(response).toEqual({ batchItemFailures: [] });
       // The hanging record ran on (it finished only once the others were sent); the two behind it never started here.
@@ -986,7 +1324,10 @@ describe('Function: createConsumer', () => {
       // 150 ms against the default release time: at least RELEASE_FLOOR_MS (2 s).
       const { job, applied } = hangingJob(new Promise((r) => setTimeout(r, 150)));
       const records = ['hang-slow', 'after-1', 'after-2'].map((k) => sqsRecord(body(k)));
-      const response = await consumer({ job, queueUrl: await freshQueue(), publisher })(sqsEvent(...records), lambdaContext());
+      const response = await consumer({ job, queueUrl: await freshQueue(), publisher })(
+        sqsEvent(...records),
+        lambdaContext(),
+      );
 
       expect(response).toEqual({ batchItemFailures: [] });
       expect(applied).toEqual(['hang-slow', 'after-1', 'after-2']);
@@ -1004,7 +1345,10 @@ describe('Function: createConsumer', () => {
       });
       const { job, applied } = hangingJob(attempted);
       const records = ['hang-a', 'lost-b'].map((k) => sqsRecord(body(k)));
-      const response = await consumer({ job, queueUrl: await freshQueue(), publisher, releaseAfterMs: 50 })(sqsEvent(...records), lambdaContext());
+      const response = await consumer({ job, queueUrl: await freshQueue(), publisher, releaseAfterMs: 50 })(
+        sqsEvent(...records),
+        lambdaContext(),
+      );
 
       expect(applied).toEqual(['hang-a']);
       expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: records[1].messageId }] });
@@ -1029,11 +1373,17 @@ describe('Function: createConsumer', () => {
       apply: async (_deps: unknown, request: ApplyRequest<{ id: string }>) => {
         fakeJobCalls.apply.push(request as never);
         const what = `provider call for ${request.resource.id}`;
-        const response = await fetch(`${stub.url}/items/${encodeURIComponent(request.resource.id)}`, { method: 'POST', signal: AbortSignal.timeout(2000) });
+        const response = await fetch(`${stub.url}/items/${encodeURIComponent(request.resource.id)}`, {
+          method: 'POST',
+          signal: AbortSignal.timeout(2000),
+        });
         await response.text();
         if (response.status === 429 || response.status === 503) {
           const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'), NOW.getTime());
-          throw new ThrottledError(`${what}: provider answered ${response.status}${retryAfterMs === undefined ? '' : ` (retry after ${retryAfterMs} ms)`}`, retryAfterMs);
+          throw new ThrottledError(
+            `${what}: provider answered ${response.status}${retryAfterMs === undefined ? '' : ` (retry after ${retryAfterMs} ms)`}`,
+            retryAfterMs,
+          );
         }
         if (!response.ok) throw new RetryableError(`${what}: provider answered ${response.status}`);
         return { outcome: 'applied' as const };
@@ -1046,12 +1396,19 @@ describe('Function: createConsumer', () => {
       const queueUrl = await freshQueue();
       const publisher = new SqsPublisher();
       const publish = jest.spyOn(publisher, 'publish');
-      const response = await consumer({ queueUrl, job: providerJob(), publisher })(sqsEvent(sqsRecord(body('ra-7', undefined, { batchId }))), lambdaContext());
+      const response = await consumer({ queueUrl, job: providerJob(), publisher })(
+        sqsEvent(sqsRecord(body('ra-7', undefined, { batchId }))),
+        lambdaContext(),
+      );
 
       expect(response).toEqual({ batchItemFailures: [] });
-      expect(publish.mock.calls.map(([url, [m]]) => [url, m.delaySeconds, JSON.parse(m.body).attempt])).toEqual([[queueUrl, 7, 1]]);
+      expect(publish.mock.calls.map(([url, [m]]) => [url, m.delaySeconds, JSON.parse(m.body).attempt])).toEqual([
+        [queueUrl, 7, 1],
+      ]);
       const sqs = new SQSClient({});
-      const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessagesDelayed'] }));
+      const { Attributes } = await sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessagesDelayed'] }),
+      );
       sqs.destroy();
       expect(Attributes?.ApproximateNumberOfMessagesDelayed).toBe('1');
       expect(await idempotencyItem('fake:ra-7:2026-11-28')).toBeUndefined();
@@ -1067,7 +1424,10 @@ describe('Function: createConsumer', () => {
         const publisher = new SqsPublisher();
         const publish = jest.spyOn(publisher, 'publish');
         const deferralPolicy = createDeferralPolicy({ random: () => r, backoff: { baseMs: 2000, capMs: 900_000 } });
-        await consumer({ queueUrl, job: providerJob(), publisher, deferralPolicy })(sqsEvent(sqsRecord(body(`junk-${String(r).replace('.', '')}`, undefined, { attempt: 2 }))), lambdaContext());
+        await consumer({ queueUrl, job: providerJob(), publisher, deferralPolicy })(
+          sqsEvent(sqsRecord(body(`junk-${String(r).replace('.', '')}`, undefined, { attempt: 2 }))),
+          lambdaContext(),
+        );
         delays.push(publish.mock.calls[0][1][0].delaySeconds as number);
       }
       // Attempt 2: a uniform wait in [0, 8000) ms, rounded up to whole seconds, at least 1 s.
@@ -1080,17 +1440,33 @@ describe('Function: createConsumer', () => {
       const tired = body('tired', undefined, { batchId, attempt: 100 });
       const old = body('old', undefined, { batchId, firstEnqueuedAt: '2026-11-27T02:00:00.000Z', attempt: 3 });
       const deferralPolicy = createDeferralPolicy({ maxAgeSeconds: 86_400 });
-      const response = await consumer({ job: providerJob(), deferralPolicy })(sqsEvent(sqsRecord(tired), sqsRecord(old)), lambdaContext());
+      const response = await consumer({ job: providerJob(), deferralPolicy })(
+        sqsEvent(sqsRecord(tired), sqsRecord(old)),
+        lambdaContext(),
+      );
 
       expect(response).toEqual({ batchItemFailures: [] });
       const dead = await drainQueue(dlqUrl);
-      const reason = (operationId: string) => dead.find((m) => m.MessageAttributes?.operationId?.StringValue === operationId)?.MessageAttributes?.failureReason?.StringValue;
+      const reason = (operationId: string) =>
+        dead.find((m) => m.MessageAttributes?.operationId?.StringValue === operationId)?.MessageAttributes
+          ?.failureReason?.StringValue;
       const provider = `throttled: provider call for %s: provider answered 429 (retry after 7000 ms)`;
-      expect(reason('fake:tired:2026-11-28')).toBe(`deferral budget exhausted: 100 deferrals, the limit is 100 (${provider.replace('%s', 'tired')})`);
-      expect(reason('fake:old:2026-11-28')).toBe(`deferral budget exhausted: first enqueued 172805 s ago, over the 86400 s limit (${provider.replace('%s', 'old')})`);
+      expect(reason('fake:tired:2026-11-28')).toBe(
+        `deferral budget exhausted: 100 deferrals, the limit is 100 (${provider.replace('%s', 'tired')})`,
+      );
+      expect(reason('fake:old:2026-11-28')).toBe(
+        `deferral budget exhausted: first enqueued 172805 s ago, over the 86400 s limit (${provider.replace('%s', 'old')})`,
+      );
       // Re-armed for a redrive: the deferral count starts again, the first enqueue is kept for the true age.
-      const bodies = Object.fromEntries(dead.map((m) => [JSON.parse(m.Body as string).operationId, JSON.parse(m.Body as string)]));
-      expect(bodies['fake:tired:2026-11-28']).toEqual({ ...JSON.parse(tired), firstEnqueuedAt: '2026-11-29T02:00:00.000Z', attempt: 0, pacedDeferrals: 0 });
+      const bodies = Object.fromEntries(
+        dead.map((m) => [JSON.parse(m.Body as string).operationId, JSON.parse(m.Body as string)]),
+      );
+      expect(bodies['fake:tired:2026-11-28']).toEqual({
+        ...JSON.parse(tired),
+        firstEnqueuedAt: '2026-11-29T02:00:00.000Z',
+        attempt: 0,
+        pacedDeferrals: 0,
+      });
       expect(bodies['fake:old:2026-11-28']).toEqual({ ...JSON.parse(old), attempt: 0, pacedDeferrals: 0 });
       expect(await drainQueue(queueUrl)).toEqual([]);
       expect(await batchItem(batchId)).toMatchObject({ throttled: 2, deadLettered: 2 });
@@ -1098,10 +1474,19 @@ describe('Function: createConsumer', () => {
 
     it('tells the adaptive rate once per invocation: a cut after any 429, a recovery step after successes only', async () => {
       stub.reply(429, { error: 'slow down' }, { 'retry-after': '7' });
-      const limiter = new AdaptiveDynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 1000, intervalMs: 1000 }, refreshMs: 0 });
+      const limiter = new AdaptiveDynamoDbRateLimiter({
+        tableName: LIMITER_TABLE,
+        limits: { startsPerInterval: 1000, intervalMs: 1000 },
+        refreshMs: 0,
+      });
       const throttled = jest.spyOn(limiter, 'throttled');
       const succeeded = jest.spyOn(limiter, 'succeeded');
-      const options = { queueUrl: await freshQueue(), limiter, rateFeedback: limiter, pacing: { key: 'adaptive', lateToleranceMs: 60_000 } };
+      const options = {
+        queueUrl: await freshQueue(),
+        limiter,
+        rateFeedback: limiter,
+        pacing: { key: 'adaptive', lateToleranceMs: 60_000 },
+      };
 
       const lines: Record<string, unknown>[] = [];
       jest.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
@@ -1111,7 +1496,10 @@ describe('Function: createConsumer', () => {
       logger.setLogLevel('INFO');
       let response;
       try {
-        response = await consumer({ ...options, job: providerJob() })(sqsEvent(sqsRecord(body('ad-1')), sqsRecord(body('ad-2'))), lambdaContext());
+        response = await consumer({ ...options, job: providerJob() })(
+          sqsEvent(sqsRecord(body('ad-1')), sqsRecord(body('ad-2'))),
+          lambdaContext(),
+        );
       } finally {
         logger.setLogLevel('SILENT');
       }
@@ -1120,11 +1508,19 @@ describe('Function: createConsumer', () => {
       expect(throttled.mock.calls).toEqual([['adaptive', { starts: 2, throttles: 2 }]]);
       // The operator sees the change once, from the instance that made it.
       expect(lines.filter((l) => String(l.message).startsWith('adaptive rate'))).toEqual([
-        expect.objectContaining({ message: 'adaptive rate lowered after a throttle', key: 'adaptive', from: 1000, to: 500 }),
+        expect.objectContaining({
+          message: 'adaptive rate lowered after a throttle',
+          key: 'adaptive',
+          from: 1000,
+          to: 500,
+        }),
       ]);
       expect(succeeded).not.toHaveBeenCalled();
       // Shared through the limiter table: any container building its own limiter now paces at half the rate.
-      const other = new AdaptiveDynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 1000, intervalMs: 1000 } });
+      const other = new AdaptiveDynamoDbRateLimiter({
+        tableName: LIMITER_TABLE,
+        limits: { startsPerInterval: 1000, intervalMs: 1000 },
+      });
       expect(await other.currentRate('adaptive')).toBe(500);
 
       await consumer(options)(sqsEvent(sqsRecord(body('ad-3'))), lambdaContext());
@@ -1133,7 +1529,10 @@ describe('Function: createConsumer', () => {
     });
 
     it('keeps the records settled when the adaptive rate cannot be updated', async () => {
-      const rateFeedback = { throttled: jest.fn(), succeeded: jest.fn(async () => Promise.reject(new Error('table gone'))) };
+      const rateFeedback = {
+        throttled: jest.fn(),
+        succeeded: jest.fn(async () => Promise.reject(new Error('table gone'))),
+      };
       const response = await consumer({ rateFeedback })(sqsEvent(sqsRecord(body('feedback-down'))), lambdaContext());
       expect(response).toEqual({ batchItemFailures: [] });
       expect(rateFeedback.succeeded).toHaveBeenCalledTimes(1);
@@ -1156,9 +1555,16 @@ describe('Function: createConsumer', () => {
           return { outcome: 'applied' as const };
         },
       };
-      const handle = consumer({ queueUrl, job: stormJob, deferralPolicy: createDeferralPolicy({ minDelaySeconds: 0 }) });
+      const handle = consumer({
+        queueUrl,
+        job: stormJob,
+        deferralPolicy: createDeferralPolicy({ minDelaySeconds: 0 }),
+      });
       const ids = Array.from({ length: 5 }, (_, i) => `storm-${i}`);
-      await sendBodies(queueUrl, ids.map((id) => body(id, undefined, { batchId })));
+      await sendBodies(
+        queueUrl,
+        ids.map((id) => body(id, undefined, { batchId })),
+      );
 
       const receiveCounts = new Set<string>();
       for (let round = 0; round < 20 && effects.length < ids.length; round++) {
@@ -1179,7 +1585,6 @@ describe('Function: createConsumer', () => {
       expect(metricTotal('DeadLettered')).toBe(0);
     });
   });
-
 });
 
 describe('Function: handler', () => {
@@ -1198,8 +1603,18 @@ describe('Function: consumerOptionsFromEnv', () => {
   const env = {
     JOB_NAME: 'fake-job',
     JOB_SETTINGS: JSON.stringify({
-      jobName: 'fake-job', pageSize: 10, maxPagesPerRun: 5, maxMessageBytes: 4096, businessDateOffsetDays: 0, timeZone: 'UTC',
-      rateLimit: { startsPerInterval: 1, intervalSeconds: 1, burst: 1 }, concurrency: 1, tables: {}, buckets: {}, secrets: {}, settings: { items: 3 },
+      jobName: 'fake-job',
+      pageSize: 10,
+      maxPagesPerRun: 5,
+      maxMessageBytes: 4096,
+      businessDateOffsetDays: 0,
+      timeZone: 'UTC',
+      rateLimit: { startsPerInterval: 1, intervalSeconds: 1, burst: 1 },
+      concurrency: 1,
+      tables: {},
+      buckets: {},
+      secrets: {},
+      settings: { items: 3 },
     }),
     QUEUE_URL: 'http://queue',
     DLQ_URL: 'http://dlq',
@@ -1223,25 +1638,42 @@ describe('Function: consumerOptionsFromEnv', () => {
     });
   });
 
-  it('hands the planner the job\'s business-date rule and queue retention, and bounds the deferral age by the retention', () => {
+  it("hands the planner the job's business-date rule and queue retention, and bounds the deferral age by the retention", () => {
     const settings = JSON.parse(env.JOB_SETTINGS);
     const options = consumerOptionsFromEnv(
-      { ...env, JOB_SETTINGS: JSON.stringify({ ...settings, timeZone: 'Europe/London', businessDateOffsetDays: -1, queueRetentionSeconds: 3600 }) },
+      {
+        ...env,
+        JOB_SETTINGS: JSON.stringify({
+          ...settings,
+          timeZone: 'Europe/London',
+          businessDateOffsetDays: -1,
+          queueRetentionSeconds: 3600,
+        }),
+      },
       loadFixture,
     );
-    expect(options).toMatchObject({ businessDates: { timeZone: 'Europe/London', businessDateOffsetDays: -1 }, queueRetentionSeconds: 3600 });
+    expect(options).toMatchObject({
+      businessDates: { timeZone: 'Europe/London', businessDateOffsetDays: -1 },
+      queueRetentionSeconds: 3600,
+    });
     const nowMs = Date.parse('2026-11-29T02:00:00.000Z');
     const paced = { cause: { kind: 'paced' as const, waitMs: 0 }, attempt: 0, nowMs };
     expect(options.deferralPolicy?.({ ...paced, firstEnqueuedAtMs: nowMs - 3_601_000 })).toEqual({
       action: 'dead-letter',
-      reason: 'deferral budget exhausted: first enqueued 3601 s ago, over the 3600 s limit (no rate-limit slot within the short wait (next in 0 ms))',
+      reason:
+        'deferral budget exhausted: first enqueued 3601 s ago, over the 3600 s limit (no rate-limit slot within the short wait (next in 0 ms))',
     });
-    expect(options.deferralPolicy?.({ ...paced, firstEnqueuedAtMs: nowMs - 3_599_000 })).toMatchObject({ action: 'defer' });
+    expect(options.deferralPolicy?.({ ...paced, firstEnqueuedAtMs: nowMs - 3_599_000 })).toMatchObject({
+      action: 'defer',
+    });
   });
 
   it('runs without the shared limiter when the job sets pacing: false', () => {
     const settings = JSON.parse(env.JOB_SETTINGS);
-    const options = consumerOptionsFromEnv({ ...env, JOB_SETTINGS: JSON.stringify({ ...settings, pacing: { enabled: false } }) }, loadFixture);
+    const options = consumerOptionsFromEnv(
+      { ...env, JOB_SETTINGS: JSON.stringify({ ...settings, pacing: { enabled: false } }) },
+      loadFixture,
+    );
     expect((options.pacer as LimiterPacer).options.limiter).toBeUndefined();
     expect((options.pacer as LimiterPacer).options.rateFeedback).toBeUndefined();
   });
@@ -1249,7 +1681,14 @@ describe('Function: consumerOptionsFromEnv', () => {
   it('paces on the shared limiter table with the allowance from JOB_SETTINGS and the downstream key', () => {
     const settings = JSON.parse(env.JOB_SETTINGS);
     const options = consumerOptionsFromEnv(
-      { ...env, JOB_SETTINGS: JSON.stringify({ ...settings, rateLimit: { startsPerInterval: 10, intervalSeconds: 60, burst: 1 }, pacing: { downstreamKey: 'provider' } }) },
+      {
+        ...env,
+        JOB_SETTINGS: JSON.stringify({
+          ...settings,
+          rateLimit: { startsPerInterval: 10, intervalSeconds: 60, burst: 1 },
+          pacing: { downstreamKey: 'provider' },
+        }),
+      },
       loadFixture,
     );
     const { limiter, rateFeedback, key, shortWaitMs, lateToleranceMs, spacingMs } = (options.pacer as LimiterPacer)
@@ -1258,19 +1697,28 @@ describe('Function: consumerOptionsFromEnv', () => {
     expect((limiter as AdaptiveDynamoDbRateLimiter).tableName).toBe('limiter');
     expect(rateFeedback).toBe(limiter);
     // One start every (60 s + the 250 ms margin) / 10.
-    expect({ key, shortWaitMs, lateToleranceMs, spacingMs })
-      .toEqual({ key: 'provider', shortWaitMs: 10_000, lateToleranceMs: 125, spacingMs: 6025 });
+    expect({ key, shortWaitMs, lateToleranceMs, spacingMs }).toEqual({
+      key: 'provider',
+      shortWaitMs: 10_000,
+      lateToleranceMs: 125,
+      spacingMs: 6025,
+    });
   });
 
   it('keeps the rate as configured when adaptiveRate is false', () => {
     const settings = JSON.parse(env.JOB_SETTINGS);
-    const options = consumerOptionsFromEnv({ ...env, JOB_SETTINGS: JSON.stringify({ ...settings, pacing: { adaptiveRate: false } }) }, loadFixture);
+    const options = consumerOptionsFromEnv(
+      { ...env, JOB_SETTINGS: JSON.stringify({ ...settings, pacing: { adaptiveRate: false } }) },
+      loadFixture,
+    );
     expect((options.pacer as LimiterPacer).options.rateFeedback).toBeUndefined();
   });
 
   it('names a missing limiter table', () => {
     const { LIMITER_TABLE_NAME: _omitted, ...rest } = env;
-    expect(() => consumerOptionsFromEnv(rest, loadFixture)).toThrow('environment variable LIMITER_TABLE_NAME is not set');
+    expect(() => consumerOptionsFromEnv(rest, loadFixture)).toThrow(
+      'environment variable LIMITER_TABLE_NAME is not set',
+    );
   });
 
   it('names a missing variable', () => {

@@ -36,7 +36,12 @@ const flowJob = defineJob<{ id: string; tenant: string; backfill?: boolean }, Re
   async apply(_deps, request) {
     const startMs = clock.now();
     await clock.sleep(applyMs);
-    applies.push({ tenant: request.resource.tenant, startMs, endMs: clock.now(), backfill: request.resource.backfill === true });
+    applies.push({
+      tenant: request.resource.tenant,
+      startMs,
+      endMs: clock.now(),
+      backfill: request.resource.backfill === true,
+    });
     return { outcome: 'applied' };
   },
 });
@@ -74,28 +79,46 @@ function recordingPublisher(): Publisher & { sent: OutgoingMessage[] } {
 async function consumerFor(name: string, overrides: Partial<Omit<ConsumerOptions, 'pacer'>> & TestPacing = {}) {
   const [queueUrl, dlqUrl] = await Promise.all([createQueue(`flow-${name}`), createQueue(`flow-${name}-dlq`)]);
   const publisher = recordingPublisher();
-  const handler = createConsumer(withPacer({
-    job: flowJob,
-    jobDeps: {},
-    queueUrl,
-    dlqUrl,
-    idempotencyTableName: IDEMPOTENCY_TABLE,
-    idempotencyTtlSeconds: 86_400,
-    maxMessageBytes: 4096,
-    ledger: new DynamoLedger({ tableName: LEDGER_TABLE }),
-    limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 1000, intervalMs: 1000 }, clock: clock.now }),
-    publisher,
-    now: () => new Date(clock.now()),
-    ...overrides,
-    // Lateness only matters where a test measures windows (on the virtual clock no record wakes late anyway).
-    pacing: { key: name, lateToleranceMs: 60_000, shortWaitMs: 2_000, ...overrides.pacing, clock: clock.now, sleep: clock.sleep },
-  }));
+  const handler = createConsumer(
+    withPacer({
+      job: flowJob,
+      jobDeps: {},
+      queueUrl,
+      dlqUrl,
+      idempotencyTableName: IDEMPOTENCY_TABLE,
+      idempotencyTtlSeconds: 86_400,
+      maxMessageBytes: 4096,
+      ledger: new DynamoLedger({ tableName: LEDGER_TABLE }),
+      limiter: new DynamoDbRateLimiter({
+        tableName: LIMITER_TABLE,
+        limits: { startsPerInterval: 1000, intervalMs: 1000 },
+        clock: clock.now,
+      }),
+      publisher,
+      now: () => new Date(clock.now()),
+      ...overrides,
+      // Lateness only matters where a test measures windows (on the virtual clock no record wakes late anyway).
+      pacing: {
+        key: name,
+        lateToleranceMs: 60_000,
+        shortWaitMs: 2_000,
+        ...overrides.pacing,
+        clock: clock.now,
+        sleep: clock.sleep,
+      },
+    }),
+  );
   return { handler, publisher, queueUrl };
 }
 
 /** The most applies of `tenant` in progress at once. */
 function mostInProgress(tenant: string): number {
-  const edges = applies.filter((a) => a.tenant === tenant).flatMap((a) => [{ at: a.startMs, d: 1 }, { at: a.endMs, d: -1 }]);
+  const edges = applies
+    .filter((a) => a.tenant === tenant)
+    .flatMap((a) => [
+      { at: a.startMs, d: 1 },
+      { at: a.endMs, d: -1 },
+    ]);
   // An apply that ends at the moment another starts is not in progress with it.
   edges.sort((x, y) => x.at - y.at || x.d - y.d);
   let now = 0;
@@ -117,13 +140,28 @@ describe('Consumer: per-key flow control', () => {
   });
 
   describe('concurrency.perKey', () => {
-    const leases = (limiterKey: string, max: number) => new KeyConcurrencyLimiter({ tableName: LIMITER_TABLE, limiterKey, field: 'tenant', maxConcurrent: max, clock: clock.now });
+    const leases = (limiterKey: string, max: number) =>
+      new KeyConcurrencyLimiter({
+        tableName: LIMITER_TABLE,
+        limiterKey,
+        field: 'tenant',
+        maxConcurrent: max,
+        clock: clock.now,
+      });
 
     it('keeps at most the limit of a key in progress across three concurrent consumers, and defers the rest, not the other keys', async () => {
       applyMs = 120;
-      const consumers = await Promise.all([0, 1, 2].map(() => consumerFor('conc-three', { keyConcurrency: leases('conc-three', 1) })));
+      const consumers = await Promise.all(
+        [0, 1, 2].map(() => consumerFor('conc-three', { keyConcurrency: leases('conc-three', 1) })),
+      );
       // Each container's other two records are of keys only it has: nothing holds them up.
-      await clock.concurrently(consumers.map(({ handler }, i) => () => handler(sqsEvent(...['m', `x${i}`, 'm', `y${i}`, 'm'].map((t) => sqsRecord(body(t)))), lambdaContext())));
+      await clock.concurrently(
+        consumers.map(
+          ({ handler }, i) =>
+            () =>
+              handler(sqsEvent(...['m', `x${i}`, 'm', `y${i}`, 'm'].map((t) => sqsRecord(body(t)))), lambdaContext()),
+        ),
+      );
 
       // Three containers ran "m" records at once; only one was ever in progress.
       expect(mostInProgress('m')).toBe(1);
@@ -132,7 +170,9 @@ describe('Consumer: per-key flow control', () => {
       expect(applies.filter((a) => a.tenant !== 'm')).toHaveLength(6);
       const deferred = consumers.flatMap(({ publisher }) => publisher.sent);
       expect(deferred.length).toBe(9 - applies.filter((a) => a.tenant === 'm').length);
-      expect(deferred.every((m) => (JSON.parse(m.body) as { resource: { tenant: string } }).resource.tenant === 'm')).toBe(true);
+      expect(
+        deferred.every((m) => (JSON.parse(m.body) as { resource: { tenant: string } }).resource.tenant === 'm'),
+      ).toBe(true);
       // Every lease was given back: the key is free again.
       const answer = await leases('conc-three', 1).acquire('m', clock.now() + 60_000);
       expect(answer.granted).toBe(true);
@@ -167,11 +207,13 @@ describe('Consumer: per-key flow control', () => {
           Array.from({ length: count }, () => {
             const capLimiter = new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: CAP, clock: clock.now });
             const acquire = capLimiter.acquire.bind(capLimiter);
-            jest.spyOn(capLimiter, 'acquire').mockImplementation(async (key: string, n: number, options?: AcquireOptions) => {
-              const answer = await acquire(key, n, options);
-              capGrants.push(...answer.startAtMs.slice(0, answer.granted));
-              return answer;
-            });
+            jest
+              .spyOn(capLimiter, 'acquire')
+              .mockImplementation(async (key: string, n: number, options?: AcquireOptions) => {
+                const answer = await acquire(key, n, options);
+                capGrants.push(...answer.startAtMs.slice(0, answer.granted));
+                return answer;
+              });
             return consumerFor(name, {
               limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: LIMITS, clock: clock.now }),
               backfill: { limiter: capLimiter, key: backfillItemKey(name) },
@@ -204,7 +246,10 @@ describe('Consumer: per-key flow control', () => {
         // (checked: with the cap at 1,000 a second this test fails).
         ...backfill.map(({ handler }, i) => async () => {
           while (clock.now() < until) {
-            await handler(sqsEvent(...['b1', 'b2'].map((t) => sqsRecord(body(t, { backfill: true })))), lambdaContext());
+            await handler(
+              sqsEvent(...['b1', 'b2'].map((t) => sqsRecord(body(t, { backfill: true })))),
+              lambdaContext(),
+            );
             await clock.sleep(40 + 13 * i);
           }
         }),
@@ -229,22 +274,43 @@ describe('Consumer: per-key flow control', () => {
       await clock.concurrently(
         consumers.map(({ handler }) => async () => {
           while (clock.now() < until) {
-            await handler(sqsEvent(...['b1', 'b2', 'b3', 'b4', 'b5'].map((t) => sqsRecord(body(t, { backfill: true })))), lambdaContext());
+            await handler(
+              sqsEvent(...['b1', 'b2', 'b3', 'b4', 'b5'].map((t) => sqsRecord(body(t, { backfill: true })))),
+              lambdaContext(),
+            );
             await clock.sleep(POLL_GAP_MS);
           }
         }),
       );
       // Past the cap in some window: the cap is not asked while no live start is stamped.
       expect(capGrants).toHaveLength(0);
-      expect(maxInAnyWindow(applies.filter((a) => a.backfill && a.startMs > started + 500).map((a) => a.startMs), 1000)).toBeGreaterThan(CAP.startsPerInterval);
+      expect(
+        maxInAnyWindow(
+          applies.filter((a) => a.backfill && a.startMs > started + 500).map((a) => a.startMs),
+          1000,
+        ),
+      ).toBeGreaterThan(CAP.startsPerInterval);
     }, 30_000);
 
     it('treats a message redriven from the DLQ (it carries the failure reason) as backfill, and keeps the mark when it defers it', async () => {
       const { consumers } = await fleet('bf-redrive', 1);
       const [{ handler, publisher }] = consumers;
       // A live start a moment ago: backfill goes behind it, and this one finds no slot free within the cap's window.
-      await new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: LIMITS, clock: clock.now }).acquire('bf-redrive', 20, { maxWaitMs: 5_000 });
-      const redriven = sqsRecord(body('r'), { messageAttributes: { failureReason: { stringValue: 'downstream refused', dataType: 'String', stringListValues: [], binaryListValues: [] } } });
+      await new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: LIMITS, clock: clock.now }).acquire(
+        'bf-redrive',
+        20,
+        { maxWaitMs: 5_000 },
+      );
+      const redriven = sqsRecord(body('r'), {
+        messageAttributes: {
+          failureReason: {
+            stringValue: 'downstream refused',
+            dataType: 'String',
+            stringListValues: [],
+            binaryListValues: [],
+          },
+        },
+      });
 
       await handler(sqsEvent(redriven), lambdaContext());
 
@@ -279,7 +345,7 @@ describe('Consumer: per-key flow control', () => {
       expect(starts.map((s) => s - starts[0])).toEqual([0, 500, 1_000, 1_500]);
     });
 
-    it('queues a busy key\'s records one behind the other at the key\'s rate, each with its tenant as MessageGroupId', async () => {
+    it("queues a busy key's records one behind the other at the key's rate, each with its tenant as MessageGroupId", async () => {
       // One start every 3 s for the key, beyond the in-function wait: seven records of it come back about 3 s apart,
       // not all at its next token.
       const { handler, publisher } = await consumerFor('busy-queue', { keys: keyLimiter('busy-queue', 1, 3) });
@@ -301,11 +367,18 @@ describe('Consumer: per-key flow control', () => {
     it('gives the slots of a batch to its keys in turn, not to the key at its head', async () => {
       // Two job-wide slots for a batch whose first four records are one tenant's.
       const { handler } = await consumerFor('turns', {
-        limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 2, intervalMs: 60_000, burst: 2 }, clock: clock.now }),
+        limiter: new DynamoDbRateLimiter({
+          tableName: LIMITER_TABLE,
+          limits: { startsPerInterval: 2, intervalMs: 60_000, burst: 2 },
+          clock: clock.now,
+        }),
         keys: keyLimiter('turns', 100, 60),
       });
 
-      await handler(sqsEvent(...['head', 'head', 'head', 'head', 'tail'].map((t) => sqsRecord(body(t)))), lambdaContext());
+      await handler(
+        sqsEvent(...['head', 'head', 'head', 'head', 'tail'].map((t) => sqsRecord(body(t)))),
+        lambdaContext(),
+      );
 
       expect(applies.map((a) => a.tenant).sort()).toEqual(['head', 'tail']);
     });

@@ -51,7 +51,7 @@ function body(): string {
   });
 }
 
-describe('Function: createConsumer (the limiter\'s cost per invocation)', () => {
+describe("Function: createConsumer (the limiter's cost per invocation)", () => {
   useConsumerAws({ idempotency: IDEMPOTENCY_TABLE, ledger: LEDGER_TABLE, limiter: LIMITER_TABLE });
 
   it('takes one limiter write per invocation in steady state, with three containers on one key slower than its spacing', async () => {
@@ -61,22 +61,38 @@ describe('Function: createConsumer (the limiter\'s cost per invocation)', () => 
     const containers = Array.from({ length: 3 }, () => {
       // Each container's limiter on its own counting client, so every write is its invocation's.
       const { client, counts } = countingLimiterClient();
-      const handler = createConsumer(withPacer({
-        job: slowJob,
-        jobDeps: {},
-        queueUrl,
-        dlqUrl,
-        idempotencyTableName: IDEMPOTENCY_TABLE,
-        idempotencyTtlSeconds: 86_400,
-        maxMessageBytes: 4096,
-        ledger: new DynamoLedger({ tableName: LEDGER_TABLE }),
-        limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits, lanes: laneCount(limits), client, maxAttempts: 20, clock: clock.now }),
-        // The product's late tolerance (half the margin). With one lane, a block at the 20 ms spacing is out of reach of
-        // 45 ms applies after its first slot, and every batch takes many writes (checked: with lanes: 1 this test
-        // fails). The window guarantee is the limiter's, tested on its grants (test/lambda/adapters/rateLimiter.component.test.ts).
-        pacing: { key: 'cost-key', lateToleranceMs: limits.safetyMarginMs / 2, shortWaitMs: 10_000, spacingMs: 20, clock: clock.now, sleep: clock.sleep },
-        now: () => new Date(clock.now()),
-      }));
+      const handler = createConsumer(
+        withPacer({
+          job: slowJob,
+          jobDeps: {},
+          queueUrl,
+          dlqUrl,
+          idempotencyTableName: IDEMPOTENCY_TABLE,
+          idempotencyTtlSeconds: 86_400,
+          maxMessageBytes: 4096,
+          ledger: new DynamoLedger({ tableName: LEDGER_TABLE }),
+          limiter: new DynamoDbRateLimiter({
+            tableName: LIMITER_TABLE,
+            limits,
+            lanes: laneCount(limits),
+            client,
+            maxAttempts: 20,
+            clock: clock.now,
+          }),
+          // The product's late tolerance (half the margin). With one lane, a block at the 20 ms spacing is out of reach of
+          // 45 ms applies after its first slot, and every batch takes many writes (checked: with lanes: 1 this test
+          // fails). The window guarantee is the limiter's, tested on its grants (test/lambda/adapters/rateLimiter.component.test.ts).
+          pacing: {
+            key: 'cost-key',
+            lateToleranceMs: limits.safetyMarginMs / 2,
+            shortWaitMs: 10_000,
+            spacingMs: 20,
+            clock: clock.now,
+            sleep: clock.sleep,
+          },
+          now: () => new Date(clock.now()),
+        }),
+      );
       return { handler, client, counts, perInvocation: [] as { written: number; lost: number }[] };
     });
     const invocationsEach = 4;
@@ -85,9 +101,15 @@ describe('Function: createConsumer (the limiter\'s cost per invocation)', () => 
       containers.map((container) => async () => {
         for (let i = 0; i < invocationsEach; i++) {
           const before = { ...container.counts };
-          const response = await container.handler(sqsEvent(...Array.from({ length: batch }, () => sqsRecord(body()))), lambdaContext());
+          const response = await container.handler(
+            sqsEvent(...Array.from({ length: batch }, () => sqsRecord(body()))),
+            lambdaContext(),
+          );
           expect(response).toEqual({ batchItemFailures: [] });
-          container.perInvocation.push({ written: container.counts.written - before.written, lost: container.counts.lost - before.lost });
+          container.perInvocation.push({
+            written: container.counts.written - before.written,
+            lost: container.counts.lost - before.lost,
+          });
         }
       }),
     );

@@ -1,17 +1,28 @@
 // The consumer's own logic (validate, claim, apply, acknowledge, defer) against a fake Pacer that grants or denies each
 // start: no limiter, no AWS, no timers; what the consumer asks of its pacer and does with the answers.
 import { IdempotencyItemAlreadyExistsError, IdempotencyItemNotFoundError } from '@aws-lambda-powertools/idempotency';
-import { BasePersistenceLayer, IdempotencyRecord } from '@aws-lambda-powertools/idempotency/persistence';
+import { BasePersistenceLayer, type IdempotencyRecord } from '@aws-lambda-powertools/idempotency/persistence';
 import { logger } from '../../../lambda/adapters/observability';
 import type {
-  InvocationPacing, PacedOutcome, PacedRecord, Pacer, StartAnswer,
+  InvocationPacing,
+  PacedOutcome,
+  PacedRecord,
+  Pacer,
+  StartAnswer,
 } from '../../../lambda/core/pacing/pacer';
 import { createDeferralPolicy } from '../../../lambda/core/deferral';
 import { createConsumer } from '../../../lambda/handlers/consumer';
 import { fakeJobCalls, job as fakeJob } from '../../fixtures/jobs/fake-job';
 import { lambdaContext, sqsEvent } from '../../support/lambdaEvents';
 import {
-  FakeCompletedLookup, FakeLedger, FakePublisher, message, NOW, operationId, record, recordMetrics,
+  FakeCompletedLookup,
+  FakeLedger,
+  FakePublisher,
+  message,
+  NOW,
+  operationId,
+  record,
+  recordMetrics,
 } from './consumer/fakes';
 
 /** Idempotency records in memory, as Powertools keeps them in DynamoDB: a live record refuses a second claim. */
@@ -66,7 +77,6 @@ class FakePacer implements Pacer {
   finished = 0;
 
   begin(): InvocationPacing {
-    const fake = this;
     return {
       paced: this.block !== undefined,
       key: 'fake-provider',
@@ -74,20 +84,20 @@ class FakePacer implements Pacer {
       backfillGated: async () => false,
       usableBlock: () => 10,
       acquireBlock: async () => {
-        if (fake.block instanceof Error) throw fake.block;
-        return fake.block as { granted: number; waitMs: number };
+        if (this.block instanceof Error) throw this.block;
+        return this.block as { granted: number; waitMs: number };
       },
       start: async (record: PacedRecord): Promise<StartAnswer> => {
-        fake.asked.push(record);
-        const answer = fake.answers.shift() ?? 'start';
+        this.asked.push(record);
+        const answer = this.answers.shift() ?? 'start';
         if (answer !== 'start') return { waitMs: answer };
-        const granted: GrantedStart = { startAtMs: fake.clock(), used: 0, givenBack: 0, ended: false };
-        fake.starts.push(granted);
+        const granted: GrantedStart = { startAtMs: this.clock(), used: 0, givenBack: 0, ended: false };
+        this.starts.push(granted);
         return {
           start: {
             startAtMs: granted.startAtMs,
             readyAtMs: granted.startAtMs,
-            missed: () => fake.missed,
+            missed: () => this.missed,
             use: () => void granted.used++,
             giveBack: () => void granted.givenBack++,
             end: async () => {
@@ -96,8 +106,8 @@ class FakePacer implements Pacer {
           },
         };
       },
-      report: (key, outcome) => void fake.reports.push([key, outcome]),
-      finish: async () => void fake.finished++,
+      report: (key, outcome) => void this.reports.push([key, outcome]),
+      finish: async () => void this.finished++,
       unused: () => 0,
     };
   }
@@ -134,9 +144,12 @@ function consumer() {
 }
 
 /** The re-published copies of the messages, by operation ID. */
-const republished = () => Object.fromEntries(
-  publisher.calls.flatMap((c) => c.messages).map((m) => [m.operationId, JSON.parse(m.body) as Record<string, unknown>]),
-);
+const republished = () =>
+  Object.fromEntries(
+    publisher.calls
+      .flatMap((c) => c.messages)
+      .map((m) => [m.operationId, JSON.parse(m.body) as Record<string, unknown>]),
+  );
 
 describe('Function: createConsumer (on a fake Pacer)', () => {
   beforeEach(() => {
@@ -156,8 +169,14 @@ describe('Function: createConsumer (on a fake Pacer)', () => {
     expect(response).toEqual({ batchItemFailures: [] });
     expect(pacer.asked).toEqual([{ priority: 'live' }, { priority: 'live' }]);
     expect(fakeJobCalls.apply.map((r) => r.operationId)).toEqual([operationId('a'), operationId('b')]);
-    expect(pacer.starts.map((s) => [s.used, s.givenBack, s.ended])).toEqual([[1, 0, true], [1, 0, true]]);
-    expect(pacer.reports).toEqual([[undefined, 'success'], [undefined, 'success']]);
+    expect(pacer.starts.map((s) => [s.used, s.givenBack, s.ended])).toEqual([
+      [1, 0, true],
+      [1, 0, true],
+    ]);
+    expect(pacer.reports).toEqual([
+      [undefined, 'success'],
+      [undefined, 'success'],
+    ]);
     expect(pacer.finished).toBe(1);
     expect(publisher.calls).toEqual([]);
   });

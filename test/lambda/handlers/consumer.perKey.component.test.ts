@@ -43,7 +43,11 @@ function body(tenant: string, behaviour?: string): string {
 }
 
 /** A per-key limiter on the `tenant` field; each test uses its own limiter key so keys never carry over. */
-function keys(limiterKey: string, perKey: { startsPerInterval: number; intervalSeconds: number }, options: { adaptive?: boolean } = {}) {
+function keys(
+  limiterKey: string,
+  perKey: { startsPerInterval: number; intervalSeconds: number },
+  options: { adaptive?: boolean } = {},
+) {
   return new KeyRateLimiter({
     tableName: LIMITER_TABLE,
     job: limiterKey,
@@ -61,34 +65,57 @@ function keys(limiterKey: string, perKey: { startsPerInterval: number; intervalS
 /** The largest margin pacingSettings gives (a window of 50 s or more): 250 ms. */
 const MARGIN_MS = 250;
 
-async function consumerFor(limiterKey: string, keyLimiter: KeyRateLimiter, overrides: { rateFeedback?: RateFeedback; lateToleranceMs?: number } = {}) {
+async function consumerFor(
+  limiterKey: string,
+  keyLimiter: KeyRateLimiter,
+  overrides: { rateFeedback?: RateFeedback; lateToleranceMs?: number } = {},
+) {
   const [queueUrl, dlqUrl] = await Promise.all([createQueue(`pk-${limiterKey}`), createQueue(`pk-${limiterKey}-dlq`)]);
-  const handler = createConsumer(withPacer({
-    job: fakeJob,
-    jobDeps: { items: 0 },
-    queueUrl,
-    dlqUrl,
-    idempotencyTableName: IDEMPOTENCY_TABLE,
-    idempotencyTtlSeconds: 86_400,
-    maxMessageBytes: 2048,
-    ledger: new DynamoLedger({ tableName: LEDGER_TABLE }),
-    // The job-wide limit is far above the keys': these tests are about the keys.
-    limiter: new DynamoDbRateLimiter({ tableName: LIMITER_TABLE, limits: { startsPerInterval: 1000, intervalMs: 1000 }, clock: clock.now }),
-    // Lateness only matters where a test measures windows (on the virtual clock no record wakes late anyway).
-    pacing: { key: limiterKey, lateToleranceMs: overrides.lateToleranceMs ?? 60_000, shortWaitMs: 2_000, clock: clock.now, sleep: clock.sleep },
-    now: () => new Date(clock.now()),
-    publisher: new SqsPublisher({ sleep: async () => undefined }),
-    keys: keyLimiter,
-    ...(overrides.rateFeedback ? { rateFeedback: overrides.rateFeedback } : {}),
-  }));
+  const handler = createConsumer(
+    withPacer({
+      job: fakeJob,
+      jobDeps: { items: 0 },
+      queueUrl,
+      dlqUrl,
+      idempotencyTableName: IDEMPOTENCY_TABLE,
+      idempotencyTtlSeconds: 86_400,
+      maxMessageBytes: 2048,
+      ledger: new DynamoLedger({ tableName: LEDGER_TABLE }),
+      // The job-wide limit is far above the keys': these tests are about the keys.
+      limiter: new DynamoDbRateLimiter({
+        tableName: LIMITER_TABLE,
+        limits: { startsPerInterval: 1000, intervalMs: 1000 },
+        clock: clock.now,
+      }),
+      // Lateness only matters where a test measures windows (on the virtual clock no record wakes late anyway).
+      pacing: {
+        key: limiterKey,
+        lateToleranceMs: overrides.lateToleranceMs ?? 60_000,
+        shortWaitMs: 2_000,
+        clock: clock.now,
+        sleep: clock.sleep,
+      },
+      now: () => new Date(clock.now()),
+      publisher: new SqsPublisher({ sleep: async () => undefined }),
+      keys: keyLimiter,
+      ...(overrides.rateFeedback ? { rateFeedback: overrides.rateFeedback } : {}),
+    }),
+  );
   return { handler, queueUrl };
 }
 
 async function delayedIn(queueUrl: string): Promise<number> {
   const sqs = new SQSClient({});
   try {
-    const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessagesDelayed', 'ApproximateNumberOfMessages'] }));
-    return Number(Attributes?.ApproximateNumberOfMessagesDelayed ?? 0) + Number(Attributes?.ApproximateNumberOfMessages ?? 0);
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: queueUrl,
+        AttributeNames: ['ApproximateNumberOfMessagesDelayed', 'ApproximateNumberOfMessages'],
+      }),
+    );
+    return (
+      Number(Attributes?.ApproximateNumberOfMessagesDelayed ?? 0) + Number(Attributes?.ApproximateNumberOfMessages ?? 0)
+    );
   } finally {
     sqs.destroy();
   }
@@ -104,17 +131,24 @@ describe('Consumer: per-key rate limits (rateLimit.perKey)', () => {
     clock = new VirtualClock();
   });
 
-  it('applies the records of a key with room and defers only the over-limit key\'s records, by that key\'s wait', async () => {
+  it("applies the records of a key with room and defers only the over-limit key's records, by that key's wait", async () => {
     // Key "busy": 1 start a minute by default; key "roomy": 50 a minute, 5 of them back to back, by its override.
     await dynamoClient().send(
       new PutItemCommand({
         TableName: LIMITER_TABLE,
-        Item: { pk: { S: keyLimitsItemKey('pk-one') }, overrides: { M: { roomy: { M: { starts: { N: '50' }, burst: { N: '5' }, setAt: { S: '2026-11-28T00:00:00Z' } } } } } },
+        Item: {
+          pk: { S: keyLimitsItemKey('pk-one') },
+          overrides: {
+            M: { roomy: { M: { starts: { N: '50' }, burst: { N: '5' }, setAt: { S: '2026-11-28T00:00:00Z' } } } },
+          },
+        },
       }),
     );
     const keyLimiter = keys('pk-one', { startsPerInterval: 1, intervalSeconds: 60 });
     const { handler, queueUrl } = await consumerFor('pk-one', keyLimiter);
-    const records = [body('busy'), body('roomy'), body('busy'), body('roomy'), body('busy'), body('roomy')].map((b) => sqsRecord(b));
+    const records = [body('busy'), body('roomy'), body('busy'), body('roomy'), body('busy'), body('roomy')].map((b) =>
+      sqsRecord(b),
+    );
 
     const response = await handler(sqsEvent(...records), lambdaContext());
 
@@ -132,12 +166,17 @@ describe('Consumer: per-key rate limits (rateLimit.perKey)', () => {
     expect(await keyLimiter.limit('busy')).toEqual({ startsPerInterval: 1, intervalSeconds: 60, burst: 1 });
   });
 
-  it('holds each key\'s limit in every sliding window across four concurrent consumers', async () => {
+  it("holds each key's limit in every sliding window across four concurrent consumers", async () => {
     // "a" may start 3 times in 2 s, "b" 6 times (its override); four containers run batches of both at once for 6 s.
     await dynamoClient().send(
       new PutItemCommand({
         TableName: LIMITER_TABLE,
-        Item: { pk: { S: keyLimitsItemKey('pk-four') }, overrides: { M: { b: { M: { starts: { N: '6' }, burst: { N: '2' }, setAt: { S: '2026-11-28T00:00:00Z' } } } } } },
+        Item: {
+          pk: { S: keyLimitsItemKey('pk-four') },
+          overrides: {
+            M: { b: { M: { starts: { N: '6' }, burst: { N: '2' }, setAt: { S: '2026-11-28T00:00:00Z' } } } },
+          },
+        },
       }),
     );
     // The tokens each key granted, at the moments they were granted for: the limit is about these start times (a record
@@ -177,15 +216,28 @@ describe('Consumer: per-key rate limits (rateLimit.perKey)', () => {
     expect(appliedFor('b')).toHaveLength(granted.b.length);
   }, 30_000);
 
-  it('cuts the rate of the key the downstream throttled, and leaves the other key\'s and the job-wide rate alone', async () => {
+  it("cuts the rate of the key the downstream throttled, and leaves the other key's and the job-wide rate alone", async () => {
     const keyLimiter = keys('pk-storm', { startsPerInterval: 10, intervalSeconds: 60 }, { adaptive: true });
     const jobFeedback = { throttled: jest.fn(async () => undefined), succeeded: jest.fn(async () => undefined) };
     const { handler } = await consumerFor('pk-storm', keyLimiter, { rateFeedback: jobFeedback });
 
-    await handler(sqsEvent(...[body('noisy', 'throttled'), body('calm'), body('noisy', 'throttled'), body('calm')].map((b) => sqsRecord(b))), lambdaContext());
+    await handler(
+      sqsEvent(
+        ...[body('noisy', 'throttled'), body('calm'), body('noisy', 'throttled'), body('calm')].map((b) =>
+          sqsRecord(b),
+        ),
+      ),
+      lambdaContext(),
+    );
 
     const rateOf = async (tenant: string) => {
-      const { Item } = await dynamoClient().send(new GetItemCommand({ TableName: LIMITER_TABLE, Key: { pk: { S: `${perKeyItemKey('pk-storm', tenant)}#rate` } }, ConsistentRead: true }));
+      const { Item } = await dynamoClient().send(
+        new GetItemCommand({
+          TableName: LIMITER_TABLE,
+          Key: { pk: { S: `${perKeyItemKey('pk-storm', tenant)}#rate` } },
+          ConsistentRead: true,
+        }),
+      );
       return Item?.rate?.N === undefined ? undefined : Number(Item.rate.N);
     };
     // The throttled key's rate is halved from its ceiling of 10; the calm key never had a rate item (at its ceiling).
@@ -200,9 +252,16 @@ describe('Consumer: per-key rate limits (rateLimit.perKey)', () => {
 
   it('cuts the job-wide rate too when the downstream throttles two keys in one invocation (a storm)', async () => {
     const jobFeedback = { throttled: jest.fn(async () => undefined), succeeded: jest.fn(async () => undefined) };
-    const { handler } = await consumerFor('pk-storm2', keys('pk-storm2', { startsPerInterval: 10, intervalSeconds: 60 }, { adaptive: true }), { rateFeedback: jobFeedback });
+    const { handler } = await consumerFor(
+      'pk-storm2',
+      keys('pk-storm2', { startsPerInterval: 10, intervalSeconds: 60 }, { adaptive: true }),
+      { rateFeedback: jobFeedback },
+    );
 
-    await handler(sqsEvent(...[body('x', 'throttled'), body('y', 'throttled')].map((b) => sqsRecord(b))), lambdaContext());
+    await handler(
+      sqsEvent(...[body('x', 'throttled'), body('y', 'throttled')].map((b) => sqsRecord(b))),
+      lambdaContext(),
+    );
 
     expect(jobFeedback.throttled).toHaveBeenCalledWith('pk-storm2', undefined);
   });

@@ -1,6 +1,13 @@
 // Shared setup for the handler and adapter tests: the tables and queues the stack would create, on the local servers.
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand, SendMessageBatchCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SQSClient,
+  type Message,
+} from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { dynamoClient, resetClients } from '../../../lambda/adapters/clients';
 import { DynamoLedger } from '../../../lambda/adapters/ledger';
@@ -18,7 +25,10 @@ import { job as fakeJob } from '../../fixtures/jobs/fake-job';
 
 /** A PAY_PER_REQUEST table keyed as the stack keys it: a partition key and, when given, a sort key (both strings). */
 async function createTable(name: string, partitionKey: string, sortKey?: string): Promise<void> {
-  const keys = [{ name: partitionKey, type: 'HASH' as const }, ...(sortKey ? [{ name: sortKey, type: 'RANGE' as const }] : [])];
+  const keys = [
+    { name: partitionKey, type: 'HASH' as const },
+    ...(sortKey ? [{ name: sortKey, type: 'RANGE' as const }] : []),
+  ];
   const ddb = new DynamoDBClient({});
   await ddb.send(
     new CreateTableCommand({
@@ -52,7 +62,12 @@ export async function drainQueue(queueUrl: string): Promise<Message[]> {
   try {
     for (;;) {
       const { Messages = [] } = await sqs.send(
-        new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, MessageAttributeNames: ['All'] }),
+        new ReceiveMessageCommand({
+          QueueUrl: queueUrl,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 0,
+          MessageAttributeNames: ['All'],
+        }),
       );
       const fresh = Messages.filter((m) => !seen.has(m.MessageId as string));
       if (fresh.length === 0) return [...seen.values()];
@@ -98,7 +113,10 @@ export function countDynamoCalls(): { calls: { command: string; table: string }[
   stack.add(
     (next, context) => async (args) => {
       const input = args.input as { TableName?: string; RequestItems?: Record<string, unknown> };
-      calls.push({ command: context.commandName as string, table: input.TableName ?? Object.keys(input.RequestItems ?? {})[0] ?? '' });
+      calls.push({
+        command: context.commandName as string,
+        table: input.TableName ?? Object.keys(input.RequestItems ?? {})[0] ?? '',
+      });
       return next(args);
     },
     { step: 'initialize', name },
@@ -112,7 +130,10 @@ export async function sendBodies(queueUrl: string, bodies: string[]): Promise<vo
   try {
     for (let i = 0; i < bodies.length; i += 10) {
       await sqs.send(
-        new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: bodies.slice(i, i + 10).map((MessageBody, j) => ({ Id: String(j), MessageBody })) }),
+        new SendMessageBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: bodies.slice(i, i + 10).map((MessageBody, j) => ({ Id: String(j), MessageBody })),
+        }),
       );
     }
   } finally {
@@ -128,7 +149,13 @@ export async function receiveEvent(queueUrl: string, max = 10): Promise<SQSEvent
   const sqs = new SQSClient({});
   try {
     const { Messages = [] } = await sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: max, WaitTimeSeconds: 0, AttributeNames: ['All'], MessageSystemAttributeNames: ['All'] }),
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: max,
+        WaitTimeSeconds: 0,
+        AttributeNames: ['All'],
+        MessageSystemAttributeNames: ['All'],
+      }),
     );
     const unique = [...new Map(Messages.map((m) => [m.MessageId as string, m])).values()];
     return { Records: unique.map((m) => toRecord(queueUrl, m)) };
@@ -143,7 +170,8 @@ export async function acknowledge(queueUrl: string, event: SQSEvent, response: S
   const sqs = new SQSClient({});
   try {
     for (const r of event.Records) {
-      if (!failed.has(r.messageId)) await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: r.receiptHandle }));
+      if (!failed.has(r.messageId))
+        await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: r.receiptHandle }));
     }
   } finally {
     sqs.destroy();
@@ -180,7 +208,11 @@ export function useConsumerAws(tables: { idempotency: string; ledger: string; li
   beforeAll(async () => {
     aws = await startLocalAws();
     resetClients();
-    await Promise.all([createIdempotencyTable(tables.idempotency), createLedgerTable(tables.ledger), createLimiterTable(tables.limiter)]);
+    await Promise.all([
+      createIdempotencyTable(tables.idempotency),
+      createLedgerTable(tables.ledger),
+      createLimiterTable(tables.limiter),
+    ]);
     logger.setLogLevel('SILENT');
     jest.spyOn(metrics, 'publishStoredMetrics').mockImplementation(() => {
       metrics.clearMetrics();
@@ -201,7 +233,11 @@ export const STATE_TABLES = { idempotency: 'idempotency', ledger: 'ledger', limi
  * never sleeps: for tests of what a consumer writes (logs, the DLQ, the ledger, idempotency), not of how it paces.
  * Records on their fifth receive are on their last (maxReceiveCount 5).
  */
-export function unpacedConsumerOptions(queueUrl: string, dlqUrl: string, pacingKey: string): Omit<ConsumerOptions, 'job' | 'jobDeps'> {
+export function unpacedConsumerOptions(
+  queueUrl: string,
+  dlqUrl: string,
+  pacingKey: string,
+): Omit<ConsumerOptions, 'job' | 'jobDeps'> {
   return {
     queueUrl,
     dlqUrl,

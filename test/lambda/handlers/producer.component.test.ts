@@ -5,7 +5,12 @@ import { DynamoRunStateStore } from '../../../lambda/adapters/admissionState';
 import type { AdmissionStep } from '../../../lambda/core/admissionStep';
 import { documentClient, resetClients } from '../../../lambda/adapters/clients';
 import { logger, metrics } from '../../../lambda/adapters/observability';
-import { PublishError, SqsPublisher, type OutgoingMessage, type Publisher } from '../../../lambda/adapters/sqsPublisher';
+import {
+  PublishError,
+  SqsPublisher,
+  type OutgoingMessage,
+  type Publisher,
+} from '../../../lambda/adapters/sqsPublisher';
 import { stalledSince } from '../../../lambda/core/admission';
 import type { AnyJob } from '../../../lambda/core/job';
 import { parseMessage } from '../../../lambda/core/message';
@@ -50,12 +55,18 @@ class RecordingPublisher implements Publisher {
       throw new PublishError(`failed to publish ${messages.length - 2} of ${messages.length} messages`, url, {}, 2);
     }
     for (const message of messages) this.sent.push({ queueUrl: url, message });
-    if (url === queueUrl) return this.real.publish(url, messages.map((m) => ({ ...m, delaySeconds: 0 })));
+    if (url === queueUrl)
+      return this.real.publish(
+        url,
+        messages.map((m) => ({ ...m, delaySeconds: 0 })),
+      );
     return { published: messages.length, calls: 1, retried: 0 };
   }
 
   steps(): { step: AdmissionStep; delaySeconds: number }[] {
-    return this.sent.filter((s) => s.queueUrl === ADMISSION_QUEUE).map((s) => ({ step: JSON.parse(s.message.body) as AdmissionStep, delaySeconds: s.message.delaySeconds ?? 0 }));
+    return this.sent
+      .filter((s) => s.queueUrl === ADMISSION_QUEUE)
+      .map((s) => ({ step: JSON.parse(s.message.body) as AdmissionStep, delaySeconds: s.message.delaySeconds ?? 0 }));
   }
 
   workDelays(): number[] {
@@ -85,12 +96,18 @@ function producer(items: number, overrides: Partial<ProducerOptions> = {}) {
 /** 1 start per second, a 30 s horizon, groups of 10: step 0 admits 30 messages, visible at +0, +10 and +20 s. */
 const paced = { ratePerSecond: 1, horizonMs: 30_000, groupSize: 10 };
 
-const direct = async (handle: ReturnType<typeof producer>, event: unknown, context: Context = lambdaContext()) => (await handle(event, context)) as ProducerSummary;
-const fromQueue = async (handle: ReturnType<typeof producer>, step: AdmissionStep, context: Context = lambdaContext()) =>
-  (await handle(sqsEvent(sqsRecord(JSON.stringify(step))), context)) as SQSBatchResponse;
+const direct = async (handle: ReturnType<typeof producer>, event: unknown, context: Context = lambdaContext()) =>
+  (await handle(event, context)) as ProducerSummary;
+const fromQueue = async (
+  handle: ReturnType<typeof producer>,
+  step: AdmissionStep,
+  context: Context = lambdaContext(),
+) => (await handle(sqsEvent(sqsRecord(JSON.stringify(step))), context)) as SQSBatchResponse;
 
 async function batchItem(batchId: string) {
-  const { Item } = await documentClient().send(new GetCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: batchId } }));
+  const { Item } = await documentClient().send(
+    new GetCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: batchId } }),
+  );
   return Item;
 }
 
@@ -100,13 +117,21 @@ async function batchItem(batchId: string) {
  */
 async function clearRuns(): Promise<void> {
   const { Items = [] } = await documentClient().send(
-    new QueryCommand({ TableName: LEDGER_TABLE, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': 'BATCH#fake-job' }, ProjectionExpression: 'pk, sk' }),
+    new QueryCommand({
+      TableName: LEDGER_TABLE,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': 'BATCH#fake-job' },
+      ProjectionExpression: 'pk, sk',
+    }),
   );
-  for (const item of Items) await documentClient().send(new DeleteCommand({ TableName: LEDGER_TABLE, Key: { pk: item.pk, sk: item.sk } }));
+  for (const item of Items)
+    await documentClient().send(new DeleteCommand({ TableName: LEDGER_TABLE, Key: { pk: item.pk, sk: item.sk } }));
 }
 
 async function clearRun(batchId: string): Promise<void> {
-  await documentClient().send(new DeleteCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: batchId } }));
+  await documentClient().send(
+    new DeleteCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: batchId } }),
+  );
 }
 
 async function publishedOperationIds(): Promise<string[]> {
@@ -140,7 +165,18 @@ describe('Function: createProducer', () => {
     it('publishes one validated message per operation and records the run in the ledger', async () => {
       const summary = await direct(producer(3), { scheduledTime: SCHEDULED });
 
-      expect(summary).toEqual({ batchId: BATCH, businessDate: '2026-11-28', step: 0, outcome: 'admitted', pages: 1, discovered: 3, published: 3, continued: false, finished: true, stoppedAtPageLimit: false });
+      expect(summary).toEqual({
+        batchId: BATCH,
+        businessDate: '2026-11-28',
+        step: 0,
+        outcome: 'admitted',
+        pages: 1,
+        discovered: 3,
+        published: 3,
+        continued: false,
+        finished: true,
+        stoppedAtPageLimit: false,
+      });
       const bodies = (await drainQueue(queueUrl)).map((m) => m.Body as string);
       expect(bodies).toHaveLength(3);
       const messages = bodies.map((b) => parseMessage(b, 4096)).map((p) => (p.ok ? p.message : p.reasons));
@@ -191,25 +227,57 @@ describe('Function: createProducer', () => {
       const context = lambdaContext(() => remaining.shift() ?? 25_000);
       const handle = producer(55);
 
-      expect(await direct(handle, { scheduledTime: SCHEDULED, batchId }, context)).toMatchObject({ pages: 1, discovered: 25, continued: true, nextStepInSeconds: 0, finished: false });
-      expect(publisher.steps()).toEqual([{ step: { kind: 'admission-step', batchId, businessDate: '2026-11-28', step: 1, scheduledTime: SCHEDULED }, delaySeconds: 0 }]);
-      expect(await batchItem(batchId)).toMatchObject({ step: 1, cursor: '25', admission: 'admitting', continuationSent: 1 });
+      expect(await direct(handle, { scheduledTime: SCHEDULED, batchId }, context)).toMatchObject({
+        pages: 1,
+        discovered: 25,
+        continued: true,
+        nextStepInSeconds: 0,
+        finished: false,
+      });
+      expect(publisher.steps()).toEqual([
+        {
+          step: { kind: 'admission-step', batchId, businessDate: '2026-11-28', step: 1, scheduledTime: SCHEDULED },
+          delaySeconds: 0,
+        },
+      ]);
+      expect(await batchItem(batchId)).toMatchObject({
+        step: 1,
+        cursor: '25',
+        admission: 'admitting',
+        continuationSent: 1,
+      });
       expect(await batchItem(batchId)).not.toHaveProperty('finishedAt');
 
       expect(await fromQueue(handle, publisher.steps()[0].step)).toEqual({ batchItemFailures: [] });
       expect(await publishedOperationIds()).toHaveLength(55);
-      expect(await batchItem(batchId)).toMatchObject({ step: 2, discovered: 55, published: 55, pages: 3, admission: 'complete', startedAt: NOW.toISOString(), finishedAt: NOW.toISOString() });
+      expect(await batchItem(batchId)).toMatchObject({
+        step: 2,
+        discovered: 55,
+        published: 55,
+        pages: 3,
+        admission: 'complete',
+        startedAt: NOW.toISOString(),
+        finishedAt: NOW.toISOString(),
+      });
     });
 
     it('publishes at least one page per step however short the timeout, so the chain always makes progress', async () => {
       const batchId = 'fake-job:2026-11-28:short-timeout';
       // A 15 s function whose first page already took nearly all of it.
       const remaining = [15_000, 1_000];
-      const summary = await direct(producer(55), { scheduledTime: SCHEDULED, batchId }, lambdaContext(() => remaining.shift() ?? 1_000));
+      const summary = await direct(
+        producer(55),
+        { scheduledTime: SCHEDULED, batchId },
+        lambdaContext(() => remaining.shift() ?? 1_000),
+      );
       expect(summary).toMatchObject({ pages: 1, discovered: 25, continued: true, nextStepInSeconds: 0 });
       // A 15 s function is not all reserve: half of it at most, so one with time to spare walks on.
       // (Another date: a second run of the same date would wait for the first, still admitting.)
-      const roomy = await direct(producer(55), { businessDate: '2026-11-27', batchId: 'fake-job:2026-11-27:short-timeout-roomy' }, lambdaContext(() => 15_000));
+      const roomy = await direct(
+        producer(55),
+        { businessDate: '2026-11-27', batchId: 'fake-job:2026-11-27:short-timeout-roomy' },
+        lambdaContext(() => 15_000),
+      );
       expect(roomy).toMatchObject({ pages: 3, discovered: 55, continued: false, finished: true });
     });
 
@@ -225,7 +293,9 @@ describe('Function: createProducer', () => {
     });
 
     it('names the batch by its scheduled time, so a repeated schedule has the same batch and operation IDs', async () => {
-      const a = await direct(producer(2, { now: () => new Date('2026-11-30T01:00:03Z') }), { scheduledTime: '2026-11-30T01:00:00Z' });
+      const a = await direct(producer(2, { now: () => new Date('2026-11-30T01:00:03Z') }), {
+        scheduledTime: '2026-11-30T01:00:00Z',
+      });
       expect(a.batchId).toBe('fake-job:2026-11-29:20261130T010000Z');
       expect(await publishedOperationIds()).toEqual(['fake:item-0:2026-11-29', 'fake:item-1:2026-11-29']);
     });
@@ -239,7 +309,13 @@ describe('Function: createProducer', () => {
 
     it('derives the business date from the current time when the event is empty', async () => {
       const summary = await direct(producer(0), undefined);
-      expect(summary).toMatchObject({ businessDate: '2026-11-28', pages: 1, discovered: 0, published: 0, finished: true });
+      expect(summary).toMatchObject({
+        businessDate: '2026-11-28',
+        pages: 1,
+        discovered: 0,
+        published: 0,
+        finished: true,
+      });
     });
 
     it('stops at maxPagesPerRun with a warning and no continuation', async () => {
@@ -250,10 +326,13 @@ describe('Function: createProducer', () => {
       expect(summary).toMatchObject({ pages: 2, published: 20, continued: false, stoppedAtPageLimit: true });
       expect(publisher.steps()).toEqual([]);
       expect(await batchItem('fake-job:2026-11-28:capped')).toMatchObject({ admission: 'page-limit', cursor: '20' });
-      expect(warn).toHaveBeenCalledWith('stopped at maxPagesPerRun with work remaining; raise it or the page size, or catch up', {
-        maxPagesPerRun: 2,
-        cursor: '20',
-      });
+      expect(warn).toHaveBeenCalledWith(
+        'stopped at maxPagesPerRun with work remaining; raise it or the page size, or catch up',
+        {
+          maxPagesPerRun: 2,
+          cursor: '20',
+        },
+      );
     });
 
     it('rejects an invalid event, naming every problem', async () => {
@@ -265,16 +344,24 @@ describe('Function: createProducer', () => {
       );
     });
 
-    it('refuses a direct invoke of a business date after the job\'s latest, naming it, before it reads or writes anything', async () => {
+    it("refuses a direct invoke of a business date after the job's latest, naming it, before it reads or writes anything", async () => {
       const error = jest.spyOn(logger, 'error');
-      const message = 'business date 2027-12-04 is in the future: the latest for fake-job now is 2026-11-28 (Europe/Berlin, offset -1)';
+      const message =
+        'business date 2027-12-04 is in the future: the latest for fake-job now is 2026-11-28 (Europe/Berlin, offset -1)';
 
-      await expect(producer(3)({ businessDate: '2027-12-04', backfill: true }, lambdaContext())).rejects.toThrow(new FutureBusinessDateError('fake-job', '2027-12-04', '2026-11-28', fakeSettings()));
-      await expect(producer(3)({ businessDate: '2026-11-29', batchId: 'fake-job:2026-11-29:manual' }, lambdaContext())).rejects.toThrow(
+      await expect(producer(3)({ businessDate: '2027-12-04', backfill: true }, lambdaContext())).rejects.toThrow(
+        new FutureBusinessDateError('fake-job', '2027-12-04', '2026-11-28', fakeSettings()),
+      );
+      await expect(
+        producer(3)({ businessDate: '2026-11-29', batchId: 'fake-job:2026-11-29:manual' }, lambdaContext()),
+      ).rejects.toThrow(
         'business date 2026-11-29 is in the future: the latest for fake-job now is 2026-11-28 (Europe/Berlin, offset -1)',
       );
 
-      expect(error).toHaveBeenCalledWith('refused a business date in the future; nothing was admitted', { businessDate: '2027-12-04', error: expect.objectContaining({ message }) });
+      expect(error).toHaveBeenCalledWith('refused a business date in the future; nothing was admitted', {
+        businessDate: '2027-12-04',
+        error: expect.objectContaining({ message }),
+      });
       expect(fakeJobCalls.discover).toEqual([]);
       expect(publisher.sent).toEqual([]);
       expect(await batchItem('fake-job:2026-11-29:manual')).toBeUndefined();
@@ -295,7 +382,9 @@ describe('Function: createProducer', () => {
       const handle = producer(3);
       const context = lambdaContext();
       publisher.failNextWorkPublish = true;
-      await expect(direct(handle, { scheduledTime: SCHEDULED, batchId }, context)).rejects.toThrow('failed to publish 1 of 3 messages');
+      await expect(direct(handle, { scheduledTime: SCHEDULED, batchId }, context)).rejects.toThrow(
+        'failed to publish 1 of 3 messages',
+      );
       expect(await batchItem(batchId)).toMatchObject({ step: 0, pages: 0, admission: 'admitting' });
       expect(await batchItem(batchId)).not.toHaveProperty('discovered');
       // The failed invocation gave its lease up before failing ...
@@ -304,16 +393,28 @@ describe('Function: createProducer', () => {
 
       // ... so Lambda's retry (the same event, the same request ID) takes the step at once and re-publishes the page
       // from the same cursor; the ledger counts it once.
-      expect(await direct(producer(3), { scheduledTime: SCHEDULED, batchId }, context)).toMatchObject({ outcome: 'admitted', discovered: 3, published: 3, finished: true });
+      expect(await direct(producer(3), { scheduledTime: SCHEDULED, batchId }, context)).toMatchObject({
+        outcome: 'admitted',
+        discovered: 3,
+        published: 3,
+        finished: true,
+      });
       expect(await batchItem(batchId)).toMatchObject({ discovered: 3, published: 3, pages: 1, admission: 'complete' });
       // Two copies went out before the failure: idempotency absorbs them, the ledger never counted them.
-      expect(await publishedOperationIds()).toEqual(['fake:item-0:2026-11-28', 'fake:item-0:2026-11-28', 'fake:item-1:2026-11-28', 'fake:item-1:2026-11-28', 'fake:item-2:2026-11-28']);
+      expect(await publishedOperationIds()).toEqual([
+        'fake:item-0:2026-11-28',
+        'fake:item-0:2026-11-28',
+        'fake:item-1:2026-11-28',
+        'fake:item-1:2026-11-28',
+        'fake:item-2:2026-11-28',
+      ]);
     });
   });
 
   describe('Method: handler (rows that cannot become messages)', () => {
     const BAD_BATCH = 'fake-job:2026-11-28:bad-rows';
-    const SPACE_REASON = 'operationId: may hold only letters, digits and : _ . @ # / + = - (no spaces or control characters)';
+    const SPACE_REASON =
+      'operationId: may hold only letters, digits and : _ . @ # / + = - (no spaces or control characters)';
 
     /**
      * The fake job with bad rows on its first page: two it hands back itself, and three operations it returns anyway
@@ -333,7 +434,10 @@ describe('Function: createProducer', () => {
             { operationId: 'fake:big:2026-11-28', resource: { id: 'big', tenant: 'x'.repeat(5000) } },
           ],
           invalid: [
-            { key: 'row\u2028one', reason: 'uploadId: may hold only letters, digits and _ . @ # / + = - (no ":" or spaces)' },
+            {
+              key: 'row\u2028one',
+              reason: 'uploadId: may hold only letters, digits and _ . @ # / + = - (no ":" or spaces)',
+            },
             { key: 'row-two', reason: 'deleteAfter: must be a UTC timestamp with milliseconds' },
           ],
         };
@@ -342,34 +446,79 @@ describe('Function: createProducer', () => {
 
     const invalidRowItems = async (batchId: string) => {
       const { Items = [] } = await documentClient().send(
-        new QueryCommand({ TableName: LEDGER_TABLE, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `INVALID_ROW#fake-job#${batchId}` } }),
+        new QueryCommand({
+          TableName: LEDGER_TABLE,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': `INVALID_ROW#fake-job#${batchId}` },
+        }),
       );
-      return Items.map(({ key, reasons, page, batchId: batch, job, rejectedAt, expiresAt }) => ({ key, reasons, page, batchId: batch, job, rejectedAt, expiresAt }))
-        .sort((a, b) => (String(a.key) < String(b.key) ? -1 : 1));
+      return Items.map(({ key, reasons, page, batchId: batch, job, rejectedAt, expiresAt }) => ({
+        key,
+        reasons,
+        page,
+        batchId: batch,
+        job,
+        rejectedAt,
+        expiresAt,
+      })).sort((a, b) => (String(a.key) < String(b.key) ? -1 : 1));
     };
 
     it('publishes the good operations, records each bad row with its key and reasons, counts them apart, and succeeds', async () => {
       const warn = jest.spyOn(logger, 'warn');
-      const handle = producer(3, { job: badRowsJob, runState: new DynamoRunStateStore({ tableName: LEDGER_TABLE, now: () => NOW }) });
+      const handle = producer(3, {
+        job: badRowsJob,
+        runState: new DynamoRunStateStore({ tableName: LEDGER_TABLE, now: () => NOW }),
+      });
 
       const summary = await direct(handle, { scheduledTime: SCHEDULED, batchId: BAD_BATCH });
 
       expect(summary).toEqual({
-        batchId: BAD_BATCH, businessDate: '2026-11-28', step: 0, outcome: 'admitted', pages: 1, discovered: 3, published: 3, invalidRows: 5,
-        continued: false, finished: true, stoppedAtPageLimit: false,
+        batchId: BAD_BATCH,
+        businessDate: '2026-11-28',
+        step: 0,
+        outcome: 'admitted',
+        pages: 1,
+        discovered: 3,
+        published: 3,
+        invalidRows: 5,
+        continued: false,
+        finished: true,
+        stoppedAtPageLimit: false,
       });
-      expect(await publishedOperationIds()).toEqual(['fake:item-0:2026-11-28', 'fake:item-1:2026-11-28', 'fake:item-2:2026-11-28']);
+      expect(await publishedOperationIds()).toEqual([
+        'fake:item-0:2026-11-28',
+        'fake:item-1:2026-11-28',
+        'fake:item-2:2026-11-28',
+      ]);
       // discovered counts what was published, so completed + rejected + deadLettered = discovered still holds.
-      expect(await batchItem(BAD_BATCH)).toMatchObject({ discovered: 3, published: 3, invalidRows: 5, pages: 1, admission: 'complete' });
+      expect(await batchItem(BAD_BATCH)).toMatchObject({
+        discovered: 3,
+        published: 3,
+        invalidRows: 5,
+        pages: 1,
+        admission: 'complete',
+      });
       const expiresAt = Math.floor(NOW_MS / 1000) + 14 * 86_400;
       const common = { page: 1, batchId: BAD_BATCH, job: 'fake-job', rejectedAt: NOW.toISOString(), expiresAt };
       expect(await invalidRowItems(BAD_BATCH)).toEqual([
-        { key: 'fake:BAD:2026-11-28', reasons: ['resource.id: Invalid string: must match pattern /^[a-z0-9-]+$/'], ...common },
-        { key: 'fake:big:2026-11-28', reasons: [expect.stringMatching(/^body is \d+ bytes, over the 4096-byte cap$/)], ...common },
+        {
+          key: 'fake:BAD:2026-11-28',
+          reasons: ['resource.id: Invalid string: must match pattern /^[a-z0-9-]+$/'],
+          ...common,
+        },
+        {
+          key: 'fake:big:2026-11-28',
+          reasons: [expect.stringMatching(/^body is \d+ bytes, over the 4096-byte cap$/)],
+          ...common,
+        },
         { key: 'fake:has space:2026-11-28', reasons: [SPACE_REASON], ...common },
         { key: 'row-two', reasons: ['deleteAfter: must be a UTC timestamp with milliseconds'], ...common },
         // A key is escaped as a reason is: a line separator would make the record read differently from what it holds.
-        { key: 'row\\u2028one', reasons: ['uploadId: may hold only letters, digits and _ . @ # / + = - (no ":" or spaces)'], ...common },
+        {
+          key: 'row\\u2028one',
+          reasons: ['uploadId: may hold only letters, digits and _ . @ # / + = - (no ":" or spaces)'],
+          ...common,
+        },
       ]);
       expect(metrics.addMetric).toHaveBeenCalledWith('DiscoveryRowsRejected', 'Count', 5);
       expect(warn).toHaveBeenCalledWith(
@@ -382,12 +531,22 @@ describe('Function: createProducer', () => {
       const batchId = `${BAD_BATCH}-retried`;
       const context = lambdaContext();
       publisher.failNextWorkPublish = true;
-      await expect(direct(producer(3, { job: badRowsJob }), { scheduledTime: SCHEDULED, batchId }, context)).rejects.toThrow('failed to publish 1 of 3 messages');
+      await expect(
+        direct(producer(3, { job: badRowsJob }), { scheduledTime: SCHEDULED, batchId }, context),
+      ).rejects.toThrow('failed to publish 1 of 3 messages');
       expect(await batchItem(batchId)).not.toHaveProperty('invalidRows');
 
-      expect(await direct(producer(3, { job: badRowsJob }), { scheduledTime: SCHEDULED, batchId }, context)).toMatchObject({ published: 3, invalidRows: 5 });
+      expect(
+        await direct(producer(3, { job: badRowsJob }), { scheduledTime: SCHEDULED, batchId }, context),
+      ).toMatchObject({ published: 3, invalidRows: 5 });
       expect(await batchItem(batchId)).toMatchObject({ discovered: 3, invalidRows: 5 });
-      expect((await invalidRowItems(batchId)).map((i) => i.key)).toEqual(['fake:BAD:2026-11-28', 'fake:big:2026-11-28', 'fake:has space:2026-11-28', 'row-two', 'row\\u2028one']);
+      expect((await invalidRowItems(batchId)).map((i) => i.key)).toEqual([
+        'fake:BAD:2026-11-28',
+        'fake:big:2026-11-28',
+        'fake:has space:2026-11-28',
+        'row-two',
+        'row\\u2028one',
+      ]);
     });
 
     it('moves the cursor past a page of nothing but bad rows, and a step from the queue succeeds', async () => {
@@ -395,18 +554,35 @@ describe('Function: createProducer', () => {
       const allBadFirstPage: AnyJob = {
         ...fakeJob,
         async discover(deps, request) {
-          if (request.cursor === undefined) return { operations: [], invalid: [{ key: 'only-row', reason: 'id: must not be empty' }], nextCursor: '0' };
+          if (request.cursor === undefined)
+            return { operations: [], invalid: [{ key: 'only-row', reason: 'id: must not be empty' }], nextCursor: '0' };
           return fakeJob.discover(deps, request);
         },
       };
-      await new DynamoRunStateStore({ tableName: LEDGER_TABLE }).ensure('fake-job', batchId, { businessDate: '2026-11-28', startedAt: NOW.toISOString() });
+      await new DynamoRunStateStore({ tableName: LEDGER_TABLE }).ensure('fake-job', batchId, {
+        businessDate: '2026-11-28',
+        startedAt: NOW.toISOString(),
+      });
 
-      const response = await fromQueue(producer(2, { job: allBadFirstPage }), { kind: 'admission-step', batchId, businessDate: '2026-11-28', step: 0 });
+      const response = await fromQueue(producer(2, { job: allBadFirstPage }), {
+        kind: 'admission-step',
+        batchId,
+        businessDate: '2026-11-28',
+        step: 0,
+      });
 
       expect(response).toEqual({ batchItemFailures: [] });
-      expect(await batchItem(batchId)).toMatchObject({ pages: 2, discovered: 2, published: 2, invalidRows: 1, admission: 'complete' });
+      expect(await batchItem(batchId)).toMatchObject({
+        pages: 2,
+        discovered: 2,
+        published: 2,
+        invalidRows: 1,
+        admission: 'complete',
+      });
       expect(await publishedOperationIds()).toEqual(['fake:item-0:2026-11-28', 'fake:item-1:2026-11-28']);
-      expect((await invalidRowItems(batchId)).map(({ key, reasons }) => ({ key, reasons }))).toEqual([{ key: 'only-row', reasons: ['id: must not be empty'] }]);
+      expect((await invalidRowItems(batchId)).map(({ key, reasons }) => ({ key, reasons }))).toEqual([
+        { key: 'only-row', reasons: ['id: must not be empty'] },
+      ]);
     });
   });
 
@@ -418,7 +594,9 @@ describe('Function: createProducer', () => {
       expect(dueBy).toEqual(['2026-11-29T03:00:00.000Z', '2026-11-29T03:00:00.000Z']);
       // Without an SLO, no deadline is carried.
       await direct(producer(1), { scheduledTime: SCHEDULED, batchId: 'fake-job:2026-11-28:no-slo' });
-      expect((await drainQueue(queueUrl)).map((m) => JSON.parse(m.Body as string))).toEqual([expect.not.objectContaining({ dueBy: expect.anything() })]);
+      expect((await drainQueue(queueUrl)).map((m) => JSON.parse(m.Body as string))).toEqual([
+        expect.not.objectContaining({ dueBy: expect.anything() }),
+      ]);
     });
   });
 
@@ -427,14 +605,30 @@ describe('Function: createProducer', () => {
       const batchId = 'fake-job:2026-11-28:orphans';
       publisher.failNextWorkPublish = true;
       // The first attempt discovered three and published two before it failed (as a kill mid-publish would leave it).
-      await expect(direct(producer(3), { scheduledTime: SCHEDULED, batchId })).rejects.toThrow('failed to publish 1 of 3 messages');
+      await expect(direct(producer(3), { scheduledTime: SCHEDULED, batchId })).rejects.toThrow(
+        'failed to publish 1 of 3 messages',
+      );
       // By the retry, item-2 is no longer eligible (another batch of the date applied it): the page finds two.
-      expect(await direct(producer(2), { scheduledTime: SCHEDULED, batchId })).toMatchObject({ outcome: 'admitted', discovered: 2, finished: true });
+      expect(await direct(producer(2), { scheduledTime: SCHEDULED, batchId })).toMatchObject({
+        outcome: 'admitted',
+        discovered: 2,
+        finished: true,
+      });
       // The run discovered three operations: item-2 is its orphan, resolved by its completion record when read.
-      expect(await batchItem(batchId)).toMatchObject({ discovered: 3, published: 2, pages: 1, orphans: ['fake:item-2:2026-11-28'], admission: 'complete' });
+      expect(await batchItem(batchId)).toMatchObject({
+        discovered: 3,
+        published: 2,
+        pages: 1,
+        orphans: ['fake:item-2:2026-11-28'],
+        admission: 'complete',
+      });
       // Both attempts' pages are kept: the date's audit lists the union.
       const { Items } = await documentClient().send(
-        new QueryCommand({ TableName: LEDGER_TABLE, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `PAGES#fake-job#${batchId}` } }),
+        new QueryCommand({
+          TableName: LEDGER_TABLE,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': `PAGES#fake-job#${batchId}` },
+        }),
       );
       expect((Items ?? []).map((i) => i.count).sort()).toEqual([2, 3]);
     });
@@ -445,11 +639,23 @@ describe('Function: createProducer', () => {
       const batchId = 'fake-job:2026-11-28:paced';
       const summary = await direct(producer(100, { admission: paced }), { scheduledTime: SCHEDULED, batchId });
 
-      expect(summary).toMatchObject({ pages: 2, discovered: 30, published: 30, continued: true, nextStepInSeconds: 5, finished: false });
+      expect(summary).toMatchObject({
+        pages: 2,
+        discovered: 30,
+        published: 30,
+        continued: true,
+        nextStepInSeconds: 5,
+        finished: false,
+      });
       // Pages of 25 then 5: never more than the horizon's 30.
       expect(fakeJobCalls.discover.map((d) => d.pageSize)).toEqual([25, 5]);
       expect(publisher.workDelays()).toEqual([...Array(10).fill(0), ...Array(10).fill(10), ...Array(10).fill(20)]);
-      expect(publisher.steps()).toEqual([{ step: { kind: 'admission-step', batchId, businessDate: '2026-11-28', step: 1, scheduledTime: SCHEDULED }, delaySeconds: 5 }]);
+      expect(publisher.steps()).toEqual([
+        {
+          step: { kind: 'admission-step', batchId, businessDate: '2026-11-28', step: 1, scheduledTime: SCHEDULED },
+          delaySeconds: 5,
+        },
+      ]);
       expect(await batchItem(batchId)).toMatchObject({
         step: 1,
         cursor: '30',
@@ -463,10 +669,14 @@ describe('Function: createProducer', () => {
       });
     });
 
-    it('marks a catch-up\'s messages backfill, all in the one backfill group, keeps the mark in its next step, and a live run does not queue behind them', async () => {
+    it("marks a catch-up's messages backfill, all in the one backfill group, keeps the mark in its next step, and a live run does not queue behind them", async () => {
       const settings = fakeSettings({ concurrencyPerKey: { field: 'id', maxConcurrent: 2 } });
       const catchUp = 'fake-job:2026-11-25:catch-up';
-      await direct(producer(100, { admission: paced, settings }), { businessDate: '2026-11-25', batchId: catchUp, backfill: true });
+      await direct(producer(100, { admission: paced, settings }), {
+        businessDate: '2026-11-25',
+        batchId: catchUp,
+        backfill: true,
+      });
 
       const work = publisher.sent.filter((s) => s.queueUrl === queueUrl).map((s) => s.message);
       expect(work).toHaveLength(30);
@@ -478,19 +688,29 @@ describe('Function: createProducer', () => {
 
       // Tonight's run beside it: the queue holds the catch-up's 30, which the consumers let live work pass.
       publisher = new RecordingPublisher();
-      const live = await direct(producer(100, { admission: paced, settings, queueDepth: async () => 30 }), { scheduledTime: SCHEDULED, batchId: 'fake-job:2026-11-28:beside' });
+      const live = await direct(producer(100, { admission: paced, settings, queueDepth: async () => 30 }), {
+        scheduledTime: SCHEDULED,
+        batchId: 'fake-job:2026-11-28:beside',
+      });
       expect(live.published).toBe(30);
       expect(publisher.workDelays()).toEqual([...Array(10).fill(0), ...Array(10).fill(10), ...Array(10).fill(20)]);
       const liveWork = publisher.sent.filter((s) => s.queueUrl === queueUrl).map((s) => s.message);
       expect(liveWork.every((m) => !('backfill' in (JSON.parse(m.body) as object)))).toBe(true);
       // Live work's tenant is its key (here the resource's id, the job's per-key field).
-      expect(liveWork.map((m) => m.groupId)).toEqual(liveWork.map((m) => (JSON.parse(m.body) as { resource: { id: string } }).resource.id));
+      expect(liveWork.map((m) => m.groupId)).toEqual(
+        liveWork.map((m) => (JSON.parse(m.body) as { resource: { id: string } }).resource.id),
+      );
       // A queue of live work still comes first: 10 more than the catch-up's, and the run admits after them.
       publisher = new RecordingPublisher();
-      await direct(producer(100, { admission: paced, settings, queueDepth: async () => 40 }), { scheduledTime: SCHEDULED, batchId: 'fake-job:2026-11-28:behind' });
+      await direct(producer(100, { admission: paced, settings, queueDepth: async () => 40 }), {
+        scheduledTime: SCHEDULED,
+        batchId: 'fake-job:2026-11-28:behind',
+      });
       expect(publisher.workDelays()).toEqual([...Array(10).fill(10), ...Array(10).fill(20)]);
       // The catch-up's messages settled: no later test's run has them ahead of it.
-      await documentClient().send(new DeleteCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: catchUp } }));
+      await documentClient().send(
+        new DeleteCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: catchUp } }),
+      );
     });
 
     it('shows each group one batching window before its first slot, and plans from the slots', async () => {
@@ -510,7 +730,12 @@ describe('Function: createProducer', () => {
       // 20 messages still queued take 20 s; the run's own last message was planned at +20 s: the next starts at +21 s.
       await fromQueue(handle, { kind: 'admission-step', batchId, businessDate: '2026-11-28', step: 1 });
       expect(publisher.workDelays()).toEqual(Array(9).fill(21));
-      expect(await batchItem(batchId)).toMatchObject({ step: 2, discovered: 39, cursor: '39', plannedUntilMs: NOW_MS + 21_000 });
+      expect(await batchItem(batchId)).toMatchObject({
+        step: 2,
+        discovered: 39,
+        cursor: '39',
+        plannedUntilMs: NOW_MS + 21_000,
+      });
     });
 
     it('admits nothing while the queue holds a horizon of work, and comes back when it has drained, not at once', async () => {
@@ -524,13 +749,25 @@ describe('Function: createProducer', () => {
     });
 
     it('reads the rate, horizon and group from the job settings, and admits without limit when pacing or admission is off', () => {
-      const settings = fakeSettings({ rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1 }, admission: { horizonSeconds: 300, batchSize: 10 } });
-      expect(admissionOptions(settings)).toEqual({ ratePerSecond: 80 / 60, horizonMs: 300_000, groupSize: 10, leadMs: 0 });
+      const settings = fakeSettings({
+        rateLimit: { startsPerInterval: 80, intervalSeconds: 60, burst: 1 },
+        admission: { horizonSeconds: 300, batchSize: 10 },
+      });
+      expect(admissionOptions(settings)).toEqual({
+        ratePerSecond: 80 / 60,
+        horizonMs: 300_000,
+        groupSize: 10,
+        leadMs: 0,
+      });
       // A batch of 50 at 80/min spans 37 s, past the 10 s short wait: groups of 13 (10 s of slots). A group is shown
       // one batching window early (the event source waits that long for a batch it cannot fill, or that its pollers
       // split), but never so early that its last slot falls past the short wait: 13 slots span 9 s of the 10.
-      expect(admissionOptions({ ...settings, admission: { horizonSeconds: 300, batchSize: 50, batchingWindowSeconds: 2 } })).toMatchObject({ groupSize: 13, leadMs: 1000 });
-      expect(admissionOptions({ ...settings, admission: { horizonSeconds: 300, batchSize: 10, batchingWindowSeconds: 1 } })).toMatchObject({ groupSize: 10, leadMs: 1000 });
+      expect(
+        admissionOptions({ ...settings, admission: { horizonSeconds: 300, batchSize: 50, batchingWindowSeconds: 2 } }),
+      ).toMatchObject({ groupSize: 13, leadMs: 1000 });
+      expect(
+        admissionOptions({ ...settings, admission: { horizonSeconds: 300, batchSize: 10, batchingWindowSeconds: 1 } }),
+      ).toMatchObject({ groupSize: 10, leadMs: 1000 });
       expect(admissionOptions({ ...settings, admission: undefined }).ratePerSecond).toBeUndefined();
       expect(admissionOptions({ ...settings, pacing: { enabled: false } }).ratePerSecond).toBeUndefined();
     });
@@ -549,8 +786,14 @@ describe('Function: createProducer', () => {
         return { ...page, operations: page.operations.filter((o) => !completed.has(o.operationId)) };
       },
     } as AnyJob;
-    const runProducer = (items: number, overrides: Partial<ProducerOptions> = {}) => producer(items, { job: indexedJob, admission: paced, now: () => new Date(clock), ...overrides });
-    const workOf = (batchId: string) => publisher.sent.filter((s) => s.queueUrl === queueUrl && (JSON.parse(s.message.body) as { batchId: string }).batchId === batchId).map((s) => s.message.operationId);
+    const runProducer = (items: number, overrides: Partial<ProducerOptions> = {}) =>
+      producer(items, { job: indexedJob, admission: paced, now: () => new Date(clock), ...overrides });
+    const workOf = (batchId: string) =>
+      publisher.sent
+        .filter(
+          (s) => s.queueUrl === queueUrl && (JSON.parse(s.message.body) as { batchId: string }).batchId === batchId,
+        )
+        .map((s) => s.message.operationId);
     const stepsOf = (batchId: string) => publisher.steps().filter((s) => s.step.batchId === batchId);
     const item = async (batchId: string) => (await batchItem(batchId)) as Record<string, unknown>;
 
@@ -562,20 +805,47 @@ describe('Function: createProducer', () => {
     it('holds a re-run of the date while the first run is admitting and until its last slots have passed, then admits only what is not completed', async () => {
       const info = jest.spyOn(logger, 'info');
       // The first run admits 30 of 40 (one horizon at 1/s) and comes back in 5 s.
-      expect(await direct(runProducer(40), { scheduledTime: SCHEDULED })).toMatchObject({ batchId: BATCH, outcome: 'admitted', published: 30, continued: true, nextStepInSeconds: 5 });
+      expect(await direct(runProducer(40), { scheduledTime: SCHEDULED })).toMatchObject({
+        batchId: BATCH,
+        outcome: 'admitted',
+        published: 30,
+        continued: true,
+        nextStepInSeconds: 5,
+      });
 
       // The re-run, 2 s later: it admits nothing and comes back when the first run's next step is due (at +5 s, but at
       // least 5 s from now).
       clock = NOW_MS + 2_000;
       const rerun = await direct(runProducer(40), { businessDate: '2026-11-28', batchId: RERUN });
-      expect(rerun).toMatchObject({ outcome: 'waiting', pages: 0, discovered: 0, published: 0, continued: true, nextStepInSeconds: 5 });
+      expect(rerun).toMatchObject({
+        outcome: 'waiting',
+        pages: 0,
+        discovered: 0,
+        published: 0,
+        continued: true,
+        nextStepInSeconds: 5,
+      });
       expect(fakeJobCalls.discover.filter((d) => d.cursor === undefined)).toHaveLength(1);
       expect(workOf(RERUN)).toEqual([]);
-      expect(stepsOf(RERUN)).toEqual([{ step: { kind: 'admission-step', batchId: RERUN, businessDate: '2026-11-28', step: 1 }, delaySeconds: 5 }]);
-      expect(info).toHaveBeenCalledWith('admission waits for an earlier run of the business date', { step: 0, earlierBatchId: BATCH, earlierRun: 'admitting', delaySeconds: 5 });
+      expect(stepsOf(RERUN)).toEqual([
+        { step: { kind: 'admission-step', batchId: RERUN, businessDate: '2026-11-28', step: 1 }, delaySeconds: 5 },
+      ]);
+      expect(info).toHaveBeenCalledWith('admission waits for an earlier run of the business date', {
+        step: 0,
+        earlierBatchId: BATCH,
+        earlierRun: 'admitting',
+        delaySeconds: 5,
+      });
       // The waiting run is admitting, its next step ahead: neither ops status nor the chaos harness takes it for stalled.
       const waiting = await item(RERUN);
-      expect(waiting).toMatchObject({ admission: 'admitting', step: 1, pages: 0, nextStepAt: new Date(clock + 5_000).toISOString(), waitingFor: BATCH, continuationSent: 1 });
+      expect(waiting).toMatchObject({
+        admission: 'admitting',
+        step: 1,
+        pages: 0,
+        nextStepAt: new Date(clock + 5_000).toISOString(),
+        waitingFor: BATCH,
+        continuationSent: 1,
+      });
       expect(stalledSince(waiting, clock, 1_000)).toBeUndefined();
       expect(stoppedChains([waiting as unknown as RunLedgerItem], clock + 4_000, 1_000)).toEqual([]);
 
@@ -583,14 +853,25 @@ describe('Function: createProducer', () => {
       for (let i = 0; i < 30; i++) completed.add(`fake:item-${i}:2026-11-28`);
       clock = NOW_MS + 5_000;
       await fromQueue(runProducer(40), stepsOf(BATCH)[0].step);
-      expect(await item(BATCH)).toMatchObject({ admission: 'complete', discovered: 40, plannedUntilMs: NOW_MS + 21_000 });
+      expect(await item(BATCH)).toMatchObject({
+        admission: 'complete',
+        discovered: 40,
+        plannedUntilMs: NOW_MS + 21_000,
+      });
 
       // The re-run's step 1 (+7 s): the first run admits no more, but its last 10 are still queued ahead of their
       // slots (the last group starts from +21 s to +31 s): discovery would find them all. It waits for them.
       clock = NOW_MS + 7_000;
       await fromQueue(runProducer(40), stepsOf(RERUN)[0].step);
       expect(stepsOf(RERUN)[1]).toEqual({ step: expect.objectContaining({ step: 2 }), delaySeconds: 24 });
-      expect(info).toHaveBeenCalledWith('admission waits for an earlier run of the business date', expect.objectContaining({ step: 1, earlierBatchId: BATCH, earlierRun: 'admission ended, its last slots still ahead' }));
+      expect(info).toHaveBeenCalledWith(
+        'admission waits for an earlier run of the business date',
+        expect.objectContaining({
+          step: 1,
+          earlierBatchId: BATCH,
+          earlierRun: 'admission ended, its last slots still ahead',
+        }),
+      );
       expect(workOf(RERUN)).toEqual([]);
 
       // By +31 s all but one have completed (item-39 failed and is being retried): the re-run admits that one alone.
@@ -610,31 +891,61 @@ describe('Function: createProducer', () => {
       // The scheduled run admitted its first 30; its step 1 (due at +5 s) was lost to the producer DLQ.
       await direct(runProducer(100), { scheduledTime: SCHEDULED });
       // An earlier run at the page limit, and one that finished long ago: neither admits again.
-      await store.ensure('fake-job', 'fake-job:2026-11-28:capped', { businessDate: '2026-11-28', startedAt: new Date(NOW_MS - 60_000).toISOString() });
+      await store.ensure('fake-job', 'fake-job:2026-11-28:capped', {
+        businessDate: '2026-11-28',
+        startedAt: new Date(NOW_MS - 60_000).toISOString(),
+      });
       await documentClient().send(
-        new UpdateCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: 'fake-job:2026-11-28:capped' }, UpdateExpression: 'SET admission = :a, plannedUntilMs = :p', ExpressionAttributeValues: { ':a': 'page-limit', ':p': NOW_MS - 30_000 } }),
+        new UpdateCommand({
+          TableName: LEDGER_TABLE,
+          Key: { pk: 'BATCH#fake-job', sk: 'fake-job:2026-11-28:capped' },
+          UpdateExpression: 'SET admission = :a, plannedUntilMs = :p',
+          ExpressionAttributeValues: { ':a': 'page-limit', ':p': NOW_MS - 30_000 },
+        }),
       );
-      await store.ensure('fake-job', 'fake-job:2026-11-28:done', { businessDate: '2026-11-28', startedAt: new Date(NOW_MS - 120_000).toISOString() });
+      await store.ensure('fake-job', 'fake-job:2026-11-28:done', {
+        businessDate: '2026-11-28',
+        startedAt: new Date(NOW_MS - 120_000).toISOString(),
+      });
       await documentClient().send(
-        new UpdateCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: 'fake-job:2026-11-28:done' }, UpdateExpression: 'SET admission = :a', ExpressionAttributeValues: { ':a': 'complete' } }),
+        new UpdateCommand({
+          TableName: LEDGER_TABLE,
+          Key: { pk: 'BATCH#fake-job', sk: 'fake-job:2026-11-28:done' },
+          UpdateExpression: 'SET admission = :a',
+          ExpressionAttributeValues: { ':a': 'complete' },
+        }),
       );
 
       // Within its redelivery (the producer's timeout and the queue's visibility margin), the first run may still go
       // on: a re-run 2 minutes past its due step waits ...
       clock = NOW_MS + 5_000 + 120_000;
-      expect(await direct(runProducer(100), { businessDate: '2026-11-28', batchId: RERUN })).toMatchObject({ outcome: 'waiting', published: 0 });
+      expect(await direct(runProducer(100), { businessDate: '2026-11-28', batchId: RERUN })).toMatchObject({
+        outcome: 'waiting',
+        published: 0,
+      });
       await clearRun(RERUN);
 
       // ... but the operator's re-run, once the alarm has named the stalled run, admits at once.
       clock = NOW_MS + 5_000 + 15 * 60_000;
-      expect(stalledSince((await item(BATCH)) as { admission?: string; nextStepAt?: string }, clock, 60_000)).toBe(new Date(NOW_MS + 5_000).toISOString());
-      expect(await direct(runProducer(100), { businessDate: '2026-11-28', batchId: RERUN })).toMatchObject({ outcome: 'admitted', published: 30 });
+      expect(stalledSince((await item(BATCH)) as { admission?: string; nextStepAt?: string }, clock, 60_000)).toBe(
+        new Date(NOW_MS + 5_000).toISOString(),
+      );
+      expect(await direct(runProducer(100), { businessDate: '2026-11-28', batchId: RERUN })).toMatchObject({
+        outcome: 'admitted',
+        published: 30,
+      });
       expect(await item(RERUN)).not.toHaveProperty('waitingFor');
 
       // The stalled run, continued later (ops continue), is the earlier one: it does not wait for the re-run either.
       clock += 1_000;
       publisher.sent.length = 0;
-      await fromQueue(runProducer(100), { kind: 'admission-step', batchId: BATCH, businessDate: '2026-11-28', step: 1, scheduledTime: SCHEDULED });
+      await fromQueue(runProducer(100), {
+        kind: 'admission-step',
+        batchId: BATCH,
+        businessDate: '2026-11-28',
+        step: 1,
+        scheduledTime: SCHEDULED,
+      });
       expect(workOf(BATCH).length).toBeGreaterThan(0);
     });
 
@@ -642,9 +953,15 @@ describe('Function: createProducer', () => {
       const store = new DynamoRunStateStore({ tableName: LEDGER_TABLE });
       const [a, b] = ['fake-job:2026-11-28:a', 'fake-job:2026-11-28:b'];
       // Started at the same instant (both start facts written), their first steps at once.
-      for (const batchId of [b, a]) await store.ensure('fake-job', batchId, { businessDate: '2026-11-28', startedAt: NOW.toISOString() });
-      const summaries = await Promise.all([b, a].map((batchId) => direct(runProducer(100), { businessDate: '2026-11-28', batchId })));
-      expect(summaries.map((s) => [s.batchId, s.outcome])).toEqual([[b, 'waiting'], [a, 'admitted']]);
+      for (const batchId of [b, a])
+        await store.ensure('fake-job', batchId, { businessDate: '2026-11-28', startedAt: NOW.toISOString() });
+      const summaries = await Promise.all(
+        [b, a].map((batchId) => direct(runProducer(100), { businessDate: '2026-11-28', batchId })),
+      );
+      expect(summaries.map((s) => [s.batchId, s.outcome])).toEqual([
+        [b, 'waiting'],
+        [a, 'admitted'],
+      ]);
       expect(await item(b)).toMatchObject({ waitingFor: a });
       // However often they meet, the same one goes first.
       clock = NOW_MS + 5_000;
@@ -658,9 +975,15 @@ describe('Function: createProducer', () => {
       publisher.sent.length = 0;
       clock = NOW_MS;
       const catchUp = 'fake-job:2026-11-28:catch-up';
-      expect(await direct(runProducer(100), { businessDate: '2026-11-28', batchId: catchUp, backfill: true })).toMatchObject({ outcome: 'admitted', published: 30 });
+      expect(
+        await direct(runProducer(100), { businessDate: '2026-11-28', batchId: catchUp, backfill: true }),
+      ).toMatchObject({ outcome: 'admitted', published: 30 });
       clock = NOW_MS + 2_000;
-      expect(await direct(runProducer(100), { scheduledTime: SCHEDULED })).toMatchObject({ batchId: BATCH, outcome: 'admitted', published: 30 });
+      expect(await direct(runProducer(100), { scheduledTime: SCHEDULED })).toMatchObject({
+        batchId: BATCH,
+        outcome: 'admitted',
+        published: 30,
+      });
       // ... and the catch-up's next step waits for it (known backfill from its ledger item, whatever its step carries).
       clock = NOW_MS + 5_000;
       const { backfill: _mark, ...unmarked } = stepsOf(catchUp)[0].step;
@@ -697,7 +1020,12 @@ describe('Function: createProducer', () => {
       await direct(handle, { batchId, businessDate: '2026-11-28' });
       // As if step 0 ended but died before its continuation went out (or was marked sent).
       await documentClient().send(
-        new UpdateCommand({ TableName: LEDGER_TABLE, Key: { pk: 'BATCH#fake-job', sk: batchId }, UpdateExpression: 'SET continuationSent = :n', ExpressionAttributeValues: { ':n': 0 } }),
+        new UpdateCommand({
+          TableName: LEDGER_TABLE,
+          Key: { pk: 'BATCH#fake-job', sk: batchId },
+          UpdateExpression: 'SET continuationSent = :n',
+          ExpressionAttributeValues: { ':n': 0 },
+        }),
       );
       publisher.sent.length = 0;
 
@@ -711,7 +1039,10 @@ describe('Function: createProducer', () => {
     it('leaves a held step to its holder: a duplicate from the queue does nothing, a direct one leaves a takeover step for when the lease ends', async () => {
       const handle = producer(100, { admission: paced });
       // A first delivery of the schedule holds step 0's lease for 40 s (it is still publishing, or it died).
-      await new DynamoRunStateStore({ tableName: LEDGER_TABLE }).ensure('fake-job', batchId, { businessDate: '2026-11-28', startedAt: NOW.toISOString() });
+      await new DynamoRunStateStore({ tableName: LEDGER_TABLE }).ensure('fake-job', batchId, {
+        businessDate: '2026-11-28',
+        startedAt: NOW.toISOString(),
+      });
       await documentClient().send(
         new UpdateCommand({
           TableName: LEDGER_TABLE,
@@ -726,7 +1057,9 @@ describe('Function: createProducer', () => {
 
       const second = await direct(handle, { batchId, businessDate: '2026-11-28' });
       expect(second).toMatchObject({ outcome: 'in-progress', published: 0, continued: true, nextStepInSeconds: 41 });
-      expect(publisher.steps()).toEqual([{ step: { kind: 'admission-step', batchId, businessDate: '2026-11-28', step: 0 }, delaySeconds: 41 }]);
+      expect(publisher.steps()).toEqual([
+        { step: { kind: 'admission-step', batchId, businessDate: '2026-11-28', step: 0 }, delaySeconds: 41 },
+      ]);
 
       // The takeover step, once the lease has expired, admits the run as if nothing had happened.
       const later = producer(100, { admission: paced, now: () => new Date(NOW_MS + 41_000) });
@@ -742,7 +1075,10 @@ describe('Function: createProducer', () => {
       const handle = producer(55);
       const event = { scheduledTime: SCHEDULED, batchId };
       const requestId = lambdaContext().awsRequestId;
-      const summaries = await Promise.all([direct(handle, event, { ...lambdaContext(), awsRequestId: requestId }), direct(handle, event, { ...lambdaContext(), awsRequestId: requestId })]);
+      const summaries = await Promise.all([
+        direct(handle, event, { ...lambdaContext(), awsRequestId: requestId }),
+        direct(handle, event, { ...lambdaContext(), awsRequestId: requestId }),
+      ]);
 
       const admitted = summaries.filter((s) => s.outcome === 'admitted');
       expect(admitted).toEqual([expect.objectContaining({ pages: 3, discovered: 55, published: 55, finished: true })]);
@@ -754,7 +1090,13 @@ describe('Function: createProducer', () => {
       expect(ids).toHaveLength(55);
       expect(new Set(ids).size).toBe(55);
       expect(fakeJobCalls.discover).toHaveLength(3);
-      expect(await batchItem(batchId)).toMatchObject({ step: 1, pages: 3, discovered: 55, published: 55, admission: 'complete' });
+      expect(await batchItem(batchId)).toMatchObject({
+        step: 1,
+        pages: 3,
+        discovered: 55,
+        published: 55,
+        admission: 'complete',
+      });
       expect(await batchItem(batchId)).not.toHaveProperty('leaseOwner');
 
       // A takeover step the other copy left finds the run past step 0 and does nothing.
@@ -784,54 +1126,90 @@ describe('Function: createProducer', () => {
       jest.spyOn(runState, 'release').mockRejectedValue(new Error('ledger unavailable'));
       const warn = jest.spyOn(logger, 'warn');
       publisher.failNextWorkPublish = true;
-      await expect(direct(producer(3, { runState }), { batchId, businessDate: '2026-11-28' })).rejects.toThrow('failed to publish 1 of 3 messages');
-      expect(warn).toHaveBeenCalledWith('could not release the admission lease of a failed step; it expires at the deadline', { step: 0, error: new Error('ledger unavailable') });
+      await expect(direct(producer(3, { runState }), { batchId, businessDate: '2026-11-28' })).rejects.toThrow(
+        'failed to publish 1 of 3 messages',
+      );
+      expect(warn).toHaveBeenCalledWith(
+        'could not release the admission lease of a failed step; it expires at the deadline',
+        { step: 0, error: new Error('ledger unavailable') },
+      );
       expect(await batchItem(batchId)).toMatchObject({ leaseUntilMs: NOW_MS + 60_000 });
     });
 
     it.each([
-      ['this invocation\'s form', (requestId: string) => `${requestId}/7d1c8f5e-0b7a-4a47-9a43-3f8f6d0c2b11`],
+      ["this invocation's form", (requestId: string) => `${requestId}/7d1c8f5e-0b7a-4a47-9a43-3f8f6d0c2b11`],
       ['the request ID alone, as an earlier producer wrote it', (requestId: string) => requestId],
-    ])('leaves a step leased by a crashed invocation (owner in %s) to expire, even for the retry with its request ID', async (_form, ownerOf) => {
-      // The first delivery of the schedule took step 0 and died (killed, timed out) without releasing it.
-      const context = lambdaContext();
-      await new DynamoRunStateStore({ tableName: LEDGER_TABLE }).ensure('fake-job', batchId, { businessDate: '2026-11-28', startedAt: NOW.toISOString() });
-      await documentClient().send(
-        new UpdateCommand({
-          TableName: LEDGER_TABLE,
-          Key: { pk: 'BATCH#fake-job', sk: batchId },
-          UpdateExpression: 'SET leaseOwner = :o, leaseUntilMs = :u',
-          ExpressionAttributeValues: { ':o': ownerOf(context.awsRequestId), ':u': NOW_MS + 40_000 },
-        }),
-      );
+    ])(
+      'leaves a step leased by a crashed invocation (owner in %s) to expire, even for the retry with its request ID',
+      async (_form, ownerOf) => {
+        // The first delivery of the schedule took step 0 and died (killed, timed out) without releasing it.
+        const context = lambdaContext();
+        await new DynamoRunStateStore({ tableName: LEDGER_TABLE }).ensure('fake-job', batchId, {
+          businessDate: '2026-11-28',
+          startedAt: NOW.toISOString(),
+        });
+        await documentClient().send(
+          new UpdateCommand({
+            TableName: LEDGER_TABLE,
+            Key: { pk: 'BATCH#fake-job', sk: batchId },
+            UpdateExpression: 'SET leaseOwner = :o, leaseUntilMs = :u',
+            ExpressionAttributeValues: { ':o': ownerOf(context.awsRequestId), ':u': NOW_MS + 40_000 },
+          }),
+        );
 
-      // Lambda's retry, with the same request ID, cannot tell it from a live duplicate: it leaves a takeover step.
-      const retry = await direct(producer(100, { admission: paced }), { batchId, businessDate: '2026-11-28' }, context);
-      expect(retry).toMatchObject({ outcome: 'in-progress', published: 0, continued: true, nextStepInSeconds: 41 });
-      expect(publisher.workDelays()).toEqual([]);
-      expect(await batchItem(batchId)).toMatchObject({ leaseOwner: ownerOf(context.awsRequestId), leaseUntilMs: NOW_MS + 40_000, pages: 0 });
+        // Lambda's retry, with the same request ID, cannot tell it from a live duplicate: it leaves a takeover step.
+        const retry = await direct(
+          producer(100, { admission: paced }),
+          { batchId, businessDate: '2026-11-28' },
+          context,
+        );
+        expect(retry).toMatchObject({ outcome: 'in-progress', published: 0, continued: true, nextStepInSeconds: 41 });
+        expect(publisher.workDelays()).toEqual([]);
+        expect(await batchItem(batchId)).toMatchObject({
+          leaseOwner: ownerOf(context.awsRequestId),
+          leaseUntilMs: NOW_MS + 40_000,
+          pages: 0,
+        });
 
-      // Once the lease has expired, the same request ID takes the step over.
-      const later = producer(100, { admission: paced, now: () => new Date(NOW_MS + 40_001) });
-      expect(await direct(later, { batchId, businessDate: '2026-11-28' }, context)).toMatchObject({ outcome: 'admitted', discovered: 30 });
-      expect(await batchItem(batchId)).toMatchObject({ step: 1, discovered: 30 });
-    });
+        // Once the lease has expired, the same request ID takes the step over.
+        const later = producer(100, { admission: paced, now: () => new Date(NOW_MS + 40_001) });
+        expect(await direct(later, { batchId, businessDate: '2026-11-28' }, context)).toMatchObject({
+          outcome: 'admitted',
+          discovered: 30,
+        });
+        expect(await batchItem(batchId)).toMatchObject({ step: 1, discovered: 30 });
+      },
+    );
 
     it('fails an invalid step record so SQS retries it and then dead-letters it, naming the problem', async () => {
       const error = jest.spyOn(logger, 'error');
-      const response = await producer(1)(sqsEvent(sqsRecord('{"kind":"admission-step","batchId":"b","step":-1}', { messageId: 'm-1' })), lambdaContext());
+      const response = await producer(1)(
+        sqsEvent(sqsRecord('{"kind":"admission-step","batchId":"b","step":-1}', { messageId: 'm-1' })),
+        lambdaContext(),
+      );
       expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-1' }] });
       expect(error).toHaveBeenCalledWith('admission step failed; SQS retries it, then moves it to the producer DLQ', {
         messageId: 'm-1',
-        error: new ProducerEventError('invalid admission step: businessDate: Invalid input: expected string, received undefined; step: Too small: expected number to be >=0', []),
+        error: new ProducerEventError(
+          'invalid admission step: businessDate: Invalid input: expected string, received undefined; step: Too small: expected number to be >=0',
+          [],
+        ),
       });
     });
 
-    it('fails a step of a business date after the job\'s latest, naming it, so it is dead-lettered, never admitted', async () => {
+    it("fails a step of a business date after the job's latest, naming it, so it is dead-lettered, never admitted", async () => {
       const error = jest.spyOn(logger, 'error');
-      const future = { kind: 'admission-step', batchId: 'fake-job:2027-12-04:manual-1', businessDate: '2027-12-04', step: 0 };
+      const future = {
+        kind: 'admission-step',
+        batchId: 'fake-job:2027-12-04:manual-1',
+        businessDate: '2027-12-04',
+        step: 0,
+      };
 
-      const response = await producer(3)(sqsEvent(sqsRecord(JSON.stringify(future), { messageId: 'm-3' })), lambdaContext());
+      const response = await producer(3)(
+        sqsEvent(sqsRecord(JSON.stringify(future), { messageId: 'm-3' })),
+        lambdaContext(),
+      );
 
       expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-3' }] });
       expect(error).toHaveBeenCalledWith('admission step failed; SQS retries it, then moves it to the producer DLQ', {
@@ -846,7 +1224,10 @@ describe('Function: createProducer', () => {
     });
 
     it('fails a step whose run has no state, so the gap is dead-lettered and alarmed rather than lost', async () => {
-      const response = (await producer(1)(sqsEvent(sqsRecord(JSON.stringify({ ...step1, batchId: 'fake-job:2026-11-28:unknown' }), { messageId: 'm-2' })), lambdaContext())) as SQSBatchResponse;
+      const response = (await producer(1)(
+        sqsEvent(sqsRecord(JSON.stringify({ ...step1, batchId: 'fake-job:2026-11-28:unknown' }), { messageId: 'm-2' })),
+        lambdaContext(),
+      )) as SQSBatchResponse;
       expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'm-2' }] });
     });
   });
@@ -865,15 +1246,30 @@ describe('Function: handler', () => {
 });
 
 describe('Function: producerOptionsFromEnv', () => {
-  const base = { JOB_NAME: 'fake-job', JOB_SETTINGS: JSON.stringify(fakeSettings({ settings: { items: 4 } })), QUEUE_URL: 'http://queue', ADMISSION_QUEUE_URL: 'http://admission', LEDGER_TABLE_NAME: 'ledger' };
+  const base = {
+    JOB_NAME: 'fake-job',
+    JOB_SETTINGS: JSON.stringify(fakeSettings({ settings: { items: 4 } })),
+    QUEUE_URL: 'http://queue',
+    ADMISSION_QUEUE_URL: 'http://admission',
+    LEDGER_TABLE_NAME: 'ledger',
+  };
 
   it('builds the producer options from the environment and the job', () => {
     const options = producerOptionsFromEnv({ ...base, MAX_MESSAGE_BYTES: '2048' }, () => ({ job: fakeJob }));
-    expect(options).toMatchObject({ job: fakeJob, jobDeps: { items: 4 }, queueUrl: 'http://queue', admissionQueueUrl: 'http://admission', maxMessageBytes: 2048, settings: { pageSize: 25 } });
+    expect(options).toMatchObject({
+      job: fakeJob,
+      jobDeps: { items: 4 },
+      queueUrl: 'http://queue',
+      admissionQueueUrl: 'http://admission',
+      maxMessageBytes: 2048,
+      settings: { pageSize: 25 },
+    });
   });
 
   it('names the missing admission queue', () => {
     const { ADMISSION_QUEUE_URL: _omit, ...env } = base;
-    expect(() => producerOptionsFromEnv(env, () => ({ job: fakeJob }))).toThrow('environment variable ADMISSION_QUEUE_URL is not set');
+    expect(() => producerOptionsFromEnv(env, () => ({ job: fakeJob }))).toThrow(
+      'environment variable ADMISSION_QUEUE_URL is not set',
+    );
   });
 });

@@ -16,8 +16,12 @@ describe('Class: CredentialDirectory', () => {
 
     it('throws on a session name STS would refuse, and on an ARN that is no role', () => {
       const directory = new CredentialDirectory();
-      expect(() => directory.forRole(roleArn('r'), 'has space')).toThrow('session name "has space" is not valid for STS (2 to 64 of [A-Za-z0-9_+=,.@-])');
-      expect(() => directory.forRole('arn:aws:iam::000000000000:user/u', 'fn')).toThrow('arn:aws:iam::000000000000:user/u is not an IAM role ARN (arn:aws:iam::<account>:role/<name>)');
+      expect(() => directory.forRole(roleArn('r'), 'has space')).toThrow(
+        'session name "has space" is not valid for STS (2 to 64 of [A-Za-z0-9_+=,.@-])',
+      );
+      expect(() => directory.forRole('arn:aws:iam::000000000000:user/u', 'fn')).toThrow(
+        'arn:aws:iam::000000000000:user/u is not an IAM role ARN (arn:aws:iam::<account>:role/<name>)',
+      );
     });
   });
 

@@ -1,6 +1,12 @@
 // Small hand-written plans for the IAM tests: roles with identity policies and resource policies, as local/plan.ts
 // plans them from a template (every ARN resolved).
-import { emptyPlan, type PlannedIam, type PlannedRole, type PolicyStatement, type StackPlan } from '../../../local/plan';
+import {
+  emptyPlan,
+  type PlannedIam,
+  type PlannedRole,
+  type PolicyStatement,
+  type StackPlan,
+} from '../../../local/plan';
 
 export const ACCOUNT = '000000000000';
 export const REGION = 'us-east-1';
@@ -16,7 +22,9 @@ export function role(name: string, statements: PolicyStatement[], extra: Partial
     logicalId: name,
     name,
     arn: roleArn(name),
-    policies: statements.length ? [{ name: `${name}DefaultPolicy`, document: { Version: '2012-10-17', Statement: statements } }] : [],
+    policies: statements.length
+      ? [{ name: `${name}DefaultPolicy`, document: { Version: '2012-10-17', Statement: statements } }]
+      : [],
     externalManagedPolicyArns: [],
     ...extra,
   };
@@ -24,7 +32,13 @@ export function role(name: string, statements: PolicyStatement[], extra: Partial
 
 /** The statement CDK's enforceSSL puts on every queue and bucket. */
 export function enforceSsl(service: 'sqs' | 's3', resource: string | string[]): PolicyStatement {
-  return { Action: `${service}:*`, Condition: { Bool: { 'aws:SecureTransport': 'false' } }, Effect: 'Deny', Principal: { AWS: '*' }, Resource: resource };
+  return {
+    Action: `${service}:*`,
+    Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+    Effect: 'Deny',
+    Principal: { AWS: '*' },
+    Resource: resource,
+  };
 }
 
 export function plan(iam: PlannedIam, extra: Partial<StackPlan> = {}): StackPlan {

@@ -6,10 +6,16 @@ import { ConfirmationError, MappingStateError } from '../../../ops/errors';
 import type { OpsIo } from '../../../ops/io';
 import type { StackResources } from '../../../ops/resources';
 import { holdsFor, waitFor } from '../../../local/waitFor';
-import { OpsFixture, startOpsFixture, TARGET } from '../fixture';
+import { type OpsFixture, startOpsFixture, TARGET } from '../fixture';
 
 /** A run's next step, as the producer sends it to the admission queue. */
-const keptStep = { kind: 'admission-step', batchId: 'alpha:2026-11-01:20261101T010000Z', businessDate: '2026-11-01', step: 3, scheduledTime: '2026-11-01T01:00:00Z' };
+const keptStep = {
+  kind: 'admission-step',
+  batchId: 'alpha:2026-11-01:20261101T010000Z',
+  businessDate: '2026-11-01',
+  step: 3,
+  scheduledTime: '2026-11-01T01:00:00Z',
+};
 
 describe('Function: admission (ops pause / ops resume)', () => {
   let f: OpsFixture;
@@ -70,7 +76,9 @@ describe('Function: admission (ops pause / ops resume)', () => {
 
       expect(out.code).toBe(1);
       expect(f.prompts.at(-1)).toBe(`pause alpha (3 changes) on ${TARGET}? [y/N] `);
-      expect(out.stderr).toBe(`error: not confirmed: did not pause alpha (3 changes) on ${TARGET}; nothing was changed\n`);
+      expect(out.stderr).toBe(
+        `error: not confirmed: did not pause alpha (3 changes) on ${TARGET}; nothing was changed\n`,
+      );
       expect(scheduleState('alpha-schedule')).toBe('ENABLED');
     });
 
@@ -108,7 +116,10 @@ describe('Function: admission (ops pause / ops resume)', () => {
       // `ops status` then shows alpha paused and beta running, switch by switch.
       const status = await f.run(['status', '--json']);
       expect(status.json<StatusResult>().jobs.map((j) => [j.job, j.admission])).toEqual([
-        ['alpha', { schedule: 'DISABLED', admissionMapping: 'Disabled', consumerMapping: 'Disabled', summary: 'paused' }],
+        [
+          'alpha',
+          { schedule: 'DISABLED', admissionMapping: 'Disabled', consumerMapping: 'Disabled', summary: 'paused' },
+        ],
         ['beta', { schedule: 'ENABLED', admissionMapping: 'Enabled', consumerMapping: 'Enabled', summary: 'running' }],
       ]);
       // UpdateSchedule replaces the definition: the rest of it survives the state change.
@@ -122,14 +133,20 @@ describe('Function: admission (ops pause / ops resume)', () => {
     });
 
     it('keeps messages and the next admission step queued while paused', async () => {
-      await f.sqs.send(new SendMessageCommand({ QueueUrl: f.jobs.alpha.queueUrl, MessageBody: '{"operationId":"kept"}' }));
-      await f.sqs.send(new SendMessageCommand({ QueueUrl: f.jobs.alpha.admissionQueueUrl, MessageBody: JSON.stringify(keptStep) }));
+      await f.sqs.send(
+        new SendMessageCommand({ QueueUrl: f.jobs.alpha.queueUrl, MessageBody: '{"operationId":"kept"}' }),
+      );
+      await f.sqs.send(
+        new SendMessageCommand({ QueueUrl: f.jobs.alpha.admissionQueueUrl, MessageBody: JSON.stringify(keptStep) }),
+      );
       // The wait is the claim: for longer than the mappings' idle poll interval, where a running poller would have
       // taken them, both stay queued and nothing reaches the producer.
       await holdsFor(
         "alpha's work and admission queues to keep their messages while paused",
         async () =>
-          (await f.depth(f.jobs.alpha.queueUrl)).visible === 1 && (await f.depth(f.jobs.alpha.admissionQueueUrl)).visible === 1 && f.admissionDeliveries.length === 0,
+          (await f.depth(f.jobs.alpha.queueUrl)).visible === 1 &&
+          (await f.depth(f.jobs.alpha.admissionQueueUrl)).visible === 1 &&
+          f.admissionDeliveries.length === 0,
         { forMs: 700 },
       );
 
@@ -170,7 +187,9 @@ describe('Function: admission (ops pause / ops resume)', () => {
       expect(f.jobs.alpha.admissionMapping.state).toBe('Enabled');
       expect(f.jobs.alpha.mapping.state).toBe('Enabled');
       // The step that waited through the pause reaches the producer, which goes on from the run's ledger cursor.
-      await waitFor('the kept step delivered to the producer', () => f.admissionDeliveries.length > 0, { timeoutMs: 10_000 });
+      await waitFor('the kept step delivered to the producer', () => f.admissionDeliveries.length > 0, {
+        timeoutMs: 10_000,
+      });
       expect(f.admissionDeliveries).toEqual([{ job: 'alpha', body: keptStep }]);
     });
 
@@ -180,7 +199,10 @@ describe('Function: admission (ops pause / ops resume)', () => {
 
       expect(out.code).toBe(0);
       expect(out.stdout).toMatch(/^resume\n/);
-      const rows = out.stdout.split('\n').filter((l) => l.startsWith('│ ')).map((l) => l.replace(/\s+/g, ' '));
+      const rows = out.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('│ '))
+        .map((l) => l.replace(/\s+/g, ' '));
       expect(rows).toEqual([
         '│ step │ job │ what │ target │ before │ after │',
         '│ 1 │ alpha │ event-source-mapping │ local-alphaMapping │ Disabled │ Enabled │',
@@ -190,7 +212,9 @@ describe('Function: admission (ops pause / ops resume)', () => {
         '│ 5 │ alpha │ schedule │ alpha-schedule │ DISABLED │ ENABLED │',
         '│ 6 │ beta │ schedule │ beta-schedule │ DISABLED │ ENABLED │',
       ]);
-      expect(out.stdout).toMatch(/\neach run admitting goes on from the cursor in its ledger item when its next step comes due \(see `ops status`\)\n$/);
+      expect(out.stdout).toMatch(
+        /\neach run admitting goes on from the cursor in its ledger item when its next step comes due \(see `ops status`\)\n$/,
+      );
       expect(scheduleState('beta-schedule')).toBe('ENABLED');
       expect(f.jobs.beta.admissionMapping.state).toBe('Enabled');
       expect(f.jobs.beta.mapping.state).toBe('Enabled');
@@ -242,7 +266,13 @@ describe('Function: admission against transitional mapping states', () => {
       if (name.endsWith('ScheduleCommand')) schedulerInputs.push([name, command.input]);
       switch (name) {
         case 'GetScheduleCommand':
-          return { Name: 'alpha-schedule', State: 'ENABLED', ScheduleExpression: 'cron(0 2 * * ? *)', FlexibleTimeWindow: { Mode: 'OFF' }, Target: { Arn: 'a', RoleArn: 'r' } };
+          return {
+            Name: 'alpha-schedule',
+            State: 'ENABLED',
+            ScheduleExpression: 'cron(0 2 * * ? *)',
+            FlexibleTimeWindow: { Mode: 'OFF' },
+            Target: { Arn: 'a', RoleArn: 'r' },
+          };
         case 'GetEventSourceMappingCommand': {
           const list = states[command.input.UUID!];
           return { UUID: command.input.UUID, State: list.length > 1 ? list.shift() : list[0] };
@@ -251,7 +281,13 @@ describe('Function: admission against transitional mapping states', () => {
           return {};
       }
     });
-    const clients = { sqs: { send }, dynamo: { send }, lambda: { send }, scheduler: { send }, destroy: () => undefined } as unknown as OpsClients;
+    const clients = {
+      sqs: { send },
+      dynamo: { send },
+      lambda: { send },
+      scheduler: { send },
+      destroy: () => undefined,
+    } as unknown as OpsClients;
     let clock = 0;
     const io: OpsIo = {
       stdout: () => undefined,
@@ -267,19 +303,28 @@ describe('Function: admission against transitional mapping states', () => {
   }
 
   it("addresses the schedule in the job's group on GetSchedule and UpdateSchedule", async () => {
-    const { ctx, schedulerInputs } = context({ 'admission-uuid': ['Enabled', 'Disabled'], 'consumer-uuid': ['Enabled', 'Disabled'] });
+    const { ctx, schedulerInputs } = context({
+      'admission-uuid': ['Enabled', 'Disabled'],
+      'consumer-uuid': ['Enabled', 'Disabled'],
+    });
 
     await admission(ctx, 'pause', { yes: true, mappingPollMs: 1000, mappingTimeoutMs: 10_000 });
 
     // The GetSchedule answer above names no group: the UpdateSchedule's group is the job's own, from the stack outputs.
     expect(schedulerInputs).toEqual([
       ['GetScheduleCommand', { Name: 'alpha-schedule', GroupName: 'paced-jobs-prod' }],
-      ['UpdateScheduleCommand', expect.objectContaining({ Name: 'alpha-schedule', GroupName: 'paced-jobs-prod', State: 'DISABLED' })],
+      [
+        'UpdateScheduleCommand',
+        expect.objectContaining({ Name: 'alpha-schedule', GroupName: 'paced-jobs-prod', State: 'DISABLED' }),
+      ],
     ]);
   });
 
   it('waits until each mapping reports Disabled before the next step', async () => {
-    const { ctx, sent } = context({ 'admission-uuid': ['Enabled', 'Disabling', 'Disabled'], 'consumer-uuid': ['Enabled', 'Disabling', 'Disabling', 'Disabled'] });
+    const { ctx, sent } = context({
+      'admission-uuid': ['Enabled', 'Disabling', 'Disabled'],
+      'consumer-uuid': ['Enabled', 'Disabling', 'Disabling', 'Disabled'],
+    });
 
     const result = await admission(ctx, 'pause', { yes: true, mappingPollMs: 1000, mappingTimeoutMs: 10_000 });
 
@@ -321,15 +366,28 @@ describe('Function: admission against transitional mapping states', () => {
     expect(sent.filter((c) => c.startsWith('Update'))).toEqual([]);
 
     const confirmed = context({ 'admission-uuid': ['Enabled', 'Disabled'], 'consumer-uuid': ['Enabled', 'Disabled'] });
-    await admission({ ...confirmed.ctx, resources: prod }, 'pause', { yes: true, confirm: 'prod', mappingPollMs: 1000, mappingTimeoutMs: 10_000 });
-    expect(confirmed.sent.filter((c) => c.startsWith('Update'))).toEqual(['UpdateScheduleCommand', 'UpdateEventSourceMappingCommand admission-uuid', 'UpdateEventSourceMappingCommand consumer-uuid']);
+    await admission({ ...confirmed.ctx, resources: prod }, 'pause', {
+      yes: true,
+      confirm: 'prod',
+      mappingPollMs: 1000,
+      mappingTimeoutMs: 10_000,
+    });
+    expect(confirmed.sent.filter((c) => c.startsWith('Update'))).toEqual([
+      'UpdateScheduleCommand',
+      'UpdateEventSourceMappingCommand admission-uuid',
+      'UpdateEventSourceMappingCommand consumer-uuid',
+    ]);
   });
 
   it('throws when the admission mapping does not settle in time, before touching the consumer', async () => {
     const { ctx, sent } = context({ 'admission-uuid': ['Enabled', 'Disabling'], 'consumer-uuid': ['Enabled'] });
 
     await expect(admission(ctx, 'pause', { yes: true, mappingPollMs: 1000, mappingTimeoutMs: 3000 })).rejects.toThrow(
-      new MappingStateError('event source mapping admission-uuid is still Disabling after 3000 ms (wanted Disabled); check it and re-run', 'admission-uuid', 'Disabling'),
+      new MappingStateError(
+        'event source mapping admission-uuid is still Disabling after 3000 ms (wanted Disabled); check it and re-run',
+        'admission-uuid',
+        'Disabling',
+      ),
     );
     expect(sent).not.toContain('UpdateEventSourceMappingCommand consumer-uuid');
   });

@@ -4,7 +4,7 @@ import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { admissionStepSchema } from '../../../lambda/core/admissionStep';
 import type { ContinueResult } from '../../../ops/commands/continue';
 import { waitFor } from '../../../local/waitFor';
-import { OpsFixture, startOpsFixture, TARGET } from '../fixture';
+import { type OpsFixture, startOpsFixture, TARGET } from '../fixture';
 
 const STALLED = 'alpha:2026-11-03:20261103T010000Z';
 const CAUGHT_UP = 'alpha:2026-10-30:manual-9f3c';
@@ -21,11 +21,19 @@ describe('Function: continueAdmission (ops continue)', () => {
   const takeSteps = async (): Promise<string[]> => {
     const bodies: string[] = [];
     for (let empty = 0; empty < 2; ) {
-      const { Messages = [] } = await f.sqs.send(new ReceiveMessageCommand({ QueueUrl: f.jobs.alpha.admissionQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
+      const { Messages = [] } = await f.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: f.jobs.alpha.admissionQueueUrl,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 0,
+        }),
+      );
       empty = Messages.length === 0 ? empty + 1 : 0;
       for (const m of Messages) {
         bodies.push(m.Body!);
-        await f.sqs.send(new DeleteMessageCommand({ QueueUrl: f.jobs.alpha.admissionQueueUrl, ReceiptHandle: m.ReceiptHandle }));
+        await f.sqs.send(
+          new DeleteMessageCommand({ QueueUrl: f.jobs.alpha.admissionQueueUrl, ReceiptHandle: m.ReceiptHandle }),
+        );
       }
     }
     return bodies;
@@ -36,25 +44,56 @@ describe('Function: continueAdmission (ops continue)', () => {
     // Run state as the producer writes it (its own adapter), so the CLI's reading is pinned to the writer.
     const runs = new DynamoRunStateStore({ tableName: f.tables.ledger, client: f.dynamo });
     const at = (iso: string) => Date.parse(iso);
-    const step = async (batchId: string, n: number, cursor: string | undefined, end: { status: 'admitting' | 'complete' | 'page-limit'; nextStepAt?: string }) => {
-      await runs.lease('alpha', batchId, n, `owner-${n}`, at('2026-11-01T00:00:00.000Z'), at('2026-11-01T00:15:00.000Z'));
+    const step = async (
+      batchId: string,
+      n: number,
+      cursor: string | undefined,
+      end: { status: 'admitting' | 'complete' | 'page-limit'; nextStepAt?: string },
+    ) => {
+      await runs.lease(
+        'alpha',
+        batchId,
+        n,
+        `owner-${n}`,
+        at('2026-11-01T00:00:00.000Z'),
+        at('2026-11-01T00:15:00.000Z'),
+      );
       await runs.commitPage('alpha', batchId, n, `owner-${n}`, { cursor, discovered: 10, published: 10 });
       await runs.endStep('alpha', batchId, n, `owner-${n}`, end);
     };
-    await runs.ensure('alpha', STALLED, { businessDate: '2026-11-03', scheduledTime: '2026-11-03T01:00:00Z', startedAt: '2026-11-03T01:00:02.000Z', admissionRatePerMinute: 30 });
+    await runs.ensure('alpha', STALLED, {
+      businessDate: '2026-11-03',
+      scheduledTime: '2026-11-03T01:00:00Z',
+      startedAt: '2026-11-03T01:00:02.000Z',
+      admissionRatePerMinute: 30,
+    });
     await step(STALLED, 0, 'page-1', { status: 'admitting', nextStepAt: '2026-11-03T01:05:00.000Z' });
     await step(STALLED, 1, 'page-2', { status: 'admitting', nextStepAt: '2026-11-03T02:40:00.000Z' });
-    await runs.ensure('alpha', CAUGHT_UP, { businessDate: '2026-10-30', startedAt: '2026-11-03T02:50:00.000Z', admissionRatePerMinute: 30 });
+    await runs.ensure('alpha', CAUGHT_UP, {
+      businessDate: '2026-10-30',
+      startedAt: '2026-11-03T02:50:00.000Z',
+      admissionRatePerMinute: 30,
+    });
     await step(CAUGHT_UP, 0, 'page-1', { status: 'admitting', nextStepAt: '2026-11-03T03:04:00.000Z' });
     await runs.ensure('alpha', COMPLETE, { businessDate: '2026-11-02', startedAt: '2026-11-02T01:00:02.000Z' });
     await step(COMPLETE, 0, undefined, { status: 'complete' });
     await runs.ensure('alpha', PAGE_LIMIT, { businessDate: '2026-11-01', startedAt: '2026-11-01T01:00:02.000Z' });
     await step(PAGE_LIMIT, 0, 'page-1', { status: 'page-limit' });
     // A catch-up's run (ops catch-up marks it backfill), stalled at its second step.
-    await runs.ensure('alpha', CATCH_UP, { businessDate: '2026-10-29', startedAt: '2026-11-03T02:00:00.000Z', admissionRatePerMinute: 30, backfill: true });
+    await runs.ensure('alpha', CATCH_UP, {
+      businessDate: '2026-10-29',
+      startedAt: '2026-11-03T02:00:00.000Z',
+      admissionRatePerMinute: 30,
+      backfill: true,
+    });
     await step(CATCH_UP, 0, 'page-1', { status: 'admitting', nextStepAt: '2026-11-03T02:05:00.000Z' });
     // A batch from before admission: counters only.
-    await new DynamoLedger({ tableName: f.tables.ledger, client: f.dynamo }).addToBatch('alpha', LEGACY, { discovered: 2, published: 2 }, { businessDate: '2026-10-31', startedAt: '2026-10-31T01:00:02.000Z' });
+    await new DynamoLedger({ tableName: f.tables.ledger, client: f.dynamo }).addToBatch(
+      'alpha',
+      LEGACY,
+      { discovered: 2, published: 2 },
+      { businessDate: '2026-10-31', startedAt: '2026-10-31T01:00:02.000Z' },
+    );
   });
   afterAll(async () => {
     await f.stop();
@@ -76,7 +115,13 @@ describe('Function: continueAdmission (ops continue)', () => {
       admissionQueueUrl: f.jobs.alpha.admissionQueueUrl,
       admissionMappingState: 'Disabled',
       nextStepAt: '2026-11-03T02:40:00.000Z',
-      message: { kind: 'admission-step', batchId: STALLED, businessDate: '2026-11-03', step: 2, scheduledTime: '2026-11-03T01:00:00Z' },
+      message: {
+        kind: 'admission-step',
+        batchId: STALLED,
+        businessDate: '2026-11-03',
+        step: 2,
+        scheduledTime: '2026-11-03T01:00:00Z',
+      },
       sent: false,
     });
     expect(await takeSteps()).toEqual([]);
@@ -86,7 +131,13 @@ describe('Function: continueAdmission (ops continue)', () => {
     const out = await f.run(['continue', '--job', 'alpha', '--batch', CATCH_UP, '--dry-run', '--json'], { now: NOW });
 
     expect(out.code).toBe(0);
-    expect(out.json<ContinueResult>().message).toEqual({ kind: 'admission-step', batchId: CATCH_UP, businessDate: '2026-10-29', step: 1, backfill: true });
+    expect(out.json<ContinueResult>().message).toEqual({
+      kind: 'admission-step',
+      batchId: CATCH_UP,
+      businessDate: '2026-10-29',
+      step: 1,
+      backfill: true,
+    });
   });
 
   it('refuses without --yes when stdin is not a TTY, and sends nothing', async () => {
@@ -108,7 +159,9 @@ describe('Function: continueAdmission (ops continue)', () => {
     const result = out.json<ContinueResult>();
     expect(result).toMatchObject({ sent: true, messageId: expect.any(String), message: { step: 2 } });
     const bodies = await takeSteps();
-    expect(bodies).toEqual([`{"kind":"admission-step","batchId":"${STALLED}","businessDate":"2026-11-03","step":2,"scheduledTime":"2026-11-03T01:00:00Z"}`]);
+    expect(bodies).toEqual([
+      `{"kind":"admission-step","batchId":"${STALLED}","businessDate":"2026-11-03","step":2,"scheduledTime":"2026-11-03T01:00:00Z"}`,
+    ]);
     // The producer's own parser takes it.
     expect(admissionStepSchema.parse(JSON.parse(bodies[0]))).toEqual(result.message);
     expect(out.stderr).toBe(
@@ -130,18 +183,24 @@ describe('Function: continueAdmission (ops continue)', () => {
     ]);
     await waitFor('the step delivered to the producer', () => f.admissionDeliveries.length > 0, { timeoutMs: 10_000 });
     // A catch-up run has no scheduled time, so its step carries none.
-    expect(f.admissionDeliveries).toEqual([{ job: 'alpha', body: { kind: 'admission-step', batchId: CAUGHT_UP, businessDate: '2026-10-30', step: 1 } }]);
+    expect(f.admissionDeliveries).toEqual([
+      { job: 'alpha', body: { kind: 'admission-step', batchId: CAUGHT_UP, businessDate: '2026-10-30', step: 1 } },
+    ]);
     const lines = out.stdout.split('\n').map((l) => l.replace(/\s+/g, ' '));
     expect(lines[0]).toBe(`continue alpha ${CAUGHT_UP}`);
-    expect(lines).toContain(`│ 1 │ 2026-10-30 │ - │ 2026-11-03T03:04:00.000Z │ ${f.jobs.alpha.admissionQueueUrl} │ Enabled │ ${out.stderr.match(/\(([^)]+)\)\n$/)![1]} │`);
-    expect(out.stdout).toContain('a step already taken is skipped, so sending it again is safe. Follow it with `ops status --job alpha`\n');
+    expect(lines).toContain(
+      `│ 1 │ 2026-10-30 │ - │ 2026-11-03T03:04:00.000Z │ ${f.jobs.alpha.admissionQueueUrl} │ Enabled │ ${out.stderr.match(/\(([^)]+)\)\n$/)![1]} │`,
+    );
+    expect(out.stdout).toContain(
+      'a step already taken is skipped, so sending it again is safe. Follow it with `ops status --job alpha`\n',
+    );
   });
 
   it.each([
     [
       'a batch that is not in the ledger',
       'alpha:2026-09-01:nope',
-      'error: batch alpha:2026-09-01:nope of alpha is not in the run ledger (ops-test-ledger); list the job\'s batches with `ops status --job alpha --batches 50`',
+      "error: batch alpha:2026-09-01:nope of alpha is not in the run ledger (ops-test-ledger); list the job's batches with `ops status --job alpha --batches 50`",
       undefined,
     ],
     [
@@ -170,7 +229,14 @@ describe('Function: continueAdmission (ops continue)', () => {
     expect(out.stderr).toBe(`${message}\n`);
     expect(out.json()).toEqual({
       ok: false,
-      error: { name: 'BatchStateError', message: message.slice('error: '.length), job: 'alpha', batchId, ...(admission ? { admission } : {}), exitCode: 1 },
+      error: {
+        name: 'BatchStateError',
+        message: message.slice('error: '.length),
+        job: 'alpha',
+        batchId,
+        ...(admission ? { admission } : {}),
+        exitCode: 1,
+      },
     });
     expect(await takeSteps()).toEqual([]);
   });

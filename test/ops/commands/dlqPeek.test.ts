@@ -1,6 +1,6 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { type DlqPeekResult, PEEK_WARNING } from '../../../ops/commands/dlqPeek';
-import { OpsFixture, startOpsFixture } from '../fixture';
+import { type OpsFixture, startOpsFixture } from '../fixture';
 
 describe('Function: dlqPeek (ops dlq peek)', () => {
   let f: OpsFixture;
@@ -21,7 +21,12 @@ describe('Function: dlqPeek (ops dlq peek)', () => {
       }),
     );
     // Exhausted maxReceiveCount: SQS moved it, so it carries no failureReason; the IDs come from the body.
-    await f.sqs.send(new SendMessageCommand({ QueueUrl: f.jobs.alpha.dlqUrl, MessageBody: JSON.stringify({ operationId: 'op-timeout', batchId: 'alpha:2026-11-01:manual-1' }) }));
+    await f.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: f.jobs.alpha.dlqUrl,
+        MessageBody: JSON.stringify({ operationId: 'op-timeout', batchId: 'alpha:2026-11-01:manual-1' }),
+      }),
+    );
   });
   afterAll(async () => {
     await f.stop();
@@ -70,9 +75,17 @@ describe('Function: dlqPeek (ops dlq peek)', () => {
 
   it('escapes control and bidi characters of reasons and bodies in the table, and in the JSON as JSON escapes', async () => {
     const reason = 'provider refused "x\u202egnp.exe"\nforged: line\u0085';
-    const hostileBody = JSON.stringify({ operationId: 'op-hostile', batchId: 'beta:2026-11-01:manual-1', note: 'a\u2028b\u2066c' });
+    const hostileBody = JSON.stringify({
+      operationId: 'op-hostile',
+      batchId: 'beta:2026-11-01:manual-1',
+      note: 'a\u2028b\u2066c',
+    });
     await f.sqs.send(
-      new SendMessageCommand({ QueueUrl: f.jobs.beta.dlqUrl, MessageBody: hostileBody, MessageAttributes: { failureReason: { DataType: 'String', StringValue: reason } } }),
+      new SendMessageCommand({
+        QueueUrl: f.jobs.beta.dlqUrl,
+        MessageBody: hostileBody,
+        MessageAttributes: { failureReason: { DataType: 'String', StringValue: reason } },
+      }),
     );
 
     const table = await f.run(['dlq', 'peek', '--job', 'beta']);

@@ -5,7 +5,7 @@ import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { idempotencyKeyPrefix, idempotencyRecordId } from '../../../lambda/core/idempotencyKey';
 import { businessDatesIn, type OperationResult } from '../../../ops/commands/op';
 import { lambdaContext } from '../../support/lambdaEvents';
-import { CREDENTIALS, OpsFixture, REGION, startOpsFixture } from '../fixture';
+import { CREDENTIALS, type OpsFixture, REGION, startOpsFixture } from '../fixture';
 
 describe('Function: businessDatesIn', () => {
   it('finds the business date parts of an operation ID', () => {
@@ -31,17 +31,43 @@ describe('Function: operation (ops op)', () => {
     // The record the consumer writes: Powertools with the consumer's key settings (operationId in the body, job prefix).
     const config = new IdempotencyConfig({ eventKeyJmesPath: 'operationId', expiresAfterSeconds: 3600 });
     config.registerLambdaContext(lambdaContext());
-    const apply = makeIdempotent(async (_message: { operationId: string }) => ({ outcome: 'applied', providerStatus: 204 }), {
-      persistenceStore: new DynamoDBPersistenceLayer({ tableName: f.tables.idempotency, awsSdkV3Client: ddb }),
-      config,
-      keyPrefix: idempotencyKeyPrefix('alpha'),
-    });
+    const apply = makeIdempotent(
+      async (_message: { operationId: string }) => ({ outcome: 'applied', providerStatus: 204 }),
+      {
+        persistenceStore: new DynamoDBPersistenceLayer({ tableName: f.tables.idempotency, awsSdkV3Client: ddb }),
+        config,
+        keyPrefix: idempotencyKeyPrefix('alpha'),
+      },
+    );
     await apply({ operationId: applied });
     const ledger = new DynamoLedger({ tableName: f.tables.ledger, client: f.dynamo });
-    await ledger.addToBatch('alpha', 'alpha:2026-11-01:20261101T010000Z', { discovered: 2, published: 2, completed: 2 }, { businessDate: '2026-11-01' });
-    await ledger.addToBatch('alpha', 'alpha:2026-11-02:20261102T010000Z', { discovered: 1 }, { businessDate: '2026-11-02' });
-    await ledger.recordRejection({ job: 'beta', messageId: 'm-1', reasons: ['resource.amount: expected number'], body: '{"operationId":"x"}', operationId: rejected, batchId: 'beta:2026-11-01:manual-1' });
-    await ledger.recordRejection({ job: 'beta', messageId: 'm-2', reasons: ['other'], body: '{}', operationId: 'reconcile:acme:p-9:2026-11-01' });
+    await ledger.addToBatch(
+      'alpha',
+      'alpha:2026-11-01:20261101T010000Z',
+      { discovered: 2, published: 2, completed: 2 },
+      { businessDate: '2026-11-01' },
+    );
+    await ledger.addToBatch(
+      'alpha',
+      'alpha:2026-11-02:20261102T010000Z',
+      { discovered: 1 },
+      { businessDate: '2026-11-02' },
+    );
+    await ledger.recordRejection({
+      job: 'beta',
+      messageId: 'm-1',
+      reasons: ['resource.amount: expected number'],
+      body: '{"operationId":"x"}',
+      operationId: rejected,
+      batchId: 'beta:2026-11-01:manual-1',
+    });
+    await ledger.recordRejection({
+      job: 'beta',
+      messageId: 'm-2',
+      reasons: ['other'],
+      body: '{}',
+      operationId: 'reconcile:acme:p-9:2026-11-01',
+    });
   });
   afterAll(async () => {
     ddb.destroy();
@@ -80,7 +106,16 @@ describe('Function: operation (ops op)', () => {
     expect(result.jobs[0]).toMatchObject({
       job: 'beta',
       idempotencyRecord: null,
-      rejections: [{ messageId: 'm-1', operationId: rejected, batchId: 'beta:2026-11-01:manual-1', reasons: ['resource.amount: expected number'], body: '{"operationId":"x"}', truncated: false }],
+      rejections: [
+        {
+          messageId: 'm-1',
+          operationId: rejected,
+          batchId: 'beta:2026-11-01:manual-1',
+          reasons: ['resource.amount: expected number'],
+          body: '{"operationId":"x"}',
+          truncated: false,
+        },
+      ],
       batches: [],
     });
   });
@@ -90,7 +125,13 @@ describe('Function: operation (ops op)', () => {
     const text = await f.run(['op', 'reconcile:acme:nope:2026-11-05']);
 
     expect(json.code).toBe(0);
-    expect(json.json()).toEqual({ ok: true, command: 'op', operationId: 'reconcile:acme:nope:2026-11-05', found: false, jobs: [] });
+    expect(json.json()).toEqual({
+      ok: true,
+      command: 'op',
+      operationId: 'reconcile:acme:nope:2026-11-05',
+      found: false,
+      jobs: [],
+    });
     expect(text.stdout).toBe(
       'operation reconcile:acme:nope:2026-11-05: no idempotency record or rejection in any job (never consumed, still queued, or its record expired)\n',
     );

@@ -1,6 +1,10 @@
 // preflight's operator-permissions check against a deployed stack: the caller's role is simulated
 // (iam:SimulatePrincipalPolicy) for every call pause, resume, catch-up and redrive make, never tried.
-import { GetRoleCommand, SimulatePrincipalPolicyCommand, type SimulatePrincipalPolicyCommandInput } from '@aws-sdk/client-iam';
+import {
+  GetRoleCommand,
+  SimulatePrincipalPolicyCommand,
+  type SimulatePrincipalPolicyCommandInput,
+} from '@aws-sdk/client-iam';
 import { GetCallerIdentityCommand } from '@aws-sdk/client-sts';
 import type { CommandContext } from '../../../ops/context';
 import { operatorPermissions, type JobFacts } from '../../../ops/commands/preflight';
@@ -26,7 +30,10 @@ const facts = [
   {
     job,
     producer: { FunctionArn: `arn:aws:lambda:eu-west-1:${ACCOUNT}:function:producer` },
-    schedule: { Arn: `arn:aws:scheduler:eu-west-1:${ACCOUNT}:schedule/paced-jobs-prod/a-job-nightly`, Target: { RoleArn: `arn:aws:iam::${ACCOUNT}:role/sched`, Arn: 'x' } },
+    schedule: {
+      Arn: `arn:aws:scheduler:eu-west-1:${ACCOUNT}:schedule/paced-jobs-prod/a-job-nightly`,
+      Target: { RoleArn: `arn:aws:iam::${ACCOUNT}:role/sched`, Arn: 'x' },
+    },
   },
 ] as unknown as JobFacts[];
 
@@ -40,35 +47,66 @@ function context(decide: (action: string, resource: string) => string, options: 
         if (options.simulateFails) throw options.simulateFails;
         simulated.push(command.input);
         const resource = command.input.ResourceArns![0];
-        return { EvaluationResults: command.input.ActionNames!.map((a) => ({ EvalActionName: a, EvalResourceName: resource, EvalDecision: decide(a, resource) })), IsTruncated: false };
+        return {
+          EvaluationResults: command.input.ActionNames!.map((a) => ({
+            EvalActionName: a,
+            EvalResourceName: resource,
+            EvalDecision: decide(a, resource),
+          })),
+          IsTruncated: false,
+        };
       }
       throw new Error(`unexpected ${String(command)}`);
     }),
   };
-  const sts = { send: jest.fn(async (command: unknown) => (command instanceof GetCallerIdentityCommand ? { Account: ACCOUNT, Arn: `arn:aws:sts::${ACCOUNT}:assumed-role/OpsRole/alice` } : undefined)) };
+  const sts = {
+    send: jest.fn(async (command: unknown) =>
+      command instanceof GetCallerIdentityCommand
+        ? { Account: ACCOUNT, Arn: `arn:aws:sts::${ACCOUNT}:assumed-role/OpsRole/alice` }
+        : undefined,
+    ),
+  };
   const ctx = {
-    resources: { source: 'cloudformation', stackName: 'PacedJobs-prod', region: 'eu-west-1', accountId: ACCOUNT, tables: { idempotency: 'idem', ledger: 'ledger' }, jobs: [job], clients: {} },
+    resources: {
+      source: 'cloudformation',
+      stackName: 'PacedJobs-prod',
+      region: 'eu-west-1',
+      accountId: ACCOUNT,
+      tables: { idempotency: 'idem', ledger: 'ledger' },
+      jobs: [job],
+      clients: {},
+    },
     clients: { iam, sts },
   } as unknown as CommandContext;
   return { ctx, simulated };
 }
 
 describe('Function: operatorPermissions', () => {
-  it('passes when the role may make every call, simulating the role\'s full ARN (with its path) for each resource', async () => {
+  it("passes when the role may make every call, simulating the role's full ARN (with its path) for each resource", async () => {
     const { ctx, simulated } = context(() => 'allowed');
 
     const result = await operatorPermissions(ctx, facts);
 
     expect(result).toMatchObject({ check: 'operator-permissions', status: 'pass' });
-    expect(result.reason).toBe(`arn:aws:iam::${ACCOUNT}:role/team/OpsRole may pause, resume, catch up and redrive every job (14 calls simulated)`);
-    expect(new Set(simulated.map((s) => s.PolicySourceArn))).toEqual(new Set([`arn:aws:iam::${ACCOUNT}:role/team/OpsRole`]));
+    expect(result.reason).toBe(
+      `arn:aws:iam::${ACCOUNT}:role/team/OpsRole may pause, resume, catch up and redrive every job (14 calls simulated)`,
+    );
+    expect(new Set(simulated.map((s) => s.PolicySourceArn))).toEqual(
+      new Set([`arn:aws:iam::${ACCOUNT}:role/team/OpsRole`]),
+    );
     const schedule = simulated.find((s) => s.ResourceArns![0].includes(':schedule/'))!;
     expect(schedule.ActionNames).toEqual(['scheduler:GetSchedule', 'scheduler:UpdateSchedule']);
-    expect(simulated.find((s) => s.ResourceArns![0] === job.dlqArn)!.ActionNames).toEqual(['sqs:StartMessageMoveTask', 'sqs:ReceiveMessage', 'sqs:DeleteMessage']);
+    expect(simulated.find((s) => s.ResourceArns![0] === job.dlqArn)!.ActionNames).toEqual([
+      'sqs:StartMessageMoveTask',
+      'sqs:ReceiveMessage',
+      'sqs:DeleteMessage',
+    ]);
   });
 
   it('fails naming each denied call and what needs it', async () => {
-    const { ctx } = context((action) => (action === 'scheduler:UpdateSchedule' || action === 'sqs:StartMessageMoveTask' ? 'implicitDeny' : 'allowed'));
+    const { ctx } = context((action) =>
+      action === 'scheduler:UpdateSchedule' || action === 'sqs:StartMessageMoveTask' ? 'implicitDeny' : 'allowed',
+    );
 
     const result = await operatorPermissions(ctx, facts);
 
@@ -80,7 +118,9 @@ describe('Function: operatorPermissions', () => {
   });
 
   it('fails saying what it needs when the simulation itself is denied', async () => {
-    const denied = Object.assign(new Error('User is not authorized to perform: iam:SimulatePrincipalPolicy'), { name: 'AccessDenied' });
+    const denied = Object.assign(new Error('User is not authorized to perform: iam:SimulatePrincipalPolicy'), {
+      name: 'AccessDenied',
+    });
     const { ctx } = context(() => 'allowed', { simulateFails: denied });
 
     const result = await operatorPermissions(ctx, facts);
@@ -93,6 +133,9 @@ describe('Function: operatorPermissions', () => {
     const { ctx } = context(() => 'allowed');
     const local = { ...ctx, resources: { ...ctx.resources, source: 'local' } } as CommandContext;
 
-    expect(await operatorPermissions(local, facts)).toMatchObject({ status: 'skip', reason: expect.stringContaining('not IAM-bound locally') });
+    expect(await operatorPermissions(local, facts)).toMatchObject({
+      status: 'skip',
+      reason: expect.stringContaining('not IAM-bound locally'),
+    });
   });
 });

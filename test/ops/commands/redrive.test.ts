@@ -1,7 +1,7 @@
 import { ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { RedriveCancelResult, RedriveResult, RedriveStatusResult } from '../../../ops/commands/redrive';
 import { waitFor } from '../../../local/waitFor';
-import { OpsFixture, startOpsFixture, TARGET } from '../fixture';
+import { type OpsFixture, startOpsFixture, TARGET } from '../fixture';
 
 /** Dead-letters messages the way the consumer does: the original body plus failureReason and the IDs as attributes. */
 async function deadLetter(f: OpsFixture, dlqUrl: string, operationIds: string[]): Promise<void> {
@@ -51,8 +51,21 @@ describe('Function: redrive (ops redrive, redrive status, redrive cancel)', () =
         dryRun: true,
         rate: 10,
         jobs: [
-          { job: 'alpha', dlqArn: f.jobs.alpha.dlqArn, destinationArn: f.jobs.alpha.queueArn, dlqMessages: 3, action: 'would-start' },
-          { job: 'beta', dlqArn: f.jobs.beta.dlqArn, destinationArn: f.jobs.beta.queueArn, dlqMessages: 0, action: 'skipped', reason: 'the DLQ is empty' },
+          {
+            job: 'alpha',
+            dlqArn: f.jobs.alpha.dlqArn,
+            destinationArn: f.jobs.alpha.queueArn,
+            dlqMessages: 3,
+            action: 'would-start',
+          },
+          {
+            job: 'beta',
+            dlqArn: f.jobs.beta.dlqArn,
+            destinationArn: f.jobs.beta.queueArn,
+            dlqMessages: 0,
+            action: 'skipped',
+            reason: 'the DLQ is empty',
+          },
         ],
       });
       expect(await f.depth(f.jobs.alpha.dlqUrl)).toEqual({ visible: 3, inFlight: 0 });
@@ -73,12 +86,30 @@ describe('Function: redrive (ops redrive, redrive status, redrive cancel)', () =
 
       expect(out.code).toBe(0);
       const [job] = out.json<RedriveResult>().jobs;
-      expect(job).toMatchObject({ job: 'alpha', action: 'started', dlqMessages: 3, task: { status: 'RUNNING', maxNumberOfMessagesPerSecond: 50 } });
+      expect(job).toMatchObject({
+        job: 'alpha',
+        action: 'started',
+        dlqMessages: 3,
+        task: { status: 'RUNNING', maxNumberOfMessagesPerSecond: 50 },
+      });
       expect(job.task?.taskHandle).toEqual(expect.any(String));
-      await waitFor('the three messages back on the work queue', async () => (await f.depth(f.jobs.alpha.queueUrl)).visible === 3, { timeoutMs: 10_000, intervalMs: 100 });
+      await waitFor(
+        'the three messages back on the work queue',
+        async () => (await f.depth(f.jobs.alpha.queueUrl)).visible === 3,
+        { timeoutMs: 10_000, intervalMs: 100 },
+      );
       expect(await f.depth(f.jobs.alpha.dlqUrl)).toEqual({ visible: 0, inFlight: 0 });
-      const { Messages = [] } = await f.sqs.send(new ReceiveMessageCommand({ QueueUrl: f.jobs.alpha.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 0 }));
-      expect(new Set(Messages.map((m) => (JSON.parse(m.Body!) as { operationId: string }).operationId))).toEqual(new Set(['op-1', 'op-2', 'op-3']));
+      const { Messages = [] } = await f.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: f.jobs.alpha.queueUrl,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 0,
+          VisibilityTimeout: 0,
+        }),
+      );
+      expect(new Set(Messages.map((m) => (JSON.parse(m.Body!) as { operationId: string }).operationId))).toEqual(
+        new Set(['op-1', 'op-2', 'op-3']),
+      );
     });
   });
 
@@ -101,7 +132,11 @@ describe('Function: redrive (ops redrive, redrive status, redrive cancel)', () =
 
   describe('Method: redriveCancel', () => {
     it('cancels a running move task', async () => {
-      await deadLetter(f, f.jobs.beta.dlqUrl, Array.from({ length: 10 }, (_, i) => `beta-op-${i}`));
+      await deadLetter(
+        f,
+        f.jobs.beta.dlqUrl,
+        Array.from({ length: 10 }, (_, i) => `beta-op-${i}`),
+      );
       const started = await f.run(['redrive', '--job', 'beta', '--rate', '1', '--yes', '--json']);
       expect(started.json<RedriveResult>().jobs[0].action).toBe('started');
 
@@ -112,7 +147,11 @@ describe('Function: redrive (ops redrive, redrive status, redrive cancel)', () =
 
       expect(out.code).toBe(0);
       const [job] = out.json<RedriveCancelResult>().jobs;
-      expect(job).toMatchObject({ job: 'beta', action: 'cancelled', taskHandle: started.json<RedriveResult>().jobs[0].task?.taskHandle });
+      expect(job).toMatchObject({
+        job: 'beta',
+        action: 'cancelled',
+        taskHandle: started.json<RedriveResult>().jobs[0].task?.taskHandle,
+      });
       const status = await f.run(['redrive', 'status', '--job', 'beta', '--json']);
       expect(['CANCELLING', 'CANCELLED']).toContain(status.json<RedriveStatusResult>().jobs[0].tasks[0].status);
       // At one message per second, most of the ten are still in the DLQ.

@@ -16,12 +16,21 @@ describeMessageCorpus(JOB_NAME, messageCasesIn(join(__dirname, 'messages.json'))
   raw.destroy();
   return {
     job,
-    deps: createDeps(runtimeSettings({ jobName: JOB_NAME, tables: { tenants: TABLES.tenants.name, sessions: TABLES.sessions.name }, settings: { sessionMaxAgeDays: 30, deleteChunkSize: 25 } })),
+    deps: createDeps(
+      runtimeSettings({
+        jobName: JOB_NAME,
+        tables: { tenants: TABLES.tenants.name, sessions: TABLES.sessions.name },
+        settings: { sessionMaxAgeDays: 30, deleteChunkSize: 25 },
+      }),
+    ),
     async seedValid(n) {
       await putAll(documentClient(), TABLES.tenants.name, [tenant(`ok-${n}`)]);
-      await putAll(documentClient(), TABLES.sessions.name, [session({ tenantId: `ok-${n}`, sessionId: 's-1', lastSeenAt: '2025-01-01T00:00:00.000Z' })]);
+      await putAll(documentClient(), TABLES.sessions.name, [
+        session({ tenantId: `ok-${n}`, sessionId: 's-1', lastSeenAt: '2025-01-01T00:00:00.000Z' }),
+      ]);
       return corpusEnvelope(JOB_NAME, `ok-${n}:expired-sessions:${CORPUS_DATE}`, { tenantId: `ok-${n}` });
     },
-    applied: async (n) => (await getItem(TABLES.sessions.name, { tenantId: `ok-${n}`, sessionId: 's-1' })) === undefined,
+    applied: async (n) =>
+      (await getItem(TABLES.sessions.name, { tenantId: `ok-${n}`, sessionId: 's-1' })) === undefined,
   };
 });

@@ -26,39 +26,66 @@ const del = (at: number, tenantId: string, sessionId: string, resource = SESSION
 });
 
 describe('Fixture: expired-session-cleanup', () => {
-  const servers = useFixtureServers({ jobName: 'expired-session-cleanup', settings: () => settings(), businessDate: DATE, tables: [TABLES.tenants, TABLES.sessions] });
+  const servers = useFixtureServers({
+    jobName: 'expired-session-cleanup',
+    settings: () => settings(),
+    businessDate: DATE,
+    tables: [TABLES.tenants, TABLES.sessions],
+  });
   const context = servers.context;
 
-  it('loads through the local tools\' loader by the job\'s folder name', () => {
+  it("loads through the local tools' loader by the job's folder name", () => {
     expect(loadFixture(process.cwd(), 'expired-session-cleanup')).toBe(fixture);
     expect(fixture).toMatchObject({ unit: 'tenants', defaultCount: 10 });
     expect(fixture.downstream).toBeUndefined();
   });
 
   describe('Method: seed', () => {
-    it('writes tenants with 3 expired and 2 active sessions each, on either side of the job\'s cutoff', async () => {
+    it("writes tenants with 3 expired and 2 active sessions each, on either side of the job's cutoff", async () => {
       const seeded = await fixture.seed(context(), 6);
       expect(seeded.summary).toBe('6 tenants (18 expired sessions)');
-      expect(seeded.expectedOperations).toEqual(['tenant-001', 'tenant-002', 'tenant-003', 'tenant-004', 'tenant-005', 'tenant-006']);
+      expect(seeded.expectedOperations).toEqual([
+        'tenant-001',
+        'tenant-002',
+        'tenant-003',
+        'tenant-004',
+        'tenant-005',
+        'tenant-006',
+      ]);
       const state = seeded.state as SeededSessions;
       expect(state.expiredSessions).toHaveLength(18);
       expect(state.activeSessions).toHaveLength(12);
-      expect(state.expiredSessions.filter((s) => s.startsWith('tenant-001/')).sort()).toEqual(['tenant-001/s-old-0001', 'tenant-001/s-old-0002', 'tenant-001/s-old-0003']);
+      expect(state.expiredSessions.filter((s) => s.startsWith('tenant-001/')).sort()).toEqual([
+        'tenant-001/s-old-0001',
+        'tenant-001/s-old-0002',
+        'tenant-001/s-old-0003',
+      ]);
 
-      expect((await scanAll(servers.documents(), TENANTS)).map((t) => t.tenantId).sort()).toEqual(seeded.expectedOperations);
+      expect((await scanAll(servers.documents(), TENANTS)).map((t) => t.tenantId).sort()).toEqual(
+        seeded.expectedOperations,
+      );
       const sessions = await scanAll(servers.documents(), SESSIONS);
       const byKey = new Map(sessions.map((s) => [`${s.tenantId}/${s.sessionId}`, String(s.lastSeenAt)]));
       expect([...byKey.keys()].sort()).toEqual([...state.expiredSessions, ...state.activeSessions].sort());
       expect(state.expiredSessions.every((k) => byKey.get(k)! < CUTOFF)).toBe(true);
       expect(state.activeSessions.every((k) => byKey.get(k)! > CUTOFF)).toBe(true);
 
-      const { operations } = await discoverAll(job, createDeps(settings()), { businessDate: DATE, pageSize: 4, now: new Date('2026-11-29T01:15:00.000Z') });
+      const { operations } = await discoverAll(job, createDeps(settings()), {
+        businessDate: DATE,
+        pageSize: 4,
+        now: new Date('2026-11-29T01:15:00.000Z'),
+      });
       expect(operations.map((o) => fixture.operationKeyOf(o.resource)).sort()).toEqual(seeded.expectedOperations);
     });
 
     it('throws when the job has no numeric sessionMaxAgeDays', async () => {
-      await expect(fixture.seed(context({ settings: settings({ settings: { deleteChunkSize: 25 } }) }), 1)).rejects.toThrow(
-        new FixtureError('job expired-session-cleanup has no numeric settings.sessionMaxAgeDays; cannot seed it', 'expired-session-cleanup'),
+      await expect(
+        fixture.seed(context({ settings: settings({ settings: { deleteChunkSize: 25 } }) }), 1),
+      ).rejects.toThrow(
+        new FixtureError(
+          'job expired-session-cleanup has no numeric settings.sessionMaxAgeDays; cannot seed it',
+          'expired-session-cleanup',
+        ),
       );
     });
 
@@ -74,7 +101,12 @@ describe('Fixture: expired-session-cleanup', () => {
       expectedOperations: ['tenant-001', 'tenant-002', 'tenant-003'],
       summary: '3 tenants (4 expired sessions)',
       state: {
-        expiredSessions: ['tenant-001/s-old-0001', 'tenant-001/s-old-0002', 'tenant-002/s-old-0001', 'tenant-003/s-old-0001'],
+        expiredSessions: [
+          'tenant-001/s-old-0001',
+          'tenant-001/s-old-0002',
+          'tenant-002/s-old-0001',
+          'tenant-003/s-old-0001',
+        ],
         activeSessions: ['tenant-001/s-new-0001', 'tenant-002/s-new-0001'],
       } satisfies SeededSessions,
     };
@@ -90,9 +122,18 @@ describe('Fixture: expired-session-cleanup', () => {
         { ...del(31, 'tenant-003', 's-old-0001'), action: 'PutItem' as const },
       ];
       const reading = fixture.effects({ settings: settings(), seeded, writes });
-      expect(reading.effectsByOperation).toEqual(new Map([['tenant-001', 1], ['tenant-002', 1]]));
+      expect(reading.effectsByOperation).toEqual(
+        new Map([
+          ['tenant-001', 1],
+          ['tenant-002', 1],
+        ]),
+      );
       expect(reading.effectsByItem).toEqual(
-        new Map([[`${SESSIONS}/tenant-001/s-old-0001`, 1], [`${SESSIONS}/tenant-001/s-old-0002`, 1], [`${SESSIONS}/tenant-002/s-old-0001`, 2]]),
+        new Map([
+          [`${SESSIONS}/tenant-001/s-old-0001`, 1],
+          [`${SESSIONS}/tenant-001/s-old-0002`, 1],
+          [`${SESSIONS}/tenant-002/s-old-0001`, 2],
+        ]),
       );
       expect(reading.starts).toEqual([10, 20]);
       expect(reading.throttled).toBeUndefined();
@@ -108,19 +149,29 @@ describe('Fixture: expired-session-cleanup', () => {
         del(10, 'tenant-001', 's-new-0001'),
         del(12, 'tenant-009', 's-old-0001'),
         // Key attributes in the other order name the same item.
-        { at: 14, service: 'dynamodb', action: 'DeleteItem', resource: SESSIONS, key: { sessionId: 's-old-0001', tenantId: 'tenant-003' } },
+        {
+          at: 14,
+          service: 'dynamodb',
+          action: 'DeleteItem',
+          resource: SESSIONS,
+          key: { sessionId: 's-old-0001', tenantId: 'tenant-003' },
+        },
         { at: 16, service: 'dynamodb', action: 'DeleteItem', resource: TENANTS, key: { tenantId: 'tenant-002' } },
       ];
       const reading = fixture.effects({ settings: settings(), seeded, writes });
-      expect(reading.unexpectedEffects).toEqual([`${SESSIONS}/tenant-001/s-new-0001`, `${SESSIONS}/tenant-009/s-old-0001`, `${TENANTS}/tenant-002`]);
+      expect(reading.unexpectedEffects).toEqual([
+        `${SESSIONS}/tenant-001/s-new-0001`,
+        `${SESSIONS}/tenant-009/s-old-0001`,
+        `${TENANTS}/tenant-002`,
+      ]);
       expect(reading.effectsByItem?.get(`${SESSIONS}/tenant-003/s-old-0001`)).toBe(1);
       expect([...reading.effectsByOperation.keys()]).toEqual(['tenant-001', 'tenant-009', 'tenant-003', 'tenant-002']);
     });
 
-    it('throws when the seed\'s record of sessions is missing', () => {
-      expect(() => fixture.effects({ settings: settings(), seeded: { expectedOperations: [], summary: '' }, writes: [] })).toThrow(
-        'job expired-session-cleanup: effects need the sessions its seed recorded (SeededDemo.state)',
-      );
+    it("throws when the seed's record of sessions is missing", () => {
+      expect(() =>
+        fixture.effects({ settings: settings(), seeded: { expectedOperations: [], summary: '' }, writes: [] }),
+      ).toThrow('job expired-session-cleanup: effects need the sessions its seed recorded (SeededDemo.state)');
     });
   });
 

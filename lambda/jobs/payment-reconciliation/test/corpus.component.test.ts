@@ -19,19 +19,30 @@ describeMessageCorpus(JOB_NAME, messageCasesIn(join(__dirname, 'messages.json'))
   const stub = await startHttpStub();
   stub.handle((req, res) => {
     const paymentId = decodeURIComponent(req.url.split('/')[3]);
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ paymentId, status: 'settled', providerReference: `prov-${paymentId}` }));
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ paymentId, status: 'settled', providerReference: `prov-${paymentId}` }));
   });
   const deps = createDeps(
-    runtimeSettings({ jobName: JOB_NAME, tables: { payments: TABLES.payments.name }, secrets: { apiKey: 'corpus/api-key' }, settings: { provider: 'acme', providerBaseUrl: stub.url } }),
+    runtimeSettings({
+      jobName: JOB_NAME,
+      tables: { payments: TABLES.payments.name },
+      secrets: { apiKey: 'corpus/api-key' },
+      settings: { provider: 'acme', providerBaseUrl: stub.url },
+    }),
   );
   return {
     job,
     deps: { ...deps, client: new HttpProviderClient({ baseUrl: stub.url, apiKey: async () => 'corpus-test-key' }) },
     async seedValid(n) {
-      await putAll(documentClient(), TABLES.payments.name, [unsettledPayment({ paymentId: `ok-${n}`, businessDate: CORPUS_DATE })]);
+      await putAll(documentClient(), TABLES.payments.name, [
+        unsettledPayment({ paymentId: `ok-${n}`, businessDate: CORPUS_DATE }),
+      ]);
       return corpusEnvelope(JOB_NAME, `reconcile:acme:ok-${n}:${CORPUS_DATE}`, { paymentId: `ok-${n}` });
     },
-    applied: async (n) => (await getItem(TABLES.payments.name, { paymentId: `ok-${n}` }))?.reconciledBy === `reconcile:acme:ok-${n}:${CORPUS_DATE}`,
+    applied: async (n) =>
+      (await getItem(TABLES.payments.name, { paymentId: `ok-${n}` }))?.reconciledBy ===
+      `reconcile:acme:ok-${n}:${CORPUS_DATE}`,
     close: () => stub.close(),
   };
 });

@@ -1,12 +1,20 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { resetClients } from '../../../adapters/clients';
-import { encodeCursor, InvalidCursorError, InvalidOperationIdError, PermanentError, RetryableError, SettingsError, ThrottledError } from '../../../job';
-import { PaymentReconciliationDeps, createDeps, job, reconcileOperationId } from '..';
+import {
+  encodeCursor,
+  InvalidCursorError,
+  InvalidOperationIdError,
+  PermanentError,
+  RetryableError,
+  SettingsError,
+  ThrottledError,
+} from '../../../job';
+import { type PaymentReconciliationDeps, createDeps, job, reconcileOperationId } from '..';
 import { HttpProviderClient } from '../providerClient';
-import { PaymentItem, demoPayments, unsettledPayment } from '../items';
-import { LocalAws, startLocalAws } from '../../../../test/support/aws';
-import { HttpStub, startHttpStub } from '../../../../test/support/httpStub';
+import { type PaymentItem, demoPayments, unsettledPayment } from '../items';
+import { type LocalAws, startLocalAws } from '../../../../test/support/aws';
+import { type HttpStub, startHttpStub } from '../../../../test/support/httpStub';
 import { createTable, discoverAll, putAll, runtimeSettings } from '../../../../test/support/jobs';
 import { TABLES } from './tables';
 
@@ -25,18 +33,24 @@ const settings = (baseUrl: string) =>
 
 describe('Function: reconcileOperationId', () => {
   it('builds reconcile:<provider>:<paymentId>:<businessDate>', () => {
-    expect(reconcileOperationId({ provider: 'acme', paymentId: 'pay-1', businessDate: '2026-11-28' })).toBe('reconcile:acme:pay-1:2026-11-28');
+    expect(reconcileOperationId({ provider: 'acme', paymentId: 'pay-1', businessDate: '2026-11-28' })).toBe(
+      'reconcile:acme:pay-1:2026-11-28',
+    );
   });
 
   it('throws when the payment ID holds the separator', () => {
     expect(() => reconcileOperationId({ provider: 'acme', paymentId: 'a:b', businessDate: '2026-11-28' })).toThrow(
-      new InvalidOperationIdError('payment ID "a:b" cannot be part of an operation ID: it must be 1 to 128 characters of letters, digits and _ . @ # / + = - starting with a letter or digit'),
+      new InvalidOperationIdError(
+        'payment ID "a:b" cannot be part of an operation ID: it must be 1 to 128 characters of letters, digits and _ . @ # / + = - starting with a letter or digit',
+      ),
     );
   });
 
   it('throws on a bad provider', () => {
     expect(() => reconcileOperationId({ provider: 'Acme Pay', paymentId: 'p', businessDate: '2026-11-28' })).toThrow(
-      new InvalidOperationIdError('provider "Acme Pay" must be 1 to 32 lower-case letters, digits or - starting with a letter'),
+      new InvalidOperationIdError(
+        'provider "Acme Pay" must be 1 to 32 lower-case letters, digits or - starting with a letter',
+      ),
     );
   });
 
@@ -54,7 +68,9 @@ describe('Job: payment-reconciliation', () => {
   let seq = 0;
 
   const getPayment = async (paymentId: string) =>
-    (await deps.documents.send(new GetCommand({ TableName: TABLE, Key: { paymentId }, ConsistentRead: true }))).Item as PaymentItem | undefined;
+    (await deps.documents.send(new GetCommand({ TableName: TABLE, Key: { paymentId }, ConsistentRead: true }))).Item as
+      | PaymentItem
+      | undefined;
 
   /** A fresh payment per test, so tests do not share state. */
   const freshPayment = async (over: Partial<PaymentItem> = {}): Promise<PaymentItem> => {
@@ -65,8 +81,15 @@ describe('Job: payment-reconciliation', () => {
   };
   const opFor = (paymentId: string, date = DATE) => `reconcile:acme:${paymentId}:${date}`;
   const applyFor = (paymentId: string, remainingMs = 60_000) =>
-    job.apply(deps, { operationId: opFor(paymentId), batchId: 'batch-1', businessDate: DATE, resource: { paymentId }, remainingTimeMs: () => remainingMs });
-  const settled = (paymentId: string) => stub.reply(200, { paymentId, status: 'settled', providerReference: `prov-${paymentId}` });
+    job.apply(deps, {
+      operationId: opFor(paymentId),
+      batchId: 'batch-1',
+      businessDate: DATE,
+      resource: { paymentId },
+      remainingTimeMs: () => remainingMs,
+    });
+  const settled = (paymentId: string) =>
+    stub.reply(200, { paymentId, status: 'settled', providerReference: `prov-${paymentId}` });
 
   beforeAll(async () => {
     aws = await startLocalAws();
@@ -97,7 +120,9 @@ describe('Job: payment-reconciliation', () => {
 
   describe('Method: createDeps', () => {
     it('throws one SettingsError naming every missing alias and setting', () => {
-      expect(() => createDeps(runtimeSettings({ jobName: 'payment-reconciliation', settings: { provider: 'acme' } }))).toThrow(
+      expect(() =>
+        createDeps(runtimeSettings({ jobName: 'payment-reconciliation', settings: { provider: 'acme' } })),
+      ).toThrow(
         new SettingsError(
           'payment-reconciliation: job settings are incomplete: tables.payments is missing (it has: none); secrets.apiKey is missing (it has: none); settings.providerBaseUrl must be a non-empty string (got nothing)',
         ),
@@ -110,12 +135,16 @@ describe('Job: payment-reconciliation', () => {
 
     it('reads the settings it needs without fetching the secret', () => {
       const built = createDeps(settings('https://api.example.com'));
-      expect({ table: built.paymentsTable, provider: built.provider, timeout: built.providerTimeoutMs }).toEqual({ table: TABLE, provider: 'acme', timeout: 10_000 });
+      expect({ table: built.paymentsTable, provider: built.provider, timeout: built.providerTimeoutMs }).toEqual({
+        table: TABLE,
+        provider: 'acme',
+        timeout: 10_000,
+      });
     });
   });
 
   describe('Method: discover', () => {
-    it('pages through exactly the business date\'s unsettled payments, at most pageSize at a time', async () => {
+    it("pages through exactly the business date's unsettled payments, at most pageSize at a time", async () => {
       const { operations, pageSizes } = await discoverAll(job, deps, { businessDate: DATE, pageSize: 3, now: NOW });
       const ids = demoPayments(DATE, 7).map((p) => p.paymentId);
       expect(operations.map((o) => o.resource.paymentId).sort()).toEqual(ids);
@@ -126,7 +155,10 @@ describe('Job: payment-reconciliation', () => {
 
     it('hands back a payment whose ID cannot be part of an operation ID, with its key and reason, and discovers the rest', async () => {
       const date = '2026-11-26';
-      await putAll(deps.documents, TABLE, [unsettledPayment({ paymentId: 'pay 1', businessDate: date }), unsettledPayment({ paymentId: 'pay-2', businessDate: date })]);
+      await putAll(deps.documents, TABLE, [
+        unsettledPayment({ paymentId: 'pay 1', businessDate: date }),
+        unsettledPayment({ paymentId: 'pay-2', businessDate: date }),
+      ]);
 
       const page = await job.discover(deps, { businessDate: date, pageSize: 10, now: NOW });
 
@@ -134,7 +166,8 @@ describe('Job: payment-reconciliation', () => {
       expect(page.invalid).toEqual([
         {
           key: 'pay 1',
-          reason: 'payment ID "pay 1" cannot be part of an operation ID: it must be 1 to 128 characters of letters, digits and _ . @ # / + = - starting with a letter or digit',
+          reason:
+            'payment ID "pay 1" cannot be part of an operation ID: it must be 1 to 128 characters of letters, digits and _ . @ # / + = - starting with a letter or digit',
         },
       ]);
     });
@@ -151,13 +184,17 @@ describe('Job: payment-reconciliation', () => {
     });
 
     it('finds nothing for a date without unsettled payments', async () => {
-      await expect(job.discover(deps, { businessDate: '2020-01-01', pageSize: 5, now: NOW })).resolves.toEqual({ operations: [], invalid: [], nextCursor: undefined });
+      await expect(job.discover(deps, { businessDate: '2020-01-01', pageSize: 5, now: NOW })).resolves.toEqual({
+        operations: [],
+        invalid: [],
+        nextCursor: undefined,
+      });
     });
 
     it('throws InvalidCursorError on a garbled cursor', async () => {
-      await expect(job.discover(deps, { businessDate: DATE, cursor: 'not*base64', pageSize: 5, now: NOW })).rejects.toThrow(
-        new InvalidCursorError('invalid cursor: not base64url'),
-      );
+      await expect(
+        job.discover(deps, { businessDate: DATE, cursor: 'not*base64', pageSize: 5, now: NOW }),
+      ).rejects.toThrow(new InvalidCursorError('invalid cursor: not base64url'));
     });
 
     it('refuses a cursor from another business date', async () => {
@@ -201,14 +238,27 @@ describe('Job: payment-reconciliation', () => {
     it('takes the payment out of the unsettled index', async () => {
       const { paymentId } = await freshPayment({ unsettledDate: '2026-11-21' });
       stub.reply(200, { paymentId, status: 'failed', providerReference: 'r' });
-      await job.apply(deps, { operationId: opFor(paymentId, '2026-11-21'), batchId: 'b', businessDate: '2026-11-21', resource: { paymentId }, remainingTimeMs: () => 60_000 });
-      await expect(job.discover(deps, { businessDate: '2026-11-21', pageSize: 5, now: NOW })).resolves.toEqual({ operations: [], invalid: [], nextCursor: undefined });
+      await job.apply(deps, {
+        operationId: opFor(paymentId, '2026-11-21'),
+        batchId: 'b',
+        businessDate: '2026-11-21',
+        resource: { paymentId },
+        remainingTimeMs: () => 60_000,
+      });
+      await expect(job.discover(deps, { businessDate: '2026-11-21', pageSize: 5, now: NOW })).resolves.toEqual({
+        operations: [],
+        invalid: [],
+        nextCursor: undefined,
+      });
     });
 
     it('reports a provider replay', async () => {
       const { paymentId } = await freshPayment();
       stub.reply(200, { paymentId, status: 'settled', providerReference: 'r1' }, { 'Idempotent-Replayed': 'true' });
-      await expect(applyFor(paymentId)).resolves.toEqual({ outcome: 'applied', detail: { status: 'settled', providerReference: 'r1', replayed: true } });
+      await expect(applyFor(paymentId)).resolves.toEqual({
+        outcome: 'applied',
+        detail: { status: 'settled', providerReference: 'r1', replayed: true },
+      });
     });
 
     it('is already done, without a provider call, when this operation recorded the outcome before', async () => {
@@ -221,14 +271,24 @@ describe('Job: payment-reconciliation', () => {
     });
 
     it('skips a payment already reconciled by another operation', async () => {
-      const { paymentId } = await freshPayment({ unsettledDate: undefined, reconciledBy: 'someone-else', reconciliationStatus: 'settled' });
-      await expect(applyFor(paymentId)).resolves.toEqual({ outcome: 'already-done', detail: { skipped: 'already-reconciled' } });
+      const { paymentId } = await freshPayment({
+        unsettledDate: undefined,
+        reconciledBy: 'someone-else',
+        reconciliationStatus: 'settled',
+      });
+      await expect(applyFor(paymentId)).resolves.toEqual({
+        outcome: 'already-done',
+        detail: { skipped: 'already-reconciled' },
+      });
       expect(stub.requests).toHaveLength(0);
     });
 
     it('skips a payment now unsettled for another date', async () => {
       const { paymentId } = await freshPayment({ unsettledDate: '2026-11-29' });
-      await expect(applyFor(paymentId)).resolves.toEqual({ outcome: 'already-done', detail: { skipped: 'unsettled-for-another-date' } });
+      await expect(applyFor(paymentId)).resolves.toEqual({
+        outcome: 'already-done',
+        detail: { skipped: 'unsettled-for-another-date' },
+      });
       expect(stub.requests).toHaveLength(0);
     });
 
@@ -239,20 +299,30 @@ describe('Job: payment-reconciliation', () => {
       expect(stub.requests).toHaveLength(0);
     });
 
-    it('refuses a business date after the job\'s latest by its own clock: no provider call, the payment untouched', async () => {
+    it("refuses a business date after the job's latest by its own clock: no provider call, the payment untouched", async () => {
       // The job's rule from its settings (UTC, offset -1): at NOW the latest business date is the 28th.
       expect(deps.businessDates).toEqual({ timeZone: 'UTC', businessDateOffsetDays: -1 });
       const future = '2026-11-29';
       const item = await freshPayment({ unsettledDate: future });
       const error = await job
-        .apply(deps, { operationId: opFor(item.paymentId, future), batchId: 'b', businessDate: future, resource: { paymentId: item.paymentId }, remainingTimeMs: () => 60_000 })
+        .apply(deps, {
+          operationId: opFor(item.paymentId, future),
+          batchId: 'b',
+          businessDate: future,
+          resource: { paymentId: item.paymentId },
+          remainingTimeMs: () => 60_000,
+        })
         .catch((e: unknown) => e as PermanentError);
 
       expect(error).toBeInstanceOf(PermanentError);
       expect((error as PermanentError).message).toBe(
         `payment ${item.paymentId}: business date 2026-11-29 is in the future: the latest for payment-reconciliation now is 2026-11-28 (UTC, offset -1); not reconciled`,
       );
-      expect((error as PermanentError).detail).toEqual({ paymentId: item.paymentId, businessDate: future, latest: '2026-11-28' });
+      expect((error as PermanentError).detail).toEqual({
+        paymentId: item.paymentId,
+        businessDate: future,
+        latest: '2026-11-28',
+      });
       expect(stub.requests).toHaveLength(0);
       expect(await getPayment(item.paymentId)).toEqual(item);
     });
@@ -260,23 +330,37 @@ describe('Job: payment-reconciliation', () => {
     it('throws PermanentError when the operation ID does not match the resource', async () => {
       const { paymentId } = await freshPayment();
       const error = await job
-        .apply(deps, { operationId: opFor('other'), batchId: 'b', businessDate: DATE, resource: { paymentId }, remainingTimeMs: () => 60_000 })
+        .apply(deps, {
+          operationId: opFor('other'),
+          batchId: 'b',
+          businessDate: DATE,
+          resource: { paymentId },
+          remainingTimeMs: () => 60_000,
+        })
         .catch((e: unknown) => e as PermanentError);
       expect(error).toBeInstanceOf(PermanentError);
-      expect((error as PermanentError).message).toBe(`operation ID "${opFor('other')}" does not match its resource (expected "${opFor(paymentId)}")`);
+      expect((error as PermanentError).message).toBe(
+        `operation ID "${opFor('other')}" does not match its resource (expected "${opFor(paymentId)}")`,
+      );
     });
 
     it('is already done when a duplicate delivery records the outcome during the provider call', async () => {
       const { paymentId } = await freshPayment();
       stub.handle((_req, res) => {
         void deps.documents
-          .send(new UpdateCommand({
-            TableName: TABLE,
-            Key: { paymentId },
-            UpdateExpression: 'SET reconciledBy = :op, reconciliationStatus = :s REMOVE unsettledDate',
-            ExpressionAttributeValues: { ':op': opFor(paymentId), ':s': 'settled' },
-          }))
-          .then(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ paymentId, status: 'settled', providerReference: 'r' })));
+          .send(
+            new UpdateCommand({
+              TableName: TABLE,
+              Key: { paymentId },
+              UpdateExpression: 'SET reconciledBy = :op, reconciliationStatus = :s REMOVE unsettledDate',
+              ExpressionAttributeValues: { ':op': opFor(paymentId), ':s': 'settled' },
+            }),
+          )
+          .then(() =>
+            res
+              .writeHead(200, { 'content-type': 'application/json' })
+              .end(JSON.stringify({ paymentId, status: 'settled', providerReference: 'r' })),
+          );
       });
       await expect(applyFor(paymentId)).resolves.toEqual({ outcome: 'already-done', detail: { status: 'settled' } });
     });
@@ -285,14 +369,33 @@ describe('Job: payment-reconciliation', () => {
       const { paymentId } = await freshPayment();
       stub.handle((_req, res) => {
         void deps.documents
-          .send(new UpdateCommand({ TableName: TABLE, Key: { paymentId }, UpdateExpression: 'SET unsettledDate = :d', ExpressionAttributeValues: { ':d': '2026-11-30' } }))
-          .then(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ paymentId, status: 'settled', providerReference: 'r9' })));
+          .send(
+            new UpdateCommand({
+              TableName: TABLE,
+              Key: { paymentId },
+              UpdateExpression: 'SET unsettledDate = :d',
+              ExpressionAttributeValues: { ':d': '2026-11-30' },
+            }),
+          )
+          .then(() =>
+            res
+              .writeHead(200, { 'content-type': 'application/json' })
+              .end(JSON.stringify({ paymentId, status: 'settled', providerReference: 'r9' })),
+          );
       });
       const error = await applyFor(paymentId).catch((e: unknown) => e as PermanentError);
       expect(error).toBeInstanceOf(PermanentError);
-      expect((error as PermanentError).message).toBe(`payment ${paymentId} changed while it was being reconciled; the provider answered settled (r9) but the outcome was not recorded`);
+      expect((error as PermanentError).message).toBe(
+        `payment ${paymentId} changed while it was being reconciled; the provider answered settled (r9) but the outcome was not recorded`,
+      );
       expect((error as PermanentError).detail).toEqual({
-        paymentId, businessDate: DATE, providerStatus: 'settled', providerReference: 'r9', unsettledDate: '2026-11-30', reconciledBy: undefined, exists: true,
+        paymentId,
+        businessDate: DATE,
+        providerStatus: 'settled',
+        providerReference: 'r9',
+        unsettledDate: '2026-11-30',
+        reconciledBy: undefined,
+        exists: true,
       });
     });
 
@@ -310,7 +413,9 @@ describe('Job: payment-reconciliation', () => {
       stub.reply(404, { error: 'unknown payment' });
       const error = await applyFor(paymentId).catch((e: unknown) => e as PermanentError);
       expect(error).toBeInstanceOf(PermanentError);
-      expect(JSON.stringify({ m: (error as Error).message, d: (error as PermanentError).detail })).not.toContain(API_KEY);
+      expect(JSON.stringify({ m: (error as Error).message, d: (error as PermanentError).detail })).not.toContain(
+        API_KEY,
+      );
       expect((await getPayment(paymentId))?.unsettledDate).toBe(DATE);
     });
 
@@ -327,7 +432,9 @@ describe('Job: payment-reconciliation', () => {
     it('does not call the provider when too little time is left', async () => {
       const { paymentId } = await freshPayment();
       await expect(applyFor(paymentId, 2_300)).rejects.toThrow(
-        new RetryableError(`payment ${paymentId}: only 2300 ms left, too little to call the provider and record the outcome`),
+        new RetryableError(
+          `payment ${paymentId}: only 2300 ms left, too little to call the provider and record the outcome`,
+        ),
       );
       expect(stub.requests).toHaveLength(0);
     });

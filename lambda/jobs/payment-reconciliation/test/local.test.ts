@@ -1,4 +1,4 @@
-import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { BatchWriteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDeps, job } from '..';
 import { fixture } from '../local';
 import { FixtureError, loadFixture, type FakeDownstream } from '../../../../local/fixture';
@@ -18,13 +18,22 @@ const settings = (over: Parameters<typeof runtimeSettings>[0] = {}) =>
   });
 
 const post = (endpoint: string, paymentId: string, key: string) =>
-  fetch(`${endpoint}/v1/payments/${paymentId}/reconcile`, { method: 'POST', headers: { authorization: 'Bearer k1', 'idempotency-key': key }, body: '{}' });
+  fetch(`${endpoint}/v1/payments/${paymentId}/reconcile`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer k1', 'idempotency-key': key },
+    body: '{}',
+  });
 
 describe('Fixture: payment-reconciliation', () => {
-  const servers = useFixtureServers({ jobName: 'payment-reconciliation', settings: () => settings(), businessDate: DATE, tables: [TABLES.payments] });
+  const servers = useFixtureServers({
+    jobName: 'payment-reconciliation',
+    settings: () => settings(),
+    businessDate: DATE,
+    tables: [TABLES.payments],
+  });
   const context = servers.context;
 
-  it('loads through the local tools\' loader by the job\'s folder name', () => {
+  it("loads through the local tools' loader by the job's folder name", () => {
     expect(loadFixture(process.cwd(), 'payment-reconciliation')).toBe(fixture);
     expect(fixture).toMatchObject({ unit: 'payments', defaultCount: 40 });
   });
@@ -38,13 +47,22 @@ describe('Fixture: payment-reconciliation', () => {
       const items = await scanAll(servers.documents(), TABLE);
       expect(items.map((i) => i.paymentId).sort()).toEqual([...seeded.expectedOperations].sort());
       expect(items.every((i) => i.unsettledDate === DATE)).toBe(true);
-      const { operations } = await discoverAll(job, createDeps(settings()), { businessDate: DATE, pageSize: 25, now: new Date('2026-11-29T02:00:00.000Z') });
-      expect(operations.map((o) => fixture.operationKeyOf(o.resource)).sort()).toEqual([...seeded.expectedOperations].sort());
+      const { operations } = await discoverAll(job, createDeps(settings()), {
+        businessDate: DATE,
+        pageSize: 25,
+        now: new Date('2026-11-29T02:00:00.000Z'),
+      });
+      expect(operations.map((o) => fixture.operationKeyOf(o.resource)).sort()).toEqual(
+        [...seeded.expectedOperations].sort(),
+      );
     });
 
     it('throws naming the missing table alias', async () => {
       await expect(fixture.seed(context({ settings: settings({ tables: {} }) }), 1)).rejects.toThrow(
-        new FixtureError('job payment-reconciliation has no tables.payments in its JOB_SETTINGS; cannot seed it', 'payment-reconciliation'),
+        new FixtureError(
+          'job payment-reconciliation has no tables.payments in its JOB_SETTINGS; cannot seed it',
+          'payment-reconciliation',
+        ),
       );
     });
 
@@ -59,7 +77,10 @@ describe('Fixture: payment-reconciliation', () => {
       } as unknown as DynamoDBDocumentClient;
       await fixture.seed(context({ documents: flaky }), 3);
       expect(sent).toHaveLength(2);
-      expect(sent[1].RequestItems![TABLE].map((r) => r.PutRequest?.Item?.paymentId)).toEqual([`pay-${DATE}-0001`, `pay-${DATE}-0002`]);
+      expect(sent[1].RequestItems![TABLE].map((r) => r.PutRequest?.Item?.paymentId)).toEqual([
+        `pay-${DATE}-0001`,
+        `pay-${DATE}-0002`,
+      ]);
     });
 
     it('gives up when items stay unprocessed', async () => {
@@ -70,7 +91,9 @@ describe('Fixture: payment-reconciliation', () => {
           return { UnprocessedItems: command.input.RequestItems };
         },
       } as unknown as DynamoDBDocumentClient;
-      await expect(fixture.seed(context({ documents: stuck }), 1)).rejects.toThrow(`table ${TABLE}: items still unprocessed after 10 retries`);
+      await expect(fixture.seed(context({ documents: stuck }), 1)).rejects.toThrow(
+        `table ${TABLE}: items still unprocessed after 10 retries`,
+      );
       expect(calls).toBe(11);
     });
   });
@@ -82,8 +105,11 @@ describe('Fixture: payment-reconciliation', () => {
       provider = undefined;
     });
 
-    it('takes its quota from the job\'s effective rate limit and concurrency', async () => {
-      provider = fixture.downstream!(settings({ rateLimit: { startsPerInterval: 2, intervalSeconds: 30, burst: 2 }, concurrency: 5 }), { latencyMs: 1 });
+    it("takes its quota from the job's effective rate limit and concurrency", async () => {
+      provider = fixture.downstream!(
+        settings({ rateLimit: { startsPerInterval: 2, intervalSeconds: 30, burst: 2 }, concurrency: 5 }),
+        { latencyMs: 1 },
+      );
       await provider.start();
       expect((await post(provider.endpoint, 'a', 'a')).status).toBe(200);
       expect((await post(provider.endpoint, 'b', 'b')).status).toBe(200);
@@ -93,12 +119,15 @@ describe('Fixture: payment-reconciliation', () => {
       expect(Number(third.headers.get('retry-after'))).toBeLessThanOrEqual(30);
     });
 
-    it('limits requests in progress to the job\'s concurrency', async () => {
+    it("limits requests in progress to the job's concurrency", async () => {
       provider = fixture.downstream!(settings({ concurrency: 1 }), { latencyMs: 300 });
       await provider.start();
       const slow = post(provider.endpoint, 'a', 'a');
       const started = provider;
-      await waitFor('the first request in progress', () => started.arrivals.length === 1, { timeoutMs: 2_000, intervalMs: 5 });
+      await waitFor('the first request in progress', () => started.arrivals.length === 1, {
+        timeoutMs: 2_000,
+        intervalMs: 5,
+      });
       expect((await post(provider.endpoint, 'b', 'b')).status).toBe(429);
       expect((await slow).status).toBe(200);
     });
@@ -108,7 +137,11 @@ describe('Fixture: payment-reconciliation', () => {
       await probe.start();
       const port = Number(new URL(probe.endpoint).port);
       await probe.close();
-      provider = fixture.downstream!(settings({ rateLimit: { startsPerInterval: 1, intervalSeconds: 60, burst: 1 } }), { quota: { startsPerWindow: 3 }, latencyMs: 1, port });
+      provider = fixture.downstream!(settings({ rateLimit: { startsPerInterval: 1, intervalSeconds: 60, burst: 1 } }), {
+        quota: { startsPerWindow: 3 },
+        latencyMs: 1,
+        port,
+      });
       await provider.start();
       expect(provider.endpoint).toBe(`http://127.0.0.1:${port}`);
       const statuses = [];
@@ -128,9 +161,11 @@ describe('Fixture: payment-reconciliation', () => {
       await provider.close();
     });
 
-    it('counts the provider\'s settlements per payment, every request as a start, and flags payments not seeded', async () => {
+    it("counts the provider's settlements per payment, every request as a start, and flags payments not seeded", async () => {
       const seeded = { expectedOperations: ['pay-1', 'pay-2', 'pay-3'], summary: '3 payments' };
-      provider.setFaults(({ operationKey }) => (operationKey === 'pay-3' ? { kind: 'throttle', retryAfterSeconds: 1 } : undefined));
+      provider.setFaults(({ operationKey }) =>
+        operationKey === 'pay-3' ? { kind: 'throttle', retryAfterSeconds: 1 } : undefined,
+      );
       expect((await post(provider.endpoint, 'pay-1', 'op-1')).status).toBe(200);
       expect((await post(provider.endpoint, 'pay-1', 'op-1')).headers.get('idempotent-replayed')).toBe('true');
       expect((await post(provider.endpoint, 'pay-2', 'op-2')).status).toBe(200);
@@ -139,7 +174,13 @@ describe('Fixture: payment-reconciliation', () => {
       expect((await post(provider.endpoint, 'pay-x', 'op-x')).status).toBe(200);
 
       const reading = fixture.effects({ settings: settings(), seeded, writes: [], downstream: provider });
-      expect(reading.effectsByOperation).toEqual(new Map([['pay-1', 1], ['pay-2', 2], ['pay-x', 1]]));
+      expect(reading.effectsByOperation).toEqual(
+        new Map([
+          ['pay-1', 1],
+          ['pay-2', 2],
+          ['pay-x', 1],
+        ]),
+      );
       expect(reading.starts).toEqual(provider.arrivals.map((a) => a.at));
       expect(reading.starts).toHaveLength(6);
       expect(reading.throttled).toBe(1);
@@ -148,7 +189,9 @@ describe('Fixture: payment-reconciliation', () => {
     });
 
     it('throws when no provider is handed in', () => {
-      expect(() => fixture.effects({ settings: settings(), seeded: { expectedOperations: [], summary: '' }, writes: [] })).toThrow(
+      expect(() =>
+        fixture.effects({ settings: settings(), seeded: { expectedOperations: [], summary: '' }, writes: [] }),
+      ).toThrow(
         'job payment-reconciliation: its effects are read off its fake payment provider, and none was handed in',
       );
     });

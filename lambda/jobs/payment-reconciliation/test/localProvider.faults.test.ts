@@ -3,7 +3,12 @@ import { waitFor } from '../../../../local/waitFor';
 import { PaymentProvider } from '../localProvider';
 
 const post = (endpoint: string, paymentId: string, key: string, signal?: AbortSignal) =>
-  fetch(`${endpoint}/v1/payments/${paymentId}/reconcile`, { method: 'POST', headers: { authorization: 'Bearer k1', 'idempotency-key': key }, body: '{}', signal });
+  fetch(`${endpoint}/v1/payments/${paymentId}/reconcile`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer k1', 'idempotency-key': key },
+    body: '{}',
+    signal,
+  });
 
 describe('Class: PaymentProvider', () => {
   let provider: PaymentProvider;
@@ -41,7 +46,9 @@ describe('Class: PaymentProvider', () => {
       expect(await res.json()).toEqual({ message: 'injected throttle' });
       expect(provider.effects).toHaveLength(0);
       expect(provider.throttled).toBe(1);
-      expect(provider.arrivals).toEqual([expect.objectContaining({ operationKey: 'p1', status: 429, fault: 'throttle' })]);
+      expect(provider.arrivals).toEqual([
+        expect.objectContaining({ operationKey: 'p1', status: 429, fault: 'throttle' }),
+      ]);
     });
 
     it('answers an injected 5xx before the effect, so a retry applies once', async () => {
@@ -84,7 +91,10 @@ describe('Class: PaymentProvider', () => {
       next = { kind: 'slow', delayMs: 1_000 };
       let answered = false;
       const answer = post(provider.endpoint, 'p1', 'op-1').then((res) => ((answered = true), res));
-      await waitFor('the slow request arrived', () => provider.arrivals.length === 1, { timeoutMs: 2_000, intervalMs: 5 });
+      await waitFor('the slow request arrived', () => provider.arrivals.length === 1, {
+        timeoutMs: 2_000,
+        intervalMs: 5,
+      });
       expect(provider.arrivals[0]).toEqual(expect.objectContaining({ status: 200, fault: 'slow' }));
       expect(answered).toBe(false);
       expect(provider.effects).toHaveLength(0);

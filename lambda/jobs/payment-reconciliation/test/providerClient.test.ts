@@ -1,11 +1,16 @@
 import { PermanentError, RetryableError, ThrottledError } from '../../../job';
-import { HttpProviderClient, ProviderConfigError, ReconcileRequest } from '../providerClient';
-import { HttpStub, startHttpStub } from '../../../../test/support/httpStub';
+import { HttpProviderClient, ProviderConfigError, type ReconcileRequest } from '../providerClient';
+import { type HttpStub, startHttpStub } from '../../../../test/support/httpStub';
 import { loggedError } from '../../../../test/support/capturedOutput';
 
 const API_KEY = 'sk_test_very_secret_value';
 const NOW = Date.parse('2026-11-29T09:00:00.000Z');
-const request: ReconcileRequest = { paymentId: 'p/1', businessDate: '2026-11-28', idempotencyKey: 'reconcile:acme:p/1:2026-11-28', timeoutMs: 2_000 };
+const request: ReconcileRequest = {
+  paymentId: 'p/1',
+  businessDate: '2026-11-28',
+  idempotencyKey: 'reconcile:acme:p/1:2026-11-28',
+  timeoutMs: 2_000,
+};
 
 const caught = async (promise: Promise<unknown>): Promise<Error> => {
   try {
@@ -33,19 +38,30 @@ describe('Class: HttpProviderClient', () => {
 
   describe('Method: constructor', () => {
     it('throws on a base URL that is not a URL', () => {
-      expect(() => new HttpProviderClient({ baseUrl: 'nope', apiKey: async () => API_KEY })).toThrow(ProviderConfigError);
-      expect(() => new HttpProviderClient({ baseUrl: 'nope', apiKey: async () => API_KEY })).toThrow('provider base URL "nope" is not a URL');
+      expect(() => new HttpProviderClient({ baseUrl: 'nope', apiKey: async () => API_KEY })).toThrow(
+        ProviderConfigError,
+      );
+      expect(() => new HttpProviderClient({ baseUrl: 'nope', apiKey: async () => API_KEY })).toThrow(
+        'provider base URL "nope" is not a URL',
+      );
     });
 
     it('throws on a base URL that is not http(s)', () => {
-      expect(() => new HttpProviderClient({ baseUrl: 'ftp://x', apiKey: async () => API_KEY })).toThrow('provider base URL "ftp://x" must use http or https');
+      expect(() => new HttpProviderClient({ baseUrl: 'ftp://x', apiKey: async () => API_KEY })).toThrow(
+        'provider base URL "ftp://x" must use http or https',
+      );
     });
   });
 
   describe('Method: reconcile', () => {
     it('posts the business date with the idempotency key and bearer token, and returns the outcome', async () => {
       stub.reply(200, { paymentId: 'p/1', status: 'settled', providerReference: 'prov_1', extra: 'ignored' });
-      await expect(client.reconcile(request)).resolves.toEqual({ paymentId: 'p/1', status: 'settled', providerReference: 'prov_1', replayed: false });
+      await expect(client.reconcile(request)).resolves.toEqual({
+        paymentId: 'p/1',
+        status: 'settled',
+        providerReference: 'prov_1',
+        replayed: false,
+      });
       expect(stub.requests).toHaveLength(1);
       const [sent] = stub.requests;
       expect(sent.method).toBe('POST');
@@ -57,14 +73,25 @@ describe('Class: HttpProviderClient', () => {
     });
 
     it('reports a replay the provider flags with Idempotent-Replayed', async () => {
-      stub.reply(201, { paymentId: 'p/1', status: 'failed', providerReference: 'prov_2' }, { 'Idempotent-Replayed': 'true' });
-      await expect(client.reconcile(request)).resolves.toEqual({ paymentId: 'p/1', status: 'failed', providerReference: 'prov_2', replayed: true });
+      stub.reply(
+        201,
+        { paymentId: 'p/1', status: 'failed', providerReference: 'prov_2' },
+        { 'Idempotent-Replayed': 'true' },
+      );
+      await expect(client.reconcile(request)).resolves.toEqual({
+        paymentId: 'p/1',
+        status: 'failed',
+        providerReference: 'prov_2',
+        replayed: true,
+      });
     });
 
     it('throws ThrottledError with a delta-seconds Retry-After on 429', async () => {
       stub.reply(429, { error: 'slow down' }, { 'Retry-After': '7' });
       const error = await caught(client.reconcile(request));
-      expect(error).toEqual(new ThrottledError('reconcile call for payment p/1: provider answered 429 (retry after 7000 ms)'));
+      expect(error).toEqual(
+        new ThrottledError('reconcile call for payment p/1: provider answered 429 (retry after 7000 ms)'),
+      );
       expect(error).toBeInstanceOf(ThrottledError);
       expect((error as ThrottledError).retryAfterMs).toBe(7_000);
     });
@@ -90,19 +117,26 @@ describe('Class: HttpProviderClient', () => {
       expect(error.message).toBe(`reconcile call for payment p/1: provider answered ${status}: {"error":"boom"}`);
     });
 
-    it.each([400, 404, 409, 422, 401])('throws PermanentError with the status and a body excerpt on %i', async (status) => {
-      stub.reply(status, { error: 'no such payment' });
-      const error = await caught(client.reconcile(request));
-      expect(error).toBeInstanceOf(PermanentError);
-      expect(error.message).toBe(`reconcile call for payment p/1: provider answered ${status}: {"error":"no such payment"}`);
-      expect((error as PermanentError).detail).toEqual({ status, body: '{"error":"no such payment"}' });
-    });
+    it.each([400, 404, 409, 422, 401])(
+      'throws PermanentError with the status and a body excerpt on %i',
+      async (status) => {
+        stub.reply(status, { error: 'no such payment' });
+        const error = await caught(client.reconcile(request));
+        expect(error).toBeInstanceOf(PermanentError);
+        expect(error.message).toBe(
+          `reconcile call for payment p/1: provider answered ${status}: {"error":"no such payment"}`,
+        );
+        expect((error as PermanentError).detail).toEqual({ status, body: '{"error":"no such payment"}' });
+      },
+    );
 
     it('redacts the API key from an echoed body and cuts the excerpt short', async () => {
       stub.reply(400, `bad token ${API_KEY} ${'x'.repeat(300)}`);
       const error = await caught(client.reconcile(request));
       expect(error.message).not.toContain(API_KEY);
-      expect((error as PermanentError).detail.body).toBe(`bad token [redacted] ${'x'.repeat(200 - 'bad token [redacted] '.length)}...`);
+      expect((error as PermanentError).detail.body).toBe(
+        `bad token [redacted] ${'x'.repeat(200 - 'bad token [redacted] '.length)}...`,
+      );
     });
 
     it('throws PermanentError on a redirect instead of following it with the token', async () => {
@@ -114,22 +148,30 @@ describe('Class: HttpProviderClient', () => {
 
     it('throws RetryableError on a 200 whose body is not JSON', async () => {
       stub.reply(200, 'not json');
-      await expect(client.reconcile(request)).rejects.toThrow(new RetryableError('reconcile call for payment p/1: provider answered 200 with a body that is not JSON'));
+      await expect(client.reconcile(request)).rejects.toThrow(
+        new RetryableError('reconcile call for payment p/1: provider answered 200 with a body that is not JSON'),
+      );
     });
 
     it('throws RetryableError on a 200 whose body lacks the outcome', async () => {
       stub.reply(200, { paymentId: 'p/1' });
-      await expect(client.reconcile(request)).rejects.toThrow('reconcile call for payment p/1: provider answered 200 with an unexpected body (status, providerReference)');
+      await expect(client.reconcile(request)).rejects.toThrow(
+        'reconcile call for payment p/1: provider answered 200 with an unexpected body (status, providerReference)',
+      );
     });
 
     it('throws PermanentError when the provider answers about another payment', async () => {
       stub.reply(200, { paymentId: 'p/2', status: 'settled', providerReference: 'r' });
-      await expect(client.reconcile(request)).rejects.toThrow(new PermanentError('reconcile call for payment p/1: provider answered about payment p/2'));
+      await expect(client.reconcile(request)).rejects.toThrow(
+        new PermanentError('reconcile call for payment p/1: provider answered about payment p/2'),
+      );
     });
 
     it('throws RetryableError on 202 without an outcome', async () => {
       stub.reply(202, {});
-      await expect(client.reconcile(request)).rejects.toThrow(new RetryableError('reconcile call for payment p/1: provider answered 202 without an outcome'));
+      await expect(client.reconcile(request)).rejects.toThrow(
+        new RetryableError('reconcile call for payment p/1: provider answered 202 without an outcome'),
+      );
     });
 
     it('throws RetryableError when the provider does not answer within the timeout', async () => {
@@ -155,7 +197,9 @@ describe('Class: HttpProviderClient', () => {
       const broken = new HttpProviderClient({ baseUrl: stub.url, apiKey: async () => key });
       const error = await caught(broken.reconcile(request));
       expect(error).toBeInstanceOf(RetryableError);
-      expect(error.message).toBe('reconcile call for payment p/1 failed: Headers.append: "Bearer [redacted]" is an invalid header value.');
+      expect(error.message).toBe(
+        'reconcile call for payment p/1 failed: Headers.append: "Bearer [redacted]" is an invalid header value.',
+      );
       const cause = error.cause as Error;
       expect({ name: cause.name, message: cause.message, cause: cause.cause }).toEqual({
         name: 'TypeError',
@@ -164,11 +208,12 @@ describe('Class: HttpProviderClient', () => {
       });
       const logged = loggedError(error);
       expect(logged).toContain('Bearer [redacted]');
-      for (const form of [key, JSON.stringify(key).slice(1, -1), ...key.split('\n')]) expect(logged).not.toContain(form);
+      for (const form of [key, JSON.stringify(key).slice(1, -1), ...key.split('\n')])
+        expect(logged).not.toContain(form);
       expect(stub.requests).toHaveLength(0);
     });
 
-    it('keeps the timeout\'s type as the cause, not the abort error itself', async () => {
+    it("keeps the timeout's type as the cause, not the abort error itself", async () => {
       stub.handle(() => undefined);
       const error = await caught(client.reconcile({ ...request, timeoutMs: 150 }));
       const cause = error.cause as Error;
@@ -180,7 +225,12 @@ describe('Class: HttpProviderClient', () => {
     });
 
     it('passes a failure to read the API key through unchanged', async () => {
-      const keyless = new HttpProviderClient({ baseUrl: stub.url, apiKey: async () => { throw new Error('no key'); } });
+      const keyless = new HttpProviderClient({
+        baseUrl: stub.url,
+        apiKey: async () => {
+          throw new Error('no key');
+        },
+      });
       await expect(keyless.reconcile(request)).rejects.toThrow(new Error('no key'));
       expect(stub.requests).toHaveLength(0);
     });

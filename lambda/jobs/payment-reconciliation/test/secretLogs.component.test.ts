@@ -11,7 +11,15 @@ import { startLocalAws, type LocalAws } from '../../../../test/support/aws';
 import { captureOutput } from '../../../../test/support/capturedOutput';
 import { startHttpStub, type HttpStub, type StubHandler } from '../../../../test/support/httpStub';
 import { lambdaContext, sqsEvent, sqsRecord } from '../../../../test/support/lambdaEvents';
-import { createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue, STATE_TABLES, unpacedConsumerOptions } from '../../../../test/lambda/handlers/harness';
+import {
+  createIdempotencyTable,
+  createLedgerTable,
+  createLimiterTable,
+  createQueue,
+  drainQueue,
+  STATE_TABLES,
+  unpacedConsumerOptions,
+} from '../../../../test/lambda/handlers/harness';
 import { createTable, putAll, runtimeSettings } from '../../../../test/support/jobs';
 import { TABLES } from './tables';
 
@@ -25,11 +33,23 @@ const NEWLINE_SECRET_NAME = 'paced-jobs/test/provider-api-key-newline';
 /** Every form a leak of the newline key could take: as is, JSON-escaped (a log line), and each line of it. */
 const NEWLINE_KEY_FORMS = [NEWLINE_KEY, JSON.stringify(NEWLINE_KEY).slice(1, -1), ...NEWLINE_KEY.split('\n')];
 
-const echo = (status: number, headers: Record<string, string> = {}): StubHandler => (req, res) => {
-  // A careless provider: it repeats the credential it was sent in its error body and headers.
-  res.writeHead(status, { 'content-type': 'application/json', 'x-echo-authorization': String(req.headers.authorization), ...headers });
-  res.end(JSON.stringify({ error: 'denied', message: `invalid credentials: ${String(req.headers.authorization)} (key ${API_KEY})`, received: req.headers }));
-};
+const echo =
+  (status: number, headers: Record<string, string> = {}): StubHandler =>
+  (req, res) => {
+    // A careless provider: it repeats the credential it was sent in its error body and headers.
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      'x-echo-authorization': String(req.headers.authorization),
+      ...headers,
+    });
+    res.end(
+      JSON.stringify({
+        error: 'denied',
+        message: `invalid credentials: ${String(req.headers.authorization)} (key ${API_KEY})`,
+        received: req.headers,
+      }),
+    );
+  };
 
 /** Each provider answer the consumer must survive without leaking the key, and what the record comes to. */
 const SCENARIOS: { name: string; handler: StubHandler; failed: boolean; logged: string }[] = [
@@ -38,9 +58,19 @@ const SCENARIOS: { name: string; handler: StubHandler; failed: boolean; logged: 
   { name: '400 echoing the key', handler: echo(400), failed: false, logged: 'provider answered 400: ' },
   { name: '500 echoing the key', handler: echo(500), failed: true, logged: 'provider answered 500: ' },
   { name: '502 echoing the key', handler: echo(502), failed: true, logged: 'provider answered 502: ' },
-  { name: '429 echoing the key', handler: echo(429, { 'retry-after': '5' }), failed: false, logged: 'message deferred' },
+  {
+    name: '429 echoing the key',
+    handler: echo(429, { 'retry-after': '5' }),
+    failed: false,
+    logged: 'message deferred',
+  },
   { name: '503 echoing the key', handler: echo(503), failed: false, logged: 'message deferred' },
-  { name: '302 to a URL carrying the key', handler: echo(302, { location: `https://evil.example/?key=${API_KEY}` }), failed: false, logged: 'provider answered 302: ' },
+  {
+    name: '302 to a URL carrying the key',
+    handler: echo(302, { location: `https://evil.example/?key=${API_KEY}` }),
+    failed: false,
+    logged: 'provider answered 302: ',
+  },
   {
     name: '200 with a body that is not JSON and holds the key',
     handler: (_req, res) => res.writeHead(200).end(`<html>key=${API_KEY}</html>`),
@@ -49,7 +79,8 @@ const SCENARIOS: { name: string; handler: StubHandler; failed: boolean; logged: 
   },
   {
     name: '200 with an unexpected JSON body holding the key',
-    handler: (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ apiKey: API_KEY, status: 42 })),
+    handler: (_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ apiKey: API_KEY, status: 42 })),
     failed: true,
     logged: 'with an unexpected body',
   },
@@ -63,7 +94,9 @@ const SCENARIOS: { name: string; handler: StubHandler; failed: boolean; logged: 
     name: '200 settled',
     handler: (req, res) => {
       const paymentId = decodeURIComponent(req.url.split('/')[3]);
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ paymentId, status: 'settled', providerReference: `prov-${paymentId}` }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ paymentId, status: 'settled', providerReference: `prov-${paymentId}` }));
     },
     failed: false,
     logged: 'operation completed',
@@ -95,26 +128,48 @@ describe('Function: createConsumer', () => {
   beforeAll(async () => {
     aws = await startLocalAws();
     const manager = new LocalSecretsManager();
-    manager.add({ name: SECRET_NAME, arn: `arn:aws:secretsmanager:us-east-1:000000000000:secret:${SECRET_NAME}-AbCdEf`, value: API_KEY });
-    manager.add({ name: NEWLINE_SECRET_NAME, arn: `arn:aws:secretsmanager:us-east-1:000000000000:secret:${NEWLINE_SECRET_NAME}-AbCdEf`, value: NEWLINE_KEY });
+    manager.add({
+      name: SECRET_NAME,
+      arn: `arn:aws:secretsmanager:us-east-1:000000000000:secret:${SECRET_NAME}-AbCdEf`,
+      value: API_KEY,
+    });
+    manager.add({
+      name: NEWLINE_SECRET_NAME,
+      arn: `arn:aws:secretsmanager:us-east-1:000000000000:secret:${NEWLINE_SECRET_NAME}-AbCdEf`,
+      value: NEWLINE_KEY,
+    });
     secrets = await manager.start();
     process.env.AWS_ENDPOINT_URL_SECRETS_MANAGER = secrets.endpoint;
     resetClients();
     stub = await startHttpStub();
     const raw = new DynamoDBClient({});
-    await Promise.all([createIdempotencyTable(STATE_TABLES.idempotency), createLedgerTable(STATE_TABLES.ledger), createLimiterTable(STATE_TABLES.limiter), createTable(raw, TABLES.payments)]);
+    await Promise.all([
+      createIdempotencyTable(STATE_TABLES.idempotency),
+      createLedgerTable(STATE_TABLES.ledger),
+      createLimiterTable(STATE_TABLES.limiter),
+      createTable(raw, TABLES.payments),
+    ]);
     raw.destroy();
     [queueUrl, dlqUrl] = await Promise.all([createQueue('secret-logs'), createQueue('secret-logs-dlq')]);
-    await putAll(documentClient(), TABLES.payments.name, [...SCENARIOS.map((_, i) => unsettledPayment({ paymentId: `pay-${i}`, businessDate: DATE })), unsettledPayment({ paymentId: 'pay-nl', businessDate: DATE })]);
+    await putAll(documentClient(), TABLES.payments.name, [
+      ...SCENARIOS.map((_, i) => unsettledPayment({ paymentId: `pay-${i}`, businessDate: DATE })),
+      unsettledPayment({ paymentId: 'pay-nl', businessDate: DATE }),
+    ]);
 
-    const consumerWith = (secretName: string) => createConsumer({
-      job,
-      // The real dependencies: the key is read from Secrets Manager (the local emulator) at call time.
-      jobDeps: createDeps(
-        runtimeSettings({ jobName: JOB_NAME, tables: { payments: TABLES.payments.name }, secrets: { apiKey: secretName }, settings: { provider: 'acme', providerBaseUrl: stub.url, providerTimeoutMs: 2000 } }),
-      ),
-      ...unpacedConsumerOptions(queueUrl, dlqUrl, 'secret-logs'),
-    });
+    const consumerWith = (secretName: string) =>
+      createConsumer({
+        job,
+        // The real dependencies: the key is read from Secrets Manager (the local emulator) at call time.
+        jobDeps: createDeps(
+          runtimeSettings({
+            jobName: JOB_NAME,
+            tables: { payments: TABLES.payments.name },
+            secrets: { apiKey: secretName },
+            settings: { provider: 'acme', providerBaseUrl: stub.url, providerTimeoutMs: 2000 },
+          }),
+        ),
+        ...unpacedConsumerOptions(queueUrl, dlqUrl, 'secret-logs'),
+      });
     const handle = consumerWith(SECRET_NAME);
 
     // Everything the logger can say, debug included, so a leak at any level is caught.
@@ -122,14 +177,22 @@ describe('Function: createConsumer', () => {
     try {
       for (const [i, scenario] of SCENARIOS.entries()) {
         stub.handle(scenario.handler);
-        const response = await handle(sqsEvent(sqsRecord(messageBody(`pay-${i}`), { messageId: `m-${i}` })), lambdaContext());
+        const response = await handle(
+          sqsEvent(sqsRecord(messageBody(`pay-${i}`), { messageId: `m-${i}` })),
+          lambdaContext(),
+        );
         outcomes.push({ name: scenario.name, failed: response.batchItemFailures.length > 0 });
       }
       // The newline key, on its last allowed receive, so a leak into the ledger's dead-letter entry would be found too.
       stub.handle(SCENARIOS[SCENARIOS.length - 1].handler);
       const requestsBefore = stub.requests.length;
       const response = await consumerWith(NEWLINE_SECRET_NAME)(
-        sqsEvent(sqsRecord(messageBody('pay-nl'), { messageId: 'm-nl', attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: '5' } })),
+        sqsEvent(
+          sqsRecord(messageBody('pay-nl'), {
+            messageId: 'm-nl',
+            attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: '5' },
+          }),
+        ),
         lambdaContext(),
       );
       newlineFailed = response.batchItemFailures.length > 0;
@@ -186,7 +249,9 @@ describe('Function: createConsumer', () => {
     it('refuses the key where it is read, naming the secret: the record fails for a retry and nothing is sent', () => {
       expect(newlineFailed).toBe(true);
       expect(newlineRequests).toBe(0);
-      expect(output.join('')).toContain(`secret \\"${NEWLINE_SECRET_NAME}\\" is not a usable API key: it holds whitespace (a line break or a space, often a trailing newline)`);
+      expect(output.join('')).toContain(
+        `secret \\"${NEWLINE_SECRET_NAME}\\" is not a usable API key: it holds whitespace (a line break or a space, often a trailing newline)`,
+      );
     });
 
     it('writes no form of the key to stdout or stderr', () => {

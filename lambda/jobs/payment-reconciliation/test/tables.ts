@@ -2,5 +2,9 @@
 import type { TableSpec } from '../../../../test/support/jobs';
 
 export const TABLES = {
-  payments: { name: 'payments-test', hash: 'paymentId', indexes: [{ name: 'unsettled-by-date', hash: 'unsettledDate', range: 'paymentId' }] },
+  payments: {
+    name: 'payments-test',
+    hash: 'paymentId',
+    indexes: [{ name: 'unsettled-by-date', hash: 'unsettledDate', range: 'paymentId' }],
+  },
 } satisfies Record<string, TableSpec>;

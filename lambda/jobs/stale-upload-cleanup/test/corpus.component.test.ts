@@ -18,15 +18,27 @@ describeMessageCorpus(JOB_NAME, messageCasesIn(join(__dirname, 'messages.json'))
   return {
     job,
     deps: {
-      ...createDeps(runtimeSettings({ jobName: JOB_NAME, tables: { uploads: TABLES.uploads.name }, buckets: { uploads: 'corpus-bucket' } })),
+      ...createDeps(
+        runtimeSettings({
+          jobName: JOB_NAME,
+          tables: { uploads: TABLES.uploads.name },
+          buckets: { uploads: 'corpus-bucket' },
+        }),
+      ),
       // S3 is not among the local servers this suite starts; the object store is the job's own port, so a recorder stands in.
       objects: { deleteObject: async (_bucket: string, key: string) => void deletedObjects.push(key) },
     },
     async seedValid(n) {
       const item = pendingUpload({ uploadId: `ok-${n}`, deleteAfter: '2026-11-20T00:00:00.000Z' });
       await putAll(documentClient(), TABLES.uploads.name, [item]);
-      return corpusEnvelope(JOB_NAME, `stale-upload:ok-${n}:${item.deleteAfter}`, { uploadId: `ok-${n}`, objectKey: item.objectKey, deleteAfter: item.deleteAfter });
+      return corpusEnvelope(JOB_NAME, `stale-upload:ok-${n}:${item.deleteAfter}`, {
+        uploadId: `ok-${n}`,
+        objectKey: item.objectKey,
+        deleteAfter: item.deleteAfter,
+      });
     },
-    applied: async (n) => (await getItem(TABLES.uploads.name, { uploadId: `ok-${n}` })) === undefined && deletedObjects.includes(`uploads/ok-${n}.bin`),
+    applied: async (n) =>
+      (await getItem(TABLES.uploads.name, { uploadId: `ok-${n}` })) === undefined &&
+      deletedObjects.includes(`uploads/ok-${n}.bin`),
   };
 });

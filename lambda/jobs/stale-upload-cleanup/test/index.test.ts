@@ -1,10 +1,18 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { resetClients } from '../../../adapters/clients';
-import { encodeCursor, InvalidOperationIdError, PermanentError, personalDataHash, RetryableError, SettingsError, type ObjectStore } from '../../../job';
-import { StaleUploadDeps, createDeps, discoveryCutoff, job, staleUploadOperationId } from '..';
-import { UploadItem, demoUploads, pendingUpload } from '../items';
-import { LocalAws, startLocalAws } from '../../../../test/support/aws';
+import {
+  encodeCursor,
+  InvalidOperationIdError,
+  PermanentError,
+  personalDataHash,
+  RetryableError,
+  SettingsError,
+  type ObjectStore,
+} from '../../../job';
+import { type StaleUploadDeps, createDeps, discoveryCutoff, job, staleUploadOperationId } from '..';
+import { type UploadItem, demoUploads, pendingUpload } from '../items';
+import { type LocalAws, startLocalAws } from '../../../../test/support/aws';
 import { createTable, discoverAll, putAll, runtimeSettings } from '../../../../test/support/jobs';
 import { TABLES } from './tables';
 
@@ -26,17 +34,23 @@ class FakeObjects implements ObjectStore {
 
 describe('Function: staleUploadOperationId', () => {
   it('builds stale-upload:<uploadId>:<deleteAfter>', () => {
-    expect(staleUploadOperationId({ uploadId: 'u-1', deleteAfter: '2026-11-28T10:00:00.000Z' })).toBe('stale-upload:u-1:2026-11-28T10:00:00.000Z');
+    expect(staleUploadOperationId({ uploadId: 'u-1', deleteAfter: '2026-11-28T10:00:00.000Z' })).toBe(
+      'stale-upload:u-1:2026-11-28T10:00:00.000Z',
+    );
   });
 
   it('throws on a deadline that is not in canonical UTC form', () => {
     expect(() => staleUploadOperationId({ uploadId: 'u-1', deleteAfter: '2026-11-28T10:00:00Z' })).toThrow(
-      new InvalidOperationIdError('deleteAfter "2026-11-28T10:00:00Z" must be a UTC timestamp in the form YYYY-MM-DDTHH:mm:ss.sssZ'),
+      new InvalidOperationIdError(
+        'deleteAfter "2026-11-28T10:00:00Z" must be a UTC timestamp in the form YYYY-MM-DDTHH:mm:ss.sssZ',
+      ),
     );
   });
 
   it('throws on an empty upload ID', () => {
-    expect(() => staleUploadOperationId({ uploadId: '', deleteAfter: '2026-11-28T10:00:00.000Z' })).toThrow('upload ID "" cannot be part of an operation ID');
+    expect(() => staleUploadOperationId({ uploadId: '', deleteAfter: '2026-11-28T10:00:00.000Z' })).toThrow(
+      'upload ID "" cannot be part of an operation ID',
+    );
   });
 });
 
@@ -55,7 +69,13 @@ describe('Job: stale-upload-cleanup', () => {
     await createTable(raw, TABLES.uploads);
     await createTable(raw, { ...TABLES.uploads, name: APPLY_TABLE });
     raw.destroy();
-    const base = createDeps(runtimeSettings({ jobName: 'stale-upload-cleanup', tables: { uploads: TABLES.uploads.name }, buckets: { uploads: BUCKET } }));
+    const base = createDeps(
+      runtimeSettings({
+        jobName: 'stale-upload-cleanup',
+        tables: { uploads: TABLES.uploads.name },
+        buckets: { uploads: BUCKET },
+      }),
+    );
     discoverDeps = { ...base, now: () => NOW };
     await putAll(base.documents, TABLES.uploads.name, [
       ...demoUploads(DATE, 6),
@@ -80,8 +100,12 @@ describe('Job: stale-upload-cleanup', () => {
     return item;
   };
   const record = async (uploadId: string) =>
-    (await deps.documents.send(new GetCommand({ TableName: APPLY_TABLE, Key: { uploadId }, ConsistentRead: true }))).Item as UploadItem | undefined;
-  const applyTo = (item: Pick<UploadItem, 'uploadId' | 'objectKey' | 'deleteAfter'>, operationId = `stale-upload:${item.uploadId}:${item.deleteAfter}`) =>
+    (await deps.documents.send(new GetCommand({ TableName: APPLY_TABLE, Key: { uploadId }, ConsistentRead: true })))
+      .Item as UploadItem | undefined;
+  const applyTo = (
+    item: Pick<UploadItem, 'uploadId' | 'objectKey' | 'deleteAfter'>,
+    operationId = `stale-upload:${item.uploadId}:${item.deleteAfter}`,
+  ) =>
     job.apply(deps, {
       operationId,
       batchId: 'b',
@@ -93,7 +117,9 @@ describe('Job: stale-upload-cleanup', () => {
   describe('Method: createDeps', () => {
     it('throws naming the missing table and bucket aliases', () => {
       expect(() => createDeps(runtimeSettings({ jobName: 'stale-upload-cleanup', tables: { other: 't' } }))).toThrow(
-        new SettingsError('stale-upload-cleanup: job settings are incomplete: tables.uploads is missing (it has: other); buckets.uploads is missing (it has: none)'),
+        new SettingsError(
+          'stale-upload-cleanup: job settings are incomplete: tables.uploads is missing (it has: other); buckets.uploads is missing (it has: none)',
+        ),
       );
     });
   });
@@ -103,17 +129,25 @@ describe('Job: stale-upload-cleanup', () => {
       expect(discoveryCutoff(DATE, NOW)).toBe('2026-11-28T23:59:59.999Z');
     });
 
-    it('is the run\'s clock when the business date has not ended yet', () => {
+    it("is the run's clock when the business date has not ended yet", () => {
       expect(discoveryCutoff(DATE, new Date('2026-11-28T06:00:00.000Z'))).toBe('2026-11-28T06:00:00.000Z');
     });
   });
 
   describe('Method: discover', () => {
     it('pages through every pending upload due by the end of the business date, and only those', async () => {
-      const { operations, pageSizes } = await discoverAll(job, discoverDeps, { businessDate: DATE, pageSize: 3, now: NOW });
+      const { operations, pageSizes } = await discoverAll(job, discoverDeps, {
+        businessDate: DATE,
+        pageSize: 3,
+        now: NOW,
+      });
       const expected = [...demoUploads('2026-11-20', 2), ...demoUploads(DATE, 6)];
-      expect(operations.map((o) => o.resource)).toEqual(expected.map(({ uploadId, objectKey, deleteAfter }) => ({ uploadId, objectKey, deleteAfter })));
-      expect(operations.map((o) => o.operationId)).toEqual(expected.map((u) => `stale-upload:${u.uploadId}:${u.deleteAfter}`));
+      expect(operations.map((o) => o.resource)).toEqual(
+        expected.map(({ uploadId, objectKey, deleteAfter }) => ({ uploadId, objectKey, deleteAfter })),
+      );
+      expect(operations.map((o) => o.operationId)).toEqual(
+        expected.map((u) => `stale-upload:${u.uploadId}:${u.deleteAfter}`),
+      );
       expect(Math.max(...pageSizes)).toBeLessThanOrEqual(3);
     });
 
@@ -124,7 +158,7 @@ describe('Job: stale-upload-cleanup', () => {
       }
     });
 
-    it('never finds an upload whose deadline is after the run\'s clock', async () => {
+    it("never finds an upload whose deadline is after the run's clock", async () => {
       const early = new Date('2026-11-28T08:00:00.000Z');
       const { operations } = await discoverAll(job, discoverDeps, { businessDate: DATE, pageSize: 50, now: early });
       expect(operations.every((o) => o.resource.deleteAfter <= early.toISOString())).toBe(true);
@@ -138,7 +172,11 @@ describe('Job: stale-upload-cleanup', () => {
     });
 
     it('refuses a cursor for another index partition', async () => {
-      const cursor = encodeCursor({ retentionState: 'held', deleteAfter: '2026-11-01T00:00:00.000Z', uploadId: 'on-hold' });
+      const cursor = encodeCursor({
+        retentionState: 'held',
+        deleteAfter: '2026-11-01T00:00:00.000Z',
+        uploadId: 'on-hold',
+      });
       await expect(job.discover(discoverDeps, { businessDate: DATE, cursor, pageSize: 5, now: NOW })).rejects.toThrow(
         'invalid cursor: it belongs to another query (retentionState is not "pending")',
       );
@@ -146,25 +184,40 @@ describe('Job: stale-upload-cleanup', () => {
 
     it('hands back the records that cannot become a valid message, with key and reason, and discovers the rest', async () => {
       const broken = [
-        { ...pendingUpload({ uploadId: 'no-object-key', deleteAfter: '2026-10-01T00:00:00.000Z' }), objectKey: undefined },
+        {
+          ...pendingUpload({ uploadId: 'no-object-key', deleteAfter: '2026-10-01T00:00:00.000Z' }),
+          objectKey: undefined,
+        },
         pendingUpload({ uploadId: 'has space', deleteAfter: '2026-10-01T00:00:01.000Z' }),
         pendingUpload({ uploadId: 'has:colon', deleteAfter: '2026-10-01T00:00:02.000Z' }),
-        { ...pendingUpload({ uploadId: 'no-millis', deleteAfter: '2026-10-01T00:00:03.000Z' }), deleteAfter: '2026-10-01T00:00:03Z' },
+        {
+          ...pendingUpload({ uploadId: 'no-millis', deleteAfter: '2026-10-01T00:00:03.000Z' }),
+          deleteAfter: '2026-10-01T00:00:03Z',
+        },
       ];
       await putAll(discoverDeps.documents, TABLES.uploads.name, broken);
       try {
         const page = await job.discover(discoverDeps, { businessDate: DATE, pageSize: 50, now: NOW });
         expect(page.invalid).toEqual([
           { key: 'no-object-key', reason: 'objectKey: Invalid input: expected string, received undefined' },
-          { key: 'has space', reason: 'uploadId: may hold only letters, digits and _ . @ # / + = - (no ":" or spaces), starting with a letter or digit' },
-          { key: 'has:colon', reason: 'uploadId: may hold only letters, digits and _ . @ # / + = - (no ":" or spaces), starting with a letter or digit' },
+          {
+            key: 'has space',
+            reason:
+              'uploadId: may hold only letters, digits and _ . @ # / + = - (no ":" or spaces), starting with a letter or digit',
+          },
+          {
+            key: 'has:colon',
+            reason:
+              'uploadId: may hold only letters, digits and _ . @ # / + = - (no ":" or spaces), starting with a letter or digit',
+          },
           { key: 'no-millis', reason: 'deleteAfter: must be a UTC timestamp with milliseconds' },
         ]);
         const expected = [...demoUploads('2026-11-20', 2), ...demoUploads(DATE, 6)].map((u) => u.uploadId).sort();
         expect(page.operations.map((o) => o.resource.uploadId).sort()).toEqual(expected);
         expect(page.nextCursor).toBeUndefined();
       } finally {
-        for (const { uploadId } of broken) await discoverDeps.documents.send(new DeleteCommand({ TableName: TABLES.uploads.name, Key: { uploadId } }));
+        for (const { uploadId } of broken)
+          await discoverDeps.documents.send(new DeleteCommand({ TableName: TABLES.uploads.name, Key: { uploadId } }));
       }
     });
   });
@@ -172,12 +225,15 @@ describe('Job: stale-upload-cleanup', () => {
   describe('Method: apply', () => {
     it('deletes the object, then the record', async () => {
       const item = await fresh();
-      await expect(applyTo(item)).resolves.toEqual({ outcome: 'applied', detail: { objectKeyHash: personalDataHash(item.objectKey) } });
+      await expect(applyTo(item)).resolves.toEqual({
+        outcome: 'applied',
+        detail: { objectKeyHash: personalDataHash(item.objectKey) },
+      });
       expect(objects.deleted).toEqual([`${BUCKET}/${item.objectKey}`]);
       expect(await record(item.uploadId)).toBeUndefined();
     });
 
-    it('names the object in its result by the key\'s hash, since idempotency keeps the result for days', async () => {
+    it("names the object in its result by the key's hash, since idempotency keeps the result for days", async () => {
       const item = await fresh({ objectKey: 'uploads/Jane Doe/passport.pdf' });
       const result = await applyTo(item);
       // printf %s 'uploads/Jane Doe/passport.pdf' | sha256sum | cut -c1-16
@@ -193,15 +249,28 @@ describe('Job: stale-upload-cleanup', () => {
 
     it('skips an upload whose retention was extended, keeping the object', async () => {
       const item = await fresh();
-      await deps.documents.send(new UpdateCommand({ TableName: APPLY_TABLE, Key: { uploadId: item.uploadId }, UpdateExpression: 'SET deleteAfter = :d', ExpressionAttributeValues: { ':d': '2027-01-01T00:00:00.000Z' } }));
-      await expect(applyTo(item)).resolves.toEqual({ outcome: 'already-done', detail: { skipped: 'retention-changed' } });
+      await deps.documents.send(
+        new UpdateCommand({
+          TableName: APPLY_TABLE,
+          Key: { uploadId: item.uploadId },
+          UpdateExpression: 'SET deleteAfter = :d',
+          ExpressionAttributeValues: { ':d': '2027-01-01T00:00:00.000Z' },
+        }),
+      );
+      await expect(applyTo(item)).resolves.toEqual({
+        outcome: 'already-done',
+        detail: { skipped: 'retention-changed' },
+      });
       expect(objects.deleted).toEqual([]);
       expect(await record(item.uploadId)).toMatchObject({ deleteAfter: '2027-01-01T00:00:00.000Z' });
     });
 
     it('skips an upload put on hold', async () => {
       const item = await fresh({ retentionState: 'held' });
-      await expect(applyTo(item)).resolves.toEqual({ outcome: 'already-done', detail: { skipped: 'retention-changed' } });
+      await expect(applyTo(item)).resolves.toEqual({
+        outcome: 'already-done',
+        detail: { skipped: 'retention-changed' },
+      });
       expect(objects.deleted).toEqual([]);
     });
 
@@ -209,25 +278,35 @@ describe('Job: stale-upload-cleanup', () => {
       const item = await fresh({ deleteAfter: '2026-12-01T00:00:00.000Z' });
       const error = await applyTo(item).catch((e: unknown) => e as PermanentError);
       expect(error).toBeInstanceOf(PermanentError);
-      expect((error as PermanentError).message).toBe(`upload ${item.uploadId} is not due for deletion until 2026-12-01T00:00:00.000Z`);
+      expect((error as PermanentError).message).toBe(
+        `upload ${item.uploadId} is not due for deletion until 2026-12-01T00:00:00.000Z`,
+      );
       expect(objects.deleted).toEqual([]);
     });
 
     it('throws PermanentError when the record points at another object', async () => {
       const item = await fresh();
-      const error = await applyTo({ ...item, objectKey: 'uploads/other.bin' }).catch((e: unknown) => e as PermanentError);
-      expect((error as PermanentError).message).toBe(`upload ${item.uploadId} now points at another object than the one discovered`);
+      const error = await applyTo({ ...item, objectKey: 'uploads/other.bin' }).catch(
+        (e: unknown) => e as PermanentError,
+      );
+      expect((error as PermanentError).message).toBe(
+        `upload ${item.uploadId} now points at another object than the one discovered`,
+      );
       expect((error as PermanentError).detail).toEqual({
-        uploadId: item.uploadId, objectKeyHash: personalDataHash('uploads/other.bin'), recordObjectKeyHash: personalDataHash(item.objectKey),
+        uploadId: item.uploadId,
+        objectKeyHash: personalDataHash('uploads/other.bin'),
+        recordObjectKeyHash: personalDataHash(item.objectKey),
       });
       expect(objects.deleted).toEqual([]);
     });
 
-    it('throws PermanentError when the operation ID is not the resource\'s', async () => {
+    it("throws PermanentError when the operation ID is not the resource's", async () => {
       const item = await fresh();
       const error = await applyTo(item, `stale-upload:${item.uploadId}`).catch((e: unknown) => e as PermanentError);
       expect(error).toBeInstanceOf(PermanentError);
-      expect((error as PermanentError).message).toBe(`operation ID "stale-upload:${item.uploadId}" does not match its resource (expected "stale-upload:${item.uploadId}:${item.deleteAfter}")`);
+      expect((error as PermanentError).message).toBe(
+        `operation ID "stale-upload:${item.uploadId}" does not match its resource (expected "stale-upload:${item.uploadId}:${item.deleteAfter}")`,
+      );
     });
 
     it('keeps the record when the object delete fails', async () => {
@@ -242,20 +321,36 @@ describe('Job: stale-upload-cleanup', () => {
       objects.during = async () => {
         await deps.documents.send(new DeleteCommand({ TableName: APPLY_TABLE, Key: { uploadId: item.uploadId } }));
       };
-      await expect(applyTo(item)).resolves.toEqual({ outcome: 'already-done', detail: { objectKeyHash: personalDataHash(item.objectKey) } });
+      await expect(applyTo(item)).resolves.toEqual({
+        outcome: 'already-done',
+        detail: { objectKeyHash: personalDataHash(item.objectKey) },
+      });
     });
 
     it('throws PermanentError, keeping the record, when retention is extended during the object delete', async () => {
       const item = await fresh();
       objects.during = async () => {
-        await deps.documents.send(new UpdateCommand({ TableName: APPLY_TABLE, Key: { uploadId: item.uploadId }, UpdateExpression: 'SET deleteAfter = :d', ExpressionAttributeValues: { ':d': '2027-01-01T00:00:00.000Z' } }));
+        await deps.documents.send(
+          new UpdateCommand({
+            TableName: APPLY_TABLE,
+            Key: { uploadId: item.uploadId },
+            UpdateExpression: 'SET deleteAfter = :d',
+            ExpressionAttributeValues: { ':d': '2027-01-01T00:00:00.000Z' },
+          }),
+        );
       };
       const error = await applyTo(item).catch((e: unknown) => e as PermanentError);
       expect(error).toBeInstanceOf(PermanentError);
       const hash = personalDataHash(item.objectKey);
-      expect((error as PermanentError).message).toBe(`upload ${item.uploadId}: retention changed while its object was being deleted; the object ${hash} is gone but the record was kept`);
+      expect((error as PermanentError).message).toBe(
+        `upload ${item.uploadId}: retention changed while its object was being deleted; the object ${hash} is gone but the record was kept`,
+      );
       expect((error as PermanentError).detail).toEqual({
-        uploadId: item.uploadId, objectKeyHash: hash, deleteAfter: item.deleteAfter, recordDeleteAfter: '2027-01-01T00:00:00.000Z', recordRetentionState: 'pending',
+        uploadId: item.uploadId,
+        objectKeyHash: hash,
+        deleteAfter: item.deleteAfter,
+        recordDeleteAfter: '2027-01-01T00:00:00.000Z',
+        recordRetentionState: 'pending',
       });
       expect(await record(item.uploadId)).toBeDefined();
     });

@@ -15,7 +15,15 @@ import { startLocalAws, type LocalAws } from '../../../../test/support/aws';
 import { captureOutput } from '../../../../test/support/capturedOutput';
 import { startHttpStub, type HttpStub, type StubHandler } from '../../../../test/support/httpStub';
 import { lambdaContext, sqsEvent, sqsRecord } from '../../../../test/support/lambdaEvents';
-import { createIdempotencyTable, createLedgerTable, createLimiterTable, createQueue, drainQueue, STATE_TABLES, unpacedConsumerOptions } from '../../../../test/lambda/handlers/harness';
+import {
+  createIdempotencyTable,
+  createLedgerTable,
+  createLimiterTable,
+  createQueue,
+  drainQueue,
+  STATE_TABLES,
+  unpacedConsumerOptions,
+} from '../../../../test/lambda/handlers/harness';
 import { createTable, putAll, runtimeSettings, scanAll } from '../../../../test/support/jobs';
 import { TABLES } from './tables';
 
@@ -25,11 +33,16 @@ const BUCKET = 'uploads-personal';
 /** unpacedConsumerOptions' maxReceiveCount: a record on this receive is on its last. */
 const MAX_RECEIVES = 5;
 
-const s3Answer = (status: number, code: string, key: string): StubHandler => (_req, res) => {
-  // S3 quoting the key, in its message and as a field the SDK copies onto its error.
-  res.writeHead(status, { 'content-type': 'application/xml' })
-    .end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${code} on ${key}</Message><Key>${key}</Key></Error>`);
-};
+const s3Answer =
+  (status: number, code: string, key: string): StubHandler =>
+  (_req, res) => {
+    // S3 quoting the key, in its message and as a field the SDK copies onto its error.
+    res
+      .writeHead(status, { 'content-type': 'application/xml' })
+      .end(
+        `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${code} on ${key}</Message><Key>${key}</Key></Error>`,
+      );
+  };
 
 interface Scenario {
   name: string;
@@ -41,8 +54,18 @@ interface Scenario {
 }
 
 const SCENARIOS: Scenario[] = [
-  { name: 'deleted', uploadId: 'up-applied', objectKey: 'uploads/Ada Lovelace/notes.pdf', s3: (_req, res) => res.writeHead(204).end() },
-  { name: 'S3 refuses', uploadId: 'up-refused', objectKey: 'uploads/Grace Hopper/cv.pdf', s3: s3Answer(403, 'AccessDenied', 'uploads/Grace Hopper/cv.pdf') },
+  {
+    name: 'deleted',
+    uploadId: 'up-applied',
+    objectKey: 'uploads/Ada Lovelace/notes.pdf',
+    s3: (_req, res) => res.writeHead(204).end(),
+  },
+  {
+    name: 'S3 refuses',
+    uploadId: 'up-refused',
+    objectKey: 'uploads/Grace Hopper/cv.pdf',
+    s3: s3Answer(403, 'AccessDenied', 'uploads/Grace Hopper/cv.pdf'),
+  },
   {
     name: 'S3 fails on the last allowed receive',
     uploadId: 'up-last',
@@ -56,7 +79,14 @@ const SCENARIOS: Scenario[] = [
     objectKey: 'uploads/Katherine Johnson/orbit.xlsx',
     s3: (_req, res) => {
       void documentClient()
-        .send(new UpdateCommand({ TableName: TABLES.uploads.name, Key: { uploadId: 'up-race' }, UpdateExpression: 'SET deleteAfter = :d', ExpressionAttributeValues: { ':d': '2027-06-01T00:00:00.000Z' } }))
+        .send(
+          new UpdateCommand({
+            TableName: TABLES.uploads.name,
+            Key: { uploadId: 'up-race' },
+            UpdateExpression: 'SET deleteAfter = :d',
+            ExpressionAttributeValues: { ':d': '2027-06-01T00:00:00.000Z' },
+          }),
+        )
         .then(() => res.writeHead(204).end());
     },
   },
@@ -65,7 +95,8 @@ const SCENARIOS: Scenario[] = [
 const REJECTED_KEY = 'uploads/Hedy Lamarr/patent.pdf';
 /** Every name the keys hold: none may be in what is kept. */
 const NAMES = ['Ada Lovelace', 'Grace Hopper', 'Alan Turing', 'Katherine Johnson', 'Hedy Lamarr'];
-const leaksIn = (text: string, names = NAMES) => names.flatMap((n) => [n, encodeURIComponent(n)]).filter((form) => text.includes(form));
+const leaksIn = (text: string, names = NAMES) =>
+  names.flatMap((n) => [n, encodeURIComponent(n)]).filter((form) => text.includes(form));
 
 const body = (resource: Record<string, unknown>) =>
   JSON.stringify({
@@ -91,17 +122,38 @@ describe('Function: createConsumer', () => {
     aws = await startLocalAws();
     resetClients();
     stub = await startHttpStub();
-    s3 = new S3Client({ endpoint: stub.url, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 });
+    s3 = new S3Client({
+      endpoint: stub.url,
+      forcePathStyle: true,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      maxAttempts: 1,
+    });
     const raw = new DynamoDBClient({});
-    await Promise.all([createIdempotencyTable(STATE_TABLES.idempotency), createLedgerTable(STATE_TABLES.ledger), createLimiterTable(STATE_TABLES.limiter), createTable(raw, TABLES.uploads)]);
+    await Promise.all([
+      createIdempotencyTable(STATE_TABLES.idempotency),
+      createLedgerTable(STATE_TABLES.ledger),
+      createLimiterTable(STATE_TABLES.limiter),
+      createTable(raw, TABLES.uploads),
+    ]);
     raw.destroy();
     [queueUrl, dlqUrl] = await Promise.all([createQueue('personal'), createQueue('personal-dlq')]);
-    await putAll(documentClient(), TABLES.uploads.name, SCENARIOS.map((s) => pendingUpload({ uploadId: s.uploadId, objectKey: s.objectKey, deleteAfter: DEADLINE })));
+    await putAll(
+      documentClient(),
+      TABLES.uploads.name,
+      SCENARIOS.map((s) => pendingUpload({ uploadId: s.uploadId, objectKey: s.objectKey, deleteAfter: DEADLINE })),
+    );
 
     const handle = createConsumer({
       job,
       jobDeps: {
-        ...createDeps(runtimeSettings({ jobName: JOB_NAME, tables: { uploads: TABLES.uploads.name }, buckets: { uploads: BUCKET } })),
+        ...createDeps(
+          runtimeSettings({
+            jobName: JOB_NAME,
+            tables: { uploads: TABLES.uploads.name },
+            buckets: { uploads: BUCKET },
+          }),
+        ),
         objects: new S3ObjectStore(s3),
       },
       ...unpacedConsumerOptions(queueUrl, dlqUrl, 'personal'),
@@ -110,17 +162,30 @@ describe('Function: createConsumer', () => {
     const captured = captureOutput();
     try {
       const run = async (messageId: string, text: string, receives = 1) => {
-        const record = sqsRecord(text, { messageId, attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: String(receives) } });
+        const record = sqsRecord(text, {
+          messageId,
+          attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: String(receives) },
+        });
         const response = await handle(sqsEvent(record), lambdaContext());
         failed.push(...response.batchItemFailures.map((f) => f.itemIdentifier));
       };
       for (const s of SCENARIOS) {
         stub.handle(s.s3);
-        await run(`m-${s.uploadId}`, body({ uploadId: s.uploadId, objectKey: s.objectKey, deleteAfter: DEADLINE }), s.receives);
+        await run(
+          `m-${s.uploadId}`,
+          body({ uploadId: s.uploadId, objectKey: s.objectKey, deleteAfter: DEADLINE }),
+          s.receives,
+        );
       }
       // A duplicate delivery of the deleted upload: answered from its idempotency record.
-      await run('m-duplicate', body({ uploadId: 'up-applied', objectKey: SCENARIOS[0].objectKey, deleteAfter: DEADLINE }));
-      await run('m-rejected', body({ uploadId: 'up-rejected', objectKey: REJECTED_KEY, deleteAfter: DEADLINE, owner: 'someone' }));
+      await run(
+        'm-duplicate',
+        body({ uploadId: 'up-applied', objectKey: SCENARIOS[0].objectKey, deleteAfter: DEADLINE }),
+      );
+      await run(
+        'm-rejected',
+        body({ uploadId: 'up-rejected', objectKey: REJECTED_KEY, deleteAfter: DEADLINE, owner: 'someone' }),
+      );
     } finally {
       captured.stop();
       output.push(...captured.chunks);
@@ -139,7 +204,13 @@ describe('Function: createConsumer', () => {
     it('reaches each path: a delete, two dead-letters, a failure on its last receive, a duplicate and a rejection', () => {
       const text = output.join('');
       expect(failed).toEqual(['m-up-last']);
-      for (const line of ['operation completed', 'permanent failure: message sent to the DLQ', 'failed on its last allowed receive', 'duplicate suppressed', 'message rejected and kept for review']) {
+      for (const line of [
+        'operation completed',
+        'permanent failure: message sent to the DLQ',
+        'failed on its last allowed receive',
+        'duplicate suppressed',
+        'message rejected and kept for review',
+      ]) {
         expect(text).toContain(line);
       }
     });
@@ -152,13 +223,21 @@ describe('Function: createConsumer', () => {
 
     it('gives the DLQ reasons with the key hashed; the bodies are the messages as they came, for a redrive', async () => {
       const messages = await drainQueue(dlqUrl);
-      const reasons = Object.fromEntries(messages.map((m) => [JSON.parse(m.Body as string).resource.uploadId, m.MessageAttributes?.failureReason?.StringValue]));
+      const reasons = Object.fromEntries(
+        messages.map((m) => [
+          JSON.parse(m.Body as string).resource.uploadId,
+          m.MessageAttributes?.failureReason?.StringValue,
+        ]),
+      );
       expect(reasons).toEqual({
         'up-refused': `S3 refused to delete object ${personalDataHash('uploads/Grace Hopper/cv.pdf')} in s3://${BUCKET}: AccessDenied (403)`,
         'up-race': `upload up-race: retention changed while its object was being deleted; the object ${personalDataHash('uploads/Katherine Johnson/orbit.xlsx')} is gone but the record was kept`,
       });
       expect(leaksIn(JSON.stringify(messages.map((m) => m.MessageAttributes)))).toEqual([]);
-      expect(messages.map((m) => JSON.parse(m.Body as string).resource.objectKey).sort()).toEqual(['uploads/Grace Hopper/cv.pdf', 'uploads/Katherine Johnson/orbit.xlsx']);
+      expect(messages.map((m) => JSON.parse(m.Body as string).resource.objectKey).sort()).toEqual([
+        'uploads/Grace Hopper/cv.pdf',
+        'uploads/Katherine Johnson/orbit.xlsx',
+      ]);
     });
 
     it('keeps results in the idempotency table by hash only', async () => {
@@ -168,7 +247,7 @@ describe('Function: createConsumer', () => {
       expect(JSON.stringify(items)).toContain(personalDataHash('uploads/Ada Lovelace/notes.pdf'));
     });
 
-    it('keeps the ledger\'s dead-letter entries by hash, and the rejected body for 14 days', async () => {
+    it("keeps the ledger's dead-letter entries by hash, and the rejected body for 14 days", async () => {
       const items = await scanAll(documentClient(), 'ledger');
       const rejections = items.filter((i) => String(i.pk).startsWith('REJECTED#'));
       // Expiry is measured from the record's own rejection time, so no clock of the test's enters the assertion.

@@ -2,5 +2,9 @@
 import type { TableSpec } from '../../../../test/support/jobs';
 
 export const TABLES = {
-  uploads: { name: 'uploads-test', hash: 'uploadId', indexes: [{ name: 'by-deadline', hash: 'retentionState', range: 'deleteAfter' }] },
+  uploads: {
+    name: 'uploads-test',
+    hash: 'uploadId',
+    indexes: [{ name: 'by-deadline', hash: 'retentionState', range: 'deleteAfter' }],
+  },
 } satisfies Record<string, TableSpec>;

@@ -18,7 +18,9 @@ describe('Class: ApplyTimeEstimator', () => {
     });
 
     it.each([0, -1, 1.5, Number.NaN])('throws when the capacity is %p', (capacity) => {
-      expect(() => new ApplyTimeEstimator(capacity)).toThrow(new RangeError(`capacity must be a positive integer, got ${capacity}`));
+      expect(() => new ApplyTimeEstimator(capacity)).toThrow(
+        new RangeError(`capacity must be a positive integer, got ${capacity}`),
+      );
     });
   });
 
@@ -127,9 +129,14 @@ describe('Class: ApplyTimeEstimator', () => {
       expect(faulty.overrunBlock(50, 125, 0.01)).toBe(1);
     });
 
-    it.each([0, -0.1, Number.NaN])('throws when the share is %p, which no block of one slot or more could meet', (share) => {
-      expect(() => seen([10_000]).overrunBlock(50, 125, share)).toThrow(new RangeError(`maxLossShare must be above 0, got ${share}`));
-    });
+    it.each([0, -0.1, Number.NaN])(
+      'throws when the share is %p, which no block of one slot or more could meet',
+      (share) => {
+        expect(() => seen([10_000]).overrunBlock(50, 125, share)).toThrow(
+          new RangeError(`maxLossShare must be above 0, got ${share}`),
+        );
+      },
+    );
 
     it('counts only the slots a record passes: a short overrun costs less than a hang', () => {
       // Every fifth record takes 375 ms on a 50 ms gap: slots 1..4 pass (slot 5, at 250 ms, is reached within its

@@ -38,7 +38,9 @@ describe('Function: backoffMs', () => {
 
   it('throws naming every bad argument', () => {
     expect(() => backoffMs(-1, { baseMs: 0, capMs: -5 })).toThrow(
-      new PacingConfigError('invalid backoff: attempt must be a non-negative integer (got -1); baseMs must be a positive number (got 0); capMs must be at least baseMs (got -5)'),
+      new PacingConfigError(
+        'invalid backoff: attempt must be a non-negative integer (got -1); baseMs must be a positive number (got 0); capMs must be at least baseMs (got -5)',
+      ),
     );
   });
 

@@ -1,4 +1,4 @@
-import { gcraLimits, GcraLimits, GcraState, reserve } from '../../../../lambda/core/pacing/gcra';
+import { gcraLimits, type GcraLimits, type GcraState, reserve } from '../../../../lambda/core/pacing/gcra';
 import { maxInAnyWindow } from '../../../../lambda/core/pacing/slidingWindow';
 import { PacingConfigError } from '../../../../lambda/core/pacing/errors';
 import { seeded } from '../../../support/seeded';
@@ -9,11 +9,19 @@ const T0 = 1_700_000_000_000;
 
 describe('Function: gcraLimits', () => {
   it('spaces tokens W / R apart for strict pacing', () => {
-    expect(gcraLimits({ startsPerInterval: 20, intervalMs: 1000 })).toEqual({ emissionIntervalUs: 50_000, toleranceUs: 50_000, burst: 1 });
+    expect(gcraLimits({ startsPerInterval: 20, intervalMs: 1000 })).toEqual({
+      emissionIntervalUs: 50_000,
+      toleranceUs: 50_000,
+      burst: 1,
+    });
   });
 
   it('pays for a burst out of the rate: T = W / (R - B + 1)', () => {
-    expect(gcraLimits({ startsPerInterval: 20, intervalMs: 1000, burst: 5 })).toEqual({ emissionIntervalUs: 62_500, toleranceUs: 312_500, burst: 5 });
+    expect(gcraLimits({ startsPerInterval: 20, intervalMs: 1000, burst: 5 })).toEqual({
+      emissionIntervalUs: 62_500,
+      toleranceUs: 312_500,
+      burst: 5,
+    });
   });
 
   it('spreads the rate over the window plus the safety margin, rounding T up to whole microseconds', () => {
@@ -49,7 +57,12 @@ describe('Function: reserve', () => {
 
   it('refuses a token that cannot start now, leaves the state alone and says how long to wait', () => {
     const state = { tatUs: T0 * 1000 + 50_000 };
-    expect(reserve(state, { nowMs: T0 + 10, count: 1 }, strict)).toEqual({ granted: 0, startAtMs: [], state, waitMs: 40 });
+    expect(reserve(state, { nowMs: T0 + 10, count: 1 }, strict)).toEqual({
+      granted: 0,
+      startAtMs: [],
+      state,
+      waitMs: 40,
+    });
   });
 
   it('treats a TAT in the past as idle', () => {
@@ -60,7 +73,12 @@ describe('Function: reserve', () => {
 
   it('spreads a block over consecutive slots in one decision', () => {
     const r = reserve(undefined, { nowMs: T0, count: 4, maxWaitMs: 1000 }, strict);
-    expect(r).toEqual({ granted: 4, startAtMs: [T0, T0 + 50, T0 + 100, T0 + 150], state: { tatUs: (T0 + 200) * 1000 }, waitMs: 0 });
+    expect(r).toEqual({
+      granted: 4,
+      startAtMs: [T0, T0 + 50, T0 + 100, T0 + 150],
+      state: { tatUs: (T0 + 200) * 1000 },
+      waitMs: 0,
+    });
   });
 
   it('grants the prefix that starts within maxWaitMs and hints at the next slot', () => {
@@ -99,14 +117,23 @@ describe('Function: reserve', () => {
       const r = int(rnd, 1, 30);
       const intervalMs = int(rnd, 50, 5000);
       const burst = int(rnd, 1, r);
-      const limits = gcraLimits({ startsPerInterval: r, intervalMs, burst, safetyMarginMs: int(rnd, 0, 1) ? 0 : int(rnd, 0, 20) });
+      const limits = gcraLimits({
+        startsPerInterval: r,
+        intervalMs,
+        burst,
+        safetyMarginMs: int(rnd, 0, 1) ? 0 : int(rnd, 0, 20),
+      });
       let state: GcraState | undefined;
       let clock = T0;
       const starts: number[] = [];
       for (let i = 0; i < 400; i++) {
         clock += int(rnd, 0, 3) === 0 ? int(rnd, 0, intervalMs * 2) : int(rnd, 0, Math.ceil(intervalMs / r));
         const skew = int(rnd, 0, 30);
-        const res = reserve(state, { nowMs: clock - skew, count: int(rnd, 1, 12), maxWaitMs: int(rnd, 0, 2) * int(rnd, 0, intervalMs * 2) }, limits);
+        const res = reserve(
+          state,
+          { nowMs: clock - skew, count: int(rnd, 1, 12), maxWaitMs: int(rnd, 0, 2) * int(rnd, 0, intervalMs * 2) },
+          limits,
+        );
         state = res.state;
         starts.push(...res.startAtMs);
       }
@@ -126,7 +153,11 @@ describe('Function: reserve', () => {
       const r = int(rnd, 2, 25);
       const intervalMs = int(rnd, 100, 2000);
       const limits: GcraLimits = gcraLimits({ startsPerInterval: r, intervalMs });
-      const callers = Array.from({ length: int(rnd, 2, 12) }, () => ({ left: int(rnd, 1, 15), wakeAt: T0, maxWaitMs: int(rnd, 0, intervalMs) }));
+      const callers = Array.from({ length: int(rnd, 2, 12) }, () => ({
+        left: int(rnd, 1, 15),
+        wakeAt: T0,
+        maxWaitMs: int(rnd, 0, intervalMs),
+      }));
       const total = callers.reduce((n, c) => n + c.left, 0);
       let state: GcraState | undefined;
       const starts: number[] = [];

@@ -25,14 +25,22 @@ describe('Module: lanes', () => {
       expect(lanes.every((l) => l.burst === 1)).toBe(true);
     });
 
-    it('is the key\'s own limits on one lane, burst included', () => {
-      expect(laneLimits({ startsPerInterval: 10, intervalMs: 1000, burst: 2 }, 1)).toEqual([gcraLimits({ startsPerInterval: 10, intervalMs: 1000, burst: 2 })]);
+    it("is the key's own limits on one lane, burst included", () => {
+      expect(laneLimits({ startsPerInterval: 10, intervalMs: 1000, burst: 2 }, 1)).toEqual([
+        gcraLimits({ startsPerInterval: 10, intervalMs: 1000, burst: 2 }),
+      ]);
     });
 
     it('refuses lanes out of range and lanes with a burst, naming the problem', () => {
-      expect(() => laneLimits({ startsPerInterval: 4, intervalMs: 1000 }, 5)).toThrow('invalid rate limit: lanes must be an integer from 1 to startsPerInterval (4) (got 5)');
-      expect(() => laneLimits({ startsPerInterval: 4, intervalMs: 1000 }, 0)).toThrow('lanes must be an integer from 1 to startsPerInterval (4) (got 0)');
-      expect(() => laneLimits({ startsPerInterval: 40, intervalMs: 1000, burst: 2 }, 4)).toThrow('invalid rate limit: a burst above 1 needs one lane (got 4)');
+      expect(() => laneLimits({ startsPerInterval: 4, intervalMs: 1000 }, 5)).toThrow(
+        'invalid rate limit: lanes must be an integer from 1 to startsPerInterval (4) (got 5)',
+      );
+      expect(() => laneLimits({ startsPerInterval: 4, intervalMs: 1000 }, 0)).toThrow(
+        'lanes must be an integer from 1 to startsPerInterval (4) (got 0)',
+      );
+      expect(() => laneLimits({ startsPerInterval: 40, intervalMs: 1000, burst: 2 }, 4)).toThrow(
+        'invalid rate limit: a burst above 1 needs one lane (got 4)',
+      );
     });
   });
 
@@ -54,7 +62,8 @@ describe('Module: lanes', () => {
       expect(got.granted).toBe(5);
       // floor(100 / 45) = 2 lanes: every start at least 45 ms after the last, and two lanes left to the fleet.
       expect(got.lanes.size).toBe(2);
-      for (let i = 1; i < got.startAtMs.length; i++) expect(got.startAtMs[i] - got.startAtMs[i - 1]).toBeGreaterThanOrEqual(45);
+      for (let i = 1; i < got.startAtMs.length; i++)
+        expect(got.startAtMs[i] - got.startAtMs[i - 1]).toBeGreaterThanOrEqual(45);
     });
 
     it('takes one idle lane more, so a caller between whole lanes runs at its own pace', () => {
@@ -64,7 +73,12 @@ describe('Module: lanes', () => {
     });
 
     it('gives a caller slower than one lane that one lane, the earliest', () => {
-      const states: (GcraState | undefined)[] = [{ tatUs: 2_000_000 }, { tatUs: 1_500_000 }, { tatUs: 3_000_000 }, { tatUs: 2_500_000 }];
+      const states: (GcraState | undefined)[] = [
+        { tatUs: 2_000_000 },
+        { tatUs: 1_500_000 },
+        { tatUs: 3_000_000 },
+        { tatUs: 2_500_000 },
+      ];
       const got = reserveLanes(states, { nowMs: 1_000, count: 3, maxWaitMs: 1_000, paceMs: 150 }, limits);
       expect([...got.lanes.keys()]).toEqual([1]);
       expect(got.startAtMs).toEqual([1500, 1650, 1800]);
@@ -81,7 +95,7 @@ describe('Module: lanes', () => {
       expect(none).toEqual({ granted: 0, startAtMs: [], lanes: new Map(), waitMs: 200 });
     });
 
-    it('never lets more than R starts into any window, whatever the callers\' paces and timing', () => {
+    it("never lets more than R starts into any window, whatever the callers' paces and timing", () => {
       for (const seed of [1, 2, 3, 4, 5]) {
         const random = seeded(seed);
         const spec = { startsPerInterval: 30, intervalMs: 1000 };
@@ -91,12 +105,27 @@ describe('Module: lanes', () => {
         let nowMs = 0;
         for (let call = 0; call < 400; call++) {
           nowMs += Math.floor(random() * 60);
-          const got = reserveLanes(states, { nowMs, count: 1 + Math.floor(random() * 12), maxWaitMs: Math.floor(random() * 2_000), paceMs: Math.floor(random() * 400), random }, laned);
+          const got = reserveLanes(
+            states,
+            {
+              nowMs,
+              count: 1 + Math.floor(random() * 12),
+              maxWaitMs: Math.floor(random() * 2_000),
+              paceMs: Math.floor(random() * 400),
+              random,
+            },
+            laned,
+          );
           states = states.map((s, i) => got.lanes.get(i) ?? s);
           starts.push(...got.startAtMs);
         }
         expect(starts.length).toBeGreaterThan(200);
-        expect(maxInAnyWindow(starts.sort((a, b) => a - b), 1000)).toBeLessThanOrEqual(30);
+        expect(
+          maxInAnyWindow(
+            starts.sort((a, b) => a - b),
+            1000,
+          ),
+        ).toBeLessThanOrEqual(30);
       }
     });
 
@@ -107,8 +136,12 @@ describe('Module: lanes', () => {
     });
 
     it('names a bad request', () => {
-      expect(() => reserveLanes(idle(), { nowMs: 0, count: 1, paceMs: -1 }, limits)).toThrow('invalid reservation: paceMs must be zero or more (got -1)');
-      expect(() => reserveLanes(idle(), { nowMs: 0, count: 0 }, limits)).toThrow('count must be a positive integer (got 0)');
+      expect(() => reserveLanes(idle(), { nowMs: 0, count: 1, paceMs: -1 }, limits)).toThrow(
+        'invalid reservation: paceMs must be zero or more (got -1)',
+      );
+      expect(() => reserveLanes(idle(), { nowMs: 0, count: 0 }, limits)).toThrow(
+        'count must be a positive integer (got 0)',
+      );
     });
   });
 });

@@ -32,7 +32,7 @@ describe('Function: maxInAnyWindow', () => {
 
   it('agrees with the definition on random event sets, in any order', () => {
     let x = 7;
-    const rnd = () => ((x = (x * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const rnd = () => (x = (x * 1103515245 + 12345) % 2147483648) / 2147483648;
     for (let round = 0; round < 200; round++) {
       const times = Array.from({ length: Math.floor(rnd() * 30) }, () => Math.floor(rnd() * 500));
       const windowMs = 1 + Math.floor(rnd() * 100);

@@ -11,7 +11,8 @@ let ledger: FakeLedger;
 let tally: BatchTally;
 let metricsSeen: ReturnType<typeof recordMetrics>;
 
-const accounting = (maxReceiveCount?: number) => new Accounting({ jobName: 'fake-job', ledger, maxReceiveCount, now: () => NOW });
+const accounting = (maxReceiveCount?: number) =>
+  new Accounting({ jobName: 'fake-job', ledger, maxReceiveCount, now: () => NOW });
 
 /** A record on its `receives`-th receive. */
 const receivedTimes = (key: string, receives: number): SQSRecord => {
@@ -21,8 +22,14 @@ const receivedTimes = (key: string, receives: number): SQSRecord => {
 
 describe('Function: salvageIds', () => {
   it('keeps the IDs a rejected body still carries, when they are valid IDs', () => {
-    expect(salvageIds(JSON.stringify({ batchId: BATCH, operationId: 'op-1', version: 9 }))).toEqual({ batchId: BATCH, operationId: 'op-1' });
-    expect(salvageIds(JSON.stringify({ batchId: 'has space', operationId: 42 }))).toEqual({ batchId: undefined, operationId: undefined });
+    expect(salvageIds(JSON.stringify({ batchId: BATCH, operationId: 'op-1', version: 9 }))).toEqual({
+      batchId: BATCH,
+      operationId: 'op-1',
+    });
+    expect(salvageIds(JSON.stringify({ batchId: 'has space', operationId: 42 }))).toEqual({
+      batchId: undefined,
+      operationId: undefined,
+    });
   });
 
   it('answers nothing for a body that is not a JSON object', () => {
@@ -49,12 +56,16 @@ describe('Class: Accounting', () => {
     });
 
     it('notes a replay, by the completing invocation, when its own batch completed it', () => {
-      expect(accounting().duplicate(message('a'), tally, { batchId: BATCH, invocationId: 'inv-7' }, 'applied')).toBe('duplicate');
+      expect(accounting().duplicate(message('a'), tally, { batchId: BATCH, invocationId: 'inv-7' }, 'applied')).toBe(
+        'duplicate',
+      );
       expect(tallied(tally)).toEqual({ [BATCH]: { replays: [`inv-7 ${operationId('a')}`] } });
     });
 
     it('notes a completion elsewhere, by the completing batch, when another batch completed it', () => {
-      expect(accounting().duplicate(message('a'), tally, { batchId: OTHER_BATCH, invocationId: 'inv-7' })).toBe('duplicate');
+      expect(accounting().duplicate(message('a'), tally, { batchId: OTHER_BATCH, invocationId: 'inv-7' })).toBe(
+        'duplicate',
+      );
       expect(tallied(tally)).toEqual({ [BATCH]: { elsewhere: [`${OTHER_BATCH} ${operationId('a')}`] } });
     });
   });
@@ -65,7 +76,14 @@ describe('Class: Accounting', () => {
       expect(await accounting().reject(rec, ['jobType: expected "fake-job", got "other-job"'], tally)).toBe('rejected');
 
       expect(ledger.rejections).toEqual([
-        { job: 'fake-job', messageId: 'msg-bad', reasons: ['jobType: expected "fake-job", got "other-job"'], body: rec.body, batchId: BATCH, operationId: operationId('bad') },
+        {
+          job: 'fake-job',
+          messageId: 'msg-bad',
+          reasons: ['jobType: expected "fake-job", got "other-job"'],
+          body: rec.body,
+          batchId: BATCH,
+          operationId: operationId('bad'),
+        },
       ]);
       expect(tallied(tally)).toEqual({ [BATCH]: { rejectedMessages: ['msg-bad'] } });
       expect(metricsSeen.calls).toEqual([['Rejected', 1]]);
@@ -73,7 +91,9 @@ describe('Class: Accounting', () => {
 
     it('keeps an unreadable body for review without noting it under any batch', async () => {
       await accounting().reject(record('junk', '{not json'), ['body is not valid JSON'], tally);
-      expect(ledger.rejections).toEqual([{ job: 'fake-job', messageId: 'msg-junk', reasons: ['body is not valid JSON'], body: '{not json' }]);
+      expect(ledger.rejections).toEqual([
+        { job: 'fake-job', messageId: 'msg-junk', reasons: ['body is not valid JSON'], body: '{not json' },
+      ]);
       expect(tallied(tally)).toEqual({});
     });
 
@@ -95,9 +115,15 @@ describe('Class: Accounting', () => {
 
     it('counts it dead-lettered, not retried, on its last allowed receive', () => {
       const error = new Error('downstream timed out');
-      expect(() => accounting(5).fail(receivedTimes('a', 5), message('a', { dueBy: '2026-11-29T06:00:00.000Z' }), error, tally)).toThrow(error);
+      expect(() =>
+        accounting(5).fail(receivedTimes('a', 5), message('a', { dueBy: '2026-11-29T06:00:00.000Z' }), error, tally),
+      ).toThrow(error);
       expect(tallied(tally)).toEqual({
-        [BATCH]: { deadLetteredOperations: [`${operationId('a')} failed on its last allowed receive (5); SQS moves it to the DLQ: downstream timed out`] },
+        [BATCH]: {
+          deadLetteredOperations: [
+            `${operationId('a')} failed on its last allowed receive (5); SQS moves it to the DLQ: downstream timed out`,
+          ],
+        },
       });
       expect(metricsSeen.calls).toEqual([
         ['Failed', 1],
@@ -106,12 +132,12 @@ describe('Class: Accounting', () => {
       ]);
     });
 
-    it('counts a retry, however many receives, when the queue\'s maxReceiveCount is not known', () => {
+    it("counts a retry, however many receives, when the queue's maxReceiveCount is not known", () => {
       expect(() => accounting().fail(receivedTimes('a', 50), message('a'), new Error('boom'), tally)).toThrow('boom');
       expect(tallied(tally)).toEqual({ [BATCH]: { retries: 1 } });
     });
 
-    it('logs the failure as one line: the error, its RecordFailure (the job file it came from, the receive) and the apply\'s start', () => {
+    it("logs the failure as one line: the error, its RecordFailure (the job file it came from, the receive) and the apply's start", () => {
       const error = new TypeError("Cannot read properties of undefined (reading 'balance')");
       const logged = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
       expect(() => accounting(5).fail(receivedTimes('a', 2), message('a'), error, tally, 1_234)).toThrow(error);
@@ -138,13 +164,20 @@ describe('Class: Accounting', () => {
       const logged = jest.spyOn(logger, 'error').mockImplementation(() => undefined);
       expect(() => accounting(5).fail(receivedTimes('a', 5), message('a'), new Error('boom'), tally)).toThrow('boom');
       expect(logged.mock.calls.map(([text, fields]) => [text, Object.keys(fields as object)])).toEqual([
-        ['failed on its last allowed receive: SQS moves the message to the DLQ', ['receives', 'maxReceiveCount', 'error', 'recordFailure']],
+        [
+          'failed on its last allowed receive: SQS moves the message to the DLQ',
+          ['receives', 'maxReceiveCount', 'error', 'recordFailure'],
+        ],
       ]);
     });
 
     it('names a thrown non-Error in the dead-letter reason', () => {
-      expect(() => accounting(1).fail(receivedTimes('a', 1), message('a'), 'plain string', tally)).toThrow('plain string');
-      expect(tallied(tally)[BATCH].deadLetteredOperations).toEqual([`${operationId('a')} failed on its last allowed receive (1); SQS moves it to the DLQ: plain string`]);
+      expect(() => accounting(1).fail(receivedTimes('a', 1), message('a'), 'plain string', tally)).toThrow(
+        'plain string',
+      );
+      expect(tallied(tally)[BATCH].deadLetteredOperations).toEqual([
+        `${operationId('a')} failed on its last allowed receive (1); SQS moves it to the DLQ: plain string`,
+      ]);
     });
   });
 
@@ -173,11 +206,15 @@ describe('Class: Accounting', () => {
 
   describe('Methods: deadLettered, deferred, throttled', () => {
     it('note a dead-letter with its reason, a deferral and a throttle under the batch', () => {
-      expect(accounting().deadLettered(message('a', { dueBy: NOW.toISOString() }), 'refused with 422', {}, tally)).toBe('dead-lettered');
+      expect(accounting().deadLettered(message('a', { dueBy: NOW.toISOString() }), 'refused with 422', {}, tally)).toBe(
+        'dead-lettered',
+      );
       expect(accounting().deferred(message('b'), { cause: 'paced' }, tally)).toBe('deferred');
       accounting().throttled(message('c'), tally);
 
-      expect(tallied(tally)).toEqual({ [BATCH]: { deadLetteredOperations: [`${operationId('a')} refused with 422`], deferred: 1, throttled: 1 } });
+      expect(tallied(tally)).toEqual({
+        [BATCH]: { deadLetteredOperations: [`${operationId('a')} refused with 422`], deferred: 1, throttled: 1 },
+      });
       expect(metricsSeen.calls).toEqual([
         ['DeadLettered', 1],
         ['SloFailed', 1],
@@ -222,7 +259,8 @@ describe('Function: withUnwrittenBatches', () => {
   const rejectedInBatch = record('r', JSON.stringify({ batchId: BATCH, version: 9 }));
   const unreadable = record('u', '{not json');
   const records = [a, b, other, rejectedInBatch, unreadable];
-  const batchIdOf = (r: SQSRecord) => ({ [a.messageId]: BATCH, [b.messageId]: BATCH, [other.messageId]: OTHER_BATCH })[r.messageId];
+  const batchIdOf = (r: SQSRecord) =>
+    ({ [a.messageId]: BATCH, [b.messageId]: BATCH, [other.messageId]: OTHER_BATCH })[r.messageId];
 
   it('answers the response as it was when every batch was written', () => {
     const response: SQSBatchResponse = { batchItemFailures: [{ itemIdentifier: 'msg-a' }] };
@@ -230,13 +268,22 @@ describe('Function: withUnwrittenBatches', () => {
   });
 
   it("hands back every record of an unwritten batch, a rejection naming it too, once each; the others' as they were", () => {
-    const response: SQSBatchResponse = { batchItemFailures: [{ itemIdentifier: 'msg-b' }, { itemIdentifier: 'msg-u' }] };
+    const response: SQSBatchResponse = {
+      batchItemFailures: [{ itemIdentifier: 'msg-b' }, { itemIdentifier: 'msg-u' }],
+    };
     expect(withUnwrittenBatches(response, records, batchIdOf, new Set([BATCH]))).toEqual({
-      batchItemFailures: [{ itemIdentifier: 'msg-b' }, { itemIdentifier: 'msg-u' }, { itemIdentifier: 'msg-a' }, { itemIdentifier: 'msg-r' }],
+      batchItemFailures: [
+        { itemIdentifier: 'msg-b' },
+        { itemIdentifier: 'msg-u' },
+        { itemIdentifier: 'msg-a' },
+        { itemIdentifier: 'msg-r' },
+      ],
     });
   });
 
   it('keeps a record of a written batch acknowledged', () => {
-    expect(withUnwrittenBatches({ batchItemFailures: [] }, records, batchIdOf, new Set([OTHER_BATCH]))).toEqual({ batchItemFailures: [{ itemIdentifier: 'msg-o' }] });
+    expect(withUnwrittenBatches({ batchItemFailures: [] }, records, batchIdOf, new Set([OTHER_BATCH]))).toEqual({
+      batchItemFailures: [{ itemIdentifier: 'msg-o' }],
+    });
   });
 });

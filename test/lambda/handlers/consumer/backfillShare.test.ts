@@ -44,7 +44,7 @@ describe('Class: BackfillShare', () => {
   });
 
   describe('Method: slot', () => {
-    it('takes a job-wide slot free now, and the cap\'s token at that very moment', async () => {
+    it("takes a job-wide slot free now, and the cap's token at that very moment", async () => {
       const limiter = new FakeLimiter([grant([T0 + 5])]);
       const cap = new FakeLimiter([grant([T0 + 5])]);
       const { counted, slots: s } = slots();

@@ -7,7 +7,19 @@ import { logger } from '../../../../lambda/adapters/observability';
 import { PublishError, type OutgoingMessage } from '../../../../lambda/adapters/sqsPublisher';
 import { Accounting } from '../../../../lambda/handlers/consumer/accounting';
 import { Deferrer } from '../../../../lambda/handlers/consumer/deferrer';
-import { BATCH, ENQUEUED_AT, FakeLedger, FakePublisher, MAX_MESSAGE_BYTES, message, NOW, operationId, record, recordMetrics, tallied } from './fakes';
+import {
+  BATCH,
+  ENQUEUED_AT,
+  FakeLedger,
+  FakePublisher,
+  MAX_MESSAGE_BYTES,
+  message,
+  NOW,
+  operationId,
+  record,
+  recordMetrics,
+  tallied,
+} from './fakes';
 
 const QUEUE_URL = 'https://sqs.us-east-1.amazonaws.com/000000000000/fake-job';
 const DLQ_URL = 'https://sqs.us-east-1.amazonaws.com/000000000000/fake-job-dlq';
@@ -39,7 +51,10 @@ function bodyOf(outgoing: OutgoingMessage): JobMessage {
 }
 
 const paced = (waitMs: number): DeferralCause => ({ kind: 'paced', waitMs });
-const throttled = (retryAfterMs?: number): DeferralCause => ({ kind: 'throttled', error: new ThrottledError('downstream answered 429', retryAfterMs) });
+const throttled = (retryAfterMs?: number): DeferralCause => ({
+  kind: 'throttled',
+  error: new ThrottledError('downstream answered 429', retryAfterMs),
+});
 const budgetReason = `deferral budget exhausted: 3 deferrals, the limit is 3 (throttled: downstream answered 429)`;
 
 describe('Class: Deferrer', () => {
@@ -90,8 +105,16 @@ describe('Class: Deferrer', () => {
 
     it('keeps the first enqueue time of a message deferred before', () => {
       const first = '2026-11-29T01:00:00.000Z';
-      const prepared = deferrer().prepare(message('a', { firstEnqueuedAt: first, pacedDeferrals: 2 }), paced(1_000), tally);
-      expect(bodyOf(prepared.outgoing)).toMatchObject({ firstEnqueuedAt: first, enqueuedAt: NOW.toISOString(), pacedDeferrals: 3 });
+      const prepared = deferrer().prepare(
+        message('a', { firstEnqueuedAt: first, pacedDeferrals: 2 }),
+        paced(1_000),
+        tally,
+      );
+      expect(bodyOf(prepared.outgoing)).toMatchObject({
+        firstEnqueuedAt: first,
+        enqueuedAt: NOW.toISOString(),
+        pacedDeferrals: 3,
+      });
     });
 
     it('chains a wait longer than 900 s through notBefore, dated from now', () => {
@@ -100,15 +123,23 @@ describe('Class: Deferrer', () => {
       expect(bodyOf(prepared.outgoing).notBefore).toBe('2026-11-29T03:00:05.000Z');
     });
 
-    it("continues a chain to its own target without counting a new deferral, and drops notBefore once one delay covers it", () => {
+    it('continues a chain to its own target without counting a new deferral, and drops notBefore once one delay covers it', () => {
       const target = NOW.getTime() + 2_000_000;
       const carried = message('a', { notBefore: new Date(target).toISOString(), attempt: 2, pacedDeferrals: 5 });
       const longWay = deferrer().prepare(carried, { kind: 'not-before', notBeforeMs: target }, tally);
       expect(longWay.outgoing.delaySeconds).toBe(900);
-      expect(bodyOf(longWay.outgoing)).toMatchObject({ notBefore: new Date(target).toISOString(), attempt: 2, pacedDeferrals: 5 });
+      expect(bodyOf(longWay.outgoing)).toMatchObject({
+        notBefore: new Date(target).toISOString(),
+        attempt: 2,
+        pacedDeferrals: 5,
+      });
 
       const near = NOW.getTime() + 600_500;
-      const lastLeg = deferrer().prepare(message('a', { notBefore: new Date(near).toISOString() }), { kind: 'not-before', notBeforeMs: near }, tally);
+      const lastLeg = deferrer().prepare(
+        message('a', { notBefore: new Date(near).toISOString() }),
+        { kind: 'not-before', notBeforeMs: near },
+        tally,
+      );
       // Rounded up: the message never comes back before its target.
       expect(lastLeg.outgoing.delaySeconds).toBe(601);
       expect(bodyOf(lastLeg.outgoing).notBefore).toBeUndefined();
@@ -126,26 +157,44 @@ describe('Class: Deferrer', () => {
       const tight = deferrer(size);
       expect(() => tight.prepare(original, paced(0), tally)).toThrow(InvalidMessageError);
       expect(() => tight.prepare(original, paced(0), tally)).toThrow(
-        new RegExp(`^refusing to publish an invalid message for ${operationId('a')}: body is \\d+ bytes, over the ${size}-byte cap$`),
+        new RegExp(
+          `^refusing to publish an invalid message for ${operationId('a')}: body is \\d+ bytes, over the ${size}-byte cap$`,
+        ),
       );
     });
   });
 
   describe('Method: prepare (dead-letter)', () => {
     it('sends a throttle past the budget to the DLQ with its reason, the copy re-armed with attempt 0', () => {
-      const carried = message('a', { attempt: MAX_DEFERRALS, pacedDeferrals: 7, firstEnqueuedAt: '2026-11-28T20:00:00.000Z', notBefore: '2026-11-29T01:00:00.000Z' });
+      const carried = message('a', {
+        attempt: MAX_DEFERRALS,
+        pacedDeferrals: 7,
+        firstEnqueuedAt: '2026-11-28T20:00:00.000Z',
+        notBefore: '2026-11-29T01:00:00.000Z',
+      });
       const prepared = deferrer().prepare(carried, throttled(), tally);
 
       expect(prepared.queueUrl).toBe(DLQ_URL);
       expect(prepared.outgoing).toEqual({
         operationId: operationId('a'),
         body: expect.any(String),
-        attributes: { failureReason: budgetReason, operationId: operationId('a'), jobType: 'fake-job', batchId: BATCH, failedAt: NOW.toISOString() },
+        attributes: {
+          failureReason: budgetReason,
+          operationId: operationId('a'),
+          jobType: 'fake-job',
+          batchId: BATCH,
+          failedAt: NOW.toISOString(),
+        },
         // It comes back only by a redrive, as backfill: the fair queue's one backfill tenant.
         groupId: BACKFILL_GROUP,
       });
       // A redrive starts with a fresh budget, keeps the true age, and is due at once.
-      expect(bodyOf(prepared.outgoing)).toEqual({ ...message('a'), firstEnqueuedAt: '2026-11-28T20:00:00.000Z', attempt: 0, pacedDeferrals: 0 });
+      expect(bodyOf(prepared.outgoing)).toEqual({
+        ...message('a'),
+        firstEnqueuedAt: '2026-11-28T20:00:00.000Z',
+        attempt: 0,
+        pacedDeferrals: 0,
+      });
     });
 
     it('settles as dead-lettered, noting the operation and its reason for the ledger', () => {
@@ -157,7 +206,11 @@ describe('Class: Deferrer', () => {
     });
 
     it('never dead-letters a paced deferral, however many came before', () => {
-      const prepared = deferrer().prepare(message('a', { attempt: MAX_DEFERRALS, pacedDeferrals: 500 }), paced(1_000), tally);
+      const prepared = deferrer().prepare(
+        message('a', { attempt: MAX_DEFERRALS, pacedDeferrals: 500 }),
+        paced(1_000),
+        tally,
+      );
       expect(prepared.queueUrl).toBe(QUEUE_URL);
       expect(bodyOf(prepared.outgoing)).toMatchObject({ attempt: MAX_DEFERRALS, pacedDeferrals: 501 });
     });
@@ -183,7 +236,13 @@ describe('Class: Deferrer', () => {
   describe('Method: deadLetter', () => {
     it('sends the message to the DLQ as it came, with its reason, and notes it', async () => {
       const rec = record('a', message('a', { attempt: 2 }));
-      const outcome = await deferrer().deadLetter(rec, message('a', { attempt: 2 }), 'downstream refused a with 422', tally, { status: 422 });
+      const outcome = await deferrer().deadLetter(
+        rec,
+        message('a', { attempt: 2 }),
+        'downstream refused a with 422',
+        tally,
+        { status: 422 },
+      );
 
       expect(outcome).toBe('dead-lettered');
       expect(publisher.calls).toEqual([
@@ -193,17 +252,30 @@ describe('Class: Deferrer', () => {
             {
               operationId: operationId('a'),
               body: rec.body,
-              attributes: { failureReason: 'downstream refused a with 422', operationId: operationId('a'), jobType: 'fake-job', batchId: BATCH, failedAt: NOW.toISOString() },
+              attributes: {
+                failureReason: 'downstream refused a with 422',
+                operationId: operationId('a'),
+                jobType: 'fake-job',
+                batchId: BATCH,
+                failedAt: NOW.toISOString(),
+              },
               groupId: BACKFILL_GROUP,
             },
           ],
         },
       ]);
-      expect(tallied(tally)).toEqual({ [BATCH]: { deadLetteredOperations: [`${operationId('a')} downstream refused a with 422`] } });
+      expect(tallied(tally)).toEqual({
+        [BATCH]: { deadLetteredOperations: [`${operationId('a')} downstream refused a with 422`] },
+      });
     });
 
     it('escapes control, bidi and invisible characters of the reason, in the DLQ attribute and the ledger alike', async () => {
-      await deferrer().deadLetter(record('a'), message('a'), 'downstream refused "x\u202egnp.exe"\u2028forged line\u0085\u200b', tally);
+      await deferrer().deadLetter(
+        record('a'),
+        message('a'),
+        'downstream refused "x\u202egnp.exe"\u2028forged line\u0085\u200b',
+        tally,
+      );
 
       const escaped = 'downstream refused "x\\u202egnp.exe"\\u2028forged line\\u0085\\u200b';
       expect(publisher.calls[0].messages[0].attributes?.failureReason).toBe(escaped);
@@ -217,7 +289,9 @@ describe('Class: Deferrer', () => {
 
     it('throws, and notes nothing, when the DLQ did not take it', async () => {
       publisher.failWith = () => new Error('SQS unavailable');
-      await expect(deferrer().deadLetter(record('a'), message('a'), 'refused', tally)).rejects.toThrow('SQS unavailable');
+      await expect(deferrer().deadLetter(record('a'), message('a'), 'refused', tally)).rejects.toThrow(
+        'SQS unavailable',
+      );
       expect(tallied(tally)).toEqual({});
     });
   });
@@ -238,17 +312,36 @@ describe('Class: Deferrer', () => {
         [QUEUE_URL, [operationId('a'), operationId('b'), operationId('c')]],
         [DLQ_URL, [operationId('x')]],
       ]);
-      expect(Object.fromEntries(results)).toEqual({ 'msg-a': 'deferred', 'msg-b': 'deferred', 'msg-x': 'dead-lettered', 'msg-c': 'deferred' });
-      expect(tallied(tally)).toEqual({ [BATCH]: { deferred: 3, deadLetteredOperations: [`${operationId('x')} ${budgetReason}`] } });
+      expect(Object.fromEntries(results)).toEqual({
+        'msg-a': 'deferred',
+        'msg-b': 'deferred',
+        'msg-x': 'dead-lettered',
+        'msg-c': 'deferred',
+      });
+      expect(tallied(tally)).toEqual({
+        [BATCH]: { deferred: 3, deadLetteredOperations: [`${operationId('x')} ${budgetReason}`] },
+      });
     });
 
     it('fails only the records SQS did not take when the publish reports which (PublishError); the others settle', async () => {
-      const error = new PublishError('1 of 3 messages not published', QUEUE_URL, { [operationId('b')]: 'InternalError' }, 2);
+      const error = new PublishError(
+        '1 of 3 messages not published',
+        QUEUE_URL,
+        { [operationId('b')]: 'InternalError' },
+        2,
+      );
       publisher.failWith = (queueUrl) => (queueUrl === QUEUE_URL ? error : undefined);
       const results = await deferrer().deferBlock(items(), tally);
 
-      expect(Object.fromEntries(results)).toEqual({ 'msg-a': 'deferred', 'msg-b': error, 'msg-x': 'dead-lettered', 'msg-c': 'deferred' });
-      expect(tallied(tally)).toEqual({ [BATCH]: { deferred: 2, deadLetteredOperations: [`${operationId('x')} ${budgetReason}`] } });
+      expect(Object.fromEntries(results)).toEqual({
+        'msg-a': 'deferred',
+        'msg-b': error,
+        'msg-x': 'dead-lettered',
+        'msg-c': 'deferred',
+      });
+      expect(tallied(tally)).toEqual({
+        [BATCH]: { deferred: 2, deadLetteredOperations: [`${operationId('x')} ${budgetReason}`] },
+      });
     });
 
     it("fails every record of a queue whose publish failed without saying which; the other queue's settle", async () => {
@@ -256,7 +349,12 @@ describe('Class: Deferrer', () => {
       publisher.failWith = (queueUrl) => (queueUrl === QUEUE_URL ? error : undefined);
       const results = await deferrer().deferBlock(items(), tally);
 
-      expect(Object.fromEntries(results)).toEqual({ 'msg-a': error, 'msg-b': error, 'msg-x': 'dead-lettered', 'msg-c': error });
+      expect(Object.fromEntries(results)).toEqual({
+        'msg-a': error,
+        'msg-b': error,
+        'msg-x': 'dead-lettered',
+        'msg-c': error,
+      });
       expect(tallied(tally)).toEqual({ [BATCH]: { deadLetteredOperations: [`${operationId('x')} ${budgetReason}`] } });
       expect(metricsSeen.total('Deferred')).toBe(0);
     });
@@ -266,7 +364,13 @@ describe('Class: Deferrer', () => {
       const big = message('big', { resource: { id: 'big', note: 'n'.repeat(600) } });
       const size = Buffer.byteLength(serializeMessage(big, MAX_MESSAGE_BYTES));
       const tight = deferrer(size);
-      const results = await tight.deferBlock([{ record: record('a'), message: message('a'), cause: paced(0) }, { record: record('big', big), message: big, cause: paced(0) }], tally);
+      const results = await tight.deferBlock(
+        [
+          { record: record('a'), message: message('a'), cause: paced(0) },
+          { record: record('big', big), message: big, cause: paced(0) },
+        ],
+        tally,
+      );
 
       expect(results.get('msg-a')).toBe('deferred');
       expect(results.get('msg-big')).toBeInstanceOf(InvalidMessageError);

@@ -33,8 +33,15 @@ export function message(key: string, overrides: Partial<JobMessage> = {}): JobMe
 }
 
 /** An SQS record carrying `body` (a message is serialized as the producer would); message ID `msg-<key>`. */
-export function record(key: string, body: JobMessage | string = message(key), overrides: Partial<SQSRecord> = {}): SQSRecord {
-  return sqsRecord(typeof body === 'string' ? body : serializeMessage(body, MAX_MESSAGE_BYTES), { messageId: `msg-${key}`, ...overrides });
+export function record(
+  key: string,
+  body: JobMessage | string = message(key),
+  overrides: Partial<SQSRecord> = {},
+): SQSRecord {
+  return sqsRecord(typeof body === 'string' ? body : serializeMessage(body, MAX_MESSAGE_BYTES), {
+    messageId: `msg-${key}`,
+    ...overrides,
+  });
 }
 
 /** What the tally holds, per batch ID. */
@@ -55,14 +62,19 @@ export class FakeLimiter implements RateLimiter {
   async acquire(key: string, count: number, options?: AcquireOptions): Promise<Acquisition> {
     this.calls.push({ key, count, options });
     const answer = this.answers.shift();
-    if (answer === undefined) throw new Error(`FakeLimiter: no scripted answer for call ${this.calls.length} (${count} on ${key})`);
+    if (answer === undefined)
+      throw new Error(`FakeLimiter: no scripted answer for call ${this.calls.length} (${count} on ${key})`);
     if (answer instanceof Error) throw answer;
     return answer;
   }
 }
 
 /** `granted` of the slots at `startAtMs`, and the limiter's hint for the next. */
-export const grant = (startAtMs: number[], waitMs = 0): Acquisition => ({ granted: startAtMs.length, startAtMs, waitMs });
+export const grant = (startAtMs: number[], waitMs = 0): Acquisition => ({
+  granted: startAtMs.length,
+  startAtMs,
+  waitMs,
+});
 
 /** A publisher keeping every call; `failWith` decides, per call, an error to throw instead (the call is kept). */
 export class FakePublisher implements Publisher {

@@ -45,7 +45,10 @@ describe('Class: KeyLeases', () => {
 
     it('does not throw when the release fails: the lease expires with the invocation', async () => {
       const warn = jest.spyOn(logger, 'warn').mockImplementation(() => undefined);
-      const l = limiter(async () => ({ granted: true, lease }), async () => Promise.reject(new Error('down')));
+      const l = limiter(
+        async () => ({ granted: true, lease }),
+        async () => Promise.reject(new Error('down')),
+      );
       await expect(new KeyLeases(l).give(lease)).resolves.toBeUndefined();
       const why = 'per-key concurrency lease could not be released; it expires with the invocation';
       expect(warn).toHaveBeenCalledWith(why, expect.objectContaining({ key: 'a' }));

@@ -1,6 +1,9 @@
 import { logger } from '../../../../lambda/adapters/observability';
 import {
-  KEY_LIMITER_DOWN_WAIT_MS, KeyRateGate, type GatePool, type KeyLimiter,
+  KEY_LIMITER_DOWN_WAIT_MS,
+  KeyRateGate,
+  type GatePool,
+  type KeyLimiter,
 } from '../../../../lambda/handlers/consumer/keyRateGate';
 
 const T0 = 1_800_000_000_000;
@@ -37,7 +40,7 @@ function pool(slot: number | undefined, maxWaitMs = 10_000) {
 
 describe('Class: KeyRateGate', () => {
   describe('Method: answer', () => {
-    it("grants the start at the job-wide slot when the key has a token at that very moment", async () => {
+    it('grants the start at the job-wide slot when the key has a token at that very moment', async () => {
       const { limiter, asked } = keys([{ granted: true }]);
       const { pool: p, putBack } = pool(undefined);
       expect(await new KeyRateGate(limiter).answer('a', T0, p, 'live')).toEqual({ granted: true, startAtMs: T0 });
@@ -62,8 +65,14 @@ describe('Class: KeyRateGate', () => {
       expect(putBack).toEqual([T0]);
     });
 
-    it('puts the later job-wide slot back too when another container took the key\'s token meanwhile', async () => {
-      const { limiter } = keys([{ granted: false, waitMs: 500 }, { granted: false, waitMs: 300 }], 0);
+    it("puts the later job-wide slot back too when another container took the key's token meanwhile", async () => {
+      const { limiter } = keys(
+        [
+          { granted: false, waitMs: 500 },
+          { granted: false, waitMs: 300 },
+        ],
+        0,
+      );
       const { pool: p, putBack } = pool(T0 + 500);
       expect(await new KeyRateGate(limiter).answer('a', T0, p, 'live')).toEqual({ granted: false, waitMs: 500 });
       expect(putBack).toEqual([T0, T0 + 500]);

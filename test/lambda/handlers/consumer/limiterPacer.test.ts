@@ -2,7 +2,9 @@ import { logger } from '../../../../lambda/adapters/observability';
 import type { KeyLease } from '../../../../lambda/adapters/keyConcurrency';
 import type { StartAnswer } from '../../../../lambda/core/pacing/pacer';
 import {
-  LimiterPacer, MAX_LATE_RETAKES, type LimiterPacerOptions,
+  LimiterPacer,
+  MAX_LATE_RETAKES,
+  type LimiterPacerOptions,
 } from '../../../../lambda/handlers/consumer/limiterPacer';
 import { VirtualClock } from '../virtualClock';
 import { FakeLimiter, grant } from './fakes';
@@ -104,14 +106,18 @@ describe('Class: LimiterPacer', () => {
 
     it('starts now, with no slot to be late for, when pacing is off', async () => {
       stalls = [10_000];
-      const start = startOf(await pacer(undefined).begin(() => 60_000).start({ priority: 'live' }));
+      const start = startOf(
+        await pacer(undefined)
+          .begin(() => 60_000)
+          .start({ priority: 'live' }),
+      );
       expect(start.startAtMs).toBe(clock.now());
       expect(start.missed()).toBe(false);
     });
   });
 
   describe('Method: missed', () => {
-    it('is true once the start has drifted past twice the tolerance (the claim\'s half of the margin)', async () => {
+    it("is true once the start has drifted past twice the tolerance (the claim's half of the margin)", async () => {
       const t0 = clock.now();
       const invocation = pacer(new FakeLimiter([grant([t0])])).begin(() => 60_000);
       await invocation.acquireBlock(1, 'live');

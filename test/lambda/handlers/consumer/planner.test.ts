@@ -4,7 +4,17 @@ import { RateLimiterError } from '../../../../lambda/adapters/rateLimiter';
 import { Planner, validateRecord, type Plan } from '../../../../lambda/handlers/consumer/planner';
 import { SlotPool } from '../../../../lambda/handlers/consumer/slotPool';
 import { job as fakeJob } from '../../../fixtures/jobs/fake-job';
-import { BATCH, FakeCompletedLookup, FakeLimiter, grant, MAX_MESSAGE_BYTES, message, NOW, operationId, record } from './fakes';
+import {
+  BATCH,
+  FakeCompletedLookup,
+  FakeLimiter,
+  grant,
+  MAX_MESSAGE_BYTES,
+  message,
+  NOW,
+  operationId,
+  record,
+} from './fakes';
 
 const KEY = 'fake-provider';
 const SPACING_MS = 100;
@@ -31,7 +41,11 @@ const planner = () =>
 function pool(limiter: FakeLimiter | undefined, applyMs?: number): SlotPool {
   const estimator = new ApplyTimeEstimator();
   if (applyMs !== undefined) estimator.record(applyMs);
-  return new SlotPool({ limiter, key: KEY, shortWaitMs: 10_000, lateToleranceMs: 50, spacingMs: SPACING_MS, clock: () => T0, estimator }, () => 60_000, 5_000);
+  return new SlotPool(
+    { limiter, key: KEY, shortWaitMs: 10_000, lateToleranceMs: 50, spacingMs: SPACING_MS, clock: () => T0, estimator },
+    () => 60_000,
+    5_000,
+  );
 }
 
 /** Each plan's kind (and what decides it), by message ID, in the batch's order. */
@@ -40,7 +54,14 @@ function kinds(plans: Map<string, Plan>): Record<string, string> {
     [...plans].map(([id, p]) => {
       switch (p.kind) {
         case 'defer':
-          return [id, p.cause.kind === 'paced' ? `defer paced ${p.cause.waitMs}` : p.cause.kind === 'not-before' ? `defer not-before ${p.cause.notBeforeMs}` : 'defer throttled'];
+          return [
+            id,
+            p.cause.kind === 'paced'
+              ? `defer paced ${p.cause.waitMs}`
+              : p.cause.kind === 'not-before'
+                ? `defer not-before ${p.cause.notBeforeMs}`
+                : 'defer throttled',
+          ];
         case 'fail':
           return [id, `fail: ${p.error.message}`];
         default:
@@ -55,14 +76,22 @@ const five = () => ['a', 'b', 'c', 'd', 'e'].map((k) => record(k));
 
 describe('Function: validateRecord', () => {
   it('answers the message and the resource as the job parsed it', () => {
-    expect(validateRecord(JSON.stringify(message('a')), fakeJob, MAX_MESSAGE_BYTES)).toEqual({ ok: true, message: message('a'), resource: { id: 'a' } });
+    expect(validateRecord(JSON.stringify(message('a')), fakeJob, MAX_MESSAGE_BYTES)).toEqual({
+      ok: true,
+      message: message('a'),
+      resource: { id: 'a' },
+    });
   });
 
   it("names every problem: another job's message and each bad resource field", () => {
     const body = JSON.stringify(message('a', { jobType: 'other-job', resource: { id: 'A B', colour: 'red' } }));
     expect(validateRecord(body, fakeJob, MAX_MESSAGE_BYTES)).toEqual({
       ok: false,
-      reasons: ['jobType: expected "fake-job", got "other-job"', 'resource.id: Invalid string: must match pattern /^[a-z0-9-]+$/', 'resource: Unrecognized key: "colour"'],
+      reasons: [
+        'jobType: expected "fake-job", got "other-job"',
+        'resource.id: Invalid string: must match pattern /^[a-z0-9-]+$/',
+        'resource: Unrecognized key: "colour"',
+      ],
     });
   });
 
@@ -78,7 +107,10 @@ describe('Function: validateRecord', () => {
 
   it('rejects a body over the size cap', () => {
     const body = JSON.stringify(message('a'));
-    expect(validateRecord(body, fakeJob, 100)).toEqual({ ok: false, reasons: [`body is ${Buffer.byteLength(body)} bytes, over the 100-byte cap`] });
+    expect(validateRecord(body, fakeJob, 100)).toEqual({
+      ok: false,
+      reasons: [`body is ${Buffer.byteLength(body)} bytes, over the 100-byte cap`],
+    });
   });
 });
 
@@ -93,9 +125,15 @@ describe('Class: Planner', () => {
   describe('Method: plan (before any slot)', () => {
     it('rejects an invalid record with its reasons, and asks nothing for it', async () => {
       const limiter = new FakeLimiter([grant([T0])]);
-      const plans = await planner().plan([record('bad', message('bad', { jobType: 'other-job' })), record('a')], pool(limiter));
+      const plans = await planner().plan(
+        [record('bad', message('bad', { jobType: 'other-job' })), record('a')],
+        pool(limiter),
+      );
 
-      expect(plans.get('msg-bad')).toEqual({ kind: 'reject', reasons: ['jobType: expected "fake-job", got "other-job"'] });
+      expect(plans.get('msg-bad')).toEqual({
+        kind: 'reject',
+        reasons: ['jobType: expected "fake-job", got "other-job"'],
+      });
       expect(plans.get('msg-a')).toEqual({ kind: 'run', message: message('a'), resource: { id: 'a' } });
       expect(lookup.calls).toEqual([{ jobName: 'fake-job', operationIds: [operationId('a')] }]);
       expect(limiter.calls.map((c) => c.count)).toEqual([1]);
@@ -112,20 +150,30 @@ describe('Class: Planner', () => {
         pool(undefined),
       );
 
-      expect(plans.get('msg-later')).toEqual({ kind: 'defer', message: message('later', { notBefore: ahead }), cause: { kind: 'not-before', notBeforeMs: Date.parse(ahead) } });
-      expect(kinds(plans)).toEqual({ 'msg-later': `defer not-before ${Date.parse(ahead)}`, 'msg-now': 'run', 'msg-past': 'run' });
+      expect(plans.get('msg-later')).toEqual({
+        kind: 'defer',
+        message: message('later', { notBefore: ahead }),
+        cause: { kind: 'not-before', notBeforeMs: Date.parse(ahead) },
+      });
+      expect(kinds(plans)).toEqual({
+        'msg-later': `defer not-before ${Date.parse(ahead)}`,
+        'msg-now': 'run',
+        'msg-past': 'run',
+      });
       // The not-yet-due record is not asked about: it takes no slot now either way.
       expect(lookup.calls).toEqual([{ jobName: 'fake-job', operationIds: [operationId('now'), operationId('past')] }]);
     });
 
-    it('rejects a record of a business date after the job\'s latest, naming it, and asks nothing for it', async () => {
+    it("rejects a record of a business date after the job's latest, naming it, and asks nothing for it", async () => {
       const limiter = new FakeLimiter([grant([T0])]);
       const future = message('future', { businessDate: '2027-12-04', operationId: 'fake:future:2027-12-04' });
       const plans = await planner().plan([record('future', future), record('a')], pool(limiter));
 
       expect(plans.get('msg-future')).toEqual({
         kind: 'reject',
-        reasons: ['businessDate: business date 2027-12-04 is in the future: the latest for fake-job now is 2026-11-28 (Europe/Berlin, offset -1)'],
+        reasons: [
+          'businessDate: business date 2027-12-04 is in the future: the latest for fake-job now is 2026-11-28 (Europe/Berlin, offset -1)',
+        ],
       });
       expect(kinds(plans)).toEqual({ 'msg-future': 'reject', 'msg-a': 'run' });
       expect(lookup.calls).toEqual([{ jobName: 'fake-job', operationIds: [operationId('a')] }]);
@@ -134,29 +182,54 @@ describe('Class: Planner', () => {
     it('rejects a record whose notBefore is further after its enqueuedAt than the queue keeps a message, and defers one within it', async () => {
       const far = '2026-12-03T02:00:00.001Z';
       const edge = '2026-12-03T02:00:00.000Z';
-      const plans = await planner().plan([record('far', message('far', { notBefore: far })), record('edge', message('edge', { notBefore: edge }))], pool(undefined));
+      const plans = await planner().plan(
+        [record('far', message('far', { notBefore: far })), record('edge', message('edge', { notBefore: edge }))],
+        pool(undefined),
+      );
 
       expect(plans.get('msg-far')).toEqual({
         kind: 'reject',
-        reasons: [`notBefore: ${far} is more than the queue's retention (345600 s) after enqueuedAt 2026-11-29T02:00:00.000Z`],
+        reasons: [
+          `notBefore: ${far} is more than the queue's retention (345600 s) after enqueuedAt 2026-11-29T02:00:00.000Z`,
+        ],
       });
       expect(kinds(plans)).toEqual({ 'msg-far': 'reject', 'msg-edge': `defer not-before ${Date.parse(edge)}` });
     });
 
-    it('starts a redriven record\'s deferral age again at its first receive, and leaves a catch-up\'s alone', async () => {
-      const dlqAttributes = { failureReason: { stringValue: 'downstream refused', dataType: 'String', stringListValues: [], binaryListValues: [] } };
+    it("starts a redriven record's deferral age again at its first receive, and leaves a catch-up's alone", async () => {
+      const dlqAttributes = {
+        failureReason: {
+          stringValue: 'downstream refused',
+          dataType: 'String',
+          stringListValues: [],
+          binaryListValues: [],
+        },
+      };
       const old = message('old', { firstEnqueuedAt: '2026-11-01T02:00:00.000Z' });
       const catchUp = message('catch-up', { backfill: true, firstEnqueuedAt: '2026-11-01T02:00:00.000Z' });
-      const plans = await planner().plan([record('old', old, { messageAttributes: dlqAttributes }), record('catch-up', catchUp)], pool(undefined));
+      const plans = await planner().plan(
+        [record('old', old, { messageAttributes: dlqAttributes }), record('catch-up', catchUp)],
+        pool(undefined),
+      );
 
-      expect(plans.get('msg-old')).toEqual({ kind: 'run', message: { ...old, backfill: true, firstEnqueuedAt: NOW.toISOString() }, resource: { id: 'old' } });
+      expect(plans.get('msg-old')).toEqual({
+        kind: 'run',
+        message: { ...old, backfill: true, firstEnqueuedAt: NOW.toISOString() },
+        resource: { id: 'old' },
+      });
       expect(plans.get('msg-catch-up')).toEqual({ kind: 'run', message: catchUp, resource: { id: 'catch-up' } });
     });
 
     it('asks neither the lookup nor the limiter when nothing is due', async () => {
       const limiter = new FakeLimiter();
-      const plans = await planner().plan([record('bad', 'not json'), record('later', message('later', { notBefore: '2026-11-30T00:00:00.000Z' }))], pool(limiter));
-      expect(Object.values(kinds(plans))).toEqual(['reject', `defer not-before ${Date.parse('2026-11-30T00:00:00.000Z')}`]);
+      const plans = await planner().plan(
+        [record('bad', 'not json'), record('later', message('later', { notBefore: '2026-11-30T00:00:00.000Z' }))],
+        pool(limiter),
+      );
+      expect(Object.values(kinds(plans))).toEqual([
+        'reject',
+        `defer not-before ${Date.parse('2026-11-30T00:00:00.000Z')}`,
+      ]);
       expect(lookup.calls).toEqual([]);
       expect(limiter.calls).toEqual([]);
     });
@@ -171,7 +244,13 @@ describe('Class: Planner', () => {
 
       expect(plans.get('msg-b')).toEqual({ kind: 'done', message: message('b'), by });
       expect(plans.get('msg-d')).toEqual({ kind: 'done', message: message('d'), by: undefined });
-      expect(kinds(plans)).toEqual({ 'msg-a': 'run', 'msg-b': 'done', 'msg-c': 'run', 'msg-d': 'done', 'msg-e': 'run' });
+      expect(kinds(plans)).toEqual({
+        'msg-a': 'run',
+        'msg-b': 'done',
+        'msg-c': 'run',
+        'msg-d': 'done',
+        'msg-e': 'run',
+      });
       expect(limiter.calls).toEqual([{ key: KEY, count: 3, options: { maxWaitMs: 10_000, priority: 'live' } }]);
     });
 
@@ -192,7 +271,10 @@ describe('Class: Planner', () => {
 
       expect(kinds(plans)).toEqual({ 'msg-a': 'run', 'msg-b': 'run' });
       expect(limiter.calls.map((c) => c.count)).toEqual([2]);
-      expect(warn).toHaveBeenCalledWith('completed-operation pre-check failed; every due record takes a slot and the claim decides', { error });
+      expect(warn).toHaveBeenCalledWith(
+        'completed-operation pre-check failed; every due record takes a slot and the claim decides',
+        { error },
+      );
     });
   });
 
@@ -228,8 +310,18 @@ describe('Class: Planner', () => {
       const limiter = new FakeLimiter([grant([T0, T0 + 100], 300)]);
       const plans = await planner().plan(five(), pool(limiter));
 
-      expect(kinds(plans)).toEqual({ 'msg-a': 'run', 'msg-b': 'run', 'msg-c': 'defer paced 300', 'msg-d': 'defer paced 400', 'msg-e': 'defer paced 500' });
-      expect(plans.get('msg-c')).toEqual({ kind: 'defer', message: message('c'), cause: { kind: 'paced', waitMs: 300 } });
+      expect(kinds(plans)).toEqual({
+        'msg-a': 'run',
+        'msg-b': 'run',
+        'msg-c': 'defer paced 300',
+        'msg-d': 'defer paced 400',
+        'msg-e': 'defer paced 500',
+      });
+      expect(plans.get('msg-c')).toEqual({
+        kind: 'defer',
+        message: message('c'),
+        cause: { kind: 'paced', waitMs: 300 },
+      });
     });
 
     it('defers even the records past a smaller block when that block is not granted whole', async () => {
@@ -238,7 +330,13 @@ describe('Class: Planner', () => {
       const plans = await planner().plan(five(), pool(limiter, 120));
 
       expect(limiter.calls.map((c) => c.count)).toEqual([3]);
-      expect(kinds(plans)).toEqual({ 'msg-a': 'run', 'msg-b': 'defer paced 1000', 'msg-c': 'defer paced 1100', 'msg-d': 'defer paced 1200', 'msg-e': 'defer paced 1300' });
+      expect(kinds(plans)).toEqual({
+        'msg-a': 'run',
+        'msg-b': 'defer paced 1000',
+        'msg-c': 'defer paced 1100',
+        'msg-d': 'defer paced 1200',
+        'msg-e': 'defer paced 1300',
+      });
     });
 
     it('defers every due record when nothing is granted', async () => {
@@ -252,16 +350,31 @@ describe('Class: Planner', () => {
       const logged = jest.spyOn(logger, 'error');
       lookup.done.set(operationId('done'), undefined);
       const limiter = new FakeLimiter([error]);
-      const plans = await planner().plan([record('a'), record('bad', '{}'), record('done'), record('b')], pool(limiter));
+      const plans = await planner().plan(
+        [record('a'), record('bad', '{}'), record('done'), record('b')],
+        pool(limiter),
+      );
 
-      expect(kinds(plans)).toEqual({ 'msg-a': 'fail: DynamoDB unavailable', 'msg-bad': 'reject', 'msg-done': 'done', 'msg-b': 'fail: DynamoDB unavailable' });
+      expect(kinds(plans)).toEqual({
+        'msg-a': 'fail: DynamoDB unavailable',
+        'msg-bad': 'reject',
+        'msg-done': 'done',
+        'msg-b': 'fail: DynamoDB unavailable',
+      });
       expect(plans.get('msg-a')).toEqual({ kind: 'fail', message: message('a'), error });
-      expect(logged).toHaveBeenCalledWith('rate limiter unavailable; the due records will be retried by SQS, unclaimed', { key: KEY, error });
+      expect(logged).toHaveBeenCalledWith(
+        'rate limiter unavailable; the due records will be retried by SQS, unclaimed',
+        { key: KEY, error },
+      );
     });
 
     it('plans every record of the batch, once, by message ID', async () => {
       const limiter = new FakeLimiter([grant([T0])]);
-      const records = [record('a'), record('bad', '[]'), record('later', message('later', { notBefore: '2026-11-30T00:00:00.000Z' }))];
+      const records = [
+        record('a'),
+        record('bad', '[]'),
+        record('later', message('later', { notBefore: '2026-11-30T00:00:00.000Z' })),
+      ];
       const plans = await planner().plan(records, pool(limiter));
       expect([...plans.keys()].sort()).toEqual(records.map((r) => r.messageId).sort());
       expect(plans.get('msg-a')).toMatchObject({ kind: 'run', message: { batchId: BATCH } });

@@ -38,7 +38,7 @@ const body = (id: string, failure: string) =>
     enqueuedAt: '2026-11-29T02:00:00.000Z',
   });
 
-describe('Function: handler (a bundled consumer whose job\'s apply throws)', () => {
+describe("Function: handler (a bundled consumer whose job's apply throws)", () => {
   let aws: LocalAws;
   let dir: string;
   let lines: string[];
@@ -94,7 +94,10 @@ handler(JSON.parse(process.argv[2]), context).then((r) => console.log('RESULT ' 
     );
     const event = {
       Records: [
-        sqsRecord(body('a-1', 'type-error'), { messageId: 'm-type-error', attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: '2' } }),
+        sqsRecord(body('a-1', 'type-error'), {
+          messageId: 'm-type-error',
+          attributes: { ...sqsRecord('').attributes, ApproximateReceiveCount: '2' },
+        }),
         sqsRecord(body('a-2', 'missing-module'), { messageId: 'm-missing-module' }),
       ],
     };
@@ -118,7 +121,10 @@ handler(JSON.parse(process.argv[2]), context).then((r) => console.log('RESULT ' 
       LIMITER_TABLE_NAME: 'limiter',
       IDEMPOTENCY_TTL_SECONDS: String(30 * 86_400),
     };
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [runner, JSON.stringify(event)], { env, cwd: dir });
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [runner, JSON.stringify(event)], {
+      env,
+      cwd: dir,
+    });
     lines = `${stdout}\n${stderr}`.split('\n').filter((l) => l !== '');
     response = JSON.parse(lines.find((l) => l.startsWith('RESULT '))!.slice('RESULT '.length));
   });
@@ -130,7 +136,10 @@ handler(JSON.parse(process.argv[2]), context).then((r) => console.log('RESULT ' 
   });
 
   it('hands both records back to SQS (the batch processor caught the errors: the invocation succeeded)', () => {
-    expect(response.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(['m-missing-module', 'm-type-error']);
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual([
+      'm-missing-module',
+      'm-type-error',
+    ]);
   });
 
   it('logs each failure as one line: the error, the job file and line that threw it, the operation and the receive', () => {
@@ -172,11 +181,33 @@ handler(JSON.parse(process.argv[2]), context).then((r) => console.log('RESULT ' 
       },
     ]);
     const observation = {
-      discovered: 2, published: 2, completed: 0, rejected: 0, duplicates: 0, deferred: 0, dlq: 0, throttled: 0,
-      effectsByOperation: new Map<string, number>(), starts: [], rateLimit: { startsPerInterval: 10, intervalSeconds: 1 }, recordFailures,
+      discovered: 2,
+      published: 2,
+      completed: 0,
+      rejected: 0,
+      duplicates: 0,
+      deferred: 0,
+      dlq: 0,
+      throttled: 0,
+      effectsByOperation: new Map<string, number>(),
+      starts: [],
+      rateLimit: { startsPerInterval: 10, intervalSeconds: 1 },
+      recordFailures,
     };
-    const text = formatReport(buildRunReport({ env: 'dev', businessDate: '2026-11-28', settled: true, durationMs: 1000, jobs: new Map([[JOB, observation]]) }));
-    expect(text).toContain(`RECORD-ERROR  ${JOB}  TypeError: Cannot read properties of undefined (reading 'balance') at ${recordFailures[1].location} (1 record, 1 attempt)`);
-    expect(text).toContain(`FAIL  ${JOB}  nothing-lost: completed 0 + rejected 0 + dlq 0 = 0, discovered 2; records failing: Error: Cannot find module`);
+    const text = formatReport(
+      buildRunReport({
+        env: 'dev',
+        businessDate: '2026-11-28',
+        settled: true,
+        durationMs: 1000,
+        jobs: new Map([[JOB, observation]]),
+      }),
+    );
+    expect(text).toContain(
+      `RECORD-ERROR  ${JOB}  TypeError: Cannot read properties of undefined (reading 'balance') at ${recordFailures[1].location} (1 record, 1 attempt)`,
+    );
+    expect(text).toContain(
+      `FAIL  ${JOB}  nothing-lost: completed 0 + rejected 0 + dlq 0 = 0, discovered 2; records failing: Error: Cannot find module`,
+    );
   });
 });

@@ -40,15 +40,19 @@ describe('Function: stackFrames', () => {
 });
 
 describe('Function: layoutOf', () => {
-  it('finds the engine and the app from this module\'s own file, in the repository and installed as a package', () => {
+  it("finds the engine and the app from this module's own file, in the repository and installed as a package", () => {
     expect(layoutOf(`${REPO}lambda/handlers/consumer/recordFailure.ts`)).toEqual(repo);
-    expect(layoutOf(`${APP}/node_modules/paced-jobs/dist/lambda/handlers/consumer/recordFailure.js`)).toEqual(installed);
+    expect(layoutOf(`${APP}/node_modules/paced-jobs/dist/lambda/handlers/consumer/recordFailure.js`)).toEqual(
+      installed,
+    );
   });
 
-  it('names paths from the root on Lambda, where the source maps put the app\'s folder at /', () => {
+  it("names paths from the root on Lambda, where the source maps put the app's folder at /", () => {
     const onLambda = layoutOf('/node_modules/paced-jobs/dist/lambda/handlers/consumer/recordFailure.js');
     expect(onLambda).toEqual({ engineDir: '/node_modules/paced-jobs/dist/lambda', appDir: '/' });
-    expect(jobCodeLocation(stack('apply (/jobs/usage-report/index.ts:41:22)'), onLambda)).toBe('jobs/usage-report/index.ts:41:22');
+    expect(jobCodeLocation(stack('apply (/jobs/usage-report/index.ts:41:22)'), onLambda)).toBe(
+      'jobs/usage-report/index.ts:41:22',
+    );
     expect(layoutOf('/lambda/handlers/consumer/recordFailure.ts')).toEqual({ engineDir: '/lambda', appDir: '/' });
   });
 
@@ -59,7 +63,7 @@ describe('Function: layoutOf', () => {
 });
 
 describe('Function: jobCodeLocation', () => {
-  it('names the first frame in the job\'s own files, past Node, packages and the engine, relative to the app', () => {
+  it("names the first frame in the job's own files, past Node, packages and the engine, relative to the app", () => {
     const thrown = stack(
       'Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)',
       'require (node:internal/modules/helpers:177:18)',
@@ -70,8 +74,11 @@ describe('Function: jobCodeLocation', () => {
     expect(jobCodeLocation(thrown, installed)).toBe('jobs/usage-report/index.ts:41:22');
   });
 
-  it('counts this repository\'s example jobs, under the engine\'s lambda/jobs/, as job code', () => {
-    const thrown = stack(`apply (${REPO}lambda/jobs/some-job/index.ts:130:11)`, `applyOne (${REPO}lambda/handlers/consumer/recordRunner.ts:180:41)`);
+  it("counts this repository's example jobs, under the engine's lambda/jobs/, as job code", () => {
+    const thrown = stack(
+      `apply (${REPO}lambda/jobs/some-job/index.ts:130:11)`,
+      `applyOne (${REPO}lambda/handlers/consumer/recordRunner.ts:180:41)`,
+    );
     expect(jobCodeLocation(thrown, repo)).toBe('lambda/jobs/some-job/index.ts:130:11');
   });
 
@@ -80,8 +87,11 @@ describe('Function: jobCodeLocation', () => {
     expect(jobCodeLocation(thrown, installed)).toBe('lib/parse.ts:2:9');
   });
 
-  it('gives none when the engine threw (no frame is the job\'s), with no stack, or with no layout', () => {
-    const engine = stack(`DynamoDbRateLimiter.acquire (${REPO}lambda/adapters/rateLimiter.ts:90:11)`, 'process.processTicksAndRejections (node:internal/process/task_queues:95:5)');
+  it("gives none when the engine threw (no frame is the job's), with no stack, or with no layout", () => {
+    const engine = stack(
+      `DynamoDbRateLimiter.acquire (${REPO}lambda/adapters/rateLimiter.ts:90:11)`,
+      'process.processTicksAndRejections (node:internal/process/task_queues:95:5)',
+    );
     expect(jobCodeLocation(engine, repo)).toBeUndefined();
     expect(jobCodeLocation(undefined, repo)).toBeUndefined();
     expect(jobCodeLocation(stack(`apply (${APP}/jobs/x/index.ts:1:1)`), undefined)).toBeUndefined();
@@ -89,7 +99,7 @@ describe('Function: jobCodeLocation', () => {
 });
 
 describe('Function: recordFailure', () => {
-  it('states an error\'s type, its message\'s first line, where the job threw it and the receive', () => {
+  it("states an error's type, its message's first line, where the job threw it and the receive", () => {
     const error = new Error("Cannot find module '@aws-sdk/client-textract'\nRequire stack:\n- /var/task/index.js");
     error.stack = stack(`apply (${APP}/jobs/usage-report/index.ts:7:3)`);
     expect(recordFailure(error, 3, installed)).toEqual({
@@ -102,13 +112,28 @@ describe('Function: recordFailure', () => {
 
   it('finds its own layout when none is given: thrown here, the place is this test file', () => {
     const failure = recordFailure(new RangeError('Invalid time value'), 1);
-    expect(failure).toEqual({ errorName: 'RangeError', errorMessage: 'Invalid time value', jobLocation: expect.stringMatching(/:\d+:\d+$/), attempt: 1 });
-    expect(failure.jobLocation?.split(':')[0]).toBe(join('test', 'lambda', 'handlers', 'consumer', 'recordFailure.test.ts'));
+    expect(failure).toEqual({
+      errorName: 'RangeError',
+      errorMessage: 'Invalid time value',
+      jobLocation: expect.stringMatching(/:\d+:\d+$/),
+      attempt: 1,
+    });
+    expect(failure.jobLocation?.split(':')[0]).toBe(
+      join('test', 'lambda', 'handlers', 'consumer', 'recordFailure.test.ts'),
+    );
   });
 
   it('names what was thrown when it is not an error, and bounds a long message', () => {
-    expect(recordFailure('plain string', 1, installed)).toEqual({ errorName: 'string', errorMessage: 'plain string', attempt: 1 });
-    expect(recordFailure(undefined, 1, installed)).toEqual({ errorName: 'undefined', errorMessage: 'undefined', attempt: 1 });
+    expect(recordFailure('plain string', 1, installed)).toEqual({
+      errorName: 'string',
+      errorMessage: 'plain string',
+      attempt: 1,
+    });
+    expect(recordFailure(undefined, 1, installed)).toEqual({
+      errorName: 'undefined',
+      errorMessage: 'undefined',
+      attempt: 1,
+    });
     expect(recordFailure(null, 1, installed)).toEqual({ errorName: 'null', errorMessage: 'null', attempt: 1 });
     const long = recordFailure(new Error('x'.repeat(MAX_FAILURE_MESSAGE_CHARS + 10)), 1, installed);
     expect(long.errorMessage).toBe(`${'x'.repeat(MAX_FAILURE_MESSAGE_CHARS)}...`);
@@ -127,7 +152,10 @@ describe('Function: keepJobFrames', () => {
     // A package that throws 20 calls below where the job calls it, as the SDK's middleware stack does.
     const file = join(scratch, 'node_modules', 'deep', 'index.js');
     mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(file, 'exports.call = function call(n) { if (n === 0) throw new TypeError("deep"); return call(n - 1) + 1; };\n');
+    writeFileSync(
+      file,
+      'exports.call = function call(n) { if (n === 0) throw new TypeError("deep"); return call(n - 1) + 1; };\n',
+    );
     const deep = require(file) as { call(n: number): number };
     const failureOf = () => {
       try {
@@ -141,7 +169,9 @@ describe('Function: keepJobFrames', () => {
     expect(failureOf().jobLocation).toBeUndefined();
     keepJobFrames();
     expect(Error.stackTraceLimit).toBe(STACK_TRACE_FRAMES);
-    expect(failureOf().jobLocation?.split(':')[0]).toBe(join('test', 'lambda', 'handlers', 'consumer', 'recordFailure.test.ts'));
+    expect(failureOf().jobLocation?.split(':')[0]).toBe(
+      join('test', 'lambda', 'handlers', 'consumer', 'recordFailure.test.ts'),
+    );
     // A process that keeps more keeps them.
     Error.stackTraceLimit = 200;
     keepJobFrames();

@@ -74,8 +74,10 @@ describe('Class: SlotPool', () => {
       expect(pool(new FakeLimiter(), { estimator: applying(120) }).usableBlock()).toBe(3);
     });
 
-    it('is unbounded on a limiter with lanes, which plans the block at the container\'s pace instead', async () => {
-      const limiter = Object.assign(new FakeLimiter([grant([T0, T0 + 120, T0 + 240]), grant([T0 + 400])]), { lanes: 4 });
+    it("is unbounded on a limiter with lanes, which plans the block at the container's pace instead", async () => {
+      const limiter = Object.assign(new FakeLimiter([grant([T0, T0 + 120, T0 + 240]), grant([T0 + 400])]), {
+        lanes: 4,
+      });
       const slots = pool(limiter, { estimator: applying(120) });
       expect(slots.usableBlock()).toBe(Number.POSITIVE_INFINITY);
       await slots.acquireBlock(3);
@@ -83,9 +85,12 @@ describe('Class: SlotPool', () => {
       for (let i = 0; i < 3; i++) await slots.next();
       await slots.next();
       // The block and the refill both tell the lanes the container's pace; the refill asks for every record left.
-      expect(limiter.calls.map((c) => [c.count, c.options?.paceMs])).toEqual([[3, 120], [6, 120]]);
+      expect(limiter.calls.map((c) => [c.count, c.options?.paceMs])).toEqual([
+        [3, 120],
+        [6, 120],
+      ]);
     });
-    it('is small on a limiter with lanes when the container\'s records often overrun its pace, so the slots they would pass stay with the fleet', async () => {
+    it("is small on a limiter with lanes when the container's records often overrun its pace, so the slots they would pass stay with the fleet", async () => {
       // 2 in 10 records held for 10 s: a block of b expects to lose 0.2 x (b - 1) / 2 of its slots, 0.1 at b = 2.
       const estimator = new ApplyTimeEstimator();
       for (const ms of [...Array<number>(8).fill(30), 10_000, 10_000]) estimator.record(ms);
@@ -108,7 +113,11 @@ describe('Class: SlotPool', () => {
       expect(await slots.acquireBlock(3)).toEqual(grant([T0, T0 + 100, T0 + 200]));
       expect(limiter.calls).toEqual([{ key: KEY, count: 3, options: { maxWaitMs: 5_000, priority: 'live' } }]);
       expect(slots.unused()).toBe(3);
-      expect([await slots.next(), await slots.next(), await slots.next()]).toEqual([{ startAtMs: T0 }, { startAtMs: T0 + 100 }, { startAtMs: T0 + 200 }]);
+      expect([await slots.next(), await slots.next(), await slots.next()]).toEqual([
+        { startAtMs: T0 },
+        { startAtMs: T0 + 100 },
+        { startAtMs: T0 + 200 },
+      ]);
       // The block answered all three: no second limiter call.
       expect(limiter.calls).toHaveLength(1);
     });
@@ -227,7 +236,11 @@ describe('Class: SlotPool', () => {
       // Answered at the claim (a duplicate): no downstream call was made on it.
       slots.giveBack(first.startAtMs);
       expect(slots.unused()).toBe(3);
-      expect([await slots.next(), await slots.next(), await slots.next()]).toEqual([{ startAtMs: T0 }, { startAtMs: T0 + 100 }, { startAtMs: T0 + 200 }]);
+      expect([await slots.next(), await slots.next(), await slots.next()]).toEqual([
+        { startAtMs: T0 },
+        { startAtMs: T0 + 100 },
+        { startAtMs: T0 + 200 },
+      ]);
     });
 
     it('re-inserts a given-back slot in start order among the pool', async () => {

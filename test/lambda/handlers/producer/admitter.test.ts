@@ -154,7 +154,7 @@ describe('Class: Admitter', () => {
       );
     });
 
-    it('sends no next step when the lease is lost at the step\'s end', async () => {
+    it("sends no next step when the lease is lost at the step's end", async () => {
       jest.spyOn(store, 'endStep').mockResolvedValue(false);
       const summary = await admitter({ items: 100, admission: paced }).admit(step(), context(), held(), admitted());
       expect(summary).toMatchObject({ outcome: 'lease-lost', pages: 2, continued: false });

@@ -121,9 +121,11 @@ export class FakeRunState implements RunStateStore {
 
   async recordPage(
     _job: string,
-    batchId: string, page: number,
+    batchId: string,
+    page: number,
     owner: string,
-    ids: readonly string[], startedMs?: number,
+    ids: readonly string[],
+    startedMs?: number,
   ) {
     this.keep('recordPage', batchId, page, owner, ids, startedMs);
     const key = `${batchId}#${page}`;

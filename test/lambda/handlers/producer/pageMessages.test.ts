@@ -50,12 +50,18 @@ describe('Function: pageMessages', () => {
     expect(invalid).toEqual([]);
     expect(messages).toEqual([{ operationId: 'fake:a:2026-11-28', delaySeconds: 0, body: expect.any(String) }]);
     expect(bodyOf(messages[0].body)).toEqual({
-      version: 1, jobType: 'fake-job', operationId: 'fake:a:2026-11-28', batchId: BATCH, businessDate: '2026-11-28',
-      resource: { id: 'a' }, enqueuedAt: NOW.toISOString(), firstEnqueuedAt: NOW.toISOString(),
+      version: 1,
+      jobType: 'fake-job',
+      operationId: 'fake:a:2026-11-28',
+      batchId: BATCH,
+      businessDate: '2026-11-28',
+      resource: { id: 'a' },
+      enqueuedAt: NOW.toISOString(),
+      firstEnqueuedAt: NOW.toISOString(),
     });
   });
 
-  it('carries the run\'s deadline and a catch-up\'s backfill mark, and puts backfill in the one backfill group', () => {
+  it("carries the run's deadline and a catch-up's backfill mark, and puts backfill in the one backfill group", () => {
     const dueBy = '2026-11-29T03:00:00.000Z';
     const catchUp = input({ step: step(0, { backfill: true }), dueBy, fairnessField: 'id' });
     const { messages } = pageMessages(page(op('a')), catchUp);
@@ -63,7 +69,7 @@ describe('Function: pageMessages', () => {
     expect(messages[0].groupId).toBe(BACKFILL_GROUP);
   });
 
-  it('groups live work by the job\'s key field, and leaves a message without a key ungrouped', () => {
+  it("groups live work by the job's key field, and leaves a message without a key ungrouped", () => {
     const keyed = page(op('a', { id: 'a', tenant: 'acme' }), op('b'));
     const { messages } = pageMessages(keyed, input({ fairnessField: 'tenant' }));
     expect(messages.map((m) => m.groupId)).toEqual(['acme', undefined]);
@@ -80,7 +86,7 @@ describe('Function: pageMessages', () => {
     expect(result.lastVisibleMs).toBe(NOW_MS + 14_000);
   });
 
-  it('keeps the run\'s last slot when the page has no message', () => {
+  it("keeps the run's last slot when the page has no message", () => {
     const slots = { ...input().slots, ratePerSecond: 1, plannedUntilMs: NOW_MS + 5_000 };
     expect(pageMessages(page(), input({ slots })).lastVisibleMs).toBe(NOW_MS + 5_000);
   });
@@ -88,7 +94,12 @@ describe('Function: pageMessages', () => {
 
 describe('Function: checkPage', () => {
   const envelope = (operationId: string, resource: JobMessage['resource']): JobMessage => ({
-    version: 1 as const, jobType: 'fake-job', operationId, batchId: BATCH, businessDate: '2026-11-28', resource,
+    version: 1 as const,
+    jobType: 'fake-job',
+    operationId,
+    batchId: BATCH,
+    businessDate: '2026-11-28',
+    resource,
     enqueuedAt: NOW.toISOString(),
   });
 
@@ -127,7 +138,7 @@ describe('Function: checkPage', () => {
 describe('Function: runDeadline', () => {
   const slo = { completeWithinMinutes: 120 };
 
-  it('is the scheduled time plus the SLO window, or the run\'s start when it has no schedule', () => {
+  it("is the scheduled time plus the SLO window, or the run's start when it has no schedule", () => {
     const scheduled = step(0, { scheduledTime: '2026-11-29T01:00:00Z' });
     expect(runDeadline(scheduled, '2026-11-29T01:00:03Z', slo)).toBe('2026-11-29T03:00:00.000Z');
     expect(runDeadline(step(), '2026-11-29T01:00:03.000Z', slo)).toBe('2026-11-29T03:00:03.000Z');

@@ -56,7 +56,7 @@ describe('Class: RunOrder', () => {
       expect(await order().earlierRun(step(), self(), NOW_MS, 60_000)).toBeUndefined();
     });
 
-    it('waits out one group\'s slots after an ended run\'s plan, at the run\'s rate', async () => {
+    it("waits out one group's slots after an ended run's plan, at the run's rate", async () => {
       store.dateRuns = async () => dateRuns({ admission: 'complete', plannedUntilMs: NOW_MS - 5_000 });
       // Groups of 10 at 1/s: the last group's starts go on for 10 s after its plan's end.
       const ahead = await order(1).earlierRun(step(), self(), NOW_MS, 60_000);
@@ -65,7 +65,7 @@ describe('Class: RunOrder', () => {
       expect(await order('unlimited').earlierRun(step(), self(), NOW_MS, 60_000)).toBeUndefined();
     });
 
-    it('waits for none when the store cannot list a date\'s runs, or the read fails', async () => {
+    it("waits for none when the store cannot list a date's runs, or the read fails", async () => {
       expect(await order().earlierRun(step(), self(), NOW_MS, 60_000)).toBeUndefined();
       const warn = jest.spyOn(logger, 'warn');
       store.dateRuns = async () => {

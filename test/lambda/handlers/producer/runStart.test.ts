@@ -37,7 +37,7 @@ describe('Class: RunStart', () => {
       expect(runStart().identify({}).businessDate).toBe('2026-11-28');
     });
 
-    it('refuses a business date after the job\'s latest, logging it', () => {
+    it("refuses a business date after the job's latest, logging it", () => {
       const error = jest.spyOn(logger, 'error');
       const refused = new FutureBusinessDateError(JOB, '2027-12-04', '2026-11-28', settings());
       expect(() => runStart().identify({ scheduledTime: '2027-12-05T01:00:00Z' })).toThrow(refused);
@@ -61,7 +61,7 @@ describe('Class: RunStart', () => {
   describe('Method: begin', () => {
     const run = { batchId: BATCH, businessDate: '2026-11-28' };
 
-    it('writes the run\'s start facts with the job\'s eligible count and the rate, and returns step 0', async () => {
+    it("writes the run's start facts with the job's eligible count and the rate, and returns step 0", async () => {
       const first = await runStart({ ratePerSecond: 80 / 60 }).begin(run, { scheduledTime: SCHEDULED });
       expect(first).toEqual(step(0, { scheduledTime: SCHEDULED }));
       expect(store.methods()).toEqual(['read', 'ensure']);

@@ -8,8 +8,18 @@ import {
   type PassedStep,
 } from '../../../../lambda/handlers/producer/stepLease';
 import { emptySummary } from '../../../../lambda/handlers/producer/summary';
-import { ADMISSION_QUEUE_URL, BATCH, context, FakePublisher, FakeRunState, JOB, NOW, NOW_MS, runState, step } from
-  './fakes';
+import {
+  ADMISSION_QUEUE_URL,
+  BATCH,
+  context,
+  FakePublisher,
+  FakeRunState,
+  JOB,
+  NOW,
+  NOW_MS,
+  runState,
+  step,
+} from './fakes';
 
 let store: FakeRunState;
 let publisher: FakePublisher;
@@ -52,8 +62,7 @@ describe('Class: StepLease', () => {
 
     it('fails a step whose run has no state, or that arrives before the run reaches it', async () => {
       build({});
-      const missing =
-        `admission step 0 of ${BATCH} has no run state in the ledger (expired or deleted); catch up the date`;
+      const missing = `admission step 0 of ${BATCH} has no run state in the ledger (expired or deleted); catch up the date`;
       await expect(take(0)).rejects.toThrow(new AdmissionStateError(missing, BATCH, 0));
       build({ [BATCH]: runState({ step: 1 }) });
       const error = (await take(3).catch((e: unknown) => e)) as AdmissionStateError;
@@ -114,7 +123,7 @@ describe('Class: StepLease', () => {
       expect(store.runs.get(BATCH)).not.toHaveProperty('leaseOwner');
     });
 
-    it('only warns when it cannot: the lease then expires at its holder\'s deadline', async () => {
+    it("only warns when it cannot: the lease then expires at its holder's deadline", async () => {
       build({ [BATCH]: runState() });
       const warn = jest.spyOn(logger, 'warn');
       jest.spyOn(store, 'release').mockRejectedValue(new Error('ledger unavailable'));

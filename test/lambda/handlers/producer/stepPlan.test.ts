@@ -8,8 +8,13 @@ const paced = { ratePerSecond: 1, horizonMs: 30_000, groupSize: 10 };
 describe('Function: planStep', () => {
   let store: FakeRunState;
   let queueDepth: jest.Mock<Promise<number>, [string]>;
-  const options = (admission: StepPlanOptions['admission'] = paced): StepPlanOptions =>
-    ({ jobName: JOB, queueUrl: QUEUE_URL, queueDepth, runState: store, admission });
+  const options = (admission: StepPlanOptions['admission'] = paced): StepPlanOptions => ({
+    jobName: JOB,
+    queueUrl: QUEUE_URL,
+    queueDepth,
+    runState: store,
+    admission,
+  });
   const plan = (state = runState(), admitting = step()) => planStep(options(), admitting, state, NOW_MS);
 
   beforeAll(() => logger.setLogLevel('SILENT'));
@@ -33,7 +38,7 @@ describe('Function: planStep', () => {
     expect(queueDepth).toHaveBeenCalledWith(QUEUE_URL);
   });
 
-  it('plans after the run\'s own last slot', async () => {
+  it("plans after the run's own last slot", async () => {
     const afterOwn = await plan(runState({ plannedUntilMs: NOW_MS + 20_000 }));
     expect(afterOwn).toEqual({ admit: 9, firstVisibleMs: NOW_MS + 21_000 });
   });
@@ -53,10 +58,9 @@ describe('Function: planStep', () => {
       throw new Error('ledger unavailable');
     };
     expect(await plan()).toMatchObject({ admit: 10 });
-    expect(warn).toHaveBeenCalledWith(
-      'could not read the backfill runs\' figures; admission counts the whole queue',
-      { error: new Error('ledger unavailable') },
-    );
+    expect(warn).toHaveBeenCalledWith("could not read the backfill runs' figures; admission counts the whole queue", {
+      error: new Error('ledger unavailable'),
+    });
   });
 
   it('logs the plan', async () => {

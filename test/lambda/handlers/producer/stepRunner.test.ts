@@ -68,7 +68,7 @@ describe('Class: StepRunner', () => {
       expect(admitter.admit).not.toHaveBeenCalled();
     });
 
-    it('gives the lease up when the held step fails, and fails with the step\'s own error', async () => {
+    it("gives the lease up when the held step fails, and fails with the step's own error", async () => {
       const { lease, admitter, runner } = units();
       admitter.admit.mockRejectedValue(new Error('failed to publish 1 of 3 messages'));
       await expect(runner.run(step(), context(), false)).rejects.toThrow('failed to publish 1 of 3 messages');

@@ -8,8 +8,16 @@ const rows = (n: number) =>
 describe('Function: emptySummary', () => {
   it('is stale, with nothing done, until the step is held', () => {
     expect(emptySummary(step(3))).toEqual({
-      batchId: BATCH, businessDate: '2026-11-28', step: 3, outcome: 'stale',
-      pages: 0, discovered: 0, published: 0, continued: false, finished: false, stoppedAtPageLimit: false,
+      batchId: BATCH,
+      businessDate: '2026-11-28',
+      step: 3,
+      outcome: 'stale',
+      pages: 0,
+      discovered: 0,
+      published: 0,
+      continued: false,
+      finished: false,
+      stoppedAtPageLimit: false,
     });
   });
 });

@@ -186,6 +186,7 @@ export function poisonBodies(jobName: string): string[] {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+// biome-ignore lint/suspicious/noExplicitAny: a template's properties are loose JSON the run rewrites in place.
 type TemplateResource = { Type: string; Properties: Record<string, any>; Metadata?: Record<string, unknown> };
 
 const functionsOf = (template: CloudFormationTemplate): TemplateResource[] =>

@@ -9,6 +9,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { JobRuntimeSettings } from '../lambda/core/constants';
+import { FixtureError } from './fixtureSupport';
 
 /** A write the local AWS servers answered with a success, read off the wire (so a refused conditional write is absent). */
 export interface ObservedWrite {
@@ -165,17 +166,6 @@ export interface JobFixture {
   downstream?(settings: JobRuntimeSettings, options: DownstreamOptions): FakeDownstream;
 }
 
-export class FixtureError extends Error {
-  constructor(
-    message: string,
-    public readonly job: string,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-    this.name = 'FixtureError';
-  }
-}
-
 /** The jobs the project has: the folders of lambda/jobs with an index.ts (what the handlers load by name). */
 export function jobFolders(cwd: string): string[] {
   const root = join(cwd, 'lambda', 'jobs');
@@ -255,6 +245,8 @@ export function loadFixture(cwd: string, jobName: string, entry?: string): JobFi
   return f as JobFixture;
 }
 
+export { FixtureError, maxInAnyWindow, tally } from './fixtureSupport';
+
 // The fake HTTP API a fixture's `downstream` configures (its route, settings key and answer), and the quota it takes
 // from the job's settings: part of the fixture contract (`paced-jobs/fixture`), so a job's local*.ts imports it here.
 export {
@@ -264,17 +256,6 @@ export {
   type FakeHttpApiQuota,
   type FakeHttpApiShape,
 } from './fakeHttpApi';
-
-/** The most timestamps in any window of `windowMs` (a sliding window: the rate check on starts). */
-export function maxInAnyWindow(timestamps: readonly number[], windowMs: number): number {
-  const sorted = [...timestamps].sort((a, b) => a - b);
-  let best = 0;
-  for (let lo = 0, hi = 0; hi < sorted.length; hi++) {
-    while (sorted[hi] - sorted[lo] >= windowMs) lo++;
-    best = Math.max(best, hi - lo + 1);
-  }
-  return best;
-}
 
 /** BatchWriteItem's limit of requests per call. */
 const WRITES_PER_BATCH = 25;
@@ -306,13 +287,6 @@ export async function putItems(
       requests = out.UnprocessedItems as typeof requests;
     }
   }
-}
-
-/** How many times each key occurs: effects per operation. */
-export function tally(keys: readonly string[]): Map<string, number> {
-  const m = new Map<string, number>();
-  for (const k of keys) m.set(k, (m.get(k) ?? 0) + 1);
-  return m;
 }
 
 /** The name the stack gave one of the job's resources (JOB_SETTINGS `tables`/`buckets`), or an error naming the alias. */

@@ -533,8 +533,14 @@ export function observeRequests(server: Server, observer: RequestObserver, optio
       };
       const write = res.write.bind(res) as (...args: unknown[]) => boolean;
       const end = res.end.bind(res) as (...args: unknown[]) => typeof res;
-      res.write = ((c: unknown, ...rest: unknown[]) => (copy(c), write(c, ...rest))) as typeof res.write;
-      res.end = ((c?: unknown, ...rest: unknown[]) => (copy(c), end(c, ...rest))) as typeof res.end;
+      res.write = ((c: unknown, ...rest: unknown[]) => {
+        copy(c);
+        return write(c, ...rest);
+      }) as typeof res.write;
+      res.end = ((c?: unknown, ...rest: unknown[]) => {
+        copy(c);
+        return end(c, ...rest);
+      }) as typeof res.end;
     }
     res.on('finish', () =>
       observer({

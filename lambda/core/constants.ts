@@ -122,3 +122,9 @@ export const JOB_ENTRY_METADATA = 'paced-jobs:job-entry';
  * no package, but each bundle's alias of its job's entry (lib/paced-function.ts).
  */
 export const JOB_ENTRY_MODULE = 'paced-jobs-job-entry';
+
+/**
+ * The largest deferral budget (`pacing.maxDeferrals`): the message schema caps `attempt` at 10000, so more could only
+ * end unpublishable. Here, with the constants lib shares, so config bounds the setting as the deferral policy does.
+ */
+export const MAX_DEFERRALS = 10_000;

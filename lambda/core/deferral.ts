@@ -13,7 +13,7 @@
 // retention unless the job says otherwise (lambda/core/pacingSettings.ts). A redriven message starts its age again at
 // its first receive after the redrive (the consumer's planner), as its deferral count does, or a redrive of old
 // failures would be dead-lettered again at its first deferral.
-import { SQS_MAX_DELAY_SECONDS } from './constants';
+import { MAX_DEFERRALS, SQS_MAX_DELAY_SECONDS } from './constants';
 import { PacedJobsError, type ThrottledError } from './errors';
 import { backoffMs, type RandomSource } from './pacing/backoff';
 
@@ -126,8 +126,6 @@ function describe(cause: DeferralCause): string {
  * A wait longer than 900 s is served by a chain: the decision carries `notBeforeMs` for the message.
  * @throws DeferralPolicyError naming every bad option
  */
-/** The largest deferral budget: the message schema caps `attempt` at 10000, so more could only end unpublishable. */
-export const MAX_DEFERRALS = 10_000;
 
 export function createDeferralPolicy(options: DeferralPolicyOptions = {}): DeferralPolicy {
   const maxDeferrals = options.maxDeferrals ?? DEFAULT_MAX_DEFERRALS;

@@ -107,7 +107,7 @@ export interface JobDefinition<R extends Record<string, string | number | boolea
 }
 
 /** A job whose resource and dependency types are erased, as the runtime holds it. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: the runtime holds any job; `unknown` would not accept a typed job's apply.
 export type AnyJob = JobDefinition<any, any>;
 
 /** Declares a job with its types checked; the identity function keeps call sites typed. */

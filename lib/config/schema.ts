@@ -2,11 +2,11 @@
 import { z } from 'zod';
 import {
   DEFAULT_QUEUE_RETENTION_DAYS,
+  MAX_DEFERRALS,
   LAMBDA_MAX_TIMEOUT_SECONDS,
   SQS_MAX_MESSAGE_BYTES,
   type JobRuntimeSettings,
 } from '../../lambda/core/constants';
-import { MAX_DEFERRALS } from '../../lambda/core/deferral';
 import { misspeltKey, unknownKeysMessage } from '../../lambda/core/issues';
 import {
   allowanceAfterHeadroom,

@@ -258,7 +258,7 @@ function leadingKeysReader(plan: RequestPlan, tableArn: (name: unknown) => strin
           )?.KeySchema;
     return schema?.find((k) => k.KeyType === 'HASH')?.AttributeName;
   };
-  const valueOf = (v: Record<string, unknown> | undefined): string | undefined => {
+  const scalarOf = (v: Record<string, unknown> | undefined): string | undefined => {
     const scalar = v?.S ?? v?.N ?? v?.B;
     return typeof scalar === 'string' ? scalar : undefined;
   };
@@ -269,7 +269,7 @@ function leadingKeysReader(plan: RequestPlan, tableArn: (name: unknown) => strin
   return {
     of: (table: unknown, items: Item[]) => {
       const key = schemaOf(table);
-      return key === undefined ? undefined : context(items.map((item) => valueOf(item?.[key])));
+      return key === undefined ? undefined : context(items.map((item) => scalarOf(item?.[key])));
     },
     ofQuery: (body: Record<string, unknown>) => {
       const key = schemaOf(body.TableName, body.IndexName);
@@ -280,10 +280,10 @@ function leadingKeysReader(plan: RequestPlan, tableArn: (name: unknown) => strin
       const legacy = (
         body.KeyConditions as Record<string, { AttributeValueList?: Record<string, unknown>[] }> | undefined
       )?.[key];
-      if (legacy) return context([valueOf(legacy.AttributeValueList?.[0])]);
+      if (legacy) return context([scalarOf(legacy.AttributeValueList?.[0])]);
       for (const clause of String(body.KeyConditionExpression ?? '').split(/\s+AND\s+/i)) {
         const match = /^\(?\s*(#?[\w.-]+)\s*=\s*(:[\w]+)\s*\)?$/.exec(clause.trim());
-        if (match && (names[match[1]] ?? match[1]) === key) return context([valueOf(values[match[2]])]);
+        if (match && (names[match[1]] ?? match[1]) === key) return context([scalarOf(values[match[2]])]);
       }
       return undefined;
     },

@@ -778,7 +778,7 @@ describe('Class: Monitoring', () => {
         );
       }
       const ages = (template: Template, job: string) =>
-        (byTitle(template, `${job}: work queue`)?.metrics as unknown[][])
+        ((byTitle(template, `${job}: work queue`)?.metrics ?? []) as unknown[][])
           .filter((m) => (m[1] as string).startsWith('ApproximateAgeOfOldestMessage'))
           .map((m) => m[1]);
       expect(ages(custom.template, 'keyed-job')).toEqual([

@@ -35,7 +35,13 @@ describe('Class: LocalFunction', () => {
     it('kills the execution environment mid-invocation and starts the next invocation cold', async () => {
       const asked: string[] = [];
       let kill: number | undefined = 100;
-      const fn = new LocalFunction(spec, { log: () => undefined, killAfterMs: (name) => (asked.push(name), kill) });
+      const fn = new LocalFunction(spec, {
+        log: () => undefined,
+        killAfterMs: (name) => {
+          asked.push(name);
+          return kill;
+        },
+      });
       try {
         const running = fn.invoke({ Records: [{ body: 'sleep:3000', messageId: 'm' }] });
         const outcome = running.then(

@@ -11,7 +11,14 @@ const ROOT = join(__dirname, '..', '..');
 /** The options the command line hands the run, for `args` in the app at `cwd`. */
 async function parsed(cwd: string, args: string[]): Promise<RunOptions> {
   let options: RunOptions | undefined;
-  const program = buildProgram(async (o) => ((options = o), 0), cwd, { argv: args })
+  const program = buildProgram(
+    async (o) => {
+      options = o;
+      return 0;
+    },
+    cwd,
+    { argv: args },
+  )
     .exitOverride()
     .configureOutput({ writeErr: () => undefined });
   await program.parseAsync(args, { from: 'user' });

@@ -126,8 +126,11 @@ describe('Command: new-job, in a copy of the project', () => {
           )
           .flatMap(
             (r) =>
-              (r.Properties?.PolicyDocument as { Statement: { Action: string | string[]; Resource: unknown }[] })
-                .Statement,
+              (
+                r.Properties?.PolicyDocument as
+                  | { Statement: { Action: string | string[]; Resource: unknown }[] }
+                  | undefined
+              )?.Statement ?? [],
           )
           .filter((st) => JSON.stringify(st.Resource).includes(`table/${NAME}-items-prod`))
           .map((st) => ({

@@ -84,7 +84,7 @@ function allowedFor(b: Built, jobName: string): { ids: Set<string>; importedArnP
     logicalId(job.consumer.functionLogGroup),
   ]);
   const importedArnPatterns: RegExp[] = [];
-  const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
   const add = (construct: IConstruct, importedPattern: RegExp) => {
     // An imported resource has no CloudFormation resource of its own: its ARN is built from the configured name.
     if (construct.node.defaultChild === undefined) importedArnPatterns.push(importedPattern);
@@ -97,14 +97,14 @@ function allowedFor(b: Built, jobName: string): { ids: Set<string>; importedArnP
     add(
       stack.appResources.tables[use.ref],
       new RegExp(
-        `^arn:<AWS::Partition>:dynamodb:<AWS::Region>:<AWS::AccountId>:table/${escape(name)}(/index/(${indexes}))?$`,
+        `^arn:<AWS::Partition>:dynamodb:<AWS::Region>:<AWS::AccountId>:table/${escapeRegExp(name)}(/index/(${indexes}))?$`,
       ),
     );
   }
   for (const use of Object.values(config.uses.buckets).filter((u) => u.apply.length > 0)) {
     // An imported bucket's ARN is built from its configured name; a created one is reached by its own ARN attribute.
     const name = stack.appResources.names.buckets[use.ref];
-    add(stack.appResources.buckets[use.ref], new RegExp(`^arn:<AWS::Partition>:s3:::${escape(name)}(/\\*)?$`));
+    add(stack.appResources.buckets[use.ref], new RegExp(`^arn:<AWS::Partition>:s3:::${escapeRegExp(name)}(/\\*)?$`));
   }
   for (const use of Object.values(config.uses.secrets)) {
     const name = stack.appResources.names.secrets[use.ref];
@@ -112,7 +112,7 @@ function allowedFor(b: Built, jobName: string): { ids: Set<string>; importedArnP
     add(
       stack.appResources.secrets[use.ref],
       new RegExp(
-        `^arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${escape(name)}-\\?\\?\\?\\?\\?\\?$`,
+        `^arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${escapeRegExp(name)}-\\?\\?\\?\\?\\?\\?$`,
       ),
     );
   }

@@ -237,7 +237,7 @@ const REAL_TIMER = /^(?:setTimeout|setInterval|sleep|waitFor|holdsFor)$/;
  * call of a timer by its global or shared name. Read with TypeScript's parser, as timing.test.ts reads test files, so
  * a comment or a string that names a timer is not a call of it; an import or require of child_process counts.
  */
-export function impurities(source: string): string[] {
+function impurities(source: string): string[] {
   const file = ts.createSourceFile('test.ts', source, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   let server: string | undefined;
   let child: string | undefined;

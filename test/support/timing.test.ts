@@ -14,7 +14,7 @@ import * as ts from 'typescript';
 
 const ROOT = join(__dirname, '..', '..');
 
-export interface DurationAssertion {
+interface DurationAssertion {
   line: number;
   text: string;
 }
@@ -151,7 +151,7 @@ const isAssertion = (call: ts.CallExpression) => {
 };
 
 /** The assertions in `source` whose value or matcher argument is a wall-clock difference. */
-export function durationAssertions(source: string, fileName = 'test.ts'): DurationAssertion[] {
+function durationAssertions(source: string, fileName = 'test.ts'): DurationAssertion[] {
   // Every clock read the scan knows names one of these: a file without any is not parsed (most are not).
   if (!/Date\.now|performance\.now|hrtime|new\s+Date\s*\(\s*\)/.test(source)) return [];
   const file = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);

@@ -315,8 +315,11 @@ export function rateAt(state: AdaptiveRateState, nowMs: number, options: Adaptiv
 function outcomes(evidence: ThrottleEvidence, fromMs: number, toMs: number): { starts: number; share: number } {
   let starts = 0;
   let throttles = 0;
-  for (const r of evidence.history)
-    if (r.atMs >= fromMs && r.atMs <= toMs) (starts += r.starts), (throttles += r.throttles);
+  for (const r of evidence.history) {
+    if (r.atMs < fromMs || r.atMs > toMs) continue;
+    starts += r.starts;
+    throttles += r.throttles;
+  }
   return { starts, share: starts > 0 ? throttles / starts : 0 };
 }
 

@@ -147,7 +147,7 @@ export class SlotPool {
   /** Whether backfill must go behind live work now (BackfillShare.gated); never without a cap. */
   async backfillGated(): Promise<boolean> {
     const { limiter, backfill } = this.settings;
-    return limiter !== undefined && backfill !== undefined && backfill.gated();
+    return limiter !== undefined && (backfill?.gated() ?? false);
   }
 
   /** A slot for a backfill record while live work waits (BackfillShare.slot); without a cap, as live work's. */

@@ -1,7 +1,6 @@
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import type { Context, SQSEvent } from 'aws-lambda';
 import { documentClient, resetClients } from '../../../lambda/adapters/clients';
 import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { batchFigures } from '../../../local/ledgerFigures';
@@ -1738,6 +1737,3 @@ describe('Function: consumerOptionsFromEnv', () => {
     );
   });
 });
-
-// Keeps the type imports honest: the handler signature Lambda calls.
-export type ConsumerHandler = (event: SQSEvent, context: Context) => Promise<unknown>;

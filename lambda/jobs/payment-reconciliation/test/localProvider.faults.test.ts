@@ -90,7 +90,10 @@ describe('Class: PaymentProvider', () => {
       // between lands inside it even on a loaded machine.
       next = { kind: 'slow', delayMs: 1_000 };
       let answered = false;
-      const answer = post(provider.endpoint, 'p1', 'op-1').then((res) => ((answered = true), res));
+      const answer = post(provider.endpoint, 'p1', 'op-1').then((res) => {
+        answered = true;
+        return res;
+      });
       await waitFor('the slow request arrived', () => provider.arrivals.length === 1, {
         timeoutMs: 2_000,
         intervalMs: 5,

@@ -46,7 +46,7 @@ describe('Function: runBench', () => {
   it('paces every job at its configured rate by default, time-scaling only the job that would run too long', () => {
     expect(report.localRun).toEqual(expect.objectContaining({ pacing: 'configured', maxPacedSeconds: 5 }));
     const jobs = report.localRun!.jobs;
-    // 9 s at 80 per 60 s; 5 s asks for 33 s intervals, above the 8 s floor.
+    // 9 s at 80 per 60 s; 5 s asks for 33 s intervals, above the 4 s floor.
     expect(jobs[QUOTA_CALLER].pacing).toEqual(
       expect.objectContaining({
         startsPerInterval: 80,
@@ -205,7 +205,7 @@ describe('Function: runBench', () => {
     expect(text).toContain('4 of 4 items');
     expect(text).toContain('pacing on, each job at its configured rate, time-scaled where a job would take over 5 s');
     expect(text).toContain(
-      'quota-caller: interval scaled 60 s -> 33 s (x1.82), admission horizon 300 s -> 165 s, short wait 10000 ms -> 6963 ms, batching window 5 s -> 3 s',
+      'quota-caller: interval scaled 60 s -> 33 s (x1.82), admission horizon 300 s -> 165 s, short wait 16000 ms -> 9588 ms, batching window 1 s -> 1 s',
     );
   });
 });
@@ -249,7 +249,9 @@ describe('Function: runBench, backlog part', () => {
         jobs: 40,
         ratePerMinute: 80,
         admission: true,
-        shortestFaithfulIntervalSeconds: 8,
+        // Batches of 20 at 80/min (derived from the rate): a group spans 15 s, so a scaled window down to 4 s keeps it
+        // at least SQS's 1 s delay resolution.
+        shortestFaithfulIntervalSeconds: 4,
       }),
     );
     for (const design of [b, b.baseline, b.short].filter((d) => d !== undefined)) {
@@ -295,7 +297,7 @@ describe('Function: runBench, backlog part', () => {
     expect(text).toContain('Backlog: quota-caller, 40 jobs = 0.5x its 80 starts/min (after headroom), run time-scaled');
     expect(text).toContain('interval scaled 60 s -> 30 s (x2)');
     expect(text).toContain(
-      "8 s is the shortest interval at which one batch's slots still span SQS's 1 s delay resolution",
+      "4 s is the shortest interval at which one batch's slots still span SQS's 1 s delay resolution",
     );
     expect(text).not.toContain('BELOW');
   });

@@ -41,11 +41,11 @@ describe('Backlog: many times the rate, admitted step by step', () => {
       runIntervalSeconds: 50,
       timeScale: 12,
       horizonSeconds: { configured: 300, run: 25 },
-      // 10 slots at 80/min span 6.75 s, scaled to 0.5625 s; the 3.25 s of slack the default 10-s short wait has over
-      // them is not scaled.
-      shortWaitMs: { configured: 10_000, run: 3813 },
-      // 5 s scaled to 0.42 s, and a batching window is whole seconds, at least 1.
-      batchingWindowSeconds: { configured: 5, run: 1 },
+      // The derived batch of 20 at 80/min spans 14.25 s of slots, scaled to 1.1875 s; the 1.75 s of slack the derived
+      // 16-s short wait has over them is not scaled.
+      shortWaitMs: { configured: 16_000, run: 2938 },
+      // A batching window is whole seconds, at least 1: the derived 1 s stays.
+      batchingWindowSeconds: { configured: 1, run: 1 },
     });
   });
 

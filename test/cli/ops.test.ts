@@ -1,21 +1,6 @@
 // cli/ops.ts: the operator CLI as `npm run ops` and `paced-jobs ops` run it, ops' own commands with the console's.
 import { runOpsCli } from '../../cli/ops';
-import type { OpsIo } from '../../ops/io';
-
-function capture(): OpsIo & { out: string[]; err: string[] } {
-  const out: string[] = [];
-  const err: string[] = [];
-  return {
-    out,
-    err,
-    stdout: (t) => out.push(t),
-    stderr: (t) => err.push(t),
-    interactive: false,
-    ask: async () => '',
-    now: () => new Date(),
-    sleep: async () => undefined,
-  };
-}
+import { captureIo as capture } from '../ops/captureIo';
 
 describe('Function: runOpsCli', () => {
   it('lists the console among the commands, before preflight, as --help always has', async () => {

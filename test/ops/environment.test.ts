@@ -10,30 +10,15 @@ import {
   WrongAccountError,
 } from '../../ops/environment';
 import { UsageError } from '../../ops/errors';
-import type { OpsIo } from '../../ops/io';
 import { runOps } from '../../ops/program';
 import { CloudFormationSource } from '../../ops/resources';
 import { changeTarget } from '../../ops/context';
 import { JobOutput, type JobOutputKind, jobOutputName, StackOutput } from '../../lib/outputs';
+import { captureIo as capture } from './captureIo';
 
 const job = { schedule: { cron: '0 2 * * ? *', timeZone: 'UTC' }, pacing: { starts: 10 } };
 const pinned = environmentSchema.parse({ account: '111122223333', region: 'eu-west-1', jobs: { 'a-job': job } });
 const agnostic = environmentSchema.parse({ region: 'eu-central-1', jobs: { 'a-job': job, 'b-job': job } });
-
-function capture(): OpsIo & { out: string[]; err: string[] } {
-  const out: string[] = [];
-  const err: string[] = [];
-  return {
-    out,
-    err,
-    stdout: (t) => out.push(t),
-    stderr: (t) => err.push(t),
-    interactive: false,
-    ask: async () => '',
-    now: () => new Date(),
-    sleep: async () => undefined,
-  };
-}
 
 describe('Function: environmentConfig', () => {
   it('refuses an environment the config does not have, listing those it has', () => {

@@ -1,25 +1,10 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import type { OpsClients } from '../../ops/clients';
-import type { OpsIo } from '../../ops/io';
 import { DEFAULT_ENDPOINTS_FILE, defaultSource, type OpsCommandHook, runOps } from '../../ops/program';
 import type { ResourceSource } from '../../ops/resources';
 import { type OpsFixture, startOpsFixture, TARGET } from './fixture';
-
-function capture(): OpsIo & { out: string[]; err: string[] } {
-  const out: string[] = [];
-  const err: string[] = [];
-  return {
-    out,
-    err,
-    stdout: (t) => out.push(t),
-    stderr: (t) => err.push(t),
-    interactive: false,
-    ask: async () => '',
-    now: () => new Date(),
-    sleep: async () => undefined,
-  };
-}
+import { captureIo as capture } from './captureIo';
 
 describe('Function: runOps', () => {
   it('asks which stack when none of --stack, --env and --local is given', async () => {

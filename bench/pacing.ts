@@ -416,8 +416,9 @@ const QUOTA_DROP_ONLY = ['phases', 'decreaseFactor', 'refreshMs', 'mode', 'storm
 const DEFAULT_ONLY = ['backlogFactor'] as const;
 const FLAG: Record<string, string> = { phases: '--phases', decreaseFactor: '--decrease-factor', refreshMs: '--refresh-ms', mode: '--mode', storms: '--storms', backlogFactor: '--backlog-factor' };
 
-async function main(argv: string[]): Promise<void> {
-  const program = new Command()
+/** bench:pacing's command line (both scenarios' options). */
+function pacingCommand(): Command {
+  return new Command()
     .name('bench:pacing')
     .description(
       'Shared DynamoDB limiter vs per-process tickers, against a local provider with a quota (--scenario default); or the ' +
@@ -438,8 +439,11 @@ async function main(argv: string[]): Promise<void> {
     .option('--decrease-factor <f>', 'quota-drop: the adaptive rule\'s cut (default the limiter\'s)', fraction)
     .option('--refresh-ms <n>', 'quota-drop: how long an instance trusts its copy of the rate (default the limiter\'s)', positiveInt)
     .option('--mode <name>', 'quota-drop: adaptive | fixed | both', 'both')
-    .option('--storms <seed>', 'quota-drop: transient 429 storms on top, in the chaos mix\'s proportion of the window, placed by this seed', nonNegativeInt)
-    .parse(argv);
+    .option('--storms <seed>', 'quota-drop: transient 429 storms on top, in the chaos mix\'s proportion of the window, placed by this seed', nonNegativeInt);
+}
+
+async function main(argv: string[]): Promise<void> {
+  const program = pacingCommand().parse(argv);
   const o = program.opts<{
     json: boolean; scenario: string; windowMs?: number; allowed?: number; instances?: number; backlogFactor?: number; batchSize?: number;
     maxWaitMs?: number; safetyMarginMs?: number; lateToleranceMs?: number; lanes?: LanesOption; phases?: QuotaDropOptions['phases'];

@@ -154,14 +154,14 @@ export interface BlockRequest extends ReserveRequest {
  * `reserve`, without slivers behind a queue: when the key's TAT is ahead of now (other callers hold slots queued) and
  * only part of the block fits the wait, a part smaller than min(count, capacity / SLIVER_SHARE) is refused, capacity
  * being the tokens the wait holds on an idle key. Its waitMs is then the time until that many would fit, plus a
- * jitter of up to that many spacings.
+ * jitter (see below).
  *
  * Why: with more demand than allowance (a fleet-wide backlog), the queue stands at the wait's horizon and the horizon
  * opens one token per spacing. Every caller that looks then finds a sliver of one or two tokens; taking it costs a
  * write (and a lost race for all but the first of those who saw it), and the batch's rest comes back for another write.
  * At 64 instances that was several writes per start. Refusing slivers makes each write a whole block, and the jitter
- * spreads the refused callers' return over the time a block's room takes to open, so they do not all come back to race
- * for the same room. It costs the allowance nothing: a queue a wait deep is already reserved ahead of now.
+ * spreads the refused callers' return, so they do not all come back to race for the same room. It costs the allowance
+ * nothing: a queue a wait deep is already reserved ahead of now.
  * Without a queue (an idle key), partial blocks are granted as `reserve` does.
  */
 export function reserveBlock(state: GcraState | undefined, request: BlockRequest, limits: GcraLimits): Reservation {
@@ -177,6 +177,11 @@ export function reserveBlock(state: GcraState | undefined, request: BlockRequest
   if (reservation.granted >= smallest) return reservation;
   // `smallest` tokens fit once base + smallest*t - d <= now' + wait, i.e. this long from now.
   const fitsInUs = state.tatUs + smallest * t - d - (now + waitUs);
-  const jitterUs = (request.random ?? Math.random)() * smallest * t;
+  // The caller may come back any time from then until the queue ahead has run down to one such part (a wait less two
+  // parts after that): the allowance stays reserved meanwhile, however late in that span it comes. Spreading the
+  // refused callers over all of it, not just over one part's time, leaves fewer of them looking at the horizon in
+  // the same round trip, each of whom could lose the room to another.
+  const spreadUs = Math.max(smallest * t, waitUs + d - 2 * smallest * t);
+  const jitterUs = (request.random ?? Math.random)() * spreadUs;
   return { granted: 0, startAtMs: [], state, waitMs: Math.ceil((fitsInUs + jitterUs) / US_PER_MS) };
 }

@@ -164,7 +164,7 @@ describe('Function: reserveBlock', () => {
     expect(reserveBlock(queued(-500), request, limits).granted).toBe(5);
   });
 
-  it('refuses a sliver behind a queue, and says when the smallest part fits, plus up to that many spacings of jitter', () => {
+  it('refuses a sliver behind a queue, and says when the smallest part fits, plus a jitter while the queue lasts', () => {
     // The queue runs 900 ms ahead: 2 of 10 tokens fit the 950 ms wait (starts at 900 and 950).
     const request = { nowMs: T0, count: 10, maxWaitMs: 950 };
     expect(reserve(queued(900), request, limits).granted).toBe(2);
@@ -172,7 +172,8 @@ describe('Function: reserveBlock', () => {
     // 5 fit once the wait reaches the 5th slot: 900 + 4 * 50 - 950 = 150 ms from now.
     expect(early).toEqual({ granted: 0, startAtMs: [], state: queued(900), waitMs: 150 });
     const late = reserveBlock(queued(900), { ...request, random: () => 0.5 }, limits);
-    expect(late.waitMs).toBe(150 + 125);
+    // Spread over the wait less two parts (950 + 50 - 500 ms): the queue ahead stays reserved that long.
+    expect(late.waitMs).toBe(150 + 250);
   });
 
   it('grants a part behind a queue once it holds the smallest share of the wait', () => {

@@ -502,8 +502,9 @@ const FLAG: Record<string, string> = {
   backlogFactor: '--backlog-factor',
 };
 
-async function main(argv: string[]): Promise<void> {
-  const program = new Command()
+/** bench:pacing's command line (both scenarios' options). */
+function pacingCommand(): Command {
+  return new Command()
     .name('bench:pacing')
     .description(
       'Shared DynamoDB limiter vs per-process tickers, against a local provider with a quota (--scenario default); or the ' +
@@ -560,8 +561,11 @@ async function main(argv: string[]): Promise<void> {
       '--storms <seed>',
       "quota-drop: transient 429 storms on top, in the chaos mix's proportion of the window, placed by this seed",
       nonNegativeInt,
-    )
-    .parse(argv);
+    );
+}
+
+async function main(argv: string[]): Promise<void> {
+  const program = pacingCommand().parse(argv);
   const o = program.opts<{
     json: boolean;
     scenario: string;

@@ -139,3 +139,50 @@ export function reserve(state: GcraState | undefined, request: ReserveRequest, l
     waitMs,
   };
 }
+
+/**
+ * A partial block behind a queue is refused unless it holds at least the whole request or this share of what the
+ * wait holds on an idle key (1/SLIVER_SHARE): see reserveBlock.
+ */
+export const SLIVER_SHARE = 4;
+
+export interface BlockRequest extends ReserveRequest {
+  /** Spreads the refused callers' return (waitMs), uniform in [0, 1). @default Math.random */
+  random?: () => number;
+}
+
+/**
+ * `reserve`, without slivers behind a queue: when the key's TAT is ahead of now (other callers hold slots queued) and
+ * only part of the block fits the wait, a part smaller than min(count, capacity / SLIVER_SHARE) is refused, capacity
+ * being the tokens the wait holds on an idle key. Its waitMs is then the time until that many would fit, plus a
+ * jitter (see below).
+ *
+ * Why: with more demand than allowance (a fleet-wide backlog), the queue stands at the wait's horizon and the horizon
+ * opens one token per spacing. Every caller that looks then finds a sliver of one or two tokens; taking it costs a
+ * write (and a lost race for all but the first of those who saw it), and the batch's rest comes back for another write.
+ * At 64 instances that was several writes per start. Refusing slivers makes each write a whole block, and the jitter
+ * spreads the refused callers' return, so they do not all come back to race for the same room. It costs the allowance
+ * nothing: a queue a wait deep is already reserved ahead of now.
+ * Without a queue (an idle key), partial blocks are granted as `reserve` does.
+ */
+export function reserveBlock(state: GcraState | undefined, request: BlockRequest, limits: GcraLimits): Reservation {
+  const reservation = reserve(state, request, limits);
+  const now = request.nowMs * US_PER_MS;
+  if (reservation.granted === 0 || reservation.granted === request.count || state === undefined || state.tatUs <= now) {
+    return reservation;
+  }
+  const { emissionIntervalUs: t, toleranceUs: d } = limits;
+  const waitUs = (request.maxWaitMs ?? 0) * US_PER_MS;
+  const capacity = Math.floor((waitUs + d) / t);
+  const smallest = Math.min(request.count, Math.max(1, Math.ceil(capacity / SLIVER_SHARE)));
+  if (reservation.granted >= smallest) return reservation;
+  // `smallest` tokens fit once base + smallest*t - d <= now' + wait, i.e. this long from now.
+  const fitsInUs = state.tatUs + smallest * t - d - (now + waitUs);
+  // The caller may come back any time from then until the queue ahead has run down to one such part (a wait less two
+  // parts after that): the allowance stays reserved meanwhile, however late in that span it comes. Spreading the
+  // refused callers over all of it, not just over one part's time, leaves fewer of them looking at the horizon in
+  // the same round trip, each of whom could lose the room to another.
+  const spreadUs = Math.max(smallest * t, waitUs + d - 2 * smallest * t);
+  const jitterUs = (request.random ?? Math.random)() * spreadUs;
+  return { granted: 0, startAtMs: [], state, waitMs: Math.ceil((fitsInUs + jitterUs) / US_PER_MS) };
+}

@@ -147,6 +147,28 @@ describe('Class: DynamoDbRateLimiter', () => {
       expect(Math.max(...starts) - began).toBeLessThan(60 * 50 + 1000);
     });
 
+    it('lets containers adding blocks to a busy key at the same moment all win, with no lost race', async () => {
+      const warm = new DynamoDbRateLimiter({ limits, tableName: TABLE });
+      // A queue a second deep: still busy when the fleet's writes land, however slow the machine.
+      const last = (await warm.acquire('busy', 20, { maxWaitMs: 2000 })).startAtMs[19];
+      const { client, counts } = countingLimiterClient();
+      try {
+        // Eight cold containers: none knows the TAT, and none needs to.
+        const fleet = Array.from(
+          { length: 8 },
+          () => new DynamoDbRateLimiter({ limits, tableName: TABLE, client, maxAttempts: 1 }),
+        );
+        const blocks = await Promise.all(fleet.map((l) => l.acquire('busy', 2, { maxWaitMs: 5000 })));
+        expect(blocks.map((b) => b.granted)).toEqual(fleet.map(() => 2));
+        // Whatever order DynamoDB applied them in, the blocks tile the queue behind its last start, one spacing apart.
+        const starts = blocks.flatMap((b) => b.startAtMs).sort((a, b) => a - b);
+        expect(starts).toEqual(Array.from({ length: 16 }, (_, i) => last + 50 * (i + 1)));
+        expect(counts).toEqual({ written: 8, lost: 0, reads: 0 });
+      } finally {
+        client.destroy();
+      }
+    });
+
     it('splits the allowance across shards so their sum still holds the limit', async () => {
       const clock = new VirtualClock();
       const containers = Array.from(
@@ -272,11 +294,44 @@ describe('Class: DynamoDbRateLimiter', () => {
         Item: tatUs === undefined ? undefined : { tat: { N: String(tatUs) } },
       });
 
-    it('uses the old item returned with a failed condition instead of reading it', async () => {
+    const item = (tatUs: number) => ({ tat: { N: String(tatUs) } });
+
+    it("adds a block at the end of a busy key's queue, wherever it is, and places it from the old TAT DynamoDB returns", async () => {
+      const now = 1_700_000_000_000;
+      // This container has never seen the key; the queue runs 300 ms ahead when the write lands.
+      const send = jest.fn().mockResolvedValue({ Attributes: item((now + 300) * 1000) });
+      const limiter = new DynamoDbRateLimiter({
+        limits,
+        tableName: TABLE,
+        client: { send } as unknown as DynamoDBClient,
+        clock: () => now,
+      });
+      expect(await limiter.acquire('k', 2, { maxWaitMs: 1000 })).toEqual({
+        granted: 2,
+        startAtMs: [now + 300, now + 350],
+        waitMs: 0,
+      });
+      expect(send).toHaveBeenCalledTimes(1);
+      const { input } = send.mock.calls[0][0];
+      expect(input.UpdateExpression).toBe(
+        'SET tat = if_not_exists(tat, :now) + :inc, expiresAt = :expires, liveAt = :live',
+      );
+      expect(input.ConditionExpression).toBe('attribute_not_exists(tat) OR tat BETWEEN :now AND :limit');
+      // Two spacings of 50 ms; the block still fits the wait while the queue ends by now + 1000 + 50 - 100 ms.
+      expect(input.ExpressionAttributeValues[':inc']).toEqual({ N: '100000' });
+      expect(input.ExpressionAttributeValues[':now']).toEqual({ N: String(now * 1000) });
+      expect(input.ExpressionAttributeValues[':limit']).toEqual({ N: String((now + 950) * 1000) });
+      expect(input.ReturnValues).toBe('ALL_OLD');
+      // Its next block goes behind its own, known from the answer: a refusal needs no write.
+      expect(await limiter.acquire('k', 1, { maxWaitMs: 300 })).toEqual({ granted: 0, startAtMs: [], waitMs: 400 });
+      expect(send).toHaveBeenCalledTimes(1);
+    });
+
+    it('uses the old item returned with a failed condition instead of reading it: an idle key takes the compare-and-set', async () => {
       const now = 1_700_000_000_000;
       const send = jest
         .fn()
-        .mockRejectedValueOnce(conflict((now + 100) * 1000))
+        .mockRejectedValueOnce(conflict((now - 5000) * 1000))
         .mockResolvedValueOnce({});
       const limiter = new DynamoDbRateLimiter({
         limits,
@@ -285,12 +340,28 @@ describe('Class: DynamoDbRateLimiter', () => {
         clock: () => now,
       });
       const got = await limiter.acquire('k', 1, { maxWaitMs: 1000 });
-      expect(got.startAtMs).toEqual([now + 100]);
+      expect(got.startAtMs).toEqual([now]);
       expect(send).toHaveBeenCalledTimes(2);
-      expect(send.mock.calls[1][0].input.ConditionExpression).toBe('tat = :expected');
-      expect(send.mock.calls[1][0].input.ExpressionAttributeValues[':expected']).toEqual({
-        N: String((now + 100) * 1000),
+      // The key is idle: its block starts now, not at its old TAT, so the write may not add to that TAT.
+      expect(send.mock.calls[1][0].input.ConditionExpression).toBe('attribute_not_exists(tat) OR tat <= :expected');
+      expect(send.mock.calls[1][0].input.ExpressionAttributeValues[':next']).toEqual({ N: String((now + 50) * 1000) });
+    });
+
+    it('decides again on the item when its block no longer fits the wait, and refuses a sliver without another write', async () => {
+      const now = 1_700_000_000_000;
+      // Others filled the queue to 900 ms ahead meanwhile: 3 of 10 tokens would fit the 1000 ms wait.
+      const send = jest.fn().mockRejectedValueOnce(conflict((now + 900) * 1000));
+      const limiter = new DynamoDbRateLimiter({
+        limits,
+        tableName: TABLE,
+        client: { send } as unknown as DynamoDBClient,
+        clock: () => now,
+        random: () => 0,
       });
+      const got = await limiter.acquire('k', 10, { maxWaitMs: 1000 });
+      // The smallest part behind a queue is 6 (a quarter of the 21 the wait holds): it fits 150 ms from now.
+      expect(got).toEqual({ granted: 0, startAtMs: [], waitMs: 150 });
+      expect(send).toHaveBeenCalledTimes(1);
     });
 
     it('reserves an idle key no earlier than leadMs ahead', async () => {
@@ -308,20 +379,18 @@ describe('Class: DynamoDbRateLimiter', () => {
         startAtMs: [now + 15, now + 65],
         waitMs: 0,
       });
-      expect(send.mock.calls[0][0].input.ConditionExpression).toBe('attribute_not_exists(tat) OR tat <= :expected');
-      expect(send.mock.calls[0][0].input.ExpressionAttributeValues[':expected']).toEqual({
-        N: String((now + 15) * 1000),
-      });
+      expect(send.mock.calls[0][0].input.ExpressionAttributeValues[':now']).toEqual({ N: String((now + 15) * 1000) });
     });
 
-    it('reads the item first when its view of it is older than one emission interval, instead of losing a race', async () => {
+    it('reads the item first when its view of it is older than one emission interval', async () => {
       let now = 1_700_000_000_000;
       const interval = gcraLimits(limits).emissionIntervalUs / 1000;
       // Another container took slots meanwhile: the stored TAT is ahead of what this one last wrote.
+      const stored = () => item((now + 300) * 1000);
       const send = jest
         .fn()
         .mockImplementation(async (command: { constructor: { name: string } }) =>
-          command.constructor.name === 'GetItemCommand' ? { Item: { tat: { N: String((now + 300) * 1000) } } } : {},
+          command.constructor.name === 'GetItemCommand' ? { Item: stored() } : { Attributes: stored() },
         );
       const limiter = new DynamoDbRateLimiter({
         limits,
@@ -341,7 +410,6 @@ describe('Class: DynamoDbRateLimiter', () => {
         'UpdateItemCommand',
       ]);
       expect(send.mock.calls[2][0].input.ConsistentRead).toBe(true);
-      expect(send.mock.calls[3][0].input.ConditionExpression).toBe('tat = :expected');
       expect(got.startAtMs).toEqual([now + 300]);
     });
 

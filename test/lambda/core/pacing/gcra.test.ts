@@ -1,4 +1,10 @@
-import { gcraLimits, type GcraLimits, type GcraState, reserve } from '../../../../lambda/core/pacing/gcra';
+import {
+  gcraLimits,
+  type GcraLimits,
+  type GcraState,
+  reserve,
+  reserveBlock,
+} from '../../../../lambda/core/pacing/gcra';
 import { maxInAnyWindow } from '../../../../lambda/core/pacing/slidingWindow';
 import { PacingConfigError } from '../../../../lambda/core/pacing/errors';
 import { seeded } from '../../../support/seeded';
@@ -180,5 +186,49 @@ describe('Function: reserve', () => {
       expect(starts).toHaveLength(total);
       expect(maxInAnyWindow(starts, intervalMs)).toBeLessThanOrEqual(r);
     }
+  });
+});
+
+describe('Function: reserveBlock', () => {
+  // 20 per second: T = 50 ms; a 950 ms wait holds 20 tokens on an idle key (0 to 950 ms), so the smallest part behind a
+  // queue is 5.
+  const limits = gcraLimits({ startsPerInterval: 20, intervalMs: 1000 });
+  const queued = (aheadMs: number): GcraState => ({ tatUs: (T0 + aheadMs) * 1000 });
+
+  it('grants a partial block on an idle key, as reserve does', () => {
+    const request = { nowMs: T0, count: 10, maxWaitMs: 200 };
+    expect(reserveBlock(undefined, request, limits)).toEqual(reserve(undefined, request, limits));
+    expect(reserveBlock(queued(-500), request, limits).granted).toBe(5);
+  });
+
+  it('refuses a sliver behind a queue, and says when the smallest part fits, plus a jitter while the queue lasts', () => {
+    // The queue runs 900 ms ahead: 2 of 10 tokens fit the 950 ms wait (starts at 900 and 950).
+    const request = { nowMs: T0, count: 10, maxWaitMs: 950 };
+    expect(reserve(queued(900), request, limits).granted).toBe(2);
+    const early = reserveBlock(queued(900), { ...request, random: () => 0 }, limits);
+    // 5 fit once the wait reaches the 5th slot: 900 + 4 * 50 - 950 = 150 ms from now.
+    expect(early).toEqual({ granted: 0, startAtMs: [], state: queued(900), waitMs: 150 });
+    const late = reserveBlock(queued(900), { ...request, random: () => 0.5 }, limits);
+    // Spread over the wait less two parts (950 + 50 - 500 ms): the queue ahead stays reserved that long.
+    expect(late.waitMs).toBe(150 + 250);
+  });
+
+  it('grants a part behind a queue once it holds the smallest share of the wait', () => {
+    const got = reserveBlock(queued(750), { nowMs: T0, count: 10, maxWaitMs: 950, random: () => 0 }, limits);
+    expect(got.granted).toBe(5);
+    expect(got.startAtMs).toEqual([750, 800, 850, 900, 950].map((ms) => T0 + ms));
+  });
+
+  it('asks no more than the whole request: a request smaller than the smallest share is all or nothing', () => {
+    expect(reserveBlock(queued(850), { nowMs: T0, count: 3, maxWaitMs: 950 }, limits).granted).toBe(3);
+    expect(reserveBlock(queued(900), { nowMs: T0, count: 3, maxWaitMs: 950, random: () => 0 }, limits)).toMatchObject({
+      granted: 0,
+      waitMs: 50,
+    });
+  });
+
+  it("refuses with reserve's hint when not even one token fits", () => {
+    const request = { nowMs: T0, count: 10, maxWaitMs: 100 };
+    expect(reserveBlock(queued(900), request, limits)).toEqual(reserve(queued(900), request, limits));
   });
 });

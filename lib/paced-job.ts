@@ -14,7 +14,7 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct, type IConstruct } from 'constructs';
 import { EnvVar, type JobRuntimeSettings, METRICS_NAMESPACE } from '../lambda/core/constants';
-import { pacingSettings } from '../lambda/core/pacingSettings';
+import { type Batching, pacingSettings } from '../lambda/core/pacingSettings';
 import { bucketActions, type BucketMode, READING_MODES, tableActions, type TableMode } from './config/access';
 import {
   DLQ_RETENTION_DAYS,
@@ -193,7 +193,7 @@ export function producerFunctionName(stackName: string, jobName: string): string
 export function planPacedJob(
   stackName: string,
   props: Pick<PacedJobProps, 'jobName' | 'job' | 'uses'>,
-): { runtimeSettings: JobRuntimeSettings; problems: JobProblem[] } {
+): { runtimeSettings: JobRuntimeSettings; batching: Batching; problems: JobProblem[] } {
   const { job, jobName, uses } = props;
   const functionName = producerFunctionName(stackName, jobName);
   const { pacing } = job;
@@ -298,7 +298,7 @@ export function planPacedJob(
       `${EnvVar.JOB_SETTINGS} would be ${settingsBytes} bytes; keep it within ${MAX_JOB_SETTINGS_BYTES} so all variables fit Lambda's 4 KB`,
     );
   }
-  return { runtimeSettings, problems };
+  return { runtimeSettings, batching, problems };
 }
 
 /**
@@ -395,7 +395,7 @@ export class PacedJob extends Construct {
   public readonly producerFunctionName: string;
 
   constructor(scope: Construct, id: string, props: PacedJobProps) {
-    const { runtimeSettings, problems } = planPacedJob(Stack.of(scope).stackName, props);
+    const { runtimeSettings, batching, problems } = planPacedJob(Stack.of(scope).stackName, props);
     assertNoProblems(`PacedJob ${scope.node.path}/${id}`, problems.map(formatJobProblem));
     super(scope, id);
     this.producerFunctionName = producerFunctionName(Stack.of(scope).stackName, props.jobName);
@@ -412,7 +412,7 @@ export class PacedJob extends Construct {
     this.producer = this.createProducer(props, common);
     this.admissionEventSource = this.mapAdmission();
     this.consumer = this.createConsumer(props, common);
-    this.eventSource = this.mapConsumer(props.job);
+    this.eventSource = this.mapConsumer(props.job, batching);
     const { schedule, role: scheduleRole } = this.createSchedule(props);
     this.schedule = schedule;
 
@@ -504,9 +504,8 @@ export class PacedJob extends Construct {
   }
 
   /** The consumer's event source on the work queue, batched as the job's pacing says (set, or derived). */
-  private mapConsumer(job: JobSettingsConfig): SqsEventSource {
-    // Set by the job or derived from its rate, as planPacedJob wrote them into the settings (jobBatching).
-    const batching = jobBatching(job);
+  private mapConsumer(job: JobSettingsConfig, batching: Batching): SqsEventSource {
+    // Set by the job or derived from its rate: planPacedJob's, the same it wrote into the settings.
     const source = new SqsEventSource(this.queue, {
       batchSize: batching.batchSize,
       maxBatchingWindow: Duration.seconds(batching.batchingWindowSeconds),

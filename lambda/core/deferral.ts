@@ -15,7 +15,7 @@
 // failures would be dead-lettered again at its first deferral.
 import { MAX_DEFERRALS, SQS_MAX_DELAY_SECONDS } from './constants';
 import { PacedJobsError, type ThrottledError } from './errors';
-import { backoffMs, type RandomSource } from './pacing/backoff';
+import { assertBackoffOptions, backoffMs, type RandomSource } from './pacing/backoff';
 
 /** Why a record is not run now. */
 export type DeferralCause =
@@ -149,7 +149,7 @@ export function createDeferralPolicy(options: DeferralPolicyOptions = {}): Defer
   }
   if (problems.length > 0) throw new DeferralPolicyError(`invalid deferral policy: ${problems.join('; ')}`, problems);
   // Validates the backoff options once, here, rather than on the first throttle.
-  backoffMs(0, backoff, () => 0);
+  assertBackoffOptions(backoff);
 
   return ({ cause, attempt, pacedDeferrals = 0, firstEnqueuedAtMs, nowMs }) => {
     const ageMs = nowMs - firstEnqueuedAtMs;

@@ -195,14 +195,20 @@ async function readOverrides(ctx: CommandContext, table: string, job: string): P
   return overrides && typeof overrides === 'object' ? (overrides as Record<string, unknown>) : {};
 }
 
-/** Everything a limits command starts from: the job, its table and default, and its stored overrides. */
-async function load(ctx: CommandContext, jobName: string) {
+/** The job, its limiter table and its deployed settings: what every limits command reads first. */
+async function loadJob(ctx: CommandContext, jobName: string) {
   const [job] = selectJobs(ctx.resources, jobName);
   const table = limiterTable(ctx);
   const settings = await producerSettings(ctx, job.producerFunctionName);
-  const perKey = perKeyDefault(settings, job.job);
-  const stored = await readOverrides(ctx, table, job.job);
-  return { job: job.job, table, perKey, stored };
+  return { job: job.job, table, settings };
+}
+
+/** Everything a changing limits command starts from: the job, its table and per-key default, its stored overrides. */
+async function load(ctx: CommandContext, jobName: string) {
+  const { job, table, settings } = await loadJob(ctx, jobName);
+  const perKey = perKeyDefault(settings, job);
+  const stored = await readOverrides(ctx, table, job);
+  return { job, table, perKey, stored };
 }
 
 function entryOf(key: string, stored: unknown, perKey: PerKeyDefault): LimitsOverrideEntry {
@@ -229,12 +235,9 @@ const describeLimit = (l: KeyLimit): string => `${l.startsPerInterval} per ${l.i
  * @throws ResourceDiscoveryError when the stack has no limiter table output.
  */
 export async function limitsList(ctx: CommandContext, options: { job: string }): Promise<LimitsListResult> {
-  const [selected] = selectJobs(ctx.resources, options.job);
-  const table = limiterTable(ctx);
-  const settings = await producerSettings(ctx, selected.producerFunctionName);
+  const { job, table, settings } = await loadJob(ctx, options.job);
   const pacing = deployedPacing(settings);
   // A job without per-key limits still has its job-wide pacing to show, and no overrides.
-  const job = selected.job;
   const perKey = settings.rateLimit.perKey;
   if (!perKey)
     return { ok: true, command: 'limits list', job, table, pacing, overrides: [], maxOverrides: MAX_OVERRIDES };

@@ -14,7 +14,7 @@ import type {
 } from '../../core/pacing/pacer';
 import { sleep as realSleep, waitForSlot } from '../../core/pacing/sleep';
 import { backfillItemKey, backfillLimits } from '../../core/backfill';
-import type { PacingSettings } from '../../core/pacingSettings';
+import { MIN_SHORT_WAIT_MS, type PacingSettings } from '../../core/pacingSettings';
 import { AdaptiveDynamoDbRateLimiter, type RateFeedback } from '../../adapters/adaptiveRateLimiter';
 import { KeyConcurrencyLimiter } from '../../adapters/keyConcurrency';
 import { KeyRateLimiter } from '../../adapters/keyRateLimiter';
@@ -57,7 +57,7 @@ export interface LimiterPacerOptions {
   backfill?: { limiter: RateLimiter; key?: string };
   /**
    * Longest wait for a slot spent inside the function; records whose slot would be later are deferred. The stack's
-   * value is PacingSettings' (its default is applied there); this default is for pacers a test builds. @default 10000
+   * value is PacingSettings' (its default is applied there); this default is for pacers a test builds. @default MIN_SHORT_WAIT_MS
    */
   shortWaitMs?: number;
   /**
@@ -85,7 +85,6 @@ export interface LimiterPacerOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-const DEFAULT_SHORT_WAIT_MS = 10_000;
 const DEFAULT_RESERVE_MS = 5_000;
 
 /**
@@ -121,7 +120,7 @@ export class LimiterPacer implements Pacer {
     this.slotSettings = {
       limiter,
       key,
-      shortWaitMs: options.shortWaitMs ?? DEFAULT_SHORT_WAIT_MS,
+      shortWaitMs: options.shortWaitMs ?? MIN_SHORT_WAIT_MS,
       lateToleranceMs: options.lateToleranceMs ?? 0,
       spacingMs: this.spacingMs,
       clock: this.clock,

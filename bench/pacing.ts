@@ -21,8 +21,6 @@ import { sleep, sleepUntil } from '../lambda/core/pacing/sleep';
 import {
   Backlog,
   KEY,
-  type LanesOption,
-  lanesFor,
   LEAD_MS,
   type LimiterRequests,
   limiterInstance,
@@ -67,8 +65,8 @@ export interface PacingBenchOptions {
    * (safetyMarginMs - lateToleranceMs) is the budget for the request reaching the provider's log. @default 10
    */
   lateToleranceMs?: number;
-  /** Lanes each limiter splits the allowance into (DynamoDbRateLimiter's `lanes`); 'auto': as the consumer configures. @default 1 */
-  lanes?: LanesOption;
+  /** How long each start holds an instance after the provider answers: a slow downstream call. @default 0 */
+  applyMs?: number;
 }
 
 export interface ModeReport {
@@ -102,8 +100,6 @@ export interface ModeReport {
 
 /** The shared limiter's run, with the DynamoDB requests its instances made (counted at their client). */
 export interface LimiterModeReport extends ModeReport {
-  /** Lanes each limiter split the allowance into. */
-  lanes: number;
   dynamodb: LimiterRequests;
 }
 
@@ -212,7 +208,7 @@ export const DEFAULTS: Required<PacingBenchOptions> = {
   maxWaitMs: 5000,
   safetyMarginMs: 25,
   lateToleranceMs: 10,
-  lanes: 1,
+  applyMs: 0,
 };
 
 /** Runs the shared limiter, then the per-process baseline, each against a fresh provider with the same quota. */
@@ -233,10 +229,9 @@ export async function runPacingBenchWithTimelines(input: PacingBenchOptions = {}
     const { client, tableName, counter } = table;
     // maxAttempts is generous: K instances racing for one item is the point of the exercise.
     // leadMs covers a contended acquire's round trips, so the first slot on an idle key is not missed on arrival.
-    const lanes = lanesFor(options.lanes, spec);
     const limiters = Array.from(
       { length: options.instances },
-      () => new DynamoDbRateLimiter({ limits: spec, tableName, client, maxAttempts: 50, leadMs: LEAD_MS, lanes }),
+      () => new DynamoDbRateLimiter({ limits: spec, tableName, client, maxAttempts: 50, leadMs: LEAD_MS }),
     );
     // Warm-up on another key, racing as the run will: loads the SDK's write, conflict and read paths in each instance,
     // as in a warm container.
@@ -251,13 +246,15 @@ export async function runPacingBenchWithTimelines(input: PacingBenchOptions = {}
           batchSize: options.batchSize,
           maxWaitMs: options.maxWaitMs,
           lateToleranceMs: options.lateToleranceMs,
+          spacingMs: gcraLimits(spec).emissionIntervalUs / 1000,
+          applyMs: options.applyMs,
         }),
       { begin: () => counter.start(), end: (starts) => (dynamodb = counter.stop(starts)) },
     );
     const baseline = await runMode(options, (run) => tickerInstance(run, spec, options.batchSize));
     return {
       report: {
-        limiter: { ...limiterMode.report, lanes, dynamodb: dynamodb as LimiterRequests },
+        limiter: { ...limiterMode.report, dynamodb: dynamodb as LimiterRequests },
         baseline: baseline.report,
       },
       timelines: { limiter: limiterMode.timeline, baseline: baseline.timeline },
@@ -277,11 +274,6 @@ function nonNegativeInt(value: string): number {
   const n = Number(value);
   if (!Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError('must be zero or a positive integer');
   return n;
-}
-
-function lanesArg(value: string): LanesOption {
-  if (value === 'auto') return 'auto';
-  return positiveInt(value);
 }
 
 function fraction(value: string): number {
@@ -315,7 +307,7 @@ function summarizeRequests(d: LimiterRequests): string {
 }
 
 function summarizeLimiter(m: LimiterModeReport): string {
-  return `${summarize('limiter', m)}${m.lanes > 1 ? `, ${m.lanes} lanes` : ''}\n${summarizeRequests(m.dynamodb)}`;
+  return `${summarize('limiter', m)}\n${summarizeRequests(m.dynamodb)}`;
 }
 
 /**
@@ -401,7 +393,7 @@ export function pacingHtmlReport(
     subtitle: `${options.instances} instances, quota ${options.allowedPerWindow} per ${formatDuration(options.windowMs)}`,
     sections: [
       {
-        heading: `Shared DynamoDB limiter${limiter.lanes > 1 ? ` (${limiter.lanes} lanes)` : ''}`,
+        heading: 'Shared DynamoDB limiter',
         charts: modeCharts('limiter', run.timelines.limiter, options),
         facts: [
           ...modeFacts(limiter),
@@ -492,7 +484,7 @@ export function quotaDropHtmlReport(report: QuotaDropReport, startedAtMs: number
 const SCENARIOS = ['default', 'quota-drop'] as const;
 /** Options only the quota-drop scenario takes, and the one only the default scenario takes. */
 const QUOTA_DROP_ONLY = ['phases', 'decreaseFactor', 'refreshMs', 'mode', 'storms'] as const;
-const DEFAULT_ONLY = ['backlogFactor'] as const;
+const DEFAULT_ONLY = ['backlogFactor', 'applyMs'] as const;
 const FLAG: Record<string, string> = {
   phases: '--phases',
   decreaseFactor: '--decrease-factor',
@@ -500,6 +492,7 @@ const FLAG: Record<string, string> = {
   mode: '--mode',
   storms: '--storms',
   backlogFactor: '--backlog-factor',
+  applyMs: '--apply-ms',
 };
 
 /** bench:pacing's command line (both scenarios' options). */
@@ -541,9 +534,9 @@ function pacingCommand(): Command {
       nonNegativeInt,
     )
     .option(
-      '--lanes <n|auto>',
-      'lanes each limiter splits the allowance into; auto: as the consumer configures (default 1)',
-      lanesArg,
+      '--apply-ms <n>',
+      'how long each start holds an instance after the provider answers (default 0)',
+      nonNegativeInt,
     )
     .option(
       '--phases <list>',
@@ -577,7 +570,7 @@ async function main(argv: string[]): Promise<void> {
     maxWaitMs?: number;
     safetyMarginMs?: number;
     lateToleranceMs?: number;
-    lanes?: LanesOption;
+    applyMs?: number;
     phases?: QuotaDropOptions['phases'];
     decreaseFactor?: number;
     refreshMs?: number;
@@ -609,7 +602,6 @@ async function main(argv: string[]): Promise<void> {
       maxWaitMs: o.maxWaitMs,
       safetyMarginMs: o.safetyMarginMs,
       lateToleranceMs: o.lateToleranceMs,
-      lanes: o.lanes,
       refreshMs: o.refreshMs,
       adaptive: o.decreaseFactor === undefined ? undefined : { decreaseFactor: o.decreaseFactor },
       modes: o.mode === 'both' ? ['adaptive', 'fixed'] : [o.mode as 'adaptive' | 'fixed'],
@@ -628,7 +620,7 @@ async function main(argv: string[]): Promise<void> {
     maxWaitMs: o.maxWaitMs,
     safetyMarginMs: o.safetyMarginMs,
     lateToleranceMs: o.lateToleranceMs,
-    lanes: o.lanes,
+    applyMs: o.applyMs,
   });
   const { report } = run;
   if (o.json) {

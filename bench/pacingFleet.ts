@@ -11,8 +11,6 @@ import { performance } from 'node:perf_hooks';
 import type { RateChange, RateFeedback } from '../lambda/adapters/adaptiveRateLimiter';
 import { RateLimiterError, type RateLimiter } from '../lambda/adapters/rateLimiter';
 import { ApplyTimeEstimator } from '../lambda/core/pacing/applyEstimator';
-import { laneCount } from '../lambda/core/pacing/lanes';
-import type { RateLimitSpec } from '../lambda/core/pacing/gcra';
 import { sleep, waitForSlot } from '../lambda/core/pacing/sleep';
 import { startDynaliteProcess } from './dynaliteProcess';
 
@@ -23,11 +21,6 @@ export const POLL_MS = 20;
 /** The limiters' leadMs: covers a contended acquire's round trips, so the first slot on an idle key is not missed on arrival. */
 export const LEAD_MS = 25;
 export const now = (): number => performance.timeOrigin + performance.now();
-
-/** Lanes for a limiter: a number, or 'auto' for what the consumer configures (pacingSettings: laneCount of the limits). */
-export type LanesOption = number | 'auto';
-export const lanesFor = (lanes: LanesOption, spec: RateLimitSpec): number =>
-  lanes === 'auto' ? laneCount(spec) : lanes;
 
 /** `defaults` overridden by the options actually given (an option present but undefined keeps its default). */
 export function withDefaults<T extends object>(defaults: T, input: Partial<T>): T {
@@ -100,6 +93,13 @@ export interface LimiterInstanceOptions {
   maxWaitMs: number;
   lateToleranceMs: number;
   /**
+   * The key's slot spacing (the limiter's emission interval), ms: an instance takes only the slots it can start on
+   * time, as the consumer's slot pool does (ApplyTimeEstimator.usableBlock).
+   */
+  spacingMs: number;
+  /** How long each start holds the instance after the provider answers (a slow downstream call). @default 0 */
+  applyMs?: number;
+  /**
    * Told once per batch whether the provider throttled any of it, else that some of it succeeded: the consumer's
    * report at the end of an invocation (lambda/handlers/consumer.ts). Undefined: the rate stays as configured.
    */
@@ -112,12 +112,13 @@ export interface LimiterInstanceOptions {
  */
 export async function limiterInstance(run: Run, limiter: RateLimiter, options: LimiterInstanceOptions): Promise<void> {
   const { backlog } = run;
-  const { batchSize, maxWaitMs, lateToleranceMs, feedback } = options;
+  const { batchSize, maxWaitMs, lateToleranceMs, feedback, spacingMs, applyMs = 0 } = options;
   const stopped = () => run.stopAtMs !== undefined && now() >= run.stopAtMs;
-  // With lanes, a block is planned at the instance's own pace, as the consumer's slot pool asks (its record cycles).
-  const pace = (limiter.lanes ?? 1) > 1 ? new ApplyTimeEstimator() : undefined;
+  // The instance's record cycles, as the consumer's slot pool keeps them: it takes the slots it can reach on time.
+  const pace = new ApplyTimeEstimator();
+  const blockSize = (): number => Math.min(batchSize, pace.usableBlock(spacingMs, lateToleranceMs));
   while (!backlog.finished && !stopped()) {
-    const batch = backlog.take(batchSize);
+    const batch = backlog.take(blockSize());
     if (batch.length === 0) {
       await sleep(POLL_MS);
       continue;
@@ -125,7 +126,7 @@ export async function limiterInstance(run: Run, limiter: RateLimiter, options: L
     let readyAt = now();
     let got;
     try {
-      got = await limiter.acquire(run.key, batch.length, { maxWaitMs, ...(pace ? { paceMs: pace.paceMs() } : {}) });
+      got = await limiter.acquire(run.key, batch.length, { maxWaitMs });
     } catch (error) {
       // As the consumer does: a limiter that cannot answer defers the batch (here: back to the queue after a pause).
       if (!(error instanceof RateLimiterError)) throw error;
@@ -151,8 +152,9 @@ export async function limiterInstance(run: Run, limiter: RateLimiter, options: L
       run.waits.push(now() - readyAt);
       const sentAt = now();
       const status = await send(run.url, batch[i]);
+      if (applyMs > 0) await sleep(applyMs);
       readyAt = now();
-      pace?.record(readyAt - sentAt);
+      pace.record(readyAt - sentAt);
       if (status === 200) {
         successes++;
         backlog.done();

@@ -16,13 +16,11 @@
 import { AdaptiveDynamoDbRateLimiter } from '../lambda/adapters/adaptiveRateLimiter';
 import { DynamoDbRateLimiter, type RateLimiter } from '../lambda/adapters/rateLimiter';
 import type { AdaptiveRateOptions } from '../lambda/core/pacing/adaptiveRate';
-import type { RateLimitSpec } from '../lambda/core/pacing/gcra';
+import { gcraLimits, type RateLimitSpec } from '../lambda/core/pacing/gcra';
 import { maxInAnyWindow } from '../lambda/core/pacing/slidingWindow';
 import { sleepUntil } from '../lambda/core/pacing/sleep';
 import {
   Backlog,
-  type LanesOption,
-  lanesFor,
   LEAD_MS,
   type LimiterRequests,
   limiterInstance,
@@ -68,8 +66,6 @@ export interface QuotaDropOptions {
   safetyMarginMs?: number;
   /** An instance that wakes later than this after its reserved start gives the slot up. @default 10 */
   lateToleranceMs?: number;
-  /** Lanes each limiter splits the allowance into; 'auto': as the consumer configures. @default 1 */
-  lanes?: LanesOption;
   /** Overrides of the adaptive rule (AdaptiveDynamoDbRateLimiter's `adaptive`), for tuning. @default none */
   adaptive?: Partial<Omit<AdaptiveRateOptions, 'ceiling'>>;
   /** How long an instance trusts its copy of the rate. @default AdaptiveDynamoDbRateLimiter's */
@@ -194,8 +190,6 @@ export interface QuotaDropReport {
   windowMs: number;
   allowedPerWindow: number;
   instances: number;
-  /** Lanes each limiter split the allowance into. */
-  lanes: number;
   phases: QuotaPhase[];
   /** The storms cut into the schedule (QuotaDropOptions.storms), ms after its start; none without. */
   storms: StormSpan[];
@@ -219,7 +213,6 @@ export const QUOTA_DROP_DEFAULTS = {
   batchSize: 10,
   safetyMarginMs: 25,
   lateToleranceMs: 10,
-  lanes: 1 as LanesOption,
   modes: ['adaptive', 'fixed'] as QuotaDropMode[],
 };
 
@@ -279,7 +272,6 @@ export async function runQuotaDropBench(input: QuotaDropOptions = {}): Promise<Q
     windowMs: o.windowMs,
     allowedPerWindow: o.allowedPerWindow,
     instances: o.instances,
-    lanes: lanesFor(o.lanes, spec),
     phases: o.phases,
     storms,
     goals: QUOTA_DROP_GOALS,
@@ -310,7 +302,6 @@ type ModeOptions = typeof QUOTA_DROP_DEFAULTS &
 /** The fleet for one mode: adaptive limiters (each its own copy of the shared rate) or fixed ones, one per instance. */
 function fleet(mode: QuotaDropMode, table: LimiterTable, spec: RateLimitSpec, o: ModeOptions) {
   const { client, tableName } = table;
-  const lanes = lanesFor(o.lanes, spec);
   const adaptive =
     mode === 'adaptive'
       ? Array.from(
@@ -321,7 +312,6 @@ function fleet(mode: QuotaDropMode, table: LimiterTable, spec: RateLimitSpec, o:
               client,
               limits: spec,
               leadMs: LEAD_MS,
-              lanes,
               adaptive: o.adaptive,
               refreshMs: o.refreshMs,
             }),
@@ -331,7 +321,7 @@ function fleet(mode: QuotaDropMode, table: LimiterTable, spec: RateLimitSpec, o:
     adaptive ??
     Array.from(
       { length: o.instances },
-      () => new DynamoDbRateLimiter({ tableName, client, limits: spec, leadMs: LEAD_MS, lanes }),
+      () => new DynamoDbRateLimiter({ tableName, client, limits: spec, leadMs: LEAD_MS }),
     );
   return { adaptive, limiters };
 }
@@ -391,6 +381,7 @@ async function measure(
           batchSize: o.batchSize,
           maxWaitMs: o.maxWaitMs,
           lateToleranceMs: o.lateToleranceMs,
+          spacingMs: gcraLimits(spec).emissionIntervalUs / 1000,
           feedback: adaptive?.[i],
         }),
       ),

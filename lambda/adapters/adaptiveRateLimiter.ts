@@ -110,11 +110,6 @@ export interface AdaptiveDynamoDbRateLimiterOptions {
   rampMaxWaitMs?: number;
   /** Passed to each DynamoDbRateLimiter. @default 0 */
   leadMs?: number;
-  /**
-   * Lanes the allowance is split into (DynamoDbRateLimiter's `lanes`); a rate cut below it uses one lane per start
-   * allowed. @default 1
-   */
-  lanes?: number;
   /** A rate item idle this long after its last change may be deleted by TTL (and the rate is the ceiling again). @default 86400 */
   idleTtlSeconds?: number;
   /** Compare-and-set attempts per change before giving up. @default 4 */
@@ -179,7 +174,6 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
   private readonly refreshMs: number;
   private readonly rampMaxWaitMs: number;
   private readonly leadMs: number;
-  public readonly lanes: number;
   private readonly idleTtlSeconds: number;
   private readonly maxAttempts: number;
   private readonly client: DynamoDBClient;
@@ -200,7 +194,6 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
     this.refreshMs = options.refreshMs ?? defaultRefreshMs(options.limits.intervalMs);
     this.rampMaxWaitMs = options.rampMaxWaitMs ?? Math.max(1, Math.round(options.limits.intervalMs / 12));
     this.leadMs = options.leadMs ?? 0;
-    this.lanes = options.lanes ?? 1;
     this.idleTtlSeconds = options.idleTtlSeconds ?? 86_400;
     this.maxAttempts = options.maxAttempts ?? 4;
     this.client = options.client ?? dynamoClient();
@@ -265,12 +258,10 @@ export class AdaptiveDynamoDbRateLimiter implements RateLimiter, RateFeedback {
       // Below the ceiling, burst 1: see the file comment for why that keeps the window guarantee while rates mix.
       const limits =
         rate >= this.limits.startsPerInterval ? this.limits : { ...this.limits, startsPerInterval: rate, burst: 1 };
-      // Lanes keep their per-lane shares monotone in the rate (lambda/core/pacing/lanes.ts), so mixing rates on the lanes stays safe.
       limiter = new DynamoDbRateLimiter({
         tableName: this.tableName,
         limits,
         leadMs: this.leadMs,
-        lanes: Math.min(this.lanes, rate),
         client: this.client,
         clock: this.clock,
       });

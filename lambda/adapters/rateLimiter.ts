@@ -1,13 +1,15 @@
-// Fleet-wide pacing edge: each downstream key's GCRA state is one DynamoDB item, advanced by compare-and-set writes.
+// Fleet-wide pacing edge: each downstream key's GCRA state is one DynamoDB item (its TAT, `tat`), advanced by
+// conditional writes.
 //
 // Hand-written on purpose: Powertools has no rate limiter, and the pacing rule itself is the pure core's
 // (lambda/core/pacing/gcra.ts). This file only moves that state in and out of DynamoDB without locks:
-//   - one lane, busy key (the usual case under load): the block is ADDED to the end of the queue,
+//   - busy key (the usual case under load): the block is ADDED to the end of the queue,
 //     `SET tat = if_not_exists(tat, now) + n*T`, on the condition only that the key is still busy and the block
 //     still fits the wait (acquireByAdding). Such writes commute: K containers adding blocks at once all win, where a
 //     compare-and-set on the exact TAT lets one through and bills K-1 lost races (64 instances: 1.4 per start).
 //     Behind a queue, a sliver of a block is refused rather than written (gcra.ts reserveBlock): one write, one block;
-//   - otherwise (an idle key, or lanes) the write is a compare-and-set against the TAT this container last saw;
+//   - an idle key: the block starts at now, whatever the old TAT, so the write is conditioned only on the key still
+//     being idle (`tat <= now`);
 //   - when the container's view of the item is older than one emission interval (another container has likely taken
 //     slots since, as when admitted batches go to whichever container is free), a consistent read comes first: a read
 //     unit costs a fifth of the write a lost race bills;
@@ -16,9 +18,11 @@
 //     follows when the failure carries no item;
 //   - a key idle past its TAT is the same as a key never used, so a write that finds it idle needs no exact match.
 //
-//   - with lanes (lambda/core/pacing/lanes.ts) the item holds one TAT per lane (`tat`, `tat1`, ...): a block writes
-//     the lanes it used, each on the condition that it still holds the value decided on, so writers on other lanes do
-//     not conflict.
+// One frontier per key, on purpose: an earlier design split the allowance into lanes so that a container slower than
+// the spacing could take a whole batch in one block at its own pace; its writes were compare-and-set on every lane a
+// block used, and at 64 instances with quick applies (every container then takes every lane) it cost 11 writes and
+// 10 lost races per start. A slow container now takes the slots it can reach on time (ApplyTimeEstimator.usableBlock):
+// at worst one write per start, and no lost race, whatever the fleet's size.
 //
 // Ceiling: one item takes about 1,000 writes per second, and contention costs extra writes (each lost race repeats
 // one). A block of n tokens is one write, so tokens per second can exceed writes per second; past roughly 500
@@ -36,6 +40,7 @@ import { EnvVar } from '../core/constants';
 import { PacedJobsError } from '../core/errors';
 import { backoffMs, type RandomSource } from '../core/pacing/backoff';
 import {
+  gcraLimits,
   type GcraLimits,
   type GcraState,
   type RateLimitSpec,
@@ -43,7 +48,6 @@ import {
   reserveBlock,
   type ReserveRequest,
 } from '../core/pacing/gcra';
-import { laneLimits, reserveLanes } from '../core/pacing/lanes';
 import { PacingConfigError } from '../core/pacing/errors';
 import { sleep } from '../core/pacing/sleep';
 import { requireEnv } from '../core/settings';
@@ -64,13 +68,6 @@ export interface AcquireOptions {
    * @default 'live'
    */
   priority?: 'live' | 'backfill';
-  /**
-   * The caller starts its tokens one after another, each at least this long after the last (its apply time): a
-   * limiter with lanes plans the block at this pace on the lanes the caller can keep up with, so every token of it is
-   * reachable on time. A one-lane limiter ignores it. 0 (a container that has not measured its pace yet): the pace
-   * the fleet's last block on the item was planned at, kept on the item. @default 0
-   */
-  paceMs?: number;
 }
 
 export interface Acquisition {
@@ -98,12 +95,6 @@ export interface RateLimiter {
    * does not track it.
    */
   liveAt?(key: string, maxAgeMs: number): Promise<number | undefined>;
-  /**
-   * Lanes the allowance is split into (lambda/core/pacing/lanes.ts): above one, a block is planned at the caller's
-   * `paceMs`, so it may be as large as the caller's work. Undefined or 1: one frontier, and a caller slower than the
-   * spacing must keep its blocks small.
-   */
-  readonly lanes?: number;
 }
 
 export interface DynamoDbRateLimiterOptions {
@@ -113,11 +104,6 @@ export interface DynamoDbRateLimiterOptions {
   tableName?: string;
   /** Items the allowance is split across, for keys busier than one item can take. @default 1 */
   shards?: number;
-  /**
-   * Lanes each item's allowance is split into (lambda/core/pacing/lanes.ts), so blocks can follow a caller slower
-   * than the spacing. Needs burst 1 above one lane. @default 1
-   */
-  lanes?: number;
   /** Conditional writes tried per acquire before giving up. @default 8 */
   maxAttempts?: number;
   /** Backoff between lost races after the first immediate retry. @default { baseMs: 5, capMs: 100 } */
@@ -176,9 +162,8 @@ const US_PER_MS = 1000;
 export class DynamoDbRateLimiter implements RateLimiter {
   public readonly tableName: string;
   public readonly shards: number;
-  public readonly lanes: number;
-  /** Per shard, per lane: each holds its share of the allowance. */
-  private readonly shardLimits: GcraLimits[][];
+  /** Per shard: each holds its share of the allowance. */
+  private readonly shardLimits: GcraLimits[];
   private readonly maxAttempts: number;
   private readonly contentionBackoff: { baseMs: number; capMs: number };
   private readonly idleTtlSeconds: number;
@@ -186,12 +171,10 @@ export class DynamoDbRateLimiter implements RateLimiter {
   private readonly client: DynamoDBClient;
   private readonly clock: () => number;
   private readonly random: RandomSource;
-  /** Last TATs (one per lane) this container saw per item: the expected values of the next conditional write. */
-  private readonly known = new Map<string, LaneStates>();
+  /** The TAT this container last saw per item (undefined: the item was absent): what its next write decides on. */
+  private readonly known = new Map<string, GcraState | undefined>();
   /** When (epoch ms) each item's known TAT was last confirmed, by a write of ours or a read. */
   private readonly knownAtMs = new Map<string, number>();
-  /** Per item (lanes only), the pace the fleet's last block was planned at, as the item said: a cold container's default. */
-  private readonly fleetPace = new Map<string, number>();
   /** Per item, the latest live stamp seen (ours or another container's), with when it was seen. */
   private readonly live = new Map<string, { liveAtMs: number | undefined; seenAtMs: number }>();
   /**
@@ -209,15 +192,14 @@ export class DynamoDbRateLimiter implements RateLimiter {
         `invalid rate limiter: shards must be an integer from 1 to startsPerInterval (${r}) (got ${this.shards})`,
       );
     }
-    this.lanes = options.lanes ?? 1;
     // Shard i gets floor(R/N), the first R mod N one more: the shares sum to R, so the shards' windows sum to R too.
-    // Each shard's share is split into lanes the same way.
     this.shardLimits = Array.from({ length: this.shards }, (_, i) => {
       const share = Math.floor(r / this.shards) + (i < r % this.shards ? 1 : 0);
-      return laneLimits(
-        { ...options.limits, startsPerInterval: share, burst: Math.min(options.limits.burst ?? 1, share) },
-        Math.min(this.lanes, share),
-      );
+      return gcraLimits({
+        ...options.limits,
+        startsPerInterval: share,
+        burst: Math.min(options.limits.burst ?? 1, share),
+      });
     });
     this.tableName = options.tableName ?? requireEnv(EnvVar.LIMITER_TABLE_NAME);
     this.maxAttempts = options.maxAttempts ?? 8;
@@ -240,64 +222,31 @@ export class DynamoDbRateLimiter implements RateLimiter {
     const itemKey = this.shards === 1 ? key : `${key}#${shard}`;
     const limits = this.shardLimits[shard];
     const seenAt = this.knownAtMs.get(itemKey);
-    // One lane: a container's first call writes at once (most keys are idle when a container starts, and a lost race
-    // reads anyway). With lanes it reads first: a blind choice of lanes on a busy key would likely lose to the fleet's
-    // writers, and a read costs a fifth of the write a lost race bills. The item changes about once per key spacing
-    // (a lane's spacing over the lanes), so a view older than that is read again.
-    const stale =
-      seenAt === undefined
-        ? limits.length > 1
-        : this.clock() - seenAt >= limits[0].emissionIntervalUs / limits.length / US_PER_MS;
-    if (stale) {
+    // A container's first call writes at once (most keys are idle when a container starts, and a failed condition
+    // reads anyway). The item changes about once per spacing, so a view older than that is read again.
+    if (seenAt !== undefined && this.clock() - seenAt >= limits.emissionIntervalUs / US_PER_MS) {
       this.remember(itemKey, await this.read(itemKey));
     }
     const liveStamp = (options.priority ?? 'live') === 'live';
 
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
       if (attempt > 1) await sleep(backoffMs(attempt - 2, this.contentionBackoff, this.random));
-      const known = this.known.get(itemKey) ?? limits.map(() => undefined);
+      const known = this.known.get(itemKey);
       // The decision's "now" is the earliest moment the caller could start: the clock plus the expected write time.
       const nowMs = options.atMs ?? Math.floor(this.clock()) + this.leadMs;
-      if (limits.length === 1 && !idleAt(known[0], nowMs)) {
-        const request = { nowMs, count, maxWaitMs: options.maxWaitMs ?? 0 };
-        const added = await this.acquireByAdding(itemKey, known[0], request, limits[0], liveStamp);
-        if (!Array.isArray(added)) return added;
-        // The condition failed: the key went idle, or the block no longer fits the wait. Decide again on the item.
-        this.remember(itemKey, added);
-        continue;
-      }
-      const paceMs = options.paceMs || (limits.length > 1 ? (this.fleetPace.get(itemKey) ?? 0) : 0);
-      const decision = reserveLanes(
-        known,
-        { nowMs, count, maxWaitMs: options.maxWaitMs ?? 0, paceMs, random: this.random },
-        limits,
-      );
-      // Nothing fits: no write. A stale known TAT is only ever lower than the stored one, so the refusal stands.
-      if (decision.granted === 0 || decision.lanes.size === 0) {
-        return { granted: 0, startAtMs: [], waitMs: decision.waitMs };
-      }
-      const fresh = await this.write(
-        itemKey,
-        known,
-        nowMs,
-        decision.lanes,
-        liveStamp,
-        limits.length > 1 ? Math.round(options.paceMs ?? 0) : 0,
-      );
-      if (fresh === 'written') {
-        this.remember(
-          itemKey,
-          known.map((state, i) => decision.lanes.get(i) ?? state),
-        );
-        return { granted: decision.granted, startAtMs: decision.startAtMs, waitMs: decision.waitMs };
-      }
-      this.remember(itemKey, fresh);
+      const request = { nowMs, count, maxWaitMs: options.maxWaitMs ?? 0 };
+      const answer = idleAt(known, nowMs)
+        ? await this.acquireIdle(itemKey, known, request, limits, liveStamp)
+        : await this.acquireByAdding(itemKey, known, request, limits, liveStamp);
+      if ('granted' in answer) return answer;
+      // The condition failed: the key went busy or idle, or the block no longer fits the wait. Decide again on the item.
+      this.remember(itemKey, answer.lost);
     }
     throw new LimiterContentionError(itemKey, this.tableName, this.maxAttempts);
   }
 
   /**
-   * One lane, on a key that is busy (its TAT at or after now) or absent: the block goes at the END of the frontier,
+   * A key that is busy (its TAT at or after now) or absent: the block goes at the END of the frontier,
    * wherever that is when DynamoDB applies the write, with `SET tat = if_not_exists(tat, now) + n*T`. Such writes
    * commute, so any number of containers adding blocks at once all succeed: no lost race, whatever the fleet size,
    * where a compare-and-set on the exact TAT lets one of K concurrent writers through and bills the other K-1 a lost
@@ -310,7 +259,7 @@ export class DynamoDbRateLimiter implements RateLimiter {
    * starts at now, not at its old TAT: that is the compare-and-set path), and no later than `:limit`, the latest TAT at
    * which the whole block still starts within maxWaitMs. Only those fail, and the failure returns the item: the caller
    * decides again on it (a smaller block, a refusal, or the idle path).
-   * @returns the acquisition, or the item's TAT as it was when the condition failed
+   * @returns the acquisition, or the item's TAT as it was when the condition failed (`lost`)
    */
   private async acquireByAdding(
     itemKey: string,
@@ -318,7 +267,7 @@ export class DynamoDbRateLimiter implements RateLimiter {
     request: Required<ReserveRequest>,
     limits: GcraLimits,
     liveStamp: boolean,
-  ): Promise<Acquisition | LaneStates> {
+  ): Promise<Acquisition | Lost> {
     const decision = reserveBlock(known, { ...request, random: this.random }, limits);
     if (decision.granted === 0) return { granted: 0, startAtMs: [], waitMs: decision.waitMs };
     const { emissionIntervalUs: t, toleranceUs: d } = limits;
@@ -334,20 +283,16 @@ export class DynamoDbRateLimiter implements RateLimiter {
     };
     if (liveStamp) values[':live'] = { N: String(Math.floor(this.clock())) };
     const stamp = liveStamp ? ', liveAt = :live' : '';
-    const answer = await this.update(
-      itemKey,
-      {
-        UpdateExpression: `SET tat = if_not_exists(tat, :now) + :inc, expiresAt = :expires${stamp}`,
-        ConditionExpression: 'attribute_not_exists(tat) OR tat BETWEEN :now AND :limit',
-        ExpressionAttributeValues: values,
-      },
-      1,
-    );
-    if ('lost' in answer) return answer.lost;
+    const answer = await this.update(itemKey, {
+      UpdateExpression: `SET tat = if_not_exists(tat, :now) + :inc, expiresAt = :expires${stamp}`,
+      ConditionExpression: 'attribute_not_exists(tat) OR tat BETWEEN :now AND :limit',
+      ExpressionAttributeValues: values,
+    });
+    if ('lost' in answer) return answer;
     this.seeLive(itemKey, liveStamp ? Number(values[':live'].N) : liveAtOf(answer.old));
-    const base = lanesOf(answer.old, 1)[0] ?? { tatUs: nowUs };
+    const base = tatOf(answer.old) ?? { tatUs: nowUs };
     const placed = reserve(base, { ...request, count: n }, limits);
-    this.remember(itemKey, [placed.state]);
+    this.remember(itemKey, placed.state);
     const next = reserve(placed.state, { ...request, count: 1, maxWaitMs: 0 }, limits);
     return { granted: n, startAtMs: placed.startAtMs, waitMs: n < request.count ? Math.max(next.waitMs, 0) : 0 };
   }
@@ -360,23 +305,6 @@ export class DynamoDbRateLimiter implements RateLimiter {
     return this.live.get(itemKey)?.liveAtMs;
   }
 
-  /** Keeps the pace an item carried (lanes only; bounded like the other per-item views). */
-  private seePace(itemKey: string, item: Record<string, AttributeValue> | undefined): void {
-    const n = item?.paceMs?.N;
-    if (n === undefined || this.laneCountOf(itemKey) === 1) return;
-    this.fleetPace.delete(itemKey);
-    this.fleetPace.set(itemKey, Number(n));
-    while (this.fleetPace.size > this.maxKnownItems)
-      this.fleetPace.delete(this.fleetPace.keys().next().value as string);
-  }
-
-  /** The lanes of an item: its shard's. */
-  private laneCountOf(itemKey: string): number {
-    if (this.shards === 1) return this.shardLimits[0].length;
-    const shard = Number(itemKey.slice(itemKey.lastIndexOf('#') + 1));
-    return (this.shardLimits[shard] ?? this.shardLimits[0]).length;
-  }
-
   /** Keeps the newest live stamp an answer carried (a stamp only moves forward). */
   private seeLive(itemKey: string, liveAtMs: number | undefined): void {
     const before = this.live.get(itemKey)?.liveAtMs;
@@ -387,7 +315,7 @@ export class DynamoDbRateLimiter implements RateLimiter {
   }
 
   /** Keeps an item's TATs as last seen (most recent last, so the oldest is forgotten first past maxKnownItems). */
-  private remember(itemKey: string, state: LaneStates): void {
+  private remember(itemKey: string, state: GcraState | undefined): void {
     this.known.delete(itemKey);
     this.known.set(itemKey, state);
     this.knownAtMs.set(itemKey, this.clock());
@@ -398,65 +326,49 @@ export class DynamoDbRateLimiter implements RateLimiter {
     }
   }
 
-  /** One compare-and-set of the lanes a decision moved. Returns 'written', or the lanes that beat us. */
-  private async write(
+  /**
+   * A key last seen idle (its TAT before now): the block starts at now whatever the TAT was (gcra.ts `reserve`), so
+   * the write is conditioned only on the key still being idle, not on the exact TAT seen.
+   * @returns the acquisition (a refusal needs no write), or the item's TAT when it went busy meanwhile (`lost`)
+   */
+  private async acquireIdle(
     itemKey: string,
-    known: LaneStates,
-    nowMs: number,
-    next: Map<number, GcraState>,
+    known: GcraState | undefined,
+    request: Required<ReserveRequest>,
+    limits: GcraLimits,
     liveStamp: boolean,
-    /** The writer's own measured pace, kept on the item for containers that have none yet; 0 leaves the item's. */
-    paceMs: number,
-  ): Promise<'written' | LaneStates> {
-    const nowUs = nowMs * US_PER_MS;
-    const sets: string[] = [];
-    const conditions: string[] = [];
-    const values: Record<string, AttributeValue> = {};
-    // One lane keeps the expressions' historic names (`:next`, `:expected`); lane i > 0 suffixes them with i.
-    for (const [lane, state] of next) {
-      const attr = laneAttribute(lane);
-      const suffix = lane === 0 ? '' : String(lane);
-      const before = known[lane];
-      // A decision made on an idle lane (known TAT absent or not after now) is the same for ANY stored TAT up to now, so
-      // the condition only asks for that; otherwise the stored TAT must still be exactly the one we decided on.
-      const idle = before === undefined || before.tatUs <= nowUs;
-      sets.push(`${attr} = :next${suffix}`);
-      values[`:next${suffix}`] = { N: String(state.tatUs) };
-      values[`:expected${suffix}`] = { N: String(idle ? nowUs : before.tatUs) };
-      conditions.push(
-        idle ? `attribute_not_exists(${attr}) OR ${attr} <= :expected${suffix}` : `${attr} = :expected${suffix}`,
-      );
+  ): Promise<Acquisition | Lost> {
+    const decision = reserve(known, request, limits);
+    // Nothing fits: no write. A stale known TAT is only ever lower than the stored one, so the refusal stands.
+    if (decision.granted === 0 || decision.state === undefined) {
+      return { granted: 0, startAtMs: [], waitMs: decision.waitMs };
     }
-    // The item expires a day after its latest lane (an expired item is an idle key).
-    const latestUs = Math.max(...[...next.values()].map((s) => s.tatUs), ...known.map((s) => s?.tatUs ?? 0));
-    values[':expires'] = { N: String(Math.ceil(latestUs / 1_000_000) + this.idleTtlSeconds) };
+    const values: Record<string, AttributeValue> = {
+      ':next': { N: String(decision.state.tatUs) },
+      ':now': { N: String(request.nowMs * US_PER_MS) },
+      // The item expires a day after its TAT (an expired item is an idle key).
+      ':expires': { N: String(Math.ceil(decision.state.tatUs / 1_000_000) + this.idleTtlSeconds) },
+    };
     if (liveStamp) values[':live'] = { N: String(Math.floor(this.clock())) };
-    if (paceMs > 0) values[':pace'] = { N: String(paceMs) };
-    const answer = await this.update(
-      itemKey,
-      {
-        UpdateExpression: `SET ${sets.join(', ')}, expiresAt = :expires${liveStamp ? ', liveAt = :live' : ''}${paceMs > 0 ? ', paceMs = :pace' : ''}`,
-        ConditionExpression: conditions.length === 1 ? conditions[0] : conditions.map((c) => `(${c})`).join(' AND '),
-        ExpressionAttributeValues: values,
-      },
-      known.length,
-    );
-    if ('lost' in answer) return answer.lost;
+    const answer = await this.update(itemKey, {
+      UpdateExpression: `SET tat = :next, expiresAt = :expires${liveStamp ? ', liveAt = :live' : ''}`,
+      ConditionExpression: 'attribute_not_exists(tat) OR tat <= :now',
+      ExpressionAttributeValues: values,
+    });
+    if ('lost' in answer) return answer;
     this.seeLive(itemKey, liveStamp ? Number(values[':live'].N) : liveAtOf(answer.old));
-    if (paceMs > 0) this.fleetPace.set(itemKey, paceMs);
-    else this.seePace(itemKey, answer.old);
-    return 'written';
+    this.remember(itemKey, decision.state);
+    return { granted: decision.granted, startAtMs: decision.startAtMs, waitMs: decision.waitMs };
   }
 
   /**
    * One conditional UpdateItem on the item. Returns the item as it was before the write, or, when the condition
-   * failed, its `lanes` TATs as they are (returned with the failure, else read).
+   * failed, its TAT as it is (returned with the failure, else read).
    */
   private async update(
     itemKey: string,
     input: Pick<UpdateItemCommandInput, 'UpdateExpression' | 'ConditionExpression' | 'ExpressionAttributeValues'>,
-    lanes: number,
-  ): Promise<{ old: Record<string, AttributeValue> | undefined } | { lost: LaneStates }> {
+  ): Promise<{ old: Record<string, AttributeValue> | undefined } | Lost> {
     try {
       const { Attributes } = await this.client.send(
         new UpdateItemCommand({
@@ -480,29 +392,22 @@ export class DynamoDbRateLimiter implements RateLimiter {
       }
       if (!error.Item) return { lost: await this.read(itemKey) };
       this.seeLive(itemKey, liveAtOf(error.Item));
-      this.seePace(itemKey, error.Item);
-      return { lost: lanesOf(error.Item, lanes) };
+      return { lost: tatOf(error.Item) };
     }
   }
 
-  private async read(itemKey: string): Promise<LaneStates> {
-    const lanes = this.laneCountOf(itemKey);
+  private async read(itemKey: string): Promise<GcraState | undefined> {
     try {
       const { Item } = await this.client.send(
         new GetItemCommand({
           TableName: this.tableName,
           Key: { pk: { S: itemKey } },
           ConsistentRead: true,
-          ProjectionExpression: [
-            ...Array.from({ length: lanes }, (_, i) => laneAttribute(i)),
-            'liveAt',
-            ...(lanes > 1 ? ['paceMs'] : []),
-          ].join(', '),
+          ProjectionExpression: 'tat, liveAt',
         }),
       );
       this.seeLive(itemKey, Item ? liveAtOf(Item) : undefined);
-      this.seePace(itemKey, Item);
-      return lanesOf(Item, lanes);
+      return tatOf(Item);
     } catch (error) {
       throw new RateLimiterError(
         `rate limiter item "${itemKey}" in table "${this.tableName}": read failed: ${(error as Error).message}`,
@@ -514,7 +419,7 @@ export class DynamoDbRateLimiter implements RateLimiter {
   }
 }
 
-/** A lane last seen idle as of `nowMs`: its TAT before now (a block on it starts at now, whatever the TAT was). */
+/** A key last seen idle as of `nowMs`: its TAT before now (a block on it starts at now, whatever the TAT was). */
 function idleAt(state: GcraState | undefined, nowMs: number): boolean {
   return state !== undefined && state.tatUs < nowMs * US_PER_MS;
 }
@@ -524,17 +429,12 @@ function liveAtOf(item: Record<string, AttributeValue> | undefined): number | un
   return n === undefined ? undefined : Number(n);
 }
 
-/** One TAT per lane, as stored or never yet written. */
-type LaneStates = (GcraState | undefined)[];
-
-/** Lane 0 is `tat` (the one-lane item's attribute), lane i > 0 is `tat<i>`. */
-function laneAttribute(lane: number): string {
-  return lane === 0 ? 'tat' : `tat${lane}`;
+/** A conditional write that failed: the item's TAT as it then was (undefined: absent). */
+interface Lost {
+  lost: GcraState | undefined;
 }
 
-function lanesOf(item: Record<string, AttributeValue> | undefined, lanes: number): LaneStates {
-  return Array.from({ length: lanes }, (_, i) => {
-    const n = item?.[laneAttribute(i)]?.N;
-    return n === undefined ? undefined : { tatUs: Number(n) };
-  });
+function tatOf(item: Record<string, AttributeValue> | undefined): GcraState | undefined {
+  const n = item?.tat?.N;
+  return n === undefined ? undefined : { tatUs: Number(n) };
 }

@@ -2,7 +2,6 @@
 // size, batching window and short wait from the rate, and the consumer's PacingSettings read from JOB_SETTINGS.
 import { DEFAULT_QUEUE_RETENTION_DAYS, type JobRuntimeSettings } from './constants';
 import { DEFAULT_BACKFILL_SHARE } from './backfill';
-import { laneCount } from './pacing/lanes';
 
 /**
  * The defaults of the pacing block's switches, written once: config's schema (lib/config/schema.ts `pacingSchema`)
@@ -104,8 +103,6 @@ export interface PacingSettings {
   limits: { startsPerInterval: number; intervalMs: number; burst: number; safetyMarginMs: number };
   /** The limiter's lead: roughly a DynamoDB round trip, so a slot on an idle key is not late on arrival. */
   leadMs: number;
-  /** Lanes the job-wide allowance is split into, so a block follows the container's pace (lambda/core/pacing/lanes.ts). */
-  lanes: number;
   /** How late a start may be before its slot is given up; below safetyMarginMs, the jitter the window absorbs. */
   lateToleranceMs: number;
   shortWaitMs: number;
@@ -145,7 +142,7 @@ export function safetyMarginMs(intervalMs: number): number {
 }
 
 /**
- * The consumer's pacing from its job's settings: the limiter's limits and lanes, the waits, the deferral budget and the
+ * The consumer's pacing from its job's settings: the limiter's limits, the waits, the deferral budget and the
  * switches, each default applied here once (PACING_DEFAULTS).
  */
 export function pacingSettings(settings: JobRuntimeSettings): PacingSettings {
@@ -166,7 +163,6 @@ export function pacingSettings(settings: JobRuntimeSettings): PacingSettings {
     limiterKey: downstreamKey ?? settings.jobName,
     limits,
     leadMs: LIMITER_LEAD_MS,
-    lanes: laneCount(limits),
     lateToleranceMs: Math.floor(margin / 2),
     shortWaitMs,
     maxDeferrals,

@@ -51,7 +51,6 @@ describe('Function: pacingHtmlReport', () => {
       report: {
         limiter: {
           ...mode,
-          lanes: 1,
           dynamodb: {
             writes: 1,
             reads: 0,
@@ -104,7 +103,6 @@ describe('Function: quotaDropHtmlReport', () => {
     windowMs: 1000,
     allowedPerWindow: 10,
     instances: 3,
-    lanes: 1,
     phases: [
       { windows: 1, share: 1 },
       { windows: 2, share: 0.5 },

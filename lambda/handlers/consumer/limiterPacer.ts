@@ -295,8 +295,8 @@ declare const PACED_PER_KEY_CONCURRENCY: boolean | undefined;
 
 /** The consumer's pacer from the job's pacing settings (their numbers only), on the limiter table. */
 export function pacerFromSettings(paced: PacingSettings, tableName: string, jobName: string): LimiterPacer {
-  const { limits, leadMs, lanes, limiterKey, perKey, concurrencyPerKey } = paced;
-  const limiter = paced.enabled ? new AdaptiveDynamoDbRateLimiter({ tableName, limits, leadMs, lanes }) : undefined;
+  const { limits, leadMs, limiterKey, perKey, concurrencyPerKey } = paced;
+  const limiter = paced.enabled ? new AdaptiveDynamoDbRateLimiter({ tableName, limits, leadMs }) : undefined;
   const { safetyMarginMs } = limits;
   // The flags tested inline, so esbuild sees a constant condition and drops the branch a bundle does not need.
   const keys =

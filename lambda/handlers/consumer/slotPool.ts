@@ -81,25 +81,13 @@ export class SlotPool {
   }
 
   /**
-   * Slots this container can start on time in one block. A limiter with lanes plans each block at the container's
-   * pace (see pace), so every slot of it is reachable while its records keep that pace, and a block may hold the whole
-   * batch; a container whose records often overrun it takes a smaller block (ApplyTimeEstimator.overrunBlock), so the
-   * slots a slow record would pass stay with the fleet. On one lane, slots come at the key's spacing and only
-   * ApplyTimeEstimator.usableBlock of them can be reached when records take longer.
+   * Slots this container can start on time in one block: slots come at the key's spacing, and when records take
+   * longer only ApplyTimeEstimator.usableBlock of them can be reached (the rest would pass while it works, lost to the
+   * fleet).
    */
   usableBlock(): number {
     const { estimator, spacingMs, lateToleranceMs } = this.settings;
-    if ((this.settings.limiter?.lanes ?? 1) > 1)
-      return estimator.overrunBlock(Math.max(estimator.paceMs(), spacingMs), lateToleranceMs);
     return estimator.usableBlock(spacingMs, lateToleranceMs);
-  }
-
-  /**
-   * The pace a limiter with lanes plans this container's blocks at: its recent record cycles (ApplyTimeEstimator.paceMs;
-   * 0 before any, when the limiter takes the fleet's last pace on the key). Nothing for one lane, which ignores it.
-   */
-  private pace(): { paceMs?: number } {
-    return (this.settings.limiter?.lanes ?? 1) > 1 ? { paceMs: this.settings.estimator.paceMs() } : {};
   }
 
   /**
@@ -110,7 +98,6 @@ export class SlotPool {
     const acquired = await (this.settings.limiter as RateLimiter).acquire(this.settings.key, count, {
       maxWaitMs: this.maxWaitMs(priority),
       priority,
-      ...this.pace(),
     });
     this.granted += acquired.granted;
     this.slots.push(...acquired.startAtMs.slice(0, acquired.granted));
@@ -132,7 +119,6 @@ export class SlotPool {
       const acquired = await limiter.acquire(key, count, {
         maxWaitMs: this.maxWaitMs(priority),
         priority,
-        ...this.pace(),
       });
       if (acquired.granted === 0) return { waitMs: acquired.waitMs };
       this.granted += acquired.granted;

@@ -192,89 +192,6 @@ describe('Class: DynamoDbRateLimiter', () => {
       }
     });
 
-    describe('with lanes', () => {
-      it("takes each consumer invocation's whole batch in one write, with several consumers on one key at a pace slower than its spacing", async () => {
-        // 40 per second (25 ms apart) over 8 lanes; each consumer applies one record per 90 ms, so one lane of a
-        // consumer's block is 200 ms apart and it keeps up with floor(200 / 90) = 2 lanes. On the virtual clock the
-        // consumers take turns, 30 ms apart: what this pins is the block's shape and its cost when nobody races (how
-        // many races a real fleet loses is a rate, measured by `npm run bench:pacing`, not asserted here).
-        const spec = { startsPerInterval: 40, intervalMs: 1000 };
-        const clock = new VirtualClock();
-        const { client, counts } = countingLimiterClient();
-        const consumers = Array.from(
-          { length: 4 },
-          () =>
-            new DynamoDbRateLimiter({
-              limits: spec,
-              tableName: TABLE,
-              client,
-              lanes: 8,
-              maxAttempts: 50,
-              clock: clock.now,
-            }),
-        );
-        const starts: number[] = [];
-        const invocations = 4 * 3;
-        await clock.concurrently(
-          consumers.map((limiter, c) => async () => {
-            await clock.sleep(c * 30);
-            for (let invocation = 0; invocation < 3; invocation++) {
-              const got = await limiter.acquire('laned', 10, { maxWaitMs: 5_000, paceMs: 90 });
-              expect(got.granted).toBe(10);
-              for (let i = 1; i < got.granted; i++)
-                expect(got.startAtMs[i] - got.startAtMs[i - 1]).toBeGreaterThanOrEqual(90);
-              starts.push(...got.startAtMs);
-              // The invocation's records run until its last slot; the next invocation comes after.
-              await clock.sleep(got.startAtMs[got.granted - 1] - clock.now());
-            }
-          }),
-        );
-        client.destroy();
-        expect(starts).toHaveLength(120);
-        expect(
-          maxInAnyWindow(
-            starts.sort((a, b) => a - b),
-            1000,
-          ),
-        ).toBeLessThanOrEqual(40);
-        // One write per invocation, none lost: each block starts from a read (its view is older than the key's
-        // spacing), which nobody overtakes while the consumers take turns.
-        expect(counts.written).toBe(invocations);
-        expect(counts.lost).toBe(0);
-        expect(counts.reads).toBe(invocations);
-      });
-
-      it('stores each lane it moved under its own attribute and leaves the other lanes alone', async () => {
-        const spec = { startsPerInterval: 40, intervalMs: 1000 };
-        const limiter = new DynamoDbRateLimiter({ limits: spec, tableName: TABLE, lanes: 4, random: () => 0.5 });
-        const got = await limiter.acquire('lane-attributes', 3, { maxWaitMs: 1_000, paceMs: 60 });
-        expect(got.granted).toBe(3);
-        const { Item } = await ddb.send(
-          new GetItemCommand({ TableName: TABLE, Key: { pk: { S: 'lane-attributes' } }, ConsistentRead: true }),
-        );
-        // Pace 60 ms against idle lanes 100 ms apart: one lane in full and one in part, its tokens 60 ms apart.
-        const laneAttributes = Object.keys(Item ?? {}).filter((k) => /^tat\d*$/.test(k));
-        expect(laneAttributes).toHaveLength(2);
-        expect(got.startAtMs[1] - got.startAtMs[0]).toBe(60);
-        expect(got.startAtMs[2] - got.startAtMs[1]).toBe(60);
-      });
-
-      it("plans a cold container's first block at the pace the fleet's last block was planned at, kept on the item", async () => {
-        const spec = { startsPerInterval: 40, intervalMs: 1000 };
-        const warm = new DynamoDbRateLimiter({ limits: spec, tableName: TABLE, lanes: 4 });
-        await warm.acquire('fleet-pace', 2, { maxWaitMs: 1_000, paceMs: 70 });
-        const { Item } = await ddb.send(
-          new GetItemCommand({ TableName: TABLE, Key: { pk: { S: 'fleet-pace' } }, ConsistentRead: true }),
-        );
-        expect(Item?.paceMs?.N).toBe('70');
-        // A container that has measured nothing yet (pace 0) would otherwise be planned at the key's 25 ms spacing.
-        const cold = new DynamoDbRateLimiter({ limits: spec, tableName: TABLE, lanes: 4 });
-        const got = await cold.acquire('fleet-pace', 3, { maxWaitMs: 1_000, paceMs: 0 });
-        expect(got.startAtMs[1] - got.startAtMs[0]).toBeGreaterThanOrEqual(70);
-        expect(got.startAtMs[2] - got.startAtMs[1]).toBeGreaterThanOrEqual(70);
-      });
-    });
-
     it('wraps a DynamoDB failure with the item and table', async () => {
       const limiter = new DynamoDbRateLimiter({ limits, tableName: 'no-such-table' });
       const error = await limiter.acquire('k', 1).catch((e: unknown) => e);
@@ -343,7 +260,7 @@ describe('Class: DynamoDbRateLimiter', () => {
       expect(got.startAtMs).toEqual([now]);
       expect(send).toHaveBeenCalledTimes(2);
       // The key is idle: its block starts now, not at its old TAT, so the write may not add to that TAT.
-      expect(send.mock.calls[1][0].input.ConditionExpression).toBe('attribute_not_exists(tat) OR tat <= :expected');
+      expect(send.mock.calls[1][0].input.ConditionExpression).toBe('attribute_not_exists(tat) OR tat <= :now');
       expect(send.mock.calls[1][0].input.ExpressionAttributeValues[':next']).toEqual({ N: String((now + 50) * 1000) });
     });
 

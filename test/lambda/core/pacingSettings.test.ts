@@ -40,7 +40,6 @@ describe('Function: pacingSettings', () => {
       limiterKey: 'fake-job',
       limits: { startsPerInterval: 80, intervalMs: 60_000, burst: 1, safetyMarginMs: 250 },
       leadMs: LIMITER_LEAD_MS,
-      lanes: 16,
       lateToleranceMs: 125,
       shortWaitMs: 10_000,
       maxDeferrals: undefined,

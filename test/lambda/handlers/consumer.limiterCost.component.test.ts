@@ -1,12 +1,12 @@
 // What pacing costs in limiter requests: several consumer containers drain one key whose spacing is shorter than their
-// applies, and each invocation's batch takes one limiter write (the lanes plan the block at the container's pace). On
+// applies. Each takes only the slots it can reach on time (ApplyTimeEstimator.usableBlock), so a batch costs a write
+// per such block, at most one per record, and no write is a lost race: blocks are added to the busy key's queue. On
 // local DynamoDB (dynalite) and SQS, paced on a virtual clock (the applies' 45 ms and the waits for slots take no real
 // time, and a loaded machine cannot make a container late); the counts are asserted.
 import * as z from 'zod';
 import { DynamoLedger } from '../../../lambda/adapters/ledger';
 import { DynamoDbRateLimiter } from '../../../lambda/adapters/rateLimiter';
 import { defineJob } from '../../../lambda/core/job';
-import { laneCount } from '../../../lambda/core/pacing/lanes';
 import { createConsumer } from '../../../lambda/handlers/consumer';
 import { lambdaContext, sqsEvent, sqsRecord } from '../../support/lambdaEvents';
 import { countingLimiterClient } from '../../support/limiterRequests';
@@ -54,9 +54,10 @@ function body(): string {
 describe("Function: createConsumer (the limiter's cost per invocation)", () => {
   useConsumerAws({ idempotency: IDEMPOTENCY_TABLE, ledger: LEDGER_TABLE, limiter: LIMITER_TABLE });
 
-  it('takes one limiter write per invocation in steady state, with three containers on one key slower than its spacing', async () => {
-    // 50 per second (20 ms apart) in 1 s windows, split into lanes; three containers at about 50 ms a record.
-    const limits = { startsPerInterval: 50, intervalMs: 1_000, safetyMarginMs: 20 };
+  it('takes a write per reachable block and loses no race in steady state, with three containers on one key slower than its spacing', async () => {
+    // 50 per second (20 ms apart) in 1 s windows; three containers at 45 ms a record. With a 100 ms margin the late
+    // tolerance is 50 ms, so a container reaches 1 + floor(50 / (45 - 20)) = 3 slots of a block on time.
+    const limits = { startsPerInterval: 50, intervalMs: 1_000, safetyMarginMs: 100 };
     const [queueUrl, dlqUrl] = await Promise.all([createQueue('cost'), createQueue('cost-dlq')]);
     const containers = Array.from({ length: 3 }, () => {
       // Each container's limiter on its own counting client, so every write is its invocation's.
@@ -74,14 +75,12 @@ describe("Function: createConsumer (the limiter's cost per invocation)", () => {
           limiter: new DynamoDbRateLimiter({
             tableName: LIMITER_TABLE,
             limits,
-            lanes: laneCount(limits),
             client,
             maxAttempts: 20,
             clock: clock.now,
           }),
-          // The product's late tolerance (half the margin). With one lane, a block at the 20 ms spacing is out of reach of
-          // 45 ms applies after its first slot, and every batch takes many writes (checked: with lanes: 1 this test
-          // fails). The window guarantee is the limiter's, tested on its grants (test/lambda/adapters/rateLimiter.component.test.ts).
+          // The product's late tolerance (half the margin). The window guarantee is the limiter's, tested on its grants
+          // (test/lambda/adapters/rateLimiter.component.test.ts).
           pacing: {
             key: 'cost-key',
             lateToleranceMs: limits.safetyMarginMs / 2,
@@ -117,10 +116,10 @@ describe("Function: createConsumer (the limiter's cost per invocation)", () => {
 
     // Every record applied at its slot: on the virtual clock a container wakes exactly at its slots, so none is deferred.
     expect(starts).toHaveLength(containers.length * invocationsEach * batch);
-    // A container's first invocation plans at the key's spacing until it has measured its pace: not steady state.
+    // A container's first invocation sizes its blocks before it has measured its applies: not steady state. After it,
+    // a block of the 3 slots it reaches, each one write, and none lost (the first writes on the idle key may race).
     const steady = containers.flatMap((c) => c.perInvocation.slice(1));
-    expect(steady.map((i) => i.written)).toEqual(steady.map(() => 1));
-    // A lost race (two containers choosing one lane at once) is a small fraction of the writes.
-    expect(steady.reduce((sum, i) => sum + i.lost, 0)).toBeLessThanOrEqual(Math.ceil(steady.length / 4));
+    expect(steady.map((i) => i.written)).toEqual(steady.map(() => Math.ceil(batch / 3)));
+    expect(steady.reduce((sum, i) => sum + i.lost, 0)).toBe(0);
   }, 120_000);
 });

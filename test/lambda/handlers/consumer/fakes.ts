@@ -50,8 +50,6 @@ export const tallied = (tally: BatchTally): Record<string, InvocationRecord> => 
 /** A limiter answering each acquire with the next scripted answer (an Error is thrown); every call is kept. */
 export class FakeLimiter implements RateLimiter {
   readonly calls: { key: string; count: number; options?: AcquireOptions }[] = [];
-  /** Set above 1 to stand for a limiter with lanes (blocks planned at the caller's pace). */
-  lanes?: number;
   constructor(private readonly answers: (Acquisition | Error)[] = []) {}
 
   script(...answers: (Acquisition | Error)[]): this {

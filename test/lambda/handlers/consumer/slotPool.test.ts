@@ -74,33 +74,12 @@ describe('Class: SlotPool', () => {
       expect(pool(new FakeLimiter(), { estimator: applying(120) }).usableBlock()).toBe(3);
     });
 
-    it("is unbounded on a limiter with lanes, which plans the block at the container's pace instead", async () => {
-      const limiter = Object.assign(new FakeLimiter([grant([T0, T0 + 120, T0 + 240]), grant([T0 + 400])]), {
-        lanes: 4,
-      });
+    it('bounds a refill to that block, whatever is left of the batch', async () => {
+      const limiter = new FakeLimiter([grant([T0])]);
       const slots = pool(limiter, { estimator: applying(120) });
-      expect(slots.usableBlock()).toBe(Number.POSITIVE_INFINITY);
-      await slots.acquireBlock(3);
-      slots.runLeft = 5;
-      for (let i = 0; i < 3; i++) await slots.next();
-      await slots.next();
-      // The block and the refill both tell the lanes the container's pace; the refill asks for every record left.
-      expect(limiter.calls.map((c) => [c.count, c.options?.paceMs])).toEqual([
-        [3, 120],
-        [6, 120],
-      ]);
-    });
-    it("is small on a limiter with lanes when the container's records often overrun its pace, so the slots they would pass stay with the fleet", async () => {
-      // 2 in 10 records held for 10 s: a block of b expects to lose 0.2 x (b - 1) / 2 of its slots, 0.1 at b = 2.
-      const estimator = new ApplyTimeEstimator();
-      for (const ms of [...Array<number>(8).fill(30), 10_000, 10_000]) estimator.record(ms);
-      const limiter = Object.assign(new FakeLimiter([grant([T0])]), { lanes: 4 });
-      const slots = pool(limiter, { estimator });
-      expect(slots.usableBlock()).toBe(2);
-      // A refill asks for no more than that, whatever is left of the batch.
       slots.runLeft = 9;
       await slots.next();
-      expect(limiter.calls.map((c) => c.count)).toEqual([2]);
+      expect(limiter.calls.map((c) => c.count)).toEqual([3]);
     });
   });
 

@@ -141,32 +141,28 @@ function compileUnbundled(cwd: string, out: string): void {
   });
 }
 
-export function runColdStartBench(options: ColdStartOptions): Record<'producer' | 'consumer', BundleFigures> {
-  const cwd = options.cwd;
-  const runs = options.runs ?? 7;
-  const progress = options.progress ?? (() => undefined);
-  const assemblyDir = resolve(cwd, options.assemblyDir ?? 'cdk.out');
-  const env = options.env ?? (isReferenceApp(resolve(cwd)) ? 'dev' : undefined);
-  const artifact = ensureAppStack({
-    env,
-    stack: options.stack,
-    assemblyDir,
-    cwd,
-    log: (line) => progress(`cold start: ${line}`),
+/** One kind's bundles in the assembly: the largest (its asset, its size), every function's, and its layers' modules. */
+interface KindBundles {
+  asset: string;
+  bytes: number;
+  functions: string[];
+  bundleBytes: Record<string, number>;
+  layers: string[];
+}
+
+type Template = ReturnType<typeof loadTemplate>;
+
+/** A layer's nodejs/node_modules inside the assembly, from the function's Layers: [{ Ref }]. */
+function layerModules(template: Template, assemblyDir: string, layers: unknown): string[] {
+  return ((layers as { Ref?: string }[] | undefined) ?? []).flatMap((l) => {
+    const path = (template.Resources[l.Ref ?? '']?.Metadata as Record<string, unknown> | undefined)?.['aws:asset:path'];
+    return typeof path === 'string' ? [join(assemblyDir, path, 'nodejs', 'node_modules')] : [];
   });
-  const template = loadTemplate(artifact.templateFile);
-  const byKind = new Map<
-    'producer' | 'consumer',
-    { asset: string; bytes: number; functions: string[]; bundleBytes: Record<string, number>; layers: string[] }
-  >();
-  /** A layer's nodejs/node_modules inside the assembly, from the function's Layers: [{ Ref }]. */
-  const layerModules = (layers: unknown): string[] =>
-    ((layers as { Ref?: string }[] | undefined) ?? []).flatMap((l) => {
-      const path = (template.Resources[l.Ref ?? '']?.Metadata as Record<string, unknown> | undefined)?.[
-        'aws:asset:path'
-      ];
-      return typeof path === 'string' ? [join(assemblyDir, path, 'nodejs', 'node_modules')] : [];
-    });
+}
+
+/** The job functions' bundles in the template, by handler kind. */
+function bundlesByKind(template: Template, assemblyDir: string): Map<'producer' | 'consumer', KindBundles> {
+  const byKind = new Map<'producer' | 'consumer', KindBundles>();
   for (const [logicalId, resource] of Object.entries(template.Resources)) {
     if (resource.Type !== 'AWS::Lambda::Function') continue;
     const assetPath = (resource.Metadata as Record<string, unknown> | undefined)?.['aws:asset:path'];
@@ -181,7 +177,7 @@ export function runColdStartBench(options: ColdStartOptions): Record<'producer' 
       bytes,
       functions: [],
       bundleBytes: {},
-      layers: layerModules((resource.Properties as { Layers?: unknown }).Layers),
+      layers: layerModules(template, assemblyDir, (resource.Properties as { Layers?: unknown }).Layers),
     };
     // Each function bundles its own job: the largest bundle of a kind is the one its goals are measured on.
     if (bytes > entry.bytes) Object.assign(entry, { asset, bytes });
@@ -189,44 +185,85 @@ export function runColdStartBench(options: ColdStartOptions): Record<'producer' 
     entry.bundleBytes[logicalId] = bytes;
     byKind.set(kind, entry);
   }
+  return byKind;
+}
+
+/** The SDK packages a bundle loads at init, and their init alone (median of `runs` fresh processes). */
+function measureSdkInit(
+  bundle: string,
+  kind: 'producer' | 'consumer',
+  layers: string[],
+  at: { cwd: string; runs: number; unbundledDir: string },
+): { sdkPackages: string[]; sdkInitMsMedian: number } {
+  // Only what init really loads: a package the bundle requires lazily (S3, Lambda) is not part of the cold init.
+  const required = new Set(
+    [...readFileSync(bundle, 'utf8').matchAll(/require\("(@aws-sdk\/[a-z0-9-]+|sdk-slim)"\)/g)].map((m) => m[1]),
+  );
+  const sdkPackages = externalsLoadedAtInit(bundle, at.cwd, layers)
+    .filter((p) => required.has(p))
+    .sort();
+  const sdkOnly = join(at.unbundledDir, `${kind}-sdk-only.js`);
+  writeFileSync(sdkOnly, sdkPackages.map((p) => `require(${JSON.stringify(p)});`).join('\n'));
+  return { sdkPackages, sdkInitMsMedian: measureInitMs(sdkOnly, at.cwd, at.runs, layers) };
+}
+
+/** The minified size of the layers' modules (each module's index.js). */
+function layerBytesOf(layers: string[]): number {
+  return layers
+    .flatMap((dir) => (existsSync(dir) ? readdirSync(dir).map((m) => join(dir, m, 'index.js')) : []))
+    .filter((f) => existsSync(f))
+    .reduce((n, f) => n + statSync(f).size, 0);
+}
+
+/** One kind's figures: its largest bundle's size and init, bundled, unbundled and the SDK alone. */
+function measureKind(
+  kind: 'producer' | 'consumer',
+  entry: KindBundles,
+  at: { cwd: string; runs: number; unbundledDir: string; progress: (line: string) => void },
+): BundleFigures {
+  const { cwd, runs } = at;
+  const bundle = join(entry.asset, 'index.js');
+  at.progress(
+    `cold start: ${kind} bundle ${relative(cwd, bundle)}, ${runs} fresh processes each, bundled and unbundled`,
+  );
+  const initMsMedian = measureInitMs(bundle, cwd, runs, entry.layers);
+  const unbundledInitMsMedian = measureInitMs(unbundledHandler(at.unbundledDir, kind), cwd, runs);
+  const { sdkPackages, sdkInitMsMedian } = measureSdkInit(bundle, kind, entry.layers, at);
+  return {
+    bytes: statSync(bundle).size,
+    bundleBytes: entry.bundleBytes,
+    initMsMedian,
+    unbundledInitMsMedian,
+    unbundledRatio: unbundledInitMsMedian / initMsMedian,
+    sdkInitMsMedian,
+    layerBytes: layerBytesOf(entry.layers),
+    sdkPackages,
+    functions: entry.functions,
+    asset: relative(cwd, entry.asset),
+  };
+}
+
+export function runColdStartBench(options: ColdStartOptions): Record<'producer' | 'consumer', BundleFigures> {
+  const cwd = options.cwd;
+  const runs = options.runs ?? 7;
+  const progress = options.progress ?? (() => undefined);
+  const assemblyDir = resolve(cwd, options.assemblyDir ?? 'cdk.out');
+  const env = options.env ?? (isReferenceApp(resolve(cwd)) ? 'dev' : undefined);
+  const artifact = ensureAppStack({
+    env,
+    stack: options.stack,
+    assemblyDir,
+    cwd,
+    log: (line) => progress(`cold start: ${line}`),
+  });
+  const byKind = bundlesByKind(loadTemplate(artifact.templateFile), assemblyDir);
   const unbundledDir = mkdtempSync(join(tmpdir(), 'paced-jobs-unbundled-'));
   try {
     const result = {} as Record<'producer' | 'consumer', BundleFigures>;
     for (const kind of ['producer', 'consumer'] as const) {
       const entry = byKind.get(kind);
       if (!entry) throw new ColdStartError(`no ${kind} function in the template`);
-      const bundle = join(entry.asset, 'index.js');
-      progress(
-        `cold start: ${kind} bundle ${relative(cwd, bundle)}, ${runs} fresh processes each, bundled and unbundled`,
-      );
-      const initMsMedian = measureInitMs(bundle, cwd, runs, entry.layers);
-      const unbundledInitMsMedian = measureInitMs(unbundledHandler(unbundledDir, kind), cwd, runs);
-      // Only what init really loads: a package the bundle requires lazily (S3, Lambda) is not part of the cold init.
-      const required = new Set(
-        [...readFileSync(bundle, 'utf8').matchAll(/require\("(@aws-sdk\/[a-z0-9-]+|sdk-slim)"\)/g)].map((m) => m[1]),
-      );
-      const sdkPackages = externalsLoadedAtInit(bundle, cwd, entry.layers)
-        .filter((p) => required.has(p))
-        .sort();
-      const sdkOnly = join(unbundledDir, `${kind}-sdk-only.js`);
-      writeFileSync(sdkOnly, sdkPackages.map((p) => `require(${JSON.stringify(p)});`).join('\n'));
-      const sdkInitMsMedian = measureInitMs(sdkOnly, cwd, runs, entry.layers);
-      const layerBytes = entry.layers
-        .flatMap((dir) => (existsSync(dir) ? readdirSync(dir).map((m) => join(dir, m, 'index.js')) : []))
-        .filter((f) => existsSync(f))
-        .reduce((n, f) => n + statSync(f).size, 0);
-      result[kind] = {
-        bytes: statSync(bundle).size,
-        bundleBytes: entry.bundleBytes,
-        initMsMedian,
-        unbundledInitMsMedian,
-        unbundledRatio: unbundledInitMsMedian / initMsMedian,
-        sdkInitMsMedian,
-        layerBytes,
-        sdkPackages,
-        functions: entry.functions,
-        asset: relative(cwd, entry.asset),
-      };
+      result[kind] = measureKind(kind, entry, { cwd, runs, unbundledDir, progress });
     }
     return result;
   } finally {

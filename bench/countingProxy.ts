@@ -74,6 +74,101 @@ function capacityOf(json: {
   return (Array.isArray(c) ? c : [c]).reduce((sum, x) => sum + (x.CapacityUnits ?? 0), 0);
 }
 
+/** A request body as JSON, or {} where it is not (a query-protocol body is form-encoded). */
+function jsonOf(text: string): Record<string, unknown> {
+  try {
+    return text ? (JSON.parse(text) as Record<string, unknown>) : {};
+  } catch {
+    // A query-protocol body is form-encoded; it carries nothing this proxy rewrites.
+    return {};
+  }
+}
+
+/** The body to forward: a DynamoDB read or write that does not ask for its consumed capacity is made to. */
+function bodyToForward(
+  service: CountedRequest['service'],
+  action: string,
+  json: Record<string, unknown>,
+  body: Buffer,
+): Buffer {
+  if (
+    service === 'dynamodb' &&
+    (DYNAMO_WRITE_ACTIONS.has(action) || DYNAMO_READ_ACTIONS.has(action)) &&
+    json.ReturnConsumedCapacity === undefined
+  ) {
+    return Buffer.from(JSON.stringify({ ...json, ReturnConsumedCapacity: 'TOTAL' }), 'utf8');
+  }
+  return body;
+}
+
+/** One answered request as counted: DynamoDB's table, key and units; the messages of an SQS receive or batch send. */
+function countedAnswer(
+  service: CountedRequest['service'],
+  action: string,
+  json: Record<string, unknown>,
+  status: number,
+  raw: Buffer,
+): CountedRequest {
+  const counted: CountedRequest = { service, action, status };
+  if (service === 'dynamodb') {
+    counted.table = tableOf(json);
+    const pk = (json.Key as { pk?: { S?: unknown } } | undefined)?.pk?.S;
+    if (typeof pk === 'string') counted.pk = pk;
+    try {
+      counted.capacityUnits = capacityOf(JSON.parse(raw.toString('utf8')));
+    } catch {
+      // Not JSON (should not happen with dynalite): the request is still counted, without capacity.
+    }
+  } else if (action === 'ReceiveMessage') {
+    try {
+      counted.messages = ((JSON.parse(raw.toString('utf8')) as { Messages?: unknown[] }).Messages ?? []).length;
+    } catch {
+      counted.messages = (raw.toString('utf8').match(/<Message>/g) ?? []).length;
+    }
+  } else if (action === 'SendMessageBatch') {
+    counted.messages = Array.isArray(json.Entries) ? json.Entries.length : undefined;
+  }
+  return counted;
+}
+
+/** What every request the proxy handles shares: the service, where to forward, the connections, the count. */
+interface ProxyContext {
+  service: CountedRequest['service'];
+  targetOf: () => string;
+  agent: Agent;
+  requests: CountedRequest[];
+}
+
+/** Forwards one whole request to the target, counts it with its answer, and passes the answer back byte for byte. */
+function forwardCounted(proxy: ProxyContext, req: IncomingMessage, res: ServerResponse, received: Buffer): void {
+  const { service, targetOf, agent, requests } = proxy;
+  const text = received.toString('utf8');
+  const action = actionOf(req.headers, req.url ?? '/', text);
+  const json = jsonOf(text);
+  const body = bodyToForward(service, action, json, received);
+  const upstream = new URL(targetOf());
+  const headers = { ...req.headers, host: upstream.host, 'content-length': String(body.length) };
+  const forward = httpRequest(
+    { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers, agent },
+    (answer) => {
+      const out: Buffer[] = [];
+      answer.on('data', (c: Buffer) => out.push(c));
+      answer.on('end', () => {
+        const raw = Buffer.concat(out);
+        requests.push(countedAnswer(service, action, json, answer.statusCode ?? 0, raw));
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        res.end(raw);
+      });
+    },
+  );
+  forward.on('error', (error) => {
+    requests.push({ service, action, status: 502 });
+    res.writeHead(502, { 'content-type': 'text/plain' });
+    res.end(`bench proxy could not reach ${targetOf()}: ${error.message}`);
+  });
+  forward.end(body);
+}
+
 /**
  * Starts a counting proxy on a free loopback port forwarding to `target` (e.g. http://127.0.0.1:4566). The target may
  * be given late (a function), as the local stack picks its servers' ports while it deploys the functions.
@@ -82,79 +177,23 @@ export async function startCountingProxy(
   service: 'dynamodb' | 'sqs',
   target: string | (() => string),
 ): Promise<CountingProxy> {
-  const targetOf = typeof target === 'string' ? () => target : target;
-  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-  const requests: CountedRequest[] = [];
+  const proxy: ProxyContext = {
+    service,
+    targetOf: typeof target === 'string' ? () => target : target,
+    agent: new Agent({ keepAlive: true, maxSockets: 64 }),
+    requests: [],
+  };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      let body = Buffer.concat(chunks);
-      const text = body.toString('utf8');
-      const action = actionOf(req.headers, req.url ?? '/', text);
-      let json: Record<string, unknown> = {};
-      try {
-        json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-      } catch {
-        // A query-protocol body is form-encoded; it carries nothing this proxy rewrites.
-      }
-      if (
-        service === 'dynamodb' &&
-        (DYNAMO_WRITE_ACTIONS.has(action) || DYNAMO_READ_ACTIONS.has(action)) &&
-        json.ReturnConsumedCapacity === undefined
-      ) {
-        body = Buffer.from(JSON.stringify({ ...json, ReturnConsumedCapacity: 'TOTAL' }), 'utf8');
-      }
-      const upstream = new URL(targetOf());
-      const headers = { ...req.headers, host: upstream.host, 'content-length': String(body.length) };
-      const forward = httpRequest(
-        { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers, agent },
-        (answer) => {
-          const out: Buffer[] = [];
-          answer.on('data', (c: Buffer) => out.push(c));
-          answer.on('end', () => {
-            const raw = Buffer.concat(out);
-            const counted: CountedRequest = { service, action, status: answer.statusCode ?? 0 };
-            if (service === 'dynamodb') {
-              counted.table = tableOf(json);
-              const pk = (json.Key as { pk?: { S?: unknown } } | undefined)?.pk?.S;
-              if (typeof pk === 'string') counted.pk = pk;
-              try {
-                counted.capacityUnits = capacityOf(JSON.parse(raw.toString('utf8')));
-              } catch {
-                // Not JSON (should not happen with dynalite): the request is still counted, without capacity.
-              }
-            } else if (action === 'ReceiveMessage') {
-              try {
-                counted.messages = (
-                  (JSON.parse(raw.toString('utf8')) as { Messages?: unknown[] }).Messages ?? []
-                ).length;
-              } catch {
-                counted.messages = (raw.toString('utf8').match(/<Message>/g) ?? []).length;
-              }
-            } else if (action === 'SendMessageBatch') {
-              counted.messages = Array.isArray(json.Entries) ? json.Entries.length : undefined;
-            }
-            requests.push(counted);
-            res.writeHead(answer.statusCode ?? 502, answer.headers);
-            res.end(raw);
-          });
-        },
-      );
-      forward.on('error', (error) => {
-        requests.push({ service, action, status: 502 });
-        res.writeHead(502, { 'content-type': 'text/plain' });
-        res.end(`bench proxy could not reach ${targetOf()}: ${error.message}`);
-      });
-      forward.end(body);
-    });
+    req.on('end', () => forwardCounted(proxy, req, res, Buffer.concat(chunks)));
   });
   const running = await listenOnLoopback(server);
   return {
     ...running,
-    requests,
+    requests: proxy.requests,
     close: async () => {
-      agent.destroy();
+      proxy.agent.destroy();
       await running.close();
     },
   };

@@ -24,10 +24,12 @@ import {
   type JobFixture,
   type SeededDemo,
 } from '../local/fixture';
-import { jobViews, previewPlan } from '../local/jobs';
+import { jobViews, previewPlan, type JobView } from '../local/jobs';
 import { LOCAL_CREDENTIALS, startDynamoDb, startSqs, type ObservedRequest } from '../local/servers';
 import { LocalSession, SESSION_USER_AGENT, type SessionJob } from '../local/session';
-import { loadTemplate } from '../local/template';
+import type { EventSourceMappingStats } from '../local/eventSourceMapping';
+import type { StackPlan } from '../local/plan';
+import { loadTemplate, type CloudFormationTemplate } from '../local/template';
 import { mapBounded } from '../lambda/adapters/sqsPublisher';
 import { admissionGroupSize } from '../lambda/core/admission';
 import type { JobRuntimeSettings } from '../lambda/core/constants';
@@ -435,25 +437,65 @@ const lastSegment = (url: string | undefined): string | undefined =>
   url?.split('?')[0].split('/').filter(Boolean).pop();
 
 export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
+  const plan = planRun(options);
+  const counts = newRequestCounts(plan.names);
+  let session: LocalSession | undefined;
+  try {
+    session = await openSession(plan, counts, options.log);
+    const run: E2eRun = { plan, counts, session };
+    instrumentSession(run);
+    const driven = await driveCycles(run);
+    const perJobName = await measureJobs(run, driven);
+    return reportRun(run, driven, perJobName);
+  } finally {
+    await session?.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Set up: the run planned from the template before any server exists, and the counters the session feeds.
+
+/** What the run is, decided before the local stack starts: its template, its jobs, and each job's settings. */
+interface RunPlan {
+  progress: (line: string) => void;
+  cwd: string;
+  env: string | undefined;
+  assemblyDir: string;
+  timeoutSeconds: number;
+  stackName: string;
+  /** The stack's template as the run deploys it: consumer concurrency and scaled batching windows set. */
+  template: CloudFormationTemplate;
+  consumerConcurrency: number;
+  mode: E2eResult['pacing'];
+  ratePerMinute: number | undefined;
+  admission: boolean;
+  /** Every job of the stack. */
+  names: string[];
+  fixtures: Map<string, JobFixture | undefined>;
+  /** The jobs the run seeds and fires. */
+  selectedNames: string[];
+  /** Demo records a job seeds in the measured cycle. */
+  countOf: (name: string) => number;
+  /** Each job's JOB_SETTINGS for the run (its producer and consumer get the same). */
+  runSettings: Map<string, JobRuntimeSettings>;
+  /** How each job is paced in the run; none with pacing off. */
+  pacingByJob: Map<string, JobPacing>;
+}
+
+/** What every phase after the set up shares: the plan, the counters, the open session. */
+interface E2eRun {
+  plan: RunPlan;
+  counts: RequestCounts;
+  session: LocalSession;
+}
+
+function planRun(options: E2eOptions): RunPlan {
   const progress = options.progress ?? (() => undefined);
   const cwd = resolve(options.cwd);
   const env = options.env ?? (isReferenceApp(cwd) ? 'dev' : undefined);
   const assemblyDir = options.assemblyDir ?? 'cdk.out';
-  const timeoutSeconds = options.timeoutSeconds ?? 300;
-  // The session would synthesize a missing assembly too; the bench reads the template first to plan the run.
-  const artifact = ensureAppStack({
-    env,
-    stack: options.stack,
-    assemblyDir,
-    cwd,
-    log: (line) => progress(`e2e: ${line}`),
-  });
-  const template = loadTemplate(artifact.templateFile);
   const consumerConcurrency = options.consumerConcurrency ?? DEFAULT_BENCH_CONSUMER_CONCURRENCY;
-  for (const resource of Object.values(template.Resources)) {
-    if (resource.Type !== 'AWS::Lambda::EventSourceMapping' || !resource.Properties) continue;
-    resource.Properties.ScalingConfig = { MaximumConcurrency: consumerConcurrency };
-  }
+  const { artifact, template } = loadRunTemplate(options, { cwd, env, assemblyDir, consumerConcurrency, progress });
   const { ratePerMinute } = options;
   const mode: E2eResult['pacing'] = ratePerMinute !== undefined ? 'fixed' : (options.pacing ?? 'configured');
   const admission = options.admission ?? true;
@@ -466,6 +508,73 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
   const fixtures = new Map<string, JobFixture | undefined>(
     names.map((name) => [name, loadFixture(cwd, name, preview.get(name)?.entry)]),
   );
+  checkJobNames(options, cwd, preview, fixtures);
+  const countOf = (name: string) => options.counts?.[name] ?? defaultCountOf(fixtures.get(name));
+  const selectedNames = selectJobs(options, names, fixtures, countOf);
+  const { runSettings, pacingByJob } = planJobSettings(options, {
+    template,
+    planned,
+    preview,
+    mode,
+    admission,
+    operationsOf: (name) => (selectedNames.includes(name) ? countOf(name) : 0),
+  });
+  return {
+    progress,
+    cwd,
+    env,
+    assemblyDir,
+    timeoutSeconds: options.timeoutSeconds ?? 300,
+    stackName: artifact.stackName,
+    template,
+    consumerConcurrency,
+    mode,
+    ratePerMinute,
+    admission,
+    names,
+    fixtures,
+    selectedNames,
+    countOf,
+    runSettings,
+    pacingByJob,
+  };
+}
+
+/** The app's stack (synthesized if missing) and its template, each event source at the run's consumer concurrency. */
+function loadRunTemplate(
+  options: E2eOptions,
+  at: {
+    cwd: string;
+    env: string | undefined;
+    assemblyDir: string;
+    consumerConcurrency: number;
+    progress: (line: string) => void;
+  },
+) {
+  // The session would synthesize a missing assembly too; the bench reads the template first to plan the run.
+  const artifact = ensureAppStack({
+    env: at.env,
+    stack: options.stack,
+    assemblyDir: at.assemblyDir,
+    cwd: at.cwd,
+    log: (line) => at.progress(`e2e: ${line}`),
+  });
+  const template = loadTemplate(artifact.templateFile);
+  for (const resource of Object.values(template.Resources)) {
+    if (resource.Type !== 'AWS::Lambda::EventSourceMapping' || !resource.Properties) continue;
+    resource.Properties.ScalingConfig = { MaximumConcurrency: at.consumerConcurrency };
+  }
+  return { artifact, template };
+}
+
+/** Refuses counts or jobs that name no job of the stack, and a count for a job without a fixture to seed it. */
+function checkJobNames(
+  options: E2eOptions,
+  cwd: string,
+  preview: ReadonlyMap<string, JobView>,
+  fixtures: ReadonlyMap<string, JobFixture | undefined>,
+): void {
+  const names = [...preview.keys()];
   for (const [what, given] of [
     ['counts', Object.keys(options.counts ?? {})],
     ['jobs', options.jobs ?? []],
@@ -483,7 +592,15 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
       );
     }
   }
-  const countOf = (name: string) => options.counts?.[name] ?? defaultCountOf(fixtures.get(name));
+}
+
+/** The jobs the run seeds and fires. */
+function selectJobs(
+  options: E2eOptions,
+  names: string[],
+  fixtures: ReadonlyMap<string, JobFixture | undefined>,
+  countOf: (name: string) => number,
+): string[] {
   // A job with a fixture runs when it seeds something; one without runs on what its resources hold, unless given 0.
   const selectedNames = names.filter(
     (name) =>
@@ -492,32 +609,39 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
   );
   if (selectedNames.length === 0)
     throw new E2eBenchError(`nothing to run: every job was left out or given 0 (jobs: ${names.join(', ') || 'none'})`);
-  const operationsOf = (name: string) => (selectedNames.includes(name) ? countOf(name) : 0);
+  return selectedNames;
+}
 
+/**
+ * Each job's settings for the run and how it is paced: pacing off, at a fixed rate, or at its configured (or given)
+ * rate, time-scaled as the options ask. A scaled job's event source batching window is scaled in the template too.
+ */
+function planJobSettings(
+  options: E2eOptions,
+  plan: {
+    template: CloudFormationTemplate;
+    planned: StackPlan;
+    preview: ReadonlyMap<string, JobView>;
+    mode: E2eResult['pacing'];
+    admission: boolean;
+    operationsOf: (name: string) => number;
+  },
+): { runSettings: Map<string, JobRuntimeSettings>; pacingByJob: Map<string, JobPacing> } {
+  const { template, planned, mode } = plan;
   const runSettings = new Map<string, JobRuntimeSettings>();
   const pacingByJob = new Map<string, JobPacing>();
-  for (const job of preview.values()) {
+  for (const job of plan.preview.values()) {
     const next: JobRuntimeSettings = structuredClone(job.settings);
-    if (!admission) delete next.admission;
+    if (!plan.admission) delete next.admission;
     if (mode === 'off') {
       next.pacing = { ...next.pacing, enabled: false };
       runSettings.set(job.name, next);
       continue;
     }
-    if (mode === 'fixed') next.rateLimit = { startsPerInterval: ratePerMinute!, intervalSeconds: 60, burst: 1 };
+    if (mode === 'fixed') next.rateLimit = { startsPerInterval: options.ratePerMinute!, intervalSeconds: 60, burst: 1 };
     const rate = options.rateLimits?.[job.name];
     if (rate) next.rateLimit = { ...rate, burst: 1 };
-    const explicit = options.intervalSeconds?.[job.name];
-    const runInterval =
-      explicit ??
-      (mode === 'configured' && options.maxPacedSeconds !== undefined
-        ? scaledIntervalSeconds(
-            next.rateLimit,
-            operationsOf(job.name),
-            options.maxPacedSeconds,
-            shortestFaithfulIntervalSeconds({ ...job.settings, rateLimit: next.rateLimit }),
-          )
-        : next.rateLimit.intervalSeconds);
+    const runInterval = runIntervalOf(options, mode, job, next.rateLimit, plan.operationsOf(job.name));
     const mappingId = planned.mappings.find((m) => m.functionName === job.consumer?.name)?.logicalId;
     const mapping = mappingId === undefined ? undefined : template.Resources[mappingId];
     const scaled = scaleJobSettings(
@@ -531,409 +655,611 @@ export async function runE2eBench(options: E2eOptions): Promise<E2eResult> {
     if (mapping?.Properties && scaled.pacing.batchingWindowSeconds)
       mapping.Properties.MaximumBatchingWindowInSeconds = scaled.pacing.batchingWindowSeconds.run;
   }
+  return { runSettings, pacingByJob };
+}
 
-  // DynamoDB requests are counted as the server saw them (its process reports each one it answered, with the capacity
-  // it consumed: the session asks for ConsumedCapacity on every request), by the job of the function that signed it:
-  // each function's role session has its own access key, so each job's units are its own though the state tables are
-  // shared. A request IAM refused never reached the server, and is not counted (AWS bills none for it either). The
-  // session's own requests (seeding, depth and ledger reads) sign with the administrator's key and are left out.
-  const jobOfAccessKey = new Map<string, string>();
-  const dynamoByJob = new Map<string, CountedRequest[]>([...names, UNATTRIBUTED].map((name) => [name, []]));
-  const tallies = new Map<string, Tally>();
-  const tallyOf = (job: string | undefined): Tally => {
-    const key = job ?? UNATTRIBUTED;
-    let t = tallies.get(key);
-    if (!t) tallies.set(key, (t = { sqs: {}, receives: { withMessages: 0, empty: 0 } }));
-    return t;
-  };
-  let counting = false;
-  /** One DynamoDB request of a function, counted for its job: its action, table, status and consumed capacity. */
-  const countDynamo = (r: ObservedRequest) => {
-    const key = accessKeyOf({ headers: r.headers, url: r.url });
-    const job = key === undefined ? undefined : jobOfAccessKey.get(key);
-    if (job === undefined) return;
-    let request: Record<string, unknown> = {};
-    let answer: { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[] } = {};
-    try {
-      request = JSON.parse(r.body) as Record<string, unknown>;
-      answer = r.responseBody ? (JSON.parse(r.responseBody) as typeof answer) : {};
-    } catch {
-      // Not JSON (dynalite refused it as such): still counted, without table or capacity.
-    }
-    const consumed =
-      answer.ConsumedCapacity === undefined
-        ? undefined
-        : (Array.isArray(answer.ConsumedCapacity) ? answer.ConsumedCapacity : [answer.ConsumedCapacity]).reduce(
-            (sum, c) => sum + (c.CapacityUnits ?? 0),
-            0,
-          );
-    const items = request.RequestItems as Record<string, unknown> | undefined;
-    dynamoByJob.get(job)!.push({
-      service: 'dynamodb',
-      action: actionOf(r.headers, r.url, r.body),
-      status: r.status,
-      table: typeof request.TableName === 'string' ? request.TableName : items ? Object.keys(items)[0] : undefined,
-      ...(typeof (request.Key as { pk?: { S?: unknown } } | undefined)?.pk?.S === 'string'
-        ? { pk: (request.Key as { pk: { S: string } }).pk.S }
-        : {}),
-      capacityUnits: consumed,
-    });
-  };
-  const jobOfQueue = new Map<string, string>();
+/** A paced job's rate-limit interval in the run: as given, scaled to maxPacedSeconds, or its rate's own. */
+function runIntervalOf(
+  options: E2eOptions,
+  mode: E2eResult['pacing'],
+  job: JobView,
+  rateLimit: JobRuntimeSettings['rateLimit'],
+  operations: number,
+): number {
+  const explicit = options.intervalSeconds?.[job.name];
+  return (
+    explicit ??
+    (mode === 'configured' && options.maxPacedSeconds !== undefined
+      ? scaledIntervalSeconds(
+          rateLimit,
+          operations,
+          options.maxPacedSeconds,
+          shortestFaithfulIntervalSeconds({ ...job.settings, rateLimit }),
+        )
+      : rateLimit.intervalSeconds)
+  );
+}
+
+/**
+ * The run's counters. DynamoDB requests are counted as the server saw them (its process reports each one it answered,
+ * with the capacity it consumed: the session asks for ConsumedCapacity on every request), by the job of the function
+ * that signed it: each function's role session has its own access key, so each job's units are its own though the
+ * state tables are shared. A request IAM refused never reached the server, and is not counted (AWS bills none for it
+ * either). The session's own requests (seeding, depth and ledger reads) sign with the administrator's key and are left
+ * out.
+ */
+interface RequestCounts {
+  /** Set for the measured cycle alone: nothing is counted outside it. */
+  on: boolean;
+  jobOfAccessKey: Map<string, string>;
+  jobOfQueue: Map<string, string>;
+  dynamoByJob: Map<string, CountedRequest[]>;
+  tallies: Map<string, Tally>;
   /** Every function's invocations while counting: duration and memory, and (time-scaled jobs) the operations they ran. */
-  const timed = new Map<string, TimedInvocation[]>();
-  let session: LocalSession | undefined;
+  timed: Map<string, TimedInvocation[]>;
+}
+
+function newRequestCounts(names: string[]): RequestCounts {
+  return {
+    on: false,
+    jobOfAccessKey: new Map(),
+    jobOfQueue: new Map(),
+    dynamoByJob: new Map<string, CountedRequest[]>([...names, UNATTRIBUTED].map((name) => [name, []])),
+    tallies: new Map(),
+    timed: new Map(),
+  };
+}
+
+function tallyOf(counts: RequestCounts, job: string | undefined): Tally {
+  const key = job ?? UNATTRIBUTED;
+  let t = counts.tallies.get(key);
+  if (!t) counts.tallies.set(key, (t = { sqs: {}, receives: { withMessages: 0, empty: 0 } }));
+  return t;
+}
+
+/** One DynamoDB request of a function, counted for its job: its action, table, status and consumed capacity. */
+function countDynamo(counts: RequestCounts, r: ObservedRequest): void {
+  const key = accessKeyOf({ headers: r.headers, url: r.url });
+  const job = key === undefined ? undefined : counts.jobOfAccessKey.get(key);
+  if (job === undefined) return;
+  let request: Record<string, unknown> = {};
+  let answer: { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[] } = {};
   try {
-    progress(
-      `e2e: starting the local stack (${describePacing(mode, ratePerMinute)}${admission ? '' : ', admission off'})`,
-    );
-    session = await LocalSession.open({
-      cwd,
-      env,
-      // The stack chosen above: the session finds the same one in the assembly.
-      stack: artifact.stackName,
-      assemblyDir,
-      template: () => template,
-      jobSettings: (settings) => structuredClone(runSettings.get(settings.jobName) ?? settings),
-      downstream: () => BENCH_DOWNSTREAM,
-      returnConsumedCapacity: true,
-      environment: (_fn, vars) => {
-        if (vars.AWS_ACCESS_KEY_ID)
-          jobOfAccessKey.set(
-            vars.AWS_ACCESS_KEY_ID,
-            vars.JOB_NAME !== undefined && dynamoByJob.has(vars.JOB_NAME) ? vars.JOB_NAME : UNATTRIBUTED,
-          );
-        return vars;
-      },
-      // Only the lines the run reads are parsed here: the main thread also runs the servers and the event sources.
-      log: (source, line) => {
-        options.log?.(source, line);
-      },
-      // Every SQS request reaches the server, the functions' and the event sources' alike: count them there, by the
-      // queue they name, leaving out the session's own (its depth polls while settling).
-      onRequest: (service, r) => {
-        if (service === 'dynamodb') {
-          if (counting) countDynamo(r);
-          return;
-        }
-        if (service !== 'sqs' || !counting) return;
-        if (`${r.headers['user-agent'] ?? ''} ${r.headers['x-amz-user-agent'] ?? ''}`.includes(SESSION_USER_AGENT))
-          return;
-        const action = actionOf(r.headers, r.url, r.body);
-        const tally = tallyOf(jobOfQueue.get(queueNameOf(r) ?? ''));
-        tally.sqs[action] = (tally.sqs[action] ?? 0) + 1;
-      },
-    });
-    const s = session;
-    for (const job of s.jobs.values()) {
-      for (const url of [job.queueUrl, job.admissionQueueUrl, job.dlqUrl]) {
-        const name = lastSegment(url);
-        if (name) jobOfQueue.set(name, job.name);
-      }
-      const pacing = pacingByJob.get(job.name);
-      if (pacing && pacing.timeScale !== 1 && selectedNames.includes(job.name))
-        progress(`e2e: ${job.name}: ${describeScale(pacing)}`);
-    }
-
-    // The event sources' receives: SDK middleware on their clients (each polls with its function's role) sees how many
-    // messages each one returned.
-    for (const client of new Set(s.stack.mappings.map((m) => m.client)))
-      client.middlewareStack.add(
-        (next, context) => async (args) => {
-          const out = await next(args);
-          if (counting && context.commandName === 'ReceiveMessageCommand') {
-            const tally = tallyOf(jobOfQueue.get(lastSegment((args.input as { QueueUrl?: string }).QueueUrl) ?? ''));
-            if (((out.output as { Messages?: unknown[] }).Messages ?? []).length > 0) tally.receives.withMessages++;
-            else tally.receives.empty++;
-          }
-          return out;
-        },
-        { step: 'initialize', name: 'benchReceiveCounter' },
-      );
-
-    // Durations, for GB-seconds: the mappings and the scheduler's asynchronous invocations both go through fn.invoke,
-    // so timing it there sees every invocation. The consumer of a time-scaled job also keeps which operations each
-    // invocation carried, to tell its slot waits (which grow with the time scale) from its work: the operation key its
-    // fixture gives the message's resource where its fake downstream logs starts by that key, else the operation ID
-    // (the consumer logs when each operation's apply began).
-    const keyed = new Map<
-      string,
-      {
-        maxBytes: number;
-        keyOf: (message: { operationId: string; resource: Record<string, unknown> }) => string | undefined;
-      }
-    >();
-    for (const job of s.jobs.values()) {
-      if (!job.consumer || (pacingByJob.get(job.name)?.timeScale ?? 1) === 1) continue;
-      const { fixture, downstream } = job;
-      // Apply starts read off the consumer's logs: a time-scaled job without a fake downstream to log them.
-      if (!(fixture && downstream)) s.watchApplies(job.name);
-      keyed.set(job.consumer.name, {
-        maxBytes: job.settings.maxMessageBytes,
-        keyOf: fixture && downstream ? (m) => fixture.operationKeyOf(m.resource) : (m) => m.operationId,
-      });
-    }
-    for (const fn of s.stack.runtime.list()) {
-      const invoke = fn.invoke.bind(fn);
-      const memoryMb = fn.spec.memoryMb ?? 128;
-      const keys = keyed.get(fn.spec.name);
-      fn.invoke = async (event: unknown) => {
-        const startMs = Date.now();
-        try {
-          return await invoke(event);
-        } finally {
-          if (counting) {
-            const list = timed.get(fn.spec.name) ?? [];
-            list.push({
-              startMs,
-              endMs: Date.now(),
-              memoryMb,
-              keys: keys ? operationKeysOf(event, keys.maxBytes, keys.keyOf) : [],
-            });
-            timed.set(fn.spec.name, list);
-          }
-        }
-      };
-    }
-
-    const acknowledgedOf = (name: string) => s.job(name).mapping?.statistics.acknowledged ?? 0;
-    /** Seeds each selected job for the business date `at` gives it, fires their schedules and waits until the run settled. */
-    const cycle = async (at: Date, countFor: (name: string) => number, beforeFire: () => void): Promise<Cycle> => {
-      const since = Date.now();
-      const seeded = new Map<string, SeededDemo>();
-      for (const name of selectedNames) {
-        const businessDate = s.businessDateFor(name, at);
-        const demo = await s.seed(name, countFor(name), businessDate);
-        seeded.set(name, demo);
-        progress(`e2e: ${name}: seeded ${businessDate}: ${demo.summary}`);
-      }
-      beforeFire();
-      const sinceIso = new Date().toISOString();
-      const cpuBefore = cpuSnapshot();
-      const t0 = performance.now();
-      const fired = new Set<string>();
-      for (const name of selectedNames) {
-        if (!s.job(name).scheduleName) continue;
-        await s.fire(name, { scheduledTime: at, businessDate: s.businessDateFor(name, at) });
-        fired.add(name);
-      }
-      // The clock stops at each job's last acknowledgement, not when the run is seen to have settled.
-      const lastAckAt = new Map<string, number>();
-      const acks = new Map(selectedNames.map((n) => [n, acknowledgedOf(n)]));
-      const ackedBefore = [...acks.values()].reduce((a, b) => a + b, 0);
-      const track = () => {
-        for (const n of selectedNames) {
-          const a = acknowledgedOf(n);
-          if (a === acks.get(n)) continue;
-          acks.set(n, a);
-          lastAckAt.set(n, performance.now());
-        }
-      };
-      const acknowledged = () => selectedNames.reduce((sum, n) => sum + acknowledgedOf(n), 0) - ackedBefore;
-      const timer = setInterval(track, 50);
-      let lastProgress = Date.now();
-      let settled: boolean;
-      try {
-        settled = await s.settle({
-          deadline: Date.now() + timeoutSeconds * 1000,
-          jobs: selectedNames,
-          since: sinceIso,
-          onPoll: () => {
-            if (Date.now() - lastProgress < 5000) return;
-            lastProgress = Date.now();
-            progress(`e2e: ${acknowledged()} messages acknowledged`);
-          },
-        });
-      } finally {
-        clearInterval(timer);
-      }
-      track();
-      const cpu = cpuBetween(cpuBefore, cpuSnapshot(), (performance.now() - t0) / 1000);
-      if (!settled)
-        throw new E2eBenchError(
-          `the run did not settle within ${timeoutSeconds} s (${acknowledged()} messages acknowledged)`,
-        );
-      return { since, sinceIso, t0, lastAckAt, seeded, fired, cpu };
-    };
-
-    // A small warm-up cycle on the day before first: each execution environment's first invocation builds its clients
-    // and fetches its secrets, which is cold-start cost (measured apart), not cost per job.
-    const now = new Date();
-    await cycle(
-      new Date(now.getTime() - 86_400_000),
-      (name) => warmUpCountOf(fixtures.get(name), countOf(name)),
-      () => s.startConsumers(),
-    );
-    const invocationsBefore = new Map(s.stack.runtime.list().map((fn) => [fn.spec.name, fn.invocationCount]));
-    const statsBefore = new Map(s.stack.mappings.map((m) => [m.config.functionName, m.statistics]));
-    const run = await cycle(now, countOf, () => {
-      for (const list of dynamoByJob.values()) list.length = 0;
-      tallies.clear();
-      timed.clear();
-      counting = true;
-    });
-    counting = false;
-    const runEnd = Math.max(run.t0, ...run.lastAckAt.values());
-    const seconds = (runEnd - run.t0) / 1000;
-
-    const roles = new Map<string, TableRole>();
-    for (const fn of s.stack.plan.functions) {
-      if (fn.environment.IDEMPOTENCY_TABLE_NAME) roles.set(fn.environment.IDEMPOTENCY_TABLE_NAME, 'idempotency');
-      if (fn.environment.LEDGER_TABLE_NAME) roles.set(fn.environment.LEDGER_TABLE_NAME, 'ledger');
-      if (fn.environment.LIMITER_TABLE_NAME) roles.set(fn.environment.LIMITER_TABLE_NAME, 'limiter');
-    }
-    const dynamoOf = (name: string) => dynamoByJob.get(name) ?? [];
-    const roleOf = (r: CountedRequest) => roles.get(r.table ?? '') ?? 'business';
-    const architectureOf = (fn: { logicalId: string } | undefined): Architecture =>
-      ((template.Resources[fn?.logicalId ?? '']?.Properties?.Architectures ?? []) as string[])[0] === 'arm64'
-        ? 'arm64'
-        : 'x86_64';
-    const gbSecondsOf = (list: TimedInvocation[] | undefined) =>
-      (list ?? []).reduce((sum, i) => sum + ((i.endMs - i.startMs) / 1000) * (i.memoryMb / 1024), 0);
-    const invocationsOf = (name: string | undefined) =>
-      name ? s.stack.runtime.get(name).invocationCount - (invocationsBefore.get(name) ?? 0) : 0;
-
-    const perJobName: E2eResult['perJobName'] = {};
-    const totals = {
-      operations: 0,
-      deliveries: 0,
-      failed: 0,
-      deadLettered: 0,
-      producer: 0,
-      consumer: 0,
-      gbSeconds: 0,
-      gbSecondsAtRealRate: 0 as number | undefined,
-    };
-    for (const name of selectedNames) {
-      const job = s.job(name);
-      const stats = job.mapping?.statistics;
-      const before = statsBefore.get(job.consumer?.name ?? '');
-      const acked = (stats?.acknowledged ?? 0) - (before?.acknowledged ?? 0);
-      const failed = (stats?.failed ?? 0) - (before?.failed ?? 0);
-      const producer = invocationsOf(job.producer?.name);
-      const consumer = invocationsOf(job.consumer?.name);
-      const jobGbSeconds =
-        gbSecondsOf(timed.get(job.producer?.name ?? '')) + gbSecondsOf(timed.get(job.consumer?.name ?? ''));
-      const seeded = run.seeded.get(name)!;
-      const reading = await s.effects(name, seeded, { since: run.since });
-      const operations = job.fixture
-        ? seeded.expectedOperations.length
-        : (await s.ledgerTotals(name, run.sinceIso)).discovered;
-      const pacing = pacingByJob.get(name);
-      let atRealRate: number | undefined = jobGbSeconds;
-      if (pacing && pacing.timeScale !== 1) {
-        const starts = startsByKey(s, job, run.since);
-        atRealRate =
-          starts.size === 0
-            ? undefined
-            : jobGbSeconds +
-              (pacing.timeScale - 1) *
-                slotWaitGbSeconds(timed.get(job.consumer?.name ?? '') ?? [], (key) => starts.get(key) ?? []);
-      }
-      const deadLettered = (await s.depth(job.dlqUrl)).total;
-      const counts = runCountsOf({
-        jobs: operations,
-        deliveries: acked + failed,
-        tallies: [tallyOf(name)],
-        dynamo: dynamoOf(name),
-        roleOf,
-        lambda: {
-          producerInvocations: producer,
-          consumerInvocations: consumer,
-          gbSeconds: jobGbSeconds,
-          gbSecondsAtRealRate: atRealRate,
-          architecture: architectureOf(job.consumer),
-        },
-        scheduledRuns: run.fired.has(name) ? 1 : 0,
-      });
-      const perJob = batchedFigures(counts).perJob;
-      perJobName[name] = {
-        unit: job.fixture?.unit,
-        operations,
-        acknowledged: acked,
-        failed,
-        deliveries: acked + failed,
-        invocations: { producer, consumer },
-        gbSeconds: jobGbSeconds,
-        gbSecondsAtRealRate: atRealRate,
-        pacing,
-        deadLettered,
-        seconds: ((run.lastAckAt.get(name) ?? run.t0) - run.t0) / 1000,
-        counts,
-        perJob,
-        goals: checkGoals(perJob),
-        effects: effectFigures(reading, seeded, operations),
-        effectsSource: reading.source,
-        itemEffects: itemEffectFigures(reading),
-        throttled: reading.throttled,
-        maxStartsInAnyInterval: pacing ? maxInAnyWindow(reading.starts, pacing.runIntervalSeconds * 1000) : undefined,
-        limiter: limiterFigures(
-          dynamoOf(name)
-            .filter((r) => roleOf(r) === 'limiter')
-            .map((r) => ({ action: r.action, status: r.status, kind: limiterItemKind(r.pk ?? '') })),
-          consumer,
-        ),
-      };
-      totals.operations += operations;
-      totals.deliveries += acked + failed;
-      totals.failed += failed;
-      totals.deadLettered += deadLettered;
-      totals.producer += producer;
-      totals.consumer += consumer;
-      totals.gbSeconds += jobGbSeconds;
-      totals.gbSecondsAtRealRate =
-        atRealRate === undefined || totals.gbSecondsAtRealRate === undefined
-          ? undefined
-          : totals.gbSecondsAtRealRate + atRealRate;
-    }
-
-    const allDynamo = [...dynamoByJob.keys()].flatMap(dynamoOf);
-    const dynamoRequests: E2eResult['dynamoRequests'] = {};
-    for (const r of allDynamo) {
-      const key = `${roleOf(r)} ${r.action} ${r.status}`;
-      dynamoRequests[key] = {
-        requests: (dynamoRequests[key]?.requests ?? 0) + 1,
-        units: (dynamoRequests[key]?.units ?? 0) + unitsOf(r),
-      };
-    }
-    const allTallies = [...tallies.values()];
-    const sqsRequests: Record<string, number> = {};
-    for (const t of allTallies)
-      for (const [action, n] of Object.entries(t.sqs)) sqsRequests[action] = (sqsRequests[action] ?? 0) + n;
-    const firstConsumer = selectedNames.map((n) => s.job(n).consumer).find((c) => c !== undefined);
-    const runCounts = runCountsOf({
-      jobs: totals.operations,
-      deliveries: totals.deliveries,
-      tallies: allTallies,
-      dynamo: allDynamo,
-      roleOf,
-      lambda: {
-        producerInvocations: totals.producer,
-        consumerInvocations: totals.consumer,
-        gbSeconds: totals.gbSeconds,
-        gbSecondsAtRealRate: totals.gbSecondsAtRealRate,
-        architecture: architectureOf(firstConsumer),
-      },
-      scheduledRuns: run.fired.size,
-    });
-    return {
-      counts: runCounts,
-      pacing: mode,
-      ratePerMinute,
-      admission,
-      consumerConcurrency,
-      seconds,
-      jobsPerSec: totals.operations / Math.max(seconds, 1e-3),
-      failedMessages: totals.failed,
-      deadLettered: totals.deadLettered,
-      perJobName,
-      dynamoRequests,
-      sqsRequests,
-      cpu: run.cpu,
-    };
-  } finally {
-    await session?.close();
+    request = JSON.parse(r.body) as Record<string, unknown>;
+    answer = r.responseBody ? (JSON.parse(r.responseBody) as typeof answer) : {};
+  } catch {
+    // Not JSON (dynalite refused it as such): still counted, without table or capacity.
   }
+  const consumed =
+    answer.ConsumedCapacity === undefined
+      ? undefined
+      : (Array.isArray(answer.ConsumedCapacity) ? answer.ConsumedCapacity : [answer.ConsumedCapacity]).reduce(
+          (sum, c) => sum + (c.CapacityUnits ?? 0),
+          0,
+        );
+  const items = request.RequestItems as Record<string, unknown> | undefined;
+  counts.dynamoByJob.get(job)!.push({
+    service: 'dynamodb',
+    action: actionOf(r.headers, r.url, r.body),
+    status: r.status,
+    table: typeof request.TableName === 'string' ? request.TableName : items ? Object.keys(items)[0] : undefined,
+    ...(typeof (request.Key as { pk?: { S?: unknown } } | undefined)?.pk?.S === 'string'
+      ? { pk: (request.Key as { pk: { S: string } }).pk.S }
+      : {}),
+    capacityUnits: consumed,
+  });
+}
+
+/**
+ * One request a local server answered, while counting. Every SQS request reaches the server, the functions' and the
+ * event sources' alike: counted there, by the queue it names, leaving out the session's own (its depth polls while
+ * settling).
+ */
+function countRequest(counts: RequestCounts, service: string, r: ObservedRequest): void {
+  if (service === 'dynamodb') {
+    if (counts.on) countDynamo(counts, r);
+    return;
+  }
+  if (service !== 'sqs' || !counts.on) return;
+  if (`${r.headers['user-agent'] ?? ''} ${r.headers['x-amz-user-agent'] ?? ''}`.includes(SESSION_USER_AGENT)) return;
+  const action = actionOf(r.headers, r.url, r.body);
+  const tally = tallyOf(counts, counts.jobOfQueue.get(queueNameOf(r) ?? ''));
+  tally.sqs[action] = (tally.sqs[action] ?? 0) + 1;
+}
+
+/** Opens the local stack on the planned template, each job with its run settings, feeding the counters. */
+function openSession(plan: RunPlan, counts: RequestCounts, log: E2eOptions['log']): Promise<LocalSession> {
+  plan.progress(
+    `e2e: starting the local stack (${describePacing(plan.mode, plan.ratePerMinute)}${plan.admission ? '' : ', admission off'})`,
+  );
+  return LocalSession.open({
+    cwd: plan.cwd,
+    env: plan.env,
+    // The stack chosen above: the session finds the same one in the assembly.
+    stack: plan.stackName,
+    assemblyDir: plan.assemblyDir,
+    template: () => plan.template,
+    jobSettings: (settings) => structuredClone(plan.runSettings.get(settings.jobName) ?? settings),
+    downstream: () => BENCH_DOWNSTREAM,
+    returnConsumedCapacity: true,
+    environment: (_fn, vars) => {
+      if (vars.AWS_ACCESS_KEY_ID)
+        counts.jobOfAccessKey.set(
+          vars.AWS_ACCESS_KEY_ID,
+          vars.JOB_NAME !== undefined && counts.dynamoByJob.has(vars.JOB_NAME) ? vars.JOB_NAME : UNATTRIBUTED,
+        );
+      return vars;
+    },
+    // Only the lines the run reads are parsed here: the main thread also runs the servers and the event sources.
+    log: (source, line) => {
+      log?.(source, line);
+    },
+    onRequest: (service, r) => countRequest(counts, service, r),
+  });
+}
+
+/** Attributes each queue to its job, and counts the event sources' receives and every function's invocations. */
+function instrumentSession(run: E2eRun): void {
+  attributeQueues(run);
+  countReceives(run);
+  timeInvocations(run);
+}
+
+function attributeQueues({ session: s, plan, counts }: E2eRun): void {
+  for (const job of s.jobs.values()) {
+    for (const url of [job.queueUrl, job.admissionQueueUrl, job.dlqUrl]) {
+      const name = lastSegment(url);
+      if (name) counts.jobOfQueue.set(name, job.name);
+    }
+    const pacing = plan.pacingByJob.get(job.name);
+    if (pacing && pacing.timeScale !== 1 && plan.selectedNames.includes(job.name))
+      plan.progress(`e2e: ${job.name}: ${describeScale(pacing)}`);
+  }
+}
+
+/**
+ * The event sources' receives: SDK middleware on their clients (each polls with its function's role) sees how many
+ * messages each one returned.
+ */
+function countReceives({ session: s, counts }: E2eRun): void {
+  for (const client of new Set(s.stack.mappings.map((m) => m.client)))
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const out = await next(args);
+        if (counts.on && context.commandName === 'ReceiveMessageCommand') {
+          const queue = lastSegment((args.input as { QueueUrl?: string }).QueueUrl) ?? '';
+          const tally = tallyOf(counts, counts.jobOfQueue.get(queue));
+          if (((out.output as { Messages?: unknown[] }).Messages ?? []).length > 0) tally.receives.withMessages++;
+          else tally.receives.empty++;
+        }
+        return out;
+      },
+      { step: 'initialize', name: 'benchReceiveCounter' },
+    );
+}
+
+/** How a time-scaled job's consumer names the operations an invocation carried. */
+interface OperationKeys {
+  maxBytes: number;
+  keyOf: (message: { operationId: string; resource: Record<string, unknown> }) => string | undefined;
+}
+
+/**
+ * Durations, for GB-seconds: the mappings and the scheduler's asynchronous invocations both go through fn.invoke, so
+ * timing it there sees every invocation. The consumer of a time-scaled job also keeps which operations each
+ * invocation carried, to tell its slot waits (which grow with the time scale) from its work: the operation key its
+ * fixture gives the message's resource where its fake downstream logs starts by that key, else the operation ID (the
+ * consumer logs when each operation's apply began).
+ */
+function timeInvocations(run: E2eRun): void {
+  const { session: s, counts } = run;
+  const keyed = operationKeysByConsumer(run);
+  for (const fn of s.stack.runtime.list()) {
+    const invoke = fn.invoke.bind(fn);
+    const memoryMb = fn.spec.memoryMb ?? 128;
+    const keys = keyed.get(fn.spec.name);
+    fn.invoke = async (event: unknown) => {
+      const startMs = Date.now();
+      try {
+        return await invoke(event);
+      } finally {
+        if (counts.on) {
+          const list = counts.timed.get(fn.spec.name) ?? [];
+          list.push({
+            startMs,
+            endMs: Date.now(),
+            memoryMb,
+            keys: keys ? operationKeysOf(event, keys.maxBytes, keys.keyOf) : [],
+          });
+          counts.timed.set(fn.spec.name, list);
+        }
+      }
+    };
+  }
+}
+
+/** The time-scaled jobs' consumers, by function name, with how each names its operations. */
+function operationKeysByConsumer({ session: s, plan }: E2eRun): Map<string, OperationKeys> {
+  const keyed = new Map<string, OperationKeys>();
+  for (const job of s.jobs.values()) {
+    if (!job.consumer || (plan.pacingByJob.get(job.name)?.timeScale ?? 1) === 1) continue;
+    const { fixture, downstream } = job;
+    // Apply starts read off the consumer's logs: a time-scaled job without a fake downstream to log them.
+    if (!(fixture && downstream)) s.watchApplies(job.name);
+    keyed.set(job.consumer.name, {
+      maxBytes: job.settings.maxMessageBytes,
+      keyOf: fixture && downstream ? (m) => fixture.operationKeyOf(m.resource) : (m) => m.operationId,
+    });
+  }
+  return keyed;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Drive: a warm-up cycle, then the measured one.
+
+/** The measured cycle, and what the counters and statistics stood at before it. */
+interface Driven {
+  cycle: Cycle;
+  /** Each function's invocations before the measured cycle. */
+  invocationsBefore: Map<string, number>;
+  /** Each event source's statistics before the measured cycle, by its function. */
+  statsBefore: Map<string, EventSourceMappingStats>;
+  /** First schedule fired to the last acknowledgement of the measured cycle. */
+  seconds: number;
+}
+
+async function driveCycles(run: E2eRun): Promise<Driven> {
+  const { session: s, plan, counts } = run;
+  // A small warm-up cycle on the day before first: each execution environment's first invocation builds its clients
+  // and fetches its secrets, which is cold-start cost (measured apart), not cost per job.
+  const now = new Date();
+  await runCycle(
+    run,
+    new Date(now.getTime() - 86_400_000),
+    (name) => warmUpCountOf(plan.fixtures.get(name), plan.countOf(name)),
+    () => s.startConsumers(),
+  );
+  const invocationsBefore = new Map(s.stack.runtime.list().map((fn) => [fn.spec.name, fn.invocationCount]));
+  const statsBefore = new Map(s.stack.mappings.map((m) => [m.config.functionName, m.statistics]));
+  const cycle = await runCycle(run, now, plan.countOf, () => {
+    for (const list of counts.dynamoByJob.values()) list.length = 0;
+    counts.tallies.clear();
+    counts.timed.clear();
+    counts.on = true;
+  });
+  counts.on = false;
+  const runEnd = Math.max(cycle.t0, ...cycle.lastAckAt.values());
+  return { cycle, invocationsBefore, statsBefore, seconds: (runEnd - cycle.t0) / 1000 };
+}
+
+/** Seeds each selected job for the business date `at` gives it, fires their schedules and waits until the run settled. */
+async function runCycle(
+  run: E2eRun,
+  at: Date,
+  countFor: (name: string) => number,
+  beforeFire: () => void,
+): Promise<Cycle> {
+  const since = Date.now();
+  const seeded = await seedJobs(run, at, countFor);
+  beforeFire();
+  const sinceIso = new Date().toISOString();
+  const cpuBefore = cpuSnapshot();
+  const t0 = performance.now();
+  const fired = await fireSchedules(run, at);
+  // The clock stops at each job's last acknowledgement, not when the run is seen to have settled.
+  const acks = watchAcknowledgements(run);
+  const settled = await settleWhileWatching(run, sinceIso, acks);
+  const cpu = cpuBetween(cpuBefore, cpuSnapshot(), (performance.now() - t0) / 1000);
+  if (!settled)
+    throw new E2eBenchError(
+      `the run did not settle within ${run.plan.timeoutSeconds} s (${acks.acknowledged()} messages acknowledged)`,
+    );
+  return { since, sinceIso, t0, lastAckAt: acks.lastAckAt, seeded, fired, cpu };
+}
+
+async function seedJobs(
+  { session: s, plan }: E2eRun,
+  at: Date,
+  countFor: (name: string) => number,
+): Promise<Map<string, SeededDemo>> {
+  const seeded = new Map<string, SeededDemo>();
+  for (const name of plan.selectedNames) {
+    const businessDate = s.businessDateFor(name, at);
+    const demo = await s.seed(name, countFor(name), businessDate);
+    seeded.set(name, demo);
+    plan.progress(`e2e: ${name}: seeded ${businessDate}: ${demo.summary}`);
+  }
+  return seeded;
+}
+
+/** Fires each selected job's schedule (a job without one is left out) for `at`: the jobs fired. */
+async function fireSchedules({ session: s, plan }: E2eRun, at: Date): Promise<Set<string>> {
+  const fired = new Set<string>();
+  for (const name of plan.selectedNames) {
+    if (!s.job(name).scheduleName) continue;
+    await s.fire(name, { scheduledTime: at, businessDate: s.businessDateFor(name, at) });
+    fired.add(name);
+  }
+  return fired;
+}
+
+/** The selected jobs' acknowledgements from now on, and when each job's last one was seen (`track` looks). */
+interface Acknowledgements {
+  lastAckAt: Map<string, number>;
+  track: () => void;
+  /** Messages acknowledged since the watch began, all jobs together. */
+  acknowledged: () => number;
+}
+
+function watchAcknowledgements({ session: s, plan }: E2eRun): Acknowledgements {
+  const { selectedNames } = plan;
+  const acknowledgedOf = (name: string) => s.job(name).mapping?.statistics.acknowledged ?? 0;
+  const lastAckAt = new Map<string, number>();
+  const acks = new Map(selectedNames.map((n) => [n, acknowledgedOf(n)]));
+  const ackedBefore = [...acks.values()].reduce((a, b) => a + b, 0);
+  const track = () => {
+    for (const n of selectedNames) {
+      const a = acknowledgedOf(n);
+      if (a === acks.get(n)) continue;
+      acks.set(n, a);
+      lastAckAt.set(n, performance.now());
+    }
+  };
+  const acknowledged = () => selectedNames.reduce((sum, n) => sum + acknowledgedOf(n), 0) - ackedBefore;
+  return { lastAckAt, track, acknowledged };
+}
+
+/** Waits for the run to settle (false: not by the timeout), tracking acknowledgements and saying how far it got. */
+async function settleWhileWatching(
+  { session: s, plan }: E2eRun,
+  sinceIso: string,
+  acks: Acknowledgements,
+): Promise<boolean> {
+  const timer = setInterval(acks.track, 50);
+  let lastProgress = Date.now();
+  let settled: boolean;
+  try {
+    settled = await s.settle({
+      deadline: Date.now() + plan.timeoutSeconds * 1000,
+      jobs: plan.selectedNames,
+      since: sinceIso,
+      onPoll: () => {
+        if (Date.now() - lastProgress < 5000) return;
+        lastProgress = Date.now();
+        plan.progress(`e2e: ${acks.acknowledged()} messages acknowledged`);
+      },
+    });
+  } finally {
+    clearInterval(timer);
+  }
+  acks.track();
+  return settled;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Measure: each job's figures from the measured cycle.
+
+/** The role of the table a counted request named: the state tables by the functions' environment, else business. */
+function tableRoleOf(s: LocalSession): (r: CountedRequest) => TableRole {
+  const roles = new Map<string, TableRole>();
+  for (const fn of s.stack.plan.functions) {
+    if (fn.environment.IDEMPOTENCY_TABLE_NAME) roles.set(fn.environment.IDEMPOTENCY_TABLE_NAME, 'idempotency');
+    if (fn.environment.LEDGER_TABLE_NAME) roles.set(fn.environment.LEDGER_TABLE_NAME, 'ledger');
+    if (fn.environment.LIMITER_TABLE_NAME) roles.set(fn.environment.LIMITER_TABLE_NAME, 'limiter');
+  }
+  return (r: CountedRequest) => roles.get(r.table ?? '') ?? 'business';
+}
+
+function architectureOf(template: CloudFormationTemplate, fn: { logicalId: string } | undefined): Architecture {
+  return ((template.Resources[fn?.logicalId ?? '']?.Properties?.Architectures ?? []) as string[])[0] === 'arm64'
+    ? 'arm64'
+    : 'x86_64';
+}
+
+const gbSecondsOf = (list: TimedInvocation[] | undefined) =>
+  (list ?? []).reduce((sum, i) => sum + ((i.endMs - i.startMs) / 1000) * (i.memoryMb / 1024), 0);
+
+const dynamoOf = (counts: RequestCounts, name: string) => counts.dynamoByJob.get(name) ?? [];
+
+async function measureJobs(run: E2eRun, driven: Driven): Promise<E2eResult['perJobName']> {
+  const roleOf = tableRoleOf(run.session);
+  const perJobName: E2eResult['perJobName'] = {};
+  for (const name of run.plan.selectedNames) perJobName[name] = await measureJob(run, driven, roleOf, name);
+  return perJobName;
+}
+
+/** A job's deliveries (acknowledged and failed) and invocations in the measured cycle, and their GB-seconds. */
+function jobWork({ session: s, counts }: E2eRun, driven: Driven, job: SessionJob) {
+  const stats = job.mapping?.statistics;
+  const before = driven.statsBefore.get(job.consumer?.name ?? '');
+  const invocationsOf = (name: string | undefined) =>
+    name ? s.stack.runtime.get(name).invocationCount - (driven.invocationsBefore.get(name) ?? 0) : 0;
+  return {
+    acked: (stats?.acknowledged ?? 0) - (before?.acknowledged ?? 0),
+    failed: (stats?.failed ?? 0) - (before?.failed ?? 0),
+    producer: invocationsOf(job.producer?.name),
+    consumer: invocationsOf(job.consumer?.name),
+    gbSeconds:
+      gbSecondsOf(counts.timed.get(job.producer?.name ?? '')) + gbSecondsOf(counts.timed.get(job.consumer?.name ?? '')),
+  };
+}
+
+/**
+ * A time-scaled job's GB-seconds at its configured rate: the measured ones plus its slot waits grown by the time
+ * scale; undefined when no start of the job was observed. Unscaled: the measured ones.
+ */
+function gbSecondsAtRealRate(
+  run: E2eRun,
+  job: SessionJob,
+  pacing: JobPacing | undefined,
+  gbSeconds: number,
+  since: number,
+): number | undefined {
+  if (!pacing || pacing.timeScale === 1) return gbSeconds;
+  const starts = startsByKey(run.session, job, since);
+  return starts.size === 0
+    ? undefined
+    : gbSeconds +
+        (pacing.timeScale - 1) *
+          slotWaitGbSeconds(run.counts.timed.get(job.consumer?.name ?? '') ?? [], (key) => starts.get(key) ?? []);
+}
+
+async function measureJob(
+  run: E2eRun,
+  driven: Driven,
+  roleOf: (r: CountedRequest) => TableRole,
+  name: string,
+): Promise<JobRunFigures> {
+  const { session: s, plan } = run;
+  const { cycle } = driven;
+  const job = s.job(name);
+  const work = jobWork(run, driven, job);
+  const seeded = cycle.seeded.get(name)!;
+  const reading = await s.effects(name, seeded, { since: cycle.since });
+  const operations = job.fixture
+    ? seeded.expectedOperations.length
+    : (await s.ledgerTotals(name, cycle.sinceIso)).discovered;
+  const pacing = plan.pacingByJob.get(name);
+  const atRealRate = gbSecondsAtRealRate(run, job, pacing, work.gbSeconds, cycle.since);
+  const deadLettered = (await s.depth(job.dlqUrl)).total;
+  const dynamo = dynamoOf(run.counts, name);
+  const counts = runCountsOf({
+    jobs: operations,
+    deliveries: work.acked + work.failed,
+    tallies: [tallyOf(run.counts, name)],
+    dynamo,
+    roleOf,
+    lambda: {
+      producerInvocations: work.producer,
+      consumerInvocations: work.consumer,
+      gbSeconds: work.gbSeconds,
+      gbSecondsAtRealRate: atRealRate,
+      architecture: architectureOf(plan.template, job.consumer),
+    },
+    scheduledRuns: cycle.fired.has(name) ? 1 : 0,
+  });
+  const perJob = batchedFigures(counts).perJob;
+  return {
+    unit: job.fixture?.unit,
+    operations,
+    acknowledged: work.acked,
+    failed: work.failed,
+    deliveries: work.acked + work.failed,
+    invocations: { producer: work.producer, consumer: work.consumer },
+    gbSeconds: work.gbSeconds,
+    gbSecondsAtRealRate: atRealRate,
+    pacing,
+    deadLettered,
+    seconds: ((cycle.lastAckAt.get(name) ?? cycle.t0) - cycle.t0) / 1000,
+    counts,
+    perJob,
+    goals: checkGoals(perJob),
+    effects: effectFigures(reading, seeded, operations),
+    effectsSource: reading.source,
+    itemEffects: itemEffectFigures(reading),
+    throttled: reading.throttled,
+    maxStartsInAnyInterval: pacing ? maxInAnyWindow(reading.starts, pacing.runIntervalSeconds * 1000) : undefined,
+    limiter: limiterFigures(
+      dynamo
+        .filter((r) => roleOf(r) === 'limiter')
+        .map((r) => ({ action: r.action, status: r.status, kind: limiterItemKind(r.pk ?? '') })),
+      work.consumer,
+    ),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Report: the whole run's figures, the jobs' added up.
+
+/** The jobs' figures added up, in the jobs' order; the GB-seconds at the real rates undefined if any job's are. */
+function totalsOf(perJobName: E2eResult['perJobName']) {
+  const totals = {
+    operations: 0,
+    deliveries: 0,
+    failed: 0,
+    deadLettered: 0,
+    producer: 0,
+    consumer: 0,
+    gbSeconds: 0,
+    gbSecondsAtRealRate: 0 as number | undefined,
+  };
+  for (const job of Object.values(perJobName)) {
+    totals.operations += job.operations;
+    totals.deliveries += job.deliveries;
+    totals.failed += job.failed;
+    totals.deadLettered += job.deadLettered;
+    totals.producer += job.invocations.producer;
+    totals.consumer += job.invocations.consumer;
+    totals.gbSeconds += job.gbSeconds;
+    totals.gbSecondsAtRealRate =
+      job.gbSecondsAtRealRate === undefined || totals.gbSecondsAtRealRate === undefined
+        ? undefined
+        : totals.gbSecondsAtRealRate + job.gbSecondsAtRealRate;
+  }
+  return totals;
+}
+
+/** DynamoDB requests by "role action status": how many, and the units they consumed. */
+function dynamoRequestsOf(
+  requests: CountedRequest[],
+  roleOf: (r: CountedRequest) => TableRole,
+): E2eResult['dynamoRequests'] {
+  const dynamoRequests: E2eResult['dynamoRequests'] = {};
+  for (const r of requests) {
+    const key = `${roleOf(r)} ${r.action} ${r.status}`;
+    dynamoRequests[key] = {
+      requests: (dynamoRequests[key]?.requests ?? 0) + 1,
+      units: (dynamoRequests[key]?.units ?? 0) + unitsOf(r),
+    };
+  }
+  return dynamoRequests;
+}
+
+/** SQS requests by action, all tallies together. */
+function sqsRequestsOf(tallies: Tally[]): Record<string, number> {
+  const sqsRequests: Record<string, number> = {};
+  for (const t of tallies)
+    for (const [action, n] of Object.entries(t.sqs)) sqsRequests[action] = (sqsRequests[action] ?? 0) + n;
+  return sqsRequests;
+}
+
+function reportRun(run: E2eRun, driven: Driven, perJobName: E2eResult['perJobName']): E2eResult {
+  const { session: s, plan, counts } = run;
+  const roleOf = tableRoleOf(s);
+  const totals = totalsOf(perJobName);
+  const allDynamo = [...counts.dynamoByJob.keys()].flatMap((name) => dynamoOf(counts, name));
+  const allTallies = [...counts.tallies.values()];
+  const firstConsumer = plan.selectedNames.map((n) => s.job(n).consumer).find((c) => c !== undefined);
+  const runCounts = runCountsOf({
+    jobs: totals.operations,
+    deliveries: totals.deliveries,
+    tallies: allTallies,
+    dynamo: allDynamo,
+    roleOf,
+    lambda: {
+      producerInvocations: totals.producer,
+      consumerInvocations: totals.consumer,
+      gbSeconds: totals.gbSeconds,
+      gbSecondsAtRealRate: totals.gbSecondsAtRealRate,
+      architecture: architectureOf(plan.template, firstConsumer),
+    },
+    scheduledRuns: driven.cycle.fired.size,
+  });
+  return {
+    counts: runCounts,
+    pacing: plan.mode,
+    ratePerMinute: plan.ratePerMinute,
+    admission: plan.admission,
+    consumerConcurrency: plan.consumerConcurrency,
+    seconds: driven.seconds,
+    jobsPerSec: totals.operations / Math.max(driven.seconds, 1e-3),
+    failedMessages: totals.failed,
+    deadLettered: totals.deadLettered,
+    perJobName,
+    dynamoRequests: dynamoRequestsOf(allDynamo, roleOf),
+    sqsRequests: sqsRequestsOf(allTallies),
+    cpu: driven.cycle.cpu,
+  };
 }
 
 /** RunCounts from counted requests: SQS by action and receives, DynamoDB units by table role. */
@@ -1048,70 +1374,90 @@ export async function measureEmulatorCeiling(
   });
   try {
     progress(`emulator ceiling: ${messages} messages received + deleted, ${writes} conditional writes`);
-    const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'bench-ceiling' }))).QueueUrl!;
-    const chunks = Array.from({ length: Math.ceil(messages / 10) }, (_, i) => i);
-    await mapBounded(chunks, 5, (i) =>
-      sqs.send(
-        new SendMessageBatchCommand({
-          QueueUrl: queueUrl,
-          Entries: Array.from({ length: Math.min(10, messages - i * 10) }, (_, j) => ({
-            Id: String(j),
-            MessageBody: `{"n":${i * 10 + j}}`,
-          })),
-        }),
-      ),
-    );
-    let drained = 0;
-    let t = performance.now();
-    const loop = async () => {
-      while (drained < messages) {
-        const got = await sqs.send(
-          new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
-        );
-        const batch = got.Messages ?? [];
-        if (batch.length === 0) {
-          // Another loop holds the last messages in flight; stop rather than spin until they time out.
-          if (drained + 10 * 5 >= messages) return;
-          continue;
-        }
-        await sqs.send(
-          new DeleteMessageBatchCommand({
-            QueueUrl: queueUrl,
-            Entries: batch.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle! })),
-          }),
-        );
-        drained += batch.length;
-      }
-    };
-    await Promise.all(Array.from({ length: 5 }, loop));
-    const sqsReceiveDeletePerSec = drained / ((performance.now() - t) / 1000);
-
-    await ddb.send(
-      new CreateTableCommand({
-        TableName: 'bench-ceiling',
-        KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
-        AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
-        BillingMode: 'PAY_PER_REQUEST',
-      }),
-    );
-    t = performance.now();
-    await mapBounded(
-      Array.from({ length: writes }, (_, i) => i),
-      10,
-      (i) =>
-        ddb.send(
-          new PutItemCommand({
-            TableName: 'bench-ceiling',
-            Item: { id: { S: `op-${i}` }, status: { S: 'INPROGRESS' } },
-            ConditionExpression: 'attribute_not_exists(id)',
-          }),
-        ),
-    );
-    const dynamoConditionalWritesPerSec = writes / ((performance.now() - t) / 1000);
+    const sqsReceiveDeletePerSec = await measureReceiveDelete(sqs, messages);
+    const dynamoConditionalWritesPerSec = await measureConditionalWrites(ddb, writes);
     return { sqsReceiveDeletePerSec, dynamoConditionalWritesPerSec };
   } finally {
     sqs.destroy();
     ddb.destroy();
     await Promise.all([sqsServer.close(), dynamoServer.close()]);
   }
+}
+
+/** Messages received and deleted per second from a queue filled first (the filling not timed). */
+async function measureReceiveDelete(sqs: SQSClient, messages: number): Promise<number> {
+  const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'bench-ceiling' }))).QueueUrl!;
+  await fillQueue(sqs, queueUrl, messages);
+  const t = performance.now();
+  const drained = await drainQueue(sqs, queueUrl, messages);
+  return drained / ((performance.now() - t) / 1000);
+}
+
+/** Sends `messages` small messages, in batches of 10, 5 batches in flight. */
+async function fillQueue(sqs: SQSClient, queueUrl: string, messages: number): Promise<void> {
+  const chunks = Array.from({ length: Math.ceil(messages / 10) }, (_, i) => i);
+  await mapBounded(chunks, 5, (i) =>
+    sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: Array.from({ length: Math.min(10, messages - i * 10) }, (_, j) => ({
+          Id: String(j),
+          MessageBody: `{"n":${i * 10 + j}}`,
+        })),
+      }),
+    ),
+  );
+}
+
+/** Receives (10 at a time) and deletes the queue's messages in 5 loops at once: how many were drained. */
+async function drainQueue(sqs: SQSClient, queueUrl: string, messages: number): Promise<number> {
+  let drained = 0;
+  const loop = async () => {
+    while (drained < messages) {
+      const got = await sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
+      );
+      const batch = got.Messages ?? [];
+      if (batch.length === 0) {
+        // Another loop holds the last messages in flight; stop rather than spin until they time out.
+        if (drained + 10 * 5 >= messages) return;
+        continue;
+      }
+      await sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: batch.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle! })),
+        }),
+      );
+      drained += batch.length;
+    }
+  };
+  await Promise.all(Array.from({ length: 5 }, loop));
+  return drained;
+}
+
+/** Conditional PutItems (attribute_not_exists) per second on a fresh table, 10 in flight. */
+async function measureConditionalWrites(ddb: DynamoDBClient, writes: number): Promise<number> {
+  await ddb.send(
+    new CreateTableCommand({
+      TableName: 'bench-ceiling',
+      KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+      BillingMode: 'PAY_PER_REQUEST',
+    }),
+  );
+  const t = performance.now();
+  await mapBounded(
+    Array.from({ length: writes }, (_, i) => i),
+    10,
+    (i) =>
+      ddb.send(
+        new PutItemCommand({
+          TableName: 'bench-ceiling',
+          Item: { id: { S: `op-${i}` }, status: { S: 'INPROGRESS' } },
+          ConditionExpression: 'attribute_not_exists(id)',
+        }),
+      ),
+  );
+  return writes / ((performance.now() - t) / 1000);
 }

@@ -217,9 +217,10 @@ async function createTables(endpoint: string): Promise<void> {
   ddb.destroy();
 }
 
-async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
+/** The pipeline's servers: SQS in this process, dynalite in its own, and the per-key quota provider. */
+function startServers(options: PipelineOptions) {
   const { params, perKey } = options;
-  const [running, dynalite, provider] = await Promise.all([
+  return Promise.all([
     // The first-come pipeline's queue delivers in arrival order, as a queue without message groups does.
     startSqs({ region: REGION, fairQueues: perKey ? {} : false }),
     startDynaliteProcess(),
@@ -229,42 +230,62 @@ async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
       windowMs: params.intervalSeconds * 1000,
     }),
   ]);
-  process.env.AWS_ENDPOINT_URL_DYNAMODB = dynalite.endpoint;
-  process.env.AWS_ENDPOINT_URL_SQS = running.endpoint;
+}
+
+/** Points the handlers' SDK clients (in this process) at the local servers, and drops the clients built before. */
+function pointClientsAt(sqsEndpoint: string, dynamoEndpoint: string): void {
+  process.env.AWS_ENDPOINT_URL_DYNAMODB = dynamoEndpoint;
+  process.env.AWS_ENDPOINT_URL_SQS = sqsEndpoint;
   process.env.AWS_REGION = REGION;
   process.env.AWS_ACCESS_KEY_ID = LOCAL_CREDENTIALS.accessKeyId;
   process.env.AWS_SECRET_ACCESS_KEY = LOCAL_CREDENTIALS.secretAccessKey;
   resetClients();
-  await createTables(dynalite.endpoint);
-  const sqs = new SQSClient({ endpoint: running.endpoint, region: REGION, credentials: LOCAL_CREDENTIALS });
+}
+
+/** A queue's ARN: what a redrive policy and an event source mapping name it by. */
+async function queueArnOf(sqs: SQSClient, url: string): Promise<string> {
+  return (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes
+    ?.QueueArn as string;
+}
+
+/** The job's queues as the stack makes them: the queue with its DLQ, and the admission queue. */
+async function createQueues(sqs: SQSClient): Promise<{ queueUrl: string; dlqUrl: string; admissionQueueUrl: string }> {
   const queue = async (name: string, attributes: Record<string, string> = {}) =>
     (await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }))).QueueUrl as string;
-  const arnOf = async (url: string) =>
-    (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes
-      ?.QueueArn as string;
   const dlqUrl = await queue(`${JOB}-dlq`);
   const queueUrl = await queue(JOB, {
     VisibilityTimeout: '360',
-    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await arnOf(dlqUrl), maxReceiveCount: 5 }),
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await queueArnOf(sqs, dlqUrl), maxReceiveCount: 5 }),
   });
   const admissionQueueUrl = await queue(`${JOB}-admission`, { VisibilityTimeout: '360' });
-  const env: NodeJS.ProcessEnv = {
+  return { queueUrl, dlqUrl, admissionQueueUrl };
+}
+
+/** The environment the stack gives the job's functions. */
+function functionEnv(
+  options: PipelineOptions,
+  providerUrl: string,
+  queues: { queueUrl: string; dlqUrl: string; admissionQueueUrl: string },
+): NodeJS.ProcessEnv {
+  return {
     ...process.env,
     [EnvVar.JOB_NAME]: JOB,
-    [EnvVar.JOB_SETTINGS]: JSON.stringify(jobSettings(params, perKey, provider.url)),
-    [EnvVar.QUEUE_URL]: queueUrl,
-    [EnvVar.DLQ_URL]: dlqUrl,
-    [EnvVar.ADMISSION_QUEUE_URL]: admissionQueueUrl,
+    [EnvVar.JOB_SETTINGS]: JSON.stringify(jobSettings(options.params, options.perKey, providerUrl)),
+    [EnvVar.QUEUE_URL]: queues.queueUrl,
+    [EnvVar.DLQ_URL]: queues.dlqUrl,
+    [EnvVar.ADMISSION_QUEUE_URL]: queues.admissionQueueUrl,
     [EnvVar.IDEMPOTENCY_TABLE_NAME]: 'idempotency',
     [EnvVar.IDEMPOTENCY_TTL_SECONDS]: String(30 * 86_400),
     [EnvVar.LEDGER_TABLE_NAME]: 'ledger',
     [EnvVar.LIMITER_TABLE_NAME]: 'limiter',
   };
+}
+
+/** Invokes the consumer in one of `concurrency` containers, each with its own handler. */
+function consumerContainers(env: NodeJS.ProcessEnv, concurrency: number): (event: SQSEvent) => Promise<unknown> {
   // Each container has its own handler (its own limiter views and caches), as each Lambda container does.
-  const idle = Array.from({ length: params.concurrency }, () =>
-    createConsumer(consumerOptionsFromEnv(env, loadBenchJob)),
-  );
-  const invokeConsumer = async (event: SQSEvent) => {
+  const idle = Array.from({ length: concurrency }, () => createConsumer(consumerOptionsFromEnv(env, loadBenchJob)));
+  return async (event: SQSEvent) => {
     const handler = idle.pop();
     if (!handler) throw new Error('the event source mapping ran more batches than the reserved concurrency');
     try {
@@ -273,42 +294,63 @@ async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
       idle.push(handler);
     }
   };
-  const producerHandler = createProducer(producerOptionsFromEnv(env, loadBenchJob));
-  const producer = (event: unknown) => producerHandler(event, context(300_000));
+}
+
+/** The two event source mappings as the stack sets them: the consumer's on the queue, the producer's on admission. */
+async function startMappings(
+  sqs: SQSClient,
+  queues: { queueUrl: string; admissionQueueUrl: string },
+  handlers: { consumer: (event: SQSEvent) => Promise<unknown>; producer: (event: unknown) => Promise<unknown> },
+  concurrency: number,
+): Promise<SqsEventSourceMapping[]> {
   const consumerMapping = new SqsEventSourceMapping(
     {
       functionName: `${JOB}-consumer`,
-      queueUrl,
-      queueArn: await arnOf(queueUrl),
+      queueUrl: queues.queueUrl,
+      queueArn: await queueArnOf(sqs, queues.queueUrl),
       batchSize: 10,
       maximumBatchingWindowSeconds: 5,
-      maximumConcurrency: params.concurrency,
+      maximumConcurrency: concurrency,
       reportBatchItemFailures: true,
       region: REGION,
     },
-    { sqs, invoke: invokeConsumer, functionConcurrency: params.concurrency },
+    { sqs, invoke: handlers.consumer, functionConcurrency: concurrency },
   );
   const producerMapping = new SqsEventSourceMapping(
     {
       functionName: `${JOB}-producer`,
-      queueUrl: admissionQueueUrl,
-      queueArn: await arnOf(admissionQueueUrl),
+      queueUrl: queues.admissionQueueUrl,
+      queueArn: await queueArnOf(sqs, queues.admissionQueueUrl),
       batchSize: 1,
       maximumConcurrency: 2,
       reportBatchItemFailures: true,
       region: REGION,
     },
-    { sqs, invoke: (event) => producer(event), functionConcurrency: 2 },
+    { sqs, invoke: (event) => handlers.producer(event), functionConcurrency: 2 },
   );
   consumerMapping.start();
   producerMapping.start();
+  return [consumerMapping, producerMapping];
+}
+
+async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
+  const [running, dynalite, provider] = await startServers(options);
+  pointClientsAt(running.endpoint, dynalite.endpoint);
+  await createTables(dynalite.endpoint);
+  const sqs = new SQSClient({ endpoint: running.endpoint, region: REGION, credentials: LOCAL_CREDENTIALS });
+  const queues = await createQueues(sqs);
+  const env = functionEnv(options, provider.url, queues);
+  const consumer = consumerContainers(env, options.params.concurrency);
+  const producerHandler = createProducer(producerOptionsFromEnv(env, loadBenchJob));
+  const producer = (event: unknown) => producerHandler(event, context(300_000));
+  const mappings = await startMappings(sqs, queues, { consumer, producer }, options.params.concurrency);
   return {
     sqs,
-    queueUrl,
+    queueUrl: queues.queueUrl,
     provider,
     producer,
     async stop() {
-      await Promise.all([consumerMapping.stop(), producerMapping.stop()]);
+      await Promise.all(mappings.map((m) => m.stop()));
       sqs.destroy();
       resetClients();
       await Promise.all([running.close(), dynalite.close(), provider.close()]);

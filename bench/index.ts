@@ -131,37 +131,9 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
   if (o.producer) {
     report.producer = await runProducerBench({ operations: o.ops, progress });
   }
-  if (o.coldStart) {
-    const bundles = runColdStartBench({
-      cwd: o.cwd,
-      stack: o.stack,
-      assemblyDir: o.assemblyDir,
-      runs: o.initRuns,
-      progress,
-    });
-    report.bundles = Object.fromEntries(
-      Object.entries(bundles).map(([k, b]) => [
-        k,
-        { ...b, meetsSizeGoal: b.bytes < BUNDLE_BYTES_GOAL, meetsInitGoal: b.initMsMedian < INIT_MS_GOAL },
-      ]),
-    );
-  }
+  if (o.coldStart) report.bundles = coldStartPart(o, progress);
   if (o.requests || o.e2e) {
-    const pacing = o.pacing ?? true;
-    const maxPacedSeconds =
-      pacing && o.ratePerMinute === undefined ? (o.maxPacedSeconds ?? DEFAULT_MAX_PACED_SECONDS) : undefined;
-    const run = await runE2eBench({
-      cwd: o.cwd,
-      stack: o.stack,
-      assemblyDir: o.assemblyDir,
-      counts: o.counts,
-      timeoutSeconds: o.timeoutSeconds,
-      pacing: pacing ? 'configured' : 'off',
-      ratePerMinute: pacing ? o.ratePerMinute : undefined,
-      maxPacedSeconds,
-      consumerConcurrency: o.consumerConcurrency,
-      progress,
-    });
+    const { run, maxPacedSeconds } = await localRunPart(o, progress);
     report.counts = run.counts;
     report.dynamoRequests = run.dynamoRequests;
     report.sqsRequests = run.sqsRequests;
@@ -173,50 +145,8 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
       deadLettered: run.deadLettered,
       jobs: run.perJobName,
     };
-    if (o.requests) {
-      const batched = batchedFigures(run.counts);
-      const naive = naiveFigures(run.counts);
-      const real =
-        run.counts.lambda.gbSecondsAtRealRate === undefined
-          ? undefined
-          : batchedFigures(run.counts, { atRealRate: true });
-      report.perJob = {
-        ...batched.perJob,
-        goals: checkGoals(batched.perJob),
-        naive: naive.perJob,
-        lambdaGbSecondsAtRealRate: real?.perJob.lambdaGbSeconds,
-      };
-      report.costPerMillionUsd = {
-        batched: batched.costPerMillionUsd.total,
-        naive: naive.costPerMillionUsd.total,
-        batchedAtRealRate: real?.costPerMillionUsd.total,
-        breakdown: {
-          batched: batched.costPerMillionUsd,
-          naive: naive.costPerMillionUsd,
-          batchedAtRealRate: real?.costPerMillionUsd,
-        },
-        prices: US_EAST_1_PRICES,
-        architecture: run.counts.lambda.architecture,
-      };
-    }
-    if (o.e2e) {
-      const ceiling = await measureEmulatorCeiling(o.ceilingMessages, o.ceilingMessages, progress);
-      const writesPerJob = Math.max(1, batchedFigures(run.counts).perJob.dynamoWriteUnits);
-      report.e2e = {
-        jobsPerSec: run.jobsPerSec,
-        // Each job needs one receive+delete and ~writesPerJob conditional writes; the slower of the two bounds it.
-        emulatorCeilingPerSec: Math.min(
-          ceiling.sqsReceiveDeletePerSec,
-          ceiling.dynamoConditionalWritesPerSec / writesPerJob,
-        ),
-        seconds: run.seconds,
-        jobs: run.counts.jobs,
-        deliveries: run.counts.deliveries,
-        ceiling,
-        byJob: run.perJobName,
-        ...(run.cpu ? { cpu: run.cpu } : {}),
-      };
-    }
+    if (o.requests) Object.assign(report, requestsPart(run));
+    if (o.e2e) report.e2e = await e2ePart(o, run, progress);
   }
   if (o.backlog) {
     report.backlog = await runBacklogBench({
@@ -234,6 +164,98 @@ export async function runBench(o: BenchOptions): Promise<BenchReport> {
     });
   }
   return report;
+}
+
+/** The cold-start part: each handler kind's bundle and init, against the goals. */
+function coldStartPart(o: BenchOptions, progress: (line: string) => void): NonNullable<BenchReport['bundles']> {
+  const bundles = runColdStartBench({
+    cwd: o.cwd,
+    stack: o.stack,
+    assemblyDir: o.assemblyDir,
+    runs: o.initRuns,
+    progress,
+  });
+  return Object.fromEntries(
+    Object.entries(bundles).map(([k, b]) => [
+      k,
+      { ...b, meetsSizeGoal: b.bytes < BUNDLE_BYTES_GOAL, meetsInitGoal: b.initMsMedian < INIT_MS_GOAL },
+    ]),
+  );
+}
+
+/** The local run of every job, paced as the options say (the requests and the end-to-end parts both read it). */
+async function localRunPart(
+  o: BenchOptions,
+  progress: (line: string) => void,
+): Promise<{ run: E2eResult; maxPacedSeconds: number | undefined }> {
+  const pacing = o.pacing ?? true;
+  const maxPacedSeconds =
+    pacing && o.ratePerMinute === undefined ? (o.maxPacedSeconds ?? DEFAULT_MAX_PACED_SECONDS) : undefined;
+  const run = await runE2eBench({
+    cwd: o.cwd,
+    stack: o.stack,
+    assemblyDir: o.assemblyDir,
+    counts: o.counts,
+    timeoutSeconds: o.timeoutSeconds,
+    pacing: pacing ? 'configured' : 'off',
+    ratePerMinute: pacing ? o.ratePerMinute : undefined,
+    maxPacedSeconds,
+    consumerConcurrency: o.consumerConcurrency,
+    progress,
+  });
+  return { run, maxPacedSeconds };
+}
+
+/** The requests part: per job, batched against naive, with the goals, and the cost per million. */
+function requestsPart(run: E2eResult): Pick<BenchReport, 'perJob' | 'costPerMillionUsd'> {
+  const batched = batchedFigures(run.counts);
+  const naive = naiveFigures(run.counts);
+  const real =
+    run.counts.lambda.gbSecondsAtRealRate === undefined ? undefined : batchedFigures(run.counts, { atRealRate: true });
+  return {
+    perJob: {
+      ...batched.perJob,
+      goals: checkGoals(batched.perJob),
+      naive: naive.perJob,
+      lambdaGbSecondsAtRealRate: real?.perJob.lambdaGbSeconds,
+    },
+    costPerMillionUsd: {
+      batched: batched.costPerMillionUsd.total,
+      naive: naive.costPerMillionUsd.total,
+      batchedAtRealRate: real?.costPerMillionUsd.total,
+      breakdown: {
+        batched: batched.costPerMillionUsd,
+        naive: naive.costPerMillionUsd,
+        batchedAtRealRate: real?.costPerMillionUsd,
+      },
+      prices: US_EAST_1_PRICES,
+      architecture: run.counts.lambda.architecture,
+    },
+  };
+}
+
+/** The end-to-end part: the local run's jobs/s next to the emulators' own ceiling, measured after it. */
+async function e2ePart(
+  o: BenchOptions,
+  run: E2eResult,
+  progress: (line: string) => void,
+): Promise<NonNullable<BenchReport['e2e']>> {
+  const ceiling = await measureEmulatorCeiling(o.ceilingMessages, o.ceilingMessages, progress);
+  const writesPerJob = Math.max(1, batchedFigures(run.counts).perJob.dynamoWriteUnits);
+  return {
+    jobsPerSec: run.jobsPerSec,
+    // Each job needs one receive+delete and ~writesPerJob conditional writes; the slower of the two bounds it.
+    emulatorCeilingPerSec: Math.min(
+      ceiling.sqsReceiveDeletePerSec,
+      ceiling.dynamoConditionalWritesPerSec / writesPerJob,
+    ),
+    seconds: run.seconds,
+    jobs: run.counts.jobs,
+    deliveries: run.counts.deliveries,
+    ceiling,
+    byJob: run.perJobName,
+    ...(run.cpu ? { cpu: run.cpu } : {}),
+  };
 }
 
 const pacingNote = (r: BenchReport) => {
@@ -331,6 +353,11 @@ function formatRequestsPerJob(
 
 /** The local run, job by job: its pacing and figures, its requests and effects, and its limiter. */
 function formatLocalRun(r: BenchReport, l: NonNullable<BenchReport['localRun']>): string[] {
+  return [...formatLocalRunJobs(r, l), ...formatRequestsAndEffects(l), ...formatLimiter(l)];
+}
+
+/** Each job's pacing (configured, as run, the time scale) and its figures per job, then how each scaled job ran. */
+function formatLocalRunJobs(r: BenchReport, l: NonNullable<BenchReport['localRun']>): string[] {
   const out: string[] = [];
   out.push(`Local run per job (${pacingNote(r)})`);
   out.push(
@@ -369,6 +396,12 @@ function formatLocalRun(r: BenchReport, l: NonNullable<BenchReport['localRun']>)
   for (const [name, j] of Object.entries(l.jobs))
     if (j.pacing && j.pacing.timeScale !== 1) out.push(`${name}: ${describeScale(j.pacing)}`);
   out.push('');
+  return out;
+}
+
+/** Each job's requests against the per-job goals, and its effects as its fixture reads them. */
+function formatRequestsAndEffects(l: NonNullable<BenchReport['localRun']>): string[] {
+  const out: string[] = [];
   out.push(
     "Requests and effects per job, by job (each job's own queues, functions and DynamoDB requests; effects as its fixture reads them)",
   );
@@ -403,40 +436,45 @@ function formatLocalRun(r: BenchReport, l: NonNullable<BenchReport['localRun']>)
     ),
   );
   out.push('');
+  return out;
+}
+
+/** The paced jobs' limiter: the slots item per consumer invocation, and every limiter item; none if none was paced. */
+function formatLimiter(l: NonNullable<BenchReport['localRun']>): string[] {
   const paced = Object.entries(l.jobs).filter(([, j]) => j.pacing && j.limiter);
-  if (paced.length > 0) {
-    out.push(
-      'The limiter, by job: the slots item per consumer invocation (the block, its refills, lost races), and every limiter item in total',
-    );
-    const kinds = (j: JobRunFigures) =>
-      Object.entries(j.limiter?.byKind ?? {})
-        .map(([k, v]) => `${k} ${v.writes}w/${v.lostRaces}l/${v.reads}r`)
-        .join(', ') || '-';
-    out.push(
-      formatTable(
-        [
-          'job',
-          'consumer invocations',
-          'slot writes / invocation (<= 1)',
-          'lost races / invocation',
-          'slot reads / invocation',
-          'all items: writes / lost / reads',
-        ],
-        paced.map(([name, j]) => {
-          const lim = j.limiter as NonNullable<JobRunFigures['limiter']>;
-          return [
-            name,
-            lim.consumerInvocations,
-            f(lim.slotsPerInvocation.writes, 3),
-            f(lim.slotsPerInvocation.lostRaces, 3),
-            f(lim.slotsPerInvocation.reads, 3),
-            kinds(j),
-          ];
-        }),
-      ),
-    );
-    out.push('');
-  }
+  if (paced.length === 0) return [];
+  const out: string[] = [];
+  out.push(
+    'The limiter, by job: the slots item per consumer invocation (the block, its refills, lost races), and every limiter item in total',
+  );
+  const kinds = (j: JobRunFigures) =>
+    Object.entries(j.limiter?.byKind ?? {})
+      .map(([k, v]) => `${k} ${v.writes}w/${v.lostRaces}l/${v.reads}r`)
+      .join(', ') || '-';
+  out.push(
+    formatTable(
+      [
+        'job',
+        'consumer invocations',
+        'slot writes / invocation (<= 1)',
+        'lost races / invocation',
+        'slot reads / invocation',
+        'all items: writes / lost / reads',
+      ],
+      paced.map(([name, j]) => {
+        const lim = j.limiter as NonNullable<JobRunFigures['limiter']>;
+        return [
+          name,
+          lim.consumerInvocations,
+          f(lim.slotsPerInvocation.writes, 3),
+          f(lim.slotsPerInvocation.lostRaces, 3),
+          f(lim.slotsPerInvocation.reads, 3),
+          kinds(j),
+        ];
+      }),
+    ),
+  );
+  out.push('');
   return out;
 }
 

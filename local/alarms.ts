@@ -204,29 +204,37 @@ function positive(value: unknown, where: string): number {
   return n;
 }
 
-/**
- * The alarm named `alarm` (its AlarmName or its logical ID) in the template, with its intrinsics resolved by
- * `context` (planResolveContext(plan) for a locally planned stack).
- * @throws AlarmEvaluationError when there is no such alarm, or it is not one this evaluator can run (an anomaly
- *   detection band, a percentile, metrics of different periods).
- */
-export function readAlarm(
+type TemplateResource = CloudFormationTemplate['Resources'][string];
+
+/** The alarm's name: its AlarmName resolved, else its logical ID. */
+function alarmNameOf(id: string, props: Record<string, unknown>, context: ResolveContext): string {
+  return props.AlarmName === undefined
+    ? id
+    : String(resolveValue(props.AlarmName, context, `${id}.Properties.AlarmName`));
+}
+
+/** The template's alarm with logical ID `alarm`, else the one whose AlarmName is `alarm`. */
+function findAlarm(
   template: CloudFormationTemplate,
   alarm: string,
-  context: ResolveContext = LITERALS_ONLY,
-): AlarmDefinition {
+  context: ResolveContext,
+): [string, TemplateResource] {
   const alarms = Object.entries(template.Resources).filter(([, r]) => r.Type === 'AWS::CloudWatch::Alarm');
-  const nameOf = (id: string, props: Record<string, unknown>) =>
-    props.AlarmName === undefined ? id : String(resolveValue(props.AlarmName, context, `${id}.Properties.AlarmName`));
   const found =
-    alarms.find(([id]) => id === alarm) ?? alarms.find(([id, r]) => nameOf(id, r.Properties ?? {}) === alarm);
+    alarms.find(([id]) => id === alarm) ??
+    alarms.find(([id, r]) => alarmNameOf(id, r.Properties ?? {}, context) === alarm);
   if (!found)
     throw new AlarmEvaluationError(
       `the template has no AWS::CloudWatch::Alarm named or with logical ID "${alarm}" (it has ${alarms.length} alarm${alarms.length === 1 ? '' : 's'})`,
     );
-  const [logicalId, resource] = found;
-  const props = resource.Properties ?? {};
-  const where = `alarm ${logicalId}`;
+  return found;
+}
+
+/** The alarm's comparison, threshold, evaluation periods and missing-data rule, each checked. */
+function readAlarmRule(
+  props: Record<string, unknown>,
+  where: string,
+): Pick<AlarmDefinition, 'comparisonOperator' | 'threshold' | 'evaluationPeriods' | 'treatMissingData'> {
   const comparisonOperator = props.ComparisonOperator;
   if (typeof comparisonOperator !== 'string' || !(comparisonOperator in COMPARISONS)) {
     throw new AlarmEvaluationError(
@@ -246,73 +254,113 @@ export function readAlarm(
     throw new AlarmEvaluationError(
       `${where}: TreatMissingData ${JSON.stringify(treat)} is not one of ${Object.keys(TreatMissingData).join(', ')}`,
     );
+  return {
+    comparisonOperator: comparisonOperator as ComparisonOperator,
+    threshold,
+    evaluationPeriods,
+    treatMissingData: treat as TreatMissingData,
+  };
+}
 
+type AlarmQueries = Pick<AlarmDefinition, 'metrics' | 'expressions'> & { returnId: string | undefined };
+
+/** A metric math alarm's Metrics: its MetricStat queries, its expressions and the one that returns data. */
+function readMetricsList(entries: unknown[], where: string): AlarmQueries {
   const metrics: MetricStatQuery[] = [];
   const expressions: ExpressionQuery[] = [];
   let returnId: string | undefined;
-  if (Array.isArray(props.Metrics)) {
-    const entries = resolveValue(props.Metrics, context, `${logicalId}.Properties.Metrics`) as unknown[];
-    entries.forEach((entry, i) => {
-      const at = `${where}.Metrics[${i}]`;
-      if (!isRecord(entry) || typeof entry.Id !== 'string')
-        throw new AlarmEvaluationError(`${at}: an entry needs an Id`);
-      if (entry.ReturnData !== false) {
-        if (returnId !== undefined && entry.ReturnData === true)
-          throw new AlarmEvaluationError(
-            `${where}: more than one entry has ReturnData true (${returnId}, ${entry.Id})`,
-          );
-        if (entry.ReturnData === true || returnId === undefined) returnId = entry.Id;
-      }
-      if (typeof entry.Expression === 'string') {
-        expressions.push({ id: entry.Id, expression: entry.Expression });
-      } else if (isRecord(entry.MetricStat) && isRecord(entry.MetricStat.Metric)) {
-        const m = entry.MetricStat.Metric;
-        metrics.push({
-          id: entry.Id,
-          namespace: String(m.Namespace),
-          metricName: String(m.MetricName),
-          dimensions: dimensionsOf(m.Dimensions, at),
-          stat: statisticOf(entry.MetricStat.Stat, at),
-          periodSeconds: positive(entry.MetricStat.Period, `${at}.MetricStat.Period`),
-        });
-      } else {
-        throw new AlarmEvaluationError(`${at}: neither an Expression nor a MetricStat`);
-      }
-    });
-  } else {
-    if (props.ExtendedStatistic !== undefined)
-      throw new AlarmEvaluationError(
-        `${where}: ExtendedStatistic ${JSON.stringify(props.ExtendedStatistic)} (a percentile) is not supported by the local evaluator`,
-      );
-    returnId = 'm1';
-    metrics.push({
-      id: returnId,
-      namespace: String(props.Namespace),
-      metricName: String(props.MetricName),
-      dimensions: dimensionsOf(resolveValue(props.Dimensions, context, `${logicalId}.Properties.Dimensions`), where),
-      stat: statisticOf(props.Statistic, where),
-      periodSeconds: positive(props.Period, `${where}.Period`),
-    });
-  }
-  if (returnId === undefined) throw new AlarmEvaluationError(`${where}: no entry of Metrics returns data`);
+  entries.forEach((entry, i) => {
+    const at = `${where}.Metrics[${i}]`;
+    if (!isRecord(entry) || typeof entry.Id !== 'string') throw new AlarmEvaluationError(`${at}: an entry needs an Id`);
+    if (entry.ReturnData !== false) {
+      if (returnId !== undefined && entry.ReturnData === true)
+        throw new AlarmEvaluationError(`${where}: more than one entry has ReturnData true (${returnId}, ${entry.Id})`);
+      if (entry.ReturnData === true || returnId === undefined) returnId = entry.Id;
+    }
+    if (typeof entry.Expression === 'string') {
+      expressions.push({ id: entry.Id, expression: entry.Expression });
+    } else if (isRecord(entry.MetricStat) && isRecord(entry.MetricStat.Metric)) {
+      const m = entry.MetricStat.Metric;
+      metrics.push({
+        id: entry.Id,
+        namespace: String(m.Namespace),
+        metricName: String(m.MetricName),
+        dimensions: dimensionsOf(m.Dimensions, at),
+        stat: statisticOf(entry.MetricStat.Stat, at),
+        periodSeconds: positive(entry.MetricStat.Period, `${at}.MetricStat.Period`),
+      });
+    } else {
+      throw new AlarmEvaluationError(`${at}: neither an Expression nor a MetricStat`);
+    }
+  });
+  return { metrics, expressions, returnId };
+}
+
+/** A plain metric alarm's one metric, as the query m1. */
+function readSingleMetric(
+  props: Record<string, unknown>,
+  logicalId: string,
+  where: string,
+  context: ResolveContext,
+): AlarmQueries {
+  if (props.ExtendedStatistic !== undefined)
+    throw new AlarmEvaluationError(
+      `${where}: ExtendedStatistic ${JSON.stringify(props.ExtendedStatistic)} (a percentile) is not supported by the local evaluator`,
+    );
+  const metric: MetricStatQuery = {
+    id: 'm1',
+    namespace: String(props.Namespace),
+    metricName: String(props.MetricName),
+    dimensions: dimensionsOf(resolveValue(props.Dimensions, context, `${logicalId}.Properties.Dimensions`), where),
+    stat: statisticOf(props.Statistic, where),
+    periodSeconds: positive(props.Period, `${where}.Period`),
+  };
+  return { metrics: [metric], expressions: [], returnId: metric.id };
+}
+
+/** The one period every query shares (CloudWatch requires it). */
+function onePeriod(metrics: MetricStatQuery[], where: string): number {
   const periods = [...new Set(metrics.map((m) => m.periodSeconds))];
   if (periods.length !== 1)
     throw new AlarmEvaluationError(
       `${where}: its metrics have ${periods.length === 0 ? 'no' : 'different'} periods (${periods.join(', ')}); CloudWatch needs one period`,
     );
+  return periods[0];
+}
 
+/**
+ * The alarm named `alarm` (its AlarmName or its logical ID) in the template, with its intrinsics resolved by
+ * `context` (planResolveContext(plan) for a locally planned stack).
+ * @throws AlarmEvaluationError when there is no such alarm, or it is not one this evaluator can run (an anomaly
+ *   detection band, a percentile, metrics of different periods).
+ */
+export function readAlarm(
+  template: CloudFormationTemplate,
+  alarm: string,
+  context: ResolveContext = LITERALS_ONLY,
+): AlarmDefinition {
+  const [logicalId, resource] = findAlarm(template, alarm, context);
+  const props = resource.Properties ?? {};
+  const where = `alarm ${logicalId}`;
+  const rule = readAlarmRule(props, where);
+  const { metrics, expressions, returnId } = Array.isArray(props.Metrics)
+    ? readMetricsList(resolveValue(props.Metrics, context, `${logicalId}.Properties.Metrics`) as unknown[], where)
+    : readSingleMetric(props, logicalId, where, context);
+  if (returnId === undefined) throw new AlarmEvaluationError(`${where}: no entry of Metrics returns data`);
+  const periodSeconds = onePeriod(metrics, where);
   return {
     logicalId,
-    alarmName: nameOf(logicalId, props),
-    threshold,
-    comparisonOperator: comparisonOperator as ComparisonOperator,
-    evaluationPeriods,
+    alarmName: alarmNameOf(logicalId, props, context),
+    threshold: rule.threshold,
+    comparisonOperator: rule.comparisonOperator,
+    evaluationPeriods: rule.evaluationPeriods,
+    // Checked after the queries and the period, so an alarm with several bad properties is told of the same one first.
     datapointsToAlarm:
       props.DatapointsToAlarm === undefined
-        ? evaluationPeriods
+        ? rule.evaluationPeriods
         : positive(props.DatapointsToAlarm, `${where}.DatapointsToAlarm`),
-    treatMissingData: treat as TreatMissingData,
-    periodSeconds: periods[0],
+    treatMissingData: rule.treatMissingData,
+    periodSeconds,
     returnId,
     metrics,
     expressions,

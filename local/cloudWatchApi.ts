@@ -228,6 +228,22 @@ function paginate(results: Datapoints[], max: number): { page: Datapoints[]; res
 
 /** Every query of a GetMetricData request, validated (all of them before any is answered), then answered. */
 function queryAll(body: Body, samples: readonly MetricSample[], nowMs: number): Datapoints[] {
+  const window = readWindow(body);
+  const queries = readQueries(body);
+  const byMetric = samplesByMetric(samples, queries, window, nowMs);
+  return queries
+    .filter((q) => q.returnData)
+    .map(({ query, label }) => answerQuery(query, label, byMetric, window, nowMs));
+}
+
+interface QueryWindow {
+  startMs: number;
+  endMs: number;
+  scanBy: 'TimestampDescending' | 'TimestampAscending';
+}
+
+/** The request's time window and datapoint order (LabelOptions checked, and otherwise ignored). */
+function readWindow(body: Body): QueryWindow {
   const startMs = timeOf(body.StartTime, 'StartTime');
   const endMs = timeOf(body.EndTime, 'EndTime');
   if (startMs >= endMs)
@@ -244,6 +260,13 @@ function queryAll(body: Body, samples: readonly MetricSample[], nowMs: number): 
   }
   if (body.LabelOptions !== undefined && !isRecord(body.LabelOptions))
     throw new CloudWatchApiError('InvalidParameterValue', 'The parameter LabelOptions must be an object.');
+  return { startMs, endMs, scanBy };
+}
+
+type ReadQuery = ReturnType<typeof metricStatQuery>;
+
+/** MetricDataQueries: 1 to 500 of them, each valid, their Ids unique. */
+function readQueries(body: Body): ReadQuery[] {
   if (body.MetricDataQueries === undefined)
     throw new CloudWatchApiError('MissingParameter', 'The parameter MetricDataQueries is required.');
   if (!Array.isArray(body.MetricDataQueries) || body.MetricDataQueries.length === 0) {
@@ -268,8 +291,19 @@ function queryAll(body: Body, samples: readonly MetricSample[], nowMs: number): 
       );
     ids.add(q.query.id);
   }
+  return queries;
+}
 
-  // One pass over the samples: the window's, grouped by metric, so each query scans its own metric's samples only.
+/**
+ * One pass over the samples: the window's (from the earliest aligned start), grouped by metric, so each query scans
+ * its own metric's samples only.
+ */
+function samplesByMetric(
+  samples: readonly MetricSample[],
+  queries: ReadQuery[],
+  { startMs, endMs }: QueryWindow,
+  nowMs: number,
+): Map<string, MetricSample[]> {
   const byMetric = new Map<string, MetricSample[]>();
   const wanted = new Set(queries.map((q) => metricKey(q.query.namespace, q.query.metricName)));
   const earliest = Math.min(...queries.map((q) => alignStart(startMs, q.query.periodSeconds, nowMs)));
@@ -281,38 +315,52 @@ function queryAll(body: Body, samples: readonly MetricSample[], nowMs: number): 
     if (!group) byMetric.set(key, (group = []));
     group.push(s);
   }
+  return byMetric;
+}
 
-  return queries
-    .filter((q) => q.returnData)
-    .map(({ query, label }) => {
-      const periodMs = query.periodSeconds * 1000;
-      const alignedStart = alignStart(startMs, query.periodSeconds, nowMs);
-      const mine = (byMetric.get(metricKey(query.namespace, query.metricName)) ?? []).filter(
-        (s) => s.timestamp >= alignedStart,
-      );
-      const points: { timestamp: number; value: number }[] = [];
-      if (mine.length > 0) {
-        // Only the periods the samples span: the window may be days long, the samples a few minutes.
-        let first = Number.POSITIVE_INFINITY;
-        let last = Number.NEGATIVE_INFINITY;
-        for (const s of mine) {
-          if (s.timestamp < first) first = s.timestamp;
-          if (s.timestamp > last) last = s.timestamp;
-        }
-        const from = alignedStart + Math.floor((first - alignedStart) / periodMs) * periodMs;
-        const periods = Math.floor((last - from) / periodMs) + 1;
-        datapoints(query, mine, from, periods).forEach((value, i) => {
-          if (value !== undefined) points.push({ timestamp: from + i * periodMs, value });
-        });
-      }
-      if (scanBy === 'TimestampDescending') points.reverse();
-      return {
-        id: query.id,
-        label,
-        timestamps: points.map((p) => p.timestamp / 1000),
-        values: points.map((p) => p.value),
-      };
-    });
+/** One query's datapoints from its metric's samples, in the order ScanBy asks for. */
+function answerQuery(
+  query: MetricStatQuery,
+  label: string,
+  byMetric: Map<string, MetricSample[]>,
+  { startMs, scanBy }: QueryWindow,
+  nowMs: number,
+): Datapoints {
+  const alignedStart = alignStart(startMs, query.periodSeconds, nowMs);
+  const mine = (byMetric.get(metricKey(query.namespace, query.metricName)) ?? []).filter(
+    (s) => s.timestamp >= alignedStart,
+  );
+  const points = mine.length > 0 ? periodPoints(query, mine, alignedStart) : [];
+  if (scanBy === 'TimestampDescending') points.reverse();
+  return {
+    id: query.id,
+    label,
+    timestamps: points.map((p) => p.timestamp / 1000),
+    values: points.map((p) => p.value),
+  };
+}
+
+/** The datapoints of the periods (from `alignedStart`) that have samples, oldest first. */
+function periodPoints(
+  query: MetricStatQuery,
+  mine: MetricSample[],
+  alignedStart: number,
+): { timestamp: number; value: number }[] {
+  const periodMs = query.periodSeconds * 1000;
+  // Only the periods the samples span: the window may be days long, the samples a few minutes.
+  let first = Number.POSITIVE_INFINITY;
+  let last = Number.NEGATIVE_INFINITY;
+  for (const s of mine) {
+    if (s.timestamp < first) first = s.timestamp;
+    if (s.timestamp > last) last = s.timestamp;
+  }
+  const from = alignedStart + Math.floor((first - alignedStart) / periodMs) * periodMs;
+  const periods = Math.floor((last - from) / periodMs) + 1;
+  const points: { timestamp: number; value: number }[] = [];
+  datapoints(query, mine, from, periods).forEach((value, i) => {
+    if (value !== undefined) points.push({ timestamp: from + i * periodMs, value });
+  });
+  return points;
 }
 
 /**

@@ -204,29 +204,37 @@ function positive(value: unknown, where: string): number {
   return n;
 }
 
-/**
- * The alarm named `alarm` (its AlarmName or its logical ID) in the template, with its intrinsics resolved by
- * `context` (planResolveContext(plan) for a locally planned stack).
- * @throws AlarmEvaluationError when there is no such alarm, or it is not one this evaluator can run (an anomaly
- *   detection band, a percentile, metrics of different periods).
- */
-export function readAlarm(
+type TemplateResource = CloudFormationTemplate['Resources'][string];
+
+/** The alarm's name: its AlarmName resolved, else its logical ID. */
+function alarmNameOf(id: string, props: Record<string, unknown>, context: ResolveContext): string {
+  return props.AlarmName === undefined
+    ? id
+    : String(resolveValue(props.AlarmName, context, `${id}.Properties.AlarmName`));
+}
+
+/** The template's alarm with logical ID `alarm`, else the one whose AlarmName is `alarm`. */
+function findAlarm(
   template: CloudFormationTemplate,
   alarm: string,
-  context: ResolveContext = LITERALS_ONLY,
-): AlarmDefinition {
+  context: ResolveContext,
+): [string, TemplateResource] {
   const alarms = Object.entries(template.Resources).filter(([, r]) => r.Type === 'AWS::CloudWatch::Alarm');
-  const nameOf = (id: string, props: Record<string, unknown>) =>
-    props.AlarmName === undefined ? id : String(resolveValue(props.AlarmName, context, `${id}.Properties.AlarmName`));
   const found =
-    alarms.find(([id]) => id === alarm) ?? alarms.find(([id, r]) => nameOf(id, r.Properties ?? {}) === alarm);
+    alarms.find(([id]) => id === alarm) ??
+    alarms.find(([id, r]) => alarmNameOf(id, r.Properties ?? {}, context) === alarm);
   if (!found)
     throw new AlarmEvaluationError(
       `the template has no AWS::CloudWatch::Alarm named or with logical ID "${alarm}" (it has ${alarms.length} alarm${alarms.length === 1 ? '' : 's'})`,
     );
-  const [logicalId, resource] = found;
-  const props = resource.Properties ?? {};
-  const where = `alarm ${logicalId}`;
+  return found;
+}
+
+/** The alarm's comparison, threshold, evaluation periods and missing-data rule, each checked. */
+function readAlarmRule(
+  props: Record<string, unknown>,
+  where: string,
+): Pick<AlarmDefinition, 'comparisonOperator' | 'threshold' | 'evaluationPeriods' | 'treatMissingData'> {
   const comparisonOperator = props.ComparisonOperator;
   if (typeof comparisonOperator !== 'string' || !(comparisonOperator in COMPARISONS)) {
     throw new AlarmEvaluationError(
@@ -246,73 +254,113 @@ export function readAlarm(
     throw new AlarmEvaluationError(
       `${where}: TreatMissingData ${JSON.stringify(treat)} is not one of ${Object.keys(TreatMissingData).join(', ')}`,
     );
+  return {
+    comparisonOperator: comparisonOperator as ComparisonOperator,
+    threshold,
+    evaluationPeriods,
+    treatMissingData: treat as TreatMissingData,
+  };
+}
 
+type AlarmQueries = Pick<AlarmDefinition, 'metrics' | 'expressions'> & { returnId: string | undefined };
+
+/** A metric math alarm's Metrics: its MetricStat queries, its expressions and the one that returns data. */
+function readMetricsList(entries: unknown[], where: string): AlarmQueries {
   const metrics: MetricStatQuery[] = [];
   const expressions: ExpressionQuery[] = [];
   let returnId: string | undefined;
-  if (Array.isArray(props.Metrics)) {
-    const entries = resolveValue(props.Metrics, context, `${logicalId}.Properties.Metrics`) as unknown[];
-    entries.forEach((entry, i) => {
-      const at = `${where}.Metrics[${i}]`;
-      if (!isRecord(entry) || typeof entry.Id !== 'string')
-        throw new AlarmEvaluationError(`${at}: an entry needs an Id`);
-      if (entry.ReturnData !== false) {
-        if (returnId !== undefined && entry.ReturnData === true)
-          throw new AlarmEvaluationError(
-            `${where}: more than one entry has ReturnData true (${returnId}, ${entry.Id})`,
-          );
-        if (entry.ReturnData === true || returnId === undefined) returnId = entry.Id;
-      }
-      if (typeof entry.Expression === 'string') {
-        expressions.push({ id: entry.Id, expression: entry.Expression });
-      } else if (isRecord(entry.MetricStat) && isRecord(entry.MetricStat.Metric)) {
-        const m = entry.MetricStat.Metric;
-        metrics.push({
-          id: entry.Id,
-          namespace: String(m.Namespace),
-          metricName: String(m.MetricName),
-          dimensions: dimensionsOf(m.Dimensions, at),
-          stat: statisticOf(entry.MetricStat.Stat, at),
-          periodSeconds: positive(entry.MetricStat.Period, `${at}.MetricStat.Period`),
-        });
-      } else {
-        throw new AlarmEvaluationError(`${at}: neither an Expression nor a MetricStat`);
-      }
-    });
-  } else {
-    if (props.ExtendedStatistic !== undefined)
-      throw new AlarmEvaluationError(
-        `${where}: ExtendedStatistic ${JSON.stringify(props.ExtendedStatistic)} (a percentile) is not supported by the local evaluator`,
-      );
-    returnId = 'm1';
-    metrics.push({
-      id: returnId,
-      namespace: String(props.Namespace),
-      metricName: String(props.MetricName),
-      dimensions: dimensionsOf(resolveValue(props.Dimensions, context, `${logicalId}.Properties.Dimensions`), where),
-      stat: statisticOf(props.Statistic, where),
-      periodSeconds: positive(props.Period, `${where}.Period`),
-    });
-  }
-  if (returnId === undefined) throw new AlarmEvaluationError(`${where}: no entry of Metrics returns data`);
+  entries.forEach((entry, i) => {
+    const at = `${where}.Metrics[${i}]`;
+    if (!isRecord(entry) || typeof entry.Id !== 'string') throw new AlarmEvaluationError(`${at}: an entry needs an Id`);
+    if (entry.ReturnData !== false) {
+      if (returnId !== undefined && entry.ReturnData === true)
+        throw new AlarmEvaluationError(`${where}: more than one entry has ReturnData true (${returnId}, ${entry.Id})`);
+      if (entry.ReturnData === true || returnId === undefined) returnId = entry.Id;
+    }
+    if (typeof entry.Expression === 'string') {
+      expressions.push({ id: entry.Id, expression: entry.Expression });
+    } else if (isRecord(entry.MetricStat) && isRecord(entry.MetricStat.Metric)) {
+      const m = entry.MetricStat.Metric;
+      metrics.push({
+        id: entry.Id,
+        namespace: String(m.Namespace),
+        metricName: String(m.MetricName),
+        dimensions: dimensionsOf(m.Dimensions, at),
+        stat: statisticOf(entry.MetricStat.Stat, at),
+        periodSeconds: positive(entry.MetricStat.Period, `${at}.MetricStat.Period`),
+      });
+    } else {
+      throw new AlarmEvaluationError(`${at}: neither an Expression nor a MetricStat`);
+    }
+  });
+  return { metrics, expressions, returnId };
+}
+
+/** A plain metric alarm's one metric, as the query m1. */
+function readSingleMetric(
+  props: Record<string, unknown>,
+  logicalId: string,
+  where: string,
+  context: ResolveContext,
+): AlarmQueries {
+  if (props.ExtendedStatistic !== undefined)
+    throw new AlarmEvaluationError(
+      `${where}: ExtendedStatistic ${JSON.stringify(props.ExtendedStatistic)} (a percentile) is not supported by the local evaluator`,
+    );
+  const metric: MetricStatQuery = {
+    id: 'm1',
+    namespace: String(props.Namespace),
+    metricName: String(props.MetricName),
+    dimensions: dimensionsOf(resolveValue(props.Dimensions, context, `${logicalId}.Properties.Dimensions`), where),
+    stat: statisticOf(props.Statistic, where),
+    periodSeconds: positive(props.Period, `${where}.Period`),
+  };
+  return { metrics: [metric], expressions: [], returnId: metric.id };
+}
+
+/** The one period every query shares (CloudWatch requires it). */
+function onePeriod(metrics: MetricStatQuery[], where: string): number {
   const periods = [...new Set(metrics.map((m) => m.periodSeconds))];
   if (periods.length !== 1)
     throw new AlarmEvaluationError(
       `${where}: its metrics have ${periods.length === 0 ? 'no' : 'different'} periods (${periods.join(', ')}); CloudWatch needs one period`,
     );
+  return periods[0];
+}
 
+/**
+ * The alarm named `alarm` (its AlarmName or its logical ID) in the template, with its intrinsics resolved by
+ * `context` (planResolveContext(plan) for a locally planned stack).
+ * @throws AlarmEvaluationError when there is no such alarm, or it is not one this evaluator can run (an anomaly
+ *   detection band, a percentile, metrics of different periods).
+ */
+export function readAlarm(
+  template: CloudFormationTemplate,
+  alarm: string,
+  context: ResolveContext = LITERALS_ONLY,
+): AlarmDefinition {
+  const [logicalId, resource] = findAlarm(template, alarm, context);
+  const props = resource.Properties ?? {};
+  const where = `alarm ${logicalId}`;
+  const rule = readAlarmRule(props, where);
+  const { metrics, expressions, returnId } = Array.isArray(props.Metrics)
+    ? readMetricsList(resolveValue(props.Metrics, context, `${logicalId}.Properties.Metrics`) as unknown[], where)
+    : readSingleMetric(props, logicalId, where, context);
+  if (returnId === undefined) throw new AlarmEvaluationError(`${where}: no entry of Metrics returns data`);
+  const periodSeconds = onePeriod(metrics, where);
   return {
     logicalId,
-    alarmName: nameOf(logicalId, props),
-    threshold,
-    comparisonOperator: comparisonOperator as ComparisonOperator,
-    evaluationPeriods,
+    alarmName: alarmNameOf(logicalId, props, context),
+    threshold: rule.threshold,
+    comparisonOperator: rule.comparisonOperator,
+    evaluationPeriods: rule.evaluationPeriods,
+    // Checked after the queries and the period, so an alarm with several bad properties is told of the same one first.
     datapointsToAlarm:
       props.DatapointsToAlarm === undefined
-        ? evaluationPeriods
+        ? rule.evaluationPeriods
         : positive(props.DatapointsToAlarm, `${where}.DatapointsToAlarm`),
-    treatMissingData: treat as TreatMissingData,
-    periodSeconds: periods[0],
+    treatMissingData: rule.treatMissingData,
+    periodSeconds,
     returnId,
     metrics,
     expressions,
@@ -418,92 +466,148 @@ function tokenize(expression: string): Token[] {
 
 /** Parses the supported subset; anything else throws UnsupportedMetricMathError (a function named by its name). */
 export function parseMetricMath(expression: string): MetricMathNode {
-  const tokens = tokenize(expression);
-  let pos = 0;
-  const syntax = (message: string) =>
-    new AlarmEvaluationError(
-      `metric math: ${message} at character ${tokens[pos]?.at ?? expression.length} of: ${expression}`,
-    );
-  const peekOp = (...ops: string[]) => {
-    const t = tokens[pos];
+  return new MetricMathParser(expression, tokenize(expression)).parse();
+}
+
+/** The metric math functions the evaluator runs, with how many arguments each takes (least, most). */
+const FUNCTIONS = { IF: [2, 3], FILL: [2, 2] } as const;
+
+/**
+ * A recursive-descent parser over the tokens, one method per precedence level, loosest first: OR, AND, comparisons,
+ * + -, * /, then a primary (a number, a parenthesised expression, unary minus, an id or a call).
+ */
+class MetricMathParser {
+  private pos = 0;
+
+  constructor(
+    private readonly expression: string,
+    private readonly tokens: Token[],
+  ) {}
+
+  parse(): MetricMathNode {
+    const tree = this.or();
+    const left = this.tokens[this.pos];
+    if (left) throw this.syntax(`unexpected "${left.kind === 'number' ? left.value : left.text}"`);
+    return tree;
+  }
+
+  private syntax(message: string): AlarmEvaluationError {
+    const at = this.tokens[this.pos]?.at ?? this.expression.length;
+    return new AlarmEvaluationError(`metric math: ${message} at character ${at} of: ${this.expression}`);
+  }
+
+  /** The next token if it is one of `ops` (an operator, or a word operator such as AND), else undefined. */
+  private peekOp(...ops: string[]): string | undefined {
+    const t = this.tokens[this.pos];
     if (t?.kind === 'op' && ops.includes(t.text)) return t.text;
     if (t?.kind === 'name' && ops.includes(t.text)) return t.text;
     return undefined;
-  };
-  const expect = (op: string) => {
-    if (!peekOp(op)) throw syntax(`expected "${op}"`);
-    pos++;
-  };
-  const binaryLevel = (next: () => MetricMathNode, ops: Record<string, BinaryOp>) => (): MetricMathNode => {
+  }
+
+  private expect(op: string): void {
+    if (!this.peekOp(op)) throw this.syntax(`expected "${op}"`);
+    this.pos++;
+  }
+
+  /** A left-associative chain of `next` operands joined by any of `ops` (each token mapped to its operator). */
+  private binaryLevel(next: () => MetricMathNode, ops: Record<string, BinaryOp>): MetricMathNode {
     let left = next();
-    for (let op = peekOp(...Object.keys(ops)); op; op = peekOp(...Object.keys(ops))) {
-      pos++;
+    for (let op = this.peekOp(...Object.keys(ops)); op; op = this.peekOp(...Object.keys(ops))) {
+      this.pos++;
       left = { kind: 'binary', op: ops[op], left, right: next() };
     }
     return left;
-  };
-  const primary = (): MetricMathNode => {
-    const t = tokens[pos];
-    if (!t) throw syntax('unexpected end of expression');
+  }
+
+  private or(): MetricMathNode {
+    return this.binaryLevel(() => this.and(), { OR: 'OR', '||': 'OR' });
+  }
+
+  private and(): MetricMathNode {
+    return this.binaryLevel(() => this.comparison(), { AND: 'AND', '&&': 'AND' });
+  }
+
+  private comparison(): MetricMathNode {
+    return this.binaryLevel(() => this.additive(), {
+      '==': '==',
+      '!=': '!=',
+      '<=': '<=',
+      '>=': '>=',
+      '<': '<',
+      '>': '>',
+    });
+  }
+
+  private additive(): MetricMathNode {
+    return this.binaryLevel(() => this.multiplicative(), { '+': '+', '-': '-' });
+  }
+
+  private multiplicative(): MetricMathNode {
+    return this.binaryLevel(() => this.primary(), { '*': '*', '/': '/' });
+  }
+
+  private primary(): MetricMathNode {
+    const t = this.tokens[this.pos];
+    if (!t) throw this.syntax('unexpected end of expression');
     if (t.kind === 'number') {
-      pos++;
+      this.pos++;
       return { kind: 'number', value: t.value };
     }
     if (t.kind === 'op' && t.text === '(') {
-      pos++;
-      const inner = or();
-      expect(')');
+      this.pos++;
+      const inner = this.or();
+      this.expect(')');
       return inner;
     }
     if (t.kind === 'op' && t.text === '-') {
-      pos++;
-      return { kind: 'neg', operand: primary() };
+      this.pos++;
+      return { kind: 'neg', operand: this.primary() };
     }
     if (t.kind === 'name') {
-      pos++;
-      const isCall = tokens[pos]?.kind === 'op' && (tokens[pos] as { text: string }).text === '(';
-      if (/^[a-z]/.test(t.text) && !isCall) return { kind: 'id', id: t.text };
-      if (isCall && (t.text === 'IF' || t.text === 'FILL')) {
-        pos++;
-        const args: MetricMathNode[] = [];
-        if (!peekOp(')')) {
-          args.push(or());
-          while (peekOp(',')) {
-            pos++;
-            args.push(or());
-          }
-        }
-        expect(')');
-        const [min, max] = t.text === 'IF' ? [2, 3] : [2, 2];
-        if (args.length < min || args.length > max)
-          throw new AlarmEvaluationError(
-            `metric math: ${t.text} takes ${min === max ? min : `${min} or ${max}`} arguments, got ${args.length}: ${expression}`,
-          );
-        return { kind: 'call', fn: t.text, args };
-      }
-      if (isCall)
-        throw new UnsupportedMetricMathError(
-          t.text,
-          expression,
-          `metric math function ${t.text} is not supported by the local alarm evaluator (it supports ${SUPPORTED}): ${expression}`,
-        );
-      throw new UnsupportedMetricMathError(
-        t.text,
-        expression,
-        `metric math name ${t.text} is not supported by the local alarm evaluator (it supports ${SUPPORTED}; an id starts with a lowercase letter): ${expression}`,
-      );
+      this.pos++;
+      return this.named(t.text);
     }
-    throw syntax(`unexpected "${t.text}"`);
-  };
-  const multiplicative = binaryLevel(primary, { '*': '*', '/': '/' });
-  const additive = binaryLevel(multiplicative, { '+': '+', '-': '-' });
-  const comparison = binaryLevel(additive, { '==': '==', '!=': '!=', '<=': '<=', '>=': '>=', '<': '<', '>': '>' });
-  const and = binaryLevel(comparison, { AND: 'AND', '&&': 'AND' });
-  const or = binaryLevel(and, { OR: 'OR', '||': 'OR' });
-  const tree = or();
-  if (pos < tokens.length)
-    throw syntax(`unexpected "${(tokens[pos] as { text?: string }).text ?? (tokens[pos] as { value: number }).value}"`);
-  return tree;
+    throw this.syntax(`unexpected "${t.text}"`);
+  }
+
+  /** After a name: an id (lowercase, not called), a call of IF or FILL, or an unsupported function or name. */
+  private named(name: string): MetricMathNode {
+    const next = this.tokens[this.pos];
+    const isCall = next?.kind === 'op' && next.text === '(';
+    if (/^[a-z]/.test(name) && !isCall) return { kind: 'id', id: name };
+    if (isCall && (name === 'IF' || name === 'FILL')) return this.call(name);
+    if (isCall)
+      throw new UnsupportedMetricMathError(
+        name,
+        this.expression,
+        `metric math function ${name} is not supported by the local alarm evaluator (it supports ${SUPPORTED}): ${this.expression}`,
+      );
+    throw new UnsupportedMetricMathError(
+      name,
+      this.expression,
+      `metric math name ${name} is not supported by the local alarm evaluator (it supports ${SUPPORTED}; an id starts with a lowercase letter): ${this.expression}`,
+    );
+  }
+
+  /** A call's parenthesised arguments (the position is at its "("), checked against how many the function takes. */
+  private call(fn: keyof typeof FUNCTIONS): MetricMathNode {
+    this.pos++;
+    const args: MetricMathNode[] = [];
+    if (!this.peekOp(')')) {
+      args.push(this.or());
+      while (this.peekOp(',')) {
+        this.pos++;
+        args.push(this.or());
+      }
+    }
+    this.expect(')');
+    const [min, max] = FUNCTIONS[fn];
+    if (args.length < min || args.length > max)
+      throw new AlarmEvaluationError(
+        `metric math: ${fn} takes ${min === max ? min : `${min} or ${max}`} arguments, got ${args.length}: ${this.expression}`,
+      );
+    return { kind: 'call', fn, args };
+  }
 }
 
 const BINARY: Record<BinaryOp, (a: number, b: number) => number | undefined> = {

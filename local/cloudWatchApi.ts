@@ -228,6 +228,22 @@ function paginate(results: Datapoints[], max: number): { page: Datapoints[]; res
 
 /** Every query of a GetMetricData request, validated (all of them before any is answered), then answered. */
 function queryAll(body: Body, samples: readonly MetricSample[], nowMs: number): Datapoints[] {
+  const window = readWindow(body);
+  const queries = readQueries(body);
+  const byMetric = samplesByMetric(samples, queries, window, nowMs);
+  return queries
+    .filter((q) => q.returnData)
+    .map(({ query, label }) => answerQuery(query, label, byMetric, window, nowMs));
+}
+
+interface QueryWindow {
+  startMs: number;
+  endMs: number;
+  scanBy: 'TimestampDescending' | 'TimestampAscending';
+}
+
+/** The request's time window and datapoint order (LabelOptions checked, and otherwise ignored). */
+function readWindow(body: Body): QueryWindow {
   const startMs = timeOf(body.StartTime, 'StartTime');
   const endMs = timeOf(body.EndTime, 'EndTime');
   if (startMs >= endMs)
@@ -244,6 +260,13 @@ function queryAll(body: Body, samples: readonly MetricSample[], nowMs: number): 
   }
   if (body.LabelOptions !== undefined && !isRecord(body.LabelOptions))
     throw new CloudWatchApiError('InvalidParameterValue', 'The parameter LabelOptions must be an object.');
+  return { startMs, endMs, scanBy };
+}
+
+type ReadQuery = ReturnType<typeof metricStatQuery>;
+
+/** MetricDataQueries: 1 to 500 of them, each valid, their Ids unique. */
+function readQueries(body: Body): ReadQuery[] {
   if (body.MetricDataQueries === undefined)
     throw new CloudWatchApiError('MissingParameter', 'The parameter MetricDataQueries is required.');
   if (!Array.isArray(body.MetricDataQueries) || body.MetricDataQueries.length === 0) {
@@ -268,8 +291,19 @@ function queryAll(body: Body, samples: readonly MetricSample[], nowMs: number): 
       );
     ids.add(q.query.id);
   }
+  return queries;
+}
 
-  // One pass over the samples: the window's, grouped by metric, so each query scans its own metric's samples only.
+/**
+ * One pass over the samples: the window's (from the earliest aligned start), grouped by metric, so each query scans
+ * its own metric's samples only.
+ */
+function samplesByMetric(
+  samples: readonly MetricSample[],
+  queries: ReadQuery[],
+  { startMs, endMs }: QueryWindow,
+  nowMs: number,
+): Map<string, MetricSample[]> {
   const byMetric = new Map<string, MetricSample[]>();
   const wanted = new Set(queries.map((q) => metricKey(q.query.namespace, q.query.metricName)));
   const earliest = Math.min(...queries.map((q) => alignStart(startMs, q.query.periodSeconds, nowMs)));
@@ -281,38 +315,52 @@ function queryAll(body: Body, samples: readonly MetricSample[], nowMs: number): 
     if (!group) byMetric.set(key, (group = []));
     group.push(s);
   }
+  return byMetric;
+}
 
-  return queries
-    .filter((q) => q.returnData)
-    .map(({ query, label }) => {
-      const periodMs = query.periodSeconds * 1000;
-      const alignedStart = alignStart(startMs, query.periodSeconds, nowMs);
-      const mine = (byMetric.get(metricKey(query.namespace, query.metricName)) ?? []).filter(
-        (s) => s.timestamp >= alignedStart,
-      );
-      const points: { timestamp: number; value: number }[] = [];
-      if (mine.length > 0) {
-        // Only the periods the samples span: the window may be days long, the samples a few minutes.
-        let first = Number.POSITIVE_INFINITY;
-        let last = Number.NEGATIVE_INFINITY;
-        for (const s of mine) {
-          if (s.timestamp < first) first = s.timestamp;
-          if (s.timestamp > last) last = s.timestamp;
-        }
-        const from = alignedStart + Math.floor((first - alignedStart) / periodMs) * periodMs;
-        const periods = Math.floor((last - from) / periodMs) + 1;
-        datapoints(query, mine, from, periods).forEach((value, i) => {
-          if (value !== undefined) points.push({ timestamp: from + i * periodMs, value });
-        });
-      }
-      if (scanBy === 'TimestampDescending') points.reverse();
-      return {
-        id: query.id,
-        label,
-        timestamps: points.map((p) => p.timestamp / 1000),
-        values: points.map((p) => p.value),
-      };
-    });
+/** One query's datapoints from its metric's samples, in the order ScanBy asks for. */
+function answerQuery(
+  query: MetricStatQuery,
+  label: string,
+  byMetric: Map<string, MetricSample[]>,
+  { startMs, scanBy }: QueryWindow,
+  nowMs: number,
+): Datapoints {
+  const alignedStart = alignStart(startMs, query.periodSeconds, nowMs);
+  const mine = (byMetric.get(metricKey(query.namespace, query.metricName)) ?? []).filter(
+    (s) => s.timestamp >= alignedStart,
+  );
+  const points = mine.length > 0 ? periodPoints(query, mine, alignedStart) : [];
+  if (scanBy === 'TimestampDescending') points.reverse();
+  return {
+    id: query.id,
+    label,
+    timestamps: points.map((p) => p.timestamp / 1000),
+    values: points.map((p) => p.value),
+  };
+}
+
+/** The datapoints of the periods (from `alignedStart`) that have samples, oldest first. */
+function periodPoints(
+  query: MetricStatQuery,
+  mine: MetricSample[],
+  alignedStart: number,
+): { timestamp: number; value: number }[] {
+  const periodMs = query.periodSeconds * 1000;
+  // Only the periods the samples span: the window may be days long, the samples a few minutes.
+  let first = Number.POSITIVE_INFINITY;
+  let last = Number.NEGATIVE_INFINITY;
+  for (const s of mine) {
+    if (s.timestamp < first) first = s.timestamp;
+    if (s.timestamp > last) last = s.timestamp;
+  }
+  const from = alignedStart + Math.floor((first - alignedStart) / periodMs) * periodMs;
+  const periods = Math.floor((last - from) / periodMs) + 1;
+  const points: { timestamp: number; value: number }[] = [];
+  datapoints(query, mine, from, periods).forEach((value, i) => {
+    if (value !== undefined) points.push({ timestamp: from + i * periodMs, value });
+  });
+  return points;
 }
 
 /**
@@ -335,7 +383,25 @@ export function alignStart(startMs: number, periodSeconds: number, nowMs: number
 /** One query, refused by name when it asks for what the local CloudWatch does not do. */
 function metricStatQuery(raw: unknown, at: string): { query: MetricStatQuery; label: string; returnData: boolean } {
   if (!isRecord(raw)) throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${at} must be an object.`);
-  const id = raw.Id;
+  const id = queryId(raw.Id, at);
+  refuseUnsupported(raw, at, id);
+  const label = labelOf(raw.Label, at, id);
+  if (raw.ReturnData !== undefined && typeof raw.ReturnData !== 'boolean')
+    throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${at}.ReturnData must be true or false.`);
+  const stat = raw.MetricStat;
+  if (stat === undefined)
+    throw new CloudWatchApiError(
+      'MissingParameter',
+      `${at} (query ${id}) needs a MetricStat: the local CloudWatch answers MetricStat queries only.`,
+    );
+  if (!isRecord(stat))
+    throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${at}.MetricStat must be an object.`);
+  const query = metricStatOf(stat, `${at}.MetricStat`, id);
+  return { query, label: label ?? query.metricName, returnData: raw.ReturnData !== false };
+}
+
+/** A query's Id: a lowercase letter, then letters, digits and underscores. */
+function queryId(id: unknown, at: string): string {
   if (id === undefined) throw new CloudWatchApiError('MissingParameter', `The parameter ${at}.Id is required.`);
   if (typeof id !== 'string' || !/^[a-z][a-zA-Z0-9_]{0,254}$/.test(id)) {
     throw new CloudWatchApiError(
@@ -343,6 +409,11 @@ function metricStatQuery(raw: unknown, at: string): { query: MetricStatQuery; la
       `The value ${JSON.stringify(id)} for parameter ${at}.Id is not valid: it must start with a lowercase letter and hold only letters, digits and underscores.`,
     );
   }
+  return id;
+}
+
+/** Refuses metric math, a cross-account query and a query-level Period, each by name. */
+function refuseUnsupported(raw: Body, at: string, id: string): void {
   if (raw.Expression !== undefined) {
     const both =
       raw.MetricStat !== undefined ? ' (and a query has either an Expression or a MetricStat, not both)' : '';
@@ -362,7 +433,10 @@ function metricStatQuery(raw: unknown, at: string): { query: MetricStatQuery; la
       `${at}.Period applies to an Expression, which the local CloudWatch does not support; query ${id} takes its period from MetricStat.Period.`,
     );
   }
-  const label = raw.Label;
+}
+
+/** A query's Label, when given: a string without dynamic labels. */
+function labelOf(label: unknown, at: string, id: string): string | undefined {
   if (label !== undefined && typeof label !== 'string')
     throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${at}.Label must be a string.`);
   if (typeof label === 'string' && label.includes('${'))
@@ -370,39 +444,18 @@ function metricStatQuery(raw: unknown, at: string): { query: MetricStatQuery; la
       'InvalidParameterValue',
       `${at}.Label: dynamic labels (\${...}, query ${id}) are not supported by the local CloudWatch.`,
     );
-  if (raw.ReturnData !== undefined && typeof raw.ReturnData !== 'boolean')
-    throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${at}.ReturnData must be true or false.`);
-  const stat = raw.MetricStat;
-  if (stat === undefined)
-    throw new CloudWatchApiError(
-      'MissingParameter',
-      `${at} (query ${id}) needs a MetricStat: the local CloudWatch answers MetricStat queries only.`,
-    );
-  if (!isRecord(stat))
-    throw new CloudWatchApiError('InvalidParameterValue', `The parameter ${at}.MetricStat must be an object.`);
-  const where = `${at}.MetricStat`;
+  return label;
+}
+
+/** A MetricStat (at `where`): its statistic, its period and its metric, without a Unit. */
+function metricStatOf(stat: Body, where: string, id: string): MetricStatQuery {
   if (stat.Unit !== undefined)
     throw new CloudWatchApiError(
       'InvalidParameterValue',
       `${where}.Unit (query ${id}) is not supported by the local CloudWatch: it keeps samples without their unit; leave Unit out.`,
     );
-  if (stat.Stat === undefined)
-    throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Stat is required.`);
-  if (typeof stat.Stat !== 'string' || !(STATISTICS as readonly string[]).includes(stat.Stat)) {
-    throw new CloudWatchApiError(
-      'InvalidParameterValue',
-      `${where}.Stat ${JSON.stringify(stat.Stat)} (query ${id}) is not supported by the local CloudWatch (it supports ${STATISTICS.join(', ')}).`,
-    );
-  }
-  if (stat.Period === undefined)
-    throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Period is required.`);
-  const period = Number(stat.Period);
-  if (!Number.isInteger(period) || period <= 0 || (period < 60 ? !SHORT_PERIODS.includes(period) : period % 60 !== 0)) {
-    throw new CloudWatchApiError(
-      'InvalidParameterValue',
-      `The parameter ${where}.Period must be 1, 5, 10, 20, 30 or a multiple of 60, got ${JSON.stringify(stat.Period)}.`,
-    );
-  }
+  const statistic = statisticOf(stat.Stat, where, id);
+  const periodSeconds = periodOf(stat.Period, where);
   const metric = stat.Metric;
   if (!isRecord(metric)) throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Metric is required.`);
   if (typeof metric.Namespace !== 'string' || metric.Namespace === '')
@@ -410,17 +463,37 @@ function metricStatQuery(raw: unknown, at: string): { query: MetricStatQuery; la
   if (typeof metric.MetricName !== 'string' || metric.MetricName === '')
     throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Metric.MetricName is required.`);
   return {
-    query: {
-      id,
-      namespace: metric.Namespace,
-      metricName: metric.MetricName,
-      dimensions: dimensionsOf(metric.Dimensions, `${where}.Metric.Dimensions`, true) as Record<string, string>,
-      stat: stat.Stat as Statistic,
-      periodSeconds: period,
-    },
-    label: label ?? metric.MetricName,
-    returnData: raw.ReturnData !== false,
+    id,
+    namespace: metric.Namespace,
+    metricName: metric.MetricName,
+    dimensions: dimensionsOf(metric.Dimensions, `${where}.Metric.Dimensions`, true) as Record<string, string>,
+    stat: statistic,
+    periodSeconds,
   };
+}
+
+function statisticOf(raw: unknown, where: string, id: string): Statistic {
+  if (raw === undefined) throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Stat is required.`);
+  if (typeof raw !== 'string' || !(STATISTICS as readonly string[]).includes(raw)) {
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      `${where}.Stat ${JSON.stringify(raw)} (query ${id}) is not supported by the local CloudWatch (it supports ${STATISTICS.join(', ')}).`,
+    );
+  }
+  return raw as Statistic;
+}
+
+/** A MetricStat's Period: 1, 5, 10, 20 or 30 seconds, or a whole number of minutes. */
+function periodOf(raw: unknown, where: string): number {
+  if (raw === undefined) throw new CloudWatchApiError('MissingParameter', `The parameter ${where}.Period is required.`);
+  const period = Number(raw);
+  if (!Number.isInteger(period) || period <= 0 || (period < 60 ? !SHORT_PERIODS.includes(period) : period % 60 !== 0)) {
+    throw new CloudWatchApiError(
+      'InvalidParameterValue',
+      `The parameter ${where}.Period must be 1, 5, 10, 20, 30 or a multiple of 60, got ${JSON.stringify(raw)}.`,
+    );
+  }
+  return period;
 }
 
 /** A list of { Name, Value } as a record; with `valueRequired` false a Value may be absent (ListMetrics' filters). */

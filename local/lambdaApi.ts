@@ -120,93 +120,137 @@ async function invokeFunction(
   }
 }
 
+/** A request as a route answers it: the API's options, the request with its body and URL, the response to write. */
+interface LambdaRequest {
+  options: LambdaApiOptions;
+  req: IncomingMessage;
+  res: ServerResponse;
+  raw: string;
+  url: URL;
+}
+
+interface Route {
+  /** The method it answers; absent: every method (its handler answers those it does not emulate). */
+  method?: string;
+  path: RegExp;
+  answer: (request: LambdaRequest, match: RegExpExecArray) => Promise<void> | void;
+}
+
+/** The calls the local Lambda answers, tried in order: the first whose path and method match answers. */
+const ROUTES: Route[] = [
+  {
+    method: 'POST',
+    path: INVOKE,
+    answer: ({ options, req, res, raw }, match) => invokeFunction(options, req, res, decodeURIComponent(match[1]), raw),
+  },
+  { method: 'GET', path: CONFIGURATION, answer: getFunctionConfiguration },
+  { method: 'GET', path: CONCURRENCY, answer: getFunctionConcurrency },
+  { method: 'GET', path: ACCOUNT_SETTINGS, answer: getAccountSettings },
+  { method: 'GET', path: MAPPINGS, answer: listEventSourceMappings },
+  { path: MAPPING, answer: eventSourceMapping },
+];
+
 async function handle(options: LambdaApiOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
   let raw = '';
   for await (const chunk of req) raw += chunk;
   const url = new URL(req.url ?? '/', 'http://local');
-  const invoke = INVOKE.exec(url.pathname);
-  if (invoke && req.method === 'POST') return invokeFunction(options, req, res, decodeURIComponent(invoke[1]), raw);
-  const configuration = CONFIGURATION.exec(url.pathname);
-  if (configuration && req.method === 'GET') {
-    // What an operator's tools read of a function (ops catch-up --missed reads its JOB_SETTINGS): its name, ARN,
-    // handler, timeout and environment, as GetFunctionConfiguration answers them.
-    const fn = functionOr404(options, res, decodeURIComponent(configuration[1]));
-    if (!fn) return;
-    const spec = fn.spec as Partial<FunctionSpec> & { name: string; arn: string };
-    return reply(res, 200, {
-      FunctionName: spec.name,
-      FunctionArn: spec.arn,
-      Handler: spec.handler,
-      Timeout: spec.timeoutSeconds,
-      MemorySize: spec.memoryMb,
-      // The template's variables only: never the runtime's own (credentials, handler, TZ), as AWS answers.
-      Environment: {
-        Variables: Object.fromEntries(
-          Object.entries(spec.environment ?? {}).filter(
-            ([k]) => !RESERVED_ENVIRONMENT_KEYS.includes(k) && !k.startsWith('AWS_'),
-          ),
+  const request: LambdaRequest = { options, req, res, raw, url };
+  for (const route of ROUTES) {
+    const match = route.path.exec(url.pathname);
+    if (match && (route.method === undefined || route.method === req.method)) return route.answer(request, match);
+  }
+  return notEmulated(request);
+}
+
+/**
+ * GetFunctionConfiguration: what an operator's tools read of a function (ops catch-up --missed reads its
+ * JOB_SETTINGS): its name, ARN, handler, timeout and environment.
+ */
+function getFunctionConfiguration({ options, res }: LambdaRequest, match: RegExpExecArray): void {
+  const fn = functionOr404(options, res, decodeURIComponent(match[1]));
+  if (!fn) return;
+  const spec = fn.spec as Partial<FunctionSpec> & { name: string; arn: string };
+  return reply(res, 200, {
+    FunctionName: spec.name,
+    FunctionArn: spec.arn,
+    Handler: spec.handler,
+    Timeout: spec.timeoutSeconds,
+    MemorySize: spec.memoryMb,
+    // The template's variables only: never the runtime's own (credentials, handler, TZ), as AWS answers.
+    Environment: {
+      Variables: Object.fromEntries(
+        Object.entries(spec.environment ?? {}).filter(
+          ([k]) => !RESERVED_ENVIRONMENT_KEYS.includes(k) && !k.startsWith('AWS_'),
         ),
-      },
-      State: 'Active',
-    });
+      ),
+    },
+    State: 'Active',
+  });
+}
+
+/** GetFunctionConcurrency: the function's reserved concurrency, absent when it has none (as AWS answers). */
+function getFunctionConcurrency({ options, res }: LambdaRequest, match: RegExpExecArray): void {
+  const fn = functionOr404(options, res, decodeURIComponent(match[1]));
+  if (!fn) return;
+  const reserved = (fn.spec as Partial<FunctionSpec>).reservedConcurrency;
+  return reply(res, 200, reserved === undefined ? {} : { ReservedConcurrentExecutions: reserved });
+}
+
+/** GetAccountSettings: the limit, and what reserved concurrency leaves unreserved, over every function deployed. */
+function getAccountSettings({ options, res }: LambdaRequest): void {
+  const limit = options.accountConcurrencyLimit ?? 1000;
+  const reserved = options.runtime
+    .list()
+    .reduce((sum, fn) => sum + ((fn.spec as Partial<FunctionSpec>).reservedConcurrency ?? 0), 0);
+  return reply(res, 200, {
+    AccountLimit: {
+      ConcurrentExecutions: limit,
+      UnreservedConcurrentExecutions: limit - reserved,
+      TotalCodeSize: 80_530_636_800,
+      CodeSizeUnzipped: 262_144_000,
+      CodeSizeZipped: 52_428_800,
+    },
+    AccountUsage: { FunctionCount: options.runtime.list().length, TotalCodeSize: 0 },
+  });
+}
+
+/** ListEventSourceMappings, filtered by FunctionName (a name or an ARN) and EventSourceArn. */
+function listEventSourceMappings({ options, res, url }: LambdaRequest): void {
+  const fnFilter = url.searchParams.get('FunctionName');
+  const arnFilter = url.searchParams.get('EventSourceArn');
+  const list = options
+    .mappings()
+    .filter(
+      (m) => !fnFilter || m.config.functionName === fnFilter || options.functionArn(m.config.functionName) === fnFilter,
+    )
+    .filter((m) => !arnFilter || m.config.queueArn === arnFilter)
+    .map((m) => describeMapping(m, options.functionArn(m.config.functionName)));
+  return reply(res, 200, { EventSourceMappings: list });
+}
+
+/** GetEventSourceMapping, and UpdateEventSourceMapping's Enabled (how an operator pauses and resumes a consumer). */
+async function eventSourceMapping(request: LambdaRequest, match: RegExpExecArray): Promise<void> {
+  const { options, req, res, raw } = request;
+  const mapping = options.mappings().find((m) => m.uuid === decodeURIComponent(match[1]));
+  if (!mapping)
+    return reply(
+      res,
+      404,
+      { Type: 'User', message: `The resource you requested does not exist. (Service: Lambda, UUID: ${match[1]})` },
+      'ResourceNotFoundException',
+    );
+  if (req.method === 'PUT') {
+    const body = raw ? (JSON.parse(raw) as { Enabled?: boolean; BatchSize?: number }) : {};
+    if (body.Enabled === true) mapping.start();
+    if (body.Enabled === false) await mapping.stop();
+    return reply(res, 202, describeMapping(mapping, options.functionArn(mapping.config.functionName)));
   }
-  const concurrency = CONCURRENCY.exec(url.pathname);
-  if (concurrency && req.method === 'GET') {
-    // GetFunctionConcurrency: the function's reserved concurrency, absent when it has none (as AWS answers).
-    const fn = functionOr404(options, res, decodeURIComponent(concurrency[1]));
-    if (!fn) return;
-    const reserved = (fn.spec as Partial<FunctionSpec>).reservedConcurrency;
-    return reply(res, 200, reserved === undefined ? {} : { ReservedConcurrentExecutions: reserved });
-  }
-  if (ACCOUNT_SETTINGS.test(url.pathname) && req.method === 'GET') {
-    // GetAccountSettings: the limit, and what reserved concurrency leaves unreserved, over every function deployed.
-    const limit = options.accountConcurrencyLimit ?? 1000;
-    const reserved = options.runtime
-      .list()
-      .reduce((sum, fn) => sum + ((fn.spec as Partial<FunctionSpec>).reservedConcurrency ?? 0), 0);
-    return reply(res, 200, {
-      AccountLimit: {
-        ConcurrentExecutions: limit,
-        UnreservedConcurrentExecutions: limit - reserved,
-        TotalCodeSize: 80_530_636_800,
-        CodeSizeUnzipped: 262_144_000,
-        CodeSizeZipped: 52_428_800,
-      },
-      AccountUsage: { FunctionCount: options.runtime.list().length, TotalCodeSize: 0 },
-    });
-  }
-  if (MAPPINGS.test(url.pathname) && req.method === 'GET') {
-    const fnFilter = url.searchParams.get('FunctionName');
-    const arnFilter = url.searchParams.get('EventSourceArn');
-    const list = options
-      .mappings()
-      .filter(
-        (m) =>
-          !fnFilter || m.config.functionName === fnFilter || options.functionArn(m.config.functionName) === fnFilter,
-      )
-      .filter((m) => !arnFilter || m.config.queueArn === arnFilter)
-      .map((m) => describeMapping(m, options.functionArn(m.config.functionName)));
-    return reply(res, 200, { EventSourceMappings: list });
-  }
-  const one = MAPPING.exec(url.pathname);
-  if (one) {
-    const mapping = options.mappings().find((m) => m.uuid === decodeURIComponent(one[1]));
-    if (!mapping)
-      return reply(
-        res,
-        404,
-        { Type: 'User', message: `The resource you requested does not exist. (Service: Lambda, UUID: ${one[1]})` },
-        'ResourceNotFoundException',
-      );
-    if (req.method === 'PUT') {
-      const body = raw ? (JSON.parse(raw) as { Enabled?: boolean; BatchSize?: number }) : {};
-      if (body.Enabled === true) mapping.start();
-      if (body.Enabled === false) await mapping.stop();
-      return reply(res, 202, describeMapping(mapping, options.functionArn(mapping.config.functionName)));
-    }
-    if (req.method === 'GET')
-      return reply(res, 200, describeMapping(mapping, options.functionArn(mapping.config.functionName)));
-  }
+  if (req.method === 'GET')
+    return reply(res, 200, describeMapping(mapping, options.functionArn(mapping.config.functionName)));
+  return notEmulated(request);
+}
+
+function notEmulated({ req, res, url }: LambdaRequest): void {
   return reply(
     res,
     404,

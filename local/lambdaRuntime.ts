@@ -599,92 +599,35 @@ export class LocalFunction {
 
   private run(event: unknown, requestId: string): Promise<unknown> {
     const env = this.idle.pop() ?? this.start();
-    const child = env.child;
     const id = randomUUID();
     const timeoutMs = this.spec.timeoutSeconds * 1000;
     const deadline = Date.now() + timeoutMs;
     const name = this.spec.name;
     return new Promise((resolve, reject) => {
-      let ended = false;
-      let crash: BootstrapReply | undefined;
-      const cleanup = () => {
-        ended = true;
-        clearTimeout(timer);
-        clearTimeout(killer);
-        child.off('message', onMessage);
-        child.off('exit', onExit);
-        child.channel?.unref();
-      };
-      const stop = (error: FunctionError) => {
-        cleanup();
-        void this.destroy(env);
-        reject(error);
-      };
-      const onMessage = (reply: BootstrapReply) => {
-        if (reply.id !== id) return;
-        if (reply.type === 'crash') {
-          // The bootstrap is about to exit; the 'exit' listener reports it with this cause.
-          crash = reply;
-          return;
-        }
-        const error = replyError(name, reply);
-        if (reply.init) {
-          // An init failure leaves no usable environment: Lambda starts the next invocation with a fresh one.
-          stop(error!);
-          return;
-        }
-        cleanup();
-        if (this.closed) void this.destroy(env);
-        else this.idle.push(env);
-        if (reply.ok) resolve(reply.value ?? null);
-        else reject(error);
-      };
-      const onExit = (code: number | null, signal: string | null) => {
-        // A crash (uncaught error, process.exit) ends the execution environment; the next invocation starts cold.
-        cleanup();
-        reject(exitError(name, code, signal, crash));
-      };
+      const invocation = new Invocation(env, id, name, resolve, reject, {
+        discard: () => void this.destroy(env),
+        keep: () => (this.closed ? void this.destroy(env) : this.idle.push(env)),
+      });
       const killMs = this.options.killAfterMs?.(name);
-      const killer =
-        killMs === undefined
-          ? undefined
-          : setTimeout(
-              () =>
-                stop(
-                  new FunctionError(
-                    `${name}: Runtime.ExitError: execution environment killed ${killMs} ms into the invocation (fault injection)`,
-                    name,
-                    'Runtime.ExitError',
-                  ),
-                ),
-              killMs,
-            );
-      const timer = setTimeout(() => {
-        // The hard stop: the execution environment is destroyed mid-flight, whatever the handler was doing.
-        this.timeouts++;
-        stop(new FunctionTimeoutError(name, this.spec.timeoutSeconds));
-      }, timeoutMs);
-      child.on('message', onMessage);
-      child.once('exit', onExit);
-      child.channel?.ref();
-      this.options.onInvoke?.(name, event, {
-        kill: () => {
-          if (ended) return false;
-          stop(
+      if (killMs !== undefined)
+        invocation.stopAfter(
+          killMs,
+          () =>
             new FunctionError(
-              `${name}: Runtime.ExitError: execution environment killed by fault injection`,
+              `${name}: Runtime.ExitError: execution environment killed ${killMs} ms into the invocation (fault injection)`,
               name,
               'Runtime.ExitError',
             ),
-          );
-          return true;
-        },
-        get ended() {
-          return ended;
-        },
+        );
+      invocation.stopAfter(timeoutMs, () => {
+        // The hard stop: the execution environment is destroyed mid-flight, whatever the handler was doing.
+        this.timeouts++;
+        return new FunctionTimeoutError(name, this.spec.timeoutSeconds);
       });
+      invocation.listen();
+      this.options.onInvoke?.(name, event, invocation.handle());
       // Killed as it started: the handler never sees the event, as when an environment dies before its init completes.
-      if (!ended)
+      if (!invocation.ended)
         this.send(env, {
           type: 'invoke',
           id,
@@ -704,6 +647,115 @@ export class LocalFunction {
     await Promise.all([...this.all].map((env) => (profilingChildren() ? this.retire(env) : this.destroy(env))));
     this.idle.length = 0;
     if (this.ownsSandbox) this.sandbox.close();
+  }
+}
+
+/** What an invocation does with its execution environment when it ends. */
+interface EnvironmentRelease {
+  /** The environment is unusable (stopped mid-flight, or its init failed): destroy it. */
+  discard(): void;
+  /** The handler answered (a value or an error): the environment may serve the next invocation. */
+  keep(): void;
+}
+
+/**
+ * One invocation on its execution environment, from the invoke message to its end. Whichever comes first settles
+ * it: the bootstrap's reply, the environment's exit (a crash), a timer (the timeout, fault injection) or the onInvoke
+ * hook's kill.
+ */
+class Invocation {
+  private isEnded = false;
+  /** The crash the bootstrap reported just before it exits: the cause the exit's error names. */
+  private crash: BootstrapReply | undefined;
+  private readonly timers: NodeJS.Timeout[] = [];
+
+  constructor(
+    private readonly env: Environment,
+    private readonly id: string,
+    private readonly name: string,
+    private readonly resolve: (value: unknown) => void,
+    private readonly reject: (error: FunctionError) => void,
+    private readonly release: EnvironmentRelease,
+  ) {}
+
+  get ended(): boolean {
+    return this.isEnded;
+  }
+
+  /** Listens for the environment's replies and exit, and holds the host open (the channel) until the end. */
+  listen(): void {
+    this.env.child.on('message', this.onMessage);
+    this.env.child.once('exit', this.onExit);
+    this.env.child.channel?.ref();
+  }
+
+  /** Stops the invocation `ms` from now, with the error `reason` gives then, unless it has ended. */
+  stopAfter(ms: number, reason: () => FunctionError): void {
+    this.timers.push(setTimeout(() => this.stop(reason()), ms));
+  }
+
+  /** The onInvoke hook's handle on this invocation. */
+  handle(): InvocationHandle {
+    const kill = () => this.kill();
+    const ended = () => this.isEnded;
+    return {
+      kill,
+      get ended() {
+        return ended();
+      },
+    };
+  }
+
+  private kill(): boolean {
+    if (this.isEnded) return false;
+    this.stop(
+      new FunctionError(
+        `${this.name}: Runtime.ExitError: execution environment killed by fault injection`,
+        this.name,
+        'Runtime.ExitError',
+      ),
+    );
+    return true;
+  }
+
+  private readonly onMessage = (reply: BootstrapReply): void => {
+    if (reply.id !== this.id) return;
+    if (reply.type === 'crash') {
+      // The bootstrap is about to exit; the 'exit' listener reports it with this cause.
+      this.crash = reply;
+      return;
+    }
+    const error = replyError(this.name, reply);
+    if (reply.init) {
+      // An init failure leaves no usable environment: Lambda starts the next invocation with a fresh one.
+      this.stop(error!);
+      return;
+    }
+    this.cleanup();
+    this.release.keep();
+    if (reply.ok) this.resolve(reply.value ?? null);
+    else this.reject(error!);
+  };
+
+  private readonly onExit = (code: number | null, signal: string | null): void => {
+    // A crash (uncaught error, process.exit) ends the execution environment; the next invocation starts cold.
+    this.cleanup();
+    this.reject(exitError(this.name, code, signal, this.crash));
+  };
+
+  /** Ends the invocation with `error`, destroying the environment whatever the handler was doing. */
+  private stop(error: FunctionError): void {
+    this.cleanup();
+    this.release.discard();
+    this.reject(error);
+  }
+
+  private cleanup(): void {
+    this.isEnded = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.env.child.off('message', this.onMessage);
+    this.env.child.off('exit', this.onExit);
+    this.env.child.channel?.unref();
   }
 }
 

@@ -150,7 +150,8 @@ export interface ProgramOptions {
 
 /**
  * The command line for the app in `cwd` (`--app` is read by runStartCli before it builds this, so `cwd` is already the
- * app's folder): its flags, with one per job fixture's unit, and the run as its action.
+ * app's folder): its flags, with one per job fixture's unit, and the run as its action. The flags are added group by
+ * group, in the order help lists them.
  */
 export function buildProgram(
   run: (options: RunOptions) => Promise<number>,
@@ -159,10 +160,25 @@ export function buildProgram(
 ): Command {
   const reference = isReferenceApp(cwd);
   const jobs = appJobs(cwd, programOptions.argv ?? []);
-  const program = new Command(programOptions.name ?? (reference ? 'npm start --' : 'paced-jobs start'))
-    .description(
-      "Run the app's synthesized PacedJobs stack on embedded AWS-protocol servers: one demo cycle of every job, or --serve.",
-    )
+  const program = new Command(programOptions.name ?? (reference ? 'npm start --' : 'paced-jobs start')).description(
+    "Run the app's synthesized PacedJobs stack on embedded AWS-protocol servers: one demo cycle of every job, or --serve.",
+  );
+  addAppOptions(program, reference);
+  addModeOptions(program);
+  addDemoOptions(program, jobs);
+  addDownstreamOptions(program);
+  addRuntimeOptions(program);
+  addPortOptions(program, jobs);
+  program.showHelpAfterError();
+  const units = addUnitFlags(program, cwd, jobs);
+  return program.action(async (flags) => {
+    await run(runOptionsOf(flags, cwd, units));
+  });
+}
+
+/** Which app, environment and stack to run. */
+function addAppOptions(program: Command, reference: boolean): void {
+  program
     .option('--app <dir>', "the CDK app's folder, where its cdk.json is (default: the current folder)")
     .addOption(
       reference
@@ -177,7 +193,12 @@ export function buildProgram(
     .option(
       '--stack <name>',
       'the stack holding the jobs, when several stacks of the app use PacedJobs (its name, or Stage/Stack)',
-    )
+    );
+}
+
+/** A demo run or --serve, and what the run shows: the console, the report, the JSON document. */
+function addModeOptions(program: Command): void {
+  program
     .option(
       '--serve',
       'keep running: fire schedules on their crons, serve the web console and write .local/endpoints.json until Ctrl-C',
@@ -204,7 +225,12 @@ export function buildProgram(
       'business date for the fired cycle (default: what each schedule would compute now)',
       isoDate,
     )
-    .option('--json', 'print the report as one JSON document on stdout (progress and logs go to stderr)', false)
+    .option('--json', 'print the report as one JSON document on stdout (progress and logs go to stderr)', false);
+}
+
+/** The demo's size, the folders the run reads and writes, and how long it waits to settle. */
+function addDemoOptions(program: Command, jobs: AppJobs | undefined): void {
+  program
     .option(
       '--count <job>=<n>',
       "demo records to seed for a job (repeatable; default: the job's fixture's defaultCount)",
@@ -219,7 +245,12 @@ export function buildProgram(
       'give up waiting for the run to settle after this long',
       positiveInt('--timeout'),
       180,
-    )
+    );
+}
+
+/** Every fake downstream's quota, window and concurrency. */
+function addDownstreamOptions(program: Command): void {
+  program
     .option(
       '--downstream-quota <n>',
       "every fake downstream: starts allowed per window (default: its job's configured rate)",
@@ -234,7 +265,12 @@ export function buildProgram(
       '--downstream-concurrency <n>',
       "every fake downstream: concurrent requests allowed (default: its job's concurrency)",
       positiveInt('--downstream-concurrency'),
-    )
+    );
+}
+
+/** The local runtime: warm environments, logs, IAM, Lambda's duplicate deliveries. */
+function addRuntimeOptions(program: Command): void {
+  program
     .option(
       '--prewarm <n>',
       "execution environments to load per function before the run, at most (default: each function's concurrency)",
@@ -247,7 +283,12 @@ export function buildProgram(
       'share of asynchronous events Lambda delivers twice (0 to 1)',
       share,
       0.01,
-    )
+    );
+}
+
+/** The servers' ports and the fake downstreams', each a free one unless given. */
+function addPortOptions(program: Command, jobs: AppJobs | undefined): void {
+  program
     .addOption(new Option('--dynamodb-port <port>', 'DynamoDB port (default: a free one)').argParser(port))
     .addOption(new Option('--sqs-port <port>', 'SQS port (default: a free one)').argParser(port))
     .addOption(new Option('--s3-port <port>', 'S3 port (default: a free one)').argParser(port))
@@ -260,8 +301,11 @@ export function buildProgram(
       '--downstream-port <job>=<port>',
       "a job's fake downstream port (repeatable; default: a free one)",
       perJob('--downstream-port', jobs, port),
-    )
-    .showHelpAfterError();
+    );
+}
+
+/** `--<unit> <n>` for each job fixture's unit no other flag has taken; the units that got a flag. */
+function addUnitFlags(program: Command, cwd: string, jobs: AppJobs | undefined): UnitFlag[] {
   const units = (jobs ? unitFlags(cwd, jobs.names, (job) => jobs.entries.get(job)) : []).filter(
     (u) => !program.options.some((o) => o.long === `--${u.unit}`),
   );
@@ -271,9 +315,7 @@ export function buildProgram(
       `demo ${u.unit} to seed: --count ${u.job}=<n> (default ${u.defaultCount})`,
       positiveInt(`--${u.unit}`),
     );
-  return program.action(async (flags) => {
-    await run(runOptionsOf(flags, cwd, units));
-  });
+  return units;
 }
 
 /** The run's options from the parsed flags: a fixture unit's flag stands for `--count <job>=<n>`. */

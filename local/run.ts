@@ -471,9 +471,6 @@ export function writeEndpoints(
 ): string {
   const { stack } = session;
   const file = join(localDir, 'endpoints.json');
-  const downstreams = Object.fromEntries(
-    [...session.jobs.values()].flatMap((j) => (j.downstream ? [[j.name, j.downstream.endpoint]] : [])),
-  );
   const doc = {
     stackName: stack.plan.stackName,
     // Where `ops --local` finds each job's code (preflight loads it): a team's app keeps its assembly where it chose.
@@ -481,20 +478,46 @@ export function writeEndpoints(
     region: stack.region,
     accountId: stack.plan.accountId,
     credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-    endpoints: {
-      dynamodb: stack.endpoints.dynamodb,
-      sqs: stack.endpoints.sqs,
-      s3: stack.endpoints.s3,
-      secretsmanager: stack.endpoints.secretsManager,
-      lambda: stack.endpoints.lambda,
-      scheduler: stack.endpoints.scheduler,
-      sns: stack.endpoints.sns,
-      cloudwatch: session.metrics.endpoint,
-      // Each job's fake downstream (the stand-in for its non-AWS API), by job name.
-      downstreams,
-    },
+    endpoints: serviceEndpoints(session),
+    ...stackResources(stack),
+    jobs: jobResources(session),
+    outputs: stack.plan.outputs,
+    // The web console (npm start -- --serve), without its token: that is printed on the terminal only.
+    ...(extra.console ? { console: extra.console } : {}),
+    environment: clientEnvironment(session),
+  };
+  mkdirSync(localDir, { recursive: true });
+  // Written whole then renamed, so a client polling for the file never reads half of it.
+  writeFileSync(`${file}.tmp`, `${JSON.stringify(doc, null, 2)}\n`);
+  renameSync(`${file}.tmp`, file);
+  return file;
+}
+
+/** Each service's endpoint, and each job's fake downstream (the stand-in for its non-AWS API), by job name. */
+function serviceEndpoints(session: LocalSession) {
+  const { endpoints } = session.stack;
+  const downstreams = Object.fromEntries(
+    [...session.jobs.values()].flatMap((j) => (j.downstream ? [[j.name, j.downstream.endpoint]] : [])),
+  );
+  return {
+    dynamodb: endpoints.dynamodb,
+    sqs: endpoints.sqs,
+    s3: endpoints.s3,
+    secretsmanager: endpoints.secretsManager,
+    lambda: endpoints.lambda,
+    scheduler: endpoints.scheduler,
+    sns: endpoints.sns,
+    cloudwatch: session.metrics.endpoint,
+    downstreams,
+  };
+}
+
+/** The stack's resources by logical ID (event source mappings by UUID), with the names and ARNs a client uses. */
+function stackResources(stack: LocalSession['stack']) {
+  const { plan } = stack;
+  return {
     queues: Object.fromEntries(
-      stack.plan.queues.map((q) => [
+      plan.queues.map((q) => [
         q.logicalId,
         {
           name: q.name,
@@ -505,12 +528,12 @@ export function writeEndpoints(
         },
       ]),
     ),
-    tables: Object.fromEntries(stack.plan.tables.map((t) => [t.logicalId, t.name])),
-    buckets: Object.fromEntries(stack.plan.buckets.map((b) => [b.logicalId, b.name])),
-    secrets: Object.fromEntries(stack.plan.secrets.map((s) => [s.logicalId, { name: s.name, arn: s.arn }])),
-    functions: Object.fromEntries(stack.plan.functions.map((f) => [f.logicalId, { name: f.name, arn: f.arn }])),
+    tables: Object.fromEntries(plan.tables.map((t) => [t.logicalId, t.name])),
+    buckets: Object.fromEntries(plan.buckets.map((b) => [b.logicalId, b.name])),
+    secrets: Object.fromEntries(plan.secrets.map((s) => [s.logicalId, { name: s.name, arn: s.arn }])),
+    functions: Object.fromEntries(plan.functions.map((f) => [f.logicalId, { name: f.name, arn: f.arn }])),
     schedules: Object.fromEntries(
-      stack.plan.schedules.map((s) => [
+      plan.schedules.map((s) => [
         s.logicalId,
         { name: s.name, arn: s.arn, expression: s.expression, timeZone: s.timeZone },
       ]),
@@ -518,43 +541,44 @@ export function writeEndpoints(
     eventSourceMappings: Object.fromEntries(
       stack.mappings.map((m) => [m.uuid, { functionName: m.config.functionName, queueArn: m.config.queueArn }]),
     ),
-    jobs: Object.fromEntries(
-      [...session.jobs.values()].map((j) => [
-        j.name,
-        {
-          producer: j.producer?.name,
-          consumer: j.consumer?.name,
-          queueUrl: j.queueUrl,
-          queueArn: j.queueArn,
-          dlqUrl: j.dlqUrl,
-          dlqArn: j.dlqArn,
-          schedule: j.scheduleName,
-          eventSourceMapping: j.mapping?.uuid,
-          admissionQueueUrl: j.admissionQueueUrl,
-          admissionMapping: j.admissionMapping?.uuid,
-        },
-      ]),
-    ),
-    outputs: stack.plan.outputs,
-    // The web console (npm start -- --serve), without its token: that is printed on the terminal only.
-    ...(extra.console ? { console: extra.console } : {}),
-    environment: {
-      AWS_REGION: stack.region,
-      AWS_ACCESS_KEY_ID: 'S3RVER',
-      AWS_SECRET_ACCESS_KEY: 'S3RVER',
-      AWS_ENDPOINT_URL_DYNAMODB: stack.endpoints.dynamodb,
-      AWS_ENDPOINT_URL_SQS: stack.endpoints.sqs,
-      AWS_ENDPOINT_URL_S3: stack.endpoints.s3,
-      AWS_ENDPOINT_URL_SECRETS_MANAGER: stack.endpoints.secretsManager,
-      AWS_ENDPOINT_URL_LAMBDA: stack.endpoints.lambda,
-      AWS_ENDPOINT_URL_SCHEDULER: stack.endpoints.scheduler,
-      AWS_ENDPOINT_URL_SNS: stack.endpoints.sns,
-      AWS_ENDPOINT_URL_CLOUDWATCH: session.metrics.endpoint,
-    },
   };
-  mkdirSync(localDir, { recursive: true });
-  // Written whole then renamed, so a client polling for the file never reads half of it.
-  writeFileSync(`${file}.tmp`, `${JSON.stringify(doc, null, 2)}\n`);
-  renameSync(`${file}.tmp`, file);
-  return file;
+}
+
+/** Each job's functions, queues, schedule and mappings, by job name. */
+function jobResources(session: LocalSession) {
+  return Object.fromEntries(
+    [...session.jobs.values()].map((j) => [
+      j.name,
+      {
+        producer: j.producer?.name,
+        consumer: j.consumer?.name,
+        queueUrl: j.queueUrl,
+        queueArn: j.queueArn,
+        dlqUrl: j.dlqUrl,
+        dlqArn: j.dlqArn,
+        schedule: j.scheduleName,
+        eventSourceMapping: j.mapping?.uuid,
+        admissionQueueUrl: j.admissionQueueUrl,
+        admissionMapping: j.admissionMapping?.uuid,
+      },
+    ]),
+  );
+}
+
+/** The environment an AWS SDK or the AWS CLI reads to reach the local stack. */
+function clientEnvironment(session: LocalSession) {
+  const { region, endpoints } = session.stack;
+  return {
+    AWS_REGION: region,
+    AWS_ACCESS_KEY_ID: 'S3RVER',
+    AWS_SECRET_ACCESS_KEY: 'S3RVER',
+    AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
+    AWS_ENDPOINT_URL_SQS: endpoints.sqs,
+    AWS_ENDPOINT_URL_S3: endpoints.s3,
+    AWS_ENDPOINT_URL_SECRETS_MANAGER: endpoints.secretsManager,
+    AWS_ENDPOINT_URL_LAMBDA: endpoints.lambda,
+    AWS_ENDPOINT_URL_SCHEDULER: endpoints.scheduler,
+    AWS_ENDPOINT_URL_SNS: endpoints.sns,
+    AWS_ENDPOINT_URL_CLOUDWATCH: session.metrics.endpoint,
+  };
 }

@@ -270,17 +270,7 @@ export class LocalSession {
    */
   static async open(options: SessionOptions): Promise<LocalSession> {
     const cwd = resolve(options.cwd);
-    const env = options.env ?? (isReferenceApp(cwd) ? 'dev' : undefined);
-    const artifact = ensureAppStack({
-      env,
-      stack: options.stack,
-      assemblyDir: options.assemblyDir ?? 'cdk.out',
-      cwd,
-      log: (line) => options.log('provision', line),
-      synth: options.synth,
-    });
-    const loaded = loadTemplate(artifact.templateFile);
-    const template = options.template ? options.template(loaded) : loaded;
+    const { artifact, template } = appTemplate(cwd, options);
     // A first plan before any server exists: each job's settings decide its fixture's downstream (quota, secrets).
     const { runSettings, fixtures, downstreams } = loadJobFixtures(
       cwd,
@@ -289,33 +279,8 @@ export class LocalSession {
     );
     let session: LocalSession | undefined;
     const stack = new LocalStack({
-      template,
-      stackName: artifact.stackName,
-      assemblyDir: artifact.assemblyDir,
-      // A stack pinned to an account and region names its ARNs with them (its grants too): it runs there locally.
-      region: artifact.environment?.region,
-      accountId: artifact.environment?.account,
-      dataDir: options.dataDir ? resolve(cwd, options.dataDir) : undefined,
-      ports: options.ports,
-      asyncRetryDelaysMs: options.asyncRetryDelaysMs,
-      iam: options.iam,
-      asyncDuplicateRate: options.asyncDuplicateRate,
-      killAfterMs: options.killAfterMs,
-      onInvoke: options.onInvoke,
-      returnConsumedCapacity: options.returnConsumedCapacity,
-      log: (source, line) => {
-        // Parsed only for the consumers that need it: the main thread also runs the servers and the event sources.
-        if (session?.logWatched.has(source)) session.pipelineLog.observe(source, line);
-        // Every line, as CloudWatch reads every log line for EMF (a line without "_aws" costs one substring search).
-        session?.recorder.observe(line);
-        options.log(source, line);
-      },
-      onMetric: (sample) => session?.recorder.record(sample),
-      onRequest: (service, r) => {
-        const write = observedWrite(service, r);
-        if (write) session?.writes.push(write);
-        options.onRequest?.(service, r);
-      },
+      ...stackDeployment(cwd, artifact, template, options),
+      ...LocalSession.stackObservers(options, () => session),
       environmentOverride: (fn, vars) => {
         const next = vars.JOB_SETTINGS
           ? { ...vars, JOB_SETTINGS: runJobSettings(vars.JOB_SETTINGS, runSettings, downstreams) }
@@ -350,6 +315,32 @@ export class LocalSession {
     if (options.prewarm !== false)
       await stack.prewarm(options.prewarm === true || options.prewarm === undefined ? undefined : options.prewarm);
     return session;
+  }
+
+  /**
+   * What the stack tells the session once it is open (`session` is undefined until then): every log line, the metrics
+   * the emulated services publish, and the writes the servers see; the lines and requests go on to the caller's too.
+   */
+  private static stackObservers(
+    options: SessionOptions,
+    sessionOf: () => LocalSession | undefined,
+  ): Pick<LocalStackOptions, 'log' | 'onMetric' | 'onRequest'> {
+    return {
+      log: (source, line) => {
+        const session = sessionOf();
+        // Parsed only for the consumers that need it: the main thread also runs the servers and the event sources.
+        if (session?.logWatched.has(source)) session.pipelineLog.observe(source, line);
+        // Every line, as CloudWatch reads every log line for EMF (a line without "_aws" costs one substring search).
+        session?.recorder.observe(line);
+        options.log(source, line);
+      },
+      onMetric: (sample) => sessionOf()?.recorder.record(sample),
+      onRequest: (service, r) => {
+        const write = observedWrite(service, r);
+        if (write) sessionOf()?.writes.push(write);
+        options.onRequest?.(service, r);
+      },
+    };
   }
 
   /**
@@ -812,6 +803,50 @@ export function downstreamSince(downstream: FakeDownstream, since: number): Fake
     effects,
     replays: arrivals.filter((a) => a.replayed).length,
     throttled: arrivals.filter((a) => a.status === 429).length,
+  };
+}
+
+/** The app's stack synthesized (if needed) and its template, as the session's `template` option changes it. */
+function appTemplate(
+  cwd: string,
+  options: SessionOptions,
+): { artifact: StackArtifact; template: CloudFormationTemplate } {
+  const env = options.env ?? (isReferenceApp(cwd) ? 'dev' : undefined);
+  const artifact = ensureAppStack({
+    env,
+    stack: options.stack,
+    assemblyDir: options.assemblyDir ?? 'cdk.out',
+    cwd,
+    log: (line) => options.log('provision', line),
+    synth: options.synth,
+  });
+  const loaded = loadTemplate(artifact.templateFile);
+  const template = options.template ? options.template(loaded) : loaded;
+  return { artifact, template };
+}
+
+/** What the local stack deploys, where, and with which of the session's runtime settings and faults. */
+function stackDeployment(
+  cwd: string,
+  artifact: StackArtifact,
+  template: CloudFormationTemplate,
+  options: SessionOptions,
+): Omit<LocalStackOptions, 'log' | 'onMetric' | 'onRequest' | 'environmentOverride'> {
+  return {
+    template,
+    stackName: artifact.stackName,
+    assemblyDir: artifact.assemblyDir,
+    // A stack pinned to an account and region names its ARNs with them (its grants too): it runs there locally.
+    region: artifact.environment?.region,
+    accountId: artifact.environment?.account,
+    dataDir: options.dataDir ? resolve(cwd, options.dataDir) : undefined,
+    ports: options.ports,
+    asyncRetryDelaysMs: options.asyncRetryDelaysMs,
+    iam: options.iam,
+    asyncDuplicateRate: options.asyncDuplicateRate,
+    killAfterMs: options.killAfterMs,
+    onInvoke: options.onInvoke,
+    returnConsumedCapacity: options.returnConsumedCapacity,
   };
 }
 

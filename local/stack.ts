@@ -21,6 +21,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import {
+  type ChannelForward,
   ensurePortFree,
   LOCAL_CREDENTIALS,
   type ObservedRequest,
@@ -30,7 +31,7 @@ import {
   startS3,
   startSqs,
 } from './servers';
-import { StackIam, type IamDenial } from './iamWiring';
+import { type GatewayService, StackIam, type IamDenial } from './iamWiring';
 import { checkEnvironment, checkFunctionSettings, checkQueueVisibility, LambdaRuleError } from './lambdaRules';
 import { LocalSecretsManager } from './secretsManager';
 import { LambdaRuntime, type RuntimeOptions } from './lambdaRuntime';
@@ -495,60 +496,10 @@ export class LocalStack {
 
   /** Starts the services and deploys the template. */
   async start(): Promise<void> {
-    const o = this.options;
-    const ports = o.ports ?? {};
-    const observe = (service: 'dynamodb' | 'sqs' | 's3') =>
-      o.onRequest ? (r: ObservedRequest) => o.onRequest!(service, r) : undefined;
     try {
-      // The servers listen on free ports; the IAM gateways in front of them take the ports asked for, and are the
-      // endpoints every client gets. dynalite and s3rver each run in a process of their own: on a machine of two
-      // cores, in this one they took a fifth of its time, and every request waited behind the gateways, the event
-      // sources and the other servers (on AWS a table is another machine). SQS stays here: the fair-queue emulation
-      // and the depth patches work on its queues in place.
-      const starting = await Promise.allSettled([
-        startDynamoDb({
-          path: o.dataDir,
-          onRequest: observe('dynamodb'),
-          childProcess: true,
-          returnConsumedCapacity: o.returnConsumedCapacity,
-        }),
-        startSqs({ region: this.region, accountId: o.accountId ?? '000000000000', onRequest: observe('sqs') }),
-        startS3({ onRequest: observe('s3'), childProcess: true }),
-      ]);
-      // Whatever did start is closed by stop() below when another failed (a server process would outlive the stack).
-      for (const r of starting) if (r.status === 'fulfilled') this.servers.push(r.value);
-      const failed = starting.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-      if (failed) throw failed.reason;
-      const [dynamodb, sqs, s3] = starting.map((r) => (r as PromiseFulfilledResult<RunningServer>).value) as [
-        RunningServer,
-        RunningSqs,
-        RunningServer,
-      ];
-      const secrets = await this.secrets.start(0);
-      this.servers.push(secrets);
-      const lambda = await startLambdaApi(
-        {
-          runtime: this.runtime,
-          mappings: () => this.mappings,
-          functionArn: (name) => this.runtime.get(name).spec.arn,
-        },
-        0,
-      );
-      this.servers.push(lambda);
-      const scheduler = await startSchedulerApi(this.scheduler, 0);
-      this.servers.push(scheduler);
-      // Read-only, for operators: it takes the port asked for itself, as no gateway stands in front of it.
-      if (ports.sns) await ensurePortFree(ports.sns, 'SNS');
-      const sns = await startSnsApi({ plan: () => this.plan }, ports.sns ?? 0);
-      this.servers.push(sns);
-      const accountId = o.accountId ?? '000000000000';
-      this.iam = new StackIam({
-        accountId,
-        region: this.region,
-        enforce: o.iam !== false,
-        log: (line) => o.log('iam', line),
-      });
-      const gateways = await this.iam.startGateways(
+      const { dynamodb, sqs, s3 } = await this.startDataServers();
+      const { secrets, lambda, scheduler, sns } = await this.startApiServers();
+      const gateways = await this.startIam(
         {
           dynamodb: dynamodb.endpoint,
           sqs: sqs.endpoint,
@@ -557,10 +508,8 @@ export class LocalStack {
           lambda: lambda.endpoint,
           scheduler: scheduler.endpoint,
         },
-        ports,
         { dynamodb: dynamodb.forward },
       );
-      this.servers.push(...Object.values(gateways));
       sqs.advertise(gateways.sqs.port);
       this.endpoints = {
         dynamodb: gateways.dynamodb.endpoint,
@@ -572,10 +521,10 @@ export class LocalStack {
         sns: sns.endpoint,
       };
       this.started = true;
-      this.plan = planStack(o.template, {
-        stackName: o.stackName,
+      this.plan = planStack(this.options.template, {
+        stackName: this.options.stackName,
         region: this.region,
-        accountId,
+        accountId: this.options.accountId ?? '000000000000',
         sqsEndpoint: this.endpoints.sqs,
       });
       this.iam.usePlan(this.plan);
@@ -584,6 +533,81 @@ export class LocalStack {
       await this.stop();
       throw error;
     }
+  }
+
+  /**
+   * DynamoDB, SQS and S3, on free ports. dynalite and s3rver each run in a process of their own: on a machine of two
+   * cores, in this one they took a fifth of its time, and every request waited behind the gateways, the event sources
+   * and the other servers (on AWS a table is another machine). SQS stays here: the fair-queue emulation and the depth
+   * patches work on its queues in place.
+   */
+  private async startDataServers(): Promise<{ dynamodb: RunningServer; sqs: RunningSqs; s3: RunningServer }> {
+    const o = this.options;
+    const observe = (service: 'dynamodb' | 'sqs' | 's3') =>
+      o.onRequest ? (r: ObservedRequest) => o.onRequest!(service, r) : undefined;
+    const starting = await Promise.allSettled([
+      startDynamoDb({
+        path: o.dataDir,
+        onRequest: observe('dynamodb'),
+        childProcess: true,
+        returnConsumedCapacity: o.returnConsumedCapacity,
+      }),
+      startSqs({ region: this.region, accountId: o.accountId ?? '000000000000', onRequest: observe('sqs') }),
+      startS3({ onRequest: observe('s3'), childProcess: true }),
+    ]);
+    // Whatever did start is closed by stop() when another failed (a server process would outlive the stack).
+    for (const r of starting) if (r.status === 'fulfilled') this.servers.push(r.value);
+    const failed = starting.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    const [dynamodb, sqs, s3] = starting.map((r) => (r as PromiseFulfilledResult<RunningServer>).value) as [
+      RunningServer,
+      RunningSqs,
+      RunningServer,
+    ];
+    return { dynamodb, sqs, s3 };
+  }
+
+  /** The APIs this process serves itself: Secrets Manager, Lambda, Scheduler (on free ports) and SNS. */
+  private async startApiServers(): Promise<Record<'secrets' | 'lambda' | 'scheduler' | 'sns', RunningServer>> {
+    const secrets = await this.secrets.start(0);
+    this.servers.push(secrets);
+    const lambda = await startLambdaApi(
+      {
+        runtime: this.runtime,
+        mappings: () => this.mappings,
+        functionArn: (name) => this.runtime.get(name).spec.arn,
+      },
+      0,
+    );
+    this.servers.push(lambda);
+    const scheduler = await startSchedulerApi(this.scheduler, 0);
+    this.servers.push(scheduler);
+    // Read-only, for operators: it takes the port asked for itself, as no gateway stands in front of it.
+    const snsPort = this.options.ports?.sns;
+    if (snsPort) await ensurePortFree(snsPort, 'SNS');
+    const sns = await startSnsApi({ plan: () => this.plan }, snsPort ?? 0);
+    this.servers.push(sns);
+    return { secrets, lambda, scheduler, sns };
+  }
+
+  /**
+   * IAM as the stack enforces it, and its gateways in front of the servers: they take the ports asked for, and are the
+   * endpoints every client gets.
+   */
+  private async startIam(
+    backends: Record<GatewayService, string>,
+    channels: Partial<Record<GatewayService, ChannelForward>>,
+  ): Promise<Record<GatewayService, RunningServer>> {
+    const o = this.options;
+    this.iam = new StackIam({
+      accountId: o.accountId ?? '000000000000',
+      region: this.region,
+      enforce: o.iam !== false,
+      log: (line) => o.log('iam', line),
+    });
+    const gateways = await this.iam.startGateways(backends, o.ports ?? {}, channels);
+    this.servers.push(...Object.values(gateways));
+    return gateways;
   }
 
   private async provision(): Promise<void> {

@@ -503,88 +503,99 @@ const OBJECT_SUBRESOURCES: Record<
 
 function describeS3(request: HttpRequestParts, _plan: RequestPlan): RequestDescription {
   const url = new URL(request.url, 'http://local');
-  const method = request.method.toUpperCase();
   // The SDK names the operation in x-id; it is no subresource. Presigned URLs carry their signature as X-Amz-*.
   const query = [...url.searchParams.keys()].filter((k) => k !== 'x-id' && !k.startsWith('X-Amz-'));
   const [bucket, ...rest] = url.pathname.slice(1).split('/');
   const key = rest.map((s) => decodeURIComponent(s)).join('/');
   const bucketName = decodeURIComponent(bucket ?? '');
-  const s3 = (operation: string, permissions: RequiredPermission[]): RequestDescription => ({
-    service: 's3',
-    operation,
-    permissions,
-  });
-
   if (!bucketName) return s3('ListBuckets', [{ action: 's3:ListAllMyBuckets', resource: '*' }]);
-  const bucketArn = `arn:aws:s3:::${bucketName}`;
+  const target: S3Target = {
+    method: request.method.toUpperCase(),
+    params: url.searchParams,
+    query,
+    bucketName,
+    bucketArn: `arn:aws:s3:::${bucketName}`,
+    key,
+  };
+  if (rest.length === 0 || (rest.length === 1 && rest[0] === '')) return describeS3Bucket(request, target);
+  return describeS3Object(request, target);
+}
 
-  if (rest.length === 0 || (rest.length === 1 && rest[0] === '')) {
-    if (method === 'POST' && url.searchParams.has('delete')) {
-      // DeleteObjects: each key is authorized as its own DeleteObject (DeleteObjectVersion for a version).
-      const objects = [...text(request.body).matchAll(/<Object>([\s\S]*?)<\/Object>/g)].map((m) => ({
-        key: unescapeXml(/<Key>([\s\S]*?)<\/Key>/.exec(m[1])?.[1] ?? ''),
-        version: /<VersionId>/.test(m[1]),
-      }));
-      return s3(
-        'DeleteObjects',
-        dedupe(
-          objects.map((o) => ({
-            action: o.version ? 's3:DeleteObjectVersion' : 's3:DeleteObject',
-            resource: `${bucketArn}/${o.key}`,
-          })),
-        ),
-      );
-    }
-    const sub = query.find((q) => BUCKET_SUBRESOURCES[q]);
-    if (sub) {
-      const action = BUCKET_SUBRESOURCES[sub][method as 'GET' | 'PUT' | 'DELETE'];
-      if (action) return s3(action, [{ action: `s3:${action}`, resource: bucketArn }]);
-    }
-    if (method === 'GET' || method === 'HEAD')
-      return s3(method === 'GET' ? 'ListObjects' : 'HeadBucket', [{ action: 's3:ListBucket', resource: bucketArn }]);
-    if (method === 'PUT') return s3('CreateBucket', [{ action: 's3:CreateBucket', resource: bucketArn }]);
-    if (method === 'DELETE') return s3('DeleteBucket', [{ action: 's3:DeleteBucket', resource: bucketArn }]);
-    throw new RequestDescriptionError(
-      `${method} on bucket ${bucketName} is no S3 operation the local gateway knows`,
-      's3',
-    );
+/** What describeS3's parts read of a request's path and query. */
+interface S3Target {
+  /** Upper case. */
+  method: string;
+  params: URLSearchParams;
+  /** The query's keys that can name a subresource. */
+  query: string[];
+  bucketName: string;
+  bucketArn: string;
+  /** The object key, decoded; empty for a request on the bucket. */
+  key: string;
+}
+
+const s3 = (operation: string, permissions: RequiredPermission[]): RequestDescription => ({
+  service: 's3',
+  operation,
+  permissions,
+});
+
+function describeS3Bucket(request: HttpRequestParts, target: S3Target): RequestDescription {
+  const { method, bucketArn } = target;
+  if (method === 'POST' && target.params.has('delete')) return describeDeleteObjects(request, bucketArn);
+  const sub = target.query.find((q) => BUCKET_SUBRESOURCES[q]);
+  if (sub) {
+    const action = BUCKET_SUBRESOURCES[sub][method as 'GET' | 'PUT' | 'DELETE'];
+    if (action) return s3(action, [{ action: `s3:${action}`, resource: bucketArn }]);
   }
+  if (method === 'GET' || method === 'HEAD')
+    return s3(method === 'GET' ? 'ListObjects' : 'HeadBucket', [{ action: 's3:ListBucket', resource: bucketArn }]);
+  if (method === 'PUT') return s3('CreateBucket', [{ action: 's3:CreateBucket', resource: bucketArn }]);
+  if (method === 'DELETE') return s3('DeleteBucket', [{ action: 's3:DeleteBucket', resource: bucketArn }]);
+  throw new RequestDescriptionError(
+    `${method} on bucket ${target.bucketName} is no S3 operation the local gateway knows`,
+    's3',
+  );
+}
 
-  const objectArn = `${bucketArn}/${key}`;
-  const versioned = url.searchParams.has('versionId');
-  const sub = query.find((q) => OBJECT_SUBRESOURCES[q]);
+/** DeleteObjects: each key is authorized as its own DeleteObject (DeleteObjectVersion for a version). */
+function describeDeleteObjects(request: HttpRequestParts, bucketArn: string): RequestDescription {
+  const objects = [...text(request.body).matchAll(/<Object>([\s\S]*?)<\/Object>/g)].map((m) => ({
+    key: unescapeXml(/<Key>([\s\S]*?)<\/Key>/.exec(m[1])?.[1] ?? ''),
+    version: /<VersionId>/.test(m[1]),
+  }));
+  return s3(
+    'DeleteObjects',
+    dedupe(
+      objects.map((o) => ({
+        action: o.version ? 's3:DeleteObjectVersion' : 's3:DeleteObject',
+        resource: `${bucketArn}/${o.key}`,
+      })),
+    ),
+  );
+}
+
+function describeS3Object(request: HttpRequestParts, target: S3Target): RequestDescription {
+  const { method, params } = target;
+  const objectArn = `${target.bucketArn}/${target.key}`;
+  const versioned = params.has('versionId');
+  const sub = target.query.find((q) => OBJECT_SUBRESOURCES[q]);
   if (sub) {
     const entry = OBJECT_SUBRESOURCES[sub][method as 'GET' | 'PUT' | 'DELETE'];
     if (entry) return s3(entry[0], [{ action: `s3:${versioned ? entry[2] : entry[1]}`, resource: objectArn }]);
   }
-  const uploadId = url.searchParams.has('uploadId');
+  const uploadId = params.has('uploadId');
   switch (method) {
     case 'GET':
       if (uploadId) return s3('ListParts', [{ action: 's3:ListMultipartUploadParts', resource: objectArn }]);
       return s3('GetObject', [{ action: versioned ? 's3:GetObjectVersion' : 's3:GetObject', resource: objectArn }]);
     case 'HEAD':
       return s3('HeadObject', [{ action: versioned ? 's3:GetObjectVersion' : 's3:GetObject', resource: objectArn }]);
-    case 'PUT': {
-      // PutObject, UploadPart (s3:PutObject too); with x-amz-copy-source, CopyObject / UploadPartCopy, which also
-      // read the source object.
-      const permissions: RequiredPermission[] = [{ action: 's3:PutObject', resource: objectArn }];
-      const copySource = header(request.headers, 'x-amz-copy-source');
-      if (copySource) {
-        const [sourcePath, sourceQuery] = decodeURIComponent(copySource).replace(/^\//, '').split('?');
-        const sourceVersioned = new URLSearchParams(sourceQuery ?? '').has('versionId');
-        permissions.push({
-          action: sourceVersioned ? 's3:GetObjectVersion' : 's3:GetObject',
-          resource: `arn:aws:s3:::${sourcePath}`,
-        });
-      }
-      return s3(
-        copySource ? (uploadId ? 'UploadPartCopy' : 'CopyObject') : uploadId ? 'UploadPart' : 'PutObject',
-        permissions,
-      );
-    }
+    case 'PUT':
+      return describeS3ObjectPut(request, objectArn, uploadId);
     case 'POST':
       // CreateMultipartUpload (?uploads) and CompleteMultipartUpload (?uploadId) are object writes.
-      return s3(url.searchParams.has('uploads') ? 'CreateMultipartUpload' : 'CompleteMultipartUpload', [
+      return s3(params.has('uploads') ? 'CreateMultipartUpload' : 'CompleteMultipartUpload', [
         { action: 's3:PutObject', resource: objectArn },
       ]);
     case 'DELETE':
@@ -594,10 +605,31 @@ function describeS3(request: HttpRequestParts, _plan: RequestPlan): RequestDescr
       ]);
     default:
       throw new RequestDescriptionError(
-        `${method} on s3://${bucketName}/${key} is no S3 operation the local gateway knows`,
+        `${method} on s3://${target.bucketName}/${target.key} is no S3 operation the local gateway knows`,
         's3',
       );
   }
+}
+
+/**
+ * PutObject, UploadPart (s3:PutObject too); with x-amz-copy-source, CopyObject / UploadPartCopy, which also read the
+ * source object.
+ */
+function describeS3ObjectPut(request: HttpRequestParts, objectArn: string, uploadId: boolean): RequestDescription {
+  const permissions: RequiredPermission[] = [{ action: 's3:PutObject', resource: objectArn }];
+  const copySource = header(request.headers, 'x-amz-copy-source');
+  if (copySource) {
+    const [sourcePath, sourceQuery] = decodeURIComponent(copySource).replace(/^\//, '').split('?');
+    const sourceVersioned = new URLSearchParams(sourceQuery ?? '').has('versionId');
+    permissions.push({
+      action: sourceVersioned ? 's3:GetObjectVersion' : 's3:GetObject',
+      resource: `arn:aws:s3:::${sourcePath}`,
+    });
+  }
+  return s3(
+    copySource ? (uploadId ? 'UploadPartCopy' : 'CopyObject') : uploadId ? 'UploadPart' : 'PutObject',
+    permissions,
+  );
 }
 
 function unescapeXml(s: string): string {

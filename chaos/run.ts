@@ -868,14 +868,22 @@ function newWiring(plan: () => RunPlan | undefined, faults: ChaosFaults): Wiring
 /** The deployed chaos job with its faults armed (wireJob's result). */
 type WiredJob = ReturnType<typeof wireJob>;
 
+/** What every phase of the run reads: its options, its settings with the defaults applied, its faults, its start. */
+interface RunContext {
+  options: ChaosOptions;
+  o: RunSettings;
+  faults: ChaosFaults;
+  /** When the run started (ms): the storms' times and the settle deadline count from it. */
+  started: number;
+  say: (line: string) => void;
+}
+
 /** Warms the job's functions, seeds the fixture's operations and starts both event sources: the faults are on. */
 async function seedAndStart(
   session: LocalSession,
   { run, job }: WiredJob,
   w: Wiring,
-  options: ChaosOptions,
-  o: RunSettings,
-  say: (line: string) => void,
+  { options, o, say }: RunContext,
 ): Promise<SeededDemo> {
   await session.stack.runtime.prewarm(
     new Map([
@@ -909,12 +917,8 @@ async function faultPhase(
   session: LocalSession,
   { run, job, producerFaults }: WiredJob,
   w: Wiring,
-  options: ChaosOptions,
-  o: RunSettings,
-  started: number,
-  say: (line: string) => void,
+  { options, o, faults, started, say }: RunContext,
 ): Promise<FaultPhase> {
-  const { faults } = w;
   // When work waited (a second's allowance or more), sampled until the faults end (chaos/pacing.ts).
   const perSecond = job.settings.rateLimit.startsPerInterval / job.settings.rateLimit.intervalSeconds;
   const sampler = sampleBusy(session, job, perSecond);
@@ -960,18 +964,16 @@ async function countAfterRun(
 function chaosResult(
   session: LocalSession,
   { run, job, producerFaults }: WiredJob,
-  r: { options: ChaosOptions; o: RunSettings; faults: ChaosFaults; started: number; say: (line: string) => void },
-  seeded: SeededDemo,
-  verdict: Verdict,
-  phase: FaultPhase,
+  { options, o, faults, started, say }: RunContext,
+  judged: { seeded: SeededDemo; verdict: Verdict; phase: FaultPhase },
 ): ChaosResult {
-  const { options, o, faults, started } = r;
+  const { seeded, verdict, phase } = judged;
   const stormSpans = o.stormShare > 0 ? faults.storms.map(([a, b]): Span => [started + a, started + b]) : [];
   // The charts show the storms that happened: none after the faults went off (the plan runs on for an hour).
   const stormsSeen = stormSpans
     .filter(([a]) => a < phase.faultsOffAt)
     .map(([a, b]): Span => [a, Math.min(b, phase.faultsOffAt)]);
-  const charts = runCharts(session, job, { fromMs: phase.firedAt, stormSpans: stormsSeen, say: r.say });
+  const charts = runCharts(session, job, { fromMs: phase.firedAt, stormSpans: stormsSeen, say });
   return {
     ok: verdict.ok && phase.settled,
     job: run.job,
@@ -998,6 +1000,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const faults = new ChaosFaults(options.seed, o, started);
   const { log, close: closeLog } = runLog(cwd, options.seed, say);
   const w = newWiring(planner.plan, faults);
+  const ctx: RunContext = { options, o, faults, started, say };
   const proxies = faultProxies(w);
   const { dynamoProxy, s3Proxy } = proxies;
   try {
@@ -1006,11 +1009,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     [w.dynamoEndpoint, w.s3Endpoint] = [dynamoProxy.endpoint, s3Proxy.endpoint];
     const session = (w.session = await LocalSession.open(sessionOptions(cwd, options, o, w, planner.prepare, log)));
     const wired = wireJob(session, planner.plan(), w, o);
-    const seeded = await seedAndStart(session, wired, w, options, o, say);
-    const phase = await faultPhase(session, wired, w, options, o, started, say);
+    const seeded = await seedAndStart(session, wired, w, ctx);
+    const phase = await faultPhase(session, wired, w, ctx);
     const verdict = await judge(session, wired.job, wired.run, seeded, o, faults);
     await countAfterRun(session, wired, w, proxies, say);
-    return chaosResult(session, wired, { options, o, faults, started, say }, seeded, verdict, phase);
+    return chaosResult(session, wired, ctx, { seeded, verdict, phase });
   } finally {
     await w.session?.close();
     await dynamoProxy.close();

@@ -592,6 +592,53 @@ function every(ms, fn) {
   }, ms);
 }
 
+// The idempotency record each job holds for the operation, if any.
+function recordTable(doc) {
+  return table(
+    ['job', 'record', 'status', 'expires', 'result'],
+    doc.jobs.map(function (j) {
+      var r = j.idempotencyRecord;
+      return [
+        j.job,
+        r ? r.id : 'none',
+        r ? r.status + (r.expired ? ' (expired)' : '') : '-',
+        r && r.expiresAt,
+        r && r.result !== undefined ? JSON.stringify(r.result) : '-',
+      ];
+    })
+  );
+}
+
+// One row per rejection of the operation, across the jobs.
+function rejectionRows(doc) {
+  var rejections = [];
+  doc.jobs.forEach(function (j) {
+    j.rejections.forEach(function (r) {
+      rejections.push([j.job, time(r.rejectedAt), r.batchId, r.reasons.join('; ')]);
+    });
+  });
+  return rejections;
+}
+
+// One row per batch that holds the operation, across the jobs.
+function batchRows(doc) {
+  var batches = [];
+  doc.jobs.forEach(function (j) {
+    j.batches.forEach(function (b) {
+      batches.push([
+        j.job,
+        b.batchId,
+        b.discovered,
+        b.completed,
+        b.rejected,
+        b.deadLettered,
+        b.reconciles ? 'yes' : 'NO',
+      ]);
+    });
+  });
+  return batches;
+}
+
 // What the lookup found of one operation: its idempotency record per job, its rejections, the batches that hold it.
 function renderOperation(out, doc) {
   clear(out);
@@ -612,43 +659,11 @@ function renderOperation(out, doc) {
     );
     return;
   }
-  out.appendChild(
-    table(
-      ['job', 'record', 'status', 'expires', 'result'],
-      doc.jobs.map(function (j) {
-        var r = j.idempotencyRecord;
-        return [
-          j.job,
-          r ? r.id : 'none',
-          r ? r.status + (r.expired ? ' (expired)' : '') : '-',
-          r && r.expiresAt,
-          r && r.result !== undefined ? JSON.stringify(r.result) : '-',
-        ];
-      })
-    )
-  );
+  out.appendChild(recordTable(doc));
   out.firstChild.setAttribute('data-found', String(doc.found));
-  var rejections = [];
-  doc.jobs.forEach(function (j) {
-    j.rejections.forEach(function (r) {
-      rejections.push([j.job, time(r.rejectedAt), r.batchId, r.reasons.join('; ')]);
-    });
-  });
+  var rejections = rejectionRows(doc);
   if (rejections.length) out.appendChild(table(['job', 'rejected at', 'batch', 'reasons'], rejections));
-  var batches = [];
-  doc.jobs.forEach(function (j) {
-    j.batches.forEach(function (b) {
-      batches.push([
-        j.job,
-        b.batchId,
-        b.discovered,
-        b.completed,
-        b.rejected,
-        b.deadLettered,
-        b.reconciles ? 'yes' : 'NO',
-      ]);
-    });
-  });
+  var batches = batchRows(doc);
   if (batches.length)
     out.appendChild(table(['job', 'batch', 'discovered', 'completed', 'rejected', 'DLQ', 'reconciles'], batches));
 }

@@ -3,7 +3,7 @@
 // alone, and exits 0 only when every invariant held.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, type OptionValues } from 'commander';
 import { CHAOS_DEFAULTS, MIN_PRODUCER_TIMEOUT_SECONDS, runChaos, type ChaosOptions, type ChaosResult } from './run';
 import { chaosHtmlReport, formatMarkdown, formatText } from './report';
 import { writeHtmlReport } from '../console/report';
@@ -34,18 +34,12 @@ export const DEFAULT_REPORT_FILE = 'chaos-report.md';
 /** The HTML report with the run's charts, written after every run (and by `--report` alone, of the last one). */
 export const htmlReportFile = (cwd: string): string => join(resolve(cwd), '.local', 'chaos-report.html');
 
-/**
- * `options` undefined: no run, only the report of the last one (`--report` without `--ops` and `--seed`). `cwd` is the
- * CDK app's folder (cdk.json) the run synthesizes and deploys: where the command runs.
- */
-export function buildProgram(
-  run: (options: ChaosOptions | undefined, flags: { json: boolean; report?: string }) => Promise<number>,
-  cwd = process.cwd(),
-): Command {
-  return new Command('chaos')
-    .description(
-      "fault-injection run of one job (it needs a local fixture, local.ts beside the job's code) on the local runtime; exits 0 iff every invariant holds",
-    )
+/** What the command does with the parsed flags: `options` undefined asks only for the last run's report. */
+type RunChaos = (options: ChaosOptions | undefined, flags: { json: boolean; report?: string }) => Promise<number>;
+
+/** The job and app to drive, the run's size and seed, and what it prints and writes. */
+function addTargetOptions(program: Command): Command {
+  return program
     .option(
       '--job <name>',
       'the job to drive (default: the first job whose fixture offers a fake downstream, else the first with a fixture)',
@@ -65,7 +59,12 @@ export function buildProgram(
     .option(
       '--report [file]',
       `write a markdown summary of the run (default ${DEFAULT_REPORT_FILE}); alone, of the last run`,
-    )
+    );
+}
+
+/** The job's rate and consumer timeout for the run, and the faults in delivery: duplicates, re-runs, kills. */
+function addRateAndDeliveryOptions(program: Command): Command {
+  return program
     .option(
       '--rate <n>',
       "the job's starts per minute for this run (its limiter and its fake downstream's quota)",
@@ -95,7 +94,12 @@ export function buildProgram(
       'per consumer invocation: kill the worker at a random point',
       rate('--kill-rate'),
       CHAOS_DEFAULTS.killRate,
-    )
+    );
+}
+
+/** Faults of the job's fake downstream, per request. */
+function addDownstreamFaultOptions(program: Command): Command {
+  return program
     .option(
       '--downstream-error-rate <p>',
       "per request at the job's fake downstream: 5xx before the effect",
@@ -131,7 +135,12 @@ export function buildProgram(
       "share of the fault phase the job's fake downstream spends in 429 storms",
       rate('--storm-share'),
       CHAOS_DEFAULTS.stormShare,
-    )
+    );
+}
+
+/** Faults of the local AWS services the job's functions call, and poison messages. */
+function addAwsFaultOptions(program: Command): Command {
+  return program
     .option(
       '--dynamo-fault-rate <p>',
       "per DynamoDB request from the job's functions: throttling or internal error",
@@ -155,7 +164,12 @@ export function buildProgram(
       'poison messages per operation (at least one)',
       rate('--poison-rate'),
       CHAOS_DEFAULTS.poisonRate,
-    )
+    );
+}
+
+/** Faults of the producer and its schedule. */
+function addProducerFaultOptions(program: Command): Command {
+  return program
     .option(
       '--producer-kill-rate <p>',
       'per producer invocation (direct step 0 or admission step): kill it mid-page, before its commit',
@@ -173,7 +187,12 @@ export function buildProgram(
       'schedule deliveries fired twice for the same scheduled time (the same batch)',
       integer('--duplicate-schedules', 0),
       CHAOS_DEFAULTS.duplicateSchedules,
-    )
+    );
+}
+
+/** The producer's and admission's timings locally, and how long to wait for the run to settle. */
+function addTimingOptions(program: Command): Command {
+  return program
     .option(
       '--producer-timeout <s>',
       "the producer's Lambda timeout locally, seconds (a killed step's lease lasts this long)",
@@ -199,53 +218,80 @@ export function buildProgram(
       '--timeout <s>',
       'give up waiting for the run to settle after this long (default: 900 s, or 4x the paced minimum, ops / rate, if longer; plus (receives + 2) x the step visibility)',
       integer('--timeout', 10),
-    )
-    .action(async function (this: Command, f) {
-      const report = f.report === true ? DEFAULT_REPORT_FILE : (f.report as string | undefined);
-      if (f.ops === undefined && f.seed === undefined && report !== undefined) {
-        process.exitCode = await run(undefined, { json: f.json, report });
-        return;
-      }
-      if (f.ops === undefined || f.seed === undefined) {
-        this.error(
-          `error: ${f.ops === undefined ? '--ops' : '--seed'} is required to run (--ops N --seed S); --report alone writes the last run's summary`,
-        );
-      }
-      process.exitCode = await run(
-        {
-          ops: f.ops,
-          seed: f.seed,
-          cwd,
-          job: f.job,
-          stack: f.stack,
-          ...(f.cdkOut === undefined ? {} : { assemblyDir: f.cdkOut }),
-          ratePerMinute: f.rate,
-          consumerTimeoutSeconds: f.consumerTimeout,
-          duplicateRate: f.duplicateRate,
-          producerReruns: f.producerReruns,
-          killRate: f.killRate,
-          downstreamErrorRate: f.downstreamErrorRate,
-          rejectRate: f.rejectRate,
-          slowRate: f.slowRate,
-          hangAfterEffectRate: f.hangRate,
-          dropBeforeEffectRate: f.dropRate,
-          stormShare: f.stormShare,
-          dynamoFaultRate: f.dynamoFaultRate,
-          dynamoStallRate: f.dynamoStallRate,
-          s3FaultRate: f.s3FaultRate,
-          poisonRate: f.poisonRate,
-          producerKillRate: f.producerKillRate,
-          producerDeadLetters: f.producerDeadLetters,
-          duplicateSchedules: f.duplicateSchedules,
-          producerTimeoutSeconds: f.producerTimeout,
-          admissionHorizonSeconds: f.admissionHorizon,
-          admissionVisibilitySeconds: f.admissionVisibility,
-          admissionMaxReceiveCount: f.admissionMaxReceives,
-          timeoutSeconds: f.timeout,
-        },
-        { json: f.json, report },
+    );
+}
+
+/** The run's options from the parsed flags. */
+function chaosOptions(f: OptionValues, cwd: string): ChaosOptions {
+  return {
+    ops: f.ops,
+    seed: f.seed,
+    cwd,
+    job: f.job,
+    stack: f.stack,
+    ...(f.cdkOut === undefined ? {} : { assemblyDir: f.cdkOut }),
+    ratePerMinute: f.rate,
+    consumerTimeoutSeconds: f.consumerTimeout,
+    duplicateRate: f.duplicateRate,
+    producerReruns: f.producerReruns,
+    killRate: f.killRate,
+    downstreamErrorRate: f.downstreamErrorRate,
+    rejectRate: f.rejectRate,
+    slowRate: f.slowRate,
+    hangAfterEffectRate: f.hangRate,
+    dropBeforeEffectRate: f.dropRate,
+    stormShare: f.stormShare,
+    dynamoFaultRate: f.dynamoFaultRate,
+    dynamoStallRate: f.dynamoStallRate,
+    s3FaultRate: f.s3FaultRate,
+    poisonRate: f.poisonRate,
+    producerKillRate: f.producerKillRate,
+    producerDeadLetters: f.producerDeadLetters,
+    duplicateSchedules: f.duplicateSchedules,
+    producerTimeoutSeconds: f.producerTimeout,
+    admissionHorizonSeconds: f.admissionHorizon,
+    admissionVisibilitySeconds: f.admissionVisibility,
+    admissionMaxReceiveCount: f.admissionMaxReceives,
+    timeoutSeconds: f.timeout,
+  };
+}
+
+/** Runs the chaos run the flags ask for, or with `--report` alone writes the last run's summary. */
+function chaosAction(run: RunChaos, cwd: string) {
+  return async function (this: Command, f: OptionValues): Promise<void> {
+    const report = f.report === true ? DEFAULT_REPORT_FILE : (f.report as string | undefined);
+    if (f.ops === undefined && f.seed === undefined && report !== undefined) {
+      process.exitCode = await run(undefined, { json: f.json, report });
+      return;
+    }
+    if (f.ops === undefined || f.seed === undefined) {
+      this.error(
+        `error: ${f.ops === undefined ? '--ops' : '--seed'} is required to run (--ops N --seed S); --report alone writes the last run's summary`,
       );
-    });
+    }
+    process.exitCode = await run(chaosOptions(f, cwd), { json: f.json, report });
+  };
+}
+
+/**
+ * `options` undefined: no run, only the report of the last one (`--report` without `--ops` and `--seed`). `cwd` is the
+ * CDK app's folder (cdk.json) the run synthesizes and deploys: where the command runs.
+ */
+export function buildProgram(run: RunChaos, cwd = process.cwd()): Command {
+  const program = new Command('chaos').description(
+    "fault-injection run of one job (it needs a local fixture, local.ts beside the job's code) on the local runtime; exits 0 iff every invariant holds",
+  );
+  for (const addOptions of [
+    addTargetOptions,
+    addRateAndDeliveryOptions,
+    addDownstreamFaultOptions,
+    addAwsFaultOptions,
+    addProducerFaultOptions,
+    addTimingOptions,
+  ]) {
+    addOptions(program);
+  }
+  return program.action(chaosAction(run, cwd));
 }
 
 export async function main(argv: string[], cwd = process.cwd()): Promise<number> {

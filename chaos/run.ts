@@ -850,16 +850,10 @@ function runSettings(options: ChaosOptions): RunSettings {
   return o;
 }
 
-export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
-  const started = Date.now();
-  const say = options.log ?? (() => undefined);
-  const cwd = resolve(options.cwd);
-  const o = runSettings(options);
-  const planner = runPlanner(cwd, options, o, say);
-  const faults = new ChaosFaults(options.seed, o, started);
-  const { log, close: closeLog } = runLog(cwd, options.seed, say);
-  const w: Wiring = {
-    plan: planner.plan,
+/** The wiring before the session opens: the endpoints and the job's names are filled in as the run's parts start. */
+function newWiring(plan: () => RunPlan | undefined, faults: ChaosFaults): Wiring {
+  return {
+    plan,
     faults,
     dynamoEndpoint: '',
     s3Endpoint: '',
@@ -869,74 +863,157 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     pendingSends: new Set(),
     sendErrors: [],
   };
-  const { dynamoProxy, s3Proxy } = faultProxies(w);
+}
+
+/** The deployed chaos job with its faults armed (wireJob's result). */
+type WiredJob = ReturnType<typeof wireJob>;
+
+/** What every phase of the run reads: its options, its settings with the defaults applied, its faults, its start. */
+interface RunContext {
+  options: ChaosOptions;
+  o: RunSettings;
+  faults: ChaosFaults;
+  /** When the run started (ms): the storms' times and the settle deadline count from it. */
+  started: number;
+  say: (line: string) => void;
+}
+
+/** Warms the job's functions, seeds the fixture's operations and starts both event sources: the faults are on. */
+async function seedAndStart(
+  session: LocalSession,
+  { run, job }: WiredJob,
+  w: Wiring,
+  { options, o, say }: RunContext,
+): Promise<SeededDemo> {
+  await session.stack.runtime.prewarm(
+    new Map([
+      [w.consumerName, 4],
+      [w.producerName, 2],
+    ]),
+  );
+  const seeded = await session.seed(run.job, options.ops, o.businessDate);
+  if (seeded.expectedOperations.length === 0)
+    throw new ChaosError(`the ${run.job} fixture seeded no operations for ${options.ops} (${seeded.summary})`);
+  say(`seeded ${seeded.summary} for ${o.businessDate}; faults on`);
+  job.mapping.start();
+  job.admissionMapping.start();
+  return seeded;
+}
+
+/** What the fault phase leaves for the result: whether the run settled, when it began and ended, where work waited. */
+interface FaultPhase {
+  settled: boolean;
+  firedAt: number;
+  faultsOffAt: number;
+  perSecond: number;
+  busy: { busy: Span[]; busyAnyDepth: Span[] };
+}
+
+/**
+ * Drives the run under faults until it settles, then turns the faults off and redrives the DLQ.
+ * @throws ChaosError when an injected send failed.
+ */
+async function faultPhase(
+  session: LocalSession,
+  { run, job, producerFaults }: WiredJob,
+  w: Wiring,
+  { options, o, faults, started, say }: RunContext,
+): Promise<FaultPhase> {
+  // When work waited (a second's allowance or more), sampled until the faults end (chaos/pacing.ts).
+  const perSecond = job.settings.rateLimit.startsPerInterval / job.settings.rateLimit.intervalSeconds;
+  const sampler = sampleBusy(session, job, perSecond);
+  const firedAt = Date.now();
+  await driveRun(session, job, run, options, o, faults, producerFaults);
+  const waiting = settleContext(session, job, run, w, started + run.timeoutSeconds * 1000, say);
+  let settled = await settle(waiting);
+  await sampler.stop();
+  faults.on = false;
+  job.downstream?.setFaults(undefined);
+  const faultsOffAt = Date.now();
+  settled = (await redriveAfterFaults(session, job, faults, waiting)) && settled;
+  if (w.sendErrors.length > 0)
+    throw new ChaosError(`${w.sendErrors.length} injected sends failed: ${w.sendErrors[0].message}`, {
+      cause: w.sendErrors[0],
+    });
+  return { settled, firedAt, faultsOffAt, perSecond, busy: sampler };
+}
+
+/** The counts only the run's end knows: requests the proxies forwarded, Lambda timeouts, steps dead-lettered. */
+async function countAfterRun(
+  session: LocalSession,
+  { run, job, producerFaults, producerDlqUrl }: WiredJob,
+  w: Wiring,
+  proxies: { dynamoProxy: DynamoFaultProxy; s3Proxy: S3FaultProxy },
+  say: (line: string) => void,
+): Promise<void> {
+  const { faults } = w;
+  faults.counts.dynamoRequestsForwarded = proxies.dynamoProxy.forwarded;
+  if (run.buckets) faults.counts.s3RequestsForwarded = proxies.s3Proxy.forwarded;
+  faults.counts.lambdaTimeouts = session.stack.runtime.get(w.consumerName).timeoutCount;
+  producerFaults.counts.stepsDeadLettered = await stepsDeadLettered(
+    session,
+    job,
+    run,
+    producerFaults,
+    producerDlqUrl,
+    say,
+  );
+}
+
+/** The run's result: the verdict, the counts, the pacing against the storms and the charts. */
+function chaosResult(
+  session: LocalSession,
+  { run, job, producerFaults }: WiredJob,
+  { options, o, faults, started, say }: RunContext,
+  judged: { seeded: SeededDemo; verdict: Verdict; phase: FaultPhase },
+): ChaosResult {
+  const { seeded, verdict, phase } = judged;
+  const stormSpans = o.stormShare > 0 ? faults.storms.map(([a, b]): Span => [started + a, started + b]) : [];
+  // The charts show the storms that happened: none after the faults went off (the plan runs on for an hour).
+  const stormsSeen = stormSpans
+    .filter(([a]) => a < phase.faultsOffAt)
+    .map(([a, b]): Span => [a, Math.min(b, phase.faultsOffAt)]);
+  const charts = runCharts(session, job, { fromMs: phase.firedAt, stormSpans: stormsSeen, say });
+  return {
+    ok: verdict.ok && phase.settled,
+    job: run.job,
+    seeded: seeded.summary,
+    ops: options.ops,
+    seed: options.seed,
+    settled: phase.settled,
+    durationMs: Date.now() - started,
+    invariants: verdict.invariants,
+    faultsInjected: faults.counts,
+    producerFaults: { ...producerFaults.counts },
+    admission: run.admission,
+    ...runPacing(job, stormSpans, phase.perSecond, phase.busy),
+    ...charts,
+  };
+}
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
+  const started = Date.now();
+  const say = options.log ?? (() => undefined);
+  const cwd = resolve(options.cwd);
+  const o = runSettings(options);
+  const planner = runPlanner(cwd, options, o, say);
+  const faults = new ChaosFaults(options.seed, o, started);
+  const { log, close: closeLog } = runLog(cwd, options.seed, say);
+  const w = newWiring(planner.plan, faults);
+  const ctx: RunContext = { options, o, faults, started, say };
+  const proxies = faultProxies(w);
+  const { dynamoProxy, s3Proxy } = proxies;
   try {
     await dynamoProxy.start();
     await s3Proxy.start();
     [w.dynamoEndpoint, w.s3Endpoint] = [dynamoProxy.endpoint, s3Proxy.endpoint];
     const session = (w.session = await LocalSession.open(sessionOptions(cwd, options, o, w, planner.prepare, log)));
-    const { run, job, producerDlqUrl, producerFaults } = wireJob(session, planner.plan(), w, o);
-    await session.stack.runtime.prewarm(
-      new Map([
-        [w.consumerName, 4],
-        [w.producerName, 2],
-      ]),
-    );
-    const seeded = await session.seed(run.job, options.ops, o.businessDate);
-    if (seeded.expectedOperations.length === 0)
-      throw new ChaosError(`the ${run.job} fixture seeded no operations for ${options.ops} (${seeded.summary})`);
-    say(`seeded ${seeded.summary} for ${o.businessDate}; faults on`);
-    job.mapping.start();
-    job.admissionMapping.start();
-
-    // When work waited (a second's allowance or more), sampled until the faults end (chaos/pacing.ts).
-    const perSecond = job.settings.rateLimit.startsPerInterval / job.settings.rateLimit.intervalSeconds;
-    const sampler = sampleBusy(session, job, perSecond);
-    const firedAt = Date.now();
-    await driveRun(session, job, run, options, o, faults, producerFaults);
-    const waiting = settleContext(session, job, run, w, started + run.timeoutSeconds * 1000, say);
-    let settled = await settle(waiting);
-    await sampler.stop();
-    faults.on = false;
-    job.downstream?.setFaults(undefined);
-    const faultsOffAt = Date.now();
-    settled = (await redriveAfterFaults(session, job, faults, waiting)) && settled;
-    if (w.sendErrors.length > 0)
-      throw new ChaosError(`${w.sendErrors.length} injected sends failed: ${w.sendErrors[0].message}`, {
-        cause: w.sendErrors[0],
-      });
-
-    const verdict = await judge(session, job, run, seeded, o, faults);
-    faults.counts.dynamoRequestsForwarded = dynamoProxy.forwarded;
-    if (run.buckets) faults.counts.s3RequestsForwarded = s3Proxy.forwarded;
-    faults.counts.lambdaTimeouts = session.stack.runtime.get(w.consumerName).timeoutCount;
-    producerFaults.counts.stepsDeadLettered = await stepsDeadLettered(
-      session,
-      job,
-      run,
-      producerFaults,
-      producerDlqUrl,
-      say,
-    );
-    const stormSpans = o.stormShare > 0 ? faults.storms.map(([a, b]): Span => [started + a, started + b]) : [];
-    // The charts show the storms that happened: none after the faults went off (the plan runs on for an hour).
-    const stormsSeen = stormSpans.filter(([a]) => a < faultsOffAt).map(([a, b]): Span => [a, Math.min(b, faultsOffAt)]);
-    const charts = runCharts(session, job, { fromMs: firedAt, stormSpans: stormsSeen, say });
-    return {
-      ok: verdict.ok && settled,
-      job: run.job,
-      seeded: seeded.summary,
-      ops: options.ops,
-      seed: options.seed,
-      settled,
-      durationMs: Date.now() - started,
-      invariants: verdict.invariants,
-      faultsInjected: faults.counts,
-      producerFaults: { ...producerFaults.counts },
-      admission: run.admission,
-      ...runPacing(job, stormSpans, perSecond, sampler),
-      ...charts,
-    };
+    const wired = wireJob(session, planner.plan(), w, o);
+    const seeded = await seedAndStart(session, wired, w, ctx);
+    const phase = await faultPhase(session, wired, w, ctx);
+    const verdict = await judge(session, wired.job, wired.run, seeded, o, faults);
+    await countAfterRun(session, wired, w, proxies, say);
+    return chaosResult(session, wired, ctx, { seeded, verdict, phase });
   } finally {
     await w.session?.close();
     await dynamoProxy.close();

@@ -200,19 +200,27 @@ const round = (n: number, digits: number) => Number(n.toFixed(digits));
 /** A line at `value` across the axis: an allowance, an SLO. */
 export const flat = (axis: TimeAxis, value: number): number[] => new Array<number>(axis.count).fill(value);
 
+/** One job's samples in the window, and what each of its charts reads them through. */
+interface JobSeries {
+  job: JobChartInput;
+  axis: TimeAxis;
+  /** The starts chart's window: the job's allowance interval, else DEFAULT_START_WINDOW_MS. */
+  windowMs: number;
+  /** The job's own samples (namespace PacedJobs, its `job` dimension) a window ending on the axis can still see. */
+  own: MetricSample[];
+  /** The own samples of the named metrics, as counts in time. */
+  of: (...names: string[]) => TimedCount[];
+  /** Counts as drawn: all null when the job emitted nothing at all in the window. */
+  counts: (values: number[]) => (number | null)[];
+  /** A chart's id, `<job>:<name>`. */
+  id: (name: string) => string;
+}
+
 /**
- * The charts of one job over `window`, ids `<job>:starts`, `<job>:outcomes`, `<job>:age` and (when the samples hold
- * its queue's depth) `<job>:queue`. A job's samples are those of namespace PacedJobs whose `job` dimension is its name
- * (Powertools writes one dimension set, `service` and `job`, so each value is one sample); queue depth is AWS/SQS by
- * QueueName. Counts are 0 in an empty bucket, gauges null; but a job that emitted nothing at all in the window (never
- * fired yet) has null counts too, so its charts say "no data yet" rather than draw a flat zero.
- *
- * A sample's time is its invocation's metrics flush (Powertools stamps the EMF document as it is written), so a
- * batch's starts land together, up to one invocation (at most the short wait and the batch's applies) after they
- * happened. The starts curve is the fleet's pace to within an invocation, not the proof of the guarantee: chaos and
- * bench:pacing chart that from the provider's own arrival log.
+ * The job's series over `window`.
+ * @throws ChartInputError for an allowance with negative starts or no interval.
  */
-export function jobCharts(samples: readonly MetricSample[], job: JobChartInput, window: ChartWindow): ChartSpec[] {
+function jobSeries(samples: readonly MetricSample[], job: JobChartInput, window: ChartWindow): JobSeries {
   const axis = timeAxis(window);
   const windowMs = job.allowance?.intervalMs ?? DEFAULT_START_WINDOW_MS;
   if (job.allowance && !(job.allowance.starts >= 0 && job.allowance.intervalMs > 0)) {
@@ -228,14 +236,21 @@ export function jobCharts(samples: readonly MetricSample[], job: JobChartInput, 
       s.namespace === METRICS_NAMESPACE && s.dimensions.job === job.job && s.timestamp >= fromMs && s.timestamp < toMs,
   );
   const emitted = own.length > 0;
-  const of = (...names: string[]): TimedCount[] =>
-    own.filter((s) => names.includes(s.metricName)).map((s) => ({ atMs: s.timestamp, count: s.value }));
-  const counts = (values: number[]): (number | null)[] => (emitted ? values : values.map(() => null));
-  const id = (name: string) => `${job.job}:${name}`;
-  const windowText = formatDuration(windowMs);
-  const stepText = formatDuration(axis.stepMs);
+  return {
+    job,
+    axis,
+    windowMs,
+    own,
+    of: (...names) =>
+      own.filter((s) => names.includes(s.metricName)).map((s) => ({ atMs: s.timestamp, count: s.value })),
+    counts: (values) => (emitted ? values : values.map(() => null)),
+    id: (name) => `${job.job}:${name}`,
+  };
+}
 
-  const charts: ChartSpec[] = [];
+/** The most starts in any window of the allowance's length, against the allowance. */
+function startsChart({ job, axis, windowMs, of, counts, id }: JobSeries): ChartSpec {
+  const windowText = formatDuration(windowMs);
   const startLines: ChartLine[] = [
     { label: 'starts', values: counts(peakInWindowPerBucket(of(...START_METRICS), axis, windowMs)) },
   ];
@@ -245,15 +260,19 @@ export function jobCharts(samples: readonly MetricSample[], job: JobChartInput, 
       kind: 'limit',
       values: flat(axis, job.allowance.starts),
     });
-  charts.push({
+  return {
     id: id('starts'),
     title: `Starts in any ${windowText} window`,
     unit: `starts per ${windowText}`,
     x: axis.x,
     lines: startLines,
-  });
+  };
+}
 
-  charts.push({
+/** Completed, deferred and throttled operations per bucket. */
+function outcomesChart({ axis, of, counts, id }: JobSeries): ChartSpec {
+  const stepText = formatDuration(axis.stepMs);
+  return {
     id: id('outcomes'),
     title: `Outcomes per ${stepText}`,
     unit: `per ${stepText}`,
@@ -266,8 +285,11 @@ export function jobCharts(samples: readonly MetricSample[], job: JobChartInput, 
       { label: 'deferred', values: counts(countPerBucket(of(CHART_METRICS.Deferred), axis)) },
       { label: '429s', values: counts(countPerBucket(of(CHART_METRICS.Throttled), axis)) },
     ],
-  });
+  };
+}
 
+/** The oldest operation's age at completion per bucket, against the SLO. */
+function ageChart({ job, axis, own, id }: JobSeries): ChartSpec {
   // Minutes when the job has an SLO (its limit then reads in its own unit), seconds otherwise (a local run's ages).
   const inMinutes = job.sloMinutes !== undefined;
   const ageMs = own
@@ -279,14 +301,17 @@ export function jobCharts(samples: readonly MetricSample[], job: JobChartInput, 
   const ageLines: ChartLine[] = [{ label: 'oldest job age at completion', values: age }];
   if (job.sloMinutes !== undefined)
     ageLines.push({ label: `SLO (${job.sloMinutes} min)`, kind: 'limit', values: flat(axis, job.sloMinutes) });
-  charts.push({
+  return {
     id: id('age'),
     title: 'Job age since first enqueue',
     unit: inMinutes ? 'minutes' : 'seconds',
     x: axis.x,
     lines: ageLines,
-  });
+  };
+}
 
+/** The job's queue and DLQ depths (AWS/SQS by QueueName); undefined when the samples hold none. */
+function queueChart(samples: readonly MetricSample[], { job, axis, id }: JobSeries): ChartSpec | undefined {
   const depth = (queueName: string | undefined, metricName: string) =>
     queueName === undefined
       ? []
@@ -301,14 +326,33 @@ export function jobCharts(samples: readonly MetricSample[], job: JobChartInput, 
     { label: 'delayed', values: maxPerBucket(depth(job.queueName, SQS_METRICS.delayed), axis) },
     { label: 'DLQ', values: maxPerBucket(depth(job.dlqName, SQS_METRICS.visible), axis) },
   ].filter((line) => line.values.some((v) => v !== null));
-  if (queueLines.length > 0)
-    charts.push({
-      id: id('queue'),
-      title: 'Queue depth (most per bucket)',
-      unit: 'messages',
-      x: axis.x,
-      lines: queueLines,
-    });
+  if (queueLines.length === 0) return undefined;
+  return {
+    id: id('queue'),
+    title: 'Queue depth (most per bucket)',
+    unit: 'messages',
+    x: axis.x,
+    lines: queueLines,
+  };
+}
+
+/**
+ * The charts of one job over `window`, ids `<job>:starts`, `<job>:outcomes`, `<job>:age` and (when the samples hold
+ * its queue's depth) `<job>:queue`. A job's samples are those of namespace PacedJobs whose `job` dimension is its name
+ * (Powertools writes one dimension set, `service` and `job`, so each value is one sample); queue depth is AWS/SQS by
+ * QueueName. Counts are 0 in an empty bucket, gauges null; but a job that emitted nothing at all in the window (never
+ * fired yet) has null counts too, so its charts say "no data yet" rather than draw a flat zero.
+ *
+ * A sample's time is its invocation's metrics flush (Powertools stamps the EMF document as it is written), so a
+ * batch's starts land together, up to one invocation (at most the short wait and the batch's applies) after they
+ * happened. The starts curve is the fleet's pace to within an invocation, not the proof of the guarantee: chaos and
+ * bench:pacing chart that from the provider's own arrival log.
+ */
+export function jobCharts(samples: readonly MetricSample[], job: JobChartInput, window: ChartWindow): ChartSpec[] {
+  const series = jobSeries(samples, job, window);
+  const charts = [startsChart(series), outcomesChart(series), ageChart(series)];
+  const queue = queueChart(samples, series);
+  if (queue) charts.push(queue);
   return charts;
 }
 

@@ -310,6 +310,69 @@ interface AlarmSpec {
   readonly treatMissingData: cloudwatch.TreatMissingData;
 }
 
+/** A schedule group's AWS/Scheduler metric, summed over five minutes (Scheduler reports per group only). */
+function schedulerMetric(group: string, metricName: string, label?: string): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: 'AWS/Scheduler',
+    metricName,
+    dimensionsMap: { ScheduleGroup: group },
+    statistic: cloudwatch.Stats.SUM,
+    period: Duration.minutes(5),
+    label,
+  });
+}
+
+/** What the descriptions add for the default group, which other applications' schedules may share. */
+function sharedGroupNote(group: string): string {
+  // Scheduler reports per group only; the default group is shared with every other schedule in the account and region.
+  return group === DEFAULT_SCHEDULE_GROUP ? ' The default group may also hold schedules of other applications.' : '';
+}
+
+/** A schedule group's alarms: producers Scheduler could not invoke, and scheduled runs lost for good. */
+function schedulerAlarmSpecs(
+  group: string,
+  shared: string,
+  ops: string,
+  stackName: string,
+): Record<SchedulerAlarmKind, AlarmSpec> {
+  return {
+    TargetErrors: {
+      what: SchedulerAlarm.TargetErrors,
+      description:
+        `Schedule group "${group}": EventBridge Scheduler could not invoke one of this stack's producers (throttled, permissions, ` +
+        `or the function is missing); it retries, then sends the run to that job's producer DLQ.${shared} First run ` +
+        `\`${ops} status --stack ${stackName}\` and check each job's producer-dlq-depth alarm. ${RUNBOOK}`,
+      // No label: a labelled metric would synthesize as a one-entry metric query instead of a plain metric alarm.
+      metric: schedulerMetric(group, 'TargetErrorCount'),
+      threshold: 0,
+      // Scheduler sends these counts only when something happens.
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    },
+    FailedInvocations: {
+      what: SchedulerAlarm.FailedInvocations,
+      description:
+        `Schedule group "${group}": scheduled producer runs were dropped after every retry, or could not be written to ` +
+        `the producer DLQ, so they are lost and no DLQ holds them.${shared} Find the missed business dates with ` +
+        `\`${ops} status --stack ${stackName}\` and run \`${ops} catch-up --stack ${stackName} --job <job> --from <date> --to <date>\`. ${RUNBOOK}`,
+      metric: new cloudwatch.MathExpression({
+        expression: 'FILL(dropped, 0) + FILL(undeliverable, 0)',
+        usingMetrics: {
+          dropped: schedulerMetric(group, 'InvocationDroppedCount', 'Dropped'),
+          undeliverable: schedulerMetric(
+            group,
+            'InvocationsFailedToBeSentToDeadLetterCount',
+            'Failed to reach the DLQ',
+          ),
+        },
+        label: 'Lost scheduled runs',
+        period: Duration.minutes(5),
+      }),
+      threshold: 0,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    },
+  };
+}
+
 /** Some of a job's alarms, by kind: one family of them (monitorJob joins the families). */
 type AlarmSpecs<K extends JobAlarmKind> = Record<K, AlarmSpec>;
 type EventSourceAlarmKind =
@@ -804,56 +867,23 @@ export class Monitoring extends Construct {
   private monitorScheduleGroup(group: string, jobNames: string[]): Record<SchedulerAlarmKind, cloudwatch.Alarm> {
     const scope = new Construct(this, `ScheduleGroup${pascalCase(group)}`);
     const subject = scheduleGroupSubject(group);
-    const five = Duration.minutes(5);
-    const metric = (metricName: string, label?: string) =>
-      new cloudwatch.Metric({
-        namespace: 'AWS/Scheduler',
-        metricName,
-        dimensionsMap: { ScheduleGroup: group },
-        statistic: cloudwatch.Stats.SUM,
-        period: five,
-        label,
-      });
-    // Scheduler reports per group only; the default group is shared with every other schedule in the account and region.
-    const shared =
-      group === DEFAULT_SCHEDULE_GROUP ? ' The default group may also hold schedules of other applications.' : '';
-    const jobs = jobNames.join(', ');
-    const specs: Record<SchedulerAlarmKind, AlarmSpec> = {
-      TargetErrors: {
-        what: SchedulerAlarm.TargetErrors,
-        description:
-          `Schedule group "${group}": EventBridge Scheduler could not invoke one of this stack's producers (throttled, permissions, ` +
-          `or the function is missing); it retries, then sends the run to that job's producer DLQ.${shared} First run ` +
-          `\`${this.ops} status --stack ${this.stackName}\` and check each job's producer-dlq-depth alarm. ${RUNBOOK}`,
-        // No label: a labelled metric would synthesize as a one-entry metric query instead of a plain metric alarm.
-        metric: metric('TargetErrorCount'),
-        threshold: 0,
-        // Scheduler sends these counts only when something happens.
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      },
-      FailedInvocations: {
-        what: SchedulerAlarm.FailedInvocations,
-        description:
-          `Schedule group "${group}": scheduled producer runs were dropped after every retry, or could not be written to ` +
-          `the producer DLQ, so they are lost and no DLQ holds them.${shared} Find the missed business dates with ` +
-          `\`${this.ops} status --stack ${this.stackName}\` and run \`${this.ops} catch-up --stack ${this.stackName} --job <job> --from <date> --to <date>\`. ${RUNBOOK}`,
-        metric: new cloudwatch.MathExpression({
-          expression: 'FILL(dropped, 0) + FILL(undeliverable, 0)',
-          usingMetrics: {
-            dropped: metric('InvocationDroppedCount', 'Dropped'),
-            undeliverable: metric('InvocationsFailedToBeSentToDeadLetterCount', 'Failed to reach the DLQ'),
-          },
-          label: 'Lost scheduled runs',
-          period: five,
-        }),
-        threshold: 0,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      },
-    };
+    const shared = sharedGroupNote(group);
+    const specs = schedulerAlarmSpecs(group, shared, this.ops, this.stackName);
     const alarms = Object.fromEntries(
       Object.entries(specs).map(([kind, spec]) => [kind, this.alarm(scope, subject, spec)]),
     ) as Record<SchedulerAlarmKind, cloudwatch.Alarm>;
+    this.addScheduleGroupRows(group, jobNames, shared, alarms);
+    return alarms;
+  }
 
+  /** The schedule group's rows of the dashboard: its heading, its invocations, its alarms. */
+  private addScheduleGroupRows(
+    group: string,
+    jobNames: string[],
+    shared: string,
+    alarms: Record<SchedulerAlarmKind, cloudwatch.Alarm>,
+  ): void {
+    const jobs = jobNames.join(', ');
     this.dashboard.addWidgets(
       new cloudwatch.TextWidget({
         markdown: `## Schedule group ${group}\nEventBridge Scheduler reports per group. Jobs: ${jobs}.${shared}`,
@@ -865,11 +895,11 @@ export class Monitoring extends Construct {
       new cloudwatch.GraphWidget({
         title: `Schedule group ${group}: invocations`,
         left: [
-          metric('InvocationAttemptCount', 'Attempts'),
-          metric('TargetErrorCount', 'Target errors'),
-          metric('InvocationDroppedCount', 'Dropped'),
-          metric('InvocationsSentToDeadLetterCount', 'Sent to DLQ'),
-          metric('InvocationsFailedToBeSentToDeadLetterCount', 'Failed to reach the DLQ'),
+          schedulerMetric(group, 'InvocationAttemptCount', 'Attempts'),
+          schedulerMetric(group, 'TargetErrorCount', 'Target errors'),
+          schedulerMetric(group, 'InvocationDroppedCount', 'Dropped'),
+          schedulerMetric(group, 'InvocationsSentToDeadLetterCount', 'Sent to DLQ'),
+          schedulerMetric(group, 'InvocationsFailedToBeSentToDeadLetterCount', 'Failed to reach the DLQ'),
         ],
         width: 16,
       }),
@@ -879,7 +909,6 @@ export class Monitoring extends Construct {
         width: 8,
       }),
     );
-    return alarms;
   }
 
   /** The job's rows of the dashboard: its heading, then its queues, its functions, its event sources, its alarms. */

@@ -185,20 +185,13 @@ export function producerFunctionName(stackName: string, jobName: string): string
   return `${stackName}-${jobName}-producer`;
 }
 
-/**
- * What PacedJob builds its functions' JOB_SETTINGS from, and every problem with its props that the job schema cannot
- * see (limits of Lambda, SQS and IAM, and the settings' size), each at its path inside the job. PacedJobs runs it for
- * every job before it builds anything, so one error names every job's problems.
- */
-export function planPacedJob(
-  stackName: string,
-  props: Pick<PacedJobProps, 'jobName' | 'job' | 'uses'>,
-): { runtimeSettings: JobRuntimeSettings; batching: Batching; problems: JobProblem[] } {
-  const { job, jobName, uses } = props;
+/** The job's rate as its functions pace by it (effectiveRateLimit). */
+type RateLimit = ReturnType<typeof effectiveRateLimit>;
+
+/** The problems with the job's limits that Lambda and SQS set: the producer's name, the rate, visibility, retention. */
+function limitProblems(stackName: string, jobName: string, job: JobSettingsConfig, rateLimit: RateLimit): JobProblem[] {
   const functionName = producerFunctionName(stackName, jobName);
   const { pacing } = job;
-  const rateLimit = effectiveRateLimit(pacing);
-  const batching = jobBatching(job);
   const problems: JobProblem[] = [];
   const problem = (at: string, message: string) => problems.push({ path: at, message });
   if (Token.isUnresolved(stackName))
@@ -226,7 +219,34 @@ export function planPacedJob(
       `must be less than the DLQ's ${DLQ_RETENTION_DAYS} days (got ${job.queueRetentionDays}), or a redriven message expires on arrival`,
     );
   }
-  const runtimeSettings: JobRuntimeSettings = {
+  return problems;
+}
+
+/** The names of the tables, buckets and secrets the job uses, by alias, as JOB_SETTINGS carries them. */
+function resourceNames(uses: JobGrants): Pick<JobRuntimeSettings, 'tables' | 'buckets' | 'secrets'> {
+  return {
+    tables: Object.fromEntries(
+      Object.entries(uses.tables).map(([alias, u]) => [alias, synthName(u.table.tableName, u.table)]),
+    ),
+    buckets: Object.fromEntries(
+      Object.entries(uses.buckets).map(([alias, u]) => [alias, synthName(u.bucket.bucketName, u.bucket)]),
+    ),
+    secrets: Object.fromEntries(
+      Object.entries(uses.secrets).map(([alias, u]) => [alias, synthName(u.secret.secretName, u.secret)]),
+    ),
+  };
+}
+
+/** JOB_SETTINGS, which both of the job's functions read. Its keys' order is the variable's text: keep it. */
+function jobRuntimeSettings(
+  jobName: string,
+  job: JobSettingsConfig,
+  uses: JobGrants,
+  rateLimit: RateLimit,
+  batching: Batching,
+): JobRuntimeSettings {
+  const { pacing } = job;
+  return {
     jobName,
     pageSize: job.pageSize,
     maxPagesPerRun: job.maxPagesPerRun,
@@ -256,15 +276,7 @@ export function planPacedJob(
         }
       : {}),
     ...(job.slo ? { slo: job.slo } : {}),
-    tables: Object.fromEntries(
-      Object.entries(uses.tables).map(([alias, u]) => [alias, synthName(u.table.tableName, u.table)]),
-    ),
-    buckets: Object.fromEntries(
-      Object.entries(uses.buckets).map(([alias, u]) => [alias, synthName(u.bucket.bucketName, u.bucket)]),
-    ),
-    secrets: Object.fromEntries(
-      Object.entries(uses.secrets).map(([alias, u]) => [alias, synthName(u.secret.secretName, u.secret)]),
-    ),
+    ...resourceNames(uses),
     pacing: {
       ...(pacing.downstreamKey !== undefined ? { downstreamKey: pacing.downstreamKey } : {}),
       ...(pacing.maxDeferrals !== undefined ? { maxDeferrals: pacing.maxDeferrals } : {}),
@@ -275,6 +287,10 @@ export function planPacedJob(
     },
     settings: job.settings,
   };
+}
+
+/** JOB_SETTINGS too large for Lambda's 4 KB of variables, measured at the deployed size; undefined when it fits. */
+function settingsSizeProblem(runtimeSettings: JobRuntimeSettings): JobProblem | undefined {
   // Measured at the deployed size: a name CloudFormation gives (a token here) at the longest its service allows.
   const longest = { tables: MAX_TABLE_NAME_LENGTH, buckets: MAX_BUCKET_NAME_LENGTH, secrets: MAX_SECRET_NAME_LENGTH };
   const measured = {
@@ -292,12 +308,29 @@ export function planPacedJob(
     ),
   };
   const settingsBytes = Buffer.byteLength(JSON.stringify(measured), 'utf8');
-  if (settingsBytes > MAX_JOB_SETTINGS_BYTES) {
-    problem(
-      '',
-      `${EnvVar.JOB_SETTINGS} would be ${settingsBytes} bytes; keep it within ${MAX_JOB_SETTINGS_BYTES} so all variables fit Lambda's 4 KB`,
-    );
-  }
+  if (settingsBytes <= MAX_JOB_SETTINGS_BYTES) return undefined;
+  return {
+    path: '',
+    message: `${EnvVar.JOB_SETTINGS} would be ${settingsBytes} bytes; keep it within ${MAX_JOB_SETTINGS_BYTES} so all variables fit Lambda's 4 KB`,
+  };
+}
+
+/**
+ * What PacedJob builds its functions' JOB_SETTINGS from, and every problem with its props that the job schema cannot
+ * see (limits of Lambda, SQS and IAM, and the settings' size), each at its path inside the job. PacedJobs runs it for
+ * every job before it builds anything, so one error names every job's problems.
+ */
+export function planPacedJob(
+  stackName: string,
+  props: Pick<PacedJobProps, 'jobName' | 'job' | 'uses'>,
+): { runtimeSettings: JobRuntimeSettings; batching: Batching; problems: JobProblem[] } {
+  const { job, jobName, uses } = props;
+  const rateLimit = effectiveRateLimit(job.pacing);
+  const batching = jobBatching(job);
+  const problems = limitProblems(stackName, jobName, job, rateLimit);
+  const runtimeSettings = jobRuntimeSettings(jobName, job, uses, rateLimit, batching);
+  const tooLarge = settingsSizeProblem(runtimeSettings);
+  if (tooLarge) problems.push(tooLarge);
   return { runtimeSettings, batching, problems };
 }
 

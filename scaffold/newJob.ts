@@ -313,6 +313,100 @@ function insertAbove(source: string, marker: string, snippet: (indentation: stri
   return lines.join('\n');
 }
 
+/** The configuration the scaffold inserts for a job: its table's shape and its job entry. */
+type ExpectedConfig = ReturnType<typeof expectedConfig>;
+
+/**
+ * What is wrong with the table the insertion left in one environment: missing, or not the one inserted.
+ * @throws ScaffoldError (rule `taken`) when another of the environment's tables has the job's table name.
+ */
+function tableProblems(
+  name: string,
+  names: JobNames,
+  env: string,
+  now: EnvironmentInput,
+  expected: ExpectedConfig,
+): string[] {
+  const tables = now.appResources?.tables ?? {};
+  const table = tables[names.tableKey];
+  if (table === undefined) {
+    return [
+      `${env} lacks appResources.tables.${names.tableKey} (its tables do not come from the function holding "${TABLES_MARKER}")`,
+    ];
+  }
+  const problems: string[] = [];
+  const { tableName, ...shape } = table;
+  if (!isDeepStrictEqual(shape, expected.table) || !tableName.startsWith(`${names.tableBaseName}-`)) {
+    problems.push(`${env}: appResources.tables.${names.tableKey} is not the table the scaffold inserted`);
+  }
+  const clash = Object.entries(tables).find(([key, t]) => key !== names.tableKey && t.tableName === tableName);
+  if (clash)
+    throw new ScaffoldError(
+      problem(
+        name,
+        'taken',
+        `the job's table name "${tableName}" is already used by appResources.tables.${clash[0]} in ${env}`,
+      ).message,
+      'taken',
+    );
+  return problems;
+}
+
+/**
+ * What is wrong with one environment after the insertion: its new table and job as inserted, everything else as it
+ * was, and the whole passing the config schema.
+ */
+function environmentProblems(
+  name: string,
+  names: JobNames,
+  env: string,
+  environments: { before: EnvironmentInput; now: EnvironmentInput },
+  expected: ExpectedConfig,
+): string[] {
+  const { before, now } = environments;
+  const problems = tableProblems(name, names, env, now, expected);
+  const job = now.jobs?.[name];
+  if (job === undefined)
+    problems.push(`${env} lacks jobs.${name} (its jobs do not come from the function holding "${JOBS_MARKER}")`);
+  else if (!isDeepStrictEqual(job, expected.job))
+    problems.push(`${env}: jobs.${name} is not the configuration the scaffold inserted`);
+  // Everything else must be exactly as it was: the insertion only adds.
+  const { [names.tableKey]: _table, ...otherTables } = now.appResources?.tables ?? {};
+  const { [name]: _job, ...otherJobs } = now.jobs ?? {};
+  if (
+    !isDeepStrictEqual(otherTables, before.appResources?.tables ?? {}) ||
+    !isDeepStrictEqual(otherJobs, before.jobs ?? {})
+  ) {
+    problems.push(`${env}: the insertion changed other tables or jobs`);
+  }
+  try {
+    configLoader().parseEnvironment(env, now);
+  } catch (error) {
+    problems.push((error as Error).message);
+  }
+  return problems;
+}
+
+/** What is wrong with the edited configuration: the same environments, each configuring the job as intended. */
+function insertionProblems(
+  name: string,
+  names: JobNames,
+  state: ProjectState,
+  candidate: Record<string, EnvironmentInput>,
+): string[] {
+  const expected = expectedConfig(names);
+  const problems: string[] = [];
+  const envs = Object.keys(state.environments);
+  if (!isDeepStrictEqual(Object.keys(candidate), envs))
+    problems.push(`the environments changed from ${envs.join(', ')} to ${Object.keys(candidate).join(', ')}`);
+  for (const env of envs) {
+    const now = candidate[env];
+    if (now === undefined) continue;
+    problems.push(...environmentProblems(name, names, env, { before: state.environments[env], now }, expected));
+  }
+  return problems;
+}
+
 /**
  * Everything `new-job <name>` would write, checked: the name's rules, the markers, and the edited configuration of
  * every environment (it evaluates, holds the new table and job, leaves every other entry as it was, and passes the
@@ -335,57 +429,7 @@ export function planNewJob(name: string, state: ProjectState): Plan {
     (by) => jobSnippet(names, by),
   );
   const candidate = evaluateEnvironments(after, state.environmentsPath);
-  const expected = expectedConfig(names);
-  const problems: string[] = [];
-  const envs = Object.keys(state.environments);
-  if (!isDeepStrictEqual(Object.keys(candidate), envs))
-    problems.push(`the environments changed from ${envs.join(', ')} to ${Object.keys(candidate).join(', ')}`);
-  for (const env of envs) {
-    const before = state.environments[env];
-    const now = candidate[env];
-    if (now === undefined) continue;
-    const tables = now.appResources?.tables ?? {};
-    const table = tables[names.tableKey];
-    if (table === undefined) {
-      problems.push(
-        `${env} lacks appResources.tables.${names.tableKey} (its tables do not come from the function holding "${TABLES_MARKER}")`,
-      );
-    } else {
-      const { tableName, ...shape } = table;
-      if (!isDeepStrictEqual(shape, expected.table) || !tableName.startsWith(`${names.tableBaseName}-`)) {
-        problems.push(`${env}: appResources.tables.${names.tableKey} is not the table the scaffold inserted`);
-      }
-      const clash = Object.entries(tables).find(([key, t]) => key !== names.tableKey && t.tableName === tableName);
-      if (clash)
-        throw new ScaffoldError(
-          problem(
-            name,
-            'taken',
-            `the job's table name "${tableName}" is already used by appResources.tables.${clash[0]} in ${env}`,
-          ).message,
-          'taken',
-        );
-    }
-    const job = now.jobs?.[name];
-    if (job === undefined)
-      problems.push(`${env} lacks jobs.${name} (its jobs do not come from the function holding "${JOBS_MARKER}")`);
-    else if (!isDeepStrictEqual(job, expected.job))
-      problems.push(`${env}: jobs.${name} is not the configuration the scaffold inserted`);
-    // Everything else must be exactly as it was: the insertion only adds.
-    const { [names.tableKey]: _table, ...otherTables } = tables;
-    const { [name]: _job, ...otherJobs } = now.jobs ?? {};
-    if (
-      !isDeepStrictEqual(otherTables, before.appResources?.tables ?? {}) ||
-      !isDeepStrictEqual(otherJobs, before.jobs ?? {})
-    ) {
-      problems.push(`${env}: the insertion changed other tables or jobs`);
-    }
-    try {
-      configLoader().parseEnvironment(env, now);
-    } catch (error) {
-      problems.push((error as Error).message);
-    }
-  }
+  const problems = insertionProblems(name, names, state, candidate);
   if (problems.length > 0) {
     throw new ScaffoldError(
       `${ENVIRONMENTS_FILE}: inserting job "${name}" at the markers would not configure it as intended, so nothing was written:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
@@ -396,7 +440,7 @@ export function planNewJob(name: string, state: ProjectState): Plan {
     names,
     files,
     edits: [{ path: ENVIRONMENTS_FILE, before: state.environmentsSource, after }],
-    environments: envs,
+    environments: Object.keys(state.environments),
   };
 }
 

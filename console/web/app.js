@@ -257,12 +257,9 @@ function renderCatchUp(doc) {
   );
 }
 
-function actions(job, s) {
-  var wrap = el('div', { className: 'actions' });
-  if (!config.changesAllowed)
-    wrap.appendChild(el('p', { className: 'note', text: 'Changes are off: ' + (config.changesNote || '') }));
-
-  var row1 = el('div', { className: 'row' });
+// Pause and Resume: the job's three switches, in the order ops pause and ops resume turn them.
+function pauseResumeRow(job, s) {
+  var row = el('div', { className: 'row' });
   var pause = button('Pause', 'pause', job, s, true);
   pause.addEventListener('click', function () {
     runAction(
@@ -287,11 +284,14 @@ function actions(job, s) {
       renderSteps
     );
   });
-  row1.appendChild(pause);
-  row1.appendChild(resume);
-  wrap.appendChild(row1);
+  row.appendChild(pause);
+  row.appendChild(resume);
+  return row;
+}
 
-  var row2 = el('div', { className: 'row' });
+// Redrive the DLQ at the rate the operator picks.
+function redriveRow(job, s) {
+  var row = el('div', { className: 'row' });
   var rate = el('input', {
     type: 'number',
     min: '1',
@@ -315,11 +315,14 @@ function actions(job, s) {
       renderRedrive
     );
   });
-  row2.appendChild(redrive);
-  row2.appendChild(el('label', null, ' at ', rate, ' msg/s'));
-  wrap.appendChild(row2);
+  row.appendChild(redrive);
+  row.appendChild(el('label', null, ' at ', rate, ' msg/s'));
+  return row;
+}
 
-  var row3 = el('div', { className: 'row' });
+// Catch up a range of business dates, or the dates the schedule missed.
+function catchUpRow(job, s) {
+  var row = el('div', { className: 'row' });
   var from = el('input', { type: 'date', 'data-field': 'from', 'aria-label': 'catch up from' });
   var to = el('input', { type: 'date', 'data-field': 'to', 'aria-label': 'catch up to' });
   var catchUp = button('Catch up dates', 'catch-up', job, s, true);
@@ -352,11 +355,20 @@ function actions(job, s) {
       renderCatchUp
     );
   });
-  row3.appendChild(catchUp);
-  row3.appendChild(el('label', null, ' from ', from));
-  row3.appendChild(el('label', null, ' to ', to));
-  row3.appendChild(missed);
-  wrap.appendChild(row3);
+  row.appendChild(catchUp);
+  row.appendChild(el('label', null, ' from ', from));
+  row.appendChild(el('label', null, ' to ', to));
+  row.appendChild(missed);
+  return row;
+}
+
+function actions(job, s) {
+  var wrap = el('div', { className: 'actions' });
+  if (!config.changesAllowed)
+    wrap.appendChild(el('p', { className: 'note', text: 'Changes are off: ' + (config.changesNote || '') }));
+  wrap.appendChild(pauseResumeRow(job, s));
+  wrap.appendChild(redriveRow(job, s));
+  wrap.appendChild(catchUpRow(job, s));
   return wrap;
 }
 
@@ -414,10 +426,8 @@ function renderPeek(node, doc) {
   );
 }
 
-function fillSection(s, j) {
-  var paused = j.paused;
-  s.badge.textContent = paused ? 'paused' : 'running';
-  s.badge.setAttribute('data-state', paused ? 'paused' : 'running');
+// The job's schedule: its state, its next fire and business date, its expression.
+function fillSchedule(s, j) {
   var sc = j.schedule;
   clear(s.schedule).appendChild(
     el(
@@ -436,6 +446,10 @@ function fillSection(s, j) {
       sc.error ? ' — ' + sc.error : ''
     )
   );
+}
+
+// The job's two event source mappings, and its allowance and SLO.
+function fillMappings(s, j) {
   clear(s.mappings).appendChild(
     el(
       'span',
@@ -450,6 +464,10 @@ function fillSection(s, j) {
       j.limits.sloMinutes ? ' · SLO ' + j.limits.sloMinutes + ' min' : ''
     )
   );
+}
+
+// The job's queue, DLQ and admission queue depths, and the age of its oldest work.
+function fillDepths(s, j) {
   clear(s.depths).appendChild(
     table(
       ['queued', 'in flight', 'delayed', 'DLQ', 'steps queued', 'steps delayed', 'oldest work (s)'],
@@ -467,6 +485,10 @@ function fillSection(s, j) {
     )
   );
   s.depths.firstChild.setAttribute('data-table', 'depths');
+}
+
+// The job's latest batches from the run ledger.
+function fillBatches(s, j) {
   var rows = j.batches.map(function (b) {
     return [
       b.batchId,
@@ -516,6 +538,16 @@ function fillSection(s, j) {
   );
 }
 
+function fillSection(s, j) {
+  var paused = j.paused;
+  s.badge.textContent = paused ? 'paused' : 'running';
+  s.badge.setAttribute('data-state', paused ? 'paused' : 'running');
+  fillSchedule(s, j);
+  fillMappings(s, j);
+  fillDepths(s, j);
+  fillBatches(s, j);
+}
+
 // ---- polling -------------------------------------------------------------------------------------------------
 
 function refreshOverview() {
@@ -560,6 +592,82 @@ function every(ms, fn) {
   }, ms);
 }
 
+// The idempotency record each job holds for the operation, if any.
+function recordTable(doc) {
+  return table(
+    ['job', 'record', 'status', 'expires', 'result'],
+    doc.jobs.map(function (j) {
+      var r = j.idempotencyRecord;
+      return [
+        j.job,
+        r ? r.id : 'none',
+        r ? r.status + (r.expired ? ' (expired)' : '') : '-',
+        r && r.expiresAt,
+        r && r.result !== undefined ? JSON.stringify(r.result) : '-',
+      ];
+    })
+  );
+}
+
+// One row per rejection of the operation, across the jobs.
+function rejectionRows(doc) {
+  var rejections = [];
+  doc.jobs.forEach(function (j) {
+    j.rejections.forEach(function (r) {
+      rejections.push([j.job, time(r.rejectedAt), r.batchId, r.reasons.join('; ')]);
+    });
+  });
+  return rejections;
+}
+
+// One row per batch that holds the operation, across the jobs.
+function batchRows(doc) {
+  var batches = [];
+  doc.jobs.forEach(function (j) {
+    j.batches.forEach(function (b) {
+      batches.push([
+        j.job,
+        b.batchId,
+        b.discovered,
+        b.completed,
+        b.rejected,
+        b.deadLettered,
+        b.reconciles ? 'yes' : 'NO',
+      ]);
+    });
+  });
+  return batches;
+}
+
+// What the lookup found of one operation: its idempotency record per job, its rejections, the batches that hold it.
+function renderOperation(out, doc) {
+  clear(out);
+  if (
+    !doc.found &&
+    doc.jobs.every(function (j) {
+      return j.batches.length === 0;
+    })
+  ) {
+    out.appendChild(
+      el('p', {
+        'data-found': 'false',
+        text:
+          'operation ' +
+          doc.operationId +
+          ': no idempotency record or rejection in any job (never consumed, still queued, or its record expired)',
+      })
+    );
+    return;
+  }
+  out.appendChild(recordTable(doc));
+  out.firstChild.setAttribute('data-found', String(doc.found));
+  var rejections = rejectionRows(doc);
+  if (rejections.length) out.appendChild(table(['job', 'rejected at', 'batch', 'reasons'], rejections));
+  var batches = batchRows(doc);
+  if (batches.length)
+    out.appendChild(table(['job', 'batch', 'discovered', 'completed', 'rejected', 'DLQ', 'reconciles'], batches));
+}
+
 function lookupPanel() {
   var select = document.getElementById('op-job');
   config.jobs.forEach(function (j) {
@@ -577,63 +685,7 @@ function lookupPanel() {
       '/api/operation?id=' + encodeURIComponent(id) + (select.value ? '&job=' + encodeURIComponent(select.value) : '')
     )
       .then(function (doc) {
-        clear(out);
-        if (
-          !doc.found &&
-          doc.jobs.every(function (j) {
-            return j.batches.length === 0;
-          })
-        ) {
-          out.appendChild(
-            el('p', {
-              'data-found': 'false',
-              text:
-                'operation ' +
-                doc.operationId +
-                ': no idempotency record or rejection in any job (never consumed, still queued, or its record expired)',
-            })
-          );
-          return;
-        }
-        out.appendChild(
-          table(
-            ['job', 'record', 'status', 'expires', 'result'],
-            doc.jobs.map(function (j) {
-              var r = j.idempotencyRecord;
-              return [
-                j.job,
-                r ? r.id : 'none',
-                r ? r.status + (r.expired ? ' (expired)' : '') : '-',
-                r && r.expiresAt,
-                r && r.result !== undefined ? JSON.stringify(r.result) : '-',
-              ];
-            })
-          )
-        );
-        out.firstChild.setAttribute('data-found', String(doc.found));
-        var rejections = [];
-        doc.jobs.forEach(function (j) {
-          j.rejections.forEach(function (r) {
-            rejections.push([j.job, time(r.rejectedAt), r.batchId, r.reasons.join('; ')]);
-          });
-        });
-        if (rejections.length) out.appendChild(table(['job', 'rejected at', 'batch', 'reasons'], rejections));
-        var batches = [];
-        doc.jobs.forEach(function (j) {
-          j.batches.forEach(function (b) {
-            batches.push([
-              j.job,
-              b.batchId,
-              b.discovered,
-              b.completed,
-              b.rejected,
-              b.deadLettered,
-              b.reconciles ? 'yes' : 'NO',
-            ]);
-          });
-        });
-        if (batches.length)
-          out.appendChild(table(['job', 'batch', 'discovered', 'completed', 'rejected', 'DLQ', 'reconciles'], batches));
+        renderOperation(out, doc);
       })
       .catch(function (e) {
         clear(out).appendChild(el('p', { className: 'error-text', text: 'lookup failed: ' + e.message }));

@@ -9,7 +9,8 @@ import { businessDateSchema } from '../../lambda/core/message';
 import { type ChangeOptions, type CommandContext, confirmChange, selectJobs } from '../context';
 import { BatchStateError } from '../errors';
 import { renderTable } from '../io';
-import { readBatch } from '../ledger';
+import { type BatchView, readBatch } from '../ledger';
+import type { JobResources } from '../resources';
 
 export interface ContinueOptions extends ChangeOptions {
   job: string;
@@ -41,13 +42,14 @@ const NOT_ADMITTING: Record<string, string> = {
     'and catch the date up with `ops catch-up`',
 };
 
+/** A batch that is admitting, with the step it expects next and the business date a step is built from. */
+type AdmittingBatch = BatchView & { admission: 'admitting'; step: number; businessDate: string };
+
 /**
- * @throws UsageError for an unknown job.
+ * The batch's ledger view, checked to have a step to continue.
  * @throws BatchStateError when the batch is not in the ledger, has no admission state, or is not admitting.
  */
-export async function continueAdmission(ctx: CommandContext, options: ContinueOptions): Promise<ContinueResult> {
-  const [job] = selectJobs(ctx.resources, options.job);
-  const batchId = options.batch;
+async function admittingBatch(ctx: CommandContext, job: JobResources, batchId: string): Promise<AdmittingBatch> {
   const batch = await readBatch(ctx.clients, ctx.resources.tables, job.job, batchId);
   if (!batch) {
     throw new BatchStateError(
@@ -83,37 +85,50 @@ export async function continueAdmission(ctx: CommandContext, options: ContinueOp
       batch.admission,
     );
   }
+  return batch as AdmittingBatch;
+}
 
+/** The result of continuing: what would be sent, and the admission mapping's state; not sent yet. */
+async function plannedContinue(
+  ctx: CommandContext,
+  job: JobResources,
+  batch: AdmittingBatch,
+  options: ContinueOptions,
+): Promise<ContinueResult> {
   const mappingState =
     (await ctx.clients.lambda.send(new GetEventSourceMappingCommand({ UUID: job.admissionMappingUuid }))).State ??
     'UNKNOWN';
   // A catch-up's step stays backfill: its messages keep going behind live work.
   const message = admissionStep({
-    batchId,
+    batchId: options.batch,
     businessDate: batch.businessDate,
     step: batch.step,
     scheduledTime: batch.scheduledTime,
     backfill: batch.backfill,
   });
-  const result: ContinueResult = {
+  return {
     ok: true,
     command: 'continue',
     dryRun: Boolean(options.dryRun),
     job: job.job,
-    batchId,
+    batchId: options.batch,
     admissionQueueUrl: job.admissionQueueUrl,
     admissionMappingState: mappingState,
     ...(batch.nextStepAt ? { nextStepAt: batch.nextStepAt } : {}),
     message,
     sent: false,
   };
-  if (mappingState !== 'Enabled') {
-    ctx.io.stderr(
-      `continue: the ${job.job} admission mapping is ${mappingState}: the step waits in the admission queue until \`ops resume\``,
-    );
-  }
-  if (options.dryRun) return result;
+}
 
+/** Sends the step to the job's admission queue once confirmed, and records it on the result. */
+async function sendStep(
+  ctx: CommandContext,
+  job: JobResources,
+  batch: AdmittingBatch,
+  result: ContinueResult,
+  options: ContinueOptions,
+): Promise<ContinueResult> {
+  const batchId = options.batch;
   await confirmChange(
     ctx,
     `send admission step ${batch.step} of ${batchId} to the ${job.job} admission queue`,
@@ -126,12 +141,30 @@ export async function continueAdmission(ctx: CommandContext, options: ContinueOp
     );
   }
   const sent = await ctx.clients.sqs.send(
-    new SendMessageCommand({ QueueUrl: job.admissionQueueUrl, MessageBody: JSON.stringify(message) }),
+    new SendMessageCommand({ QueueUrl: job.admissionQueueUrl, MessageBody: JSON.stringify(result.message) }),
   );
   result.sent = true;
   result.messageId = sent.MessageId;
   ctx.io.stderr(`continue: ${job.job} ${batchId} step ${batch.step} sent to the admission queue (${sent.MessageId})`);
   return result;
+}
+
+/**
+ * @throws UsageError for an unknown job.
+ * @throws BatchStateError when the batch is not in the ledger, has no admission state, or is not admitting.
+ */
+export async function continueAdmission(ctx: CommandContext, options: ContinueOptions): Promise<ContinueResult> {
+  const [job] = selectJobs(ctx.resources, options.job);
+  const batch = await admittingBatch(ctx, job, options.batch);
+  const result = await plannedContinue(ctx, job, batch, options);
+  const mappingState = result.admissionMappingState;
+  if (mappingState !== 'Enabled') {
+    ctx.io.stderr(
+      `continue: the ${job.job} admission mapping is ${mappingState}: the step waits in the admission queue until \`ops resume\``,
+    );
+  }
+  if (options.dryRun) return result;
+  return sendStep(ctx, job, batch, result, options);
 }
 
 export function renderContinue(result: ContinueResult): string {

@@ -268,6 +268,76 @@ async function recordedPageMs(ctx: CommandContext, job: string): Promise<number[
   return times;
 }
 
+/** One read of the job's discovery: its operation IDs in order, the pages read and the mean time per page. */
+interface DiscoveryProbe {
+  ids: string[];
+  pages: number;
+  ms: number;
+}
+
+/** A discovery probe of `date`: the job's own discover, at most DISCOVERY_PROBE_PAGES pages (and maxPagesPerRun). */
+function discoveryProbe(f: JobFacts, date: string, now: Date): () => Promise<DiscoveryProbe> {
+  const job = jobCode(f.job.job, f.entry);
+  const deps = job.createDeps(f.settings);
+  return async () => {
+    const ids: string[] = [];
+    let cursor: string | undefined;
+    const started = Date.now();
+    let pages = 0;
+    do {
+      const page = await job.discover(deps, { businessDate: date, cursor, pageSize: f.settings.pageSize, now });
+      ids.push(...page.operations.map((o) => o.operationId));
+      cursor = page.nextCursor;
+      pages++;
+    } while (cursor && pages < Math.min(DISCOVERY_PROBE_PAGES, f.settings.maxPagesPerRun));
+    return { ids, pages, ms: (Date.now() - started) / pages };
+  };
+}
+
+/** Why two discoveries that differ fail the check: how many IDs each found, and how many only one of them did. */
+function differingDiscoveries(date: string, first: DiscoveryProbe, second: DiscoveryProbe): string {
+  const a = new Set(first.ids);
+  const b = new Set(second.ids);
+  const onlyFirst = first.ids.filter((id) => !b.has(id)).length;
+  const onlySecond = second.ids.filter((id) => !a.has(id)).length;
+  return (
+    `two discoveries of ${date} differ (${fmt(first.ids.length)} then ${fmt(second.ids.length)} operations; ${fmt(onlyFirst)} only in the first, ` +
+    `${fmt(onlySecond)} only in the second${onlyFirst + onlySecond === 0 ? ', same IDs in another order' : ''}): operation IDs must come from the record and the date, ` +
+    'and pages from a stable sort, or a rerun repeats or skips work'
+  );
+}
+
+/** The check's result from two discoveries of `date`: the same IDs in the same order pass, none at all skip. */
+function compareDiscoveries(
+  base: Pick<CheckResult, 'check' | 'job'>,
+  date: string,
+  first: DiscoveryProbe,
+  second: DiscoveryProbe,
+): CheckResult {
+  const detail = {
+    businessDate: date,
+    pages: first.pages,
+    operations: first.ids.length,
+    msPerPage: Math.round(first.ms),
+  };
+  const same = first.ids.length === second.ids.length && first.ids.every((id, i) => id === second.ids[i]);
+  if (!same) return { ...base, status: 'fail', reason: differingDiscoveries(date, first, second), detail };
+  if (first.ids.length === 0) {
+    return {
+      ...base,
+      status: 'skip',
+      reason: `nothing is eligible for ${date}: two discoveries agree, but on no operations`,
+      detail,
+    };
+  }
+  return {
+    ...base,
+    status: 'pass',
+    reason: `two discoveries of ${date} (${fmt(first.pages)} page(s)) gave the same ${fmt(first.ids.length)} operation IDs in the same order`,
+    detail,
+  };
+}
+
 /**
  * Runs the job's own discovery twice for one business date (the one the next run will process, else the latest
  * batch's), reading at most DISCOVERY_PROBE_PAGES pages each time, and compares the operation IDs. Read-only: discovery
@@ -287,69 +357,10 @@ async function discoveryStable(ctx: CommandContext, f: JobFacts): Promise<{ resu
     };
   const restore = pointSdkAt(ctx);
   try {
-    const job = jobCode(f.job.job, f.entry);
-    const deps = job.createDeps(f.settings);
-    const now = ctx.io.now();
-    const discoverAll = async () => {
-      const ids: string[] = [];
-      let cursor: string | undefined;
-      const started = Date.now();
-      let pages = 0;
-      do {
-        const page = await job.discover(deps, { businessDate: date, cursor, pageSize: f.settings.pageSize, now });
-        ids.push(...page.operations.map((o) => o.operationId));
-        cursor = page.nextCursor;
-        pages++;
-      } while (cursor && pages < Math.min(DISCOVERY_PROBE_PAGES, f.settings.maxPagesPerRun));
-      return { ids, pages, ms: (Date.now() - started) / pages };
-    };
+    const discoverAll = discoveryProbe(f, date, ctx.io.now());
     const first = await discoverAll();
     const second = await discoverAll();
-    const detail = {
-      businessDate: date,
-      pages: first.pages,
-      operations: first.ids.length,
-      msPerPage: Math.round(first.ms),
-    };
-    const same = first.ids.length === second.ids.length && first.ids.every((id, i) => id === second.ids[i]);
-    if (!same) {
-      const a = new Set(first.ids);
-      const b = new Set(second.ids);
-      const onlyFirst = first.ids.filter((id) => !b.has(id)).length;
-      const onlySecond = second.ids.filter((id) => !a.has(id)).length;
-      return {
-        msPerPage: first.ms,
-        result: {
-          ...base,
-          status: 'fail',
-          reason:
-            `two discoveries of ${date} differ (${fmt(first.ids.length)} then ${fmt(second.ids.length)} operations; ${fmt(onlyFirst)} only in the first, ` +
-            `${fmt(onlySecond)} only in the second${onlyFirst + onlySecond === 0 ? ', same IDs in another order' : ''}): operation IDs must come from the record and the date, ` +
-            'and pages from a stable sort, or a rerun repeats or skips work',
-          detail,
-        },
-      };
-    }
-    if (first.ids.length === 0) {
-      return {
-        msPerPage: first.ms,
-        result: {
-          ...base,
-          status: 'skip',
-          reason: `nothing is eligible for ${date}: two discoveries agree, but on no operations`,
-          detail,
-        },
-      };
-    }
-    return {
-      msPerPage: first.ms,
-      result: {
-        ...base,
-        status: 'pass',
-        reason: `two discoveries of ${date} (${fmt(first.pages)} page(s)) gave the same ${fmt(first.ids.length)} operation IDs in the same order`,
-        detail,
-      },
-    };
+    return { msPerPage: first.ms, result: compareDiscoveries(base, date, first, second) };
   } catch (error) {
     return { result: { ...base, status: 'fail', reason: `discovery of ${date} failed: ${(error as Error).message}` } };
   } finally {

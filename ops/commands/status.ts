@@ -361,8 +361,9 @@ async function admissionState(ctx: CommandContext, j: JobResources): Promise<Adm
   };
 }
 
-export function renderStatus(result: StatusResult): string {
-  const switches = renderTable(
+/** Each job's three switches, as `ops pause` turns them. */
+function switchesTable(result: StatusResult): string {
+  return renderTable(
     ['job', 'admission', 'schedule', 'admission mapping', 'consumer mapping'],
     result.jobs.map((j) => [
       j.job,
@@ -372,7 +373,11 @@ export function renderStatus(result: StatusResult): string {
       j.admission.consumerMapping,
     ]),
   );
-  const queues = renderTable(
+}
+
+/** Each job's queue, DLQ and admission queue depths, and the age of its oldest work. */
+function queuesTable(result: StatusResult): string {
+  return renderTable(
     ['job', 'queued', 'in flight', 'delayed', 'oldest work (s)', 'DLQ', 'steps queued', 'steps delayed'],
     result.jobs.map((j) => [
       j.job,
@@ -385,7 +390,11 @@ export function renderStatus(result: StatusResult): string {
       j.admissionQueue.delayed,
     ]),
   );
-  const batches = renderTable(
+}
+
+/** The latest batches' ledger counts, and whether they reconcile. */
+function batchesTable(result: StatusResult): string {
+  return renderTable(
     [
       'job',
       'batch',
@@ -429,7 +438,11 @@ export function renderStatus(result: StatusResult): string {
       ]),
     ),
   );
-  const admission = renderTable(
+}
+
+/** The latest batches' admission: step, pages, what is admitted and left, and when it should finish. */
+function admissionTable(result: StatusResult): string {
+  return renderTable(
     [
       'job',
       'batch',
@@ -466,18 +479,35 @@ export function renderStatus(result: StatusResult): string {
       }),
     ),
   );
+}
+
+/** The admitting batches past their next step, or that there are none. */
+function gapsSection(result: StatusResult): string {
   const stalls = result.jobs.flatMap((j) =>
     j.batches.filter((b) => b.stalled).map((b) => `${j.job} ${b.batchId}: ${b.stalled!.message}`),
   );
-  const gaps = stalls.length
+  return stalls.length
     ? `Gaps\n${stalls.join('\n')}`
     : `Gaps: none (no admitting batch is more than ${result.stallMinutes} min past its next step)`;
+}
+
+/** When each batch with work left should finish, at the rate it drained at. */
+function forecastSection(result: StatusResult): string {
   const forecasts = result.jobs.flatMap((j) =>
     j.batches.filter((b) => b.forecast).map((b) => `${j.job} ${b.batchId}: ${b.forecast!.text}`),
   );
-  const forecast = forecasts.length
+  return forecasts.length
     ? `Forecast (at the rate each batch drained at over the last ${DRAIN_WINDOW_MINUTES} min, or its life if shorter)\n${forecasts.join('\n')}`
     : 'Forecast: nothing left to run';
+}
+
+export function renderStatus(result: StatusResult): string {
+  const switches = switchesTable(result);
+  const queues = queuesTable(result);
+  const batches = batchesTable(result);
+  const admission = admissionTable(result);
+  const forecast = forecastSection(result);
+  const gaps = gapsSection(result);
   return (
     `${result.stackName} (${result.source}) at ${result.at}\n${switches}\n\n${queues}\n\nLatest batches\n${batches}\n\nAdmission\n${admission}\n\n${forecast}\n\n${gaps}\n\n` +
     `note: ${result.notes.join('\nnote: ')}`

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// Lists the project's non-test functions of 80 lines or more (the #36 budget: at most 8, each with a reason in
-// test/architecture.test.ts). Uses the TypeScript compiler's parser: a function is any declaration, method,
-// constructor, accessor, arrow or function expression; its length runs from its first line to its last.
+// Lists the project's non-test functions of 80 lines or more (the #36 budget: at most 8, each with its reason in a
+// `// long-function: <why>` comment directly above it; test/longFunctions.test.ts holds the budget). Uses the
+// TypeScript compiler's parser: a function is any declaration, method, constructor, accessor, arrow or function
+// expression; its length runs from its first line to its last.
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
@@ -35,6 +36,23 @@ function nameOf(node, sf) {
   return '(anonymous)';
 }
 
+/** The `// long-function:` reason in the comments directly above a function (or the statement that declares it). */
+function reasonOf(node, text) {
+  let holder = node;
+  while (
+    holder.parent &&
+    !ts.isSourceFile(holder.parent) &&
+    !ts.isBlock(holder.parent) &&
+    !ts.isClassLike(holder.parent)
+  )
+    holder = holder.parent;
+  for (const range of ts.getLeadingCommentRanges(text, holder.getFullStart()) ?? []) {
+    const match = /^\/\/\s*long-function:\s*(.+)$/.exec(text.slice(range.pos, range.end));
+    if (match) return match[1].trim();
+  }
+  return undefined;
+}
+
 const found = [];
 for (const rootDir of ROOTS) {
   for (const path of files(join(root, rootDir))) {
@@ -45,7 +63,10 @@ for (const rootDir of ROOTS) {
         const start = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line;
         const end = sf.getLineAndCharacterOfPosition(node.getEnd()).line;
         const lines = end - start + 1;
-        if (lines >= LIMIT) found.push({ file: relative(root, path), name: nameOf(node, sf), lines, line: start + 1 });
+        if (lines >= LIMIT) {
+          const reason = reasonOf(node, text);
+          found.push({ file: relative(root, path), name: nameOf(node, sf), lines, line: start + 1, reason });
+        }
       }
       ts.forEachChild(node, visit);
     };
@@ -55,6 +76,7 @@ for (const rootDir of ROOTS) {
 found.sort((a, b) => b.lines - a.lines);
 if (process.argv.includes('--json')) console.log(JSON.stringify(found, null, 2));
 else {
-  for (const f of found) console.log(`${String(f.lines).padStart(4)}  ${f.file}:${f.line}  ${f.name}`);
+  for (const f of found)
+    console.log(`${String(f.lines).padStart(4)}  ${f.file}:${f.line}  ${f.name}${f.reason ? `  (${f.reason})` : ''}`);
   console.log(`${found.length} non-test functions of ${LIMIT} lines or more`);
 }

@@ -15,6 +15,7 @@ import type { ChartSpec } from '../console/chartSpec';
 import { countPerBucket, flat, formatDuration, ofTimes, peakInWindowPerBucket, timeAxis } from '../console/charts';
 import { writeHtmlReport, type HtmlReport } from '../console/report';
 import { DynamoDbRateLimiter } from '../lambda/adapters/rateLimiter';
+import { deriveBatching } from '../lambda/core/pacingSettings';
 import { gcraLimits, type GcraState, type RateLimitSpec, reserve } from '../lambda/core/pacing/gcra';
 import { maxInAnyWindow } from '../lambda/core/pacing/slidingWindow';
 import { sleep, sleepUntil } from '../lambda/core/pacing/sleep';
@@ -49,11 +50,20 @@ export interface PacingBenchOptions {
   allowedPerWindow?: number;
   /** Concurrent consumer instances K. @default 8 */
   instances?: number;
-  /** Backlog = this many times the per-window allowance. @default 20 */
+  /**
+   * Backlog = this many times the per-window allowance. @default enough for every instance's batch (instances x
+   * batchSize), at least MIN_BACKLOG_WINDOWS windows' worth: a fleet of K instances is K busy ones
+   */
   backlogFactor?: number;
-  /** Messages per batch an instance takes (one limiter call per batch). @default 10 */
+  /**
+   * Messages per batch an instance takes (one limiter call per block). @default the batch size the consumer derives
+   * for the bench's rate (lambda/core/pacingSettings.ts deriveBatching: 50 at 20 a second)
+   */
   batchSize?: number;
-  /** The short-wait threshold: tokens further out than this are deferred, not waited for. @default 5000 */
+  /**
+   * The short-wait threshold: tokens further out than this are deferred, not waited for. @default the short wait the
+   * consumer derives for the bench's rate (10 s at 20 a second)
+   */
   maxWaitMs?: number;
   /**
    * Window stretch absorbing start-time jitter between a reserved start and the provider logging the arrival
@@ -199,17 +209,35 @@ async function runMode(
   return { report, timeline: { arrivals, accepted } };
 }
 
-export const DEFAULTS: Required<PacingBenchOptions> = {
+/** The fixed defaults; the batch, the short wait and the backlog follow from them (pacingBenchOptions). */
+export const DEFAULTS: Required<Omit<PacingBenchOptions, 'batchSize' | 'maxWaitMs' | 'backlogFactor'>> = {
   windowMs: 1000,
   allowedPerWindow: 20,
   instances: 8,
-  backlogFactor: 20,
-  batchSize: 10,
-  maxWaitMs: 5000,
   safetyMarginMs: 25,
   lateToleranceMs: 10,
   applyMs: 0,
 };
+
+/** The shortest default backlog, in windows of the allowance. */
+export const MIN_BACKLOG_WINDOWS = 20;
+
+/**
+ * The options a run uses: the given ones, else the defaults, with the batching the product derives for the bench's
+ * rate (what a job at that rate deploys, not a figure of the bench's own), and a backlog that keeps every instance busy.
+ */
+export function pacingBenchOptions(input: PacingBenchOptions = {}): Required<PacingBenchOptions> {
+  const base = withDefaults(DEFAULTS, input);
+  const batching = deriveBatching({ startsPerInterval: base.allowedPerWindow, intervalSeconds: base.windowMs / 1000 });
+  const batchSize = input.batchSize ?? batching.batchSize;
+  const busy = Math.ceil((base.instances * batchSize) / base.allowedPerWindow);
+  return {
+    ...base,
+    batchSize,
+    maxWaitMs: input.maxWaitMs ?? batching.shortWaitMs,
+    backlogFactor: input.backlogFactor ?? Math.max(MIN_BACKLOG_WINDOWS, busy),
+  };
+}
 
 /** Runs the shared limiter, then the per-process baseline, each against a fresh provider with the same quota. */
 export async function runPacingBench(input: PacingBenchOptions = {}): Promise<PacingBenchReport> {
@@ -218,7 +246,7 @@ export async function runPacingBench(input: PacingBenchOptions = {}): Promise<Pa
 
 /** runPacingBench, with what the provider logged of each mode (for the charts). */
 export async function runPacingBenchWithTimelines(input: PacingBenchOptions = {}): Promise<PacingBenchRun> {
-  const options = withDefaults(DEFAULTS, input);
+  const options = pacingBenchOptions(input);
   const spec: RateLimitSpec = {
     startsPerInterval: options.allowedPerWindow,
     intervalMs: options.windowMs,
@@ -514,13 +542,13 @@ function pacingCommand(): Command {
     .option('--instances <n>', `concurrent consumer instances K (default ${DEFAULTS.instances})`, positiveInt)
     .option(
       '--backlog-factor <n>',
-      `backlog as a multiple of R (default ${DEFAULTS.backlogFactor}; default scenario only)`,
+      `backlog as a multiple of R (default: enough for every instance's batch, at least ${MIN_BACKLOG_WINDOWS}; default scenario only)`,
       positiveInt,
     )
-    .option('--batch-size <n>', `messages per batch (default ${DEFAULTS.batchSize})`, positiveInt)
+    .option('--batch-size <n>', "messages per batch (default: the consumer's derived batch for the rate)", positiveInt)
     .option(
       '--max-wait-ms <n>',
-      `short-wait threshold (default ${DEFAULTS.maxWaitMs}; quota-drop: a sixth of the window)`,
+      "short-wait threshold (default: the consumer's derived short wait for the rate; quota-drop: a sixth of the window)",
       nonNegativeInt,
     )
     .option(

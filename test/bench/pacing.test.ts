@@ -1,4 +1,4 @@
-import { type ModeReport, runPacingBench } from '../../bench/pacing';
+import { type ModeReport, pacingBenchOptions, runPacingBench } from '../../bench/pacing';
 
 const FIELDS: (keyof ModeReport)[] = [
   'allowedPerWindow',
@@ -37,5 +37,24 @@ describe('Function: runPacingBench', () => {
     // Three tickers each at the full allowance: the provider sees more than it allows and throttles the excess.
     expect(report.baseline.maxStartsInAnyWindow).toBeGreaterThan(5);
     expect(report.baseline.throttled).toBeGreaterThan(0);
+  });
+});
+
+describe('Function: pacingBenchOptions', () => {
+  it("runs the batch and short wait the consumer derives for the bench's rate, with a backlog that keeps every instance busy", () => {
+    // 20 a second: the derived batch is 50 (15 s of slots, capped), its short wait 10 s.
+    expect(pacingBenchOptions()).toMatchObject({ batchSize: 50, maxWaitMs: 10_000, backlogFactor: 20, instances: 8 });
+    // 64 instances of 50 need 3,200 messages: 160 windows of 20.
+    expect(pacingBenchOptions({ instances: 64 }).backlogFactor).toBe(160);
+    // 1 a second: 15 s of slots, a batch of 10 (a multiple of 10), so 8 instances need 80 windows of 1.
+    expect(pacingBenchOptions({ allowedPerWindow: 1 })).toMatchObject({ batchSize: 10, backlogFactor: 80 });
+  });
+
+  it('keeps what it is given', () => {
+    expect(pacingBenchOptions({ batchSize: 10, maxWaitMs: 5_000, backlogFactor: 3 })).toMatchObject({
+      batchSize: 10,
+      maxWaitMs: 5_000,
+      backlogFactor: 3,
+    });
   });
 });

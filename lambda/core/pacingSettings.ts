@@ -103,7 +103,10 @@ export interface PacingSettings {
   limits: { startsPerInterval: number; intervalMs: number; burst: number; safetyMarginMs: number };
   /** The limiter's lead: roughly a DynamoDB round trip, so a slot on an idle key is not late on arrival. */
   leadMs: number;
-  /** How late a start may be before its slot is given up; below safetyMarginMs, the jitter the window absorbs. */
+  /**
+   * How late a start may be, its wake and its claim together, before its slot is given up: half of safetyMarginMs,
+   * the window's whole budget from a slot to the provider; the other half is the request's way there.
+   */
   lateToleranceMs: number;
   shortWaitMs: number;
   maxDeferrals?: number;

@@ -990,7 +990,7 @@ describe('Function: createConsumer', () => {
       let nowMs = Date.parse('2026-11-29T03:00:00.000Z');
       const clock = () => nowMs;
       const limiter: RateLimiter = { acquire: async () => ({ granted: 1, startAtMs: [clock()], waitMs: 0 }) };
-      // A slow claim: the table answers 300 ms later, past twice the 100 ms tolerance (the margin the window absorbs).
+      // A slow claim: the table answers 300 ms later, past the 100 ms tolerance (half the margin the window absorbs).
       const persistenceStore = new DynamoDBPersistenceLayer({ tableName: IDEMPOTENCY_TABLE });
       const save = persistenceStore.saveInProgress.bind(persistenceStore);
       jest.spyOn(persistenceStore, 'saveInProgress').mockImplementation(async (...args) => {

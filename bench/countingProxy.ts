@@ -26,8 +26,8 @@ export interface CountedRequest {
 }
 
 /**
- * What a limiter-table item is for, from its key (the names lambda/adapters give them): the job-wide slots (GCRA
- * lanes), the adaptive rate, backfill's cap, and the per-key items.
+ * What a limiter-table item is for, from its key (the names lambda/adapters give them): the job-wide slots (its GCRA
+ * TAT), the adaptive rate, backfill's cap, and the per-key items.
  */
 export function limiterItemKind(pk: string): string {
   if (pk.startsWith('LIMITS#')) return 'key overrides';

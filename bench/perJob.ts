@@ -192,7 +192,7 @@ export interface LimiterKindFigures {
 
 export interface LimiterFigures {
   consumerInvocations: number;
-  /** The job-wide slots item (the GCRA lanes), per consumer invocation: the block, its refills, their lost races. */
+  /** The job-wide slots item (its GCRA TAT), per consumer invocation: the block, its refills, their lost races. */
   slotsPerInvocation: LimiterKindFigures;
   /** Every limiter-table item the job touched, by kind, in total. */
   byKind: Record<string, LimiterKindFigures>;

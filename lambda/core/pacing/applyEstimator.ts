@@ -5,6 +5,17 @@
 /** Apply durations a container remembers for sizing its blocks. @default 20 */
 export const APPLY_SAMPLES = 20;
 
+/**
+ * The share of a block's slots a container may expect to lose behind its own slow records (see
+ * ApplyTimeEstimator.overrunBlock). A smaller block costs a limiter write more every few records; a lost slot is the
+ * provider's quota, which a night's backlog is bound by. So blocks shrink only where records overrun often, and the
+ * write units a job pays stay those of one block per batch while its provider behaves.
+ */
+export const MAX_BLOCK_LOSS_SHARE = 0.1;
+
+/** overrunBlock looks no further: a block this large is as good as unbounded. */
+const MAX_OVERRUN_BLOCK = 10_000;
+
 export class ApplyTimeEstimator {
   private readonly samples: number[] = [];
 
@@ -51,5 +62,36 @@ export class ApplyTimeEstimator {
   usableBlock(spacingMs: number, lateToleranceMs: number): number {
     const lag = this.estimateMs() - spacingMs;
     return lag <= 0 ? Number.POSITIVE_INFINITY : 1 + Math.floor(lateToleranceMs / lag);
+  }
+
+  /**
+   * Slots a container may take in one block whose slots come `gapMs` apart (the key's spacing), by its slow tail rather
+   * than its usual lag (usableBlock). Records run one after another, so a record that runs long
+   * loses every later slot of its block that passes meanwhile (starting late would bunch the fleet's starts): a record
+   * of `d` ms loses the slots more than the late tolerance behind its end, ceil((d - tolerance) / gap) - 1 of them, as
+   * far as the block reaches. A slow call, a hang held to the provider's timeout or a stalled claim thus loses up to the
+   * rest of its block, and those slots are the fleet's.
+   *
+   * The block is the largest whose expected loss, by the recent records (each equally likely at each place of the
+   * block), is at most `maxLossShare` of its slots, and at least one: unbounded while the container's records keep its
+   * pace, a few slots for a container whose records overrun often (a faulty provider), so most of its allowance stays
+   * with the limiter item for the fleet's other containers, at the price of a limiter write every few records.
+   */
+  overrunBlock(gapMs: number, lateToleranceMs: number, maxLossShare: number = MAX_BLOCK_LOSS_SHARE): number {
+    if (!(maxLossShare > 0)) throw new RangeError(`maxLossShare must be above 0, got ${maxLossShare}`);
+    if (this.samples.length === 0 || gapMs <= 0) return Number.POSITIVE_INFINITY;
+    const losses = this.samples.map((ms) => Math.max(0, Math.ceil((ms - lateToleranceMs) / gapMs) - 1));
+    const meanLoss = losses.reduce((sum, l) => sum + l, 0) / losses.length;
+    // The expected share lost, for a block of b slots: the mean over its places k = 1..b of what a record there loses,
+    // at most the b - k slots after it. It rises with b towards meanLoss, so a mean within the share never exceeds it.
+    if (meanLoss <= maxLossShare) return Number.POSITIVE_INFINITY;
+    // Summed over the samples (whole slots), so the comparison is exact where the share is met to the slot.
+    let lost = 0;
+    for (let b = 1; b <= MAX_OVERRUN_BLOCK; b++) {
+      // A block of b has one record more than a block of b - 1, at the front, with b - 1 slots after it.
+      lost += losses.reduce((sum, l) => sum + Math.min(l, b - 1), 0);
+      if (lost > maxLossShare * b * losses.length + 1e-9) return b - 1;
+    }
+    return MAX_OVERRUN_BLOCK;
   }
 }

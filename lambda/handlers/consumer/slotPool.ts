@@ -81,13 +81,17 @@ export class SlotPool {
   }
 
   /**
-   * Slots this container can start on time in one block: slots come at the key's spacing, and when records take
-   * longer only ApplyTimeEstimator.usableBlock of them can be reached (the rest would pass while it works, lost to the
-   * fleet).
+   * Slots this container can start on time in one block. Slots come at the key's spacing: when records take longer,
+   * only ApplyTimeEstimator.usableBlock of them can be reached; and a container whose records often overrun (a faulty
+   * provider's slow calls and hangs) takes the smaller ApplyTimeEstimator.overrunBlock, so the slots a hang would pass
+   * stay with the fleet. Either way the rest of the block would pass while it works, lost to everyone.
    */
   usableBlock(): number {
     const { estimator, spacingMs, lateToleranceMs } = this.settings;
-    return estimator.usableBlock(spacingMs, lateToleranceMs);
+    return Math.min(
+      estimator.usableBlock(spacingMs, lateToleranceMs),
+      estimator.overrunBlock(spacingMs, lateToleranceMs),
+    );
   }
 
   /**

@@ -1,4 +1,4 @@
-import { APPLY_SAMPLES, ApplyTimeEstimator } from '../../../../lambda/core/pacing/applyEstimator';
+import { APPLY_SAMPLES, ApplyTimeEstimator, MAX_BLOCK_LOSS_SHARE } from '../../../../lambda/core/pacing/applyEstimator';
 
 /** An estimator that has seen these apply durations, oldest first. */
 function seen(samples: number[], capacity?: number): ApplyTimeEstimator {
@@ -102,6 +102,49 @@ describe('Class: ApplyTimeEstimator', () => {
       estimator.record(10_000);
       expect(estimator.estimateMs()).toBe(10_000);
       expect(estimator.usableBlock(100, 9_900)).toBe(2);
+    });
+  });
+
+  describe('Method: overrunBlock', () => {
+    it('is unbounded before the first record, and while records keep the pace', () => {
+      expect(new ApplyTimeEstimator().overrunBlock(50, 125)).toBe(Number.POSITIVE_INFINITY);
+      // A record of 175 ms on a 50 ms gap with 125 ms tolerance ends exactly at the next slot's tolerance: nothing lost.
+      expect(seen([30, 40, 175]).overrunBlock(50, 125)).toBe(Number.POSITIVE_INFINITY);
+    });
+
+    it('is unbounded while the mean loss per record is within the share, at any block size', () => {
+      expect(MAX_BLOCK_LOSS_SHARE).toBe(0.1);
+      // One record in twenty loses 2 slots (226 ms: past slots 1 and 2, and slot 3 is reached within its tolerance):
+      // 0.1 per record, the share.
+      expect(seen([...Array<number>(19).fill(30), 226]).overrunBlock(50, 125)).toBe(Number.POSITIVE_INFINITY);
+    });
+
+    it('is the largest block whose expected loss is within the share when records overrun often', () => {
+      // 2 in 20 hang (a 10 s timeout loses every later slot): places k = 1..b lose min(l, b - k), so a block of b
+      // expects 0.1 x (0 + 1 + ... + (b - 1)) / b = 0.05 (b - 1): 0.1 at b = 3, 0.15 at b = 4.
+      const faulty = seen([...Array<number>(18).fill(30), 10_000, 10_000]);
+      expect(faulty.overrunBlock(50, 125)).toBe(3);
+      // A larger share allows a larger block; a smaller one, a block of one.
+      expect(faulty.overrunBlock(50, 125, 0.2)).toBe(5);
+      expect(faulty.overrunBlock(50, 125, 0.01)).toBe(1);
+    });
+
+    it.each([0, -0.1, Number.NaN])(
+      'throws when the share is %p, which no block of one slot or more could meet',
+      (share) => {
+        expect(() => seen([10_000]).overrunBlock(50, 125, share)).toThrow(
+          new RangeError(`maxLossShare must be above 0, got ${share}`),
+        );
+      },
+    );
+
+    it('counts only the slots a record passes: a short overrun costs less than a hang', () => {
+      // Every fifth record takes 375 ms on a 50 ms gap: slots 1..4 pass (slot 5, at 250 ms, is reached within its
+      // 125 ms tolerance). At a share of 0.15: b = 2 expects 0.2 x 1 / 2 = 0.1, b = 3 0.2 x 3 / 3 = 0.2.
+      const slow = seen([...Array<number>(4).fill(30), 375]);
+      expect(slow.overrunBlock(50, 125, 0.15)).toBe(2);
+      // The same records at a 200 ms gap pass one slot each: 0.2 x (b - 1) / b, 0.15 at b = 4 and 0.16 at b = 5.
+      expect(slow.overrunBlock(200, 125, 0.15)).toBe(4);
     });
   });
 });

@@ -74,6 +74,20 @@ describe('Class: SlotPool', () => {
       expect(pool(new FakeLimiter(), { estimator: applying(120) }).usableBlock()).toBe(3);
     });
 
+    it("is small when the container's records often overrun, so the slots a hang would pass stay with the fleet", async () => {
+      // 1 in 20 records held for 10 s: too few to move the 90th percentile (usableBlock is unbounded), but a block of b
+      // expects to lose (b - 1) / 2 of its slots to it in 20, within a tenth up to b = 5.
+      const estimator = new ApplyTimeEstimator();
+      for (const ms of [...Array<number>(19).fill(30), 10_000]) estimator.record(ms);
+      expect(estimator.usableBlock(100, 50)).toBe(Number.POSITIVE_INFINITY);
+      const limiter = new FakeLimiter([grant([T0])]);
+      const slots = pool(limiter, { estimator });
+      expect(slots.usableBlock()).toBe(5);
+      slots.runLeft = 9;
+      await slots.next();
+      expect(limiter.calls.map((c) => c.count)).toEqual([5]);
+    });
+
     it('bounds a refill to that block, whatever is left of the batch', async () => {
       const limiter = new FakeLimiter([grant([T0])]);
       const slots = pool(limiter, { estimator: applying(120) });

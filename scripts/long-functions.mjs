@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Lists the project's non-test functions of 80 lines or more (the #36 budget: at most 8, each with its reason in a
-// `// long-function: <why>` comment directly above it; test/longFunctions.test.ts holds the budget). Uses the
+// `// long-function: <why>` comment directly above it; test/longFunctions.integration.test.ts holds the budget). Uses the
 // TypeScript compiler's parser: a function is any declaration, method, constructor, accessor, arrow or function
 // expression; its length runs from its first line to its last.
 import { readFileSync, readdirSync, statSync } from 'node:fs';

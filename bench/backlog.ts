@@ -4,7 +4,7 @@
 // published at once, as before admission), and the design again at a shorter backlog, to show that deliveries and cost
 // per job do not grow with the backlog's length. It names no job.
 import { join, relative, resolve } from 'node:path';
-import { ensureAppStack, isReferenceApp } from '../local/assembly';
+import { appEnv, ensureAppStack } from '../local/assembly';
 import { fixturePath, loadFixture, type JobFixture } from '../local/fixture';
 import { jobViews, previewPlan } from '../local/jobs';
 import { loadTemplate } from '../local/template';
@@ -195,7 +195,7 @@ export async function runBacklogBench(options: BacklogOptions): Promise<BacklogR
       `the short backlog multiple (${shortMultiple}) must be below the backlog multiple (${multiple})`,
     );
   const cwd = resolve(options.cwd);
-  const env = options.env ?? (isReferenceApp(cwd) ? 'dev' : undefined);
+  const env = appEnv(cwd, options.env);
   // Synthesized when missing, as the runs would: the template sizes the backlog before any of them.
   const artifact = ensureAppStack({
     env,

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from 'node:os';
 import { delimiter, extname, join, relative, resolve } from 'node:path';
 import { loadTemplate } from '../local/template';
-import { ensureAppStack, isReferenceApp } from '../local/assembly';
+import { appEnv, ensureAppStack } from '../local/assembly';
 
 /** Handler bundles above this size miss the goal. */
 export const BUNDLE_BYTES_GOAL = 250 * 1024;
@@ -248,7 +248,7 @@ export function runColdStartBench(options: ColdStartOptions): Record<'producer' 
   const runs = options.runs ?? 7;
   const progress = options.progress ?? (() => undefined);
   const assemblyDir = resolve(cwd, options.assemblyDir ?? 'cdk.out');
-  const env = options.env ?? (isReferenceApp(resolve(cwd)) ? 'dev' : undefined);
+  const env = appEnv(resolve(cwd), options.env);
   const artifact = ensureAppStack({
     env,
     stack: options.stack,

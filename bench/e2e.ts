@@ -15,7 +15,7 @@ import {
   SendMessageBatchCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { ensureAppStack, isReferenceApp } from '../local/assembly';
+import { appEnv, ensureAppStack } from '../local/assembly';
 import {
   fixturePath,
   loadFixture,
@@ -492,7 +492,7 @@ interface E2eRun {
 function planRun(options: E2eOptions): RunPlan {
   const progress = options.progress ?? (() => undefined);
   const cwd = resolve(options.cwd);
-  const env = options.env ?? (isReferenceApp(cwd) ? 'dev' : undefined);
+  const env = appEnv(cwd, options.env);
   const assemblyDir = options.assemblyDir ?? 'cdk.out';
   const consumerConcurrency = options.consumerConcurrency ?? DEFAULT_BENCH_CONSUMER_CONCURRENCY;
   const { artifact, template } = loadRunTemplate(options, { cwd, env, assemblyDir, consumerConcurrency, progress });

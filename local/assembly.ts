@@ -188,6 +188,11 @@ export function isReferenceApp(cwd: string): boolean {
   return existsSync(file) && (JSON.parse(readFileSync(file, 'utf8')) as { name?: string }).name === 'paced-jobs';
 }
 
+/** The environment an app's run synthesizes: the one given, else the reference app's default `dev`, else none. */
+export function appEnv(cwd: string, env: string | undefined): string | undefined {
+  return env ?? (isReferenceApp(cwd) ? 'dev' : undefined);
+}
+
 /** Folders whose changes a synthesized template and its bundles must reflect, in this repository. */
 export const SOURCE_DIRS = ['bin', 'lib', 'lambda'];
 

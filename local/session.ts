@@ -8,7 +8,7 @@ import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { relative, resolve } from 'node:path';
-import { ensureAppStack, isReferenceApp, type StackArtifact } from './assembly';
+import { appEnv, ensureAppStack, type StackArtifact } from './assembly';
 import { zonedDate } from '../lambda/core/cron';
 import {
   fixturePath,
@@ -811,7 +811,7 @@ function appTemplate(
   cwd: string,
   options: SessionOptions,
 ): { artifact: StackArtifact; template: CloudFormationTemplate } {
-  const env = options.env ?? (isReferenceApp(cwd) ? 'dev' : undefined);
+  const env = appEnv(cwd, options.env);
   const artifact = ensureAppStack({
     env,
     stack: options.stack,

@@ -8,6 +8,7 @@ import {
   ensureAppStack,
   ensureStack,
   findStack,
+  appEnv,
   isReferenceApp,
   newestAppSourceMtime,
   newestReferenceInputMtime,
@@ -297,6 +298,21 @@ describe('Function: isReferenceApp', () => {
         JSON.stringify({ name: 'team-app', dependencies: { 'paced-jobs': '^0.1.0' } }),
       );
       expect(isReferenceApp(app)).toBe(false);
+    } finally {
+      rmSync(app, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('Function: appEnv', () => {
+  it("is the environment given, else the reference app's dev, else none for a team's app", () => {
+    const repository = join(__dirname, '..', '..');
+    expect(appEnv(repository, 'prod')).toBe('prod');
+    expect(appEnv(repository, undefined)).toBe('dev');
+    const app = mkdtempSync(join(tmpdir(), 'team-app-'));
+    try {
+      expect(appEnv(app, undefined)).toBeUndefined();
+      expect(appEnv(app, 'staging')).toBe('staging');
     } finally {
       rmSync(app, { recursive: true, force: true });
     }

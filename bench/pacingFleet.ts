@@ -94,7 +94,7 @@ export interface LimiterInstanceOptions {
   lateToleranceMs: number;
   /**
    * The key's slot spacing (the limiter's emission interval), ms: an instance takes only the slots it can start on
-   * time, as the consumer's slot pool does (ApplyTimeEstimator.usableBlock).
+   * time, as the consumer's slot pool does (ApplyTimeEstimator.blockSize).
    */
   spacingMs: number;
   /** How long each start holds the instance after the provider answers (a slow downstream call). @default 0 */
@@ -116,7 +116,7 @@ export async function limiterInstance(run: Run, limiter: RateLimiter, options: L
   const stopped = () => run.stopAtMs !== undefined && now() >= run.stopAtMs;
   // The instance's record cycles, as the consumer's slot pool keeps them: it takes the slots it can reach on time.
   const pace = new ApplyTimeEstimator();
-  const blockSize = (): number => Math.min(batchSize, pace.usableBlock(spacingMs, lateToleranceMs));
+  const blockSize = (): number => Math.min(batchSize, pace.blockSize(spacingMs, lateToleranceMs));
   while (!backlog.finished && !stopped()) {
     const batch = backlog.take(blockSize());
     if (batch.length === 0) {

@@ -65,6 +65,15 @@ export class ApplyTimeEstimator {
   }
 
   /**
+   * Slots a container takes in one block of slots `spacingMs` apart: what it reaches on time by its usual lag
+   * (usableBlock), and no more than its slow tail allows (overrunBlock). The consumer's slot pool and the pacing bench
+   * both size blocks by it.
+   */
+  blockSize(spacingMs: number, lateToleranceMs: number): number {
+    return Math.min(this.usableBlock(spacingMs, lateToleranceMs), this.overrunBlock(spacingMs, lateToleranceMs));
+  }
+
+  /**
    * Slots a container may take in one block whose slots come `gapMs` apart (the key's spacing), by its slow tail rather
    * than its usual lag (usableBlock). Records run one after another, so a record that runs long
    * loses every later slot of its block that passes meanwhile (starting late would bunch the fleet's starts): a record

@@ -88,10 +88,7 @@ export class SlotPool {
    */
   usableBlock(): number {
     const { estimator, spacingMs, lateToleranceMs } = this.settings;
-    return Math.min(
-      estimator.usableBlock(spacingMs, lateToleranceMs),
-      estimator.overrunBlock(spacingMs, lateToleranceMs),
-    );
+    return estimator.blockSize(spacingMs, lateToleranceMs);
   }
 
   /**

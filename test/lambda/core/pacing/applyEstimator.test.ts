@@ -147,4 +147,17 @@ describe('Class: ApplyTimeEstimator', () => {
       expect(slow.overrunBlock(200, 125, 0.15)).toBe(4);
     });
   });
+
+  describe('Method: blockSize', () => {
+    it('is the smaller of the block its lag reaches and the block its slow tail allows', () => {
+      const estimator = new ApplyTimeEstimator();
+      for (const ms of [...Array<number>(19).fill(30), 10_000]) estimator.record(ms);
+      // One hang in 20 leaves the 90th percentile at 30 ms (usableBlock unbounded); the tail caps the block at 5.
+      expect(estimator.blockSize(100, 50)).toBe(5);
+      const steady = new ApplyTimeEstimator();
+      for (let i = 0; i < 10; i++) steady.record(120);
+      // 20 ms late per slot against a 50 ms tolerance: 3 slots, no tail to cap it.
+      expect(steady.blockSize(100, 50)).toBe(3);
+    });
+  });
 });

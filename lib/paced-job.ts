@@ -282,6 +282,7 @@ function jobRuntimeSettings(
       ...(pacing.maxDeferrals !== undefined ? { maxDeferrals: pacing.maxDeferrals } : {}),
       ...(pacing.maxDeferralAgeSeconds !== undefined ? { maxDeferralAgeSeconds: pacing.maxDeferralAgeSeconds } : {}),
       shortWaitMs: batching.shortWaitMs,
+      ...(pacing.safetyMarginMs !== undefined ? { safetyMarginMs: pacing.safetyMarginMs } : {}),
       adaptiveRate: pacing.adaptiveRate,
       enabled: pacing.enabled,
     },

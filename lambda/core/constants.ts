@@ -104,6 +104,8 @@ export interface JobRuntimeSettings {
     /** Age past which an operation is dead-lettered rather than deferred again. @default the queue's retention */
     maxDeferralAgeSeconds?: number;
     shortWaitMs?: number;
+    /** The limiter's window stretch for start jitter, when the config sets one. @default pacingSettings.ts safetyMarginMs */
+    safetyMarginMs?: number;
     adaptiveRate?: boolean;
     enabled?: boolean;
   };

@@ -137,8 +137,10 @@ export function allowanceAfterHeadroom(starts: number, headroom: number): number
 export const LIMITER_LEAD_MS = 20;
 
 /**
- * The margin the rate is spread over: 0.5% of the window, between 20 and 250 ms. It must exceed the start jitter
- * (timer lateness, the write's round trip beyond leadMs); it costs margin / (window + margin) of the throughput.
+ * The margin the rate is spread over, unless the job sets pacing.safetyMarginMs: 0.5% of the window, between 20 and
+ * 250 ms. It must exceed the start jitter (timer lateness, the claim's write, the request's way to the downstream):
+ * half of it is a start's lateness before it takes a new slot, half the request's way. It costs
+ * margin / (window + margin) of the throughput.
  */
 export function safetyMarginMs(intervalMs: number): number {
   return Math.min(250, Math.max(20, Math.round(intervalMs * 0.005)));
@@ -154,7 +156,7 @@ export function pacingSettings(settings: JobRuntimeSettings): PacingSettings {
   // older deployment's) wait the floor every derivation keeps.
   const shortWaitMs = settings.pacing?.shortWaitMs ?? MIN_SHORT_WAIT_MS;
   const intervalMs = settings.rateLimit.intervalSeconds * 1000;
-  const margin = safetyMarginMs(intervalMs);
+  const margin = settings.pacing?.safetyMarginMs ?? safetyMarginMs(intervalMs);
   const limits = {
     startsPerInterval: settings.rateLimit.startsPerInterval,
     intervalMs,

@@ -59,6 +59,7 @@ export const jobRuntimeSettingsSchema = z.object({
       maxDeferrals: z.optional(positiveInt()),
       maxDeferralAgeSeconds: z.optional(positiveInt()),
       shortWaitMs: z.optional(positiveInt()),
+      safetyMarginMs: z.optional(positiveInt()),
       adaptiveRate: z.optional(z.boolean()),
       enabled: z.optional(z.boolean()),
     }),

@@ -329,6 +329,21 @@ export const pacingSchema = strictBlock({
   batchingWindowSeconds: z.number().int().min(0).max(300).optional(),
   /** The longest wait for a rate-limit slot spent inside the function. @default derived: a batch's slots, at least 10000 */
   shortWaitMs: z.number().int().positive().optional(),
+  /**
+   * How far the limiter stretches the quota's window to absorb a start's jitter: its wake, its claim and its request's
+   * way to the downstream. A start later than half of it takes a new slot, so the downstream never counts more than its
+   * allowance in a window. Raise it for a far or jittery downstream that counts strictly; it costs
+   * margin / (window + margin) of the throughput. At most a tenth of the interval.
+   * @default derived: 0.5% of the interval, between 20 and 250 (lambda/core/pacingSettings.ts safetyMarginMs)
+   */
+  safetyMarginMs: z.number().int().positive().optional(),
+}).superRefine(({ safetyMarginMs, intervalSeconds }, ctx) => {
+  if (safetyMarginMs !== undefined && safetyMarginMs > intervalSeconds * 100)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['safetyMarginMs'],
+      message: `must be at most a tenth of the ${intervalSeconds} s interval (${intervalSeconds * 100} ms)`,
+    });
 });
 
 export type PacingConfig = z.output<typeof pacingSchema>;

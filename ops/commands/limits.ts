@@ -56,6 +56,8 @@ export interface DeployedPacing {
   batchSize?: number;
   batchingWindowSeconds?: number;
   shortWaitMs: number;
+  /** The window stretch for start jitter (pacing.safetyMarginMs, or derived from the interval). */
+  safetyMarginMs: number;
   adaptiveRate: boolean;
   /** False: no shared limiter, only the concurrency cap. */
   enabled: boolean;
@@ -175,6 +177,7 @@ export function deployedPacing(settings: JobRuntimeSettings): DeployedPacing {
         }
       : {}),
     shortWaitMs: paced.shortWaitMs,
+    safetyMarginMs: paced.limits.safetyMarginMs,
     adaptiveRate: paced.adaptiveRate,
     enabled: paced.enabled,
   };
@@ -454,7 +457,8 @@ const pacingLine = (job: string, p: DeployedPacing): string =>
   `pacing ${job}: ${p.enabled ? `${p.startsPerInterval} starts per ${p.intervalSeconds} s (after headroom), burst ${p.burst}` : 'off (the concurrency cap alone)'}, ` +
   `concurrency ${p.concurrency}; ` +
   (p.batchSize !== undefined ? `batches of ${p.batchSize}, window ${p.batchingWindowSeconds} s, ` : 'admission off, ') +
-  `short wait ${p.shortWaitMs / 1000} s (set in pacing, or derived from the rate at synthesis)` +
+  `short wait ${p.shortWaitMs / 1000} s (set in pacing, or derived from the rate at synthesis), ` +
+  `safety margin ${p.safetyMarginMs} ms` +
   (p.adaptiveRate ? '' : '; adaptive rate off');
 
 export function renderLimitsList(result: LimitsListResult): string {

@@ -2,6 +2,7 @@
 import { scaledIntervalSeconds, scaleJobSettings, shortestFaithfulIntervalSeconds } from '../../bench/e2e';
 import { backlogOperations } from '../../bench/backlog';
 import type { JobRuntimeSettings } from '../../lambda/core/constants';
+import { pacingSettings } from '../../lambda/core/pacingSettings';
 
 /** The payment job as synthesized: 80 starts per 60 s after headroom, batches of 10, a 300 s admission horizon. */
 const payment: JobRuntimeSettings = {
@@ -58,13 +59,15 @@ describe('Function: shortestFaithfulIntervalSeconds', () => {
 });
 
 describe('Function: scaleJobSettings', () => {
-  it("scales the interval, and by the same factor the horizon, the batching window and the short wait's slots, not its slack", () => {
+  it("scales the interval, and by the same factor the horizon, the batching window and the short wait's slots, not its slack nor the safety margin", () => {
     const { settings, pacing } = scaleJobSettings(payment, 8, 5);
     expect(settings.rateLimit).toEqual({ startsPerInterval: 80, intervalSeconds: 8, burst: 1 });
     expect(settings.admission).toEqual({ horizonSeconds: 40, batchSize: 10 });
     // A batch of 10 at 80/min spans 6.75 s of slots (scaled to 0.9 s); the 3.25 s over it stays: 4.15 s.
     expect(settings.settings).toEqual({ provider: 'acme' });
-    expect(settings.pacing).toEqual({ shortWaitMs: 4150 });
+    // The 60 s window's 250 ms margin, not the 8 s one's 40 ms: a start's jitter is real time.
+    expect(settings.pacing).toEqual({ shortWaitMs: 4150, safetyMarginMs: 250 });
+    expect(pacingSettings(settings).lateToleranceMs).toBe(125);
     expect(pacing).toEqual({
       startsPerInterval: 80,
       configuredIntervalSeconds: 60,
@@ -78,7 +81,7 @@ describe('Function: scaleJobSettings', () => {
 
   it('scales the whole short wait of a job without admission (no batch to span)', () => {
     const { admission: _, ...withoutAdmission } = payment;
-    expect(scaleJobSettings(withoutAdmission, 8).settings.pacing).toEqual({ shortWaitMs: 1333 });
+    expect(scaleJobSettings(withoutAdmission, 8).settings.pacing).toEqual({ shortWaitMs: 1333, safetyMarginMs: 250 });
   });
 
   it('changes nothing at the configured interval', () => {

@@ -341,6 +341,7 @@ describe('Class: PacedJob', () => {
               concurrency: 3,
               batchSize: 50,
               batchingWindowSeconds: 2,
+              safetyMarginMs: 300,
             },
             consumerTimeoutSeconds: 120,
             consumerMemoryMb: 1024,
@@ -453,7 +454,7 @@ describe('Class: PacedJob', () => {
         concurrency: 3,
         admission: { horizonSeconds: 300, batchSize: 50, batchingWindowSeconds: 2 },
         // A batch of 50 at 25 per 10 s spans 19.6 s of slots: the short wait derived for it (lambda/core/pacingSettings.ts).
-        pacing: { shortWaitMs: 21_000, adaptiveRate: true, enabled: true },
+        pacing: { shortWaitMs: 21_000, safetyMarginMs: 300, adaptiveRate: true, enabled: true },
         tables: { orders: 'orders-test' },
         buckets: { files: 'files-test' },
         secrets: { token: 'test/token' },

@@ -53,6 +53,18 @@ describe('Function: pacingSettings', () => {
     });
   });
 
+  it("takes the pacing block's safety margin over the derived one, and half of it as the late tolerance", () => {
+    const settings = fakeSettings({
+      rateLimit: { startsPerInterval: 80, intervalSeconds: 4, burst: 1 },
+      pacing: { safetyMarginMs: 250 },
+    });
+    expect(pacingSettings(settings)).toMatchObject({
+      limits: { startsPerInterval: 80, intervalMs: 4000, burst: 1, safetyMarginMs: 250 },
+      lateToleranceMs: 125,
+    });
+    expect(pacingSettings({ ...settings, pacing: {} }).limits.safetyMarginMs).toBe(20);
+  });
+
   it("bounds the deferral age by the queue's retention unless the pacing block says otherwise", () => {
     expect(pacingSettings(fakeSettings({ queueRetentionSeconds: 86_400 }))).toMatchObject({
       maxDeferralAgeSeconds: 86_400,

@@ -127,6 +127,15 @@ describe('Schema: pacingSchema', () => {
     ]);
   });
 
+  it('takes a safety margin up to a tenth of the interval, and names the bound past it', () => {
+    expect(pacingSchema.parse({ starts: 100, safetyMarginMs: 400 }).safetyMarginMs).toBe(400);
+    expect(pacingSchema.parse({ starts: 100 }).safetyMarginMs).toBeUndefined();
+    expect(pacingIssuesOf({ intervalSeconds: 1, safetyMarginMs: 101 })).toEqual([
+      'pacing.safetyMarginMs: must be at most a tenth of the 1 s interval (100 ms)',
+    ]);
+    expect(pacingIssuesOf({ intervalSeconds: 1, safetyMarginMs: 100 })).toBeUndefined();
+  });
+
   it('refuses a downstream key that would be a wildcard or a variable in the limiter policy', () => {
     expect(pacingIssuesOf({ downstreamKey: 'acme*' })).toEqual([
       'pacing.downstreamKey: may not hold "*", "?" or "$": it names the job\'s limiter items in its IAM policy',

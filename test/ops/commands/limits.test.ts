@@ -29,6 +29,7 @@ const DEPLOYED_PACING = {
   burst: 1,
   concurrency: 2,
   shortWaitMs: 10_000,
+  safetyMarginMs: 250,
   adaptiveRate: true,
   enabled: true,
 };
@@ -93,7 +94,7 @@ describe('Functions: limitsList, limitsSet, limitsClear (ops limits)', () => {
     });
     const text = await f.run(['limits', 'list', '--job', 'alpha']);
     expect(text.stdout).toBe(
-      'pacing alpha: 60 starts per 60 s (after headroom), burst 1, concurrency 2; admission off, short wait 10 s (set in pacing, or derived from the rate at synthesis)\n' +
+      'pacing alpha: 60 starts per 60 s (after headroom), burst 1, concurrency 2; admission off, short wait 10 s (set in pacing, or derived from the rate at synthesis), safety margin 250 ms\n' +
         'limits alpha: per key of field "merchantId", default 8 per 60 s, burst 2 (after headroom 0.8, as deployed)\n' +
         'no overrides: every key has the default\n' +
         `0 of at most ${MAX_OVERRIDES} overrides; an override's starts is the key's documented quota (unset fields take the default's), ` +
@@ -118,16 +119,17 @@ describe('Functions: limitsList, limitsSet, limitsClear (ops limits)', () => {
     );
   });
 
-  it('shows the batching a job was deployed with: its batch, window and short wait', () => {
+  it('shows the batching a job was deployed with: its batch, window, short wait and safety margin', () => {
     const settings = {
       ...fakeRuntimeSettings(),
       admission: { horizonSeconds: 300, batchSize: 20, batchingWindowSeconds: 1 },
-      pacing: { shortWaitMs: 16_000 },
+      pacing: { shortWaitMs: 16_000, safetyMarginMs: 400 },
     };
     expect(deployedPacing(settings)).toMatchObject({
       batchSize: 20,
       batchingWindowSeconds: 1,
       shortWaitMs: 16_000,
+      safetyMarginMs: 400,
       enabled: true,
       adaptiveRate: true,
     });

@@ -18,6 +18,7 @@ const MAX_OVERRUN_BLOCK = 10_000;
 
 export class ApplyTimeEstimator {
   private readonly samples: number[] = [];
+  private readonly claims: number[] = [];
 
   constructor(private readonly capacity: number = APPLY_SAMPLES) {
     if (!Number.isInteger(capacity) || capacity < 1)
@@ -26,8 +27,20 @@ export class ApplyTimeEstimator {
 
   /** One apply's duration, in ms; the oldest is forgotten past the capacity. */
   record(ms: number): void {
-    this.samples.push(ms);
-    if (this.samples.length > this.capacity) this.samples.shift();
+    this.remember(this.samples, ms);
+  }
+
+  /**
+   * One claim's duration, in ms: from a record's turn to its downstream call being allowed (the idempotency write that
+   * comes between them). A start's lateness is checked after its claim, so a block is sized with the claim still to come.
+   */
+  recordClaim(ms: number): void {
+    this.remember(this.claims, ms);
+  }
+
+  private remember(samples: number[], ms: number): void {
+    samples.push(ms);
+    if (samples.length > this.capacity) samples.shift();
   }
 
   /**
@@ -35,13 +48,12 @@ export class ApplyTimeEstimator {
    * slot that passes during it, so blocks are sized for the slow tail (a provider's latency spikes, SDK retries).
    */
   estimateMs(): number {
-    return this.percentile(0.9);
+    return percentile(this.samples, 0.9);
   }
 
-  private percentile(p: number): number {
-    if (this.samples.length === 0) return 0;
-    const sorted = [...this.samples].sort((a, b) => a - b);
-    return sorted[Math.ceil(p * sorted.length) - 1];
+  /** The 90th percentile of the recent claims (0 before the first). */
+  claimMs(): number {
+    return percentile(this.claims, 0.9);
   }
 
   /**
@@ -49,19 +61,31 @@ export class ApplyTimeEstimator {
    * the first), which a few hangs do not move (the consumer times how long a record may hold its message by it).
    */
   paceMs(): number {
-    return this.percentile(0.75);
+    return percentile(this.samples, 0.75);
   }
 
   /**
    * Slots a container can start on time in one block. Records run one after another, so when an apply takes longer
    * than the slot spacing, each later slot of a block is reached that much later; a slot reached past the late
    * tolerance is lost to the whole fleet (the limiter counted it). Taking only what can be used keeps the fleet's
-   * starts at the allowance instead of at the allowance minus the missed slots. Unbounded while applies are quicker
-   * than the spacing.
+   * starts at the allowance instead of at the allowance minus the missed slots. A start is checked after its claim, so
+   * the last slot must be reached with the claim's time still to spare: sized by the tolerance alone, a container's
+   * last slots of each block were reached on time and lost behind the claim (40 of 400 uploads deferred at 126-174 ms
+   * late against a 125 ms tolerance). Unbounded while applies are quicker than the spacing.
    */
   usableBlock(spacingMs: number, lateToleranceMs: number): number {
     const lag = this.estimateMs() - spacingMs;
-    return lag <= 0 ? Number.POSITIVE_INFINITY : 1 + Math.floor(lateToleranceMs / lag);
+    if (lag <= 0) return Number.POSITIVE_INFINITY;
+    return 1 + Math.floor(this.wakeToleranceMs(lateToleranceMs) / lag);
+  }
+
+  /**
+   * How late a record may wake for its slot and still start on it: the late tolerance less its claim (p90), which
+   * comes between the wake and the check that counts. A start woken later takes the next slot now rather than claim,
+   * find itself late and be deferred (a re-publish, and a claim written and released for nothing).
+   */
+  wakeToleranceMs(lateToleranceMs: number): number {
+    return Math.max(0, lateToleranceMs - this.claimMs());
   }
 
   /**
@@ -103,4 +127,11 @@ export class ApplyTimeEstimator {
     }
     return MAX_OVERRUN_BLOCK;
   }
+}
+
+/** The p-th percentile of `samples` (0 for none). */
+function percentile(samples: readonly number[], p: number): number {
+  if (samples.length === 0) return 0;
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.ceil(p * sorted.length) - 1];
 }

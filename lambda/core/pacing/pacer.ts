@@ -76,6 +76,8 @@ export interface Pacer {
   begin(remainingMs: () => number): InvocationPacing;
   /** One record's cycle, from the previous apply's end (less its slot wait) to its own apply's end. */
   recordCycle(ms: number): void;
+  /** One record's claim, from its turn to its downstream call being allowed: blocks leave room for it. */
+  recordClaim(ms: number): void;
   /** The container's pace (75th percentile of its cycles; 0 before any): how long a record's turn usually takes. */
   paceMs(): number;
 }

@@ -98,6 +98,8 @@ interface StartParts {
   clock: () => number;
   sleep: (ms: number) => Promise<void>;
   lateToleranceMs: number;
+  /** How late a start may wake (the late tolerance less its claim to come: ApplyTimeEstimator.wakeToleranceMs). */
+  wakeToleranceMs: () => number;
   gate: KeyRateGate | undefined;
   leases: KeyLeases | undefined;
   feedback: RateFeedbackReporter;
@@ -142,6 +144,7 @@ export class LimiterPacer implements Pacer {
       clock: this.clock,
       sleep: options.sleep ?? realSleep,
       lateToleranceMs: this.slotSettings.lateToleranceMs,
+      wakeToleranceMs: () => this.estimator.wakeToleranceMs(this.slotSettings.lateToleranceMs),
       gate: keys && new KeyRateGate(keys),
       leases: keyConcurrency && new KeyLeases(keyConcurrency),
       feedback: new RateFeedbackReporter({
@@ -154,6 +157,10 @@ export class LimiterPacer implements Pacer {
 
   recordCycle(ms: number): void {
     this.estimator.record(ms);
+  }
+
+  recordClaim(ms: number): void {
+    this.estimator.recordClaim(ms);
   }
 
   paceMs(): number {
@@ -220,7 +227,7 @@ class LimiterInvocation implements InvocationPacing {
   /** A slot, the key's lease and token for it, and the wait until it; 'late' when the wait woke past the tolerance. */
   private async startOnce(record: PacedRecord): Promise<StartAnswer | 'late'> {
     const { pool } = this;
-    const { clock, gate, leases, lateToleranceMs, sleep } = this.parts;
+    const { clock, gate, leases, wakeToleranceMs, sleep } = this.parts;
     const slot = record.behindLive ? await pool.nextBackfill() : await pool.next(record.priority);
     if (!('startAtMs' in slot)) return { waitMs: slot.waitMs };
     let end = async () => {};
@@ -247,7 +254,7 @@ class LimiterInvocation implements InvocationPacing {
     // Short waits only (the block was bounded by the short wait and the remaining time). Pacing off: "now" is not a
     // slot to be late for.
     const readyAtMs = clock();
-    if (pool.paced && !(await waitForSlot(startAtMs, lateToleranceMs, clock, sleep))) {
+    if (pool.paced && !(await waitForSlot(startAtMs, wakeToleranceMs(), clock, sleep))) {
       // Starting now would bunch this start with the slots after it: the slot is lost, unclaimed.
       const lateByMs = clock() - startAtMs;
       logger.warn('woke too late for the rate-limit slot; taking a new one', { startAtMs, lateByMs });

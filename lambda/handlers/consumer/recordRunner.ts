@@ -65,7 +65,7 @@ export interface RecordRunnerOptions {
   accounting: Accounting;
   deferrer: Deferrer;
   /** The container's pacing: its clock, and its pace, which each record's cycle goes into. */
-  pacer: Pick<Pacer, 'clock' | 'recordCycle' | 'paceMs'>;
+  pacer: Pick<Pacer, 'clock' | 'recordCycle' | 'recordClaim' | 'paceMs'>;
   /** A fixed time after which a record's claim and apply release the records behind it. @default see RELEASE_FLOOR_MS */
   releaseAfterMs?: number;
 }
@@ -224,6 +224,7 @@ export class RecordRunner {
     // start later than the window's margin absorbs. Checked with the claim held, so a start pushed past it is given up
     // and the claim released.
     const onTime = () => {
+      pacer.recordClaim(pacer.clock() - applyStartedMs);
       if (start.missed()) throw new SlotMissedError(startAtMs, pacer.clock() - startAtMs);
     };
     // Cleared as soon as the claim and apply end: a timer that fires is one whose record still runs.

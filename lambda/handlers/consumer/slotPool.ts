@@ -111,9 +111,10 @@ export class SlotPool {
    * be asked), defer by the limiter's hint.
    */
   async next(priority: SlotPriority = 'live'): Promise<SlotAnswer> {
-    const { limiter, clock, lateToleranceMs, key, spacingMs } = this.settings;
+    const { limiter, clock, lateToleranceMs, key, spacingMs, estimator } = this.settings;
     if (limiter === undefined) return { startAtMs: clock() };
-    while (this.slots.length > 0 && clock() - this.slots[0] > lateToleranceMs) this.slots.shift();
+    const wakeToleranceMs = estimator.wakeToleranceMs(lateToleranceMs);
+    while (this.slots.length > 0 && clock() - this.slots[0] > wakeToleranceMs) this.slots.shift();
     if (this.slots.length > 0) return { startAtMs: this.slots.shift() as number };
     const count = this.settings.keyed ? 1 : Math.max(1, Math.min(this.runLeft + 1, this.usableBlock()));
     try {

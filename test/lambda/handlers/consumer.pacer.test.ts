@@ -114,6 +114,12 @@ class FakePacer implements Pacer {
 
   recordCycle(): void {}
 
+  /** The claims' durations the consumer reported, one per record whose claim was taken. */
+  readonly claims: number[] = [];
+  recordClaim(ms: number): void {
+    this.claims.push(ms);
+  }
+
   paceMs(): number {
     return 0;
   }
@@ -179,6 +185,9 @@ describe('Function: createConsumer (on a fake Pacer)', () => {
     ]);
     expect(pacer.finished).toBe(1);
     expect(publisher.calls).toEqual([]);
+    // Each started record's claim is timed for the block sizing (ApplyTimeEstimator.usableBlock).
+    expect(pacer.claims).toHaveLength(2);
+    expect(pacer.claims.every((ms) => ms >= 0)).toBe(true);
   });
 
   it('defers a record the pacer denies a start, unclaimed, by the wait it gave, as a paced deferral', async () => {

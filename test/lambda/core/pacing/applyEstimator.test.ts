@@ -94,6 +94,22 @@ describe('Class: ApplyTimeEstimator', () => {
       expect(seen([130]).usableBlock(100, 119)).toBe(4);
     });
 
+    it("leaves the claim's time to spare at the block's last slot, the start being checked after its claim", () => {
+      // The uploads' case: 25 ms slots, 45 ms cycles, 125 ms tolerance. By the tolerance alone a block of 7, whose last
+      // slot is reached 120 ms late and lost behind a 10 ms claim; with the claim (its p90) reserved, a block of 6.
+      const estimator = seen([45]);
+      expect(estimator.usableBlock(25, 125)).toBe(7);
+      for (const ms of [2, 4, 10, 3]) estimator.recordClaim(ms);
+      expect(estimator.claimMs()).toBe(10);
+      expect(estimator.usableBlock(25, 125)).toBe(6);
+      // A claim as long as the tolerance leaves the first slot only.
+      estimator.recordClaim(200);
+      estimator.recordClaim(200);
+      expect(estimator.usableBlock(25, 125)).toBe(1);
+      // Applies quicker than the spacing are never late, whatever the claim.
+      expect(seen([20]).usableBlock(25, 125)).toBe(Number.POSITIVE_INFINITY);
+    });
+
     it('is sized from the p90, so one slow apply among fast ones does not shrink the block', () => {
       const estimator = seen([...Array<number>(9).fill(50), 10_000]);
       expect(estimator.estimateMs()).toBe(50);

@@ -68,6 +68,27 @@ describe('Class: LimiterPacer', () => {
       expect(invocation.unused()).toBe(1);
     });
 
+    it('leaves its claim time to spare: woken within the tolerance but not within it less the claim, takes a new slot', async () => {
+      const t0 = clock.now();
+      const paced = pacer(new FakeLimiter([grant([t0 + 100, t0 + 200])]));
+      // The container's claims take 20 ms (p90): a start woken 40 ms late would be checked 60 ms late, past 50.
+      for (let i = 0; i < 5; i++) paced.recordClaim(20);
+      const invocation = paced.begin(() => 60_000);
+      await invocation.acquireBlock(2, 'live');
+      stalls = [40];
+      const start = startOf(await invocation.start({ priority: 'live' }));
+      // The first slot (woken at t0 + 140) is given up unclaimed; the second is woken on time.
+      expect(start.startAtMs).toBe(t0 + 200);
+      expect(clock.now()).toBe(t0 + 200);
+      expect(start.missed()).toBe(false);
+      // Without claims to come, 40 ms late is within the tolerance: it starts on its slot.
+      const quick = pacer(new FakeLimiter([grant([clock.now() + 100])])).begin(() => 60_000);
+      await quick.acquireBlock(1, 'live');
+      const slot = clock.now() + 100;
+      stalls = [40];
+      expect(startOf(await quick.start({ priority: 'live' })).startAtMs).toBe(slot);
+    });
+
     it(`defers the record, unclaimed, after ${MAX_LATE_RETAKES} new slots it also woke too late for`, async () => {
       const t0 = clock.now();
       stalls = Array(MAX_LATE_RETAKES + 1).fill(1_000);

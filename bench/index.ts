@@ -541,7 +541,7 @@ function formatE2e(r: BenchReport, e: NonNullable<BenchReport['e2e']>): string[]
   return out;
 }
 
-/** The report as Markdown-friendly tables (what the README's Performance section shows). */
+/** The report as Markdown-friendly tables (what docs/performance.md shows). */
 export function formatBench(r: BenchReport): string {
   return [
     ...(r.producer ? formatProducer(r.producer) : []),

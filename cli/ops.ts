@@ -17,7 +17,7 @@ export function runOpsCli(argv: string[], deps: OpsCliDependencies = {}): Promis
 /** Runs the CLI on this process's arguments, its exit code the process's. */
 export function main(): void {
   // The SDK warns on every command that its releases after January 2027 need Node 22; an operator cannot act on that
-  // per command (the README says which Node to use), so the CLI turns the notice off unless the caller set it.
+  // per command (docs/getting-started.md says which Node to use), so the CLI turns the notice off unless the caller set it.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   runOpsCli(process.argv.slice(2)).then(
     (code) => {

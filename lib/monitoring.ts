@@ -293,7 +293,7 @@ export interface MonitoringProps {
 const GREATER = cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD;
 const NOT_BREACHING = cloudwatch.TreatMissingData.NOT_BREACHING;
 /** How every alarm description ends (test/lib/monitoring.test.ts holds them to it). */
-const RUNBOOK = 'See the README operator runbook, "Reading an alarm".';
+const RUNBOOK = 'See the runbook, docs/operating.md, "Reading an alarm".';
 
 /** The producer-duration alarm's threshold: the configured fraction of the producer's timeout. */
 function producerDurationThresholdMs(config: MonitoredJob['config']): number {

@@ -16,7 +16,7 @@ import { JOB_ENTRY_METADATA } from '../lambda/core/constants';
 export type LocalTreatment = 'emulated' | 'enforced' | 'ignored';
 
 /**
- * The one table of resource types the local runtime knows (the README's local-runtime section shows it, and a test
+ * The one table of resource types the local runtime knows (docs/local-runtime.md shows it, and a test
  * keeps the two equal). `emulated`: created and run locally. `enforced`: not created, but every request is authorized
  * against it as AWS would. `ignored`: skipped, with the reason and what that means before a deploy. Any other type
  * stops provisioning with its name.
@@ -106,7 +106,7 @@ export const IGNORED_TYPES: Record<string, string> = Object.fromEntries(
     .map(([type, t]) => [type, t.treatment === 'enforced' ? `not created; enforced: ${t.note}` : t.note]),
 );
 
-/** The table as Markdown, for the README. */
+/** The table as Markdown, for docs/local-runtime.md. */
 export function resourceTypesMarkdown(): string {
   const rows = Object.entries(RESOURCE_TYPES).map(([type, t]) => `| \`${type}\` | ${t.treatment} | ${t.note} |`);
   return ['| resource type | locally | what that means |', '| --- | --- | --- |', ...rows].join('\n');

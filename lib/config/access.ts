@@ -1,5 +1,5 @@
 // What a job's `uses` may ask for: each access mode's exact IAM actions, in one table (config checks the names,
-// lib/paced-job.ts grants the actions, the README shows the table). Pure data: no CDK, so ops/ may read it too.
+// lib/paced-job.ts grants the actions, docs/security.md shows the table). Pure data: no CDK, so ops/ may read it too.
 
 /**
  * Table modes. The small ones say what a job does (`['get', 'delete']`: read an item by key, delete it; no Scan, no

@@ -579,9 +579,9 @@ describe('Class: Monitoring', () => {
         (a) => a.Properties.AlarmDescription as string,
       );
       expect(descriptions.filter((d) => d.length > MAX_ALARM_DESCRIPTION_LENGTH)).toEqual([]);
-      expect(descriptions.filter((d) => !d.endsWith('See the README operator runbook, "Reading an alarm".'))).toEqual(
-        [],
-      );
+      expect(
+        descriptions.filter((d) => !d.endsWith('See the runbook, docs/operating.md, "Reading an alarm".')),
+      ).toEqual([]);
     });
   });
 

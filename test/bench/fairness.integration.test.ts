@@ -1,6 +1,6 @@
 // bench:fairness at a small scale: both pipelines and the live night run end to end and report every field, and the
 // direction holds (the quiet tenants finish sooner with per-key flow control, the provider never throttles it). No
-// timing goal is asserted: the bench itself measures those, in one run (README, Performance).
+// timing goal is asserted: the bench itself measures those, in one run (docs/performance.md).
 //
 // The time is the quotas' windows: the per-key run paces the noisy tenant at its allowance, so it lasts about
 // noisyOps / allowance windows. The windows stay 10 s: the consumer gives up a slot when a record wakes later than

@@ -1,5 +1,10 @@
 // Time scaling of a paced run: which interval a job runs at, what else scales with it, and where scaling must stop.
-import { scaledIntervalSeconds, scaleJobSettings, shortestFaithfulIntervalSeconds } from '../../bench/e2e';
+import {
+  SCALED_RUN_MARGIN_MS,
+  scaledIntervalSeconds,
+  scaleJobSettings,
+  shortestFaithfulIntervalSeconds,
+} from '../../bench/e2e';
 import { backlogOperations } from '../../bench/backlog';
 import type { JobRuntimeSettings } from '../../lambda/core/constants';
 import { pacingSettings } from '../../lambda/core/pacingSettings';
@@ -65,9 +70,14 @@ describe('Function: scaleJobSettings', () => {
     expect(settings.admission).toEqual({ horizonSeconds: 40, batchSize: 10 });
     // A batch of 10 at 80/min spans 6.75 s of slots (scaled to 0.9 s); the 3.25 s over it stays: 4.15 s.
     expect(settings.settings).toEqual({ provider: 'acme' });
-    // The 60 s window's 250 ms margin, not the 8 s one's 40 ms: a start's jitter is real time.
-    expect(settings.pacing).toEqual({ shortWaitMs: 4150, safetyMarginMs: 250 });
-    expect(pacingSettings(settings).lateToleranceMs).toBe(125);
+    // The 8 s window's margin is 40 ms, below the least a scaled run keeps: a start's jitter is real time.
+    expect(settings.pacing).toEqual({ shortWaitMs: 4150, safetyMarginMs: SCALED_RUN_MARGIN_MS });
+    expect(pacingSettings(settings).lateToleranceMs).toBe(SCALED_RUN_MARGIN_MS / 2);
+    // Scaled less far, the run interval's own margin is kept when it is larger (30 s: 150 ms)...
+    expect(scaleJobSettings(payment, 30, 5).settings.pacing?.safetyMarginMs).toBe(150);
+    // ...and a configured margin below the least is kept as configured.
+    const tight = { ...payment, pacing: { safetyMarginMs: 30 } };
+    expect(scaleJobSettings(tight, 8, 5).settings.pacing?.safetyMarginMs).toBe(30);
     expect(pacing).toEqual({
       startsPerInterval: 80,
       configuredIntervalSeconds: 60,
@@ -81,7 +91,10 @@ describe('Function: scaleJobSettings', () => {
 
   it('scales the whole short wait of a job without admission (no batch to span)', () => {
     const { admission: _, ...withoutAdmission } = payment;
-    expect(scaleJobSettings(withoutAdmission, 8).settings.pacing).toEqual({ shortWaitMs: 1333, safetyMarginMs: 250 });
+    expect(scaleJobSettings(withoutAdmission, 8).settings.pacing).toEqual({
+      shortWaitMs: 1333,
+      safetyMarginMs: SCALED_RUN_MARGIN_MS,
+    });
   });
 
   it('changes nothing at the configured interval', () => {

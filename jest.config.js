@@ -143,7 +143,7 @@ module.exports = {
   // CPU in 128 s), so extra workers overlap that waiting: 610 s for the suite against 777 s with two workers (quiet,
   // 179 files). Timing-sensitive tests do not depend on an idle machine: no test asserts a duration, a time-scaled run
   // keeps its windows long enough for a loaded machine's timers, and the suite is run with another process keeping a
-  // core busy (README, Testing).
+  // core busy (README, Tests).
   maxWorkers: availableParallelism() + 1,
   // The longest files first, by tier on a fresh clone where jest has cached no durations (test/support/sequencer.js).
   testSequencer: '<rootDir>/test/support/sequencer.js',

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The suite under load (README, Testing): `npm test` N times in a row (default 3) while one busy loop keeps one of the
+# The suite under load (README, Tests): `npm test` N times in a row (default 3) while one busy loop keeps one of the
 # machine's cores busy, as another process would; stops at the first failing run. Each run's jest JSON and log land in
 # a folder of their own (default .test-under-load/<time>), and `summary` says how each ended, how long it took and
 # the load average at its end.

@@ -216,8 +216,8 @@ describe('Function: runBench, backlog part', () => {
   beforeAll(async () => {
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
     // Tiny, and robust on a loaded machine (the figures are not the point here): half and a quarter of a minute's
-    // starts (40 and 20 calls) at a 30 s interval, time scale 2. A time-scaled run keeps the window long (README,
-    // Testing): the consumer gives up a slot when a record wakes later than half the limiter's margin, 0.5% of the
+    // starts (40 and 20 calls) at a 30 s interval, time scale 2. A time-scaled run keeps the window long: the
+    // consumer gives up a slot when a record wakes later than half the limiter's margin, 0.5% of the
     // window and at least 20 ms, which a busy machine's timers overshoot at a few seconds' window (at 3 s, beside
     // other CPU-heavy test files, 160 operations did not settle: 49 acknowledged in 138 s).
     report = await runBench({

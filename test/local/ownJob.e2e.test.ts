@@ -1,4 +1,4 @@
-// A job added to a team's CDK app as the README's "Use it in your own CDK app" says (a module jobs/<name>/index.ts
+// A job added to a team's CDK app as docs/getting-started.md says (a module jobs/<name>/index.ts
 // exporting `job = defineJob(...)` from the job API, one entry in the app's PacedJobs, no local fixture), here to the
 // engine's test app (test/fixtures/app) in a throwaway copy of the project: `npm start` on that app synthesizes it,
 // runs it with the app's own jobs, and judges the new job on the pipeline's own counts.
@@ -51,7 +51,7 @@ export const job = defineJob({
 });
 `;
 
-/** Its entry in the app's PacedJobs, as the README writes one (`entry` a path beside the app's bin/). */
+/** Its entry in the app's PacedJobs, as docs/getting-started.md writes one (`entry` a path beside the app's bin/). */
 const JOB_PROPS = `    '${NAME}': {
       entry: join(__dirname, '..', 'jobs', '${NAME}', 'index.ts'),
       schedule: { cron: '0 5 * * ? *', timeZone: 'UTC' },
@@ -72,7 +72,7 @@ interface Report {
   checks: { job: string; name: string; ok: boolean; detail: string }[];
 }
 
-describe('npm start on an app with a job added as the README says, without a fixture', () => {
+describe('npm start on an app with a job added as the getting-started guide says, without a fixture', () => {
   let copy: ProjectCopy;
   let result: CommandResult;
   let report: Report;

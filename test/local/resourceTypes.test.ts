@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { EMULATED_TYPES, IGNORED_TYPES, RESOURCE_TYPES, resourceTypesMarkdown } from '../../local/plan';
 
 describe('RESOURCE_TYPES: the one table of what the local runtime does with each resource type', () => {
-  it('is the table the README shows, row for row', () => {
-    const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+  it('is the table docs/local-runtime.md shows, row for row', () => {
+    const readme = readFileSync(join(__dirname, '..', '..', 'docs', 'local-runtime.md'), 'utf8');
     const shown = /<!-- resource types:[^\n]*-->\n([\s\S]*?)\n<!-- end of resource types -->/.exec(readme)?.[1];
     expect(shown).toBe(resourceTypesMarkdown());
   });

@@ -128,7 +128,7 @@ describe("The package, installed into a team's CDK app", () => {
       // One copy of the CDK in the app, its own (the package only peers it).
       expect(existsSync(join(app, 'node_modules', 'paced-jobs', 'node_modules', 'aws-cdk-lib'))).toBe(false);
 
-      // The stack and the job are README.md's own blocks (test/package/teamApp.ts): the example is tried as written.
+      // The stack and the job are docs/getting-started.md's own blocks (test/package/teamApp.ts): the example is tried as written.
       expect(Object.keys(APP_FILES).sort()).toEqual([
         'bin/app.ts',
         'cdk.json',

@@ -698,26 +698,19 @@ export function fairnessProgram(): Command {
 }
 
 if (require.main === module) {
-  const program = fairnessProgram()
-    .action(
-      async (opts: {
-        noisyOps?: number;
-        quietTenants?: number;
-        quietOps?: number;
-        liveOps?: number;
-        json?: boolean;
-      }) => {
-        const result = await runFairnessBench({
-          noisyOps: opts.noisyOps,
-          quietTenants: opts.quietTenants,
-          quietOps: opts.quietOps,
-          liveOps: opts.liveOps,
-          progress: (line) => process.stderr.write(`${line}\n`),
-        });
-        process.stdout.write(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${describe(result)}\n`);
-        process.exit(0);
-      },
-    );
+  const program = fairnessProgram().action(
+    async (opts: { noisyOps?: number; quietTenants?: number; quietOps?: number; liveOps?: number; json?: boolean }) => {
+      const result = await runFairnessBench({
+        noisyOps: opts.noisyOps,
+        quietTenants: opts.quietTenants,
+        quietOps: opts.quietOps,
+        liveOps: opts.liveOps,
+        progress: (line) => process.stderr.write(`${line}\n`),
+      });
+      process.stdout.write(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${describe(result)}\n`);
+      process.exit(0);
+    },
+  );
   program.parseAsync().catch((error: unknown) => {
     process.stderr.write(`bench:fairness failed: ${(error as Error).message}\n`);
     process.exit(1);

@@ -60,7 +60,10 @@ export function packageVersion(from = __dirname): string {
  * The command line: its version, and each subcommand handing its arguments, --help included, to `run` unparsed (the
  * docs' flag tables read it too).
  */
-export function buildProgram(io: ProgramIo, run: (delegate: keyof Delegates, args: string[]) => Promise<void>): Command {
+export function buildProgram(
+  io: ProgramIo,
+  run: (delegate: keyof Delegates, args: string[]) => Promise<void>,
+): Command {
   const program = new Command('paced-jobs')
     .description('Scheduled, rate-limited, idempotent jobs on AWS serverless: run them locally, operate them, add one.')
     .version(packageVersion(), '-v, --version')

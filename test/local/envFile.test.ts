@@ -19,7 +19,7 @@ describe('Function: shellQuote', () => {
     ['plain', "'plain'"],
     ['', "''"],
     ["it's", "'it'\\''s'"],
-    ['$(rm -rf ~) `x` "y" \\ ;&|', "'$(rm -rf ~) `x` \"y\" \\ ;&|'"],
+    ['$(rm -rf ~) `x` "y" \\ ;&|', '\'$(rm -rf ~) `x` "y" \\ ;&|\''],
   ])('quotes %j as one shell word', (value, quoted) => {
     expect(shellQuote(value)).toBe(quoted);
   });

@@ -30,7 +30,8 @@ describe('Function: envScript', () => {
     expect(envScript(ENVIRONMENT)).toBe(
       [
         "# The local stack's environment for any AWS client, written by `npm start` (and `paced-jobs start`) beside",
-        '# endpoints.json and rewritten each run. In a shell: . .local/env.sh && aws sqs list-queues',
+        '# endpoints.json and rewritten each run. In a shell: . .local/env.sh && aws dynamodb list-tables',
+        '# (the AWS CLI v1 takes SQS\'s endpoint only as a flag: aws sqs list-queues --endpoint-url "$AWS_ENDPOINT_URL_SQS")',
         'unset AWS_SESSION_TOKEN AWS_SECURITY_TOKEN',
         "export AWS_REGION='eu-west-1'",
         "export AWS_DEFAULT_REGION='eu-west-1'",

@@ -677,40 +677,40 @@ function describe(result: FairnessBenchResult): string {
   ].join('\n');
 }
 
-if (require.main === module) {
-  const int = (value: string) => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('must be a positive integer');
-    return n;
-  };
-  const program = new Command('bench:fairness')
+/** A positive whole number of a flag. */
+const positiveWhole = (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+};
+
+/** bench:fairness's command line (its action is main's). */
+export function fairnessProgram(): Command {
+  return new Command('bench:fairness')
     .description(
       'per-key flow control against a provider with per-key quotas: a noisy tenant and quiet ones, first-come vs per-key; a live night beside a catch-up',
     )
-    .option('--noisy-ops <n>', "the noisy tenant's operations", int)
-    .option('--quiet-tenants <n>', 'quiet tenants', int)
-    .option('--quiet-ops <n>', 'operations per quiet tenant', int)
-    .option('--live-ops <n>', 'operations of the live night (and of each catch-up date)', int)
-    .option('--json', 'print the result as JSON')
-    .action(
-      async (opts: {
-        noisyOps?: number;
-        quietTenants?: number;
-        quietOps?: number;
-        liveOps?: number;
-        json?: boolean;
-      }) => {
-        const result = await runFairnessBench({
-          noisyOps: opts.noisyOps,
-          quietTenants: opts.quietTenants,
-          quietOps: opts.quietOps,
-          liveOps: opts.liveOps,
-          progress: (line) => process.stderr.write(`${line}\n`),
-        });
-        process.stdout.write(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${describe(result)}\n`);
-        process.exit(0);
-      },
-    );
+    .option('--noisy-ops <n>', "the noisy tenant's operations", positiveWhole)
+    .option('--quiet-tenants <n>', 'quiet tenants', positiveWhole)
+    .option('--quiet-ops <n>', 'operations per quiet tenant', positiveWhole)
+    .option('--live-ops <n>', 'operations of the live night (and of each catch-up date)', positiveWhole)
+    .option('--json', 'print the result as JSON');
+}
+
+if (require.main === module) {
+  const program = fairnessProgram().action(
+    async (opts: { noisyOps?: number; quietTenants?: number; quietOps?: number; liveOps?: number; json?: boolean }) => {
+      const result = await runFairnessBench({
+        noisyOps: opts.noisyOps,
+        quietTenants: opts.quietTenants,
+        quietOps: opts.quietOps,
+        liveOps: opts.liveOps,
+        progress: (line) => process.stderr.write(`${line}\n`),
+      });
+      process.stdout.write(opts.json ? `${JSON.stringify(result, null, 2)}\n` : `${describe(result)}\n`);
+      process.exit(0);
+    },
+  );
   program.parseAsync().catch((error: unknown) => {
     process.stderr.write(`bench:fairness failed: ${(error as Error).message}\n`);
     process.exit(1);

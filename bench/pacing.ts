@@ -524,7 +524,7 @@ const FLAG: Record<string, string> = {
 };
 
 /** bench:pacing's command line (both scenarios' options). */
-function pacingCommand(): Command {
+export function pacingCommand(): Command {
   return new Command()
     .name('bench:pacing')
     .description(

@@ -57,17 +57,13 @@ export function packageVersion(from = __dirname): string {
 }
 
 /**
- * Runs the command on `argv` (without the node and script entries) in `cwd`; resolves to the exit code. A subcommand's
- * arguments, --help included, go to its tool unparsed.
+ * The command line: its version, and each subcommand handing its arguments, --help included, to `run` unparsed (the
+ * docs' flag tables read it too).
  */
-export async function runPacedJobs(
-  argv: readonly string[],
-  options: { cwd?: string; io?: ProgramIo; delegates?: Delegates } = {},
-): Promise<number> {
-  const io = options.io ?? { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) };
-  const delegates = options.delegates ?? defaultDelegates;
-  const cwd = options.cwd ?? process.cwd();
-  let code = 0;
+export function buildProgram(
+  io: ProgramIo,
+  run: (delegate: keyof Delegates, args: string[]) => Promise<void>,
+): Command {
   const program = new Command('paced-jobs')
     .description('Scheduled, rate-limited, idempotent jobs on AWS serverless: run them locally, operate them, add one.')
     .version(packageVersion(), '-v, --version')
@@ -85,10 +81,26 @@ export async function runPacedJobs(
       .allowExcessArguments()
       .passThroughOptions()
       .argument('[args...]', 'the arguments of the tool')
-      .action(async (args: string[]) => {
-        code = await delegates[sub.delegate](args, cwd);
-      });
+      .action((args: string[]) => run(sub.delegate, args));
   }
+  return program;
+}
+
+/**
+ * Runs the command on `argv` (without the node and script entries) in `cwd`; resolves to the exit code. A subcommand's
+ * arguments, --help included, go to its tool unparsed.
+ */
+export async function runPacedJobs(
+  argv: readonly string[],
+  options: { cwd?: string; io?: ProgramIo; delegates?: Delegates } = {},
+): Promise<number> {
+  const io = options.io ?? { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) };
+  const delegates = options.delegates ?? defaultDelegates;
+  const cwd = options.cwd ?? process.cwd();
+  let code = 0;
+  const program = buildProgram(io, async (delegate, args) => {
+    code = await delegates[delegate](args, cwd);
+  });
   try {
     await program.parseAsync([...argv], { from: 'user' });
   } catch (error) {

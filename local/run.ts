@@ -5,6 +5,7 @@
 // names no job: what a job seeds and how its effects are read is its fixture's (lambda/jobs/<name>/local.ts); a job
 // without one is judged on the pipeline's own counts.
 import { maxJobAgeMs } from './metricSamples';
+import { writeEnvFile } from './envFile';
 import { createWriteStream, mkdirSync, renameSync, type WriteStream, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { DownstreamQuota, SeededDemo } from './fixture';
@@ -463,7 +464,10 @@ async function collectReport(
   });
 }
 
-/** `.local/endpoints.json`: everything a client (the AWS CLI, the ops CLI, a script) needs to use the local stack. */
+/**
+ * `.local/endpoints.json`: everything a client (the AWS CLI, the ops CLI, a script) needs to use the local stack; and
+ * `.local/env.sh` beside it, its `environment` for a shell (local/envFile.ts).
+ */
 export function writeEndpoints(
   localDir: string,
   session: LocalSession,
@@ -487,6 +491,8 @@ export function writeEndpoints(
     environment: clientEnvironment(session),
   };
   mkdirSync(localDir, { recursive: true });
+  // The shell's copy of `environment` first: a client that waits for endpoints.json then finds env.sh beside it.
+  writeEnvFile(localDir, doc.environment);
   // Written whole then renamed, so a client polling for the file never reads half of it.
   writeFileSync(`${file}.tmp`, `${JSON.stringify(doc, null, 2)}\n`);
   renameSync(`${file}.tmp`, file);

@@ -436,6 +436,14 @@ const OWN_COMMANDS: { before: OpsCommandHook[]; after: OpsCommandHook[] } = {
   after: [addPreflight],
 };
 
+/** The program with every command, each running its work through `execute` (runOps's; the docs' flag tables read it). */
+export function buildOpsProgram(io: OpsIo, execute: Execute, deps: OpsDependencies = {}): Command {
+  const program = opsProgram(io);
+  for (const add of [...OWN_COMMANDS.before, ...(deps.commands ?? []), ...OWN_COMMANDS.after])
+    add({ program, execute, deps });
+  return program;
+}
+
 /** Runs the CLI on `argv` (without the node and script entries) and returns the exit code; never calls process.exit. */
 export async function runOps(argv: string[], deps: OpsDependencies = {}): Promise<number> {
   const io = escapingIo(deps.io ?? processIo());
@@ -462,9 +470,7 @@ export async function runOps(argv: string[], deps: OpsDependencies = {}): Promis
     }
   };
 
-  const program = opsProgram(io);
-  for (const add of [...OWN_COMMANDS.before, ...(deps.commands ?? []), ...OWN_COMMANDS.after])
-    add({ program, execute, deps });
+  const program = buildOpsProgram(io, execute, deps);
 
   try {
     await program.parseAsync(argv, { from: 'user' });

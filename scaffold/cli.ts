@@ -27,10 +27,9 @@ const processIo: CliIo = {
   err: (text) => process.stderr.write(text),
 };
 
-/** Runs the command; resolves to the exit code (0 written, 1 nothing written, 2 bad usage). */
-export async function run(argv: readonly string[], io: CliIo = processIo): Promise<number> {
-  let code = 0;
-  const program = new Command()
+/** The command line: writes the job its action is given, or calls `onFailed` (the docs' flag tables read it too). */
+export function buildProgram(io: CliIo, onFailed: () => void = () => undefined): Command {
+  return new Command()
     .name('new-job')
     .description(
       `Writes a new job that discovers its items through a sparse index and applies each with a conditional write.\n` +
@@ -53,9 +52,17 @@ export async function run(argv: readonly string[], io: CliIo = processIo): Promi
       } catch (error) {
         if (!(error instanceof ScaffoldError)) throw error;
         io.err(`new-job: ${error.message}\n`);
-        code = 1;
+        onFailed();
       }
     });
+}
+
+/** Runs the command; resolves to the exit code (0 written, 1 nothing written, 2 bad usage). */
+export async function run(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  let code = 0;
+  const program = buildProgram(io, () => {
+    code = 1;
+  });
   try {
     await program.parseAsync([...argv], { from: 'user' });
   } catch (error) {

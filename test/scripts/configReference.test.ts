@@ -1,14 +1,13 @@
-// The README's per-job configuration table is the schema's own documentation: regenerated, it must be what the README
-// holds, and every key must be documented with a @default that matches the schema's.
-import { readFileSync } from 'node:fs';
+// The configuration reference (docs/configuration.md) is the schema's own documentation: regenerated, it must be what
+// the file holds, and every key must be documented with a @default that matches the schema's.
+import { existsSync, readFileSync } from 'node:fs';
 import {
+  CONFIG_DOC_FILE,
+  configurationReference,
+  environmentReference,
   jobReference,
-  README_FILE,
-  renderJobReference,
+  renderModes,
   SCHEMA_FILE,
-  TABLE_END,
-  TABLE_START,
-  withTable,
 } from '../../scripts/configReference';
 
 describe('Function: jobReference', () => {
@@ -24,11 +23,6 @@ describe('Function: jobReference', () => {
         'uses.tables.<alias>',
       ]),
     );
-  });
-
-  it('is the table the README holds (run `npm run docs:config` after changing the schema)', () => {
-    const readme = readFileSync(README_FILE, 'utf8');
-    expect(withTable(readme, renderJobReference(jobReference().rows))).toBe(readme);
   });
 
   it('reports a @default that disagrees with the schema, and a key without JSDoc', () => {
@@ -47,8 +41,62 @@ describe('Function: jobReference', () => {
     expect(byKey.get('pacing.headroom')?.default).toBe('`0.8`');
     expect(byKey.get('pacing.downstreamKey')?.default).toBe('the job name');
   });
+});
 
-  it('refuses a README without the markers', () => {
-    expect(() => withTable('# no table', '')).toThrow(`README.md lacks the markers ${TABLE_START} ... ${TABLE_END}`);
+describe('Function: environmentReference', () => {
+  it('documents every key of an environment, with no @default that disagrees with the schema', () => {
+    expect(environmentReference().problems).toEqual([]);
+  });
+
+  it("lists the environment's keys, its app resources by key and its jobs by name", () => {
+    const byKey = new Map(environmentReference().rows.map((r) => [r.key, r]));
+    expect([...byKey.keys()]).toEqual(
+      expect.arrayContaining([
+        'account',
+        'region',
+        'protected',
+        'appResources.create',
+        'appResources.tables.<key>',
+        'operatorRoles',
+        'jobs.<name>',
+      ]),
+    );
+    expect(byKey.get('region')?.default).toBe('required');
+    expect(byKey.get('protected')?.default).toBe('`false`');
+    expect(byKey.get('logRetentionDays')?.default).toBe('`30`');
+    expect(byKey.get('operatorRoles')?.default).toBe('none (no one else may send)');
+  });
+
+  it("takes a key's meaning from the schema it is built from when the key has no JSDoc of its own, with its keys", () => {
+    const tables = environmentReference().rows.find((r) => r.key === 'appResources.tables.<key>');
+    expect(tables?.meaning).toMatch(/^A table the jobs read or write\. .* Its keys: `tableName`, `partitionKey`, /);
+  });
+});
+
+describe('Function: renderModes', () => {
+  it('lists each access mode with its table and bucket actions, as lib/config/access.ts grants them', () => {
+    const lines = renderModes().split('\n');
+    expect(lines.slice(0, 2)).toEqual(['| mode | table actions | bucket actions |', '| --- | --- | --- |']);
+    expect(lines).toContain('| `get` | `dynamodb:GetItem`, `dynamodb:BatchGetItem` | `s3:GetObject` |');
+    expect(lines).toContain('| `list` |  | `s3:ListBucket` |');
+  });
+});
+
+describe('File: docs/configuration.md', () => {
+  it('is what the schema generates (run `npm run docs:generate` after changing lib/config/schema.ts)', () => {
+    if (!existsSync(CONFIG_DOC_FILE))
+      throw new Error(`${CONFIG_DOC_FILE} is missing: run \`npm run docs:generate\` to write it`);
+    const { text, problems } = configurationReference();
+    expect(problems).toEqual([]);
+    const file = readFileSync(CONFIG_DOC_FILE, 'utf8');
+    if (file !== text) {
+      const [want, have] = [text.split('\n'), file.split('\n')];
+      const differs = want.findIndex((line, i) => line !== have[i]);
+      const at = differs < 0 ? want.length : differs;
+      throw new Error(
+        'docs/configuration.md differs from what lib/config/schema.ts generates: run `npm run docs:generate`\n' +
+          `first difference, line ${at + 1}:\n  generated: ${want[at]}\n  file:      ${have[at]}`,
+      );
+    }
   });
 });

@@ -80,6 +80,7 @@ export const appBucketSchema = z.object({
     .optional(),
 });
 
+/** A secret the jobs read (Secrets Manager); its value is read at run time, never put in an environment variable. */
 export const appSecretSchema = z.object({
   secretName: z.string().regex(/^[A-Za-z0-9/_+=.@-]{1,512}$/, 'must be a valid Secrets Manager secret name'),
 });
@@ -655,6 +656,7 @@ export const environmentSchema = z
           ),
       )
       .default([]),
+    /** One entry per job, by its name: the job's folder under lambda/jobs/ (its keys: the per-job table). */
     jobs: z.record(z.string().regex(JOB_NAME_PATTERN, JOB_NAME_RULE), jobSchema),
   })
   .superRefine((env, ctx) => {

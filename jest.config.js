@@ -60,7 +60,7 @@ const E2E = [
 
 const INTEGRATION = [
   `\\.integration${TEST}`,
-  folder('test/local', { except: ['alarms.test.ts', 'assembly.test.ts', 'cloudWatchApi.test.ts', 'cron.test.ts', 'lambdaRules.test.ts', 'metricSamples.test.ts', 'metricsTap.test.ts', 'resourceTypes.test.ts', 'report.test.ts', 'scheduler.test.ts', 'template.test.ts', 'waitFor.test.ts'] }),
+  folder('test/local', { except: ['alarms.test.ts', 'assembly.test.ts', 'cloudWatchApi.test.ts', 'cron.test.ts', 'envFile.test.ts', 'lambdaRules.test.ts', 'metricSamples.test.ts', 'metricsTap.test.ts', 'resourceTypes.test.ts', 'report.test.ts', 'scheduler.test.ts', 'template.test.ts', 'waitFor.test.ts'] }),
   folder('test/ops', { except: ['io.test.ts', 'resources.test.ts'] }),
   folder('test/bin'),
   folder('test/lib', { shallow: true, except: ['outputs.test.ts', 'props-error.test.ts'] }),

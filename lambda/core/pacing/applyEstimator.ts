@@ -82,10 +82,12 @@ export class ApplyTimeEstimator {
   /**
    * How late a record may wake for its slot and still start on it: the late tolerance less its claim (p90), which
    * comes between the wake and the check that counts. A start woken later takes the next slot now rather than claim,
-   * find itself late and be deferred (a re-publish, and a claim written and released for nothing).
+   * find itself late and be deferred (a re-publish, and a claim written and released for nothing). Never less than
+   * half the tolerance: claims slower than that (a loaded table) would leave no wake on time at all, and every record
+   * would retake and be deferred; past half, a claim that runs late is caught after it, as before.
    */
   wakeToleranceMs(lateToleranceMs: number): number {
-    return Math.max(0, lateToleranceMs - this.claimMs());
+    return Math.max(lateToleranceMs / 2, lateToleranceMs - this.claimMs());
   }
 
   /**

@@ -102,10 +102,11 @@ describe('Class: ApplyTimeEstimator', () => {
       for (const ms of [2, 4, 10, 3]) estimator.recordClaim(ms);
       expect(estimator.claimMs()).toBe(10);
       expect(estimator.usableBlock(25, 125)).toBe(6);
-      // A claim as long as the tolerance leaves the first slot only.
+      // Claims as long as the tolerance still leave half of it to wake in: a block of 1 + 62.5 / 20.
       estimator.recordClaim(200);
       estimator.recordClaim(200);
-      expect(estimator.usableBlock(25, 125)).toBe(1);
+      expect(estimator.wakeToleranceMs(125)).toBe(62.5);
+      expect(estimator.usableBlock(25, 125)).toBe(4);
       // Applies quicker than the spacing are never late, whatever the claim.
       expect(seen([20]).usableBlock(25, 125)).toBe(Number.POSITIVE_INFINITY);
     });

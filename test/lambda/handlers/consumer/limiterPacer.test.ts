@@ -89,6 +89,17 @@ describe('Class: LimiterPacer', () => {
       expect(startOf(await quick.start({ priority: 'live' })).startAtMs).toBe(slot);
     });
 
+    it('still starts records woken within half the tolerance when its claims are slower than all of it', async () => {
+      const t0 = clock.now();
+      const paced = pacer(new FakeLimiter([grant([t0 + 100])]));
+      // A loaded table: 200 ms claims against a 50 ms tolerance would leave no wake on time.
+      for (let i = 0; i < 5; i++) paced.recordClaim(200);
+      const invocation = paced.begin(() => 60_000);
+      await invocation.acquireBlock(1, 'live');
+      stalls = [20];
+      expect(startOf(await invocation.start({ priority: 'live' })).startAtMs).toBe(t0 + 100);
+    });
+
     it(`defers the record, unclaimed, after ${MAX_LATE_RETAKES} new slots it also woke too late for`, async () => {
       const t0 = clock.now();
       stalls = Array(MAX_LATE_RETAKES + 1).fill(1_000);

@@ -12,8 +12,8 @@ import ts from 'typescript';
 import type { z } from 'zod';
 import { BUCKET_MODES, TABLE_MODES } from '../lib/config/access';
 import { environmentSchema, jobSchema } from '../lib/config/schema';
+import { ROOT } from './markdown';
 
-const ROOT = path.join(__dirname, '..');
 export const SCHEMA_FILE = path.join(ROOT, 'lib', 'config', 'schema.ts');
 /** The generated reference, relative to the project. */
 export const CONFIG_DOC = 'docs/configuration.md';

@@ -3,7 +3,7 @@
 // (docsFlags.ts). Run it after changing the schema or a command's flags; the docs tests fail until it has run.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { CONFIG_DOC, CONFIG_DOC_FILE, configurationReference } from './configReference';
+import { CONFIG_DOC, configurationReference } from './configReference';
 import { commandsByWords, documentedCommands, flagMarkers, markerProblems, withFlagTables } from './docsFlags';
 import { guideFiles, ROOT } from './markdown';
 
@@ -16,7 +16,7 @@ export function generateDocs(root = ROOT): { written: string[]; problems: string
     );
   }
   const written: string[] = [];
-  const configFile = root === ROOT ? CONFIG_DOC_FILE : join(root, CONFIG_DOC);
+  const configFile = join(root, CONFIG_DOC);
   if (!existsSync(configFile) || readFileSync(configFile, 'utf8') !== text) {
     mkdirSync(dirname(configFile), { recursive: true });
     writeFileSync(configFile, text);

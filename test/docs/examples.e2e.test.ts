@@ -4,20 +4,20 @@
 // credentials must source .local/env.sh itself, as the reader must). The plain examples first, in the guides' order;
 // then one `npm start -- --serve` session, with the `<!-- example: serve -->` ones run against it; skipped ones are
 // listed with their reason. A failing example fails naming its file:line, with its output.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitFor } from '../../local/waitFor';
 import { guideFiles, ROOT } from '../../scripts/markdown';
-import { copyProject, type ProjectCopy } from '../support/projectCopy';
+import {
+  type CommandResult,
+  copyProject,
+  describeResult,
+  killGroup,
+  type ProjectCopy,
+  spawnIn,
+} from '../support/projectCopy';
 import { type Example, examples } from './checks';
-
-interface Ran {
-  code: number | null;
-  timedOut: boolean;
-  output: string;
-  ms: number;
-}
 
 /** The environment of a new user's shell: the test's AWS settings gone, no profile or credentials file to fall back on. */
 function userEnvironment(): NodeJS.ProcessEnv {
@@ -36,53 +36,15 @@ function userEnvironment(): NodeJS.ProcessEnv {
   };
 }
 
-/** Runs `command` in its own process group in `cwd`, output interleaved as a terminal shows it; kills it on timeout. */
-function run(
-  cwd: string,
-  command: string,
-  args: string[],
-  timeoutMs: number,
-): { child: ChildProcess; done: Promise<Ran> } {
-  const started = Date.now();
-  const child = spawn(command, args, {
-    cwd,
-    env: userEnvironment(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  let output = '';
-  child.stdout!.on('data', (c) => (output += c));
-  child.stderr!.on('data', (c) => (output += c));
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    killGroup(child, 'SIGKILL');
-  }, timeoutMs);
-  const done = new Promise<Ran>((resolve) =>
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, timedOut, output, ms: Date.now() - started });
-    }),
-  );
-  return { child, done };
-}
-
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  try {
-    if (child.pid !== undefined) process.kill(-child.pid, signal);
-  } catch {
-    // Gone already.
-  }
-}
-
 /** Runs one example with bash; fails naming its file:line, with what it printed. */
 async function runExample(dir: string, example: Example, timeoutMs: number): Promise<void> {
-  const ran = await run(dir, 'bash', ['-c', `set -euo pipefail\n${example.body}`], timeoutMs).done;
-  if (ran.code === 0 && !ran.timedOut) return;
-  const ended = ran.timedOut ? `timed out after ${ran.ms} ms` : `exited ${ran.code} after ${ran.ms} ms`;
-  const tail = ran.output.length > 8000 ? `...${ran.output.slice(-8000)}` : ran.output;
+  const ran = await spawnIn(dir, 'bash', ['-c', `set -euo pipefail\n${example.body}`], {
+    timeoutMs,
+    baseEnv: userEnvironment(),
+  }).done;
+  if (ran.status === 0 && !ran.timedOut) return;
   throw new Error(
-    `${example.file}:${example.line}: the example ${ended}\n$ ${example.body.replace(/\n/g, '\n$ ')}\n${tail}`,
+    describeResult(`${example.file}:${example.line}: the example\n$ ${example.body.replace(/\n/g, '\n$ ')}\n`, ran),
   );
 }
 
@@ -128,25 +90,26 @@ describe('The examples of the README quick start and docs/local-runtime.md, run 
   }
 
   describe('against one `npm start -- --serve` session', () => {
-    let serve: { child: ChildProcess; done: Promise<Ran> } | undefined;
+    let serve: { child: ChildProcess; done: Promise<CommandResult> } | undefined;
     const served = found.filter((e) => e.mode === 'serve');
 
     beforeAll(async () => {
       if (missing) return;
       // A demo run above wrote .local for a stack that is gone: wait for the session's own files.
       for (const file of ['endpoints.json', 'env.sh']) rmSync(join(copy.dir, '.local', file), { force: true });
-      serve = run(
-        copy.dir,
-        process.execPath,
-        ['--import', 'tsx', 'cli/start.ts', '--serve', '--prewarm', '1'],
-        600_000,
+      serve = spawnIn(copy.dir, process.execPath, ['--import', 'tsx', 'cli/start.ts', '--serve', '--prewarm', '1'], {
+        timeoutMs: 600_000,
+        baseEnv: userEnvironment(),
+      });
+      let ended: CommandResult | undefined;
+      serve.done.then(
+        (r) => (ended = r),
+        () => undefined,
       );
-      let ended: Ran | undefined;
-      void serve.done.then((r) => (ended = r));
       await waitFor(
         'npm start -- --serve to write .local/endpoints.json and .local/env.sh',
         () => {
-          if (ended) throw new Error(`npm start -- --serve exited ${ended.code} before serving:\n${ended.output}`);
+          if (ended) throw new Error(describeResult('npm start -- --serve, before serving,', ended));
           return ['endpoints.json', 'env.sh'].every((f) => existsSync(join(copy.dir, '.local', f)));
         },
         { timeoutMs: 180_000, intervalMs: 200 },
@@ -165,7 +128,7 @@ describe('The examples of the README quick start and docs/local-runtime.md, run 
         }),
       ]);
       clearTimeout(timer);
-      if (!stopped) killGroup(serve.child, 'SIGKILL');
+      if (!stopped) killGroup(serve.child.pid);
     }, 40_000);
 
     for (const example of served) {

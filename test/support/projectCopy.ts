@@ -1,6 +1,6 @@
 // Test helper: a throwaway copy of the project, to run tools that change it (the new-job scaffold) and the project's
 // own commands (tsc, jest, cdk synth, npm start) in it, leaving the real work tree alone.
-import { execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -82,48 +82,51 @@ export function copyProject(options: { from?: string; prefix?: string } = {}): P
 }
 
 /** Kills a process group this helper started; one that has ended already is ignored. */
-function killGroup(pid: number): void {
+export function killGroup(pid: number | undefined, signal: NodeJS.Signals = 'SIGKILL'): void {
+  if (pid === undefined) return;
   try {
-    process.kill(-pid, 'SIGKILL');
+    process.kill(-pid, signal);
   } catch {
     // Already gone.
   }
 }
 
 /**
- * Runs a command in its own process group, so a timeout stops it and everything it started (npx, jest workers).
- * `running` tracks the groups still running, for whoever must stop them early.
+ * Starts a command in its own process group, so a timeout stops it and everything it started (npx, jest workers), and
+ * hands back the child (to signal a long-running one, e.g. Ctrl-C to a served stack) with its result to come.
+ * `running` tracks the groups still running, for whoever must stop them early. `baseEnv` replaces the test process's
+ * environment under `env` (a new user's shell, without the test's AWS settings).
  */
-export function runIn(
+export function spawnIn(
   cwd: string,
   command: string,
   args: readonly string[],
-  options: RunOptions & { running?: Set<number> } = {},
-): Promise<CommandResult> {
+  options: RunOptions & { running?: Set<number>; baseEnv?: NodeJS.ProcessEnv } = {},
+): { child: ChildProcess; done: Promise<CommandResult> } {
   const timeoutMs = options.timeoutMs ?? 120_000;
   const started = Date.now();
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(command, [...args], {
-      cwd,
-      env: { ...process.env, ...options.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
-    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
-    const pid = child.pid;
-    if (pid !== undefined) options.running?.add(pid);
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      if (pid !== undefined) killGroup(pid);
-    }, timeoutMs);
-    const finished = () => {
-      clearTimeout(timer);
-      if (pid !== undefined) options.running?.delete(pid);
-    };
+  const child = spawn(command, [...args], {
+    cwd,
+    env: { ...(options.baseEnv ?? process.env), ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  const stdout: Buffer[] = [];
+  const stderr: Buffer[] = [];
+  child.stdout!.on('data', (chunk: Buffer) => stdout.push(chunk));
+  child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
+  const pid = child.pid;
+  if (pid !== undefined) options.running?.add(pid);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    killGroup(pid);
+  }, timeoutMs);
+  const finished = () => {
+    clearTimeout(timer);
+    if (pid !== undefined) options.running?.delete(pid);
+  };
+  const done = new Promise<CommandResult>((resolvePromise, reject) => {
     child.on('error', (error) => {
       finished();
       reject(error);
@@ -140,6 +143,17 @@ export function runIn(
       });
     });
   });
+  return { child, done };
+}
+
+/** Runs a command in its own process group (spawnIn) to its end; never rejects on a failed command: the result says. */
+export function runIn(
+  cwd: string,
+  command: string,
+  args: readonly string[],
+  options: RunOptions & { running?: Set<number> } = {},
+): Promise<CommandResult> {
+  return spawnIn(cwd, command, args, options).done;
 }
 
 /** A command's result as one readable block, for a failed expectation's message. */
